@@ -1,0 +1,53 @@
+"""The Typer application.  Thin: options → Host → probes → rules → report → exit code.
+
+Commands live in :mod:`npudoctor.commands` (one module per family, each with
+``register(app)``); they are discovered here, so a new command module needs no edit
+of this file.  ``npudoctor health`` does not come through here at all: see
+:mod:`npudoctor.entry` (it must start fast and never exit 2).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import typer
+
+from npudoctor import __version__
+
+app = typer.Typer(
+    name="npudoctor",
+    help="Diagnose PyTorch on Huawei Ascend NPUs: Python, torch, torch_npu, CANN, driver, devices.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"npudoctor {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+) -> None:
+    """npudoctor: find why PyTorch on Ascend NPU does not work here, and how to fix it."""
+
+
+def _register_all() -> None:
+    import npudoctor.commands as pkg
+
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"npudoctor.commands.{info.name}")
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(app)
+
+
+_register_all()

@@ -1,0 +1,209 @@
+"""Findings and the one registry of stable finding codes.
+
+A :class:`Code` is declared once, at import time of the rule module that owns it::
+
+    TORCH_PAIR = Code(
+        "PKG001", "torch-npu-torch-mismatch", area="packages", severity="error",
+        title="torch and torch_npu are not a matched set",
+        explain="...long text for `npudoctor explain PKG001`...",
+        kinds=("K01",),
+    )
+
+and a rule makes findings from it with :meth:`Code.finding`.  Codes are ``AREA`` +
+three digits (``PKG001``, ``DEV012``); names are kebab-case.  Both are stable: once
+released, a code keeps its meaning forever (retire it, never reuse it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Optional, Sequence
+
+SEVERITIES = ("error", "warning", "info")
+_SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+
+#: Areas, in the order the report shows them (the check order of cases/kinds.md).
+AREAS = (
+    "python",
+    "packages",
+    "cann",
+    "environment",
+    "libraries",
+    "driver",
+    "devices",
+    "container",
+    "hccl",
+    "host",
+    "matrix",
+    "deep",
+)
+
+AREA_TITLES = {
+    "python": "Python interpreter",
+    "packages": "Python packages",
+    "cann": "CANN toolkit, kernels and NNAL",
+    "environment": "CANN environment (set_env.sh)",
+    "libraries": "Shared libraries",
+    "driver": "Driver and firmware",
+    "devices": "NPU devices",
+    "container": "Container",
+    "hccl": "HCCL and multi-node",
+    "host": "Host hygiene",
+    "matrix": "Compatibility matrix",
+    "deep": "Deep probe (import torch_npu)",
+}
+
+_CODE_RE = re.compile(r"^[A-Z]{2,5}\d{3}$")
+_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+REGISTRY: Dict[str, Code] = {}
+_NAMES: Dict[str, str] = {}
+
+
+class RegistryError(ValueError):
+    """A code was declared twice or malformed (a programming error, found by tests)."""
+
+
+@dataclass(frozen=True)
+class Code:
+    """A stable finding code with its default severity and long explanation.
+
+    ``kinds`` names the root-cause kinds of ``cases/kinds.md`` (``K01``…) it covers.
+    Declaring a code registers it; a duplicate code or name raises
+    :class:`RegistryError`.
+    """
+
+    code: str
+    name: str
+    area: str
+    severity: str
+    title: str
+    explain: str
+    kinds: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        if not _CODE_RE.match(self.code):
+            raise RegistryError(f"malformed finding code {self.code!r}")
+        if not _NAME_RE.match(self.name):
+            raise RegistryError(f"malformed finding name {self.name!r} ({self.code})")
+        if self.area not in AREAS:
+            raise RegistryError(f"unknown area {self.area!r} ({self.code})")
+        if self.severity not in SEVERITIES:
+            raise RegistryError(f"unknown severity {self.severity!r} ({self.code})")
+        if self.code in REGISTRY and REGISTRY[self.code] != self:
+            raise RegistryError(f"finding code {self.code} declared twice")
+        if _NAMES.get(self.name, self.code) != self.code:
+            raise RegistryError(f"finding name {self.name} used by {_NAMES[self.name]} and {self.code}")
+        REGISTRY[self.code] = self
+        _NAMES[self.name] = self.code
+
+    def finding(
+        self,
+        title: Optional[str] = None,
+        evidence: Iterable[str] = (),
+        fix: Iterable[str] = (),
+        severity: Optional[str] = None,
+        subject: Optional[str] = None,
+        data: Optional[Dict[str, Any]] = None,
+        after: Iterable[str] = (),
+    ) -> Finding:
+        """Make a finding of this code.
+
+        ``title`` is the one-line statement for this occurrence (defaults to the
+        code's title); ``evidence`` are facts with their source ("torch 2.1.0 from
+        /usr/lib/python3.10/site-packages/torch-2.1.0.dist-info/METADATA");
+        ``fix`` are the exact commands or steps, in order; ``severity`` overrides the
+        default; ``subject`` distinguishes several findings of one code (a chip, a
+        library); ``after`` lists codes whose fixes must be applied first.
+        """
+        sev = severity or self.severity
+        if sev not in SEVERITIES:
+            raise RegistryError(f"unknown severity {sev!r} for {self.code}")
+        return Finding(
+            code=self.code,
+            name=self.name,
+            severity=sev,
+            area=self.area,
+            title=title or self.title,
+            evidence=list(evidence),
+            fix=list(fix),
+            subject=subject,
+            data=dict(data or {}),
+            after=list(after),
+        )
+
+
+@dataclass
+class Finding:
+    """One problem (or notable fact) found on the diagnosed machine.
+
+    The JSON form (:meth:`to_dict`) is the public contract: ``code``, ``name``,
+    ``severity`` (``error`` | ``warning`` | ``info``), ``area``, ``title``,
+    ``evidence`` (list of strings), ``fix`` (list of strings: commands or steps in
+    order), plus ``subject``, ``data``, ``after`` and ``confirmed_by``.
+    """
+
+    code: str
+    name: str
+    severity: str
+    area: str
+    title: str
+    evidence: List[str] = field(default_factory=list)
+    fix: List[str] = field(default_factory=list)
+    subject: Optional[str] = None
+    data: Dict[str, Any] = field(default_factory=dict)
+    after: List[str] = field(default_factory=list)
+    confirmed_by: List[str] = field(default_factory=list)
+
+    def sort_key(self) -> tuple[int, int, str, str]:
+        area = AREAS.index(self.area) if self.area in AREAS else len(AREAS)
+        return (area, _SEVERITY_RANK[self.severity], self.code, self.subject or "")
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "severity": self.severity,
+            "area": self.area,
+            "title": self.title,
+            "evidence": list(self.evidence),
+            "fix": list(self.fix),
+            "subject": self.subject,
+            "data": self.data,
+            "after": list(self.after),
+            "confirmed_by": list(self.confirmed_by),
+        }
+
+    @classmethod
+    def from_dict(cls, raw: Dict[str, Any]) -> Finding:
+        return cls(
+            code=str(raw["code"]),
+            name=str(raw.get("name", "")),
+            severity=str(raw["severity"]),
+            area=str(raw.get("area", "")),
+            title=str(raw.get("title", "")),
+            evidence=[str(e) for e in raw.get("evidence", [])],
+            fix=[str(f) for f in raw.get("fix", [])],
+            subject=raw.get("subject"),
+            data=dict(raw.get("data") or {}),
+            after=[str(a) for a in raw.get("after", [])],
+            confirmed_by=[str(c) for c in raw.get("confirmed_by", [])],
+        )
+
+
+def lookup(code_or_name: str) -> Optional[Code]:
+    """The registered code for ``PKG001`` or ``torch-npu-torch-mismatch`` (any case)."""
+    key = code_or_name.strip()
+    if key.upper() in REGISTRY:
+        return REGISTRY[key.upper()]
+    code = _NAMES.get(key.lower())
+    return REGISTRY.get(code) if code else None
+
+
+def counts(findings: Iterable[Finding]) -> Dict[str, int]:
+    """``{"error": n, "warning": n, "info": n}`` for a list of findings."""
+    out = dict.fromkeys(SEVERITIES, 0)
+    for f in findings:
+        out[f.severity] += 1
+    return out

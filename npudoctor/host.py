@@ -1,0 +1,406 @@
+"""The Host seam: the only door between npudoctor and the machine it diagnoses.
+
+Every probe reads files, environment variables and command output through a
+:class:`Host`.  A host has
+
+* ``root`` -- a directory seen as ``/`` (``/`` itself on a live system, a container
+  rootfs, or a test scenario's ``root/``).  Paths handed to the host are paths *of the
+  diagnosed machine*; symlinks inside the root (absolute ones too) resolve inside the
+  root, as under ``chroot``.
+* ``environ`` -- the process environment being diagnosed (a plain mapping).
+* ``run(argv, timeout)`` -- runs a command found on ``environ['PATH']`` with a hard
+  deadline.  Commands are never taken from the root.
+
+Reads never raise for ordinary trouble: a missing, unreadable or oversized file, a
+symlink loop, non-UTF-8 bytes -- each comes back as a :class:`FileRead` whose ``error``
+says what happened, so a probe can record it as a fact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import posixpath
+import signal
+import stat as stat_mod
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence
+
+#: Largest file read by default (bytes).  Version and info files are tiny; logs are
+#: streamed elsewhere and never read through this call.
+DEFAULT_READ_LIMIT = 1 << 20
+
+#: Default deadline of one command (seconds).
+DEFAULT_TIMEOUT = 5.0
+
+#: Largest command output kept per stream (bytes); the rest is dropped and flagged.
+OUTPUT_LIMIT = 4 << 20
+
+_MAX_SYMLINKS = 40
+
+# npu-smi must not run concurrently with itself (the DCMI layer serializes badly).
+_NPU_SMI_LOCK = threading.Lock()
+
+
+@dataclass
+class FileRead:
+    """The outcome of reading one file of the diagnosed machine.
+
+    ``path`` is the path on the diagnosed machine; ``text`` is ``None`` when the read
+    failed, and then ``error`` is a short human reason ("not found", "permission
+    denied", "symlink loop", "is a directory", "too large: 5242880 bytes").
+    ``truncated`` is set when the file was longer than the limit (``text`` holds the
+    head).  ``lossy`` is set when bytes were not valid UTF-8 and were replaced.
+    """
+
+    path: str
+    text: Optional[str] = None
+    error: Optional[str] = None
+    truncated: bool = False
+    lossy: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.text is not None
+
+
+@dataclass
+class CommandResult:
+    """The outcome of one command run through :meth:`Host.run`.
+
+    ``returncode`` is ``None`` when the command did not finish (``timed_out``) or could
+    not be started (``error`` says why: "not found", "permission denied",
+    "commands disabled").  ``duration`` is wall time in seconds.  Output is decoded as
+    UTF-8 with replacement and capped at :data:`OUTPUT_LIMIT` bytes per stream.
+    """
+
+    argv: List[str]
+    returncode: Optional[int] = None
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    error: Optional[str] = None
+    duration: float = 0.0
+    abandoned: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out and self.error is None
+
+    def describe(self) -> str:
+        """One line saying how the command ended, for evidence."""
+        cmd = " ".join(self.argv)
+        if self.error:
+            return f"`{cmd}`: {self.error}"
+        if self.timed_out:
+            return f"`{cmd}`: no answer within {self.duration:.1f} s (killed)"
+        return f"`{cmd}`: exit {self.returncode}"
+
+    def to_dict(self) -> Dict[str, object]:
+        return {
+            "argv": list(self.argv),
+            "returncode": self.returncode,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+            "timed_out": self.timed_out,
+            "error": self.error,
+            "duration": round(self.duration, 3),
+        }
+
+
+def _errno_reason(exc: OSError) -> str:
+    if exc.errno == errno.ENOENT:
+        return "not found"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if exc.errno == errno.ELOOP:
+        return "symlink loop"
+    if exc.errno == errno.EISDIR:
+        return "is a directory"
+    if exc.errno == errno.ENOTDIR:
+        return "not a directory"
+    return exc.strerror or str(exc)
+
+
+class Host:
+    """A machine to diagnose: a root directory, an environment and a command runner.
+
+    ``root`` is a directory path (``"/"`` for the live system).  ``environ`` is the
+    environment of the diagnosed process (defaults to ``os.environ``).  With
+    ``commands=False`` :meth:`run` runs nothing and answers "commands disabled"
+    (``--no-commands``).  A host is cheap to create and holds no open resources.
+    """
+
+    def __init__(
+        self,
+        root: str = "/",
+        environ: Optional[Mapping[str, str]] = None,
+        commands: bool = True,
+    ) -> None:
+        self.root = os.path.abspath(root)
+        self.environ: Dict[str, str] = dict(os.environ if environ is None else environ)
+        self.commands = commands
+        self.live = self.root == "/"
+
+    # ------------------------------------------------------------------ paths
+    def real(self, path: str) -> str:
+        """Map a path of the diagnosed machine to a path on this machine.
+
+        Symlinks are followed inside the root (an absolute target is re-rooted); a
+        missing component ends the walk and the rest is appended as is.  Raises
+        ``OSError(ELOOP)`` on a symlink loop.  On a live host this is ``path`` itself.
+        """
+        if self.live:
+            return path
+        parts = [p for p in path.split("/") if p]
+        resolved: List[str] = []
+        hops = 0
+        while parts:
+            part = parts.pop(0)
+            if part == "..":
+                if resolved:
+                    resolved.pop()
+                continue
+            if part == ".":
+                continue
+            candidate = os.path.join(self.root, *resolved, part)
+            try:
+                is_link = stat_mod.S_ISLNK(os.lstat(candidate).st_mode)
+            except OSError:
+                resolved.append(part)
+                resolved.extend(parts)
+                break
+            if not is_link:
+                resolved.append(part)
+                continue
+            hops += 1
+            if hops > _MAX_SYMLINKS:
+                raise OSError(errno.ELOOP, "symlink loop", path)
+            target = os.readlink(candidate)
+            target_parts = [p for p in target.split("/") if p]
+            if target.startswith("/"):
+                resolved = []
+            parts = target_parts + parts
+        return os.path.join(self.root, *resolved)
+
+    def display(self, path: str) -> str:
+        """The path as the diagnosed machine sees it (for evidence and fix-its)."""
+        return posixpath.normpath("/" + path.lstrip("/"))
+
+    def _safe_real(self, path: str) -> Optional[str]:
+        try:
+            return self.real(path)
+        except OSError:
+            return None
+
+    def exists(self, path: str) -> bool:
+        """True when ``path`` exists on the diagnosed machine (symlinks followed)."""
+        real = self._safe_real(path)
+        return real is not None and os.path.exists(real)
+
+    def is_dir(self, path: str) -> bool:
+        real = self._safe_real(path)
+        return real is not None and os.path.isdir(real)
+
+    def is_file(self, path: str) -> bool:
+        real = self._safe_real(path)
+        return real is not None and os.path.isfile(real)
+
+    def stat(self, path: str, follow: bool = True) -> Optional[os.stat_result]:
+        """``os.stat`` (or ``lstat`` with ``follow=False``) of a path; ``None`` if absent."""
+        try:
+            if follow:
+                return os.stat(self.real(path))
+            parent, name = posixpath.split(self.display(path))
+            return os.lstat(os.path.join(self.real(parent), name))
+        except OSError:
+            return None
+
+    def readlink(self, path: str) -> Optional[str]:
+        """The target text of a symlink on the diagnosed machine, or ``None``."""
+        try:
+            parent, name = posixpath.split(self.display(path))
+            return os.readlink(os.path.join(self.real(parent), name))
+        except OSError:
+            return None
+
+    def resolve(self, path: str) -> str:
+        """The canonical path on the diagnosed machine (symlinks resolved in the root)."""
+        if self.live:
+            return os.path.realpath(path)
+        try:
+            real = self.real(path)
+        except OSError:
+            return self.display(path)
+        rel = os.path.relpath(real, self.root)
+        return "/" if rel == "." else "/" + rel
+
+    def listdir(self, path: str) -> List[str]:
+        """Sorted entry names of a directory; an empty list if it cannot be read."""
+        try:
+            return sorted(os.listdir(self.real(path)))
+        except OSError:
+            return []
+
+    def glob(self, directory: str, prefix: str = "", suffix: str = "") -> List[str]:
+        """Paths (of the diagnosed machine) of entries in ``directory`` whose names
+        start with ``prefix`` and end with ``suffix``, sorted."""
+        base = self.display(directory)
+        return [
+            posixpath.join(base, name)
+            for name in self.listdir(directory)
+            if name.startswith(prefix) and name.endswith(suffix)
+        ]
+
+    # ------------------------------------------------------------------ reads
+    def read_bytes(self, path: str, limit: int = DEFAULT_READ_LIMIT) -> tuple[Optional[bytes], Optional[str], bool]:
+        """Read up to ``limit`` bytes: ``(data, error, truncated)``; never raises."""
+        try:
+            real = self.real(path)
+            with open(real, "rb") as fh:
+                data = fh.read(limit + 1)
+        except OSError as exc:
+            return None, _errno_reason(exc), False
+        if len(data) > limit:
+            return data[:limit], None, True
+        return data, None, False
+
+    def read_text(self, path: str, limit: int = DEFAULT_READ_LIMIT) -> FileRead:
+        """Read a text file of the diagnosed machine (UTF-8, bad bytes replaced)."""
+        shown = self.display(path)
+        data, error, truncated = self.read_bytes(path, limit)
+        if data is None:
+            return FileRead(shown, error=error)
+        try:
+            text = data.decode("utf-8")
+            lossy = False
+        except UnicodeDecodeError:
+            text = data.decode("utf-8", errors="replace")
+            lossy = True
+        return FileRead(shown, text=text, truncated=truncated, lossy=lossy)
+
+    # ------------------------------------------------------------ environment
+    def getenv(self, name: str, default: Optional[str] = None) -> Optional[str]:
+        return self.environ.get(name, default)
+
+    def env_paths(self, name: str) -> List[str]:
+        """A ``:``-separated variable split into its non-empty entries."""
+        return [p for p in self.environ.get(name, "").split(":") if p]
+
+    def which(self, name: str) -> Optional[str]:
+        """Full path of an executable found on this host's ``PATH`` (on this machine:
+        commands are never run from inside the root), or ``None``."""
+        for directory in self.env_paths("PATH"):
+            candidate = os.path.join(directory, name)
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                return candidate
+        return None
+
+    # --------------------------------------------------------------- commands
+    def run(
+        self,
+        argv: Sequence[str],
+        timeout: float = DEFAULT_TIMEOUT,
+        env: Optional[Mapping[str, str]] = None,
+    ) -> CommandResult:
+        """Run ``argv`` (``argv[0]`` looked up on ``PATH``) with a hard deadline.
+
+        The child runs in its own process group with ``stdin`` closed; on timeout the
+        whole group gets SIGKILL, and a child that will not die within a short grace
+        is abandoned (``abandoned=True``).  ``npu-smi`` calls are serialized.  Never
+        raises for a missing or failing command: see :class:`CommandResult`.
+        """
+        argv = [str(a) for a in argv]
+        result = CommandResult(argv=argv)
+        if not self.commands:
+            result.error = "commands disabled"
+            return result
+        exe = argv[0] if "/" in argv[0] else self.which(argv[0])
+        if exe is None:
+            result.error = "command not found"
+            return result
+        lock = _NPU_SMI_LOCK if posixpath.basename(exe) == "npu-smi" else None
+        if lock is not None and not lock.acquire(timeout=max(timeout, 0.01)):
+            result.timed_out = True
+            result.duration = timeout
+            return result
+        try:
+            return self._run(exe, argv, timeout, env, result)
+        finally:
+            if lock is not None:
+                lock.release()
+
+    def _run(
+        self,
+        exe: str,
+        argv: List[str],
+        timeout: float,
+        env: Optional[Mapping[str, str]],
+        result: CommandResult,
+    ) -> CommandResult:
+        start = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                [exe] + argv[1:],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=dict(self.environ if env is None else env),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            result.error = _errno_reason(exc)
+            if result.error == "not found":
+                result.error = "command not found"
+            return result
+        try:
+            out, err = _communicate(proc, max(timeout, 0.0))
+        except subprocess.TimeoutExpired:
+            result.timed_out = True
+            _kill_group(proc)
+            try:
+                out, err = proc.communicate(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                result.abandoned = True
+                out, err = b"", b""
+        result.duration = time.monotonic() - start
+        result.returncode = None if result.timed_out else proc.returncode
+        result.stdout = _decode(out)
+        result.stderr = _decode(err)
+        return result
+
+
+def _communicate(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes]:
+    out, err = proc.communicate(timeout=timeout)
+    return out[:OUTPUT_LIMIT], err[:OUTPUT_LIMIT]
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        with contextlib.suppress(OSError):
+            proc.kill()
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace") if data else ""
+
+
+@dataclass
+class Identity:
+    """The account whose access is judged: uid, gid, supplementary gids, name.
+
+    ``name`` is ``None`` when the uid has no passwd entry in the diagnosed root
+    (a container run with an arbitrary ``--user``).
+    """
+
+    uid: int
+    gid: int
+    groups: List[int] = field(default_factory=list)
+    name: Optional[str] = None
+    source: str = "process"

@@ -1,0 +1,1 @@
+"""Renderers of a check result: text (rich), JSON (the public contract), Markdown."""

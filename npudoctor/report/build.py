@@ -1,0 +1,57 @@
+"""The check result as one JSON-able document (the public ``--json`` contract).
+
+Layout (``schema_version`` 1, see ``docs/schema/check.schema.json``)::
+
+    {"schema_version", "npudoctor_version", "created", "node", "target", "matrix",
+     "facts", "findings": [Finding.to_dict()...],
+     "summary": {"error": n, "warning": n, "info": n}, "exit_code": n}
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Sequence
+
+from npudoctor.findings import Finding, counts
+from npudoctor.snapshot import Snapshot
+
+
+def exit_code(findings: Sequence[Finding], strict: bool = False) -> int:
+    """0 when no error (and, with ``strict``, no warning) was found, else 1."""
+    summary = counts(findings)
+    if summary["error"] or (strict and summary["warning"]):
+        return 1
+    return 0
+
+
+def document(snapshot: Snapshot, findings: Sequence[Finding], strict: bool = False) -> Dict[str, Any]:
+    """The JSON document for ``check --json``."""
+    doc = snapshot.to_dict()
+    doc["findings"] = [f.to_dict() for f in findings]
+    doc["summary"] = counts(findings)
+    doc["exit_code"] = exit_code(findings, strict)
+    return doc
+
+
+def ordered_fixes(findings: Sequence[Finding]) -> List[Finding]:
+    """Findings with fixes, ordered so that each comes after the codes it names in
+    ``after`` (a stable topological order; cycles fall back to the report order)."""
+    with_fix = [f for f in findings if f.fix and f.severity != "info"]
+    placed: List[Finding] = []
+    remaining = list(with_fix)
+    while remaining:
+        progressed = False
+        for f in list(remaining):
+            pending = {c for c in f.after if any(r.code == c for r in remaining if r is not f)}
+            if not pending:
+                placed.append(f)
+                remaining.remove(f)
+                progressed = True
+        if not progressed:
+            placed.extend(remaining)
+            break
+    return placed
+
+
+def has_dependencies(findings: Sequence[Finding]) -> bool:
+    codes = {f.code for f in findings}
+    return any(set(f.after) & codes for f in findings)

@@ -1,0 +1,81 @@
+"""Human report: findings grouped by area with ✓ / ! / ✗ and one-line fixes."""
+
+from __future__ import annotations
+
+from typing import IO, Optional, Sequence
+
+from npudoctor.findings import AREA_TITLES, AREAS, Finding, counts
+from npudoctor.report.build import has_dependencies, ordered_fixes
+from npudoctor.snapshot import Snapshot
+
+MARK = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("·", "cyan")}
+
+
+def _headline(snapshot: Snapshot) -> str:
+    host = snapshot.section("host")
+    py = snapshot.section("python")
+    target = snapshot.target or {}
+    mode = target.get("mode", "live")
+    where = {"live": "this machine", "root": f"root {target.get('root')}", "from": f"snapshot {target.get('from')}"}
+    bits = [b for b in (host.get("arch"), f"Python {py['version']}" if py.get("version") else None) if b]
+    extra = f" ({', '.join(bits)})" if bits else ""
+    return f"npudoctor {snapshot.npudoctor_version} — {where.get(mode, mode)}{extra}"
+
+
+def render(
+    snapshot: Snapshot,
+    findings: Sequence[Finding],
+    verbose: bool = False,
+    file: Optional[IO[str]] = None,
+    color: Optional[bool] = None,
+) -> None:
+    """Print the report with rich.  ``verbose`` adds evidence and the matrix provenance."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(file=file, highlight=False, no_color=(color is False), force_terminal=color)
+    console.print(f"[bold]{escape(_headline(snapshot))}[/bold]")
+    probed = set(snapshot.facts)
+    by_area = {a: [f for f in findings if f.area == a] for a in AREAS}
+    for area in AREAS:
+        items = by_area[area]
+        if not items and area not in probed:
+            continue
+        console.print()
+        console.print(f"[bold]{AREA_TITLES[area]}[/bold]")
+        if not items:
+            console.print("  [green]✓[/green] no problems found")
+            continue
+        for f in items:
+            mark, style = MARK[f.severity]
+            console.print(f"  [{style}]{mark}[/{style}] [dim]{f.code}[/dim] {escape(f.title)}")
+            if verbose:
+                for line in f.evidence:
+                    console.print(f"      [dim]evidence:[/dim] {escape(line)}")
+                if f.confirmed_by:
+                    console.print(f"      [dim]confirmed by:[/dim] {escape(', '.join(f.confirmed_by))}")
+            if f.fix:
+                console.print(f"      [dim]fix:[/dim] {escape(f.fix[0])}")
+                for step in f.fix[1:]:
+                    console.print(f"           {escape(step)}")
+    if has_dependencies(findings):
+        console.print()
+        console.print("[bold]Fix in this order[/bold]")
+        n = 0
+        for f in ordered_fixes(findings):
+            for step in f.fix:
+                n += 1
+                console.print(f"  {n}. {escape(step)}  [dim]({f.code})[/dim]")
+    if verbose and snapshot.matrix:
+        m = snapshot.matrix
+        console.print()
+        console.print(
+            f"[dim]matrix: {escape(str(m.get('source')))} ({m.get('origin', '?')}), "
+            f"retrieved {m.get('retrieved', '?')}, sha256 {str(m.get('sha256', '?'))[:16]}…[/dim]"
+        )
+    summary = counts(findings)
+    console.print()
+    console.print(
+        f"{summary['error']} error(s), {summary['warning']} warning(s), {summary['info']} note(s). "
+        + ("Run `npudoctor explain CODE` for details." if findings else "")
+    )

@@ -1,0 +1,50 @@
+"""Rules: pure functions ``(RuleContext) -> Iterable[Finding]``, one module per area.
+
+Register a rule with the :func:`rule` decorator; every module in this package is
+imported by :func:`npudoctor.engine.load_rules`, so adding a module is all it takes.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, List, Tuple
+
+from npudoctor.findings import Code, Finding
+
+RuleFunc = Callable[..., Iterable[Finding]]
+
+#: ``(qualified name, function)`` of every registered rule, in registration order.
+RULES: List[Tuple[str, RuleFunc]] = []
+
+
+def rule(func: RuleFunc) -> RuleFunc:
+    """Register ``func`` as a rule (idempotent: re-registration is ignored)."""
+    name = f"{func.__module__.rsplit('.', 1)[-1]}.{func.__name__}"
+    if all(existing != name for existing, _ in RULES):
+        RULES.append((name, func))
+    return func
+
+
+INTERNAL = Code(
+    "HOST099",
+    "npudoctor-internal-error",
+    area="host",
+    severity="warning",
+    title="npudoctor failed in one of its own checks",
+    explain=(
+        "A probe or rule of npudoctor itself raised an exception. The rest of the report is "
+        "still valid, but this part of the machine was not checked. Please report it with the "
+        "evidence lines (they hold the exception) at the npudoctor issue tracker."
+    ),
+)
+
+
+def internal_error(where: str, exc: object) -> Finding:
+    """A finding for a crashed probe or rule (``where`` names it)."""
+    text = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+    first = str(text).strip().splitlines()[0] if str(text).strip() else "unknown error"
+    return INTERNAL.finding(
+        title=f"npudoctor failed in {where}: {first}",
+        evidence=[str(text).strip()],
+        fix=["Please report this with `npudoctor check --markdown` output attached."],
+        subject=where,
+    )

@@ -1,0 +1,195 @@
+"""The snapshot: every fact npudoctor gathered about one machine, as plain data.
+
+A snapshot is what ``npudoctor collect`` writes, ``check --from`` replays, ``compare``
+diffs across nodes and ``plan`` reads on the connected side.  ``facts`` maps a section
+name (``host``, ``python``, ``packages``, ``cann``, ``driver``, ``environment``,
+``libraries``, ``devices``, ``container``, ``hccl``, ``deep``) to the JSON-able dict
+that the probe of that name produced; each section documents its keys in its probe
+module.  Records carry the ``source`` they were read from (a file path or a command).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional
+
+from npudoctor import __version__
+
+#: Version of the snapshot/JSON layout.  Bump on incompatible change; readers accept
+#: the versions listed in :data:`READABLE_SCHEMAS`.
+SCHEMA_VERSION = 1
+READABLE_SCHEMAS = (1,)
+
+
+class SnapshotError(ValueError):
+    """A snapshot file could not be read: not JSON, wrong schema, missing keys."""
+
+
+@dataclass
+class Snapshot:
+    """Facts about one machine plus where and when they were gathered.
+
+    ``target`` says what was looked at: ``{"mode": "live"|"root"|"from", "root": str,
+    "python": str|None, "user": str|None}``.  ``node`` is the node label used by
+    ``compare`` (the host name, or a stable pseudonym once redacted).  ``matrix`` is the
+    provenance of the matrix in use (``source``, ``retrieved``, ``sha256``, ``origin``).
+    """
+
+    facts: Dict[str, Any] = field(default_factory=dict)
+    target: Dict[str, Any] = field(default_factory=dict)
+    node: str = ""
+    created: str = ""
+    matrix: Dict[str, Any] = field(default_factory=dict)
+    redacted: bool = False
+    npudoctor_version: str = __version__
+    schema_version: int = SCHEMA_VERSION
+
+    def section(self, name: str) -> Dict[str, Any]:
+        """The facts of one section (an empty dict when the probe did not run)."""
+        value = self.facts.get(name)
+        return value if isinstance(value, dict) else {}
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "npudoctor_version": self.npudoctor_version,
+            "created": self.created,
+            "node": self.node,
+            "redacted": self.redacted,
+            "target": self.target,
+            "matrix": self.matrix,
+            "facts": self.facts,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> Snapshot:
+        """Build from parsed JSON; raises :class:`SnapshotError` when malformed.
+
+        Also accepts a full ``check --json`` report (it embeds the same keys).
+        """
+        if not isinstance(raw, dict):
+            raise SnapshotError("not a snapshot: the top level is not a JSON object")
+        version = raw.get("schema_version")
+        if version not in READABLE_SCHEMAS:
+            raise SnapshotError(
+                f"unsupported snapshot schema_version {version!r} (this npudoctor reads {READABLE_SCHEMAS})"
+            )
+        facts = raw.get("facts")
+        if not isinstance(facts, dict):
+            raise SnapshotError("not a snapshot: no 'facts' object")
+        return cls(
+            facts=facts,
+            target=dict(raw.get("target") or {}),
+            node=str(raw.get("node") or ""),
+            created=str(raw.get("created") or ""),
+            matrix=dict(raw.get("matrix") or {}),
+            redacted=bool(raw.get("redacted", False)),
+            npudoctor_version=str(raw.get("npudoctor_version") or ""),
+            schema_version=int(version),
+        )
+
+    @classmethod
+    def load(cls, path: str) -> Snapshot:
+        """Read a snapshot file (``-`` is not accepted here); :class:`SnapshotError` on
+        any problem, with the file named."""
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror or exc}") from None
+        try:
+            raw = json.loads(data.decode("utf-8", errors="replace"))
+        except ValueError as exc:
+            raise SnapshotError(f"snapshot {path} is not valid JSON: {exc}") from None
+        try:
+            return cls.from_dict(raw)
+        except SnapshotError as exc:
+            raise SnapshotError(f"{path}: {exc}") from None
+
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=False, ensure_ascii=False)
+
+
+def now_iso() -> str:
+    """Current UTC time as ISO 8601 with a ``Z`` suffix, seconds precision."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def atomic_write(path: str, data: str) -> None:
+    """Write ``data`` (UTF-8) to ``path`` atomically: temp file in the same directory,
+    fsync, rename.  The previous file stays intact if anything fails.  Raises
+    ``OSError`` (e.g. read-only directory) with nothing left behind."""
+    directory = os.path.dirname(os.path.abspath(path)) or "."
+    fd, tmp = tempfile.mkstemp(prefix=".npudoctor-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+# ---------------------------------------------------------------- redaction
+_IPV4 = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")
+_SECRET_KEY = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|API_?KEY|ACCESS_?KEY|AUTH)", re.I)
+_HOME = re.compile(r"/home/[^/\s:'\"]+")
+#: Keys whose values are personal and replaced wholesale.
+_PERSONAL_KEYS = {"hostname", "user", "username", "user_name", "login", "fqdn"}
+
+
+def pseudonym(text: str) -> str:
+    """A stable, non-reversible label for a host name: ``node-<8 hex>``."""
+    return "node-" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:8]
+
+
+def redact(snapshot: Snapshot) -> Snapshot:
+    """A copy of ``snapshot`` without personal data, for sharing.
+
+    Host names become a stable pseudonym (so redacted snapshots still compare), user
+    names and ``/home/<user>`` parts are masked, IPv4 addresses become ``x.x.x.x`` (the
+    last octet kept, so device IPs of one node remain distinguishable), and the values of
+    secret-looking environment variables (``*TOKEN*``, ``*PASSWORD*``…) are dropped.
+    """
+
+    def scrub(value: Any, key: str = "") -> Any:
+        if isinstance(value, dict):
+            out = {}
+            for k, v in value.items():
+                if isinstance(k, str) and _SECRET_KEY.search(k) and isinstance(v, str):
+                    out[k] = "<redacted>"
+                elif isinstance(k, str) and k.lower() in _PERSONAL_KEYS and isinstance(v, str) and v:
+                    out[k] = pseudonym(v) if k.lower() in ("hostname", "fqdn") else "<user>"
+                else:
+                    out[k] = scrub(v, str(k))
+            return out
+        if isinstance(value, list):
+            return [scrub(v, key) for v in value]
+        if isinstance(value, str):
+            text = _HOME.sub("/home/<user>", value)
+            return _IPV4.sub(lambda m: "x.x.x." + m.group(0).rsplit(".", 1)[1], text)
+        return value
+
+    facts = scrub(snapshot.facts)
+    target = scrub(snapshot.target)
+    node = snapshot.node if snapshot.redacted else (pseudonym(snapshot.node) if snapshot.node else "")
+    return Snapshot(
+        facts=facts,
+        target=target,
+        node=node,
+        created=snapshot.created,
+        matrix=dict(snapshot.matrix),
+        redacted=True,
+        npudoctor_version=snapshot.npudoctor_version,
+        schema_version=snapshot.schema_version,
+    )

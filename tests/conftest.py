@@ -1,0 +1,33 @@
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--run-network", action="store_true", default=False, help="run tests marked network")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--run-network"):
+        return
+    skip = pytest.mark.skip(reason="needs --run-network")
+    for item in items:
+        if "network" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def fixture_text():
+    """Read a captured sample from tests/fixtures/ (bytes kept, decoded as UTF-8)."""
+
+    def read(name: str) -> str:
+        return (FIXTURES / name).read_bytes().decode("utf-8", errors="replace")
+
+    return read
