@@ -163,7 +163,7 @@ def evaluate(
     Codes (or names) in ``ignore`` are dropped.  A rule that raises becomes a finding
     of code ``HOST099`` naming the rule, never a traceback.
     """
-    from npudoctor.rules import RULES, internal_error
+    from npudoctor.rules import POSTPROCESSORS, RULES, internal_error
 
     load_rules()
     ctx = RuleContext(snapshot=snapshot, matrix=matrix, options=options)
@@ -176,6 +176,11 @@ def evaluate(
         findings.extend(produced)
     for section, error in sorted(snapshot.section("_errors").items()):
         findings.append(internal_error(f"probe {section}", error))
+    for name, post in POSTPROCESSORS:
+        try:
+            findings = list(post(ctx, findings))
+        except Exception as exc:
+            findings.append(internal_error(f"post-processor {name}", exc))
     dropped = {i.strip().upper() for i in ignore if i.strip()}
     kept = [f for f in findings if f.code.upper() not in dropped and f.name.upper() not in dropped]
     if options.only:

@@ -15,12 +15,24 @@ RuleFunc = Callable[..., Iterable[Finding]]
 #: ``(qualified name, function)`` of every registered rule, in registration order.
 RULES: List[Tuple[str, RuleFunc]] = []
 
+#: Post-processors ``(ctx, findings) -> findings`` run after all rules, in
+#: registration order (e.g. the deep probe marks static findings "confirmed by import").
+POSTPROCESSORS: List[Tuple[str, Callable[..., List[Finding]]]] = []
+
 
 def rule(func: RuleFunc) -> RuleFunc:
     """Register ``func`` as a rule (idempotent: re-registration is ignored)."""
     name = f"{func.__module__.rsplit('.', 1)[-1]}.{func.__name__}"
     if all(existing != name for existing, _ in RULES):
         RULES.append((name, func))
+    return func
+
+
+def postprocess(func: Callable[..., List[Finding]]) -> Callable[..., List[Finding]]:
+    """Register ``func(ctx, findings) -> findings`` to run after every rule."""
+    name = f"{func.__module__.rsplit('.', 1)[-1]}.{func.__name__}"
+    if all(existing != name for existing, _ in POSTPROCESSORS):
+        POSTPROCESSORS.append((name, func))
     return func
 
 
