@@ -163,6 +163,8 @@ def redact(snapshot: Snapshot) -> Snapshot:
     """
 
     def scrub(value: Any, key: str = "") -> Any:
+        if isinstance(value, dict) and key == "identity" and value.get("name"):
+            value = dict(value, name="<user>")
         if isinstance(value, dict):
             out = {}
             for k, v in value.items():

@@ -1,0 +1,124 @@
+"""The JSON contract of `check --json` against docs/schema/check.schema.json, the exit-code
+contract, `explain`, `collect` → `check --from` round trip, and the calm plain-machine report."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SCHEMA = json.loads((REPO / "docs/schema/check.schema.json").read_text())
+
+
+def npudoctor(*args, env=None, cwd=None, input=None):
+    return subprocess.run(
+        [sys.executable, "-m", "npudoctor", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        input=input,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def empty_root(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    return root
+
+
+def plain_env(tmp_path):
+    """An environment like a fresh shell on a machine without any NPU software."""
+    bin_dir = tmp_path / "emptybin"
+    bin_dir.mkdir(exist_ok=True)
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path / "home"), "NPUDOCTOR_CONFIG": "/nonexistent"}
+
+
+def test_check_json_matches_schema_on_empty_root(tmp_path, empty_root):
+    proc = npudoctor("check", "--root", str(empty_root), "--json", env=plain_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["target"]["mode"] == "root"
+    assert doc["summary"]["error"] == 0 and doc["exit_code"] == 0
+    assert "host" in doc["facts"]
+    for finding in doc["findings"]:
+        assert finding["severity"] != "error", finding
+
+
+def test_plain_machine_check_is_calm(tmp_path):
+    proc = npudoctor("check", env=plain_env(tmp_path) | {"PATH": os.environ["PATH"]}, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "0 error(s)" in proc.stdout
+
+
+def test_collect_then_check_from_round_trip(tmp_path, empty_root):
+    out = tmp_path / "site.json"
+    proc = npudoctor("collect", "--root", str(empty_root), "-o", str(out), env=plain_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    snap = json.loads(out.read_text())
+    assert snap["schema_version"] == 1 and snap["redacted"] is True and "host" in snap["facts"]
+    replay = npudoctor("check", "--from", str(out), "--json", env=plain_env(tmp_path))
+    assert replay.returncode == 0, replay.stderr
+    doc = json.loads(replay.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["target"]["mode"] == "from"
+    assert doc["facts"]["host"] == snap["facts"]["host"]
+
+
+def test_usage_errors_exit_2_without_traceback(tmp_path, empty_root):
+    bad_from = tmp_path / "garbage.json"
+    bad_from.write_bytes(b"\xff\xfe not json")
+    cases = [
+        ("check", "--root", str(tmp_path / "missing")),
+        ("check", "--from", str(bad_from)),
+        ("check", "--from", str(bad_from), "--root", str(empty_root)),
+        ("check", "--no-such-option"),
+        ("explain", "NOPE999"),
+        ("check", "--matrix", str(bad_from)),
+    ]
+    for args in cases:
+        proc = npudoctor(*args, env=plain_env(tmp_path))
+        assert proc.returncode == 2, (args, proc.returncode, proc.stdout, proc.stderr)
+        assert "Traceback" not in proc.stderr, args
+
+
+def test_explain_lists_every_registered_code_with_explanations(tmp_path):
+    proc = npudoctor("explain", "--list", "--json", env=plain_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    codes = json.loads(proc.stdout)
+    assert any(c["code"] == "HOST099" for c in codes)
+    seen = set()
+    for c in codes:
+        assert c["code"] not in seen
+        seen.add(c["code"])
+        assert c["explain"].strip() and c["title"].strip(), c["code"]
+    one = npudoctor("explain", "npudoctor-internal-error", env=plain_env(tmp_path))
+    assert one.returncode == 0 and one.stdout.startswith("HOST099 npudoctor-internal-error")
+
+
+def test_snapshot_redaction_masks_personal_data():
+    from npudoctor.snapshot import Snapshot, redact
+
+    snap = Snapshot(
+        facts={
+            "host": {"hostname": "gpu-node-17", "identity": {"name": "alice"}},
+            "environment": {"vars": {"HF_TOKEN": "hf_abc", "HCCL_IF_IP": "10.1.2.3", "HOME": "/home/alice"}},
+        },
+        node="gpu-node-17",
+    )
+    safe = redact(snap)
+    text = json.dumps(safe.to_dict())
+    for secret in ("gpu-node-17", "alice", "hf_abc", "10.1.2"):
+        assert secret not in text
+    assert safe.node == redact(snap).node and safe.node.startswith("node-")
+    assert safe.facts["environment"]["vars"]["HCCL_IF_IP"] == "x.x.x.3"
