@@ -44,7 +44,8 @@ class Options:
     subset.  ``command_timeout``: deadline of one command (seconds).  ``deadline``:
     ``time.monotonic()`` value after which probes should give up (``None``: none).
     ``only``/``skip``: areas/sections to run or leave out.  ``cwd``: working directory
-    of the diagnosed process (shadowing checks).
+    of the diagnosed process (shadowing checks).  ``require_devices``: the number of
+    chips `health --require N` expects.
     """
 
     python: Optional[str] = None
@@ -59,6 +60,7 @@ class Options:
     cwd: Optional[str] = None
     probe_master: bool = False
     matrix_path: Optional[str] = None
+    require_devices: Optional[int] = None
     progress: Optional[Callable[[str], None]] = None
 
     def remaining(self, default: float) -> float:

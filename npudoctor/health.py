@@ -1,0 +1,228 @@
+"""``npudoctor health``: the container health check.
+
+A fast subset of ``check`` (the probes marked ``QUICK``: host, Python packages by
+metadata, CANN, driver, environment, devices, container) judged by the same rules.
+
+Contract (Docker ``HEALTHCHECK`` and Kubernetes exec probes):
+
+* exit status **0** healthy, **1** unhealthy — nothing else, ever: a bad option, an
+  internal error or a blown time budget is 1 with a reason (Docker reserves 2);
+* one short line per problem on stdout (Docker keeps the tail of the output), or a
+  JSON document with ``--json``;
+* ``--timeout SECONDS`` is a hard total budget (default 0.9 s, inside Kubernetes'
+  1 s default probe timeout): when it runs out, the check reports the step that was
+  running and exits 1 at once;
+* ``--cache-ttl SECONDS`` reuses a result younger than that and says how old it is.
+
+This module is imported without Typer or rich (see :mod:`npudoctor.entry`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+DEFAULT_TIMEOUT = 0.9
+_FAIL_ON = ("error", "warning")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage problems as *unhealthy* (exit 1), never exit 2."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[name-defined]  # noqa: F821
+        print(f"unhealthy: bad health-check option: {message}")
+        sys.exit(1)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="npudoctor health",
+        description=(
+            "Fast container health check: devices visible and openable, driver files mounted, "
+            "chips healthy, CANN environment applied, torch/torch_npu/CANN paired. "
+            "Exit codes: 0 healthy, 1 unhealthy (also for bad options, internal errors and timeouts)."
+        ),
+    )
+    parser.add_argument("--root", metavar="DIR", help="inspect DIR as if it were /")
+    parser.add_argument("--python", metavar="PATH", help="inspect this interpreter's packages")
+    parser.add_argument("--user", metavar="NAME|UID", help="judge device access for this account")
+    parser.add_argument("--json", action="store_true", help="print a JSON document")
+    parser.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="hard total budget (default 0.9)"
+    )
+    parser.add_argument("--require", type=int, default=None, metavar="N", help="at least N NPU chips must be visible")
+    parser.add_argument("--skip", action="append", default=[], metavar="AREA", help="leave out an area (repeatable)")
+    parser.add_argument("--only", action="append", default=[], metavar="AREA", help="check only these areas")
+    parser.add_argument("--fail-on", choices=_FAIL_ON, default="error", help="severity that makes it unhealthy")
+    parser.add_argument("--ignore", action="append", default=[], metavar="CODE", help="silence a finding code")
+    parser.add_argument("--matrix", metavar="FILE", help="use this matrix file")
+    parser.add_argument("--no-commands", action="store_true", help="run no external command (npu-smi)")
+    parser.add_argument(
+        "--cache-ttl", type=float, default=0.0, metavar="SECONDS", help="reuse a result younger than this"
+    )
+    return parser
+
+
+def _areas(values: Sequence[str]) -> List[str]:
+    return [a.strip() for v in values for a in v.split(",") if a.strip()]
+
+
+def _cache_path(argv: Sequence[str]) -> str:
+    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    key = hashlib.sha256("\0".join(argv).encode()).hexdigest()[:16]
+    return os.path.join(base, f"npudoctor-health-{os.getuid()}-{key}.json")
+
+
+def _read_cache(path: str, ttl: float) -> Optional[Dict[str, Any]]:
+    try:
+        age = time.time() - os.stat(path).st_mtime
+        if age > ttl or age < 0:
+            return None
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+        doc["cache_age_s"] = round(age, 1)
+        return doc if isinstance(doc, dict) and doc.get("status") in ("healthy", "unhealthy") else None
+    except (OSError, ValueError):
+        return None
+
+
+def evaluate_health(args: argparse.Namespace, state: Dict[str, Any]) -> Dict[str, Any]:
+    """Run the quick probes and rules; return the result document.
+
+    ``state["step"]`` is updated with the section being probed so that a blown budget
+    can name it.  Raises whatever the engine raises (the caller turns it into exit 1).
+    """
+    from npudoctor.config import load_ignores
+    from npudoctor.engine import Options, collect, evaluate
+    from npudoctor.host import Host
+    from npudoctor.matrix import MatrixError, load_matrix
+
+    started = time.monotonic()
+    if args.root and not os.path.isdir(args.root):
+        raise ValueError(f"--root {args.root}: not a directory")
+    options = Options(
+        python=args.python,
+        user=args.user,
+        quick=True,
+        command_timeout=max(0.1, args.timeout * 0.6),
+        deadline=started + args.timeout * 0.85,
+        only=set(_areas(args.only)),
+        skip=set(_areas(args.skip)),
+        require_devices=args.require,
+        matrix_path=args.matrix,
+    )
+    options.progress = lambda section: state.__setitem__("step", f"probing {section}")
+    host = Host(root=args.root or "/", commands=not args.no_commands)
+    snapshot = collect(host, options)
+    state["step"] = "loading the matrix"
+    try:
+        matrix = load_matrix(args.matrix)
+    except MatrixError as exc:
+        if args.matrix:
+            raise ValueError(str(exc)) from None
+        matrix = None
+    state["step"] = "judging"
+    ignores, _errors = load_ignores()
+    findings = evaluate(snapshot, matrix, options, ignore=list(args.ignore) + ignores)
+    failing = [f for f in findings if f.severity == "error" or (args.fail_on == "warning" and f.severity == "warning")]
+    devices = snapshot.section("devices")
+    return {
+        "status": "unhealthy" if failing else "healthy",
+        "problems": [_line(f) for f in failing],
+        "findings": [f.to_dict() for f in findings],
+        "chips": len(devices.get("chips") or []),
+        "duration_s": round(time.monotonic() - started, 3),
+        "summary": _summary(snapshot),
+    }
+
+
+def _line(finding: Any) -> str:
+    return f"{finding.code} {finding.title}"
+
+
+def _summary(snapshot: Any) -> str:
+    bits = []
+    chips = snapshot.section("devices").get("chips") or []
+    if chips:
+        bits.append(f"{len(chips)} NPU chip(s)")
+    cann = snapshot.section("cann").get("selected") or {}
+    if cann.get("version"):
+        bits.append(f"CANN {cann['version']}")
+    npu = (snapshot.section("packages").get("installed") or {}).get("torch-npu") or []
+    if npu:
+        bits.append(f"torch_npu {npu[0].get('version')}")
+    return ", ".join(bits)
+
+
+def _emit(doc: Dict[str, Any], as_json: bool) -> int:
+    healthy = doc["status"] == "healthy"
+    if as_json:
+        print(json.dumps(doc, ensure_ascii=False))
+    else:
+        age = f" (cached result, {doc['cache_age_s']} s old)" if "cache_age_s" in doc else ""
+        if healthy:
+            summary = f": {doc['summary']}" if doc.get("summary") else ""
+            print(f"healthy{summary}{age}")
+        else:
+            for line in doc["problems"]:
+                print(f"unhealthy: {line}{age}")
+    sys.stdout.flush()
+    return 0 if healthy else 1
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run the health check with ``argv`` (without the ``health`` word); returns 0/1.
+
+    The work runs in a daemon thread; if it does not finish within ``--timeout`` the
+    process reports the step in progress and leaves with status 1 (``os._exit``, so a
+    wedged probe cannot hold it).
+    """
+    args = build_parser().parse_args(list(argv))
+    if args.timeout <= 0:
+        print("unhealthy: bad health-check option: --timeout must be positive")
+        return 1
+    cache = _cache_path(argv) if args.cache_ttl > 0 else None
+    if cache:
+        cached = _read_cache(cache, args.cache_ttl)
+        if cached is not None:
+            return _emit(cached, args.json)
+    state: Dict[str, Any] = {"step": "starting"}
+    box: Dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["doc"] = evaluate_health(args, state)
+        except BaseException as exc:  # any failure is "unhealthy", with the reason
+            box["error"] = f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc)
+
+    worker = threading.Thread(target=work, name="npudoctor-health", daemon=True)
+    worker.start()
+    worker.join(args.timeout)
+    if worker.is_alive():
+        doc = {
+            "status": "unhealthy",
+            "problems": [f"HOST090 health check exceeded its {args.timeout:g} s budget while {state['step']}"],
+            "findings": [],
+            "duration_s": args.timeout,
+        }
+        _emit(doc, args.json)
+        os._exit(1)
+    if "error" in box:
+        doc = {"status": "unhealthy", "problems": [f"npudoctor failed: {box['error']}"], "findings": []}
+        return _emit(doc, args.json)
+    doc = box["doc"]
+    if cache:
+        try:
+            from npudoctor.snapshot import atomic_write
+
+            atomic_write(cache, json.dumps(doc))
+        except OSError:
+            pass
+    return _emit(doc, args.json)
