@@ -1,0 +1,30 @@
+# npudoctor in a container: as a base layer for NPU workloads, or as a side-car.
+#
+#   docker build -t npudoctor .                                   # slim Python base
+#   docker build -t my-cann-app --build-arg BASE_IMAGE=<an official CANN image> .
+#   docker build -t npudoctor:nonroot --target nonroot .          # runs as uid 1000 (HwHiAiUser)
+#
+# The entrypoint applies the CANN environment (what set_env.sh would set), runs the quick
+# checks, then execs the command; the HEALTHCHECK marks the container unhealthy when devices,
+# driver mounts, chip health or the CANN pairing go wrong (exit 0/1 only, 1 s budget).
+ARG BASE_IMAGE=python:3.11-slim
+
+FROM ${BASE_IMAGE} AS root
+COPY pyproject.toml README.md /opt/npudoctor-src/
+COPY npudoctor /opt/npudoctor-src/npudoctor
+COPY matrix /opt/npudoctor-src/matrix
+RUN python3 -m pip install --no-cache-dir /opt/npudoctor-src \
+    && rm -rf /opt/npudoctor-src
+HEALTHCHECK --interval=30s --timeout=2s --start-period=20s --retries=3 \
+    CMD ["npudoctor", "health", "--timeout", "1.5"]
+ENTRYPOINT ["npudoctor", "exec", "--"]
+CMD ["bash"]
+
+# Same image, running as a non-root account that can open /dev/davinci* (the driver's
+# HwHiAiUser, uid/gid 1000 on the host; the uid must exist in /etc/passwd here).
+FROM root AS nonroot
+ARG NPU_UID=1000
+ARG NPU_GID=1000
+RUN (getent group "${NPU_GID}" >/dev/null || groupadd -g "${NPU_GID}" HwHiAiUser) \
+    && (getent passwd "${NPU_UID}" >/dev/null || useradd -l -m -u "${NPU_UID}" -g "${NPU_GID}" HwHiAiUser)
+USER ${NPU_UID}:${NPU_GID}

