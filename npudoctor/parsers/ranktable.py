@@ -1,0 +1,397 @@
+"""Rank tables (``RANK_TABLE_FILE``, "hccl.json"): parse formats 1.0 and 1.2 and check
+them for the faults that make HCCL fail at start-up.
+
+Sources of the format (recorded in ``../shared/samples/INDEX.md``):
+
+* **1.0** -- MindSpore distributed-training docs (``ranktable_v1.0_1server_8p_mindspore-doc.json``)
+  and the MindCluster "hccl.json File Description" (A2 form with ``container_ip`` and
+  ``hardware_type``)::
+
+      {"version": "1.0", "server_count": "1", "status": "completed",
+       "server_list": [{"server_id": "10.0.0.1", "host_nic_ip": "reserve",
+                        "device": [{"device_id": "0", "device_ip": "192.1.27.6", "rank_id": "0"}, ...]}]}
+
+* **1.2** -- the A3 SuperPoD form written by Ascend Operator (same doc): each device also has
+  ``super_device_id``; each server has ``host_ip``, ``container_ip``, ``hardware_type``; and a
+  top-level ``super_pod_list``.
+
+All values are strings in the official examples (``"rank_id": "0"``); integers are accepted too.
+Per the MindSpore doc, ``device_id`` is the physical device id and ``device_ip`` is the
+``address_<device_id>`` value of that server's ``/etc/hccn.conf``.  ``server_id`` is the host IP in
+1.0; in 1.2 it is an opaque, globally unique identifier and the host address is ``host_ip``.
+
+HCCL reads the file as plain JSON: comments are not allowed.  :func:`parse_ranktable` still reads
+JSON with ``//`` and ``/* */`` comments and ``...`` elision lines (as in the documentation
+sample), and says so in ``tolerated`` so that a rule can flag it.
+
+Everything here is pure: text in, plain data out; nothing raises on bad input.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+#: Rank-table format versions whose layout this module checks in full.
+CHECKED_VERSIONS = ("1.0", "1.2")
+
+
+def _strip_comments(text: str) -> Tuple[str, List[str]]:
+    """Remove ``//`` and ``/* */`` comments outside JSON strings, lines that hold only
+    ``...`` (an author's elision), and trailing commas.  Returns ``(text, what_was_removed)``."""
+    out: List[str] = []
+    removed = set()
+    i, n = 0, len(text)
+    in_str = False
+    while i < n:
+        ch = text[i]
+        if in_str:
+            out.append(ch)
+            if ch == "\\" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 2
+                continue
+            if ch == '"':
+                in_str = False
+            i += 1
+            continue
+        if ch == '"':
+            in_str = True
+            out.append(ch)
+            i += 1
+            continue
+        if text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            removed.add("comments")
+            continue
+        if text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+            removed.add("comments")
+            continue
+        out.append(ch)
+        i += 1
+    cleaned = "".join(out)
+    lines = []
+    for line in cleaned.splitlines():
+        if line.strip() in ("...", "…", "......"):
+            removed.add("elisions")
+            continue
+        lines.append(line)
+    cleaned = "\n".join(lines)
+    # An elided item leaves "}, \n {" intact, but a removed tail may leave ",]" or ",}".
+    fixed = re.sub(r",(\s*[\]}])", r"\1", cleaned)
+    if fixed != cleaned:
+        removed.add("trailing commas")
+    return fixed, sorted(removed)
+
+
+def _json_error(text: str, exc: json.JSONDecodeError) -> Tuple[str, bool]:
+    """A message for a JSON error, and whether it looks like a truncated file (the parser
+    ran out of input)."""
+    truncated = exc.pos >= len(text.rstrip()) or "Unterminated string" in exc.msg
+    where = f"line {exc.lineno} column {exc.colno}"
+    if truncated:
+        return f"the JSON ends early at {where} (truncated file?): {exc.msg}", True
+    return f"not valid JSON at {where}: {exc.msg}", False
+
+
+def _as_int(value: Any) -> Optional[int]:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
+        return int(value)
+    return None
+
+
+def _text(value: Any) -> Optional[str]:
+    if value is None:
+        return None
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return str(value).strip()
+    return None
+
+
+def is_ipv4(value: Optional[str]) -> bool:
+    """True for a dotted-quad IPv4 address (``"192.1.27.6"``)."""
+    if not value:
+        return False
+    try:
+        return isinstance(ipaddress.ip_address(value), ipaddress.IPv4Address)
+    except ValueError:
+        return False
+
+
+def is_ip(value: Optional[str]) -> bool:
+    """True for an IPv4 or IPv6 address."""
+    if not value:
+        return False
+    try:
+        ipaddress.ip_address(value)
+        return True
+    except ValueError:
+        return False
+
+
+def parse_ranktable(text: str) -> Dict[str, Any]:
+    """Parse a rank table.
+
+    Returns a dict::
+
+        ok            bool: a rank table could be read (the layout may still be faulty)
+        error         str | None: why it could not be read (invalid JSON, not an object)
+        truncated     bool: the JSON ends early
+        strict_json   bool: the text is plain JSON (HCCL's requirement)
+        tolerated     ["comments", "elisions", "trailing commas"] removed to read it
+        version       "1.0" | "1.2" | other string | None
+        status        "completed" | ... | None
+        server_count  int | None (declared), server_count_raw: the raw value
+        servers       [{"index", "server_id", "host_ip", "container_ip", "host_nic_ip",
+                        "hardware_type", "devices": [{"device_id": int|None, "device_id_raw",
+                        "device_ip", "rank_id": int|None, "rank_id_raw", "super_device_id"}]}]
+        super_pods    [{"super_pod_id", "server_ids": [...]}]
+        rank_count    total number of device entries
+
+    Never raises.
+    """
+    result: Dict[str, Any] = {
+        "ok": False,
+        "error": None,
+        "truncated": False,
+        "strict_json": False,
+        "tolerated": [],
+        "version": None,
+        "status": None,
+        "server_count": None,
+        "server_count_raw": None,
+        "servers": [],
+        "super_pods": [],
+        "rank_count": 0,
+    }
+    if not text.strip():
+        result["error"] = "the file is empty"
+        result["truncated"] = True
+        return result
+    try:
+        raw = json.loads(text)
+        result["strict_json"] = True
+    except json.JSONDecodeError as exc:
+        cleaned, removed = _strip_comments(text)
+        try:
+            raw = json.loads(cleaned) if removed else None
+        except json.JSONDecodeError:
+            raw = None
+        if raw is None:
+            message, truncated = _json_error(text, exc)
+            if removed:
+                # Report the position in the comment-free text: the original error is
+                # usually just the first comment.
+                try:
+                    json.loads(cleaned)
+                except json.JSONDecodeError as exc2:
+                    message, truncated = _json_error(cleaned, exc2)
+                    message += " (after removing " + ", ".join(removed) + ")"
+            result["error"] = message
+            result["truncated"] = truncated
+            return result
+        result["tolerated"] = removed
+    except RecursionError:
+        result["error"] = "not valid JSON: nested too deeply"
+        return result
+    if not isinstance(raw, dict):
+        result["error"] = f"the top level is a JSON {type(raw).__name__}, not an object"
+        return result
+    result["ok"] = True
+    result["version"] = _text(raw.get("version"))
+    result["status"] = _text(raw.get("status"))
+    result["server_count_raw"] = raw.get("server_count")
+    result["server_count"] = _as_int(raw.get("server_count"))
+    servers = raw.get("server_list")
+    if isinstance(servers, list):
+        for index, server in enumerate(servers):
+            if not isinstance(server, dict):
+                result["servers"].append({"index": index, "invalid": True, "devices": []})
+                continue
+            devices = []
+            raw_devices = server.get("device")
+            for dev in raw_devices if isinstance(raw_devices, list) else []:
+                if not isinstance(dev, dict):
+                    devices.append({"invalid": True})
+                    continue
+                devices.append(
+                    {
+                        "device_id": _as_int(dev.get("device_id")),
+                        "device_id_raw": _text(dev.get("device_id")),
+                        "device_ip": _text(dev.get("device_ip")),
+                        "rank_id": _as_int(dev.get("rank_id")),
+                        "rank_id_raw": _text(dev.get("rank_id")),
+                        "super_device_id": _text(dev.get("super_device_id")),
+                    }
+                )
+            result["servers"].append(
+                {
+                    "index": index,
+                    "server_id": _text(server.get("server_id")),
+                    "host_ip": _text(server.get("host_ip")),
+                    "container_ip": _text(server.get("container_ip")),
+                    "host_nic_ip": _text(server.get("host_nic_ip")),
+                    "hardware_type": _text(server.get("hardware_type")),
+                    "devices": devices,
+                    "has_device_list": isinstance(raw_devices, list),
+                }
+            )
+    else:
+        result["server_list_missing"] = True
+    pods = raw.get("super_pod_list")
+    for pod in pods if isinstance(pods, list) else []:
+        if isinstance(pod, dict):
+            ids = [_text(s.get("server_id")) for s in pod.get("server_list") or [] if isinstance(s, dict)]
+            result["super_pods"].append({"super_pod_id": _text(pod.get("super_pod_id")), "server_ids": ids})
+    result["rank_count"] = sum(len(s["devices"]) for s in result["servers"])
+    return result
+
+
+def server_addresses(server: Dict[str, Any]) -> List[str]:
+    """The addresses a server entry names for its host: ``server_id`` (when it is an IP,
+    format 1.0), ``host_ip`` and ``container_ip`` (1.2 and the A2 form of 1.0)."""
+    out = []
+    for key in ("server_id", "host_ip", "container_ip"):
+        value = server.get(key)
+        if is_ip(value) and value not in out:
+            out.append(value)
+    return out
+
+
+def validate(table: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Layout problems of a parsed rank table (the output of :func:`parse_ranktable`).
+
+    Each problem is ``{"kind", "message", ...}`` with ``kind`` one of ``unreadable``,
+    ``not-strict-json``, ``unknown-version``, ``not-completed``, ``no-servers``,
+    ``server-count``, ``no-devices``, ``bad-rank-id``, ``duplicate-rank``,
+    ``ranks-not-contiguous``, ``bad-device-id``, ``duplicate-device-id``, ``bad-device-ip``,
+    ``duplicate-device-ip``, ``duplicate-server``.  The rules of HCCL behind each check:
+    rank ids are 0..N-1, each once (HCCL numbers ranks by them); device ids are physical ids
+    unique within a server; device IPs are the NIC addresses of ``/etc/hccn.conf`` and unique
+    across the cluster; ``server_count`` equals the number of servers.
+    """
+    problems: List[Dict[str, Any]] = []
+
+    def add(kind: str, message: str, **extra: Any) -> None:
+        item = {"kind": kind, "message": message}
+        item.update(extra)
+        problems.append(item)
+
+    if not table.get("ok"):
+        add("unreadable", table.get("error") or "cannot be read", truncated=bool(table.get("truncated")))
+        return problems
+    if not table.get("strict_json"):
+        add(
+            "not-strict-json",
+            "the file is not plain JSON (" + ", ".join(table.get("tolerated") or ["unknown"]) + "); HCCL rejects it",
+        )
+    version = table.get("version")
+    if version is None:
+        add("unknown-version", 'no "version" key (expected "1.0" or "1.2")')
+    elif version not in CHECKED_VERSIONS:
+        add("unknown-version", f'version "{version}" is not a format npudoctor checks in full (1.0, 1.2)')
+    status = table.get("status")
+    if status is not None and status != "completed":
+        add("not-completed", f'status is "{status}", not "completed" (the writer has not finished)')
+    servers = table.get("servers") or []
+    if not servers:
+        add("no-servers", "no server_list entries")
+        return problems
+    declared = table.get("server_count")
+    if table.get("server_count_raw") is not None and declared is None:
+        add("server-count", f"server_count {table.get('server_count_raw')!r} is not a number")
+    elif declared is not None and declared != len(servers):
+        add(
+            "server-count",
+            f"server_count is {declared} but server_list has {len(servers)} entries",
+            declared=declared,
+            actual=len(servers),
+        )
+    ranks: Dict[int, List[str]] = {}
+    device_ips: Dict[str, List[str]] = {}
+    server_ids: Dict[str, int] = {}
+    for server in servers:
+        label = server.get("server_id") or f"server_list[{server.get('index')}]"
+        sid = server.get("server_id")
+        if sid:
+            server_ids[sid] = server_ids.get(sid, 0) + 1
+        devices = server.get("devices") or []
+        if not devices:
+            add("no-devices", f"server {label} lists no devices", server=label)
+        seen_ids: Dict[int, int] = {}
+        for pos, dev in enumerate(devices):
+            where = f"server {label} device[{pos}]"
+            if dev.get("invalid"):
+                add("bad-device-id", f"{where} is not an object", server=label)
+                continue
+            rank = dev.get("rank_id")
+            if rank is None:
+                add("bad-rank-id", f"{where}: rank_id {dev.get('rank_id_raw')!r} is not a number", server=label)
+            else:
+                ranks.setdefault(rank, []).append(where)
+            dev_id = dev.get("device_id")
+            if dev_id is None:
+                add("bad-device-id", f"{where}: device_id {dev.get('device_id_raw')!r} is not a number", server=label)
+            else:
+                seen_ids[dev_id] = seen_ids.get(dev_id, 0) + 1
+            ip = dev.get("device_ip")
+            if ip is not None:
+                if not is_ipv4(ip):
+                    add("bad-device-ip", f"{where}: device_ip {ip!r} is not an IPv4 address", server=label)
+                else:
+                    device_ips.setdefault(ip, []).append(where)
+        for dev_id, count in sorted(seen_ids.items()):
+            if count > 1:
+                add(
+                    "duplicate-device-id",
+                    f"server {label} lists device_id {dev_id} {count} times",
+                    server=label,
+                    device_id=dev_id,
+                )
+    for sid, count in sorted(server_ids.items()):
+        if count > 1:
+            add("duplicate-server", f"server_id {sid} appears {count} times", server=sid)
+    for rank, where in sorted(ranks.items()):
+        if len(where) > 1:
+            add("duplicate-rank", f"rank_id {rank} is used {len(where)} times: {', '.join(where)}", rank=rank)
+    if ranks:
+        expected = set(range(len(ranks)))
+        present = set(ranks)
+        if present != expected:
+            missing = sorted(set(range(max(present) + 1)) - present)
+            add(
+                "ranks-not-contiguous",
+                f"rank ids must be 0..{len(present) - 1} with no gap; found {_ranges(sorted(present))}"
+                + (f" (missing {_ranges(missing)})" if missing else ""),
+                missing=missing,
+            )
+    for ip, where in sorted(device_ips.items()):
+        if len(where) > 1:
+            add("duplicate-device-ip", f"device_ip {ip} is used {len(where)} times: {', '.join(where)}", ip=ip)
+    return problems
+
+
+def _ranges(values: List[int]) -> str:
+    """``[0,1,2,5,7,8]`` → ``"0-2,5,7-8"``."""
+    parts: List[str] = []
+    start = prev = None
+    for v in values:
+        if start is None:
+            start = prev = v
+        elif v == prev + 1:
+            prev = v
+        else:
+            parts.append(f"{start}-{prev}" if start != prev else str(start))
+            start = prev = v
+    if start is not None:
+        parts.append(f"{start}-{prev}" if start != prev else str(start))
+    return ",".join(parts) or "none"
