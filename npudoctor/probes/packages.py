@@ -1,0 +1,243 @@
+"""Installed Python distributions of the target interpreter, from metadata only.
+
+Section ``packages`` (ORDER 20, QUICK).  Every ``*.dist-info`` and ``*.egg-info`` in
+the directories of ``facts["python"]["sys_path"]`` (in import order; the working
+directory is left out -- shadowing is judged by the python probe) is read through the
+Host: ``METADATA``/``PKG-INFO`` headers, ``WHEEL``, ``INSTALLER``, ``requires.txt``;
+``direct_url.json`` for the packages of interest.  Nothing is imported.  Directories
+reached twice (``lib64 -> lib``) are scanned once.
+
+Keys::
+
+    installed   {canonical name: [record, ...]}  records in sys.path order; the first
+                one is what ``import`` / ``importlib.metadata`` would see
+    duplicates  [{"name", "versions": [..], "dist_infos": [..], "locations": [..]}]
+                names with more than one record (two dist-infos in one site dir, or
+                user site vs env)
+    modules     {import name: dir of the first sys.path entry holding it, or None}
+                for the CANN Python dependencies and numpy (packages installed without
+                metadata, e.g. by copying, still count)
+    scanned     [dirs scanned]
+    count       number of records
+    errors      [strings] unreadable/garbled metadata (each record also says so)
+
+Record (a dict)::
+
+    name          "torch_npu"  (the Name: header; the directory name when unreadable)
+    version       "2.1.0.post10" | "2.1.0+cpu" | None
+    location      the site dir holding it
+    dist_info     full path of the .dist-info/.egg-info
+    kind          "dist-info" | "egg-info"
+    requires_dist ["torch==2.1.0+cpu", ...]   (egg-info: converted from requires.txt)
+    requires_python  ">=3.8" | None
+    wheel_tags    ["cp310-cp310-manylinux_2_17_aarch64", ...] (empty when not from a wheel)
+    installer     "pip" | "conda" | "uv" | None
+    user_site     bool (location is the interpreter's user site)
+    editable      bool (PEP 660 / direct_url.json dir_info.editable)
+    metadata_error  None | "not found" | "garbled: no Name/Version" | ...
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from typing import Any, Dict, List, Optional
+
+from npudoctor.engine import ProbeContext
+from npudoctor.host import Host
+from npudoctor.parsers.metadata import (
+    canonical_name,
+    parse_metadata,
+    parse_requires_txt,
+    parse_wheel,
+    split_dist_dir,
+)
+
+SECTION = "packages"
+ORDER = 20
+QUICK = True
+
+#: Metadata headers are at the top of METADATA; the long description after them is not
+#: needed, so reads stop here (bytes).
+METADATA_LIMIT = 256 << 10
+
+#: Distributions whose direct_url.json is read (editable/VCS installs of the stack).
+INTEREST = frozenset(
+    {"torch", "torch-npu", "torchvision", "torchaudio", "numpy", "vllm", "vllm-ascend", "mindie-turbo", "mindie"}
+)
+
+#: Import names checked on disk: CANN Python dependencies (REPORT §6.2 / kinds K06) and
+#: numpy.  Keys are import names, values the pip distribution names.
+MODULES = {
+    "numpy": "numpy",
+    "decorator": "decorator",
+    "attr": "attrs",
+    "psutil": "psutil",
+    "absl": "absl-py",
+    "cloudpickle": "cloudpickle",
+    "ml_dtypes": "ml-dtypes",
+    "scipy": "scipy",
+    "tornado": "tornado",
+    "sympy": "sympy",
+    "cffi": "cffi",
+    "google/protobuf": "protobuf",
+    "yaml": "pyyaml",
+    "te": "te",
+    "tbe": "te",
+}
+
+
+def _metadata_header(text: str) -> str:
+    end = text.find("\n\n")
+    return text if end < 0 else text[:end]
+
+
+def read_record(host: Host, location: str, entry: str, user_site: bool) -> Dict[str, Any]:
+    """One record (see the module docstring) for ``<location>/<entry>``."""
+    path = posixpath.join(location, entry)
+    dir_name, dir_version = split_dist_dir(entry)
+    kind = "dist-info" if entry.endswith(".dist-info") else "egg-info"
+    rec: Dict[str, Any] = {
+        "name": dir_name,
+        "version": dir_version,
+        "location": location,
+        "dist_info": path,
+        "kind": kind,
+        "requires_dist": [],
+        "requires_python": None,
+        "wheel_tags": [],
+        "installer": None,
+        "user_site": user_site,
+        "editable": False,
+        "metadata_error": None,
+    }
+    is_dir = host.is_dir(path)
+    if kind == "dist-info":
+        meta_path = posixpath.join(path, "METADATA")
+    else:
+        meta_path = posixpath.join(path, "PKG-INFO") if is_dir else path
+    read = host.read_text(meta_path, limit=METADATA_LIMIT)
+    if not read.ok:
+        rec["metadata_error"] = f"{meta_path}: {read.error}"
+    else:
+        meta = parse_metadata(_metadata_header(read.text or ""))
+        if not meta["valid"]:
+            rec["metadata_error"] = f"{meta_path}: garbled (no Name/Version header)"
+        rec["name"] = meta["name"] or rec["name"]
+        rec["version"] = meta["version"] or rec["version"]
+        rec["requires_dist"] = meta["requires_dist"]
+        rec["requires_python"] = meta["requires_python"]
+        if read.lossy:
+            rec["metadata_error"] = rec["metadata_error"] or f"{meta_path}: not valid UTF-8 (bad bytes replaced)"
+    if not is_dir:
+        return rec
+    if kind == "egg-info":
+        req = host.read_text(posixpath.join(path, "requires.txt"), limit=METADATA_LIMIT)
+        if req.ok and not rec["requires_dist"]:
+            rec["requires_dist"] = parse_requires_txt(req.text or "")
+        return rec
+    wheel = host.read_text(posixpath.join(path, "WHEEL"), limit=64 << 10)
+    if wheel.ok:
+        rec["wheel_tags"] = parse_wheel(wheel.text or "")["tags"]
+    installer = host.read_text(posixpath.join(path, "INSTALLER"), limit=4096)
+    if installer.ok:
+        rec["installer"] = (
+            (installer.text or "").strip().splitlines()[0][:80] if (installer.text or "").strip() else None
+        )
+    if rec["name"] and canonical_name(rec["name"]) in INTEREST:
+        direct = host.read_text(posixpath.join(path, "direct_url.json"), limit=64 << 10)
+        if direct.ok:
+            try:
+                data = json.loads(direct.text or "")
+                rec["editable"] = bool((data.get("dir_info") or {}).get("editable"))
+                rec["direct_url"] = data.get("url")
+            except (ValueError, AttributeError):
+                pass
+    return rec
+
+
+def scan(host: Host, paths: List[str], user_site: Optional[str] = None) -> Dict[str, Any]:
+    """Scan ``paths`` (directories of the diagnosed machine, in import order) and
+    return the section dict.  Never raises."""
+    installed: Dict[str, List[Dict[str, Any]]] = {}
+    modules: Dict[str, Optional[str]] = dict.fromkeys(MODULES)
+    scanned: List[str] = []
+    errors: List[str] = []
+    seen = set()
+    user_key = host.resolve(user_site) if user_site else None
+    count = 0
+    for path in paths:
+        if not path or not path.startswith("/"):
+            continue
+        key = host.resolve(path)
+        if key in seen:
+            continue
+        seen.add(key)
+        entries = host.listdir(path)
+        if not entries:
+            continue
+        scanned.append(path)
+        names = set(entries)
+        for mod, found in modules.items():
+            if found is not None:
+                continue
+            head, _, tail = mod.partition("/")
+            if tail:
+                hit = head in names and host.is_dir(posixpath.join(path, mod))
+            else:
+                hit = (
+                    mod in names
+                    or f"{mod}.py" in names
+                    or any(e.startswith(mod + ".") and e.endswith(".so") for e in entries)
+                )
+            if hit:
+                modules[mod] = path
+        is_user = user_key is not None and key == user_key
+        for entry in entries:
+            if not (entry.endswith(".dist-info") or entry.endswith(".egg-info")):
+                continue
+            rec = read_record(host, path, entry, is_user)
+            if not rec["name"]:
+                errors.append(f"{rec['dist_info']}: no project name")
+                continue
+            if rec["metadata_error"]:
+                errors.append(rec["metadata_error"])
+            installed.setdefault(canonical_name(rec["name"]), []).append(rec)
+            count += 1
+    duplicates = [
+        {
+            "name": name,
+            "versions": [r["version"] for r in recs],
+            "dist_infos": [r["dist_info"] for r in recs],
+            "locations": [r["location"] for r in recs],
+        }
+        for name, recs in sorted(installed.items())
+        if len(recs) > 1
+    ]
+    return {
+        "installed": dict(sorted(installed.items())),
+        "duplicates": duplicates,
+        "modules": {k.replace("/", "."): v for k, v in modules.items()},
+        "scanned": scanned,
+        "count": count,
+        "errors": errors,
+    }
+
+
+def probe(ctx: ProbeContext) -> Dict[str, Any]:
+    python = ctx.facts.get("python") or {}
+    if not isinstance(python, dict) or python.get("error") or not python.get("sys_path"):
+        return {
+            "installed": {},
+            "duplicates": [],
+            "modules": {},
+            "scanned": [],
+            "count": 0,
+            "errors": [],
+            "skipped": "no interpreter to inspect" + (f": {python.get('error')}" if python.get("error") else ""),
+        }
+    cwd = python.get("cwd")
+    paths = [p for p in python.get("sys_path") or [] if isinstance(p, str) and p and p != cwd]
+    result = scan(ctx.host, paths, python.get("user_site"))
+    result["interpreter"] = python.get("executable")
+    return result

@@ -1,0 +1,146 @@
+"""Interpreter facts, gathered INSIDE the target interpreter (stdlib only).
+
+npudoctor runs this file's source with ``<python> -c <source>`` for ``--python PATH``
+(and calls :func:`collect` in-process for the live interpreter).  It must run on every
+interpreter a user may point at: CPython 3.7 … 3.13 (tested), and it avoids syntax newer
+than Python 2.7 so that even a stray 2.7/3.6 interpreter answers with its version instead
+of a SyntaxError.  It imports nothing outside the standard library and never imports
+torch, torch_npu or any site package.
+
+Output (``--python`` mode): one line ``NPUDOCTOR-PYPROBE-JSON:<json>`` on stdout, so that
+noise printed by ``.pth`` files or ``sitecustomize`` does not break parsing.  Keys::
+
+    version        "3.10.12"            platform.python_version()
+    version_info   [3, 10, 12]          sys.version_info[:3]
+    releaselevel   "final"
+    implementation "cpython"            sys.implementation.name
+    machine        "x86_64"|"aarch64"   platform.machine()
+    bits           64                   pointer size
+    executable     sys.executable
+    prefix, base_prefix, exec_prefix
+    is_venv        bool                 prefix != base_prefix (or virtualenv<20 real_prefix)
+    conda_prefix   sys.prefix when it holds conda-meta/, else None
+    conda_env      "base" | env directory name | None
+    site_packages  site.getsitepackages() (sysconfig purelib/platlib when missing)
+    user_site      site.getusersitepackages() or None
+    user_site_enabled  site.ENABLE_USER_SITE (bool or None)
+    sys_path       sys.path as the interpreter has it ("" = current directory)
+    glibc          "2.31" | None        os.confstr("CS_GNU_LIBC_VERSION")
+    soabi          "cpython-310-x86_64-linux-gnu" | None
+    cwd            os.getcwd()
+"""
+
+import json
+import os
+import platform
+import site
+import struct
+import sys
+import sysconfig
+
+MARK = "NPUDOCTOR-PYPROBE-JSON:"
+
+
+def _glibc():
+    try:
+        text = os.confstr("CS_GNU_LIBC_VERSION") or ""
+    except (ValueError, OSError, AttributeError):
+        text = ""
+    parts = text.split()
+    if len(parts) == 2 and parts[0] == "glibc":
+        return parts[1]
+    try:
+        lib, ver = platform.libc_ver()
+    except Exception:
+        return None
+    return ver if lib == "glibc" and ver else None
+
+
+def _site_packages():
+    getter = getattr(site, "getsitepackages", None)
+    out = []
+    if getter is not None:
+        try:
+            out = list(getter())
+        except Exception:
+            out = []
+    if not out:
+        for key in ("purelib", "platlib"):
+            try:
+                path = sysconfig.get_paths()[key]
+            except Exception:
+                continue
+            if path not in out:
+                out.append(path)
+    return out
+
+
+def _user_site():
+    getter = getattr(site, "getusersitepackages", None)
+    if getter is None:
+        return None
+    try:
+        return getter()
+    except Exception:
+        return None
+
+
+def _conda(prefix):
+    if not os.path.isdir(os.path.join(prefix, "conda-meta")):
+        return None, None
+    parent = os.path.dirname(os.path.normpath(prefix))
+    if os.path.basename(parent) == "envs":
+        return prefix, os.path.basename(os.path.normpath(prefix))
+    return prefix, "base"
+
+
+def collect():
+    """Facts about the running interpreter (a JSON-ready dict, keys in the module doc)."""
+    info = sys.version_info
+    impl = getattr(sys, "implementation", None)
+    base_prefix = getattr(sys, "base_prefix", None) or getattr(sys, "real_prefix", None) or sys.prefix
+    real_prefix = getattr(sys, "real_prefix", None)
+    conda_prefix, conda_env = _conda(sys.prefix)
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        cwd = None
+    try:
+        soabi = sysconfig.get_config_var("SOABI")
+    except Exception:
+        soabi = None
+    return {
+        "version": platform.python_version(),
+        "version_info": [info[0], info[1], info[2]],
+        "releaselevel": info[3],
+        "implementation": impl.name if impl is not None else platform.python_implementation().lower(),
+        "machine": platform.machine() or None,
+        "bits": struct.calcsize("P") * 8,
+        "executable": sys.executable or None,
+        "prefix": sys.prefix,
+        "base_prefix": base_prefix,
+        "exec_prefix": sys.exec_prefix,
+        "is_venv": bool(real_prefix) or os.path.normpath(sys.prefix) != os.path.normpath(base_prefix),
+        "conda_prefix": conda_prefix,
+        "conda_env": conda_env,
+        "site_packages": _site_packages(),
+        "user_site": _user_site(),
+        "user_site_enabled": getattr(site, "ENABLE_USER_SITE", None),
+        "sys_path": list(sys.path),
+        "glibc": _glibc(),
+        "soabi": soabi,
+        "cwd": cwd,
+    }
+
+
+def main():
+    try:
+        facts = collect()
+    except Exception as exc:  # report, never die silently
+        facts = {"error": "%s: %s" % (type(exc).__name__, exc)}
+    sys.stdout.write(MARK + json.dumps(facts) + "\n")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,481 @@
+"""The target Python interpreter: version, venv/conda, site directories, shadowing.
+
+Section ``python`` (ORDER 10, QUICK).  How the facts are obtained (``source``):
+
+* ``"live"`` -- the interpreter running npudoctor, read in-process by
+  :func:`npudoctor.probes.pyprobe_script.collect` (no subprocess);
+* ``"--python"`` -- ``<PATH> -c <pyprobe_script source>`` run through ``ctx.host.run``
+  with the diagnosed environment and a timeout; its JSON line is parsed.  Nothing is
+  imported there besides the standard library;
+* ``"root"`` -- under ``--root`` nothing is executed: environments are found on disk
+  (see :func:`discover_environments`) and one is selected as the target.
+
+Keys (``None`` where unknown)::
+
+    source          "live" | "--python" | "root"
+    error           why the interpreter could not be inspected (then most keys are absent)
+    version         "3.10.12" (under --root may be "3.10" when only lib/python3.10 is known)
+    version_info    [3, 10, 12] (or [3, 10])
+    version_source  where the version came from (e.g. "pyvenv.cfg", "lib/python3.10 directory")
+    implementation  "cpython"
+    machine         "aarch64" | "x86_64"   (--root: host.arch)
+    executable      path of the interpreter (of the diagnosed machine)
+    prefix, base_prefix
+    is_venv         bool
+    conda_prefix    prefix of the conda env (has conda-meta/) or None
+    conda_env       "base" | env name | None
+    site_packages   [dirs]     the env's own site-packages/dist-packages
+    user_site       ~/.local/lib/pythonX.Y/site-packages or None
+    user_site_enabled  bool (False in a venv without system site packages)
+    sys_path        [dirs] import order ("" = current directory); under --root:
+                    PYTHONPATH, user site, site dirs, .pth additions
+    glibc           "2.35" (the target interpreter's libc; --root: host.glibc)
+    cwd             working directory of the diagnosed process (live: os.getcwd();
+                    --root: $PWD of the scenario environment), cwd_source
+    shadowing       {"torch_npu": {...}, "torch": {...}} for each: origin (dir of the
+                    package import would pick), origin_in_cwd (bool), has_extension (a
+                    _C*.so next to __init__.py), installed (dir of the first package of
+                    that name outside the cwd, or None), shadowed (bool: import would
+                    take the cwd copy instead of the installed one, or a cwd copy
+                    without its compiled _C)
+    environments    (--root only) every environment found: [{prefix, kind, version,
+                    site_packages, has_torch, has_torch_npu}]; the selected one is
+                    ``prefix``
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+from npudoctor.engine import ProbeContext
+from npudoctor.host import Host
+
+SECTION = "python"
+ORDER = 10
+QUICK = True
+
+#: Seconds the target interpreter may take to answer (a cold conda env on NFS is slow).
+PROBE_TIMEOUT = 20.0
+
+_PYDIR_RE = re.compile(r"^python(\d+)\.(\d+)t?$")
+_USR_LOCAL_PY_RE = re.compile(r"^python(\d+)\.(\d+)(?:\.(\d+))?$")
+_CONDA_PY_RE = re.compile(r"^python-(\d+)\.(\d+)\.(\d+)-")
+
+#: Conda installations looked for under --root (besides $HOME/<name>).
+_CONDA_ROOTS = ("/opt/conda", "/opt/miniconda3", "/opt/anaconda3", "/opt/miniforge3", "/opt/mambaforge")
+_CONDA_HOME_NAMES = ("miniconda3", "anaconda3", "miniforge3", "mambaforge", "miniconda", "anaconda")
+
+
+# ------------------------------------------------------------------ the script
+def script_source() -> str:
+    """The source text of :mod:`npudoctor.probes.pyprobe_script` (run with ``-c``)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyprobe_script.py")
+    with open(path, encoding="utf-8") as fh:
+        return fh.read()
+
+
+def parse_script_output(stdout: str) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+    """``(facts, None)`` from the probe script's stdout, or ``(None, reason)``.
+
+    The JSON is the text after the last ``NPUDOCTOR-PYPROBE-JSON:`` marker on a line of
+    its own; anything else on stdout (``.pth`` noise) is ignored.
+    """
+    from npudoctor.probes.pyprobe_script import MARK
+
+    for line in reversed((stdout or "").splitlines()):
+        if line.startswith(MARK):
+            try:
+                data = json.loads(line[len(MARK) :])
+            except ValueError as exc:
+                return None, f"garbled probe output ({exc})"
+            if not isinstance(data, dict):
+                return None, "garbled probe output (not an object)"
+            if data.get("error"):
+                return None, f"probe script failed: {data['error']}"
+            return data, None
+    return None, "the interpreter printed no probe result"
+
+
+def _run_target(ctx: ProbeContext, python: str) -> Dict[str, Any]:
+    timeout = ctx.options.remaining(max(PROBE_TIMEOUT, ctx.options.command_timeout))
+    result = ctx.host.run([python, "-c", script_source()], timeout=timeout)
+    if result.error or result.timed_out:
+        return {"error": f"{python}: " + result.describe().split(": ", 1)[-1]}
+    facts, reason = parse_script_output(result.stdout)
+    if facts is None:
+        stderr = (result.stderr or "").strip().splitlines()
+        tail = f"; stderr: {stderr[-1][:300]}" if stderr else ""
+        return {"error": f"{python} (exit {result.returncode}): {reason}{tail}"}
+    return facts
+
+
+# ------------------------------------------------------------- --root discovery
+def _version_from_libdirs(host: Host, prefix: str) -> Tuple[Optional[List[int]], List[str]]:
+    """Highest ``lib*/pythonX.Y`` under ``prefix`` that has site-/dist-packages, and
+    those package dirs."""
+    found: List[Tuple[List[int], List[str]]] = []
+    for lib in ("lib", "lib64"):
+        for name in host.listdir(posixpath.join(prefix, lib)):
+            m = _PYDIR_RE.match(name)
+            if not m:
+                continue
+            base = posixpath.join(prefix, lib, name)
+            dirs = [
+                posixpath.join(base, d)
+                for d in ("site-packages", "dist-packages")
+                if host.is_dir(posixpath.join(base, d))
+            ]
+            if dirs:
+                found.append(([int(m.group(1)), int(m.group(2))], dirs))
+    if not found:
+        return None, []
+    found.sort(key=lambda item: item[0], reverse=True)
+    best = found[0][0]
+    dirs: List[str] = []
+    for ver, ds in found:
+        if ver == best:
+            dirs.extend(d for d in ds if d not in dirs)
+    return best, dirs
+
+
+def _pyvenv_cfg(host: Host, prefix: str) -> Dict[str, str]:
+    read = host.read_text(posixpath.join(prefix, "pyvenv.cfg"), limit=64 << 10)
+    out: Dict[str, str] = {}
+    for line in (read.text or "").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            out[key.strip().lower()] = value.strip()
+    return out
+
+
+def _conda_python_version(host: Host, prefix: str) -> Optional[List[int]]:
+    for name in host.listdir(posixpath.join(prefix, "conda-meta")):
+        m = _CONDA_PY_RE.match(name)
+        if m and name.endswith(".json"):
+            return [int(m.group(1)), int(m.group(2)), int(m.group(3))]
+    return None
+
+
+def _parse_version(text: str) -> Optional[List[int]]:
+    m = re.match(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?", text or "")
+    if not m:
+        return None
+    return [int(g) for g in m.groups() if g is not None]
+
+
+def _has(host: Host, dirs: List[str], name: str) -> bool:
+    prefix = name + "-"
+    for d in dirs:
+        for entry in host.listdir(d):
+            if entry.startswith(prefix) and entry.endswith((".dist-info", ".egg-info")):
+                return True
+    return False
+
+
+def _environment(host: Host, prefix: str, kind: str) -> Optional[Dict[str, Any]]:
+    """One environment under ``prefix`` (of the diagnosed machine), or ``None`` when
+    there is no Python there."""
+    prefix = host.display(prefix)
+    if not host.is_dir(prefix):
+        return None
+    libver, site_dirs = _version_from_libdirs(host, prefix)
+    cfg = _pyvenv_cfg(host, prefix)
+    conda = host.is_dir(posixpath.join(prefix, "conda-meta"))
+    version: Optional[List[int]] = None
+    version_source = None
+    if cfg:
+        version = _parse_version(cfg.get("version") or cfg.get("version_info") or "")
+        version_source = f"{posixpath.join(prefix, 'pyvenv.cfg')}" if version else None
+    if version is None and conda:
+        version = _conda_python_version(host, prefix)
+        version_source = f"{posixpath.join(prefix, 'conda-meta')}/python-*.json" if version else None
+    if version is None and kind == "usr-local-python":
+        version = _parse_version(posixpath.basename(prefix)[len("python") :])
+        version_source = f"directory name {prefix}" if version else None
+    if libver is not None and (version is None or version[:2] != libver):
+        version = libver
+        version_source = f"{prefix}/lib/python{libver[0]}.{libver[1]} directory"
+    if version is None:
+        return None
+    if prefix == "/usr" and host.is_dir("/usr/lib/python3/dist-packages"):
+        site_dirs.append("/usr/lib/python3/dist-packages")
+    short = f"{version[0]}.{version[1]}"
+    exe = None
+    for cand in (f"bin/python{short}", "bin/python3", "bin/python"):
+        path = posixpath.join(prefix, cand)
+        if host.exists(path) or host.readlink(path):
+            exe = path
+            break
+    env: Dict[str, Any] = {
+        "prefix": prefix,
+        "kind": "venv"
+        if cfg
+        else ("conda" if conda else (kind if kind in ("usr-local-python", "system") else "other")),
+        "version": ".".join(str(v) for v in version),
+        "version_info": version,
+        "version_source": version_source,
+        "site_packages": site_dirs,
+        "executable": exe,
+        "pyvenv_cfg": cfg or None,
+        "conda": conda,
+    }
+    env["has_torch"] = _has(host, site_dirs, "torch")
+    env["has_torch_npu"] = _has(host, site_dirs, "torch_npu") or _has(host, site_dirs, "torch-npu")
+    return env
+
+
+def discover_environments(host: Host, python: Optional[str] = None) -> List[Dict[str, Any]]:
+    """Python environments inside the root, in the order they are preferred.
+
+    Looked for (scenarios/README.md "Python packages are found from…"): the prefix of
+    ``python`` (``--python`` inside the root), ``$VIRTUAL_ENV``, ``$CONDA_PREFIX``,
+    ``/usr/local/pythonX.Y.Z`` (official CANN images), conda installations
+    (``/opt/conda``, ``~/miniconda3`` …) and their ``envs/*``, ``/usr/local`` and
+    ``/usr``.  Each is a dict (see :func:`_environment`); duplicates (same prefix)
+    are dropped.
+    """
+    cands: List[Tuple[str, str]] = []
+    if python:
+        exe_dir = posixpath.dirname(host.display(python))
+        cands.append((posixpath.dirname(exe_dir), "--python"))
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        value = host.getenv(var)
+        if value:
+            cands.append((value, "$" + var))
+    for path in host.glob("/usr/local", prefix="python"):
+        if _USR_LOCAL_PY_RE.match(posixpath.basename(path)) and host.is_dir(path):
+            cands.append((path, "usr-local-python"))
+    homes = ["/root"]
+    home = host.getenv("HOME")
+    if home and home not in homes:
+        homes.insert(0, home)
+    conda_roots = list(_CONDA_ROOTS) + [posixpath.join(h, n) for h in homes for n in _CONDA_HOME_NAMES]
+    for croot in conda_roots:
+        if not host.is_dir(posixpath.join(croot, "conda-meta")):
+            continue
+        cands.append((croot, "conda"))
+        for env_dir in host.listdir(posixpath.join(croot, "envs")):
+            cands.append((posixpath.join(croot, "envs", env_dir), "conda"))
+    cands.append(("/usr/local", "system"))
+    cands.append(("/usr", "system"))
+    out: List[Dict[str, Any]] = []
+    seen = set()
+    for prefix, kind in cands:
+        key = host.resolve(prefix)
+        if key in seen:
+            continue
+        seen.add(key)
+        env = _environment(host, prefix, kind)
+        if env is not None:
+            env["found_by"] = kind
+            out.append(env)
+    return out
+
+
+def _merge_system(envs: List[Dict[str, Any]], chosen: Dict[str, Any]) -> List[str]:
+    """Site dirs of the chosen env plus the system dirs of the same Python version that
+    its interpreter also reads (/usr/local dist-packages for /usr, Debian style)."""
+    dirs = list(chosen["site_packages"])
+    if chosen["prefix"] == "/usr":
+        for env in envs:
+            if env["prefix"] == "/usr/local" and env["version_info"][:2] == chosen["version_info"][:2]:
+                dirs = list(env["site_packages"]) + dirs
+    if chosen["kind"] == "venv":
+        cfg = chosen.get("pyvenv_cfg") or {}
+        if str(cfg.get("include-system-site-packages", "false")).lower() == "true":
+            for env in envs:
+                if (
+                    env is not chosen
+                    and env["kind"] != "venv"
+                    and env["version_info"][:2] == chosen["version_info"][:2]
+                ):
+                    dirs += [d for d in env["site_packages"] if d not in dirs]
+                    break
+    return dirs
+
+
+def _pth_paths(host: Host, site_dir: str) -> List[str]:
+    """Directories added by ``*.pth`` files of a site dir (``import`` lines skipped)."""
+    out: List[str] = []
+    for pth in host.glob(site_dir, suffix=".pth"):
+        read = host.read_text(pth, limit=64 << 10)
+        for line in (read.text or "").splitlines():
+            line = line.strip()
+            if not line or line.startswith("#") or line.startswith("import ") or line.startswith("import\t"):
+                continue
+            path = line if line.startswith("/") else posixpath.normpath(posixpath.join(site_dir, line))
+            if host.is_dir(path) and path not in out:
+                out.append(path)
+    return out
+
+
+def _select(envs: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    if not envs:
+        return None
+    for env in envs:
+        if env["found_by"] in ("--python", "$VIRTUAL_ENV", "$CONDA_PREFIX"):
+            return env
+    for env in envs:
+        if env["has_torch_npu"]:
+            return env
+    for env in envs:
+        if env["has_torch"]:
+            return env
+    for env in envs:
+        if env["site_packages"]:
+            return env
+    return envs[0]
+
+
+def _root_facts(ctx: ProbeContext) -> Dict[str, Any]:
+    host = ctx.host
+    envs = discover_environments(host, ctx.options.python)
+    chosen = _select(envs)
+    summary = [
+        {k: env[k] for k in ("prefix", "kind", "version", "site_packages", "has_torch", "has_torch_npu")}
+        for env in envs
+    ]
+    host_facts = ctx.facts.get("host") or {}
+    if chosen is None:
+        return {
+            "source": "root",
+            "error": "no Python environment found in the root",
+            "environments": summary,
+            "machine": host_facts.get("arch"),
+        }
+    short = ".".join(str(v) for v in chosen["version_info"][:2])
+    is_venv = chosen["kind"] == "venv"
+    cfg = chosen.get("pyvenv_cfg") or {}
+    user_enabled = not is_venv or str(cfg.get("include-system-site-packages", "false")).lower() == "true"
+    home = host.getenv("HOME") or "/root"
+    user_site = posixpath.join(home, ".local", "lib", f"python{short}", "site-packages")
+    site_dirs = _merge_system(envs, chosen)
+    sys_path: List[str] = list(host.env_paths("PYTHONPATH"))
+    if user_enabled and host.is_dir(user_site):
+        sys_path.append(user_site)
+    for d in site_dirs:
+        if d not in sys_path:
+            sys_path.append(d)
+        for extra in _pth_paths(host, d):
+            if extra not in sys_path:
+                sys_path.append(extra)
+    base_prefix = chosen["prefix"]
+    if is_venv and cfg.get("home"):
+        base_prefix = posixpath.dirname(cfg["home"].rstrip("/")) or "/"
+    conda = chosen.get("conda")
+    conda_env = None
+    if conda:
+        parent = posixpath.dirname(chosen["prefix"])
+        conda_env = posixpath.basename(chosen["prefix"]) if posixpath.basename(parent) == "envs" else "base"
+    return {
+        "source": "root",
+        "version": chosen["version"],
+        "version_info": chosen["version_info"],
+        "version_source": chosen["version_source"],
+        "implementation": "cpython",
+        "machine": host_facts.get("arch"),
+        "executable": chosen["executable"] or ctx.options.python,
+        "prefix": chosen["prefix"],
+        "base_prefix": base_prefix,
+        "is_venv": is_venv,
+        "conda_prefix": chosen["prefix"] if conda else None,
+        "conda_env": conda_env,
+        "site_packages": site_dirs,
+        "user_site": user_site,
+        "user_site_enabled": user_enabled,
+        "sys_path": sys_path,
+        "glibc": host_facts.get("glibc"),
+        "environments": summary,
+    }
+
+
+# ------------------------------------------------------------------ shadowing
+def _package_dir(host: Host, directory: str, name: str) -> Optional[str]:
+    pkg = posixpath.join(directory, name)
+    if host.is_file(posixpath.join(pkg, "__init__.py")):
+        return pkg
+    return None
+
+
+def _has_extension(host: Host, pkg: str) -> bool:
+    return any(n.startswith("_C.") and n.endswith(".so") or n == "_C.so" for n in host.listdir(pkg))
+
+
+def shadowing(host: Host, sys_path: List[str], cwd: Optional[str], name: str) -> Dict[str, Any]:
+    """Where ``import <name>`` would come from, judged on disk (no import).
+
+    The working directory is searched first (``python -c``/REPL put ``""`` first on
+    ``sys.path``; ``python script.py`` from a source checkout puts the script's dir,
+    usually the cwd).  Returns the dict described under ``shadowing`` in the module
+    docstring.
+    """
+    order: List[str] = []
+    if cwd:
+        order.append(cwd)
+    for entry in sys_path:
+        if entry and entry not in order:
+            order.append(entry)
+    origin = None
+    installed = None
+    for entry in order:
+        pkg = _package_dir(host, entry, name)
+        if pkg is None:
+            continue
+        if origin is None:
+            origin = pkg
+        if not (cwd and entry == cwd):
+            installed = pkg
+            break
+    in_cwd = bool(origin and cwd and posixpath.dirname(origin) == cwd)
+    has_ext = _has_extension(host, origin) if origin else False
+    same = bool(origin and installed and host.resolve(origin) == host.resolve(installed))
+    shadowed = bool(in_cwd and not same and (not has_ext or installed is not None))
+    return {
+        "origin": origin,
+        "origin_in_cwd": in_cwd,
+        "has_extension": has_ext,
+        "installed": installed,
+        "shadowed": shadowed,
+    }
+
+
+def _cwd(ctx: ProbeContext, facts: Dict[str, Any]) -> Tuple[Optional[str], str]:
+    if ctx.options.cwd:
+        return ctx.options.cwd, "--cwd"
+    if ctx.host.live:
+        if facts.get("cwd"):
+            return facts["cwd"], "target interpreter"
+        try:
+            return os.getcwd(), "os.getcwd()"
+        except OSError:
+            return None, "unknown"
+    pwd = ctx.host.getenv("PWD")
+    return (pwd, "$PWD") if pwd else (None, "unknown")
+
+
+def probe(ctx: ProbeContext) -> Dict[str, Any]:
+    host = ctx.host
+    if not host.live:
+        facts = _root_facts(ctx)
+    elif ctx.options.python:
+        facts = _run_target(ctx, ctx.options.python)
+        facts["source"] = "--python"
+        facts.setdefault("executable", ctx.options.python)
+        facts["requested"] = ctx.options.python
+    else:
+        from npudoctor.probes.pyprobe_script import collect as collect_self
+
+        facts = collect_self()
+        facts["source"] = "live"
+    if facts.get("error"):
+        return facts
+    cwd, cwd_source = _cwd(ctx, facts)
+    facts["cwd"] = cwd
+    facts["cwd_source"] = cwd_source
+    sys_path = [p for p in facts.get("sys_path") or [] if isinstance(p, str)]
+    facts["shadowing"] = {name: shadowing(host, sys_path, cwd, name) for name in ("torch_npu", "torch")}
+    return facts
