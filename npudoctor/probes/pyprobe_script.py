@@ -137,7 +137,7 @@ def main():
     try:
         facts = collect()
     except Exception as exc:  # report, never die silently
-        facts = {"error": "%s: %s" % (type(exc).__name__, exc)}
+        facts = {"error": type(exc).__name__ + ": " + str(exc)}
     sys.stdout.write(MARK + json.dumps(facts) + "\n")
     sys.stdout.flush()
 
