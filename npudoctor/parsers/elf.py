@@ -20,6 +20,7 @@ System V gABI and the GNU symbol-versioning / GNU-hash extensions (glibc ``elf.h
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import struct
@@ -91,7 +92,7 @@ def read_elf(path: str) -> ElfInfo:
     """
     info = ElfInfo(path=path)
     try:
-        fh = open(path, "rb")
+        fh = open(path, "rb")  # noqa: SIM115 -- closed by the `with` below
     except OSError as exc:
         info.error = exc.strerror or str(exc)
         return info
@@ -214,7 +215,7 @@ class SymbolIndex:
     def open(cls, path: str) -> Tuple[Optional[SymbolIndex], Optional[str]]:
         """``(index, None)`` or ``(None, reason)``; never raises."""
         try:
-            fh = open(path, "rb")
+            fh = open(path, "rb")  # noqa: SIM115 -- closed by the `with` below
         except OSError as exc:
             return None, exc.strerror or str(exc)
         try:
@@ -287,10 +288,8 @@ class SymbolIndex:
             idx += 1
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError, ValueError):
             self._mm.close()
-        except (OSError, ValueError):
-            pass
 
     def __enter__(self) -> SymbolIndex:
         return self
