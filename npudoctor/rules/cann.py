@@ -1,0 +1,852 @@
+"""Rules about the CANN toolkit, its kernels/ops package and NNAL/ATB (kinds K04, K05,
+K11, K12), from the ``cann`` facts (``npudoctor/probes/cann.py``) plus ``packages``,
+``devices.chips``, ``host.arch`` and ``libraries.torch_cxx11_abi`` when present.
+
+Codes ``CANN001``-``CANN011``.  Package file names and install order follow the official
+offline packages (../shared/matrix/REPORT.md §5): toolkit -> kernels/ops -> ``source
+set_env.sh`` -> NNAL.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from npudoctor.findings import Code, Finding
+from npudoctor.rules import rule
+from npudoctor.rules.overview import npu_stack_present
+
+# --------------------------------------------------------------------------- codes
+
+NO_CANN = Code(
+    "CANN001",
+    "no-cann-toolkit",
+    area="cann",
+    severity="error",
+    title="No CANN toolkit is installed",
+    explain=(
+        "torch_npu is a thin layer over CANN: `import torch_npu` loads libascendcl.so, "
+        "libhccl.so and friends from the CANN toolkit. Without a toolkit the import dies with "
+        "`ImportError: libhccl.so: cannot open shared object file`.\n\n"
+        "npudoctor looked at ASCEND_TOOLKIT_HOME, ASCEND_HOME_PATH, "
+        "/usr/local/Ascend/ascend-toolkit/latest (and its version directories), the 8.5+ "
+        "layout /usr/local/Ascend/cann and cann-<version>, /usr/local/Ascend/nnae, and the "
+        "same under ~/Ascend and /home/*/Ascend.\n\n"
+        "Fix: install the CANN toolkit that your torch_npu is paired with "
+        "(`Ascend-cann-toolkit_<ver>_linux-<arch>.run --install`), then the kernels/ops "
+        "package for your chip, then `source <prefix>/ascend-toolkit/set_env.sh`. With no "
+        "torch_npu installed this is only informational (e.g. a container host that runs "
+        "CANN inside its images)."
+    ),
+    kinds=("K05", "K10"),
+)
+
+OLDER_SELECTED = Code(
+    "CANN002",
+    "older-cann-in-use",
+    area="cann",
+    severity="warning",
+    title="Several CANN installs; the one in use is not the newest",
+    explain=(
+        "More than one CANN toolkit is installed and the one selected (by "
+        "ASCEND_TOOLKIT_HOME / ASCEND_HOME_PATH, or the default ascend-toolkit/latest link) is "
+        "older than another one on disk. This is often a leftover: a newer CANN was installed "
+        "but an old set_env.sh is still sourced (in .bashrc, a Dockerfile ENV, a systemd unit), "
+        "or `latest` still points to the old version. Mixing libraries of two CANN versions in "
+        "LD_LIBRARY_PATH gives `undefined symbol` errors.\n\nFix: source the set_env.sh of the "
+        "install you mean to use in a fresh shell, and remove stale exports; if the older one "
+        "is deliberate (it is the one paired with your torch_npu), ignore this with "
+        "`--ignore CANN002`."
+    ),
+    kinds=("K05", "K10"),
+)
+
+TORCH_NPU_CANN = Code(
+    "CANN003",
+    "torch-npu-cann-mismatch",
+    area="cann",
+    severity="error",
+    title="torch_npu and the CANN toolkit are not a supported pair",
+    explain=(
+        "Each torch_npu release is built against one CANN release (the official table pairs "
+        "them) and is declared compatible with a few neighbouring ones. Outside that set, "
+        "`import torch_npu` fails with undefined symbols (`MsprofSysCycleTime`), HCCL calls "
+        "fail (`hcclCommInitRootInfoConfig … error code is 15`), or features silently break.\n\n"
+        "The CANN version is read from the toolkit in use (ASCEND_TOOLKIT_HOME first, "
+        "not only the default path): <arch>-linux/ascend_toolkit_install.info, version.cfg or "
+        "the component version.info files. The pairing comes from the bundled compatibility "
+        "matrix (Ascend/pytorch COMPATIBILITY.md and release notes).\n\n"
+        "Fix: install the CANN the table pairs with your torch_npu, or the torch_npu built for "
+        "your CANN. A version missing from the matrix is reported as a warning: refresh the "
+        "matrix with `npudoctor matrix refresh`."
+    ),
+    kinds=("K05",),
+)
+
+KERNELS_MISSING = Code(
+    "CANN004",
+    "cann-kernels-missing",
+    area="cann",
+    severity="error",
+    title="No CANN kernels (operator binaries) for this NPU",
+    explain=(
+        "Operator binaries come only from the kernels package (`Ascend-cann-kernels-<chip>`, "
+        "from CANN 8.5 the `Ascend-cann-<chip>-ops` package); the toolkit alone cannot launch "
+        "them. Without it, the first operator fails: `Op Cast does not has any binary`, or "
+        "`EZ1001 … read binary_info_config.json failed, please check if the opp_kernel package "
+        "is installed`.\n\nnpudoctor looks for "
+        "$ASCEND_OPP_PATH/built-in/op_impl/ai_core/tbe/kernel/<soc_dir>/ and "
+        "kernel/config/<soc_dir>/binary_info_config.json for the SoC family of the chips "
+        "npu-smi lists (ascend910b for 910B1-B4, ascend310p for 310P, ascend910_93 for A3).\n\n"
+        "Fix: install the kernels/ops package for your chip with the same CANN version as the "
+        "toolkit, after sourcing the toolkit's set_env.sh."
+    ),
+    kinds=("K12",),
+)
+
+KERNELS_OTHER_SOC = Code(
+    "CANN005",
+    "cann-kernels-other-soc",
+    area="cann",
+    severity="error",
+    title="CANN kernels are installed only for another chip",
+    explain=(
+        "The kernels package installed is for a different SoC family than the NPU in this "
+        "machine (e.g. an image built with kernels for 910B/A2 run on a 310P or A3). The "
+        "runtime then reports `the socversion … of bin package does not match the current "
+        "device`, or cannot read binary_info_config.json.\n\nFix: install the kernels/ops "
+        "package for this chip (same CANN version as the toolkit), or use an image built for it."
+    ),
+    kinds=("K12",),
+)
+
+KERNELS_VERSION = Code(
+    "CANN006",
+    "cann-kernels-version-mismatch",
+    area="cann",
+    severity="error",
+    title="The kernels package is from another CANN release than the toolkit",
+    explain=(
+        "The kernels (opp_kernel) package must come from the same CANN release as the "
+        "toolkit. A kernels package from another release gives `Failed to verify the OPP` "
+        "(E30006, 507033) or missing-binary errors. The kernels version is read from "
+        "<toolkit>/opp_kernel/version.info (version_dir=) or version.cfg "
+        "(opp_kernel_running_version=).\n\nFix: reinstall the kernels package of the toolkit's "
+        "CANN version. From CANN 8.5 the ops packages are declared cross-compatible with "
+        "neighbouring toolkits, so there this is only a warning."
+    ),
+    kinds=("K12", "K14"),
+)
+
+NNAL_MISSING = Code(
+    "CANN007",
+    "nnal-missing",
+    area="cann",
+    severity="error",
+    title="NNAL (ATB) is needed but not installed",
+    explain=(
+        "vllm-ascend, MindIE and recent torch_npu builds link the ATB library of NNAL "
+        "(libatb.so). Without NNAL, the import fails with `ImportError: libatb.so: cannot open "
+        "shared object file`. npudoctor decides that NNAL is needed when vllm-ascend, MindIE "
+        "or mindie-turbo is installed, or ATB_HOME_PATH is set.\n\nFix: install "
+        "`Ascend-cann-nnal_<same CANN version>_linux-<arch>.run --install`, then, after torch "
+        "is installed, `source /usr/local/Ascend/nnal/atb/set_env.sh`."
+    ),
+    kinds=("K11",),
+)
+
+NNAL_VERSION = Code(
+    "CANN008",
+    "nnal-cann-version-mismatch",
+    area="cann",
+    severity="error",
+    title="NNAL/ATB is from another CANN release than the toolkit",
+    explain=(
+        "NNAL is built against one CANN release. With a toolkit from another release the ATB "
+        "libraries fail to load with undefined symbols such as "
+        "`libtbe_adapter.so: undefined symbol: _ZN3Mki2Dl…` or `_ZN3atb15CreateOperation…`. The "
+        "NNAL version is read from <nnal>/atb/latest/version.info (`Ascend-cann-atb : <ver>`).\n\n"
+        "Fix: install the NNAL package of the toolkit's CANN version and re-source "
+        "nnal/atb/set_env.sh after installing torch."
+    ),
+    kinds=("K04",),
+)
+
+ATB_ABI = Code(
+    "CANN009",
+    "atb-cxx-abi-mismatch",
+    area="cann",
+    severity="error",
+    title="ATB_HOME_PATH points at the wrong C++ ABI directory",
+    explain=(
+        "NNAL ships ATB twice: atb/cxx_abi_0 (old std::string ABI) and atb/cxx_abi_1 (C++11 "
+        "ABI). nnal/atb/set_env.sh picks the one matching the installed torch, so sourcing it "
+        "before torch is installed (or in another environment) selects the wrong one: "
+        "`undefined symbol: …ERKSs` (old-ABI std::string) from ATB/MindIE libraries. A "
+        "directory named by ATB_HOME_PATH that does not exist is reported here too.\n\nFix: "
+        "install torch and torch_npu first, then `source /usr/local/Ascend/nnal/atb/set_env.sh` "
+        "in a fresh shell (or pass --cxx_abi=0|1)."
+    ),
+    kinds=("K11",),
+)
+
+UNREADABLE = Code(
+    "CANN010",
+    "cann-version-unreadable",
+    area="cann",
+    severity="warning",
+    title="A CANN version file cannot be read",
+    explain=(
+        "A CANN install info or version file is unreadable, truncated, garbled or not UTF-8, "
+        "so the CANN version there is unknown and pairing checks are skipped for it. This "
+        "happens after an interrupted install or upgrade, a full disk, files owned by another "
+        "user with mode 0600, or a broken `latest` symlink.\n\nFix: check the file named in "
+        "the evidence (`ls -l`, `cat`); reinstall the package if it is damaged."
+    ),
+    kinds=("K05",),
+)
+
+ARCH_MISMATCH = Code(
+    "CANN011",
+    "cann-arch-mismatch",
+    area="cann",
+    severity="error",
+    title="The CANN toolkit is built for another CPU architecture",
+    explain=(
+        "The toolkit's install info says it is for one CPU architecture (arch=aarch64 or "
+        "x86_64) but the machine is the other one: none of its libraries can load. This happens "
+        "when the wrong .run file was downloaded or a tree was copied from another machine.\n\n"
+        "Fix: install the toolkit .run file for this machine's architecture (`uname -m`)."
+    ),
+    kinds=("K05",),
+)
+
+# --------------------------------------------------------------------------- helpers
+
+_NEEDS_NNAL = ("vllm-ascend", "vllm_ascend", "mindie", "mindie-turbo", "mindie_turbo", "mindie-llm", "mindie_llm")
+
+
+def _installed(ctx: Any, *names: str) -> List[Dict[str, Any]]:
+    installed = ctx.facts("packages").get("installed") or {}
+    out: List[Dict[str, Any]] = []
+    if not isinstance(installed, dict):
+        return out
+    for name in names:
+        out.extend(r for r in installed.get(name) or [] if isinstance(r, dict))
+    return out
+
+
+def torch_npu_record(ctx: Any) -> Optional[Dict[str, Any]]:
+    """The installed torch_npu record of the packages facts (first one), or ``None``."""
+    recs = _installed(ctx, "torch-npu", "torch_npu")
+    return recs[0] if recs else None
+
+
+def parse_cann(text: Optional[str]) -> Any:
+    """A :class:`npudoctor.versions.CannVersion` or ``None`` (no versions module, garbage)."""
+    if not text:
+        return None
+    try:
+        from npudoctor.versions import parse_cann as _parse
+    except ImportError:
+        return None
+    try:
+        return _parse(text)
+    except Exception:
+        return None
+
+
+def cann_less(a: Optional[str], b: Optional[str]) -> Optional[bool]:
+    """``a < b`` for CANN version strings; ``None`` when unknowable (T builds, garbage)."""
+    va, vb = parse_cann(a), parse_cann(b)
+    if va is None or vb is None:
+        return None
+    try:
+        return bool(va < vb)
+    except (ValueError, TypeError):
+        return None
+
+
+def same_release(a: Optional[str], b: Optional[str]) -> Optional[bool]:
+    """Whether two CANN version strings name the same release (``8.2.RC1`` == ``8.2.rc1``;
+    a ``.B150`` build suffix is ignored).  ``None`` when one is missing."""
+    if not a or not b:
+        return None
+
+    def norm(v: str) -> str:
+        return re.sub(r"\.b\d+$", "", v.strip().lower())
+
+    if norm(a) == norm(b):
+        return True
+    va, vb = parse_cann(norm(a)), parse_cann(norm(b))
+    if va is not None and vb is not None:
+        try:
+            return bool(va == vb)
+        except (ValueError, TypeError):
+            pass
+    return False
+
+
+def major_minor(version: Optional[str]) -> Optional[Tuple[int, int]]:
+    """``"8.2.RC1"`` -> ``(8, 2)``; ``None`` if it does not start with two numbers."""
+    m = re.match(r"^\s*(\d+)\.(\d+)", version or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def host_arch(ctx: Any) -> Optional[str]:
+    """Machine architecture from the host facts, else the torch_npu wheel tag."""
+    arch = ctx.facts("host").get("arch")
+    if arch in ("aarch64", "x86_64"):
+        return arch
+    rec = torch_npu_record(ctx)
+    for tag in (rec or {}).get("wheel_tags") or []:
+        if "aarch64" in str(tag):
+            return "aarch64"
+        if "x86_64" in str(tag):
+            return "x86_64"
+    return None
+
+
+def chips(ctx: Any) -> List[Dict[str, Any]]:
+    """Chip records of the devices facts (``[{"name": "910B3", ...}]``)."""
+    return [c for c in ctx.facts("devices").get("chips") or [] if isinstance(c, dict) and c.get("name")]
+
+
+def chip_info(ctx: Any, name: str) -> Any:
+    """``matrix.chip(name)`` or ``None`` (no matrix, unknown chip, method missing)."""
+    matrix = ctx.matrix
+    if matrix is None or not hasattr(matrix, "chip"):
+        return None
+    try:
+        return matrix.chip(name)
+    except Exception:
+        return None
+
+
+def package_chip(ctx: Any) -> Optional[str]:
+    """The chip part of the kernels/ops package names for the chips on this machine."""
+    for chip in chips(ctx):
+        info = chip_info(ctx, str(chip["name"]))
+        pkg = getattr(info, "kernels_package_chip", None)
+        if pkg:
+            return str(pkg)
+    return None
+
+
+def kernels_file(cann: str, chip: Optional[str], arch: Optional[str]) -> str:
+    """The official file name of the kernels/ops package (REPORT.md §5).
+
+    ``< 8.0.RC3``: ``Ascend-cann-kernels-{chip}_{ver}_linux.run``; ``8.0.RC3``-``8.3``:
+    ``Ascend-cann-kernels-{chip}_{ver}_linux-{arch}.run`` (A3: ``Atlas-A3-cann-kernels_…``);
+    ``>= 8.5``: ``Ascend-cann-{chip}-ops_{ver}_linux-{arch}.run``.
+    """
+    chip = chip or "<chip: 910b|910|310p|A3>"
+    arch = arch or "$(uname -m)"
+    mm = major_minor(cann) or (0, 0)
+    if mm >= (8, 5):
+        return f"Ascend-cann-{'A3' if chip.lower() == 'a3' else chip}-ops_{cann}_linux-{arch}.run"
+    if chip.lower() == "a3":
+        return f"Atlas-A3-cann-kernels_{cann}_linux-{arch}.run"
+    old = mm < (8, 0) or (mm == (8, 0) and re.match(r"^8\.0\.rc[12]\b", cann.lower()) is not None)
+    if old:
+        return f"Ascend-cann-kernels-{chip}_{cann}_linux.run"
+    return f"Ascend-cann-kernels-{chip}_{cann}_linux-{arch}.run"
+
+
+def toolkit_file(cann: str, arch: Optional[str]) -> str:
+    return f"Ascend-cann-toolkit_{cann}_linux-{arch or '$(uname -m)'}.run"
+
+
+def nnal_file(cann: str, arch: Optional[str]) -> str:
+    return f"Ascend-cann-nnal_{cann}_linux-{arch or '$(uname -m)'}.run"
+
+
+def set_env_path(toolkit: Optional[Dict[str, Any]], cann: Optional[str] = None) -> str:
+    """The set_env.sh to source for a toolkit record (or a fresh install of ``cann``)."""
+    if toolkit and toolkit.get("set_env"):
+        return str(toolkit["set_env"])
+    if toolkit and toolkit.get("path"):
+        path = str(toolkit["path"]).rstrip("/")
+        if path.endswith("/latest"):
+            return path[: -len("/latest")] + "/set_env.sh"
+        return path + "/set_env.sh"
+    if (major_minor(cann) or (0, 0)) >= (8, 5):
+        return "/usr/local/Ascend/cann/set_env.sh"
+    return "/usr/local/Ascend/ascend-toolkit/set_env.sh"
+
+
+def run_cmd(file: str) -> str:
+    return f"chmod +x {file} && ./{file} --install"
+
+
+def not_in_matrix_line(what: str) -> str:
+    """The "refresh the matrix" fix line (the matrix area's wording when it exports one)."""
+    try:
+        from npudoctor.rules import matrix as matrix_rules  # type: ignore[attr-defined]
+    except Exception:
+        matrix_rules = None
+    helper = getattr(matrix_rules, "refresh_hint", None) if matrix_rules else None
+    if callable(helper):
+        try:
+            return str(helper(what))
+        except Exception:
+            pass
+    return f"{what} is not in the matrix (refresh it): npudoctor matrix refresh"
+
+
+def _versions_disagree(tk: Dict[str, Any]) -> List[str]:
+    seen = tk.get("versions") or {}
+    values = {str(v).lower() for v in seen.values()}
+    if len(values) <= 1:
+        return []
+    return [f"{v} in {p}" for p, v in seen.items()]
+
+
+def _toolkit_line(tk: Dict[str, Any]) -> str:
+    via = tk.get("found_via")
+    how = f" (via {via})" if via and via != tk.get("path") else ""
+    return f"CANN {tk.get('version') or '(unknown version)'} at {tk.get('path')}{how}, read from {tk.get('source')}"
+
+
+# --------------------------------------------------------------------------- rules
+
+
+@rule
+def no_cann(ctx: Any) -> Iterable[Finding]:
+    """CANN001: no toolkit at all (error with torch_npu installed, info otherwise)."""
+    cann = ctx.facts("cann")
+    if "toolkits" not in cann or cann.get("toolkits"):
+        return
+    if not npu_stack_present(ctx.snapshot):
+        return  # HOST050 says it calmly
+    tnpu = torch_npu_record(ctx)
+    arch = host_arch(ctx)
+    searched = cann.get("searched") or []
+    evidence = ["no CANN toolkit found; looked in: " + ", ".join(str(s) for s in searched[:10])]
+    env = cann.get("env") or {}
+    for var in ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH"):
+        fact = env.get(var)
+        if fact:
+            evidence.append(f"{var}={fact.get('value')} ({'exists' if fact.get('exists') else 'no such directory'})")
+    if tnpu is None:
+        yield NO_CANN.finding(
+            title="No CANN toolkit installed (no torch_npu either; fine on a host that runs CANN in containers)",
+            evidence=evidence,
+            severity="info",
+        )
+        return
+    tver = str(tnpu.get("version") or "")
+    evidence.insert(0, f"torch_npu {tver} installed in {tnpu.get('location')}")
+    cann_ver = None
+    matrix = ctx.matrix
+    if matrix is not None and hasattr(matrix, "find_torch_npu"):
+        try:
+            row = matrix.find_torch_npu(tver)
+        except Exception:
+            row = None
+        if row is not None and getattr(row, "cann", None):
+            cann_ver = str(row.cann[0])
+            evidence.append(f"torch_npu {tver} is paired with CANN {cann_ver} ({getattr(row, 'source', 'matrix')})")
+    ver = cann_ver or "<CANN version paired with your torch_npu: npudoctor matrix>"
+    chip = package_chip(ctx)
+    fix = [
+        run_cmd(toolkit_file(ver, arch)),
+        run_cmd(kernels_file(ver, chip, arch)),
+        f"source {set_env_path(None, cann_ver)}",
+    ]
+    if _nnal_needed(ctx)[0]:
+        fix.append(run_cmd(nnal_file(ver, arch)))
+        fix.append("source /usr/local/Ascend/nnal/atb/set_env.sh")
+    yield NO_CANN.finding(
+        title=f"torch_npu {tver} is installed but no CANN toolkit is"
+        + (f" (it needs CANN {cann_ver})" if cann_ver else ""),
+        evidence=evidence,
+        fix=fix,
+        data={"torch_npu": tver, "cann": cann_ver},
+    )
+
+
+@rule
+def unreadable_files(ctx: Any) -> Iterable[Finding]:
+    """CANN010: version files that could not be read or parsed."""
+    cann = ctx.facts("cann")
+    for tk in cann.get("toolkits") or []:
+        errors = tk.get("errors") or []
+        if not errors:
+            continue
+        severe = tk.get("version") is None
+        evidence = [f"{e.get('path')}: {e.get('error')}" for e in errors]
+        if tk.get("version"):
+            evidence.append(f"version {tk['version']} taken from {tk.get('source')}")
+        yield UNREADABLE.finding(
+            title=(
+                f"The CANN version at {tk.get('path')} cannot be read"
+                if severe
+                else f"Some CANN version files at {tk.get('path')} cannot be read"
+            ),
+            evidence=evidence,
+            fix=[f"ls -l {errors[0].get('path')}", "reinstall the damaged package if the file is truncated or garbled"],
+            severity="warning" if severe else "info",
+            subject=str(tk.get("path")),
+        )
+    for rec in cann.get("nnal_all") or []:
+        for err in rec.get("errors") or []:
+            yield UNREADABLE.finding(
+                title=f"The NNAL version file at {err.get('path')} cannot be read",
+                evidence=[f"{err.get('path')}: {err.get('error')}"],
+                fix=[f"ls -l {err.get('path')}"],
+                severity="warning",
+                subject=str(err.get("path")),
+            )
+
+
+@rule
+def arch_mismatch(ctx: Any) -> Iterable[Finding]:
+    """CANN011: toolkit arch differs from the machine's."""
+    arch = ctx.facts("host").get("arch")
+    tk = ctx.facts("cann").get("selected")
+    if not tk or arch not in ("aarch64", "x86_64") or tk.get("arch") not in ("aarch64", "x86_64"):
+        return
+    if tk["arch"] == arch:
+        return
+    ver = tk.get("version") or "<version>"
+    yield ARCH_MISMATCH.finding(
+        title=f"CANN {ver} at {tk.get('path')} is built for {tk['arch']}, this machine is {arch}",
+        evidence=[_toolkit_line(tk), f"machine architecture {arch} ({ctx.facts('host').get('arch_source')})"],
+        fix=[run_cmd(toolkit_file(ver, arch))],
+    )
+
+
+@rule
+def older_selected(ctx: Any) -> Iterable[Finding]:
+    """CANN002: several installs and the selected one is not the newest."""
+    cann = ctx.facts("cann")
+    toolkits = [t for t in cann.get("toolkits") or [] if t.get("version")]
+    selected = cann.get("selected")
+    if not selected or len(toolkits) < 2 or not selected.get("version"):
+        return
+    newer = [t for t in toolkits if cann_less(selected["version"], t["version"]) is True]
+    if not newer:
+        return
+    newest = newer[0]
+    for t in newer[1:]:
+        if cann_less(newest["version"], t["version"]) is True:
+            newest = t
+    evidence = [
+        f"in use ({cann.get('selected_via')}): " + _toolkit_line(selected),
+        "newest on disk: " + _toolkit_line(newest),
+    ]
+    evidence += ["also installed: " + _toolkit_line(t) for t in toolkits if t not in (selected, newest)]
+    severity = "warning"
+    tnpu = torch_npu_record(ctx)
+    if tnpu and ctx.matrix is not None:
+        fit_sel = _fit(ctx, str(tnpu.get("version")), selected["version"])
+        fit_new = _fit(ctx, str(tnpu.get("version")), newest["version"])
+        if fit_sel in ("paired", "compatible") and fit_new not in ("paired", "compatible"):
+            severity = "info"
+            evidence.append(
+                f"torch_npu {tnpu.get('version')} is {fit_sel} with CANN {selected['version']} "
+                f"but {fit_new} with {newest['version']}: keeping the older one is right"
+            )
+    yield OLDER_SELECTED.finding(
+        title=f"CANN {selected['version']} is in use but CANN {newest['version']} is also installed",
+        evidence=evidence,
+        fix=[f"source {set_env_path(newest)}"],
+        severity=severity,
+        data={"selected": selected["version"], "newest": newest["version"]},
+    )
+
+
+def _fit(ctx: Any, torch_npu: str, cann: str) -> str:
+    matrix = ctx.matrix
+    try:
+        row = matrix.find_torch_npu(torch_npu)
+        if row is None:
+            return "unknown"
+        return str(matrix.cann_fit(row, cann))
+    except Exception:
+        return "unknown"
+
+
+@rule
+def torch_npu_cann(ctx: Any) -> Iterable[Finding]:
+    """CANN003: torch_npu vs the selected CANN via the matrix (K05)."""
+    tk = ctx.facts("cann").get("selected")
+    tnpu = torch_npu_record(ctx)
+    matrix = ctx.matrix
+    if not tk or not tk.get("version") or tnpu is None or matrix is None:
+        return
+    tver = str(tnpu.get("version") or "")
+    cver = str(tk["version"])
+    if not tver or not hasattr(matrix, "find_torch_npu"):
+        return
+    try:
+        row = matrix.find_torch_npu(tver)
+    except Exception:
+        row = None
+    evidence = [
+        f"torch_npu {tver} from {tnpu.get('dist_info') or tnpu.get('location')}",
+        _toolkit_line(tk),
+    ]
+    if row is None:
+        yield TORCH_NPU_CANN.finding(
+            title=f"torch_npu {tver} is not in the compatibility matrix; its CANN pairing is unknown",
+            evidence=evidence,
+            fix=[not_in_matrix_line(f"torch_npu {tver}")],
+            severity="warning",
+            subject="torch_npu",
+        )
+        return
+    try:
+        fit = str(matrix.cann_fit(row, cver))
+    except Exception:
+        fit = "unknown"
+    paired = [str(c) for c in getattr(row, "cann", []) or []]
+    compatible = [str(c) for c in getattr(row, "cann_compatible", []) or []]
+    evidence.append(
+        f"matrix: torch_npu {tver} paired with CANN {', '.join(paired) or '?'}"
+        + (f"; compatible: {', '.join(compatible)}" if compatible else "")
+        + f" ({getattr(row, 'source', 'matrix')})"
+    )
+    if fit in ("paired", "compatible"):
+        return
+    if fit == "unknown":
+        yield TORCH_NPU_CANN.finding(
+            title=f"CANN {cver} is not in the matrix for torch_npu {tver}; pairing unknown",
+            evidence=evidence,
+            fix=[not_in_matrix_line(f"CANN {cver}")],
+            severity="warning",
+            subject="torch_npu",
+        )
+        return
+    fix: List[str] = []
+    alternatives = _torch_npu_for(ctx, cver)
+    if alternatives:
+        fix.append(f"pip install 'torch-npu=={alternatives[0]}'  # built for CANN {cver} and your torch")
+    if paired:
+        arch = host_arch(ctx)
+        fix.append(f"or install CANN {paired[0]}: " + run_cmd(toolkit_file(paired[0], arch)))
+        fix.append(run_cmd(kernels_file(paired[0], package_chip(ctx), arch)))
+        fix.append(f"source {set_env_path(None, paired[0])}")
+    yield TORCH_NPU_CANN.finding(
+        title=f"torch_npu {tver} does not work with CANN {cver}" + (f" (it needs CANN {paired[0]})" if paired else ""),
+        evidence=evidence,
+        fix=fix,
+        subject="torch_npu",
+        data={"torch_npu": tver, "cann": cver, "fit": fit, "paired": paired},
+    )
+
+
+def _torch_npu_for(ctx: Any, cann: str) -> List[str]:
+    """torch_npu versions for the installed torch that the matrix pairs with ``cann``."""
+    torch = _installed(ctx, "torch")
+    matrix = ctx.matrix
+    if not torch or not hasattr(matrix, "fits"):
+        return []
+    tv = str(torch[0].get("version") or "").split("+")[0]
+    try:
+        rows = matrix.fits(torch=tv, cann=cann)
+    except Exception:
+        return []
+    return [str(r.torch_npu) for r in rows if getattr(r, "torch_npu", None)]
+
+
+def _selected_kernels(ctx: Any) -> Tuple[Optional[Dict[str, Any]], Dict[str, Any]]:
+    tk = ctx.facts("cann").get("selected")
+    return tk, (tk or {}).get("kernels") or {}
+
+
+@rule
+def kernels_for_chip(ctx: Any) -> Iterable[Finding]:
+    """CANN004/CANN005: kernels for the chips of this machine (K12)."""
+    tk, kernels = _selected_kernels(ctx)
+    if not tk:
+        return
+    ver = tk.get("version") or "<toolkit version>"
+    arch = host_arch(ctx) or tk.get("arch")
+    present = sorted(set(kernels.get("socs") or []) | set(kernels.get("configs") or []))
+    kdir = f"{tk.get('opp_path') or str(tk.get('path')) + '/opp'}/built-in/op_impl/ai_core/tbe/kernel"
+    wanted: Dict[str, List[str]] = {}
+    pkg_chip: Dict[str, Optional[str]] = {}
+    for chip in chips(ctx):
+        info = chip_info(ctx, str(chip["name"]))
+        kd = getattr(info, "kernels_dir", None)
+        if kd:
+            wanted.setdefault(str(kd), []).append(str(chip["name"]))
+            pkg_chip[str(kd)] = getattr(info, "kernels_package_chip", None)
+    set_env = f"source {set_env_path(tk)}"
+    if not wanted:
+        if not present and chips(ctx) == [] and torch_npu_record(ctx) is not None:
+            yield KERNELS_MISSING.finding(
+                title=f"No CANN kernels package is installed in CANN {ver} at {tk.get('path')}",
+                evidence=[
+                    _toolkit_line(tk),
+                    f"{kdir}/ holds no SoC directory",
+                    "no NPU chip listed (npu-smi), so the chip is unknown",
+                ],
+                fix=[set_env, run_cmd(kernels_file(ver, None, arch))],
+                severity="warning",
+            )
+        return
+    for soc_dir, names in sorted(wanted.items()):
+        if soc_dir in present:
+            continue
+        chip_names = ", ".join(sorted(set(names)))
+        evidence = [
+            _toolkit_line(tk),
+            f"NPU chip(s) {chip_names} need kernels in {kdir}/{soc_dir}/ and {kdir}/config/{soc_dir}/binary_info_config.json",
+            f"present: {', '.join(present) if present else 'none'}",
+        ]
+        fix = [set_env, run_cmd(kernels_file(ver, pkg_chip.get(soc_dir), arch))]
+        if present:
+            yield KERNELS_OTHER_SOC.finding(
+                title=f"CANN kernels are installed for {', '.join(present)} only; this machine's {chip_names} needs {soc_dir}",
+                evidence=evidence,
+                fix=fix,
+                subject=soc_dir,
+            )
+        else:
+            yield KERNELS_MISSING.finding(
+                title=f"No CANN kernels for {chip_names} ({soc_dir}) in CANN {ver}",
+                evidence=evidence,
+                fix=fix,
+                subject=soc_dir,
+            )
+
+
+@rule
+def kernels_version(ctx: Any) -> Iterable[Finding]:
+    """CANN006: kernels package version differs from the toolkit's."""
+    tk, kernels = _selected_kernels(ctx)
+    if not tk or not tk.get("version") or not kernels.get("version"):
+        return
+    same = same_release(tk["version"], kernels["version"])
+    if same is not False:
+        return
+    ver = str(tk["version"])
+    ops_era = (major_minor(ver) or (0, 0)) >= (8, 5) and (major_minor(kernels["version"]) or (0, 0)) >= (8, 5)
+    yield KERNELS_VERSION.finding(
+        title=f"Kernels package {kernels['version']} does not match CANN toolkit {ver}",
+        evidence=[_toolkit_line(tk), f"kernels {kernels['version']} from {kernels.get('source')}"],
+        fix=[
+            f"source {set_env_path(tk)}",
+            run_cmd(kernels_file(ver, package_chip(ctx), host_arch(ctx) or tk.get("arch"))),
+        ],
+        severity="warning" if ops_era else "error",
+    )
+
+
+def _nnal_needed(ctx: Any) -> Tuple[bool, List[str]]:
+    reasons: List[str] = []
+    for name in _NEEDS_NNAL:
+        for rec in _installed(ctx, name):
+            reasons.append(f"{rec.get('name') or name} {rec.get('version')} is installed (it links NNAL's libatb.so)")
+    cann = ctx.facts("cann")
+    env = (cann.get("env") or {}).get("ATB_HOME_PATH")
+    if env and env.get("value"):
+        reasons.append(f"ATB_HOME_PATH={env['value']} is set")
+    if cann.get("mindie"):
+        reasons.append(f"MindIE {cann['mindie'].get('version')} is installed at {cann['mindie'].get('path')}")
+    return bool(reasons), reasons
+
+
+@rule
+def nnal_missing(ctx: Any) -> Iterable[Finding]:
+    """CANN007: NNAL needed (vllm-ascend, MindIE, ATB_HOME_PATH) but not installed (K11)."""
+    cann = ctx.facts("cann")
+    if "nnal_all" not in cann or cann.get("nnal_all"):
+        return
+    needed, reasons = _nnal_needed(ctx)
+    if not needed:
+        return
+    tk = cann.get("selected")
+    ver = (tk or {}).get("version") or "<CANN toolkit version>"
+    arch = host_arch(ctx) or (tk or {}).get("arch")
+    evidence = reasons + [
+        "no NNAL found: looked for nnal/atb/latest/version.info under /usr/local/Ascend, ~/Ascend, /home/*/Ascend"
+    ]
+    env = (cann.get("env") or {}).get("ATB_HOME_PATH")
+    if env and env.get("value") and not env.get("exists"):
+        evidence.append(f"ATB_HOME_PATH={env['value']} does not exist")
+    fix = []
+    if tk:
+        fix.append(f"source {set_env_path(tk)}")
+    fix += [run_cmd(nnal_file(ver, arch)), "source /usr/local/Ascend/nnal/atb/set_env.sh"]
+    yield NNAL_MISSING.finding(
+        title=f"NNAL (ATB) is not installed, but it is needed: {reasons[0]}",
+        evidence=evidence,
+        fix=fix,
+    )
+
+
+@rule
+def nnal_version(ctx: Any) -> Iterable[Finding]:
+    """CANN008: NNAL version differs from the toolkit's (K04)."""
+    cann = ctx.facts("cann")
+    tk = cann.get("selected")
+    nnal = cann.get("nnal")
+    if not tk or not nnal or not tk.get("version") or not nnal.get("version"):
+        return
+    if same_release(tk["version"], nnal["version"]) is not False:
+        return
+    ver = str(tk["version"])
+    arch = host_arch(ctx) or tk.get("arch")
+    yield NNAL_VERSION.finding(
+        title=f"NNAL {nnal['version']} does not match CANN toolkit {ver}",
+        evidence=[_toolkit_line(tk), f"NNAL/ATB {nnal.get('build') or nnal['version']} from {nnal.get('source')}"],
+        fix=[
+            f"source {set_env_path(tk)}",
+            run_cmd(nnal_file(ver, arch)),
+            "source /usr/local/Ascend/nnal/atb/set_env.sh",
+        ],
+    )
+
+
+def _torch_cxx11_abi(ctx: Any) -> Optional[bool]:
+    libs = ctx.facts("libraries")
+    for key in ("torch_cxx11_abi", "torch_cxx_abi"):
+        value = libs.get(key)
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, dict) and isinstance(value.get("value"), bool):
+            return bool(value["value"])
+        if value in (0, 1):
+            return bool(value)
+    return None
+
+
+@rule
+def atb_abi(ctx: Any) -> Iterable[Finding]:
+    """CANN009: ATB_HOME_PATH names a missing dir, or the other C++ ABI than torch (K11)."""
+    cann = ctx.facts("cann")
+    env = (cann.get("env") or {}).get("ATB_HOME_PATH")
+    if not env or not env.get("value"):
+        return
+    value = str(env["value"]).rstrip("/")
+    m = re.search(r"cxx_abi_([01])$", value)
+    abi = int(m.group(1)) if m else None
+    fix = ["source /usr/local/Ascend/nnal/atb/set_env.sh  # after torch is installed, in a fresh shell"]
+    if not env.get("exists"):
+        nnal = cann.get("nnal") or {}
+        yield ATB_ABI.finding(
+            title=f"ATB_HOME_PATH={value} does not exist",
+            evidence=[f"ATB_HOME_PATH={value}: no such directory"]
+            + (
+                [
+                    f"NNAL {nnal.get('version')} at {nnal.get('path')} has {', '.join(nnal.get('abi_dirs') or []) or 'no cxx_abi_* directory'}"
+                ]
+                if nnal
+                else []
+            ),
+            fix=fix,
+        )
+        return
+    torch_abi = _torch_cxx11_abi(ctx)
+    if abi is None or torch_abi is None or bool(abi) == torch_abi:
+        return
+    want = 1 if torch_abi else 0
+    yield ATB_ABI.finding(
+        title=f"ATB_HOME_PATH uses cxx_abi_{abi} but torch is built with the {'C++11' if torch_abi else 'old'} ABI (needs cxx_abi_{want})",
+        evidence=[f"ATB_HOME_PATH={value}", f"torch compiled with _GLIBCXX_USE_CXX11_ABI={want} (libraries facts)"],
+        fix=fix + [f"or: source /usr/local/Ascend/nnal/atb/set_env.sh --cxx_abi={want}"],
+    )

@@ -1,0 +1,290 @@
+"""Rules about the NPU driver and firmware (kind K14), from the ``driver`` facts
+(``npudoctor/probes/driver.py``), the selected CANN toolkit (``cann.selected``), the
+npu-smi header (``devices.npu_smi.driver_version``) and ``container.in_container``.
+
+Codes ``DRV001``-``DRV004``.  Driver/firmware package names follow REPORT.md §5:
+``Ascend-hdk-<chip>-npu-driver_<ver>_linux-<aarch64|x86-64>.run`` and
+``Ascend-hdk-<chip>-npu-firmware_<fw>.run``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from npudoctor.findings import Code, Finding
+from npudoctor.parsers.info_files import ranges_contain
+from npudoctor.rules import rule
+from npudoctor.rules.cann import host_arch, not_in_matrix_line, package_chip, torch_npu_record
+
+NO_DRIVER = Code(
+    "DRV001",
+    "npu-driver-missing",
+    area="driver",
+    severity="error",
+    title="The NPU driver is not installed (or not mounted)",
+    explain=(
+        "CANN and torch_npu talk to the NPU through the driver's libraries "
+        "(/usr/local/Ascend/driver/lib64: libascend_hal.so, libc_sec.so, …). npudoctor reads "
+        "the driver from <Driver_Install_Path_Param of /etc/ascend_install.info>/driver or "
+        "/usr/local/Ascend/driver (version.info). On a host, install the Ascend HDK driver and "
+        "firmware; in a container, the host's driver must be bind-mounted: "
+        "`-v /usr/local/Ascend/driver:/usr/local/Ascend/driver` (or at least driver/lib64 and "
+        "driver/version.info) plus `-v /etc/ascend_install.info:/etc/ascend_install.info`."
+    ),
+    kinds=("K14", "K16"),
+)
+
+DRIVER_CANN = Code(
+    "DRV002",
+    "driver-cann-mismatch",
+    area="driver",
+    severity="error",
+    title="The NPU driver does not fit the CANN version",
+    explain=(
+        "Each CANN release states the Ascend HDK (driver and firmware) versions it supports. A "
+        "driver older than that gives hangs, `hcclCommInitRootInfoConfig … error code is 1`, "
+        "or `E30006 Failed to verify the OPP` (507033) — typically when a container image "
+        "ships a newer CANN than the host's driver. The driver version is read from "
+        "driver/version.info (bind-mounted from the host inside containers) or the npu-smi "
+        "header; the pairing comes from the matrix (CANN release notes, REPORT.md §3).\n\n"
+        "Fix: upgrade the host driver and firmware to the HDK paired with this CANN (then "
+        "reboot), or use a CANN (image) that the host driver supports."
+    ),
+    kinds=("K14",),
+)
+
+FIRMWARE_DRIVER = Code(
+    "DRV003",
+    "firmware-driver-mismatch",
+    area="driver",
+    severity="warning",
+    title="Firmware and driver are not a compatible pair",
+    explain=(
+        "The firmware's version.info lists the driver versions it works with "
+        "(compatible_version_drv=[24.1,24.1.],… — a high end ending in '.' means every version "
+        "starting with it), and the driver's lists the firmware range it accepts "
+        "(compatible_version_fw=[7.0.0,7.2.99]). A driver upgraded without the firmware (or the "
+        "reverse) shows up here; `npu-smi info -t board -i 0` then says Compatibility: NOK.\n\n"
+        "Fix: install the firmware of the same Ascend HDK release as the driver "
+        "(`./Ascend-hdk-<chip>-npu-firmware_<fw>.run --full`) and reboot."
+    ),
+    kinds=("K14",),
+)
+
+DRIVER_UNREADABLE = Code(
+    "DRV004",
+    "driver-version-unreadable",
+    area="driver",
+    severity="warning",
+    title="The driver or firmware version file cannot be read",
+    explain=(
+        "driver/version.info or firmware/version.info (or /etc/ascend_install.info) exists but "
+        "is unreadable, empty, truncated, garbled or not UTF-8, so the driver/firmware checks "
+        "are skipped. In containers, a version.info mounted as an empty directory (the host "
+        "path was missing when the container started) looks like this too.\n\nFix: check the "
+        "file named in the evidence; on a host reinstall the driver package, in a container "
+        "mount the host's file."
+    ),
+    kinds=("K14", "K16"),
+)
+
+
+def _in_container(ctx: Any) -> bool:
+    return bool(ctx.facts("container").get("in_container"))
+
+
+def driver_version(ctx: Any) -> Tuple[Optional[str], Optional[str]]:
+    """``(version, source)`` of the NPU driver: driver/version.info, else the npu-smi header."""
+    drv = ctx.facts("driver").get("driver") or {}
+    if drv.get("version"):
+        return str(drv["version"]), str(drv.get("source"))
+    smi = ctx.facts("devices").get("npu_smi") or {}
+    if isinstance(smi, dict) and smi.get("driver_version"):
+        return str(smi["driver_version"]), "npu-smi info (table header)"
+    return None, None
+
+
+def _hdk_chip(ctx: Any) -> str:
+    chip = package_chip(ctx)
+    return chip.lower() if chip else "<chip: 910b|310p|910>"
+
+
+def _driver_file(ctx: Any, version: str) -> str:
+    arch = host_arch(ctx)
+    arch_part = {"x86_64": "x86-64", "aarch64": "aarch64"}.get(arch or "", "$(uname -m | sed s/_/-/)")
+    return f"Ascend-hdk-{_hdk_chip(ctx)}-npu-driver_{version.lower()}_linux-{arch_part}.run"
+
+
+@rule
+def driver_missing(ctx: Any) -> Iterable[Finding]:
+    """DRV001: CANN or torch_npu present but no driver (host: not installed; container: not mounted)."""
+    facts = ctx.facts("driver")
+    if "driver" not in facts:
+        return
+    drv = facts.get("driver") or {}
+    version, _src = driver_version(ctx)
+    if drv.get("exists") or version:
+        return
+    cann = ctx.facts("cann")
+    tnpu = torch_npu_record(ctx)
+    toolkits = cann.get("toolkits") or []
+    if not toolkits and tnpu is None:
+        return  # nothing that needs a driver (no stack: HOST050; CANN001 covers the rest)
+    evidence = [f"{drv.get('path') or '/usr/local/Ascend/driver'}/version.info: not found"]
+    if tnpu is not None:
+        evidence.append(f"torch_npu {tnpu.get('version')} is installed")
+    if toolkits:
+        evidence.append(f"CANN {toolkits[0].get('version')} at {toolkits[0].get('path')}")
+    if _in_container(ctx):
+        yield NO_DRIVER.finding(
+            title="The host's NPU driver is not mounted into this container",
+            evidence=evidence,
+            fix=[
+                "docker run … -v /usr/local/Ascend/driver:/usr/local/Ascend/driver "
+                "-v /etc/ascend_install.info:/etc/ascend_install.info …",
+            ],
+            severity="error" if tnpu is not None else "warning",
+        )
+        return
+    yield NO_DRIVER.finding(
+        title="No NPU driver installed (/usr/local/Ascend/driver/version.info not found)",
+        evidence=evidence,
+        fix=[
+            f"chmod +x {_driver_file(ctx, '<HDK version paired with your CANN>')} && ./{_driver_file(ctx, '<HDK version paired with your CANN>')} --full",
+            "reboot",
+        ],
+        severity="error" if tnpu is not None else "warning",
+    )
+
+
+@rule
+def driver_cann(ctx: Any) -> Iterable[Finding]:
+    """DRV002: driver vs the selected CANN via matrix.driver_fit (K14)."""
+    tk = ctx.facts("cann").get("selected")
+    version, source = driver_version(ctx)
+    matrix = ctx.matrix
+    if not tk or not tk.get("version") or not version or matrix is None or not hasattr(matrix, "driver_fit"):
+        return
+    cann = str(tk["version"])
+    try:
+        fit = str(matrix.driver_fit(cann, version))
+    except Exception:
+        fit = "unknown"
+    if fit in ("paired", "compatible"):
+        return
+    req = None
+    try:
+        req = matrix.driver_requirement(cann)
+    except Exception:
+        req = None
+    evidence = [f"driver {version} from {source}", f"CANN {cann} at {tk.get('path')} (from {tk.get('source')})"]
+    if req is not None:
+        paired = [str(p) for p in getattr(req, "paired", []) or []]
+        compat = [str(p) for p in getattr(req, "compatible", []) or []]
+        line = f"matrix: CANN {cann} is paired with HDK {', '.join(paired) or '?'}"
+        if compat:
+            line += f"; works with {', '.join(compat)}"
+        if getattr(req, "minimum", None):
+            line += f"; minimum {req.minimum}"
+        evidence.append(line + f" ({getattr(req, 'source', 'matrix')})")
+    where = "the host's" if _in_container(ctx) else "this machine's"
+    if fit == "unknown":
+        yield DRIVER_CANN.finding(
+            title=f"Driver {version} with CANN {cann}: not in the matrix, pairing unknown",
+            evidence=evidence,
+            fix=[not_in_matrix_line(f"the driver pairing of CANN {cann}")],
+            severity="warning",
+        )
+        return
+    target = None
+    if req is not None:
+        target = (getattr(req, "paired", None) or [None])[0] or getattr(req, "minimum", None)
+    fix: List[str] = []
+    if target:
+        file = _driver_file(ctx, str(target))
+        fix += [
+            f"upgrade {where} driver: chmod +x {file} && ./{file} --full",
+            f"then the firmware of Ascend HDK {target}: ./Ascend-hdk-{_hdk_chip(ctx)}-npu-firmware_<fw>.run --full; reboot",
+        ]
+    if _in_container(ctx):
+        fix.append("or use an image built on an older CANN that the host driver supports")
+    else:
+        fix.append("or install a CANN version that this driver supports (`npudoctor matrix`)")
+    too_old = fit == "too-old"
+    yield DRIVER_CANN.finding(
+        title=(
+            f"Driver {version} is too old for CANN {cann}"
+            if too_old
+            else f"Driver {version} is not supported by CANN {cann}"
+        )
+        + (f" (needs Ascend HDK {target})" if target else "")
+        + (" — container CANN vs host driver" if _in_container(ctx) else ""),
+        evidence=evidence,
+        fix=fix,
+        severity="error" if too_old else "warning",
+        data={"driver": version, "cann": cann, "fit": fit},
+    )
+
+
+@rule
+def firmware_driver(ctx: Any) -> Iterable[Finding]:
+    """DRV003: the firmware's compatible_version_drv (and the driver's compatible_version_fw)."""
+    facts = ctx.facts("driver")
+    drv: Dict[str, Any] = facts.get("driver") or {}
+    fw: Dict[str, Any] = facts.get("firmware") or {}
+    dver = drv.get("version")
+    fver = fw.get("version")
+    if not dver or not fver:
+        return
+    fw_ranges = [tuple(r) for r in fw.get("compatible_version_drv") or [] if len(r) == 2]
+    drv_ranges = [tuple(r) for r in drv.get("compatible_version_fw") or [] if len(r) == 2]
+    fw_says = ranges_contain(fw_ranges, dver) if fw_ranges else None
+    evidence = [
+        f"driver {dver} from {drv.get('source')}",
+        f"firmware {fver} (HDK {fw.get('package_version')}) from {fw.get('source')}",
+    ]
+    if fw_ranges:
+        evidence.append("firmware accepts drivers " + ", ".join(f"[{lo},{hi}]" for lo, hi in fw_ranges))
+    if fw_says is True:
+        return
+    if fw_says is None:
+        # the firmware names no drivers (or undecidable): fall back to the driver's statement
+        drv_says = ranges_contain(drv_ranges, fver) if drv_ranges else None
+        if drv_says is not False:
+            return
+        evidence.append("driver accepts firmware " + ", ".join(f"[{lo},{hi}]" for lo, hi in drv_ranges))
+    yield FIRMWARE_DRIVER.finding(
+        title=f"Firmware {fver} does not list driver {dver} as compatible",
+        evidence=evidence,
+        fix=[
+            f"./Ascend-hdk-{_hdk_chip(ctx)}-npu-firmware_<firmware of Ascend HDK {dver}>.run --full",
+            "reboot",
+            "npu-smi info -t board -i 0   # Compatibility should say OK",
+        ],
+    )
+
+
+@rule
+def driver_unreadable(ctx: Any) -> Iterable[Finding]:
+    """DRV004: version files present but unreadable/garbled."""
+    facts = ctx.facts("driver")
+    for kind in ("driver", "firmware"):
+        rec = facts.get(kind) or {}
+        if rec.get("error"):
+            yield DRIVER_UNREADABLE.finding(
+                title=f"The {kind} version cannot be read: {rec['error']}",
+                evidence=[str(rec["error"])],
+                fix=[f"ls -l {rec.get('path')}/version.info"],
+                subject=kind,
+            )
+    info = facts.get("install_info") or {}
+    if info.get("error"):
+        yield DRIVER_UNREADABLE.finding(
+            title=f"/etc/ascend_install.info cannot be read: {info['error']}",
+            evidence=[
+                f"{info.get('path')}: {info['error']}",
+                "CANN 9.x set_env.sh greps Driver_Install_Path_Param from it",
+            ],
+            fix=["ls -l /etc/ascend_install.info"],
+            subject="install_info",
+        )

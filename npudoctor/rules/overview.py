@@ -1,0 +1,123 @@
+"""The calm overview: "no NPU stack here" on a plain machine, and the helper other rules
+use to stay quiet there.
+
+Codes: ``HOST050`` (no-npu-stack).  ``HOST050``-``HOST059`` are reserved for this module.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List
+
+from npudoctor.findings import Code, Finding
+from npudoctor.rules import rule
+
+NO_NPU_STACK = Code(
+    "HOST050",
+    "no-npu-stack",
+    area="host",
+    severity="info",
+    title="No Ascend NPU software stack on this machine",
+    explain=(
+        "npudoctor found no CANN toolkit, no NPU driver, no torch_npu package and no NPU "
+        "device here. That is normal on a development laptop or a CPU-only CI runner, and "
+        "nothing is wrong: there is simply nothing NPU-related to diagnose.\n\n"
+        "What was looked at: ASCEND_TOOLKIT_HOME / ASCEND_HOME_PATH, "
+        "/usr/local/Ascend/{ascend-toolkit,cann*,nnae,nnal,driver,firmware}, ~/Ascend and "
+        "/home/*/Ascend, the site-packages of the target Python (torch_npu), and npu-smi / "
+        "/dev/davinci* for devices.\n\n"
+        "To set up an NPU machine: install the driver and firmware (Ascend HDK), then the CANN "
+        "toolkit and the kernels/ops package for your chip, then `pip install torch torch-npu` "
+        "in the pair the compatibility table names (`npudoctor matrix`). Run "
+        "`npudoctor check` again on the NPU machine, or `npudoctor check --root <rootfs>` on an "
+        "image."
+    ),
+)
+
+
+def _section(source: Any, name: str) -> Dict[str, Any]:
+    snapshot = getattr(source, "snapshot", source)
+    getter = getattr(snapshot, "section", None)
+    if callable(getter):
+        value = getter(name)
+    elif isinstance(snapshot, dict):
+        value = (snapshot.get("facts") or snapshot).get(name)
+    else:
+        value = None
+    return value if isinstance(value, dict) else {}
+
+
+def _torch_npu_records(source: Any) -> List[Dict[str, Any]]:
+    installed = _section(source, "packages").get("installed") or {}
+    if not isinstance(installed, dict):
+        return []
+    out: List[Dict[str, Any]] = []
+    for key in ("torch-npu", "torch_npu"):
+        records = installed.get(key) or []
+        out.extend(r for r in records if isinstance(r, dict))
+    return out
+
+
+def stack_evidence(snapshot: Any) -> List[str]:
+    """One line per NPU-related thing present (empty list: nothing NPU-related).
+
+    ``snapshot`` is a :class:`~npudoctor.snapshot.Snapshot`, a ``RuleContext`` or a plain
+    facts dict.  Reads ``cann.toolkits``/``cann.nnal``, ``driver.driver.exists``/``version``,
+    ``packages.installed["torch-npu"]`` and ``devices.chips``/``devices.npu_smi.available``/
+    ``devices.nodes``.
+    """
+    out: List[str] = []
+    cann = _section(snapshot, "cann")
+    for tk in cann.get("toolkits") or []:
+        if isinstance(tk, dict):
+            out.append(f"CANN {tk.get('version') or '(version unknown)'} at {tk.get('path')}")
+    nnal = cann.get("nnal")
+    if isinstance(nnal, dict):
+        out.append(f"NNAL/ATB at {nnal.get('path')}")
+    driver = (_section(snapshot, "driver").get("driver")) or {}
+    if isinstance(driver, dict) and (driver.get("exists") or driver.get("version")):
+        out.append(f"NPU driver {driver.get('version') or ''} at {driver.get('path')}".replace("  ", " "))
+    for rec in _torch_npu_records(snapshot):
+        out.append(f"torch_npu {rec.get('version')} in {rec.get('location')}")
+    devices = _section(snapshot, "devices")
+    chips = devices.get("chips") or []
+    if chips:
+        out.append(f"{len(chips)} NPU chip(s) listed by npu-smi")
+    elif isinstance(devices.get("npu_smi"), dict) and devices["npu_smi"].get("available"):
+        out.append("npu-smi is installed")
+    nodes = devices.get("nodes")
+    if isinstance(nodes, (list, dict)) and nodes:
+        out.append("/dev/davinci* device nodes present")
+    return out
+
+
+def npu_stack_present(snapshot: Any) -> bool:
+    """True when anything of an Ascend NPU stack is on the machine: a CANN toolkit or
+    NNAL, the NPU driver, a torch_npu package, npu-smi, NPU chips or device nodes.
+
+    Rules that would otherwise complain about a missing piece call this first and stay
+    quiet on a plain machine (where ``HOST050`` says it calmly).  Accepts a Snapshot, a
+    RuleContext or a facts dict; never raises.
+    """
+    try:
+        return bool(stack_evidence(snapshot))
+    except Exception:  # odd facts must not make every rule fail
+        return True
+
+
+def _sections_ran(ctx: Any) -> bool:
+    # Under --only/--skip or from an old snapshot some sections may be absent; only say
+    # "nothing here" when the sections that could contradict it were actually probed.
+    facts = getattr(ctx.snapshot, "facts", {}) or {}
+    return all(name in facts for name in ("cann", "driver"))
+
+
+@rule
+def no_npu_stack(ctx: Any) -> Iterable[Finding]:
+    """HOST050 when the machine has no NPU stack at all."""
+    if not _sections_ran(ctx) or npu_stack_present(ctx.snapshot):
+        return
+    searched = _section(ctx.snapshot, "cann").get("searched") or []
+    evidence = ["no CANN toolkit, NNAL, NPU driver, torch_npu or NPU device found"]
+    if searched:
+        evidence.append("looked in: " + ", ".join(str(s) for s in searched[:8]))
+    yield NO_NPU_STACK.finding(evidence=evidence)
