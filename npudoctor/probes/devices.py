@@ -1,0 +1,319 @@
+"""Devices: ``npu-smi`` (chips, health, memory, processes, topology), the device nodes
+and their permissions, and the visible-device variables.
+
+Section ``devices``::
+
+    npu_smi     {"path": str|None (found on PATH), "available": bool (the table parsed),
+                 "error": str|None (how the command failed, human), "cause": None |
+                 "not-installed" | "hung" | "busy" | "permission" | "driver" | "disabled" |
+                 "unparsed", "code": int|None (DCMI return code, -8005/-8020…),
+                 "message": str|None (the npu-smi error line), "version": tool version,
+                 "driver_version": the header "Version:", "layout": "910"|"310"|None,
+                 "truncated": bool, "commands": [{"argv", "returncode", "timed_out",
+                 "error", "duration", "parsed"}], "raw": first 64 KiB of `npu-smi info`}
+    chips       [one record per chip, see npudoctor.parsers.npu_smi.parse_info, plus
+                 "soc_version", "family", "bf16", "kernels_dir" (from the matrix, None when
+                 unknown), "soc_source" and, for unhealthy chips, "health_detail"
+                 {"status", "error_codes", "information"} from `-t health`]
+    processes   [{"npu_id", "chip_id", "pid", "name", "memory_mb", "container_pid"}]
+    idle_npus   [npu ids that npu-smi says run no process]
+    topology    parse_topo() result of `npu-smi info -t topo`, or None
+    nodes       [{"path", "exists", "kind": "chip"|"control", "char_device", "uid", "gid",
+                 "owner", "group", "mode": "0660", "accessible_by_identity": bool|None}]
+    visibility  {"ASCEND_RT_VISIBLE_DEVICES": str|None, "ASCEND_VISIBLE_DEVICES": …,
+                 "ASCEND_DEVICE_ID": …, "CUDA_VISIBLE_DEVICES": …,
+                 "ASCEND_RUNTIME_OPTIONS": …}  (raw values; rules validate them)
+    visible_count  chips npu-smi lists, else the number of /dev/davinciN nodes, else None
+    identity    the judged account (copied from facts["host"]["identity"])
+
+SoC identity is filled here (lazily loading the matrix only when chips were found) so
+that the kernels rule, ``devices`` and ``compare`` read one value; rules re-derive it
+from ``ctx.matrix`` when replaying a snapshot that lacks it.  A3 chips (Name
+``Ascend910`` with a Phy-ID column) get their soc_version from ``npu-smi info -t board
+-i N -c C`` (Chip Name + "_" + NPU Name, REPORT.md §4.2).
+
+npu-smi commands run one at a time through ``ctx.host.run`` with the overall deadline
+(``ctx.options.remaining``); once one times out no further npu-smi command runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import stat as stat_mod
+from typing import Any, Dict, List, Optional
+
+from npudoctor.engine import ProbeContext
+from npudoctor.parsers.accounts import parse_group, parse_passwd
+from npudoctor.parsers.npu_smi import (
+    merge_mapping,
+    parse_board,
+    parse_error,
+    parse_health,
+    parse_info,
+    parse_mapping,
+)
+from npudoctor.parsers.topo import parse_topo
+
+SECTION = "devices"
+ORDER = 70
+QUICK = True
+
+#: Control nodes every NPU process needs besides /dev/davinciN (Ascend docs, the
+#: standard `docker run` of vllm-ascend: samples/docker-run_vllm-ascend_standard-device-mounts.sh.txt).
+CONTROL_NODES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
+
+VISIBILITY_VARS = (
+    "ASCEND_RT_VISIBLE_DEVICES",
+    "ASCEND_VISIBLE_DEVICES",
+    "ASCEND_DEVICE_ID",
+    "CUDA_VISIBLE_DEVICES",
+    "ASCEND_RUNTIME_OPTIONS",
+)
+
+RAW_LIMIT = 64 * 1024
+_DAVINCI_RE = re.compile(r"^davinci(\d+)$")
+
+
+def _record(result: Any, parsed: bool) -> Dict[str, Any]:
+    return {
+        "argv": list(result.argv),
+        "returncode": result.returncode,
+        "timed_out": bool(result.timed_out),
+        "error": result.error,
+        "duration": round(result.duration, 3),
+        "parsed": parsed,
+    }
+
+
+class _Runner:
+    """Runs npu-smi sub-commands one at a time; stops for good after a timeout."""
+
+    def __init__(self, ctx: ProbeContext, exe: str) -> None:
+        self.ctx = ctx
+        self.exe = exe
+        self.commands: List[Dict[str, Any]] = []
+        self.hung = False
+
+    def run(self, *args: str) -> Any:
+        if self.hung:
+            return None
+        timeout = self.ctx.options.remaining(self.ctx.options.command_timeout)
+        result = self.ctx.host.run([self.exe, *args], timeout=timeout)
+        if result.timed_out:
+            self.hung = True
+        return result
+
+
+def _npu_smi(ctx: ProbeContext, out: Dict[str, Any]) -> None:
+    host = ctx.host
+    smi: Dict[str, Any] = out["npu_smi"]
+    exe = host.which("npu-smi")
+    smi["path"] = exe
+    if not host.commands:
+        smi.update(error="commands disabled (--no-commands)", cause="disabled")
+        return
+    if exe is None:
+        smi.update(error="npu-smi: command not found on PATH", cause="not-installed")
+        return
+    runner = _Runner(ctx, exe)
+    res = runner.run("info")
+    text = (res.stdout or "") + ("\n" + res.stderr if res.stderr else "")
+    info = parse_info(res.stdout or "") if not res.timed_out else parse_info("")
+    runner.commands.append(_record(res, bool(info["chips"])))
+    smi["raw"] = (res.stdout or "")[:RAW_LIMIT]
+    if res.timed_out:
+        smi.update(error=f"`npu-smi info` did not answer within {res.duration:.1f} s (killed)", cause="hung")
+    elif res.error:
+        smi.update(
+            error=f"`npu-smi info`: {res.error}", cause="not-installed" if "not found" in res.error else "driver"
+        )
+    for key in ("version", "driver_version", "layout", "truncated"):
+        smi[key] = info.get(key)
+    if info["chips"]:
+        smi["available"] = True
+        out["chips"] = info["chips"]
+        out["processes"] = info["processes"]
+        out["idle_npus"] = info["idle_npus"]
+    elif not res.timed_out and not res.error:
+        err = parse_error(text)
+        if err is not None:
+            smi.update(error=err["message"], cause=err["cause"], code=err["code"], message=err["message"])
+        else:
+            first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+            smi.update(
+                error=f"`npu-smi info` exit {res.returncode}, no device table" + (f": {first[:200]}" if first else ""),
+                cause="unparsed",
+            )
+    if smi.get("available"):
+        _details(ctx, runner, out)
+    smi["commands"] = runner.commands
+
+
+def _details(ctx: ProbeContext, runner: _Runner, out: Dict[str, Any]) -> None:
+    chips: List[Dict[str, Any]] = out["chips"]
+    res = runner.run("info", "-m")
+    if res is not None:
+        mapping = parse_mapping(res.stdout or "") if res.ok else []
+        runner.commands.append(_record(res, bool(mapping)))
+        merge_mapping(chips, mapping)
+    res = runner.run("info", "-t", "topo")
+    if res is not None:
+        topo = parse_topo(res.stdout or "") if res.ok else None
+        runner.commands.append(_record(res, bool(topo and topo["npus"])))
+        out["topology"] = topo if topo and topo["npus"] else None
+    for chip in chips:
+        if str(chip.get("health", "")).upper() in ("OK", "") or chip.get("chip_id") is None:
+            continue
+        res = runner.run("info", "-t", "health", "-i", str(chip["npu_id"]), "-c", str(chip["chip_id"]))
+        if res is None:
+            break
+        detail = parse_health(res.stdout or "") if res.ok else None
+        runner.commands.append(_record(res, bool(detail and detail["status"])))
+        if detail and detail["status"]:
+            chip["health_detail"] = detail
+    a3 = [c for c in chips if c.get("phy_id") is not None and c.get("chip_id") is not None]
+    if a3:
+        res = runner.run("info", "-t", "board", "-i", str(a3[0]["npu_id"]), "-c", str(a3[0]["chip_id"]))
+        if res is not None:
+            board = parse_board(res.stdout or "") if res.ok else None
+            runner.commands.append(_record(res, bool(board and board["soc_version"])))
+            soc = board["soc_version"] if board else None
+            if soc:
+                for chip in a3:
+                    if chip.get("name") == a3[0].get("name"):
+                        chip["soc_version"] = soc
+                        chip["soc_source"] = "npu-smi info -t board (Chip Name + NPU Name)"
+
+
+def _soc_identity(ctx: ProbeContext, chips: List[Dict[str, Any]]) -> None:
+    """Fill soc_version/family/bf16/kernels_dir from the matrix (``Matrix.chip``)."""
+    for chip in chips:
+        chip.setdefault("soc_version", None)
+        chip.setdefault("family", None)
+        chip.setdefault("bf16", None)
+        chip.setdefault("kernels_dir", None)
+    if not chips:
+        return
+    try:
+        from npudoctor.matrix import load_matrix
+
+        matrix = load_matrix(getattr(ctx.options, "matrix_path", None))
+    except Exception:  # the matrix is judged by its own rules; here it is optional
+        return
+    lookup = getattr(matrix, "chip", None)
+    if lookup is None:
+        return
+    cache: Dict[str, Any] = {}
+    for chip in chips:
+        name = str(chip.get("name") or "")
+        if name not in cache:
+            try:
+                cache[name] = lookup(name)
+            except Exception:
+                cache[name] = None
+        info = cache[name]
+        if info is None:
+            continue
+        if not chip.get("soc_version") and getattr(info, "soc_version", None):
+            chip["soc_version"] = info.soc_version
+            chip["soc_source"] = "matrix (npu-smi Name)"
+        chip["family"] = getattr(info, "family", None)
+        chip["bf16"] = getattr(info, "bf16", None)
+        chip["kernels_dir"] = getattr(info, "kernels_dir", None)
+
+
+def _accounts(ctx: ProbeContext) -> Any:
+    passwd = {e["uid"]: e["name"] for e in parse_passwd(ctx.host.read_text("/etc/passwd").text or "")}
+    groups = {g["gid"]: g["name"] for g in parse_group(ctx.host.read_text("/etc/group").text or "")}
+    return passwd, groups
+
+
+def can_access(identity: Dict[str, Any], uid: int, gid: int, mode: int) -> Optional[bool]:
+    """Whether ``identity`` ({"uid", "gid", "groups"}) may read and write a node owned
+    by ``uid:gid`` with permission bits ``mode`` (POSIX owner/group/other classes; root
+    always may).  None when the identity is unknown."""
+    try:
+        me = int(identity["uid"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if me == 0:
+        return True
+    groups = {int(g) for g in identity.get("groups") or [] if str(g).lstrip("-").isdigit()}
+    with contextlib.suppress(TypeError, ValueError):
+        groups.add(int(identity.get("gid")))
+    if me == uid:
+        return mode & 0o600 == 0o600
+    if gid in groups:
+        return mode & 0o060 == 0o060
+    return mode & 0o006 == 0o006
+
+
+def _nodes(ctx: ProbeContext, identity: Dict[str, Any], want_control: bool) -> List[Dict[str, Any]]:
+    """Device nodes with owner/mode.  Missing control nodes are listed (exists False)
+    only when some NPU node exists or npu-smi saw chips (``want_control``): on a plain
+    machine the list stays empty."""
+    host = ctx.host
+    chip_nodes = sorted(
+        (p for p in host.glob("/dev", prefix="davinci") if _DAVINCI_RE.match(p.rsplit("/", 1)[-1])),
+        key=lambda p: int(_DAVINCI_RE.match(p.rsplit("/", 1)[-1]).group(1)),  # type: ignore[union-attr]
+    )
+    passwd, groups = _accounts(ctx)
+    out: List[Dict[str, Any]] = []
+    control = [p for p in CONTROL_NODES if host.exists(p)]
+    if chip_nodes or control or want_control:
+        control = list(CONTROL_NODES)
+    for path, kind in [(p, "chip") for p in chip_nodes] + [(p, "control") for p in control]:
+        st = host.stat(path)
+        rec: Dict[str, Any] = {"path": path, "kind": kind, "exists": st is not None}
+        if st is not None:
+            rec.update(
+                char_device=stat_mod.S_ISCHR(st.st_mode),
+                uid=st.st_uid,
+                gid=st.st_gid,
+                owner=passwd.get(st.st_uid),
+                group=groups.get(st.st_gid),
+                mode=f"{stat_mod.S_IMODE(st.st_mode):04o}",
+                accessible_by_identity=can_access(identity, st.st_uid, st.st_gid, stat_mod.S_IMODE(st.st_mode)),
+            )
+            if rec["char_device"]:
+                rec["rdev"] = [int(st.st_rdev >> 8) & 0xFFF, int(st.st_rdev & 0xFF)]
+        out.append(rec)
+    return out
+
+
+def probe(ctx: ProbeContext) -> Dict[str, Any]:
+    host_facts = ctx.facts.get("host") if isinstance(ctx.facts.get("host"), dict) else {}
+    identity = dict((host_facts or {}).get("identity") or {})
+    out: Dict[str, Any] = {
+        "npu_smi": {
+            "path": None,
+            "available": False,
+            "error": None,
+            "cause": None,
+            "code": None,
+            "message": None,
+            "version": None,
+            "driver_version": None,
+            "layout": None,
+            "truncated": False,
+            "commands": [],
+        },
+        "chips": [],
+        "processes": [],
+        "idle_npus": [],
+        "topology": None,
+        "nodes": [],
+        "visibility": {name: ctx.host.getenv(name) for name in VISIBILITY_VARS},
+        "visible_count": None,
+        "identity": identity,
+    }
+    _npu_smi(ctx, out)
+    _soc_identity(ctx, out["chips"])
+    out["nodes"] = _nodes(ctx, identity, bool(out["chips"]))
+    chip_nodes = [n for n in out["nodes"] if n["kind"] == "chip" and n["exists"]]
+    if out["chips"]:
+        out["visible_count"] = len(out["chips"])
+    elif chip_nodes:
+        out["visible_count"] = len(chip_nodes)
+    return out

@@ -1,0 +1,239 @@
+"""Rules about container plumbing for NPUs: device nodes passed in, driver files and tools
+mounted, the device cgroup.  Reads ``facts["container"]`` (npudoctor/probes/container.py)
+and ``facts["devices"]``.  Root-cause kind K16 (../shared/cases/kinds.md).
+
+The exact flags come from the standard vllm-ascend ``docker run``
+(samples/docker-run_vllm-ascend_standard-device-mounts.sh.txt) and INDEX.md §8
+"Manual device passthrough".  Codes CTR001–CTR049.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, Iterable, List
+
+from npudoctor.findings import Code, Finding
+from npudoctor.rules import rule
+from npudoctor.rules.devices import chip_nodes, docker_flags, parse_id_list, stack_present
+
+NO_DEVICES = Code(
+    "CTR001",
+    "container-without-npu-devices",
+    area="container",
+    severity="error",
+    title="this container has no NPU device nodes",
+    explain=(
+        "Inside a container, NPUs exist only if /dev/davinciN (one per chip) and the control "
+        "nodes /dev/davinci_manager, /dev/devmm_svm and /dev/hisi_hdc were passed in: with "
+        "`docker run --device …`, by the Ascend Docker Runtime (`--runtime ascend` or "
+        '`"default-runtime": "ascend"` in /etc/docker/daemon.json, with ASCEND_VISIBLE_DEVICES), '
+        "or by the Kubernetes device plugin (`huawei.com/Ascend910: N`). ASCEND_VISIBLE_DEVICES "
+        "does nothing when the Ascend runtime is not installed or not selected. Source: "
+        "gpustack#1432 (case 39)."
+    ),
+    kinds=("K16",),
+)
+DRIVER_NOT_MOUNTED = Code(
+    "CTR002",
+    "container-driver-not-mounted",
+    area="container",
+    severity="error",
+    title="the NPU driver files are not mounted into this container",
+    explain=(
+        "CANN and torch_npu load the driver's user-space libraries (libascend_hal.so, "
+        "libc_sec.so in driver/lib64) from /usr/local/Ascend/driver, which is never part of an "
+        "image: it must be bind-mounted from the host (`-v /usr/local/Ascend/driver/lib64/:…` and "
+        "`-v /usr/local/Ascend/driver/version.info:…`, or the whole driver directory). Without it "
+        "`import torch_npu` fails with libascend_hal.so / libhccl.so load errors."
+    ),
+    kinds=("K16",),
+)
+TOOLS_NOT_MOUNTED = Code(
+    "CTR003",
+    "container-npu-tools-not-mounted",
+    area="container",
+    severity="warning",
+    title="npu-smi or the DCMI library is not mounted into this container",
+    explain=(
+        "npu-smi (/usr/local/bin/npu-smi or /usr/local/sbin/npu-smi on the host) and the DCMI "
+        "library it uses (/usr/local/dcmi) come from the host's driver install. Without them "
+        "`npu-smi info` is `command not found` in the container and device health cannot be "
+        "checked. Mount both read-only."
+    ),
+    kinds=("K16",),
+)
+INSTALL_INFO_MISSING = Code(
+    "CTR004",
+    "container-ascend-install-info-missing",
+    area="container",
+    severity="info",
+    title="/etc/ascend_install.info is not mounted into this container",
+    explain=(
+        "/etc/ascend_install.info records where the driver is installed "
+        "(Driver_Install_Path_Param). CANN 9 `set_env.sh` reads it; under `set -e` a missing file "
+        "makes sourcing fail silently. Mount it: `-v /etc/ascend_install.info:/etc/ascend_install.info`."
+    ),
+    kinds=("K16",),
+)
+CGROUP_DENIES = Code(
+    "CTR005",
+    "container-device-cgroup-denies-npu",
+    area="container",
+    severity="error",
+    title="the container's device cgroup does not allow the NPU nodes",
+    explain=(
+        "The device nodes exist in the container but its device cgroup (devices.list) does not "
+        "allow them, so opening them fails with EPERM. Known cause: the Ascend Docker Runtime adds "
+        "device cgroup rules behind Docker's back and the kubelet CPU manager (`static` policy) "
+        "rewrites them. Fix: let the Ascend Device Plugin mount the devices itself "
+        "(`-useAscendDocker=false`), or recreate the pod. Source: MindCluster FAQ "
+        "dlug_installation_faq_021 (case 41)."
+    ),
+    kinds=("K16",),
+)
+
+_MOUNT_DRIVER = ("/usr/local/Ascend/driver/lib64/", "/usr/local/Ascend/driver/version.info")
+
+
+def _npu_intended(ctx: Any) -> bool:
+    vis = ctx.facts("devices").get("visibility") or {}
+    return stack_present(ctx) or bool(vis.get("ASCEND_VISIBLE_DEVICES"))
+
+
+def _mount(container: Dict[str, Any], path: str) -> Dict[str, Any]:
+    for m in container.get("mounts") or []:
+        if m.get("path") == path:
+            return m
+    return {}
+
+
+@rule
+def container_devices(ctx: Any) -> Iterable[Finding]:
+    """CTR001: in a container where NPUs are intended, no /dev/davinciN at all."""
+    container = ctx.facts("container")
+    if not container.get("in_container") or not _npu_intended(ctx):
+        return
+    dev = ctx.facts("devices")
+    if chip_nodes(dev) or dev.get("chips"):
+        return
+    vis = dev.get("visibility") or {}
+    wanted = vis.get("ASCEND_VISIBLE_DEVICES")
+    ids: List[Any] = parse_id_list(wanted)[0] if wanted else []
+    evidence = ["no /dev/davinciN node in this container"]
+    evidence += container.get("evidence") or []
+    fix = ["Recreate the container with: " + docker_flags(ids or ["0"], mounts=())]
+    if wanted:
+        evidence.append(
+            f"ASCEND_VISIBLE_DEVICES={wanted} is set, but it only works when the Ascend Docker Runtime "
+            "creates the container"
+        )
+        fix.append(
+            "Or install and select the Ascend Docker Runtime: `docker info | grep -i runtime` must list "
+            "ascend; then `docker run --runtime ascend -e ASCEND_VISIBLE_DEVICES=" + wanted + " …`"
+        )
+    else:
+        fix.append("Or use the Ascend Docker Runtime: docker run --runtime ascend -e ASCEND_VISIBLE_DEVICES=0 …")
+    if container.get("kubernetes"):
+        fix.append("Kubernetes: request the device-plugin resource, e.g. resources.limits: huawei.com/Ascend910: 1")
+    yield NO_DEVICES.finding(evidence=evidence, fix=fix)
+
+
+@rule
+def container_mounts(ctx: Any) -> Iterable[Finding]:
+    """CTR002 driver not mounted, CTR003 npu-smi/dcmi not mounted, CTR004 install.info."""
+    container = ctx.facts("container")
+    if not container.get("in_container") or not _npu_intended(ctx):
+        return
+    dev = ctx.facts("devices")
+    vis = dev.get("visibility") or {}
+    nodrv = "NODRV" in str(vis.get("ASCEND_RUNTIME_OPTIONS") or "").upper()
+    missing_driver = [
+        p
+        for p in ("/usr/local/Ascend/driver/lib64", "/usr/local/Ascend/driver/version.info")
+        if not _mount(container, p).get("exists", True)
+    ]
+    if missing_driver:
+        ev = [f"{p}: not present" for p in missing_driver]
+        if nodrv:
+            ev.append("ASCEND_RUNTIME_OPTIONS contains NODRV: the Ascend runtime was told not to mount the driver")
+        yield DRIVER_NOT_MOUNTED.finding(
+            evidence=ev,
+            fix=["Recreate the container with: " + docker_flags([], control=[], mounts=_MOUNT_DRIVER)]
+            + (["Or drop NODRV from ASCEND_RUNTIME_OPTIONS"] if nodrv else []),
+        )
+    smi = dev.get("npu_smi") or {}
+    has_smi = bool(container.get("npu_smi_paths")) or bool(smi.get("path"))
+    dcmi = _mount(container, "/usr/local/dcmi")
+    missing_tools: List[str] = []
+    if not has_smi:
+        missing_tools.append("/usr/local/bin/npu-smi")
+    if dcmi and not dcmi.get("exists"):
+        missing_tools.append("/usr/local/dcmi")
+    if missing_tools:
+        yield TOOLS_NOT_MOUNTED.finding(
+            title="not mounted into this container: " + ", ".join(missing_tools),
+            evidence=[f"{p}: not present" for p in missing_tools]
+            + ([f"npu-smi: {smi.get('error')}"] if smi.get("error") else []),
+            fix=[
+                "Recreate the container with: " + docker_flags([], control=[], mounts=missing_tools),
+                "(npu-smi lives in /usr/local/sbin on some hosts: -v /usr/local/sbin/npu-smi:/usr/local/sbin/npu-smi)",
+            ],
+        )
+    info = _mount(container, "/etc/ascend_install.info")
+    if info and not info.get("exists"):
+        cann_major = _cann_major(ctx)
+        yield INSTALL_INFO_MISSING.finding(
+            evidence=["/etc/ascend_install.info: not present"]
+            + ([f"CANN {cann_major}.x set_env.sh reads it"] if cann_major and cann_major >= 9 else []),
+            fix=["Recreate the container with: -v /etc/ascend_install.info:/etc/ascend_install.info"],
+            severity="warning" if cann_major and cann_major >= 9 else "info",
+        )
+
+
+def _cann_major(ctx: Any) -> int:
+    selected = ctx.facts("cann").get("selected") or {}
+    version = str(selected.get("version") or "") if isinstance(selected, dict) else ""
+    m = re.match(r"^(\d+)\.", version)
+    return int(m.group(1)) if m else 0
+
+
+def _allowed(entries: List[str], major: int, minor: int) -> bool:
+    for entry in entries:
+        parts = entry.split()
+        if len(parts) < 3 or parts[0] not in ("a", "c"):
+            continue
+        if parts[0] == "a":
+            return True
+        maj, _, mnr = parts[1].partition(":")
+        if (
+            (maj == "*" or maj == str(major))
+            and (mnr == "*" or mnr == str(minor))
+            and "r" in parts[2]
+            and "w" in parts[2]
+        ):
+            return True
+    return False
+
+
+@rule
+def device_cgroup(ctx: Any) -> Iterable[Finding]:
+    """CTR005: char-device nodes present but not allowed by the cgroup v1 devices.list."""
+    container = ctx.facts("container")
+    cg = container.get("device_cgroup") or {}
+    if not container.get("in_container") or not cg or cg.get("allow_all"):
+        return
+    entries = [str(e) for e in cg.get("entries") or []]
+    denied = [
+        n
+        for n in ctx.facts("devices").get("nodes") or []
+        if n.get("exists") and n.get("char_device") and n.get("rdev") and not _allowed(entries, *n["rdev"][:2])
+    ]
+    if not denied:
+        return
+    yield CGROUP_DENIES.finding(
+        evidence=[f"{n['path']} (c {n['rdev'][0]}:{n['rdev'][1]}) not in {cg.get('path')}" for n in denied[:8]],
+        fix=[
+            "Kubernetes with CPU manager `static`: run the Ascend Device Plugin with -useAscendDocker=false",
+            "Or recreate the pod/container so that the runtime re-applies the device rules",
+        ],
+    )

@@ -1,0 +1,868 @@
+"""Rules about NPU devices: npu-smi answers, chip health, busy devices, device nodes and
+their permissions, visible-device variables, chip support and topology.
+
+Reads ``facts["devices"]`` (npudoctor/probes/devices.py), ``facts["container"]``,
+``facts["host"]["identity"]`` and ``facts["packages"]["installed"]``; uses
+``ctx.matrix.chip()`` / ``family_supported()`` when the matrix provides them.
+Root-cause kinds: K13, K15, K16, K17, K18 (../shared/cases/kinds.md).
+
+Codes DEV001–DEV059 belong to this module (DEV090+ to rules/health.py).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from npudoctor.findings import Code, Finding
+from npudoctor.rules import rule
+
+# --------------------------------------------------------------------------- codes
+NPU_SMI_HUNG = Code(
+    "DEV001",
+    "npu-smi-not-answering",
+    area="devices",
+    severity="error",
+    title="npu-smi did not answer",
+    explain=(
+        "`npu-smi info` was run with a deadline and did not finish; npudoctor killed it. A "
+        "hanging npu-smi almost always means the NPU driver is stuck (a chip in a bad state, a "
+        "device still held by a dead process, or a driver/firmware upgrade without reboot), and "
+        "training jobs will hang the same way.\n\nLook at `dmesg | grep -i -E 'davinci|npu|hccs'` "
+        "and the driver logs under /var/log/npu/, stop jobs that hold the NPUs, and reboot the "
+        "server if npu-smi keeps hanging."
+    ),
+    kinds=("K15",),
+)
+DEVICE_BUSY = Code(
+    "DEV002",
+    "npu-device-busy",
+    area="devices",
+    severity="error",
+    title="npu-smi cannot open the NPU: the device is busy or not accessible",
+    explain=(
+        "npu-smi printed `dcmi module initialize failed. ret is -8005` or `dcmi model "
+        "initialized failed, because the device is used. ret is -8020`. The device is held by "
+        "another container or process (Ascend maintainers: -8005 'is usually because the device "
+        "is already occupied by other containers'), the container lacks access to it (run with "
+        "`--privileged` or the right device set), or the driver/firmware were upgraded and the "
+        "server not rebooted (MindCluster FAQ).\n\nOn the host run `npu-smi info` and look at the "
+        "process table, stop the container that holds the NPU (`docker ps`), or map a free "
+        "device. Source cases: vllm-ascend#2698, cann-container-image#46."
+    ),
+    kinds=("K15",),
+)
+NPU_SMI_MISSING = Code(
+    "DEV003",
+    "npu-smi-not-found",
+    area="devices",
+    severity="warning",
+    title="npu-smi is not installed or not on PATH",
+    explain=(
+        "npu-smi ships with the NPU driver (/usr/local/bin/npu-smi or /usr/local/sbin/npu-smi). "
+        "Without it npudoctor (and you) cannot see chip health, memory or processes. On a host, "
+        "install the driver package (Ascend HDK) or add its directory to PATH; in a container, "
+        "bind-mount it: `-v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi` and "
+        "`-v /usr/local/dcmi:/usr/local/dcmi`."
+    ),
+    kinds=("K16",),
+)
+NPU_SMI_FAILED = Code(
+    "DEV004",
+    "npu-smi-failed",
+    area="devices",
+    severity="warning",
+    title="npu-smi ran but printed no device table",
+    explain=(
+        "npu-smi exited without a device table that npudoctor could read. The evidence holds "
+        "its first output line and exit status. Common causes: the driver is not loaded "
+        "(`lsmod | grep drv_`), the DCMI library is missing in a container (/usr/local/dcmi), "
+        "or the account cannot open the device nodes."
+    ),
+    kinds=("K16",),
+)
+CHIP_UNHEALTHY = Code(
+    "DEV010",
+    "npu-chip-unhealthy",
+    area="devices",
+    severity="warning",
+    title="an NPU chip reports a health problem",
+    explain=(
+        "npu-smi prints a Health value per chip: OK, Warning, Alarm, Critical (or UNKNOWN). "
+        "Critical means the chip has a fault that stops work (error); Warning and Alarm are "
+        "reported as warnings because many alarms are benign (a sensor that cannot be read on a "
+        "development board, for example). `npu-smi info -t health -i <NPU> -c <chip>` prints the "
+        "Error Code and Error Information, which say what it is; npudoctor names the codes it "
+        "knows. For a Critical chip: stop the jobs on it, collect `dmesg` and /var/log/npu, and "
+        "reset it (`npu-smi set -t reset -i <NPU> -c <chip>`) or reboot."
+    ),
+    kinds=("K15",),
+)
+CHIP_PROCESSES = Code(
+    "DEV011",
+    "npu-held-by-processes",
+    area="devices",
+    severity="info",
+    title="processes hold NPU memory",
+    explain=(
+        "npu-smi lists processes that hold memory on NPUs. A new job on the same chip competes "
+        "for HBM (out-of-memory) or fails to start; when the processes belong to another "
+        "container you cannot see them with `ps` here. Reported as a warning when a chip's HBM "
+        "is more than 80 % used."
+    ),
+    kinds=("K15",),
+)
+NODES_MISSING = Code(
+    "DEV020",
+    "npu-device-nodes-missing",
+    area="devices",
+    severity="error",
+    title="NPU device nodes are missing",
+    explain=(
+        "Every process using an NPU opens /dev/davinciN (one per chip) and the control nodes "
+        "/dev/davinci_manager, /dev/devmm_svm and /dev/hisi_hdc. In a container each must be "
+        "passed with `--device` (or by the Ascend Docker Runtime); on a host a missing node means "
+        "the driver is not loaded."
+    ),
+    kinds=("K16",),
+)
+NODE_PERMISSION = Code(
+    "DEV021",
+    "npu-device-permission-denied",
+    area="devices",
+    severity="error",
+    title="the account cannot open the NPU device nodes",
+    explain=(
+        "The NPU device nodes are normally owned by HwHiAiUser:HwHiAiUser (UID/GID 1000 on most "
+        "hosts) with mode 0660. A non-root account must be that user or in that group, or the "
+        "device open fails (no NPU visible, `HcclGetRootInfo … error code is 19`). Fix: add the "
+        "account to the group (`usermod -aG HwHiAiUser <user>`), run the container as 1000:1000 "
+        "(`--user 1000:1000`, Kubernetes `runAsUser`/`runAsGroup`/`supplementalGroups`), or "
+        "restore the nodes' owner and mode on the host. Source case: vllm-ascend#9490."
+    ),
+    kinds=("K17",),
+)
+NO_PASSWD = Code(
+    "DEV022",
+    "uid-without-passwd-entry",
+    area="devices",
+    severity="warning",
+    title="the running UID has no /etc/passwd entry",
+    explain=(
+        "HCCL looks up the running user; with a UID that has no /etc/passwd entry (a container "
+        "started with an arbitrary --user or Kubernetes runAsUser) multi-card init fails with "
+        "`HcclGetRootInfo(&hcclID), error code is 19` / `ra init failed, return[19]`. Add the user "
+        "to the image (`useradd -u <uid> …`) or run as an account that exists. Source: "
+        "vllm-ascend#9490 and docs PR#9495."
+    ),
+    kinds=("K17",),
+)
+RT_VISIBLE_INVALID = Code(
+    "DEV030",
+    "ascend-rt-visible-devices-invalid",
+    area="devices",
+    severity="error",
+    title="ASCEND_RT_VISIBLE_DEVICES is not a valid list of visible devices",
+    explain=(
+        "ASCEND_RT_VISIBLE_DEVICES lists logical device ids of the devices this process sees "
+        "(in a container: 0..n-1 of the devices mapped in, not the host's numbers), comma "
+        "separated, integers, unique and — since CANN 8.0 — in ascending order. CANN stops "
+        "parsing at the first invalid entry (a space, a negative or an out-of-range id), so "
+        "`1, 2` gives only device 1 and `4` in a 2-device container gives `207004` / `EE1001 "
+        "… input data rang[0-2)`; `1,0` makes torch.npu.is_available() silently False. Source: "
+        "CANN env-var reference (envref_07_0028), cases 43, 45, 46 and gpustack#3352."
+    ),
+    kinds=("K18",),
+)
+VISIBLE_RUNTIME_ONLY = Code(
+    "DEV031",
+    "ascend-visible-devices-not-for-runtime",
+    area="devices",
+    severity="warning",
+    title="ASCEND_VISIBLE_DEVICES does not select devices for this process",
+    explain=(
+        "ASCEND_VISIBLE_DEVICES is read only by the Ascend Docker Runtime when it creates a "
+        "container (it decides which /dev/davinciN to mount, by physical id). CANN inside the "
+        "container never reads it. When more device nodes are mounted than it lists (all eight "
+        "mapped with `devices:`, or a device plugin that mounts everything), torch_npu uses "
+        "logical devices 0..n-1 of what is mounted — the wrong NPUs. Mount only the allocated "
+        "devices, or set ASCEND_RT_VISIBLE_DEVICES for the process. Source: HAMi#1894, "
+        "vllm-ascend#6063."
+    ),
+    kinds=("K18",),
+)
+CUDA_VISIBLE = Code(
+    "DEV032",
+    "cuda-visible-devices-on-npu",
+    area="devices",
+    severity="warning",
+    title="CUDA_VISIBLE_DEVICES is set on an NPU machine",
+    explain=(
+        "CUDA_VISIBLE_DEVICES has no effect on Ascend NPUs: torch_npu and CANN read "
+        "ASCEND_RT_VISIBLE_DEVICES. Scripts ported from GPUs that set only CUDA_VISIBLE_DEVICES "
+        "run every rank on all NPUs (or on NPU 0). Set ASCEND_RT_VISIBLE_DEVICES to the same "
+        "list (LlamaFactory#3670)."
+    ),
+    kinds=("K18",),
+)
+DEVICE_ID_INVALID = Code(
+    "DEV033",
+    "ascend-device-id-invalid",
+    area="devices",
+    severity="error",
+    title="ASCEND_DEVICE_ID is not a visible device index",
+    explain=(
+        "ASCEND_DEVICE_ID must be an integer index into the devices this process sees: with "
+        "ASCEND_RT_VISIBLE_DEVICES set, an index into that list (0..len-1), else 0..n-1 of the "
+        "visible devices. CANN env-var reference."
+    ),
+    kinds=("K18",),
+)
+CHIP_UNSUPPORTED = Code(
+    "DEV040",
+    "npu-chip-not-supported",
+    area="devices",
+    severity="error",
+    title="the NPU chip is not supported by the installed software",
+    explain=(
+        "Support for a chip family depends on the framework and its version: torch_npu learned "
+        "A3 (910_93) in the CANN 8.0.RC3 line and 950 in 26.0.0; 310B edge SoCs fail with "
+        "`Unsupported SOC version: Ascend310B4`; vllm-ascend supports A2/A3 (and Atlas 300I Duo "
+        "only with its separate 310p build). Use a release that lists your chip, or hardware "
+        "the release supports. Source: matrix/chips.toml, cases 31 and 33."
+    ),
+    kinds=("K13",),
+)
+NO_BF16 = Code(
+    "DEV041",
+    "npu-chip-without-bf16",
+    area="devices",
+    severity="warning",
+    title="this NPU has no bfloat16 support",
+    explain=(
+        "First-generation Ascend 910 chips (npu-smi Name 910A, 910ProA, 910ProB, 910PremiumA and "
+        "plain `910B` without a digit — not the 910B1–B4 A2 family) have no bf16 path: models "
+        "or configs that ask for bfloat16 fail or fall back. Use float16 (`torch_dtype=float16`, "
+        "`--dtype float16`, `bf16: false`/`fp16: true`). Source: LlamaFactory#4339 (case 34)."
+    ),
+    kinds=("K13",),
+)
+CHIP_UNKNOWN = Code(
+    "DEV042",
+    "npu-chip-unknown",
+    area="devices",
+    severity="info",
+    title="the NPU chip name is not in npudoctor's matrix",
+    explain=(
+        "npu-smi printed a chip Name that the bundled matrix does not know, so chip support and "
+        "capabilities (bf16, kernels package) could not be judged. `npudoctor matrix refresh` "
+        "may know it."
+    ),
+    kinds=("K13",),
+)
+TOPOLOGY = Code(
+    "DEV050",
+    "npu-topology-summary",
+    area="devices",
+    severity="info",
+    title="NPU interconnect and CPU affinity",
+    explain=(
+        "`npu-smi info -t topo` shows how NPUs are linked: HCCS/SIO/UB are direct NPU fabrics; "
+        "PIX/PXB/PHB/SYS go through PCIe (and, for SYS, between CPU sockets), which is much slower "
+        "for collective communication. Keep tensor-parallel groups inside one fabric island. The "
+        "CPU Affinity column names the cores near each NPU: bind data-loader workers there "
+        "(`taskset -c <cores>` or `numactl --physcpubind=<cores>`)."
+    ),
+    kinds=("K19",),
+)
+
+#: Alarm/error codes of `npu-smi info -t health` whose meaning is known.
+#: 80E3A203: samples/npu-smi-info-t-health_310B4_23.0.0_Alarm_80E3A203.txt — "node type=LPM,
+#: sensor type=Chip Hardware, event state=The function of obtaining the current is abnormal"
+#: on a 310B4 development board; the board still computes (the current sensor cannot be read).
+KNOWN_HEALTH_CODES: Dict[str, Tuple[bool, str]] = {
+    "80E3A203": (
+        True,
+        "power-management (LPM) current sensor cannot be read; seen on 310B4 development boards, "
+        "harmless for computation",
+    ),
+}
+
+_CONTROL = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
+
+
+# ------------------------------------------------------------------------- helpers
+def stack_present(ctx: Any) -> bool:
+    """True when there is something NPU-related here (overview's ``npu_stack_present``
+    when available, plus the device facts)."""
+    dev = ctx.facts("devices")
+    own = bool(dev.get("chips")) or bool(dev.get("nodes")) or bool((dev.get("npu_smi") or {}).get("path"))
+    try:
+        from npudoctor.rules.overview import npu_stack_present
+    except Exception:  # pragma: no cover - overview module absent
+        return own or bool(ctx.facts("cann").get("toolkits")) or bool(ctx.facts("driver").get("driver"))
+    return own or bool(npu_stack_present(ctx.snapshot))
+
+
+def in_container(ctx: Any) -> bool:
+    return bool(ctx.facts("container").get("in_container"))
+
+
+def chip_nodes(dev: Dict[str, Any]) -> List[Dict[str, Any]]:
+    return [n for n in dev.get("nodes") or [] if n.get("kind") == "chip" and n.get("exists")]
+
+
+def node_number(node: Dict[str, Any]) -> Optional[int]:
+    m = re.search(r"davinci(\d+)$", str(node.get("path", "")))
+    return int(m.group(1)) if m else None
+
+
+def parse_id_list(raw: str) -> Tuple[List[int], List[str]]:
+    """``"0-2,4"`` → ([0,1,2,4], []) for ASCEND_VISIBLE_DEVICES syntax (single, list,
+    ranges; MindCluster docs); bad parts are returned in the second list."""
+    ids: List[int] = []
+    bad: List[str] = []
+    for part in raw.split(","):
+        part = part.strip()
+        m = re.match(r"^(\d+)(?:-(\d+))?$", part)
+        if not m:
+            if part:
+                bad.append(part)
+            continue
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo or hi - lo > 4096:
+            bad.append(part)
+            continue
+        ids.extend(range(lo, hi + 1))
+    return ids, bad
+
+
+def docker_flags(device_ids: Iterable[Any], control: Iterable[str] = _CONTROL, mounts: Iterable[str] = ()) -> str:
+    """The ``docker run`` flags for these devices and mounts, in the order of the
+    standard vllm-ascend command (samples/docker-run_vllm-ascend_standard-device-mounts.sh.txt)."""
+    flags = [f"--device /dev/davinci{i}" for i in device_ids]
+    flags += [f"--device {c}" for c in control]
+    flags += [f"-v {m}:{m}" for m in mounts]
+    return " ".join(flags)
+
+
+def _package_version(ctx: Any, *names: str) -> Optional[str]:
+    installed = ctx.facts("packages").get("installed") or {}
+    if not isinstance(installed, dict):
+        return None
+    for name in names:
+        recs = installed.get(name) or []
+        if recs and isinstance(recs[0], dict) and recs[0].get("version"):
+            return str(recs[0]["version"])
+    return None
+
+
+def _chip_label(chip: Dict[str, Any]) -> str:
+    label = f"NPU {chip.get('npu_id')}"
+    if chip.get("chip_id") is not None:
+        label += f" chip {chip.get('chip_id')}"
+    return label
+
+
+def chip_identity(ctx: Any, chip: Dict[str, Any]) -> Dict[str, Any]:
+    """soc_version/family/bf16 of a chip record: from the facts, else from
+    ``ctx.matrix.chip(name)``.  Returns a dict with ``known`` False when neither knows."""
+    out = {k: chip.get(k) for k in ("soc_version", "family", "bf16", "kernels_dir")}
+    if out["family"] is None and ctx.matrix is not None and hasattr(ctx.matrix, "chip"):
+        try:
+            info = ctx.matrix.chip(str(chip.get("name") or ""))
+        except Exception:
+            info = None
+        if info is not None:
+            for key in ("soc_version", "family", "bf16", "kernels_dir"):
+                if out.get(key) is None:
+                    out[key] = getattr(info, key, None)
+    out["known"] = out["family"] is not None
+    return out
+
+
+# --------------------------------------------------------------------------- rules
+@rule
+def npu_smi_state(ctx: Any) -> Iterable[Finding]:
+    """DEV001 hung, DEV002 busy (-8005/-8020), DEV003 not found, DEV004 other failure."""
+    dev = ctx.facts("devices")
+    smi = dev.get("npu_smi") or {}
+    if not smi or smi.get("available"):
+        return
+    cause = smi.get("cause")
+    cmds = smi.get("commands") or []
+    evidence = [
+        f"`{' '.join(c.get('argv') or [])}`: exit {c.get('returncode')}" for c in cmds[:1] if not c.get("timed_out")
+    ]
+    if cause == "hung":
+        yield NPU_SMI_HUNG.finding(
+            title=smi.get("error") or NPU_SMI_HUNG.title,
+            evidence=[smi.get("error") or "npu-smi timed out", f"npu-smi: {smi.get('path')}"],
+            fix=[
+                "dmesg | grep -i -E 'davinci|npu|hccs' | tail -50",
+                "Stop the jobs that hold the NPUs, then run `npu-smi info` again",
+                "If it still hangs: reboot the server (a driver/firmware upgrade needs a reboot)",
+            ],
+        )
+    elif cause == "busy":
+        code = smi.get("code")
+        nodes = [n["path"] for n in chip_nodes(dev)]
+        fix = [
+            "On the host: `npu-smi info` and look at the process table; stop the container or "
+            "process that holds this NPU (`docker ps`, `docker stop <name>`)",
+            "Or start this container with a free device: " + docker_flags(["<N>"]),
+            "Or start it with `--privileged` (the maintainers' workaround for -8005 in containers)",
+        ]
+        if code == -8005:
+            fix.append("If the driver or firmware was just upgraded: reboot the server")
+        yield DEVICE_BUSY.finding(
+            title=f"npu-smi cannot open the NPU (ret {code}): the device is busy or not accessible",
+            evidence=[f"`npu-smi info` printed: {smi.get('message') or smi.get('error')}"]
+            + (
+                [f"device nodes in this {'container' if in_container(ctx) else 'machine'}: {', '.join(nodes)}"]
+                if nodes
+                else []
+            ),
+            fix=fix,
+            subject="npu-smi",
+            data={"code": code},
+        )
+    elif cause == "not-installed":
+        if not stack_present(ctx) or in_container(ctx):
+            return  # nothing NPU here (calm), or the container rules say which mount is missing
+        yield NPU_SMI_MISSING.finding(
+            evidence=[smi.get("error") or "npu-smi not found", f"PATH searched: {smi.get('path') or '(not found)'}"],
+            fix=[
+                "export PATH=$PATH:/usr/local/bin:/usr/local/sbin  # where the driver installs npu-smi",
+                "If it is not there either: install the NPU driver package (Ascend HDK npu-driver)",
+            ],
+        )
+    elif cause in ("permission", "driver", "unparsed"):
+        yield NPU_SMI_FAILED.finding(
+            title=f"npu-smi failed: {str(smi.get('message') or smi.get('error') or '')[:160]}",
+            evidence=[smi.get("error") or ""] + evidence,
+            fix=[
+                "lsmod | grep -i drv  # the NPU driver modules must be loaded",
+                "ls -l /dev/davinci* /usr/local/dcmi  # nodes and the DCMI library must be present",
+            ],
+            data={"code": smi.get("code")},
+        )
+
+
+@rule
+def chip_health(ctx: Any) -> Iterable[Finding]:
+    """DEV010: one finding per NPU whose chips are not OK (Critical → error)."""
+    chips = ctx.facts("devices").get("chips") or []
+    by_npu: Dict[Any, List[Dict[str, Any]]] = {}
+    for chip in chips:
+        health = str(chip.get("health") or "")
+        if health and health.upper() != "OK":
+            by_npu.setdefault(chip.get("npu_id"), []).append(chip)
+    for npu, bad in by_npu.items():
+        states = sorted({str(c.get("health")) for c in bad})
+        critical = any(s.upper() == "CRITICAL" for s in states)
+        evidence = []
+        benign: List[str] = []
+        unknown_codes: List[str] = []
+        for chip in bad:
+            line = f"{_chip_label(chip)} ({chip.get('name')}): Health {chip.get('health')}"
+            detail = chip.get("health_detail") or {}
+            codes = detail.get("error_codes") or []
+            if codes:
+                line += f", error code {' '.join(codes)}"
+            if detail.get("information"):
+                line += f" — {detail['information']}"
+            evidence.append(line + " (npu-smi info)")
+            for code in codes:
+                known = KNOWN_HEALTH_CODES.get(code.upper())
+                if known and known[0]:
+                    benign.append(f"{code}: {known[1]}")
+                elif known is None:
+                    unknown_codes.append(code)
+        title = f"NPU {npu} health is {'/'.join(states)}"
+        if benign and not unknown_codes and not critical:
+            title += " (known benign alarm)"
+        evidence.extend(f"known code {b}" for b in benign)
+        first = bad[0]
+        fix = [f"npu-smi info -t health -i {npu} -c {first.get('chip_id') or 0}  # Error Code and Error Information"]
+        if critical:
+            fix += [
+                "Stop the jobs on this NPU and collect `dmesg` and /var/log/npu/",
+                f"npu-smi set -t reset -i {npu} -c {first.get('chip_id') or 0}  # resets the chip; or reboot",
+            ]
+        elif not benign or unknown_codes:
+            fix.append("Look the error code up in the Ascend health/alarm reference; many alarms are benign")
+        yield CHIP_UNHEALTHY.finding(
+            title=title,
+            evidence=evidence,
+            fix=fix,
+            severity="error" if critical else "warning",
+            subject=f"npu{npu}",
+            data={"npu_id": npu, "health": states, "benign_codes": [b.split(":")[0] for b in benign]},
+        )
+
+
+@rule
+def held_by_processes(ctx: Any) -> Iterable[Finding]:
+    """DEV011: processes on NPUs (warning when HBM of that chip is > 80 % used)."""
+    dev = ctx.facts("devices")
+    procs = dev.get("processes") or []
+    if not procs:
+        return
+    chips = {(c.get("npu_id"), c.get("chip_id")): c for c in dev.get("chips") or []}
+    by_chip: Dict[Tuple[Any, Any], List[Dict[str, Any]]] = {}
+    for p in procs:
+        by_chip.setdefault((p.get("npu_id"), p.get("chip_id")), []).append(p)
+    for (npu, chip_id), plist in sorted(by_chip.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
+        chip = chips.get((npu, chip_id)) or {}
+        used, total = chip.get("hbm_used_mb"), chip.get("hbm_total_mb")
+        if not total:
+            used, total = chip.get("memory_used_mb"), chip.get("memory_total_mb")
+        full = bool(total) and used is not None and used / total > 0.8
+        desc = ", ".join(f"pid {p.get('pid')} {p.get('name') or '(no name)'} {p.get('memory_mb')} MB" for p in plist)
+        mem = f" ({used} of {total} MB used)" if total else ""
+        yield CHIP_PROCESSES.finding(
+            title=f"NPU {npu} chip {chip_id} is in use by {len(plist)} process(es){mem}",
+            evidence=[f"npu-smi info process table: {desc}"],
+            fix=["If these are not yours: stop them, or pick another NPU (ASCEND_RT_VISIBLE_DEVICES)"] if full else [],
+            severity="warning" if full else "info",
+            subject=f"npu{npu}-chip{chip_id}",
+            data={"pids": [p.get("pid") for p in plist]},
+        )
+
+
+@rule
+def device_nodes(ctx: Any) -> Iterable[Finding]:
+    """DEV020: chips or davinci nodes present but control nodes (or chip nodes) missing."""
+    dev = ctx.facts("devices")
+    nodes = dev.get("nodes") or []
+    chips = dev.get("chips") or []
+    present_chips = chip_nodes(dev)
+    if not present_chips and not chips:
+        return  # no NPU here, or a container without devices (container rules)
+    missing = [n["path"] for n in nodes if n.get("kind") == "control" and not n.get("exists")]
+    no_chip_nodes = not present_chips and bool(chips)
+    if not missing and not no_chip_nodes:
+        return
+    container = in_container(ctx)
+    ids = [n for n in (node_number(x) for x in present_chips) if n is not None]
+    evidence = []
+    if no_chip_nodes:
+        evidence.append(f"npu-smi lists {len(chips)} chip(s) but no /dev/davinciN node exists")
+    if missing:
+        evidence.append("missing: " + ", ".join(missing))
+    if present_chips:
+        evidence.append("present: " + ", ".join(n["path"] for n in present_chips))
+    if container:
+        want = ids or sorted({c.get("logic_id") for c in chips if c.get("logic_id") is not None}) or ["<N>"]
+        fix = [
+            "Recreate the container with: " + docker_flags(want if no_chip_nodes else [], control=missing),
+            "Or use the Ascend Docker Runtime (`--runtime ascend -e ASCEND_VISIBLE_DEVICES=<ids>`), which adds them",
+        ]
+    else:
+        fix = [
+            "lsmod | grep -i drv  # the NPU driver must be loaded",
+            "Reinstall the NPU driver package (Ascend HDK npu-driver) or reboot after a driver upgrade",
+        ]
+    yield NODES_MISSING.finding(
+        title=("NPU device nodes missing in this container: " if container else "NPU device nodes missing: ")
+        + ", ".join(missing or ["/dev/davinciN"]),
+        evidence=evidence,
+        fix=fix,
+        data={"missing": missing},
+    )
+
+
+def _identity(ctx: Any) -> Dict[str, Any]:
+    ident = ctx.facts("devices").get("identity") or {}
+    if not ident:
+        ident = ctx.facts("host").get("identity") or {}
+    return ident if isinstance(ident, dict) else {}
+
+
+@rule
+def node_permissions(ctx: Any) -> Iterable[Finding]:
+    """DEV021: the judged account cannot read+write some existing device node."""
+    dev = ctx.facts("devices")
+    ident = _identity(ctx)
+    denied = [n for n in dev.get("nodes") or [] if n.get("exists") and n.get("accessible_by_identity") is False]
+    if not denied or not ident:
+        return
+    who = ident.get("name") or f"uid {ident.get('uid')}"
+    groups = ident.get("groups") or []
+    evidence = [
+        f"{n['path']}: owner {n.get('owner') or n.get('uid')}:{n.get('group') or n.get('gid')} mode {n.get('mode')}"
+        for n in denied[:12]
+    ]
+    evidence.append(
+        f"judged account: {who} (uid {ident.get('uid')}, gid {ident.get('gid')}, groups {groups}; "
+        f"from {ident.get('source')})"
+    )
+    node = denied[0]
+    group = node.get("group") or str(node.get("gid"))
+    fix: List[str] = []
+    mode = int(str(node.get("mode") or "0"), 8) if str(node.get("mode") or "").isdigit() else 0
+    if mode & 0o060 != 0o060:
+        fix.append(
+            "On the host restore the standard owner and mode: "
+            "chown HwHiAiUser:HwHiAiUser /dev/davinci* /dev/davinci_manager /dev/devmm_svm /dev/hisi_hdc && "
+            "chmod 0660 /dev/davinci* /dev/davinci_manager /dev/devmm_svm /dev/hisi_hdc"
+        )
+    if ident.get("name") and ident.get("has_passwd_entry"):
+        fix.append(f"usermod -aG {group} {ident['name']}  # then log in again")
+    if in_container(ctx) or not ident.get("has_passwd_entry"):
+        fix.append(
+            f"Run the container as the device owner: --user {node.get('uid')}:{node.get('gid')} "
+            f"(Kubernetes: securityContext runAsUser: {node.get('uid')}, runAsGroup: {node.get('gid')}, "
+            f"or supplementalGroups: [{node.get('gid')}])"
+        )
+    yield NODE_PERMISSION.finding(
+        title=f"{who} cannot open {len(denied)} NPU device node(s) (owner "
+        f"{node.get('owner') or node.get('uid')}:{group}, mode {node.get('mode')})",
+        evidence=evidence,
+        fix=fix,
+        subject=str(ident.get("uid")),
+    )
+
+
+@rule
+def passwd_entry(ctx: Any) -> Iterable[Finding]:
+    """DEV022: a non-root UID with no passwd entry, where NPUs are in use."""
+    ident = _identity(ctx)
+    if not ident or ident.get("has_passwd_entry", True) or ident.get("uid") in (0, None):
+        return
+    if not stack_present(ctx):
+        return
+    uid, gid = ident.get("uid"), ident.get("gid")
+    yield NO_PASSWD.finding(
+        title=f"UID {uid} has no /etc/passwd entry: HCCL multi-card init fails (error code 19)",
+        evidence=[f"uid {uid} (from {ident.get('source')}) is not in /etc/passwd"],
+        fix=[
+            f"In the image: RUN groupadd -g {gid} npu && useradd -u {uid} -g {gid} -m npu",
+            "Or run as an account that exists in the image (root, or HwHiAiUser with uid 1000)",
+        ],
+    )
+
+
+def _visible_count(dev: Dict[str, Any]) -> Optional[int]:
+    count = dev.get("visible_count")
+    if isinstance(count, int):
+        return count
+    chips = dev.get("chips") or []
+    return len(chips) or len(chip_nodes(dev)) or None
+
+
+@rule
+def visibility(ctx: Any) -> Iterable[Finding]:
+    """DEV030-DEV033: the visible-device variables against the devices actually visible."""
+    dev = ctx.facts("devices")
+    vis = dev.get("visibility") or {}
+    count = _visible_count(dev)
+    nodes = [n for n in (node_number(x) for x in chip_nodes(dev)) if n is not None]
+    rt = vis.get("ASCEND_RT_VISIBLE_DEVICES")
+    rt_ids: Optional[List[int]] = None
+    if rt is not None and rt.strip() != "":
+        finding, rt_ids = _check_rt(rt, count, nodes)
+        if finding is not None:
+            yield finding
+    av = vis.get("ASCEND_VISIBLE_DEVICES")
+    if av and (rt is None or rt.strip() == "") and nodes:
+        ids, _bad = parse_id_list(av)
+        if av.strip().lower() not in ("void", "") and ids and sorted(set(ids)) != sorted(nodes):
+            extra = sorted(set(nodes) - set(ids))
+            yield VISIBLE_RUNTIME_ONLY.finding(
+                title=f"ASCEND_VISIBLE_DEVICES={av} but this process sees /dev/davinci{{{','.join(map(str, nodes))}}}: "
+                f"torch_npu will use logical devices 0..{len(nodes) - 1} of those",
+                evidence=[
+                    f"ASCEND_VISIBLE_DEVICES={av} (read only by the Ascend Docker Runtime)",
+                    "device nodes present: " + ", ".join(f"/dev/davinci{n}" for n in nodes),
+                    "ASCEND_RT_VISIBLE_DEVICES is not set",
+                ]
+                + ([f"nodes not listed in ASCEND_VISIBLE_DEVICES: {extra}"] if extra else []),
+                fix=[
+                    "Mount only the allocated devices: " + docker_flags(sorted(set(ids)), control=[]),
+                    "Or set, for the process: export ASCEND_RT_VISIBLE_DEVICES="
+                    + ",".join(str(i) for i, n in enumerate(sorted(nodes)) if n in set(ids)),
+                ],
+            )
+    cuda = vis.get("CUDA_VISIBLE_DEVICES")
+    if cuda is not None and cuda.strip() and (rt is None or not rt.strip()) and (count or stack_present(ctx)):
+        yield CUDA_VISIBLE.finding(
+            title=f"CUDA_VISIBLE_DEVICES={cuda} is set but has no effect on NPUs",
+            evidence=[f"CUDA_VISIBLE_DEVICES={cuda}", "ASCEND_RT_VISIBLE_DEVICES is not set"],
+            fix=[f"export ASCEND_RT_VISIBLE_DEVICES={cuda}"],
+        )
+    did = vis.get("ASCEND_DEVICE_ID")
+    if did is not None and did.strip() != "":
+        limit = len(rt_ids) if rt_ids else count
+        bad = None
+        if not re.match(r"^\d+$", did.strip()):
+            bad = f"ASCEND_DEVICE_ID={did!r} is not a non-negative integer"
+        elif limit is not None and int(did) >= limit:
+            scope = "ASCEND_RT_VISIBLE_DEVICES" if rt_ids else "the visible devices"
+            bad = f"ASCEND_DEVICE_ID={did} but {scope} give only {limit} device(s) (indices 0..{limit - 1})"
+        if bad:
+            yield DEVICE_ID_INVALID.finding(
+                title=bad,
+                evidence=[bad] + ([f"ASCEND_RT_VISIBLE_DEVICES={rt}"] if rt else []),
+                fix=["export ASCEND_DEVICE_ID=0  # an index into the visible devices"],
+            )
+
+
+def _check_rt(raw: str, count: Optional[int], nodes: List[int]) -> Tuple[Optional[Finding], List[int]]:
+    """Validate ASCEND_RT_VISIBLE_DEVICES the way CANN parses it (stops at the first bad
+    entry).  Returns (finding or None, the ids CANN would actually use)."""
+    problems: List[str] = []
+    tokens = raw.split(",")
+    effective: List[int] = []
+    stopped = False
+    ints: List[int] = []
+    for tok in tokens:
+        if re.match(r"^\d+$", tok):
+            ints.append(int(tok))
+            if not stopped and (count is None or int(tok) < count):
+                effective.append(int(tok))
+            elif not stopped:
+                stopped = True
+        else:
+            if not stopped:
+                problems.append(f"entry {tok!r} is not a plain integer (CANN stops reading there)")
+            else:
+                problems.append(f"entry {tok!r} is not a plain integer")
+            stopped = True
+            if tok.strip().isdigit():
+                ints.append(int(tok.strip()))
+    dups = sorted({i for i in ints if ints.count(i) > 1})
+    if dups:
+        problems.append(f"duplicate ids {dups}")
+    if ints != sorted(ints):
+        problems.append("ids are not in ascending order (required since CANN 8.0; `1,0` hides every device)")
+    out_of_range = [i for i in ints if count is not None and i >= count]
+    if out_of_range:
+        looks_physical = bool(nodes) and all(i in nodes for i in out_of_range)
+        problems.append(
+            f"ids {out_of_range} out of range: {count} device(s) visible here, valid ids 0..{count - 1}"
+            + (
+                " (these are host /dev/davinci numbers; inside this container devices are renumbered from 0)"
+                if looks_physical
+                else ""
+            )
+        )
+    if not problems:
+        return None, ints
+    valid = sorted({i for i in ints if count is None or i < count})
+    if out_of_range and nodes and all(i in nodes for i in out_of_range):
+        valid = sorted({sorted(nodes).index(i) for i in ints if i in nodes})
+    suggestion = ",".join(str(i) for i in valid) if valid else ",".join(str(i) for i in range(count or 1))
+    return (
+        RT_VISIBLE_INVALID.finding(
+            title=f"ASCEND_RT_VISIBLE_DEVICES={raw!r} is invalid: {problems[0]}",
+            evidence=[f"ASCEND_RT_VISIBLE_DEVICES={raw!r}"]
+            + problems[1:]
+            + [f"devices visible to this process: {count if count is not None else 'unknown'}"]
+            + [f"CANN would use: {effective or 'no device'}"],
+            fix=[
+                f"export ASCEND_RT_VISIBLE_DEVICES={suggestion}  # unique, ascending, 0-based ids of the visible devices"
+            ],
+            data={"effective": effective},
+        ),
+        effective,
+    )
+
+
+@rule
+def chip_support(ctx: Any) -> Iterable[Finding]:
+    """DEV040 unsupported family, DEV041 no bf16, DEV042 unknown chip name."""
+    chips = ctx.facts("devices").get("chips") or []
+    if not chips:
+        return
+    seen: Dict[str, Dict[str, Any]] = {}
+    for chip in chips:
+        name = str(chip.get("name") or "")
+        if name and name not in seen:
+            seen[name] = chip_identity(ctx, chip)
+    torch_npu = _package_version(ctx, "torch-npu", "torch_npu")
+    vllm_ascend = _package_version(ctx, "vllm-ascend", "vllm_ascend")
+    for name, ident in sorted(seen.items()):
+        family = ident.get("family")
+        if not ident["known"]:
+            if ctx.matrix is not None and hasattr(ctx.matrix, "chip"):
+                yield CHIP_UNKNOWN.finding(
+                    title=f"NPU chip {name!r} is not in the matrix", evidence=[f"npu-smi Name: {name}"], subject=name
+                )
+            continue
+        soc = ident.get("soc_version") or name
+        if ident.get("bf16") is False:
+            yield NO_BF16.finding(
+                title=f"{name} ({soc}, family {family}) has no bfloat16 support: use float16",
+                evidence=[f"npu-smi Name {name} → family {family}, bf16 false (matrix)"]
+                + (
+                    ["plain `910B` is the first-generation Ascend 910, not the 910B1–B4 (A2) family"]
+                    if name == "910B"
+                    else []
+                ),
+                fix=["Use float16: torch_dtype=torch.float16 / --dtype float16 / fp16: true, bf16: false"],
+                subject=name,
+            )
+        if torch_npu and hasattr(ctx.matrix, "family_supported"):
+            try:
+                ok = ctx.matrix.family_supported(family, torch_npu)
+            except Exception:
+                ok = None
+            if ok is False:
+                yield CHIP_UNSUPPORTED.finding(
+                    title=f"torch_npu {torch_npu} does not support {name} ({soc}, family {family})",
+                    evidence=[f"npu-smi Name {name} → family {family}", f"torch_npu {torch_npu} installed"],
+                    fix=[
+                        "Install a torch_npu release that supports this chip (see `npudoctor matrix`), "
+                        "or run on hardware this release supports"
+                    ],
+                    subject=name,
+                )
+        if vllm_ascend and family in ("310B", "310", "910"):
+            yield CHIP_UNSUPPORTED.finding(
+                title=f"vllm-ascend {vllm_ascend} does not support {name} (family {family})",
+                evidence=[f"npu-smi Name {name} → family {family}", f"vllm-ascend {vllm_ascend} installed"],
+                fix=["vllm-ascend runs on Atlas A2/A3 (910B*, 910_93) and, in its 310p build, Atlas 300I Duo"],
+                subject=f"vllm-ascend:{name}",
+            )
+        elif vllm_ascend and family == "310P":
+            yield CHIP_UNSUPPORTED.finding(
+                title=f"vllm-ascend {vllm_ascend} on {name}: 310P works only with vllm-ascend's separate 310p build",
+                evidence=[f"npu-smi Name {name} → family 310P", f"vllm-ascend {vllm_ascend} installed"],
+                fix=["Use the vllm-ascend 310p image/build (Dockerfile.310p), or Atlas A2/A3 hardware"],
+                severity="warning",
+                subject=f"vllm-ascend:{name}",
+            )
+
+
+@rule
+def topology_summary(ctx: Any) -> Iterable[Finding]:
+    """DEV050: all-fabric vs PCIe islands, CPU affinity per NPU (info)."""
+    topo = ctx.facts("devices").get("topology") or {}
+    npus = topo.get("npus") or []
+    if len(npus) < 2:
+        return
+    types = topo.get("link_types") or []
+    if topo.get("all_fabric"):
+        title = f"{len(npus)} NPUs, every pair linked by {'/'.join(types)}"
+    else:
+        islands = topo.get("islands") or []
+        groups = " ".join("[" + ",".join(str(i) for i in g) + "]" for g in islands)
+        title = f"{len(npus)} NPUs in {len(islands)} island(s) {groups}; links {'/'.join(types)}"
+    affinity = topo.get("affinity") or {}
+    by_cpus: Dict[str, List[str]] = {}
+    for npu, cpus in affinity.items():
+        by_cpus.setdefault(cpus, []).append(npu)
+    evidence = [f"CPU affinity: NPU {','.join(v)} → cores {k}" for k, v in by_cpus.items()]
+    fix = []
+    if affinity and len(by_cpus) > 1:
+        first_npu, first_cpus = next(iter(affinity.items()))
+        fix.append(
+            f"Bind each rank's data-loader workers near its NPU, e.g. NPU {first_npu}: taskset -c {first_cpus} <command>"
+        )
+    if not topo.get("all_fabric"):
+        fix.append("Keep tensor-parallel groups inside one island (HCCS/SIO/UB or one PCIe switch)")
+    yield TOPOLOGY.finding(
+        title=title, evidence=evidence, fix=fix, data={"islands": topo.get("islands"), "link_types": types}
+    )
