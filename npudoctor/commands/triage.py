@@ -1,0 +1,197 @@
+"""``npudoctor triage LOG...``: explain the errors in logs with the facts of this machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, Dict, List, Optional, Tuple
+
+import typer
+from typing_extensions import Annotated
+
+from npudoctor.commands._common import (
+    FromOpt,
+    JsonOpt,
+    MatrixOpt,
+    NoCommandsOpt,
+    PythonOpt,
+    RootOpt,
+    Target,
+    UsageError,
+    UserOpt,
+    fail_usage,
+    load_matrix_or_none,
+    snapshot_for,
+)
+
+TRIAGE_HELP = """Find the known error signatures in logs (training/inference output, CANN plog
+files or directories of them, a pasted traceback; '-' reads stdin), group repeats, and rank
+the likely causes of each by the facts of this machine (or of --root DIR / --python PATH /
+--from SNAPSHOT). Error-looking lines that match no known signature are listed as unknown.
+Logs are streamed: memory stays constant however large they are.
+
+Exit codes: 0 no known error found (noise, warnings and unknown lines do not count);
+1 known errors found; 2 usage error (unreadable log, bad options)."""
+
+
+def _facts(
+    target: Target, no_facts: bool, matrix_path: Optional[str]
+) -> Tuple[Dict[str, Any], List[Any], Optional[Dict[str, str]], str]:
+    """``(facts, findings, environ, mode)`` for ranking; raises :class:`UsageError`."""
+    if no_facts:
+        return {}, [], None, "none"
+    from npudoctor.engine import Options, evaluate
+
+    options = Options()
+    snapshot = snapshot_for(target, options)
+    matrix, _error = load_matrix_or_none(matrix_path)
+    findings = evaluate(snapshot, matrix, options)
+    environ = None if target.from_file else dict(os.environ)
+    mode = "from" if target.from_file else ("root" if target.root else ("python" if target.python else "live"))
+    return snapshot.facts, findings, environ, mode
+
+
+def run_triage(
+    logs: List[str],
+    target: Target,
+    *,
+    as_json: bool = False,
+    no_facts: bool = False,
+    matrix_path: Optional[str] = None,
+) -> int:
+    """Scan ``logs`` and print the result; returns the exit code (0/1).  Raises
+    :class:`UsageError` for unreadable logs or bad options."""
+    from npudoctor.triage import FactView, Scanner, iter_log_files, load_kb, rank
+
+    files: List[str] = []
+    for log in logs:
+        if log == "-":
+            files.append("-")
+            continue
+        if not os.path.exists(log):
+            raise UsageError(f"{log}: no such file or directory")
+        found = iter_log_files(log)
+        if os.path.isdir(log) and not found:
+            raise UsageError(f"{log}: no log files in this directory")
+        files.extend(found)
+    for path in files:
+        if path != "-" and not os.access(path, os.R_OK):
+            raise UsageError(f"{path}: permission denied")
+    facts, findings, environ, mode = _facts(target, no_facts, matrix_path)
+    scanner = Scanner(load_kb())
+    for path in files:
+        if path == "-":
+            scanner.feed("<stdin>", sys.stdin.buffer)
+            continue
+        try:
+            with open(path, "rb") as fh:
+                scanner.feed(path, fh)
+        except OSError as exc:
+            raise UsageError(f"{path}: {exc.strerror or exc}") from None
+    result = rank(scanner, FactView(facts, findings, environ))
+    result["facts_from"] = mode
+    code = 1 if result["summary"]["known_errors"] else 0
+    if as_json:
+        from npudoctor import __version__
+
+        doc = {"schema_version": 1, "npudoctor_version": __version__, "exit_code": code}
+        doc.update(result)
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+    else:
+        render_text(result)
+    return code
+
+
+_MARK = {"error": "✗", "warning": "!", "noise": "·"}
+
+
+def _where(group: Dict[str, Any], many_sources: bool) -> str:
+    first, last = group["first"], group["last"]
+    src = f"{first['source']}:" if many_sources else ""
+    if group.get("count", 1) == 1 or first == last:
+        return f"{src}line {first['line']}"
+    if first["source"] == last["source"]:
+        return f"{src}lines {first['line']}–{last['line']}"
+    return f"{src}line {first['line']} … {last['source']}:{last['line']}"
+
+
+def render_text(result: Dict[str, Any]) -> None:
+    """Print the human view of a triage result."""
+    out = sys.stdout
+    sources = result["sources"]
+    many = len(sources) > 1
+    names = ", ".join(f"{s['name']} ({s['lines']} lines)" for s in sources)
+    out.write(f"npudoctor triage: {names}\n")
+    if result.get("facts_from") == "none":
+        out.write("  (no facts gathered: causes are not ranked for this machine)\n")
+    for s in sources:
+        if s.get("error"):
+            out.write(f"  ! {s['name']}: read stopped: {s['error']}\n")
+    known = result["known"]
+    if not known and not result["unknown"]:
+        out.write("\nNo known error signature and no error-looking line found.\n")
+    for g in known:
+        times = f" ×{g['count']}" if g["count"] > 1 else ""
+        out.write(f"\n{_MARK.get(g['severity'], '?')} {g['title']}{times}  [{g['id']}, {_where(g, many)}]\n")
+        out.write(f"    {g['sample']}\n")
+        out.write(f"  means: {g['meaning']}\n")
+        if g["severity"] == "noise":
+            continue
+        if g["follow_on"]:
+            out.write("  usually a follow-on error: the first error above it is the one to fix\n")
+        for i, c in enumerate(g["causes"]):
+            kind = f"{c['kind']} " if c["kind"] else ""
+            if i == 0 and c["status"] == "cause":
+                out.write(f"  → {c['here']}\n")
+                for e in c["evidence"]:
+                    out.write(f"      evidence: {e}\n")
+                for f in c["fix"]:
+                    out.write(f"      fix: {f}\n")
+            else:
+                out.write(f"  - {kind}{c['text']}: {c['label']}")
+                if c["evidence"] and c["status"] in ("ruled_out", "cause", "no_sign"):
+                    out.write(f" ({'; '.join(c['evidence'][:2])})")
+                out.write("\n")
+        if not g["conclusion"] and g["fix"]:
+            for f in g["fix"]:
+                out.write(f"  fix: {f}\n")
+    if result["unknown"]:
+        total = result["summary"]["unknown"]
+        out.write(f"\nError-looking lines no known signature matches ({total}; not guessed):\n")
+        for u in sorted(result["unknown"], key=lambda u: -u["count"])[:15]:
+            times = f"×{u['count']} " if u["count"] > 1 else ""
+            src = f"{u['first']['source']}:" if many else ""
+            out.write(f"  {times}{src}line {u['first']['line']}: {u['text'][:160]}\n")
+        if len(result["unknown"]) > 15:
+            out.write(f"  … and {len(result['unknown']) - 15} more (see --json)\n")
+    s = result["summary"]
+    out.write(
+        f"\n{s['known_errors']} known error line(s), {s['known_warnings']} warning(s), {s['noise']} noise, "
+        f"{s['unknown']} unknown.\n"
+    )
+    if result.get("verdict"):
+        out.write(f"Verdict: {result['verdict']}\n")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(help=TRIAGE_HELP)
+    def triage(
+        logs: Annotated[List[str], typer.Argument(metavar="LOG...", help="Log files, directories of logs, or '-'.")],
+        root: RootOpt = None,
+        python: PythonOpt = None,
+        from_: FromOpt = None,
+        user: UserOpt = None,
+        as_json: JsonOpt = False,
+        no_commands: NoCommandsOpt = False,
+        matrix: MatrixOpt = None,
+        no_facts: Annotated[
+            bool, typer.Option("--no-facts", help="Do not probe the machine: explain the signatures only.")
+        ] = False,
+    ) -> None:
+        target = Target(root=root, python=python, from_file=from_, user=user, commands=not no_commands)
+        try:
+            code = run_triage(logs, target, as_json=as_json, no_facts=no_facts, matrix_path=matrix)
+        except UsageError as exc:
+            raise fail_usage(str(exc)) from None
+        raise typer.Exit(code)
