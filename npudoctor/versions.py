@@ -1,0 +1,383 @@
+"""Ordering of CANN versions and of NPU driver / firmware / HDK versions.
+
+Python package versions (torch, torch_npu, numpy) are PEP 440 and use ``packaging``;
+CANN and the Ascend HDK use their own schemes, which this module orders.
+
+CANN (``CannVersion``), as observed in the CANN release notes, the torch_npu mapping
+tables and the installed ``ascend_toolkit_install.info`` / ``version.cfg`` files
+(``../shared/matrix/REPORT.md`` §3.6, ``../shared/samples/INDEX.md`` §10):
+
+* legacy scheme ``X.Y.RCn`` then ``X.Y.Z``: ``8.0.RC1 < 8.0.RC2 < 8.0.RC3 < 8.0.0 < 8.1.RC1``;
+  hotfixes ``6.3.RC3.1`` sort after ``6.3.RC3``;
+* pre-releases sort before their release, whatever the spelling:
+  ``8.1.RC1.alpha002 < 8.1.RC1``, ``8.5.0.alpha001 < 8.5.0-beta.1 < 8.5.0``,
+  ``9.0.0-beta.2 < 9.0.0``, ``8.0.0.beta1 < 8.0.0`` (alpha < beta < rc < release).
+  (torch_npu's own comparator ranks ``RCn.alphaNNN`` just *above* ``RCn``; we follow the
+  meaning of "alpha", documented here on purpose.)
+* internal train builds ``8.0.T63``: their place relative to the RC/final releases of the
+  same ``X.Y`` is not published, so comparing them raises :class:`UnorderableVersion`
+  (``compare`` returns ``None``).  A bare ``X.Y`` (a directory named ``8.0``) is likewise
+  unorderable against any version of the same ``X.Y``.
+
+Driver / HDK / firmware (``DriverVersion``): ``23.0.rc2``, ``23.0.7``, ``24.1.rc1.b030``,
+``24.1.rc2.2``, ``25.0.rc1.1``, ``22.0.4.1``, ``26.0.RC1``, firmware ``7.7.0.1.231``.
+``X.Y.RCn < X.Y.Z``; a trailing number is a patch (``24.1.rc2 < 24.1.rc2.2``); a ``.bNNN``
+build suffix sorts after the plain version and before the next patch
+(``24.1.rc1 < 24.1.rc1.b030 < 24.1.rc1.1``); ``X.Y.Tn`` is unorderable within ``X.Y``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Iterable, List, Optional, Tuple
+
+__all__ = [
+    "InvalidVersion",
+    "UnorderableVersion",
+    "CannVersion",
+    "DriverVersion",
+    "parse_cann",
+    "parse_driver",
+    "version_in",
+    "tokens",
+]
+
+
+class InvalidVersion(ValueError):
+    """The text is not a version of the expected kind."""
+
+
+class UnorderableVersion(ValueError):
+    """The order of two versions is not knowable (e.g. an internal T build vs a release)."""
+
+
+_PRE_RANK = {"alpha": 0, "a": 0, "beta": 1, "b": 1, "rc": 2}
+_FINAL = 3  # rank of "no pre-release"
+
+_SPLIT = re.compile(r"[.\-_]")
+_PRE_TOKEN = re.compile(r"^(alpha|beta)(\d*)$", re.I)
+_RC_TOKEN = re.compile(r"^rc(\d+)$", re.I)
+_T_TOKEN = re.compile(r"^t(\d+)$", re.I)
+_B_TOKEN = re.compile(r"^b(\d+)$", re.I)
+
+
+def _clean(text: object, prefixes: Tuple[str, ...]) -> str:
+    if not isinstance(text, str):
+        raise InvalidVersion(f"not a version string: {text!r}")
+    s = text.strip()
+    low = s.lower()
+    for p in prefixes:
+        if low.startswith(p):
+            s = s[len(p) :].strip()
+            low = s.lower()
+    if s[:1] in ("v", "V") and s[1:2].isdigit():
+        s = s[1:]
+    if not s or len(s) > 64:
+        raise InvalidVersion(f"not a version string: {text!r}")
+    return s
+
+
+def tokens(text: str) -> List[str]:
+    """Lower-case components of a version split on ``.``, ``-`` and ``_``
+    (``"9.0.0-beta.2"`` -> ``["9", "0", "0", "beta", "2"]``)."""
+    return [t for t in _SPLIT.split(text.strip().lower()) if t != ""]
+
+
+def _pre_tail(parts: List[str], text: str) -> Tuple[int, int, List[int]]:
+    """Parse the tail after the release core: hotfix numbers, then an optional
+    pre-release (``alpha002``, ``beta.2``, ``beta1``, ``rc.1``).  Returns
+    ``(pre_rank, pre_num, hotfix numbers)``."""
+    hotfix: List[int] = []
+    i = 0
+    while i < len(parts) and parts[i].isdigit():
+        hotfix.append(int(parts[i]))
+        i += 1
+    if i == len(parts):
+        return _FINAL, 0, hotfix
+    m = _PRE_TOKEN.match(parts[i])
+    rank: Optional[int] = None
+    num_text = ""
+    if m:
+        rank = _PRE_RANK[m.group(1).lower()]
+        num_text = m.group(2)
+    elif parts[i] == "rc":  # SemVer "-rc.1"
+        rank = _PRE_RANK["rc"]
+    if rank is None:
+        raise InvalidVersion(f"unrecognised version component {parts[i]!r} in {text!r}")
+    i += 1
+    if not num_text and i < len(parts) and parts[i].isdigit():
+        num_text = parts[i]
+        i += 1
+    if i != len(parts):
+        raise InvalidVersion(f"trailing components after pre-release in {text!r}")
+    return rank, int(num_text or 0), hotfix
+
+
+@functools.total_ordering
+class _Base:
+    """Shared comparison machinery: ``_key`` is ``(major, minor, kind, rest...)`` where
+    ``kind`` is ``None`` for unorderable-within-``X.Y`` versions (T builds, bare X.Y)."""
+
+    _kind_name = "version"
+    text: str
+    _key: Tuple
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.text!r})"
+
+    @property
+    def base(self) -> str:
+        """``"major.minor"`` (``"8.0"`` for ``8.0.RC3``)."""
+        return f"{self._key[0]}.{self._key[1]}"
+
+    @property
+    def major(self) -> int:
+        return int(self._key[0])
+
+    @property
+    def minor(self) -> int:
+        return int(self._key[1])
+
+    @property
+    def orderable(self) -> bool:
+        """False for internal T builds and bare ``X.Y`` (no place in the release order)."""
+        return self._key[2] is not None
+
+    def compare(self, other: object) -> Optional[int]:
+        """-1, 0 or 1; ``None`` when the order is unknowable.  ``other`` may be a string."""
+        o = self._coerce(other)
+        if o is None:
+            return None
+        a, b = self._key, o._key
+        if a[:2] != b[:2]:
+            return -1 if a[:2] < b[:2] else 1
+        if a[2] is None or b[2] is None:
+            if a == b and a[2] is None and self._norm() == o._norm():
+                return 0
+            return None
+        if a == b:
+            return 0
+        return -1 if a < b else 1
+
+    def _norm(self) -> str:
+        return ".".join(tokens(self.text))
+
+    def _coerce(self, other: object) -> Optional[_Base]:
+        if isinstance(other, type(self)):
+            return other
+        if isinstance(other, str):
+            try:
+                return type(self)(other)
+            except InvalidVersion:
+                return None
+        return None
+
+    def _cmp_or_raise(self, other: object) -> int:
+        if not isinstance(other, (type(self), str)):
+            raise TypeError(f"cannot compare {type(self).__name__} with {type(other).__name__}")
+        c = self.compare(other)
+        if c is None:
+            raise UnorderableVersion(f"the order of {self.kind} {self.text} and {other} is not knowable")
+        return c
+
+    @property
+    def kind(self) -> str:
+        return self._kind_name
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (type(self), str)):
+            return NotImplemented
+        return self.compare(other) == 0
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._key, self._norm() if self._key[2] is None else ""))
+
+    def __lt__(self, other: object) -> bool:
+        return self._cmp_or_raise(other) < 0
+
+
+class CannVersion(_Base):
+    """A CANN (toolkit/kernels/NNAL) public version: ``8.0.RC3``, ``8.0.0``,
+    ``8.1.RC1.alpha002``, ``9.0.0-beta.2``, ``8.0.T63``, ``6.3.RC3.1``.
+
+    A leading ``CANN `` or ``v`` is accepted (``"CANN 8.0.RC3"``).  ``str()`` keeps
+    the original text.  Raises :class:`InvalidVersion` for anything else (including
+    5-part inner versions such as ``7.6.0.1.220``).  Comparisons raise
+    :class:`UnorderableVersion` when the order is unknowable; :meth:`compare` returns
+    ``None`` instead.  Order source: CANN release notes naming (REPORT.md §3.6).
+    """
+
+    _kind_name = "CANN"
+
+    def __init__(self, text: str) -> None:
+        self.text = _clean(text, ("cann-", "cann ", "cann"))
+        parts = tokens(self.text)
+        if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
+            raise InvalidVersion(f"not a CANN version: {text!r}")
+        major, minor = int(parts[0]), int(parts[1])
+        rest = parts[2:]
+        self.is_internal = False
+        if not rest:
+            # bare "8.0": a directory name; no place in the release order
+            self._key = (major, minor, None)
+            self.is_prerelease = False
+            return
+        head = rest[0]
+        m_rc = _RC_TOKEN.match(head)
+        m_t = _T_TOKEN.match(head)
+        if m_t:
+            if any(not p.isdigit() for p in rest[1:]) or len(rest) > 3:
+                raise InvalidVersion(f"not a CANN version: {text!r}")
+            self.is_internal = True
+            self.is_prerelease = True
+            self._key = (major, minor, None)
+            return
+        if m_rc:
+            stage, num = 0, int(m_rc.group(1))
+        elif head.isdigit():
+            stage, num = 1, int(head)
+        else:
+            raise InvalidVersion(f"not a CANN version: {text!r}")
+        tail = rest[1:]
+        digits = 0
+        for p in tail:
+            if not p.isdigit():
+                break
+            digits += 1
+        if stage == 1 and digits > 1:
+            raise InvalidVersion(f"not a CANN public version (looks like an inner version): {text!r}")
+        pre_rank, pre_num, hotfix = _pre_tail(tail, self.text)
+        self.is_prerelease = pre_rank != _FINAL
+        self._key = (major, minor, stage, num, tuple(hotfix), pre_rank, pre_num)
+
+    @property
+    def release(self) -> str:
+        """The release this version belongs to, without pre-release suffix, in the
+        official spelling (``"8.1.RC1"`` for ``8.1.RC1.alpha002``; ``"9.0.0"`` for
+        ``9.0.0-beta.2``); the text itself for internal builds."""
+        if self._key[2] is None:
+            return self.text
+        major, minor, stage, num, hotfix = self._key[:5]
+        core = f"{major}.{minor}." + (f"RC{num}" if stage == 0 else str(num))
+        return core + "".join(f".{h}" for h in hotfix)
+
+
+class DriverVersion(_Base):
+    """An NPU driver / Ascend HDK / firmware / npu-smi version: ``23.0.rc2``,
+    ``23.0.7``, ``24.1.rc1.b030``, ``24.1.rc2.2``, ``25.0.rc1.1``, ``22.0.4.1``,
+    ``26.0.RC1``, ``6.0.rc1.2``, firmware ``7.7.0.1.231``.
+
+    ``RC`` is case-insensitive.  A leading ``Ascend HDK `` is accepted.  Source of the
+    forms: ``../shared/samples/INDEX.md`` §10 and REPORT.md §3.6 (torch_npu's
+    ``DriverVersionToNum`` accepts the same shapes).  Raises :class:`InvalidVersion`.
+    """
+
+    _kind_name = "driver"
+
+    def __init__(self, text: str) -> None:
+        self.text = _clean(text, ("ascend hdk", "ascendhdk", "hdk"))
+        parts = tokens(self.text)
+        if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit() or len(parts) > 6:
+            raise InvalidVersion(f"not a driver/firmware version: {text!r}")
+        major, minor = int(parts[0]), int(parts[1])
+        rest = parts[2:]
+        self.is_prerelease = False
+        self.is_internal = False
+        build = 0
+        if rest and _B_TOKEN.match(rest[-1]):
+            build = int(_B_TOKEN.match(rest[-1]).group(1))  # type: ignore[union-attr]
+            rest = rest[:-1]
+        if not rest:
+            if build:
+                raise InvalidVersion(f"not a driver/firmware version: {text!r}")
+            self._key = (major, minor, None)
+            return
+        head = rest[0]
+        m_rc = _RC_TOKEN.match(head)
+        m_t = _T_TOKEN.match(head)
+        if m_t:
+            self.is_internal = True
+            self._key = (major, minor, None)
+            return
+        if m_rc:
+            stage, num = 0, int(m_rc.group(1))
+        elif head.isdigit():
+            stage, num = 1, int(head)
+        else:
+            raise InvalidVersion(f"not a driver/firmware version: {text!r}")
+        pre_rank, pre_num, patch = _pre_tail(rest[1:], self.text)
+        self.is_prerelease = pre_rank != _FINAL
+        # pre-release of a patch level sorts before it; build sorts after the plain version
+        self._key = (major, minor, stage, num, tuple(patch), pre_rank, pre_num, build)
+
+    @property
+    def release(self) -> str:
+        """Without the ``.bNNN`` build suffix, lower-case ``rc`` (``"24.1.rc1"``)."""
+        if self._key[2] is None:
+            return self.text
+        major, minor, stage, num, patch, pre_rank, pre_num, _build = self._key
+        core = f"{major}.{minor}." + (f"rc{num}" if stage == 0 else str(num))
+        core += "".join(f".{p}" for p in patch)
+        if pre_rank != _FINAL:
+            core += f".{['alpha', 'beta', 'rc'][pre_rank]}{pre_num}"
+        return core
+
+    def within(self, other: str) -> bool:
+        """True when this version is ``other`` or a patch/build of it
+        (``25.0.rc1.1`` is within HDK ``25.0.RC1``; ``24.1.rc2.2`` within ``24.1.rc2``)."""
+        mine, theirs = tokens(self.text), tokens(other)
+        mine = [t for t in mine if not _B_TOKEN.match(t)]
+        return len(theirs) <= len(mine) and mine[: len(theirs)] == theirs
+
+
+def parse_cann(text: object) -> Optional[CannVersion]:
+    """``CannVersion(text)`` or ``None`` for anything unparseable; never raises."""
+    try:
+        return CannVersion(text)  # type: ignore[arg-type]
+    except (InvalidVersion, TypeError):
+        return None
+
+
+def parse_driver(text: object) -> Optional[DriverVersion]:
+    """``DriverVersion(text)`` or ``None``; never raises."""
+    try:
+        return DriverVersion(text)  # type: ignore[arg-type]
+    except (InvalidVersion, TypeError):
+        return None
+
+
+def _strip_prefix(text: str) -> str:
+    s = text.strip()
+    for p in ("CANN ", "Ascend HDK ", "cann-"):
+        if s.lower().startswith(p.lower()):
+            s = s[len(p) :]
+    return s
+
+
+def version_in(text: str, patterns: Iterable[str]) -> bool:
+    """True when ``text`` matches one of ``patterns``: an exact version (compared
+    component-wise, case-insensitive, ``.``/``-``/``_`` equivalent: ``"8.0.rc3"``
+    matches ``"8.0.RC3"``) or a wildcard whose last component is ``X``/``x``/``*``
+    (``"8.5.X"`` matches ``8.5.0``, ``8.5.1``, ``8.5.0-beta.1``; ``"25.5.X"`` matches
+    ``25.5.1``).  Wildcards are the notation of the official release-note tables
+    (CANN "版本兼容性说明", REPORT.md §1.5/§3.1).  Never raises."""
+    if not isinstance(text, str) or not text.strip():
+        return False
+    mine = tokens(_strip_prefix(text))
+    for pat in patterns:
+        if not isinstance(pat, str):
+            continue
+        theirs = tokens(_strip_prefix(pat))
+        if not theirs:
+            continue
+        if theirs[-1] in ("x", "*"):
+            prefix = theirs[:-1]
+            if len(mine) > len(prefix) and mine[: len(prefix)] == prefix:
+                return True
+        elif mine == theirs:
+            return True
+    return False
