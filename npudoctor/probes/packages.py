@@ -28,6 +28,7 @@ Record (a dict)::
     location      the site dir holding it
     dist_info     full path of the .dist-info/.egg-info
     kind          "dist-info" | "egg-info"
+    metadata      path of the METADATA/PKG-INFO file read
     requires_dist ["torch==2.1.0+cpu", ...]   (egg-info: converted from requires.txt)
     requires_python  ">=3.8" | None
     wheel_tags    ["cp310-cp310-manylinux_2_17_aarch64", ...] (empty when not from a wheel)
@@ -116,6 +117,7 @@ def read_record(host: Host, location: str, entry: str, user_site: bool) -> Dict[
         meta_path = posixpath.join(path, "METADATA")
     else:
         meta_path = posixpath.join(path, "PKG-INFO") if is_dir else path
+    rec["metadata"] = meta_path
     read = host.read_text(meta_path, limit=METADATA_LIMIT)
     if not read.ok:
         rec["metadata_error"] = f"{meta_path}: {read.error}"

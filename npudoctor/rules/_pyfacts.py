@@ -1,0 +1,209 @@
+"""Helpers shared by the python, packages and host-hygiene rules (not a rule module:
+the leading underscore keeps it out of rule discovery).
+
+They read the ``python``, ``packages``, ``host`` and ``cann`` sections defensively
+(a missing section or key is normal) and wrap matrix queries so that a matrix without a
+method, or one that raises, counts as "the matrix does not know".
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any, Dict, List, Optional
+
+from npudoctor.parsers.metadata import canonical_name, marker_environment
+
+#: Where the CPU builds of torch/torchvision/torchaudio live (the x86_64 torch_npu wheels
+#: pin ``torch==X+cpu``; REPORT §2 and the torch_npu README install lines).
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def section(ctx: Any, name: str) -> Dict[str, Any]:
+    try:
+        value = ctx.facts(name)
+    except Exception:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def records(ctx: Any, name: str) -> List[Dict[str, Any]]:
+    """Records of project ``name`` (any spelling) in import order."""
+    installed = section(ctx, "packages").get("installed") or {}
+    if not isinstance(installed, dict):
+        return []
+    want = canonical_name(name)
+    out: List[Dict[str, Any]] = []
+    for key, recs in installed.items():
+        if canonical_name(str(key)) == want and isinstance(recs, list):
+            out.extend(r for r in recs if isinstance(r, dict))
+    return out
+
+
+def first(ctx: Any, name: str) -> Optional[Dict[str, Any]]:
+    """The record ``import``/``importlib.metadata`` would see, or ``None``."""
+    recs = records(ctx, name)
+    return recs[0] if recs else None
+
+
+def all_records(ctx: Any) -> List[Dict[str, Any]]:
+    """The effective (first) record of every installed project."""
+    installed = section(ctx, "packages").get("installed") or {}
+    out = []
+    if isinstance(installed, dict):
+        for recs in installed.values():
+            if isinstance(recs, list) and recs and isinstance(recs[0], dict):
+                out.append(recs[0])
+    return out
+
+
+def metadata_source(rec: Dict[str, Any]) -> str:
+    """``…/torch_npu-2.1.0.dist-info/METADATA`` (the file a version came from)."""
+    if rec.get("metadata"):
+        return str(rec["metadata"])
+    path = str(rec.get("dist_info") or rec.get("location") or "?")
+    return f"{path}/PKG-INFO" if rec.get("kind") == "egg-info" else f"{path}/METADATA"
+
+
+def describe(rec: Dict[str, Any]) -> str:
+    """``torch_npu 2.1.0.post10 (…/METADATA)`` for evidence."""
+    return f"{rec.get('name')} {rec.get('version')} ({metadata_source(rec)})"
+
+
+def python_exe(ctx: Any) -> str:
+    """The interpreter to name in fix commands (quoted for a shell)."""
+    py = section(ctx, "python")
+    exe = py.get("executable") or py.get("requested") or "python3"
+    return shlex.quote(str(exe))
+
+
+def pip_install(ctx: Any, *requirements: str, index: Optional[str] = None) -> str:
+    """``<python> -m pip install 'req' ...`` (requirements quoted)."""
+    parts = [python_exe(ctx), "-m", "pip", "install"] + [shlex.quote(r) for r in requirements]
+    if index:
+        parts += ["--index-url", index]
+    return " ".join(parts)
+
+
+def pip_uninstall(ctx: Any, *names: str) -> str:
+    return " ".join([python_exe(ctx), "-m", "pip", "uninstall", "-y"] + [shlex.quote(n) for n in names])
+
+
+def platform(ctx: Any) -> Optional[str]:
+    """``aarch64`` | ``x86_64`` of the target interpreter (host arch as fallback)."""
+    py = section(ctx, "python")
+    machine = py.get("machine") or section(ctx, "host").get("arch")
+    if machine in ("arm64",):
+        return "aarch64"
+    if machine in ("amd64", "AMD64"):
+        return "x86_64"
+    return str(machine) if machine else None
+
+
+def python_short(ctx: Any) -> Optional[str]:
+    """``"3.10"`` for the target interpreter, or ``None``."""
+    info = section(ctx, "python").get("version_info") or []
+    if isinstance(info, list) and len(info) >= 2 and all(isinstance(x, int) for x in info[:2]):
+        return f"{info[0]}.{info[1]}"
+    version = section(ctx, "python").get("version")
+    m = re.match(r"^(\d+)\.(\d+)", str(version or ""))
+    return f"{m.group(1)}.{m.group(2)}" if m else None
+
+
+def marker_env(ctx: Any) -> Dict[str, str]:
+    py = dict(section(ctx, "python"))
+    py.setdefault("machine", platform(ctx))
+    return marker_environment(py)
+
+
+def cann_selected(ctx: Any) -> Optional[Dict[str, Any]]:
+    """The CANN toolkit in use (``facts["cann"]["selected"]``) or ``None``."""
+    sel = section(ctx, "cann").get("selected")
+    return sel if isinstance(sel, dict) else None
+
+
+def cann_version(ctx: Any) -> Optional[str]:
+    sel = cann_selected(ctx)
+    version = sel.get("version") if sel else None
+    return str(version) if version else None
+
+
+def cann_present(ctx: Any) -> bool:
+    cann = section(ctx, "cann")
+    return bool(cann.get("selected") or cann.get("toolkits"))
+
+
+def matrix_call(ctx: Any, method: str, *args: Any, **kwargs: Any) -> Any:
+    """``ctx.matrix.<method>(*args)``; ``None`` when there is no matrix, no such method,
+    or the query raises (unknown versions must never crash a rule)."""
+    matrix = getattr(ctx, "matrix", None)
+    func = getattr(matrix, method, None) if matrix is not None else None
+    if not callable(func):
+        return None
+    try:
+        return func(*args, **kwargs)
+    except Exception:
+        return None
+
+
+def row_python(row: Any, plat: Optional[str]) -> List[str]:
+    """Python versions with a PyPI wheel for ``plat`` in a matrix row (empty: unknown)."""
+    if row is None:
+        return []
+    pythons = getattr(row, "pythons", None)
+    if callable(pythons) and plat:
+        try:
+            return [str(v) for v in pythons(plat)]
+        except Exception:
+            return []
+    python = getattr(row, "python", None)
+    if isinstance(python, dict) and plat:
+        return [str(v) for v in python.get(plat) or []]
+    return []
+
+
+def release(version: Optional[str]) -> Optional[tuple]:
+    """``(2, 1, 0)`` of a PEP 440 version string (local/post parts dropped)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(str(version)).release
+    except (InvalidVersion, TypeError):
+        return None
+
+
+def local(version: Optional[str]) -> Optional[str]:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(str(version)).local
+    except (InvalidVersion, TypeError):
+        return None
+
+
+def not_in_matrix(ctx: Any, what: str, version: str, evidence: List[str]) -> List[Any]:
+    """Findings from the matrix engineer's "not in the matrix (refresh it)" helper in
+    :mod:`npudoctor.rules.matrix`, when it exists; else none."""
+    try:
+        from npudoctor.rules import matrix as matrix_rules
+    except Exception:
+        return []
+    helper = getattr(matrix_rules, "not_in_matrix", None)
+    if not callable(helper):
+        return []
+    try:
+        produced = helper(ctx, what, version, evidence=evidence)
+    except TypeError:
+        try:
+            produced = helper(ctx, what, version)
+        except Exception:
+            return []
+    except Exception:
+        return []
+    if produced is None:
+        return []
+    if isinstance(produced, list):
+        return produced
+    if hasattr(produced, "code"):
+        return [produced]
+    return list(produced)

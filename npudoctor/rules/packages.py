@@ -1,0 +1,582 @@
+"""Rules on the installed Python packages (kinds K01, K02, K06, K07).
+
+Codes ``PKG001``-``PKG049`` belong to this module.  Facts read: ``packages.installed``
+and ``packages.duplicates``/``modules`` (npudoctor/probes/packages.py), ``python``
+(version, machine, executable), ``cann.selected.version`` (the CANN in use, may be
+absent).  Matrix queries: ``find_torch_npu``, ``rows_for_torch``, ``numpy_spec``,
+``cann_python_deps``, ``import_name``.
+
+The torch <-> torch_npu pairing uses torch_npu's own ``Requires-Dist`` first (it carries
+the ``+cpu`` local tag on x86_64 up to 2.11.0: REPORT §2), the matrix second, and the
+release-number rule (torch_npu X.Y.Z[.postN] goes with torch X.Y.Z) last.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Optional
+
+from npudoctor.findings import Code, Finding
+from npudoctor.parsers.metadata import canonical_name, requirements_on, satisfies
+from npudoctor.rules import rule
+from npudoctor.rules._pyfacts import (
+    CPU_INDEX,
+    all_records,
+    cann_present,
+    cann_version,
+    describe,
+    first,
+    local,
+    matrix_call,
+    not_in_matrix,
+    pip_install,
+    pip_uninstall,
+    platform,
+    python_short,
+    records,
+    release,
+    section,
+)
+
+TORCH_PAIR = Code(
+    "PKG001",
+    "torch-npu-torch-mismatch",
+    area="packages",
+    severity="error",
+    title="torch and torch_npu are not a matched set",
+    explain=(
+        "torch_npu is a binary extension built against one exact torch release. With any other "
+        "torch, `import torch_npu` fails with `libtorch_npu.so: undefined symbol: _ZN5torch…` or "
+        "`_ZN3c10…`, or with `Failed to load the backend extension: torch_npu`, or later with missing "
+        "attributes.\n\n"
+        "npudoctor reads torch_npu's own `Requires-Dist: torch==…` from its METADATA first (on x86_64 "
+        "the wheels up to 2.11.0 pin the CPU build `torch==X+cpu`, which lives on "
+        "https://download.pytorch.org/whl/cpu; a CUDA or PyPI-default torch of the same number does not "
+        "satisfy it), then the compatibility matrix, then the rule that torch_npu X.Y.Z[.postN] goes with "
+        "torch X.Y.Z.\n\n"
+        "Fix: install the torch that torch_npu names, e.g. `python -m pip install 'torch==2.1.0+cpu' "
+        "--index-url https://download.pytorch.org/whl/cpu`, or install the torch_npu built for your torch."
+    ),
+    kinds=("K01",),
+)
+
+NO_TORCH = Code(
+    "PKG002",
+    "torch-npu-without-torch",
+    area="packages",
+    severity="error",
+    title="torch_npu is installed but torch is not",
+    explain=(
+        "torch_npu extends torch and cannot be imported without it (pip installs it with torch, but "
+        "`pip uninstall torch`, `--no-deps` installs or a broken upgrade leave torch_npu alone). "
+        "Install the torch release torch_npu requires (its METADATA `Requires-Dist`)."
+    ),
+    kinds=("K01",),
+)
+
+DUPLICATE = Code(
+    "PKG003",
+    "duplicate-package-installs",
+    area="packages",
+    severity="warning",
+    title="a package is installed more than once",
+    explain=(
+        "Two metadata directories of one project are visible to the interpreter: either two "
+        "`*.dist-info` in one site-packages (an interrupted or forced upgrade) or one in the user site "
+        "(`~/.local/lib/pythonX.Y/site-packages`, searched first) and one in the environment. Python "
+        "imports the first on sys.path while pip and the rest of the stack may see the other, so "
+        "torch, torch_npu or numpy can be a different build than the one you installed last. Fix: "
+        "uninstall until pip says it is not installed, then install the version you want once."
+    ),
+    kinds=("K01",),
+)
+
+COMPANION = Code(
+    "PKG004",
+    "companion-package-pin-mismatch",
+    area="packages",
+    severity="error",
+    title="a package built on torch_npu requires other torch/torch_npu versions",
+    explain=(
+        "Frameworks built on torch_npu (vllm-ascend, MindIE, MindSpeed, …) pin the exact torch and "
+        "torch_npu builds they were made for (vllm-ascend 0.7.x needed a 2.5.1 dev build with custom "
+        "ops; MindIE ATB models need a specific torch_npu post release). With another build they fail "
+        "with `module 'torch_npu' has no attribute …` or undefined symbols. npudoctor compares each "
+        "installed package's `Requires-Dist` on torch, torch_npu, torchvision and torchaudio with what "
+        "is installed. For vllm-ascend: install vllm first, then vllm-ascend (which re-pins torch and "
+        "torch_npu); vllm's own newer torch pin is expected to be unmet then."
+    ),
+    kinds=("K01",),
+)
+
+TORCHVISION = Code(
+    "PKG005",
+    "torchvision-torch-mismatch",
+    area="packages",
+    severity="error",
+    title="torchvision or torchaudio is not built for the installed torch",
+    explain=(
+        "torchvision and torchaudio contain C++ operators compiled against one torch release. With "
+        "another torch, `import torchvision` fails with `RuntimeError: operator torchvision::nms does "
+        "not exist` (or torchaudio with undefined symbols). Their METADATA pins `torch==X`; without "
+        "it the rule is torchvision 0.(minor+15) for torch 2.minor (0.20 <-> 2.5, 0.21 <-> 2.6) and "
+        "torchaudio X.Y.Z for torch X.Y.Z. Fix: install the release built for your torch (the CPU "
+        "wheel on x86_64 NPU hosts, from https://download.pytorch.org/whl/cpu)."
+    ),
+    kinds=("K02",),
+)
+
+CANN_DEPS = Code(
+    "PKG006",
+    "cann-python-deps-missing",
+    area="packages",
+    severity="error",
+    title="Python packages that CANN needs are missing",
+    explain=(
+        "CANN's Python side (TBE operator compilation, the graph engine) imports decorator, attrs, "
+        "psutil, absl-py, cloudpickle, ml-dtypes, scipy, tornado, sympy, cffi, protobuf, pyyaml and "
+        "numpy from the interpreter that runs torch_npu. When one is missing, the first operator "
+        "compile fails with `EH9999 [Init][Env]init env failed!` and `result = 500001`, or `No module "
+        "named 'decorator'` -- nothing in the message points at pip. Fix: install them into the same "
+        "interpreter (the numpy range the installed CANN accepts)."
+    ),
+    kinds=("K06",),
+)
+
+NUMPY2 = Code(
+    "PKG007",
+    "numpy-2-with-cann",
+    area="packages",
+    severity="error",
+    title="NumPy 2 is installed but this CANN needs NumPy 1.x",
+    explain=(
+        "The Python components of CANN up to 8.5.x (and 8.5.x on Python < 3.13) require numpy < 2 "
+        "(CANN install guides; REPORT §6.2). With NumPy 2 they fail with `np.float_ was removed in the "
+        "NumPy 2.0 release` or, inside torch_npu, with the opaque `AclSetCompileopt(... "
+        "ACL_PRECISION_MODE ...) error code is 500001` -- check this before any 500001 error. A later "
+        "`pip install` of another framework often upgrades numpy silently; npudoctor names the "
+        "installed packages that require numpy >= 2. Fix: `python -m pip install 'numpy<2'` and "
+        "install frameworks that pull numpy before torch_npu."
+    ),
+    kinds=("K07",),
+)
+
+#: Projects whose duplicates matter for the NPU stack.
+_STACK = ("torch", "torch-npu", "torchvision", "torchaudio", "numpy")
+
+#: Projects whose pins on the stack are checked (besides any package that names torch-npu).
+_COMPANIONS = frozenset(
+    {
+        "vllm",
+        "vllm-ascend",
+        "mindie-turbo",
+        "mindie",
+        "mindie-llm",
+        "mindspeed",
+        "mindspeed-llm",
+        "torchair",
+        "triton-ascend",
+        "apex",
+        "deepspeed",
+    }
+)
+
+#: CANN Python dependencies when the matrix cannot say (REPORT §6.2 install command and
+#: kinds.md K06).  Values are the import names.
+DEFAULT_CANN_DEPS = {
+    "decorator": "decorator",
+    "attrs": "attr",
+    "psutil": "psutil",
+    "absl-py": "absl",
+    "cloudpickle": "cloudpickle",
+    "ml-dtypes": "ml_dtypes",
+    "scipy": "scipy",
+    "tornado": "tornado",
+    "sympy": "sympy",
+    "cffi": "cffi",
+    "protobuf": "google.protobuf",
+    "pyyaml": "yaml",
+    "numpy": "numpy",
+}
+
+
+def _cpu_index(spec_text: str, plat: Optional[str]) -> Optional[str]:
+    return CPU_INDEX if "+cpu" in spec_text or plat == "x86_64" else None
+
+
+def _torch_requirements(rec: Dict[str, Any], env: Dict[str, str]) -> List[Any]:
+    return requirements_on(rec.get("requires_dist") or [], "torch", env)
+
+
+def _matrix_torch_for(ctx: Any, torch_npu_version: str) -> Optional[str]:
+    row = matrix_call(ctx, "find_torch_npu", torch_npu_version)
+    torch = getattr(row, "torch", None) if row is not None else None
+    return str(torch) if torch else None
+
+
+def _npu_for_torch(ctx: Any, torch_version: str) -> Optional[str]:
+    """Newest torch_npu the matrix pairs with ``torch_version`` that has a wheel for
+    this Python/platform (when the matrix lists wheels)."""
+    rows = matrix_call(ctx, "rows_for_torch", torch_version) or []
+    plat, py = platform(ctx), python_short(ctx)
+    usable = []
+    for row in rows:
+        pys = getattr(row, "python", None) or {}
+        if isinstance(pys, dict) and pys.get(plat) and py and py not in pys.get(plat, []):
+            continue
+        if getattr(row, "status", "") in ("prerelease",):
+            continue
+        usable.append(row)
+    if not usable:
+        return None
+    from packaging.version import InvalidVersion, Version
+
+    def key(row: Any) -> Any:
+        try:
+            return Version(str(row.torch_npu))
+        except InvalidVersion:
+            return Version("0")
+
+    return str(max(usable, key=key).torch_npu)
+
+
+@rule
+def torch_pairing(ctx: Any) -> Iterable[Finding]:
+    """K01: installed torch vs what the installed torch_npu requires."""
+    npu = first(ctx, "torch-npu")
+    if npu is None:
+        return
+    torch = first(ctx, "torch")
+    plat = platform(ctx)
+    env = _marker_env(ctx)
+    reqs = _torch_requirements(npu, env)
+    if torch is None:
+        spec = str(reqs[0].specifier) if reqs else None
+        wanted = f"torch{spec}" if spec else _wanted_from_release(ctx, npu)
+        yield NO_TORCH.finding(
+            title=f"torch_npu {npu.get('version')} is installed but torch is not",
+            evidence=[describe(npu)] + ([f"torch_npu requires {wanted} (Requires-Dist)"] if spec else []),
+            fix=[pip_install(ctx, wanted, index=_cpu_index(wanted, plat))] if wanted else [],
+            subject="torch",
+        )
+        return
+    tv = str(torch.get("version") or "")
+    evidence = [describe(npu), describe(torch)]
+    if reqs:
+        unmet = [r for r in reqs if satisfies(tv, r.specifier) is False]
+        if not unmet:
+            return
+        spec = str(unmet[0].specifier)
+        wanted = f"torch{spec}"
+        evidence.append(f"torch_npu {npu.get('version')} requires `{unmet[0]}` (Requires-Dist in its METADATA)")
+        same_release = any(release(tv) == release(s.version) for s in unmet[0].specifier)
+        if same_release and "+" in spec:
+            title = (
+                f"torch {tv} is not the build torch_npu {npu.get('version')} needs ({wanted}): "
+                f"install torch from {CPU_INDEX}"
+            )
+        else:
+            title = f"torch {tv} does not match torch_npu {npu.get('version')} (it requires {wanted})"
+        fix = [pip_install(ctx, wanted, index=_cpu_index(wanted, plat))]
+        alt = _npu_for_torch(ctx, tv)
+        if alt and not same_release:
+            fix.append(
+                f"or keep torch {tv} and install the torch_npu built for it: {pip_install(ctx, 'torch-npu==' + alt)}"
+            )
+        yield TORCH_PAIR.finding(title=title, evidence=evidence, fix=fix, subject="torch")
+        return
+    # No Requires-Dist on torch (source builds, egg-info): the matrix, then the release rule.
+    expected = _matrix_torch_for(ctx, str(npu.get("version") or ""))
+    source = "the compatibility matrix"
+    if expected is None:
+        rel = release(npu.get("version"))
+        if rel is None:
+            return
+        expected = ".".join(str(x) for x in rel[:3])
+        source = "the version rule (torch_npu X.Y.Z[.postN] goes with torch X.Y.Z)"
+        yield from not_in_matrix(ctx, "torch_npu", str(npu.get("version")), [describe(npu)])
+    if release(tv) is None or release(expected) is None:
+        return
+    if release(tv)[:3] == release(expected)[:3]:
+        return
+    evidence.append(
+        f"torch_npu {npu.get('version')} has no Requires-Dist on torch; {source} pairs it with torch {expected}"
+    )
+    wanted = f"torch=={expected}" + ("+cpu" if plat == "x86_64" else "")
+    fix = [pip_install(ctx, wanted, index=_cpu_index(wanted, plat))]
+    alt = _npu_for_torch(ctx, tv)
+    if alt:
+        fix.append(
+            f"or keep torch {tv} and install the torch_npu built for it: {pip_install(ctx, 'torch-npu==' + alt)}"
+        )
+    yield TORCH_PAIR.finding(
+        title=f"torch {tv} does not match torch_npu {npu.get('version')} (built for torch {expected})",
+        evidence=evidence,
+        fix=fix,
+        subject="torch",
+    )
+
+
+def _wanted_from_release(ctx: Any, npu: Dict[str, Any]) -> Optional[str]:
+    expected = _matrix_torch_for(ctx, str(npu.get("version") or ""))
+    if expected is None:
+        rel = release(npu.get("version"))
+        expected = ".".join(str(x) for x in rel[:3]) if rel else None
+    if expected is None:
+        return None
+    return f"torch=={expected}" + ("+cpu" if platform(ctx) == "x86_64" else "")
+
+
+def _marker_env(ctx: Any) -> Dict[str, str]:
+    from npudoctor.rules._pyfacts import marker_env
+
+    return marker_env(ctx)
+
+
+@rule
+def duplicate_installs(ctx: Any) -> Iterable[Finding]:
+    """K01: two metadata dirs of torch/torch_npu/torchvision/torchaudio/numpy."""
+    for name in _STACK:
+        recs = records(ctx, name)
+        if len(recs) < 2:
+            continue
+        versions = [str(r.get("version")) for r in recs]
+        differ = len(set(versions)) > 1
+        where = []
+        for r in recs:
+            tag = " (user site)" if r.get("user_site") else ""
+            where.append(f"{r.get('name')} {r.get('version')} at {r.get('dist_info')}{tag}")
+        effective = recs[0]
+        evidence = where + [f"import takes the first: {effective.get('dist_info')}"]
+        fix = [pip_uninstall(ctx, name)] * len(recs)
+        fix.append(f"{pip_install(ctx, name + '==' + str(effective.get('version')))}  # or the version you want")
+        severity = "error" if differ and name in ("torch", "torch-npu") else "warning"
+        label = ", ".join(versions)
+        yield DUPLICATE.finding(
+            title=f"{recs[0].get('name')} is installed {len(recs)} times ({label})",
+            evidence=evidence,
+            fix=fix,
+            severity=severity,
+            subject=name,
+        )
+
+
+def _installed_version(ctx: Any, name: str) -> Optional[str]:
+    rec = first(ctx, name)
+    return str(rec.get("version")) if rec and rec.get("version") else None
+
+
+@rule
+def companion_pins(ctx: Any) -> Iterable[Finding]:
+    """K01: vllm-ascend, MindIE, … pins on torch/torch_npu/torchvision/torchaudio."""
+    if first(ctx, "torch-npu") is None and not any(first(ctx, c) for c in ("vllm-ascend", "mindie-turbo")):
+        return
+    env = _marker_env(ctx)
+    has_vllm_ascend = first(ctx, "vllm-ascend") is not None
+    targets = ("torch", "torch-npu", "torchvision", "torchaudio")
+    for rec in all_records(ctx):
+        name = canonical_name(str(rec.get("name") or ""))
+        if name in targets:
+            continue
+        reqs_all = rec.get("requires_dist") or []
+        names_npu = bool(requirements_on(reqs_all, "torch-npu"))
+        if name not in _COMPANIONS and not names_npu:
+            continue
+        for target in targets:
+            for req in requirements_on(reqs_all, target, env):
+                installed = _installed_version(ctx, target)
+                if installed is not None and satisfies(installed, req.specifier) is not False:
+                    continue
+                if installed is None and target != "torch-npu":
+                    continue
+                if name == "vllm" and has_vllm_ascend and target in ("torch", "torchvision", "torchaudio"):
+                    continue  # expected: vllm-ascend pins the previous torch (vllm-ascend#5710)
+                wanted = f"{target}{req.specifier}"
+                have = f"{target} {installed}" if installed else f"{target} is not installed"
+                fix = [
+                    pip_install(ctx, wanted, index=_cpu_index(wanted, platform(ctx)) if target != "torch-npu" else None)
+                ]
+                if name == "vllm-ascend":
+                    vllm = _installed_version(ctx, "vllm")
+                    fix = [
+                        (pip_install(ctx, f"vllm=={vllm}") if vllm else pip_install(ctx, "vllm")) + "  # vllm first",
+                        pip_install(ctx, f"vllm-ascend=={rec.get('version')}")
+                        + "  # then vllm-ascend: it re-pins torch/torch_npu",
+                    ]
+                yield COMPANION.finding(
+                    title=f"{rec.get('name')} {rec.get('version')} requires {wanted}, but {have}",
+                    evidence=[describe(rec), f"Requires-Dist: {req}"]
+                    + ([describe(first(ctx, target))] if installed else []),
+                    fix=fix,
+                    subject=f"{name}:{target}",
+                )
+
+
+def _torch_minor_plus_15(torch_version: str) -> Optional[str]:
+    rel = release(torch_version)
+    if not rel or len(rel) < 2 or rel[0] != 2:
+        return None
+    return f"0.{rel[1] + 15}"
+
+
+@rule
+def torchvision_torchaudio(ctx: Any) -> Iterable[Finding]:
+    """K02: torchvision/torchaudio built for another torch."""
+    torch = first(ctx, "torch")
+    if torch is None:
+        return
+    tv = str(torch.get("version") or "")
+    plat = platform(ctx)
+    env = _marker_env(ctx)
+    index = CPU_INDEX if local(tv) == "cpu" or (plat == "x86_64" and first(ctx, "torch-npu")) else None
+    for name in ("torchvision", "torchaudio"):
+        rec = first(ctx, name)
+        if rec is None:
+            continue
+        version = str(rec.get("version") or "")
+        reqs = requirements_on(rec.get("requires_dist") or [], "torch", env)
+        evidence = [describe(rec), describe(torch)]
+        wanted = None
+        if reqs:
+            unmet = [r for r in reqs if satisfies(tv, r.specifier) is False]
+            if not unmet:
+                continue
+            evidence.append(f"{name} {version} requires `{unmet[0]}` (Requires-Dist)")
+        else:
+            rel_t, rel_x = release(tv), release(version)
+            if not rel_t or not rel_x:
+                continue
+            if name == "torchvision":
+                want = _torch_minor_plus_15(tv)
+                if want is None or ".".join(str(x) for x in rel_x[:2]) == want:
+                    continue
+                evidence.append(f"rule: torchvision minor = torch minor + 15 -> torchvision {want}.x for torch {tv}")
+                wanted = f"torchvision=={want}.*"
+            else:
+                if rel_t[:2] == rel_x[:2]:
+                    continue
+                evidence.append(f"rule: torchaudio X.Y goes with torch X.Y -> torchaudio {rel_t[0]}.{rel_t[1]}.x")
+                wanted = f"torchaudio=={rel_t[0]}.{rel_t[1]}.*"
+        if wanted is None:
+            if name == "torchvision":
+                want = _torch_minor_plus_15(tv)
+                wanted = f"torchvision=={want}.*" if want else "torchvision"
+            else:
+                rel_t = release(tv)
+                wanted = f"torchaudio=={rel_t[0]}.{rel_t[1]}.*" if rel_t else "torchaudio"
+        yield TORCHVISION.finding(
+            title=f"{name} {version} is not built for torch {tv} (install {wanted})",
+            evidence=evidence,
+            fix=[pip_install(ctx, wanted, index=index)],
+            subject=name,
+        )
+
+
+def _cann_deps(ctx: Any) -> Dict[str, str]:
+    """``{pip name: import name}`` the CANN in use needs (matrix first)."""
+    names = matrix_call(ctx, "cann_python_deps", cann_version(ctx))
+    if not names:
+        return dict(DEFAULT_CANN_DEPS)
+    out: Dict[str, str] = {}
+    for name in names:
+        imp = matrix_call(ctx, "import_name", name) or DEFAULT_CANN_DEPS.get(canonical_name(str(name)))
+        out[str(name)] = str(imp or str(name).replace("-", "_"))
+    out.setdefault("numpy", "numpy")
+    return out
+
+
+def _module_found(ctx: Any, import_name: str) -> bool:
+    modules = section(ctx, "packages").get("modules") or {}
+    return bool(isinstance(modules, dict) and modules.get(import_name))
+
+
+@rule
+def cann_python_deps(ctx: Any) -> Iterable[Finding]:
+    """K06: the CANN Python dependencies in the torch_npu interpreter."""
+    npu = first(ctx, "torch-npu")
+    cann = cann_present(ctx)
+    if npu is None and not cann:
+        return
+    pkgs = section(ctx, "packages")
+    if not pkgs.get("scanned"):
+        return
+    missing = []
+    for pip_name, import_name in _cann_deps(ctx).items():
+        from packaging.requirements import InvalidRequirement, Requirement
+
+        try:
+            dist = Requirement(pip_name).name
+        except InvalidRequirement:
+            dist = pip_name
+        if first(ctx, dist) is not None:
+            continue
+        if _module_found(ctx, import_name):
+            continue
+        missing.append(pip_name)
+    if not missing:
+        return
+    spec = None
+    py = python_short(ctx)
+    cv = cann_version(ctx)
+    if "numpy" in missing and cv and py:
+        spec = matrix_call(ctx, "numpy_spec", cv, py)
+    install = [f"numpy{spec}" if (m == "numpy" and spec) else m for m in missing]
+    where = (
+        f"CANN {cv}" if cv else ("the CANN toolkit" if cann else f"CANN (which torch_npu {npu.get('version')} runs on)")
+    )
+    evidence = [
+        f"not installed in {section(ctx, 'python').get('executable') or 'the target interpreter'}: {', '.join(missing)}"
+    ]
+    evidence.append(f"searched: {', '.join(pkgs.get('scanned') or [])}")
+    if npu is not None:
+        evidence.append(describe(npu))
+    yield CANN_DEPS.finding(
+        title=f"{len(missing)} Python package(s) that {where} needs are missing: {', '.join(missing)}",
+        evidence=evidence,
+        fix=[pip_install(ctx, *install)],
+        severity="error" if cann else "warning",
+        subject="cann-python-deps",
+    )
+
+
+@rule
+def numpy_major(ctx: Any) -> Iterable[Finding]:
+    """K07: numpy >= 2 where the CANN/Python pair needs numpy < 2 (matrix.numpy_spec)."""
+    numpy = first(ctx, "numpy")
+    cv = cann_version(ctx)
+    py = python_short(ctx)
+    if numpy is None or not cv or not py:
+        return
+    version = str(numpy.get("version") or "")
+    spec_text = matrix_call(ctx, "numpy_spec", cv, py)
+    if not spec_text:
+        return
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        spec = SpecifierSet(str(spec_text))
+    except InvalidSpecifier:
+        return
+    if satisfies(version, spec) is not False:
+        return
+    evidence = [describe(numpy), f"CANN {cv} with Python {py} needs numpy{spec} (compatibility matrix, REPORT §6.2)"]
+    env = _marker_env(ctx)
+    pullers = []
+    for rec in all_records(ctx):
+        for req in requirements_on(rec.get("requires_dist") or [], "numpy", env):
+            if (
+                req.specifier
+                and satisfies(version, req.specifier)
+                and not any(satisfies(v, req.specifier) for v in ("1.26.4", "1.24.4", "1.23.5"))
+            ):
+                pullers.append(f"{rec.get('name')} {rec.get('version')} requires `{req}`")
+    evidence += pullers
+    fix = [pip_install(ctx, f"numpy{spec}")]
+    if pullers:
+        fix.append(
+            "then pin the packages above to releases that accept NumPy 1.x (they pulled NumPy 2 in), "
+            "or install them before torch_npu and re-run the numpy pin"
+        )
+    title = f"numpy {version} is installed but CANN {cv} on Python {py} needs numpy{spec}"
+    if pullers:
+        title += f" ({pullers[0].split(' requires')[0]} requires numpy>=2)"
+    yield NUMPY2.finding(title=title, evidence=evidence, fix=fix, subject="numpy")
