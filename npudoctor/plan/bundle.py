@@ -1,0 +1,756 @@
+"""Write an offline install bundle for a :class:`~npudoctor.plan.resolve.Plan`.
+
+Layout of the bundle directory::
+
+    wheels/            every wheel the target interpreter needs (``pip download`` for the
+                       TARGET: --platform/--python-version/--implementation/--abi,
+                       --only-binary=:all:)
+    cann/              the CANN / driver / firmware ``.run`` packages (copied from
+                       ``--cann-dir`` or fetched with ``--fetch-cann``), checked
+    requirements.txt   every wheel pinned by version and sha256 (``--require-hashes``)
+    SHA256SUMS         ``sha256sum -c`` format, every file but itself and manifest.json
+    install.sh         offline installer: verify hashes, driver/firmware, toolkit,
+                       kernels/ops, NNAL, then ``pip install --no-index --find-links wheels``,
+                       ``source set_env.sh``, ``npudoctor check``
+    INSTALL.md         the same for humans
+    manifest.json      every file with size, sha256 and why it is there; the plan; the
+                       packages still to be fetched ("pending")
+
+Re-running is resumable: files already present with the hash the previous manifest
+recorded are kept (pip reuses them: "File was already downloaded"), and nothing is ever
+half-written under a final name (downloads go to ``.staging/`` or ``*.part`` and are
+renamed when complete and checked).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from npudoctor.plan.files import INSTALL_ORDER, PackageFile
+from npudoctor.plan.resolve import Plan
+from npudoctor.plan.site import Site
+from npudoctor.plan.wheels import platform_tags
+from npudoctor.snapshot import atomic_write, now_iso
+
+MANIFEST = "manifest.json"
+REQUIREMENTS = "requirements.txt"
+SUMS = "SHA256SUMS"
+_CHUNK = 1 << 20
+
+
+class BundleError(RuntimeError):
+    """The bundle could not be made (pip found no wheel for the target, a copy failed...).
+    ``details`` holds the tail of pip's output or the files concerned."""
+
+    def __init__(self, message: str, details: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.details = list(details)
+
+
+@dataclass
+class BundleOptions:
+    """How to fetch.  ``index_url``/``extra_index_urls``/``find_links`` are passed to pip
+    as given; ``torch_index_url`` replaces the PyTorch CPU index of the plan (x86_64 +cpu
+    builds).  ``pip`` is the command prefix running pip; ``env`` the environment of pip
+    (default: this process's)."""
+
+    output: str
+    index_url: Optional[str] = None
+    extra_index_urls: List[str] = field(default_factory=list)
+    find_links: List[str] = field(default_factory=list)
+    torch_index_url: Optional[str] = None
+    cann_dir: Optional[str] = None
+    fetch_cann: bool = False
+    pip: List[str] = field(default_factory=lambda: [sys.executable, "-m", "pip"])
+    env: Optional[Dict[str, str]] = None
+    timeout: float = 3600.0
+    progress: bool = False
+
+
+@dataclass
+class BundleResult:
+    """What was written."""
+
+    output: str
+    files: List[Dict[str, Any]]
+    kept: List[str]
+    downloaded: List[str]
+    pending: List[Dict[str, Any]]
+    manifest: str
+
+
+# --------------------------------------------------------------------------- helpers
+def sha256_file(path: str, progress: Optional[Callable[[int], None]] = None) -> str:
+    """Hex sha256 of a file (streamed).  ``progress(n_bytes)`` is called per chunk."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while True:
+            chunk = fh.read(_CHUNK)
+            if not chunk:
+                break
+            h.update(chunk)
+            if progress:
+                progress(len(chunk))
+    return h.hexdigest()
+
+
+def _valid_wheel(path: str) -> bool:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return zf.testzip() is None and any(n.endswith(".dist-info/METADATA") for n in zf.namelist())
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return False
+
+
+def _wheel_metadata(path: str) -> Tuple[str, str, List[str]]:
+    """(name, version, Requires-Dist) from a wheel's METADATA."""
+    from email.parser import HeaderParser
+
+    with zipfile.ZipFile(path) as zf:
+        meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA") and n.count("/") == 1)
+        text = zf.read(meta).decode("utf-8", "replace")
+    msg = HeaderParser().parsestr(text)
+    return str(msg.get("Name", "")), str(msg.get("Version", "")), [str(r) for r in msg.get_all("Requires-Dist") or []]
+
+
+def load_manifest(directory: str) -> Optional[Dict[str, Any]]:
+    """The manifest of a bundle, or ``None`` when absent or unreadable."""
+    try:
+        with open(os.path.join(directory, MANIFEST), encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def pip_download_argv(plan: Plan, opts: BundleOptions, dest: str) -> List[str]:
+    """The ``pip download`` command for the plan's TARGET interpreter.
+
+    ``--platform`` lists every manylinux tag the site's glibc accepts (pip does not expand
+    ``manylinux_2_X`` itself), ``--python-version``/``--implementation cp``/``--abi cpXY``
+    select the target's CPython, ``--only-binary=:all:`` is required by pip with these."""
+    py = plan.python.replace(".", "")
+    argv = list(opts.pip) + ["download", "--dest", dest, "--only-binary=:all:", "--no-input"]
+    argv += ["--python-version", plan.python, "--implementation", "cp", "--abi", f"cp{py}"]
+    for tag in platform_tags(plan.arch, plan.glibc):
+        argv += ["--platform", tag]
+    if opts.index_url:
+        argv += ["--index-url", opts.index_url]
+    extra = list(opts.extra_index_urls)
+    torch_index = opts.torch_index_url or plan.torch_index
+    if plan.torch_index and torch_index and torch_index not in extra:
+        extra.append(torch_index)
+    for url in extra:
+        argv += ["--extra-index-url", url]
+    for link in opts.find_links:
+        argv += ["--find-links", link]
+    argv += plan.requirements
+    return argv
+
+
+def _progress(enabled: bool) -> Any:
+    """A rich Progress for byte transfers (a no-op context when disabled)."""
+    if not enabled:
+        return None
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        transient=False,
+    )
+
+
+def copy_checked(src: str, dest: str, progress: Any = None) -> str:
+    """Copy ``src`` to ``dest`` via ``dest + '.part'`` (renamed when complete), hashing
+    on the way; returns the sha256.  Raises ``OSError``."""
+    part = dest + ".part"
+    h = hashlib.sha256()
+    size = os.path.getsize(src)
+    task = progress.add_task(f"copy {os.path.basename(src)}", total=size) if progress else None
+    try:
+        with open(src, "rb") as fin, open(part, "wb") as fout:
+            while True:
+                chunk = fin.read(_CHUNK)
+                if not chunk:
+                    break
+                h.update(chunk)
+                fout.write(chunk)
+                if progress:
+                    progress.update(task, advance=len(chunk))
+            fout.flush()
+            os.fsync(fout.fileno())
+        os.replace(part, dest)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(part)
+        raise
+    return h.hexdigest()
+
+
+def fetch_url(url: str, dest: str, progress: Any = None, timeout: float = 60.0) -> str:
+    """Download ``url`` to ``dest`` via ``dest + '.part'`` with ``Referer:
+    https://www.hiascend.com/`` (what Ascend's download host expects, REPORT.md §5);
+    resumes a previous ``.part`` with an HTTP Range request.  Returns the sha256.
+    Raises ``OSError`` (network errors included)."""
+    import requests
+
+    part = dest + ".part"
+    have = os.path.getsize(part) if os.path.exists(part) else 0
+    headers = {"Referer": "https://www.hiascend.com/"}
+    if have:
+        headers["Range"] = f"bytes={have}-"
+    try:
+        with requests.get(url, headers=headers, stream=True, timeout=timeout) as resp:
+            if resp.status_code == 416:  # already complete
+                resp.close()
+            elif resp.status_code not in (200, 206):
+                raise OSError(f"{url}: HTTP {resp.status_code}")
+            else:
+                mode = "ab" if resp.status_code == 206 and have else "wb"
+                if mode == "wb":
+                    have = 0
+                total = int(resp.headers.get("Content-Length") or 0) + have
+                task = progress.add_task(f"fetch {os.path.basename(dest)}", total=total or None) if progress else None
+                if progress:
+                    progress.update(task, advance=have)
+                with open(part, mode) as fh:
+                    for chunk in resp.iter_content(_CHUNK):
+                        fh.write(chunk)
+                        if progress:
+                            progress.update(task, advance=len(chunk))
+    except requests.RequestException as exc:
+        raise OSError(f"{url}: {exc}") from None
+    digest = sha256_file(part)
+    os.replace(part, dest)
+    return digest
+
+
+_MAKESELF = re.compile(rb"makeself|MS_Printf|label=", re.I)
+
+
+def check_run_file(path: str) -> Optional[str]:
+    """Why ``path`` is not a plausible Ascend ``.run`` package (a makeself shell archive
+    starting with ``#!``), or ``None`` when it looks right."""
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            head = fh.read(16384)
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    if size == 0:
+        return "empty file"
+    if not head.startswith(b"#!"):
+        return "not a self-extracting .run archive (no #! shell header)"
+    if not _MAKESELF.search(head):
+        return "no makeself header in the first 16 KiB (a truncated or HTML error page?)"
+    return None
+
+
+def _parse_saved(output: str, dest: str) -> List[str]:
+    """File names pip reported as saved or reused in ``dest``."""
+    names = []
+    for line in output.splitlines():
+        m = re.search(r"(?:Saved|File was already downloaded)\s+(\S+)", line)
+        if m:
+            names.append(os.path.basename(m.group(1)))
+    return names
+
+
+# --------------------------------------------------------------------------- bundle
+def _why_wheels(plan: Plan, wheels: Dict[str, str]) -> Dict[str, str]:
+    """Reason per wheel file: the top-level requirement it satisfies, or who requires it."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    meta: Dict[str, Tuple[str, str, List[str]]] = {}
+    for fname, path in wheels.items():
+        try:
+            meta[fname] = _wheel_metadata(path)
+        except (StopIteration, OSError, KeyError, zipfile.BadZipFile):
+            meta[fname] = ("", "", [])
+    top: Dict[str, str] = {}
+    reasons = {
+        "torch-npu": f"torch_npu {plan.torch_npu}: the planned build",
+        "torch": f"{plan.torch_requirement}: required by torch_npu {plan.torch_npu} (Requires-Dist)",
+        "numpy": f"{plan.numpy}: numpy range CANN {plan.cann} needs on Python {plan.python}",
+    }
+    for req in plan.requirements:
+        try:
+            name = canonicalize_name(Requirement(req).name)
+        except InvalidRequirement:
+            continue
+        top[name] = reasons.get(name) or (
+            f"{req}: CANN {plan.cann} Python dependency" if req in plan.python_deps else f"{req}: torch_npu docs"
+        )
+    required_by: Dict[str, List[str]] = {}
+    for _fname, (name, _v, reqs) in meta.items():
+        for r in reqs:
+            try:
+                parsed = Requirement(r)
+            except InvalidRequirement:
+                continue
+            if parsed.marker is not None and "extra" in str(parsed.marker):
+                continue
+            required_by.setdefault(canonicalize_name(parsed.name), []).append(name)
+    out = {}
+    for fname, (name, _v, _r) in meta.items():
+        key = canonicalize_name(name) if name else ""
+        if key in top:
+            out[fname] = top[key]
+        elif key in required_by:
+            out[fname] = "dependency of " + ", ".join(sorted(set(required_by[key])))
+        else:
+            out[fname] = "dependency resolved by pip"
+    return out
+
+
+def download_wheels(plan: Plan, opts: BundleOptions, log: Callable[[str], None]) -> Tuple[List[str], List[str]]:
+    """Fetch the wheels into ``<output>/wheels``; returns (downloaded, kept) file names.
+    Raises :class:`BundleError` when pip fails (with its last lines)."""
+    out = opts.output
+    wheels_dir = os.path.join(out, "wheels")
+    staging = os.path.join(out, ".staging")
+    os.makedirs(wheels_dir, exist_ok=True)
+    shutil.rmtree(staging, ignore_errors=True)
+    os.makedirs(staging)
+    previous = load_manifest(out) or {}
+    known = {f["path"]: f.get("sha256") for f in previous.get("files", []) if isinstance(f, dict) and "path" in f}
+    reused = set()
+    for name in os.listdir(wheels_dir):
+        path = os.path.join(wheels_dir, name)
+        if not name.endswith(".whl") or not os.path.isfile(path):
+            continue
+        want = known.get(f"wheels/{name}")
+        good = sha256_file(path) == want if want else _valid_wheel(path)
+        if good:
+            try:
+                os.link(path, os.path.join(staging, name))
+            except OSError:
+                shutil.copy2(path, os.path.join(staging, name))
+            reused.add(name)
+        else:
+            log(f"removing {name}: its hash does not match the previous manifest")
+            os.unlink(path)
+    argv = pip_download_argv(plan, opts, staging)
+    log("running: " + " ".join(_quote(a) for a in argv))
+    env = dict(opts.env if opts.env is not None else os.environ)
+    try:
+        proc = subprocess.run(
+            argv,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=opts.timeout,
+            text=True,
+            errors="replace",
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        raise BundleError(f"pip download did not finish within {opts.timeout:.0f} s") from None
+    except OSError as exc:
+        raise BundleError(f"cannot run pip ({' '.join(opts.pip)}): {exc.strerror or exc}") from None
+    output = proc.stdout or ""
+    if proc.returncode != 0:
+        tail = [line for line in output.splitlines() if line.strip()][-12:]
+        raise BundleError(
+            f"pip could not download the wheels for Python {plan.python} on {plan.arch} "
+            f"(glibc {plan.glibc or 'assumed 2.28'}); pip said:",
+            tail,
+        )
+    saved = set(_parse_saved(output, staging))
+    names = [n for n in os.listdir(staging) if n.endswith(".whl")]
+    needed = [n for n in names if n in saved] if saved else names
+    downloaded, kept = [], []
+    for name in needed:
+        src = os.path.join(staging, name)
+        if not _valid_wheel(src):
+            raise BundleError(f"downloaded wheel {name} is not a valid wheel (truncated?)")
+        os.replace(src, os.path.join(wheels_dir, name))
+        (kept if name in reused else downloaded).append(name)
+    for name in os.listdir(wheels_dir):
+        if name.endswith(".whl") and name not in needed:
+            log(f"removing {name}: not part of this plan")
+            os.unlink(os.path.join(wheels_dir, name))
+    shutil.rmtree(staging, ignore_errors=True)
+    return sorted(downloaded), sorted(kept)
+
+
+def gather_cann(
+    plan: Plan, opts: BundleOptions, log: Callable[[str], None], progress: Any
+) -> Tuple[List[Tuple[PackageFile, str, str]], List[Dict[str, Any]], List[str]]:
+    """Copy/fetch the ``.run`` packages into ``<output>/cann``.  Returns ([(package,
+    relative path, sha256)], pending entries, kept names).  Raises :class:`BundleError`
+    when a given file is not a plausible .run package."""
+    cann_dir = os.path.join(opts.output, "cann")
+    previous = load_manifest(opts.output) or {}
+    known = {f["path"]: f.get("sha256") for f in previous.get("files", []) if isinstance(f, dict) and "path" in f}
+    have: List[Tuple[PackageFile, str, str]] = []
+    pending: List[Dict[str, Any]] = []
+    kept: List[str] = []
+    for pkg in plan.packages:
+        rel = f"cann/{pkg.filename}"
+        dest = os.path.join(opts.output, rel)
+        if "<" in pkg.filename:
+            pending.append(dict(pkg.to_dict(), reason="exact file name unknown"))
+            continue
+        if os.path.isfile(dest) and known.get(rel) and sha256_file(dest) == known[rel]:
+            have.append((pkg, rel, known[rel]))
+            kept.append(pkg.filename)
+            continue
+        src = os.path.join(opts.cann_dir, pkg.filename) if opts.cann_dir else None
+        digest = None
+        if src and os.path.isfile(src):
+            why = check_run_file(src)
+            if why:
+                raise BundleError(f"--cann-dir {src}: {why}")
+            os.makedirs(cann_dir, exist_ok=True)
+            digest = copy_checked(src, dest, progress)
+            log(f"copied {pkg.filename}")
+        elif opts.fetch_cann and pkg.url and pkg.url.endswith(pkg.filename):
+            os.makedirs(cann_dir, exist_ok=True)
+            try:
+                digest = fetch_url(pkg.url, dest, progress)
+            except OSError as exc:
+                pending.append(dict(pkg.to_dict(), reason=f"fetch failed: {exc}"))
+                continue
+            why = check_run_file(dest)
+            if why:
+                os.unlink(dest)
+                pending.append(dict(pkg.to_dict(), reason=f"fetched file rejected: {why}"))
+                continue
+            log(f"fetched {pkg.filename}")
+        if digest is None:
+            hint = f"not in --cann-dir {opts.cann_dir}" if opts.cann_dir else "download it and re-run with --cann-dir"
+            pending.append(dict(pkg.to_dict(), reason=hint))
+            continue
+        have.append((pkg, rel, digest))
+    return have, pending, kept
+
+
+def make_bundle(plan: Plan, site: Site, opts: BundleOptions, log: Callable[[str], None] = print) -> BundleResult:
+    """Download and write the whole bundle into ``opts.output``.  Raises
+    :class:`BundleError` (pip failure, bad .run file) or ``OSError`` (disk)."""
+    out = opts.output
+    os.makedirs(out, exist_ok=True)
+    downloaded, kept = download_wheels(plan, opts, log)
+    progress = _progress(opts.progress)
+    with progress if progress is not None else contextlib.nullcontext():
+        cann_files, pending, cann_kept = gather_cann(plan, opts, log, progress)
+    kept += cann_kept
+    wheels_dir = os.path.join(out, "wheels")
+    wheel_paths = {n: os.path.join(wheels_dir, n) for n in sorted(os.listdir(wheels_dir)) if n.endswith(".whl")}
+    why = _why_wheels(plan, wheel_paths)
+    files: List[Dict[str, Any]] = []
+    for name, path in wheel_paths.items():
+        files.append(
+            {
+                "path": f"wheels/{name}",
+                "size": os.path.getsize(path),
+                "sha256": sha256_file(path),
+                "kind": "wheel",
+                "why": why.get(name, ""),
+            }
+        )
+    for pkg, rel, digest in cann_files:
+        files.append(
+            {
+                "path": rel,
+                "size": os.path.getsize(os.path.join(out, rel)),
+                "sha256": digest,
+                "kind": pkg.kind,
+                "why": pkg.why,
+                "version": pkg.version,
+                "url": pkg.url,
+            }
+        )
+    atomic_write(os.path.join(out, REQUIREMENTS), requirements_text(plan, files))
+    atomic_write(os.path.join(out, "install.sh"), install_sh(plan, site, cann_files, pending))
+    os.chmod(os.path.join(out, "install.sh"), 0o755)
+    atomic_write(os.path.join(out, "INSTALL.md"), install_md(plan, site, cann_files, pending))
+    for rel, why_text in (
+        (REQUIREMENTS, "hash-pinned requirements: pip install --no-index --require-hashes"),
+        ("install.sh", "offline installer"),
+        ("INSTALL.md", "instructions for humans"),
+    ):
+        path = os.path.join(out, rel)
+        files.append(
+            {"path": rel, "size": os.path.getsize(path), "sha256": sha256_file(path), "kind": "script", "why": why_text}
+        )
+    sums = "".join(f"{f['sha256']}  {f['path']}\n" for f in files)
+    atomic_write(os.path.join(out, SUMS), sums)
+    from npudoctor import __version__
+
+    manifest = {
+        "schema_version": 1,
+        "created": now_iso(),
+        "npudoctor_version": __version__,
+        "site": site.summary(),
+        "target": {"python": plan.python, "arch": plan.arch, "glibc": plan.glibc, "implementation": "cp"},
+        "plan": plan.to_dict(),
+        "files": files,
+        "pending": pending,
+    }
+    atomic_write(os.path.join(out, MANIFEST), json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    return BundleResult(out, files, kept, downloaded, pending, os.path.join(out, MANIFEST))
+
+
+def requirements_text(plan: Plan, files: List[Dict[str, Any]]) -> str:
+    """Every wheel pinned with ``==version`` and its ``--hash=sha256:``, for
+    ``pip install --require-hashes`` (one line per distribution; several wheels of
+    one version give several hashes)."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    pins: Dict[Tuple[str, str], List[str]] = {}
+    for f in files:
+        if f["kind"] != "wheel":
+            continue
+        try:
+            name, version, _b, _t = parse_wheel_filename(os.path.basename(f["path"]))
+        except InvalidWheelFilename:
+            continue
+        pins.setdefault((str(name), str(version)), []).append(f["sha256"])
+    lines = [
+        f"# generated by npudoctor plan: torch_npu {plan.torch_npu} for CPython {plan.python} on {plan.arch}",
+        "# install offline: pip install --no-index --find-links wheels --require-hashes -r requirements.txt",
+    ]
+    for (name, version), hashes in sorted(pins.items()):
+        lines.append(f"{name}=={version} " + " ".join(f"--hash=sha256:{h}" for h in sorted(set(hashes))))
+    return "\n".join(lines) + "\n"
+
+
+def _quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
+
+
+def _set_env_candidates(plan: Plan, site: Site) -> Tuple[List[str], List[str]]:
+    """Where set_env.sh of the toolkit and of NNAL will be after install (REPORT.md §3.5)."""
+    toolkit = []
+    if plan.cann_action == "keep" and site.cann_path:
+        base = site.cann_path.rstrip("/")
+        toolkit += [f"{base}/set_env.sh", f"{os.path.dirname(base)}/set_env.sh"]
+    for root in ("/usr/local/Ascend", "$HOME/Ascend"):
+        toolkit += [f"{root}/cann/set_env.sh", f"{root}/ascend-toolkit/set_env.sh"]
+    nnal = [f"{root}/nnal/atb/set_env.sh" for root in ("/usr/local/Ascend", "$HOME/Ascend")]
+    return toolkit, nnal
+
+
+def install_sh(
+    plan: Plan, site: Site, cann_files: List[Tuple[PackageFile, str, str]], pending: List[Dict[str, Any]]
+) -> str:
+    """The offline installer script (bash)."""
+    q = _quote
+    toolkit_env, nnal_env = _set_env_candidates(plan, site)
+    steps = []
+    present = {pkg.kind: (pkg, rel) for pkg, rel, _d in cann_files}
+    missing = {p["kind"]: p for p in pending}
+    for kind in INSTALL_ORDER:
+        if kind in present:
+            pkg, rel = present[kind]
+            group = "DRIVER" if kind in ("driver", "firmware") else "CANN"
+            steps.append(f"run_pkg {group} {kind} {q(rel)} {pkg.install_args}")
+            if kind in ("toolkit", "kernels", "ops"):
+                steps.append("source_first " + " ".join(f'"{p}"' for p in toolkit_env))
+        elif kind in missing:
+            p = missing[kind]
+            group = "DRIVER" if kind in ("driver", "firmware") else "CANN"
+            steps.append(f"absent_pkg {group} {kind} {q(p['filename'])} {q(p.get('url') or '')}")
+    cann_steps = "\n    ".join(steps) if steps else ":"
+    py_tag = plan.python
+    return f"""#!/usr/bin/env bash
+# Offline installer generated by npudoctor plan ({now_iso()}).
+# Target: CPython {plan.python} on {plan.arch}; torch_npu {plan.torch_npu}, {plan.torch_requirement}, CANN {plan.cann}.
+# Order: verify hashes -> driver, firmware -> toolkit -> kernels/ops -> set_env.sh -> NNAL
+#        -> pip install --no-index --find-links wheels -> npudoctor check
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
+PY="${{PYTHON:-python3}}"
+SKIP_CANN=0
+SKIP_DRIVER=0
+RUN_CHECK=1
+
+usage() {{
+  cat <<'EOF'
+usage: install.sh [--python PATH] [--skip-cann] [--skip-driver] [--no-check]
+  --python PATH   interpreter to install the wheels into (default: $PYTHON or python3);
+                  must be CPython {py_tag}
+  --skip-cann     skip every .run package (driver, firmware, toolkit, kernels/ops, NNAL)
+  --skip-driver   skip the driver and firmware packages only
+  --no-check      do not run `npudoctor check` at the end
+exit codes: 0 installed; 1 a step failed (hash mismatch, missing package, pip error); 2 usage
+EOF
+}}
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --python) [ $# -ge 2 ] || {{ usage >&2; exit 2; }}; PY="$2"; shift ;;
+    --skip-cann) SKIP_CANN=1 ;;
+    --skip-driver) SKIP_DRIVER=1 ;;
+    --no-check) RUN_CHECK=0 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "install.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
+  esac
+  shift
+done
+
+cd "$HERE"
+say() {{ printf '\\n==> %s\\n' "$*"; }}
+die() {{ printf 'install.sh: %s\\n' "$*" >&2; exit 1; }}
+
+say "verifying the files against SHA256SUMS"
+if command -v sha256sum >/dev/null 2>&1; then
+  sha256sum -c --quiet {SUMS} || die "a file does not match its sha256 (see above); the bundle is damaged"
+else
+  "$PY" - <<'EOF' || die "a file does not match its sha256; the bundle is damaged"
+import hashlib, sys
+bad = 0
+for line in open("{SUMS}"):
+    digest, path = line.rstrip("\\n").split("  ", 1)
+    try:
+        h = hashlib.sha256(open(path, "rb").read()).hexdigest()
+    except OSError as exc:
+        print(f"{{path}}: FAILED open ({{exc}})"); bad += 1; continue
+    if h != digest:
+        print(f"{{path}}: FAILED"); bad += 1
+sys.exit(1 if bad else 0)
+EOF
+fi
+
+"$PY" -c 'import sys; sys.exit(0 if "%d.%d" % sys.version_info[:2] == "{py_tag}" else 1)' \\
+  || die "$PY is not CPython {py_tag}; these wheels are built for it (use --python PATH)"
+
+run_pkg() {{  # group kind file args...
+  local group="$1" kind="$2" file="$3"; shift 3
+  if [ "$SKIP_CANN" = 1 ] || {{ [ "$group" = DRIVER ] && [ "$SKIP_DRIVER" = 1 ]; }}; then
+    echo "skipping $kind ($file)"; return 0
+  fi
+  if [ "$group" = DRIVER ] && [ "$(id -u)" != 0 ]; then
+    die "the $kind package must be installed as root: sudo bash install.sh (or --skip-driver)"
+  fi
+  say "installing $kind: $file $*"
+  bash "$file" "$@" || die "$kind installation failed ($file)"
+}}
+
+absent_pkg() {{  # group kind file url
+  local group="$1" kind="$2" file="$3" url="$4"
+  if [ "$SKIP_CANN" = 1 ] || {{ [ "$group" = DRIVER ] && [ "$SKIP_DRIVER" = 1 ]; }}; then
+    echo "skipping $kind ($file, not in the bundle)"; return 0
+  fi
+  die "the $kind package $file is not in the bundle; download it from $url into cann/ and re-run npudoctor plan --cann-dir, or pass --skip-cann"
+}}
+
+source_first() {{
+  local f
+  for f in "$@"; do
+    if [ -f "$f" ]; then
+      say "source $f"
+      set +u
+      # shellcheck disable=SC1090
+      source "$f"
+      set -u
+      return 0
+    fi
+  done
+  return 0
+}}
+
+if [ "$SKIP_CANN" = 0 ]; then
+    {cann_steps}
+fi
+
+say "installing the Python packages (offline, hash-checked)"
+"$PY" -m pip install --isolated --no-index --find-links "$HERE/wheels" --require-hashes -r "$HERE/{REQUIREMENTS}" \\
+  || die "pip install failed"
+
+source_first {" ".join(f'"{p}"' for p in toolkit_env)}
+source_first {" ".join(f'"{p}"' for p in nnal_env)}
+
+if [ "$RUN_CHECK" = 1 ]; then
+  if command -v npudoctor >/dev/null 2>&1; then
+    say "npudoctor check --python $PY"
+    rc=0
+    npudoctor check --python "$PY" || rc=$?
+    [ "$rc" = 0 ] || echo "npudoctor check reported problems (exit $rc); see above"
+  else
+    echo "npudoctor is not installed here; run 'npudoctor check' to confirm the stack"
+  fi
+fi
+say "done"
+"""
+
+
+def install_md(
+    plan: Plan, site: Site, cann_files: List[Tuple[PackageFile, str, str]], pending: List[Dict[str, Any]]
+) -> str:
+    """INSTALL.md: the plan and the steps for a human."""
+    lines = [
+        f"# Offline install: torch_npu {plan.torch_npu} for CPython {plan.python} on {plan.arch}",
+        "",
+        f"Made by `npudoctor plan` on {now_iso()} for node `{site.node or 'unknown'}` "
+        f"({site.os or 'unknown OS'}, glibc {site.glibc or 'unknown'}, chip {plan.chip or 'unknown'}).",
+        "",
+        "## What is in it",
+        "",
+        f"- torch_npu {plan.torch_npu}, {plan.torch_requirement}, {plan.numpy}, CANN Python dependencies (`wheels/`)",
+        f"- CANN {plan.cann} ({'already installed on the site: kept' if plan.cann_action == 'keep' else 'to install'})",
+        f"- driver: {plan.driver.action} ({plan.driver.installed or 'unknown'}"
+        + (f" → {plan.driver.target}" if plan.driver.target else "")
+        + ")",
+        "",
+        "## Why",
+        "",
+    ]
+    lines += [f"- {r}" for r in plan.reasons]
+    if plan.warnings:
+        lines += ["", "## Warnings", ""] + [f"- {w}" for w in plan.warnings]
+    if pending:
+        lines += ["", "## Still to download (not in this bundle)", ""]
+        for p in pending:
+            lines.append(f"- `{p['filename']}` ({p['kind']}): {p.get('url') or ''} — {p.get('reason', '')}")
+    lines += [
+        "",
+        "## Install (on the intranet machine)",
+        "",
+        "```bash",
+        "npudoctor plan verify . --for site.json   # optional: all files present, hashes, tags fit",
+        "sudo bash install.sh                       # driver/firmware need root",
+        "bash install.sh --skip-driver --python /path/to/python" + plan.python,
+        "bash install.sh --skip-cann                # Python packages only",
+        "```",
+        "",
+        "Steps of install.sh: verify `SHA256SUMS`; driver, firmware (reboot afterwards when the "
+        "firmware changed); toolkit; kernels/ops; `source set_env.sh`; NNAL; "
+        "`pip install --no-index --find-links wheels --require-hashes -r requirements.txt`; "
+        "`npudoctor check`.",
+        "",
+        "Manual Python step:",
+        "",
+        "```bash",
+        f"python{plan.python} -m pip install --no-index --find-links wheels --require-hashes -r requirements.txt",
+        "```",
+        "",
+    ]
+    return "\n".join(lines)

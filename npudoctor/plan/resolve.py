@@ -1,0 +1,709 @@
+"""Choose one consistent install set for a site: torch_npu, torch, Python, CANN, numpy and
+the CANN Python dependencies, and the driver the set needs — and explain every choice.
+
+Inputs: a :class:`~npudoctor.plan.site.Site` (from ``npudoctor collect``), a
+:class:`Request` (``--torch-npu`` exact version, ``--torch`` line, ``--cann``,
+``--python``, ``--allow-driver-upgrade``), the matrix (:mod:`npudoctor.matrix`: rows of the
+official torch_npu ↔ torch ↔ CANN tables, CANN ↔ driver requirements, chips, numpy
+bounds) and a :class:`~npudoctor.plan.wheels.WheelCatalog` (which wheels exist).
+
+Every matrix row is judged as a candidate: a list of *problems* (no wheel for this
+Python/arch, glibc too old, chip not supported, no CANN the driver accepts, ...).  The
+first candidate without problems, newest first, is the plan; when none fits,
+:class:`Resolution` carries the reasons for the asked-for rows and the nearest sets that
+do fit.  Facts and their sources: REPORT.md §1–§3, §6 (through the matrix), §2 (PyPI wheels).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from npudoctor.plan.site import Site
+from npudoctor.plan.wheels import WheelCatalog, canonical_version, describe_pythons, py_key
+
+#: PyTorch CPU wheel index: torch ``X+cpu`` builds that x86_64 torch_npu wheels pin up to
+#: torch 2.11.x (REPORT.md §2 "Requires-Dist of sampled wheels"; torch_npu README
+#: "For x86: pip3 install torch==2.6.0+cpu --index-url https://download.pytorch.org/whl/cpu").
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+#: First torch line whose x86_64 torch_npu wheel pins plain ``torch==X`` (REPORT.md §2).
+PLAIN_TORCH_FROM = "2.12.0"
+#: Row status order of preference when several rows are equally new.
+_STATUS_RANK = {"active": 0, "historical": 1, "release-notes-only": 2, "unmapped": 3, "prerelease": 4}
+#: torch_npu's own documented Python dependencies (REPORT.md §6.1: README "pip3 install
+#: pyyaml", "pip3 install setuptools").
+TORCH_NPU_EXTRA = ("pyyaml", "setuptools")
+
+
+class PlanError(ValueError):
+    """The request itself is malformed (unknown version text, missing site facts that
+    cannot be assumed).  Exit 2 in the CLI."""
+
+
+@dataclass
+class Request:
+    """What the user asked for (all optional)."""
+
+    torch_npu: Optional[str] = None
+    torch: Optional[str] = None
+    cann: Optional[str] = None
+    python: Optional[str] = None
+    allow_driver_upgrade: bool = False
+
+    def describe(self) -> str:
+        parts = []
+        for key in ("torch_npu", "torch", "cann", "python"):
+            value = getattr(self, key)
+            if value:
+                parts.append(f"--{key.replace('_', '-')} {value}")
+        return " ".join(parts) or "no target (newest set the site supports)"
+
+
+@dataclass
+class DriverStep:
+    """What the plan needs from the NPU driver."""
+
+    installed: Optional[str]
+    fit: str  # paired | compatible | too-old | incompatible | unknown
+    action: str  # keep | upgrade | check
+    target: Optional[str] = None
+    required: List[str] = field(default_factory=list)
+    source: str = ""
+
+
+@dataclass
+class Plan:
+    """One consistent set, with the reason for every choice (``reasons``) and the things
+    the user must know (``warnings``)."""
+
+    torch_npu: str
+    torch: str
+    torch_requirement: str
+    torch_index: Optional[str]
+    python: str
+    arch: str
+    glibc: Optional[str]
+    cann: str
+    cann_action: str  # keep | install
+    cann_fit: str  # paired | compatible
+    numpy: str  # pip requirement ("numpy<2", "numpy")
+    python_deps: List[str]
+    driver: DriverStep
+    chip: Optional[str]
+    chip_family: Optional[str]
+    package_chip: Optional[str]
+    packages: List[Any]  # files.PackageFile
+    reasons: List[str] = field(default_factory=list)
+    warnings: List[str] = field(default_factory=list)
+    row_source: str = ""
+
+    @property
+    def requirements(self) -> List[str]:
+        """Top-level pip requirements, in install order (torch first)."""
+        reqs = [self.torch_requirement, f"torch_npu=={self.torch_npu}", self.numpy]
+        seen = {"torch", "torch-npu", "numpy"}
+        from packaging.requirements import InvalidRequirement, Requirement
+        from packaging.utils import canonicalize_name
+
+        for dep in list(TORCH_NPU_EXTRA) + list(self.python_deps):
+            try:
+                name = canonicalize_name(Requirement(dep).name)
+            except InvalidRequirement:
+                continue
+            if name not in seen:
+                seen.add(name)
+                reqs.append(dep)
+        return reqs
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "torch_npu": self.torch_npu,
+            "torch": self.torch,
+            "torch_requirement": self.torch_requirement,
+            "torch_index": self.torch_index,
+            "python": self.python,
+            "arch": self.arch,
+            "glibc": self.glibc,
+            "cann": self.cann,
+            "cann_action": self.cann_action,
+            "cann_fit": self.cann_fit,
+            "numpy": self.numpy,
+            "python_deps": list(self.python_deps),
+            "requirements": self.requirements,
+            "driver": vars(self.driver).copy(),
+            "chip": self.chip,
+            "chip_family": self.chip_family,
+            "package_chip": self.package_chip,
+            "packages": [p.to_dict() for p in self.packages],
+            "reasons": list(self.reasons),
+            "warnings": list(self.warnings),
+            "row_source": self.row_source,
+        }
+
+
+@dataclass
+class Candidate:
+    """A matrix row judged for the site."""
+
+    row: Any
+    python: str
+    problems: List[str] = field(default_factory=list)
+    cann: Optional[str] = None
+    cann_fit: str = ""
+    driver: Optional[DriverStep] = None
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def label(self) -> str:
+        cann = f", CANN {self.cann}" if self.cann else ""
+        if self.cann and self.cann_fit == "compatible":
+            cann += " (declared compatible)"
+        return f"torch_npu {self.row.torch_npu} (torch {self.row.torch}{cann}, Python {self.python})"
+
+
+@dataclass
+class Resolution:
+    """The result: a plan, or why none fits and the nearest sets that do."""
+
+    request: Request
+    site: Site
+    plan: Optional[Plan] = None
+    reasons: List[str] = field(default_factory=list)  # why nothing fits
+    alternatives: List[str] = field(default_factory=list)
+    rejected: List[str] = field(default_factory=list)  # newer sets passed over, with why
+
+    @property
+    def ok(self) -> bool:
+        return self.plan is not None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "request": vars(self.request).copy(),
+            "site": self.site.summary(),
+            "plan": self.plan.to_dict() if self.plan else None,
+            "reasons": list(self.reasons),
+            "alternatives": list(self.alternatives),
+            "rejected": list(self.rejected),
+        }
+
+
+# --------------------------------------------------------------------------- helpers
+def _vkey(text: str) -> Any:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return (1, Version(text))
+    except InvalidVersion:
+        return (0, text)
+
+
+def _cann_key(text: str) -> Any:
+    from npudoctor.versions import parse_cann
+
+    v = parse_cann(text)
+    return v._key if v is not None and v.orderable else (0, 0, 0)  # noqa: SLF001 - ordering key
+
+
+def torch_requirement(torch: str, torch_npu: str, arch: str) -> Tuple[str, Optional[str]]:
+    """(pip requirement of torch, extra index or None) that torch_npu's Requires-Dist names.
+
+    x86_64 wheels pin the ``+cpu`` local build up to torch 2.11.x (it comes from the PyTorch
+    CPU index); aarch64 wheels and x86_64 from 2.12.0 pin plain ``torch==X`` (PyPI).
+    Source: REPORT.md §2 (METADATA of sampled wheels)."""
+    from packaging.version import Version
+
+    if arch == "x86_64" and Version(torch) < Version(PLAIN_TORCH_FROM):
+        return f"torch=={torch}+cpu", TORCH_CPU_INDEX
+    return f"torch=={torch}", None
+
+
+def _known_canns(matrix: Any) -> List[str]:
+    """Concrete CANN versions the matrix names (paired columns), newest first."""
+    seen: Dict[str, None] = {}
+    for row in matrix.torch_npu_rows:
+        for c in row.cann or []:
+            seen.setdefault(c, None)
+    return sorted(seen, key=_cann_key, reverse=True)
+
+
+class Resolver:
+    """Judges matrix rows for one site and request."""
+
+    def __init__(self, site: Site, request: Request, matrix: Any, catalog: Optional[WheelCatalog] = None) -> None:
+        self.site = site
+        self.request = request
+        self.matrix = matrix
+        self.catalog = catalog or WheelCatalog.from_matrix(matrix)
+        self.canns = _known_canns(matrix)
+        self.assumptions: List[str] = []
+        if not site.arch:
+            raise PlanError("the snapshot has no host.arch; cannot choose wheels (re-run `npudoctor collect`)")
+        if site.arch not in ("aarch64", "x86_64"):
+            raise PlanError(f"torch_npu wheels exist for aarch64 and x86_64 only; the site is {site.arch}")
+        self.python = request.python or site.python
+        if request.python:
+            from npudoctor.plan.site import python_xy
+
+            if python_xy(request.python) != request.python.strip():
+                raise PlanError(f"--python {request.python}: give MAJOR.MINOR, e.g. 3.10")
+        if not self.python:
+            raise PlanError("the snapshot has no python.version; give --python X.Y")
+        chip = site.chip
+        self.chip_name = chip.name if chip else None
+        self.family = chip.family if chip else None
+        self.chip_info = None
+        if chip is not None:
+            try:
+                self.chip_info = matrix.chip(chip.name)
+            except Exception:
+                self.chip_info = None
+            if self.chip_info is not None and not self.family:
+                self.family = self.chip_info.family
+
+    # ---------------------------------------------------------------- rows
+    def rows(self) -> List[Any]:
+        """Matrix rows ordered newest first (status breaks ties)."""
+        rows = list(self.matrix.torch_npu_rows)
+        rows.sort(
+            key=lambda r: (bool(r.cann), _vkey(canonical_version(r.torch_npu)), -_STATUS_RANK.get(r.status, 5)),
+            reverse=True,
+        )
+        return rows
+
+    def driver_step(self, cann: str) -> DriverStep:
+        req = None
+        try:
+            req = self.matrix.driver_requirement(cann)
+        except Exception:
+            req = None
+        required = list(req.paired or []) + list(req.compatible or []) if req is not None else []
+        source = req.source if req is not None else ""
+        installed = self.site.driver
+        if not installed:
+            return DriverStep(None, "unknown", "check", required=required, source=source)
+        fit = self.matrix.driver_fit(cann, installed)
+        if fit in ("paired", "compatible"):
+            return DriverStep(installed, fit, "keep", required=required, source=source)
+        if fit == "unknown":
+            return DriverStep(installed, fit, "check", required=required, source=source)
+        target = None
+        if req is not None:
+            target = (req.paired or [None])[0] or req.minimum
+        return DriverStep(installed, fit, "upgrade", target=target, required=required, source=source)
+
+    def cann_options(self, row: Any) -> List[Tuple[str, str]]:
+        """(CANN, fit) choices for ``row`` in preference order: the asked one; the
+        installed one if the row accepts it; the officially paired ones; then concrete
+        versions the row's line is declared compatible with, newest first."""
+        fits = ("paired", "compatible")
+        if self.request.cann:
+            fit = self.matrix.cann_fit(row, self.request.cann)
+            return [(self.request.cann, fit)] if fit in fits else []
+        out: List[Tuple[str, str]] = []
+        if self.site.cann:
+            fit = self.matrix.cann_fit(row, self.site.cann)
+            if fit in fits:
+                out.append((self.site.cann, fit))
+        for c in row.cann or []:
+            out.append((c, "paired"))
+        for c in self.canns:
+            fit = self.matrix.cann_fit(row, c)
+            if fit == "compatible":
+                out.append((c, fit))
+        seen = set()
+        uniq = []
+        for c, f in out:
+            if c not in seen:
+                seen.add(c)
+                uniq.append((c, f))
+        return uniq
+
+    def judge(self, row: Any, python: Optional[str] = None) -> Candidate:
+        """Judge one row for ``python`` (default: the request's / site's)."""
+        py = python or self.python
+        cand = Candidate(row=row, python=py)
+        arch = self.site.arch
+        version = row.torch_npu
+        # wheels
+        if not self.catalog.known(version):
+            cand.problems.append(f"torch_npu {version} has no wheel on PyPI ({self.catalog.source})")
+        else:
+            pythons = self.catalog.pythons(version, arch)
+            wheel = self.catalog.wheel(version, py, arch)
+            if wheel is None:
+                cand.problems.append(
+                    f"torch_npu {version} has no cp{py.replace('.', '')} wheel for {arch} "
+                    f"(its {arch} wheels: {describe_pythons(pythons)})"
+                )
+            elif wheel.min_glibc and self.site.glibc:
+                from npudoctor.plan.wheels import parse_glibc
+
+                have = parse_glibc(self.site.glibc)
+                if have is not None and have < wheel.min_glibc:
+                    cand.problems.append(
+                        f"the torch_npu {version} wheel for {arch} is built for glibc ≥ {wheel.glibc_text} "
+                        f"({wheel.filename.split('-')[-1][:-4]}); the site has glibc {self.site.glibc}"
+                    )
+        # chip
+        if self.family:
+            try:
+                supported = self.matrix.family_supported(self.family, version)
+            except Exception:
+                supported = None
+            if supported is False:
+                cand.problems.append(
+                    f"torch_npu {version} does not support {self.chip_name} chips ({self.family} family)"
+                )
+        # status
+        if row.status == "prerelease" and canonical_version(self.request.torch_npu or "") != canonical_version(version):
+            cand.problems.append(f"torch_npu {version} is a pre-release (ask for it with --torch-npu {version})")
+        # CANN + driver
+        options = self.cann_options(row)
+        if not options:
+            if self.request.cann:
+                cand.problems.append(
+                    f"torch_npu {version} is not paired with or declared compatible with CANN {self.request.cann} "
+                    f"(paired: {', '.join(row.cann) or 'undocumented'})"
+                )
+            else:
+                cand.problems.append(f"the CANN that torch_npu {version} was built for is not documented")
+            return cand
+        refused = []
+        for cann, fit in options:
+            step = self.driver_step(cann)
+            if step.action == "upgrade":
+                refused.append((cann, fit, step))
+                continue
+            cand.cann, cand.cann_fit, cand.driver = cann, fit, step
+            break
+        if cand.cann is None and self.request.allow_driver_upgrade:
+            # no CANN works with the installed driver: take the preferred one, upgrading
+            cand.cann, cand.cann_fit, cand.driver = refused[0]
+        elif cand.cann is None:
+            cann, _fit, step = refused[0]
+            need = ", ".join(step.required) or step.target or "a newer driver"
+            cand.cann = cann
+            cand.problems.append(
+                f"CANN {cann} (for torch_npu {version}) needs driver {need}; the site has {step.installed} "
+                f"({step.fit}); a driver upgrade is refused without --allow-driver-upgrade"
+            )
+        return cand
+
+    # ---------------------------------------------------------------- resolve
+    def selected_rows(self) -> Tuple[List[Any], Optional[str]]:
+        """Rows the request allows, and a reason when the request names nothing known."""
+        rows = self.rows()
+        if self.request.torch_npu:
+            want = canonical_version(self.request.torch_npu)
+            rows = [r for r in rows if canonical_version(r.torch_npu) == want]
+            if not rows:
+                return [], f"torch_npu {self.request.torch_npu} is not in the compatibility matrix"
+        if self.request.torch:
+            want_t = canonical_version(self.request.torch)
+            rows = [r for r in rows if canonical_version(r.torch) == want_t]
+            if not rows:
+                return [], f"no torch_npu build for torch {self.request.torch} is in the compatibility matrix"
+        if self.request.cann:
+            from npudoctor.versions import parse_cann
+
+            if parse_cann(self.request.cann) is None:
+                raise PlanError(f"--cann {self.request.cann}: not a CANN version (e.g. 8.0.0, 8.0.RC3, 9.1.0)")
+            rows = [r for r in rows if self.matrix.cann_fit(r, self.request.cann) in ("paired", "compatible")]
+            if not rows:
+                return (
+                    [],
+                    f"no torch_npu build in the matrix is paired with or declared compatible with CANN {self.request.cann}",
+                )
+        return rows, None
+
+    def resolve(self) -> Resolution:
+        res = Resolution(self.request, self.site)
+        rows, why_none = self.selected_rows()
+        judged = [self.judge(r) for r in rows]
+        chosen = next((c for c in judged if c.ok), None)
+        if chosen is None:
+            if why_none:
+                res.reasons.append(why_none)
+            # reasons: the problems of the asked-for rows (the newest few)
+            for cand in judged[:3]:
+                res.reasons.append("; ".join(cand.problems))
+            if len(judged) > 3:
+                res.reasons.append(f"... and {len(judged) - 3} older builds for the same request do not fit either")
+            if not rows and not why_none:
+                res.reasons.append("no torch_npu build matches the request")
+            res.alternatives = self.alternatives(rows)
+            return res
+        for cand in judged:
+            if cand is chosen:
+                break
+            if cand.problems and len(res.rejected) < 5:
+                res.rejected.append(f"not torch_npu {cand.row.torch_npu}: {cand.problems[0]}")
+        res.plan = self.build_plan(chosen, res)
+        return res
+
+    def _variant(self, request: Request) -> Resolver:
+        other = Resolver.__new__(Resolver)
+        other.__dict__.update(self.__dict__)
+        other.request = request
+        other.python = request.python or self.site.python
+        return other
+
+    def alternatives(self, asked: List[Any], limit: int = 5) -> List[str]:
+        """Nearest sets that fit, each with what changes: other builds of the asked torch
+        line; the asked build with another Python; with a driver upgrade; with another
+        CANN; another torch line."""
+        req = self.request
+        out: List[str] = []
+        seen = set()
+
+        def add(cand: Candidate, why: str) -> bool:
+            key = (cand.row.torch_npu, cand.python, cand.cann)
+            if key in seen or len(out) >= limit:
+                return False
+            seen.add(key)
+            out.append(f"{cand.label()}: {why}")
+            return True
+
+        def first_ok(resolver: Resolver, rows: List[Any], why: Any, count: int = 1) -> None:
+            n = 0
+            for row in rows:
+                cand = resolver.judge(row)
+                if cand.ok and add(cand, why(cand) if callable(why) else why):
+                    n += 1
+                    if n >= count:
+                        return
+
+        lines = {canonical_version(r.torch) for r in asked}
+        if req.torch:
+            lines.add(canonical_version(req.torch))
+        base = {"cann": req.cann, "python": req.python, "allow_driver_upgrade": req.allow_driver_upgrade}
+        # 1. other builds of the same torch line
+        if req.torch_npu:
+            for line in sorted(lines):
+                same = self._variant(Request(torch=line, **base))
+                rows = [r for r in same.rows() if canonical_version(r.torch) == line and r not in asked]
+                first_ok(
+                    same,
+                    rows,
+                    lambda c: f"same torch line; has a {self._py_tag(c.python)} wheel for {self.site.arch}",
+                    2,
+                )
+        # 2. the asked builds with another Python
+        for row in asked[:3]:
+            for py in sorted(self.catalog.pythons(row.torch_npu, self.site.arch), key=py_key, reverse=True):
+                if py == self.python:
+                    continue
+                cand = self.judge(row, python=py)
+                if cand.ok:
+                    add(
+                        cand,
+                        f"the asked build with Python {py} (plan with --python {py}; install that interpreter there)",
+                    )
+                    break
+        # 3. with a driver upgrade
+        if not req.allow_driver_upgrade:
+            up = self._variant(
+                Request(
+                    torch_npu=req.torch_npu,
+                    torch=req.torch,
+                    cann=req.cann,
+                    python=req.python,
+                    allow_driver_upgrade=True,
+                )
+            )
+            first_ok(
+                up,
+                asked,
+                lambda c: f"needs a driver upgrade to {c.driver.target if c.driver else '?'} (--allow-driver-upgrade)",
+            )
+        # 4. without the asked CANN / torch line
+        if req.cann:
+            free = self._variant(
+                Request(
+                    torch_npu=req.torch_npu,
+                    torch=req.torch,
+                    python=req.python,
+                    allow_driver_upgrade=req.allow_driver_upgrade,
+                )
+            )
+            first_ok(free, free.selected_rows()[0], f"with another CANN than {req.cann}")
+        if req.torch_npu or req.torch:
+            free = self._variant(
+                Request(cann=req.cann, python=req.python, allow_driver_upgrade=req.allow_driver_upgrade)
+            )
+            first_ok(free, free.selected_rows()[0], "newest set for this site (another torch line)")
+        if not (req.torch_npu or req.torch or req.cann):
+            for row in asked:
+                if len(out) >= limit:
+                    break
+                for py in sorted(self.catalog.pythons(row.torch_npu, self.site.arch), key=py_key, reverse=True):
+                    cand = self.judge(row, python=py)
+                    if cand.ok:
+                        add(cand, f"newest set with Python {py} (plan with --python {py})")
+                        break
+                if out:
+                    break
+        return out
+
+    @staticmethod
+    def _py_tag(python: str) -> str:
+        return "cp" + python.replace(".", "")
+
+    def build_plan(self, cand: Candidate, res: Resolution) -> Plan:
+        from npudoctor.plan.files import cann_packages, driver_packages, package_chip
+
+        row, site, req = cand.row, self.site, self.request
+        arch = site.arch
+        assert cand.cann is not None and cand.driver is not None
+        torch_req, torch_index = torch_requirement(row.torch, row.torch_npu, arch)
+        reasons: List[str] = []
+        warnings: List[str] = []
+        # torch_npu
+        if req.torch_npu:
+            reasons.append(f"torch_npu {row.torch_npu}: asked for with --torch-npu")
+        elif req.torch:
+            reasons.append(f"torch_npu {row.torch_npu}: the newest build for torch {row.torch} that fits this site")
+        elif req.cann:
+            reasons.append(
+                f"torch_npu {row.torch_npu}: the newest build with a {self._py_tag(cand.python)} wheel for {arch} "
+                f"that works with CANN {req.cann}"
+            )
+        else:
+            reasons.append(
+                f"torch_npu {row.torch_npu}: the newest build with a {self._py_tag(cand.python)} wheel for {arch} "
+                f"whose CANN this site's chip and driver accept"
+            )
+        if res.rejected:
+            reasons.append("newer builds passed over: " + "; ".join(res.rejected))
+        # torch
+        if torch_index:
+            reasons.append(
+                f"{torch_req}: torch_npu {row.torch_npu}'s x86_64 wheel requires the +cpu torch build "
+                f"(Requires-Dist), which comes from the PyTorch CPU index {torch_index}"
+            )
+        else:
+            reasons.append(f"{torch_req}: the torch build torch_npu {row.torch_npu} requires (Requires-Dist)")
+        # python
+        if req.python:
+            reasons.append(f"Python {cand.python}: asked for with --python")
+            if site.python and site.python != cand.python:
+                warnings.append(
+                    f"the site's interpreter is Python {site.python}; these wheels need a Python {cand.python} "
+                    "interpreter there (install.sh --python PATH)"
+                )
+        else:
+            where = f" at {site.executable}" if site.executable else ""
+            reasons.append(f"Python {cand.python}: the site's interpreter{where}")
+        wheel = self.catalog.wheel(row.torch_npu, cand.python, arch)
+        if wheel is not None and wheel.filename:
+            reasons.append(f"wheel {wheel.filename} ({self.catalog.source})")
+        if not site.glibc:
+            warnings.append("the snapshot has no glibc version; wheels were chosen assuming glibc 2.28")
+        # CANN
+        keep = bool(site.cann) and site.cann == cand.cann
+        if req.cann:
+            reasons.append(f"CANN {cand.cann}: asked for with --cann ({cand.cann_fit} with torch_npu {row.torch_npu})")
+        elif keep:
+            reasons.append(
+                f"CANN {cand.cann}: already installed on the site and {cand.cann_fit} with torch_npu {row.torch_npu}"
+            )
+        elif cand.cann_fit == "paired":
+            reasons.append(f"CANN {cand.cann}: officially paired with torch_npu {row.torch_npu} ({row.source})")
+        elif row.cann:
+            reasons.append(
+                f"CANN {cand.cann}: torch_npu {row.torch_npu}'s line is declared compatible with it "
+                f"(the paired CANN {', '.join(row.cann)} would need a driver upgrade)"
+            )
+        else:
+            reasons.append(
+                f"CANN {cand.cann}: no CANN is officially paired with torch_npu {row.torch_npu}; "
+                f"its line is declared compatible with {', '.join(row.cann_compatible)}"
+            )
+        if site.cann and not keep:
+            reasons.append(f"replaces the site's CANN {site.cann}")
+        # driver
+        drv = cand.driver
+        if drv.action == "keep":
+            reasons.append(f"driver {drv.installed}: {drv.fit} with CANN {cand.cann}; no driver change")
+        elif drv.action == "upgrade":
+            reasons.append(
+                f"driver {drv.installed} is {drv.fit} for CANN {cand.cann} (needs {', '.join(drv.required)}); "
+                f"upgrade to {drv.target} (allowed by --allow-driver-upgrade)"
+            )
+        else:
+            need = ", ".join(drv.required) or "unknown"
+            if drv.installed:
+                warnings.append(f"whether driver {drv.installed} fits CANN {cand.cann} is not known (listed: {need})")
+            else:
+                warnings.append(
+                    f"the snapshot has no driver version; CANN {cand.cann} needs Ascend HDK {need} — check with npu-smi"
+                )
+        # numpy and deps
+        numpy_spec = None
+        try:
+            numpy_spec = self.matrix.numpy_spec(cand.cann, cand.python)
+        except Exception:
+            numpy_spec = None
+        numpy_req = f"numpy{numpy_spec}" if numpy_spec else "numpy"
+        if numpy_spec:
+            reasons.append(f"{numpy_req}: CANN {cand.cann}'s Python components need it on Python {cand.python}")
+        else:
+            reasons.append(f"numpy: no upper bound for CANN {cand.cann} on Python {cand.python}")
+        try:
+            deps = list(self.matrix.cann_python_deps(cand.cann))
+        except Exception:
+            deps = []
+        if deps:
+            reasons.append(f"CANN Python dependencies: {', '.join(deps)}")
+        # chip and packages
+        pchip = package_chip(self.family, getattr(self.chip_info, "kernels_package_chip", None))
+        packages: List[Any] = []
+        if not keep:
+            try:
+                packages = cann_packages(cand.cann, arch, pchip)
+            except ValueError as exc:
+                warnings.append(str(exc))
+        if drv.action == "upgrade" and drv.target:
+            packages = driver_packages(drv.target, arch, pchip) + packages
+        if not pchip and not keep:
+            warnings.append(
+                "the snapshot names no NPU chip; the kernels/ops and driver packages depend on it "
+                "(collect on a machine where npu-smi works)"
+            )
+        for p in packages:
+            if not p.verified_name:
+                warnings.append(f"{p.filename}: this file-name pattern is not confirmed for {pchip} chips")
+        if site.missing:
+            warnings.append("the snapshot lacks: " + ", ".join(site.missing))
+        return Plan(
+            torch_npu=row.torch_npu,
+            torch=row.torch,
+            torch_requirement=torch_req,
+            torch_index=torch_index,
+            python=cand.python,
+            arch=arch,
+            glibc=site.glibc,
+            cann=cand.cann,
+            cann_action="keep" if keep else "install",
+            cann_fit=cand.cann_fit,
+            numpy=numpy_req,
+            python_deps=deps,
+            driver=drv,
+            chip=self.chip_name,
+            chip_family=self.family,
+            package_chip=pchip,
+            packages=packages,
+            reasons=reasons,
+            warnings=warnings,
+            row_source=row.source,
+        )
+
+
+def resolve(site: Site, request: Request, matrix: Any, catalog: Optional[WheelCatalog] = None) -> Resolution:
+    """Choose the set for ``site``.  Raises :class:`PlanError` for a malformed request or
+    a snapshot without the facts that cannot be assumed (arch, Python)."""
+    return Resolver(site, request, matrix, catalog).resolve()
