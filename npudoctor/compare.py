@@ -1,0 +1,390 @@
+"""Drift across a cluster: one stack fingerprint per node, the majority, and what differs.
+
+A fingerprint is a flat ``{field: value}`` read from a snapshot's facts (the contract of
+each section is the docstring of its probe module):
+
+==================  ===============================================================
+field               source
+==================  ===============================================================
+arch                ``host.arch``
+python              ``python.version`` (+ implementation when not CPython)
+torch, torch_npu    ``packages.installed["torch"|"torch-npu"][0].version`` (the
+                    record import would see), also torchvision, numpy
+cann.toolkit        ``cann.selected.version``
+cann.kernels        ``cann.selected.kernels.version`` and its SoC directories
+cann.nnal           ``cann.nnal.version``
+driver, firmware    ``driver.driver.version``, ``driver.firmware.version``
+chips               ``devices.chips``: "<count> x <family or name>" per kind
+env.<NAME>          HCCL_* variables (``hccl.variables``; HCCL_IF_IP is per node and
+                    left out) and the visibility variables (``devices.visibility`` or
+                    ``hccl.variables``): ASCEND_RT_VISIBLE_DEVICES,
+                    ASCEND_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES
+==================  ===============================================================
+
+A value is a string; ``"(none)"`` means the section ran and found nothing (package not
+installed, variable unset); ``None`` means unknown (the section is absent from that
+snapshot) and is never counted as drift.
+
+The majority of a field is the value held by more than half of the nodes that know it; a
+field without one is *split*.  Nodes are named by the snapshot's ``node`` label (host name
+or, once redacted, its stable pseudonym), else by the file they came from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import Counter
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+
+NONE = "(none)"
+
+#: Variables compared across nodes (besides every HCCL_* variable).
+VISIBILITY_VARS = ("ASCEND_RT_VISIBLE_DEVICES", "ASCEND_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+#: HCCL variables that legitimately differ per node.
+PER_NODE_VARS = ("HCCL_IF_IP",)
+#: Packages compared, by canonical name → field name.
+PACKAGES = (("torch", "torch"), ("torch-npu", "torch_npu"), ("torchvision", "torchvision"), ("numpy", "numpy"))
+
+#: Field display order.
+ORDER = (
+    "arch",
+    "python",
+    "torch",
+    "torch_npu",
+    "torchvision",
+    "numpy",
+    "cann.toolkit",
+    "cann.kernels",
+    "cann.nnal",
+    "driver",
+    "firmware",
+    "chips",
+)
+
+
+class CompareInputError(ValueError):
+    """A path given to compare does not exist or cannot be listed (a usage error)."""
+
+
+def _sec(facts: Dict[str, Any], name: str) -> Optional[Dict[str, Any]]:
+    value = facts.get(name)
+    return value if isinstance(value, dict) else None
+
+
+def _str(value: Any) -> Optional[str]:
+    if value is None or isinstance(value, (dict, list)):
+        return None
+    return str(value)
+
+
+def _canon(name: str) -> str:
+    out = []
+    for ch in name.lower():
+        out.append("-" if ch in "_." else ch)
+    return "".join(out)
+
+
+def fingerprint(facts: Dict[str, Any]) -> Dict[str, Optional[str]]:
+    """The stack fingerprint of one snapshot's ``facts`` (see the module docstring).
+    Never raises on odd facts."""
+    fp: Dict[str, Optional[str]] = {}
+    host = _sec(facts, "host")
+    fp["arch"] = _str(host.get("arch")) if host else None
+
+    py = _sec(facts, "python")
+    if py is not None:
+        version = _str(py.get("version"))
+        impl = _str(py.get("implementation"))
+        if version and impl and impl.lower() != "cpython":
+            version = f"{impl} {version}"
+        fp["python"] = version or NONE
+    else:
+        fp["python"] = None
+
+    pk = _sec(facts, "packages")
+    installed = pk.get("installed") if pk else None
+    if isinstance(installed, dict):
+        canon = {_canon(str(k)): v for k, v in installed.items()}
+        for name, field in PACKAGES:
+            records = canon.get(name)
+            first = records[0] if isinstance(records, list) and records and isinstance(records[0], dict) else None
+            fp[field] = (_str(first.get("version")) or "?") if first else NONE
+    else:
+        for _name, field in PACKAGES:
+            fp[field] = None
+
+    cann = _sec(facts, "cann")
+    if cann is not None:
+        sel = cann.get("selected") if isinstance(cann.get("selected"), dict) else None
+        fp["cann.toolkit"] = (_str(sel.get("version")) or "?") if sel else NONE
+        kernels = sel.get("kernels") if sel and isinstance(sel.get("kernels"), dict) else None
+        if kernels and (kernels.get("installed") or kernels.get("version")):
+            socs = kernels.get("socs") if isinstance(kernels.get("socs"), list) else []
+            value = _str(kernels.get("version")) or "?"
+            fp["cann.kernels"] = value + (f" [{','.join(sorted(str(s) for s in socs))}]" if socs else "")
+        else:
+            fp["cann.kernels"] = NONE
+        nnal = cann.get("nnal") if isinstance(cann.get("nnal"), dict) else None
+        fp["cann.nnal"] = (_str(nnal.get("version")) or "?") if nnal else NONE
+    else:
+        fp["cann.toolkit"] = fp["cann.kernels"] = fp["cann.nnal"] = None
+
+    drv = _sec(facts, "driver")
+    if drv is not None:
+        for field in ("driver", "firmware"):
+            rec = drv.get(field) if isinstance(drv.get(field), dict) else None
+            fp[field] = (_str(rec.get("version")) or NONE) if rec else NONE
+    else:
+        fp["driver"] = fp["firmware"] = None
+
+    dev = _sec(facts, "devices")
+    if dev is not None:
+        chips = dev.get("chips") if isinstance(dev.get("chips"), list) else []
+        kinds: Counter = Counter()
+        for chip in chips:
+            if isinstance(chip, dict):
+                kinds[_str(chip.get("family")) or _str(chip.get("name")) or "?"] += 1
+        fp["chips"] = ", ".join(f"{n} x {k}" for k, n in sorted(kinds.items())) if kinds else NONE
+    else:
+        fp["chips"] = None
+
+    hccl = _sec(facts, "hccl")
+    variables = hccl.get("variables") if hccl and isinstance(hccl.get("variables"), dict) else None
+    visibility = dev.get("visibility") if dev and isinstance(dev.get("visibility"), dict) else None
+    if variables is not None:
+        for name, value in variables.items():
+            if str(name).startswith("HCCL_") and name not in PER_NODE_VARS:
+                fp[f"env.{name}"] = _str(value)
+    for name in VISIBILITY_VARS:
+        value = None
+        known = False
+        if visibility is not None:
+            known = True
+            value = visibility.get(name)
+        if value is None and variables is not None:
+            known = True
+            value = variables.get(name)
+        if known and value is not None:
+            fp[f"env.{name}"] = _str(value)
+    fp["_env_known"] = "1" if (variables is not None or visibility is not None) else None
+    return fp
+
+
+def _field_key(field: str) -> Tuple[int, str]:
+    return (ORDER.index(field), field) if field in ORDER else (len(ORDER), field)
+
+
+# ------------------------------------------------------------------------- input
+def iter_inputs(paths: Iterable[str], stdin: Optional[Any] = None) -> Iterator[Tuple[str, Any]]:
+    """Yield ``(source label, raw JSON value or an error string)`` for every snapshot.
+
+    A path may be a file holding one snapshot (JSON), several (JSON lines), or a directory
+    (its ``*.json`` and ``*.jsonl`` files, sorted; not recursive).  ``-`` (or ``stdin`` given
+    with no paths) reads JSON lines from standard input.  Raises :class:`CompareInputError`
+    for a path that does not exist.
+    """
+    paths = list(paths)
+    if not paths and stdin is not None:
+        paths = ["-"]
+    for path in paths:
+        if path == "-":
+            stream = stdin if stdin is not None else sys.stdin
+            yield from _lines("stdin", stream.read())
+            continue
+        if os.path.isdir(path):
+            try:
+                names = sorted(n for n in os.listdir(path) if n.endswith((".json", ".jsonl")))
+            except OSError as exc:
+                raise CompareInputError(f"cannot list {path}: {exc.strerror or exc}") from None
+            for name in names:
+                yield from _file(os.path.join(path, name))
+            continue
+        if not os.path.exists(path):
+            raise CompareInputError(f"{path}: no such file or directory")
+        yield from _file(path)
+
+
+def _file(path: str) -> Iterator[Tuple[str, Any]]:
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read().decode("utf-8", errors="replace")
+    except OSError as exc:
+        yield path, f"cannot read: {exc.strerror or exc}"
+        return
+    try:
+        yield path, json.loads(text)
+        return
+    except ValueError as exc:
+        first_error = str(exc)
+    if text.count("\n") > 1:
+        yield from _lines(path, text)
+    else:
+        yield path, f"not valid JSON: {first_error}"
+
+
+def _lines(label: str, text: str) -> Iterator[Tuple[str, Any]]:
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{label}:{number}"
+        try:
+            yield where, json.loads(line)
+        except ValueError as exc:
+            yield where, f"not valid JSON: {exc}"
+
+
+# ------------------------------------------------------------------------- compare
+def compare(items: Iterable[Tuple[str, Any]]) -> Dict[str, Any]:
+    """Compare snapshots given as ``(source, raw JSON or error string)`` pairs.
+
+    Returns the report (the ``compare --json`` contract)::
+
+        nodes        number of snapshots compared
+        fields       [field, ...] compared (known on at least one node), display order
+        majority     {field: value} (a field without a majority is absent here)
+        majority_nodes  number of nodes identical to the majority on every field
+        split        [{"field", "values": {value: [node, ...]}}]  no value held by > half
+        differing    [{"node", "source", "differences": [{"field", "value", "majority"}]}]
+        unknown      [{"node", "fields": [...]}]  fields a node's snapshot does not tell
+        unreadable   [{"source", "error"}]
+        renamed      [{"node", "source", "was"}]  duplicate labels made unique
+        drift        bool: some node differs, a field is split, or a snapshot is unreadable
+    """
+    nodes: List[Tuple[str, str, Dict[str, Optional[str]]]] = []
+    unreadable: List[Dict[str, str]] = []
+    renamed: List[Dict[str, str]] = []
+    seen: Dict[str, int] = {}
+    for source, raw in items:
+        if isinstance(raw, str):
+            unreadable.append({"source": source, "error": raw})
+            continue
+        if not isinstance(raw, dict) or not isinstance(raw.get("facts"), dict):
+            unreadable.append({"source": source, "error": "not a snapshot (no 'facts' object)"})
+            continue
+        if raw.get("schema_version") not in (1,):
+            unreadable.append({"source": source, "error": f"unsupported schema_version {raw.get('schema_version')!r}"})
+            continue
+        label = str(raw.get("node") or "") or os.path.basename(source)
+        if label in seen:
+            seen[label] += 1
+            new = f"{label}#{seen[label]}"
+            renamed.append({"node": new, "source": source, "was": label})
+            label = new
+        else:
+            seen[label] = 1
+        nodes.append((label, source, fingerprint(raw["facts"])))
+
+    fields = sorted(
+        {f for _n, _s, fp in nodes for f, v in fp.items() if v is not None and not f.startswith("_")},
+        key=_field_key,
+    )
+    majority: Dict[str, str] = {}
+    split: List[Dict[str, Any]] = []
+    for field in fields:
+        counts: Counter = Counter()
+        for _n, _s, fp in nodes:
+            value = _value(fp, field)
+            if value is not None:
+                counts[value] += 1
+        total = sum(counts.values())
+        value, count = counts.most_common(1)[0]
+        if count * 2 > total:
+            majority[field] = value
+        elif len(counts) > 1:
+            groups: Dict[str, List[str]] = {}
+            for name, _s, fp in nodes:
+                v = _value(fp, field)
+                if v is not None:
+                    groups.setdefault(v, []).append(name)
+            split.append({"field": field, "values": dict(sorted(groups.items()))})
+    differing: List[Dict[str, Any]] = []
+    unknown: List[Dict[str, Any]] = []
+    same = 0
+    for name, source, fp in nodes:
+        diffs = []
+        missing = []
+        for field in fields:
+            value = _value(fp, field)
+            if value is None:
+                missing.append(field)
+            elif field in majority and value != majority[field]:
+                diffs.append({"field": field, "value": value, "majority": majority[field]})
+        if diffs:
+            differing.append({"node": name, "source": source, "differences": diffs})
+        elif not missing and not split:
+            same += 1
+        if missing:
+            unknown.append({"node": name, "fields": missing})
+    return {
+        "nodes": len(nodes),
+        "fields": fields,
+        "majority": majority,
+        "majority_nodes": same,
+        "split": split,
+        "differing": differing,
+        "unknown": unknown,
+        "unreadable": unreadable,
+        "renamed": renamed,
+        "drift": bool(differing or split or unreadable),
+    }
+
+
+def _value(fp: Dict[str, Optional[str]], field: str) -> Optional[str]:
+    """A node's value of ``field``; an env variable absent on a node whose environment is
+    known is ``(none)`` (unset), not unknown."""
+    value = fp.get(field)
+    if value is None and field.startswith("env.") and fp.get("_env_known"):
+        return NONE
+    return value
+
+
+def render_text(report: Dict[str, Any], limit: int = 50) -> str:
+    """The human report: the majority stack, then each node that differs (at most
+    ``limit`` nodes listed in full), split fields and unreadable snapshots."""
+    lines: List[str] = []
+    n = report["nodes"]
+    differing = report["differing"]
+    lines.append(
+        f"Compared {n} node(s): {report['majority_nodes']} match the majority, "
+        f"{len(differing)} differ, {len(report['split'])} field(s) split, "
+        f"{len(report['unreadable'])} unreadable."
+    )
+    if report["majority"]:
+        lines.append("")
+        lines.append("Majority stack:")
+        width = max(len(f) for f in report["majority"])
+        for field in report["fields"]:
+            if field in report["majority"]:
+                lines.append(f"  {field:<{width}}  {report['majority'][field]}")
+    if differing:
+        lines.append("")
+        lines.append("Nodes that differ from the majority:")
+        for item in differing[:limit]:
+            lines.append(f"  {item['node']}  ({item['source']})")
+            for d in item["differences"]:
+                lines.append(f"      {d['field']}: {d['value']}  (majority: {d['majority']})")
+        if len(differing) > limit:
+            lines.append(f"  ... and {len(differing) - limit} more (use --json for all)")
+    for item in report["split"]:
+        lines.append("")
+        lines.append(f"No majority for {item['field']}:")
+        for value, names in item["values"].items():
+            shown = ", ".join(names[:10]) + (f" ... (+{len(names) - 10})" if len(names) > 10 else "")
+            lines.append(f"  {value}: {shown}")
+    if report["unreadable"]:
+        lines.append("")
+        lines.append("Unreadable snapshots:")
+        for item in report["unreadable"][:limit]:
+            lines.append(f"  {item['source']}: {item['error']}")
+    if report["unknown"]:
+        lines.append("")
+        lines.append(
+            f"{len(report['unknown'])} node(s) lack some facts (not counted as drift), e.g. "
+            f"{report['unknown'][0]['node']}: {', '.join(report['unknown'][0]['fields'][:6])}"
+        )
+    if not report["drift"]:
+        lines.append("")
+        lines.append("No drift: every node has the same stack.")
+    return "\n".join(lines) + "\n"

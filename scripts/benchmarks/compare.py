@@ -1,0 +1,108 @@
+"""``npudoctor compare`` over 1,000 snapshots (target: under 2 s, issue 8).
+
+The snapshots are made from one real collected snapshot (``collect --root`` of a small
+stack tree built here) padded with 150 package records so each file is the size of a
+snapshot of a real training environment (~90 KB); every tenth node has one drift (CANN,
+driver, torch_npu post build or an HCCL variable).  Measured: the whole command in a
+subprocess (interpreter start, imports, reading and parsing 1,000 files, report), median
+of ``repeat`` runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench import median, wall_times
+
+NODES = 1000
+TARGET_S = 2.0
+
+
+def _root(base: Path) -> Path:
+    root = base / "root"
+    sp = root / "usr/local/lib/python3.10/site-packages"
+    for name, ver in (("torch", "2.1.0"), ("torch_npu", "2.1.0.post3")):
+        d = sp / f"{name}-{ver}.dist-info"
+        d.mkdir(parents=True)
+        (d / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {ver}\n")
+    tk = root / "usr/local/Ascend/ascend-toolkit/8.0.0/aarch64-linux"
+    tk.mkdir(parents=True)
+    (tk / "ascend_toolkit_install.info").write_text("version=8.0.0\narch=aarch64\n")
+    (root / "usr/local/Ascend/ascend-toolkit/latest").symlink_to("8.0.0")
+    (root / "usr/local/Ascend/driver").mkdir(parents=True)
+    (root / "usr/local/Ascend/driver/version.info").write_text("Version=24.1.rc2\n")
+    (root / "etc").mkdir()
+    (root / "etc/hostname").write_text("bench\n")
+    return root
+
+
+def make_snapshots(directory: Path) -> int:
+    """Write NODES snapshot files into ``directory``; returns the mean file size (bytes)."""
+    root = _root(directory / "_tree")
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/root", "HCCL_CONNECT_TIMEOUT": "900"}
+    out = subprocess.run(
+        [sys.executable, "-m", "npudoctor", "collect", "--root", str(root), "-o", "-"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    base = json.loads(out)
+    installed = base["facts"].setdefault("packages", {}).setdefault("installed", {})
+    for i in range(150):
+        name = f"pkg-{i}"
+        installed[name] = [
+            {
+                "name": name,
+                "version": f"1.{i}.0",
+                "location": "/usr/local/lib/python3.10/site-packages",
+                "dist_info": f"/usr/local/lib/python3.10/site-packages/{name}-1.{i}.0.dist-info",
+                "requires_dist": [f"dep-{j}>=1.0" for j in range(8)],
+                "wheel_tags": ["py3-none-any"],
+                "installer": "pip",
+                "user_site": False,
+            }
+        ]
+    total = 0
+    for n in range(NODES):
+        snap = json.loads(json.dumps(base))
+        snap["node"] = f"node-{n:04d}"
+        if n % 10 == 3:
+            kind = (n // 10) % 4
+            if kind == 0:
+                snap["facts"]["cann"]["selected"]["version"] = "8.0.RC3"
+            elif kind == 1:
+                snap["facts"]["driver"]["driver"]["version"] = "23.0.6"
+            elif kind == 2:
+                snap["facts"]["packages"]["installed"]["torch-npu"][0]["version"] = "2.1.0.post4"
+            else:
+                snap["facts"]["hccl"]["variables"]["HCCL_CONNECT_TIMEOUT"] = "120"
+        text = json.dumps(snap, indent=2)
+        total += len(text)
+        (directory / f"node-{n:04d}.json").write_text(text)
+    return total // NODES
+
+
+def run(repeat: int) -> list:
+    with tempfile.TemporaryDirectory(prefix="npudoctor-bench-compare-") as tmp:
+        directory = Path(tmp)
+        size = make_snapshots(directory)
+        env = dict(os.environ)
+        times = wall_times(
+            [sys.executable, "-m", "npudoctor", "compare", str(directory), "--json"], max(3, repeat // 3), env=env
+        )
+        check = subprocess.run(
+            [sys.executable, "-m", "npudoctor", "compare", str(directory), "--json"], capture_output=True, text=True
+        )
+        report = json.loads(check.stdout)
+        med = median(times)
+        return [
+            f"{NODES} snapshots of {size / 1024:.0f} KB each: median {med:.2f} s, best {min(times):.2f} s "
+            f"over {len(times)} runs (target < {TARGET_S:.1f} s: {'met' if med < TARGET_S else 'NOT MET'})",
+            f"found {len(report['differing'])} drifted nodes (expected {NODES // 10}), exit {check.returncode}",
+        ]

@@ -1,0 +1,127 @@
+"""`npudoctor compare`: one drift at a time (CANN, driver, torch_npu post build, an HCCL
+variable) over snapshots really collected from --root trees; inputs; exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from stacktree import build_root, collect, npudoctor
+
+from npudoctor.compare import compare, fingerprint, iter_inputs
+from npudoctor.snapshot import pseudonym
+
+BASE_ENV = {"HCCL_CONNECT_TIMEOUT": "900", "ASCEND_RT_VISIBLE_DEVICES": "0,1,2,3"}
+
+
+@pytest.fixture(scope="module")
+def snaps(tmp_path_factory):
+    """Snapshots: the base stack twice, and one node per kind of drift."""
+    base = tmp_path_factory.mktemp("compare")
+    out = {}
+
+    def make(name, env=None, **kw):
+        root = build_root(base / name / "root", hostname=name, **kw)
+        out[name] = collect(root, base / f"{name}.json", env=dict(BASE_ENV, **(env or {})))
+
+    make("base-a")
+    make("base-b")
+    make("cann", cann="8.0.RC3")
+    make("driver", driver="23.0.6")
+    make("post", torch_npu="2.1.0.post4")
+    make("hccl", env={"HCCL_CONNECT_TIMEOUT": "120"})
+    make("vis", env={"ASCEND_RT_VISIBLE_DEVICES": "0,1"})
+    return out
+
+
+@pytest.mark.parametrize(
+    "changed, field, value, majority",
+    [
+        ("cann", "cann.toolkit", "8.0.RC3", "8.0.0"),
+        ("driver", "driver", "23.0.6", "24.1.rc2"),
+        ("post", "torch_npu", "2.1.0.post4", "2.1.0.post3"),
+        ("hccl", "env.HCCL_CONNECT_TIMEOUT", "120", "900"),
+        ("vis", "env.ASCEND_RT_VISIBLE_DEVICES", "0,1", "0,1,2,3"),
+    ],
+)
+def test_one_drift_at_a_time(snaps, changed, field, value, majority):
+    items = [("a.json", snaps["base-a"]), ("b.json", snaps["base-b"]), ("c.json", snaps[changed])]
+    report = compare(items)
+    assert report["nodes"] == 3 and report["drift"] is True
+    assert report["majority"][field] == majority
+    assert report["split"] == [] and report["unreadable"] == []
+    (diff,) = report["differing"]
+    # Snapshots are redacted by default: the node label is the host name's pseudonym.
+    assert diff["node"] == pseudonym(changed) and diff["source"] == "c.json"
+    assert diff["differences"] == [{"field": field, "value": value, "majority": majority}]
+    assert report["majority_nodes"] == 2
+
+
+def test_no_drift(snaps):
+    report = compare([("a", snaps["base-a"]), ("b", snaps["base-b"])])
+    assert report["drift"] is False and report["differing"] == [] and report["majority_nodes"] == 2
+    fp = fingerprint(snaps["base-a"]["facts"])
+    assert fp["torch"] == "2.1.0" and fp["cann.toolkit"] == "8.0.0" and fp["driver"] == "24.1.rc2"
+    assert fp["python"] == "3.10"
+
+
+def test_split_and_unknown(snaps):
+    report = compare([("a", snaps["base-a"]), ("c", snaps["cann"])])
+    assert report["drift"] is True and report["differing"] == []
+    assert report["split"] == [
+        {"field": "cann.toolkit", "values": {"8.0.0": [pseudonym("base-a")], "8.0.RC3": [pseudonym("cann")]}}
+    ]
+    partial = json.loads(json.dumps(snaps["base-b"]))
+    del partial["facts"]["driver"]
+    report = compare([("a", snaps["base-a"]), ("b", partial), ("a2", snaps["base-a"])])
+    assert report["differing"] == [] and report["split"] == []
+    assert report["unknown"] == [{"node": pseudonym("base-b"), "fields": ["driver", "firmware"]}]
+    # the same label twice is kept apart
+    assert [r["node"] for r in report["renamed"]] == [pseudonym("base-a") + "#2"]
+
+
+def test_cli_files_directory_and_stdin(snaps, tmp_path):
+    d = tmp_path / "snaps"
+    d.mkdir()
+    for name in ("base-a", "base-b", "driver"):
+        (d / f"{name}.json").write_text(json.dumps(snaps[name], indent=2))
+    (d / "notes.txt").write_text("ignored")
+    proc = npudoctor("compare", str(d))
+    assert proc.returncode == 1, proc.stderr
+    assert pseudonym("driver") in proc.stdout and "driver: 23.0.6  (majority: 24.1.rc2)" in proc.stdout
+
+    proc = npudoctor("compare", str(d / "base-a.json"), str(d / "base-b.json"), "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["drift"] is False
+    assert "No drift" in npudoctor("compare", str(d / "base-a.json"), str(d / "base-b.json")).stdout
+
+    lines = "\n".join(json.dumps(snaps[n]) for n in ("base-a", "post", "base-b")) + "\n"
+    proc = npudoctor("compare", "--json", input=lines)
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and [x["node"] for x in report["differing"]] == [pseudonym("post")]
+    assert report["differing"][0]["source"] == "stdin:2"
+
+    jsonl = tmp_path / "all.jsonl"
+    jsonl.write_text(lines)
+    assert json.loads(npudoctor("compare", str(jsonl), "--json").stdout)["nodes"] == 3
+
+
+def test_cli_bad_input(snaps, tmp_path):
+    proc = npudoctor("compare", str(tmp_path / "missing.json"))
+    assert proc.returncode == 2 and "no such file" in proc.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema_version": 1, "facts": ')
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(snaps["base-a"]))
+    proc = npudoctor("compare", str(good), str(bad), "--json")
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and report["unreadable"][0]["source"] == str(bad)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert npudoctor("compare", str(empty)).returncode == 2
+    assert npudoctor("compare", input="").returncode == 2
+
+
+def test_iter_inputs_directory_order(tmp_path, snaps):
+    for name in ("b", "a"):
+        (tmp_path / f"{name}.json").write_text(json.dumps(snaps["base-a"]))
+    assert [s for s, _ in iter_inputs([str(tmp_path)])] == [str(tmp_path / "a.json"), str(tmp_path / "b.json")]
