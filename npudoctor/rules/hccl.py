@@ -313,7 +313,9 @@ def _norm_ip(value: str) -> str:
         return value.strip()
 
 
-_ID_KEYS = ("phy_id", "physical_id", "device_id", "npu_id")
+#: Chip keys that carry the physical device id (parsers/npu_smi.py: ``phy_id`` on A3, else
+#: ``npu_id``, which equals the physical id on one-chip-per-card 910-class boards).
+_ID_KEYS = ("phy_id", "npu_id")
 
 
 def visible_device_ids(ctx: Any) -> Tuple[Optional[Set[int]], str]:
