@@ -112,7 +112,24 @@ def _hdk_chip(ctx: Any) -> str:
 def _driver_file(ctx: Any, version: str) -> str:
     arch = host_arch(ctx)
     arch_part = {"x86_64": "x86-64", "aarch64": "aarch64"}.get(arch or "", "$(uname -m | sed s/_/-/)")
-    return f"Ascend-hdk-{_hdk_chip(ctx)}-npu-driver_{version.lower()}_linux-{arch_part}.run"
+    version = version if version.startswith("<") else version.lower()
+    return f"Ascend-hdk-{_hdk_chip(ctx)}-npu-driver_{version}_linux-{arch_part}.run"
+
+
+def _paired_hdk(ctx: Any) -> Optional[str]:
+    """The HDK version the matrix pairs with the selected CANN (for fix-its), or ``None``."""
+    tk = ctx.facts("cann").get("selected") or {}
+    matrix = ctx.matrix
+    if not tk.get("version") or matrix is None or not hasattr(matrix, "driver_requirement"):
+        return None
+    try:
+        req = matrix.driver_requirement(str(tk["version"]))
+    except Exception:
+        return None
+    paired = list(getattr(req, "paired", None) or []) if req is not None else []
+    return (
+        str(paired[0]) if paired else (str(req.minimum) if req is not None and getattr(req, "minimum", None) else None)
+    )
 
 
 @rule
@@ -135,6 +152,10 @@ def driver_missing(ctx: Any) -> Iterable[Finding]:
         evidence.append(f"torch_npu {tnpu.get('version')} is installed")
     if toolkits:
         evidence.append(f"CANN {toolkits[0].get('version')} at {toolkits[0].get('path')}")
+    hdk = _paired_hdk(ctx)
+    file = _driver_file(ctx, hdk or "<HDK version paired with your CANN>")
+    if hdk:
+        evidence.append(f"matrix: CANN {(cann.get('selected') or {}).get('version')} is paired with Ascend HDK {hdk}")
     if _in_container(ctx):
         yield NO_DRIVER.finding(
             title="The host's NPU driver is not mounted into this container",
@@ -150,7 +171,8 @@ def driver_missing(ctx: Any) -> Iterable[Finding]:
         title="No NPU driver installed (/usr/local/Ascend/driver/version.info not found)",
         evidence=evidence,
         fix=[
-            f"chmod +x {_driver_file(ctx, '<HDK version paired with your CANN>')} && ./{_driver_file(ctx, '<HDK version paired with your CANN>')} --full",
+            f"chmod +x {file} && ./{file} --full",
+            f"./Ascend-hdk-{_hdk_chip(ctx)}-npu-firmware_<firmware of the same HDK>.run --full",
             "reboot",
         ],
         severity="error" if tnpu is not None else "warning",
