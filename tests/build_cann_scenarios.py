@@ -52,7 +52,9 @@ def link(root: Path, rel: str, target: str) -> None:
 
 
 def mkdir(root: Path, rel: str) -> None:
+    """A directory that survives git (which drops empty directories): holds an empty ``.keep``."""
     (root / rel).mkdir(parents=True, exist_ok=True)
+    (root / rel / ".keep").touch()
 
 
 def classic_toolkit(
