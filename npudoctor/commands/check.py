@@ -45,6 +45,7 @@ def run_check(
     deep: bool = False,
     deep_timeout: float = 120.0,
     probe_master: bool = False,
+    prometheus: bool = False,
 ) -> int:
     """Run a full check and print it; returns the exit code (0/1).  Raises
     :class:`UsageError` for bad options or unreadable inputs."""
@@ -68,6 +69,10 @@ def run_check(
     code = exit_code(findings, strict)
     if as_json:
         print(json.dumps(document(snapshot, findings, strict), indent=2, ensure_ascii=False))
+    elif prometheus:
+        from npudoctor.report.prometheus import render as render_prom
+
+        sys.stdout.write(render_prom(snapshot, findings, code))
     elif markdown:
         from npudoctor.report.markdown import render as render_md
 
@@ -102,10 +107,24 @@ def register(app: typer.Typer) -> None:
         probe_master: Annotated[
             bool, typer.Option("--probe-master", help="Try one TCP connect to MASTER_ADDR:MASTER_PORT.")
         ] = False,
+        fmt: Annotated[
+            Optional[str],
+            typer.Option(
+                "--format",
+                metavar="FORMAT",
+                help="text, json, markdown or prometheus (node_exporter textfile collector).",
+            ),
+        ] = None,
     ) -> None:
         target = Target(root=root, python=python, from_file=from_, user=user, commands=not no_commands)
         if as_json and markdown:
             raise fail_usage("--json and --markdown are mutually exclusive")
+        if fmt is not None:
+            if fmt not in ("text", "json", "markdown", "prometheus"):
+                raise fail_usage(f"--format {fmt}: use text, json, markdown or prometheus")
+            if as_json or markdown:
+                raise fail_usage("--format cannot be combined with --json or --markdown")
+            as_json, markdown = fmt == "json", fmt == "markdown"
         try:
             code = run_check(
                 target,
@@ -118,6 +137,7 @@ def register(app: typer.Typer) -> None:
                 deep=deep,
                 deep_timeout=deep_timeout,
                 probe_master=probe_master,
+                prometheus=fmt == "prometheus",
             )
         except UsageError as exc:
             raise fail_usage(str(exc)) from None
