@@ -1,0 +1,295 @@
+"""The CANN environment: what ``set_env.sh`` of the selected toolkit (and NNAL's) would
+set, against what the diagnosed environment holds now.
+
+Section ``environment`` (ORDER 50, QUICK).  The toolkit comes from
+``facts["cann"]["selected"]`` (its ``path``/``version``/``resolved``); without the cann
+section, from ``ASCEND_TOOLKIT_HOME`` or the default
+``/usr/local/Ascend/ascend-toolkit/latest`` when that directory exists.  The expected
+values come from :func:`npudoctor.cann_env.expected_environment` (the script is read and
+interpreted, never run).  Keys::
+
+    toolkit        {"path", "version", "resolved", "source"} | None (None: no toolkit,
+                   nothing else is computed)
+    expected       {"method", "script", "unsupported", "variables", "added", "driver",
+                    "nnal"}  (see cann_env.expected_environment; "environ" left out)
+    current        {name: value} of the CANN-related variables set now (ASCEND_*, ATB_*,
+                   TOOLCHAIN_HOME, LD_LIBRARY_PATH, PYTHONPATH, PATH, LD_PRELOAD)
+    sourced        bool: some trace of a sourced set_env.sh (ASCEND_TOOLKIT_HOME,
+                   ASCEND_HOME_PATH or ASCEND_OPP_PATH set, or <toolkit>/lib64 on
+                   LD_LIBRARY_PATH)
+    missing_vars   [name]  expected scalar variables (ASCEND_*, TOOLCHAIN_HOME, ATB_HOME_PATH)
+                   that are unset
+    differs        [{"name", "expected", "current"}]  set to another value that is not
+                   another CANN install (a custom value)
+    stale          [{"variable", "value", "install", "version", "exists"}]  a variable or a
+                   path entry pointing into another CANN install than the selected one
+                   ("install" is that install's path or the CANN-looking prefix;
+                   "exists": whether the path exists on disk)
+    missing_paths  {"LD_LIBRARY_PATH": [dirs], "PYTHONPATH": [...], "PATH": [...]}
+                   entries set_env.sh adds that exist on disk but are absent now
+    toolkit_python {"site_packages": dir | None, "te": dir | None, "tbe": dir | None}
+                   CANN's own Python packages inside the toolkit
+    nnal           None | {"path", "version", "expected_atb_home", "current_atb_home",
+                   "current_abi": 0|1|None, "torch_cxx11_abi": bool|None,
+                   "torch_abi_source", "lib_on_path": bool, "abi_dirs": [...]}
+    torch_cxx11_abi  bool | None   torch's C++11 ABI, read from libc10.so's symbol
+                   strings (``__cxx11`` present) without importing torch
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+from npudoctor.engine import ProbeContext
+from npudoctor.host import Host
+
+SECTION = "environment"
+ORDER = 50
+QUICK = True
+
+DEFAULT_TOOLKIT = "/usr/local/Ascend/ascend-toolkit/latest"
+SCALAR_VARS = ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "ASCEND_AICPU_PATH", "TOOLCHAIN_HOME")
+_CURRENT_RE = re.compile(r"^(ASCEND_|ATB_|TOOLCHAIN_HOME$|LD_LIBRARY_PATH$|PYTHONPATH$|PATH$|LD_PRELOAD$)")
+#: A path component naming a CANN install root (classic, 8.5+ and nnae layouts).
+_CANN_ROOT_RE = re.compile(r"^(?P<root>.*?/(?:ascend-toolkit/[^/]+|cann-[^/]+|cann|nnae/[^/]+))(?:/|$)")
+
+
+def _norm(path: str) -> str:
+    return posixpath.normpath(path) if path else path
+
+
+def _under(path: str, root: str) -> bool:
+    return bool(root) and (path == root or path.startswith(root.rstrip("/") + "/"))
+
+
+def _select_toolkit(ctx: ProbeContext) -> Optional[Dict[str, Any]]:
+    cann = ctx.facts.get("cann")
+    if isinstance(cann, dict) and "selected" in cann:
+        sel = cann.get("selected")
+        if isinstance(sel, dict) and sel.get("path"):
+            return {
+                "path": _norm(str(sel["path"])),
+                "version": sel.get("version"),
+                "resolved": sel.get("resolved"),
+                "source": "cann.selected",
+                "set_env": sel.get("set_env"),
+            }
+        return None
+    host = ctx.host
+    for var in ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH"):
+        value = (host.getenv(var) or "").strip()
+        if value and host.is_dir(value):
+            return {"path": _norm(value), "version": None, "resolved": host.resolve(value), "source": var}
+    if host.is_dir(DEFAULT_TOOLKIT):
+        return {
+            "path": DEFAULT_TOOLKIT,
+            "version": None,
+            "resolved": host.resolve(DEFAULT_TOOLKIT),
+            "source": "default",
+        }
+    return None
+
+
+def torch_cxx11_abi(host: Host, facts: Dict[str, Any]) -> Tuple[Optional[bool], Optional[str]]:
+    """torch's ``compiled_with_cxx11_abi()`` without importing torch: whether
+    ``torch/lib/libc10.so`` of the installed torch holds ``__cxx11`` mangled names
+    (the libstdc++ C++11-ABI inline namespace).  ``(None, None)`` when torch or the
+    library is absent."""
+    installed = (facts.get("packages") or {}).get("installed") or {}
+    for record in installed.get("torch") or []:
+        location = record.get("location") if isinstance(record, dict) else None
+        if not location:
+            continue
+        lib = posixpath.join(location, "torch", "lib", "libc10.so")
+        data, _err, _trunc = host.read_bytes(lib, limit=64 << 20)
+        if data and data[:4] == b"\x7fELF":
+            return (b"__cxx11" in data), lib
+    return None, None
+
+
+def _install_of(host: Host, value: str, installs: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """The toolkit record whose tree holds ``value`` (by path, alias or resolved dir)."""
+    resolved = host.resolve(value)
+    for rec in installs:
+        roots = {_norm(str(rec.get("path") or ""))}
+        if rec.get("resolved"):
+            roots.add(_norm(str(rec["resolved"])))
+        roots.add(host.resolve(str(rec.get("path") or "/")))
+        for alias in rec.get("aliases") or []:
+            if isinstance(alias, str) and alias.startswith("/"):
+                roots.add(_norm(alias))
+        roots.discard("")
+        if any(_under(_norm(value), r) or _under(resolved, r) for r in roots):
+            return rec
+    return None
+
+
+def _belongs_to_selected(host: Host, value: str, toolkit: Dict[str, Any], driver: str) -> bool:
+    roots = [toolkit["path"], host.resolve(toolkit["path"])]
+    if toolkit.get("resolved"):
+        roots.append(_norm(str(toolkit["resolved"])))
+    resolved = host.resolve(value)
+    return any(_under(_norm(value), r) or _under(resolved, r) for r in roots)
+
+
+def _stale(
+    host: Host, name: str, value: str, toolkit: Dict[str, Any], installs: List[Dict[str, Any]], driver: str
+) -> Optional[Dict[str, Any]]:
+    """A stale-entry record when ``value`` points into a CANN install other than the
+    selected toolkit, else ``None``."""
+    value = _norm(value)
+    if _belongs_to_selected(host, value, toolkit, driver):
+        return None
+    other = _install_of(host, value, [i for i in installs if i is not toolkit])
+    if other is not None:
+        # A different path to the very same install is not stale.
+        if host.resolve(str(other.get("path"))) == host.resolve(toolkit["path"]):
+            return None
+        return {
+            "variable": name,
+            "value": value,
+            "install": other.get("path"),
+            "version": other.get("version"),
+            "exists": host.exists(value),
+        }
+    m = _CANN_ROOT_RE.match(value)
+    if m and "/nnal/" not in value:
+        root = m.group("root")
+        if host.resolve(root) in (host.resolve(toolkit["path"]), _norm(str(toolkit.get("resolved") or ""))):
+            return None
+        return {"variable": name, "value": value, "install": root, "version": None, "exists": host.exists(value)}
+    return None
+
+
+def _present(host: Host, entry: str, current: List[str]) -> bool:
+    entry_n = _norm(entry)
+    target = host.resolve(entry_n)
+    for cur in current:
+        cur_n = _norm(cur)
+        if cur_n == entry_n or host.resolve(cur_n) == target:
+            return True
+    return False
+
+
+def probe(ctx: ProbeContext) -> Dict[str, Any]:
+    from npudoctor.cann_env import expected_environment
+
+    host = ctx.host
+    current = {k: v for k, v in sorted(host.environ.items()) if _CURRENT_RE.match(k)}
+    abi, abi_source = torch_cxx11_abi(host, ctx.facts)
+    toolkit = _select_toolkit(ctx)
+    out: Dict[str, Any] = {"toolkit": toolkit, "current": current, "torch_cxx11_abi": abi}
+    if toolkit is None:
+        return out
+    cann = ctx.facts.get("cann") if isinstance(ctx.facts.get("cann"), dict) else {}
+    installs = [t for t in (cann.get("toolkits") or []) if isinstance(t, dict)]
+    selected_rec = cann.get("selected") if isinstance(cann.get("selected"), dict) else None
+    nnal_rec = cann.get("nnal") if isinstance(cann.get("nnal"), dict) else None
+    arch = (ctx.facts.get("host") or {}).get("arch") or "x86_64"
+    expected = expected_environment(
+        host,
+        toolkit["path"],
+        nnal_path=nnal_rec.get("path") if nnal_rec else None,
+        arch=arch,
+        cxx11_abi=abi,
+    )
+    expected.pop("environ", None)
+    out["expected"] = expected
+    driver = expected.get("driver") or "/usr/local/Ascend/driver"
+    sel_for_stale = dict(toolkit)
+    if selected_rec is not None:
+        installs = [selected_rec if i is selected_rec else i for i in installs]
+
+    # variables
+    missing_vars: List[str] = []
+    differs: List[Dict[str, Any]] = []
+    stale: List[Dict[str, Any]] = []
+    variables = expected.get("variables") or {}
+    for name in SCALAR_VARS:
+        want = variables.get(name)
+        have = host.getenv(name)
+        if want is None:
+            continue
+        if not have:
+            missing_vars.append(name)
+            continue
+        if _norm(have) == _norm(want) or host.resolve(have) == host.resolve(want):
+            continue
+        hit = _stale(host, name, have, sel_for_stale, [i for i in installs if i is not selected_rec], driver)
+        if hit is not None:
+            stale.append(hit)
+        else:
+            differs.append({"name": name, "expected": want, "current": have})
+
+    # path lists
+    missing_paths: Dict[str, List[str]] = {}
+    for name in ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH"):
+        cur = host.env_paths(name)
+        for entry in cur:
+            hit = _stale(host, name, entry, sel_for_stale, [i for i in installs if i is not selected_rec], driver)
+            if hit is not None:
+                stale.append(hit)
+        absent = [
+            e
+            for e in (expected.get("added") or {}).get(name, [])
+            if host.is_dir(e) and not _present(host, e, cur) and "/nnal/" not in e
+        ]
+        if absent:
+            missing_paths[name] = absent
+
+    tk = toolkit["path"]
+    lib64 = posixpath.join(tk, "lib64")
+    sourced = any(host.getenv(v) for v in ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH")) or _present(
+        host, lib64, host.env_paths("LD_LIBRARY_PATH")
+    )
+    site = posixpath.join(tk, "python", "site-packages")
+    toolkit_python = {
+        "site_packages": site if host.is_dir(site) else None,
+        "te": posixpath.join(site, "te") if host.is_dir(posixpath.join(site, "te")) else None,
+        "tbe": posixpath.join(site, "tbe") if host.is_dir(posixpath.join(site, "tbe")) else None,
+    }
+
+    nnal: Optional[Dict[str, Any]] = None
+    if nnal_rec is not None and expected.get("nnal"):
+        exp_n = expected["nnal"]
+        cur_home = (host.getenv("ATB_HOME_PATH") or "").strip() or None
+        m = re.search(r"cxx_abi_([01])", cur_home or "")
+        home_for_lib = cur_home or exp_n["atb_home"]
+        nnal = {
+            "path": nnal_rec.get("path"),
+            "version": nnal_rec.get("version"),
+            "script": exp_n.get("script"),
+            "expected_atb_home": exp_n["atb_home"],
+            "current_atb_home": cur_home,
+            "current_abi": int(m.group(1)) if m else None,
+            "torch_cxx11_abi": abi,
+            "torch_abi_source": abi_source,
+            "abi_dirs": exp_n.get("abi_dirs") or [],
+            "lib_on_path": _present(host, posixpath.join(home_for_lib, "lib"), host.env_paths("LD_LIBRARY_PATH")),
+        }
+
+    out.update(
+        {
+            "sourced": bool(sourced),
+            "missing_vars": missing_vars,
+            "differs": differs,
+            "stale": _dedupe_stale(stale),
+            "missing_paths": missing_paths,
+            "toolkit_python": toolkit_python,
+            "nnal": nnal,
+        }
+    )
+    return out
+
+
+def _dedupe_stale(items: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    seen = set()
+    out = []
+    for item in items:
+        key = (item["variable"], item["value"])
+        if key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out

@@ -1,0 +1,631 @@
+"""Shared libraries: will torch_npu's binaries load, and do their symbols match?
+
+Section ``libraries`` (ORDER 60).  Starting from torch_npu's extension
+(``torch_npu/_C*.so``) and ``torch_npu/lib/libtorch_npu.so`` (found in the ``location``
+of the ``torch-npu`` record of ``facts["packages"]``), every ``DT_NEEDED`` entry is
+resolved the way glibc's ``ld.so`` does (``elf/dl-load.c``: ``_dl_map_object``):
+
+1. a library with that SONAME already loaded (torch's own ``libtorch*.so``/``libc10.so``
+   count as loaded when torch is installed: ``import torch`` loads them first);
+2. ``DT_RPATH`` of the object and of the objects that loaded it (only when the object has
+   no ``DT_RUNPATH``), ``$ORIGIN`` = the object's directory;
+3. ``LD_LIBRARY_PATH`` of the diagnosed environment;
+4. ``DT_RUNPATH`` of the object;
+5. ``/etc/ld.so.cache`` (or, when there is none, the directories of
+   ``/etc/ld.so.conf`` and its includes);
+6. the default directories (``/lib/<triplet>``, ``/usr/lib/<triplet>``, ``/lib64``,
+   ``/usr/lib64``, ``/lib``, ``/usr/lib``).
+
+A candidate counts only if it is an ELF file of the right class and machine.  All paths
+are paths of the diagnosed machine (inside ``--root``).  Libraries found are followed
+(bounded: :data:`MAX_OBJECTS` files), so a CANN library whose own dependency (the
+driver's ``libascend_hal.so``) is missing is reported too.
+
+Keys::
+
+    torch_npu        {"version", "location", "package_dir"} | None
+    torch            {"version", "lib_dir"} | None
+    torch_cxx11_abi  bool | None (``__cxx11`` names in torch/lib/libc10.so); abi_source
+    roots            [paths]  the binaries checked first
+    objects          [{"path", "soname", "needed", "rpath", "runpath", "error"}]
+    resolution       [{"name", "needed_by", "status", "path", "via", "found_at", "optional"}]
+                     status: "found" | "torch" (counted as loaded) | "missing" |
+                     "system-unknown" (a base-system library while the root holds no libc);
+                     found_at: where a missing library is on disk (selected toolkit lib64,
+                     other toolkits, driver lib64, NNAL), optional: only needed by a
+                     lazily-loaded plugin (libop_plugin_atb.so)
+    missing          [names] required libraries (not optional) that will not load
+    loader           {"ld_library_path", "cache": {"path","format","entries","error"} | None,
+                      "conf_dirs", "default_dirs"}
+    glibc            {"provided": {"GLIBC": [...], "GLIBCXX": [...], "CXXABI": [...]},
+                      "providers": {"libc.so.6": path, "libstdc++.so.6": path},
+                      "too_new": [{"library", "version", "needed_by", "provider", "highest"}]}
+    symbols          {"torch": check, "atb": check, "cann": check, "extensions": [check]}
+                     check = {"object", "against": [paths], "checked", "missing_count",
+                              "missing": [first 25 names], "error"}; extension checks
+                     add "package" and "links"
+    atb_plugin       path of torch_npu/lib/libop_plugin_atb.so or None
+    duration         seconds spent
+    errors           [strings]
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import time
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+from npudoctor.engine import ProbeContext
+from npudoctor.host import Host
+
+SECTION = "libraries"
+ORDER = 60
+
+#: Most ELF files parsed per run (the roots, CANN libraries they pull, extensions).
+MAX_OBJECTS = 250
+#: Seconds after which following dependencies and scanning extensions stops.
+TIME_BUDGET = 8.0
+#: Third-party .so files examined at most, and directory entries walked at most.
+MAX_EXTENSIONS = 200
+MAX_WALK = 20000
+
+TORCH_LIB_RE = re.compile(
+    r"^(?!libtorch_npu)(libtorch[a-z0-9_]*|libc10[a-z0-9_]*|libshm|libcaffe2[a-z0-9_]*)\.so(\.\d+)*$"
+)
+_TEST_LIB_RE = re.compile(r"(_test|backend_with_compiler|aoti_custom_ops)\.so$")
+SYSTEM_LIB_RE = re.compile(
+    r"^(libc|libm|libpthread|libdl|librt|libutil|libresolv|libanl|libnsl|libmvec|ld-linux[-a-z0-9_]*|ld64)\.so(\.\d+)*$"
+    r"|^(libstdc\+\+|libgcc_s|libgomp|libatomic)\.so(\.\d+)*$"
+)
+_TRIPLETS = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu"}
+_E_MACHINE = {0x3E: "x86_64", 0xB7: "aarch64", 0x03: "i686", 0x28: "arm"}
+
+#: Mangled-name prefixes of the namespaces each library family exports.
+TORCH_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:2at|3c10|5torch|4c10d|6caffe2)(?:\d|[A-Z]|$)")
+NPU_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:7c10_npu|6at_npu|9torch_npu|3op_api|7op_plugin)(?:\d|[A-Z])")
+ATB_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:3atb|3Mki|6AsdOps)(?:\d|[A-Z])")
+CANN_SYM_RE = re.compile(
+    r"^(?:acl[a-zA-Z]|Hccl|hccl[A-Z]|Msprof|_Z(?:T[VIST])?N?K?(?:2ge|4gert|2fe|8optiling)(?:\d|[A-Z]))"
+)
+
+
+def _now() -> float:
+    return time.monotonic()
+
+
+def _elf_machine(host: Host, path: str) -> Tuple[Optional[str], Optional[int]]:
+    data, _e, _t = host.read_bytes(path, limit=64)
+    if not data or len(data) < 20 or data[:4] != b"\x7fELF":
+        return None, None
+    endian = "little" if data[5] == 1 else "big"
+    machine = int.from_bytes(data[18:20], endian)
+    return _E_MACHINE.get(machine, f"EM_{machine}"), (64 if data[4] == 2 else 32)
+
+
+class Resolver:
+    """The ld.so search over one Host, with caches (one per probe run)."""
+
+    def __init__(self, host: Host, arch: str, bits: int, ld_library_path: List[str]) -> None:
+        from npudoctor.parsers.ldcache import parse_ld_cache, parse_ld_conf
+
+        self.host = host
+        self.arch = arch
+        self.bits = bits
+        self.ld_library_path = ld_library_path
+        data, err, _t = host.read_bytes("/etc/ld.so.cache", limit=32 << 20)
+        self.cache = parse_ld_cache(data) if data is not None else None
+        self.cache_info: Optional[Dict[str, Any]] = None
+        if data is not None and self.cache is not None:
+            self.cache_info = {
+                "path": "/etc/ld.so.cache",
+                "format": self.cache.format,
+                "entries": len(self.cache.entries),
+                "error": self.cache.error,
+            }
+        self.conf_dirs: List[str] = []
+        if self.cache is None or self.cache.error:
+            conf = parse_ld_conf("/etc/ld.so.conf", lambda p: host.read_text(p).text, host.listdir)
+            self.conf_dirs = conf.dirs
+        triplet = _TRIPLETS.get(arch)
+        self.default_dirs = ([f"/lib/{triplet}", f"/usr/lib/{triplet}"] if triplet else []) + (
+            ["/lib64", "/usr/lib64", "/lib", "/usr/lib"] if bits == 64 else ["/lib", "/usr/lib"]
+        )
+        self._ok: Dict[str, bool] = {}
+
+    def usable(self, path: str) -> bool:
+        """An ELF file of the right machine/class at ``path``."""
+        if path not in self._ok:
+            machine, bits = _elf_machine(self.host, path)
+            self._ok[path] = machine is not None and (machine == self.arch or self.arch is None) and bits == self.bits
+        return self._ok[path]
+
+    def search(self, name: str, rpath_chain: List[str], runpath: List[str]) -> Tuple[Optional[str], Optional[str]]:
+        """``(path, via)`` of ``name`` or ``(None, None)``."""
+        if "/" in name:
+            return (name, "path") if self.usable(name) else (None, None)
+        for label, dirs in (("RPATH", rpath_chain), ("LD_LIBRARY_PATH", self.ld_library_path), ("RUNPATH", runpath)):
+            for d in dirs:
+                cand = posixpath.join(d, name)
+                if self.usable(cand):
+                    return cand, label
+        if self.cache is not None and not self.cache.error:
+            for cand in self.cache.lookup(name, self.arch):
+                if self.usable(cand):
+                    return cand, "ld.so.cache"
+        for d in self.conf_dirs:
+            cand = posixpath.join(d, name)
+            if self.usable(cand):
+                return cand, "ld.so.conf"
+        for d in self.default_dirs:
+            cand = posixpath.join(d, name)
+            if self.usable(cand):
+                return cand, "default dirs"
+        return None, None
+
+
+def _expand_origin(entries: List[str], origin: str) -> List[str]:
+    out = []
+    for e in entries:
+        e = e.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
+        if e.startswith("/"):
+            out.append(posixpath.normpath(e))
+    return out
+
+
+def _torch_npu_dir(host: Host, facts: Dict[str, Any]) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]:
+    installed = (facts.get("packages") or {}).get("installed") or {}
+    tnpu = None
+    torch = None
+    for key, recs in installed.items() if isinstance(installed, dict) else []:
+        canon = str(key).lower().replace("_", "-")
+        for rec in recs or []:
+            if not isinstance(rec, dict) or not rec.get("location"):
+                continue
+            if canon == "torch-npu" and tnpu is None:
+                pkg = posixpath.join(str(rec["location"]), "torch_npu")
+                if host.is_dir(pkg):
+                    tnpu = {"version": rec.get("version"), "location": rec["location"], "package_dir": pkg}
+            if canon == "torch" and torch is None:
+                lib = posixpath.join(str(rec["location"]), "torch", "lib")
+                torch = {"version": rec.get("version"), "lib_dir": lib if host.is_dir(lib) else None}
+    return tnpu, torch
+
+
+def _search_dirs(facts: Dict[str, Any], env: Dict[str, Any]) -> List[Tuple[str, str]]:
+    """``(dir, label)`` places where a missing library may be on disk."""
+    out: List[Tuple[str, str]] = []
+    cann = facts.get("cann") if isinstance(facts.get("cann"), dict) else {}
+    sel = cann.get("selected") if isinstance(cann.get("selected"), dict) else None
+    tk = (env.get("toolkit") or {}) if isinstance(env, dict) else {}
+    tk_path = (sel or {}).get("path") or tk.get("path")
+    if tk_path:
+        out += [
+            (posixpath.join(tk_path, sub), "selected toolkit")
+            for sub in ("lib64", "lib64/plugin/opskernel", "lib64/plugin/nnengine")
+        ]
+    for rec in cann.get("toolkits") or []:
+        if isinstance(rec, dict) and rec.get("path") and rec.get("path") != tk_path:
+            label = f"CANN {rec.get('version') or '?'}"
+            out.append((posixpath.join(rec["path"], "lib64"), label))
+    driver = (
+        (env.get("expected") or {}).get("driver") if isinstance(env, dict) else None
+    ) or "/usr/local/Ascend/driver"
+    out += [(posixpath.join(driver, sub), "driver") for sub in ("lib64", "lib64/common", "lib64/driver")]
+    for rec in ([cann.get("nnal")] if cann.get("nnal") else []) + list(cann.get("nnal_all") or []):
+        if isinstance(rec, dict) and rec.get("path"):
+            for abi in ("cxx_abi_0", "cxx_abi_1"):
+                out.append((posixpath.join(rec["path"], "latest", "atb", abi, "lib"), f"NNAL ({abi})"))
+    if not tk_path:
+        out += [
+            ("/usr/local/Ascend/ascend-toolkit/latest/lib64", "toolkit"),
+            ("/usr/local/Ascend/cann/lib64", "toolkit"),
+            ("/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1/lib", "NNAL (cxx_abi_1)"),
+            ("/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_0/lib", "NNAL (cxx_abi_0)"),
+        ]
+    seen: Set[str] = set()
+    uniq = []
+    for d, label in out:
+        if d not in seen:
+            seen.add(d)
+            uniq.append((d, label))
+    return uniq
+
+
+def _versions(names: List[str], prefix: str) -> List[str]:
+    return sorted({n for n in names if n.startswith(prefix + "_")}, key=_vkey)
+
+
+def _vkey(name: str) -> Tuple[int, ...]:
+    tail = name.split("_", 1)[-1]
+    return tuple(int(p) if p.isdigit() else 0 for p in tail.split("."))
+
+
+def probe(ctx: ProbeContext) -> Dict[str, Any]:
+    from npudoctor.parsers.elf import read_elf
+
+    start = _now()
+    host = ctx.host
+    facts = ctx.facts
+    env_facts = facts.get("environment") if isinstance(facts.get("environment"), dict) else {}
+    errors: List[str] = []
+    tnpu, torch = _torch_npu_dir(host, facts)
+    out: Dict[str, Any] = {"torch_npu": tnpu, "torch": torch, "errors": errors}
+
+    abi = None
+    abi_source = None
+    if torch and torch.get("lib_dir"):
+        lib = posixpath.join(torch["lib_dir"], "libc10.so")
+        data, _e, _t = host.read_bytes(lib, limit=64 << 20)
+        if data and data[:4] == b"\x7fELF":
+            abi, abi_source = (b"__cxx11" in data), lib
+    out["torch_cxx11_abi"] = abi
+    out["abi_source"] = abi_source
+    if tnpu is None:
+        out["duration"] = round(_now() - start, 3)
+        return out
+
+    pkg = tnpu["package_dir"]
+    roots = host.glob(pkg, prefix="_C", suffix=".so")
+    libtorch_npu = posixpath.join(pkg, "lib", "libtorch_npu.so")
+    if host.is_file(libtorch_npu):
+        roots.append(libtorch_npu)
+    atb_plugin = posixpath.join(pkg, "lib", "libop_plugin_atb.so")
+    out["atb_plugin"] = atb_plugin if host.is_file(atb_plugin) else None
+    out["roots"] = list(roots)
+    if not roots:
+        errors.append(f"no torch_npu/_C*.so nor lib/libtorch_npu.so under {pkg}")
+        out["duration"] = round(_now() - start, 3)
+        return out
+
+    first = read_elf(_real(host, roots[0]))
+    arch = first.machine or (facts.get("host") or {}).get("arch") or "x86_64"
+    bits = first.bits or 64
+    ld_path = [posixpath.normpath(p) for p in host.env_paths("LD_LIBRARY_PATH") if p.startswith("/")]
+    resolver = Resolver(host, arch, bits, ld_path)
+    out["loader"] = {
+        "ld_library_path": ld_path,
+        "cache": resolver.cache_info,
+        "conf_dirs": resolver.conf_dirs,
+        "default_dirs": resolver.default_dirs,
+    }
+    root_has_libc = bool(resolver.search("libc.so.6", [], [])[0])
+
+    # torch's libraries count as loaded (import torch runs first).
+    loaded: Dict[str, str] = {}
+    torch_libs: List[str] = []
+    if torch and torch.get("lib_dir"):
+        for path in host.glob(torch["lib_dir"], suffix=".so"):
+            name = posixpath.basename(path)
+            if TORCH_LIB_RE.match(name) and not _TEST_LIB_RE.search(name):
+                loaded[name] = path
+                torch_libs.append(path)
+
+    objects: Dict[str, Any] = {}
+    resolution: Dict[str, Dict[str, Any]] = {}
+    queue: List[Tuple[str, List[str], bool]] = [(r, [], False) for r in roots]
+    if out["atb_plugin"]:
+        queue.append((atb_plugin, [], True))
+    deadline = start + TIME_BUDGET
+    while queue:
+        path, parent_rpaths, optional = queue.pop(0)
+        if path in objects:
+            continue
+        if len(objects) >= MAX_OBJECTS or _now() > deadline:
+            errors.append(f"stopped following dependencies after {len(objects)} files (time/size budget)")
+            break
+        info = read_elf(_real(host, path))
+        objects[path] = info
+        if info.error:
+            errors.append(f"{path}: {info.error}")
+            continue
+        if info.soname and info.soname not in loaded:
+            loaded[info.soname] = path
+        origin = posixpath.dirname(host.resolve(path))
+        own_rpath = _expand_origin(info.rpath, origin) if not info.runpath else []
+        chain = own_rpath + parent_rpaths
+        runpath = _expand_origin(info.runpath, origin)
+        for name in info.needed:
+            rec = resolution.get(name)
+            if rec is None:
+                rec = {
+                    "name": name,
+                    "needed_by": [],
+                    "status": None,
+                    "path": None,
+                    "via": None,
+                    "found_at": [],
+                    "optional": optional,
+                }
+                resolution[name] = rec
+            if path not in rec["needed_by"]:
+                rec["needed_by"].append(path)
+            if not optional:
+                rec["optional"] = False
+            if rec["status"] in ("found", "torch"):
+                continue
+            if name in loaded and name not in ("libc.so.6",):
+                rec.update(
+                    status="torch" if loaded[name] in torch_libs else "found", path=loaded[name], via="already loaded"
+                )
+                continue
+            if TORCH_LIB_RE.match(name) and torch_libs:
+                rec.update(status="torch", path=None, via="import torch")
+                continue
+            found, via = resolver.search(name, chain, runpath)
+            if found:
+                rec.update(status="found", path=found, via=via)
+                loaded.setdefault(name, found)
+                if not SYSTEM_LIB_RE.match(name):
+                    queue.append((found, chain if not info.runpath else [], optional))
+            elif SYSTEM_LIB_RE.match(name) and not root_has_libc:
+                rec.update(status="system-unknown")
+            else:
+                rec["status"] = "missing"
+
+    search_dirs = _search_dirs(facts, env_facts)
+    for rec in resolution.values():
+        if rec["status"] != "missing":
+            continue
+        for d, label in search_dirs:
+            cand = posixpath.join(d, rec["name"])
+            if host.is_file(cand):
+                rec["found_at"].append({"path": cand, "where": label, "usable": resolver.usable(cand)})
+    keep = ("soname", "needed", "rpath", "runpath", "error")
+    out["objects"] = [
+        dict({k: v for k, v in info.to_dict().items() if k in keep}, path=p) for p, info in objects.items()
+    ]
+    out["resolution"] = sorted(resolution.values(), key=lambda r: (r["status"] != "missing", r["name"]))
+    out["missing"] = sorted(r["name"] for r in resolution.values() if r["status"] == "missing" and not r["optional"])
+    out["glibc"] = _glibc_check(host, resolver, objects, resolution, root_has_libc)
+    out["symbols"] = _symbol_checks(
+        host, pkg, roots, libtorch_npu, atb_plugin, torch_libs, resolution, facts, env_facts, deadline, errors
+    )
+    out["duration"] = round(_now() - start, 3)
+    return out
+
+
+def _real(host: Host, path: str) -> str:
+    try:
+        return host.real(path)
+    except OSError:
+        return host.root.rstrip("/") + path
+
+
+def _glibc_check(
+    host: Host, resolver: Resolver, objects: Dict[str, Any], resolution: Dict[str, Dict[str, Any]], root_has_libc: bool
+) -> Dict[str, Any]:
+    from npudoctor.parsers.elf import read_elf
+
+    providers: Dict[str, str] = {}
+    provided: Dict[str, List[str]] = {}
+    for lib in ("libc.so.6", "libstdc++.so.6", "libgcc_s.so.1"):
+        rec = resolution.get(lib)
+        path = rec.get("path") if rec and rec.get("status") == "found" else resolver.search(lib, [], [])[0]
+        if not path:
+            continue
+        providers[lib] = path
+        info = read_elf(_real(host, path))
+        provided[lib] = info.version_defs
+    too_new = []
+    for path, info in objects.items():
+        if info.error:
+            continue
+        for lib, versions in info.version_needs.items():
+            if lib not in provided:
+                continue
+            have = set(provided[lib])
+            for v in versions:
+                if v in have:
+                    continue
+                family = v.split("_", 1)[0]
+                highest = _versions(provided[lib], family)
+                too_new.append(
+                    {
+                        "library": lib,
+                        "version": v,
+                        "needed_by": path,
+                        "provider": providers[lib],
+                        "highest": highest[-1] if highest else None,
+                    }
+                )
+    summary = {
+        "GLIBC": _versions(provided.get("libc.so.6", []), "GLIBC")[-1:],
+        "GLIBCXX": _versions(provided.get("libstdc++.so.6", []), "GLIBCXX")[-1:],
+        "CXXABI": _versions(provided.get("libstdc++.so.6", []), "CXXABI")[-1:],
+    }
+    return {"providers": providers, "provided": summary, "too_new": too_new, "root_has_libc": root_has_libc}
+
+
+def _check(obj: str, names: Set[str], against: List[str], real: Any) -> Dict[str, Any]:
+    from npudoctor.parsers.elf import missing_symbols
+
+    res: Dict[str, Any] = {
+        "object": obj,
+        "against": against,
+        "checked": len(names),
+        "missing_count": 0,
+        "missing": [],
+        "error": None,
+    }
+    if not names or not against:
+        return res
+    missing, problems = missing_symbols(names, [real(p) for p in against])
+    res["missing_count"] = len(missing)
+    res["missing"] = missing[:25]
+    if problems:
+        res["error"] = "; ".join(problems)[:500]
+    return res
+
+
+def _symbol_checks(
+    host: Host,
+    pkg: str,
+    roots: List[str],
+    libtorch_npu: str,
+    atb_plugin: str,
+    torch_libs: List[str],
+    resolution: Dict[str, Dict[str, Any]],
+    facts: Dict[str, Any],
+    env_facts: Dict[str, Any],
+    deadline: float,
+    errors: List[str],
+) -> Dict[str, Any]:
+    from npudoctor.parsers.elf import dynamic_symbols
+
+    def real(p: str) -> str:
+        return _real(host, p)
+
+    out: Dict[str, Any] = {"torch": None, "atb": None, "cann": None, "extensions": []}
+    npu_libs = host.glob(posixpath.join(pkg, "lib"), suffix=".so")
+    if host.is_file(libtorch_npu):
+        _d, undef, err = dynamic_symbols(real(libtorch_npu))
+        if err:
+            errors.append(f"{libtorch_npu}: {err}")
+        else:
+            if torch_libs:
+                out["torch"] = _check(libtorch_npu, {s for s in undef if TORCH_SYM_RE.match(s)}, torch_libs, real)
+            cann_libs = [
+                r["path"]
+                for r in resolution.values()
+                if r["status"] == "found"
+                and r["path"]
+                and libtorch_npu in r["needed_by"]
+                and not SYSTEM_LIB_RE.match(r["name"])
+                and r["path"] not in npu_libs
+            ]
+            cann_syms = {s for s in undef if CANN_SYM_RE.match(s)}
+            needed_cann = [
+                r for r in resolution.values() if libtorch_npu in r["needed_by"] and r["status"] == "missing"
+            ]
+            if cann_libs and not needed_cann:
+                out["cann"] = _check(libtorch_npu, cann_syms, cann_libs, real)
+    # K04: ATB symbols of torch_npu's ATB plugin (and libtorch_npu) vs libatb.so
+    atb_rec = resolution.get("libatb.so")
+    atb_lib = atb_rec.get("path") if atb_rec and atb_rec.get("status") == "found" else None
+    if atb_lib is None:
+        nnal = env_facts.get("nnal") if isinstance(env_facts.get("nnal"), dict) else None
+        home = (nnal or {}).get("current_atb_home")
+        if home and host.is_file(posixpath.join(home, "lib", "libatb.so")):
+            atb_lib = posixpath.join(home, "lib", "libatb.so")
+    if atb_lib:
+        names: Set[str] = set()
+        objs = [p for p in (libtorch_npu, atb_plugin) if host.is_file(p)]
+        for p in objs:
+            _d, undef, err = dynamic_symbols(real(p))
+            if not err:
+                names |= {s for s in undef if ATB_SYM_RE.match(s)}
+        out["atb"] = _check(", ".join(objs), names, [atb_lib], real)
+    # K03: third-party extensions linking libtorch_npu.so / libascendcl.so
+    out["extensions"] = _extensions(host, facts, pkg, npu_libs, torch_libs, resolution, deadline, errors)
+    return out
+
+
+def _site_dirs(facts: Dict[str, Any]) -> List[str]:
+    dirs: List[str] = []
+    installed = (facts.get("packages") or {}).get("installed") or {}
+    for recs in installed.values() if isinstance(installed, dict) else []:
+        for rec in recs or []:
+            loc = rec.get("location") if isinstance(rec, dict) else None
+            if loc and loc not in dirs:
+                dirs.append(str(loc))
+    for d in (facts.get("python") or {}).get("site_packages") or []:
+        if isinstance(d, str) and d not in dirs:
+            dirs.append(d)
+    return dirs
+
+
+_SKIP_TOP = {
+    "torch",
+    "torch_npu",
+    "numpy",
+    "scipy",
+    "torchvision",
+    "torchaudio",
+    "pip",
+    "setuptools",
+    "__pycache__",
+    "triton",
+    "sympy",
+    "pandas",
+}
+
+
+def _extensions(
+    host: Host,
+    facts: Dict[str, Any],
+    pkg: str,
+    npu_libs: List[str],
+    torch_libs: List[str],
+    resolution: Dict[str, Dict[str, Any]],
+    deadline: float,
+    errors: List[str],
+) -> List[Dict[str, Any]]:
+    from npudoctor.parsers.elf import dynamic_symbols, read_elf
+
+    found: List[Tuple[str, str]] = []
+    walked = 0
+    for site in _site_dirs(facts):
+        real_site = _real(host, site)
+        for top in host.listdir(site):
+            if top in _SKIP_TOP or top.endswith((".dist-info", ".egg-info", ".libs")):
+                continue
+            base = os.path.join(real_site, top)
+            if os.path.isfile(base) and top.endswith(".so"):
+                found.append((posixpath.join(site, top), top))
+                continue
+            if not os.path.isdir(base) or os.path.islink(base):
+                continue
+            for dirpath, dirnames, filenames in os.walk(base):
+                walked += len(filenames) + len(dirnames)
+                dirnames[:] = [d for d in dirnames if d not in ("tests", "__pycache__")]
+                for f in filenames:
+                    if f.endswith(".so") or ".so." in f:
+                        rel = os.path.relpath(os.path.join(dirpath, f), real_site)
+                        found.append((posixpath.join(site, rel.replace(os.sep, "/")), top))
+                if walked > MAX_WALK or _now() > deadline:
+                    break
+            if walked > MAX_WALK or _now() > deadline:
+                errors.append("extension scan stopped early (too many files or time budget)")
+                break
+    checks: List[Dict[str, Any]] = []
+    acl = resolution.get("libascendcl.so")
+    acl_path = acl.get("path") if acl and acl.get("status") == "found" else None
+    for path, top in found[:MAX_EXTENSIONS]:
+        if _now() > deadline:
+            break
+        info = read_elf(_real(host, path))
+        if info.error:
+            continue
+        links = [n for n in info.needed if n in ("libtorch_npu.so", "libascendcl.so")]
+        if not links:
+            continue
+        _d, undef, err = dynamic_symbols(_real(host, path))
+        if err:
+            errors.append(f"{path}: {err}")
+            continue
+        res: Dict[str, Any] = {
+            "object": path,
+            "package": top,
+            "links": links,
+            "checked": 0,
+            "missing_count": 0,
+            "missing": [],
+            "error": None,
+            "against": [],
+        }
+        parts = []
+        if "libtorch_npu.so" in links:
+            parts.append(_check(path, {s for s in undef if NPU_SYM_RE.match(s)}, npu_libs, lambda p: _real(host, p)))
+        if "libascendcl.so" in links and acl_path:
+            parts.append(_check(path, {s for s in undef if s.startswith("acl")}, [acl_path], lambda p: _real(host, p)))
+        for part in parts:
+            res["checked"] += part["checked"]
+            res["missing_count"] += part["missing_count"]
+            res["missing"] += part["missing"]
+            res["against"] += part["against"]
+            if part["error"]:
+                res["error"] = part["error"]
+        checks.append(res)
+    return checks
