@@ -466,6 +466,10 @@ _CANN_PY_DEPS = (
 )
 
 
+#: Variables that ``environment.current`` reports whenever they are set (probes/environment.py).
+_CURRENT_VARS = re.compile(r"^(ASCEND_|ATB_|TOOLCHAIN_HOME$|LD_LIBRARY_PATH$|PYTHONPATH$|PATH$|LD_PRELOAD$)")
+
+
 def _canon(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -515,17 +519,23 @@ class FactView:
 
     # environment
     def env(self, name: str) -> Tuple[bool, Optional[str]]:
-        """``(known, value)``: whether the variable's state is known, and its value."""
-        env = self.section("environment")
-        for key in ("current", "set", "vars", "values", "actual"):
-            table = env.get(key)
-            if isinstance(table, dict) and table and all(isinstance(v, (str, type(None))) for v in table.values()):
-                value = table.get(name)
-                return True, value if isinstance(value, str) else None
-        for section, key in (("devices", "visibility"), ("hccl", "variables")):
-            table = self.section(section).get(key)
-            if isinstance(table, dict) and name in table and isinstance(table[name], str):
-                return True, table[name]
+        """``(known, value)``: whether the variable's state is known, and its value.
+
+        Order: ``environment.current`` (CANN-related variables, set ones only),
+        ``devices.visibility``, ``hccl.variables`` (set ones only), ``cann.env``, then the
+        diagnosed environment itself (live / ``--root``; absent for ``--from``)."""
+        current = self.section("environment").get("current")
+        if isinstance(current, dict) and _CURRENT_VARS.match(name):
+            value = current.get(name)
+            return True, value if isinstance(value, str) else None
+        visibility = self.section("devices").get("visibility")
+        if isinstance(visibility, dict) and name in visibility:
+            value = visibility.get(name)
+            return True, value if isinstance(value, str) else None
+        variables = self.section("hccl").get("variables")
+        if isinstance(variables, dict) and (name in variables or name.startswith("HCCL_")):
+            value = variables.get(name)
+            return True, value if isinstance(value, str) else None
         cann_env = self.section("cann").get("env")
         if isinstance(cann_env, dict) and name in cann_env:
             item = cann_env[name]

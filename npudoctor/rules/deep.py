@@ -1,0 +1,380 @@
+"""Deep-probe findings (``DEEP…``) and their cross-reference with the static findings.
+
+Reads ``facts["deep"]`` (npudoctor/probes/deep.py).  One finding per outcome: a failed
+step, a crash (signal), a hang (deadline), an early exit, "NPU not available", or the
+probe passing.  The post-processor :func:`cross_reference` then looks for static
+findings that explain a deep failure -- the causes that ``npudoctor/data/errors.toml``
+lists for the failure's signature, judged by :mod:`npudoctor.triage` against the facts
+and the other findings -- and, when there are some, adds "deep probe: …" to their
+``confirmed_by`` and turns the deep finding into an info line pointing at them, instead
+of repeating the problem as a second error.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterable, List, Optional
+
+from npudoctor.findings import REGISTRY, Code, Finding
+from npudoctor.rules import postprocess, rule
+
+_STEP_TEXT = {
+    "import_torch": "import torch",
+    "import_torch_npu": "import torch_npu",
+    "is_available": "torch.npu.is_available()",
+    "device_count": "torch.npu.device_count()",
+    "tensor_op": "a tensor operation on the NPU",
+    "synchronize": "torch.npu.synchronize()",
+}
+
+IMPORT_TORCH = Code(
+    "DEEP001",
+    "deep-import-torch-failed",
+    area="deep",
+    severity="error",
+    title="import torch failed in the target interpreter",
+    explain=(
+        "The deep probe (`npudoctor check --deep`) ran `import torch` in a child process of the "
+        "target interpreter and it raised. torch's automatic backend loading is disabled there "
+        "(TORCH_DEVICE_BACKEND_AUTOLOAD=0) so that this step tests torch alone; a failure here is "
+        "about torch itself: a broken or half-installed torch, a torch for another Python or CPU, "
+        "or a package shadowing it. The evidence holds the exception and, when the message is a "
+        "known one, its meaning from npudoctor's error knowledge base."
+    ),
+    kinds=("K01", "K08", "K20"),
+)
+IMPORT_NPU = Code(
+    "DEEP002",
+    "deep-import-torch-npu-failed",
+    area="deep",
+    severity="error",
+    title="import torch_npu failed in the target interpreter",
+    explain=(
+        "The deep probe imported torch_npu in a child process of the target interpreter and it "
+        "raised. The message names the symptom (a library not found, an undefined symbol, a "
+        "missing module); the static findings usually name the cause. When a static finding "
+        "explains the failure, this finding is shown as information and the static finding "
+        "carries 'confirmed by' the import instead."
+    ),
+    kinds=("K01", "K05", "K10", "K11", "K20", "K21"),
+)
+NOT_AVAILABLE = Code(
+    "DEEP003",
+    "deep-npu-not-available",
+    area="deep",
+    severity="error",
+    title="torch_npu imports but sees no usable NPU",
+    explain=(
+        "torch_npu imported, but torch.npu.is_available() is False or torch.npu.device_count() "
+        "is 0 (or raised). Typical causes: visible-device variables that name devices the "
+        "process cannot see (ASCEND_RT_VISIBLE_DEVICES not 0-based/ascending), a container "
+        "without device nodes or driver mounts, devices held by another container, or an account "
+        "that cannot open /dev/davinci*."
+    ),
+    kinds=("K18", "K16", "K15", "K17", "K14"),
+)
+DEVICE_OP = Code(
+    "DEEP004",
+    "deep-device-op-failed",
+    area="deep",
+    severity="error",
+    title="a tensor operation on the NPU failed",
+    explain=(
+        "torch_npu found the devices but a 2x2 tensor operation (or synchronize) failed on one "
+        "of them. The ACL error code in the message (507033, 507008, 500001, ...) is explained "
+        "by `npudoctor triage`; the common causes are a driver older than CANN, kernels missing "
+        "for this chip, NumPy 2 or missing CANN Python packages."
+    ),
+    kinds=("K14", "K12", "K07", "K06", "K13"),
+)
+CRASHED = Code(
+    "DEEP005",
+    "deep-probe-crashed",
+    area="deep",
+    severity="error",
+    title="the deep probe's child process crashed",
+    explain=(
+        "The child interpreter was killed by a signal (SIGSEGV, SIGABRT, ...) while importing "
+        "torch/torch_npu or using the NPU. Native crashes at import come from mismatched binaries "
+        "(torch vs torch_npu, torch_npu vs CANN, NNAL ABI) and from aarch64 libgomp TLS "
+        "exhaustion; the evidence shows the step and the last lines of stderr (Python's "
+        "faulthandler stack when available)."
+    ),
+    kinds=("K01", "K05", "K04", "K21"),
+)
+HUNG = Code(
+    "DEEP006",
+    "deep-probe-hung",
+    area="deep",
+    severity="error",
+    title="the deep probe did not finish within its deadline",
+    explain=(
+        "The child interpreter was still running at the deadline (--deep-timeout) and was killed. "
+        "The step it was in is named. Importing torch_npu on a busy NPU box can take tens of "
+        "seconds, so raise --deep-timeout first; a hang in a device step points at a device held "
+        "by another process, a driver/CANN mismatch, or a wedged device (see npu-smi)."
+    ),
+    kinds=("K15", "K14"),
+)
+NOT_RUN = Code(
+    "DEEP007",
+    "deep-probe-not-run",
+    area="deep",
+    severity="info",
+    title="the deep probe was not run",
+    explain=(
+        "--deep was asked for but the import could not be tried: under --root no interpreter of "
+        "the diagnosed machine can run here, --no-commands forbids it, or the target interpreter "
+        "is missing. Run `npudoctor check --deep` on the machine (or inside the container) itself."
+    ),
+)
+PASSED = Code(
+    "DEEP008",
+    "deep-probe-passed",
+    area="deep",
+    severity="info",
+    title="torch_npu imports and computes on the NPU",
+    explain="The deep probe imported torch and torch_npu and ran a tensor operation on every visible NPU.",
+)
+EXITED = Code(
+    "DEEP009",
+    "deep-probe-exited",
+    area="deep",
+    severity="error",
+    title="the deep probe's child process exited before finishing",
+    explain=(
+        "The child interpreter ended without a signal but before the probe finished: something "
+        "in an import called sys.exit()/os._exit(), or the process was killed from outside "
+        "(out-of-memory). The step it was in and the end of stderr are shown."
+    ),
+)
+
+#: Deep findings that describe a failure (candidates for cross-referencing).
+FAILURE_CODES = ("DEEP001", "DEEP002", "DEEP003", "DEEP004", "DEEP005", "DEEP006", "DEEP009")
+
+
+def _first_line(text: Optional[str], limit: int = 300) -> str:
+    for line in (text or "").splitlines():
+        if line.strip():
+            return line.strip()[:limit]
+    return ""
+
+
+def _last_lines(text: str, n: int = 6) -> List[str]:
+    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+    return [ln[:300] for ln in lines[-n:]]
+
+
+def _root_error(step: Dict[str, Any]) -> str:
+    """The deepest exception of a step's traceback (the ImportError under a RuntimeError)."""
+    tb = str(step.get("traceback") or "")
+    lines = [ln for ln in tb.splitlines() if ln and not ln.startswith((" ", "Traceback", "During", "The above"))]
+    return lines[0].strip()[:400] if lines else f"{step.get('error_type')}: {_first_line(step.get('error'))}"
+
+
+def _signature_lines(deep: Dict[str, Any]) -> List[str]:
+    out = []
+    for sig in deep.get("signatures") or []:
+        caps = ", ".join(f"{k}={v}" for k, v in sorted((sig.get("captures") or {}).items()))
+        out.append(f"known signature {sig.get('id')}: {sig.get('title')}" + (f" ({caps})" if caps else ""))
+    return out
+
+
+def _kb_fix(deep: Dict[str, Any]) -> List[str]:
+    try:
+        from npudoctor.triage import fill, load_kb
+
+        kb = load_kb()
+    except Exception:
+        return []
+    for sig in deep.get("signatures") or []:
+        entry = kb.by_id(str(sig.get("id")))
+        if entry is not None and entry.fix:
+            return [fill(f, sig.get("captures") or {}) for f in entry.fix]
+    return []
+
+
+def _common(deep: Dict[str, Any]) -> List[str]:
+    ev = [f"interpreter: {deep.get('interpreter')}"]
+    done = [
+        f"{_STEP_TEXT.get(s['name'], s['name'])}: {s.get('status')} ({s.get('duration', 0):.2f} s)"
+        for s in deep.get("steps") or []
+        if s.get("status") in ("ok", "failed")
+    ]
+    if done:
+        ev.append("steps: " + "; ".join(done))
+    if deep.get("stderr_bytes", 0) > 1 << 20:
+        ev.append(f"the child printed {deep['stderr_bytes']} bytes to stderr (head and tail kept)")
+    return ev
+
+
+@rule
+def deep_outcome(ctx: Any) -> Iterable[Finding]:
+    """One finding for the deep probe's outcome (nothing when it did not run at all)."""
+    deep = ctx.facts("deep")
+    if not deep:
+        return
+    outcome = deep.get("outcome")
+    steps = {s.get("name"): s for s in deep.get("steps") or [] if isinstance(s, dict)}
+    data = {"signatures": [s.get("id") for s in deep.get("signatures") or []], "outcome": outcome}
+    if outcome == "not_run" or not deep.get("ran", True):
+        yield NOT_RUN.finding(
+            title=f"the deep probe was not run: {deep.get('reason')}", evidence=[str(deep.get("reason"))], data=data
+        )
+        return
+    stderr_tail = _last_lines(str(deep.get("stderr_tail") or deep.get("stderr_head") or ""))
+    if outcome == "timed_out":
+        step = deep.get("hung_step")
+        where = _STEP_TEXT.get(step, step) if step else "starting the interpreter"
+        yield HUNG.finding(
+            title=f"the deep probe hung in {where} and was killed after {deep.get('timeout')} s",
+            evidence=_common(deep) + [f"last stderr: {ln}" for ln in stderr_tail],
+            fix=[
+                f"npudoctor check --deep --deep-timeout {int(float(deep.get('timeout') or 120) * 2)}  (a busy box can take long)",
+                "npu-smi info  (is the NPU held by another process?)",
+            ],
+            data=dict(data, step=step),
+        )
+        return
+    if outcome == "crashed":
+        step = deep.get("crashed_step")
+        where = _STEP_TEXT.get(step, step) if step else "starting up"
+        yield CRASHED.finding(
+            title=f"the deep probe crashed with {deep.get('signal')} in {where}",
+            evidence=_common(deep) + _signature_lines(deep) + [f"stderr: {ln}" for ln in stderr_tail],
+            fix=_kb_fix(deep) or ["run `python -X faulthandler -c 'import torch, torch_npu'` to see the native stack"],
+            data=dict(data, step=step, signal=deep.get("signal")),
+        )
+        return
+    if outcome == "exited":
+        yield EXITED.finding(
+            title=f"the deep probe's child exited with status {deep.get('returncode')} before finishing",
+            evidence=_common(deep) + [f"stderr: {ln}" for ln in stderr_tail],
+            data=data,
+        )
+        return
+    if outcome == "error":
+        yield NOT_RUN.finding(
+            title=f"the deep probe could not start: {deep.get('reason')}", evidence=[str(deep.get("reason"))], data=data
+        )
+        return
+    failed = steps.get(deep.get("failed_step") or "")
+    if failed is not None:
+        name = failed.get("name")
+        root = _root_error(failed)
+        code = {"import_torch": IMPORT_TORCH, "import_torch_npu": IMPORT_NPU}.get(name)
+        if code is None:
+            code = NOT_AVAILABLE if name in ("is_available", "device_count") else DEVICE_OP
+        yield code.finding(
+            title=f"{_STEP_TEXT.get(name, name)} failed with {root}",
+            evidence=[root] + _signature_lines(deep) + _common(deep),
+            fix=_kb_fix(deep),
+            data=dict(data, step=name, error=root),
+        )
+        return
+    if deep.get("is_available") is False or deep.get("device_count") == 0:
+        yield NOT_AVAILABLE.finding(
+            title=(
+                f"torch_npu {deep.get('torch_npu_version')} imports but torch.npu.is_available() is "
+                f"{deep.get('is_available')} with {deep.get('device_count')} device(s)"
+            ),
+            evidence=_common(deep) + [f"stderr: {ln}" for ln in stderr_tail],
+            fix=["npudoctor check  (see the devices and container findings)"],
+            data=dict(data, step="is_available"),
+        )
+        return
+    devices = deep.get("devices") or []
+    names = ", ".join(sorted({str(d.get("name")) for d in devices}))
+    yield PASSED.finding(
+        title=f"torch {deep.get('torch_version')} + torch_npu {deep.get('torch_npu_version')} computed on {len(devices)} NPU(s) ({names})",
+        evidence=_common(deep) + ([f"torch.version.cann: {deep.get('cann')}"] if deep.get("cann") else []),
+        data=data,
+    )
+
+
+def _finding_text(f: Finding) -> str:
+    return "\n".join([f.title, *f.evidence, f.subject or ""])
+
+
+def explaining_findings(deep: Dict[str, Any], facts: Dict[str, Any], statics: List[Finding]) -> List[Finding]:
+    """Static findings that explain the deep probe's failure.
+
+    For each known signature of the failure, the causes errors.toml lists are judged by
+    :func:`npudoctor.triage.judge_cause` with the facts and ``statics``; the findings that
+    confirm the best-ranked cause(s) explain it.  A finding naming a captured library
+    (``libhccl.so``) also does.
+    """
+    from npudoctor.triage import FactView, judge_cause, load_kb
+
+    try:
+        kb = load_kb()
+    except Exception:
+        return []
+    fv = FactView(facts, statics)
+    explained: List[Finding] = []
+    for sig in deep.get("signatures") or []:
+        entry = kb.by_id(str(sig.get("id")))
+        if entry is None or entry.severity == "noise":
+            continue
+        caps = dict(sig.get("captures") or {})
+        judged = [judge_cause(c, fv, caps, {}) for c in entry.causes]
+        best = [j for j in judged if j["status"] == "cause" and j["findings"]]
+        if best:
+            top_codes = set(best[0]["findings"])
+            lib = caps.get("lib")
+            explained.extend(
+                f
+                for f in statics
+                if f.code in top_codes and not (lib and f.area == "libraries" and lib not in _finding_text(f))
+            )
+        lib = caps.get("lib")
+        if lib:
+            explained.extend(f for f in statics if lib in _finding_text(f) and f.severity in ("error", "warning"))
+    out: List[Finding] = []
+    for f in explained:
+        if all(f is not g for g in out):
+            out.append(f)
+    return out
+
+
+@postprocess
+def cross_reference(ctx: Any, findings: List[Finding]) -> List[Finding]:
+    """Attach a deep failure to the static findings that explain it (see module doc)."""
+    deep = ctx.facts("deep")
+    if not deep:
+        return findings
+    statics = [f for f in findings if f.area != "deep" and f.severity in ("error", "warning")]
+    out: List[Finding] = []
+    for f in findings:
+        if f.code not in FAILURE_CODES or not statics:
+            out.append(f)
+            continue
+        explaining = explaining_findings(deep, ctx.snapshot.facts, statics)
+        if not explaining:
+            out.append(f)
+            continue
+        what = f.title
+        for s in explaining:
+            note = f"deep probe: {what}"
+            if note not in s.confirmed_by:
+                s.confirmed_by.append(note)
+        codes = ", ".join(dict.fromkeys(s.code for s in explaining))
+        out.append(
+            Finding(
+                code=f.code,
+                name=f.name,
+                severity="info",
+                area=f.area,
+                title=f"{what} (explained by {codes})",
+                evidence=f.evidence,
+                fix=[],
+                subject=f.subject,
+                data=dict(
+                    f.data, explained_by=list(dict.fromkeys(s.code for s in explaining)), severity_was=f.severity
+                ),
+                after=list(dict.fromkeys(s.code for s in explaining)),
+            )
+        )
+    return out
+
+
+assert all(c in REGISTRY for c in FAILURE_CODES)
