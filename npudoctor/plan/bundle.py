@@ -367,11 +367,14 @@ def download_wheels(plan: Plan, opts: BundleOptions, log: Callable[[str], None])
             stdin=subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired:
+        shutil.rmtree(staging, ignore_errors=True)
         raise BundleError(f"pip download did not finish within {opts.timeout:.0f} s") from None
     except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
         raise BundleError(f"cannot run pip ({' '.join(opts.pip)}): {exc.strerror or exc}") from None
     output = proc.stdout or ""
     if proc.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
         tail = [line for line in output.splitlines() if line.strip()][-12:]
         raise BundleError(
             f"pip could not download the wheels for Python {plan.python} on {plan.arch} "
@@ -484,10 +487,9 @@ def make_bundle(plan: Plan, site: Site, opts: BundleOptions, log: Callable[[str]
                 "url": pkg.url,
             }
         )
-    atomic_write(os.path.join(out, REQUIREMENTS), requirements_text(plan, files))
-    atomic_write(os.path.join(out, "install.sh"), install_sh(plan, site, cann_files, pending))
-    os.chmod(os.path.join(out, "install.sh"), 0o755)
-    atomic_write(os.path.join(out, "INSTALL.md"), install_md(plan, site, cann_files, pending))
+    _write(os.path.join(out, REQUIREMENTS), requirements_text(plan, files))
+    _write(os.path.join(out, "install.sh"), install_sh(plan, site, cann_files, pending), 0o755)
+    _write(os.path.join(out, "INSTALL.md"), install_md(plan, site, cann_files, pending))
     for rel, why_text in (
         (REQUIREMENTS, "hash-pinned requirements: pip install --no-index --require-hashes"),
         ("install.sh", "offline installer"),
@@ -498,7 +500,7 @@ def make_bundle(plan: Plan, site: Site, opts: BundleOptions, log: Callable[[str]
             {"path": rel, "size": os.path.getsize(path), "sha256": sha256_file(path), "kind": "script", "why": why_text}
         )
     sums = "".join(f"{f['sha256']}  {f['path']}\n" for f in files)
-    atomic_write(os.path.join(out, SUMS), sums)
+    _write(os.path.join(out, SUMS), sums)
     from npudoctor import __version__
 
     manifest = {
@@ -511,8 +513,14 @@ def make_bundle(plan: Plan, site: Site, opts: BundleOptions, log: Callable[[str]
         "files": files,
         "pending": pending,
     }
-    atomic_write(os.path.join(out, MANIFEST), json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+    _write(os.path.join(out, MANIFEST), json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
     return BundleResult(out, files, kept, downloaded, pending, os.path.join(out, MANIFEST))
+
+
+def _write(path: str, text: str, mode: int = 0o644) -> None:
+    """Atomic write, then the permissions a bundle file needs (mkstemp makes 0600)."""
+    atomic_write(path, text)
+    os.chmod(path, mode)
 
 
 def requirements_text(plan: Plan, files: List[Dict[str, Any]]) -> str:

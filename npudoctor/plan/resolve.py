@@ -397,6 +397,8 @@ class Resolver:
     def selected_rows(self) -> Tuple[List[Any], Optional[str]]:
         """Rows the request allows, and a reason when the request names nothing known."""
         rows = self.rows()
+        if not self.request.torch_npu:  # pre-releases only when asked for by exact version
+            rows = [r for r in rows if r.status != "prerelease"]
         if self.request.torch_npu:
             want = canonical_version(self.request.torch_npu)
             rows = [r for r in rows if canonical_version(r.torch_npu) == want]

@@ -1,0 +1,310 @@
+"""``npudoctor plan`` (resolve + bundle) and ``npudoctor plan verify``."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, List, Optional
+
+import typer
+from typing_extensions import Annotated
+
+from npudoctor.commands._common import JsonOpt, MatrixOpt, fail_usage
+
+PLAN_HELP = """Plan an offline (intranet) install for the machine of a site snapshot.
+
+On the air-gapped machine: `npudoctor collect -o site.json`.  Here, on a connected
+machine: `npudoctor plan --for site.json [target] --output DIR` resolves one consistent set
+(torch_npu, torch, Python, CANN, numpy and CANN's Python dependencies, the driver it needs)
+with the compatibility matrix, explains every choice and downloads it with pip for the
+TARGET interpreter (not this one) into DIR, with the CANN/driver/firmware package names,
+manifest.json, a hash-pinned requirements.txt, install.sh and INSTALL.md.
+
+Target: any of --torch-npu X (that exact build), --torch X (any build of that torch line),
+--cann X, --python X.Y; none = the newest set the site's chip and driver support.  A driver
+upgrade is refused unless --allow-driver-upgrade.
+
+Exit codes: 0 a plan was made (and the bundle written); 1 no set fits (with the reasons and
+the nearest sets), or the wheels could not be fetched; 2 usage error."""
+
+VERIFY_HELP = """Verify a bundle on the intranet machine: every file present, sha256 matching the
+manifest, every pinned wheel there, and (with --for site.json) every wheel fits the
+site's Python, architecture and glibc.
+
+Exit codes: 0 the bundle is complete and fits; 1 problems found (each file named);
+2 usage error."""
+
+
+def _load_site(path: str, matrix: Any) -> Any:
+    from npudoctor.plan.site import site_from_snapshot
+    from npudoctor.snapshot import Snapshot, SnapshotError
+
+    try:
+        snap = Snapshot.load(path)
+    except SnapshotError as exc:
+        raise fail_usage(str(exc)) from None
+    return site_from_snapshot(snap, source=path, matrix=matrix)
+
+
+def _print_resolution(res: Any) -> None:
+    site = res.site
+    chip = site.chip
+    print(
+        f"site: {site.node or 'unknown node'} — {site.arch or '?'}, glibc {site.glibc or '?'}, "
+        f"Python {site.python_full or site.python or '?'}, CANN {site.cann or 'none'}, "
+        f"driver {site.driver or '?'}, chip {chip.name + ' x' + str(chip.count) if chip else '?'}"
+    )
+    print(f"asked: {res.request.describe()}")
+    if res.plan is None:
+        print("\nno install set fits:")
+        for r in res.reasons:
+            print(f"  - {r}")
+        if res.alternatives:
+            print("\nnearest sets that fit:")
+            for a in res.alternatives:
+                print(f"  - {a}")
+        else:
+            print("\nno nearby set fits this site either")
+        return
+    p = res.plan
+    print(f"\nplan: torch_npu {p.torch_npu} + {p.torch_requirement} on CPython {p.python} ({p.arch}), CANN {p.cann}")
+    print("\nwhy:")
+    for r in p.reasons:
+        print(f"  - {r}")
+    if p.warnings:
+        print("\nwarnings:")
+        for w in p.warnings:
+            print(f"  - {w}")
+    print("\npip requirements: " + " ".join(p.requirements))
+    if p.packages:
+        print("\nCANN / driver packages:")
+        for pkg in p.packages:
+            print(f"  - {pkg.kind:8} {pkg.filename}")
+            if pkg.url:
+                print(f"             {pkg.url}")
+
+
+def register(app: typer.Typer) -> None:
+    plan_app = typer.Typer(
+        name="plan",
+        help=PLAN_HELP,
+        invoke_without_command=True,
+        no_args_is_help=False,
+        add_completion=False,
+        rich_markup_mode=None,
+    )
+
+    @plan_app.callback(invoke_without_command=True, help=PLAN_HELP)
+    def plan(
+        ctx: typer.Context,
+        for_: Annotated[
+            Optional[str], typer.Option("--for", metavar="SITE.JSON", help="Snapshot written by `npudoctor collect`.")
+        ] = None,
+        torch_npu: Annotated[Optional[str], typer.Option("--torch-npu", metavar="X", help="That exact build.")] = None,
+        torch: Annotated[Optional[str], typer.Option("--torch", metavar="X", help="Any build for this torch.")] = None,
+        cann: Annotated[Optional[str], typer.Option("--cann", metavar="X", help="This CANN version.")] = None,
+        python: Annotated[Optional[str], typer.Option("--python", metavar="X.Y", help="Target CPython.")] = None,
+        allow_driver_upgrade: Annotated[
+            bool, typer.Option("--allow-driver-upgrade", help="Accept a set that needs a newer NPU driver.")
+        ] = False,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; download nothing.")] = False,
+        output: Annotated[
+            Optional[str], typer.Option("--output", "-o", metavar="DIR", help="Write the bundle here.")
+        ] = None,
+        index_url: Annotated[
+            Optional[str], typer.Option("--index-url", metavar="URL", help="pip --index-url (default: pip's).")
+        ] = None,
+        extra_index_url: Annotated[
+            Optional[List[str]],
+            typer.Option("--extra-index-url", metavar="URL", help="pip --extra-index-url (repeatable)."),
+        ] = None,
+        find_links: Annotated[
+            Optional[List[str]], typer.Option("--find-links", metavar="DIR|URL", help="pip --find-links (repeatable).")
+        ] = None,
+        torch_index_url: Annotated[
+            Optional[str],
+            typer.Option(
+                "--torch-index-url",
+                metavar="URL",
+                help="Where x86_64 torch X+cpu builds come from (default https://download.pytorch.org/whl/cpu).",
+            ),
+        ] = None,
+        cann_dir: Annotated[
+            Optional[str],
+            typer.Option("--cann-dir", metavar="DIR", help="Already-downloaded .run packages to copy in and check."),
+        ] = None,
+        fetch_cann: Annotated[
+            bool, typer.Option("--fetch-cann", help="Download the .run packages from Ascend's download host.")
+        ] = False,
+        pypi_json: Annotated[
+            Optional[str],
+            typer.Option(
+                "--pypi-json",
+                metavar="FILE",
+                help="PyPI JSON of torch-npu (pypi.org/pypi/torch-npu/json) deciding which wheels exist "
+                "(default: the listing recorded in the matrix).",
+            ),
+        ] = None,
+        matrix: MatrixOpt = None,
+        as_json: JsonOpt = False,
+    ) -> None:
+        if ctx.invoked_subcommand is not None:
+            return
+        code = run_plan(
+            site_path=for_,
+            torch_npu=torch_npu,
+            torch=torch,
+            cann=cann,
+            python=python,
+            allow_driver_upgrade=allow_driver_upgrade,
+            dry_run=dry_run,
+            output=output,
+            index_url=index_url,
+            extra_index_urls=list(extra_index_url or []),
+            find_links=list(find_links or []),
+            torch_index_url=torch_index_url,
+            cann_dir=cann_dir,
+            fetch_cann=fetch_cann,
+            pypi_json=pypi_json,
+            matrix_path=matrix,
+            as_json=as_json,
+        )
+        raise typer.Exit(code)
+
+    @plan_app.command("verify", help=VERIFY_HELP)
+    def verify(
+        directory: Annotated[str, typer.Argument(metavar="DIR", help="The bundle directory.")],
+        for_: Annotated[
+            Optional[str], typer.Option("--for", metavar="SITE.JSON", help="Check the wheels fit this site.")
+        ] = None,
+        as_json: JsonOpt = False,
+    ) -> None:
+        from npudoctor.plan.verify import verify_bundle
+
+        if not os.path.isdir(directory):
+            raise fail_usage(f"{directory}: not a directory")
+        site = _load_site(for_, None) if for_ else None
+        report = verify_bundle(directory, site)
+        if as_json:
+            print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        else:
+            print(f"bundle {directory}: {report.checked} files checked")
+            for p in report.problems:
+                print(f"  {p.severity.upper():7} {p.kind:12} {p.message}")
+            print("OK: complete, intact" + (" and fits the site" if site else "") if report.ok else "FAILED")
+        raise typer.Exit(0 if report.ok else 1)
+
+    app.add_typer(plan_app, name="plan")
+
+
+def run_plan(
+    *,
+    site_path: Optional[str],
+    torch_npu: Optional[str] = None,
+    torch: Optional[str] = None,
+    cann: Optional[str] = None,
+    python: Optional[str] = None,
+    allow_driver_upgrade: bool = False,
+    dry_run: bool = False,
+    output: Optional[str] = None,
+    index_url: Optional[str] = None,
+    extra_index_urls: Optional[List[str]] = None,
+    find_links: Optional[List[str]] = None,
+    torch_index_url: Optional[str] = None,
+    cann_dir: Optional[str] = None,
+    fetch_cann: bool = False,
+    pypi_json: Optional[str] = None,
+    matrix_path: Optional[str] = None,
+    as_json: bool = False,
+) -> int:
+    """Resolve (and unless ``dry_run`` or no ``output``, bundle).  Returns the exit code;
+    raises ``typer.Exit(2)`` for usage errors."""
+    from npudoctor.commands._common import UsageError, load_matrix_or_none
+    from npudoctor.plan.resolve import PlanError, Request, resolve
+    from npudoctor.plan.wheels import WheelCatalog
+
+    if not site_path:
+        raise fail_usage("give the site snapshot: npudoctor plan --for site.json (made with `npudoctor collect`)")
+    if cann_dir and not os.path.isdir(cann_dir):
+        raise fail_usage(f"--cann-dir {cann_dir}: not a directory")
+    try:
+        matrix, error = load_matrix_or_none(matrix_path)
+    except UsageError as exc:
+        raise fail_usage(str(exc)) from None
+    if matrix is None:
+        raise fail_usage(f"the compatibility matrix cannot be loaded: {error}")
+    site = _load_site(site_path, matrix)
+    catalog = None
+    if pypi_json:
+        try:
+            catalog = WheelCatalog.from_pypi_json(pypi_json)
+        except ValueError as exc:
+            raise fail_usage(str(exc)) from None
+    try:
+        res = resolve(site, Request(torch_npu, torch, cann, python, allow_driver_upgrade), matrix, catalog)
+    except PlanError as exc:
+        raise fail_usage(str(exc)) from None
+    doc: dict = res.to_dict()
+    doc["matrix"] = dict(matrix.provenance)
+    if not as_json:
+        _print_resolution(res)
+    if res.plan is None:
+        if as_json:
+            print(json.dumps(doc, indent=2, ensure_ascii=False))
+        return 1
+    if dry_run or not output:
+        if as_json:
+            print(json.dumps(doc, indent=2, ensure_ascii=False))
+        elif not output:
+            print("\n(no --output DIR: nothing downloaded)")
+        return 0
+    from npudoctor.plan.bundle import BundleError, BundleOptions, make_bundle
+
+    opts = BundleOptions(
+        output=output,
+        index_url=index_url,
+        extra_index_urls=list(extra_index_urls or []),
+        find_links=list(find_links or []),
+        torch_index_url=torch_index_url,
+        cann_dir=cann_dir,
+        fetch_cann=fetch_cann,
+        progress=sys.stderr.isatty() and not as_json,
+    )
+
+    def log(msg: str) -> None:
+        print(f"npudoctor: {msg}", file=sys.stderr)
+
+    try:
+        result = make_bundle(res.plan, site, opts, log=log)
+    except BundleError as exc:
+        print(f"npudoctor: {exc}", file=sys.stderr)
+        for line in exc.details:
+            print(f"  {line}", file=sys.stderr)
+        if as_json:
+            doc["bundle"] = {"error": str(exc), "details": exc.details}
+            print(json.dumps(doc, indent=2, ensure_ascii=False))
+        return 1
+    except OSError as exc:
+        raise fail_usage(f"cannot write the bundle to {output}: {exc.strerror or exc}") from None
+    doc["bundle"] = {
+        "output": result.output,
+        "manifest": result.manifest,
+        "downloaded": result.downloaded,
+        "kept": result.kept,
+        "pending": result.pending,
+        "files": len(result.files),
+    }
+    if as_json:
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+    else:
+        print(
+            f"\nbundle written to {result.output}: {len(result.files)} files "
+            f"({len(result.downloaded)} downloaded, {len(result.kept)} kept from a previous run)"
+        )
+        for p in result.pending:
+            print(f"  still to download: {p['filename']} ({p['kind']}) {p.get('url') or ''} — {p.get('reason')}")
+        print(
+            f"next: copy {result.output} to the site; there: npudoctor plan verify DIR --for site.json; bash install.sh"
+        )
+    return 0
