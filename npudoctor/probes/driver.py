@@ -90,13 +90,14 @@ def _component(host: Host, base: str, found_via: str, kind: str) -> Dict[str, An
         parsed = driver_version_info(read["text"]) if kind == "driver" else firmware_version_info(read["text"])
         for key, value in parsed.items():
             out[key] = [list(r) for r in value] if key.startswith("compatible_version_") else value
+        problems = [read["error"]] if read["error"] else []
         if parsed["version"]:
             out["source"] = info_path
             out["exists"] = True
         else:
-            out["error"] = f"{info_path}: no Version= line (empty, truncated or garbled)"
-        if read["error"] and not out["error"]:
-            out["error"] = f"{info_path}: {read['error']}"
+            problems.append("no Version= line (empty, truncated or garbled)")
+        if problems:
+            out["error"] = f"{info_path}: " + "; ".join(problems)
     if kind == "driver":
         out["lib64"] = host.is_dir(posixpath.join(path, "lib64"))
     return out

@@ -1,0 +1,197 @@
+"""CANN rules and the overview helper, on snapshots built from facts the probes produce,
+with the bundled matrix."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from npudoctor.engine import Options, evaluate
+from npudoctor.matrix import load_matrix
+from npudoctor.rules import cann as cann_rules
+from npudoctor.rules.overview import npu_stack_present
+from npudoctor.snapshot import Snapshot
+
+TK = {
+    "path": "/usr/local/Ascend/ascend-toolkit/latest",
+    "resolved": "/usr/local/Ascend/ascend-toolkit/8.0.0",
+    "kind": "toolkit",
+    "version": "8.0.0",
+    "arch": "aarch64",
+    "source": "/usr/local/Ascend/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info",
+    "versions": {},
+    "found_via": "/usr/local/Ascend/ascend-toolkit/latest",
+    "aliases": ["/usr/local/Ascend/ascend-toolkit/latest"],
+    "opp_path": "/usr/local/Ascend/ascend-toolkit/latest/opp",
+    "kernels": {"socs": ["ascend910b"], "configs": ["ascend910b"], "version": None, "source": None, "installed": True},
+    "errors": [],
+    "set_env": "/usr/local/Ascend/ascend-toolkit/set_env.sh",
+}
+
+
+def rec(name, version, **extra):
+    out = {"name": name, "version": version, "location": "/usr/lib/python3/site-packages"}
+    out.update(extra)
+    return out
+
+
+def snap(toolkits=(), selected=0, packages=None, chips=(), host_arch="aarch64", nnal=None, env=None, libraries=None):
+    tks = [copy.deepcopy(t) for t in toolkits]
+    facts = {
+        "host": {"arch": host_arch},
+        "cann": {
+            "toolkits": tks,
+            "selected": tks[selected] if tks and selected is not None else None,
+            "selected_via": "default",
+            "env": env or {},
+            "nnal": nnal,
+            "nnal_all": [nnal] if nnal else [],
+            "searched": ["/usr/local/Ascend/ascend-toolkit"],
+        },
+        "driver": {"driver": {"exists": False}},
+        "packages": {"installed": dict(packages or {})},
+        "devices": {"chips": [{"name": c} for c in chips]},
+    }
+    if libraries is not None:
+        facts["libraries"] = libraries
+    return Snapshot(facts=facts)
+
+
+def codes(s):
+    return {f.code: f for f in evaluate(s, load_matrix(), Options())}
+
+
+@pytest.mark.parametrize(
+    "cann,chip,arch,expected",
+    [
+        ("8.0.0", "910b", "aarch64", "Ascend-cann-kernels-910b_8.0.0_linux-aarch64.run"),
+        ("8.0.RC2", "910b", "aarch64", "Ascend-cann-kernels-910b_8.0.RC2_linux.run"),
+        ("7.0.0", "310p", "x86_64", "Ascend-cann-kernels-310p_7.0.0_linux.run"),
+        ("8.3.RC2", "A3", "x86_64", "Atlas-A3-cann-kernels_8.3.RC2_linux-x86_64.run"),
+        ("8.5.0", "910b", "aarch64", "Ascend-cann-910b-ops_8.5.0_linux-aarch64.run"),
+        ("9.1.0-beta.3", "A3", "x86_64", "Ascend-cann-A3-ops_9.1.0-beta.3_linux-x86_64.run"),
+    ],
+)
+def test_kernels_file_names(cann, chip, arch, expected):
+    # REPORT.md §5 file-name patterns
+    assert cann_rules.kernels_file(cann, chip, arch) == expected
+
+
+def test_overview_helper():
+    assert npu_stack_present(snap()) is False
+    assert npu_stack_present(snap(toolkits=[TK])) is True
+    assert npu_stack_present(snap(packages={"torch-npu": [rec("torch_npu", "2.7.1")]})) is True
+    assert npu_stack_present(snap(chips=["910B3"])) is True
+    assert npu_stack_present({"facts": {"driver": {"driver": {"exists": True, "path": "/x"}}}}) is True
+
+
+def test_plain_machine_only_host050():
+    found = codes(snap())
+    assert "HOST050" in found
+    assert not [c for c in found if c.startswith(("CANN", "DRV"))]
+
+
+def test_no_cann_with_torch_npu_is_error_with_install_steps():
+    s = snap(packages={"torch": [rec("torch", "2.7.1")], "torch-npu": [rec("torch_npu", "2.7.1")]}, chips=["910B3"])
+    f = codes(s)["CANN001"]
+    assert f.severity == "error"
+    assert "HOST050" not in codes(s)
+    joined = "\n".join(f.fix)
+    assert "Ascend-cann-toolkit_8.3.RC1_linux-aarch64.run --install" in joined
+    assert "Ascend-cann-kernels-910b_8.3.RC1_linux-aarch64.run --install" in joined
+    assert "source /usr/local/Ascend/ascend-toolkit/set_env.sh" in joined
+
+
+def test_no_cann_with_only_driver_is_info():
+    s = snap(chips=["910B3"])
+    assert codes(s)["CANN001"].severity == "info"
+
+
+def test_pairing_paired_compatible_incompatible_unknown():
+    pk = {"torch": [rec("torch", "2.7.1")], "torch-npu": [rec("torch_npu", "2.7.1")]}
+    tk83 = dict(TK, version="8.3.RC1")
+    assert "CANN003" not in codes(snap(toolkits=[tk83], packages=pk))  # paired
+    tk80 = dict(TK, version="8.0.0")
+    assert "CANN003" not in codes(snap(toolkits=[tk80], packages=pk))  # declared compatible
+    tk70 = dict(TK, version="7.0.RC1")
+    bad = codes(snap(toolkits=[tk70], packages=pk))["CANN003"]
+    assert bad.severity == "error" and "8.3.RC1" in bad.title
+    odd = codes(snap(toolkits=[TK], packages={"torch-npu": [rec("torch_npu", "2.7.1.post99")]}))["CANN003"]
+    assert odd.severity == "warning" and "matrix" in " ".join(odd.fix).lower()
+
+
+def test_older_selected_and_t_builds_unordered():
+    old = dict(TK)
+    new = dict(
+        TK, version="8.2.RC1", path="/usr/local/Ascend/ascend-toolkit/8.2.RC1", resolved="/x/8.2.RC1", set_env=None
+    )
+    f = codes(snap(toolkits=[old, new], selected=0))["CANN002"]
+    assert "8.0.0" in f.title and "8.2.RC1" in f.title
+    assert f.fix == ["source /usr/local/Ascend/ascend-toolkit/8.2.RC1/set_env.sh"]
+    assert "CANN002" not in codes(snap(toolkits=[old, new], selected=1))
+    tbuild = dict(TK, version="8.0.T63", resolved="/x/t")
+    assert "CANN002" not in codes(snap(toolkits=[old, tbuild], selected=0))  # unknowable order
+
+
+def test_kernels_other_soc_and_version():
+    tk = dict(
+        TK,
+        kernels={
+            "socs": ["ascend910b"],
+            "configs": ["ascend910b"],
+            "version": "8.2.RC1",
+            "source": "v.cfg",
+            "installed": True,
+        },
+    )
+    found = codes(snap(toolkits=[tk], chips=["310P3"]))
+    assert found["CANN005"].severity == "error"
+    assert "Ascend-cann-kernels-310p_8.0.0_linux-aarch64.run" in " ".join(found["CANN005"].fix)
+    assert found["CANN006"].severity == "error"
+    assert "CANN004" not in codes(snap(toolkits=[TK], chips=["910B4"]))
+
+
+def test_nnal_needed_and_version():
+    pk = {"vllm-ascend": [rec("vllm_ascend", "0.9.1")]}
+    f = codes(snap(toolkits=[TK], packages=pk))["CANN007"]
+    assert "Ascend-cann-nnal_8.0.0_linux-aarch64.run" in " ".join(f.fix)
+    assert "CANN007" not in codes(snap(toolkits=[TK]))  # nobody needs it
+    nnal = {
+        "path": "/usr/local/Ascend/nnal/atb",
+        "version": "8.0.0",
+        "build": "8.0.0.B010",
+        "abi_dirs": ["cxx_abi_0"],
+        "errors": [],
+    }
+    assert "CANN008" not in codes(snap(toolkits=[TK], nnal=nnal))
+    nnal_rc = dict(nnal, version="8.2.RC1", build="8.2.RC1.B150")
+    assert codes(snap(toolkits=[TK], nnal=nnal_rc))["CANN008"].severity == "error"
+
+
+def test_atb_abi_against_torch_abi():
+    env = {"ATB_HOME_PATH": {"value": "/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1", "exists": True}}
+    assert "CANN009" not in codes(snap(toolkits=[TK], env=env))  # torch ABI unknown: quiet
+    f = codes(snap(toolkits=[TK], env=env, libraries={"torch_cxx11_abi": False}))["CANN009"]
+    assert "cxx_abi_0" in f.title
+    assert "CANN009" not in codes(snap(toolkits=[TK], env=env, libraries={"torch_cxx11_abi": True}))
+
+
+def test_arch_mismatch():
+    assert codes(snap(toolkits=[TK], host_arch="x86_64"))["CANN011"].fix == [
+        "chmod +x Ascend-cann-toolkit_8.0.0_linux-x86_64.run && ./Ascend-cann-toolkit_8.0.0_linux-x86_64.run --install"
+    ]
+
+
+def test_rules_survive_odd_facts():
+    weird = Snapshot(
+        facts={
+            "cann": {"toolkits": [{}], "selected": {"version": None}},
+            "driver": {"driver": None},
+            "packages": {"installed": []},
+        }
+    )
+    found = evaluate(weird, load_matrix(), Options())
+    assert not [f for f in found if f.code == "HOST099"], [f.title for f in found if f.code == "HOST099"]
+    found = evaluate(snap(toolkits=[TK]), None, Options())  # no matrix at all
+    assert not [f for f in found if f.code == "HOST099"]

@@ -1,0 +1,123 @@
+"""The driver probe and DRV rules over real driver/firmware version.info samples."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from build_cann_scenarios import AS, cann85, fixture, write
+
+from npudoctor.engine import Options, ProbeContext, collect, evaluate
+from npudoctor.host import Host
+from npudoctor.matrix import load_matrix
+from npudoctor.probes import driver as driver_probe
+
+
+def probe(root: Path):
+    host = Host(str(root), environ={"HOME": "/root"}, commands=False)
+    return driver_probe.probe(ProbeContext(host=host, options=Options(), facts={}))
+
+
+def findings(root: Path, env=None):
+    host = Host(str(root), environ=dict(env or {"HOME": "/root", "PATH": "/usr/bin:/bin"}), commands=False)
+    snap = collect(host, Options())
+    return snap, evaluate(snap, load_matrix(), Options())
+
+
+def test_driver_and_firmware_facts(tmp_path):
+    write(tmp_path, f"{AS}/driver/version.info", fixture("driver_version.info_24.1.rc2.2.txt"))
+    write(tmp_path, f"{AS}/driver/lib64/driver/.keep", "")
+    write(tmp_path, f"{AS}/firmware/version.info", fixture("firmware_version.info_7.7.0.1.231_pkg25.0.rc1.1.txt"))
+    write(tmp_path, "etc/ascend_install.info", fixture("etc_ascend_install.info_driver+firmware_full.txt"))
+    facts = probe(tmp_path)
+    drv, fw = facts["driver"], facts["firmware"]
+    assert (drv["version"], drv["package_version"], drv["lib64"]) == ("24.1.rc2.2", "24.1.rc2.2", True)
+    assert drv["compatible_version_fw"] == [["7.0.0", "7.2.99"]]
+    assert drv["source"] == "/usr/local/Ascend/driver/version.info"
+    assert drv["found_via"] == "Driver_Install_Path_Param"
+    assert fw["version"] == "7.7.0.1.231" and fw["package_version"] == "25.0.rc1.1"
+    assert fw["compatible_version_drv"][-1] == ["25.0", "25.0."]
+    assert facts["install_info"]["values"]["driver_install_type"] == "full"
+
+
+def test_driver_install_path_param_elsewhere(tmp_path):
+    write(tmp_path, "opt/hdk/driver/version.info", fixture("driver_version.info_25.3.rc1_doc.txt"))
+    write(
+        tmp_path,
+        "etc/ascend_install.info",
+        "Driver_Install_Path_Param=/opt/hdk\nFirmware_Install_Path_Param=/opt/hdk\n",
+    )
+    facts = probe(tmp_path)
+    assert facts["driver"]["path"] == "/opt/hdk/driver"
+    assert facts["driver"]["version"] == "25.3.rc1"
+    assert facts["firmware"]["exists"] is False
+
+
+def test_missing_package_version_line(tmp_path):
+    write(tmp_path, f"{AS}/driver/version.info", fixture("driver_version.info_24.1.rc1_no-package_version_doc.txt"))
+    facts = probe(tmp_path)
+    assert facts["driver"]["version"] == "24.1.rc1"
+    assert facts["driver"]["package_version"] is None
+    assert facts["driver"]["error"] is None
+    assert facts["install_info"] is None
+
+
+@pytest.mark.parametrize(
+    "content,needle",
+    [(b"", "no Version= line"), (b"Versi", "no Version= line"), (b"Version=24.1.rc2\xff\n", "not UTF-8")],
+)
+def test_bad_driver_file(tmp_path, content, needle):
+    write(tmp_path, f"{AS}/driver/version.info", content)
+    facts = probe(tmp_path)
+    assert needle in (facts["driver"]["error"] or "")
+
+
+def test_version_info_is_a_directory(tmp_path):
+    # a bind mount of a missing host file creates an empty directory in the container
+    (tmp_path / AS / "driver" / "version.info").mkdir(parents=True)
+    facts = probe(tmp_path)
+    assert "is a directory" in facts["driver"]["error"]
+    _snap, found = findings(tmp_path)
+    assert any(f.code == "DRV004" and "is a directory" in f.title for f in found)
+
+
+def test_firmware_rejects_driver(tmp_path):
+    write(tmp_path, f"{AS}/driver/version.info", fixture("driver_version.info_25.3.rc1_doc.txt"))
+    write(tmp_path, f"{AS}/firmware/version.info", fixture("firmware_version.info_7.7.0.1.231_pkg25.0.rc1.1.txt"))
+    _snap, found = findings(tmp_path)
+    drv003 = [f for f in found if f.code == "DRV003"]
+    assert len(drv003) == 1
+    assert "7.7.0.1.231" in drv003[0].title and "25.3.rc1" in drv003[0].title
+
+
+def test_firmware_accepts_driver(tmp_path):
+    write(tmp_path, f"{AS}/driver/version.info", fixture("driver_version.info_24.1.rc2.2.txt"))
+    write(tmp_path, f"{AS}/firmware/version.info", fixture("firmware_version.info_7.7.0.1.231_pkg25.0.rc1.1.txt"))
+    _snap, found = findings(tmp_path)
+    # the firmware lists [24.1,24.1.]: accepted, even though the driver's own fw range ends at 7.2.99
+    assert not [f for f in found if f.code == "DRV003"]
+
+
+def test_container_cann_newer_than_host_driver(tmp_path):
+    cann85(tmp_path, "8.5.0", "ascend_toolkit_install_8.5.0_aarch64_new-cann-layout_doc.info", None)
+    write(tmp_path, ".dockerenv", "")
+    write(tmp_path, f"{AS}/driver/version.info", fixture("driver_version.info_24.1.rc2.2.txt"))
+    _snap, found = findings(tmp_path)
+    drv = [f for f in found if f.code == "DRV002"]
+    assert len(drv) == 1 and drv[0].severity == "error"
+    assert "24.1.rc2.2" in drv[0].title and "8.5.0" in drv[0].title
+    assert any("host" in x for x in drv[0].fix)
+
+
+def test_driver_missing_only_when_something_needs_it(tmp_path):
+    _snap, found = findings(tmp_path)
+    assert not [f for f in found if f.code.startswith("DRV")]
+    cann85(tmp_path, "8.5.0", "ascend_toolkit_install_8.5.0_aarch64_new-cann-layout_doc.info", None)
+    _snap, found = findings(tmp_path)
+    drv001 = [f for f in found if f.code == "DRV001"]
+    assert len(drv001) == 1 and drv001[0].severity == "warning"  # no torch_npu: not fatal yet
+    assert any("npu-driver_" in x for x in drv001[0].fix)
+
+
+def test_probe_module_contract():
+    assert (driver_probe.SECTION, driver_probe.ORDER, driver_probe.QUICK) == ("driver", 40, True)
