@@ -1,0 +1,58 @@
+"""deploy/k8s/npd: the DaemonSet bundle validated against the Kubernetes OpenAPI schemas
+shipped by the `kubernetes-validate` package (strict: unknown fields fail), and the NPD
+plugin config checked against NPD's custom-plugin contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+kv = pytest.importorskip("kubernetes_validate", reason="kubernetes-validate is in the test extra")
+
+NPD = Path(__file__).resolve().parent.parent / "deploy" / "k8s" / "npd"
+
+
+def docs():
+    return [d for d in yaml.safe_load_all((NPD / "daemonset.yaml").read_text()) if d]
+
+
+@pytest.mark.parametrize("version", ["1.28.0", kv.latest_version()])
+def test_manifests_validate_strict(version):
+    kinds = []
+    for doc in docs():
+        kv.validate(doc, version, strict=True)  # raises ValidationError on any schema fault
+        kinds.append(doc["kind"])
+    assert kinds == ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "DaemonSet"]
+
+
+def test_validator_rejects_a_broken_daemonset():
+    ds = next(d for d in docs() if d["kind"] == "DaemonSet")
+    ds["spec"]["template"]["spec"]["containers"][0]["volumeMountz"] = []
+    with pytest.raises(kv.ValidationError):
+        kv.validate(ds, kv.latest_version(), strict=True)
+
+
+def test_plugin_config_and_daemonset_agree():
+    plugin = json.loads((NPD / "npudoctor-plugin-monitor.json").read_text())
+    by_kind = {d["kind"]: d for d in docs()}
+    embedded = json.loads(by_kind["ConfigMap"]["data"]["npudoctor-plugin-monitor.json"])
+    assert embedded == plugin
+    assert plugin["plugin"] == "custom" and plugin["pluginConfig"]["max_output_length"] == 80
+    condition_types = {c["type"] for c in plugin["conditions"]}
+    plugin_timeout = float(plugin["pluginConfig"]["timeout"].rstrip("s"))
+    for rule in plugin["rules"]:
+        assert rule["path"] == "/usr/local/bin/npudoctor" and rule["args"][0] == "npd"
+        assert rule.get("condition") in condition_types | {None}
+        # npudoctor answers within its own --timeout, inside NPD's rule timeout
+        budget = float(rule["args"][rule["args"].index("--timeout") + 1])
+        assert budget < float(rule["timeout"].rstrip("s")) <= plugin_timeout
+        root = rule["args"][rule["args"].index("--root") + 1]
+        container = by_kind["DaemonSet"]["spec"]["template"]["spec"]["containers"][0]
+        assert any(m["mountPath"] == root and m["readOnly"] for m in container["volumeMounts"])
+    container = by_kind["DaemonSet"]["spec"]["template"]["spec"]["containers"][0]
+    flag = next(a for a in container["command"] if a.startswith("--config.custom-plugin-monitor="))
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "config")
+    assert flag.split("=", 1)[1] == mount["mountPath"] + "/npudoctor-plugin-monitor.json"
