@@ -1,0 +1,246 @@
+"""The planner's choices for the issue-6 site scenarios, through the CLI (``--json``) and
+the API.  Which torch_npu wheels exist comes from the recorded PyPI JSON
+(tests/fixtures/plan/pypi-torch-npu.json); every assertion about a wheel is checked
+against that file, not hard-coded."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from packaging.utils import parse_wheel_filename
+from packaging.version import Version
+
+from npudoctor.matrix import load_matrix
+from npudoctor.plan.files import cann_packages, driver_packages
+from npudoctor.plan.resolve import TORCH_CPU_INDEX, Request, resolve
+from npudoctor.plan.site import site_from_snapshot
+from npudoctor.plan.wheels import WheelCatalog, platform_tags
+from npudoctor.snapshot import Snapshot
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "plan"
+PYPI = FIX / "pypi-torch-npu.json"
+A64_PY39 = FIX / "site_aarch64_py3.9_910B3_drv24.1.rc2.json"
+X86_PY312 = FIX / "site_x86_64_py3.12_910B4_drv25.5.1.json"
+X86_310P = FIX / "site_x86_64_py3.10_310P3_drv24.1.rc2.json"
+A64_OLD_DRV = FIX / "site_aarch64_py3.10_910B3_drv23.0.3.json"
+A64_PY310 = FIX / "site_aarch64_py3.10_910B3_drv25.5.1.json"
+
+
+def pypi_wheels(version: str):
+    """{(python "3.10", arch)} with a wheel for ``version`` in the recorded PyPI JSON."""
+    data = json.loads(PYPI.read_text())
+    out = set()
+    for f in data["releases"].get(version, []):
+        _n, _v, _b, tags = parse_wheel_filename(f["filename"])
+        tag = next(iter(tags))
+        arch = "x86_64" if tag.platform.endswith("x86_64") else "aarch64"
+        out.add((f"{tag.interpreter[2]}.{tag.interpreter[3:]}", arch))
+    return out
+
+
+def plan_cli(*args: str):
+    proc = subprocess.run(
+        [sys.executable, "-m", "npudoctor", "plan", *args, "--pypi-json", str(PYPI)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return proc
+
+
+def plan_json(site: Path, *args: str):
+    proc = plan_cli("--for", str(site), "--json", *args)
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    return load_matrix()
+
+
+def test_site_facts_read_from_snapshot():
+    site = site_from_snapshot(Snapshot.load(str(A64_PY39)))
+    assert (site.arch, site.glibc, site.python, site.python_full) == ("aarch64", "2.34", "3.9", "3.9.18")
+    assert (site.driver, site.firmware, site.cann) == ("24.1.rc2", "7.3.0.1.231", "8.0.0")
+    assert site.chip.name == "910B3" and site.chip.count == 8 and site.chip.family == "910B"
+    assert site.packages["torch-npu"] == "2.1.0.post10"
+    assert site.missing == []
+
+
+def test_live_collect_holds_what_the_planner_needs(tmp_path):
+    """`npudoctor collect -o site.json` on this (NPU-less) machine: arch, glibc, Python
+    and packages are there; the NPU facts are reported missing, not invented."""
+    out = tmp_path / "site.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "npudoctor", "collect", "-o", str(out)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    site = site_from_snapshot(Snapshot.load(str(out)))
+    import platform
+
+    assert site.arch == platform.machine()
+    assert site.python == "%d.%d" % sys.version_info[:2]
+    assert site.glibc and site.glibc.startswith("2.")
+    assert "packaging" in site.packages
+    assert "devices.chips" in site.missing and site.chips == []
+
+
+def test_aarch64_py39_910B3_driver_24_1_rc2_default(matrix):
+    code, doc = plan_json(A64_PY39)
+    assert code == 0
+    plan = doc["plan"]
+    assert plan["python"] == "3.9" and plan["arch"] == "aarch64"
+    assert ("3.9", "aarch64") in pypi_wheels(plan["torch_npu"])
+    assert plan["torch_requirement"] == f"torch=={plan['torch']}" and plan["torch_index"] is None
+    assert plan["driver"]["action"] == "keep"
+    assert matrix.driver_fit(plan["cann"], "24.1.rc2") in ("paired", "compatible")
+    # every newer build passed over is named with its reason
+    assert doc["rejected"] and all(r.startswith("not torch_npu ") for r in doc["rejected"])
+    assert any("no cp39 wheel" in r for r in doc["rejected"])
+    # why this torch_npu, CANN, driver and numpy: each choice is explained
+    reasons = "\n".join(plan["reasons"])
+    for needle in (f"torch_npu {plan['torch_npu']}:", f"CANN {plan['cann']}:", "driver 24.1.rc2", "numpy"):
+        assert needle in reasons
+    kinds = [p["kind"] for p in plan["packages"]]
+    assert kinds[0] == "toolkit" and "nnal" in kinds
+    chipped = [p["filename"] for p in plan["packages"] if p["kind"] in ("kernels", "ops")]
+    assert chipped and "910b" in chipped[0] and chipped[0].endswith("_linux-aarch64.run")
+    assert "numpy" in plan["numpy"] and plan["numpy"] in plan["requirements"]
+
+
+def test_x86_64_py312_torch_cpu_pin_follows_the_torch_line():
+    code, doc = plan_json(X86_PY312, "--torch", "2.7.1")
+    assert code == 0
+    plan = doc["plan"]
+    assert plan["torch_requirement"] == "torch==2.7.1+cpu" and plan["torch_index"] == TORCH_CPU_INDEX
+    assert ("3.12", "x86_64") in pypi_wheels(plan["torch_npu"])
+    assert any("+cpu" in r and "PyTorch CPU index" in r for r in plan["reasons"])
+    code, doc = plan_json(X86_PY312, "--torch-npu", "2.12.0")
+    assert code == 0
+    assert doc["plan"]["torch_requirement"] == "torch==2.12.0" and doc["plan"]["torch_index"] is None
+    code, doc = plan_json(X86_PY312)  # newest set: +cpu exactly when its torch is below 2.12.0
+    assert code == 0
+    plan = doc["plan"]
+    assert plan["torch_requirement"].endswith("+cpu") == (Version(plan["torch"]) < Version("2.12.0"))
+
+
+def test_310P3_chip_decides_kernels_and_driver_package_names():
+    code, doc = plan_json(X86_310P, "--cann", "8.5.0", "--allow-driver-upgrade")
+    assert code == 0
+    plan = doc["plan"]
+    assert plan["package_chip"] == "310p" and plan["cann"] == "8.5.0"
+    names = [p["filename"] for p in plan["packages"]]
+    assert "Ascend-cann-310p-ops_8.5.0_linux-x86_64.run" in names
+    assert "Ascend-cann-toolkit_8.5.0_linux-x86_64.run" in names
+    assert plan["driver"]["action"] == "upgrade"
+    driver = [p for p in plan["packages"] if p["kind"] == "driver"][0]
+    assert driver["filename"] == f"Ascend-hdk-310p-npu-driver_{driver['version']}_linux-x86-64.run"
+    # install order: driver, firmware before toolkit before ops before nnal
+    kinds = [p["kind"] for p in plan["packages"]]
+    assert kinds == ["driver", "firmware", "toolkit", "ops", "nnal"]
+
+
+def test_driver_too_old_for_requested_cann_is_refused_with_alternatives():
+    proc = plan_cli("--for", str(A64_OLD_DRV), "--cann", "8.5.0")
+    assert proc.returncode == 1
+    out = proc.stdout
+    assert "no install set fits" in out
+    assert "23.0.3" in out and "--allow-driver-upgrade" in out and "too-old" in out
+    assert "nearest sets that fit" in out and "driver upgrade to" in out
+    code, doc = plan_json(A64_OLD_DRV, "--cann", "8.5.0", "--allow-driver-upgrade")
+    assert code == 0
+    plan = doc["plan"]
+    assert plan["driver"]["installed"] == "23.0.3" and plan["driver"]["action"] == "upgrade"
+    assert plan["packages"][0]["kind"] == "driver"
+    assert plan["packages"][0]["filename"].startswith("Ascend-hdk-910b-npu-driver_")
+    assert any("allowed by --allow-driver-upgrade" in r for r in plan["reasons"])
+
+
+def test_python_312_with_torch_npu_260_names_the_post_release_that_has_it():
+    code, doc = plan_json(A64_PY310, "--torch-npu", "2.6.0", "--python", "3.12")
+    assert code == 1 and doc["plan"] is None
+    assert ("3.12", "aarch64") not in pypi_wheels("2.6.0")
+    assert any("no cp312 wheel" in r and "cp39, cp310, cp311" in r for r in doc["reasons"])
+    first = doc["alternatives"][0]
+    assert first.startswith("torch_npu 2.6.0.post5 ") and "CANN 8.5.0" in first and "cp312" in first
+    assert ("3.12", "aarch64") in pypi_wheels("2.6.0.post5")
+    assert any("Python 3.11" in a and "--python 3.11" in a for a in doc["alternatives"])
+
+
+def test_glibc_too_old_for_manylinux_2_28_wheel(matrix):
+    site = site_from_snapshot(Snapshot.load(str(X86_PY312)), matrix=matrix)
+    site.glibc = "2.17"
+    res = resolve(site, Request(torch_npu="2.7.1.post8"), matrix, WheelCatalog.from_pypi_json(str(PYPI)))
+    assert not res.ok
+    assert any("glibc ≥ 2.28" in r and "2.17" in r for r in res.reasons)
+    # the 2.6.0 line's x86_64 wheels are manylinux2014 (REPORT.md §2): the nearest set that fits glibc 2.17
+    assert res.alternatives and res.alternatives[0].startswith("torch_npu 2.6.0")
+    wheel = WheelCatalog.from_pypi_json(str(PYPI)).wheel(res.alternatives[0].split()[1], "3.12", "x86_64")
+    assert wheel is not None and wheel.min_glibc <= (2, 17)
+
+
+def test_usage_errors_exit_2(tmp_path):
+    assert plan_cli().returncode == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    proc = plan_cli("--for", str(bad))
+    assert proc.returncode == 2 and "not valid JSON" in proc.stderr
+    proc = plan_cli("--for", str(A64_PY39), "--python", "3")
+    assert proc.returncode == 2 and "MAJOR.MINOR" in proc.stderr
+    proc = plan_cli("--for", str(A64_PY39), "--cann", "banana")
+    assert proc.returncode == 2
+    proc = plan_cli("--for", str(A64_PY39), "--torch-npu", "9.9.9")
+    assert proc.returncode == 1 and "not in the compatibility matrix" in proc.stdout
+
+
+def test_help_documents_exit_codes():
+    proc = subprocess.run([sys.executable, "-m", "npudoctor", "plan", "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0
+    text = " ".join(proc.stdout.split())
+    assert "0 a plan was made" in text and "1 no set fits" in text and "2 usage error" in text
+    proc = subprocess.run(
+        [sys.executable, "-m", "npudoctor", "plan", "verify", "--help"], capture_output=True, text=True
+    )
+    assert proc.returncode == 0 and "Exit codes" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "cann,arch,chip,expected",
+    [
+        ("8.0.RC2", "aarch64", "910b", "Ascend-cann-kernels-910b_8.0.RC2_linux.run"),
+        ("8.0.0", "x86_64", "910b", "Ascend-cann-kernels-910b_8.0.0_linux-x86_64.run"),
+        ("8.2.RC1", "aarch64", "A3", "Atlas-A3-cann-kernels_8.2.RC1_linux-aarch64.run"),
+        ("8.5.0", "aarch64", "910b", "Ascend-cann-910b-ops_8.5.0_linux-aarch64.run"),
+        ("8.5.0.alpha002", "aarch64", "910b", "Ascend-cann-kernels-910b_8.5.0.alpha002_linux-aarch64.run"),
+        ("9.1.0-beta.3", "x86_64", "A3", "Ascend-cann-A3-ops_9.1.0-beta.3_linux-x86_64.run"),
+    ],
+)
+def test_cann_package_file_names(cann, arch, chip, expected):
+    """REPORT.md §5 examples."""
+    names = [p.filename for p in cann_packages(cann, arch, chip)]
+    assert names[0] == f"Ascend-cann-toolkit_{cann}_linux-{arch}.run"
+    assert names[1] == expected
+    assert names[2] == f"Ascend-cann-nnal_{cann}_linux-{arch}.run"
+
+
+def test_driver_package_names_use_x86_hyphen_and_known_firmware():
+    drv, fw = driver_packages("24.1.RC2", "x86_64", "910b")
+    assert drv.filename == "Ascend-hdk-910b-npu-driver_24.1.rc2_linux-x86-64.run"
+    assert drv.url.endswith("/Ascend%20HDK/Ascend%20HDK%2024.1.RC2/" + drv.filename)
+    assert fw.filename == "Ascend-hdk-910b-npu-firmware_7.3.0.1.231.run"
+    _drv, fw = driver_packages("25.5.0", "aarch64", "910b")
+    assert "<version>" in fw.filename and not fw.verified_name
+
+
+def test_platform_tags_follow_glibc():
+    tags = platform_tags("x86_64", "2.17")
+    assert "manylinux_2_17_x86_64" in tags and "manylinux2014_x86_64" in tags
+    assert "manylinux_2_28_x86_64" not in tags
+    tags = platform_tags("aarch64", "2.34")
+    assert tags[0] == "manylinux_2_34_aarch64" and "manylinux_2_28_aarch64" in tags
+    assert "manylinux1_aarch64" not in tags and tags[-1] == "linux_aarch64"
