@@ -84,7 +84,7 @@ def test_live_collect_holds_what_the_planner_needs(tmp_path):
     import platform
 
     assert site.arch == platform.machine()
-    assert site.python == "%d.%d" % sys.version_info[:2]
+    assert site.python == "{}.{}".format(*sys.version_info[:2])
     assert site.glibc and site.glibc.startswith("2.")
     assert "packaging" in site.packages
     assert "devices.chips" in site.missing and site.chips == []
