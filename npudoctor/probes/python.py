@@ -18,7 +18,8 @@ Keys (``None`` where unknown)::
     version_info    [3, 10, 12] (or [3, 10])
     version_source  where the version came from (e.g. "pyvenv.cfg", "lib/python3.10 directory")
     implementation  "cpython"
-    machine         "aarch64" | "x86_64"   (--root: host.arch)
+    machine         "aarch64" | "x86_64"   (--root: host.arch, else the platform tags of
+                    the installed wheels; machine_source says which)
     executable      path of the interpreter (of the diagnosed machine)
     prefix, base_prefix
     is_venv         bool
@@ -331,6 +332,29 @@ def _select(envs: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     return envs[0]
 
 
+def arch_from_wheels(host: Host, site_dirs: List[str], limit: int = 200) -> Optional[str]:
+    """The CPU architecture named by the platform tags of installed wheels
+    (``…manylinux_2_17_aarch64`` -> ``"aarch64"``), or ``None``; pure-Python wheels are
+    skipped.  Used under --root when no system binary shows the ELF machine."""
+    seen = 0
+    for d in site_dirs:
+        for entry in host.listdir(d):
+            if not entry.endswith(".dist-info"):
+                continue
+            seen += 1
+            if seen > limit:
+                return None
+            text = host.read_text(posixpath.join(d, entry, "WHEEL"), limit=16 << 10).text or ""
+            for line in text.splitlines():
+                if not line.lower().startswith("tag:"):
+                    continue
+                tag = line.split(":", 1)[1].strip()
+                for arch in ("aarch64", "x86_64"):
+                    if tag.endswith("_" + arch):
+                        return arch
+    return None
+
+
 def _root_facts(ctx: ProbeContext) -> Dict[str, Any]:
     host = ctx.host
     envs = discover_environments(host, ctx.options.python)
@@ -363,6 +387,11 @@ def _root_facts(ctx: ProbeContext) -> Dict[str, Any]:
         for extra in _pth_paths(host, d):
             if extra not in sys_path:
                 sys_path.append(extra)
+    machine = host_facts.get("arch")
+    machine_source = "host.arch"
+    if not machine:
+        machine = arch_from_wheels(host, site_dirs)
+        machine_source = "WHEEL platform tags of installed packages" if machine else "unknown"
     base_prefix = chosen["prefix"]
     if is_venv and cfg.get("home"):
         base_prefix = posixpath.dirname(cfg["home"].rstrip("/")) or "/"
@@ -377,7 +406,8 @@ def _root_facts(ctx: ProbeContext) -> Dict[str, Any]:
         "version_info": chosen["version_info"],
         "version_source": chosen["version_source"],
         "implementation": "cpython",
-        "machine": host_facts.get("arch"),
+        "machine": machine,
+        "machine_source": machine_source,
         "executable": chosen["executable"] or ctx.options.python,
         "prefix": chosen["prefix"],
         "base_prefix": base_prefix,

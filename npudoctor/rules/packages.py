@@ -265,6 +265,11 @@ def torch_pairing(ctx: Any) -> Iterable[Finding]:
         unmet = [r for r in reqs if satisfies(tv, r.specifier) is False]
         if not unmet:
             return
+        siblings = [
+            r for r in records(ctx, "torch")[1:] if r.get("location") == torch.get("location") and r.get("version")
+        ]
+        if any(all(satisfies(str(s["version"]), r.specifier) for r in reqs) for s in siblings):
+            return  # two torch dist-infos in one dir, one fits: PKG003 says which to clean
         spec = str(unmet[0].specifier)
         wanted = f"torch{spec}"
         evidence.append(f"torch_npu {npu.get('version')} requires `{unmet[0]}` (Requires-Dist in its METADATA)")
@@ -346,7 +351,11 @@ def duplicate_installs(ctx: Any) -> Iterable[Finding]:
             tag = " (user site)" if r.get("user_site") else ""
             where.append(f"{r.get('name')} {r.get('version')} at {r.get('dist_info')}{tag}")
         effective = recs[0]
-        evidence = where + [f"import takes the first: {effective.get('dist_info')}"]
+        if len({r.get("location") for r in recs}) == 1:
+            note = f"all in {effective.get('location')}: the files there come from the last install; pip and importlib.metadata may report either version"
+        else:
+            note = f"import takes the first on sys.path: {effective.get('dist_info')}"
+        evidence = where + [note]
         fix = [pip_uninstall(ctx, name)] * len(recs)
         fix.append(f"{pip_install(ctx, name + '==' + str(effective.get('version')))}  # or the version you want")
         severity = "error" if differ and name in ("torch", "torch-npu") else "warning"
@@ -391,7 +400,7 @@ def companion_pins(ctx: Any) -> Iterable[Finding]:
                 if name == "vllm" and has_vllm_ascend and target in ("torch", "torchvision", "torchaudio"):
                     continue  # expected: vllm-ascend pins the previous torch (vllm-ascend#5710)
                 wanted = f"{target}{req.specifier}"
-                have = f"{target} {installed}" if installed else f"{target} is not installed"
+                have = f"{target} {installed} is installed" if installed else f"{target} is not installed"
                 fix = [
                     pip_install(ctx, wanted, index=_cpu_index(wanted, platform(ctx)) if target != "torch-npu" else None)
                 ]

@@ -1,0 +1,1 @@
+from torch_npu import _C  # noqa
