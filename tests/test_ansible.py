@@ -81,7 +81,7 @@ def test_playbook_names_the_drifted_host(tmp_path):
     out = proc.stdout
     # the play fails on drift, after printing the report
     assert proc.returncode == 2, out + proc.stderr
-    assert "npudoctor compare found drift between hosts" in out
+    assert "npudoctor compare found drift between hosts: npu-node-02 (cann.toolkit, env.HCCL_CONNECT_TIMEOUT)" in out
     assert "Compared 3 node(s): 2 match the majority, 1 differ" in out
     # the drifted host is named by its fetched file (inventory name) and its node label
     line = next(ln for ln in out.splitlines() if f"{DRIFTED}.json" in ln)
