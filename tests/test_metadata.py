@@ -1,0 +1,129 @@
+"""Parsers of distribution metadata (METADATA/WHEEL/RECORD/requires.txt) and df output,
+over real files taken from the torch_npu 2.13.0 wheel and a Debian egg-info, plus fuzzing."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from packaging.specifiers import SpecifierSet
+
+from npudoctor.parsers.df import parse_df
+from npudoctor.parsers.metadata import (
+    canonical_name,
+    marker_environment,
+    parse_headers,
+    parse_metadata,
+    parse_record,
+    parse_requirement,
+    parse_requires_txt,
+    parse_wheel,
+    requirements_on,
+    satisfies,
+    split_dist_dir,
+)
+
+
+def test_real_torch_npu_metadata(fixture_text):
+    meta = parse_metadata(fixture_text("torch_npu-2.13.0.dist-info_METADATA.txt"))
+    assert meta["name"] == "torch_npu"
+    assert meta["version"] == "2.13.0"
+    assert meta["requires_dist"] == ["torch==2.13.0.*", "numpy", "pyyaml"]
+    assert meta["summary"] == "NPU bridge for PyTorch"
+    assert meta["valid"] is True
+
+
+def test_real_torch_npu_wheel_and_record(fixture_text):
+    wheel = parse_wheel(fixture_text("torch_npu-2.13.0.dist-info_WHEEL.txt"))
+    assert wheel["tags"] == ["cp311-cp311-manylinux_2_28_x86_64"]
+    assert wheel["root_is_purelib"] is False
+    rows = parse_record(fixture_text("torch_npu-2.13.0.dist-info_RECORD_head.txt"))
+    assert rows and all(r["path"] for r in rows)
+    assert all(r["hash"] is None or r["hash"].startswith("sha256=") for r in rows)
+    assert any(isinstance(r["size"], int) and r["size"] > 0 for r in rows)
+
+
+def test_headers_stop_at_body_and_join_continuations():
+    text = (
+        "Name: x\nVersion: 1\nDescription: first\n        second\nRequires-Dist: a\n\nRequires-Dist: body-not-header\n"
+    )
+    headers = parse_headers(text)
+    assert ("Description", "first\nsecond") in headers
+    assert [v for k, v in headers if k == "Requires-Dist"] == ["a"]
+
+
+def test_metadata_garbage_is_invalid_not_an_error():
+    meta = parse_metadata("\x00\x01 garbage without headers\n\n")
+    assert meta["valid"] is False and meta["name"] is None and meta["requires_dist"] == []
+
+
+def test_requires_txt_sections_become_markers(fixture_text):
+    reqs = parse_requires_txt(fixture_text("oauthlib-3.2.2.egg-info_requires.txt"))
+    assert 'cryptography>=3.0.0; extra == "rsa"' in reqs
+    assert 'pyjwt<3,>=2.0.0; extra == "signedtoken"' in reqs
+    marker = parse_requires_txt(
+        'base\n[:python_version < "3.8"]\nimportlib-metadata\n[ext:sys_platform == "linux"]\nfoo\n'
+    )
+    assert marker == [
+        "base",
+        'importlib-metadata; python_version < "3.8"',
+        'foo; (sys_platform == "linux") and extra == "ext"',
+    ]
+    for text in marker:
+        assert parse_requirement(text) is not None
+
+
+def test_split_dist_dir():
+    assert split_dist_dir("torch_npu-2.1.0.post10.dist-info") == ("torch_npu", "2.1.0.post10")
+    assert split_dist_dir("torch-2.1.0+cpu.dist-info") == ("torch", "2.1.0+cpu")
+    assert split_dist_dir("PyYAML-5.4.1-py3.10.egg-info") == ("PyYAML", "5.4.1")
+    assert split_dist_dir("foo.egg-info") == ("foo", None)
+    assert split_dist_dir("torch") == (None, None)
+
+
+def test_old_style_requirement_with_local_tag():
+    req = parse_requirement("torch (==2.1.0+cpu)")
+    assert req is not None and req.name == "torch"
+    assert satisfies("2.1.0+cpu", req.specifier) is True
+    assert satisfies("2.1.0", req.specifier) is False  # the PyPI CUDA build does not satisfy +cpu
+    assert satisfies("2.1.0+cpu", SpecifierSet("==2.1.0")) is True  # local tag ignored when unpinned
+    assert satisfies("2.13.0+cpu", SpecifierSet("==2.13.0.*")) is True
+    assert satisfies("not a version", SpecifierSet("==1")) is None
+
+
+def test_requirements_on_evaluates_markers():
+    env = marker_environment({"version": "3.10.12", "version_info": [3, 10, 12], "machine": "aarch64"})
+    reqs = [
+        'numpy>=2; python_version >= "3.9"',
+        'numpy<2; python_version < "3.9"',
+        'triton==2.1.0; platform_machine == "x86_64"',
+        'pytest; extra == "test"',
+        "Torch_NPU==2.1.0",
+    ]
+    assert [str(r.specifier) for r in requirements_on(reqs, "numpy", env)] == [">=2"]
+    assert requirements_on(reqs, "triton", env) == []
+    assert requirements_on(reqs, "pytest", env) == []
+    assert len(requirements_on(reqs, "torch-npu", env)) == 1
+    assert canonical_name("Torch_NPU") == "torch-npu"
+
+
+def test_df_posix_output():
+    rows = parse_df(
+        "Filesystem     1024-blocks     Used Available Capacity Mounted on\n"
+        "/dev/mapper/ctyunos-root 52403200 52403180 0 100% /\n"
+        "server:/export 100 50 50 50% /mnt/with space\n"
+        "garbled line\n"
+    )
+    assert rows[0]["free_bytes"] == 0 and rows[0]["capacity"] == 100 and rows[0]["mount"] == "/"
+    assert rows[1]["mount"] == "/mnt/with space" and rows[1]["total_bytes"] == 100 * 1024
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_parsers_never_raise(text):
+    parse_metadata(text)
+    parse_wheel(text)
+    parse_record(text)
+    for req in parse_requires_txt(text):
+        parse_requirement(req)
+    split_dist_dir(text + ".dist-info")
+    parse_df(text)
