@@ -353,16 +353,19 @@ def _type_ok(kind: str, value: Any) -> bool:
     return False
 
 
-def validate(data: Dict[str, Any], where: str = "matrix") -> List[str]:
+def validate(data: Dict[str, Any], where: str = "matrix", partial: bool = False) -> List[str]:
     """Check a merged matrix document against the schema.  Returns the list of problems
     (empty when valid), each naming ``where``, the table, the row number and key, and the
-    field: ``"matrix.toml: [[torch_npu]] row 3 (torch_npu = 2.1.0): field 'cann': ..."``."""
+    field: ``"matrix.toml: [[torch_npu]] row 3 (torch_npu = 2.1.0): field 'cann': ..."``.
+    ``partial`` accepts one part of the matrix (e.g. ``cann.toml`` alone)."""
     problems: List[str] = []
     sv = data.get("schema_version")
     if sv != SCHEMA_VERSION:
         problems.append(f"{where}: schema_version is {sv!r}, expected {SCHEMA_VERSION}")
-    if not data.get("torch_npu"):
+    if not partial and not data.get("torch_npu"):
         problems.append(f"{where}: no [[torch_npu]] rows")
+    if partial and not any(data.get(t) for t in _SCHEMA):
+        problems.append(f"{where}: no matrix table ({', '.join('[[' + t + ']]' for t in _SCHEMA)})")
     for table, fields in _SCHEMA.items():
         rows = data.get(table, [])
         if not isinstance(rows, list):
@@ -903,8 +906,9 @@ def _files_of(target: str) -> List[str]:
     return [target]
 
 
-def load_from(target: str, origin: str) -> Matrix:
-    """Load, merge and validate the matrix at ``target`` (file or directory).
+def load_from(target: str, origin: str, partial: bool = False) -> Matrix:
+    """Load, merge and validate the matrix at ``target`` (file or directory);
+    ``partial`` accepts a part of the matrix (see :func:`validate`).
     Raises :class:`MatrixError` naming the file, row and field of the first problems."""
     files = _files_of(target)
     digest = hashlib.sha256()
@@ -915,7 +919,7 @@ def load_from(target: str, origin: str) -> Matrix:
         docs.append((f, doc))
     data = merge_documents(docs)
     where = target if len(files) == 1 else f"{target}/*.toml"
-    problems = validate(data, where=os.path.basename(where) if len(files) == 1 else where)
+    problems = validate(data, where=os.path.basename(where) if len(files) == 1 else where, partial=partial)
     for _i, meta in enumerate(data["metas"], 1):
         ret = meta.get("retrieved")
         if not (isinstance(ret, str) and _valid_date(ret)):

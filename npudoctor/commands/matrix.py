@@ -1,0 +1,297 @@
+"""``npudoctor matrix``: refresh, show, diff and verify the compatibility matrix."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Dict, List, Optional, Tuple
+
+import typer
+from typing_extensions import Annotated
+
+from npudoctor.commands._common import JsonOpt, MatrixOpt, fail_usage
+
+matrix_app = typer.Typer(
+    name="matrix",
+    help="The torch_npu / PyTorch / CANN / Python / driver compatibility matrix: refresh it from the official "
+    "tables, show rows, compare copies, verify a file.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
+
+REFRESH_HELP = """Fetch the official mapping table (Ascend/pytorch COMPATIBILITY.en.md) and the
+PyPI JSON of torch-npu, merge them into the bundled matrix, validate, and write the result to
+the user cache (NPUDOCTOR_CACHE_DIR overrides the directory); the previous copy is kept as
+matrix.toml.prev.  --source (repeatable) replaces the default sources: an https:// URL of a
+mirror, or a local file for air-gapped machines (a COMPATIBILITY.md / README.md you carried
+in, a saved PyPI JSON).  Sources that fail are reported one by one; the others still refresh.
+
+Exit codes: 0 every source refreshed (or --dry-run ran); 1 some sources failed, the rest were
+written; 2 usage error; 3 nothing written (no source readable, result invalid, cache not
+writable) - the matrix in use is unchanged."""
+
+SHOW_HELP = """Show matrix rows: torch_npu package, PyTorch, the officially paired CANN,
+branch, status and the CPython versions with wheels on PyPI (per platform).  Filters combine;
+--cann lists the official pairing (add --compatible for versions the release notes declare
+compatible).
+
+Exit codes: 0 rows shown; 1 no row matches; 2 usage error or the matrix cannot be loaded."""
+
+DIFF_HELP = """Compare two matrices row by row: with no argument the refreshed cache copy
+against the bundled one; with A and B, two matrix files or directories.
+
+Exit codes: 0 no difference; 1 differences shown; 2 usage error or a matrix cannot be loaded."""
+
+VERIFY_HELP = """Check a matrix file (or directory of .toml files) against the schema and print
+its provenance.  Every problem names the file, row and field.
+
+Exit codes: 0 valid; 1 invalid; 2 usage error (no such file)."""
+
+
+def _load(path: Optional[str]) -> Any:
+    from npudoctor.matrix import MatrixError, load_matrix
+
+    try:
+        return load_matrix(path)
+    except MatrixError as exc:
+        raise fail_usage(str(exc)) from None
+
+
+def _py_text(row: Any) -> str:
+    a, x = row.python.get("aarch64", []), row.python.get("x86_64", [])
+    if not a and not x:
+        return ("doc: " + " ".join(row.python_doc)) if row.python_doc else "-"
+    if a == x:
+        return " ".join(a)
+    return f"aarch64: {' '.join(a) or '-'}; x86_64: {' '.join(x) or '-'}"
+
+
+@matrix_app.command("show", help=SHOW_HELP)
+def show(
+    torch_npu: Annotated[
+        Optional[str], typer.Option("--torch-npu", metavar="X", help="Exact torch_npu version.")
+    ] = None,
+    torch: Annotated[Optional[str], typer.Option("--torch", metavar="X", help="PyTorch version.")] = None,
+    cann: Annotated[Optional[str], typer.Option("--cann", metavar="X", help="CANN version (official pairing).")] = None,
+    python: Annotated[Optional[str], typer.Option("--python", metavar="X.Y", help="CPython with a wheel.")] = None,
+    platform: Annotated[
+        Optional[str], typer.Option("--platform", metavar="ARCH", help="aarch64 or x86_64 (with --python).")
+    ] = None,
+    compatible: Annotated[
+        bool, typer.Option("--compatible", help="With --cann: also rows whose line is declared compatible.")
+    ] = False,
+    as_json: JsonOpt = False,
+    matrix: MatrixOpt = None,
+) -> None:
+    if platform and platform not in ("aarch64", "x86_64"):
+        raise fail_usage(f"--platform {platform}: use aarch64 or x86_64")
+    if python and not python.replace(".", "").isdigit():
+        raise fail_usage(f"--python {python}: give a version like 3.10")
+    m = _load(matrix)
+    rows = list(m.torch_npu_rows)
+    if torch_npu:
+        found = m.find_torch_npu(torch_npu)
+        rows = [found] if found else []
+    if torch:
+        keep = {id(r) for r in m.rows_for_torch(torch)}
+        rows = [r for r in rows if id(r) in keep]
+    if cann:
+        fits = ("paired", "compatible") if compatible else ("paired",)
+        rows = [r for r in rows if m.cann_fit(r, cann) in fits]
+    if python:
+        py = ".".join(python.split(".")[:2])
+        rows = [r for r in rows if py in r.pythons(platform)]
+    from npudoctor.matrix import _newest_first
+
+    rows = _newest_first(rows)
+    if as_json:
+        out = {"matrix": m.provenance, "rows": [r.to_dict() for r in rows]}
+        if cann:
+            for d, r in zip(out["rows"], rows):
+                d["cann_fit"] = m.cann_fit(r, cann)
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+    else:
+        _print_rows(rows, m, cann)
+    raise typer.Exit(0 if rows else 1)
+
+
+def _print_rows(rows: List[Any], m: Any, cann: Optional[str]) -> None:
+    header = ("torch_npu", "torch", "CANN", "branch", "status", "Python (PyPI wheels)")
+    table = [header]
+    for r in rows:
+        c = ", ".join(r.cann) or "-"
+        if cann and m.cann_fit(r, cann) == "compatible":
+            c += f" (compatible: {cann})"
+        table.append((r.torch_npu, r.torch, c, r.branch or "-", r.status, _py_text(r)))
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(header) - 1)]
+    for row in table:
+        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + str(row[-1]))
+    prov = m.provenance
+    print(
+        f"\n{len(rows)} row(s); matrix {prov.get('origin')} {prov.get('source')}, retrieved {prov.get('retrieved')}",
+        file=sys.stderr,
+    )
+
+
+@matrix_app.command("refresh", help=REFRESH_HELP)
+def refresh_cmd(
+    source: Annotated[
+        Optional[List[str]], typer.Option("--source", metavar="URL|FILE", help="A source (repeatable).")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    from npudoctor.matrix import cache_dir
+    from npudoctor.matrix_refresh import refresh
+
+    result = refresh(list(source or []) or None, dry_run=dry_run)
+    failed = result.failed
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "sources": [s.__dict__ for s in result.sources],
+                    "changes": result.changes,
+                    "written": result.written,
+                    "previous": result.previous,
+                    "dry_run": dry_run,
+                    "error": result.error or None,
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+    else:
+        for s in result.sources:
+            if s.ok:
+                print(f"ok      {s.source}: {s.summary}")
+                for w in s.warnings:
+                    print(f"        warning: {w}")
+            else:
+                print(f"FAILED  {s.source}: {s.error}")
+        if result.changes:
+            print(f"\n{len(result.changes)} change(s){' (dry run, nothing written)' if dry_run else ''}:")
+            for c in result.changes:
+                print(f"  {c}")
+        elif not result.error:
+            print("\nno change to the matrix rows")
+        if result.error:
+            print(f"\nnpudoctor: {result.error}", file=sys.stderr)
+        elif result.written:
+            print(f"\nwritten {result.written}" + (f" (previous copy: {result.previous})" if result.previous else ""))
+        elif dry_run:
+            print(f"\n(dry run: would write {cache_dir()}/matrix.toml)")
+    if result.error:
+        raise typer.Exit(3)
+    raise typer.Exit(1 if failed else 0)
+
+
+def _rows_by_key(m: Any) -> Dict[Tuple[str, str], Dict[str, Any]]:
+    out: Dict[Tuple[str, str], Dict[str, Any]] = {}
+    keys = {"torch_npu": "torch_npu", "cann": "version", "chip": "name", "family": "family", "torch_line": "torch"}
+    for table, kf in keys.items():
+        for r in m.data.get(table, []):
+            k = str(r.get(kf))
+            if table == "torch_npu":
+                from npudoctor.matrix import _pep440
+
+                v = _pep440(k)
+                k = str(v) if v is not None else k
+            out[(table, k)] = r
+    return out
+
+
+_IGNORED = {"retrieved", "source"}
+
+
+def diff_matrices(a: Any, b: Any) -> List[str]:
+    """Human-readable differences between two loaded matrices (rows added, removed,
+    fields changed; ``retrieved``/``source`` changes are left out)."""
+    ra, rb = _rows_by_key(a), _rows_by_key(b)
+    lines: List[str] = []
+    for key in sorted(set(ra) | set(rb)):
+        table, k = key
+        if key not in ra:
+            lines.append(f"+ [{table}] {k}")
+        elif key not in rb:
+            lines.append(f"- [{table}] {k}")
+        else:
+            x, y = ra[key], rb[key]
+            fields = sorted((set(x) | set(y)) - _IGNORED)
+            changed = [f for f in fields if x.get(f) != y.get(f)]
+            for f in changed:
+                lines.append(f"~ [{table}] {k}: {f} {x.get(f)!r} -> {y.get(f)!r}")
+    return lines
+
+
+@matrix_app.command("diff", help=DIFF_HELP)
+def diff(
+    a: Annotated[Optional[str], typer.Argument(metavar="[A]", help="First matrix (file or directory).")] = None,
+    b: Annotated[Optional[str], typer.Argument(metavar="[B]", help="Second matrix.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    import os
+
+    from npudoctor.matrix import MatrixError, bundled_dir, cache_path, load_from
+
+    if (a is None) != (b is None):
+        raise fail_usage("give two matrices A and B, or none (cache vs bundled)")
+    try:
+        if a is None:
+            if not os.path.exists(cache_path()):
+                raise fail_usage(f"no refreshed matrix in {cache_path()}; run `npudoctor matrix refresh` first")
+            left, right = load_from(bundled_dir(), "bundled"), load_from(cache_path(), "cache")
+        else:
+            left, right = load_from(a, "file"), load_from(b, "file")  # type: ignore[arg-type]
+    except MatrixError as exc:
+        raise fail_usage(str(exc)) from None
+    lines = diff_matrices(left, right)
+    if as_json:
+        print(
+            json.dumps(
+                {"a": left.provenance, "b": right.provenance, "differences": lines}, indent=2, ensure_ascii=False
+            )
+        )
+    else:
+        print(f"--- {left.provenance['source']} ({left.provenance['origin']}, {left.provenance.get('retrieved')})")
+        print(f"+++ {right.provenance['source']} ({right.provenance['origin']}, {right.provenance.get('retrieved')})")
+        for line in lines:
+            print(line)
+        print(f"{len(lines)} difference(s)", file=sys.stderr)
+    raise typer.Exit(1 if lines else 0)
+
+
+@matrix_app.command("verify", help=VERIFY_HELP)
+def verify(
+    file: Annotated[str, typer.Argument(metavar="FILE", help="A matrix .toml file or a directory of them.")],
+    as_json: JsonOpt = False,
+) -> None:
+    import os
+
+    from npudoctor.matrix import MatrixError, load_from
+
+    if not os.path.exists(file):
+        raise fail_usage(f"{file}: no such file or directory")
+    try:
+        m = load_from(file, "file", partial=True)
+    except MatrixError as exc:
+        if as_json:
+            print(json.dumps({"valid": False, "error": str(exc)}, indent=2, ensure_ascii=False))
+        else:
+            print(f"invalid: {exc}")
+        raise typer.Exit(1) from None
+    counts = {t: len(m.data.get(t, [])) for t in ("torch_npu", "cann", "chip", "family", "python_dep")}
+    if as_json:
+        print(json.dumps({"valid": True, "provenance": m.provenance, "rows": counts}, indent=2, ensure_ascii=False))
+    else:
+        print(f"valid: {file}")
+        print("rows: " + ", ".join(f"{n} {t}" for t, n in counts.items()))
+        print(f"retrieved {m.provenance.get('retrieved')}, sha256 {m.provenance.get('sha256')}")
+        for s in m.provenance.get("sources", []):
+            print(f"source: {s}")
+    raise typer.Exit(0)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(matrix_app, name="matrix")

@@ -1,0 +1,448 @@
+"""``npudoctor matrix refresh``: fetch the official tables, merge, validate, write the cache.
+
+Sources (default: :data:`DEFAULT_SOURCES`; ``--source URL|FILE`` replaces them):
+
+* the Ascend/pytorch ``COMPATIBILITY.en.md`` (or ``.md``) mapping table, or an older
+  release-branch README ("Ascend Auxiliary Software" table) — parsed by
+  :func:`npudoctor.parsers.official.parse_markdown`;
+* the PyPI JSON API of ``torch-npu`` — :func:`npudoctor.parsers.official.parse_pypi_json`
+  (the only source of the per-platform Python versions).
+
+Fetching uses ``requests`` with a connect/read timeout and a size cap; only ``https://`` is
+accepted for remote URLs (``http://`` only for loopback hosts, e.g. a local mirror or the
+tests), and a plain path or ``file://`` URL reads a local file (air-gapped use).  Each
+source is fetched and parsed on its own: a failing source is reported and the others still
+refresh.  The merge starts from the matrix in use and never drops a row; the result is
+validated with the same schema check as the loader, then written atomically (temp file,
+fsync, rename) to ``<cache>/matrix.toml``, the previous copy kept as ``matrix.toml.prev``.
+Nothing is written when the result does not validate, so the matrix in use stays valid.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import hashlib
+import ipaddress
+import os
+import shutil
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+from urllib.parse import unquote, urlparse
+
+from npudoctor.matrix import (
+    CACHE_FILE,
+    MatrixError,
+    _pep440,
+    bundled_dir,
+    cache_dir,
+    load_from,
+    merge_documents,
+    validate,
+)
+
+#: Where the official tables live (the GitHub mirror of gitcode Ascend/pytorch) and PyPI.
+DEFAULT_SOURCES = (
+    "https://raw.githubusercontent.com/Ascend/pytorch/master/COMPATIBILITY.en.md",
+    "https://pypi.org/pypi/torch-npu/json",
+)
+#: Largest document accepted (bytes); the PyPI JSON of torch-npu is ~1 MB untrimmed.
+MAX_BYTES = 8 * 1024 * 1024
+#: (connect, read) timeout in seconds of one request.
+TIMEOUT = (5.0, 20.0)
+#: Fewest mapping rows a COMPATIBILITY/README table must yield to be believed.
+MIN_ROWS = 5
+
+_LOOPBACK_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+
+
+class SourceError(Exception):
+    """One source could not be fetched or parsed (message says which and why)."""
+
+
+@dataclass
+class SourceReport:
+    """Outcome of one source: ``ok``, ``kind`` (markdown/pypi), ``summary`` or ``error``."""
+
+    source: str
+    ok: bool
+    kind: str = ""
+    summary: str = ""
+    error: str = ""
+    warnings: List[str] = field(default_factory=list)
+    sha256: str = ""
+
+
+@dataclass
+class RefreshResult:
+    """What a refresh did.  ``written`` is the cache file (None for dry runs or when
+    nothing was written); ``changes`` lists added/changed rows; ``error`` is set when no
+    new matrix was produced."""
+
+    sources: List[SourceReport]
+    changes: List[str] = field(default_factory=list)
+    written: Optional[str] = None
+    previous: Optional[str] = None
+    error: str = ""
+    data: Optional[Dict[str, Any]] = None
+
+    @property
+    def failed(self) -> List[SourceReport]:
+        return [s for s in self.sources if not s.ok]
+
+
+# ---------------------------------------------------------------- fetching
+def _is_loopback(host: str) -> bool:
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def fetch(source: str, timeout: Tuple[float, float] = TIMEOUT, max_bytes: int = MAX_BYTES) -> str:
+    """Text of ``source``: a local path, a ``file://`` URL, an ``https://`` URL, or an
+    ``http://`` URL on a loopback host.  Raises :class:`SourceError` (timeout, HTTP
+    status, too large, not UTF-8, scheme not allowed)."""
+    parsed = urlparse(source)
+    if parsed.scheme in ("", "file") or (len(parsed.scheme) == 1 and os.name == "nt"):
+        path = unquote(parsed.path) if parsed.scheme == "file" else source
+        try:
+            with open(path, "rb") as fh:
+                raw = fh.read(max_bytes + 1)
+        except OSError as exc:
+            raise SourceError(f"cannot read {path}: {exc.strerror or exc}") from None
+    elif parsed.scheme in ("https", "http"):
+        host = parsed.hostname or ""
+        if parsed.scheme == "http" and not _is_loopback(host):
+            raise SourceError("plain http:// is refused for remote hosts; use https:// or a local file")
+        raw = _http_get(source, timeout, max_bytes)
+    else:
+        raise SourceError(f"unsupported URL scheme {parsed.scheme!r} (use https://, a file path or file://)")
+    if len(raw) > max_bytes:
+        raise SourceError(f"larger than the {max_bytes // (1024 * 1024)} MiB limit")
+    if not raw.strip():
+        raise SourceError("empty document")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"not UTF-8 text (byte {exc.start}): a corrupt or binary download?") from None
+
+
+def _http_get(url: str, timeout: Tuple[float, float], max_bytes: int) -> bytes:
+    import requests
+
+    try:
+        with requests.get(
+            url,
+            timeout=timeout,
+            stream=True,
+            allow_redirects=True,
+            headers={"User-Agent": "npudoctor-matrix-refresh", "Accept": "application/json, text/plain, */*"},
+        ) as resp:
+            if resp.url and urlparse(resp.url).scheme == "http" and not _is_loopback(urlparse(resp.url).hostname or ""):
+                raise SourceError(f"redirected to plain http:// ({resp.url}); refused")
+            if resp.status_code != 200:
+                raise SourceError(f"HTTP {resp.status_code} {resp.reason or ''}".strip())
+            declared = resp.headers.get("Content-Length")
+            if declared and declared.isdigit() and int(declared) > max_bytes:
+                raise SourceError(f"document of {int(declared)} bytes exceeds the {max_bytes} byte limit")
+            chunks: List[bytes] = []
+            total = 0
+            for chunk in resp.iter_content(65536):
+                total += len(chunk)
+                if total > max_bytes:
+                    raise SourceError(f"document exceeds the {max_bytes} byte limit")
+                chunks.append(chunk)
+            return b"".join(chunks)
+    except requests.exceptions.Timeout:
+        raise SourceError(f"timed out (connect {timeout[0]:g}s / read {timeout[1]:g}s)") from None
+    except requests.exceptions.SSLError as exc:
+        raise SourceError(f"TLS error: {exc}") from None
+    except requests.exceptions.ConnectionError as exc:
+        raise SourceError(f"connection failed: {_short(exc)}") from None
+    except requests.exceptions.RequestException as exc:
+        raise SourceError(f"request failed: {_short(exc)}") from None
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) < 300 else text[:300] + "…"
+
+
+# ---------------------------------------------------------------- parsing one source
+def parse_source(source: str, text: str) -> Tuple[str, Any, SourceReport]:
+    """Parse fetched ``text``: returns ``(kind, parsed, report)``.  Raises
+    :class:`SourceError` for an HTML page, a table with unknown columns, a corrupt JSON."""
+    from npudoctor.parsers import official
+
+    kind = official.classify(text)
+    if kind == "html":
+        raise SourceError("got an HTML page instead of the document (an error page, or a web view URL)")
+    try:
+        if kind == "pypi":
+            parsed: Any = official.parse_pypi_json(text)
+        else:
+            parsed = official.parse_markdown(text)
+    except official.OfficialParseError as exc:
+        raise SourceError(str(exc)) from None
+    report = SourceReport(
+        source=source,
+        ok=True,
+        kind=kind,
+        summary=official.summary(parsed),
+        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+    )
+    if kind == "markdown":
+        report.warnings = list(parsed.warnings)
+        if len(parsed.rows) < MIN_ROWS:
+            raise SourceError(f"only {len(parsed.rows)} mapping rows found (expected at least {MIN_ROWS})")
+    return kind, parsed, report
+
+
+# ---------------------------------------------------------------- merging
+def _index(rows: List[Dict[str, Any]]) -> Dict[str, int]:
+    out: Dict[str, int] = {}
+    for i, r in enumerate(rows):
+        v = _pep440(str(r.get("torch_npu", "")))
+        out[str(v) if v is not None else str(r.get("torch_npu"))] = i
+    return out
+
+
+def _key(version: str) -> str:
+    v = _pep440(version)
+    return str(v) if v is not None else version
+
+
+def merge(base: Dict[str, Any], parsed: List[Tuple[str, str, Any]], today: str) -> Tuple[Dict[str, Any], List[str]]:
+    """Merge parsed sources into a copy of the matrix document ``base``.
+
+    ``parsed`` holds ``(source, kind, result)``.  Mapping rows set ``torch``, ``cann``
+    (the official pairing), ``branch``, ``status`` (``active``/``historical`` from the
+    COMPATIBILITY.md section; README rows keep the status they have, new README rows are
+    ``historical``, or ``prerelease`` for development branches), ``source`` and
+    ``retrieved``; other fields (``cann_compatible``, ``python_doc``, ``eol``) are kept.
+    PyPI sets ``python`` and ``platform_tags`` of every row (empty for versions without
+    wheels) and adds rows (``unmapped``/``prerelease``) for versions no table lists.
+    Rows are never removed.  Returns ``(document, human-readable changes)``."""
+    from packaging.version import Version
+
+    data = copy.deepcopy(base)
+    rows: List[Dict[str, Any]] = data.setdefault("torch_npu", [])
+    changes: List[str] = []
+
+    def upsert(version: str, values: Dict[str, Any], new_defaults: Dict[str, Any]) -> None:
+        idx = _index(rows)
+        k = _key(version)
+        if k in idx:
+            row = rows[idx[k]]
+            diff = [f for f, v in values.items() if row.get(f) != v and f not in ("retrieved", "source")]
+            if diff:
+                changes.append(
+                    f"changed torch_npu {row['torch_npu']}: "
+                    + ", ".join(f"{f} {row.get(f)!r} -> {values[f]!r}" for f in diff)
+                )
+            row.update(values)
+        else:
+            row = dict(new_defaults)
+            row.update(values)
+            row["torch_npu"] = version
+            rows.append(row)
+            changes.append(
+                f"added torch_npu {version} (torch {row.get('torch')}, CANN {', '.join(row.get('cann', [])) or '?'}, "
+                f"{row.get('status')})"
+            )
+
+    from npudoctor.parsers.official import MarkdownResult, ext_version_from_branch
+
+    # COMPATIBILITY-style sources first, so that their sections win over README rows
+    ordered = sorted(parsed, key=lambda p: 0 if (p[1] == "markdown" and p[2].layout == "compatibility") else 1)
+    seen_in_compat: set = set()
+    for source, kind, result in ordered:
+        if kind != "markdown" or not isinstance(result, MarkdownResult):
+            continue
+        for r in result.rows:
+            k = _key(r.torch_npu)
+            values: Dict[str, Any] = {
+                "torch": r.torch,
+                "cann": [r.cann],
+                "branch": r.branch,
+                "source": source,
+                "retrieved": today,
+            }
+            ext = ext_version_from_branch(r.branch)
+            if r.section in ("active", "historical"):
+                values["status"] = r.section
+                seen_in_compat.add(k)
+            elif k in seen_in_compat:
+                continue  # the COMPATIBILITY table of this refresh already set this row
+            pre = False
+            try:
+                pre = Version(r.torch_npu).is_prerelease and not ext
+            except Exception:
+                pre = False
+            defaults = {
+                "cann_compatible": [],
+                "python_doc": [],
+                "python": {"aarch64": [], "x86_64": []},
+                "status": "prerelease" if pre else "historical",
+                "ext_version": ext,
+            }
+            upsert(r.torch_npu, values, defaults)
+        # documented Python per PyTorch line
+        for torch, pys in result.python_lines.items():
+            for line in data.setdefault("torch_line", []):
+                if _pep440(str(line.get("torch"))) == _pep440(torch):
+                    if line.get("python_doc") != pys and result.layout == "compatibility":
+                        changes.append(f"changed PyTorch {torch} documented Python: {line.get('python_doc')} -> {pys}")
+                        line["python_doc"] = pys
+                        line["retrieved"] = today
+                    break
+    for source, kind, result in parsed:
+        if kind != "pypi":
+            continue
+        on_pypi = {_key(v): rel for v, rel in result.items()}
+        for row in rows:
+            rel = on_pypi.get(_key(str(row.get("torch_npu"))))
+            py = rel.python if rel else {"aarch64": [], "x86_64": []}
+            tags = rel.platform_tags if rel else {}
+            if row.get("python") != py:
+                changes.append(f"changed torch_npu {row['torch_npu']}: python {row.get('python')} -> {py}")
+                row["python"] = py
+            if tags:
+                row["platform_tags"] = tags
+            elif "platform_tags" in row:
+                del row["platform_tags"]
+        known = _index(rows)
+        for version, rel in sorted(result.items(), key=lambda kv: _pep440(kv[0]) or Version("0")):
+            if _key(version) in known:
+                continue
+            v = _pep440(version)
+            row = {
+                "torch_npu": version,
+                "torch": v.base_version if v is not None else version,
+                "cann": [],
+                "cann_compatible": [],
+                "python_doc": [],
+                "python": rel.python,
+                "platform_tags": rel.platform_tags,
+                "status": "prerelease" if (v is not None and v.is_prerelease) else "unmapped",
+                "note": "on PyPI, in no official mapping table: CANN pairing undocumented",
+                "source": source,
+                "retrieved": today,
+            }
+            rows.append(row)
+            changes.append(f"added torch_npu {version} from PyPI ({row['status']})")
+    rows.sort(key=lambda r: _pep440(str(r.get("torch_npu"))) or Version("0"), reverse=True)
+    return data, changes
+
+
+# ---------------------------------------------------------------- writing
+def write_cache(data: Dict[str, Any], directory: str) -> Tuple[str, Optional[str]]:
+    """Write ``data`` as ``<directory>/matrix.toml`` atomically; the previous copy is
+    kept as ``matrix.toml.prev``.  Returns ``(written path, previous path or None)``.
+    Raises ``OSError`` (read-only or missing directory) with nothing half-written."""
+    import tomli_w
+
+    from npudoctor.snapshot import atomic_write
+
+    os.makedirs(directory, exist_ok=True)
+    target = os.path.join(directory, CACHE_FILE)
+    text = tomli_w.dumps(data)
+    previous = None
+    if os.path.exists(target):
+        previous = target + ".prev"
+        with open(target, encoding="utf-8", errors="replace") as fh:
+            old = fh.read()
+        atomic_write(previous, old)
+    atomic_write(target, text)
+    return target, previous
+
+
+def refresh(
+    sources: Optional[List[str]] = None,
+    dry_run: bool = False,
+    base_path: Optional[str] = None,
+    directory: Optional[str] = None,
+    today: Optional[_dt.date] = None,
+    timeout: Tuple[float, float] = TIMEOUT,
+) -> RefreshResult:
+    """Fetch, parse and merge ``sources`` (default :data:`DEFAULT_SOURCES`) into the
+    bundled matrix (or ``base_path``), validate, and (unless ``dry_run``) write the
+    cache in ``directory`` (default: :func:`npudoctor.matrix.cache_dir`).  Never raises
+    for a bad source or an unwritable cache: see :class:`RefreshResult`."""
+    srcs = list(sources or DEFAULT_SOURCES)
+    day = (today or _dt.date.today()).isoformat()
+    reports: List[SourceReport] = []
+    parsed: List[Tuple[str, str, Any]] = []
+    for src in srcs:
+        try:
+            text = fetch(src, timeout=timeout)
+            kind, result, report = parse_source(src, text)
+        except SourceError as exc:
+            reports.append(SourceReport(source=src, ok=False, error=str(exc)))
+            continue
+        reports.append(report)
+        parsed.append((src, kind, result))
+    res = RefreshResult(sources=reports)
+    if not parsed:
+        res.error = "no source could be read; the matrix in use is unchanged"
+        return res
+    try:
+        base = load_from(base_path or bundled_dir(), "file" if base_path else "bundled")
+    except MatrixError as exc:
+        res.error = f"the base matrix is invalid: {exc}"
+        return res
+    data, changes = merge(base.data, parsed, day)
+    data["metas"] = [m for m in data.get("metas", []) if not m.get("refreshed")]
+    data["meta"] = {
+        "name": "refreshed",
+        "source": "npudoctor matrix refresh: " + ", ".join(s.source for s in reports if s.ok),
+        "retrieved": day,
+        "refreshed": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+        "refreshed_from": [s.source for s in reports if s.ok],
+        "failed_sources": [s.source for s in reports if not s.ok],
+        "base_sha256": base.provenance.get("sha256", ""),
+        "sources": [f"{s.source} (sha256 {s.sha256[:16]})" for s in reports if s.ok],
+    }
+    res.changes = changes
+    problems = validate(_as_loaded(data), where="refreshed matrix")
+    if problems:
+        res.error = "the refreshed matrix does not validate (nothing written): " + "; ".join(problems[:5])
+        return res
+    if len(data.get("torch_npu", [])) < len(base.data.get("torch_npu", [])):
+        res.error = "the refreshed matrix has fewer rows than the one in use (nothing written)"
+        return res
+    res.data = data
+    if dry_run:
+        return res
+    try:
+        res.written, res.previous = write_cache(_for_disk(data), directory or cache_dir())
+    except OSError as exc:
+        res.error = f"cannot write the matrix cache in {directory or cache_dir()}: {exc.strerror or exc}"
+        res.written = None
+        return res
+    try:  # the file we wrote must load back exactly as the loader will read it
+        load_from(res.written, "cache")
+    except MatrixError as exc:
+        if res.previous and os.path.exists(res.previous):
+            shutil.copyfile(res.previous, res.written)
+        res.error = f"the written matrix did not load back ({exc}); previous copy restored"
+        res.written = None
+    return res
+
+
+def _for_disk(data: Dict[str, Any]) -> Dict[str, Any]:
+    """The document as written: top-level ``schema_version``, ``meta`` (this refresh),
+    ``metas`` (the provenance of the files merged), then the row tables."""
+    out: Dict[str, Any] = {"schema_version": data.get("schema_version", 1), "meta": data["meta"]}
+    out["metas"] = [dict(m.items()) for m in data.get("metas", [])]
+    for k, v in data.items():
+        if k not in ("schema_version", "meta", "metas"):
+            out[k] = v
+    return out
+
+
+def _as_loaded(data: Dict[str, Any]) -> Dict[str, Any]:
+    return merge_documents([("refreshed matrix", _for_disk(data))])
