@@ -1,0 +1,127 @@
+"""ELF dynamic facts: gcc-built fixtures, the real torch_npu wheel when cached, corrupt files."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from npudoctor.parsers.elf import SymbolIndex, dynamic_symbols, missing_symbols, read_elf
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
+from elf_build import build_so, have_gcc  # noqa: E402
+
+needs_gcc = pytest.mark.skipif(not have_gcc(), reason="gcc not available")
+
+
+@needs_gcc
+def test_dynamic_section_of_a_built_library(tmp_path):
+    path = build_so(
+        str(tmp_path / "libtorch_npu.so"),
+        "libtorch_npu.so",
+        needed=["libhccl.so", "libc10.so", "libstdc++.so.6"],
+        rpath=["$ORIGIN/lib/", "$ORIGIN/"],
+        defines=["_ZN7c10_npu3fooEv"],
+        undefined=["_ZN5torch10ValueErrorC1EPKcz", "aclInit"],
+        needs_versions={"libstdc++.so.6": ["GLIBCXX_3.4.29", "CXXABI_1.3.13"]},
+    )
+    info = read_elf(path)
+    assert info.error is None
+    assert info.soname == "libtorch_npu.so"
+    assert info.needed == ["libhccl.so", "libc10.so", "libstdc++.so.6"]
+    assert info.rpath == ["$ORIGIN/lib/", "$ORIGIN/"] and info.runpath == []
+    assert list(info.version_needs) == ["libstdc++.so.6"]
+    assert sorted(info.version_needs["libstdc++.so.6"]) == ["CXXABI_1.3.13", "GLIBCXX_3.4.29"]
+    defined, undefined, err = dynamic_symbols(path)
+    assert err is None
+    assert "_ZN7c10_npu3fooEv" in defined
+    assert {"_ZN5torch10ValueErrorC1EPKcz", "aclInit"} <= undefined
+
+
+@needs_gcc
+def test_runpath_and_version_definitions(tmp_path):
+    lib = build_so(
+        str(tmp_path / "libstdc++.so.6"),
+        "libstdc++.so.6",
+        runpath=["$ORIGIN/../lib"],
+        versions={"a": "GLIBCXX_3.4", "b": "GLIBCXX_3.4.28"},
+        version_script="GLIBCXX_3.4 { global: *; };\nGLIBCXX_3.4.28 { } GLIBCXX_3.4;\n",
+    )
+    info = read_elf(lib)
+    assert info.runpath == ["$ORIGIN/../lib"] and info.rpath == []
+    assert info.version_defs == ["GLIBCXX_3.4", "GLIBCXX_3.4.28"]
+
+
+@needs_gcc
+def test_gnu_hash_lookup_agrees_with_full_scan(tmp_path):
+    names = [f"_ZN3c104sym{i}Ev" for i in range(300)]
+    lib = build_so(str(tmp_path / "libc10.so"), "libc10.so", defines=names)
+    index, why = SymbolIndex.open(lib)
+    assert index is not None, why
+    with index:
+        assert all(index.defines(n) for n in names)
+        assert not index.defines("_ZN3c104sym300Ev")
+        assert not index.defines("")
+    missing, problems = missing_symbols(names[:5] + ["absent_symbol"], [lib])
+    assert missing == ["absent_symbol"] and problems == []
+
+
+def test_not_elf_and_missing_file(tmp_path):
+    text = tmp_path / "libfake.so"
+    text.write_text("INPUT(-lfoo)\n")  # a linker script named .so
+    assert read_elf(str(text)).error == "not an ELF file"
+    assert read_elf(str(tmp_path / "nope.so")).error
+    assert dynamic_symbols(str(text))[2]
+    assert SymbolIndex.open(str(text))[0] is None
+
+
+@needs_gcc
+def test_truncated_elf_gives_error_value(tmp_path):
+    lib = build_so(str(tmp_path / "libx.so"), "libx.so", needed=["liby.so"])
+    data = Path(lib).read_bytes()
+    for cut in (20, 64, 200, len(data) // 2):
+        bad = tmp_path / f"cut{cut}.so"
+        bad.write_bytes(data[:cut])
+        info = read_elf(str(bad))
+        assert info.error is None or info.error.startswith(("corrupt", "read error"))
+        SymbolIndex.open(str(bad))  # never raises
+        dynamic_symbols(str(bad))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(min_size=0, max_size=400))
+def test_fuzz_random_bytes_with_elf_magic(tmp_path_factory, blob):
+    path = tmp_path_factory.mktemp("fuzz") / "f.so"
+    path.write_bytes(b"\x7fELF" + blob)
+    info = read_elf(str(path))
+    assert info.error is None or isinstance(info.error, str)
+    SymbolIndex.open(str(path))
+    dynamic_symbols(str(path))
+
+
+def _real_torch_npu_lib():
+    from realwheel import cache_dir
+
+    site = cache_dir() / "lib" / "python3.11" / "site-packages"
+    lib = site / "torch_npu" / "lib" / "libtorch_npu.so"
+    if not (cache_dir() / ".complete").is_file() or not lib.is_file():
+        pytest.skip("real torch_npu wheel venv not built (python tests/realwheel.py)")
+    return site
+
+
+def test_real_torch_npu_wheel_dt_needed():
+    site = _real_torch_npu_lib()
+    info = read_elf(str(site / "torch_npu/lib/libtorch_npu.so"))
+    assert info.error is None and info.soname == "libtorch_npu.so"
+    for name in ("libhccl.so", "libascendcl.so", "libc10.so", "libtorch_cpu.so", "libstdc++.so.6"):
+        assert name in info.needed
+    assert "$ORIGIN/lib/" in info.rpath
+    assert any(v.startswith("GLIBCXX_3.4") for v in info.version_needs["libstdc++.so.6"])
+    ext = [p for p in os.listdir(site / "torch_npu") if p.startswith("_C") and p.endswith(".so")]
+    assert ext
+    cinfo = read_elf(str(site / "torch_npu" / ext[0]))
+    assert cinfo.needed[0] == "libtorch_npu.so" and "libhccl.so" in cinfo.needed
