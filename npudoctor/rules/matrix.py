@@ -1,0 +1,202 @@
+"""Rules about the compatibility matrix itself (area ``matrix``, codes ``MTX``).
+
+* MTX001 the matrix could not be loaded (``npudoctor check`` still runs, without the
+  pairing checks);
+* MTX002 the matrix in use is old (its newest ``retrieved`` date is more than ~6 months ago);
+* MTX003 a version met on this machine is not in the matrix (other rules yield it through
+  :func:`not_in_matrix`);
+* MTX004 the refreshed copy in the user cache is broken, so the bundled matrix was used.
+
+Facts consumed: ``snapshot.matrix`` (the provenance the command stored: ``source``,
+``origin``, ``retrieved``, ``sha256``, or ``error``; ``cache_error``) and ``ctx.matrix``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any, Dict, Iterable, List, Optional
+
+from npudoctor.findings import Code, Finding
+from npudoctor.rules import postprocess, rule
+
+#: Days after which the matrix counts as old (about six months), and as very old.
+OLD_DAYS = 183
+VERY_OLD_DAYS = 365
+
+REFRESH_CMD = "npudoctor matrix refresh"
+
+MATRIX_UNAVAILABLE = Code(
+    "MTX001",
+    "matrix-unavailable",
+    area="matrix",
+    severity="warning",
+    title="The compatibility matrix could not be loaded; pairing checks were skipped",
+    explain=(
+        "npudoctor judges torch / torch_npu / CANN / Python / driver pairings against its compatibility "
+        "matrix (the bundled matrix/*.toml, a refreshed copy in the user cache, or the file given with "
+        "--matrix). It could not be loaded, so the report only holds the checks that need no matrix. "
+        "The evidence names the file, row and field that failed. Fix the file (`npudoctor matrix verify "
+        "FILE` shows every problem), drop the --matrix option, or refresh the cache with "
+        "`npudoctor matrix refresh`."
+    ),
+)
+
+MATRIX_OLD = Code(
+    "MTX002",
+    "matrix-old",
+    area="matrix",
+    severity="info",
+    title="The compatibility matrix is more than six months old",
+    explain=(
+        "torch_npu publishes new packages (and re-pairs CANN versions) every few months; the official "
+        "mapping table lives in COMPATIBILITY.md of Ascend/pytorch. A matrix retrieved long ago does not "
+        "know the newest torch_npu/CANN releases, so npudoctor may call a current version unknown or "
+        "recommend an old one. Run `npudoctor matrix refresh` (with --source FILE on machines without "
+        "internet access: carry COMPATIBILITY.md and the PyPI JSON of torch-npu in). Reported as a "
+        "warning after a year."
+    ),
+)
+
+NOT_IN_MATRIX = Code(
+    "MTX003",
+    "version-not-in-matrix",
+    area="matrix",
+    severity="info",
+    title="A version found here is not in the compatibility matrix",
+    explain=(
+        "A torch_npu, torch, CANN or driver version found on this machine has no row in the matrix in "
+        "use, so npudoctor cannot say what it pairs with. Either the version is newer than the matrix "
+        "(refresh it: `npudoctor matrix refresh`), or it is a build the official tables never list "
+        "(a development build such as 2.5.1.dev20250218, a patch build from a gitcode release, an "
+        "internal CANN T build). Check the official table (Ascend/pytorch COMPATIBILITY.md) by hand."
+    ),
+)
+
+CACHE_INVALID = Code(
+    "MTX004",
+    "matrix-cache-invalid",
+    area="matrix",
+    severity="warning",
+    title="The refreshed matrix in the user cache is invalid; the bundled matrix was used",
+    explain=(
+        "`npudoctor matrix refresh` writes the refreshed matrix atomically to the user cache, so a "
+        "broken copy means it was edited, truncated by a full disk, or written by another program. "
+        "npudoctor ignored it and used the bundled matrix. Run `npudoctor matrix refresh` again, or "
+        "delete the file named in the evidence."
+    ),
+)
+
+
+def refresh_hint(what: str) -> str:
+    """The one-line fix other rules print when ``what`` ("torch_npu 2.14.0", "CANN 9.2.0")
+    is missing from the matrix."""
+    return f"{REFRESH_CMD}   # {what} is not in the compatibility matrix in use; refresh it (or pass --matrix FILE)"
+
+
+def not_in_matrix(
+    ctx: Any,
+    kind: str,
+    version: Optional[str] = None,
+    evidence: Iterable[str] = (),
+    severity: Optional[str] = None,
+) -> List[Finding]:
+    """Findings (0 or 1, code MTX003) saying that ``kind`` ``version`` ("torch_npu",
+    "2.14.0") is not in the matrix.  Other rules ``yield from`` it.
+
+    Call as ``not_in_matrix(ctx, "torch_npu", "2.14.0", evidence=[...])`` (the
+    ``RuleContext``, so that nothing is said when no matrix is loaded: MTX001 covers
+    that), or without a context ``not_in_matrix("torch_npu", "2.14.0", [...])``.
+    Duplicates (same kind and version from several rules) are merged after the run.
+    """
+    if not hasattr(ctx, "snapshot"):
+        # called without a RuleContext: (kind, version, evidence)
+        ctx, kind, version, evidence = None, ctx, kind, (version if version is not None else evidence)
+        if isinstance(evidence, str):
+            evidence = [evidence]
+    elif getattr(ctx, "matrix", None) is None:
+        return []
+    prov: Dict[str, Any] = {}
+    if ctx is not None:
+        prov = dict(getattr(ctx.snapshot, "matrix", {}) or {})
+    what = f"{kind} {version}"
+    ev = list(evidence or [])
+    if prov.get("source"):
+        ev.append(
+            f"matrix in use: {prov.get('source')} ({prov.get('origin', '?')}), retrieved {prov.get('retrieved', '?')}"
+        )
+    return [
+        NOT_IN_MATRIX.finding(
+            title=f"{what} is not in the compatibility matrix; its pairings cannot be checked",
+            evidence=ev,
+            fix=[REFRESH_CMD],
+            severity=severity,
+            subject=what,
+            data={"kind": kind, "version": version},
+        )
+    ]
+
+
+@rule
+def matrix_loaded(ctx: Any) -> Iterable[Finding]:
+    """MTX001 when the command could not load the matrix; MTX004 when the cached copy
+    was broken and the bundled matrix was used instead."""
+    prov = dict(getattr(ctx.snapshot, "matrix", {}) or {})
+    if ctx.matrix is None and prov.get("error"):
+        yield MATRIX_UNAVAILABLE.finding(
+            evidence=[str(prov["error"])],
+            fix=[
+                "npudoctor matrix verify FILE   # shows every problem of a matrix file",
+                "drop --matrix to use the bundled matrix, or run: " + REFRESH_CMD,
+            ],
+        )
+    if prov.get("cache_error"):
+        from npudoctor.matrix import cache_path
+
+        yield CACHE_INVALID.finding(
+            evidence=[str(prov["cache_error"])],
+            fix=[REFRESH_CMD, f"or delete {cache_path()}"],
+        )
+
+
+@rule
+def matrix_age(ctx: Any) -> Iterable[Finding]:
+    """MTX002 when the matrix's newest ``retrieved`` date is more than ~6 months old
+    (warning after a year)."""
+    prov = dict(getattr(ctx.snapshot, "matrix", {}) or {})
+    ret = prov.get("retrieved")
+    if not isinstance(ret, str):
+        return
+    try:
+        day = _dt.date.fromisoformat(ret[:10])
+    except ValueError:
+        return
+    age = (_dt.date.today() - day).days
+    if age <= OLD_DAYS:
+        return
+    yield MATRIX_OLD.finding(
+        title=f"The compatibility matrix was retrieved {age} days ago ({ret})",
+        evidence=[f"matrix in use: {prov.get('source')} ({prov.get('origin', '?')}), retrieved {ret}"],
+        fix=[REFRESH_CMD, "offline: npudoctor matrix refresh --source COMPATIBILITY.md --source torch-npu.json"],
+        severity="warning" if age > VERY_OLD_DAYS else "info",
+        data={"age_days": age, "retrieved": ret},
+    )
+
+
+@postprocess
+def merge_not_in_matrix(ctx: Any, findings: List[Finding]) -> List[Finding]:
+    """Merge MTX003 findings about the same version yielded by several rules."""
+    out: List[Finding] = []
+    seen: Dict[str, Finding] = {}
+    for f in findings:
+        if f.code != NOT_IN_MATRIX.code or not f.subject:
+            out.append(f)
+            continue
+        first = seen.get(f.subject)
+        if first is None:
+            seen[f.subject] = f
+            out.append(f)
+            continue
+        for e in f.evidence:
+            if e not in first.evidence:
+                first.evidence.append(e)
+    return out
