@@ -301,6 +301,13 @@ def _candidates(host: Host) -> Tuple[List[Tuple[str, str]], List[str]]:
         if value:
             out.append((value.rstrip("/") or "/", var))
             searched.append(f"${var}={value}")
+    searched += [
+        DEFAULT_TOOLKIT,
+        _join(ASCEND_ROOT, "cann") + "[-<ver>]",
+        _join(ASCEND_ROOT, "nnae"),
+        _join(host.getenv("HOME") or "~", "Ascend"),
+        "/home/*/Ascend",
+    ]
     for root, _how in _ascend_roots(host):
         tk = _join(root, "ascend-toolkit")
         searched.append(tk)
