@@ -50,6 +50,7 @@ class Dist:
     tag: str = "py3-none-any"  # "{python}-{abi}-{platform}"
     requires: Sequence[str] = ()
     requires_python: Optional[str] = None
+    module: Optional[str] = None  # import name (default: the name with "-" → "_")
 
     @property
     def filename(self) -> str:
@@ -70,8 +71,8 @@ def _record_hash(data: bytes) -> str:
 
 def build_wheel(dist: Dist, directory: Path) -> Path:
     """Write ``dist`` as a real wheel into ``directory``; returns its path."""
-    module = _norm(dist.name).replace("-", "_")
-    info = f"{module}-{dist.version}.dist-info"
+    module = dist.module or _norm(dist.name).replace("-", "_")
+    info = f"{_norm(dist.name).replace('-', '_')}-{dist.version}.dist-info"
     meta = [
         "Metadata-Version: 2.1",
         f"Name: {dist.name}",
@@ -216,7 +217,8 @@ def default_dists(pypi_json: Path) -> Tuple[List[Dist], List[Dist]]:
             pypi.append(Dist("numpy", "2.1.2", f"{_cp(py)}-{_cp(py)}-{_M2014.format(arch=arch)}"))
     for name, version in PURE.items():
         requires = ["mpmath>=1.1.0"] if name == "sympy" else []
-        pypi.append(Dist(name, version, requires=requires))
+        module = {"pyyaml": "yaml", "absl-py": "absl"}.get(name)
+        pypi.append(Dist(name, version, requires=requires, module=module))
     return pypi, cpu
 
 

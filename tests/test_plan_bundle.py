@@ -1,0 +1,300 @@
+"""Bundles made with real pip from a local package index (tests/index_builder.py) served
+on 127.0.0.1, installed offline into a fresh venv, proven installable for aarch64, and
+verified (tampering, missing wheels, wrong site)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from index_builder import build_index, default_dists, pypi_json_path, serve
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "plan"
+PYPI = FIX / "pypi-torch-npu.json"
+X86_PY311 = FIX / "site_x86_64_py3.11_910B4_drv25.2.0.json"
+A64_PY310 = FIX / "site_aarch64_py3.10_910B3_drv25.5.1.json"
+X86_PY312 = FIX / "site_x86_64_py3.12_910B4_drv25.5.1.json"
+PY311 = shutil.which("python3.11") or "/root/.pyenv/versions/3.11.7/bin/python3.11"
+
+pytestmark = pytest.mark.slow
+
+
+def pip_env() -> dict:
+    """This process's environment without the pip configuration of the machine (so
+    only the local index is used)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1")
+    return env
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    root = tmp_path_factory.mktemp("index")
+    pypi, cpu = default_dists(pypi_json_path())
+    build_index(root, {"pypi": pypi, "torch-cpu": cpu})
+    with serve(root) as url:
+        yield {"pypi": f"{url}/pypi/simple", "cpu": f"{url}/torch-cpu/simple", "root": root}
+
+
+def run_plan(site: Path, out: Path, index, *args: str, cwd=None):
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "npudoctor",
+            "plan",
+            "--for",
+            str(site),
+            "--pypi-json",
+            str(PYPI),
+            "--index-url",
+            index["pypi"],
+            "--torch-index-url",
+            index["cpu"],
+            "--output",
+            str(out),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        env=pip_env(),
+        timeout=600,
+        cwd=cwd,
+    )
+
+
+def verify(directory: Path, *args: str):
+    return subprocess.run(
+        [sys.executable, "-m", "npudoctor", "plan", "verify", str(directory), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+FAKE_RUN = """#!/bin/sh
+# This script was generated using Makeself 2.4.0 (a stand-in for an Ascend .run package)
+label="{name}"
+echo "$label $*" >> "$NPUDOCTOR_TEST_LOG"
+exit 0
+"""
+
+
+@pytest.fixture(scope="module")
+def x86_bundle(index, tmp_path_factory):
+    """torch_npu 2.6.0 for an x86_64 / CPython 3.11 site, with the CANN .run files copied
+    in from --cann-dir."""
+    base = tmp_path_factory.mktemp("x86")
+    dry = subprocess.run(
+        [sys.executable, "-m", "npudoctor", "plan", "--for", str(X86_PY311), "--torch-npu", "2.6.0", "--dry-run",
+         "--json", "--pypi-json", str(PYPI)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert dry.returncode == 0, dry.stderr
+    plan = json.loads(dry.stdout)["plan"]
+    cann_dir = base / "downloads"
+    cann_dir.mkdir()
+    for pkg in plan["packages"]:
+        (cann_dir / pkg["filename"]).write_text(FAKE_RUN.format(name=pkg["kind"]))
+    out = base / "bundle"
+    proc = run_plan(X86_PY311, out, index, "--torch-npu", "2.6.0", "--cann-dir", str(cann_dir))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return {"out": out, "plan": plan, "stdout": proc.stdout, "stderr": proc.stderr}
+
+
+def test_x86_bundle_contents_manifest_and_pins(x86_bundle):
+    out = x86_bundle["out"]
+    wheels = sorted(p.name for p in (out / "wheels").iterdir())
+    assert "torch_npu-2.6.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl" in wheels
+    assert "torch-2.6.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl" in wheels  # from the CPU index
+    assert "numpy-1.26.4-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl" in wheels  # numpy<2
+    assert any(w.startswith("filelock-") for w in wheels)  # torch's own dependency came along
+    manifest = json.loads((out / "manifest.json").read_text())
+    listed = {f["path"]: f for f in manifest["files"]}
+    for name in wheels:
+        entry = listed[f"wheels/{name}"]
+        assert entry["sha256"] == sha(out / "wheels" / name) and entry["size"] == (out / "wheels" / name).stat().st_size
+        assert entry["why"]
+    assert "+cpu" in listed["wheels/torch-2.6.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"]["why"]
+    assert listed[f"wheels/{[w for w in wheels if w.startswith('filelock-')][0]}"]["why"] == "dependency of torch"
+    for pkg in x86_bundle["plan"]["packages"]:
+        assert listed[f"cann/{pkg['filename']}"]["kind"] == pkg["kind"]
+    assert manifest["pending"] == []
+    reqs = (out / "requirements.txt").read_text().splitlines()
+    pins = [r for r in reqs if not r.startswith("#")]
+    assert len(pins) == len(wheels) and all("==" in r and "--hash=sha256:" in r for r in pins)
+    assert (
+        "torch==2.6.0+cpu --hash=sha256:"
+        + sha(out / "wheels" / "torch-2.6.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
+        in reqs
+    )
+    # nothing half-written left behind
+    leftovers = [p for p in out.rglob("*") if p.name.endswith(".part") or p.name.startswith(".")]
+    assert leftovers == []
+    assert os.access(out / "install.sh", os.X_OK)
+    assert "bundle written to" in x86_bundle["stdout"]
+
+
+def test_x86_bundle_installs_offline_into_a_fresh_venv(x86_bundle, tmp_path):
+    """The issue's "done when": install.sh with the CANN steps skipped, real pip, real venv,
+    no index reachable (--no-index)."""
+    venv = tmp_path / "venv"
+    subprocess.run([PY311, "-m", "venv", str(venv)], check=True, timeout=120)
+    py = venv / "bin" / "python"
+    proc = subprocess.run(
+        ["bash", str(x86_bundle["out"] / "install.sh"), "--skip-cann", "--no-check", "--python", str(py)],
+        capture_output=True, text=True, timeout=300, env=pip_env(),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "skipping" not in proc.stdout or "toolkit" not in proc.stdout  # CANN block not entered
+    check = subprocess.run(
+        [str(py), "-c", "import torch_npu, torch, numpy, yaml, decorator; print(torch_npu.__version__, torch.__version__, numpy.__version__)"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert check.stdout.split() == ["2.6.0", "2.6.0+cpu", "1.26.4"], check.stderr
+
+
+def test_install_sh_runs_cann_packages_in_order_and_refuses_wrong_python(x86_bundle, tmp_path):
+    log = tmp_path / "run.log"
+    venv = tmp_path / "venv"
+    subprocess.run([PY311, "-m", "venv", str(venv)], check=True, timeout=120)
+    env = dict(pip_env(), NPUDOCTOR_TEST_LOG=str(log), HOME=str(tmp_path))
+    proc = subprocess.run(
+        ["bash", str(x86_bundle["out"] / "install.sh"), "--no-check", "--python", str(venv / "bin" / "python")],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    ran = [line.split()[0] for line in log.read_text().splitlines()]
+    assert ran == [p["kind"] for p in x86_bundle["plan"]["packages"]]
+    assert ran[0] == "toolkit" and ran[-1] == "nnal"
+    assert "toolkit --install" in log.read_text()
+    wrong = shutil.which("python3.10") or "/root/.pyenv/versions/3.10.13/bin/python3.10"
+    proc = subprocess.run(
+        ["bash", str(x86_bundle["out"] / "install.sh"), "--skip-cann", "--python", wrong],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 1 and "is not CPython 3.11" in proc.stderr
+
+
+def test_verify_passes_then_catches_tampering_and_missing_wheels(x86_bundle, tmp_path):
+    copy = tmp_path / "bundle"
+    shutil.copytree(x86_bundle["out"], copy)
+    ok = verify(copy, "--for", str(X86_PY311))
+    assert ok.returncode == 0, ok.stdout
+    assert "OK: complete, intact and fits the site" in ok.stdout
+    # one changed byte
+    target = copy / "wheels" / "numpy-1.26.4-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+    data = bytearray(target.read_bytes())
+    data[100] ^= 0x01
+    target.write_bytes(bytes(data))
+    # one missing wheel
+    (copy / "wheels" / "torch-2.6.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl").unlink()
+    bad = verify(copy, "--json")
+    assert bad.returncode == 1
+    problems = json.loads(bad.stdout)["problems"]
+    by_kind = {(p["kind"], p["path"]) for p in problems}
+    assert ("changed", f"wheels/{target.name}") in by_kind
+    assert ("missing", "wheels/torch-2.6.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl") in by_kind
+    human = verify(copy)
+    assert target.name in human.stdout and "torch-2.6.0+cpu-cp311" in human.stdout and "FAILED" in human.stdout
+    # install.sh refuses the tampered bundle before touching anything
+    proc = subprocess.run(["bash", str(copy / "install.sh"), "--skip-cann"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "damaged" in proc.stderr
+
+
+def test_verify_against_another_site_names_the_wheels_that_do_not_fit(x86_bundle):
+    proc = verify(x86_bundle["out"], "--for", str(A64_PY310), "--json")
+    assert proc.returncode == 1
+    problems = json.loads(proc.stdout)["problems"]
+    incompatible = {p["path"] for p in problems if p["kind"] == "incompatible"}
+    assert "wheels/torch_npu-2.6.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl" in incompatible
+    assert not any(p.endswith("-none-any.whl") for p in incompatible)  # pure wheels fit anywhere
+    assert any(p["kind"] == "python" and "3.11" in p["message"] for p in problems)
+
+
+def test_rerun_is_resumable_and_replaces_a_corrupted_wheel(x86_bundle, index, tmp_path):
+    copy = tmp_path / "bundle"
+    shutil.copytree(x86_bundle["out"], copy)
+    before = {p.name: sha(p) for p in (copy / "wheels").iterdir()}
+    victim = copy / "wheels" / "scipy-1.10.1-py3-none-any.whl"
+    victim.write_bytes(victim.read_bytes()[:200])  # a half-written download
+    proc = run_plan(X86_PY311, copy, index, "--torch-npu", "2.6.0", "--json")
+    assert proc.returncode == 0, proc.stderr
+    bundle = json.loads(proc.stdout)["bundle"]
+    assert bundle["downloaded"] == ["scipy-1.10.1-py3-none-any.whl"]
+    assert set(bundle["kept"]) >= set(before) - {victim.name}
+    assert {p.name: sha(p) for p in (copy / "wheels").iterdir()} == before
+    assert verify(copy).returncode == 0
+
+
+def test_aarch64_py310_bundle_is_installable_for_the_target(index, tmp_path):
+    """Made on x86_64 for an aarch64 / CPython 3.10 / 910B3 site; proven with pip's own
+    resolver for that platform, offline."""
+    out = tmp_path / "bundle"
+    proc = run_plan(A64_PY310, out, index, "--torch-npu", "2.7.1.post8")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    wheels = sorted(p.name for p in (out / "wheels").iterdir())
+    assert "torch_npu-2.7.1.post8-cp310-cp310-manylinux_2_28_aarch64.whl" in wheels
+    assert "torch-2.7.1-cp310-cp310-manylinux_2_28_aarch64.whl" in wheels  # plain torch on aarch64
+    assert not any("x86_64" in w for w in wheels)
+    plats = []
+    for tag in ("manylinux_2_28_aarch64", "manylinux_2_17_aarch64", "manylinux2014_aarch64"):
+        plats += ["--platform", tag]
+    dry = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--no-index", "--find-links", str(out / "wheels"),
+         *plats, "--python-version", "3.10", "--implementation", "cp", "--abi", "cp310", "--only-binary=:all:",
+         "--target", str(tmp_path / "target"), "--require-hashes", "-r", str(out / "requirements.txt")],
+        capture_output=True, text=True, timeout=300, env=pip_env(),
+    )  # fmt: skip
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    would = dry.stdout.split("Would install", 1)[1].split()
+    numpy_spec = json.loads((out / "manifest.json").read_text())["plan"]["numpy"]
+    expect_numpy = "numpy-1.26.4" if "<2" in numpy_spec else "numpy-2.1.2"  # the index's newest fitting one
+    assert "torch_npu-2.7.1.post8" in would and "torch-2.7.1" in would and expect_numpy in would
+    assert verify(out, "--for", str(A64_PY310)).returncode == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    pending = {p["kind"]: p["filename"] for p in manifest["pending"]}
+    cann = manifest["plan"]["cann"]
+    assert pending["toolkit"] == f"Ascend-cann-toolkit_{cann}_linux-aarch64.run"
+    install_sh = (out / "install.sh").read_text()
+    assert "absent_pkg CANN toolkit" in install_sh
+
+
+def test_wheel_missing_from_the_index_fails_clearly(index, tmp_path):
+    """The recorded PyPI listing has a cp312 x86_64 wheel of 2.7.1.post8; the local index
+    left it out on purpose: pip's failure is reported, exit 1, nothing half-written."""
+    out = tmp_path / "bundle"
+    proc = run_plan(X86_PY312, out, index, "--torch-npu", "2.7.1.post8")
+    assert proc.returncode == 1
+    assert "pip could not download the wheels for Python 3.12 on x86_64" in proc.stderr
+    assert "torch_npu==2.7.1.post8" in proc.stderr or "torch-npu" in proc.stderr.lower()
+    assert not (out / "manifest.json").exists()
+    assert not (out / ".staging").exists()
+
+
+def test_bad_run_file_in_cann_dir_is_rejected(index, tmp_path, x86_bundle):
+    cann_dir = tmp_path / "dl"
+    cann_dir.mkdir()
+    first = x86_bundle["plan"]["packages"][0]["filename"]
+    (cann_dir / first).write_text("<html><body>403 Forbidden</body></html>")
+    proc = run_plan(X86_PY311, tmp_path / "b", index, "--torch-npu", "2.6.0", "--cann-dir", str(cann_dir))
+    assert proc.returncode == 1
+    assert first in proc.stderr and "not a self-extracting .run archive" in proc.stderr
+
+
+def test_install_sh_is_valid_bash(x86_bundle):
+    proc = subprocess.run(["bash", "-n", str(x86_bundle["out"] / "install.sh")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    mode = (x86_bundle["out"] / "install.sh").stat().st_mode
+    assert mode & stat.S_IXUSR
