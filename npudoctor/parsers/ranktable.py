@@ -250,7 +250,10 @@ def parse_ranktable(text: str) -> Dict[str, Any]:
     pods = raw.get("super_pod_list")
     for pod in pods if isinstance(pods, list) else []:
         if isinstance(pod, dict):
-            ids = [_text(s.get("server_id")) for s in pod.get("server_list") or [] if isinstance(s, dict)]
+            members = pod.get("server_list")
+            ids = (
+                [_text(s.get("server_id")) for s in members if isinstance(s, dict)] if isinstance(members, list) else []
+            )
             result["super_pods"].append({"super_pod_id": _text(pod.get("super_pod_id")), "server_ids": ids})
     result["rank_count"] = sum(len(s["devices"]) for s in result["servers"])
     return result
