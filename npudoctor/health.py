@@ -20,16 +20,21 @@ This module is imported without Typer or rich (see :mod:`npudoctor.entry`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
+import math
 import os
+import signal
 import sys
 import tempfile
 import threading
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 DEFAULT_TIMEOUT = 0.9
+#: Longest problem line printed (Docker keeps only the tail of the output).
+LINE_LIMIT = 240
 _FAIL_ON = ("error", "warning")
 
 
@@ -82,22 +87,34 @@ def _cache_path(argv: Sequence[str]) -> str:
 
 def _read_cache(path: str, ttl: float) -> Optional[Dict[str, Any]]:
     try:
-        age = time.time() - os.stat(path).st_mtime
+        st = os.stat(path)
+        age = time.time() - st.st_mtime
         if age > ttl or age < 0:
             return None
+        if st.st_uid != os.getuid() or st.st_mode & 0o022:
+            return None  # planted or writable by others: not our result, do not trust it
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
-        doc["cache_age_s"] = round(age, 1)
-        return doc if isinstance(doc, dict) and doc.get("status") in ("healthy", "unhealthy") else None
     except (OSError, ValueError):
         return None
+    if not isinstance(doc, dict) or doc.get("status") not in ("healthy", "unhealthy"):
+        return None
+    if not isinstance(doc.get("problems", []), list):
+        return None
+    doc["cache_age_s"] = round(age, 1)
+    return doc
 
 
-def evaluate_health(args: argparse.Namespace, state: Dict[str, Any]) -> Dict[str, Any]:
+def evaluate_health(
+    args: argparse.Namespace, state: Dict[str, Any], environ: Optional[Mapping[str, str]] = None
+) -> Dict[str, Any]:
     """Run the quick probes and rules; return the result document.
 
-    ``state["step"]`` is updated with the section being probed so that a blown budget
-    can name it.  Raises whatever the engine raises (the caller turns it into exit 1).
+    ``args``: options as parsed by :func:`build_parser`.  ``state["step"]`` is updated
+    with the section being probed so that a blown budget can name it.  ``environ``: the
+    environment to diagnose (default ``os.environ``; ``npudoctor exec`` passes the one
+    it will run the command with).  Raises whatever the engine raises (the caller turns
+    it into exit 1).
     """
     from npudoctor.config import load_ignores
     from npudoctor.engine import Options, collect, evaluate
@@ -119,7 +136,7 @@ def evaluate_health(args: argparse.Namespace, state: Dict[str, Any]) -> Dict[str
         matrix_path=args.matrix,
     )
     options.progress = lambda section: state.__setitem__("step", f"probing {section}")
-    host = Host(root=args.root or "/", commands=not args.no_commands)
+    host = Host(root=args.root or "/", environ=environ, commands=not args.no_commands)
     snapshot = collect(host, options)
     state["step"] = "loading the matrix"
     try:
@@ -144,7 +161,16 @@ def evaluate_health(args: argparse.Namespace, state: Dict[str, Any]) -> Dict[str
 
 
 def _line(finding: Any) -> str:
-    return f"{finding.code} {finding.title}"
+    return printable(f"{finding.code} {finding.title}")
+
+
+def printable(text: str, limit: int = LINE_LIMIT) -> str:
+    """``text`` as one short terminal-safe line: control characters (garbled command
+    output quoted in a title) become ``?``, whitespace runs one space, at most ``limit``
+    characters."""
+    out = "".join(ch if ch.isprintable() else (" " if ch.isspace() else "?") for ch in str(text))
+    out = " ".join(out.split())
+    return out if len(out) <= limit else out[: limit - 1] + "…"
 
 
 def _summary(snapshot: Any) -> str:
@@ -177,16 +203,56 @@ def _emit(doc: Dict[str, Any], as_json: bool) -> int:
     return 0 if healthy else 1
 
 
+def kill_children() -> None:
+    """SIGKILL the process group of every child of this process (commands run by
+    :meth:`npudoctor.host.Host.run` lead their own session), so that leaving on a blown
+    budget does not orphan a wedged ``npu-smi`` that ignores SIGTERM.  Children are read
+    from ``/proc/self/task/<tid>/children`` (Linux >= 3.5); never raises."""
+    pids = set()
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{tid}/children", encoding="ascii") as fh:
+                    pids.update(int(p) for p in fh.read().split())
+            except (OSError, ValueError):
+                continue
+    except OSError:
+        return
+    for pid in pids:
+        try:
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+        except OSError:
+            continue
+
+
 def main(argv: Sequence[str]) -> int:
     """Run the health check with ``argv`` (without the ``health`` word); returns 0/1.
 
     The work runs in a daemon thread; if it does not finish within ``--timeout`` the
-    process reports the step in progress and leaves with status 1 (``os._exit``, so a
-    wedged probe cannot hold it).
+    process reports the step in progress, kills the commands still running and leaves
+    with status 1 (``os._exit``, so a wedged probe cannot hold it).  Any unexpected
+    failure is "unhealthy" with a reason too (never a traceback, never another status).
     """
+    try:
+        return _main(argv)
+    except SystemExit as exc:  # argparse --help (0) or a usage error (1, see _Parser)
+        return 0 if exc.code in (0, None) else 1
+    except BaseException as exc:  # KeyboardInterrupt, BrokenPipeError, a bug
+        with contextlib.suppress(Exception):
+            print(printable(f"unhealthy: npudoctor failed: {type(exc).__name__}: {exc}"))
+        return 1
+
+
+def _main(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
-    if args.timeout <= 0:
-        print("unhealthy: bad health-check option: --timeout must be positive")
+    if not (math.isfinite(args.timeout) and 0 < args.timeout <= 3600):
+        print("unhealthy: bad health-check option: --timeout must be a number of seconds in (0, 3600]")
+        return 1
+    if not math.isfinite(args.cache_ttl) or args.require is not None and args.require < 0:
+        print("unhealthy: bad health-check option: --cache-ttl and --require must be finite and not negative")
         return 1
     cache = _cache_path(argv) if args.cache_ttl > 0 else None
     if cache:
@@ -213,9 +279,10 @@ def main(argv: Sequence[str]) -> int:
             "duration_s": args.timeout,
         }
         _emit(doc, args.json)
+        kill_children()
         os._exit(1)
     if "error" in box:
-        doc = {"status": "unhealthy", "problems": [f"npudoctor failed: {box['error']}"], "findings": []}
+        doc = {"status": "unhealthy", "problems": [printable(f"npudoctor failed: {box['error']}")], "findings": []}
         return _emit(doc, args.json)
     doc = box["doc"]
     if cache:
