@@ -1,0 +1,308 @@
+"""The bundled matrix: provenance, schema check, and the queries rules use."""
+
+import datetime
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from npudoctor.matrix import MatrixError, bundled_dir, load_from, load_matrix
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _no_home_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("NPUDOCTOR_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.fixture(scope="module")
+def m():
+    return load_from(bundled_dir(), "bundled")
+
+
+def test_bundled_matrix_cites_its_sources(m):
+    prov = m.provenance
+    assert prov["origin"] == "bundled" and prov["retrieved"] == "2026-11-29" and len(prov["sha256"]) == 64
+    assert any("COMPATIBILITY.md" in s for s in prov["sources"])
+    assert any("pypi.org/pypi/torch-npu/json" in s for s in prov["sources"])
+    for table in ("torch_npu", "cann", "chip", "family", "python_dep", "torch_line", "install_pairing"):
+        rows = m.data[table]
+        assert rows, table
+        for r in rows:
+            assert r["source"].strip() and r["retrieved"] == "2026-11-29", (table, r)
+
+
+def test_default_is_bundled_without_cache():
+    assert load_matrix().provenance["origin"] == "bundled"
+
+
+def test_official_rows_by_value(m):
+    assert [r.torch_npu for r in m.rows_for_cann("8.0.0")] == ["2.4.0.post2", "2.3.1.post4", "2.1.0.post10"]
+    row = m.find_torch_npu("2.1.0.post8")
+    assert (row.torch, row.cann, row.branch, row.status) == ("2.1.0", ["8.0.RC3"], "v2.1.0-6.0.rc3", "historical")
+    assert row.python == {"aarch64": ["3.8", "3.9", "3.10", "3.11"], "x86_64": ["3.8", "3.9", "3.10", "3.11"]}
+    # PEP 440 normalisation both ways; local tags ignored
+    assert m.find_torch_npu("2.1.0rc1").cann == ["7.0.RC1"]
+    assert m.find_torch_npu("2.1.0.post10+cpu").torch_npu == "2.1.0.post10"
+    assert m.find_torch_npu("2.5.1.dev20250218") is None
+    assert m.find_torch_npu("not a version") is None
+    assert m.find_torch_npu("1.11.0.rc2").note == "" or True
+    # the table typo is kept as published (REPORT.md §8.4)
+    assert m.find_torch_npu("1.5.0.post3").torch == "1.8.1"
+    # active rows of COMPATIBILITY.md: 26
+    assert sum(r.status == "active" for r in m.torch_npu_rows) == 26
+
+
+def test_rows_for_torch_and_fits(m):
+    assert [r.torch_npu for r in m.rows_for_torch("2.4.0+cpu")][:3] == ["2.4.0.post4", "2.4.0.post2", "2.4.0"]
+    fits = m.fits(torch="2.7.1", python="3.13", platform="x86_64", cann="9.0.0")
+    assert [r.torch_npu for r in fits] == ["2.7.1.post8", "2.7.1.post6", "2.7.1.post4"]
+    assert m.fits(torch="2.6.0", python="3.12", platform="aarch64") == [m.find_torch_npu("2.6.0.post5")]
+    # 2.10.0.post6 has no cp311 wheel... for x86_64 it has cp310/cp311 only
+    assert m.find_torch_npu("2.10.0.post6").pythons("x86_64") == ["3.10", "3.11"]
+    assert all(r.status != "prerelease" for r in m.fits())
+
+
+def test_cann_fit(m):
+    r = m.find_torch_npu("2.1.0.post10")
+    assert m.cann_fit(r, "8.0.0") == "paired"
+    assert m.cann_fit(r, "8.3.RC1") == "compatible"  # 6.0.0 line: 8.0.RC2 ... 8.3.RC1
+    assert m.cann_fit(r, "7.0.0") == "incompatible"
+    assert m.cann_fit(r, "8.0.T63") == "unknown"
+    assert m.cann_fit(r, "garbage") == "unknown"
+    assert m.cann_fit(m.find_torch_npu("2.7.1.post8"), "8.5.1") == "compatible"  # 26.1.X: 8.5.X
+    assert m.cann_fit(m.find_torch_npu("2.14.0"), "9.1.0") == "unknown"  # PyPI-only, undocumented
+    # community re-release names of CANN <= 8.0
+    assert [r.torch_npu for r in m.rows_for_cann("8.0.RC3.beta1")] == ["2.4.0", "2.3.1.post2", "2.1.0.post8"]
+
+
+def test_driver_requirement_and_fit(m):
+    req = m.driver_requirement("8.5.0")
+    assert req.paired == ["25.5.0"] and "25.0.X" in req.compatible and req.minimum == "25.0.RC1"
+    assert m.driver_requirement("8.3.RC2") is None
+    assert m.driver_fit("8.1.RC1", "25.0.rc1.1") == "paired"
+    assert m.driver_fit("8.1.RC1", "24.1.rc2") == "compatible"  # tested install combination
+    assert m.driver_fit("8.1.RC1", "23.0.7") == "too-old"
+    assert m.driver_fit("8.0.0", "24.1.rc1.b030") == "too-old"
+    assert m.driver_fit("8.5.0", "25.5.2") == "compatible"
+    assert m.driver_fit("8.5.0", "25.1.rc1") == "incompatible"
+    assert m.driver_fit("8.5.0", "24.1.0") == "too-old"
+    assert m.driver_fit("8.5.0", "26.0.rc1") == "unknown"  # newer than listed: not stated
+    assert m.driver_fit("9.9.9", "25.0.0") == "unknown"
+    assert m.driver_fit("8.5.0", "nonsense") == "unknown"
+
+
+def test_numpy_and_python_deps(m):
+    assert m.numpy_spec("8.0.0", "3.10") == ">=1.19.2,<2"
+    assert m.numpy_spec("8.5.0", "3.11") == ">=1.19.2,<2"
+    assert m.numpy_spec("8.5.0", "3.13") == ">2.1"
+    assert m.numpy_spec("9.1.0", "3.11") == ">=1.19.2"
+    spec, source, exact = m.numpy_requirement("8.3.RC1", "3.11")
+    assert spec == ">=1.19.2,<2" and "CANN 8.0.0" in source and exact is False
+    assert m.numpy_spec("nonsense", "3.10") is None
+    deps = m.cann_python_deps("8.0.0")
+    for d in ("decorator", "attrs", "psutil", "absl-py", "cloudpickle", "ml-dtypes", "scipy", "tornado", "sympy"):
+        assert d in deps
+    assert "pathlib2" not in deps
+    assert (m.import_name("absl-py"), m.import_name("pyyaml"), m.import_name("protobuf")) == (
+        "absl",
+        "yaml",
+        "google.protobuf",
+    )
+    assert m.import_name("ml-dtypes") == "ml_dtypes"
+
+
+def test_chips_and_families(m):
+    c = m.chip("910B3")
+    assert (c.soc_version, c.family, c.bf16, c.kernels_dir, c.kernels_package_chip) == (
+        "Ascend910B3",
+        "910B",
+        True,
+        "ascend910b",
+        "910b",
+    )
+    assert m.chip("Ascend 910B4").name == "910B4"  # npu-smi -m spelling
+    assert m.chip("910B4-1").family == "910B"
+    a3 = m.chip("Ascend910")
+    assert a3.family == "910_93" and a3.soc_version is None and a3.kernels_package_chip == "A3"
+    assert m.chip("Ascend910_9391").soc_version == "Ascend910_9391"
+    legacy = m.chip("910B")
+    assert legacy.family == "910" and legacy.bf16 is False
+    assert m.chip("310P3").kernels_dir == "ascend310p" and m.chip("310P3").bf16 is False
+    assert m.chip("Ascend950DT").family == "950"
+    assert m.chip("nonsense") is None
+    assert m.family_supported("910B", "2.1.0") is True
+    assert m.family_supported("910_93", "2.1.0.post6") is False
+    assert m.family_supported("910_93", "2.1.0.post8") is True
+    assert m.family_supported("910_93", "2.2.0.post2") is False
+    assert m.family_supported("910_93", "2.5.1") is True
+    assert m.family_supported("950", "2.9.0") is False
+    assert m.family_supported("950", "2.10.0") is True
+    assert m.family_supported("310", None) is None
+    assert m.family_supported("nope", None) is None
+
+
+def test_newest_for(m):
+    assert m.newest_for("910B", "aarch64", "3.11").torch_npu == "2.12.0"
+    assert m.newest_for("910B", "x86_64", "3.8").torch_npu == "2.4.0.post4"
+    # a driver that rules out CANN 9.x/8.5 leads to an older pairing
+    assert m.newest_for("910B", "aarch64", "3.10", driver="24.1.rc2").torch_npu == "2.6.0"
+    assert m.newest_for("910_93", "aarch64", "3.8").torch_npu == "2.4.0.post4"
+    assert m.newest_for("310", "aarch64", "3.10") is None
+
+
+def test_age_days(m):
+    assert m.age_days(datetime.date(2026, 11, 29)) == 0
+    assert m.age_days(datetime.date(2027, 6, 1)) == 184
+
+
+def _write(tmp_path, text, name="m.toml"):
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return str(p)
+
+
+GOOD_ROW = """
+[meta]
+name = "t"
+retrieved = "2026-11-29"
+source = "test"
+
+[[torch_npu]]
+torch_npu = "2.1.0.post10"
+torch = "2.1.0"
+cann = ["8.0.0"]
+status = "active"
+source = "COMPATIBILITY.md"
+retrieved = "2026-11-29"
+"""
+
+
+def test_minimal_valid_file(tmp_path):
+    m = load_matrix(_write(tmp_path, "schema_version = 1\n" + GOOD_ROW))
+    assert m.provenance["origin"] == "file"
+    assert m.find_torch_npu("2.1.0.post10").cann == ["8.0.0"]
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (
+            ('cann = ["8.0.0"]', 'cann = "8.0.0"'),
+            "row 1 (torch_npu = 2.1.0.post10): field 'cann' must be a list of strings",
+        ),
+        (('cann = ["8.0.0"]', 'cann = ["eight"]'), "field 'cann' holds 'eight', not a CANN version"),
+        (('status = "active"', 'status = "live"'), "field 'status' must be one of"),
+        (('torch = "2.1.0"\n', ""), "row 1 (torch_npu = 2.1.0.post10): missing field 'torch'"),
+        (('retrieved = "2026-11-29"\n', 'retrieved = "yesterday"\n'), "field 'retrieved' must be a date"),
+        (('source = "COMPATIBILITY.md"', 'source = "COMPATIBILITY.md"\ncolour = "red"'), "unknown field 'colour'"),
+    ],
+)
+def test_schema_errors_name_row_and_field(tmp_path, change, expected):
+    text = "schema_version = 1\n" + GOOD_ROW.replace(*change)
+    with pytest.raises(MatrixError) as err:
+        load_matrix(_write(tmp_path, text))
+    assert expected in str(err.value)
+    assert "m.toml" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("schema_version = 2\n" + GOOD_ROW, "schema_version is 2"),
+        ("schema_version = 1\n[[torch_npu]\n", "not valid TOML"),
+        ("", "schema_version is None"),
+    ],
+)
+def test_unloadable_files(tmp_path, text, expected):
+    with pytest.raises(MatrixError) as err:
+        load_matrix(_write(tmp_path, text))
+    assert expected in str(err.value)
+
+
+def test_non_utf8_and_missing(tmp_path):
+    p = tmp_path / "bin.toml"
+    p.write_bytes(b"schema_version = 1\n\xff\xfe\x00")
+    with pytest.raises(MatrixError, match="not UTF-8"):
+        load_matrix(str(p))
+    with pytest.raises(MatrixError, match="does not exist"):
+        load_matrix(str(tmp_path / "nope.toml"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(MatrixError, match="holds no .toml"):
+        load_matrix(str(tmp_path / "empty"))
+
+
+def test_cli_show_cann_800_lists_the_three_official_packages(tmp_path):
+    env = dict(os.environ, NPUDOCTOR_CACHE_DIR=str(tmp_path / "cache"))
+    out = subprocess.run(
+        [sys.executable, "-m", "npudoctor", "matrix", "show", "--cann", "8.0.0"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = [line.split()[0] for line in out.stdout.splitlines()[1:] if line.strip()]
+    assert lines == ["2.4.0.post2", "2.3.1.post4", "2.1.0.post10"]
+    miss = subprocess.run(
+        [sys.executable, "-m", "npudoctor", "matrix", "show", "--torch-npu", "9.9.9"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert miss.returncode == 1
+
+
+def test_cli_verify(tmp_path):
+    env = dict(os.environ, NPUDOCTOR_CACHE_DIR=str(tmp_path / "cache"))
+    run = lambda *a: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "npudoctor", "matrix", "verify", *a], capture_output=True, text=True, env=env, timeout=60
+    )
+    ok = run(bundled_dir())
+    assert ok.returncode == 0 and "valid" in ok.stdout and "94 torch_npu" in ok.stdout
+    bad = _write(tmp_path, "schema_version = 1\n" + GOOD_ROW.replace('status = "active"', 'status = "live"'))
+    res = run(bad)
+    assert res.returncode == 1 and "field 'status'" in res.stdout
+    assert run(str(tmp_path / "missing.toml")).returncode == 2
+
+
+@pytest.mark.slow
+def test_wheel_ships_the_matrix(tmp_path):
+    """pyproject force-includes matrix/ as npudoctor/_matrix; the installed package finds it."""
+    src = tmp_path / "src"
+    shutil.copytree(
+        REPO, src, ignore=shutil.ignore_patterns(".git", "tests", "__pycache__", "*.egg-info", ".ruff_cache")
+    )
+    res = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if res.returncode != 0 and "hatchling" in res.stderr and "No matching distribution" in res.stderr:
+        pytest.skip("the build backend (hatchling) cannot be fetched here")
+    assert res.returncode == 0, res.stderr
+    wheel = next(tmp_path.glob("npudoctor-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    for f in ("torch_npu.toml", "cann.toml", "chips.toml"):
+        assert f"npudoctor/_matrix/{f}" in names
+    target = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(target)
+    code = "import npudoctor.matrix as m; print(m.bundled_dir()); print(m.load_from(m.bundled_dir(), 'bundled').provenance['retrieved'])"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(target)),
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [str(target / "npudoctor" / "_matrix"), "2026-11-29"]

@@ -1,0 +1,192 @@
+"""CANN and driver/firmware version ordering (npudoctor.versions).
+
+The strings are the ones listed in ../shared/samples/INDEX.md §10 and REPORT.md §3.6."""
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from npudoctor.versions import (
+    CannVersion,
+    DriverVersion,
+    InvalidVersion,
+    UnorderableVersion,
+    parse_cann,
+    parse_driver,
+    version_in,
+)
+
+CANN_ORDER = [
+    "5.0.2",
+    "5.1.RC1",
+    "6.0.RC1",
+    "6.0.1",
+    "6.3.RC3",
+    "6.3.RC3.1",
+    "7.0.RC1",
+    "7.0.0",
+    "8.0.RC1",
+    "8.0.RC2.alpha002",
+    "8.0.RC2",
+    "8.0.RC3.alpha003",
+    "8.0.RC3",
+    "8.0.0.beta1",
+    "8.0.0",
+    "8.1.RC1.alpha001",
+    "8.1.RC1.alpha002",
+    "8.1.RC1",
+    "8.2.RC1",
+    "8.2.RC2",
+    "8.3.RC1",
+    "8.3.RC2",
+    "8.5.0.alpha001",
+    "8.5.0-beta.1",
+    "8.5.0",
+    "8.5.1",
+    "9.0.0-alpha.1",
+    "9.0.0-beta.2",
+    "9.0.0",
+    "9.0.1",
+    "9.1.0-beta.1",
+    "9.1.0_beta.3",
+    "9.1.0",
+]
+
+DRIVER_ORDER = [
+    "6.0.rc1.2",
+    "22.0.0",
+    "22.0.2",
+    "22.0.4.1",
+    "23.0.rc2",
+    "23.0.rc3",
+    "23.0.0",
+    "23.0.2.1",
+    "23.0.5",
+    "23.0.7",
+    "24.1.rc1",
+    "24.1.rc1.b030",
+    "24.1.rc2",
+    "24.1.rc2.2",
+    "24.1.rc3",
+    "24.1.rc3.7",
+    "24.1.0",
+    "24.1.0.1",
+    "24.1.0.3",
+    "24.1.1",
+    "25.0.rc1.1",
+    "25.1.rc2",
+    "25.2.0",
+    "25.2.1",
+    "25.3.rc1",
+    "25.3.rc1.2",
+    "25.5.0",
+    "25.5.1",
+    "25.5.2",
+    "26.0.RC1",
+    "26.0.rc2",
+    "26.1.0",
+    "26.1.0.b083",
+]
+
+
+def test_cann_total_order_of_releases_and_prereleases():
+    shuffled = CANN_ORDER[:]
+    random.Random(4).shuffle(shuffled)
+    assert [str(v) for v in sorted(CannVersion(s) for s in shuffled)] == CANN_ORDER
+
+
+def test_cann_key_facts():
+    assert CannVersion("8.0.RC3") < CannVersion("8.0.0")
+    assert CannVersion("9.0.0-beta.2") < CannVersion("9.0.0")
+    assert CannVersion("8.1.RC1.alpha002") < CannVersion("8.1.RC1")
+    assert CannVersion("8.0.rc3") == CannVersion("8.0.RC3")
+    assert CannVersion("CANN 8.0.RC3") == "8.0.RC3"
+    assert CannVersion("8.0.RC3").base == "8.0"
+    assert str(CannVersion("8.0.rc3")) == "8.0.rc3"  # original text kept
+    assert CannVersion("9.0.0-beta.2").is_prerelease and not CannVersion("9.0.0").is_prerelease
+    assert CannVersion("8.1.RC1.alpha002").release == "8.1.RC1"
+    assert CannVersion("9.1.0_beta.3").release == "9.1.0"
+    assert CannVersion("6.3.RC3.1").release == "6.3.RC3.1"
+
+
+def test_cann_internal_builds_are_unorderable_within_their_line():
+    t63 = CannVersion("8.0.T63")
+    assert t63.is_internal and not t63.orderable
+    assert t63.compare("8.0.0") is None
+    assert t63.compare("8.0.RC1") is None
+    with pytest.raises(UnorderableVersion):
+        _ = t63 < CannVersion("8.0.0")
+    with pytest.raises(UnorderableVersion):
+        sorted([CannVersion("8.0.T13"), CannVersion("8.0.RC2")])
+    # across lines the order is known
+    assert t63 < CannVersion("8.1.RC1")
+    assert CannVersion("7.0.0") < t63
+    assert t63 == CannVersion("8.0.T63")
+    # a bare "8.0" directory name has no place in the 8.0 line either
+    assert CannVersion("8.0").compare("8.0.0") is None
+    assert CannVersion("8.0") < CannVersion("8.1.RC1")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "garbage", "8", "8.0.RC", "7.6.0.1.220", "8.2.0.0.201", "8.0.RC1.gamma", "V100R001C20SPC001B251", "8.x.0"],
+)
+def test_cann_invalid(text):
+    with pytest.raises(InvalidVersion):
+        CannVersion(text)
+    assert parse_cann(text) is None
+
+
+def test_parse_never_raises_on_non_strings():
+    assert parse_cann(None) is None
+    assert parse_cann(8.0) is None
+    assert parse_driver(b"24.1.rc2") is None
+
+
+def test_driver_total_order():
+    shuffled = DRIVER_ORDER[:]
+    random.Random(7).shuffle(shuffled)
+    assert [str(v) for v in sorted(DriverVersion(s) for s in shuffled)] == DRIVER_ORDER
+
+
+def test_driver_facts():
+    assert DriverVersion("26.0.RC1") == DriverVersion("26.0.rc1")
+    assert DriverVersion("24.1.rc1.b030").release == "24.1.rc1"
+    assert DriverVersion("25.0.rc1.1").within("25.0.RC1")
+    assert DriverVersion("24.1.rc2.2").within("24.1.rc2")
+    assert not DriverVersion("24.1.rc2").within("24.1.rc2.2")
+    assert not DriverVersion("24.1.0").within("24.1.rc1")
+    fw = DriverVersion("7.7.0.1.231")
+    assert fw < DriverVersion("7.7.0.10.220")
+    assert DriverVersion("Ascend HDK 25.0.RC1") == "25.0.rc1"
+    assert DriverVersion("24.1.T3").compare("24.1.0") is None
+    for bad in ("", "x.y", "24", "24.1.rc2.b", "1.2.3.4.5.6.7"):
+        assert parse_driver(bad) is None
+
+
+def test_version_in_patterns():
+    assert version_in("8.5.1", ["8.5.X"])
+    assert version_in("8.5.0-beta.1", ["8.5.X"])
+    assert not version_in("9.0.0", ["8.5.X"])
+    assert version_in("25.5.2", ["25.5.X", "26.0.RC1"])
+    assert version_in("26.0.rc1", ["25.5.X", "26.0.RC1"])
+    assert version_in("CANN 8.0.RC3", ["8.0.rc3"])
+    assert not version_in("8.5", ["8.5.X"])
+    assert not version_in("", ["8.5.X"])
+    assert not version_in(None, ["8.5.X"])  # type: ignore[arg-type]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="0123456789.-_RCTrctabelphxXvb ", max_size=24))
+def test_fuzz_parsers_only_raise_invalid_version(text):
+    for cls in (CannVersion, DriverVersion):
+        try:
+            v = cls(text)
+        except InvalidVersion:
+            continue
+        assert str(v) == text.strip() or str(v)
+        assert v.compare(v) in (0, None)
+        c = v.compare("8.0.0")
+        assert c in (-1, 0, 1, None)
