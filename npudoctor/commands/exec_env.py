@@ -1,0 +1,96 @@
+"""``npudoctor exec`` (a container entrypoint) and ``npudoctor env``; the logic is in
+:mod:`npudoctor.launch`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import List, Optional
+
+import typer
+from typing_extensions import Annotated
+
+from npudoctor.commands._common import IgnoreOpt, JsonOpt, PythonOpt, RootOpt, UserOpt
+
+EXEC_HELP = """Run CMD in the CANN environment, after the quick health checks.
+
+The environment is what the selected toolkit's (and NNAL's) set_env.sh would set,
+computed by reading the scripts (nothing is sourced, no file is edited); a toolkit that
+is already sourced is kept.  The checks of `npudoctor health` then run with that
+environment and print one line per finding on stderr.  Finally npudoctor REPLACES
+itself with CMD (exec): CMD keeps the pid, receives the signals and its exit status is
+the container's.  Use it as an entrypoint: ENTRYPOINT ["npudoctor", "exec", "--"].
+
+Exit codes: CMD's own status once it runs; 125 refused by --strict (errors found) or
+npudoctor could not prepare (bad --root, no CMD); 126 CMD found but not executable;
+127 CMD not found; 2 bad npudoctor option."""
+
+ENV_HELP = """Print the CANN environment as shell lines, for `eval "$(npudoctor env)"`.
+
+The lines are `export NAME='value'` (values quoted for POSIX shells) for every variable
+that the selected toolkit's (and NNAL's) set_env.sh would set or change -- the same
+environment `npudoctor exec` runs commands in; nothing when it is already sourced.
+--json prints the plan (toolkit, script, variables set, lines not understood).
+
+Exit codes: 0 printed; 1 no CANN toolkit found (nothing printed); 2 usage error
+(e.g. --root is not a directory)."""
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(
+        "exec",
+        help=EXEC_HELP,
+        context_settings={"allow_interspersed_args": False, "ignore_unknown_options": False},
+    )
+    def exec_(
+        command: Annotated[
+            Optional[List[str]], typer.Argument(metavar="[--] CMD [ARGS]...", help="The command to run.")
+        ] = None,
+        root: RootOpt = None,
+        python: PythonOpt = None,
+        user: UserOpt = None,
+        strict: Annotated[bool, typer.Option("--strict", help="Refuse to start CMD on errors (exit 125).")] = False,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")] = False,
+        timeout: Annotated[
+            float, typer.Option("--timeout", metavar="SECONDS", help="Budget of the checks before CMD starts.")
+        ] = 5.0,
+        ignore: IgnoreOpt = None,
+    ) -> None:
+        from npudoctor.launch import EXIT_REFUSED, run_exec
+
+        if not timeout > 0:
+            print("npudoctor exec: --timeout must be positive", file=sys.stderr)
+            raise typer.Exit(EXIT_REFUSED)
+        code = run_exec(
+            list(command or []),
+            root=root,
+            python=python,
+            user=user,
+            strict=strict,
+            quiet=quiet,
+            timeout=timeout,
+            ignore=list(ignore or []),
+        )
+        raise typer.Exit(code)
+
+    @app.command("env", help=ENV_HELP)
+    def env(
+        root: RootOpt = None,
+        python: PythonOpt = None,
+        as_json: JsonOpt = False,
+    ) -> None:
+        from npudoctor.launch import LaunchError, export_lines, plan_environment
+
+        try:
+            plan = plan_environment(root=root, python=python)
+        except LaunchError as exc:
+            print(f"npudoctor: {exc}", file=sys.stderr)
+            raise typer.Exit(2) from None
+        if as_json:
+            print(json.dumps(plan.to_dict(), indent=2, ensure_ascii=False))
+        else:
+            for note in plan.notes:
+                print(f"# npudoctor: {note}", file=sys.stderr)
+            for line in export_lines(plan):
+                print(line)
+        raise typer.Exit(1 if plan.method == "none" else 0)
