@@ -125,3 +125,47 @@ def test_iter_inputs_directory_order(tmp_path, snaps):
     for name in ("b", "a"):
         (tmp_path / f"{name}.json").write_text(json.dumps(snaps["base-a"]))
     assert [s for s, _ in iter_inputs([str(tmp_path)])] == [str(tmp_path / "a.json"), str(tmp_path / "b.json")]
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_SECTIONS = ["host", "python", "packages", "cann", "driver", "devices", "hccl"]
+_KEYS = [
+    "installed",
+    "torch",
+    "torch-npu",
+    "version",
+    "selected",
+    "kernels",
+    "nnal",
+    "driver",
+    "firmware",
+    "chips",
+    "family",
+    "name",
+    "variables",
+    "visibility",
+    "HCCL_X",
+    "socs",
+    "installed",
+    "arch",
+    "implementation",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(_SECTIONS),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+            lambda c: st.lists(c, max_size=3) | st.dictionaries(st.sampled_from(_KEYS), c, max_size=4),
+            max_leaves=25,
+        ),
+    )
+)
+def test_fingerprint_never_crashes(facts):
+    fp = fingerprint(facts)
+    assert all(v is None or isinstance(v, str) for v in fp.values())
+    compare([("x", {"schema_version": 1, "facts": facts}), ("y", {"schema_version": 1, "facts": {}})])

@@ -216,3 +216,55 @@ def test_cli_check_json(tmp_path):
     assert doc["facts"]["hccl"]["rank_table"]["truncated"] is True
     assert any(f["code"] == "HCCL001" and f["severity"] == "error" for f in doc["findings"])
     assert proc.returncode == 1
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_KEYS = [
+    "variables",
+    "rank_table",
+    "hccn_conf",
+    "local",
+    "multi_node",
+    "master",
+    "hccn_tool",
+    "whitelist",
+    "in_container",
+    "dev_nodes",
+    "servers",
+    "devices",
+    "device_id",
+    "device_ip",
+    "value",
+    "addresses",
+    "address",
+    "available",
+    "probe",
+    "reachable",
+    "ok",
+    "problems",
+    "kind",
+    "HCCL_IF_IP",
+    "HCCL_EXEC_TIMEOUT",
+    "port_raw",
+    "port",
+    "interfaces",
+    "present",
+    "ip",
+    "ipaddr",
+    "link",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers(-3, 70000) | st.sampled_from(["0", "1", "10.0.0.1", "DOWN", "x"]),
+        lambda c: st.lists(c, max_size=3) | st.dictionaries(st.sampled_from(_KEYS), c, max_size=5),
+        max_leaves=30,
+    )
+)
+def test_rules_never_crash_on_odd_facts(hccl):
+    found = evaluate(Snapshot(facts={"hccl": hccl}), None, Options())
+    assert not [f for f in found if f.code == "HOST099" and "hccl" in (f.subject or "")]

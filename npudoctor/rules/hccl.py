@@ -289,18 +289,30 @@ def _section(ctx: Any) -> Dict[str, Any]:
     return ctx.facts("hccl")
 
 
+def _d(mapping: Any, key: str) -> Dict[str, Any]:
+    """``mapping[key]`` when both are dicts, else an empty dict (odd facts never raise)."""
+    value = mapping.get(key) if isinstance(mapping, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def _l(mapping: Any, key: str) -> List[Any]:
+    """``mapping[key]`` when it is a list, else an empty list."""
+    value = mapping.get(key) if isinstance(mapping, dict) else None
+    return value if isinstance(value, list) else []
+
+
 def _multi_node(h: Dict[str, Any]) -> Tuple[bool, List[str]]:
-    m = h.get("multi_node") or {}
-    return m.get("value") is True, list(m.get("reasons") or [])
+    m = _d(h, "multi_node")
+    return m.get("value") is True, list(_l(m, "reasons"))
 
 
 def _local_addresses(h: Dict[str, Any]) -> Optional[Set[str]]:
     """This node's addresses, or ``None`` when unknown (under --root, replayed without them)."""
-    local = h.get("local") or {}
+    local = _d(h, "local")
     if not local.get("available"):
         return None
     out = set()
-    for a in local.get("addresses") or []:
+    for a in _l(local, "addresses"):
         if isinstance(a, dict) and a.get("address"):
             out.add(_norm_ip(str(a["address"])))
     return out
@@ -346,18 +358,18 @@ def visible_device_ids(ctx: Any) -> Tuple[Optional[Set[int]], str]:
 
 
 def _conf_addresses(h: Dict[str, Any]) -> Optional[Dict[str, str]]:
-    conf = h.get("hccn_conf") or {}
+    conf = _d(h, "hccn_conf")
     if not conf.get("devices") and not conf.get("present"):
         return None
-    devices = conf.get("devices") or {}
+    devices = _d(conf, "devices")
     return {str(k): str(v.get("address")) for k, v in devices.items() if isinstance(v, dict) and v.get("address")}
 
 
 def local_server(h: Dict[str, Any]) -> Tuple[Optional[Dict[str, Any]], str]:
     """This node's entry in the rank table and how it was recognised: by a local address
     (live), by device IPs equal to this node's hccn.conf, or as the only server."""
-    table = h.get("rank_table") or {}
-    servers = [s for s in table.get("servers") or [] if isinstance(s, dict) and not s.get("invalid")]
+    table = _d(h, "rank_table")
+    servers = [s for s in _l(table, "servers") if isinstance(s, dict) and not s.get("invalid")]
     if not servers:
         return None, "no servers"
     mine = _local_addresses(h)
@@ -369,7 +381,7 @@ def local_server(h: Dict[str, Any]) -> Tuple[Optional[Dict[str, Any]], str]:
     conf_ips = set(conf.values())
     if conf_ips:
         for s in servers:
-            if {d.get("device_ip") for d in s.get("devices") or []} & conf_ips:
+            if {d.get("device_ip") for d in _l(s, "devices")} & conf_ips:
                 return s, "device IPs of /etc/hccn.conf"
     if len(servers) == 1:
         return servers[0], "the only server"
@@ -381,7 +393,7 @@ def _label(server: Dict[str, Any]) -> str:
 
 
 def _rt_path(h: Dict[str, Any]) -> str:
-    return str((h.get("rank_table") or {}).get("path") or "$RANK_TABLE_FILE")
+    return str(_d(h, "rank_table").get("path") or "$RANK_TABLE_FILE")
 
 
 # --------------------------------------------------------------------------- rules
@@ -408,7 +420,7 @@ def rank_table_layout(ctx: Any) -> Iterable[Finding]:
     if not isinstance(table, dict):
         return
     path = _rt_path(h)
-    problems = [p for p in table.get("problems") or [] if isinstance(p, dict)]
+    problems = [p for p in _l(table, "problems") if isinstance(p, dict)]
     check = f"python3 -m json.tool {path} > /dev/null"
     for p in problems:
         kind, msg = p.get("kind"), str(p.get("message", ""))
@@ -466,7 +478,7 @@ def rank_table_this_node(ctx: Any) -> Iterable[Finding]:
     mine = _local_addresses(h)
     server, how = local_server(h)
     if mine is not None and how != "a local address":
-        named = sorted({a for s in table.get("servers") or [] if isinstance(s, dict) for a in server_addresses(s)})
+        named = sorted({a for s in _l(table, "servers") if isinstance(s, dict) for a in server_addresses(s)})
         ours = sorted(a for a in mine if not _is_loopback(a))
         yield RT_SERVER_NOT_LOCAL.finding(
             title=f"No server of {path} has an address of this node",
@@ -483,7 +495,7 @@ def rank_table_this_node(ctx: Any) -> Iterable[Finding]:
     if server is None:
         return
     label = _label(server)
-    devices = [d for d in server.get("devices") or [] if isinstance(d, dict) and not d.get("invalid")]
+    devices = [d for d in _l(server, "devices") if isinstance(d, dict) and not d.get("invalid")]
     visible, source = visible_device_ids(ctx)
     if visible is not None:
         missing = sorted({d["device_id"] for d in devices if isinstance(d.get("device_id"), int)} - visible)
@@ -501,7 +513,7 @@ def rank_table_this_node(ctx: Any) -> Iterable[Finding]:
                 ],
             )
     conf = _conf_addresses(h)
-    conf_meta = h.get("hccn_conf") or {}
+    conf_meta = _d(h, "hccn_conf")
     if conf is None:
         return
     for d in devices:
@@ -577,8 +589,8 @@ def _ifname_matches(spec: str, interfaces: List[str]) -> Tuple[bool, List[str]]:
 def hccl_network_variables(ctx: Any) -> Iterable[Finding]:
     """HCCL009-HCCL010: HCCL_IF_IP and HCCL_SOCKET_IFNAME against this node."""
     h = _section(ctx)
-    variables = h.get("variables") or {}
-    local = h.get("local") or {}
+    variables = _d(h, "variables")
+    local = _d(h, "local")
     mine = _local_addresses(h)
     ours = sorted(a for a in (mine or ()) if not _is_loopback(a) and ":" not in a)
     if_ip = variables.get("HCCL_IF_IP")
@@ -602,7 +614,7 @@ def hccl_network_variables(ctx: Any) -> Iterable[Finding]:
                 ],
             )
     ifname = variables.get("HCCL_SOCKET_IFNAME")
-    interfaces = list(local.get("interfaces") or [])
+    interfaces = list(_l(local, "interfaces"))
     if isinstance(ifname, str) and ifname.strip() and local.get("available") and interfaces:
         ok, _chosen = _ifname_matches(ifname, interfaces)
         if not ok:
@@ -626,7 +638,7 @@ _INT = re.compile(r"^\s*\d+\s*$")
 def hccl_timeouts(ctx: Any) -> Iterable[Finding]:
     """HCCL011-HCCL013: timeout variables (cases 48, K19)."""
     h = _section(ctx)
-    variables = h.get("variables") or {}
+    variables = _d(h, "variables")
     multi, reasons = _multi_node(h)
     for name in ("HCCL_CONNECT_TIMEOUT", "HCCL_EXEC_TIMEOUT"):
         value = variables.get(name)
@@ -670,7 +682,7 @@ def hccn_conf_present(ctx: Any) -> Iterable[Finding]:
     multi, reasons = _multi_node(h)
     if not multi:
         return
-    in_container = bool((h.get("in_container") or {}).get("value"))
+    in_container = bool(_d(h, "in_container").get("value"))
     if not conf.get("present"):
         if in_container:
             fix = [
@@ -701,7 +713,7 @@ def hccn_conf_present(ctx: Any) -> Iterable[Finding]:
     if conf.get("elided"):
         return
     visible, source = visible_device_ids(ctx)
-    have = {int(k) for k, v in (conf.get("devices") or {}).items() if isinstance(v, dict) and v.get("address")}
+    have = {int(k) for k, v in _d(conf, "devices").items() if isinstance(v, dict) and v.get("address")}
     if visible:
         missing = sorted(visible - have)
         if missing:
@@ -719,7 +731,7 @@ def hccn_conf_present(ctx: Any) -> Iterable[Finding]:
 def master_and_whitelist(ctx: Any) -> Iterable[Finding]:
     """HCCL016-HCCL018: MASTER_ADDR/MASTER_PORT and HCCL's whitelist."""
     h = _section(ctx)
-    master = h.get("master") or {}
+    master = _d(h, "master")
     port_raw = master.get("port_raw")
     port = master.get("port")
     if port_raw is not None and (port is None or not 0 < int(port) < 65536):
@@ -739,8 +751,8 @@ def master_and_whitelist(ctx: Any) -> Iterable[Finding]:
                 f"From this node: nc -vz {addr} {port}   # firewall or routing if it still fails",
             ],
         )
-    variables = h.get("variables") or {}
-    wl = h.get("whitelist") or {}
+    variables = _d(h, "variables")
+    wl = _d(h, "whitelist")
     if str(variables.get("HCCL_WHITELIST_DISABLE", "")).strip() == "0" and not wl.get("exists"):
         where = wl.get("file")
         yield WHITELIST.finding(
@@ -758,13 +770,13 @@ def master_and_whitelist(ctx: Any) -> Iterable[Finding]:
 def hccn_tool_state(ctx: Any) -> Iterable[Finding]:
     """HCCL019-HCCL020: hccn_tool's live view against /etc/hccn.conf."""
     h = _section(ctx)
-    tool = h.get("hccn_tool") or {}
+    tool = _d(h, "hccn_tool")
     conf = _conf_addresses(h) or {}
     multi, _ = _multi_node(h)
-    for dev, record in sorted((tool.get("devices") or {}).items()):
+    for dev, record in sorted(_d(tool, "devices").items()):
         if not isinstance(record, dict):
             continue
-        ip = (record.get("ip") or {}).get("ipaddr") if isinstance(record.get("ip"), dict) else None
+        ip = _d(record, "ip").get("ipaddr") if isinstance(record.get("ip"), dict) else None
         want = conf.get(str(dev))
         if ip and want and _norm_ip(ip) != _norm_ip(want):
             yield HCCN_TOOL_DIFFERS.finding(
