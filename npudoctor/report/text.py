@@ -33,19 +33,17 @@ def render(
     from rich.console import Console
     from rich.markup import escape
 
-    console = Console(file=file, highlight=False, no_color=(color is False), force_terminal=color)
+    console = Console(file=file, highlight=False, no_color=(color is False), force_terminal=color, soft_wrap=True)
     console.print(f"[bold]{escape(_headline(snapshot))}[/bold]")
     probed = set(snapshot.facts)
     by_area = {a: [f for f in findings if f.area == a] for a in AREAS}
+    clean = [AREA_TITLES[a] for a in AREAS if not by_area[a] and a in probed]
     for area in AREAS:
         items = by_area[area]
-        if not items and area not in probed:
+        if not items:
             continue
         console.print()
         console.print(f"[bold]{AREA_TITLES[area]}[/bold]")
-        if not items:
-            console.print("  [green]✓[/green] no problems found")
-            continue
         for f in items:
             mark, style = MARK[f.severity]
             console.print(f"  [{style}]{mark}[/{style}] [dim]{f.code}[/dim] {escape(f.title)}")
@@ -58,6 +56,9 @@ def render(
                 console.print(f"      [dim]fix:[/dim] {escape(f.fix[0])}")
                 for step in f.fix[1:]:
                     console.print(f"           {escape(step)}")
+    if clean:
+        console.print()
+        console.print(f"[green]✓[/green] no problems: {escape(', '.join(clean))}")
     if has_dependencies(findings):
         console.print()
         console.print("[bold]Fix in this order[/bold]")
