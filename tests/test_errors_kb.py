@@ -1,0 +1,236 @@
+"""The error knowledge base (npudoctor/data/errors.toml): it loads, it is well formed, and
+it recognises every error code and message of the handed cases and captured samples."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from npudoctor.triage import CHECKS, KBError, load_kb, required_literals
+
+KB = load_kb()
+
+# (case or sample, a real line as reported, the entry that must claim it)
+CASE_LINES = [
+    (
+        "case 01",
+        "ImportError: /x/libtorch_npu.so: undefined symbol: _ZN5torch10ValueErrorC1EPKcz",
+        "undefined-symbol-torch",
+    ),
+    (
+        "case 02",
+        "AttributeError: module 'torch_npu' has no attribute '_npu_flash_attention'",
+        "torch-npu-attribute-missing",
+    ),
+    ("case 03", "RuntimeError: Failed to load the backend extension: torch_npu.", "backend-extension-failed"),
+    (
+        "case 05",
+        "AttributeError: module 'torch_npu.dynamo.torchair' has no attribute 'get_npu_backend'",
+        "torch-npu-attribute-missing",
+    ),
+    ("case 06", "RuntimeError: operator torchvision::nms does not exist", "torchvision-nms-missing"),
+    ("case 08", "/x/ext.so: undefined symbol: _ZN7c10_npu10NPUStream6streamEv", "undefined-symbol-c10-npu"),
+    (
+        "case 10",
+        "libtbe_adapter.so: undefined symbol: _ZN3Mki2DlC1ERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEEb",
+        "undefined-symbol-atb",
+    ),
+    ("case 11", "ImportError: /x/libtorch_npu.so: undefined symbol: MsprofSysCycleTime", "undefined-symbol-cann"),
+    ("case 11b", "Failed to find function HcclCommInitRootInfoConfig", "hccl-function-missing"),
+    (
+        "case 13",
+        "HCCL function error: hcclCommInitRootInfoConfig(numRanks, &rootInfo, rank, config, &(comm->hcclComm_)), error code is 15",
+        "hccl-init-root-info-config",
+    ),
+    (
+        "case 15",
+        "EH9999  [Init][Env]init env failed![FUNC:ReportInnerError][FILE:log_inner.cpp][LINE:145]",
+        "init-env-failed-eh9999",
+    ),
+    ("case 15b", "        build op model failed, result = 500001[FUNC:ReportInnerError]", "acl-500001"),
+    ("case 15c", "ModuleNotFoundError: No module named 'decorator'", "no-module-cann-dependency"),
+    (
+        "case 17",
+        "AttributeError: `np.float_` was removed in the NumPy 2.0 release. Use `np.float64` instead.",
+        "numpy2-float-removed",
+    ),
+    (
+        "case 18",
+        "RuntimeError: SetPrecisionMode:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:156 NPU function error: "
+        "AclSetCompileopt(aclCompileOpt::ACL_PRECISION_MODE, precision_mode), error code is 500001",
+        "acl-500001",
+    ),
+    ("case 18b", "[Error]: The internal ACL of the system is incorrect.", "acl-500001"),
+    (
+        "case 22",
+        "ERROR: Could not find a version that satisfies the requirement torch-npu==2.1.0rc1 (from versions: none)",
+        "pip-no-torch-npu",
+    ),
+    ("case 25", "ModuleNotFoundError: No module named 'tbe.common'", "no-module-tbe"),
+    (
+        "case 26",
+        "ImportError: libatb.so: cannot open shared object file: No such file or directory",
+        "atb-library-not-found",
+    ),
+    (
+        "case 27",
+        "ImportError: /x/libmindie.so: undefined symbol: _ZNK6AsdOps3Ops18GetOperationByNameERKSs",
+        "undefined-symbol-atb",
+    ),
+    ("case 28", "Op Cast does not has any binary.", "op-has-no-binary"),
+    (
+        "case 28b",
+        "EZ9999 Cannot parse json for config file [/usr/local/Ascend/opp/built-in/op_impl/ai_core/tbe//kernel/config/ascend910/cast.json]",
+        "op-has-no-binary",
+    ),
+    (
+        "case 29",
+        "call aclnnSwiGlu failed, detail:EZ1001: Get path and read binary_info_config.json failed, please check if the opp_kernel package is installed",
+        "ez1001-binary-info-config",
+    ),
+    ("case 33", "RuntimeError: Unsupported SOC version: Ascend310B4", "unsupported-soc"),
+    ("kinds K13", "EZ9903: [PID: 1] support for Ascend910 is not implemented", "ez9903-not-implemented"),
+    ("case 37", "E30006: 2025-11-19-11:14:58.516.606 Failed to verify the OPP", "e30006-opp-verify"),
+    ("case 38", "dcmi module initialize failed. ret is -8005", "dcmi-8005-init-failed"),
+    ("case 38b", "dcmi model initialized failed, because the device is used. ret is -8020", "dcmi-8020-device-used"),
+    ("case 42", "HcclGetRootInfo(&hcclID), error code is 19", "hccl-root-info-19"),
+    ("case 42b", "ra init failed, return[19] devicePhyId_[4], nicPosition[0]", "hccl-root-info-19"),
+    ("case 45", "c10_npu::SetDevice(device), error code is 507033", "acl-507033-set-device"),
+    ("case 45b", "Inner_Error_Device_Subprocess_Startup_Timeout(E39007)", "e39007-device-startup-timeout"),
+    (
+        "case 47",
+        "[RanktablCheck] 'device ip' is not set correctly, must be set when multi Server or HCCL INTRA ROCE ENABLE enabled",
+        "hccl-device-ip-not-set",
+    ),
+    ("case 48", "Communication_Error_Get_Socket(EI0006)", "ei0006-socket-timeout"),
+    (
+        "kinds K19",
+        "EI0002: The wait execution of the Notify register times out. (HCCL_EXEC_TIMEOUT)",
+        "ei0002-notify-timeout",
+    ),
+    ("case 50", "ModuleNotFoundError: No module named 'torch_npu._C'", "no-module-torch-npu-c"),
+    (
+        "case 51",
+        "ImportError: /opt/conda/envs/t/lib/python3.10/site-packages/torch/lib/../../../../libgomp.so.1: cannot allocate memory in static TLS block",
+        "libgomp-static-tls",
+    ),
+    ("case 52", "msg_mgr_dump raise error[[Errno 28] No space left on device]", "no-space-left"),
+    ("case 52b", "TbeInitialize failed to initialize tbe.", "tbe-init-failed"),
+    (
+        "ascendcl",
+        "ImportError: libascendcl.so: cannot open shared object file: No such file or directory",
+        "cann-library-not-found",
+    ),
+    ("107002", "aclrtGetCurrentContext(&used_devices[local_device]), error code is 107002", "acl-107002-context-empty"),
+    ("507008", "[Init][Version]init soc version failed, ret = 507008", "acl-507008-soc-version"),
+    ("207004", "aclrtGetDeviceCount(&device_count), error code is 207004", "acl-207004-device-unavailable"),
+    ("EE1001", "EE1001: The argument is invalid.Reason: rtGetDevMsg execute failed", "ee1001-invalid-argument"),
+    (
+        "ERR00008",
+        "[ERROR] 2024-06-20 (PID:1, Device:-1, RankID:-1) ERR00008 PTA resource not found",
+        "pta-err00008-resource-not-found",
+    ),
+]
+
+
+def _claim(line: str):
+    for entry in KB.entries:
+        if entry.match_text(line) is not None:
+            return entry.id
+    return None
+
+
+@pytest.mark.parametrize("where,line,expected", CASE_LINES, ids=[c[0] for c in CASE_LINES])
+def test_case_lines_are_claimed_by_the_right_entry(where, line, expected):
+    assert _claim(line) == expected
+
+
+def test_required_codes_are_covered():
+    """Every error code named in the brief/cases has an entry whose patterns match it."""
+    needed = {
+        "EH9999": "EH9999: Inner Error!",
+        "500001": "error code is 500001",
+        "507033": "error code is 507033",
+        "207004": "error code is 207004",
+        "107002": "error code is 107002",
+        "507008": "ret = 507008",
+        "EI0006": "EI0006",
+        "EI0002": "EI0002",
+        "E30006": "E30006",
+        "E39007": "E39007",
+        "EE1001": "EE1001",
+        "EZ9903": "EZ9903",
+        "EZ1001": "EZ1001",
+        "-8005": "ret is -8005",
+        "-8020": "ret is -8020",
+        "ERR00008": "ERR00008 PTA resource not found",
+    }
+    missing = {code: line for code, line in needed.items() if _claim(line) is None}
+    assert not missing
+
+
+def test_entries_are_complete():
+    kind_rx = re.compile(r"^K(0[1-9]|1\d|2[0-2])$")
+    for e in KB.entries:
+        assert e.meaning and e.sources, e.id
+        assert all(s.startswith("https://") for s in e.sources), e.id
+        assert all(kind_rx.match(k) for k in e.kinds), e.id
+        if e.severity == "error" and e.kinds:
+            assert e.causes, f"{e.id}: an error with kinds needs ranked causes"
+        for c in e.causes:
+            assert c.text and c.here and c.fix, e.id
+            assert c.check is None or c.check in CHECKS
+
+
+def test_bad_kb_is_rejected(tmp_path):
+    bad = tmp_path / "errors.toml"
+    bad.write_text('[[entry]]\nid = "x"\npatterns = ["(unclosed"]\nmeaning = "m"\n', encoding="utf-8")
+    with pytest.raises(KBError, match="bad regex"):
+        load_kb(str(bad))
+    dup = tmp_path / "dup.toml"
+    dup.write_text(
+        '[[entry]]\nid = "x"\npatterns = ["abc"]\n[[entry]]\nid = "x"\npatterns = ["bcd"]\n', encoding="utf-8"
+    )
+    with pytest.raises(KBError, match="duplicate"):
+        load_kb(str(dup))
+    check = tmp_path / "check.toml"
+    check.write_text(
+        '[[entry]]\nid = "x"\npatterns = ["abc"]\n[[entry.causes]]\nkind = "K01"\ncheck = "nope"\n', encoding="utf-8"
+    )
+    with pytest.raises(KBError, match="unknown check"):
+        load_kb(str(check))
+    vague = tmp_path / "vague.toml"
+    vague.write_text('[[entry]]\nid = "x"\npatterns = ["\\\\d+ fa?il"]\n', encoding="utf-8")
+    with pytest.raises(KBError, match="no literal"):
+        load_kb(str(vague))
+
+
+@pytest.mark.parametrize(
+    "pattern,literals",
+    [
+        (r"ret is -8005\b", [b"ret is -8005"]),
+        (r"(?P<lib>lib\w+\.so): cannot open", [b": cannot open"]),
+        (r"(?:EI0006|Get_Socket)", [b"EI0006", b"Get_Socket"]),
+        (r"(?i)error", None),
+        (r"\d+x", None),
+    ],
+)
+def test_required_literals(pattern, literals):
+    assert required_literals(pattern) == literals
+
+
+def test_classify_multiline_message():
+    text = "Traceback (most recent call last):\n  File 'x'\nImportError: libhccl.so: cannot open shared object file: No such file or directory"
+    found = KB.classify(text)
+    assert [e.id for e, _ in found] == ["cann-library-not-found", "library-not-found"]
+    assert found[0][1] == {"lib": "libhccl.so"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=400))
+def test_classify_never_raises(text):
+    for entry, caps in KB.classify(text):
+        assert isinstance(caps, dict)
