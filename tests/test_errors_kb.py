@@ -233,4 +233,5 @@ def test_classify_multiline_message():
 @given(st.text(max_size=400))
 def test_classify_never_raises(text):
     for entry, caps in KB.classify(text):
-        assert isinstance(caps, dict)
+        assert entry.match_text(text) is not None or any(entry.match_text(ln) is not None for ln in text.splitlines())
+        assert all(isinstance(v, str) for v in caps.values())
