@@ -114,14 +114,15 @@ def evaluate_health(
     with the section being probed so that a blown budget can name it.  ``environ``: the
     environment to diagnose (default ``os.environ``; ``npudoctor exec`` passes the one
     it will run the command with).  Raises whatever the engine raises (the caller turns
-    it into exit 1).
+    it into exit 1).  ``state["started"]`` (a ``time.monotonic()`` value), when given,
+    is the moment the budget started (so that probe deadlines count import time too).
     """
+    started = float(state.get("started") or time.monotonic())
     from npudoctor.config import load_ignores
-    from npudoctor.engine import Options, collect, evaluate
+    from npudoctor.engine import Options, collect, evaluate, load_rules
     from npudoctor.host import Host
     from npudoctor.matrix import MatrixError, load_matrix
 
-    started = time.monotonic()
     if args.root and not os.path.isdir(args.root):
         raise ValueError(f"--root {args.root}: not a directory")
     options = Options(
@@ -137,14 +138,30 @@ def evaluate_health(
     )
     options.progress = lambda section: state.__setitem__("step", f"probing {section}")
     host = Host(root=args.root or "/", environ=environ, commands=not args.no_commands)
+    # Parsing the matrix (TOML + validation) and importing the rule modules cost more
+    # than all quick probes together; they run while the probes wait for npu-smi, so
+    # that a slow npu-smi does not push them (and the finding that names npu-smi) past
+    # the budget.
+    loaded: Dict[str, Any] = {}
+
+    def load() -> None:
+        with contextlib.suppress(Exception):  # evaluate() imports them again and reports a failure
+            load_rules()
+        try:
+            loaded["matrix"] = load_matrix(args.matrix)
+        except MatrixError as exc:
+            loaded["error"] = exc
+        except Exception as exc:  # a matrix bug must not cost the health verdict
+            loaded["error"] = MatrixError(f"{type(exc).__name__}: {exc}")
+
+    loader = threading.Thread(target=load, name="npudoctor-health-matrix", daemon=True)
+    loader.start()
     snapshot = collect(host, options)
     state["step"] = "loading the matrix"
-    try:
-        matrix = load_matrix(args.matrix)
-    except MatrixError as exc:
-        if args.matrix:
-            raise ValueError(str(exc)) from None
-        matrix = None
+    loader.join()
+    matrix = loaded.get("matrix")
+    if "error" in loaded and args.matrix:
+        raise ValueError(str(loaded["error"]))
     state["step"] = "judging"
     ignores, _errors = load_ignores()
     findings = evaluate(snapshot, matrix, options, ignore=list(args.ignore) + ignores)
@@ -259,7 +276,7 @@ def _main(argv: Sequence[str]) -> int:
         cached = _read_cache(cache, args.cache_ttl)
         if cached is not None:
             return _emit(cached, args.json)
-    state: Dict[str, Any] = {"step": "starting"}
+    state: Dict[str, Any] = {"step": "starting", "started": time.monotonic()}
     box: Dict[str, Any] = {}
 
     def work() -> None:

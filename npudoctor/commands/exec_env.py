@@ -44,7 +44,8 @@ def register(app: typer.Typer) -> None:
     )
     def exec_(
         command: Annotated[
-            Optional[List[str]], typer.Argument(metavar="[--] CMD [ARGS]...", help="The command to run.")
+            Optional[List[str]],
+            typer.Argument(metavar="CMD", help="The command to run and its arguments (after --).", show_default=False),
         ] = None,
         root: RootOpt = None,
         python: PythonOpt = None,
