@@ -54,10 +54,10 @@ TOOLKIT = "/usr/local/Ascend/ascend-toolkit/latest"
 HEALTHY_CAPTURE = "npu-smi-info_910B3_23.0.7_8npu_noproc.txt"
 #: The same capture with NPU 3's Health column edited from OK to Critical (no real capture
 #: of a Critical 910B3 exists in the samples); the file name says so.
-CRITICAL_CAPTURE = "npu-smi-info_910B3_23.0.7_8npu_noproc_EDITED-npu3-Critical.txt"
+CRITICAL_CAPTURE = "EDITED_npu-smi-info_910B3_23.0.7_8npu_noproc_npu3-Critical.txt"
 #: The same capture with NPU 5's Health column edited from OK to Alarm (the real Alarm
 #: captures are of 310B4 and A3 machines, whose stacks differ).
-ALARM_CAPTURE = "npu-smi-info_910B3_23.0.7_8npu_noproc_EDITED-npu5-Alarm.txt"
+ALARM_CAPTURE = "EDITED_npu-smi-info_910B3_23.0.7_8npu_noproc_npu5-Alarm.txt"
 
 #: CANN's Python dependencies (Python 3.10 wheels current with CANN 8.0.0; protobuf 3.20.x
 #: as the CANN 8.0.0 install guide pins it).

@@ -214,7 +214,7 @@ def test_cache_ttl_reuses_the_result_and_says_how_old_it_is(tmp_path):
     cached = list(runtime.glob("npudoctor-health-*.json"))
     assert len(cached) == 1
     # NPU 3 turns Critical, but a fresh cached result is reused -- and says its age.
-    critical = REPO / "tests/fixtures/npu-smi-info_910B3_23.0.7_8npu_noproc_EDITED-npu3-Critical.txt"
+    critical = REPO / "tests/fixtures/EDITED_npu-smi-info_910B3_23.0.7_8npu_noproc_npu3-Critical.txt"
     (scenario / "bin" / "npu-smi-info_910B3_23.0.7_8npu_noproc.txt").write_bytes(critical.read_bytes())
     second = health(scenario, "--cache-ttl", "60", "--timeout", "5", env=env)
     lines = assert_contract(second)
