@@ -34,8 +34,9 @@ from npudoctor.versions import parse_cann, parse_driver, tokens, version_in
 SCHEMA_VERSION = 1
 PLATFORMS = ("aarch64", "x86_64")
 STATUSES = ("active", "historical", "release-notes-only", "prerelease", "unmapped")
-#: Name of the refreshed matrix file inside the cache directory.
-CACHE_FILE = "matrix.toml"
+#: Name of the refreshed matrix file inside the cache directory (JSON: the same document
+#: as the TOML files, read ~30x faster than TOML by the C JSON parser).
+CACHE_FILE = "matrix.json"
 #: Environment variable overriding the user cache directory (tests, read-only homes).
 CACHE_ENV = "NPUDOCTOR_CACHE_DIR"
 
@@ -845,11 +846,9 @@ def _torch_npu_row(r: Dict[str, Any]) -> TorchNpuRow:
 
 
 # ------------------------------------------------------------------ loading
-def _read_toml(file: str) -> Tuple[Dict[str, Any], bytes]:
-    try:
-        import tomllib as _toml  # Python 3.11+
-    except ImportError:  # pragma: no cover - exercised on 3.8-3.10
-        import tomli as _toml  # type: ignore[no-redef]
+def _read_doc(file: str) -> Tuple[Dict[str, Any], bytes]:
+    """Parse one matrix file: TOML, or JSON for ``*.json`` (the refreshed cache copy).
+    Raises :class:`MatrixError` naming the file."""
     try:
         with open(file, "rb") as fh:
             raw = fh.read(32 * 1024 * 1024 + 1)
@@ -858,11 +857,49 @@ def _read_toml(file: str) -> Tuple[Dict[str, Any], bytes]:
     if len(raw) > 32 * 1024 * 1024:
         raise MatrixError(f"matrix file {file} is larger than 32 MiB")
     try:
-        return _toml.loads(raw.decode("utf-8")), raw
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MatrixError(f"matrix file {file} is not UTF-8 text: {exc}") from None
+    if file.endswith(".json"):
+        import json
+
+        try:
+            doc = json.loads(text)
+        except ValueError as exc:
+            raise MatrixError(f"matrix file {file} is not valid JSON (truncated?): {exc}") from None
+        if not isinstance(doc, dict):
+            raise MatrixError(f"matrix file {file} does not hold a matrix document")
+        return doc, raw
+    try:
+        import tomllib as _toml  # Python 3.11+
+    except ImportError:  # pragma: no cover - exercised on 3.8-3.10
+        import tomli as _toml  # type: ignore[no-redef]
+    try:
+        return _toml.loads(text), raw
     except ValueError as exc:
         raise MatrixError(f"matrix file {file} is not valid TOML: {exc}") from None
+
+
+_META_RETRIEVED = re.compile(r'^\[meta\][^\[]*?^retrieved\s*=\s*"(\d{4}-\d{2}-\d{2})"', re.M | re.S)
+
+
+def _bundled_retrieved(directory: str) -> str:
+    """Newest ``[meta] retrieved`` date of the bundled files, read without parsing the
+    TOML (so that a valid cache copy is used without the cost of loading both)."""
+    best = ""
+    try:
+        names = [n for n in os.listdir(directory) if n.endswith(".toml")]
+    except OSError:
+        return best
+    for name in names:
+        try:
+            with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as fh:
+                m = _META_RETRIEVED.search(fh.read())
+        except OSError:
+            continue
+        if m and m.group(1) > best:
+            best = m.group(1)
+    return best
 
 
 def merge_documents(docs: Iterable[Tuple[str, Dict[str, Any]]]) -> Dict[str, Any]:
@@ -895,7 +932,7 @@ def merge_documents(docs: Iterable[Tuple[str, Dict[str, Any]]]) -> Dict[str, Any
 def _files_of(target: str) -> List[str]:
     if os.path.isdir(target):
         try:
-            names = sorted(f for f in os.listdir(target) if f.endswith(".toml"))
+            names = sorted(f for f in os.listdir(target) if f.endswith((".toml", ".json")))
         except OSError as exc:
             raise MatrixError(f"cannot list matrix directory {target}: {exc.strerror or exc}") from None
         if not names:
@@ -914,7 +951,7 @@ def load_from(target: str, origin: str, partial: bool = False) -> Matrix:
     digest = hashlib.sha256()
     docs = []
     for f in files:
-        doc, raw = _read_toml(f)
+        doc, raw = _read_doc(f)
         digest.update(raw)
         docs.append((f, doc))
     data = merge_documents(docs)
@@ -949,22 +986,27 @@ def load_from(target: str, origin: str, partial: bool = False) -> Matrix:
 
 
 def load_matrix(path: Optional[str] = None) -> Matrix:
-    """The matrix in use.  ``path`` (a .toml file or a directory of them) if given
-    (origin "file"); else the refreshed copy in the user cache when it validates and is
-    not older than the bundled matrix (origin "cache"); else the bundled matrix (origin
-    "bundled").  A broken cache copy is skipped (its problem is recorded in
+    """The matrix in use.  ``path`` (a .toml/.json file or a directory of them) if
+    given (origin "file"); else the refreshed copy in the user cache when it validates
+    and is not older than the bundled matrix (origin "cache"); else the bundled matrix
+    (origin "bundled").  A broken cache copy is skipped (its problem is recorded in
     ``provenance["cache_error"]``).  Raises :class:`MatrixError`."""
     if path:
         return load_from(path, "file")
-    bundled = load_from(bundled_dir(), "bundled")
     cached_file = cache_path()
+    cache_error = cache_note = None
     if os.path.exists(cached_file):
         try:
             cached = load_from(cached_file, "cache")
         except MatrixError as exc:
-            bundled.provenance["cache_error"] = str(exc)
-            return bundled
-        if (cached.provenance.get("retrieved") or "") >= (bundled.provenance.get("retrieved") or ""):
-            return cached
-        bundled.provenance["cache_note"] = f"cached matrix {cached_file} is older than the bundled one; not used"
+            cache_error = str(exc)
+        else:
+            if (cached.provenance.get("retrieved") or "") >= _bundled_retrieved(bundled_dir()):
+                return cached
+            cache_note = f"cached matrix {cached_file} is older than the bundled one; not used"
+    bundled = load_from(bundled_dir(), "bundled")
+    if cache_error:
+        bundled.provenance["cache_error"] = cache_error
+    if cache_note:
+        bundled.provenance["cache_note"] = cache_note
     return bundled

@@ -14,7 +14,7 @@ tests), and a plain path or ``file://`` URL reads a local file (air-gapped use).
 source is fetched and parsed on its own: a failing source is reported and the others still
 refresh.  The merge starts from the matrix in use and never drops a row; the result is
 validated with the same schema check as the loader, then written atomically (temp file,
-fsync, rename) to ``<cache>/matrix.toml``, the previous copy kept as ``matrix.toml.prev``.
+fsync, rename) to ``<cache>/matrix.json``, the previous copy kept as ``matrix.json.prev``.
 Nothing is written when the result does not validate, so the matrix in use stays valid.
 """
 
@@ -340,16 +340,16 @@ def merge(base: Dict[str, Any], parsed: List[Tuple[str, str, Any]], today: str) 
 
 # ---------------------------------------------------------------- writing
 def write_cache(data: Dict[str, Any], directory: str) -> Tuple[str, Optional[str]]:
-    """Write ``data`` as ``<directory>/matrix.toml`` atomically; the previous copy is
-    kept as ``matrix.toml.prev``.  Returns ``(written path, previous path or None)``.
+    """Write ``data`` as ``<directory>/matrix.json`` atomically; the previous copy is
+    kept as ``matrix.json.prev``.  Returns ``(written path, previous path or None)``.
     Raises ``OSError`` (read-only or missing directory) with nothing half-written."""
-    import tomli_w
+    import json
 
     from npudoctor.snapshot import atomic_write
 
     os.makedirs(directory, exist_ok=True)
     target = os.path.join(directory, CACHE_FILE)
-    text = tomli_w.dumps(data)
+    text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
     previous = None
     if os.path.exists(target):
         previous = target + ".prev"

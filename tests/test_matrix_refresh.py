@@ -93,7 +93,7 @@ def test_refresh_reproduces_the_compatibility_document(server, cache):
     res = cli("matrix", "refresh", "--source", url, cache_dir=cache)
     assert res.returncode == 0, res.stdout + res.stderr
     assert "ok      " + url in res.stdout and "62 mapping rows (26 active, 36 historical)" in res.stdout
-    assert (cache / "matrix.toml").is_file()
+    assert (cache / "matrix.json").is_file()
     shown = cli("matrix", "show", "--json", cache_dir=cache)
     assert shown.returncode == 0
     doc = json.loads(shown.stdout)
@@ -125,12 +125,12 @@ def test_refresh_reproduces_the_compatibility_document(server, cache):
 def test_refresh_with_pypi_and_readme_keeps_rows_and_previous_copy(server, cache):
     r1 = refresh([f"{server}/{COMPAT}"])
     assert r1.written and not r1.error
-    first = (cache / "matrix.toml").read_bytes()
+    first = (cache / "matrix.json").read_bytes()
     r2 = refresh(
         [f"{server}/{PYPI}", f"{server}/pytorch-v2.6.0-README.md", f"{server}/pytorch-v2.1.0-6.0.rc1-README.md"]
     )
     assert not r2.error and [s.ok for s in r2.sources] == [True, True, True]
-    assert (cache / "matrix.toml.prev").read_bytes() == first
+    assert (cache / "matrix.json.prev").read_bytes() == first
     m = load_matrix()
     assert m.provenance["origin"] == "cache"
     assert m.find_torch_npu("2.10.0.post6").python == {"aarch64": ["3.10", "3.11", "3.12"], "x86_64": ["3.10", "3.11"]}
@@ -163,11 +163,11 @@ def test_failing_sources_are_reported_one_by_one(server, cache):
 def test_all_sources_failing_writes_nothing(server, cache):
     ok = refresh([f"{server}/{COMPAT}"])
     assert ok.written
-    before = hashlib.sha256((cache / "matrix.toml").read_bytes()).hexdigest()
+    before = hashlib.sha256((cache / "matrix.json").read_bytes()).hexdigest()
     res = cli("matrix", "refresh", "--source", f"{server}/html", "--source", f"{server}/corrupt", cache_dir=cache)
     assert res.returncode == 3
     assert "no source could be read; the matrix in use is unchanged" in res.stderr
-    assert hashlib.sha256((cache / "matrix.toml").read_bytes()).hexdigest() == before
+    assert hashlib.sha256((cache / "matrix.json").read_bytes()).hexdigest() == before
     assert load_matrix().provenance["origin"] == "cache"
 
 
@@ -177,17 +177,17 @@ def test_timeout(server, cache):
     assert time.monotonic() - started < 3
     assert res.sources[0].ok is False and res.sources[0].error.startswith("timed out")
     assert res.error and res.written is None
-    assert not (cache / "matrix.toml").exists()
+    assert not (cache / "matrix.json").exists()
     assert load_matrix().provenance["origin"] == "bundled"
 
 
 def test_half_written_cache_file_falls_back_to_bundled(server, cache):
     assert refresh([f"{server}/{COMPAT}"]).written
-    data = (cache / "matrix.toml").read_bytes()
-    (cache / "matrix.toml").write_bytes(data[: len(data) // 2])
+    data = (cache / "matrix.json").read_bytes()
+    (cache / "matrix.json").write_bytes(data[: len(data) // 2])
     m = load_matrix()
     assert m.provenance["origin"] == "bundled"
-    assert "matrix.toml" in m.provenance["cache_error"]
+    assert "matrix.json" in m.provenance["cache_error"]
     shown = cli("matrix", "show", "--cann", "8.0.0", cache_dir=cache)
     assert shown.returncode == 0
     check = cli("check", "--json", cache_dir=cache)
@@ -229,13 +229,13 @@ def test_dry_run_and_diff(server, cache, tmp_path):
     assert "changed torch_npu 2.12.0: cann ['9.1.0'] -> ['9.1.1']" in dry.stdout
     assert "added torch_npu 2.13.0 (torch 2.13.0, CANN 9.2.0, active)" not in dry.stdout  # 2.13.0 exists (PyPI row)
     assert "changed torch_npu 2.13.0:" in dry.stdout and "status 'unmapped' -> 'active'" in dry.stdout
-    assert not (cache / "matrix.toml").exists()
+    assert not (cache / "matrix.json").exists()
     assert cli("matrix", "refresh", "--source", str(edited), cache_dir=cache).returncode == 0
     diff = cli("matrix", "diff", cache_dir=cache)
     assert diff.returncode == 1
     assert "~ [torch_npu] 2.12.0: cann ['9.1.0'] -> ['9.1.1']" in diff.stdout
     assert "~ [torch_npu] 2.13.0: cann [] -> ['9.2.0']" in diff.stdout
-    same = cli("matrix", "diff", str(cache / "matrix.toml"), str(cache / "matrix.toml"), cache_dir=cache)
+    same = cli("matrix", "diff", str(cache / "matrix.json"), str(cache / "matrix.json"), cache_dir=cache)
     assert same.returncode == 0
     assert cli("matrix", "diff", "only-one", cache_dir=cache).returncode == 2
 
@@ -257,9 +257,9 @@ def test_size_cap(tmp_path):
 
 def test_written_cache_is_a_valid_matrix_file(server, cache):
     assert refresh([f"{server}/{COMPAT}", f"{server}/{PYPI}"]).written
-    m = load_from(str(cache / "matrix.toml"), "file")
+    m = load_from(str(cache / "matrix.json"), "file")
     assert m.provenance["retrieved"] and len(m.provenance["sha256"]) == 64
-    assert cli("matrix", "verify", str(cache / "matrix.toml"), cache_dir=cache).returncode == 0
+    assert cli("matrix", "verify", str(cache / "matrix.json"), cache_dir=cache).returncode == 0
 
 
 @pytest.mark.network

@@ -23,7 +23,7 @@ matrix_app = typer.Typer(
 REFRESH_HELP = """Fetch the official mapping table (Ascend/pytorch COMPATIBILITY.en.md) and the
 PyPI JSON of torch-npu, merge them into the bundled matrix, validate, and write the result to
 the user cache (NPUDOCTOR_CACHE_DIR overrides the directory); the previous copy is kept as
-matrix.toml.prev.  --source (repeatable) replaces the default sources: an https:// URL of a
+matrix.json.prev.  --source (repeatable) replaces the default sources: an https:// URL of a
 mirror, or a local file for air-gapped machines (a COMPATIBILITY.md / README.md you carried
 in, a saved PyPI JSON).  Sources that fail are reported one by one; the others still refresh.
 
@@ -43,7 +43,7 @@ against the bundled one; with A and B, two matrix files or directories.
 
 Exit codes: 0 no difference; 1 differences shown; 2 usage error or a matrix cannot be loaded."""
 
-VERIFY_HELP = """Check a matrix file (or directory of .toml files) against the schema and print
+VERIFY_HELP = """Check a matrix file (.toml or .json, or a directory of them) against the schema and print
 its provenance.  Every problem names the file, row and field.
 
 Exit codes: 0 valid; 1 invalid; 2 usage error (no such file)."""
@@ -181,7 +181,7 @@ def refresh_cmd(
         elif result.written:
             print(f"\nwritten {result.written}" + (f" (previous copy: {result.previous})" if result.previous else ""))
         elif dry_run:
-            print(f"\n(dry run: would write {cache_dir()}/matrix.toml)")
+            print(f"\n(dry run: would write {cache_dir()}/matrix.json)")
     if result.error:
         raise typer.Exit(3)
     raise typer.Exit(1 if failed else 0)
@@ -264,7 +264,7 @@ def diff(
 
 @matrix_app.command("verify", help=VERIFY_HELP)
 def verify(
-    file: Annotated[str, typer.Argument(metavar="FILE", help="A matrix .toml file or a directory of them.")],
+    file: Annotated[str, typer.Argument(metavar="FILE", help="A matrix .toml/.json file or a directory of them.")],
     as_json: JsonOpt = False,
 ) -> None:
     import os
