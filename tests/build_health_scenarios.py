@@ -289,11 +289,10 @@ def build() -> List[str]:
         {"codes": ["DEV004"]},
         [
             {"args": ["--fail-on", "warning"], "exit": 1, "match": ["^unhealthy: DEV004 npu-smi failed: "]},
-            # issue 5: a garbled npu-smi makes the container unhealthy; DEV004 is a warning today
+            # issue 5: a garbled npu-smi makes the container unhealthy (DEV004 is an error)
             {
                 "exit": 1,
                 "match": ["^unhealthy: DEV004 npu-smi failed: "],
-                "gap": "issue 5 expects a garbled npu-smi to be unhealthy; DEV004 (rules/devices.py) is a warning",
             },
         ],
         capture=None,

@@ -193,11 +193,6 @@ def test_skip_and_only_select_areas(tmp_path):
     assert proc.returncode == 1 and assert_contract(proc)[0].startswith("unhealthy: ENV001 ")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="CTR001 (rules/container.py) fires when the devices section was skipped: it reads the absent "
-    "device nodes as 'no /dev/davinciN in this container'",
-)
 def test_skip_devices_alone_leaves_the_chips_unjudged(tmp_path):
     critical = prepare(REPO / "tests/scenarios/health-chip-critical", tmp_path)
     proc = health(critical, "--timeout", "5", "--skip", "devices")

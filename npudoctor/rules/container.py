@@ -111,8 +111,8 @@ def _mount(container: Dict[str, Any], path: str) -> Dict[str, Any]:
 def container_devices(ctx: Any) -> Iterable[Finding]:
     """CTR001: in a container where NPUs are intended, no /dev/davinciN at all."""
     container = ctx.facts("container")
-    if not container.get("in_container") or not _npu_intended(ctx):
-        return
+    if not container.get("in_container") or not _npu_intended(ctx) or "devices" not in ctx.snapshot.facts:
+        return  # devices not probed (`health --skip devices`): no evidence either way
     dev = ctx.facts("devices")
     if chip_nodes(dev) or dev.get("chips"):
         return

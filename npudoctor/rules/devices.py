@@ -71,10 +71,11 @@ NPU_SMI_FAILED = Code(
     "DEV004",
     "npu-smi-failed",
     area="devices",
-    severity="warning",
+    severity="error",
     title="npu-smi ran but printed no device table",
     explain=(
-        "npu-smi exited without a device table that npudoctor could read. The evidence holds "
+        "npu-smi exited without a device table that npudoctor could read, so neither you nor "
+        "npudoctor can see whether the chips are present and healthy. The evidence holds "
         "its first output line and exit status. Common causes: the driver is not loaded "
         "(`lsmod | grep drv_`), the DCMI library is missing in a container (/usr/local/dcmi), "
         "or the account cannot open the device nodes."
