@@ -16,7 +16,7 @@ COPY matrix /opt/npudoctor-src/matrix
 RUN python3 -m pip install --no-cache-dir /opt/npudoctor-src \
     && rm -rf /opt/npudoctor-src
 HEALTHCHECK --interval=30s --timeout=2s --start-period=20s --retries=3 \
-    CMD ["npudoctor", "health", "--timeout", "1.5"]
+    CMD ["npudoctor", "health", "--exec-env", "--timeout", "1.5"]
 ENTRYPOINT ["npudoctor", "exec", "--"]
 CMD ["bash"]
 

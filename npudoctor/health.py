@@ -70,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--matrix", metavar="FILE", help="use this matrix file")
     parser.add_argument("--no-commands", action="store_true", help="run no external command (npu-smi)")
     parser.add_argument(
+        "--exec-env",
+        action="store_true",
+        help="judge the environment `npudoctor exec` gives the workload (the CANN set_env.sh variables "
+        "applied), not this process's: use it when the container's entrypoint is `npudoctor exec`",
+    )
+    parser.add_argument(
         "--cache-ttl", type=float, default=0.0, metavar="SECONDS", help="reuse a result younger than this"
     )
     return parser
@@ -125,6 +131,11 @@ def evaluate_health(
 
     if args.root and not os.path.isdir(args.root):
         raise ValueError(f"--root {args.root}: not a directory")
+    if environ is None and getattr(args, "exec_env", False):
+        from npudoctor.launch import plan_environment
+
+        state["step"] = "computing the entrypoint environment"
+        environ = plan_environment(root=args.root, python=args.python).environ
     options = Options(
         python=args.python,
         user=args.user,

@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_dockerfile_has_healthcheck_entrypoint_and_nonroot_target():
     text = (REPO / "Dockerfile").read_text()
-    assert re.search(r'^HEALTHCHECK .*\n?.*CMD \["npudoctor", "health"', text, re.M)
+    assert re.search(r'^HEALTHCHECK .*\n?.*CMD \["npudoctor", "health", "--exec-env"', text, re.M)
     assert '\nENTRYPOINT ["npudoctor", "exec", "--"]\n' in text
     assert re.search(r"^ARG BASE_IMAGE=", text, re.M)
     assert re.search(r"^FROM root AS nonroot$", text, re.M) and re.search(r"^USER \$\{NPU_UID\}", text, re.M)

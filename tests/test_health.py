@@ -247,3 +247,14 @@ def test_health_does_not_import_typer_or_rich(tmp_path):
     assert "npudoctor.health" in imported
     heavy = sorted(m for m in imported if m.split(".")[0] in ("typer", "rich", "click", "requests", "elftools"))
     assert not heavy, heavy
+
+
+def test_exec_env_judges_the_environment_the_entrypoint_applies(tmp_path):
+    """In an image whose ENTRYPOINT is `npudoctor exec`, the HEALTHCHECK process does not
+    inherit the CANN variables exec applied; `--exec-env` judges those instead."""
+    unsourced = prepare(REPO / "tests/scenarios/health-env-not-sourced", tmp_path)
+    plain = health(unsourced, "--timeout", "5")
+    assert plain.returncode == 1 and assert_contract(plain)[0].startswith("unhealthy: ENV001 ")
+    judged = health(unsourced, "--timeout", "5", "--exec-env")
+    assert judged.returncode == 0, judged.stdout
+    assert assert_contract(judged)[0].startswith("healthy: 8 NPU chip(s), CANN 8.0.0")
