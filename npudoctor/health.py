@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--root", metavar="DIR", help="inspect DIR as if it were /")
     parser.add_argument("--python", metavar="PATH", help="inspect this interpreter's packages")
     parser.add_argument("--user", metavar="NAME|UID", help="judge device access for this account")
+    parser.add_argument(
+        "--env-file", metavar="FILE", help="diagnose the environment in FILE (NAME=value lines) instead of this one"
+    )
     parser.add_argument("--json", action="store_true", help="print a JSON document")
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="hard total budget (default 0.9)"
@@ -131,11 +134,14 @@ def evaluate_health(
 
     if args.root and not os.path.isdir(args.root):
         raise ValueError(f"--root {args.root}: not a directory")
-    if environ is None and getattr(args, "exec_env", False):
+    given_environ = environ is not None
+    if not given_environ and getattr(args, "env_file", None):
+        environ = _env_file(args.env_file)
+    if not given_environ and getattr(args, "exec_env", False):
         from npudoctor.launch import plan_environment
 
         state["step"] = "computing the entrypoint environment"
-        environ = plan_environment(root=args.root, python=args.python).environ
+        environ = plan_environment(root=args.root, environ=environ, python=args.python).environ
     options = Options(
         python=args.python,
         user=args.user,
@@ -186,6 +192,23 @@ def evaluate_health(
         "duration_s": round(time.monotonic() - started, 3),
         "summary": _summary(snapshot),
     }
+
+
+def _env_file(path: str) -> Dict[str, str]:
+    """The environment of ``--env-file`` (PATH from this process unless set); raises
+    ``ValueError`` (reported as unhealthy) when unreadable or malformed."""
+    from npudoctor.parsers.envfile import parse_env_file
+
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read(1 << 20).decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise ValueError(f"--env-file {path}: {exc.strerror or exc}") from None
+    env, problems = parse_env_file(text)
+    if problems:
+        raise ValueError(f"--env-file {path}: " + "; ".join(problems[:3]))
+    env.setdefault("PATH", os.environ.get("PATH", "/usr/bin:/bin"))
+    return env
 
 
 def _line(finding: Any) -> str:

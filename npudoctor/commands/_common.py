@@ -31,6 +31,15 @@ UserOpt = Annotated[
     Optional[str],
     typer.Option("--user", metavar="NAME|UID", help="Judge device access for this account."),
 ]
+EnvFileOpt = Annotated[
+    Optional[str],
+    typer.Option(
+        "--env-file",
+        metavar="FILE",
+        help="Diagnose the environment in FILE (NAME=value lines, as `docker run --env-file`) "
+        "instead of this shell's; PATH stays this shell's unless FILE sets it.",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (the documented contract).")]
 NoCommandsOpt = Annotated[
     bool, typer.Option("--no-commands", help="Run no external command (npu-smi, the target python).")
@@ -59,16 +68,37 @@ class Target:
     from_file: Optional[str] = None
     user: Optional[str] = None
     commands: bool = True
+    env_file: Optional[str] = None
+
+
+def read_env_file(path: str) -> dict:
+    """The environment described by an ``--env-file`` (PATH taken from this process
+    when the file has none).  Raises :class:`UsageError` for an unreadable file or bad
+    lines."""
+    from npudoctor.parsers.envfile import parse_env_file
+
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read(1 << 20).decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise UsageError(f"--env-file {path}: {exc.strerror or exc}") from None
+    env, problems = parse_env_file(text)
+    if problems:
+        raise UsageError(f"--env-file {path}: " + "; ".join(problems[:3]))
+    env.setdefault("PATH", os.environ.get("PATH", "/usr/bin:/bin"))
+    return env
 
 
 def make_host(target: Target, environ: Optional[dict] = None) -> Any:
     """The :class:`~npudoctor.host.Host` for these options.  Raises
-    :class:`UsageError` when ``--root`` is not a directory."""
+    :class:`UsageError` when ``--root`` is not a directory or ``--env-file`` is bad."""
     from npudoctor.host import Host
 
     root = target.root or "/"
     if not os.path.isdir(root):
         raise UsageError(f"--root {root}: not a directory")
+    if environ is None and target.env_file:
+        environ = read_env_file(target.env_file)
     return Host(root=root, environ=environ, commands=target.commands)
 
 

@@ -10,6 +10,7 @@ import typer
 from typing_extensions import Annotated
 
 from npudoctor.commands._common import (
+    EnvFileOpt,
     FromOpt,
     IgnoreOpt,
     JsonOpt,
@@ -88,6 +89,7 @@ def register(app: typer.Typer) -> None:
     @app.command(help=CHECK_HELP)
     def check(
         root: RootOpt = None,
+        env_file: EnvFileOpt = None,
         python: PythonOpt = None,
         from_: FromOpt = None,
         user: UserOpt = None,
@@ -116,7 +118,9 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
     ) -> None:
-        target = Target(root=root, python=python, from_file=from_, user=user, commands=not no_commands)
+        target = Target(
+            root=root, python=python, from_file=from_, user=user, commands=not no_commands, env_file=env_file
+        )
         if as_json and markdown:
             raise fail_usage("--json and --markdown are mutually exclusive")
         if fmt is not None:
@@ -150,6 +154,7 @@ def register(app: typer.Typer) -> None:
     def collect(
         output: Annotated[str, typer.Option("--output", "-o", metavar="FILE", help="Where to write ('-' = stdout).")],
         root: RootOpt = None,
+        env_file: EnvFileOpt = None,
         python: PythonOpt = None,
         user: UserOpt = None,
         no_commands: NoCommandsOpt = False,
@@ -161,7 +166,7 @@ def register(app: typer.Typer) -> None:
         from npudoctor.engine import Options
         from npudoctor.snapshot import atomic_write, redact
 
-        target = Target(root=root, python=python, user=user, commands=not no_commands)
+        target = Target(root=root, python=python, user=user, commands=not no_commands, env_file=env_file)
         try:
             snapshot = snapshot_for(target, Options())
             loaded, error = load_matrix_or_none(matrix)

@@ -14,6 +14,7 @@ from typing import Any, Dict, List
 import typer
 
 from npudoctor.commands._common import (
+    EnvFileOpt,
     FromOpt,
     JsonOpt,
     MatrixOpt,
@@ -207,6 +208,7 @@ def register(app: typer.Typer) -> None:
     @app.command(help=DEVICES_HELP)
     def devices(
         root: RootOpt = None,
+        env_file: EnvFileOpt = None,
         python: PythonOpt = None,
         from_: FromOpt = None,
         user: UserOpt = None,
@@ -214,7 +216,9 @@ def register(app: typer.Typer) -> None:
         no_commands: NoCommandsOpt = False,
         matrix: MatrixOpt = None,
     ) -> None:
-        target = Target(root=root, python=python, from_file=from_, user=user, commands=not no_commands)
+        target = Target(
+            root=root, python=python, from_file=from_, user=user, commands=not no_commands, env_file=env_file
+        )
         try:
             data = gather(target, matrix)
         except UsageError as exc:

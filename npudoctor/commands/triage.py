@@ -11,6 +11,7 @@ import typer
 from typing_extensions import Annotated
 
 from npudoctor.commands._common import (
+    EnvFileOpt,
     FromOpt,
     JsonOpt,
     MatrixOpt,
@@ -179,6 +180,7 @@ def register(app: typer.Typer) -> None:
     def triage(
         logs: Annotated[List[str], typer.Argument(metavar="LOG...", help="Log files, directories of logs, or '-'.")],
         root: RootOpt = None,
+        env_file: EnvFileOpt = None,
         python: PythonOpt = None,
         from_: FromOpt = None,
         user: UserOpt = None,
@@ -189,7 +191,9 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--no-facts", help="Do not probe the machine: explain the signatures only.")
         ] = False,
     ) -> None:
-        target = Target(root=root, python=python, from_file=from_, user=user, commands=not no_commands)
+        target = Target(
+            root=root, python=python, from_file=from_, user=user, commands=not no_commands, env_file=env_file
+        )
         try:
             code = run_triage(logs, target, as_json=as_json, no_facts=no_facts, matrix_path=matrix)
         except UsageError as exc:

@@ -214,8 +214,9 @@ def _matrix_torch_for(ctx: Any, torch_npu_version: str) -> Optional[str]:
 
 
 def _npu_for_torch(ctx: Any, torch_version: str) -> Optional[str]:
-    """Newest torch_npu the matrix pairs with ``torch_version`` that has a wheel for
-    this Python/platform (when the matrix lists wheels)."""
+    """The torch_npu the matrix pairs with ``torch_version`` that has a wheel for this
+    Python/platform (when the matrix lists wheels): among those, one officially paired
+    with the installed CANN first, then one declared compatible with it, then the newest."""
     rows = matrix_call(ctx, "rows_for_torch", torch_version) or []
     plat, py = platform(ctx), python_short(ctx)
     usable = []
@@ -230,11 +231,16 @@ def _npu_for_torch(ctx: Any, torch_version: str) -> Optional[str]:
         return None
     from packaging.version import InvalidVersion, Version
 
+    cann = str(((ctx.facts("cann").get("selected") or {}).get("version")) or "")
+    fit_rank = {"paired": 2, "compatible": 1}
+
     def key(row: Any) -> Any:
+        fit = matrix_call(ctx, "cann_fit", row, cann) if cann else None
         try:
-            return Version(str(row.torch_npu))
+            version = Version(str(row.torch_npu))
         except InvalidVersion:
-            return Version("0")
+            version = Version("0")
+        return (fit_rank.get(str(fit), 0), version)
 
     return str(max(usable, key=key).torch_npu)
 

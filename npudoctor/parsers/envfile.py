@@ -1,0 +1,43 @@
+"""Parser of environment files: ``KEY=VALUE`` lines as ``docker run --env-file`` reads
+them and ``env`` / ``docker inspect`` print them (``export KEY=VALUE`` and quoted values
+are accepted too, so ``npudoctor env`` output reads back)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Dict, List, Tuple
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def parse_env_file(text: str) -> Tuple[Dict[str, str], List[str]]:
+    """``(variables, problems)`` from the text of an environment file.
+
+    Blank lines and ``#`` comments are skipped; ``export`` prefixes are dropped; a value
+    in single or double quotes is unquoted the way a POSIX shell would.  A line without
+    ``=`` or with a name that is not a shell identifier is reported in ``problems``
+    (``"line 3: ..."``) and skipped.  Never raises.
+    """
+    env: Dict[str, str] = {}
+    problems: List[str] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export ") :].lstrip()
+        name, sep, value = line.partition("=")
+        name = name.strip()
+        if not sep or not _NAME.match(name):
+            problems.append(f"line {number}: not NAME=value: {raw[:80]}")
+            continue
+        if value[:1] in ("'", '"'):
+            try:
+                parts = shlex.split(value, posix=True)
+                value = parts[0] if len(parts) == 1 else value
+            except ValueError:
+                problems.append(f"line {number}: unbalanced quotes in {name}")
+                continue
+        env[name] = value
+    return env, problems
