@@ -122,3 +122,33 @@ def test_snapshot_redaction_masks_personal_data():
         assert secret not in text
     assert safe.node == redact(snap).node and safe.node.startswith("node-")
     assert safe.facts["environment"]["vars"]["HCCL_IF_IP"] == "x.x.x.3"
+
+
+def test_env_file_parser_reads_docker_and_export_forms():
+    from npudoctor.parsers.envfile import parse_env_file
+
+    env, problems = parse_env_file(
+        "# comment\nASCEND_HOME_PATH=/usr/local/Ascend/ascend-toolkit/latest\n"
+        "export LD_LIBRARY_PATH='/a b:/c'\nEMPTY=\n\nnot a line\n1BAD=x\n"
+    )
+    assert env == {
+        "ASCEND_HOME_PATH": "/usr/local/Ascend/ascend-toolkit/latest",
+        "LD_LIBRARY_PATH": "/a b:/c",
+        "EMPTY": "",
+    }
+    assert problems == ["line 6: not NAME=value: not a line", "line 7: not NAME=value: 1BAD=x"]
+
+
+def test_env_file_option_replaces_the_diagnosed_environment(tmp_path, empty_root):
+    env_file = tmp_path / "env"
+    env_file.write_text("ASCEND_RT_VISIBLE_DEVICES=0,1\nHOME=/root\n")
+    proc = npudoctor(
+        "check", "--root", str(empty_root), "--env-file", str(env_file), "--json", env=plain_env(tmp_path)
+    )
+    assert proc.returncode == 0, proc.stderr
+    visibility = json.loads(proc.stdout)["facts"]["devices"]["visibility"]
+    assert visibility.get("ASCEND_RT_VISIBLE_DEVICES") == "0,1", visibility
+    bad = tmp_path / "bad.env"
+    bad.write_bytes(b"no equals sign here\n")
+    proc = npudoctor("check", "--root", str(empty_root), "--env-file", str(bad), env=plain_env(tmp_path))
+    assert proc.returncode == 2 and "line 1" in proc.stderr and "Traceback" not in proc.stderr
