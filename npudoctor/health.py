@@ -136,7 +136,9 @@ def evaluate_health(
         raise ValueError(f"--root {args.root}: not a directory")
     given_environ = environ is not None
     if not given_environ and getattr(args, "env_file", None):
-        environ = _env_file(args.env_file)
+        from npudoctor.parsers.envfile import load_env_file
+
+        environ = load_env_file(args.env_file, os.environ.get("PATH", "/usr/bin:/bin"))
     if not given_environ and getattr(args, "exec_env", False):
         from npudoctor.launch import plan_environment
 
@@ -192,23 +194,6 @@ def evaluate_health(
         "duration_s": round(time.monotonic() - started, 3),
         "summary": _summary(snapshot),
     }
-
-
-def _env_file(path: str) -> Dict[str, str]:
-    """The environment of ``--env-file`` (PATH from this process unless set); raises
-    ``ValueError`` (reported as unhealthy) when unreadable or malformed."""
-    from npudoctor.parsers.envfile import parse_env_file
-
-    try:
-        with open(path, "rb") as fh:
-            text = fh.read(1 << 20).decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise ValueError(f"--env-file {path}: {exc.strerror or exc}") from None
-    env, problems = parse_env_file(text)
-    if problems:
-        raise ValueError(f"--env-file {path}: " + "; ".join(problems[:3]))
-    env.setdefault("PATH", os.environ.get("PATH", "/usr/bin:/bin"))
-    return env
 
 
 def _line(finding: Any) -> str:

@@ -75,18 +75,12 @@ def read_env_file(path: str) -> dict:
     """The environment described by an ``--env-file`` (PATH taken from this process
     when the file has none).  Raises :class:`UsageError` for an unreadable file or bad
     lines."""
-    from npudoctor.parsers.envfile import parse_env_file
+    from npudoctor.parsers.envfile import load_env_file
 
     try:
-        with open(path, "rb") as fh:
-            text = fh.read(1 << 20).decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise UsageError(f"--env-file {path}: {exc.strerror or exc}") from None
-    env, problems = parse_env_file(text)
-    if problems:
-        raise UsageError(f"--env-file {path}: " + "; ".join(problems[:3]))
-    env.setdefault("PATH", os.environ.get("PATH", "/usr/bin:/bin"))
-    return env
+        return load_env_file(path, os.environ.get("PATH", "/usr/bin:/bin"))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def make_host(target: Target, environ: Optional[dict] = None) -> Any:

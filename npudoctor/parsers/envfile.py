@@ -41,3 +41,19 @@ def parse_env_file(text: str) -> Tuple[Dict[str, str], List[str]]:
                 continue
         env[name] = value
     return env, problems
+
+
+def load_env_file(path: str, default_path: str) -> Dict[str, str]:
+    """Read and parse an ``--env-file``; ``PATH`` defaults to ``default_path`` when the
+    file does not set it.  Raises ``ValueError`` naming the file for an unreadable file
+    or malformed lines (the callers turn it into a usage error or "unhealthy")."""
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read(1 << 20).decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise ValueError(f"--env-file {path}: {exc.strerror or exc}") from None
+    env, problems = parse_env_file(text)
+    if problems:
+        raise ValueError(f"--env-file {path}: " + "; ".join(problems[:3]))
+    env.setdefault("PATH", default_path)
+    return env
