@@ -57,6 +57,23 @@ AREA_TITLES = {
 _CODE_RE = re.compile(r"^[A-Z]{2,5}\d{3}$")
 _NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
+#: Snapshot sections that are not areas of their own (their findings use an area above).
+EXTRA_SECTIONS = ("hygiene",)
+
+_CONTROL = {c: "?" for c in range(32) if c not in (9, 10)}
+_CONTROL.update({0x7F: "?", 0x1B: "?"})
+
+
+def clean_text(text: object, one_line: bool = False) -> str:
+    """``text`` without terminal control characters (garbled command output quoted in a
+    finding must not move the cursor or retitle the terminal): ESC, NUL and other C0
+    controls become ``?``; with ``one_line`` newlines and tabs become spaces too."""
+    out = str(text).translate(_CONTROL)
+    if one_line:
+        out = " ".join(out.split())
+    return out
+
+
 REGISTRY: Dict[str, Code] = {}
 _NAMES: Dict[str, str] = {}
 
@@ -125,9 +142,9 @@ class Code:
             name=self.name,
             severity=sev,
             area=self.area,
-            title=title or self.title,
-            evidence=list(evidence),
-            fix=list(fix),
+            title=clean_text(title or self.title, one_line=True),
+            evidence=[clean_text(e) for e in evidence],
+            fix=[clean_text(f) for f in fix],
             subject=subject,
             data=dict(data or {}),
             after=list(after),

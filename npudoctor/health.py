@@ -85,7 +85,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _areas(values: Sequence[str]) -> List[str]:
-    return [a.strip() for v in values for a in v.split(",") if a.strip()]
+    """Area names from repeated/comma-separated ``--only``/``--skip`` values; raises
+    ``ValueError`` for a name that is no area (a typo must not switch a check off)."""
+    from npudoctor.findings import AREAS, EXTRA_SECTIONS
+
+    names = [a.strip() for v in values for a in v.split(",") if a.strip()]
+    unknown = [n for n in names if n not in AREAS and n not in EXTRA_SECTIONS]
+    if unknown:
+        raise ValueError(f"unknown area {', '.join(unknown)} (areas: {', '.join(AREAS + EXTRA_SECTIONS)})")
+    return names
 
 
 def _cache_path(argv: Sequence[str]) -> str:
@@ -144,6 +152,12 @@ def evaluate_health(
 
         state["step"] = "computing the entrypoint environment"
         environ = plan_environment(root=args.root, environ=environ, python=args.python).environ
+    if args.user:
+        from npudoctor.probes.host import user_problem
+
+        problem = user_problem(Host(root=args.root or "/", environ=environ), args.user)
+        if problem:
+            raise ValueError(problem)
     options = Options(
         python=args.python,
         user=args.user,
@@ -290,6 +304,11 @@ def _main(argv: Sequence[str]) -> int:
     if not math.isfinite(args.cache_ttl) or args.require is not None and args.require < 0:
         print("unhealthy: bad health-check option: --cache-ttl and --require must be finite and not negative")
         return 1
+    try:
+        _areas(args.only + args.skip)
+    except ValueError as exc:
+        print(f"unhealthy: bad health-check option: {exc}")
+        return 1
     cache = _cache_path(argv) if args.cache_ttl > 0 else None
     if cache:
         cached = _read_cache(cache, args.cache_ttl)
@@ -302,7 +321,12 @@ def _main(argv: Sequence[str]) -> int:
         try:
             box["doc"] = evaluate_health(args, state)
         except BaseException as exc:  # any failure is "unhealthy", with the reason
-            box["error"] = f"{type(exc).__name__}: {exc}" if not isinstance(exc, ValueError) else str(exc)
+            # ValueError: a bad option value found while working (--root, --user, --env-file)
+            box["error"] = (
+                f"bad health-check option: {exc}"
+                if isinstance(exc, ValueError)
+                else (f"npudoctor failed: {type(exc).__name__}: {exc}")
+            )
 
     worker = threading.Thread(target=work, name="npudoctor-health", daemon=True)
     worker.start()
@@ -318,7 +342,7 @@ def _main(argv: Sequence[str]) -> int:
         kill_children()
         os._exit(1)
     if "error" in box:
-        doc = {"status": "unhealthy", "problems": [printable(f"npudoctor failed: {box['error']}")], "findings": []}
+        doc = {"status": "unhealthy", "problems": [printable(box["error"])], "findings": []}
         return _emit(doc, args.json)
     doc = box["doc"]
     if cache:

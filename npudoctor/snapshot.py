@@ -84,6 +84,11 @@ class Snapshot:
         facts = raw.get("facts")
         if not isinstance(facts, dict):
             raise SnapshotError("not a snapshot: no 'facts' object")
+        if not facts:
+            raise SnapshotError("empty snapshot: 'facts' holds no section (was it written by `npudoctor collect`?)")
+        bad = sorted(k for k, v in facts.items() if not isinstance(v, dict))
+        if bad:
+            raise SnapshotError(f"malformed snapshot: facts section(s) {', '.join(map(str, bad))} are not objects")
         return cls(
             facts=facts,
             target=dict(raw.get("target") or {}),
@@ -91,7 +96,7 @@ class Snapshot:
             created=str(raw.get("created") or ""),
             matrix=dict(raw.get("matrix") or {}),
             redacted=bool(raw.get("redacted", False)),
-            npudoctor_version=str(raw.get("npudoctor_version") or ""),
+            npudoctor_version=str(raw.get("npudoctor_version") or "(unknown version)"),
             schema_version=int(version),
         )
 

@@ -142,9 +142,7 @@ def test_env_file_parser_reads_docker_and_export_forms():
 def test_env_file_option_replaces_the_diagnosed_environment(tmp_path, empty_root):
     env_file = tmp_path / "env"
     env_file.write_text("ASCEND_RT_VISIBLE_DEVICES=0,1\nHOME=/root\n")
-    proc = npudoctor(
-        "check", "--root", str(empty_root), "--env-file", str(env_file), "--json", env=plain_env(tmp_path)
-    )
+    proc = npudoctor("check", "--root", str(empty_root), "--env-file", str(env_file), "--json", env=plain_env(tmp_path))
     assert proc.returncode == 0, proc.stderr
     visibility = json.loads(proc.stdout)["facts"]["devices"]["visibility"]
     assert visibility.get("ASCEND_RT_VISIBLE_DEVICES") == "0,1", visibility
@@ -152,3 +150,50 @@ def test_env_file_option_replaces_the_diagnosed_environment(tmp_path, empty_root
     bad.write_bytes(b"no equals sign here\n")
     proc = npudoctor("check", "--root", str(empty_root), "--env-file", str(bad), env=plain_env(tmp_path))
     assert proc.returncode == 2 and "line 1" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_malformed_snapshots_and_unknown_accounts_are_usage_errors(tmp_path, empty_root):
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"schema_version": 1, "facts": {}}')
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text('{"schema_version": 1, "npudoctor_version": "0.1.0", "facts": {"host": {}, "packages": "oops"}}')
+    for path, message in ((empty, "empty snapshot"), (wrong, "facts section(s) packages are not objects")):
+        proc = npudoctor("check", "--from", str(path), env=plain_env(tmp_path))
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    (empty_root / "etc").mkdir()
+    (empty_root / "etc/passwd").write_text("root:x:0:0:root:/root:/bin/sh\nalice:x:1001:1001::/home/alice:/bin/sh\n")
+    for user, code in (("nosuchuser", 2), ("-5", 2), ("alice", 0), ("4242", 0)):
+        proc = npudoctor("check", "--root", str(empty_root), "--user", user, "--json", env=plain_env(tmp_path))
+        assert proc.returncode == code, (user, proc.stderr)
+        if code == 2:
+            assert f"--user {user}: no such account" in proc.stderr
+
+
+def test_findings_never_carry_terminal_control_characters():
+    from npudoctor.rules import INTERNAL
+
+    f = INTERNAL.finding(
+        title="npu-smi said \x1b]0;PWNED\x07\x1b[2J\x00 ok", evidence=["line1\nline2\x1b[31m"], fix=["a\tb"]
+    )
+    assert f.title == "npu-smi said ?]0;PWNED??[2J? ok"
+    assert f.evidence == ["line1\nline2?[31m"] and f.fix == ["a\tb"]
+
+
+def test_markdown_report_masks_the_judged_account_and_host_name():
+    from npudoctor.report.markdown import render
+    from npudoctor.rules import INTERNAL
+    from npudoctor.snapshot import Snapshot
+
+    snap = Snapshot(
+        facts={"host": {"hostname": "gpu-node-17", "identity": {"name": "alice", "uid": 1001}}},
+        node="gpu-node-17",
+    )
+    finding = INTERNAL.finding(
+        title="alice cannot open /dev/davinci0 on gpu-node-17",
+        evidence=["judged account: alice (uid 1001)", "HCCL_IF_IP=10.0.0.7"],
+        fix=["usermod -aG HwHiAiUser alice"],
+    )
+    text = render(snap, [finding])
+    assert "alice" not in text and "gpu-node-17" not in text and "10.0.0" not in text
+    assert "<user> cannot open /dev/davinci0 on <host>" in text
+    assert "```text\nusermod -aG HwHiAiUser <user>\n```" in text

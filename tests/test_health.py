@@ -168,7 +168,7 @@ def test_bad_options_are_unhealthy_not_usage_errors(args):
 
 def test_a_missing_root_is_unhealthy_with_the_reason(tmp_path):
     proc = health(HEALTHY, "--root", str(tmp_path / "nope"))
-    assert assert_contract(proc) == [f"unhealthy: npudoctor failed: --root {tmp_path / 'nope'}: not a directory"]
+    assert assert_contract(proc) == [f"unhealthy: bad health-check option: --root {tmp_path / 'nope'}: not a directory"]
 
 
 def test_json_document(tmp_path):
@@ -258,3 +258,10 @@ def test_exec_env_judges_the_environment_the_entrypoint_applies(tmp_path):
     judged = health(unsourced, "--timeout", "5", "--exec-env")
     assert judged.returncode == 0, judged.stdout
     assert assert_contract(judged)[0].startswith("healthy: 8 NPU chip(s), CANN 8.0.0")
+
+
+def test_a_typo_in_only_or_skip_is_a_bad_option_not_a_silent_pass(tmp_path):
+    critical = prepare(REPO / "tests/scenarios/health-chip-critical", tmp_path)
+    proc = health(critical, "--only", "devcies")
+    assert proc.returncode == 1
+    assert assert_contract(proc)[0].startswith("unhealthy: bad health-check option: unknown area devcies")

@@ -113,6 +113,12 @@ def snapshot_for(target: Target, options: Any) -> Any:
     if target.python and not (os.path.isfile(target.python) or target.root):
         raise UsageError(f"--python {target.python}: no such file")
     host = make_host(target)
+    if target.user:
+        from npudoctor.probes.host import user_problem
+
+        problem = user_problem(host, target.user)
+        if problem:
+            raise UsageError(problem)
     options.python = target.python
     options.user = target.user
     return collect(host, options)

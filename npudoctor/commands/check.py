@@ -67,6 +67,11 @@ def run_check(
     for err in config_errors:
         print(f"npudoctor: {err}", file=sys.stderr)
     findings = evaluate(snapshot, matrix, options, ignore=list(ignore or []) + config_ignores)
+    from npudoctor.findings import lookup
+
+    for code in list(ignore or []) + config_ignores:
+        if lookup(code) is None:
+            print(f"npudoctor: --ignore {code}: no such finding code (see `npudoctor explain --list`)", file=sys.stderr)
     code = exit_code(findings, strict)
     if as_json:
         print(json.dumps(document(snapshot, findings, strict), indent=2, ensure_ascii=False))

@@ -91,6 +91,24 @@ def _glibc(host: Host) -> Optional[str]:
     return None
 
 
+def user_problem(host: Host, user: str) -> Optional[str]:
+    """Why ``--user`` cannot be judged, or ``None`` when it can.
+
+    A numeric uid is always accepted (containers run arbitrary uids without a passwd
+    entry, which is itself worth judging); a name must exist in ``/etc/passwd`` of the
+    diagnosed root.
+    """
+    if user.isdigit():
+        return None
+    names = {e["name"] for e in parse_passwd(host.read_text("/etc/passwd").text or "")}
+    if user in names:
+        return None
+    return (
+        f"--user {user}: no such account in {host.display('/etc/passwd')} of the diagnosed system "
+        "(give a numeric uid to judge an account without a passwd entry)"
+    )
+
+
 def resolve_identity(host: Host, user: Optional[str]) -> Dict[str, Any]:
     """The account to judge: ``user`` (a name or numeric uid) if given, else ``$USER``
     of the diagnosed environment under ``--root``, else this process's account.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import List, Sequence
 
 from npudoctor.findings import Finding, counts
@@ -54,13 +55,31 @@ def render(snapshot: Snapshot, findings: Sequence[Finding]) -> str:
         for f in findings:
             out.append(f"**{f.code}** {f.title}")
             out += [f"- evidence: {e}" for e in f.evidence]
-            out += [f"- fix: `{x}`" for x in f.fix]
+            if f.fix:
+                out += ["", "```text", *f.fix, "```"]
             out.append("")
         out.append("</details>")
-    return "\n".join(redact_text_lines(out, safe)) + "\n"
+    return "\n".join(redact_text_lines(out, snapshot)) + "\n"
 
 
-def redact_text_lines(lines: List[str], safe: Snapshot) -> List[str]:
-    """Apply the snapshot redaction to free text (findings quote facts verbatim)."""
-    scrubbed = redact(Snapshot(facts={"lines": lines}, node="", created="")).facts["lines"]
-    return [str(line) for line in scrubbed]
+#: Account names that say nothing about a person (left as they are in reports).
+_SYSTEM_ACCOUNTS = {"root", "hwhiaiuser", "nobody", "daemon", "www-data"}
+
+
+def redact_text_lines(lines: List[str], snapshot: Snapshot) -> List[str]:
+    """Apply the snapshot redaction to free text (findings quote facts verbatim): IPs and
+    ``/home/<user>`` as in :func:`redact`, plus the host name and the judged account's
+    name wherever they appear as words."""
+    personal = []
+    host = snapshot.section("host")
+    hostname = str(host.get("hostname") or snapshot.node or "")
+    name = str((host.get("identity") or {}).get("name") or "")
+    if len(hostname) >= 3:
+        personal.append((hostname, "<host>"))
+    if len(name) >= 3 and name.lower() not in _SYSTEM_ACCOUNTS:
+        personal.append((name, "<user>"))
+    scrubbed = [str(x) for x in redact(Snapshot(facts={"lines": lines}, node="", created="")).facts["lines"]]
+    for word, mask in personal:
+        pattern = re.compile(r"(?<![\w.-])" + re.escape(word) + r"(?![\w-])")
+        scrubbed = [pattern.sub(mask, line) for line in scrubbed]
+    return scrubbed
