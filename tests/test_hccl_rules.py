@@ -197,6 +197,29 @@ def test_replayed_snapshot_uses_device_chips():
         assert codes(found) == [] and not [f for f in found if f.code == "HOST099"]
 
 
+def test_hccn_missing_says_what_shows_a_container(tmp_path):
+    """HCCL014 names the container markers; an old snapshot's bare "container section" is never shown."""
+    hccl = {
+        "multi_node": {"value": True, "reasons": ["the rank table lists 2 servers"]},
+        "in_container": {"value": True, "source": "container section"},
+        "hccn_conf": {"path": "/etc/hccn.conf", "present": False},
+    }
+    container = {"in_container": True, "runtime": "containerd", "evidence": ["KUBERNETES_SERVICE_HOST is set"]}
+    found = evaluate(Snapshot(facts={"hccl": hccl, "container": container}), None, Options())
+    (f,) = [f for f in found if f.code == "HCCL014"]
+    assert f.evidence == [
+        "multi-node: the rank table lists 2 servers",
+        "/etc/hccn.conf: not found",
+        "in a container (containerd): KUBERNETES_SERVICE_HOST is set",
+    ]
+    (old,) = [f for f in evaluate(Snapshot(facts={"hccl": hccl}), None, Options()) if f.code == "HCCL014"]
+    assert old.evidence[-1] == "in a container"
+    # Without the container probe, the hccl probe's own marker is the evidence.
+    (tmp_path / ".dockerenv").write_text("")
+    snap = collect(Host(root=str(tmp_path), environ=base_env(tmp_path)), Options(), sections=["host", "hccl"])
+    assert snap.facts["hccl"]["in_container"] == {"value": True, "source": "/.dockerenv exists"}
+
+
 def test_cli_check_json(tmp_path):
     """Through the CLI: the hccl section is in check --json and RANK_TABLE_FILE faults are named."""
     import subprocess

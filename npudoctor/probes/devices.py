@@ -3,7 +3,9 @@ and their permissions, and the visible-device variables.
 
 Section ``devices``::
 
-    npu_smi     {"path": str|None (found on PATH), "available": bool (the table parsed),
+    npu_smi     {"path": str|None (found on PATH), "searched": [dirs] (the diagnosed
+                 environment's PATH entries, in order; [] when PATH is unset or empty),
+                 "available": bool (the table parsed),
                  "error": str|None (how the command failed, human), "cause": None |
                  "not-installed" | "hung" | "busy" | "permission" | "driver" | "disabled" |
                  "unparsed", "code": int|None (DCMI return code, -8005/-8020…),
@@ -110,6 +112,7 @@ def _npu_smi(ctx: ProbeContext, out: Dict[str, Any]) -> None:
     smi: Dict[str, Any] = out["npu_smi"]
     exe = host.which("npu-smi")
     smi["path"] = exe
+    smi["searched"] = host.env_paths("PATH")
     if not host.commands:
         smi.update(error="commands disabled (--no-commands)", cause="disabled")
         return
@@ -288,6 +291,7 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
     out: Dict[str, Any] = {
         "npu_smi": {
             "path": None,
+            "searched": [],
             "available": False,
             "error": None,
             "cause": None,

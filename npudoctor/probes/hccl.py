@@ -14,8 +14,10 @@ Section ``hccl``::
                   node); None when nothing tells
     multi_process {"value": bool|None, "reasons": [str]}: several ranks (RANK_SIZE,
                   WORLD_SIZE or rank-table entries > 1)
-    in_container  {"value": bool, "source": str}: from the ``container`` section when it ran,
-                  else /.dockerenv, /run/.containerenv, KUBERNETES_SERVICE_HOST, /proc/1/cgroup
+    in_container  {"value": bool, "source": str}: from the ``container`` section when it ran
+                  ("source": its evidence, e.g. "/.dockerenv exists"), else /.dockerenv,
+                  /run/.containerenv, KUBERNETES_SERVICE_HOST, /proc/1/cgroup ("source" says
+                  which marker was seen)
     dev_nodes     [int]: N of the /dev/davinciN nodes present (physical device ids visible)
     hccn_conf     {"path": "/etc/hccn.conf", "present": bool, "error": str|None,
                    "devices": {"0": {"address", "netmask", ...}}, "other", "elided",
@@ -105,16 +107,18 @@ def _variables(ctx: ProbeContext) -> Dict[str, str]:
 def _in_container(ctx: ProbeContext) -> Dict[str, Any]:
     section = ctx.facts.get("container")
     if isinstance(section, dict) and isinstance(section.get("in_container"), bool):
-        return {"value": section["in_container"], "source": "container section"}
+        shown = "; ".join(str(e) for e in (section.get("evidence") or [])[:3])
+        return {"value": section["in_container"], "source": shown or "no container marker"}
     host = ctx.host
     for marker in ("/.dockerenv", "/run/.containerenv"):
         if host.exists(marker):
-            return {"value": True, "source": marker}
+            return {"value": True, "source": f"{marker} exists"}
     if host.getenv("KUBERNETES_SERVICE_HOST"):
-        return {"value": True, "source": "KUBERNETES_SERVICE_HOST"}
+        return {"value": True, "source": "KUBERNETES_SERVICE_HOST is set"}
     cgroup = host.read_text("/proc/1/cgroup", limit=65536).text or ""
-    if re.search(r"docker|kubepods|containerd|libpod", cgroup):
-        return {"value": True, "source": "/proc/1/cgroup"}
+    found = re.search(r"docker|kubepods|containerd|libpod", cgroup)
+    if found:
+        return {"value": True, "source": f"/proc/1/cgroup names {found.group(0)}"}
     return {"value": False, "source": "no container marker"}
 
 

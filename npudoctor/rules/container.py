@@ -14,7 +14,7 @@ from typing import Any, Dict, Iterable, List
 
 from npudoctor.findings import Code, Finding
 from npudoctor.rules import rule
-from npudoctor.rules.devices import chip_nodes, docker_flags, parse_id_list, stack_present
+from npudoctor.rules.devices import chip_nodes, docker_flags, parse_id_list, searched_path_text, stack_present
 
 NO_DEVICES = Code(
     "CTR001",
@@ -107,6 +107,18 @@ def _mount(container: Dict[str, Any], path: str) -> Dict[str, Any]:
     return {}
 
 
+def _smi_evidence(ctx: Any, smi: Dict[str, Any]) -> List[str]:
+    """How looking for npu-smi went, said once: its error (already naming npu-smi, from
+    ``facts["devices"]["npu_smi"]["error"]``) and, when it was not found, the PATH searched."""
+    if not smi.get("error"):
+        return []
+    error = str(smi["error"])
+    out = [error if error.lower().startswith(("npu-smi", "`npu-smi")) else f"npu-smi: {error}"]
+    if smi.get("cause") == "not-installed":
+        out.append(searched_path_text(ctx, smi))
+    return out
+
+
 @rule
 def container_devices(ctx: Any) -> Iterable[Finding]:
     """CTR001: in a container where NPUs are intended, no /dev/davinciN at all."""
@@ -172,8 +184,7 @@ def container_mounts(ctx: Any) -> Iterable[Finding]:
     if missing_tools:
         yield TOOLS_NOT_MOUNTED.finding(
             title="not mounted into this container: " + ", ".join(missing_tools),
-            evidence=[f"{p}: not present" for p in missing_tools]
-            + ([f"npu-smi: {smi.get('error')}"] if smi.get("error") else []),
+            evidence=[f"{p}: not present" for p in missing_tools] + _smi_evidence(ctx, smi),
             fix=[
                 "Recreate the container with: " + docker_flags([], control=[], mounts=missing_tools),
                 "(npu-smi lives in /usr/local/sbin on some hosts: -v /usr/local/sbin/npu-smi:/usr/local/sbin/npu-smi)",

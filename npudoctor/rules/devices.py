@@ -382,6 +382,42 @@ def chip_identity(ctx: Any, chip: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
+#: Longest PATH shown whole in evidence (characters); longer ones keep their first entries.
+PATH_TEXT_LIMIT = 200
+
+
+def shorten_path_list(entries: List[str], limit: int = PATH_TEXT_LIMIT) -> str:
+    """``entries`` joined with ``:``; when longer than ``limit`` characters, the first
+    entries that fit followed by ``… (+N more)`` (N: the entries left out).  At least one
+    entry is always shown.  Example: ``/a:/b … (+12 more)``."""
+    whole = ":".join(entries)
+    if len(whole) <= limit:
+        return whole
+    shown: List[str] = []
+    for entry in entries:
+        if shown and len(":".join(shown + [entry])) > limit:
+            break
+        shown.append(entry)
+    return ":".join(shown) + f" … (+{len(entries) - len(shown)} more)"
+
+
+def searched_path_text(ctx: Any, smi: Dict[str, Any]) -> str:
+    """The evidence line naming the PATH that was searched for npu-smi.
+
+    Source: ``facts["devices"]["npu_smi"]["searched"]`` (the diagnosed environment's PATH
+    entries); snapshots from before that key fall back to ``facts["environment"]["current"]
+    ["PATH"]``.  Returns e.g. ``PATH searched: /usr/bin:/bin``."""
+    entries = smi.get("searched")
+    if entries is None:
+        current = (ctx.facts("environment").get("current") or {}).get("PATH")
+        if current is None:
+            return "PATH searched: not recorded in this snapshot"
+        entries = [p for p in str(current).split(":") if p]
+    if not entries:
+        return "PATH searched: PATH is empty or unset"
+    return "PATH searched: " + shorten_path_list([str(e) for e in entries])
+
+
 # --------------------------------------------------------------------------- rules
 @rule
 def npu_smi_state(ctx: Any) -> Iterable[Finding]:
@@ -432,7 +468,7 @@ def npu_smi_state(ctx: Any) -> Iterable[Finding]:
         if not stack_present(ctx) or in_container(ctx):
             return  # nothing NPU here (calm), or the container rules say which mount is missing
         yield NPU_SMI_MISSING.finding(
-            evidence=[smi.get("error") or "npu-smi not found", f"PATH searched: {smi.get('path') or '(not found)'}"],
+            evidence=[smi.get("error") or "npu-smi not found", searched_path_text(ctx, smi)],
             fix=[
                 "export PATH=$PATH:/usr/local/bin:/usr/local/sbin  # where the driver installs npu-smi",
                 "If it is not there either: install the NPU driver package (Ascend HDK npu-driver)",
@@ -653,6 +689,47 @@ def _visible_count(dev: Dict[str, Any]) -> Optional[int]:
     return len(chips) or len(chip_nodes(dev)) or None
 
 
+def _visible_evidence(
+    dev: Dict[str, Any], rt: Optional[str], rt_ids: Optional[List[int]], nodes: List[int]
+) -> List[str]:
+    """Evidence lines saying which devices this process sees and where that is read:
+    ASCEND_RT_VISIBLE_DEVICES (the ids CANN takes from it, mapped to logical indices), the
+    chips ``npu-smi info`` lists (``facts["devices"]["chips"]``) or the /dev/davinciN nodes."""
+    out: List[str] = []
+    if rt is not None and rt.strip():
+        if rt_ids:
+            pairs = ", ".join(f"{i}→{n}" for i, n in enumerate(rt_ids))
+            out.append(f"ASCEND_RT_VISIBLE_DEVICES={rt}: CANN uses {len(rt_ids)} device(s), logical→physical {pairs}")
+        else:
+            out.append(f"ASCEND_RT_VISIBLE_DEVICES={rt}: CANN takes no usable device id from it")
+    chips = dev.get("chips") or []
+    if chips:
+        ids = sorted({c.get("npu_id") for c in chips if isinstance(c.get("npu_id"), int)})
+        out.append(f"npu-smi lists {len(chips)} chip(s)" + (f" (NPU ids {_ranges(ids)})" if ids else ""))
+    elif nodes:
+        out.append("device nodes present: " + ", ".join(f"/dev/davinci{n}" for n in sorted(nodes)))
+    else:
+        out.append("no NPU visible: npu-smi lists no chip and there is no /dev/davinciN node")
+    return out
+
+
+def _ranges(ids: List[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``0-2, 5``."""
+    parts: List[str] = []
+    start = prev = None
+    for i in ids:
+        if start is None:
+            start = prev = i
+        elif i == prev + 1:
+            prev = i
+        else:
+            parts.append(f"{start}-{prev}" if start != prev else str(start))
+            start = prev = i
+    if start is not None:
+        parts.append(f"{start}-{prev}" if start != prev else str(start))
+    return ", ".join(parts)
+
+
 @rule
 def visibility(ctx: Any) -> Iterable[Finding]:
     """DEV030-DEV033: the visible-device variables against the devices actually visible."""
@@ -705,7 +782,8 @@ def visibility(ctx: Any) -> Iterable[Finding]:
         if bad:
             yield DEVICE_ID_INVALID.finding(
                 title=bad,
-                evidence=[bad] + ([f"ASCEND_RT_VISIBLE_DEVICES={rt}"] if rt else []),
+                evidence=[f"ASCEND_DEVICE_ID={did!r}" if not did.strip().isdigit() else f"ASCEND_DEVICE_ID={did}"]
+                + _visible_evidence(dev, rt, rt_ids, nodes),
                 fix=["export ASCEND_DEVICE_ID=0  # an index into the visible devices"],
             )
 

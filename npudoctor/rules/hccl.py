@@ -672,6 +672,23 @@ def hccl_timeouts(ctx: Any) -> Iterable[Finding]:
         )
 
 
+def _container_evidence(ctx: Any, h: Dict[str, Any]) -> str:
+    """What shows this is a container, e.g. ``in a container (docker): /.dockerenv exists``.
+
+    Source: ``facts["container"]["evidence"]`` and ``["runtime"]`` (probes/container.py);
+    else ``facts["hccl"]["in_container"]["source"]`` (snapshots where the container probe did
+    not run; older snapshots hold the bare words "container section" there, not shown)."""
+    container = ctx.facts("container")
+    runtime = container.get("runtime")
+    head = f"in a container ({runtime})" if runtime else "in a container"
+    shown = [str(e) for e in (container.get("evidence") or [])[:3]]
+    if not shown:
+        source = str(_d(h, "in_container").get("source") or "")
+        if source and source != "container section":
+            shown = [source]
+    return f"{head}: {'; '.join(shown)}" if shown else head
+
+
 @rule
 def hccn_conf_present(ctx: Any) -> Iterable[Finding]:
     """HCCL014-HCCL015: /etc/hccn.conf for multi-node jobs (case 47)."""
@@ -698,7 +715,7 @@ def hccn_conf_present(ctx: Any) -> Iterable[Finding]:
             + ("in this container " if in_container else "")
             + "for a multi-node job",
             evidence=["multi-node: " + "; ".join(reasons), f"/etc/hccn.conf: {conf.get('error') or 'not found'}"]
-            + ([f"container: {(h.get('in_container') or {}).get('source')}"] if in_container else []),
+            + ([_container_evidence(ctx, h)] if in_container else []),
             fix=fix,
             severity="error" if in_container else "warning",
         )
