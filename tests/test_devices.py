@@ -12,7 +12,7 @@ from pathlib import Path
 from scenario_runner import environment, prepare, run_check
 
 from npudoctor.probes.devices import can_access
-from npudoctor.rules.devices import _check_rt, docker_flags, parse_id_list
+from npudoctor.rules.devices import _check_rt, _visible_evidence, docker_flags, parse_id_list, shorten_path_list
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 
@@ -123,3 +123,117 @@ def test_helpers():
     assert can_access({"uid": 0}, 1000, 1000, 0o600) is True
     assert can_access(ident, 1000, 1000, 0o666) is True
     assert can_access({}, 1000, 1000, 0o660) is None
+
+
+def _piped(scenario: Path, *args: str):
+    """Run a command with stdout a pipe and no COLUMNS: what `npudoctor devices | cat` sees."""
+    import tomllib
+
+    env = environment(scenario, tomllib.loads((scenario / "scenario.toml").read_text()))
+    env.pop("COLUMNS", None)
+    return subprocess.run(
+        [sys.executable, "-m", "npudoctor", *args, "--root", str(scenario / "root")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_devices_piped_is_not_wrapped_at_80_columns(tmp_path):
+    scenario = prepare(SCENARIOS / "dev-8npu-910b3-healthy", tmp_path)
+    proc = _piped(scenario, "devices")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"NPU devices · npu-smi 23.0.7 · root {scenario / 'root'}"
+    assert lines[1].split() == [
+        "NPU",
+        "Chip",
+        "Logic",
+        "Name",
+        "Health",
+        "Power",
+        "Temp",
+        "AICore",
+        "HBM",
+        "MB",
+        "Bus-Id",
+    ]
+    assert lines[3].split() == [
+        "0",
+        "0",
+        "0",
+        "910B3",
+        "[910B]",
+        "OK",
+        "102.8W",
+        "55°C",
+        "0%",
+        "3338/65536",
+        "(5%)",
+        "0000:C1:00.0",
+    ]
+    assert "  CPU affinity: NPU 0,1 → 144-167; NPU 2,3 → 96-119; NPU 4,5 → 0-23; NPU 6,7 → 48-71" in lines
+    assert (
+        "      → Bind each rank's data-loader workers near its NPU, e.g. NPU 0: taskset -c 144-167 <command>" in lines
+    )
+
+
+def test_devices_piped_300i_duo_findings_on_one_line(tmp_path):
+    scenario = prepare(SCENARIOS / "k13-310p-duo-vllm-ascend", tmp_path)
+    lines = _piped(scenario, "devices").stdout.splitlines()
+    assert lines[0] == f"NPU devices · npu-smi 24.1.rc2 · root {scenario / 'root'}"
+    assert [ln.split()[:4] for ln in lines[3:5]] == [["1792", "0", "0", "310P3"], ["1792", "1", "1", "310P3"]]
+    assert (
+        "  DEV040 warning: vllm-ascend 0.9.1 on 310P3: 310P works only with vllm-ascend's separate 310p build" in lines
+    )
+    assert "      → Use float16: torch_dtype=torch.float16 / --dtype float16 / fp16: true, bf16: false" in lines
+    assert all(ln.startswith(("NPU", " ", "─", "1792", "Findings")) for ln in lines), lines
+
+
+def test_npu_smi_not_found_names_the_path_searched(tmp_path):
+    scenario = prepare(SCENARIOS / "dev-npu-smi-not-found-host", tmp_path)
+    (f,) = [f for f in run_check(scenario).doc["findings"] if f["code"] == "DEV003"]
+    assert f["evidence"] == ["npu-smi: command not found on PATH", f"PATH searched: {scenario / 'bin'}:/usr/bin:/bin"]
+
+
+def test_container_tools_missing_says_npu_smi_once(tmp_path):
+    scenario = prepare(SCENARIOS / "dev-npu-smi-missing-in-container", tmp_path)
+    (f,) = [f for f in run_check(scenario).doc["findings"] if f["code"] == "CTR003"]
+    assert f["evidence"] == [
+        "/usr/local/bin/npu-smi: not present",
+        "/usr/local/dcmi: not present",
+        "npu-smi: command not found on PATH",
+        f"PATH searched: {scenario / 'bin'}:/usr/bin:/bin",
+    ]
+
+
+def test_device_id_evidence_adds_facts(tmp_path):
+    scenario = prepare(SCENARIOS / "k18-device-id-out-of-range", tmp_path)
+    (f,) = [f for f in run_check(scenario).doc["findings"] if f["code"] == "DEV033"]
+    assert f["title"] == "ASCEND_DEVICE_ID=2 but ASCEND_RT_VISIBLE_DEVICES give only 2 device(s) (indices 0..1)"
+    assert f["evidence"] == [
+        "ASCEND_DEVICE_ID=2",
+        "ASCEND_RT_VISIBLE_DEVICES=4,5: CANN uses 2 device(s), logical→physical 0→4, 1→5",
+        "npu-smi lists 8 chip(s) (NPU ids 0-7)",
+    ]
+    assert f["title"] not in f["evidence"]
+
+
+def test_visible_evidence_without_npu_smi():
+    dev = {"chips": [], "nodes": []}
+    assert _visible_evidence(dev, None, None, [4, 5]) == ["device nodes present: /dev/davinci4, /dev/davinci5"]
+    assert _visible_evidence(dev, "x", [], []) == [
+        "ASCEND_RT_VISIBLE_DEVICES=x: CANN takes no usable device id from it",
+        "no NPU visible: npu-smi lists no chip and there is no /dev/davinciN node",
+    ]
+    chips = [{"npu_id": i, "chip_id": 0} for i in (0, 1, 2, 5)]
+    assert _visible_evidence({"chips": chips}, None, None, []) == ["npu-smi lists 4 chip(s) (NPU ids 0-2, 5)"]
+
+
+def test_shorten_path_list():
+    assert shorten_path_list(["/usr/bin", "/bin"]) == "/usr/bin:/bin"
+    long = [f"/opt/tool{i:02d}/bin" for i in range(30)]
+    text = shorten_path_list(long, limit=60)
+    assert text == "/opt/tool00/bin:/opt/tool01/bin:/opt/tool02/bin … (+27 more)"
+    assert shorten_path_list(["/" + "x" * 300, "/bin"], limit=60) == "/" + "x" * 300 + " … (+1 more)"

@@ -89,6 +89,22 @@ _HEALTH_STYLE = {"OK": "green", "WARNING": "yellow", "ALARM": "yellow", "CRITICA
 _SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
+#: Layout width when stdout is not a terminal: wide enough for every table column, so
+#: piped output (``| cat``, ``| less``, a CI log) lists the same columns as a wide terminal.
+PIPE_WIDTH = 200
+
+
+def _console(console_class: Any) -> Any:
+    """A rich Console for stdout.  On a terminal: its width, rich's word wrapping.  Not
+    a terminal (rich would assume 80 columns and insert newlines, splitting commands such
+    as ``taskset -c 144-167 <command>`` and the header): ``soft_wrap=True`` (no line is
+    ever broken) and a layout width of :data:`PIPE_WIDTH` for the tables."""
+    console = console_class(highlight=False)
+    if console.is_terminal:
+        return console
+    return console_class(highlight=False, soft_wrap=True, width=PIPE_WIDTH)
+
+
 def render(data: Dict[str, Any]) -> None:
     """Print the device view with rich (human output only)."""
     from rich import box
@@ -96,7 +112,7 @@ def render(data: Dict[str, Any]) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    console = Console(highlight=False)
+    console = _console(Console)
     dev = data.get("devices") or {}
     smi = dev.get("npu_smi") or {}
     chips: List[Dict[str, Any]] = dev.get("chips") or []
@@ -186,7 +202,14 @@ def render(data: Dict[str, Any]) -> None:
         for npu, cpus in (topo.get("affinity") or {}).items():
             by_cpus.setdefault(cpus, []).append(npu)
         if by_cpus:
-            console.print("  CPU affinity: " + "; ".join(f"NPU {','.join(v)} → {k}" for k, v in by_cpus.items()))
+            groups = [f"NPU {','.join(v)} → {k}" for k, v in by_cpus.items()]
+            line = "  CPU affinity: " + "; ".join(groups)
+            if console.soft_wrap or len(line) <= console.width:
+                console.print(line)
+            else:  # a narrow terminal: one group a line rather than a CPU range split in two
+                console.print("  CPU affinity:")
+                for group in groups:
+                    console.print(f"    {group}", soft_wrap=True)
     vis = {k: v for k, v in (dev.get("visibility") or {}).items() if v is not None}
     if vis:
         console.print(Text("Visibility: ", style="bold") + Text("  ".join(f"{k}={v}" for k, v in vis.items())))
@@ -199,7 +222,7 @@ def render(data: Dict[str, Any]) -> None:
                 + Text(f"{f['severity']}: {f['title']}")
             )
             for fix in f.get("fix") or []:
-                console.print(Text(f"      → {fix}", style="dim"))
+                console.print(Text(f"      → {fix}", style="dim"), soft_wrap=True)
     else:
         console.print(Text("No device or container problems found.", style="green"))
 
