@@ -719,6 +719,41 @@ def check_toolkit_not_sourced(fv: FactView, caps: Mapping[str, str]) -> Verdict:
     return Verdict("ruled_out", [f"LD_LIBRARY_PATH contains {tk.get('path')}/lib64"], values)
 
 
+def check_toolkit_python_not_sourced(fv: FactView, caps: Mapping[str, str]) -> Verdict:
+    """K10 on the Python side: set_env.sh puts ``<toolkit>/python/site-packages`` (te, tbe:
+    CANN's op compiler) on PYTHONPATH (source: set_env.sh of the toolkit, e.g.
+    samples/set_env_toolkit_8.0.0.sh.txt).  ``cause`` when a toolkit is installed and the
+    diagnosed PYTHONPATH lacks that directory; ``ruled_out`` when no toolkit is installed
+    (nothing to source) or PYTHONPATH has it; ``unknown`` without cann facts or a known
+    environment."""
+    tks = fv.toolkits()
+    if tks is None:
+        return UNKNOWN
+    if not tks:
+        return Verdict("ruled_out", ["no CANN toolkit is installed, so there is nothing to source"])
+    tk = fv.selected_toolkit() or tks[0]
+    values = {"toolkit": str(tk.get("path") or ""), "toolkit_set_env": _set_env_of(tk)}
+    installed = f"CANN {tk.get('version') or ''} is installed at {tk.get('path')}".replace("  ", " ")
+    known, pp = fv.env("PYTHONPATH")
+    if not known:
+        return Verdict("unknown", [f"{installed}; the process environment is unknown"], values)
+    entries = [p.rstrip("/") for p in (pp or "").split(":") if p]
+    wanted = [
+        f"{str(tk[key]).rstrip('/')}/python/site-packages"
+        for key in ("path", "resolved")
+        if isinstance(tk.get(key), str)
+    ]
+    found = next((w for w in wanted if w in entries), None)
+    if found is None:
+        shown = "unset" if not pp else f"= {pp}"
+        return Verdict(
+            "cause",
+            [installed, f"PYTHONPATH {shown} (lacks {wanted[0] if wanted else '<toolkit>/python/site-packages'})"],
+            values,
+        )
+    return Verdict("ruled_out", [f"PYTHONPATH contains {found}"], values)
+
+
 def check_container_without_cann(fv: FactView, caps: Mapping[str, str]) -> Verdict:
     ctr = fv.section("container")
     tks = fv.toolkits()
@@ -1039,6 +1074,7 @@ def check_disk_full(fv: FactView, caps: Mapping[str, str]) -> Verdict:
 CHECKS: Dict[str, Callable[[FactView, Mapping[str, str]], Verdict]] = {
     "no_toolkit": check_no_toolkit,
     "toolkit_not_sourced": check_toolkit_not_sourced,
+    "toolkit_python_not_sourced": check_toolkit_python_not_sourced,
     "container_without_cann": check_container_without_cann,
     "nnal_missing_or_unsourced": check_nnal,
     "driver_missing": check_driver_missing,

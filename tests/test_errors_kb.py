@@ -183,6 +183,26 @@ def test_entries_are_complete():
         for c in e.causes:
             assert c.text and c.here and c.fix, e.id
             assert c.check is None or c.check in CHECKS
+            # a cause's kind is one its entry lists (the ranking tie-break order)
+            assert not c.kind or c.kind in e.kinds, (e.id, c.kind)
+
+
+def test_cause_kinds_match_what_the_check_decides():
+    """The kind printed before a cause must be true of it: "no CANN toolkit is installed" is
+    no kind of kinds.md (K10 is "installed, set_env.sh not sourced"), so it carries none and
+    no K10 finding can confirm it; the not-sourced checks are K10."""
+    by_check = {}
+    for e in KB.entries:
+        for c in e.causes:
+            by_check.setdefault(c.check, set()).add(c.kind)
+    assert by_check["no_toolkit"] == {""}
+    assert by_check["toolkit_not_sourced"] == {"K10"}
+    assert by_check["toolkit_python_not_sourced"] == {"K10"}
+    assert by_check["numpy2"] == {"K07"} and by_check["cann_py_deps"] == {"K06"}
+    # the PYTHONPATH side is what the op-compiler errors depend on
+    for entry_id in ("init-env-failed-eh9999", "acl-500001", "no-module-tbe", "tbe-init-failed"):
+        checks = [c.check for c in KB.by_id(entry_id).causes]
+        assert "toolkit_python_not_sourced" in checks and "toolkit_not_sourced" not in checks, entry_id
 
 
 def test_bad_kb_is_rejected(tmp_path):

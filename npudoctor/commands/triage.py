@@ -32,25 +32,52 @@ the likely causes of each by the facts of this machine (or of --root DIR / --pyt
 --from SNAPSHOT). Error-looking lines that match no known signature are listed as unknown.
 Logs are streamed: memory stays constant however large they are.
 
+Run live on a machine with no Ascend stack (no CANN, driver, torch_npu or NPU device) and
+without --root/--from/--python, triage does not judge the causes with this machine's facts
+(the log came from another machine): they are listed unranked ("ranked": false,
+"unranked": "no-npu-stack" in --json); give that machine's facts with --from/--root.
+
 Exit codes: 0 no known error found (noise, warnings and unknown lines do not count);
 1 known errors found; 2 usage error (unreadable log, bad options)."""
 
 
+#: Why the causes are not ranked, by reason (the ``unranked`` key of ``--json``).
+NO_STACK_NOTE = (
+    "this machine has no Ascend NPU stack (no CANN toolkit, NPU driver, torch_npu or NPU device), "
+    "so its facts cannot explain this log: the causes are listed unranked"
+)
+NO_STACK_HINT = (
+    "to rank them, run `npudoctor triage` on the machine that produced the log, or give its facts here: "
+    "--from <its snapshot> (`npudoctor collect -o snap.json` there) or --root <its rootfs>"
+)
+
+
 def _facts(
     target: Target, no_facts: bool, matrix_path: Optional[str]
-) -> Tuple[Dict[str, Any], List[Any], Optional[Dict[str, str]], str]:
-    """``(facts, findings, environ, mode)`` for ranking; raises :class:`UsageError`."""
+) -> Tuple[Dict[str, Any], List[Any], Optional[Dict[str, str]], str, Optional[str]]:
+    """``(facts, findings, environ, mode, unranked)`` for ranking; raises :class:`UsageError`.
+
+    ``unranked`` is ``None`` when the facts may judge the causes, else why they may not:
+    ``"no-facts"`` (``--no-facts``) or ``"no-npu-stack"`` -- a live run (no ``--root``,
+    ``--from`` or ``--python``) on a machine where
+    :func:`npudoctor.rules.overview.npu_stack_present` finds nothing NPU-related.  Such a
+    log came from another machine: this one's numpy or container state says nothing
+    about it, so no fact of this machine is used (only what the log itself says).
+    """
     if no_facts:
-        return {}, [], None, "none"
+        return {}, [], None, "none", "no-facts"
     from npudoctor.engine import Options, evaluate
+    from npudoctor.rules.overview import npu_stack_present
 
     options = Options()
     snapshot = snapshot_for(target, options)
+    mode = "from" if target.from_file else ("root" if target.root else ("python" if target.python else "live"))
+    if mode == "live" and not npu_stack_present(snapshot):
+        return {}, [], None, mode, "no-npu-stack"
     matrix, _error = load_matrix_or_none(matrix_path)
     findings = evaluate(snapshot, matrix, options)
     environ = None if target.from_file else dict(os.environ)
-    mode = "from" if target.from_file else ("root" if target.root else ("python" if target.python else "live"))
-    return snapshot.facts, findings, environ, mode
+    return snapshot.facts, findings, environ, mode, None
 
 
 def run_triage(
@@ -79,7 +106,7 @@ def run_triage(
     for path in files:
         if path != "-" and not os.access(path, os.R_OK):
             raise UsageError(f"{path}: permission denied")
-    facts, findings, environ, mode = _facts(target, no_facts, matrix_path)
+    facts, findings, environ, mode, unranked = _facts(target, no_facts, matrix_path)
     scanner = Scanner(load_kb())
     for path in files:
         if path == "-":
@@ -92,6 +119,8 @@ def run_triage(
             raise UsageError(f"{path}: {exc.strerror or exc}") from None
     result = rank(scanner, FactView(facts, findings, environ))
     result["facts_from"] = mode
+    result["ranked"] = unranked is None
+    result["unranked"] = unranked
     code = 1 if result["summary"]["known_errors"] else 0
     if as_json:
         from npudoctor import __version__
@@ -124,8 +153,11 @@ def render_text(result: Dict[str, Any]) -> None:
     many = len(sources) > 1
     names = ", ".join(f"{s['name']} ({s['lines']} lines)" for s in sources)
     out.write(f"npudoctor triage: {names}\n")
-    if result.get("facts_from") == "none":
+    if result.get("unranked") == "no-npu-stack":
+        out.write(f"  note: {NO_STACK_NOTE};\n        {NO_STACK_HINT}\n")
+    elif result.get("facts_from") == "none":
         out.write("  (no facts gathered: causes are not ranked for this machine)\n")
+    ranked = result.get("ranked", True)
     for s in sources:
         if s.get("error"):
             out.write(f"  ! {s['name']}: read stopped: {s['error']}\n")
@@ -150,7 +182,8 @@ def render_text(result: Dict[str, Any]) -> None:
                 for f in c["fix"]:
                     out.write(f"      fix: {f}\n")
             else:
-                out.write(f"  - {kind}{c['text']}: {c['label']}")
+                label = f": {c['label']}" if ranked or c["status"] != "unknown" else ""
+                out.write(f"  - {kind}{c['text']}{label}")
                 if c["evidence"] and c["status"] in ("ruled_out", "cause", "no_sign"):
                     out.write(f" ({'; '.join(c['evidence'][:2])})")
                 out.write("\n")
