@@ -50,8 +50,11 @@ def _load_site(path: str, matrix: Any) -> Any:
 def _print_resolution(res: Any) -> None:
     site = res.site
     chip = site.chip
+    arch = site.arch or "?"
+    if site.arch and site.arch_source and site.arch_source != "host.arch":
+        arch += f" (from {site.arch_source.split(' ')[0]})"
     print(
-        f"site: {site.node or 'unknown node'} — {site.arch or '?'}, glibc {site.glibc or '?'}, "
+        f"site: {site.node or 'unknown node'} — {arch}, glibc {site.glibc or '?'}, "
         f"Python {site.python_full or site.python or '?'}, CANN {site.cann or 'none'}, "
         f"driver {site.driver or '?'}, chip {chip.name + ' x' + str(chip.count) if chip else '?'}"
     )

@@ -16,6 +16,7 @@ do fit.  Facts and their sources: REPORT.md §1–§3, §6 (through the matrix),
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -59,9 +60,36 @@ class Request:
         return " ".join(parts) or "no target (newest set the site supports)"
 
 
+_XY_RE = re.compile(r"^(\d+)\.(\d+)")
+
+
+def hdk_versions(paired: List[str], compatible: List[str]) -> List[str]:
+    """The driver (Ascend HDK) versions a CANN accepts, as one list to show: the
+    officially paired ones first (in the matrix's order), then the declared-compatible
+    ones by ``X.Y`` newest first (``25.5.X`` patterns sort by their ``X.Y``), each version
+    once (case-insensitive: ``26.1.0`` listed as paired and compatible appears once).
+    Source: ``Matrix.driver_requirement(cann)`` (``hdk_paired`` / ``hdk_compatible`` of
+    the CANN row, from the CANN release notes)."""
+
+    def xy(text: str) -> Tuple[int, int]:
+        m = _XY_RE.match(text.strip())
+        return (int(m.group(1)), int(m.group(2))) if m else (-1, -1)
+
+    out: List[str] = []
+    seen = set()
+    for text in list(paired) + sorted(compatible, key=xy, reverse=True):
+        key = str(text).strip().lower()
+        if key and key not in seen:
+            seen.add(key)
+            out.append(str(text).strip())
+    return out
+
+
 @dataclass
 class DriverStep:
-    """What the plan needs from the NPU driver."""
+    """What the plan needs from the NPU driver.  ``required``: the Ascend HDK versions the
+    CANN accepts (see :func:`hdk_versions`: paired first, then the compatible ones newest
+    first, each once)."""
 
     installed: Optional[str]
     fit: str  # paired | compatible | too-old | incompatible | unknown
@@ -241,7 +269,10 @@ class Resolver:
         self.canns = _known_canns(matrix)
         self.assumptions: List[str] = []
         if not site.arch:
-            raise PlanError("the snapshot has no host.arch; cannot choose wheels (re-run `npudoctor collect`)")
+            raise PlanError(
+                "the snapshot tells no CPU architecture (no host.arch, python.machine, cann.selected.arch or "
+                "cann.toolkits arch); cannot choose wheels (re-run `npudoctor collect` on the site)"
+            )
         if site.arch not in ("aarch64", "x86_64"):
             raise PlanError(f"torch_npu wheels exist for aarch64 and x86_64 only; the site is {site.arch}")
         self.python = request.python or site.python
@@ -280,7 +311,7 @@ class Resolver:
             req = self.matrix.driver_requirement(cann)
         except Exception:
             req = None
-        required = list(req.paired or []) + list(req.compatible or []) if req is not None else []
+        required = hdk_versions(list(req.paired or []), list(req.compatible or [])) if req is not None else []
         source = req.source if req is not None else ""
         installed = self.site.driver
         if not installed:
@@ -551,6 +582,23 @@ class Resolver:
                     break
         return out
 
+    def _basis(self) -> str:
+        """What the newest-build choice was checked against: the chip (its family's
+        support in the matrix) and the installed driver, each only when the snapshot
+        knows it."""
+        chip = self.chip_name if self.family else None
+        driver = self.site.driver
+        unchecked = "the driver requirement is listed, not checked"
+        if chip and driver:
+            return f"that supports this site's {chip} and whose CANN its driver {driver} accepts"
+        if chip:
+            return f"that supports this site's {chip}; no driver version known for this site: {unchecked}"
+        if driver:
+            return (
+                f"whose CANN this site's driver {driver} accepts; no chip known for this site: chip support not checked"
+            )
+        return f"(no chip or driver known for this site: chip support not checked and {unchecked})"
+
     @staticmethod
     def _py_tag(python: str) -> str:
         return "cp" + python.replace(".", "")
@@ -577,8 +625,10 @@ class Resolver:
         else:
             reasons.append(
                 f"torch_npu {row.torch_npu}: the newest build with a {self._py_tag(cand.python)} wheel for {arch} "
-                f"whose CANN this site's chip and driver accept"
+                + self._basis()
             )
+        if site.arch_source and site.arch_source != "host.arch":
+            reasons.append(f"architecture {arch}: from {site.arch_source}; the snapshot has no host.arch")
         if res.rejected:
             reasons.append("newer builds passed over: " + "; ".join(res.rejected))
         # torch

@@ -7,7 +7,11 @@ document them in ``npudoctor/probes/<section>.py``):
 =================================  ==========================================  ============
 fact                               snapshot key                                 producer
 =================================  ==========================================  ============
-architecture                       ``host.arch`` ("aarch64" / "x86_64")         host
+architecture                       ``host.arch`` ("aarch64" / "x86_64"); else   host
+                                   ``python.machine`` (under --root: the        python
+                                   WHEEL tags of installed packages), else
+                                   ``cann.selected.arch``, else the one arch    cann
+                                   all ``cann.toolkits`` share
 glibc                              ``host.glibc`` ("2.31")                      host
 OS                                 ``host.os.pretty_name`` / ``id``             host
 Python version                     ``python.version`` ("3.9.18")                python
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor.snapshot import Snapshot
 
@@ -78,6 +82,7 @@ class Site:
     snapshot keys that were absent (``"host.glibc"``...)."""
 
     arch: Optional[str] = None
+    arch_source: Optional[str] = None  # the snapshot key arch came from, see site_arch()
     glibc: Optional[str] = None
     os: Optional[str] = None
     python: Optional[str] = None  # "3.9"
@@ -104,6 +109,7 @@ class Site:
         return {
             "node": self.node,
             "arch": self.arch,
+            "arch_source": self.arch_source,
             "glibc": self.glibc,
             "os": self.os,
             "python": self.python_full or self.python,
@@ -133,6 +139,47 @@ def _first_version(records: Any) -> Optional[str]:
     return None
 
 
+_ARCH_ALIASES = {"arm64": "aarch64", "aarch64": "aarch64", "x86_64": "x86_64", "amd64": "x86_64"}
+
+
+def _arch(value: Any) -> Optional[str]:
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    return _ARCH_ALIASES.get(text.lower(), text)
+
+
+def site_arch(facts: Dict[str, Any]) -> Tuple[Optional[str], Optional[str]]:
+    """The site's CPU architecture and where the snapshot tells it: ``(arch, source)``,
+    ``arch`` normalized to ``"aarch64"``/``"x86_64"`` (other names kept as given),
+    ``source`` a human description naming the snapshot key; ``(None, None)`` when nothing
+    tells.
+
+    In order: ``host.arch`` (ELF machine of the system binaries, probes/host.py);
+    ``python.machine`` (a snapshot collected with --root and no system binaries: the
+    platform tags in the installed packages' WHEEL files, probes/python.py, which records
+    that in ``python.machine_source``); ``cann.selected.arch`` (the ``<arch>-linux``
+    directory or ascend_toolkit_install.info of the toolkit in use, probes/cann.py); the
+    single arch every ``cann.toolkits`` record shares."""
+    arch = _arch(_get(facts, "host", "arch"))
+    if arch:
+        return arch, "host.arch"
+    arch = _arch(_get(facts, "python", "machine"))
+    if arch:
+        how = _get(facts, "python", "machine_source")
+        told = f" ({how})" if isinstance(how, str) and how not in ("host.arch", "unknown") else ""
+        return arch, f"python.machine{told}"
+    arch = _arch(_get(facts, "cann", "selected", "arch"))
+    if arch:
+        return arch, "cann.selected.arch (the CANN toolkit in use)"
+    toolkits = _get(facts, "cann", "toolkits")
+    if isinstance(toolkits, list):
+        found = {_arch(t.get("arch")) for t in toolkits if isinstance(t, dict)} - {None}
+        if len(found) == 1:
+            return found.pop(), "cann.toolkits[].arch (the installed CANN toolkits)"
+    return None, None
+
+
 def site_from_snapshot(snapshot: Snapshot, source: str = "", matrix: Any = None) -> Site:
     """Read the planner's facts out of ``snapshot``.  Never raises on odd facts.
 
@@ -149,8 +196,9 @@ def site_from_snapshot(snapshot: Snapshot, source: str = "", matrix: Any = None)
             return None
         return value
 
-    arch = want(_get(facts, "host", "arch"), "host.arch")
-    site.arch = {"arm64": "aarch64", "amd64": "x86_64"}.get(arch, arch) if isinstance(arch, str) else None
+    site.arch, site.arch_source = site_arch(facts)
+    if site.arch is None:
+        site.missing.append("host.arch")
     # the target interpreter's libc (python.glibc) is what wheels load against
     glibc = _get(facts, "python", "glibc") or _get(facts, "host", "glibc")
     glibc = want(glibc, "host.glibc")
