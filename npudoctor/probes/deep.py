@@ -26,7 +26,10 @@ Keys::
 
     ran           bool: the child was started
     reason        why it was not run (``--root``: no interpreter of the diagnosed machine
-                  can be run here; ``--from``; commands disabled; interpreter missing)
+                  can be run here; ``--from``; commands disabled; interpreter missing;
+                  torch not installed in it -- see :func:`torch_not_installed`)
+    torch_installed  False when the probe was not run because the interpreter has no
+                  torch (absent otherwise)
     interpreter   path of the interpreter run
     timeout       the deadline (s);  duration: wall time (s)
     outcome       "ok" | "failed" (a step raised) | "crashed" (killed by a signal:
@@ -440,6 +443,39 @@ def _not_run(reason: str, interpreter: Optional[str] = None) -> Dict[str, Any]:
     }
 
 
+def _same_file(a: Any, b: Any) -> bool:
+    if not isinstance(a, str) or not isinstance(b, str):
+        return False
+    return a == b or os.path.realpath(a) == os.path.realpath(b)
+
+
+def torch_not_installed(facts: Dict[str, Any], interpreter: str) -> bool:
+    """True when the static facts show that ``interpreter`` has no torch to import, so
+    the child would only fail with ``No module named 'torch'``.
+
+    Decided from ``facts["packages"]["installed"]`` (probes/packages.py: the dist-infos
+    on the interpreter's sys.path) -- no ``torch`` record -- and, when present,
+    ``facts["python"]["shadowing"]["torch"]["origin"]`` (probes/python.py: the directory
+    import would pick, metadata or not) being empty, so a torch copied or put on
+    PYTHONPATH without metadata still gets tried.  False (try it) whenever the packages
+    facts are absent, were skipped, or describe another interpreter."""
+    packages = facts.get("packages")
+    if not isinstance(packages, dict) or packages.get("skipped"):
+        return False
+    installed = packages.get("installed")
+    if not isinstance(installed, dict):
+        return False
+    scanned_for = packages.get("interpreter")
+    if scanned_for is not None and not _same_file(scanned_for, interpreter):
+        return False
+    if any(str(name).lower() == "torch" for name in installed):
+        return False
+    python = facts.get("python") if isinstance(facts.get("python"), dict) else {}
+    shadowing = (python or {}).get("shadowing")
+    torch_origin = shadowing.get("torch") if isinstance(shadowing, dict) else None
+    return not (isinstance(torch_origin, dict) and torch_origin.get("origin"))
+
+
 def probe(ctx: ProbeContext) -> Dict[str, Any]:
     """Run the import probe in the target interpreter (see the module docstring)."""
     host, options = ctx.host, ctx.options
@@ -454,6 +490,14 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
     interpreter = options.python or (py_facts or {}).get("executable") or sys.executable
     if not os.path.isfile(interpreter) or not os.access(interpreter, os.X_OK):
         return _not_run(f"interpreter {interpreter} is missing or not executable", interpreter)
+    if torch_not_installed(ctx.facts, interpreter):
+        out = _not_run(
+            f"torch is not installed in {interpreter}: there is nothing to import "
+            "(install the torch / torch_npu pair there, or give --python the interpreter that has them)",
+            interpreter,
+        )
+        out["torch_installed"] = False
+        return out
     timeout = float(options.deep_timeout or 120.0)
     if options.deadline is not None:
         timeout = max(1.0, min(timeout, options.deadline - time.monotonic()))

@@ -123,8 +123,12 @@ NOT_RUN = Code(
     title="the deep probe was not run",
     explain=(
         "--deep was asked for but the import could not be tried: under --root no interpreter of "
-        "the diagnosed machine can run here, --no-commands forbids it, or the target interpreter "
-        "is missing. Run `npudoctor check --deep` on the machine (or inside the container) itself."
+        "the diagnosed machine can run here, --no-commands forbids it, the target interpreter "
+        "is missing, or torch is not installed in it (the packages facts list no torch and no "
+        "torch directory is on its sys.path: there is nothing to import, which is not an error "
+        "on a machine that does not run PyTorch). Run `npudoctor check --deep` on the machine "
+        "(or inside the container) itself, or give --python the interpreter that has torch and "
+        "torch_npu."
     ),
 )
 PASSED = Code(
