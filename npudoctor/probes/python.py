@@ -22,6 +22,8 @@ Keys (``None`` where unknown)::
                     the installed wheels; machine_source says which)
     executable      path of the interpreter (of the diagnosed machine)
     prefix, base_prefix
+    base_executable (--root, venvs) pyvenv.cfg ``home``/pythonX.Y: the interpreter the
+                    venv was made from (None elsewhere)
     is_venv         bool
     conda_prefix    prefix of the conda env (has conda-meta/) or None
     conda_env       "base" | env name | None
@@ -29,7 +31,9 @@ Keys (``None`` where unknown)::
     user_site       ~/.local/lib/pythonX.Y/site-packages or None
     user_site_enabled  bool (False in a venv without system site packages)
     sys_path        [dirs] import order ("" = current directory); under --root:
-                    PYTHONPATH, user site, site dirs, .pth additions
+                    PYTHONPATH, then (venv) its own site dirs, the user site, the system
+                    site dirs, or (no venv) the user site and the site dirs, each site
+                    dir followed by its .pth additions
     glibc           "2.35" (the target interpreter's libc; --root: host.glibc)
     cwd             working directory of the diagnosed process (live: os.getcwd();
                     --root: $PWD of the scenario environment), cwd_source
@@ -374,14 +378,22 @@ def _root_facts(ctx: ProbeContext) -> Dict[str, Any]:
     short = ".".join(str(v) for v in chosen["version_info"][:2])
     is_venv = chosen["kind"] == "venv"
     cfg = chosen.get("pyvenv_cfg") or {}
+    # site.py: a venv without system site packages has no user site; PYTHONNOUSERSITE
+    # (any non-empty value, like -s) turns it off too.
     user_enabled = not is_venv or str(cfg.get("include-system-site-packages", "false")).lower() == "true"
+    if host.getenv("PYTHONNOUSERSITE"):
+        user_enabled = False
     home = host.getenv("HOME") or "/root"
     user_site = posixpath.join(home, ".local", "lib", f"python{short}", "site-packages")
     site_dirs = _merge_system(envs, chosen)
+    # Import order as site.py builds it: a venv's own site-packages come first (site.venv()
+    # adds them), then the user site, then the system site dirs; outside a venv the user
+    # site comes before every site dir.
+    own = list(chosen["site_packages"]) if is_venv else []
+    ordered = own + ([user_site] if user_enabled and host.is_dir(user_site) else [])
+    ordered += [d for d in site_dirs if d not in own]
     sys_path: List[str] = list(host.env_paths("PYTHONPATH"))
-    if user_enabled and host.is_dir(user_site):
-        sys_path.append(user_site)
-    for d in site_dirs:
+    for d in ordered:
         if d not in sys_path:
             sys_path.append(d)
         for extra in _pth_paths(host, d):
@@ -393,8 +405,11 @@ def _root_facts(ctx: ProbeContext) -> Dict[str, Any]:
         machine = arch_from_wheels(host, site_dirs)
         machine_source = "WHEEL platform tags of installed packages" if machine else "unknown"
     base_prefix = chosen["prefix"]
+    base_executable = None
     if is_venv and cfg.get("home"):
         base_prefix = posixpath.dirname(cfg["home"].rstrip("/")) or "/"
+        # pyvenv.cfg ``home`` is the bin directory of the interpreter the venv was made from.
+        base_executable = posixpath.join(cfg["home"].rstrip("/") or "/", f"python{short}")
     conda = chosen.get("conda")
     conda_env = None
     if conda:
@@ -411,6 +426,7 @@ def _root_facts(ctx: ProbeContext) -> Dict[str, Any]:
         "executable": chosen["executable"] or ctx.options.python,
         "prefix": chosen["prefix"],
         "base_prefix": base_prefix,
+        "base_executable": base_executable,
         "is_venv": is_venv,
         "conda_prefix": chosen["prefix"] if conda else None,
         "conda_env": conda_env,

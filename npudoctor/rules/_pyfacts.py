@@ -71,10 +71,44 @@ def describe(rec: Dict[str, Any]) -> str:
 
 
 def python_exe(ctx: Any) -> str:
-    """The interpreter to name in fix commands (quoted for a shell)."""
+    """The interpreter every fix command names (quoted for a shell): one helper for all
+    rules, so PKG001..PKG007 and PY00x never disagree.
+
+    ``facts["python"]["executable"]`` (the live/``--python`` interpreter, or the one found
+    under ``--root``: ``/usr/local/python3.10.14/bin/python3.10``, ``<venv>/bin/python3.10``),
+    else ``--python`` as given, else (``--root`` trees that leave the binary out) the
+    interpreter every such prefix has: ``<prefix>/bin/python`` of a venv or conda env
+    (``python -m venv`` and conda's python package create it),
+    ``<prefix>/bin/pythonX.Y`` of any other prefix whose ``lib/pythonX.Y`` was found
+    (CPython's install creates it: ``/usr/local/python3.11.13/bin/python3.11``), else
+    ``python3`` (the interpreter is unknown).
+    """
     py = section(ctx, "python")
-    exe = py.get("executable") or py.get("requested") or "python3"
-    return shlex.quote(str(exe))
+    exe = py.get("executable") or py.get("requested")
+    prefix = str(py.get("prefix") or "").rstrip("/")
+    if not exe and prefix:
+        short = python_short(ctx)
+        if py.get("is_venv") or py.get("conda_prefix"):
+            exe = prefix + "/bin/python"
+        elif short:
+            exe = f"{prefix}/bin/python{short}"
+    return shlex.quote(str(exe or "python3"))
+
+
+def base_python_exe(ctx: Any) -> str:
+    """The non-venv interpreter behind the target (quoted): the target itself when it is
+    not a venv, else ``facts["python"]["base_executable"]`` or
+    ``<base_prefix>/bin/pythonX.Y``.  pip run by it treats the user site and the system
+    site-packages as its own (pip run inside a venv refuses to uninstall outside the venv:
+    "Not uninstalling … outside environment")."""
+    py = section(ctx, "python")
+    if not py.get("is_venv"):
+        return python_exe(ctx)
+    exe = py.get("base_executable")
+    if not exe and py.get("base_prefix"):
+        short = python_short(ctx)
+        exe = str(py["base_prefix"]).rstrip("/") + "/bin/python" + (short or "3")
+    return shlex.quote(str(exe)) if exe else python_exe(ctx)
 
 
 def pip_install(ctx: Any, *requirements: str, index: Optional[str] = None) -> str:
@@ -207,3 +241,55 @@ def not_in_matrix(ctx: Any, what: str, version: str, evidence: List[str]) -> Lis
     if hasattr(produced, "code"):
         return [produced]
     return list(produced)
+
+
+def python_sorted(versions: Any) -> List[str]:
+    """``["3.8", "3.9", "3.10", "3.11"]``: Python versions in numeric order (``"3.10"``
+    after ``"3.9"``), duplicates and unparseable entries dropped."""
+    out = {}
+    for v in versions or []:
+        m = re.match(r"^(\d+)\.(\d+)$", str(v).strip())
+        if m:
+            out[(int(m.group(1)), int(m.group(2)))] = f"{m.group(1)}.{m.group(2)}"
+    return [out[k] for k in sorted(out)]
+
+
+def within_range(versions: List[str], spec_text: Optional[str]) -> List[str]:
+    """The Python versions of ``versions`` inside a pip-style range (``">=3.7,<3.12"``,
+    e.g. a CANN's supported Pythons from ``matrix.cann_python_range``); all of them when
+    the range is unknown or unparseable, or when none would remain."""
+    if not spec_text:
+        return list(versions)
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        spec = SpecifierSet(str(spec_text))
+    except InvalidSpecifier:
+        return list(versions)
+    kept = [v for v in versions if spec.contains(v + ".0", prereleases=True)]
+    return kept or list(versions)
+
+
+def best_torch_npu(ctx: Any, torch_version: Optional[str], python: Optional[str]) -> Optional[str]:
+    """The torch_npu release to recommend for ``torch_version`` (any torch when ``None``)
+    on ``python`` ("3.11"; any when ``None``) and this platform, from the compatibility
+    matrix (``fits``): among the rows with a wheel, one officially paired with the
+    installed CANN first, then one declared compatible with it, then the newest.
+    ``None`` when the matrix has no such row."""
+    rows = matrix_call(ctx, "fits", torch=torch_version or None, python=python, platform=platform(ctx))
+    if not rows:
+        return None
+    from packaging.version import InvalidVersion, Version
+
+    cann = cann_version(ctx) or ""
+    rank = {"paired": 2, "compatible": 1}
+
+    def key(row: Any) -> Any:
+        fit = matrix_call(ctx, "cann_fit", row, cann) if cann else None
+        try:
+            version = Version(str(row.torch_npu))
+        except InvalidVersion:
+            version = Version("0")
+        return (rank.get(str(fit), 0), version)
+
+    return str(max(rows, key=key).torch_npu)

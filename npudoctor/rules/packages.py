@@ -13,7 +13,8 @@ release-number rule (torch_npu X.Y.Z[.postN] goes with torch X.Y.Z) last.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional
+import posixpath
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from npudoctor.findings import Code, Finding
 from npudoctor.parsers.metadata import canonical_name, requirements_on, satisfies
@@ -21,16 +22,19 @@ from npudoctor.rules import rule
 from npudoctor.rules._pyfacts import (
     CPU_INDEX,
     all_records,
+    base_python_exe,
+    best_torch_npu,
     cann_present,
     cann_version,
     describe,
     first,
     local,
     matrix_call,
+    metadata_source,
     not_in_matrix,
     pip_install,
-    pip_uninstall,
     platform,
+    python_exe,
     python_short,
     records,
     release,
@@ -214,35 +218,9 @@ def _matrix_torch_for(ctx: Any, torch_npu_version: str) -> Optional[str]:
 
 
 def _npu_for_torch(ctx: Any, torch_version: str) -> Optional[str]:
-    """The torch_npu the matrix pairs with ``torch_version`` that has a wheel for this
-    Python/platform (when the matrix lists wheels): among those, one officially paired
-    with the installed CANN first, then one declared compatible with it, then the newest."""
-    rows = matrix_call(ctx, "rows_for_torch", torch_version) or []
-    plat, py = platform(ctx), python_short(ctx)
-    usable = []
-    for row in rows:
-        pys = getattr(row, "python", None) or {}
-        if isinstance(pys, dict) and pys.get(plat) and py and py not in pys.get(plat, []):
-            continue
-        if getattr(row, "status", "") in ("prerelease",):
-            continue
-        usable.append(row)
-    if not usable:
-        return None
-    from packaging.version import InvalidVersion, Version
-
-    cann = str(((ctx.facts("cann").get("selected") or {}).get("version")) or "")
-    fit_rank = {"paired": 2, "compatible": 1}
-
-    def key(row: Any) -> Any:
-        fit = matrix_call(ctx, "cann_fit", row, cann) if cann else None
-        try:
-            version = Version(str(row.torch_npu))
-        except InvalidVersion:
-            version = Version("0")
-        return (fit_rank.get(str(fit), 0), version)
-
-    return str(max(usable, key=key).torch_npu)
+    """The torch_npu the matrix pairs with ``torch_version`` for this Python/platform
+    (:func:`npudoctor.rules._pyfacts.best_torch_npu`)."""
+    return best_torch_npu(ctx, torch_version, python_short(ctx))
 
 
 @rule
@@ -288,8 +266,11 @@ def torch_pairing(ctx: Any) -> Iterable[Finding]:
         else:
             title = f"torch {tv} does not match torch_npu {npu.get('version')} (it requires {wanted})"
         fix = [pip_install(ctx, wanted, index=_cpu_index(wanted, plat))]
+        hidden = _hidden_fit(ctx, evidence)
+        if hidden is not None:
+            fix = hidden
         alt = _npu_for_torch(ctx, tv)
-        if alt and not same_release:
+        if alt and not same_release and hidden is None:
             fix.append(
                 f"or keep torch {tv} and install the torch_npu built for it: {pip_install(ctx, 'torch-npu==' + alt)}"
             )
@@ -314,8 +295,11 @@ def torch_pairing(ctx: Any) -> Iterable[Finding]:
     )
     wanted = f"torch=={expected}" + ("+cpu" if plat == "x86_64" else "")
     fix = [pip_install(ctx, wanted, index=_cpu_index(wanted, plat))]
+    hidden = _hidden_fit(ctx, evidence)
+    if hidden is not None:
+        fix = hidden
     alt = _npu_for_torch(ctx, tv)
-    if alt:
+    if alt and hidden is None:
         fix.append(
             f"or keep torch {tv} and install the torch_npu built for it: {pip_install(ctx, 'torch-npu==' + alt)}"
         )
@@ -325,6 +309,26 @@ def torch_pairing(ctx: Any) -> Iterable[Finding]:
         fix=fix,
         subject="torch",
     )
+
+
+def _hidden_fit(ctx: Any, evidence: List[str]) -> Optional[List[str]]:
+    """When a torch that fits torch_npu is installed in another directory but hidden
+    behind the one import takes (a user-site copy shadowing the env), the fix is to
+    remove the shadowing copy, not to reinstall: the PKG003 cleanup lines.  Appends the
+    evidence line; ``None`` when no hidden copy fits."""
+    recs = records(ctx, "torch")
+    want = _want_torch(ctx)
+    if want is None or len(recs) < 2:
+        return None
+    hidden = [r for r in recs[1:] if r.get("location") != recs[0].get("location") and want.accepts(r)]
+    if not hidden:
+        return None
+    evidence.append(
+        f"torch {hidden[0].get('version')} in {hidden[0].get('location')} fits, but import takes "
+        f"{recs[0].get('dist_info')} first"
+    )
+    fix, _keeper = _cleanup(ctx, "torch", recs, want)
+    return fix
 
 
 def _wanted_from_release(ctx: Any, npu: Dict[str, Any]) -> Optional[str]:
@@ -341,6 +345,196 @@ def _marker_env(ctx: Any) -> Dict[str, str]:
     from npudoctor.rules._pyfacts import marker_env
 
     return marker_env(ctx)
+
+
+class _Want(NamedTuple):
+    """Which copy of a stack project the rest of the stack needs.
+
+    ``accepts(record) -> bool``; ``requirement``: what to ``pip install`` when no
+    installed copy fits (``None``: npudoctor cannot say); ``index``: pip index for it;
+    ``reason``: the evidence line naming the source (a Requires-Dist, the matrix, a rule).
+    """
+
+    accepts: Callable[[Dict[str, Any]], bool]
+    requirement: Optional[str]
+    index: Optional[str]
+    reason: str
+
+
+def _fits(version: Any, reqs: List[Any]) -> bool:
+    return bool(reqs) and all(satisfies(str(version or ""), r.specifier) is True for r in reqs)
+
+
+def _want_torch(ctx: Any) -> Optional[_Want]:
+    """torch: what torch_npu's Requires-Dist names, else the matrix / release rule."""
+    npu = first(ctx, "torch-npu")
+    if npu is None:
+        return None
+    reqs = _torch_requirements(npu, _marker_env(ctx))
+    if reqs:
+        spec = ",".join(str(r.specifier) for r in reqs)
+        return _Want(
+            lambda rec: _fits(rec.get("version"), reqs),
+            f"torch{spec}",
+            _cpu_index(spec, platform(ctx)),
+            f"torch_npu {npu.get('version')} requires `{reqs[0]}` (Requires-Dist in its METADATA)",
+        )
+    wanted = _wanted_from_release(ctx, npu)
+    if wanted is None:
+        return None
+    expected = release(wanted.split("==", 1)[1])
+    return _Want(
+        lambda rec: expected is not None and (release(rec.get("version")) or ())[:3] == expected[:3],
+        wanted,
+        _cpu_index(wanted, platform(ctx)),
+        f"torch_npu {npu.get('version')} goes with {wanted} (compatibility matrix / torch_npu X.Y.Z[.postN] rule)",
+    )
+
+
+def _want_torch_npu(ctx: Any) -> Optional[_Want]:
+    """torch_npu: a copy whose Requires-Dist (or matrix row) fits the installed torch."""
+    torch = first(ctx, "torch")
+    if torch is None:
+        return None
+    tv = str(torch.get("version") or "")
+    env = _marker_env(ctx)
+
+    def accepts(rec: Dict[str, Any]) -> bool:
+        reqs = _torch_requirements(rec, env)
+        if reqs:
+            return _fits(tv, reqs)
+        paired = _matrix_torch_for(ctx, str(rec.get("version") or ""))
+        return bool(paired) and (release(paired) or ())[:3] == (release(tv) or ())[:3]
+
+    alt = _npu_for_torch(ctx, tv)
+    return _Want(
+        accepts, f"torch-npu=={alt}" if alt else None, None, f"torch {tv} is installed ({metadata_source(torch)})"
+    )
+
+
+def _want_vision(ctx: Any, name: str) -> Optional[_Want]:
+    """torchvision/torchaudio: the copy built for the installed torch."""
+    torch = first(ctx, "torch")
+    if torch is None:
+        return None
+    tv = str(torch.get("version") or "")
+    env = _marker_env(ctx)
+    _fit, _ev, wanted = _vision_fit(name, {"version": ""}, tv, env)
+    return _Want(
+        lambda rec: _vision_fit(name, rec, tv, env)[0] is True,
+        wanted,
+        _vision_index(ctx, tv),
+        f"torch {tv} is installed ({metadata_source(torch)})",
+    )
+
+
+def _want_numpy(ctx: Any) -> Optional[_Want]:
+    target = _numpy_target(ctx)
+    if target is None:
+        return None
+    spec_text, reason = target
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        spec = SpecifierSet(spec_text)
+    except InvalidSpecifier:
+        return None
+    return _Want(lambda rec: satisfies(str(rec.get("version") or ""), spec) is True, f"numpy{spec}", None, reason)
+
+
+def _want(ctx: Any, name: str) -> Optional[_Want]:
+    if name == "torch":
+        return _want_torch(ctx)
+    if name == "torch-npu":
+        return _want_torch_npu(ctx)
+    if name in ("torchvision", "torchaudio"):
+        return _want_vision(ctx, name)
+    if name == "numpy":
+        return _want_numpy(ctx)
+    return None
+
+
+def _user_home(location: str) -> Optional[str]:
+    """``/home/dev`` of ``/home/dev/.local/lib/python3.10/site-packages``."""
+    head, sep, _tail = location.partition("/.local/lib/")
+    return head if sep and head.startswith("/") else None
+
+
+def _remove_command(ctx: Any, name: str, rec: Dict[str, Any], keep_user_site: bool, same_dir: int) -> str:
+    """One shell command that uninstalls exactly ``rec`` (a copy of ``name``).
+
+    ``pip uninstall`` removes the first copy on the running interpreter's sys.path (its
+    RECORD lists every file, console scripts included), so the command picks the
+    interpreter and flags that put ``rec`` first (checked with real pip 23 on CPython
+    3.8, tests/test_packages_rules.py):
+
+    * user site: the non-venv interpreter (pip in a venv refuses "outside environment")
+      with ``HOME`` of that user site -- the user site precedes every site dir there;
+    * the environment's own site dir: the target interpreter, with ``-s`` (no user site
+      on sys.path) when a user-site copy is kept;
+    * a system site dir seen by a venv (include-system-site-packages): the base
+      interpreter with ``-s``;
+    * any other directory (PYTHONPATH, a .pth entry): ``PYTHONPATH=<dir>`` puts it first.
+    """
+    py = section(ctx, "python")
+    loc = str(rec.get("location") or "")
+    what = f"{rec.get('name')} {rec.get('version')}"
+    if same_dir > 1:
+        what = f"one of the {same_dir} {rec.get('name')} dist-infos"
+    prefix = str(py.get("prefix") or "").rstrip("/")
+    in_env = bool(prefix) and loc.startswith(prefix + "/")
+    site_dir = posixpath.basename(loc.rstrip("/")) in ("site-packages", "dist-packages")
+    if rec.get("user_site"):
+        home = _user_home(loc)
+        env = f"HOME={home} " if home else ""
+        return (
+            f"{env}{base_python_exe(ctx)} -m pip uninstall -y {name}"
+            f"  # pip removes the first copy on sys.path, the user site's: {what} in {loc}"
+        )
+    if site_dir and (in_env or not py.get("is_venv")):
+        if keep_user_site:
+            return f"{python_exe(ctx)} -s -m pip uninstall -y {name}  # -s hides the user site: removes {what} in {loc}"
+        return f"{python_exe(ctx)} -m pip uninstall -y {name}  # removes {what} in {loc}"
+    if site_dir:
+        return (
+            f"{base_python_exe(ctx)} -s -m pip uninstall -y {name}"
+            f"  # the base interpreter (pip in the venv refuses): removes {what} in {loc}"
+        )
+    return (
+        f"PYTHONPATH={loc} {base_python_exe(ctx)} -s -m pip uninstall -y {name}"
+        f"  # PYTHONPATH puts {loc} first: removes {what} there"
+    )
+
+
+def _cleanup(ctx: Any, name: str, recs: List[Dict[str, Any]], want: Optional[_Want]) -> Tuple[List[str], Any]:
+    """Fix lines that leave exactly one good copy of ``name``, and the copy kept (or
+    ``None`` when every copy goes and ``want.requirement`` is installed afresh).
+
+    The kept copy is the first (in sys.path order) that ``want`` accepts and that is
+    alone in its directory: two dist-infos in one directory share the package files
+    (the last install wrote them), so neither can be trusted.  Without ``want`` the
+    copy import uses now is kept."""
+    per_dir: Dict[str, int] = {}
+    for r in recs:
+        per_dir[str(r.get("location"))] = per_dir.get(str(r.get("location")), 0) + 1
+    keeper = None
+    for r in recs if want is not None else recs[:1]:
+        if per_dir[str(r.get("location"))] == 1 and (want is None or want.accepts(r)):
+            keeper = r
+            break
+    keep_user = bool(keeper is not None and keeper.get("user_site"))
+    fix = [_remove_command(ctx, name, r, keep_user, per_dir[str(r.get("location"))]) for r in recs if r is not keeper]
+    if keeper is not None:
+        fix.append(
+            f"{python_exe(ctx)} -m pip show {name}"
+            f"  # must now show Version: {keeper.get('version')}, Location: {keeper.get('location')}"
+        )
+        return fix, keeper
+    if want is not None and want.requirement:
+        fix.append(pip_install(ctx, want.requirement, index=want.index))
+    else:
+        fix.append(f"{pip_install(ctx, name + '==' + str(recs[0].get('version')))}  # or the version you want")
+    return fix, None
 
 
 @rule
@@ -362,8 +556,12 @@ def duplicate_installs(ctx: Any) -> Iterable[Finding]:
         else:
             note = f"import takes the first on sys.path: {effective.get('dist_info')}"
         evidence = where + [note]
-        fix = [pip_uninstall(ctx, name)] * len(recs)
-        fix.append(f"{pip_install(ctx, name + '==' + str(effective.get('version')))}  # or the version you want")
+        want = _want(ctx, name)
+        fix, keeper = _cleanup(ctx, name, recs, want)
+        if want is not None:
+            evidence.append(want.reason)
+        if keeper is not None:
+            evidence.append(f"keep {keeper.get('name')} {keeper.get('version')} in {keeper.get('location')}")
         severity = "error" if differ and name in ("torch", "torch-npu") else "warning"
         label = ", ".join(versions)
         yield DUPLICATE.finding(
@@ -433,6 +631,47 @@ def _torch_minor_plus_15(torch_version: str) -> Optional[str]:
     return f"0.{rel[1] + 15}"
 
 
+def _vision_wanted(name: str, tv: str) -> str:
+    """The requirement of the torchvision/torchaudio built for torch ``tv`` (the
+    release-number rules of PKG005)."""
+    if name == "torchvision":
+        want = _torch_minor_plus_15(tv)
+        return f"torchvision=={want}.*" if want else "torchvision"
+    rel_t = release(tv)
+    return f"torchaudio=={rel_t[0]}.{rel_t[1]}.*" if rel_t and len(rel_t) >= 2 else "torchaudio"
+
+
+def _vision_fit(name: str, rec: Dict[str, Any], tv: str, env: Dict[str, str]) -> Tuple[Optional[bool], List[str], str]:
+    """``(fits, evidence, wanted)`` of a torchvision/torchaudio record for torch ``tv``:
+    its ``Requires-Dist`` on torch first, else the release rule; ``fits`` is ``None``
+    when neither can say."""
+    version = str(rec.get("version") or "")
+    wanted = _vision_wanted(name, tv)
+    reqs = requirements_on(rec.get("requires_dist") or [], "torch", env)
+    if reqs:
+        unmet = [r for r in reqs if satisfies(tv, r.specifier) is False]
+        if not unmet:
+            return True, [], wanted
+        return False, [f"{name} {version} requires `{unmet[0]}` (Requires-Dist)"], wanted
+    rel_t, rel_x = release(tv), release(version)
+    if not rel_t or not rel_x:
+        return None, [], wanted
+    if name == "torchvision":
+        want = _torch_minor_plus_15(tv)
+        if want is None:
+            return None, [], wanted
+        if ".".join(str(x) for x in rel_x[:2]) == want:
+            return True, [], wanted
+        return False, [f"rule: torchvision minor = torch minor + 15 -> torchvision {want}.x for torch {tv}"], wanted
+    if rel_t[:2] == rel_x[:2]:
+        return True, [], wanted
+    return False, [f"rule: torchaudio X.Y goes with torch X.Y -> torchaudio {rel_t[0]}.{rel_t[1]}.x"], wanted
+
+
+def _vision_index(ctx: Any, tv: str) -> Optional[str]:
+    return CPU_INDEX if local(tv) == "cpu" or (platform(ctx) == "x86_64" and first(ctx, "torch-npu")) else None
+
+
 @rule
 def torchvision_torchaudio(ctx: Any) -> Iterable[Finding]:
     """K02: torchvision/torchaudio built for another torch."""
@@ -440,50 +679,47 @@ def torchvision_torchaudio(ctx: Any) -> Iterable[Finding]:
     if torch is None:
         return
     tv = str(torch.get("version") or "")
-    plat = platform(ctx)
     env = _marker_env(ctx)
-    index = CPU_INDEX if local(tv) == "cpu" or (plat == "x86_64" and first(ctx, "torch-npu")) else None
+    index = _vision_index(ctx, tv)
     for name in ("torchvision", "torchaudio"):
         rec = first(ctx, name)
         if rec is None:
             continue
-        version = str(rec.get("version") or "")
-        reqs = requirements_on(rec.get("requires_dist") or [], "torch", env)
-        evidence = [describe(rec), describe(torch)]
-        wanted = None
-        if reqs:
-            unmet = [r for r in reqs if satisfies(tv, r.specifier) is False]
-            if not unmet:
-                continue
-            evidence.append(f"{name} {version} requires `{unmet[0]}` (Requires-Dist)")
-        else:
-            rel_t, rel_x = release(tv), release(version)
-            if not rel_t or not rel_x:
-                continue
-            if name == "torchvision":
-                want = _torch_minor_plus_15(tv)
-                if want is None or ".".join(str(x) for x in rel_x[:2]) == want:
-                    continue
-                evidence.append(f"rule: torchvision minor = torch minor + 15 -> torchvision {want}.x for torch {tv}")
-                wanted = f"torchvision=={want}.*"
-            else:
-                if rel_t[:2] == rel_x[:2]:
-                    continue
-                evidence.append(f"rule: torchaudio X.Y goes with torch X.Y -> torchaudio {rel_t[0]}.{rel_t[1]}.x")
-                wanted = f"torchaudio=={rel_t[0]}.{rel_t[1]}.*"
-        if wanted is None:
-            if name == "torchvision":
-                want = _torch_minor_plus_15(tv)
-                wanted = f"torchvision=={want}.*" if want else "torchvision"
-            else:
-                rel_t = release(tv)
-                wanted = f"torchaudio=={rel_t[0]}.{rel_t[1]}.*" if rel_t else "torchaudio"
+        fits, why, wanted = _vision_fit(name, rec, tv, env)
+        if fits is not False:
+            continue
         yield TORCHVISION.finding(
-            title=f"{name} {version} is not built for torch {tv} (install {wanted})",
-            evidence=evidence,
+            title=f"{name} {rec.get('version')} is not built for torch {tv} (install {wanted})",
+            evidence=[describe(rec), describe(torch)] + why,
             fix=[pip_install(ctx, wanted, index=index)],
             subject=name,
         )
+
+
+def _numpy_target(ctx: Any) -> Optional[Tuple[str, str]]:
+    """``(numpy specifier, evidence line)`` for the interpreter: the range the installed
+    CANN needs with this Python (matrix ``numpy_spec``, REPORT §6.2); with no CANN
+    version known, the range of the CANN the matrix pairs with the installed torch_npu
+    (its row's ``cann``).  ``None`` when neither is documented."""
+    py = python_short(ctx)
+    if not py:
+        return None
+    cv = cann_version(ctx)
+    if cv:
+        spec = matrix_call(ctx, "numpy_spec", cv, py)
+        if spec:
+            return str(spec), f"CANN {cv} with Python {py} needs numpy{spec} (compatibility matrix, REPORT §6.2)"
+        return None
+    npu = first(ctx, "torch-npu")
+    row = matrix_call(ctx, "find_torch_npu", str(npu.get("version") or "")) if npu else None
+    for paired in list(getattr(row, "cann", None) or []):
+        spec = matrix_call(ctx, "numpy_spec", str(paired), py)
+        if spec:
+            return str(spec), (
+                f"no CANN version is installed: numpy{spec} is what CANN {paired}, the CANN the compatibility "
+                f"matrix pairs with torch_npu {npu.get('version')}, needs with Python {py}"  # type: ignore[union-attr]
+            )
+    return None
 
 
 def _cann_deps(ctx: Any) -> Dict[str, str]:
@@ -529,26 +765,30 @@ def cann_python_deps(ctx: Any) -> Iterable[Finding]:
         missing.append(pip_name)
     if not missing:
         return
-    spec = None
-    py = python_short(ctx)
+    numpy = _numpy_target(ctx) if "numpy" in missing else None
+    install = [f"numpy{numpy[0]}" if (m == "numpy" and numpy) else m for m in missing]
     cv = cann_version(ctx)
-    if "numpy" in missing and cv and py:
-        spec = matrix_call(ctx, "numpy_spec", cv, py)
-    install = [f"numpy{spec}" if (m == "numpy" and spec) else m for m in missing]
     where = (
         f"CANN {cv}" if cv else ("the CANN toolkit" if cann else f"CANN (which torch_npu {npu.get('version')} runs on)")
     )
-    evidence = [
-        f"not installed in {section(ctx, 'python').get('executable') or 'the target interpreter'}: {', '.join(missing)}"
-    ]
+    evidence = [f"not installed in {python_exe(ctx)}: {', '.join(missing)}"]
     evidence.append(f"searched: {', '.join(pkgs.get('scanned') or [])}")
     if npu is not None:
         evidence.append(describe(npu))
+    if numpy:
+        evidence.append(numpy[1])
+    if cann:
+        title = f"{len(missing)} Python package(s) that {where} needs are missing: {', '.join(missing)}"
+    else:
+        # No toolkit: CANN001 is the error; these only matter once CANN is installed, so
+        # a note that keeps the right pins next to the install steps, not a warning.
+        evidence.append("no CANN toolkit is installed (CANN001): install these with it, before the first run")
+        title = f"{len(missing)} Python package(s) that {where} needs are not installed yet: {', '.join(missing)}"
     yield CANN_DEPS.finding(
-        title=f"{len(missing)} Python package(s) that {where} needs are missing: {', '.join(missing)}",
+        title=title,
         evidence=evidence,
         fix=[pip_install(ctx, *install)],
-        severity="error" if cann else "warning",
+        severity="error" if cann else "info",
         subject="cann-python-deps",
     )
 

@@ -14,15 +14,20 @@ from typing import Any, Iterable, List, Optional, Tuple
 from npudoctor.findings import Code, Finding
 from npudoctor.rules import rule
 from npudoctor.rules._pyfacts import (
+    CPU_INDEX,
+    best_torch_npu,
     cann_present,
+    cann_version,
     describe,
     first,
     matrix_call,
     platform,
     python_exe,
     python_short,
+    python_sorted,
     row_python,
     section,
+    within_range,
 )
 
 PY_NOT_COVERED = Code(
@@ -32,14 +37,16 @@ PY_NOT_COVERED = Code(
     severity="error",
     title="No torch_npu wheel exists for this Python version",
     explain=(
-        "torch_npu wheels are CPython-specific (cp38 … cp314) and each release is built for a few "
-        "Python versions only (2.1-era: 3.8-3.10, 2.6.0: 3.9-3.11, cp313 from 2.7.1.post4, cp314 only "
-        "in the newest posts). On another Python pip says `from versions: none`, and a wheel copied in "
-        "for another Python cannot load its `_C` extension. npudoctor compares the interpreter with "
-        "the cp tag of the installed wheel and with the wheels published on PyPI per exact torch_npu "
-        "version (the compatibility matrix). Fix: create an environment with a covered Python "
-        "(`conda create -n npu python=3.10` or `python3.10 -m venv`), or install a torch_npu release "
-        "that has a wheel for this Python."
+        "torch_npu wheels are CPython-specific (`cp310`, `cp311`, …) and each release is built for a "
+        "few Python versions only; which ones is listed per exact torch_npu version in the "
+        "compatibility matrix (the wheels published on PyPI). On another Python pip says `from "
+        "versions: none`, and a wheel copied in for another Python cannot load its `_C` extension. "
+        "npudoctor compares the interpreter with the cp tag of the installed wheel and with the "
+        "matrix, and recommends the newest Python that both the torch_npu release and the installed "
+        "CANN support. Fix: create an environment with that Python (`conda create -n npu "
+        "python=X.Y -y && conda activate npu`, or `pythonX.Y -m venv ~/npu-venv && . "
+        "~/npu-venv/bin/activate`) and install torch and torch_npu there, or install a torch_npu "
+        "release that has a wheel for this Python."
     ),
     kinds=("K08",),
 )
@@ -183,6 +190,47 @@ def torch_npu_shadowed(ctx: Any) -> Iterable[Finding]:
         )
 
 
+def _recommend_python(ctx: Any, versions: Any) -> Optional[str]:
+    """The newest of ``versions`` (numeric order) that the installed CANN supports too
+    (matrix ``cann_python_range``), or ``None``."""
+    ordered = python_sorted(versions)
+    cv = cann_version(ctx)
+    rng = matrix_call(ctx, "cann_python_range", cv) if cv else None
+    ordered = within_range(ordered, rng)
+    return ordered[-1] if ordered else None
+
+
+def _new_env_fix(ctx: Any, version: str, torch: Optional[str], npu: Optional[str]) -> List[str]:
+    """Runnable lines that create a Python ``version`` environment and install the
+    torch/torch_npu pair in it (``python`` there is the new environment's, activated by
+    the first line).  On x86_64 torch comes from the CPU index (torch_npu pins ``+cpu``)."""
+    py = section(ctx, "python")
+    conda = f"conda create -n npu python={version} -y && conda activate npu"
+    venv = f"python{version} -m venv ~/npu-venv && . ~/npu-venv/bin/activate"
+    if py.get("conda_prefix"):
+        lines = [conda]
+    else:
+        lines = [f"{venv}  # no python{version} on this machine? {conda}"]
+    torch_req = f"torch=={torch}" if torch else None
+    npu_req = f"torch-npu=={npu}" if npu else None
+    if torch_req and platform(ctx) == "x86_64" and "+" not in torch_req:
+        lines.append(f"python -m pip install {torch_req}+cpu --index-url {CPU_INDEX}")
+        if npu_req:
+            lines.append(f"python -m pip install {npu_req}")
+    else:
+        reqs = [r for r in (torch_req, npu_req) if r]
+        if reqs:
+            lines.append("python -m pip install " + " ".join(reqs))
+    return lines
+
+
+def _torch_release(version: Any) -> Optional[str]:
+    from npudoctor.rules._pyfacts import release
+
+    rel = release(str(version or ""))
+    return ".".join(str(x) for x in rel[:3]) if rel else None
+
+
 @rule
 def python_coverage(ctx: Any) -> Iterable[Finding]:
     """K08: the interpreter's Python vs the torch_npu wheels (installed tag, matrix)."""
@@ -202,28 +250,56 @@ def python_coverage(ctx: Any) -> Iterable[Finding]:
     if rows is None:
         return
     if not rows:
+        every = matrix_call(ctx, "fits", platform=plat) or []
+        target = _recommend_python(ctx, [v for r in every for v in row_python(r, plat)])
+        pick = best_torch_npu(ctx, None, target) if target else None
+        pair = matrix_call(ctx, "find_torch_npu", pick) if pick else None
         yield PY_NOT_COVERED.finding(
-            title=f"No torch_npu wheel exists for Python {short} on {plat}",
+            title=f"No torch_npu wheel exists for Python {short} on {plat}"
+            + (f": use Python {target}" if target else ""),
             evidence=[
                 f"Python {py.get('version')} at {py.get('executable')}",
-                "compatibility matrix: no row with a wheel for it",
-            ],
-            fix=["python3.10 -m venv ~/npu-venv   # or: conda create -n npu python=3.10   (a Python torch_npu covers)"],
+                "compatibility matrix: no torch_npu release has a wheel for it",
+            ]
+            + (
+                [f"newest Python with a torch_npu wheel and supported by the installed CANN: {target}"]
+                if target
+                else []
+            ),
+            fix=_new_env_fix(ctx, target, _torch_release(getattr(pair, "torch", None)), pick) if target else [],
             severity="warning",
         )
         return
     if torch is not None:
-        with_torch = matrix_call(ctx, "fits", torch=str(torch.get("version")), python=short, platform=plat)
-        any_torch = matrix_call(ctx, "fits", torch=str(torch.get("version")))
+        tv = str(torch.get("version"))
+        with_torch = matrix_call(ctx, "fits", torch=tv, python=short, platform=plat)
+        any_torch = matrix_call(ctx, "fits", torch=tv)
         if with_torch == [] and any_torch:
-            versions = sorted({v for r in any_torch for v in row_python(r, plat)})
+            versions = python_sorted({v for r in any_torch for v in row_python(r, plat)})
+            target = _recommend_python(ctx, versions)
+            pick = best_torch_npu(ctx, tv, target) if target else None
+            evidence = [
+                describe(torch),
+                f"torch_npu for torch {_torch_release(tv)} has wheels for Python {', '.join(versions) or '?'}"
+                " (compatibility matrix, PyPI wheels)",
+            ]
+            cv = cann_version(ctx)
+            rng = matrix_call(ctx, "cann_python_range", cv) if cv else None
+            if rng:
+                evidence.append(f"CANN {cv} supports Python {rng} (compatibility matrix)")
+            if pick:
+                fit = matrix_call(ctx, "cann_fit", matrix_call(ctx, "find_torch_npu", pick), cv) if cv else None
+                paired = f", paired with CANN {cv}" if fit == "paired" else ""
+                evidence.append(
+                    f"torch_npu {pick} is the release for torch {_torch_release(tv)} on Python {target}{paired}"
+                )
             yield PY_NOT_COVERED.finding(
-                title=f"No torch_npu for torch {torch.get('version')} has a wheel for Python {short}",
-                evidence=[
-                    describe(torch),
-                    f"torch_npu for that torch has wheels for Python {', '.join(versions) or '?'}",
-                ],
-                fix=[f"create an environment with Python {versions[-1]}" if versions else "pick another torch release"],
+                title=f"No torch_npu for torch {torch.get('version')} has a wheel for Python {short}"
+                + (f": use Python {target}" if target else ""),
+                evidence=evidence,
+                fix=_new_env_fix(ctx, target, _torch_release(tv), pick)
+                if target
+                else [f"{python_exe(ctx)} -m pip install 'torch-npu'  # with a torch release that has a wheel"],
                 severity="warning",
             )
 
@@ -256,8 +332,9 @@ def _installed_wheel(ctx: Any, npu: Any, short: str, plat: Optional[str]) -> Ite
             )
         return
     row = matrix_call(ctx, "find_torch_npu", str(npu.get("version") or ""))
-    pys = row_python(row, plat)
+    pys = python_sorted(row_python(row, plat))
     if pys and short not in pys:
+        target = _recommend_python(ctx, pys)
         yield PY_NOT_COVERED.finding(
             title=f"torch_npu {npu.get('version')} has no wheel for Python {short} (only {', '.join(pys)})",
             evidence=[
@@ -265,5 +342,7 @@ def _installed_wheel(ctx: Any, npu: Any, short: str, plat: Optional[str]) -> Ite
                 f"Python {py.get('version')} at {py.get('executable')}",
                 f"PyPI wheels for {plat}: cp" + ", cp".join(p.replace(".", "") for p in pys),
             ],
-            fix=[f"python{pys[-1]} -m venv ~/npu-venv   # or: conda create -n npu python={pys[-1]}"],
+            fix=_new_env_fix(ctx, target, _torch_release(getattr(row, "torch", None)), str(npu.get("version")))
+            if target
+            else [],
         )
