@@ -184,8 +184,10 @@ class TorchNpuRow:
 @dataclass
 class DriverRequirement:
     """What a CANN version needs from the NPU driver (Ascend HDK).  ``paired``: HDK
-    releases officially matched; ``compatible``: versions/patterns declared compatible;
-    ``minimum``: oldest HDK any official source pairs/tests/requires with it."""
+    releases officially matched; ``compatible``: versions/patterns declared compatible,
+    without repeats and without the paired ones, newest first (``25.5.X`` sorts as the
+    newest of its line); ``minimum``: oldest HDK any official source pairs/tests/requires
+    with it.  :attr:`versions` is the one list to show: paired, then compatible."""
 
     cann: str
     paired: List[str]
@@ -193,6 +195,13 @@ class DriverRequirement:
     minimum: Optional[str]
     source: str
     note: str = ""
+
+    @property
+    def versions(self) -> List[str]:
+        """Every HDK version/pattern that works with the CANN, once each: the paired
+        ones first, then the compatible ones newest first (``9.1.0`` -> ``26.1.0,
+        26.0.RC1, 25.7.RC1, 25.5.X``)."""
+        return _unique_hdk(list(self.paired) + list(self.compatible))
 
 
 @dataclass
@@ -608,6 +617,63 @@ class Matrix:
                 return r
         return None
 
+    def support(self, row: TorchNpuRow, today: Optional[_dt.date] = None) -> Dict[str, Any]:
+        """Lifecycle of a torch_npu row's PyTorch line as of ``today`` (default: the
+        later of today and the matrix's ``retrieved`` date, so a stale clock does not
+        revive a line the sources already called EOL).
+
+        Returns ``{"state": "eol"|"maintenance"|"development"|"planned"|"unknown",
+        "since": date or None, "next": "EOL from 2027-01-25" or None, "text": "EOL since
+        2025-12-30", "conflict": note or None, "source": ...}``.  ``state`` differs from
+        ``row.status`` (whether the mapping table lists the row): 2.1.0.post10 is an
+        ``active`` row of a line that is EOL since 2025-12-30.  Source: the row's ``eol``
+        and the ``[[torch_line]]`` rows (Ascend/pytorch SUPPORT.md: status, EOL date,
+        ``next_state`` "maintenance from D" / "EOL from D")."""
+        ref = today or _dt.date.today()
+        retrieved = self.provenance.get("retrieved")
+        if today is None and isinstance(retrieved, str) and _valid_date(retrieved):
+            ref = max(ref, _dt.date.fromisoformat(retrieved))
+        line = self.torch_line(row.torch) or {}
+        status = str(line.get("status") or "")
+        eol = row.eol or line.get("eol")
+        nxt = str(line.get("next_state") or "")
+        m = re.match(r"^\s*(eol|maintenance)\s+from\s+(\d{4}-\d{2}-\d{2})\s*$", nxt, re.I)
+        next_state, next_date = (m.group(1).lower(), m.group(2)) if m and _valid_date(m.group(2)) else (None, None)
+
+        def passed(date: Any) -> bool:
+            return isinstance(date, str) and _valid_date(date) and _dt.date.fromisoformat(date) <= ref
+
+        out: Dict[str, Any] = {
+            "state": "unknown",
+            "since": None,
+            "next": nxt or None,
+            "conflict": line.get("conflict") or None,
+            "source": line.get("source") or row.source,
+        }
+        if status == "eol" or passed(eol) or (next_state == "eol" and passed(next_date)):
+            when = eol if isinstance(eol, str) and _valid_date(eol) else (next_date if next_state == "eol" else None)
+            out.update(state="eol", since=when, next=None, text=f"EOL since {when}" if when else "EOL")
+        elif status == "maintenance" or (next_state == "maintenance" and passed(next_date)):
+            since = next_date if next_state == "maintenance" else line.get("released")
+            out["state"] = "maintenance"
+            out["since"] = since if status != "maintenance" else None
+            eol_next = next_date if next_state == "eol" else (eol if isinstance(eol, str) else None)
+            out["next"] = f"EOL from {eol_next}" if eol_next else None
+            out["text"] = (f"maintenance since {since}" if status != "maintenance" else "maintenance") + (
+                f", EOL from {eol_next}" if eol_next else ""
+            )
+        elif status in ("development", "planned"):
+            out["state"] = status
+            out["text"] = status + (f", {nxt}" if nxt else "")
+        elif isinstance(eol, str) and _valid_date(eol):
+            out["next"] = f"EOL from {eol}"
+            out["text"] = f"EOL from {eol}"
+        else:
+            out["text"] = "-"
+        if out["conflict"]:
+            out["text"] += " (sources disagree)"
+        return out
+
     def ext_version_of(self, torch_npu: str) -> Optional[str]:
         """The extension (TorchNPU product) version that built ``torch_npu``, from its
         row or from the release tags (``2.1.0.post14`` -> ``7.1.0.1``)."""
@@ -635,10 +701,17 @@ class Matrix:
         r = self.cann_row(cann)
         if r is None or not (r.get("hdk_paired") or r.get("hdk_compatible") or r.get("hdk_minimum")):
             return None
+        paired = _unique_hdk(r.get("hdk_paired", []))
+        taken = {_hdk_norm(p) for p in paired}
+        compatible = sorted(
+            (c for c in _unique_hdk(r.get("hdk_compatible", [])) if _hdk_norm(c) not in taken),
+            key=_hdk_sort_key,
+            reverse=True,
+        )
         return DriverRequirement(
             cann=r["version"],
-            paired=list(r.get("hdk_paired", [])),
-            compatible=list(r.get("hdk_compatible", [])),
+            paired=paired,
+            compatible=compatible,
             minimum=r.get("hdk_minimum") or None,
             source=r.get("source", ""),
             note=r.get("note", ""),
@@ -816,6 +889,36 @@ class Matrix:
                 continue
             return row
         return None
+
+
+def _hdk_norm(text: str) -> str:
+    """Case- and separator-insensitive form of an HDK version or pattern (``26.0.RC1`` ==
+    ``26.0.rc1``; ``25.5.X`` == ``25.5.x``)."""
+    return ".".join(tokens(str(text)))
+
+
+def _unique_hdk(values: Iterable[Any]) -> List[str]:
+    """HDK versions/patterns without repeats, first spelling and order kept."""
+    seen = set()
+    out: List[str] = []
+    for v in values:
+        key = _hdk_norm(str(v))
+        if key and key not in seen:
+            seen.add(key)
+            out.append(str(v))
+    return out
+
+
+def _hdk_sort_key(text: str) -> Tuple[int, Any]:
+    """Sort key of an HDK version or ``X.Y.X`` pattern (a pattern sorts as the newest
+    version of its line: ``25.5.X`` after ``25.5.2``); unparseable text sorts first."""
+    parts = tokens(str(text))
+    if parts and parts[-1] in ("x", "*"):
+        parts = parts[:-1] + ["99999"]
+    v = parse_driver(".".join(parts))
+    if v is None or not v.orderable:
+        return (0, ())
+    return (1, v)
 
 
 def _newest_first(rows: List[TorchNpuRow]) -> List[TorchNpuRow]:

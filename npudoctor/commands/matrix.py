@@ -32,9 +32,12 @@ written; 2 usage error; 3 nothing written (no source readable, result invalid, c
 writable) - the matrix in use is unchanged."""
 
 SHOW_HELP = """Show matrix rows: torch_npu package, PyTorch, the officially paired CANN,
-branch, status and the CPython versions with wheels on PyPI (per platform).  Filters combine;
---cann lists the official pairing (add --compatible for versions the release notes declare
-compatible).
+branch, table (whether the official mapping table lists the row: active, historical,
+release-notes-only, unmapped, prerelease), support (the lifecycle of the PyTorch line from
+SUPPORT.md: development, maintenance, "EOL since <date>", as of today or the matrix's
+retrieval date, whichever is later) and the CPython versions with wheels on PyPI (per
+platform).  Filters combine; --cann lists the official pairing (add --compatible for versions
+the release notes declare compatible).
 
 Exit codes: 0 rows shown; 1 no row matches; 2 usage error or the matrix cannot be loaded."""
 
@@ -44,7 +47,8 @@ against the bundled one; with A and B, two matrix files or directories.
 Exit codes: 0 no difference; 1 differences shown; 2 usage error or a matrix cannot be loaded."""
 
 VERIFY_HELP = """Check a matrix file (.toml or .json, or a directory of them) against the schema and print
-its provenance.  Every problem names the file, row and field.
+its provenance.  Without FILE: the refreshed cache copy if there is one (saying whether it is
+the matrix in use), else the bundled matrix.  Every problem names the file, row and field.
 
 Exit codes: 0 valid; 1 invalid; 2 usage error (no such file)."""
 
@@ -107,8 +111,9 @@ def show(
     rows = _newest_first(rows)
     if as_json:
         out = {"matrix": m.provenance, "rows": [r.to_dict() for r in rows]}
-        if cann:
-            for d, r in zip(out["rows"], rows):
+        for d, r in zip(out["rows"], rows):
+            d["support"] = m.support(r)
+            if cann:
                 d["cann_fit"] = m.cann_fit(r, cann)
         print(json.dumps(out, indent=2, ensure_ascii=False))
     else:
@@ -117,13 +122,13 @@ def show(
 
 
 def _print_rows(rows: List[Any], m: Any, cann: Optional[str]) -> None:
-    header = ("torch_npu", "torch", "CANN", "branch", "status", "Python (PyPI wheels)")
+    header = ("torch_npu", "torch", "CANN", "branch", "table", "support", "Python (PyPI wheels)")
     table = [header]
     for r in rows:
         c = ", ".join(r.cann) or "-"
         if cann and m.cann_fit(r, cann) == "compatible":
             c += f" (compatible: {cann})"
-        table.append((r.torch_npu, r.torch, c, r.branch or "-", r.status, _py_text(r)))
+        table.append((r.torch_npu, r.torch, c, r.branch or "-", r.status, m.support(r)["text"], _py_text(r)))
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header) - 1)]
     for row in table:
         print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + str(row[-1]))
@@ -262,28 +267,81 @@ def diff(
     raise typer.Exit(1 if lines else 0)
 
 
+def _default_target() -> Tuple[str, str, str]:
+    """``(path, origin, description)`` of the matrix ``verify`` checks without FILE: the
+    refreshed cache copy if one exists (whether or not it is in use, and why), else the
+    bundled matrix."""
+    import os
+
+    from npudoctor.matrix import MatrixError, bundled_dir, cache_path, load_matrix
+
+    cached = cache_path()
+    if not os.path.exists(cached):
+        return bundled_dir(), "bundled", f"the bundled matrix, in use (no refreshed copy at {cached})"
+    try:
+        in_use = load_matrix()
+    except MatrixError:
+        in_use = None
+    prov = in_use.provenance if in_use is not None else {}
+    if prov.get("origin") == "cache":
+        return cached, "cache", "the refreshed cache copy, in use"
+    why = "it does not load" if prov.get("cache_error") or in_use is None else "older than the bundled matrix"
+    return cached, "cache", f"the refreshed cache copy, NOT in use ({why}); the bundled matrix is used"
+
+
 @matrix_app.command("verify", help=VERIFY_HELP)
 def verify(
-    file: Annotated[str, typer.Argument(metavar="FILE", help="A matrix .toml/.json file or a directory of them.")],
+    file: Annotated[
+        Optional[str],
+        typer.Argument(
+            metavar="[FILE]",
+            help="A matrix .toml/.json file or a directory of them (default: the refreshed cache copy if "
+            "present, else the bundled matrix).",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     import os
 
     from npudoctor.matrix import MatrixError, load_from
 
-    if not os.path.exists(file):
+    origin, what = "file", None
+    if file is None:
+        file, origin, what = _default_target()
+    elif not os.path.exists(file):
         raise fail_usage(f"{file}: no such file or directory")
+    if what and not as_json:
+        print(f"verifying {what}: {file}")
     try:
-        m = load_from(file, "file", partial=True)
+        m = load_from(file, origin, partial=origin == "file")
     except MatrixError as exc:
         if as_json:
-            print(json.dumps({"valid": False, "error": str(exc)}, indent=2, ensure_ascii=False))
+            print(
+                json.dumps(
+                    {"valid": False, "file": file, "origin": origin, "what": what, "error": str(exc)},
+                    indent=2,
+                    ensure_ascii=False,
+                )
+            )
         else:
             print(f"invalid: {exc}")
         raise typer.Exit(1) from None
     counts = {t: len(m.data.get(t, [])) for t in ("torch_npu", "cann", "chip", "family", "python_dep")}
     if as_json:
-        print(json.dumps({"valid": True, "provenance": m.provenance, "rows": counts}, indent=2, ensure_ascii=False))
+        print(
+            json.dumps(
+                {
+                    "valid": True,
+                    "file": file,
+                    "origin": origin,
+                    "what": what,
+                    "provenance": m.provenance,
+                    "rows": counts,
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
     else:
         print(f"valid: {file}")
         print("rows: " + ", ".join(f"{n} {t}" for t, n in counts.items()))

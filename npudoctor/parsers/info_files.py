@@ -166,6 +166,28 @@ def range_contains(low: str, high: str, version: str) -> Optional[bool]:
     return lk <= vk[: len(lk)] and vk[: len(hk)] <= hk
 
 
+def format_range(low: str, high: str) -> str:
+    """One version.info range for humans: ``("23.0.0", "23.0.0.")`` -> ``"23.0.0.x"``,
+    ``("24.0", "24.0.")`` -> ``"24.0.x"`` (a high end ending in ``.`` is a prefix range),
+    ``("24.0", "24.1.")`` -> ``"24.0 to 24.1.x"``, ``("7.0.0", "7.2.99")`` ->
+    ``"7.0.0 to 7.2.99"``, ``("7.1.0", "7.1.0")`` -> ``"7.1.0"``."""
+    lo, hi = low.strip(), high.strip()
+    if hi.endswith("."):
+        prefix = hi.rstrip(".")
+        if not lo or lo == prefix:
+            return f"{prefix}.x"
+        return f"{lo} to {prefix}.x"
+    if not lo or lo == hi:
+        return hi or lo
+    return f"{lo} to {hi}"
+
+
+def format_ranges(ranges: List[Tuple[str, str]]) -> str:
+    """Ranges of a version.info line for humans, comma-separated (see :func:`format_range`):
+    ``[("23.0.0", "23.0.0."), ("24.1", "24.1.")]`` -> ``"23.0.0.x, 24.1.x"``."""
+    return ", ".join(format_range(lo, hi) for lo, hi in ranges)
+
+
 def ranges_contain(ranges: List[Tuple[str, str]], version: str) -> Optional[bool]:
     """True if any range holds ``version``; False if none does; None if undecidable."""
     answers = [range_contains(lo, hi, version) for lo, hi in ranges]

@@ -324,12 +324,25 @@ def chip_info(ctx: Any, name: str) -> Any:
 
 
 def package_chip(ctx: Any) -> Optional[str]:
-    """The chip part of the kernels/ops package names for the chips on this machine."""
-    for chip in chips(ctx):
+    """The chip part of the package names (``910b``, ``310p``, ``910``, ``A3``) for the
+    NPU chips of this machine, or ``None`` when no chip is known.
+
+    From ``devices.chips[*].name`` via ``matrix.chip(name).kernels_package_chip``; for a
+    chip name the matrix does not list, the ``family`` the devices probe recorded via the
+    matrix family's ``package_chip`` (chips.toml, REPORT.md §5)."""
+    found = chips(ctx)
+    for chip in found:
         info = chip_info(ctx, str(chip["name"]))
         pkg = getattr(info, "kernels_package_chip", None)
         if pkg:
             return str(pkg)
+    families = getattr(ctx.matrix, "families", None) if ctx.matrix is not None else None
+    if isinstance(families, dict):
+        for chip in found:
+            fam = families.get(str(chip.get("family") or ""))
+            pkg = getattr(fam, "package_chip", None)
+            if pkg:
+                return str(pkg)
     return None
 
 
@@ -619,36 +632,215 @@ def torch_npu_cann(ctx: Any) -> Iterable[Finding]:
             subject="torch_npu",
         )
         return
-    fix: List[str] = []
-    alternatives = _torch_npu_for(ctx, cver)
-    if alternatives:
-        fix.append(f"pip install 'torch-npu=={alternatives[0]}'  # built for CANN {cver} and your torch")
-    if paired:
-        arch = host_arch(ctx)
-        fix.append(f"or install CANN {paired[0]}: " + run_cmd(toolkit_file(paired[0], arch)))
-        fix.append(run_cmd(kernels_file(paired[0], package_chip(ctx), arch)))
-        fix.append(f"source {set_env_path(None, paired[0])}")
+    plan = cann_plan(ctx)
+    fix = _cann003_fix(ctx, plan) if plan else []
     yield TORCH_NPU_CANN.finding(
-        title=f"torch_npu {tver} does not work with CANN {cver}" + (f" (it needs CANN {paired[0]})" if paired else ""),
+        title=f"torch_npu {tver} does not work with CANN {cver}"
+        + (f" (it is paired with CANN {paired[0]})" if paired else ""),
         evidence=evidence,
         fix=fix,
         subject="torch_npu",
-        data={"torch_npu": tver, "cann": cver, "fit": fit, "paired": paired},
+        data={
+            "torch_npu": tver,
+            "cann": cver,
+            "fit": fit,
+            "paired": paired,
+            "keep_cann": (plan or {}).get("keep_cann"),
+            "move_to_cann": (plan or {}).get("move_to"),
+        },
     )
 
 
-def _torch_npu_for(ctx: Any, cann: str) -> List[str]:
-    """torch_npu versions for the installed torch that the matrix pairs with ``cann``."""
-    torch = _installed(ctx, "torch")
-    matrix = ctx.matrix
-    if not torch or not hasattr(matrix, "fits"):
-        return []
-    tv = str(torch[0].get("version") or "").split("+")[0]
+def _python_tag(ctx: Any) -> Tuple[Optional[str], Optional[str]]:
+    """``(python "3.10", platform "aarch64"|"x86_64")`` of the target interpreter, each
+    ``None`` when unknown (the python facts first, the host arch as platform fallback)."""
+    from npudoctor.rules._pyfacts import platform, python_short
+
     try:
-        rows = matrix.fits(torch=tv, cann=cann)
+        plat = platform(ctx)
     except Exception:
-        return []
-    return [str(r.torch_npu) for r in rows if getattr(r, "torch_npu", None)]
+        plat = None
+    try:
+        py = python_short(ctx)
+    except Exception:
+        py = None
+    return py, (plat if plat in ("aarch64", "x86_64") else host_arch(ctx))
+
+
+def keep_cann_build(ctx: Any, cann: str) -> Optional[Tuple[Any, str]]:
+    """The torch_npu build to install to keep CANN ``cann``: ``(row, fit)`` or ``None``.
+
+    Candidates are the matrix rows that fit ``cann`` (``Matrix.fits``: paired or declared
+    compatible, no pre-releases) and have a wheel for the target Python/platform.  Order
+    of preference: a build for the installed torch paired with ``cann``, one declared
+    compatible with it, then (torch must change too) the newest build paired with
+    ``cann``, then the newest declared compatible.  Source: the bundled matrix
+    (Ascend/pytorch COMPATIBILITY.md and release notes)."""
+    matrix = ctx.matrix
+    if matrix is None or not hasattr(matrix, "fits"):
+        return None
+    py, plat = _python_tag(ctx)
+    try:
+        rows = list(matrix.fits(python=py, platform=plat, cann=cann))
+    except Exception:
+        return None
+    torch = _installed(ctx, "torch")
+    tv = str(torch[0].get("version") or "").split("+")[0] if torch else ""
+    want = _pep440_release(tv)
+    ranked: List[Tuple[int, int, Any, str]] = []
+    for i, row in enumerate(rows):  # newest first
+        try:
+            fit = str(matrix.cann_fit(row, cann))
+        except Exception:
+            continue
+        same_torch = want is not None and _pep440_release(str(getattr(row, "torch", ""))) == want
+        rank = (0 if same_torch else 2) + (0 if fit == "paired" else 1)
+        ranked.append((rank, i, row, fit))
+    if not ranked:
+        return None
+    _rank, _i, row, fit = min(ranked, key=lambda t: (t[0], t[1]))
+    return row, fit
+
+
+def _pep440_release(text: str) -> Optional[Tuple[int, ...]]:
+    m = re.match(r"^\s*(\d+(?:\.\d+)*)", text or "")
+    if not m:
+        return None
+    parts = [int(x) for x in m.group(1).split(".")]
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
+
+
+def cann_plan(ctx: Any) -> Optional[Dict[str, Any]]:
+    """The two ways out of a torch_npu/CANN mismatch (CANN003), shared with the driver
+    rules so that their wording agrees.  ``None`` when the installed torch_npu fits the
+    selected CANN (or either is unknown).  Otherwise::
+
+        {"torch_npu": "2.10.0", "cann": "8.0.0",          # installed pair
+         "keep_cann": {"torch_npu": "2.4.0.post2", "torch": "2.4.0", "fit": "paired",
+                       "torch_changes": True} | None,       # option A (preferred)
+         "move_to": "9.0.0" | None}                         # option B: torch_npu's CANN
+
+    Source: the matrix (``find_torch_npu``, ``cann_fit``, ``fits``)."""
+    tk = ctx.facts("cann").get("selected")
+    tnpu = torch_npu_record(ctx)
+    matrix = ctx.matrix
+    if not tk or not tk.get("version") or tnpu is None or matrix is None or not hasattr(matrix, "find_torch_npu"):
+        return None
+    tver = str(tnpu.get("version") or "")
+    cver = str(tk["version"])
+    try:
+        row = matrix.find_torch_npu(tver)
+        fit = str(matrix.cann_fit(row, cver)) if row is not None else "unknown"
+    except Exception:
+        return None
+    if row is None or fit != "incompatible":
+        return None
+    keep = keep_cann_build(ctx, cver)
+    keep_info = None
+    if keep is not None:
+        krow, kfit = keep
+        torch = _installed(ctx, "torch")
+        tv = str(torch[0].get("version") or "").split("+")[0] if torch else ""
+        keep_info = {
+            "torch_npu": str(krow.torch_npu),
+            "torch": str(krow.torch),
+            "fit": kfit,
+            "torch_changes": _pep440_release(tv) != _pep440_release(str(krow.torch)),
+        }
+    paired = [str(c) for c in getattr(row, "cann", []) or []]
+    return {"torch_npu": tver, "cann": cver, "keep_cann": keep_info, "move_to": paired[0] if paired else None}
+
+
+def _hdk_for(ctx: Any, cann: str) -> Optional[str]:
+    """The Ascend HDK the matrix pairs with ``cann`` (else its minimum), or ``None``."""
+    matrix = ctx.matrix
+    try:
+        req = matrix.driver_requirement(cann) if matrix is not None else None
+    except Exception:
+        req = None
+    if req is None:
+        return None
+    paired = list(getattr(req, "paired", None) or [])
+    return str(paired[0]) if paired else (str(req.minimum) if getattr(req, "minimum", None) else None)
+
+
+def _installed_driver(ctx: Any) -> Optional[str]:
+    drv = ctx.facts("driver").get("driver") or {}
+    if isinstance(drv, dict) and drv.get("version"):
+        return str(drv["version"])
+    smi = ctx.facts("devices").get("npu_smi") or {}
+    if isinstance(smi, dict) and smi.get("driver_version"):
+        return str(smi["driver_version"])
+    return None
+
+
+def _driver_fit(ctx: Any, cann: str, driver: str) -> Optional[str]:
+    """``matrix.driver_fit(cann, driver)`` or ``None`` (no matrix, method missing, error)."""
+    matrix = ctx.matrix
+    if matrix is None or not hasattr(matrix, "driver_fit"):
+        return None
+    try:
+        return str(matrix.driver_fit(cann, driver))
+    except Exception:
+        return None
+
+
+def _cann003_fix(ctx: Any, plan: Dict[str, Any]) -> List[str]:
+    """Fix lines of CANN003: option A (keep the CANN, change torch_npu; preferred when a
+    build exists), then option B (install the CANN torch_npu is paired with, and the
+    driver that CANN needs).  Continuation lines are indented by two spaces."""
+    from npudoctor.rules._pyfacts import CPU_INDEX, pip_install
+
+    cver, tver = plan["cann"], plan["torch_npu"]
+    keep, move = plan.get("keep_cann"), plan.get("move_to")
+    out: List[str] = []
+    if keep:
+        what = f"torch_npu {keep['torch_npu']} is {'paired' if keep['fit'] == 'paired' else 'declared compatible'} with CANN {cver}"
+        if keep["torch_changes"]:
+            _py, plat = _python_tag(ctx)
+            torch_req = f"torch=={keep['torch']}" + ("+cpu" if plat == "x86_64" else "")
+            head = f"option A (preferred: keep CANN {cver}; {what} and built for torch {keep['torch']}): "
+            if plat == "x86_64":
+                out.append(head + pip_install(ctx, torch_req, index=CPU_INDEX))
+                out.append("  " + pip_install(ctx, f"torch-npu=={keep['torch_npu']}"))
+            else:
+                out.append(head + pip_install(ctx, torch_req, f"torch-npu=={keep['torch_npu']}"))
+        else:
+            out.append(
+                f"option A (preferred: keep CANN {cver} and your torch; {what}): "
+                + pip_install(ctx, f"torch-npu=={keep['torch_npu']}")
+            )
+    driver = _installed_driver(ctx)
+    if keep and driver and _driver_fit(ctx, cver, driver) in ("too-old", "incompatible"):
+        hdk = _hdk_for(ctx, cver)
+        out.append(
+            f"  and upgrade the driver {driver}, which CANN {cver} does not support"
+            + (f", to Ascend HDK {hdk}" if hdk else "")
+            + " (DRV002)"
+        )
+    if move:
+        arch = host_arch(ctx)
+        head = (
+            f"option B (install CANN {move}, the one torch_npu {tver} is paired with): "
+            if keep
+            else f"install CANN {move}, the one torch_npu {tver} is paired with (no torch_npu build for CANN {cver} in the matrix): "
+        )
+        out.append(head + run_cmd(toolkit_file(move, arch)))
+        out.append("  " + run_cmd(kernels_file(move, package_chip(ctx), arch)))
+        out.append(f"  source {set_env_path(None, move)}")
+        hdk = _hdk_for(ctx, move)
+        fit = _driver_fit(ctx, move, driver) if driver else None
+        if driver and fit in ("paired", "compatible"):
+            out.append(f"  the installed driver {driver} already fits CANN {move}")
+        elif hdk:
+            out.append(
+                f"  and the NPU driver + firmware of Ascend HDK {hdk}, which CANN {move} needs"
+                + (f" (driver {driver} does not fit it)" if driver and fit in ("too-old", "incompatible") else "")
+                + "; then reboot"
+            )
+    return out
 
 
 def _selected_kernels(ctx: Any) -> Tuple[Optional[Dict[str, Any]], Dict[str, Any]]:

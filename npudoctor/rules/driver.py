@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Code, Finding
-from npudoctor.parsers.info_files import ranges_contain
+from npudoctor.parsers.info_files import format_ranges, ranges_contain
 from npudoctor.rules import rule
-from npudoctor.rules.cann import host_arch, not_in_matrix_line, package_chip, torch_npu_record
+from npudoctor.rules.cann import cann_plan, host_arch, not_in_matrix_line, package_chip, torch_npu_record
 
 NO_DRIVER = Code(
     "DRV001",
@@ -105,8 +105,45 @@ def driver_version(ctx: Any) -> Tuple[Optional[str], Optional[str]]:
 
 
 def _hdk_chip(ctx: Any) -> str:
+    """The chip part of the HDK package names (``910b``, ``310p``, ``910``) for this
+    machine's NPUs (devices facts + matrix, see :func:`package_chip`), else a placeholder."""
     chip = package_chip(ctx)
     return chip.lower() if chip else "<chip: 910b|310p|910>"
+
+
+def _firmware_cmd(ctx: Any, what: str) -> str:
+    """``chmod +x <firmware .run> && ./<firmware .run> --full`` for the HDK ``what``
+    (file name: ``Ascend-hdk-<chip>-npu-firmware_<fw>.run``, REPORT.md §5)."""
+    file = f"Ascend-hdk-{_hdk_chip(ctx)}-npu-firmware_<{what}>.run"
+    return f"chmod +x {file} && ./{file} --full"
+
+
+def _move_note(ctx: Any, driver: Optional[str]) -> Optional[str]:
+    """The driver-side view of CANN003's option B (move to the CANN torch_npu is paired
+    with), so DRV001/DRV002 and CANN003 say the same thing; ``None`` without a mismatch."""
+    plan = cann_plan(ctx)
+    if not plan or not plan.get("move_to"):
+        return None
+    move = str(plan["move_to"])
+    matrix = ctx.matrix
+    fit = None
+    if driver and matrix is not None and hasattr(matrix, "driver_fit"):
+        try:
+            fit = str(matrix.driver_fit(move, driver))
+        except Exception:
+            fit = None
+    if fit in ("paired", "compatible"):
+        return (
+            f"or install CANN {move}, the one torch_npu {plan['torch_npu']} is paired with "
+            f"(CANN003 option B): driver {driver} supports it"
+        )
+    hdk = _hdk_of(ctx, move)
+    if not hdk:
+        return None
+    return (
+        f"the HDK above is for the CANN {plan['cann']} in use (CANN003 option A); if you move to "
+        f"CANN {move} for torch_npu {plan['torch_npu']} (CANN003 option B), install Ascend HDK {hdk} instead"
+    )
 
 
 def _driver_file(ctx: Any, version: str) -> str:
@@ -119,11 +156,18 @@ def _driver_file(ctx: Any, version: str) -> str:
 def _paired_hdk(ctx: Any) -> Optional[str]:
     """The HDK version the matrix pairs with the selected CANN (for fix-its), or ``None``."""
     tk = ctx.facts("cann").get("selected") or {}
+    if not tk.get("version"):
+        return None
+    return _hdk_of(ctx, str(tk["version"]))
+
+
+def _hdk_of(ctx: Any, cann: str) -> Optional[str]:
+    """The HDK version the matrix pairs with ``cann`` (else its minimum), or ``None``."""
     matrix = ctx.matrix
-    if not tk.get("version") or matrix is None or not hasattr(matrix, "driver_requirement"):
+    if matrix is None or not hasattr(matrix, "driver_requirement"):
         return None
     try:
-        req = matrix.driver_requirement(str(tk["version"]))
+        req = matrix.driver_requirement(cann)
     except Exception:
         return None
     paired = list(getattr(req, "paired", None) or []) if req is not None else []
@@ -155,7 +199,9 @@ def driver_missing(ctx: Any) -> Iterable[Finding]:
     hdk = _paired_hdk(ctx)
     file = _driver_file(ctx, hdk or "<HDK version paired with your CANN>")
     if hdk:
-        evidence.append(f"matrix: CANN {(cann.get('selected') or {}).get('version')} is paired with Ascend HDK {hdk}")
+        evidence.append(
+            f"matrix: the CANN {(cann.get('selected') or {}).get('version')} in use is paired with Ascend HDK {hdk}"
+        )
     if _in_container(ctx):
         yield NO_DRIVER.finding(
             title="The host's NPU driver is not mounted into this container",
@@ -167,14 +213,18 @@ def driver_missing(ctx: Any) -> Iterable[Finding]:
             severity="error" if tnpu is not None else "warning",
         )
         return
+    fix = [
+        f"chmod +x {file} && ./{file} --full",
+        _firmware_cmd(ctx, f"firmware of Ascend HDK {hdk}" if hdk else "firmware of the same HDK"),
+        "reboot",
+    ]
+    note = _move_note(ctx, None)
+    if note:
+        fix.append(note)
     yield NO_DRIVER.finding(
         title="No NPU driver installed (/usr/local/Ascend/driver/version.info not found)",
         evidence=evidence,
-        fix=[
-            f"chmod +x {file} && ./{file} --full",
-            f"./Ascend-hdk-{_hdk_chip(ctx)}-npu-firmware_<firmware of the same HDK>.run --full",
-            "reboot",
-        ],
+        fix=fix,
         severity="error" if tnpu is not None else "warning",
     )
 
@@ -226,12 +276,18 @@ def driver_cann(ctx: Any) -> Iterable[Finding]:
         file = _driver_file(ctx, str(target))
         fix += [
             f"upgrade {where} driver: chmod +x {file} && ./{file} --full",
-            f"then the firmware of Ascend HDK {target}: ./Ascend-hdk-{_hdk_chip(ctx)}-npu-firmware_<fw>.run --full; reboot",
+            f"then the firmware of Ascend HDK {target}: {_firmware_cmd(ctx, 'fw')}; reboot",
         ]
-    if _in_container(ctx):
-        fix.append("or use an image built on an older CANN that the host driver supports")
+    note = _move_note(ctx, version)
+    if note and note.startswith("or install"):
+        fix.append(note)
     else:
-        fix.append("or install a CANN version that this driver supports (`npudoctor matrix`)")
+        if _in_container(ctx):
+            fix.append("or use an image built on an older CANN that the host driver supports")
+        else:
+            fix.append("or install a CANN version that this driver supports (`npudoctor matrix`)")
+        if note:
+            fix.append(note)
     too_old = fit == "too-old"
     yield DRIVER_CANN.finding(
         title=(
@@ -266,7 +322,7 @@ def firmware_driver(ctx: Any) -> Iterable[Finding]:
         f"firmware {fver} (HDK {fw.get('package_version')}) from {fw.get('source')}",
     ]
     if fw_ranges:
-        evidence.append("firmware accepts drivers " + ", ".join(f"[{lo},{hi}]" for lo, hi in fw_ranges))
+        evidence.append("firmware accepts drivers " + format_ranges(fw_ranges))
     if fw_says is True:
         return
     if fw_says is None:
@@ -274,12 +330,12 @@ def firmware_driver(ctx: Any) -> Iterable[Finding]:
         drv_says = ranges_contain(drv_ranges, fver) if drv_ranges else None
         if drv_says is not False:
             return
-        evidence.append("driver accepts firmware " + ", ".join(f"[{lo},{hi}]" for lo, hi in drv_ranges))
+        evidence.append("driver accepts firmware " + format_ranges(drv_ranges))
     yield FIRMWARE_DRIVER.finding(
         title=f"Firmware {fver} does not list driver {dver} as compatible",
         evidence=evidence,
         fix=[
-            f"./Ascend-hdk-{_hdk_chip(ctx)}-npu-firmware_<firmware of Ascend HDK {dver}>.run --full",
+            _firmware_cmd(ctx, f"firmware of Ascend HDK {dver}"),
             "reboot",
             "npu-smi info -t board -i 0   # Compatibility should say OK",
         ],
