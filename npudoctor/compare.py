@@ -28,6 +28,19 @@ snapshot) and is never counted as drift.
 The majority of a field is the value held by more than half of the nodes that know it; a
 field without one is *split*.  Nodes are named by the snapshot's ``node`` label (host name
 or, once redacted, its stable pseudonym), else by the file they came from.
+
+Every machine counts once, so that a repeated input cannot outvote the others:
+
+* the same file given twice (twice on the command line, or also inside a directory given)
+  is read once, and the same snapshot under two file names (identical content: same
+  ``created``, node and facts) counts once; both are listed under ``repeated``;
+* several snapshots with the same ``node`` label are one node, listed under
+  ``duplicates``.  When their stacks are identical (a copy, or a re-collection with nothing
+  changed) it is only noted.  When they differ the newest snapshot (``created``; the last
+  given on a tie) stands for the node, the fields that differ between the copies are listed,
+  and the report counts as drift: either a stale snapshot lies next to a fresh one, or two
+  machines share a host name -- both hide what a node really runs, so the operator must look.
+  Snapshots without a node label are told apart by their file and never merged.
 """
 
 from __future__ import annotations
@@ -177,19 +190,43 @@ def _field_key(field: str) -> Tuple[int, str]:
 
 
 # ------------------------------------------------------------------------- input
+class Repeated:
+    """The value :func:`iter_inputs` yields for a file already read (``first``: the
+    source name it was read under)."""
+
+    def __init__(self, first: str) -> None:
+        self.first = first
+
+
 def iter_inputs(paths: Iterable[str], stdin: Optional[Any] = None) -> Iterator[Tuple[str, Any]]:
-    """Yield ``(source label, raw JSON value or an error string)`` for every snapshot.
+    """Yield ``(source label, raw JSON value, an error string, or a Repeated)`` for every
+    snapshot.
 
     A path may be a file holding one snapshot (JSON), several (JSON lines), or a directory
     (its ``*.json`` and ``*.jsonl`` files, sorted; not recursive).  ``-`` (or ``stdin`` given
-    with no paths) reads JSON lines from standard input.  Raises :class:`CompareInputError`
-    for a path that does not exist.
+    with no paths) reads JSON lines from standard input (once).  A file reached a second
+    time (same real path) is not read again: :class:`Repeated` is yielded instead.  Raises
+    :class:`CompareInputError` for a path that does not exist.
     """
     paths = list(paths)
     if not paths and stdin is not None:
         paths = ["-"]
+    seen: Dict[str, str] = {}
+
+    def once(path: str) -> Iterator[Tuple[str, Any]]:
+        key = os.path.realpath(path)
+        if key in seen:
+            yield path, Repeated(seen[key])
+            return
+        seen[key] = path
+        yield from _file(path)
+
     for path in paths:
         if path == "-":
+            if "-" in seen:
+                yield "stdin", Repeated("stdin")
+                continue
+            seen["-"] = "stdin"
             stream = stdin if stdin is not None else sys.stdin
             yield from _lines("stdin", stream.read())
             continue
@@ -199,11 +236,11 @@ def iter_inputs(paths: Iterable[str], stdin: Optional[Any] = None) -> Iterator[T
             except OSError as exc:
                 raise CompareInputError(f"cannot list {path}: {exc.strerror or exc}") from None
             for name in names:
-                yield from _file(os.path.join(path, name))
+                yield from once(os.path.join(path, name))
             continue
         if not os.path.exists(path):
             raise CompareInputError(f"{path}: no such file or directory")
-        yield from _file(path)
+        yield from once(path)
 
 
 def _file(path: str) -> Iterator[Tuple[str, Any]]:
@@ -249,14 +286,23 @@ def compare(items: Iterable[Tuple[str, Any]]) -> Dict[str, Any]:
         differing    [{"node", "source", "differences": [{"field", "value", "majority"}]}]
         unknown      [{"node", "fields": [...]}]  fields a node's snapshot does not tell
         unreadable   [{"source", "error"}]
-        renamed      [{"node", "source", "was"}]  duplicate labels made unique
-        drift        bool: some node differs, a field is split, or a snapshot is unreadable
+        repeated     [{"source", "same_as"}]  a file given again, or a copy of a snapshot
+                     already read (identical content): counted once
+        duplicates   [{"node", "sources": [...], "used", "identical": bool,
+                       "differences": [{"field", "values": {source: value}}]}]
+                     one node label in several snapshots: counted once (``used``)
+        drift        bool: some node differs, a field is split, a snapshot is unreadable,
+                     or one node label has snapshots with different stacks
     """
-    nodes: List[Tuple[str, str, Dict[str, Optional[str]]]] = []
+    # (label or None, source, fingerprint, created) per readable snapshot, in input order
+    readable: List[Tuple[Optional[str], str, Dict[str, Optional[str]], str]] = []
     unreadable: List[Dict[str, str]] = []
-    renamed: List[Dict[str, str]] = []
-    seen: Dict[str, int] = {}
+    repeated: List[Dict[str, str]] = []
+    contents: Dict[str, str] = {}
     for source, raw in items:
+        if isinstance(raw, Repeated):
+            repeated.append({"source": source, "same_as": raw.first})
+            continue
         if isinstance(raw, str):
             unreadable.append({"source": source, "error": raw})
             continue
@@ -266,15 +312,14 @@ def compare(items: Iterable[Tuple[str, Any]]) -> Dict[str, Any]:
         if raw.get("schema_version") not in (1,):
             unreadable.append({"source": source, "error": f"unsupported schema_version {raw.get('schema_version')!r}"})
             continue
-        label = str(raw.get("node") or "") or os.path.basename(source)
-        if label in seen:
-            seen[label] += 1
-            new = f"{label}#{seen[label]}"
-            renamed.append({"node": new, "source": source, "was": label})
-            label = new
-        else:
-            seen[label] = 1
-        nodes.append((label, source, fingerprint(raw["facts"])))
+        digest = _digest(raw)
+        if digest in contents:
+            repeated.append({"source": source, "same_as": contents[digest]})
+            continue
+        contents[digest] = source
+        label = str(raw.get("node") or "") or None
+        readable.append((label, source, fingerprint(raw["facts"]), str(raw.get("created") or "")))
+    nodes, duplicates = _one_per_node(readable)
 
     fields = sorted(
         {f for _n, _s, fp in nodes for f, v in fp.items() if v is not None and not f.startswith("_")},
@@ -326,9 +371,64 @@ def compare(items: Iterable[Tuple[str, Any]]) -> Dict[str, Any]:
         "differing": differing,
         "unknown": unknown,
         "unreadable": unreadable,
-        "renamed": renamed,
-        "drift": bool(differing or split or unreadable),
+        "repeated": repeated,
+        "duplicates": duplicates,
+        "drift": bool(differing or split or unreadable or any(not d["identical"] for d in duplicates)),
     }
+
+
+def _digest(raw: Dict[str, Any]) -> str:
+    """A hash of the whole snapshot: equal only for the same snapshot (same ``created``,
+    node and facts), e.g. one file copied under two names."""
+    import hashlib
+
+    text = json.dumps(raw, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+
+
+def _one_per_node(
+    readable: List[Tuple[Optional[str], str, Dict[str, Optional[str]], str]],
+) -> Tuple[List[Tuple[str, str, Dict[str, Optional[str]]]], List[Dict[str, Any]]]:
+    """``(nodes, duplicates)``: one ``(name, source, fingerprint)`` per node label (see
+    the module docstring), in order of first appearance; unlabeled snapshots are named by
+    their file (the base name, or the whole source when two base names collide)."""
+    groups: Dict[Any, List[int]] = {}
+    for i, (label, source, _fp, _created) in enumerate(readable):
+        groups.setdefault(("node", label) if label else ("file", source), []).append(i)
+    basenames = Counter(os.path.basename(src) for label, src, _f, _c in readable if not label)
+    nodes: List[Tuple[str, str, Dict[str, Optional[str]]]] = []
+    duplicates: List[Dict[str, Any]] = []
+    for (kind, key), members in groups.items():
+        # the newest snapshot stands for the node; on a tie (or no timestamps) the last given
+        used = max(members, key=lambda i: (readable[i][3], i))
+        _label, source, fp, _created = readable[used]
+        if kind == "node":
+            name = str(key)
+        else:
+            base = os.path.basename(source)
+            name = base if basenames[base] == 1 else source
+        nodes.append((name, source, fp))
+        if len(members) < 2:
+            continue
+        fields = sorted(
+            {f for i in members for f in readable[i][2] if not f.startswith("_")},
+            key=_field_key,
+        )
+        differences = []
+        for field in fields:
+            values = {readable[i][1]: _value(readable[i][2], field) for i in members}
+            if len(set(values.values())) > 1:
+                differences.append({"field": field, "values": values})
+        duplicates.append(
+            {
+                "node": name,
+                "sources": [readable[i][1] for i in members],
+                "used": source,
+                "identical": not differences,
+                "differences": differences,
+            }
+        )
+    return nodes, duplicates
 
 
 def _value(fp: Dict[str, Optional[str]], field: str) -> Optional[str]:
@@ -373,6 +473,30 @@ def render_text(report: Dict[str, Any], limit: int = 50) -> str:
         for value, names in item["values"].items():
             shown = ", ".join(names[:10]) + (f" ... (+{len(names) - 10})" if len(names) > 10 else "")
             lines.append(f"  {value}: {shown}")
+    if report.get("repeated"):
+        lines.append("")
+        shown = ", ".join(r["source"] for r in report["repeated"][:limit])
+        lines.append(f"Given more than once (the same snapshot), counted once: {shown}")
+    for dup in report.get("duplicates", [])[:limit]:
+        lines.append("")
+        sources = ", ".join(dup["sources"])
+        if dup["identical"]:
+            lines.append(
+                f"Node {dup['node']} appears in {len(dup['sources'])} snapshots ({sources}): "
+                "the same stack, counted once."
+            )
+            continue
+        lines.append(
+            f"Node {dup['node']} appears in {len(dup['sources'])} snapshots that differ ({sources}): "
+            f"counted once, as {dup['used']} (the newest)."
+        )
+        for d in dup["differences"]:
+            values = ", ".join(f"{src}: {v if v is not None else '?'}" for src, v in d["values"].items())
+            lines.append(f"      {d['field']}: {values}")
+        lines.append(
+            "  A stale snapshot next to a fresh one, or two machines with one host name: remove the "
+            "stale file, or give each machine its own name."
+        )
     if report["unreadable"]:
         lines.append("")
         lines.append("Unreadable snapshots:")

@@ -31,6 +31,9 @@ def snaps(tmp_path_factory):
     make("post", torch_npu="2.1.0.post4")
     make("hccl", env={"HCCL_CONNECT_TIMEOUT": "120"})
     make("vis", env={"ASCEND_RT_VISIBLE_DEVICES": "0,1"})
+    # host name base-a again, with another CANN: a second machine or a stale snapshot
+    root = build_root(base / "base-a-old" / "root", hostname="base-a", cann="8.0.RC3")
+    out["base-a-old"] = collect(root, base / "base-a-old.json", env=BASE_ENV)
     return out
 
 
@@ -76,8 +79,9 @@ def test_split_and_unknown(snaps):
     report = compare([("a", snaps["base-a"]), ("b", partial), ("a2", snaps["base-a"])])
     assert report["differing"] == [] and report["split"] == []
     assert report["unknown"] == [{"node": pseudonym("base-b"), "fields": ["driver", "firmware"]}]
-    # the same label twice is kept apart
-    assert [r["node"] for r in report["renamed"]] == [pseudonym("base-a") + "#2"]
+    # the same snapshot given twice counts once
+    assert report["nodes"] == 2 and report["repeated"] == [{"source": "a2", "same_as": "a"}]
+    assert report["duplicates"] == []
 
 
 def test_cli_files_directory_and_stdin(snaps, tmp_path):
@@ -119,6 +123,89 @@ def test_cli_bad_input(snaps, tmp_path):
     empty.mkdir()
     assert npudoctor("compare", str(empty)).returncode == 2
     assert npudoctor("compare", input="").returncode == 2
+
+
+def _write(path, snap, created=None):
+    snap = json.loads(json.dumps(snap))
+    if created:
+        snap["created"] = created
+    path.write_text(json.dumps(snap), encoding="utf-8")
+    return str(path)
+
+
+def test_same_file_twice_is_one_node(snaps, tmp_path):
+    """`compare k10.json k10.json`, or a file also inside a directory given, or a copy."""
+    d = tmp_path / "snaps"
+    d.mkdir()
+    a = _write(d / "a.json", snaps["base-a"])
+    b = _write(d / "b.json", snaps["base-b"])
+    proc = npudoctor("compare", a, a, "--json")
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 0 and report["nodes"] == 1 and report["majority_nodes"] == 1
+    assert report["repeated"] == [{"source": a, "same_as": a}]
+
+    copy = _write(tmp_path / "copy-of-a.json", snaps["base-a"])
+    report = json.loads(npudoctor("compare", str(d), a, copy, "--json").stdout)
+    assert report["nodes"] == 2 and report["majority_nodes"] == 2 and report["drift"] is False
+    assert report["repeated"] == [{"source": a, "same_as": a}, {"source": copy, "same_as": a}]
+    text = npudoctor("compare", a, a, b).stdout
+    assert text.startswith("Compared 2 node(s): 2 match the majority")
+    assert f"Given more than once (the same snapshot), counted once: {a}\n" in text
+
+
+def test_same_node_label_with_the_same_stack_counts_once(snaps, tmp_path):
+    """Two collections of one machine (different times, nothing changed)."""
+    old = _write(tmp_path / "a-monday.json", snaps["base-a"], created="2025-01-06T08:00:00Z")
+    new = _write(tmp_path / "a-friday.json", snaps["base-a"], created="2025-01-10T08:00:00Z")
+    b = _write(tmp_path / "b.json", snaps["base-b"])
+    proc = npudoctor("compare", new, old, b, "--json")
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 0 and report["drift"] is False
+    assert report["nodes"] == 2 and report["majority_nodes"] == 2 and report["repeated"] == []
+    assert report["duplicates"] == [
+        {"node": pseudonym("base-a"), "sources": [new, old], "used": new, "identical": True, "differences": []}
+    ]
+    text = npudoctor("compare", new, old, b).stdout
+    assert f"Node {pseudonym('base-a')} appears in 2 snapshots ({new}, {old}): the same stack, counted once." in text
+
+
+def test_same_node_label_with_different_stacks_is_drift(snaps, tmp_path):
+    """One host name, two stacks: the newest stands for the node, and the operator is told."""
+    stale = _write(tmp_path / "a-stale.json", snaps["base-a-old"], created="2025-01-06T08:00:00Z")
+    fresh = _write(tmp_path / "a-fresh.json", snaps["base-a"], created="2025-01-10T08:00:00Z")
+    b = _write(tmp_path / "b.json", snaps["base-b"])
+    proc = npudoctor("compare", fresh, stale, b, "--json")
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and report["drift"] is True
+    # counted once, as the fresh snapshot: it agrees with base-b, so nothing else differs
+    assert report["nodes"] == 2 and report["differing"] == [] and report["split"] == []
+    assert report["majority"]["cann.toolkit"] == "8.0.0" and report["majority_nodes"] == 2
+    (dup,) = report["duplicates"]
+    assert dup["node"] == pseudonym("base-a") and dup["used"] == fresh and dup["identical"] is False
+    assert dup["differences"] == [{"field": "cann.toolkit", "values": {fresh: "8.0.0", stale: "8.0.RC3"}}]
+    text = npudoctor("compare", stale, fresh, b).stdout
+    assert (
+        f"Node {pseudonym('base-a')} appears in 2 snapshots that differ ({stale}, {fresh}): "
+        f"counted once, as {fresh} (the newest)."
+    ) in text
+    assert f"      cann.toolkit: {stale}: 8.0.RC3, {fresh}: 8.0.0\n" in text
+
+
+def test_unlabeled_snapshots_are_told_apart_by_file(snaps, tmp_path):
+    """No node label: two files are two nodes, even with one base name."""
+    one, two = tmp_path / "x", tmp_path / "y"
+    one.mkdir()
+    two.mkdir()
+    a = json.loads(json.dumps(snaps["base-a"]))
+    a["node"] = ""
+    b = json.loads(json.dumps(snaps["base-b"]))
+    b["node"] = ""
+    pa, pb = _write(one / "snap.json", a), _write(two / "snap.json", b)
+    report = compare(iter_inputs([pa, pb]))
+    assert report["nodes"] == 2 and report["duplicates"] == [] and report["repeated"] == []
+    assert report["majority_nodes"] == 2 and report["unknown"] == []
+    report = compare(iter_inputs([pa, str(tmp_path / "x")]))
+    assert report["nodes"] == 1 and report["repeated"] == [{"source": str(one / "snap.json"), "same_as": pa}]
 
 
 def test_iter_inputs_directory_order(tmp_path, snaps):

@@ -20,6 +20,11 @@ files) or `-` for JSON lines on standard input (the default when no path is give
 input is piped).  Nodes are named by the snapshot's node label (host name, or its stable
 pseudonym when redacted).
 
+Every machine counts once: a file given twice is read once, and snapshots sharing a node
+label are one node. If their stacks are identical this is only noted; if they differ the
+newest snapshot stands for the node, the differences are listed and it counts as drift (a
+stale snapshot, or two machines with one host name).
+
 Exit codes: 0 no drift; 1 drift found (or a snapshot could not be read); 2 usage error."""
 
 
