@@ -1,0 +1,276 @@
+"""Fix commands of the package rules (PKG001, PKG003, PKG006) and PY001, judged on their
+exact text, and the PKG003 uninstall lines run for real with pip against real site dirs.
+
+The scenarios are the ones in tests/scenarios/ (run through the documented contract); the
+pip tests build a non-venv CPython prefix (PYTHONHOME over pyenv's 3.8 standard library,
+with its own empty site-packages and pip linked in) and a venv, write dist-infos with
+RECORD files, run `npudoctor check --python`, then run the fix lines in bash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from scenario_runner import REPO, prepare, run_check
+
+SCENARIOS = REPO / "tests" / "scenarios"
+PYENV38 = Path("/root/.pyenv/versions/3.8.18")
+
+
+def _scenario(name: str, tmp_path: Path):
+    run = run_check(prepare(SCENARIOS / name, tmp_path))
+    assert run.doc is not None, run.stderr[-2000:]
+    return run.doc
+
+
+def _one(doc, code: str, subject: str = None):
+    hits = [f for f in doc["findings"] if f["code"] == code and (subject is None or f.get("subject") == subject)]
+    assert len(hits) == 1, [(f["code"], f.get("subject"), f["title"]) for f in doc["findings"]]
+    return hits[0]
+
+
+def _commands(finding):
+    """Fix lines without their `  # comment`."""
+    return [line.split("  #", 1)[0] for line in finding["fix"]]
+
+
+# ------------------------------------------------------------------ scenarios
+def test_two_torch_dist_infos_reinstall_the_torch_torch_npu_requires(tmp_path):
+    doc = _scenario("k01-upgraded-env-two-torch-dist-infos", tmp_path)
+    dup = _one(doc, "PKG003", "torch")
+    env = "/home/ma-user/anaconda3/envs/PyTorch-2.1.0"
+    py = f"{env}/bin/python"  # the conda env's interpreter (the tree leaves the binary out)
+    assert _commands(dup) == [
+        f"{py} -m pip uninstall -y torch",
+        f"{py} -m pip uninstall -y torch",
+        f"{py} -m pip install torch==2.2.0",
+    ]
+    assert "one of the 2 torch dist-infos in " + env + "/lib/python3.9/site-packages" in dup["fix"][0]
+    assert "torch_npu 2.2.0 requires `torch==2.2.0` (Requires-Dist in its METADATA)" in dup["evidence"]
+    assert "PKG001" not in {f["code"] for f in doc["findings"]}
+
+
+def test_user_site_torch_is_removed_and_the_env_torch_kept(tmp_path):
+    doc = _scenario("k01-user-site-torch-shadows-env", tmp_path)
+    py = "/usr/local/python3.10.14/bin/python3.10"
+    user_site = "/home/dev/.local/lib/python3.10/site-packages"
+    dup = _one(doc, "PKG003", "torch")
+    assert _commands(dup) == [
+        f"HOME=/home/dev {py} -m pip uninstall -y torch",
+        f"{py} -m pip show torch",
+    ]
+    assert f"torch 2.3.1 in {user_site}" in dup["fix"][0]
+    assert "Version: 2.1.0, Location: /usr/local/python3.10.14/lib/python3.10/site-packages" in dup["fix"][1]
+    pairing = _one(doc, "PKG001")
+    assert pairing["fix"] == dup["fix"]  # PKG001 says the same: remove the shadowing copy
+    assert any("torch 2.1.0 in /usr/local/python3.10.14" in e and "fits" in e for e in pairing["evidence"])
+    # Nothing reinstalls the torch PKG001 says does not match.
+    assert not any("2.3.1" in line.split("  #")[0] for f in doc["findings"] for line in f["fix"])
+
+
+def test_cann_deps_pin_numpy_to_the_paired_cann_and_are_a_note_without_cann(tmp_path):
+    doc = _scenario("k01-x86-torch-npu-2.1.0.post10-needs-cpu-torch", tmp_path)
+    deps = _one(doc, "PKG006")
+    assert deps["severity"] == "info"
+    argv = shlex.split(deps["fix"][0])
+    assert argv[:4] == ["/root/venv-npu/bin/python3.10", "-m", "pip", "install"]
+    assert argv[4] == "numpy>=1.19.2,<2"  # CANN 8.0.0 (paired with 2.1.0.post10) on Python 3.10
+    assert {"decorator", "attrs", "sympy", "scipy"} <= set(argv[5:])
+    assert any(
+        "CANN 8.0.0, the CANN the compatibility matrix pairs with torch_npu 2.1.0.post10" in e for e in deps["evidence"]
+    )
+    assert "CANN001" in {f["code"] for f in doc["findings"]}
+    # the same interpreter in every fix of the report
+    pairing = _one(doc, "PKG001")
+    assert shlex.split(pairing["fix"][0])[0] == "/root/venv-npu/bin/python3.10"
+
+
+def test_cann_deps_stay_an_error_with_a_toolkit(tmp_path):
+    doc = _scenario("k06-cann-python-deps-missing", tmp_path)
+    deps = _one(doc, "PKG006")
+    assert deps["severity"] == "error"
+    assert shlex.split(deps["fix"][0])[:4] == ["/root/anaconda3/bin/python3.8", "-m", "pip", "install"]
+
+
+def test_py001_recommends_the_newest_covered_python_with_runnable_commands(tmp_path):
+    doc = _scenario("k08-python-3.12-torch-2.1-no-torch-npu-wheel", tmp_path)
+    cov = _one(doc, "PY001")
+    assert cov["title"] == "No torch_npu for torch 2.1.0 has a wheel for Python 3.12: use Python 3.11"
+    assert any("wheels for Python 3.8, 3.9, 3.10, 3.11 " in e for e in cov["evidence"])
+    assert _commands(cov) == [
+        "python3.11 -m venv ~/npu-venv && . ~/npu-venv/bin/activate",
+        "python -m pip install torch==2.1.0 torch-npu==2.1.0.post10",
+    ]
+    assert "conda create -n npu python=3.11 -y && conda activate npu" in cov["fix"][0]
+
+
+def test_py001_explain_has_no_version_table():
+    proc = subprocess.run(
+        [sys.executable, "-m", "npudoctor", "explain", "PY001"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "3.8-3.10" not in proc.stdout and "compatibility matrix" in proc.stdout
+
+
+# ------------------------------------------------------------ real pip runs
+def _dist(site: Path, name: str, version: str, requires=()) -> None:
+    """A dist-info with a package dir and a RECORD (what `pip uninstall` reads)."""
+    pkg = name.replace("-", "_")
+    info = site / f"{pkg}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (site / pkg).mkdir(exist_ok=True)
+    (site / pkg / "__init__.py").write_text(f"__version__ = {version!r}\n")
+    meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    meta += [f"Requires-Dist: {r}" for r in requires]
+    (info / "METADATA").write_text("\n".join(meta) + "\n")
+    (info / "INSTALLER").write_text("pip\n")
+    rows = [f"{pkg}/__init__.py,,", f"{info.name}/METADATA,,", f"{info.name}/INSTALLER,,", f"{info.name}/RECORD,,"]
+    (info / "RECORD").write_text("\n".join(rows) + "\n")
+
+
+def _private_prefix(tmp_path: Path) -> Path:
+    """A CPython 3.8 prefix of our own (PYTHONHOME): pyenv's stdlib linked in, an empty
+    site-packages holding only a link to pip."""
+    if not (PYENV38 / "lib" / "python3.8" / "site-packages" / "pip").is_dir():
+        pytest.skip("pyenv 3.8.18 with pip not installed")
+    prefix = tmp_path / "prefix"
+    lib = prefix / "lib" / "python3.8"
+    (lib / "site-packages").mkdir(parents=True)
+    for entry in (PYENV38 / "lib" / "python3.8").iterdir():
+        if entry.name != "site-packages":
+            (lib / entry.name).symlink_to(entry)
+    for entry in (PYENV38 / "lib" / "python3.8" / "site-packages").glob("pip*"):
+        (lib / "site-packages" / entry.name).symlink_to(entry)
+    # `check --python` gets this wrapper (npudoctor itself must not see PYTHONHOME); the
+    # probe reports sys.executable, the pyenv binary, and the fix lines run with PYTHONHOME.
+    (prefix / "bin").mkdir()
+    wrapper = prefix / "bin" / "python3.8"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONHOME={prefix} exec {PYENV38}/bin/python3.8 "$@"\n')
+    wrapper.chmod(0o755)
+    return prefix
+
+
+def _check(python: str, env: dict, cwd: Path):
+    env = {k: v for k, v in env.items() if k != "PYTHONHOME"}
+    prefix = Path(env.get("NPD_TEST_PREFIX", ""))
+    if env.get("NPD_TEST_PREFIX"):
+        python = str(prefix / "bin" / "python3.8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "npudoctor", "check", "--json", "--python", python],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(cwd),
+        timeout=180,
+    )
+    return json.loads(proc.stdout)
+
+
+def _run_fix(lines, env: dict, cwd: Path):
+    outs = []
+    for line in lines:
+        proc = subprocess.run(["bash", "-c", line], capture_output=True, text=True, env=env, cwd=str(cwd), timeout=120)
+        assert proc.returncode == 0, (line, proc.stdout, proc.stderr)
+        outs.append(proc.stdout)
+    return outs
+
+
+def _base_env(tmp_path: Path, home: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON") and k != "VIRTUAL_ENV"}
+    env.update(HOME=str(home), PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INDEX="1")
+    return env
+
+
+def test_user_site_fix_runs_with_pip_and_keeps_the_env_torch(tmp_path):
+    prefix = _private_prefix(tmp_path)
+    site = prefix / "lib" / "python3.8" / "site-packages"
+    home = tmp_path / "home" / "dev"
+    user_site = home / ".local" / "lib" / "python3.8" / "site-packages"
+    _dist(site, "torch", "2.1.0")
+    _dist(site, "torch_npu", "2.1.0.post10", ["torch ==2.1.0"])
+    _dist(user_site, "torch", "2.3.1")
+    env = dict(_base_env(tmp_path, home), PYTHONHOME=str(prefix), NPD_TEST_PREFIX=str(prefix))
+    python = str(PYENV38 / "bin" / "python3.8")
+    doc = _check(python, env, tmp_path)
+    dup = _one(doc, "PKG003", "torch")
+    assert _commands(dup) == [f"HOME={home} {python} -m pip uninstall -y torch", f"{python} -m pip show torch"]
+    assert _one(doc, "PKG001")["fix"] == dup["fix"]
+    # Run it as another HOME would: the HOME= prefix is what makes it reach the user site.
+    outs = _run_fix(dup["fix"], dict(env, HOME=str(tmp_path)), tmp_path)
+    assert not (user_site / "torch-2.3.1.dist-info").exists() and not (user_site / "torch").exists()
+    assert (site / "torch-2.1.0.dist-info").is_dir() and (site / "torch" / "__init__.py").is_file()
+    assert "Version: 2.1.0" in outs[1] and f"Location: {site}" in outs[1]
+    seen = subprocess.run(
+        [python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert seen.stdout.strip() == "2.1.0", seen.stderr
+    assert "PKG003" not in {f["code"] for f in _check(python, env, tmp_path)["findings"]}
+
+
+def test_env_copy_removed_with_dash_s_when_the_user_site_copy_is_the_good_one(tmp_path):
+    prefix = _private_prefix(tmp_path)
+    site = prefix / "lib" / "python3.8" / "site-packages"
+    home = tmp_path / "home"
+    user_site = home / ".local" / "lib" / "python3.8" / "site-packages"
+    _dist(site, "torch", "2.3.1")
+    _dist(site, "torch_npu", "2.1.0.post10", ["torch ==2.1.0"])
+    _dist(user_site, "torch", "2.1.0")
+    env = dict(_base_env(tmp_path, home), PYTHONHOME=str(prefix), NPD_TEST_PREFIX=str(prefix))
+    python = str(PYENV38 / "bin" / "python3.8")
+    dup = _one(_check(python, env, tmp_path), "PKG003", "torch")
+    assert _commands(dup) == [f"{python} -s -m pip uninstall -y torch", f"{python} -m pip show torch"]
+    _run_fix(dup["fix"], env, tmp_path)
+    assert not (site / "torch-2.3.1.dist-info").exists()
+    assert (user_site / "torch-2.1.0.dist-info").is_dir() and (user_site / "torch" / "__init__.py").is_file()
+
+
+def test_two_dist_infos_in_one_dir_are_both_uninstalled(tmp_path):
+    prefix = _private_prefix(tmp_path)
+    site = prefix / "lib" / "python3.8" / "site-packages"
+    _dist(site, "torch", "2.1.0")
+    _dist(site, "torch", "2.2.0")
+    _dist(site, "torch_npu", "2.2.0", ["torch ==2.2.0"])
+    env = dict(_base_env(tmp_path, tmp_path / "nohome"), PYTHONHOME=str(prefix), NPD_TEST_PREFIX=str(prefix))
+    python = str(PYENV38 / "bin" / "python3.8")
+    dup = _one(_check(python, env, tmp_path), "PKG003", "torch")
+    # x86_64 NPU hosts take torch from the CPU index (the torch_npu wheels there pin +cpu)
+    index = " --index-url https://download.pytorch.org/whl/cpu" if os.uname().machine == "x86_64" else ""
+    install = f"{python} -m pip install torch==2.2.0{index}"
+    assert _commands(dup) == [f"{python} -m pip uninstall -y torch"] * 2 + [install]
+    _run_fix(dup["fix"][:2], env, tmp_path)  # the install needs the network
+    assert not list(site.glob("torch-*.dist-info")) and not (site / "torch").exists()
+
+
+def test_venv_user_site_copy_is_removed_by_the_base_interpreter(tmp_path):
+    if not (PYENV38 / "bin" / "python3.8").exists():
+        pytest.skip("pyenv 3.8.18 not installed")
+    venv = tmp_path / "venv"
+    subprocess.run(
+        [str(PYENV38 / "bin" / "python3.8"), "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
+        check=True,
+        timeout=120,
+    )
+    site = venv / "lib" / "python3.8" / "site-packages"
+    home = tmp_path / "home"
+    user_site = home / ".local" / "lib" / "python3.8" / "site-packages"
+    _dist(site, "torch", "2.1.0")
+    _dist(site, "torch_npu", "2.1.0.post10", ["torch ==2.1.0"])
+    _dist(user_site, "torch", "2.3.1")
+    env = _base_env(tmp_path, home)
+    doc = _check(str(venv / "bin" / "python"), env, tmp_path)
+    assert "PKG001" not in {f["code"] for f in doc["findings"]}  # the venv's torch comes first
+    dup = _one(doc, "PKG003", "torch")
+    base = str(PYENV38 / "bin" / "python3.8")
+    assert _commands(dup) == [
+        f"HOME={home} {base} -m pip uninstall -y torch",
+        f"{venv / 'bin' / 'python'} -m pip show torch",
+    ]
+    _run_fix(dup["fix"][:1], env, tmp_path)  # the venv has no pip (--without-pip)
+    assert not (user_site / "torch-2.3.1.dist-info").exists()
+    assert (site / "torch-2.1.0.dist-info").is_dir()
