@@ -182,3 +182,48 @@ def test_live_plain_machine_stays_calm(tmp_path):
     assert all(f["severity"] == "info" for f in ours), ours
     if "torch-npu" not in doc["facts"]["packages"]["installed"]:
         assert rc == 0, doc["findings"]
+
+
+def _root_check(root: Path, env: dict):
+    proc = subprocess.run(
+        [sys.executable, "-m", "npudoctor", "check", "--json", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        env=dict(env, PATH="/usr/bin:/bin"),
+        timeout=120,
+    )
+    return json.loads(proc.stdout)
+
+
+def test_root_sys_path_follows_site_py_order(tmp_path):
+    """Under --root the import order is site.py's (as a real CPython 3.8 venv with
+    --system-site-packages prints sys.path: the venv's own site-packages, then the user
+    site, then the system site dirs; no venv: the user site first), and
+    PYTHONNOUSERSITE drops the user site."""
+    root = tmp_path / "root"
+    base = root / "usr" / "local" / "python3.10.14"
+    base_site = base / "lib" / "python3.10" / "site-packages"
+    write_dist(base_site, "numpy", "1.26.4")
+    venv = root / "home" / "dev" / "venv"
+    venv_site = venv / "lib" / "python3.10" / "site-packages"
+    write_dist(venv_site, "numpy", "1.24.4")
+    (venv / "pyvenv.cfg").write_text(
+        "home = /usr/local/python3.10.14/bin\ninclude-system-site-packages = true\nversion = 3.10.14\n"
+    )
+    user_site = root / "home" / "dev" / ".local" / "lib" / "python3.10" / "site-packages"
+    write_dist(user_site, "numpy", "2.1.0")
+    env = {"HOME": "/home/dev", "VIRTUAL_ENV": "/home/dev/venv"}
+    py = _root_check(root, env)["facts"]["python"]
+    order = [
+        "/home/dev/venv/lib/python3.10/site-packages",
+        "/home/dev/.local/lib/python3.10/site-packages",
+        "/usr/local/python3.10.14/lib/python3.10/site-packages",
+    ]
+    assert [p for p in py["sys_path"] if p in order] == order
+    assert py["base_executable"] == "/usr/local/python3.10.14/bin/python3.10"
+    doc = _root_check(root, {"HOME": "/home/dev"})  # no venv: /usr/local/python3.10.14 itself
+    py = doc["facts"]["python"]
+    assert [p for p in py["sys_path"] if p in order] == order[1:]
+    assert doc["facts"]["packages"]["installed"]["numpy"][0]["version"] == "2.1.0"
+    py = _root_check(root, {"HOME": "/home/dev", "PYTHONNOUSERSITE": "1"})["facts"]["python"]
+    assert py["user_site_enabled"] is False and order[1] not in py["sys_path"]
