@@ -305,9 +305,35 @@ def build() -> List[str]:
         "torch_npu 2.10.0 (built for CANN 9.0.0) over the CANN 8.0.0 toolkit",
         "case 11 kind (triton-lang/triton-ascend#328): torch_npu and CANN from different release lines",
         dict(HOME_ENV, **SOURCED_800),
-        codes=["CANN003"],
+        codes=["CANN003", "DRV001"],
         exit_code=1,
-        findings=[{"severity": ["error"], "match": ["torch_npu 2\\.10\\.0", "CANN 8\\.0\\.0"]}],
+        findings=[
+            {"severity": ["error"], "match": ["torch_npu 2\\.10\\.0", "CANN 8\\.0\\.0"]},
+            {
+                # option A first (keep CANN 8.0.0: the torch_npu build paired with it, torch too),
+                # then option B (the CANN torch_npu 2.10.0 is paired with, and its HDK)
+                "severity": ["error"],
+                "match": [
+                    "\\noption A \\(preferred: keep CANN 8\\.0\\.0; torch_npu 2\\.4\\.0\\.post2 is paired with "
+                    "CANN 8\\.0\\.0 and built for torch 2\\.4\\.0\\): \\S+ -m pip install torch==2\\.4\\.0 "
+                    "torch-npu==2\\.4\\.0\\.post2\\n"
+                    "option B \\(install CANN 9\\.0\\.0, the one torch_npu 2\\.10\\.0 is paired with\\): "
+                    "chmod \\+x Ascend-cann-toolkit_9\\.0\\.0_linux-aarch64\\.run",
+                    "\\n  and the NPU driver \\+ firmware of Ascend HDK 26\\.0\\.RC1, which CANN 9\\.0\\.0 needs",
+                ],
+            },
+            {
+                # DRV001 names the HDK of the CANN that stays and says what changes with option B
+                "severity": ["error"],
+                "match": [
+                    "the CANN 8\\.0\\.0 in use is paired with Ascend HDK 24\\.1\\.0",
+                    "npu-driver_24\\.1\\.0_linux-aarch64\\.run --full",
+                    "\\nchmod \\+x Ascend-hdk-<chip: 910b\\|310p\\|910>-npu-firmware_<firmware of Ascend HDK 24\\.1\\.0>\\.run && ",
+                    "if you move to CANN 9\\.0\\.0 for torch_npu 2\\.10\\.0 \\(CANN003 option B\\), "
+                    "install Ascend HDK 26\\.0\\.RC1 instead",
+                ],
+            },
+        ],
     )
     classic_toolkit(
         s / "root",
@@ -522,7 +548,15 @@ def build() -> List[str]:
         codes=["DRV003"],
         absent=["DRV001", "DRV004"],
         findings=[
-            {"severity": ["warning"], "match": ["7\\.7\\.0\\.1\\.231", "25\\.3\\.rc1", "\\[25\\.0,25\\.0\\.\\]"]}
+            {
+                "severity": ["warning"],
+                "match": [
+                    "7\\.7\\.0\\.1\\.231",
+                    "25\\.3\\.rc1",
+                    "\\nfirmware accepts drivers 23\\.0\\.0\\.x, 24\\.0\\.x, 24\\.1\\.x, 25\\.0\\.x\\n",
+                    "\\nchmod \\+x Ascend-hdk-<chip: 910b\\|310p\\|910>-npu-firmware_<firmware of Ascend HDK 25\\.3\\.rc1>\\.run && ",
+                ],
+            }
         ],
     )
     driver(s / "root", "driver_version.info_25.3.rc1_doc.txt", "firmware_version.info_7.7.0.1.231_pkg25.0.rc1.1.txt")

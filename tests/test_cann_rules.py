@@ -36,7 +36,18 @@ def rec(name, version, **extra):
     return out
 
 
-def snap(toolkits=(), selected=0, packages=None, chips=(), host_arch="aarch64", nnal=None, env=None, libraries=None):
+def snap(
+    toolkits=(),
+    selected=0,
+    packages=None,
+    chips=(),
+    host_arch="aarch64",
+    nnal=None,
+    env=None,
+    libraries=None,
+    python=None,
+    driver=None,
+):
     tks = [copy.deepcopy(t) for t in toolkits]
     facts = {
         "host": {"arch": host_arch},
@@ -49,10 +60,12 @@ def snap(toolkits=(), selected=0, packages=None, chips=(), host_arch="aarch64", 
             "nnal_all": [nnal] if nnal else [],
             "searched": ["/usr/local/Ascend/ascend-toolkit"],
         },
-        "driver": {"driver": {"exists": False}},
+        "driver": {"driver": driver or {"exists": False}},
         "packages": {"installed": dict(packages or {})},
-        "devices": {"chips": [{"name": c} for c in chips]},
+        "devices": {"chips": [c if isinstance(c, dict) else {"name": c} for c in chips]},
     }
+    if python is not None:
+        facts["python"] = python
     if libraries is not None:
         facts["libraries"] = libraries
     return Snapshot(facts=facts)
@@ -195,3 +208,111 @@ def test_rules_survive_odd_facts():
     assert not [f for f in found if f.code == "HOST099"], [f.title for f in found if f.code == "HOST099"]
     found = evaluate(snap(toolkits=[TK]), None, Options())  # no matrix at all
     assert not [f for f in found if f.code == "HOST099"]
+
+
+CONDA_PY = {"executable": "/opt/conda/envs/npu/bin/python", "version": "3.10.14", "version_info": [3, 10, 14]}
+
+
+def test_cann003_option_a_keeps_cann_with_paired_torch_npu_then_option_b():
+    """k05: torch_npu 2.10.0 (paired with CANN 9.0.0) over CANN 8.0.0, no driver.  Option A
+    (keep CANN 8.0.0) comes first: the build the matrix pairs with 8.0.0, with its torch, for
+    the target interpreter; option B installs CANN 9.0.0 and names the HDK it needs."""
+    pk = {"torch": [rec("torch", "2.10.0")], "torch-npu": [rec("torch_npu", "2.10.0")]}
+    found = codes(snap(toolkits=[TK], packages=pk, chips=["910B3"], python=CONDA_PY))
+    f = found["CANN003"]
+    assert f.title == "torch_npu 2.10.0 does not work with CANN 8.0.0 (it is paired with CANN 9.0.0)"
+    assert f.fix == [
+        "option A (preferred: keep CANN 8.0.0; torch_npu 2.4.0.post2 is paired with CANN 8.0.0 and built for "
+        "torch 2.4.0): /opt/conda/envs/npu/bin/python -m pip install torch==2.4.0 torch-npu==2.4.0.post2",
+        "option B (install CANN 9.0.0, the one torch_npu 2.10.0 is paired with): "
+        "chmod +x Ascend-cann-toolkit_9.0.0_linux-aarch64.run && ./Ascend-cann-toolkit_9.0.0_linux-aarch64.run --install",
+        "  chmod +x Ascend-cann-910b-ops_9.0.0_linux-aarch64.run && ./Ascend-cann-910b-ops_9.0.0_linux-aarch64.run --install",
+        "  source /usr/local/Ascend/cann/set_env.sh",
+        "  and the NPU driver + firmware of Ascend HDK 26.0.RC1, which CANN 9.0.0 needs; then reboot",
+    ]
+    assert f.data["keep_cann"] == {
+        "torch_npu": "2.4.0.post2",
+        "torch": "2.4.0",
+        "fit": "paired",
+        "torch_changes": True,
+    }
+    assert f.data["move_to_cann"] == "9.0.0"
+    # DRV001 names the HDK of the CANN that stays and does not contradict option B
+    d = found["DRV001"]
+    assert "matrix: the CANN 8.0.0 in use is paired with Ascend HDK 24.1.0" in d.evidence
+    assert d.fix == [
+        "chmod +x Ascend-hdk-910b-npu-driver_24.1.0_linux-aarch64.run && "
+        "./Ascend-hdk-910b-npu-driver_24.1.0_linux-aarch64.run --full",
+        "chmod +x Ascend-hdk-910b-npu-firmware_<firmware of Ascend HDK 24.1.0>.run && "
+        "./Ascend-hdk-910b-npu-firmware_<firmware of Ascend HDK 24.1.0>.run --full",
+        "reboot",
+        "the HDK above is for the CANN 8.0.0 in use (CANN003 option A); if you move to CANN 9.0.0 for "
+        "torch_npu 2.10.0 (CANN003 option B), install Ascend HDK 26.0.RC1 instead",
+    ]
+
+
+def test_cann003_option_a_keeps_torch_when_a_build_exists_x86_driver_facts():
+    """torch 2.1.0 + torch_npu 2.1.0.post17 (CANN 8.3.RC1) over CANN 8.0.RC1 on x86_64 with
+    driver 24.1.rc2: option A keeps torch (2.1.0.post4 is paired with 8.0.RC1, one pip line);
+    option B says the installed driver is too old for CANN 8.3.RC1."""
+    tk = dict(TK, version="8.0.RC1", arch="x86_64")
+    pk = {"torch": [rec("torch", "2.1.0+cpu")], "torch-npu": [rec("torch_npu", "2.1.0.post17")]}
+    drv = {"exists": True, "version": "24.1.rc2", "source": "/usr/local/Ascend/driver/version.info"}
+    py = dict(CONDA_PY, machine="x86_64")
+    s = snap(toolkits=[tk], packages=pk, host_arch="x86_64", python=py, driver=drv)
+    f = codes(s)["CANN003"]
+    assert f.fix[0] == (
+        "option A (preferred: keep CANN 8.0.RC1 and your torch; torch_npu 2.1.0.post4 is paired with CANN 8.0.RC1): "
+        "/opt/conda/envs/npu/bin/python -m pip install torch-npu==2.1.0.post4"
+    )
+    assert f.fix[1].startswith("option B (install CANN 8.3.RC1, the one torch_npu 2.1.0.post17 is paired with): ")
+    # 24.1.rc2 is below CANN 8.3.RC1's minimum HDK 24.1.0
+    assert f.fix[-1] == (
+        "  and the NPU driver + firmware of Ascend HDK 25.3.RC1, which CANN 8.3.RC1 needs"
+        " (driver 24.1.rc2 does not fit it); then reboot"
+    )
+    assert len(f.fix) == 5
+
+
+def test_cann003_option_a_on_x86_changes_torch_from_the_cpu_index_and_flags_the_driver():
+    """k10 shape: torch_npu 2.1.0.post10 over CANN 8.5.0 on x86_64, driver 24.1.rc2 (too old
+    for 8.5.0, fine for 8.0.0): option A names the driver upgrade it needs (DRV002), option B
+    says the driver already fits; DRV002 offers option B concretely."""
+    tk = dict(TK, version="8.5.0", arch="x86_64", path="/usr/local/Ascend/cann-8.5.0", set_env=None)
+    pk = {"torch": [rec("torch", "2.1.0+cpu")], "torch-npu": [rec("torch_npu", "2.1.0.post10")]}
+    drv = {"exists": True, "version": "24.1.rc2", "source": "/usr/local/Ascend/driver/version.info"}
+    py = {"executable": "/usr/bin/python3.11", "version_info": [3, 11, 13], "machine": "x86_64"}
+    found = codes(snap(toolkits=[tk], packages=pk, host_arch="x86_64", python=py, driver=drv, chips=["310P3"]))
+    fix = found["CANN003"].fix
+    assert fix[:3] == [
+        "option A (preferred: keep CANN 8.5.0; torch_npu 2.9.0 is paired with CANN 8.5.0 and built for torch 2.9.0): "
+        "/usr/bin/python3.11 -m pip install torch==2.9.0+cpu --index-url https://download.pytorch.org/whl/cpu",
+        "  /usr/bin/python3.11 -m pip install torch-npu==2.9.0",
+        "  and upgrade the driver 24.1.rc2, which CANN 8.5.0 does not support, to Ascend HDK 25.5.0 (DRV002)",
+    ]
+    assert fix[3].startswith("option B (install CANN 8.0.0, the one torch_npu 2.1.0.post10 is paired with): ")
+    assert fix[4] == (
+        "  chmod +x Ascend-cann-kernels-310p_8.0.0_linux-x86_64.run && "
+        "./Ascend-cann-kernels-310p_8.0.0_linux-x86_64.run --install"
+    )
+    assert fix[-1] == "  the installed driver 24.1.rc2 already fits CANN 8.0.0"
+    d = found["DRV002"]
+    assert d.fix == [
+        "upgrade this machine's driver: chmod +x Ascend-hdk-310p-npu-driver_25.5.0_linux-x86-64.run && "
+        "./Ascend-hdk-310p-npu-driver_25.5.0_linux-x86-64.run --full",
+        "then the firmware of Ascend HDK 25.5.0: chmod +x Ascend-hdk-310p-npu-firmware_<fw>.run && "
+        "./Ascend-hdk-310p-npu-firmware_<fw>.run --full; reboot",
+        "or install CANN 8.0.0, the one torch_npu 2.1.0.post10 is paired with (CANN003 option B): "
+        "driver 24.1.rc2 supports it",
+    ]
+
+
+def test_package_chip_from_the_chip_family_when_the_name_is_unknown():
+    """A chip name the matrix does not list still names its package chip through the
+    family the devices probe recorded; no chip at all keeps the placeholder."""
+    pk = {"torch": [rec("torch", "2.10.0")], "torch-npu": [rec("torch_npu", "2.10.0")]}
+    odd = {"name": "910B9", "family": "910B"}
+    fix = codes(snap(toolkits=[TK], packages=pk, chips=[odd]))["CANN003"].fix
+    assert "  chmod +x Ascend-cann-910b-ops_9.0.0_linux-aarch64.run && " in fix[2]
+    fix = codes(snap(toolkits=[TK], packages=pk))["CANN003"].fix
+    assert "Ascend-cann-<chip: 910b|910|310p|A3>-ops_9.0.0_linux-aarch64.run" in fix[2]

@@ -10,6 +10,7 @@ from build_cann_scenarios import AS, cann85, fixture, write
 from npudoctor.engine import Options, ProbeContext, collect, evaluate
 from npudoctor.host import Host
 from npudoctor.matrix import load_matrix
+from npudoctor.parsers.info_files import format_ranges
 from npudoctor.probes import driver as driver_probe
 
 
@@ -121,3 +122,40 @@ def test_driver_missing_only_when_something_needs_it(tmp_path):
 
 def test_probe_module_contract():
     assert (driver_probe.SECTION, driver_probe.ORDER, driver_probe.QUICK) == ("driver", 40, True)
+
+
+def test_firmware_ranges_for_humans_and_firmware_line_with_chip(tmp_path):
+    """k14 data: the firmware's compatible_version_drv shown as 23.0.0.x, 24.0.x, …; the fix
+    is runnable (chmod +x) and names the package chip once npu-smi listed the chip."""
+    write(tmp_path, f"{AS}/driver/version.info", fixture("driver_version.info_25.3.rc1_doc.txt"))
+    write(tmp_path, f"{AS}/firmware/version.info", fixture("firmware_version.info_7.7.0.1.231_pkg25.0.rc1.1.txt"))
+    snap, found = findings(tmp_path)
+    (drv003,) = [f for f in found if f.code == "DRV003"]
+    assert "firmware accepts drivers 23.0.0.x, 24.0.x, 24.1.x, 25.0.x" in drv003.evidence
+    assert drv003.fix[0] == (
+        "chmod +x Ascend-hdk-<chip: 910b|310p|910>-npu-firmware_<firmware of Ascend HDK 25.3.rc1>.run && "
+        "./Ascend-hdk-<chip: 910b|310p|910>-npu-firmware_<firmware of Ascend HDK 25.3.rc1>.run --full"
+    )
+    snap.facts.setdefault("devices", {})["chips"] = [{"name": "310P3"}]
+    (drv003,) = [f for f in evaluate(snap, load_matrix(), Options()) if f.code == "DRV003"]
+    assert drv003.fix[0] == (
+        "chmod +x Ascend-hdk-310p-npu-firmware_<firmware of Ascend HDK 25.3.rc1>.run && "
+        "./Ascend-hdk-310p-npu-firmware_<firmware of Ascend HDK 25.3.rc1>.run --full"
+    )
+
+
+@pytest.mark.parametrize(
+    "ranges,text",
+    [
+        (
+            [("23.0.0", "23.0.0."), ("24.0", "24.0."), ("24.1", "24.1."), ("25.0", "25.0.")],
+            "23.0.0.x, 24.0.x, 24.1.x, 25.0.x",
+        ),
+        ([("7.0.0", "7.2.99")], "7.0.0 to 7.2.99"),
+        ([("24.0", "24.1.")], "24.0 to 24.1.x"),
+        ([("7.1.0", "7.1.0")], "7.1.0"),
+        ([], ""),
+    ],
+)
+def test_format_ranges(ranges, text):
+    assert format_ranges(ranges) == text

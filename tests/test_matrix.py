@@ -97,6 +97,42 @@ def test_driver_requirement_and_fit(m):
     assert m.driver_fit("8.5.0", "nonsense") == "unknown"
 
 
+def test_driver_requirement_lists_each_hdk_once_newest_first(m):
+    """CANN 9.1.0's release notes list 26.1.0 as paired and again among the compatible
+    ones, unordered: the query gives each version once, paired first, then newest first."""
+    req = m.driver_requirement("9.1.0")
+    assert req.paired == ["26.1.0"]
+    assert req.compatible == ["26.0.RC1", "25.7.RC1", "25.5.X"]
+    assert req.versions == ["26.1.0", "26.0.RC1", "25.7.RC1", "25.5.X"]
+    assert m.driver_requirement("9.0.1").versions == ["26.0.RC3", "26.0.RC1", "25.5.5", "25.5.2", "25.5.1"]
+    assert m.driver_requirement("9.0.0").versions == ["26.0.RC1", "25.5.2", "25.5.1"]
+    assert m.driver_requirement("8.5.0").versions == ["25.5.0", "25.5.X", "25.3.X", "25.2.X", "25.0.X"]
+    # the de-duplication does not change any answer of driver_fit
+    assert m.driver_fit("9.1.0", "26.1.0") == "paired"
+    assert m.driver_fit("9.1.0", "25.5.3") == "compatible"
+    assert m.driver_fit("9.0.0", "26.0.rc1") == "paired"
+
+
+def test_support_is_the_lifecycle_not_the_table_status(m):
+    """2.1.0.post10 is an active row of the mapping table, but its PyTorch line is EOL
+    since 2025-12-30 (SUPPORT.md; the release-branch READMEs disagree)."""
+    day = datetime.date(2026, 11, 29)
+    row = m.find_torch_npu("2.1.0.post10")
+    assert row.status == "active"
+    sup = m.support(row, today=day)
+    assert (sup["state"], sup["since"], sup["text"]) == ("eol", "2025-12-30", "EOL since 2025-12-30 (sources disagree)")
+    assert m.support(m.find_torch_npu("2.4.0.post2"), today=day)["text"] == "EOL since 2026-06-15"
+    assert m.support(m.find_torch_npu("2.6.0.post5"), today=day)["text"] == "maintenance, EOL from 2027-01-25"
+    assert m.support(m.find_torch_npu("2.6.0.post5"), today=datetime.date(2027, 2, 1))["text"] == (
+        "EOL since 2027-01-25"
+    )
+    assert m.support(m.find_torch_npu("2.8.0.post4"), today=day)["text"] == "EOL since 2026-10-15"
+    assert m.support(m.find_torch_npu("2.10.0.post4"), today=day)["text"] == "maintenance since 2026-10-30"
+    assert m.support(m.find_torch_npu("2.10.0.post4"), today=datetime.date(2026, 5, 1))["text"] == (
+        "development, maintenance from 2026-10-30"
+    )
+
+
 def test_numpy_and_python_deps(m):
     assert m.numpy_spec("8.0.0", "3.10") == ">=1.19.2,<2"
     assert m.numpy_spec("8.5.0", "3.11") == ">=1.19.2,<2"
@@ -249,6 +285,19 @@ def test_cli_show_cann_800_lists_the_three_official_packages(tmp_path):
     assert out.returncode == 0, out.stderr
     lines = [line.split()[0] for line in out.stdout.splitlines()[1:] if line.strip()]
     assert lines == ["2.4.0.post2", "2.3.1.post4", "2.1.0.post10"]
+    # "table" is whether the mapping table lists the row; "support" is the line's lifecycle
+    header, *rows = [line.split("  ") for line in out.stdout.splitlines() if line.strip()]
+    header = [c.strip() for c in header if c.strip()]
+    assert header == ["torch_npu", "torch", "CANN", "branch", "table", "support", "Python (PyPI wheels)"]
+    last = [c.strip() for c in rows[2] if c.strip()]
+    assert last[:6] == [
+        "2.1.0.post10",
+        "2.1.0",
+        "8.0.0",
+        "v2.1.0-6.0.0",
+        "active",
+        "EOL since 2025-12-30 (sources disagree)",
+    ]
     miss = subprocess.run(
         [sys.executable, "-m", "npudoctor", "matrix", "show", "--torch-npu", "9.9.9"],
         capture_output=True,
@@ -270,6 +319,44 @@ def test_cli_verify(tmp_path):
     res = run(bad)
     assert res.returncode == 1 and "field 'status'" in res.stdout
     assert run(str(tmp_path / "missing.toml")).returncode == 2
+
+
+def test_cli_verify_without_file_checks_the_matrix_in_use(tmp_path):
+    """No FILE: the bundled matrix when no refreshed copy exists, else the cache copy,
+    saying which (and whether the cache copy is the one in use)."""
+    cache = tmp_path / "cache"
+    env = dict(os.environ, NPUDOCTOR_CACHE_DIR=str(cache))
+    run = lambda: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "npudoctor", "matrix", "verify"], capture_output=True, text=True, env=env, timeout=60
+    )
+    res = run()
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines()[:2] == [
+        f"verifying the bundled matrix, in use (no refreshed copy at {cache}/matrix.json): {bundled_dir()}",
+        f"valid: {bundled_dir()}",
+    ]
+    cache.mkdir()
+    (cache / "matrix.json").write_text('{"schema_version": 1, "torch_npu": [', encoding="utf-8")
+    res = run()
+    assert res.returncode == 1
+    first, second = res.stdout.splitlines()[:2]
+    assert first == (
+        "verifying the refreshed cache copy, NOT in use (it does not load); the bundled matrix is used: "
+        f"{cache}/matrix.json"
+    )
+    assert second.startswith(f"invalid: matrix file {cache}/matrix.json is not valid JSON")
+    # a valid refreshed copy (as `matrix refresh` writes it: the merged document as JSON)
+    import json
+
+    data = load_from(bundled_dir(), "bundled").data
+    (cache / "matrix.json").write_text(json.dumps(data), encoding="utf-8")
+    res = run()
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.splitlines()[:3] == [
+        f"verifying the refreshed cache copy, in use: {cache}/matrix.json",
+        f"valid: {cache}/matrix.json",
+        "rows: 94 torch_npu, 21 cann, 32 chip, 7 family, 15 python_dep",
+    ]
 
 
 @pytest.mark.slow
