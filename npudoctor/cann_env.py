@@ -64,13 +64,51 @@ def driver_path(host: Any) -> str:
 
 
 def set_env_candidates(toolkit_path: str) -> List[str]:
-    """Where the ``set_env.sh`` of a toolkit may live, in the order tried."""
+    """Where the ``set_env.sh`` of a toolkit may live, in the order tried (paths of the
+    diagnosed machine; none of them need exist).
+
+    1. ``<toolkit>/set_env.sh``: the CANN 8.5+ layout (``cann-<ver>/set_env.sh``, and
+       through the ``cann`` and ``ascend-toolkit/latest`` symlinks);
+    2. for a ``cann`` / ``cann-<ver>`` toolkit: the sibling ``cann/set_env.sh`` and the
+       compatibility entry point ``ascend-toolkit/set_env.sh`` (samples INDEX.md §9,
+       layout 2: "The env files are /usr/local/Ascend/cann/set_env.sh (or
+       cann-<ver>/set_env.sh), and ascend-toolkit/set_env.sh still works");
+    3. ``<toolkit>/../set_env.sh``: the classic ``ascend-toolkit/set_env.sh`` next to
+       ``ascend-toolkit/{latest,<ver>}`` (and ``nnae/set_env.sh``).
+    """
     tk = _norm(toolkit_path)
     parent = posixpath.dirname(tk)
-    out = [posixpath.join(tk, "set_env.sh"), posixpath.join(parent, "set_env.sh")]
-    if posixpath.basename(parent) != "ascend-toolkit":
-        out.append(posixpath.join(posixpath.dirname(parent), "ascend-toolkit", "set_env.sh"))
-    return out
+    out = [posixpath.join(tk, "set_env.sh")]
+    name = posixpath.basename(tk)
+    if name == "cann" or name.startswith("cann-"):
+        out.append(posixpath.join(parent, "cann", "set_env.sh"))
+        out.append(posixpath.join(parent, "ascend-toolkit", "set_env.sh"))
+    out.append(posixpath.join(parent, "set_env.sh"))
+    seen: List[str] = []
+    for c in out:
+        if c not in seen:
+            seen.append(c)
+    return seen
+
+
+def toolkit_arch(host: Any, toolkit_path: str) -> Optional[str]:
+    """The CPU architecture a toolkit was installed for (``"aarch64"`` | ``"x86_64"``),
+    read from the toolkit itself: the ``arch=`` line of
+    ``<toolkit>/<arch>-linux/ascend_toolkit_install.info``, else the one
+    ``<arch>-linux`` directory present (``arm64-linux`` is a symlink to
+    ``aarch64-linux`` in the classic layout).  ``None`` when neither tells.
+
+    Used where ``uname -m`` of the diagnosed machine is unknown (``--root`` over a tree
+    without system binaries), as ``npudoctor env --root`` does."""
+    tk = _norm(toolkit_path)
+    present = [a for a in ("aarch64", "x86_64") if host.is_dir(posixpath.join(tk, f"{a}-linux"))]
+    for a in present:
+        read = host.read_text(posixpath.join(tk, f"{a}-linux", "ascend_toolkit_install.info"))
+        for line in (read.text or "").splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key.strip() == "arch" and value.strip() in ("aarch64", "x86_64"):
+                return value.strip()
+    return present[0] if len(present) == 1 else None
 
 
 def documented_variables(toolkit_path: str, driver: str = DEFAULT_DRIVER, arch: str = "x86_64") -> Dict[str, Any]:
@@ -180,7 +218,8 @@ def expected_environment(
     (``/usr/local/Ascend/ascend-toolkit/latest``, ``/usr/local/Ascend/cann-8.5.0``);
     ``nnal_path``: the ``nnal/atb`` directory or ``None``; ``environ``: the environment
     sourced into (default ``host.environ``); ``arch``: ``uname -m`` of the diagnosed
-    machine (default: ``x86_64``); ``cxx11_abi``: torch's C++ ABI for NNAL.
+    machine (default: ``x86_64``; callers diagnosing a ``--root`` pass the diagnosed
+    machine's, see :func:`toolkit_arch`); ``cxx11_abi``: torch's C++ ABI for NNAL.
 
     Returns a dict::
 
@@ -188,6 +227,10 @@ def expected_environment(
         method       "set_env.sh" | "set_env.sh (rebased)" | "documented"
         script       path of the set_env.sh evaluated, or None
         unsupported  [{"line", "text"}] constructs of the script that were skipped
+                     (line: the 1-based line number in the script)
+        fallback     None, or why the documented list was used (no script found: the
+                     paths looked at; a script that cannot be read; a script that sets
+                     no ASCEND_TOOLKIT_HOME/ASCEND_HOME_PATH that can be evaluated)
         variables    {name: value} every variable set (PATH-like ones in full, i.e.
                      the script's entries followed by the previous value)
         added        {LD_LIBRARY_PATH|PYTHONPATH|PATH: [entries the scripts add]}
@@ -202,8 +245,10 @@ def expected_environment(
     arch = arch or "x86_64"
     tk = _norm(toolkit_path)
     driver = driver_path(host)
-    script = next((c for c in set_env_candidates(tk) if host.is_file(c)), None)
+    candidates = set_env_candidates(tk)
+    script = next((c for c in candidates if host.is_file(c)), None)
     method = "documented"
+    fallback: Optional[str] = None
     unsupported: List[Dict[str, Any]] = []
     variables: Dict[str, str] = {}
     added: Dict[str, List[str]] = {}
@@ -225,9 +270,11 @@ def expected_environment(
                 env = dict(base_env)
                 env.update(values)
             else:
-                unsupported.append({"line": 0, "text": "the script sets no ASCEND_TOOLKIT_HOME/ASCEND_HOME_PATH"})
+                fallback = f"{script} sets neither ASCEND_TOOLKIT_HOME nor ASCEND_HOME_PATH in a way npudoctor can read"
         else:
-            unsupported.append({"line": 0, "text": f"{script}: {read.error}"})
+            fallback = f"{script} cannot be read ({read.error})"
+    else:
+        fallback = "no set_env.sh found (looked for " + ", ".join(candidates) + ")"
     if method == "documented":
         doc = documented_variables(tk, driver, arch)
         env = _compose(base_env, doc["set"], doc["prepend"])
@@ -249,6 +296,7 @@ def expected_environment(
         "method": method,
         "script": script,
         "unsupported": unsupported,
+        "fallback": fallback,
         "variables": variables,
         "added": added,
         "environ": env,

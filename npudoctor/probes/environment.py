@@ -10,8 +10,13 @@ interpreted, never run).  Keys::
 
     toolkit        {"path", "version", "resolved", "source"} | None (None: no toolkit,
                    nothing else is computed)
-    expected       {"method", "script", "unsupported", "variables", "added", "driver",
-                    "nnal"}  (see cann_env.expected_environment; "environ" left out)
+    expected       {"method", "script", "unsupported", "fallback", "variables", "added",
+                    "driver", "nnal"}  (see cann_env.expected_environment; "environ" left out)
+    arch, arch_source  ``uname -m`` of the diagnosed machine used for ``$(arch)`` in
+                   set_env.sh: the host probe's, else the toolkit's own
+                   (``<arch>-linux``), else the packages' platform tags, else x86_64
+    set_env_script path | None: an existing set_env.sh that sets up this toolkit, the one
+                   fixes tell to source (None: fixes give export lines instead)
     current        {name: value} of the CANN-related variables set now (ASCEND_*, ATB_*,
                    TOOLCHAIN_HOME, LD_LIBRARY_PATH, PYTHONPATH, PATH, LD_PRELOAD)
     sourced        bool: some trace of a sourced set_env.sh (ASCEND_TOOLKIT_HOME,
@@ -173,6 +178,71 @@ def _present(host: Host, entry: str, current: List[str]) -> bool:
     return False
 
 
+def _arch(ctx: ProbeContext, toolkit: Dict[str, Any]) -> Tuple[str, str]:
+    """``uname -m`` of the diagnosed machine and where it came from: ``facts["host"]["arch"]``
+    (the host probe), else the selected toolkit's own arch (``facts["cann"]["selected"]
+    ["arch"]``, or its ``<arch>-linux`` install info), else the WHEEL platform tag of the
+    target interpreter's packages (``facts["python"]["machine"]``), else ``x86_64``."""
+    from npudoctor.cann_env import toolkit_arch
+
+    host_arch = (ctx.facts.get("host") or {}).get("arch")
+    if host_arch:
+        return str(host_arch), "host"
+    cann = ctx.facts.get("cann") if isinstance(ctx.facts.get("cann"), dict) else {}
+    sel = cann.get("selected") if isinstance(cann.get("selected"), dict) else {}
+    if sel.get("arch") in ("aarch64", "x86_64"):
+        return str(sel["arch"]), "the toolkit's install info"
+    found = toolkit_arch(ctx.host, toolkit["path"])
+    if found:
+        return found, f"{toolkit['path']}/{found}-linux"
+    machine = (ctx.facts.get("python") or {}).get("machine")
+    if machine in ("aarch64", "x86_64"):
+        return str(machine), "the Python packages' platform tags"
+    return "x86_64", "default (unknown)"
+
+
+def _script_rank(path: str) -> Tuple[bool, bool, int]:
+    """Sort key of equivalent set_env.sh paths: the stable ``cann/set_env.sh`` or
+    ``ascend-toolkit/set_env.sh`` before paths through ``latest`` or a versioned
+    ``cann-<ver>`` directory."""
+    parts = path.split("/")
+    return ("latest" in parts, any(c.isdigit() for c in posixpath.basename(posixpath.dirname(path))), len(path))
+
+
+def _set_env_script(
+    host: Host, toolkit: Dict[str, Any], selected: Optional[Dict[str, Any]], evaluated: Optional[str]
+) -> Optional[str]:
+    """The ``set_env.sh`` to tell users to source, or ``None`` when no such file exists in
+    the diagnosed root.  Looked for next to the toolkit, its parent and the ``cann`` /
+    ``ascend-toolkit`` siblings (:func:`npudoctor.cann_env.set_env_candidates`) of the
+    toolkit path, its aliases and the directory it resolves to.  The script npudoctor
+    evaluated wins; among paths to that same file the stable one is named
+    (``/usr/local/Ascend/cann/set_env.sh`` rather than ``ascend-toolkit/latest/set_env.sh``
+    or ``cann-8.5.0/set_env.sh``).  (The caller passes no script for a toolkit whose
+    set_env.sh sets up another install, e.g. ``ascend-toolkit/set_env.sh`` naming
+    ``latest`` while ``ascend-toolkit/8.0.0`` is in use: sourcing it would select the
+    other one.)"""
+    from npudoctor.cann_env import set_env_candidates
+
+    roots = [toolkit["path"]]
+    for rec in (selected or {}, toolkit):
+        for alias in rec.get("aliases") or []:
+            if isinstance(alias, str) and alias.startswith("/"):
+                roots.append(alias)
+        if rec.get("resolved"):
+            roots.append(str(rec["resolved"]))
+    found: List[str] = []
+    for root in roots:
+        for cand in set_env_candidates(root):
+            if cand not in found and host.is_file(cand):
+                found.append(cand)
+    if evaluated and host.is_file(evaluated):
+        real = host.resolve(evaluated)
+        same = [f for f in found if host.resolve(f) == real] or [evaluated]
+        return sorted(same, key=_script_rank)[0]
+    return found[0] if found else None
+
+
 def probe(ctx: ProbeContext) -> Dict[str, Any]:
     from npudoctor.cann_env import expected_environment
 
@@ -187,7 +257,9 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
     installs = [t for t in (cann.get("toolkits") or []) if isinstance(t, dict)]
     selected_rec = cann.get("selected") if isinstance(cann.get("selected"), dict) else None
     nnal_rec = cann.get("nnal") if isinstance(cann.get("nnal"), dict) else None
-    arch = (ctx.facts.get("host") or {}).get("arch") or "x86_64"
+    arch, arch_source = _arch(ctx, toolkit)
+    out["arch"] = arch
+    out["arch_source"] = arch_source
     expected = expected_environment(
         host,
         toolkit["path"],
@@ -197,6 +269,11 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
     )
     expected.pop("environ", None)
     out["expected"] = expected
+    out["set_env_script"] = (
+        None
+        if expected.get("method") == "set_env.sh (rebased)"
+        else _set_env_script(host, toolkit, selected_rec, expected.get("script"))
+    )
     driver = expected.get("driver") or "/usr/local/Ascend/driver"
     sel_for_stale = dict(toolkit)
     if selected_rec is not None:

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Dict, Iterable, List
+import shlex
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from npudoctor.findings import Code, Finding
 from npudoctor.rules import rule
@@ -14,6 +15,19 @@ SERVICE_NOTE = (
     "variables in the unit (Environment=/EnvironmentFile=) or the pod spec (env:), or start the "
     "command as `bash -c 'source {script} && exec <command>'`."
 )
+
+SERVICE_NOTE_EXPORTS = (
+    "For a systemd unit, Ray worker, Slurm job or Kubernetes pod, ~/.bashrc is not read: put these "
+    "variables in the unit (Environment=/EnvironmentFile=) or the pod spec (env:), or start the command "
+    "as `npudoctor exec -- <command>`, which applies them."
+)
+
+NPUDOCTOR_ENV = 'or: eval "$(npudoctor env)"  # the same variables, computed by npudoctor from the toolkit'
+
+#: Variables whose value is a ``:`` list that set_env.sh prepends to.
+PATH_VARS = ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH")
+#: set_env.sh's own variables, in the order the scripts set them.
+SCALAR_ORDER = ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "ASCEND_AICPU_PATH", "TOOLCHAIN_HOME")
 
 NOT_SOURCED = Code(
     "ENV001",
@@ -30,8 +44,10 @@ NOT_SOURCED = Code(
         "npudoctor reads the toolkit's own set_env.sh (without running it) to know what it would set; "
         "when the script is missing it uses the documented list.\n\n"
         "Fix: `source /usr/local/Ascend/ascend-toolkit/set_env.sh` (8.5+: "
-        "/usr/local/Ascend/cann/set_env.sh) in the shell that starts Python. Services (systemd, Ray, "
-        "Kubernetes) do not read ~/.bashrc: set the variables in the unit or pod spec."
+        "/usr/local/Ascend/cann/set_env.sh) in the shell that starts Python; the finding names the "
+        "script that exists on the machine, or, when there is none, gives the export lines (appending to "
+        "LD_LIBRARY_PATH, PYTHONPATH and PATH). Services (systemd, Ray, Kubernetes) do not read "
+        "~/.bashrc: set the variables in the unit or pod spec."
     ),
     kinds=("K10",),
 )
@@ -133,13 +149,23 @@ def _torch_npu_installed(ctx: Any) -> bool:
     )
 
 
-def _script(env: Dict[str, Any]) -> str:
+def _script(env: Dict[str, Any]) -> Optional[str]:
+    """The set_env.sh to tell users to source: one that exists in the diagnosed root and
+    sets up the toolkit in use (``environment.set_env_script``), or ``None``, in which
+    case fixes give export lines.  Snapshots from before that key: the script the probe
+    evaluated (it existed), unless it set up another install (rebased)."""
+    if "set_env_script" in env:
+        return str(env["set_env_script"]) if env.get("set_env_script") else None
     expected = env.get("expected") or {}
-    script = expected.get("script")
+    if expected.get("script") and expected.get("method") in ("set_env.sh", "documented"):
+        return str(expected["script"])
+    return None
+
+
+def _service_note(script: Optional[str]) -> str:
     if script:
-        return str(script)
-    tk = (env.get("toolkit") or {}).get("path") or "/usr/local/Ascend/ascend-toolkit/latest"
-    return posixpath.join(posixpath.dirname(str(tk)), "set_env.sh")
+        return SERVICE_NOTE.format(script=script)
+    return SERVICE_NOTE_EXPORTS
 
 
 def _toolkit_line(env: Dict[str, Any]) -> str:
@@ -151,25 +177,71 @@ def _toolkit_line(env: Dict[str, Any]) -> str:
     )
 
 
-def _export_lines(env: Dict[str, Any], names: Iterable[str]) -> List[str]:
+def append_line(name: str, entries: Sequence[str]) -> str:
+    """``export NAME=<entries>:${NAME}``: the entries put in front of the user's value,
+    never replacing it.  An unset LD_LIBRARY_PATH/PYTHONPATH gets no trailing ``:`` (an
+    empty entry means the current directory to ld.so and Python)."""
+    head = shlex.quote(":".join(entries))
+    if name == "PATH":
+        return f"export PATH={head}:${{PATH}}"
+    return f"export {name}={head}${{{name}:+:${{{name}}}}}"
+
+
+def _export_lines(env: Dict[str, Any], names: Iterable[str], paths: Optional[Dict[str, List[str]]] = None) -> List[str]:
+    """``export`` lines for the scalar variables ``names`` (their expected values) and the
+    ``paths`` entries to put in front of LD_LIBRARY_PATH/PYTHONPATH/PATH."""
     variables = (env.get("expected") or {}).get("variables") or {}
-    return [f"export {n}={variables[n]}" for n in names if n in variables]
+    lines = [f"export {n}={shlex.quote(str(variables[n]))}" for n in names if n in variables]
+    for name in PATH_VARS:
+        entries = (paths or {}).get(name) or []
+        if entries:
+            lines.append(append_line(name, entries))
+    return lines
+
+
+def _full_exports(env: Dict[str, Any]) -> List[str]:
+    """Every variable of the toolkit's set_env.sh (NNAL's are ENV005's): what to run when
+    no set_env.sh exists in the root."""
+    expected = env.get("expected") or {}
+    variables = expected.get("variables") or {}
+    scalars = [n for n in SCALAR_ORDER if n in variables]
+    scalars += sorted(n for n in variables if n not in scalars and n not in PATH_VARS and not n.startswith("ATB_"))
+    added = expected.get("added") or {}
+    paths = {n: [e for e in added.get(n) or [] if "/nnal/" not in e] for n in PATH_VARS}
+    return _export_lines(env, scalars, paths)
 
 
 def _method_line(env: Dict[str, Any]) -> List[str]:
+    """Evidence lines saying where the expected values come from."""
     expected = env.get("expected") or {}
     method = expected.get("method")
+    script = expected.get("script")
     lines = []
+    fallback = expected.get("fallback")
+    skipped = [u for u in expected.get("unsupported") or [] if isinstance(u, dict)]
+    if fallback is None:
+        # snapshots from before "fallback": the reason was an entry with line 0
+        reasons = [str(u.get("text")) for u in skipped if not isinstance(u.get("line"), int) or u["line"] < 1]
+        fallback = "; ".join(reasons) or None
+    skipped = [u for u in skipped if isinstance(u.get("line"), int) and u["line"] >= 1]
     if method == "documented":
         lines.append(
-            "no readable set_env.sh next to the toolkit: expected values are the documented set_env.sh variables"
+            (fallback or "no readable set_env.sh next to the toolkit")
+            + ": the expected values are the variables CANN's set_env.sh is documented to set"
         )
-    elif expected.get("script"):
-        lines.append(f"expected values from {expected['script']} ({method}, read, not executed)")
-    skipped = expected.get("unsupported") or []
-    if skipped:
+    elif method == "set_env.sh (rebased)" and script:
         lines.append(
-            f"{len(skipped)} construct(s) of the script were not interpreted, e.g. line {skipped[0].get('line')}: {skipped[0].get('text')}"
+            f"expected values from {script} (read, not executed), which sets up another install: its paths "
+            f"were moved onto {(env.get('toolkit') or {}).get('path')}"
+        )
+    elif script:
+        lines.append(f"expected values from {script} (read, not executed)")
+    if skipped:
+        first = skipped[0]
+        text = str(first.get("text") or "").strip()
+        lines.append(
+            f"npudoctor could not interpret {len(skipped)} line(s) of {script or 'the script'}; "
+            f"the first is line {first.get('line')}: {text}"
         )
     return lines
 
@@ -188,11 +260,13 @@ def set_env_not_sourced(ctx: Any) -> Iterable[Finding]:
     if missing_ld:
         evidence.append("LD_LIBRARY_PATH lacks " + ", ".join(missing_ld))
     evidence += _method_line(env)
-    fix = [f"source {script}"]
-    if (env.get("expected") or {}).get("method") == "documented":
-        fix = _export_lines(env, ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "ASCEND_AICPU_PATH"))
-        fix += _export_lines(env, ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH"))
-    fix.append(SERVICE_NOTE.format(script=script))
+    if script:
+        fix = [f"source {script}"]
+    else:
+        if (env.get("expected") or {}).get("method") == "set_env.sh (rebased)":
+            evidence.append("sourcing that script would set up the other install, not this toolkit")
+        fix = _full_exports(env) + [NPUDOCTOR_ENV]
+    fix.append(_service_note(script))
     yield NOT_SOURCED.finding(
         title=f"CANN {((env.get('toolkit') or {}).get('version') or '')} is installed but its set_env.sh is not sourced".replace(
             "  ", " "
@@ -202,6 +276,25 @@ def set_env_not_sourced(ctx: Any) -> Iterable[Finding]:
         severity=severity,
         subject=str((env.get("toolkit") or {}).get("path")),
     )
+
+
+def _source_or(script: Optional[str], exports: List[str]) -> List[str]:
+    """``source <script>`` then the narrower export lines, or the export lines alone when
+    no script exists in the root."""
+    if script:
+        return [f"source {script}", "or set only what is missing:"] + exports
+    return list(exports)
+
+
+def _clean_value(env: Dict[str, Any], name: str, drop: Iterable[str]) -> str:
+    """The current ``name`` list without the ``drop`` entries (and without empty entries)."""
+    gone = {posixpath.normpath(d) for d in drop}
+    current = str((env.get("current") or {}).get(name) or "")
+    kept: List[str] = []
+    for entry in current.split(":"):
+        if entry and posixpath.normpath(entry) not in gone and entry not in kept:
+            kept.append(entry)
+    return ":".join(kept)
 
 
 @rule
@@ -221,23 +314,59 @@ def stale_environment(ctx: Any) -> Iterable[Finding]:
         where = s.get("install")
         ver = f"CANN {s['version']}" if s.get("version") else "another install"
         gone = "" if s.get("exists") else " (does not exist)"
-        if s.get("variable") in ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH"):
+        if s.get("variable") in PATH_VARS:
             evidence.append(f"{s['variable']} entry {s['value']}{gone} belongs to {ver} at {where}")
         else:
             evidence.append(f"{s['variable']}={s['value']}{gone} belongs to {ver} at {where}")
     if len(stale) > 12:
         evidence.append(f"... and {len(stale) - 12} more")
     script = _script(env)
-    fix = [
-        "Start a fresh shell (or remove the old CANN lines from ~/.bashrc, /etc/profile or the image ENV)",
-        f"source {script}",
-        SERVICE_NOTE.format(script=script),
-    ]
+    fix = ["Start a fresh shell (or remove the old CANN lines from ~/.bashrc, /etc/profile or the image ENV)"]
+    if script:
+        fix.append(f"source {script}")
+    else:
+        scalars = [str(s["variable"]) for s in stale if s.get("variable") not in PATH_VARS]
+        fix += _export_lines(env, dict.fromkeys(scalars))
+        for name in PATH_VARS:
+            drop = [str(s["value"]) for s in stale if s.get("variable") == name]
+            if drop:
+                fix.append(
+                    f"export {name}={shlex.quote(_clean_value(env, name, drop))}  # the current value without "
+                    + ", ".join(drop)
+                )
+    fix.append(_service_note(script))
     yield STALE.finding(
         title=f"The environment points at {', '.join(installs)} while the toolkit in use is {(env.get('toolkit') or {}).get('path')}",
         evidence=evidence,
         fix=fix,
     )
+
+
+def _describe_dirs(env: Dict[str, Any], dirs: Sequence[str]) -> str:
+    """``the driver's lib64 and lib64/driver (/usr/local/Ascend/driver)`` -- missing
+    directories named by their owner (the toolkit, the driver) and path inside it; others
+    in full."""
+    tk = str((env.get("toolkit") or {}).get("path") or "")
+    driver = str((env.get("expected") or {}).get("driver") or "")
+    groups: Dict[Tuple[str, str], List[str]] = {}
+    others: List[str] = []
+    for d in dirs:
+        d = posixpath.normpath(d)
+        for label, root in (("the toolkit's", tk), ("the driver's", driver)):
+            if root and d.startswith(root.rstrip("/") + "/"):
+                groups.setdefault((label, root), []).append(d[len(root.rstrip("/")) + 1 :])
+                break
+        else:
+            others.append(d)
+    parts = [f"{label} {_and(rels)} ({root})" for (label, root), rels in groups.items()]
+    return _and(parts + others)
+
+
+def _and(items: Sequence[str]) -> str:
+    items = list(items)
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
 
 
 @rule
@@ -257,13 +386,11 @@ def loader_path_incomplete(ctx: Any) -> Iterable[Finding]:
         evidence.append("unset: " + ", ".join(missing_vars))
     evidence += _method_line(env)
     script = _script(env)
-    fix = [f"source {script}"]
-    if missing:
-        fix.append("or: export LD_LIBRARY_PATH=" + ":".join(missing) + ":$LD_LIBRARY_PATH")
-    fix += _export_lines(env, missing_vars)
+    exports = _export_lines(env, missing_vars, {"LD_LIBRARY_PATH": list(missing)})
+    fix = _source_or(script, exports)
     yield LOADER_PATH.finding(
         title=(
-            "LD_LIBRARY_PATH lacks " + ", ".join(posixpath.basename(m.rstrip("/")) or m for m in missing[:4])
+            f"LD_LIBRARY_PATH lacks {_describe_dirs(env, missing)}"
             if missing
             else "CANN variables unset: " + ", ".join(missing_vars)
         )
@@ -299,7 +426,7 @@ def pythonpath_missing(ctx: Any) -> Iterable[Finding]:
     yield PYTHONPATH.finding(
         title=f"PYTHONPATH lacks {site}: te/tbe will not import when operators compile",
         evidence=evidence,
-        fix=[f"source {_script(env)}", "or: export PYTHONPATH=" + ":".join(missing) + ":$PYTHONPATH"],
+        fix=_source_or(_script(env), [append_line("PYTHONPATH", missing)]),
     )
 
 
@@ -312,7 +439,7 @@ def nnal_not_sourced(ctx: Any) -> Iterable[Finding]:
         return
     if nnal.get("current_atb_home") and nnal.get("lib_on_path"):
         return
-    script = nnal.get("script") or posixpath.join(str(nnal.get("path") or "/usr/local/Ascend/nnal/atb"), "set_env.sh")
+    script = nnal.get("script") if nnal.get("script") else None
     evidence = [f"NNAL {nnal.get('version') or ''} at {nnal.get('path')}".replace("  ", " ")]
     if not nnal.get("current_atb_home"):
         evidence.append("ATB_HOME_PATH is unset")
@@ -325,9 +452,27 @@ def nnal_not_sourced(ctx: Any) -> Iterable[Finding]:
     yield NNAL_NOT_SOURCED.finding(
         title="NNAL (ATB) is installed but nnal/atb/set_env.sh is not sourced",
         evidence=evidence,
-        fix=[f"source {script}  # after torch is installed", SERVICE_NOTE.format(script=script)],
+        fix=(
+            [f"source {script}  # after torch is installed"]
+            if script
+            else [f"{line}  # no nnal/atb/set_env.sh in the root" for line in _nnal_exports(nnal)]
+        )
+        + [_service_note(script)],
         severity="error" if needs else "warning",
     )
+
+
+def _nnal_exports(nnal: Dict[str, Any]) -> List[str]:
+    """What nnal/atb/set_env.sh sets for the ABI directory torch needs (see
+    :func:`npudoctor.cann_env.nnal_variables`)."""
+    home = str(nnal.get("expected_atb_home") or "")
+    if not home:
+        return []
+    return [
+        f"export ATB_HOME_PATH={shlex.quote(home)}",
+        append_line("LD_LIBRARY_PATH", [f"{home}/lib", f"{home}/examples", f"{home}/tests/atbopstest"]),
+        append_line("PATH", [f"{home}/bin"]),
+    ]
 
 
 def _atb_needed(ctx: Any) -> str:
