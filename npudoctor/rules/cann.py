@@ -76,9 +76,14 @@ TORCH_NPU_CANN = Code(
         "not only the default path): <arch>-linux/ascend_toolkit_install.info, version.cfg or "
         "the component version.info files. The pairing comes from the bundled compatibility "
         "matrix (Ascend/pytorch COMPATIBILITY.md and release notes).\n\n"
-        "Fix: install the CANN the table pairs with your torch_npu, or the torch_npu built for "
-        "your CANN. A version missing from the matrix is reported as a warning: refresh the "
-        "matrix with `npudoctor matrix refresh`."
+        "Fix, in this order: option A (preferred when the matrix has such a build) keeps the "
+        "CANN and installs the torch_npu paired with it (declared compatible as a second "
+        "choice), for your torch when one exists, else together with the torch it is built "
+        "for, with the pip of the target interpreter; option B installs the CANN the table "
+        "pairs with your torch_npu (toolkit, kernels/ops, set_env.sh) and the driver (Ascend "
+        "HDK) that CANN needs. DRV001/DRV002 name the driver for the CANN in use and say what "
+        "changes with option B. A version missing from the matrix is reported as a warning: "
+        "refresh the matrix with `npudoctor matrix refresh`."
     ),
     kinds=("K05",),
 )
