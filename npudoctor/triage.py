@@ -30,7 +30,8 @@ Facts read (all optional; every check answers "unknown" when its section is abse
 * ``python.shadowing.torch_npu.shadowed``, ``python.executable`` (probes/python.py)
 * ``host.arch``, ``host.identity.has_passwd_entry`` (probes/host.py)
 * ``hccl.variables``, ``hccl.hccn_conf`` (probes/hccl.py)
-* findings: a finding (error or warning) whose code declares a cause's kind confirms it.
+* findings: a finding (error or warning) whose code declares a cause's kind, or whose code
+  the cause's ``confirmed_by`` names, confirms it.
 """
 
 from __future__ import annotations
@@ -149,6 +150,8 @@ class Cause:
     here: str
     fix: List[str]
     check: Optional[str] = None
+    #: finding codes that confirm this cause besides the findings of its kind
+    confirmed_by: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -275,6 +278,10 @@ def load_kb(path: Optional[str] = None) -> KnowledgeBase:
             check = c.get("check")
             if check is not None and check not in CHECKS:
                 raise KBError(f"{where}: unknown check {check!r}")
+            confirmed_by = _strs(c, where, "confirmed_by")
+            for code in confirmed_by:
+                if not re.match(r"^[A-Z]+\d{3}$", code):
+                    raise KBError(f"{where}: confirmed_by {code!r} is not a finding code")
             causes.append(
                 Cause(
                     kind=kind,
@@ -282,6 +289,7 @@ def load_kb(path: Optional[str] = None) -> KnowledgeBase:
                     here=str(c.get("here", "")),
                     fix=_strs(c, where, "fix"),
                     check=check,
+                    confirmed_by=confirmed_by,
                 )
             )
         for k in kinds:
@@ -645,6 +653,14 @@ class FactView:
             return sel
         tks = self.toolkits()
         return tks[0] if tks else None
+
+    def findings_with_codes(self, codes: Sequence[str]) -> List[Any]:
+        """The error/warning findings whose code is one of ``codes``."""
+        return [
+            f
+            for f in self.findings
+            if getattr(f, "code", "") in codes and getattr(f, "severity", "") in ("error", "warning")
+        ]
 
     def findings_of_kind(self, kind: str) -> List[Any]:
         from npudoctor.findings import REGISTRY
@@ -1122,7 +1138,8 @@ def fill(text: str, values: Mapping[str, str]) -> str:
 
 
 def judge_cause(cause: Cause, fv: FactView, caps: Mapping[str, str], base: Mapping[str, str]) -> Dict[str, Any]:
-    """Decide one cause: run its named check, then let findings of its kind confirm it."""
+    """Decide one cause: run its named check, then let the findings of its kind (and
+    those its ``confirmed_by`` names) confirm it -- unless the check ruled it out."""
     verdict = CHECKS[cause.check](fv, caps) if cause.check else Verdict("unknown")
     values = dict(base)
     values.update(caps)
@@ -1130,8 +1147,10 @@ def judge_cause(cause: Cause, fv: FactView, caps: Mapping[str, str], base: Mappi
     status, evidence = verdict.status, list(verdict.evidence)
     confirmed: List[str] = []
     fixes: List[str] = []
-    if cause.kind and status != "ruled_out":
-        for f in fv.findings_of_kind(cause.kind):
+    if status != "ruled_out":
+        confirming = fv.findings_of_kind(cause.kind) if cause.kind else []
+        confirming += [f for f in fv.findings_with_codes(cause.confirmed_by) if all(f is not g for g in confirming)]
+        for f in confirming:
             confirmed.append(f"{f.code}: {f.title}")
             fixes.extend(f.fix)
         if confirmed and status in ("unknown", "no_sign"):

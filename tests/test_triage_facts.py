@@ -169,3 +169,9 @@ def test_a_k10_finding_does_not_claim_no_toolkit():
     assert judged["no_toolkit"]["status"] == "unknown" and judged["no_toolkit"]["findings"] == []
     assert judged["toolkit_not_sourced"]["status"] == "cause"
     assert judged["toolkit_not_sourced"]["findings"] == ["ENV001"]
+    # the finding that does say "no toolkit" confirms it by code (confirmed_by in errors.toml)
+    cann001 = REGISTRY["CANN001"].finding(evidence=["looked in /usr/local/Ascend/ascend-toolkit/latest"])
+    fv = FactView({}, [cann001])
+    judged = {c.check: judge_cause(c, fv, {"lib": "libhccl.so"}, {}) for c in entry.causes}
+    assert judged["no_toolkit"]["status"] == "cause" and judged["no_toolkit"]["findings"] == ["CANN001"]
+    assert judged["no_toolkit"]["here"].startswith("no CANN toolkit is installed here")
