@@ -86,10 +86,17 @@ DUPLICATE = Code(
     explain=(
         "Two metadata directories of one project are visible to the interpreter: either two "
         "`*.dist-info` in one site-packages (an interrupted or forced upgrade) or one in the user site "
-        "(`~/.local/lib/pythonX.Y/site-packages`, searched first) and one in the environment. Python "
+        "(`~/.local/lib/pythonX.Y/site-packages`, searched before the system site-packages) and one in the environment. Python "
         "imports the first on sys.path while pip and the rest of the stack may see the other, so "
-        "torch, torch_npu or numpy can be a different build than the one you installed last. Fix: "
-        "uninstall until pip says it is not installed, then install the version you want once."
+        "torch, torch_npu or numpy can be a different build than the one you installed last.\n\n"
+        "npudoctor keeps the copy the rest of the stack needs (for torch: the one torch_npu's "
+        "`Requires-Dist` names; for torch_npu: the one built for the installed torch; for numpy: the "
+        "range the CANN needs) and removes the others. `pip uninstall` removes the first copy on the "
+        "running interpreter's sys.path, so each line is written to reach one copy: a user-site copy "
+        "with the user's `HOME` (the user site comes first; from a venv, with the interpreter the venv "
+        "was made from, since pip in a venv refuses to touch the user site), an environment copy with "
+        "`python -s` when the user-site copy is the one to keep. Two dist-infos in one directory share "
+        "the package files, so both go and the right version is installed once."
     ),
     kinds=("K01",),
 )
@@ -141,7 +148,9 @@ CANN_DEPS = Code(
         "numpy from the interpreter that runs torch_npu. When one is missing, the first operator "
         "compile fails with `EH9999 [Init][Env]init env failed!` and `result = 500001`, or `No module "
         "named 'decorator'` -- nothing in the message points at pip. Fix: install them into the same "
-        "interpreter (the numpy range the installed CANN accepts)."
+        "interpreter, with numpy in the range the installed CANN accepts (with no CANN installed yet: "
+        "the range of the CANN the compatibility matrix pairs with the installed torch_npu). Without a "
+        "CANN toolkit this is a note: CANN001 is the error, install these with it."
     ),
     kinds=("K06",),
 )
@@ -715,9 +724,10 @@ def _numpy_target(ctx: Any) -> Optional[Tuple[str, str]]:
     for paired in list(getattr(row, "cann", None) or []):
         spec = matrix_call(ctx, "numpy_spec", str(paired), py)
         if spec:
+            state = "the installed CANN's version is unknown" if cann_present(ctx) else "no CANN is installed"
             return str(spec), (
-                f"no CANN version is installed: numpy{spec} is what CANN {paired}, the CANN the compatibility "
-                f"matrix pairs with torch_npu {npu.get('version')}, needs with Python {py}"  # type: ignore[union-attr]
+                f"{state}: numpy{spec} is what CANN {paired}, the CANN the compatibility matrix pairs with "
+                f"torch_npu {npu.get('version')}, needs with Python {py}"  # type: ignore[union-attr]
             )
     return None
 
