@@ -274,3 +274,34 @@ def test_venv_user_site_copy_is_removed_by_the_base_interpreter(tmp_path):
     _run_fix(dup["fix"][:1], env, tmp_path)  # the venv has no pip (--without-pip)
     assert not (user_site / "torch-2.3.1.dist-info").exists()
     assert (site / "torch-2.1.0.dist-info").is_dir()
+
+
+MY_SCENARIOS = sorted(
+    p.name
+    for p in SCENARIOS.iterdir()
+    if p.name.split("-")[0] in {"k01", "k02", "k06", "k07", "k08", "k20", "k21", "k22"}
+)
+
+
+@pytest.mark.parametrize("name", MY_SCENARIOS)
+def test_every_pip_line_names_one_interpreter(name, tmp_path):
+    """PKG001..PKG007, PY00x and the CANN rules name the same interpreter in their pip
+    lines (the one helper, _pyfacts.python_exe); PY001's lines run in a new environment."""
+    doc = _scenario(name, tmp_path)
+    used = set()
+    for f in doc["findings"]:
+        if f["code"] == "PY001":
+            continue
+        for line in f["fix"]:
+            for part in line.split("  #", 1)[0].split("&&"):
+                argv = [a for a in shlex.split(part.split(": ", 1)[-1]) if "=" not in a or a.startswith("-")]
+                if argv[1:3] == ["-m", "pip"] or argv[1:4] == ["-s", "-m", "pip"]:
+                    used.add(argv[0])
+    assert len(used) <= 1, used
+    if used:
+        assert used != {"python3"}, "the interpreter is known from the facts"
+
+
+def test_debian_dist_packages_name_usr_bin_python(tmp_path):
+    doc = _scenario("k02-torchvision-0.21-with-torch-2.5.1", tmp_path)
+    assert _one(doc, "PKG005")["fix"] == ["/usr/bin/python3.10 -m pip install 'torchvision==0.20.*'"]

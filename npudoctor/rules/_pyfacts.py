@@ -80,7 +80,8 @@ def python_exe(ctx: Any) -> str:
     interpreter every such prefix has: ``<prefix>/bin/python`` of a venv or conda env
     (``python -m venv`` and conda's python package create it),
     ``<prefix>/bin/pythonX.Y`` of any other prefix whose ``lib/pythonX.Y`` was found
-    (CPython's install creates it: ``/usr/local/python3.11.13/bin/python3.11``), else
+    (CPython's install creates it: ``/usr/local/python3.11.13/bin/python3.11``) --
+    ``/usr/bin/pythonX.Y`` for Debian's ``dist-packages`` under /usr or /usr/local --, else
     ``python3`` (the interpreter is unknown).
     """
     py = section(ctx, "python")
@@ -88,8 +89,11 @@ def python_exe(ctx: Any) -> str:
     prefix = str(py.get("prefix") or "").rstrip("/")
     if not exe and prefix:
         short = python_short(ctx)
+        dist_packages = any(str(d).endswith("/dist-packages") for d in py.get("site_packages") or [])
         if py.get("is_venv") or py.get("conda_prefix"):
             exe = prefix + "/bin/python"
+        elif short and prefix in ("/usr", "/usr/local") and dist_packages:
+            exe = f"/usr/bin/python{short}"  # Debian/Ubuntu: /usr/local/lib/pythonX.Y/dist-packages is /usr/bin's
         elif short:
             exe = f"{prefix}/bin/python{short}"
     return shlex.quote(str(exe or "python3"))
