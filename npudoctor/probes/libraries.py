@@ -280,7 +280,7 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         return out
 
     first = read_elf(_real(host, roots[0]))
-    arch = first.machine or (facts.get("host") or {}).get("arch") or "x86_64"
+    arch = first.machine or (facts.get("host") or {}).get("arch") or env_facts.get("arch") or "x86_64"
     bits = first.bits or 64
     ld_path = [posixpath.normpath(p) for p in host.env_paths("LD_LIBRARY_PATH") if p.startswith("/")]
     resolver = Resolver(host, arch, bits, ld_path)

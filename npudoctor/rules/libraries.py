@@ -6,7 +6,9 @@ K03, K05; the ATB C++ ABI directory check of K11 is CANN009 in rules/cann.py, fe
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Dict, Iterable, List
+import re
+import shlex
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Code, Finding
 from npudoctor.rules import rule
@@ -121,17 +123,53 @@ def _libs(ctx: Any) -> Dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _set_env_script(ctx: Any) -> str:
+def _set_env_script(ctx: Any) -> Optional[str]:
+    """The toolkit's set_env.sh to tell users to source -- one that exists in the diagnosed
+    root (``environment.set_env_script``; for snapshots without it the script the
+    environment probe evaluated, else the cann probe's ``selected.set_env``, both files
+    that exist) -- or ``None``: fixes then give export lines."""
     env = ctx.facts("environment")
-    script = ((env.get("expected") or {}) if isinstance(env, dict) else {}).get("script")
-    if script:
-        return str(script)
+    env = env if isinstance(env, dict) else {}
+    if "set_env_script" in env:
+        return str(env["set_env_script"]) if env.get("set_env_script") else None
+    expected = env.get("expected") or {}
+    if expected.get("script") and expected.get("method") != "set_env.sh (rebased)":
+        return str(expected["script"])
     sel = (ctx.facts("cann").get("selected") or {}) if isinstance(ctx.facts("cann"), dict) else {}
     if isinstance(sel, dict) and sel.get("set_env"):
         return str(sel["set_env"])
-    if isinstance(sel, dict) and sel.get("path"):
-        return posixpath.join(posixpath.dirname(str(sel["path"])), "set_env.sh")
-    return "/usr/local/Ascend/ascend-toolkit/set_env.sh"
+    return None
+
+
+def _nnal_script(ctx: Any) -> Optional[str]:
+    """NNAL's ``nnal/atb/set_env.sh`` when it exists in the root (environment or cann probe)."""
+    env = ctx.facts("environment")
+    nnal = (env.get("nnal") or {}) if isinstance(env, dict) else {}
+    if isinstance(nnal, dict) and nnal.get("script"):
+        return str(nnal["script"])
+    cann_nnal = (ctx.facts("cann").get("nnal") or {}) if isinstance(ctx.facts("cann"), dict) else {}
+    if isinstance(cann_nnal, dict) and cann_nnal.get("set_env"):
+        return str(cann_nnal["set_env"])
+    return None
+
+
+def _prepend_ld(dirs: List[str]) -> str:
+    """``export LD_LIBRARY_PATH=<dirs>${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}`` (appends
+    the user's value, adds no empty entry when it is unset)."""
+    return "export LD_LIBRARY_PATH=" + shlex.quote(":".join(dirs)) + "${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
+
+
+def _found_dirs(items: List[Dict[str, Any]], where: str) -> List[str]:
+    """Directories holding the missing libraries, from the ``found_at`` records whose
+    ``where`` starts with ``where``."""
+    out: List[str] = []
+    for r in items:
+        for f in r.get("found_at") or []:
+            if str(f.get("where", "")).startswith(where) and f.get("usable", True) and f.get("path"):
+                d = posixpath.dirname(str(f["path"]))
+                if d not in out:
+                    out.append(d)
+    return out
 
 
 def _short(path: str, libs: Dict[str, Any]) -> str:
@@ -188,21 +226,31 @@ def libraries_not_loadable(ctx: Any) -> Iterable[Finding]:
         evidence.append("LD_LIBRARY_PATH=" + (":".join(ld) if ld else "(unset)"))
         if key == "toolkit":
             title = f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the CANN toolkit but not on the loader path"
-            fix = [f"source {script}"]
+            fix = [f"source {script}"] if script else [_prepend_ld(_found_dirs(items, "selected toolkit"))]
         elif key == "driver":
             title = (
                 f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the NPU driver but not on the loader path"
             )
-            fix = [
-                f"export LD_LIBRARY_PATH={driver}/lib64:{driver}/lib64/common:{driver}/lib64/driver:$LD_LIBRARY_PATH",
-                f"or: source {script}",
-            ]
+            fix = [_prepend_ld([f"{driver}/lib64", f"{driver}/lib64/common", f"{driver}/lib64/driver"])]
+            if script:
+                fix.append(f"or: source {script}")
         elif key == "nnal":
             title = f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in NNAL but nnal/atb/set_env.sh is not sourced"
-            fix = ["source /usr/local/Ascend/nnal/atb/set_env.sh  # after torch is installed"]
+            nnal_script = _nnal_script(ctx)
+            if nnal_script:
+                fix = [f"source {nnal_script}  # after torch is installed"]
+            else:
+                home = ((env.get("nnal") or {}) if isinstance(env, dict) else {}).get("expected_atb_home")
+                fix = (
+                    [f"export ATB_HOME_PATH={shlex.quote(str(home))}", _prepend_ld([f"{home}/lib"])]
+                    if home
+                    else [_prepend_ld(_found_dirs(items, "NNAL")[:1])]
+                )
         elif key == "other-cann":
             title = f"{', '.join(names)} exist only in another CANN install than the one in use"
-            fix = [f"source {script}", "or install the missing CANN component for the toolkit in use"]
+            fix = ([f"source {script}"] if script else []) + [
+                "Install the missing CANN component for the toolkit in use"
+            ]
         elif key == "nnal-missing":
             title = f"{', '.join(names)} cannot be loaded: NNAL (ATB) is not installed"
             fix = [
@@ -211,8 +259,7 @@ def libraries_not_loadable(ctx: Any) -> Iterable[Finding]:
             ]
         elif has_toolkit:
             title = f"{', '.join(names)} cannot be loaded and {'is' if len(names) == 1 else 'are'} not in the installed CANN"
-            fix = [
-                f"source {script}",
+            fix = ([f"source {script}"] if script else []) + [
                 "If it is still missing, the CANN install is incomplete: reinstall the toolkit (and kernels) of the version torch_npu needs",
             ]
         else:
@@ -233,6 +280,123 @@ def libraries_not_loadable(ctx: Any) -> Iterable[Finding]:
         )
 
 
+#: The first GCC release whose libstdc++ defines each symbol version (libstdc++ manual,
+#: "ABI Policy and Guidelines", section "Versioning": "GCC 11.1.0: GLIBCXX_3.4.29,
+#: CXXABI_1.3.13", "GCC 12.1.0: GLIBCXX_3.4.30", "GCC 14.1.0: GLIBCXX_3.4.33, CXXABI_1.3.15").
+GCC_FOR_GLIBCXX = {
+    19: "4.8.3",
+    20: "4.9.0",
+    21: "5.1.0",
+    22: "6.1.0",
+    23: "7.1.0",
+    24: "7.2.0",
+    25: "8.1.0",
+    26: "9.1.0",
+    27: "9.2.0",
+    28: "9.3.0",
+    29: "11.1.0",
+    30: "12.1.0",
+    31: "13.1.0",
+    32: "13.2.0",
+    33: "14.1.0",
+}
+GCC_FOR_CXXABI = {
+    7: "4.8.0",
+    8: "4.9.0",
+    9: "5.1.0",
+    10: "6.1.0",
+    11: "7.1.0",
+    12: "9.1.0",
+    13: "11.1.0",
+    14: "13.1.0",
+    15: "14.1.0",
+}
+#: Base images and the GCC major release their system libstdc++ comes from
+#: (the distributions' libstdc++6 / libstdc++ packages).
+DISTRO_GCC = (
+    ("Ubuntu 20.04", 10),
+    ("Ubuntu 22.04", 12),
+    ("Ubuntu 24.04", 14),
+    ("Debian 11", 10),
+    ("Debian 12", 12),
+    ("openEuler 22.03", 10),
+    ("openEuler 24.03", 12),
+)
+
+
+def gcc_for(version: str) -> Optional[str]:
+    """The first GCC release whose libstdc++ provides ``version`` (``GLIBCXX_3.4.29`` ->
+    ``"11.1.0"``, ``CXXABI_1.3.13`` -> ``"11.1.0"``), or ``None`` for other names."""
+    m = re.match(r"^GLIBCXX_3\.4\.(\d+)$", version)
+    if m:
+        return GCC_FOR_GLIBCXX.get(int(m.group(1)))
+    m = re.match(r"^CXXABI_1\.3\.(\d+)$", version)
+    if m:
+        return GCC_FOR_CXXABI.get(int(m.group(1)))
+    return None
+
+
+def _vkey(version: str) -> Tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", version))
+
+
+def _conda_prefix(ctx: Any, provider: str) -> Optional[str]:
+    """The conda env the target interpreter runs in (``python.conda_prefix``), or the one
+    the too-old library comes from (``<prefix>/lib/libstdc++.so.6`` of a known conda
+    environment)."""
+    py = ctx.facts("python") if isinstance(ctx.facts("python"), dict) else {}
+    prefix = py.get("conda_prefix")
+    if prefix:
+        return str(prefix)
+    for env in py.get("environments") or []:
+        if (
+            isinstance(env, dict)
+            and env.get("kind") == "conda"
+            and env.get("prefix")
+            and provider.startswith(str(env["prefix"]).rstrip("/") + "/lib/")
+        ):
+            return str(env["prefix"])
+    return None
+
+
+def _libstdcxx_fix(ctx: Any, provider: str, versions: List[str]) -> List[str]:
+    """Fix lines for a libstdc++ that lacks ``versions``: the conda package in a conda
+    env; otherwise the OS's libstdc++ (the Ubuntu toolchain PPA on Ubuntu), a newer base
+    image, or a newer GCC runtime put first on the loader path."""
+    gccs = [g for g in (gcc_for(v) for v in versions) if g]
+    gcc = max(gccs, key=_vkey) if gccs else None
+    major = int(gcc.split(".")[0]) if gcc else None
+    need = ", ".join(versions)
+    runtime = f"GCC >= {gcc}" if gcc else "a newer GCC"
+    prefix = _conda_prefix(ctx, provider)
+    if prefix:
+        pkg = f"libstdcxx-ng>={major}" if major else "libstdcxx-ng"
+        return [
+            f"conda install -p {shlex.quote(prefix)} -c conda-forge {shlex.quote(pkg)}  # the libstdc++ of {runtime} provides {need}",
+        ]
+    fix: List[str] = []
+    host = ctx.facts("host") if isinstance(ctx.facts("host"), dict) else {}
+    os_info = host.get("os") if isinstance(host.get("os"), dict) else {}
+    if str(os_info.get("id") or "").lower() == "ubuntu":
+        fix.append(
+            "apt-get update && apt-get install -y software-properties-common && "
+            "add-apt-repository -y ppa:ubuntu-toolchain-r/test && apt-get update && apt-get install -y libstdc++6"
+            "  # the toolchain PPA's libstdc++6 comes from a newer GCC"
+        )
+    images = [name for name, g in DISTRO_GCC if major is not None and g >= major]
+    fix.append(
+        ("or use" if fix else "Use")
+        + f" a base image whose system libstdc++ provides {need} ({runtime}"
+        + (f", e.g. {', '.join(images)})" if images else ")")
+        + f"; {provider} is too old"
+    )
+    fix.append(
+        f"or install the libstdc++ of {runtime} in its own directory and put it first: "
+        "export LD_LIBRARY_PATH=<that gcc>/lib64${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
+    )
+    return fix
+
+
 @rule
 def glibcxx_too_old(ctx: Any) -> Iterable[Finding]:
     """LIB002: GLIBC_/GLIBCXX_/CXXABI_ versions needed but not provided."""
@@ -242,16 +406,21 @@ def glibcxx_too_old(ctx: Any) -> Iterable[Finding]:
     for t in too_new:
         by_lib.setdefault(str(t.get("library")), []).append(t)
     for lib, items in by_lib.items():
-        versions = sorted({str(t["version"]) for t in items})
-        provider = items[0].get("provider")
+        versions = sorted({str(t["version"]) for t in items}, key=_vkey)
+        provider = str(items[0].get("provider"))
         highest = items[0].get("highest")
         evidence = [f"{_short(str(t['needed_by']), libs)} needs {t['version']} from {lib}" for t in items[:10]]
         evidence.append(f"{provider} provides up to {highest}")
-        fix = (
-            ["conda install -c conda-forge 'libstdcxx-ng>=12'  # or put the system libstdc++ first on LD_LIBRARY_PATH"]
-            if "stdc++" in lib
-            else ["Use a distribution/container image with a newer glibc (torch_npu wheels are manylinux builds)"]
-        )
+        if "stdc++" in lib:
+            gccs = [g for g in (gcc_for(v) for v in versions) if g]
+            if gccs:
+                evidence.append(f"{versions[-1]} first came with the libstdc++ of GCC {max(gccs, key=_vkey)}")
+            fix = _libstdcxx_fix(ctx, provider, versions)
+        else:
+            fix = [
+                f"Use a distribution/container image whose glibc provides {', '.join(versions)} "
+                f"({provider} is too old; torch_npu wheels are manylinux builds)"
+            ]
         yield GLIBCXX.finding(
             title=f"{provider} lacks {', '.join(versions[-3:])} needed by torch_npu",
             evidence=evidence,
@@ -260,7 +429,9 @@ def glibcxx_too_old(ctx: Any) -> Iterable[Finding]:
         )
 
 
-def _symbol_finding(code: Code, check: Any, libs: Dict[str, Any], title: str, fix: List[str]) -> Iterable[Finding]:
+def _symbol_finding(
+    code: Code, check: Any, libs: Dict[str, Any], title: str, fix: List[str], extra: Optional[List[str]] = None
+) -> Iterable[Finding]:
     if not isinstance(check, dict) or not check.get("missing_count"):
         return
     evidence = [
@@ -268,7 +439,77 @@ def _symbol_finding(code: Code, check: Any, libs: Dict[str, Any], title: str, fi
         + ", ".join(_short(str(a), libs) for a in check.get("against") or [])
     ]
     evidence += [f"undefined: {s}" for s in (check.get("missing") or [])[:8]]
+    evidence += list(extra or [])
     yield code.finding(title=title, evidence=evidence, fix=fix, subject=str(check.get("object")))
+
+
+def _torch_pin(ctx: Any) -> Tuple[Optional[str], str]:
+    """The torch version torch_npu was built for and where that comes from: the exact pin
+    of its ``Requires-Dist: torch==X`` (``facts["packages"]["installed"]["torch-npu"][0]
+    ["requires_dist"]``, markers evaluated for the target interpreter), else the rule
+    that torch_npu X.Y.Z[.postN] goes with torch X.Y.Z.  ``(None, "")`` without torch_npu."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.version import InvalidVersion, Version
+
+    from npudoctor.parsers.metadata import canonical_name
+    from npudoctor.rules._pyfacts import first, marker_env, metadata_source
+
+    npu = first(ctx, "torch-npu")
+    if npu is None:
+        return None, ""
+    for text in npu.get("requires_dist") or []:
+        try:
+            req = Requirement(str(text))
+        except InvalidRequirement:
+            continue
+        if canonical_name(req.name) != "torch":
+            continue
+        if req.marker is not None:
+            try:
+                if not req.marker.evaluate(marker_env(ctx)):
+                    continue
+            except Exception:
+                pass
+        specs = list(req.specifier)
+        if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version:
+            return specs[0].version, f"Requires-Dist: {text} ({metadata_source(npu)})"
+    try:
+        release = Version(str(npu.get("version"))).release
+    except InvalidVersion:
+        return None, ""
+    if len(release) >= 2:
+        base = ".".join(str(x) for x in (list(release) + [0])[:3])
+        return base, f"torch_npu {npu.get('version')} goes with torch {base} (no exact Requires-Dist pin)"
+    return None, ""
+
+
+def _torch_fix(ctx: Any, installed: Optional[str]) -> Tuple[List[str], List[str]]:
+    """``(fix lines, evidence lines)`` for LIB003: the exact pip command for the torch
+    torch_npu was built for, with the target interpreter (``facts["python"]["executable"]``,
+    else ``python3``).  On x86_64 torch_npu is built against the CPU build of torch
+    (``torch==X+cpu`` from https://download.pytorch.org/whl/cpu; a PyPI-default torch of
+    the same number is the CUDA build and does not export the same symbols)."""
+    from packaging.version import InvalidVersion, Version
+
+    from npudoctor.rules._pyfacts import CPU_INDEX, pip_install, platform
+
+    pin, source = _torch_pin(ctx)
+    if pin is None:
+        return ["Install the torch release torch_npu was built for (its METADATA Requires-Dist names it)"], []
+    wanted = pin
+    if platform(ctx) == "x86_64" and "+" not in wanted:
+        wanted += "+cpu"
+    cmd = pip_install(ctx, f"torch=={wanted}", index=CPU_INDEX if wanted.endswith("+cpu") else None)
+    try:
+        same = installed is not None and Version(installed) == Version(wanted)
+    except InvalidVersion:
+        same = False
+    if same:
+        cmd += " --force-reinstall --no-deps"
+    evidence = [f"torch_npu needs torch {pin}: {source}"]
+    if wanted != pin:
+        evidence.append(f"on x86_64 torch_npu is built against the CPU build: torch {wanted}")
+    return [cmd], evidence
 
 
 @rule
@@ -278,15 +519,16 @@ def torch_symbols(ctx: Any) -> Iterable[Finding]:
     check = (libs.get("symbols") or {}).get("torch")
     tv = (libs.get("torch") or {}).get("version")
     nv = (libs.get("torch_npu") or {}).get("version")
+    if not isinstance(check, dict) or not check.get("missing_count"):
+        return
+    fix, extra = _torch_fix(ctx, str(tv) if tv else None)
     yield from _symbol_finding(
         TORCH_SYMBOLS,
         check,
         libs,
         f"torch_npu {nv} was built for another torch than the installed torch {tv} (undefined torch symbols)",
-        [
-            "pip install 'torch==<the version torch_npu's Requires-Dist names>'  # see the packages findings",
-            "or install the torch_npu release built for torch " + str(tv),
-        ],
+        fix + ["or install the torch_npu release built for torch " + str(tv)],
+        extra,
     )
 
 
