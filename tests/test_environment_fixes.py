@@ -148,3 +148,91 @@ def test_script_of_another_install_is_not_offered(tmp_path):
     f = _one(doc, "ENV003")
     assert not [x for x in f["fix"] if x.startswith("source")]
     assert "export ASCEND_OPP_PATH=/usr/local/Ascend/ascend-toolkit/8.0.0/opp" in f["fix"]
+
+
+def test_set_env_candidates_per_layout():
+    from npudoctor.cann_env import set_env_candidates
+
+    assert set_env_candidates("/usr/local/Ascend/ascend-toolkit/latest") == [
+        "/usr/local/Ascend/ascend-toolkit/latest/set_env.sh",
+        "/usr/local/Ascend/ascend-toolkit/set_env.sh",
+    ]
+    assert set_env_candidates("/usr/local/Ascend/cann-8.5.0/") == [
+        "/usr/local/Ascend/cann-8.5.0/set_env.sh",
+        "/usr/local/Ascend/cann/set_env.sh",
+        "/usr/local/Ascend/ascend-toolkit/set_env.sh",
+        "/usr/local/Ascend/set_env.sh",
+    ]
+
+
+def test_toolkit_arch_from_install_info_or_the_one_arch_dir(tmp_path):
+    from npudoctor.cann_env import toolkit_arch
+    from npudoctor.host import Host
+
+    tk = tmp_path / "usr/local/Ascend/cann-8.5.0"
+    (tk / "aarch64-linux").mkdir(parents=True)
+    host = Host(root=str(tmp_path), environ={})
+    assert toolkit_arch(host, "/usr/local/Ascend/cann-8.5.0") == "aarch64"
+    (tk / "x86_64-linux").mkdir()
+    assert toolkit_arch(host, "/usr/local/Ascend/cann-8.5.0") is None  # two dirs, no info: unknown
+    (tk / "x86_64-linux/ascend_toolkit_install.info").write_text("version=8.5.0\narch=x86_64\n")
+    assert toolkit_arch(host, "/usr/local/Ascend/cann-8.5.0") == "x86_64"
+
+
+def _env_findings(env: Dict[str, Any]) -> List[Any]:
+    from npudoctor.engine import Options, evaluate
+    from npudoctor.matrix import load_matrix
+    from npudoctor.snapshot import Snapshot
+
+    snap = Snapshot(facts={"host": {"arch": "x86_64"}, "packages": {"installed": {}}, "environment": env})
+    return [f for f in evaluate(snap, load_matrix(), Options()) if f.code.startswith("ENV")]
+
+
+def test_nnal_without_its_script_gets_the_abi_directory_exports():
+    home = "/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1"
+    env = {
+        "toolkit": None,
+        "nnal": {
+            "path": "/usr/local/Ascend/nnal/atb",
+            "version": "8.2.RC1",
+            "script": None,
+            "expected_atb_home": home,
+            "current_atb_home": None,
+            "lib_on_path": False,
+        },
+    }
+    (f,) = _env_findings(env)
+    assert f.code == "ENV005"
+    assert f.fix[:3] == [
+        f"export ATB_HOME_PATH={home}",
+        f"export LD_LIBRARY_PATH={home}/lib:{home}/examples:{home}/tests/atbopstest"
+        + "${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}",
+        f"export PATH={home}/bin:" + "${PATH}",
+    ]
+    assert "no set_env.sh in /usr/local/Ascend/nnal/atb: the fix sets what it would set" in f.evidence
+
+
+def test_snapshot_from_before_fallback_key_reads_line_0_as_the_reason():
+    tk = "/usr/local/Ascend/cann-8.5.0"
+    env = {
+        "toolkit": {"path": tk, "version": "8.5.0", "source": "cann.selected"},
+        "sourced": False,
+        "missing_vars": ["ASCEND_TOOLKIT_HOME"],
+        "expected": {
+            "method": "documented",
+            "script": f"{tk}/set_env.sh",
+            "unsupported": [
+                {"line": 0, "text": "the script sets no ASCEND_TOOLKIT_HOME/ASCEND_HOME_PATH"},
+                {"line": 7, "text": "function f skipped"},
+            ],
+            "variables": {"ASCEND_TOOLKIT_HOME": tk},
+            "added": {},
+        },
+    }
+    (f,) = _env_findings(env)
+    assert f.fix[0] == f"source {tk}/set_env.sh"
+    assert f.evidence[2:] == [
+        "the script sets no ASCEND_TOOLKIT_HOME/ASCEND_HOME_PATH: the expected values are the variables "
+        "CANN's set_env.sh is documented to set",
+        f"npudoctor could not interpret 1 line(s) of {tk}/set_env.sh; the first is line 7: function f skipped",
+    ]

@@ -446,17 +446,15 @@ def nnal_not_sourced(ctx: Any) -> Iterable[Finding]:
     if not nnal.get("lib_on_path"):
         lib = posixpath.join(str(nnal.get("current_atb_home") or nnal.get("expected_atb_home")), "lib")
         evidence.append(f"LD_LIBRARY_PATH lacks {lib} (libatb.so)")
+    if not script:
+        evidence.append(f"no set_env.sh in {nnal.get('path')}: the fix sets what it would set")
     needs = _atb_needed(ctx)
     if needs:
         evidence.append(needs)
     yield NNAL_NOT_SOURCED.finding(
         title="NNAL (ATB) is installed but nnal/atb/set_env.sh is not sourced",
         evidence=evidence,
-        fix=(
-            [f"source {script}  # after torch is installed"]
-            if script
-            else [f"{line}  # no nnal/atb/set_env.sh in the root" for line in _nnal_exports(nnal)]
-        )
+        fix=([f"source {script}  # after torch is installed"] if script else _nnal_exports(nnal))
         + [_service_note(script)],
         severity="error" if needs else "warning",
     )

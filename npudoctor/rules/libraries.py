@@ -46,9 +46,12 @@ GLIBCXX = Code(
         "libstdc++.so.6 (GLIBCXX_3.4.x, CXXABI_1.3.x). When the library the loader finds does not "
         "define one of them, the import fails with `version `GLIBCXX_3.4.29' not found`. Typical "
         "on old distributions or when a conda env's older libstdc++ comes first on the loader "
-        "path.\n\nFix: use a libstdc++ that provides the version (conda: `conda install -c "
-        "conda-forge libstdcxx-ng`, or put the system one first), or a distribution with a newer "
-        "glibc for GLIBC_ versions."
+        "path.\n\nThe finding names the GCC release whose libstdc++ first provides the version (libstdc++ "
+        "manual, ABI versioning: GLIBCXX_3.4.29 came with GCC 11.1.0) and gives the fix for the "
+        "interpreter diagnosed: in a conda env `conda install -c conda-forge 'libstdcxx-ng>=<GCC "
+        "major>'`; otherwise the OS's libstdc++ (on Ubuntu the toolchain PPA), a base image whose "
+        "libstdc++ is new enough, or a newer GCC runtime first on LD_LIBRARY_PATH. GLIBC_ versions "
+        "need a distribution with a newer glibc."
     ),
 )
 
