@@ -379,18 +379,34 @@ def nnal_file(cann: str, arch: Optional[str]) -> str:
     return f"Ascend-cann-nnal_{cann}_linux-{arch or '$(uname -m)'}.run"
 
 
-def set_env_path(toolkit: Optional[Dict[str, Any]], cann: Optional[str] = None) -> str:
-    """The set_env.sh to source for a toolkit record (or a fresh install of ``cann``)."""
-    if toolkit and toolkit.get("set_env"):
-        return str(toolkit["set_env"])
-    if toolkit and toolkit.get("path"):
-        path = str(toolkit["path"]).rstrip("/")
-        if path.endswith("/latest"):
-            return path[: -len("/latest")] + "/set_env.sh"
-        return path + "/set_env.sh"
+def set_env_path(toolkit: Optional[Dict[str, Any]], cann: Optional[str] = None) -> Optional[str]:
+    """The set_env.sh to source: the one the cann probe found next to a toolkit record
+    (``None`` when that toolkit has none), or, for a fresh install of ``cann``, where
+    the installer puts it (``/usr/local/Ascend/cann/set_env.sh`` from 8.5, else
+    ``/usr/local/Ascend/ascend-toolkit/set_env.sh``)."""
+    if toolkit is not None:
+        return str(toolkit["set_env"]) if toolkit.get("set_env") else None
     if (major_minor(cann) or (0, 0)) >= (8, 5):
         return "/usr/local/Ascend/cann/set_env.sh"
     return "/usr/local/Ascend/ascend-toolkit/set_env.sh"
+
+
+def source_cmd(toolkit: Optional[Dict[str, Any]], cann: Optional[str] = None) -> str:
+    """The shell line that applies a toolkit's environment: ``source <set_env.sh>``
+    when that script exists, else ``export ASCEND_TOOLKIT_HOME=<toolkit> && eval
+    "$(npudoctor env)"`` (npudoctor computes the variables the script would set for the
+    toolkit that variable names) -- never a script that is not there."""
+    script = set_env_path(toolkit, cann)
+    if script:
+        return f"source {script}"
+    where = (toolkit or {}).get("path")
+    if not where:
+        return 'eval "$(npudoctor env)"  # npudoctor computes what set_env.sh would set'
+    # `npudoctor env` applies the toolkit ASCEND_TOOLKIT_HOME names (the cann probe selects it).
+    return (
+        f'export ASCEND_TOOLKIT_HOME={where} && eval "$(npudoctor env)"'
+        "  # no set_env.sh next to this toolkit: npudoctor computes what it would set"
+    )
 
 
 def run_cmd(file: str) -> str:
@@ -470,7 +486,7 @@ def no_cann(ctx: Any) -> Iterable[Finding]:
     fix = [
         run_cmd(toolkit_file(ver, arch)),
         run_cmd(kernels_file(ver, chip, arch)),
-        f"source {set_env_path(None, cann_ver)}",
+        source_cmd(None, cann_ver),
     ]
     if _nnal_needed(ctx)[0]:
         fix.append(run_cmd(nnal_file(ver, arch)))
@@ -569,7 +585,7 @@ def older_selected(ctx: Any) -> Iterable[Finding]:
     yield OLDER_SELECTED.finding(
         title=f"CANN {selected['version']} is in use but CANN {newest['version']} is also installed",
         evidence=evidence,
-        fix=[f"source {set_env_path(newest)}"],
+        fix=[source_cmd(newest)],
         severity=severity,
         data={"selected": selected["version"], "newest": newest["version"]},
     )
@@ -834,7 +850,7 @@ def _cann003_fix(ctx: Any, plan: Dict[str, Any]) -> List[str]:
         )
         out.append(head + run_cmd(toolkit_file(move, arch)))
         out.append("  " + run_cmd(kernels_file(move, package_chip(ctx), arch)))
-        out.append(f"  source {set_env_path(None, move)}")
+        out.append("  " + source_cmd(None, move))
         hdk = _hdk_for(ctx, move)
         fit = _driver_fit(ctx, move, driver) if driver else None
         if driver and fit in ("paired", "compatible"):
@@ -871,7 +887,7 @@ def kernels_for_chip(ctx: Any) -> Iterable[Finding]:
         if kd:
             wanted.setdefault(str(kd), []).append(str(chip["name"]))
             pkg_chip[str(kd)] = getattr(info, "kernels_package_chip", None)
-    set_env = f"source {set_env_path(tk)}"
+    set_env = source_cmd(tk)
     if not wanted:
         if not present and chips(ctx) == [] and torch_npu_record(ctx) is not None:
             yield KERNELS_MISSING.finding(
@@ -926,7 +942,7 @@ def kernels_version(ctx: Any) -> Iterable[Finding]:
         title=f"Kernels package {kernels['version']} does not match CANN toolkit {ver}",
         evidence=[_toolkit_line(tk), f"kernels {kernels['version']} from {kernels.get('source')}"],
         fix=[
-            f"source {set_env_path(tk)}",
+            source_cmd(tk),
             run_cmd(kernels_file(ver, package_chip(ctx), host_arch(ctx) or tk.get("arch"))),
         ],
         severity="warning" if ops_era else "error",
@@ -967,7 +983,7 @@ def nnal_missing(ctx: Any) -> Iterable[Finding]:
         evidence.append(f"ATB_HOME_PATH={env['value']} does not exist")
     fix = []
     if tk:
-        fix.append(f"source {set_env_path(tk)}")
+        fix.append(source_cmd(tk))
     fix += [run_cmd(nnal_file(ver, arch)), "source /usr/local/Ascend/nnal/atb/set_env.sh"]
     yield NNAL_MISSING.finding(
         title=f"NNAL (ATB) is not installed, but it is needed: {reasons[0]}",
@@ -992,7 +1008,7 @@ def nnal_version(ctx: Any) -> Iterable[Finding]:
         title=f"NNAL {nnal['version']} does not match CANN toolkit {ver}",
         evidence=[_toolkit_line(tk), f"NNAL/ATB {nnal.get('build') or nnal['version']} from {nnal.get('source')}"],
         fix=[
-            f"source {set_env_path(tk)}",
+            source_cmd(tk),
             run_cmd(nnal_file(ver, arch)),
             "source /usr/local/Ascend/nnal/atb/set_env.sh",
         ],
