@@ -226,6 +226,27 @@ ARCH_MISMATCH = Code(
     kinds=("K05",),
 )
 
+FRAMEWORK_CANN = Code(
+    "CANN012",
+    "framework-needs-newer-cann",
+    area="cann",
+    severity="error",
+    title="A framework built on torch_npu needs a newer CANN than the one in use",
+    explain=(
+        "vllm-ascend and MindIE are released against one CANN release and use HCCL/ATB/operator "
+        "features that older CANN releases lack: vllm-ascend only works on CANN >= 8.0 "
+        "(vllm-ascend#380), and its DP+EP path failed with `hcclCommInitRootInfoConfig(...), error code "
+        "is 15` on CANN older than 8.1.RC1 until CANN was upgraded (vllm-ascend#672). torch_npu may "
+        "still import, so nothing names CANN in the error.\n\n"
+        "npudoctor compares the CANN in use (the toolkit ASCEND_TOOLKIT_HOME / ASCEND_HOME_PATH select, "
+        "not only the default path) with the CANN each installed framework release documents "
+        "(vllm-ascend versioning policy 'Stable CANN', MindIE release notes; built-in table).\n\n"
+        "Fix: install the toolkit, kernels (ops) and NNAL of the documented CANN and source its "
+        "set_env.sh; or install the framework release made for the CANN you have."
+    ),
+    kinds=("K05",),
+)
+
 # --------------------------------------------------------------------------- helpers
 
 _NEEDS_NNAL = ("vllm-ascend", "vllm_ascend", "mindie", "mindie-turbo", "mindie_turbo", "mindie-llm", "mindie_llm")
@@ -1063,3 +1084,82 @@ def atb_abi(ctx: Any) -> Iterable[Finding]:
         evidence=[f"ATB_HOME_PATH={value}", f"torch compiled with _GLIBCXX_USE_CXX11_ABI={want} (libraries facts)"],
         fix=fix + [f"or: source /usr/local/Ascend/nnal/atb/set_env.sh --cxx_abi={want}"],
     )
+
+
+def _frameworks_installed(ctx: Any) -> List[Tuple[str, str, str, str]]:
+    """``(project, label, version, where)`` of each framework release found: vllm-ascend
+    from its dist-info, MindIE and ATB models from their version.info (cann facts)."""
+    out: List[Tuple[str, str, str, str]] = []
+    for rec in _installed(ctx, "vllm-ascend", "vllm_ascend")[:1]:
+        if rec.get("version"):
+            where = str(rec.get("dist_info") or rec.get("location") or "")
+            out.append(("vllm-ascend", "vllm-ascend", str(rec["version"]), where))
+    cann = ctx.facts("cann")
+    for key, project, label in (("mindie", "mindie", "MindIE"), ("atb_models", "atb-models", "MindIE ATB models")):
+        fact = cann.get(key)
+        if isinstance(fact, dict) and fact.get("version"):
+            out.append((project, label, str(fact["version"]), str(fact.get("source") or fact.get("path") or "")))
+    return out
+
+
+def _framework_for_cann(project: str, cann: str) -> Optional[str]:
+    """The newest release of ``project`` in the built-in table whose documented CANN is
+    ``cann`` or older (a release made for the CANN in use), as an installable version."""
+    from npudoctor.rules._frameworks import TABLE
+
+    best = None
+    for row in TABLE:
+        if row.project != project or not row.cann_min or cann_less(cann, row.cann_min) is not False:
+            continue
+        spec = row.versions[0]
+        m = re.search(r"(?:==|>=)\s*([0-9][0-9A-Za-z.]*)", spec)
+        if m:
+            best = m.group(1)  # rows are oldest first: the last fitting one is the newest
+    return best
+
+
+@rule
+def framework_cann(ctx: Any) -> Iterable[Finding]:
+    """CANN012: vllm-ascend / MindIE release older CANN than it documents (K05)."""
+    from npudoctor.rules._frameworks import rows_for
+
+    tk = ctx.facts("cann").get("selected")
+    if not isinstance(tk, dict) or not tk.get("version"):
+        return
+    cv = str(tk["version"])
+    have = parse_cann(cv)
+    if have is None:
+        return
+    arch = host_arch(ctx)
+    for project, label, version, where in _frameworks_installed(ctx):
+        rows = rows_for(project, version)
+        if not rows or not rows[0].cann_min:
+            continue
+        row = rows[0]
+        need = str(row.cann_min)
+        # a beta/alpha of the documented release counts as it (8.0.0.beta1 for ">= 8.0.0")
+        if cann_less(getattr(have, "release", cv), need) is not True:
+            continue
+        fix = [
+            run_cmd(toolkit_file(need, arch)),
+            run_cmd(kernels_file(need, package_chip(ctx), arch)),
+            run_cmd(nnal_file(need, arch)),
+            source_cmd(None, need),
+            f"source /usr/local/Ascend/nnal/atb/set_env.sh  # CANN {need} for {label} {version}",
+        ]
+        older = _framework_for_cann(project, cv) if project == "vllm-ascend" else None
+        if older:
+            fix.append(
+                f"or keep CANN {cv} and install vllm-ascend {older} (made for it): "
+                f"pip install vllm=={older.split('rc')[0]}  # vllm first, then: pip install vllm-ascend=={older}"
+            )
+        yield FRAMEWORK_CANN.finding(
+            title=f"{label} {version} needs CANN {need} or newer, but CANN {cv} is in use",
+            evidence=[
+                f"{label} {version} from {where}",
+                _toolkit_line(tk),
+                f"{label} {version} documents CANN {need} (built-in table: {row.source})",
+            ],
+            fix=fix,
+            subject=f"{project}:cann",
+        )

@@ -845,3 +845,123 @@ def numpy_major(ctx: Any) -> Iterable[Finding]:
     if pullers:
         title += f" ({pullers[0].split(' requires')[0]} requires numpy>=2)"
     yield NUMPY2.finding(title=title, evidence=evidence, fix=fix, subject="numpy")
+
+
+def _framework_releases(ctx: Any) -> List[Tuple[str, str, str, str, bool]]:
+    """``(project, label, version, where, pins_torch_npu)`` of the framework releases of
+    the built-in table (npudoctor/rules/_frameworks.py) found on this machine."""
+    out: List[Tuple[str, str, str, str, bool]] = []
+    rec = first(ctx, "vllm-ascend")
+    if rec is not None and rec.get("version"):
+        pins = bool(requirements_on(rec.get("requires_dist") or [], "torch-npu"))
+        out.append(("vllm-ascend", "vllm-ascend", str(rec["version"]), metadata_source(rec), pins))
+    cann = section(ctx, "cann")
+    for key, project, label in (("mindie", "mindie", "MindIE"), ("atb_models", "atb-models", "MindIE ATB models")):
+        fact = cann.get(key)
+        if isinstance(fact, dict) and fact.get("version"):
+            out.append((project, label, str(fact["version"]), str(fact.get("source") or fact.get("path")), False))
+    return out
+
+
+def _documented_npu(ctx: Any, row: Any, torch_version: str) -> Optional[str]:
+    """The torch_npu build a table row names: its own ``torch_npu``, or the build of its
+    Ascend Extension for PyTorch line (matrix ``ext_version``) for the installed torch."""
+    if row.torch_npu:
+        return str(row.torch_npu)
+    if not row.ext:
+        return None
+    for r in matrix_call(ctx, "rows_for_torch", torch_version) or []:
+        if str(getattr(r, "ext_version", "")).lower() == str(row.ext).lower():
+            return str(r.torch_npu)
+    return None
+
+
+def _on_pypi(ctx: Any, version: str) -> bool:
+    row = matrix_call(ctx, "find_torch_npu", version)
+    return bool(row is not None and any(getattr(row, "python", {}).values()))
+
+
+@rule
+def companion_table(ctx: Any) -> Iterable[Finding]:
+    """K01: vllm-ascend releases that do not pin torch-npu in their metadata (up to 0.9.0)
+    and MindIE / ATB models (.run packages) vs the torch_npu build their documentation
+    names (built-in table, npudoctor/rules/_frameworks.py)."""
+    from npudoctor.rules._frameworks import npu_fits, rows_for
+
+    npu = first(ctx, "torch-npu")
+    if npu is None:
+        return
+    installed = str(npu.get("version") or "")
+    torch = first(ctx, "torch")
+    tv = str((torch or {}).get("version") or "")
+    for project, label, version, where, pins in _framework_releases(ctx):
+        if pins:
+            continue  # its Requires-Dist names torch-npu: companion_pins judges that
+        rows = rows_for(project, version)
+        if not rows:
+            continue
+        row = rows[0]
+        want = _documented_npu(ctx, row, tv or installed)
+        if not want or npu_fits(installed, want) is not False:
+            continue
+        rel_i, rel_w = release(installed), release(want)
+        if rel_i and rel_w and rel_i[:3] != rel_w[:3]:
+            why = f"torch_npu {installed} is another release line than {want}"
+        elif "rc" in installed or "a" in installed.split(".")[-1] or "b" in installed.split(".")[-1]:
+            why = f"torch_npu {installed} is a pre-release, not the {want} build (it lacks the operators/APIs {label} calls)"
+        else:
+            why = f"torch_npu {installed} is an earlier build than {want} (it lacks the operators/APIs {label} calls)"
+        evidence = [
+            f"{label} {version} from {where}",
+            describe(npu),
+            f"{label} {version} needs torch_npu {want}"
+            + (f" (Ascend Extension for PyTorch {row.ext})" if row.ext else "")
+            + f": built-in table, {row.source}",
+            why,
+        ]
+        torch_needed = ".".join(str(x) for x in (rel_w or ())[:3])
+        reqs = [f"torch-npu=={want}"]
+        if torch_needed and release(tv) and release(tv)[:3] != rel_w[:3]:  # type: ignore[index]
+            reqs.insert(0, f"torch=={torch_needed}")
+        if _on_pypi(ctx, want):
+            fix = [pip_install(ctx, *reqs, index=None)]
+        else:
+            fix = [
+                f"install the torch_npu {want} wheel that {label} {version}'s installation guide links "
+                f"(not on PyPI), e.g. {pip_install(ctx, '<downloaded torch_npu-' + want + '-…whl>')}"
+            ]
+        if project == "vllm-ascend":
+            newer = _vllm_ascend_on_pypi(ctx, installed, tv)
+            if newer:
+                fix.append(
+                    f"or move to vllm-ascend {newer[0]}, whose torch_npu {newer[1]} is on PyPI"
+                    + (f" (it needs CANN >= {newer[2]})" if newer[2] else "")
+                    + ": "
+                    f"{pip_install(ctx, 'vllm==' + newer[0].split('rc')[0])}  # vllm first"
+                )
+                fix.append(f"  then {pip_install(ctx, 'vllm-ascend==' + newer[0], 'torch-npu==' + newer[1])}")
+        yield COMPANION.finding(
+            title=f"{label} {version} needs torch_npu {want}, but torch_npu {installed} is installed",
+            evidence=evidence,
+            fix=fix,
+            subject=f"{project}:torch-npu",
+        )
+
+
+def _vllm_ascend_on_pypi(ctx: Any, installed: str, torch_version: str) -> Optional[Tuple[str, str, str]]:
+    """``(vllm-ascend version, torch_npu, CANN minimum)``: the oldest table release whose torch_npu
+    is on PyPI and built for the installed torch (same X.Y.Z), or ``None``."""
+    import re
+
+    from npudoctor.rules._frameworks import TABLE
+
+    rel_t = release(torch_version or installed)
+    for row in TABLE:
+        if row.project != "vllm-ascend" or not row.torch_npu or not _on_pypi(ctx, row.torch_npu):
+            continue
+        if rel_t and release(row.torch_npu) and release(row.torch_npu)[:3] != rel_t[:3]:  # type: ignore[index]
+            continue
+        m = re.search(r"(?:==|>=)\s*([0-9][0-9A-Za-z.]*)", row.versions[0])
+        if m:
+            return m.group(1), str(row.torch_npu), str(row.cann_min or "")
+    return None
