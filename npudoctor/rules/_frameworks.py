@@ -50,7 +50,7 @@ TABLE: Tuple[FrameworkRow, ...] = (
     ),
     FrameworkRow(
         "vllm-ascend",
-        (">=0.7.3rc1,<0.7.3",),
+        ("==0.7.3rc1", "==0.7.3rc2"),
         "2.5.1.dev20250308",
         None,
         "8.0.0",

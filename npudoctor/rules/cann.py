@@ -726,6 +726,15 @@ def keep_cann_build(ctx: Any, cann: str) -> Optional[Tuple[Any, str]]:
         rows = list(matrix.fits(python=py, platform=plat, cann=cann))
     except Exception:
         return None
+    rel = getattr(parse_cann(cann), "release", None)
+    if rel and rel != cann:
+        # a beta/alpha of a release (9.0.0-beta.2) is served best by the build paired with
+        # that release (2.7.1.post4 for 9.0.0: triton-ascend#328), not the newest "9.0.X" one
+        try:
+            extra = [r for r in matrix.fits(python=py, platform=plat, cann=rel) if r not in rows]
+        except Exception:
+            extra = []
+        rows = sorted(rows + extra, key=lambda r: rows.index(r) if r in rows else len(rows))
     torch = _installed(ctx, "torch")
     tv = str(torch[0].get("version") or "").split("+")[0] if torch else ""
     want = _pep440_release(tv)
@@ -733,10 +742,13 @@ def keep_cann_build(ctx: Any, cann: str) -> Optional[Tuple[Any, str]]:
     for i, row in enumerate(rows):  # newest first
         try:
             fit = str(matrix.cann_fit(row, cann))
+            if rel and rel != cann and str(matrix.cann_fit(row, rel)) == "paired":
+                fit = "paired"  # paired with the release this pre-release belongs to
+            paired = fit == "paired"
         except Exception:
             continue
         same_torch = want is not None and _pep440_release(str(getattr(row, "torch", ""))) == want
-        rank = (0 if same_torch else 2) + (0 if fit == "paired" else 1)
+        rank = (0 if same_torch else 2) + (0 if paired else 1)
         ranked.append((rank, i, row, fit))
     if not ranked:
         return None

@@ -1,0 +1,1 @@
+# compatibility entry point (content not captured)

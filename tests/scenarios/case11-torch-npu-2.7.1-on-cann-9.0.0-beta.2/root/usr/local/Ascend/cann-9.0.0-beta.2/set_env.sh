@@ -1,0 +1,1 @@
+# CANN 8.5 set_env.sh (content not captured)
