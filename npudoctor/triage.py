@@ -938,6 +938,14 @@ def check_visible_devices(fv: FactView, caps: Mapping[str, str]) -> Verdict:
     known, rt = fv.env("ASCEND_RT_VISIBLE_DEVICES")
     _, av = fv.env("ASCEND_VISIBLE_DEVICES")
     count = fv.section("devices").get("visible_count")
+    if rt is not None and not rt.strip():
+        # Set but empty: no device at all (Ray writes '' for workers given no NPU).
+        values["visible_detail"] = "ASCEND_RT_VISIBLE_DEVICES is set but empty, so no NPU is visible"
+        ray = fv.section("devices").get("ray") or []
+        evidence = [values["visible_detail"]]
+        if ray:
+            evidence.append(f"the process was started by Ray ({', '.join(map(str, ray[:3]))} set), which rewrites it")
+        return Verdict("cause", evidence, values)
     if rt:
         idx = _indices(rt)
         problems = []
@@ -995,7 +1003,8 @@ def check_no_device_nodes(fv: FactView, caps: Mapping[str, str]) -> Verdict:
 def check_device_permissions(fv: FactView, caps: Mapping[str, str]) -> Verdict:
     ident = fv.section("host").get("identity") or {}
     values = {"identity_detail": f"uid {ident.get('uid')}" if ident else "identity unknown"}
-    if ident and ident.get("has_passwd_entry") is False:
+    if ident and ident.get("has_passwd_entry") is False and ident.get("uid") not in (0, None):
+        # root needs no passwd entry to open the nodes (rules/devices.py DEV022 says the same)
         values["identity_detail"] = f"uid {ident.get('uid')} has no /etc/passwd entry"
         return Verdict("cause", [values["identity_detail"]], values)
     nodes = fv.section("devices").get("nodes") or []

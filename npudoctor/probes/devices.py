@@ -24,7 +24,10 @@ Section ``devices``::
                  "owner", "group", "mode": "0660", "accessible_by_identity": bool|None}]
     visibility  {"ASCEND_RT_VISIBLE_DEVICES": str|None, "ASCEND_VISIBLE_DEVICES": …,
                  "ASCEND_DEVICE_ID": …, "CUDA_VISIBLE_DEVICES": …,
-                 "ASCEND_RUNTIME_OPTIONS": …}  (raw values; rules validate them)
+                 "ASCEND_RUNTIME_OPTIONS": …,
+                 "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": …}  (raw values, "" when
+                 set but empty; rules validate them)
+    ray         [names of the RAY_* variables set: this process was started by Ray]
     visible_count  chips npu-smi lists, else the number of /dev/davinciN nodes, else None
     identity    the judged account (copied from facts["host"]["identity"])
 
@@ -71,7 +74,24 @@ VISIBILITY_VARS = (
     "ASCEND_DEVICE_ID",
     "CUDA_VISIBLE_DEVICES",
     "ASCEND_RUNTIME_OPTIONS",
+    "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES",
 )
+
+#: Most RAY_* variable names recorded as signs that Ray launched this process (names only).
+RAY_MARKERS_LIMIT = 20
+
+
+def _ray_markers(ctx: ProbeContext) -> List[str]:
+    """Names of the ``RAY_*`` variables set in the diagnosed environment, sorted.
+
+    Ray's NPU accelerator manager (ray/_private/accelerators/npu.py) rewrites
+    ASCEND_RT_VISIBLE_DEVICES for every worker it starts, to the NPU ids the task was given
+    (an empty string when it was given none) unless
+    RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES is set; its processes carry RAY_*
+    variables.  Only names are kept (values may hold addresses)."""
+    environ = getattr(ctx.host, "environ", None) or {}
+    return sorted(name for name in environ if name.startswith("RAY_"))[:RAY_MARKERS_LIMIT]
+
 
 RAW_LIMIT = 64 * 1024
 _DAVINCI_RE = re.compile(r"^davinci(\d+)$")
@@ -309,6 +329,7 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         "topology": None,
         "nodes": [],
         "visibility": {name: ctx.host.getenv(name) for name in VISIBILITY_VARS},
+        "ray": _ray_markers(ctx),
         "visible_count": None,
         "identity": identity,
     }

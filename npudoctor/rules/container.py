@@ -226,25 +226,62 @@ def _allowed(entries: List[str], major: int, minor: int) -> bool:
     return False
 
 
+#: The rw rules runc gives every container (runc libcontainer/specconv AllowedDevices:
+#: null, random, full, tty, zero, urandom, console, pts, ptmx, tun).  A devices.list whose
+#: rw rules are all among these allows no NPU node, whatever its (dynamic) major number.
+RUNC_DEFAULT_RW = frozenset(
+    {"c 1:3", "c 1:8", "c 1:7", "c 5:0", "c 1:5", "c 1:9", "c 5:1", "c 136:*", "c 5:2", "c 10:200"}
+)
+
+
+def _only_runc_defaults(entries: List[str]) -> bool:
+    """True when no rule of ``entries`` grants read+write beyond runc's defaults."""
+    for entry in entries:
+        parts = entry.split()
+        if len(parts) < 3 or "r" not in parts[2] or "w" not in parts[2]:
+            continue
+        if parts[0] == "a" or f"{parts[0]} {parts[1]}" not in RUNC_DEFAULT_RW:
+            return False
+    return True
+
+
 @rule
 def device_cgroup(ctx: Any) -> Iterable[Finding]:
-    """CTR005: char-device nodes present but not allowed by the cgroup v1 devices.list."""
+    """CTR005: NPU nodes present but not allowed by the cgroup v1 devices.list.
+
+    Char-device nodes (live) are judged by their major:minor; nodes whose numbers are not
+    known (plain files under ``--root``, snapshots) are denied when the list grants rw to
+    nothing beyond runc's defaults (:data:`RUNC_DEFAULT_RW`)."""
     container = ctx.facts("container")
     cg = container.get("device_cgroup") or {}
     if not container.get("in_container") or not cg or cg.get("allow_all"):
         return
     entries = [str(e) for e in cg.get("entries") or []]
-    denied = [
-        n
-        for n in ctx.facts("devices").get("nodes") or []
-        if n.get("exists") and n.get("char_device") and n.get("rdev") and not _allowed(entries, *n["rdev"][:2])
-    ]
+    nodes = [n for n in ctx.facts("devices").get("nodes") or [] if n.get("exists")]
+    denied = [n for n in nodes if n.get("char_device") and n.get("rdev") and not _allowed(entries, *n["rdev"][:2])]
+    evidence = [f"{n['path']} (c {n['rdev'][0]}:{n['rdev'][1]}) not in {cg.get('path')}" for n in denied[:8]]
+    unnumbered = [n for n in nodes if not n.get("rdev")]
+    if unnumbered and _only_runc_defaults(entries):
+        denied += unnumbered
+        evidence.append(
+            f"{cg.get('path')} grants read/write only to runc's default devices "
+            f"({', '.join(e for e in entries if 'w' in e.split()[-1])[:200]}), none of them an NPU node"
+        )
+        evidence.append("NPU nodes present: " + ", ".join(str(n.get("path")) for n in unnumbered[:8]))
     if not denied:
         return
+    if container.get("kubernetes"):
+        evidence.append(
+            "in a Kubernetes pod: the kubelet CPU manager (`--cpu-manager-policy=static`) makes runc re-apply the "
+            "device cgroup and drops the rules the Ascend Docker Runtime added (MindCluster FAQ)"
+        )
     yield CGROUP_DENIES.finding(
-        evidence=[f"{n['path']} (c {n['rdev'][0]}:{n['rdev'][1]}) not in {cg.get('path')}" for n in denied[:8]],
+        title=f"the container's device cgroup ({cg.get('path')}) does not allow {len(denied)} NPU node(s): "
+        "opening them fails with EPERM",
+        evidence=evidence,
         fix=[
-            "Kubernetes with CPU manager `static`: run the Ascend Device Plugin with -useAscendDocker=false",
+            "Kubernetes with CPU manager `static`: run the Ascend Device Plugin with -useAscendDocker=false "
+            "(it then mounts the devices itself)",
             "Or recreate the pod/container so that the runtime re-applies the device rules",
         ],
     )

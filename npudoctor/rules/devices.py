@@ -291,6 +291,26 @@ KNOWN_HEALTH_CODES: Dict[str, Tuple[bool, str]] = {
 
 _CONTROL = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
 
+#: SoC names that torch_npu learned after its first 2.1/1.11 releases: the extension line
+#: (release-branch suffix, e.g. v2.1.0-6.0.rc1) whose SoC table first lists them.  Older
+#: builds raise ``Unsupported soc version: <name>`` at ``import torch_npu``/first device use.
+#: Source: torch_npu NpuVariables.cpp per release branch (../shared/matrix/REPORT.md §4.1
+#: "History in torch_npu branches"): 310B4 added in -6.0.rc1, 910B4-1 in -6.0.rc2, 310P5/310P7
+#: and Ascend910_9362 in -7.0.0.
+SOC_FIRST_EXT: Dict[str, str] = {
+    "Ascend310B4": "6.0.rc1",
+    "Ascend910B4-1": "6.0.rc2",
+    "Ascend310P5": "7.0.0",
+    "Ascend310P7": "7.0.0",
+    "Ascend910_9362": "7.0.0",
+}
+
+#: Edge SoC families: torch_npu's SoC table lists them, but the torch_npu install guide
+#: (v2.7.1-26.x installation_description.md, "Supported hardware products") marks
+#: "Atlas 200I/500 A2 inference" x, and the field reports (Ascend/pytorch#57, case 33;
+#: llama.cpp#10719 `SOC_VERSION ascend310b1 does not support`) show frameworks rejecting them.
+EDGE_FAMILIES = ("310B",)
+
 
 # ------------------------------------------------------------------------- helpers
 def stack_present(ctx: Any) -> bool:
@@ -738,14 +758,46 @@ def visibility(ctx: Any) -> Iterable[Finding]:
     count = _visible_count(dev)
     nodes = [n for n in (node_number(x) for x in chip_nodes(dev)) if n is not None]
     rt = vis.get("ASCEND_RT_VISIBLE_DEVICES")
+    ray = [str(r) for r in dev.get("ray") or []]
     rt_ids: Optional[List[int]] = None
     if rt is not None and rt.strip() != "":
         finding, rt_ids = _check_rt(rt, count, nodes)
         if finding is not None:
+            if ray:
+                _add_ray_context(finding, ray, vis)
             yield finding
+    elif rt is not None and (count or nodes or stack_present(ctx) or _package_version(ctx, "torch-npu", "torch_npu")):
+        finding = RT_VISIBLE_INVALID.finding(
+            title="ASCEND_RT_VISIBLE_DEVICES is set but empty: no NPU is visible to this process "
+            "(torch.npu.is_available() is False)",
+            evidence=[f"ASCEND_RT_VISIBLE_DEVICES={rt!r} (set, empty: an empty device list)"]
+            + _visible_evidence(dev, None, None, nodes)
+            + [
+                "an empty list selects no device; vLLM/vllm-ascend refuse it outright ('ASCEND_RT_VISIBLE_DEVICES is "
+                "set to empty string, which means Ascend NPU support is disabled')"
+            ],
+            fix=[
+                "unset ASCEND_RT_VISIBLE_DEVICES  # or export ASCEND_RT_VISIBLE_DEVICES="
+                + ",".join(str(i) for i in range(count or 1))
+                + " (0-based ids of the visible devices)"
+            ],
+            data={"effective": []},
+        )
+        if ray:
+            _add_ray_context(finding, ray, vis)
+        yield finding
     av = vis.get("ASCEND_VISIBLE_DEVICES")
     if av and (rt is None or rt.strip() == "") and nodes:
         ids, _bad = parse_id_list(av)
+        if (
+            av.strip().lower() not in ("void", "")
+            and ids
+            and sorted(set(ids)) == sorted(nodes)
+            and sorted(nodes) != list(range(len(nodes)))
+            and rt is None
+            and (in_container(ctx) or ctx.facts("container").get("kubernetes"))
+        ):
+            yield _non_first_cards(ctx, av, ids, nodes)
         if av.strip().lower() not in ("void", "") and ids and sorted(set(ids)) != sorted(nodes):
             extra = sorted(set(nodes) - set(ids))
             yield VISIBLE_RUNTIME_ONLY.finding(
@@ -786,6 +838,71 @@ def visibility(ctx: Any) -> Iterable[Finding]:
                 + _visible_evidence(dev, rt, rt_ids, nodes),
                 fix=["export ASCEND_DEVICE_ID=0  # an index into the visible devices"],
             )
+
+
+def _add_ray_context(finding: Finding, ray: List[str], vis: Dict[str, Any]) -> None:
+    """Say that Ray wrote ASCEND_RT_VISIBLE_DEVICES (its NPU accelerator manager sets it for
+    every worker to the NPU ids the task was given, '' for none, unless
+    RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES is set: ray/_private/accelerators/npu.py;
+    `ray job submit` drivers got '' until ray#59163) and how to make Ray give NPUs."""
+    noset = vis.get("RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES")
+    names = ", ".join(ray[:4]) + (" …" if len(ray) > 4 else "")
+    finding.evidence.append(f"this process was started by Ray ({names} set)")
+    if noset:
+        finding.evidence.append(
+            f"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES={noset}: Ray leaves the variable alone, so the "
+            "value comes from your launcher or environment"
+        )
+        finding.fix.append("Fix the value your launcher exports for each worker (or unset it and let Ray assign NPUs)")
+        return
+    finding.evidence.append(
+        "Ray rewrites ASCEND_RT_VISIBLE_DEVICES for each worker to the NPU ids the task/actor was given "
+        "('' when it asked for no NPU resource, e.g. num_gpus instead of resources={'NPU': n}, or a "
+        "`ray job submit` driver: ray#59063)"
+    )
+    finding.fix.extend(
+        [
+            'Ray: request NPUs for the task/actor, e.g. @ray.remote(resources={"NPU": 1}), on nodes started '
+            "with ray start --resources='{\"NPU\": 8}'",
+            "Or keep Ray from rewriting it: export RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1 and set "
+            "ASCEND_RT_VISIBLE_DEVICES yourself (unique, ascending, 0-based)",
+        ]
+    )
+
+
+def _non_first_cards(ctx: Any, av: str, ids: List[int], nodes: List[int]) -> Finding:
+    """DEV031 for a device plugin that mounted exactly the allocated, non-first NPUs
+    (ASCEND_VISIBLE_DEVICES=4,3 with /dev/davinci3, /dev/davinci4) and set no
+    ASCEND_RT_VISIBLE_DEVICES: Project-HAMi/HAMi#1894 (case 45) saw `open device 1 failed,
+    runtime result = 507033` / E39007 there, while the first cards (0,1) worked."""
+    kube = bool(ctx.facts("container").get("kubernetes"))
+    ascending = ids == sorted(ids)
+    logical = ",".join(str(i) for i in range(len(nodes)))
+    evidence = [
+        f"ASCEND_VISIBLE_DEVICES={av}: physical NPUs {sorted(set(ids))} allocated (read only by the Ascend "
+        "Docker Runtime / device plugin)",
+        "device nodes present: " + ", ".join(f"/dev/davinci{n}" for n in sorted(nodes)),
+        "ASCEND_RT_VISIBLE_DEVICES is not set: the CANN runtime must map logical 0.."
+        f"{len(nodes) - 1} to these physical NPUs by itself",
+        "HAMi#1894: with non-first NPUs (ASCEND_VISIBLE_DEVICES=4,3) vLLM TP=2 failed with "
+        "`open device 1 failed, runtime result = 507033` (E39007); the first two cards worked",
+    ]
+    if not ascending:
+        evidence.append(f"ASCEND_VISIBLE_DEVICES={av} is not in ascending order")
+    fix = [f"export ASCEND_RT_VISIBLE_DEVICES={logical}  # logical ids of the {len(nodes)} device(s) in this container"]
+    if kube:
+        fix.append(
+            "Kubernetes: set ASCEND_RT_VISIBLE_DEVICES in the pod spec next to the device plugin's "
+            "ASCEND_VISIBLE_DEVICES (Project-HAMi/HAMi#1894)"
+        )
+    return VISIBLE_RUNTIME_ONLY.finding(
+        title=f"ASCEND_VISIBLE_DEVICES={av} selects non-first NPUs and ASCEND_RT_VISIBLE_DEVICES is unset: "
+        "the runtime can open the wrong physical device (507033 / E39007)",
+        evidence=evidence,
+        fix=fix,
+        severity="warning" if kube or not ascending else "info",
+        subject="ASCEND_VISIBLE_DEVICES",
+    )
 
 
 def _check_rt(raw: str, count: Optional[int], nodes: List[int]) -> Tuple[Optional[Finding], List[int]]:
@@ -849,6 +966,52 @@ def _check_rt(raw: str, count: Optional[int], nodes: List[int]) -> Tuple[Optiona
     )
 
 
+def soc_known_to_torch_npu(matrix: Any, soc: str, torch_npu: str) -> Optional[bool]:
+    """Whether the installed torch_npu build's SoC table lists ``soc`` (an ``Ascend…`` SoC
+    name), judged by :data:`SOC_FIRST_EXT` and the matrix's torch_npu rows (``ext_version``
+    of each build, ``matrix/torch_npu.toml``).
+
+    Returns ``True``/``False``, or ``None`` when unknown: the SoC has no recorded first
+    line, the version is not PEP 440, or the matrix has no row of this torch_npu line.  A
+    line whose every tabled build is of that extension line or newer counts as knowing it
+    (its dev/rc builds postdate it)."""
+    from npudoctor.versions import parse_cann
+
+    first_ext = SOC_FIRST_EXT.get(soc)
+    rows = getattr(matrix, "torch_npu_rows", None)
+    if not first_ext or not rows:
+        return None
+    try:
+        from packaging.version import InvalidVersion, Version
+
+        want = Version(Version(torch_npu).public)
+    except (InvalidVersion, ValueError, TypeError):
+        return None
+    first = parse_cann(first_ext)
+    line: List[Tuple[Any, Any]] = []
+    for row in rows:
+        v, ext = getattr(row, "version", None), parse_cann(getattr(row, "ext_version", "") or "")
+        if v is None or ext is None or v.release != want.release:
+            continue
+        try:
+            newer = ext.compare(first)
+        except Exception:
+            newer = None
+        if newer is None:
+            continue
+        line.append((v, newer >= 0))
+        if v == want:
+            return newer >= 0
+    if not line:
+        return None
+    if all(ok for _, ok in line):
+        return True
+    knowing = [v for v, ok in line if ok]
+    if not knowing:
+        return False  # every tabled build of this line predates the SoC
+    return want >= min(knowing)
+
+
 @rule
 def chip_support(ctx: Any) -> Iterable[Finding]:
     """DEV040 unsupported family, DEV041 no bf16, DEV042 unknown chip name."""
@@ -881,6 +1044,45 @@ def chip_support(ctx: Any) -> Iterable[Finding]:
                     else []
                 ),
                 fix=["Use float16: torch_dtype=torch.float16 / --dtype float16 / fp16: true, bf16: false"],
+                subject=name,
+            )
+        soc_ok = soc_known_to_torch_npu(ctx.matrix, str(soc), torch_npu) if torch_npu and ctx.matrix else None
+        if soc_ok is False:
+            yield CHIP_UNSUPPORTED.finding(
+                title=f"torch_npu {torch_npu} does not support {name} ({soc}): "
+                f"its SoC table predates {soc} (`Unsupported SOC version: {soc}`)",
+                evidence=[
+                    f"npu-smi Name {name} → SoC {soc}, family {family}",
+                    f"torch_npu {torch_npu} installed; {soc} is listed from the torch_npu "
+                    f"v*-{SOC_FIRST_EXT.get(str(soc))} release branches on (NpuVariables.cpp)",
+                ],
+                fix=[
+                    f"Install a torch_npu build of the {SOC_FIRST_EXT.get(str(soc))} line or newer, with its paired "
+                    "CANN (see `npudoctor matrix show`)"
+                ]
+                + (
+                    ["310B is an edge SoC: the supported path on it is the ACL/OM inference stack, not torch_npu"]
+                    if family in EDGE_FAMILIES
+                    else []
+                ),
+                subject=name,
+            )
+        elif torch_npu and family in EDGE_FAMILIES:
+            yield CHIP_UNSUPPORTED.finding(
+                title=f"{name} ({soc}) is an edge SoC (Atlas 200I/500 A2): torch_npu {torch_npu} is not supported "
+                "for training on it and frameworks reject it (`Unsupported SOC version`)",
+                evidence=[
+                    f"npu-smi Name {name} → SoC {soc}, family {family}",
+                    "torch_npu install guide, supported hardware: Atlas 200I/500 A2 inference 'x'",
+                    "reported: `Unsupported SOC version: Ascend310B4` (Ascend/pytorch#57), "
+                    "`SOC_VERSION ascend310b1 does not support` (llama.cpp#10719)",
+                ],
+                fix=[
+                    "Run models on this board with the edge stack: convert to an OM model (ATC "
+                    f"--soc_version={soc}) and run it with ACL/pyACL or ais_bench",
+                    "For torch_npu training or LLM serving use Atlas A2/A3 (910B*, 910_93) hardware",
+                ],
+                severity="warning",
                 subject=name,
             )
         if torch_npu and hasattr(ctx.matrix, "family_supported"):
