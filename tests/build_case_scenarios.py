@@ -426,6 +426,43 @@ def build() -> List[str]:
     deps(r, sp)
     built.append(s.name)
 
+    # ------------------------------------------------------------------ K09 case 22
+    sp = site("3.9")
+    t = tag("3.9")
+    s = scenario(
+        "case22-torch-npu-not-on-configured-mirror-aarch64",
+        "ARM + 910B: torch 2.1.0 installed, torch_npu missing, pip configured (~/.pip/pip.conf) for a mirror",
+        "case 22: Ascend/pytorch#18 (Could not find a version that satisfies the requirement torch-npu==2.1.0rc1 "
+        "(from versions: none); maintainer: 'You may need to check the pip source')",
+        dict(HOME_ENV, **SOURCED_FULL),
+        codes=["PKG008"],
+        absent=["PKG001", "PKG002"],
+        findings=[
+            {
+                "severity": ["warning", "error"],
+                "match": ["torch.npu", "mirrors\\.aliyun\\.com", "pip\\.conf", "pypi\\.org/simple", "aarch64"],
+            }
+        ],
+    )
+    r = s / "root"
+    classic_toolkit(
+        r,
+        "8.0.0",
+        "ascend_toolkit_install_8.0.0_aarch64.info",
+        version_cfg="version.cfg_toolkit_8.0.0_no-opp_kernel.txt",
+        kernels=["ascend910b"],
+    )
+    # the usual mirror setup of `pip config set global.index-url ...` (pip's INI format)
+    write(
+        r,
+        "root/.pip/pip.conf",
+        "[global]\nindex-url = https://mirrors.aliyun.com/pypi/simple/\n\n[install]\ntrusted-host = mirrors.aliyun.com\n",
+    )
+    driver(r, "driver_version.info_24.1.rc2.2.txt")
+    dist(r, "torch", "2.1.0", tag=t, site=sp)
+    deps(r, sp)
+    built.append(s.name)
+
     return built
 
 

@@ -20,6 +20,12 @@ Keys::
     scanned     [dirs scanned]
     count       number of records
     errors      [strings] unreadable/garbled metadata (each record also says so)
+    pip_config  where pip would download from (kind K09): {"index_url", "index_source",
+                "extra_index_urls": [..], "files": [pip.conf files read], "errors": [..]}.
+                Order as pip's: global files (/etc/pip.conf, /etc/xdg/pip/pip.conf), user
+                files (~/.pip/pip.conf, ~/.config/pip/pip.conf), the env's own pip.conf
+                (venv/conda prefix), PIP_CONFIG_FILE, then PIP_INDEX_URL /
+                PIP_EXTRA_INDEX_URL; later ones win.  [global] and [install] sections.
 
 Record (a dict)::
 
@@ -226,6 +232,62 @@ def scan(host: Host, paths: List[str], user_site: Optional[str] = None) -> Dict[
     }
 
 
+def _pip_conf(text: str) -> Dict[str, Any]:
+    """``{"index-url": str | None, "extra-index-url": [..]}`` of one pip.conf (INI;
+    [install] overrides [global], as in pip).  Raises ``ValueError`` on garbled text."""
+    import configparser
+
+    cp = configparser.RawConfigParser(strict=False)
+    try:
+        cp.read_string(text)
+    except configparser.Error as exc:
+        raise ValueError(str(exc).splitlines()[0]) from None
+    out: Dict[str, Any] = {"index-url": None, "extra-index-url": []}
+    for section in ("global", "install"):
+        if not cp.has_section(section):
+            continue
+        if cp.has_option(section, "index-url"):
+            out["index-url"] = cp.get(section, "index-url").strip() or None
+        if cp.has_option(section, "extra-index-url"):
+            out["extra-index-url"] = cp.get(section, "extra-index-url").split()
+    return out
+
+
+def pip_config(host: Host, python: Dict[str, Any]) -> Dict[str, Any]:
+    """Where ``pip install`` in the target interpreter would look for wheels (see the
+    module docstring, key ``pip_config``).  Source: pip's configuration documentation
+    (file locations and precedence; environment variables override files)."""
+    home = host.getenv("HOME") or "/root"
+    prefix = python.get("conda_prefix") or python.get("prefix")
+    files = ["/etc/pip.conf", "/etc/xdg/pip/pip.conf", f"{home}/.pip/pip.conf", f"{home}/.config/pip/pip.conf"]
+    if prefix:
+        files.append(posixpath.join(str(prefix), "pip.conf"))
+    if host.getenv("PIP_CONFIG_FILE"):
+        files.append(str(host.getenv("PIP_CONFIG_FILE")))
+    out: Dict[str, Any] = {"index_url": None, "index_source": None, "extra_index_urls": [], "files": [], "errors": []}
+    for path in files:
+        read = host.read_text(path, limit=256 << 10)
+        if read.text is None:
+            continue
+        out["files"].append(path)
+        try:
+            conf = _pip_conf(read.text)
+        except ValueError as exc:
+            out["errors"].append(f"{path}: garbled ({exc})")
+            continue
+        if conf["index-url"]:
+            out["index_url"], out["index_source"] = conf["index-url"], path
+        if conf["extra-index-url"]:
+            out["extra_index_urls"] = list(conf["extra-index-url"])
+    env_index = (host.getenv("PIP_INDEX_URL") or "").strip()
+    if env_index:
+        out["index_url"], out["index_source"] = env_index, "PIP_INDEX_URL"
+    env_extra = (host.getenv("PIP_EXTRA_INDEX_URL") or "").split()
+    if env_extra:
+        out["extra_index_urls"] = env_extra
+    return out
+
+
 def probe(ctx: ProbeContext) -> Dict[str, Any]:
     python = ctx.facts.get("python") or {}
     if not isinstance(python, dict) or python.get("error") or not python.get("sys_path"):
@@ -242,4 +304,8 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
     paths = [p for p in python.get("sys_path") or [] if isinstance(p, str) and p and p != cwd]
     result = scan(ctx.host, paths, python.get("user_site"))
     result["interpreter"] = python.get("executable")
+    try:
+        result["pip_config"] = pip_config(ctx.host, python)
+    except Exception as exc:  # odd files must not cost the package facts
+        result["pip_config"] = {"errors": [f"pip configuration not read: {exc}"]}
     return result

@@ -965,3 +965,82 @@ def _vllm_ascend_on_pypi(ctx: Any, installed: str, torch_version: str) -> Option
         if m:
             return m.group(1), str(row.torch_npu), str(row.cann_min or "")
     return None
+
+
+INDEX_MIRROR = Code(
+    "PKG008",
+    "torch-npu-index-mirror",
+    area="packages",
+    severity="warning",
+    title="torch_npu is not installed and pip downloads from a mirror",
+    explain=(
+        "torch-npu wheels are published on PyPI per Python (cpXY) and platform (manylinux "
+        "aarch64/x86_64); many mirrors carry only part of them, or none for aarch64. pip then "
+        "fails with `Could not find a version that satisfies the requirement torch-npu==… (from "
+        "versions: none)` although the wheel exists (Ascend/pytorch#18: 'check the pip source').\n\n"
+        "npudoctor reads pip's configuration the way pip does (pip.conf files, PIP_CONFIG_FILE, "
+        "PIP_INDEX_URL, PIP_EXTRA_INDEX_URL) and, where torch_npu is missing on a machine prepared "
+        "for it (torch or a CANN toolkit installed) while the index is not PyPI, names the index and "
+        "the torch_npu wheels PyPI has for this Python and platform (compatibility matrix). It "
+        "cannot see what the mirror holds, so this is a warning.\n\n"
+        "Fix: `python -m pip install torch-npu==X --index-url https://pypi.org/simple` (or an "
+        "official mirror that carries torch-npu); if PyPI has no wheel for your Python either, the "
+        "Python version is the problem (PY001)."
+    ),
+    kinds=("K09",),
+)
+
+_PYPI_HOSTS = ("pypi.org", "pypi.python.org", "files.pythonhosted.org")
+
+
+@rule
+def index_mirror(ctx: Any) -> Iterable[Finding]:
+    """K09: torch_npu missing while pip's index is a mirror (pip configuration facts)."""
+    from urllib.parse import urlparse
+
+    if first(ctx, "torch-npu") is not None:
+        return
+    torch = first(ctx, "torch")
+    if torch is None and not cann_present(ctx):
+        return
+    conf = section(ctx, "packages").get("pip_config") or {}
+    index = conf.get("index_url") if isinstance(conf, dict) else None
+    if not index:
+        return
+    host = (urlparse(str(index)).hostname or "").lower()
+    if not host or any(host == h or host.endswith("." + h) for h in _PYPI_HOSTS):
+        return
+    extras = [str(u) for u in conf.get("extra_index_urls") or []]
+    if any((urlparse(u).hostname or "").lower() in _PYPI_HOSTS for u in extras):
+        return  # PyPI is searched too
+    py = python_short(ctx)
+    plat = platform(ctx)
+    tv = str((torch or {}).get("version") or "")
+    evidence = [f"pip index: {index} (from {conf.get('index_source')})"]
+    if extras:
+        evidence.append("extra indexes: " + ", ".join(extras))
+    evidence.append("torch_npu is not installed" + (f"; {describe(torch)}" if torch else ""))
+    want = best_torch_npu(ctx, tv, py) if tv else None
+    where = f"Python {py or '?'} on {plat or 'this platform'}"
+    if want:
+        evidence.append(f"PyPI has torch_npu {want} for torch {tv.split('+')[0]} and {where} (compatibility matrix)")
+        fix = [pip_install(ctx, f"torch-npu=={want}") + " --index-url https://pypi.org/simple"]
+    else:
+        rows = matrix_call(ctx, "fits", python=py, platform=plat) or []
+        names = [str(getattr(r, "torch_npu", "")) for r in rows[:5]]
+        if names:
+            evidence.append(f"PyPI has torch_npu wheels for {where}: {', '.join(names)} (compatibility matrix)")
+        else:
+            evidence.append(f"the compatibility matrix knows no torch_npu wheel for {where} (see PY001)")
+        fix = [pip_install(ctx, "torch-npu==<version>") + " --index-url https://pypi.org/simple"]
+    fix.append(
+        f"or point pip at an index that carries torch-npu for {where}: edit {conf.get('index_source')}"
+        if conf.get("index_source") != "PIP_INDEX_URL"
+        else f"or unset PIP_INDEX_URL (it names {index})"
+    )
+    yield INDEX_MIRROR.finding(
+        title=f"torch_npu is not installed and pip uses the mirror {index}: check that it carries torch-npu for {where}",
+        evidence=evidence,
+        fix=fix,
+        subject="torch-npu:index",
+    )
