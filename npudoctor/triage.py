@@ -938,6 +938,8 @@ def check_visible_devices(fv: FactView, caps: Mapping[str, str]) -> Verdict:
     known, rt = fv.env("ASCEND_RT_VISIBLE_DEVICES")
     _, av = fv.env("ASCEND_VISIBLE_DEVICES")
     count = fv.section("devices").get("visible_count")
+    if not caps.get("high") and isinstance(count, int):
+        values["high"] = str(count)  # for texts written around the "input data rang[0-N)" capture
     if rt is not None and not rt.strip():
         # Set but empty: no device at all (Ray writes '' for workers given no NPU).
         values["visible_detail"] = "ASCEND_RT_VISIBLE_DEVICES is set but empty, so no NPU is visible"
@@ -1092,7 +1094,11 @@ def _by_findings_only(kind: str) -> Callable[[FactView, Mapping[str, str]], Verd
 
 
 def check_disk_full(fv: FactView, caps: Mapping[str, str]) -> Verdict:
-    return Verdict("unknown", [], {"disk_detail": "see the host findings"})
+    # The host rules (rules/host.py, HOST002/HOST003) measure free space and writability
+    # where CANN writes; their titles name the directory and what is left.
+    found = fv.findings_of_kind("K22")
+    detail = "; ".join(f.title for f in found[:2]) if found else "see the host findings"
+    return Verdict("unknown", [], {"disk_detail": detail})
 
 
 #: Named fact checks used by ``check = "..."`` in errors.toml.
