@@ -203,3 +203,25 @@ def test_triage_root_without_passwd_entry_is_not_the_cause():
     facts = {"host": {"identity": {"uid": 0, "has_passwd_entry": False}}, "devices": {"nodes": []}}
     result = triage_text("HcclGetRootInfo(&hcclID), error code is 19\n", facts)
     assert result["known"][0]["causes"][0]["status"] != "cause"
+
+
+# --------------------------------------------------------------------------- K19
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        ({"WORLD_SIZE": "16", "HCCL_CONNECT_TIMEOUT": None}, "HCCL_CONNECT_TIMEOUT unset"),  # 16 ranks, 8 NPUs here
+        ({"WORLD_SIZE": "8", "HCCL_CONNECT_TIMEOUT": None}, None),  # one node, default kept
+        ({"WORLD_SIZE": "8", "HCCL_CONNECT_TIMEOUT": "60"}, "below HCCL's default 120 s"),
+        ({"WORLD_SIZE": "8", "HCCL_CONNECT_TIMEOUT": "120"}, None),
+    ],
+)
+def test_connect_timeout_judged_by_ranks_per_node(tmp_path, env, expected):
+    scenario = prepare(SCENARIOS / "k19-connect-timeout-short", tmp_path)
+    _set_env(scenario, NNODES=None, **env)
+    run = run_check(scenario)
+    hccl013 = _findings(run, "HCCL013")
+    if expected is None:
+        assert hccl013 == []
+    else:
+        assert len(hccl013) == 1 and expected in hccl013[0]["title"]
+        assert hccl013[0]["fix"] == ["export HCCL_CONNECT_TIMEOUT=900   # the same value on every rank"]

@@ -287,7 +287,13 @@ def _whitelist(ctx: ProbeContext) -> Dict[str, Any]:
     return {"file": path, "exists": ctx.host.is_file(path) if path else None}
 
 
-def _multi(variables: Dict[str, str], table: Optional[Dict[str, Any]], local: Dict[str, Any]) -> Dict[str, Any]:
+def _multi(
+    variables: Dict[str, str], table: Optional[Dict[str, Any]], local: Dict[str, Any], local_devices: int = 0
+) -> Dict[str, Any]:
+    """``multi_node``/``multi_process`` from the launch variables, the rank table, this
+    node's addresses and ``local_devices`` (the NPUs this node can give ranks: /dev/davinciN
+    nodes or npu-smi chips; 0 when unknown).  One rank drives one NPU, so more ranks than
+    local NPUs (WORLD_SIZE/RANK_SIZE 16 with 8 NPUs here) means other nodes take part."""
     node_reasons: List[str] = []
     single_reasons: List[str] = []
     proc_reasons: List[str] = []
@@ -312,6 +318,12 @@ def _multi(variables: Dict[str, str], table: Optional[Dict[str, Any]], local: Di
         n = _int(variables.get(name))
         if n is not None and n > 1:
             proc_reasons.append(f"{name}={n}")
+            if (
+                local_devices
+                and n > local_devices
+                and not any(r.startswith(("WORLD_SIZE", "RANK_SIZE")) for r in node_reasons)
+            ):
+                node_reasons.append(f"{name}={n} ranks but this node has {local_devices} NPU(s)")
     if variables.get("HCCL_INTRA_ROCE_ENABLE", "").strip() == "1":
         node_reasons.append("HCCL_INTRA_ROCE_ENABLE=1 (RoCE between devices needs device IPs)")
     addr = (variables.get("MASTER_ADDR") or "").strip()
@@ -347,5 +359,7 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         "master": _master(ctx),
         "whitelist": _whitelist(ctx),
     }
-    facts.update(_multi(variables, table, local))
+    devices = ctx.facts.get("devices") if isinstance(ctx.facts.get("devices"), dict) else {}
+    visible = devices.get("visible_count") if isinstance(devices.get("visible_count"), int) else 0
+    facts.update(_multi(variables, table, local, max(len(facts["dev_nodes"]), visible)))
     return facts

@@ -658,9 +658,19 @@ def hccl_timeouts(ctx: Any) -> Iterable[Finding]:
             evidence=["HCCL_EXEC_TIMEOUT=0 (environment)"],
             fix=["export HCCL_EXEC_TIMEOUT=1800   # or larger; the same value on every rank"],
         )
-    if not multi:
-        return
     conn = variables.get("HCCL_CONNECT_TIMEOUT")
+    procs = _d(h, "multi_process")
+    if not multi:
+        # Several ranks on one node: only a value lowered below HCCL's own 120 s default is a
+        # risk worth naming (ranks that load a model first still start far apart).
+        if procs.get("value") and isinstance(conn, str) and _INT.match(conn) and int(conn) < 120:
+            yield CONNECT_SHORT.finding(
+                title=f"HCCL_CONNECT_TIMEOUT={conn} is below HCCL's default 120 s in a multi-process job; "
+                "ranks that start far apart hit EI0006",
+                evidence=[f"HCCL_CONNECT_TIMEOUT={conn}", "several ranks: " + "; ".join(procs.get("reasons") or [])],
+                fix=["export HCCL_CONNECT_TIMEOUT=900   # the same value on every rank"],
+            )
+        return
     if conn is None or (_INT.match(conn) and int(conn) < 300):
         shown = (
             f"HCCL_CONNECT_TIMEOUT={conn}" if conn is not None else "HCCL_CONNECT_TIMEOUT unset (HCCL default 120 s)"
