@@ -170,8 +170,11 @@ RT_VISIBLE_INVALID = Code(
         "separated, integers, unique and — since CANN 8.0 — in ascending order. CANN stops "
         "parsing at the first invalid entry (a space, a negative or an out-of-range id), so "
         "`1, 2` gives only device 1 and `4` in a 2-device container gives `207004` / `EE1001 "
-        "… input data rang[0-2)`; `1,0` makes torch.npu.is_available() silently False. Source: "
-        "CANN env-var reference (envref_07_0028), cases 43, 45, 46 and gpustack#3352."
+        "… input data rang[0-2)`; `1,0` makes torch.npu.is_available() silently False, and so "
+        "does a variable that is set but empty. Ray rewrites it for every worker it starts (to "
+        "the NPU ids the task was given, '' when it asked for none) unless "
+        "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES is set. Source: CANN env-var reference "
+        "(envref_07_0028), cases 43, 45, 46, gpustack#3352 and ray#59063."
     ),
     kinds=("K18",),
 )
@@ -187,8 +190,10 @@ VISIBLE_RUNTIME_ONLY = Code(
         "container never reads it. When more device nodes are mounted than it lists (all eight "
         "mapped with `devices:`, or a device plugin that mounts everything), torch_npu uses "
         "logical devices 0..n-1 of what is mounted — the wrong NPUs. Mount only the allocated "
-        "devices, or set ASCEND_RT_VISIBLE_DEVICES for the process. Source: HAMi#1894, "
-        "vllm-ascend#6063."
+        "devices, or set ASCEND_RT_VISIBLE_DEVICES for the process. A device plugin that mounts "
+        "exactly the allocated non-first NPUs (ASCEND_VISIBLE_DEVICES=4,3) without setting "
+        "ASCEND_RT_VISIBLE_DEVICES was seen opening the wrong device (`open device 1 failed`, "
+        "507033/E39007). Source: HAMi#1894, vllm-ascend#6063."
     ),
     kinds=("K18",),
 )
@@ -228,9 +233,12 @@ CHIP_UNSUPPORTED = Code(
     explain=(
         "Support for a chip family depends on the framework and its version: torch_npu learned "
         "A3 (910_93) in the CANN 8.0.RC3 line and 950 in 26.0.0; 310B edge SoCs fail with "
-        "`Unsupported SOC version: Ascend310B4`; vllm-ascend supports A2/A3 (and Atlas 300I Duo "
-        "only with its separate 310p build). Use a release that lists your chip, or hardware "
-        "the release supports. Source: matrix/chips.toml, cases 31 and 33."
+        "`Unsupported SOC version: Ascend310B4`; builds older than the branch that added a SoC "
+        "do not know it (310B4 from the -6.0.rc1 branches, 910B4-1 from -6.0.rc2, 310P5/310P7 "
+        "from -7.0.0); vllm-ascend supports A2/A3 (and Atlas 300I Duo only with its separate "
+        "310p build). Use a release that lists your chip, or hardware the release supports; on "
+        "310B edge boards the supported path is the ACL/OM inference stack. Source: "
+        "matrix/chips.toml, torch_npu NpuVariables.cpp per branch, cases 31 and 33."
     ),
     kinds=("K13",),
 )
