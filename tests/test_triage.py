@@ -262,7 +262,7 @@ def test_unknown_lines_are_listed_not_guessed():
     )
     doc = json.loads(proc.stdout)
     texts = [u["text"] for u in doc["unknown"]]
-    assert any(t.startswith("Start aicpu executor failed, retCode=0x7020009") for t in texts)
+    assert any(t.startswith("Check param failed, dev can not be NULL!") for t in texts)
     assert doc["first_error"] == "acl-507033-set-device"
     assert doc["verdict"] is None  # no facts: nothing is concluded
     assert all(c["status"] == "unknown" for c in _group(doc, "e30006-opp-verify")["causes"])
