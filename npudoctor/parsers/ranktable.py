@@ -373,8 +373,8 @@ def validate(table: Dict[str, Any]) -> List[Dict[str, Any]]:
             missing = sorted(set(range(max(present) + 1)) - present)
             add(
                 "ranks-not-contiguous",
-                f"rank ids must be 0..{len(present) - 1} with no gap; found {_ranges(sorted(present))}"
-                + (f" (missing {_ranges(missing)})" if missing else ""),
+                f"rank ids must be 0..{len(present) - 1} with no gap; found {id_ranges(sorted(present))}"
+                + (f" (missing {id_ranges(missing)})" if missing else ""),
                 missing=missing,
             )
     for ip, where in sorted(device_ips.items()):
@@ -383,8 +383,9 @@ def validate(table: Dict[str, Any]) -> List[Dict[str, Any]]:
     return problems
 
 
-def _ranges(values: List[int]) -> str:
-    """``[0,1,2,5,7,8]`` → ``"0-2,5,7-8"``."""
+def id_ranges(values: List[int], sep: str = ",") -> str:
+    """Sorted integer ids as ranges: ``[0, 1, 2, 5, 7, 8]`` → ``"0-2,5,7-8"`` (``sep``
+    joins the parts; ``"none"`` for no ids).  Also used for NPU ids in device findings."""
     parts: List[str] = []
     start = prev = None
     for v in values:
@@ -397,4 +398,4 @@ def _ranges(values: List[int]) -> str:
             start = prev = v
     if start is not None:
         parts.append(f"{start}-{prev}" if start != prev else str(start))
-    return ",".join(parts) or "none"
+    return sep.join(parts) or "none"

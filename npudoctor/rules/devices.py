@@ -15,6 +15,7 @@ import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Code, Finding
+from npudoctor.parsers.ranktable import id_ranges
 from npudoctor.rules import rule
 
 # --------------------------------------------------------------------------- codes
@@ -733,29 +734,12 @@ def _visible_evidence(
     chips = dev.get("chips") or []
     if chips:
         ids = sorted({c.get("npu_id") for c in chips if isinstance(c.get("npu_id"), int)})
-        out.append(f"npu-smi lists {len(chips)} chip(s)" + (f" (NPU ids {_ranges(ids)})" if ids else ""))
+        out.append(f"npu-smi lists {len(chips)} chip(s)" + (f" (NPU ids {id_ranges(ids, sep=', ')})" if ids else ""))
     elif nodes:
         out.append("device nodes present: " + ", ".join(f"/dev/davinci{n}" for n in sorted(nodes)))
     else:
         out.append("no NPU visible: npu-smi lists no chip and there is no /dev/davinciN node")
     return out
-
-
-def _ranges(ids: List[int]) -> str:
-    """``[0, 1, 2, 5]`` -> ``0-2, 5``."""
-    parts: List[str] = []
-    start = prev = None
-    for i in ids:
-        if start is None:
-            start = prev = i
-        elif i == prev + 1:
-            prev = i
-        else:
-            parts.append(f"{start}-{prev}" if start != prev else str(start))
-            start = prev = i
-    if start is not None:
-        parts.append(f"{start}-{prev}" if start != prev else str(start))
-    return ", ".join(parts)
 
 
 @rule
