@@ -52,6 +52,14 @@ def ordered_fixes(findings: Sequence[Finding]) -> List[Finding]:
     return placed
 
 
+def dependent_fixes(findings: Sequence[Finding]) -> List[Finding]:
+    """The findings that take part in a fix order (they come after others, or others
+    come after them), in that order; independent fixes are left out."""
+    codes = {f.code for f in findings}
+    needed = {c for f in findings for c in f.after if c in codes}
+    return [f for f in ordered_fixes(findings) if (set(f.after) & codes) or f.code in needed]
+
+
 def has_dependencies(findings: Sequence[Finding]) -> bool:
     codes = {f.code for f in findings}
     return any(set(f.after) & codes for f in findings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import IO, Optional, Sequence
 
 from npudoctor.findings import AREA_TITLES, AREAS, Finding, counts
-from npudoctor.report.build import has_dependencies, ordered_fixes
+from npudoctor.report.build import dependent_fixes, has_dependencies
 from npudoctor.snapshot import Snapshot
 
 MARK = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("·", "cyan")}
@@ -61,12 +61,10 @@ def render(
         console.print(f"[green]✓[/green] no problems: {escape(', '.join(clean))}")
     if has_dependencies(findings):
         console.print()
-        console.print("[bold]Fix in this order[/bold]")
-        n = 0
-        for f in ordered_fixes(findings):
-            for step in f.fix:
-                n += 1
-                console.print(f"  {n}. {escape(step)}  [dim]({f.code})[/dim]")
+        console.print("[bold]Fix in this order[/bold] (driver → CANN → kernels/NNAL → set_env.sh → packages)")
+        for n, f in enumerate(dependent_fixes(findings), start=1):
+            more = f"  [dim](+{len(f.fix) - 1} more step(s) under {f.code} above)[/dim]" if len(f.fix) > 1 else ""
+            console.print(f"  {n}. [dim]{f.code}[/dim] {escape(f.fix[0])}{more}")
     if verbose and snapshot.matrix:
         m = snapshot.matrix
         console.print()

@@ -1,0 +1,50 @@
+"""The order in which fixes must be applied when several layers of the stack are broken.
+
+Ascend's own install order is driver and firmware → CANN toolkit → kernels/ops and
+NNAL → ``set_env.sh`` → Python packages (REPORT.md §5; the offline installer and the
+CANN install guides follow it).  A fix in an earlier layer changes what the later ones
+must be: a new CANN brings its own ``set_env.sh``, numpy bound and kernels, a sourced
+environment changes which shared libraries resolve, and the deep probe is only worth
+re-running at the end.  This post-processor records that order in each finding's
+``after`` list (codes of findings present in earlier layers), so the report prints one
+ordered list instead of independent advice.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+from npudoctor.findings import Finding
+from npudoctor.rules import postprocess
+
+#: Layers in fix order; a code belongs to the first layer whose prefixes match it.
+LAYERS = (
+    ("DRV",),
+    ("CANN001", "CANN002", "CANN003", "CANN010", "CANN011", "CANN012"),
+    ("CANN",),  # kernels/ops, NNAL, ATB ABI: installed on top of the toolkit
+    ("ENV",),
+    ("PY", "PKG"),
+    ("LIB",),
+    ("DEEP",),
+)
+
+
+def layer_of(code: str) -> int:
+    """Index of the layer ``code`` belongs to, or -1 when its fix is independent."""
+    for index, prefixes in enumerate(LAYERS):
+        if any(code.startswith(p) for p in prefixes):
+            return index
+    return -1
+
+
+@postprocess
+def fix_order(ctx: Any, findings: List[Finding]) -> List[Finding]:
+    """Add to ``after`` the codes of fixable findings in earlier layers."""
+    fixable = [f for f in findings if f.fix and f.severity != "info" and layer_of(f.code) >= 0]
+    by_layer: Dict[int, List[str]] = {}
+    for f in fixable:
+        by_layer.setdefault(layer_of(f.code), []).append(f.code)
+    for f in fixable:
+        earlier = [c for layer, codes in sorted(by_layer.items()) if layer < layer_of(f.code) for c in codes]
+        f.after = list(dict.fromkeys(f.after + earlier))
+    return findings

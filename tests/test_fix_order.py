@@ -1,0 +1,48 @@
+"""Fixes that depend on each other come out as one ordered list (driver → CANN →
+kernels/NNAL → set_env.sh → packages → libraries)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from scenario_runner import REPO, environment, prepare, run_check
+
+
+def test_fix_order_on_a_stack_broken_in_several_layers(tmp_path):
+    scenario = prepare(REPO / "tests/scenarios/k05-torch-npu-2.10-on-cann-8.0.0", tmp_path)
+    run = run_check(scenario)
+    by_code = {f["code"]: f for f in run.doc["findings"]}
+    assert {"DRV001", "CANN003", "PKG006"} <= set(by_code), sorted(by_code)
+    assert by_code["DRV001"]["after"] == []
+    assert by_code["CANN003"]["after"] == ["DRV001"]
+    assert by_code["PKG006"]["after"][:2] == ["DRV001", "CANN003"]
+    assert all(f["after"] == [] for f in run.doc["findings"] if f["code"].startswith(("DEV", "CTR", "HOST")))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "npudoctor", "check", "--root", str(scenario / "root")],
+        env=environment(scenario, run.spec),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    tail = proc.stdout[proc.stdout.index("Fix in this order") :]
+    steps = [line.split()[1] for line in tail.splitlines()[1:] if re.match(r"^\s+\d+\. ", line)]
+    assert steps[:2] == ["DRV001", "CANN003"] and steps[-1] == "PKG006", tail
+    assert "DEV003" not in steps
+
+
+def test_independent_findings_get_no_order():
+    from npudoctor.rules.order import layer_of
+
+    assert [layer_of(c) for c in ("DRV002", "CANN003", "CANN004", "ENV001", "PKG007", "LIB001", "DEEP002")] == [
+        0,
+        1,
+        2,
+        3,
+        4,
+        5,
+        6,
+    ]
+    assert layer_of("DEV002") == -1 and layer_of("HCCL007") == -1
