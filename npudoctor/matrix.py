@@ -1088,7 +1088,29 @@ def load_from(target: str, origin: str, partial: bool = False) -> Matrix:
     return Matrix(data, prov)
 
 
+_LOADED: Dict[Any, Matrix] = {}
+
+
+def _stat_key(path: str) -> Any:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
 def load_matrix(path: Optional[str] = None) -> Matrix:
+    """:func:`load_uncached`, memoised per process: the devices probe and the rules of
+    one run share one parse.  A changed file (refresh, edit) is loaded anew: the key
+    holds the path and the size and mtime of the file or cache copy it reads."""
+    key = (path, _stat_key(path) if path else _stat_key(cache_path()))
+    found = _LOADED.get(key)
+    if found is None:
+        found = _LOADED[key] = load_uncached(path)
+    return found
+
+
+def load_uncached(path: Optional[str] = None) -> Matrix:
     """The matrix in use.  ``path`` (a .toml/.json file or a directory of them) if
     given (origin "file"); else the refreshed copy in the user cache when it validates
     and is not older than the bundled matrix (origin "cache"); else the bundled matrix
