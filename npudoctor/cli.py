@@ -6,8 +6,6 @@ of this file.  ``npudoctor health`` does not come through here at all: see
 :mod:`npudoctor.entry` (it must start fast and never exit 2).
 """
 
-from __future__ import annotations
-
 import importlib
 import pkgutil
 

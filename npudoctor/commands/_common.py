@@ -5,8 +5,6 @@ Commands use the ``Annotated`` aliases below so that ``check``, ``health``,
 ``collect``, ``devices`` and ``triage`` spell the common options the same way.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 from dataclasses import dataclass

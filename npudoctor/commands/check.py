@@ -1,7 +1,5 @@
 """``npudoctor check``, ``collect`` and ``explain``."""
 
-from __future__ import annotations
-
 import json
 import sys
 from typing import List, Optional

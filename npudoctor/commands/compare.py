@@ -1,7 +1,5 @@
 """``npudoctor compare SNAPSHOT…``: drift across the nodes of a cluster."""
 
-from __future__ import annotations
-
 import json
 import sys
 from typing import List, Optional

@@ -5,8 +5,6 @@ Only the ``host``, ``devices`` and ``container`` probes run (fast); ``--from`` r
 the same facts from a snapshot written by ``collect`` or ``check --json``.
 """
 
-from __future__ import annotations
-
 import json
 import sys
 from typing import Any, Dict, List

@@ -1,8 +1,6 @@
 """``npudoctor exec`` (a container entrypoint) and ``npudoctor env``; the logic is in
 :mod:`npudoctor.launch`."""
 
-from __future__ import annotations
-
 import json
 import sys
 from typing import List, Optional

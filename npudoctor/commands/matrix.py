@@ -1,7 +1,5 @@
 """``npudoctor matrix``: refresh, show, diff and verify the compatibility matrix."""
 
-from __future__ import annotations
-
 import json
 import sys
 from typing import Any, Dict, List, Optional, Tuple

@@ -8,8 +8,6 @@ including npudoctor's own failure, a bad option or a probe that overruns, maps t
 message of at most 80 characters.  It does not share code with ``npudoctor health``.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 import threading

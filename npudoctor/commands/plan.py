@@ -1,7 +1,5 @@
 """``npudoctor plan`` (resolve + bundle) and ``npudoctor plan verify``."""
 
-from __future__ import annotations
-
 import json
 import os
 import sys

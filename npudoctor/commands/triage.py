@@ -1,7 +1,5 @@
 """``npudoctor triage LOG...``: explain the errors in logs with the facts of this machine."""
 
-from __future__ import annotations
-
 import json
 import os
 import sys
