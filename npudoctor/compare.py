@@ -253,7 +253,7 @@ def _file(path: str) -> Iterator[Tuple[str, Any]]:
     try:
         yield path, json.loads(text)
         return
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
         first_error = str(exc)
     if text.count("\n") > 1:
         yield from _lines(path, text)
@@ -268,7 +268,7 @@ def _lines(label: str, text: str) -> Iterator[Tuple[str, Any]]:
         where = f"{label}:{number}"
         try:
             yield where, json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             yield where, f"not valid JSON: {exc}"
 
 

@@ -111,7 +111,7 @@ class Snapshot:
             raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror or exc}") from None
         try:
             raw = json.loads(data.decode("utf-8", errors="replace"))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
             raise SnapshotError(f"snapshot {path} is not valid JSON: {exc}") from None
         try:
             return cls.from_dict(raw)

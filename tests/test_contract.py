@@ -197,3 +197,30 @@ def test_markdown_report_masks_the_judged_account_and_host_name():
     assert "alice" not in text and "gpu-node-17" not in text and "10.0.0" not in text
     assert "<user> cannot open /dev/davinci0 on <host>" in text
     assert "```text\nusermod -aG HwHiAiUser <user>\n```" in text
+
+
+def test_hostile_snapshots_never_crash_npudoctor(tmp_path, empty_root):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000)
+    collected = tmp_path / "site.json"
+    assert (
+        npudoctor("collect", "--root", str(empty_root), "-o", str(collected), env=plain_env(tmp_path)).returncode == 0
+    )
+    odd = []
+    for i, arch in enumerate(({"a": 1}, -1, ["x"], None)):
+        snap = json.loads(collected.read_text())
+        snap["facts"]["host"]["arch"] = arch
+        path = tmp_path / f"odd{i}.json"
+        path.write_text(json.dumps(snap))
+        odd.append(path)
+    for args in (
+        ("check", "--from", str(deep)),
+        ("compare", str(deep), str(collected)),
+        ("plan", "--for", str(deep), "--dry-run"),
+        *(("check", "--from", str(p)) for p in odd),
+        *(("check", "--markdown", "--from", str(p)) for p in odd),
+        *(("compare", str(p), str(collected)) for p in odd),
+    ):
+        proc = npudoctor(*args, env=plain_env(tmp_path))
+        assert proc.returncode in (0, 1, 2), (args, proc.returncode, proc.stderr[-800:])
+        assert "Traceback" not in proc.stderr and "This is a bug" not in proc.stderr, args

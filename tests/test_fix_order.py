@@ -46,3 +46,16 @@ def test_independent_findings_get_no_order():
         6,
     ]
     assert layer_of("DEV002") == -1 and layer_of("HCCL007") == -1
+
+
+def test_a_new_cann_release_covers_the_kernels_and_nnal_of_the_old_one(tmp_path):
+    scenario = prepare(REPO / "tests/scenarios/case13-vllm-ascend-0.7.3-on-cann-8.0.0", tmp_path)
+    run = run_check(scenario)
+    by_code = {f["code"]: f for f in run.doc["findings"]}
+    assert "CANN012" in by_code and "CANN007" in by_code
+    assert by_code["CANN007"]["data"]["superseded_by"] == "CANN012"
+    from npudoctor.findings import Finding
+    from npudoctor.report.build import fix_list
+
+    listed = [f.code for f in fix_list([Finding.from_dict(f) for f in run.doc["findings"]])]
+    assert "CANN012" in listed and "CANN007" not in listed

@@ -308,7 +308,7 @@ def parse_pypi_json(text: str, project: str = "torch-npu") -> Dict[str, PypiRele
         raise OfficialParseError("got an HTML page, not the PyPI JSON document")
     try:
         doc = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise OfficialParseError(f"not JSON: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("releases"), dict):
         raise OfficialParseError("not a PyPI JSON project document (no 'releases' object)")

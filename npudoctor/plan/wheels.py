@@ -133,7 +133,7 @@ class WheelCatalog:
             try:
                 with open(data, encoding="utf-8") as fh:
                     data = json.load(fh)
-            except (OSError, ValueError) as exc:
+            except (OSError, ValueError, RecursionError) as exc:
                 raise ValueError(f"cannot read PyPI JSON {source}: {exc}") from None
         releases = data.get("releases") if isinstance(data, dict) else None
         if not isinstance(releases, dict):

@@ -52,12 +52,15 @@ def ordered_fixes(findings: Sequence[Finding]) -> List[Finding]:
     return placed
 
 
-def dependent_fixes(findings: Sequence[Finding]) -> List[Finding]:
-    """The findings that take part in a fix order (they come after others, or others
-    come after them), in that order; independent fixes are left out."""
+def fix_list(findings: Sequence[Finding]) -> List[Finding]:
+    """The errors to fix, as one list: those that take part in a fix order first, in
+    that order, then the independent ones in report order.  Findings whose fix another
+    one covers (``data["superseded_by"]`` naming a reported code) are left out."""
     codes = {f.code for f in findings}
     needed = {c for f in findings for c in f.after if c in codes}
-    return [f for f in ordered_fixes(findings) if (set(f.after) & codes) or f.code in needed]
+    chain = [f for f in ordered_fixes(findings) if (set(f.after) & codes) or f.code in needed]
+    rest = [f for f in findings if f.fix and f not in chain]
+    return [f for f in chain + rest if f.severity == "error" and f.fix and f.data.get("superseded_by") not in codes]
 
 
 def has_dependencies(findings: Sequence[Finding]) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import IO, Optional, Sequence
 
 from npudoctor.findings import AREA_TITLES, AREAS, Finding, counts
-from npudoctor.report.build import dependent_fixes, has_dependencies
+from npudoctor.report.build import fix_list, has_dependencies
 from npudoctor.snapshot import Snapshot
 
 MARK = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("·", "cyan")}
@@ -17,7 +17,7 @@ def _headline(snapshot: Snapshot) -> str:
     target = snapshot.target or {}
     mode = target.get("mode", "live")
     where = {"live": "this machine", "root": f"root {target.get('root')}", "from": f"snapshot {target.get('from')}"}
-    bits = [b for b in (host.get("arch"), f"Python {py['version']}" if py.get("version") else None) if b]
+    bits = [str(b) for b in (host.get("arch"), f"Python {py['version']}" if py.get("version") else None) if b]
     extra = f" ({', '.join(bits)})" if bits else ""
     return f"npudoctor {snapshot.npudoctor_version} — {where.get(mode, mode)}{extra}"
 
@@ -59,10 +59,11 @@ def render(
     if clean:
         console.print()
         console.print(f"[green]✓[/green] no problems: {escape(', '.join(clean))}")
-    if has_dependencies(findings):
+    ordered = fix_list(findings) if has_dependencies(findings) else []
+    if len(ordered) > 1:
         console.print()
         console.print("[bold]Fix in this order[/bold] (driver → CANN → kernels/NNAL → set_env.sh → packages)")
-        for n, f in enumerate(dependent_fixes(findings), start=1):
+        for n, f in enumerate(ordered, start=1):
             more = f"  [dim](+{len(f.fix) - 1} more step(s) under {f.code} above)[/dim]" if len(f.fix) > 1 else ""
             console.print(f"  {n}. [dim]{f.code}[/dim] {escape(f.fix[0])}{more}")
     if verbose and snapshot.matrix:

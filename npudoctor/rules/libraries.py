@@ -580,7 +580,7 @@ def extension_symbols(ctx: Any) -> Iterable[Finding]:
             libs,
             f"{posixpath.basename(str(check.get('object')))} ({pkg}) was built against another torch_npu/CANN than the installed ones",
             [
-                f"Rebuild {pkg} against the installed torch_npu {(libs.get('torch_npu') or {}).get('version')} and CANN (pip install --no-binary :all: --force-reinstall {pkg}, or from source)",
+                f"Rebuild {pkg} against the installed torch_npu {(libs.get('torch_npu') or {}).get('version')} and CANN (pip install --no-binary {pkg} --no-deps --force-reinstall {pkg}, or from source)",
                 f"or install the {pkg} build made for this torch_npu/CANN",
             ],
         )
