@@ -59,3 +59,14 @@ def test_a_new_cann_release_covers_the_kernels_and_nnal_of_the_old_one(tmp_path)
 
     listed = [f.code for f in fix_list([Finding.from_dict(f) for f in run.doc["findings"]])]
     assert "CANN012" in listed and "CANN007" not in listed
+
+
+def test_framework_without_torch_npu_and_cann_is_an_error_not_fine(tmp_path):
+    scenario = prepare(REPO / "tests/scenarios/k13-310p-duo-vllm-ascend", tmp_path)
+    run = run_check(scenario)
+    by_code = {f["code"]: f for f in run.doc["findings"]}
+    assert by_code["PKG004"]["title"] == "vllm-ascend 0.9.1 needs torch_npu 2.5.1.post1, but torch_npu is not installed"
+    assert by_code["PKG004"]["fix"][0].endswith("-m pip install torch==2.5.1 torch-npu==2.5.1.post1")
+    assert by_code["CANN001"]["severity"] == "error" and "fine" not in by_code["CANN001"]["title"]
+    assert by_code["CANN007"]["data"]["superseded_by"] == "CANN001"
+    assert run.returncode == 1

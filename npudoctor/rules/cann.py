@@ -483,6 +483,22 @@ def no_cann(ctx: Any) -> Iterable[Finding]:
         fact = env.get(var)
         if fact:
             evidence.append(f"{var}={fact.get('value')} ({'exists' if fact.get('exists') else 'no such directory'})")
+    frameworks = [
+        f"{name} {rec.get('version')}"
+        for name in ("vllm-ascend", "mindie", "mindie-turbo")
+        for rec in ((ctx.facts("packages").get("installed") or {}).get(name) or [])[:1]
+    ]
+    if tnpu is None and frameworks:
+        yield NO_CANN.finding(
+            title=f"{', '.join(frameworks)} is installed, but no CANN toolkit (and no torch_npu) is",
+            evidence=evidence + [f"{f} runs on torch_npu and CANN" for f in frameworks],
+            fix=[
+                "Install the torch_npu build the framework needs first (see PKG004), then the CANN it is paired "
+                "with: npudoctor matrix show --torch-npu <that version>",
+                "then the CANN toolkit, kernels/ops and NNAL packages of that release, and " + source_cmd(None, None),
+            ],
+        )
+        return
     if tnpu is None:
         yield NO_CANN.finding(
             title="No CANN toolkit installed (no torch_npu either; fine on a host that runs CANN in containers)",

@@ -37,9 +37,10 @@ def layer_of(code: str) -> int:
     return -1
 
 
-#: A finding whose fix installs a whole new CANN release (toolkit, kernels/ops and NNAL
-#: of that release) covers the kernels/NNAL findings about the release installed now.
-REPLACES_CANN = ("CANN012",)
+#: A finding whose fix installs a whole CANN release (toolkit, kernels/ops and NNAL of
+#: that release: CANN001 when none is installed, CANN012 for a newer one) covers the
+#: kernels/NNAL findings about the release installed now.
+REPLACES_CANN = ("CANN001", "CANN012")
 COVERED_BY_NEW_CANN = ("CANN004", "CANN005", "CANN006", "CANN007", "CANN008", "CANN009")
 
 
@@ -47,7 +48,7 @@ COVERED_BY_NEW_CANN = ("CANN004", "CANN005", "CANN006", "CANN007", "CANN008", "C
 def fix_order(ctx: Any, findings: List[Finding]) -> List[Finding]:
     """Add to ``after`` the codes of fixable findings in earlier layers, and mark the
     kernels/NNAL findings a new-CANN fix covers (``data["superseded_by"]``)."""
-    replacing = next((f.code for f in findings if f.code in REPLACES_CANN and f.fix), None)
+    replacing = next((f.code for f in findings if f.code in REPLACES_CANN and f.fix and f.severity == "error"), None)
     if replacing:
         for f in findings:
             if f.code in COVERED_BY_NEW_CANN:

@@ -863,6 +863,34 @@ def _framework_releases(ctx: Any) -> List[Tuple[str, str, str, str, bool]]:
     return out
 
 
+def _companion_without_torch_npu(ctx: Any, torch_version: str) -> Iterable[Finding]:
+    """A framework release of the built-in table is installed but torch_npu is not:
+    nothing NPU-related can run (the pinned case is judged by ``companion_pins``)."""
+    from npudoctor.rules._frameworks import rows_for
+
+    for project, label, version, where, pins in _framework_releases(ctx):
+        rows = rows_for(project, version) if not pins else []
+        want = _documented_npu(ctx, rows[0], torch_version) if rows else None
+        if not want:
+            continue
+        torch_needed = ".".join(str(x) for x in (release(want) or ())[:3])
+        reqs = ([f"torch=={torch_needed}"] if torch_needed and not torch_version else []) + [f"torch-npu=={want}"]
+        yield COMPANION.finding(
+            title=f"{label} {version} needs torch_npu {want}, but torch_npu is not installed",
+            evidence=[
+                f"{label} {version} from {where}",
+                "no torch_npu dist-info in the target interpreter",
+                f"{label} {version} needs torch_npu {want}: built-in table, {rows[0].source}",
+            ],
+            fix=[
+                pip_install(ctx, *reqs, index=None)
+                if _on_pypi(ctx, want)
+                else f"install the torch_npu {want} wheel that {label} {version}'s installation guide links (not on PyPI)"
+            ],
+            subject=f"{project}:torch-npu",
+        )
+
+
 def _documented_npu(ctx: Any, row: Any, torch_version: str) -> Optional[str]:
     """The torch_npu build a table row names: its own ``torch_npu``, or the build of its
     Ascend Extension for PyTorch line (matrix ``ext_version``) for the installed torch."""
@@ -889,11 +917,12 @@ def companion_table(ctx: Any) -> Iterable[Finding]:
     from npudoctor.rules._frameworks import npu_fits, rows_for
 
     npu = first(ctx, "torch-npu")
-    if npu is None:
-        return
-    installed = str(npu.get("version") or "")
     torch = first(ctx, "torch")
     tv = str((torch or {}).get("version") or "")
+    if npu is None:
+        yield from _companion_without_torch_npu(ctx, tv)
+        return
+    installed = str(npu.get("version") or "")
     for project, label, version, where, pins in _framework_releases(ctx):
         if pins:
             continue  # its Requires-Dist names torch-npu: companion_pins judges that
