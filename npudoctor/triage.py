@@ -809,6 +809,22 @@ def check_driver_missing(fv: FactView, caps: Mapping[str, str]) -> Verdict:
     return Verdict("ruled_out", [f"driver {drv.get('version') or '(version unknown)'} at {drv.get('path')}"])
 
 
+def check_npu_smi_missing(fv: FactView, caps: Mapping[str, str]) -> Verdict:
+    """npu-smi not on PATH here (the devices probe ran it), whatever the driver
+    directory holds: a container often gets driver/lib64 but not the tool itself."""
+    if not fv.has("devices"):
+        return check_driver_missing(fv, caps)
+    smi = fv.section("devices").get("npu_smi") or {}
+    if smi.get("available"):
+        return Verdict("ruled_out", [f"npu-smi answers here ({smi.get('path')})"])
+    if smi.get("cause") == "not-installed":
+        ev = ["npu-smi is not on PATH here"]
+        if fv.section("container").get("in_container"):
+            ev.append("running in a container: mount npu-smi (/usr/local/bin or /usr/local/sbin) and /usr/local/dcmi")
+        return Verdict("cause", ev)
+    return Verdict("no_sign", [f"npu-smi is on PATH ({smi.get('path') or 'found'}) but failed: {smi.get('cause')}"])
+
+
 def _require_pin(record: Optional[Mapping[str, Any]], dep: str) -> Optional[str]:
     if not record:
         return None
@@ -1109,6 +1125,7 @@ CHECKS: Dict[str, Callable[[FactView, Mapping[str, str]], Verdict]] = {
     "container_without_cann": check_container_without_cann,
     "nnal_missing_or_unsourced": check_nnal,
     "driver_missing": check_driver_missing,
+    "npu_smi_missing": check_npu_smi_missing,
     "torch_pair": check_torch_pair,
     "torchvision_pair": check_torchvision_pair,
     "numpy2": check_numpy2,

@@ -99,7 +99,7 @@ GOLDEN = [
         },
         "npu-smi-not-found",
         "K16",
-        r"no Ascend driver is visible here",
+        r"npu-smi is not on PATH here",
     ),
     (
         "error_npu-smi_dcmi-8005_in-container_g_conLogLevel.txt",

@@ -175,3 +175,35 @@ def test_a_k10_finding_does_not_claim_no_toolkit():
     judged = {c.check: judge_cause(c, fv, {"lib": "libhccl.so"}, {}) for c in entry.causes}
     assert judged["no_toolkit"]["status"] == "cause" and judged["no_toolkit"]["findings"] == ["CANN001"]
     assert judged["no_toolkit"]["here"].startswith("no CANN toolkit is installed here")
+
+
+def test_npu_smi_not_found_agrees_with_check_in_a_container_that_has_the_driver(tmp_path):
+    """The driver directory being mounted does not rule out a missing npu-smi: triage
+    names the cause CTR003 reports for the same tree."""
+    import json as _json
+    import subprocess as _sp
+    import sys as _sys
+    from pathlib import Path as _Path
+
+    repo = _Path(__file__).resolve().parent.parent
+    sys_path = str(repo / "tests")
+    if sys_path not in _sys.path:
+        _sys.path.insert(0, sys_path)
+    from scenario_runner import environment, prepare
+
+    scenario = prepare(repo / "tests/scenarios/dev-npu-smi-missing-in-container", tmp_path)
+    import tomllib
+
+    spec = tomllib.loads((scenario / "scenario.toml").read_text())
+    log = repo / "tests/fixtures/error_npu-smi_command-not-found_gha-runner-container.txt"
+    proc = _sp.run(
+        [_sys.executable, "-m", "npudoctor", "triage", str(log), "--root", str(scenario / "root"), "--json"],
+        env=environment(scenario, spec),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    text = _json.dumps(_json.loads(proc.stdout))
+    assert "npu-smi is not on PATH here" in text and "ruled out" not in text
+    assert "CTR003" in text
