@@ -137,11 +137,6 @@ CUSTOM = Code(
 )
 
 
-def _env(ctx: Any) -> Dict[str, Any]:
-    value = ctx.facts("environment")
-    return value if isinstance(value, dict) else {}
-
-
 def _torch_npu_installed(ctx: Any) -> bool:
     installed = ctx.facts("packages").get("installed") or {}
     return isinstance(installed, dict) and any(
@@ -249,7 +244,7 @@ def _method_line(env: Dict[str, Any]) -> List[str]:
 @rule
 def set_env_not_sourced(ctx: Any) -> Iterable[Finding]:
     """ENV001: a toolkit is installed and nothing of its set_env.sh is in effect."""
-    env = _env(ctx)
+    env = ctx.facts("environment")
     if not env.get("toolkit") or env.get("sourced", True):
         return
     script = _script(env)
@@ -300,7 +295,7 @@ def _clean_value(env: Dict[str, Any], name: str, drop: Iterable[str]) -> str:
 @rule
 def stale_environment(ctx: Any) -> Iterable[Finding]:
     """ENV002: variables or path entries pointing into another CANN install."""
-    env = _env(ctx)
+    env = ctx.facts("environment")
     stale = [s for s in env.get("stale") or [] if isinstance(s, dict)]
     if not env.get("toolkit") or not stale:
         return
@@ -372,7 +367,7 @@ def _and(items: Sequence[str]) -> str:
 @rule
 def loader_path_incomplete(ctx: Any) -> Iterable[Finding]:
     """ENV003: sourced (or partly copied) but library directories are missing."""
-    env = _env(ctx)
+    env = ctx.facts("environment")
     if not env.get("toolkit") or not env.get("sourced"):
         return
     missing = (env.get("missing_paths") or {}).get("LD_LIBRARY_PATH") or []
@@ -412,7 +407,7 @@ def _te_from_pip(ctx: Any) -> bool:
 @rule
 def pythonpath_missing(ctx: Any) -> Iterable[Finding]:
     """ENV004: toolkit python/site-packages (te/tbe) not on PYTHONPATH."""
-    env = _env(ctx)
+    env = ctx.facts("environment")
     if not env.get("toolkit") or not env.get("sourced"):
         return
     missing = (env.get("missing_paths") or {}).get("PYTHONPATH") or []
@@ -433,7 +428,7 @@ def pythonpath_missing(ctx: Any) -> Iterable[Finding]:
 @rule
 def nnal_not_sourced(ctx: Any) -> Iterable[Finding]:
     """ENV005: NNAL installed, ATB_HOME_PATH unset or its lib not on LD_LIBRARY_PATH."""
-    env = _env(ctx)
+    env = ctx.facts("environment")
     nnal = env.get("nnal")
     if not isinstance(nnal, dict):
         return
@@ -487,7 +482,7 @@ def _atb_needed(ctx: Any) -> str:
 @rule
 def custom_values(ctx: Any) -> Iterable[Finding]:
     """ENV006: a CANN variable with a non-CANN custom value."""
-    env = _env(ctx)
+    env = ctx.facts("environment")
     for item in env.get("differs") or []:
         if not isinstance(item, dict):
             continue

@@ -121,11 +121,6 @@ CANN_SYMBOLS = Code(
 )
 
 
-def _libs(ctx: Any) -> Dict[str, Any]:
-    value = ctx.facts("libraries")
-    return value if isinstance(value, dict) else {}
-
-
 def _set_env_script(ctx: Any) -> Optional[str]:
     """The toolkit's set_env.sh to tell users to source -- one that exists in the diagnosed
     root (``environment.set_env_script``; for snapshots without it the script the
@@ -200,7 +195,7 @@ def _group(rec: Dict[str, Any]) -> str:
 @rule
 def libraries_not_loadable(ctx: Any) -> Iterable[Finding]:
     """LIB001: DT_NEEDED entries that will not resolve, grouped by remedy."""
-    libs = _libs(ctx)
+    libs = ctx.facts("libraries")
     recs = [r for r in libs.get("resolution") or [] if isinstance(r, dict) and r.get("status") == "missing"]
     if not recs:
         return
@@ -403,7 +398,7 @@ def _libstdcxx_fix(ctx: Any, provider: str, versions: List[str]) -> List[str]:
 @rule
 def glibcxx_too_old(ctx: Any) -> Iterable[Finding]:
     """LIB002: GLIBC_/GLIBCXX_/CXXABI_ versions needed but not provided."""
-    libs = _libs(ctx)
+    libs = ctx.facts("libraries")
     too_new = [t for t in (libs.get("glibc") or {}).get("too_new") or [] if isinstance(t, dict)]
     by_lib: Dict[str, List[Dict[str, Any]]] = {}
     for t in too_new:
@@ -518,7 +513,7 @@ def _torch_fix(ctx: Any, installed: Optional[str]) -> Tuple[List[str], List[str]
 @rule
 def torch_symbols(ctx: Any) -> Iterable[Finding]:
     """LIB003: K01 by symbols."""
-    libs = _libs(ctx)
+    libs = ctx.facts("libraries")
     check = (libs.get("symbols") or {}).get("torch")
     tv = (libs.get("torch") or {}).get("version")
     nv = (libs.get("torch_npu") or {}).get("version")
@@ -538,7 +533,7 @@ def torch_symbols(ctx: Any) -> Iterable[Finding]:
 @rule
 def atb_symbols(ctx: Any) -> Iterable[Finding]:
     """LIB004: K04 by symbols."""
-    libs = _libs(ctx)
+    libs = ctx.facts("libraries")
     yield from _symbol_finding(
         ATB_SYMBOLS,
         (libs.get("symbols") or {}).get("atb"),
@@ -554,7 +549,7 @@ def atb_symbols(ctx: Any) -> Iterable[Finding]:
 @rule
 def cann_symbols(ctx: Any) -> Iterable[Finding]:
     """LIB006: K05 by symbols."""
-    libs = _libs(ctx)
+    libs = ctx.facts("libraries")
     yield from _symbol_finding(
         CANN_SYMBOLS,
         (libs.get("symbols") or {}).get("cann"),
@@ -569,7 +564,7 @@ def cann_symbols(ctx: Any) -> Iterable[Finding]:
 @rule
 def extension_symbols(ctx: Any) -> Iterable[Finding]:
     """LIB005: K03, third-party extensions vs installed torch_npu/CANN."""
-    libs = _libs(ctx)
+    libs = ctx.facts("libraries")
     for check in (libs.get("symbols") or {}).get("extensions") or []:
         if not isinstance(check, dict) or not check.get("missing_count"):
             continue
