@@ -174,13 +174,18 @@ def _npu_smi(ctx: ProbeContext, out: Dict[str, Any]) -> None:
 
 
 def _details(ctx: ProbeContext, runner: _Runner, out: Dict[str, Any]) -> None:
+    """The npu-smi calls after ``info``: ``-t health`` of chips that are not OK, and --
+    except in the health check's quick mode, where each npu-smi call (hundreds of
+    milliseconds on a real box) counts against a 1 s budget -- ``-m`` (logic/phy ids),
+    ``-t topo`` and, on A3, ``-t board`` (soc_version)."""
     chips: List[Dict[str, Any]] = out["chips"]
-    res = runner.run("info", "-m")
+    quick = bool(getattr(ctx.options, "quick", False))
+    res = None if quick else runner.run("info", "-m")
     if res is not None:
         mapping = parse_mapping(res.stdout or "") if res.ok else []
         runner.commands.append(_record(res, bool(mapping)))
         merge_mapping(chips, mapping)
-    res = runner.run("info", "-t", "topo")
+    res = None if quick else runner.run("info", "-t", "topo")
     if res is not None:
         topo = parse_topo(res.stdout or "") if res.ok else None
         runner.commands.append(_record(res, bool(topo and topo["npus"])))
@@ -196,7 +201,7 @@ def _details(ctx: ProbeContext, runner: _Runner, out: Dict[str, Any]) -> None:
         if detail and detail["status"]:
             chip["health_detail"] = detail
     a3 = [c for c in chips if c.get("phy_id") is not None and c.get("chip_id") is not None]
-    if a3:
+    if a3 and not quick:
         res = runner.run("info", "-t", "board", "-i", str(a3[0]["npu_id"]), "-c", str(a3[0]["chip_id"]))
         if res is not None:
             board = parse_board(res.stdout or "") if res.ok else None
