@@ -8,7 +8,7 @@ Commands use the ``Annotated`` aliases below so that ``check``, ``health``,
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import typer
 from typing_extensions import Annotated
@@ -94,8 +94,9 @@ def make_host(target: Target, environ: Optional[dict] = None) -> Any:
     return Host(root=root, environ=environ, commands=target.commands)
 
 
-def snapshot_for(target: Target, options: Any) -> Any:
-    """Collect (or load, with ``--from``) the snapshot.  Raises :class:`UsageError`."""
+def snapshot_for(target: Target, options: Any, sections: Optional[Sequence[str]] = None) -> Any:
+    """Collect (or load, with ``--from``) the snapshot; ``sections`` limits the probes
+    run (see :func:`npudoctor.engine.collect`).  Raises :class:`UsageError`."""
     from npudoctor.engine import collect
     from npudoctor.snapshot import Snapshot, SnapshotError
 
@@ -119,7 +120,7 @@ def snapshot_for(target: Target, options: Any) -> Any:
             raise UsageError(problem)
     options.python = target.python
     options.user = target.user
-    return collect(host, options)
+    return collect(host, options, sections=sections)
 
 
 def load_matrix_or_none(path: Optional[str]) -> Tuple[Any, Optional[str]]:

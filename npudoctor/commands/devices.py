@@ -24,7 +24,7 @@ from npudoctor.commands._common import (
     UserOpt,
     fail_usage,
     load_matrix_or_none,
-    make_host,
+    snapshot_for,
 )
 
 DEVICES_HELP = """Show the NPU chips: health, power, temperature, AICore, memory/HBM, processes and
@@ -42,22 +42,14 @@ AREAS = ("devices", "container")
 def gather(target: Target, matrix_path: Any = None) -> Dict[str, Any]:
     """Collect (or replay) the device facts and judge them: ``{"devices", "container",
     "identity", "findings", "source"}``.  Raises :class:`UsageError`."""
-    from npudoctor.engine import Options, collect, evaluate
-    from npudoctor.snapshot import Snapshot, SnapshotError
+    from npudoctor.engine import Options, evaluate
 
     options = Options(user=target.user, matrix_path=matrix_path, only=set(AREAS))
-    if target.from_file:
-        if target.root or target.python:
-            raise UsageError("--from replays a snapshot; it cannot be combined with --root or --python")
-        try:
-            snapshot = Snapshot.load(target.from_file)
-        except SnapshotError as exc:
-            raise UsageError(str(exc)) from None
-        source = f"snapshot {target.from_file}"
-    else:
-        host = make_host(target)
-        snapshot = collect(host, options, sections=list(SECTIONS))
-        source = "this machine" if host.live else f"root {host.root}"
+    snapshot = snapshot_for(target, options, sections=SECTIONS)
+    mode = snapshot.target.get("mode")
+    source = {"from": f"snapshot {target.from_file}", "root": f"root {snapshot.target.get('root')}"}.get(
+        str(mode), "this machine"
+    )
     matrix, _err = load_matrix_or_none(matrix_path)
     findings = evaluate(snapshot, matrix, options)
     return {
