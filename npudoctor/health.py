@@ -138,7 +138,7 @@ def evaluate_health(
     from npudoctor.config import load_ignores
     from npudoctor.engine import Options, collect, evaluate, load_rules
     from npudoctor.host import Host
-    from npudoctor.matrix import MatrixError, load_matrix
+    from npudoctor.knowledge.matrix import MatrixError, load_matrix
 
     if args.root and not os.path.isdir(args.root):
         raise ValueError(f"--root {args.root}: not a directory")

@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from npudoctor.engine import Options, evaluate
-from npudoctor.matrix import load_matrix
+from npudoctor.knowledge.matrix import load_matrix
 from npudoctor.rules import cann as cann_rules
 from npudoctor.rules.overview import npu_stack_present
 from npudoctor.snapshot import Snapshot

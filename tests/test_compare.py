@@ -8,7 +8,7 @@ import json
 import pytest
 from stacktree import build_root, collect, npudoctor
 
-from npudoctor.compare import compare, fingerprint, iter_inputs
+from npudoctor.cluster.compare import compare, fingerprint, iter_inputs
 from npudoctor.snapshot import pseudonym
 
 BASE_ENV = {"HCCL_CONNECT_TIMEOUT": "900", "ASCEND_RT_VISIBLE_DEVICES": "0,1,2,3"}

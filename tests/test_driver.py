@@ -9,7 +9,7 @@ from build_cann_scenarios import AS, cann85, fixture, write
 
 from npudoctor.engine import Options, ProbeContext, collect, evaluate
 from npudoctor.host import Host
-from npudoctor.matrix import load_matrix
+from npudoctor.knowledge.matrix import load_matrix
 from npudoctor.parsers.info_files import format_ranges
 from npudoctor.probes import driver as driver_probe
 

@@ -11,7 +11,7 @@ import pytest
 from scenario_runner import REPO, prepare, run_check
 
 from npudoctor.engine import Options, evaluate
-from npudoctor.matrix import load_matrix
+from npudoctor.knowledge.matrix import load_matrix
 from npudoctor.rules.libraries import gcc_for
 from npudoctor.snapshot import Snapshot
 

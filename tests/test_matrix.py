@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from npudoctor.matrix import MatrixError, bundled_dir, load_from, load_matrix
+from npudoctor.knowledge.matrix import MatrixError, bundled_dir, load_from, load_matrix
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -385,7 +385,7 @@ def test_wheel_ships_the_matrix(tmp_path):
     target = tmp_path / "site"
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(target)
-    code = "import npudoctor.matrix as m; print(m.bundled_dir()); print(m.load_from(m.bundled_dir(), 'bundled').provenance['retrieved'])"
+    code = "import npudoctor.knowledge.matrix as m; print(m.bundled_dir()); print(m.load_from(m.bundled_dir(), 'bundled').provenance['retrieved'])"
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

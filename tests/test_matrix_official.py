@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from npudoctor.matrix import bundled_dir, load_from
+from npudoctor.knowledge.matrix import bundled_dir, load_from
 from npudoctor.parsers.official import (
     MappingRow,
     OfficialParseError,

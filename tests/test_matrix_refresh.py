@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from npudoctor.matrix import load_from, load_matrix
-from npudoctor.matrix_refresh import fetch, refresh
+from npudoctor.knowledge.matrix import load_from, load_matrix
+from npudoctor.knowledge.refresh import fetch, refresh
 from npudoctor.parsers.official import parse_markdown
 
 OFFICIAL = Path(__file__).resolve().parent / "fixtures" / "official"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from npudoctor.engine import Options, RuleContext, evaluate
-from npudoctor.matrix import bundled_dir, load_from
+from npudoctor.knowledge.matrix import bundled_dir, load_from
 from npudoctor.rules.matrix import not_in_matrix, refresh_hint
 from npudoctor.snapshot import Snapshot
 

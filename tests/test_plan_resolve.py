@@ -14,7 +14,7 @@ import pytest
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
-from npudoctor.matrix import load_matrix
+from npudoctor.knowledge.matrix import load_matrix
 from npudoctor.plan.files import cann_packages, driver_packages
 from npudoctor.plan.resolve import TORCH_CPU_INDEX, Request, resolve
 from npudoctor.plan.site import site_from_snapshot

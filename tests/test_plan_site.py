@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from scenario_runner import environment, prepare
 
-from npudoctor.matrix import load_matrix
+from npudoctor.knowledge.matrix import load_matrix
 from npudoctor.plan.resolve import hdk_versions
 from npudoctor.plan.site import site_arch
 

@@ -1,4 +1,4 @@
-"""CANN and driver/firmware version ordering (npudoctor.versions).
+"""CANN and driver/firmware version ordering (npudoctor.knowledge.versions).
 
 The strings are the ones listed in ../shared/samples/INDEX.md §10 and REPORT.md §3.6."""
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from npudoctor.versions import (
+from npudoctor.knowledge.versions import (
     CannVersion,
     DriverVersion,
     InvalidVersion,

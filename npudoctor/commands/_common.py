@@ -126,7 +126,7 @@ def snapshot_for(target: Target, options: Any, sections: Optional[Sequence[str]]
 def load_matrix_or_none(path: Optional[str]) -> Tuple[Any, Optional[str]]:
     """``(matrix, None)`` or ``(None, reason)`` when it cannot be loaded.  A matrix
     named explicitly with ``--matrix`` that fails raises :class:`UsageError`."""
-    from npudoctor.matrix import MatrixError, load_matrix
+    from npudoctor.knowledge.matrix import MatrixError, load_matrix
 
     try:
         return load_matrix(path), None

@@ -35,8 +35,8 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
         limit: Annotated[int, typer.Option("--limit", metavar="N", help="Nodes listed in full in text output.")] = 50,
     ) -> None:
-        from npudoctor.compare import CompareInputError, iter_inputs, render_text
-        from npudoctor.compare import compare as run_compare
+        from npudoctor.cluster.compare import CompareInputError, iter_inputs, render_text
+        from npudoctor.cluster.compare import compare as run_compare
 
         paths = list(snapshots or [])
         stdin = None

@@ -52,7 +52,7 @@ Exit codes: 0 valid; 1 invalid; 2 usage error (no such file)."""
 
 
 def _load(path: Optional[str]) -> Any:
-    from npudoctor.matrix import MatrixError, load_matrix
+    from npudoctor.knowledge.matrix import MatrixError, load_matrix
 
     try:
         return load_matrix(path)
@@ -104,7 +104,7 @@ def show(
     if python:
         py = ".".join(python.split(".")[:2])
         rows = [r for r in rows if py in r.pythons(platform)]
-    from npudoctor.matrix import _newest_first
+    from npudoctor.knowledge.matrix import _newest_first
 
     rows = _newest_first(rows)
     if as_json:
@@ -145,8 +145,8 @@ def refresh_cmd(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    from npudoctor.matrix import cache_dir
-    from npudoctor.matrix_refresh import refresh
+    from npudoctor.knowledge.matrix import cache_dir
+    from npudoctor.knowledge.refresh import refresh
 
     result = refresh(list(source or []) or None, dry_run=dry_run)
     failed = result.failed
@@ -197,7 +197,7 @@ def _rows_by_key(m: Any) -> Dict[Tuple[str, str], Dict[str, Any]]:
         for r in m.data.get(table, []):
             k = str(r.get(kf))
             if table == "torch_npu":
-                from npudoctor.matrix import _pep440
+                from npudoctor.knowledge.matrix import _pep440
 
                 v = _pep440(k)
                 k = str(v) if v is not None else k
@@ -236,7 +236,7 @@ def diff(
 ) -> None:
     import os
 
-    from npudoctor.matrix import MatrixError, bundled_dir, cache_path, load_from
+    from npudoctor.knowledge.matrix import MatrixError, bundled_dir, cache_path, load_from
 
     if (a is None) != (b is None):
         raise fail_usage("give two matrices A and B, or none (cache vs bundled)")
@@ -271,7 +271,7 @@ def _default_target() -> Tuple[str, str, str]:
     bundled matrix."""
     import os
 
-    from npudoctor.matrix import MatrixError, bundled_dir, cache_path, load_matrix
+    from npudoctor.knowledge.matrix import MatrixError, bundled_dir, cache_path, load_matrix
 
     cached = cache_path()
     if not os.path.exists(cached):
@@ -301,7 +301,7 @@ def verify(
 ) -> None:
     import os
 
-    from npudoctor.matrix import MatrixError, load_from
+    from npudoctor.knowledge.matrix import MatrixError, load_from
 
     origin, what = "file", None
     if file is None:

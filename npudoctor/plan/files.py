@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional
 
-from npudoctor.versions import CannVersion, parse_cann, parse_driver
+from npudoctor.knowledge.versions import CannVersion, parse_cann, parse_driver
 
 OBS = "https://ascend-repo.obs.cn-east-2.myhuaweicloud.com"
 DOWNLOAD_PAGE = "https://www.hiascend.com/developer/download/community/result?module=cann"

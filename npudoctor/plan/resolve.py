@@ -3,7 +3,7 @@ the CANN Python dependencies, and the driver the set needs — and explain every
 
 Inputs: a :class:`~npudoctor.plan.site.Site` (from ``npudoctor collect``), a
 :class:`Request` (``--torch-npu`` exact version, ``--torch`` line, ``--cann``,
-``--python``, ``--allow-driver-upgrade``), the matrix (:mod:`npudoctor.matrix`: rows of the
+``--python``, ``--allow-driver-upgrade``), the matrix (:mod:`npudoctor.knowledge.matrix`: rows of the
 official torch_npu ↔ torch ↔ CANN tables, CANN ↔ driver requirements, chips, numpy
 bounds) and a :class:`~npudoctor.plan.wheels.WheelCatalog` (which wheels exist).
 
@@ -230,7 +230,7 @@ def _vkey(text: str) -> Any:
 
 
 def _cann_key(text: str) -> Any:
-    from npudoctor.versions import parse_cann
+    from npudoctor.knowledge.versions import parse_cann
 
     v = parse_cann(text)
     return v._key if v is not None and v.orderable else (0, 0, 0)  # noqa: SLF001 - ordering key
@@ -441,7 +441,7 @@ class Resolver:
             if not rows:
                 return [], f"no torch_npu build for torch {self.request.torch} is in the compatibility matrix"
         if self.request.cann:
-            from npudoctor.versions import parse_cann
+            from npudoctor.knowledge.versions import parse_cann
 
             if parse_cann(self.request.cann) is None:
                 raise PlanError(f"--cann {self.request.cann}: not a CANN version (e.g. 8.0.0, 8.0.RC3, 9.1.0)")

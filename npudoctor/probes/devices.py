@@ -224,7 +224,7 @@ def _soc_identity(ctx: ProbeContext, chips: List[Dict[str, Any]]) -> None:
     if not chips:
         return
     try:
-        from npudoctor.matrix import load_matrix
+        from npudoctor.knowledge.matrix import load_matrix
 
         matrix = load_matrix(getattr(ctx.options, "matrix_path", None))
     except Exception:  # the matrix is judged by its own rules; here it is optional

@@ -11,7 +11,7 @@ Metrics (all gauges; label values escaped as the format requires)::
                                                 by the code registry, not by subjects)
     npudoctor_stack_info{npudoctor_version, python, torch, torch_npu, cann_toolkit,
                          cann_kernels, cann_nnal, driver, firmware, chips, arch}  1
-                                                the stack fingerprint of npudoctor.compare
+                                                the stack fingerprint of npudoctor.cluster.compare
                                                 ("" when unknown)
     npudoctor_check_exit_code                   what `npudoctor check` exits with (0/1)
     npudoctor_check_timestamp_seconds           when the check ran (Unix time)
@@ -52,7 +52,7 @@ def _labels(pairs: Iterable[tuple]) -> str:
 
 def render(snapshot: Snapshot, findings: Sequence[Finding], exit_code: int, now: Optional[float] = None) -> str:
     """The text exposition for one check (ends with a newline)."""
-    from npudoctor.compare import NONE, fingerprint
+    from npudoctor.cluster.compare import NONE, fingerprint
 
     lines: List[str] = []
 

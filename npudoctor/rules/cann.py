@@ -269,11 +269,11 @@ def torch_npu_record(ctx: Any) -> Optional[Dict[str, Any]]:
 
 
 def parse_cann(text: Optional[str]) -> Any:
-    """A :class:`npudoctor.versions.CannVersion` or ``None`` (no versions module, garbage)."""
+    """A :class:`npudoctor.knowledge.versions.CannVersion` or ``None`` (no versions module, garbage)."""
     if not text:
         return None
     try:
-        from npudoctor.versions import parse_cann as _parse
+        from npudoctor.knowledge.versions import parse_cann as _parse
     except ImportError:
         return None
     try:

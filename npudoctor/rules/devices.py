@@ -967,7 +967,7 @@ def soc_known_to_torch_npu(matrix: Any, soc: str, torch_npu: str) -> Optional[bo
     line, the version is not PEP 440, or the matrix has no row of this torch_npu line.  A
     line whose every tabled build is of that extension line or newer counts as knowing it
     (its dev/rc builds postdate it)."""
-    from npudoctor.versions import parse_cann
+    from npudoctor.knowledge.versions import parse_cann
 
     first_ext = SOC_FIRST_EXT.get(soc)
     rows = getattr(matrix, "torch_npu_rows", None)

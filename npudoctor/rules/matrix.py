@@ -150,7 +150,7 @@ def matrix_loaded(ctx: Any) -> Iterable[Finding]:
             ],
         )
     if prov.get("cache_error"):
-        from npudoctor.matrix import cache_path
+        from npudoctor.knowledge.matrix import cache_path
 
         yield CACHE_INVALID.finding(
             evidence=[str(prov["cache_error"])],

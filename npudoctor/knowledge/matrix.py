@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from npudoctor.versions import parse_cann, parse_driver, tokens, version_in
+from npudoctor.knowledge.versions import parse_cann, parse_driver, tokens, version_in
 
 SCHEMA_VERSION = 1
 PLATFORMS = ("aarch64", "x86_64")
@@ -48,11 +48,11 @@ class MatrixError(ValueError):
 def bundled_dir() -> str:
     """Directory of the bundled matrix: ``npudoctor/_matrix`` in a wheel, else the
     repository's top-level ``matrix/``."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    inside = os.path.join(here, "_matrix")
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    inside = os.path.join(package, "_matrix")
     if os.path.isdir(inside):
         return inside
-    return os.path.join(os.path.dirname(here), "matrix")
+    return os.path.join(os.path.dirname(package), "matrix")
 
 
 def cache_dir() -> str:

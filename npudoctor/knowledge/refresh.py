@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 from urllib.parse import unquote, urlparse
 
-from npudoctor.matrix import (
+from npudoctor.knowledge.matrix import (
     CACHE_FILE,
     MatrixError,
     _pep440,
@@ -370,7 +370,7 @@ def refresh(
 ) -> RefreshResult:
     """Fetch, parse and merge ``sources`` (default :data:`DEFAULT_SOURCES`) into the
     bundled matrix (or ``base_path``), validate, and (unless ``dry_run``) write the
-    cache in ``directory`` (default: :func:`npudoctor.matrix.cache_dir`).  Never raises
+    cache in ``directory`` (default: :func:`npudoctor.knowledge.matrix.cache_dir`).  Never raises
     for a bad source or an unwritable cache: see :class:`RefreshResult`."""
     srcs = list(sources or DEFAULT_SOURCES)
     day = (today or _dt.date.today()).isoformat()

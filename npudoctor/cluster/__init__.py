@@ -1,0 +1,1 @@
+"""Many nodes: drift across snapshots (`npudoctor compare`)."""
