@@ -20,7 +20,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
         return health_main(args[1:])
     try:
-        from npudoctor.cli import app
+        from npudoctor.cli.app import app
 
         app(args=args, prog_name="npudoctor", standalone_mode=True)
     except SystemExit as exc:

@@ -23,7 +23,7 @@ when npudoctor refuses (``--strict`` and errors) or cannot prepare, :data:`EXIT_
 it is not found; otherwise the command's own status.
 
 This module imports neither Typer nor rich (the Typer commands are in
-:mod:`npudoctor.commands.exec_env`).
+:mod:`npudoctor.cli.commands.exec_env`).
 """
 
 from __future__ import annotations

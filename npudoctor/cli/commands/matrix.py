@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import typer
 from typing_extensions import Annotated
 
-from npudoctor.commands._common import JsonOpt, MatrixOpt, fail_usage
+from npudoctor.cli.commands._common import JsonOpt, MatrixOpt, fail_usage
 
 matrix_app = typer.Typer(
     name="matrix",

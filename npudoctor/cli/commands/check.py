@@ -7,7 +7,7 @@ from typing import List, Optional
 import typer
 from typing_extensions import Annotated
 
-from npudoctor.commands._common import (
+from npudoctor.cli.commands._common import (
     EnvFileOpt,
     FromOpt,
     IgnoreOpt,

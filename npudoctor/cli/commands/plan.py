@@ -8,7 +8,7 @@ from typing import Any, List, Optional
 import typer
 from typing_extensions import Annotated
 
-from npudoctor.commands._common import JsonOpt, MatrixOpt, fail_usage
+from npudoctor.cli.commands._common import JsonOpt, MatrixOpt, fail_usage
 
 PLAN_HELP = """Plan an offline (intranet) install for the machine of a site snapshot.
 
@@ -221,7 +221,7 @@ def run_plan(
 ) -> int:
     """Resolve (and unless ``dry_run`` or no ``output``, bundle).  Returns the exit code;
     raises ``typer.Exit(2)`` for usage errors."""
-    from npudoctor.commands._common import UsageError, load_matrix_or_none
+    from npudoctor.cli.commands._common import UsageError, load_matrix_or_none
     from npudoctor.plan.resolve import PlanError, Request, resolve
     from npudoctor.plan.wheels import WheelCatalog
 

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional
 import typer
 from typing_extensions import Annotated
 
-from npudoctor.commands._common import IgnoreOpt, NoCommandsOpt, RootOpt
+from npudoctor.cli.commands._common import IgnoreOpt, NoCommandsOpt, RootOpt
 
 NPD_OK, NPD_PROBLEM, NPD_UNKNOWN = 0, 1, 2
 MAX_MESSAGE = 80
@@ -60,7 +60,7 @@ def _work(
     root: Optional[str], commands: bool, severity: str, ignore: List[str], budget: float, out: Dict[str, Any]
 ) -> None:
     try:
-        from npudoctor.commands._common import Target, load_matrix_or_none, snapshot_for
+        from npudoctor.cli.commands._common import Target, load_matrix_or_none, snapshot_for
         from npudoctor.config import load_ignores
         from npudoctor.engine import Options, evaluate
 

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 from typing_extensions import Annotated
 
-from npudoctor.commands._common import IgnoreOpt, JsonOpt, PythonOpt, RootOpt, UserOpt
+from npudoctor.cli.commands._common import IgnoreOpt, JsonOpt, PythonOpt, RootOpt, UserOpt
 
 EXEC_HELP = """Run CMD in the CANN environment, after the quick health checks.
 

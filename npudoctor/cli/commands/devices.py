@@ -11,7 +11,7 @@ from typing import Any, Dict, List
 
 import typer
 
-from npudoctor.commands._common import (
+from npudoctor.cli.commands._common import (
     EnvFileOpt,
     FromOpt,
     JsonOpt,

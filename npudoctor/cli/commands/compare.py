@@ -7,7 +7,7 @@ from typing import List, Optional
 import typer
 from typing_extensions import Annotated
 
-from npudoctor.commands._common import JsonOpt, fail_usage
+from npudoctor.cli.commands._common import JsonOpt, fail_usage
 
 COMPARE_HELP = """Compare the snapshots of several nodes (written by `npudoctor collect`): one
 stack fingerprint per node (Python, torch, torch_npu, CANN toolkit/kernels/NNAL, driver,

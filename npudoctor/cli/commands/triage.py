@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import typer
 from typing_extensions import Annotated
 
-from npudoctor.commands._common import (
+from npudoctor.cli.commands._common import (
     EnvFileOpt,
     FromOpt,
     JsonOpt,

@@ -1,6 +1,6 @@
 """The Typer application.  Thin: options → Host → probes → rules → report → exit code.
 
-Commands live in :mod:`npudoctor.commands` (one module per family, each with
+Commands live in :mod:`npudoctor.cli.commands` (one module per family, each with
 ``register(app)``); they are discovered here, so a new command module needs no edit
 of this file.  ``npudoctor health`` does not come through here at all: see
 :mod:`npudoctor.entry` (it must start fast and never exit 2).
@@ -37,12 +37,12 @@ def main(
 
 
 def _register_all() -> None:
-    import npudoctor.commands as pkg
+    import npudoctor.cli.commands as pkg
 
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
         if info.name.startswith("_"):
             continue
-        module = importlib.import_module(f"npudoctor.commands.{info.name}")
+        module = importlib.import_module(f"npudoctor.cli.commands.{info.name}")
         register = getattr(module, "register", None)
         if register is not None:
             register(app)

@@ -1,0 +1,134 @@
+"""What every command that looks at a machine receives, how it talks to the terminal, and
+how it ends.
+
+- :class:`MachineRequest`: the machine options (``--root --python --user --env-file
+  --no-commands --from --json``), parsed once and accepted uniformly by ``check``,
+  ``devices``, ``health``, ``exec``, ``env``, ``npd``, ``collect`` and ``triage``.
+- :class:`Environment`: npudoctor's own streams, terminal facts and clock, injected so that
+  commands run in-process in tests (the idea of HTTPie's ``httpie/context.py``).
+- :class:`ExitStatus`: the one enum of exit statuses; each command decides its status in one
+  place and returns a member of it.
+
+This module imports neither Typer nor rich: ``health`` and ``exec`` use it on their fast path.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Callable, Mapping, Optional, TextIO
+
+
+class ExitStatus(IntEnum):
+    """Exit statuses of every command (see DESIGN "Exit statuses").
+
+    ``check``/``devices``/``collect``/``triage``: OK, PROBLEMS (errors, or warnings with
+    ``--strict``), USAGE, INTERNAL.  ``health``: OK or PROBLEMS only (Docker reserves 2).
+    ``npd``: node-problem-detector's contract OK / PROBLEMS / NPD_UNKNOWN.  ``exec``: the
+    workload's own status, or EXEC_REFUSED (``--strict`` refused to start it),
+    EXEC_CANNOT_RUN (not executable), EXEC_NOT_FOUND (no such command).
+    """
+
+    OK = 0
+    PROBLEMS = 1
+    USAGE = 2
+    NPD_UNKNOWN = 2
+    INTERNAL = 3
+    EXEC_REFUSED = 125
+    EXEC_CANNOT_RUN = 126
+    EXEC_NOT_FOUND = 127
+    INTERRUPTED = 130
+
+
+@dataclass(frozen=True)
+class MachineRequest:
+    """The machine a command looks at, and how.
+
+    ``root``: a directory seen as ``/`` (``None``: this machine).  ``python``: the
+    interpreter to judge (``None``: the one npudoctor runs in, or the root's).  ``user``:
+    account (name or uid) whose device access is judged.  ``env_file``: ``NAME=value``
+    lines describing the workload's environment instead of this process's.
+    ``no_commands``: run no external command.  ``from_file``: replay a snapshot instead of
+    probing.  ``json``: print the JSON contract.
+    """
+
+    root: Optional[str] = None
+    python: Optional[str] = None
+    user: Optional[str] = None
+    env_file: Optional[str] = None
+    no_commands: bool = False
+    from_file: Optional[str] = None
+    json: bool = False
+
+    @property
+    def commands(self) -> bool:
+        """Whether external commands (``npu-smi``, the target interpreter) may run."""
+        return not self.no_commands
+
+
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _columns(environ: Mapping[str, str], default: int = 80) -> int:
+    raw = environ.get("COLUMNS", "")
+    if raw.isascii() and raw.isdigit() and 20 <= int(raw) <= 1000:
+        return int(raw)
+    try:
+        return max(20, os.get_terminal_size(sys.__stdout__.fileno()).columns)
+    except (AttributeError, ValueError, OSError):
+        return default
+
+
+@dataclass
+class Environment:
+    """npudoctor's own surroundings (never the diagnosed machine's: that is the Host).
+
+    ``stdout``/``stderr``: where output goes.  ``environ``: npudoctor's own process
+    environment (colour conventions, ``COLUMNS``).  ``stdout_isatty``: whether stdout is a
+    terminal.  ``width``: columns to wrap to.  ``clock``: monotonic seconds.
+    """
+
+    stdout: TextIO
+    stderr: TextIO
+    environ: Mapping[str, str] = field(default_factory=dict)
+    stdout_isatty: bool = False
+    width: int = 80
+    clock: Callable[[], float] = time.monotonic
+
+    @classmethod
+    def from_process(cls) -> Environment:
+        """The real process surroundings: ``sys.stdout``/``sys.stderr``, ``os.environ``,
+        the terminal width (``COLUMNS`` when set, else the terminal's, else 80)."""
+        environ = dict(os.environ)
+        return cls(
+            stdout=sys.stdout,
+            stderr=sys.stderr,
+            environ=environ,
+            stdout_isatty=_is_tty(sys.stdout),
+            width=_columns(environ),
+        )
+
+    def color(self, flag: Optional[bool] = None) -> bool:
+        """Whether to colour stdout.  Precedence: ``--color``/``--no-color`` (``flag``),
+        then ``NO_COLOR`` (non-empty: off), then ``FORCE_COLOR``/``CLICOLOR_FORCE``
+        (non-empty and not ``0``: on), then ``CLICOLOR=0`` (off), then whether stdout is a
+        terminal (the conventions of no-color.org and bixense.com/clicolors)."""
+        if flag is not None:
+            return flag
+        env = self.environ
+        if env.get("NO_COLOR", ""):
+            return False
+        for name in ("FORCE_COLOR", "CLICOLOR_FORCE"):
+            value = env.get(name, "")
+            if value and value != "0":
+                return True
+        if env.get("CLICOLOR", None) == "0":
+            return False
+        return self.stdout_isatty
