@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Type
 
 from npudoctor.facts._typed import Problems, load, schema_of
+from npudoctor.facts.runtime_env import ContainerFacts, EnvironmentFacts, HygieneFacts, LibrariesFacts
 from npudoctor.facts.stack import CannFacts, DriverFacts
 from npudoctor.facts.system import HostFacts, PackagesFacts, PythonFacts
 
@@ -23,6 +24,10 @@ SECTIONS: Dict[str, Type[Any]] = {
     "packages": PackagesFacts,
     "cann": CannFacts,
     "driver": DriverFacts,
+    "environment": EnvironmentFacts,
+    "libraries": LibrariesFacts,
+    "container": ContainerFacts,
+    "hygiene": HygieneFacts,
 }
 
 
@@ -73,6 +78,22 @@ class Facts:
     @property
     def driver(self) -> DriverFacts:
         return self._view("driver")  # type: ignore[no-any-return]
+
+    @property
+    def environment(self) -> EnvironmentFacts:
+        return self._view("environment")  # type: ignore[no-any-return]
+
+    @property
+    def libraries(self) -> LibrariesFacts:
+        return self._view("libraries")  # type: ignore[no-any-return]
+
+    @property
+    def container(self) -> ContainerFacts:
+        return self._view("container")  # type: ignore[no-any-return]
+
+    @property
+    def hygiene(self) -> HygieneFacts:
+        return self._view("hygiene")  # type: ignore[no-any-return]
 
 
 def facts_schema(sections: Optional[List[str]] = None) -> Dict[str, Any]:
