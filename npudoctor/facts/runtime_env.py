@@ -150,7 +150,7 @@ class Resolution:
     """How one ``DT_NEEDED`` entry resolves, as ``ld.so`` would."""
 
     name: str = ""
-    needed_by: Optional[str] = None
+    needed_by: Tuple[str, ...] = field(default=(), metadata=_doc("the objects whose DT_NEEDED names it"))
     status: Optional[str] = field(default=None, metadata=_doc('"found" | "torch" | "missing" | "system-unknown"'))
     path: Optional[str] = None
     via: Optional[str] = None
