@@ -1,0 +1,292 @@
+"""Typed views of the ``environment``, ``libraries``, ``container`` and ``hygiene`` sections
+(shapes documented in the probe modules of the same names)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
+
+from npudoctor.facts._typed import JSON
+
+
+def _doc(text: str) -> Dict[str, str]:
+    return {"doc": text}
+
+
+# --- environment -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EnvToolkit:
+    """The toolkit whose ``set_env.sh`` is interpreted."""
+
+    path: Optional[str] = None
+    version: Optional[str] = None
+    resolved: Optional[str] = None
+    source: Optional[str] = None
+    set_env: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class ExpectedNnal:
+    """What NNAL's ``set_env.sh`` would add."""
+
+    atb_home: Optional[str] = None
+    abi: Optional[int] = None
+    abi_dirs: Tuple[str, ...] = ()
+    script: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What ``set_env.sh`` of the toolkit (and NNAL's) would set (read, never run)."""
+
+    toolkit: Optional[str] = None
+    method: Optional[str] = field(default=None, metadata=_doc('"set_env.sh" | "set_env.sh (rebased)" | "documented"'))
+    script: Optional[str] = None
+    unsupported: Tuple[JSON, ...] = ()
+    fallback: Optional[str] = field(default=None, metadata=_doc("why the documented variables were used"))
+    variables: Dict[str, str] = field(default_factory=dict)
+    added: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+    nnal: Optional[ExpectedNnal] = None
+    driver: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Differs:
+    """A variable set to a custom value."""
+
+    name: str = ""
+    expected: Optional[str] = None
+    current: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Stale:
+    """A variable or path entry pointing into another CANN install."""
+
+    variable: str = ""
+    value: Optional[str] = None
+    install: Optional[str] = None
+    version: Optional[str] = None
+    exists: Optional[bool] = None
+
+
+@dataclass(frozen=True)
+class ToolkitPython:
+    """CANN's own Python packages inside the toolkit."""
+
+    site_packages: Optional[str] = None
+    te: Optional[str] = None
+    tbe: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class EnvNnal:
+    """NNAL's variables: expected against current."""
+
+    path: Optional[str] = None
+    version: Optional[str] = None
+    expected_atb_home: Optional[str] = None
+    current_atb_home: Optional[str] = None
+    current_abi: Optional[int] = None
+    torch_cxx11_abi: Optional[bool] = None
+    torch_abi_source: Optional[str] = None
+    lib_on_path: Optional[bool] = None
+    abi_dirs: Tuple[str, ...] = ()
+    script: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class EnvironmentFacts:
+    """What ``set_env.sh`` would set against what the diagnosed environment holds."""
+
+    toolkit: Optional[EnvToolkit] = None
+    expected: Optional[Expected] = None
+    arch: Optional[str] = None
+    arch_source: Optional[str] = None
+    set_env_script: Optional[str] = None
+    current: Dict[str, str] = field(default_factory=dict)
+    sourced: Optional[bool] = None
+    missing_vars: Tuple[str, ...] = ()
+    differs: Tuple[Differs, ...] = ()
+    stale: Tuple[Stale, ...] = ()
+    missing_paths: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+    toolkit_python: Optional[ToolkitPython] = None
+    nnal: Optional[EnvNnal] = None
+    torch_cxx11_abi: Optional[bool] = None
+
+
+# --- libraries ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LibTorchNpu:
+    version: Optional[str] = None
+    location: Optional[str] = None
+    package_dir: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class LibTorch:
+    version: Optional[str] = None
+    lib_dir: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class ElfObject:
+    """One ELF file read: its dynamic section."""
+
+    path: str = ""
+    soname: Optional[str] = None
+    needed: Tuple[str, ...] = ()
+    rpath: Tuple[str, ...] = ()
+    runpath: Tuple[str, ...] = ()
+    error: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """How one ``DT_NEEDED`` entry resolves, as ``ld.so`` would."""
+
+    name: str = ""
+    needed_by: Tuple[str, ...] = field(default=(), metadata=_doc("the objects whose DT_NEEDED names it"))
+    status: Optional[str] = field(default=None, metadata=_doc('"found" | "torch" | "missing" | "system-unknown"'))
+    path: Optional[str] = None
+    via: Optional[str] = None
+    found_at: Tuple[JSON, ...] = ()
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class TooNew:
+    """A symbol version needed above what the provider offers."""
+
+    library: Optional[str] = None
+    version: Optional[str] = None
+    needed_by: Optional[str] = None
+    provider: Optional[str] = None
+    highest: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Glibc:
+    provided: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+    providers: Dict[str, Optional[str]] = field(default_factory=dict)
+    too_new: Tuple[TooNew, ...] = ()
+    root_has_libc: Optional[bool] = None
+
+
+@dataclass(frozen=True)
+class SymbolCheck:
+    """Undefined symbols of ``object`` against the exports of ``against``."""
+
+    object: Optional[str] = None
+    against: Tuple[str, ...] = ()
+    checked: Optional[int] = None
+    missing_count: Optional[int] = None
+    missing: Tuple[str, ...] = ()
+    error: Optional[str] = None
+    package: Optional[str] = None
+    links: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Symbols:
+    torch: Optional[SymbolCheck] = None
+    atb: Optional[SymbolCheck] = None
+    cann: Optional[SymbolCheck] = None
+    extensions: Tuple[SymbolCheck, ...] = ()
+
+
+@dataclass(frozen=True)
+class LibrariesFacts:
+    """Will torch_npu's binaries load, and do their symbols match?"""
+
+    torch_npu: Optional[LibTorchNpu] = None
+    torch: Optional[LibTorch] = None
+    torch_cxx11_abi: Optional[bool] = None
+    abi_source: Optional[str] = None
+    roots: Tuple[str, ...] = ()
+    objects: Tuple[ElfObject, ...] = ()
+    resolution: Tuple[Resolution, ...] = ()
+    missing: Tuple[str, ...] = ()
+    loader: JSON = None
+    glibc: Optional[Glibc] = None
+    symbols: Optional[Symbols] = None
+    atb_plugin: Optional[str] = None
+    duration: Optional[float] = None
+    errors: Tuple[str, ...] = ()
+
+
+# --- container ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A driver piece a container needs."""
+
+    path: str = ""
+    exists: bool = False
+    what: Optional[str] = None
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class DeviceCgroup:
+    path: Optional[str] = None
+    entries: Tuple[str, ...] = ()
+    allow_all: Optional[bool] = None
+
+
+@dataclass(frozen=True)
+class ContainerFacts:
+    """Are we inside a container, which runtime, and are the driver files mounted."""
+
+    in_container: bool = False
+    runtime: Optional[str] = None
+    kubernetes: bool = False
+    evidence: Tuple[str, ...] = ()
+    driver_dir: Optional[bool] = None
+    mounts: Tuple[Mount, ...] = ()
+    npu_smi_paths: Tuple[str, ...] = ()
+    device_cgroup: Optional[DeviceCgroup] = None
+    privileged: Optional[bool] = None
+
+
+# --- hygiene -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DiskTarget:
+    """Free space where CANN writes caches and logs."""
+
+    purpose: Optional[str] = None
+    path: Optional[str] = None
+    variable: Optional[str] = None
+    checked: Optional[str] = None
+    exists: Optional[bool] = None
+    writable: Optional[bool] = None
+    free_bytes: Optional[int] = None
+    total_bytes: Optional[int] = None
+    mount: Optional[str] = None
+    source: Optional[str] = None
+    error: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Libgomp:
+    """aarch64 conda libgomp (static TLS) facts."""
+
+    arch: Optional[str] = None
+    conda_prefix: Optional[str] = None
+    path: Optional[str] = None
+    exists: bool = False
+    ld_preload: str = ""
+    preloaded: bool = False
+
+
+@dataclass(frozen=True)
+class HygieneFacts:
+    disk: Tuple[DiskTarget, ...] = ()
+    libgomp: Optional[Libgomp] = None

@@ -1,0 +1,172 @@
+"""Typed views of the ``host``, ``python`` and ``packages`` sections (shapes documented in
+:mod:`npudoctor.probes.host`, :mod:`npudoctor.probes.python`, :mod:`npudoctor.probes.packages`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
+
+from npudoctor.facts._typed import JSON
+
+
+def _doc(text: str) -> Dict[str, str]:
+    return {"doc": text}
+
+
+@dataclass(frozen=True)
+class OsRelease:
+    """/etc/os-release of the diagnosed machine."""
+
+    id: Optional[str] = None
+    version_id: Optional[str] = None
+    pretty_name: Optional[str] = None
+    source: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The account whose access is judged (``--user``, else ``$USER`` in the root, else this process)."""
+
+    uid: Optional[int] = None
+    gid: Optional[int] = None
+    groups: Tuple[int, ...] = ()
+    group_names: Dict[str, str] = field(default_factory=dict, metadata=_doc("gid (as a string) → group name"))
+    name: Optional[str] = None
+    has_passwd_entry: Optional[bool] = None
+    source: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """Architecture, OS, glibc, host name and the judged account."""
+
+    arch: Optional[str] = field(default=None, metadata=_doc('"aarch64" | "x86_64" | None'))
+    arch_source: Optional[str] = None
+    os: OsRelease = field(default_factory=OsRelease)
+    glibc: Optional[str] = field(default=None, metadata=_doc('"2.31"'))
+    hostname: Optional[str] = None
+    cwd: Optional[str] = None
+    identity: Identity = field(default_factory=Identity)
+
+
+@dataclass(frozen=True)
+class Shadowing:
+    """Whether ``import NAME`` would take a copy in the working directory."""
+
+    origin: Optional[str] = None
+    origin_in_cwd: Optional[bool] = None
+    has_extension: Optional[bool] = None
+    installed: Optional[str] = None
+    shadowed: Optional[bool] = None
+
+
+@dataclass(frozen=True)
+class PythonEnvironment:
+    """An environment found under ``--root``."""
+
+    prefix: Optional[str] = None
+    kind: Optional[str] = None
+    version: Optional[str] = None
+    site_packages: Tuple[str, ...] = ()
+    has_torch: Optional[bool] = None
+    has_torch_npu: Optional[bool] = None
+
+
+@dataclass(frozen=True)
+class PythonFacts:
+    """The target interpreter (``source``: "live" | "--python" | "root")."""
+
+    source: Optional[str] = None
+    error: Optional[str] = field(default=None, metadata=_doc("why the interpreter could not be inspected"))
+    version: Optional[str] = None
+    version_info: Tuple[int, ...] = ()
+    version_source: Optional[str] = None
+    implementation: Optional[str] = None
+    machine: Optional[str] = None
+    machine_source: Optional[str] = None
+    executable: Optional[str] = None
+    prefix: Optional[str] = None
+    base_prefix: Optional[str] = None
+    base_executable: Optional[str] = None
+    is_venv: Optional[bool] = None
+    conda_prefix: Optional[str] = None
+    conda_env: Optional[str] = None
+    site_packages: Tuple[str, ...] = ()
+    user_site: Optional[str] = None
+    user_site_enabled: Optional[bool] = None
+    sys_path: Tuple[str, ...] = field(default=(), metadata=_doc('import order ("" = current directory)'))
+    glibc: Optional[str] = None
+    cwd: Optional[str] = None
+    cwd_source: Optional[str] = None
+    shadowing: Dict[str, Shadowing] = field(default_factory=dict)
+    environments: Tuple[PythonEnvironment, ...] = ()
+
+    @property
+    def minor(self) -> Optional[Tuple[int, int]]:
+        """``(3, 10)`` or ``None`` when the version is unknown."""
+        if len(self.version_info) >= 2:
+            return (self.version_info[0], self.version_info[1])
+        return None
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """One installed distribution (a ``.dist-info`` or ``.egg-info``), from metadata only."""
+
+    name: str = ""
+    version: Optional[str] = None
+    location: Optional[str] = None
+    dist_info: Optional[str] = None
+    kind: Optional[str] = None
+    metadata: Optional[str] = None
+    requires_dist: Tuple[str, ...] = ()
+    requires_python: Optional[str] = None
+    wheel_tags: Tuple[str, ...] = ()
+    installer: Optional[str] = None
+    user_site: bool = False
+    editable: bool = False
+    metadata_error: Optional[str] = None
+    direct_url: JSON = None
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """A distribution name with more than one record."""
+
+    name: str = ""
+    versions: Tuple[Optional[str], ...] = ()
+    dist_infos: Tuple[str, ...] = ()
+    locations: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PipConfig:
+    """Where pip would download from."""
+
+    index_url: Optional[str] = None
+    index_source: Optional[str] = None
+    extra_index_urls: Tuple[str, ...] = ()
+    files: Tuple[str, ...] = ()
+    errors: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PackagesFacts:
+    """Installed distributions of the target interpreter."""
+
+    installed: Dict[str, Tuple[Distribution, ...]] = field(
+        default_factory=dict, metadata=_doc("canonical name → records in sys.path order (the first one is imported)")
+    )
+    duplicates: Tuple[Duplicate, ...] = ()
+    modules: Dict[str, Optional[str]] = field(default_factory=dict)
+    scanned: Tuple[str, ...] = ()
+    count: Optional[int] = None
+    errors: Tuple[str, ...] = ()
+    interpreter: JSON = None
+    pip_config: PipConfig = field(default_factory=PipConfig)
+    skipped: Optional[str] = field(default=None, metadata=_doc("why nothing was scanned (no interpreter)"))
+
+    def first(self, canonical_name: str) -> Optional[Distribution]:
+        """The record ``import`` would see for a canonical name (``torch-npu``), or ``None``."""
+        records = self.installed.get(canonical_name)
+        return records[0] if records else None
