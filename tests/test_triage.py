@@ -354,8 +354,9 @@ def test_non_utf8_and_binary_input():
 
 def _peak_rss_kib(path: Path) -> tuple:
     code = (
-        "import resource,sys;from npudoctor.cli.commands.triage import run_triage;from npudoctor.cli.commands._common import Target;"
-        f"rc=run_triage([{str(path)!r}],Target(),as_json=True,no_facts=True);"
+        "import resource,sys;from npudoctor.cli.commands.triage import run_triage;"
+        "from npudoctor.cli.request import MachineRequest;"
+        f"rc=run_triage([{str(path)!r}],MachineRequest(json=True),no_facts=True);"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,file=sys.stderr)"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300)
