@@ -19,8 +19,8 @@ class Result:
     """What a command left: its exit status and what it wrote (like CompletedProcess)."""
 
     returncode: int
-    stdout: str
-    stderr: str
+    stdout: Any
+    stderr: Any
 
 
 @contextlib.contextmanager
@@ -43,10 +43,15 @@ def npudoctor(
     input: Any = None,
     tty: bool = False,
     width: int = 80,
+    text: bool = True,
+    timeout: Optional[float] = None,
 ) -> Result:
     """``npudoctor ARGV…`` in-process.  ``env``: npudoctor's environment (and so the
     diagnosed one in live mode; default ``os.environ``); ``input``: standard input (str or
-    bytes); ``tty``: stdout is a terminal ``width`` columns wide."""
+    bytes); ``tty``: stdout is a terminal ``width`` columns wide; ``text=False``: stdout
+    and stderr as UTF-8 bytes (like ``subprocess.run`` without ``text``).  ``timeout`` is
+    accepted for symmetry with ``subprocess.run`` and ignored (commands keep their own
+    deadlines)."""
     out, err = io.StringIO(), io.StringIO()
     data = input.encode() if isinstance(input, str) else (input or b"")
     environment = Environment(
@@ -59,4 +64,6 @@ def npudoctor(
     )
     with _cwd(cwd):
         code = run([str(a) for a in argv], environment)
-    return Result(code, out.getvalue(), err.getvalue())
+    if text:
+        return Result(code, out.getvalue(), err.getvalue())
+    return Result(code, out.getvalue().encode(), err.getvalue().encode())

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from clirun import Result, npudoctor
 
 from npudoctor.triage import CHUNK, MAX_UNKNOWN, FactView, Scanner, load_kb, rank
 
@@ -52,14 +53,8 @@ def _snapshot(tmp_path: Path, facts: dict) -> str:
     return str(path)
 
 
-def triage(*args: str, stdin: bytes = b"", env=None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "npudoctor", "triage", *args],
-        input=stdin,
-        capture_output=True,
-        timeout=120,
-        env=env,
-    )
+def triage(*args: str, stdin: bytes = b"", env=None) -> Result:
+    return npudoctor("triage", *args, input=stdin, env=env, text=False)
 
 
 def triage_json(*args: str, **kw):
