@@ -55,7 +55,7 @@ class MachineRequest:
     account (name or uid) whose device access is judged.  ``env_file``: ``NAME=value``
     lines describing the workload's environment instead of this process's.
     ``no_commands``: run no external command.  ``from_file``: replay a snapshot instead of
-    probing.  ``json``: print the JSON contract.
+    probing.  ``json``: print the JSON contract (``collect``: the snapshot, on stdout).
     """
 
     root: Optional[str] = None

@@ -16,7 +16,7 @@ from npudoctor.findings import Finding, counts
 from npudoctor.snapshot import Snapshot
 
 
-def exit_code(findings: Sequence[Finding], strict: bool = False) -> ExitStatus:
+def exit_status(findings: Sequence[Finding], strict: bool = False) -> ExitStatus:
     """The exit status of a check: OK when no error (and, with ``strict``, no warning)
     was found, else PROBLEMS."""
     summary = counts(findings)
@@ -30,7 +30,7 @@ def document(snapshot: Snapshot, findings: Sequence[Finding], strict: bool = Fal
     doc = snapshot.to_dict()
     doc["findings"] = [f.to_dict() for f in findings]
     doc["summary"] = counts(findings)
-    doc["exit_code"] = int(exit_code(findings, strict))
+    doc["exit_code"] = int(exit_status(findings, strict))
     return doc
 
 

@@ -52,12 +52,12 @@ def run_check(
 ) -> ExitStatus:
     """Run a full check, write it to ``env.stdout`` (text, or JSON with ``request.json``,
     Markdown, Prometheus) and return the exit status (OK/PROBLEMS, decided by
-    :func:`npudoctor.report.build.exit_code`).  Raises :class:`UsageError` for bad options
+    :func:`npudoctor.report.build.exit_status`).  Raises :class:`UsageError` for bad options
     or unreadable inputs."""
     from npudoctor.config import load_ignores
     from npudoctor.engine import Options, evaluate
     from npudoctor.findings import lookup
-    from npudoctor.report.build import document, exit_code
+    from npudoctor.report.build import document, exit_status
 
     options = Options(deep=deep, deep_timeout=deep_timeout, probe_master=probe_master, matrix_path=matrix_path)
     if deep and not request.json and env.stderr_isatty:
@@ -75,7 +75,7 @@ def run_check(
     for code in list(ignore or []) + config_ignores:
         if lookup(code) is None:
             warn(env, f"--ignore {code}: no such finding code (see `npudoctor explain --list`)")
-    status = exit_code(findings, strict)
+    status = exit_status(findings, strict)
     if request.json:
         env.stdout.write(json.dumps(document(snapshot, findings, strict), indent=2, ensure_ascii=False) + "\n")
     elif prometheus:
@@ -89,7 +89,7 @@ def run_check(
     else:
         from npudoctor.report.text import render
 
-        render(snapshot, findings, verbose=verbose, file=env.stdout, color=env.color())
+        render(snapshot, findings, verbose=verbose, file=env.stdout, color=env.color(), width=env.width)
     return status
 
 
