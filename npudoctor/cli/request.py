@@ -83,8 +83,11 @@ def _columns(environ: Mapping[str, str], default: int = 80) -> int:
     raw = environ.get("COLUMNS", "")
     if raw.isascii() and raw.isdigit() and 20 <= int(raw) <= 1000:
         return int(raw)
+    stdout = sys.__stdout__
+    if stdout is None:
+        return default
     try:
-        return max(20, os.get_terminal_size(sys.__stdout__.fileno()).columns)
+        return max(20, os.get_terminal_size(stdout.fileno()).columns)
     except (AttributeError, ValueError, OSError):
         return default
 

@@ -105,7 +105,7 @@ def render(data: Dict[str, Any], out: TextIO, *, terminal: bool = False, width: 
                 else (c.get("memory_used_mb"), c.get("memory_total_mb"))
             )
             n = count.get((c.get("npu_id"), c.get("chip_id")), 0)
-            cells = {
+            cells: Dict[str, Any] = {
                 "NPU": _fmt(c.get("npu_id")),
                 "Chip": _fmt(c.get("chip_id")),
                 "Logic": _fmt(c.get("logic_id")),

@@ -61,7 +61,11 @@ def run_check(
 
     options = Options(deep=deep, deep_timeout=deep_timeout, probe_master=probe_master, matrix_path=matrix_path)
     if deep and not request.json and env.stderr_isatty:
-        options.progress = lambda step: env.stderr.write(f"  probing {step}…\n")
+
+        def progress(step: str) -> None:
+            env.stderr.write(f"  probing {step}…\n")
+
+        options.progress = progress
     snapshot = snapshot_for(request, options, environ=env.environ)
     matrix, matrix_error = load_matrix_or_none(matrix_path)
     if matrix is not None:
