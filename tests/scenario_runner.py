@@ -3,6 +3,10 @@
     env -i PATH="<scenario>/bin:/usr/bin:/bin" <[env] pairs> \
         <python> -m npudoctor check --root <scenario>/root --json
 
+By default the command runs in-process (:func:`npudoctor.cli.run` with that environment
+injected and the scenario as the working directory): the same command line, without a
+Python start per scenario.  ``run_check(..., process=True)`` runs the real process.
+
 Scenarios may add a ``[setup]`` table that this runner applies to a *copy* of the
 scenario before running (real owners and modes cannot live in git):
 
@@ -22,6 +26,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional
+
+from clirun import npudoctor
 
 try:
     import tomllib
@@ -71,14 +77,23 @@ def environment(scenario: Path, spec: Dict[str, Any]) -> Dict[str, str]:
     return env
 
 
-def run_check(scenario: Path, extra: Optional[List[str]] = None, timeout: float = 120) -> Run:
-    """Run ``check --json`` on a prepared scenario."""
+def run_check(scenario: Path, extra: Optional[List[str]] = None, timeout: float = 120, process: bool = False) -> Run:
+    """Run ``check --json`` on a prepared scenario (in-process unless ``process``; the
+    ``timeout`` applies to the process)."""
     spec = tomllib.loads((scenario / "scenario.toml").read_text(encoding="utf-8"))
-    args = [sys.executable, "-m", "npudoctor", "check", "--root", str(scenario / "root"), "--json"]
+    args = ["check", "--root", str(scenario / "root"), "--json"]
     args += list(spec.get("setup", {}).get("args", [])) + list(extra or [])
-    proc = subprocess.run(
-        args, env=environment(scenario, spec), capture_output=True, text=True, timeout=timeout, cwd=str(scenario)
-    )
+    if process:
+        proc: Any = subprocess.run(
+            [sys.executable, "-m", "npudoctor", *args],
+            env=environment(scenario, spec),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=str(scenario),
+        )
+    else:
+        proc = npudoctor(*args, env=environment(scenario, spec), cwd=scenario)
     try:
         doc = json.loads(proc.stdout)
     except ValueError:
@@ -137,17 +152,8 @@ def failures(run: Run) -> List[str]:
 
 
 def triage_failures(scenario: Path, spec: Dict[str, Any], triage: Dict[str, Any]) -> List[str]:
-    args = [
-        sys.executable,
-        "-m",
-        "npudoctor",
-        "triage",
-        str(scenario / triage["log"]),
-        "--root",
-        str(scenario / "root"),
-        "--json",
-    ]
-    proc = subprocess.run(args, env=environment(scenario, spec), capture_output=True, text=True, timeout=120)
+    args = ["triage", str(scenario / triage["log"]), "--root", str(scenario / "root"), "--json"]
+    proc = npudoctor(*args, env=environment(scenario, spec))
     text = proc.stdout
     missing = [p for p in triage.get("match", []) if not re.search(p, text, re.I)]
     if missing:

@@ -9,8 +9,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Any, Dict, Optional
 
+import clirun
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -54,16 +55,22 @@ def clean_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
 
 
 def collect(root: Path, out: Path, env: Optional[Dict[str, str]] = None, redact: bool = True) -> dict:
-    """`npudoctor collect --root ROOT -o OUT` in a subprocess; returns the snapshot."""
-    args = [sys.executable, "-m", "npudoctor", "collect", "--root", str(root), "-o", str(out)]
+    """`npudoctor collect --root ROOT -o OUT` (in-process); returns the snapshot."""
+    args = ["collect", "--root", str(root), "-o", str(out)]
     if not redact:
         args.append("--no-redact")
-    proc = subprocess.run(args, env=clean_env(env), capture_output=True, text=True, timeout=120, cwd=str(REPO))
+    proc = clirun.npudoctor(*args, env=clean_env(env), cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     return json.loads(out.read_text())
 
 
+def npudoctor_inprocess(*args: str, input: Optional[str] = None, env: Optional[Dict[str, str]] = None) -> Any:
+    """``npudoctor ARGS…`` in-process, ``env`` added to this process's environment."""
+    return clirun.npudoctor(*args, input=input, env=dict(os.environ, **(env or {})))
+
+
 def npudoctor(*args: str, input: Optional[str] = None, env: Optional[Dict[str, str]] = None, timeout: float = 120):
+    """``python -m npudoctor ARGS…`` as a process (``npd`` ends its process with os._exit)."""
     return subprocess.run(
         [sys.executable, "-m", "npudoctor", *args],
         input=input,

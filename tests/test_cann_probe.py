@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from build_cann_scenarios import AS, cann85, classic_toolkit, fixture, link, mkdir, nnal, write
+from clirun import npudoctor
 
 from npudoctor.engine import Options, ProbeContext
 from npudoctor.host import Host
@@ -180,13 +179,7 @@ def test_empty_root(tmp_path):
 def _check(root: Path, env=None):
     full = {"PATH": "/usr/bin:/bin", "HOME": "/root"}
     full.update(env or {})
-    proc = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "check", "--root", str(root), "--json"],
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = npudoctor("check", "--root", str(root), "--json", env=full)
     return proc, json.loads(proc.stdout)
 
 

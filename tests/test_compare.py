@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from stacktree import build_root, collect, npudoctor
+from stacktree import build_root, collect
+from stacktree import npudoctor_inprocess as npudoctor
 
 from npudoctor.cluster.compare import compare, fingerprint, iter_inputs
 from npudoctor.snapshot import pseudonym

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import clirun
 import jsonschema
 import pytest
 
@@ -17,6 +18,10 @@ SCHEMA = json.loads((REPO / "docs/schema/check.schema.json").read_text())
 
 
 def npudoctor(*args, env=None, cwd=None, input=None):
+    return clirun.npudoctor(*args, env=env, cwd=cwd, input=input)
+
+
+def npudoctor_process(*args, env=None, cwd=None, input=None):
     return subprocess.run(
         [sys.executable, "-m", "npudoctor", *args],
         capture_output=True,
@@ -54,8 +59,10 @@ def test_check_json_matches_schema_on_empty_root(tmp_path, empty_root):
         assert finding["severity"] != "error", finding
 
 
-def test_plain_machine_check_is_calm(tmp_path):
-    proc = npudoctor("check", env=plain_env(tmp_path) | {"PATH": os.environ["PATH"]}, cwd=str(tmp_path))
+def test_e2e_plain_machine_check_is_calm(tmp_path):
+    """A real process on this machine (kept out of process on purpose: the live probe of
+    the interpreter npudoctor runs in)."""
+    proc = npudoctor_process("check", env=plain_env(tmp_path) | {"PATH": os.environ["PATH"]}, cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     assert "0 error(s)" in proc.stdout
@@ -75,7 +82,8 @@ def test_collect_then_check_from_round_trip(tmp_path, empty_root):
     assert doc["facts"]["host"] == snap["facts"]["host"]
 
 
-def test_usage_errors_exit_2_without_traceback(tmp_path, empty_root):
+@pytest.mark.parametrize("run", [npudoctor, npudoctor_process], ids=["in-process", "e2e"])
+def test_usage_errors_exit_2_without_traceback(tmp_path, empty_root, run):
     bad_from = tmp_path / "garbage.json"
     bad_from.write_bytes(b"\xff\xfe not json")
     cases = [
@@ -87,7 +95,7 @@ def test_usage_errors_exit_2_without_traceback(tmp_path, empty_root):
         ("check", "--matrix", str(bad_from)),
     ]
     for args in cases:
-        proc = npudoctor(*args, env=plain_env(tmp_path))
+        proc = run(*args, env=plain_env(tmp_path))
         assert proc.returncode == 2, (args, proc.returncode, proc.stdout, proc.stderr)
         assert "Traceback" not in proc.stderr, args
 

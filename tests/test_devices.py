@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from clirun import npudoctor
 from scenario_runner import environment, prepare, run_check
 
 from npudoctor.probes.devices import can_access
@@ -23,13 +24,7 @@ def _cli(scenario: Path, *args: str, timeout: float = 60):
     spec = tomllib.loads((scenario / "scenario.toml").read_text())
     env = environment(scenario, spec)
     env["COLUMNS"] = "120"
-    return subprocess.run(
-        [sys.executable, "-m", "npudoctor", *args, "--root", str(scenario / "root")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return npudoctor(*args, "--root", str(scenario / "root"), env=env)
 
 
 def test_hung_npu_smi_does_not_hang_check(tmp_path):
@@ -78,21 +73,14 @@ def test_devices_exit_1_when_busy_and_replay_from_snapshot(tmp_path):
     assert data["devices"]["npu_smi"]["code"] == -8005
     snap = tmp_path / "snap.json"
     env = environment(scenario, {"env": {"HOME": "/root"}})
-    subprocess.run(
-        [sys.executable, "-m", "npudoctor", "collect", "-o", str(snap), "--root", str(scenario / "root")],
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    replay = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "devices", "--json", "--from", str(snap)], capture_output=True, text=True
-    )
+    assert npudoctor("collect", "-o", str(snap), "--root", str(scenario / "root"), env=env).returncode == 0
+    replay = npudoctor("devices", "--json", "--from", str(snap))
     assert replay.returncode == 1
     assert "DEV002" in {f["code"] for f in json.loads(replay.stdout)["findings"]}
 
 
 def test_devices_help_documents_exit_codes():
-    proc = subprocess.run([sys.executable, "-m", "npudoctor", "devices", "--help"], capture_output=True, text=True)
+    proc = npudoctor("devices", "--help")
     assert "Exit codes" in proc.stdout and "1 errors found" in proc.stdout
 
 
@@ -126,7 +114,8 @@ def test_helpers():
 
 
 def _piped(scenario: Path, *args: str):
-    """Run a command with stdout a pipe and no COLUMNS: what `npudoctor devices | cat` sees."""
+    """Run a command with stdout a pipe and no COLUMNS: what `npudoctor devices | cat` sees
+    (a real process: the terminal facts come from the process itself)."""
     import tomllib
 
     env = environment(scenario, tomllib.loads((scenario / "scenario.toml").read_text()))
@@ -140,7 +129,7 @@ def _piped(scenario: Path, *args: str):
     )
 
 
-def test_devices_piped_is_not_wrapped_at_80_columns(tmp_path):
+def test_e2e_devices_piped_is_not_wrapped_at_80_columns(tmp_path):
     scenario = prepare(SCENARIOS / "dev-8npu-910b3-healthy", tmp_path)
     proc = _piped(scenario, "devices")
     assert proc.returncode == 0, proc.stderr

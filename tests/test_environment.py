@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
+
+from clirun import npudoctor
 
 from npudoctor.cann_env import expected_environment
 from npudoctor.host import Host
@@ -95,13 +95,7 @@ def test_nnal_abi_directory(tmp_path):
 
 def _check(root: Path, env: dict) -> dict:
     full = {"PATH": "/usr/bin:/bin", **env}
-    proc = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "check", "--root", str(root), "--json", "--no-commands"],
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = npudoctor("check", "--root", str(root), "--json", "--no-commands", env=full)
     return json.loads(proc.stdout)
 
 

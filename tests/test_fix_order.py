@@ -4,9 +4,8 @@ kernels/NNAL → set_env.sh → packages → libraries)."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
+from clirun import npudoctor
 from scenario_runner import REPO, environment, prepare, run_check
 
 
@@ -20,13 +19,7 @@ def test_fix_order_on_a_stack_broken_in_several_layers(tmp_path):
     assert by_code["PKG006"]["after"][:2] == ["DRV001", "CANN003"]
     assert all(f["after"] == [] for f in run.doc["findings"] if f["code"].startswith(("DEV", "CTR", "HOST")))
 
-    proc = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "check", "--root", str(scenario / "root")],
-        env=environment(scenario, run.spec),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = npudoctor("check", "--root", str(scenario / "root"), env=environment(scenario, run.spec))
     tail = proc.stdout[proc.stdout.index("Fix in this order") :]
     steps = [line.split()[1] for line in tail.splitlines()[1:] if re.match(r"^\s+\d+\. ", line)]
     assert steps[:2] == ["DRV001", "CANN003"] and steps[-1] == "PKG006", tail

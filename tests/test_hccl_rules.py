@@ -11,6 +11,7 @@ import time
 
 import psutil
 import pytest
+from clirun import npudoctor
 
 from npudoctor.engine import Options, collect, evaluate
 from npudoctor.host import Host
@@ -222,19 +223,11 @@ def test_hccn_missing_says_what_shows_a_container(tmp_path):
 
 def test_cli_check_json(tmp_path):
     """Through the CLI: the hccl section is in check --json and RANK_TABLE_FILE faults are named."""
-    import subprocess
-    import sys
 
     table = tmp_path / "hccl.json"
     table.write_text('{"version": "1.0", "server_list": [')
     env = dict(os.environ, RANK_TABLE_FILE="/hccl.json")  # a path of the diagnosed root
-    proc = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "check", "--root", str(tmp_path), "--json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = npudoctor("check", "--root", str(tmp_path), "--json", env=env)
     doc = json.loads(proc.stdout)
     assert doc["facts"]["hccl"]["rank_table"]["truncated"] is True
     assert any(f["code"] == "HCCL001" and f["severity"] == "error" for f in doc["findings"])

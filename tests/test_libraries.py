@@ -4,11 +4,11 @@ through `npudoctor check --root` on trees of tiny real ELF files."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from clirun import npudoctor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 from elf_build import build_so, have_gcc  # noqa: E402
@@ -44,12 +44,8 @@ def _tree(root: Path, npu_runpath=None, npu_rpath=("$ORIGIN/lib/", "$ORIGIN/")) 
 
 
 def _check(root: Path, env=None) -> dict:
-    proc = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "check", "--root", str(root), "--json", "--no-commands"],
-        env={"PATH": "/usr/bin:/bin", **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=120,
+    proc = npudoctor(
+        "check", "--root", str(root), "--json", "--no-commands", env={"PATH": "/usr/bin:/bin", **(env or {})}
     )
     return json.loads(proc.stdout)
 

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from clirun import npudoctor
 from scenario_runner import REPO, prepare, run_check
 
 SCENARIOS = REPO / "tests" / "scenarios"
@@ -111,9 +112,7 @@ def test_py001_recommends_the_newest_covered_python_with_runnable_commands(tmp_p
 
 
 def test_py001_explain_has_no_version_table():
-    proc = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "explain", "PY001"], capture_output=True, text=True, timeout=60
-    )
+    proc = npudoctor("explain", "PY001")
     assert proc.returncode == 0, proc.stderr
     assert "3.8-3.10" not in proc.stdout and "compatibility matrix" in proc.stdout
 

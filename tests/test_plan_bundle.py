@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from clirun import npudoctor
 from index_builder import build_index, default_dists, pypi_json_path, serve
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "plan"
@@ -71,12 +72,7 @@ def run_plan(site: Path, out: Path, index, *args: str, cwd=None):
 
 
 def verify(directory: Path, *args: str):
-    return subprocess.run(
-        [sys.executable, "-m", "npudoctor", "plan", "verify", str(directory), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return npudoctor("plan", "verify", str(directory), *args)
 
 
 def sha(path: Path) -> str:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from clirun import npudoctor
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
@@ -43,13 +44,7 @@ def pypi_wheels(version: str):
 
 
 def plan_cli(*args: str):
-    proc = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "plan", *args, "--pypi-json", str(PYPI)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    return proc
+    return npudoctor("plan", *args, "--pypi-json", str(PYPI))
 
 
 def plan_json(site: Path, *args: str):
@@ -199,13 +194,11 @@ def test_usage_errors_exit_2(tmp_path):
 
 
 def test_help_documents_exit_codes():
-    proc = subprocess.run([sys.executable, "-m", "npudoctor", "plan", "--help"], capture_output=True, text=True)
+    proc = npudoctor("plan", "--help")
     assert proc.returncode == 0
     text = " ".join(proc.stdout.split())
     assert "0 a plan was made" in text and "1 no set fits" in text and "2 usage error" in text
-    proc = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "plan", "verify", "--help"], capture_output=True, text=True
-    )
+    proc = npudoctor("plan", "verify", "--help")
     assert proc.returncode == 0 and "Exit codes" in proc.stdout
 
 

@@ -5,11 +5,10 @@ whose chip and driver are unknown.  Through the CLI on real collected snapshots.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from clirun import Result, npudoctor
 from scenario_runner import environment, prepare
 
 from npudoctor.knowledge.matrix import load_matrix
@@ -21,13 +20,8 @@ PYPI = TESTS / "fixtures" / "plan" / "pypi-torch-npu.json"
 A64_PY39 = TESTS / "fixtures" / "plan" / "site_aarch64_py3.9_910B3_drv24.1.rc2.json"
 
 
-def plan(site: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "npudoctor", "plan", "--for", str(site), "--pypi-json", str(PYPI), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def plan(site: Path, *args: str) -> Result:
+    return npudoctor("plan", "--for", str(site), "--pypi-json", str(PYPI), *args)
 
 
 @pytest.fixture(scope="module")
@@ -39,13 +33,7 @@ def k10_snapshot(tmp_path_factory) -> Path:
     scenario = prepare(TESTS / "scenarios" / "k10-set-env-not-sourced", work)
     spec = tomllib.loads((scenario / "scenario.toml").read_text())
     out = work / "k10.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "collect", "--root", str(scenario / "root"), "-o", str(out)],
-        env=environment(scenario, spec),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = npudoctor("collect", "--root", str(scenario / "root"), "-o", str(out), env=environment(scenario, spec))
     assert proc.returncode == 0, proc.stderr
     return out
 

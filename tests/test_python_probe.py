@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from clirun import npudoctor
 
 from npudoctor.probes.python import parse_script_output, script_source
 
@@ -185,13 +186,7 @@ def test_live_plain_machine_stays_calm(tmp_path):
 
 
 def _root_check(root: Path, env: dict):
-    proc = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "check", "--json", "--root", str(root)],
-        capture_output=True,
-        text=True,
-        env=dict(env, PATH="/usr/bin:/bin"),
-        timeout=120,
-    )
+    proc = npudoctor("check", "--json", "--root", str(root), env=dict(env, PATH="/usr/bin:/bin"))
     return json.loads(proc.stdout)
 
 

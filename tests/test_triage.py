@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from clirun import Result, npudoctor
 
 from npudoctor.triage import CHUNK, MAX_UNKNOWN, FactView, Scanner, load_kb, rank
 
@@ -52,14 +53,8 @@ def _snapshot(tmp_path: Path, facts: dict) -> str:
     return str(path)
 
 
-def triage(*args: str, stdin: bytes = b"", env=None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "npudoctor", "triage", *args],
-        input=stdin,
-        capture_output=True,
-        timeout=120,
-        env=env,
-    )
+def triage(*args: str, stdin: bytes = b"", env=None) -> Result:
+    return npudoctor("triage", *args, input=stdin, env=env, text=False)
 
 
 def triage_json(*args: str, **kw):
@@ -354,8 +349,9 @@ def test_non_utf8_and_binary_input():
 
 def _peak_rss_kib(path: Path) -> tuple:
     code = (
-        "import resource,sys;from npudoctor.cli.commands.triage import run_triage;from npudoctor.cli.commands._common import Target;"
-        f"rc=run_triage([{str(path)!r}],Target(),as_json=True,no_facts=True);"
+        "import resource,sys;from npudoctor.cli.commands.triage import run_triage;"
+        "from npudoctor.cli.request import MachineRequest;"
+        f"rc=run_triage([{str(path)!r}],MachineRequest(json=True),no_facts=True);"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,file=sys.stderr)"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300)

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from clirun import Result, npudoctor
 
 from npudoctor.engine import load_rules
 from npudoctor.findings import REGISTRY
@@ -34,14 +33,8 @@ LIBHCCL = FIXTURES / "error_import-torch_npu_libhccl-not-found_PTA-ERR00008.txt"
 CLEAN_ENV = {"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")}
 
 
-def _run(*args: str, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "npudoctor", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env or CLEAN_ENV,
-    )
+def _run(*args: str, env=None) -> Result:
+    return npudoctor(*args, env=env or CLEAN_ENV)
 
 
 def _json(*args: str, env=None) -> dict:
@@ -181,7 +174,6 @@ def test_npu_smi_not_found_agrees_with_check_in_a_container_that_has_the_driver(
     """The driver directory being mounted does not rule out a missing npu-smi: triage
     names the cause CTR003 reports for the same tree."""
     import json as _json
-    import subprocess as _sp
     import sys as _sys
     from pathlib import Path as _Path
 
@@ -196,13 +188,7 @@ def test_npu_smi_not_found_agrees_with_check_in_a_container_that_has_the_driver(
 
     spec = tomllib.loads((scenario / "scenario.toml").read_text())
     log = repo / "tests/fixtures/error_npu-smi_command-not-found_gha-runner-container.txt"
-    proc = _sp.run(
-        [_sys.executable, "-m", "npudoctor", "triage", str(log), "--root", str(scenario / "root"), "--json"],
-        env=environment(scenario, spec),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = npudoctor("triage", str(log), "--root", str(scenario / "root"), "--json", env=environment(scenario, spec))
     assert proc.returncode == 1, proc.stderr
     text = _json.dumps(_json.loads(proc.stdout))
     assert "npu-smi is not on PATH here" in text and "ruled out" not in text

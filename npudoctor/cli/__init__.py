@@ -2,5 +2,53 @@
 function per command → one :class:`~npudoctor.cli.request.ExitStatus`.
 
 ``app`` (the Typer application) lives in :mod:`npudoctor.cli.app`; importing this package
-does not import Typer (``health`` must start fast).
+does not import Typer (``health`` must start fast).  :func:`run` runs one command line
+in-process against an injected :class:`~npudoctor.cli.request.Environment`: the console
+entry point uses it with the real process surroundings, tests with string buffers.
 """
+
+from __future__ import annotations
+
+import contextlib
+from typing import Optional, Sequence
+
+from npudoctor.cli.request import Environment, ExitStatus
+
+PLEASE_REPORT = "This is a bug in npudoctor; please report it (rerun with NPUDOCTOR_DEBUG=1 for the traceback)."
+
+
+def run(argv: Sequence[str], env: Optional[Environment] = None) -> int:
+    """Run ``npudoctor ARGV…`` (Typer commands; not the fast ``health`` path of
+    :mod:`npudoctor.entry`) in this process and return its exit status.
+
+    ``env`` (default: :meth:`Environment.from_process`) is handed to the command through
+    the Click context (``ctx.obj``); Typer's own help and usage messages, which Click
+    writes to ``sys.stdout``/``sys.stderr``, are redirected to ``env.stdout``/``env.stderr``
+    for the duration.  ``SystemExit`` becomes its status; an unexpected exception becomes
+    :attr:`ExitStatus.INTERNAL` with a short "please report" line on ``env.stderr``
+    (``NPUDOCTOR_DEBUG`` set in ``env.environ``: the exception propagates).  Never raises
+    ``SystemExit``.
+    """
+    env = env if env is not None else Environment.from_process()
+    try:
+        from npudoctor.cli.app import app
+
+        with contextlib.redirect_stdout(env.stdout), contextlib.redirect_stderr(env.stderr):
+            app(args=list(argv), prog_name="npudoctor", standalone_mode=True, obj=env)
+    except SystemExit as exc:
+        code = exc.code
+        if code is None:
+            return int(ExitStatus.OK)
+        if isinstance(code, int):
+            return int(code)
+        env.stderr.write(f"{code}\n")
+        return int(ExitStatus.PROBLEMS)
+    except KeyboardInterrupt:
+        env.stderr.write("npudoctor: interrupted\n")
+        return int(ExitStatus.INTERRUPTED)
+    except Exception as exc:  # the last line of defence: never a bare traceback
+        if env.environ.get("NPUDOCTOR_DEBUG"):
+            raise
+        env.stderr.write(f"npudoctor failed: {type(exc).__name__}: {exc}\n{PLEASE_REPORT}\n")
+        return int(ExitStatus.INTERNAL)
+    return int(ExitStatus.OK)

@@ -1,4 +1,6 @@
-"""The Typer application.  Thin: options → Host → probes → rules → report → exit code.
+"""The Typer application.  Thin: options → request → probes → rules → report → exit status.
+Run it with :func:`npudoctor.cli.run` (which hands the command its
+:class:`~npudoctor.cli.request.Environment` as the Click context object).
 
 Commands live in :mod:`npudoctor.cli.commands` (one module per family, each with
 ``register(app)``); they are discovered here, so a new command module needs no edit
@@ -12,6 +14,8 @@ import pkgutil
 import typer
 
 from npudoctor import __version__
+from npudoctor.cli.commands._common import environment
+from npudoctor.cli.request import ExitStatus
 
 app = typer.Typer(
     name="npudoctor",
@@ -23,10 +27,10 @@ app = typer.Typer(
 )
 
 
-def _version(value: bool) -> None:
+def _version(ctx: typer.Context, value: bool) -> None:
     if value:
-        print(f"npudoctor {__version__}")
-        raise typer.Exit(0)
+        environment(ctx).stdout.write(f"npudoctor {__version__}\n")
+        raise typer.Exit(ExitStatus.OK)
 
 
 @app.callback()

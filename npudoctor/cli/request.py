@@ -14,12 +14,13 @@ This module imports neither Typer nor rich: ``health`` and ``exec`` use it on th
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import time
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Callable, Mapping, Optional, TextIO
+from typing import BinaryIO, Callable, Mapping, Optional, TextIO
 
 
 class ExitStatus(IntEnum):
@@ -29,7 +30,8 @@ class ExitStatus(IntEnum):
     ``--strict``), USAGE, INTERNAL.  ``health``: OK or PROBLEMS only (Docker reserves 2).
     ``npd``: node-problem-detector's contract OK / PROBLEMS / NPD_UNKNOWN.  ``exec``: the
     workload's own status, or EXEC_REFUSED (``--strict`` refused to start it),
-    EXEC_CANNOT_RUN (not executable), EXEC_NOT_FOUND (no such command).
+    EXEC_CANNOT_RUN (not executable), EXEC_NOT_FOUND (no such command).  ``matrix refresh``:
+    NOT_WRITTEN (no source readable, result invalid or cache not writable).
     """
 
     OK = 0
@@ -37,6 +39,7 @@ class ExitStatus(IntEnum):
     USAGE = 2
     NPD_UNKNOWN = 2
     INTERNAL = 3
+    NOT_WRITTEN = 3
     EXEC_REFUSED = 125
     EXEC_CANNOT_RUN = 126
     EXEC_NOT_FOUND = 127
@@ -52,7 +55,7 @@ class MachineRequest:
     account (name or uid) whose device access is judged.  ``env_file``: ``NAME=value``
     lines describing the workload's environment instead of this process's.
     ``no_commands``: run no external command.  ``from_file``: replay a snapshot instead of
-    probing.  ``json``: print the JSON contract.
+    probing.  ``json``: print the JSON contract (``collect``: the snapshot, on stdout).
     """
 
     root: Optional[str] = None
@@ -80,8 +83,11 @@ def _columns(environ: Mapping[str, str], default: int = 80) -> int:
     raw = environ.get("COLUMNS", "")
     if raw.isascii() and raw.isdigit() and 20 <= int(raw) <= 1000:
         return int(raw)
+    stdout = sys.__stdout__
+    if stdout is None:
+        return default
     try:
-        return max(20, os.get_terminal_size(sys.__stdout__.fileno()).columns)
+        return max(20, os.get_terminal_size(stdout.fileno()).columns)
     except (AttributeError, ValueError, OSError):
         return default
 
@@ -92,7 +98,10 @@ class Environment:
 
     ``stdout``/``stderr``: where output goes.  ``environ``: npudoctor's own process
     environment (colour conventions, ``COLUMNS``).  ``stdout_isatty``: whether stdout is a
-    terminal.  ``width``: columns to wrap to.  ``clock``: monotonic seconds.
+    terminal.  ``width``: columns to wrap to.  ``clock``: monotonic seconds.  ``stdin``:
+    standard input as bytes (``triage -``, ``compare -``); ``stdin_isatty``: whether it is a
+    terminal (then ``compare`` without paths does not wait on it); ``stderr_isatty``: whether
+    stderr is (progress lines are shown only then).
     """
 
     stdout: TextIO
@@ -101,18 +110,25 @@ class Environment:
     stdout_isatty: bool = False
     width: int = 80
     clock: Callable[[], float] = time.monotonic
+    stdin: BinaryIO = field(default_factory=io.BytesIO)
+    stdin_isatty: bool = False
+    stderr_isatty: bool = False
 
     @classmethod
     def from_process(cls) -> Environment:
         """The real process surroundings: ``sys.stdout``/``sys.stderr``, ``os.environ``,
         the terminal width (``COLUMNS`` when set, else the terminal's, else 80)."""
         environ = dict(os.environ)
+        stdin = sys.stdin
         return cls(
             stdout=sys.stdout,
             stderr=sys.stderr,
             environ=environ,
             stdout_isatty=_is_tty(sys.stdout),
             width=_columns(environ),
+            stdin=stdin.buffer if stdin is not None else io.BytesIO(),
+            stdin_isatty=stdin is not None and _is_tty(stdin),
+            stderr_isatty=_is_tty(sys.stderr),
         )
 
     def color(self, flag: Optional[bool] = None) -> bool:

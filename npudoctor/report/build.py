@@ -11,16 +11,18 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Sequence
 
+from npudoctor.cli.request import ExitStatus
 from npudoctor.findings import Finding, counts
 from npudoctor.snapshot import Snapshot
 
 
-def exit_code(findings: Sequence[Finding], strict: bool = False) -> int:
-    """0 when no error (and, with ``strict``, no warning) was found, else 1."""
+def exit_status(findings: Sequence[Finding], strict: bool = False) -> ExitStatus:
+    """The exit status of a check: OK when no error (and, with ``strict``, no warning)
+    was found, else PROBLEMS."""
     summary = counts(findings)
     if summary["error"] or (strict and summary["warning"]):
-        return 1
-    return 0
+        return ExitStatus.PROBLEMS
+    return ExitStatus.OK
 
 
 def document(snapshot: Snapshot, findings: Sequence[Finding], strict: bool = False) -> Dict[str, Any]:
@@ -28,7 +30,7 @@ def document(snapshot: Snapshot, findings: Sequence[Finding], strict: bool = Fal
     doc = snapshot.to_dict()
     doc["findings"] = [f.to_dict() for f in findings]
     doc["summary"] = counts(findings)
-    doc["exit_code"] = exit_code(findings, strict)
+    doc["exit_code"] = int(exit_status(findings, strict))
     return doc
 
 

@@ -28,12 +28,17 @@ def render(
     verbose: bool = False,
     file: Optional[IO[str]] = None,
     color: Optional[bool] = None,
+    width: Optional[int] = None,
 ) -> None:
-    """Print the report with rich.  ``verbose`` adds evidence and the matrix provenance."""
+    """Write the report with rich to ``file`` (default: stdout).  ``verbose`` adds evidence
+    and the matrix provenance; ``color`` forces colour on or off (``None``: rich decides);
+    ``width``: columns of the terminal (lines are never broken: soft wrap)."""
     from rich.console import Console
     from rich.markup import escape
 
-    console = Console(file=file, highlight=False, no_color=(color is False), force_terminal=color, soft_wrap=True)
+    console = Console(
+        file=file, highlight=False, no_color=(color is False), force_terminal=color, soft_wrap=True, width=width
+    )
     console.print(f"[bold]{escape(_headline(snapshot))}[/bold]")
     probed = set(snapshot.facts)
     by_area = {a: [f for f in findings if f.area == a] for a in AREAS}

@@ -1,17 +1,20 @@
-"""Options shared by every command that looks at a machine, and the code that turns
-them into a snapshot (live, ``--root``, ``--python``, ``--from``) and a matrix.
+"""Options shared by every command that looks at a machine, the one helper that turns
+them into a :class:`~npudoctor.cli.request.MachineRequest`, and the code that turns a
+request into a snapshot (live, ``--root``, ``--python``, ``--from``) and a matrix.
 
-Commands use the ``Annotated`` aliases below so that ``check``, ``health``,
-``collect``, ``devices`` and ``triage`` spell the common options the same way.
+Commands use the ``Annotated`` aliases below so that ``check``, ``collect``, ``devices``
+and ``triage`` spell the machine options the same way; each takes a ``typer.Context``
+whose ``obj`` is the :class:`~npudoctor.cli.request.Environment` it writes to (see
+:func:`npudoctor.cli.run`).
 """
 
 import os
-import sys
-from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 import typer
 from typing_extensions import Annotated
+
+from npudoctor.cli.request import Environment, ExitStatus, MachineRequest
 
 RootOpt = Annotated[
     Optional[str],
@@ -57,69 +60,125 @@ class UsageError(Exception):
     """Bad combination of options or unreadable input named by the user (exit 2)."""
 
 
-@dataclass
-class Target:
-    """Resolved common options."""
+def machine_request(
+    root: Optional[str] = None,
+    python: Optional[str] = None,
+    user: Optional[str] = None,
+    env_file: Optional[str] = None,
+    no_commands: bool = False,
+    from_: Optional[str] = None,
+    as_json: bool = False,
+) -> MachineRequest:
+    """The :class:`MachineRequest` for the machine options as Typer parsed them.  Raises
+    :class:`UsageError` for combinations no command accepts: ``--from`` replays a snapshot,
+    so it cannot be combined with an option that would probe a machine (``--root``,
+    ``--python``, ``--user``, ``--env-file``, ``--no-commands``)."""
+    if from_:
+        probing = [
+            name
+            for name, given in (
+                ("--root", root),
+                ("--python", python),
+                ("--user", user),
+                ("--env-file", env_file),
+                ("--no-commands", no_commands),
+            )
+            if given
+        ]
+        if probing:
+            raise UsageError(f"--from replays a snapshot; it cannot be combined with {' or '.join(probing)}")
+    return MachineRequest(
+        root=root,
+        python=python,
+        user=user,
+        env_file=env_file,
+        no_commands=no_commands,
+        from_file=from_,
+        json=as_json,
+    )
 
-    root: Optional[str] = None
-    python: Optional[str] = None
-    from_file: Optional[str] = None
-    user: Optional[str] = None
-    commands: bool = True
-    env_file: Optional[str] = None
+
+def environment(ctx: typer.Context) -> Environment:
+    """The :class:`Environment` the command runs in: the one :func:`npudoctor.cli.run`
+    put in the Click context, else the real process surroundings."""
+    found = ctx.find_object(Environment)
+    return found if found is not None else Environment.from_process()
 
 
-def read_env_file(path: str) -> dict:
-    """The environment described by an ``--env-file`` (PATH taken from this process
-    when the file has none).  Raises :class:`UsageError` for an unreadable file or bad
-    lines."""
+def read_env_file(path: str, environ: Optional[Mapping[str, str]] = None) -> dict:
+    """The environment described by an ``--env-file`` (PATH taken from ``environ``, by
+    default this process's, when the file has none).  Raises :class:`UsageError` for an
+    unreadable file or bad lines."""
     from npudoctor.parsers.envfile import load_env_file
 
+    env = os.environ if environ is None else environ
     try:
-        return load_env_file(path, os.environ.get("PATH", "/usr/bin:/bin"))
+        return load_env_file(path, env.get("PATH", "/usr/bin:/bin"))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
 
-def make_host(target: Target, environ: Optional[dict] = None) -> Any:
-    """The :class:`~npudoctor.host.Host` for these options.  Raises
-    :class:`UsageError` when ``--root`` is not a directory or ``--env-file`` is bad."""
+def diagnosed_environ(request: MachineRequest, environ: Optional[Mapping[str, str]] = None) -> Optional[dict]:
+    """The environment of the diagnosed workload: the ``--env-file``'s when given, else
+    ``environ`` (npudoctor's own; ``None`` means this process's).  Raises
+    :class:`UsageError` for a bad env file."""
+    if request.env_file:
+        return read_env_file(request.env_file, environ)
+    return None if environ is None else dict(environ)
+
+
+def make_host(request: MachineRequest, environ: Optional[Mapping[str, str]] = None) -> Any:
+    """The :class:`~npudoctor.host.Host` for this request; ``environ`` is npudoctor's own
+    environment (``None``: ``os.environ``), replaced by the ``--env-file`` when given.
+    Raises :class:`UsageError` when ``--root`` is not a directory or ``--env-file`` is bad."""
     from npudoctor.host import Host
 
-    root = target.root or "/"
+    root = request.root or "/"
     if not os.path.isdir(root):
         raise UsageError(f"--root {root}: not a directory")
-    if environ is None and target.env_file:
-        environ = read_env_file(target.env_file)
-    return Host(root=root, environ=environ, commands=target.commands)
+    return Host(root=root, environ=diagnosed_environ(request, environ), commands=request.commands)
 
 
-def snapshot_for(target: Target, options: Any, sections: Optional[Sequence[str]] = None) -> Any:
-    """Collect (or load, with ``--from``) the snapshot; ``sections`` limits the probes
-    run (see :func:`npudoctor.engine.collect`).  Raises :class:`UsageError`."""
-    from npudoctor.engine import collect
+def load_snapshot(path: str) -> Any:
+    """The :class:`~npudoctor.snapshot.Snapshot` in ``path`` (written by ``collect`` or
+    ``check --json``), as it was written.  Raises :class:`UsageError` naming the file."""
     from npudoctor.snapshot import Snapshot, SnapshotError
 
-    if target.from_file:
-        if target.root or target.python:
+    try:
+        return Snapshot.load(path)
+    except SnapshotError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def snapshot_for(
+    request: MachineRequest,
+    options: Any,
+    sections: Optional[Sequence[str]] = None,
+    environ: Optional[Mapping[str, str]] = None,
+) -> Any:
+    """Collect (or load, with ``--from``) the snapshot; ``sections`` limits the probes
+    run (see :func:`npudoctor.engine.collect`); ``environ`` as for :func:`make_host`.
+    Sets ``options.python`` and ``options.user`` from the request.  Raises
+    :class:`UsageError`."""
+    from npudoctor.engine import collect
+
+    if request.from_file:
+        if request.root or request.python:
             raise UsageError("--from replays a snapshot; it cannot be combined with --root or --python")
-        try:
-            snap = Snapshot.load(target.from_file)
-        except SnapshotError as exc:
-            raise UsageError(str(exc)) from None
-        snap.target = dict(snap.target, mode="from", **{"from": target.from_file})
+        snap = load_snapshot(request.from_file)
+        snap.target = dict(snap.target, mode="from", **{"from": request.from_file})
         return snap
-    if target.python and not (os.path.isfile(target.python) or target.root):
-        raise UsageError(f"--python {target.python}: no such file")
-    host = make_host(target)
-    if target.user:
+    if request.python and not (os.path.isfile(request.python) or request.root):
+        raise UsageError(f"--python {request.python}: no such file")
+    host = make_host(request, environ)
+    if request.user:
         from npudoctor.probes.host import user_problem
 
-        problem = user_problem(host, target.user)
+        problem = user_problem(host, request.user)
         if problem:
             raise UsageError(problem)
-    options.python = target.python
-    options.user = target.user
+    options.python = request.python
+    options.user = request.user
     return collect(host, options, sections=sections)
 
 
@@ -136,7 +195,19 @@ def load_matrix_or_none(path: Optional[str]) -> Tuple[Any, Optional[str]]:
         return None, str(exc)
 
 
-def fail_usage(message: str) -> typer.Exit:
-    """Print ``message`` to stderr and return an Exit(2) to raise."""
-    print(f"npudoctor: {message}", file=sys.stderr)
-    return typer.Exit(2)
+def fail_usage(message: str, env: Optional[Environment] = None) -> typer.Exit:
+    """Write ``npudoctor: message`` to ``env.stderr`` (default: the process's) and return
+    the ``typer.Exit`` with :attr:`ExitStatus.USAGE` to raise."""
+    stream = (env or Environment.from_process()).stderr
+    stream.write(f"npudoctor: {message}\n")
+    return typer.Exit(ExitStatus.USAGE)
+
+
+def warn(env: Environment, message: str) -> None:
+    """Write ``npudoctor: message`` to ``env.stderr``."""
+    env.stderr.write(f"npudoctor: {message}\n")
+
+
+def echo(stream: Any, text: str = "") -> None:
+    """Write ``text`` and a newline to ``stream`` (an :class:`Environment` stream)."""
+    stream.write(f"{text}\n")

@@ -1,7 +1,6 @@
 """``npudoctor check``, ``collect`` and ``explain``."""
 
 import json
-import sys
 from typing import List, Optional
 
 import typer
@@ -16,14 +15,19 @@ from npudoctor.cli.commands._common import (
     NoCommandsOpt,
     PythonOpt,
     RootOpt,
-    Target,
     UsageError,
     UserOpt,
     VerboseOpt,
+    environment,
     fail_usage,
     load_matrix_or_none,
+    load_snapshot,
+    machine_request,
     snapshot_for,
+    warn,
 )
+from npudoctor.cli.request import Environment, ExitStatus, MachineRequest
+from npudoctor.findings import Code
 
 CHECK_HELP = """Probe the NPU software stack, judge it against the compatibility matrix and
 print findings with fix-it commands.
@@ -33,9 +37,9 @@ Exit codes: 0 no errors; 1 errors found (or warnings with --strict); 2 usage err
 
 
 def run_check(
-    target: Target,
+    request: MachineRequest,
+    env: Environment,
     *,
-    as_json: bool = False,
     markdown: bool = False,
     verbose: bool = False,
     strict: bool = False,
@@ -45,52 +49,113 @@ def run_check(
     deep_timeout: float = 120.0,
     probe_master: bool = False,
     prometheus: bool = False,
-) -> int:
-    """Run a full check and print it; returns the exit code (0/1).  Raises
-    :class:`UsageError` for bad options or unreadable inputs."""
+) -> ExitStatus:
+    """Run a full check, write it to ``env.stdout`` (text, or JSON with ``request.json``,
+    Markdown, Prometheus) and return the exit status (OK/PROBLEMS, decided by
+    :func:`npudoctor.report.build.exit_status`).  Raises :class:`UsageError` for bad options
+    or unreadable inputs."""
     from npudoctor.config import load_ignores
     from npudoctor.engine import Options, evaluate
-    from npudoctor.report.build import document, exit_code
+    from npudoctor.findings import lookup
+    from npudoctor.report.build import document, exit_status
 
     options = Options(deep=deep, deep_timeout=deep_timeout, probe_master=probe_master, matrix_path=matrix_path)
-    if deep and not as_json and sys.stderr.isatty():
-        options.progress = lambda step: print(f"  probing {step}…", file=sys.stderr)
-    snapshot = snapshot_for(target, options)
+    if deep and not request.json and env.stderr_isatty:
+
+        def progress(step: str) -> None:
+            env.stderr.write(f"  probing {step}…\n")
+
+        options.progress = progress
+    snapshot = snapshot_for(request, options, environ=env.environ)
     matrix, matrix_error = load_matrix_or_none(matrix_path)
     if matrix is not None:
         snapshot.matrix = dict(matrix.provenance)
     else:
         snapshot.matrix = {"error": matrix_error}
-    config_ignores, config_errors = load_ignores()
+    config_ignores, config_errors = load_ignores(environ=dict(env.environ))
     for err in config_errors:
-        print(f"npudoctor: {err}", file=sys.stderr)
+        warn(env, err)
     findings = evaluate(snapshot, matrix, options, ignore=list(ignore or []) + config_ignores)
-    from npudoctor.findings import lookup
-
     for code in list(ignore or []) + config_ignores:
         if lookup(code) is None:
-            print(f"npudoctor: --ignore {code}: no such finding code (see `npudoctor explain --list`)", file=sys.stderr)
-    code = exit_code(findings, strict)
-    if as_json:
-        print(json.dumps(document(snapshot, findings, strict), indent=2, ensure_ascii=False))
+            warn(env, f"--ignore {code}: no such finding code (see `npudoctor explain --list`)")
+    status = exit_status(findings, strict)
+    if request.json:
+        env.stdout.write(json.dumps(document(snapshot, findings, strict), indent=2, ensure_ascii=False) + "\n")
     elif prometheus:
         from npudoctor.report.prometheus import render as render_prom
 
-        sys.stdout.write(render_prom(snapshot, findings, code))
+        env.stdout.write(render_prom(snapshot, findings, status))
     elif markdown:
         from npudoctor.report.markdown import render as render_md
 
-        sys.stdout.write(render_md(snapshot, findings))
+        env.stdout.write(render_md(snapshot, findings))
     else:
         from npudoctor.report.text import render
 
-        render(snapshot, findings, verbose=verbose)
-    return code
+        render(snapshot, findings, verbose=verbose, file=env.stdout, color=env.color(), width=env.width)
+    return status
+
+
+def collect_snapshot(
+    request: MachineRequest,
+    env: Environment,
+    output: Optional[str],
+    redact: bool = True,
+    matrix_path: Optional[str] = None,
+) -> ExitStatus:
+    """``collect``: probe the machine (or, with ``--from``, re-read a snapshot or a ``check
+    --json`` document: its facts, target and matrix stamp are kept) and write the snapshot,
+    redacted unless ``redact`` is false, to ``output`` (``-`` or ``request.json``: to
+    ``env.stdout``).  Returns OK; raises :class:`UsageError` for bad options or an
+    unwritable output."""
+    from npudoctor.engine import Options
+    from npudoctor.snapshot import atomic_write
+    from npudoctor.snapshot import redact as redact_snapshot
+
+    if request.json and output not in (None, "-"):
+        raise UsageError("--json writes the snapshot to standard output; it cannot be combined with --output FILE")
+    if not request.json and output is None:
+        raise UsageError("give --output FILE ('-' or --json: standard output)")
+    if request.from_file:
+        snapshot = load_snapshot(request.from_file)
+    else:
+        snapshot = snapshot_for(request, Options(), environ=env.environ)
+        loaded, error = load_matrix_or_none(matrix_path)
+        snapshot.matrix = dict(loaded.provenance) if loaded is not None else {"error": error}
+    if redact:
+        snapshot = redact_snapshot(snapshot)
+    text = snapshot.to_json() + "\n"
+    if request.json or output == "-":
+        env.stdout.write(text)
+        return ExitStatus.OK
+    assert output is not None
+    try:
+        atomic_write(output, text)
+    except OSError as exc:
+        raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+    env.stderr.write(f"snapshot written to {output}\n")
+    return ExitStatus.OK
+
+
+COLLECT_HELP = """Write the snapshot (all facts, no judgement) to a file for `check --from`,
+`compare` and `plan`.  Every machine option applies as in `check` (--user records that
+account's identity, --env-file that environment, --no-commands runs no npu-smi).  --json
+writes the snapshot to standard output (the same as `-o -`); --from FILE re-writes a
+snapshot or a `check --json` document as a plain snapshot (redacted unless --no-redact),
+e.g. to share one that was written with --no-redact.
+
+Exit codes: 0 written; 2 usage error; 3 npudoctor failed."""
+
+EXPLAIN_HELP = """Explain a finding code (or name): what it means, why it matters, how to fix it.
+
+Exit codes: 0 shown; 2 unknown code or usage error."""
 
 
 def register(app: typer.Typer) -> None:
     @app.command(help=CHECK_HELP)
     def check(
+        ctx: typer.Context,
         root: RootOpt = None,
         env_file: EnvFileOpt = None,
         python: PythonOpt = None,
@@ -121,21 +186,20 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
     ) -> None:
-        target = Target(
-            root=root, python=python, from_file=from_, user=user, commands=not no_commands, env_file=env_file
-        )
-        if as_json and markdown:
-            raise fail_usage("--json and --markdown are mutually exclusive")
-        if fmt is not None:
-            if fmt not in ("text", "json", "markdown", "prometheus"):
-                raise fail_usage(f"--format {fmt}: use text, json, markdown or prometheus")
-            if as_json or markdown:
-                raise fail_usage("--format cannot be combined with --json or --markdown")
-            as_json, markdown = fmt == "json", fmt == "markdown"
+        env = environment(ctx)
         try:
+            if as_json and markdown:
+                raise UsageError("--json and --markdown are mutually exclusive")
+            if fmt is not None:
+                if fmt not in ("text", "json", "markdown", "prometheus"):
+                    raise UsageError(f"--format {fmt}: use text, json, markdown or prometheus")
+                if as_json or markdown:
+                    raise UsageError("--format cannot be combined with --json or --markdown")
+                as_json, markdown = fmt == "json", fmt == "markdown"
+            request = machine_request(root, python, user, env_file, no_commands, from_, as_json)
             code = run_check(
-                target,
-                as_json=as_json,
+                request,
+                env,
                 markdown=markdown,
                 verbose=verbose,
                 strict=strict,
@@ -147,91 +211,92 @@ def register(app: typer.Typer) -> None:
                 prometheus=fmt == "prometheus",
             )
         except UsageError as exc:
-            raise fail_usage(str(exc)) from None
+            raise fail_usage(str(exc), env) from None
         raise typer.Exit(code)
 
-    @app.command(
-        help="Write the snapshot (all facts, no judgement) to a file for `check --from`, "
-        "`compare` and `plan`.\n\nExit codes: 0 written; 2 usage error; 3 npudoctor failed."
-    )
+    @app.command(help=COLLECT_HELP)
     def collect(
-        output: Annotated[str, typer.Option("--output", "-o", metavar="FILE", help="Where to write ('-' = stdout).")],
+        ctx: typer.Context,
+        output: Annotated[
+            Optional[str], typer.Option("--output", "-o", metavar="FILE", help="Where to write ('-' = stdout).")
+        ] = None,
         root: RootOpt = None,
         env_file: EnvFileOpt = None,
         python: PythonOpt = None,
+        from_: FromOpt = None,
         user: UserOpt = None,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="Write the snapshot (JSON) to standard output, as `-o -`.")
+        ] = False,
         no_commands: NoCommandsOpt = False,
         redact_: Annotated[
             bool, typer.Option("--redact/--no-redact", help="Remove host names, user names, IPs (default on).")
         ] = True,
         matrix: MatrixOpt = None,
     ) -> None:
-        from npudoctor.engine import Options
-        from npudoctor.snapshot import atomic_write, redact
-
-        target = Target(root=root, python=python, user=user, commands=not no_commands, env_file=env_file)
+        env = environment(ctx)
         try:
-            snapshot = snapshot_for(target, Options())
-            loaded, error = load_matrix_or_none(matrix)
+            request = machine_request(root, python, user, env_file, no_commands, from_, as_json)
+            if from_ and matrix:
+                raise UsageError("--matrix stamps a new snapshot; --from keeps the snapshot's own matrix stamp")
+            code = collect_snapshot(request, env, output, redact=redact_, matrix_path=matrix)
         except UsageError as exc:
-            raise fail_usage(str(exc)) from None
-        snapshot.matrix = dict(loaded.provenance) if loaded is not None else {"error": error}
-        if redact_:
-            snapshot = redact(snapshot)
-        text = snapshot.to_json() + "\n"
-        if output == "-":
-            sys.stdout.write(text)
-        else:
-            try:
-                atomic_write(output, text)
-            except OSError as exc:
-                raise fail_usage(f"cannot write {output}: {exc.strerror or exc}") from None
-            print(f"snapshot written to {output}", file=sys.stderr)
+            raise fail_usage(str(exc), env) from None
+        raise typer.Exit(code)
 
-    @app.command(
-        help="Explain a finding code (or name): what it means, why it matters, how to fix it.\n\n"
-        "Exit codes: 0 shown; 2 unknown code or usage error."
-    )
+    @app.command(help=EXPLAIN_HELP)
     def explain(
+        ctx: typer.Context,
         code: Annotated[Optional[str], typer.Argument(help="A code such as PKG001, or its name.")] = None,
         list_: Annotated[bool, typer.Option("--list", help="List every code.")] = False,
         as_json: JsonOpt = False,
     ) -> None:
-        from npudoctor.engine import load_rules
-        from npudoctor.findings import REGISTRY, lookup
+        env = environment(ctx)
+        try:
+            status = run_explain(env, code, list_=list_, as_json=as_json)
+        except UsageError as exc:
+            raise fail_usage(str(exc), env) from None
+        raise typer.Exit(status)
 
-        load_rules()
-        if list_:
-            codes = sorted(REGISTRY.values(), key=lambda c: c.code)
-            if as_json:
-                print(json.dumps([_code_dict(c) for c in codes], indent=2, ensure_ascii=False))
-            else:
-                for c in codes:
-                    print(f"{c.code:8} {c.severity:8} {c.name:40} {c.title}")
-            return
-        if not code:
-            raise fail_usage("give a CODE, or --list")
-        found = lookup(code)
-        if found is None:
-            raise fail_usage(f"unknown finding code {code!r}; see `npudoctor explain --list`")
+
+def run_explain(env: Environment, code: Optional[str], list_: bool = False, as_json: bool = False) -> ExitStatus:
+    """``explain``: write one code (or, with ``list_``, every code) to ``env.stdout``.
+    Returns OK; raises :class:`UsageError` for no code or an unknown one."""
+    from npudoctor.engine import load_rules
+    from npudoctor.findings import REGISTRY, lookup
+
+    load_rules()
+    out = env.stdout
+    if list_:
+        codes = sorted(REGISTRY.values(), key=lambda c: c.code)
         if as_json:
-            print(json.dumps(_code_dict(found), indent=2, ensure_ascii=False))
-            return
-        print(f"{found.code} {found.name} ({found.severity}, area {found.area})")
-        print(found.title)
-        if found.kinds:
-            print(f"root-cause kinds: {', '.join(found.kinds)}")
-        print()
-        print(found.explain.strip())
+            out.write(json.dumps([_code_dict(c) for c in codes], indent=2, ensure_ascii=False) + "\n")
+        else:
+            for c in codes:
+                out.write(f"{c.code:8} {c.severity:8} {c.name:40} {c.title}\n")
+        return ExitStatus.OK
+    if not code:
+        raise UsageError("give a CODE, or --list")
+    found = lookup(code)
+    if found is None:
+        raise UsageError(f"unknown finding code {code!r}; see `npudoctor explain --list`")
+    if as_json:
+        out.write(json.dumps(_code_dict(found), indent=2, ensure_ascii=False) + "\n")
+        return ExitStatus.OK
+    out.write(f"{found.code} {found.name} ({found.severity}, area {found.area})\n{found.title}\n")
+    if found.kinds:
+        out.write(f"root-cause kinds: {', '.join(found.kinds)}\n")
+    out.write(f"\n{found.explain.strip()}\n")
+    return ExitStatus.OK
 
 
-def _code_dict(c: object) -> dict:
+def _code_dict(c: Code) -> dict:
     return {
-        "code": c.code,  # type: ignore[attr-defined]
-        "name": c.name,  # type: ignore[attr-defined]
-        "area": c.area,  # type: ignore[attr-defined]
-        "severity": c.severity,  # type: ignore[attr-defined]
-        "title": c.title,  # type: ignore[attr-defined]
-        "kinds": list(c.kinds),  # type: ignore[attr-defined]
-        "explain": c.explain,  # type: ignore[attr-defined]
+        "code": c.code,
+        "name": c.name,
+        "area": c.area,
+        "severity": c.severity,
+        "title": c.title,
+        "kinds": list(c.kinds),
+        "explain": c.explain,
     }

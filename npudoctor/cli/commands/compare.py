@@ -1,13 +1,14 @@
 """``npudoctor compare SNAPSHOT…``: drift across the nodes of a cluster."""
 
+import io
 import json
-import sys
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 import typer
 from typing_extensions import Annotated
 
-from npudoctor.cli.commands._common import JsonOpt, fail_usage
+from npudoctor.cli.commands._common import JsonOpt, UsageError, environment, fail_usage
+from npudoctor.cli.request import Environment, ExitStatus
 
 COMPARE_HELP = """Compare the snapshots of several nodes (written by `npudoctor collect`): one
 stack fingerprint per node (Python, torch, torch_npu, CANN toolkit/kernels/NNAL, driver,
@@ -26,34 +27,50 @@ stale snapshot, or two machines with one host name).
 Exit codes: 0 no drift; 1 drift found (or a snapshot could not be read); 2 usage error."""
 
 
+def status(report: Dict[str, Any]) -> ExitStatus:
+    """The exit status of ``compare``: PROBLEMS on drift (or an unreadable snapshot)."""
+    return ExitStatus.PROBLEMS if report["drift"] else ExitStatus.OK
+
+
+def run_compare(env: Environment, paths: List[str], as_json: bool = False, limit: int = 50) -> ExitStatus:
+    """Compare the snapshots in ``paths`` (none, or ``-``: JSON lines on ``env.stdin``),
+    write the report (text, or JSON) to ``env.stdout`` and return the exit status.
+    Raises :class:`UsageError` for a missing path, no input or no snapshot at all."""
+    from npudoctor.cluster.compare import CompareInputError, compare, iter_inputs
+
+    stdin: Optional[Any] = None
+    if not paths and env.stdin_isatty:
+        raise UsageError("give snapshot files or a directory, or pipe JSON lines on stdin")
+    if not paths or "-" in paths:
+        stdin = io.StringIO(env.stdin.read().decode("utf-8", errors="replace"))
+    try:
+        report = compare(iter_inputs(paths, stdin=stdin))
+    except CompareInputError as exc:
+        raise UsageError(str(exc)) from None
+    if report["nodes"] == 0 and not report["unreadable"]:
+        raise UsageError("no snapshot found in the input")
+    if as_json:
+        env.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    else:
+        from npudoctor.report.compare import render
+
+        env.stdout.write(render(report, limit=max(1, limit)))
+    return status(report)
+
+
 def register(app: typer.Typer) -> None:
     @app.command(help=COMPARE_HELP)
     def compare(
+        ctx: typer.Context,
         snapshots: Annotated[
             Optional[List[str]], typer.Argument(metavar="SNAPSHOT...", help="Files, directories or '-'.")
         ] = None,
         as_json: JsonOpt = False,
         limit: Annotated[int, typer.Option("--limit", metavar="N", help="Nodes listed in full in text output.")] = 50,
     ) -> None:
-        from npudoctor.cluster.compare import CompareInputError, iter_inputs, render_text
-        from npudoctor.cluster.compare import compare as run_compare
-
-        paths = list(snapshots or [])
-        stdin = None
-        if not paths:
-            if sys.stdin is None or sys.stdin.isatty():
-                raise fail_usage("give snapshot files or a directory, or pipe JSON lines on stdin")
-            stdin = sys.stdin
-        elif "-" in paths:
-            stdin = sys.stdin
+        env = environment(ctx)
         try:
-            report = run_compare(iter_inputs(paths, stdin=stdin))
-        except CompareInputError as exc:
-            raise fail_usage(str(exc)) from None
-        if report["nodes"] == 0 and not report["unreadable"]:
-            raise fail_usage("no snapshot found in the input")
-        if as_json:
-            sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-        else:
-            sys.stdout.write(render_text(report, limit=max(1, limit)))
-        raise typer.Exit(1 if report["drift"] else 0)
+            code = run_compare(env, list(snapshots or []), as_json=as_json, limit=limit)
+        except UsageError as exc:
+            raise fail_usage(str(exc), env) from None
+        raise typer.Exit(code)

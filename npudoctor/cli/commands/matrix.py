@@ -1,13 +1,13 @@
 """``npudoctor matrix``: refresh, show, diff and verify the compatibility matrix."""
 
 import json
-import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 import typer
 from typing_extensions import Annotated
 
-from npudoctor.cli.commands._common import JsonOpt, MatrixOpt, fail_usage
+from npudoctor.cli.commands._common import JsonOpt, MatrixOpt, echo, environment, fail_usage
+from npudoctor.cli.request import Environment, ExitStatus
 
 matrix_app = typer.Typer(
     name="matrix",
@@ -51,13 +51,13 @@ the matrix in use), else the bundled matrix.  Every problem names the file, row 
 Exit codes: 0 valid; 1 invalid; 2 usage error (no such file)."""
 
 
-def _load(path: Optional[str]) -> Any:
+def _load(path: Optional[str], env: Environment) -> Any:
     from npudoctor.knowledge.matrix import MatrixError, load_matrix
 
     try:
         return load_matrix(path)
     except MatrixError as exc:
-        raise fail_usage(str(exc)) from None
+        raise fail_usage(str(exc), env) from None
 
 
 def _py_text(row: Any) -> str:
@@ -71,6 +71,7 @@ def _py_text(row: Any) -> str:
 
 @matrix_app.command("show", help=SHOW_HELP)
 def show(
+    ctx: typer.Context,
     torch_npu: Annotated[
         Optional[str], typer.Option("--torch-npu", metavar="X", help="Exact torch_npu version.")
     ] = None,
@@ -86,11 +87,12 @@ def show(
     as_json: JsonOpt = False,
     matrix: MatrixOpt = None,
 ) -> None:
+    env = environment(ctx)
     if platform and platform not in ("aarch64", "x86_64"):
-        raise fail_usage(f"--platform {platform}: use aarch64 or x86_64")
+        raise fail_usage(f"--platform {platform}: use aarch64 or x86_64", env)
     if python and not python.replace(".", "").isdigit():
-        raise fail_usage(f"--python {python}: give a version like 3.10")
-    m = _load(matrix)
+        raise fail_usage(f"--python {python}: give a version like 3.10", env)
+    m = _load(matrix, env)
     rows = list(m.torch_npu_rows)
     if torch_npu:
         found = m.find_torch_npu(torch_npu)
@@ -113,13 +115,13 @@ def show(
             d["support"] = m.support(r)
             if cann:
                 d["cann_fit"] = m.cann_fit(r, cann)
-        print(json.dumps(out, indent=2, ensure_ascii=False))
+        echo(env.stdout, json.dumps(out, indent=2, ensure_ascii=False))
     else:
-        _print_rows(rows, m, cann)
-    raise typer.Exit(0 if rows else 1)
+        _print_rows(env, rows, m, cann)
+    raise typer.Exit(ExitStatus.OK if rows else ExitStatus.PROBLEMS)
 
 
-def _print_rows(rows: List[Any], m: Any, cann: Optional[str]) -> None:
+def _print_rows(env: Environment, rows: List[Any], m: Any, cann: Optional[str]) -> None:
     header = ("torch_npu", "torch", "CANN", "branch", "table", "support", "Python (PyPI wheels)")
     table = [header]
     for r in rows:
@@ -129,29 +131,31 @@ def _print_rows(rows: List[Any], m: Any, cann: Optional[str]) -> None:
         table.append((r.torch_npu, r.torch, c, r.branch or "-", r.status, m.support(r)["text"], _py_text(r)))
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header) - 1)]
     for row in table:
-        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + str(row[-1]))
+        echo(env.stdout, "  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + str(row[-1]))
     prov = m.provenance
-    print(
+    echo(
+        env.stderr,
         f"\n{len(rows)} row(s); matrix {prov.get('origin')} {prov.get('source')}, retrieved {prov.get('retrieved')}",
-        file=sys.stderr,
     )
 
 
 @matrix_app.command("refresh", help=REFRESH_HELP)
 def refresh_cmd(
+    ctx: typer.Context,
     source: Annotated[
         Optional[List[str]], typer.Option("--source", metavar="URL|FILE", help="A source (repeatable).")
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
+    env = environment(ctx)
     from npudoctor.knowledge.matrix import cache_dir
     from npudoctor.knowledge.refresh import refresh
 
     result = refresh(list(source or []) or None, dry_run=dry_run)
-    failed = result.failed
     if as_json:
-        print(
+        echo(
+            env.stdout,
             json.dumps(
                 {
                     "sources": [s.__dict__ for s in result.sources],
@@ -163,31 +167,40 @@ def refresh_cmd(
                 },
                 indent=2,
                 ensure_ascii=False,
-            )
+            ),
         )
     else:
         for s in result.sources:
             if s.ok:
-                print(f"ok      {s.source}: {s.summary}")
+                echo(env.stdout, f"ok      {s.source}: {s.summary}")
                 for w in s.warnings:
-                    print(f"        warning: {w}")
+                    echo(env.stdout, f"        warning: {w}")
             else:
-                print(f"FAILED  {s.source}: {s.error}")
+                echo(env.stdout, f"FAILED  {s.source}: {s.error}")
         if result.changes:
-            print(f"\n{len(result.changes)} change(s){' (dry run, nothing written)' if dry_run else ''}:")
+            echo(env.stdout, f"\n{len(result.changes)} change(s){' (dry run, nothing written)' if dry_run else ''}:")
             for c in result.changes:
-                print(f"  {c}")
+                echo(env.stdout, f"  {c}")
         elif not result.error:
-            print("\nno change to the matrix rows")
+            echo(env.stdout, "\nno change to the matrix rows")
         if result.error:
-            print(f"\nnpudoctor: {result.error}", file=sys.stderr)
+            echo(env.stderr, f"\nnpudoctor: {result.error}")
         elif result.written:
-            print(f"\nwritten {result.written}" + (f" (previous copy: {result.previous})" if result.previous else ""))
+            echo(
+                env.stdout,
+                f"\nwritten {result.written}" + (f" (previous copy: {result.previous})" if result.previous else ""),
+            )
         elif dry_run:
-            print(f"\n(dry run: would write {cache_dir()}/matrix.json)")
+            echo(env.stdout, f"\n(dry run: would write {cache_dir()}/matrix.json)")
+    raise typer.Exit(refresh_status(result))
+
+
+def refresh_status(result: Any) -> ExitStatus:
+    """The exit status of ``matrix refresh``: NOT_WRITTEN when nothing was written,
+    PROBLEMS when some sources failed (the rest written), else OK."""
     if result.error:
-        raise typer.Exit(3)
-    raise typer.Exit(1 if failed else 0)
+        return ExitStatus.NOT_WRITTEN
+    return ExitStatus.PROBLEMS if result.failed else ExitStatus.OK
 
 
 def _rows_by_key(m: Any) -> Dict[Tuple[str, str], Dict[str, Any]]:
@@ -230,39 +243,48 @@ def diff_matrices(a: Any, b: Any) -> List[str]:
 
 @matrix_app.command("diff", help=DIFF_HELP)
 def diff(
+    ctx: typer.Context,
     a: Annotated[Optional[str], typer.Argument(metavar="[A]", help="First matrix (file or directory).")] = None,
     b: Annotated[Optional[str], typer.Argument(metavar="[B]", help="Second matrix.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
+    env = environment(ctx)
     import os
 
     from npudoctor.knowledge.matrix import MatrixError, bundled_dir, cache_path, load_from
 
     if (a is None) != (b is None):
-        raise fail_usage("give two matrices A and B, or none (cache vs bundled)")
+        raise fail_usage("give two matrices A and B, or none (cache vs bundled)", env)
     try:
         if a is None:
             if not os.path.exists(cache_path()):
-                raise fail_usage(f"no refreshed matrix in {cache_path()}; run `npudoctor matrix refresh` first")
+                raise fail_usage(f"no refreshed matrix in {cache_path()}; run `npudoctor matrix refresh` first", env)
             left, right = load_from(bundled_dir(), "bundled"), load_from(cache_path(), "cache")
         else:
             left, right = load_from(a, "file"), load_from(b, "file")  # type: ignore[arg-type]
     except MatrixError as exc:
-        raise fail_usage(str(exc)) from None
+        raise fail_usage(str(exc), env) from None
     lines = diff_matrices(left, right)
     if as_json:
-        print(
+        echo(
+            env.stdout,
             json.dumps(
                 {"a": left.provenance, "b": right.provenance, "differences": lines}, indent=2, ensure_ascii=False
-            )
+            ),
         )
     else:
-        print(f"--- {left.provenance['source']} ({left.provenance['origin']}, {left.provenance.get('retrieved')})")
-        print(f"+++ {right.provenance['source']} ({right.provenance['origin']}, {right.provenance.get('retrieved')})")
+        echo(
+            env.stdout,
+            f"--- {left.provenance['source']} ({left.provenance['origin']}, {left.provenance.get('retrieved')})",
+        )
+        echo(
+            env.stdout,
+            f"+++ {right.provenance['source']} ({right.provenance['origin']}, {right.provenance.get('retrieved')})",
+        )
         for line in lines:
-            print(line)
-        print(f"{len(lines)} difference(s)", file=sys.stderr)
-    raise typer.Exit(1 if lines else 0)
+            echo(env.stdout, line)
+        echo(env.stderr, f"{len(lines)} difference(s)")
+    raise typer.Exit(ExitStatus.PROBLEMS if lines else ExitStatus.OK)
 
 
 def _default_target() -> Tuple[str, str, str]:
@@ -289,6 +311,7 @@ def _default_target() -> Tuple[str, str, str]:
 
 @matrix_app.command("verify", help=VERIFY_HELP)
 def verify(
+    ctx: typer.Context,
     file: Annotated[
         Optional[str],
         typer.Argument(
@@ -299,6 +322,7 @@ def verify(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
+    env = environment(ctx)
     import os
 
     from npudoctor.knowledge.matrix import MatrixError, load_from
@@ -307,26 +331,28 @@ def verify(
     if file is None:
         file, origin, what = _default_target()
     elif not os.path.exists(file):
-        raise fail_usage(f"{file}: no such file or directory")
+        raise fail_usage(f"{file}: no such file or directory", env)
     if what and not as_json:
-        print(f"verifying {what}: {file}")
+        echo(env.stdout, f"verifying {what}: {file}")
     try:
         m = load_from(file, origin, partial=origin == "file")
     except MatrixError as exc:
         if as_json:
-            print(
+            echo(
+                env.stdout,
                 json.dumps(
                     {"valid": False, "file": file, "origin": origin, "what": what, "error": str(exc)},
                     indent=2,
                     ensure_ascii=False,
-                )
+                ),
             )
         else:
-            print(f"invalid: {exc}")
-        raise typer.Exit(1) from None
+            echo(env.stdout, f"invalid: {exc}")
+        raise typer.Exit(ExitStatus.PROBLEMS) from None
     counts = {t: len(m.data.get(t, [])) for t in ("torch_npu", "cann", "chip", "family", "python_dep")}
     if as_json:
-        print(
+        echo(
+            env.stdout,
             json.dumps(
                 {
                     "valid": True,
@@ -338,15 +364,15 @@ def verify(
                 },
                 indent=2,
                 ensure_ascii=False,
-            )
+            ),
         )
     else:
-        print(f"valid: {file}")
-        print("rows: " + ", ".join(f"{n} {t}" for t, n in counts.items()))
-        print(f"retrieved {m.provenance.get('retrieved')}, sha256 {m.provenance.get('sha256')}")
+        echo(env.stdout, f"valid: {file}")
+        echo(env.stdout, "rows: " + ", ".join(f"{n} {t}" for t, n in counts.items()))
+        echo(env.stdout, f"retrieved {m.provenance.get('retrieved')}, sha256 {m.provenance.get('sha256')}")
         for s in m.provenance.get("sources", []):
-            print(f"source: {s}")
-    raise typer.Exit(0)
+            echo(env.stdout, f"source: {s}")
+    raise typer.Exit(ExitStatus.OK)
 
 
 def register(app: typer.Typer) -> None:

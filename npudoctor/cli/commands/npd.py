@@ -60,12 +60,13 @@ def _work(
     root: Optional[str], commands: bool, severity: str, ignore: List[str], budget: float, out: Dict[str, Any]
 ) -> None:
     try:
-        from npudoctor.cli.commands._common import Target, load_matrix_or_none, snapshot_for
+        from npudoctor.cli.commands._common import load_matrix_or_none, snapshot_for
+        from npudoctor.cli.request import MachineRequest
         from npudoctor.config import load_ignores
         from npudoctor.engine import Options, evaluate
 
         options = Options(deadline=time.monotonic() + budget, command_timeout=min(5.0, budget / 3))
-        snapshot = snapshot_for(Target(root=root, commands=commands), options)
+        snapshot = snapshot_for(MachineRequest(root=root, no_commands=not commands), options)
         matrix, _err = load_matrix_or_none(None)
         config_ignores, _errs = load_ignores()
         findings = evaluate(snapshot, matrix, options, ignore=list(ignore) + config_ignores)

@@ -2,13 +2,21 @@
 
 import json
 import os
-import sys
 from typing import Any, List, Optional
 
 import typer
 from typing_extensions import Annotated
 
-from npudoctor.cli.commands._common import JsonOpt, MatrixOpt, fail_usage
+from npudoctor.cli.commands._common import (
+    JsonOpt,
+    MatrixOpt,
+    UsageError,
+    echo,
+    environment,
+    fail_usage,
+    load_matrix_or_none,
+)
+from npudoctor.cli.request import Environment, ExitStatus
 
 PLAN_HELP = """Plan an offline (intranet) install for the machine of a site snapshot.
 
@@ -34,56 +42,59 @@ Exit codes: 0 the bundle is complete and fits; 1 problems found (each file named
 2 usage error."""
 
 
-def _load_site(path: str, matrix: Any) -> Any:
+def _load_site(path: str, matrix: Any, env: Environment) -> Any:
     from npudoctor.plan.site import site_from_snapshot
     from npudoctor.snapshot import Snapshot, SnapshotError
 
     try:
         snap = Snapshot.load(path)
     except SnapshotError as exc:
-        raise fail_usage(str(exc)) from None
+        raise fail_usage(str(exc), env) from None
     return site_from_snapshot(snap, source=path, matrix=matrix)
 
 
-def _print_resolution(res: Any) -> None:
+def _print_resolution(res: Any, out: Any) -> None:
     site = res.site
     chip = site.chip
     arch = site.arch or "?"
     if site.arch and site.arch_source and site.arch_source != "host.arch":
         arch += f" (from {site.arch_source.split(' ')[0]})"
-    print(
+    echo(
+        out,
         f"site: {site.node or 'unknown node'} — {arch}, glibc {site.glibc or '?'}, "
         f"Python {site.python_full or site.python or '?'}, CANN {site.cann or 'none'}, "
-        f"driver {site.driver or '?'}, chip {chip.name + ' x' + str(chip.count) if chip else '?'}"
+        f"driver {site.driver or '?'}, chip {chip.name + ' x' + str(chip.count) if chip else '?'}",
     )
-    print(f"asked: {res.request.describe()}")
+    echo(out, f"asked: {res.request.describe()}")
     if res.plan is None:
-        print("\nno install set fits:")
+        echo(out, "\nno install set fits:")
         for r in res.reasons:
-            print(f"  - {r}")
+            echo(out, f"  - {r}")
         if res.alternatives:
-            print("\nnearest sets that fit:")
+            echo(out, "\nnearest sets that fit:")
             for a in res.alternatives:
-                print(f"  - {a}")
+                echo(out, f"  - {a}")
         else:
-            print("\nno nearby set fits this site either")
+            echo(out, "\nno nearby set fits this site either")
         return
     p = res.plan
-    print(f"\nplan: torch_npu {p.torch_npu} + {p.torch_requirement} on CPython {p.python} ({p.arch}), CANN {p.cann}")
-    print("\nwhy:")
+    echo(
+        out, f"\nplan: torch_npu {p.torch_npu} + {p.torch_requirement} on CPython {p.python} ({p.arch}), CANN {p.cann}"
+    )
+    echo(out, "\nwhy:")
     for r in p.reasons:
-        print(f"  - {r}")
+        echo(out, f"  - {r}")
     if p.warnings:
-        print("\nwarnings:")
+        echo(out, "\nwarnings:")
         for w in p.warnings:
-            print(f"  - {w}")
-    print("\npip requirements: " + " ".join(p.requirements))
+            echo(out, f"  - {w}")
+    echo(out, "\npip requirements: " + " ".join(p.requirements))
     if p.packages:
-        print("\nCANN / driver packages:")
+        echo(out, "\nCANN / driver packages:")
         for pkg in p.packages:
-            print(f"  - {pkg.kind:8} {pkg.filename}")
+            echo(out, f"  - {pkg.kind:8} {pkg.filename}")
             if pkg.url:
-                print(f"             {pkg.url}")
+                echo(out, f"             {pkg.url}")
 
 
 def register(app: typer.Typer) -> None:
@@ -153,6 +164,7 @@ def register(app: typer.Typer) -> None:
         if ctx.invoked_subcommand is not None:
             return
         code = run_plan(
+            environment(ctx),
             site_path=for_,
             torch_npu=torch_npu,
             torch=torch,
@@ -175,6 +187,7 @@ def register(app: typer.Typer) -> None:
 
     @plan_app.command("verify", help=VERIFY_HELP)
     def verify(
+        ctx: typer.Context,
         directory: Annotated[str, typer.Argument(metavar="DIR", help="The bundle directory.")],
         for_: Annotated[
             Optional[str], typer.Option("--for", metavar="SITE.JSON", help="Check the wheels fit this site.")
@@ -183,23 +196,26 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from npudoctor.plan.verify import verify_bundle
 
+        env = environment(ctx)
+        out = env.stdout
         if not os.path.isdir(directory):
-            raise fail_usage(f"{directory}: not a directory")
-        site = _load_site(for_, None) if for_ else None
+            raise fail_usage(f"{directory}: not a directory", env)
+        site = _load_site(for_, None, env) if for_ else None
         report = verify_bundle(directory, site)
         if as_json:
-            print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+            echo(out, json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
         else:
-            print(f"bundle {directory}: {report.checked} files checked")
+            echo(out, f"bundle {directory}: {report.checked} files checked")
             for p in report.problems:
-                print(f"  {p.severity.upper():7} {p.kind:12} {p.message}")
-            print("OK: complete, intact" + (" and fits the site" if site else "") if report.ok else "FAILED")
-        raise typer.Exit(0 if report.ok else 1)
+                echo(out, f"  {p.severity.upper():7} {p.kind:12} {p.message}")
+            echo(out, "OK: complete, intact" + (" and fits the site" if site else "") if report.ok else "FAILED")
+        raise typer.Exit(ExitStatus.OK if report.ok else ExitStatus.PROBLEMS)
 
     app.add_typer(plan_app, name="plan")
 
 
 def run_plan(
+    env: Environment,
     *,
     site_path: Optional[str],
     torch_npu: Optional[str] = None,
@@ -218,48 +234,49 @@ def run_plan(
     pypi_json: Optional[str] = None,
     matrix_path: Optional[str] = None,
     as_json: bool = False,
-) -> int:
-    """Resolve (and unless ``dry_run`` or no ``output``, bundle).  Returns the exit code;
-    raises ``typer.Exit(2)`` for usage errors."""
-    from npudoctor.cli.commands._common import UsageError, load_matrix_or_none
+) -> ExitStatus:
+    """Resolve (and unless ``dry_run`` or no ``output``, bundle), writing to ``env``.
+    Returns OK (a plan was made, and the bundle written) or PROBLEMS (no set fits, or the
+    bundle could not be made); raises ``typer.Exit`` with USAGE for usage errors."""
     from npudoctor.plan.resolve import PlanError, Request, resolve
     from npudoctor.plan.wheels import WheelCatalog
 
+    out = env.stdout
     if not site_path:
-        raise fail_usage("give the site snapshot: npudoctor plan --for site.json (made with `npudoctor collect`)")
+        raise fail_usage("give the site snapshot: npudoctor plan --for site.json (made with `npudoctor collect`)", env)
     if cann_dir and not os.path.isdir(cann_dir):
-        raise fail_usage(f"--cann-dir {cann_dir}: not a directory")
+        raise fail_usage(f"--cann-dir {cann_dir}: not a directory", env)
     try:
         matrix, error = load_matrix_or_none(matrix_path)
     except UsageError as exc:
-        raise fail_usage(str(exc)) from None
+        raise fail_usage(str(exc), env) from None
     if matrix is None:
-        raise fail_usage(f"the compatibility matrix cannot be loaded: {error}")
-    site = _load_site(site_path, matrix)
+        raise fail_usage(f"the compatibility matrix cannot be loaded: {error}", env)
+    site = _load_site(site_path, matrix, env)
     catalog = None
     if pypi_json:
         try:
             catalog = WheelCatalog.from_pypi_json(pypi_json)
         except ValueError as exc:
-            raise fail_usage(str(exc)) from None
+            raise fail_usage(str(exc), env) from None
     try:
         res = resolve(site, Request(torch_npu, torch, cann, python, allow_driver_upgrade), matrix, catalog)
     except PlanError as exc:
-        raise fail_usage(str(exc)) from None
+        raise fail_usage(str(exc), env) from None
     doc: dict = res.to_dict()
     doc["matrix"] = dict(matrix.provenance)
     if not as_json:
-        _print_resolution(res)
+        _print_resolution(res, env.stdout)
     if res.plan is None:
         if as_json:
-            print(json.dumps(doc, indent=2, ensure_ascii=False))
-        return 1
+            echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
+        return ExitStatus.PROBLEMS
     if dry_run or not output:
         if as_json:
-            print(json.dumps(doc, indent=2, ensure_ascii=False))
+            echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
         elif not output:
-            print("\n(no --output DIR: nothing downloaded)")
-        return 0
+            echo(out, "\n(no --output DIR: nothing downloaded)")
+        return ExitStatus.OK
     from npudoctor.plan.bundle import BundleError, BundleOptions, make_bundle
 
     opts = BundleOptions(
@@ -270,24 +287,24 @@ def run_plan(
         torch_index_url=torch_index_url,
         cann_dir=cann_dir,
         fetch_cann=fetch_cann,
-        progress=sys.stderr.isatty() and not as_json,
+        progress=env.stderr_isatty and not as_json,
     )
 
     def log(msg: str) -> None:
-        print(f"npudoctor: {msg}", file=sys.stderr)
+        echo(env.stderr, f"npudoctor: {msg}")
 
     try:
         result = make_bundle(res.plan, site, opts, log=log)
     except BundleError as exc:
-        print(f"npudoctor: {exc}", file=sys.stderr)
+        echo(env.stderr, f"npudoctor: {exc}")
         for line in exc.details:
-            print(f"  {line}", file=sys.stderr)
+            echo(env.stderr, f"  {line}")
         if as_json:
             doc["bundle"] = {"error": str(exc), "details": exc.details}
-            print(json.dumps(doc, indent=2, ensure_ascii=False))
-        return 1
+            echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
+        return ExitStatus.PROBLEMS
     except OSError as exc:
-        raise fail_usage(f"cannot write the bundle to {output}: {exc.strerror or exc}") from None
+        raise fail_usage(f"cannot write the bundle to {output}: {exc.strerror or exc}", env) from None
     doc["bundle"] = {
         "output": result.output,
         "manifest": result.manifest,
@@ -297,15 +314,17 @@ def run_plan(
         "files": len(result.files),
     }
     if as_json:
-        print(json.dumps(doc, indent=2, ensure_ascii=False))
+        echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
     else:
-        print(
+        echo(
+            out,
             f"\nbundle written to {result.output}: {len(result.files)} files "
-            f"({len(result.downloaded)} downloaded, {len(result.kept)} kept from a previous run)"
+            f"({len(result.downloaded)} downloaded, {len(result.kept)} kept from a previous run)",
         )
         for p in result.pending:
-            print(f"  still to download: {p['filename']} ({p['kind']}) {p.get('url') or ''} — {p.get('reason')}")
-        print(
-            f"next: copy {result.output} to the site; there: npudoctor plan verify DIR --for site.json; bash install.sh"
+            echo(out, f"  still to download: {p['filename']} ({p['kind']}) {p.get('url') or ''} — {p.get('reason')}")
+        echo(
+            out,
+            f"next: copy {result.output} to the site; there: npudoctor plan verify DIR --for site.json; bash install.sh",
         )
-    return 0
+    return ExitStatus.OK

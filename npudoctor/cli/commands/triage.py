@@ -1,5 +1,6 @@
 """``npudoctor triage LOG...``: explain the errors in logs with the facts of this machine."""
 
+import contextlib
 import json
 import os
 import sys
@@ -16,13 +17,16 @@ from npudoctor.cli.commands._common import (
     NoCommandsOpt,
     PythonOpt,
     RootOpt,
-    Target,
     UsageError,
     UserOpt,
+    diagnosed_environ,
+    environment,
     fail_usage,
     load_matrix_or_none,
+    machine_request,
     snapshot_for,
 )
+from npudoctor.cli.request import Environment, ExitStatus, MachineRequest
 
 TRIAGE_HELP = """Find the known error signatures in logs (training/inference output, CANN plog
 files or directories of them, a pasted traceback; '-' reads stdin), group repeats, and rank
@@ -34,6 +38,10 @@ Run live on a machine with no Ascend stack (no CANN, driver, torch_npu or NPU de
 without --root/--from/--python, triage does not judge the causes with this machine's facts
 (the log came from another machine): they are listed unranked ("ranked": false,
 "unranked": "no-npu-stack" in --json); give that machine's facts with --from/--root.
+
+--env-file judges the workload environment of that file (its HCCL and visibility
+variables) instead of this shell's; --user judges device access for that account;
+--no-commands runs no npu-smi; --no-facts probes nothing (no machine option then).
 
 Exit codes: 0 no known error found (noise, warnings and unknown lines do not count);
 1 known errors found; 2 usage error (unreadable log, bad options)."""
@@ -51,7 +59,7 @@ NO_STACK_HINT = (
 
 
 def _facts(
-    target: Target, no_facts: bool, matrix_path: Optional[str]
+    request: MachineRequest, env: Environment, no_facts: bool, matrix_path: Optional[str]
 ) -> Tuple[Dict[str, Any], List[Any], Optional[Dict[str, str]], str, Optional[str]]:
     """``(facts, findings, environ, mode, unranked)`` for ranking; raises :class:`UsageError`.
 
@@ -61,6 +69,8 @@ def _facts(
     :func:`npudoctor.rules.overview.npu_stack_present` finds nothing NPU-related.  Such a
     log came from another machine: this one's numpy or container state says nothing
     about it, so no fact of this machine is used (only what the log itself says).
+    ``environ`` is the workload environment judged: the ``--env-file``'s, else
+    ``env.environ``; ``None`` with ``--from`` (the snapshot's facts hold it).
     """
     if no_facts:
         return {}, [], None, "none", "no-facts"
@@ -68,28 +78,31 @@ def _facts(
     from npudoctor.rules.overview import npu_stack_present
 
     options = Options()
-    snapshot = snapshot_for(target, options)
-    mode = "from" if target.from_file else ("root" if target.root else ("python" if target.python else "live"))
+    snapshot = snapshot_for(request, options, environ=env.environ)
+    mode = "from" if request.from_file else ("root" if request.root else ("python" if request.python else "live"))
     if mode == "live" and not npu_stack_present(snapshot):
         return {}, [], None, mode, "no-npu-stack"
     matrix, _error = load_matrix_or_none(matrix_path)
     findings = evaluate(snapshot, matrix, options)
-    environ = None if target.from_file else dict(os.environ)
+    environ = None if request.from_file else diagnosed_environ(request, env.environ)
     return snapshot.facts, findings, environ, mode, None
 
 
 def run_triage(
     logs: List[str],
-    target: Target,
+    request: MachineRequest,
+    env: Optional[Environment] = None,
     *,
-    as_json: bool = False,
     no_facts: bool = False,
     matrix_path: Optional[str] = None,
-) -> int:
-    """Scan ``logs`` and print the result; returns the exit code (0/1).  Raises
-    :class:`UsageError` for unreadable logs or bad options."""
+) -> ExitStatus:
+    """Scan ``logs`` (``-``: ``env.stdin``) and write the result (text, or JSON with
+    ``request.json``) to ``env.stdout`` (default: the process's surroundings); returns the
+    exit status (PROBLEMS when a known error was found).  Raises :class:`UsageError` for
+    unreadable logs or bad options."""
     from npudoctor.triage import FactView, Scanner, iter_log_files, load_kb, rank
 
+    env = env if env is not None else Environment.from_process()
     files: List[str] = []
     for log in logs:
         if log == "-":
@@ -104,11 +117,11 @@ def run_triage(
     for path in files:
         if path != "-" and not os.access(path, os.R_OK):
             raise UsageError(f"{path}: permission denied")
-    facts, findings, environ, mode, unranked = _facts(target, no_facts, matrix_path)
+    facts, findings, environ, mode, unranked = _facts(request, env, no_facts, matrix_path)
     scanner = Scanner(load_kb())
     for path in files:
         if path == "-":
-            scanner.feed("<stdin>", sys.stdin.buffer)
+            scanner.feed("<stdin>", env.stdin)
             continue
         try:
             with open(path, "rb") as fh:
@@ -119,16 +132,18 @@ def run_triage(
     result["facts_from"] = mode
     result["ranked"] = unranked is None
     result["unranked"] = unranked
-    code = 1 if result["summary"]["known_errors"] else 0
-    if as_json:
+    status = ExitStatus.PROBLEMS if result["summary"]["known_errors"] else ExitStatus.OK
+    if request.json:
         from npudoctor import __version__
 
-        doc = {"schema_version": 1, "npudoctor_version": __version__, "exit_code": code}
+        doc = {"schema_version": 1, "npudoctor_version": __version__, "exit_code": int(status)}
         doc.update(result)
-        print(json.dumps(doc, indent=2, ensure_ascii=False))
+        env.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     else:
-        render_text(result)
-    return code
+        # render_text writes to sys.stdout (its move to report/ is another change).
+        with contextlib.redirect_stdout(env.stdout):
+            render_text(result)
+    return status
 
 
 _MARK = {"error": "✗", "warning": "!", "noise": "·"}
@@ -209,6 +224,7 @@ def render_text(result: Dict[str, Any]) -> None:
 def register(app: typer.Typer) -> None:
     @app.command(help=TRIAGE_HELP)
     def triage(
+        ctx: typer.Context,
         logs: Annotated[List[str], typer.Argument(metavar="LOG...", help="Log files, directories of logs, or '-'.")],
         root: RootOpt = None,
         env_file: EnvFileOpt = None,
@@ -222,11 +238,26 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--no-facts", help="Do not probe the machine: explain the signatures only.")
         ] = False,
     ) -> None:
-        target = Target(
-            root=root, python=python, from_file=from_, user=user, commands=not no_commands, env_file=env_file
-        )
+        env = environment(ctx)
         try:
-            code = run_triage(logs, target, as_json=as_json, no_facts=no_facts, matrix_path=matrix)
+            request = machine_request(root, python, user, env_file, no_commands, from_, as_json)
+            if no_facts:
+                given = [
+                    name
+                    for name, value in (
+                        ("--root", root),
+                        ("--python", python),
+                        ("--user", user),
+                        ("--env-file", env_file),
+                        ("--no-commands", no_commands),
+                        ("--from", from_),
+                        ("--matrix", matrix),
+                    )
+                    if value
+                ]
+                if given:
+                    raise UsageError(f"--no-facts gathers no facts; it cannot be combined with {' or '.join(given)}")
+            code = run_triage(logs, request, env, no_facts=no_facts, matrix_path=matrix)
         except UsageError as exc:
-            raise fail_usage(str(exc)) from None
+            raise fail_usage(str(exc), env) from None
         raise typer.Exit(code)

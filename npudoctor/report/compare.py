@@ -1,0 +1,82 @@
+"""The human form of ``npudoctor compare``: the majority stack, each node that differs,
+split fields, repeated and duplicate snapshots, unreadable ones.  The ``--json`` form is the
+report of :func:`npudoctor.cluster.compare.compare` itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+
+def render(report: Dict[str, Any], limit: int = 50) -> str:
+    """The human report: the majority stack, then each node that differs (at most
+    ``limit`` nodes listed in full), split fields and unreadable snapshots."""
+    lines: List[str] = []
+    n = report["nodes"]
+    differing = report["differing"]
+    lines.append(
+        f"Compared {n} node(s): {report['majority_nodes']} match the majority, "
+        f"{len(differing)} differ, {len(report['split'])} field(s) split, "
+        f"{len(report['unreadable'])} unreadable."
+    )
+    if report["majority"]:
+        lines.append("")
+        lines.append("Majority stack:")
+        width = max(len(f) for f in report["majority"])
+        for field in report["fields"]:
+            if field in report["majority"]:
+                lines.append(f"  {field:<{width}}  {report['majority'][field]}")
+    if differing:
+        lines.append("")
+        lines.append("Nodes that differ from the majority:")
+        for item in differing[:limit]:
+            lines.append(f"  {item['node']}  ({item['source']})")
+            for d in item["differences"]:
+                lines.append(f"      {d['field']}: {d['value']}  (majority: {d['majority']})")
+        if len(differing) > limit:
+            lines.append(f"  ... and {len(differing) - limit} more (use --json for all)")
+    for item in report["split"]:
+        lines.append("")
+        lines.append(f"No majority for {item['field']}:")
+        for value, names in item["values"].items():
+            shown = ", ".join(names[:10]) + (f" ... (+{len(names) - 10})" if len(names) > 10 else "")
+            lines.append(f"  {value}: {shown}")
+    if report.get("repeated"):
+        lines.append("")
+        shown = ", ".join(r["source"] for r in report["repeated"][:limit])
+        lines.append(f"Given more than once (the same snapshot), counted once: {shown}")
+    for dup in report.get("duplicates", [])[:limit]:
+        lines.append("")
+        sources = ", ".join(dup["sources"])
+        if dup["identical"]:
+            lines.append(
+                f"Node {dup['node']} appears in {len(dup['sources'])} snapshots ({sources}): "
+                "the same stack, counted once."
+            )
+            continue
+        lines.append(
+            f"Node {dup['node']} appears in {len(dup['sources'])} snapshots that differ ({sources}): "
+            f"counted once, as {dup['used']} (the newest)."
+        )
+        for d in dup["differences"]:
+            values = ", ".join(f"{src}: {v if v is not None else '?'}" for src, v in d["values"].items())
+            lines.append(f"      {d['field']}: {values}")
+        lines.append(
+            "  A stale snapshot next to a fresh one, or two machines with one host name: remove the "
+            "stale file, or give each machine its own name."
+        )
+    if report["unreadable"]:
+        lines.append("")
+        lines.append("Unreadable snapshots:")
+        for item in report["unreadable"][:limit]:
+            lines.append(f"  {item['source']}: {item['error']}")
+    if report["unknown"]:
+        lines.append("")
+        lines.append(
+            f"{len(report['unknown'])} node(s) lack some facts (not counted as drift), e.g. "
+            f"{report['unknown'][0]['node']}: {', '.join(report['unknown'][0]['fields'][:6])}"
+        )
+    if not report["drift"]:
+        lines.append("")
+        lines.append("No drift: every node has the same stack.")
+    return "\n".join(lines) + "\n"
