@@ -20,7 +20,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Generic, Optional, TypeVar
+from typing import Callable, Generic, Optional, Set, TypeVar
 
 T = TypeVar("T")
 
@@ -110,7 +110,7 @@ def kill_children() -> None:
     :meth:`npudoctor.host.Host.run` lead their own session), so that leaving on a blown
     budget does not orphan a wedged ``npu-smi`` that ignores SIGTERM.  Children are read
     from ``/proc/self/task/<tid>/children`` (Linux >= 3.5); never raises."""
-    pids = set()
+    pids: Set[int] = set()
     try:
         for tid in os.listdir("/proc/self/task"):
             try:

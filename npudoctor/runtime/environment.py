@@ -183,7 +183,8 @@ def plan_environment(machine: Optional[MachineRequest] = None, environ: Optional
     host = Host(root=root or "/", environ=base, commands=machine.commands)
     options = Options(python=python, quick=True, command_timeout=10.0)
     facts = collect(host, options, sections=("host", "cann")).facts
-    cann = facts.get("cann") if isinstance(facts.get("cann"), dict) else {}
+    raw = facts.get("cann")
+    cann: Dict[str, Any] = raw if isinstance(raw, dict) else {}
     selected = cann.get("selected") if isinstance(cann.get("selected"), dict) else None
     nnal = cann.get("nnal") if isinstance(cann.get("nnal"), dict) else None
     if selected is None or not selected.get("path"):
@@ -236,7 +237,7 @@ def plan_environment(machine: Optional[MachineRequest] = None, environ: Optional
         "set_env.sh (rebased)": f"from {exp.get('script')} (its paths moved onto {tk_path})",
     }.get(plan.method, "from the documented set_env.sh variables (no readable script)")
     plan.notes.append(f"{label}: environment applied {how}")
-    if exp.get("nnal"):
+    if exp.get("nnal") and nnal is not None:
         plan.nnal_abi = _abi_of(exp["nnal"].get("atb_home"))
         plan.notes.append(
             f"NNAL {nnal.get('version') or ''} applied (ATB_HOME_PATH={exp['nnal'].get('atb_home')})".replace("  ", " ")

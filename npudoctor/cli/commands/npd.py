@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any, List
+from typing import Any, List, NoReturn
 
 import typer
 from typing_extensions import Annotated
@@ -105,7 +105,7 @@ def judge(machine: MachineRequest, severity: str, ignore: List[str], budget: Any
     return Verdict(ExitStatus.OK, f"npudoctor: NPU stack OK ({budget.elapsed():.1f} s)")
 
 
-def _answer(verdict: Verdict, as_json: bool) -> None:
+def _answer(verdict: Verdict, as_json: bool) -> NoReturn:
     """Print the verdict and leave with its status: the one place npd's status is decided.
     ``os._exit`` also ends a probe thread still running past the deadline."""
     message = shorten(verdict.message)
@@ -177,6 +177,7 @@ def register(app: typer.Typer) -> None:
         exc = outcome.error
         if isinstance(exc, UsageError):
             _answer(unknown(f"npudoctor npd: {exc}"), machine.json)
-        if exc is not None or outcome.value is None:
-            _answer(unknown(f"npudoctor failed: {type(exc).__name__}: {exc}"), machine.json)
-        _answer(outcome.value, machine.json)
+        verdict = outcome.value
+        if exc is not None or verdict is None:
+            verdict = unknown(f"npudoctor failed: {type(exc).__name__}: {exc}")
+        _answer(verdict, machine.json)
