@@ -31,6 +31,10 @@ environment and print one line per finding on stderr.  Finally npudoctor REPLACE
 itself with CMD (exec): CMD keeps the pid, receives the signals and its exit status is
 the container's.  Use it as an entrypoint: ENTRYPOINT ["npudoctor", "exec", "--"].
 
+--env-file FILE: CMD starts from that environment (plus the CANN variables) instead of
+this shell's.  --user judges that account's device access (CMD still runs as this
+process).  --no-commands: the checks run no npu-smi.
+
 Exit codes: CMD's own status once it runs; 125 refused by --strict (errors found) or
 npudoctor could not prepare (bad --root, no CMD); 126 CMD found but not executable;
 127 CMD not found; 2 bad npudoctor option."""
