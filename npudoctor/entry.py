@@ -15,7 +15,7 @@ from typing import List, Optional
 def main(argv: Optional[List[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "health":
-        from npudoctor.health import main as health_main
+        from npudoctor.runtime.health import main as health_main
 
         return health_main(args[1:])
     from npudoctor.cli import run as run_cli

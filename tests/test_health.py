@@ -244,7 +244,7 @@ def test_health_does_not_import_typer_or_rich(tmp_path):
     proc = health(prepare(HEALTHY, tmp_path), "--timeout", "5", env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert proc.returncode == 0
     imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
-    assert "npudoctor.health" in imported
+    assert "npudoctor.runtime.health" in imported
     heavy = sorted(m for m in imported if m.split(".")[0] in ("typer", "rich", "click", "requests", "elftools"))
     assert not heavy, heavy
 

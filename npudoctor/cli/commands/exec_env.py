@@ -1,5 +1,7 @@
-"""``npudoctor exec`` (a container entrypoint) and ``npudoctor env``; the logic is in
-:mod:`npudoctor.launch`."""
+"""``npudoctor exec`` (a container entrypoint) and ``npudoctor env``: options → a
+:class:`~npudoctor.cli.request.MachineRequest` → :func:`npudoctor.runtime.exec.run_exec` /
+:func:`npudoctor.runtime.environment.plan_environment` → an
+:class:`~npudoctor.cli.request.ExitStatus`."""
 
 import json
 import sys
@@ -8,7 +10,17 @@ from typing import List, Optional
 import typer
 from typing_extensions import Annotated
 
-from npudoctor.cli.commands._common import IgnoreOpt, JsonOpt, PythonOpt, RootOpt, UserOpt
+from npudoctor.cli.commands._common import (
+    EnvFileOpt,
+    FromOpt,
+    IgnoreOpt,
+    JsonOpt,
+    NoCommandsOpt,
+    PythonOpt,
+    RootOpt,
+    UserOpt,
+)
+from npudoctor.cli.request import ExitStatus, MachineRequest
 
 EXEC_HELP = """Run CMD in the CANN environment, after the quick health checks.
 
@@ -18,6 +30,10 @@ is already sourced is kept.  The checks of `npudoctor health` then run with that
 environment and print one line per finding on stderr.  Finally npudoctor REPLACES
 itself with CMD (exec): CMD keeps the pid, receives the signals and its exit status is
 the container's.  Use it as an entrypoint: ENTRYPOINT ["npudoctor", "exec", "--"].
+
+--env-file FILE: CMD starts from that environment (plus the CANN variables) instead of
+this shell's.  --user judges that account's device access (CMD still runs as this
+process).  --no-commands: the checks run no npu-smi.
 
 Exit codes: CMD's own status once it runs; 125 refused by --strict (errors found) or
 npudoctor could not prepare (bad --root, no CMD); 126 CMD found but not executable;
@@ -29,6 +45,9 @@ The lines are `export NAME='value'` (values quoted for POSIX shells) for every v
 that the selected toolkit's (and NNAL's) set_env.sh would set or change -- the same
 environment `npudoctor exec` runs commands in; nothing when it is already sourced.
 --json prints the plan (toolkit, script, variables set, lines not understood).
+--from FILE plans from a snapshot written by `npudoctor collect` (the set_env.sh
+evaluation it recorded); --env-file FILE starts from that environment instead of this
+shell's; --user computes the login environment of that account.
 
 Exit codes: 0 printed; 1 no CANN toolkit found (nothing printed); 2 usage error
 (e.g. --root is not a directory)."""
@@ -48,6 +67,8 @@ def register(app: typer.Typer) -> None:
         root: RootOpt = None,
         python: PythonOpt = None,
         user: UserOpt = None,
+        env_file: EnvFileOpt = None,
+        no_commands: NoCommandsOpt = False,
         strict: Annotated[bool, typer.Option("--strict", help="Refuse to start CMD on errors (exit 125).")] = False,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")] = False,
         timeout: Annotated[
@@ -55,41 +76,60 @@ def register(app: typer.Typer) -> None:
         ] = 5.0,
         ignore: IgnoreOpt = None,
     ) -> None:
-        from npudoctor.launch import EXIT_REFUSED, run_exec
+        from npudoctor.runtime.exec import ExecRequest, run_exec
 
         if not timeout > 0:
             print("npudoctor exec: --timeout must be positive", file=sys.stderr)
-            raise typer.Exit(EXIT_REFUSED)
-        code = run_exec(
-            list(command or []),
-            root=root,
-            python=python,
-            user=user,
+            raise typer.Exit(ExitStatus.EXEC_REFUSED)
+        machine = MachineRequest(root=root, python=python, user=user, env_file=env_file, no_commands=no_commands)
+        request = ExecRequest(
+            command=tuple(command or ()),
+            machine=machine,
             strict=strict,
             quiet=quiet,
             timeout=timeout,
-            ignore=list(ignore or []),
+            ignore=tuple(ignore or ()),
         )
-        raise typer.Exit(code)
+        raise typer.Exit(run_exec(request))
 
     @app.command("env", help=ENV_HELP)
     def env(
         root: RootOpt = None,
         python: PythonOpt = None,
+        user: Annotated[
+            Optional[str],
+            typer.Option(
+                "--user",
+                metavar="NAME|UID",
+                help="The environment of this account's login: its HOME (and a toolkit in ~/Ascend), USER, LOGNAME.",
+            ),
+        ] = None,
+        env_file: EnvFileOpt = None,
+        no_commands: NoCommandsOpt = False,
+        from_file: FromOpt = None,
         as_json: JsonOpt = False,
     ) -> None:
-        from npudoctor.launch import LaunchError, export_lines, plan_environment
+        from npudoctor.runtime.environment import LaunchError, export_lines, plan_environment
 
+        machine = MachineRequest(
+            root=root,
+            python=python,
+            user=user,
+            env_file=env_file,
+            no_commands=no_commands,
+            from_file=from_file,
+            json=as_json,
+        )
         try:
-            plan = plan_environment(root=root, python=python)
+            plan = plan_environment(machine)
         except LaunchError as exc:
             print(f"npudoctor: {exc}", file=sys.stderr)
-            raise typer.Exit(2) from None
-        if as_json:
+            raise typer.Exit(ExitStatus.USAGE) from None
+        if machine.json:
             print(json.dumps(plan.to_dict(), indent=2, ensure_ascii=False))
         else:
             for note in plan.notes:
                 print(f"# npudoctor: {note}", file=sys.stderr)
             for line in export_lines(plan):
                 print(line)
-        raise typer.Exit(1 if plan.method == "none" else 0)
+        raise typer.Exit(ExitStatus.PROBLEMS if plan.method == "none" else ExitStatus.OK)

@@ -1,26 +1,14 @@
-"""``npudoctor exec`` and ``npudoctor env``: run a command in the CANN environment.
-
-The official CANN images start every container through an entrypoint that sources
-``set_env.sh``.  ``npudoctor exec -- CMD [ARGS...]`` does the same job without running
-any script of the machine:
+"""What the CANN ``set_env.sh`` scripts would set: the environment ``npudoctor exec`` runs
+a command in and ``npudoctor env`` prints.
 
 1. find the toolkit in use and NNAL (the ``cann`` probe: ``facts["cann"]["selected"]``
    and ``facts["cann"]["nnal"]``);
 2. compute what their ``set_env.sh`` would set (:func:`npudoctor.cann_env.expected_environment`,
-   a static evaluation of the real script) -- or keep the environment when it already
-   has that toolkit sourced;
-3. run the quick checks of ``npudoctor health`` (:func:`npudoctor.health.evaluate_health`)
-   against that environment, print one line per finding on stderr;
-4. ``os.execvpe`` the command with that environment: the process is *replaced*, so the
-   command keeps npudoctor's pid, receives the signals sent to it and its exit status is
-   the container's.
+   a static evaluation of the real script, never run) -- or keep the environment when it
+   already has that toolkit sourced.
 
-``npudoctor env`` prints the environment of step 2 as ``export NAME='value'`` lines.
-
-Exit statuses of ``exec`` follow coreutils ``env(1)``: :data:`EXIT_REFUSED` (125)
-when npudoctor refuses (``--strict`` and errors) or cannot prepare, :data:`EXIT_CANNOT_RUN`
-(126) when the command is found but cannot be executed, :data:`EXIT_NOT_FOUND` (127) when
-it is not found; otherwise the command's own status.
+Public API: :class:`EnvPlan`, :func:`plan_environment` (a machine),
+:func:`plan_from_snapshot` (a snapshot written by ``collect``), :func:`export_lines`.
 
 This module imports neither Typer nor rich (the Typer commands are in
 :mod:`npudoctor.cli.commands.exec_env`).
@@ -28,28 +16,21 @@ This module imports neither Typer nor rich (the Typer commands are in
 
 from __future__ import annotations
 
-import errno
 import os
 import posixpath
 import shlex
-import sys
-import threading
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, TextIO
+from typing import Any, Dict, List, Mapping, Optional
 
-EXIT_REFUSED = 125
-EXIT_CANNOT_RUN = 126
-EXIT_NOT_FOUND = 127
-
-#: Default budget (seconds) of the quick checks before the command starts.
-DEFAULT_CHECK_TIMEOUT = 5.0
+from npudoctor.cli.request import MachineRequest
 
 #: ``:``-lists that set_env.sh scripts prepend to (cleaned after composition).
 PATH_VARS = ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH")
 
 
 class LaunchError(Exception):
-    """npudoctor cannot prepare the environment (a bad ``--root``); exit 125."""
+    """npudoctor cannot prepare the environment: a bad ``--root``, ``--user``,
+    ``--env-file`` or ``--from``, or ``--from`` combined with options it cannot honour."""
 
 
 @dataclass
@@ -131,14 +112,15 @@ def clean_path_list(new: Optional[str], old: Optional[str]) -> Optional[str]:
 
 def _same_dir(host: Any, a: str, b: str) -> bool:
     a_n, b_n = posixpath.normpath(a), posixpath.normpath(b)
-    return a_n == b_n or host.resolve(a_n) == host.resolve(b_n)
+    return a_n == b_n or (host is not None and host.resolve(a_n) == host.resolve(b_n))
 
 
 def toolkit_sourced(host: Any, environ: Mapping[str, str], toolkit_path: str) -> bool:
     """True when ``environ`` already has the toolkit at ``toolkit_path`` sourced:
     ``ASCEND_TOOLKIT_HOME`` (or ``ASCEND_HOME_PATH``) names it and its ``lib64`` is on
     ``LD_LIBRARY_PATH`` (the two things set_env.sh does that everything else needs).
-    Paths are compared on the diagnosed machine (symlinks resolved)."""
+    Paths are compared on the diagnosed machine (symlinks resolved; ``host=None``: as
+    written, for a replayed snapshot)."""
     home = (environ.get("ASCEND_TOOLKIT_HOME") or environ.get("ASCEND_HOME_PATH") or "").strip()
     if not home or not _same_dir(host, home, toolkit_path):
         return False
@@ -151,44 +133,62 @@ def nnal_sourced(environ: Mapping[str, str]) -> bool:
     return bool((environ.get("ATB_HOME_PATH") or "").strip())
 
 
-def plan_environment(
-    root: Optional[str] = None,
-    environ: Optional[Mapping[str, str]] = None,
-    python: Optional[str] = None,
-) -> EnvPlan:
+def plan_environment(machine: Optional[MachineRequest] = None, environ: Optional[Mapping[str, str]] = None) -> EnvPlan:
     """Compute the environment ``exec``/``env`` run a command in.
 
-    ``root``: the diagnosed root (``None``: this machine); ``environ``: the starting
-    environment (default ``os.environ``); ``python``: the interpreter whose torch decides
-    NNAL's C++ ABI directory (default: the one found by the python probe).  The toolkit
-    and NNAL come from the cann probe (``facts["cann"]["selected"]``, ``["nnal"]``); the
-    values from :func:`npudoctor.cann_env.expected_environment` (the toolkit's and NNAL's
-    set_env.sh read and interpreted, never run; torch's ABI read from libc10.so's
-    symbols by :func:`npudoctor.probes.environment.torch_cxx11_abi`).  A toolkit that is
-    already sourced (:func:`toolkit_sourced`) is kept as is; NNAL is then added only when
-    ``ATB_HOME_PATH`` is unset.  Raises :class:`LaunchError` when ``root`` is not a
-    directory; never raises for odd installs (they end up in ``notes``/``unsupported``).
+    ``machine``: the machine options -- ``root`` (``None``: this machine); ``python``: the
+    interpreter whose torch decides NNAL's C++ ABI directory (default: the one found by
+    the python probe); ``user``: compute the environment of that account's login
+    (``HOME``, ``USER``, ``LOGNAME`` from the root's ``/etc/passwd``, so a toolkit
+    installed in its ``~/Ascend`` is found); ``env_file``: start from that file's
+    environment; ``no_commands``: run no interpreter; ``from_file``: plan from a snapshot
+    instead (:func:`plan_from_snapshot`).  ``environ``: the starting environment (default:
+    the ``--env-file``'s, else ``os.environ``).
+
+    The toolkit and NNAL come from the cann probe (``facts["cann"]["selected"]``,
+    ``["nnal"]``); the values from :func:`npudoctor.cann_env.expected_environment` (the
+    toolkit's and NNAL's set_env.sh read and interpreted, never run; torch's ABI read from
+    libc10.so's symbols by :func:`npudoctor.probes.environment.torch_cxx11_abi`).  A
+    toolkit that is already sourced (:func:`toolkit_sourced`) is kept as is; NNAL is then
+    added only when ``ATB_HOME_PATH`` is unset.  Raises :class:`LaunchError` for a bad
+    option (``root`` not a directory, an unknown ``user``, an unreadable ``env_file`` or
+    ``from_file``, ``from_file`` with another machine option); never raises for odd
+    installs (they end up in ``notes``/``unsupported``).
     """
     from npudoctor.cann_env import expected_environment, nnal_variables
     from npudoctor.engine import Options, collect
     from npudoctor.host import Host
+    from npudoctor.runtime.quick import diagnosed_environ, replay_conflict
 
+    machine = machine or MachineRequest()
+    conflict = replay_conflict(machine)
+    if conflict:
+        raise LaunchError(conflict)
+    if machine.from_file:
+        from npudoctor.snapshot import Snapshot, SnapshotError
+
+        try:
+            return plan_from_snapshot(Snapshot.load(machine.from_file))
+        except SnapshotError as exc:
+            raise LaunchError(str(exc)) from None
+    root, python = machine.root, machine.python
     if root and not os.path.isdir(root):
         raise LaunchError(f"--root {root}: not a directory")
-    base = dict(os.environ if environ is None else environ)
-    host = Host(root=root or "/", environ=base)
+    try:
+        base = diagnosed_environ(machine, environ)
+    except ValueError as exc:
+        raise LaunchError(str(exc)) from None
+    if machine.user:
+        base = _account_environ(Host(root=root or "/", environ=base), machine.user, base)
+    host = Host(root=root or "/", environ=base, commands=machine.commands)
     options = Options(python=python, quick=True, command_timeout=10.0)
     facts = collect(host, options, sections=("host", "cann")).facts
-    cann = facts.get("cann") if isinstance(facts.get("cann"), dict) else {}
+    raw = facts.get("cann")
+    cann: Dict[str, Any] = raw if isinstance(raw, dict) else {}
     selected = cann.get("selected") if isinstance(cann.get("selected"), dict) else None
     nnal = cann.get("nnal") if isinstance(cann.get("nnal"), dict) else None
     if selected is None or not selected.get("path"):
-        return EnvPlan(
-            environ=dict(base),
-            base=base,
-            method="none",
-            notes=["no CANN toolkit found; the environment is left as it is"],
-        )
+        return _no_toolkit(base)
     tk_path = str(selected["path"])
     label = f"CANN {selected.get('version') or '(version unknown)'} at {tk_path}"
     # `$(arch)` in set_env.sh: this machine's; under --root without system binaries the
@@ -237,13 +237,98 @@ def plan_environment(
         "set_env.sh (rebased)": f"from {exp.get('script')} (its paths moved onto {tk_path})",
     }.get(plan.method, "from the documented set_env.sh variables (no readable script)")
     plan.notes.append(f"{label}: environment applied {how}")
-    if exp.get("nnal"):
+    if exp.get("nnal") and nnal is not None:
         plan.nnal_abi = _abi_of(exp["nnal"].get("atb_home"))
         plan.notes.append(
             f"NNAL {nnal.get('version') or ''} applied (ATB_HOME_PATH={exp['nnal'].get('atb_home')})".replace("  ", " ")
         )
     if plan.unsupported:
         plan.notes.append(f"{len(plan.unsupported)} line(s) of set_env.sh not understood; see `npudoctor env --json`")
+    return plan
+
+
+def _no_toolkit(base: Dict[str, str], where: str = "") -> EnvPlan:
+    return EnvPlan(
+        environ=dict(base),
+        base=base,
+        method="none",
+        notes=[f"no CANN toolkit found{where}; the environment is left as it is"],
+    )
+
+
+def _account_environ(host: Any, user: str, base: Dict[str, str]) -> Dict[str, str]:
+    """``base`` as the login of ``user`` (a name or uid) starts it: ``HOME``, ``USER`` and
+    ``LOGNAME`` from the root's ``/etc/passwd``.  Raises :class:`LaunchError` for a name
+    that is not there (a uid without an entry changes nothing)."""
+    from npudoctor.parsers.accounts import parse_passwd
+    from npudoctor.probes.host import user_problem
+
+    problem = user_problem(host, user)
+    if problem:
+        raise LaunchError(problem)
+    entries = parse_passwd(host.read_text("/etc/passwd").text or "")
+    key = "uid" if user.isdigit() else "name"
+    wanted: Any = int(user) if user.isdigit() else user
+    entry = next((e for e in entries if e[key] == wanted), None)
+    env = dict(base)
+    if entry is not None:
+        if entry["home"]:
+            env["HOME"] = entry["home"]
+        env["USER"] = env["LOGNAME"] = entry["name"]
+    return env
+
+
+def plan_from_snapshot(snapshot: Any) -> EnvPlan:
+    """The plan from a snapshot written by ``npudoctor collect`` (a
+    :class:`npudoctor.snapshot.Snapshot`): the starting environment is the CANN-related
+    variables it recorded (``facts["environment"]["current"]``), the values those its
+    environment probe computed from set_env.sh (``["expected"]``: ``variables`` and the
+    path entries ``added``).  Method ``"none"`` when the snapshot names no toolkit.  Never
+    raises."""
+    env_facts = snapshot.section("environment")
+    cann = snapshot.section("cann")
+    current = env_facts.get("current") if isinstance(env_facts.get("current"), dict) else {}
+    base = {str(k): v for k, v in current.items() if isinstance(v, str)}
+    toolkit = env_facts.get("toolkit") if isinstance(env_facts.get("toolkit"), dict) else None
+    expected = env_facts.get("expected") if isinstance(env_facts.get("expected"), dict) else None
+    if toolkit is None or not toolkit.get("path") or expected is None:
+        return _no_toolkit(base, " in the snapshot")
+    selected = cann.get("selected") if isinstance(cann.get("selected"), dict) else toolkit
+    nnal_exp = expected.get("nnal") if isinstance(expected.get("nnal"), dict) else None
+    nnal = cann.get("nnal") if nnal_exp is not None and isinstance(cann.get("nnal"), dict) else None
+    tk_path = str(toolkit["path"])
+    label = f"CANN {selected.get('version') or '(version unknown)'} at {tk_path} (from the snapshot)"
+    variables = {str(k): str(v) for k, v in (expected.get("variables") or {}).items()}
+    added = {str(k): [str(e) for e in v] for k, v in (expected.get("added") or {}).items() if isinstance(v, list)}
+    kept = toolkit_sourced(None, base, tk_path)
+    if kept:
+        atb = str((nnal_exp or {}).get("atb_home") or "")
+        if nnal is None or nnal_sourced(base) or not atb:
+            plan = EnvPlan(environ=dict(base), base=base, method="kept", toolkit=selected, nnal=nnal)
+            plan.notes.append(f"{label}: already sourced in that environment, kept")
+            return plan
+        variables = {k: v for k, v in variables.items() if k == "ATB_HOME_PATH"}
+        added = {k: [e for e in v if e.startswith(atb)] for k, v in added.items()}
+    env = dict(base)
+    for name, value in variables.items():
+        if name in PATH_VARS:
+            continue
+        env[name] = value
+    for name in PATH_VARS:
+        entries = added.get(name) or []
+        if entries:
+            env[name] = ":".join(entries + [e for e in _split(base.get(name)) if e not in entries])
+    plan = EnvPlan(
+        environ=_cleaned(env, base),
+        base=base,
+        method="kept" if kept else str(expected.get("method") or "documented"),
+        toolkit=selected,
+        nnal=nnal,
+        script=expected.get("script"),
+        nnal_abi=_abi_of((nnal_exp or {}).get("atb_home")),
+        unsupported=list(expected.get("unsupported") or []),
+    )
+    plan.notes.append(f"{label}: environment applied as the snapshot's set_env.sh evaluation recorded it")
     return plan
 
 
@@ -282,154 +367,3 @@ def export_lines(plan: EnvPlan) -> List[str]:
         else:
             lines.append(f"export {name}={shlex.quote(value)}")
     return lines
-
-
-# ---------------------------------------------------------------------- checks
-@dataclass
-class CheckResult:
-    """The quick checks run before the command: the health document (see
-    :func:`npudoctor.health.evaluate_health`) or why there is none."""
-
-    findings: List[Dict[str, Any]] = field(default_factory=list)
-    failure: Optional[str] = None  # npudoctor failed or ran out of time (counts as an error)
-
-    @property
-    def errors(self) -> int:
-        return sum(1 for f in self.findings if f.get("severity") == "error") + (1 if self.failure else 0)
-
-
-def quick_checks(
-    plan: EnvPlan,
-    root: Optional[str] = None,
-    python: Optional[str] = None,
-    user: Optional[str] = None,
-    ignore: Sequence[str] = (),
-    timeout: float = DEFAULT_CHECK_TIMEOUT,
-) -> CheckResult:
-    """Run ``npudoctor health``'s evaluation with the planned environment, within
-    ``timeout`` seconds (the work runs in a daemon thread; when it does not finish, the
-    commands it started are killed and the result says so)."""
-    from npudoctor.health import build_parser, evaluate_health, kill_children
-
-    argv = ["--timeout", repr(float(timeout))]
-    for flag, value in (("--root", root), ("--python", python), ("--user", user)):
-        if value:
-            argv += [flag, value]
-    for code in ignore:
-        argv += ["--ignore", code]
-    args = build_parser().parse_args(argv)
-    state: Dict[str, Any] = {"step": "starting"}
-    box: Dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["doc"] = evaluate_health(args, state, environ=plan.environ)
-        except BaseException as exc:
-            box["error"] = f"{type(exc).__name__}: {exc}"
-
-    worker = threading.Thread(target=work, name="npudoctor-exec-checks", daemon=True)
-    worker.start()
-    # Host.run enforces the command deadlines (0.6 x timeout); the extra second lets a
-    # killed command be reaped before we give up on the thread.
-    worker.join(timeout + 1.0)
-    if worker.is_alive():
-        kill_children()
-        return CheckResult(failure=f"HOST090 the checks exceeded their {timeout:g} s budget while {state['step']}")
-    if "error" in box:
-        return CheckResult(failure=f"npudoctor failed: {box['error']}")
-    return CheckResult(findings=list(box["doc"].get("findings") or []))
-
-
-def finding_lines(result: CheckResult, quiet: bool = False) -> List[str]:
-    """One line per finding (``--quiet``: errors only), terminal-safe."""
-    from npudoctor.health import printable
-
-    lines = []
-    for f in result.findings:
-        if quiet and f.get("severity") != "error":
-            continue
-        lines.append(printable(f"npudoctor: {f.get('severity')} {f.get('code')} {f.get('title')}"))
-    if result.failure:
-        lines.append(printable(f"npudoctor: error {result.failure}"))
-    return lines
-
-
-# ---------------------------------------------------------------------- exec
-def resolve_command(name: str, environ: Mapping[str, str]) -> str:
-    """The file ``name`` runs (looked up on ``environ['PATH']`` unless it holds a ``/``).
-
-    Raises ``FileNotFoundError`` (not found) or ``PermissionError`` (found, not
-    executable), as ``execvpe`` would."""
-    if "/" in name:
-        if not os.path.exists(name):
-            raise FileNotFoundError(errno.ENOENT, "no such file", name)
-        if os.path.isdir(name) or not os.access(name, os.X_OK):
-            raise PermissionError(errno.EACCES, "not executable", name)
-        return name
-    found_unexecutable = None
-    for directory in (environ.get("PATH") or os.defpath).split(":"):
-        candidate = os.path.join(directory or ".", name)
-        if os.path.isfile(candidate):
-            if os.access(candidate, os.X_OK):
-                return candidate
-            found_unexecutable = found_unexecutable or candidate
-    if found_unexecutable:
-        raise PermissionError(errno.EACCES, "not executable", found_unexecutable)
-    raise FileNotFoundError(errno.ENOENT, "command not found", name)
-
-
-def run_exec(
-    command: Sequence[str],
-    *,
-    root: Optional[str] = None,
-    python: Optional[str] = None,
-    user: Optional[str] = None,
-    strict: bool = False,
-    quiet: bool = False,
-    timeout: float = DEFAULT_CHECK_TIMEOUT,
-    ignore: Sequence[str] = (),
-    environ: Optional[Mapping[str, str]] = None,
-    stderr: Optional[TextIO] = None,
-) -> int:
-    """Prepare the environment, run the quick checks, then replace this process with
-    ``command``.  Returns only when the command does not start: 125 (refused by
-    ``strict``, or npudoctor cannot prepare), 126 (not executable), 127 (not found).
-    Output goes to ``stderr`` (default ``sys.stderr``); stdout stays the command's."""
-    err = stderr or sys.stderr
-
-    def say(line: str) -> None:
-        print(line, file=err)
-
-    if not command:
-        say("npudoctor exec: no command given (usage: npudoctor exec -- CMD [ARGS...])")
-        return EXIT_REFUSED
-    try:
-        plan = plan_environment(root=root, environ=environ, python=python)
-    except LaunchError as exc:
-        say(f"npudoctor exec: {exc}")
-        return EXIT_REFUSED
-    if not quiet:
-        for note in plan.notes:
-            say(f"npudoctor: {note}")
-    result = quick_checks(plan, root=root, python=python, user=user, ignore=ignore, timeout=timeout)
-    for line in finding_lines(result, quiet=quiet):
-        say(line)
-    if strict and result.errors:
-        say(f"npudoctor: refusing to start {command[0]}: {result.errors} error(s) found (--strict)")
-        return EXIT_REFUSED
-    try:
-        path = resolve_command(command[0], plan.environ)
-    except FileNotFoundError:
-        say(f"npudoctor exec: {command[0]}: command not found")
-        return EXIT_NOT_FOUND
-    except PermissionError as exc:
-        say(f"npudoctor exec: {exc.filename}: not executable")
-        return EXIT_CANNOT_RUN
-    err.flush()
-    sys.stdout.flush()
-    try:
-        os.execvpe(path, list(command), plan.environ)
-    except OSError as exc:  # ENOEXEC (no #! line), a race with the file going away, ...
-        say(f"npudoctor exec: cannot run {path}: {exc.strerror or exc}")
-        return EXIT_NOT_FOUND if exc.errno == errno.ENOENT else EXIT_CANNOT_RUN
-    return EXIT_REFUSED  # not reached: execvpe does not return

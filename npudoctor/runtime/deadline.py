@@ -1,0 +1,130 @@
+"""The one deadline mechanism of the runtime commands (``health``, ``exec``, ``npd``).
+
+A :class:`Budget` is a total number of seconds from a start instant, split into the share
+the probes may use (:meth:`Budget.probe_deadline`), the longest one command may take
+(:meth:`Budget.command_timeout`) and the rest (rules, the answer).  :func:`run_within` runs
+the work in a daemon thread and gives up on it when the budget is spent: the commands the
+work started are killed (:func:`kill_children`) and the caller gets an :class:`Outcome`
+saying so, with the step that was running (:attr:`Budget.step`).
+
+:data:`OVER_BUDGET_CODE` and :meth:`Budget.over_budget_line` are the one text of a blown
+budget (the code is registered with its explanation in :mod:`npudoctor.rules.health`).
+
+This module imports neither Typer nor rich, nor any other npudoctor module.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Generic, Optional, Set, TypeVar
+
+T = TypeVar("T")
+
+#: Finding code of a blown budget (see ``npudoctor explain HOST090``).
+OVER_BUDGET_CODE = "HOST090"
+#: Share of the budget after which probes give up (the rest is for rules and the answer).
+PROBE_SHARE = 0.85
+#: Share of the budget one external command may take.
+COMMAND_SHARE = 0.6
+#: Shortest command timeout handed to probes, seconds.
+MIN_COMMAND_TIMEOUT = 0.1
+
+
+class Budget:
+    """A hard total budget of ``seconds`` (> 0) counted from ``started`` (a
+    :func:`time.monotonic` value; default: now).  ``step`` names what the work is doing,
+    for the line of a blown budget; the work updates it (a plain attribute, written by one
+    thread and read by another)."""
+
+    def __init__(self, seconds: float, started: Optional[float] = None) -> None:
+        self.seconds = float(seconds)
+        self.started = time.monotonic() if started is None else float(started)
+        self.step = "starting"
+
+    def elapsed(self) -> float:
+        """Seconds since the start."""
+        return time.monotonic() - self.started
+
+    def remaining(self) -> float:
+        """Seconds left (never negative)."""
+        return max(0.0, self.seconds - self.elapsed())
+
+    def probe_deadline(self) -> float:
+        """The :func:`time.monotonic` instant after which probes give up
+        (:data:`PROBE_SHARE` of the budget)."""
+        return self.started + self.seconds * PROBE_SHARE
+
+    def command_timeout(self) -> float:
+        """Seconds one external command may take (:data:`COMMAND_SHARE` of the budget,
+        at least :data:`MIN_COMMAND_TIMEOUT`)."""
+        return max(MIN_COMMAND_TIMEOUT, self.seconds * COMMAND_SHARE)
+
+    def over_budget_line(self) -> str:
+        """The one line of a blown budget: ``"HOST090 health check exceeded its 0.9 s
+        budget while probing devices"``."""
+        return f"{OVER_BUDGET_CODE} health check exceeded its {self.seconds:g} s budget while {self.step}"
+
+
+@dataclass
+class Outcome(Generic[T]):
+    """What :func:`run_within` got: ``value`` (the work returned), ``error`` (the work
+    raised: any exception, ``KeyboardInterrupt`` included), or ``timed_out``."""
+
+    value: Optional[T] = None
+    error: Optional[BaseException] = None
+    timed_out: bool = False
+
+
+def run_within(
+    budget: Budget, work: Callable[[], T], grace: float = 0.0, name: str = "npudoctor-runtime"
+) -> Outcome[T]:
+    """Run ``work()`` in a daemon thread for what is left of ``budget`` plus ``grace``
+    seconds.  When it has not finished by then, the commands it started are killed
+    (:func:`kill_children`) and the outcome is ``timed_out`` (the thread is abandoned; the
+    caller leaves the process or ignores it).  Never raises."""
+    box: dict = {}
+
+    def target() -> None:
+        try:
+            box["value"] = work()
+        except BaseException as exc:  # reported to the caller, never a traceback
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name=name, daemon=True)
+    worker.start()
+    worker.join(budget.remaining() + max(0.0, grace))
+    if worker.is_alive():
+        kill_children()
+        return Outcome(timed_out=True)
+    if "error" in box:
+        return Outcome(error=box["error"])
+    return Outcome(value=box.get("value"))
+
+
+def kill_children() -> None:
+    """SIGKILL the process group of every child of this process (commands run by
+    :meth:`npudoctor.host.Host.run` lead their own session), so that leaving on a blown
+    budget does not orphan a wedged ``npu-smi`` that ignores SIGTERM.  Children are read
+    from ``/proc/self/task/<tid>/children`` (Linux >= 3.5); never raises."""
+    pids: Set[int] = set()
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{tid}/children", encoding="ascii") as fh:
+                    pids.update(int(p) for p in fh.read().split())
+            except (OSError, ValueError):
+                continue
+    except OSError:
+        return
+    for pid in pids:
+        try:
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+        except OSError:
+            continue

@@ -1,0 +1,177 @@
+"""``npudoctor exec``: run a command in the CANN environment, after the quick checks.
+
+The official CANN images start every container through an entrypoint that sources
+``set_env.sh``.  ``npudoctor exec -- CMD [ARGS...]`` does the same job without running
+any script of the machine:
+
+1. compute the environment (:func:`npudoctor.runtime.environment.plan_environment`);
+2. run the one quick evaluation (:func:`npudoctor.runtime.quick.evaluate_quick`) against
+   that environment under a :class:`~npudoctor.runtime.deadline.Budget`, print one line
+   per finding on stderr;
+3. ``os.execvpe`` the command with that environment: the process is *replaced*, so the
+   command keeps npudoctor's pid, receives the signals sent to it and its exit status is
+   the container's (signal and exit pass-through without a forwarding parent).
+
+Exit statuses (:class:`~npudoctor.cli.request.ExitStatus`, as coreutils ``env(1)``):
+``EXEC_REFUSED`` (125) when npudoctor refuses (``--strict`` and errors) or cannot prepare,
+``EXEC_CANNOT_RUN`` (126) when the command is found but cannot be executed,
+``EXEC_NOT_FOUND`` (127) when it is not found; otherwise the command's own status.
+
+This module imports neither Typer nor rich (the Typer command is in
+:mod:`npudoctor.cli.commands.exec_env`).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from dataclasses import dataclass, field, replace
+from typing import Any, List, Mapping, Optional, TextIO, Tuple
+
+from npudoctor.cli.request import ExitStatus, MachineRequest
+from npudoctor.runtime.deadline import Budget, run_within
+from npudoctor.runtime.environment import EnvPlan, LaunchError, plan_environment
+from npudoctor.runtime.quick import QuickRequest, evaluate_quick, printable
+
+#: Default budget (seconds) of the quick checks before the command starts.
+DEFAULT_CHECK_TIMEOUT = 5.0
+#: Extra seconds to wait for the checks past their budget: Host.run enforces the command
+#: deadlines itself, and a killed command should be reaped before the checks are given up.
+CHECK_GRACE = 1.0
+
+
+@dataclass(frozen=True)
+class ExecRequest:
+    """What ``npudoctor exec`` was asked to do.
+
+    ``command``: the command and its arguments.  ``machine``: ``--root --python --user
+    --env-file --no-commands`` (``from_file``/``json`` are not exec's: it runs a command on
+    this machine).  ``strict``: refuse to start on errors.  ``quiet``: print errors only.
+    ``timeout``: budget of the checks in seconds (> 0).  ``ignore``: finding codes or
+    names to drop.
+    """
+
+    command: Tuple[str, ...]
+    machine: MachineRequest = field(default_factory=MachineRequest)
+    strict: bool = False
+    quiet: bool = False
+    timeout: float = DEFAULT_CHECK_TIMEOUT
+    ignore: Tuple[str, ...] = ()
+
+
+@dataclass
+class CheckResult:
+    """The quick checks run before the command: their findings
+    (:class:`npudoctor.findings.Finding`) or why there are none (``failure``: npudoctor
+    failed or ran out of time, which counts as an error)."""
+
+    findings: List[Any] = field(default_factory=list)
+    failure: Optional[str] = None
+
+    @property
+    def errors(self) -> int:
+        """Findings of severity ``error``, plus one for a failure."""
+        return sum(1 for f in self.findings if f.severity == "error") + (1 if self.failure else 0)
+
+
+def quick_checks(plan: EnvPlan, request: ExecRequest) -> CheckResult:
+    """The quick evaluation of the machine with the planned environment, within
+    ``request.timeout`` seconds (plus :data:`CHECK_GRACE`); when it does not finish, the
+    commands it started are killed and the result says so.  Never raises."""
+    budget = Budget(request.timeout)
+    quick = QuickRequest(machine=request.machine, environ=plan.environ, ignore=tuple(request.ignore))
+    outcome = run_within(budget, lambda: evaluate_quick(quick, budget), grace=CHECK_GRACE, name="npudoctor-exec-checks")
+    if outcome.timed_out:
+        return CheckResult(failure=budget.over_budget_line())
+    if outcome.error is not None or outcome.value is None:
+        exc = outcome.error
+        return CheckResult(failure=f"npudoctor failed: {type(exc).__name__}: {exc}")
+    return CheckResult(findings=list(outcome.value.findings))
+
+
+def finding_lines(result: CheckResult, quiet: bool = False) -> List[str]:
+    """One line per finding (``quiet``: errors only), terminal-safe."""
+    lines = []
+    for f in result.findings:
+        if quiet and f.severity != "error":
+            continue
+        lines.append(printable(f"npudoctor: {f.severity} {f.code} {f.title}"))
+    if result.failure:
+        lines.append(printable(f"npudoctor: error {result.failure}"))
+    return lines
+
+
+def resolve_command(name: str, environ: Mapping[str, str]) -> str:
+    """The file ``name`` runs (looked up on ``environ['PATH']`` unless it holds a ``/``).
+
+    Raises ``FileNotFoundError`` (not found) or ``PermissionError`` (found, not
+    executable), as ``execvpe`` would."""
+    if "/" in name:
+        if not os.path.exists(name):
+            raise FileNotFoundError(errno.ENOENT, "no such file", name)
+        if os.path.isdir(name) or not os.access(name, os.X_OK):
+            raise PermissionError(errno.EACCES, "not executable", name)
+        return name
+    found_unexecutable = None
+    for directory in (environ.get("PATH") or os.defpath).split(":"):
+        candidate = os.path.join(directory or ".", name)
+        if os.path.isfile(candidate):
+            if os.access(candidate, os.X_OK):
+                return candidate
+            found_unexecutable = found_unexecutable or candidate
+    if found_unexecutable:
+        raise PermissionError(errno.EACCES, "not executable", found_unexecutable)
+    raise FileNotFoundError(errno.ENOENT, "command not found", name)
+
+
+def run_exec(
+    request: ExecRequest, environ: Optional[Mapping[str, str]] = None, stderr: Optional[TextIO] = None
+) -> ExitStatus:
+    """Prepare the environment, run the quick checks, then replace this process with
+    ``request.command``.  Returns only when the command does not start:
+    ``EXEC_REFUSED`` (refused by ``strict``, no command, or npudoctor cannot prepare),
+    ``EXEC_CANNOT_RUN`` (not executable), ``EXEC_NOT_FOUND`` (not found).  ``environ``:
+    the starting environment (default: the ``--env-file``'s, else ``os.environ``).
+    Output goes to ``stderr`` (default ``sys.stderr``); stdout stays the command's."""
+    err = stderr or sys.stderr
+
+    def say(line: str) -> None:
+        print(line, file=err)
+
+    command = list(request.command)
+    if not command:
+        say("npudoctor exec: no command given (usage: npudoctor exec -- CMD [ARGS...])")
+        return ExitStatus.EXEC_REFUSED
+    try:
+        # --user judges that account's device access; the command still runs as this
+        # process's account, in this process's environment (not the account's login).
+        plan = plan_environment(replace(request.machine, user=None), environ=environ)
+    except LaunchError as exc:
+        say(f"npudoctor exec: {exc}")
+        return ExitStatus.EXEC_REFUSED
+    if not request.quiet:
+        for note in plan.notes:
+            say(f"npudoctor: {note}")
+    result = quick_checks(plan, request)
+    for line in finding_lines(result, quiet=request.quiet):
+        say(line)
+    if request.strict and result.errors:
+        say(f"npudoctor: refusing to start {command[0]}: {result.errors} error(s) found (--strict)")
+        return ExitStatus.EXEC_REFUSED
+    try:
+        path = resolve_command(command[0], plan.environ)
+    except FileNotFoundError:
+        say(f"npudoctor exec: {command[0]}: command not found")
+        return ExitStatus.EXEC_NOT_FOUND
+    except PermissionError as exc:
+        say(f"npudoctor exec: {exc.filename}: not executable")
+        return ExitStatus.EXEC_CANNOT_RUN
+    err.flush()
+    sys.stdout.flush()
+    try:
+        os.execvpe(path, command, plan.environ)
+    except OSError as exc:  # ENOEXEC (no #! line), a race with the file going away, ...
+        say(f"npudoctor exec: cannot run {path}: {exc.strerror or exc}")
+        return ExitStatus.EXEC_NOT_FOUND if exc.errno == errno.ENOENT else ExitStatus.EXEC_CANNOT_RUN
+    return ExitStatus.EXEC_REFUSED  # not reached: execvpe does not return

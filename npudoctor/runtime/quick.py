@@ -1,0 +1,216 @@
+"""The one quick evaluation: the ``QUICK`` probes and every rule, under a :class:`Budget`.
+
+``npudoctor health`` and ``npudoctor exec`` both call :func:`evaluate_quick` with a typed
+:class:`QuickRequest`; ``health`` turns the result into its verdict, ``exec`` into lines on
+stderr before it starts the workload.
+
+This module imports neither Typer nor rich (``health`` runs every few seconds).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+
+from npudoctor.cli.request import MachineRequest
+from npudoctor.runtime.deadline import Budget
+
+#: Longest problem line printed (Docker keeps only the tail of the output).
+LINE_LIMIT = 240
+
+
+@dataclass(frozen=True)
+class QuickRequest:
+    """What to evaluate.
+
+    ``machine``: the machine options (``--root --python --user --env-file --no-commands
+    --from``; ``json`` is the caller's business).  ``environ``: the environment to diagnose
+    (``None``: the ``--env-file``'s, else this process's).  ``only``/``skip``: area or
+    section names (validated with :func:`areas`).  ``require``: chips that must be visible
+    (``None``: no requirement).  ``ignore``: finding codes or names to drop.  ``matrix``:
+    a matrix file (``None``: the cached or bundled one).
+    """
+
+    machine: MachineRequest = field(default_factory=MachineRequest)
+    environ: Optional[Mapping[str, str]] = None
+    only: FrozenSet[str] = frozenset()
+    skip: FrozenSet[str] = frozenset()
+    require: Optional[int] = None
+    ignore: Tuple[str, ...] = ()
+    matrix: Optional[str] = None
+
+
+@dataclass
+class QuickResult:
+    """The evaluation: ``findings`` (:class:`npudoctor.findings.Finding`, sorted),
+    ``chips`` (NPU chips seen by ``npu-smi info``), ``summary`` (``"8 NPU chip(s), CANN
+    8.0.0, torch_npu 2.1.0.post10"``, possibly empty)."""
+
+    findings: List[Any]
+    chips: int = 0
+    summary: str = ""
+
+    def failing(self, fail_on: str = "error") -> List[Any]:
+        """Findings of severity ``error`` (``fail_on="warning"``: and ``warning``)."""
+        levels = ("error", "warning") if fail_on == "warning" else ("error",)
+        return [f for f in self.findings if f.severity in levels]
+
+
+def areas(values: Sequence[str]) -> List[str]:
+    """Area names from repeated/comma-separated ``--only``/``--skip`` values; raises
+    ``ValueError`` for a name that is no area (a typo must not switch a check off)."""
+    from npudoctor.findings import AREAS, EXTRA_SECTIONS
+
+    names = [a.strip() for v in values for a in v.split(",") if a.strip()]
+    unknown = [n for n in names if n not in AREAS and n not in EXTRA_SECTIONS]
+    if unknown:
+        raise ValueError(f"unknown area {', '.join(unknown)} (areas: {', '.join(AREAS + EXTRA_SECTIONS)})")
+    return names
+
+
+def replay_conflict(machine: MachineRequest) -> Optional[str]:
+    """Why ``--from`` cannot be combined with the other machine options given, or
+    ``None``: a replayed snapshot has no root, interpreter, account or environment to
+    look at (``--no-commands`` is harmless: nothing runs anyway)."""
+    if not machine.from_file:
+        return None
+    given = [
+        flag
+        for flag, value in (
+            ("--root", machine.root),
+            ("--python", machine.python),
+            ("--user", machine.user),
+            ("--env-file", machine.env_file),
+        )
+        if value
+    ]
+    if not given:
+        return None
+    return f"--from replays a snapshot; it cannot be combined with {', '.join(given)}"
+
+
+def diagnosed_environ(machine: MachineRequest, environ: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """The environment to diagnose: ``environ`` when given, else the ``--env-file``'s
+    (``PATH`` from this process unless the file sets it), else ``os.environ``.  Raises
+    ``ValueError`` for an unreadable or malformed env file."""
+    if environ is not None:
+        return dict(environ)
+    if machine.env_file:
+        from npudoctor.parsers.envfile import load_env_file
+
+        return dict(load_env_file(machine.env_file, os.environ.get("PATH", "/usr/bin:/bin")))
+    return dict(os.environ)
+
+
+def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
+    """Run the quick probes against the machine (or load ``--from``'s snapshot) and every
+    rule; return the findings.
+
+    ``budget.step`` is updated with what is being done, so that a blown budget can name
+    it; probes give up at ``budget.probe_deadline()`` and one command may take
+    ``budget.command_timeout()`` seconds.  Raises ``ValueError`` for a bad option found
+    while working (``--root`` not a directory, an unknown ``--user``, a bad ``--env-file``
+    or ``--from`` file, a ``--matrix`` that cannot be loaded, ``--from`` with ``--root``);
+    anything else the engine raises propagates.
+    """
+    from npudoctor.config import load_ignores
+    from npudoctor.engine import Options, collect, evaluate, load_rules
+    from npudoctor.host import Host
+    from npudoctor.knowledge.matrix import MatrixError, load_matrix
+
+    machine = request.machine
+    conflict = replay_conflict(machine)
+    if conflict:
+        raise ValueError(conflict)
+    if machine.root and not os.path.isdir(machine.root):
+        raise ValueError(f"--root {machine.root}: not a directory")
+    options = Options(
+        python=machine.python,
+        user=machine.user,
+        quick=True,
+        command_timeout=budget.command_timeout(),
+        deadline=budget.probe_deadline(),
+        only=set(areas(sorted(request.only))),
+        skip=set(areas(sorted(request.skip))),
+        require_devices=request.require,
+        matrix_path=request.matrix,
+    )
+
+    def progress(section: str) -> None:
+        budget.step = f"probing {section}"
+
+    options.progress = progress
+    # Parsing the matrix (TOML + validation) and importing the rule modules cost more
+    # than all quick probes together; they run while the probes wait for npu-smi, so
+    # that a slow npu-smi does not push them (and the finding that names npu-smi) past
+    # the budget.
+    loaded: Dict[str, Any] = {}
+
+    def load() -> None:
+        with contextlib.suppress(Exception):  # evaluate() imports them again and reports a failure
+            load_rules()
+        try:
+            loaded["matrix"] = load_matrix(request.matrix)
+        except MatrixError as exc:
+            loaded["error"] = exc
+        except Exception as exc:  # a matrix bug must not cost the verdict
+            loaded["error"] = MatrixError(f"{type(exc).__name__}: {exc}")
+
+    loader = threading.Thread(target=load, name="npudoctor-quick-matrix", daemon=True)
+    loader.start()
+    if machine.from_file:
+        from npudoctor.snapshot import Snapshot, SnapshotError
+
+        budget.step = "reading the snapshot"
+        try:
+            snapshot = Snapshot.load(machine.from_file)
+        except SnapshotError as exc:
+            raise ValueError(str(exc)) from None
+    else:
+        environ = diagnosed_environ(machine, request.environ)
+        if machine.user:
+            from npudoctor.probes.host import user_problem
+
+            problem = user_problem(Host(root=machine.root or "/", environ=environ), machine.user)
+            if problem:
+                raise ValueError(problem)
+        host = Host(root=machine.root or "/", environ=environ, commands=machine.commands)
+        snapshot = collect(host, options)
+    budget.step = "loading the matrix"
+    loader.join()
+    if "error" in loaded and request.matrix:
+        raise ValueError(str(loaded["error"]))
+    budget.step = "judging"
+    ignores, _errors = load_ignores()
+    findings = evaluate(snapshot, loaded.get("matrix"), options, ignore=list(request.ignore) + ignores)
+    return QuickResult(
+        findings=findings,
+        chips=len(snapshot.section("devices").get("chips") or []),
+        summary=_summary(snapshot),
+    )
+
+
+def _summary(snapshot: Any) -> str:
+    bits = []
+    chips = snapshot.section("devices").get("chips") or []
+    if chips:
+        bits.append(f"{len(chips)} NPU chip(s)")
+    cann = snapshot.section("cann").get("selected") or {}
+    if cann.get("version"):
+        bits.append(f"CANN {cann['version']}")
+    npu = (snapshot.section("packages").get("installed") or {}).get("torch-npu") or []
+    if npu:
+        bits.append(f"torch_npu {npu[0].get('version')}")
+    return ", ".join(bits)
+
+
+def printable(text: str, limit: int = LINE_LIMIT) -> str:
+    """``text`` as one short terminal-safe line: control characters (garbled command
+    output quoted in a title) become ``?``, whitespace runs one space, at most ``limit``
+    characters."""
+    out = "".join(ch if ch.isprintable() else (" " if ch.isspace() else "?") for ch in str(text))
+    out = " ".join(out.split())
+    return out if len(out) <= limit else out[: limit - 1] + "…"
