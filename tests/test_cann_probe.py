@@ -208,4 +208,3 @@ def test_cli_empty_root_is_calm(tmp_path):
 
 def test_probe_module_contract():
     assert (cann_probe.SECTION, cann_probe.ORDER, cann_probe.QUICK) == ("cann", 30, True)
-    assert os.path.exists(REPO / "tests" / "build_cann_scenarios.py")

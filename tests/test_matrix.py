@@ -51,7 +51,9 @@ def test_official_rows_by_value(m):
     assert m.find_torch_npu("2.1.0.post10+cpu").torch_npu == "2.1.0.post10"
     assert m.find_torch_npu("2.5.1.dev20250218") is None
     assert m.find_torch_npu("not a version") is None
-    assert m.find_torch_npu("1.11.0.rc2").note == "" or True
+    # the PyPI-style name of a 3.0.0-era build: found, with its own row's pairing
+    rc2 = m.find_torch_npu("1.11.0.rc2")
+    assert (rc2.torch, rc2.cann, rc2.branch) == ("1.11.0", ["6.0.1"], "v1.11.0-3.0.0")
     # the table typo is kept as published (REPORT.md §8.4)
     assert m.find_torch_npu("1.5.0.post3").torch == "1.8.1"
     # active rows of COMPATIBILITY.md: 26
