@@ -5,7 +5,6 @@ non-UTF-8 and unreadable info files, symlink loops and an empty root."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
