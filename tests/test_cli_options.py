@@ -255,7 +255,7 @@ def test_triage_env_file_judges_that_environment(dev8, vis_env_file):
     doc = dev8.json("triage", str(VIS_LOG), "--env-file", str(vis_env_file))
     group = next(g for g in doc["known"] if g["id"] == "acl-207004-device-unavailable")
     assert _causes(doc, "acl-207004-device-unavailable")["K18"] == "cause"
-    assert "ASCEND_RT_VISIBLE_DEVICES=9" in group["conclusion"]
+    assert "ASCEND_RT_VISIBLE_DEVICES='9' is invalid" in group["conclusion"]  # DEV030's own words
 
 
 def test_triage_no_commands_runs_no_npu_smi(dev8):

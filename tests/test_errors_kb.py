@@ -1,4 +1,4 @@
-"""The error knowledge base (npudoctor/data/errors.toml): it loads, it is well formed, and
+"""The error knowledge base (npudoctor/knowledge/signatures.toml): it loads, it is well formed, and
 it recognises every error code and message of the handed cases and captured samples."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from npudoctor.triage import CHECKS, KBError, load_kb, required_literals
+from npudoctor.knowledge.signatures import KBError, load_kb, required_literals
 
 KB = load_kb()
 
@@ -182,36 +182,41 @@ def test_entries_are_complete():
             assert e.causes, f"{e.id}: an error with kinds needs ranked causes"
         for c in e.causes:
             assert c.text and c.here and c.fix, e.id
-            assert c.check is None or c.check in CHECKS
+            # a cause is decided by finding codes (or stated by the line), never by a check of its own
+            assert not set(c.confirmed_by) & set(c.refuted_by), e.id
+            assert all(name in "".join(e.patterns) for name in c.stated_by), (e.id, c.stated_by)
             # a cause's kind is one its entry lists (the ranking tie-break order)
             assert not c.kind or c.kind in e.kinds, (e.id, c.kind)
 
 
-def test_cause_kinds_match_what_the_check_decides():
+def test_cause_kinds_match_the_findings_that_decide_them():
     """The kind printed before a cause must be true of it: "no CANN toolkit is installed" is
     no kind of kinds.md (K10 is "installed, set_env.sh not sourced"), so it carries none and
-    no K10 finding can confirm it; the not-sourced checks are K10."""
-    by_check = {}
-    for e in KB.entries:
-        for c in e.causes:
-            by_check.setdefault(c.check, set()).add(c.kind)
-    assert by_check["no_toolkit"] == {""}
+    only CANN001 confirms it; the not-sourced causes are K10 and CANN001 refutes them."""
     from npudoctor.engine import load_rules
     from npudoctor.findings import REGISTRY
 
     load_rules()
+    by_code = {}
     for e in KB.entries:
         for c in e.causes:
-            assert all(code in REGISTRY for code in c.confirmed_by), (e.id, c.confirmed_by)
-            if c.check == "no_toolkit":
-                assert c.confirmed_by == ["CANN001"], e.id
-    assert by_check["toolkit_not_sourced"] == {"K10"}
-    assert by_check["toolkit_python_not_sourced"] == {"K10"}
-    assert by_check["numpy2"] == {"K07"} and by_check["cann_py_deps"] == {"K06"}
-    # the PYTHONPATH side is what the op-compiler errors depend on
+            assert all(code in REGISTRY for code in c.confirmed_by + c.refuted_by), (e.id, c)
+            for code in c.confirmed_by:
+                by_code.setdefault(code, set()).add(c.kind)
+            if "CANN001" in c.confirmed_by:
+                assert c.confirmed_by == ["CANN001"] and "ENV001" in c.refuted_by, e.id
+            if c.kind == "K10":
+                assert "CANN001" in c.refuted_by, e.id
+            # a confirming finding's code declares the cause's kind (a kind-less cause excepted)
+            for code in c.confirmed_by:
+                assert not c.kind or c.kind in REGISTRY[code].kinds, (e.id, c.kind, code)
+    assert by_code["CANN001"] == {""}
+    assert by_code["ENV004"] == {"K10"} and by_code["ENV003"] == {"K10"}
+    assert by_code["PKG007"] == {"K07"} and by_code["PKG006"] == {"K06"}
+    # the PYTHONPATH side (ENV004) is what the op-compiler errors depend on, not the loader path
     for entry_id in ("init-env-failed-eh9999", "acl-500001", "no-module-tbe", "tbe-init-failed"):
-        checks = [c.check for c in KB.by_id(entry_id).causes]
-        assert "toolkit_python_not_sourced" in checks and "toolkit_not_sourced" not in checks, entry_id
+        codes = [code for c in KB.by_id(entry_id).causes for code in c.confirmed_by]
+        assert "ENV004" in codes and "ENV003" not in codes, entry_id
 
 
 def test_bad_kb_is_rejected(tmp_path):
@@ -229,8 +234,23 @@ def test_bad_kb_is_rejected(tmp_path):
     check.write_text(
         '[[entry]]\nid = "x"\npatterns = ["abc"]\n[[entry.causes]]\nkind = "K01"\ncheck = "nope"\n', encoding="utf-8"
     )
-    with pytest.raises(KBError, match="unknown check"):
+    with pytest.raises(KBError, match="unknown cause key"):
         load_kb(str(check))
+    both = tmp_path / "both.toml"
+    both.write_text(
+        '[[entry]]\nid = "x"\npatterns = ["abc"]\n[[entry.causes]]\nkind = "K01"\n'
+        'confirmed_by = ["PKG001"]\nrefuted_by = ["PKG001"]\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(KBError, match="both confirm and refute"):
+        load_kb(str(both))
+    code = tmp_path / "code.toml"
+    code.write_text(
+        '[[entry]]\nid = "x"\npatterns = ["abc"]\n[[entry.causes]]\nkind = "K01"\nconfirmed_by = ["pkg1"]\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(KBError, match="not a finding code"):
+        load_kb(str(code))
     vague = tmp_path / "vague.toml"
     vague.write_text('[[entry]]\nid = "x"\npatterns = ["\\\\d+ fa?il"]\n', encoding="utf-8")
     with pytest.raises(KBError, match="no literal"):
@@ -264,3 +284,16 @@ def test_classify_never_raises(text):
     for entry, caps in KB.classify(text):
         assert entry.match_text(text) is not None or any(entry.match_text(ln) is not None for ln in text.splitlines())
         assert all(isinstance(v, str) for v in caps.values())
+
+
+def test_signatures_ship_inside_the_package():
+    """The wheel ships every file under npudoctor/ (pyproject: hatchling, packages = ["npudoctor"])."""
+    from pathlib import Path
+
+    import npudoctor
+    from npudoctor.knowledge.signatures import default_kb_path
+
+    package = Path(npudoctor.__file__).resolve().parent
+    path = Path(default_kb_path()).resolve()
+    assert path.is_file() and package in path.parents
+    assert not (package / "data").exists()

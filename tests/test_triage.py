@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from clirun import Result, npudoctor
 
-from npudoctor.triage import CHUNK, MAX_UNKNOWN, FactView, Scanner, load_kb, rank
+from npudoctor.triage import CHUNK, MAX_UNKNOWN, Scanner, load_kb, rank
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TOOLKIT = "/usr/local/Ascend/ascend-toolkit/latest"
@@ -30,11 +30,31 @@ CANN_DEPS = [
     "cffi",
     "protobuf",
     "pyyaml",
+    "requests",  # PKG006 (rules/packages.py) counts it among CANN's Python dependencies
 ]
 
 
+SITE = "/opt/py/lib/python3.10/site-packages"
+#: the python section as the probe writes it (the rules read the version for the matrix queries)
+PYTHON = {"executable": "/opt/py/bin/python", "version": "3.10.12", "version_info": [3, 10, 12]}
+
+
 def _pkgs(**versions):
-    return {"installed": {name.replace("_", "-"): [{"name": name, "version": v}] for name, v in versions.items()}}
+    """The packages section as the probe writes it (``scanned``: the site dirs read)."""
+    installed = {name.replace("_", "-"): [{"name": name, "version": v}] for name, v in versions.items()}
+    return {"scanned": [SITE], "installed": installed}
+
+
+def _not_sourced_env(version="8.0.0"):
+    """The environment section the probe writes for a toolkit whose set_env.sh is not sourced."""
+    return {
+        "toolkit": {"path": TOOLKIT, "version": version, "set_env": "/usr/local/Ascend/ascend-toolkit/set_env.sh"},
+        "current": {"PATH": "/usr/bin"},
+        "sourced": False,
+        "set_env_script": "/usr/local/Ascend/ascend-toolkit/set_env.sh",
+        "missing_vars": ["ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH"],
+        "missing_paths": {"LD_LIBRARY_PATH": [f"{TOOLKIT}/lib64"]},
+    }
 
 
 def _toolkit(version="8.0.0"):
@@ -81,7 +101,7 @@ GOLDEN = [
     ),
     (
         "error_import-torch_npu_libhccl-not-found_traceback_container.txt",
-        {"cann": _toolkit(), "environment": {"current": {"PATH": "/usr/bin"}}, "container": {"in_container": True}},
+        {"cann": _toolkit(), "environment": _not_sourced_env(), "container": {"in_container": True}},
         "cann-library-not-found",
         "K10",
         r"set_env\.sh was not sourced: source set_env\.sh",
@@ -91,6 +111,7 @@ GOLDEN = [
         {
             "driver": {"driver": {"path": "/usr/local/Ascend/driver", "exists": False}},
             "container": {"in_container": True},
+            "packages": _pkgs(torch="2.1.0", torch_npu="2.1.0.post3"),
         },
         "npu-smi-not-found",
         "K16",
@@ -130,7 +151,7 @@ GOLDEN = [
         },
         "visible-devices-out-of-range",
         "K18",
-        r"ASCEND_RT_VISIBLE_DEVICES=4 .*2 (visible )?device",
+        r"ASCEND_RT_VISIBLE_DEVICES='?4'? .*2 (visible )?device",  # DEV030 quotes the value
     ),
     (
         "error_torch_npu_507033_E30006_OPP-verify-failed_unescaped.txt",
@@ -144,16 +165,17 @@ GOLDEN = [
     ),
     (
         "error_torch_npu_EH9999_init-env-failed_missing-python-deps.txt",
-        {"cann": _toolkit("7.0.RC1"), "packages": _pkgs(torch="2.1.0", numpy="1.24.4")},
+        {"cann": _toolkit("7.0.RC1"), "packages": _pkgs(torch="2.1.0", numpy="1.24.4"), "python": PYTHON},
         "init-env-failed-eh9999",
         "K06",
-        r"Python dependencies are missing here: decorator",
+        r"Python dependencies are missing here: .*missing: decorator",  # PKG006's title
     ),
     (
         "error_torch_npu_107002_context-empty_507008-init-soc-version.txt",
         {
             "driver": {"driver": {"path": "/usr/local/Ascend/driver", "exists": False}},
             "container": {"in_container": True},
+            "packages": _pkgs(torch="2.1.0", torch_npu="2.1.0.post3"),
         },
         "acl-507008-soc-version",
         "K16",
@@ -191,7 +213,7 @@ def test_numpy2_is_named_for_500001(tmp_path):
     facts = {
         "cann": _toolkit("8.2.RC1"),
         "packages": _pkgs(numpy="2.1.0", torch="2.7.1", **deps),
-        "python": {"executable": "/opt/py/bin/python"},
+        "python": PYTHON,
     }
     code, doc = triage_json(str(log), "--from", _snapshot(tmp_path, facts))
     assert code == 1
@@ -200,21 +222,27 @@ def test_numpy2_is_named_for_500001(tmp_path):
     assert group["causes"][0]["kind"] == "K07"
     assert "numpy 2 is the cause here" in doc["verdict"]
     assert "numpy 2.1.0" in doc["verdict"]
-    assert group["fix"] == ["/opt/py/bin/python -m pip install 'numpy<2'"]
-    # the other candidates were looked at and ruled out
-    by_kind = {c["kind"]: c["status"] for c in group["causes"]}
-    assert by_kind["K06"] == "ruled_out"
+    # the fix is the rule's (PKG007: the matrix's numpy spec for CANN 8.2.RC1 on Python 3.10)
+    assert group["fix"] == ["/opt/py/bin/python -m pip install 'numpy<2,>=1.19.2'"]
+    assert group["causes"][0]["findings"] == ["PKG007"]
+    # the other candidates were judged by their rules on the same facts: nothing found
+    by_kind = {c["kind"]: c for c in group["causes"]}
+    assert by_kind["K06"]["status"] == "no_sign"
+    assert by_kind["K06"]["evidence"] == ["no PKG006 finding on these facts"]
 
 
 def test_500001_without_numpy2_points_at_missing_deps(tmp_path):
     log = tmp_path / "a.log"
     log.write_text("build op model failed, result = 500001\n", encoding="utf-8")
-    facts = {"cann": _toolkit("8.0.0"), "packages": _pkgs(numpy="1.26.4", decorator="5.1")}
+    facts = {"cann": _toolkit("8.0.0"), "packages": _pkgs(numpy="1.26.4", decorator="5.1"), "python": PYTHON}
     _, doc = triage_json(str(log), "--from", _snapshot(tmp_path, facts))
     causes = _group(doc, "acl-500001")["causes"]
     assert causes[0]["kind"] == "K06" and causes[0]["status"] == "cause"
     assert "attrs" in causes[0]["here"] and "decorator" not in causes[0]["here"]
-    assert {c["kind"]: c["status"] for c in causes}["K07"] == "ruled_out"
+    assert causes[0]["findings"] == ["PKG006"]
+    # PKG007 judged numpy 1.26.4 and said nothing: no sign of numpy 2 (was "ruled out" by a
+    # triage-only check; a cause is ruled out only by a finding that refutes it)
+    assert {c["kind"]: c["status"] for c in causes}["K07"] == "no_sign"
 
 
 def test_root_tree_with_toolkit_and_no_ld_library_path_says_source_set_env(tmp_path):
@@ -224,7 +252,11 @@ def test_root_tree_with_toolkit_and_no_ld_library_path_says_source_set_env(tmp_p
     info.parent.mkdir(parents=True)
     info.write_bytes((FIXTURES / "ascend_toolkit_install_8.0.0_aarch64.info").read_bytes())
     (root / "usr/local/Ascend/ascend-toolkit/latest").symlink_to("8.0.0")
-    (root / "usr/local/Ascend/ascend-toolkit/set_env.sh").write_text("export ASCEND_TOOLKIT_HOME=...\n")
+    # a set_env.sh of this install (ENV001 rebases one that sets up another install and
+    # then writes the exports instead of `source`)
+    (root / "usr/local/Ascend/ascend-toolkit/set_env.sh").write_text(
+        "export ASCEND_TOOLKIT_HOME=/usr/local/Ascend/ascend-toolkit/latest\n"
+    )
     env = {"PATH": "/usr/bin:/bin", "HOME": "/root"}
     code, doc = triage_json(
         str(FIXTURES / "error_import-torch_npu_libhccl-not-found_PTA-ERR00008.txt"), "--root", str(root), env=env
@@ -233,7 +265,9 @@ def test_root_tree_with_toolkit_and_no_ld_library_path_says_source_set_env(tmp_p
     top = _group(doc, "cann-library-not-found")["causes"][0]
     assert top["status"] == "cause", _group(doc, "cann-library-not-found")["causes"]
     assert "source set_env.sh" in top["here"]
-    assert any("LD_LIBRARY_PATH unset" in e for e in top["evidence"])
+    assert "ENV001" in top["findings"]
+    # the evidence is ENV001's: what this set_env.sh sets is unset in the environment
+    assert "unset: ASCEND_TOOLKIT_HOME" in top["evidence"], top["evidence"]
     assert top["fix"][0].startswith("source /usr/local/Ascend/ascend-toolkit/")
 
 
@@ -338,7 +372,7 @@ def test_scanner_unknown_table_is_capped():
     sc = _scan(data)
     assert len(sc.unknown) == MAX_UNKNOWN
     assert sum(u.count for u in sc.unknown.values()) + sc.unknown_dropped == 3000
-    result = rank(sc, FactView({}))
+    result = rank(sc)
     assert result["summary"]["unknown"] == 3000
 
 

@@ -20,7 +20,7 @@ from clirun import Result, npudoctor
 
 from npudoctor.engine import load_rules
 from npudoctor.findings import REGISTRY
-from npudoctor.triage import FactView, judge_cause, load_kb
+from npudoctor.triage import judge_cause, load_kb
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = HERE / "fixtures"
@@ -92,13 +92,15 @@ def test_npu_root_tree_keeps_the_ranking(no_stack_here):
     doc = _json(str(EH9999), "--root", str(K10_ROOT))
     assert doc["facts_from"] == "root" and doc["ranked"] is True and doc["unranked"] is None
     causes = {c["kind"]: c for c in _group(doc, "init-env-failed-eh9999")["causes"]}
-    assert causes["K07"]["status"] == "ruled_out" and causes["K07"]["evidence"] == ["numpy is not installed"]
+    # PKG007 looked at this tree (no numpy at all) and said nothing: no sign of numpy 2
+    # (the old triage-only check said "ruled out: numpy is not installed")
+    assert causes["K07"]["status"] == "no_sign" and causes["K07"]["evidence"] == ["no PKG007 finding on these facts"]
     assert causes["K06"]["status"] == "cause"
     k10 = causes["K10"]
     assert k10["status"] == "cause"
-    assert k10["evidence"][:2] == [
-        f"CANN 8.0.0 is installed at {TOOLKIT}",
-        f"PYTHONPATH unset (lacks {TOOLKIT}/python/site-packages)",
+    assert k10["evidence"][:2] == [  # ENV001's own title and evidence
+        "ENV001: CANN 8.0.0 is installed but its set_env.sh is not sourced",
+        f"CANN toolkit 8.0.0 at {TOOLKIT} (selected via cann.selected)",
     ]
     assert "ENV001" in k10["findings"]  # the rule's own verdict confirms it
     assert k10["here"] == (
@@ -110,7 +112,7 @@ def test_npu_root_tree_keeps_the_ranking(no_stack_here):
 
 def test_k10_tree_labels_say_what_is_true_there():
     """libhccl.so missing with CANN 8.0.0 on disk: K10 'source set_env.sh'; the 'no toolkit'
-    cause carries no kind and is ruled out by the toolkit found."""
+    cause carries no kind and is ruled out by ENV001 (which fires only for an installed toolkit)."""
     doc = _json(str(LIBHCCL), "--root", str(K10_ROOT))
     for entry_id in ("cann-library-not-found", "pta-err00008-resource-not-found"):
         causes = _group(doc, entry_id)["causes"]
@@ -119,55 +121,66 @@ def test_k10_tree_labels_say_what_is_true_there():
         assert top["here"] == f"CANN is installed at {TOOLKIT} but set_env.sh was not sourced: source set_env.sh"
         none = next(c for c in causes if c["text"].startswith("no CANN toolkit is installed"))
         assert none["kind"] is None and none["status"] == "ruled_out"
-        assert none["evidence"] == [f"CANN 8.0.0 is installed at {TOOLKIT}"]
+        assert none["evidence"] == ["ENV001: CANN 8.0.0 is installed but its set_env.sh is not sourced"]
     text = _run("triage", str(LIBHCCL), "--root", str(K10_ROOT)).stdout
     assert "K10 no CANN toolkit" not in text
     assert (
         "  - no CANN toolkit is installed, so its libraries do not exist: ruled out "
-        f"(CANN 8.0.0 is installed at {TOOLKIT})\n"
+        "(ENV001: CANN 8.0.0 is installed but its set_env.sh is not sourced)\n"
     ) in text
 
 
 def test_pythonpath_with_the_toolkit_rules_k10_out(tmp_path):
-    """--from facts where set_env.sh was sourced (PYTHONPATH has <toolkit>/python/site-packages)."""
+    """--from facts where set_env.sh was sourced: ENV001/ENV004 judge the environment and say
+    nothing, so K10 shows no sign (the old triage check said "ruled out: PYTHONPATH contains
+    ..."); PKG007 confirms numpy 2."""
     tk = {"path": TOOLKIT, "resolved": "/usr/local/Ascend/ascend-toolkit/8.0.0", "version": "8.0.0"}
+    site = "/usr/local/Ascend/ascend-toolkit/8.0.0/python/site-packages"
     facts = {
         "cann": {"toolkits": [tk], "selected": tk},
-        "environment": {
-            "current": {"PYTHONPATH": "/usr/local/Ascend/ascend-toolkit/8.0.0/python/site-packages:/opt/x"}
+        "environment": {"toolkit": tk, "current": {"PYTHONPATH": f"{site}:/opt/x"}, "sourced": True},
+        "packages": {
+            "scanned": ["/opt/py/lib/python3.10/site-packages"],
+            "installed": {"numpy": [{"name": "numpy", "version": "2.1.0"}]},
         },
-        "packages": {"installed": {"numpy": [{"name": "numpy", "version": "2.1.0"}]}},
+        "python": {"executable": "/opt/py/bin/python", "version": "3.10.12", "version_info": [3, 10, 12]},
     }
     snap = tmp_path / "snap.json"
     snap.write_text(json.dumps({"schema_version": 1, "facts": facts}), encoding="utf-8")
     doc = _json(str(EH9999), "--from", str(snap))
     assert doc["ranked"] is True
     causes = {c["kind"]: c for c in _group(doc, "init-env-failed-eh9999")["causes"]}
-    assert causes["K10"]["status"] == "ruled_out"
-    assert causes["K10"]["evidence"] == [
-        "PYTHONPATH contains /usr/local/Ascend/ascend-toolkit/8.0.0/python/site-packages"
-    ]
-    assert causes["K07"]["status"] == "cause"
-    assert causes["K07"]["evidence"] == ["numpy 2.1.0 is installed", "CANN 8.0.0 requires numpy < 2"]
+    assert causes["K10"]["status"] == "no_sign"
+    assert causes["K10"]["evidence"] == ["no ENV001/ENV004 finding on these facts"]
+    assert causes["K07"]["status"] == "cause" and causes["K07"]["findings"] == ["PKG007"]
+    assert causes["K07"]["evidence"][0].startswith("PKG007: numpy 2.1.0 is installed but CANN 8.0.0")
+
+
+def _by_confirmer(entry, findings):
+    """The causes of ``entry`` judged by ``findings`` alone, keyed by their first confirming code."""
+    return {
+        c.confirmed_by[0]: judge_cause(c, findings, {"lib": "libhccl.so"}, {}) for c in entry.causes if c.confirmed_by
+    }
 
 
 def test_a_k10_finding_does_not_claim_no_toolkit():
     """ENV001 (kind K10: installed, not sourced) must not confirm 'no CANN toolkit is
-    installed' when the cann facts are absent: that cause has no kind."""
+    installed' when the cann facts are absent: that cause has no kind, and ENV001 (a
+    toolkit is installed) refutes it."""
     load_rules()
     env001 = REGISTRY["ENV001"].finding(evidence=["CANN 8.0.0 is installed but its set_env.sh is not sourced"])
-    fv = FactView({}, [env001])
     entry = load_kb().by_id("cann-library-not-found")
-    judged = {c.check: judge_cause(c, fv, {"lib": "libhccl.so"}, {}) for c in entry.causes}
-    assert judged["no_toolkit"]["status"] == "unknown" and judged["no_toolkit"]["findings"] == []
-    assert judged["toolkit_not_sourced"]["status"] == "cause"
-    assert judged["toolkit_not_sourced"]["findings"] == ["ENV001"]
-    # the finding that does say "no toolkit" confirms it by code (confirmed_by in errors.toml)
+    judged = _by_confirmer(entry, [env001])
+    assert judged["CANN001"]["status"] == "ruled_out" and judged["CANN001"]["findings"] == []
+    assert judged["ENV001"]["status"] == "cause"
+    assert judged["ENV001"]["findings"] == ["ENV001"]
+    # the finding that does say "no toolkit" confirms it by code (confirmed_by in signatures.toml)
     cann001 = REGISTRY["CANN001"].finding(evidence=["looked in /usr/local/Ascend/ascend-toolkit/latest"])
-    fv = FactView({}, [cann001])
-    judged = {c.check: judge_cause(c, fv, {"lib": "libhccl.so"}, {}) for c in entry.causes}
-    assert judged["no_toolkit"]["status"] == "cause" and judged["no_toolkit"]["findings"] == ["CANN001"]
-    assert judged["no_toolkit"]["here"].startswith("no CANN toolkit is installed here")
+    judged = _by_confirmer(entry, [cann001])
+    assert judged["CANN001"]["status"] == "cause" and judged["CANN001"]["findings"] == ["CANN001"]
+    assert judged["CANN001"]["here"].startswith("no CANN toolkit is installed here")
+    # ... and refutes "installed but not sourced": there is nothing to source
+    assert judged["ENV001"]["status"] == "ruled_out"
 
 
 def test_npu_smi_not_found_agrees_with_check_in_a_container_that_has_the_driver(tmp_path):

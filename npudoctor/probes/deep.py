@@ -44,8 +44,8 @@ Keys::
     failed_step   name of the first failed step | None;  error: its error text
     torch_version, torch_npu_version, cann (torch.version.cann), is_available,
     device_count, devices [{index, name, tensor_op: "ok"|error, synchronize: "ok"|error}]
-    signatures    [{id, title, kinds, captures}] known signatures (npudoctor/data/
-                  errors.toml) found in the failure text and stderr
+    signatures    [{id, title, kinds, captures}] known signatures (npudoctor/knowledge/
+                  signatures.toml) found in the failure text and stderr
     stderr_head, stderr_tail   text (at most KEEP bytes each);  stderr_bytes: total
     stdout_bytes  bytes of non-step stdout (stdout_text: up to 8 KiB of it);  output_truncated: bool (something was dropped)
 """
@@ -400,7 +400,7 @@ def summarize(raw: Dict[str, Any], interpreter: str, timeout: float) -> Dict[str
 def _signatures(facts: Dict[str, Any], failed: Optional[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """Known signatures (errors.toml) in the failure text and the stderr kept."""
     try:
-        from npudoctor.triage import load_kb
+        from npudoctor.knowledge.signatures import load_kb
 
         kb = load_kb()
     except Exception:  # the KB is packaged; a broken one must not cost the deep facts

@@ -3,9 +3,9 @@
 Reads ``facts["deep"]`` (npudoctor/probes/deep.py).  One finding per outcome: a failed
 step, a crash (signal), a hang (deadline), an early exit, "NPU not available", or the
 probe passing.  The post-processor :func:`cross_reference` then looks for static
-findings that explain a deep failure -- the causes that ``npudoctor/data/errors.toml``
-lists for the failure's signature, judged by :mod:`npudoctor.triage` against the facts
-and the other findings -- and, when there are some, adds "deep probe: …" to their
+findings that explain a deep failure -- the causes that ``npudoctor/knowledge/signatures.toml``
+lists for the failure's signature, confirmed by the other findings (their codes)
+-- and, when there are some, adds "deep probe: …" to their
 ``confirmed_by`` and turns the deep finding into an info line pointing at them, instead
 of repeating the problem as a second error.
 """
@@ -185,7 +185,7 @@ def _signature_lines(deep: Dict[str, Any]) -> List[str]:
 
 def _kb_fix(deep: Dict[str, Any]) -> List[str]:
     try:
-        from npudoctor.triage import fill, load_kb
+        from npudoctor.knowledge.signatures import fill, load_kb
 
         kb = load_kb()
     except Exception:
@@ -302,35 +302,32 @@ def _finding_text(f: Finding) -> str:
 def explaining_findings(deep: Dict[str, Any], facts: Dict[str, Any], statics: List[Finding]) -> List[Finding]:
     """Static findings that explain the deep probe's failure.
 
-    For each known signature of the failure, the causes errors.toml lists are judged by
-    :func:`npudoctor.triage.judge_cause` with the facts and ``statics``; the findings that
-    confirm the best-ranked cause(s) explain it.  A finding naming a captured library
-    (``libhccl.so``) also does.
+    For each known signature of the failure, the causes signatures.toml lists are taken in
+    order: the first one that ``statics`` confirm (a finding of its ``confirmed_by`` codes)
+    and none refutes names the findings that explain it.  A finding naming a captured
+    library (``libhccl.so``) also does.  ``facts`` is unused (kept for the callers).
     """
-    from npudoctor.triage import FactView, judge_cause, load_kb
+    from npudoctor.knowledge.signatures import load_kb
 
     try:
         kb = load_kb()
     except Exception:
         return []
-    fv = FactView(facts, statics)
     explained: List[Finding] = []
     for sig in deep.get("signatures") or []:
         entry = kb.by_id(str(sig.get("id")))
         if entry is None or entry.severity == "noise":
             continue
         caps = dict(sig.get("captures") or {})
-        judged = [judge_cause(c, fv, caps, {}) for c in entry.causes]
-        best = [j for j in judged if j["status"] == "cause" and j["findings"]]
-        if best:
-            top_codes = set(best[0]["findings"])
-            lib = caps.get("lib")
+        lib = caps.get("lib")
+        best = next((c for c in entry.causes if c.confirming(statics) and not c.refuting(statics)), None)
+        if best is not None:
+            top_codes = {f.code for f in best.confirming(statics)}
             explained.extend(
                 f
                 for f in statics
                 if f.code in top_codes and not (lib and f.area == "libraries" and lib not in _finding_text(f))
             )
-        lib = caps.get("lib")
         if lib:
             explained.extend(f for f in statics if lib in _finding_text(f) and f.severity in ("error", "warning"))
     out: List[Finding] = []

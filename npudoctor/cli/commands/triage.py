@@ -1,9 +1,7 @@
 """``npudoctor triage LOG...``: explain the errors in logs with the facts of this machine."""
 
-import contextlib
 import json
 import os
-import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 import typer
@@ -19,7 +17,6 @@ from npudoctor.cli.commands._common import (
     RootOpt,
     UsageError,
     UserOpt,
-    diagnosed_environ,
     environment,
     fail_usage,
     load_matrix_or_none,
@@ -47,21 +44,10 @@ Exit codes: 0 no known error found (noise, warnings and unknown lines do not cou
 1 known errors found; 2 usage error (unreadable log, bad options)."""
 
 
-#: Why the causes are not ranked, by reason (the ``unranked`` key of ``--json``).
-NO_STACK_NOTE = (
-    "this machine has no Ascend NPU stack (no CANN toolkit, NPU driver, torch_npu or NPU device), "
-    "so its facts cannot explain this log: the causes are listed unranked"
-)
-NO_STACK_HINT = (
-    "to rank them, run `npudoctor triage` on the machine that produced the log, or give its facts here: "
-    "--from <its snapshot> (`npudoctor collect -o snap.json` there) or --root <its rootfs>"
-)
-
-
 def _facts(
     request: MachineRequest, env: Environment, no_facts: bool, matrix_path: Optional[str]
-) -> Tuple[Dict[str, Any], List[Any], Optional[Dict[str, str]], str, Optional[str]]:
-    """``(facts, findings, environ, mode, unranked)`` for ranking; raises :class:`UsageError`.
+) -> Tuple[Dict[str, Any], List[Any], str, Optional[str]]:
+    """``(facts, findings, mode, unranked)`` for ranking; raises :class:`UsageError`.
 
     ``unranked`` is ``None`` when the facts may judge the causes, else why they may not:
     ``"no-facts"`` (``--no-facts``) or ``"no-npu-stack"`` -- a live run (no ``--root``,
@@ -69,11 +55,12 @@ def _facts(
     :func:`npudoctor.rules.overview.npu_stack_present` finds nothing NPU-related.  Such a
     log came from another machine: this one's numpy or container state says nothing
     about it, so no fact of this machine is used (only what the log itself says).
-    ``environ`` is the workload environment judged: the ``--env-file``'s, else
-    ``env.environ``; ``None`` with ``--from`` (the snapshot's facts hold it).
+    ``findings`` are the rule findings on ``facts`` (:func:`npudoctor.engine.evaluate`): the
+    only judge of the causes; the workload environment judged is the ``--env-file``'s, else
+    ``env.environ`` (with ``--from`` the snapshot's facts hold it).
     """
     if no_facts:
-        return {}, [], None, "none", "no-facts"
+        return {}, [], "none", "no-facts"
     from npudoctor.engine import Options, evaluate
     from npudoctor.rules.overview import npu_stack_present
 
@@ -81,11 +68,10 @@ def _facts(
     snapshot = snapshot_for(request, options, environ=env.environ)
     mode = "from" if request.from_file else ("root" if request.root else ("python" if request.python else "live"))
     if mode == "live" and not npu_stack_present(snapshot):
-        return {}, [], None, mode, "no-npu-stack"
+        return {}, [], mode, "no-npu-stack"
     matrix, _error = load_matrix_or_none(matrix_path)
     findings = evaluate(snapshot, matrix, options)
-    environ = None if request.from_file else diagnosed_environ(request, env.environ)
-    return snapshot.facts, findings, environ, mode, None
+    return snapshot.facts, findings, mode, None
 
 
 def run_triage(
@@ -100,7 +86,8 @@ def run_triage(
     ``request.json``) to ``env.stdout`` (default: the process's surroundings); returns the
     exit status (PROBLEMS when a known error was found).  Raises :class:`UsageError` for
     unreadable logs or bad options."""
-    from npudoctor.triage import FactView, Scanner, iter_log_files, load_kb, rank
+    from npudoctor.report.triage import render_text
+    from npudoctor.triage import Scanner, iter_log_files, load_kb, rank
 
     env = env if env is not None else Environment.from_process()
     files: List[str] = []
@@ -117,7 +104,7 @@ def run_triage(
     for path in files:
         if path != "-" and not os.access(path, os.R_OK):
             raise UsageError(f"{path}: permission denied")
-    facts, findings, environ, mode, unranked = _facts(request, env, no_facts, matrix_path)
+    facts, findings, mode, unranked = _facts(request, env, no_facts, matrix_path)
     scanner = Scanner(load_kb())
     for path in files:
         if path == "-":
@@ -128,7 +115,7 @@ def run_triage(
                 scanner.feed(path, fh)
         except OSError as exc:
             raise UsageError(f"{path}: {exc.strerror or exc}") from None
-    result = rank(scanner, FactView(facts, findings, environ))
+    result = rank(scanner, findings, facts)
     result["facts_from"] = mode
     result["ranked"] = unranked is None
     result["unranked"] = unranked
@@ -140,85 +127,8 @@ def run_triage(
         doc.update(result)
         env.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     else:
-        # render_text writes to sys.stdout (its move to report/ is another change).
-        with contextlib.redirect_stdout(env.stdout):
-            render_text(result)
+        render_text(result, env.stdout)
     return status
-
-
-_MARK = {"error": "✗", "warning": "!", "noise": "·"}
-
-
-def _where(group: Dict[str, Any], many_sources: bool) -> str:
-    first, last = group["first"], group["last"]
-    src = f"{first['source']}:" if many_sources else ""
-    if group.get("count", 1) == 1 or first == last:
-        return f"{src}line {first['line']}"
-    if first["source"] == last["source"]:
-        return f"{src}lines {first['line']}–{last['line']}"
-    return f"{src}line {first['line']} … {last['source']}:{last['line']}"
-
-
-def render_text(result: Dict[str, Any]) -> None:
-    """Print the human view of a triage result."""
-    out = sys.stdout
-    sources = result["sources"]
-    many = len(sources) > 1
-    names = ", ".join(f"{s['name']} ({s['lines']} lines)" for s in sources)
-    out.write(f"npudoctor triage: {names}\n")
-    if result.get("unranked") == "no-npu-stack":
-        out.write(f"  note: {NO_STACK_NOTE};\n        {NO_STACK_HINT}\n")
-    elif result.get("facts_from") == "none":
-        out.write("  (no facts gathered: causes are not ranked for this machine)\n")
-    ranked = result.get("ranked", True)
-    for s in sources:
-        if s.get("error"):
-            out.write(f"  ! {s['name']}: read stopped: {s['error']}\n")
-    known = result["known"]
-    if not known and not result["unknown"]:
-        out.write("\nNo known error signature and no error-looking line found.\n")
-    for g in known:
-        times = f" ×{g['count']}" if g["count"] > 1 else ""
-        out.write(f"\n{_MARK.get(g['severity'], '?')} {g['title']}{times}  [{g['id']}, {_where(g, many)}]\n")
-        out.write(f"    {g['sample']}\n")
-        out.write(f"  means: {g['meaning']}\n")
-        if g["severity"] == "noise":
-            continue
-        if g["follow_on"]:
-            out.write("  usually a follow-on error: the first error above it is the one to fix\n")
-        for i, c in enumerate(g["causes"]):
-            kind = f"{c['kind']} " if c["kind"] else ""
-            if i == 0 and c["status"] == "cause":
-                out.write(f"  → {c['here']}\n")
-                for e in c["evidence"]:
-                    out.write(f"      evidence: {e}\n")
-                for f in c["fix"]:
-                    out.write(f"      fix: {f}\n")
-            else:
-                label = f": {c['label']}" if ranked or c["status"] != "unknown" else ""
-                out.write(f"  - {kind}{c['text']}{label}")
-                if c["evidence"] and c["status"] in ("ruled_out", "cause", "no_sign"):
-                    out.write(f" ({'; '.join(c['evidence'][:2])})")
-                out.write("\n")
-        if not g["conclusion"] and g["fix"]:
-            for f in g["fix"]:
-                out.write(f"  fix: {f}\n")
-    if result["unknown"]:
-        total = result["summary"]["unknown"]
-        out.write(f"\nError-looking lines no known signature matches ({total}; not guessed):\n")
-        for u in sorted(result["unknown"], key=lambda u: -u["count"])[:15]:
-            times = f"×{u['count']} " if u["count"] > 1 else ""
-            src = f"{u['first']['source']}:" if many else ""
-            out.write(f"  {times}{src}line {u['first']['line']}: {u['text'][:160]}\n")
-        if len(result["unknown"]) > 15:
-            out.write(f"  … and {len(result['unknown']) - 15} more (see --json)\n")
-    s = result["summary"]
-    out.write(
-        f"\n{s['known_errors']} known error line(s), {s['known_warnings']} warning(s), {s['noise']} noise, "
-        f"{s['unknown']} unknown.\n"
-    )
-    if result.get("verdict"):
-        out.write(f"Verdict: {result['verdict']}\n")
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,370 @@
+"""The triage signatures: known error messages, what they mean and which findings decide their causes.
+
+The data is ``signatures.toml`` beside this module (its header documents the format).  Each
+signature (:class:`Entry`) has regex patterns, a meaning, the root-cause kinds (``K01``..``K22``
+of ``cases/kinds.md``) and ranked candidate causes (:class:`Cause`).  A cause names the finding
+codes of the rules that confirm it (``confirmed_by``) and optionally those that refute it
+(``refuted_by``); a cause may also be stated by the log line itself (``stated_by``: captures
+whose presence in the matched line establishes it).  Nothing here looks at a machine: the
+rules judge the facts, and :meth:`Cause.confirming` / :meth:`Cause.refuting` only select
+findings by code.
+
+Used by ``npudoctor triage`` (npudoctor/triage/), the deep probe (to name the signature of a
+failed import) and the deep rules (which static findings explain a deep failure).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import string
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from npudoctor.findings import Finding
+
+#: Longest line examined (bytes); the rest of a longer line is skipped.
+MAX_LINE = 64 << 10
+
+#: Severities of a signature: ``error`` counts as a known error; ``noise`` is known and harmless.
+SEVERITIES = ("error", "warning", "noise")
+
+#: Lines that look like errors but match no known signature (listed as unknown, not guessed).
+GENERIC_ERROR = (
+    r"^[ \t]*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)(?::|$)"
+    r"|\[ERROR\]|\bERROR\b|\bFATAL\b|\bFatal\b"
+    r"|\bE[A-Z0-9]\d{4}\b|\bERR\d{5}\b"
+    r"|error code is -?\d+|runtime result = -?\d+|ret is -\d+"
+    r"|\bfailed\b|\bFailed\b|\bcore dumped\b"
+)
+
+#: Substrings one of which every line matching :data:`GENERIC_ERROR` is expected to hold
+#: (a line whose only error sign is a bare CANN code such as ``EE1001`` is not listed as unknown).
+GENERIC_ANCHORS = (
+    b"rror",
+    b"RROR",
+    b"xception",
+    b"FATAL",
+    b"Fatal",
+    b"ailed",
+    b"core dumped",
+    b"ERR0",
+    b"ret is -",
+    b"runtime result =",
+)
+
+_KIND_RX = re.compile(r"^K(0[1-9]|1[0-9]|2[0-2])$")
+_CODE_RX = re.compile(r"^[A-Z]{2,5}\d{3}$")
+_ID_RX = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+_CAUSE_KEYS = {"kind", "text", "here", "fix", "confirmed_by", "refuted_by", "stated_by"}
+
+
+def _sre() -> Tuple[Any, Any]:
+    try:
+        import re._constants as constants  # type: ignore[import-not-found]
+        import re._parser as parser  # type: ignore[import-not-found]
+    except ImportError:  # Python < 3.11
+        import sre_constants as constants  # type: ignore[no-redef]
+        import sre_parse as parser  # type: ignore[no-redef]
+    return parser, constants
+
+
+def required_literals(pattern: str) -> Optional[List[bytes]]:
+    """Literals (3+ ASCII bytes) one of which occurs in every match of ``pattern``, or
+    ``None`` when none can be derived.  Walks the parsed regex: runs of literal
+    characters, mandatory groups, alternations (each branch must give one) and repeats
+    of at least one.  Case-insensitive patterns are not supported (``None``)."""
+    parser, c = _sre()
+    try:
+        parsed = parser.parse(pattern)
+    except re.error:
+        return None
+    if parsed.state.flags & re.IGNORECASE:
+        return None
+
+    def best(items: Any) -> Optional[List[bytes]]:
+        run: List[int] = []
+        cands: List[List[bytes]] = []
+
+        def flush() -> None:
+            if run:
+                cands.append([bytes(run)])
+            run.clear()
+
+        for op, av in items:
+            if op is c.LITERAL and av < 128:
+                run.append(av)
+                continue
+            flush()
+            if op is c.SUBPATTERN:
+                sub = best(av[-1])
+                if sub:
+                    cands.append(sub)
+            elif op is c.BRANCH:
+                alts = [best(b) for b in av[1]]
+                if alts and all(alts):
+                    cands.append([x for a in alts for x in (a or [])])
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and av[0] >= 1:
+                sub = best(av[2])
+                if sub:
+                    cands.append(sub)
+        flush()
+        good = [x for x in cands if min(len(y) for y in x) >= 3]
+        return max(good, key=lambda x: min(len(y) for y in x) - 0.1 * len(x)) if good else None
+
+    return best(list(parsed))
+
+
+class KBError(ValueError):
+    """The signatures file is malformed (a packaging bug; found by the tests)."""
+
+
+def _serious(findings: Sequence[Finding], codes: Sequence[str]) -> List[Finding]:
+    return [f for f in findings if f.code in codes and f.severity in ("error", "warning")]
+
+
+@dataclass
+class Cause:
+    """A candidate cause of a signature (``[[entry.causes]]`` in signatures.toml).
+
+    ``confirmed_by``: finding codes whose error/warning findings confirm the cause;
+    ``refuted_by``: finding codes whose findings (any severity) show it is not the cause;
+    ``stated_by``: capture names; when every one was captured from the matched line, the
+    line itself states the cause (no fact is needed).  A cause with none of the three is a
+    fact-free statement that always stays "possible".
+    """
+
+    kind: str
+    text: str
+    here: str
+    fix: List[str]
+    confirmed_by: List[str] = field(default_factory=list)
+    refuted_by: List[str] = field(default_factory=list)
+    stated_by: List[str] = field(default_factory=list)
+
+    def confirming(self, findings: Sequence[Finding]) -> List[Finding]:
+        """The error/warning findings of ``findings`` whose code is in ``confirmed_by``, in order."""
+        return _serious(findings, self.confirmed_by)
+
+    def refuting(self, findings: Sequence[Finding]) -> List[Finding]:
+        """The findings of ``findings`` (any severity) whose code is in ``refuted_by``, in order."""
+        return [f for f in findings if f.code in self.refuted_by]
+
+    def stated(self, captures: Mapping[str, str]) -> bool:
+        """True when the matched line's ``captures`` hold every name of ``stated_by``."""
+        return bool(self.stated_by) and all(captures.get(name) for name in self.stated_by)
+
+
+@dataclass
+class Entry:
+    """One signature of the knowledge base (``[[entry]]`` in signatures.toml)."""
+
+    id: str
+    title: str
+    severity: str
+    patterns: List[str]
+    meaning: str
+    kinds: List[str]
+    decide: List[str]
+    fix: List[str]
+    sources: List[str]
+    causes: List[Cause]
+    follow_on: bool = False
+    compiled: List[Any] = field(default_factory=list, repr=False)
+    compiled_text: List[Any] = field(default_factory=list, repr=False)
+    #: per pattern, literals one of which every match contains (see :func:`required_literals`)
+    anchors: List[List[bytes]] = field(default_factory=list, repr=False)
+
+    def match_bytes(self, line: bytes) -> Optional[Dict[str, str]]:
+        """Captures (possibly empty dict) when a pattern matches ``line``, else ``None``."""
+        for rx, anchors in zip(self.compiled, self.anchors):
+            if not any(a in line for a in anchors):
+                continue
+            m = rx.search(line)
+            if m:
+                return {k: v.decode("utf-8", "replace") for k, v in m.groupdict().items() if v is not None}
+        return None
+
+    def match_text(self, text: str) -> Optional[Dict[str, str]]:
+        """Like :meth:`match_bytes` for a ``str`` (one line or a whole message)."""
+        for rx in self.compiled_text:
+            m = rx.search(text)
+            if m:
+                return {k: v for k, v in m.groupdict().items() if v is not None}
+        return None
+
+
+@dataclass
+class KnowledgeBase:
+    """The parsed signatures file: ``entries`` in match order and the combined prefilter
+    (``anchors``: byte strings one of which every candidate line holds; ``generic``: the
+    compiled :data:`GENERIC_ERROR` over bytes)."""
+
+    entries: List[Entry]
+    path: str
+    anchors: List[bytes] = field(default_factory=list)
+    generic: Any = None
+
+    def by_id(self, entry_id: str) -> Optional[Entry]:
+        """The entry with this id, or ``None``."""
+        return next((e for e in self.entries if e.id == entry_id), None)
+
+    def classify(self, text: str) -> List[Tuple[Entry, Dict[str, str]]]:
+        """Every entry matching somewhere in ``text`` (a message of several lines), in KB
+        order, with the captures of the first matching line; used by the deep probe."""
+        out: List[Tuple[Entry, Dict[str, str]]] = []
+        lines = text.splitlines() or [text]
+        for entry in self.entries:
+            for line in lines:
+                caps = entry.match_text(line[:MAX_LINE])
+                if caps is not None:
+                    out.append((entry, caps))
+                    break
+        return out
+
+
+class _Fill(string.Formatter):
+    def get_value(self, key: Any, args: Any, kwargs: Any) -> Any:
+        if isinstance(key, str) and key in kwargs:
+            return kwargs[key]
+        return "{" + str(key) + "}"
+
+
+def fill(text: str, values: Mapping[str, str]) -> str:
+    """``text`` with ``{name}`` placeholders replaced from ``values`` (unknown ones kept)."""
+    try:
+        return _Fill().vformat(text, (), dict(values))
+    except (ValueError, IndexError):
+        return text
+
+
+_KB_CACHE: Dict[str, KnowledgeBase] = {}
+
+
+def default_kb_path() -> str:
+    """Path of the packaged ``signatures.toml``."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "signatures.toml")
+
+
+def _toml_loads(text: str) -> Dict[str, Any]:
+    try:
+        import tomllib  # type: ignore[import-not-found]
+    except ImportError:  # Python < 3.11
+        import tomli as tomllib  # type: ignore[no-redef]
+    return tomllib.loads(text)
+
+
+def _strs(raw: Mapping[str, Any], where: str, key: str) -> List[str]:
+    value = raw.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise KBError(f"{where}: {key} must be a list of strings")
+    return list(value)
+
+
+def _codes(raw: Mapping[str, Any], where: str, key: str) -> List[str]:
+    codes = _strs(raw, where, key)
+    for code in codes:
+        if not _CODE_RX.match(code):
+            raise KBError(f"{where}: {key} {code!r} is not a finding code")
+    return codes
+
+
+def _cause(c: Mapping[str, Any], where: str) -> Cause:
+    unknown = sorted(set(c) - _CAUSE_KEYS)
+    if unknown:
+        raise KBError(f"{where}: unknown cause key(s) {unknown} (a cause names finding codes, not checks)")
+    kind = c.get("kind", "")
+    if kind and not _KIND_RX.match(kind):
+        raise KBError(f"{where}: cause kind {kind!r} is not K01..K22")
+    confirmed_by = _codes(c, where, "confirmed_by")
+    refuted_by = _codes(c, where, "refuted_by")
+    both = sorted(set(confirmed_by) & set(refuted_by))
+    if both:
+        raise KBError(f"{where}: {both} both confirm and refute one cause")
+    return Cause(
+        kind=kind,
+        text=str(c.get("text", "")),
+        here=str(c.get("here", "")),
+        fix=_strs(c, where, "fix"),
+        confirmed_by=confirmed_by,
+        refuted_by=refuted_by,
+        stated_by=_strs(c, where, "stated_by"),
+    )
+
+
+def _entry(item: Mapping[str, Any], where: str) -> Entry:
+    severity = item.get("severity", "error")
+    if severity not in SEVERITIES:
+        raise KBError(f"{where}: severity {severity!r} not in {SEVERITIES}")
+    kinds = _strs(item, where, "kinds")
+    for k in kinds:
+        if not _KIND_RX.match(k):
+            raise KBError(f"{where}: kind {k!r} is not K01..K22")
+    patterns = _strs(item, where, "patterns")
+    if not patterns:
+        raise KBError(f"{where}: no patterns")
+    entry = Entry(
+        id=str(item["id"]),
+        title=str(item.get("title", item["id"])),
+        severity=severity,
+        patterns=patterns,
+        meaning=str(item.get("meaning", "")),
+        kinds=kinds,
+        decide=_strs(item, where, "decide"),
+        fix=_strs(item, where, "fix"),
+        sources=_strs(item, where, "sources"),
+        causes=[_cause(c, where) for c in item.get("causes", [])],
+        follow_on=bool(item.get("follow_on", False)),
+    )
+    for p in patterns:
+        try:
+            entry.compiled.append(re.compile(p.encode("utf-8"), re.M))
+            entry.compiled_text.append(re.compile(p, re.M))
+        except re.error as exc:
+            raise KBError(f"{where}: bad regex {p!r}: {exc}") from None
+        literals = required_literals(p)
+        if not literals:
+            raise KBError(f"{where}: pattern {p!r} has no literal of 3+ characters that every match contains")
+        entry.anchors.append(literals)
+    return entry
+
+
+def load_kb(path: Optional[str] = None) -> KnowledgeBase:
+    """Load and validate the signatures (default: the packaged ``signatures.toml``).
+
+    Raises :class:`KBError` for a malformed or unreadable file: duplicate or non-kebab ids,
+    bad regexes, patterns without a literal anchor, unknown severities, kinds outside
+    K01..K22, malformed finding codes, unknown cause keys.  Cached per path.
+    """
+    path = path or default_kb_path()
+    if path in _KB_CACHE:
+        return _KB_CACHE[path]
+    try:
+        with open(path, "rb") as fh:
+            raw = _toml_loads(fh.read().decode("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise KBError(f"cannot read the error knowledge base {path}: {exc}") from None
+    entries: List[Entry] = []
+    seen = set()
+    for i, item in enumerate(raw.get("entry", [])):
+        where = f"{path}: entry {i} ({item.get('id', '?')})"
+        eid = item.get("id")
+        if not isinstance(eid, str) or not _ID_RX.match(eid):
+            raise KBError(f"{where}: id must be kebab-case")
+        if eid in seen:
+            raise KBError(f"{where}: duplicate id")
+        seen.add(eid)
+        entries.append(_entry(item, where))
+    if not entries:
+        raise KBError(f"{path}: no entries")
+    # Candidate lines are found with plain substring search (bytes.find runs at memory
+    # speed; one big regex alternation ran at under 1 MB/s): the anchors of every pattern
+    # plus those of the generic error shapes.  An anchor containing another is redundant.
+    pool = sorted({a for e in entries for lits in e.anchors for a in lits} | set(GENERIC_ANCHORS), key=len)
+    anchors: List[bytes] = []
+    for a in pool:
+        if not any(b in a for b in anchors):
+            anchors.append(a)
+    kb = KnowledgeBase(entries=entries, path=path, anchors=anchors, generic=re.compile(GENERIC_ERROR.encode(), re.M))
+    _KB_CACHE[path] = kb
+    return kb

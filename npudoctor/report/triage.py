@@ -1,0 +1,90 @@
+"""The text view of a triage result (``npudoctor triage`` without ``--json``)."""
+
+from __future__ import annotations
+
+from typing import IO, Any, Dict
+
+#: Why the causes are not ranked, by reason (the ``unranked`` key of ``--json``).
+NO_STACK_NOTE = (
+    "this machine has no Ascend NPU stack (no CANN toolkit, NPU driver, torch_npu or NPU device), "
+    "so its facts cannot explain this log: the causes are listed unranked"
+)
+NO_STACK_HINT = (
+    "to rank them, run `npudoctor triage` on the machine that produced the log, or give its facts here: "
+    "--from <its snapshot> (`npudoctor collect -o snap.json` there) or --root <its rootfs>"
+)
+
+
+_MARK = {"error": "✗", "warning": "!", "noise": "·"}
+
+
+def _where(group: Dict[str, Any], many_sources: bool) -> str:
+    first, last = group["first"], group["last"]
+    src = f"{first['source']}:" if many_sources else ""
+    if group.get("count", 1) == 1 or first == last:
+        return f"{src}line {first['line']}"
+    if first["source"] == last["source"]:
+        return f"{src}lines {first['line']}–{last['line']}"
+    return f"{src}line {first['line']} … {last['source']}:{last['line']}"
+
+
+def render_text(result: Dict[str, Any], out: IO[str]) -> None:
+    """Write the human view of a triage ``result`` (:func:`npudoctor.triage.rank` plus the
+    command's ``facts_from``/``ranked``/``unranked`` keys) to ``out``."""
+    sources = result["sources"]
+    many = len(sources) > 1
+    names = ", ".join(f"{s['name']} ({s['lines']} lines)" for s in sources)
+    out.write(f"npudoctor triage: {names}\n")
+    if result.get("unranked") == "no-npu-stack":
+        out.write(f"  note: {NO_STACK_NOTE};\n        {NO_STACK_HINT}\n")
+    elif result.get("facts_from") == "none":
+        out.write("  (no facts gathered: causes are not ranked for this machine)\n")
+    ranked = result.get("ranked", True)
+    for s in sources:
+        if s.get("error"):
+            out.write(f"  ! {s['name']}: read stopped: {s['error']}\n")
+    known = result["known"]
+    if not known and not result["unknown"]:
+        out.write("\nNo known error signature and no error-looking line found.\n")
+    for g in known:
+        times = f" ×{g['count']}" if g["count"] > 1 else ""
+        out.write(f"\n{_MARK.get(g['severity'], '?')} {g['title']}{times}  [{g['id']}, {_where(g, many)}]\n")
+        out.write(f"    {g['sample']}\n")
+        out.write(f"  means: {g['meaning']}\n")
+        if g["severity"] == "noise":
+            continue
+        if g["follow_on"]:
+            out.write("  usually a follow-on error: the first error above it is the one to fix\n")
+        for i, c in enumerate(g["causes"]):
+            kind = f"{c['kind']} " if c["kind"] else ""
+            if i == 0 and c["status"] == "cause":
+                out.write(f"  → {c['here']}\n")
+                for e in c["evidence"]:
+                    out.write(f"      evidence: {e}\n")
+                for f in c["fix"]:
+                    out.write(f"      fix: {f}\n")
+            else:
+                label = f": {c['label']}" if ranked or c["status"] != "unknown" else ""
+                out.write(f"  - {kind}{c['text']}{label}")
+                if c["evidence"] and c["status"] in ("ruled_out", "cause", "no_sign"):
+                    out.write(f" ({'; '.join(c['evidence'][:2])})")
+                out.write("\n")
+        if not g["conclusion"] and g["fix"]:
+            for f in g["fix"]:
+                out.write(f"  fix: {f}\n")
+    if result["unknown"]:
+        total = result["summary"]["unknown"]
+        out.write(f"\nError-looking lines no known signature matches ({total}; not guessed):\n")
+        for u in sorted(result["unknown"], key=lambda u: -u["count"])[:15]:
+            times = f"×{u['count']} " if u["count"] > 1 else ""
+            src = f"{u['first']['source']}:" if many else ""
+            out.write(f"  {times}{src}line {u['first']['line']}: {u['text'][:160]}\n")
+        if len(result["unknown"]) > 15:
+            out.write(f"  … and {len(result['unknown']) - 15} more (see --json)\n")
+    s = result["summary"]
+    out.write(
+        f"\n{s['known_errors']} known error line(s), {s['known_warnings']} warning(s), {s['noise']} noise, "
+        f"{s['unknown']} unknown.\n"
+    )
+    if result.get("verdict"):
+        out.write(f"Verdict: {result['verdict']}\n")

@@ -1,0 +1,240 @@
+"""Ranking: order the candidate causes of each signature found by the rule findings.
+
+Triage judges nothing itself.  A cause (``[[entry.causes]]`` of
+``npudoctor/knowledge/signatures.toml``) is
+
+* ``cause``      -- the matched log line states it (``stated_by`` captures present), or an
+                    error/warning finding of a code in its ``confirmed_by`` was made;
+* ``ruled_out``  -- a finding of a code in its ``refuted_by`` was made;
+* ``no_sign``    -- the rules behind its ``confirmed_by`` codes ran over the facts they
+                    read (their areas' sections are present) and made no such finding;
+* ``unknown``    -- otherwise ("possible (not checked)": no facts, or a fact-free cause).
+
+The findings are those of :func:`npudoctor.engine.evaluate` over the same facts, so triage
+and ``npudoctor check`` cannot disagree.  Facts are read only for display values (the
+interpreter path, the toolkit path and its set_env.sh, the CANN version) that fill the
+``{placeholders}`` of the texts; ``{finding}`` is the title of the first confirming finding.
+A confirmed cause's fix is its findings' fix (the rules write the remedies); the cause's own
+steps are shown when no finding carries one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from npudoctor.facts.coverage import not_checked
+from npudoctor.findings import REGISTRY, Finding
+from npudoctor.knowledge.signatures import Cause, fill
+from npudoctor.triage.scan import Group, Scanner
+
+_STATUS_SCORE = {"cause": 3, "unknown": 1, "no_sign": 0, "ruled_out": -1}
+
+#: How each status is shown.
+STATUS_LABEL = {
+    "cause": "the cause here",
+    "unknown": "possible (not checked)",
+    "no_sign": "no sign of it here",
+    "ruled_out": "ruled out",
+}
+
+
+def _section(facts: Mapping[str, Any], name: str) -> Dict[str, Any]:
+    value = facts.get(name)
+    return value if isinstance(value, dict) else {}
+
+
+def _selected_toolkit(facts: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    cann = _section(facts, "cann")
+    sel = cann.get("selected")
+    if isinstance(sel, dict):
+        return sel
+    tks = [t for t in cann.get("toolkits") or [] if isinstance(t, dict)]
+    return tks[0] if tks else None
+
+
+def _set_env_of(tk: Optional[Mapping[str, Any]]) -> str:
+    if tk and isinstance(tk.get("set_env"), str) and tk.get("set_env"):
+        return str(tk["set_env"])
+    if tk and isinstance(tk.get("path"), str):
+        path = str(tk["path"]).rstrip("/")
+        parent = path.rsplit("/", 1)[0] if path.endswith("/latest") or re.search(r"/\d[\w.\-]*$", path) else path
+        return parent + "/set_env.sh"
+    return "/usr/local/Ascend/ascend-toolkit/set_env.sh"
+
+
+def display_values(facts: Mapping[str, Any]) -> Dict[str, str]:
+    """Values that fill the texts' placeholders: ``python`` (the interpreter's path, else
+    ``python``), ``toolkit`` (the selected CANN path, when known), ``toolkit_set_env``
+    (its set_env.sh) and ``cann_version`` (``(none)`` when unknown).  Read, never judged."""
+    py = _section(facts, "python").get("executable")
+    tk = _selected_toolkit(facts)
+    values = {"python": str(py) if py else "python", "toolkit_set_env": _set_env_of(tk)}
+    if tk and tk.get("path"):
+        values["toolkit"] = str(tk["path"])
+    values["cann_version"] = str((tk or {}).get("version") or "(none)")
+    return values
+
+
+def _judged(cause: Cause, facts: Mapping[str, Any]) -> bool:
+    """True when every rule behind ``cause.confirmed_by`` could judge its area on ``facts``
+    (:func:`npudoctor.facts.coverage.not_checked`: present and actually looked at)."""
+    if not cause.confirmed_by or not facts:
+        return False
+    for code in cause.confirmed_by:
+        declared = REGISTRY.get(code)
+        if declared is None or not_checked(facts, declared.area) is not None:
+            return False
+    return True
+
+
+def _finding_lines(found: Sequence[Finding]) -> List[str]:
+    out: List[str] = []
+    for f in found:
+        out.append(f"{f.code}: {f.title}")
+        out.extend(e for e in f.evidence if e not in out)
+    return out
+
+
+def judge_cause(
+    cause: Cause,
+    findings: Sequence[Finding],
+    captures: Mapping[str, str],
+    values: Mapping[str, str],
+    facts: Optional[Mapping[str, Any]] = None,
+) -> Dict[str, Any]:
+    """The JSON record of one cause judged by ``findings`` (see the module doc).
+
+    ``captures`` are the matched line's named groups, ``values`` the display values
+    (:func:`display_values`), ``facts`` the facts the findings were computed on (only
+    which sections are present is used, to tell ``no_sign`` from ``unknown``).  Keys:
+    ``kind`` (or ``None``), ``text``, ``status``, ``label``, ``here`` (when ``cause``),
+    ``evidence`` (strings), ``findings`` (confirming codes), ``fix`` (steps).  The
+    codes must be registered (the rule modules imported, as ``evaluate`` does) for
+    ``no_sign`` to be told from ``unknown``.
+    """
+    filled = dict(values)
+    filled.update(captures)
+    confirming: List[Finding] = []
+    evidence: List[str] = []
+    if cause.stated(captures):
+        status = "cause"
+        evidence = ["the log line states it: " + ", ".join(f"{n}={captures[n]}" for n in cause.stated_by)]
+    elif cause.refuting(findings):
+        status = "ruled_out"
+        evidence = [f"{f.code}: {f.title}" for f in cause.refuting(findings)]
+    elif cause.confirming(findings):
+        status = "cause"
+        confirming = cause.confirming(findings)
+        evidence = _finding_lines(confirming)
+        filled["finding"] = confirming[0].title
+    elif _judged(cause, facts or {}):
+        status = "no_sign"
+        evidence = [f"no {'/'.join(cause.confirmed_by)} finding on these facts"]
+    else:
+        status = "unknown"
+    # The rules write the remedies: a confirmed cause's fix is its findings' fix; the
+    # cause's own steps are the fallback (stated causes, findings without a fix).
+    fix = list(dict.fromkeys(x for f in confirming for x in f.fix)) or [fill(x, filled) for x in cause.fix]
+    return {
+        "kind": cause.kind or None,
+        "text": cause.text,
+        "status": status,
+        "label": STATUS_LABEL[status],
+        "here": fill(cause.here, filled) if status == "cause" else None,
+        "evidence": evidence,
+        "findings": list(dict.fromkeys(f.code for f in confirming)),
+        "fix": fix,
+    }
+
+
+def rank_group(group: Group, findings: Sequence[Finding], facts: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """The JSON record of one group with its causes ranked (``causes``: best first, ties
+    in KB order; ``conclusion``: the top cause's ``here`` when it is ``cause``)."""
+    entry = group.entry
+    base = display_values(facts or {})
+    judged = [judge_cause(c, findings, group.captures, base, facts) for c in entry.causes]
+    order = {id(j): i for i, j in enumerate(judged)}
+    judged.sort(key=lambda j: (-_STATUS_SCORE[j["status"]], order[id(j)]))
+    top = judged[0] if judged else None
+    concluded = top is not None and top["status"] == "cause"
+    values = dict(base)
+    values.update(group.captures)
+    return {
+        "id": entry.id,
+        "title": fill(entry.title, group.captures),
+        "severity": entry.severity,
+        "follow_on": entry.follow_on,
+        "count": group.count,
+        "first": {"source": group.first.source, "line": group.first.line},
+        "last": {"source": group.last.source, "line": group.last.line},
+        "sample": group.sample,
+        "captures": dict(group.captures),
+        "meaning": entry.meaning,
+        "kinds": list(entry.kinds),
+        "decide": list(entry.decide),
+        "causes": judged,
+        "conclusion": top["here"] if top is not None and concluded else None,
+        "fix": top["fix"] if top is not None and concluded else [fill(x, values) for x in entry.fix],
+        "sources": list(entry.sources),
+    }
+
+
+def _source_index(scanner: Scanner, name: str) -> int:
+    for i, s in enumerate(scanner.sources):
+        if s.name == name:
+            return i
+    return len(scanner.sources)
+
+
+def rank(
+    scanner: Scanner, findings: Sequence[Finding] = (), facts: Optional[Mapping[str, Any]] = None
+) -> Dict[str, Any]:
+    """The triage result (the ``--json`` contract of ``npudoctor triage``)::
+
+    sources   [{name, lines, bytes, error, long_lines}]
+    known     [group record (see rank_group)] in order of first appearance
+    unknown   [{text, count, first, last}] error-looking lines no signature matched
+    unknown_dropped   how many more distinct unknown lines were only counted
+    summary   {known_errors, known_warnings, noise, unknown}
+    first_error   id of the earliest error that is not a follow-on (or None)
+    verdict   one line: the conclusion for the first error, or None
+
+    ``findings`` are the rule findings on ``facts`` (both empty: nothing is ranked, only
+    what the log lines state themselves concludes).
+    """
+    groups = sorted(scanner.groups.values(), key=lambda g: (_source_index(scanner, g.first.source), g.first.line))
+    known: List[Dict[str, Any]] = [rank_group(g, findings, facts) for g in groups]
+    unknown: List[Dict[str, Any]] = [
+        {
+            "text": u.sample,
+            "count": u.count,
+            "first": {"source": u.first.source, "line": u.first.line},
+            "last": {"source": u.last.source, "line": u.last.line},
+        }
+        for u in sorted(scanner.unknown.values(), key=lambda u: (_source_index(scanner, u.first.source), u.first.line))
+    ]
+    errors = [k for k in known if k["severity"] == "error"]
+    primary = [k for k in errors if not k["follow_on"]] or errors
+    first = primary[0] if primary else None
+    verdict = None
+    if first is not None:
+        concluded = next((k for k in primary if k["conclusion"]), None)
+        verdict = concluded["conclusion"] if concluded else None
+    return {
+        "sources": [
+            {"name": s.name, "lines": s.lines, "bytes": s.bytes, "error": s.error, "long_lines": s.long_lines}
+            for s in scanner.sources
+        ],
+        "known": known,
+        "unknown": unknown,
+        "unknown_dropped": scanner.unknown_dropped,
+        "summary": {
+            "known_errors": sum(k["count"] for k in known if k["severity"] == "error"),
+            "known_warnings": sum(k["count"] for k in known if k["severity"] == "warning"),
+            "noise": sum(k["count"] for k in known if k["severity"] == "noise"),
+            "unknown": sum(u["count"] for u in unknown) + scanner.unknown_dropped,
+        },
+        "first_error": first["id"] if first else None,
+        "verdict": verdict,
+    }

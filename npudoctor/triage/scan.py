@@ -1,0 +1,229 @@
+"""The streaming scanner: find the known signatures in logs in constant memory.
+
+:class:`Scanner` streams any number of logs (training/inference output, CANN plog files,
+a pasted traceback): fixed-size binary chunks, lines capped at :data:`MAX_LINE` bytes, a
+substring prefilter (the anchors of every pattern) to find candidate lines, and bounded
+group tables (repeats are counted with first/last line numbers, never stored).  It only
+finds and counts; :mod:`npudoctor.triage.rank` says what the finds mean on a machine.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import IO, Dict, List, Optional, Tuple
+
+from npudoctor.knowledge.signatures import MAX_LINE, Entry, KnowledgeBase
+
+#: Bytes read from a log per step.
+CHUNK = 1 << 20
+#: Longest sample text kept per group (characters).
+SAMPLE_CHARS = 600
+#: Distinct capture variants kept per signature (further variants count in the first).
+MAX_VARIANTS = 16
+#: Distinct unknown error lines kept (further ones are only counted).
+MAX_UNKNOWN = 200
+
+__all__ = [
+    "CHUNK",
+    "MAX_LINE",
+    "MAX_UNKNOWN",
+    "MAX_VARIANTS",
+    "SAMPLE_CHARS",
+    "Group",
+    "Place",
+    "Scanner",
+    "SourceStats",
+    "UnknownGroup",
+    "iter_log_files",
+]
+
+
+@dataclass
+class Place:
+    source: str
+    line: int
+
+
+@dataclass
+class Group:
+    """Repeats of one signature with the same captures."""
+
+    entry: Entry
+    captures: Dict[str, str]
+    count: int
+    first: Place
+    last: Place
+    sample: str
+
+
+@dataclass
+class UnknownGroup:
+    key: str
+    count: int
+    first: Place
+    last: Place
+    sample: str
+
+
+@dataclass
+class SourceStats:
+    name: str
+    lines: int = 0
+    bytes: int = 0
+    error: Optional[str] = None
+    long_lines: int = 0
+
+
+_NORMALIZE = [
+    (re.compile(r"0x[0-9a-fA-F]+"), "0x#"),
+    (re.compile(r"\d+"), "#"),
+    (re.compile(r"\s+"), " "),
+]
+
+
+def _normalize(text: str) -> str:
+    for rx, repl in _NORMALIZE:
+        text = rx.sub(repl, text)
+    return text.strip()[:200]
+
+
+class Scanner:
+    """Streams logs and groups what it finds.  Memory is bounded by the group caps,
+    not by the size of the input.  Usage::
+
+        sc = Scanner(load_kb())
+        with open(path, "rb") as fh:
+            sc.feed(path, fh)
+        sc.groups, sc.unknown, sc.sources
+    """
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self.kb = kb
+        self.groups: Dict[Tuple[str, Tuple[Tuple[str, str], ...]], Group] = {}
+        self._variants: Dict[str, int] = {}
+        self.unknown: Dict[str, UnknownGroup] = {}
+        self.unknown_dropped = 0
+        self.sources: List[SourceStats] = []
+
+    # -- lines
+    def _line(self, raw: bytes, stats: SourceStats, lineno: int) -> None:
+        raw = raw.rstrip(b"\r")
+        for entry in self.kb.entries:
+            caps = entry.match_bytes(raw)
+            if caps is None:
+                continue
+            key = (entry.id, tuple(sorted(caps.items())))
+            place = Place(stats.name, lineno)
+            group = self.groups.get(key)
+            if group is None:
+                n = self._variants.get(entry.id, 0)
+                if n >= MAX_VARIANTS:
+                    group = next(g for (eid, _c), g in self.groups.items() if eid == entry.id)
+                else:
+                    self._variants[entry.id] = n + 1
+                    text = raw[: SAMPLE_CHARS * 4].decode("utf-8", "replace").strip()[:SAMPLE_CHARS]
+                    self.groups[key] = Group(entry, caps, 1, place, place, text)
+                    return
+            group.count += 1
+            group.last = place
+            return
+        if not self.kb.generic.search(raw):
+            return
+        text = raw[: SAMPLE_CHARS * 4].decode("utf-8", "replace").strip()
+        if not text:
+            return
+        shape = _normalize(text)
+        place = Place(stats.name, lineno)
+        unknown = self.unknown.get(shape)
+        if unknown is not None:
+            unknown.count += 1
+            unknown.last = place
+        elif len(self.unknown) < MAX_UNKNOWN:
+            self.unknown[shape] = UnknownGroup(shape, 1, place, place, text[:SAMPLE_CHARS])
+        else:
+            self.unknown_dropped += 1
+
+    def _block(self, block: bytes, base: int, stats: SourceStats) -> None:
+        """Examine the complete lines of ``block``; ``base`` lines precede it."""
+        starts = set()
+        find, rfind = block.find, block.rfind
+        for anchor in self.kb.anchors:
+            pos = find(anchor)
+            while pos >= 0:
+                starts.add(rfind(b"\n", 0, pos) + 1)
+                end = find(b"\n", pos)
+                if end < 0:
+                    break
+                pos = find(anchor, end + 1)
+        counted_pos, counted = 0, base
+        for start in sorted(starts):
+            end = find(b"\n", start)
+            if end < 0:
+                end = len(block)
+            counted += block.count(b"\n", counted_pos, start)
+            counted_pos = start
+            self._line(block[start:end], stats, counted + 1)
+
+    def feed(self, name: str, stream: IO[bytes]) -> SourceStats:
+        """Scan one binary stream to its end.  Read errors end the stream and are
+        recorded in the returned stats (never raised)."""
+        stats = SourceStats(name)
+        self.sources.append(stats)
+        buf = b""
+        base = 0
+        skipping = False
+        try:
+            while True:
+                data = stream.read(CHUNK)
+                if not data:
+                    break
+                stats.bytes += len(data)
+                if skipping:
+                    idx = data.find(b"\n")
+                    if idx < 0:
+                        continue
+                    data = data[idx + 1 :]
+                    base += 1
+                    skipping = False
+                buf = buf + data if buf else data
+                cut = buf.rfind(b"\n")
+                if cut < 0:
+                    if len(buf) > MAX_LINE:
+                        stats.long_lines += 1
+                        self._block(buf[:MAX_LINE], base, stats)
+                        buf = b""
+                        skipping = True
+                    continue
+                block, buf = buf[: cut + 1], buf[cut + 1 :]
+                self._block(block, base, stats)
+                base += block.count(b"\n")
+                if len(buf) > MAX_LINE:
+                    stats.long_lines += 1
+                    self._block(buf[:MAX_LINE], base, stats)
+                    buf = b""
+                    skipping = True
+        except OSError as exc:
+            stats.error = exc.strerror or str(exc)
+        if buf:
+            self._block(buf, base, stats)
+            base += 1
+        elif skipping:
+            base += 1
+        stats.lines = base
+        return stats
+
+
+def iter_log_files(path: str) -> List[str]:
+    """``path`` itself, or for a directory every regular file below it that looks like
+    a log (``*.log``, ``*.txt``, ``*.out``, ``*.err``, CANN ``plog-*``), sorted."""
+    if not os.path.isdir(path):
+        return [path]
+    out = []
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames.sort()
+        for name in sorted(filenames):
+            if name.startswith("plog") or name.endswith((".log", ".txt", ".out", ".err")):
+                out.append(os.path.join(dirpath, name))
+    return out
