@@ -61,7 +61,8 @@ from npudoctor.parsers.npu_smi import (
 from npudoctor.parsers.topo import parse_topo
 
 SECTION = "devices"
-ORDER = 70
+NEEDS = ("host",)
+SLOW = True
 QUICK = True
 
 #: Control nodes every NPU process needs besides /dev/davinciN (Ascend docs, the

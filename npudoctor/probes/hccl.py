@@ -54,7 +54,8 @@ from npudoctor.parsers.hccn import parse_hccn_conf, parse_ip, parse_link
 from npudoctor.parsers.ranktable import parse_ranktable, validate
 
 SECTION = "hccl"
-ORDER = 90
+NEEDS = ("host", "container", "devices")
+SLOW = True
 QUICK = False
 
 HCCN_CONF = "/etc/hccn.conf"
