@@ -22,9 +22,11 @@ Section ``hccl``::
     hccn_conf     {"path": "/etc/hccn.conf", "present": bool, "error": str|None,
                    "devices": {"0": {"address", "netmask", ...}}, "other", "elided",
                    "unparsed", "duplicates"}  (parsers.hccn.parse_hccn_conf)
-    rank_table    None (RANK_TABLE_FILE unset) or {"path", "variable", "read_error",
-                   "lossy", ...parsers.ranktable.parse_ranktable(), "problems":
-                   parsers.ranktable.validate()}
+    rank_table    None (RANK_TABLE_FILE unset) or {"path", "variable", "read_error"} when
+                   the file cannot be read, else also "lossy" and the keys of
+                   parsers.ranktable.parse_ranktable() (structure only: the layout is
+                   judged by rules/_ranktable.py on every run; the "problems" list that
+                   older snapshots carry here is ignored)
     local         {"available": bool, "reason": str|None, "interfaces": [name],
                    "addresses": [{"interface", "family": "ipv4"|"ipv6", "address"}],
                    "source": "psutil.net_if_addrs()"}; under --root: available False (the
@@ -51,7 +53,7 @@ from typing import Any, Dict, List, Optional
 
 from npudoctor.engine import ProbeContext
 from npudoctor.parsers.hccn import parse_hccn_conf, parse_ip, parse_link
-from npudoctor.parsers.ranktable import parse_ranktable, validate
+from npudoctor.parsers.ranktable import parse_ranktable
 
 SECTION = "hccl"
 NEEDS = ("host", "container", "devices")
@@ -192,7 +194,6 @@ def _rank_table(ctx: ProbeContext) -> Optional[Dict[str, Any]]:
     read = ctx.host.read_text(path, limit=RANKTABLE_LIMIT)
     out: Dict[str, Any] = {"path": read.path, "variable": "RANK_TABLE_FILE", "read_error": read.error}
     if not read.ok:
-        out["problems"] = [{"kind": "unreadable", "message": f"cannot read {read.path}: {read.error}"}]
         return out
     text = read.text or ""
     if read.truncated:
@@ -200,7 +201,6 @@ def _rank_table(ctx: ProbeContext) -> Optional[Dict[str, Any]]:
     table = parse_ranktable(text)
     out.update(table)
     out["lossy"] = read.lossy
-    out["problems"] = validate(table)
     return out
 
 

@@ -14,6 +14,7 @@ from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 from npudoctor.findings import Code, Finding
 from npudoctor.parsers.ranktable import is_ip, server_addresses
 from npudoctor.rules import rule
+from npudoctor.rules._ranktable import layout_problems
 
 _RT_FIX = (
     "Regenerate the rank table for this cluster (MindSpore models' `utils/hccl_tools/hccl_tools.py`, "
@@ -420,7 +421,7 @@ def rank_table_layout(ctx: Any) -> Iterable[Finding]:
     if not isinstance(table, dict):
         return
     path = _rt_path(h)
-    problems = [p for p in _l(table, "problems") if isinstance(p, dict)]
+    problems = layout_problems(table)  # judged now, never taken from the snapshot
     check = f"python3 -m json.tool {path} > /dev/null"
     for p in problems:
         kind, msg = p.get("kind"), str(p.get("message", ""))
