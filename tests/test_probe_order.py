@@ -159,7 +159,7 @@ def test_subsets_pull_in_what_they_need():
         return [s.section for s in select_probes(specs, Options(**kw))]
 
     # --only: host, the named sections and what they need (in run order).
-    assert chosen(only={"hccl"}) == ["container", "host", "devices", "hccl"]
+    assert chosen(only={"hccl"}) == ["container", "host", "hccl"]
     assert chosen(only={"libraries"}) == ["cann", "host", "python", "packages", "environment", "libraries"]
     # health: the quick probes, closed under NEEDS.
     quick = chosen(quick=True)
@@ -168,7 +168,7 @@ def test_subsets_pull_in_what_they_need():
     assert all(set(by[q].needs) <= set(quick) for q in quick)
     assert chosen(quick=True, only={"environment", "packages"}) == ["cann", "host", "python", "packages", "environment"]
     # --skip wins: a probe whose need is skipped runs without it.
-    assert "devices" not in chosen(only={"hccl"}, skip={"devices"})
+    assert chosen(only={"hccl"}, skip={"container"}) == ["host", "hccl"]
     # the deep probe only with --deep; explicit sections: exactly those.
     assert "deep" not in chosen() and chosen(deep=True)[-1] == "deep"
     assert [s.section for s in select_probes(specs, Options(), sections=["hccl", "host"])] == ["host", "hccl"]

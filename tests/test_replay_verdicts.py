@@ -118,3 +118,21 @@ def test_measured_soc_version_is_kept_and_matrix_lookups_are_redone(matrix):
     assert chip_identity(matrix, {"name": "910B3"})["soc_source"] == "matrix (npu-smi Name)"
     assert chip_identity(None, {"name": "910B3", "family": "910B"})["known"] is False
     assert chip_identity(matrix, {"name": "910B9", "family": "910B"})["known"] is False
+
+
+def test_multi_node_is_inferred_now_not_replayed():
+    # Stored "single node", but NNODES=2 and no HCCL_CONNECT_TIMEOUT: HCCL013 all the same.
+    stale_single = {
+        "variables": {"NNODES": "2"},
+        "multi_node": {"value": False, "reasons": ["NNODES=1"]},
+        "multi_process": {"value": None, "reasons": []},
+    }
+    (f,) = [f for f in _replay({"hccl": stale_single}) if f.code == "HCCL013"]
+    assert f.evidence == ["HCCL_CONNECT_TIMEOUT unset (HCCL default 120 s)", "multi-node: NNODES=2"]
+    # Stored "multi-node", but the facts say one node: nothing to say about the timeout.
+    stale_multi = {
+        "variables": {"NNODES": "1"},
+        "multi_node": {"value": True, "reasons": ["the rank table lists 2 servers"]},
+        "multi_process": {"value": True, "reasons": ["WORLD_SIZE=16"]},
+    }
+    assert "HCCL013" not in _codes(_replay({"hccl": stale_multi}))
