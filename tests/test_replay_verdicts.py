@@ -136,3 +136,22 @@ def test_multi_node_is_inferred_now_not_replayed():
         "multi_process": {"value": True, "reasons": ["WORLD_SIZE=16"]},
     }
     assert "HCCL013" not in _codes(_replay({"hccl": stale_multi}))
+
+
+def test_npu_smi_failure_cause_is_judged_from_the_dcmi_code():
+    def smi(**kw):
+        base = {
+            "available": False,
+            "path": "/usr/local/bin/npu-smi",
+            "commands": [],
+            "message": "dcmi ... ret is -8005",
+        }
+        return {"devices": {"npu_smi": dict(base, **kw)}}
+
+    # An older snapshot that called -8005 a driver failure, and the current shape ("dcmi").
+    for facts in (smi(cause="driver", code=-8005), smi(cause="dcmi", code=-8005), smi(code=-8005)):
+        codes = _codes(_replay(facts))
+        assert "DEV002" in codes and "DEV004" not in codes, facts
+    # An unknown DCMI code stored as "busy": the driver interface failed (DEV004), not busy.
+    codes = _codes(_replay(smi(cause="busy", code=-8001)))
+    assert "DEV004" in codes and "DEV002" not in codes

@@ -7,8 +7,10 @@ Section ``devices``::
                  environment's PATH entries, in order; [] when PATH is unset or empty),
                  "available": bool (the table parsed),
                  "error": str|None (how the command failed, human), "cause": None |
-                 "not-installed" | "hung" | "busy" | "permission" | "driver" | "disabled" |
-                 "unparsed", "code": int|None (DCMI return code, -8005/-8020…),
+                 "not-installed" | "hung" | "dcmi" (a DCMI return code, see "code") |
+                 "permission" | "driver" (could not be started) | "disabled" | "unparsed",
+                 "code": int|None (DCMI return code, -8005/-8020…: what it means is
+                 judged by rules/devices.py; older snapshots say "busy"/"driver" here),
                  "message": str|None (the npu-smi error line), "version": tool version,
                  "driver_version": the header "Version:", "layout": "910"|"310"|None,
                  "truncated": bool, "commands": [{"argv", "returncode", "timed_out",

@@ -467,6 +467,30 @@ def searched_path_text(ctx: Any, smi: Dict[str, Any]) -> str:
 
 
 # --------------------------------------------------------------------------- rules
+#: What npu-smi / DCMI return codes mean.  Sources: ``error_npu-smi_dcmi-8005_*``
+#: (vllm-ascend#2698, maintainer: "usually the device is already occupied by other
+#: containers"; MindCluster FAQ: driver/firmware upgraded and the server not rebooted) and
+#: ``error_npu-smi_dcmi-8020_device-used_in-container.txt`` (cann-container-image#46:
+#: "because the device is used").  Any other code: the driver interface failed.
+DCMI_CODES: Dict[int, Dict[str, str]] = {
+    -8005: {"reason": "dcmi module initialize failed", "cause": "busy"},
+    -8020: {"reason": "device is used", "cause": "busy"},
+}
+
+
+def npu_smi_cause(smi: Dict[str, Any]) -> Optional[str]:
+    """Why npu-smi failed, judged from the ``devices.npu_smi`` facts: for a DCMI return
+    code (``code``: int) "busy" when :data:`DCMI_CODES` says so, else "driver" (whatever
+    cause an older snapshot stored); otherwise the observed ``cause`` ("hung",
+    "not-installed", "permission", "disabled", "unparsed", "driver") or None."""
+    code = smi.get("code")
+    if isinstance(code, int) and not isinstance(code, bool):
+        known = DCMI_CODES.get(code)
+        return known["cause"] if known else "driver"
+    cause = smi.get("cause")
+    return str(cause) if isinstance(cause, str) and cause != "dcmi" else None
+
+
 @rule
 def npu_smi_state(ctx: Any) -> Iterable[Finding]:
     """DEV001 hung, DEV002 busy (-8005/-8020), DEV003 not found, DEV004 other failure."""
@@ -474,7 +498,7 @@ def npu_smi_state(ctx: Any) -> Iterable[Finding]:
     smi = dev.get("npu_smi") or {}
     if not smi or smi.get("available"):
         return
-    cause = smi.get("cause")
+    cause = npu_smi_cause(smi)
     cmds = smi.get("commands") or []
     evidence = [
         f"`{' '.join(c.get('argv') or [])}`: exit {c.get('returncode')}" for c in cmds[:1] if not c.get("timed_out")
