@@ -1,6 +1,6 @@
 """Host hygiene: free space where CANN writes caches and logs, aarch64 conda libgomp.
 
-Section ``hygiene`` (NEEDS ``host`` and ``python``)::
+Section ``hygiene`` (reads ``host`` and ``python``)::
 
     disk      [target, ...] one per place CANN writes to:
               {"purpose": str, "path": the directory CANN would use (of the diagnosed
