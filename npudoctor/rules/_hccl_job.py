@@ -28,6 +28,10 @@ def _dict(value: Any) -> Dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _list(value: Any) -> List[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _is_loopback(addr: str) -> bool:
     if addr.lower() in ("localhost", "localhost.localdomain"):
         return True
@@ -52,7 +56,7 @@ def job_shape(hccl: Any, devices: Any = None) -> Dict[str, Dict[str, Any]]:
     variables = {k: v for k, v in _dict(h.get("variables")).items() if isinstance(v, str)}
     table = _dict(h.get("rank_table"))
     local = _dict(h.get("local"))
-    nodes = h.get("dev_nodes") if isinstance(h.get("dev_nodes"), list) else []
+    nodes = _list(h.get("dev_nodes"))
     visible = _dict(devices).get("visible_count")
     local_devices = max(len(nodes), visible if isinstance(visible, int) and not isinstance(visible, bool) else 0)
     node_reasons: List[str] = []
@@ -90,8 +94,7 @@ def job_shape(hccl: Any, devices: Any = None) -> Dict[str, Dict[str, Any]]:
         node_reasons.append("HCCL_INTRA_ROCE_ENABLE=1 (RoCE between devices needs device IPs)")
     addr = (variables.get("MASTER_ADDR") or "").strip()
     if addr and local.get("available") and not _is_loopback(addr):
-        addresses = local.get("addresses") if isinstance(local.get("addresses"), list) else []
-        mine = {a.get("address") for a in addresses if isinstance(a, dict)}
+        mine = {a.get("address") for a in _list(local.get("addresses")) if isinstance(a, dict)}
         try:
             ipaddress.ip_address(addr)
             if addr not in mine:

@@ -36,6 +36,10 @@ def _dicts(value: Any) -> List[Dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
+def _list(value: Any) -> List[Any]:
+    return value if isinstance(value, list) else []
+
+
 def layout_problems(table: Any) -> List[Dict[str, Any]]:
     """Layout problems of a rank-table facts record (``facts["hccl"]["rank_table"]``).
 
@@ -99,7 +103,7 @@ def layout_problems(table: Any) -> List[Dict[str, Any]]:
         label = sid or f"server_list[{server.get('index')}]"
         if sid:
             server_ids[sid] = server_ids.get(sid, 0) + 1
-        devices = server.get("devices") if isinstance(server.get("devices"), list) else []
+        devices = _list(server.get("devices"))
         if not devices:
             add("no-devices", f"server {label} lists no devices", server=label)
         seen_ids: Dict[int, int] = {}
@@ -135,9 +139,9 @@ def layout_problems(table: Any) -> List[Dict[str, Any]]:
     for sid, count in sorted(server_ids.items()):
         if count > 1:
             add("duplicate-server", f"server_id {sid} appears {count} times", server=sid)
-    for rank, where in sorted(ranks.items()):
-        if len(where) > 1:
-            add("duplicate-rank", f"rank_id {rank} is used {len(where)} times: {', '.join(where)}", rank=rank)
+    for rank, places in sorted(ranks.items()):
+        if len(places) > 1:
+            add("duplicate-rank", f"rank_id {rank} is used {len(places)} times: {', '.join(places)}", rank=rank)
     if ranks:
         expected = set(range(len(ranks)))
         present = set(ranks)
@@ -151,7 +155,7 @@ def layout_problems(table: Any) -> List[Dict[str, Any]]:
                 + (f" (missing {id_ranges(missing)})" if missing else ""),
                 missing=missing,
             )
-    for ip, where in sorted(device_ips.items()):
-        if len(where) > 1:
-            add("duplicate-device-ip", f"device_ip {ip} is used {len(where)} times: {', '.join(where)}", ip=ip)
+    for ip, places in sorted(device_ips.items()):
+        if len(places) > 1:
+            add("duplicate-device-ip", f"device_ip {ip} is used {len(places)} times: {', '.join(places)}", ip=ip)
     return problems
