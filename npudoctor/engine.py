@@ -4,11 +4,19 @@ Probe modules live in :mod:`npudoctor.probes` and rule modules in
 :mod:`npudoctor.rules`; both are discovered by listing the package (no central list to
 edit).  A probe module defines::
 
-    SECTION = "cann"          # key in snapshot.facts
-    ORDER = 30                # probes run in ascending ORDER; later ones may read
-                              # earlier sections through ctx.facts
+    SECTION = "environment"   # the record it writes: its key in snapshot.facts
+    NEEDS = ("host", "cann")  # the sections it reads through ctx.facts (default: none)
     QUICK = True              # also runs for `npudoctor health` (optional, default False)
+    SLOW = True               # may wait on an external command (optional, default False)
     def probe(ctx: ProbeContext) -> dict: ...
+
+The run order is derived from ``NEEDS`` (:func:`probe_order`): a probe runs after every
+section it needs; among probes that are ready at the same time, quick file readers go
+before ``SLOW`` ones (a hung ``npu-smi`` must not starve them of the deadline), ``DEEP``
+probes go last, and the section name breaks the remaining ties.  A probe sees only the
+sections it declared (:class:`FactsView`), so an undeclared read finds nothing, whatever
+the order; ``tests/test_probe_order.py`` checks each declaration against what the probe
+reads on real scenario trees.
 
 A rule module registers functions with :func:`npudoctor.rules.rule`; each takes a
 :class:`RuleContext` and yields :class:`~npudoctor.findings.Finding` objects.
@@ -26,7 +34,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from npudoctor.findings import Finding
 from npudoctor.host import Host
@@ -72,11 +80,35 @@ class Options:
 
 @dataclass
 class ProbeContext:
-    """What a probe gets: the host, the options and the sections probed so far."""
+    """What a probe gets: the host, the options and the sections it declared in
+    ``NEEDS`` (a :class:`FactsView` during :func:`collect`; tests may pass a plain dict)."""
 
     host: Host
     options: Options
     facts: Dict[str, Any]
+
+
+class FactsView(Dict[str, Any]):
+    """The sections a probe may read: a dict holding only its declared ``NEEDS`` (those
+    that ran), which records every key asked of it in ``asked`` (tests compare them with
+    the declaration).  Iterating it or reading an undeclared section finds nothing."""
+
+    def __init__(self, facts: Dict[str, Any], needs: Sequence[str]) -> None:
+        super().__init__((name, facts[name]) for name in needs if name in facts)
+        self.asked: Set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        self.asked.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        self.asked.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self.asked.add(key)
+        return super().__contains__(key)
 
 
 @dataclass
@@ -98,10 +130,123 @@ def _modules(package: str) -> List[ModuleType]:
     return [importlib.import_module(f"{package}.{name}") for name in names]
 
 
-def probe_modules() -> List[ModuleType]:
-    """Probe modules sorted by ``ORDER`` (those without ``probe`` are skipped)."""
+class ProbeOrderError(ValueError):
+    """The probes' declarations cannot be ordered: a probe needs a section no probe
+    writes, two probes write one section, or the needs form a cycle (the message names
+    the probes and sections)."""
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """One probe module's declarations: ``section`` (the record it writes), ``needs``
+    (the sections it reads), the ``quick``/``deep``/``slow`` flags and ``probe``."""
+
+    section: str
+    needs: Tuple[str, ...]
+    quick: bool
+    deep: bool
+    slow: bool
+    probe: Callable[[ProbeContext], Any]
+    module: str
+
+    @classmethod
+    def of(cls, mod: ModuleType) -> ProbeSpec:
+        """The declarations of a probe module; :class:`ProbeOrderError` when ``NEEDS``
+        is not a tuple or list of section names."""
+        needs = getattr(mod, "NEEDS", ())
+        if not isinstance(needs, (tuple, list)) or not all(isinstance(n, str) for n in needs):
+            raise ProbeOrderError(f"{mod.__name__}.NEEDS must be a tuple of section names, not {needs!r}")
+        return cls(
+            section=str(mod.SECTION),
+            needs=tuple(needs),
+            quick=bool(getattr(mod, "QUICK", False)),
+            deep=bool(getattr(mod, "DEEP", False)),
+            slow=bool(getattr(mod, "SLOW", False)),
+            probe=mod.probe,
+            module=mod.__name__,
+        )
+
+
+def probe_order(specs: Iterable[ProbeSpec]) -> List[ProbeSpec]:
+    """``specs`` in run order: every probe after the sections it needs (Kahn's
+    algorithm); among probes ready together, non-``slow`` before ``slow``, ``deep``
+    last, then by section name, so the order is stable.  Raises
+    :class:`ProbeOrderError` for an unknown needed section, a section written twice, a
+    probe that needs itself, or a cycle."""
+    by_section: Dict[str, ProbeSpec] = {}
+    for spec in specs:
+        if spec.section in by_section:
+            raise ProbeOrderError(
+                f"section {spec.section!r} is written by both {by_section[spec.section].module} and {spec.module}"
+            )
+        by_section[spec.section] = spec
+    for spec in by_section.values():
+        for need in spec.needs:
+            if need == spec.section:
+                raise ProbeOrderError(f"{spec.module} needs its own section {need!r}")
+            if need not in by_section:
+                raise ProbeOrderError(
+                    f"{spec.module} needs section {need!r}, which no probe writes "
+                    f"(known: {', '.join(sorted(by_section))})"
+                )
+    waiting = {name: set(spec.needs) for name, spec in by_section.items()}
+    order: List[ProbeSpec] = []
+    while waiting:
+        ready = [by_section[name] for name, needs in waiting.items() if not needs]
+        if not ready:
+            raise ProbeOrderError("the probes' NEEDS form a cycle: " + _cycle(waiting) + " (each needs the next)")
+        first = min(ready, key=lambda s: (s.deep, s.slow, s.section))
+        order.append(first)
+        del waiting[first.section]
+        for needs in waiting.values():
+            needs.discard(first.section)
+    return order
+
+
+def _cycle(waiting: Dict[str, Set[str]]) -> str:
+    """One cycle among the ``waiting`` sections (each still needing others), as
+    ``a → b → a``."""
+    node = min(waiting)
+    path: List[str] = []
+    while node not in path:
+        path.append(node)
+        node = min(n for n in waiting[node] if n in waiting)
+    return " → ".join(path[path.index(node) :] + [node])
+
+
+def probe_specs() -> List[ProbeSpec]:
+    """The probe modules' declarations in run order (:func:`probe_order`); modules
+    without ``probe`` or ``SECTION`` are skipped.  Raises :class:`ProbeOrderError`."""
     mods = [m for m in _modules("npudoctor.probes") if hasattr(m, "probe") and hasattr(m, "SECTION")]
-    return sorted(mods, key=lambda m: (getattr(m, "ORDER", 100), m.SECTION))
+    return probe_order(ProbeSpec.of(m) for m in mods)
+
+
+def select_probes(
+    specs: Sequence[ProbeSpec], options: Options, sections: Optional[Sequence[str]] = None
+) -> List[ProbeSpec]:
+    """The probes one :func:`collect` runs, in the order of ``specs``.
+
+    With ``sections``: exactly those (the caller's choice, nothing pulled in).  Else the
+    candidates are the ``quick`` probes with ``options.quick``, all but ``deep`` ones
+    unless ``options.deep``; ``options.only`` keeps ``host``, the named sections and,
+    transitively, the candidates they need; ``options.skip`` removes sections last (a
+    probe whose needed section is skipped runs without it, as it would on an older
+    snapshot).
+    """
+    if sections is not None:
+        return [s for s in specs if s.section in sections]
+    candidates = {s.section: s for s in specs if (s.quick or not options.quick) and (options.deep or not s.deep)}
+    chosen = set(candidates)
+    if options.only:
+        chosen = set()
+        todo = [n for n in list(options.only) + ["host"] if n in candidates]
+        while todo:
+            name = todo.pop()
+            if name not in chosen:
+                chosen.add(name)
+                todo.extend(n for n in candidates[name].needs if n in candidates)
+    chosen -= set(options.skip)
+    return [s for s in specs if s.section in chosen]
 
 
 def load_rules() -> None:
@@ -112,30 +257,20 @@ def load_rules() -> None:
 def collect(host: Host, options: Options, sections: Optional[Sequence[str]] = None) -> Snapshot:
     """Run the probes against ``host`` and return the snapshot.
 
-    ``sections`` limits the run to these sections (plus nothing else); otherwise
-    ``options.quick`` selects probes with ``QUICK = True`` and ``options.only``/``skip``
-    filter by section name.  The deep probe runs only with ``options.deep``.
+    The probes run in the order derived from their ``NEEDS`` and are chosen by
+    :func:`select_probes` (``sections``: exactly these; else ``options.quick``/``deep``/
+    ``only``/``skip``).  Raises :class:`ProbeOrderError` when the declarations are broken
+    (a bug of npudoctor, caught by the tests).
     """
     facts: Dict[str, Any] = {}
     errors: Dict[str, str] = {}
-    for mod in probe_modules():
-        section = mod.SECTION
-        if sections is not None and section not in sections:
-            continue
-        if sections is None:
-            if options.quick and not getattr(mod, "QUICK", False):
-                continue
-            if getattr(mod, "DEEP", False) and not options.deep:
-                continue
-            if options.only and section not in options.only and section != "host":
-                continue
-            if section in options.skip:
-                continue
+    for spec in select_probes(probe_specs(), options, sections):
+        section = spec.section
         if options.progress:
             options.progress(section)
-        ctx = ProbeContext(host=host, options=options, facts=facts)
+        ctx = ProbeContext(host=host, options=options, facts=FactsView(facts, spec.needs))
         try:
-            result = mod.probe(ctx)
+            result = spec.probe(ctx)
         except Exception as exc:  # a probe bug must not cost the user the report
             errors[section] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}"
             result = {}

@@ -206,4 +206,4 @@ def test_cli_empty_root_is_calm(tmp_path):
 
 
 def test_probe_module_contract():
-    assert (cann_probe.SECTION, cann_probe.ORDER, cann_probe.QUICK) == ("cann", 30, True)
+    assert (cann_probe.SECTION, cann_probe.NEEDS, cann_probe.QUICK) == ("cann", (), True)

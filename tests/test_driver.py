@@ -121,7 +121,7 @@ def test_driver_missing_only_when_something_needs_it(tmp_path):
 
 
 def test_probe_module_contract():
-    assert (driver_probe.SECTION, driver_probe.ORDER, driver_probe.QUICK) == ("driver", 40, True)
+    assert (driver_probe.SECTION, driver_probe.NEEDS, driver_probe.QUICK) == ("driver", (), True)
 
 
 def test_firmware_ranges_for_humans_and_firmware_line_with_chip(tmp_path):

@@ -15,6 +15,7 @@ from clirun import npudoctor
 
 from npudoctor.engine import Options, collect, evaluate
 from npudoctor.host import Host
+from npudoctor.rules._hccl_job import job_shape
 from npudoctor.snapshot import Snapshot
 
 LOOPBACK_IF = next(
@@ -97,7 +98,7 @@ def test_server_not_local_live(tmp_path):
     table = tmp_path / "hccl.json"
     _write_table(table, ["203.0.113.5", "203.0.113.6"])
     snap, found = run(base_env(tmp_path, RANK_TABLE_FILE=str(table), HCCL_CONNECT_TIMEOUT="900"))
-    assert snap.facts["hccl"]["multi_node"] == {"value": True, "reasons": ["the rank table lists 2 servers"]}
+    assert job_shape(snap.facts["hccl"])["multi_node"] == {"value": True, "reasons": ["the rank table lists 2 servers"]}
     (f,) = [f for f in found if f.code == "HCCL008"]
     assert "203.0.113.5, 203.0.113.6" in f.evidence[0]
 
@@ -201,7 +202,7 @@ def test_replayed_snapshot_uses_device_chips():
 def test_hccn_missing_says_what_shows_a_container(tmp_path):
     """HCCL014 names the container markers; an old snapshot's bare "container section" is never shown."""
     hccl = {
-        "multi_node": {"value": True, "reasons": ["the rank table lists 2 servers"]},
+        "rank_table": {"ok": True, "servers": [{"index": 0}, {"index": 1}]},  # multi-node (the rules infer it)
         "in_container": {"value": True, "source": "container section"},
         "hccn_conf": {"path": "/etc/hccn.conf", "present": False},
     }

@@ -21,6 +21,7 @@ from npudoctor.parsers.npu_smi import (
     parse_usages,
     parse_version,
 )
+from npudoctor.rules.devices import npu_smi_cause
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -379,17 +380,18 @@ def test_table_inside_a_pasted_session_with_tabs_and_logs():
 
 
 def test_errors_map_to_causes():
+    # The parser recognises the DCMI line; the rules judge what the code means.
     e = parse_error(read("error_npu-smi_dcmi-8005_in-container_g_conLogLevel.txt"))
-    assert (e["code"], e["cause"]) == (-8005, "busy")
+    assert (e["code"], e["cause"], npu_smi_cause(e)) == (-8005, "dcmi", "busy")
     assert "initialize failed" in e["message"]
     e = parse_error(read("error_npu-smi_dcmi-8020_device-used_in-container.txt"))
-    assert (e["code"], e["cause"]) == (-8020, "busy") and "device is used" in e["message"]
+    assert (e["code"], e["cause"], npu_smi_cause(e)) == (-8020, "dcmi", "busy") and "device is used" in e["message"]
     assert parse_error(read("error_npu-smi_dcmi-8005_after-fw-upgrade-no-reboot.txt"))["code"] == -8005
     e = parse_error(read("error_npu-smi_command-not-found_gha-runner-container.txt"))
     assert (e["code"], e["cause"]) == (None, "not-installed")
     assert parse_error("bash: npu-smi: command not found")["cause"] == "not-installed"
     assert parse_error("dcmi init failed, error code: -8005")["code"] == -8005
-    assert parse_error("dcmi module initialize failed. ret is -8001")["cause"] == "driver"
+    assert npu_smi_cause(parse_error("dcmi module initialize failed. ret is -8001")) == "driver"
     # stderr noise alone is not an error
     assert parse_error(read("collect_env_stderr-noise_DrvMng_PROFILING_in-container_-8020.txt")) is None
     assert parse_info(read("error_npu-smi_dcmi-8020_device-used_in-container.txt"))["error"]["code"] == -8020

@@ -1,4 +1,5 @@
-"""Rank-table parser and validator: the captured samples plus broken variants."""
+"""Rank-table parser (npudoctor.parsers.ranktable) and the rules' layout judgement
+(npudoctor.rules._ranktable): the captured samples plus broken variants."""
 
 from __future__ import annotations
 
@@ -7,14 +8,15 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from npudoctor.parsers.ranktable import parse_ranktable, server_addresses, validate
+from npudoctor.parsers.ranktable import parse_ranktable, server_addresses
+from npudoctor.rules._ranktable import layout_problems
 
 V10 = "ranktable_v1.0_1server_8p_mindspore-doc.json"
 V12 = "ranktable_v1.2_A3_superpod_mindcluster-doc_with-comments.jsonc.txt"
 
 
 def kinds(table):
-    return sorted(p["kind"] for p in validate(table))
+    return sorted(p["kind"] for p in layout_problems(table))
 
 
 def test_v10_sample(fixture_text):
@@ -27,7 +29,7 @@ def test_v10_sample(fixture_text):
     assert [d["rank_id"] for d in server["devices"]] == list(range(8))
     assert server["devices"][4]["device_ip"] == "192.1.27.7"
     assert server_addresses(server) == ["10.155.111.140"]
-    assert validate(t) == []
+    assert layout_problems(t) == []
 
 
 def test_v12_sample_with_comments(fixture_text):
@@ -44,7 +46,7 @@ def test_v12_sample_with_comments(fixture_text):
     ]
     assert t["super_pods"] == [{"super_pod_id": "0", "server_ids": ["xx-xx-xx-xx"]}]
     assert server_addresses(server) == []  # placeholders are not addresses
-    problems = validate(t)
+    problems = layout_problems(t)
     assert [p["kind"] for p in problems] == [
         "not-strict-json",
         "bad-device-ip",
@@ -79,7 +81,7 @@ def test_broken_variants():
 
     count = _table()
     count["server_count"] = "3"
-    problems = validate(parse_ranktable(json.dumps(count)))
+    problems = layout_problems(parse_ranktable(json.dumps(count)))
     assert [(p["kind"], p["declared"], p["actual"]) for p in problems] == [("server-count", 3, 2)]
 
     ip = _table()
@@ -105,7 +107,7 @@ def test_integers_accepted():
     t["server_count"] = 1
     parsed = parse_ranktable(json.dumps(t))
     assert [d["rank_id"] for d in parsed["servers"][0]["devices"]] == [0, 1]
-    assert validate(parsed) == []
+    assert layout_problems(parsed) == []
 
 
 def test_truncated_and_invalid():
@@ -113,7 +115,7 @@ def test_truncated_and_invalid():
     cut = parse_ranktable(text[: len(text) // 3])
     assert not cut["ok"] and cut["truncated"]
     assert "truncated" in cut["error"]
-    assert validate(cut)[0]["kind"] == "unreadable"
+    assert layout_problems(cut)[0]["kind"] == "unreadable"
 
     bad = parse_ranktable('{"version": "1.0", "server_list": [}] }')
     assert not bad["ok"] and not bad["truncated"]
@@ -130,7 +132,7 @@ def test_truncated_and_invalid():
 @given(st.text(max_size=400))
 def test_fuzz_text(text):
     t = parse_ranktable(text)
-    validate(t)
+    layout_problems(t)
 
 
 @settings(max_examples=200, deadline=None)
@@ -163,4 +165,4 @@ def test_fuzz_text(text):
     )
 )
 def test_fuzz_structure(value):
-    validate(parse_ranktable(json.dumps(value)))
+    layout_problems(parse_ranktable(json.dumps(value)))

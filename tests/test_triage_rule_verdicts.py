@@ -14,14 +14,14 @@ EI0006 = "[ERROR] HCCL(1,python):2025-01-01 [transport.cc:1] Communication_Error
 
 
 def _hccl_facts(multi_node: bool, variables: dict, multi_process: bool = False) -> dict:
-    """The hccl section as probes/hccl.py writes it (the parts HCCL011-HCCL013 read)."""
-    return {
-        "hccl": {
-            "variables": variables,
-            "multi_node": {"value": multi_node, "reasons": ["NNODES=2"] if multi_node else []},
-            "multi_process": {"value": multi_process, "reasons": ["WORLD_SIZE=8"] if multi_process else []},
-        }
-    }
+    """The hccl section as probes/hccl.py writes it (the parts HCCL011-HCCL013 read); the
+    rules infer a multi-node job from NNODES and several ranks from WORLD_SIZE."""
+    job = dict(variables)
+    if multi_node:
+        job["NNODES"] = "2"
+    if multi_process:
+        job["WORLD_SIZE"] = "8"
+    return {"hccl": {"variables": job}}
 
 
 def _timeout_cause(result: dict) -> dict:

@@ -45,28 +45,6 @@ _NOT_FOUND_RE = re.compile(r"npu-smi:?\s*(?:command )?not found|No such file or 
 _SMI_VERSION_RE = re.compile(r"npu-smi\s+version\s*:\s*(\S+)", re.I)
 _PROC_MEM_RE = re.compile(r"Process id\s*:\s*(\d+)\s+Process name\s*:(.*?)\s*Process memory\(MB\)\s*:\s*(\d+)", re.I)
 
-#: Known npu-smi / DCMI return codes → (short reason, cause, kind).  Sources:
-#: ``error_npu-smi_dcmi-8005_*`` (vllm-ascend#2698, maintainer: "usually the device is
-#: already occupied by other containers"; MindCluster FAQ: driver/firmware upgraded and
-#: the server not rebooted) and ``error_npu-smi_dcmi-8020_device-used_in-container.txt``
-#: (cann-container-image#46: "because the device is used").
-DCMI_CODES: Dict[int, Dict[str, str]] = {
-    -8005: {
-        "reason": "dcmi module initialize failed",
-        "cause": "busy",
-        "explain": (
-            "the NPU driver interface (DCMI) could not initialise: usually the device is already held "
-            "by another container or process, the container lacks access to the device (no --privileged "
-            "or device cgroup rule), or the driver/firmware were upgraded and the server was not rebooted"
-        ),
-    },
-    -8020: {
-        "reason": "device is used",
-        "cause": "busy",
-        "explain": "the device is in use by another container or process (DCMI says so explicitly)",
-    },
-}
-
 HEALTH_VALUES = ("OK", "Warning", "Alarm", "Critical", "UNKNOWN")
 
 
@@ -327,42 +305,27 @@ def _process_row(cells: List[str]) -> Optional[Dict[str, Any]]:
 def parse_error(text: str) -> Optional[Dict[str, Any]]:
     """Recognise an npu-smi failure in its output (stdout + stderr together).
 
-    Returns ``None`` when no failure is recognised, else ``{"code": int|None,
-    "cause": "busy"|"not-installed"|"permission"|"driver"|"unknown", "message": the
-    line, "explain": text}``.  The *presence of a* ``dcmi … ret is -NNNN`` *line* is the
+    Returns ``None`` when no failure is recognised, else ``{"code": int|None, "cause":
+    "dcmi" (a DCMI return code was printed: ``code``) | "not-installed" | "permission",
+    "message": the line}``.  The *presence of a* ``dcmi … ret is -NNNN`` *line* is the
     signal (INDEX.md §11), not the exit status.  ``DrvMngGetConsoleLogLevel failed``
-    lines and ``[EVENT] PROFILING`` noise are ignored.  Never raises.
+    lines and ``[EVENT] PROFILING`` noise are ignored.  What a DCMI code means (-8005,
+    -8020: the device is busy) is the rules' knowledge
+    (:data:`npudoctor.rules.devices.DCMI_CODES`).  Never raises.
     """
     if not isinstance(text, str) or not text:
         return None
     for line in _lines(text):
         m = _DCMI_RE.search(line) or _DCMI_CODE_RE.search(line)
         if m:
-            code = int(m.group(m.lastindex or 1))
-            known = DCMI_CODES.get(code)
-            return {
-                "code": code,
-                "cause": known["cause"] if known else "driver",
-                "message": line.strip(),
-                "explain": known["explain"] if known else "the NPU driver interface (DCMI) failed",
-            }
+            return {"code": int(m.group(m.lastindex or 1)), "cause": "dcmi", "message": line.strip()}
     for line in _lines(text):
         if _NOT_FOUND_RE.search(line):
-            return {
-                "code": None,
-                "cause": "not-installed",
-                "message": line.strip(),
-                "explain": "npu-smi is not installed here or not on PATH (in a container: not mounted)",
-            }
+            return {"code": None, "cause": "not-installed", "message": line.strip()}
     for line in _lines(text):
         low = line.lower()
         if "permission denied" in low or "operation not permitted" in low:
-            return {
-                "code": None,
-                "cause": "permission",
-                "message": line.strip(),
-                "explain": "npu-smi could not open the device nodes or driver files with this account",
-            }
+            return {"code": None, "cause": "permission", "message": line.strip()}
     return None
 
 

@@ -1,5 +1,6 @@
-"""Rank tables (``RANK_TABLE_FILE``, "hccl.json"): parse formats 1.0 and 1.2 and check
-them for the faults that make HCCL fail at start-up.
+"""Rank tables (``RANK_TABLE_FILE``, "hccl.json"): parse formats 1.0 and 1.2 into plain
+structure.  Judging the layout (duplicate ranks, gaps, bad device IPs, ...) is the rules'
+job: :func:`npudoctor.rules._ranktable.layout_problems`, behind HCCL001-HCCL005.
 
 Sources of the format (recorded in ``../shared/samples/INDEX.md``):
 
@@ -33,9 +34,6 @@ import ipaddress
 import json
 import re
 from typing import Any, Dict, List, Optional, Tuple
-
-#: Rank-table format versions whose layout this module checks in full.
-CHECKED_VERSIONS = ("1.0", "1.2")
 
 
 def _strip_comments(text: str) -> Tuple[str, List[str]]:
@@ -268,119 +266,6 @@ def server_addresses(server: Dict[str, Any]) -> List[str]:
         if is_ip(value) and value not in out:
             out.append(value)
     return out
-
-
-def validate(table: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """Layout problems of a parsed rank table (the output of :func:`parse_ranktable`).
-
-    Each problem is ``{"kind", "message", ...}`` with ``kind`` one of ``unreadable``,
-    ``not-strict-json``, ``unknown-version``, ``not-completed``, ``no-servers``,
-    ``server-count``, ``no-devices``, ``bad-rank-id``, ``duplicate-rank``,
-    ``ranks-not-contiguous``, ``bad-device-id``, ``duplicate-device-id``, ``bad-device-ip``,
-    ``duplicate-device-ip``, ``duplicate-server``.  The rules of HCCL behind each check:
-    rank ids are 0..N-1, each once (HCCL numbers ranks by them); device ids are physical ids
-    unique within a server; device IPs are the NIC addresses of ``/etc/hccn.conf`` and unique
-    across the cluster; ``server_count`` equals the number of servers.
-    """
-    problems: List[Dict[str, Any]] = []
-
-    def add(kind: str, message: str, **extra: Any) -> None:
-        item = {"kind": kind, "message": message}
-        item.update(extra)
-        problems.append(item)
-
-    if not table.get("ok"):
-        add("unreadable", table.get("error") or "cannot be read", truncated=bool(table.get("truncated")))
-        return problems
-    if not table.get("strict_json"):
-        add(
-            "not-strict-json",
-            "the file is not plain JSON (" + ", ".join(table.get("tolerated") or ["unknown"]) + "); HCCL rejects it",
-        )
-    version = table.get("version")
-    if version is None:
-        add("unknown-version", 'no "version" key (expected "1.0" or "1.2")')
-    elif version not in CHECKED_VERSIONS:
-        add("unknown-version", f'version "{version}" is not a format npudoctor checks in full (1.0, 1.2)')
-    status = table.get("status")
-    if status is not None and status != "completed":
-        add("not-completed", f'status is "{status}", not "completed" (the writer has not finished)')
-    servers = table.get("servers") or []
-    if not servers:
-        add("no-servers", "no server_list entries")
-        return problems
-    declared = table.get("server_count")
-    if table.get("server_count_raw") is not None and declared is None:
-        add("server-count", f"server_count {table.get('server_count_raw')!r} is not a number")
-    elif declared is not None and declared != len(servers):
-        add(
-            "server-count",
-            f"server_count is {declared} but server_list has {len(servers)} entries",
-            declared=declared,
-            actual=len(servers),
-        )
-    ranks: Dict[int, List[str]] = {}
-    device_ips: Dict[str, List[str]] = {}
-    server_ids: Dict[str, int] = {}
-    for server in servers:
-        label = server.get("server_id") or f"server_list[{server.get('index')}]"
-        sid = server.get("server_id")
-        if sid:
-            server_ids[sid] = server_ids.get(sid, 0) + 1
-        devices = server.get("devices") or []
-        if not devices:
-            add("no-devices", f"server {label} lists no devices", server=label)
-        seen_ids: Dict[int, int] = {}
-        for pos, dev in enumerate(devices):
-            where = f"server {label} device[{pos}]"
-            if dev.get("invalid"):
-                add("bad-device-id", f"{where} is not an object", server=label)
-                continue
-            rank = dev.get("rank_id")
-            if rank is None:
-                add("bad-rank-id", f"{where}: rank_id {dev.get('rank_id_raw')!r} is not a number", server=label)
-            else:
-                ranks.setdefault(rank, []).append(where)
-            dev_id = dev.get("device_id")
-            if dev_id is None:
-                add("bad-device-id", f"{where}: device_id {dev.get('device_id_raw')!r} is not a number", server=label)
-            else:
-                seen_ids[dev_id] = seen_ids.get(dev_id, 0) + 1
-            ip = dev.get("device_ip")
-            if ip is not None:
-                if not is_ipv4(ip):
-                    add("bad-device-ip", f"{where}: device_ip {ip!r} is not an IPv4 address", server=label)
-                else:
-                    device_ips.setdefault(ip, []).append(where)
-        for dev_id, count in sorted(seen_ids.items()):
-            if count > 1:
-                add(
-                    "duplicate-device-id",
-                    f"server {label} lists device_id {dev_id} {count} times",
-                    server=label,
-                    device_id=dev_id,
-                )
-    for sid, count in sorted(server_ids.items()):
-        if count > 1:
-            add("duplicate-server", f"server_id {sid} appears {count} times", server=sid)
-    for rank, where in sorted(ranks.items()):
-        if len(where) > 1:
-            add("duplicate-rank", f"rank_id {rank} is used {len(where)} times: {', '.join(where)}", rank=rank)
-    if ranks:
-        expected = set(range(len(ranks)))
-        present = set(ranks)
-        if present != expected:
-            missing = sorted(set(range(max(present) + 1)) - present)
-            add(
-                "ranks-not-contiguous",
-                f"rank ids must be 0..{len(present) - 1} with no gap; found {id_ranges(sorted(present))}"
-                + (f" (missing {id_ranges(missing)})" if missing else ""),
-                missing=missing,
-            )
-    for ip, where in sorted(device_ips.items()):
-        if len(where) > 1:
-            add("duplicate-device-ip", f"device_ip {ip} is used {len(where)} times: {', '.join(where)}", ip=ip)
-    return problems
 
 
 def id_ranges(values: List[int], sep: str = ",") -> str:

@@ -73,7 +73,7 @@ from npudoctor.parsers.info_files import (
 )
 
 SECTION = "cann"
-ORDER = 30
+NEEDS = ()
 QUICK = True
 
 ASCEND_ROOT = "/usr/local/Ascend"

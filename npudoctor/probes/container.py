@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional
 from npudoctor.engine import ProbeContext
 
 SECTION = "container"
-ORDER = 80
+NEEDS = ()
 QUICK = True
 
 DRIVER = "/usr/local/Ascend/driver"

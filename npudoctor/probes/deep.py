@@ -1,6 +1,6 @@
 """The deep probe: really import torch and torch_npu, in a child process, with a deadline.
 
-Section ``deep`` (ORDER 200, DEEP: runs only with ``npudoctor check --deep``).  The child
+Section ``deep`` (DEEP: runs only with ``npudoctor check --deep``).  The child
 is the target interpreter -- ``--python PATH``, else ``facts["python"]["executable"]``
 when the python probe ran live, else ``sys.executable`` -- started with the diagnosed
 environment and working directory, ``-X faulthandler`` (a segfault prints its Python
@@ -65,7 +65,8 @@ from typing import Any, Dict, List, Optional
 from npudoctor.engine import ProbeContext
 
 SECTION = "deep"
-ORDER = 200
+NEEDS = ("python", "packages")
+SLOW = True
 DEEP = True
 
 #: Prefix of the child's step lines on stdout.

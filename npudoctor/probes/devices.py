@@ -7,16 +7,18 @@ Section ``devices``::
                  environment's PATH entries, in order; [] when PATH is unset or empty),
                  "available": bool (the table parsed),
                  "error": str|None (how the command failed, human), "cause": None |
-                 "not-installed" | "hung" | "busy" | "permission" | "driver" | "disabled" |
-                 "unparsed", "code": int|None (DCMI return code, -8005/-8020…),
+                 "not-installed" | "hung" | "dcmi" (a DCMI return code, see "code") |
+                 "permission" | "driver" (could not be started) | "disabled" | "unparsed",
+                 "code": int|None (DCMI return code, -8005/-8020…: what it means is
+                 judged by rules/devices.py; older snapshots say "busy"/"driver" here),
                  "message": str|None (the npu-smi error line), "version": tool version,
                  "driver_version": the header "Version:", "layout": "910"|"310"|None,
                  "truncated": bool, "commands": [{"argv", "returncode", "timed_out",
                  "error", "duration", "parsed"}], "raw": first 64 KiB of `npu-smi info`}
     chips       [one record per chip, see npudoctor.parsers.npu_smi.parse_info, plus
-                 "soc_version", "family", "bf16", "kernels_dir" (from the matrix, None when
-                 unknown), "soc_source" and, for unhealthy chips, "health_detail"
-                 {"status", "error_codes", "information"} from `-t health`]
+                 "soc_version" (measured: A3 boards only, else None) with "soc_source",
+                 and, for unhealthy chips, "health_detail" {"status", "error_codes",
+                 "information"} from `-t health`]
     processes   [{"npu_id", "chip_id", "pid", "name", "memory_mb", "container_pid"}]
     idle_npus   [npu ids that npu-smi says run no process]
     topology    parse_topo() result of `npu-smi info -t topo`, or None
@@ -31,10 +33,11 @@ Section ``devices``::
     visible_count  chips npu-smi lists, else the number of /dev/davinciN nodes, else None
     identity    the judged account (copied from facts["host"]["identity"])
 
-SoC identity is filled here (lazily loading the matrix only when chips were found) so
-that the kernels rule, ``devices`` and ``compare`` read one value; rules re-derive it
-from ``ctx.matrix`` when replaying a snapshot that lacks it.  A3 chips (Name
-``Ascend910`` with a Phy-ID column) get their soc_version from ``npu-smi info -t board
+What a chip *is* (family, bf16, kernels folder, SoC name) is knowledge, not a fact: the
+rules look it up in the matrix on every run (:func:`npudoctor.rules.devices.chip_identity`),
+so this probe never loads the matrix, and the ``family``/``bf16``/``kernels_dir`` (and
+matrix-sourced ``soc_version``) that older snapshots carry are ignored.  A3 chips (Name
+``Ascend910`` with a Phy-ID column) get a measured soc_version from ``npu-smi info -t board
 -i N -c C`` (Chip Name + "_" + NPU Name, REPORT.md §4.2).
 
 npu-smi commands run one at a time through ``ctx.host.run`` with the overall deadline
@@ -61,7 +64,8 @@ from npudoctor.parsers.npu_smi import (
 from npudoctor.parsers.topo import parse_topo
 
 SECTION = "devices"
-ORDER = 70
+NEEDS = ("host",)
+SLOW = True
 QUICK = True
 
 #: Control nodes every NPU process needs besides /dev/davinciN (Ascend docs, the
@@ -214,43 +218,6 @@ def _details(ctx: ProbeContext, runner: _Runner, out: Dict[str, Any]) -> None:
                         chip["soc_source"] = "npu-smi info -t board (Chip Name + NPU Name)"
 
 
-def _soc_identity(ctx: ProbeContext, chips: List[Dict[str, Any]]) -> None:
-    """Fill soc_version/family/bf16/kernels_dir from the matrix (``Matrix.chip``)."""
-    for chip in chips:
-        chip.setdefault("soc_version", None)
-        chip.setdefault("family", None)
-        chip.setdefault("bf16", None)
-        chip.setdefault("kernels_dir", None)
-    if not chips:
-        return
-    try:
-        from npudoctor.knowledge.matrix import load_matrix
-
-        matrix = load_matrix(getattr(ctx.options, "matrix_path", None))
-    except Exception:  # the matrix is judged by its own rules; here it is optional
-        return
-    lookup = getattr(matrix, "chip", None)
-    if lookup is None:
-        return
-    cache: Dict[str, Any] = {}
-    for chip in chips:
-        name = str(chip.get("name") or "")
-        if name not in cache:
-            try:
-                cache[name] = lookup(name)
-            except Exception:
-                cache[name] = None
-        info = cache[name]
-        if info is None:
-            continue
-        if not chip.get("soc_version") and getattr(info, "soc_version", None):
-            chip["soc_version"] = info.soc_version
-            chip["soc_source"] = "matrix (npu-smi Name)"
-        chip["family"] = getattr(info, "family", None)
-        chip["bf16"] = getattr(info, "bf16", None)
-        chip["kernels_dir"] = getattr(info, "kernels_dir", None)
-
-
 def _accounts(ctx: ProbeContext) -> Any:
     passwd = {e["uid"]: e["name"] for e in parse_passwd(ctx.host.read_text("/etc/passwd").text or "")}
     groups = {g["gid"]: g["name"] for g in parse_group(ctx.host.read_text("/etc/group").text or "")}
@@ -339,7 +306,8 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         "identity": identity,
     }
     _npu_smi(ctx, out)
-    _soc_identity(ctx, out["chips"])
+    for chip in out["chips"]:
+        chip.setdefault("soc_version", None)
     out["nodes"] = _nodes(ctx, identity, bool(out["chips"]))
     chip_nodes = [n for n in out["nodes"] if n["kind"] == "chip" and n["exists"]]
     if out["chips"]:

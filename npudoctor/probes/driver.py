@@ -40,7 +40,7 @@ from npudoctor.host import Host
 from npudoctor.parsers.info_files import ascend_install_info, driver_version_info, firmware_version_info
 
 SECTION = "driver"
-ORDER = 40
+NEEDS = ()
 QUICK = True
 
 DEFAULT_PARAM = "/usr/local/Ascend"

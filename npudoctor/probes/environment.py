@@ -1,7 +1,7 @@
 """The CANN environment: what ``set_env.sh`` of the selected toolkit (and NNAL's) would
 set, against what the diagnosed environment holds now.
 
-Section ``environment`` (ORDER 50, QUICK).  The toolkit comes from
+Section ``environment`` (QUICK).  The toolkit comes from
 ``facts["cann"]["selected"]`` (its ``path``/``version``/``resolved``); without the cann
 section, from ``ASCEND_TOOLKIT_HOME`` or the default
 ``/usr/local/Ascend/ascend-toolkit/latest`` when that directory exists.  The expected
@@ -51,7 +51,7 @@ from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
 
 SECTION = "environment"
-ORDER = 50
+NEEDS = ("host", "python", "packages", "cann")
 QUICK = True
 
 DEFAULT_TOOLKIT = "/usr/local/Ascend/ascend-toolkit/latest"

@@ -8,12 +8,6 @@ Section ``hccl``::
                   LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, NNODES, ...) and the
                   visibility variables (ASCEND_RT_VISIBLE_DEVICES, ASCEND_VISIBLE_DEVICES,
                   ASCEND_DEVICE_ID, CUDA_VISIBLE_DEVICES); only those that are set
-    multi_node    {"value": True|False|None, "reasons": [str]}: whether this looks like a
-                  multi-node job (rank table with several servers, NNODES>1, WORLD_SIZE >
-                  LOCAL_WORLD_SIZE, HCCL_INTRA_ROCE_ENABLE=1, a MASTER_ADDR that is not this
-                  node); None when nothing tells
-    multi_process {"value": bool|None, "reasons": [str]}: several ranks (RANK_SIZE,
-                  WORLD_SIZE or rank-table entries > 1)
     in_container  {"value": bool, "source": str}: from the ``container`` section when it ran
                   ("source": its evidence, e.g. "/.dockerenv exists"), else /.dockerenv,
                   /run/.containerenv, KUBERNETES_SERVICE_HOST, /proc/1/cgroup ("source" says
@@ -22,9 +16,11 @@ Section ``hccl``::
     hccn_conf     {"path": "/etc/hccn.conf", "present": bool, "error": str|None,
                    "devices": {"0": {"address", "netmask", ...}}, "other", "elided",
                    "unparsed", "duplicates"}  (parsers.hccn.parse_hccn_conf)
-    rank_table    None (RANK_TABLE_FILE unset) or {"path", "variable", "read_error",
-                   "lossy", ...parsers.ranktable.parse_ranktable(), "problems":
-                   parsers.ranktable.validate()}
+    rank_table    None (RANK_TABLE_FILE unset) or {"path", "variable", "read_error"} when
+                   the file cannot be read, else also "lossy" and the keys of
+                   parsers.ranktable.parse_ranktable() (structure only: the layout is
+                   judged by rules/_ranktable.py on every run; the "problems" list that
+                   older snapshots carry here is ignored)
     local         {"available": bool, "reason": str|None, "interfaces": [name],
                    "addresses": [{"interface", "family": "ipv4"|"ipv6", "address"}],
                    "source": "psutil.net_if_addrs()"}; under --root: available False (the
@@ -38,11 +34,14 @@ Section ``hccl``::
     master        {"addr", "port", "probe": None | {"reachable": bool, "error": str|None,
                    "seconds": float, "timeout": float}}: the probe runs only with
                    ``check --probe-master``: ONE bounded TCP connect, never a scan
+
+Whether this is a multi-node or multi-process job is inferred by the rules from these
+facts (rules/_hccl_job.py); the ``multi_node``/``multi_process`` that older snapshots
+carry here are ignored.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import re
 import socket
 import threading
@@ -51,10 +50,11 @@ from typing import Any, Dict, List, Optional
 
 from npudoctor.engine import ProbeContext
 from npudoctor.parsers.hccn import parse_hccn_conf, parse_ip, parse_link
-from npudoctor.parsers.ranktable import parse_ranktable, validate
+from npudoctor.parsers.ranktable import parse_ranktable
 
 SECTION = "hccl"
-ORDER = 90
+NEEDS = ("host", "container")
+SLOW = True
 QUICK = False
 
 HCCN_CONF = "/etc/hccn.conf"
@@ -87,7 +87,6 @@ LAUNCH_VARS = (
     "SLURM_NODEID",
 )
 VISIBILITY_VARS = ("ASCEND_RT_VISIBLE_DEVICES", "ASCEND_VISIBLE_DEVICES", "ASCEND_DEVICE_ID", "CUDA_VISIBLE_DEVICES")
-NODE_COUNT_VARS = ("NNODES", "NODE_COUNT", "PET_NNODES", "SERVER_COUNT", "SLURM_NNODES", "SLURM_JOB_NUM_NODES")
 
 
 def _int(value: Optional[str]) -> Optional[int]:
@@ -191,7 +190,6 @@ def _rank_table(ctx: ProbeContext) -> Optional[Dict[str, Any]]:
     read = ctx.host.read_text(path, limit=RANKTABLE_LIMIT)
     out: Dict[str, Any] = {"path": read.path, "variable": "RANK_TABLE_FILE", "read_error": read.error}
     if not read.ok:
-        out["problems"] = [{"kind": "unreadable", "message": f"cannot read {read.path}: {read.error}"}]
         return out
     text = read.text or ""
     if read.truncated:
@@ -199,7 +197,6 @@ def _rank_table(ctx: ProbeContext) -> Optional[Dict[str, Any]]:
     table = parse_ranktable(text)
     out.update(table)
     out["lossy"] = read.lossy
-    out["problems"] = validate(table)
     return out
 
 
@@ -231,15 +228,6 @@ def _hccn_tool(ctx: ProbeContext, conf: Dict[str, Any]) -> Dict[str, Any]:
                 else:
                     record["link"] = parse_link(res.stdout)
     return out
-
-
-def _is_loopback(addr: str) -> bool:
-    if addr.lower() in ("localhost", "localhost.localdomain"):
-        return True
-    try:
-        return ipaddress.ip_address(addr).is_loopback
-    except ValueError:
-        return False
 
 
 def connect_once(addr: str, port: int, timeout: float) -> Dict[str, Any]:
@@ -287,61 +275,6 @@ def _whitelist(ctx: ProbeContext) -> Dict[str, Any]:
     return {"file": path, "exists": ctx.host.is_file(path) if path else None}
 
 
-def _multi(
-    variables: Dict[str, str], table: Optional[Dict[str, Any]], local: Dict[str, Any], local_devices: int = 0
-) -> Dict[str, Any]:
-    """``multi_node``/``multi_process`` from the launch variables, the rank table, this
-    node's addresses and ``local_devices`` (the NPUs this node can give ranks: /dev/davinciN
-    nodes or npu-smi chips; 0 when unknown).  One rank drives one NPU, so more ranks than
-    local NPUs (WORLD_SIZE/RANK_SIZE 16 with 8 NPUs here) means other nodes take part."""
-    node_reasons: List[str] = []
-    single_reasons: List[str] = []
-    proc_reasons: List[str] = []
-    if table and table.get("ok"):
-        servers = len(table.get("servers") or [])
-        if servers > 1:
-            node_reasons.append(f"the rank table lists {servers} servers")
-        elif servers == 1:
-            single_reasons.append("the rank table lists one server")
-        if (table.get("rank_count") or 0) > 1:
-            proc_reasons.append(f"the rank table lists {table['rank_count']} ranks")
-    for name in NODE_COUNT_VARS:
-        n = _int(variables.get(name))
-        if n is not None and n > 1:
-            node_reasons.append(f"{name}={n}")
-        elif n == 1:
-            single_reasons.append(f"{name}=1")
-    world, local_world = _int(variables.get("WORLD_SIZE")), _int(variables.get("LOCAL_WORLD_SIZE"))
-    if world is not None and local_world is not None and world > local_world:
-        node_reasons.append(f"WORLD_SIZE={world} > LOCAL_WORLD_SIZE={local_world}")
-    for name in ("WORLD_SIZE", "RANK_SIZE"):
-        n = _int(variables.get(name))
-        if n is not None and n > 1:
-            proc_reasons.append(f"{name}={n}")
-            if (
-                local_devices
-                and n > local_devices
-                and not any(r.startswith(("WORLD_SIZE", "RANK_SIZE")) for r in node_reasons)
-            ):
-                node_reasons.append(f"{name}={n} ranks but this node has {local_devices} NPU(s)")
-    if variables.get("HCCL_INTRA_ROCE_ENABLE", "").strip() == "1":
-        node_reasons.append("HCCL_INTRA_ROCE_ENABLE=1 (RoCE between devices needs device IPs)")
-    addr = (variables.get("MASTER_ADDR") or "").strip()
-    if addr and local.get("available") and not _is_loopback(addr):
-        mine = {a["address"] for a in local.get("addresses", [])}
-        try:
-            ipaddress.ip_address(addr)
-            if addr not in mine:
-                node_reasons.append(f"MASTER_ADDR={addr} is another machine")
-        except ValueError:
-            pass
-    value: Optional[bool] = True if node_reasons else (False if single_reasons else None)
-    return {
-        "multi_node": {"value": value, "reasons": node_reasons or single_reasons},
-        "multi_process": {"value": True if proc_reasons or node_reasons else None, "reasons": proc_reasons},
-    }
-
-
 def probe(ctx: ProbeContext) -> Dict[str, Any]:
     """Gather the ``hccl`` section (see the module docstring).  Never raises for bad input."""
     variables = _variables(ctx)
@@ -359,7 +292,4 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         "master": _master(ctx),
         "whitelist": _whitelist(ctx),
     }
-    devices = ctx.facts.get("devices") if isinstance(ctx.facts.get("devices"), dict) else {}
-    visible = devices.get("visible_count") if isinstance(devices.get("visible_count"), int) else 0
-    facts.update(_multi(variables, table, local, max(len(facts["dev_nodes"]), visible)))
     return facts

@@ -28,7 +28,7 @@ from npudoctor.host import Host
 from npudoctor.parsers.accounts import parse_group, parse_passwd
 
 SECTION = "host"
-ORDER = 0
+NEEDS = ()
 QUICK = True
 
 #: ELF e_machine values → the names `uname -m` prints.

@@ -1,6 +1,6 @@
 """Host hygiene: free space where CANN writes caches and logs, aarch64 conda libgomp.
 
-Section ``hygiene`` (ORDER 95; reads ``host`` and ``python``)::
+Section ``hygiene`` (reads ``host`` and ``python``)::
 
     disk      [target, ...] one per place CANN writes to:
               {"purpose": str, "path": the directory CANN would use (of the diagnosed
@@ -35,7 +35,8 @@ from npudoctor.host import Host
 from npudoctor.parsers.df import parse_df
 
 SECTION = "hygiene"
-ORDER = 95
+NEEDS = ("host", "python")
+SLOW = True
 
 DF_TIMEOUT = 5.0
 

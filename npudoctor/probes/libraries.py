@@ -1,6 +1,6 @@
 """Shared libraries: will torch_npu's binaries load, and do their symbols match?
 
-Section ``libraries`` (ORDER 60).  Starting from torch_npu's extension
+Section ``libraries``.  Starting from torch_npu's extension
 (``torch_npu/_C*.so``) and ``torch_npu/lib/libtorch_npu.so`` (found in the ``location``
 of the ``torch-npu`` record of ``facts["packages"]``), every ``DT_NEEDED`` entry is
 resolved the way glibc's ``ld.so`` does (``elf/dl-load.c``: ``_dl_map_object``):
@@ -61,7 +61,7 @@ from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
 
 SECTION = "libraries"
-ORDER = 60
+NEEDS = ("host", "python", "packages", "cann", "environment")
 
 #: Most ELF files parsed per run (the roots, CANN libraries they pull, extensions).
 MAX_OBJECTS = 250

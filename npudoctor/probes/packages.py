@@ -1,6 +1,6 @@
 """Installed Python distributions of the target interpreter, from metadata only.
 
-Section ``packages`` (ORDER 20, QUICK).  Every ``*.dist-info`` and ``*.egg-info`` in
+Section ``packages`` (QUICK).  Every ``*.dist-info`` and ``*.egg-info`` in
 the directories of ``facts["python"]["sys_path"]`` (in import order; the working
 directory is left out -- shadowing is judged by the python probe) is read through the
 Host: ``METADATA``/``PKG-INFO`` headers, ``WHEEL``, ``INSTALLER``, ``requires.txt``;
@@ -61,7 +61,7 @@ from npudoctor.parsers.metadata import (
 )
 
 SECTION = "packages"
-ORDER = 20
+NEEDS = ("python",)
 QUICK = True
 
 #: Metadata headers are at the top of METADATA; the long description after them is not

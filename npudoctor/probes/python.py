@@ -1,6 +1,6 @@
 """The target Python interpreter: version, venv/conda, site directories, shadowing.
 
-Section ``python`` (ORDER 10, QUICK).  How the facts are obtained (``source``):
+Section ``python`` (QUICK).  How the facts are obtained (``source``):
 
 * ``"live"`` -- the interpreter running npudoctor, read in-process by
   :func:`npudoctor.probes.pyprobe_script.collect` (no subprocess);
@@ -60,7 +60,7 @@ from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
 
 SECTION = "python"
-ORDER = 10
+NEEDS = ("host",)
 QUICK = True
 
 #: Seconds the target interpreter may take to answer (a cold conda env on NFS is slow).

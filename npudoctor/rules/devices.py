@@ -394,19 +394,38 @@ def _chip_label(chip: Dict[str, Any]) -> str:
     return label
 
 
-def chip_identity(ctx: Any, chip: Dict[str, Any]) -> Dict[str, Any]:
-    """soc_version/family/bf16 of a chip record: from the facts, else from
-    ``ctx.matrix.chip(name)``.  Returns a dict with ``known`` False when neither knows."""
-    out = {k: chip.get(k) for k in ("soc_version", "family", "bf16", "kernels_dir")}
-    if out["family"] is None and ctx.matrix is not None and hasattr(ctx.matrix, "chip"):
+#: ``soc_source`` prefix of a soc_version an older devices probe looked up in the matrix
+#: (not measured): such a value is looked up again, with the current matrix.
+_MATRIX_SOURCE = "matrix"
+
+
+def chip_identity(matrix: Any, chip: Dict[str, Any]) -> Dict[str, Any]:
+    """What the matrix knows about one ``devices.chips`` record, judged now.
+
+    ``matrix``: the loaded matrix or ``None``; ``chip``: the record (``name`` is the
+    npu-smi Name; ``soc_version`` with a ``soc_source`` is kept when npu-smi measured it,
+    e.g. ``-t board`` for A3).  Returns ``{"soc_version", "soc_source", "family", "bf16",
+    "kernels_dir", "known"}``: family/bf16/kernels_dir always come from
+    ``matrix.chip(name)`` (identity fields an older snapshot stored are ignored), so a
+    replayed snapshot is judged with the current matrix; ``known`` is False when the
+    matrix does not list the chip (or there is no matrix).  Never raises.
+    """
+    soc = chip.get("soc_version") if isinstance(chip.get("soc_version"), str) else None
+    source = chip.get("soc_source") if isinstance(chip.get("soc_source"), str) else None
+    if soc and source and source.startswith(_MATRIX_SOURCE):
+        soc = source = None
+    info = None
+    if matrix is not None:
         try:
-            info = ctx.matrix.chip(str(chip.get("name") or ""))
-        except Exception:
+            info = matrix.chip(str(chip.get("name") or ""))
+        except Exception:  # a matrix that cannot answer leaves the chip unknown
             info = None
-        if info is not None:
-            for key in ("soc_version", "family", "bf16", "kernels_dir"):
-                if out.get(key) is None:
-                    out[key] = getattr(info, key, None)
+    out: Dict[str, Any] = {"soc_version": soc, "soc_source": source if soc else None}
+    for key in ("family", "bf16", "kernels_dir"):
+        out[key] = getattr(info, key, None) if info is not None else None
+    if not soc and info is not None and getattr(info, "soc_version", None):
+        out["soc_version"] = info.soc_version
+        out["soc_source"] = "matrix (npu-smi Name)"
     out["known"] = out["family"] is not None
     return out
 
@@ -448,6 +467,30 @@ def searched_path_text(ctx: Any, smi: Dict[str, Any]) -> str:
 
 
 # --------------------------------------------------------------------------- rules
+#: What npu-smi / DCMI return codes mean.  Sources: ``error_npu-smi_dcmi-8005_*``
+#: (vllm-ascend#2698, maintainer: "usually the device is already occupied by other
+#: containers"; MindCluster FAQ: driver/firmware upgraded and the server not rebooted) and
+#: ``error_npu-smi_dcmi-8020_device-used_in-container.txt`` (cann-container-image#46:
+#: "because the device is used").  Any other code: the driver interface failed.
+DCMI_CODES: Dict[int, Dict[str, str]] = {
+    -8005: {"reason": "dcmi module initialize failed", "cause": "busy"},
+    -8020: {"reason": "device is used", "cause": "busy"},
+}
+
+
+def npu_smi_cause(smi: Dict[str, Any]) -> Optional[str]:
+    """Why npu-smi failed, judged from the ``devices.npu_smi`` facts: for a DCMI return
+    code (``code``: int) "busy" when :data:`DCMI_CODES` says so, else "driver" (whatever
+    cause an older snapshot stored); otherwise the observed ``cause`` ("hung",
+    "not-installed", "permission", "disabled", "unparsed", "driver") or None."""
+    code = smi.get("code")
+    if isinstance(code, int) and not isinstance(code, bool):
+        known = DCMI_CODES.get(code)
+        return known["cause"] if known else "driver"
+    cause = smi.get("cause")
+    return str(cause) if isinstance(cause, str) and cause != "dcmi" else None
+
+
 @rule
 def npu_smi_state(ctx: Any) -> Iterable[Finding]:
     """DEV001 hung, DEV002 busy (-8005/-8020), DEV003 not found, DEV004 other failure."""
@@ -455,7 +498,7 @@ def npu_smi_state(ctx: Any) -> Iterable[Finding]:
     smi = dev.get("npu_smi") or {}
     if not smi or smi.get("available"):
         return
-    cause = smi.get("cause")
+    cause = npu_smi_cause(smi)
     cmds = smi.get("commands") or []
     evidence = [
         f"`{' '.join(c.get('argv') or [])}`: exit {c.get('returncode')}" for c in cmds[:1] if not c.get("timed_out")
@@ -1014,7 +1057,7 @@ def chip_support(ctx: Any) -> Iterable[Finding]:
     for chip in chips:
         name = str(chip.get("name") or "")
         if name and name not in seen:
-            seen[name] = chip_identity(ctx, chip)
+            seen[name] = chip_identity(ctx.matrix, chip)
     torch_npu = _package_version(ctx, "torch-npu", "torch_npu")
     vllm_ascend = _package_version(ctx, "vllm-ascend", "vllm_ascend")
     for name, ident in sorted(seen.items()):

@@ -14,6 +14,8 @@ from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 from npudoctor.findings import Code, Finding
 from npudoctor.parsers.ranktable import is_ip, server_addresses
 from npudoctor.rules import rule
+from npudoctor.rules._hccl_job import job_shape
+from npudoctor.rules._ranktable import layout_problems
 
 _RT_FIX = (
     "Regenerate the rank table for this cluster (MindSpore models' `utils/hccl_tools/hccl_tools.py`, "
@@ -301,9 +303,14 @@ def _l(mapping: Any, key: str) -> List[Any]:
     return value if isinstance(value, list) else []
 
 
-def _multi_node(h: Dict[str, Any]) -> Tuple[bool, List[str]]:
-    m = _d(h, "multi_node")
-    return m.get("value") is True, list(_l(m, "reasons"))
+def _job(ctx: Any) -> Dict[str, Dict[str, Any]]:
+    """Multi-node / multi-process, inferred now from the facts (rules/_hccl_job.py)."""
+    return job_shape(_section(ctx), ctx.facts("devices"))
+
+
+def _multi_node(ctx: Any) -> Tuple[bool, List[str]]:
+    m = _job(ctx)["multi_node"]
+    return m["value"] is True, list(m["reasons"])
 
 
 def _local_addresses(h: Dict[str, Any]) -> Optional[Set[str]]:
@@ -420,7 +427,7 @@ def rank_table_layout(ctx: Any) -> Iterable[Finding]:
     if not isinstance(table, dict):
         return
     path = _rt_path(h)
-    problems = [p for p in _l(table, "problems") if isinstance(p, dict)]
+    problems = layout_problems(table)  # judged now, never taken from the snapshot
     check = f"python3 -m json.tool {path} > /dev/null"
     for p in problems:
         kind, msg = p.get("kind"), str(p.get("message", ""))
@@ -639,7 +646,7 @@ def hccl_timeouts(ctx: Any) -> Iterable[Finding]:
     """HCCL011-HCCL013: timeout variables (cases 48, K19)."""
     h = _section(ctx)
     variables = _d(h, "variables")
-    multi, reasons = _multi_node(h)
+    multi, reasons = _multi_node(ctx)
     for name in ("HCCL_CONNECT_TIMEOUT", "HCCL_EXEC_TIMEOUT"):
         value = variables.get(name)
         if isinstance(value, str) and not _INT.match(value):
@@ -659,7 +666,7 @@ def hccl_timeouts(ctx: Any) -> Iterable[Finding]:
             fix=["export HCCL_EXEC_TIMEOUT=1800   # or larger; the same value on every rank"],
         )
     conn = variables.get("HCCL_CONNECT_TIMEOUT")
-    procs = _d(h, "multi_process")
+    procs = _job(ctx)["multi_process"]
     if not multi:
         # Several ranks on one node: only a value lowered below HCCL's own 120 s default is a
         # risk worth naming (ranks that load a model first still start far apart).
@@ -706,7 +713,7 @@ def hccn_conf_present(ctx: Any) -> Iterable[Finding]:
     conf = h.get("hccn_conf")
     if not isinstance(conf, dict):
         return
-    multi, reasons = _multi_node(h)
+    multi, reasons = _multi_node(ctx)
     if not multi:
         return
     in_container = bool(_d(h, "in_container").get("value"))
@@ -799,7 +806,7 @@ def hccn_tool_state(ctx: Any) -> Iterable[Finding]:
     h = _section(ctx)
     tool = _d(h, "hccn_tool")
     conf = _conf_addresses(h) or {}
-    multi, _ = _multi_node(h)
+    multi, _ = _multi_node(ctx)
     for dev, record in sorted(_d(tool, "devices").items()):
         if not isinstance(record, dict):
             continue

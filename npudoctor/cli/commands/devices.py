@@ -55,11 +55,20 @@ def gather(request: MachineRequest, matrix_path: Optional[str] = None, environ: 
     source = {"from": f"snapshot {request.from_file}", "root": f"root {snapshot.target.get('root')}"}.get(
         str(mode), "this machine"
     )
+    from npudoctor.rules.devices import chip_identity
+
     matrix, _err = load_matrix_or_none(matrix_path)
     findings = evaluate(snapshot, matrix, options)
+    devices = dict(snapshot.section("devices"))
+    if isinstance(devices.get("chips"), list):  # what each chip is: the rules' matrix lookup
+        devices["chips"] = [
+            dict(c, **{k: v for k, v in chip_identity(matrix, c).items() if k != "known"})
+            for c in devices["chips"]
+            if isinstance(c, dict)
+        ]
     return {
         "source": source,
-        "devices": snapshot.section("devices"),
+        "devices": devices,
         "container": snapshot.section("container"),
         "findings": [f.to_dict() for f in findings if f.area in AREAS],
     }

@@ -1,0 +1,157 @@
+"""A replayed snapshot (``check --from``) is judged by the current rules: verdict-like
+fields an older npudoctor stored beside the facts (the rank table's ``problems``, the
+chips' matrix lookups ``family``/``bf16``/``kernels_dir``/matrix ``soc_version``) are
+ignored, and their absence costs nothing.  Such snapshots still load."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List
+
+import pytest
+
+from npudoctor.engine import Options, evaluate
+from npudoctor.knowledge.matrix import load_matrix
+from npudoctor.rules.devices import chip_identity
+from npudoctor.snapshot import Snapshot
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    return load_matrix()
+
+
+def _replay(facts: Dict[str, Any], matrix: Any = None) -> List[Any]:
+    """Write the snapshot as JSON, load it back as `check --from` does, judge it."""
+    doc = {"schema_version": 1, "created": "2025-01-01T00:00:00Z", "node": "n1", "target": {}, "facts": facts}
+    snap = Snapshot.from_dict(json.loads(json.dumps(doc)))
+    return evaluate(snap, matrix, Options())
+
+
+def _codes(findings) -> List[str]:
+    assert not [f for f in findings if f.code == "HOST099"], [f.title for f in findings if f.code == "HOST099"]
+    return sorted(f.code for f in findings)
+
+
+def _table(ranks, stale_problems):
+    devices = [{"device_id": i, "device_ip": f"10.1.0.{i + 1}", "rank_id": r} for i, r in enumerate(ranks)]
+    return {
+        "path": "/etc/hccl.json",
+        "variable": "RANK_TABLE_FILE",
+        "read_error": None,
+        "lossy": False,
+        "ok": True,
+        "error": None,
+        "truncated": False,
+        "strict_json": True,
+        "tolerated": [],
+        "version": "1.0",
+        "status": "completed",
+        "server_count": 1,
+        "server_count_raw": "1",
+        "servers": [{"index": 0, "server_id": "10.0.0.1", "devices": devices, "has_device_list": True}],
+        "super_pods": [],
+        "rank_count": len(devices),
+        "problems": stale_problems,
+    }
+
+
+def test_rank_table_verdict_is_computed_not_replayed():
+    # A duplicate rank, but the stored verdict says "no problem": HCCL004 all the same.
+    found = _replay({"hccl": {"rank_table": _table([0, 0], [])}})
+    (dup,) = [f for f in found if f.code == "HCCL004"]
+    assert dup.evidence == ["rank_id 0 is used 2 times: server 10.0.0.1 device[0], server 10.0.0.1 device[1]"]
+    # A sound table whose stored verdict names faults it does not have: no finding.
+    stale = [
+        {"kind": "duplicate-rank", "message": "rank_id 0 is used 2 times", "rank": 0},
+        {"kind": "unreadable", "message": "cannot read /etc/hccl.json: gone"},
+    ]
+    assert [c for c in _codes(_replay({"hccl": {"rank_table": _table([0, 1], stale)}})) if c <= "HCCL005"] == []
+    # No stored verdict at all (the current snapshot shape): judged the same.
+    table = _table([0, 2], [])
+    del table["problems"]
+    assert "HCCL005" in _codes(_replay({"hccl": {"rank_table": table}}))
+
+
+def test_unreadable_rank_table_is_judged_from_the_read_error():
+    table = {"path": "/etc/hccl.json", "variable": "RANK_TABLE_FILE", "read_error": "No such file or directory"}
+    (f,) = [f for f in _replay({"hccl": {"rank_table": table}}) if f.code == "HCCL001"]
+    assert f.title == "RANK_TABLE_FILE=/etc/hccl.json cannot be read: No such file or directory"
+    assert f.evidence[1] == "cannot read /etc/hccl.json: No such file or directory"
+
+
+def test_chip_identity_comes_from_the_current_matrix(matrix):
+    # Stored by an older probe from an older matrix: plain 910B (the first-generation
+    # 910, no bf16) said to be family 910B with bf16; the current matrix says otherwise.
+    stale = {
+        "npu_id": 0,
+        "name": "910B",
+        "health": "OK",
+        "family": "910B",
+        "bf16": True,
+        "kernels_dir": "ascend910b",
+        "soc_version": "Ascend910B3",
+        "soc_source": "matrix (npu-smi Name)",
+    }
+    found = _replay({"devices": {"chips": [stale]}}, matrix)
+    assert "DEV041" in _codes(found)
+    (no_bf16,) = [f for f in found if f.code == "DEV041"]
+    assert "family 910" in no_bf16.title and "Ascend910B" in no_bf16.title and "Ascend910B3" not in no_bf16.title
+    # The same chip as written now (no identity fields): the same verdict.
+    assert "DEV041" in _codes(_replay({"devices": {"chips": [{"npu_id": 0, "name": "910B"}]}}, matrix))
+    # A stale "bf16 false" on a chip that has bf16 is not repeated.
+    wrong = {"npu_id": 0, "name": "910B3", "family": "910", "bf16": False}
+    assert "DEV041" not in _codes(_replay({"devices": {"chips": [wrong]}}, matrix))
+
+
+def test_measured_soc_version_is_kept_and_matrix_lookups_are_redone(matrix):
+    a3 = {"name": "Ascend910", "soc_version": "Ascend910_9391", "soc_source": "npu-smi info -t board (…)"}
+    ident = chip_identity(matrix, dict(a3, family="910B", bf16=False))
+    assert ident == {
+        "soc_version": "Ascend910_9391",
+        "soc_source": "npu-smi info -t board (…)",
+        "family": "910_93",
+        "bf16": True,
+        "kernels_dir": "ascend910_93",
+        "known": True,
+    }
+    assert chip_identity(matrix, {"name": "910B3"})["soc_source"] == "matrix (npu-smi Name)"
+    assert chip_identity(None, {"name": "910B3", "family": "910B"})["known"] is False
+    assert chip_identity(matrix, {"name": "910B9", "family": "910B"})["known"] is False
+
+
+def test_multi_node_is_inferred_now_not_replayed():
+    # Stored "single node", but NNODES=2 and no HCCL_CONNECT_TIMEOUT: HCCL013 all the same.
+    stale_single = {
+        "variables": {"NNODES": "2"},
+        "multi_node": {"value": False, "reasons": ["NNODES=1"]},
+        "multi_process": {"value": None, "reasons": []},
+    }
+    (f,) = [f for f in _replay({"hccl": stale_single}) if f.code == "HCCL013"]
+    assert f.evidence == ["HCCL_CONNECT_TIMEOUT unset (HCCL default 120 s)", "multi-node: NNODES=2"]
+    # Stored "multi-node", but the facts say one node: nothing to say about the timeout.
+    stale_multi = {
+        "variables": {"NNODES": "1"},
+        "multi_node": {"value": True, "reasons": ["the rank table lists 2 servers"]},
+        "multi_process": {"value": True, "reasons": ["WORLD_SIZE=16"]},
+    }
+    assert "HCCL013" not in _codes(_replay({"hccl": stale_multi}))
+
+
+def test_npu_smi_failure_cause_is_judged_from_the_dcmi_code():
+    def smi(**kw):
+        base = {
+            "available": False,
+            "path": "/usr/local/bin/npu-smi",
+            "commands": [],
+            "message": "dcmi ... ret is -8005",
+        }
+        return {"devices": {"npu_smi": dict(base, **kw)}}
+
+    # An older snapshot that called -8005 a driver failure, and the current shape ("dcmi").
+    for facts in (smi(cause="driver", code=-8005), smi(cause="dcmi", code=-8005), smi(code=-8005)):
+        codes = _codes(_replay(facts))
+        assert "DEV002" in codes and "DEV004" not in codes, facts
+    # An unknown DCMI code stored as "busy": the driver interface failed (DEV004), not busy.
+    codes = _codes(_replay(smi(cause="busy", code=-8001)))
+    assert "DEV004" in codes and "DEV002" not in codes
