@@ -663,11 +663,11 @@ class FactView:
         ]
 
     def findings_of_kind(self, kind: str) -> List[Any]:
-        from npudoctor.findings import REGISTRY
+        from npudoctor.knowledge.codes import registry
 
         out = []
         for f in self.findings:
-            code = REGISTRY.get(getattr(f, "code", ""))
+            code = registry().get(getattr(f, "code", ""))
             if code is not None and kind in code.kinds and getattr(f, "severity", "") in ("error", "warning"):
                 out.append(f)
         return out

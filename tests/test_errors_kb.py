@@ -197,12 +197,12 @@ def test_cause_kinds_match_what_the_check_decides():
             by_check.setdefault(c.check, set()).add(c.kind)
     assert by_check["no_toolkit"] == {""}
     from npudoctor.engine import load_rules
-    from npudoctor.findings import REGISTRY
+    from npudoctor.knowledge.codes import registry
 
     load_rules()
     for e in KB.entries:
         for c in e.causes:
-            assert all(code in REGISTRY for code in c.confirmed_by), (e.id, c.confirmed_by)
+            assert all(code in registry() for code in c.confirmed_by), (e.id, c.confirmed_by)
             if c.check == "no_toolkit":
                 assert c.confirmed_by == ["CANN001"], e.id
     assert by_check["toolkit_not_sourced"] == {"K10"}

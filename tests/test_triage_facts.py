@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from npudoctor.engine import load_rules
-from npudoctor.findings import REGISTRY
+from npudoctor.knowledge import codes
 from npudoctor.triage import FactView, judge_cause, load_kb
 
 HERE = Path(__file__).resolve().parent
@@ -162,7 +162,7 @@ def test_a_k10_finding_does_not_claim_no_toolkit():
     """ENV001 (kind K10: installed, not sourced) must not confirm 'no CANN toolkit is
     installed' when the cann facts are absent: that cause has no kind."""
     load_rules()
-    env001 = REGISTRY["ENV001"].finding(evidence=["CANN 8.0.0 is installed but its set_env.sh is not sourced"])
+    env001 = codes.get("ENV001").finding(evidence=["CANN 8.0.0 is installed but its set_env.sh is not sourced"])
     fv = FactView({}, [env001])
     entry = load_kb().by_id("cann-library-not-found")
     judged = {c.check: judge_cause(c, fv, {"lib": "libhccl.so"}, {}) for c in entry.causes}
@@ -170,7 +170,7 @@ def test_a_k10_finding_does_not_claim_no_toolkit():
     assert judged["toolkit_not_sourced"]["status"] == "cause"
     assert judged["toolkit_not_sourced"]["findings"] == ["ENV001"]
     # the finding that does say "no toolkit" confirms it by code (confirmed_by in errors.toml)
-    cann001 = REGISTRY["CANN001"].finding(evidence=["looked in /usr/local/Ascend/ascend-toolkit/latest"])
+    cann001 = codes.get("CANN001").finding(evidence=["looked in /usr/local/Ascend/ascend-toolkit/latest"])
     fv = FactView({}, [cann001])
     judged = {c.check: judge_cause(c, fv, {"lib": "libhccl.so"}, {}) for c in entry.causes}
     assert judged["no_toolkit"]["status"] == "cause" and judged["no_toolkit"]["findings"] == ["CANN001"]

@@ -65,7 +65,7 @@ def run_check(
     for err in config_errors:
         print(f"npudoctor: {err}", file=sys.stderr)
     findings = evaluate(snapshot, matrix, options, ignore=list(ignore or []) + config_ignores)
-    from npudoctor.findings import lookup
+    from npudoctor.knowledge.codes import lookup
 
     for code in list(ignore or []) + config_ignores:
         if lookup(code) is None:
@@ -197,12 +197,10 @@ def register(app: typer.Typer) -> None:
         list_: Annotated[bool, typer.Option("--list", help="List every code.")] = False,
         as_json: JsonOpt = False,
     ) -> None:
-        from npudoctor.engine import load_rules
-        from npudoctor.findings import REGISTRY, lookup
+        from npudoctor.knowledge.codes import all_codes, lookup
 
-        load_rules()
         if list_:
-            codes = sorted(REGISTRY.values(), key=lambda c: c.code)
+            codes = all_codes()
             if as_json:
                 print(json.dumps([_code_dict(c) for c in codes], indent=2, ensure_ascii=False))
             else:
