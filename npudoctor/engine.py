@@ -26,11 +26,14 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Set
 
 from npudoctor.findings import Finding
 from npudoctor.host import Host
 from npudoctor.snapshot import Snapshot, now_iso
+
+if TYPE_CHECKING:  # the matrix package is imported by whoever loads a matrix, not by the engine
+    from npudoctor.knowledge.matrix import Matrix
 
 
 @dataclass
@@ -85,7 +88,7 @@ class RuleContext:
     the options.  ``facts(name)`` returns one section (empty dict when absent)."""
 
     snapshot: Snapshot
-    matrix: Any
+    matrix: Optional[Matrix]
     options: Options
 
     def facts(self, name: str) -> Dict[str, Any]:
@@ -156,7 +159,7 @@ def collect(host: Host, options: Options, sections: Optional[Sequence[str]] = No
 
 def evaluate(
     snapshot: Snapshot,
-    matrix: Any,
+    matrix: Optional[Matrix],
     options: Options,
     ignore: Iterable[str] = (),
 ) -> List[Finding]:

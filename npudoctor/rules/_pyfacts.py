@@ -170,12 +170,12 @@ def cann_present(ctx: Any) -> bool:
 
 
 def matrix_call(ctx: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-    """``ctx.matrix.<method>(*args)``; ``None`` when there is no matrix, no such method,
-    or the query raises (unknown versions must never crash a rule)."""
-    matrix = getattr(ctx, "matrix", None)
-    func = getattr(matrix, method, None) if matrix is not None else None
-    if not callable(func):
+    """``ctx.matrix.<method>(*args)``; ``None`` when there is no matrix or the query
+    raises (unknown versions must never crash a rule).  ``method`` is a method of
+    :class:`npudoctor.knowledge.matrix.Matrix` (another name raises AttributeError)."""
+    if ctx.matrix is None:
         return None
+    func = getattr(ctx.matrix, method)
     try:
         return func(*args, **kwargs)
     except Exception:
@@ -218,31 +218,11 @@ def local(version: Optional[str]) -> Optional[str]:
 
 
 def not_in_matrix(ctx: Any, what: str, version: str, evidence: List[str]) -> List[Any]:
-    """Findings from the matrix engineer's "not in the matrix (refresh it)" helper in
-    :mod:`npudoctor.rules.matrix`, when it exists; else none."""
-    try:
-        from npudoctor.rules import matrix as matrix_rules
-    except Exception:
-        return []
-    helper = getattr(matrix_rules, "not_in_matrix", None)
-    if not callable(helper):
-        return []
-    try:
-        produced = helper(ctx, what, version, evidence=evidence)
-    except TypeError:
-        try:
-            produced = helper(ctx, what, version)
-        except Exception:
-            return []
-    except Exception:
-        return []
-    if produced is None:
-        return []
-    if isinstance(produced, list):
-        return produced
-    if hasattr(produced, "code"):
-        return [produced]
-    return list(produced)
+    """The "not in the matrix (refresh it)" finding of :func:`npudoctor.rules.matrix.not_in_matrix`
+    (none when no matrix is loaded)."""
+    from npudoctor.rules.matrix import not_in_matrix as matrix_not_in_matrix
+
+    return list(matrix_not_in_matrix(ctx, what, version, evidence=evidence))
 
 
 def python_sorted(versions: Any) -> List[str]:

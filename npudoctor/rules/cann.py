@@ -65,12 +65,10 @@ def torch_npu_record(ctx: Any) -> Optional[Dict[str, Any]]:
 
 
 def parse_cann(text: Optional[str]) -> Any:
-    """A :class:`npudoctor.knowledge.versions.CannVersion` or ``None`` (no versions module, garbage)."""
+    """A :class:`npudoctor.knowledge.versions.CannVersion` or ``None`` (garbage)."""
+    from npudoctor.knowledge.versions import parse_cann as _parse
+
     if not text:
-        return None
-    try:
-        from npudoctor.knowledge.versions import parse_cann as _parse
-    except ImportError:
         return None
     try:
         return _parse(text)
@@ -135,9 +133,9 @@ def chips(ctx: Any) -> List[Dict[str, Any]]:
 
 
 def chip_info(ctx: Any, name: str) -> Any:
-    """``matrix.chip(name)`` or ``None`` (no matrix, unknown chip, method missing)."""
+    """``matrix.chip(name)`` or ``None`` (no matrix, unknown chip)."""
     matrix = ctx.matrix
-    if matrix is None or not hasattr(matrix, "chip"):
+    if matrix is None:
         return None
     try:
         return matrix.chip(name)
@@ -158,7 +156,7 @@ def package_chip(ctx: Any) -> Optional[str]:
         pkg = getattr(info, "kernels_package_chip", None)
         if pkg:
             return str(pkg)
-    families = getattr(ctx.matrix, "families", None) if ctx.matrix is not None else None
+    families = ctx.matrix.families if ctx.matrix is not None else None
     if isinstance(families, dict):
         for chip in found:
             fam = families.get(str(chip.get("family") or ""))
@@ -231,18 +229,10 @@ def run_cmd(file: str) -> str:
 
 
 def not_in_matrix_line(what: str) -> str:
-    """The "refresh the matrix" fix line (the matrix area's wording when it exports one)."""
-    try:
-        from npudoctor.rules import matrix as matrix_rules  # type: ignore[attr-defined]
-    except Exception:
-        matrix_rules = None
-    helper = getattr(matrix_rules, "refresh_hint", None) if matrix_rules else None
-    if callable(helper):
-        try:
-            return str(helper(what))
-        except Exception:
-            pass
-    return f"{what} is not in the matrix (refresh it): npudoctor matrix refresh"
+    """The "refresh the matrix" fix line, in the matrix area's wording."""
+    from npudoctor.rules.matrix import refresh_hint
+
+    return refresh_hint(what)
 
 
 def _versions_disagree(tk: Dict[str, Any]) -> List[str]:
@@ -306,7 +296,7 @@ def no_cann(ctx: Any) -> Iterable[Finding]:
     evidence.insert(0, f"torch_npu {tver} installed in {tnpu.get('location')}")
     cann_ver = None
     matrix = ctx.matrix
-    if matrix is not None and hasattr(matrix, "find_torch_npu"):
+    if matrix is not None:
         try:
             row = matrix.find_torch_npu(tver)
         except Exception:
@@ -445,7 +435,7 @@ def torch_npu_cann(ctx: Any) -> Iterable[Finding]:
         return
     tver = str(tnpu.get("version") or "")
     cver = str(tk["version"])
-    if not tver or not hasattr(matrix, "find_torch_npu"):
+    if not tver:
         return
     try:
         row = matrix.find_torch_npu(tver)
@@ -531,7 +521,7 @@ def keep_cann_build(ctx: Any, cann: str) -> Optional[Tuple[Any, str]]:
     ``cann``, then the newest declared compatible.  Source: the bundled matrix
     (Ascend/pytorch COMPATIBILITY.md and release notes)."""
     matrix = ctx.matrix
-    if matrix is None or not hasattr(matrix, "fits"):
+    if matrix is None:
         return None
     py, plat = _python_tag(ctx)
     try:
@@ -592,7 +582,7 @@ def cann_plan(ctx: Any) -> Optional[Dict[str, Any]]:
     tk = ctx.facts("cann").get("selected")
     tnpu = torch_npu_record(ctx)
     matrix = ctx.matrix
-    if not tk or not tk.get("version") or tnpu is None or matrix is None or not hasattr(matrix, "find_torch_npu"):
+    if not tk or not tk.get("version") or tnpu is None or matrix is None:
         return None
     tver = str(tnpu.get("version") or "")
     cver = str(tk["version"])
@@ -643,9 +633,9 @@ def _installed_driver(ctx: Any) -> Optional[str]:
 
 
 def _driver_fit(ctx: Any, cann: str, driver: str) -> Optional[str]:
-    """``matrix.driver_fit(cann, driver)`` or ``None`` (no matrix, method missing, error)."""
+    """``matrix.driver_fit(cann, driver)`` or ``None`` (no matrix, error)."""
     matrix = ctx.matrix
-    if matrix is None or not hasattr(matrix, "driver_fit"):
+    if matrix is None:
         return None
     try:
         return str(matrix.driver_fit(cann, driver))

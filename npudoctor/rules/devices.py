@@ -150,7 +150,7 @@ def chip_identity(ctx: Any, chip: Dict[str, Any]) -> Dict[str, Any]:
     """soc_version/family/bf16 of a chip record: from the facts, else from
     ``ctx.matrix.chip(name)``.  Returns a dict with ``known`` False when neither knows."""
     out = {k: chip.get(k) for k in ("soc_version", "family", "bf16", "kernels_dir")}
-    if out["family"] is None and ctx.matrix is not None and hasattr(ctx.matrix, "chip"):
+    if out["family"] is None and ctx.matrix is not None:
         try:
             info = ctx.matrix.chip(str(chip.get("name") or ""))
         except Exception:
@@ -722,7 +722,7 @@ def soc_known_to_torch_npu(matrix: Any, soc: str, torch_npu: str) -> Optional[bo
     from npudoctor.knowledge.versions import parse_cann
 
     first_ext = SOC_FIRST_EXT.get(soc)
-    rows = getattr(matrix, "torch_npu_rows", None)
+    rows = matrix.torch_npu_rows if matrix is not None else None
     if not first_ext or not rows:
         return None
     try:
@@ -772,7 +772,7 @@ def chip_support(ctx: Any) -> Iterable[Finding]:
     for name, ident in sorted(seen.items()):
         family = ident.get("family")
         if not ident["known"]:
-            if ctx.matrix is not None and hasattr(ctx.matrix, "chip"):
+            if ctx.matrix is not None:
                 yield CHIP_UNKNOWN.finding(
                     title=f"NPU chip {name!r} is not in the matrix", evidence=[f"npu-smi Name: {name}"], subject=name
                 )
@@ -829,7 +829,7 @@ def chip_support(ctx: Any) -> Iterable[Finding]:
                 severity="warning",
                 subject=name,
             )
-        if torch_npu and hasattr(ctx.matrix, "family_supported"):
+        if torch_npu and ctx.matrix is not None:
             try:
                 ok = ctx.matrix.family_supported(family, torch_npu)
             except Exception:

@@ -64,7 +64,7 @@ def _move_note(ctx: Any, driver: Optional[str]) -> Optional[str]:
     move = str(plan["move_to"])
     matrix = ctx.matrix
     fit = None
-    if driver and matrix is not None and hasattr(matrix, "driver_fit"):
+    if driver and matrix is not None:
         try:
             fit = str(matrix.driver_fit(move, driver))
         except Exception:
@@ -101,7 +101,7 @@ def _paired_hdk(ctx: Any) -> Optional[str]:
 def _hdk_of(ctx: Any, cann: str) -> Optional[str]:
     """The HDK version the matrix pairs with ``cann`` (else its minimum), or ``None``."""
     matrix = ctx.matrix
-    if matrix is None or not hasattr(matrix, "driver_requirement"):
+    if matrix is None:
         return None
     try:
         req = matrix.driver_requirement(cann)
@@ -172,7 +172,7 @@ def driver_cann(ctx: Any) -> Iterable[Finding]:
     tk = ctx.facts("cann").get("selected")
     version, source = driver_version(ctx)
     matrix = ctx.matrix
-    if not tk or not tk.get("version") or not version or matrix is None or not hasattr(matrix, "driver_fit"):
+    if not tk or not tk.get("version") or not version or matrix is None:
         return
     cann = str(tk["version"])
     try:
