@@ -80,6 +80,8 @@ def _columns(environ: Mapping[str, str], default: int = 80) -> int:
     raw = environ.get("COLUMNS", "")
     if raw.isascii() and raw.isdigit() and 20 <= int(raw) <= 1000:
         return int(raw)
+    if sys.__stdout__ is None:  # no stdout at all (pythonw, closed descriptor)
+        return default
     try:
         return max(20, os.get_terminal_size(sys.__stdout__.fileno()).columns)
     except (AttributeError, ValueError, OSError):

@@ -7,9 +7,12 @@ from __future__ import annotations
 import datetime as _dt
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.knowledge.versions import parse_cann, parse_driver, tokens, version_in
+
+if TYPE_CHECKING:  # packaging is imported when first needed (start-up time of health)
+    from packaging.version import Version
 
 SCHEMA_VERSION = 1
 PLATFORMS = ("aarch64", "x86_64")
@@ -39,7 +42,7 @@ def _valid_date(text: str) -> bool:
 
 
 # ------------------------------------------------------------------ normalisation helpers
-def _pep440(text: str) -> Optional[Any]:
+def _pep440(text: str) -> Optional[Version]:
     """``packaging.version.Version`` of a torch/torch_npu version, local tag dropped;
     "1.11.0.rc2 (beta)" is read as 1.11.0rc2.  ``None`` when not PEP 440."""
     from packaging.version import InvalidVersion, Version

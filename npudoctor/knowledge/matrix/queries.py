@@ -56,16 +56,16 @@ class Matrix:
             self.families[fam.family] = fam
         self.chips: List[Chip] = []
         for r in data.get("chip", []):
-            fam = self.families.get(r["family"])
+            family = self.families.get(r["family"])
             self.chips.append(
                 Chip(
                     name=r["name"],
                     soc_version=r["soc_version"] or None,
                     family=r["family"],
-                    bf16=fam.bf16 if fam else False,
-                    kernels_dir=fam.kernels_dir if fam else "",
-                    kernels_package_chip=fam.package_chip if fam else "",
-                    note=r.get("note", "") or (fam.note if fam else ""),
+                    bf16=family.bf16 if family else False,
+                    kernels_dir=family.kernels_dir if family else "",
+                    kernels_package_chip=family.package_chip if family else "",
+                    note=r.get("note", "") or (family.note if family else ""),
                     source=r.get("source", ""),
                 )
             )
@@ -157,7 +157,8 @@ class Matrix:
     def torch_line(self, torch: str) -> Optional[Dict[str, Any]]:
         """The ``[[torch_line]]`` row (lifecycle, documented Python) of a PyTorch version."""
         want = _pep440(torch)
-        for r in self.data.get("torch_line", []):
+        lines: List[Dict[str, Any]] = self.data.get("torch_line", [])
+        for r in lines:
             if _pep440(r.get("torch", "")) == want:
                 return r
         return None
@@ -358,7 +359,7 @@ class Matrix:
         """Documented requirement of a CANN Python dependency (``">=4.4.0"``) or ``""``."""
         for d in self._deps:
             if d["dist"] == dist:
-                return d.get("spec", "")
+                return str(d.get("spec", ""))
         return ""
 
     def import_name(self, dist: str) -> str:
@@ -366,7 +367,7 @@ class Matrix:
         ``protobuf`` -> ``google.protobuf``; unknown names -> dashes to underscores."""
         for d in self._deps:
             if d["dist"].lower() == dist.lower():
-                return d["import"]
+                return str(d["import"])
         return dist.replace("-", "_")
 
     # ---- chips
