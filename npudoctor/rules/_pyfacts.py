@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from npudoctor.parsers.metadata import canonical_name, marker_environment
+
+if TYPE_CHECKING:
+    from npudoctor.knowledge.matrix import TorchNpuRow
 
 #: Where the CPU builds of torch/torchvision/torchaudio live (the x86_64 torch_npu wheels
 #: pin ``torch==X+cpu``; REPORT §2 and the torch_npu README install lines).
@@ -182,20 +185,12 @@ def matrix_call(ctx: Any, method: str, *args: Any, **kwargs: Any) -> Any:
         return None
 
 
-def row_python(row: Any, plat: Optional[str]) -> List[str]:
-    """Python versions with a PyPI wheel for ``plat`` in a matrix row (empty: unknown)."""
-    if row is None:
+def row_python(row: Optional[TorchNpuRow], plat: Optional[str]) -> List[str]:
+    """Python versions with a PyPI wheel for ``plat`` in a matrix row (empty: no row, no
+    platform, or none known)."""
+    if row is None or not plat:
         return []
-    pythons = getattr(row, "pythons", None)
-    if callable(pythons) and plat:
-        try:
-            return [str(v) for v in pythons(plat)]
-        except Exception:
-            return []
-    python = getattr(row, "python", None)
-    if isinstance(python, dict) and plat:
-        return [str(v) for v in python.get(plat) or []]
-    return []
+    return [str(v) for v in row.pythons(plat)]
 
 
 def release(version: Optional[str]) -> Optional[tuple]:
