@@ -34,11 +34,14 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from npudoctor.findings import Finding
 from npudoctor.host import Host
 from npudoctor.snapshot import Snapshot, now_iso
+
+if TYPE_CHECKING:  # the matrix package is imported by whoever loads a matrix, not by the engine
+    from npudoctor.knowledge.matrix import Matrix
 
 
 @dataclass
@@ -117,7 +120,7 @@ class RuleContext:
     the options.  ``facts(name)`` returns one section (empty dict when absent)."""
 
     snapshot: Snapshot
-    matrix: Any
+    matrix: Optional[Matrix]
     options: Options
 
     def facts(self, name: str) -> Dict[str, Any]:
@@ -291,7 +294,7 @@ def collect(host: Host, options: Options, sections: Optional[Sequence[str]] = No
 
 def evaluate(
     snapshot: Snapshot,
-    matrix: Any,
+    matrix: Optional[Matrix],
     options: Options,
     ignore: Iterable[str] = (),
 ) -> List[Finding]:

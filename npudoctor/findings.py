@@ -1,15 +1,11 @@
-"""Findings and the one registry of stable finding codes.
+"""Findings, and the :class:`Code` they are made from.
 
-A :class:`Code` is declared once, at import time of the rule module that owns it::
+Codes are data: ``npudoctor/knowledge/data/codes/<area>.toml``, loaded by
+:mod:`npudoctor.knowledge.codes`.  A rule module takes its codes from there::
 
-    TORCH_PAIR = Code(
-        "PKG001", "torch-npu-torch-mismatch", area="packages", severity="error",
-        title="torch and torch_npu are not a matched set",
-        explain="...long text for `npudoctor explain PKG001`...",
-        kinds=("K01",),
-    )
+    TORCH_PAIR = codes.get("PKG001")
 
-and a rule makes findings from it with :meth:`Code.finding`.  Codes are ``AREA`` +
+and a rule makes findings from one with :meth:`Code.finding`.  Codes are ``AREA`` +
 three digits (``PKG001``, ``DEV012``); names are kebab-case.  Both are stable: once
 released, a code keeps its meaning forever (retire it, never reuse it).
 """
@@ -74,12 +70,8 @@ def clean_text(text: object, one_line: bool = False) -> str:
     return out
 
 
-REGISTRY: Dict[str, Code] = {}
-_NAMES: Dict[str, str] = {}
-
-
 class RegistryError(ValueError):
-    """A code was declared twice or malformed (a programming error, found by tests)."""
+    """A code is malformed (a programming error, found by tests)."""
 
 
 @dataclass(frozen=True)
@@ -87,8 +79,9 @@ class Code:
     """A stable finding code with its default severity and long explanation.
 
     ``kinds`` names the root-cause kinds of ``cases/kinds.md`` (``K01``…) it covers.
-    Declaring a code registers it; a duplicate code or name raises
-    :class:`RegistryError`.
+    A malformed code or name, or an unknown area or severity, raises
+    :class:`RegistryError`.  Codes are made by :mod:`npudoctor.knowledge.codes` from its
+    data files (which also checks that codes and names are unique); get them there.
     """
 
     code: str
@@ -108,12 +101,6 @@ class Code:
             raise RegistryError(f"unknown area {self.area!r} ({self.code})")
         if self.severity not in SEVERITIES:
             raise RegistryError(f"unknown severity {self.severity!r} ({self.code})")
-        if self.code in REGISTRY and REGISTRY[self.code] != self:
-            raise RegistryError(f"finding code {self.code} declared twice")
-        if _NAMES.get(self.name, self.code) != self.code:
-            raise RegistryError(f"finding name {self.name} used by {_NAMES[self.name]} and {self.code}")
-        REGISTRY[self.code] = self
-        _NAMES[self.name] = self.code
 
     def finding(
         self,
@@ -207,15 +194,6 @@ class Finding:
             after=[str(a) for a in raw.get("after", [])],
             confirmed_by=[str(c) for c in raw.get("confirmed_by", [])],
         )
-
-
-def lookup(code_or_name: str) -> Optional[Code]:
-    """The registered code for ``PKG001`` or ``torch-npu-torch-mismatch`` (any case)."""
-    key = code_or_name.strip()
-    if key.upper() in REGISTRY:
-        return REGISTRY[key.upper()]
-    code = _NAMES.get(key.lower())
-    return REGISTRY.get(code) if code else None
 
 
 def counts(findings: Iterable[Finding]) -> Dict[str, int]:

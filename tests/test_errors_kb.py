@@ -194,13 +194,13 @@ def test_cause_kinds_match_the_findings_that_decide_them():
     no kind of kinds.md (K10 is "installed, set_env.sh not sourced"), so it carries none and
     only CANN001 confirms it; the not-sourced causes are K10 and CANN001 refutes them."""
     from npudoctor.engine import load_rules
-    from npudoctor.findings import REGISTRY
+    from npudoctor.knowledge.codes import registry
 
     load_rules()
     by_code = {}
     for e in KB.entries:
         for c in e.causes:
-            assert all(code in REGISTRY for code in c.confirmed_by + c.refuted_by), (e.id, c)
+            assert all(code in registry() for code in c.confirmed_by + c.refuted_by), (e.id, c)
             for code in c.confirmed_by:
                 by_code.setdefault(code, set()).add(c.kind)
             if "CANN001" in c.confirmed_by:
@@ -209,7 +209,7 @@ def test_cause_kinds_match_the_findings_that_decide_them():
                 assert "CANN001" in c.refuted_by, e.id
             # a confirming finding's code declares the cause's kind (a kind-less cause excepted)
             for code in c.confirmed_by:
-                assert not c.kind or c.kind in REGISTRY[code].kinds, (e.id, c.kind, code)
+                assert not c.kind or c.kind in registry()[code].kinds, (e.id, c.kind, code)
     assert by_code["CANN001"] == {""}
     assert by_code["ENV004"] == {"K10"} and by_code["ENV003"] == {"K10"}
     assert by_code["PKG007"] == {"K07"} and by_code["PKG006"] == {"K06"}

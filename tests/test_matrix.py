@@ -384,10 +384,15 @@ def test_wheel_ships_the_matrix(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     for f in ("torch_npu.toml", "cann.toml", "chips.toml"):
         assert f"npudoctor/_matrix/{f}" in names
+    assert "npudoctor/knowledge/data/codes/packages.toml" in names  # finding codes are data too
     target = tmp_path / "site"
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(target)
-    code = "import npudoctor.knowledge.matrix as m; print(m.bundled_dir()); print(m.load_from(m.bundled_dir(), 'bundled').provenance['retrieved'])"
+    code = (
+        "import npudoctor.knowledge.matrix as m; print(m.bundled_dir()); "
+        "print(m.load_from(m.bundled_dir(), 'bundled').provenance['retrieved']); "
+        "from npudoctor.knowledge import codes; print(codes.get('PKG001').name)"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -397,4 +402,4 @@ def test_wheel_ships_the_matrix(tmp_path):
         timeout=60,
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == [str(target / "npudoctor" / "_matrix"), "2026-11-29"]
+    assert out.stdout.splitlines() == [str(target / "npudoctor" / "_matrix"), "2026-11-29", "torch-npu-torch-mismatch"]

@@ -45,7 +45,7 @@ def test_shares_of_the_budget():
 
 def test_the_over_budget_code_is_registered_with_its_explanation():
     from npudoctor.engine import load_rules
-    from npudoctor.findings import REGISTRY
+    from npudoctor.knowledge.codes import registry
 
     load_rules()
-    assert REGISTRY[OVER_BUDGET_CODE].name == "health-check-over-budget"
+    assert registry()[OVER_BUDGET_CODE].name == "health-check-over-budget"

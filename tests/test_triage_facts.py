@@ -19,7 +19,7 @@ import pytest
 from clirun import Result, npudoctor
 
 from npudoctor.engine import load_rules
-from npudoctor.findings import REGISTRY
+from npudoctor.knowledge.codes import registry
 from npudoctor.triage import judge_cause, load_kb
 
 HERE = Path(__file__).resolve().parent
@@ -168,14 +168,14 @@ def test_a_k10_finding_does_not_claim_no_toolkit():
     installed' when the cann facts are absent: that cause has no kind, and ENV001 (a
     toolkit is installed) refutes it."""
     load_rules()
-    env001 = REGISTRY["ENV001"].finding(evidence=["CANN 8.0.0 is installed but its set_env.sh is not sourced"])
+    env001 = registry()["ENV001"].finding(evidence=["CANN 8.0.0 is installed but its set_env.sh is not sourced"])
     entry = load_kb().by_id("cann-library-not-found")
     judged = _by_confirmer(entry, [env001])
     assert judged["CANN001"]["status"] == "ruled_out" and judged["CANN001"]["findings"] == []
     assert judged["ENV001"]["status"] == "cause"
     assert judged["ENV001"]["findings"] == ["ENV001"]
     # the finding that does say "no toolkit" confirms it by code (confirmed_by in signatures.toml)
-    cann001 = REGISTRY["CANN001"].finding(evidence=["looked in /usr/local/Ascend/ascend-toolkit/latest"])
+    cann001 = registry()["CANN001"].finding(evidence=["looked in /usr/local/Ascend/ascend-toolkit/latest"])
     judged = _by_confirmer(entry, [cann001])
     assert judged["CANN001"]["status"] == "cause" and judged["CANN001"]["findings"] == ["CANN001"]
     assert judged["CANN001"]["here"].startswith("no CANN toolkit is installed here")

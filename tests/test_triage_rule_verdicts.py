@@ -93,10 +93,10 @@ def test_a_refuting_finding_rules_a_cause_out_and_findings_write_the_fix():
     """The "no CANN toolkit" cause is ruled out by ENV001 (made only for an installed toolkit),
     and the confirmed cause's fix is ENV001's own (the rule is the one remedy writer)."""
     from npudoctor.engine import load_rules
-    from npudoctor.findings import REGISTRY
+    from npudoctor.knowledge.codes import registry
 
     load_rules()
-    env001 = REGISTRY["ENV001"].finding(fix=["source /opt/cann/set_env.sh"])
+    env001 = registry()["ENV001"].finding(fix=["source /opt/cann/set_env.sh"])
     result = triage_text("ImportError: libhccl.so: cannot open shared object file\n", {}, [env001])
     causes = {c["text"].split(",")[0]: c for c in result["known"][0]["causes"]}
     assert causes["no CANN toolkit is installed"]["status"] == "ruled_out"

@@ -27,7 +27,7 @@ import ipaddress
 import os
 import shutil
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 from urllib.parse import unquote, urlparse
 
 from npudoctor.knowledge.matrix import (
@@ -258,7 +258,7 @@ def merge(base: Dict[str, Any], parsed: List[Tuple[str, str, Any]], today: str) 
 
     # COMPATIBILITY-style sources first, so that their sections win over README rows
     ordered = sorted(parsed, key=lambda p: 0 if (p[1] == "markdown" and p[2].layout == "compatibility") else 1)
-    seen_in_compat: set = set()
+    seen_in_compat: Set[str] = set()
     for source, kind, result in ordered:
         if kind != "markdown" or not isinstance(result, MarkdownResult):
             continue

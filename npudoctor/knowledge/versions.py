@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Iterable, List, Optional, Tuple
+from typing import Any, Iterable, List, Optional, Tuple
 
 __all__ = [
     "InvalidVersion",
@@ -121,7 +121,10 @@ class _Base:
 
     _kind_name = "version"
     text: str
-    _key: Tuple
+    _key: Tuple[Any, ...]
+
+    def __init__(self, text: str) -> None:  # pragma: no cover - every subclass parses its own
+        raise NotImplementedError
 
     def __str__(self) -> str:
         return self.text

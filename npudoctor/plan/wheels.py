@@ -20,7 +20,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+
+if TYPE_CHECKING:
+    from npudoctor.knowledge.matrix import Matrix
 
 _MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_(.+)$")
 _LEGACY = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
@@ -163,10 +166,10 @@ class WheelCatalog:
         return cls(files, source, exact=True)
 
     @classmethod
-    def from_matrix(cls, matrix: Any) -> WheelCatalog:
+    def from_matrix(cls, matrix: Matrix) -> WheelCatalog:
         """From ``Matrix.torch_npu_rows`` (``row.python``: {arch: ["3.9", ...]})."""
         files: Dict[str, List[WheelFile]] = {}
-        for row in getattr(matrix, "torch_npu_rows", []) or []:
+        for row in matrix.torch_npu_rows:
             version = canonical_version(row.torch_npu)
             plat_tags = getattr(row, "platform_tags", None) or {}
             for arch, pythons in (row.python or {}).items():

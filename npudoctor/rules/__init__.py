@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, List, Tuple
 
-from npudoctor.findings import Code, Finding
+from npudoctor.findings import Finding
+from npudoctor.knowledge import codes
 
 RuleFunc = Callable[..., Iterable[Finding]]
 
@@ -36,18 +37,7 @@ def postprocess(func: Callable[..., List[Finding]]) -> Callable[..., List[Findin
     return func
 
 
-INTERNAL = Code(
-    "HOST099",
-    "npudoctor-internal-error",
-    area="host",
-    severity="warning",
-    title="npudoctor failed in one of its own checks",
-    explain=(
-        "A probe or rule of npudoctor itself raised an exception. The rest of the report is "
-        "still valid, but this part of the machine was not checked. Please report it with the "
-        "evidence lines (they hold the exception) at the npudoctor issue tracker."
-    ),
-)
+INTERNAL = codes.get("HOST099")
 
 
 def internal_error(where: str, exc: object) -> Finding:

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from npudoctor.parsers.metadata import canonical_name, marker_environment
+
+if TYPE_CHECKING:
+    from npudoctor.knowledge.matrix import TorchNpuRow
 
 #: Where the CPU builds of torch/torchvision/torchaudio live (the x86_64 torch_npu wheels
 #: pin ``torch==X+cpu``; REPORT §2 and the torch_npu README install lines).
@@ -170,32 +173,24 @@ def cann_present(ctx: Any) -> bool:
 
 
 def matrix_call(ctx: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-    """``ctx.matrix.<method>(*args)``; ``None`` when there is no matrix, no such method,
-    or the query raises (unknown versions must never crash a rule)."""
-    matrix = getattr(ctx, "matrix", None)
-    func = getattr(matrix, method, None) if matrix is not None else None
-    if not callable(func):
+    """``ctx.matrix.<method>(*args)``; ``None`` when there is no matrix or the query
+    raises (unknown versions must never crash a rule).  ``method`` is a method of
+    :class:`npudoctor.knowledge.matrix.Matrix` (another name raises AttributeError)."""
+    if ctx.matrix is None:
         return None
+    func = getattr(ctx.matrix, method)
     try:
         return func(*args, **kwargs)
     except Exception:
         return None
 
 
-def row_python(row: Any, plat: Optional[str]) -> List[str]:
-    """Python versions with a PyPI wheel for ``plat`` in a matrix row (empty: unknown)."""
-    if row is None:
+def row_python(row: Optional[TorchNpuRow], plat: Optional[str]) -> List[str]:
+    """Python versions with a PyPI wheel for ``plat`` in a matrix row (empty: no row, no
+    platform, or none known)."""
+    if row is None or not plat:
         return []
-    pythons = getattr(row, "pythons", None)
-    if callable(pythons) and plat:
-        try:
-            return [str(v) for v in pythons(plat)]
-        except Exception:
-            return []
-    python = getattr(row, "python", None)
-    if isinstance(python, dict) and plat:
-        return [str(v) for v in python.get(plat) or []]
-    return []
+    return [str(v) for v in row.pythons(plat)]
 
 
 def release(version: Optional[str]) -> Optional[tuple]:
@@ -218,31 +213,11 @@ def local(version: Optional[str]) -> Optional[str]:
 
 
 def not_in_matrix(ctx: Any, what: str, version: str, evidence: List[str]) -> List[Any]:
-    """Findings from the matrix engineer's "not in the matrix (refresh it)" helper in
-    :mod:`npudoctor.rules.matrix`, when it exists; else none."""
-    try:
-        from npudoctor.rules import matrix as matrix_rules
-    except Exception:
-        return []
-    helper = getattr(matrix_rules, "not_in_matrix", None)
-    if not callable(helper):
-        return []
-    try:
-        produced = helper(ctx, what, version, evidence=evidence)
-    except TypeError:
-        try:
-            produced = helper(ctx, what, version)
-        except Exception:
-            return []
-    except Exception:
-        return []
-    if produced is None:
-        return []
-    if isinstance(produced, list):
-        return produced
-    if hasattr(produced, "code"):
-        return [produced]
-    return list(produced)
+    """The "not in the matrix (refresh it)" finding of :func:`npudoctor.rules.matrix.not_in_matrix`
+    (none when no matrix is loaded)."""
+    from npudoctor.rules.matrix import not_in_matrix as matrix_not_in_matrix
+
+    return list(matrix_not_in_matrix(ctx, what, version, evidence=evidence))
 
 
 def python_sorted(versions: Any) -> List[str]:

@@ -12,240 +12,36 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from npudoctor.findings import Code, Finding
+from npudoctor.findings import Finding
+from npudoctor.knowledge import codes
 from npudoctor.rules import rule
 from npudoctor.rules.overview import npu_stack_present
 
 # --------------------------------------------------------------------------- codes
 
-NO_CANN = Code(
-    "CANN001",
-    "no-cann-toolkit",
-    area="cann",
-    severity="error",
-    title="No CANN toolkit is installed",
-    explain=(
-        "torch_npu is a thin layer over CANN: `import torch_npu` loads libascendcl.so, "
-        "libhccl.so and friends from the CANN toolkit. Without a toolkit the import dies with "
-        "`ImportError: libhccl.so: cannot open shared object file`.\n\n"
-        "npudoctor looked at ASCEND_TOOLKIT_HOME, ASCEND_HOME_PATH, "
-        "/usr/local/Ascend/ascend-toolkit/latest (and its version directories), the 8.5+ "
-        "layout /usr/local/Ascend/cann and cann-<version>, /usr/local/Ascend/nnae, and the "
-        "same under ~/Ascend and /home/*/Ascend.\n\n"
-        "Fix: install the CANN toolkit that your torch_npu is paired with "
-        "(`Ascend-cann-toolkit_<ver>_linux-<arch>.run --install`), then the kernels/ops "
-        "package for your chip, then `source <prefix>/ascend-toolkit/set_env.sh`. With no "
-        "torch_npu installed this is only informational (e.g. a container host that runs "
-        "CANN inside its images)."
-    ),
-    kinds=("K05", "K10"),
-)
+NO_CANN = codes.get("CANN001")
 
-OLDER_SELECTED = Code(
-    "CANN002",
-    "older-cann-in-use",
-    area="cann",
-    severity="warning",
-    title="Several CANN installs; the one in use is not the newest",
-    explain=(
-        "More than one CANN toolkit is installed and the one selected (by "
-        "ASCEND_TOOLKIT_HOME / ASCEND_HOME_PATH, or the default ascend-toolkit/latest link) is "
-        "older than another one on disk. This is often a leftover: a newer CANN was installed "
-        "but an old set_env.sh is still sourced (in .bashrc, a Dockerfile ENV, a systemd unit), "
-        "or `latest` still points to the old version. Mixing libraries of two CANN versions in "
-        "LD_LIBRARY_PATH gives `undefined symbol` errors.\n\nFix: source the set_env.sh of the "
-        "install you mean to use in a fresh shell, and remove stale exports; if the older one "
-        "is deliberate (it is the one paired with your torch_npu), ignore this with "
-        "`--ignore CANN002`."
-    ),
-    kinds=("K05", "K10"),
-)
+OLDER_SELECTED = codes.get("CANN002")
 
-TORCH_NPU_CANN = Code(
-    "CANN003",
-    "torch-npu-cann-mismatch",
-    area="cann",
-    severity="error",
-    title="torch_npu and the CANN toolkit are not a supported pair",
-    explain=(
-        "Each torch_npu release is built against one CANN release (the official table pairs "
-        "them) and is declared compatible with a few neighbouring ones. Outside that set, "
-        "`import torch_npu` fails with undefined symbols (`MsprofSysCycleTime`), HCCL calls "
-        "fail (`hcclCommInitRootInfoConfig … error code is 15`), or features silently break.\n\n"
-        "The CANN version is read from the toolkit in use (ASCEND_TOOLKIT_HOME first, "
-        "not only the default path): <arch>-linux/ascend_toolkit_install.info, version.cfg or "
-        "the component version.info files. The pairing comes from the bundled compatibility "
-        "matrix (Ascend/pytorch COMPATIBILITY.md and release notes).\n\n"
-        "Fix, in this order: option A (preferred when the matrix has such a build) keeps the "
-        "CANN and installs the torch_npu paired with it (declared compatible as a second "
-        "choice), for your torch when one exists, else together with the torch it is built "
-        "for, with the pip of the target interpreter; option B installs the CANN the table "
-        "pairs with your torch_npu (toolkit, kernels/ops, set_env.sh) and the driver (Ascend "
-        "HDK) that CANN needs. DRV001/DRV002 name the driver for the CANN in use and say what "
-        "changes with option B. A version missing from the matrix is reported as a warning: "
-        "refresh the matrix with `npudoctor matrix refresh`."
-    ),
-    kinds=("K05",),
-)
+TORCH_NPU_CANN = codes.get("CANN003")
 
-KERNELS_MISSING = Code(
-    "CANN004",
-    "cann-kernels-missing",
-    area="cann",
-    severity="error",
-    title="No CANN kernels (operator binaries) for this NPU",
-    explain=(
-        "Operator binaries come only from the kernels package (`Ascend-cann-kernels-<chip>`, "
-        "from CANN 8.5 the `Ascend-cann-<chip>-ops` package); the toolkit alone cannot launch "
-        "them. Without it, the first operator fails: `Op Cast does not has any binary`, or "
-        "`EZ1001 … read binary_info_config.json failed, please check if the opp_kernel package "
-        "is installed`.\n\nnpudoctor looks for "
-        "$ASCEND_OPP_PATH/built-in/op_impl/ai_core/tbe/kernel/<soc_dir>/ and "
-        "kernel/config/<soc_dir>/binary_info_config.json for the SoC family of the chips "
-        "npu-smi lists (ascend910b for 910B1-B4, ascend310p for 310P, ascend910_93 for A3).\n\n"
-        "Fix: install the kernels/ops package for your chip with the same CANN version as the "
-        "toolkit, after sourcing the toolkit's set_env.sh."
-    ),
-    kinds=("K12",),
-)
+KERNELS_MISSING = codes.get("CANN004")
 
-KERNELS_OTHER_SOC = Code(
-    "CANN005",
-    "cann-kernels-other-soc",
-    area="cann",
-    severity="error",
-    title="CANN kernels are installed only for another chip",
-    explain=(
-        "The kernels package installed is for a different SoC family than the NPU in this "
-        "machine (e.g. an image built with kernels for 910B/A2 run on a 310P or A3). The "
-        "runtime then reports `the socversion … of bin package does not match the current "
-        "device`, or cannot read binary_info_config.json.\n\nFix: install the kernels/ops "
-        "package for this chip (same CANN version as the toolkit), or use an image built for it."
-    ),
-    kinds=("K12",),
-)
+KERNELS_OTHER_SOC = codes.get("CANN005")
 
-KERNELS_VERSION = Code(
-    "CANN006",
-    "cann-kernels-version-mismatch",
-    area="cann",
-    severity="error",
-    title="The kernels package is from another CANN release than the toolkit",
-    explain=(
-        "The kernels (opp_kernel) package must come from the same CANN release as the "
-        "toolkit. A kernels package from another release gives `Failed to verify the OPP` "
-        "(E30006, 507033) or missing-binary errors. The kernels version is read from "
-        "<toolkit>/opp_kernel/version.info (version_dir=) or version.cfg "
-        "(opp_kernel_running_version=).\n\nFix: reinstall the kernels package of the toolkit's "
-        "CANN version. From CANN 8.5 the ops packages are declared cross-compatible with "
-        "neighbouring toolkits, so there this is only a warning."
-    ),
-    kinds=("K12", "K14"),
-)
+KERNELS_VERSION = codes.get("CANN006")
 
-NNAL_MISSING = Code(
-    "CANN007",
-    "nnal-missing",
-    area="cann",
-    severity="error",
-    title="NNAL (ATB) is needed but not installed",
-    explain=(
-        "vllm-ascend, MindIE and recent torch_npu builds link the ATB library of NNAL "
-        "(libatb.so). Without NNAL, the import fails with `ImportError: libatb.so: cannot open "
-        "shared object file`. npudoctor decides that NNAL is needed when vllm-ascend, MindIE "
-        "or mindie-turbo is installed, or ATB_HOME_PATH is set.\n\nFix: install "
-        "`Ascend-cann-nnal_<same CANN version>_linux-<arch>.run --install`, then, after torch "
-        "is installed, `source /usr/local/Ascend/nnal/atb/set_env.sh`."
-    ),
-    kinds=("K11",),
-)
+NNAL_MISSING = codes.get("CANN007")
 
-NNAL_VERSION = Code(
-    "CANN008",
-    "nnal-cann-version-mismatch",
-    area="cann",
-    severity="error",
-    title="NNAL/ATB is from another CANN release than the toolkit",
-    explain=(
-        "NNAL is built against one CANN release. With a toolkit from another release the ATB "
-        "libraries fail to load with undefined symbols such as "
-        "`libtbe_adapter.so: undefined symbol: _ZN3Mki2Dl…` or `_ZN3atb15CreateOperation…`. The "
-        "NNAL version is read from <nnal>/atb/latest/version.info (`Ascend-cann-atb : <ver>`).\n\n"
-        "Fix: install the NNAL package of the toolkit's CANN version and re-source "
-        "nnal/atb/set_env.sh after installing torch."
-    ),
-    kinds=("K04",),
-)
+NNAL_VERSION = codes.get("CANN008")
 
-ATB_ABI = Code(
-    "CANN009",
-    "atb-cxx-abi-mismatch",
-    area="cann",
-    severity="error",
-    title="ATB_HOME_PATH points at the wrong C++ ABI directory",
-    explain=(
-        "NNAL ships ATB twice: atb/cxx_abi_0 (old std::string ABI) and atb/cxx_abi_1 (C++11 "
-        "ABI). nnal/atb/set_env.sh picks the one matching the installed torch, so sourcing it "
-        "before torch is installed (or in another environment) selects the wrong one: "
-        "`undefined symbol: …ERKSs` (old-ABI std::string) from ATB/MindIE libraries. A "
-        "directory named by ATB_HOME_PATH that does not exist is reported here too.\n\nFix: "
-        "install torch and torch_npu first, then `source /usr/local/Ascend/nnal/atb/set_env.sh` "
-        "in a fresh shell (or pass --cxx_abi=0|1)."
-    ),
-    kinds=("K11",),
-)
+ATB_ABI = codes.get("CANN009")
 
-UNREADABLE = Code(
-    "CANN010",
-    "cann-version-unreadable",
-    area="cann",
-    severity="warning",
-    title="A CANN version file cannot be read",
-    explain=(
-        "A CANN install info or version file is unreadable, truncated, garbled or not UTF-8, "
-        "so the CANN version there is unknown and pairing checks are skipped for it. This "
-        "happens after an interrupted install or upgrade, a full disk, files owned by another "
-        "user with mode 0600, or a broken `latest` symlink.\n\nFix: check the file named in "
-        "the evidence (`ls -l`, `cat`); reinstall the package if it is damaged."
-    ),
-    kinds=("K05",),
-)
+UNREADABLE = codes.get("CANN010")
 
-ARCH_MISMATCH = Code(
-    "CANN011",
-    "cann-arch-mismatch",
-    area="cann",
-    severity="error",
-    title="The CANN toolkit is built for another CPU architecture",
-    explain=(
-        "The toolkit's install info says it is for one CPU architecture (arch=aarch64 or "
-        "x86_64) but the machine is the other one: none of its libraries can load. This happens "
-        "when the wrong .run file was downloaded or a tree was copied from another machine.\n\n"
-        "Fix: install the toolkit .run file for this machine's architecture (`uname -m`)."
-    ),
-    kinds=("K05",),
-)
+ARCH_MISMATCH = codes.get("CANN011")
 
-FRAMEWORK_CANN = Code(
-    "CANN012",
-    "framework-needs-newer-cann",
-    area="cann",
-    severity="error",
-    title="A framework built on torch_npu needs a newer CANN than the one in use",
-    explain=(
-        "vllm-ascend and MindIE are released against one CANN release and use HCCL/ATB/operator "
-        "features that older CANN releases lack: vllm-ascend only works on CANN >= 8.0 "
-        "(vllm-ascend#380), and its DP+EP path failed with `hcclCommInitRootInfoConfig(...), error code "
-        "is 15` on CANN older than 8.1.RC1 until CANN was upgraded (vllm-ascend#672). torch_npu may "
-        "still import, so nothing names CANN in the error.\n\n"
-        "npudoctor compares the CANN in use (the toolkit ASCEND_TOOLKIT_HOME / ASCEND_HOME_PATH select, "
-        "not only the default path) with the CANN each installed framework release documents "
-        "(vllm-ascend versioning policy 'Stable CANN', MindIE release notes; built-in table).\n\n"
-        "Fix: install the toolkit, kernels (ops) and NNAL of the documented CANN and source its "
-        "set_env.sh; or install the framework release made for the CANN you have."
-    ),
-    kinds=("K05",),
-)
+FRAMEWORK_CANN = codes.get("CANN012")
 
 # --------------------------------------------------------------------------- helpers
 
@@ -269,12 +65,10 @@ def torch_npu_record(ctx: Any) -> Optional[Dict[str, Any]]:
 
 
 def parse_cann(text: Optional[str]) -> Any:
-    """A :class:`npudoctor.knowledge.versions.CannVersion` or ``None`` (no versions module, garbage)."""
+    """A :class:`npudoctor.knowledge.versions.CannVersion` or ``None`` (garbage)."""
+    from npudoctor.knowledge.versions import parse_cann as _parse
+
     if not text:
-        return None
-    try:
-        from npudoctor.knowledge.versions import parse_cann as _parse
-    except ImportError:
         return None
     try:
         return _parse(text)
@@ -339,9 +133,9 @@ def chips(ctx: Any) -> List[Dict[str, Any]]:
 
 
 def chip_info(ctx: Any, name: str) -> Any:
-    """``matrix.chip(name)`` or ``None`` (no matrix, unknown chip, method missing)."""
+    """``matrix.chip(name)`` or ``None`` (no matrix, unknown chip)."""
     matrix = ctx.matrix
-    if matrix is None or not hasattr(matrix, "chip"):
+    if matrix is None:
         return None
     try:
         return matrix.chip(name)
@@ -362,7 +156,7 @@ def package_chip(ctx: Any) -> Optional[str]:
         pkg = getattr(info, "kernels_package_chip", None)
         if pkg:
             return str(pkg)
-    families = getattr(ctx.matrix, "families", None) if ctx.matrix is not None else None
+    families = ctx.matrix.families if ctx.matrix is not None else None
     if isinstance(families, dict):
         for chip in found:
             fam = families.get(str(chip.get("family") or ""))
@@ -435,18 +229,10 @@ def run_cmd(file: str) -> str:
 
 
 def not_in_matrix_line(what: str) -> str:
-    """The "refresh the matrix" fix line (the matrix area's wording when it exports one)."""
-    try:
-        from npudoctor.rules import matrix as matrix_rules  # type: ignore[attr-defined]
-    except Exception:
-        matrix_rules = None
-    helper = getattr(matrix_rules, "refresh_hint", None) if matrix_rules else None
-    if callable(helper):
-        try:
-            return str(helper(what))
-        except Exception:
-            pass
-    return f"{what} is not in the matrix (refresh it): npudoctor matrix refresh"
+    """The "refresh the matrix" fix line, in the matrix area's wording."""
+    from npudoctor.rules.matrix import refresh_hint
+
+    return refresh_hint(what)
 
 
 def _versions_disagree(tk: Dict[str, Any]) -> List[str]:
@@ -510,7 +296,7 @@ def no_cann(ctx: Any) -> Iterable[Finding]:
     evidence.insert(0, f"torch_npu {tver} installed in {tnpu.get('location')}")
     cann_ver = None
     matrix = ctx.matrix
-    if matrix is not None and hasattr(matrix, "find_torch_npu"):
+    if matrix is not None:
         try:
             row = matrix.find_torch_npu(tver)
         except Exception:
@@ -649,7 +435,7 @@ def torch_npu_cann(ctx: Any) -> Iterable[Finding]:
         return
     tver = str(tnpu.get("version") or "")
     cver = str(tk["version"])
-    if not tver or not hasattr(matrix, "find_torch_npu"):
+    if not tver:
         return
     try:
         row = matrix.find_torch_npu(tver)
@@ -735,7 +521,7 @@ def keep_cann_build(ctx: Any, cann: str) -> Optional[Tuple[Any, str]]:
     ``cann``, then the newest declared compatible.  Source: the bundled matrix
     (Ascend/pytorch COMPATIBILITY.md and release notes)."""
     matrix = ctx.matrix
-    if matrix is None or not hasattr(matrix, "fits"):
+    if matrix is None:
         return None
     py, plat = _python_tag(ctx)
     try:
@@ -796,7 +582,7 @@ def cann_plan(ctx: Any) -> Optional[Dict[str, Any]]:
     tk = ctx.facts("cann").get("selected")
     tnpu = torch_npu_record(ctx)
     matrix = ctx.matrix
-    if not tk or not tk.get("version") or tnpu is None or matrix is None or not hasattr(matrix, "find_torch_npu"):
+    if not tk or not tk.get("version") or tnpu is None or matrix is None:
         return None
     tver = str(tnpu.get("version") or "")
     cver = str(tk["version"])
@@ -847,9 +633,9 @@ def _installed_driver(ctx: Any) -> Optional[str]:
 
 
 def _driver_fit(ctx: Any, cann: str, driver: str) -> Optional[str]:
-    """``matrix.driver_fit(cann, driver)`` or ``None`` (no matrix, method missing, error)."""
+    """``matrix.driver_fit(cann, driver)`` or ``None`` (no matrix, error)."""
     matrix = ctx.matrix
-    if matrix is None or not hasattr(matrix, "driver_fit"):
+    if matrix is None:
         return None
     try:
         return str(matrix.driver_fit(cann, driver))

@@ -12,85 +12,16 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Iterable, List
 
-from npudoctor.findings import Code, Finding
+from npudoctor.findings import Finding
+from npudoctor.knowledge import codes
 from npudoctor.rules import rule
 from npudoctor.rules.devices import chip_nodes, docker_flags, parse_id_list, searched_path_text, stack_present
 
-NO_DEVICES = Code(
-    "CTR001",
-    "container-without-npu-devices",
-    area="container",
-    severity="error",
-    title="this container has no NPU device nodes",
-    explain=(
-        "Inside a container, NPUs exist only if /dev/davinciN (one per chip) and the control "
-        "nodes /dev/davinci_manager, /dev/devmm_svm and /dev/hisi_hdc were passed in: with "
-        "`docker run --device …`, by the Ascend Docker Runtime (`--runtime ascend` or "
-        '`"default-runtime": "ascend"` in /etc/docker/daemon.json, with ASCEND_VISIBLE_DEVICES), '
-        "or by the Kubernetes device plugin (`huawei.com/Ascend910: N`). ASCEND_VISIBLE_DEVICES "
-        "does nothing when the Ascend runtime is not installed or not selected. Source: "
-        "gpustack#1432 (case 39)."
-    ),
-    kinds=("K16",),
-)
-DRIVER_NOT_MOUNTED = Code(
-    "CTR002",
-    "container-driver-not-mounted",
-    area="container",
-    severity="error",
-    title="the NPU driver files are not mounted into this container",
-    explain=(
-        "CANN and torch_npu load the driver's user-space libraries (libascend_hal.so, "
-        "libc_sec.so in driver/lib64) from /usr/local/Ascend/driver, which is never part of an "
-        "image: it must be bind-mounted from the host (`-v /usr/local/Ascend/driver/lib64/:…` and "
-        "`-v /usr/local/Ascend/driver/version.info:…`, or the whole driver directory). Without it "
-        "`import torch_npu` fails with libascend_hal.so / libhccl.so load errors."
-    ),
-    kinds=("K16",),
-)
-TOOLS_NOT_MOUNTED = Code(
-    "CTR003",
-    "container-npu-tools-not-mounted",
-    area="container",
-    severity="warning",
-    title="npu-smi or the DCMI library is not mounted into this container",
-    explain=(
-        "npu-smi (/usr/local/bin/npu-smi or /usr/local/sbin/npu-smi on the host) and the DCMI "
-        "library it uses (/usr/local/dcmi) come from the host's driver install. Without them "
-        "`npu-smi info` is `command not found` in the container and device health cannot be "
-        "checked. Mount both read-only."
-    ),
-    kinds=("K16",),
-)
-INSTALL_INFO_MISSING = Code(
-    "CTR004",
-    "container-ascend-install-info-missing",
-    area="container",
-    severity="info",
-    title="/etc/ascend_install.info is not mounted into this container",
-    explain=(
-        "/etc/ascend_install.info records where the driver is installed "
-        "(Driver_Install_Path_Param). CANN 9 `set_env.sh` reads it; under `set -e` a missing file "
-        "makes sourcing fail silently. Mount it: `-v /etc/ascend_install.info:/etc/ascend_install.info`."
-    ),
-    kinds=("K16",),
-)
-CGROUP_DENIES = Code(
-    "CTR005",
-    "container-device-cgroup-denies-npu",
-    area="container",
-    severity="error",
-    title="the container's device cgroup does not allow the NPU nodes",
-    explain=(
-        "The device nodes exist in the container but its device cgroup (devices.list) does not "
-        "allow them, so opening them fails with EPERM. Known cause: the Ascend Docker Runtime adds "
-        "device cgroup rules behind Docker's back and the kubelet CPU manager (`static` policy) "
-        "rewrites them. Fix: let the Ascend Device Plugin mount the devices itself "
-        "(`-useAscendDocker=false`), or recreate the pod. Source: MindCluster FAQ "
-        "dlug_installation_faq_021 (case 41)."
-    ),
-    kinds=("K16",),
-)
+NO_DEVICES = codes.get("CTR001")
+DRIVER_NOT_MOUNTED = codes.get("CTR002")
+TOOLS_NOT_MOUNTED = codes.get("CTR003")
+INSTALL_INFO_MISSING = codes.get("CTR004")
+CGROUP_DENIES = codes.get("CTR005")
 
 _MOUNT_DRIVER = ("/usr/local/Ascend/driver/lib64/", "/usr/local/Ascend/driver/version.info")
 

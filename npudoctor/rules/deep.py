@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional
 
-from npudoctor.findings import REGISTRY, Code, Finding
+from npudoctor.findings import Finding
+from npudoctor.knowledge import codes
 from npudoctor.rules import postprocess, rule
 
 _STEP_TEXT = {
@@ -26,131 +27,15 @@ _STEP_TEXT = {
     "synchronize": "torch.npu.synchronize()",
 }
 
-IMPORT_TORCH = Code(
-    "DEEP001",
-    "deep-import-torch-failed",
-    area="deep",
-    severity="error",
-    title="import torch failed in the target interpreter",
-    explain=(
-        "The deep probe (`npudoctor check --deep`) ran `import torch` in a child process of the "
-        "target interpreter and it raised. torch's automatic backend loading is disabled there "
-        "(TORCH_DEVICE_BACKEND_AUTOLOAD=0) so that this step tests torch alone; a failure here is "
-        "about torch itself: a broken or half-installed torch, a torch for another Python or CPU, "
-        "or a package shadowing it. The evidence holds the exception and, when the message is a "
-        "known one, its meaning from npudoctor's error knowledge base."
-    ),
-    kinds=("K01", "K08", "K20"),
-)
-IMPORT_NPU = Code(
-    "DEEP002",
-    "deep-import-torch-npu-failed",
-    area="deep",
-    severity="error",
-    title="import torch_npu failed in the target interpreter",
-    explain=(
-        "The deep probe imported torch_npu in a child process of the target interpreter and it "
-        "raised. The message names the symptom (a library not found, an undefined symbol, a "
-        "missing module); the static findings usually name the cause. When a static finding "
-        "explains the failure, this finding is shown as information and the static finding "
-        "carries 'confirmed by' the import instead."
-    ),
-    kinds=("K01", "K05", "K10", "K11", "K20", "K21"),
-)
-NOT_AVAILABLE = Code(
-    "DEEP003",
-    "deep-npu-not-available",
-    area="deep",
-    severity="error",
-    title="torch_npu imports but sees no usable NPU",
-    explain=(
-        "torch_npu imported, but torch.npu.is_available() is False or torch.npu.device_count() "
-        "is 0 (or raised). Typical causes: visible-device variables that name devices the "
-        "process cannot see (ASCEND_RT_VISIBLE_DEVICES not 0-based/ascending), a container "
-        "without device nodes or driver mounts, devices held by another container, or an account "
-        "that cannot open /dev/davinci*."
-    ),
-    kinds=("K18", "K16", "K15", "K17", "K14"),
-)
-DEVICE_OP = Code(
-    "DEEP004",
-    "deep-device-op-failed",
-    area="deep",
-    severity="error",
-    title="a tensor operation on the NPU failed",
-    explain=(
-        "torch_npu found the devices but a 2x2 tensor operation (or synchronize) failed on one "
-        "of them. The ACL error code in the message (507033, 507008, 500001, ...) is explained "
-        "by `npudoctor triage`; the common causes are a driver older than CANN, kernels missing "
-        "for this chip, NumPy 2 or missing CANN Python packages."
-    ),
-    kinds=("K14", "K12", "K07", "K06", "K13"),
-)
-CRASHED = Code(
-    "DEEP005",
-    "deep-probe-crashed",
-    area="deep",
-    severity="error",
-    title="the deep probe's child process crashed",
-    explain=(
-        "The child interpreter was killed by a signal (SIGSEGV, SIGABRT, ...) while importing "
-        "torch/torch_npu or using the NPU. Native crashes at import come from mismatched binaries "
-        "(torch vs torch_npu, torch_npu vs CANN, NNAL ABI) and from aarch64 libgomp TLS "
-        "exhaustion; the evidence shows the step and the last lines of stderr (Python's "
-        "faulthandler stack when available)."
-    ),
-    kinds=("K01", "K05", "K04", "K21"),
-)
-HUNG = Code(
-    "DEEP006",
-    "deep-probe-hung",
-    area="deep",
-    severity="error",
-    title="the deep probe did not finish within its deadline",
-    explain=(
-        "The child interpreter was still running at the deadline (--deep-timeout) and was killed. "
-        "The step it was in is named. Importing torch_npu on a busy NPU box can take tens of "
-        "seconds, so raise --deep-timeout first; a hang in a device step points at a device held "
-        "by another process, a driver/CANN mismatch, or a wedged device (see npu-smi)."
-    ),
-    kinds=("K15", "K14"),
-)
-NOT_RUN = Code(
-    "DEEP007",
-    "deep-probe-not-run",
-    area="deep",
-    severity="info",
-    title="the deep probe was not run",
-    explain=(
-        "--deep was asked for but the import could not be tried: under --root no interpreter of "
-        "the diagnosed machine can run here, --no-commands forbids it, the target interpreter "
-        "is missing, or torch is not installed in it (the packages facts list no torch and no "
-        "torch directory is on its sys.path: there is nothing to import, which is not an error "
-        "on a machine that does not run PyTorch). Run `npudoctor check --deep` on the machine "
-        "(or inside the container) itself, or give --python the interpreter that has torch and "
-        "torch_npu."
-    ),
-)
-PASSED = Code(
-    "DEEP008",
-    "deep-probe-passed",
-    area="deep",
-    severity="info",
-    title="torch_npu imports and computes on the NPU",
-    explain="The deep probe imported torch and torch_npu and ran a tensor operation on every visible NPU.",
-)
-EXITED = Code(
-    "DEEP009",
-    "deep-probe-exited",
-    area="deep",
-    severity="error",
-    title="the deep probe's child process exited before finishing",
-    explain=(
-        "The child interpreter ended without a signal but before the probe finished: something "
-        "in an import called sys.exit()/os._exit(), or the process was killed from outside "
-        "(out-of-memory). The step it was in and the end of stderr are shown."
-    ),
-)
+IMPORT_TORCH = codes.get("DEEP001")
+IMPORT_NPU = codes.get("DEEP002")
+NOT_AVAILABLE = codes.get("DEEP003")
+DEVICE_OP = codes.get("DEEP004")
+CRASHED = codes.get("DEEP005")
+HUNG = codes.get("DEEP006")
+NOT_RUN = codes.get("DEEP007")
+PASSED = codes.get("DEEP008")
+EXITED = codes.get("DEEP009")
 
 #: Deep findings that describe a failure (candidates for cross-referencing).
 FAILURE_CODES = ("DEEP001", "DEEP002", "DEEP003", "DEEP004", "DEEP005", "DEEP006", "DEEP009")
@@ -378,4 +263,4 @@ def cross_reference(ctx: Any, findings: List[Finding]) -> List[Finding]:
     return out
 
 
-assert all(c in REGISTRY for c in FAILURE_CODES)
+assert all(codes.get(c) for c in FAILURE_CODES)

@@ -14,277 +14,29 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from npudoctor.findings import Code, Finding
+from npudoctor.findings import Finding
+from npudoctor.knowledge import codes
 from npudoctor.parsers.ranktable import id_ranges
 from npudoctor.rules import rule
 
 # --------------------------------------------------------------------------- codes
-NPU_SMI_HUNG = Code(
-    "DEV001",
-    "npu-smi-not-answering",
-    area="devices",
-    severity="error",
-    title="npu-smi did not answer",
-    explain=(
-        "`npu-smi info` was run with a deadline and did not finish; npudoctor killed it. A "
-        "hanging npu-smi almost always means the NPU driver is stuck (a chip in a bad state, a "
-        "device still held by a dead process, or a driver/firmware upgrade without reboot), and "
-        "training jobs will hang the same way.\n\nLook at `dmesg | grep -i -E 'davinci|npu|hccs'` "
-        "and the driver logs under /var/log/npu/, stop jobs that hold the NPUs, and reboot the "
-        "server if npu-smi keeps hanging."
-    ),
-    kinds=("K15",),
-)
-DEVICE_BUSY = Code(
-    "DEV002",
-    "npu-device-busy",
-    area="devices",
-    severity="error",
-    title="npu-smi cannot open the NPU: the device is busy or not accessible",
-    explain=(
-        "npu-smi printed `dcmi module initialize failed. ret is -8005` or `dcmi model "
-        "initialized failed, because the device is used. ret is -8020`. The device is held by "
-        "another container or process (Ascend maintainers: -8005 'is usually because the device "
-        "is already occupied by other containers'), the container lacks access to it (run with "
-        "`--privileged` or the right device set), or the driver/firmware were upgraded and the "
-        "server not rebooted (MindCluster FAQ).\n\nOn the host run `npu-smi info` and look at the "
-        "process table, stop the container that holds the NPU (`docker ps`), or map a free "
-        "device. Source cases: vllm-ascend#2698, cann-container-image#46."
-    ),
-    kinds=("K15",),
-)
-NPU_SMI_MISSING = Code(
-    "DEV003",
-    "npu-smi-not-found",
-    area="devices",
-    severity="warning",
-    title="npu-smi is not installed or not on PATH",
-    explain=(
-        "npu-smi ships with the NPU driver (/usr/local/bin/npu-smi or /usr/local/sbin/npu-smi). "
-        "Without it npudoctor (and you) cannot see chip health, memory or processes. On a host, "
-        "install the driver package (Ascend HDK) or add its directory to PATH; in a container, "
-        "bind-mount it: `-v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi` and "
-        "`-v /usr/local/dcmi:/usr/local/dcmi`."
-    ),
-    kinds=("K16",),
-)
-NPU_SMI_FAILED = Code(
-    "DEV004",
-    "npu-smi-failed",
-    area="devices",
-    severity="error",
-    title="npu-smi ran but printed no device table",
-    explain=(
-        "npu-smi exited without a device table that npudoctor could read, so neither you nor "
-        "npudoctor can see whether the chips are present and healthy. The evidence holds "
-        "its first output line and exit status. Common causes: the driver is not loaded "
-        "(`lsmod | grep drv_`), the DCMI library is missing in a container (/usr/local/dcmi), "
-        "or the account cannot open the device nodes."
-    ),
-    kinds=("K16",),
-)
-CHIP_UNHEALTHY = Code(
-    "DEV010",
-    "npu-chip-unhealthy",
-    area="devices",
-    severity="warning",
-    title="an NPU chip reports a health problem",
-    explain=(
-        "npu-smi prints a Health value per chip: OK, Warning, Alarm, Critical (or UNKNOWN). "
-        "Critical means the chip has a fault that stops work (error); Warning and Alarm are "
-        "reported as warnings because many alarms are benign (a sensor that cannot be read on a "
-        "development board, for example). `npu-smi info -t health -i <NPU> -c <chip>` prints the "
-        "Error Code and Error Information, which say what it is; npudoctor names the codes it "
-        "knows. For a Critical chip: stop the jobs on it, collect `dmesg` and /var/log/npu, and "
-        "reset it (`npu-smi set -t reset -i <NPU> -c <chip>`) or reboot."
-    ),
-    kinds=("K15",),
-)
-CHIP_PROCESSES = Code(
-    "DEV011",
-    "npu-held-by-processes",
-    area="devices",
-    severity="info",
-    title="processes hold NPU memory",
-    explain=(
-        "npu-smi lists processes that hold memory on NPUs. A new job on the same chip competes "
-        "for HBM (out-of-memory) or fails to start; when the processes belong to another "
-        "container you cannot see them with `ps` here. Reported as a warning when a chip's HBM "
-        "is more than 80 % used."
-    ),
-    kinds=("K15",),
-)
-NODES_MISSING = Code(
-    "DEV020",
-    "npu-device-nodes-missing",
-    area="devices",
-    severity="error",
-    title="NPU device nodes are missing",
-    explain=(
-        "Every process using an NPU opens /dev/davinciN (one per chip) and the control nodes "
-        "/dev/davinci_manager, /dev/devmm_svm and /dev/hisi_hdc. In a container each must be "
-        "passed with `--device` (or by the Ascend Docker Runtime); on a host a missing node means "
-        "the driver is not loaded."
-    ),
-    kinds=("K16",),
-)
-NODE_PERMISSION = Code(
-    "DEV021",
-    "npu-device-permission-denied",
-    area="devices",
-    severity="error",
-    title="the account cannot open the NPU device nodes",
-    explain=(
-        "The NPU device nodes are normally owned by HwHiAiUser:HwHiAiUser (UID/GID 1000 on most "
-        "hosts) with mode 0660. A non-root account must be that user or in that group, or the "
-        "device open fails (no NPU visible, `HcclGetRootInfo … error code is 19`). Fix: add the "
-        "account to the group (`usermod -aG HwHiAiUser <user>`), run the container as 1000:1000 "
-        "(`--user 1000:1000`, Kubernetes `runAsUser`/`runAsGroup`/`supplementalGroups`), or "
-        "restore the nodes' owner and mode on the host. Source case: vllm-ascend#9490."
-    ),
-    kinds=("K17",),
-)
-NO_PASSWD = Code(
-    "DEV022",
-    "uid-without-passwd-entry",
-    area="devices",
-    severity="warning",
-    title="the running UID has no /etc/passwd entry",
-    explain=(
-        "HCCL looks up the running user; with a UID that has no /etc/passwd entry (a container "
-        "started with an arbitrary --user or Kubernetes runAsUser) multi-card init fails with "
-        "`HcclGetRootInfo(&hcclID), error code is 19` / `ra init failed, return[19]`. Add the user "
-        "to the image (`useradd -u <uid> …`) or run as an account that exists. Source: "
-        "vllm-ascend#9490 and docs PR#9495."
-    ),
-    kinds=("K17",),
-)
-RT_VISIBLE_INVALID = Code(
-    "DEV030",
-    "ascend-rt-visible-devices-invalid",
-    area="devices",
-    severity="error",
-    title="ASCEND_RT_VISIBLE_DEVICES is not a valid list of visible devices",
-    explain=(
-        "ASCEND_RT_VISIBLE_DEVICES lists logical device ids of the devices this process sees "
-        "(in a container: 0..n-1 of the devices mapped in, not the host's numbers), comma "
-        "separated, integers, unique and — since CANN 8.0 — in ascending order. CANN stops "
-        "parsing at the first invalid entry (a space, a negative or an out-of-range id), so "
-        "`1, 2` gives only device 1 and `4` in a 2-device container gives `207004` / `EE1001 "
-        "… input data rang[0-2)`; `1,0` makes torch.npu.is_available() silently False, and so "
-        "does a variable that is set but empty. Ray rewrites it for every worker it starts (to "
-        "the NPU ids the task was given, '' when it asked for none) unless "
-        "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES is set. Source: CANN env-var reference "
-        "(envref_07_0028), cases 43, 45, 46, gpustack#3352 and ray#59063."
-    ),
-    kinds=("K18",),
-)
-VISIBLE_RUNTIME_ONLY = Code(
-    "DEV031",
-    "ascend-visible-devices-not-for-runtime",
-    area="devices",
-    severity="warning",
-    title="ASCEND_VISIBLE_DEVICES does not select devices for this process",
-    explain=(
-        "ASCEND_VISIBLE_DEVICES is read only by the Ascend Docker Runtime when it creates a "
-        "container (it decides which /dev/davinciN to mount, by physical id). CANN inside the "
-        "container never reads it. When more device nodes are mounted than it lists (all eight "
-        "mapped with `devices:`, or a device plugin that mounts everything), torch_npu uses "
-        "logical devices 0..n-1 of what is mounted — the wrong NPUs. Mount only the allocated "
-        "devices, or set ASCEND_RT_VISIBLE_DEVICES for the process. A device plugin that mounts "
-        "exactly the allocated non-first NPUs (ASCEND_VISIBLE_DEVICES=4,3) without setting "
-        "ASCEND_RT_VISIBLE_DEVICES was seen opening the wrong device (`open device 1 failed`, "
-        "507033/E39007). Source: HAMi#1894, vllm-ascend#6063."
-    ),
-    kinds=("K18",),
-)
-CUDA_VISIBLE = Code(
-    "DEV032",
-    "cuda-visible-devices-on-npu",
-    area="devices",
-    severity="warning",
-    title="CUDA_VISIBLE_DEVICES is set on an NPU machine",
-    explain=(
-        "CUDA_VISIBLE_DEVICES has no effect on Ascend NPUs: torch_npu and CANN read "
-        "ASCEND_RT_VISIBLE_DEVICES. Scripts ported from GPUs that set only CUDA_VISIBLE_DEVICES "
-        "run every rank on all NPUs (or on NPU 0). Set ASCEND_RT_VISIBLE_DEVICES to the same "
-        "list (LlamaFactory#3670)."
-    ),
-    kinds=("K18",),
-)
-DEVICE_ID_INVALID = Code(
-    "DEV033",
-    "ascend-device-id-invalid",
-    area="devices",
-    severity="error",
-    title="ASCEND_DEVICE_ID is not a visible device index",
-    explain=(
-        "ASCEND_DEVICE_ID must be an integer index into the devices this process sees: with "
-        "ASCEND_RT_VISIBLE_DEVICES set, an index into that list (0..len-1), else 0..n-1 of the "
-        "visible devices. CANN env-var reference."
-    ),
-    kinds=("K18",),
-)
-CHIP_UNSUPPORTED = Code(
-    "DEV040",
-    "npu-chip-not-supported",
-    area="devices",
-    severity="error",
-    title="the NPU chip is not supported by the installed software",
-    explain=(
-        "Support for a chip family depends on the framework and its version: torch_npu learned "
-        "A3 (910_93) in the CANN 8.0.RC3 line and 950 in 26.0.0; 310B edge SoCs fail with "
-        "`Unsupported SOC version: Ascend310B4`; builds older than the branch that added a SoC "
-        "do not know it (310B4 from the -6.0.rc1 branches, 910B4-1 from -6.0.rc2, 310P5/310P7 "
-        "from -7.0.0); vllm-ascend supports A2/A3 (and Atlas 300I Duo only with its separate "
-        "310p build). Use a release that lists your chip, or hardware the release supports; on "
-        "310B edge boards the supported path is the ACL/OM inference stack. Source: "
-        "matrix/chips.toml, torch_npu NpuVariables.cpp per branch, cases 31 and 33."
-    ),
-    kinds=("K13",),
-)
-NO_BF16 = Code(
-    "DEV041",
-    "npu-chip-without-bf16",
-    area="devices",
-    severity="warning",
-    title="this NPU has no bfloat16 support",
-    explain=(
-        "First-generation Ascend 910 chips (npu-smi Name 910A, 910ProA, 910ProB, 910PremiumA and "
-        "plain `910B` without a digit — not the 910B1–B4 A2 family) have no bf16 path: models "
-        "or configs that ask for bfloat16 fail or fall back. Use float16 (`torch_dtype=float16`, "
-        "`--dtype float16`, `bf16: false`/`fp16: true`). Source: LlamaFactory#4339 (case 34)."
-    ),
-    kinds=("K13",),
-)
-CHIP_UNKNOWN = Code(
-    "DEV042",
-    "npu-chip-unknown",
-    area="devices",
-    severity="info",
-    title="the NPU chip name is not in npudoctor's matrix",
-    explain=(
-        "npu-smi printed a chip Name that the bundled matrix does not know, so chip support and "
-        "capabilities (bf16, kernels package) could not be judged. `npudoctor matrix refresh` "
-        "may know it."
-    ),
-    kinds=("K13",),
-)
-TOPOLOGY = Code(
-    "DEV050",
-    "npu-topology-summary",
-    area="devices",
-    severity="info",
-    title="NPU interconnect and CPU affinity",
-    explain=(
-        "`npu-smi info -t topo` shows how NPUs are linked: HCCS/SIO/UB are direct NPU fabrics; "
-        "PIX/PXB/PHB/SYS go through PCIe (and, for SYS, between CPU sockets), which is much slower "
-        "for collective communication. Keep tensor-parallel groups inside one fabric island. The "
-        "CPU Affinity column names the cores near each NPU: bind data-loader workers there "
-        "(`taskset -c <cores>` or `numactl --physcpubind=<cores>`)."
-    ),
-    kinds=("K19",),
-)
+NPU_SMI_HUNG = codes.get("DEV001")
+DEVICE_BUSY = codes.get("DEV002")
+NPU_SMI_MISSING = codes.get("DEV003")
+NPU_SMI_FAILED = codes.get("DEV004")
+CHIP_UNHEALTHY = codes.get("DEV010")
+CHIP_PROCESSES = codes.get("DEV011")
+NODES_MISSING = codes.get("DEV020")
+NODE_PERMISSION = codes.get("DEV021")
+NO_PASSWD = codes.get("DEV022")
+RT_VISIBLE_INVALID = codes.get("DEV030")
+VISIBLE_RUNTIME_ONLY = codes.get("DEV031")
+CUDA_VISIBLE = codes.get("DEV032")
+DEVICE_ID_INVALID = codes.get("DEV033")
+CHIP_UNSUPPORTED = codes.get("DEV040")
+NO_BF16 = codes.get("DEV041")
+CHIP_UNKNOWN = codes.get("DEV042")
+TOPOLOGY = codes.get("DEV050")
 
 #: Alarm/error codes of `npu-smi info -t health` whose meaning is known.
 #: 80E3A203: samples/npu-smi-info-t-health_310B4_23.0.0_Alarm_80E3A203.txt — "node type=LPM,
@@ -1013,7 +765,7 @@ def soc_known_to_torch_npu(matrix: Any, soc: str, torch_npu: str) -> Optional[bo
     from npudoctor.knowledge.versions import parse_cann
 
     first_ext = SOC_FIRST_EXT.get(soc)
-    rows = getattr(matrix, "torch_npu_rows", None)
+    rows = matrix.torch_npu_rows if matrix is not None else None
     if not first_ext or not rows:
         return None
     try:
@@ -1063,7 +815,7 @@ def chip_support(ctx: Any) -> Iterable[Finding]:
     for name, ident in sorted(seen.items()):
         family = ident.get("family")
         if not ident["known"]:
-            if ctx.matrix is not None and hasattr(ctx.matrix, "chip"):
+            if ctx.matrix is not None:
                 yield CHIP_UNKNOWN.finding(
                     title=f"NPU chip {name!r} is not in the matrix", evidence=[f"npu-smi Name: {name}"], subject=name
                 )
@@ -1120,7 +872,7 @@ def chip_support(ctx: Any) -> Iterable[Finding]:
                 severity="warning",
                 subject=name,
             )
-        if torch_npu and hasattr(ctx.matrix, "family_supported"):
+        if torch_npu and ctx.matrix is not None:
             try:
                 ok = ctx.matrix.family_supported(family, torch_npu)
             except Exception:

@@ -11,82 +11,19 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from npudoctor.findings import Code, Finding
+from npudoctor.findings import Finding
+from npudoctor.knowledge import codes
 from npudoctor.parsers.info_files import format_ranges, ranges_contain
 from npudoctor.rules import rule
 from npudoctor.rules.cann import cann_plan, host_arch, not_in_matrix_line, package_chip, torch_npu_record
 
-NO_DRIVER = Code(
-    "DRV001",
-    "npu-driver-missing",
-    area="driver",
-    severity="error",
-    title="The NPU driver is not installed (or not mounted)",
-    explain=(
-        "CANN and torch_npu talk to the NPU through the driver's libraries "
-        "(/usr/local/Ascend/driver/lib64: libascend_hal.so, libc_sec.so, …). npudoctor reads "
-        "the driver from <Driver_Install_Path_Param of /etc/ascend_install.info>/driver or "
-        "/usr/local/Ascend/driver (version.info). On a host, install the Ascend HDK driver and "
-        "firmware; in a container, the host's driver must be bind-mounted: "
-        "`-v /usr/local/Ascend/driver:/usr/local/Ascend/driver` (or at least driver/lib64 and "
-        "driver/version.info) plus `-v /etc/ascend_install.info:/etc/ascend_install.info`."
-    ),
-    kinds=("K14", "K16"),
-)
+NO_DRIVER = codes.get("DRV001")
 
-DRIVER_CANN = Code(
-    "DRV002",
-    "driver-cann-mismatch",
-    area="driver",
-    severity="error",
-    title="The NPU driver does not fit the CANN version",
-    explain=(
-        "Each CANN release states the Ascend HDK (driver and firmware) versions it supports. A "
-        "driver older than that gives hangs, `hcclCommInitRootInfoConfig … error code is 1`, "
-        "or `E30006 Failed to verify the OPP` (507033) — typically when a container image "
-        "ships a newer CANN than the host's driver. The driver version is read from "
-        "driver/version.info (bind-mounted from the host inside containers) or the npu-smi "
-        "header; the pairing comes from the matrix (CANN release notes, REPORT.md §3).\n\n"
-        "Fix: upgrade the host driver and firmware to the HDK paired with this CANN (then "
-        "reboot), or use a CANN (image) that the host driver supports."
-    ),
-    kinds=("K14",),
-)
+DRIVER_CANN = codes.get("DRV002")
 
-FIRMWARE_DRIVER = Code(
-    "DRV003",
-    "firmware-driver-mismatch",
-    area="driver",
-    severity="warning",
-    title="Firmware and driver are not a compatible pair",
-    explain=(
-        "The firmware's version.info lists the driver versions it works with "
-        "(compatible_version_drv=[24.1,24.1.],… — a high end ending in '.' means every version "
-        "starting with it), and the driver's lists the firmware range it accepts "
-        "(compatible_version_fw=[7.0.0,7.2.99]). A driver upgraded without the firmware (or the "
-        "reverse) shows up here; `npu-smi info -t board -i 0` then says Compatibility: NOK.\n\n"
-        "Fix: install the firmware of the same Ascend HDK release as the driver "
-        "(`./Ascend-hdk-<chip>-npu-firmware_<fw>.run --full`) and reboot."
-    ),
-    kinds=("K14",),
-)
+FIRMWARE_DRIVER = codes.get("DRV003")
 
-DRIVER_UNREADABLE = Code(
-    "DRV004",
-    "driver-version-unreadable",
-    area="driver",
-    severity="warning",
-    title="The driver or firmware version file cannot be read",
-    explain=(
-        "driver/version.info or firmware/version.info (or /etc/ascend_install.info) exists but "
-        "is unreadable, empty, truncated, garbled or not UTF-8, so the driver/firmware checks "
-        "are skipped. In containers, a version.info mounted as an empty directory (the host "
-        "path was missing when the container started) looks like this too.\n\nFix: check the "
-        "file named in the evidence; on a host reinstall the driver package, in a container "
-        "mount the host's file."
-    ),
-    kinds=("K14", "K16"),
-)
+DRIVER_UNREADABLE = codes.get("DRV004")
 
 
 def _in_container(ctx: Any) -> bool:
@@ -127,7 +64,7 @@ def _move_note(ctx: Any, driver: Optional[str]) -> Optional[str]:
     move = str(plan["move_to"])
     matrix = ctx.matrix
     fit = None
-    if driver and matrix is not None and hasattr(matrix, "driver_fit"):
+    if driver and matrix is not None:
         try:
             fit = str(matrix.driver_fit(move, driver))
         except Exception:
@@ -164,7 +101,7 @@ def _paired_hdk(ctx: Any) -> Optional[str]:
 def _hdk_of(ctx: Any, cann: str) -> Optional[str]:
     """The HDK version the matrix pairs with ``cann`` (else its minimum), or ``None``."""
     matrix = ctx.matrix
-    if matrix is None or not hasattr(matrix, "driver_requirement"):
+    if matrix is None:
         return None
     try:
         req = matrix.driver_requirement(cann)
@@ -235,7 +172,7 @@ def driver_cann(ctx: Any) -> Iterable[Finding]:
     tk = ctx.facts("cann").get("selected")
     version, source = driver_version(ctx)
     matrix = ctx.matrix
-    if not tk or not tk.get("version") or not version or matrix is None or not hasattr(matrix, "driver_fit"):
+    if not tk or not tk.get("version") or not version or matrix is None:
         return
     cann = str(tk["version"])
     try:

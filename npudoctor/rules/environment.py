@@ -7,7 +7,8 @@ import posixpath
 import shlex
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from npudoctor.findings import Code, Finding
+from npudoctor.findings import Finding
+from npudoctor.knowledge import codes
 from npudoctor.rules import rule
 
 SERVICE_NOTE = (
@@ -29,112 +30,17 @@ PATH_VARS = ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH")
 #: set_env.sh's own variables, in the order the scripts set them.
 SCALAR_ORDER = ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "ASCEND_AICPU_PATH", "TOOLCHAIN_HOME")
 
-NOT_SOURCED = Code(
-    "ENV001",
-    "set-env-not-sourced",
-    area="environment",
-    severity="error",
-    title="The CANN toolkit's set_env.sh is not sourced",
-    explain=(
-        "CANN is installed, but none of the variables its set_env.sh exports are set: "
-        "ASCEND_TOOLKIT_HOME, ASCEND_HOME_PATH, ASCEND_OPP_PATH, and LD_LIBRARY_PATH lacks "
-        "<toolkit>/lib64. `import torch_npu` then fails with `ImportError: libhccl.so: cannot open "
-        "shared object file` (torch_npu adds: Please run 'source set_env.sh' in the CANN "
-        "installation path), and operator compilation cannot find the kernels.\n\n"
-        "npudoctor reads the toolkit's own set_env.sh (without running it) to know what it would set; "
-        "when the script is missing it uses the documented list.\n\n"
-        "Fix: `source /usr/local/Ascend/ascend-toolkit/set_env.sh` (8.5+: "
-        "/usr/local/Ascend/cann/set_env.sh) in the shell that starts Python; the finding names the "
-        "script that exists on the machine, or, when there is none, gives the export lines (appending to "
-        "LD_LIBRARY_PATH, PYTHONPATH and PATH). Services (systemd, Ray, Kubernetes) do not read "
-        "~/.bashrc: set the variables in the unit or pod spec."
-    ),
-    kinds=("K10",),
-)
+NOT_SOURCED = codes.get("ENV001")
 
-STALE = Code(
-    "ENV002",
-    "stale-cann-environment",
-    area="environment",
-    severity="error",
-    title="Environment variables point at another CANN install",
-    explain=(
-        "A CANN variable or a LD_LIBRARY_PATH/PYTHONPATH/PATH entry points into a CANN install "
-        "other than the toolkit in use (an old version left in ~/.bashrc, an image ENV plus a "
-        "sourced set_env.sh of a newer CANN, or a removed install). Mixing libraries of two CANN "
-        "releases gives `undefined symbol` errors (for example in libgraph_base.so between 8.5.0 "
-        "and 9.0.0) or loads the old libhccl.so.\n\nFix: remove the old entries (start a fresh "
-        "shell, clean ~/.bashrc or the image ENV) and source the set_env.sh of the toolkit in use."
-    ),
-    kinds=("K10",),
-)
+STALE = codes.get("ENV002")
 
-LOADER_PATH = Code(
-    "ENV003",
-    "cann-loader-path-incomplete",
-    area="environment",
-    severity="warning",
-    title="LD_LIBRARY_PATH lacks directories that set_env.sh adds",
-    explain=(
-        "CANN variables are set (set_env.sh was sourced, or the variables were copied into a "
-        "service or container spec), but some library directories that the toolkit's set_env.sh "
-        "adds to LD_LIBRARY_PATH are missing, e.g. the driver's lib64/common and lib64/driver "
-        "(libc_sec.so, libascend_hal.so) or <toolkit>/lib64/plugin/opskernel. Symptoms: "
-        "`libascend_hal.so`/`libc_sec.so: cannot open shared object file`, or failures only when an "
-        "operator is first compiled.\n\nFix: source the toolkit's set_env.sh instead of copying a "
-        "subset of its variables, or add the listed directories."
-    ),
-    kinds=("K10",),
-)
+LOADER_PATH = codes.get("ENV003")
 
-PYTHONPATH = Code(
-    "ENV004",
-    "cann-pythonpath-missing",
-    area="environment",
-    severity="warning",
-    title="PYTHONPATH lacks the toolkit's python/site-packages (te, tbe)",
-    explain=(
-        "The toolkit keeps its Python packages te and tbe in <toolkit>/python/site-packages and "
-        "set_env.sh puts that directory on PYTHONPATH. Without it, eager inference works but the "
-        "first graph/operator compilation fails: `ModuleNotFoundError: No module named "
-        "'tbe.common'` → `TbeInit Failed` (typical for a training launcher started without "
-        "set_env.sh).\n\nFix: source set_env.sh in the launcher's environment, or add "
-        "<toolkit>/python/site-packages and <toolkit>/opp/built-in/op_impl/ai_core/tbe to PYTHONPATH."
-    ),
-    kinds=("K10",),
-)
+PYTHONPATH = codes.get("ENV004")
 
-NNAL_NOT_SOURCED = Code(
-    "ENV005",
-    "nnal-set-env-not-sourced",
-    area="environment",
-    severity="warning",
-    title="NNAL is installed but its set_env.sh is not sourced",
-    explain=(
-        "NNAL (ATB) is installed, but ATB_HOME_PATH is unset or its lib directory is not on "
-        "LD_LIBRARY_PATH. torch_npu's ATB operators (libop_plugin_atb.so), vllm-ascend and MindIE "
-        "then fail with `ImportError: libatb.so: cannot open shared object file`.\n\nFix: after "
-        "torch is installed, `source /usr/local/Ascend/nnal/atb/set_env.sh` (it picks cxx_abi_0/1 "
-        "from the installed torch)."
-    ),
-    kinds=("K11",),
-)
+NNAL_NOT_SOURCED = codes.get("ENV005")
 
-CUSTOM = Code(
-    "ENV006",
-    "cann-variable-custom-value",
-    area="environment",
-    severity="info",
-    title="A CANN variable has another value than set_env.sh would give",
-    explain=(
-        "A CANN variable (ASCEND_OPP_PATH, ASCEND_AICPU_PATH, TOOLCHAIN_HOME, ...) is set to a "
-        "value that set_env.sh of the toolkit in use would not set and that is not another CANN "
-        "install. This can be intended (custom operators in ASCEND_CUSTOM_OPP_PATH are the usual "
-        "way), but a wrong ASCEND_OPP_PATH makes every kernel lookup fail.\n\nFix: if this was not "
-        "intended, unset it and source set_env.sh."
-    ),
-    kinds=("K10",),
-)
+CUSTOM = codes.get("ENV006")
 
 
 def _torch_npu_installed(ctx: Any) -> bool:

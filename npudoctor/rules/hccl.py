@@ -11,7 +11,8 @@ import ipaddress
 import re
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
-from npudoctor.findings import Code, Finding
+from npudoctor.findings import Finding
+from npudoctor.knowledge import codes
 from npudoctor.parsers.ranktable import is_ip, server_addresses
 from npudoctor.rules import rule
 from npudoctor.rules._hccl_job import job_shape
@@ -22,268 +23,26 @@ _RT_FIX = (
     "or let Ascend Operator/MindCluster write hccl.json) and point RANK_TABLE_FILE at it on every node"
 )
 
-RT_UNREADABLE = Code(
-    "HCCL001",
-    "rank-table-unreadable",
-    area="hccl",
-    severity="error",
-    title="The rank table (RANK_TABLE_FILE) cannot be read",
-    explain=(
-        "RANK_TABLE_FILE names the rank table (hccl.json) that HCCL reads at start-up to learn every "
-        "rank, its device and its device IP. When the file is missing, unreadable, truncated (a copy "
-        "cut short, a writer that had not finished) or not valid JSON, the job fails at the first "
-        "collective with a rank-table error, or waits until the connect timeout (EI0006). Fix the "
-        'file (`python3 -m json.tool "$RANK_TABLE_FILE"` shows where it breaks) or regenerate it.'
-    ),
-    kinds=("K19",),
-)
-RT_NOT_PLAIN = Code(
-    "HCCL002",
-    "rank-table-not-plain-json",
-    area="hccl",
-    severity="error",
-    title="The rank table contains comments or elisions: HCCL needs plain JSON",
-    explain=(
-        "Documentation examples of hccl.json carry `//` comments and `...` lines. HCCL parses the "
-        "rank table as strict JSON, so a file copied from the docs is rejected. Remove every comment "
-        "and elision (and trailing commas) and fill in the real values."
-    ),
-    kinds=("K19",),
-)
-RT_LAYOUT = Code(
-    "HCCL003",
-    "rank-table-inconsistent",
-    area="hccl",
-    severity="error",
-    title="The rank table is inconsistent",
-    explain=(
-        "The rank table's counts and identifiers must agree: server_count equals the number of "
-        "server_list entries, each server lists its devices with numeric device_id (physical id, "
-        "unique within the server) and rank_id, every device_ip is an IPv4 address used once in the "
-        'cluster, status is "completed" and version is a known format (1.0, 1.2). HCCL rejects a '
-        "table that breaks these, or builds wrong communication rings from it."
-    ),
-    kinds=("K19",),
-)
-RT_DUP_RANK = Code(
-    "HCCL004",
-    "rank-table-duplicate-rank",
-    area="hccl",
-    severity="error",
-    title="A rank id appears more than once in the rank table",
-    explain=(
-        "Each rank_id must appear exactly once: HCCL numbers the ranks of the communicator by it. "
-        "Two devices with the same rank_id make the job hang or fail at initialisation."
-    ),
-    kinds=("K19",),
-)
-RT_GAP = Code(
-    "HCCL005",
-    "rank-table-ranks-not-contiguous",
-    area="hccl",
-    severity="error",
-    title="The rank ids of the rank table are not 0..N-1",
-    explain=(
-        "Rank ids must be 0, 1, ..., N-1 with no gap, where N is the number of device entries "
-        "(RANK_SIZE). A gap usually means a server or device entry was lost when the table was "
-        "edited by hand; the missing rank is waited for until the connect timeout."
-    ),
-    kinds=("K19",),
-)
-RT_DEV_NOT_VISIBLE = Code(
-    "HCCL006",
-    "rank-table-device-not-visible",
-    area="hccl",
-    severity="error",
-    title="This node's rank-table entry names devices that are not visible here",
-    explain=(
-        "device_id in the rank table is the physical device id of the NPU on that server. When this "
-        "node's entry names an id whose /dev/davinciN is not here (or npu-smi does not list it), the "
-        "rank for that device cannot start: the container was started with other devices, or the "
-        "table was written for another machine."
-    ),
-    kinds=("K19", "K16"),
-)
-RT_IP_MISMATCH = Code(
-    "HCCL007",
-    "rank-table-device-ip-mismatch",
-    area="hccl",
-    severity="error",
-    title="A device_ip of the rank table differs from this node's /etc/hccn.conf",
-    explain=(
-        "device_ip of device N must be the address_N value of that server's /etc/hccn.conf (the IP "
-        "configured on the NPU's own NIC). A different value gives `'device ip' is not set "
-        "correctly` in the plog, connection timeouts (EI0006), or silently wrong results in PD "
-        "disaggregation (case 47). Copy the addresses from hccn.conf (or `hccn_tool -i N -ip -g`)."
-    ),
-    kinds=("K19",),
-)
-RT_SERVER_NOT_LOCAL = Code(
-    "HCCL008",
-    "rank-table-server-not-local",
-    area="hccl",
-    severity="error",
-    title="No server of the rank table is this node",
-    explain=(
-        "HCCL finds its own server in the rank table by its host address (server_id in format 1.0, "
-        "host_ip/container_ip in 1.2). When none of them is an address of this node, this rank "
-        "cannot find its entry: the table belongs to another cluster, or the node's address changed."
-    ),
-    kinds=("K19",),
-)
-IF_IP_NOT_LOCAL = Code(
-    "HCCL009",
-    "hccl-if-ip-not-local",
-    area="hccl",
-    severity="error",
-    title="HCCL_IF_IP is not an address of this node",
-    explain=(
-        "HCCL_IF_IP selects the host NIC that HCCL uses for its socket-based set-up. It must be one "
-        "of this node's own IP addresses; otherwise binding fails and ranks time out "
-        "(EI0006 Getting socket times out)."
-    ),
-    kinds=("K19",),
-)
-IFNAME_MISSING = Code(
-    "HCCL010",
-    "hccl-socket-ifname-missing",
-    area="hccl",
-    severity="error",
-    title="HCCL_SOCKET_IFNAME matches no network interface here",
-    explain=(
-        "HCCL_SOCKET_IFNAME lists host interface names (prefixes; `=name` for an exact name, `^` to "
-        "exclude) that HCCL may use. When nothing on this node matches, HCCL finds no NIC for its "
-        "set-up sockets and the job times out. Interface names differ between machines (eth0, "
-        "enp189s0f0, bond0): set the variable per node."
-    ),
-    kinds=("K19",),
-)
-TIMEOUT_INVALID = Code(
-    "HCCL011",
-    "hccl-timeout-invalid",
-    area="hccl",
-    severity="error",
-    title="An HCCL timeout variable is not a whole number of seconds",
-    explain=(
-        "HCCL_CONNECT_TIMEOUT and HCCL_EXEC_TIMEOUT are integers (seconds). Any other text is "
-        "rejected by HCCL at initialisation."
-    ),
-    kinds=("K19",),
-)
-EXEC_ZERO = Code(
-    "HCCL012",
-    "hccl-exec-timeout-zero",
-    area="hccl",
-    severity="warning",
-    title="HCCL_EXEC_TIMEOUT=0 is not a reliable 'wait forever'",
-    explain=(
-        "HCCL_EXEC_TIMEOUT bounds how long a rank waits in a collective (default about 1800 s, e.g. "
-        "1836 s on A2). 0 is not reliably 'infinite' across CANN releases and devices; set an explicit, "
-        "generous value, identical on every rank."
-    ),
-    kinds=("K19",),
-)
-CONNECT_SHORT = Code(
-    "HCCL013",
-    "hccl-connect-timeout-short",
-    area="hccl",
-    severity="warning",
-    title="HCCL_CONNECT_TIMEOUT is too short for a multi-node job",
-    explain=(
-        "HCCL_CONNECT_TIMEOUT (default 120 s) is how long ranks wait for each other when the "
-        "communicator is built. In multi-node jobs ranks start far apart (image pull, model load), "
-        "and the job dies with EI0006 'Getting socket times out' (case 48). Use 600-900 s, the same "
-        "value on every rank."
-    ),
-    kinds=("K19",),
-)
-HCCN_MISSING = Code(
-    "HCCL014",
-    "hccn-conf-missing",
-    area="hccl",
-    severity="error",
-    title="/etc/hccn.conf is missing for a multi-node job",
-    explain=(
-        "/etc/hccn.conf holds the IP of each NPU's own NIC (address_N). Multi-node HCCL, RoCE and "
-        "PD-disaggregation transports (Mooncake) read it; a container started without it gives "
-        "`'device ip' is not set correctly` and wrong output or timeouts (case 47). Mount it "
-        "read-only from the host."
-    ),
-    kinds=("K19",),
-)
-HCCN_DEVICE_MISSING = Code(
-    "HCCL015",
-    "hccn-conf-device-missing",
-    area="hccl",
-    severity="error",
-    title="/etc/hccn.conf has no address for a device of this node",
-    explain=(
-        "Every device used by a multi-node job needs an address_N line in /etc/hccn.conf (N is the "
-        "physical device id). Configure it on the host with `hccn_tool -i N -ip -s address A netmask M`."
-    ),
-    kinds=("K19",),
-)
-MASTER_UNREACHABLE = Code(
-    "HCCL016",
-    "master-unreachable",
-    area="hccl",
-    severity="error",
-    title="MASTER_ADDR:MASTER_PORT cannot be reached",
-    explain=(
-        "torch.distributed ranks meet at MASTER_ADDR:MASTER_PORT (the TCP store of rank 0). One TCP "
-        "connect from this node failed (asked for with --probe-master). Either rank 0 is not running "
-        "yet (then this is expected), or an address, port, firewall or routing problem will stop the "
-        "job."
-    ),
-    kinds=("K19",),
-)
-MASTER_BAD = Code(
-    "HCCL017",
-    "master-port-invalid",
-    area="hccl",
-    severity="error",
-    title="MASTER_PORT is not a valid TCP port",
-    explain="MASTER_PORT must be an integer from 1 to 65535, the same on every rank.",
-    kinds=("K19",),
-)
-WHITELIST = Code(
-    "HCCL018",
-    "hccl-whitelist-file-missing",
-    area="hccl",
-    severity="error",
-    title="HCCL's whitelist is enabled but its file is missing",
-    explain=(
-        "HCCL_WHITELIST_DISABLE=0 turns on HCCL's communication whitelist; HCCL then reads the "
-        "allowed host IPs from HCCL_WHITELIST_FILE and refuses every other peer. Without that file "
-        "no connection is accepted. Set HCCL_WHITELIST_DISABLE=1, or write the whitelist file."
-    ),
-    kinds=("K19",),
-)
-HCCN_TOOL_DIFFERS = Code(
-    "HCCL019",
-    "hccn-ip-not-applied",
-    area="hccl",
-    severity="warning",
-    title="An NPU NIC's live IP differs from /etc/hccn.conf",
-    explain=(
-        "`hccn_tool -i N -ip -g` reports the address configured on the NPU's NIC now; /etc/hccn.conf "
-        "is what was written. When they differ, the file was edited without being applied (or the "
-        "other way round), and rank tables built from the file point at the wrong address."
-    ),
-    kinds=("K19",),
-)
-LINK_DOWN = Code(
-    "HCCL020",
-    "npu-nic-link-down",
-    area="hccl",
-    severity="warning",
-    title="An NPU NIC reports link DOWN",
-    explain=(
-        "`hccn_tool -i N -link -g` reports the link of the NPU's own NIC. A DOWN link cannot carry "
-        "multi-node HCCL traffic: check the cable/optics and switch port, then `hccn_tool -i N -link -g`."
-    ),
-    kinds=("K19",),
-)
+RT_UNREADABLE = codes.get("HCCL001")
+RT_NOT_PLAIN = codes.get("HCCL002")
+RT_LAYOUT = codes.get("HCCL003")
+RT_DUP_RANK = codes.get("HCCL004")
+RT_GAP = codes.get("HCCL005")
+RT_DEV_NOT_VISIBLE = codes.get("HCCL006")
+RT_IP_MISMATCH = codes.get("HCCL007")
+RT_SERVER_NOT_LOCAL = codes.get("HCCL008")
+IF_IP_NOT_LOCAL = codes.get("HCCL009")
+IFNAME_MISSING = codes.get("HCCL010")
+TIMEOUT_INVALID = codes.get("HCCL011")
+EXEC_ZERO = codes.get("HCCL012")
+CONNECT_SHORT = codes.get("HCCL013")
+HCCN_MISSING = codes.get("HCCL014")
+HCCN_DEVICE_MISSING = codes.get("HCCL015")
+MASTER_UNREACHABLE = codes.get("HCCL016")
+MASTER_BAD = codes.get("HCCL017")
+WHITELIST = codes.get("HCCL018")
+HCCN_TOOL_DIFFERS = codes.get("HCCL019")
+LINK_DOWN = codes.get("HCCL020")
 
 
 # --------------------------------------------------------------------------- helpers

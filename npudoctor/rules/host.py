@@ -10,60 +10,16 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from npudoctor.findings import Code, Finding
+from npudoctor.findings import Finding
+from npudoctor.knowledge import codes
 from npudoctor.rules import rule
 from npudoctor.rules._pyfacts import cann_present, first, section
 
-LIBGOMP_TLS = Code(
-    "HOST001",
-    "conda-libgomp-static-tls",
-    area="host",
-    severity="warning",
-    title="aarch64 conda env: libgomp may fail with 'cannot allocate memory in static TLS block'",
-    explain=(
-        "On aarch64 the space for static thread-local storage is small. A conda/mamba env ships its "
-        "own `lib/libgomp.so.1`, which the env's python finds first; when it is loaded late (by "
-        "`torch_npu._C` after many other libraries) the loader fails with `libgomp.so.1: cannot "
-        "allocate memory in static TLS block` at `import torch_npu` or `import torch`. Preloading it "
-        "makes it take its TLS block first. Fix: `export LD_PRELOAD=<env>/lib/libgomp.so.1` (the path "
-        "named in the error), or recreate the env installing torch and torch-npu with pip."
-    ),
-    kinds=("K21",),
-)
+LIBGOMP_TLS = codes.get("HOST001")
 
-DISK_LOW = Code(
-    "HOST002",
-    "cann-cache-disk-full",
-    area="host",
-    severity="error",
-    title="Little free space where CANN writes its caches and logs",
-    explain=(
-        "CANN writes operator compile caches, kernel meta and logs under `~/ascend` (and /tmp) unless "
-        "ASCEND_CACHE_PATH / ASCEND_WORK_PATH / ASCEND_PROCESS_LOG_PATH point elsewhere. On a full disk "
-        "TBE initialisation fails with `[Errno 28] No space left on device` deep inside its logs, then "
-        "`TbeInitialize failed` -- the first error shown rarely mentions the disk. npudoctor reports an "
-        "error below 1 GiB free and a warning below 2 GiB. Fix: free space, or point the variables at a "
-        "larger writable disk, e.g. `export ASCEND_CACHE_PATH=/data/ascend/cache "
-        "ASCEND_PROCESS_LOG_PATH=/data/ascend/log`."
-    ),
-    kinds=("K22",),
-)
+DISK_LOW = codes.get("HOST002")
 
-NOT_WRITABLE = Code(
-    "HOST003",
-    "cann-cache-dir-not-writable",
-    area="host",
-    severity="error",
-    title="The account cannot write where CANN puts its caches and logs",
-    explain=(
-        "CANN creates its cache and log directories on first use; when the account running the job "
-        "cannot write there (a read-only home, a shared directory owned by another user, a container "
-        "running as an arbitrary UID), initialisation fails with permission errors or the same "
-        "`TbeInitialize failed`. Fix: point ASCEND_CACHE_PATH / ASCEND_WORK_PATH / "
-        "ASCEND_PROCESS_LOG_PATH at a directory this account owns, or fix the owner/mode."
-    ),
-    kinds=("K22",),
-)
+NOT_WRITABLE = codes.get("HOST003")
 
 GIB = 1 << 30
 ERROR_BELOW = 1 * GIB

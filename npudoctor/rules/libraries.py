@@ -11,114 +11,20 @@ import shlex
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Code, Finding
+from npudoctor.knowledge import codes
 from npudoctor.rules import rule
 
-NOT_LOADABLE = Code(
-    "LIB001",
-    "library-not-loadable",
-    area="libraries",
-    severity="error",
-    title="A shared library torch_npu needs cannot be found by the loader",
-    explain=(
-        "npudoctor resolves every DT_NEEDED entry of torch_npu/_C*.so and "
-        "torch_npu/lib/libtorch_npu.so the way ld.so does (RPATH/RUNPATH with $ORIGIN, "
-        "LD_LIBRARY_PATH, /etc/ld.so.cache or /etc/ld.so.conf, default directories), without "
-        "importing anything. A library that cannot be resolved makes `import torch_npu` fail with "
-        "`ImportError: libhccl.so: cannot open shared object file` (torch_npu adds 'Please run "
-        "source set_env.sh in the CANN installation path'). torch's own libraries count as "
-        "loaded because `import torch` loads them first.\n\nFor each missing library npudoctor "
-        "says where it is on disk: in the toolkit (set_env.sh not sourced), in the driver "
-        "(driver lib64 directories not on LD_LIBRARY_PATH), in NNAL (nnal/atb/set_env.sh not "
-        "sourced), or nowhere (CANN/NNAL not installed).\n\nFix: source the toolkit's set_env.sh, "
-        "or install the CANN toolkit that matches torch_npu and then source it."
-    ),
-    kinds=("K10", "K11"),
-)
+NOT_LOADABLE = codes.get("LIB001")
 
-GLIBCXX = Code(
-    "LIB002",
-    "system-libstdcxx-too-old",
-    area="libraries",
-    severity="error",
-    title="The system libc/libstdc++ is older than torch_npu's binaries need",
-    explain=(
-        "ELF files record the symbol versions they need from libc.so.6 (GLIBC_2.x) and "
-        "libstdc++.so.6 (GLIBCXX_3.4.x, CXXABI_1.3.x). When the library the loader finds does not "
-        "define one of them, the import fails with `version `GLIBCXX_3.4.29' not found`. Typical "
-        "on old distributions or when a conda env's older libstdc++ comes first on the loader "
-        "path.\n\nThe finding names the GCC release whose libstdc++ first provides the version (libstdc++ "
-        "manual, ABI versioning: GLIBCXX_3.4.29 came with GCC 11.1.0) and gives the fix for the "
-        "interpreter diagnosed: in a conda env `conda install -c conda-forge 'libstdcxx-ng>=<GCC "
-        "major>'`; otherwise the OS's libstdc++ (on Ubuntu the toolchain PPA), a base image whose "
-        "libstdc++ is new enough, or a newer GCC runtime first on LD_LIBRARY_PATH. GLIBC_ versions "
-        "need a distribution with a newer glibc."
-    ),
-)
+GLIBCXX = codes.get("LIB002")
 
-TORCH_SYMBOLS = Code(
-    "LIB003",
-    "torch-npu-torch-symbols-missing",
-    area="libraries",
-    severity="error",
-    title="libtorch_npu.so needs torch symbols the installed torch does not export",
-    explain=(
-        "The undefined symbols of libtorch_npu.so in torch's namespaces (at::, c10::, torch::, "
-        "c10d::) were looked up in the installed torch libraries (libtorch_cpu.so, libc10.so, "
-        "libtorch_python.so, ...) through their GNU hash tables. Missing ones mean torch_npu was "
-        "built for another torch build: `libtorch_npu.so: undefined symbol: _ZN5torch…`.\n\nFix: "
-        "install the torch version torch_npu requires (its Requires-Dist, e.g. torch==2.1.0+cpu) "
-        "or the torch_npu built for the installed torch."
-    ),
-    kinds=("K01",),
-)
+TORCH_SYMBOLS = codes.get("LIB003")
 
-ATB_SYMBOLS = Code(
-    "LIB004",
-    "atb-symbols-missing",
-    area="libraries",
-    severity="error",
-    title="torch_npu needs ATB symbols the installed NNAL does not export",
-    explain=(
-        "The undefined atb:: symbols of libtorch_npu.so and torch_npu/lib/libop_plugin_atb.so "
-        "were looked up in NNAL's libatb.so. Missing ones mean the NNAL release does not match "
-        "torch_npu / the toolkit: `undefined symbol: _ZN3atb15CreateOperation…`.\n\nFix: install "
-        "NNAL from the same CANN release as the toolkit, then re-source nnal/atb/set_env.sh after "
-        "installing torch."
-    ),
-    kinds=("K04",),
-)
+ATB_SYMBOLS = codes.get("LIB004")
 
-EXT_SYMBOLS = Code(
-    "LIB005",
-    "extension-built-for-other-torch-npu",
-    area="libraries",
-    severity="error",
-    title="A compiled extension needs symbols the installed torch_npu/CANN do not export",
-    explain=(
-        "A third-party extension in site-packages links libtorch_npu.so or libascendcl.so, and "
-        "some of its undefined c10_npu::/at_npu::/acl* symbols are not exported by the installed "
-        "torch_npu or CANN: it was built against another version (`<ext>.so: undefined symbol: "
-        "_ZN7c10_npu…`).\n\nFix: rebuild the extension against the installed torch_npu/CANN, or "
-        "install the versions it was built for."
-    ),
-    kinds=("K03",),
-)
+EXT_SYMBOLS = codes.get("LIB005")
 
-CANN_SYMBOLS = Code(
-    "LIB006",
-    "torch-npu-cann-symbols-missing",
-    area="libraries",
-    severity="error",
-    title="libtorch_npu.so needs CANN symbols the loaded CANN libraries do not export",
-    explain=(
-        "The undefined CANN symbols of libtorch_npu.so (acl*, Hccl*, Msprof*, ge::) were looked up "
-        "in the CANN libraries the loader resolves. Missing ones mean the toolkit is older or newer "
-        "than the one torch_npu was built for (`undefined symbol: MsprofSysCycleTime`, `Failed to "
-        "find function HcclCommInitRootInfoConfig`).\n\nFix: install the CANN version paired with "
-        "this torch_npu, or the torch_npu paired with this CANN."
-    ),
-    kinds=("K05",),
-)
+CANN_SYMBOLS = codes.get("LIB006")
 
 
 def _set_env_script(ctx: Any) -> Optional[str]:

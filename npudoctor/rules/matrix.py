@@ -16,7 +16,8 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, Dict, Iterable, List, Optional
 
-from npudoctor.findings import Code, Finding
+from npudoctor.findings import Finding
+from npudoctor.knowledge import codes
 from npudoctor.rules import postprocess, rule
 
 #: Days after which the matrix counts as old (about six months), and as very old.
@@ -25,66 +26,13 @@ VERY_OLD_DAYS = 365
 
 REFRESH_CMD = "npudoctor matrix refresh"
 
-MATRIX_UNAVAILABLE = Code(
-    "MTX001",
-    "matrix-unavailable",
-    area="matrix",
-    severity="warning",
-    title="The compatibility matrix could not be loaded; pairing checks were skipped",
-    explain=(
-        "npudoctor judges torch / torch_npu / CANN / Python / driver pairings against its compatibility "
-        "matrix (the bundled matrix/*.toml, a refreshed copy in the user cache, or the file given with "
-        "--matrix). It could not be loaded, so the report only holds the checks that need no matrix. "
-        "The evidence names the file, row and field that failed. Fix the file (`npudoctor matrix verify "
-        "FILE` shows every problem), drop the --matrix option, or refresh the cache with "
-        "`npudoctor matrix refresh`."
-    ),
-)
+MATRIX_UNAVAILABLE = codes.get("MTX001")
 
-MATRIX_OLD = Code(
-    "MTX002",
-    "matrix-old",
-    area="matrix",
-    severity="info",
-    title="The compatibility matrix is more than six months old",
-    explain=(
-        "torch_npu publishes new packages (and re-pairs CANN versions) every few months; the official "
-        "mapping table lives in COMPATIBILITY.md of Ascend/pytorch. A matrix retrieved long ago does not "
-        "know the newest torch_npu/CANN releases, so npudoctor may call a current version unknown or "
-        "recommend an old one. Run `npudoctor matrix refresh` (with --source FILE on machines without "
-        "internet access: carry COMPATIBILITY.md and the PyPI JSON of torch-npu in). Reported as a "
-        "warning after a year."
-    ),
-)
+MATRIX_OLD = codes.get("MTX002")
 
-NOT_IN_MATRIX = Code(
-    "MTX003",
-    "version-not-in-matrix",
-    area="matrix",
-    severity="info",
-    title="A version found here is not in the compatibility matrix",
-    explain=(
-        "A torch_npu, torch, CANN or driver version found on this machine has no row in the matrix in "
-        "use, so npudoctor cannot say what it pairs with. Either the version is newer than the matrix "
-        "(refresh it: `npudoctor matrix refresh`), or it is a build the official tables never list "
-        "(a development build such as 2.5.1.dev20250218, a patch build from a gitcode release, an "
-        "internal CANN T build). Check the official table (Ascend/pytorch COMPATIBILITY.md) by hand."
-    ),
-)
+NOT_IN_MATRIX = codes.get("MTX003")
 
-CACHE_INVALID = Code(
-    "MTX004",
-    "matrix-cache-invalid",
-    area="matrix",
-    severity="warning",
-    title="The refreshed matrix in the user cache is invalid; the bundled matrix was used",
-    explain=(
-        "`npudoctor matrix refresh` writes the refreshed matrix atomically to the user cache, so a "
-        "broken copy means it was edited, truncated by a full disk, or written by another program. "
-        "npudoctor ignored it and used the bundled matrix. Run `npudoctor matrix refresh` again, or "
-        "delete the file named in the evidence."
-    ),
-)
+CACHE_INVALID = codes.get("MTX004")
 
 
 def refresh_hint(what: str) -> str:

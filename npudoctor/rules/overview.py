@@ -8,30 +8,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List
 
-from npudoctor.findings import Code, Finding
+from npudoctor.findings import Finding
+from npudoctor.knowledge import codes
 from npudoctor.rules import rule
 
-NO_NPU_STACK = Code(
-    "HOST050",
-    "no-npu-stack",
-    area="host",
-    severity="info",
-    title="No Ascend NPU software stack on this machine",
-    explain=(
-        "npudoctor found no CANN toolkit, no NPU driver, no torch_npu package and no NPU "
-        "device here. That is normal on a development laptop or a CPU-only CI runner, and "
-        "nothing is wrong: there is simply nothing NPU-related to diagnose.\n\n"
-        "What was looked at: ASCEND_TOOLKIT_HOME / ASCEND_HOME_PATH, "
-        "/usr/local/Ascend/{ascend-toolkit,cann*,nnae,nnal,driver,firmware}, ~/Ascend and "
-        "/home/*/Ascend, the site-packages of the target Python (torch_npu), and npu-smi / "
-        "/dev/davinci* for devices.\n\n"
-        "To set up an NPU machine: install the driver and firmware (Ascend HDK), then the CANN "
-        "toolkit and the kernels/ops package for your chip, then `pip install torch torch-npu` "
-        "in the pair the compatibility table names (`npudoctor matrix`). Run "
-        "`npudoctor check` again on the NPU machine, or `npudoctor check --root <rootfs>` on an "
-        "image."
-    ),
-)
+NO_NPU_STACK = codes.get("HOST050")
 
 
 def _section(source: Any, name: str) -> Dict[str, Any]:

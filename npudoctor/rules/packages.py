@@ -16,7 +16,8 @@ from __future__ import annotations
 import posixpath
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
-from npudoctor.findings import Code, Finding
+from npudoctor.findings import Finding
+from npudoctor.knowledge import codes
 from npudoctor.parsers.metadata import canonical_name, requirements_on, satisfies
 from npudoctor.rules import rule
 from npudoctor.rules._pyfacts import (
@@ -41,137 +42,19 @@ from npudoctor.rules._pyfacts import (
     section,
 )
 
-TORCH_PAIR = Code(
-    "PKG001",
-    "torch-npu-torch-mismatch",
-    area="packages",
-    severity="error",
-    title="torch and torch_npu are not a matched set",
-    explain=(
-        "torch_npu is a binary extension built against one exact torch release. With any other "
-        "torch, `import torch_npu` fails with `libtorch_npu.so: undefined symbol: _ZN5torch…` or "
-        "`_ZN3c10…`, or with `Failed to load the backend extension: torch_npu`, or later with missing "
-        "attributes.\n\n"
-        "npudoctor reads torch_npu's own `Requires-Dist: torch==…` from its METADATA first (on x86_64 "
-        "the wheels up to 2.11.0 pin the CPU build `torch==X+cpu`, which lives on "
-        "https://download.pytorch.org/whl/cpu; a CUDA or PyPI-default torch of the same number does not "
-        "satisfy it), then the compatibility matrix, then the rule that torch_npu X.Y.Z[.postN] goes with "
-        "torch X.Y.Z.\n\n"
-        "Fix: install the torch that torch_npu names, e.g. `python -m pip install 'torch==2.1.0+cpu' "
-        "--index-url https://download.pytorch.org/whl/cpu`, or install the torch_npu built for your torch."
-    ),
-    kinds=("K01",),
-)
+TORCH_PAIR = codes.get("PKG001")
 
-NO_TORCH = Code(
-    "PKG002",
-    "torch-npu-without-torch",
-    area="packages",
-    severity="error",
-    title="torch_npu is installed but torch is not",
-    explain=(
-        "torch_npu extends torch and cannot be imported without it (pip installs it with torch, but "
-        "`pip uninstall torch`, `--no-deps` installs or a broken upgrade leave torch_npu alone). "
-        "Install the torch release torch_npu requires (its METADATA `Requires-Dist`)."
-    ),
-    kinds=("K01",),
-)
+NO_TORCH = codes.get("PKG002")
 
-DUPLICATE = Code(
-    "PKG003",
-    "duplicate-package-installs",
-    area="packages",
-    severity="warning",
-    title="a package is installed more than once",
-    explain=(
-        "Two metadata directories of one project are visible to the interpreter: either two "
-        "`*.dist-info` in one site-packages (an interrupted or forced upgrade) or one in the user site "
-        "(`~/.local/lib/pythonX.Y/site-packages`, searched before the system site-packages) and one in the environment. Python "
-        "imports the first on sys.path while pip and the rest of the stack may see the other, so "
-        "torch, torch_npu or numpy can be a different build than the one you installed last.\n\n"
-        "npudoctor keeps the copy the rest of the stack needs (for torch: the one torch_npu's "
-        "`Requires-Dist` names; for torch_npu: the one built for the installed torch; for numpy: the "
-        "range the CANN needs) and removes the others. `pip uninstall` removes the first copy on the "
-        "running interpreter's sys.path, so each line is written to reach one copy: a user-site copy "
-        "with the user's `HOME` (the user site comes first; from a venv, with the interpreter the venv "
-        "was made from, since pip in a venv refuses to touch the user site), an environment copy with "
-        "`python -s` when the user-site copy is the one to keep. Two dist-infos in one directory share "
-        "the package files, so both go and the right version is installed once."
-    ),
-    kinds=("K01",),
-)
+DUPLICATE = codes.get("PKG003")
 
-COMPANION = Code(
-    "PKG004",
-    "companion-package-pin-mismatch",
-    area="packages",
-    severity="error",
-    title="a package built on torch_npu requires other torch/torch_npu versions",
-    explain=(
-        "Frameworks built on torch_npu (vllm-ascend, MindIE, MindSpeed, …) pin the exact torch and "
-        "torch_npu builds they were made for (vllm-ascend 0.7.x needed a 2.5.1 dev build with custom "
-        "ops; MindIE ATB models need a specific torch_npu post release). With another build they fail "
-        "with `module 'torch_npu' has no attribute …` or undefined symbols. npudoctor compares each "
-        "installed package's `Requires-Dist` on torch, torch_npu, torchvision and torchaudio with what "
-        "is installed. For vllm-ascend: install vllm first, then vllm-ascend (which re-pins torch and "
-        "torch_npu); vllm's own newer torch pin is expected to be unmet then."
-    ),
-    kinds=("K01",),
-)
+COMPANION = codes.get("PKG004")
 
-TORCHVISION = Code(
-    "PKG005",
-    "torchvision-torch-mismatch",
-    area="packages",
-    severity="error",
-    title="torchvision or torchaudio is not built for the installed torch",
-    explain=(
-        "torchvision and torchaudio contain C++ operators compiled against one torch release. With "
-        "another torch, `import torchvision` fails with `RuntimeError: operator torchvision::nms does "
-        "not exist` (or torchaudio with undefined symbols). Their METADATA pins `torch==X`; without "
-        "it the rule is torchvision 0.(minor+15) for torch 2.minor (0.20 <-> 2.5, 0.21 <-> 2.6) and "
-        "torchaudio X.Y.Z for torch X.Y.Z. Fix: install the release built for your torch (the CPU "
-        "wheel on x86_64 NPU hosts, from https://download.pytorch.org/whl/cpu)."
-    ),
-    kinds=("K02",),
-)
+TORCHVISION = codes.get("PKG005")
 
-CANN_DEPS = Code(
-    "PKG006",
-    "cann-python-deps-missing",
-    area="packages",
-    severity="error",
-    title="Python packages that CANN needs are missing",
-    explain=(
-        "CANN's Python side (TBE operator compilation, the graph engine) imports decorator, attrs, "
-        "psutil, absl-py, cloudpickle, ml-dtypes, scipy, tornado, sympy, cffi, protobuf, pyyaml and "
-        "numpy from the interpreter that runs torch_npu. When one is missing, the first operator "
-        "compile fails with `EH9999 [Init][Env]init env failed!` and `result = 500001`, or `No module "
-        "named 'decorator'` -- nothing in the message points at pip. Fix: install them into the same "
-        "interpreter, with numpy in the range the installed CANN accepts (with no CANN installed yet: "
-        "the range of the CANN the compatibility matrix pairs with the installed torch_npu). Without a "
-        "CANN toolkit this is a note: CANN001 is the error, install these with it."
-    ),
-    kinds=("K06",),
-)
+CANN_DEPS = codes.get("PKG006")
 
-NUMPY2 = Code(
-    "PKG007",
-    "numpy-2-with-cann",
-    area="packages",
-    severity="error",
-    title="NumPy 2 is installed but this CANN needs NumPy 1.x",
-    explain=(
-        "The Python components of CANN up to 8.5.x (and 8.5.x on Python < 3.13) require numpy < 2 "
-        "(CANN install guides; REPORT §6.2). With NumPy 2 they fail with `np.float_ was removed in the "
-        "NumPy 2.0 release` or, inside torch_npu, with the opaque `AclSetCompileopt(... "
-        "ACL_PRECISION_MODE ...) error code is 500001` -- check this before any 500001 error. A later "
-        "`pip install` of another framework often upgrades numpy silently; npudoctor names the "
-        "installed packages that require numpy >= 2. Fix: `python -m pip install 'numpy<2'` and "
-        "install frameworks that pull numpy before torch_npu."
-    ),
-    kinds=("K07",),
-)
+NUMPY2 = codes.get("PKG007")
 
 #: Projects whose duplicates matter for the NPU stack.
 _STACK = ("torch", "torch-npu", "torchvision", "torchaudio", "numpy")
@@ -996,28 +879,7 @@ def _vllm_ascend_on_pypi(ctx: Any, installed: str, torch_version: str) -> Option
     return None
 
 
-INDEX_MIRROR = Code(
-    "PKG008",
-    "torch-npu-index-mirror",
-    area="packages",
-    severity="warning",
-    title="torch_npu is not installed and pip downloads from a mirror",
-    explain=(
-        "torch-npu wheels are published on PyPI per Python (cpXY) and platform (manylinux "
-        "aarch64/x86_64); many mirrors carry only part of them, or none for aarch64. pip then "
-        "fails with `Could not find a version that satisfies the requirement torch-npu==… (from "
-        "versions: none)` although the wheel exists (Ascend/pytorch#18: 'check the pip source').\n\n"
-        "npudoctor reads pip's configuration the way pip does (pip.conf files, PIP_CONFIG_FILE, "
-        "PIP_INDEX_URL, PIP_EXTRA_INDEX_URL) and, where torch_npu is missing on a machine prepared "
-        "for it (torch or a CANN toolkit installed) while the index is not PyPI, names the index and "
-        "the torch_npu wheels PyPI has for this Python and platform (compatibility matrix). It "
-        "cannot see what the mirror holds, so this is a warning.\n\n"
-        "Fix: `python -m pip install torch-npu==X --index-url https://pypi.org/simple` (or an "
-        "official mirror that carries torch-npu); if PyPI has no wheel for your Python either, the "
-        "Python version is the problem (PY001)."
-    ),
-    kinds=("K09",),
-)
+INDEX_MIRROR = codes.get("PKG008")
 
 _PYPI_HOSTS = ("pypi.org", "pypi.python.org", "files.pythonhosted.org")
 

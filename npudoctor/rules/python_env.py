@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, List, Optional, Tuple
 
-from npudoctor.findings import Code, Finding
+from npudoctor.findings import Finding
+from npudoctor.knowledge import codes
 from npudoctor.rules import rule
 from npudoctor.rules._pyfacts import (
     CPU_INDEX,
@@ -30,75 +31,13 @@ from npudoctor.rules._pyfacts import (
     within_range,
 )
 
-PY_NOT_COVERED = Code(
-    "PY001",
-    "python-not-covered-by-torch-npu",
-    area="python",
-    severity="error",
-    title="No torch_npu wheel exists for this Python version",
-    explain=(
-        "torch_npu wheels are CPython-specific (`cp310`, `cp311`, …) and each release is built for a "
-        "few Python versions only; which ones is listed per exact torch_npu version in the "
-        "compatibility matrix (the wheels published on PyPI). On another Python pip says `from "
-        "versions: none`, and a wheel copied in for another Python cannot load its `_C` extension. "
-        "npudoctor compares the interpreter with the cp tag of the installed wheel and with the "
-        "matrix, and recommends the newest Python that both the torch_npu release and the installed "
-        "CANN support. Fix: create an environment with that Python (`conda create -n npu "
-        "python=X.Y -y && conda activate npu`, or `pythonX.Y -m venv ~/npu-venv && . "
-        "~/npu-venv/bin/activate`) and install torch and torch_npu there, or install a torch_npu "
-        "release that has a wheel for this Python."
-    ),
-    kinds=("K08",),
-)
+PY_NOT_COVERED = codes.get("PY001")
 
-SHADOWED = Code(
-    "PY002",
-    "torch-npu-shadowed-by-source-tree",
-    area="python",
-    severity="error",
-    title="A torch_npu source tree in the working directory shadows the installed package",
-    explain=(
-        "Python puts the current directory (or the script's directory) first on sys.path, so running "
-        "inside a torch_npu checkout imports its un-built `torch_npu/` package instead of the installed "
-        "one: `ModuleNotFoundError: No module named 'torch_npu._C'`. npudoctor looks for "
-        "`torch_npu/__init__.py` in the working directory without a compiled `_C*.so` next to it. Fix: "
-        "`cd` to another directory and run again."
-    ),
-    kinds=("K20",),
-)
+SHADOWED = codes.get("PY002")
 
-NOT_INSPECTED = Code(
-    "PY003",
-    "python-not-inspectable",
-    area="python",
-    severity="error",
-    title="The target Python interpreter could not be inspected",
-    explain=(
-        "npudoctor runs a small standard-library script in the interpreter given with `--python` (it "
-        "imports nothing else). This finding means the interpreter did not start, timed out or printed "
-        "no result, so the package checks were skipped. Check the path (it must be the `python` of the "
-        "environment, e.g. `<env>/bin/python`) and that it starts: `<path> -c 'import sys; "
-        "print(sys.version)'`."
-    ),
-)
+NOT_INSPECTED = codes.get("PY003")
 
-WHEEL_PLATFORM = Code(
-    "PY004",
-    "torch-npu-wheel-platform-mismatch",
-    area="python",
-    severity="error",
-    title="The installed torch_npu wheel is not built for this interpreter or system",
-    explain=(
-        "A wheel's tag (`cp310-cp310-manylinux_2_28_aarch64`) names the CPython version, the CPU "
-        "architecture and the oldest glibc it runs on (manylinux_2_28 = glibc 2.28; manylinux2014 = "
-        "2.17). A wheel unpacked or force-installed for another Python, architecture or a newer glibc "
-        "fails at `import torch_npu` (`No module named 'torch_npu._C'`, `wrong ELF class`, or "
-        "`GLIBC_2.28 not found`). torch_npu 2.7.1+ wheels (and 2.6.0 on aarch64) need glibc >= 2.28. "
-        "Fix: reinstall torch_npu with pip from this interpreter so that pip picks the right wheel, or "
-        "move to an OS image with a newer glibc."
-    ),
-    kinds=("K08",),
-)
+WHEEL_PLATFORM = codes.get("PY004")
 
 _TAG_RE = re.compile(r"^(?P<py>[a-z]+\d+)-(?P<abi>[^-]+)-(?P<plat>.+)$")
 _MANYLINUX_RE = re.compile(r"manylinux_(\d+)_(\d+)_(\w+)")

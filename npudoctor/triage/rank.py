@@ -24,7 +24,8 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from npudoctor.facts.coverage import not_checked
-from npudoctor.findings import REGISTRY, Finding
+from npudoctor.findings import Finding
+from npudoctor.knowledge.codes import registry
 from npudoctor.knowledge.signatures import Cause, fill
 from npudoctor.triage.scan import Group, Scanner
 
@@ -82,7 +83,7 @@ def _judged(cause: Cause, facts: Mapping[str, Any]) -> bool:
     if not cause.confirmed_by or not facts:
         return False
     for code in cause.confirmed_by:
-        declared = REGISTRY.get(code)
+        declared = registry().get(code)
         if declared is None or not_checked(facts, declared.area) is not None:
             return False
     return True

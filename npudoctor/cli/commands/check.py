@@ -56,7 +56,7 @@ def run_check(
     or unreadable inputs."""
     from npudoctor.config import load_ignores
     from npudoctor.engine import Options, evaluate
-    from npudoctor.findings import lookup
+    from npudoctor.knowledge.codes import lookup
     from npudoctor.report.build import document, exit_status
 
     options = Options(deep=deep, deep_timeout=deep_timeout, probe_master=probe_master, matrix_path=matrix_path)
@@ -262,13 +262,11 @@ def register(app: typer.Typer) -> None:
 def run_explain(env: Environment, code: Optional[str], list_: bool = False, as_json: bool = False) -> ExitStatus:
     """``explain``: write one code (or, with ``list_``, every code) to ``env.stdout``.
     Returns OK; raises :class:`UsageError` for no code or an unknown one."""
-    from npudoctor.engine import load_rules
-    from npudoctor.findings import REGISTRY, lookup
+    from npudoctor.knowledge.codes import all_codes, lookup
 
-    load_rules()
     out = env.stdout
     if list_:
-        codes = sorted(REGISTRY.values(), key=lambda c: c.code)
+        codes = all_codes()
         if as_json:
             out.write(json.dumps([_code_dict(c) for c in codes], indent=2, ensure_ascii=False) + "\n")
         else:

@@ -1,0 +1,229 @@
+"""Loading the compatibility matrix: files, merge, validation, the user cache and the
+per-process memo (:func:`load_matrix`)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sys
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from npudoctor.knowledge.matrix.model import CACHE_ENV, CACHE_FILE, SCHEMA_VERSION, MatrixError, _valid_date
+from npudoctor.knowledge.matrix.queries import Matrix
+from npudoctor.knowledge.matrix.schema import validate
+
+
+def bundled_dir() -> str:
+    """Directory of the bundled matrix: ``npudoctor/_matrix`` in a wheel, else the
+    repository's top-level ``matrix/``."""
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    inside = os.path.join(package, "_matrix")
+    if os.path.isdir(inside):
+        return inside
+    return os.path.join(os.path.dirname(package), "matrix")
+
+
+def cache_dir() -> str:
+    """The user cache directory of npudoctor: ``$NPUDOCTOR_CACHE_DIR`` if set, else
+    ``platformdirs.user_cache_dir("npudoctor")`` (``~/.cache/npudoctor`` on Linux)."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return env
+    import platformdirs
+
+    return platformdirs.user_cache_dir("npudoctor", appauthor=False)
+
+
+def cache_path() -> str:
+    """Path of the refreshed matrix in the cache (may not exist)."""
+    return os.path.join(cache_dir(), CACHE_FILE)
+
+
+# ------------------------------------------------------------------ loading
+def _read_doc(file: str) -> Tuple[Dict[str, Any], bytes]:
+    """Parse one matrix file: TOML, or JSON for ``*.json`` (the refreshed cache copy).
+    Raises :class:`MatrixError` naming the file."""
+    try:
+        with open(file, "rb") as fh:
+            raw = fh.read(32 * 1024 * 1024 + 1)
+    except OSError as exc:
+        raise MatrixError(f"cannot read matrix file {file}: {exc.strerror or exc}") from None
+    if len(raw) > 32 * 1024 * 1024:
+        raise MatrixError(f"matrix file {file} is larger than 32 MiB")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MatrixError(f"matrix file {file} is not UTF-8 text: {exc}") from None
+    if file.endswith(".json"):
+        import json
+
+        try:
+            doc = json.loads(text)
+        except ValueError as exc:
+            raise MatrixError(f"matrix file {file} is not valid JSON (truncated?): {exc}") from None
+        if not isinstance(doc, dict):
+            raise MatrixError(f"matrix file {file} does not hold a matrix document")
+        return doc, raw
+    if sys.version_info >= (3, 11):
+        import tomllib as _toml
+    else:  # pragma: no cover - exercised on 3.8-3.10
+        import tomli as _toml
+    try:
+        return _toml.loads(text), raw
+    except ValueError as exc:
+        raise MatrixError(f"matrix file {file} is not valid TOML: {exc}") from None
+
+
+_META_RETRIEVED = re.compile(r'^\[meta\][^\[]*?^retrieved\s*=\s*"(\d{4}-\d{2}-\d{2})"', re.M | re.S)
+
+
+def _bundled_retrieved(directory: str) -> str:
+    """Newest ``[meta] retrieved`` date of the bundled files, read without parsing the
+    TOML (so that a valid cache copy is used without the cost of loading both)."""
+    best = ""
+    try:
+        names = [n for n in os.listdir(directory) if n.endswith(".toml")]
+    except OSError:
+        return best
+    for name in names:
+        try:
+            with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as fh:
+                m = _META_RETRIEVED.search(fh.read())
+        except OSError:
+            continue
+        if m and m.group(1) > best:
+            best = m.group(1)
+    return best
+
+
+def merge_documents(docs: Iterable[Tuple[str, Dict[str, Any]]]) -> Dict[str, Any]:
+    """Merge parsed matrix files: arrays of tables are concatenated, ``[meta]`` tables
+    are collected into ``metas`` (one per file), ``schema_version`` must agree.
+    Raises :class:`MatrixError`."""
+    data: Dict[str, Any] = {"schema_version": SCHEMA_VERSION, "metas": []}
+    for name, doc in docs:
+        sv = doc.get("schema_version")
+        if sv != SCHEMA_VERSION:
+            raise MatrixError(f"matrix file {name}: schema_version is {sv!r}, expected {SCHEMA_VERSION}")
+        for key, value in doc.items():
+            if key == "schema_version":
+                continue
+            if key == "meta":
+                if not isinstance(value, dict):
+                    raise MatrixError(f"matrix file {name}: [meta] must be a table")
+                data["metas"].append(dict(value, file=os.path.basename(name)))
+            elif key == "metas":
+                if not isinstance(value, list):
+                    raise MatrixError(f"matrix file {name}: metas must be an array of tables")
+                data["metas"].extend(value)
+            elif isinstance(value, list):
+                data.setdefault(key, []).extend(value)
+            else:
+                raise MatrixError(f"matrix file {name}: unexpected top-level key '{key}'")
+    return data
+
+
+def _files_of(target: str) -> List[str]:
+    if os.path.isdir(target):
+        try:
+            names = sorted(f for f in os.listdir(target) if f.endswith((".toml", ".json")))
+        except OSError as exc:
+            raise MatrixError(f"cannot list matrix directory {target}: {exc.strerror or exc}") from None
+        if not names:
+            raise MatrixError(f"matrix directory {target} holds no .toml file")
+        return [os.path.join(target, f) for f in names]
+    if not os.path.exists(target):
+        raise MatrixError(f"matrix file {target} does not exist")
+    return [target]
+
+
+def load_from(target: str, origin: str, partial: bool = False) -> Matrix:
+    """Load, merge and validate the matrix at ``target`` (file or directory);
+    ``partial`` accepts a part of the matrix (see :func:`validate`).
+    Raises :class:`MatrixError` naming the file, row and field of the first problems."""
+    files = _files_of(target)
+    digest = hashlib.sha256()
+    docs = []
+    for f in files:
+        doc, raw = _read_doc(f)
+        digest.update(raw)
+        docs.append((f, doc))
+    data = merge_documents(docs)
+    where = target if len(files) == 1 else f"{target}/*.toml"
+    problems = validate(data, where=os.path.basename(where) if len(files) == 1 else where, partial=partial)
+    for _i, meta in enumerate(data["metas"], 1):
+        ret = meta.get("retrieved")
+        if not (isinstance(ret, str) and _valid_date(ret)):
+            problems.append(f"{meta.get('file', where)}: [meta] field 'retrieved' must be a date YYYY-MM-DD")
+    if problems:
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        raise MatrixError("invalid matrix: " + "; ".join(problems[:5]) + more)
+    dates = [m["retrieved"] for m in data["metas"] if isinstance(m.get("retrieved"), str)]
+    sources: List[str] = []
+    for m in data["metas"]:
+        for s in m.get("sources", []) or []:
+            if isinstance(s, str) and s not in sources:
+                sources.append(s)
+    prov = {
+        "source": target,
+        "origin": origin,
+        "retrieved": max(dates) if dates else None,
+        "sha256": digest.hexdigest(),
+        "files": [os.path.basename(f) for f in files],
+        "sources": sources,
+    }
+    refreshed = [m for m in data["metas"] if m.get("refreshed")]
+    if refreshed:
+        prov["refreshed"] = refreshed[-1]["refreshed"]
+        prov["refreshed_from"] = list(refreshed[-1].get("refreshed_from", []))
+    return Matrix(data, prov)
+
+
+_LOADED: Dict[Any, Matrix] = {}
+
+
+def _stat_key(path: str) -> Any:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+def load_matrix(path: Optional[str] = None) -> Matrix:
+    """:func:`load_uncached`, memoised per process: the devices probe and the rules of
+    one run share one parse.  A changed file (refresh, edit) is loaded anew: the key
+    holds the path and the size and mtime of the file or cache copy it reads."""
+    key = (path, _stat_key(path) if path else _stat_key(cache_path()))
+    found = _LOADED.get(key)
+    if found is None:
+        found = _LOADED[key] = load_uncached(path)
+    return found
+
+
+def load_uncached(path: Optional[str] = None) -> Matrix:
+    """The matrix in use.  ``path`` (a .toml/.json file or a directory of them) if
+    given (origin "file"); else the refreshed copy in the user cache when it validates
+    and is not older than the bundled matrix (origin "cache"); else the bundled matrix
+    (origin "bundled").  A broken cache copy is skipped (its problem is recorded in
+    ``provenance["cache_error"]``).  Raises :class:`MatrixError`."""
+    if path:
+        return load_from(path, "file")
+    cached_file = cache_path()
+    cache_error = cache_note = None
+    if os.path.exists(cached_file):
+        try:
+            cached = load_from(cached_file, "cache")
+        except MatrixError as exc:
+            cache_error = str(exc)
+        else:
+            if (cached.provenance.get("retrieved") or "") >= _bundled_retrieved(bundled_dir()):
+                return cached
+            cache_note = f"cached matrix {cached_file} is older than the bundled one; not used"
+    bundled = load_from(bundled_dir(), "bundled")
+    if cache_error:
+        bundled.provenance["cache_error"] = cache_error
+    if cache_note:
+        bundled.provenance["cache_note"] = cache_note
+    return bundled

@@ -1,0 +1,437 @@
+"""The compatibility matrix in memory: :class:`Matrix`, its rows and the queries rules use."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+from npudoctor.knowledge.matrix.model import (
+    Chip,
+    DriverRequirement,
+    Family,
+    TorchNpuRow,
+    _cann_in,
+    _hdk_norm,
+    _hdk_sort_key,
+    _newest_first,
+    _pep440,
+    _same_cann,
+    _torch_npu_row,
+    _unique_hdk,
+    _valid_date,
+)
+from npudoctor.knowledge.versions import parse_cann, parse_driver, tokens, version_in
+
+
+# ------------------------------------------------------------------ the matrix
+class Matrix:
+    """Rows of the compatibility matrix, their provenance, and the queries rules use.
+
+    ``data`` is the merged TOML document; ``provenance`` is
+    ``{source, retrieved, sha256, origin ("bundled"|"cache"|"file"), files, sources}``.
+    """
+
+    def __init__(self, data: Dict[str, Any], provenance: Dict[str, Any]) -> None:
+        self.data = data
+        self.provenance = provenance
+        self.torch_npu_rows: List[TorchNpuRow] = [_torch_npu_row(r) for r in data.get("torch_npu", [])]
+        self.cann_rows: List[Dict[str, Any]] = list(data.get("cann", []))
+        self.families: Dict[str, Family] = {}
+        for r in data.get("family", []):
+            fam = Family(
+                family=r["family"],
+                label=r["label"],
+                bf16=bool(r["bf16"]),
+                kernels_dir=r["kernels_dir"],
+                package_chip=r["package_chip"],
+                kernels_package=r.get("kernels_package", ""),
+                ops_package=r.get("ops_package", ""),
+                supported=r["supported"],
+                since_torch_npu=list(r.get("since_torch_npu", [])),
+                since_ext=r.get("since_ext", ""),
+                note=r.get("note", ""),
+                source=r.get("source", ""),
+            )
+            self.families[fam.family] = fam
+        self.chips: List[Chip] = []
+        for r in data.get("chip", []):
+            family = self.families.get(r["family"])
+            self.chips.append(
+                Chip(
+                    name=r["name"],
+                    soc_version=r["soc_version"] or None,
+                    family=r["family"],
+                    bf16=family.bf16 if family else False,
+                    kernels_dir=family.kernels_dir if family else "",
+                    kernels_package_chip=family.package_chip if family else "",
+                    note=r.get("note", "") or (family.note if family else ""),
+                    source=r.get("source", ""),
+                )
+            )
+        self._deps: List[Dict[str, Any]] = list(data.get("python_dep", []))
+
+    # ---- compatibility with the bootstrap API
+    @property
+    def torch_npu(self) -> List[Dict[str, Any]]:
+        """The raw ``[[torch_npu]]`` tables."""
+        return list(self.data.get("torch_npu", []))
+
+    # ---- provenance
+    def age_days(self, today: Optional[_dt.date] = None) -> Optional[int]:
+        """Days from the newest ``retrieved`` date to ``today`` (default: today);
+        ``None`` when no date is recorded."""
+        ret = self.provenance.get("retrieved")
+        if not isinstance(ret, str) or not _valid_date(ret):
+            return None
+        today = today or _dt.date.today()
+        return (today - _dt.date.fromisoformat(ret)).days
+
+    # ---- torch_npu queries
+    def find_torch_npu(self, version: str) -> Optional[TorchNpuRow]:
+        """The row of this exact torch_npu version (PEP 440 normalised: ``2.1.0rc1`` ==
+        ``2.1.0.rc1``; a local tag ``+git…`` is ignored), or ``None``."""
+        want = _pep440(version)
+        if want is None:
+            return None
+        for row in self.torch_npu_rows:
+            if row.version == want:
+                return row
+        return None
+
+    def rows_for_torch(self, torch_version: str) -> List[TorchNpuRow]:
+        """Rows whose torch is ``torch_version`` (``2.1.0+cpu`` matches ``2.1.0``), newest first."""
+        want = _pep440(torch_version)
+        if want is None:
+            return []
+        return _newest_first([r for r in self.torch_npu_rows if _pep440(r.torch) == want])
+
+    def rows_for_cann(self, cann: str) -> List[TorchNpuRow]:
+        """Rows whose official pairing (the mapping table's CANN column) is ``cann``,
+        newest first.  ``8.0.0`` -> 2.4.0.post2, 2.3.1.post4, 2.1.0.post10."""
+        return _newest_first([r for r in self.torch_npu_rows if r.cann and _cann_in(cann, r.cann)])
+
+    def cann_fit(self, row: TorchNpuRow, cann: str) -> str:
+        """How ``cann`` fits ``row``: ``"paired"`` (the official pairing),
+        ``"compatible"`` (declared compatible with the extension line by the release
+        notes), ``"incompatible"`` (the row states its CANN and this is not it) or
+        ``"unknown"`` (no CANN statement for the row, or an unparseable/internal version)."""
+        v = parse_cann(cann)
+        if v is None:
+            return "unknown"
+        if row.cann and _cann_in(cann, row.cann):
+            return "paired"
+        if row.cann_compatible and _cann_in(cann, row.cann_compatible):
+            return "compatible"
+        if v.is_internal:
+            return "unknown"
+        if row.cann or row.cann_compatible:
+            return "incompatible"
+        return "unknown"
+
+    def fits(
+        self,
+        torch: Optional[str] = None,
+        python: Optional[str] = None,
+        platform: Optional[str] = None,
+        cann: Optional[str] = None,
+    ) -> List[TorchNpuRow]:
+        """torch_npu rows that fit all given constraints, newest first.  Pre-release
+        rows are left out.  ``python`` ("3.10") is checked against the PyPI wheels of
+        ``platform`` (``aarch64``/``x86_64``; any platform if ``None``), falling back to
+        the documented Python versions for builds that are not on PyPI.  ``cann`` must be
+        ``paired`` or ``compatible`` (:meth:`cann_fit`)."""
+        rows = [r for r in self.torch_npu_rows if r.status != "prerelease"]
+        if torch:
+            want = _pep440(torch)
+            rows = [r for r in rows if _pep440(r.torch) == want]
+        if python:
+            py = ".".join(python.strip().split(".")[:2])
+            rows = [r for r in rows if py in r.pythons(platform)]
+        elif platform:
+            rows = [r for r in rows if not r.on_pypi or r.python.get(platform)]
+        if cann:
+            rows = [r for r in rows if self.cann_fit(r, cann) in ("paired", "compatible")]
+        return _newest_first(rows)
+
+    def torch_line(self, torch: str) -> Optional[Dict[str, Any]]:
+        """The ``[[torch_line]]`` row (lifecycle, documented Python) of a PyTorch version."""
+        want = _pep440(torch)
+        lines: List[Dict[str, Any]] = self.data.get("torch_line", [])
+        for r in lines:
+            if _pep440(r.get("torch", "")) == want:
+                return r
+        return None
+
+    def support(self, row: TorchNpuRow, today: Optional[_dt.date] = None) -> Dict[str, Any]:
+        """Lifecycle of a torch_npu row's PyTorch line as of ``today`` (default: the
+        later of today and the matrix's ``retrieved`` date, so a stale clock does not
+        revive a line the sources already called EOL).
+
+        Returns ``{"state": "eol"|"maintenance"|"development"|"planned"|"unknown",
+        "since": date or None, "next": "EOL from 2027-01-25" or None, "text": "EOL since
+        2025-12-30", "conflict": note or None, "source": ...}``.  ``state`` differs from
+        ``row.status`` (whether the mapping table lists the row): 2.1.0.post10 is an
+        ``active`` row of a line that is EOL since 2025-12-30.  Source: the row's ``eol``
+        and the ``[[torch_line]]`` rows (Ascend/pytorch SUPPORT.md: status, EOL date,
+        ``next_state`` "maintenance from D" / "EOL from D")."""
+        ref = today or _dt.date.today()
+        retrieved = self.provenance.get("retrieved")
+        if today is None and isinstance(retrieved, str) and _valid_date(retrieved):
+            ref = max(ref, _dt.date.fromisoformat(retrieved))
+        line = self.torch_line(row.torch) or {}
+        status = str(line.get("status") or "")
+        eol = row.eol or line.get("eol")
+        nxt = str(line.get("next_state") or "")
+        m = re.match(r"^\s*(eol|maintenance)\s+from\s+(\d{4}-\d{2}-\d{2})\s*$", nxt, re.I)
+        next_state, next_date = (m.group(1).lower(), m.group(2)) if m and _valid_date(m.group(2)) else (None, None)
+
+        def passed(date: Any) -> bool:
+            return isinstance(date, str) and _valid_date(date) and _dt.date.fromisoformat(date) <= ref
+
+        out: Dict[str, Any] = {
+            "state": "unknown",
+            "since": None,
+            "next": nxt or None,
+            "conflict": line.get("conflict") or None,
+            "source": line.get("source") or row.source,
+        }
+        if status == "eol" or passed(eol) or (next_state == "eol" and passed(next_date)):
+            when = eol if isinstance(eol, str) and _valid_date(eol) else (next_date if next_state == "eol" else None)
+            out.update(state="eol", since=when, next=None, text=f"EOL since {when}" if when else "EOL")
+        elif status == "maintenance" or (next_state == "maintenance" and passed(next_date)):
+            since = next_date if next_state == "maintenance" else line.get("released")
+            out["state"] = "maintenance"
+            out["since"] = since if status != "maintenance" else None
+            eol_next = next_date if next_state == "eol" else (eol if isinstance(eol, str) else None)
+            out["next"] = f"EOL from {eol_next}" if eol_next else None
+            out["text"] = (f"maintenance since {since}" if status != "maintenance" else "maintenance") + (
+                f", EOL from {eol_next}" if eol_next else ""
+            )
+        elif status in ("development", "planned"):
+            out["state"] = status
+            out["text"] = status + (f", {nxt}" if nxt else "")
+        elif isinstance(eol, str) and _valid_date(eol):
+            out["next"] = f"EOL from {eol}"
+            out["text"] = f"EOL from {eol}"
+        else:
+            out["text"] = "-"
+        if out["conflict"]:
+            out["text"] += " (sources disagree)"
+        return out
+
+    def ext_version_of(self, torch_npu: str) -> Optional[str]:
+        """The extension (TorchNPU product) version that built ``torch_npu``, from its
+        row or from the release tags (``2.1.0.post14`` -> ``7.1.0.1``)."""
+        row = self.find_torch_npu(torch_npu)
+        if row and row.ext_version:
+            return row.ext_version
+        want = _pep440(torch_npu)
+        for t in self.data.get("release_tag", []):
+            if want is not None and _pep440(t.get("torch_npu", "")) == want and t.get("ext_version"):
+                return str(t["ext_version"])
+        return None
+
+    # ---- CANN queries
+    def cann_row(self, cann: str) -> Optional[Dict[str, Any]]:
+        """The ``[[cann]]`` row of this CANN release (community ``.beta1`` re-releases of
+        CANN <= 8.0 map to their commercial release), or ``None``."""
+        for r in self.cann_rows:
+            if _same_cann(cann, r.get("version", "")):
+                return r
+        return None
+
+    def driver_requirement(self, cann: str) -> Optional[DriverRequirement]:
+        """The driver (Ascend HDK) requirement of a CANN version, ``None`` when the
+        matrix has no row for it.  Source per row (CANN release notes, MindSpore pages)."""
+        r = self.cann_row(cann)
+        if r is None or not (r.get("hdk_paired") or r.get("hdk_compatible") or r.get("hdk_minimum")):
+            return None
+        paired = _unique_hdk(r.get("hdk_paired", []))
+        taken = {_hdk_norm(p) for p in paired}
+        compatible = sorted(
+            (c for c in _unique_hdk(r.get("hdk_compatible", [])) if _hdk_norm(c) not in taken),
+            key=_hdk_sort_key,
+            reverse=True,
+        )
+        return DriverRequirement(
+            cann=r["version"],
+            paired=paired,
+            compatible=compatible,
+            minimum=r.get("hdk_minimum") or None,
+            source=r.get("source", ""),
+            note=r.get("note", ""),
+        )
+
+    def driver_fit(self, cann: str, driver: str) -> str:
+        """How an installed driver version fits a CANN version:
+
+        * ``"paired"``: the driver is (a patch/build of) the officially paired HDK;
+        * ``"compatible"``: listed as compatible by the CANN release notes, or a
+          tested install combination of the official install helper (``[[install_pairing]]``);
+        * ``"too-old"``: older than the oldest HDK any source pairs or tests with it;
+        * ``"incompatible"``: the release notes give a closed list and this driver,
+          inside the listed range, is not on it;
+        * ``"unknown"``: no statement (no row, newer than everything listed, internal
+          build, unparseable version).
+        """
+        req = self.driver_requirement(cann)
+        d = parse_driver(driver)
+        if req is None or d is None or not d.orderable:
+            return "unknown"
+        if any(d.within(p) for p in req.paired):
+            return "paired"
+        for c in req.compatible:
+            if (tokens(c)[-1:] in (["x"], ["*"]) and version_in(d.release, [c])) or (
+                tokens(c)[-1:] not in (["x"], ["*"]) and d.within(c)
+            ):
+                return "compatible"
+        for pair in self.data.get("install_pairing", []):
+            if _same_cann(cann, pair.get("cann", "")) and d.within(str(pair.get("driver", ""))):
+                return "compatible"
+        floor = req.minimum
+        if floor is not None and d.compare(floor) == -1:
+            return "too-old"
+        if req.compatible:
+            listed = [parse_driver(c.replace("X", "0").replace("x", "0")) for c in req.compatible + req.paired]
+            listed_v = [v for v in listed if v is not None and v.orderable]
+            if listed_v:
+                lo = min(listed_v)
+                hi = max(listed_v)
+                if d.compare(lo) == -1:
+                    return "too-old"
+                newest_line = (hi.major, hi.minor)
+                if (d.major, d.minor) > newest_line:
+                    return "unknown"
+                return "incompatible"
+        return "unknown"
+
+    def numpy_requirement(self, cann: str, python: str) -> Optional[Tuple[str, str, bool]]:
+        """``(spec, source, exact)`` of the numpy range CANN's Python components need
+        with this Python: from the CANN's own row (``exact`` True) or else from the
+        newest documented CANN release before it (``exact`` False).  ``None`` when no
+        documented row applies (unknown or internal CANN build older than all rows)."""
+        from packaging.specifiers import SpecifierSet
+
+        v = parse_cann(cann)
+        if v is None:
+            return None
+        row = self.cann_row(cann)
+        exact = row is not None and bool(row.get("numpy"))
+        if not exact:
+            best = None
+            for r in self.cann_rows:
+                if not r.get("numpy"):
+                    continue
+                rv = parse_cann(r["version"])
+                if rv is None or rv.compare(v) not in (-1,):
+                    continue
+                if best is None or parse_cann(best["version"]).compare(rv) == -1:  # type: ignore[union-attr]
+                    best = r
+            row = best
+        if row is None:
+            return None
+        py = ".".join(python.strip().split(".")[:2]) if python else ""
+        for entry in row.get("numpy", []):
+            if not py or py in SpecifierSet(entry["python"]):
+                return entry["spec"], f"CANN {row['version']}: {row.get('source', '')}", exact
+        return None
+
+    def numpy_spec(self, cann: str, python: str) -> Optional[str]:
+        """pip specifier for numpy that this CANN needs with this Python, e.g.
+        ``">=1.19.2,<2"`` (CANN 8.0.0), ``">2.1"`` (CANN 8.5.0 + Python 3.13),
+        ``">=1.19.2"`` (9.x, no upper bound); ``None`` when undocumented.  REPORT.md §6.2."""
+        req = self.numpy_requirement(cann, python)
+        return req[0] if req else None
+
+    def cann_python_range(self, cann: str) -> Optional[str]:
+        """pip-style range of CPython versions the CANN install guide supports, or None."""
+        r = self.cann_row(cann)
+        return (r.get("python") or None) if r else None
+
+    def cann_python_deps(self, cann: Optional[str] = None) -> List[str]:
+        """pip distribution names CANN's Python components need at runtime (required
+        ones; ``pathlib2`` and other optional entries left out).  The list does not vary
+        by CANN version in the documented range (6.2.RC2 … 9.1.0)."""
+        return [d["dist"] for d in self._deps if not d.get("optional")]
+
+    def python_dep_spec(self, dist: str) -> str:
+        """Documented requirement of a CANN Python dependency (``">=4.4.0"``) or ``""``."""
+        for d in self._deps:
+            if d["dist"] == dist:
+                return str(d.get("spec", ""))
+        return ""
+
+    def import_name(self, dist: str) -> str:
+        """Import name of a dependency: ``absl-py`` -> ``absl``, ``pyyaml`` -> ``yaml``,
+        ``protobuf`` -> ``google.protobuf``; unknown names -> dashes to underscores."""
+        for d in self._deps:
+            if d["dist"].lower() == dist.lower():
+                return str(d["import"])
+        return dist.replace("-", "_")
+
+    # ---- chips
+    def chip(self, npu_smi_name: str) -> Optional[Chip]:
+        """The chip for an npu-smi Name ("910B3", "Ascend 910B3", "910B4-1", "310P3",
+        "Ascend910" (A3), "910B" (legacy 910)) or a SoC name ("Ascend910B3",
+        "Ascend910_9391"); ``None`` when unknown."""
+        if not isinstance(npu_smi_name, str):
+            return None
+        raw = npu_smi_name.strip()
+        squashed = re.sub(r"\s+", "", raw)
+        candidates = [raw, squashed]
+        if squashed.lower().startswith("ascend"):
+            candidates.append(squashed[6:])
+        for cand in candidates:
+            for c in self.chips:
+                if c.name.lower() == cand.lower() or (c.soc_version and c.soc_version.lower() == cand.lower()):
+                    return c
+        if squashed.lower().startswith("ascend950"):
+            for c in self.chips:
+                if c.family == "950":
+                    return c
+        return None
+
+    def family_supported(self, family: str, torch_npu: Optional[str]) -> Optional[bool]:
+        """Whether torch_npu (a package version; ``None`` = any current release) supports
+        a chip family.  ``None`` when the sources conflict (legacy 310) or the family is
+        unknown.  From REPORT.md §1.8/§4.4: A3 (``910_93``) from the 6.0.rc3 line
+        (2.1.0.post8, 2.3.1.post2, 2.4.0 and every later line), 950 from 26.0.0."""
+        fam = self.families.get(family)
+        if fam is None:
+            return None
+        if fam.supported == "yes":
+            return True
+        if fam.supported == "no":
+            return False
+        if fam.supported != "since":
+            return None
+        if torch_npu is None:
+            return True
+        v = _pep440(torch_npu)
+        if v is None:
+            return None
+        firsts = [x for x in (_pep440(s) for s in fam.since_torch_npu) if x is not None]
+        if not firsts:
+            return None
+        for first in firsts:
+            if first.release == v.release:
+                return v >= first
+        newest_line = max(f.release for f in firsts)
+        return v.release > newest_line
+
+    def newest_for(
+        self, family: str, platform: Optional[str], python: Optional[str], driver: Optional[str] = None
+    ) -> Optional[TorchNpuRow]:
+        """The newest officially paired torch_npu row for a chip family, platform and
+        Python (and, given a driver version, whose paired CANN the driver does not rule
+        out: ``driver_fit`` not ``too-old``/``incompatible``).  ``None`` when none fits."""
+        for row in self.fits(python=python, platform=platform):
+            if row.status not in ("active", "historical", "release-notes-only") or not row.cann:
+                continue
+            if self.family_supported(family, row.torch_npu) is not True:
+                continue
+            if driver and self.driver_fit(row.cann[0], driver) in ("too-old", "incompatible"):
+                continue
+            return row
+        return None

@@ -1,0 +1,239 @@
+"""The compatibility matrix's schema check: :func:`validate` a merged document."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Tuple
+
+from npudoctor.knowledge.matrix.model import PLATFORMS, SCHEMA_VERSION, STATUSES, _pep440, _valid_date
+from npudoctor.knowledge.versions import parse_cann, parse_driver
+
+# ------------------------------------------------------------------ schema
+_PY = re.compile(r"^3\.\d{1,2}$")
+
+# field -> (type, required)
+_STR, _LIST, _BOOL, _DICT = "string", "list of strings", "boolean", "table"
+_SCHEMA: Dict[str, Dict[str, Tuple[str, bool]]] = {
+    "torch_npu": {
+        "torch_npu": (_STR, True),
+        "torch": (_STR, True),
+        "cann": (_LIST, True),
+        "cann_compatible": (_LIST, False),
+        "cann_compatible_source": (_STR, False),
+        "python": (_DICT, False),
+        "python_doc": (_LIST, False),
+        "python_doc_source": (_STR, False),
+        "platform_tags": (_DICT, False),
+        "branch": (_STR, False),
+        "ext_version": (_STR, False),
+        "status": (_STR, True),
+        "eol": (_STR, False),
+        "note": (_STR, False),
+        "source": (_STR, True),
+        "retrieved": (_STR, True),
+    },
+    "torch_line": {
+        "torch": (_STR, True),
+        "status": (_STR, True),
+        "released": (_STR, False),
+        "eol": (_STR, False),
+        "next_state": (_STR, False),
+        "conflict": (_STR, False),
+        "python_doc": (_LIST, False),
+        "source": (_STR, True),
+        "retrieved": (_STR, True),
+    },
+    "release_tag": {
+        "tag": (_STR, True),
+        "date": (_STR, False),
+        "torch_npu": (_STR, True),
+        "ext_version": (_STR, False),
+        "on_pypi": (_BOOL, False),
+        "source": (_STR, True),
+        "retrieved": (_STR, True),
+    },
+    "cann": {
+        "version": (_STR, True),
+        "hdk_paired": (_LIST, False),
+        "hdk_compatible": (_LIST, False),
+        "hdk_minimum": (_STR, False),
+        "python": (_STR, False),
+        "numpy": ("list of tables", False),
+        "numpy_doc": (_STR, False),
+        "protobuf": (_STR, False),
+        "note": (_STR, False),
+        "source": (_STR, True),
+        "retrieved": (_STR, True),
+    },
+    "install_pairing": {
+        "cann": (_STR, True),
+        "chip": (_STR, True),
+        "driver": (_STR, True),
+        "firmware": (_STR, False),
+        "source": (_STR, True),
+        "retrieved": (_STR, True),
+    },
+    "python_dep": {
+        "dist": (_STR, True),
+        "import": (_STR, True),
+        "spec": (_STR, False),
+        "optional": (_BOOL, False),
+        "note": (_STR, False),
+        "source": (_STR, True),
+        "retrieved": (_STR, True),
+    },
+    "family": {
+        "family": (_STR, True),
+        "label": (_STR, True),
+        "products": (_STR, False),
+        "bf16": (_BOOL, True),
+        "kernels_dir": (_STR, True),
+        "package_chip": (_STR, True),
+        "kernels_package": (_STR, False),
+        "ops_package": (_STR, False),
+        "supported": (_STR, True),
+        "since_torch_npu": (_LIST, False),
+        "since_ext": (_STR, False),
+        "note": (_STR, False),
+        "source": (_STR, True),
+        "retrieved": (_STR, True),
+    },
+    "chip": {
+        "name": (_STR, True),
+        "soc_version": (_STR, True),
+        "family": (_STR, True),
+        "note": (_STR, False),
+        "source": (_STR, True),
+        "retrieved": (_STR, True),
+    },
+}
+_KEY_FIELD = {
+    "torch_npu": "torch_npu",
+    "torch_line": "torch",
+    "release_tag": "tag",
+    "cann": "version",
+    "install_pairing": "cann",
+    "python_dep": "dist",
+    "family": "family",
+    "chip": "name",
+}
+
+
+def _type_ok(kind: str, value: Any) -> bool:
+    if kind == _STR:
+        return isinstance(value, str)
+    if kind == _BOOL:
+        return isinstance(value, bool)
+    if kind == _LIST:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if kind == _DICT:
+        return isinstance(value, dict)
+    if kind == "list of tables":
+        return isinstance(value, list) and all(isinstance(v, dict) for v in value)
+    return False
+
+
+def validate(data: Dict[str, Any], where: str = "matrix", partial: bool = False) -> List[str]:
+    """Check a merged matrix document against the schema.  Returns the list of problems
+    (empty when valid), each naming ``where``, the table, the row number and key, and the
+    field: ``"matrix.toml: [[torch_npu]] row 3 (torch_npu = 2.1.0): field 'cann': ..."``.
+    ``partial`` accepts one part of the matrix (e.g. ``cann.toml`` alone)."""
+    problems: List[str] = []
+    sv = data.get("schema_version")
+    if sv != SCHEMA_VERSION:
+        problems.append(f"{where}: schema_version is {sv!r}, expected {SCHEMA_VERSION}")
+    if not partial and not data.get("torch_npu"):
+        problems.append(f"{where}: no [[torch_npu]] rows")
+    if partial and not any(data.get(t) for t in _SCHEMA):
+        problems.append(f"{where}: no matrix table ({', '.join('[[' + t + ']]' for t in _SCHEMA)})")
+    for table, fields in _SCHEMA.items():
+        rows = data.get(table, [])
+        if not isinstance(rows, list):
+            problems.append(f"{where}: [[{table}]] must be an array of tables")
+            continue
+        for i, row in enumerate(rows, 1):
+            if not isinstance(row, dict):
+                problems.append(f"{where}: [[{table}]] row {i}: not a table")
+                continue
+            keyf = _KEY_FIELD[table]
+            label = f"{where}: [[{table}]] row {i} ({keyf} = {row.get(keyf, '?')})"
+            for name, (kind, required) in fields.items():
+                if name not in row:
+                    if required:
+                        problems.append(f"{label}: missing field '{name}'")
+                    continue
+                if not _type_ok(kind, row[name]):
+                    problems.append(f"{label}: field '{name}' must be a {kind}, got {type(row[name]).__name__}")
+            for name in row:
+                if name not in fields:
+                    problems.append(f"{label}: unknown field '{name}'")
+            problems.extend(_check_values(table, row, label))
+    return problems
+
+
+def _check_values(table: str, row: Dict[str, Any], label: str) -> List[str]:
+    out: List[str] = []
+    ret = row.get("retrieved")
+    if isinstance(ret, str) and not _valid_date(ret):
+        out.append(f"{label}: field 'retrieved' must be a date YYYY-MM-DD, got {ret!r}")
+    if isinstance(row.get("source"), str) and not row["source"].strip():
+        out.append(f"{label}: field 'source' is empty")
+    if table == "torch_npu":
+        for f in ("torch_npu", "torch"):
+            if isinstance(row.get(f), str) and _pep440(row[f]) is None:
+                out.append(f"{label}: field '{f}' is not a version: {row[f]!r}")
+        if isinstance(row.get("status"), str) and row["status"] not in STATUSES:
+            out.append(f"{label}: field 'status' must be one of {', '.join(STATUSES)}, got {row['status']!r}")
+        for c in row.get("cann", []) if isinstance(row.get("cann"), list) else []:
+            if isinstance(c, str) and parse_cann(c) is None:
+                out.append(f"{label}: field 'cann' holds {c!r}, not a CANN version")
+        for c in row.get("cann_compatible", []) if isinstance(row.get("cann_compatible"), list) else []:
+            if isinstance(c, str) and parse_cann(c) is None and not re.match(r"^\d+\.\d+\.[Xx*]$", c):
+                out.append(f"{label}: field 'cann_compatible' holds {c!r}, not a CANN version or X.Y.X pattern")
+        py = row.get("python")
+        if isinstance(py, dict):
+            for plat, vers in py.items():
+                if plat not in PLATFORMS:
+                    out.append(f"{label}: field 'python' has unknown platform {plat!r}")
+                elif not (isinstance(vers, list) and all(isinstance(v, str) and _PY.match(v) for v in vers)):
+                    out.append(f"{label}: field 'python.{plat}' must list versions like \"3.10\"")
+        for v in row.get("python_doc", []) if isinstance(row.get("python_doc"), list) else []:
+            if isinstance(v, str) and not _PY.match(v):
+                out.append(f"{label}: field 'python_doc' holds {v!r}, not a Python version like 3.10")
+        if isinstance(row.get("eol"), str) and not _valid_date(row["eol"]):
+            out.append(f"{label}: field 'eol' must be a date YYYY-MM-DD, got {row['eol']!r}")
+    elif table == "cann":
+        if isinstance(row.get("version"), str) and parse_cann(row["version"]) is None:
+            out.append(f"{label}: field 'version' is not a CANN version: {row['version']!r}")
+        for f in ("hdk_paired", "hdk_compatible"):
+            for v in row.get(f, []) if isinstance(row.get(f), list) else []:
+                if isinstance(v, str) and parse_driver(v) is None and not re.match(r"^\d+\.\d+\.[Xx*]$", v):
+                    out.append(f"{label}: field '{f}' holds {v!r}, not an HDK version or X.Y.X pattern")
+        if isinstance(row.get("hdk_minimum"), str) and parse_driver(row["hdk_minimum"]) is None:
+            out.append(f"{label}: field 'hdk_minimum' is not an HDK version: {row['hdk_minimum']!r}")
+        for f in ("python",):
+            if isinstance(row.get(f), str) and row[f] and not _spec_ok(row[f]):
+                out.append(f"{label}: field '{f}' is not a version range: {row[f]!r}")
+        for j, entry in enumerate(row.get("numpy", []) if isinstance(row.get("numpy"), list) else [], 1):
+            if not isinstance(entry, dict) or set(entry) != {"python", "spec"}:
+                out.append(f"{label}: field 'numpy' entry {j} must be {{python = ..., spec = ...}}")
+            elif not (_spec_ok(entry["python"]) and _spec_ok(entry["spec"])):
+                out.append(f"{label}: field 'numpy' entry {j} has an invalid range")
+    elif table == "install_pairing":
+        if isinstance(row.get("driver"), str) and parse_driver(row["driver"]) is None:
+            out.append(f"{label}: field 'driver' is not a driver version: {row['driver']!r}")
+    elif table == "python_dep" and isinstance(row.get("spec"), str) and row["spec"] and not _spec_ok(row["spec"]):
+        out.append(f"{label}: field 'spec' is not a version range: {row['spec']!r}")
+    return out
+
+
+def _spec_ok(text: Any) -> bool:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    if not isinstance(text, str):
+        return False
+    try:
+        SpecifierSet(text)
+    except InvalidSpecifier:
+        return False
+    return True

@@ -1,0 +1,157 @@
+"""Rules of the house that a test can hold: no import cycles among npudoctor's modules
+(imports inside functions count: they close the loop at run time), and no module over
+600 lines (a module that long is several things).
+
+Each rule has an explicit allow-list of today's exceptions, which may only shrink: an
+entry that no longer applies fails the test too, so that it is deleted with the fix."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+from typing import Dict, FrozenSet, List, Set
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "npudoctor"
+MAX_LINES = 600
+
+#: Import cycles that exist today, each as the set of modules in it.
+ALLOWED_CYCLES: Set[FrozenSet[str]] = set()
+
+#: Modules over MAX_LINES today (issue 11: other branches are splitting them). Remove an
+#: entry when its module is split; never add one.
+ALLOWED_LONG: Set[str] = {
+    "npudoctor/parsers/set_env.py",
+    "npudoctor/plan/bundle.py",
+    "npudoctor/plan/resolve.py",
+    "npudoctor/probes/libraries.py",
+    "npudoctor/rules/cann.py",
+    "npudoctor/rules/devices.py",
+    "npudoctor/rules/packages.py",
+}
+
+
+def module_files(package_dir: pathlib.Path) -> Dict[str, pathlib.Path]:
+    """``{"npudoctor.rules.cann": path}`` for every ``.py`` file under ``package_dir``
+    (a package's ``__init__.py`` is the package's own name)."""
+    out = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        parts = list(path.relative_to(package_dir.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _imported_names(module: str, path: pathlib.Path, tree: ast.AST) -> List[str]:
+    """Dotted names an import statement anywhere in ``tree`` may load: ``import a.b`` →
+    ``a.b``; ``from a import b`` → ``a.b`` and ``a`` (``b`` may be a module or a name);
+    relative imports resolved against ``module``."""
+    names: List[str] = []
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            else:
+                origin = node.module or ""
+            names.append(origin)
+            names.extend(f"{origin}.{alias.name}" for alias in node.names)
+    return names
+
+
+def import_graph(package_dir: pathlib.Path) -> Dict[str, Set[str]]:
+    """``{module: modules of the package it imports}``, module- and function-level alike.
+    An import of a name is an edge to the longest module prefix of it; a module importing
+    its own parent package is no edge (Python runs the parent's ``__init__`` first anyway)."""
+    files = module_files(package_dir)
+    graph: Dict[str, Set[str]] = {m: set() for m in files}
+    for module, path in files.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for name in _imported_names(module, path, tree):
+            while name and name not in files:
+                name = name.rpartition(".")[0]
+            if name and name != module and not module.startswith(name + "."):
+                graph[module].add(name)
+    return graph
+
+
+def _reachable(graph: Dict[str, Set[str]], start: str) -> Set[str]:
+    seen: Set[str] = set()
+    todo = list(graph[start])
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo.extend(graph[m])
+    return seen
+
+
+def import_cycles(graph: Dict[str, Set[str]]) -> Set[FrozenSet[str]]:
+    """The strongly connected groups of two or more modules (each an import cycle)."""
+    reach = {m: _reachable(graph, m) for m in graph}
+    cycles: Set[FrozenSet[str]] = set()
+    for m in graph:
+        group = frozenset({m} | {o for o in reach[m] if m in reach[o]})
+        if len(group) > 1:
+            cycles.add(group)
+    return cycles
+
+
+def test_no_import_cycles_beyond_the_allow_list():
+    cycles = import_cycles(import_graph(PACKAGE))
+    new = sorted(" <-> ".join(sorted(c)) for c in cycles - ALLOWED_CYCLES)
+    assert new == [], "import cycles (function-level imports count):\n" + "\n".join(new)
+    gone = sorted(" <-> ".join(sorted(c)) for c in ALLOWED_CYCLES - cycles)
+    assert gone == [], "these cycles are gone: delete them from ALLOWED_CYCLES:\n" + "\n".join(gone)
+
+
+def test_no_module_over_600_lines_beyond_the_allow_list():
+    long = {
+        str(path.relative_to(ROOT)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in module_files(PACKAGE).values()
+    }
+    over = {p: n for p, n in long.items() if n > MAX_LINES}
+    new = sorted(f"{p}: {n} lines" for p, n in over.items() if p not in ALLOWED_LONG)
+    assert new == [], f"modules over {MAX_LINES} lines (split them):\n" + "\n".join(new)
+    done = sorted(p for p in ALLOWED_LONG if p not in over)
+    assert done == [], "these modules are short now (or gone): delete them from ALLOWED_LONG:\n" + "\n".join(done)
+
+
+def _package(tmp_path: pathlib.Path, files: Dict[str, str]) -> pathlib.Path:
+    pkg = tmp_path / "pkg"
+    for name, text in files.items():
+        path = pkg / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return pkg
+
+
+def test_the_checker_sees_function_level_and_relative_imports(tmp_path):
+    pkg = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "a.py": "from pkg import b\n",
+            "b.py": "def f():\n    from . import a\n    return a\n",
+            "sub/__init__.py": "from pkg.sub.c import C\n",
+            "sub/c.py": "from ..d import D\nfrom pkg.sub import helper\nC = 1\n",
+            "sub/helper.py": "",
+            "d.py": "def g():\n    import pkg.sub.c\n",
+        },
+    )
+    graph = import_graph(pkg)
+    assert graph["pkg.a"] == {"pkg.b"}
+    assert graph["pkg.b"] == {"pkg.a"}
+    assert graph["pkg.sub.c"] == {"pkg.d", "pkg.sub.helper"}  # its parent package is no edge
+    assert graph["pkg.sub"] == {"pkg.sub.c"}
+    assert import_cycles(graph) == {frozenset({"pkg.a", "pkg.b"}), frozenset({"pkg.sub.c", "pkg.d"})}
+
+
+def test_the_checker_finds_no_cycle_in_a_tree():
+    graph = {"p.a": {"p.b", "p.c"}, "p.b": {"p.c"}, "p.c": set()}
+    assert import_cycles(graph) == set()
