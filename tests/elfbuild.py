@@ -16,7 +16,7 @@ library built earlier), ``DT_RPATH`` (``rpath=``) or ``DT_RUNPATH`` (``runpath=`
 lifetime, keyed by every argument and the bytes of linked libraries.
 
 :func:`build_npu_world` makes the named set the tests use (see its docstring), and the
-session fixture :func:`elf_world` builds it once per pytest session under
+session fixture ``elf_world`` (import :func:`elf_world_fixture` to use it) builds it once under
 ``tmp_path_factory``.  The tests check every property of these files with ``readelf``
 and ``nm`` (see ``tests/test_elf_fixtures.py``), not by trusting this module.
 """
@@ -474,8 +474,8 @@ class ElfWorld:
         return self.files[name]
 
 
-@pytest.fixture(scope="session")
-def elf_world(tmp_path_factory: pytest.TempPathFactory) -> ElfWorld:
+@pytest.fixture(scope="session", name="elf_world")
+def elf_world_fixture(tmp_path_factory: pytest.TempPathFactory) -> ElfWorld:
     """Session fixture: :func:`build_npu_world` for x86_64, built once (skips without gcc/g++)."""
     tc = toolchain("x86_64")
     if tc is None or tc.cxx is None or not tc.libc:
@@ -485,8 +485,8 @@ def elf_world(tmp_path_factory: pytest.TempPathFactory) -> ElfWorld:
     return ElfWorld(root, builder, build_npu_world(builder))
 
 
-@pytest.fixture(scope="session")
-def elf_builder_for(tmp_path_factory: pytest.TempPathFactory):
+@pytest.fixture(scope="session", name="elf_builder_for")
+def elf_builder_for_fixture(tmp_path_factory: pytest.TempPathFactory):
     """Session fixture: ``get(arch)`` → an :class:`ElfBuilder` for ``arch`` (skips when absent)."""
     builders: Dict[str, ElfBuilder] = {}
 

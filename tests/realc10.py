@@ -14,7 +14,7 @@ its SHA-256 is checked against the pin below, and the wheel is then deleted (the
 extracted file is the cache; ``KEEP_WHEELS=1`` keeps the wheels).  A finished
 extraction is marked by ``<version>/.complete``; concurrent sessions serialize on a lock.
 
-Tests use the session fixture :func:`real_c10` and are marked ``slow``, as the
+Tests use the session fixture ``real_c10`` (import :func:`real_c10_fixture`) and are marked ``slow``, as the
 repository marks its other pip-from-PyPI tests (``tests/realwheel.py``): PyPI is
 reachable wherever the project runs, CI included, so they run by default; ``network``
 is kept for tests that reach other sites and is off unless ``--run-network``.  When pip
@@ -149,8 +149,8 @@ def fetch(kind: str) -> Path:
     return out
 
 
-@pytest.fixture(scope="session")
-def real_c10() -> Dict[str, Path]:
+@pytest.fixture(scope="session", name="real_c10")
+def real_c10_fixture() -> Dict[str, Path]:
     """Session fixture: ``{"old": libc10.so (torch 2.5.1 aarch64), "new": libc10.so (2.6.0)}``.
 
     Skips (never fails) when a download is impossible, e.g. offline."""
