@@ -23,6 +23,8 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import pytest
 from elfbuild import (
+    OPAPI_SOURCE,
+    OPAPI_USER_SOURCE,
     ElfBuilder,
     elf_builder_for_fixture,  # noqa: F401  (session fixture elf_builder_for)
     elf_world_fixture,  # noqa: F401  (session fixture elf_world)
@@ -102,7 +104,9 @@ def nm_dynamic(path: Path, demangle: bool = False) -> Tuple[Set[str], Set[str], 
     return defined, strong, weak
 
 
-def loader(path: Path, env_paths: List[Path] = (), call: Optional[str] = None, run: bool = False) -> Tuple[int, str]:
+def loader(
+    path: Path, env_paths: List[Path] = (), call: Optional[str] = None, run: bool = False, cwd: Optional[Path] = None
+) -> Tuple[int, str]:
     """Load ``path`` as the real loader does: ``ctypes.CDLL`` (``RTLD_NOW``) in a child Python,
     optionally calling ``call`` (a ``const char*`` function, printed), or run it when
     ``run``.  ``env_paths`` become ``LD_LIBRARY_PATH``.  Returns (exit code, output)."""
@@ -116,7 +120,7 @@ def loader(path: Path, env_paths: List[Path] = (), call: Optional[str] = None, r
         if call:
             code += f"f = lib.{call}\nf.restype = ctypes.c_char_p\nprint(f().decode())\n"
         argv = [sys.executable, "-c", code, str(path)]
-    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60)
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, cwd=cwd)
     return proc.returncode, (proc.stdout + proc.stderr).strip()
 
 
@@ -333,6 +337,38 @@ def test_loader_rpath_before_and_runpath_after_ld_library_path(elf_world):
     assert loader(w["rpath_user"], custom, call="npudoctor_which_opapi") == (0, "cann")
     assert loader(w["runpath_user"], custom, call="npudoctor_which_opapi") == (0, "custom")
     assert loader(w["runpath_user"], call="npudoctor_which_opapi") == (0, "cann")
+
+
+def test_loader_takes_an_empty_runpath_entry_as_the_working_directory(elf_world, tmp_path):
+    """``DT_RUNPATH "/nonexistent:"``: glibc reads the empty entry as the current directory."""
+    w = elf_world
+    lib = w.builder.build("cwd/libcwd_user.so", OPAPI_USER_SOURCE, needed=[w["libopapi"]], runpath=["/nonexistent", ""])
+    assert readelf_dynamic(lib)["RUNPATH"] == ["/nonexistent:"]
+    assert loader(lib, call="npudoctor_which_opapi", cwd=w["custom_opapi"].parent) == (0, "custom")
+    rc, out = loader(lib, cwd=tmp_path)
+    assert rc != 0 and "libopapi.so: cannot open shared object file" in out
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="defect: read_elf drops empty DT_RPATH/DT_RUNPATH entries, which ld.so searches as the working directory",
+)
+def test_parser_keeps_empty_runpath_entry(elf_world):
+    w = elf_world
+    lib = w.builder.build("cwd/libcwd_user.so", OPAPI_USER_SOURCE, needed=[w["libopapi"]], runpath=["/nonexistent", ""])
+    assert read_elf(str(lib)).runpath == ["/nonexistent", ""]
+
+
+def test_needed_by_path_of_a_library_without_soname(elf_world):
+    """A library without DT_SONAME linked by its path: DT_NEEDED holds that path, and
+    ld.so opens it directly (no search)."""
+    b = elf_world.builder
+    bare = b.build("custom_op/lib/libcust_opapi.so", OPAPI_SOURCE.format(owner="bare"))
+    user = b.build("custom_op/libcust_user.so", OPAPI_USER_SOURCE, soname="libcust_user.so", needed=[bare])
+    assert "SONAME" not in readelf_dynamic(bare)
+    assert readelf_dynamic(user)["NEEDED"][0] == str(bare)
+    assert read_elf(str(user)).needed[0] == str(bare)
+    assert loader(user, call="npudoctor_which_opapi") == (0, "bare")
 
 
 # --------------------------------------------------------------------------- today's parser
