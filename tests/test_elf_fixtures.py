@@ -397,6 +397,34 @@ def test_parser_reads_what_readelf_reads(elf_world, name):
     assert is_elf(str(path))
 
 
+@pytest.mark.parametrize("soname", ["libc.so.6", "libstdc++.so.6", "libm.so.6", "libgcc_s.so.1"])
+def test_parser_reads_this_machines_system_libraries(soname):
+    found = _run(["gcc", "-print-file-name=" + soname]).strip()
+    if not os.path.isabs(found):
+        pytest.skip(f"{soname} not found by gcc")
+    path = Path(found).resolve()
+    info = read_elf(str(path))
+    assert info.error is None and info.machine == "x86_64"
+    dyn = readelf_dynamic(path)
+    assert info.soname == dyn["SONAME"][0] == soname
+    assert info.needed == dyn.get("NEEDED", [])
+    needs, defs = readelf_versions(path)
+    assert {k: sorted(v) for k, v in info.version_needs.items()} == {k: sorted(v) for k, v in needs.items()}
+    assert info.version_defs == defs
+    defined, strong, weak = nm_dynamic(path)
+    assert dynamic_symbols(str(path)) == (defined, strong, None)
+    _assert_index_agrees_with_nm(path, defined, strong | weak)
+
+
+def _assert_index_agrees_with_nm(path: Path, defined: Set[str], undefined: Set[str]) -> None:
+    """SymbolIndex (DT_GNU_HASH lookups) finds every name nm lists as defined, and none it lists as undefined."""
+    index, why = SymbolIndex.open(str(path))
+    assert index is not None, why
+    with index:
+        assert [s for s in defined if not index.defines(s)] == []
+        assert [s for s in undefined - defined if index.defines(s)] == []
+
+
 def test_parser_finds_the_cxx_symbols_torch_npu_lacks(elf_world):
     w = elf_world
     _, undef, err = dynamic_symbols(str(w["ext_C"]))
@@ -586,6 +614,9 @@ def test_real_c10_wheels_are_the_pinned_ones(real_c10):
         assert path.parts[-3:] == ("torch", "lib", "libc10.so")
         assert (path.parents[2] / ".complete").read_text().split() == [pin.wheel, str(pin.size), pin.sha256]
         assert readelf_header(path)["Machine"] == "AArch64"
+    # the two builds differ in their search path tag too: 2.5.1 DT_RPATH, 2.6.0 DT_RUNPATH
+    assert readelf_dynamic(real_c10["old"]).get("RPATH") == ["$ORIGIN"]
+    assert readelf_dynamic(real_c10["new"]).get("RUNPATH") == ["$ORIGIN"]
 
 
 @pytest.mark.slow
@@ -628,9 +659,10 @@ def test_parser_reads_real_c10(real_c10):
         assert info.runpath == [p for v in dyn.get("RUNPATH", []) for p in v.split(":")]
         needs, _ = readelf_versions(path)
         assert {k: sorted(v) for k, v in info.version_needs.items()} == {k: sorted(v) for k, v in needs.items()}
-        defined, strong, _ = nm_dynamic(path)
+        defined, strong, weak = nm_dynamic(path)
         assert dynamic_symbols(str(path)) == (defined, strong, None)
         index, why = SymbolIndex.open(str(path))
         assert index is not None, why
         with index:
             assert index.defines(TORCH_CHECK_FAIL[abi]) and not index.defines(TORCH_CHECK_FAIL[1 - abi])
+        _assert_index_agrees_with_nm(path, defined, strong | weak)
