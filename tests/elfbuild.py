@@ -116,7 +116,9 @@ class ElfBuilder:
             raise RuntimeError(f"no working compiler for {self.arch}")
         self.tc = tc
         self.root = Path(self.root)
-        self._stubs = self.root / "_linkstubs" / self.arch
+        # link-time stubs and version scripts live beside root, not in it, so that a
+        # walk of root finds only the files built on purpose
+        self._stubs = self.root.parent / f"{self.root.name}-linkstubs" / self.arch
 
     def _stub(self, soname: str) -> Path:
         """An empty library whose soname is ``soname``, only for the link line."""
@@ -127,7 +129,8 @@ class ElfBuilder:
 
     def _compile(self, out: Path, source: str, lang: str, args: List[str], shared: bool) -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        src = out.parent / f".{out.name}.src.{'cc' if lang == 'c++' else 'c'}"
+        self._stubs.mkdir(parents=True, exist_ok=True)
+        src = self._stubs / f"{hashlib.sha256(str(out).encode()).hexdigest()[:16]}.{'cc' if lang == 'c++' else 'c'}"
         src.write_text(source)
         if lang == "c++":
             if self.tc.cxx is None:
@@ -201,8 +204,8 @@ class ElfBuilder:
         if runpath:
             args += ["-Wl,--enable-new-dtags", "-Wl,-rpath," + ":".join(runpath)]
         if version_script is not None:
-            vs = target.parent / f".{target.name}.map"
-            target.parent.mkdir(parents=True, exist_ok=True)
+            vs = self._stubs / "maps" / (hashlib.sha256(str(target).encode()).hexdigest()[:16] + ".map")
+            vs.parent.mkdir(parents=True, exist_ok=True)
             vs.write_text(version_script)
             args.append(f"-Wl,--version-script={vs}")
         if linked:

@@ -284,6 +284,12 @@ def test_executables_and_foreign_class(elf_world):
     assert header["Class"] == "ELF32" and header["Machine"] == "Intel 80386"
 
 
+def test_world_root_holds_only_the_built_files(elf_world):
+    found = {p for p in elf_world.root.rglob("*") if p.is_file()}
+    assert set(elf_world.files.values()) <= found
+    assert all(is_elf(str(p)) for p in found), sorted(p for p in found if not is_elf(str(p)))
+
+
 def test_builder_memoizes_and_rebuilds_on_change(elf_world):
     b = elf_world.builder
     first = b.stub_library("memo/libfoo.so", "libfoo.so", ["a"])
