@@ -481,7 +481,7 @@ def _torch_pin(ctx: Any) -> Tuple[Optional[str], str]:
     return None, ""
 
 
-def _torch_fix(ctx: Any, installed: Optional[str]) -> Tuple[List[str], List[str]]:
+def _torch_fix(ctx: Any, installed: Optional[str]) -> Tuple[List[Any], List[str]]:
     """``(fix lines, evidence lines)`` for LIB003: the exact pip command for the torch
     torch_npu was built for, with the target interpreter (``facts["python"]["executable"]``,
     else ``python3``).  On x86_64 torch_npu is built against the CPU build of torch
@@ -497,13 +497,16 @@ def _torch_fix(ctx: Any, installed: Optional[str]) -> Tuple[List[str], List[str]
     wanted = pin
     if platform(ctx) == "x86_64" and "+" not in wanted:
         wanted += "+cpu"
-    cmd = pip_install(ctx, f"torch=={wanted}", index=CPU_INDEX if wanted.endswith("+cpu") else None)
     try:
         same = installed is not None and Version(installed) == Version(wanted)
     except InvalidVersion:
         same = False
-    if same:
-        cmd += " --force-reinstall --no-deps"
+    cmd = pip_install(
+        ctx,
+        f"torch=={wanted}",
+        index=CPU_INDEX if wanted.endswith("+cpu") else None,
+        options=("--force-reinstall", "--no-deps") if same else (),
+    )
     evidence = [f"torch_npu needs torch {pin}: {source}"]
     if wanted != pin:
         evidence.append(f"on x86_64 torch_npu is built against the CPU build: torch {wanted}")
