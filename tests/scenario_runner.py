@@ -31,6 +31,15 @@ except ImportError:  # pragma: no cover
 REPO = Path(__file__).resolve().parent.parent
 SHARED_SCENARIOS = REPO.parent / "shared" / "scenarios"
 
+#: ``python -m npudoctor`` of this checkout.  A scenario runs with its own directory as
+#: cwd, where ``-m`` would import whichever npudoctor the interpreter has installed (an
+#: editable install of another checkout); this puts the checkout's package first.
+NPUDOCTOR = [
+    sys.executable,
+    "-c",
+    f"import sys; sys.path.insert(0, {str(REPO)!r}); from npudoctor.entry import run; run()",
+]
+
 
 def scenario_dirs(*bases: Path) -> List[Path]:
     """Every ``<base>/<name>/scenario.toml`` folder, sorted by name."""
@@ -74,7 +83,7 @@ def environment(scenario: Path, spec: Dict[str, Any]) -> Dict[str, str]:
 def run_check(scenario: Path, extra: Optional[List[str]] = None, timeout: float = 120) -> Run:
     """Run ``check --json`` on a prepared scenario."""
     spec = tomllib.loads((scenario / "scenario.toml").read_text(encoding="utf-8"))
-    args = [sys.executable, "-m", "npudoctor", "check", "--root", str(scenario / "root"), "--json"]
+    args = NPUDOCTOR + ["check", "--root", str(scenario / "root"), "--json"]
     args += list(spec.get("setup", {}).get("args", [])) + list(extra or [])
     proc = subprocess.run(
         args, env=environment(scenario, spec), capture_output=True, text=True, timeout=timeout, cwd=str(scenario)
@@ -137,10 +146,7 @@ def failures(run: Run) -> List[str]:
 
 
 def triage_failures(scenario: Path, spec: Dict[str, Any], triage: Dict[str, Any]) -> List[str]:
-    args = [
-        sys.executable,
-        "-m",
-        "npudoctor",
+    args = NPUDOCTOR + [
         "triage",
         str(scenario / triage["log"]),
         "--root",

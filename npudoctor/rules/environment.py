@@ -13,13 +13,14 @@ from npudoctor.rules import rule
 SERVICE_NOTE = (
     "For a systemd unit, Ray worker, Slurm job or Kubernetes pod, ~/.bashrc is not read: put the "
     "variables in the unit (Environment=/EnvironmentFile=) or the pod spec (env:), or start the "
-    "command as `bash -c 'source {script} && exec <command>'`."
+    'command through bash, e.g. `bash -c \'source {script} && exec "$0" "$@"\' python train.py` '
+    "(your command and its arguments in place of python train.py)."
 )
 
 SERVICE_NOTE_EXPORTS = (
     "For a systemd unit, Ray worker, Slurm job or Kubernetes pod, ~/.bashrc is not read: put these "
     "variables in the unit (Environment=/EnvironmentFile=) or the pod spec (env:), or start the command "
-    "as `npudoctor exec -- <command>`, which applies them."
+    "under `npudoctor exec --`, which applies them (e.g. `npudoctor exec -- python train.py`)."
 )
 
 NPUDOCTOR_ENV = 'or: eval "$(npudoctor env)"  # the same variables, computed by npudoctor from the toolkit'

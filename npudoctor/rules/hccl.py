@@ -13,6 +13,7 @@ from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from npudoctor.findings import Code, Finding
 from npudoctor.parsers.ranktable import is_ip, server_addresses
+from npudoctor.remedies import Export
 from npudoctor.rules import rule
 
 _RT_FIX = (
@@ -787,8 +788,13 @@ def master_and_whitelist(ctx: Any) -> Iterable[Finding]:
             + (f"HCCL_WHITELIST_FILE={where} does not exist" if where else "HCCL_WHITELIST_FILE is not set"),
             evidence=["HCCL_WHITELIST_DISABLE=0 (environment)", f"HCCL_WHITELIST_FILE={where or '(unset)'}"],
             fix=[
-                "export HCCL_WHITELIST_DISABLE=1",
-                "or write the whitelist (the peers' host IPs) and export HCCL_WHITELIST_FILE=<its path>",
+                Export("HCCL_WHITELIST_DISABLE", "1"),
+                Export(
+                    "HCCL_WHITELIST_FILE",
+                    None,
+                    unknown="its path",
+                    lead="or write the whitelist (the peers' host IPs) to a file and ",
+                ),
             ],
         )
 

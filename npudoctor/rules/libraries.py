@@ -388,10 +388,7 @@ def _libstdcxx_fix(ctx: Any, provider: str, versions: List[str]) -> List[str]:
         + (f", e.g. {', '.join(images)})" if images else ")")
         + f"; {provider} is too old"
     )
-    fix.append(
-        f"or install the libstdc++ of {runtime} in its own directory and put it first: "
-        "export LD_LIBRARY_PATH=<that gcc>/lib64${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
-    )
+    fix.append(f"or install the libstdc++ of {runtime} in its own directory and put its lib64 first in LD_LIBRARY_PATH")
     return fix
 
 
