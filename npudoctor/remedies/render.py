@@ -127,14 +127,16 @@ def docker_words(step: DockerFlags) -> List[str]:
     standard vllm-ascend command (samples/docker-run_vllm-ascend_standard-device-mounts.sh.txt)."""
     flags = [f"--device /dev/davinci{i}" for i in step.devices]
     flags += [f"--device {quote(c)}" for c in step.control]
-    flags += [f"-v {quote(m)}:{quote(m)}" for m in step.mounts]
+    ro = ":ro" if step.read_only else ""
+    flags += [f"-v {quote(m)}:{quote(m)}{ro}" for m in step.mounts]
     flags += [f"-e {name}={quote(value)}" for name, value in step.env]
     return flags
 
 
 def systemd_dropin(step: SystemdSetting) -> Tuple[str, str]:
     """``(path, text)`` of the drop-in file that holds a systemd setting."""
-    path = f"/etc/systemd/system/{step.unit}.d/npudoctor.conf"
+    unit = step.unit if "." in step.unit else step.unit + ".service"
+    path = f"/etc/systemd/system/{unit}.d/npudoctor.conf"
     return path, f"[{step.section}]\n{step.key}={step.value}\n"
 
 

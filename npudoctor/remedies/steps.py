@@ -136,14 +136,15 @@ class Command:
 class DockerFlags:
     """``docker run`` flags: ``--device /dev/davinciN`` per id of ``devices``,
     ``--device`` per path of ``control``, ``-v m:m`` per path of ``mounts``, ``-e K=V``
-    per pair of ``env``.  ``pick_device`` adds prose asking for one free NPU's node when
-    the id is not known."""
+    per pair of ``env`` (``-v m:m:ro`` with ``read_only``).  ``pick_device`` adds prose
+    asking for one free NPU's node when the id is not known."""
 
     devices: Tuple[int, ...] = ()
     control: Tuple[str, ...] = ()
     mounts: Tuple[str, ...] = ()
     env: EnvPairs = ()
     pick_device: bool = False
+    read_only: bool = False
     lead: str = ""
     note: str = ""
 

@@ -13,7 +13,7 @@ from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from npudoctor.findings import Code, Finding
 from npudoctor.parsers.ranktable import is_ip, server_addresses
-from npudoctor.remedies import Export
+from npudoctor.remedies import DockerFlags, Export
 from npudoctor.rules import rule
 
 _RT_FIX = (
@@ -714,7 +714,11 @@ def hccn_conf_present(ctx: Any) -> Iterable[Finding]:
     if not conf.get("present"):
         if in_container:
             fix = [
-                "Recreate the container with the host's file mounted: docker run ... -v /etc/hccn.conf:/etc/hccn.conf:ro ...",
+                DockerFlags(
+                    mounts=("/etc/hccn.conf",),
+                    read_only=True,
+                    lead="Recreate the container with the host's file mounted, adding to docker run: ",
+                ),
                 "Kubernetes: a hostPath volume for /etc/hccn.conf (type File) mounted read-only at /etc/hccn.conf",
             ]
         else:
