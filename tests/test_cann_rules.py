@@ -333,5 +333,5 @@ def test_package_chip_from_the_chip_family_when_the_name_is_unknown():
     fix = codes(snap(toolkits=[TK], packages=pk))["CANN003"].fix
     assert fix[2] == (
         "  install the CANN ops package 9.0.0 for this machine's NPU chip type "
-        "(unknown here: no NPU is listed; one of 910b, 910, 310p or A3), run with --install"
+        "(unknown here: no NPU is listed; one of 910b, 910, 310p or A3); for 910b: Ascend-cann-910b-ops_9.0.0_linux-aarch64.run --install"
     )

@@ -10,6 +10,7 @@ and what is unknown.
 from __future__ import annotations
 
 import shlex
+from dataclasses import replace
 from typing import List, Optional, Tuple
 
 from npudoctor.knowledge import packages as pk
@@ -24,6 +25,7 @@ from npudoctor.remedies.steps import (
     PipInstall,
     PipUninstall,
     PodSpecField,
+    PrependPath,
     Prose,
     Reboot,
     Remedy,
@@ -110,7 +112,12 @@ def _install_prose(step: InstallPackage) -> str:
     else:
         text = f"{step.lead}install the {label} of {step.unknown or 'the version you need'}"
     if step.kind in _CHIP_CHOICES and not step.chip:
-        text += f" for this machine's NPU chip type (unknown here: no NPU is listed; one of {_CHIP_CHOICES[step.kind]})"
+        choices = _CHIP_CHOICES[step.kind]
+        text += f" for this machine's NPU chip type (unknown here: no NPU is listed; one of {choices})"
+        example = choices.split(",")[0]
+        name = package_name(replace(step, chip=example))
+        if name is not None:
+            return text + f"; for {example}: {name.filename} {install_args(step)}"
     return text + f", run with {install_args(step)}"
 
 
@@ -153,6 +160,11 @@ def command(remedy: Remedy) -> Optional[str]:
         return 'eval "$(npudoctor env)"'
     if isinstance(remedy, Export):
         return None if remedy.value is None else f"export {remedy.var}={quote(remedy.value)}"
+    if isinstance(remedy, PrependPath):
+        head = quote(":".join(remedy.entries))
+        if remedy.var == "PATH":
+            return f"export PATH={head}:${{PATH}}"
+        return f"export {remedy.var}={head}${{{remedy.var}:+:${{{remedy.var}}}}}"
     if isinstance(remedy, PipInstall):
         words = interpreter_words(remedy.python) + ["-m", "pip", "install"]
         words += [quote(r) for r in remedy.requirements]

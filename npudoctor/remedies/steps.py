@@ -84,6 +84,18 @@ class Export:
 
 
 @dataclass(frozen=True)
+class PrependPath:
+    """Put ``entries`` in front of the list variable ``var`` (``LD_LIBRARY_PATH``,
+    ``PYTHONPATH``, ``PATH``), never replacing the user's value; an unset variable gets
+    no trailing ``:`` (an empty entry means the current directory to ld.so and Python)."""
+
+    var: str
+    entries: Tuple[str, ...]
+    lead: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class PipInstall:
     """``<interpreter> -m pip install SPEC... [--index-url I] [--extra-index-url E] [options]``
     (``options``: pip options such as ``--force-reinstall``, ``--no-deps``)."""
@@ -192,6 +204,7 @@ Remedy = Union[
     SourceFile,
     ComputedEnv,
     Export,
+    PrependPath,
     PipInstall,
     PipUninstall,
     RunFile,
@@ -209,6 +222,7 @@ KINDS = {
     SourceFile: "source",
     ComputedEnv: "computed-env",
     Export: "export",
+    PrependPath: "prepend-path",
     PipInstall: "pip-install",
     PipUninstall: "pip-uninstall",
     RunFile: "run-file",
