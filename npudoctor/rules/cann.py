@@ -270,8 +270,6 @@ FRAMEWORK_CANN = Code(
 
 _NEEDS_NNAL = ("vllm-ascend", "vllm_ascend", "mindie", "mindie-turbo", "mindie_turbo", "mindie-llm", "mindie_llm")
 
-_installed = installed
-
 
 def set_env_path(toolkit: Optional[Dict[str, Any]], cann: Optional[str] = None) -> Optional[str]:
     """The set_env.sh to source: the one the cann probe found next to a toolkit record
@@ -728,7 +726,7 @@ def kernels_version(ctx: Any) -> Iterable[Finding]:
 def _nnal_needed(ctx: Any) -> Tuple[bool, List[str]]:
     reasons: List[str] = []
     for name in _NEEDS_NNAL:
-        for rec in _installed(ctx, name):
+        for rec in installed(ctx, name):
             reasons.append(f"{rec.get('name') or name} {rec.get('version')} is installed (it links NNAL's libatb.so)")
     cann = ctx.facts("cann")
     env = (cann.get("env") or {}).get("ATB_HOME_PATH")
@@ -841,7 +839,7 @@ def _frameworks_installed(ctx: Any) -> List[Tuple[str, str, str, str]]:
     """``(project, label, version, where)`` of each framework release found: vllm-ascend
     from its dist-info, MindIE and ATB models from their version.info (cann facts)."""
     out: List[Tuple[str, str, str, str]] = []
-    for rec in _installed(ctx, "vllm-ascend", "vllm_ascend")[:1]:
+    for rec in installed(ctx, "vllm-ascend", "vllm_ascend")[:1]:
         if rec.get("version"):
             where = str(rec.get("dist_info") or rec.get("location") or "")
             out.append(("vllm-ascend", "vllm-ascend", str(rec["version"]), where))
