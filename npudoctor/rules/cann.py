@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from npudoctor.findings import Code, Finding
 from npudoctor.knowledge.packages import NNAL_SET_ENV, set_env_script
 from npudoctor.plan.fit import driver_fit, hdk_for, mismatch_plan
-from npudoctor.remedies import ComputedEnv, InstallPackage, Remedy, SourceFile
+from npudoctor.remedies import Command, ComputedEnv, InstallPackage, Remedy, SourceFile
 from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import (
     cann_less,
@@ -417,7 +417,10 @@ def unreadable_files(ctx: Any) -> Iterable[Finding]:
                 else f"Some CANN version files at {tk.get('path')} cannot be read"
             ),
             evidence=evidence,
-            fix=[f"ls -l {errors[0].get('path')}", "reinstall the damaged package if the file is truncated or garbled"],
+            fix=[
+                Command(("ls", "-l", str(errors[0].get("path")))),
+                "reinstall the damaged package if the file is truncated or garbled",
+            ],
             severity="warning" if severe else "info",
             subject=str(tk.get("path")),
         )
@@ -426,7 +429,7 @@ def unreadable_files(ctx: Any) -> Iterable[Finding]:
             yield UNREADABLE.finding(
                 title=f"The NNAL version file at {err.get('path')} cannot be read",
                 evidence=[f"{err.get('path')}: {err.get('error')}"],
-                fix=[f"ls -l {err.get('path')}"],
+                fix=[Command(("ls", "-l", str(err.get("path"))))],
                 severity="warning",
                 subject=str(err.get("path")),
             )

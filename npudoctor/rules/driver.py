@@ -14,7 +14,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from npudoctor.findings import Code, Finding
 from npudoctor.parsers.info_files import format_ranges, ranges_contain
 from npudoctor.plan.fit import driver_fit, hdk_for, mismatch_plan
-from npudoctor.remedies import DockerFlags, InstallPackage, Reboot
+from npudoctor.remedies import Command, DockerFlags, InstallPackage, Reboot
 from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import (
     host_arch,
@@ -351,7 +351,7 @@ def firmware_driver(ctx: Any) -> Iterable[Finding]:
         fix=[
             _firmware(ctx, str(dver)),
             Reboot(),
-            "npu-smi info -t board -i 0   # Compatibility should say OK",
+            Command(("npu-smi", "info", "-t", "board", "-i", "0"), note="Compatibility should say OK"),
         ],
     )
 
@@ -366,7 +366,7 @@ def driver_unreadable(ctx: Any) -> Iterable[Finding]:
             yield DRIVER_UNREADABLE.finding(
                 title=f"The {kind} version cannot be read: {rec['error']}",
                 evidence=[str(rec["error"])],
-                fix=[f"ls -l {rec.get('path')}/version.info"],
+                fix=[Command(("ls", "-l", f"{rec.get('path')}/version.info"))],
                 subject=kind,
             )
     info = facts.get("install_info") or {}
@@ -377,6 +377,6 @@ def driver_unreadable(ctx: Any) -> Iterable[Finding]:
                 f"{info.get('path')}: {info['error']}",
                 "CANN 9.x set_env.sh greps Driver_Install_Path_Param from it",
             ],
-            fix=["ls -l /etc/ascend_install.info"],
+            fix=[Command(("ls", "-l", "/etc/ascend_install.info"))],
             subject="install_info",
         )
