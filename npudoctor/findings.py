@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+
+from npudoctor.remedies import Prose, Remedy, shell, to_dict
 
 SEVERITIES = ("error", "warning", "info")
 _SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
@@ -106,7 +108,7 @@ class Code:
         self,
         title: Optional[str] = None,
         evidence: Iterable[str] = (),
-        fix: Iterable[str] = (),
+        fix: Iterable[Union[Remedy, str]] = (),
         severity: Optional[str] = None,
         subject: Optional[str] = None,
         data: Optional[Dict[str, Any]] = None,
@@ -117,13 +119,16 @@ class Code:
         ``title`` is the one-line statement for this occurrence (defaults to the
         code's title); ``evidence`` are facts with their source ("torch 2.1.0 from
         /usr/lib/python3.10/site-packages/torch-2.1.0.dist-info/METADATA");
-        ``fix`` are the exact commands or steps, in order; ``severity`` overrides the
+        ``fix`` are the steps, in order: remedies (:mod:`npudoctor.remedies`), rendered
+        here to the shell lines of ``Finding.fix``; a plain string is a step in prose;
+        ``severity`` overrides the
         default; ``subject`` distinguishes several findings of one code (a chip, a
         library); ``after`` lists codes whose fixes must be applied first.
         """
         sev = severity or self.severity
         if sev not in SEVERITIES:
             raise RegistryError(f"unknown severity {sev!r} for {self.code}")
+        steps = [Prose(f) if isinstance(f, str) else f for f in fix]
         return Finding(
             code=self.code,
             name=self.name,
@@ -131,10 +136,11 @@ class Code:
             area=self.area,
             title=clean_text(title or self.title, one_line=True),
             evidence=[clean_text(e) for e in evidence],
-            fix=[clean_text(f) for f in fix],
+            fix=[clean_text(shell(r)) for r in steps],
             subject=subject,
             data=dict(data or {}),
             after=list(after),
+            remedies=[to_dict(r) for r in steps],
         )
 
 
@@ -145,7 +151,9 @@ class Finding:
     The JSON form (:meth:`to_dict`) is the public contract: ``code``, ``name``,
     ``severity`` (``error`` | ``warning`` | ``info``), ``area``, ``title``,
     ``evidence`` (list of strings), ``fix`` (list of strings: commands or steps in
-    order), plus ``subject``, ``data``, ``after`` and ``confirmed_by``.
+    order), plus ``subject``, ``data``, ``after``, ``confirmed_by`` and ``remedies``
+    (the same steps as structured dicts, :func:`npudoctor.remedies.to_dict`; a fix line
+    added after the finding was made has no entry there).
     """
 
     code: str
@@ -159,6 +167,7 @@ class Finding:
     data: Dict[str, Any] = field(default_factory=dict)
     after: List[str] = field(default_factory=list)
     confirmed_by: List[str] = field(default_factory=list)
+    remedies: List[Dict[str, Any]] = field(default_factory=list)
 
     def sort_key(self) -> tuple[int, int, str, str]:
         area = AREAS.index(self.area) if self.area in AREAS else len(AREAS)
@@ -177,6 +186,7 @@ class Finding:
             "data": self.data,
             "after": list(self.after),
             "confirmed_by": list(self.confirmed_by),
+            "remedies": [dict(r) for r in self.remedies],
         }
 
     @classmethod
@@ -193,6 +203,7 @@ class Finding:
             data=dict(raw.get("data") or {}),
             after=[str(a) for a in raw.get("after", [])],
             confirmed_by=[str(c) for c in raw.get("confirmed_by", [])],
+            remedies=[dict(r) for r in raw.get("remedies", []) if isinstance(r, dict)],
         )
 
 

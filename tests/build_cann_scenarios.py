@@ -328,7 +328,7 @@ def build() -> List[str]:
                 "match": [
                     "the CANN 8\\.0\\.0 in use is paired with Ascend HDK 24\\.1\\.0",
                     "npu-driver_24\\.1\\.0_linux-aarch64\\.run --full",
-                    "\\nchmod \\+x Ascend-hdk-<chip: 910b\\|310p\\|910>-npu-firmware_<firmware of Ascend HDK 24\\.1\\.0>\\.run && ",
+                    "\\ninstall the NPU firmware of Ascend HDK 24\\.1\\.0 ",
                     "if you move to CANN 9\\.0\\.0 for torch_npu 2\\.10\\.0 \\(CANN003 option B\\), "
                     "install Ascend HDK 26\\.0\\.RC1 instead",
                 ],
@@ -554,7 +554,7 @@ def build() -> List[str]:
                     "7\\.7\\.0\\.1\\.231",
                     "25\\.3\\.rc1",
                     "\\nfirmware accepts drivers 23\\.0\\.0\\.x, 24\\.0\\.x, 24\\.1\\.x, 25\\.0\\.x\\n",
-                    "\\nchmod \\+x Ascend-hdk-<chip: 910b\\|310p\\|910>-npu-firmware_<firmware of Ascend HDK 25\\.3\\.rc1>\\.run && ",
+                    "\\ninstall the NPU firmware of Ascend HDK 25\\.3\\.rc1 ",
                 ],
             }
         ],

@@ -9,7 +9,8 @@ import pytest
 
 from npudoctor.engine import Options, evaluate
 from npudoctor.knowledge.matrix import load_matrix
-from npudoctor.rules import cann as cann_rules
+from npudoctor.knowledge.packages import kernels_file
+from npudoctor.plan.files import cann_packages
 from npudoctor.rules.overview import npu_stack_present
 from npudoctor.snapshot import Snapshot
 
@@ -84,11 +85,18 @@ def codes(s):
         ("8.3.RC2", "A3", "x86_64", "Atlas-A3-cann-kernels_8.3.RC2_linux-x86_64.run"),
         ("8.5.0", "910b", "aarch64", "Ascend-cann-910b-ops_8.5.0_linux-aarch64.run"),
         ("9.1.0-beta.3", "A3", "x86_64", "Ascend-cann-A3-ops_9.1.0-beta.3_linux-x86_64.run"),
+        # The rule (Ascend-cann-910b-ops_…) and the planner (…kernels…) disagreed here; the
+        # official facts side with the planner: REPORT.md §5 "CANN kernels, 8.0.RC3 – 8.3.RC2
+        # (and 8.5.0.alphaNNN)", e.g. Ascend-cann-kernels-910b_8.5.0.alpha002_linux-aarch64.run,
+        # and the conda channel's legacy cann-kernels-* "up to 8.5.0.alpha002".
+        ("8.5.0.alpha001", "910b", "aarch64", "Ascend-cann-kernels-910b_8.5.0.alpha001_linux-aarch64.run"),
+        ("8.5.0.alpha001", "A3", "aarch64", "Atlas-A3-cann-kernels_8.5.0.alpha001_linux-aarch64.run"),
     ],
 )
 def test_kernels_file_names(cann, chip, arch, expected):
-    # REPORT.md §5 file-name patterns
-    assert cann_rules.kernels_file(cann, chip, arch) == expected
+    # REPORT.md §5 file-name patterns: one list (knowledge/packages.py) for rules and planner
+    assert kernels_file(cann, chip, arch).filename == expected
+    assert [p.filename for p in cann_packages(cann, arch, chip, with_nnal=False)][1] == expected
 
 
 def test_overview_helper():
@@ -251,8 +259,8 @@ def test_cann003_option_a_keeps_cann_with_paired_torch_npu_then_option_b():
     assert d.fix == [
         "chmod +x Ascend-hdk-910b-npu-driver_24.1.0_linux-aarch64.run && "
         "./Ascend-hdk-910b-npu-driver_24.1.0_linux-aarch64.run --full",
-        "chmod +x Ascend-hdk-910b-npu-firmware_<firmware of Ascend HDK 24.1.0>.run && "
-        "./Ascend-hdk-910b-npu-firmware_<firmware of Ascend HDK 24.1.0>.run --full",
+        # the firmware build of HDK 24.1.0 is not published: prose, no `<placeholder>` in a command
+        "install the NPU firmware of Ascend HDK 24.1.0 (its .run file name carries its own build number), run with --full",
         "reboot",
         "the HDK above is for the CANN 8.0.0 in use (CANN003 option A); if you move to CANN 9.0.0 for "
         "torch_npu 2.10.0 (CANN003 option B), install Ascend HDK 26.0.RC1 instead",
@@ -308,8 +316,8 @@ def test_cann003_option_a_on_x86_changes_torch_from_the_cpu_index_and_flags_the_
     assert d.fix == [
         "upgrade this machine's driver: chmod +x Ascend-hdk-310p-npu-driver_25.5.0_linux-x86-64.run && "
         "./Ascend-hdk-310p-npu-driver_25.5.0_linux-x86-64.run --full",
-        "then the firmware of Ascend HDK 25.5.0: chmod +x Ascend-hdk-310p-npu-firmware_<fw>.run && "
-        "./Ascend-hdk-310p-npu-firmware_<fw>.run --full; reboot",
+        "then install the NPU firmware of Ascend HDK 25.5.0 (its .run file name carries its own build number), "
+        "run with --full; then reboot",
         "or install CANN 8.0.0, the one torch_npu 2.1.0.post10 is paired with (CANN003 option B): "
         "driver 24.1.rc2 supports it",
     ]
@@ -317,10 +325,13 @@ def test_cann003_option_a_on_x86_changes_torch_from_the_cpu_index_and_flags_the_
 
 def test_package_chip_from_the_chip_family_when_the_name_is_unknown():
     """A chip name the matrix does not list still names its package chip through the
-    family the devices probe recorded; no chip at all keeps the placeholder."""
+    family the devices probe recorded; no chip at all gives prose (no placeholder in a command)."""
     pk = {"torch": [rec("torch", "2.10.0")], "torch-npu": [rec("torch_npu", "2.10.0")]}
     odd = {"name": "910B9", "family": "910B"}
     fix = codes(snap(toolkits=[TK], packages=pk, chips=[odd]))["CANN003"].fix
     assert "  chmod +x Ascend-cann-910b-ops_9.0.0_linux-aarch64.run && " in fix[2]
     fix = codes(snap(toolkits=[TK], packages=pk))["CANN003"].fix
-    assert "Ascend-cann-<chip: 910b|910|310p|A3>-ops_9.0.0_linux-aarch64.run" in fix[2]
+    assert fix[2] == (
+        "  install the CANN ops package 9.0.0 for this machine's NPU chip type "
+        "(unknown here: no NPU is listed; one of 910b, 910, 310p or A3); for 910b: Ascend-cann-910b-ops_9.0.0_linux-aarch64.run --install"
+    )

@@ -13,6 +13,7 @@ from clirun import npudoctor
 from scenario_runner import environment, prepare, run_check
 
 from npudoctor.probes.devices import can_access
+from npudoctor.remedies import shell
 from npudoctor.rules.devices import _check_rt, _visible_evidence, docker_flags, parse_id_list, shorten_path_list
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
@@ -101,7 +102,7 @@ def test_rt_visible_devices_parsing_like_cann():
 def test_helpers():
     assert parse_id_list("0-2,4") == ([0, 1, 2, 4], [])
     assert parse_id_list("a,1") == ([1], ["a"])
-    assert docker_flags([7]) == (
+    assert shell(docker_flags([7])) == (
         "--device /dev/davinci7 --device /dev/davinci_manager --device /dev/devmm_svm --device /dev/hisi_hdc"
     )
     ident = {"uid": 1001, "gid": 1001, "groups": [1001]}
@@ -163,8 +164,10 @@ def test_e2e_devices_piped_is_not_wrapped_at_80_columns(tmp_path):
         "0000:C1:00.0",
     ]
     assert "  CPU affinity: NPU 0,1 → 144-167; NPU 2,3 → 96-119; NPU 4,5 → 0-23; NPU 6,7 → 48-71" in lines
+    # no `<command>` placeholder in a fix line (remedies: a rendered command is pasteable)
     assert (
-        "      → Bind each rank's data-loader workers near its NPU, e.g. NPU 0: taskset -c 144-167 <command>" in lines
+        "      → Bind each rank's data-loader workers near its NPU, e.g. start the rank of NPU 0 under `taskset -c 144-167`"
+        in lines
     )
 
 

@@ -57,7 +57,7 @@ def test_no_script_anywhere_aarch64_gets_complete_appending_exports(tmp_path):
         'or: eval "$(npudoctor env)"  # the same variables, computed by npudoctor from the toolkit',
         "For a systemd unit, Ray worker, Slurm job or Kubernetes pod, ~/.bashrc is not read: put these "
         "variables in the unit (Environment=/EnvironmentFile=) or the pod spec (env:), or start the command "
-        "as `npudoctor exec -- <command>`, which applies them.",
+        "under `npudoctor exec --`, which applies them (e.g. `npudoctor exec -- python train.py`).",
     ]
     assert (
         f"no set_env.sh found (looked for {tk}/set_env.sh, /usr/local/Ascend/ascend-toolkit/set_env.sh): "
@@ -77,7 +77,8 @@ def test_existing_script_is_sourced_under_its_stable_name_and_arch_is_the_trees(
         "source /usr/local/Ascend/cann/set_env.sh",
         "For a systemd unit, Ray worker, Slurm job or Kubernetes pod, ~/.bashrc is not read: put the "
         "variables in the unit (Environment=/EnvironmentFile=) or the pod spec (env:), or start the command "
-        "as `bash -c 'source /usr/local/Ascend/cann/set_env.sh && exec <command>'`.",
+        'through bash, e.g. `bash -c \'source /usr/local/Ascend/cann/set_env.sh && exec "$0" "$@"\' '
+        "python train.py` (your command and its arguments in place of python train.py).",
     ]
     # the placeholder script sets nothing: said in words, not as a "line 0"
     assert (

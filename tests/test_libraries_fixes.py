@@ -41,8 +41,8 @@ def test_glibcxx_on_ubuntu_system_python_names_os_fix_gcc_and_file(tmp_path):
         "  # the toolchain PPA's libstdc++6 comes from a newer GCC",
         "or use a base image whose system libstdc++ provides GLIBCXX_3.4.29 (GCC >= 11.1.0, e.g. Ubuntu 22.04, "
         f"Ubuntu 24.04, Debian 12, openEuler 24.03); {STDCXX} is too old",
-        "or install the libstdc++ of GCC >= 11.1.0 in its own directory and put it first: "
-        "export LD_LIBRARY_PATH=<that gcc>/lib64${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}",
+        # no `<that gcc>` placeholder inside a command: the directory is the user's choice, said in words
+        "or install the libstdc++ of GCC >= 11.1.0 in its own directory and put its lib64 first in LD_LIBRARY_PATH",
     ]
     assert "GLIBCXX_3.4.29 first came with the libstdc++ of GCC 11.1.0" in f["evidence"]
 

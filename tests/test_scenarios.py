@@ -1,12 +1,32 @@
 """Every scenario in tests/scenarios/, examples/ and ../shared/scenarios/ (when present),
-run through the documented contract and judged on its [expect] table."""
+run through the documented contract and judged on its [expect] table -- and on the one
+rule of remedies: every fix line is pasteable (no "…", no ``<placeholder>``)."""
 
 from __future__ import annotations
+
+import re
+from typing import Any, Dict, List
 
 import pytest
 from scenario_runner import REPO, SHARED_SCENARIOS, failures, prepare, run_check, scenario_dirs
 
 SCENARIOS = scenario_dirs(REPO / "tests" / "scenarios", REPO / "examples", SHARED_SCENARIOS)
+
+#: ``<chip>``, ``<N>``, ``<that version>``: a word in angle brackets stands for a value the
+#: reader must fill in (``numpy<2`` or ``a < b`` are not placeholders).
+PLACEHOLDER = re.compile(r"<[A-Za-z][^<>]*>")
+#: ``docker run ... -v`` (an elided command); ``'...' lines`` quoted in prose is not one.
+ELLIPSIS = re.compile(r"(?<!')\.\.\.(?!')")
+
+
+def unpasteable(findings: List[Dict[str, Any]]) -> List[str]:
+    """The fix lines of ``findings`` that hold "…" or a ``<placeholder>``, with their code."""
+    return [
+        f"{f['code']}: {line}"
+        for f in findings
+        for line in f.get("fix", [])
+        if "…" in line or ELLIPSIS.search(line) or PLACEHOLDER.search(line)
+    ]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[f"{p.parent.name}/{p.name}" for p in SCENARIOS])
@@ -15,3 +35,16 @@ def test_scenario(scenario, tmp_path):
     run = run_check(prepared)
     problems = failures(run)
     assert not problems, "\n".join([f"scenario {scenario}:"] + problems)
+    findings = (run.doc or {}).get("findings", [])
+    bad = unpasteable(findings)
+    assert not bad, "\n".join([f"scenario {scenario}: fix lines that are not pasteable:"] + bad)
+    for f in findings:  # the structured remedies render to the fix lines (rules may append prose after)
+        assert [r["shell"] for r in f.get("remedies", [])] == f["fix"][: len(f.get("remedies", []))], f["code"]
+
+
+def test_placeholder_pattern():
+    assert unpasteable([{"code": "X", "fix": ["chmod +x Ascend-cann-<chip: 910b>-ops_8.5.0.run"]}])
+    assert unpasteable([{"code": "X", "fix": ["docker run … -v /a:/a"]}])
+    assert unpasteable([{"code": "X", "fix": ["docker run ... -v /a:/a"]}])
+    assert not unpasteable([{"code": "X", "fix": ["/usr/bin/python3 -m pip install 'numpy<2'"]}])
+    assert not unpasteable([{"code": "X", "fix": ["Remove the comments and '...' lines from /etc/hccl.json"]}])

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from npudoctor.plan.fit import hdk_for
 from npudoctor.plan.site import Site
 from npudoctor.plan.wheels import WheelCatalog, canonical_version, describe_pythons, py_key
 
@@ -321,9 +322,8 @@ class Resolver:
             return DriverStep(installed, fit, "keep", required=required, source=source)
         if fit == "unknown":
             return DriverStep(installed, fit, "check", required=required, source=source)
-        target = None
-        if req is not None:
-            target = (req.paired or [None])[0] or req.minimum
+        # the same HDK the driver rules' fixes name (plan/fit.py: paired, else the minimum)
+        target = hdk_for(self.matrix, cann)
         return DriverStep(installed, fit, "upgrade", target=target, required=required, source=source)
 
     def cann_options(self, row: Any) -> List[Tuple[str, str]]:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from npudoctor.parsers.metadata import canonical_name, marker_environment
+from npudoctor.remedies import Interpreter, PipInstall, PipUninstall
 
 if TYPE_CHECKING:
     from npudoctor.knowledge.matrix import TorchNpuRow
@@ -71,9 +72,9 @@ def describe(rec: Dict[str, Any]) -> str:
     return f"{rec.get('name')} {rec.get('version')} ({metadata_source(rec)})"
 
 
-def python_exe(ctx: Any) -> str:
-    """The interpreter every fix command names (quoted for a shell): one helper for all
-    rules, so PKG001..PKG007 and PY00x never disagree.
+def python_path(ctx: Any) -> str:
+    """The interpreter every fix names (a path as on the diagnosed machine, unquoted):
+    one helper for all rules, so PKG001..PKG007 and PY00x never disagree.
 
     ``facts["python"]["executable"]`` (the live/``--python`` interpreter, or the one found
     under ``--root``: ``/usr/local/python3.10.14/bin/python3.10``, ``<venv>/bin/python3.10``),
@@ -97,35 +98,51 @@ def python_exe(ctx: Any) -> str:
             exe = f"/usr/bin/python{short}"  # Debian/Ubuntu: /usr/local/lib/pythonX.Y/dist-packages is /usr/bin's
         elif short:
             exe = f"{prefix}/bin/python{short}"
-    return shlex.quote(str(exe or "python3"))
+    return str(exe or "python3")
 
 
-def base_python_exe(ctx: Any) -> str:
-    """The non-venv interpreter behind the target (quoted): the target itself when it is
-    not a venv, else ``facts["python"]["base_executable"]`` or
-    ``<base_prefix>/bin/pythonX.Y``.  pip run by it treats the user site and the system
-    site-packages as its own (pip run inside a venv refuses to uninstall outside the venv:
-    "Not uninstalling … outside environment")."""
+def python_exe(ctx: Any) -> str:
+    """:func:`python_path` as evidence shows it (quoted like the fix lines quote it)."""
+    return shlex.quote(python_path(ctx))
+
+
+def interpreter(ctx: Any, flags: Tuple[str, ...] = (), env: Tuple[Tuple[str, str], ...] = ()) -> Interpreter:
+    """The target interpreter (:func:`python_path`) as a remedy's :class:`Interpreter`."""
+    return Interpreter(python_path(ctx), flags=flags, env=env)
+
+
+def base_interpreter(ctx: Any, flags: Tuple[str, ...] = (), env: Tuple[Tuple[str, str], ...] = ()) -> Interpreter:
+    """The non-venv interpreter behind the target: the target itself when it is not a
+    venv, else ``facts["python"]["base_executable"]`` or ``<base_prefix>/bin/pythonX.Y``.
+    pip run by it treats the user site and the system site-packages as its own (pip run
+    inside a venv refuses to uninstall outside the venv: "Not uninstalling … outside
+    environment")."""
     py = section(ctx, "python")
-    if not py.get("is_venv"):
-        return python_exe(ctx)
-    exe = py.get("base_executable")
-    if not exe and py.get("base_prefix"):
-        short = python_short(ctx)
-        exe = str(py["base_prefix"]).rstrip("/") + "/bin/python" + (short or "3")
-    return shlex.quote(str(exe)) if exe else python_exe(ctx)
+    exe: Optional[str] = None
+    if py.get("is_venv"):
+        exe = py.get("base_executable")
+        if not exe and py.get("base_prefix"):
+            short = python_short(ctx)
+            exe = str(py["base_prefix"]).rstrip("/") + "/bin/python" + (short or "3")
+    return Interpreter(str(exe) if exe else python_path(ctx), flags=flags, env=env)
 
 
-def pip_install(ctx: Any, *requirements: str, index: Optional[str] = None) -> str:
-    """``<python> -m pip install 'req' ...`` (requirements quoted)."""
-    parts = [python_exe(ctx), "-m", "pip", "install"] + [shlex.quote(r) for r in requirements]
-    if index:
-        parts += ["--index-url", index]
-    return " ".join(parts)
+def pip_install(
+    ctx: Any,
+    *requirements: str,
+    index: Optional[str] = None,
+    options: Tuple[str, ...] = (),
+    lead: str = "",
+    note: str = "",
+) -> PipInstall:
+    """The remedy ``<python> -m pip install 'req' ... [--index-url index] [options]``
+    for the target interpreter."""
+    return PipInstall(interpreter(ctx), tuple(requirements), index_url=index, options=options, lead=lead, note=note)
 
 
-def pip_uninstall(ctx: Any, *names: str) -> str:
-    return " ".join([python_exe(ctx), "-m", "pip", "uninstall", "-y"] + [shlex.quote(n) for n in names])
+def pip_uninstall(ctx: Any, *names: str) -> PipUninstall:
+    """The remedy ``<python> -m pip uninstall -y name ...`` for the target interpreter."""
+    return PipUninstall(interpreter(ctx), tuple(names))
 
 
 def platform(ctx: Any) -> Optional[str]:

@@ -14,7 +14,26 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.knowledge.packages import NNAL_SET_ENV, set_env_script
+from npudoctor.plan.fit import driver_fit, hdk_for, mismatch_plan
+from npudoctor.remedies import Command, ComputedEnv, InstallPackage, Remedy, SourceFile
 from npudoctor.rules import rule
+from npudoctor.rules._cannfacts import (
+    cann_less,
+    chip_info,
+    chips,
+    host_arch,
+    installed,
+    installed_driver,
+    installed_torch,
+    major_minor,
+    not_in_matrix_line,
+    package_chip,
+    parse_cann,
+    python_tag,
+    same_release,
+    torch_npu_record,
+)
 from npudoctor.rules.overview import npu_stack_present
 
 # --------------------------------------------------------------------------- codes
@@ -48,191 +67,41 @@ FRAMEWORK_CANN = codes.get("CANN012")
 _NEEDS_NNAL = ("vllm-ascend", "vllm_ascend", "mindie", "mindie-turbo", "mindie_turbo", "mindie-llm", "mindie_llm")
 
 
-def _installed(ctx: Any, *names: str) -> List[Dict[str, Any]]:
-    installed = ctx.facts("packages").get("installed") or {}
-    out: List[Dict[str, Any]] = []
-    if not isinstance(installed, dict):
-        return out
-    for name in names:
-        out.extend(r for r in installed.get(name) or [] if isinstance(r, dict))
-    return out
-
-
-def torch_npu_record(ctx: Any) -> Optional[Dict[str, Any]]:
-    """The installed torch_npu record of the packages facts (first one), or ``None``."""
-    recs = _installed(ctx, "torch-npu", "torch_npu")
-    return recs[0] if recs else None
-
-
-def parse_cann(text: Optional[str]) -> Any:
-    """A :class:`npudoctor.knowledge.versions.CannVersion` or ``None`` (garbage)."""
-    from npudoctor.knowledge.versions import parse_cann as _parse
-
-    if not text:
-        return None
-    try:
-        return _parse(text)
-    except Exception:
-        return None
-
-
-def cann_less(a: Optional[str], b: Optional[str]) -> Optional[bool]:
-    """``a < b`` for CANN version strings; ``None`` when unknowable (T builds, garbage)."""
-    va, vb = parse_cann(a), parse_cann(b)
-    if va is None or vb is None:
-        return None
-    try:
-        return bool(va < vb)
-    except (ValueError, TypeError):
-        return None
-
-
-def same_release(a: Optional[str], b: Optional[str]) -> Optional[bool]:
-    """Whether two CANN version strings name the same release (``8.2.RC1`` == ``8.2.rc1``;
-    a ``.B150`` build suffix is ignored).  ``None`` when one is missing."""
-    if not a or not b:
-        return None
-
-    def norm(v: str) -> str:
-        return re.sub(r"\.b\d+$", "", v.strip().lower())
-
-    if norm(a) == norm(b):
-        return True
-    va, vb = parse_cann(norm(a)), parse_cann(norm(b))
-    if va is not None and vb is not None:
-        try:
-            return bool(va == vb)
-        except (ValueError, TypeError):
-            pass
-    return False
-
-
-def major_minor(version: Optional[str]) -> Optional[Tuple[int, int]]:
-    """``"8.2.RC1"`` -> ``(8, 2)``; ``None`` if it does not start with two numbers."""
-    m = re.match(r"^\s*(\d+)\.(\d+)", version or "")
-    return (int(m.group(1)), int(m.group(2))) if m else None
-
-
-def host_arch(ctx: Any) -> Optional[str]:
-    """Machine architecture from the host facts, else the torch_npu wheel tag."""
-    arch = ctx.facts("host").get("arch")
-    if arch in ("aarch64", "x86_64"):
-        return arch
-    rec = torch_npu_record(ctx)
-    for tag in (rec or {}).get("wheel_tags") or []:
-        if "aarch64" in str(tag):
-            return "aarch64"
-        if "x86_64" in str(tag):
-            return "x86_64"
-    return None
-
-
-def chips(ctx: Any) -> List[Dict[str, Any]]:
-    """Chip records of the devices facts (``[{"name": "910B3", ...}]``)."""
-    return [c for c in ctx.facts("devices").get("chips") or [] if isinstance(c, dict) and c.get("name")]
-
-
-def chip_info(ctx: Any, name: str) -> Any:
-    """``matrix.chip(name)`` or ``None`` (no matrix, unknown chip)."""
-    matrix = ctx.matrix
-    if matrix is None:
-        return None
-    try:
-        return matrix.chip(name)
-    except Exception:
-        return None
-
-
-def package_chip(ctx: Any) -> Optional[str]:
-    """The chip part of the package names (``910b``, ``310p``, ``910``, ``A3``) for the
-    NPU chips of this machine, or ``None`` when no chip is known.
-
-    From ``devices.chips[*].name`` via ``matrix.chip(name).kernels_package_chip``; for a
-    chip name the matrix does not list, the ``family`` the devices probe recorded via the
-    matrix family's ``package_chip`` (chips.toml, REPORT.md §5)."""
-    found = chips(ctx)
-    for chip in found:
-        info = chip_info(ctx, str(chip["name"]))
-        pkg = getattr(info, "kernels_package_chip", None)
-        if pkg:
-            return str(pkg)
-    families = ctx.matrix.families if ctx.matrix is not None else None
-    if isinstance(families, dict):
-        for chip in found:
-            fam = families.get(str(chip.get("family") or ""))
-            pkg = getattr(fam, "package_chip", None)
-            if pkg:
-                return str(pkg)
-    return None
-
-
-def kernels_file(cann: str, chip: Optional[str], arch: Optional[str]) -> str:
-    """The official file name of the kernels/ops package (REPORT.md §5).
-
-    ``< 8.0.RC3``: ``Ascend-cann-kernels-{chip}_{ver}_linux.run``; ``8.0.RC3``-``8.3``:
-    ``Ascend-cann-kernels-{chip}_{ver}_linux-{arch}.run`` (A3: ``Atlas-A3-cann-kernels_…``);
-    ``>= 8.5``: ``Ascend-cann-{chip}-ops_{ver}_linux-{arch}.run``.
-    """
-    chip = chip or "<chip: 910b|910|310p|A3>"
-    arch = arch or "$(uname -m)"
-    mm = major_minor(cann) or (0, 0)
-    if mm >= (8, 5):
-        return f"Ascend-cann-{'A3' if chip.lower() == 'a3' else chip}-ops_{cann}_linux-{arch}.run"
-    if chip.lower() == "a3":
-        return f"Atlas-A3-cann-kernels_{cann}_linux-{arch}.run"
-    old = mm < (8, 0) or (mm == (8, 0) and re.match(r"^8\.0\.rc[12]\b", cann.lower()) is not None)
-    if old:
-        return f"Ascend-cann-kernels-{chip}_{cann}_linux.run"
-    return f"Ascend-cann-kernels-{chip}_{cann}_linux-{arch}.run"
-
-
-def toolkit_file(cann: str, arch: Optional[str]) -> str:
-    return f"Ascend-cann-toolkit_{cann}_linux-{arch or '$(uname -m)'}.run"
-
-
-def nnal_file(cann: str, arch: Optional[str]) -> str:
-    return f"Ascend-cann-nnal_{cann}_linux-{arch or '$(uname -m)'}.run"
-
-
 def set_env_path(toolkit: Optional[Dict[str, Any]], cann: Optional[str] = None) -> Optional[str]:
     """The set_env.sh to source: the one the cann probe found next to a toolkit record
     (``None`` when that toolkit has none), or, for a fresh install of ``cann``, where
-    the installer puts it (``/usr/local/Ascend/cann/set_env.sh`` from 8.5, else
-    ``/usr/local/Ascend/ascend-toolkit/set_env.sh``)."""
+    the installer puts it (:func:`npudoctor.knowledge.packages.set_env_script`)."""
     if toolkit is not None:
         return str(toolkit["set_env"]) if toolkit.get("set_env") else None
-    if (major_minor(cann) or (0, 0)) >= (8, 5):
-        return "/usr/local/Ascend/cann/set_env.sh"
-    return "/usr/local/Ascend/ascend-toolkit/set_env.sh"
+    return set_env_script(cann)
 
 
-def source_cmd(toolkit: Optional[Dict[str, Any]], cann: Optional[str] = None) -> str:
-    """The shell line that applies a toolkit's environment: ``source <set_env.sh>``
-    when that script exists, else ``export ASCEND_TOOLKIT_HOME=<toolkit> && eval
-    "$(npudoctor env)"`` (npudoctor computes the variables the script would set for the
-    toolkit that variable names) -- never a script that is not there."""
+def set_env_step(toolkit: Optional[Dict[str, Any]], cann: Optional[str] = None, lead: str = "") -> Remedy:
+    """The step that applies a toolkit's environment: source its set_env.sh when that
+    script exists, else let npudoctor compute what the script would set for the toolkit
+    ``ASCEND_TOOLKIT_HOME`` names -- never a script that is not there."""
     script = set_env_path(toolkit, cann)
     if script:
-        return f"source {script}"
+        return SourceFile(script, lead=lead)
     where = (toolkit or {}).get("path")
-    if not where:
-        return 'eval "$(npudoctor env)"  # npudoctor computes what set_env.sh would set'
-    # `npudoctor env` applies the toolkit ASCEND_TOOLKIT_HOME names (the cann probe selects it).
-    return (
-        f'export ASCEND_TOOLKIT_HOME={where} && eval "$(npudoctor env)"'
-        "  # no set_env.sh next to this toolkit: npudoctor computes what it would set"
-    )
+    return ComputedEnv(str(where) if where else None, lead=lead)
 
 
-def run_cmd(file: str) -> str:
-    return f"chmod +x {file} && ./{file} --install"
+def install(
+    kind: str,
+    version: Optional[str],
+    arch: Optional[str],
+    chip: Optional[str] = None,
+    lead: str = "",
+    unknown: str = "",
+) -> InstallPackage:
+    """An install step of an Ascend package (file name from knowledge/packages.py)."""
+    return InstallPackage(kind, version or None, arch=arch, chip=chip, lead=lead, unknown=unknown)
 
 
-def not_in_matrix_line(what: str) -> str:
-    """The "refresh the matrix" fix line, in the matrix area's wording."""
-    from npudoctor.rules.matrix import refresh_hint
-
-    return refresh_hint(what)
+def nnal_set_env(note: str = "") -> SourceFile:
+    """``source`` NNAL's ATB set_env.sh."""
+    return SourceFile(NNAL_SET_ENV, note=note)
 
 
 def _versions_disagree(tk: Dict[str, Any]) -> List[str]:
@@ -280,8 +149,10 @@ def no_cann(ctx: Any) -> Iterable[Finding]:
             evidence=evidence + [f"{f} runs on torch_npu and CANN" for f in frameworks],
             fix=[
                 "Install the torch_npu build the framework needs first (see PKG004), then the CANN it is paired "
-                "with: npudoctor matrix show --torch-npu <that version>",
-                "then the CANN toolkit, kernels/ops and NNAL packages of that release, and " + source_cmd(None, None),
+                "with (`npudoctor matrix show --torch-npu` with that version names it)",
+                set_env_step(
+                    None, None, lead="then the CANN toolkit, kernels/ops and NNAL packages of that release, and "
+                ),
             ],
         )
         return
@@ -304,16 +175,16 @@ def no_cann(ctx: Any) -> Iterable[Finding]:
         if row is not None and getattr(row, "cann", None):
             cann_ver = str(row.cann[0])
             evidence.append(f"torch_npu {tver} is paired with CANN {cann_ver} ({getattr(row, 'source', 'matrix')})")
-    ver = cann_ver or "<CANN version paired with your torch_npu: npudoctor matrix>"
+    unknown = f"the CANN version paired with torch_npu {tver} (`npudoctor matrix show --torch-npu {tver}` names it)"
     chip = package_chip(ctx)
-    fix = [
-        run_cmd(toolkit_file(ver, arch)),
-        run_cmd(kernels_file(ver, chip, arch)),
-        source_cmd(None, cann_ver),
+    fix: List[Any] = [
+        install("toolkit", cann_ver, arch, unknown=unknown),
+        install("kernels", cann_ver, arch, chip, unknown=unknown),
+        set_env_step(None, cann_ver),
     ]
     if _nnal_needed(ctx)[0]:
-        fix.append(run_cmd(nnal_file(ver, arch)))
-        fix.append("source /usr/local/Ascend/nnal/atb/set_env.sh")
+        fix.append(install("nnal", cann_ver, arch, unknown=unknown))
+        fix.append(nnal_set_env())
     yield NO_CANN.finding(
         title=f"torch_npu {tver} is installed but no CANN toolkit is"
         + (f" (it needs CANN {cann_ver})" if cann_ver else ""),
@@ -342,7 +213,10 @@ def unreadable_files(ctx: Any) -> Iterable[Finding]:
                 else f"Some CANN version files at {tk.get('path')} cannot be read"
             ),
             evidence=evidence,
-            fix=[f"ls -l {errors[0].get('path')}", "reinstall the damaged package if the file is truncated or garbled"],
+            fix=[
+                Command(("ls", "-l", str(errors[0].get("path")))),
+                "reinstall the damaged package if the file is truncated or garbled",
+            ],
             severity="warning" if severe else "info",
             subject=str(tk.get("path")),
         )
@@ -351,7 +225,7 @@ def unreadable_files(ctx: Any) -> Iterable[Finding]:
             yield UNREADABLE.finding(
                 title=f"The NNAL version file at {err.get('path')} cannot be read",
                 evidence=[f"{err.get('path')}: {err.get('error')}"],
-                fix=[f"ls -l {err.get('path')}"],
+                fix=[Command(("ls", "-l", str(err.get("path"))))],
                 severity="warning",
                 subject=str(err.get("path")),
             )
@@ -366,11 +240,11 @@ def arch_mismatch(ctx: Any) -> Iterable[Finding]:
         return
     if tk["arch"] == arch:
         return
-    ver = tk.get("version") or "<version>"
+    ver = tk.get("version")
     yield ARCH_MISMATCH.finding(
-        title=f"CANN {ver} at {tk.get('path')} is built for {tk['arch']}, this machine is {arch}",
+        title=f"CANN {ver or '(unknown version)'} at {tk.get('path')} is built for {tk['arch']}, this machine is {arch}",
         evidence=[_toolkit_line(tk), f"machine architecture {arch} ({ctx.facts('host').get('arch_source')})"],
-        fix=[run_cmd(toolkit_file(ver, arch))],
+        fix=[install("toolkit", ver, arch, unknown="the CANN version you use")],
     )
 
 
@@ -408,7 +282,7 @@ def older_selected(ctx: Any) -> Iterable[Finding]:
     yield OLDER_SELECTED.finding(
         title=f"CANN {selected['version']} is in use but CANN {newest['version']} is also installed",
         evidence=evidence,
-        fix=[source_cmd(newest)],
+        fix=[set_env_step(newest)],
         severity=severity,
         data={"selected": selected["version"], "newest": newest["version"]},
     )
@@ -489,188 +363,51 @@ def torch_npu_cann(ctx: Any) -> Iterable[Finding]:
             "cann": cver,
             "fit": fit,
             "paired": paired,
-            "keep_cann": (plan or {}).get("keep_cann"),
-            "move_to_cann": (plan or {}).get("move_to"),
+            "keep_cann": plan.keep_dict() if plan else None,
+            "move_to_cann": plan.move_to if plan else None,
         },
     )
 
 
-def _python_tag(ctx: Any) -> Tuple[Optional[str], Optional[str]]:
-    """``(python "3.10", platform "aarch64"|"x86_64")`` of the target interpreter, each
-    ``None`` when unknown (the python facts first, the host arch as platform fallback)."""
-    from npudoctor.rules._pyfacts import platform, python_short
-
-    try:
-        plat = platform(ctx)
-    except Exception:
-        plat = None
-    try:
-        py = python_short(ctx)
-    except Exception:
-        py = None
-    return py, (plat if plat in ("aarch64", "x86_64") else host_arch(ctx))
-
-
-def keep_cann_build(ctx: Any, cann: str) -> Optional[Tuple[Any, str]]:
-    """The torch_npu build to install to keep CANN ``cann``: ``(row, fit)`` or ``None``.
-
-    Candidates are the matrix rows that fit ``cann`` (``Matrix.fits``: paired or declared
-    compatible, no pre-releases) and have a wheel for the target Python/platform.  Order
-    of preference: a build for the installed torch paired with ``cann``, one declared
-    compatible with it, then (torch must change too) the newest build paired with
-    ``cann``, then the newest declared compatible.  Source: the bundled matrix
-    (Ascend/pytorch COMPATIBILITY.md and release notes)."""
-    matrix = ctx.matrix
-    if matrix is None:
-        return None
-    py, plat = _python_tag(ctx)
-    try:
-        rows = list(matrix.fits(python=py, platform=plat, cann=cann))
-    except Exception:
-        return None
-    rel = getattr(parse_cann(cann), "release", None)
-    if rel and rel != cann:
-        # a beta/alpha of a release (9.0.0-beta.2) is served best by the build paired with
-        # that release (2.7.1.post4 for 9.0.0: triton-ascend#328), not the newest "9.0.X" one
-        try:
-            extra = [r for r in matrix.fits(python=py, platform=plat, cann=rel) if r not in rows]
-        except Exception:
-            extra = []
-        rows = sorted(rows + extra, key=lambda r: rows.index(r) if r in rows else len(rows))
-    torch = _installed(ctx, "torch")
-    tv = str(torch[0].get("version") or "").split("+")[0] if torch else ""
-    want = _pep440_release(tv)
-    ranked: List[Tuple[int, int, Any, str]] = []
-    for i, row in enumerate(rows):  # newest first
-        try:
-            fit = str(matrix.cann_fit(row, cann))
-            if rel and rel != cann and str(matrix.cann_fit(row, rel)) == "paired":
-                fit = "paired"  # paired with the release this pre-release belongs to
-            paired = fit == "paired"
-        except Exception:
-            continue
-        same_torch = want is not None and _pep440_release(str(getattr(row, "torch", ""))) == want
-        rank = (0 if same_torch else 2) + (0 if paired else 1)
-        ranked.append((rank, i, row, fit))
-    if not ranked:
-        return None
-    _rank, _i, row, fit = min(ranked, key=lambda t: (t[0], t[1]))
-    return row, fit
-
-
-def _pep440_release(text: str) -> Optional[Tuple[int, ...]]:
-    m = re.match(r"^\s*(\d+(?:\.\d+)*)", text or "")
-    if not m:
-        return None
-    parts = [int(x) for x in m.group(1).split(".")]
-    while len(parts) > 1 and parts[-1] == 0:
-        parts.pop()
-    return tuple(parts)
-
-
-def cann_plan(ctx: Any) -> Optional[Dict[str, Any]]:
-    """The two ways out of a torch_npu/CANN mismatch (CANN003), shared with the driver
-    rules so that their wording agrees.  ``None`` when the installed torch_npu fits the
-    selected CANN (or either is unknown).  Otherwise::
-
-        {"torch_npu": "2.10.0", "cann": "8.0.0",          # installed pair
-         "keep_cann": {"torch_npu": "2.4.0.post2", "torch": "2.4.0", "fit": "paired",
-                       "torch_changes": True} | None,       # option A (preferred)
-         "move_to": "9.0.0" | None}                         # option B: torch_npu's CANN
-
-    Source: the matrix (``find_torch_npu``, ``cann_fit``, ``fits``)."""
+def cann_plan(ctx: Any) -> Any:
+    """The ways out of a torch_npu/CANN mismatch (CANN003) for this machine, from the
+    one solver (:func:`npudoctor.plan.fit.mismatch_plan`), or ``None``."""
     tk = ctx.facts("cann").get("selected")
     tnpu = torch_npu_record(ctx)
-    matrix = ctx.matrix
-    if not tk or not tk.get("version") or tnpu is None or matrix is None:
+    if not tk or not tk.get("version") or tnpu is None:
         return None
-    tver = str(tnpu.get("version") or "")
-    cver = str(tk["version"])
-    try:
-        row = matrix.find_torch_npu(tver)
-        fit = str(matrix.cann_fit(row, cver)) if row is not None else "unknown"
-    except Exception:
-        return None
-    if row is None or fit != "incompatible":
-        return None
-    keep = keep_cann_build(ctx, cver)
-    keep_info = None
-    if keep is not None:
-        krow, kfit = keep
-        torch = _installed(ctx, "torch")
-        tv = str(torch[0].get("version") or "").split("+")[0] if torch else ""
-        keep_info = {
-            "torch_npu": str(krow.torch_npu),
-            "torch": str(krow.torch),
-            "fit": kfit,
-            "torch_changes": _pep440_release(tv) != _pep440_release(str(krow.torch)),
-        }
-    paired = [str(c) for c in getattr(row, "cann", []) or []]
-    return {"torch_npu": tver, "cann": cver, "keep_cann": keep_info, "move_to": paired[0] if paired else None}
+    py, plat = python_tag(ctx)
+    return mismatch_plan(ctx.matrix, str(tnpu.get("version") or ""), str(tk["version"]), installed_torch(ctx), py, plat)
 
 
-def _hdk_for(ctx: Any, cann: str) -> Optional[str]:
-    """The Ascend HDK the matrix pairs with ``cann`` (else its minimum), or ``None``."""
-    matrix = ctx.matrix
-    try:
-        req = matrix.driver_requirement(cann) if matrix is not None else None
-    except Exception:
-        req = None
-    if req is None:
-        return None
-    paired = list(getattr(req, "paired", None) or [])
-    return str(paired[0]) if paired else (str(req.minimum) if getattr(req, "minimum", None) else None)
-
-
-def _installed_driver(ctx: Any) -> Optional[str]:
-    drv = ctx.facts("driver").get("driver") or {}
-    if isinstance(drv, dict) and drv.get("version"):
-        return str(drv["version"])
-    smi = ctx.facts("devices").get("npu_smi") or {}
-    if isinstance(smi, dict) and smi.get("driver_version"):
-        return str(smi["driver_version"])
-    return None
-
-
-def _driver_fit(ctx: Any, cann: str, driver: str) -> Optional[str]:
-    """``matrix.driver_fit(cann, driver)`` or ``None`` (no matrix, error)."""
-    matrix = ctx.matrix
-    if matrix is None:
-        return None
-    try:
-        return str(matrix.driver_fit(cann, driver))
-    except Exception:
-        return None
-
-
-def _cann003_fix(ctx: Any, plan: Dict[str, Any]) -> List[str]:
-    """Fix lines of CANN003: option A (keep the CANN, change torch_npu; preferred when a
+def _cann003_fix(ctx: Any, plan: Any) -> List[Remedy]:
+    """Fix steps of CANN003: option A (keep the CANN, change torch_npu; preferred when a
     build exists), then option B (install the CANN torch_npu is paired with, and the
     driver that CANN needs).  Continuation lines are indented by two spaces."""
     from npudoctor.rules._pyfacts import CPU_INDEX, pip_install
 
-    cver, tver = plan["cann"], plan["torch_npu"]
-    keep, move = plan.get("keep_cann"), plan.get("move_to")
-    out: List[str] = []
-    if keep:
-        what = f"torch_npu {keep['torch_npu']} is {'paired' if keep['fit'] == 'paired' else 'declared compatible'} with CANN {cver}"
-        if keep["torch_changes"]:
-            _py, plat = _python_tag(ctx)
-            torch_req = f"torch=={keep['torch']}" + ("+cpu" if plat == "x86_64" else "")
-            head = f"option A (preferred: keep CANN {cver}; {what} and built for torch {keep['torch']}): "
+    cver, tver = plan.cann, plan.torch_npu
+    keep, move = plan.keep_cann, plan.move_to
+    out: List[Remedy] = []
+    if keep is not None:
+        what = f"torch_npu {keep.torch_npu} is {'paired' if keep.fit == 'paired' else 'declared compatible'} with CANN {cver}"
+        npu_req = f"torch-npu=={keep.torch_npu}"
+        if keep.torch_changes:
+            _py, plat = python_tag(ctx)
+            torch_req = f"torch=={keep.torch}" + ("+cpu" if plat == "x86_64" else "")
+            head = f"option A (preferred: keep CANN {cver}; {what} and built for torch {keep.torch}): "
             if plat == "x86_64":
-                out.append(head + pip_install(ctx, torch_req, index=CPU_INDEX))
-                out.append("  " + pip_install(ctx, f"torch-npu=={keep['torch_npu']}"))
+                out.append(pip_install(ctx, torch_req, index=CPU_INDEX, lead=head))
+                out.append(pip_install(ctx, npu_req, lead="  "))
             else:
-                out.append(head + pip_install(ctx, torch_req, f"torch-npu=={keep['torch_npu']}"))
+                out.append(pip_install(ctx, torch_req, npu_req, lead=head))
         else:
             out.append(
-                f"option A (preferred: keep CANN {cver} and your torch; {what}): "
-                + pip_install(ctx, f"torch-npu=={keep['torch_npu']}")
+                pip_install(ctx, npu_req, lead=f"option A (preferred: keep CANN {cver} and your torch; {what}): ")
             )
-    driver = _installed_driver(ctx)
-    if keep and driver and _driver_fit(ctx, cver, driver) in ("too-old", "incompatible"):
-        hdk = _hdk_for(ctx, cver)
+    driver = installed_driver(ctx)
+    if keep is not None and driver and driver_fit(ctx.matrix, cver, driver) in ("too-old", "incompatible"):
+        hdk = hdk_for(ctx.matrix, cver)
         out.append(
             f"  and upgrade the driver {driver}, which CANN {cver} does not support"
             + (f", to Ascend HDK {hdk}" if hdk else "")
@@ -680,14 +417,14 @@ def _cann003_fix(ctx: Any, plan: Dict[str, Any]) -> List[str]:
         arch = host_arch(ctx)
         head = (
             f"option B (install CANN {move}, the one torch_npu {tver} is paired with): "
-            if keep
+            if keep is not None
             else f"install CANN {move}, the one torch_npu {tver} is paired with (no torch_npu build for CANN {cver} in the matrix): "
         )
-        out.append(head + run_cmd(toolkit_file(move, arch)))
-        out.append("  " + run_cmd(kernels_file(move, package_chip(ctx), arch)))
-        out.append("  " + source_cmd(None, move))
-        hdk = _hdk_for(ctx, move)
-        fit = _driver_fit(ctx, move, driver) if driver else None
+        out.append(install("toolkit", move, arch, lead=head))
+        out.append(install("kernels", move, arch, package_chip(ctx), lead="  "))
+        out.append(set_env_step(None, move, lead="  "))
+        hdk = hdk_for(ctx.matrix, move)
+        fit = driver_fit(ctx.matrix, move, driver) if driver else None
         if driver and fit in ("paired", "compatible"):
             out.append(f"  the installed driver {driver} already fits CANN {move}")
         elif hdk:
@@ -710,7 +447,8 @@ def kernels_for_chip(ctx: Any) -> Iterable[Finding]:
     tk, kernels = _selected_kernels(ctx)
     if not tk:
         return
-    ver = tk.get("version") or "<toolkit version>"
+    ver = tk.get("version")
+    unknown = "the CANN toolkit in use"
     arch = host_arch(ctx) or tk.get("arch")
     present = sorted(set(kernels.get("socs") or []) | set(kernels.get("configs") or []))
     kdir = f"{tk.get('opp_path') or str(tk.get('path')) + '/opp'}/built-in/op_impl/ai_core/tbe/kernel"
@@ -722,17 +460,17 @@ def kernels_for_chip(ctx: Any) -> Iterable[Finding]:
         if kd:
             wanted.setdefault(str(kd), []).append(str(chip["name"]))
             pkg_chip[str(kd)] = getattr(info, "kernels_package_chip", None)
-    set_env = source_cmd(tk)
+    set_env = set_env_step(tk)
     if not wanted:
         if not present and chips(ctx) == [] and torch_npu_record(ctx) is not None:
             yield KERNELS_MISSING.finding(
-                title=f"No CANN kernels package is installed in CANN {ver} at {tk.get('path')}",
+                title=f"No CANN kernels package is installed in CANN {ver or '(unknown version)'} at {tk.get('path')}",
                 evidence=[
                     _toolkit_line(tk),
                     f"{kdir}/ holds no SoC directory",
                     "no NPU chip listed (npu-smi), so the chip is unknown",
                 ],
-                fix=[set_env, run_cmd(kernels_file(ver, None, arch))],
+                fix=[set_env, install("kernels", ver, arch, None, unknown=unknown)],
                 severity="warning",
             )
         return
@@ -745,7 +483,7 @@ def kernels_for_chip(ctx: Any) -> Iterable[Finding]:
             f"NPU chip(s) {chip_names} need kernels in {kdir}/{soc_dir}/ and {kdir}/config/{soc_dir}/binary_info_config.json",
             f"present: {', '.join(present) if present else 'none'}",
         ]
-        fix = [set_env, run_cmd(kernels_file(ver, pkg_chip.get(soc_dir), arch))]
+        fix = [set_env, install("kernels", ver, arch, pkg_chip.get(soc_dir), unknown=unknown)]
         if present:
             yield KERNELS_OTHER_SOC.finding(
                 title=f"CANN kernels are installed for {', '.join(present)} only; this machine's {chip_names} needs {soc_dir}",
@@ -755,7 +493,7 @@ def kernels_for_chip(ctx: Any) -> Iterable[Finding]:
             )
         else:
             yield KERNELS_MISSING.finding(
-                title=f"No CANN kernels for {chip_names} ({soc_dir}) in CANN {ver}",
+                title=f"No CANN kernels for {chip_names} ({soc_dir}) in CANN {ver or '(unknown version)'}",
                 evidence=evidence,
                 fix=fix,
                 subject=soc_dir,
@@ -777,8 +515,8 @@ def kernels_version(ctx: Any) -> Iterable[Finding]:
         title=f"Kernels package {kernels['version']} does not match CANN toolkit {ver}",
         evidence=[_toolkit_line(tk), f"kernels {kernels['version']} from {kernels.get('source')}"],
         fix=[
-            source_cmd(tk),
-            run_cmd(kernels_file(ver, package_chip(ctx), host_arch(ctx) or tk.get("arch"))),
+            set_env_step(tk),
+            install("kernels", ver, host_arch(ctx) or tk.get("arch"), package_chip(ctx)),
         ],
         severity="warning" if ops_era else "error",
     )
@@ -787,7 +525,7 @@ def kernels_version(ctx: Any) -> Iterable[Finding]:
 def _nnal_needed(ctx: Any) -> Tuple[bool, List[str]]:
     reasons: List[str] = []
     for name in _NEEDS_NNAL:
-        for rec in _installed(ctx, name):
+        for rec in installed(ctx, name):
             reasons.append(f"{rec.get('name') or name} {rec.get('version')} is installed (it links NNAL's libatb.so)")
     cann = ctx.facts("cann")
     env = (cann.get("env") or {}).get("ATB_HOME_PATH")
@@ -808,7 +546,7 @@ def nnal_missing(ctx: Any) -> Iterable[Finding]:
     if not needed:
         return
     tk = cann.get("selected")
-    ver = (tk or {}).get("version") or "<CANN toolkit version>"
+    ver = (tk or {}).get("version")
     arch = host_arch(ctx) or (tk or {}).get("arch")
     evidence = reasons + [
         "no NNAL found: looked for nnal/atb/latest/version.info under /usr/local/Ascend, ~/Ascend, /home/*/Ascend"
@@ -816,10 +554,10 @@ def nnal_missing(ctx: Any) -> Iterable[Finding]:
     env = (cann.get("env") or {}).get("ATB_HOME_PATH")
     if env and env.get("value") and not env.get("exists"):
         evidence.append(f"ATB_HOME_PATH={env['value']} does not exist")
-    fix = []
+    fix: List[Remedy] = []
     if tk:
-        fix.append(source_cmd(tk))
-    fix += [run_cmd(nnal_file(ver, arch)), "source /usr/local/Ascend/nnal/atb/set_env.sh"]
+        fix.append(set_env_step(tk))
+    fix += [install("nnal", ver, arch, unknown="the CANN toolkit you use"), nnal_set_env()]
     yield NNAL_MISSING.finding(
         title=f"NNAL (ATB) is not installed, but it is needed: {reasons[0]}",
         evidence=evidence,
@@ -842,11 +580,7 @@ def nnal_version(ctx: Any) -> Iterable[Finding]:
     yield NNAL_VERSION.finding(
         title=f"NNAL {nnal['version']} does not match CANN toolkit {ver}",
         evidence=[_toolkit_line(tk), f"NNAL/ATB {nnal.get('build') or nnal['version']} from {nnal.get('source')}"],
-        fix=[
-            source_cmd(tk),
-            run_cmd(nnal_file(ver, arch)),
-            "source /usr/local/Ascend/nnal/atb/set_env.sh",
-        ],
+        fix=[set_env_step(tk), install("nnal", ver, arch), nnal_set_env()],
     )
 
 
@@ -873,7 +607,7 @@ def atb_abi(ctx: Any) -> Iterable[Finding]:
     value = str(env["value"]).rstrip("/")
     m = re.search(r"cxx_abi_([01])$", value)
     abi = int(m.group(1)) if m else None
-    fix = ["source /usr/local/Ascend/nnal/atb/set_env.sh  # after torch is installed, in a fresh shell"]
+    fix: List[Remedy] = [nnal_set_env(note="after torch is installed, in a fresh shell")]
     if not env.get("exists"):
         nnal = cann.get("nnal") or {}
         yield ATB_ABI.finding(
@@ -896,7 +630,7 @@ def atb_abi(ctx: Any) -> Iterable[Finding]:
     yield ATB_ABI.finding(
         title=f"ATB_HOME_PATH uses cxx_abi_{abi} but torch is built with the {'C++11' if torch_abi else 'old'} ABI (needs cxx_abi_{want})",
         evidence=[f"ATB_HOME_PATH={value}", f"torch compiled with _GLIBCXX_USE_CXX11_ABI={want} (libraries facts)"],
-        fix=fix + [f"or: source /usr/local/Ascend/nnal/atb/set_env.sh --cxx_abi={want}"],
+        fix=fix + [SourceFile(NNAL_SET_ENV, args=f"--cxx_abi={want}", lead="or: ")],
     )
 
 
@@ -904,7 +638,7 @@ def _frameworks_installed(ctx: Any) -> List[Tuple[str, str, str, str]]:
     """``(project, label, version, where)`` of each framework release found: vllm-ascend
     from its dist-info, MindIE and ATB models from their version.info (cann facts)."""
     out: List[Tuple[str, str, str, str]] = []
-    for rec in _installed(ctx, "vllm-ascend", "vllm_ascend")[:1]:
+    for rec in installed(ctx, "vllm-ascend", "vllm_ascend")[:1]:
         if rec.get("version"):
             where = str(rec.get("dist_info") or rec.get("location") or "")
             out.append(("vllm-ascend", "vllm-ascend", str(rec["version"]), where))
@@ -936,6 +670,7 @@ def _framework_for_cann(project: str, cann: str) -> Optional[str]:
 def framework_cann(ctx: Any) -> Iterable[Finding]:
     """CANN012: vllm-ascend / MindIE release older CANN than it documents (K05)."""
     from npudoctor.rules._frameworks import rows_for
+    from npudoctor.rules._pyfacts import pip_install
 
     tk = ctx.facts("cann").get("selected")
     if not isinstance(tk, dict) or not tk.get("version"):
@@ -954,19 +689,24 @@ def framework_cann(ctx: Any) -> Iterable[Finding]:
         # a beta/alpha of the documented release counts as it (8.0.0.beta1 for ">= 8.0.0")
         if cann_less(getattr(have, "release", cv), need) is not True:
             continue
-        fix = [
-            run_cmd(toolkit_file(need, arch)),
-            run_cmd(kernels_file(need, package_chip(ctx), arch)),
-            run_cmd(nnal_file(need, arch)),
-            source_cmd(None, need),
-            f"source /usr/local/Ascend/nnal/atb/set_env.sh  # CANN {need} for {label} {version}",
+        fix: List[Remedy] = [
+            install("toolkit", need, arch),
+            install("kernels", need, arch, package_chip(ctx)),
+            install("nnal", need, arch),
+            set_env_step(None, need),
+            nnal_set_env(note=f"CANN {need} for {label} {version}"),
         ]
         older = _framework_for_cann(project, cv) if project == "vllm-ascend" else None
         if older:
             fix.append(
-                f"or keep CANN {cv} and install vllm-ascend {older} (made for it): "
-                f"pip install vllm=={older.split('rc')[0]}  # vllm first, then: pip install vllm-ascend=={older}"
+                pip_install(
+                    ctx,
+                    f"vllm=={older.split('rc')[0]}",
+                    lead=f"or keep CANN {cv} and install vllm-ascend {older} (made for it): ",
+                    note="vllm first",
+                )
             )
+            fix.append(pip_install(ctx, f"vllm-ascend=={older}", lead="  then "))
         yield FRAMEWORK_CANN.finding(
             title=f"{label} {version} needs CANN {need} or newer, but CANN {cv} is in use",
             evidence=[

@@ -64,7 +64,7 @@ def container_devices(ctx: Any) -> Iterable[Finding]:
     ids: List[Any] = parse_id_list(wanted)[0] if wanted else []
     evidence = ["no /dev/davinciN node in this container"]
     evidence += container.get("evidence") or []
-    fix = ["Recreate the container with: " + docker_flags(ids or ["0"], mounts=())]
+    fix: List[Any] = [docker_flags(ids or [0], mounts=(), lead="Recreate the container with: ")]
     if wanted:
         evidence.append(
             f"ASCEND_VISIBLE_DEVICES={wanted} is set, but it only works when the Ascend Docker Runtime "
@@ -72,10 +72,16 @@ def container_devices(ctx: Any) -> Iterable[Finding]:
         )
         fix.append(
             "Or install and select the Ascend Docker Runtime: `docker info | grep -i runtime` must list "
-            "ascend; then `docker run --runtime ascend -e ASCEND_VISIBLE_DEVICES=" + wanted + " …`"
+            "ascend; then start the container with `docker run --runtime ascend -e ASCEND_VISIBLE_DEVICES="
+            + wanted
+            + "`"
+            " and your usual arguments"
         )
     else:
-        fix.append("Or use the Ascend Docker Runtime: docker run --runtime ascend -e ASCEND_VISIBLE_DEVICES=0 …")
+        fix.append(
+            "Or use the Ascend Docker Runtime: start the container with `docker run --runtime ascend "
+            "-e ASCEND_VISIBLE_DEVICES=0` and your usual arguments"
+        )
     if container.get("kubernetes"):
         fix.append("Kubernetes: request the device-plugin resource, e.g. resources.limits: huawei.com/Ascend910: 1")
     yield NO_DEVICES.finding(evidence=evidence, fix=fix)
@@ -101,7 +107,7 @@ def container_mounts(ctx: Any) -> Iterable[Finding]:
             ev.append("ASCEND_RUNTIME_OPTIONS contains NODRV: the Ascend runtime was told not to mount the driver")
         yield DRIVER_NOT_MOUNTED.finding(
             evidence=ev,
-            fix=["Recreate the container with: " + docker_flags([], control=[], mounts=_MOUNT_DRIVER)]
+            fix=[docker_flags([], control=[], mounts=_MOUNT_DRIVER, lead="Recreate the container with: ")]
             + (["Or drop NODRV from ASCEND_RUNTIME_OPTIONS"] if nodrv else []),
         )
     smi = dev.get("npu_smi") or {}
@@ -117,7 +123,7 @@ def container_mounts(ctx: Any) -> Iterable[Finding]:
             title="not mounted into this container: " + ", ".join(missing_tools),
             evidence=[f"{p}: not present" for p in missing_tools] + _smi_evidence(ctx, smi),
             fix=[
-                "Recreate the container with: " + docker_flags([], control=[], mounts=missing_tools),
+                docker_flags([], control=[], mounts=missing_tools, lead="Recreate the container with: "),
                 "(npu-smi lives in /usr/local/sbin on some hosts: -v /usr/local/sbin/npu-smi:/usr/local/sbin/npu-smi)",
             ],
         )

@@ -17,6 +17,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.parsers.ranktable import id_ranges
+from npudoctor.remedies import DockerFlags
 from npudoctor.rules import rule
 
 # --------------------------------------------------------------------------- codes
@@ -119,13 +120,24 @@ def parse_id_list(raw: str) -> Tuple[List[int], List[str]]:
     return ids, bad
 
 
-def docker_flags(device_ids: Iterable[Any], control: Iterable[str] = _CONTROL, mounts: Iterable[str] = ()) -> str:
-    """The ``docker run`` flags for these devices and mounts, in the order of the
-    standard vllm-ascend command (samples/docker-run_vllm-ascend_standard-device-mounts.sh.txt)."""
-    flags = [f"--device /dev/davinci{i}" for i in device_ids]
-    flags += [f"--device {c}" for c in control]
-    flags += [f"-v {m}:{m}" for m in mounts]
-    return " ".join(flags)
+def docker_flags(
+    device_ids: Iterable[int],
+    control: Iterable[str] = _CONTROL,
+    mounts: Iterable[str] = (),
+    lead: str = "",
+    pick_device: bool = False,
+) -> DockerFlags:
+    """The ``docker run`` flags remedy for these devices, control nodes and mounts
+    (rendered in the order of the standard vllm-ascend command by
+    :func:`npudoctor.remedies.render.docker_words`); ``pick_device`` when the NPU to add
+    is not known (prose asks for a free one)."""
+    return DockerFlags(
+        devices=tuple(int(i) for i in device_ids),
+        control=tuple(control),
+        mounts=tuple(mounts),
+        lead=lead,
+        pick_device=pick_device,
+    )
 
 
 def _package_version(ctx: Any, *names: str) -> Optional[str]:
@@ -270,8 +282,8 @@ def npu_smi_state(ctx: Any) -> Iterable[Finding]:
         nodes = [n["path"] for n in chip_nodes(dev)]
         fix = [
             "On the host: `npu-smi info` and look at the process table; stop the container or "
-            "process that holds this NPU (`docker ps`, `docker stop <name>`)",
-            "Or start this container with a free device: " + docker_flags(["<N>"]),
+            "process that holds this NPU (`docker ps` names it, then `docker stop` with that name)",
+            docker_flags([], lead="Or start this container with a free device: ", pick_device=True),
             "Or start it with `--privileged` (the maintainers' workaround for -8005 in containers)",
         ]
         if code == -8005:
@@ -415,10 +427,16 @@ def device_nodes(ctx: Any) -> Iterable[Finding]:
     if present_chips:
         evidence.append("present: " + ", ".join(n["path"] for n in present_chips))
     if container:
-        want = ids or sorted({c.get("logic_id") for c in chips if c.get("logic_id") is not None}) or ["<N>"]
+        want = ids or sorted({c.get("logic_id") for c in chips if c.get("logic_id") is not None})
         fix = [
-            "Recreate the container with: " + docker_flags(want if no_chip_nodes else [], control=missing),
-            "Or use the Ascend Docker Runtime (`--runtime ascend -e ASCEND_VISIBLE_DEVICES=<ids>`), which adds them",
+            docker_flags(
+                want if no_chip_nodes else [],
+                control=missing,
+                lead="Recreate the container with: ",
+                pick_device=no_chip_nodes and not want,
+            ),
+            "Or use the Ascend Docker Runtime (`--runtime ascend` with `-e ASCEND_VISIBLE_DEVICES=` and the NPU ids), "
+            "which adds them",
         ]
     else:
         fix = [
@@ -597,7 +615,7 @@ def visibility(ctx: Any) -> Iterable[Finding]:
                 ]
                 + ([f"nodes not listed in ASCEND_VISIBLE_DEVICES: {extra}"] if extra else []),
                 fix=[
-                    "Mount only the allocated devices: " + docker_flags(sorted(set(ids)), control=[]),
+                    docker_flags(sorted(set(ids)), control=[], lead="Mount only the allocated devices: "),
                     "Or set, for the process: export ASCEND_RT_VISIBLE_DEVICES="
                     + ",".join(str(i) for i, n in enumerate(sorted(nodes)) if n in set(ids)),
                 ],
@@ -927,7 +945,7 @@ def topology_summary(ctx: Any) -> Iterable[Finding]:
     if affinity and len(by_cpus) > 1:
         first_npu, first_cpus = next(iter(affinity.items()))
         fix.append(
-            f"Bind each rank's data-loader workers near its NPU, e.g. NPU {first_npu}: taskset -c {first_cpus} <command>"
+            f"Bind each rank's data-loader workers near its NPU, e.g. start the rank of NPU {first_npu} under `taskset -c {first_cpus}`"
         )
     if not topo.get("all_fabric"):
         fix.append("Keep tensor-parallel groups inside one island (HCCS/SIO/UB or one PCIe switch)")

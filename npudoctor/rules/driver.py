@@ -14,8 +14,17 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.parsers.info_files import format_ranges, ranges_contain
+from npudoctor.plan.fit import driver_fit, hdk_for, mismatch_plan
+from npudoctor.remedies import Command, DockerFlags, InstallPackage, Reboot
 from npudoctor.rules import rule
-from npudoctor.rules.cann import cann_plan, host_arch, not_in_matrix_line, package_chip, torch_npu_record
+from npudoctor.rules._cannfacts import (
+    host_arch,
+    installed_torch,
+    not_in_matrix_line,
+    package_chip,
+    python_tag,
+    torch_npu_record,
+)
 
 NO_DRIVER = codes.get("DRV001")
 
@@ -41,53 +50,73 @@ def driver_version(ctx: Any) -> Tuple[Optional[str], Optional[str]]:
     return None, None
 
 
-def _hdk_chip(ctx: Any) -> str:
+def _hdk_chip(ctx: Any) -> Optional[str]:
     """The chip part of the HDK package names (``910b``, ``310p``, ``910``) for this
-    machine's NPUs (devices facts + matrix, see :func:`package_chip`), else a placeholder."""
+    machine's NPUs (devices facts + matrix, see :func:`package_chip`), or ``None``."""
     chip = package_chip(ctx)
-    return chip.lower() if chip else "<chip: 910b|310p|910>"
+    return chip.lower() if chip else None
 
 
-def _firmware_cmd(ctx: Any, what: str) -> str:
-    """``chmod +x <firmware .run> && ./<firmware .run> --full`` for the HDK ``what``
-    (file name: ``Ascend-hdk-<chip>-npu-firmware_<fw>.run``, REPORT.md §5)."""
-    file = f"Ascend-hdk-{_hdk_chip(ctx)}-npu-firmware_<{what}>.run"
-    return f"chmod +x {file} && ./{file} --full"
+def _firmware(ctx: Any, hdk: Optional[str], lead: str = "", note: str = "") -> InstallPackage:
+    """The firmware step of Ascend HDK ``hdk`` (file ``Ascend-hdk-<chip>-npu-firmware_<fw>.run``,
+    REPORT.md §5): its build number is published for a few drivers only
+    (knowledge/packages.py), else the step is prose naming the HDK."""
+    from npudoctor.knowledge.packages import firmware_for_driver
+
+    fw = firmware_for_driver(hdk) if hdk else None
+    what = f"Ascend HDK {hdk}" if hdk else "the same Ascend HDK"
+    return InstallPackage(
+        "firmware",
+        fw,
+        chip=_hdk_chip(ctx),
+        unknown=f"{what} (its .run file name carries its own build number)",
+        lead=lead,
+        note=note,
+    )
+
+
+def _driver(ctx: Any, version: Optional[str], lead: str = "", unknown: str = "") -> InstallPackage:
+    """The driver step of HDK ``version`` (``Ascend-hdk-<chip>-npu-driver_<ver>_linux-<arch>.run``)."""
+    return InstallPackage(
+        "driver",
+        version.lower() if version else None,
+        arch=host_arch(ctx),
+        chip=_hdk_chip(ctx),
+        unknown=unknown,
+        lead=lead,
+    )
+
+
+def _cann_plan(ctx: Any) -> Any:
+    """CANN003's plan (:func:`npudoctor.plan.fit.mismatch_plan`) for this machine, or ``None``."""
+    tk = ctx.facts("cann").get("selected") or {}
+    tnpu = torch_npu_record(ctx)
+    if not tk.get("version") or tnpu is None:
+        return None
+    py, plat = python_tag(ctx)
+    return mismatch_plan(ctx.matrix, str(tnpu.get("version") or ""), str(tk["version"]), installed_torch(ctx), py, plat)
 
 
 def _move_note(ctx: Any, driver: Optional[str]) -> Optional[str]:
     """The driver-side view of CANN003's option B (move to the CANN torch_npu is paired
     with), so DRV001/DRV002 and CANN003 say the same thing; ``None`` without a mismatch."""
-    plan = cann_plan(ctx)
-    if not plan or not plan.get("move_to"):
+    plan = _cann_plan(ctx)
+    if plan is None or not plan.move_to:
         return None
-    move = str(plan["move_to"])
-    matrix = ctx.matrix
-    fit = None
-    if driver and matrix is not None:
-        try:
-            fit = str(matrix.driver_fit(move, driver))
-        except Exception:
-            fit = None
+    move = str(plan.move_to)
+    fit = driver_fit(ctx.matrix, move, driver) if driver else None
     if fit in ("paired", "compatible"):
         return (
-            f"or install CANN {move}, the one torch_npu {plan['torch_npu']} is paired with "
+            f"or install CANN {move}, the one torch_npu {plan.torch_npu} is paired with "
             f"(CANN003 option B): driver {driver} supports it"
         )
-    hdk = _hdk_of(ctx, move)
+    hdk = hdk_for(ctx.matrix, move)
     if not hdk:
         return None
     return (
-        f"the HDK above is for the CANN {plan['cann']} in use (CANN003 option A); if you move to "
-        f"CANN {move} for torch_npu {plan['torch_npu']} (CANN003 option B), install Ascend HDK {hdk} instead"
+        f"the HDK above is for the CANN {plan.cann} in use (CANN003 option A); if you move to "
+        f"CANN {move} for torch_npu {plan.torch_npu} (CANN003 option B), install Ascend HDK {hdk} instead"
     )
-
-
-def _driver_file(ctx: Any, version: str) -> str:
-    arch = host_arch(ctx)
-    arch_part = {"x86_64": "x86-64", "aarch64": "aarch64"}.get(arch or "", "$(uname -m | sed s/_/-/)")
-    version = version if version.startswith("<") else version.lower()
-    return f"Ascend-hdk-{_hdk_chip(ctx)}-npu-driver_{version}_linux-{arch_part}.run"
 
 
 def _paired_hdk(ctx: Any) -> Optional[str]:
@@ -95,22 +124,7 @@ def _paired_hdk(ctx: Any) -> Optional[str]:
     tk = ctx.facts("cann").get("selected") or {}
     if not tk.get("version"):
         return None
-    return _hdk_of(ctx, str(tk["version"]))
-
-
-def _hdk_of(ctx: Any, cann: str) -> Optional[str]:
-    """The HDK version the matrix pairs with ``cann`` (else its minimum), or ``None``."""
-    matrix = ctx.matrix
-    if matrix is None:
-        return None
-    try:
-        req = matrix.driver_requirement(cann)
-    except Exception:
-        return None
-    paired = list(getattr(req, "paired", None) or []) if req is not None else []
-    return (
-        str(paired[0]) if paired else (str(req.minimum) if req is not None and getattr(req, "minimum", None) else None)
-    )
+    return hdk_for(ctx.matrix, str(tk["version"]))
 
 
 @rule
@@ -134,7 +148,6 @@ def driver_missing(ctx: Any) -> Iterable[Finding]:
     if toolkits:
         evidence.append(f"CANN {toolkits[0].get('version')} at {toolkits[0].get('path')}")
     hdk = _paired_hdk(ctx)
-    file = _driver_file(ctx, hdk or "<HDK version paired with your CANN>")
     if hdk:
         evidence.append(
             f"matrix: the CANN {(cann.get('selected') or {}).get('version')} in use is paired with Ascend HDK {hdk}"
@@ -144,16 +157,18 @@ def driver_missing(ctx: Any) -> Iterable[Finding]:
             title="The host's NPU driver is not mounted into this container",
             evidence=evidence,
             fix=[
-                "docker run … -v /usr/local/Ascend/driver:/usr/local/Ascend/driver "
-                "-v /etc/ascend_install.info:/etc/ascend_install.info …",
+                DockerFlags(
+                    mounts=("/usr/local/Ascend/driver", "/etc/ascend_install.info"),
+                    lead="Recreate the container with these docker run flags added: ",
+                ),
             ],
             severity="error" if tnpu is not None else "warning",
         )
         return
-    fix = [
-        f"chmod +x {file} && ./{file} --full",
-        _firmware_cmd(ctx, f"firmware of Ascend HDK {hdk}" if hdk else "firmware of the same HDK"),
-        "reboot",
+    fix: List[Any] = [
+        _driver(ctx, hdk, unknown="the Ascend HDK paired with your CANN (`npudoctor matrix` shows it)"),
+        _firmware(ctx, hdk),
+        Reboot(),
     ]
     note = _move_note(ctx, None)
     if note:
@@ -208,12 +223,11 @@ def driver_cann(ctx: Any) -> Iterable[Finding]:
     target = None
     if req is not None:
         target = (getattr(req, "paired", None) or [None])[0] or getattr(req, "minimum", None)
-    fix: List[str] = []
+    fix: List[Any] = []
     if target:
-        file = _driver_file(ctx, str(target))
         fix += [
-            f"upgrade {where} driver: chmod +x {file} && ./{file} --full",
-            f"then the firmware of Ascend HDK {target}: {_firmware_cmd(ctx, 'fw')}; reboot",
+            _driver(ctx, str(target), lead=f"upgrade {where} driver: "),
+            _firmware(ctx, str(target), lead="then ", note="then reboot"),
         ]
     note = _move_note(ctx, version)
     if note and note.startswith("or install"):
@@ -272,9 +286,9 @@ def firmware_driver(ctx: Any) -> Iterable[Finding]:
         title=f"Firmware {fver} does not list driver {dver} as compatible",
         evidence=evidence,
         fix=[
-            _firmware_cmd(ctx, f"firmware of Ascend HDK {dver}"),
-            "reboot",
-            "npu-smi info -t board -i 0   # Compatibility should say OK",
+            _firmware(ctx, str(dver)),
+            Reboot(),
+            Command(("npu-smi", "info", "-t", "board", "-i", "0"), note="Compatibility should say OK"),
         ],
     )
 
@@ -289,7 +303,7 @@ def driver_unreadable(ctx: Any) -> Iterable[Finding]:
             yield DRIVER_UNREADABLE.finding(
                 title=f"The {kind} version cannot be read: {rec['error']}",
                 evidence=[str(rec["error"])],
-                fix=[f"ls -l {rec.get('path')}/version.info"],
+                fix=[Command(("ls", "-l", f"{rec.get('path')}/version.info"))],
                 subject=kind,
             )
     info = facts.get("install_info") or {}
@@ -300,6 +314,6 @@ def driver_unreadable(ctx: Any) -> Iterable[Finding]:
                 f"{info.get('path')}: {info['error']}",
                 "CANN 9.x set_env.sh greps Driver_Install_Path_Param from it",
             ],
-            fix=["ls -l /etc/ascend_install.info"],
+            fix=[Command(("ls", "-l", "/etc/ascend_install.info"))],
             subject="install_info",
         )

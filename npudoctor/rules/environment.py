@@ -4,23 +4,24 @@
 from __future__ import annotations
 
 import posixpath
-import shlex
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.remedies import Export, PrependPath, SourceFile
 from npudoctor.rules import rule
 
 SERVICE_NOTE = (
     "For a systemd unit, Ray worker, Slurm job or Kubernetes pod, ~/.bashrc is not read: put the "
     "variables in the unit (Environment=/EnvironmentFile=) or the pod spec (env:), or start the "
-    "command as `bash -c 'source {script} && exec <command>'`."
+    'command through bash, e.g. `bash -c \'source {script} && exec "$0" "$@"\' python train.py` '
+    "(your command and its arguments in place of python train.py)."
 )
 
 SERVICE_NOTE_EXPORTS = (
     "For a systemd unit, Ray worker, Slurm job or Kubernetes pod, ~/.bashrc is not read: put these "
     "variables in the unit (Environment=/EnvironmentFile=) or the pod spec (env:), or start the command "
-    "as `npudoctor exec -- <command>`, which applies them."
+    "under `npudoctor exec --`, which applies them (e.g. `npudoctor exec -- python train.py`)."
 )
 
 NPUDOCTOR_ENV = 'or: eval "$(npudoctor env)"  # the same variables, computed by npudoctor from the toolkit'
@@ -78,21 +79,17 @@ def _toolkit_line(env: Dict[str, Any]) -> str:
     )
 
 
-def append_line(name: str, entries: Sequence[str]) -> str:
-    """``export NAME=<entries>:${NAME}``: the entries put in front of the user's value,
-    never replacing it.  An unset LD_LIBRARY_PATH/PYTHONPATH gets no trailing ``:`` (an
-    empty entry means the current directory to ld.so and Python)."""
-    head = shlex.quote(":".join(entries))
-    if name == "PATH":
-        return f"export PATH={head}:${{PATH}}"
-    return f"export {name}={head}${{{name}:+:${{{name}}}}}"
+def append_line(name: str, entries: Sequence[str]) -> PrependPath:
+    """The entries put in front of the user's ``name`` value, never replacing it (see
+    :class:`npudoctor.remedies.PrependPath`)."""
+    return PrependPath(name, tuple(entries))
 
 
-def _export_lines(env: Dict[str, Any], names: Iterable[str], paths: Optional[Dict[str, List[str]]] = None) -> List[str]:
+def _export_lines(env: Dict[str, Any], names: Iterable[str], paths: Optional[Dict[str, List[str]]] = None) -> List[Any]:
     """``export`` lines for the scalar variables ``names`` (their expected values) and the
     ``paths`` entries to put in front of LD_LIBRARY_PATH/PYTHONPATH/PATH."""
     variables = (env.get("expected") or {}).get("variables") or {}
-    lines = [f"export {n}={shlex.quote(str(variables[n]))}" for n in names if n in variables]
+    lines: List[Any] = [Export(n, str(variables[n])) for n in names if n in variables]
     for name in PATH_VARS:
         entries = (paths or {}).get(name) or []
         if entries:
@@ -100,7 +97,7 @@ def _export_lines(env: Dict[str, Any], names: Iterable[str], paths: Optional[Dic
     return lines
 
 
-def _full_exports(env: Dict[str, Any]) -> List[str]:
+def _full_exports(env: Dict[str, Any]) -> List[Any]:
     """Every variable of the toolkit's set_env.sh (NNAL's are ENV005's): what to run when
     no set_env.sh exists in the root."""
     expected = env.get("expected") or {}
@@ -162,7 +159,7 @@ def set_env_not_sourced(ctx: Any) -> Iterable[Finding]:
         evidence.append("LD_LIBRARY_PATH lacks " + ", ".join(missing_ld))
     evidence += _method_line(env)
     if script:
-        fix = [f"source {script}"]
+        fix: List[Any] = [SourceFile(script)]
     else:
         if (env.get("expected") or {}).get("method") == "set_env.sh (rebased)":
             evidence.append("sourcing that script would set up the other install, not this toolkit")
@@ -179,11 +176,11 @@ def set_env_not_sourced(ctx: Any) -> Iterable[Finding]:
     )
 
 
-def _source_or(script: Optional[str], exports: List[str]) -> List[str]:
+def _source_or(script: Optional[str], exports: List[Any]) -> List[Any]:
     """``source <script>`` then the narrower export lines, or the export lines alone when
     no script exists in the root."""
     if script:
-        return [f"source {script}", "or set only what is missing:"] + exports
+        return [SourceFile(script), "or set only what is missing:"] + exports
     return list(exports)
 
 
@@ -222,9 +219,11 @@ def stale_environment(ctx: Any) -> Iterable[Finding]:
     if len(stale) > 12:
         evidence.append(f"... and {len(stale) - 12} more")
     script = _script(env)
-    fix = ["Start a fresh shell (or remove the old CANN lines from ~/.bashrc, /etc/profile or the image ENV)"]
+    fix: List[Any] = [
+        "Start a fresh shell (or remove the old CANN lines from ~/.bashrc, /etc/profile or the image ENV)"
+    ]
     if script:
-        fix.append(f"source {script}")
+        fix.append(SourceFile(script))
     else:
         scalars = [str(s["variable"]) for s in stale if s.get("variable") not in PATH_VARS]
         fix += _export_lines(env, dict.fromkeys(scalars))
@@ -232,8 +231,7 @@ def stale_environment(ctx: Any) -> Iterable[Finding]:
             drop = [str(s["value"]) for s in stale if s.get("variable") == name]
             if drop:
                 fix.append(
-                    f"export {name}={shlex.quote(_clean_value(env, name, drop))}  # the current value without "
-                    + ", ".join(drop)
+                    Export(name, _clean_value(env, name, drop), note="the current value without " + ", ".join(drop))
                 )
     fix.append(_service_note(script))
     yield STALE.finding(
@@ -355,20 +353,20 @@ def nnal_not_sourced(ctx: Any) -> Iterable[Finding]:
     yield NNAL_NOT_SOURCED.finding(
         title="NNAL (ATB) is installed but nnal/atb/set_env.sh is not sourced",
         evidence=evidence,
-        fix=([f"source {script}  # after torch is installed"] if script else _nnal_exports(nnal))
+        fix=([SourceFile(script, note="after torch is installed")] if script else _nnal_exports(nnal))
         + [_service_note(script)],
         severity="error" if needs else "warning",
     )
 
 
-def _nnal_exports(nnal: Dict[str, Any]) -> List[str]:
+def _nnal_exports(nnal: Dict[str, Any]) -> List[Any]:
     """What nnal/atb/set_env.sh sets for the ABI directory torch needs (see
     :func:`npudoctor.cann_env.nnal_variables`)."""
     home = str(nnal.get("expected_atb_home") or "")
     if not home:
         return []
     return [
-        f"export ATB_HOME_PATH={shlex.quote(home)}",
+        Export("ATB_HOME_PATH", home),
         append_line("LD_LIBRARY_PATH", [f"{home}/lib", f"{home}/examples", f"{home}/tests/atbopstest"]),
         append_line("PATH", [f"{home}/bin"]),
     ]
@@ -395,6 +393,6 @@ def custom_values(ctx: Any) -> Iterable[Finding]:
         yield CUSTOM.finding(
             title=f"{item.get('name')}={item.get('current')} (set_env.sh would set {item.get('expected')})",
             evidence=[_toolkit_line(env), f"{item.get('name')}={item.get('current')}"],
-            fix=[f"export {item.get('name')}={item.get('expected')}  # if the custom value was not intended"],
+            fix=[Export(str(item.get("name")), str(item.get("expected")), note="if the custom value was not intended")],
             subject=str(item.get("name")),
         )

@@ -14,6 +14,7 @@ from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.parsers.ranktable import is_ip, server_addresses
+from npudoctor.remedies import DockerFlags, Export
 from npudoctor.rules import rule
 from npudoctor.rules._hccl_job import job_shape
 from npudoctor.rules._ranktable import layout_problems
@@ -479,7 +480,11 @@ def hccn_conf_present(ctx: Any) -> Iterable[Finding]:
     if not conf.get("present"):
         if in_container:
             fix = [
-                "Recreate the container with the host's file mounted: docker run ... -v /etc/hccn.conf:/etc/hccn.conf:ro ...",
+                DockerFlags(
+                    mounts=("/etc/hccn.conf",),
+                    read_only=True,
+                    lead="Recreate the container with the host's file mounted, adding to docker run: ",
+                ),
                 "Kubernetes: a hostPath volume for /etc/hccn.conf (type File) mounted read-only at /etc/hccn.conf",
             ]
         else:
@@ -553,8 +558,13 @@ def master_and_whitelist(ctx: Any) -> Iterable[Finding]:
             + (f"HCCL_WHITELIST_FILE={where} does not exist" if where else "HCCL_WHITELIST_FILE is not set"),
             evidence=["HCCL_WHITELIST_DISABLE=0 (environment)", f"HCCL_WHITELIST_FILE={where or '(unset)'}"],
             fix=[
-                "export HCCL_WHITELIST_DISABLE=1",
-                "or write the whitelist (the peers' host IPs) and export HCCL_WHITELIST_FILE=<its path>",
+                Export("HCCL_WHITELIST_DISABLE", "1"),
+                Export(
+                    "HCCL_WHITELIST_FILE",
+                    None,
+                    unknown="its path",
+                    lead="or write the whitelist (the peers' host IPs) to a file and ",
+                ),
             ],
         )
 

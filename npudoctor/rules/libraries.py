@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import posixpath
 import re
-import shlex
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Code, Finding
 from npudoctor.knowledge import codes
+from npudoctor.knowledge.packages import NNAL_SET_ENV, set_env_script
+from npudoctor.remedies import Command, Export, InstallPackage, PrependPath, SourceFile
 from npudoctor.rules import rule
 
 NOT_LOADABLE = codes.get("LIB001")
@@ -57,10 +58,22 @@ def _nnal_script(ctx: Any) -> Optional[str]:
     return None
 
 
-def _prepend_ld(dirs: List[str]) -> str:
-    """``export LD_LIBRARY_PATH=<dirs>${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}`` (appends
-    the user's value, adds no empty entry when it is unset)."""
-    return "export LD_LIBRARY_PATH=" + shlex.quote(":".join(dirs)) + "${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
+def _prepend_ld(dirs: List[str], lead: str = "") -> PrependPath:
+    """``dirs`` in front of LD_LIBRARY_PATH (keeps the user's value, adds no empty entry
+    when it is unset)."""
+    return PrependPath("LD_LIBRARY_PATH", tuple(dirs), lead=lead)
+
+
+def _toolkit_version(ctx: Any) -> Optional[str]:
+    """The version of the CANN toolkit in use, or ``None``."""
+    sel = ctx.facts("cann").get("selected")
+    return str(sel["version"]) if isinstance(sel, dict) and sel.get("version") else None
+
+
+def _arch(ctx: Any) -> Optional[str]:
+    """``aarch64`` | ``x86_64`` of this machine, or ``None``."""
+    arch = ctx.facts("host").get("arch")
+    return str(arch) if arch in ("aarch64", "x86_64") else None
 
 
 def _found_dirs(items: List[Dict[str, Any]], where: str) -> List[str]:
@@ -130,47 +143,54 @@ def libraries_not_loadable(ctx: Any) -> Iterable[Finding]:
         evidence.append("LD_LIBRARY_PATH=" + (":".join(ld) if ld else "(unset)"))
         if key == "toolkit":
             title = f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the CANN toolkit but not on the loader path"
-            fix = [f"source {script}"] if script else [_prepend_ld(_found_dirs(items, "selected toolkit"))]
+            fix: List[Any] = [SourceFile(script)] if script else [_prepend_ld(_found_dirs(items, "selected toolkit"))]
         elif key == "driver":
             title = (
                 f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the NPU driver but not on the loader path"
             )
             fix = [_prepend_ld([f"{driver}/lib64", f"{driver}/lib64/common", f"{driver}/lib64/driver"])]
             if script:
-                fix.append(f"or: source {script}")
+                fix.append(SourceFile(script, lead="or: "))
         elif key == "nnal":
             title = f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in NNAL but nnal/atb/set_env.sh is not sourced"
             nnal_script = _nnal_script(ctx)
             if nnal_script:
-                fix = [f"source {nnal_script}  # after torch is installed"]
+                fix = [SourceFile(nnal_script, note="after torch is installed")]
             else:
                 home = ((env.get("nnal") or {}) if isinstance(env, dict) else {}).get("expected_atb_home")
                 fix = (
-                    [f"export ATB_HOME_PATH={shlex.quote(str(home))}", _prepend_ld([f"{home}/lib"])]
+                    [Export("ATB_HOME_PATH", str(home)), _prepend_ld([f"{home}/lib"])]
                     if home
                     else [_prepend_ld(_found_dirs(items, "NNAL")[:1])]
                 )
         elif key == "other-cann":
             title = f"{', '.join(names)} exist only in another CANN install than the one in use"
-            fix = ([f"source {script}"] if script else []) + [
+            fix = ([SourceFile(script)] if script else []) + [
                 "Install the missing CANN component for the toolkit in use"
             ]
         elif key == "nnal-missing":
             title = f"{', '.join(names)} cannot be loaded: NNAL (ATB) is not installed"
             fix = [
-                "Install Ascend-cann-nnal of the same CANN version as the toolkit (./Ascend-cann-nnal_<ver>_linux-<arch>.run --install)",
-                "source /usr/local/Ascend/nnal/atb/set_env.sh  # after torch is installed",
+                InstallPackage(
+                    "nnal",
+                    _toolkit_version(ctx),
+                    arch=_arch(ctx),
+                    unknown="the same CANN version as the toolkit",
+                    lead="Install NNAL of the same CANN version as the toolkit: ",
+                ),
+                SourceFile(NNAL_SET_ENV, note="after torch is installed"),
             ]
         elif has_toolkit:
             title = f"{', '.join(names)} cannot be loaded and {'is' if len(names) == 1 else 'are'} not in the installed CANN"
-            fix = ([f"source {script}"] if script else []) + [
+            fix = ([SourceFile(script)] if script else []) + [
                 "If it is still missing, the CANN install is incomplete: reinstall the toolkit (and kernels) of the version torch_npu needs",
             ]
         else:
             title = f"{', '.join(names)} cannot be loaded: no CANN toolkit is installed"
             fix = [
-                "Install the CANN toolkit that matches torch_npu (Ascend-cann-toolkit_<ver>_linux-<arch>.run --install; see `npudoctor explain CANN001`)",
-                "source /usr/local/Ascend/ascend-toolkit/set_env.sh  # CANN 8.5+: /usr/local/Ascend/cann/set_env.sh",
+                "Install the CANN toolkit that matches torch_npu (its Ascend-cann-toolkit .run package with --install; "
+                "see `npudoctor explain CANN001`)",
+                SourceFile(set_env_script(None), note=f"CANN 8.5+: {set_env_script('8.5.0')}"),
             ]
         if optional:
             title += " (needed only when ATB operators are used)"
@@ -263,7 +283,7 @@ def _conda_prefix(ctx: Any, provider: str) -> Optional[str]:
     return None
 
 
-def _libstdcxx_fix(ctx: Any, provider: str, versions: List[str]) -> List[str]:
+def _libstdcxx_fix(ctx: Any, provider: str, versions: List[str]) -> List[Any]:
     """Fix lines for a libstdc++ that lacks ``versions``: the conda package in a conda
     env; otherwise the OS's libstdc++ (the Ubuntu toolchain PPA on Ubuntu), a newer base
     image, or a newer GCC runtime put first on the loader path."""
@@ -276,9 +296,12 @@ def _libstdcxx_fix(ctx: Any, provider: str, versions: List[str]) -> List[str]:
     if prefix:
         pkg = f"libstdcxx-ng>={major}" if major else "libstdcxx-ng"
         return [
-            f"conda install -p {shlex.quote(prefix)} -c conda-forge {shlex.quote(pkg)}  # the libstdc++ of {runtime} provides {need}",
+            Command(
+                ("conda", "install", "-p", prefix, "-c", "conda-forge", pkg),
+                note=f"the libstdc++ of {runtime} provides {need}",
+            )
         ]
-    fix: List[str] = []
+    fix: List[Any] = []
     host = ctx.facts("host") if isinstance(ctx.facts("host"), dict) else {}
     os_info = host.get("os") if isinstance(host.get("os"), dict) else {}
     if str(os_info.get("id") or "").lower() == "ubuntu":
@@ -294,10 +317,7 @@ def _libstdcxx_fix(ctx: Any, provider: str, versions: List[str]) -> List[str]:
         + (f", e.g. {', '.join(images)})" if images else ")")
         + f"; {provider} is too old"
     )
-    fix.append(
-        f"or install the libstdc++ of {runtime} in its own directory and put it first: "
-        "export LD_LIBRARY_PATH=<that gcc>/lib64${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
-    )
+    fix.append(f"or install the libstdc++ of {runtime} in its own directory and put its lib64 first in LD_LIBRARY_PATH")
     return fix
 
 
@@ -334,7 +354,7 @@ def glibcxx_too_old(ctx: Any) -> Iterable[Finding]:
 
 
 def _symbol_finding(
-    code: Code, check: Any, libs: Dict[str, Any], title: str, fix: List[str], extra: Optional[List[str]] = None
+    code: Code, check: Any, libs: Dict[str, Any], title: str, fix: List[Any], extra: Optional[List[str]] = None
 ) -> Iterable[Finding]:
     if not isinstance(check, dict) or not check.get("missing_count"):
         return
@@ -387,7 +407,7 @@ def _torch_pin(ctx: Any) -> Tuple[Optional[str], str]:
     return None, ""
 
 
-def _torch_fix(ctx: Any, installed: Optional[str]) -> Tuple[List[str], List[str]]:
+def _torch_fix(ctx: Any, installed: Optional[str]) -> Tuple[List[Any], List[str]]:
     """``(fix lines, evidence lines)`` for LIB003: the exact pip command for the torch
     torch_npu was built for, with the target interpreter (``facts["python"]["executable"]``,
     else ``python3``).  On x86_64 torch_npu is built against the CPU build of torch
@@ -403,13 +423,16 @@ def _torch_fix(ctx: Any, installed: Optional[str]) -> Tuple[List[str], List[str]
     wanted = pin
     if platform(ctx) == "x86_64" and "+" not in wanted:
         wanted += "+cpu"
-    cmd = pip_install(ctx, f"torch=={wanted}", index=CPU_INDEX if wanted.endswith("+cpu") else None)
     try:
         same = installed is not None and Version(installed) == Version(wanted)
     except InvalidVersion:
         same = False
-    if same:
-        cmd += " --force-reinstall --no-deps"
+    cmd = pip_install(
+        ctx,
+        f"torch=={wanted}",
+        index=CPU_INDEX if wanted.endswith("+cpu") else None,
+        options=("--force-reinstall", "--no-deps") if same else (),
+    )
     evidence = [f"torch_npu needs torch {pin}: {source}"]
     if wanted != pin:
         evidence.append(f"on x86_64 torch_npu is built against the CPU build: torch {wanted}")
@@ -447,7 +470,7 @@ def atb_symbols(ctx: Any) -> Iterable[Finding]:
         "NNAL's libatb.so does not export the ATB symbols torch_npu needs",
         [
             "Install NNAL from the same CANN release as the toolkit",
-            "source /usr/local/Ascend/nnal/atb/set_env.sh  # after torch is installed",
+            SourceFile(NNAL_SET_ENV, note="after torch is installed"),
         ],
     )
 

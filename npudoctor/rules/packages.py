@@ -19,16 +19,18 @@ from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tu
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.parsers.metadata import canonical_name, requirements_on, satisfies
+from npudoctor.remedies import Command, PipUninstall
 from npudoctor.rules import rule
 from npudoctor.rules._pyfacts import (
     CPU_INDEX,
     all_records,
-    base_python_exe,
+    base_interpreter,
     best_torch_npu,
     cann_present,
     cann_version,
     describe,
     first,
+    interpreter,
     local,
     matrix_call,
     metadata_source,
@@ -36,11 +38,15 @@ from npudoctor.rules._pyfacts import (
     pip_install,
     platform,
     python_exe,
+    python_path,
     python_short,
     records,
     release,
     section,
 )
+
+#: PyPI's simple index (torch_npu's official wheels are published there).
+PYPI_INDEX = "https://pypi.org/simple"
 
 TORCH_PAIR = codes.get("PKG001")
 
@@ -164,7 +170,9 @@ def torch_pairing(ctx: Any) -> Iterable[Finding]:
         alt = _npu_for_torch(ctx, tv)
         if alt and not same_release and hidden is None:
             fix.append(
-                f"or keep torch {tv} and install the torch_npu built for it: {pip_install(ctx, 'torch-npu==' + alt)}"
+                pip_install(
+                    ctx, "torch-npu==" + alt, lead=f"or keep torch {tv} and install the torch_npu built for it: "
+                )
             )
         yield TORCH_PAIR.finding(title=title, evidence=evidence, fix=fix, subject="torch")
         return
@@ -193,7 +201,7 @@ def torch_pairing(ctx: Any) -> Iterable[Finding]:
     alt = _npu_for_torch(ctx, tv)
     if alt and hidden is None:
         fix.append(
-            f"or keep torch {tv} and install the torch_npu built for it: {pip_install(ctx, 'torch-npu==' + alt)}"
+            pip_install(ctx, "torch-npu==" + alt, lead=f"or keep torch {tv} and install the torch_npu built for it: ")
         )
     yield TORCH_PAIR.finding(
         title=f"torch {tv} does not match torch_npu {npu.get('version')} (built for torch {expected})",
@@ -352,8 +360,8 @@ def _user_home(location: str) -> Optional[str]:
     return head if sep and head.startswith("/") else None
 
 
-def _remove_command(ctx: Any, name: str, rec: Dict[str, Any], keep_user_site: bool, same_dir: int) -> str:
-    """One shell command that uninstalls exactly ``rec`` (a copy of ``name``).
+def _remove_command(ctx: Any, name: str, rec: Dict[str, Any], keep_user_site: bool, same_dir: int) -> PipUninstall:
+    """The remedy that uninstalls exactly ``rec`` (a copy of ``name``).
 
     ``pip uninstall`` removes the first copy on the running interpreter's sys.path (its
     RECORD lists every file, console scripts included), so the command picks the
@@ -378,27 +386,37 @@ def _remove_command(ctx: Any, name: str, rec: Dict[str, Any], keep_user_site: bo
     site_dir = posixpath.basename(loc.rstrip("/")) in ("site-packages", "dist-packages")
     if rec.get("user_site"):
         home = _user_home(loc)
-        env = f"HOME={home} " if home else ""
-        return (
-            f"{env}{base_python_exe(ctx)} -m pip uninstall -y {name}"
-            f"  # pip removes the first copy on sys.path, the user site's: {what} in {loc}"
+        return PipUninstall(
+            base_interpreter(ctx, env=(("HOME", home),) if home else ()),
+            (name,),
+            site=loc,
+            note=f"pip removes the first copy on sys.path, the user site's: {what} in {loc}",
         )
     if site_dir and (in_env or not py.get("is_venv")):
         if keep_user_site:
-            return f"{python_exe(ctx)} -s -m pip uninstall -y {name}  # -s hides the user site: removes {what} in {loc}"
-        return f"{python_exe(ctx)} -m pip uninstall -y {name}  # removes {what} in {loc}"
+            return PipUninstall(
+                interpreter(ctx, flags=("-s",)),
+                (name,),
+                site=loc,
+                note=f"-s hides the user site: removes {what} in {loc}",
+            )
+        return PipUninstall(interpreter(ctx), (name,), site=loc, note=f"removes {what} in {loc}")
     if site_dir:
-        return (
-            f"{base_python_exe(ctx)} -s -m pip uninstall -y {name}"
-            f"  # the base interpreter (pip in the venv refuses): removes {what} in {loc}"
+        return PipUninstall(
+            base_interpreter(ctx, flags=("-s",)),
+            (name,),
+            site=loc,
+            note=f"the base interpreter (pip in the venv refuses): removes {what} in {loc}",
         )
-    return (
-        f"PYTHONPATH={loc} {base_python_exe(ctx)} -s -m pip uninstall -y {name}"
-        f"  # PYTHONPATH puts {loc} first: removes {what} there"
+    return PipUninstall(
+        base_interpreter(ctx, flags=("-s",), env=(("PYTHONPATH", loc),)),
+        (name,),
+        site=loc,
+        note=f"PYTHONPATH puts {loc} first: removes {what} there",
     )
 
 
-def _cleanup(ctx: Any, name: str, recs: List[Dict[str, Any]], want: Optional[_Want]) -> Tuple[List[str], Any]:
+def _cleanup(ctx: Any, name: str, recs: List[Dict[str, Any]], want: Optional[_Want]) -> Tuple[List[Any], Any]:
     """Fix lines that leave exactly one good copy of ``name``, and the copy kept (or
     ``None`` when every copy goes and ``want.requirement`` is installed afresh).
 
@@ -418,14 +436,16 @@ def _cleanup(ctx: Any, name: str, recs: List[Dict[str, Any]], want: Optional[_Wa
     fix = [_remove_command(ctx, name, r, keep_user, per_dir[str(r.get("location"))]) for r in recs if r is not keeper]
     if keeper is not None:
         fix.append(
-            f"{python_exe(ctx)} -m pip show {name}"
-            f"  # must now show Version: {keeper.get('version')}, Location: {keeper.get('location')}"
+            Command(
+                (python_path(ctx), "-m", "pip", "show", name),
+                note=f"must now show Version: {keeper.get('version')}, Location: {keeper.get('location')}",
+            )
         )
         return fix, keeper
     if want is not None and want.requirement:
         fix.append(pip_install(ctx, want.requirement, index=want.index))
     else:
-        fix.append(f"{pip_install(ctx, name + '==' + str(recs[0].get('version')))}  # or the version you want")
+        fix.append(pip_install(ctx, name + "==" + str(recs[0].get("version")), note="or the version you want"))
     return fix, None
 
 
@@ -503,9 +523,12 @@ def companion_pins(ctx: Any) -> Iterable[Finding]:
                 if name == "vllm-ascend":
                     vllm = _installed_version(ctx, "vllm")
                     fix = [
-                        (pip_install(ctx, f"vllm=={vllm}") if vllm else pip_install(ctx, "vllm")) + "  # vllm first",
-                        pip_install(ctx, f"vllm-ascend=={rec.get('version')}")
-                        + "  # then vllm-ascend: it re-pins torch/torch_npu",
+                        pip_install(ctx, f"vllm=={vllm}" if vllm else "vllm", note="vllm first"),
+                        pip_install(
+                            ctx,
+                            f"vllm-ascend=={rec.get('version')}",
+                            note="then vllm-ascend: it re-pins torch/torch_npu",
+                        ),
                     ]
                 yield COMPANION.finding(
                     title=f"{rec.get('name')} {rec.get('version')} requires {wanted}, but {have}",
@@ -840,18 +863,22 @@ def companion_table(ctx: Any) -> Iterable[Finding]:
         else:
             fix = [
                 f"install the torch_npu {want} wheel that {label} {version}'s installation guide links "
-                f"(not on PyPI), e.g. {pip_install(ctx, '<downloaded torch_npu-' + want + '-…whl>')}"
+                f"(not on PyPI): download it, then pip-install the downloaded .whl file with {python_exe(ctx)} -m pip"
             ]
         if project == "vllm-ascend":
             newer = _vllm_ascend_on_pypi(ctx, installed, tv)
             if newer:
                 fix.append(
-                    f"or move to vllm-ascend {newer[0]}, whose torch_npu {newer[1]} is on PyPI"
-                    + (f" (it needs CANN >= {newer[2]})" if newer[2] else "")
-                    + ": "
-                    f"{pip_install(ctx, 'vllm==' + newer[0].split('rc')[0])}  # vllm first"
+                    pip_install(
+                        ctx,
+                        "vllm==" + newer[0].split("rc")[0],
+                        lead=f"or move to vllm-ascend {newer[0]}, whose torch_npu {newer[1]} is on PyPI"
+                        + (f" (it needs CANN >= {newer[2]})" if newer[2] else "")
+                        + ": ",
+                        note="vllm first",
+                    )
                 )
-                fix.append(f"  then {pip_install(ctx, 'vllm-ascend==' + newer[0], 'torch-npu==' + newer[1])}")
+                fix.append(pip_install(ctx, "vllm-ascend==" + newer[0], "torch-npu==" + newer[1], lead="  then "))
         yield COMPANION.finding(
             title=f"{label} {version} needs torch_npu {want}, but torch_npu {installed} is installed",
             evidence=evidence,
@@ -915,7 +942,7 @@ def index_mirror(ctx: Any) -> Iterable[Finding]:
     where = f"Python {py or '?'} on {plat or 'this platform'}"
     if want:
         evidence.append(f"PyPI has torch_npu {want} for torch {tv.split('+')[0]} and {where} (compatibility matrix)")
-        fix = [pip_install(ctx, f"torch-npu=={want}") + " --index-url https://pypi.org/simple"]
+        fix = [pip_install(ctx, f"torch-npu=={want}", index=PYPI_INDEX)]
     else:
         rows = matrix_call(ctx, "fits", python=py, platform=plat) or []
         names = [str(getattr(r, "torch_npu", "")) for r in rows[:5]]
@@ -923,7 +950,14 @@ def index_mirror(ctx: Any) -> Iterable[Finding]:
             evidence.append(f"PyPI has torch_npu wheels for {where}: {', '.join(names)} (compatibility matrix)")
         else:
             evidence.append(f"the compatibility matrix knows no torch_npu wheel for {where} (see PY001)")
-        fix = [pip_install(ctx, "torch-npu==<version>") + " --index-url https://pypi.org/simple"]
+        fix = [
+            pip_install(
+                ctx,
+                "torch-npu",
+                index=PYPI_INDEX,
+                note="the newest torch_npu with a wheel for this Python; pin a release from `npudoctor matrix show` to pick another",
+            )
+        ]
     fix.append(
         f"or point pip at an index that carries torch-npu for {where}: edit {conf.get('index_source')}"
         if conf.get("index_source") != "PIP_INDEX_URL"

@@ -13,6 +13,7 @@ from typing import Any, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.remedies import Command, Interpreter, PipInstall
 from npudoctor.rules import rule
 from npudoctor.rules._pyfacts import (
     CPU_INDEX,
@@ -22,8 +23,9 @@ from npudoctor.rules._pyfacts import (
     describe,
     first,
     matrix_call,
+    pip_install,
     platform,
-    python_exe,
+    python_path,
     python_short,
     python_sorted,
     row_python,
@@ -92,7 +94,8 @@ def interpreter_inspected(ctx: Any) -> Iterable[Finding]:
                 title="No Python environment found in the root",
                 evidence=[str(error)] + [f"looked at: {e.get('prefix')}" for e in py.get("environments") or []],
                 fix=[
-                    "Give the interpreter with --python <path inside the root> (e.g. /usr/local/python3.11.13/bin/python3)"
+                    "Give the interpreter with --python and its path inside the root "
+                    "(e.g. --python /usr/local/python3.11.13/bin/python3)"
                 ],
                 severity="info",
             )
@@ -100,7 +103,7 @@ def interpreter_inspected(ctx: Any) -> Iterable[Finding]:
     yield NOT_INSPECTED.finding(
         title=f"Could not inspect {py.get('requested') or py.get('executable') or 'the interpreter'}",
         evidence=[str(error)],
-        fix=[f"{python_exe(ctx)} -c 'import sys; print(sys.version)'  # must print the version"],
+        fix=[Command((python_path(ctx), "-c", "import sys; print(sys.version)"), note="must print the version")],
     )
 
 
@@ -139,27 +142,28 @@ def _recommend_python(ctx: Any, versions: Any) -> Optional[str]:
     return ordered[-1] if ordered else None
 
 
-def _new_env_fix(ctx: Any, version: str, torch: Optional[str], npu: Optional[str]) -> List[str]:
-    """Runnable lines that create a Python ``version`` environment and install the
+def _new_env_fix(ctx: Any, version: str, torch: Optional[str], npu: Optional[str]) -> List[Any]:
+    """Remedies that create a Python ``version`` environment and install the
     torch/torch_npu pair in it (``python`` there is the new environment's, activated by
     the first line).  On x86_64 torch comes from the CPU index (torch_npu pins ``+cpu``)."""
     py = section(ctx, "python")
     conda = f"conda create -n npu python={version} -y && conda activate npu"
     venv = f"python{version} -m venv ~/npu-venv && . ~/npu-venv/bin/activate"
     if py.get("conda_prefix"):
-        lines = [conda]
+        lines: List[Any] = [conda]
     else:
         lines = [f"{venv}  # no python{version} on this machine? {conda}"]
+    new_env = Interpreter("python")
     torch_req = f"torch=={torch}" if torch else None
     npu_req = f"torch-npu=={npu}" if npu else None
     if torch_req and platform(ctx) == "x86_64" and "+" not in torch_req:
-        lines.append(f"python -m pip install {torch_req}+cpu --index-url {CPU_INDEX}")
+        lines.append(PipInstall(new_env, (f"{torch_req}+cpu",), index_url=CPU_INDEX))
         if npu_req:
-            lines.append(f"python -m pip install {npu_req}")
+            lines.append(PipInstall(new_env, (npu_req,)))
     else:
-        reqs = [r for r in (torch_req, npu_req) if r]
+        reqs = tuple(r for r in (torch_req, npu_req) if r)
         if reqs:
-            lines.append("python -m pip install " + " ".join(reqs))
+            lines.append(PipInstall(new_env, reqs))
     return lines
 
 
@@ -238,7 +242,7 @@ def python_coverage(ctx: Any) -> Iterable[Finding]:
                 evidence=evidence,
                 fix=_new_env_fix(ctx, target, _torch_release(tv), pick)
                 if target
-                else [f"{python_exe(ctx)} -m pip install 'torch-npu'  # with a torch release that has a wheel"],
+                else [pip_install(ctx, "torch-npu", note="with a torch release that has a wheel")],
                 severity="warning",
             )
 
@@ -264,8 +268,12 @@ def _installed_wheel(ctx: Any, npu: Any, short: str, plat: Optional[str]) -> Ite
                 title=f"torch_npu {npu.get('version')} wheel ({tag}) does not fit: {problems[0]}",
                 evidence=[describe(npu), f"WHEEL Tag: {tag}"] + problems,
                 fix=[
-                    f"{python_exe(ctx)} -m pip install --force-reinstall 'torch-npu=={npu.get('version')}'"
-                    "   # lets pip pick the wheel for this interpreter (if one exists)"
+                    pip_install(
+                        ctx,
+                        f"torch-npu=={npu.get('version')}",
+                        options=("--force-reinstall",),
+                        note="lets pip pick the wheel for this interpreter (if one exists)",
+                    )
                 ],
                 subject=str(tag),
             )

@@ -1,0 +1,162 @@
+"""Which torch_npu / CANN / HDK set fits a machine that has a torch_npu ↔ CANN mismatch:
+the solver behind the fixes of CANN003, DRV001 and DRV002 (the rules gather the facts and
+call it; :class:`~npudoctor.plan.resolve.Resolver` shares :func:`hdk_for` for the driver
+step of ``npudoctor plan``).
+
+Every answer comes from the matrix (:mod:`npudoctor.knowledge.matrix`: ``find_torch_npu``,
+``cann_fit``, ``fits``, ``driver_requirement``, ``driver_fit``; sources: Ascend/pytorch
+COMPATIBILITY.md and release notes, CANN release notes).  A matrix query that raises
+(an unknown or unorderable version) counts as "the matrix does not know".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+from npudoctor.knowledge.versions import parse_cann
+
+
+@dataclass(frozen=True)
+class KeepCann:
+    """Option A of a mismatch: keep the CANN and install ``torch_npu`` (built for
+    ``torch``), which is ``fit`` (``paired`` | ``compatible``) with it; ``torch_changes``
+    when the installed torch is not the one that build needs."""
+
+    torch_npu: str
+    torch: str
+    fit: str
+    torch_changes: bool
+
+
+@dataclass(frozen=True)
+class MismatchPlan:
+    """The two ways out of a torch_npu/CANN mismatch: the installed pair (``torch_npu``,
+    ``cann``), option A (``keep_cann``, preferred when the matrix has such a build) and
+    option B (``move_to``: the CANN the installed torch_npu is paired with)."""
+
+    torch_npu: str
+    cann: str
+    keep_cann: Optional[KeepCann]
+    move_to: Optional[str]
+
+    def keep_dict(self) -> Optional[Dict[str, Any]]:
+        """Option A as a plain dict (finding data), or ``None``."""
+        return asdict(self.keep_cann) if self.keep_cann is not None else None
+
+
+def pep440_release(text: str) -> Optional[Tuple[int, ...]]:
+    """``"2.4.0+cpu"`` → ``(2, 4)``: the leading release numbers, trailing zeros dropped
+    (so ``2.4`` and ``2.4.0`` compare equal); ``None`` when ``text`` starts with no number."""
+    m = re.match(r"^\s*(\d+(?:\.\d+)*)", text or "")
+    if not m:
+        return None
+    parts = [int(x) for x in m.group(1).split(".")]
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
+
+
+def hdk_for(matrix: Any, cann: str) -> Optional[str]:
+    """The Ascend HDK the matrix pairs with CANN ``cann`` (else its minimum), or ``None``
+    (no matrix, CANN unknown to it)."""
+    try:
+        req = matrix.driver_requirement(cann) if matrix is not None else None
+    except Exception:
+        return None
+    if req is None:
+        return None
+    paired = list(req.paired or [])
+    if paired:
+        return str(paired[0])
+    return str(req.minimum) if req.minimum else None
+
+
+def driver_fit(matrix: Any, cann: str, driver: str) -> Optional[str]:
+    """``matrix.driver_fit(cann, driver)`` (``paired`` | ``compatible`` | ``too-old`` |
+    ``incompatible`` | ``unknown``), or ``None`` without a matrix or when it raises."""
+    if matrix is None:
+        return None
+    try:
+        return str(matrix.driver_fit(cann, driver))
+    except Exception:
+        return None
+
+
+def keep_cann_build(
+    matrix: Any, cann: str, torch: Optional[str], python: Optional[str], platform: Optional[str]
+) -> Optional[Tuple[Any, str]]:
+    """The torch_npu build to install to keep CANN ``cann``: ``(row, fit)`` or ``None``.
+
+    Candidates are the matrix rows that fit ``cann`` (``Matrix.fits``: paired or declared
+    compatible, no pre-releases) and have a wheel for ``python`` ("3.10") on ``platform``
+    ("aarch64").  Order of preference: a build for the installed ``torch`` paired with
+    ``cann``, one declared compatible with it, then (torch must change too) the newest
+    build paired with ``cann``, then the newest declared compatible."""
+    if matrix is None:
+        return None
+    try:
+        rows = list(matrix.fits(python=python, platform=platform, cann=cann))
+    except Exception:
+        return None
+    parsed = parse_cann(cann)
+    rel = parsed.release if parsed is not None else None
+    if rel and rel != cann:
+        # a beta/alpha of a release (9.0.0-beta.2) is served best by the build paired with
+        # that release (2.7.1.post4 for 9.0.0: triton-ascend#328), not the newest "9.0.X" one
+        try:
+            extra = [r for r in matrix.fits(python=python, platform=platform, cann=rel) if r not in rows]
+        except Exception:
+            extra = []
+        rows = sorted(rows + extra, key=lambda r: rows.index(r) if r in rows else len(rows))
+    want = pep440_release(str(torch or "").split("+")[0])
+    ranked: List[Tuple[int, int, Any, str]] = []
+    for i, row in enumerate(rows):  # newest first
+        try:
+            fit = str(matrix.cann_fit(row, cann))
+            if rel and rel != cann and str(matrix.cann_fit(row, rel)) == "paired":
+                fit = "paired"  # paired with the release this pre-release belongs to
+        except Exception:
+            continue
+        same_torch = want is not None and pep440_release(str(row.torch)) == want
+        rank = (0 if same_torch else 2) + (0 if fit == "paired" else 1)
+        ranked.append((rank, i, row, fit))
+    if not ranked:
+        return None
+    _rank, _i, row, fit = min(ranked, key=lambda t: (t[0], t[1]))
+    return row, fit
+
+
+def mismatch_plan(
+    matrix: Any,
+    torch_npu: str,
+    cann: str,
+    torch: Optional[str] = None,
+    python: Optional[str] = None,
+    platform: Optional[str] = None,
+) -> Optional[MismatchPlan]:
+    """The ways out of installed ``torch_npu`` on CANN ``cann`` (with ``torch``, on
+    ``python``/``platform``), or ``None`` when the matrix does not call the pair
+    incompatible (it fits, or either version is unknown to it)."""
+    if matrix is None or not torch_npu or not cann:
+        return None
+    try:
+        row = matrix.find_torch_npu(torch_npu)
+        fit = str(matrix.cann_fit(row, cann)) if row is not None else "unknown"
+    except Exception:
+        return None
+    if row is None or fit != "incompatible":
+        return None
+    keep = keep_cann_build(matrix, cann, torch, python, platform)
+    keep_info = None
+    if keep is not None:
+        krow, kfit = keep
+        keep_info = KeepCann(
+            torch_npu=str(krow.torch_npu),
+            torch=str(krow.torch),
+            fit=kfit,
+            torch_changes=pep440_release(str(torch or "").split("+")[0]) != pep440_release(str(krow.torch)),
+        )
+    paired = [str(c) for c in row.cann or []]
+    return MismatchPlan(torch_npu=torch_npu, cann=cann, keep_cann=keep_info, move_to=paired[0] if paired else None)
