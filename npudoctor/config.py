@@ -14,10 +14,7 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Optional, Tuple
 
-try:
-    import tomllib as _toml
-except ImportError:  # pragma: no cover
-    import tomli as _toml  # type: ignore[no-redef]
+from npudoctor import tomlread as _toml
 
 PROJECT_FILE = ".npudoctor.toml"
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+from npudoctor.facts import Facts
 from npudoctor.findings import Finding
 from npudoctor.host import Host
 from npudoctor.snapshot import Snapshot, now_iso
@@ -117,11 +118,20 @@ class FactsView(Dict[str, Any]):
 @dataclass
 class RuleContext:
     """What a rule gets: the snapshot, the matrix (``None`` if it failed to load) and
-    the options.  ``facts(name)`` returns one section (empty dict when absent)."""
+    the options.  ``view`` is the typed, read-only view of the facts
+    (:class:`npudoctor.facts.Facts`, built once per context); ``facts(name)`` returns one
+    raw section (empty dict when absent) for rules not yet moved to the views."""
 
     snapshot: Snapshot
     matrix: Optional[Matrix]
     options: Options
+    _view: Optional[Facts] = field(default=None, repr=False, compare=False)
+
+    @property
+    def view(self) -> Facts:
+        if self._view is None:
+            self._view = Facts(self.snapshot.facts)
+        return self._view
 
     def facts(self, name: str) -> Dict[str, Any]:
         return self.snapshot.section(name)

@@ -22,15 +22,10 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from typing import Any, Dict, List, Mapping, Optional
 
+from npudoctor import tomlread as _toml
 from npudoctor.findings import AREAS, SEVERITIES, Code, RegistryError
-
-if sys.version_info >= (3, 11):
-    import tomllib as _toml
-else:  # pragma: no cover - exercised on 3.8-3.10
-    import tomli as _toml
 
 #: Code prefix → area (the file ``<area>.toml`` holds every code with that prefix).
 PREFIXES: Dict[str, str] = {

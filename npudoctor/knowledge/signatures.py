@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import string
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -60,12 +61,12 @@ _CAUSE_KEYS = {"kind", "text", "here", "fix", "confirmed_by", "refuted_by", "sta
 
 
 def _sre() -> Tuple[Any, Any]:
-    try:
-        import re._constants as constants  # type: ignore[import-not-found]
+    if sys.version_info >= (3, 11):
+        import re._constants as constants  # type: ignore[import-not-found]  # no stub in typeshed
         import re._parser as parser  # type: ignore[import-not-found]
-    except ImportError:  # Python < 3.11
-        import sre_constants as constants  # type: ignore[no-redef]
-        import sre_parse as parser  # type: ignore[no-redef]
+    else:  # pragma: no cover - exercised on 3.8-3.10
+        import sre_constants as constants
+        import sre_parse as parser
     return parser, constants
 
 
@@ -247,11 +248,9 @@ def default_kb_path() -> str:
 
 
 def _toml_loads(text: str) -> Dict[str, Any]:
-    try:
-        import tomllib  # type: ignore[import-not-found]
-    except ImportError:  # Python < 3.11
-        import tomli as tomllib  # type: ignore[no-redef]
-    return tomllib.loads(text)
+    from npudoctor.tomlread import loads
+
+    return loads(text)
 
 
 def _strs(raw: Mapping[str, Any], where: str, key: str) -> List[str]:

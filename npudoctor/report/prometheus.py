@@ -20,7 +20,7 @@ Metrics (all gauges; label values escaped as the format requires)::
 from __future__ import annotations
 
 import time
-from typing import Iterable, List, Optional, Sequence
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 from npudoctor import __version__
 from npudoctor.findings import AREAS, SEVERITIES, Finding
@@ -46,7 +46,7 @@ def escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def _labels(pairs: Iterable[tuple]) -> str:
+def _labels(pairs: Iterable[Tuple[str, object]]) -> str:
     return "{" + ",".join(f'{k}="{escape(str(v))}"' for k, v in pairs) + "}"
 
 

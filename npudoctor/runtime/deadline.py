@@ -20,7 +20,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Generic, Optional, Set, TypeVar
+from typing import Any, Callable, Dict, Generic, Optional, Set, TypeVar
 
 T = TypeVar("T")
 
@@ -86,7 +86,7 @@ def run_within(
     seconds.  When it has not finished by then, the commands it started are killed
     (:func:`kill_children`) and the outcome is ``timed_out`` (the thread is abandoned; the
     caller leaves the process or ignores it).  Never raises."""
-    box: dict = {}
+    box: Dict[str, Any] = {}
 
     def target() -> None:
         try:

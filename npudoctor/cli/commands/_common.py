@@ -9,7 +9,7 @@ whose ``obj`` is the :class:`~npudoctor.cli.request.Environment` it writes to (s
 """
 
 import os
-from typing import Any, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import typer
 from typing_extensions import Annotated
@@ -105,7 +105,7 @@ def environment(ctx: typer.Context) -> Environment:
     return found if found is not None else Environment.from_process()
 
 
-def read_env_file(path: str, environ: Optional[Mapping[str, str]] = None) -> dict:
+def read_env_file(path: str, environ: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
     """The environment described by an ``--env-file`` (PATH taken from ``environ``, by
     default this process's, when the file has none).  Raises :class:`UsageError` for an
     unreadable file or bad lines."""
@@ -118,7 +118,7 @@ def read_env_file(path: str, environ: Optional[Mapping[str, str]] = None) -> dic
         raise UsageError(str(exc)) from None
 
 
-def diagnosed_environ(request: MachineRequest, environ: Optional[Mapping[str, str]] = None) -> Optional[dict]:
+def diagnosed_environ(request: MachineRequest, environ: Optional[Mapping[str, str]] = None) -> Optional[Dict[str, str]]:
     """The environment of the diagnosed workload: the ``--env-file``'s when given, else
     ``environ`` (npudoctor's own; ``None`` means this process's).  Raises
     :class:`UsageError` for a bad env file."""

@@ -1,7 +1,7 @@
 """``npudoctor check``, ``collect`` and ``explain``."""
 
 import json
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 import typer
 from typing_extensions import Annotated
@@ -288,7 +288,7 @@ def run_explain(env: Environment, code: Optional[str], list_: bool = False, as_j
     return ExitStatus.OK
 
 
-def _code_dict(c: Code) -> dict:
+def _code_dict(c: Code) -> Dict[str, Any]:
     return {
         "code": c.code,
         "name": c.name,

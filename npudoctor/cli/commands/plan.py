@@ -2,7 +2,7 @@
 
 import json
 import os
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 import typer
 from typing_extensions import Annotated
@@ -263,7 +263,7 @@ def run_plan(
         res = resolve(site, Request(torch_npu, torch, cann, python, allow_driver_upgrade), matrix, catalog)
     except PlanError as exc:
         raise fail_usage(str(exc), env) from None
-    doc: dict = res.to_dict()
+    doc: Dict[str, Any] = res.to_dict()
     doc["matrix"] = dict(matrix.provenance)
     if not as_json:
         _print_resolution(res, env.stdout)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import sys
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.knowledge.matrix.model import CACHE_ENV, CACHE_FILE, SCHEMA_VERSION, MatrixError, _valid_date
@@ -65,10 +64,8 @@ def _read_doc(file: str) -> Tuple[Dict[str, Any], bytes]:
         if not isinstance(doc, dict):
             raise MatrixError(f"matrix file {file} does not hold a matrix document")
         return doc, raw
-    if sys.version_info >= (3, 11):
-        import tomllib as _toml
-    else:  # pragma: no cover - exercised on 3.8-3.10
-        import tomli as _toml
+    from npudoctor import tomlread as _toml
+
     try:
         return _toml.loads(text), raw
     except ValueError as exc:
