@@ -3,30 +3,29 @@
 from __future__ import annotations
 
 import re
-from typing import List, Sequence
+from typing import List, Optional, Sequence, Tuple
 
+from npudoctor.facts import Facts
 from npudoctor.findings import Finding, counts
 from npudoctor.snapshot import Snapshot, redact
 
 
 def _stack_lines(snapshot: Snapshot) -> List[str]:
-    host = snapshot.section("host")
-    py = snapshot.section("python")
-    pkgs = snapshot.section("packages").get("installed", {})
-    cann = snapshot.section("cann").get("selected") or {}
-    driver = snapshot.section("driver")
-    rows = [
-        ("arch", host.get("arch")),
-        ("OS", (host.get("os") or {}).get("pretty_name")),
-        ("glibc", host.get("glibc")),
-        ("Python", py.get("version")),
+    facts = Facts(snapshot.facts)
+    host, driver = facts.host, facts.driver
+    selected = facts.cann.selected
+    rows: List[Tuple[str, Optional[str]]] = [
+        ("arch", host.arch),
+        ("OS", host.os.pretty_name),
+        ("glibc", host.glibc),
+        ("Python", facts.python.version),
     ]
     for name in ("torch", "torch-npu", "torchvision", "numpy"):
-        recs = pkgs.get(name) or []
-        rows.append((name, ", ".join(str(r.get("version")) for r in recs) or None))
-    rows.append(("CANN toolkit", cann.get("version")))
-    rows.append(("driver", (driver.get("driver") or {}).get("version")))
-    rows.append(("firmware", (driver.get("firmware") or {}).get("version")))
+        recs = facts.packages.installed.get(name, ())
+        rows.append((name, ", ".join(str(r.version) for r in recs) or None))
+    rows.append(("CANN toolkit", selected.version if selected else None))
+    rows.append(("driver", driver.driver.version))
+    rows.append(("firmware", driver.firmware.version))
     return [f"| {k} | {v if v else '—'} |" for k, v in rows]
 
 
@@ -71,9 +70,9 @@ def redact_text_lines(lines: List[str], snapshot: Snapshot) -> List[str]:
     ``/home/<user>`` as in :func:`redact`, plus the host name and the judged account's
     name wherever they appear as words."""
     personal = []
-    host = snapshot.section("host")
-    hostname = str(host.get("hostname") or snapshot.node or "")
-    name = str((host.get("identity") or {}).get("name") or "")
+    host = Facts(snapshot.facts).host
+    hostname = str(host.hostname or snapshot.node or "")
+    name = str(host.identity.name or "")
     if len(hostname) >= 3:
         personal.append((hostname, "<host>"))
     if len(name) >= 3 and name.lower() not in _SYSTEM_ACCOUNTS:

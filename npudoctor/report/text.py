@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import IO, Optional, Sequence
 
+from npudoctor.facts import Facts
 from npudoctor.findings import AREA_TITLES, AREAS, Finding, counts
 from npudoctor.report.build import fix_list, has_dependencies
 from npudoctor.snapshot import Snapshot
@@ -12,12 +13,12 @@ MARK = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("·",
 
 
 def _headline(snapshot: Snapshot) -> str:
-    host = snapshot.section("host")
-    py = snapshot.section("python")
+    facts = Facts(snapshot.facts)
+    arch, version = facts.host.arch, facts.python.version
     target = snapshot.target or {}
     mode = target.get("mode", "live")
     where = {"live": "this machine", "root": f"root {target.get('root')}", "from": f"snapshot {target.get('from')}"}
-    bits = [str(b) for b in (host.get("arch"), f"Python {py['version']}" if py.get("version") else None) if b]
+    bits = [str(b) for b in (arch, f"Python {version}" if version else None) if b]
     extra = f" ({', '.join(bits)})" if bits else ""
     return f"npudoctor {snapshot.npudoctor_version} — {where.get(mode, mode)}{extra}"
 
