@@ -232,3 +232,42 @@ def test_environment_values_are_compared_through_the_paths_the_probe_resolved():
     assert stale.title == (
         f"The environment points at {latest}, {_OLD} (CANN 7.0.RC1) while the toolkit in use is {_TK}"
     )
+
+
+def _libs(defined: List[str], stored_too_new: List[Dict[str, Any]]) -> Dict[str, Any]:
+    npu = "/usr/lib/python3.10/site-packages/torch_npu"
+    return {
+        "libraries": {
+            "torch_npu": {"version": "2.4.0", "location": "/usr/lib/python3.10/site-packages", "package_dir": npu},
+            "objects": [
+                {"path": f"{npu}/_C.so", "version_needs": {"libc.so.6": ["GLIBC_2.17"]}},
+                {"path": f"{npu}/lib/libtorch_npu.so", "version_needs": {"libstdc++.so.6": ["GLIBCXX_3.4.30"]}},
+                {"path": f"{npu}/lib/broken.so", "error": "not an ELF file"},
+            ],
+            "glibc": {
+                "providers": {"libc.so.6": "/lib64/libc.so.6", "libstdc++.so.6": "/lib64/libstdc++.so.6"},
+                "defined": {"libc.so.6": ["GLIBC_2.17", "GLIBC_2.28"], "libstdc++.so.6": defined},
+                "too_new": stored_too_new,
+            },
+        }
+    }
+
+
+def test_symbol_versions_too_new_are_judged_now_not_replayed():
+    old = [f"GLIBCXX_3.4.{n}" for n in range(26)]
+    # Stored "nothing too new", but libtorch_npu.so needs GLIBCXX_3.4.30 from a libstdc++
+    # that stops at 3.4.25: LIB002 all the same.
+    (f,) = [f for f in _replay(_libs(old, [])) if f.code == "LIB002"]
+    assert f.title == "/lib64/libstdc++.so.6 lacks GLIBCXX_3.4.30 needed by torch_npu"
+    assert "/lib64/libstdc++.so.6 provides up to GLIBCXX_3.4.25" in f.evidence
+    # A stored verdict naming versions the provider does define: no finding.
+    stale = [
+        {
+            "library": "libc.so.6",
+            "version": "GLIBC_2.17",
+            "needed_by": "/x/_C.so",
+            "provider": "/lib64/libc.so.6",
+            "highest": "GLIBC_2.12",
+        }
+    ]
+    assert "LIB002" not in _codes(_replay(_libs(old + ["GLIBCXX_3.4.30"], stale)))

@@ -130,6 +130,9 @@ class ElfObject:
     needed: Tuple[str, ...] = ()
     rpath: Tuple[str, ...] = ()
     runpath: Tuple[str, ...] = ()
+    version_needs: Dict[str, Tuple[str, ...]] = field(
+        default_factory=dict, metadata=_doc("library → the symbol versions needed from it")
+    )
     error: Optional[str] = None
 
 
@@ -147,21 +150,12 @@ class Resolution:
 
 
 @dataclass(frozen=True)
-class TooNew:
-    """A symbol version needed above what the provider offers."""
-
-    library: Optional[str] = None
-    version: Optional[str] = None
-    needed_by: Optional[str] = None
-    provider: Optional[str] = None
-    highest: Optional[str] = None
-
-
-@dataclass(frozen=True)
 class Glibc:
     provided: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
     providers: Dict[str, Optional[str]] = field(default_factory=dict)
-    too_new: Tuple[TooNew, ...] = ()
+    defined: Dict[str, Tuple[str, ...]] = field(
+        default_factory=dict, metadata=_doc("every symbol version each provider defines")
+    )
     root_has_libc: Optional[bool] = None
 
 

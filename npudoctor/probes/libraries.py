@@ -27,7 +27,8 @@ Keys::
     torch            {"version", "lib_dir"} | None
     torch_cxx11_abi  bool | None (``__cxx11`` names in torch/lib/libc10.so); abi_source
     roots            [paths]  the binaries checked first
-    objects          [{"path", "soname", "needed", "rpath", "runpath", "error"}]
+    objects          [{"path", "soname", "needed", "rpath", "runpath", "version_needs", "error"}]
+                     version_needs: {library: [symbol versions needed from it]}
     resolution       [{"name", "needed_by", "status", "path", "via", "found_at", "optional"}]
                      status: "found" | "torch" (counted as loaded) | "missing" |
                      "system-unknown" (a base-system library while the root holds no libc);
@@ -39,7 +40,10 @@ Keys::
                       "conf_dirs", "default_dirs"}
     glibc            {"provided": {"GLIBC": [...], "GLIBCXX": [...], "CXXABI": [...]},
                       "providers": {"libc.so.6": path, "libstdc++.so.6": path},
-                      "too_new": [{"library", "version", "needed_by", "provider", "highest"}]}
+                      "defined": {"libc.so.6": [every version the provider defines], ...},
+                      "root_has_libc": bool}
+                     (which needed versions are not defined is judged by
+                     rules/_symbol_versions.py; older snapshots' "too_new" is ignored)
     symbols          {"torch": check, "atb": check, "cann": check, "extensions": [check]}
                      check = {"object", "against": [paths], "checked", "missing_count",
                               "missing": [first 25 names], "error"}; extension checks
@@ -372,7 +376,7 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
             cand = posixpath.join(d, rec["name"])
             if host.is_file(cand):
                 rec["found_at"].append({"path": cand, "where": label, "usable": resolver.usable(cand)})
-    keep = ("soname", "needed", "rpath", "runpath", "error")
+    keep = ("soname", "needed", "rpath", "runpath", "version_needs", "error")
     out["objects"] = [
         dict({k: v for k, v in info.to_dict().items() if k in keep}, path=p) for p, info in objects.items()
     ]
@@ -408,34 +412,12 @@ def _glibc_check(
         providers[lib] = path
         info = read_elf(_real(host, path))
         provided[lib] = info.version_defs
-    too_new = []
-    for path, info in objects.items():
-        if info.error:
-            continue
-        for lib, versions in info.version_needs.items():
-            if lib not in provided:
-                continue
-            have = set(provided[lib])
-            for v in versions:
-                if v in have:
-                    continue
-                family = v.split("_", 1)[0]
-                highest = _versions(provided[lib], family)
-                too_new.append(
-                    {
-                        "library": lib,
-                        "version": v,
-                        "needed_by": path,
-                        "provider": providers[lib],
-                        "highest": highest[-1] if highest else None,
-                    }
-                )
     summary = {
         "GLIBC": _versions(provided.get("libc.so.6", []), "GLIBC")[-1:],
         "GLIBCXX": _versions(provided.get("libstdc++.so.6", []), "GLIBCXX")[-1:],
         "CXXABI": _versions(provided.get("libstdc++.so.6", []), "CXXABI")[-1:],
     }
-    return {"providers": providers, "provided": summary, "too_new": too_new, "root_has_libc": root_has_libc}
+    return {"providers": providers, "provided": summary, "defined": provided, "root_has_libc": root_has_libc}
 
 
 def _check(obj: str, names: Set[str], against: List[str], real: Any) -> Dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from npudoctor.findings import Code, Finding
 from npudoctor.knowledge import codes
 from npudoctor.rules import rule
+from npudoctor.rules._symbol_versions import too_new as needed_too_new
 
 NOT_LOADABLE = codes.get("LIB001")
 
@@ -305,7 +306,7 @@ def _libstdcxx_fix(ctx: Any, provider: str, versions: List[str]) -> List[str]:
 def glibcxx_too_old(ctx: Any) -> Iterable[Finding]:
     """LIB002: GLIBC_/GLIBCXX_/CXXABI_ versions needed but not provided."""
     libs = ctx.facts("libraries")
-    too_new = [t for t in (libs.get("glibc") or {}).get("too_new") or [] if isinstance(t, dict)]
+    too_new = needed_too_new(libs)
     by_lib: Dict[str, List[Dict[str, Any]]] = {}
     for t in too_new:
         by_lib.setdefault(str(t.get("library")), []).append(t)
