@@ -271,3 +271,43 @@ def test_symbol_versions_too_new_are_judged_now_not_replayed():
         }
     ]
     assert "LIB002" not in _codes(_replay(_libs(old + ["GLIBCXX_3.4.30"], stale)))
+
+
+def _deep(stored_signatures: List[Dict[str, Any]]) -> Dict[str, Any]:
+    error = "libhccl.so: cannot open shared object file: No such file or directory"
+    return {
+        "deep": {
+            "ran": True,
+            "interpreter": "/usr/bin/python3",
+            "outcome": "failed",
+            "failed_step": "import_torch_npu",
+            "error": f"ImportError: {error}",
+            "steps": [
+                {"name": "import_torch", "status": "ok", "duration": 1.0},
+                {"name": "import_torch_npu", "status": "failed", "error_type": "ImportError", "error": error},
+            ],
+            "stderr_head": "",
+            "stderr_tail": "",
+            "signatures": stored_signatures,
+        }
+    }
+
+
+def test_deep_signatures_are_matched_now_not_replayed():
+    from npudoctor.rules.deep import deep_signatures
+
+    # Stored "no signature" (or a stale one graded by an older knowledge base): the
+    # failure text is matched against the current signatures all the same.
+    stale = [{"id": "hccl-timeout", "title": "HCCL timed out", "severity": "error", "kinds": [], "captures": {}}]
+    for stored in ([], stale):
+        facts = _deep(stored)
+        assert [(s["id"], s["captures"]) for s in deep_signatures(facts["deep"])][:1] == [
+            ("cann-library-not-found", {"lib": "libhccl.so"})
+        ]
+        (f,) = [f for f in _replay(facts) if f.code == "DEEP002"]
+        assert f.data["signatures"][:1] == ["cann-library-not-found"]
+        assert "hccl-timeout" not in f.data["signatures"]
+    # Text that matches nothing: no signature, whatever was stored.
+    quiet = _deep(stale)
+    quiet["deep"]["steps"][1]["error"] = "something else entirely"
+    assert deep_signatures(quiet["deep"]) == []
