@@ -35,12 +35,27 @@ evaluated statically; its effect is computed from the documented result (seen in
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import Any, Dict, List, Mapping, Optional
 
 #: Variables whose value is a ``:`` list that set_env.sh prepends to.
 PATH_VARS = ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH")
 
 DEFAULT_DRIVER = "/usr/local/Ascend/driver"
+
+
+#: A path component naming a CANN install root (classic, 8.5+ and nnae layouts).
+_CANN_ROOT_RE = re.compile(r"^(?P<root>.*?/(?:ascend-toolkit/[^/]+|cann-[^/]+|cann|nnae/[^/]+))(?:/|$)")
+
+
+def cann_root(path: str) -> Optional[str]:
+    """The CANN install root a path lies in by its shape alone (``/x/ascend-toolkit/7.0.RC1``
+    of ``/x/ascend-toolkit/7.0.RC1/lib64``; ``cann-<ver>``, ``cann``, ``nnae/<ver>``), or
+    ``None`` when no component names one.  NNAL paths are no CANN install: ``None``."""
+    m = _CANN_ROOT_RE.match(path or "")
+    if m is None or "/nnal/" in path:
+        return None
+    return m.group("root")
 
 
 def _norm(path: str) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from npudoctor.engine import Options, ProbeContext
 from npudoctor.host import Host
 from npudoctor.probes import deep
+from npudoctor.rules.deep import deep_signatures
 
 FAKE_TORCH = """
 __version__ = "2.1.0"
@@ -144,7 +145,7 @@ def test_stderr_flood_is_bounded_and_the_error_still_named(tmp_path):
     assert len(d["stderr_head"]) <= deep.KEEP and len(d["stderr_tail"]) <= deep.KEEP
     assert d["outcome"] == "failed" and d["failed_step"] == "import_torch_npu"
     assert d["error"] == "ImportError: libhccl.so: cannot open shared object file: No such file or directory"
-    assert [s["id"] for s in d["signatures"]][:1] == ["cann-library-not-found"]
+    assert [s["id"] for s in deep_signatures(d)][:1] == ["cann-library-not-found"]
     assert len(json.dumps(doc)) < 1_000_000
     assert elapsed < 60
 

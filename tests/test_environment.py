@@ -11,6 +11,7 @@ from clirun import npudoctor
 
 from npudoctor.cann_env import expected_environment
 from npudoctor.host import Host
+from npudoctor.rules._env_vars import variable_state
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SAMPLE = FIXTURES / "set_env_toolkit_8.0.0.sh.txt"
@@ -111,7 +112,8 @@ def test_probe_sourced_environment_is_clean(tmp_path):
     env = doc["facts"]["environment"]
     assert env["toolkit"]["path"] == tk
     assert env["sourced"] is True
-    assert env["missing_vars"] == [] and env["stale"] == [] and env["missing_paths"] == {}
+    state = variable_state(env, doc["facts"].get("cann") or {})
+    assert state.missing_vars == [] and state.stale == [] and env["missing_paths"] == {}
     assert not [f for f in doc["findings"] if f["area"] == "environment"]
 
 
@@ -133,11 +135,12 @@ def test_probe_partial_and_stale(tmp_path):
         },
     )
     env = doc["facts"]["environment"]
-    assert [s["value"] for s in env["stale"]] == ["/usr/local/Ascend/ascend-toolkit/7.0.RC1/lib64"]
-    assert env["stale"][0]["version"] == "7.0.RC1"
+    state = variable_state(env, doc["facts"].get("cann") or {})
+    assert [s["value"] for s in state.stale] == ["/usr/local/Ascend/ascend-toolkit/7.0.RC1/lib64"]
+    assert state.stale[0]["version"] == "7.0.RC1"
     assert "/usr/local/Ascend/driver/lib64/common" in env["missing_paths"]["LD_LIBRARY_PATH"]
     assert f"{tk}/python/site-packages" in env["missing_paths"]["PYTHONPATH"]
-    assert env["differs"] == [{"name": "ASCEND_OPP_PATH", "expected": f"{tk}/opp", "current": "/data/custom/opp"}]
+    assert state.differs == [{"name": "ASCEND_OPP_PATH", "expected": f"{tk}/opp", "current": "/data/custom/opp"}]
     codes = {f["code"] for f in doc["findings"]}
     assert {"ENV002", "ENV003", "ENV004", "ENV006"} <= codes
     assert "ENV001" not in codes

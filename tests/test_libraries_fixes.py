@@ -94,25 +94,16 @@ def _codes(snap: Snapshot) -> List[Any]:
 
 def test_glibcxx_in_a_conda_env_gives_the_conda_package():
     prefix = "/root/miniconda3/envs/npu"
+    site = f"{prefix}/lib/python3.10/site-packages/torch_npu"
     libs = {
+        "objects": [
+            {"path": f"{site}/lib/libtorch_npu.so", "version_needs": {"libstdc++.so.6": ["GLIBCXX_3.4.30"]}},
+            {"path": f"{site}/_C.so", "version_needs": {"libstdc++.so.6": ["GLIBCXX_3.4.29"]}},
+        ],
         "glibc": {
-            "too_new": [
-                {
-                    "library": "libstdc++.so.6",
-                    "version": "GLIBCXX_3.4.30",
-                    "needed_by": f"{prefix}/lib/python3.10/site-packages/torch_npu/lib/libtorch_npu.so",
-                    "provider": f"{prefix}/lib/libstdc++.so.6",
-                    "highest": "GLIBCXX_3.4.29",
-                },
-                {
-                    "library": "libstdc++.so.6",
-                    "version": "GLIBCXX_3.4.29",
-                    "needed_by": f"{prefix}/lib/python3.10/site-packages/torch_npu/_C.so",
-                    "provider": f"{prefix}/lib/libstdc++.so.6",
-                    "highest": "GLIBCXX_3.4.29",
-                },
-            ]
-        }
+            "providers": {"libstdc++.so.6": f"{prefix}/lib/libstdc++.so.6"},
+            "defined": {"libstdc++.so.6": [f"GLIBCXX_3.4.{n}" for n in range(29)]},
+        },
     }
     py = {"machine": "aarch64", "executable": f"{prefix}/bin/python", "conda_prefix": prefix}
     f = _one(_codes(_snap(py, libs)), "LIB002")

@@ -1,7 +1,9 @@
 """A replayed snapshot (``check --from``) is judged by the current rules: verdict-like
 fields an older npudoctor stored beside the facts (the rank table's ``problems``, the
 chips' matrix lookups ``family``/``bf16``/``kernels_dir``/matrix ``soc_version``) are
-ignored, and their absence costs nothing.  Such snapshots still load."""
+ignored, and their absence costs nothing.  So are the environment's ``missing_vars``,
+``differs`` and ``stale``, the libraries' ``glibc.too_new`` and the deep probe's graded
+``signatures``.  Such snapshots still load."""
 
 from __future__ import annotations
 
@@ -155,3 +157,157 @@ def test_npu_smi_failure_cause_is_judged_from_the_dcmi_code():
     # An unknown DCMI code stored as "busy": the driver interface failed (DEV004), not busy.
     codes = _codes(_replay(smi(cause="busy", code=-8001)))
     assert "DEV004" in codes and "DEV002" not in codes
+
+
+_TK = "/usr/local/Ascend/ascend-toolkit/8.0.0"
+_OLD = "/usr/local/Ascend/ascend-toolkit/7.0.RC1"
+
+
+def _env_facts(current: Dict[str, str], **stored: Any) -> Dict[str, Any]:
+    sel = {"path": _TK, "version": "8.0.0"}
+    env = {
+        "toolkit": {"path": _TK, "version": "8.0.0", "source": "cann.selected"},
+        "sourced": True,
+        "set_env_script": "/usr/local/Ascend/ascend-toolkit/set_env.sh",
+        "expected": {
+            "method": "set_env.sh",
+            "script": "/usr/local/Ascend/ascend-toolkit/set_env.sh",
+            "variables": {"ASCEND_TOOLKIT_HOME": _TK, "ASCEND_HOME_PATH": _TK, "ASCEND_OPP_PATH": f"{_TK}/opp"},
+            "added": {},
+        },
+        "current": current,
+        "missing_paths": {},
+    }
+    env.update(stored)
+    return {"environment": env, "cann": {"toolkits": [sel, {"path": _OLD, "version": "7.0.RC1"}], "selected": sel}}
+
+
+def test_environment_variables_are_judged_now_not_replayed():
+    # Stored "nothing unset, nothing custom, nothing stale"; the values say otherwise.
+    current = {
+        "ASCEND_TOOLKIT_HOME": _TK,
+        "ASCEND_OPP_PATH": "/data/custom/opp",
+        "LD_LIBRARY_PATH": f"{_OLD}/lib64:{_TK}/lib64",
+    }
+    found = _replay(_env_facts(current, missing_vars=[], differs=[], stale=[]))
+    assert [c for c in _codes(found) if c.startswith("ENV")] == ["ENV002", "ENV003", "ENV006"]
+    (unset,) = [f for f in found if f.code == "ENV003"]
+    assert unset.title == "CANN variables unset: ASCEND_HOME_PATH (set_env.sh only partly applied)"
+    (custom,) = [f for f in found if f.code == "ENV006"]
+    assert custom.title == f"ASCEND_OPP_PATH=/data/custom/opp (set_env.sh would set {_TK}/opp)"
+    (stale,) = [f for f in found if f.code == "ENV002"]
+    # No `paths` fact (an older snapshot): whether the entry exists is not claimed.
+    assert stale.evidence[1] == f"LD_LIBRARY_PATH entry {_OLD}/lib64 belongs to CANN 7.0.RC1 at {_OLD}"
+    # Stored verdicts naming faults a sound environment does not have: no finding.
+    sound = {"ASCEND_TOOLKIT_HOME": _TK, "ASCEND_HOME_PATH": _TK, "ASCEND_OPP_PATH": f"{_TK}/opp"}
+    old_verdicts = {
+        "missing_vars": ["ASCEND_HOME_PATH"],
+        "differs": [{"name": "ASCEND_OPP_PATH", "expected": f"{_TK}/opp", "current": "/x"}],
+        "stale": [{"variable": "PATH", "value": f"{_OLD}/bin", "install": _OLD, "version": "7.0.RC1", "exists": True}],
+    }
+    assert [c for c in _codes(_replay(_env_facts(sound, **old_verdicts))) if c.startswith("ENV")] == []
+
+
+def test_environment_values_are_compared_through_the_paths_the_probe_resolved():
+    # ASCEND_TOOLKIT_HOME through the `latest` link and a path entry that does not exist:
+    # the probe stored how the root resolves each; the rule compares the resolutions.
+    latest = "/usr/local/Ascend/ascend-toolkit/latest"
+    current = {
+        "ASCEND_TOOLKIT_HOME": latest,
+        "ASCEND_HOME_PATH": _TK,
+        "ASCEND_OPP_PATH": f"{latest}/opp",
+        "PATH": f"{_OLD}/bin:/usr/bin",
+    }
+    paths = {
+        latest: {"resolved": _TK, "exists": True},
+        f"{latest}/opp": {"resolved": f"{_TK}/opp", "exists": True},
+        f"{_OLD}/bin": {"resolved": f"{_OLD}/bin", "exists": False},
+    }
+    found = _replay(_env_facts(current, paths=paths))
+    assert [c for c in _codes(found) if c.startswith("ENV")] == ["ENV002"]
+    (stale,) = [f for f in found if f.code == "ENV002"]
+    assert stale.evidence[1] == f"PATH entry {_OLD}/bin (does not exist) belongs to CANN 7.0.RC1 at {_OLD}"
+    # Without the resolutions, `latest` is judged by its shape: another CANN install.
+    (stale,) = [f for f in _replay(_env_facts(current)) if f.code == "ENV002"]
+    assert stale.title == (
+        f"The environment points at {latest}, {_OLD} (CANN 7.0.RC1) while the toolkit in use is {_TK}"
+    )
+
+
+def _libs(defined: List[str], stored_too_new: List[Dict[str, Any]]) -> Dict[str, Any]:
+    npu = "/usr/lib/python3.10/site-packages/torch_npu"
+    return {
+        "libraries": {
+            "torch_npu": {"version": "2.4.0", "location": "/usr/lib/python3.10/site-packages", "package_dir": npu},
+            "objects": [
+                {"path": f"{npu}/_C.so", "version_needs": {"libc.so.6": ["GLIBC_2.17"]}},
+                {"path": f"{npu}/lib/libtorch_npu.so", "version_needs": {"libstdc++.so.6": ["GLIBCXX_3.4.30"]}},
+                {"path": f"{npu}/lib/broken.so", "error": "not an ELF file"},
+            ],
+            "glibc": {
+                "providers": {"libc.so.6": "/lib64/libc.so.6", "libstdc++.so.6": "/lib64/libstdc++.so.6"},
+                "defined": {"libc.so.6": ["GLIBC_2.17", "GLIBC_2.28"], "libstdc++.so.6": defined},
+                "too_new": stored_too_new,
+            },
+        }
+    }
+
+
+def test_symbol_versions_too_new_are_judged_now_not_replayed():
+    old = [f"GLIBCXX_3.4.{n}" for n in range(26)]
+    # Stored "nothing too new", but libtorch_npu.so needs GLIBCXX_3.4.30 from a libstdc++
+    # that stops at 3.4.25: LIB002 all the same.
+    (f,) = [f for f in _replay(_libs(old, [])) if f.code == "LIB002"]
+    assert f.title == "/lib64/libstdc++.so.6 lacks GLIBCXX_3.4.30 needed by torch_npu"
+    assert "/lib64/libstdc++.so.6 provides up to GLIBCXX_3.4.25" in f.evidence
+    # A stored verdict naming versions the provider does define: no finding.
+    stale = [
+        {
+            "library": "libc.so.6",
+            "version": "GLIBC_2.17",
+            "needed_by": "/x/_C.so",
+            "provider": "/lib64/libc.so.6",
+            "highest": "GLIBC_2.12",
+        }
+    ]
+    assert "LIB002" not in _codes(_replay(_libs(old + ["GLIBCXX_3.4.30"], stale)))
+
+
+def _deep(stored_signatures: List[Dict[str, Any]]) -> Dict[str, Any]:
+    error = "libhccl.so: cannot open shared object file: No such file or directory"
+    return {
+        "deep": {
+            "ran": True,
+            "interpreter": "/usr/bin/python3",
+            "outcome": "failed",
+            "failed_step": "import_torch_npu",
+            "error": f"ImportError: {error}",
+            "steps": [
+                {"name": "import_torch", "status": "ok", "duration": 1.0},
+                {"name": "import_torch_npu", "status": "failed", "error_type": "ImportError", "error": error},
+            ],
+            "stderr_head": "",
+            "stderr_tail": "",
+            "signatures": stored_signatures,
+        }
+    }
+
+
+def test_deep_signatures_are_matched_now_not_replayed():
+    from npudoctor.rules.deep import deep_signatures
+
+    # Stored "no signature" (or a stale one graded by an older knowledge base): the
+    # failure text is matched against the current signatures all the same.
+    stale = [{"id": "hccl-timeout", "title": "HCCL timed out", "severity": "error", "kinds": [], "captures": {}}]
+    for stored in ([], stale):
+        facts = _deep(stored)
+        assert [(s["id"], s["captures"]) for s in deep_signatures(facts["deep"])][:1] == [
+            ("cann-library-not-found", {"lib": "libhccl.so"})
+        ]
+        (f,) = [f for f in _replay(facts) if f.code == "DEEP002"]
+        assert f.data["signatures"][:1] == ["cann-library-not-found"]
+        assert "hccl-timeout" not in f.data["signatures"]
+    # Text that matches nothing: no signature, whatever was stored.
+    quiet = _deep(stale)
+    quiet["deep"]["steps"][1]["error"] = "something else entirely"
+    assert deep_signatures(quiet["deep"]) == []

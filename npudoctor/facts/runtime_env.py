@@ -53,22 +53,10 @@ class Expected:
 
 
 @dataclass(frozen=True)
-class Differs:
-    """A variable set to a custom value."""
+class PathRead:
+    """How the diagnosed root resolves one path the environment rules compare."""
 
-    name: str = ""
-    expected: Optional[str] = None
-    current: Optional[str] = None
-
-
-@dataclass(frozen=True)
-class Stale:
-    """A variable or path entry pointing into another CANN install."""
-
-    variable: str = ""
-    value: Optional[str] = None
-    install: Optional[str] = None
-    version: Optional[str] = None
+    resolved: Optional[str] = None
     exists: Optional[bool] = None
 
 
@@ -108,9 +96,9 @@ class EnvironmentFacts:
     set_env_script: Optional[str] = None
     current: Dict[str, str] = field(default_factory=dict)
     sourced: Optional[bool] = None
-    missing_vars: Tuple[str, ...] = ()
-    differs: Tuple[Differs, ...] = ()
-    stale: Tuple[Stale, ...] = ()
+    paths: Dict[str, PathRead] = field(
+        default_factory=dict, metadata=_doc("how the root resolves each value compared (rules/_env_vars.py)")
+    )
     missing_paths: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
     toolkit_python: Optional[ToolkitPython] = None
     nnal: Optional[EnvNnal] = None
@@ -142,6 +130,9 @@ class ElfObject:
     needed: Tuple[str, ...] = ()
     rpath: Tuple[str, ...] = ()
     runpath: Tuple[str, ...] = ()
+    version_needs: Dict[str, Tuple[str, ...]] = field(
+        default_factory=dict, metadata=_doc("library → the symbol versions needed from it")
+    )
     error: Optional[str] = None
 
 
@@ -159,21 +150,12 @@ class Resolution:
 
 
 @dataclass(frozen=True)
-class TooNew:
-    """A symbol version needed above what the provider offers."""
-
-    library: Optional[str] = None
-    version: Optional[str] = None
-    needed_by: Optional[str] = None
-    provider: Optional[str] = None
-    highest: Optional[str] = None
-
-
-@dataclass(frozen=True)
 class Glibc:
     provided: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
     providers: Dict[str, Optional[str]] = field(default_factory=dict)
-    too_new: Tuple[TooNew, ...] = ()
+    defined: Dict[str, Tuple[str, ...]] = field(
+        default_factory=dict, metadata=_doc("every symbol version each provider defines")
+    )
     root_has_libc: Optional[bool] = None
 
 

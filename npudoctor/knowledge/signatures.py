@@ -212,7 +212,7 @@ class KnowledgeBase:
 
     def classify(self, text: str) -> List[Tuple[Entry, Dict[str, str]]]:
         """Every entry matching somewhere in ``text`` (a message of several lines), in KB
-        order, with the captures of the first matching line; used by the deep probe."""
+        order, with the captures of the first matching line; used by the deep rules."""
         out: List[Tuple[Entry, Dict[str, str]]] = []
         lines = text.splitlines() or [text]
         for entry in self.entries:

@@ -19,6 +19,9 @@ interprets the small subset of POSIX shell these scripts use:
 * ``source FILE``/``. FILE`` (followed through the given file system, depth 4);
 * function definitions are skipped (recorded), so are ``return``/``echo`` lines.
 
+The tokenizer is :mod:`npudoctor.parsers.shell_lex`, the result and interpreter state
+:mod:`npudoctor.parsers.set_env_model`.
+
 Anything else is recorded in :attr:`SetEnvResult.unsupported` (line number, text) and
 skipped, so the result is always a best effort plus an honest list of what was not
 understood.  The source of the format: ``set_env_toolkit_8.0.0.sh.txt`` (CANN 8.0.0
@@ -31,159 +34,29 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 import re
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, List, Mapping, Optional, Tuple
+
+from npudoctor.parsers.set_env_model import SetEnvResult
+from npudoctor.parsers.set_env_model import State as _State
+from npudoctor.parsers.shell_lex import MAX_LINES
+from npudoctor.parsers.shell_lex import Unsupported as _Unsupported
+from npudoctor.parsers.shell_lex import find_close as _find_close
+from npudoctor.parsers.shell_lex import logical_lines as _logical_lines
+from npudoctor.parsers.shell_lex import split_assignments as _split_assignments
+from npudoctor.parsers.shell_lex import split_commands as _split_commands
+from npudoctor.parsers.shell_lex import split_pipe as _split_pipe
+
+__all__ = ["MAX_DEPTH", "MAX_LINES", "SetEnvResult", "evaluate"]
 
 #: Nesting depth of ``source`` and of ``$(...)`` evaluated.
 MAX_DEPTH = 4
-#: Lines of one script interpreted at most (a guard against huge inputs).
-MAX_LINES = 5000
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _ASSIGN_RE = re.compile(rf"^({_NAME})(\+?)=(.*)$", re.S)
 _FUNC_RE = re.compile(rf"^(?:function\s+({_NAME})\s*(?:\(\s*\))?|({_NAME})\s*\(\s*\))\s*\{{?\s*$")
 
 
-@dataclass
-class SetEnvResult:
-    """What sourcing a script would do.
-
-    ``variables``: final values of every variable the script assigned (name → value);
-    ``exported``: names the script exported, in first-export order (only these reach
-    child processes such as python); ``unset``: names the script unset;
-    ``unsupported``: ``(line number, line)`` of every construct skipped;
-    ``sourced``: other scripts it sourced (paths, whether or not they could be read).
-    """
-
-    variables: Dict[str, str] = field(default_factory=dict)
-    exported: List[str] = field(default_factory=list)
-    unset: List[str] = field(default_factory=list)
-    unsupported: List[Tuple[int, str]] = field(default_factory=list)
-    sourced: List[str] = field(default_factory=list)
-
-    def environment(self, base: Mapping[str, str]) -> Dict[str, str]:
-        """``base`` updated with the exported variables (and minus unset ones)."""
-        env = {k: v for k, v in base.items() if k not in self.unset}
-        for name in self.exported:
-            if name in self.variables:
-                env[name] = self.variables[name]
-        return env
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {
-            "variables": {k: self.variables[k] for k in self.exported if k in self.variables},
-            "unsupported": [{"line": n, "text": t} for n, t in self.unsupported],
-            "sourced": list(self.sourced),
-        }
-
-
-class _Unsupported(Exception):
-    pass
-
-
-class _State:
-    def __init__(self, environ: Mapping[str, str], script: str, arch: str, fs: Any) -> None:
-        self.vars: Dict[str, str] = dict(environ)
-        self.exported: List[str] = []
-        self.env_names = set(environ)
-        self.unset: List[str] = []
-        self.script = script
-        self.arch = arch
-        self.fs = fs
-        self.cwd = posixpath.dirname(script) or "/"
-        self.result = SetEnvResult()
-        self.status = True
-
-
-# ---------------------------------------------------------------------- lexing
-def _split_commands(line: str) -> List[Tuple[str, str]]:
-    """Split a logical line on unquoted ``;``, ``&&``, ``||`` (and drop a ``#`` comment).
-
-    Returns ``[(operator_before, command)]``; the first operator is ``";"``.
-    """
-    out: List[Tuple[str, str]] = []
-    buf: List[str] = []
-    op = ";"
-    i, n = 0, len(line)
-    quote: Optional[str] = None
-    depth = 0
-    while i < n:
-        c = line[i]
-        if quote:
-            buf.append(c)
-            if c == "\\" and quote == '"' and i + 1 < n:
-                buf.append(line[i + 1])
-                i += 2
-                continue
-            if c == quote:
-                quote = None
-            i += 1
-            continue
-        if c in "'\"`":
-            quote = c
-            buf.append(c)
-        elif c == "\\" and i + 1 < n:
-            buf.append(line[i : i + 2])
-            i += 2
-            continue
-        elif c == "$" and line[i + 1 : i + 2] in ("(", "{"):
-            depth += 1
-            buf.append(line[i : i + 2])
-            i += 2
-            continue
-        elif c in "({" and depth:
-            depth += 1
-            buf.append(c)
-        elif c in ")}" and depth:
-            depth -= 1
-            buf.append(c)
-        elif depth:
-            buf.append(c)
-        elif c == "#" and (not buf or buf[-1] in " \t"):
-            break
-        elif c == ";":
-            out.append((op, "".join(buf).strip()))
-            buf, op = [], ";"
-        elif line.startswith("&&", i) or line.startswith("||", i):
-            out.append((op, "".join(buf).strip()))
-            buf, op = [], line[i : i + 2]
-            i += 2
-            continue
-        else:
-            buf.append(c)
-        i += 1
-    out.append((op, "".join(buf).strip()))
-    return [(o, c) for o, c in out if c]
-
-
-def _find_close(text: str, start: int, open_c: str, close_c: str) -> int:
-    """Index of the bracket closing the one opened just before ``start``."""
-    depth = 1
-    i = start
-    quote: Optional[str] = None
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == "\\" and quote == '"':
-                i += 2
-                continue
-            if c == quote:
-                quote = None
-        elif c in "'\"" and open_c == "(":
-            quote = c
-        elif c == "\\":
-            i += 2
-            continue
-        elif c == open_c:
-            depth += 1
-        elif c == close_c:
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    raise _Unsupported(f"unbalanced {open_c}")
-
-
+# ------------------------------------------------------------------- expansion
 def _words(st: _State, text: str, depth: int) -> List[str]:
     """Split ``text`` into words, expanding variables and substitutions.
 
@@ -359,27 +232,6 @@ def _run_pipeline(st: _State, command: str, depth: int) -> List[str]:
     for stage in stages:
         lines = _run_simple(st, _words(st, stage, depth), lines)
     return lines or []
-
-
-def _split_pipe(command: str) -> List[str]:
-    parts, buf, quote, depth = [], [], None, 0
-    for idx, c in enumerate(command):
-        if quote:
-            if c == quote:
-                quote = None
-        elif c in "'\"":
-            quote = c
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0 and command[idx + 1 : idx + 2] != "|":
-            parts.append("".join(buf))
-            buf = []
-            continue
-        buf.append(c)
-    parts.append("".join(buf))
-    return [p.strip() for p in parts if p.strip()]
 
 
 def _abs(st: _State, path: str) -> str:
@@ -560,32 +412,6 @@ def _assign(st: _State, name: str, append: bool, raw: str, depth: int, export: b
         st.exported.append(name)
 
 
-def _split_assignments(text: str) -> List[str]:
-    """Split ``A=x B="y z"`` into assignment words keeping quotes (for later expansion)."""
-    words, buf, quote, depth = [], [], None, 0
-    for c in text:
-        if quote:
-            buf.append(c)
-            if c == quote:
-                quote = None
-            continue
-        if c in "'\"`":
-            quote = c
-        elif c in "({":
-            depth += 1
-        elif c in ")}":
-            depth -= 1
-        elif c in " \t" and depth <= 0:
-            if buf:
-                words.append("".join(buf))
-                buf = []
-            continue
-        buf.append(c)
-    if buf:
-        words.append("".join(buf))
-    return words
-
-
 def _statement(st: _State, command: str, depth: int, lineno: int) -> None:
     first = command.split(None, 1)[0]
     if first in ("export", "declare", "typeset", "local", "readonly"):
@@ -658,24 +484,6 @@ def _source(st: _State, path: str, depth: int, lineno: int) -> None:
         _run_lines(st, _logical_lines(text), depth + 1)
     finally:
         st.script = saved
-
-
-def _logical_lines(text: str) -> List[Tuple[int, str]]:
-    """Join backslash continuations; return ``(first line number, text)``."""
-    out: List[Tuple[int, str]] = []
-    buf, start = "", 0
-    for n, raw in enumerate(text.splitlines()[:MAX_LINES], 1):
-        if not buf:
-            start = n
-        if raw.endswith("\\") and not raw.endswith("\\\\"):
-            buf += raw[:-1]
-            continue
-        buf += raw
-        out.append((start, buf))
-        buf = ""
-    if buf:
-        out.append((start, buf))
-    return out
 
 
 def _run_lines(st: _State, lines: List[Tuple[int, str]], depth: int) -> None:

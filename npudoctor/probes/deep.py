@@ -44,8 +44,8 @@ Keys::
     failed_step   name of the first failed step | None;  error: its error text
     torch_version, torch_npu_version, cann (torch.version.cann), is_available,
     device_count, devices [{index, name, tensor_op: "ok"|error, synchronize: "ok"|error}]
-    signatures    [{id, title, kinds, captures}] known signatures (npudoctor/knowledge/
-                  signatures.toml) found in the failure text and stderr
+    (the known signatures in the failure text and stderr are matched and graded by
+    rules/deep.py ``deep_signatures`` on every run; older snapshots' ``signatures`` are ignored)
     stderr_head, stderr_tail   text (at most KEEP bytes each);  stderr_bytes: total
     stdout_bytes  bytes of non-step stdout (stdout_text: up to 8 KiB of it);  output_truncated: bool (something was dropped)
 """
@@ -394,43 +394,7 @@ def summarize(raw: Dict[str, Any], interpreter: str, timeout: float) -> Dict[str
         }
         for i, name in enumerate(names)
     ]
-    facts["signatures"] = _signatures(facts, failed)
     return facts
-
-
-def _signatures(facts: Dict[str, Any], failed: Optional[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """Known signatures (errors.toml) in the failure text and the stderr kept."""
-    try:
-        from npudoctor.knowledge.signatures import load_kb
-
-        kb = load_kb()
-    except Exception:  # the KB is packaged; a broken one must not cost the deep facts
-        return []
-    text = "\n".join(
-        filter(
-            None,
-            [
-                failed.get("error") if failed else None,
-                failed.get("traceback") if failed else None,
-                facts["stderr_head"],
-                facts["stderr_tail"],
-            ],
-        )
-    )
-    out = []
-    for entry, caps in kb.classify(text):
-        if entry.severity == "noise":
-            continue
-        out.append(
-            {
-                "id": entry.id,
-                "title": entry.title,
-                "severity": entry.severity,
-                "kinds": list(entry.kinds),
-                "captures": caps,
-            }
-        )
-    return out
 
 
 def _not_run(reason: str, interpreter: Optional[str] = None) -> Dict[str, Any]:
@@ -440,7 +404,6 @@ def _not_run(reason: str, interpreter: Optional[str] = None) -> Dict[str, Any]:
         "interpreter": interpreter,
         "outcome": "not_run",
         "steps": [],
-        "signatures": [],
     }
 
 

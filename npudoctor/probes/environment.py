@@ -22,14 +22,13 @@ interpreted, never run).  Keys::
     sourced        bool: some trace of a sourced set_env.sh (ASCEND_TOOLKIT_HOME,
                    ASCEND_HOME_PATH or ASCEND_OPP_PATH set, or <toolkit>/lib64 on
                    LD_LIBRARY_PATH)
-    missing_vars   [name]  expected scalar variables (ASCEND_*, TOOLCHAIN_HOME, ATB_HOME_PATH)
-                   that are unset
-    differs        [{"name", "expected", "current"}]  set to another value that is not
-                   another CANN install (a custom value)
-    stale          [{"variable", "value", "install", "version", "exists"}]  a variable or a
-                   path entry pointing into another CANN install than the selected one
-                   ("install" is that install's path or the CANN-looking prefix;
-                   "exists": whether the path exists on disk)
+    paths          {path: {"resolved", "exists"}}: how the root resolves each value the
+                   rules compare -- the current and expected ASCEND_*/TOOLCHAIN_HOME
+                   values, every LD_LIBRARY_PATH/PYTHONPATH/PATH entry, the toolkit and
+                   every install path, and the CANN install root each names by its shape.
+                   Which variables are unset, custom or point into another install is
+                   judged by rules/_env_vars.py (older snapshots' ``missing_vars``,
+                   ``differs`` and ``stale`` are ignored)
     missing_paths  {"LD_LIBRARY_PATH": [dirs], "PYTHONPATH": [...], "PATH": [...]}
                    entries set_env.sh adds that exist on disk but are absent now
     toolkit_python {"site_packages": dir | None, "te": dir | None, "tbe": dir | None}
@@ -56,9 +55,8 @@ QUICK = True
 
 DEFAULT_TOOLKIT = "/usr/local/Ascend/ascend-toolkit/latest"
 SCALAR_VARS = ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "ASCEND_AICPU_PATH", "TOOLCHAIN_HOME")
+PATH_VARS = ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH")
 _CURRENT_RE = re.compile(r"^(ASCEND_|ATB_|TOOLCHAIN_HOME$|LD_LIBRARY_PATH$|PYTHONPATH$|PATH$|LD_PRELOAD$)")
-#: A path component naming a CANN install root (classic, 8.5+ and nnae layouts).
-_CANN_ROOT_RE = re.compile(r"^(?P<root>.*?/(?:ascend-toolkit/[^/]+|cann-[^/]+|cann|nnae/[^/]+))(?:/|$)")
 
 
 def _norm(path: str) -> str:
@@ -114,58 +112,16 @@ def torch_cxx11_abi(host: Host, facts: Dict[str, Any]) -> Tuple[Optional[bool], 
     return None, None
 
 
-def _install_of(host: Host, value: str, installs: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-    """The toolkit record whose tree holds ``value`` (by path, alias or resolved dir)."""
-    resolved = host.resolve(value)
-    for rec in installs:
-        roots = {_norm(str(rec.get("path") or ""))}
-        if rec.get("resolved"):
-            roots.add(_norm(str(rec["resolved"])))
-        roots.add(host.resolve(str(rec.get("path") or "/")))
-        for alias in rec.get("aliases") or []:
-            if isinstance(alias, str) and alias.startswith("/"):
-                roots.add(_norm(alias))
-        roots.discard("")
-        if any(_under(_norm(value), r) or _under(resolved, r) for r in roots):
-            return rec
-    return None
+def _read_path(host: Host, paths: Dict[str, Dict[str, Any]], value: str) -> None:
+    """Record how the root resolves ``value`` (as given and normalized) and the CANN
+    install root its shape names (:func:`npudoctor.cann_env.cann_root`), and whether it
+    exists, in ``paths``."""
+    from npudoctor.cann_env import cann_root
 
-
-def _belongs_to_selected(host: Host, value: str, toolkit: Dict[str, Any], driver: str) -> bool:
-    roots = [toolkit["path"], host.resolve(toolkit["path"])]
-    if toolkit.get("resolved"):
-        roots.append(_norm(str(toolkit["resolved"])))
-    resolved = host.resolve(value)
-    return any(_under(_norm(value), r) or _under(resolved, r) for r in roots)
-
-
-def _stale(
-    host: Host, name: str, value: str, toolkit: Dict[str, Any], installs: List[Dict[str, Any]], driver: str
-) -> Optional[Dict[str, Any]]:
-    """A stale-entry record when ``value`` points into a CANN install other than the
-    selected toolkit, else ``None``."""
-    value = _norm(value)
-    if _belongs_to_selected(host, value, toolkit, driver):
-        return None
-    other = _install_of(host, value, [i for i in installs if i is not toolkit])
-    if other is not None:
-        # A different path to the very same install is not stale.
-        if host.resolve(str(other.get("path"))) == host.resolve(toolkit["path"]):
-            return None
-        return {
-            "variable": name,
-            "value": value,
-            "install": other.get("path"),
-            "version": other.get("version"),
-            "exists": host.exists(value),
-        }
-    m = _CANN_ROOT_RE.match(value)
-    if m and "/nnal/" not in value:
-        root = m.group("root")
-        if host.resolve(root) in (host.resolve(toolkit["path"]), _norm(str(toolkit.get("resolved") or ""))):
-            return None
-        return {"variable": name, "value": value, "install": root, "version": None, "exists": host.exists(value)}
-    return None
+    norm = _norm(value)
+    for path in (value, norm, cann_root(norm)):
+        if path and path not in paths:
+            paths[path] = {"resolved": host.resolve(path), "exists": host.exists(path)}
 
 
 def _present(host: Host, entry: str, current: List[str]) -> bool:
@@ -274,40 +230,25 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         if expected.get("method") == "set_env.sh (rebased)"
         else _set_env_script(host, toolkit, selected_rec, expected.get("script"))
     )
-    driver = expected.get("driver") or "/usr/local/Ascend/driver"
-    sel_for_stale = dict(toolkit)
-    if selected_rec is not None:
-        installs = [selected_rec if i is selected_rec else i for i in installs]
-
-    # variables
-    missing_vars: List[str] = []
-    differs: List[Dict[str, Any]] = []
-    stale: List[Dict[str, Any]] = []
+    # How the root resolves every value the rules compare (rules/_env_vars.py judges
+    # which variables are unset, custom or stale from these and `current`).
+    paths: Dict[str, Dict[str, Any]] = {}
     variables = expected.get("variables") or {}
     for name in SCALAR_VARS:
-        want = variables.get(name)
-        have = host.getenv(name)
-        if want is None:
-            continue
-        if not have:
-            missing_vars.append(name)
-            continue
-        if _norm(have) == _norm(want) or host.resolve(have) == host.resolve(want):
-            continue
-        hit = _stale(host, name, have, sel_for_stale, [i for i in installs if i is not selected_rec], driver)
-        if hit is not None:
-            stale.append(hit)
-        else:
-            differs.append({"name": name, "expected": want, "current": have})
+        for value in (host.getenv(name), variables.get(name)):
+            if value:
+                _read_path(host, paths, str(value))
+    for name in PATH_VARS:
+        for entry in host.env_paths(name):
+            _read_path(host, paths, entry)
+    _read_path(host, paths, toolkit["path"])
+    for rec in installs:
+        _read_path(host, paths, str(rec.get("path") or "/"))
 
     # path lists
     missing_paths: Dict[str, List[str]] = {}
-    for name in ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH"):
+    for name in PATH_VARS:
         cur = host.env_paths(name)
-        for entry in cur:
-            hit = _stale(host, name, entry, sel_for_stale, [i for i in installs if i is not selected_rec], driver)
-            if hit is not None:
-                stale.append(hit)
         absent = [
             e
             for e in (expected.get("added") or {}).get(name, [])
@@ -350,23 +291,10 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
     out.update(
         {
             "sourced": bool(sourced),
-            "missing_vars": missing_vars,
-            "differs": differs,
-            "stale": _dedupe_stale(stale),
+            "paths": paths,
             "missing_paths": missing_paths,
             "toolkit_python": toolkit_python,
             "nnal": nnal,
         }
     )
-    return out
-
-
-def _dedupe_stale(items: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    seen = set()
-    out = []
-    for item in items:
-        key = (item["variable"], item["value"])
-        if key not in seen:
-            seen.add(key)
-            out.append(item)
     return out

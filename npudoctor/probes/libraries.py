@@ -27,7 +27,8 @@ Keys::
     torch            {"version", "lib_dir"} | None
     torch_cxx11_abi  bool | None (``__cxx11`` names in torch/lib/libc10.so); abi_source
     roots            [paths]  the binaries checked first
-    objects          [{"path", "soname", "needed", "rpath", "runpath", "error"}]
+    objects          [{"path", "soname", "needed", "rpath", "runpath", "version_needs", "error"}]
+                     version_needs: {library: [symbol versions needed from it]}
     resolution       [{"name", "needed_by", "status", "path", "via", "found_at", "optional"}]
                      status: "found" | "torch" (counted as loaded) | "missing" |
                      "system-unknown" (a base-system library while the root holds no libc);
@@ -39,7 +40,10 @@ Keys::
                       "conf_dirs", "default_dirs"}
     glibc            {"provided": {"GLIBC": [...], "GLIBCXX": [...], "CXXABI": [...]},
                       "providers": {"libc.so.6": path, "libstdc++.so.6": path},
-                      "too_new": [{"library", "version", "needed_by", "provider", "highest"}]}
+                      "defined": {"libc.so.6": [every version the provider defines], ...},
+                      "root_has_libc": bool}
+                     (which needed versions are not defined is judged by
+                     rules/_symbol_versions.py; older snapshots' "too_new" is ignored)
     symbols          {"torch": check, "atb": check, "cann": check, "extensions": [check]}
                      check = {"object", "against": [paths], "checked", "missing_count",
                               "missing": [first 25 names], "error"}; extension checks
@@ -59,6 +63,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
+from npudoctor.probes._ldso import Resolver, expand_origin
 
 SECTION = "libraries"
 NEEDS = ("host", "python", "packages", "cann", "environment")
@@ -79,8 +84,6 @@ SYSTEM_LIB_RE = re.compile(
     r"^(libc|libm|libpthread|libdl|librt|libutil|libresolv|libanl|libnsl|libmvec|ld-linux[-a-z0-9_]*|ld64)\.so(\.\d+)*$"
     r"|^(libstdc\+\+|libgcc_s|libgomp|libatomic)\.so(\.\d+)*$"
 )
-_TRIPLETS = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu"}
-_E_MACHINE = {0x3E: "x86_64", 0xB7: "aarch64", 0x03: "i686", 0x28: "arm"}
 
 #: Mangled-name prefixes of the namespaces each library family exports.
 TORCH_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:2at|3c10|5torch|4c10d|6caffe2)(?:\d|[A-Z]|$)")
@@ -93,85 +96,6 @@ CANN_SYM_RE = re.compile(
 
 def _now() -> float:
     return time.monotonic()
-
-
-def _elf_machine(host: Host, path: str) -> Tuple[Optional[str], Optional[int]]:
-    data, _e, _t = host.read_bytes(path, limit=64)
-    if not data or len(data) < 20 or data[:4] != b"\x7fELF":
-        return None, None
-    endian = "little" if data[5] == 1 else "big"
-    machine = int.from_bytes(data[18:20], endian)
-    return _E_MACHINE.get(machine, f"EM_{machine}"), (64 if data[4] == 2 else 32)
-
-
-class Resolver:
-    """The ld.so search over one Host, with caches (one per probe run)."""
-
-    def __init__(self, host: Host, arch: str, bits: int, ld_library_path: List[str]) -> None:
-        from npudoctor.parsers.ldcache import parse_ld_cache, parse_ld_conf
-
-        self.host = host
-        self.arch = arch
-        self.bits = bits
-        self.ld_library_path = ld_library_path
-        data, err, _t = host.read_bytes("/etc/ld.so.cache", limit=32 << 20)
-        self.cache = parse_ld_cache(data) if data is not None else None
-        self.cache_info: Optional[Dict[str, Any]] = None
-        if data is not None and self.cache is not None:
-            self.cache_info = {
-                "path": "/etc/ld.so.cache",
-                "format": self.cache.format,
-                "entries": len(self.cache.entries),
-                "error": self.cache.error,
-            }
-        self.conf_dirs: List[str] = []
-        if self.cache is None or self.cache.error:
-            conf = parse_ld_conf("/etc/ld.so.conf", lambda p: host.read_text(p).text, host.listdir)
-            self.conf_dirs = conf.dirs
-        triplet = _TRIPLETS.get(arch)
-        self.default_dirs = ([f"/lib/{triplet}", f"/usr/lib/{triplet}"] if triplet else []) + (
-            ["/lib64", "/usr/lib64", "/lib", "/usr/lib"] if bits == 64 else ["/lib", "/usr/lib"]
-        )
-        self._ok: Dict[str, bool] = {}
-
-    def usable(self, path: str) -> bool:
-        """An ELF file of the right machine/class at ``path``."""
-        if path not in self._ok:
-            machine, bits = _elf_machine(self.host, path)
-            self._ok[path] = machine is not None and (machine == self.arch or self.arch is None) and bits == self.bits
-        return self._ok[path]
-
-    def search(self, name: str, rpath_chain: List[str], runpath: List[str]) -> Tuple[Optional[str], Optional[str]]:
-        """``(path, via)`` of ``name`` or ``(None, None)``."""
-        if "/" in name:
-            return (name, "path") if self.usable(name) else (None, None)
-        for label, dirs in (("RPATH", rpath_chain), ("LD_LIBRARY_PATH", self.ld_library_path), ("RUNPATH", runpath)):
-            for d in dirs:
-                cand = posixpath.join(d, name)
-                if self.usable(cand):
-                    return cand, label
-        if self.cache is not None and not self.cache.error:
-            for cand in self.cache.lookup(name, self.arch):
-                if self.usable(cand):
-                    return cand, "ld.so.cache"
-        for d in self.conf_dirs:
-            cand = posixpath.join(d, name)
-            if self.usable(cand):
-                return cand, "ld.so.conf"
-        for d in self.default_dirs:
-            cand = posixpath.join(d, name)
-            if self.usable(cand):
-                return cand, "default dirs"
-        return None, None
-
-
-def _expand_origin(entries: List[str], origin: str) -> List[str]:
-    out = []
-    for e in entries:
-        e = e.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
-        if e.startswith("/"):
-            out.append(posixpath.normpath(e))
-    return out
 
 
 def _torch_npu_dir(host: Host, facts: Dict[str, Any]) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]:
@@ -323,9 +247,9 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         if info.soname and info.soname not in loaded:
             loaded[info.soname] = path
         origin = posixpath.dirname(host.resolve(path))
-        own_rpath = _expand_origin(info.rpath, origin) if not info.runpath else []
+        own_rpath = expand_origin(info.rpath, origin) if not info.runpath else []
         chain = own_rpath + parent_rpaths
-        runpath = _expand_origin(info.runpath, origin)
+        runpath = expand_origin(info.runpath, origin)
         for name in info.needed:
             rec = resolution.get(name)
             if rec is None:
@@ -372,7 +296,7 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
             cand = posixpath.join(d, rec["name"])
             if host.is_file(cand):
                 rec["found_at"].append({"path": cand, "where": label, "usable": resolver.usable(cand)})
-    keep = ("soname", "needed", "rpath", "runpath", "error")
+    keep = ("soname", "needed", "rpath", "runpath", "version_needs", "error")
     out["objects"] = [
         dict({k: v for k, v in info.to_dict().items() if k in keep}, path=p) for p, info in objects.items()
     ]
@@ -408,34 +332,12 @@ def _glibc_check(
         providers[lib] = path
         info = read_elf(_real(host, path))
         provided[lib] = info.version_defs
-    too_new = []
-    for path, info in objects.items():
-        if info.error:
-            continue
-        for lib, versions in info.version_needs.items():
-            if lib not in provided:
-                continue
-            have = set(provided[lib])
-            for v in versions:
-                if v in have:
-                    continue
-                family = v.split("_", 1)[0]
-                highest = _versions(provided[lib], family)
-                too_new.append(
-                    {
-                        "library": lib,
-                        "version": v,
-                        "needed_by": path,
-                        "provider": providers[lib],
-                        "highest": highest[-1] if highest else None,
-                    }
-                )
     summary = {
         "GLIBC": _versions(provided.get("libc.so.6", []), "GLIBC")[-1:],
         "GLIBCXX": _versions(provided.get("libstdc++.so.6", []), "GLIBCXX")[-1:],
         "CXXABI": _versions(provided.get("libstdc++.so.6", []), "CXXABI")[-1:],
     }
-    return {"providers": providers, "provided": summary, "too_new": too_new, "root_has_libc": root_has_libc}
+    return {"providers": providers, "provided": summary, "defined": provided, "root_has_libc": root_has_libc}
 
 
 def _check(obj: str, names: Set[str], against: List[str], real: Any) -> Dict[str, Any]:

@@ -60,9 +60,40 @@ def _root_error(step: Dict[str, Any]) -> str:
     return lines[0].strip()[:400] if lines else f"{step.get('error_type')}: {_first_line(step.get('error'))}"
 
 
+def deep_signatures(deep: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The known signatures (``npudoctor/knowledge/signatures.toml``) in the deep probe's
+    failure text -- the first failed step's error and traceback -- and the stderr it kept
+    (head and tail), as ``[{"id", "title", "kinds", "captures"}]`` in the knowledge base's
+    order; entries graded ``noise`` are left out.  Judged on every run from the stored
+    text, so a replayed snapshot is matched against the current knowledge base (the
+    ``signatures`` older snapshots carry are ignored).  ``[]`` when the knowledge base
+    cannot be loaded."""
+    try:
+        from npudoctor.knowledge.signatures import load_kb
+
+        kb = load_kb()
+    except Exception:  # the KB is packaged; a broken one must not cost the deep findings
+        return []
+    steps = [s for s in deep.get("steps") or [] if isinstance(s, dict)]
+    failed = next((s for s in steps if s.get("status") == "failed"), None)
+    parts = [
+        failed.get("error") if failed else None,
+        failed.get("traceback") if failed else None,
+        deep.get("stderr_head"),
+        deep.get("stderr_tail"),
+    ]
+    text = "\n".join(str(p) for p in parts if p)
+    out = []
+    for entry, caps in kb.classify(text):
+        if entry.severity == "noise":
+            continue
+        out.append({"id": entry.id, "title": entry.title, "kinds": list(entry.kinds), "captures": caps})
+    return out
+
+
 def _signature_lines(deep: Dict[str, Any]) -> List[str]:
     out = []
-    for sig in deep.get("signatures") or []:
+    for sig in deep_signatures(deep):
         caps = ", ".join(f"{k}={v}" for k, v in sorted((sig.get("captures") or {}).items()))
         out.append(f"known signature {sig.get('id')}: {sig.get('title')}" + (f" ({caps})" if caps else ""))
     return out
@@ -75,7 +106,7 @@ def _kb_fix(deep: Dict[str, Any]) -> List[str]:
         kb = load_kb()
     except Exception:
         return []
-    for sig in deep.get("signatures") or []:
+    for sig in deep_signatures(deep):
         entry = kb.by_id(str(sig.get("id")))
         if entry is not None and entry.fix:
             return [fill(f, sig.get("captures") or {}) for f in entry.fix]
@@ -104,7 +135,7 @@ def deep_outcome(ctx: Any) -> Iterable[Finding]:
         return
     outcome = deep.get("outcome")
     steps = {s.get("name"): s for s in deep.get("steps") or [] if isinstance(s, dict)}
-    data = {"signatures": [s.get("id") for s in deep.get("signatures") or []], "outcome": outcome}
+    data = {"signatures": [s.get("id") for s in deep_signatures(deep)], "outcome": outcome}
     if outcome == "not_run" or not deep.get("ran", True):
         yield NOT_RUN.finding(
             title=f"the deep probe was not run: {deep.get('reason')}", evidence=[str(deep.get("reason"))], data=data
@@ -199,7 +230,7 @@ def explaining_findings(deep: Dict[str, Any], facts: Dict[str, Any], statics: Li
     except Exception:
         return []
     explained: List[Finding] = []
-    for sig in deep.get("signatures") or []:
+    for sig in deep_signatures(deep):
         entry = kb.by_id(str(sig.get("id")))
         if entry is None or entry.severity == "noise":
             continue

@@ -10,6 +10,7 @@ from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.remedies import Export, PrependPath, SourceFile
 from npudoctor.rules import rule
+from npudoctor.rules._env_vars import variable_state
 
 SERVICE_NOTE = (
     "For a systemd unit, Ray worker, Slurm job or Kubernetes pod, ~/.bashrc is not read: put the "
@@ -154,7 +155,8 @@ def set_env_not_sourced(ctx: Any) -> Iterable[Finding]:
     severity = "error" if _torch_npu_installed(ctx) else "warning"
     missing_ld = (env.get("missing_paths") or {}).get("LD_LIBRARY_PATH") or []
     evidence = [_toolkit_line(env)]
-    evidence.append("unset: " + ", ".join(env.get("missing_vars") or ["ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH"]))
+    missing_vars = variable_state(env, ctx.facts("cann")).missing_vars
+    evidence.append("unset: " + ", ".join(missing_vars or ["ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH"]))
     if missing_ld:
         evidence.append("LD_LIBRARY_PATH lacks " + ", ".join(missing_ld))
     evidence += _method_line(env)
@@ -199,7 +201,7 @@ def _clean_value(env: Dict[str, Any], name: str, drop: Iterable[str]) -> str:
 def stale_environment(ctx: Any) -> Iterable[Finding]:
     """ENV002: variables or path entries pointing into another CANN install."""
     env = ctx.facts("environment")
-    stale = [s for s in env.get("stale") or [] if isinstance(s, dict)]
+    stale = variable_state(env, ctx.facts("cann")).stale
     if not env.get("toolkit") or not stale:
         return
     installs = []
@@ -211,7 +213,7 @@ def stale_environment(ctx: Any) -> Iterable[Finding]:
     for s in stale[:12]:
         where = s.get("install")
         ver = f"CANN {s['version']}" if s.get("version") else "another install"
-        gone = "" if s.get("exists") else " (does not exist)"
+        gone = " (does not exist)" if s.get("exists") is False else ""
         if s.get("variable") in PATH_VARS:
             evidence.append(f"{s['variable']} entry {s['value']}{gone} belongs to {ver} at {where}")
         else:
@@ -275,7 +277,7 @@ def loader_path_incomplete(ctx: Any) -> Iterable[Finding]:
     if not env.get("toolkit") or not env.get("sourced"):
         return
     missing = (env.get("missing_paths") or {}).get("LD_LIBRARY_PATH") or []
-    missing_vars = env.get("missing_vars") or []
+    missing_vars = variable_state(env, ctx.facts("cann")).missing_vars
     if not missing and not missing_vars:
         return
     evidence = [_toolkit_line(env)]
@@ -387,9 +389,7 @@ def _atb_needed(ctx: Any) -> str:
 def custom_values(ctx: Any) -> Iterable[Finding]:
     """ENV006: a CANN variable with a non-CANN custom value."""
     env = ctx.facts("environment")
-    for item in env.get("differs") or []:
-        if not isinstance(item, dict):
-            continue
+    for item in variable_state(env, ctx.facts("cann")).differs:
         yield CUSTOM.finding(
             title=f"{item.get('name')}={item.get('current')} (set_env.sh would set {item.get('expected')})",
             evidence=[_toolkit_line(env), f"{item.get('name')}={item.get('current')}"],

@@ -14,6 +14,7 @@ from npudoctor.knowledge import codes
 from npudoctor.knowledge.packages import NNAL_SET_ENV, set_env_script
 from npudoctor.remedies import Command, Export, InstallPackage, PrependPath, SourceFile
 from npudoctor.rules import rule
+from npudoctor.rules._symbol_versions import too_new as needed_too_new
 
 NOT_LOADABLE = codes.get("LIB001")
 
@@ -325,7 +326,7 @@ def _libstdcxx_fix(ctx: Any, provider: str, versions: List[str]) -> List[Any]:
 def glibcxx_too_old(ctx: Any) -> Iterable[Finding]:
     """LIB002: GLIBC_/GLIBCXX_/CXXABI_ versions needed but not provided."""
     libs = ctx.facts("libraries")
-    too_new = [t for t in (libs.get("glibc") or {}).get("too_new") or [] if isinstance(t, dict)]
+    too_new = needed_too_new(libs)
     by_lib: Dict[str, List[Dict[str, Any]]] = {}
     for t in too_new:
         by_lib.setdefault(str(t.get("library")), []).append(t)
