@@ -208,13 +208,18 @@ def _build(cls: Type[T], raw: Dict[str, Any], path: str, problems: Problems, dep
 
 def load(cls: Type[T], raw: Any, problems: Optional[Problems] = None) -> Tuple[T, Problems]:
     """``(view, problems)``: ``raw`` (a JSON object) as an instance of the view dataclass
-    ``cls``.  Never raises on bad data: a non-object gives the all-defaults view with one
-    problem; fields of the wrong type take their defaults and are listed in ``problems``."""
+    ``cls`` (or of a ``Dict[str, X]`` annotation, for a section that is a plain map).  Never
+    raises on bad data: a non-object gives the all-defaults view with one problem; fields of
+    the wrong type take their defaults (map entries of the wrong type are dropped) and are
+    listed in ``problems``."""
     problems = problems if problems is not None else Problems()
     if not isinstance(raw, dict):
         problems.add("", f"expected object, got {_type_name(raw)}")
         raw = {}
-    return _build(cls, raw, "", problems, 0), problems
+    if isinstance(cls, type) and dataclasses.is_dataclass(cls):
+        return _build(cls, raw, "", problems, 0), problems
+    # A section that is a plain map (``_errors``): a dict in, a dict out, never _MISSING.
+    return _convert(cls, raw, "", problems, 0), problems
 
 
 def _describe(tp: Any) -> str:

@@ -77,6 +77,7 @@ class PythonFacts:
     """The target interpreter (``source``: "live" | "--python" | "root")."""
 
     source: Optional[str] = None
+    requested: Optional[str] = field(default=None, metadata=_doc('the --python given (source "--python")'))
     error: Optional[str] = field(default=None, metadata=_doc("why the interpreter could not be inspected"))
     version: Optional[str] = None
     version_info: Tuple[int, ...] = ()
