@@ -246,7 +246,10 @@ def schema_of(tp: Any, defs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
         return {}
     origin = get_origin(tp)
     if origin is Union:
-        return {"anyOf": [schema_of(a, defs) for a in get_args(tp)]}
+        parts = [schema_of(a, defs) for a in get_args(tp)]
+        if all(set(p) == {"type"} and isinstance(p["type"], str) for p in parts):
+            return {"type": [p["type"] for p in parts]}  # Optional[str] → ["string", "null"]
+        return {"anyOf": parts}
     if origin is Literal:
         return {"enum": list(get_args(tp))}
     if origin in (list, List, tuple, Tuple):
