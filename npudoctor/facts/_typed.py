@@ -3,9 +3,12 @@
 One generic converter driven by the type hints of frozen dataclasses, so a section's shape is
 written once (the view class) and both validation and the published schema follow from it.
 
-Supported annotations: ``str``, ``int``, ``float``, ``bool``, ``Optional[X]``, ``Tuple[X, ...]`` (a JSON list, read-only), ``List[X]``,
-``Dict[str, X]``, ``Literal[...]``, nested view dataclasses, and :data:`JSON` (any JSON value,
-kept as is, for open-ended data such as a parsed file's key/values).
+Supported annotations: ``str``, ``int``, ``float``, ``bool``, ``Optional[X]``, ``Tuple[X, ...]``
+(a JSON list, read-only), ``List[X]``, ``Dict[str, X]``, ``Literal[...]``, nested view
+dataclasses, and :data:`JSON` (any JSON value, kept as is, for open-ended data such as a parsed
+file's key/values).  Each annotation is compiled once into a converter (a view class into a
+plan of its fields: JSON key, converter, default), so converting a value costs no type
+introspection (``Facts(raw).packages`` of 300 distributions: ~2 ms, ``scripts/bench.py facts``).
 
 Validation is lenient in the direction a replayed or older snapshot needs: unknown keys are
 ignored, missing keys take the field's default, and a value of the wrong type becomes the
