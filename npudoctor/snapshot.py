@@ -5,7 +5,8 @@ diffs across nodes and ``plan`` reads on the connected side.  ``facts`` maps a s
 name (``host``, ``python``, ``packages``, ``cann``, ``driver``, ``environment``,
 ``libraries``, ``devices``, ``container``, ``hccl``, ``deep``) to the JSON-able dict
 that the probe of that name produced; each section documents its keys in its probe
-module.  Records carry the ``source`` they were read from (a file path or a command).
+module and has a typed view in :mod:`npudoctor.facts` (the JSON Schema
+``docs/schema/snapshot.schema.json`` is generated from those views).  Records carry the ``source`` they were read from (a file path or a command).
 """
 
 from __future__ import annotations

@@ -5,16 +5,21 @@ floods stderr, one that cannot find libhccl.so, one without devices."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
 
+from strict_facts import undeclared
+
 from npudoctor.engine import Options, ProbeContext
 from npudoctor.host import Host
 from npudoctor.probes import deep
 from npudoctor.rules.deep import deep_signatures
+
+REPO = Path(__file__).resolve().parent.parent
 
 FAKE_TORCH = """
 __version__ = "2.1.0"
@@ -59,7 +64,8 @@ def _fake(tmp_path: Path, torch_npu_body: str) -> Path:
 
 
 def check_deep(site: Path, *extra: str, timeout: float = 120):
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), "HOME": "/root"}
+    # This checkout's npudoctor, not whichever one the interpreter has installed.
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{site}{os.pathsep}{REPO}", "HOME": "/root"}
     start = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "npudoctor", "check", "--deep", "--json", *extra],
@@ -70,6 +76,7 @@ def check_deep(site: Path, *extra: str, timeout: float = 120):
     )
     elapsed = time.monotonic() - start
     doc = json.loads(proc.stdout)
+    assert undeclared(doc["facts"]) == []  # the typed views declare every key a --deep run writes
     return proc.returncode, doc, elapsed
 
 

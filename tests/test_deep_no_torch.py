@@ -10,8 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from strict_facts import undeclared
 
 from npudoctor.probes.deep import torch_not_installed
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -36,10 +39,13 @@ def _check_deep(env: Path):
         capture_output=True,
         text=True,
         timeout=120,
-        env={"PATH": "/usr/bin:/bin", "HOME": "/root"},
+        # This checkout's npudoctor, not whichever one the interpreter has installed.
+        env={"PATH": "/usr/bin:/bin", "HOME": "/root", "PYTHONPATH": str(REPO)},
         cwd=str(env.parent),
     )
-    return proc.returncode, json.loads(proc.stdout)
+    doc = json.loads(proc.stdout)
+    assert undeclared(doc["facts"]) == []  # the typed views declare every key a --deep --python run writes
+    return proc.returncode, doc
 
 
 def _deep(doc):

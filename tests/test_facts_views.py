@@ -1,19 +1,23 @@
 """The typed facts views against real snapshots: every scenario's facts convert without a
-problem and without a key the views do not declare; malformed sections never raise."""
+problem and without a key the views do not declare; malformed sections never raise.
+
+The scenario test is also the schema contract: ``collect`` (in-process) → the snapshot
+validates against docs/schema/snapshot.schema.json (also once redacted) → ``check --from`` it
+(in-process) → the report validates against docs/schema/check.schema.json."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import clirun
 import jsonschema
 import pytest
 from scenario_runner import REPO, environment, scenario_dirs
+from strict_facts import undeclared
 
-from npudoctor.engine import Options, collect
-from npudoctor.facts import SECTIONS, Facts, facts_schema
-from npudoctor.facts._typed import Problems, load
-from npudoctor.host import Host
+from npudoctor.facts import Facts
+from npudoctor.snapshot import Snapshot, redact
 
 try:
     import tomllib
@@ -21,24 +25,27 @@ except ImportError:  # pragma: no cover
     import tomli as tomllib  # type: ignore[no-redef]
 
 SCENARIOS = scenario_dirs(REPO / "tests" / "scenarios", REPO / "examples")
-
-
-def _facts_of(scenario: Path) -> dict:
-    spec = tomllib.loads((scenario / "scenario.toml").read_text(encoding="utf-8"))
-    host = Host(root=str(scenario / "root"), environ=environment(scenario, spec))
-    return collect(host, Options()).facts
+#: Validators built once (``jsonschema.validate`` re-checks the schema on every call).
+SNAPSHOT = jsonschema.Draft202012Validator(json.loads((REPO / "docs/schema/snapshot.schema.json").read_text("utf-8")))
+CHECK = jsonschema.Draft202012Validator(json.loads((REPO / "docs/schema/check.schema.json").read_text("utf-8")))
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
-def test_every_scenario_section_fits_its_view(scenario: Path) -> None:
-    facts = _facts_of(scenario)
-    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **facts_schema()}
-    jsonschema.validate({k: v for k, v in facts.items() if k in SECTIONS}, schema)
-    for name, cls in SECTIONS.items():
-        if name not in facts:
-            continue
-        _, problems = load(cls, json.loads(json.dumps(facts[name])), Problems(strict=True))
-        assert problems.as_list() == [], f"{scenario.name}: section {name}"
+def test_every_scenario_fits_the_views_and_round_trips_through_the_schemas(scenario: Path, tmp_path: Path) -> None:
+    spec = tomllib.loads((scenario / "scenario.toml").read_text(encoding="utf-8"))
+    env = environment(scenario, spec)
+    out = tmp_path / "snapshot.json"
+    proc = clirun.npudoctor("collect", "--root", str(scenario / "root"), "--no-redact", "-o", str(out), env=env)
+    assert proc.returncode == 0, proc.stderr
+    snap = json.loads(out.read_text(encoding="utf-8"))
+    assert undeclared(snap["facts"]) == [], scenario.name
+    SNAPSHOT.validate(snap)
+    SNAPSHOT.validate(json.loads(json.dumps(redact(Snapshot.from_dict(snap)).to_dict())))
+    replay = clirun.npudoctor("check", "--from", str(out), "--json", env=env)
+    assert replay.returncode in (0, 1), replay.stderr
+    doc = json.loads(replay.stdout)
+    CHECK.validate(doc)
+    assert doc["target"]["mode"] == "from" and doc["facts"] == snap["facts"]
 
 
 def test_a_malformed_section_is_a_could_not_read_fact_not_a_crash() -> None:

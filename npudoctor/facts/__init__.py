@@ -10,15 +10,18 @@ every section, generated from the same view classes.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Type
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from npudoctor.facts._typed import Problems, load, schema_of
+from npudoctor.facts.deep import DeepFacts, ProbeErrors
+from npudoctor.facts.devices import DevicesFacts
+from npudoctor.facts.hccl import HcclFacts
 from npudoctor.facts.runtime_env import ContainerFacts, EnvironmentFacts, HygieneFacts, LibrariesFacts
 from npudoctor.facts.stack import CannFacts, DriverFacts
 from npudoctor.facts.system import HostFacts, PackagesFacts, PythonFacts
 
-#: Section name → view class, in probe order.
-SECTIONS: Dict[str, Type[Any]] = {
+#: Section name → view class (``_errors``: a plain map), in probe order.
+SECTIONS: Dict[str, Any] = {
     "host": HostFacts,
     "python": PythonFacts,
     "packages": PackagesFacts,
@@ -26,8 +29,12 @@ SECTIONS: Dict[str, Type[Any]] = {
     "driver": DriverFacts,
     "environment": EnvironmentFacts,
     "libraries": LibrariesFacts,
+    "devices": DevicesFacts,
     "container": ContainerFacts,
+    "hccl": HcclFacts,
     "hygiene": HygieneFacts,
+    "deep": DeepFacts,
+    "_errors": ProbeErrors,
 }
 
 
@@ -92,8 +99,25 @@ class Facts:
         return self._view("container")  # type: ignore[no-any-return]
 
     @property
+    def devices(self) -> DevicesFacts:
+        return self._view("devices")  # type: ignore[no-any-return]
+
+    @property
+    def hccl(self) -> HcclFacts:
+        return self._view("hccl")  # type: ignore[no-any-return]
+
+    @property
     def hygiene(self) -> HygieneFacts:
         return self._view("hygiene")  # type: ignore[no-any-return]
+
+    @property
+    def deep(self) -> DeepFacts:
+        return self._view("deep")  # type: ignore[no-any-return]
+
+    @property
+    def errors(self) -> ProbeErrors:
+        """``_errors``: section → the exception of a probe that raised (empty when none did)."""
+        return self._view("_errors")  # type: ignore[no-any-return]
 
 
 def facts_schema(sections: Optional[List[str]] = None) -> Dict[str, Any]:

@@ -77,16 +77,20 @@ class PythonFacts:
     """The target interpreter (``source``: "live" | "--python" | "root")."""
 
     source: Optional[str] = None
+    requested: Optional[str] = field(default=None, metadata=_doc('the --python given (source "--python")'))
     error: Optional[str] = field(default=None, metadata=_doc("why the interpreter could not be inspected"))
     version: Optional[str] = None
     version_info: Tuple[int, ...] = ()
     version_source: Optional[str] = None
+    releaselevel: Optional[str] = field(default=None, metadata=_doc('"final" | "candidate" | ... (live only)'))
     implementation: Optional[str] = None
     machine: Optional[str] = None
+    bits: Optional[int] = field(default=None, metadata=_doc("pointer size: 64 | 32 (live only)"))
     machine_source: Optional[str] = None
     executable: Optional[str] = None
     prefix: Optional[str] = None
     base_prefix: Optional[str] = None
+    exec_prefix: Optional[str] = None
     base_executable: Optional[str] = None
     is_venv: Optional[bool] = None
     conda_prefix: Optional[str] = None
@@ -96,6 +100,7 @@ class PythonFacts:
     user_site_enabled: Optional[bool] = None
     sys_path: Tuple[str, ...] = field(default=(), metadata=_doc('import order ("" = current directory)'))
     glibc: Optional[str] = None
+    soabi: Optional[str] = field(default=None, metadata=_doc('"cpython-311-x86_64-linux-gnu" (live only)'))
     cwd: Optional[str] = None
     cwd_source: Optional[str] = None
     shadowing: Dict[str, Shadowing] = field(default_factory=dict)

@@ -1,0 +1,162 @@
+"""Typed view of the ``devices`` section (shape documented in :mod:`npudoctor.probes.devices`;
+chip and process records from :func:`npudoctor.parsers.npu_smi.parse_info`, the topology from
+:func:`npudoctor.parsers.topo.parse_topo`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
+
+from npudoctor.facts.system import Identity
+
+
+def _doc(text: str) -> Dict[str, str]:
+    return {"doc": text}
+
+
+def _var(name: str) -> Dict[str, str]:
+    return {"key": name, "doc": f'raw value of {name} (None: unset; "": set but empty)'}
+
+
+@dataclass(frozen=True)
+class NpuSmiCommand:
+    """One npu-smi run."""
+
+    argv: Tuple[str, ...] = ()
+    returncode: Optional[int] = None
+    timed_out: bool = False
+    error: Optional[str] = field(default=None, metadata=_doc("why it could not be started"))
+    duration: Optional[float] = field(default=None, metadata=_doc("seconds"))
+    parsed: bool = field(default=False, metadata=_doc("its output gave what was asked"))
+
+
+@dataclass(frozen=True)
+class NpuSmi:
+    """How ``npu-smi`` answered (or why it was not run)."""
+
+    path: Optional[str] = field(default=None, metadata=_doc("found on PATH"))
+    searched: Tuple[str, ...] = field(default=(), metadata=_doc("PATH entries of the diagnosed environment"))
+    available: bool = field(default=False, metadata=_doc("the device table parsed"))
+    error: Optional[str] = field(default=None, metadata=_doc("how the command failed, for people"))
+    cause: Optional[str] = field(
+        default=None,
+        metadata=_doc('"not-installed" | "hung" | "dcmi" | "permission" | "driver" | "disabled" | "unparsed"'),
+    )
+    code: Optional[int] = field(default=None, metadata=_doc("DCMI return code (-8005, -8020, ...)"))
+    message: Optional[str] = field(default=None, metadata=_doc("the npu-smi error line"))
+    version: Optional[str] = field(default=None, metadata=_doc("npu-smi tool version"))
+    driver_version: Optional[str] = field(default=None, metadata=_doc('the table header\'s "Version:"'))
+    layout: Optional[str] = field(default=None, metadata=_doc('"910" | "310" | None'))
+    truncated: bool = False
+    commands: Tuple[NpuSmiCommand, ...] = ()
+    raw: Optional[str] = field(default=None, metadata=_doc("first 64 KiB of `npu-smi info`"))
+
+
+@dataclass(frozen=True)
+class HealthDetail:
+    """``npu-smi info -t health`` of a chip that is not OK."""
+
+    status: Optional[str] = None
+    error_codes: Tuple[str, ...] = field(default=(), metadata=_doc('hex codes ("80E3A203")'))
+    information: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Chip:
+    """One chip row of ``npu-smi info`` (what a chip *is* is judged by the rules)."""
+
+    npu_id: Optional[int] = None
+    chip_id: Optional[int] = None
+    phy_id: Optional[int] = field(default=None, metadata=_doc("A3 Phy-ID column, or from `info -m`"))
+    device_id: Optional[int] = field(default=None, metadata=_doc("310-class Device column"))
+    logic_id: Optional[int] = field(default=None, metadata=_doc("310-class Device column, or from `info -m`"))
+    name: Optional[str] = field(default=None, metadata=_doc('"910B3", "Ascend910", "310P3"'))
+    health: Optional[str] = field(default=None, metadata=_doc("raw: OK | Warning | Alarm | Critical | ..."))
+    power_w: Optional[float] = field(default=None, metadata=_doc("None for NA or -"))
+    temp_c: Optional[float] = None
+    hugepages_used: Optional[int] = None
+    hugepages_total: Optional[int] = None
+    aicore_pct: Optional[float] = None
+    memory_used_mb: Optional[int] = field(default=None, metadata=_doc("DDR"))
+    memory_total_mb: Optional[int] = None
+    hbm_used_mb: Optional[int] = field(default=None, metadata=_doc("None on 310-class"))
+    hbm_total_mb: Optional[int] = None
+    bus_id: Optional[str] = field(default=None, metadata=_doc("raw: may be NA or masked"))
+    soc_version: Optional[str] = field(default=None, metadata=_doc("measured (A3 `-t board`), else None"))
+    soc_source: Optional[str] = None
+    health_detail: Optional[HealthDetail] = None
+
+
+@dataclass(frozen=True)
+class NpuProcess:
+    """A process row of ``npu-smi info``."""
+
+    npu_id: Optional[int] = None
+    chip_id: Optional[int] = None
+    pid: Optional[int] = None
+    name: Optional[str] = None
+    memory_mb: Optional[int] = None
+    container_pid: Optional[int] = field(default=None, metadata=_doc("26.x wide layout only"))
+
+
+@dataclass(frozen=True)
+class Topology:
+    """``npu-smi info -t topo``: NPU-to-NPU links and CPU affinity (map keys are NPU ids)."""
+
+    npus: Tuple[int, ...] = field(default=(), metadata=_doc("ids in header order"))
+    links: Dict[str, Dict[str, str]] = field(
+        default_factory=dict, metadata=_doc("npu → peer → X | HCCS | SIO | UB | PIX | PXB | PHB | SYS | NA")
+    )
+    affinity: Dict[str, str] = field(default_factory=dict, metadata=_doc('npu → "144-167"'))
+    affinity_cpus: Dict[str, Tuple[int, ...]] = field(default_factory=dict)
+    link_types: Tuple[str, ...] = ()
+    all_fabric: bool = field(default=False, metadata=_doc("every pair on HCCS/SIO/UB"))
+    islands: Tuple[Tuple[int, ...], ...] = field(default=(), metadata=_doc("groups joined by fabric or PIX links"))
+    legend: bool = False
+
+
+@dataclass(frozen=True)
+class DeviceNode:
+    """A device node (``/dev/davinciN`` or a control node) and its owner and mode."""
+
+    path: str = ""
+    kind: Optional[str] = field(default=None, metadata=_doc('"chip" | "control"'))
+    exists: bool = False
+    char_device: Optional[bool] = None
+    uid: Optional[int] = None
+    gid: Optional[int] = None
+    owner: Optional[str] = None
+    group: Optional[str] = None
+    mode: Optional[str] = field(default=None, metadata=_doc('"0660"'))
+    accessible_by_identity: Optional[bool] = None
+    rdev: Tuple[int, ...] = field(default=(), metadata=_doc("[major, minor] of a character device"))
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """The visible-device variables as set (rules validate them)."""
+
+    ascend_rt_visible_devices: Optional[str] = field(default=None, metadata=_var("ASCEND_RT_VISIBLE_DEVICES"))
+    ascend_visible_devices: Optional[str] = field(default=None, metadata=_var("ASCEND_VISIBLE_DEVICES"))
+    ascend_device_id: Optional[str] = field(default=None, metadata=_var("ASCEND_DEVICE_ID"))
+    cuda_visible_devices: Optional[str] = field(default=None, metadata=_var("CUDA_VISIBLE_DEVICES"))
+    ascend_runtime_options: Optional[str] = field(default=None, metadata=_var("ASCEND_RUNTIME_OPTIONS"))
+    ray_noset: Optional[str] = field(default=None, metadata=_var("RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"))
+
+
+@dataclass(frozen=True)
+class DevicesFacts:
+    """npu-smi (chips, health, memory, processes, topology), device nodes, visibility variables."""
+
+    npu_smi: NpuSmi = field(default_factory=NpuSmi)
+    chips: Tuple[Chip, ...] = ()
+    processes: Tuple[NpuProcess, ...] = ()
+    idle_npus: Tuple[int, ...] = field(default=(), metadata=_doc("npu ids npu-smi says run no process"))
+    topology: Optional[Topology] = None
+    nodes: Tuple[DeviceNode, ...] = ()
+    visibility: Visibility = field(default_factory=Visibility)
+    ray: Tuple[str, ...] = field(default=(), metadata=_doc("names of the RAY_* variables set"))
+    visible_count: Optional[int] = field(
+        default=None, metadata=_doc("chips npu-smi lists, else /dev/davinciN nodes, else None")
+    )
+    identity: Identity = field(default_factory=Identity)

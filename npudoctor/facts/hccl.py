@@ -1,0 +1,190 @@
+"""Typed view of the ``hccl`` section (shape documented in :mod:`npudoctor.probes.hccl`;
+``/etc/hccn.conf`` from :func:`npudoctor.parsers.hccn.parse_hccn_conf`, the rank table from
+:func:`npudoctor.parsers.ranktable.parse_ranktable`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
+
+from npudoctor.facts._typed import JSON
+
+
+def _doc(text: str) -> Dict[str, str]:
+    return {"doc": text}
+
+
+@dataclass(frozen=True)
+class InContainer:
+    """Whether this runs in a container, and the marker that says so."""
+
+    value: Optional[bool] = None
+    source: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class HccnConf:
+    """``/etc/hccn.conf``: the NPU NICs' settings (device ids are physical ids)."""
+
+    path: Optional[str] = None
+    present: bool = False
+    error: Optional[str] = None
+    devices: Dict[str, Dict[str, str]] = field(
+        default_factory=dict, metadata=_doc('device id → {"address", "netmask", "gateway", ...}')
+    )
+    other: Dict[str, str] = field(default_factory=dict, metadata=_doc("lines without a _N suffix"))
+    elided: bool = False
+    unparsed: Tuple[str, ...] = ()
+    duplicates: Tuple[Tuple[str, ...], ...] = field(default=(), metadata=_doc("[key, device id] given twice"))
+    lossy: Optional[bool] = None
+
+
+@dataclass(frozen=True)
+class RankDevice:
+    """One device entry of a rank table server."""
+
+    invalid: bool = field(default=False, metadata=_doc("the entry is not an object"))
+    device_id: Optional[int] = None
+    device_id_raw: Optional[str] = None
+    device_ip: Optional[str] = None
+    rank_id: Optional[int] = None
+    rank_id_raw: Optional[str] = None
+    super_device_id: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class RankServer:
+    """One ``server_list`` entry of a rank table."""
+
+    index: Optional[int] = None
+    invalid: bool = field(default=False, metadata=_doc("the entry is not an object"))
+    server_id: Optional[str] = None
+    host_ip: Optional[str] = None
+    container_ip: Optional[str] = None
+    host_nic_ip: Optional[str] = None
+    hardware_type: Optional[str] = None
+    devices: Tuple[RankDevice, ...] = ()
+    has_device_list: Optional[bool] = None
+
+
+@dataclass(frozen=True)
+class SuperPod:
+    """A ``super_pod_list`` entry (rank table 1.2)."""
+
+    super_pod_id: Optional[str] = None
+    server_ids: Tuple[Optional[str], ...] = ()
+
+
+@dataclass(frozen=True)
+class RankTable:
+    """The file RANK_TABLE_FILE names: its structure (the layout is judged by the rules)."""
+
+    path: Optional[str] = None
+    variable: Optional[str] = None
+    read_error: Optional[str] = None
+    lossy: Optional[bool] = None
+    ok: bool = field(default=False, metadata=_doc("a rank table could be read"))
+    error: Optional[str] = field(default=None, metadata=_doc("why it could not be parsed"))
+    truncated: bool = False
+    strict_json: bool = False
+    tolerated: Tuple[str, ...] = field(default=(), metadata=_doc('"comments" | "elisions" | "trailing commas"'))
+    version: Optional[str] = None
+    status: Optional[str] = None
+    server_count: Optional[int] = None
+    server_count_raw: JSON = field(default=None, metadata=_doc("the declared value as written"))
+    servers: Tuple[RankServer, ...] = ()
+    server_list_missing: bool = False
+    super_pods: Tuple[SuperPod, ...] = ()
+    rank_count: int = 0
+
+
+@dataclass(frozen=True)
+class LocalAddress:
+    """An address of this node."""
+
+    interface: Optional[str] = None
+    family: Optional[str] = field(default=None, metadata=_doc('"ipv4" | "ipv6"'))
+    address: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Local:
+    """This node's network addresses (not available under --root)."""
+
+    available: bool = False
+    reason: Optional[str] = None
+    interfaces: Tuple[str, ...] = ()
+    addresses: Tuple[LocalAddress, ...] = ()
+    source: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class HccnIp:
+    """``hccn_tool -i N -ip -g``."""
+
+    ipaddr: Optional[str] = None
+    netmask: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class HccnToolDevice:
+    """What ``hccn_tool`` said about one device."""
+
+    ip: Optional[HccnIp] = None
+    link: Optional[str] = field(default=None, metadata=_doc('"UP" | "DOWN" | None'))
+    commands: Tuple[str, ...] = field(default=(), metadata=_doc("how each call ended"))
+
+
+@dataclass(frozen=True)
+class HccnTool:
+    """``hccn_tool`` answers for the devices of hccn.conf."""
+
+    path: Optional[str] = None
+    error: Optional[str] = None
+    devices: Dict[str, HccnToolDevice] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MasterProbe:
+    """One bounded TCP connect to MASTER_ADDR:MASTER_PORT (``--probe-master``)."""
+
+    reachable: bool = False
+    error: Optional[str] = None
+    seconds: Optional[float] = None
+    timeout: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Master:
+    """MASTER_ADDR / MASTER_PORT and the connect probe."""
+
+    addr: Optional[str] = None
+    port: Optional[int] = None
+    port_raw: Optional[str] = None
+    probe: Optional[MasterProbe] = None
+    probe_skipped: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Whitelist:
+    """HCCL_WHITELIST_FILE and whether it exists."""
+
+    file: Optional[str] = None
+    exists: Optional[bool] = None
+
+
+@dataclass(frozen=True)
+class HcclFacts:
+    """HCCL variables, hccn.conf, the rank table, this node's addresses, hccn_tool, the master."""
+
+    variables: Dict[str, str] = field(
+        default_factory=dict, metadata=_doc("HCCL_*, launcher and visibility variables that are set")
+    )
+    in_container: InContainer = field(default_factory=InContainer)
+    dev_nodes: Tuple[int, ...] = field(default=(), metadata=_doc("N of the /dev/davinciN nodes present"))
+    hccn_conf: HccnConf = field(default_factory=HccnConf)
+    rank_table: Optional[RankTable] = field(default=None, metadata=_doc("None when RANK_TABLE_FILE is unset"))
+    local: Local = field(default_factory=Local)
+    hccn_tool: HccnTool = field(default_factory=HccnTool)
+    master: Master = field(default_factory=Master)
+    whitelist: Whitelist = field(default_factory=Whitelist)
