@@ -34,6 +34,7 @@ if str(REPO) not in sys.path:  # run as a script from anywhere: this checkout's 
     sys.path.insert(0, str(REPO))
 
 from npudoctor.facts import facts_schema  # noqa: E402
+from npudoctor.remedies.steps import KINDS  # noqa: E402
 
 SCHEMA_DIR = REPO / "docs" / "schema"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -68,6 +69,20 @@ FINDING: Dict[str, Any] = {
         "data": {"type": "object"},
         "after": {"type": "array", "items": {"type": "string"}},
         "confirmed_by": {"type": "array", "items": {"type": "string"}},
+        "remedies": {"type": "array", "items": {"$ref": "#/$defs/remedy"}},
+    },
+}
+
+#: One step of a finding's fix as data; the kinds come from the remedies package itself.
+REMEDY: Dict[str, Any] = {
+    "description": "One step of a finding's fix as data (npudoctor/remedies/steps.py); shell is the fix line it renders to",
+    "type": "object",
+    "required": ["kind", "shell"],
+    "properties": {
+        "kind": {"enum": list(KINDS.values())},
+        "shell": {"type": "string"},
+        "lead": {"type": "string"},
+        "note": {"type": "string"},
     },
 }
 
@@ -127,7 +142,7 @@ def snapshot_schema() -> Dict[str, Any]:
 def check_schema() -> Dict[str, Any]:
     """JSON Schema of ``npudoctor check --json``."""
     facts = _facts()
-    defs = {"finding": FINDING, **facts["$defs"]}
+    defs = {"finding": FINDING, "remedy": REMEDY, **facts["$defs"]}
     return {
         "$schema": DRAFT,
         "$id": "https://npudoctor.invalid/schema/check-1.json",

@@ -78,7 +78,7 @@ def install_args(step: InstallPackage) -> str:
     """The installer options of a package step (``--install`` for CANN, ``--full`` for HDK)."""
     if step.args:
         return step.args
-    return "--full" if step.kind in ("driver", "firmware") else "--install"
+    return "--full" if step.package in ("driver", "firmware") else "--install"
 
 
 def package_name(step: InstallPackage) -> Optional[pk.PackageName]:
@@ -87,23 +87,23 @@ def package_name(step: InstallPackage) -> Optional[pk.PackageName]:
     if not step.version:
         return None
     arch = step.arch
-    if step.kind in ("toolkit", "nnal"):
-        make = pk.toolkit_file if step.kind == "toolkit" else pk.nnal_file
+    if step.package in ("toolkit", "nnal"):
+        make = pk.toolkit_file if step.package == "toolkit" else pk.nnal_file
         return make(step.version, arch or UNAME_ARCH)
     if not step.chip:
         return None
-    if step.kind in ("kernels", "ops"):
+    if step.package in ("kernels", "ops"):
         return pk.kernels_file(step.version, step.chip, arch or UNAME_ARCH)
-    if step.kind == "driver":
+    if step.package == "driver":
         return pk.driver_file(step.version, step.chip, arch or UNAME_DRIVER_ARCH)
-    if step.kind == "firmware":
+    if step.package == "firmware":
         return pk.firmware_file(step.version, step.chip)
-    raise ValueError(f"unknown package kind {step.kind!r}")
+    raise ValueError(f"unknown package kind {step.package!r}")
 
 
 def _install_prose(step: InstallPackage) -> str:
     """The words for a package step whose file cannot be named (version or chip unknown)."""
-    kind = step.kind
+    kind = step.package
     if kind == "kernels" and step.version and pk.is_ops_era(step.version):
         kind = "ops"
     label = LABELS.get(kind, kind)
@@ -111,8 +111,8 @@ def _install_prose(step: InstallPackage) -> str:
         text = f"{step.lead}install the {label} {step.version}"
     else:
         text = f"{step.lead}install the {label} of {step.unknown or 'the version you need'}"
-    if step.kind in _CHIP_CHOICES and not step.chip:
-        choices = _CHIP_CHOICES[step.kind]
+    if step.package in _CHIP_CHOICES and not step.chip:
+        choices = _CHIP_CHOICES[step.package]
         text += f" for this machine's NPU chip type (unknown here: no NPU is listed; one of {choices})"
         example = choices.split(",")[0]
         name = package_name(replace(step, chip=example))

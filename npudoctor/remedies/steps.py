@@ -31,7 +31,7 @@ class Interpreter:
 
 @dataclass(frozen=True)
 class InstallPackage:
-    """Install the Ascend offline package ``kind`` (``toolkit`` | ``kernels`` (the
+    """Install the Ascend offline package ``package`` (``toolkit`` | ``kernels`` (the
     renderer picks ``ops`` for CANN 8.5.0+) | ``nnal`` | ``driver`` | ``firmware``)
     ``version`` for ``arch`` (``aarch64`` | ``x86_64``; ``None``: ``$(uname -m)`` at run
     time) and package chip type ``chip`` (``910b``...; ``None``: unknown).  The file name
@@ -40,7 +40,7 @@ class InstallPackage:
     with torch_npu 2.1.0").  ``args`` overrides the installer options (default
     ``--install`` for CANN packages, ``--full`` for driver and firmware)."""
 
-    kind: str
+    package: str
     version: Optional[str]
     arch: Optional[str] = None
     chip: Optional[str] = None
