@@ -25,7 +25,6 @@ ALLOWED_LONG: Set[str] = {
     "npudoctor/plan/bundle.py",
     "npudoctor/plan/resolve.py",
     "npudoctor/probes/libraries.py",
-    "npudoctor/rules/cann.py",
     "npudoctor/rules/devices.py",
     "npudoctor/rules/packages.py",
 }
