@@ -335,3 +335,32 @@ def test_package_chip_from_the_chip_family_when_the_name_is_unknown():
         "  install the CANN ops package 9.0.0 for this machine's NPU chip type "
         "(unknown here: no NPU is listed; one of 910b, 910, 310p or A3); for 910b: Ascend-cann-910b-ops_9.0.0_linux-aarch64.run --install"
     )
+
+
+def test_no_verdict_of_absence_on_an_unreadable_cann_section():
+    """CANN001/CANN007 say "nothing installed" only from a cann section the view read
+    cleanly: a section that is not an object (or has no toolkits list) may hide installs."""
+    pk = {"torch-npu": [rec("torch_npu", "2.1.0.post10")], "vllm-ascend": [rec("vllm_ascend", "0.7.3")]}
+    good = snap(packages=pk)
+    assert {"CANN001", "CANN007"} <= set(codes(good))
+    for broken in ("garbage", {"toolkits": "garbage", "nnal_all": []}):
+        odd = Snapshot(facts=dict(good.facts, cann=broken))
+        found = codes(odd)
+        assert "CANN001" not in found and "CANN007" not in found and "HOST099" not in found
+
+
+def test_the_torch_npu_record_and_target_python_of_the_views():
+    """The small reading helpers the CANN and driver rules share (facts/system.py)."""
+    from npudoctor.facts import Facts
+
+    view = Facts(
+        {
+            "packages": {"installed": {"torch_npu": [rec("torch_npu", "2.1.0")], "torch-npu": []}},
+            "python": {"version": "3.11.4"},
+        }
+    )
+    assert view.packages.torch_npu is not None and view.packages.torch_npu.version == "2.1.0"
+    assert [r.version for r in view.packages.records("torch-npu", "torch_npu")] == ["2.1.0"]
+    assert view.python.short_version == "3.11"
+    assert Facts({"python": {"version_info": [3, 9, 1], "version": "3.10.0"}}).python.short_version == "3.9"
+    assert Facts({}).python.short_version is None and Facts({}).packages.torch_npu is None

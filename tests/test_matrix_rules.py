@@ -10,7 +10,7 @@ import pytest
 
 from npudoctor.engine import Options, RuleContext, evaluate
 from npudoctor.knowledge.matrix import bundled_dir, load_from
-from npudoctor.rules.matrix import not_in_matrix, refresh_hint
+from npudoctor.rules.matrix import not_in_matrix, not_in_matrix_finding, refresh_hint
 from npudoctor.snapshot import Snapshot
 
 
@@ -86,7 +86,7 @@ def test_not_in_matrix_helper_and_dedup():
     # no matrix loaded: nothing to say (MTX001 covers it)
     assert not_in_matrix(RuleContext(snapshot=snap, matrix=None, options=Options()), "CANN", "9.2.0") == []
     # context-free form
-    assert not_in_matrix("CANN", "9.2.0", ["ev"])[0].subject == "CANN 9.2.0"
+    assert not_in_matrix_finding("CANN", "9.2.0", ["ev"]).subject == "CANN 9.2.0"
     assert "CANN 9.2.0" in refresh_hint("CANN 9.2.0")
     # two rules reporting the same version end up as one finding with both evidence lines
     from npudoctor.rules import POSTPROCESSORS

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
@@ -113,6 +114,15 @@ class PythonFacts:
             return (self.version_info[0], self.version_info[1])
         return None
 
+    @property
+    def short_version(self) -> Optional[str]:
+        """``"3.10"``: X.Y of the target interpreter from ``version_info``, else from the
+        ``version`` text; ``None`` when neither says."""
+        if self.minor is not None:
+            return f"{self.minor[0]}.{self.minor[1]}"
+        m = re.match(r"^(\d+)\.(\d+)", self.version or "")
+        return f"{m.group(1)}.{m.group(2)}" if m else None
+
 
 @dataclass(frozen=True)
 class Distribution:
@@ -175,3 +185,15 @@ class PackagesFacts:
         """The record ``import`` would see for a canonical name (``torch-npu``), or ``None``."""
         records = self.installed.get(canonical_name)
         return records[0] if records else None
+
+    def records(self, *names: str) -> Tuple[Distribution, ...]:
+        """The records of every key in ``names`` (``"torch-npu", "torch_npu"``), in that
+        order; empty when none is installed."""
+        return tuple(rec for name in names for rec in self.installed.get(name, ()))
+
+    @property
+    def torch_npu(self) -> Optional[Distribution]:
+        """The torch_npu record ``import torch_npu`` sees (key ``torch-npu``, else a
+        non-canonical ``torch_npu`` key), or ``None``."""
+        found = self.records("torch-npu", "torch_npu")
+        return found[0] if found else None

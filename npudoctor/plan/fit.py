@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from npudoctor.knowledge.versions import parse_cann
+
+if TYPE_CHECKING:  # the matrix is passed in by the caller that loaded it
+    from npudoctor.knowledge.matrix import Matrix, TorchNpuRow
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ def pep440_release(text: str) -> Optional[Tuple[int, ...]]:
     return tuple(parts)
 
 
-def hdk_for(matrix: Any, cann: str) -> Optional[str]:
+def hdk_for(matrix: Optional[Matrix], cann: str) -> Optional[str]:
     """The Ascend HDK the matrix pairs with CANN ``cann`` (else its minimum), or ``None``
     (no matrix, CANN unknown to it)."""
     try:
@@ -73,7 +76,7 @@ def hdk_for(matrix: Any, cann: str) -> Optional[str]:
     return str(req.minimum) if req.minimum else None
 
 
-def driver_fit(matrix: Any, cann: str, driver: str) -> Optional[str]:
+def driver_fit(matrix: Optional[Matrix], cann: str, driver: str) -> Optional[str]:
     """``matrix.driver_fit(cann, driver)`` (``paired`` | ``compatible`` | ``too-old`` |
     ``incompatible`` | ``unknown``), or ``None`` without a matrix or when it raises."""
     if matrix is None:
@@ -85,8 +88,8 @@ def driver_fit(matrix: Any, cann: str, driver: str) -> Optional[str]:
 
 
 def keep_cann_build(
-    matrix: Any, cann: str, torch: Optional[str], python: Optional[str], platform: Optional[str]
-) -> Optional[Tuple[Any, str]]:
+    matrix: Optional[Matrix], cann: str, torch: Optional[str], python: Optional[str], platform: Optional[str]
+) -> Optional[Tuple[TorchNpuRow, str]]:
     """The torch_npu build to install to keep CANN ``cann``: ``(row, fit)`` or ``None``.
 
     Candidates are the matrix rows that fit ``cann`` (``Matrix.fits``: paired or declared
@@ -111,7 +114,7 @@ def keep_cann_build(
             extra = []
         rows = sorted(rows + extra, key=lambda r: rows.index(r) if r in rows else len(rows))
     want = pep440_release(str(torch or "").split("+")[0])
-    ranked: List[Tuple[int, int, Any, str]] = []
+    ranked: List[Tuple[int, int, TorchNpuRow, str]] = []
     for i, row in enumerate(rows):  # newest first
         try:
             fit = str(matrix.cann_fit(row, cann))
@@ -129,7 +132,7 @@ def keep_cann_build(
 
 
 def mismatch_plan(
-    matrix: Any,
+    matrix: Optional[Matrix],
     torch_npu: str,
     cann: str,
     torch: Optional[str] = None,

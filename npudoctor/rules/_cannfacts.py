@@ -1,34 +1,40 @@
-"""Helpers shared by the CANN and driver rules (not a rule module: the leading underscore
-keeps it out of rule discovery): the installed torch_npu, CANN version comparisons, the
-machine's architecture and package chip type, the installed driver, read defensively from
-the ``packages``, ``cann``, ``host``, ``devices`` and ``driver`` facts.
+"""Facts shared by the CANN and driver rules (not a rule module: the leading underscore
+keeps it out of rule discovery): the installed torch_npu and torch, CANN version
+comparisons, the machine's architecture and package chip type, the installed driver and
+the torch_npu/CANN mismatch plan, read from the typed facts views (``ctx.view``) and the
+matrix.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
+from npudoctor.facts._typed import load
+from npudoctor.facts.system import Distribution
 from npudoctor.knowledge.versions import CannVersion
 from npudoctor.knowledge.versions import parse_cann as _parse_cann
+from npudoctor.plan.fit import MismatchPlan, mismatch_plan
 from npudoctor.rules.matrix import refresh_hint
 
+if TYPE_CHECKING:
+    from npudoctor.engine import RuleContext
+    from npudoctor.knowledge.matrix import Chip
 
-def installed(ctx: Any, *names: str) -> List[Dict[str, Any]]:
-    """The package records of ``names`` (exact keys of ``packages.installed``), in order."""
-    table = ctx.facts("packages").get("installed") or {}
-    out: List[Dict[str, Any]] = []
-    if not isinstance(table, dict):
-        return out
-    for name in names:
-        out.extend(r for r in table.get(name) or [] if isinstance(r, dict))
-    return out
+_ARCHES = ("aarch64", "x86_64")
 
 
-def torch_npu_record(ctx: Any) -> Optional[Dict[str, Any]]:
-    """The installed torch_npu record of the packages facts (first one), or ``None``."""
-    recs = installed(ctx, "torch-npu", "torch_npu")
-    return recs[0] if recs else None
+def torch_npu_record(ctx: RuleContext) -> Optional[Distribution]:
+    """The installed torch_npu record (the one ``import torch_npu`` sees), or ``None``."""
+    return ctx.view.packages.torch_npu
+
+
+def installed_torch(ctx: RuleContext) -> Optional[str]:
+    """The installed torch version (``2.1.0+cpu``; ``""`` when its metadata names none),
+    or ``None`` when torch is not installed."""
+    torch = ctx.view.packages.first("torch")
+    return (torch.version or "") if torch is not None else None
 
 
 def parse_cann(text: Optional[str]) -> Optional[CannVersion]:
@@ -78,37 +84,62 @@ def major_minor(version: Optional[str]) -> Optional[Tuple[int, int]]:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def host_arch(ctx: Any) -> Optional[str]:
+def host_arch(ctx: RuleContext) -> Optional[str]:
     """Machine architecture from the host facts, else the torch_npu wheel tag."""
-    arch = ctx.facts("host").get("arch")
-    if arch in ("aarch64", "x86_64"):
+    arch = ctx.view.host.arch
+    if arch in _ARCHES:
         return arch
     rec = torch_npu_record(ctx)
-    for tag in (rec or {}).get("wheel_tags") or []:
-        if "aarch64" in str(tag):
+    for tag in rec.wheel_tags if rec is not None else ():
+        if "aarch64" in tag:
             return "aarch64"
-        if "x86_64" in str(tag):
+        if "x86_64" in tag:
             return "x86_64"
     return None
 
 
-def chips(ctx: Any) -> List[Dict[str, Any]]:
-    """Chip records of the devices facts (``[{"name": "910B3", ...}]``)."""
-    return [c for c in ctx.facts("devices").get("chips") or [] if isinstance(c, dict) and c.get("name")]
+# ---------------------------------------------------------------- devices (bridge)
+# The devices section has no typed view on this branch yet: these two records read the
+# only fields the CANN and driver rules need through the same converter, in one place.
+# Replace ``_devices`` with ``ctx.view.devices`` when that view lands.
 
 
-def chip_info(ctx: Any, name: str) -> Any:
+@dataclass(frozen=True)
+class DeviceChip:
+    """A chip row of the devices facts: npu-smi ``name`` and the ``family`` recorded for it."""
+
+    name: Optional[str] = None
+    family: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class _NpuSmi:
+    driver_version: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class _Devices:
+    chips: Tuple[DeviceChip, ...] = ()
+    npu_smi: Optional[_NpuSmi] = None
+
+
+def _devices(ctx: RuleContext) -> _Devices:
+    return load(_Devices, ctx.snapshot.section("devices"))[0]
+
+
+def chips(ctx: RuleContext) -> List[DeviceChip]:
+    """The chips npu-smi listed that have a name (``[DeviceChip("910B3", ...)]``)."""
+    return [c for c in _devices(ctx).chips if c.name]
+
+
+def chip_info(ctx: RuleContext, name: str) -> Optional[Chip]:
     """``matrix.chip(name)`` or ``None`` (no matrix, unknown chip)."""
-    matrix = ctx.matrix
-    if matrix is None:
+    if ctx.matrix is None:
         return None
-    try:
-        return matrix.chip(name)
-    except Exception:
-        return None
+    return ctx.matrix.chip(name)
 
 
-def package_chip(ctx: Any) -> Optional[str]:
+def package_chip(ctx: RuleContext) -> Optional[str]:
     """The chip part of the package names (``910b``, ``310p``, ``910``, ``A3``) for the
     NPU chips of this machine, or ``None`` when no chip is known.
 
@@ -117,18 +148,43 @@ def package_chip(ctx: Any) -> Optional[str]:
     matrix family's ``package_chip`` (chips.toml, REPORT.md §5)."""
     found = chips(ctx)
     for chip in found:
-        info = chip_info(ctx, str(chip["name"]))
-        pkg = getattr(info, "kernels_package_chip", None)
-        if pkg:
-            return str(pkg)
-    families = getattr(ctx.matrix, "families", None) if ctx.matrix is not None else None
-    if isinstance(families, dict):
+        info = chip_info(ctx, str(chip.name))
+        if info is not None and info.kernels_package_chip:
+            return info.kernels_package_chip
+    if ctx.matrix is not None:
         for chip in found:
-            fam = families.get(str(chip.get("family") or ""))
-            pkg = getattr(fam, "package_chip", None)
-            if pkg:
-                return str(pkg)
+            fam = ctx.matrix.families.get(chip.family or "")
+            if fam is not None and fam.package_chip:
+                return fam.package_chip
     return None
+
+
+def driver_version(ctx: RuleContext) -> Tuple[Optional[str], Optional[str]]:
+    """``(version, source)`` of the NPU driver: driver/version.info, else the npu-smi
+    table header; ``(None, None)`` when neither names one."""
+    drv = ctx.view.driver.driver
+    if drv.version:
+        return drv.version, str(drv.source)
+    smi = _devices(ctx).npu_smi
+    if smi is not None and smi.driver_version:
+        return smi.driver_version, "npu-smi info (table header)"
+    return None, None
+
+
+def installed_driver(ctx: RuleContext) -> Optional[str]:
+    """The installed NPU driver version: driver/version.info, else the npu-smi header."""
+    return driver_version(ctx)[0]
+
+
+# ---------------------------------------------------------------- python, matrix
+
+
+def python_tag(ctx: RuleContext) -> Tuple[Optional[str], Optional[str]]:
+    """``(python "3.10", platform "aarch64"|"x86_64")`` of the target interpreter, each
+    ``None`` when unknown (the interpreter's machine first, then the host arch)."""
+    machine = ctx.view.python.machine or ctx.view.host.arch
+    plat = {"arm64": "aarch64", "amd64": "x86_64", "AMD64": "x86_64"}.get(machine or "", machine)
+    return ctx.view.python.short_version, (plat if plat in _ARCHES else host_arch(ctx))
 
 
 def not_in_matrix_line(what: str) -> str:
@@ -136,34 +192,33 @@ def not_in_matrix_line(what: str) -> str:
     return refresh_hint(what)
 
 
-def installed_driver(ctx: Any) -> Optional[str]:
-    """The installed NPU driver version: driver/version.info, else the npu-smi header."""
-    drv = ctx.facts("driver").get("driver") or {}
-    if isinstance(drv, dict) and drv.get("version"):
-        return str(drv["version"])
-    smi = ctx.facts("devices").get("npu_smi") or {}
-    if isinstance(smi, dict) and smi.get("driver_version"):
-        return str(smi["driver_version"])
-    return None
+def cann_plan(ctx: RuleContext) -> Optional[MismatchPlan]:
+    """The ways out of a torch_npu/CANN mismatch (CANN003) for this machine, from the
+    one solver (:func:`npudoctor.plan.fit.mismatch_plan`), or ``None`` (no selected CANN
+    version, no torch_npu, no mismatch)."""
+    tk = ctx.view.cann.selected
+    tnpu = torch_npu_record(ctx)
+    if tk is None or not tk.version or tnpu is None:
+        return None
+    py, plat = python_tag(ctx)
+    return mismatch_plan(ctx.matrix, tnpu.version or "", tk.version, installed_torch(ctx), py, plat)
 
 
-def python_tag(ctx: Any) -> Tuple[Optional[str], Optional[str]]:
-    """``(python "3.10", platform "aarch64"|"x86_64")`` of the target interpreter, each
-    ``None`` when unknown (the python facts first, the host arch as platform fallback)."""
-    from npudoctor.rules._pyfacts import platform, python_short
-
-    try:
-        plat = platform(ctx)
-    except Exception:
-        plat = None
-    try:
-        py = python_short(ctx)
-    except Exception:
-        py = None
-    return py, (plat if plat in ("aarch64", "x86_64") else host_arch(ctx))
+#: Distributions that link NNAL's libatb.so (keys of ``packages.installed``).
+_NEEDS_NNAL = ("vllm-ascend", "vllm_ascend", "mindie", "mindie-turbo", "mindie_turbo", "mindie-llm", "mindie_llm")
 
 
-def installed_torch(ctx: Any) -> Optional[str]:
-    """The installed torch version (``2.1.0+cpu``), or ``None``."""
-    torch = installed(ctx, "torch")
-    return str(torch[0].get("version") or "") if torch else None
+def nnal_needed(ctx: RuleContext) -> Tuple[bool, List[str]]:
+    """Whether this machine needs NNAL (ATB), and why: a distribution that links
+    libatb.so, ``ATB_HOME_PATH`` set, or MindIE installed."""
+    reasons: List[str] = []
+    for name in _NEEDS_NNAL:
+        for rec in ctx.view.packages.records(name):
+            reasons.append(f"{rec.name or name} {rec.version} is installed (it links NNAL's libatb.so)")
+    cann = ctx.view.cann
+    env = cann.env.get("ATB_HOME_PATH")
+    if env is not None and env.value:
+        reasons.append(f"ATB_HOME_PATH={env.value} is set")
+    if cann.mindie is not None:
+        reasons.append(f"MindIE {cann.mindie.version} is installed at {cann.mindie.path}")
+    return bool(reasons), reasons

@@ -14,11 +14,14 @@ Facts consumed: ``snapshot.matrix`` (the provenance the command stored: ``source
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, Dict, Iterable, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.rules import postprocess, rule
+
+if TYPE_CHECKING:
+    from npudoctor.engine import RuleContext
 
 #: Days after which the matrix counts as old (about six months), and as very old.
 OLD_DAYS = 183
@@ -42,7 +45,7 @@ def refresh_hint(what: str) -> str:
 
 
 def not_in_matrix(
-    ctx: Any,
+    ctx: RuleContext,
     kind: str,
     version: Optional[str] = None,
     evidence: Iterable[str] = (),
@@ -51,44 +54,47 @@ def not_in_matrix(
     """Findings (0 or 1, code MTX003) saying that ``kind`` ``version`` ("torch_npu",
     "2.14.0") is not in the matrix.  Other rules ``yield from`` it.
 
-    Call as ``not_in_matrix(ctx, "torch_npu", "2.14.0", evidence=[...])`` (the
-    ``RuleContext``, so that nothing is said when no matrix is loaded: MTX001 covers
-    that), or without a context ``not_in_matrix("torch_npu", "2.14.0", [...])``.
-    Duplicates (same kind and version from several rules) are merged after the run.
+    Nothing is said when no matrix is loaded (MTX001 covers that); the evidence ends with
+    the provenance of the matrix in use.  Duplicates (same kind and version from several
+    rules) are merged after the run.
     """
-    if not hasattr(ctx, "snapshot"):
-        # called without a RuleContext: (kind, version, evidence)
-        ctx, kind, version, evidence = None, ctx, kind, (version if version is not None else evidence)
-        if isinstance(evidence, str):
-            evidence = [evidence]
-    elif getattr(ctx, "matrix", None) is None:
+    if ctx.matrix is None:
         return []
-    prov: Dict[str, Any] = {}
-    if ctx is not None:
-        prov = dict(getattr(ctx.snapshot, "matrix", {}) or {})
+    return [not_in_matrix_finding(kind, version, evidence, severity, provenance=ctx.snapshot.matrix)]
+
+
+def not_in_matrix_finding(
+    kind: str,
+    version: Optional[str] = None,
+    evidence: Iterable[str] = (),
+    severity: Optional[str] = None,
+    provenance: Optional[Mapping[str, Any]] = None,
+) -> Finding:
+    """The MTX003 finding itself, without a rule context: ``provenance`` is the matrix's
+    (``snapshot.matrix``: ``source``, ``origin``, ``retrieved``), named in the evidence
+    when it has a ``source``."""
+    prov = dict(provenance or {})
     what = f"{kind} {version}"
-    ev = list(evidence or [])
+    ev = list(evidence)
     if prov.get("source"):
         ev.append(
             f"matrix in use: {prov.get('source')} ({prov.get('origin', '?')}), retrieved {prov.get('retrieved', '?')}"
         )
-    return [
-        NOT_IN_MATRIX.finding(
-            title=f"{what} is not in the compatibility matrix; its pairings cannot be checked",
-            evidence=ev,
-            fix=[REFRESH_CMD],
-            severity=severity,
-            subject=what,
-            data={"kind": kind, "version": version},
-        )
-    ]
+    return NOT_IN_MATRIX.finding(
+        title=f"{what} is not in the compatibility matrix; its pairings cannot be checked",
+        evidence=ev,
+        fix=[REFRESH_CMD],
+        severity=severity,
+        subject=what,
+        data={"kind": kind, "version": version},
+    )
 
 
 @rule
-def matrix_loaded(ctx: Any) -> Iterable[Finding]:
+def matrix_loaded(ctx: RuleContext) -> Iterable[Finding]:
     """MTX001 when the command could not load the matrix; MTX004 when the cached copy
     was broken and the bundled matrix was used instead."""
-    prov = dict(getattr(ctx.snapshot, "matrix", {}) or {})
+    prov = dict(ctx.snapshot.matrix)
     if ctx.matrix is None and prov.get("error"):
         yield MATRIX_UNAVAILABLE.finding(
             evidence=[str(prov["error"])],
@@ -107,10 +113,10 @@ def matrix_loaded(ctx: Any) -> Iterable[Finding]:
 
 
 @rule
-def matrix_age(ctx: Any) -> Iterable[Finding]:
+def matrix_age(ctx: RuleContext) -> Iterable[Finding]:
     """MTX002 when the matrix's newest ``retrieved`` date is more than ~6 months old
     (warning after a year)."""
-    prov = dict(getattr(ctx.snapshot, "matrix", {}) or {})
+    prov = dict(ctx.snapshot.matrix)
     ret = prov.get("retrieved")
     if not isinstance(ret, str):
         return
@@ -131,7 +137,7 @@ def matrix_age(ctx: Any) -> Iterable[Finding]:
 
 
 @postprocess
-def merge_not_in_matrix(ctx: Any, findings: List[Finding]) -> List[Finding]:
+def merge_not_in_matrix(ctx: RuleContext, findings: List[Finding]) -> List[Finding]:
     """Merge MTX003 findings about the same version yielded by several rules."""
     out: List[Finding] = []
     seen: Dict[str, Finding] = {}

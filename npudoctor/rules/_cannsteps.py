@@ -1,0 +1,63 @@
+"""Evidence lines and remedy steps shared by the CANN rules (``cann.py``,
+``cann_addons.py``): a toolkit's description, installing an Ascend package, applying a
+toolkit's or NNAL's environment.  Not a rule module (leading underscore).
+
+Package file names and install order follow the official offline packages
+(../shared/matrix/REPORT.md §5): toolkit -> kernels/ops -> ``source set_env.sh`` -> NNAL.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Union
+
+from npudoctor.facts.stack import Toolkit
+from npudoctor.knowledge.packages import NNAL_SET_ENV, set_env_script
+from npudoctor.remedies import ComputedEnv, InstallPackage, Remedy, SourceFile
+
+#: One fix step: a structured remedy, or a line of prose.
+Step = Union[Remedy, str]
+
+
+def set_env_path(toolkit: Optional[Toolkit], cann: Optional[str] = None) -> Optional[str]:
+    """The set_env.sh to source: the one the cann probe found next to a toolkit record
+    (``None`` when that toolkit has none), or, for a fresh install of ``cann``, where
+    the installer puts it (:func:`npudoctor.knowledge.packages.set_env_script`)."""
+    if toolkit is not None:
+        return toolkit.set_env or None
+    return set_env_script(cann)
+
+
+def set_env_step(toolkit: Optional[Toolkit], cann: Optional[str] = None, lead: str = "") -> Remedy:
+    """The step that applies a toolkit's environment: source its set_env.sh when that
+    script exists, else let npudoctor compute what the script would set for the toolkit
+    ``ASCEND_TOOLKIT_HOME`` names -- never a script that is not there."""
+    script = set_env_path(toolkit, cann)
+    if script:
+        return SourceFile(script, lead=lead)
+    where = toolkit.path if toolkit is not None else None
+    return ComputedEnv(where or None, lead=lead)
+
+
+def install(
+    kind: str,
+    version: Optional[str],
+    arch: Optional[str],
+    chip: Optional[str] = None,
+    lead: str = "",
+    unknown: str = "",
+) -> InstallPackage:
+    """An install step of an Ascend package (file name from knowledge/packages.py)."""
+    return InstallPackage(kind, version or None, arch=arch, chip=chip, lead=lead, unknown=unknown)
+
+
+def nnal_set_env(note: str = "") -> SourceFile:
+    """``source`` NNAL's ATB set_env.sh."""
+    return SourceFile(NNAL_SET_ENV, note=note)
+
+
+def toolkit_line(tk: Toolkit) -> str:
+    """``CANN 8.0.0 at /usr/local/Ascend/ascend-toolkit/latest (via …), read from …``: the
+    evidence line naming one toolkit install."""
+    via = tk.found_via
+    how = f" (via {via})" if via and via != tk.path else ""
+    return f"CANN {tk.version or '(unknown version)'} at {tk.path}{how}, read from {tk.source}"

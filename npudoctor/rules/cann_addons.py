@@ -1,0 +1,299 @@
+"""Rules about what is installed on top of the CANN toolkit in use (kinds K04, K05, K11,
+K12): its kernels/ops package, NNAL/ATB and its C++ ABI directory, and frameworks
+(vllm-ascend, MindIE) released for a newer CANN, from the ``cann`` facts
+(``npudoctor/probes/cann.py``) plus ``packages``, ``devices.chips``, ``host.arch`` and
+``libraries.torch_cxx11_abi`` through the typed views (``ctx.view``).
+
+Codes ``CANN004``-``CANN009`` and ``CANN012``.  The toolkit itself is judged in
+:mod:`npudoctor.rules.cann`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
+
+from npudoctor.findings import Finding
+from npudoctor.knowledge import codes
+from npudoctor.knowledge.packages import NNAL_SET_ENV
+from npudoctor.remedies import Remedy, SourceFile
+from npudoctor.rules import rule
+from npudoctor.rules._cannfacts import (
+    cann_less,
+    chip_info,
+    chips,
+    host_arch,
+    major_minor,
+    nnal_needed,
+    package_chip,
+    parse_cann,
+    same_release,
+    torch_npu_record,
+)
+from npudoctor.rules._cannsteps import Step, install, nnal_set_env, set_env_step, toolkit_line
+from npudoctor.rules._frameworks import TABLE, rows_for
+from npudoctor.rules._pyfacts import pip_install
+
+if TYPE_CHECKING:
+    from npudoctor.engine import RuleContext
+
+KERNELS_MISSING = codes.get("CANN004")
+
+KERNELS_OTHER_SOC = codes.get("CANN005")
+
+KERNELS_VERSION = codes.get("CANN006")
+
+NNAL_MISSING = codes.get("CANN007")
+
+NNAL_VERSION = codes.get("CANN008")
+
+ATB_ABI = codes.get("CANN009")
+
+FRAMEWORK_CANN = codes.get("CANN012")
+
+
+@rule
+def kernels_for_chip(ctx: RuleContext) -> Iterable[Finding]:
+    """CANN004/CANN005: kernels for the chips of this machine (K12)."""
+    tk = ctx.view.cann.selected
+    if tk is None:
+        return
+    kernels = tk.kernels
+    ver = tk.version
+    unknown = "the CANN toolkit in use"
+    arch = host_arch(ctx) or tk.arch
+    present = sorted(set(kernels.socs) | set(kernels.configs))
+    kdir = f"{tk.opp_path or tk.path + '/opp'}/built-in/op_impl/ai_core/tbe/kernel"
+    wanted: Dict[str, List[str]] = {}
+    pkg_chip: Dict[str, Optional[str]] = {}
+    found = chips(ctx)
+    for chip in found:
+        name = str(chip.name)
+        info = chip_info(ctx, name)
+        if info is not None and info.kernels_dir:
+            wanted.setdefault(info.kernels_dir, []).append(name)
+            pkg_chip[info.kernels_dir] = info.kernels_package_chip
+    set_env = set_env_step(tk)
+    if not wanted:
+        if not present and not found and torch_npu_record(ctx) is not None:
+            yield KERNELS_MISSING.finding(
+                title=f"No CANN kernels package is installed in CANN {ver or '(unknown version)'} at {tk.path}",
+                evidence=[
+                    toolkit_line(tk),
+                    f"{kdir}/ holds no SoC directory",
+                    "no NPU chip listed (npu-smi), so the chip is unknown",
+                ],
+                fix=[set_env, install("kernels", ver, arch, None, unknown=unknown)],
+                severity="warning",
+            )
+        return
+    for soc_dir, names in sorted(wanted.items()):
+        if soc_dir in present:
+            continue
+        chip_names = ", ".join(sorted(set(names)))
+        evidence = [
+            toolkit_line(tk),
+            f"NPU chip(s) {chip_names} need kernels in {kdir}/{soc_dir}/ and {kdir}/config/{soc_dir}/binary_info_config.json",
+            f"present: {', '.join(present) if present else 'none'}",
+        ]
+        fix = [set_env, install("kernels", ver, arch, pkg_chip.get(soc_dir), unknown=unknown)]
+        if present:
+            yield KERNELS_OTHER_SOC.finding(
+                title=f"CANN kernels are installed for {', '.join(present)} only; this machine's {chip_names} needs {soc_dir}",
+                evidence=evidence,
+                fix=fix,
+                subject=soc_dir,
+            )
+        else:
+            yield KERNELS_MISSING.finding(
+                title=f"No CANN kernels for {chip_names} ({soc_dir}) in CANN {ver or '(unknown version)'}",
+                evidence=evidence,
+                fix=fix,
+                subject=soc_dir,
+            )
+
+
+@rule
+def kernels_version(ctx: RuleContext) -> Iterable[Finding]:
+    """CANN006: kernels package version differs from the toolkit's."""
+    tk = ctx.view.cann.selected
+    if tk is None or not tk.version or not tk.kernels.version:
+        return
+    kver = tk.kernels.version
+    if same_release(tk.version, kver) is not False:
+        return
+    ver = tk.version
+    ops_era = (major_minor(ver) or (0, 0)) >= (8, 5) and (major_minor(kver) or (0, 0)) >= (8, 5)
+    yield KERNELS_VERSION.finding(
+        title=f"Kernels package {kver} does not match CANN toolkit {ver}",
+        evidence=[toolkit_line(tk), f"kernels {kver} from {tk.kernels.source}"],
+        fix=[
+            set_env_step(tk),
+            install("kernels", ver, host_arch(ctx) or tk.arch, package_chip(ctx)),
+        ],
+        severity="warning" if ops_era else "error",
+    )
+
+
+@rule
+def nnal_missing(ctx: RuleContext) -> Iterable[Finding]:
+    """CANN007: NNAL needed (vllm-ascend, MindIE, ATB_HOME_PATH) but not installed (K11)."""
+    cann = ctx.view.cann
+    if ctx.view.state("cann") != "ok" or cann.nnal_all:
+        return  # not probed, or the facts cannot say "none"
+    needed, reasons = nnal_needed(ctx)
+    if not needed:
+        return
+    tk = cann.selected
+    ver = tk.version if tk is not None else None
+    arch = host_arch(ctx) or (tk.arch if tk is not None else None)
+    evidence = reasons + [
+        "no NNAL found: looked for nnal/atb/latest/version.info under /usr/local/Ascend, ~/Ascend, /home/*/Ascend"
+    ]
+    env = cann.env.get("ATB_HOME_PATH")
+    if env is not None and env.value and not env.exists:
+        evidence.append(f"ATB_HOME_PATH={env.value} does not exist")
+    fix: List[Remedy] = []
+    if tk is not None:
+        fix.append(set_env_step(tk))
+    fix += [install("nnal", ver, arch, unknown="the CANN toolkit you use"), nnal_set_env()]
+    yield NNAL_MISSING.finding(
+        title=f"NNAL (ATB) is not installed, but it is needed: {reasons[0]}",
+        evidence=evidence,
+        fix=fix,
+    )
+
+
+@rule
+def nnal_version(ctx: RuleContext) -> Iterable[Finding]:
+    """CANN008: NNAL version differs from the toolkit's (K04)."""
+    cann = ctx.view.cann
+    tk = cann.selected
+    nnal = cann.nnal
+    if tk is None or nnal is None or not tk.version or not nnal.version:
+        return
+    if same_release(tk.version, nnal.version) is not False:
+        return
+    ver = tk.version
+    arch = host_arch(ctx) or tk.arch
+    yield NNAL_VERSION.finding(
+        title=f"NNAL {nnal.version} does not match CANN toolkit {ver}",
+        evidence=[toolkit_line(tk), f"NNAL/ATB {nnal.build or nnal.version} from {nnal.source}"],
+        fix=[set_env_step(tk), install("nnal", ver, arch), nnal_set_env()],
+    )
+
+
+@rule
+def atb_abi(ctx: RuleContext) -> Iterable[Finding]:
+    """CANN009: ATB_HOME_PATH names a missing dir, or the other C++ ABI than torch (K11)."""
+    cann = ctx.view.cann
+    env = cann.env.get("ATB_HOME_PATH")
+    if env is None or not env.value:
+        return
+    value = env.value.rstrip("/")
+    m = re.search(r"cxx_abi_([01])$", value)
+    abi = int(m.group(1)) if m else None
+    fix: List[Remedy] = [nnal_set_env(note="after torch is installed, in a fresh shell")]
+    if not env.exists:
+        nnal = cann.nnal
+        yield ATB_ABI.finding(
+            title=f"ATB_HOME_PATH={value} does not exist",
+            evidence=[f"ATB_HOME_PATH={value}: no such directory"]
+            + (
+                [f"NNAL {nnal.version} at {nnal.path} has {', '.join(nnal.abi_dirs) or 'no cxx_abi_* directory'}"]
+                if nnal is not None
+                else []
+            ),
+            fix=fix,
+        )
+        return
+    torch_abi = ctx.view.libraries.torch_cxx11_abi
+    if abi is None or torch_abi is None or bool(abi) == torch_abi:
+        return
+    want = 1 if torch_abi else 0
+    yield ATB_ABI.finding(
+        title=f"ATB_HOME_PATH uses cxx_abi_{abi} but torch is built with the {'C++11' if torch_abi else 'old'} ABI (needs cxx_abi_{want})",
+        evidence=[f"ATB_HOME_PATH={value}", f"torch compiled with _GLIBCXX_USE_CXX11_ABI={want} (libraries facts)"],
+        fix=fix + [SourceFile(NNAL_SET_ENV, args=f"--cxx_abi={want}", lead="or: ")],
+    )
+
+
+def _frameworks_installed(ctx: RuleContext) -> List[Tuple[str, str, str, str]]:
+    """``(project, label, version, where)`` of each framework release found: vllm-ascend
+    from its dist-info, MindIE and ATB models from their version.info (cann facts)."""
+    out: List[Tuple[str, str, str, str]] = []
+    for rec in ctx.view.packages.records("vllm-ascend", "vllm_ascend")[:1]:
+        if rec.version:
+            out.append(("vllm-ascend", "vllm-ascend", rec.version, rec.dist_info or rec.location or ""))
+    cann = ctx.view.cann
+    for fact, project, label in (
+        (cann.mindie, "mindie", "MindIE"),
+        (cann.atb_models, "atb-models", "MindIE ATB models"),
+    ):
+        if fact is not None and fact.version:
+            out.append((project, label, fact.version, fact.source or fact.path or ""))
+    return out
+
+
+def _framework_for_cann(project: str, cann: str) -> Optional[str]:
+    """The newest release of ``project`` in the built-in table whose documented CANN is
+    ``cann`` or older (a release made for the CANN in use), as an installable version."""
+    best = None
+    for row in TABLE:
+        if row.project != project or not row.cann_min or cann_less(cann, row.cann_min) is not False:
+            continue
+        spec = row.versions[0]
+        m = re.search(r"(?:==|>=)\s*([0-9][0-9A-Za-z.]*)", spec)
+        if m:
+            best = m.group(1)  # rows are oldest first: the last fitting one is the newest
+    return best
+
+
+@rule
+def framework_cann(ctx: RuleContext) -> Iterable[Finding]:
+    """CANN012: vllm-ascend / MindIE release older CANN than it documents (K05)."""
+    tk = ctx.view.cann.selected
+    if tk is None or not tk.version:
+        return
+    cv = tk.version
+    have = parse_cann(cv)
+    if have is None:
+        return
+    arch = host_arch(ctx)
+    for project, label, version, where in _frameworks_installed(ctx):
+        rows = rows_for(project, version)
+        if not rows or not rows[0].cann_min:
+            continue
+        row = rows[0]
+        need = str(row.cann_min)
+        # a beta/alpha of the documented release counts as it (8.0.0.beta1 for ">= 8.0.0")
+        if cann_less(have.release, need) is not True:
+            continue
+        fix: List[Step] = [
+            install("toolkit", need, arch),
+            install("kernels", need, arch, package_chip(ctx)),
+            install("nnal", need, arch),
+            set_env_step(None, need),
+            nnal_set_env(note=f"CANN {need} for {label} {version}"),
+        ]
+        older = _framework_for_cann(project, cv) if project == "vllm-ascend" else None
+        if older:
+            fix.append(
+                pip_install(
+                    ctx,
+                    f"vllm=={older.split('rc')[0]}",
+                    lead=f"or keep CANN {cv} and install vllm-ascend {older} (made for it): ",
+                    note="vllm first",
+                )
+            )
+            fix.append(pip_install(ctx, f"vllm-ascend=={older}", lead="  then "))
+        yield FRAMEWORK_CANN.finding(
+            title=f"{label} {version} needs CANN {need} or newer, but CANN {cv} is in use",
+            evidence=[
+                f"{label} {version} from {where}",
+                toolkit_line(tk),
+                f"{label} {version} documents CANN {need} (built-in table: {row.source})",
+            ],
+            fix=fix,
+            subject=f"{project}:cann",
+        )
