@@ -323,17 +323,22 @@ def test_cann003_option_a_on_x86_changes_torch_from_the_cpu_index_and_flags_the_
     ]
 
 
-def test_package_chip_from_the_chip_family_when_the_name_is_unknown():
-    """A chip name the matrix does not list still names its package chip through the
-    family the devices probe recorded; no chip at all gives prose (no placeholder in a command)."""
+def test_package_chip_comes_from_the_current_matrix_never_from_a_stored_family():
+    """The package chip type is what the current matrix says of the chip's npu-smi name.  A
+    chip name the matrix does not list is unknown, even when an older snapshot stored a
+    family for it (probes no longer record what a chip is: rules judge it anew), and no
+    chip at all is unknown too: either way the kernels step is prose, never a placeholder."""
     pk = {"torch": [rec("torch", "2.10.0")], "torch-npu": [rec("torch_npu", "2.10.0")]}
-    odd = {"name": "910B9", "family": "910B"}
-    fix = codes(snap(toolkits=[TK], packages=pk, chips=[odd]))["CANN003"].fix
+    known = {"name": "910B3"}
+    fix = codes(snap(toolkits=[TK], packages=pk, chips=[known]))["CANN003"].fix
     assert "  chmod +x Ascend-cann-910b-ops_9.0.0_linux-aarch64.run && " in fix[2]
+    stale = {"name": "910B9", "family": "910B"}
+    fix = codes(snap(toolkits=[TK], packages=pk, chips=[stale]))["CANN003"].fix
+    assert fix[2].startswith("  install the CANN ops package 9.0.0 for this machine's NPU chip type (unknown here")
     fix = codes(snap(toolkits=[TK], packages=pk))["CANN003"].fix
     assert fix[2] == (
         "  install the CANN ops package 9.0.0 for this machine's NPU chip type "
-        "(unknown here: no NPU is listed; one of 910b, 910, 310p or A3); for 910b: Ascend-cann-910b-ops_9.0.0_linux-aarch64.run --install"
+        "(unknown here: npu-smi lists no chip of a known type; one of 910b, 910, 310p or A3); for 910b: Ascend-cann-910b-ops_9.0.0_linux-aarch64.run --install"
     )
 
 

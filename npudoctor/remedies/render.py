@@ -113,7 +113,9 @@ def _install_prose(step: InstallPackage) -> str:
         text = f"{step.lead}install the {label} of {step.unknown or 'the version you need'}"
     if step.package in _CHIP_CHOICES and not step.chip:
         choices = _CHIP_CHOICES[step.package]
-        text += f" for this machine's NPU chip type (unknown here: no NPU is listed; one of {choices})"
+        text += (
+            f" for this machine's NPU chip type (unknown here: npu-smi lists no chip of a known type; one of {choices})"
+        )
         example = choices.split(",")[0]
         name = package_name(replace(step, chip=example))
         if name is not None:

@@ -8,10 +8,9 @@ matrix.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
-from npudoctor.facts._typed import load
+from npudoctor.facts.devices import Chip
 from npudoctor.facts.system import Distribution
 from npudoctor.knowledge.versions import CannVersion
 from npudoctor.knowledge.versions import parse_cann as _parse_cann
@@ -20,7 +19,7 @@ from npudoctor.rules.matrix import refresh_hint
 
 if TYPE_CHECKING:
     from npudoctor.engine import RuleContext
-    from npudoctor.knowledge.matrix import Chip
+    from npudoctor.knowledge.matrix import Chip as MatrixChip
 
 _ARCHES = ("aarch64", "x86_64")
 
@@ -98,41 +97,15 @@ def host_arch(ctx: RuleContext) -> Optional[str]:
     return None
 
 
-# ---------------------------------------------------------------- devices (bridge)
-# The devices section has no typed view on this branch yet: these two records read the
-# only fields the CANN and driver rules need through the same converter, in one place.
-# Replace ``_devices`` with ``ctx.view.devices`` when that view lands.
+# ---------------------------------------------------------------- devices
 
 
-@dataclass(frozen=True)
-class DeviceChip:
-    """A chip row of the devices facts: npu-smi ``name`` and the ``family`` recorded for it."""
-
-    name: Optional[str] = None
-    family: Optional[str] = None
+def chips(ctx: RuleContext) -> List[Chip]:
+    """The chips npu-smi listed that have a name."""
+    return [c for c in ctx.view.devices.chips if c.name]
 
 
-@dataclass(frozen=True)
-class _NpuSmi:
-    driver_version: Optional[str] = None
-
-
-@dataclass(frozen=True)
-class _Devices:
-    chips: Tuple[DeviceChip, ...] = ()
-    npu_smi: Optional[_NpuSmi] = None
-
-
-def _devices(ctx: RuleContext) -> _Devices:
-    return load(_Devices, ctx.snapshot.section("devices"))[0]
-
-
-def chips(ctx: RuleContext) -> List[DeviceChip]:
-    """The chips npu-smi listed that have a name (``[DeviceChip("910B3", ...)]``)."""
-    return [c for c in _devices(ctx).chips if c.name]
-
-
-def chip_info(ctx: RuleContext, name: str) -> Optional[Chip]:
+def chip_info(ctx: RuleContext, name: str) -> Optional[MatrixChip]:
     """``matrix.chip(name)`` or ``None`` (no matrix, unknown chip)."""
     if ctx.matrix is None:
         return None
@@ -143,19 +116,13 @@ def package_chip(ctx: RuleContext) -> Optional[str]:
     """The chip part of the package names (``910b``, ``310p``, ``910``, ``A3``) for the
     NPU chips of this machine, or ``None`` when no chip is known.
 
-    From ``devices.chips[*].name`` via ``matrix.chip(name).kernels_package_chip``; for a
-    chip name the matrix does not list, the ``family`` the devices probe recorded via the
-    matrix family's ``package_chip`` (chips.toml, REPORT.md §5)."""
-    found = chips(ctx)
-    for chip in found:
+    From ``devices.chips[*].name`` via ``matrix.chip(name).kernels_package_chip``
+    (chips.toml, REPORT.md §5); a chip the matrix does not list is unknown here (what a chip
+    is, is judged with the current matrix, never taken from an older snapshot)."""
+    for chip in chips(ctx):
         info = chip_info(ctx, str(chip.name))
         if info is not None and info.kernels_package_chip:
             return info.kernels_package_chip
-    if ctx.matrix is not None:
-        for chip in found:
-            fam = ctx.matrix.families.get(chip.family or "")
-            if fam is not None and fam.package_chip:
-                return fam.package_chip
     return None
 
 
@@ -165,8 +132,8 @@ def driver_version(ctx: RuleContext) -> Tuple[Optional[str], Optional[str]]:
     drv = ctx.view.driver.driver
     if drv.version:
         return drv.version, str(drv.source)
-    smi = _devices(ctx).npu_smi
-    if smi is not None and smi.driver_version:
+    smi = ctx.view.devices.npu_smi
+    if smi.driver_version:
         return smi.driver_version, "npu-smi info (table header)"
     return None, None
 
