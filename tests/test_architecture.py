@@ -27,7 +27,6 @@ ALLOWED_LONG: Set[str] = {
     "npudoctor/probes/libraries.py",
     "npudoctor/rules/cann.py",
     "npudoctor/rules/devices.py",
-    "npudoctor/rules/packages.py",
 }
 
 

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
+from npudoctor.parsers.metadata import canonical_name
 
 
 def _doc(text: str) -> Dict[str, str]:
@@ -77,6 +79,7 @@ class PythonFacts:
     """The target interpreter (``source``: "live" | "--python" | "root")."""
 
     source: Optional[str] = None
+    requested: Optional[str] = field(default=None, metadata=_doc("the --python path as given (live runs only)"))
     error: Optional[str] = field(default=None, metadata=_doc("why the interpreter could not be inspected"))
     version: Optional[str] = None
     version_info: Tuple[int, ...] = ()
@@ -108,6 +111,15 @@ class PythonFacts:
             return (self.version_info[0], self.version_info[1])
         return None
 
+    @property
+    def short(self) -> Optional[str]:
+        """``"3.10"``: X.Y of ``version_info``, else of the ``version`` string; ``None``
+        when neither says."""
+        if self.minor is not None:
+            return f"{self.minor[0]}.{self.minor[1]}"
+        m = re.match(r"^(\d+)\.(\d+)", self.version or "")
+        return f"{m.group(1)}.{m.group(2)}" if m else None
+
 
 @dataclass(frozen=True)
 class Distribution:
@@ -127,6 +139,16 @@ class Distribution:
     editable: bool = False
     metadata_error: Optional[str] = None
     direct_url: JSON = None
+
+    @property
+    def metadata_source(self) -> str:
+        """The file the version was read from: ``metadata``, else ``<dist_info>/METADATA``
+        (``PKG-INFO`` of an egg-info; ``location`` when the directory is unknown, ``?``
+        when both are)."""
+        if self.metadata:
+            return self.metadata
+        path = self.dist_info or self.location or "?"
+        return f"{path}/PKG-INFO" if self.kind == "egg-info" else f"{path}/METADATA"
 
 
 @dataclass(frozen=True)
@@ -166,7 +188,17 @@ class PackagesFacts:
     pip_config: PipConfig = field(default_factory=PipConfig)
     skipped: Optional[str] = field(default=None, metadata=_doc("why nothing was scanned (no interpreter)"))
 
-    def first(self, canonical_name: str) -> Optional[Distribution]:
-        """The record ``import`` would see for a canonical name (``torch-npu``), or ``None``."""
-        records = self.installed.get(canonical_name)
+    def records(self, name: str) -> Tuple[Distribution, ...]:
+        """Every record of project ``name`` (any spelling: ``torch_npu`` = ``torch-npu``)
+        in import order; ``()`` when it is not installed."""
+        want = canonical_name(name)
+        return tuple(rec for key, recs in self.installed.items() if canonical_name(key) == want for rec in recs)
+
+    def first(self, name: str) -> Optional[Distribution]:
+        """The record ``import`` would see for project ``name`` (any spelling), or ``None``."""
+        records = self.records(name)
         return records[0] if records else None
+
+    def effective(self) -> Tuple[Distribution, ...]:
+        """The record ``import`` sees of every installed project (the first of each)."""
+        return tuple(recs[0] for recs in self.installed.values() if recs)
