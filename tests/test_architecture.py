@@ -24,7 +24,6 @@ ALLOWED_LONG: Set[str] = {
     "npudoctor/plan/bundle.py",
     "npudoctor/plan/resolve.py",
     "npudoctor/rules/devices.py",
-    "npudoctor/rules/packages.py",
 }
 
 

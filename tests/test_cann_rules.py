@@ -366,6 +366,6 @@ def test_the_torch_npu_record_and_target_python_of_the_views():
     )
     assert view.packages.torch_npu is not None and view.packages.torch_npu.version == "2.1.0"
     assert [r.version for r in view.packages.records("torch-npu", "torch_npu")] == ["2.1.0"]
-    assert view.python.short_version == "3.11"
-    assert Facts({"python": {"version_info": [3, 9, 1], "version": "3.10.0"}}).python.short_version == "3.9"
-    assert Facts({}).python.short_version is None and Facts({}).packages.torch_npu is None
+    assert view.python.short == "3.11"
+    assert Facts({"python": {"version_info": [3, 9, 1], "version": "3.10.0"}}).python.short == "3.9"
+    assert Facts({}).python.short is None and Facts({}).packages.torch_npu is None

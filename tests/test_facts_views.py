@@ -81,3 +81,39 @@ def test_wrong_types_in_records_keep_the_rest_of_the_record() -> None:
         "installed.torch[0].version: expected str or null, got float",
         "installed.torch[0].user_site: expected bool, got str",
     ]
+
+
+def test_package_and_python_reading_helpers() -> None:
+    """The reading helpers rules share: records of a project in any spelling, the record
+    import sees of every project, the metadata file of a record, the target Python X.Y."""
+    facts = Facts(
+        {
+            "python": {"version": "3.11.4", "requested": "/opt/py/bin/python3"},
+            "packages": {
+                "installed": {
+                    "torch-npu": [
+                        {
+                            "name": "torch_npu",
+                            "version": "2.1.0.post10",
+                            "dist_info": "/s/torch_npu-2.1.0.post10.dist-info",
+                        },
+                        {"name": "torch_npu", "version": "2.1.0", "location": "/u", "kind": "egg-info"},
+                    ],
+                    "numpy": [{"name": "numpy", "version": "1.26.4", "metadata": "/s/numpy.dist-info/METADATA"}],
+                    "empty": [],
+                }
+            },
+        }
+    )
+    pkgs = facts.packages
+    assert [r.version for r in pkgs.records("Torch_NPU")] == ["2.1.0.post10", "2.1.0"]
+    assert pkgs.first("torch.npu") is pkgs.records("torch-npu")[0]
+    assert pkgs.first("torch") is None and pkgs.records("torch") == ()
+    assert [r.name for r in pkgs.effective()] == ["torch_npu", "numpy"]
+    npu, egg = pkgs.records("torch-npu")
+    assert npu.metadata_source == "/s/torch_npu-2.1.0.post10.dist-info/METADATA"
+    assert egg.metadata_source == "/u/PKG-INFO"
+    assert pkgs.first("numpy").metadata_source == "/s/numpy.dist-info/METADATA"  # type: ignore[union-attr]
+    assert facts.python.short == "3.11" and facts.python.requested == "/opt/py/bin/python3"
+    assert Facts({"python": {"version_info": [3, 9, 1], "version": "3.10.0"}}).python.short == "3.9"
+    assert Facts({"python": {"version": "weird"}}).python.short is None

@@ -304,3 +304,44 @@ def test_every_pip_line_names_one_interpreter(name, tmp_path):
 def test_debian_dist_packages_name_usr_bin_python(tmp_path):
     doc = _scenario("k02-torchvision-0.21-with-torch-2.5.1", tmp_path)
     assert _one(doc, "PKG005")["fix"] == ["/usr/bin/python3.10 -m pip install 'torchvision==0.20.*'"]
+
+
+def test_malformed_python_and_package_facts_are_read_not_crashed_on():
+    """The rules read the typed views: an ``environments`` entry that is not an object
+    (it made python_env.interpreter_inspected raise before, reported as HOST099) and a
+    package record that is not an object are left out, the rest is judged."""
+    from npudoctor.engine import Options, evaluate
+    from npudoctor.snapshot import Snapshot
+
+    facts = {
+        "python": {"source": "root", "error": "no Python environment found in the root"},
+        "cann": {"toolkits": [{"path": "/usr/local/Ascend/ascend-toolkit/8.0.0", "version": "8.0.0"}]},
+    }
+    facts["python"]["environments"] = [{"prefix": "/opt/env"}, "junk"]
+    findings = evaluate(Snapshot(facts=facts), None, Options())
+    py003 = [f for f in findings if f.code == "PY003"]
+    assert [f.evidence for f in py003] == [["no Python environment found in the root", "looked at: /opt/env"]]
+    assert not [f for f in findings if f.code == "HOST099" and "python_env" in (f.subject or "")]
+
+    facts = {
+        "python": {"version": "3.10.12", "version_info": [3, 10, 12], "executable": "/usr/bin/python3"},
+        "packages": {
+            "installed": {
+                "torch-npu": [
+                    "junk",
+                    {
+                        "name": "torch_npu",
+                        "version": "2.1.0.post10",
+                        "requires_dist": ["torch==2.1.0"],
+                        "dist_info": "/s/t",
+                    },
+                ],
+                "torch": [{"name": "torch", "version": "2.2.0", "dist_info": "/s/torch"}],
+            }
+        },
+    }
+    findings = evaluate(Snapshot(facts=facts), None, Options())
+    assert [f.title for f in findings if f.code == "PKG001"] == [
+        "torch 2.2.0 does not match torch_npu 2.1.0.post10 (it requires torch==2.1.0)"
+    ]
+    assert not [f for f in findings if f.code == "HOST099"]

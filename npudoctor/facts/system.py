@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
+from npudoctor.parsers.metadata import canonical_name
 
 
 def _doc(text: str) -> Dict[str, str]:
@@ -115,7 +117,7 @@ class PythonFacts:
         return None
 
     @property
-    def short_version(self) -> Optional[str]:
+    def short(self) -> Optional[str]:
         """``"3.10"``: X.Y of the target interpreter from ``version_info``, else from the
         ``version`` text; ``None`` when neither says."""
         if self.minor is not None:
@@ -142,6 +144,16 @@ class Distribution:
     editable: bool = False
     metadata_error: Optional[str] = None
     direct_url: JSON = None
+
+    @property
+    def metadata_source(self) -> str:
+        """The file the version was read from: ``metadata``, else ``<dist_info>/METADATA``
+        (``PKG-INFO`` of an egg-info; ``location`` when the directory is unknown, ``?``
+        when both are)."""
+        if self.metadata:
+            return self.metadata
+        path = self.dist_info or self.location or "?"
+        return f"{path}/PKG-INFO" if self.kind == "egg-info" else f"{path}/METADATA"
 
 
 @dataclass(frozen=True)
@@ -181,19 +193,36 @@ class PackagesFacts:
     pip_config: PipConfig = field(default_factory=PipConfig)
     skipped: Optional[str] = field(default=None, metadata=_doc("why nothing was scanned (no interpreter)"))
 
-    def first(self, canonical_name: str) -> Optional[Distribution]:
-        """The record ``import`` would see for a canonical name (``torch-npu``), or ``None``."""
-        records = self.installed.get(canonical_name)
+    def records(self, *names: str) -> Tuple[Distribution, ...]:
+        """Every record of the projects ``names`` (any spelling: ``torch_npu`` =
+        ``torch-npu``; each project once), in import order; ``()`` when none is installed."""
+        seen = []
+        for name in names:
+            want = canonical_name(name)
+            if want not in seen:
+                seen.append(want)
+        return tuple(rec for want in seen for rec in self._by_project.get(want, ()))
+
+    def first(self, name: str) -> Optional[Distribution]:
+        """The record ``import`` would see for project ``name`` (any spelling), or ``None``."""
+        records = self.records(name)
         return records[0] if records else None
 
-    def records(self, *names: str) -> Tuple[Distribution, ...]:
-        """The records of every key in ``names`` (``"torch-npu", "torch_npu"``), in that
-        order; empty when none is installed."""
-        return tuple(rec for name in names for rec in self.installed.get(name, ()))
+    @cached_property
+    def _by_project(self) -> Dict[str, Tuple[Distribution, ...]]:
+        """Records per canonical project name, built once (keys written under another
+        spelling, e.g. by an older snapshot, are folded in)."""
+        out: Dict[str, Tuple[Distribution, ...]] = {}
+        for key, recs in self.installed.items():
+            want = canonical_name(key)
+            out[want] = out.get(want, ()) + tuple(recs)
+        return out
 
     @property
     def torch_npu(self) -> Optional[Distribution]:
-        """The torch_npu record ``import torch_npu`` sees (key ``torch-npu``, else a
-        non-canonical ``torch_npu`` key), or ``None``."""
-        found = self.records("torch-npu", "torch_npu")
-        return found[0] if found else None
+        """The torch_npu record ``import torch_npu`` sees, or ``None``."""
+        return self.first("torch-npu")
+
+    def effective(self) -> Tuple[Distribution, ...]:
+        """The record ``import`` sees of every installed project (the first of each)."""
+        return tuple(recs[0] for recs in self.installed.values() if recs)

@@ -151,7 +151,7 @@ def python_tag(ctx: RuleContext) -> Tuple[Optional[str], Optional[str]]:
     ``None`` when unknown (the interpreter's machine first, then the host arch)."""
     machine = ctx.view.python.machine or ctx.view.host.arch
     plat = {"arm64": "aarch64", "amd64": "x86_64", "AMD64": "x86_64"}.get(machine or "", machine)
-    return ctx.view.python.short_version, (plat if plat in _ARCHES else host_arch(ctx))
+    return ctx.view.python.short, (plat if plat in _ARCHES else host_arch(ctx))
 
 
 def not_in_matrix_line(what: str) -> str:

@@ -21,7 +21,10 @@ Rows (:class:`FrameworkRow`):
 
 from __future__ import annotations
 
-from typing import List, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, List, NamedTuple, Optional, Tuple
+
+if TYPE_CHECKING:
+    from packaging.version import Version
 
 VERSIONING = (
     "vllm-project/vllm-ascend docs/source/community/versioning_policy.md 'Release compatibility matrix' (REPORT §7)"
@@ -94,7 +97,7 @@ TABLE: Tuple[FrameworkRow, ...] = (
 )
 
 
-def _pep440(text: Optional[str]):
+def _pep440(text: Optional[str]) -> Optional[Version]:
     from packaging.version import InvalidVersion, Version
 
     try:

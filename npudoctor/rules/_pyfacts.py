@@ -1,78 +1,78 @@
 """Helpers shared by the python, packages and host-hygiene rules (not a rule module:
 the leading underscore keeps it out of rule discovery).
 
-They read the ``python``, ``packages``, ``host`` and ``cann`` sections defensively
-(a missing section or key is normal) and wrap matrix queries so that a matrix without a
-method, or one that raises, counts as "the matrix does not know".
+They read the typed views (``ctx.view.python``, ``ctx.view.packages``, ``ctx.view.host``,
+``ctx.view.cann``) and wrap matrix queries (:func:`ask`) so that a query that raises
+counts as "the matrix does not know".  :func:`section`, :func:`first` and
+:func:`metadata_source` keep the raw-dict API for the rule modules not yet on the views
+(host.py, libraries.py); the rest is typed.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar
 
+from npudoctor.engine import RuleContext
+from npudoctor.facts.system import Distribution
+from npudoctor.findings import Finding
 from npudoctor.parsers.metadata import canonical_name, marker_environment
 from npudoctor.remedies import Interpreter, PipInstall, PipUninstall
 
 if TYPE_CHECKING:
-    from npudoctor.knowledge.matrix import TorchNpuRow
+    from npudoctor.knowledge.matrix import Matrix, TorchNpuRow
+
+T = TypeVar("T")
 
 #: Where the CPU builds of torch/torchvision/torchaudio live (the x86_64 torch_npu wheels
 #: pin ``torch==X+cpu``; REPORT §2 and the torch_npu README install lines).
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
-def section(ctx: Any, name: str) -> Dict[str, Any]:
-    """One facts section (``RuleContext.facts`` already gives ``{}`` when absent or not
-    an object)."""
+# ---- compatibility: the raw-dict API of the rule modules not yet on the views
+
+
+def section(ctx: RuleContext, name: str) -> Dict[str, Any]:
+    """One raw facts section (``{}`` when absent).  For rule modules not yet on
+    ``ctx.view`` (host.py); new code reads the view."""
     return ctx.facts(name)
 
 
-def records(ctx: Any, name: str) -> List[Dict[str, Any]]:
-    """Records of project ``name`` (any spelling) in import order."""
-    installed = section(ctx, "packages").get("installed") or {}
+def first(ctx: RuleContext, name: str) -> Optional[Dict[str, Any]]:
+    """The raw record ``import`` would see of project ``name`` (any spelling), or ``None``.
+    For rule modules not yet on ``ctx.view`` (host.py, libraries.py); new code reads
+    ``ctx.view.packages.first(name)``."""
+    installed = ctx.facts("packages").get("installed") or {}
     if not isinstance(installed, dict):
-        return []
+        return None
     want = canonical_name(name)
-    out: List[Dict[str, Any]] = []
     for key, recs in installed.items():
         if canonical_name(str(key)) == want and isinstance(recs, list):
-            out.extend(r for r in recs if isinstance(r, dict))
-    return out
+            for rec in recs:
+                if isinstance(rec, dict):
+                    return rec
+    return None
 
 
-def first(ctx: Any, name: str) -> Optional[Dict[str, Any]]:
-    """The record ``import``/``importlib.metadata`` would see, or ``None``."""
-    recs = records(ctx, name)
-    return recs[0] if recs else None
-
-
-def all_records(ctx: Any) -> List[Dict[str, Any]]:
-    """The effective (first) record of every installed project."""
-    installed = section(ctx, "packages").get("installed") or {}
-    out = []
-    if isinstance(installed, dict):
-        for recs in installed.values():
-            if isinstance(recs, list) and recs and isinstance(recs[0], dict):
-                out.append(recs[0])
-    return out
-
-
-def metadata_source(rec: Dict[str, Any]) -> str:
-    """``…/torch_npu-2.1.0.dist-info/METADATA`` (the file a version came from)."""
+def metadata_source(rec: Mapping[str, Any]) -> str:
+    """``…/torch_npu-2.1.0.dist-info/METADATA`` of a raw record (libraries.py); a view
+    record has :attr:`Distribution.metadata_source`."""
     if rec.get("metadata"):
         return str(rec["metadata"])
     path = str(rec.get("dist_info") or rec.get("location") or "?")
     return f"{path}/PKG-INFO" if rec.get("kind") == "egg-info" else f"{path}/METADATA"
 
 
-def describe(rec: Dict[str, Any]) -> str:
+# ---- typed helpers
+
+
+def describe(rec: Distribution) -> str:
     """``torch_npu 2.1.0.post10 (…/METADATA)`` for evidence."""
-    return f"{rec.get('name')} {rec.get('version')} ({metadata_source(rec)})"
+    return f"{rec.name} {rec.version} ({rec.metadata_source})"
 
 
-def python_path(ctx: Any) -> str:
+def python_path(ctx: RuleContext) -> str:
     """The interpreter every fix names (a path as on the diagnosed machine, unquoted):
     one helper for all rules, so PKG001..PKG007 and PY00x never disagree.
 
@@ -86,49 +86,50 @@ def python_path(ctx: Any) -> str:
     ``/usr/bin/pythonX.Y`` for Debian's ``dist-packages`` under /usr or /usr/local --, else
     ``python3`` (the interpreter is unknown).
     """
-    py = section(ctx, "python")
-    exe = py.get("executable") or py.get("requested")
-    prefix = str(py.get("prefix") or "").rstrip("/")
+    py = ctx.view.python
+    exe = py.executable or py.requested
+    prefix = (py.prefix or "").rstrip("/")
     if not exe and prefix:
-        short = python_short(ctx)
-        dist_packages = any(str(d).endswith("/dist-packages") for d in py.get("site_packages") or [])
-        if py.get("is_venv") or py.get("conda_prefix"):
+        short = py.short
+        dist_packages = any(d.endswith("/dist-packages") for d in py.site_packages)
+        if py.is_venv or py.conda_prefix:
             exe = prefix + "/bin/python"
         elif short and prefix in ("/usr", "/usr/local") and dist_packages:
             exe = f"/usr/bin/python{short}"  # Debian/Ubuntu: /usr/local/lib/pythonX.Y/dist-packages is /usr/bin's
         elif short:
             exe = f"{prefix}/bin/python{short}"
-    return str(exe or "python3")
+    return exe or "python3"
 
 
-def python_exe(ctx: Any) -> str:
+def python_exe(ctx: RuleContext) -> str:
     """:func:`python_path` as evidence shows it (quoted like the fix lines quote it)."""
     return shlex.quote(python_path(ctx))
 
 
-def interpreter(ctx: Any, flags: Tuple[str, ...] = (), env: Tuple[Tuple[str, str], ...] = ()) -> Interpreter:
+def interpreter(ctx: RuleContext, flags: Tuple[str, ...] = (), env: Tuple[Tuple[str, str], ...] = ()) -> Interpreter:
     """The target interpreter (:func:`python_path`) as a remedy's :class:`Interpreter`."""
     return Interpreter(python_path(ctx), flags=flags, env=env)
 
 
-def base_interpreter(ctx: Any, flags: Tuple[str, ...] = (), env: Tuple[Tuple[str, str], ...] = ()) -> Interpreter:
+def base_interpreter(
+    ctx: RuleContext, flags: Tuple[str, ...] = (), env: Tuple[Tuple[str, str], ...] = ()
+) -> Interpreter:
     """The non-venv interpreter behind the target: the target itself when it is not a
     venv, else ``facts["python"]["base_executable"]`` or ``<base_prefix>/bin/pythonX.Y``.
     pip run by it treats the user site and the system site-packages as its own (pip run
     inside a venv refuses to uninstall outside the venv: "Not uninstalling … outside
     environment")."""
-    py = section(ctx, "python")
+    py = ctx.view.python
     exe: Optional[str] = None
-    if py.get("is_venv"):
-        exe = py.get("base_executable")
-        if not exe and py.get("base_prefix"):
-            short = python_short(ctx)
-            exe = str(py["base_prefix"]).rstrip("/") + "/bin/python" + (short or "3")
-    return Interpreter(str(exe) if exe else python_path(ctx), flags=flags, env=env)
+    if py.is_venv:
+        exe = py.base_executable
+        if not exe and py.base_prefix:
+            exe = py.base_prefix.rstrip("/") + "/bin/python" + (py.short or "3")
+    return Interpreter(exe if exe else python_path(ctx), flags=flags, env=env)
 
 
 def pip_install(
-    ctx: Any,
+    ctx: RuleContext,
     *requirements: str,
     index: Optional[str] = None,
     options: Tuple[str, ...] = (),
@@ -140,64 +141,59 @@ def pip_install(
     return PipInstall(interpreter(ctx), tuple(requirements), index_url=index, options=options, lead=lead, note=note)
 
 
-def pip_uninstall(ctx: Any, *names: str) -> PipUninstall:
+def pip_uninstall(ctx: RuleContext, *names: str) -> PipUninstall:
     """The remedy ``<python> -m pip uninstall -y name ...`` for the target interpreter."""
     return PipUninstall(interpreter(ctx), tuple(names))
 
 
-def platform(ctx: Any) -> Optional[str]:
+def platform(ctx: RuleContext) -> Optional[str]:
     """``aarch64`` | ``x86_64`` of the target interpreter (host arch as fallback)."""
-    py = section(ctx, "python")
-    machine = py.get("machine") or section(ctx, "host").get("arch")
+    machine = ctx.view.python.machine or ctx.view.host.arch
     if machine in ("arm64",):
         return "aarch64"
     if machine in ("amd64", "AMD64"):
         return "x86_64"
-    return str(machine) if machine else None
+    return machine or None
 
 
-def python_short(ctx: Any) -> Optional[str]:
-    """``"3.10"`` for the target interpreter, or ``None``."""
-    info = section(ctx, "python").get("version_info") or []
-    if isinstance(info, list) and len(info) >= 2 and all(isinstance(x, int) for x in info[:2]):
-        return f"{info[0]}.{info[1]}"
-    version = section(ctx, "python").get("version")
-    m = re.match(r"^(\d+)\.(\d+)", str(version or ""))
-    return f"{m.group(1)}.{m.group(2)}" if m else None
+def python_short(ctx: RuleContext) -> Optional[str]:
+    """``"3.10"`` for the target interpreter, or ``None`` (:attr:`PythonFacts.short`)."""
+    return ctx.view.python.short
 
 
-def marker_env(ctx: Any) -> Dict[str, str]:
-    py = dict(section(ctx, "python"))
-    py.setdefault("machine", platform(ctx))
-    return marker_environment(py)
+def marker_env(ctx: RuleContext) -> Dict[str, str]:
+    """PEP 508 marker variables of the target interpreter (machine: the interpreter's,
+    else :func:`platform`)."""
+    py = ctx.view.python
+    return marker_environment(
+        {
+            "version_info": list(py.version_info),
+            "version": py.version,
+            "implementation": py.implementation,
+            "machine": py.machine if py.machine is not None else platform(ctx),
+        }
+    )
 
 
-def cann_selected(ctx: Any) -> Optional[Dict[str, Any]]:
-    """The CANN toolkit in use (``facts["cann"]["selected"]``) or ``None``."""
-    sel = section(ctx, "cann").get("selected")
-    return sel if isinstance(sel, dict) else None
+def cann_version(ctx: RuleContext) -> Optional[str]:
+    """Version of the CANN toolkit in use (``cann.selected``), or ``None``."""
+    sel = ctx.view.cann.selected
+    return (sel.version or None) if sel is not None else None
 
 
-def cann_version(ctx: Any) -> Optional[str]:
-    sel = cann_selected(ctx)
-    version = sel.get("version") if sel else None
-    return str(version) if version else None
+def cann_present(ctx: RuleContext) -> bool:
+    """Whether any CANN toolkit was found."""
+    cann = ctx.view.cann
+    return bool(cann.selected is not None or cann.toolkits)
 
 
-def cann_present(ctx: Any) -> bool:
-    cann = section(ctx, "cann")
-    return bool(cann.get("selected") or cann.get("toolkits"))
-
-
-def matrix_call(ctx: Any, method: str, *args: Any, **kwargs: Any) -> Any:
-    """``ctx.matrix.<method>(*args)``; ``None`` when there is no matrix or the query
-    raises (unknown versions must never crash a rule).  ``method`` is a method of
-    :class:`npudoctor.knowledge.matrix.Matrix` (another name raises AttributeError)."""
+def ask(ctx: RuleContext, query: Callable[[Matrix], T]) -> Optional[T]:
+    """``query(ctx.matrix)``; ``None`` when there is no matrix or the query raises
+    (unknown versions must never crash a rule)."""
     if ctx.matrix is None:
         return None
-    func = getattr(ctx.matrix, method)
     try:
-        return func(*args, **kwargs)
+        return query(ctx.matrix)
     except Exception:
         return None
 
@@ -210,7 +206,7 @@ def row_python(row: Optional[TorchNpuRow], plat: Optional[str]) -> List[str]:
     return [str(v) for v in row.pythons(plat)]
 
 
-def release(version: Optional[str]) -> Optional[tuple]:
+def release(version: Optional[str]) -> Optional[Tuple[int, ...]]:
     """``(2, 1, 0)`` of a PEP 440 version string (local/post parts dropped)."""
     from packaging.version import InvalidVersion, Version
 
@@ -221,6 +217,7 @@ def release(version: Optional[str]) -> Optional[tuple]:
 
 
 def local(version: Optional[str]) -> Optional[str]:
+    """The local tag of a PEP 440 version (``"cpu"`` of ``2.1.0+cpu``), or ``None``."""
     from packaging.version import InvalidVersion, Version
 
     try:
@@ -229,7 +226,7 @@ def local(version: Optional[str]) -> Optional[str]:
         return None
 
 
-def not_in_matrix(ctx: Any, what: str, version: str, evidence: List[str]) -> List[Any]:
+def not_in_matrix(ctx: RuleContext, what: str, version: str, evidence: List[str]) -> List[Finding]:
     """The "not in the matrix (refresh it)" finding of :func:`npudoctor.rules.matrix.not_in_matrix`
     (none when no matrix is loaded)."""
     from npudoctor.rules.matrix import not_in_matrix as matrix_not_in_matrix
@@ -237,11 +234,11 @@ def not_in_matrix(ctx: Any, what: str, version: str, evidence: List[str]) -> Lis
     return list(matrix_not_in_matrix(ctx, what, version, evidence=evidence))
 
 
-def python_sorted(versions: Any) -> List[str]:
+def python_sorted(versions: Iterable[str]) -> List[str]:
     """``["3.8", "3.9", "3.10", "3.11"]``: Python versions in numeric order (``"3.10"``
     after ``"3.9"``), duplicates and unparseable entries dropped."""
     out = {}
-    for v in versions or []:
+    for v in versions:
         m = re.match(r"^(\d+)\.(\d+)$", str(v).strip())
         if m:
             out[(int(m.group(1)), int(m.group(2)))] = f"{m.group(1)}.{m.group(2)}"
@@ -264,13 +261,14 @@ def within_range(versions: List[str], spec_text: Optional[str]) -> List[str]:
     return kept or list(versions)
 
 
-def best_torch_npu(ctx: Any, torch_version: Optional[str], python: Optional[str]) -> Optional[str]:
+def best_torch_npu(ctx: RuleContext, torch_version: Optional[str], python: Optional[str]) -> Optional[str]:
     """The torch_npu release to recommend for ``torch_version`` (any torch when ``None``)
     on ``python`` ("3.11"; any when ``None``) and this platform, from the compatibility
     matrix (``fits``): among the rows with a wheel, one officially paired with the
     installed CANN first, then one declared compatible with it, then the newest.
     ``None`` when the matrix has no such row."""
-    rows = matrix_call(ctx, "fits", torch=torch_version or None, python=python, platform=platform(ctx))
+    plat = platform(ctx)
+    rows = ask(ctx, lambda m: m.fits(torch=torch_version or None, python=python, platform=plat))
     if not rows:
         return None
     from packaging.version import InvalidVersion, Version
@@ -278,8 +276,8 @@ def best_torch_npu(ctx: Any, torch_version: Optional[str], python: Optional[str]
     cann = cann_version(ctx) or ""
     rank = {"paired": 2, "compatible": 1}
 
-    def key(row: Any) -> Any:
-        fit = matrix_call(ctx, "cann_fit", row, cann) if cann else None
+    def key(row: TorchNpuRow) -> Tuple[int, Version]:
+        fit = ask(ctx, lambda m: m.cann_fit(row, cann)) if cann else None
         try:
             version = Version(str(row.torch_npu))
         except InvalidVersion:

@@ -9,29 +9,32 @@ CPython versions with a PyPI wheel), ``fits``.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple, Union
 
+from npudoctor.engine import RuleContext
+from npudoctor.facts.system import Distribution
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.remedies import Command, Interpreter, PipInstall
 from npudoctor.rules import rule
 from npudoctor.rules._pyfacts import (
     CPU_INDEX,
+    ask,
     best_torch_npu,
     cann_present,
     cann_version,
     describe,
-    first,
-    matrix_call,
     pip_install,
     platform,
     python_path,
-    python_short,
     python_sorted,
+    release,
     row_python,
-    section,
     within_range,
 )
+
+if TYPE_CHECKING:
+    from npudoctor.knowledge.matrix import TorchNpuRow
 
 PY_NOT_COVERED = codes.get("PY001")
 
@@ -72,27 +75,27 @@ def parse_tag(tag: str) -> Optional[Tuple[Optional[str], List[Tuple[Tuple[int, i
     return version, plats
 
 
-def _glibc_tuple(text: Any) -> Optional[Tuple[int, int]]:
-    m = re.match(r"^(\d+)\.(\d+)", str(text or ""))
+def _glibc_tuple(text: Optional[str]) -> Optional[Tuple[int, int]]:
+    m = re.match(r"^(\d+)\.(\d+)", text or "")
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def _npu_context(ctx: Any) -> bool:
-    return first(ctx, "torch-npu") is not None or cann_present(ctx)
+def _npu_context(ctx: RuleContext) -> bool:
+    return ctx.view.packages.first("torch-npu") is not None or cann_present(ctx)
 
 
 @rule
-def interpreter_inspected(ctx: Any) -> Iterable[Finding]:
+def interpreter_inspected(ctx: RuleContext) -> Iterable[Finding]:
     """The --python interpreter answered (else nothing about packages is known)."""
-    py = section(ctx, "python")
-    error = py.get("error")
+    py = ctx.view.python
+    error = py.error
     if not error:
         return
-    if py.get("source") == "root":
+    if py.source == "root":
         if _npu_context(ctx):
             yield NOT_INSPECTED.finding(
                 title="No Python environment found in the root",
-                evidence=[str(error)] + [f"looked at: {e.get('prefix')}" for e in py.get("environments") or []],
+                evidence=[error] + [f"looked at: {e.prefix}" for e in py.environments],
                 fix=[
                     "Give the interpreter with --python and its path inside the root "
                     "(e.g. --python /usr/local/python3.11.13/bin/python3)"
@@ -101,56 +104,55 @@ def interpreter_inspected(ctx: Any) -> Iterable[Finding]:
             )
         return
     yield NOT_INSPECTED.finding(
-        title=f"Could not inspect {py.get('requested') or py.get('executable') or 'the interpreter'}",
-        evidence=[str(error)],
+        title=f"Could not inspect {py.requested or py.executable or 'the interpreter'}",
+        evidence=[error],
         fix=[Command((python_path(ctx), "-c", "import sys; print(sys.version)"), note="must print the version")],
     )
 
 
 @rule
-def torch_npu_shadowed(ctx: Any) -> Iterable[Finding]:
+def torch_npu_shadowed(ctx: RuleContext) -> Iterable[Finding]:
     """K20: a torch_npu (or torch) source tree in the working directory."""
-    py = section(ctx, "python")
-    shadow = py.get("shadowing") or {}
-    if not isinstance(shadow, dict):
-        return
+    py = ctx.view.python
     for name in ("torch_npu", "torch"):
-        info = shadow.get(name)
-        if not isinstance(info, dict) or not info.get("shadowed"):
+        info = py.shadowing.get(name)
+        if info is None or not info.shadowed:
             continue
-        origin = info.get("origin")
-        evidence = [f"{origin}/__init__.py is in the working directory {py.get('cwd')} (from {py.get('cwd_source')})"]
-        if not info.get("has_extension"):
+        origin = info.origin
+        evidence = [f"{origin}/__init__.py is in the working directory {py.cwd} (from {py.cwd_source})"]
+        if not info.has_extension:
             evidence.append(f"{origin} has no compiled _C*.so: `import {name}` fails with No module named '{name}._C'")
-        if info.get("installed"):
-            evidence.append(f"the installed {name} at {info.get('installed')} is hidden behind it")
+        if info.installed:
+            evidence.append(f"the installed {name} at {info.installed} is hidden behind it")
         yield SHADOWED.finding(
-            title=f"The {name} source tree in {py.get('cwd')} shadows the installed {name}",
+            title=f"The {name} source tree in {py.cwd} shadows the installed {name}",
             evidence=evidence,
             fix=[f"cd ~   # any directory without a {name}/ folder, then run again"],
             subject=name,
         )
 
 
-def _recommend_python(ctx: Any, versions: Any) -> Optional[str]:
+def _recommend_python(ctx: RuleContext, versions: Iterable[str]) -> Optional[str]:
     """The newest of ``versions`` (numeric order) that the installed CANN supports too
     (matrix ``cann_python_range``), or ``None``."""
     ordered = python_sorted(versions)
     cv = cann_version(ctx)
-    rng = matrix_call(ctx, "cann_python_range", cv) if cv else None
+    rng = ask(ctx, lambda m: m.cann_python_range(cv)) if cv else None
     ordered = within_range(ordered, rng)
     return ordered[-1] if ordered else None
 
 
-def _new_env_fix(ctx: Any, version: str, torch: Optional[str], npu: Optional[str]) -> List[Any]:
+def _new_env_fix(
+    ctx: RuleContext, version: str, torch: Optional[str], npu: Optional[str]
+) -> List[Union[str, PipInstall]]:
     """Remedies that create a Python ``version`` environment and install the
     torch/torch_npu pair in it (``python`` there is the new environment's, activated by
     the first line).  On x86_64 torch comes from the CPU index (torch_npu pins ``+cpu``)."""
-    py = section(ctx, "python")
     conda = f"conda create -n npu python={version} -y && conda activate npu"
     venv = f"python{version} -m venv ~/npu-venv && . ~/npu-venv/bin/activate"
-    if py.get("conda_prefix"):
-        lines: List[Any] = [conda]
+    lines: List[Union[str, PipInstall]]
+    if ctx.view.python.conda_prefix:
+        lines = [conda]
     else:
         lines = [f"{venv}  # no python{version} on this machine? {conda}"]
     new_env = Interpreter("python")
@@ -167,41 +169,44 @@ def _new_env_fix(ctx: Any, version: str, torch: Optional[str], npu: Optional[str
     return lines
 
 
-def _torch_release(version: Any) -> Optional[str]:
-    from npudoctor.rules._pyfacts import release
+def _npu_row(ctx: RuleContext, version: str) -> Optional[TorchNpuRow]:
+    """The matrix row of torch_npu ``version`` (``None``: no matrix, or not in it)."""
+    return ask(ctx, lambda m: m.find_torch_npu(version))
 
-    rel = release(str(version or ""))
+
+def _torch_release(version: Optional[str]) -> Optional[str]:
+    rel = release(version or "")
     return ".".join(str(x) for x in rel[:3]) if rel else None
 
 
 @rule
-def python_coverage(ctx: Any) -> Iterable[Finding]:
+def python_coverage(ctx: RuleContext) -> Iterable[Finding]:
     """K08: the interpreter's Python vs the torch_npu wheels (installed tag, matrix)."""
-    py = section(ctx, "python")
-    short = python_short(ctx)
-    if not short or py.get("error"):
+    py = ctx.view.python
+    short = py.short
+    if not short or py.error:
         return
     plat = platform(ctx)
-    npu = first(ctx, "torch-npu")
+    npu = ctx.view.packages.first("torch-npu")
     if npu is not None:
         yield from _installed_wheel(ctx, npu, short, plat)
         return
     if not cann_present(ctx):
         return
-    torch = first(ctx, "torch")
-    rows = matrix_call(ctx, "fits", python=short, platform=plat)
+    torch = ctx.view.packages.first("torch")
+    rows = ask(ctx, lambda m: m.fits(python=short, platform=plat))
     if rows is None:
         return
     if not rows:
-        every = matrix_call(ctx, "fits", platform=plat) or []
+        every = ask(ctx, lambda m: m.fits(platform=plat)) or []
         target = _recommend_python(ctx, [v for r in every for v in row_python(r, plat)])
         pick = best_torch_npu(ctx, None, target) if target else None
-        pair = matrix_call(ctx, "find_torch_npu", pick) if pick else None
+        pair = _npu_row(ctx, pick) if pick else None
         yield PY_NOT_COVERED.finding(
             title=f"No torch_npu wheel exists for Python {short} on {plat}"
             + (f": use Python {target}" if target else ""),
             evidence=[
-                f"Python {py.get('version')} at {py.get('executable')}",
+                f"Python {py.version} at {py.executable}",
                 "compatibility matrix: no torch_npu release has a wheel for it",
             ]
             + (
@@ -209,14 +214,16 @@ def python_coverage(ctx: Any) -> Iterable[Finding]:
                 if target
                 else []
             ),
-            fix=_new_env_fix(ctx, target, _torch_release(getattr(pair, "torch", None)), pick) if target else [],
+            fix=_new_env_fix(ctx, target, _torch_release(pair.torch if pair is not None else None), pick)
+            if target
+            else [],
             severity="warning",
         )
         return
     if torch is not None:
-        tv = str(torch.get("version"))
-        with_torch = matrix_call(ctx, "fits", torch=tv, python=short, platform=plat)
-        any_torch = matrix_call(ctx, "fits", torch=tv)
+        tv = str(torch.version)
+        with_torch = ask(ctx, lambda m: m.fits(torch=tv, python=short, platform=plat))
+        any_torch = ask(ctx, lambda m: m.fits(torch=tv))
         if with_torch == [] and any_torch:
             versions = python_sorted({v for r in any_torch for v in row_python(r, plat)})
             target = _recommend_python(ctx, versions)
@@ -227,17 +234,18 @@ def python_coverage(ctx: Any) -> Iterable[Finding]:
                 " (compatibility matrix, PyPI wheels)",
             ]
             cv = cann_version(ctx)
-            rng = matrix_call(ctx, "cann_python_range", cv) if cv else None
+            rng = ask(ctx, lambda m: m.cann_python_range(cv)) if cv else None
             if rng:
                 evidence.append(f"CANN {cv} supports Python {rng} (compatibility matrix)")
             if pick:
-                fit = matrix_call(ctx, "cann_fit", matrix_call(ctx, "find_torch_npu", pick), cv) if cv else None
+                pick_row = _npu_row(ctx, pick) if cv else None
+                fit = ask(ctx, lambda m: m.cann_fit(pick_row, cv)) if cv and pick_row is not None else None
                 paired = f", paired with CANN {cv}" if fit == "paired" else ""
                 evidence.append(
                     f"torch_npu {pick} is the release for torch {_torch_release(tv)} on Python {target}{paired}"
                 )
             yield PY_NOT_COVERED.finding(
-                title=f"No torch_npu for torch {torch.get('version')} has a wheel for Python {short}"
+                title=f"No torch_npu for torch {torch.version} has a wheel for Python {short}"
                 + (f": use Python {target}" if target else ""),
                 evidence=evidence,
                 fix=_new_env_fix(ctx, target, _torch_release(tv), pick)
@@ -247,17 +255,17 @@ def python_coverage(ctx: Any) -> Iterable[Finding]:
             )
 
 
-def _installed_wheel(ctx: Any, npu: Any, short: str, plat: Optional[str]) -> Iterable[Finding]:
-    py = section(ctx, "python")
-    glibc = _glibc_tuple(py.get("glibc") or section(ctx, "host").get("glibc"))
-    for tag in npu.get("wheel_tags") or []:
-        parsed = parse_tag(str(tag))
+def _installed_wheel(ctx: RuleContext, npu: Distribution, short: str, plat: Optional[str]) -> Iterable[Finding]:
+    py = ctx.view.python
+    glibc = _glibc_tuple(py.glibc or ctx.view.host.glibc)
+    for tag in npu.wheel_tags:
+        parsed = parse_tag(tag)
         if parsed is None:
             continue
         tag_py, plats = parsed
         problems = []
         if tag_py and tag_py != short:
-            problems.append(f"built for Python {tag_py}, the interpreter is {py.get('version')}")
+            problems.append(f"built for Python {tag_py}, the interpreter is {py.version}")
         if plats and plat and all(arch != plat for _g, arch in plats):
             problems.append(f"built for {plats[0][1]}, this machine is {plat}")
         if plats and glibc and all(g > glibc for g, _a in plats):
@@ -265,12 +273,12 @@ def _installed_wheel(ctx: Any, npu: Any, short: str, plat: Optional[str]) -> Ite
             problems.append(f"needs glibc >= {need[0]}.{need[1]}, the system has {glibc[0]}.{glibc[1]}")
         if problems:
             yield WHEEL_PLATFORM.finding(
-                title=f"torch_npu {npu.get('version')} wheel ({tag}) does not fit: {problems[0]}",
+                title=f"torch_npu {npu.version} wheel ({tag}) does not fit: {problems[0]}",
                 evidence=[describe(npu), f"WHEEL Tag: {tag}"] + problems,
                 fix=[
                     pip_install(
                         ctx,
-                        f"torch-npu=={npu.get('version')}",
+                        f"torch-npu=={npu.version}",
                         options=("--force-reinstall",),
                         note="lets pip pick the wheel for this interpreter (if one exists)",
                     )
@@ -278,18 +286,18 @@ def _installed_wheel(ctx: Any, npu: Any, short: str, plat: Optional[str]) -> Ite
                 subject=str(tag),
             )
         return
-    row = matrix_call(ctx, "find_torch_npu", str(npu.get("version") or ""))
+    row = _npu_row(ctx, npu.version or "")
     pys = python_sorted(row_python(row, plat))
     if pys and short not in pys:
         target = _recommend_python(ctx, pys)
         yield PY_NOT_COVERED.finding(
-            title=f"torch_npu {npu.get('version')} has no wheel for Python {short} (only {', '.join(pys)})",
+            title=f"torch_npu {npu.version} has no wheel for Python {short} (only {', '.join(pys)})",
             evidence=[
                 describe(npu),
-                f"Python {py.get('version')} at {py.get('executable')}",
+                f"Python {py.version} at {py.executable}",
                 f"PyPI wheels for {plat}: cp" + ", cp".join(p.replace(".", "") for p in pys),
             ],
-            fix=_new_env_fix(ctx, target, _torch_release(getattr(row, "torch", None)), str(npu.get("version")))
+            fix=_new_env_fix(ctx, target, _torch_release(row.torch if row is not None else None), str(npu.version))
             if target
             else [],
         )

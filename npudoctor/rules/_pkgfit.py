@@ -1,0 +1,371 @@
+"""Which copy of a stack project the rest of the stack needs, and the fix lines that
+leave exactly that copy (not a rule module: shared by the package rules).
+
+The torch <-> torch_npu pairing uses torch_npu's own ``Requires-Dist`` first (it carries
+the ``+cpu`` local tag on x86_64 up to 2.11.0: REPORT §2), the matrix second, and the
+release-number rule (torch_npu X.Y.Z[.postN] goes with torch X.Y.Z) last.
+torchvision/torchaudio follow their ``Requires-Dist`` on torch, else the release rules of
+PKG005; numpy follows the range the CANN in use needs (matrix ``numpy_spec``).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+from npudoctor.engine import RuleContext
+from npudoctor.facts.system import Distribution
+from npudoctor.parsers.metadata import requirements_on, satisfies
+from npudoctor.remedies import Command, PipUninstall, Remedy
+from npudoctor.rules._pyfacts import (
+    CPU_INDEX,
+    ask,
+    base_interpreter,
+    best_torch_npu,
+    cann_present,
+    cann_version,
+    interpreter,
+    local,
+    marker_env,
+    pip_install,
+    platform,
+    python_path,
+    release,
+)
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
+#: One line of a finding's fix: a remedy, or prose.
+Fix = Union[Remedy, str]
+
+
+def cpu_index(spec_text: str, plat: Optional[str]) -> Optional[str]:
+    """The CPU wheel index for a torch requirement that needs it (``+cpu``, or x86_64)."""
+    return CPU_INDEX if "+cpu" in spec_text or plat == "x86_64" else None
+
+
+def torch_requirements(rec: Distribution, env: Dict[str, str]) -> List[Requirement]:
+    """The ``Requires-Dist`` entries of ``rec`` on torch that apply to ``env``."""
+    return requirements_on(list(rec.requires_dist), "torch", env)
+
+
+def matrix_torch_for(ctx: RuleContext, torch_npu_version: str) -> Optional[str]:
+    """The torch the matrix pairs with torch_npu ``torch_npu_version``, or ``None``."""
+    row = ask(ctx, lambda m: m.find_torch_npu(torch_npu_version))
+    torch = row.torch if row is not None else None
+    return str(torch) if torch else None
+
+
+def npu_for_torch(ctx: RuleContext, torch_version: str) -> Optional[str]:
+    """The torch_npu the matrix pairs with ``torch_version`` for this Python/platform
+    (:func:`npudoctor.rules._pyfacts.best_torch_npu`)."""
+    return best_torch_npu(ctx, torch_version, ctx.view.python.short)
+
+
+def wanted_from_release(ctx: RuleContext, npu: Distribution) -> Optional[str]:
+    """``torch==X.Y.Z[+cpu]`` for torch_npu ``npu`` from the matrix, else the release
+    rule; ``None`` when its version does not parse."""
+    expected = matrix_torch_for(ctx, npu.version or "")
+    if expected is None:
+        rel = release(npu.version)
+        expected = ".".join(str(x) for x in rel[:3]) if rel else None
+    if expected is None:
+        return None
+    return f"torch=={expected}" + ("+cpu" if platform(ctx) == "x86_64" else "")
+
+
+@dataclass(frozen=True)
+class Want:
+    """Which copy of a stack project the rest of the stack needs.
+
+    ``accepts(record) -> bool``; ``requirement``: what to ``pip install`` when no
+    installed copy fits (``None``: npudoctor cannot say); ``index``: pip index for it;
+    ``reason``: the evidence line naming the source (a Requires-Dist, the matrix, a rule).
+    """
+
+    accepts: Callable[[Distribution], bool]
+    requirement: Optional[str]
+    index: Optional[str]
+    reason: str
+
+
+def _fits(version: Optional[str], reqs: List[Requirement]) -> bool:
+    return bool(reqs) and all(satisfies(version or "", r.specifier) is True for r in reqs)
+
+
+def want_torch(ctx: RuleContext) -> Optional[Want]:
+    """torch: what torch_npu's Requires-Dist names, else the matrix / release rule."""
+    npu = ctx.view.packages.first("torch-npu")
+    if npu is None:
+        return None
+    reqs = torch_requirements(npu, marker_env(ctx))
+    if reqs:
+        spec = ",".join(str(r.specifier) for r in reqs)
+        return Want(
+            lambda rec: _fits(rec.version, reqs),
+            f"torch{spec}",
+            cpu_index(spec, platform(ctx)),
+            f"torch_npu {npu.version} requires `{reqs[0]}` (Requires-Dist in its METADATA)",
+        )
+    wanted = wanted_from_release(ctx, npu)
+    if wanted is None:
+        return None
+    expected = release(wanted.split("==", 1)[1])
+    return Want(
+        lambda rec: expected is not None and (release(rec.version) or ())[:3] == expected[:3],
+        wanted,
+        cpu_index(wanted, platform(ctx)),
+        f"torch_npu {npu.version} goes with {wanted} (compatibility matrix / torch_npu X.Y.Z[.postN] rule)",
+    )
+
+
+def _want_torch_npu(ctx: RuleContext) -> Optional[Want]:
+    """torch_npu: a copy whose Requires-Dist (or matrix row) fits the installed torch."""
+    torch = ctx.view.packages.first("torch")
+    if torch is None:
+        return None
+    tv = torch.version or ""
+    env = marker_env(ctx)
+
+    def accepts(rec: Distribution) -> bool:
+        reqs = torch_requirements(rec, env)
+        if reqs:
+            return _fits(tv, reqs)
+        paired = matrix_torch_for(ctx, rec.version or "")
+        return bool(paired) and (release(paired) or ())[:3] == (release(tv) or ())[:3]
+
+    alt = npu_for_torch(ctx, tv)
+    return Want(
+        accepts, f"torch-npu=={alt}" if alt else None, None, f"torch {tv} is installed ({torch.metadata_source})"
+    )
+
+
+def _want_vision(ctx: RuleContext, name: str) -> Optional[Want]:
+    """torchvision/torchaudio: the copy built for the installed torch."""
+    torch = ctx.view.packages.first("torch")
+    if torch is None:
+        return None
+    tv = torch.version or ""
+    env = marker_env(ctx)
+    _fit, _ev, wanted = vision_fit(name, Distribution(version=""), tv, env)
+    return Want(
+        lambda rec: vision_fit(name, rec, tv, env)[0] is True,
+        wanted,
+        vision_index(ctx, tv),
+        f"torch {tv} is installed ({torch.metadata_source})",
+    )
+
+
+def _want_numpy(ctx: RuleContext) -> Optional[Want]:
+    target = numpy_target(ctx)
+    if target is None:
+        return None
+    spec_text, reason = target
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        spec = SpecifierSet(spec_text)
+    except InvalidSpecifier:
+        return None
+    return Want(lambda rec: satisfies(rec.version or "", spec) is True, f"numpy{spec}", None, reason)
+
+
+def want(ctx: RuleContext, name: str) -> Optional[Want]:
+    """What the stack needs of project ``name`` (torch, torch-npu, torchvision,
+    torchaudio, numpy), or ``None`` when it cannot say."""
+    if name == "torch":
+        return want_torch(ctx)
+    if name == "torch-npu":
+        return _want_torch_npu(ctx)
+    if name in ("torchvision", "torchaudio"):
+        return _want_vision(ctx, name)
+    if name == "numpy":
+        return _want_numpy(ctx)
+    return None
+
+
+def _user_home(location: str) -> Optional[str]:
+    """``/home/dev`` of ``/home/dev/.local/lib/python3.10/site-packages``."""
+    head, sep, _tail = location.partition("/.local/lib/")
+    return head if sep and head.startswith("/") else None
+
+
+def _remove_command(
+    ctx: RuleContext, name: str, rec: Distribution, keep_user_site: bool, same_dir: int
+) -> PipUninstall:
+    """The remedy that uninstalls exactly ``rec`` (a copy of ``name``).
+
+    ``pip uninstall`` removes the first copy on the running interpreter's sys.path (its
+    RECORD lists every file, console scripts included), so the command picks the
+    interpreter and flags that put ``rec`` first (checked with real pip 23 on CPython
+    3.8, tests/test_packages_rules.py):
+
+    * user site: the non-venv interpreter (pip in a venv refuses "outside environment")
+      with ``HOME`` of that user site -- the user site precedes every site dir there;
+    * the environment's own site dir: the target interpreter, with ``-s`` (no user site
+      on sys.path) when a user-site copy is kept;
+    * a system site dir seen by a venv (include-system-site-packages): the base
+      interpreter with ``-s``;
+    * any other directory (PYTHONPATH, a .pth entry): ``PYTHONPATH=<dir>`` puts it first.
+    """
+    py = ctx.view.python
+    loc = rec.location or ""
+    what = f"{rec.name} {rec.version}"
+    if same_dir > 1:
+        what = f"one of the {same_dir} {rec.name} dist-infos"
+    prefix = (py.prefix or "").rstrip("/")
+    in_env = bool(prefix) and loc.startswith(prefix + "/")
+    site_dir = posixpath.basename(loc.rstrip("/")) in ("site-packages", "dist-packages")
+    if rec.user_site:
+        home = _user_home(loc)
+        return PipUninstall(
+            base_interpreter(ctx, env=(("HOME", home),) if home else ()),
+            (name,),
+            site=loc,
+            note=f"pip removes the first copy on sys.path, the user site's: {what} in {loc}",
+        )
+    if site_dir and (in_env or not py.is_venv):
+        if keep_user_site:
+            return PipUninstall(
+                interpreter(ctx, flags=("-s",)),
+                (name,),
+                site=loc,
+                note=f"-s hides the user site: removes {what} in {loc}",
+            )
+        return PipUninstall(interpreter(ctx), (name,), site=loc, note=f"removes {what} in {loc}")
+    if site_dir:
+        return PipUninstall(
+            base_interpreter(ctx, flags=("-s",)),
+            (name,),
+            site=loc,
+            note=f"the base interpreter (pip in the venv refuses): removes {what} in {loc}",
+        )
+    return PipUninstall(
+        base_interpreter(ctx, flags=("-s",), env=(("PYTHONPATH", loc),)),
+        (name,),
+        site=loc,
+        note=f"PYTHONPATH puts {loc} first: removes {what} there",
+    )
+
+
+def cleanup(
+    ctx: RuleContext, name: str, recs: Sequence[Distribution], wanted: Optional[Want]
+) -> Tuple[List[Fix], Optional[Distribution]]:
+    """Fix lines that leave exactly one good copy of ``name``, and the copy kept (or
+    ``None`` when every copy goes and ``wanted.requirement`` is installed afresh).
+
+    The kept copy is the first (in sys.path order) that ``wanted`` accepts and that is
+    alone in its directory: two dist-infos in one directory share the package files
+    (the last install wrote them), so neither can be trusted.  Without ``wanted`` the
+    copy import uses now is kept."""
+    per_dir: Dict[str, int] = {}
+    for r in recs:
+        per_dir[str(r.location)] = per_dir.get(str(r.location), 0) + 1
+    keeper = None
+    for r in recs if wanted is not None else recs[:1]:
+        if per_dir[str(r.location)] == 1 and (wanted is None or wanted.accepts(r)):
+            keeper = r
+            break
+    keep_user = bool(keeper is not None and keeper.user_site)
+    fix: List[Fix] = [
+        _remove_command(ctx, name, r, keep_user, per_dir[str(r.location)]) for r in recs if r is not keeper
+    ]
+    if keeper is not None:
+        fix.append(
+            Command(
+                (python_path(ctx), "-m", "pip", "show", name),
+                note=f"must now show Version: {keeper.version}, Location: {keeper.location}",
+            )
+        )
+        return fix, keeper
+    if wanted is not None and wanted.requirement:
+        fix.append(pip_install(ctx, wanted.requirement, index=wanted.index))
+    else:
+        fix.append(pip_install(ctx, name + "==" + str(recs[0].version), note="or the version you want"))
+    return fix, None
+
+
+def _torch_minor_plus_15(torch_version: str) -> Optional[str]:
+    rel = release(torch_version)
+    if not rel or len(rel) < 2 or rel[0] != 2:
+        return None
+    return f"0.{rel[1] + 15}"
+
+
+def _vision_wanted(name: str, tv: str) -> str:
+    """The requirement of the torchvision/torchaudio built for torch ``tv`` (the
+    release-number rules of PKG005)."""
+    if name == "torchvision":
+        want = _torch_minor_plus_15(tv)
+        return f"torchvision=={want}.*" if want else "torchvision"
+    rel_t = release(tv)
+    return f"torchaudio=={rel_t[0]}.{rel_t[1]}.*" if rel_t and len(rel_t) >= 2 else "torchaudio"
+
+
+def vision_fit(name: str, rec: Distribution, tv: str, env: Dict[str, str]) -> Tuple[Optional[bool], List[str], str]:
+    """``(fits, evidence, wanted)`` of a torchvision/torchaudio record for torch ``tv``:
+    its ``Requires-Dist`` on torch first, else the release rule; ``fits`` is ``None``
+    when neither can say."""
+    version = rec.version or ""
+    wanted = _vision_wanted(name, tv)
+    reqs = requirements_on(list(rec.requires_dist), "torch", env)
+    if reqs:
+        unmet = [r for r in reqs if satisfies(tv, r.specifier) is False]
+        if not unmet:
+            return True, [], wanted
+        return False, [f"{name} {version} requires `{unmet[0]}` (Requires-Dist)"], wanted
+    rel_t, rel_x = release(tv), release(version)
+    if not rel_t or not rel_x:
+        return None, [], wanted
+    if name == "torchvision":
+        want = _torch_minor_plus_15(tv)
+        if want is None:
+            return None, [], wanted
+        if ".".join(str(x) for x in rel_x[:2]) == want:
+            return True, [], wanted
+        return False, [f"rule: torchvision minor = torch minor + 15 -> torchvision {want}.x for torch {tv}"], wanted
+    if rel_t[:2] == rel_x[:2]:
+        return True, [], wanted
+    return False, [f"rule: torchaudio X.Y goes with torch X.Y -> torchaudio {rel_t[0]}.{rel_t[1]}.x"], wanted
+
+
+def vision_index(ctx: RuleContext, tv: str) -> Optional[str]:
+    """The pip index of the torchvision/torchaudio for torch ``tv`` (the CPU index for
+    ``+cpu`` torch, or x86_64 with torch_npu)."""
+    on_cpu = local(tv) == "cpu" or (platform(ctx) == "x86_64" and ctx.view.packages.first("torch-npu") is not None)
+    return CPU_INDEX if on_cpu else None
+
+
+def _numpy_spec(ctx: RuleContext, cann: str, python: str) -> Optional[str]:
+    return ask(ctx, lambda m: m.numpy_spec(cann, python))
+
+
+def numpy_target(ctx: RuleContext) -> Optional[Tuple[str, str]]:
+    """``(numpy specifier, evidence line)`` for the interpreter: the range the installed
+    CANN needs with this Python (matrix ``numpy_spec``, REPORT §6.2); with no CANN
+    version known, the range of the CANN the matrix pairs with the installed torch_npu
+    (its row's ``cann``).  ``None`` when neither is documented."""
+    py = ctx.view.python.short
+    if not py:
+        return None
+    cv = cann_version(ctx)
+    if cv:
+        spec = _numpy_spec(ctx, cv, py)
+        if spec:
+            return str(spec), f"CANN {cv} with Python {py} needs numpy{spec} (compatibility matrix, REPORT §6.2)"
+        return None
+    npu = ctx.view.packages.first("torch-npu")
+    if npu is None:
+        return None
+    row = ask(ctx, lambda m: m.find_torch_npu(npu.version or ""))
+    for paired in list(row.cann if row is not None else []):
+        spec = _numpy_spec(ctx, str(paired), py)
+        if spec:
+            state = "the installed CANN's version is unknown" if cann_present(ctx) else "no CANN is installed"
+            return str(spec), (
+                f"{state}: numpy{spec} is what CANN {paired}, the CANN the compatibility matrix pairs with "
+                f"torch_npu {npu.version}, needs with Python {py}"
+            )
+    return None

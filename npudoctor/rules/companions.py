@@ -1,0 +1,266 @@
+"""Rules on the frameworks built on torch_npu (kind K01, code PKG004).
+
+vllm-ascend, MindIE, MindSpeed, … pin torch/torch_npu/torchvision/torchaudio in their
+``Requires-Dist`` (:func:`companion_pins`); the releases whose metadata names no torch_npu
+are judged against the built-in table of npudoctor/rules/_frameworks.py
+(:func:`companion_table`).  Facts read (views): ``packages.installed``,
+``cann.mindie``/``cann.atb_models`` (version.info of the .run packages).  Matrix queries:
+``find_torch_npu``, ``rows_for_torch``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Iterable, List, NamedTuple, Optional, Tuple
+
+from npudoctor.engine import RuleContext
+from npudoctor.findings import Finding
+from npudoctor.knowledge import codes
+from npudoctor.parsers.metadata import canonical_name, requirements_on, satisfies
+from npudoctor.rules import rule
+from npudoctor.rules._frameworks import TABLE, FrameworkRow, npu_fits, rows_for
+from npudoctor.rules._pkgfit import Fix, cpu_index
+from npudoctor.rules._pyfacts import ask, describe, marker_env, pip_install, platform, python_exe, release
+
+if TYPE_CHECKING:
+    from npudoctor.knowledge.matrix import TorchNpuRow
+
+COMPANION = codes.get("PKG004")
+
+#: Projects whose pins on the stack are checked (besides any package that names torch-npu).
+_COMPANIONS = frozenset(
+    {
+        "vllm",
+        "vllm-ascend",
+        "mindie-turbo",
+        "mindie",
+        "mindie-llm",
+        "mindspeed",
+        "mindspeed-llm",
+        "torchair",
+        "triton-ascend",
+        "apex",
+        "deepspeed",
+    }
+)
+
+
+def _installed_version(ctx: RuleContext, name: str) -> Optional[str]:
+    rec = ctx.view.packages.first(name)
+    return str(rec.version) if rec and rec.version else None
+
+
+@rule
+def companion_pins(ctx: RuleContext) -> Iterable[Finding]:
+    """K01: vllm-ascend, MindIE, … pins on torch/torch_npu/torchvision/torchaudio."""
+    packages = ctx.view.packages
+    if packages.first("torch-npu") is None and not any(packages.first(c) for c in ("vllm-ascend", "mindie-turbo")):
+        return
+    env = marker_env(ctx)
+    has_vllm_ascend = packages.first("vllm-ascend") is not None
+    targets = ("torch", "torch-npu", "torchvision", "torchaudio")
+    for rec in packages.effective():
+        name = canonical_name(rec.name)
+        if name in targets:
+            continue
+        reqs_all = list(rec.requires_dist)
+        names_npu = bool(requirements_on(reqs_all, "torch-npu"))
+        if name not in _COMPANIONS and not names_npu:
+            continue
+        for target in targets:
+            for req in requirements_on(reqs_all, target, env):
+                installed = _installed_version(ctx, target)
+                if installed is not None and satisfies(installed, req.specifier) is not False:
+                    continue
+                if installed is None and target != "torch-npu":
+                    continue
+                if name == "vllm" and has_vllm_ascend and target in ("torch", "torchvision", "torchaudio"):
+                    continue  # expected: vllm-ascend pins the previous torch (vllm-ascend#5710)
+                wanted = f"{target}{req.specifier}"
+                have = f"{target} {installed} is installed" if installed else f"{target} is not installed"
+                fix: List[Fix] = [
+                    pip_install(ctx, wanted, index=cpu_index(wanted, platform(ctx)) if target != "torch-npu" else None)
+                ]
+                if name == "vllm-ascend":
+                    vllm = _installed_version(ctx, "vllm")
+                    fix = [
+                        pip_install(ctx, f"vllm=={vllm}" if vllm else "vllm", note="vllm first"),
+                        pip_install(
+                            ctx,
+                            f"vllm-ascend=={rec.version}",
+                            note="then vllm-ascend: it re-pins torch/torch_npu",
+                        ),
+                    ]
+                target_rec = packages.first(target)
+                yield COMPANION.finding(
+                    title=f"{rec.name} {rec.version} requires {wanted}, but {have}",
+                    evidence=[describe(rec), f"Requires-Dist: {req}"]
+                    + ([describe(target_rec)] if installed and target_rec is not None else []),
+                    fix=fix,
+                    subject=f"{name}:{target}",
+                )
+
+
+class _Release(NamedTuple):
+    """A framework release of the built-in table found on this machine."""
+
+    project: str
+    label: str
+    version: str
+    where: str
+    pins_torch_npu: bool
+
+
+def _framework_releases(ctx: RuleContext) -> List[_Release]:
+    """The framework releases of the built-in table (npudoctor/rules/_frameworks.py)
+    found on this machine: the vllm-ascend distribution, MindIE and its ATB models."""
+    out: List[_Release] = []
+    rec = ctx.view.packages.first("vllm-ascend")
+    if rec is not None and rec.version:
+        pins = bool(requirements_on(list(rec.requires_dist), "torch-npu"))
+        out.append(_Release("vllm-ascend", "vllm-ascend", rec.version, rec.metadata_source, pins))
+    cann = ctx.view.cann
+    for fact, project, label in (
+        (cann.mindie, "mindie", "MindIE"),
+        (cann.atb_models, "atb-models", "MindIE ATB models"),
+    ):
+        if fact is not None and fact.version:
+            out.append(_Release(project, label, fact.version, str(fact.source or fact.path), False))
+    return out
+
+
+def _companion_without_torch_npu(ctx: RuleContext, torch_version: str) -> Iterable[Finding]:
+    """A framework release of the built-in table is installed but torch_npu is not:
+    nothing NPU-related can run (the pinned case is judged by ``companion_pins``)."""
+    for project, label, version, where, pins in _framework_releases(ctx):
+        rows = rows_for(project, version) if not pins else []
+        want = _documented_npu(ctx, rows[0], torch_version) if rows else None
+        if not want:
+            continue
+        torch_needed = ".".join(str(x) for x in (release(want) or ())[:3])
+        reqs = ([f"torch=={torch_needed}"] if torch_needed and not torch_version else []) + [f"torch-npu=={want}"]
+        yield COMPANION.finding(
+            title=f"{label} {version} needs torch_npu {want}, but torch_npu is not installed",
+            evidence=[
+                f"{label} {version} from {where}",
+                "no torch_npu dist-info in the target interpreter",
+                f"{label} {version} needs torch_npu {want}: built-in table, {rows[0].source}",
+            ],
+            fix=[
+                pip_install(ctx, *reqs, index=None)
+                if _on_pypi(ctx, want)
+                else f"install the torch_npu {want} wheel that {label} {version}'s installation guide links (not on PyPI)"
+            ],
+            subject=f"{project}:torch-npu",
+        )
+
+
+def _documented_npu(ctx: RuleContext, row: FrameworkRow, torch_version: str) -> Optional[str]:
+    """The torch_npu build a table row names: its own ``torch_npu``, or the build of its
+    Ascend Extension for PyTorch line (matrix ``ext_version``) for the installed torch."""
+    if row.torch_npu:
+        return str(row.torch_npu)
+    if not row.ext:
+        return None
+    ext = row.ext
+    for r in ask(ctx, lambda m: m.rows_for_torch(torch_version)) or []:
+        if str(r.ext_version).lower() == str(ext).lower():
+            return str(r.torch_npu)
+    return None
+
+
+def _npu_row(ctx: RuleContext, version: str) -> Optional[TorchNpuRow]:
+    return ask(ctx, lambda m: m.find_torch_npu(version))
+
+
+def _on_pypi(ctx: RuleContext, version: str) -> bool:
+    row = _npu_row(ctx, version)
+    return bool(row is not None and any(row.python.values()))
+
+
+@rule
+def companion_table(ctx: RuleContext) -> Iterable[Finding]:
+    """K01: vllm-ascend releases that do not pin torch-npu in their metadata (up to 0.9.0)
+    and MindIE / ATB models (.run packages) vs the torch_npu build their documentation
+    names (built-in table, npudoctor/rules/_frameworks.py)."""
+    npu = ctx.view.packages.first("torch-npu")
+    torch = ctx.view.packages.first("torch")
+    tv = (torch.version if torch is not None else None) or ""
+    if npu is None:
+        yield from _companion_without_torch_npu(ctx, tv)
+        return
+    installed = npu.version or ""
+    for project, label, version, where, pins in _framework_releases(ctx):
+        if pins:
+            continue  # its Requires-Dist names torch-npu: companion_pins judges that
+        rows = rows_for(project, version)
+        if not rows:
+            continue
+        row = rows[0]
+        want = _documented_npu(ctx, row, tv or installed)
+        if not want or npu_fits(installed, want) is not False:
+            continue
+        rel_i, rel_w = release(installed), release(want)
+        if rel_i and rel_w and rel_i[:3] != rel_w[:3]:
+            why = f"torch_npu {installed} is another release line than {want}"
+        elif "rc" in installed or "a" in installed.split(".")[-1] or "b" in installed.split(".")[-1]:
+            why = f"torch_npu {installed} is a pre-release, not the {want} build (it lacks the operators/APIs {label} calls)"
+        else:
+            why = f"torch_npu {installed} is an earlier build than {want} (it lacks the operators/APIs {label} calls)"
+        evidence = [
+            f"{label} {version} from {where}",
+            describe(npu),
+            f"{label} {version} needs torch_npu {want}"
+            + (f" (Ascend Extension for PyTorch {row.ext})" if row.ext else "")
+            + f": built-in table, {row.source}",
+            why,
+        ]
+        torch_needed = ".".join(str(x) for x in (rel_w or ())[:3])
+        reqs = [f"torch-npu=={want}"]
+        rel_t = release(tv)
+        if torch_needed and rel_t and rel_w is not None and rel_t[:3] != rel_w[:3]:
+            reqs.insert(0, f"torch=={torch_needed}")
+        fix: List[Fix]
+        if _on_pypi(ctx, want):
+            fix = [pip_install(ctx, *reqs, index=None)]
+        else:
+            fix = [
+                f"install the torch_npu {want} wheel that {label} {version}'s installation guide links "
+                f"(not on PyPI): download it, then pip-install the downloaded .whl file with {python_exe(ctx)} -m pip"
+            ]
+        if project == "vllm-ascend":
+            newer = _vllm_ascend_on_pypi(ctx, installed, tv)
+            if newer:
+                fix.append(
+                    pip_install(
+                        ctx,
+                        "vllm==" + newer[0].split("rc")[0],
+                        lead=f"or move to vllm-ascend {newer[0]}, whose torch_npu {newer[1]} is on PyPI"
+                        + (f" (it needs CANN >= {newer[2]})" if newer[2] else "")
+                        + ": ",
+                        note="vllm first",
+                    )
+                )
+                fix.append(pip_install(ctx, "vllm-ascend==" + newer[0], "torch-npu==" + newer[1], lead="  then "))
+        yield COMPANION.finding(
+            title=f"{label} {version} needs torch_npu {want}, but torch_npu {installed} is installed",
+            evidence=evidence,
+            fix=fix,
+            subject=f"{project}:torch-npu",
+        )
+
+
+def _vllm_ascend_on_pypi(ctx: RuleContext, installed: str, torch_version: str) -> Optional[Tuple[str, str, str]]:
+    """``(vllm-ascend version, torch_npu, CANN minimum)``: the oldest table release whose torch_npu
+    is on PyPI and built for the installed torch (same X.Y.Z), or ``None``."""
+    rel_t = release(torch_version or installed)
+    for row in TABLE:
+        if row.project != "vllm-ascend" or not row.torch_npu or not _on_pypi(ctx, row.torch_npu):
+            continue
+        rel_npu = release(row.torch_npu)
+        if rel_t and rel_npu and rel_npu[:3] != rel_t[:3]:
+            continue
+        m = re.search(r"(?:==|>=)\s*([0-9][0-9A-Za-z.]*)", row.versions[0])
+        if m:
+            return m.group(1), str(row.torch_npu), str(row.cann_min or "")
+    return None
