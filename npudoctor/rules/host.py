@@ -8,12 +8,13 @@ Codes ``HOST001``-``HOST049`` belong to this module (``HOST050``+ are the overvi
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Iterable, Optional, Set, Tuple
 
+from npudoctor.engine import RuleContext
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.rules import rule
-from npudoctor.rules._pyfacts import cann_present, first, section
+from npudoctor.rules._pyfacts import cann_present
 
 LIBGOMP_TLS = codes.get("HOST001")
 
@@ -26,8 +27,8 @@ ERROR_BELOW = 1 * GIB
 WARN_BELOW = 2 * GIB
 
 
-def _stack(ctx: Any) -> bool:
-    return cann_present(ctx) or first(ctx, "torch-npu") is not None
+def _stack(ctx: RuleContext) -> bool:
+    return cann_present(ctx) or ctx.view.packages.torch_npu is not None
 
 
 def _gib(value: int) -> str:
@@ -35,71 +36,71 @@ def _gib(value: int) -> str:
 
 
 @rule
-def libgomp_static_tls(ctx: Any) -> Iterable[Finding]:
+def libgomp_static_tls(ctx: RuleContext) -> Iterable[Finding]:
     """K21: aarch64 + conda env libgomp.so.1 + LD_PRELOAD without libgomp."""
-    gomp = section(ctx, "hygiene").get("libgomp") or {}
-    if not isinstance(gomp, dict) or gomp.get("arch") != "aarch64" or not gomp.get("exists") or gomp.get("preloaded"):
+    gomp = ctx.view.hygiene.libgomp
+    if gomp is None or gomp.arch != "aarch64" or not gomp.exists or gomp.preloaded:
         return
-    npu = first(ctx, "torch-npu")
-    torch = first(ctx, "torch")
-    if npu is None and torch is None:
+    npu = ctx.view.packages.torch_npu
+    torch = ctx.view.packages.first("torch")
+    if npu is not None:
+        what = f"torch_npu {npu.version}"
+    elif torch is not None:
+        what = f"torch {torch.version}"
+    else:
         return
-    what = f"torch_npu {npu.get('version')}" if npu else f"torch {torch.get('version')}"
     yield LIBGOMP_TLS.finding(
         title=f"aarch64 conda env with its own libgomp and {what}: preload libgomp to avoid static TLS exhaustion",
         evidence=[
-            f"architecture: {gomp.get('arch')}",
-            f"conda env: {gomp.get('conda_prefix')} (its lib/ comes first for the env's python)",
-            f"{gomp.get('path')} exists",
-            f"LD_PRELOAD: {gomp.get('ld_preload') or '(empty)'}",
+            f"architecture: {gomp.arch}",
+            f"conda env: {gomp.conda_prefix} (its lib/ comes first for the env's python)",
+            f"{gomp.path} exists",
+            f"LD_PRELOAD: {gomp.ld_preload or '(empty)'}",
         ],
-        fix=[f"export LD_PRELOAD={gomp.get('path')}{':$LD_PRELOAD' if gomp.get('ld_preload') else ''}"],
-        subject=str(gomp.get("path")),
+        fix=[f"export LD_PRELOAD={gomp.path}{':$LD_PRELOAD' if gomp.ld_preload else ''}"],
+        subject=str(gomp.path),
     )
 
 
 @rule
-def cann_disk_space(ctx: Any) -> Iterable[Finding]:
+def cann_disk_space(ctx: RuleContext) -> Iterable[Finding]:
     """K22: free space and writability of CANN's cache/log targets."""
     if not _stack(ctx):
         return
-    disk = section(ctx, "hygiene").get("disk") or []
-    seen_mounts = set()
-    for rec in disk:
-        if not isinstance(rec, dict):
-            continue
-        path = rec.get("path")
-        var = rec.get("variable")
-        if rec.get("writable") is False:
+    seen_mounts: Set[Tuple[Optional[str], Optional[str]]] = set()
+    for rec in ctx.view.hygiene.disk:
+        path = rec.path
+        var = rec.variable
+        if rec.writable is False:
             fix_var = var or "ASCEND_CACHE_PATH"
             yield NOT_WRITABLE.finding(
-                title=f"{path} ({rec.get('purpose')}) is not writable for this account",
-                evidence=[f"nearest existing directory: {rec.get('checked')} (mode bits deny writing)"]
+                title=f"{path} ({rec.purpose}) is not writable for this account",
+                evidence=[f"nearest existing directory: {rec.checked} (mode bits deny writing)"]
                 + ([f"{var}={path}"] if var else []),
                 fix=[f"mkdir -p $HOME/ascend-cache && export {fix_var}=$HOME/ascend-cache"],
                 subject=str(path),
             )
-        free = rec.get("free_bytes")
-        if not isinstance(free, int) or free >= WARN_BELOW:
+        free = rec.free_bytes
+        if free is None or free >= WARN_BELOW:
             continue
-        key = (rec.get("mount"), rec.get("checked") if rec.get("mount") is None else None)
+        key = (rec.mount, rec.checked if rec.mount is None else None)
         if key in seen_mounts:
             continue
         seen_mounts.add(key)
         severity = "error" if free < ERROR_BELOW else "warning"
-        total = rec.get("total_bytes")
+        total = rec.total_bytes
         evidence = [
-            f"{rec.get('checked')}: {_gib(free)} free"
-            + (f" of {_gib(total)}" if isinstance(total, int) and total else "")
-            + (f" on {rec.get('mount')}" if rec.get("mount") else "")
-            + f" ({rec.get('source')})",
-            f"used for: {rec.get('purpose')}" + (f" via {var}={path}" if var else f" ({path})"),
+            f"{rec.checked}: {_gib(free)} free"
+            + (f" of {_gib(total)}" if total else "")
+            + (f" on {rec.mount}" if rec.mount else "")
+            + f" ({rec.source})",
+            f"used for: {rec.purpose}" + (f" via {var}={path}" if var else f" ({path})"),
         ]
         yield DISK_LOW.finding(
-            title=f"Only {_gib(free)} free for {rec.get('purpose')} at {path}",
+            title=f"Only {_gib(free)} free for {rec.purpose} at {path}",
             evidence=evidence,
             fix=[
-                f"free space on {rec.get('mount') or rec.get('checked')} (e.g. old caches: rm -rf {path}/kernel_meta* ~/ascend/log/debug)",
+                f"free space on {rec.mount or rec.checked} (e.g. old caches: rm -rf {path}/kernel_meta* ~/ascend/log/debug)",
                 "or: export ASCEND_CACHE_PATH=/data/ascend/cache ASCEND_WORK_PATH=/data/ascend/work ASCEND_PROCESS_LOG_PATH=/data/ascend/log   # a larger writable disk",
             ],
             severity=severity,

@@ -12,8 +12,9 @@ ordered list instead of independent advice.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Dict, List
 
+from npudoctor.engine import RuleContext
 from npudoctor.findings import Finding
 from npudoctor.rules import postprocess
 
@@ -45,7 +46,7 @@ COVERED_BY_NEW_CANN = ("CANN004", "CANN005", "CANN006", "CANN007", "CANN008", "C
 
 
 @postprocess
-def fix_order(ctx: Any, findings: List[Finding]) -> List[Finding]:
+def fix_order(ctx: RuleContext, findings: List[Finding]) -> List[Finding]:
     """Add to ``after`` the codes of fixable findings in earlier layers, and mark the
     kernels/NNAL findings a new-CANN fix covers (``data["superseded_by"]``)."""
     replacing = next((f.code for f in findings if f.code in REPLACES_CANN and f.fix and f.severity == "error"), None)

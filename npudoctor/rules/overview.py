@@ -6,72 +6,65 @@ Codes: ``HOST050`` (no-npu-stack).  ``HOST050``-``HOST059`` are reserved for thi
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List
+from typing import Iterable, List, Mapping, Union
 
+from npudoctor.engine import RuleContext
+from npudoctor.facts import Facts
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.rules import rule
+from npudoctor.snapshot import Snapshot
 
 NO_NPU_STACK = codes.get("HOST050")
 
-
-def _section(source: Any, name: str) -> Dict[str, Any]:
-    snapshot = getattr(source, "snapshot", source)
-    getter = getattr(snapshot, "section", None)
-    if callable(getter):
-        value = getter(name)
-    elif isinstance(snapshot, dict):
-        value = (snapshot.get("facts") or snapshot).get(name)
-    else:
-        value = None
-    return value if isinstance(value, dict) else {}
+#: What :func:`stack_evidence` accepts: a snapshot, a rule context, a snapshot document
+#: (``{"facts": {...}}``) or a facts object.
+Source = Union[Snapshot, RuleContext, Mapping[str, object]]
 
 
-def _torch_npu_records(source: Any) -> List[Dict[str, Any]]:
-    installed = _section(source, "packages").get("installed") or {}
-    if not isinstance(installed, dict):
-        return []
-    out: List[Dict[str, Any]] = []
-    for key in ("torch-npu", "torch_npu"):
-        records = installed.get(key) or []
-        out.extend(r for r in records if isinstance(r, dict))
-    return out
+def _view(source: Source) -> Facts:
+    """The typed facts of ``source`` (see :data:`Source`)."""
+    if isinstance(source, RuleContext):
+        return source.view
+    if isinstance(source, Snapshot):
+        return Facts(source.facts)
+    if isinstance(source, Mapping):
+        inner = source.get("facts")
+        return Facts(inner if isinstance(inner, Mapping) and inner else source)
+    return Facts({})
 
 
-def stack_evidence(snapshot: Any) -> List[str]:
+def stack_evidence(snapshot: Source) -> List[str]:
     """One line per NPU-related thing present (empty list: nothing NPU-related).
 
-    ``snapshot`` is a :class:`~npudoctor.snapshot.Snapshot`, a ``RuleContext`` or a plain
-    facts dict.  Reads ``cann.toolkits``/``cann.nnal``, ``driver.driver.exists``/``version``,
-    ``packages.installed["torch-npu"]`` and ``devices.chips``/``devices.npu_smi.available``/
-    ``devices.nodes``.
+    ``snapshot`` is a :class:`~npudoctor.snapshot.Snapshot`, a ``RuleContext``, a snapshot
+    document or a plain facts dict.  Reads ``cann.toolkits``/``cann.nnal``,
+    ``driver.driver.exists``/``version``, the torch-npu records of ``packages`` and
+    ``devices.chips``/``devices.npu_smi.available``/``devices.nodes``.
     """
+    facts = _view(snapshot)
     out: List[str] = []
-    cann = _section(snapshot, "cann")
-    for tk in cann.get("toolkits") or []:
-        if isinstance(tk, dict):
-            out.append(f"CANN {tk.get('version') or '(version unknown)'} at {tk.get('path')}")
-    nnal = cann.get("nnal")
-    if isinstance(nnal, dict):
-        out.append(f"NNAL/ATB at {nnal.get('path')}")
-    driver = (_section(snapshot, "driver").get("driver")) or {}
-    if isinstance(driver, dict) and (driver.get("exists") or driver.get("version")):
-        out.append(f"NPU driver {driver.get('version') or ''} at {driver.get('path')}".replace("  ", " "))
-    for rec in _torch_npu_records(snapshot):
-        out.append(f"torch_npu {rec.get('version')} in {rec.get('location')}")
-    devices = _section(snapshot, "devices")
-    chips = devices.get("chips") or []
-    if chips:
-        out.append(f"{len(chips)} NPU chip(s) listed by npu-smi")
-    elif isinstance(devices.get("npu_smi"), dict) and devices["npu_smi"].get("available"):
+    cann = facts.cann
+    for tk in cann.toolkits:
+        out.append(f"CANN {tk.version or '(version unknown)'} at {tk.path}")
+    if cann.nnal is not None:
+        out.append(f"NNAL/ATB at {cann.nnal.path}")
+    driver = facts.driver.driver
+    if driver.exists or driver.version:
+        out.append(f"NPU driver {driver.version or ''} at {driver.path}".replace("  ", " "))
+    for rec in facts.packages.records("torch-npu"):
+        out.append(f"torch_npu {rec.version} in {rec.location}")
+    devices = facts.devices
+    if devices.chips:
+        out.append(f"{len(devices.chips)} NPU chip(s) listed by npu-smi")
+    elif devices.npu_smi.available:
         out.append("npu-smi is installed")
-    nodes = devices.get("nodes")
-    if isinstance(nodes, (list, dict)) and nodes:
+    if devices.nodes:
         out.append("/dev/davinci* device nodes present")
     return out
 
 
-def npu_stack_present(snapshot: Any) -> bool:
+def npu_stack_present(snapshot: Source) -> bool:
     """True when anything of an Ascend NPU stack is on the machine: a CANN toolkit or
     NNAL, the NPU driver, a torch_npu package, npu-smi, NPU chips or device nodes.
 
@@ -85,19 +78,18 @@ def npu_stack_present(snapshot: Any) -> bool:
         return True
 
 
-def _sections_ran(ctx: Any) -> bool:
+def _sections_ran(ctx: RuleContext) -> bool:
     # Under --only/--skip or from an old snapshot some sections may be absent; only say
     # "nothing here" when the sections that could contradict it were actually probed.
-    facts = getattr(ctx.snapshot, "facts", {}) or {}
-    return all(name in facts for name in ("cann", "driver"))
+    return all(ctx.view.state(name) != "absent" for name in ("cann", "driver"))
 
 
 @rule
-def no_npu_stack(ctx: Any) -> Iterable[Finding]:
+def no_npu_stack(ctx: RuleContext) -> Iterable[Finding]:
     """HOST050 when the machine has no NPU stack at all."""
-    if not _sections_ran(ctx) or npu_stack_present(ctx.snapshot):
+    if not _sections_ran(ctx) or npu_stack_present(ctx):
         return
-    searched = _section(ctx.snapshot, "cann").get("searched") or []
+    searched = ctx.view.cann.searched
     evidence = ["no CANN toolkit, NNAL, NPU driver, torch_npu or NPU device found"]
     if searched:
         evidence.append("looked in: " + ", ".join(str(s) for s in searched[:8]))
