@@ -10,6 +10,7 @@ from pathlib import Path
 from clirun import npudoctor
 
 from npudoctor.cann_env import expected_environment
+from npudoctor.facts import Facts
 from npudoctor.host import Host
 from npudoctor.rules._env_vars import variable_state
 
@@ -112,7 +113,8 @@ def test_probe_sourced_environment_is_clean(tmp_path):
     env = doc["facts"]["environment"]
     assert env["toolkit"]["path"] == tk
     assert env["sourced"] is True
-    state = variable_state(env, doc["facts"].get("cann") or {})
+    facts = Facts(doc["facts"])
+    state = variable_state(facts.environment, facts.cann)
     assert state.missing_vars == [] and state.stale == [] and env["missing_paths"] == {}
     assert not [f for f in doc["findings"] if f["area"] == "environment"]
 
@@ -135,7 +137,8 @@ def test_probe_partial_and_stale(tmp_path):
         },
     )
     env = doc["facts"]["environment"]
-    state = variable_state(env, doc["facts"].get("cann") or {})
+    facts = Facts(doc["facts"])
+    state = variable_state(facts.environment, facts.cann)
     assert [s["value"] for s in state.stale] == ["/usr/local/Ascend/ascend-toolkit/7.0.RC1/lib64"]
     assert state.stale[0]["version"] == "7.0.RC1"
     assert "/usr/local/Ascend/driver/lib64/common" in env["missing_paths"]["LD_LIBRARY_PATH"]

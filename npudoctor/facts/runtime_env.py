@@ -38,13 +38,22 @@ class ExpectedNnal:
 
 
 @dataclass(frozen=True)
+class UnsupportedLine:
+    """A line of ``set_env.sh`` npudoctor could not interpret (``line`` < 1 in snapshots
+    from before ``fallback``: the reason the documented variables were used)."""
+
+    line: Optional[int] = None
+    text: Optional[str] = None
+
+
+@dataclass(frozen=True)
 class Expected:
     """What ``set_env.sh`` of the toolkit (and NNAL's) would set (read, never run)."""
 
     toolkit: Optional[str] = None
     method: Optional[str] = field(default=None, metadata=_doc('"set_env.sh" | "set_env.sh (rebased)" | "documented"'))
     script: Optional[str] = None
-    unsupported: Tuple[JSON, ...] = ()
+    unsupported: Tuple[UnsupportedLine, ...] = ()
     fallback: Optional[str] = field(default=None, metadata=_doc("why the documented variables were used"))
     variables: Dict[str, str] = field(default_factory=dict)
     added: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
@@ -137,6 +146,25 @@ class ElfObject:
 
 
 @dataclass(frozen=True)
+class FoundAt:
+    """Where a missing library is on disk."""
+
+    path: str = ""
+    where: str = field(default="", metadata=_doc('"selected toolkit", "driver", "NNAL ...", "CANN <version> ..."'))
+    usable: bool = field(default=True, metadata=_doc("the loader could use it (right architecture and class)"))
+
+
+@dataclass(frozen=True)
+class Loader:
+    """The dynamic loader's search path of the diagnosed machine."""
+
+    ld_library_path: Tuple[str, ...] = ()
+    cache: JSON = field(default=None, metadata=_doc('ld.so.cache: {"path", "format", "entries", "error"}'))
+    conf_dirs: Tuple[str, ...] = ()
+    default_dirs: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Resolution:
     """How one ``DT_NEEDED`` entry resolves, as ``ld.so`` would."""
 
@@ -145,7 +173,7 @@ class Resolution:
     status: Optional[str] = field(default=None, metadata=_doc('"found" | "torch" | "missing" | "system-unknown"'))
     path: Optional[str] = None
     via: Optional[str] = None
-    found_at: Tuple[JSON, ...] = ()
+    found_at: Tuple[FoundAt, ...] = ()
     optional: bool = False
 
 
@@ -193,7 +221,7 @@ class LibrariesFacts:
     objects: Tuple[ElfObject, ...] = ()
     resolution: Tuple[Resolution, ...] = ()
     missing: Tuple[str, ...] = ()
-    loader: JSON = None
+    loader: Optional[Loader] = None
     glibc: Optional[Glibc] = None
     symbols: Optional[Symbols] = None
     atb_plugin: Optional[str] = None

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Iterable, List, Optional, Tuple, TypedDict
 
 from npudoctor.cann_env import cann_root
+from npudoctor.facts.runtime_env import EnvironmentFacts, EnvToolkit
+from npudoctor.facts.stack import CannFacts, Toolkit
 
 #: set_env.sh's own scalar variables, judged unset / custom / stale.
 SCALAR_VARS = ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "ASCEND_AICPU_PATH", "TOOLCHAIN_HOME")
@@ -21,17 +23,35 @@ SCALAR_VARS = ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "AS
 PATH_VARS = ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH")
 
 
+class Differs(TypedDict):
+    """A scalar variable set to a custom value."""
+
+    name: str
+    expected: str
+    current: str
+
+
+class Stale(TypedDict):
+    """A variable or path entry pointing into another CANN install than the selected one
+    (``exists``: whether that path exists in the root, ``None`` when the snapshot does
+    not say)."""
+
+    variable: str
+    value: str
+    install: Optional[str]
+    version: Optional[str]
+    exists: Optional[bool]
+
+
 @dataclass
 class VariableState:
-    """``missing_vars``: expected scalar variables that are unset; ``differs``:
-    ``{"name", "expected", "current"}`` of a scalar set to a custom value; ``stale``:
-    ``{"variable", "value", "install", "version", "exists"}`` of a variable or path entry
-    pointing into another CANN install than the selected one (``exists``: whether that
-    path exists in the root, ``None`` when the snapshot does not say)."""
+    """``missing_vars``: expected scalar variables that are unset; ``differs``: the
+    scalars set to a custom value (:class:`Differs`); ``stale``: variables or path entries
+    pointing into another CANN install than the selected one (:class:`Stale`)."""
 
     missing_vars: List[str] = field(default_factory=list)
-    differs: List[Dict[str, Any]] = field(default_factory=list)
-    stale: List[Dict[str, Any]] = field(default_factory=list)
+    differs: List[Differs] = field(default_factory=list)
+    stale: List[Stale] = field(default_factory=list)
 
 
 def _norm(path: str) -> str:
@@ -43,33 +63,32 @@ def _under(path: str, root: str) -> bool:
 
 
 class _Paths:
-    """Lookups in ``environment.paths`` ({path: {"resolved", "exists"}})."""
+    """Lookups in ``environment.paths`` (how the root resolves each value)."""
 
-    def __init__(self, paths: Any) -> None:
-        self.paths: Mapping[str, Any] = paths if isinstance(paths, dict) else {}
+    def __init__(self, env: EnvironmentFacts) -> None:
+        self.paths = env.paths
 
     def resolve(self, path: str) -> str:
         rec = self.paths.get(path)
-        if isinstance(rec, dict) and isinstance(rec.get("resolved"), str) and rec["resolved"]:
-            return str(rec["resolved"])
+        if rec is not None and rec.resolved:
+            return rec.resolved
         return _norm(path)
 
     def exists(self, path: str) -> Optional[bool]:
         rec = self.paths.get(path)
-        value = rec.get("exists") if isinstance(rec, dict) else None
-        return value if isinstance(value, bool) else None
+        return rec.exists if rec is not None else None
 
 
-def _install_of(paths: _Paths, value: str, installs: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+def _install_of(paths: _Paths, value: str, installs: Iterable[Toolkit]) -> Optional[Toolkit]:
     """The toolkit record whose tree holds ``value`` (by path, alias or resolved dir)."""
     resolved = paths.resolve(value)
     for rec in installs:
-        roots = {_norm(str(rec.get("path") or ""))}
-        if rec.get("resolved"):
-            roots.add(_norm(str(rec["resolved"])))
-        roots.add(paths.resolve(str(rec.get("path") or "/")))
-        for alias in rec.get("aliases") or []:
-            if isinstance(alias, str) and alias.startswith("/"):
+        roots = {_norm(rec.path)}
+        if rec.resolved:
+            roots.add(_norm(rec.resolved))
+        roots.add(paths.resolve(rec.path or "/"))
+        for alias in rec.aliases:
+            if alias.startswith("/"):
                 roots.add(_norm(alias))
         roots.discard("")
         if any(_under(_norm(value), r) or _under(resolved, r) for r in roots):
@@ -77,71 +96,64 @@ def _install_of(paths: _Paths, value: str, installs: List[Dict[str, Any]]) -> Op
     return None
 
 
-def _belongs_to_selected(paths: _Paths, value: str, toolkit: Dict[str, Any]) -> bool:
-    roots = [str(toolkit["path"]), paths.resolve(str(toolkit["path"]))]
-    if toolkit.get("resolved"):
-        roots.append(_norm(str(toolkit["resolved"])))
+def _belongs_to_selected(paths: _Paths, value: str, toolkit: EnvToolkit, path: str) -> bool:
+    roots = [path, paths.resolve(path)]
+    if toolkit.resolved:
+        roots.append(_norm(toolkit.resolved))
     resolved = paths.resolve(value)
     return any(_under(_norm(value), r) or _under(resolved, r) for r in roots)
 
 
 def _stale(
-    paths: _Paths, name: str, value: str, toolkit: Dict[str, Any], installs: List[Dict[str, Any]]
-) -> Optional[Dict[str, Any]]:
+    paths: _Paths, name: str, value: str, toolkit: EnvToolkit, path: str, installs: Tuple[Toolkit, ...]
+) -> Optional[Stale]:
     """A stale-entry record when ``value`` points into a CANN install other than the
-    selected toolkit, else ``None``."""
+    selected toolkit (at ``path``), else ``None``."""
     value = _norm(value)
-    if _belongs_to_selected(paths, value, toolkit):
+    if _belongs_to_selected(paths, value, toolkit, path):
         return None
     other = _install_of(paths, value, installs)
     if other is not None:
         # A different path to the very same install is not stale.
-        if paths.resolve(str(other.get("path"))) == paths.resolve(str(toolkit["path"])):
+        if paths.resolve(str(other.path)) == paths.resolve(path):
             return None
         return {
             "variable": name,
             "value": value,
-            "install": other.get("path"),
-            "version": other.get("version"),
+            "install": other.path,
+            "version": other.version,
             "exists": paths.exists(value),
         }
     root = cann_root(value)
     if root is not None:
-        if paths.resolve(root) in (paths.resolve(str(toolkit["path"])), _norm(str(toolkit.get("resolved") or ""))):
+        if paths.resolve(root) in (paths.resolve(path), _norm(toolkit.resolved or "")):
             return None
         return {"variable": name, "value": value, "install": root, "version": None, "exists": paths.exists(value)}
     return None
 
 
-def _dict(value: Any) -> Dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _other_installs(cann: Any) -> List[Dict[str, Any]]:
+def _other_installs(cann: CannFacts) -> Tuple[Toolkit, ...]:
     """The toolkits of the ``cann`` section other than the selected one."""
-    if not isinstance(cann, dict):
-        return []
-    selected = cann.get("selected") if isinstance(cann.get("selected"), dict) else None
-    return [t for t in cann.get("toolkits") or [] if isinstance(t, dict) and t != selected]
+    return tuple(t for t in cann.toolkits if t != cann.selected)
 
 
-def variable_state(env: Dict[str, Any], cann: Any) -> VariableState:
+def variable_state(env: EnvironmentFacts, cann: CannFacts) -> VariableState:
     """Judge the ``environment`` section's variables (see :class:`VariableState`).
 
-    ``env``: the ``environment`` section (``toolkit``, ``expected.variables``,
-    ``current``, ``paths``); ``cann``: the ``cann`` section (its ``toolkits`` and
-    ``selected``) or ``{}``.  Pure: reads nothing but its arguments; never raises on odd
-    facts (an empty state when no toolkit was found)."""
+    ``env``: the ``environment`` view (``toolkit``, ``expected.variables``, ``current``,
+    ``paths``); ``cann``: the ``cann`` view (its ``toolkits`` and ``selected``).  Pure:
+    reads nothing but its arguments; never raises (an empty state when no toolkit was
+    found)."""
     state = VariableState()
-    toolkit = env.get("toolkit")
-    if not isinstance(toolkit, dict) or not toolkit.get("path"):
+    toolkit = env.toolkit
+    if toolkit is None or not toolkit.path:
         return state
-    paths = _Paths(env.get("paths"))
+    path = toolkit.path
+    paths = _Paths(env)
     installs = _other_installs(cann)
-    expected = _dict(env.get("expected"))
-    variables = _dict(expected.get("variables"))
-    current = _dict(env.get("current"))
-    stale: List[Dict[str, Any]] = []
+    variables = env.expected.variables if env.expected is not None else {}
+    current = env.current
+    stale: List[Stale] = []
     for name in SCALAR_VARS:
         want = variables.get(name)
         have = current.get(name)
@@ -150,17 +162,16 @@ def variable_state(env: Dict[str, Any], cann: Any) -> VariableState:
         if not have:
             state.missing_vars.append(name)
             continue
-        have, want = str(have), str(want)
         if _norm(have) == _norm(want) or paths.resolve(have) == paths.resolve(want):
             continue
-        hit = _stale(paths, name, have, toolkit, installs)
+        hit = _stale(paths, name, have, toolkit, path, installs)
         if hit is not None:
             stale.append(hit)
         else:
             state.differs.append({"name": name, "expected": want, "current": have})
     for name in PATH_VARS:
-        for entry in [p for p in str(current.get(name) or "").split(":") if p]:
-            hit = _stale(paths, name, entry, toolkit, installs)
+        for entry in [p for p in (current.get(name) or "").split(":") if p]:
+            hit = _stale(paths, name, entry, toolkit, path, installs)
             if hit is not None:
                 stale.append(hit)
     seen = set()
@@ -170,3 +181,15 @@ def variable_state(env: Dict[str, Any], cann: Any) -> VariableState:
             seen.add(key)
             state.stale.append(item)
     return state
+
+
+def recorded_set_env_script(env: EnvironmentFacts) -> Tuple[bool, Optional[str]]:
+    """``(recorded, script)``: whether the environment probe recorded
+    ``set_env_script`` (the set_env.sh that exists in the root and sets up the toolkit in
+    use; ``None``: none does) and that script.  Probes since ``set_env_script`` always
+    write it together with ``arch_source`` (a string whenever a toolkit was found), so
+    ``arch_source`` tells a snapshot from before that key (``recorded`` False: the caller
+    falls back to older facts)."""
+    if env.set_env_script:
+        return True, env.set_env_script
+    return env.arch_source is not None, None
