@@ -3,21 +3,19 @@ the leading underscore keeps it out of rule discovery).
 
 They read the typed views (``ctx.view.python``, ``ctx.view.packages``, ``ctx.view.host``,
 ``ctx.view.cann``) and wrap matrix queries (:func:`ask`) so that a query that raises
-counts as "the matrix does not know".  :func:`section`, :func:`first` and
-:func:`metadata_source` keep the raw-dict API for the rule modules not yet on the views
-(host.py, libraries.py); the rest is typed.
+counts as "the matrix does not know".
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple, TypeVar
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Tuple, TypeVar
 
 from npudoctor.engine import RuleContext
 from npudoctor.facts.system import Distribution
 from npudoctor.findings import Finding
-from npudoctor.parsers.metadata import canonical_name, marker_environment
+from npudoctor.parsers.metadata import marker_environment
 from npudoctor.remedies import Interpreter, PipInstall, PipUninstall
 
 if TYPE_CHECKING:
@@ -28,43 +26,6 @@ T = TypeVar("T")
 #: Where the CPU builds of torch/torchvision/torchaudio live (the x86_64 torch_npu wheels
 #: pin ``torch==X+cpu``; REPORT §2 and the torch_npu README install lines).
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-
-
-# ---- compatibility: the raw-dict API of the rule modules not yet on the views
-
-
-def section(ctx: RuleContext, name: str) -> Dict[str, Any]:
-    """One raw facts section (``{}`` when absent).  For rule modules not yet on
-    ``ctx.view`` (host.py); new code reads the view."""
-    return ctx.facts(name)
-
-
-def first(ctx: RuleContext, name: str) -> Optional[Dict[str, Any]]:
-    """The raw record ``import`` would see of project ``name`` (any spelling), or ``None``.
-    For rule modules not yet on ``ctx.view`` (host.py, libraries.py); new code reads
-    ``ctx.view.packages.first(name)``."""
-    installed = ctx.facts("packages").get("installed") or {}
-    if not isinstance(installed, dict):
-        return None
-    want = canonical_name(name)
-    for key, recs in installed.items():
-        if canonical_name(str(key)) == want and isinstance(recs, list):
-            for rec in recs:
-                if isinstance(rec, dict):
-                    return rec
-    return None
-
-
-def metadata_source(rec: Mapping[str, Any]) -> str:
-    """``…/torch_npu-2.1.0.dist-info/METADATA`` of a raw record (libraries.py); a view
-    record has :attr:`Distribution.metadata_source`."""
-    if rec.get("metadata"):
-        return str(rec["metadata"])
-    path = str(rec.get("dist_info") or rec.get("location") or "?")
-    return f"{path}/PKG-INFO" if rec.get("kind") == "egg-info" else f"{path}/METADATA"
-
-
-# ---- typed helpers
 
 
 def describe(rec: Distribution) -> str:

@@ -8,7 +8,9 @@ would be loaded, so a replayed snapshot is judged by the current rules (the
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Tuple
+from typing import List, Optional, Tuple, TypedDict
+
+from npudoctor.facts.runtime_env import LibrariesFacts
 
 
 def version_key(name: str) -> Tuple[int, ...]:
@@ -23,37 +25,42 @@ def family_versions(names: List[str], family: str) -> List[str]:
     return sorted({n for n in names if n.startswith(family + "_")}, key=version_key)
 
 
-def _dict(value: Any) -> Dict[str, Any]:
-    return value if isinstance(value, dict) else {}
+class TooNew(TypedDict):
+    """A symbol version an object needs from ``library`` that its ``provider`` does not
+    define (``highest``: the provider's highest of that family, or ``None``)."""
+
+    library: str
+    version: str
+    needed_by: str
+    provider: Optional[str]
+    highest: Optional[str]
 
 
-def too_new(libs: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """``[{"library", "version", "needed_by", "provider", "highest"}]``: one record per
-    version an object of the ``libraries`` section needs from a library whose provider
-    does not define it (``highest``: the provider's highest of that family, or ``None``),
-    in the order of the objects and their needs.  Pure; never raises on odd facts."""
-    glibc = _dict(libs.get("glibc"))
-    defined = _dict(glibc.get("defined"))
-    providers = _dict(glibc.get("providers"))
-    out: List[Dict[str, Any]] = []
-    for obj in libs.get("objects") or []:
-        if not isinstance(obj, dict) or obj.get("error"):
+def too_new(libs: LibrariesFacts) -> List[TooNew]:
+    """One record per version an object of the ``libraries`` view needs from a library
+    whose provider does not define it, in the order of the objects and their needs (see
+    :class:`TooNew`).  Pure; never raises."""
+    glibc = libs.glibc
+    defined = glibc.defined if glibc is not None else {}
+    providers = glibc.providers if glibc is not None else {}
+    out: List[TooNew] = []
+    for obj in libs.objects:
+        if obj.error:
             continue
-        needs = obj.get("version_needs")
-        for lib, versions in needs.items() if isinstance(needs, dict) else []:
+        for lib, versions in obj.version_needs.items():
             provided = defined.get(lib)
-            if not isinstance(provided, list) or not isinstance(versions, list):
+            if provided is None:
                 continue
-            have = {str(v) for v in provided}
+            have = set(provided)
             for v in versions:
-                if str(v) in have:
+                if v in have:
                     continue
-                highest = family_versions([str(p) for p in provided], str(v).split("_", 1)[0])
+                highest = family_versions(list(provided), v.split("_", 1)[0])
                 out.append(
                     {
                         "library": lib,
                         "version": v,
-                        "needed_by": obj.get("path"),
+                        "needed_by": obj.path,
                         "provider": providers.get(lib),
                         "highest": highest[-1] if highest else None,
                     }

@@ -7,14 +7,22 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
+from npudoctor.engine import RuleContext
+from npudoctor.facts.runtime_env import LibrariesFacts, Resolution, SymbolCheck, Symbols
 from npudoctor.findings import Code, Finding
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.packages import NNAL_SET_ENV, set_env_script
-from npudoctor.remedies import Command, Export, InstallPackage, PrependPath, SourceFile
+from npudoctor.remedies import Command, Export, InstallPackage, PrependPath, Remedy, SourceFile
 from npudoctor.rules import rule
+from npudoctor.rules._env_vars import recorded_set_env_script
+from npudoctor.rules._pyfacts import cann_present, cann_version
+from npudoctor.rules._symbol_versions import TooNew
 from npudoctor.rules._symbol_versions import too_new as needed_too_new
+
+#: A fix line: a structured remedy or prose.
+FixLine = Union[Remedy, str]
 
 NOT_LOADABLE = codes.get("LIB001")
 
@@ -29,33 +37,30 @@ EXT_SYMBOLS = codes.get("LIB005")
 CANN_SYMBOLS = codes.get("LIB006")
 
 
-def _set_env_script(ctx: Any) -> Optional[str]:
+def _set_env_script(ctx: RuleContext) -> Optional[str]:
     """The toolkit's set_env.sh to tell users to source -- one that exists in the diagnosed
     root (``environment.set_env_script``; for snapshots without it the script the
     environment probe evaluated, else the cann probe's ``selected.set_env``, both files
     that exist) -- or ``None``: fixes then give export lines."""
-    env = ctx.facts("environment")
-    env = env if isinstance(env, dict) else {}
-    if "set_env_script" in env:
-        return str(env["set_env_script"]) if env.get("set_env_script") else None
-    expected = env.get("expected") or {}
-    if expected.get("script") and expected.get("method") != "set_env.sh (rebased)":
-        return str(expected["script"])
-    sel = (ctx.facts("cann").get("selected") or {}) if isinstance(ctx.facts("cann"), dict) else {}
-    if isinstance(sel, dict) and sel.get("set_env"):
-        return str(sel["set_env"])
-    return None
+    env = ctx.view.environment
+    recorded, script = recorded_set_env_script(env)
+    if recorded:
+        return script
+    expected = env.expected
+    if expected is not None and expected.script and expected.method != "set_env.sh (rebased)":
+        return expected.script
+    sel = ctx.view.cann.selected
+    return sel.set_env if sel is not None and sel.set_env else None
 
 
-def _nnal_script(ctx: Any) -> Optional[str]:
+def _nnal_script(ctx: RuleContext) -> Optional[str]:
     """NNAL's ``nnal/atb/set_env.sh`` when it exists in the root (environment or cann probe)."""
-    env = ctx.facts("environment")
-    nnal = (env.get("nnal") or {}) if isinstance(env, dict) else {}
-    if isinstance(nnal, dict) and nnal.get("script"):
-        return str(nnal["script"])
-    cann_nnal = (ctx.facts("cann").get("nnal") or {}) if isinstance(ctx.facts("cann"), dict) else {}
-    if isinstance(cann_nnal, dict) and cann_nnal.get("set_env"):
-        return str(cann_nnal["set_env"])
+    nnal = ctx.view.environment.nnal
+    if nnal is not None and nnal.script:
+        return nnal.script
+    cann_nnal = ctx.view.cann.nnal
+    if cann_nnal is not None and cann_nnal.set_env:
+        return cann_nnal.set_env
     return None
 
 
@@ -65,40 +70,34 @@ def _prepend_ld(dirs: List[str], lead: str = "") -> PrependPath:
     return PrependPath("LD_LIBRARY_PATH", tuple(dirs), lead=lead)
 
 
-def _toolkit_version(ctx: Any) -> Optional[str]:
-    """The version of the CANN toolkit in use, or ``None``."""
-    sel = ctx.facts("cann").get("selected")
-    return str(sel["version"]) if isinstance(sel, dict) and sel.get("version") else None
-
-
-def _arch(ctx: Any) -> Optional[str]:
+def _arch(ctx: RuleContext) -> Optional[str]:
     """``aarch64`` | ``x86_64`` of this machine, or ``None``."""
-    arch = ctx.facts("host").get("arch")
-    return str(arch) if arch in ("aarch64", "x86_64") else None
+    arch = ctx.view.host.arch
+    return arch if arch in ("aarch64", "x86_64") else None
 
 
-def _found_dirs(items: List[Dict[str, Any]], where: str) -> List[str]:
+def _found_dirs(items: Sequence[Resolution], where: str) -> List[str]:
     """Directories holding the missing libraries, from the ``found_at`` records whose
     ``where`` starts with ``where``."""
     out: List[str] = []
     for r in items:
-        for f in r.get("found_at") or []:
-            if str(f.get("where", "")).startswith(where) and f.get("usable", True) and f.get("path"):
-                d = posixpath.dirname(str(f["path"]))
+        for f in r.found_at:
+            if f.where.startswith(where) and f.usable and f.path:
+                d = posixpath.dirname(f.path)
                 if d not in out:
                     out.append(d)
     return out
 
 
-def _short(path: str, libs: Dict[str, Any]) -> str:
-    pkg = (libs.get("torch_npu") or {}).get("location")
-    if pkg and path.startswith(str(pkg) + "/"):
-        return path[len(str(pkg)) + 1 :]
+def _short(path: str, libs: LibrariesFacts) -> str:
+    pkg = libs.torch_npu.location if libs.torch_npu is not None else None
+    if pkg and path.startswith(pkg + "/"):
+        return path[len(pkg) + 1 :]
     return path
 
 
-def _group(rec: Dict[str, Any]) -> str:
-    where = [f.get("where", "") for f in rec.get("found_at") or [] if f.get("usable", True)]
+def _group(rec: Resolution) -> str:
+    where = [f.where for f in rec.found_at if f.usable]
     if any(w == "selected toolkit" for w in where):
         return "toolkit"
     if any(w == "driver" for w in where):
@@ -107,44 +106,42 @@ def _group(rec: Dict[str, Any]) -> str:
         return "nnal"
     if any(w.startswith("CANN") for w in where):
         return "other-cann"
-    if rec.get("name") == "libatb.so" or rec.get("name", "").startswith(("libatb", "libasdops", "libmki")):
+    if rec.name == "libatb.so" or rec.name.startswith(("libatb", "libasdops", "libmki")):
         return "nnal-missing"
     return "missing"
 
 
 @rule
-def libraries_not_loadable(ctx: Any) -> Iterable[Finding]:
+def libraries_not_loadable(ctx: RuleContext) -> Iterable[Finding]:
     """LIB001: DT_NEEDED entries that will not resolve, grouped by remedy."""
-    libs = ctx.facts("libraries")
-    recs = [r for r in libs.get("resolution") or [] if isinstance(r, dict) and r.get("status") == "missing"]
+    libs = ctx.view.libraries
+    recs = [r for r in libs.resolution if r.status == "missing"]
     if not recs:
         return
-    groups: Dict[str, List[Dict[str, Any]]] = {}
+    groups: Dict[str, List[Resolution]] = {}
     for r in recs:
         groups.setdefault(_group(r), []).append(r)
     script = _set_env_script(ctx)
-    cann = ctx.facts("cann") if isinstance(ctx.facts("cann"), dict) else {}
-    has_toolkit = bool(cann.get("selected") or cann.get("toolkits"))
-    env = ctx.facts("environment")
-    driver = ((env.get("expected") or {}) if isinstance(env, dict) else {}).get("driver") or "/usr/local/Ascend/driver"
-    ld = (libs.get("loader") or {}).get("ld_library_path") or []
+    has_toolkit = cann_present(ctx)
+    env = ctx.view.environment
+    driver = (env.expected.driver if env.expected is not None else None) or "/usr/local/Ascend/driver"
+    ld = libs.loader.ld_library_path if libs.loader is not None else ()
     for key, items in groups.items():
-        names = [r["name"] for r in items]
-        optional = all(r.get("optional") for r in items)
+        names = [r.name for r in items]
+        optional = all(r.optional for r in items)
         evidence = []
         for r in items:
-            by = ", ".join(_short(p, libs) for p in r.get("needed_by") or [])
-            at = r.get("found_at") or []
-            where = (
-                "; on disk at " + ", ".join(f"{f['path']} ({f['where']})" for f in at) if at else "; not found on disk"
-            )
+            by = ", ".join(_short(p, libs) for p in r.needed_by)
+            at = r.found_at
+            where = "; on disk at " + ", ".join(f"{f.path} ({f.where})" for f in at) if at else "; not found on disk"
             evidence.append(
-                f"{r['name']} needed by {by}: not in RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache or default dirs{where}"
+                f"{r.name} needed by {by}: not in RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache or default dirs{where}"
             )
         evidence.append("LD_LIBRARY_PATH=" + (":".join(ld) if ld else "(unset)"))
+        fix: List[FixLine]
         if key == "toolkit":
             title = f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the CANN toolkit but not on the loader path"
-            fix: List[Any] = [SourceFile(script)] if script else [_prepend_ld(_found_dirs(items, "selected toolkit"))]
+            fix = [SourceFile(script)] if script else [_prepend_ld(_found_dirs(items, "selected toolkit"))]
         elif key == "driver":
             title = (
                 f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the NPU driver but not on the loader path"
@@ -158,23 +155,22 @@ def libraries_not_loadable(ctx: Any) -> Iterable[Finding]:
             if nnal_script:
                 fix = [SourceFile(nnal_script, note="after torch is installed")]
             else:
-                home = ((env.get("nnal") or {}) if isinstance(env, dict) else {}).get("expected_atb_home")
+                home = env.nnal.expected_atb_home if env.nnal is not None else None
                 fix = (
-                    [Export("ATB_HOME_PATH", str(home)), _prepend_ld([f"{home}/lib"])]
+                    [Export("ATB_HOME_PATH", home), _prepend_ld([f"{home}/lib"])]
                     if home
                     else [_prepend_ld(_found_dirs(items, "NNAL")[:1])]
                 )
         elif key == "other-cann":
             title = f"{', '.join(names)} exist only in another CANN install than the one in use"
-            fix = ([SourceFile(script)] if script else []) + [
-                "Install the missing CANN component for the toolkit in use"
-            ]
+            fix = [SourceFile(script)] if script else []
+            fix.append("Install the missing CANN component for the toolkit in use")
         elif key == "nnal-missing":
             title = f"{', '.join(names)} cannot be loaded: NNAL (ATB) is not installed"
             fix = [
                 InstallPackage(
                     "nnal",
-                    _toolkit_version(ctx),
+                    cann_version(ctx),
                     arch=_arch(ctx),
                     unknown="the same CANN version as the toolkit",
                     lead="Install NNAL of the same CANN version as the toolkit: ",
@@ -183,9 +179,10 @@ def libraries_not_loadable(ctx: Any) -> Iterable[Finding]:
             ]
         elif has_toolkit:
             title = f"{', '.join(names)} cannot be loaded and {'is' if len(names) == 1 else 'are'} not in the installed CANN"
-            fix = ([SourceFile(script)] if script else []) + [
-                "If it is still missing, the CANN install is incomplete: reinstall the toolkit (and kernels) of the version torch_npu needs",
-            ]
+            fix = [SourceFile(script)] if script else []
+            fix.append(
+                "If it is still missing, the CANN install is incomplete: reinstall the toolkit (and kernels) of the version torch_npu needs"
+            )
         else:
             title = f"{', '.join(names)} cannot be loaded: no CANN toolkit is installed"
             fix = [
@@ -265,26 +262,20 @@ def _vkey(version: str) -> Tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", version))
 
 
-def _conda_prefix(ctx: Any, provider: str) -> Optional[str]:
+def _conda_prefix(ctx: RuleContext, provider: str) -> Optional[str]:
     """The conda env the target interpreter runs in (``python.conda_prefix``), or the one
     the too-old library comes from (``<prefix>/lib/libstdc++.so.6`` of a known conda
     environment)."""
-    py = ctx.facts("python") if isinstance(ctx.facts("python"), dict) else {}
-    prefix = py.get("conda_prefix")
-    if prefix:
-        return str(prefix)
-    for env in py.get("environments") or []:
-        if (
-            isinstance(env, dict)
-            and env.get("kind") == "conda"
-            and env.get("prefix")
-            and provider.startswith(str(env["prefix"]).rstrip("/") + "/lib/")
-        ):
-            return str(env["prefix"])
+    py = ctx.view.python
+    if py.conda_prefix:
+        return py.conda_prefix
+    for env in py.environments:
+        if env.kind == "conda" and env.prefix and provider.startswith(env.prefix.rstrip("/") + "/lib/"):
+            return env.prefix
     return None
 
 
-def _libstdcxx_fix(ctx: Any, provider: str, versions: List[str]) -> List[Any]:
+def _libstdcxx_fix(ctx: RuleContext, provider: str, versions: List[str]) -> List[FixLine]:
     """Fix lines for a libstdc++ that lacks ``versions``: the conda package in a conda
     env; otherwise the OS's libstdc++ (the Ubuntu toolchain PPA on Ubuntu), a newer base
     image, or a newer GCC runtime put first on the loader path."""
@@ -302,10 +293,8 @@ def _libstdcxx_fix(ctx: Any, provider: str, versions: List[str]) -> List[Any]:
                 note=f"the libstdc++ of {runtime} provides {need}",
             )
         ]
-    fix: List[Any] = []
-    host = ctx.facts("host") if isinstance(ctx.facts("host"), dict) else {}
-    os_info = host.get("os") if isinstance(host.get("os"), dict) else {}
-    if str(os_info.get("id") or "").lower() == "ubuntu":
+    fix: List[FixLine] = []
+    if (ctx.view.host.os.id or "").lower() == "ubuntu":
         fix.append(
             "apt-get update && apt-get install -y software-properties-common && "
             "add-apt-repository -y ppa:ubuntu-toolchain-r/test && apt-get update && apt-get install -y libstdc++6"
@@ -323,19 +312,19 @@ def _libstdcxx_fix(ctx: Any, provider: str, versions: List[str]) -> List[Any]:
 
 
 @rule
-def glibcxx_too_old(ctx: Any) -> Iterable[Finding]:
+def glibcxx_too_old(ctx: RuleContext) -> Iterable[Finding]:
     """LIB002: GLIBC_/GLIBCXX_/CXXABI_ versions needed but not provided."""
-    libs = ctx.facts("libraries")
-    too_new = needed_too_new(libs)
-    by_lib: Dict[str, List[Dict[str, Any]]] = {}
-    for t in too_new:
-        by_lib.setdefault(str(t.get("library")), []).append(t)
+    libs = ctx.view.libraries
+    by_lib: Dict[str, List[TooNew]] = {}
+    for t in needed_too_new(libs):
+        by_lib.setdefault(t["library"], []).append(t)
     for lib, items in by_lib.items():
-        versions = sorted({str(t["version"]) for t in items}, key=_vkey)
-        provider = str(items[0].get("provider"))
-        highest = items[0].get("highest")
-        evidence = [f"{_short(str(t['needed_by']), libs)} needs {t['version']} from {lib}" for t in items[:10]]
+        versions = sorted({t["version"] for t in items}, key=_vkey)
+        provider = str(items[0]["provider"])
+        highest = items[0]["highest"]
+        evidence = [f"{_short(t['needed_by'], libs)} needs {t['version']} from {lib}" for t in items[:10]]
         evidence.append(f"{provider} provides up to {highest}")
+        fix: List[FixLine]
         if "stdc++" in lib:
             gccs = [g for g in (gcc_for(v) for v in versions) if g]
             if gccs:
@@ -355,36 +344,41 @@ def glibcxx_too_old(ctx: Any) -> Iterable[Finding]:
 
 
 def _symbol_finding(
-    code: Code, check: Any, libs: Dict[str, Any], title: str, fix: List[Any], extra: Optional[List[str]] = None
+    code: Code,
+    check: Optional[SymbolCheck],
+    libs: LibrariesFacts,
+    title: str,
+    fix: List[FixLine],
+    extra: Optional[List[str]] = None,
 ) -> Iterable[Finding]:
-    if not isinstance(check, dict) or not check.get("missing_count"):
+    if check is None or not check.missing_count:
         return
     evidence = [
-        f"{check['missing_count']} of {check.get('checked')} symbols of {_short(str(check.get('object')), libs)} are not exported by "
-        + ", ".join(_short(str(a), libs) for a in check.get("against") or [])
+        f"{check.missing_count} of {check.checked} symbols of {_short(str(check.object), libs)} are not exported by "
+        + ", ".join(_short(a, libs) for a in check.against)
     ]
-    evidence += [f"undefined: {s}" for s in (check.get("missing") or [])[:8]]
+    evidence += [f"undefined: {s}" for s in check.missing[:8]]
     evidence += list(extra or [])
-    yield code.finding(title=title, evidence=evidence, fix=fix, subject=str(check.get("object")))
+    yield code.finding(title=title, evidence=evidence, fix=fix, subject=str(check.object))
 
 
-def _torch_pin(ctx: Any) -> Tuple[Optional[str], str]:
+def _torch_pin(ctx: RuleContext) -> Tuple[Optional[str], str]:
     """The torch version torch_npu was built for and where that comes from: the exact pin
-    of its ``Requires-Dist: torch==X`` (``facts["packages"]["installed"]["torch-npu"][0]
-    ["requires_dist"]``, markers evaluated for the target interpreter), else the rule
-    that torch_npu X.Y.Z[.postN] goes with torch X.Y.Z.  ``(None, "")`` without torch_npu."""
+    of its ``Requires-Dist: torch==X`` (the torch-npu record's ``requires_dist``, markers
+    evaluated for the target interpreter), else the rule that torch_npu X.Y.Z[.postN]
+    goes with torch X.Y.Z.  ``(None, "")`` without torch_npu."""
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.version import InvalidVersion, Version
 
     from npudoctor.parsers.metadata import canonical_name
-    from npudoctor.rules._pyfacts import first, marker_env, metadata_source
+    from npudoctor.rules._pyfacts import marker_env
 
-    npu = first(ctx, "torch-npu")
+    npu = ctx.view.packages.torch_npu
     if npu is None:
         return None, ""
-    for text in npu.get("requires_dist") or []:
+    for text in npu.requires_dist:
         try:
-            req = Requirement(str(text))
+            req = Requirement(text)
         except InvalidRequirement:
             continue
         if canonical_name(req.name) != "torch":
@@ -397,21 +391,21 @@ def _torch_pin(ctx: Any) -> Tuple[Optional[str], str]:
                 pass
         specs = list(req.specifier)
         if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version:
-            return specs[0].version, f"Requires-Dist: {text} ({metadata_source(npu)})"
+            return specs[0].version, f"Requires-Dist: {text} ({npu.metadata_source})"
     try:
-        release = Version(str(npu.get("version"))).release
+        release = Version(str(npu.version)).release
     except InvalidVersion:
         return None, ""
     if len(release) >= 2:
         base = ".".join(str(x) for x in (list(release) + [0])[:3])
-        return base, f"torch_npu {npu.get('version')} goes with torch {base} (no exact Requires-Dist pin)"
+        return base, f"torch_npu {npu.version} goes with torch {base} (no exact Requires-Dist pin)"
     return None, ""
 
 
-def _torch_fix(ctx: Any, installed: Optional[str]) -> Tuple[List[Any], List[str]]:
+def _torch_fix(ctx: RuleContext, installed: Optional[str]) -> Tuple[List[FixLine], List[str]]:
     """``(fix lines, evidence lines)`` for LIB003: the exact pip command for the torch
-    torch_npu was built for, with the target interpreter (``facts["python"]["executable"]``,
-    else ``python3``).  On x86_64 torch_npu is built against the CPU build of torch
+    torch_npu was built for, with the target interpreter (``python.executable``, else
+    ``python3``).  On x86_64 torch_npu is built against the CPU build of torch
     (``torch==X+cpu`` from https://download.pytorch.org/whl/cpu; a PyPI-default torch of
     the same number is the CUDA build and does not export the same symbols)."""
     from packaging.version import InvalidVersion, Version
@@ -440,16 +434,24 @@ def _torch_fix(ctx: Any, installed: Optional[str]) -> Tuple[List[Any], List[str]
     return [cmd], evidence
 
 
+def _symbols(libs: LibrariesFacts) -> Symbols:
+    return libs.symbols if libs.symbols is not None else Symbols()
+
+
+def _torch_npu_version(libs: LibrariesFacts) -> Optional[str]:
+    return libs.torch_npu.version if libs.torch_npu is not None else None
+
+
 @rule
-def torch_symbols(ctx: Any) -> Iterable[Finding]:
+def torch_symbols(ctx: RuleContext) -> Iterable[Finding]:
     """LIB003: K01 by symbols."""
-    libs = ctx.facts("libraries")
-    check = (libs.get("symbols") or {}).get("torch")
-    tv = (libs.get("torch") or {}).get("version")
-    nv = (libs.get("torch_npu") or {}).get("version")
-    if not isinstance(check, dict) or not check.get("missing_count"):
+    libs = ctx.view.libraries
+    check = _symbols(libs).torch
+    tv = libs.torch.version if libs.torch is not None else None
+    nv = _torch_npu_version(libs)
+    if check is None or not check.missing_count:
         return
-    fix, extra = _torch_fix(ctx, str(tv) if tv else None)
+    fix, extra = _torch_fix(ctx, tv or None)
     yield from _symbol_finding(
         TORCH_SYMBOLS,
         check,
@@ -461,12 +463,12 @@ def torch_symbols(ctx: Any) -> Iterable[Finding]:
 
 
 @rule
-def atb_symbols(ctx: Any) -> Iterable[Finding]:
+def atb_symbols(ctx: RuleContext) -> Iterable[Finding]:
     """LIB004: K04 by symbols."""
-    libs = ctx.facts("libraries")
+    libs = ctx.view.libraries
     yield from _symbol_finding(
         ATB_SYMBOLS,
-        (libs.get("symbols") or {}).get("atb"),
+        _symbols(libs).atb,
         libs,
         "NNAL's libatb.so does not export the ATB symbols torch_npu needs",
         [
@@ -477,14 +479,14 @@ def atb_symbols(ctx: Any) -> Iterable[Finding]:
 
 
 @rule
-def cann_symbols(ctx: Any) -> Iterable[Finding]:
+def cann_symbols(ctx: RuleContext) -> Iterable[Finding]:
     """LIB006: K05 by symbols."""
-    libs = ctx.facts("libraries")
+    libs = ctx.view.libraries
     yield from _symbol_finding(
         CANN_SYMBOLS,
-        (libs.get("symbols") or {}).get("cann"),
+        _symbols(libs).cann,
         libs,
-        f"torch_npu {(libs.get('torch_npu') or {}).get('version')} needs CANN functions the installed CANN libraries do not export",
+        f"torch_npu {_torch_npu_version(libs)} needs CANN functions the installed CANN libraries do not export",
         [
             "Install the CANN toolkit paired with this torch_npu (see the cann findings), or the torch_npu paired with this CANN"
         ],
@@ -492,20 +494,20 @@ def cann_symbols(ctx: Any) -> Iterable[Finding]:
 
 
 @rule
-def extension_symbols(ctx: Any) -> Iterable[Finding]:
+def extension_symbols(ctx: RuleContext) -> Iterable[Finding]:
     """LIB005: K03, third-party extensions vs installed torch_npu/CANN."""
-    libs = ctx.facts("libraries")
-    for check in (libs.get("symbols") or {}).get("extensions") or []:
-        if not isinstance(check, dict) or not check.get("missing_count"):
+    libs = ctx.view.libraries
+    for check in _symbols(libs).extensions:
+        if not check.missing_count:
             continue
-        pkg = check.get("package")
+        pkg = check.package
         yield from _symbol_finding(
             EXT_SYMBOLS,
             check,
             libs,
-            f"{posixpath.basename(str(check.get('object')))} ({pkg}) was built against another torch_npu/CANN than the installed ones",
+            f"{posixpath.basename(str(check.object))} ({pkg}) was built against another torch_npu/CANN than the installed ones",
             [
-                f"Rebuild {pkg} against the installed torch_npu {(libs.get('torch_npu') or {}).get('version')} and CANN (pip install --no-binary {pkg} --no-deps --force-reinstall {pkg}, or from source)",
+                f"Rebuild {pkg} against the installed torch_npu {_torch_npu_version(libs)} and CANN (pip install --no-binary {pkg} --no-deps --force-reinstall {pkg}, or from source)",
                 f"or install the {pkg} build made for this torch_npu/CANN",
             ],
         )
