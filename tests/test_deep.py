@@ -15,6 +15,7 @@ from pathlib import Path
 from strict_facts import undeclared
 
 from npudoctor.engine import Options, ProbeContext
+from npudoctor.facts import Facts
 from npudoctor.host import Host
 from npudoctor.probes import deep
 from npudoctor.rules.deep import deep_signatures
@@ -152,7 +153,7 @@ def test_stderr_flood_is_bounded_and_the_error_still_named(tmp_path):
     assert len(d["stderr_head"]) <= deep.KEEP and len(d["stderr_tail"]) <= deep.KEEP
     assert d["outcome"] == "failed" and d["failed_step"] == "import_torch_npu"
     assert d["error"] == "ImportError: libhccl.so: cannot open shared object file: No such file or directory"
-    assert [s["id"] for s in deep_signatures(d)][:1] == ["cann-library-not-found"]
+    assert [s["id"] for s in deep_signatures(Facts({"deep": d}).deep)][:1] == ["cann-library-not-found"]
     assert len(json.dumps(doc)) < 1_000_000
     assert elapsed < 60
 

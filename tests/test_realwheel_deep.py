@@ -12,6 +12,7 @@ import time
 import pytest
 from realwheel import realwheel_venv  # noqa: F401  (session fixture)
 
+from npudoctor.facts import Facts
 from npudoctor.rules.deep import deep_signatures
 
 pytestmark = pytest.mark.slow
@@ -45,7 +46,7 @@ def test_deep_probe_on_the_real_wheel(realwheel_venv, tmp_path):  # noqa: F811
     assert d["torch_version"] == "2.13.0+cpu"
     assert d["outcome"] == "failed" and d["failed_step"] == "import_torch_npu"
     assert "libhccl.so: cannot open shared object file" in d["error"]
-    sigs = deep_signatures(d)
+    sigs = deep_signatures(Facts({"deep": d}).deep)
     assert sigs[0]["id"] == "cann-library-not-found" and sigs[0]["captures"] == {"lib": "libhccl.so"}
     findings = {f["code"]: f for f in doc["findings"]}
     assert "CANN001" in findings, sorted(findings)

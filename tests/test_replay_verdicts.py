@@ -294,6 +294,7 @@ def _deep(stored_signatures: List[Dict[str, Any]]) -> Dict[str, Any]:
 
 
 def test_deep_signatures_are_matched_now_not_replayed():
+    from npudoctor.facts import Facts
     from npudoctor.rules.deep import deep_signatures
 
     # Stored "no signature" (or a stale one graded by an older knowledge base): the
@@ -301,7 +302,7 @@ def test_deep_signatures_are_matched_now_not_replayed():
     stale = [{"id": "hccl-timeout", "title": "HCCL timed out", "severity": "error", "kinds": [], "captures": {}}]
     for stored in ([], stale):
         facts = _deep(stored)
-        assert [(s["id"], s["captures"]) for s in deep_signatures(facts["deep"])][:1] == [
+        assert [(s["id"], s["captures"]) for s in deep_signatures(Facts(facts).deep)][:1] == [
             ("cann-library-not-found", {"lib": "libhccl.so"})
         ]
         (f,) = [f for f in _replay(facts) if f.code == "DEEP002"]
@@ -310,4 +311,4 @@ def test_deep_signatures_are_matched_now_not_replayed():
     # Text that matches nothing: no signature, whatever was stored.
     quiet = _deep(stale)
     quiet["deep"]["steps"][1]["error"] = "something else entirely"
-    assert deep_signatures(quiet["deep"]) == []
+    assert deep_signatures(Facts(quiet).deep) == []

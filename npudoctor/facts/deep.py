@@ -52,7 +52,7 @@ class DeepSignature:
 class DeepFacts:
     """torch and torch_npu really imported in a child process, with a deadline."""
 
-    ran: bool = False
+    ran: Optional[bool] = field(default=None, metadata=_doc("False: not run (see reason); None: not recorded"))
     reason: Optional[str] = field(default=None, metadata=_doc("why it was not run (or could not start)"))
     torch_installed: Optional[bool] = field(default=None, metadata=_doc("False: not run, no torch to import"))
     interpreter: Optional[str] = None

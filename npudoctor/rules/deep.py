@@ -12,8 +12,10 @@ of repeating the problem as a second error.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, TypedDict
 
+from npudoctor.engine import RuleContext
+from npudoctor.facts.deep import DeepFacts, DeepStep
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.rules import postprocess, rule
@@ -53,14 +55,28 @@ def _last_lines(text: str, n: int = 6) -> List[str]:
     return [ln[:300] for ln in lines[-n:]]
 
 
-def _root_error(step: Dict[str, Any]) -> str:
+def _root_error(step: DeepStep) -> str:
     """The deepest exception of a step's traceback (the ImportError under a RuntimeError)."""
-    tb = str(step.get("traceback") or "")
+    tb = step.traceback or ""
     lines = [ln for ln in tb.splitlines() if ln and not ln.startswith((" ", "Traceback", "During", "The above"))]
-    return lines[0].strip()[:400] if lines else f"{step.get('error_type')}: {_first_line(step.get('error'))}"
+    return lines[0].strip()[:400] if lines else f"{step.error_type}: {_first_line(step.error)}"
 
 
-def deep_signatures(deep: Dict[str, Any]) -> List[Dict[str, Any]]:
+class Signature(TypedDict):
+    """A known signature found in the deep probe's failure text."""
+
+    id: str
+    title: str
+    kinds: List[str]
+    captures: Dict[str, str]
+
+
+def _present(ctx: RuleContext) -> bool:
+    """Whether the deep probe left a (non-empty) record."""
+    return ctx.view.state("deep") != "absent" and ctx.view.deep != DeepFacts()
+
+
+def deep_signatures(deep: DeepFacts) -> List[Signature]:
     """The known signatures (``npudoctor/knowledge/signatures.toml``) in the deep probe's
     failure text -- the first failed step's error and traceback -- and the stderr it kept
     (head and tail), as ``[{"id", "title", "kinds", "captures"}]`` in the knowledge base's
@@ -74,16 +90,15 @@ def deep_signatures(deep: Dict[str, Any]) -> List[Dict[str, Any]]:
         kb = load_kb()
     except Exception:  # the KB is packaged; a broken one must not cost the deep findings
         return []
-    steps = [s for s in deep.get("steps") or [] if isinstance(s, dict)]
-    failed = next((s for s in steps if s.get("status") == "failed"), None)
+    failed = next((s for s in deep.steps if s.status == "failed"), None)
     parts = [
-        failed.get("error") if failed else None,
-        failed.get("traceback") if failed else None,
-        deep.get("stderr_head"),
-        deep.get("stderr_tail"),
+        failed.error if failed else None,
+        failed.traceback if failed else None,
+        deep.stderr_head,
+        deep.stderr_tail,
     ]
     text = "\n".join(str(p) for p in parts if p)
-    out = []
+    out: List[Signature] = []
     for entry, caps in kb.classify(text):
         if entry.severity == "noise":
             continue
@@ -91,15 +106,15 @@ def deep_signatures(deep: Dict[str, Any]) -> List[Dict[str, Any]]:
     return out
 
 
-def _signature_lines(deep: Dict[str, Any]) -> List[str]:
+def _signature_lines(deep: DeepFacts) -> List[str]:
     out = []
     for sig in deep_signatures(deep):
-        caps = ", ".join(f"{k}={v}" for k, v in sorted((sig.get("captures") or {}).items()))
-        out.append(f"known signature {sig.get('id')}: {sig.get('title')}" + (f" ({caps})" if caps else ""))
+        caps = ", ".join(f"{k}={v}" for k, v in sorted(sig["captures"].items()))
+        out.append(f"known signature {sig['id']}: {sig['title']}" + (f" ({caps})" if caps else ""))
     return out
 
 
-def _kb_fix(deep: Dict[str, Any]) -> List[str]:
+def _kb_fix(deep: DeepFacts) -> List[str]:
     try:
         from npudoctor.knowledge.signatures import fill, load_kb
 
@@ -107,79 +122,79 @@ def _kb_fix(deep: Dict[str, Any]) -> List[str]:
     except Exception:
         return []
     for sig in deep_signatures(deep):
-        entry = kb.by_id(str(sig.get("id")))
+        entry = kb.by_id(sig["id"])
         if entry is not None and entry.fix:
-            return [fill(f, sig.get("captures") or {}) for f in entry.fix]
+            return [fill(f, sig["captures"]) for f in entry.fix]
     return []
 
 
-def _common(deep: Dict[str, Any]) -> List[str]:
-    ev = [f"interpreter: {deep.get('interpreter')}"]
+def _common(deep: DeepFacts) -> List[str]:
+    ev = [f"interpreter: {deep.interpreter}"]
     done = [
-        f"{_STEP_TEXT.get(s['name'], s['name'])}: {s.get('status')} ({s.get('duration', 0):.2f} s)"
-        for s in deep.get("steps") or []
-        if s.get("status") in ("ok", "failed")
+        f"{_STEP_TEXT.get(s.name, s.name)}: {s.status} ({s.duration or 0:.2f} s)"
+        for s in deep.steps
+        if s.status in ("ok", "failed")
     ]
     if done:
         ev.append("steps: " + "; ".join(done))
-    if deep.get("stderr_bytes", 0) > 1 << 20:
-        ev.append(f"the child printed {deep['stderr_bytes']} bytes to stderr (head and tail kept)")
+    if (deep.stderr_bytes or 0) > 1 << 20:
+        ev.append(f"the child printed {deep.stderr_bytes} bytes to stderr (head and tail kept)")
     return ev
 
 
 @rule
-def deep_outcome(ctx: Any) -> Iterable[Finding]:
+def deep_outcome(ctx: RuleContext) -> Iterable[Finding]:
     """One finding for the deep probe's outcome (nothing when it did not run at all)."""
-    deep = ctx.facts("deep")
-    if not deep:
+    if not _present(ctx):
         return
-    outcome = deep.get("outcome")
-    steps = {s.get("name"): s for s in deep.get("steps") or [] if isinstance(s, dict)}
-    data = {"signatures": [s.get("id") for s in deep_signatures(deep)], "outcome": outcome}
-    if outcome == "not_run" or not deep.get("ran", True):
+    deep = ctx.view.deep
+    outcome = deep.outcome
+    steps = {s.name: s for s in deep.steps}
+    data: Dict[str, Any] = {"signatures": [s["id"] for s in deep_signatures(deep)], "outcome": outcome}
+    if outcome == "not_run" or deep.ran is False:
         yield NOT_RUN.finding(
-            title=f"the deep probe was not run: {deep.get('reason')}", evidence=[str(deep.get("reason"))], data=data
+            title=f"the deep probe was not run: {deep.reason}", evidence=[str(deep.reason)], data=data
         )
         return
-    stderr_tail = _last_lines(str(deep.get("stderr_tail") or deep.get("stderr_head") or ""))
+    stderr_tail = _last_lines(deep.stderr_tail or deep.stderr_head or "")
     if outcome == "timed_out":
-        step = deep.get("hung_step")
+        step = deep.hung_step
         where = _STEP_TEXT.get(step, step) if step else "starting the interpreter"
         yield HUNG.finding(
-            title=f"the deep probe hung in {where} and was killed after {deep.get('timeout')} s",
+            title=f"the deep probe hung in {where} and was killed after {deep.timeout} s",
             evidence=_common(deep) + [f"last stderr: {ln}" for ln in stderr_tail],
             fix=[
-                f"npudoctor check --deep --deep-timeout {int(float(deep.get('timeout') or 120) * 2)}  (a busy box can take long)",
+                f"npudoctor check --deep --deep-timeout {int(float(deep.timeout or 120) * 2)}  (a busy box can take long)",
                 "npu-smi info  (is the NPU held by another process?)",
             ],
             data=dict(data, step=step),
         )
         return
     if outcome == "crashed":
-        step = deep.get("crashed_step")
+        step = deep.crashed_step
         where = _STEP_TEXT.get(step, step) if step else "starting up"
         yield CRASHED.finding(
-            title=f"the deep probe crashed with {deep.get('signal')} in {where}",
+            title=f"the deep probe crashed with {deep.signal} in {where}",
             evidence=_common(deep) + _signature_lines(deep) + [f"stderr: {ln}" for ln in stderr_tail],
             fix=_kb_fix(deep) or ["run `python -X faulthandler -c 'import torch, torch_npu'` to see the native stack"],
-            data=dict(data, step=step, signal=deep.get("signal")),
+            data=dict(data, step=step, signal=deep.signal),
         )
         return
     if outcome == "exited":
         yield EXITED.finding(
-            title=f"the deep probe's child exited with status {deep.get('returncode')} before finishing",
+            title=f"the deep probe's child exited with status {deep.returncode} before finishing",
             evidence=_common(deep) + [f"stderr: {ln}" for ln in stderr_tail],
             data=data,
         )
         return
     if outcome == "error":
         yield NOT_RUN.finding(
-            title=f"the deep probe could not start: {deep.get('reason')}", evidence=[str(deep.get("reason"))], data=data
+            title=f"the deep probe could not start: {deep.reason}", evidence=[str(deep.reason)], data=data
         )
         return
-    failed = steps.get(deep.get("failed_step") or "")
+    failed = steps.get(deep.failed_step or "")
     if failed is not None:
-        name = failed.get("name")
+        name = failed.name
         root = _root_error(failed)
         code = {"import_torch": IMPORT_TORCH, "import_torch_npu": IMPORT_NPU}.get(name)
         if code is None:
@@ -191,22 +206,22 @@ def deep_outcome(ctx: Any) -> Iterable[Finding]:
             data=dict(data, step=name, error=root),
         )
         return
-    if deep.get("is_available") is False or deep.get("device_count") == 0:
+    if deep.is_available is False or deep.device_count == 0:
         yield NOT_AVAILABLE.finding(
             title=(
-                f"torch_npu {deep.get('torch_npu_version')} imports but torch.npu.is_available() is "
-                f"{deep.get('is_available')} with {deep.get('device_count')} device(s)"
+                f"torch_npu {deep.torch_npu_version} imports but torch.npu.is_available() is "
+                f"{deep.is_available} with {deep.device_count} device(s)"
             ),
             evidence=_common(deep) + [f"stderr: {ln}" for ln in stderr_tail],
             fix=["npudoctor check  (see the devices and container findings)"],
             data=dict(data, step="is_available"),
         )
         return
-    devices = deep.get("devices") or []
-    names = ", ".join(sorted({str(d.get("name")) for d in devices}))
+    devices = deep.devices
+    names = ", ".join(sorted({str(d.name) for d in devices}))
     yield PASSED.finding(
-        title=f"torch {deep.get('torch_version')} + torch_npu {deep.get('torch_npu_version')} computed on {len(devices)} NPU(s) ({names})",
-        evidence=_common(deep) + ([f"torch.version.cann: {deep.get('cann')}"] if deep.get("cann") else []),
+        title=f"torch {deep.torch_version} + torch_npu {deep.torch_npu_version} computed on {len(devices)} NPU(s) ({names})",
+        evidence=_common(deep) + ([f"torch.version.cann: {deep.cann}"] if deep.cann else []),
         data=data,
     )
 
@@ -215,13 +230,13 @@ def _finding_text(f: Finding) -> str:
     return "\n".join([f.title, *f.evidence, f.subject or ""])
 
 
-def explaining_findings(deep: Dict[str, Any], facts: Dict[str, Any], statics: List[Finding]) -> List[Finding]:
+def explaining_findings(deep: DeepFacts, statics: List[Finding]) -> List[Finding]:
     """Static findings that explain the deep probe's failure.
 
     For each known signature of the failure, the causes signatures.toml lists are taken in
     order: the first one that ``statics`` confirm (a finding of its ``confirmed_by`` codes)
     and none refutes names the findings that explain it.  A finding naming a captured
-    library (``libhccl.so``) also does.  ``facts`` is unused (kept for the callers).
+    library (``libhccl.so``) also does.
     """
     from npudoctor.knowledge.signatures import load_kb
 
@@ -231,10 +246,10 @@ def explaining_findings(deep: Dict[str, Any], facts: Dict[str, Any], statics: Li
         return []
     explained: List[Finding] = []
     for sig in deep_signatures(deep):
-        entry = kb.by_id(str(sig.get("id")))
+        entry = kb.by_id(sig["id"])
         if entry is None or entry.severity == "noise":
             continue
-        caps = dict(sig.get("captures") or {})
+        caps = dict(sig["captures"])
         lib = caps.get("lib")
         best = next((c for c in entry.causes if c.confirming(statics) and not c.refuting(statics)), None)
         if best is not None:
@@ -254,18 +269,18 @@ def explaining_findings(deep: Dict[str, Any], facts: Dict[str, Any], statics: Li
 
 
 @postprocess
-def cross_reference(ctx: Any, findings: List[Finding]) -> List[Finding]:
+def cross_reference(ctx: RuleContext, findings: List[Finding]) -> List[Finding]:
     """Attach a deep failure to the static findings that explain it (see module doc)."""
-    deep = ctx.facts("deep")
-    if not deep:
+    if not _present(ctx):
         return findings
+    deep = ctx.view.deep
     statics = [f for f in findings if f.area != "deep" and f.severity in ("error", "warning")]
     out: List[Finding] = []
     for f in findings:
         if f.code not in FAILURE_CODES or not statics:
             out.append(f)
             continue
-        explaining = explaining_findings(deep, ctx.snapshot.facts, statics)
+        explaining = explaining_findings(deep, statics)
         if not explaining:
             out.append(f)
             continue
