@@ -1,11 +1,12 @@
 """Turn raw snapshot JSON into typed, read-only views, and describe them as JSON Schema.
 
-One generic converter driven by the type hints of frozen dataclasses, so a section's shape is
-written once (the view class) and both validation and the published schema follow from it.
+One generic converter driven by the type hints of the view classes (:mod:`npudoctor.facts._view`),
+so a section's shape is written once (the view class) and both validation and the published
+schema follow from it.
 
 Supported annotations: ``str``, ``int``, ``float``, ``bool``, ``Optional[X]``, ``Tuple[X, ...]``
 (a JSON list, read-only), ``List[X]``, ``Dict[str, X]``, ``Literal[...]``, nested view
-dataclasses, and :data:`JSON` (any JSON value, kept as is, for open-ended data such as a parsed
+classes, and :data:`JSON` (any JSON value, kept as is, for open-ended data such as a parsed
 file's key/values).  Each annotation is compiled once into a converter (a view class into a
 plan of its fields: JSON key, converter, default), so converting a value costs no type
 introspection (``Facts(raw).packages`` of 300 distributions: ~2 ms, ``scripts/bench.py facts``).
@@ -18,10 +19,23 @@ exception.  Depth and list lengths are bounded so hostile snapshots cannot exhau
 
 from __future__ import annotations
 
-import dataclasses
-import sys
-import typing
-from typing import Any, Callable, Dict, List, Literal, Optional, Tuple, Type, TypeVar, Union, get_args, get_origin
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    List,
+    Literal,
+    Optional,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
+
+from npudoctor.facts._view import is_view, view_fields
 
 T = TypeVar("T")
 
@@ -71,10 +85,12 @@ _HINTS: Dict[type, Dict[str, Any]] = {}
 
 
 def _hints(cls: type) -> Dict[str, Any]:
+    """The resolved annotations of a view class's fields (``typing.get_type_hints``
+    evaluates each in the namespace of the module that declares it)."""
     hints = _HINTS.get(cls)
     if hints is None:
-        module = sys.modules.get(cls.__module__)
-        hints = typing.get_type_hints(cls, vars(module) if module else None)
+        names = {f.name for f in view_fields(cls)}
+        hints = {k: v for k, v in get_type_hints(cls).items() if k in names}
         _HINTS[cls] = hints
     return hints
 
@@ -189,7 +205,7 @@ def _make(tp: Any) -> Converter:
         return _sequence(tp, origin in (tuple, Tuple))
     if origin in (dict, Dict):
         return _mapping(tp)
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+    if is_view(tp):
         return _record(tp)
     if tp in _LEAVES:
         return _leaf(tp, _describe(tp))
@@ -286,9 +302,9 @@ class _Plan:
         self.cls = cls
         hints = _hints(cls)
         self.fields: List[Tuple[str, str, Converter, Callable[[], Any]]] = []
-        for f in dataclasses.fields(cls):
+        for f in view_fields(cls):
             key = f.metadata.get("key", f.name)
-            self.fields.append((f.name, key, _compile(hints[f.name]), _default_maker(f)))
+            self.fields.append((f.name, key, _compile(hints[f.name]), f.make_default))
         self.declared = frozenset(key for _n, key, _c, _d in self.fields)
 
     def build(self, raw: Dict[str, Any], path: str, problems: Problems, depth: int) -> Any:
@@ -304,15 +320,6 @@ class _Plan:
             else:
                 kwargs[name] = default()
         return self.cls(**kwargs)
-
-
-def _default_maker(f: dataclasses.Field) -> Callable[[], Any]:  # type: ignore[type-arg]
-    if f.default is not dataclasses.MISSING:
-        value = f.default
-        return lambda: value
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory
-    return lambda: None
 
 
 _PLANS: Dict[type, _Plan] = {}
@@ -343,7 +350,7 @@ def _short(value: object) -> str:
 
 
 def load(cls: Type[T], raw: Any, problems: Optional[Problems] = None) -> Tuple[T, Problems]:
-    """``(view, problems)``: ``raw`` (a JSON object) as an instance of the view dataclass
+    """``(view, problems)``: ``raw`` (a JSON object) as an instance of the view class
     ``cls`` (or of a ``Dict[str, X]`` annotation, for a section that is a plain map).  Never
     raises on bad data: a non-object gives the all-defaults view with one problem; fields of
     the wrong type take their defaults (map entries of the wrong type are dropped) and are
@@ -352,7 +359,7 @@ def load(cls: Type[T], raw: Any, problems: Optional[Problems] = None) -> Tuple[T
     if not isinstance(raw, dict):
         problems.add("", f"expected object, got {_type_name(raw)}")
         raw = {}
-    if isinstance(cls, type) and dataclasses.is_dataclass(cls):
+    if is_view(cls):
         return _plan(cls).build(raw, "", problems, 0), problems
     # A section that is a plain map (``_errors``): a dict in, a dict out, never _MISSING.
     return _compile(cls)(raw, "", _ROOT, problems, 0), problems
@@ -366,7 +373,7 @@ def _describe(tp: Any) -> str:
         return "list"
     if origin in (dict, Dict):
         return "object"
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+    if is_view(tp):
         return "object"
     if tp is _NONE:
         return "null"
@@ -394,13 +401,13 @@ def schema_of(tp: Any, defs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     if origin in (dict, Dict):
         args = get_args(tp) or (str, Any)
         return {"type": "object", "additionalProperties": schema_of(args[1], defs)}
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+    if is_view(tp):
         name = tp.__name__
         if name not in defs:
             defs[name] = {}  # placeholder: recursion guard
             hints = _hints(tp)
             props: Dict[str, Any] = {}
-            for field in dataclasses.fields(tp):
+            for field in view_fields(tp):
                 key = field.metadata.get("key", field.name)
                 prop = schema_of(hints[field.name], defs)
                 doc = field.metadata.get("doc")

@@ -3,18 +3,17 @@ in :mod:`npudoctor.probes.deep`) and of ``_errors`` (probes that raised)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
+from npudoctor.facts._view import View, field
 
 
 def _doc(text: str) -> Dict[str, str]:
     return {"doc": text}
 
 
-@dataclass(frozen=True)
-class DeepStep:
+class DeepStep(View):
     """One step of the child (import_torch, import_torch_npu, is_available, ...)."""
 
     name: str = ""
@@ -27,8 +26,7 @@ class DeepStep:
     reason: Optional[str] = field(default=None, metadata=_doc("why it was skipped"))
 
 
-@dataclass(frozen=True)
-class DeepDevice:
+class DeepDevice(View):
     """A device the child saw."""
 
     index: Optional[int] = None
@@ -37,8 +35,7 @@ class DeepDevice:
     synchronize: Optional[str] = field(default=None, metadata=_doc('"ok" or the error'))
 
 
-@dataclass(frozen=True)
-class DeepSignature:
+class DeepSignature(View):
     """A known error signature found in the failure text or stderr."""
 
     id: Optional[str] = None
@@ -48,8 +45,7 @@ class DeepSignature:
     captures: Dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class DeepFacts:
+class DeepFacts(View):
     """torch and torch_npu really imported in a child process, with a deadline."""
 
     ran: Optional[bool] = field(default=None, metadata=_doc("False: not run (see reason); None: not recorded"))

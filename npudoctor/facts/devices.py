@@ -4,9 +4,9 @@ chip and process records from :func:`npudoctor.parsers.npu_smi.parse_info`, the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
+from npudoctor.facts._view import View, field
 from npudoctor.facts.system import Identity
 
 
@@ -18,8 +18,7 @@ def _var(name: str) -> Dict[str, str]:
     return {"key": name, "doc": f'raw value of {name} (None: unset; "": set but empty)'}
 
 
-@dataclass(frozen=True)
-class NpuSmiCommand:
+class NpuSmiCommand(View):
     """One npu-smi run."""
 
     argv: Tuple[str, ...] = ()
@@ -30,8 +29,7 @@ class NpuSmiCommand:
     parsed: bool = field(default=False, metadata=_doc("its output gave what was asked"))
 
 
-@dataclass(frozen=True)
-class NpuSmi:
+class NpuSmi(View):
     """How ``npu-smi`` answered (or why it was not run)."""
 
     path: Optional[str] = field(default=None, metadata=_doc("found on PATH"))
@@ -52,8 +50,7 @@ class NpuSmi:
     raw: Optional[str] = field(default=None, metadata=_doc("first 64 KiB of `npu-smi info`"))
 
 
-@dataclass(frozen=True)
-class HealthDetail:
+class HealthDetail(View):
     """``npu-smi info -t health`` of a chip that is not OK."""
 
     status: Optional[str] = None
@@ -61,8 +58,7 @@ class HealthDetail:
     information: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class Chip:
+class Chip(View):
     """One chip row of ``npu-smi info`` (what a chip *is* is judged by the rules)."""
 
     npu_id: Optional[int] = None
@@ -87,8 +83,7 @@ class Chip:
     health_detail: Optional[HealthDetail] = None
 
 
-@dataclass(frozen=True)
-class NpuProcess:
+class NpuProcess(View):
     """A process row of ``npu-smi info``."""
 
     npu_id: Optional[int] = None
@@ -99,8 +94,7 @@ class NpuProcess:
     container_pid: Optional[int] = field(default=None, metadata=_doc("26.x wide layout only"))
 
 
-@dataclass(frozen=True)
-class Topology:
+class Topology(View):
     """``npu-smi info -t topo``: NPU-to-NPU links and CPU affinity (map keys are NPU ids)."""
 
     npus: Tuple[int, ...] = field(default=(), metadata=_doc("ids in header order"))
@@ -115,8 +109,7 @@ class Topology:
     legend: bool = False
 
 
-@dataclass(frozen=True)
-class DeviceNode:
+class DeviceNode(View):
     """A device node (``/dev/davinciN`` or a control node) and its owner and mode."""
 
     path: str = ""
@@ -132,8 +125,7 @@ class DeviceNode:
     rdev: Tuple[int, ...] = field(default=(), metadata=_doc("[major, minor] of a character device"))
 
 
-@dataclass(frozen=True)
-class Visibility:
+class Visibility(View):
     """The visible-device variables as set (rules validate them)."""
 
     ascend_rt_visible_devices: Optional[str] = field(default=None, metadata=_var("ASCEND_RT_VISIBLE_DEVICES"))
@@ -144,8 +136,7 @@ class Visibility:
     ray_noset: Optional[str] = field(default=None, metadata=_var("RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"))
 
 
-@dataclass(frozen=True)
-class DevicesFacts:
+class DevicesFacts(View):
     """npu-smi (chips, health, memory, processes, topology), device nodes, visibility variables."""
 
     npu_smi: NpuSmi = field(default_factory=NpuSmi)

@@ -4,26 +4,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
+from npudoctor.facts._view import View, field
 
 
 def _doc(text: str) -> Dict[str, str]:
     return {"doc": text}
 
 
-@dataclass(frozen=True)
-class InContainer:
+class InContainer(View):
     """Whether this runs in a container, and the marker that says so."""
 
     value: Optional[bool] = None
     source: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class HccnConf:
+class HccnConf(View):
     """``/etc/hccn.conf``: the NPU NICs' settings (device ids are physical ids)."""
 
     path: Optional[str] = None
@@ -39,8 +37,7 @@ class HccnConf:
     lossy: Optional[bool] = None
 
 
-@dataclass(frozen=True)
-class RankDevice:
+class RankDevice(View):
     """One device entry of a rank table server."""
 
     invalid: bool = field(default=False, metadata=_doc("the entry is not an object"))
@@ -52,8 +49,7 @@ class RankDevice:
     super_device_id: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class RankServer:
+class RankServer(View):
     """One ``server_list`` entry of a rank table."""
 
     index: Optional[int] = None
@@ -67,16 +63,14 @@ class RankServer:
     has_device_list: Optional[bool] = None
 
 
-@dataclass(frozen=True)
-class SuperPod:
+class SuperPod(View):
     """A ``super_pod_list`` entry (rank table 1.2)."""
 
     super_pod_id: Optional[str] = None
     server_ids: Tuple[Optional[str], ...] = ()
 
 
-@dataclass(frozen=True)
-class RankTable:
+class RankTable(View):
     """The file RANK_TABLE_FILE names: its structure (the layout is judged by the rules)."""
 
     path: Optional[str] = None
@@ -98,8 +92,7 @@ class RankTable:
     rank_count: int = 0
 
 
-@dataclass(frozen=True)
-class LocalAddress:
+class LocalAddress(View):
     """An address of this node."""
 
     interface: Optional[str] = None
@@ -107,8 +100,7 @@ class LocalAddress:
     address: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class Local:
+class Local(View):
     """This node's network addresses (not available under --root)."""
 
     available: bool = False
@@ -118,16 +110,14 @@ class Local:
     source: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class HccnIp:
+class HccnIp(View):
     """``hccn_tool -i N -ip -g``."""
 
     ipaddr: Optional[str] = None
     netmask: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class HccnToolDevice:
+class HccnToolDevice(View):
     """What ``hccn_tool`` said about one device."""
 
     ip: Optional[HccnIp] = None
@@ -135,8 +125,7 @@ class HccnToolDevice:
     commands: Tuple[str, ...] = field(default=(), metadata=_doc("how each call ended"))
 
 
-@dataclass(frozen=True)
-class HccnTool:
+class HccnTool(View):
     """``hccn_tool`` answers for the devices of hccn.conf."""
 
     path: Optional[str] = None
@@ -144,8 +133,7 @@ class HccnTool:
     devices: Dict[str, HccnToolDevice] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class MasterProbe:
+class MasterProbe(View):
     """One bounded TCP connect to MASTER_ADDR:MASTER_PORT (``--probe-master``)."""
 
     reachable: bool = False
@@ -154,8 +142,7 @@ class MasterProbe:
     timeout: Optional[float] = None
 
 
-@dataclass(frozen=True)
-class Master:
+class Master(View):
     """MASTER_ADDR / MASTER_PORT and the connect probe."""
 
     addr: Optional[str] = None
@@ -165,16 +152,14 @@ class Master:
     probe_skipped: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class Whitelist:
+class Whitelist(View):
     """HCCL_WHITELIST_FILE and whether it exists."""
 
     file: Optional[str] = None
     exists: Optional[bool] = None
 
 
-@dataclass(frozen=True)
-class HcclFacts:
+class HcclFacts(View):
     """HCCL variables, hccn.conf, the rank table, this node's addresses, hccn_tool, the master."""
 
     variables: Dict[str, str] = field(

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
+from npudoctor.facts._view import View, field
 
 
 def _doc(text: str) -> Dict[str, str]:
@@ -16,8 +16,7 @@ def _doc(text: str) -> Dict[str, str]:
 # --- environment -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class EnvToolkit:
+class EnvToolkit(View):
     """The toolkit whose ``set_env.sh`` is interpreted."""
 
     path: Optional[str] = None
@@ -27,8 +26,7 @@ class EnvToolkit:
     set_env: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class ExpectedNnal:
+class ExpectedNnal(View):
     """What NNAL's ``set_env.sh`` would add."""
 
     atb_home: Optional[str] = None
@@ -37,8 +35,7 @@ class ExpectedNnal:
     script: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class UnsupportedLine:
+class UnsupportedLine(View):
     """A line of ``set_env.sh`` npudoctor could not interpret (``line`` < 1 in snapshots
     from before ``fallback``: the reason the documented variables were used)."""
 
@@ -46,8 +43,7 @@ class UnsupportedLine:
     text: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class Expected:
+class Expected(View):
     """What ``set_env.sh`` of the toolkit (and NNAL's) would set (read, never run)."""
 
     toolkit: Optional[str] = None
@@ -61,16 +57,14 @@ class Expected:
     driver: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class PathRead:
+class PathRead(View):
     """How the diagnosed root resolves one path the environment rules compare."""
 
     resolved: Optional[str] = None
     exists: Optional[bool] = None
 
 
-@dataclass(frozen=True)
-class ToolkitPython:
+class ToolkitPython(View):
     """CANN's own Python packages inside the toolkit."""
 
     site_packages: Optional[str] = None
@@ -78,8 +72,7 @@ class ToolkitPython:
     tbe: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class EnvNnal:
+class EnvNnal(View):
     """NNAL's variables: expected against current."""
 
     path: Optional[str] = None
@@ -94,8 +87,7 @@ class EnvNnal:
     script: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class EnvironmentFacts:
+class EnvironmentFacts(View):
     """What ``set_env.sh`` would set against what the diagnosed environment holds."""
 
     toolkit: Optional[EnvToolkit] = None
@@ -117,21 +109,18 @@ class EnvironmentFacts:
 # --- libraries ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class LibTorchNpu:
+class LibTorchNpu(View):
     version: Optional[str] = None
     location: Optional[str] = None
     package_dir: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class LibTorch:
+class LibTorch(View):
     version: Optional[str] = None
     lib_dir: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class ElfObject:
+class ElfObject(View):
     """One ELF file read: its dynamic section."""
 
     path: str = ""
@@ -145,8 +134,7 @@ class ElfObject:
     error: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class FoundAt:
+class FoundAt(View):
     """Where a missing library is on disk."""
 
     path: str = ""
@@ -154,8 +142,7 @@ class FoundAt:
     usable: bool = field(default=True, metadata=_doc("the loader could use it (right architecture and class)"))
 
 
-@dataclass(frozen=True)
-class Loader:
+class Loader(View):
     """The dynamic loader's search path of the diagnosed machine."""
 
     ld_library_path: Tuple[str, ...] = ()
@@ -164,8 +151,7 @@ class Loader:
     default_dirs: Tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(View):
     """How one ``DT_NEEDED`` entry resolves, as ``ld.so`` would."""
 
     name: str = ""
@@ -177,8 +163,7 @@ class Resolution:
     optional: bool = False
 
 
-@dataclass(frozen=True)
-class Glibc:
+class Glibc(View):
     provided: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
     providers: Dict[str, Optional[str]] = field(default_factory=dict)
     defined: Dict[str, Tuple[str, ...]] = field(
@@ -187,8 +172,7 @@ class Glibc:
     root_has_libc: Optional[bool] = None
 
 
-@dataclass(frozen=True)
-class SymbolCheck:
+class SymbolCheck(View):
     """Undefined symbols of ``object`` against the exports of ``against``."""
 
     object: Optional[str] = None
@@ -201,16 +185,14 @@ class SymbolCheck:
     links: Tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Symbols:
+class Symbols(View):
     torch: Optional[SymbolCheck] = None
     atb: Optional[SymbolCheck] = None
     cann: Optional[SymbolCheck] = None
     extensions: Tuple[SymbolCheck, ...] = ()
 
 
-@dataclass(frozen=True)
-class LibrariesFacts:
+class LibrariesFacts(View):
     """Will torch_npu's binaries load, and do their symbols match?"""
 
     torch_npu: Optional[LibTorchNpu] = None
@@ -232,8 +214,7 @@ class LibrariesFacts:
 # --- container ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Mount:
+class Mount(View):
     """A driver piece a container needs."""
 
     path: str = ""
@@ -242,15 +223,13 @@ class Mount:
     required: bool = False
 
 
-@dataclass(frozen=True)
-class DeviceCgroup:
+class DeviceCgroup(View):
     path: Optional[str] = None
     entries: Tuple[str, ...] = ()
     allow_all: Optional[bool] = None
 
 
-@dataclass(frozen=True)
-class ContainerFacts:
+class ContainerFacts(View):
     """Are we inside a container, which runtime, and are the driver files mounted."""
 
     in_container: bool = False
@@ -267,8 +246,7 @@ class ContainerFacts:
 # --- hygiene -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class DiskTarget:
+class DiskTarget(View):
     """Free space where CANN writes caches and logs."""
 
     purpose: Optional[str] = None
@@ -284,8 +262,7 @@ class DiskTarget:
     error: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class Libgomp:
+class Libgomp(View):
     """aarch64 conda libgomp (static TLS) facts."""
 
     arch: Optional[str] = None
@@ -296,7 +273,6 @@ class Libgomp:
     preloaded: bool = False
 
 
-@dataclass(frozen=True)
-class HygieneFacts:
+class HygieneFacts(View):
     disk: Tuple[DiskTarget, ...] = ()
     libgomp: Optional[Libgomp] = None

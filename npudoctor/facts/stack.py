@@ -3,26 +3,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
+from npudoctor.facts._view import View, field
 
 
 def _doc(text: str) -> Dict[str, str]:
     return {"doc": text}
 
 
-@dataclass(frozen=True)
-class FileError:
+class FileError(View):
     """A file that could not be read or parsed."""
 
     path: Optional[str] = None
     error: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class Kernels:
+class Kernels(View):
     """The operator kernels (opp_kernel package) installed in a toolkit."""
 
     socs: Tuple[str, ...] = field(default=(), metadata=_doc('kernel directories ("ascend910b", "ascend310p", ...)'))
@@ -32,8 +30,7 @@ class Kernels:
     installed: bool = False
 
 
-@dataclass(frozen=True)
-class Toolkit:
+class Toolkit(View):
     """One CANN toolkit install (toolkit, nnae, or the 8.5+ ``cann-<ver>`` layout)."""
 
     path: str = ""
@@ -54,8 +51,7 @@ class Toolkit:
     install_info: JSON = field(default=None, metadata=_doc("key/values of the <arch>-linux install info file"))
 
 
-@dataclass(frozen=True)
-class Nnal:
+class Nnal(View):
     """An NNAL/ATB install (``path`` is the ``nnal/atb`` directory)."""
 
     path: str = ""
@@ -70,16 +66,14 @@ class Nnal:
     errors: Tuple[FileError, ...] = ()
 
 
-@dataclass(frozen=True)
-class EnvValue:
+class EnvValue(View):
     """A CANN variable's value and whether the path it names exists."""
 
     value: Optional[str] = None
     exists: Optional[bool] = None
 
 
-@dataclass(frozen=True)
-class Product:
+class Product(View):
     """An installed framework product (MindIE, ATB-Models)."""
 
     path: Optional[str] = None
@@ -89,8 +83,7 @@ class Product:
     errors: Tuple[FileError, ...] = ()
 
 
-@dataclass(frozen=True)
-class CannFacts:
+class CannFacts(View):
     """Every CANN toolkit installed, the one in use, its kernels, and NNAL/ATB."""
 
     toolkits: Tuple[Toolkit, ...] = ()
@@ -104,8 +97,7 @@ class CannFacts:
     searched: Tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class InstallInfo:
+class InstallInfo(View):
     """/etc/ascend_install.info (keys lower-cased)."""
 
     path: Optional[str] = None
@@ -113,8 +105,7 @@ class InstallInfo:
     error: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class Driver:
+class Driver(View):
     """The NPU driver's ``version.info``."""
 
     path: Optional[str] = None
@@ -133,8 +124,7 @@ class Driver:
     error: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class Firmware:
+class Firmware(View):
     """The NPU firmware's ``version.info``."""
 
     path: Optional[str] = None
@@ -150,8 +140,7 @@ class Firmware:
     error: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class DriverFacts:
+class DriverFacts(View):
     """NPU driver and firmware, read from files."""
 
     install_info: Optional[InstallInfo] = None

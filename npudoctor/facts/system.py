@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
+from npudoctor.facts._view import View, field
 from npudoctor.parsers.metadata import canonical_name
 
 
@@ -16,8 +16,7 @@ def _doc(text: str) -> Dict[str, str]:
     return {"doc": text}
 
 
-@dataclass(frozen=True)
-class OsRelease:
+class OsRelease(View):
     """/etc/os-release of the diagnosed machine."""
 
     id: Optional[str] = None
@@ -26,8 +25,7 @@ class OsRelease:
     source: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class Identity:
+class Identity(View):
     """The account whose access is judged (``--user``, else ``$USER`` in the root, else this process)."""
 
     uid: Optional[int] = None
@@ -39,8 +37,7 @@ class Identity:
     source: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class HostFacts:
+class HostFacts(View):
     """Architecture, OS, glibc, host name and the judged account."""
 
     arch: Optional[str] = field(default=None, metadata=_doc('"aarch64" | "x86_64" | None'))
@@ -52,8 +49,7 @@ class HostFacts:
     identity: Identity = field(default_factory=Identity)
 
 
-@dataclass(frozen=True)
-class Shadowing:
+class Shadowing(View):
     """Whether ``import NAME`` would take a copy in the working directory."""
 
     origin: Optional[str] = None
@@ -63,8 +59,7 @@ class Shadowing:
     shadowed: Optional[bool] = None
 
 
-@dataclass(frozen=True)
-class PythonEnvironment:
+class PythonEnvironment(View):
     """An environment found under ``--root``."""
 
     prefix: Optional[str] = None
@@ -75,8 +70,7 @@ class PythonEnvironment:
     has_torch_npu: Optional[bool] = None
 
 
-@dataclass(frozen=True)
-class PythonFacts:
+class PythonFacts(View):
     """The target interpreter (``source``: "live" | "--python" | "root")."""
 
     source: Optional[str] = None
@@ -126,8 +120,7 @@ class PythonFacts:
         return f"{m.group(1)}.{m.group(2)}" if m else None
 
 
-@dataclass(frozen=True)
-class Distribution:
+class Distribution(View):
     """One installed distribution (a ``.dist-info`` or ``.egg-info``), from metadata only."""
 
     name: str = ""
@@ -156,8 +149,7 @@ class Distribution:
         return f"{path}/PKG-INFO" if self.kind == "egg-info" else f"{path}/METADATA"
 
 
-@dataclass(frozen=True)
-class Duplicate:
+class Duplicate(View):
     """A distribution name with more than one record."""
 
     name: str = ""
@@ -166,8 +158,7 @@ class Duplicate:
     locations: Tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class PipConfig:
+class PipConfig(View):
     """Where pip would download from."""
 
     index_url: Optional[str] = None
@@ -177,8 +168,7 @@ class PipConfig:
     errors: Tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class PackagesFacts:
+class PackagesFacts(View):
     """Installed distributions of the target interpreter."""
 
     installed: Dict[str, Tuple[Distribution, ...]] = field(
