@@ -14,6 +14,7 @@ import pytest
 from clirun import npudoctor
 
 from npudoctor.engine import Options, collect, evaluate
+from npudoctor.facts import Facts
 from npudoctor.host import Host
 from npudoctor.rules._hccl_job import job_shape
 from npudoctor.snapshot import Snapshot
@@ -98,7 +99,10 @@ def test_server_not_local_live(tmp_path):
     table = tmp_path / "hccl.json"
     _write_table(table, ["203.0.113.5", "203.0.113.6"])
     snap, found = run(base_env(tmp_path, RANK_TABLE_FILE=str(table), HCCL_CONNECT_TIMEOUT="900"))
-    assert job_shape(snap.facts["hccl"])["multi_node"] == {"value": True, "reasons": ["the rank table lists 2 servers"]}
+    assert job_shape(Facts(snap.facts).hccl)["multi_node"] == {
+        "value": True,
+        "reasons": ["the rank table lists 2 servers"],
+    }
     (f,) = [f for f in found if f.code == "HCCL008"]
     assert "203.0.113.5, 203.0.113.6" in f.evidence[0]
 

@@ -148,7 +148,7 @@ class HccnTool:
 class MasterProbe:
     """One bounded TCP connect to MASTER_ADDR:MASTER_PORT (``--probe-master``)."""
 
-    reachable: bool = False
+    reachable: Optional[bool] = field(default=None, metadata=_doc("None: the probe record does not say"))
     error: Optional[str] = None
     seconds: Optional[float] = None
     timeout: Optional[float] = None
