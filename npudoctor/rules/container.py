@@ -143,8 +143,9 @@ def container_mounts(ctx: RuleContext) -> Iterable[Finding]:
 
 
 def _exists(mount: Optional[Mount]) -> bool:
-    """A mount the probe did not check counts as present (no evidence it is missing)."""
-    return mount is None or mount.exists
+    """A mount the probe did not check (or whose presence it did not record) counts as
+    present: no evidence it is missing."""
+    return mount is None or mount.exists is not False
 
 
 def _cann_major(ctx: RuleContext) -> int:

@@ -98,7 +98,7 @@ def visible_device_ids(ctx: RuleContext) -> Tuple[Optional[Set[int]], str]:
 
 def _conf_addresses(h: HcclFacts) -> Optional[Dict[str, str]]:
     conf = h.hccn_conf
-    if not conf.devices and not conf.present:
+    if conf is None or (not conf.devices and not conf.present):
         return None
     return {k: v["address"] for k, v in conf.devices.items() if v.get("address")}
 
@@ -268,7 +268,7 @@ def rank_table_this_node(ctx: RuleContext) -> Iterable[Finding]:
             continue
         want = conf.get(str(dev_id))
         if want is None:
-            if h.hccn_conf.elided:
+            if h.hccn_conf is not None and h.hccn_conf.elided:
                 continue
             yield RT_IP_MISMATCH.finding(
                 title=f"{path}: device {dev_id} has device_ip {ip}, but /etc/hccn.conf has no address_{dev_id}",
@@ -449,6 +449,8 @@ def hccn_conf_present(ctx: RuleContext) -> Iterable[Finding]:
     """HCCL014-HCCL015: /etc/hccn.conf for multi-node jobs (case 47)."""
     h = ctx.view.hccl
     conf = h.hccn_conf
+    if conf is None:
+        return
     multi, reasons = _multi_node(ctx)
     if not multi:
         return
