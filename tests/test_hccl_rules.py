@@ -289,3 +289,13 @@ _KEYS = [
 def test_rules_never_crash_on_odd_facts(hccl):
     found = evaluate(Snapshot(facts={"hccl": hccl}), None, Options())
     assert not [f for f in found if f.code == "HOST099" and "hccl" in (f.subject or "")]
+
+
+def test_master_port_that_is_not_a_number_is_reported_not_a_crash():
+    # Found by test_rules_never_crash_on_odd_facts: a master "port" of "10.0.0.1" made
+    # master_and_whitelist raise ValueError; the view reads it as no port (a problem).
+    master = {"addr": "10.0.0.2", "port": "10.0.0.1", "port_raw": "10.0.0.1"}
+    found = evaluate(Snapshot(facts={"hccl": {"master": master}}), None, Options())
+    assert not [f for f in found if f.code == "HOST099"]
+    (bad,) = [f for f in found if f.code == "HCCL017"]
+    assert bad.title == "MASTER_PORT=10.0.0.1 is not a TCP port (1-65535)"
