@@ -23,7 +23,6 @@ ALLOWED_CYCLES: Set[FrozenSet[str]] = set()
 ALLOWED_LONG: Set[str] = {
     "npudoctor/plan/bundle.py",
     "npudoctor/plan/resolve.py",
-    "npudoctor/rules/devices.py",
 }
 
 

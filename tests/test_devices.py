@@ -12,9 +12,12 @@ from pathlib import Path
 from clirun import npudoctor
 from scenario_runner import environment, prepare, run_check
 
+from npudoctor.facts._typed import load
+from npudoctor.facts.devices import DevicesFacts
 from npudoctor.probes.devices import can_access
 from npudoctor.remedies import shell
-from npudoctor.rules.devices import _check_rt, _visible_evidence, docker_flags, parse_id_list, shorten_path_list
+from npudoctor.rules._devfacts import docker_flags, parse_id_list, shorten_path_list
+from npudoctor.rules.visibility import _check_rt, _visible_evidence
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 
@@ -213,14 +216,16 @@ def test_device_id_evidence_adds_facts(tmp_path):
 
 
 def test_visible_evidence_without_npu_smi():
-    dev = {"chips": [], "nodes": []}
+    dev = load(DevicesFacts, {"chips": [], "nodes": []})[0]
     assert _visible_evidence(dev, None, None, [4, 5]) == ["device nodes present: /dev/davinci4, /dev/davinci5"]
     assert _visible_evidence(dev, "x", [], []) == [
         "ASCEND_RT_VISIBLE_DEVICES=x: CANN takes no usable device id from it",
         "no NPU visible: npu-smi lists no chip and there is no /dev/davinciN node",
     ]
     chips = [{"npu_id": i, "chip_id": 0} for i in (0, 1, 2, 5)]
-    assert _visible_evidence({"chips": chips}, None, None, []) == ["npu-smi lists 4 chip(s) (NPU ids 0-2, 5)"]
+    assert _visible_evidence(load(DevicesFacts, {"chips": chips})[0], None, None, []) == [
+        "npu-smi lists 4 chip(s) (NPU ids 0-2, 5)"
+    ]
 
 
 def test_shorten_path_list():

@@ -14,6 +14,7 @@ import pytest
 from clirun import npudoctor
 
 from npudoctor.engine import Options, collect, evaluate
+from npudoctor.facts import Facts
 from npudoctor.host import Host
 from npudoctor.rules._hccl_job import job_shape
 from npudoctor.snapshot import Snapshot
@@ -98,7 +99,10 @@ def test_server_not_local_live(tmp_path):
     table = tmp_path / "hccl.json"
     _write_table(table, ["203.0.113.5", "203.0.113.6"])
     snap, found = run(base_env(tmp_path, RANK_TABLE_FILE=str(table), HCCL_CONNECT_TIMEOUT="900"))
-    assert job_shape(snap.facts["hccl"])["multi_node"] == {"value": True, "reasons": ["the rank table lists 2 servers"]}
+    assert job_shape(Facts(snap.facts).hccl)["multi_node"] == {
+        "value": True,
+        "reasons": ["the rank table lists 2 servers"],
+    }
     (f,) = [f for f in found if f.code == "HCCL008"]
     assert "203.0.113.5, 203.0.113.6" in f.evidence[0]
 
@@ -285,3 +289,13 @@ _KEYS = [
 def test_rules_never_crash_on_odd_facts(hccl):
     found = evaluate(Snapshot(facts={"hccl": hccl}), None, Options())
     assert not [f for f in found if f.code == "HOST099" and "hccl" in (f.subject or "")]
+
+
+def test_master_port_that_is_not_a_number_is_reported_not_a_crash():
+    # Found by test_rules_never_crash_on_odd_facts: a master "port" of "10.0.0.1" made
+    # master_and_whitelist raise ValueError; the view reads it as no port (a problem).
+    master = {"addr": "10.0.0.2", "port": "10.0.0.1", "port_raw": "10.0.0.1"}
+    found = evaluate(Snapshot(facts={"hccl": {"master": master}}), None, Options())
+    assert not [f for f in found if f.code == "HOST099"]
+    (bad,) = [f for f in found if f.code == "HCCL017"]
+    assert bad.title == "MASTER_PORT=10.0.0.1 is not a TCP port (1-65535)"

@@ -13,8 +13,8 @@ import pytest
 from scenario_runner import prepare, run_check
 
 from npudoctor.knowledge.matrix import load_matrix
+from npudoctor.rules.chips import soc_known_to_torch_npu
 from npudoctor.rules.container import _only_runc_defaults
-from npudoctor.rules.devices import soc_known_to_torch_npu
 from npudoctor.triage import load_kb, triage_text
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from npudoctor.facts._typed import load
+from npudoctor.facts.devices import NpuSmi
 from npudoctor.parsers.npu_smi import (
     merge_mapping,
     parse_board,
@@ -21,7 +23,13 @@ from npudoctor.parsers.npu_smi import (
     parse_usages,
     parse_version,
 )
-from npudoctor.rules.devices import npu_smi_cause
+from npudoctor.rules.devices import npu_smi_cause as _npu_smi_cause
+
+
+def npu_smi_cause(error):
+    """The rules' judgement of a parsed npu-smi error, read through the npu_smi view."""
+    return _npu_smi_cause(load(NpuSmi, error)[0])
+
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

@@ -8,8 +8,16 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from npudoctor.facts._typed import load
+from npudoctor.facts.hccl import RankTable
 from npudoctor.parsers.ranktable import parse_ranktable, server_addresses
-from npudoctor.rules._ranktable import layout_problems
+from npudoctor.rules._ranktable import layout_problems as _layout_problems
+
+
+def layout_problems(table):
+    """The judgement of a parsed rank table, read through its typed view as the rules do."""
+    return _layout_problems(load(RankTable, table)[0])
+
 
 V10 = "ranktable_v1.0_1server_8p_mindspore-doc.json"
 V12 = "ranktable_v1.2_A3_superpod_mindcluster-doc_with-comments.jsonc.txt"

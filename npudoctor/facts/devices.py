@@ -33,7 +33,9 @@ class NpuSmi(View):
     """How ``npu-smi`` answered (or why it was not run)."""
 
     path: Optional[str] = field(default=None, metadata=_doc("found on PATH"))
-    searched: Tuple[str, ...] = field(default=(), metadata=_doc("PATH entries of the diagnosed environment"))
+    searched: Optional[Tuple[str, ...]] = field(
+        default=None, metadata=_doc("PATH entries of the diagnosed environment (None: not recorded)")
+    )
     available: bool = field(default=False, metadata=_doc("the device table parsed"))
     error: Optional[str] = field(default=None, metadata=_doc("how the command failed, for people"))
     cause: Optional[str] = field(

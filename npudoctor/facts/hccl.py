@@ -136,7 +136,7 @@ class HccnTool(View):
 class MasterProbe(View):
     """One bounded TCP connect to MASTER_ADDR:MASTER_PORT (``--probe-master``)."""
 
-    reachable: bool = False
+    reachable: Optional[bool] = field(default=None, metadata=_doc("None: the probe record does not say"))
     error: Optional[str] = None
     seconds: Optional[float] = None
     timeout: Optional[float] = None
@@ -167,7 +167,7 @@ class HcclFacts(View):
     )
     in_container: InContainer = field(default_factory=InContainer)
     dev_nodes: Tuple[int, ...] = field(default=(), metadata=_doc("N of the /dev/davinciN nodes present"))
-    hccn_conf: HccnConf = field(default_factory=HccnConf)
+    hccn_conf: Optional[HccnConf] = field(default=None, metadata=_doc("None: not recorded (an older snapshot)"))
     rank_table: Optional[RankTable] = field(default=None, metadata=_doc("None when RANK_TABLE_FILE is unset"))
     local: Local = field(default_factory=Local)
     hccn_tool: HccnTool = field(default_factory=HccnTool)

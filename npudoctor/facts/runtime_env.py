@@ -218,7 +218,7 @@ class Mount(View):
     """A driver piece a container needs."""
 
     path: str = ""
-    exists: bool = False
+    exists: Optional[bool] = field(default=None, metadata=_doc("None: not recorded"))
     what: Optional[str] = None
     required: bool = False
 

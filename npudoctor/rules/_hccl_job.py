@@ -3,8 +3,8 @@
 :func:`job_shape` infers it from the ``hccl`` facts (launch variables, the parsed rank
 table, this node's addresses, the ``/dev/davinciN`` nodes) and the ``devices`` section's
 ``visible_count``, on every run: the ``multi_node``/``multi_process`` verdicts an older
-npudoctor stored in the ``hccl`` section are ignored.  Any snapshot may be given, so every
-value is type-checked; nothing here raises.
+npudoctor stored in the ``hccl`` section are ignored.  It reads the typed views
+(:mod:`npudoctor.facts.hccl`, :mod:`npudoctor.facts.devices`); nothing here raises.
 """
 
 from __future__ import annotations
@@ -13,23 +13,19 @@ import ipaddress
 import re
 from typing import Any, Dict, List, Optional
 
+from npudoctor.facts.devices import DevicesFacts
+from npudoctor.facts.hccl import HcclFacts
+
 #: Launcher variables that give the number of nodes.
 NODE_COUNT_VARS = ("NNODES", "NODE_COUNT", "PET_NNODES", "SERVER_COUNT", "SLURM_NNODES", "SLURM_JOB_NUM_NODES")
 
 
-def _int(value: Any) -> Optional[int]:
-    if not isinstance(value, str):
+def _int(value: Optional[str]) -> Optional[int]:
+    """A launcher variable's whole number (``" 4 "`` → 4), or ``None``."""
+    if value is None:
         return None
     value = value.strip()
     return int(value) if re.fullmatch(r"\d+", value) else None
-
-
-def _dict(value: Any) -> Dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> List[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _is_loopback(addr: str) -> bool:
@@ -41,10 +37,10 @@ def _is_loopback(addr: str) -> bool:
         return False
 
 
-def job_shape(hccl: Any, devices: Any = None) -> Dict[str, Dict[str, Any]]:
+def job_shape(hccl: HcclFacts, devices: Optional[DevicesFacts] = None) -> Dict[str, Dict[str, Any]]:
     """``{"multi_node": {"value": True|False|None, "reasons": [str]}, "multi_process":
     {"value": True|None, "reasons": [str]}}`` for the ``hccl`` and ``devices`` facts
-    sections (dicts; anything else counts as empty).
+    views (``devices`` ``None``: not known).
 
     Multi-node: a rank table with several servers, a node-count variable > 1, WORLD_SIZE >
     LOCAL_WORLD_SIZE, more ranks (WORLD_SIZE/RANK_SIZE) than this node's NPUs (the larger of
@@ -52,24 +48,22 @@ def job_shape(hccl: Any, devices: Any = None) -> Dict[str, Dict[str, Any]]:
     HCCL_INTRA_ROCE_ENABLE=1, or a MASTER_ADDR that is none of this node's addresses; False
     when only single-node signs are seen (one server, a node count of 1); None when nothing
     tells.  Multi-process: several ranks named anywhere (or multi-node)."""
-    h = _dict(hccl)
-    variables = {k: v for k, v in _dict(h.get("variables")).items() if isinstance(v, str)}
-    table = _dict(h.get("rank_table"))
-    local = _dict(h.get("local"))
-    nodes = _list(h.get("dev_nodes"))
-    visible = _dict(devices).get("visible_count")
-    local_devices = max(len(nodes), visible if isinstance(visible, int) and not isinstance(visible, bool) else 0)
+    variables = hccl.variables
+    table = hccl.rank_table
+    local = hccl.local
+    visible = devices.visible_count if devices is not None else None
+    local_devices = max(len(hccl.dev_nodes), visible or 0)
     node_reasons: List[str] = []
     single_reasons: List[str] = []
     proc_reasons: List[str] = []
-    if table.get("ok") is True:
-        servers = len(table["servers"]) if isinstance(table.get("servers"), list) else 0
+    if table is not None and table.ok:
+        servers = len(table.servers)
         if servers > 1:
             node_reasons.append(f"the rank table lists {servers} servers")
         elif servers == 1:
             single_reasons.append("the rank table lists one server")
-        ranks = table.get("rank_count")
-        if isinstance(ranks, int) and ranks > 1:
+        ranks = table.rank_count
+        if ranks > 1:
             proc_reasons.append(f"the rank table lists {ranks} ranks")
     for name in NODE_COUNT_VARS:
         n = _int(variables.get(name))
@@ -93,8 +87,8 @@ def job_shape(hccl: Any, devices: Any = None) -> Dict[str, Dict[str, Any]]:
     if variables.get("HCCL_INTRA_ROCE_ENABLE", "").strip() == "1":
         node_reasons.append("HCCL_INTRA_ROCE_ENABLE=1 (RoCE between devices needs device IPs)")
     addr = (variables.get("MASTER_ADDR") or "").strip()
-    if addr and local.get("available") and not _is_loopback(addr):
-        mine = {a.get("address") for a in _list(local.get("addresses")) if isinstance(a, dict)}
+    if addr and local.available and not _is_loopback(addr):
+        mine = {a.address for a in local.addresses}
         try:
             ipaddress.ip_address(addr)
             if addr not in mine:

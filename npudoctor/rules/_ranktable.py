@@ -4,8 +4,8 @@
 probes/hccl.py plus the structure :func:`npudoctor.parsers.ranktable.parse_ranktable`
 extracted) and decides what is wrong with it, on every run: a replayed snapshot is judged
 by the current rules, whatever an older npudoctor stored beside the facts (its
-``problems`` list is ignored).  The record may come from any snapshot file, so every
-value is type-checked; nothing here raises.
+``problems`` list is ignored).  The record is the typed view
+(:class:`npudoctor.facts.hccl.RankTable`), so values have their types; nothing here raises.
 
 The rules of HCCL behind each check: rank ids are 0..N-1, each once (HCCL numbers ranks by
 them); device ids are physical ids unique within a server; device IPs are the NIC
@@ -16,32 +16,17 @@ number of servers; HCCL reads the file as plain JSON; a writer sets ``status`` t
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
+from npudoctor.facts.hccl import RankTable
 from npudoctor.parsers.ranktable import id_ranges, is_ipv4
 
 #: Rank-table format versions whose layout is checked in full.
 CHECKED_VERSIONS = ("1.0", "1.2")
 
 
-def _int(value: Any) -> Optional[int]:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _str(value: Any) -> Optional[str]:
-    return value if isinstance(value, str) else None
-
-
-def _dicts(value: Any) -> List[Dict[str, Any]]:
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
-def _list(value: Any) -> List[Any]:
-    return value if isinstance(value, list) else []
-
-
-def layout_problems(table: Any) -> List[Dict[str, Any]]:
-    """Layout problems of a rank-table facts record (``facts["hccl"]["rank_table"]``).
+def layout_problems(table: RankTable) -> List[Dict[str, Any]]:
+    """Layout problems of a rank-table facts record (``ctx.view.hccl.rank_table``).
 
     Returns ``[{"kind", "message", ...}]`` in a stable order, ``kind`` one of
     ``unreadable``, ``not-strict-json``, ``unknown-version``, ``not-completed``,
@@ -50,7 +35,7 @@ def layout_problems(table: Any) -> List[Dict[str, Any]]:
     ``duplicate-device-id``, ``bad-device-ip``, ``duplicate-device-ip``,
     ``duplicate-server``; extra keys name the subject (``server``, ``rank``, ``ip``,
     ``device_id``, ``declared``/``actual``, ``missing``, ``truncated``).  An empty list
-    for a table without faults; never raises, whatever ``table`` holds.
+    for a table without faults; never raises (the view typed every value).
     """
     problems: List[Dict[str, Any]] = []
 
@@ -59,35 +44,33 @@ def layout_problems(table: Any) -> List[Dict[str, Any]]:
         item.update(extra)
         problems.append(item)
 
-    if not isinstance(table, dict):
-        return problems
-    if table.get("ok") is not True:
-        if "ok" not in table and table.get("read_error"):  # the file could not be read at all
-            add("unreadable", f"cannot read {table.get('path')}: {table.get('read_error')}")
+    if not table.ok:
+        if table.read_error and table.error is None:  # the file could not be read at all
+            add("unreadable", f"cannot read {table.path}: {table.read_error}")
         else:
-            add("unreadable", str(table.get("error") or "cannot be read"), truncated=bool(table.get("truncated")))
+            add("unreadable", str(table.error or "cannot be read"), truncated=table.truncated)
         return problems
-    if not table.get("strict_json"):
-        tolerated = [str(t) for t in table.get("tolerated") or []] if isinstance(table.get("tolerated"), list) else []
+    if not table.strict_json:
+        tolerated = list(table.tolerated)
         add(
             "not-strict-json",
             "the file is not plain JSON (" + ", ".join(tolerated or ["unknown"]) + "); HCCL rejects it",
         )
-    version = table.get("version")
+    version = table.version
     if version is None:
         add("unknown-version", 'no "version" key (expected "1.0" or "1.2")')
     elif version not in CHECKED_VERSIONS:
         add("unknown-version", f'version "{version}" is not a format npudoctor checks in full (1.0, 1.2)')
-    status = table.get("status")
+    status = table.status
     if status is not None and status != "completed":
         add("not-completed", f'status is "{status}", not "completed" (the writer has not finished)')
-    servers = _dicts(table.get("servers"))
+    servers = table.servers  # (an entry that is not an object counts, with no devices)
     if not servers:
         add("no-servers", "no server_list entries")
         return problems
-    declared = _int(table.get("server_count"))
-    if table.get("server_count_raw") is not None and declared is None:
-        add("server-count", f"server_count {table.get('server_count_raw')!r} is not a number")
+    declared = table.server_count
+    if table.server_count_raw is not None and declared is None:
+        add("server-count", f"server_count {table.server_count_raw!r} is not a number")
     elif declared is not None and declared != len(servers):
         add(
             "server-count",
@@ -99,32 +82,32 @@ def layout_problems(table: Any) -> List[Dict[str, Any]]:
     device_ips: Dict[str, List[str]] = {}
     server_ids: Dict[str, int] = {}
     for server in servers:
-        sid = _str(server.get("server_id"))
-        label = sid or f"server_list[{server.get('index')}]"
+        sid = server.server_id
+        label = sid or f"server_list[{server.index}]"
         if sid:
             server_ids[sid] = server_ids.get(sid, 0) + 1
-        devices = _list(server.get("devices"))
+        devices = server.devices
         if not devices:
             add("no-devices", f"server {label} lists no devices", server=label)
         seen_ids: Dict[int, int] = {}
         for pos, dev in enumerate(devices):
             where = f"server {label} device[{pos}]"
-            if not isinstance(dev, dict) or dev.get("invalid"):
+            if dev.invalid:
                 add("bad-device-id", f"{where} is not an object", server=label)
                 continue
-            rank = _int(dev.get("rank_id"))
+            rank = dev.rank_id
             if rank is None:
-                add("bad-rank-id", f"{where}: rank_id {dev.get('rank_id_raw')!r} is not a number", server=label)
+                add("bad-rank-id", f"{where}: rank_id {dev.rank_id_raw!r} is not a number", server=label)
             else:
                 ranks.setdefault(rank, []).append(where)
-            dev_id = _int(dev.get("device_id"))
+            dev_id = dev.device_id
             if dev_id is None:
-                add("bad-device-id", f"{where}: device_id {dev.get('device_id_raw')!r} is not a number", server=label)
+                add("bad-device-id", f"{where}: device_id {dev.device_id_raw!r} is not a number", server=label)
             else:
                 seen_ids[dev_id] = seen_ids.get(dev_id, 0) + 1
-            ip = dev.get("device_ip")
+            ip = dev.device_ip
             if ip is not None:
-                if not isinstance(ip, str) or not is_ipv4(ip):
+                if not is_ipv4(ip):
                     add("bad-device-ip", f"{where}: device_ip {ip!r} is not an IPv4 address", server=label)
                 else:
                     device_ips.setdefault(ip, []).append(where)

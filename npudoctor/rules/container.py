@@ -1,6 +1,6 @@
 """Rules about container plumbing for NPUs: device nodes passed in, driver files and tools
 mounted, the device cgroup.  Reads ``facts["container"]`` (npudoctor/probes/container.py)
-and ``facts["devices"]``.  Root-cause kind K16 (../shared/cases/kinds.md).
+and ``facts["devices"]`` through the typed views (``ctx.view``).  Root-cause kind K16 (../shared/cases/kinds.md).
 
 The exact flags come from the standard vllm-ascend ``docker run``
 (samples/docker-run_vllm-ascend_standard-device-mounts.sh.txt) and INDEX.md §8
@@ -10,12 +10,18 @@ The exact flags come from the standard vllm-ascend ``docker run``
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Iterable, List
+from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence, Union
 
+from npudoctor.facts.devices import NpuSmi
+from npudoctor.facts.runtime_env import ContainerFacts, Mount
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.remedies import Remedy
 from npudoctor.rules import rule
-from npudoctor.rules.devices import chip_nodes, docker_flags, parse_id_list, searched_path_text, stack_present
+from npudoctor.rules._devfacts import chip_nodes, docker_flags, parse_id_list, searched_path_text, stack_present
+
+if TYPE_CHECKING:
+    from npudoctor.engine import RuleContext
 
 NO_DEVICES = codes.get("CTR001")
 DRIVER_NOT_MOUNTED = codes.get("CTR002")
@@ -26,45 +32,44 @@ CGROUP_DENIES = codes.get("CTR005")
 _MOUNT_DRIVER = ("/usr/local/Ascend/driver/lib64/", "/usr/local/Ascend/driver/version.info")
 
 
-def _npu_intended(ctx: Any) -> bool:
-    vis = ctx.facts("devices").get("visibility") or {}
-    return stack_present(ctx) or bool(vis.get("ASCEND_VISIBLE_DEVICES"))
+def _npu_intended(ctx: RuleContext) -> bool:
+    return stack_present(ctx) or bool(ctx.view.devices.visibility.ascend_visible_devices)
 
 
-def _mount(container: Dict[str, Any], path: str) -> Dict[str, Any]:
-    for m in container.get("mounts") or []:
-        if m.get("path") == path:
+def _mount(container: ContainerFacts, path: str) -> Optional[Mount]:
+    """The container probe's record of ``path``, or ``None`` when it did not check it."""
+    for m in container.mounts:
+        if m.path == path:
             return m
-    return {}
+    return None
 
 
-def _smi_evidence(ctx: Any, smi: Dict[str, Any]) -> List[str]:
+def _smi_evidence(ctx: RuleContext, smi: NpuSmi) -> List[str]:
     """How looking for npu-smi went, said once: its error (already naming npu-smi, from
     ``facts["devices"]["npu_smi"]["error"]``) and, when it was not found, the PATH searched."""
-    if not smi.get("error"):
+    if not smi.error:
         return []
-    error = str(smi["error"])
+    error = smi.error
     out = [error if error.lower().startswith(("npu-smi", "`npu-smi")) else f"npu-smi: {error}"]
-    if smi.get("cause") == "not-installed":
+    if smi.cause == "not-installed":
         out.append(searched_path_text(ctx, smi))
     return out
 
 
 @rule
-def container_devices(ctx: Any) -> Iterable[Finding]:
+def container_devices(ctx: RuleContext) -> Iterable[Finding]:
     """CTR001: in a container where NPUs are intended, no /dev/davinciN at all."""
-    container = ctx.facts("container")
-    if not container.get("in_container") or not _npu_intended(ctx) or "devices" not in ctx.snapshot.facts:
+    container = ctx.view.container
+    if not container.in_container or not _npu_intended(ctx) or ctx.view.state("devices") == "absent":
         return  # devices not probed (`health --skip devices`): no evidence either way
-    dev = ctx.facts("devices")
-    if chip_nodes(dev) or dev.get("chips"):
+    dev = ctx.view.devices
+    if chip_nodes(dev) or dev.chips:
         return
-    vis = dev.get("visibility") or {}
-    wanted = vis.get("ASCEND_VISIBLE_DEVICES")
-    ids: List[Any] = parse_id_list(wanted)[0] if wanted else []
+    wanted = dev.visibility.ascend_visible_devices
+    ids: List[int] = parse_id_list(wanted)[0] if wanted else []
     evidence = ["no /dev/davinciN node in this container"]
-    evidence += container.get("evidence") or []
-    fix: List[Any] = [docker_flags(ids or [0], mounts=(), lead="Recreate the container with: ")]
+    evidence += container.evidence
+    fix: List[Union[Remedy, str]] = [docker_flags(ids or [0], mounts=(), lead="Recreate the container with: ")]
     if wanted:
         evidence.append(
             f"ASCEND_VISIBLE_DEVICES={wanted} is set, but it only works when the Ascend Docker Runtime "
@@ -82,24 +87,23 @@ def container_devices(ctx: Any) -> Iterable[Finding]:
             "Or use the Ascend Docker Runtime: start the container with `docker run --runtime ascend "
             "-e ASCEND_VISIBLE_DEVICES=0` and your usual arguments"
         )
-    if container.get("kubernetes"):
+    if container.kubernetes:
         fix.append("Kubernetes: request the device-plugin resource, e.g. resources.limits: huawei.com/Ascend910: 1")
     yield NO_DEVICES.finding(evidence=evidence, fix=fix)
 
 
 @rule
-def container_mounts(ctx: Any) -> Iterable[Finding]:
+def container_mounts(ctx: RuleContext) -> Iterable[Finding]:
     """CTR002 driver not mounted, CTR003 npu-smi/dcmi not mounted, CTR004 install.info."""
-    container = ctx.facts("container")
-    if not container.get("in_container") or not _npu_intended(ctx):
+    container = ctx.view.container
+    if not container.in_container or not _npu_intended(ctx):
         return
-    dev = ctx.facts("devices")
-    vis = dev.get("visibility") or {}
-    nodrv = "NODRV" in str(vis.get("ASCEND_RUNTIME_OPTIONS") or "").upper()
+    dev = ctx.view.devices
+    nodrv = "NODRV" in (dev.visibility.ascend_runtime_options or "").upper()
     missing_driver = [
         p
         for p in ("/usr/local/Ascend/driver/lib64", "/usr/local/Ascend/driver/version.info")
-        if not _mount(container, p).get("exists", True)
+        if not _exists(_mount(container, p))
     ]
     if missing_driver:
         ev = [f"{p}: not present" for p in missing_driver]
@@ -110,13 +114,13 @@ def container_mounts(ctx: Any) -> Iterable[Finding]:
             fix=[docker_flags([], control=[], mounts=_MOUNT_DRIVER, lead="Recreate the container with: ")]
             + (["Or drop NODRV from ASCEND_RUNTIME_OPTIONS"] if nodrv else []),
         )
-    smi = dev.get("npu_smi") or {}
-    has_smi = bool(container.get("npu_smi_paths")) or bool(smi.get("path"))
+    smi = dev.npu_smi
+    has_smi = bool(container.npu_smi_paths) or bool(smi.path)
     dcmi = _mount(container, "/usr/local/dcmi")
     missing_tools: List[str] = []
     if not has_smi:
         missing_tools.append("/usr/local/bin/npu-smi")
-    if dcmi and not dcmi.get("exists"):
+    if dcmi is not None and not dcmi.exists:
         missing_tools.append("/usr/local/dcmi")
     if missing_tools:
         yield TOOLS_NOT_MOUNTED.finding(
@@ -128,7 +132,7 @@ def container_mounts(ctx: Any) -> Iterable[Finding]:
             ],
         )
     info = _mount(container, "/etc/ascend_install.info")
-    if info and not info.get("exists"):
+    if info is not None and not info.exists:
         cann_major = _cann_major(ctx)
         yield INSTALL_INFO_MISSING.finding(
             evidence=["/etc/ascend_install.info: not present"]
@@ -138,14 +142,20 @@ def container_mounts(ctx: Any) -> Iterable[Finding]:
         )
 
 
-def _cann_major(ctx: Any) -> int:
-    selected = ctx.facts("cann").get("selected") or {}
-    version = str(selected.get("version") or "") if isinstance(selected, dict) else ""
+def _exists(mount: Optional[Mount]) -> bool:
+    """A mount the probe did not check (or whose presence it did not record) counts as
+    present: no evidence it is missing."""
+    return mount is None or mount.exists is not False
+
+
+def _cann_major(ctx: RuleContext) -> int:
+    selected = ctx.view.cann.selected
+    version = (selected.version or "") if selected is not None else ""
     m = re.match(r"^(\d+)\.", version)
     return int(m.group(1)) if m else 0
 
 
-def _allowed(entries: List[str], major: int, minor: int) -> bool:
+def _allowed(entries: Sequence[str], major: int, minor: int) -> bool:
     for entry in entries:
         parts = entry.split()
         if len(parts) < 3 or parts[0] not in ("a", "c"):
@@ -171,7 +181,7 @@ RUNC_DEFAULT_RW = frozenset(
 )
 
 
-def _only_runc_defaults(entries: List[str]) -> bool:
+def _only_runc_defaults(entries: Sequence[str]) -> bool:
     """True when no rule of ``entries`` grants read+write beyond runc's defaults."""
     for entry in entries:
         parts = entry.split()
@@ -183,37 +193,37 @@ def _only_runc_defaults(entries: List[str]) -> bool:
 
 
 @rule
-def device_cgroup(ctx: Any) -> Iterable[Finding]:
+def device_cgroup(ctx: RuleContext) -> Iterable[Finding]:
     """CTR005: NPU nodes present but not allowed by the cgroup v1 devices.list.
 
     Char-device nodes (live) are judged by their major:minor; nodes whose numbers are not
     known (plain files under ``--root``, snapshots) are denied when the list grants rw to
     nothing beyond runc's defaults (:data:`RUNC_DEFAULT_RW`)."""
-    container = ctx.facts("container")
-    cg = container.get("device_cgroup") or {}
-    if not container.get("in_container") or not cg or cg.get("allow_all"):
+    container = ctx.view.container
+    cg = container.device_cgroup
+    if not container.in_container or cg is None or cg.allow_all:
         return
-    entries = [str(e) for e in cg.get("entries") or []]
-    nodes = [n for n in ctx.facts("devices").get("nodes") or [] if n.get("exists")]
-    denied = [n for n in nodes if n.get("char_device") and n.get("rdev") and not _allowed(entries, *n["rdev"][:2])]
-    evidence = [f"{n['path']} (c {n['rdev'][0]}:{n['rdev'][1]}) not in {cg.get('path')}" for n in denied[:8]]
-    unnumbered = [n for n in nodes if not n.get("rdev")]
+    entries = list(cg.entries)
+    nodes = [n for n in ctx.view.devices.nodes if n.exists]
+    denied = [n for n in nodes if n.char_device and len(n.rdev) >= 2 and not _allowed(entries, *n.rdev[:2])]
+    evidence = [f"{n.path} (c {n.rdev[0]}:{n.rdev[1]}) not in {cg.path}" for n in denied[:8]]
+    unnumbered = [n for n in nodes if not n.rdev]
     if unnumbered and _only_runc_defaults(entries):
         denied += unnumbered
         evidence.append(
-            f"{cg.get('path')} grants read/write only to runc's default devices "
+            f"{cg.path} grants read/write only to runc's default devices "
             f"({', '.join(e for e in entries if 'w' in e.split()[-1])[:200]}), none of them an NPU node"
         )
-        evidence.append("NPU nodes present: " + ", ".join(str(n.get("path")) for n in unnumbered[:8]))
+        evidence.append("NPU nodes present: " + ", ".join(n.path for n in unnumbered[:8]))
     if not denied:
         return
-    if container.get("kubernetes"):
+    if container.kubernetes:
         evidence.append(
             "in a Kubernetes pod: the kubelet CPU manager (`--cpu-manager-policy=static`) makes runc re-apply the "
             "device cgroup and drops the rules the Ascend Docker Runtime added (MindCluster FAQ)"
         )
     yield CGROUP_DENIES.finding(
-        title=f"the container's device cgroup ({cg.get('path')}) does not allow {len(denied)} NPU node(s): "
+        title=f"the container's device cgroup ({cg.path}) does not allow {len(denied)} NPU node(s): "
         "opening them fails with EPERM",
         evidence=evidence,
         fix=[

@@ -1,23 +1,28 @@
 """HCCL and multi-node rules (kind K19 of cases/kinds.md; cases 47 and 48).
 
-Facts read: the ``hccl`` section (npudoctor/probes/hccl.py) and, when present, the device
-list of the ``devices`` section (``chips``; probes/devices.py) to know which physical device
-ids this node has.  Every rule tolerates missing keys (an older snapshot, ``--only``).
+Facts read through the typed views: ``ctx.view.hccl`` (npudoctor/probes/hccl.py) and the
+device list of ``ctx.view.devices`` (``chips``; probes/devices.py) to know which physical
+device ids this node has.  A missing or malformed section reads as its defaults (an older
+snapshot, ``--only``).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Set, Tuple, Union
 
+from npudoctor.facts.hccl import HcclFacts, RankServer
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
-from npudoctor.parsers.ranktable import is_ip, server_addresses
-from npudoctor.remedies import DockerFlags, Export
+from npudoctor.parsers.ranktable import is_ip
+from npudoctor.remedies import DockerFlags, Export, Remedy
 from npudoctor.rules import rule
 from npudoctor.rules._hccl_job import job_shape
 from npudoctor.rules._ranktable import layout_problems
+
+if TYPE_CHECKING:
+    from npudoctor.engine import RuleContext
 
 _RT_FIX = (
     "Regenerate the rank table for this cluster (MindSpore models' `utils/hccl_tools/hccl_tools.py`, "
@@ -47,42 +52,21 @@ LINK_DOWN = codes.get("HCCL020")
 
 
 # --------------------------------------------------------------------------- helpers
-def _section(ctx: Any) -> Dict[str, Any]:
-    return ctx.facts("hccl")
-
-
-def _d(mapping: Any, key: str) -> Dict[str, Any]:
-    """``mapping[key]`` when both are dicts, else an empty dict (odd facts never raise)."""
-    value = mapping.get(key) if isinstance(mapping, dict) else None
-    return value if isinstance(value, dict) else {}
-
-
-def _l(mapping: Any, key: str) -> List[Any]:
-    """``mapping[key]`` when it is a list, else an empty list."""
-    value = mapping.get(key) if isinstance(mapping, dict) else None
-    return value if isinstance(value, list) else []
-
-
-def _job(ctx: Any) -> Dict[str, Dict[str, Any]]:
+def _job(ctx: RuleContext) -> Dict[str, Dict[str, Any]]:
     """Multi-node / multi-process, inferred now from the facts (rules/_hccl_job.py)."""
-    return job_shape(_section(ctx), ctx.facts("devices"))
+    return job_shape(ctx.view.hccl, ctx.view.devices)
 
 
-def _multi_node(ctx: Any) -> Tuple[bool, List[str]]:
+def _multi_node(ctx: RuleContext) -> Tuple[bool, List[str]]:
     m = _job(ctx)["multi_node"]
     return m["value"] is True, list(m["reasons"])
 
 
-def _local_addresses(h: Dict[str, Any]) -> Optional[Set[str]]:
+def _local_addresses(h: HcclFacts) -> Optional[Set[str]]:
     """This node's addresses, or ``None`` when unknown (under --root, replayed without them)."""
-    local = _d(h, "local")
-    if not local.get("available"):
+    if not h.local.available:
         return None
-    out = set()
-    for a in _l(local, "addresses"):
-        if isinstance(a, dict) and a.get("address"):
-            out.add(_norm_ip(str(a["address"])))
-    return out
+    return {_norm_ip(a.address) for a in h.local.addresses if a.address}
 
 
 def _norm_ip(value: str) -> str:
@@ -92,51 +76,47 @@ def _norm_ip(value: str) -> str:
         return value.strip()
 
 
-#: Chip keys that carry the physical device id (parsers/npu_smi.py: ``phy_id`` on A3, else
-#: ``npu_id``, which equals the physical id on one-chip-per-card 910-class boards).
-_ID_KEYS = ("phy_id", "npu_id")
-
-
-def visible_device_ids(ctx: Any) -> Tuple[Optional[Set[int]], str]:
+def visible_device_ids(ctx: RuleContext) -> Tuple[Optional[Set[int]], str]:
     """Physical device ids present on this node and where that came from: the ``devices``
-    section's chips (npu-smi) when it ran, else the /dev/davinciN nodes recorded by the hccl
-    probe.  ``(None, reason)`` when neither tells."""
-    devices = ctx.facts("devices")
-    chips = devices.get("chips") if isinstance(devices, dict) else None
-    if isinstance(chips, list) and chips:
+    section's chips (npu-smi: ``phy_id`` on A3, else ``npu_id``, which equals the physical
+    id on one-chip-per-card 910-class boards) when it ran, else the /dev/davinciN nodes
+    recorded by the hccl probe.  ``(None, reason)`` when neither tells."""
+    chips = ctx.view.devices.chips
+    if chips:
         ids: Set[int] = set()
         for chip in chips:
-            if not isinstance(chip, dict):
-                continue
-            for key in _ID_KEYS:
-                value = chip.get(key)
-                if isinstance(value, int) and not isinstance(value, bool):
-                    ids.add(value)
-                    break
-                if isinstance(value, str) and value.strip().isdigit():
-                    ids.add(int(value))
-                    break
+            value = chip.phy_id if chip.phy_id is not None else chip.npu_id
+            if value is not None:
+                ids.add(value)
         if ids:
             return ids, "npu-smi (devices section)"
-    nodes = _section(ctx).get("dev_nodes")
-    if isinstance(nodes, list) and nodes:
-        return {int(n) for n in nodes if isinstance(n, int)}, "/dev/davinciN nodes"
+    nodes = ctx.view.hccl.dev_nodes
+    if nodes:
+        return set(nodes), "/dev/davinciN nodes"
     return None, "no device list"
 
 
-def _conf_addresses(h: Dict[str, Any]) -> Optional[Dict[str, str]]:
-    conf = _d(h, "hccn_conf")
-    if not conf.get("devices") and not conf.get("present"):
+def _conf_addresses(h: HcclFacts) -> Optional[Dict[str, str]]:
+    conf = h.hccn_conf
+    if conf is None or (not conf.devices and not conf.present):
         return None
-    devices = _d(conf, "devices")
-    return {str(k): str(v.get("address")) for k, v in devices.items() if isinstance(v, dict) and v.get("address")}
+    return {k: v["address"] for k, v in conf.devices.items() if v.get("address")}
 
 
-def local_server(h: Dict[str, Any]) -> Tuple[Optional[Dict[str, Any]], str]:
+def server_addresses(server: RankServer) -> List[str]:
+    """The addresses a server entry names for its host: ``server_id`` (when it is an IP,
+    format 1.0), ``host_ip`` and ``container_ip`` (1.2 and the A2 form of 1.0)."""
+    out: List[str] = []
+    for value in (server.server_id, server.host_ip, server.container_ip):
+        if value is not None and is_ip(value) and value not in out:
+            out.append(value)
+    return out
+
+
+def local_server(h: HcclFacts) -> Tuple[Optional[RankServer], str]:
     """This node's entry in the rank table and how it was recognised: by a local address
     (live), by device IPs equal to this node's hccn.conf, or as the only server."""
-    table = _d(h, "rank_table")
-    servers = [s for s in _l(table, "servers") if isinstance(s, dict) and not s.get("invalid")]
+    servers = [s for s in h.rank_table.servers if not s.invalid] if h.rank_table is not None else []
     if not servers:
         return None, "no servers"
     mine = _local_addresses(h)
@@ -148,19 +128,19 @@ def local_server(h: Dict[str, Any]) -> Tuple[Optional[Dict[str, Any]], str]:
     conf_ips = set(conf.values())
     if conf_ips:
         for s in servers:
-            if {d.get("device_ip") for d in _l(s, "devices")} & conf_ips:
+            if {d.device_ip for d in s.devices} & conf_ips:
                 return s, "device IPs of /etc/hccn.conf"
     if len(servers) == 1:
         return servers[0], "the only server"
     return None, "not recognised"
 
 
-def _label(server: Dict[str, Any]) -> str:
-    return str(server.get("server_id") or server.get("host_ip") or f"server_list[{server.get('index')}]")
+def _label(server: RankServer) -> str:
+    return str(server.server_id or server.host_ip or f"server_list[{server.index}]")
 
 
-def _rt_path(h: Dict[str, Any]) -> str:
-    return str(_d(h, "rank_table").get("path") or "$RANK_TABLE_FILE")
+def _rt_path(h: HcclFacts) -> str:
+    return str((h.rank_table.path if h.rank_table is not None else None) or "$RANK_TABLE_FILE")
 
 
 # --------------------------------------------------------------------------- rules
@@ -180,11 +160,11 @@ _LAYOUT_KINDS = {
 
 
 @rule
-def rank_table_layout(ctx: Any) -> Iterable[Finding]:
+def rank_table_layout(ctx: RuleContext) -> Iterable[Finding]:
     """HCCL001-HCCL005: the rank table as a file (readable, plain JSON, consistent)."""
-    h = _section(ctx)
-    table = h.get("rank_table")
-    if not isinstance(table, dict):
+    h = ctx.view.hccl
+    table = h.rank_table
+    if table is None:
         return
     path = _rt_path(h)
     problems = layout_problems(table)  # judged now, never taken from the snapshot
@@ -192,10 +172,10 @@ def rank_table_layout(ctx: Any) -> Iterable[Finding]:
     for p in problems:
         kind, msg = p.get("kind"), str(p.get("message", ""))
         if kind == "unreadable":
-            if table.get("read_error"):
-                title = f"RANK_TABLE_FILE={path} cannot be read: {table['read_error']}"
+            if table.read_error:
+                title = f"RANK_TABLE_FILE={path} cannot be read: {table.read_error}"
                 fix = [f"ls -l {path}", "export RANK_TABLE_FILE=<absolute path of the rank table on this node>"]
-            elif table.get("truncated"):
+            elif table.truncated:
                 title = f"The rank table {path} is truncated: {msg}"
                 fix = [check, _RT_FIX]
             else:
@@ -204,7 +184,7 @@ def rank_table_layout(ctx: Any) -> Iterable[Finding]:
             yield RT_UNREADABLE.finding(title=title, evidence=[f"RANK_TABLE_FILE={path}", msg], fix=fix)
         elif kind == "not-strict-json":
             yield RT_NOT_PLAIN.finding(
-                title=f"The rank table {path} is not plain JSON ({', '.join(table.get('tolerated') or [])})",
+                title=f"The rank table {path} is not plain JSON ({', '.join(table.tolerated)})",
                 evidence=[msg],
                 fix=[
                     f"Remove the comments and '...' lines from {path} and fill in the real values",
@@ -235,23 +215,23 @@ def rank_table_layout(ctx: Any) -> Iterable[Finding]:
 
 
 @rule
-def rank_table_this_node(ctx: Any) -> Iterable[Finding]:
+def rank_table_this_node(ctx: RuleContext) -> Iterable[Finding]:
     """HCCL006-HCCL008: this node's entry of the rank table against this node."""
-    h = _section(ctx)
-    table = h.get("rank_table")
-    if not isinstance(table, dict) or not table.get("ok"):
+    h = ctx.view.hccl
+    table = h.rank_table
+    if table is None or not table.ok:
         return
     path = _rt_path(h)
     mine = _local_addresses(h)
     server, how = local_server(h)
     if mine is not None and how != "a local address":
-        named = sorted({a for s in _l(table, "servers") if isinstance(s, dict) for a in server_addresses(s)})
+        named = sorted({a for s in table.servers if not s.invalid for a in server_addresses(s)})
         ours = sorted(a for a in mine if not _is_loopback(a))
         yield RT_SERVER_NOT_LOCAL.finding(
             title=f"No server of {path} has an address of this node",
             evidence=[
                 f"addresses named by the rank table: {', '.join(named) or 'none (server_id is not an IP)'}",
-                f"this node's addresses ({(h.get('local') or {}).get('source')}): {', '.join(ours) or 'none'}",
+                f"this node's addresses ({h.local.source}): {', '.join(ours) or 'none'}",
             ],
             fix=[
                 f"Set server_id (format 1.0) or host_ip/container_ip (1.2) of this node's entry in {path} "
@@ -262,16 +242,16 @@ def rank_table_this_node(ctx: Any) -> Iterable[Finding]:
     if server is None:
         return
     label = _label(server)
-    devices = [d for d in _l(server, "devices") if isinstance(d, dict) and not d.get("invalid")]
+    devices = [d for d in server.devices if not d.invalid]
+    device_ids = [d.device_id for d in devices if d.device_id is not None]
     visible, source = visible_device_ids(ctx)
     if visible is not None:
-        missing = sorted({d["device_id"] for d in devices if isinstance(d.get("device_id"), int)} - visible)
+        missing = sorted(set(device_ids) - visible)
         if missing:
             yield RT_DEV_NOT_VISIBLE.finding(
                 title=f"{path} gives this node (server {label}) device ids {_ids(missing)}, not visible here",
                 evidence=[
-                    f"server {label} (recognised by {how}) lists device ids "
-                    f"{_ids(sorted(d['device_id'] for d in devices if isinstance(d.get('device_id'), int)))}",
+                    f"server {label} (recognised by {how}) lists device ids {_ids(sorted(device_ids))}",
                     f"devices visible here ({source}): {_ids(sorted(visible)) or 'none'}",
                 ],
                 fix=[
@@ -280,16 +260,15 @@ def rank_table_this_node(ctx: Any) -> Iterable[Finding]:
                 ],
             )
     conf = _conf_addresses(h)
-    conf_meta = _d(h, "hccn_conf")
     if conf is None:
         return
     for d in devices:
-        dev_id, ip = d.get("device_id"), d.get("device_ip")
-        if not isinstance(dev_id, int) or not ip:
+        dev_id, ip = d.device_id, d.device_ip
+        if dev_id is None or not ip:
             continue
         want = conf.get(str(dev_id))
         if want is None:
-            if conf_meta.get("elided"):
+            if h.hccn_conf is not None and h.hccn_conf.elided:
                 continue
             yield RT_IP_MISMATCH.finding(
                 title=f"{path}: device {dev_id} has device_ip {ip}, but /etc/hccn.conf has no address_{dev_id}",
@@ -353,15 +332,15 @@ def _ifname_matches(spec: str, interfaces: List[str]) -> Tuple[bool, List[str]]:
 
 
 @rule
-def hccl_network_variables(ctx: Any) -> Iterable[Finding]:
+def hccl_network_variables(ctx: RuleContext) -> Iterable[Finding]:
     """HCCL009-HCCL010: HCCL_IF_IP and HCCL_SOCKET_IFNAME against this node."""
-    h = _section(ctx)
-    variables = _d(h, "variables")
-    local = _d(h, "local")
+    h = ctx.view.hccl
+    variables = h.variables
+    local = h.local
     mine = _local_addresses(h)
     ours = sorted(a for a in (mine or ()) if not _is_loopback(a) and ":" not in a)
     if_ip = variables.get("HCCL_IF_IP")
-    if isinstance(if_ip, str) and if_ip.strip():
+    if if_ip is not None and if_ip.strip():
         value = if_ip.strip()
         if not is_ip(value):
             yield IF_IP_NOT_LOCAL.finding(
@@ -374,15 +353,15 @@ def hccl_network_variables(ctx: Any) -> Iterable[Finding]:
                 title=f"HCCL_IF_IP={value} is not an address of this node",
                 evidence=[
                     f"HCCL_IF_IP={value} (environment)",
-                    f"this node's addresses ({local.get('source')}): {', '.join(ours) or 'none'}",
+                    f"this node's addresses ({local.source}): {', '.join(ours) or 'none'}",
                 ],
                 fix=[
                     f"export HCCL_IF_IP={ours[0] if ours else '<this node’s host IP>'}   # one of: {', '.join(ours) or 'none found'}"
                 ],
             )
     ifname = variables.get("HCCL_SOCKET_IFNAME")
-    interfaces = list(_l(local, "interfaces"))
-    if isinstance(ifname, str) and ifname.strip() and local.get("available") and interfaces:
+    interfaces = list(local.interfaces)
+    if ifname is not None and ifname.strip() and local.available and interfaces:
         ok, _chosen = _ifname_matches(ifname, interfaces)
         if not ok:
             candidates = [i for i in interfaces if i != "lo"]
@@ -402,14 +381,13 @@ _INT = re.compile(r"^\s*\d+\s*$")
 
 
 @rule
-def hccl_timeouts(ctx: Any) -> Iterable[Finding]:
+def hccl_timeouts(ctx: RuleContext) -> Iterable[Finding]:
     """HCCL011-HCCL013: timeout variables (cases 48, K19)."""
-    h = _section(ctx)
-    variables = _d(h, "variables")
+    variables = ctx.view.hccl.variables
     multi, reasons = _multi_node(ctx)
     for name in ("HCCL_CONNECT_TIMEOUT", "HCCL_EXEC_TIMEOUT"):
         value = variables.get(name)
-        if isinstance(value, str) and not _INT.match(value):
+        if value is not None and not _INT.match(value):
             yield TIMEOUT_INVALID.finding(
                 title=f"{name}={value!r} is not a whole number of seconds",
                 evidence=[f"{name}={value} (environment)"],
@@ -419,7 +397,7 @@ def hccl_timeouts(ctx: Any) -> Iterable[Finding]:
                 subject=name,
             )
     exec_t = variables.get("HCCL_EXEC_TIMEOUT")
-    if isinstance(exec_t, str) and _INT.match(exec_t) and int(exec_t) == 0:
+    if exec_t is not None and _INT.match(exec_t) and int(exec_t) == 0:
         yield EXEC_ZERO.finding(
             title="HCCL_EXEC_TIMEOUT=0: not a reliable 'no timeout'",
             evidence=["HCCL_EXEC_TIMEOUT=0 (environment)"],
@@ -430,7 +408,7 @@ def hccl_timeouts(ctx: Any) -> Iterable[Finding]:
     if not multi:
         # Several ranks on one node: only a value lowered below HCCL's own 120 s default is a
         # risk worth naming (ranks that load a model first still start far apart).
-        if procs.get("value") and isinstance(conn, str) and _INT.match(conn) and int(conn) < 120:
+        if procs.get("value") and conn is not None and _INT.match(conn) and int(conn) < 120:
             yield CONNECT_SHORT.finding(
                 title=f"HCCL_CONNECT_TIMEOUT={conn} is below HCCL's default 120 s in a multi-process job; "
                 "ranks that start far apart hit EI0006",
@@ -449,35 +427,36 @@ def hccl_timeouts(ctx: Any) -> Iterable[Finding]:
         )
 
 
-def _container_evidence(ctx: Any, h: Dict[str, Any]) -> str:
+def _container_evidence(ctx: RuleContext, h: HcclFacts) -> str:
     """What shows this is a container, e.g. ``in a container (docker): /.dockerenv exists``.
 
     Source: ``facts["container"]["evidence"]`` and ``["runtime"]`` (probes/container.py);
     else ``facts["hccl"]["in_container"]["source"]`` (snapshots where the container probe did
     not run; older snapshots hold the bare words "container section" there, not shown)."""
-    container = ctx.facts("container")
-    runtime = container.get("runtime")
+    container = ctx.view.container
+    runtime = container.runtime
     head = f"in a container ({runtime})" if runtime else "in a container"
-    shown = [str(e) for e in (container.get("evidence") or [])[:3]]
+    shown = list(container.evidence[:3])
     if not shown:
-        source = str(_d(h, "in_container").get("source") or "")
+        source = h.in_container.source or ""
         if source and source != "container section":
             shown = [source]
     return f"{head}: {'; '.join(shown)}" if shown else head
 
 
 @rule
-def hccn_conf_present(ctx: Any) -> Iterable[Finding]:
+def hccn_conf_present(ctx: RuleContext) -> Iterable[Finding]:
     """HCCL014-HCCL015: /etc/hccn.conf for multi-node jobs (case 47)."""
-    h = _section(ctx)
-    conf = h.get("hccn_conf")
-    if not isinstance(conf, dict):
+    h = ctx.view.hccl
+    conf = h.hccn_conf
+    if conf is None:
         return
     multi, reasons = _multi_node(ctx)
     if not multi:
         return
-    in_container = bool(_d(h, "in_container").get("value"))
-    if not conf.get("present"):
+    in_container = bool(h.in_container.value)
+    if not conf.present:
+        fix: List[Union[Remedy, str]]
         if in_container:
             fix = [
                 DockerFlags(
@@ -495,23 +474,23 @@ def hccn_conf_present(ctx: Any) -> Iterable[Finding]:
             title="/etc/hccn.conf is missing "
             + ("in this container " if in_container else "")
             + "for a multi-node job",
-            evidence=["multi-node: " + "; ".join(reasons), f"/etc/hccn.conf: {conf.get('error') or 'not found'}"]
+            evidence=["multi-node: " + "; ".join(reasons), f"/etc/hccn.conf: {conf.error or 'not found'}"]
             + ([_container_evidence(ctx, h)] if in_container else []),
             fix=fix,
             severity="error" if in_container else "warning",
         )
         return
-    if conf.get("error"):
+    if conf.error:
         yield HCCN_MISSING.finding(
-            title=f"/etc/hccn.conf cannot be read: {conf.get('error')}",
-            evidence=[f"/etc/hccn.conf: {conf.get('error')}"],
+            title=f"/etc/hccn.conf cannot be read: {conf.error}",
+            evidence=[f"/etc/hccn.conf: {conf.error}"],
             fix=["chmod 644 /etc/hccn.conf   # on the host, or mount it readable"],
         )
         return
-    if conf.get("elided"):
+    if conf.elided:
         return
     visible, source = visible_device_ids(ctx)
-    have = {int(k) for k, v in _d(conf, "devices").items() if isinstance(v, dict) and v.get("address")}
+    have = {int(k) for k, v in conf.devices.items() if k.isdigit() and v.get("address")}
     if visible:
         missing = sorted(visible - have)
         if missing:
@@ -526,33 +505,32 @@ def hccn_conf_present(ctx: Any) -> Iterable[Finding]:
 
 
 @rule
-def master_and_whitelist(ctx: Any) -> Iterable[Finding]:
+def master_and_whitelist(ctx: RuleContext) -> Iterable[Finding]:
     """HCCL016-HCCL018: MASTER_ADDR/MASTER_PORT and HCCL's whitelist."""
-    h = _section(ctx)
-    master = _d(h, "master")
-    port_raw = master.get("port_raw")
-    port = master.get("port")
-    if port_raw is not None and (port is None or not 0 < int(port) < 65536):
+    h = ctx.view.hccl
+    master = h.master
+    port_raw = master.port_raw
+    port = master.port
+    if port_raw is not None and (port is None or not 0 < port < 65536):
         yield MASTER_BAD.finding(
             title=f"MASTER_PORT={port_raw} is not a TCP port (1-65535)",
             evidence=[f"MASTER_PORT={port_raw} (environment)"],
             fix=["export MASTER_PORT=29500   # any free port, the same on every rank"],
         )
-    probe = master.get("probe")
-    if isinstance(probe, dict) and probe.get("reachable") is False:
-        addr = master.get("addr")
+    probe = master.probe
+    if probe is not None and probe.reachable is False:
+        addr = master.addr
         yield MASTER_UNREACHABLE.finding(
-            title=f"MASTER_ADDR:MASTER_PORT {addr}:{port} did not accept a TCP connection ({probe.get('error')})",
-            evidence=[f"one TCP connect to {addr}:{port}: {probe.get('error')} after {probe.get('seconds')} s"],
+            title=f"MASTER_ADDR:MASTER_PORT {addr}:{port} did not accept a TCP connection ({probe.error})",
+            evidence=[f"one TCP connect to {addr}:{port}: {probe.error} after {probe.seconds} s"],
             fix=[
                 "Start rank 0 first (it listens on MASTER_PORT), then re-run: npudoctor check --probe-master",
                 f"From this node: nc -vz {addr} {port}   # firewall or routing if it still fails",
             ],
         )
-    variables = _d(h, "variables")
-    wl = _d(h, "whitelist")
-    if str(variables.get("HCCL_WHITELIST_DISABLE", "")).strip() == "0" and not wl.get("exists"):
-        where = wl.get("file")
+    wl = h.whitelist
+    if h.variables.get("HCCL_WHITELIST_DISABLE", "").strip() == "0" and not wl.exists:
+        where = wl.file
         yield WHITELIST.finding(
             title="HCCL_WHITELIST_DISABLE=0 but "
             + (f"HCCL_WHITELIST_FILE={where} does not exist" if where else "HCCL_WHITELIST_FILE is not set"),
@@ -570,16 +548,13 @@ def master_and_whitelist(ctx: Any) -> Iterable[Finding]:
 
 
 @rule
-def hccn_tool_state(ctx: Any) -> Iterable[Finding]:
+def hccn_tool_state(ctx: RuleContext) -> Iterable[Finding]:
     """HCCL019-HCCL020: hccn_tool's live view against /etc/hccn.conf."""
-    h = _section(ctx)
-    tool = _d(h, "hccn_tool")
+    h = ctx.view.hccl
     conf = _conf_addresses(h) or {}
     multi, _ = _multi_node(ctx)
-    for dev, record in sorted(_d(tool, "devices").items()):
-        if not isinstance(record, dict):
-            continue
-        ip = _d(record, "ip").get("ipaddr") if isinstance(record.get("ip"), dict) else None
+    for dev, record in sorted(h.hccn_tool.devices.items()):
+        ip = record.ip.ipaddr if record.ip is not None else None
         want = conf.get(str(dev))
         if ip and want and _norm_ip(ip) != _norm_ip(want):
             yield HCCN_TOOL_DIFFERS.finding(
@@ -588,7 +563,7 @@ def hccn_tool_state(ctx: Any) -> Iterable[Finding]:
                 fix=[f"hccn_tool -i {dev} -ip -s address {want} netmask <M>   # or correct /etc/hccn.conf"],
                 subject=str(dev),
             )
-        if record.get("link") == "DOWN":
+        if record.link == "DOWN":
             yield LINK_DOWN.finding(
                 title=f"Device {dev}: NPU NIC link is DOWN",
                 evidence=[f"`hccn_tool -i {dev} -link -g`: link status: DOWN"],

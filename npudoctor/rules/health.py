@@ -2,37 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable, Tuple
 
+from npudoctor.facts.devices import DevicesFacts
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.rules import rule
+
+if TYPE_CHECKING:
+    from npudoctor.engine import RuleContext
 
 TOO_FEW_DEVICES = codes.get("DEV090")
 
 HEALTH_BUDGET = codes.get("HOST090")
 
 
-def visible_chip_count(devices: dict) -> tuple[int, str]:
-    """``(count, how it was counted)`` from the devices facts: the chips parsed from
+def visible_chip_count(devices: DevicesFacts) -> Tuple[int, str]:
+    """``(count, how it was counted)`` from the devices view: the chips parsed from
     ``npu-smi info`` when it answered, else the ``/dev/davinciN`` nodes present."""
-    chips = devices.get("chips") or []
-    if chips:
-        return len(chips), "npu-smi info"
-    nodes = [
-        n
-        for n in devices.get("nodes") or []
-        if n.get("exists") and str(n.get("path", "")).rsplit("/", 1)[-1][len("davinci") :].isdigit()
-    ]
+    if devices.chips:
+        return len(devices.chips), "npu-smi info"
+    nodes = [n for n in devices.nodes if n.exists and n.path.rsplit("/", 1)[-1][len("davinci") :].isdigit()]
     return len(nodes), "/dev/davinciN nodes"
 
 
 @rule
-def required_devices(ctx) -> Iterable[Finding]:
-    wanted = getattr(ctx.options, "require_devices", None)
+def required_devices(ctx: RuleContext) -> Iterable[Finding]:
+    """DEV090: fewer NPU chips visible than ``--require-devices`` asks for."""
+    wanted = ctx.options.require_devices
     if not wanted:
         return
-    count, how = visible_chip_count(ctx.facts("devices"))
+    count, how = visible_chip_count(ctx.view.devices)
     if count < wanted:
         yield TOO_FEW_DEVICES.finding(
             title=f"{count} NPU chip(s) visible, {wanted} required",

@@ -1,0 +1,142 @@
+"""Device facts shared by the device, visibility, chip and container rules (not a rule
+module: the leading underscore keeps it out of rule discovery).  Everything is read from
+the typed views (``ctx.view.devices``, ``ctx.view.container``, ``ctx.view.host``); the
+``docker run`` flags remedy and the parsing of device-id lists live here too.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
+
+from npudoctor.facts.devices import DeviceNode, DevicesFacts, NpuSmi
+from npudoctor.facts.system import Identity
+from npudoctor.remedies import DockerFlags
+from npudoctor.rules.overview import npu_stack_present
+
+if TYPE_CHECKING:
+    from npudoctor.engine import RuleContext
+
+#: The control nodes every NPU container needs besides its /dev/davinciN.
+CONTROL_NODES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
+
+
+def stack_present(ctx: RuleContext) -> bool:
+    """True when there is something NPU-related here: chips, device nodes or an npu-smi
+    on PATH in the devices view, or :func:`npudoctor.rules.overview.npu_stack_present`."""
+    dev = ctx.view.devices
+    own = bool(dev.chips) or bool(dev.nodes) or bool(dev.npu_smi.path)
+    return own or bool(npu_stack_present(ctx.snapshot))
+
+
+def in_container(ctx: RuleContext) -> bool:
+    """Whether the container probe found this runs in a container."""
+    return ctx.view.container.in_container
+
+
+def chip_nodes(dev: DevicesFacts) -> List[DeviceNode]:
+    """The ``/dev/davinciN`` nodes that exist."""
+    return [n for n in dev.nodes if n.kind == "chip" and n.exists]
+
+
+def node_number(node: DeviceNode) -> Optional[int]:
+    """N of ``/dev/davinciN``, or ``None`` for another path."""
+    m = re.search(r"davinci(\d+)$", node.path)
+    return int(m.group(1)) if m else None
+
+
+def node_numbers(dev: DevicesFacts) -> List[int]:
+    """N of every existing ``/dev/davinciN`` node, in the probe's order."""
+    return [n for n in (node_number(x) for x in chip_nodes(dev)) if n is not None]
+
+
+def judged_identity(ctx: RuleContext) -> Optional[Identity]:
+    """The account whose device access is judged: the devices view's identity, else the
+    host's; ``None`` when neither snapshot section recorded one."""
+    for ident in (ctx.view.devices.identity, ctx.view.host.identity):
+        if ident != Identity():
+            return ident
+    return None
+
+
+def package_version(ctx: RuleContext, name: str) -> Optional[str]:
+    """The version of the installed distribution ``name`` (any spelling), or ``None``
+    when it is not installed or its metadata names no version."""
+    record = ctx.view.packages.first(name)
+    return record.version if record is not None and record.version else None
+
+
+def parse_id_list(raw: str) -> Tuple[List[int], List[str]]:
+    """``"0-2,4"`` → ([0,1,2,4], []) for ASCEND_VISIBLE_DEVICES syntax (single, list,
+    ranges; MindCluster docs); bad parts are returned in the second list."""
+    ids: List[int] = []
+    bad: List[str] = []
+    for part in raw.split(","):
+        part = part.strip()
+        m = re.match(r"^(\d+)(?:-(\d+))?$", part)
+        if not m:
+            if part:
+                bad.append(part)
+            continue
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo or hi - lo > 4096:
+            bad.append(part)
+            continue
+        ids.extend(range(lo, hi + 1))
+    return ids, bad
+
+
+def docker_flags(
+    device_ids: Iterable[int],
+    control: Iterable[str] = CONTROL_NODES,
+    mounts: Iterable[str] = (),
+    lead: str = "",
+    pick_device: bool = False,
+) -> DockerFlags:
+    """The ``docker run`` flags remedy for these devices, control nodes and mounts
+    (rendered in the order of the standard vllm-ascend command by
+    :func:`npudoctor.remedies.render.docker_words`); ``pick_device`` when the NPU to add
+    is not known (prose asks for a free one)."""
+    return DockerFlags(
+        devices=tuple(int(i) for i in device_ids),
+        control=tuple(control),
+        mounts=tuple(mounts),
+        lead=lead,
+        pick_device=pick_device,
+    )
+
+
+#: Longest PATH shown whole in evidence (characters); longer ones keep their first entries.
+PATH_TEXT_LIMIT = 200
+
+
+def shorten_path_list(entries: List[str], limit: int = PATH_TEXT_LIMIT) -> str:
+    """``entries`` joined with ``:``; when longer than ``limit`` characters, the first
+    entries that fit followed by ``… (+N more)`` (N: the entries left out).  At least one
+    entry is always shown.  Example: ``/a:/b … (+12 more)``."""
+    whole = ":".join(entries)
+    if len(whole) <= limit:
+        return whole
+    shown: List[str] = []
+    for entry in entries:
+        if shown and len(":".join(shown + [entry])) > limit:
+            break
+        shown.append(entry)
+    return ":".join(shown) + f" … (+{len(entries) - len(shown)} more)"
+
+
+def searched_path_text(ctx: RuleContext, smi: NpuSmi) -> str:
+    """The evidence line naming the PATH that was searched for npu-smi.
+
+    Source: ``devices.npu_smi.searched`` (the diagnosed environment's PATH entries);
+    snapshots from before that key fall back to the PATH of ``environment.current``.
+    Returns e.g. ``PATH searched: /usr/bin:/bin``."""
+    entries = list(smi.searched) if smi.searched is not None else None
+    if entries is None:
+        current = ctx.view.environment.current.get("PATH")
+        if current is None:
+            return "PATH searched: not recorded in this snapshot"
+        entries = [p for p in current.split(":") if p]
+    if not entries:
+        return "PATH searched: PATH is empty or unset"
+    return "PATH searched: " + shorten_path_list(entries)

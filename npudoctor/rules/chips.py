@@ -1,0 +1,197 @@
+"""Rules about chip support: the npu-smi chip names against the matrix (unknown chips, no
+bfloat16) and against the installed torch_npu and vllm-ascend (SoC tables, edge SoCs,
+supported families).  What a chip *is* comes from
+:func:`npudoctor.rules.devices.chip_identity` with the current matrix.  Reads
+``ctx.view.devices.chips`` and ``ctx.view.packages``.  Root-cause kind K18
+(../shared/cases/kinds.md).
+
+Codes DEV040–DEV042.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
+
+from packaging.version import InvalidVersion, Version
+
+from npudoctor.findings import Finding
+from npudoctor.knowledge import codes
+from npudoctor.knowledge.versions import parse_cann
+from npudoctor.rules import rule
+from npudoctor.rules._devfacts import package_version
+from npudoctor.rules.devices import chip_identity
+
+if TYPE_CHECKING:
+    from npudoctor.engine import RuleContext
+    from npudoctor.knowledge.matrix import Matrix
+
+CHIP_UNSUPPORTED = codes.get("DEV040")
+NO_BF16 = codes.get("DEV041")
+CHIP_UNKNOWN = codes.get("DEV042")
+
+#: SoC names that torch_npu learned after its first 2.1/1.11 releases: the extension line
+#: (release-branch suffix, e.g. v2.1.0-6.0.rc1) whose SoC table first lists them.  Older
+#: builds raise ``Unsupported soc version: <name>`` at ``import torch_npu``/first device use.
+#: Source: torch_npu NpuVariables.cpp per release branch (../shared/matrix/REPORT.md §4.1
+#: "History in torch_npu branches"): 310B4 added in -6.0.rc1, 910B4-1 in -6.0.rc2, 310P5/310P7
+#: and Ascend910_9362 in -7.0.0.
+SOC_FIRST_EXT: Dict[str, str] = {
+    "Ascend310B4": "6.0.rc1",
+    "Ascend910B4-1": "6.0.rc2",
+    "Ascend310P5": "7.0.0",
+    "Ascend310P7": "7.0.0",
+    "Ascend910_9362": "7.0.0",
+}
+
+#: Edge SoC families: torch_npu's SoC table lists them, but the torch_npu install guide
+#: (v2.7.1-26.x installation_description.md, "Supported hardware products") marks
+#: "Atlas 200I/500 A2 inference" x, and the field reports (Ascend/pytorch#57, case 33;
+#: llama.cpp#10719 `SOC_VERSION ascend310b1 does not support`) show frameworks rejecting them.
+EDGE_FAMILIES = ("310B",)
+
+
+def soc_known_to_torch_npu(matrix: Optional[Matrix], soc: str, torch_npu: str) -> Optional[bool]:
+    """Whether the installed torch_npu build's SoC table lists ``soc`` (an ``Ascend…`` SoC
+    name), judged by :data:`SOC_FIRST_EXT` and the matrix's torch_npu rows (``ext_version``
+    of each build, ``matrix/torch_npu.toml``).
+
+    Returns ``True``/``False``, or ``None`` when unknown: the SoC has no recorded first
+    line, the version is not PEP 440, or the matrix has no row of this torch_npu line.  A
+    line whose every tabled build is of that extension line or newer counts as knowing it
+    (its dev/rc builds postdate it)."""
+    first_ext = SOC_FIRST_EXT.get(soc)
+    rows = matrix.torch_npu_rows if matrix is not None else None
+    if not first_ext or not rows:
+        return None
+    try:
+        want = Version(Version(torch_npu).public)
+    except (InvalidVersion, ValueError, TypeError):
+        return None
+    first = parse_cann(first_ext)
+    line: List[Tuple[Version, bool]] = []
+    for row in rows:
+        v, ext = row.version, parse_cann(row.ext_version or "")
+        if v is None or ext is None or v.release != want.release:
+            continue
+        try:
+            newer = ext.compare(first)
+        except Exception:
+            newer = None
+        if newer is None:
+            continue
+        line.append((v, newer >= 0))
+        if v == want:
+            return newer >= 0
+    if not line:
+        return None
+    if all(ok for _, ok in line):
+        return True
+    knowing = [v for v, ok in line if ok]
+    if not knowing:
+        return False  # every tabled build of this line predates the SoC
+    return want >= min(knowing)
+
+
+@rule
+def chip_support(ctx: RuleContext) -> Iterable[Finding]:
+    """DEV040 unsupported family, DEV041 no bf16, DEV042 unknown chip name."""
+    chips = ctx.view.devices.chips
+    if not chips:
+        return
+    seen: Dict[str, Dict[str, Any]] = {}
+    for chip in chips:
+        name = chip.name or ""
+        if name and name not in seen:
+            seen[name] = chip_identity(ctx.matrix, chip)
+    torch_npu = package_version(ctx, "torch-npu")
+    vllm_ascend = package_version(ctx, "vllm-ascend")
+    for name, ident in sorted(seen.items()):
+        family = ident.get("family")
+        if not ident["known"]:
+            if ctx.matrix is not None:
+                yield CHIP_UNKNOWN.finding(
+                    title=f"NPU chip {name!r} is not in the matrix", evidence=[f"npu-smi Name: {name}"], subject=name
+                )
+            continue
+        soc = ident.get("soc_version") or name
+        if ident.get("bf16") is False:
+            yield NO_BF16.finding(
+                title=f"{name} ({soc}, family {family}) has no bfloat16 support: use float16",
+                evidence=[f"npu-smi Name {name} → family {family}, bf16 false (matrix)"]
+                + (
+                    ["plain `910B` is the first-generation Ascend 910, not the 910B1–B4 (A2) family"]
+                    if name == "910B"
+                    else []
+                ),
+                fix=["Use float16: torch_dtype=torch.float16 / --dtype float16 / fp16: true, bf16: false"],
+                subject=name,
+            )
+        soc_ok = soc_known_to_torch_npu(ctx.matrix, str(soc), torch_npu) if torch_npu and ctx.matrix else None
+        if soc_ok is False:
+            yield CHIP_UNSUPPORTED.finding(
+                title=f"torch_npu {torch_npu} does not support {name} ({soc}): "
+                f"its SoC table predates {soc} (`Unsupported SOC version: {soc}`)",
+                evidence=[
+                    f"npu-smi Name {name} → SoC {soc}, family {family}",
+                    f"torch_npu {torch_npu} installed; {soc} is listed from the torch_npu "
+                    f"v*-{SOC_FIRST_EXT.get(str(soc))} release branches on (NpuVariables.cpp)",
+                ],
+                fix=[
+                    f"Install a torch_npu build of the {SOC_FIRST_EXT.get(str(soc))} line or newer, with its paired "
+                    "CANN (see `npudoctor matrix show`)"
+                ]
+                + (
+                    ["310B is an edge SoC: the supported path on it is the ACL/OM inference stack, not torch_npu"]
+                    if family in EDGE_FAMILIES
+                    else []
+                ),
+                subject=name,
+            )
+        elif torch_npu and family in EDGE_FAMILIES:
+            yield CHIP_UNSUPPORTED.finding(
+                title=f"{name} ({soc}) is an edge SoC (Atlas 200I/500 A2): torch_npu {torch_npu} is not supported "
+                "for training on it and frameworks reject it (`Unsupported SOC version`)",
+                evidence=[
+                    f"npu-smi Name {name} → SoC {soc}, family {family}",
+                    "torch_npu install guide, supported hardware: Atlas 200I/500 A2 inference 'x'",
+                    "reported: `Unsupported SOC version: Ascend310B4` (Ascend/pytorch#57), "
+                    "`SOC_VERSION ascend310b1 does not support` (llama.cpp#10719)",
+                ],
+                fix=[
+                    "Run models on this board with the edge stack: convert to an OM model (ATC "
+                    f"--soc_version={soc}) and run it with ACL/pyACL or ais_bench",
+                    "For torch_npu training or LLM serving use Atlas A2/A3 (910B*, 910_93) hardware",
+                ],
+                severity="warning",
+                subject=name,
+            )
+        if torch_npu and ctx.matrix is not None:
+            try:
+                ok = ctx.matrix.family_supported(str(family), torch_npu)
+            except Exception:
+                ok = None
+            if ok is False:
+                yield CHIP_UNSUPPORTED.finding(
+                    title=f"torch_npu {torch_npu} does not support {name} ({soc}, family {family})",
+                    evidence=[f"npu-smi Name {name} → family {family}", f"torch_npu {torch_npu} installed"],
+                    fix=[
+                        "Install a torch_npu release that supports this chip (see `npudoctor matrix`), "
+                        "or run on hardware this release supports"
+                    ],
+                    subject=name,
+                )
+        if vllm_ascend and family in ("310B", "310", "910"):
+            yield CHIP_UNSUPPORTED.finding(
+                title=f"vllm-ascend {vllm_ascend} does not support {name} (family {family})",
+                evidence=[f"npu-smi Name {name} → family {family}", f"vllm-ascend {vllm_ascend} installed"],
+                fix=["vllm-ascend runs on Atlas A2/A3 (910B*, 910_93) and, in its 310p build, Atlas 300I Duo"],
+                subject=f"vllm-ascend:{name}",
+            )
+        elif vllm_ascend and family == "310P":
+            yield CHIP_UNSUPPORTED.finding(
+                title=f"vllm-ascend {vllm_ascend} on {name}: 310P works only with vllm-ascend's separate 310p build",
+                evidence=[f"npu-smi Name {name} → family 310P", f"vllm-ascend {vllm_ascend} installed"],
+                fix=["Use the vllm-ascend 310p image/build (Dockerfile.310p), or Atlas A2/A3 hardware"],
+                severity="warning",
+                subject=f"vllm-ascend:{name}",
+            )
