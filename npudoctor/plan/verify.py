@@ -22,8 +22,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from npudoctor.plan.bundle import MANIFEST, REQUIREMENTS, load_manifest, sha256_file
+from npudoctor.plan.bundle import load_manifest
+from npudoctor.plan.bundle_text import MANIFEST, REQUIREMENTS
 from npudoctor.plan.site import Site
+from npudoctor.plan.transfer import sha256_file
 from npudoctor.plan.wheels import supported_tags
 
 
