@@ -21,7 +21,21 @@ from __future__ import annotations
 import dataclasses
 import sys
 import typing
-from typing import Any, Callable, Dict, List, Literal, Optional, Tuple, Type, TypeVar, Union, get_args, get_origin
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    FrozenSet,
+    List,
+    Literal,
+    Optional,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+)
 
 T = TypeVar("T")
 
@@ -285,34 +299,47 @@ class _Plan:
     def __init__(self, cls: type) -> None:
         self.cls = cls
         hints = _hints(cls)
-        self.fields: List[Tuple[str, str, Converter, Callable[[], Any]]] = []
+        self.fields: List[Tuple[str, str, Converter]] = []
+        #: Plain defaults (shared: views are read-only) and default factories (called per view).
+        self.constants: Dict[str, Any] = {}
+        self.factories: List[Tuple[str, Callable[[], Any]]] = []
         for f in dataclasses.fields(cls):
             key = f.metadata.get("key", f.name)
-            self.fields.append((f.name, key, _compile(hints[f.name]), _default_maker(f)))
-        self.declared = frozenset(key for _n, key, _c, _d in self.fields)
+            self.fields.append((f.name, key, _compile(hints[f.name])))
+            if f.default_factory is not dataclasses.MISSING:
+                self.factories.append((f.name, f.default_factory))
+            else:
+                self.constants[f.name] = None if f.default is dataclasses.MISSING else f.default
+        self.declared = frozenset(key for _n, key, _c in self.fields)
 
-    def build(self, raw: Dict[str, Any], path: str, problems: Problems, depth: int) -> Any:
+    def build(
+        self, raw: Dict[str, Any], path: str, problems: Problems, depth: int, only: Optional[FrozenSet[str]] = None
+    ) -> Any:
         if problems.strict:
             for key in raw:
                 if key not in self.declared:
                     problems.add(_sub(path, key), f"not declared in {self.cls.__name__}")
-        kwargs: Dict[str, Any] = {}
-        for name, key, conv, default in self.fields:
-            if key in raw:
+        values: Dict[str, Any] = {}
+        for name, key, conv in self.fields:
+            if key in raw and (only is None or name in only):
                 value = conv(raw[key], path, key, problems, depth)
-                kwargs[name] = default() if value is _MISSING else value
-            else:
-                kwargs[name] = default()
-        return self.cls(**kwargs)
+                if value is not _MISSING:
+                    values[name] = value
+        return self._new(values)
 
-
-def _default_maker(f: dataclasses.Field) -> Callable[[], Any]:  # type: ignore[type-arg]
-    if f.default is not dataclasses.MISSING:
-        value = f.default
-        return lambda: value
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory
-    return lambda: None
+    def _new(self, values: Dict[str, Any]) -> Any:
+        """An instance holding ``values`` and the defaults of the other fields, made without
+        the frozen dataclass's ``__init__`` (one ``object.__setattr__`` per field: most of the
+        cost of a view).  The view classes have no ``__post_init__``; the result equals
+        ``cls(**values)``."""
+        obj: Any = object.__new__(self.cls)
+        attrs = obj.__dict__
+        attrs.update(self.constants)
+        for name, factory in self.factories:
+            if name not in values:
+                attrs[name] = factory()
+        attrs.update(values)
+        return obj
 
 
 _PLANS: Dict[type, _Plan] = {}
@@ -342,18 +369,22 @@ def _short(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def load(cls: Type[T], raw: Any, problems: Optional[Problems] = None) -> Tuple[T, Problems]:
+def load(
+    cls: Type[T], raw: Any, problems: Optional[Problems] = None, only: Optional[FrozenSet[str]] = None
+) -> Tuple[T, Problems]:
     """``(view, problems)``: ``raw`` (a JSON object) as an instance of the view dataclass
     ``cls`` (or of a ``Dict[str, X]`` annotation, for a section that is a plain map).  Never
     raises on bad data: a non-object gives the all-defaults view with one problem; fields of
     the wrong type take their defaults (map entries of the wrong type are dropped) and are
-    listed in ``problems``."""
+    listed in ``problems``.  ``only``: the names of the view's top-level fields to read (the
+    others keep their defaults and are not converted); ``None``: every field."""
     problems = problems if problems is not None else Problems()
     if not isinstance(raw, dict):
         problems.add("", f"expected object, got {_type_name(raw)}")
         raw = {}
-    if isinstance(cls, type) and dataclasses.is_dataclass(cls):
-        return _plan(cls).build(raw, "", problems, 0), problems
+    plan = _PLANS.get(cls)
+    if plan is not None or (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        return (plan or _plan(cls)).build(raw, "", problems, 0, only), problems
     # A section that is a plain map (``_errors``): a dict in, a dict out, never _MISSING.
     return _compile(cls)(raw, "", _ROOT, problems, 0), problems
 
