@@ -11,9 +11,9 @@ import pytest
 from clirun import Result, npudoctor
 from scenario_runner import environment, prepare
 
+from npudoctor.facts import Facts
 from npudoctor.knowledge.matrix import load_matrix
 from npudoctor.plan.resolve import hdk_versions
-from npudoctor.facts import Facts
 from npudoctor.plan.site import site_arch
 
 TESTS = Path(__file__).resolve().parent
