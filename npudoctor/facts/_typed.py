@@ -447,3 +447,17 @@ def schema_of(tp: Any, defs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
         return {"type": "null"}
     simple = {str: "string", int: "integer", float: "number", bool: "boolean"}
     return {"type": simple[tp]}
+
+
+def dump(value: Any) -> Any:
+    """The JSON value of a view (the inverse of :func:`load`): a view dataclass becomes an
+    object with every declared field under its snapshot key (``field(metadata={"key":
+    ...})``), tuples become lists, maps and open-ended :data:`JSON` values are copied.  For
+    outputs that publish facts (``devices --json``) in the snapshot's own shape."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {key: dump(getattr(value, name)) for name, key, _conv in _plan(type(value)).fields}
+    if isinstance(value, (tuple, list)):
+        return [dump(item) for item in value]
+    if isinstance(value, dict):
+        return {key: dump(item) for key, item in value.items()}
+    return value
