@@ -171,10 +171,10 @@ def _why_wheels(plan: Plan, wheels: Dict[str, str]) -> Dict[str, str]:
     }
     for req in plan.requirements:
         try:
-            name = canonicalize_name(Requirement(req).name)
+            project = str(canonicalize_name(Requirement(req).name))
         except InvalidRequirement:
             continue
-        top[name] = reasons.get(name) or (
+        top[project] = reasons.get(project) or (
             f"{req}: CANN {plan.cann} Python dependency" if req in plan.python_deps else f"{req}: torch_npu docs"
         )
     required_by: Dict[str, List[str]] = {}
@@ -186,10 +186,10 @@ def _why_wheels(plan: Plan, wheels: Dict[str, str]) -> Dict[str, str]:
                 continue
             if parsed.marker is not None and "extra" in str(parsed.marker):
                 continue
-            required_by.setdefault(canonicalize_name(parsed.name), []).append(name)
+            required_by.setdefault(str(canonicalize_name(parsed.name)), []).append(name)
     out = {}
     for fname, (name, _v, _r) in meta.items():
-        key = canonicalize_name(name) if name else ""
+        key = str(canonicalize_name(name)) if name else ""
         if key in top:
             out[fname] = top[key]
         elif key in required_by:
@@ -258,7 +258,8 @@ def download_wheels(plan: Plan, opts: BundleOptions, log: Callable[[str], None])
     saved = set(_parse_saved(output, staging))
     names = [n for n in os.listdir(staging) if n.endswith(".whl")]
     needed = [n for n in names if n in saved] if saved else names
-    downloaded, kept = [], []
+    downloaded: List[str] = []
+    kept: List[str] = []
     for name in needed:
         src = os.path.join(staging, name)
         if not _valid_wheel(src):
@@ -291,8 +292,9 @@ def gather_cann(
         if "<" in pkg.filename:
             pending.append(dict(pkg.to_dict(), reason="exact file name unknown"))
             continue
-        if os.path.isfile(dest) and known.get(rel) and sha256_file(dest) == known[rel]:
-            have.append((pkg, rel, known[rel]))
+        recorded = known.get(rel)
+        if os.path.isfile(dest) and recorded and sha256_file(dest) == recorded:
+            have.append((pkg, rel, str(recorded)))
             kept.append(pkg.filename)
             continue
         src = os.path.join(opts.cann_dir, pkg.filename) if opts.cann_dir else None

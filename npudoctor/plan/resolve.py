@@ -109,14 +109,16 @@ class Resolver:
             )
         if site.arch not in ("aarch64", "x86_64"):
             raise PlanError(f"torch_npu wheels exist for aarch64 and x86_64 only; the site is {site.arch}")
-        self.python = request.python or site.python
+        self.arch: str = site.arch
+        python = request.python or site.python
         if request.python:
             from npudoctor.plan.site import python_xy
 
             if python_xy(request.python) != request.python.strip():
                 raise PlanError(f"--python {request.python}: give MAJOR.MINOR, e.g. 3.10")
-        if not self.python:
+        if not python:
             raise PlanError("the snapshot has no python.version; give --python X.Y")
+        self.python: str = python
         chip = site.chip
         self.chip_name = chip.name if chip else None
         self.family = chip.family if chip else None
@@ -190,7 +192,7 @@ class Resolver:
         """Judge one row for ``python`` (default: the request's / site's)."""
         py = python or self.python
         cand = Candidate(row=row, python=py)
-        arch = self.site.arch
+        arch = self.arch
         version = row.torch_npu
         # wheels
         if not self.catalog.known(version):
@@ -315,7 +317,7 @@ class Resolver:
         other = Resolver.__new__(Resolver)
         other.__dict__.update(self.__dict__)
         other.request = request
-        other.python = request.python or self.site.python
+        other.python = request.python or self.site.python or self.python
         return other
 
     def alternatives(self, asked: List[Any], limit: int = 5) -> List[str]:
@@ -346,7 +348,11 @@ class Resolver:
         lines = {canonical_version(r.torch) for r in asked}
         if req.torch:
             lines.add(canonical_version(req.torch))
-        base = {"cann": req.cann, "python": req.python, "allow_driver_upgrade": req.allow_driver_upgrade}
+        base: Dict[str, Any] = {
+            "cann": req.cann,
+            "python": req.python,
+            "allow_driver_upgrade": req.allow_driver_upgrade,
+        }
         # 1. other builds of the same torch line
         if req.torch_npu:
             for line in sorted(lines):
@@ -355,12 +361,12 @@ class Resolver:
                 first_ok(
                     same,
                     rows,
-                    lambda c: f"same torch line; has a {self._py_tag(c.python)} wheel for {self.site.arch}",
+                    lambda c: f"same torch line; has a {self._py_tag(c.python)} wheel for {self.arch}",
                     2,
                 )
         # 2. the asked builds with another Python
         for row in asked[:3]:
-            for py in sorted(self.catalog.pythons(row.torch_npu, self.site.arch), key=py_key, reverse=True):
+            for py in sorted(self.catalog.pythons(row.torch_npu, self.arch), key=py_key, reverse=True):
                 if py == self.python:
                     continue
                 cand = self.judge(row, python=py)
@@ -406,7 +412,7 @@ class Resolver:
             for row in asked:
                 if len(out) >= limit:
                     break
-                for py in sorted(self.catalog.pythons(row.torch_npu, self.site.arch), key=py_key, reverse=True):
+                for py in sorted(self.catalog.pythons(row.torch_npu, self.arch), key=py_key, reverse=True):
                     cand = self.judge(row, python=py)
                     if cand.ok:
                         add(cand, f"newest set with Python {py} (plan with --python {py})")
@@ -440,7 +446,7 @@ class Resolver:
         from npudoctor.plan.files import cann_packages, driver_packages, package_chip
 
         row, site, req = cand.row, self.site, self.request
-        arch = site.arch
+        arch = self.arch
         assert cand.cann is not None and cand.driver is not None
         torch_req, torch_index = torch_requirement(row.torch, row.torch_npu, arch)
         reasons: List[str] = []
