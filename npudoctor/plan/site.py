@@ -25,8 +25,9 @@ chips                              ``devices.chips`` [{name, soc_version,       
                                    from the current matrix
 =================================  ==========================================  ============
 
-Every key is read through the typed views (:class:`npudoctor.facts.Facts`).  Missing keys are normal (a probe failed, an older snapshot): :class:`Site` records them in
-``missing`` and the planner says what it had to assume.
+Every key is read through the typed views (:class:`npudoctor.facts.Facts`).  Missing keys
+are normal (a probe failed, an older snapshot): :class:`Site` records them in ``missing``
+and the planner says what it had to assume.
 """
 
 from __future__ import annotations
