@@ -101,7 +101,7 @@ class FactsView(Dict[str, Any]):
         super().__init__((name, facts[name]) for name in needs if name in facts)
         self.asked: Set[str] = set()
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         self.asked.add(key)
         return super().get(key, default)
 

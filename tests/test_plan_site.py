@@ -11,6 +11,7 @@ import pytest
 from clirun import Result, npudoctor
 from scenario_runner import environment, prepare
 
+from npudoctor.facts import Facts
 from npudoctor.knowledge.matrix import load_matrix
 from npudoctor.plan.resolve import hdk_versions
 from npudoctor.plan.site import site_arch
@@ -56,17 +57,17 @@ def test_root_snapshot_arch_comes_from_the_wheel_tags(k10_snapshot):
 
 
 def test_arch_fallbacks_in_order():
-    assert site_arch({"host": {"arch": "arm64"}, "python": {"machine": "x86_64"}}) == ("aarch64", "host.arch")
-    assert site_arch({"host": {"arch": None}, "python": {"machine": "aarch64"}}) == ("aarch64", "python.machine")
+    assert site_arch(Facts({"host": {"arch": "arm64"}, "python": {"machine": "x86_64"}})) == ("aarch64", "host.arch")
+    assert site_arch(Facts({"host": {"arch": None}, "python": {"machine": "aarch64"}})) == ("aarch64", "python.machine")
     cann = {"selected": {"arch": "aarch64"}, "toolkits": [{"arch": "x86_64"}]}
-    assert site_arch({"host": {}, "python": {"machine": None}, "cann": cann}) == (
+    assert site_arch(Facts({"host": {}, "python": {"machine": None}, "cann": cann})) == (
         "aarch64",
         "cann.selected.arch (the CANN toolkit in use)",
     )
     toolkits = {"selected": None, "toolkits": [{"arch": "x86_64"}, {"arch": "amd64"}, {"arch": None}]}
-    assert site_arch({"cann": toolkits}) == ("x86_64", "cann.toolkits[].arch (the installed CANN toolkits)")
-    assert site_arch({"cann": {"toolkits": [{"arch": "x86_64"}, {"arch": "aarch64"}]}}) == (None, None)
-    assert site_arch({}) == (None, None)
+    assert site_arch(Facts({"cann": toolkits})) == ("x86_64", "cann.toolkits[].arch (the installed CANN toolkits)")
+    assert site_arch(Facts({"cann": {"toolkits": [{"arch": "x86_64"}, {"arch": "aarch64"}]}})) == (None, None)
+    assert site_arch(Facts({})) == (None, None)
 
 
 def test_snapshot_without_any_arch_is_refused(k10_snapshot, tmp_path):
@@ -126,3 +127,16 @@ def test_hdk_versions_dedup_and_order():
         "25.5.X",
     ]
     assert hdk_versions([], ["24.1.rc2", "24.1.RC2", "weird"]) == ["24.1.rc2", "weird"]
+
+
+def test_chip_family_comes_from_the_current_matrix_not_the_snapshot():
+    from npudoctor.knowledge.matrix import load_matrix
+    from npudoctor.plan.site import site_from_snapshot
+    from npudoctor.snapshot import Snapshot
+
+    chips = [{"name": "910B3", "family": "stale-family", "soc_version": "Ascend910B3", "soc_source": "matrix"}] * 2
+    snap = Snapshot(facts={"devices": {"chips": chips}})
+    site = site_from_snapshot(snap)
+    assert (site.chip.name, site.chip.count, site.chip.family, site.chip.soc_version) == ("910B3", 2, None, None)
+    site = site_from_snapshot(snap, matrix=load_matrix())
+    assert (site.chip.family, site.chip.soc_version) == ("910B", "Ascend910B3")

@@ -249,6 +249,19 @@ def test_env_from_prints_the_snapshots_exports(unsourced, tmp_path):
     assert run(unsourced, "env", "--from", str(snap), "--root", "ROOT").returncode == 2
 
 
+def test_env_from_json_carries_the_snapshots_skipped_set_env_lines(unsourced, tmp_path):
+    """A replayed snapshot's skipped set_env.sh lines reach `env --json` as plain JSON (they
+    are read through the typed views and dumped back in the snapshot's shape)."""
+    snap = snapshot(unsourced, tmp_path / "snap.json")
+    doc = json.loads(snap.read_text())
+    expected = doc["facts"]["environment"]["expected"]
+    expected["unsupported"] = [{"line": 7, "text": 'eval "$(some-tool --env)"'}]
+    snap.write_text(json.dumps(doc))
+    proc = run(unsourced, "env", "--from", str(snap), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["unsupported"] == [{"line": 7, "text": 'eval "$(some-tool --env)"'}]
+
+
 # --------------------------------------------------------------------------- npd
 def npd(scenario: Path, *args: str, extra: Optional[Dict[str, str]] = None):
     proc = run(scenario, "npd", "--timeout", "20", *args, extra=extra)

@@ -14,14 +14,17 @@ cann.toolkit        ``cann.selected.version``
 cann.kernels        ``cann.selected.kernels.version`` and its SoC directories
 cann.nnal           ``cann.nnal.version``
 driver, firmware    ``driver.driver.version``, ``driver.firmware.version``
-chips               ``devices.chips``: "<count> x <family or name>" per kind
+chips               ``devices.chips``: "<count> x <npu-smi Name>" per kind (a
+                    ``family`` an older snapshot stored is ignored)
 env.<NAME>          HCCL_* variables (``hccl.variables``; HCCL_IF_IP is per node and
                     left out) and the visibility variables (``devices.visibility`` or
                     ``hccl.variables``): ASCEND_RT_VISIBLE_DEVICES,
                     ASCEND_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES
 ==================  ===============================================================
 
-A value is a string; ``"(none)"`` means the section ran and found nothing (package not
+Every section is read through the typed views (:class:`npudoctor.facts.Facts`), only the
+fields compared (``Facts.fields_of``, ``Facts.packages_of``): a value of the wrong type
+reads as unknown (``None``) or as its section's default.  A value is a string; ``"(none)"`` means the section ran and found nothing (package not
 installed, variable unset); ``None`` means unknown (the section is absent from that
 snapshot) and is never counted as drift.
 
@@ -49,7 +52,15 @@ import json
 import os
 import sys
 from collections import Counter
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+
+from npudoctor.facts import Facts
+
+if TYPE_CHECKING:
+    from npudoctor.facts.devices import DevicesFacts, Visibility
+    from npudoctor.facts.hccl import HcclFacts
+    from npudoctor.facts.stack import CannFacts, DriverFacts
+    from npudoctor.facts.system import HostFacts, PythonFacts
 
 NONE = "(none)"
 
@@ -81,108 +92,98 @@ class CompareInputError(ValueError):
     """A path given to compare does not exist or cannot be listed (a usage error)."""
 
 
-def _sec(facts: Dict[str, Any], name: str) -> Optional[Dict[str, Any]]:
-    value = facts.get(name)
-    return value if isinstance(value, dict) else None
+def _packages(view: Facts) -> Dict[str, Optional[str]]:
+    """The compared packages' fields (``None``: no packages section).  Only the records of
+    the compared projects are converted: the view of every installed distribution (150 and
+    more on a training node) would cost more than the rest of the fingerprint together."""
+    if not view.present("packages"):
+        return {field: None for _name, field in PACKAGES}
+    packages = view.packages_of(*_COMPARED)
+    out: Dict[str, Optional[str]] = {}
+    for name, field in PACKAGES:
+        first = packages.first(name)
+        out[field] = (first.version or "?") if first is not None else NONE
+    return out
 
 
-def _str(value: Any) -> Optional[str]:
-    if value is None or isinstance(value, (dict, list)):
-        return None
-    return str(value)
+_COMPARED = tuple(name for name, _field in PACKAGES)
 
 
-def _canon(name: str) -> str:
-    out = []
-    for ch in name.lower():
-        out.append("-" if ch in "_." else ch)
-    return "".join(out)
-
-
-def fingerprint(facts: Dict[str, Any]) -> Dict[str, Optional[str]]:
-    """The stack fingerprint of one snapshot's ``facts`` (see the module docstring).
-    Never raises on odd facts."""
+def fingerprint(facts: Mapping[str, Any]) -> Dict[str, Optional[str]]:
+    """The stack fingerprint of one snapshot's ``facts`` (see the module docstring), read
+    through the typed views (:class:`npudoctor.facts.Facts`).  Never raises on odd facts:
+    a field of the wrong type reads as unknown."""
+    view = Facts(facts)
     fp: Dict[str, Optional[str]] = {}
-    host = _sec(facts, "host")
-    fp["arch"] = _str(host.get("arch")) if host else None
+    host: HostFacts = view.fields_of("host", "arch")
+    fp["arch"] = host.arch if view.present("host") else None
 
-    py = _sec(facts, "python")
-    if py is not None:
-        version = _str(py.get("version"))
-        impl = _str(py.get("implementation"))
-        if version and impl and impl.lower() != "cpython":
-            version = f"{impl} {version}"
+    if view.present("python"):
+        py: PythonFacts = view.fields_of("python", "version", "implementation")
+        version = py.version
+        if version and py.implementation and py.implementation.lower() != "cpython":
+            version = f"{py.implementation} {version}"
         fp["python"] = version or NONE
     else:
         fp["python"] = None
 
-    pk = _sec(facts, "packages")
-    installed = pk.get("installed") if pk else None
-    if isinstance(installed, dict):
-        canon = {_canon(str(k)): v for k, v in installed.items()}
-        for name, field in PACKAGES:
-            records = canon.get(name)
-            first = records[0] if isinstance(records, list) and records and isinstance(records[0], dict) else None
-            fp[field] = (_str(first.get("version")) or "?") if first else NONE
-    else:
-        for _name, field in PACKAGES:
-            fp[field] = None
+    fp.update(_packages(view))
 
-    cann = _sec(facts, "cann")
-    if cann is not None:
-        sel = cann.get("selected") if isinstance(cann.get("selected"), dict) else None
-        fp["cann.toolkit"] = (_str(sel.get("version")) or "?") if sel else NONE
-        kernels = sel.get("kernels") if sel and isinstance(sel.get("kernels"), dict) else None
-        if kernels and (kernels.get("installed") or kernels.get("version")):
-            socs = kernels.get("socs") if isinstance(kernels.get("socs"), list) else []
-            value = _str(kernels.get("version")) or "?"
-            fp["cann.kernels"] = value + (f" [{','.join(sorted(str(s) for s in socs))}]" if socs else "")
+    if view.present("cann"):
+        cann: CannFacts = view.fields_of("cann", "selected", "nnal")
+        sel = cann.selected
+        fp["cann.toolkit"] = (sel.version or "?") if sel else NONE
+        kernels = sel.kernels if sel else None
+        if kernels and (kernels.installed or kernels.version):
+            value = kernels.version or "?"
+            fp["cann.kernels"] = value + (f" [{','.join(sorted(kernels.socs))}]" if kernels.socs else "")
         else:
             fp["cann.kernels"] = NONE
-        nnal = cann.get("nnal") if isinstance(cann.get("nnal"), dict) else None
-        fp["cann.nnal"] = (_str(nnal.get("version")) or "?") if nnal else NONE
+        fp["cann.nnal"] = (cann.nnal.version or "?") if cann.nnal else NONE
     else:
         fp["cann.toolkit"] = fp["cann.kernels"] = fp["cann.nnal"] = None
 
-    drv = _sec(facts, "driver")
-    if drv is not None:
-        for field in ("driver", "firmware"):
-            rec = drv.get(field) if isinstance(drv.get(field), dict) else None
-            fp[field] = (_str(rec.get("version")) or NONE) if rec else NONE
+    if view.present("driver"):
+        drv: DriverFacts = view.fields_of("driver", "driver", "firmware")
+        fp["driver"] = drv.driver.version or NONE
+        fp["firmware"] = drv.firmware.version or NONE
     else:
         fp["driver"] = fp["firmware"] = None
 
-    dev = _sec(facts, "devices")
-    if dev is not None:
-        chips = dev.get("chips") if isinstance(dev.get("chips"), list) else []
-        kinds: Counter = Counter()
-        for chip in chips:
-            if isinstance(chip, dict):
-                kinds[_str(chip.get("family")) or _str(chip.get("name")) or "?"] += 1
+    devices_known = view.present("devices")
+    devices: Optional[DevicesFacts] = view.fields_of("devices", "chips", "visibility") if devices_known else None
+    if devices is not None:
+        # The npu-smi Name is the fact compared; what a chip *is* (its family) is knowledge
+        # the rules judge with the current matrix, and a family an older snapshot stored is
+        # ignored (rules/devices.py chip_identity).
+        kinds: Counter[str] = Counter(chip.name or "?" for chip in devices.chips)
         fp["chips"] = ", ".join(f"{n} x {k}" for k, n in sorted(kinds.items())) if kinds else NONE
     else:
         fp["chips"] = None
 
-    hccl = _sec(facts, "hccl")
-    variables = hccl.get("variables") if hccl and isinstance(hccl.get("variables"), dict) else None
-    visibility = dev.get("visibility") if dev and isinstance(dev.get("visibility"), dict) else None
-    if variables is not None:
-        for name, value in variables.items():
-            if str(name).startswith("HCCL_") and name not in PER_NODE_VARS:
-                fp[f"env.{name}"] = _str(value)
+    hccl_known = view.present("hccl")
+    variables: Dict[str, str] = {}
+    if hccl_known:
+        hccl: HcclFacts = view.fields_of("hccl", "variables")
+        variables = hccl.variables
+    for name, value in variables.items():
+        if name.startswith("HCCL_") and name not in PER_NODE_VARS:
+            fp[f"env.{name}"] = value
     for name in VISIBILITY_VARS:
-        value = None
-        known = False
-        if visibility is not None:
-            known = True
-            value = visibility.get(name)
-        if value is None and variables is not None:
-            known = True
-            value = variables.get(name)
-        if known and value is not None:
-            fp[f"env.{name}"] = _str(value)
-    fp["_env_known"] = "1" if (variables is not None or visibility is not None) else None
+        visible = _visible(devices.visibility, name) if devices is not None else None
+        visible = visible if visible is not None else variables.get(name)
+        if visible is not None:
+            fp[f"env.{name}"] = visible
+    fp["_env_known"] = "1" if (devices_known or hccl_known) else None
     return fp
+
+
+def _visible(visibility: Visibility, name: str) -> Optional[str]:
+    return {
+        "ASCEND_RT_VISIBLE_DEVICES": visibility.ascend_rt_visible_devices,
+        "ASCEND_VISIBLE_DEVICES": visibility.ascend_visible_devices,
+        "CUDA_VISIBLE_DEVICES": visibility.cuda_visible_devices,
+    }[name]
 
 
 def _field_key(field: str) -> Tuple[int, str]:
@@ -328,7 +329,7 @@ def compare(items: Iterable[Tuple[str, Any]]) -> Dict[str, Any]:
     majority: Dict[str, str] = {}
     split: List[Dict[str, Any]] = []
     for field in fields:
-        counts: Counter = Counter()
+        counts: Counter[str] = Counter()
         for _n, _s, fp in nodes:
             value = _value(fp, field)
             if value is not None:

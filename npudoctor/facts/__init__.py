@@ -10,32 +10,66 @@ every section, generated from the same view classes.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+import importlib
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from npudoctor.facts._typed import Problems, load, schema_of
-from npudoctor.facts.deep import DeepFacts, ProbeErrors
-from npudoctor.facts.devices import DevicesFacts
-from npudoctor.facts.hccl import HcclFacts
-from npudoctor.facts.runtime_env import ContainerFacts, EnvironmentFacts, HygieneFacts, LibrariesFacts
-from npudoctor.facts.stack import CannFacts, DriverFacts
-from npudoctor.facts.system import HostFacts, PackagesFacts, PythonFacts
+from npudoctor.parsers.metadata import canonical_name
+
+if TYPE_CHECKING:  # imported on first use (below): creating ~70 view classes costs ~40 ms
+    from npudoctor.facts.deep import DeepFacts, ProbeErrors
+    from npudoctor.facts.devices import DevicesFacts
+    from npudoctor.facts.hccl import HcclFacts
+    from npudoctor.facts.runtime_env import ContainerFacts, EnvironmentFacts, HygieneFacts, LibrariesFacts
+    from npudoctor.facts.stack import CannFacts, DriverFacts
+    from npudoctor.facts.system import HostFacts, PackagesFacts, PythonFacts
+
+#: ``canonical_name`` remembered: the same few hundred project names recur in every snapshot.
+_canonical = lru_cache(maxsize=4096)(canonical_name)
+
+#: Section name → (module under npudoctor.facts, view class), in probe order.
+_WHERE: Dict[str, Tuple[str, str]] = {
+    "host": ("system", "HostFacts"),
+    "python": ("system", "PythonFacts"),
+    "packages": ("system", "PackagesFacts"),
+    "cann": ("stack", "CannFacts"),
+    "driver": ("stack", "DriverFacts"),
+    "environment": ("runtime_env", "EnvironmentFacts"),
+    "libraries": ("runtime_env", "LibrariesFacts"),
+    "devices": ("devices", "DevicesFacts"),
+    "container": ("runtime_env", "ContainerFacts"),
+    "hccl": ("hccl", "HcclFacts"),
+    "hygiene": ("runtime_env", "HygieneFacts"),
+    "deep": ("deep", "DeepFacts"),
+    "_errors": ("deep", "ProbeErrors"),
+}
+
+
+class _Sections(Mapping[str, Any]):
+    """Section name → view class (``_errors``: a plain map), in probe order; a view's
+    module is imported when its class is first asked for (``compare`` reads 7 sections,
+    ``env`` 2), so nobody pays for the classes it never reads."""
+
+    def __init__(self) -> None:
+        self._classes: Dict[str, Any] = {}
+
+    def __getitem__(self, name: str) -> Any:
+        cls = self._classes.get(name)
+        if cls is None:
+            module, attr = _WHERE[name]
+            cls = self._classes[name] = getattr(importlib.import_module(f"npudoctor.facts.{module}"), attr)
+        return cls
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_WHERE)
+
+    def __len__(self) -> int:
+        return len(_WHERE)
+
 
 #: Section name → view class (``_errors``: a plain map), in probe order.
-SECTIONS: Dict[str, Any] = {
-    "host": HostFacts,
-    "python": PythonFacts,
-    "packages": PackagesFacts,
-    "cann": CannFacts,
-    "driver": DriverFacts,
-    "environment": EnvironmentFacts,
-    "libraries": LibrariesFacts,
-    "devices": DevicesFacts,
-    "container": ContainerFacts,
-    "hccl": HcclFacts,
-    "hygiene": HygieneFacts,
-    "deep": DeepFacts,
-    "_errors": ProbeErrors,
-}
+SECTIONS: Mapping[str, Any] = _Sections()
 
 
 class Facts:
@@ -51,6 +85,21 @@ class Facts:
             cached = load(SECTIONS[name], self._raw.get(name, {}))
             self._views[name] = cached
         return cached[0]
+
+    def fields_of(self, name: str, *fields: str) -> Any:
+        """The view of section ``name`` with only its top-level ``fields`` (attribute names)
+        read; the other fields keep their defaults and are not converted.  For readers that
+        need a little of big sections many times over (``compare``); the full view, when it
+        is built already.  Problems of a partial read are not recorded."""
+        built = self._views.get(name)
+        if built is not None:
+            return built[0]
+        return load(SECTIONS[name], self._raw.get(name, {}), only=frozenset(fields))[0]
+
+    def present(self, name: str) -> bool:
+        """Whether section ``name`` is in the snapshot (was probed), without building its
+        view (``state(name) != "absent"`` converts the section)."""
+        return name in self._raw
 
     def state(self, name: str) -> str:
         """``"absent"`` (not probed), ``"malformed"`` (read with problems) or ``"ok"``."""
@@ -69,6 +118,24 @@ class Facts:
     @property
     def host(self) -> HostFacts:
         return self._view("host")  # type: ignore[no-any-return]
+
+    def packages_of(self, *names: str) -> PackagesFacts:
+        """A ``packages`` view whose ``installed`` holds only the records of the projects
+        ``names`` (any spelling); its other fields are the defaults.  For readers that need
+        a few projects out of hundreds (``compare`` over 1,000 snapshots): only those
+        records are converted.  When the whole section's view is built already, that view."""
+        built = self._views.get("packages")
+        if built is not None:
+            return built[0]  # type: ignore[no-any-return]
+        raw = self._raw.get("packages")
+        installed = raw.get("installed") if isinstance(raw, dict) else None
+        if not isinstance(installed, dict):
+            return self.packages
+        from npudoctor.facts.system import PackagesFacts
+
+        want = {_canonical(name) for name in names}
+        subset = {key: recs for key, recs in installed.items() if isinstance(key, str) and _canonical(key) in want}
+        return load(PackagesFacts, {"installed": subset})[0]
 
     @property
     def python(self) -> PythonFacts:

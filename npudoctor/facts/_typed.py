@@ -1,8 +1,7 @@
 """Turn raw snapshot JSON into typed, read-only views, and describe them as JSON Schema.
 
 One generic converter driven by the type hints of the view classes (:mod:`npudoctor.facts._view`),
-so a section's shape is written once (the view class) and both validation and the published
-schema follow from it.
+so a section's shape is written once (the view class) and both validation and the published schema follow from it.
 
 Supported annotations: ``str``, ``int``, ``float``, ``bool``, ``Optional[X]``, ``Tuple[X, ...]``
 (a JSON list, read-only), ``List[X]``, ``Dict[str, X]``, ``Literal[...]``, nested view
@@ -23,6 +22,7 @@ from typing import (
     Any,
     Callable,
     Dict,
+    FrozenSet,
     List,
     Literal,
     Optional,
@@ -35,7 +35,7 @@ from typing import (
     get_type_hints,
 )
 
-from npudoctor.facts._view import is_view, view_fields
+from npudoctor.facts._view import MISSING, is_view, view_fields
 
 T = TypeVar("T")
 
@@ -301,25 +301,46 @@ class _Plan:
     def __init__(self, cls: type) -> None:
         self.cls = cls
         hints = _hints(cls)
-        self.fields: List[Tuple[str, str, Converter, Callable[[], Any]]] = []
+        self.fields: List[Tuple[str, str, Converter]] = []
+        #: Plain defaults (shared: views are read-only) and default factories (called per view).
+        self.constants: Dict[str, Any] = {}
+        self.factories: List[Tuple[str, Callable[[], Any]]] = []
         for f in view_fields(cls):
             key = f.metadata.get("key", f.name)
-            self.fields.append((f.name, key, _compile(hints[f.name]), f.make_default))
-        self.declared = frozenset(key for _n, key, _c, _d in self.fields)
+            self.fields.append((f.name, key, _compile(hints[f.name])))
+            if f.default_factory is not None:
+                self.factories.append((f.name, f.default_factory))
+            else:
+                self.constants[f.name] = None if f.default is MISSING else f.default
+        self.declared = frozenset(key for _n, key, _c in self.fields)
 
-    def build(self, raw: Dict[str, Any], path: str, problems: Problems, depth: int) -> Any:
+    def build(
+        self, raw: Dict[str, Any], path: str, problems: Problems, depth: int, only: Optional[FrozenSet[str]] = None
+    ) -> Any:
         if problems.strict:
             for key in raw:
                 if key not in self.declared:
                     problems.add(_sub(path, key), f"not declared in {self.cls.__name__}")
-        kwargs: Dict[str, Any] = {}
-        for name, key, conv, default in self.fields:
-            if key in raw:
+        values: Dict[str, Any] = {}
+        for name, key, conv in self.fields:
+            if key in raw and (only is None or name in only):
                 value = conv(raw[key], path, key, problems, depth)
-                kwargs[name] = default() if value is _MISSING else value
-            else:
-                kwargs[name] = default()
-        return self.cls(**kwargs)
+                if value is not _MISSING:
+                    values[name] = value
+        return self._new(values)
+
+    def _new(self, values: Dict[str, Any]) -> Any:
+        """An instance holding ``values`` and the defaults of the other fields, made without
+        the generic ``View.__init__`` (its per-field loop is most of the cost of a view); the
+        result equals ``cls(**values)``."""
+        obj: Any = object.__new__(self.cls)
+        attrs = obj.__dict__
+        attrs.update(self.constants)
+        for name, factory in self.factories:
+            if name not in values:
+                attrs[name] = factory()
+        attrs.update(values)
+        return obj
 
 
 _PLANS: Dict[type, _Plan] = {}
@@ -349,18 +370,22 @@ def _short(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def load(cls: Type[T], raw: Any, problems: Optional[Problems] = None) -> Tuple[T, Problems]:
+def load(
+    cls: Type[T], raw: Any, problems: Optional[Problems] = None, only: Optional[FrozenSet[str]] = None
+) -> Tuple[T, Problems]:
     """``(view, problems)``: ``raw`` (a JSON object) as an instance of the view class
     ``cls`` (or of a ``Dict[str, X]`` annotation, for a section that is a plain map).  Never
     raises on bad data: a non-object gives the all-defaults view with one problem; fields of
     the wrong type take their defaults (map entries of the wrong type are dropped) and are
-    listed in ``problems``."""
+    listed in ``problems``.  ``only``: the names of the view's top-level fields to read (the
+    others keep their defaults and are not converted); ``None``: every field."""
     problems = problems if problems is not None else Problems()
     if not isinstance(raw, dict):
         problems.add("", f"expected object, got {_type_name(raw)}")
         raw = {}
-    if is_view(cls):
-        return _plan(cls).build(raw, "", problems, 0), problems
+    plan = _PLANS.get(cls)
+    if plan is not None or is_view(cls):
+        return (plan or _plan(cls)).build(raw, "", problems, 0, only), problems
     # A section that is a plain map (``_errors``): a dict in, a dict out, never _MISSING.
     return _compile(cls)(raw, "", _ROOT, problems, 0), problems
 
@@ -423,3 +448,17 @@ def schema_of(tp: Any, defs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
         return {"type": "null"}
     simple = {str: "string", int: "integer", float: "number", bool: "boolean"}
     return {"type": simple[tp]}
+
+
+def dump(value: Any) -> Any:
+    """The JSON value of a view (the inverse of :func:`load`): a view becomes an
+    object with every declared field under its snapshot key (``field(metadata={"key":
+    ...})``), tuples become lists, maps and open-ended :data:`JSON` values are copied.  For
+    outputs that publish facts (``devices --json``) in the snapshot's own shape."""
+    if is_view(type(value)):
+        return {key: dump(getattr(value, name)) for name, key, _conv in _plan(type(value)).fields}
+    if isinstance(value, (tuple, list)):
+        return [dump(item) for item in value]
+    if isinstance(value, dict):
+        return {key: dump(item) for key, item in value.items()}
+    return value

@@ -25,10 +25,10 @@ renamed when complete and checked).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -36,17 +36,13 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from npudoctor.plan.files import INSTALL_ORDER, PackageFile
-from npudoctor.plan.resolve import Plan
+from npudoctor.plan.bundle_text import MANIFEST, REQUIREMENTS, SUMS, install_md, install_sh, requirements_text
+from npudoctor.plan.files import PackageFile
+from npudoctor.plan.model import Plan
 from npudoctor.plan.site import Site
+from npudoctor.plan.transfer import check_run_file, copy_checked, fetch_url, progress_bar, sha256_file
 from npudoctor.plan.wheels import platform_tags
-from npudoctor.remedies.install import BundledPackage, InstallScript, MissingPackage, install_script
 from npudoctor.snapshot import atomic_write, now_iso
-
-MANIFEST = "manifest.json"
-REQUIREMENTS = "requirements.txt"
-SUMS = "SHA256SUMS"
-_CHUNK = 1 << 20
 
 
 class BundleError(RuntimeError):
@@ -91,20 +87,6 @@ class BundleResult:
 
 
 # --------------------------------------------------------------------------- helpers
-def sha256_file(path: str, progress: Optional[Callable[[int], None]] = None) -> str:
-    """Hex sha256 of a file (streamed).  ``progress(n_bytes)`` is called per chunk."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while True:
-            chunk = fh.read(_CHUNK)
-            if not chunk:
-                break
-            h.update(chunk)
-            if progress:
-                progress(len(chunk))
-    return h.hexdigest()
-
-
 def _valid_wheel(path: str) -> bool:
     try:
         with zipfile.ZipFile(path) as zf:
@@ -159,115 +141,6 @@ def pip_download_argv(plan: Plan, opts: BundleOptions, dest: str) -> List[str]:
     return argv
 
 
-def _progress(enabled: bool) -> Any:
-    """A rich Progress for byte transfers (a no-op context when disabled)."""
-    if not enabled:
-        return None
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
-
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
-        transient=False,
-    )
-
-
-def copy_checked(src: str, dest: str, progress: Any = None) -> str:
-    """Copy ``src`` to ``dest`` via ``dest + '.part'`` (renamed when complete), hashing
-    on the way; returns the sha256.  Raises ``OSError``."""
-    part = dest + ".part"
-    h = hashlib.sha256()
-    size = os.path.getsize(src)
-    task = progress.add_task(f"copy {os.path.basename(src)}", total=size) if progress else None
-    try:
-        with open(src, "rb") as fin, open(part, "wb") as fout:
-            while True:
-                chunk = fin.read(_CHUNK)
-                if not chunk:
-                    break
-                h.update(chunk)
-                fout.write(chunk)
-                if progress:
-                    progress.update(task, advance=len(chunk))
-            fout.flush()
-            os.fsync(fout.fileno())
-        os.replace(part, dest)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(part)
-        raise
-    return h.hexdigest()
-
-
-def fetch_url(url: str, dest: str, progress: Any = None, timeout: float = 60.0) -> str:
-    """Download ``url`` to ``dest`` via ``dest + '.part'`` with ``Referer:
-    https://www.hiascend.com/`` (what Ascend's download host expects, REPORT.md §5);
-    resumes a previous ``.part`` with an HTTP Range request.  Returns the sha256.
-    Raises ``OSError`` (network errors included)."""
-    import requests
-
-    part = dest + ".part"
-    have = os.path.getsize(part) if os.path.exists(part) else 0
-    headers = {"Referer": "https://www.hiascend.com/"}
-    if have:
-        headers["Range"] = f"bytes={have}-"
-    try:
-        with requests.get(url, headers=headers, stream=True, timeout=timeout) as resp:
-            if resp.status_code == 416:  # already complete
-                resp.close()
-            elif resp.status_code not in (200, 206):
-                raise OSError(f"{url}: HTTP {resp.status_code}")
-            else:
-                mode = "ab" if resp.status_code == 206 and have else "wb"
-                if mode == "wb":
-                    have = 0
-                total = int(resp.headers.get("Content-Length") or 0) + have
-                task = progress.add_task(f"fetch {os.path.basename(dest)}", total=total or None) if progress else None
-                if progress:
-                    progress.update(task, advance=have)
-                with open(part, mode) as fh:
-                    for chunk in resp.iter_content(_CHUNK):
-                        fh.write(chunk)
-                        if progress:
-                            progress.update(task, advance=len(chunk))
-    except requests.RequestException as exc:
-        raise OSError(f"{url}: {exc}") from None
-    digest = sha256_file(part)
-    os.replace(part, dest)
-    return digest
-
-
-_MAKESELF = re.compile(rb"makeself|MS_Printf|label=", re.I)
-
-
-def check_run_file(path: str) -> Optional[str]:
-    """Why ``path`` is not a plausible Ascend ``.run`` package (a makeself shell archive
-    starting with ``#!``), or ``None`` when it looks right."""
-    try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as fh:
-            head = fh.read(16384)
-    except OSError as exc:
-        return f"cannot read: {exc.strerror or exc}"
-    if size == 0:
-        return "empty file"
-    if not head.startswith(b"#!"):
-        return "not a self-extracting .run archive (no #! shell header)"
-    if not _MAKESELF.search(head):
-        return "no makeself header in the first 16 KiB (a truncated or HTML error page?)"
-    return None
-
-
 def _parse_saved(output: str, dest: str) -> List[str]:
     """File names pip reported as saved or reused in ``dest``."""
     names = []
@@ -298,10 +171,10 @@ def _why_wheels(plan: Plan, wheels: Dict[str, str]) -> Dict[str, str]:
     }
     for req in plan.requirements:
         try:
-            name = canonicalize_name(Requirement(req).name)
+            project = str(canonicalize_name(Requirement(req).name))
         except InvalidRequirement:
             continue
-        top[name] = reasons.get(name) or (
+        top[project] = reasons.get(project) or (
             f"{req}: CANN {plan.cann} Python dependency" if req in plan.python_deps else f"{req}: torch_npu docs"
         )
     required_by: Dict[str, List[str]] = {}
@@ -313,10 +186,10 @@ def _why_wheels(plan: Plan, wheels: Dict[str, str]) -> Dict[str, str]:
                 continue
             if parsed.marker is not None and "extra" in str(parsed.marker):
                 continue
-            required_by.setdefault(canonicalize_name(parsed.name), []).append(name)
+            required_by.setdefault(str(canonicalize_name(parsed.name)), []).append(name)
     out = {}
     for fname, (name, _v, _r) in meta.items():
-        key = canonicalize_name(name) if name else ""
+        key = str(canonicalize_name(name)) if name else ""
         if key in top:
             out[fname] = top[key]
         elif key in required_by:
@@ -354,7 +227,7 @@ def download_wheels(plan: Plan, opts: BundleOptions, log: Callable[[str], None])
             log(f"removing {name}: its hash does not match the previous manifest")
             os.unlink(path)
     argv = pip_download_argv(plan, opts, staging)
-    log("running: " + " ".join(_quote(a) for a in argv))
+    log("running: " + " ".join(shlex.quote(a) for a in argv))
     env = dict(opts.env if opts.env is not None else os.environ)
     try:
         proc = subprocess.run(
@@ -385,7 +258,8 @@ def download_wheels(plan: Plan, opts: BundleOptions, log: Callable[[str], None])
     saved = set(_parse_saved(output, staging))
     names = [n for n in os.listdir(staging) if n.endswith(".whl")]
     needed = [n for n in names if n in saved] if saved else names
-    downloaded, kept = [], []
+    downloaded: List[str] = []
+    kept: List[str] = []
     for name in needed:
         src = os.path.join(staging, name)
         if not _valid_wheel(src):
@@ -418,8 +292,9 @@ def gather_cann(
         if "<" in pkg.filename:
             pending.append(dict(pkg.to_dict(), reason="exact file name unknown"))
             continue
-        if os.path.isfile(dest) and known.get(rel) and sha256_file(dest) == known[rel]:
-            have.append((pkg, rel, known[rel]))
+        recorded = known.get(rel)
+        if os.path.isfile(dest) and recorded and sha256_file(dest) == recorded:
+            have.append((pkg, rel, str(recorded)))
             kept.append(pkg.filename)
             continue
         src = os.path.join(opts.cann_dir, pkg.filename) if opts.cann_dir else None
@@ -458,7 +333,7 @@ def make_bundle(plan: Plan, site: Site, opts: BundleOptions, log: Callable[[str]
     out = opts.output
     os.makedirs(out, exist_ok=True)
     downloaded, kept = download_wheels(plan, opts, log)
-    progress = _progress(opts.progress)
+    progress = progress_bar(opts.progress)
     with progress if progress is not None else contextlib.nullcontext():
         cann_files, pending, cann_kept = gather_cann(plan, opts, log, progress)
     kept += cann_kept
@@ -522,129 +397,3 @@ def _write(path: str, text: str, mode: int = 0o644) -> None:
     """Atomic write, then the permissions a bundle file needs (mkstemp makes 0600)."""
     atomic_write(path, text)
     os.chmod(path, mode)
-
-
-def requirements_text(plan: Plan, files: List[Dict[str, Any]]) -> str:
-    """Every wheel pinned with ``==version`` and its ``--hash=sha256:``, for
-    ``pip install --require-hashes`` (one line per distribution; several wheels of
-    one version give several hashes)."""
-    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-
-    pins: Dict[Tuple[str, str], List[str]] = {}
-    for f in files:
-        if f["kind"] != "wheel":
-            continue
-        try:
-            name, version, _b, _t = parse_wheel_filename(os.path.basename(f["path"]))
-        except InvalidWheelFilename:
-            continue
-        pins.setdefault((str(name), str(version)), []).append(f["sha256"])
-    lines = [
-        f"# generated by npudoctor plan: torch_npu {plan.torch_npu} for CPython {plan.python} on {plan.arch}",
-        "# install offline: pip install --no-index --find-links wheels --require-hashes -r requirements.txt",
-    ]
-    for (name, version), hashes in sorted(pins.items()):
-        lines.append(f"{name}=={version} " + " ".join(f"--hash=sha256:{h}" for h in sorted(set(hashes))))
-    return "\n".join(lines) + "\n"
-
-
-def _quote(text: str) -> str:
-    import shlex
-
-    return shlex.quote(text)
-
-
-def _set_env_candidates(plan: Plan, site: Site) -> Tuple[List[str], List[str]]:
-    """Where set_env.sh of the toolkit and of NNAL will be after install (REPORT.md §3.5)."""
-    toolkit = []
-    if plan.cann_action == "keep" and site.cann_path:
-        base = site.cann_path.rstrip("/")
-        toolkit += [f"{base}/set_env.sh", f"{os.path.dirname(base)}/set_env.sh"]
-    for root in ("/usr/local/Ascend", "$HOME/Ascend"):
-        toolkit += [f"{root}/cann/set_env.sh", f"{root}/ascend-toolkit/set_env.sh"]
-    nnal = [f"{root}/nnal/atb/set_env.sh" for root in ("/usr/local/Ascend", "$HOME/Ascend")]
-    return toolkit, nnal
-
-
-def install_sh(
-    plan: Plan, site: Site, cann_files: List[Tuple[PackageFile, str, str]], pending: List[Dict[str, Any]]
-) -> str:
-    """The offline installer script (bash), rendered by :func:`npudoctor.remedies.install.install_script`."""
-    toolkit_env, nnal_env = _set_env_candidates(plan, site)
-    present = {pkg.kind: (pkg, rel) for pkg, rel, _d in cann_files}
-    missing = {p["kind"]: p for p in pending}
-    steps: List[Any] = []
-    for kind in INSTALL_ORDER:
-        if kind in present:
-            pkg, rel = present[kind]
-            steps.append(BundledPackage(kind, rel, pkg.install_args))
-        elif kind in missing:
-            p = missing[kind]
-            steps.append(MissingPackage(kind, str(p["filename"]), str(p.get("url") or "")))
-    script = InstallScript(
-        python=plan.python,
-        arch=plan.arch,
-        torch_npu=plan.torch_npu,
-        torch_requirement=plan.torch_requirement,
-        cann=plan.cann,
-        packages=tuple(steps),
-        toolkit_env=tuple(toolkit_env),
-        nnal_env=tuple(nnal_env),
-        sums=SUMS,
-        requirements=REQUIREMENTS,
-    )
-    return install_script(script, now_iso())
-
-
-def install_md(
-    plan: Plan, site: Site, cann_files: List[Tuple[PackageFile, str, str]], pending: List[Dict[str, Any]]
-) -> str:
-    """INSTALL.md: the plan and the steps for a human."""
-    lines = [
-        f"# Offline install: torch_npu {plan.torch_npu} for CPython {plan.python} on {plan.arch}",
-        "",
-        f"Made by `npudoctor plan` on {now_iso()} for node `{site.node or 'unknown'}` "
-        f"({site.os or 'unknown OS'}, glibc {site.glibc or 'unknown'}, chip {plan.chip or 'unknown'}).",
-        "",
-        "## What is in it",
-        "",
-        f"- torch_npu {plan.torch_npu}, {plan.torch_requirement}, {plan.numpy}, CANN Python dependencies (`wheels/`)",
-        f"- CANN {plan.cann} ({'already installed on the site: kept' if plan.cann_action == 'keep' else 'to install'})",
-        f"- driver: {plan.driver.action} ({plan.driver.installed or 'unknown'}"
-        + (f" → {plan.driver.target}" if plan.driver.target else "")
-        + ")",
-        "",
-        "## Why",
-        "",
-    ]
-    lines += [f"- {r}" for r in plan.reasons]
-    if plan.warnings:
-        lines += ["", "## Warnings", ""] + [f"- {w}" for w in plan.warnings]
-    if pending:
-        lines += ["", "## Still to download (not in this bundle)", ""]
-        for p in pending:
-            lines.append(f"- `{p['filename']}` ({p['kind']}): {p.get('url') or ''} — {p.get('reason', '')}")
-    lines += [
-        "",
-        "## Install (on the intranet machine)",
-        "",
-        "```bash",
-        "npudoctor plan verify . --for site.json   # optional: all files present, hashes, tags fit",
-        "sudo bash install.sh                       # driver/firmware need root",
-        "bash install.sh --skip-driver --python /path/to/python" + plan.python,
-        "bash install.sh --skip-cann                # Python packages only",
-        "```",
-        "",
-        "Steps of install.sh: verify `SHA256SUMS`; driver, firmware (reboot afterwards when the "
-        "firmware changed); toolkit; kernels/ops; `source set_env.sh`; NNAL; "
-        "`pip install --no-index --find-links wheels --require-hashes -r requirements.txt`; "
-        "`npudoctor check`.",
-        "",
-        "Manual Python step:",
-        "",
-        "```bash",
-        f"python{plan.python} -m pip install --no-index --find-links wheels --require-hashes -r requirements.txt",
-        "```",
-        "",
-    ]
-    return "\n".join(lines)

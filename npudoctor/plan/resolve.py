@@ -16,208 +16,41 @@ do fit.  Facts and their sources: REPORT.md §1–§3, §6 (through the matrix),
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor.plan.fit import hdk_for
+from npudoctor.plan.model import (
+    _STATUS_RANK,
+    PLAIN_TORCH_FROM,
+    TORCH_CPU_INDEX,
+    TORCH_NPU_EXTRA,
+    Candidate,
+    DriverStep,
+    Plan,
+    PlanError,
+    Request,
+    Resolution,
+    hdk_versions,
+)
 from npudoctor.plan.site import Site
 from npudoctor.plan.wheels import WheelCatalog, canonical_version, describe_pythons, py_key
 
-#: PyTorch CPU wheel index: torch ``X+cpu`` builds that x86_64 torch_npu wheels pin up to
-#: torch 2.11.x (REPORT.md §2 "Requires-Dist of sampled wheels"; torch_npu README
-#: "For x86: pip3 install torch==2.6.0+cpu --index-url https://download.pytorch.org/whl/cpu").
-TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-#: First torch line whose x86_64 torch_npu wheel pins plain ``torch==X`` (REPORT.md §2).
-PLAIN_TORCH_FROM = "2.12.0"
-#: Row status order of preference when several rows are equally new.
-_STATUS_RANK = {"active": 0, "historical": 1, "release-notes-only": 2, "unmapped": 3, "prerelease": 4}
-#: torch_npu's own documented Python dependencies (REPORT.md §6.1: README "pip3 install
-#: pyyaml", "pip3 install setuptools").
-TORCH_NPU_EXTRA = ("pyyaml", "setuptools")
-
-
-class PlanError(ValueError):
-    """The request itself is malformed (unknown version text, missing site facts that
-    cannot be assumed).  Exit 2 in the CLI."""
-
-
-@dataclass
-class Request:
-    """What the user asked for (all optional)."""
-
-    torch_npu: Optional[str] = None
-    torch: Optional[str] = None
-    cann: Optional[str] = None
-    python: Optional[str] = None
-    allow_driver_upgrade: bool = False
-
-    def describe(self) -> str:
-        parts = []
-        for key in ("torch_npu", "torch", "cann", "python"):
-            value = getattr(self, key)
-            if value:
-                parts.append(f"--{key.replace('_', '-')} {value}")
-        return " ".join(parts) or "no target (newest set the site supports)"
-
-
-_XY_RE = re.compile(r"^(\d+)\.(\d+)")
-
-
-def hdk_versions(paired: List[str], compatible: List[str]) -> List[str]:
-    """The driver (Ascend HDK) versions a CANN accepts, as one list to show: the
-    officially paired ones first (in the matrix's order), then the declared-compatible
-    ones by ``X.Y`` newest first (``25.5.X`` patterns sort by their ``X.Y``), each version
-    once (case-insensitive: ``26.1.0`` listed as paired and compatible appears once).
-    Source: ``Matrix.driver_requirement(cann)`` (``hdk_paired`` / ``hdk_compatible`` of
-    the CANN row, from the CANN release notes)."""
-
-    def xy(text: str) -> Tuple[int, int]:
-        m = _XY_RE.match(text.strip())
-        return (int(m.group(1)), int(m.group(2))) if m else (-1, -1)
-
-    out: List[str] = []
-    seen = set()
-    for text in list(paired) + sorted(compatible, key=xy, reverse=True):
-        key = str(text).strip().lower()
-        if key and key not in seen:
-            seen.add(key)
-            out.append(str(text).strip())
-    return out
-
-
-@dataclass
-class DriverStep:
-    """What the plan needs from the NPU driver.  ``required``: the Ascend HDK versions the
-    CANN accepts (see :func:`hdk_versions`: paired first, then the compatible ones newest
-    first, each once)."""
-
-    installed: Optional[str]
-    fit: str  # paired | compatible | too-old | incompatible | unknown
-    action: str  # keep | upgrade | check
-    target: Optional[str] = None
-    required: List[str] = field(default_factory=list)
-    source: str = ""
-
-
-@dataclass
-class Plan:
-    """One consistent set, with the reason for every choice (``reasons``) and the things
-    the user must know (``warnings``)."""
-
-    torch_npu: str
-    torch: str
-    torch_requirement: str
-    torch_index: Optional[str]
-    python: str
-    arch: str
-    glibc: Optional[str]
-    cann: str
-    cann_action: str  # keep | install
-    cann_fit: str  # paired | compatible
-    numpy: str  # pip requirement ("numpy<2", "numpy")
-    python_deps: List[str]
-    driver: DriverStep
-    chip: Optional[str]
-    chip_family: Optional[str]
-    package_chip: Optional[str]
-    packages: List[Any]  # files.PackageFile
-    reasons: List[str] = field(default_factory=list)
-    warnings: List[str] = field(default_factory=list)
-    row_source: str = ""
-
-    @property
-    def requirements(self) -> List[str]:
-        """Top-level pip requirements, in install order (torch first)."""
-        reqs = [self.torch_requirement, f"torch_npu=={self.torch_npu}", self.numpy]
-        seen = {"torch", "torch-npu", "numpy"}
-        from packaging.requirements import InvalidRequirement, Requirement
-        from packaging.utils import canonicalize_name
-
-        for dep in list(TORCH_NPU_EXTRA) + list(self.python_deps):
-            try:
-                name = canonicalize_name(Requirement(dep).name)
-            except InvalidRequirement:
-                continue
-            if name not in seen:
-                seen.add(name)
-                reqs.append(dep)
-        return reqs
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {
-            "torch_npu": self.torch_npu,
-            "torch": self.torch,
-            "torch_requirement": self.torch_requirement,
-            "torch_index": self.torch_index,
-            "python": self.python,
-            "arch": self.arch,
-            "glibc": self.glibc,
-            "cann": self.cann,
-            "cann_action": self.cann_action,
-            "cann_fit": self.cann_fit,
-            "numpy": self.numpy,
-            "python_deps": list(self.python_deps),
-            "requirements": self.requirements,
-            "driver": vars(self.driver).copy(),
-            "chip": self.chip,
-            "chip_family": self.chip_family,
-            "package_chip": self.package_chip,
-            "packages": [p.to_dict() for p in self.packages],
-            "reasons": list(self.reasons),
-            "warnings": list(self.warnings),
-            "row_source": self.row_source,
-        }
-
-
-@dataclass
-class Candidate:
-    """A matrix row judged for the site."""
-
-    row: Any
-    python: str
-    problems: List[str] = field(default_factory=list)
-    cann: Optional[str] = None
-    cann_fit: str = ""
-    driver: Optional[DriverStep] = None
-    notes: List[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
-    def label(self) -> str:
-        cann = f", CANN {self.cann}" if self.cann else ""
-        if self.cann and self.cann_fit == "compatible":
-            cann += " (declared compatible)"
-        return f"torch_npu {self.row.torch_npu} (torch {self.row.torch}{cann}, Python {self.python})"
-
-
-@dataclass
-class Resolution:
-    """The result: a plan, or why none fits and the nearest sets that do."""
-
-    request: Request
-    site: Site
-    plan: Optional[Plan] = None
-    reasons: List[str] = field(default_factory=list)  # why nothing fits
-    alternatives: List[str] = field(default_factory=list)
-    rejected: List[str] = field(default_factory=list)  # newer sets passed over, with why
-
-    @property
-    def ok(self) -> bool:
-        return self.plan is not None
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "request": vars(self.request).copy(),
-            "site": self.site.summary(),
-            "plan": self.plan.to_dict() if self.plan else None,
-            "reasons": list(self.reasons),
-            "alternatives": list(self.alternatives),
-            "rejected": list(self.rejected),
-        }
+#: The planner's data types live in :mod:`npudoctor.plan.model`; imported here by their users.
+__all__ = [
+    "PLAIN_TORCH_FROM",
+    "TORCH_CPU_INDEX",
+    "TORCH_NPU_EXTRA",
+    "Candidate",
+    "DriverStep",
+    "Plan",
+    "PlanError",
+    "Request",
+    "Resolution",
+    "Resolver",
+    "hdk_versions",
+    "resolve",
+    "torch_requirement",
+]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -276,14 +109,16 @@ class Resolver:
             )
         if site.arch not in ("aarch64", "x86_64"):
             raise PlanError(f"torch_npu wheels exist for aarch64 and x86_64 only; the site is {site.arch}")
-        self.python = request.python or site.python
+        self.arch: str = site.arch
+        python = request.python or site.python
         if request.python:
             from npudoctor.plan.site import python_xy
 
             if python_xy(request.python) != request.python.strip():
                 raise PlanError(f"--python {request.python}: give MAJOR.MINOR, e.g. 3.10")
-        if not self.python:
+        if not python:
             raise PlanError("the snapshot has no python.version; give --python X.Y")
+        self.python: str = python
         chip = site.chip
         self.chip_name = chip.name if chip else None
         self.family = chip.family if chip else None
@@ -357,7 +192,7 @@ class Resolver:
         """Judge one row for ``python`` (default: the request's / site's)."""
         py = python or self.python
         cand = Candidate(row=row, python=py)
-        arch = self.site.arch
+        arch = self.arch
         version = row.torch_npu
         # wheels
         if not self.catalog.known(version):
@@ -482,7 +317,7 @@ class Resolver:
         other = Resolver.__new__(Resolver)
         other.__dict__.update(self.__dict__)
         other.request = request
-        other.python = request.python or self.site.python
+        other.python = request.python or self.site.python or self.python
         return other
 
     def alternatives(self, asked: List[Any], limit: int = 5) -> List[str]:
@@ -513,7 +348,11 @@ class Resolver:
         lines = {canonical_version(r.torch) for r in asked}
         if req.torch:
             lines.add(canonical_version(req.torch))
-        base = {"cann": req.cann, "python": req.python, "allow_driver_upgrade": req.allow_driver_upgrade}
+        base: Dict[str, Any] = {
+            "cann": req.cann,
+            "python": req.python,
+            "allow_driver_upgrade": req.allow_driver_upgrade,
+        }
         # 1. other builds of the same torch line
         if req.torch_npu:
             for line in sorted(lines):
@@ -522,12 +361,12 @@ class Resolver:
                 first_ok(
                     same,
                     rows,
-                    lambda c: f"same torch line; has a {self._py_tag(c.python)} wheel for {self.site.arch}",
+                    lambda c: f"same torch line; has a {self._py_tag(c.python)} wheel for {self.arch}",
                     2,
                 )
         # 2. the asked builds with another Python
         for row in asked[:3]:
-            for py in sorted(self.catalog.pythons(row.torch_npu, self.site.arch), key=py_key, reverse=True):
+            for py in sorted(self.catalog.pythons(row.torch_npu, self.arch), key=py_key, reverse=True):
                 if py == self.python:
                     continue
                 cand = self.judge(row, python=py)
@@ -573,7 +412,7 @@ class Resolver:
             for row in asked:
                 if len(out) >= limit:
                     break
-                for py in sorted(self.catalog.pythons(row.torch_npu, self.site.arch), key=py_key, reverse=True):
+                for py in sorted(self.catalog.pythons(row.torch_npu, self.arch), key=py_key, reverse=True):
                     cand = self.judge(row, python=py)
                     if cand.ok:
                         add(cand, f"newest set with Python {py} (plan with --python {py})")
@@ -607,7 +446,7 @@ class Resolver:
         from npudoctor.plan.files import cann_packages, driver_packages, package_chip
 
         row, site, req = cand.row, self.site, self.request
-        arch = site.arch
+        arch = self.arch
         assert cand.cann is not None and cand.driver is not None
         torch_req, torch_index = torch_requirement(row.torch, row.torch_npu, arch)
         reasons: List[str] = []

@@ -20,12 +20,14 @@ installed packages                 ``packages.installed`` {name: [records]}     
 CANN installed                     ``cann.selected.version``                    cann
 NPU driver / firmware              ``driver.driver.version``,                   driver
                                    ``driver.firmware.version``
-chips                              ``devices.chips`` [{name, family,            devices
-                                   soc_version}]
+chips                              ``devices.chips`` [{name, soc_version,       devices
+                                   soc_source}]; what a chip is (family, SoC)
+                                   from the current matrix
 =================================  ==========================================  ============
 
-Missing keys are normal (a probe failed, an older snapshot): :class:`Site` records them in
-``missing`` and the planner says what it had to assume.
+Every key is read through the typed views (:class:`npudoctor.facts.Facts`).  Missing keys
+are normal (a probe failed, an older snapshot): :class:`Site` records them in ``missing``
+and the planner says what it had to assume.
 """
 
 from __future__ import annotations
@@ -34,17 +36,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from npudoctor.facts import Facts
+from npudoctor.facts.devices import Chip as DeviceChip
+from npudoctor.knowledge.matrix import Matrix
 from npudoctor.snapshot import Snapshot
 
 _PY_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?")
-
-
-def _get(d: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(key)
-    return d
 
 
 def python_xy(value: Any) -> Optional[str]:
@@ -125,35 +122,21 @@ class Site:
         }
 
 
-def _first_version(records: Any) -> Optional[str]:
-    if isinstance(records, dict):
-        records = [records]
-    if isinstance(records, list):
-        for rec in records:
-            if isinstance(rec, dict) and isinstance(rec.get("version"), str):
-                return rec["version"]
-            if isinstance(rec, str):
-                return rec
-    if isinstance(records, str):
-        return records
-    return None
-
-
 _ARCH_ALIASES = {"arm64": "aarch64", "aarch64": "aarch64", "x86_64": "x86_64", "amd64": "x86_64"}
 
 
-def _arch(value: Any) -> Optional[str]:
-    if not isinstance(value, str) or not value.strip():
+def _arch(value: Optional[str]) -> Optional[str]:
+    if not value or not value.strip():
         return None
     text = value.strip()
     return _ARCH_ALIASES.get(text.lower(), text)
 
 
-def site_arch(facts: Dict[str, Any]) -> Tuple[Optional[str], Optional[str]]:
+def site_arch(facts: Facts) -> Tuple[Optional[str], Optional[str]]:
     """The site's CPU architecture and where the snapshot tells it: ``(arch, source)``,
     ``arch`` normalized to ``"aarch64"``/``"x86_64"`` (other names kept as given),
     ``source`` a human description naming the snapshot key; ``(None, None)`` when nothing
-    tells.
+    tells.  ``facts``: the snapshot's typed views.
 
     In order: ``host.arch`` (ELF machine of the system binaries, probes/host.py);
     ``python.machine`` (a snapshot collected with --root and no system binaries: the
@@ -161,111 +144,102 @@ def site_arch(facts: Dict[str, Any]) -> Tuple[Optional[str], Optional[str]]:
     that in ``python.machine_source``); ``cann.selected.arch`` (the ``<arch>-linux``
     directory or ascend_toolkit_install.info of the toolkit in use, probes/cann.py); the
     single arch every ``cann.toolkits`` record shares."""
-    arch = _arch(_get(facts, "host", "arch"))
+    arch = _arch(facts.host.arch)
     if arch:
         return arch, "host.arch"
-    arch = _arch(_get(facts, "python", "machine"))
+    arch = _arch(facts.python.machine)
     if arch:
-        how = _get(facts, "python", "machine_source")
-        told = f" ({how})" if isinstance(how, str) and how not in ("host.arch", "unknown") else ""
+        how = facts.python.machine_source
+        told = f" ({how})" if how and how not in ("host.arch", "unknown") else ""
         return arch, f"python.machine{told}"
-    arch = _arch(_get(facts, "cann", "selected", "arch"))
+    selected = facts.cann.selected
+    arch = _arch(selected.arch) if selected is not None else None
     if arch:
         return arch, "cann.selected.arch (the CANN toolkit in use)"
-    toolkits = _get(facts, "cann", "toolkits")
-    if isinstance(toolkits, list):
-        found = {_arch(t.get("arch")) for t in toolkits if isinstance(t, dict)} - {None}
-        if len(found) == 1:
-            return found.pop(), "cann.toolkits[].arch (the installed CANN toolkits)"
+    found = {_arch(t.arch) for t in facts.cann.toolkits} - {None}
+    if len(found) == 1:
+        return found.pop(), "cann.toolkits[].arch (the installed CANN toolkits)"
     return None, None
 
 
-def site_from_snapshot(snapshot: Snapshot, source: str = "", matrix: Any = None) -> Site:
-    """Read the planner's facts out of ``snapshot``.  Never raises on odd facts.
+def _chip_identity(matrix: Optional[Matrix], chip: DeviceChip) -> Tuple[Optional[str], Optional[str]]:
+    """``(family, soc_version)`` of a chip judged now by the current matrix
+    (:func:`npudoctor.rules.devices.chip_identity`: a SoC npu-smi measured is kept, the
+    family always comes from the matrix; a family an older snapshot stored is ignored)."""
+    from npudoctor.rules.devices import chip_identity
 
-    ``matrix`` (optional) fills a chip's family from ``Matrix.chip(name)`` when the
-    devices probe did not record it."""
+    # The mapping form: what chip_identity reads of a record (it takes the view, too, once
+    # rules/devices.py reads the devices view).
+    identity = chip_identity(
+        matrix, {"name": chip.name, "soc_version": chip.soc_version, "soc_source": chip.soc_source}
+    )
+    family, soc = identity.get("family"), identity.get("soc_version")
+    return (family if isinstance(family, str) else None), (soc if isinstance(soc, str) else None)
+
+
+def site_from_snapshot(snapshot: Snapshot, source: str = "", matrix: Optional[Matrix] = None) -> Site:
+    """Read the planner's facts out of ``snapshot`` (through its typed views,
+    :class:`npudoctor.facts.Facts`).  Never raises on odd facts: a value of the wrong type
+    counts as missing.
+
+    ``matrix``: the current matrix, which says what each chip is (its family and, unless
+    npu-smi measured it, its SoC); without one, a chip's family is unknown here (the
+    resolver asks its matrix again)."""
     from packaging.utils import canonicalize_name
 
-    facts = snapshot.facts if isinstance(snapshot.facts, dict) else {}
+    facts = Facts(snapshot.facts)
     site = Site(node=snapshot.node, source=source)
-
-    def want(value: Any, key: str) -> Any:
-        if value in (None, "", [], {}):
-            site.missing.append(key)
-            return None
-        return value
 
     site.arch, site.arch_source = site_arch(facts)
     if site.arch is None:
         site.missing.append("host.arch")
+    host, python = facts.host, facts.python
     # the target interpreter's libc (python.glibc) is what wheels load against
-    glibc = _get(facts, "python", "glibc") or _get(facts, "host", "glibc")
-    glibc = want(glibc, "host.glibc")
-    site.glibc = glibc if isinstance(glibc, str) else None
-    os_info = _get(facts, "host", "os")
-    if isinstance(os_info, dict):
-        site.os = os_info.get("pretty_name") or os_info.get("id")
+    site.glibc = python.glibc or host.glibc or None
+    if site.glibc is None:
+        site.missing.append("host.glibc")
+    site.os = host.os.pretty_name or host.os.id
 
-    py = _get(facts, "python", "version")
-    site.python = python_xy(py)
+    site.python = python_xy(python.version)
     if site.python is None:
         site.missing.append("python.version")
     else:
-        site.python_full = py if isinstance(py, str) else site.python
-    exe = _get(facts, "python", "executable")
-    site.executable = exe if isinstance(exe, str) else None
+        site.python_full = python.version
+    site.executable = python.executable
 
-    installed = _get(facts, "packages", "installed")
-    if isinstance(installed, dict):
-        for name, records in installed.items():
-            version = _first_version(records)
-            if isinstance(name, str) and version:
+    if facts.present("packages") and not any(p.startswith("installed:") for p in facts.problems("packages")):
+        for name, records in facts.packages.installed.items():
+            version = next((rec.version for rec in records if rec.version), None)
+            if version:
                 site.packages[canonicalize_name(name)] = version
     else:
         site.missing.append("packages.installed")
 
-    selected = _get(facts, "cann", "selected")
-    if isinstance(selected, dict) and isinstance(selected.get("version"), str):
-        site.cann = selected["version"]
-        path = selected.get("path") or selected.get("home") or selected.get("root")
-        site.cann_path = path if isinstance(path, str) else None
-    elif "cann" not in facts:
+    selected = facts.cann.selected
+    if selected is not None and selected.version is not None:
+        site.cann = selected.version
+        site.cann_path = selected.path or None
+    elif not facts.present("cann"):
         site.missing.append("cann")
 
-    for key, attr in (("driver", "driver"), ("firmware", "firmware")):
-        value = _get(facts, "driver", key, "version")
-        if not value and key == "driver":  # the npu-smi table header "Version:"
-            value = _get(facts, "devices", "npu_smi", "driver_version")
-        if isinstance(value, str) and value.strip():
-            setattr(site, attr, value.strip())
+    driver = facts.driver.driver.version or facts.devices.npu_smi.driver_version  # the npu-smi header "Version:"
+    firmware = facts.driver.firmware.version
+    for key, value in (("driver", driver), ("firmware", firmware)):
+        if value and value.strip():
+            setattr(site, key, value.strip())
         else:
             site.missing.append(f"driver.{key}.version")
 
-    chips = _get(facts, "devices", "chips")
     by_name: Dict[str, Chip] = {}
-    if isinstance(chips, list):
-        for rec in chips:
-            if not isinstance(rec, dict):
-                continue
-            name = rec.get("name") or rec.get("chip_name")
-            if not isinstance(name, str) or not name.strip():
-                continue
-            name = name.strip()
-            if name in by_name:
-                by_name[name].count += 1
-                continue
-            family = rec.get("family") if isinstance(rec.get("family"), str) else None
-            soc = rec.get("soc_version") if isinstance(rec.get("soc_version"), str) else None
-            if matrix is not None and (family is None or soc is None):
-                try:
-                    info = matrix.chip(name)
-                except Exception:  # a matrix that cannot answer is no reason to fail
-                    info = None
-                if info is not None:
-                    family = family or getattr(info, "family", None)
-                    soc = soc or getattr(info, "soc_version", None)
-            by_name[name] = Chip(name=name, family=family, soc_version=soc)
+    for rec in facts.devices.chips:
+        name = (rec.name or "").strip()
+        if not name:
+            continue
+        if name in by_name:
+            by_name[name].count += 1
+            continue
+        family, soc = _chip_identity(matrix, rec)
+        by_name[name] = Chip(name=name, family=family, soc_version=soc)
     site.chips = list(by_name.values())
     if not site.chips:
         site.missing.append("devices.chips")

@@ -20,10 +20,12 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Set
 
-from npudoctor.plan.bundle import MANIFEST, REQUIREMENTS, load_manifest, sha256_file
+from npudoctor.plan.bundle import load_manifest
+from npudoctor.plan.bundle_text import MANIFEST, REQUIREMENTS
 from npudoctor.plan.site import Site
+from npudoctor.plan.transfer import sha256_file
 from npudoctor.plan.wheels import supported_tags
 
 
@@ -119,14 +121,14 @@ def verify_bundle(directory: str, site: Optional[Site] = None) -> VerifyReport:
                         Problem("unlisted", rel, f"{rel} is not in the manifest (left over or added later)", "warning")
                     )
     # requirements pins have wheels
-    have = {}
+    have: Dict[str, Set[str]] = {}
     for rel in wheels:
         try:
-            name, version, _b, _t = parse_wheel_filename(os.path.basename(rel))
+            wheel_name, wheel_version, _b, _t = parse_wheel_filename(os.path.basename(rel))
         except InvalidWheelFilename:
             report.problems.append(Problem("manifest", rel, f"{rel} is not a valid wheel file name"))
             continue
-        have.setdefault(str(canonicalize_name(name)), set()).add(str(version))
+        have.setdefault(str(canonicalize_name(wheel_name)), set()).add(str(wheel_version))
     req_path = os.path.join(directory, REQUIREMENTS)
     try:
         with open(req_path, encoding="utf-8", errors="replace") as fh:

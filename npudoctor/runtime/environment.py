@@ -20,9 +20,16 @@ import os
 import posixpath
 import shlex
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
 
 from npudoctor.cli.request import MachineRequest
+from npudoctor.facts import Facts
+from npudoctor.facts._typed import dump
+
+if TYPE_CHECKING:
+    from npudoctor.facts.runtime_env import EnvToolkit
+    from npudoctor.facts.stack import Nnal, Toolkit
+    from npudoctor.snapshot import Snapshot
 
 #: ``:``-lists that set_env.sh scripts prepend to (cleaned after composition).
 PATH_VARS = ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH")
@@ -42,7 +49,8 @@ class EnvPlan:
     ``"set_env.sh"`` / ``"set_env.sh (rebased)"`` / ``"documented"`` (see
     :func:`npudoctor.cann_env.expected_environment`), or ``"none"`` (no toolkit found:
     ``environ`` is ``base``).  ``toolkit``: the selected toolkit record of the cann probe
-    (``path``, ``version``, ...) or ``None``; ``nnal``: the NNAL record or ``None``;
+    (a :class:`~npudoctor.facts.stack.Toolkit` view; from a snapshot without one, its
+    environment probe's toolkit) or ``None``; ``nnal``: the NNAL view or ``None``;
     ``script``: the set_env.sh evaluated; ``unsupported``: script lines skipped;
     ``notes``: human lines saying what was done.
     """
@@ -50,8 +58,8 @@ class EnvPlan:
     environ: Dict[str, str]
     base: Dict[str, str]
     method: str
-    toolkit: Optional[Dict[str, Any]] = None
-    nnal: Optional[Dict[str, Any]] = None
+    toolkit: Optional[Union[Toolkit, EnvToolkit]] = None
+    nnal: Optional[Nnal] = None
     script: Optional[str] = None
     nnal_abi: Optional[int] = None
     unsupported: List[Dict[str, Any]] = field(default_factory=list)
@@ -70,15 +78,11 @@ class EnvPlan:
     def to_dict(self) -> Dict[str, Any]:
         """The JSON document of ``npudoctor env --json``."""
         changes = self.changes()
-        tk = self.toolkit or {}
+        tk, nnal = self.toolkit, self.nnal
         return {
             "method": self.method,
-            "toolkit": {"path": tk.get("path"), "version": tk.get("version"), "resolved": tk.get("resolved")}
-            if self.toolkit
-            else None,
-            "nnal": {"path": self.nnal.get("path"), "version": self.nnal.get("version"), "abi": self.nnal_abi}
-            if self.nnal
-            else None,
+            "toolkit": {"path": tk.path, "version": tk.version, "resolved": tk.resolved} if tk is not None else None,
+            "nnal": {"path": nnal.path, "version": nnal.version, "abi": self.nnal_abi} if nnal is not None else None,
             "script": self.script,
             "set": {k: v for k, v in changes.items() if v is not None},
             "unset": [k for k, v in changes.items() if v is None],
@@ -182,20 +186,18 @@ def plan_environment(machine: Optional[MachineRequest] = None, environ: Optional
         base = _account_environ(Host(root=root or "/", environ=base), machine.user, base)
     host = Host(root=root or "/", environ=base, commands=machine.commands)
     options = Options(python=python, quick=True, command_timeout=10.0)
-    facts = collect(host, options, sections=("host", "cann")).facts
-    raw = facts.get("cann")
-    cann: Dict[str, Any] = raw if isinstance(raw, dict) else {}
-    selected = cann.get("selected") if isinstance(cann.get("selected"), dict) else None
-    nnal = cann.get("nnal") if isinstance(cann.get("nnal"), dict) else None
-    if selected is None or not selected.get("path"):
+    facts = Facts(collect(host, options, sections=("host", "cann")).facts)
+    selected = facts.cann.selected
+    if selected is None or not selected.path:
         return _no_toolkit(base)
-    tk_path = str(selected["path"])
-    label = f"CANN {selected.get('version') or '(version unknown)'} at {tk_path}"
+    tk_path = selected.path
+    label = f"CANN {selected.version or '(version unknown)'} at {tk_path}"
     # `$(arch)` in set_env.sh: this machine's; under --root without system binaries the
     # toolkit's own arch (its <arch>-linux install info) stands in for it.
-    arch = str((facts.get("host") or {}).get("arch") or selected.get("arch") or "x86_64")
+    arch = facts.host.arch or selected.arch or "x86_64"
     abi: Optional[bool] = None
-    if nnal is not None and nnal.get("path"):
+    nnal = facts.cann.nnal
+    if nnal is not None and nnal.path:
         abi = _torch_abi(host, python)
     else:
         nnal = None
@@ -204,7 +206,7 @@ def plan_environment(machine: Optional[MachineRequest] = None, environ: Optional
         plan = EnvPlan(environ=dict(base), base=base, method="kept", toolkit=selected, nnal=nnal)
         plan.notes.append(f"{label}: already sourced in this environment, kept")
         if nnal is not None and not nnal_sourced(base):
-            nv = nnal_variables(host, str(nnal["path"]), abi)
+            nv = nnal_variables(host, nnal.path, abi)
             env = dict(base)
             env.update(nv["set"])
             for name, entries in nv["prepend"].items():
@@ -212,13 +214,13 @@ def plan_environment(machine: Optional[MachineRequest] = None, environ: Optional
             plan.environ = _cleaned(env, base)
             plan.nnal_abi = nv.get("abi") if nv.get("abi") is not None else _abi_of(nv.get("atb_home"))
             plan.script = nv.get("script")
-            plan.notes.append(f"NNAL {nnal.get('version') or ''} added from {nv.get('script') or nnal['path']}".strip())
+            plan.notes.append(f"NNAL {nnal.version or ''} added from {nv.get('script') or nnal.path}".strip())
         return plan
 
     exp = expected_environment(
         host,
         tk_path,
-        nnal_path=str(nnal["path"]) if nnal else None,
+        nnal_path=nnal.path if nnal else None,
         environ=base,
         arch=arch,
         cxx11_abi=abi,
@@ -240,7 +242,7 @@ def plan_environment(machine: Optional[MachineRequest] = None, environ: Optional
     if exp.get("nnal") and nnal is not None:
         plan.nnal_abi = _abi_of(exp["nnal"].get("atb_home"))
         plan.notes.append(
-            f"NNAL {nnal.get('version') or ''} applied (ATB_HOME_PATH={exp['nnal'].get('atb_home')})".replace("  ", " ")
+            f"NNAL {nnal.version or ''} applied (ATB_HOME_PATH={exp['nnal'].get('atb_home')})".replace("  ", " ")
         )
     if plan.unsupported:
         plan.notes.append(f"{len(plan.unsupported)} line(s) of set_env.sh not understood; see `npudoctor env --json`")
@@ -278,31 +280,30 @@ def _account_environ(host: Any, user: str, base: Dict[str, str]) -> Dict[str, st
     return env
 
 
-def plan_from_snapshot(snapshot: Any) -> EnvPlan:
+def plan_from_snapshot(snapshot: Snapshot) -> EnvPlan:
     """The plan from a snapshot written by ``npudoctor collect`` (a
-    :class:`npudoctor.snapshot.Snapshot`): the starting environment is the CANN-related
-    variables it recorded (``facts["environment"]["current"]``), the values those its
-    environment probe computed from set_env.sh (``["expected"]``: ``variables`` and the
-    path entries ``added``).  Method ``"none"`` when the snapshot names no toolkit.  Never
-    raises."""
-    env_facts = snapshot.section("environment")
-    cann = snapshot.section("cann")
-    current = env_facts.get("current") if isinstance(env_facts.get("current"), dict) else {}
-    base = {str(k): v for k, v in current.items() if isinstance(v, str)}
-    toolkit = env_facts.get("toolkit") if isinstance(env_facts.get("toolkit"), dict) else None
-    expected = env_facts.get("expected") if isinstance(env_facts.get("expected"), dict) else None
-    if toolkit is None or not toolkit.get("path") or expected is None:
+    :class:`npudoctor.snapshot.Snapshot`, read through its typed views): the starting
+    environment is the CANN-related variables it recorded (``environment.current``), the
+    values those its environment probe computed from set_env.sh (``environment.expected``:
+    ``variables`` and the path entries ``added``).  Method ``"none"`` when the snapshot names
+    no toolkit.  Never raises."""
+    facts = Facts(snapshot.facts)
+    env_facts, cann = facts.environment, facts.cann
+    base = dict(env_facts.current)
+    toolkit, expected = env_facts.toolkit, env_facts.expected
+    if toolkit is None or not toolkit.path or expected is None:
         return _no_toolkit(base, " in the snapshot")
-    selected = cann.get("selected") if isinstance(cann.get("selected"), dict) else toolkit
-    nnal_exp = expected.get("nnal") if isinstance(expected.get("nnal"), dict) else None
-    nnal = cann.get("nnal") if nnal_exp is not None and isinstance(cann.get("nnal"), dict) else None
-    tk_path = str(toolkit["path"])
-    label = f"CANN {selected.get('version') or '(version unknown)'} at {tk_path} (from the snapshot)"
-    variables = {str(k): str(v) for k, v in (expected.get("variables") or {}).items()}
-    added = {str(k): [str(e) for e in v] for k, v in (expected.get("added") or {}).items() if isinstance(v, list)}
+    selected: Union[Toolkit, EnvToolkit] = cann.selected if cann.selected is not None else toolkit
+    nnal_exp = expected.nnal
+    nnal = cann.nnal if nnal_exp is not None else None
+    tk_path = toolkit.path
+    label = f"CANN {selected.version or '(version unknown)'} at {tk_path} (from the snapshot)"
+    variables = dict(expected.variables)
+    added = {name: list(entries) for name, entries in expected.added.items()}
+    atb_home = nnal_exp.atb_home if nnal_exp is not None else None
     kept = toolkit_sourced(None, base, tk_path)
     if kept:
-        atb = str((nnal_exp or {}).get("atb_home") or "")
+        atb = atb_home or ""
         if nnal is None or nnal_sourced(base) or not atb:
             plan = EnvPlan(environ=dict(base), base=base, method="kept", toolkit=selected, nnal=nnal)
             plan.notes.append(f"{label}: already sourced in that environment, kept")
@@ -321,12 +322,12 @@ def plan_from_snapshot(snapshot: Any) -> EnvPlan:
     plan = EnvPlan(
         environ=_cleaned(env, base),
         base=base,
-        method="kept" if kept else str(expected.get("method") or "documented"),
+        method="kept" if kept else (expected.method or "documented"),
         toolkit=selected,
         nnal=nnal,
-        script=expected.get("script"),
-        nnal_abi=_abi_of((nnal_exp or {}).get("atb_home")),
-        unsupported=list(expected.get("unsupported") or []),
+        script=expected.script,
+        nnal_abi=_abi_of(atb_home),
+        unsupported=[dump(line) for line in expected.unsupported],
     )
     plan.notes.append(f"{label}: environment applied as the snapshot's set_env.sh evaluation recorded it")
     return plan

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from npudoctor.cli.request import MachineRequest
+from npudoctor.facts import Facts
 from npudoctor.runtime.deadline import Budget
 
 #: Longest problem line printed (Docker keeps only the tail of the output).
@@ -186,24 +187,21 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
     budget.step = "judging"
     ignores, _errors = load_ignores()
     findings = evaluate(snapshot, loaded.get("matrix"), options, ignore=list(request.ignore) + ignores)
-    return QuickResult(
-        findings=findings,
-        chips=len(snapshot.section("devices").get("chips") or []),
-        summary=_summary(snapshot),
-    )
+    view = Facts(snapshot.facts)
+    return QuickResult(findings=findings, chips=len(view.devices.chips), summary=_summary(view))
 
 
-def _summary(snapshot: Any) -> str:
+def _summary(view: Facts) -> str:
     bits = []
-    chips = snapshot.section("devices").get("chips") or []
+    chips = view.devices.chips
     if chips:
         bits.append(f"{len(chips)} NPU chip(s)")
-    cann = snapshot.section("cann").get("selected") or {}
-    if cann.get("version"):
-        bits.append(f"CANN {cann['version']}")
-    npu = (snapshot.section("packages").get("installed") or {}).get("torch-npu") or []
-    if npu:
-        bits.append(f"torch_npu {npu[0].get('version')}")
+    selected = view.cann.selected
+    if selected is not None and selected.version:
+        bits.append(f"CANN {selected.version}")
+    npu = view.packages_of("torch-npu").torch_npu  # one project's records, not every one's
+    if npu is not None:
+        bits.append(f"torch_npu {npu.version}")
     return ", ".join(bits)
 
 

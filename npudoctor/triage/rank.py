@@ -21,13 +21,17 @@ steps are shown when no finding carries one.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
 
+from npudoctor.facts import Facts
 from npudoctor.facts.coverage import not_checked
 from npudoctor.findings import Finding
 from npudoctor.knowledge.codes import registry
 from npudoctor.knowledge.signatures import Cause, fill
 from npudoctor.triage.scan import Group, Scanner
+
+if TYPE_CHECKING:
+    from npudoctor.facts.stack import Toolkit
 
 _STATUS_SCORE = {"cause": 3, "unknown": 1, "no_sign": 0, "ruled_out": -1}
 
@@ -40,40 +44,35 @@ STATUS_LABEL = {
 }
 
 
-def _section(facts: Mapping[str, Any], name: str) -> Dict[str, Any]:
-    value = facts.get(name)
-    return value if isinstance(value, dict) else {}
+def _selected_toolkit(facts: Facts) -> Optional[Toolkit]:
+    """The toolkit in use, else the first one installed, else ``None``."""
+    cann = facts.cann
+    if cann.selected is not None:
+        return cann.selected
+    return cann.toolkits[0] if cann.toolkits else None
 
 
-def _selected_toolkit(facts: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
-    cann = _section(facts, "cann")
-    sel = cann.get("selected")
-    if isinstance(sel, dict):
-        return sel
-    tks = [t for t in cann.get("toolkits") or [] if isinstance(t, dict)]
-    return tks[0] if tks else None
-
-
-def _set_env_of(tk: Optional[Mapping[str, Any]]) -> str:
-    if tk and isinstance(tk.get("set_env"), str) and tk.get("set_env"):
-        return str(tk["set_env"])
-    if tk and isinstance(tk.get("path"), str):
-        path = str(tk["path"]).rstrip("/")
+def _set_env_of(tk: Optional[Toolkit]) -> str:
+    if tk is not None and tk.set_env:
+        return tk.set_env
+    if tk is not None and tk.path:
+        path = tk.path.rstrip("/")
         parent = path.rsplit("/", 1)[0] if path.endswith("/latest") or re.search(r"/\d[\w.\-]*$", path) else path
         return parent + "/set_env.sh"
     return "/usr/local/Ascend/ascend-toolkit/set_env.sh"
 
 
-def display_values(facts: Mapping[str, Any]) -> Dict[str, str]:
-    """Values that fill the texts' placeholders: ``python`` (the interpreter's path, else
-    ``python``), ``toolkit`` (the selected CANN path, when known), ``toolkit_set_env``
-    (its set_env.sh) and ``cann_version`` (``(none)`` when unknown).  Read, never judged."""
-    py = _section(facts, "python").get("executable")
+def display_values(facts: Facts) -> Dict[str, str]:
+    """Values that fill the texts' placeholders, read from the typed views: ``python`` (the
+    interpreter's path, else ``python``), ``toolkit`` (the selected CANN path, when known),
+    ``toolkit_set_env`` (its set_env.sh) and ``cann_version`` (``(none)`` when unknown).
+    Read, never judged."""
+    py = facts.python.executable
     tk = _selected_toolkit(facts)
-    values = {"python": str(py) if py else "python", "toolkit_set_env": _set_env_of(tk)}
-    if tk and tk.get("path"):
-        values["toolkit"] = str(tk["path"])
-    values["cann_version"] = str((tk or {}).get("version") or "(none)")
+    values = {"python": py or "python", "toolkit_set_env": _set_env_of(tk)}
+    if tk is not None and tk.path:
+        values["toolkit"] = tk.path
+    values["cann_version"] = (tk.version if tk is not None else None) or "(none)"
     return values
 
 
@@ -153,7 +152,7 @@ def rank_group(group: Group, findings: Sequence[Finding], facts: Optional[Mappin
     """The JSON record of one group with its causes ranked (``causes``: best first, ties
     in KB order; ``conclusion``: the top cause's ``here`` when it is ``cause``)."""
     entry = group.entry
-    base = display_values(facts or {})
+    base = display_values(Facts(facts or {}))
     judged = [judge_cause(c, findings, group.captures, base, facts) for c in entry.causes]
     order = {id(j): i for i, j in enumerate(judged)}
     judged.sort(key=lambda j: (-_STATUS_SCORE[j["status"]], order[id(j)]))

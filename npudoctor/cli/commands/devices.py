@@ -45,7 +45,8 @@ AREAS = ("devices", "container")
 
 def gather(request: MachineRequest, matrix_path: Optional[str] = None, environ: Any = None) -> Dict[str, Any]:
     """Collect (or replay) the device facts and judge them: ``{"source", "devices",
-    "container", "findings"}``.  ``environ``: npudoctor's own environment (``None``: this
+    "container", "findings"}`` (the sections as their typed views read them, every declared
+    field present; each chip with what the current matrix says it is).  ``environ``: npudoctor's own environment (``None``: this
     process's), replaced by the request's ``--env-file``.  Raises :class:`UsageError`."""
     from npudoctor.engine import Options, evaluate
 
@@ -55,21 +56,23 @@ def gather(request: MachineRequest, matrix_path: Optional[str] = None, environ: 
     source = {"from": f"snapshot {request.from_file}", "root": f"root {snapshot.target.get('root')}"}.get(
         str(mode), "this machine"
     )
+    from npudoctor.facts import Facts
+    from npudoctor.facts._typed import dump
     from npudoctor.rules.devices import chip_identity
 
     matrix, _err = load_matrix_or_none(matrix_path)
     findings = evaluate(snapshot, matrix, options)
-    devices = dict(snapshot.section("devices"))
-    if isinstance(devices.get("chips"), list):  # what each chip is: the rules' matrix lookup
-        devices["chips"] = [
-            dict(c, **{k: v for k, v in chip_identity(matrix, c).items() if k != "known"})
-            for c in devices["chips"]
-            if isinstance(c, dict)
-        ]
+    facts = Facts(snapshot.facts)
+    devices = dump(facts.devices)  # the devices view in the snapshot's shape
+    # what each chip is: the rules' judgement with the current matrix
+    devices["chips"] = [
+        dict(chip, **{k: v for k, v in chip_identity(matrix, chip).items() if k != "known"})
+        for chip in devices["chips"]
+    ]
     return {
         "source": source,
         "devices": devices,
-        "container": snapshot.section("container"),
+        "container": dump(facts.container),
         "findings": [f.to_dict() for f in findings if f.area in AREAS],
     }
 

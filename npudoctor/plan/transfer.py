@@ -1,0 +1,136 @@
+"""Moving bundle files safely: streamed sha256, a copy or an HTTP download that lands
+under its final name only when complete (``*.part`` then rename), and the plausibility
+check of an Ascend ``.run`` package."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+from typing import Any, Callable, Optional
+
+_CHUNK = 1 << 20
+
+
+def sha256_file(path: str, progress: Optional[Callable[[int], None]] = None) -> str:
+    """Hex sha256 of a file (streamed).  ``progress(n_bytes)`` is called per chunk."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while True:
+            chunk = fh.read(_CHUNK)
+            if not chunk:
+                break
+            h.update(chunk)
+            if progress:
+                progress(len(chunk))
+    return h.hexdigest()
+
+
+def progress_bar(enabled: bool) -> Any:
+    """A rich Progress for byte transfers (a no-op context when disabled)."""
+    if not enabled:
+        return None
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        transient=False,
+    )
+
+
+def copy_checked(src: str, dest: str, progress: Any = None) -> str:
+    """Copy ``src`` to ``dest`` via ``dest + '.part'`` (renamed when complete), hashing
+    on the way; returns the sha256.  Raises ``OSError``."""
+    part = dest + ".part"
+    h = hashlib.sha256()
+    size = os.path.getsize(src)
+    task = progress.add_task(f"copy {os.path.basename(src)}", total=size) if progress else None
+    try:
+        with open(src, "rb") as fin, open(part, "wb") as fout:
+            while True:
+                chunk = fin.read(_CHUNK)
+                if not chunk:
+                    break
+                h.update(chunk)
+                fout.write(chunk)
+                if progress:
+                    progress.update(task, advance=len(chunk))
+            fout.flush()
+            os.fsync(fout.fileno())
+        os.replace(part, dest)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(part)
+        raise
+    return h.hexdigest()
+
+
+def fetch_url(url: str, dest: str, progress: Any = None, timeout: float = 60.0) -> str:
+    """Download ``url`` to ``dest`` via ``dest + '.part'`` with ``Referer:
+    https://www.hiascend.com/`` (what Ascend's download host expects, REPORT.md §5);
+    resumes a previous ``.part`` with an HTTP Range request.  Returns the sha256.
+    Raises ``OSError`` (network errors included)."""
+    import requests
+
+    part = dest + ".part"
+    have = os.path.getsize(part) if os.path.exists(part) else 0
+    headers = {"Referer": "https://www.hiascend.com/"}
+    if have:
+        headers["Range"] = f"bytes={have}-"
+    try:
+        with requests.get(url, headers=headers, stream=True, timeout=timeout) as resp:
+            if resp.status_code == 416:  # already complete
+                resp.close()
+            elif resp.status_code not in (200, 206):
+                raise OSError(f"{url}: HTTP {resp.status_code}")
+            else:
+                mode = "ab" if resp.status_code == 206 and have else "wb"
+                if mode == "wb":
+                    have = 0
+                total = int(resp.headers.get("Content-Length") or 0) + have
+                task = progress.add_task(f"fetch {os.path.basename(dest)}", total=total or None) if progress else None
+                if progress:
+                    progress.update(task, advance=have)
+                with open(part, mode) as fh:
+                    for chunk in resp.iter_content(_CHUNK):
+                        fh.write(chunk)
+                        if progress:
+                            progress.update(task, advance=len(chunk))
+    except requests.RequestException as exc:
+        raise OSError(f"{url}: {exc}") from None
+    digest = sha256_file(part)
+    os.replace(part, dest)
+    return digest
+
+
+_MAKESELF = re.compile(rb"makeself|MS_Printf|label=", re.I)
+
+
+def check_run_file(path: str) -> Optional[str]:
+    """Why ``path`` is not a plausible Ascend ``.run`` package (a makeself shell archive
+    starting with ``#!``), or ``None`` when it looks right."""
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            head = fh.read(16384)
+    except OSError as exc:
+        return f"cannot read: {exc.strerror or exc}"
+    if size == 0:
+        return "empty file"
+    if not head.startswith(b"#!"):
+        return "not a self-extracting .run archive (no #! shell header)"
+    if not _MAKESELF.search(head):
+        return "no makeself header in the first 16 KiB (a truncated or HTML error page?)"
+    return None
