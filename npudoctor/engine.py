@@ -119,8 +119,7 @@ class FactsView(Dict[str, Any]):
 class RuleContext:
     """What a rule gets: the snapshot, the matrix (``None`` if it failed to load) and
     the options.  ``view`` is the typed, read-only view of the facts
-    (:class:`npudoctor.facts.Facts`, built once per context); ``facts(name)`` returns one
-    raw section (empty dict when absent) for rules not yet moved to the views."""
+    (:class:`npudoctor.facts.Facts`, built once per context): the only way rules read facts."""
 
     snapshot: Snapshot
     matrix: Optional[Matrix]
@@ -132,9 +131,6 @@ class RuleContext:
         if self._view is None:
             self._view = Facts(self.snapshot.facts)
         return self._view
-
-    def facts(self, name: str) -> Dict[str, Any]:
-        return self.snapshot.section(name)
 
 
 def _modules(package: str) -> List[ModuleType]:
