@@ -34,6 +34,7 @@ if str(REPO) not in sys.path:  # run as a script from anywhere: this checkout's 
     sys.path.insert(0, str(REPO))
 
 from npudoctor.facts import facts_schema  # noqa: E402
+from npudoctor.findings import AREAS, SEVERITIES  # noqa: E402
 from npudoctor.remedies.steps import KINDS  # noqa: E402
 
 SCHEMA_DIR = REPO / "docs" / "schema"
@@ -45,23 +46,8 @@ FINDING: Dict[str, Any] = {
     "properties": {
         "code": {"type": "string", "pattern": "^[A-Z]{2,5}[0-9]{3}$"},
         "name": {"type": "string", "pattern": "^[a-z0-9]+(-[a-z0-9]+)*$"},
-        "severity": {"enum": ["error", "warning", "info"]},
-        "area": {
-            "enum": [
-                "python",
-                "packages",
-                "cann",
-                "environment",
-                "libraries",
-                "driver",
-                "devices",
-                "container",
-                "hccl",
-                "host",
-                "matrix",
-                "deep",
-            ]
-        },
+        "severity": {"enum": list(SEVERITIES)},
+        "area": {"enum": list(AREAS)},
         "title": {"type": "string", "minLength": 1},
         "evidence": {"type": "array", "items": {"type": "string"}},
         "fix": {"type": "array", "items": {"type": "string"}},

@@ -247,6 +247,10 @@ def test_env_from_prints_the_snapshots_exports(unsourced, tmp_path):
     assert sorted(replayed) == sorted(live)
     assert "(from the snapshot)" in proc.stderr
     assert run(unsourced, "env", "--from", str(snap), "--root", "ROOT").returncode == 2
+    # one policy for every command (cli/request.py MachineRequest.replay_conflict): an option
+    # --from would silently ignore is refused, --no-commands included
+    refused = run(unsourced, "env", "--from", str(snap), "--no-commands")
+    assert refused.returncode == 2 and "cannot be combined with --no-commands" in refused.stderr
 
 
 def test_env_from_json_carries_the_snapshots_skipped_set_env_lines(unsourced, tmp_path):

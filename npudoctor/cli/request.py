@@ -20,7 +20,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import BinaryIO, Callable, Mapping, Optional, TextIO
+from typing import BinaryIO, Callable, Dict, Mapping, Optional, TextIO
 
 
 class ExitStatus(IntEnum):
@@ -70,6 +70,37 @@ class MachineRequest:
     def commands(self) -> bool:
         """Whether external commands (``npu-smi``, the target interpreter) may run."""
         return not self.no_commands
+
+    def replay_conflict(self) -> Optional[str]:
+        """Why this request cannot be carried out, or ``None``: ``--from`` replays a snapshot,
+        so an option that would probe a machine (``--root``, ``--python``, ``--user``,
+        ``--env-file``, ``--no-commands``) would be silently ignored; that is refused."""
+        if not self.from_file:
+            return None
+        given = [
+            flag
+            for flag, value in (
+                ("--root", self.root),
+                ("--python", self.python),
+                ("--user", self.user),
+                ("--env-file", self.env_file),
+                ("--no-commands", self.no_commands),
+            )
+            if value
+        ]
+        if not given:
+            return None
+        return f"--from replays a snapshot; it cannot be combined with {' or '.join(given)}"
+
+    def workload_environ(self, own: Mapping[str, str]) -> Dict[str, str]:
+        """The environment of the diagnosed workload: the ``--env-file``'s (``PATH`` from
+        ``own`` unless the file sets it), else a copy of ``own`` (npudoctor's own
+        environment).  Raises ``ValueError`` for an unreadable or malformed env file."""
+        if not self.env_file:
+            return dict(own)
+        from npudoctor.parsers.envfile import load_env_file
+
+        return dict(load_env_file(self.env_file, own.get("PATH", "/usr/bin:/bin")))
 
 
 def _is_tty(stream: TextIO) -> bool:

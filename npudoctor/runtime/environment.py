@@ -162,10 +162,10 @@ def plan_environment(machine: Optional[MachineRequest] = None, environ: Optional
     from npudoctor.cann_env import expected_environment, nnal_variables
     from npudoctor.engine import Options, collect
     from npudoctor.host import Host
-    from npudoctor.runtime.quick import diagnosed_environ, replay_conflict
+    from npudoctor.runtime.quick import diagnosed_environ
 
     machine = machine or MachineRequest()
-    conflict = replay_conflict(machine)
+    conflict = machine.replay_conflict()
     if conflict:
         raise LaunchError(conflict)
     if machine.from_file:

@@ -72,38 +72,13 @@ def areas(values: Sequence[str]) -> List[str]:
     return names
 
 
-def replay_conflict(machine: MachineRequest) -> Optional[str]:
-    """Why ``--from`` cannot be combined with the other machine options given, or
-    ``None``: a replayed snapshot has no root, interpreter, account or environment to
-    look at (``--no-commands`` is harmless: nothing runs anyway)."""
-    if not machine.from_file:
-        return None
-    given = [
-        flag
-        for flag, value in (
-            ("--root", machine.root),
-            ("--python", machine.python),
-            ("--user", machine.user),
-            ("--env-file", machine.env_file),
-        )
-        if value
-    ]
-    if not given:
-        return None
-    return f"--from replays a snapshot; it cannot be combined with {', '.join(given)}"
-
-
 def diagnosed_environ(machine: MachineRequest, environ: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
     """The environment to diagnose: ``environ`` when given, else the ``--env-file``'s
     (``PATH`` from this process unless the file sets it), else ``os.environ``.  Raises
     ``ValueError`` for an unreadable or malformed env file."""
     if environ is not None:
         return dict(environ)
-    if machine.env_file:
-        from npudoctor.parsers.envfile import load_env_file
-
-        return dict(load_env_file(machine.env_file, os.environ.get("PATH", "/usr/bin:/bin")))
-    return dict(os.environ)
+    return machine.workload_environ(os.environ)
 
 
 def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
@@ -123,7 +98,7 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
     from npudoctor.knowledge.matrix import MatrixError, load_matrix
 
     machine = request.machine
-    conflict = replay_conflict(machine)
+    conflict = machine.replay_conflict()
     if conflict:
         raise ValueError(conflict)
     if machine.root and not os.path.isdir(machine.root):

@@ -73,21 +73,7 @@ def machine_request(
     :class:`UsageError` for combinations no command accepts: ``--from`` replays a snapshot,
     so it cannot be combined with an option that would probe a machine (``--root``,
     ``--python``, ``--user``, ``--env-file``, ``--no-commands``)."""
-    if from_:
-        probing = [
-            name
-            for name, given in (
-                ("--root", root),
-                ("--python", python),
-                ("--user", user),
-                ("--env-file", env_file),
-                ("--no-commands", no_commands),
-            )
-            if given
-        ]
-        if probing:
-            raise UsageError(f"--from replays a snapshot; it cannot be combined with {' or '.join(probing)}")
-    return MachineRequest(
+    request = MachineRequest(
         root=root,
         python=python,
         user=user,
@@ -96,6 +82,10 @@ def machine_request(
         from_file=from_,
         json=as_json,
     )
+    conflict = request.replay_conflict()
+    if conflict:
+        raise UsageError(conflict)
+    return request
 
 
 def environment(ctx: typer.Context) -> Environment:
@@ -105,26 +95,16 @@ def environment(ctx: typer.Context) -> Environment:
     return found if found is not None else Environment.from_process()
 
 
-def read_env_file(path: str, environ: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    """The environment described by an ``--env-file`` (PATH taken from ``environ``, by
-    default this process's, when the file has none).  Raises :class:`UsageError` for an
-    unreadable file or bad lines."""
-    from npudoctor.parsers.envfile import load_env_file
-
-    env = os.environ if environ is None else environ
+def diagnosed_environ(request: MachineRequest, environ: Optional[Mapping[str, str]] = None) -> Optional[Dict[str, str]]:
+    """The environment of the diagnosed workload (:meth:`MachineRequest.workload_environ`):
+    the ``--env-file``'s when given, else ``environ`` (npudoctor's own; ``None`` means this
+    process's, left to the Host).  Raises :class:`UsageError` for a bad env file."""
+    if not request.env_file and environ is None:
+        return None
     try:
-        return load_env_file(path, env.get("PATH", "/usr/bin:/bin"))
+        return request.workload_environ(os.environ if environ is None else environ)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-
-
-def diagnosed_environ(request: MachineRequest, environ: Optional[Mapping[str, str]] = None) -> Optional[Dict[str, str]]:
-    """The environment of the diagnosed workload: the ``--env-file``'s when given, else
-    ``environ`` (npudoctor's own; ``None`` means this process's).  Raises
-    :class:`UsageError` for a bad env file."""
-    if request.env_file:
-        return read_env_file(request.env_file, environ)
-    return None if environ is None else dict(environ)
 
 
 def make_host(request: MachineRequest, environ: Optional[Mapping[str, str]] = None) -> Any:

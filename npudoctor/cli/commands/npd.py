@@ -136,7 +136,6 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from npudoctor.cli.commands._common import UsageError
         from npudoctor.runtime.deadline import Budget, run_within
-        from npudoctor.runtime.quick import replay_conflict
 
         machine = MachineRequest(
             root=root,
@@ -155,7 +154,7 @@ def register(app: typer.Typer) -> None:
             _answer(unknown(f"npudoctor npd: --severity {severity}: use error or warning"), machine.json)
         if not timeout > 0:
             _answer(unknown("npudoctor npd: --timeout must be positive"), machine.json)
-        conflict = replay_conflict(machine)
+        conflict = machine.replay_conflict()
         if conflict:
             _answer(unknown(f"npudoctor npd: {conflict}"), machine.json)
         if root is not None and not os.path.isdir(root):
