@@ -27,7 +27,7 @@ import ipaddress
 import os
 import shutil
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 from urllib.parse import unquote, urlparse
 
 from npudoctor.knowledge.matrix import (
@@ -41,11 +41,29 @@ from npudoctor.knowledge.matrix import (
     validate,
 )
 
-#: Where the official tables live (the GitHub mirror of gitcode Ascend/pytorch) and PyPI.
-DEFAULT_SOURCES = (
-    "https://raw.githubusercontent.com/Ascend/pytorch/master/COMPATIBILITY.en.md",
-    "https://pypi.org/pypi/torch-npu/json",
+#: Where the official documents live.  Each source is a tuple of mirror URLs tried in order
+#: until one answers: the GitHub mirror first, then gitcode (where Ascend/pytorch and
+#: cann/release-management are developed; raw.githubusercontent.com is often unreachable
+#: from mainland-China hosts).  The CANN release notes are added per CANN release the base
+#: matrix knows (see :func:`cann_note_sources`).
+DEFAULT_SOURCES: Tuple[Tuple[str, ...], ...] = (
+    (
+        "https://raw.githubusercontent.com/Ascend/pytorch/master/COMPATIBILITY.en.md",
+        "https://raw.gitcode.com/Ascend/pytorch/raw/master/COMPATIBILITY.en.md",
+    ),
+    (
+        "https://raw.githubusercontent.com/Ascend/pytorch/master/docs/zh/release_notes.md",
+        "https://raw.gitcode.com/Ascend/pytorch/raw/master/docs/zh/release_notes.md",
+    ),
+    ("https://pypi.org/pypi/torch-npu/json",),
 )
+#: Mirrors of one CANN release note (``{version}`` is the CANN release, e.g. ``9.1.1``).
+CANN_NOTES_MIRRORS = (
+    "https://raw.githubusercontent.com/hicann/release-management/master/{version}/release-notes.md",
+    "https://raw.gitcode.com/cann/release-management/raw/master/{version}/release-notes.md",
+)
+#: How many of the newest final CANN releases of the base matrix get their notes read.
+CANN_NOTES_NEWEST = 2
 #: Largest document accepted (bytes); the PyPI JSON of torch-npu is ~1 MB untrimmed.
 MAX_BYTES = 8 * 1024 * 1024
 #: (connect, read) timeout in seconds of one request.
@@ -67,6 +85,8 @@ class SourceReport:
     source: str
     ok: bool
     kind: str = ""
+    #: mirrors tried before ``source`` answered, each ``"URL: error"``
+    tried: List[str] = field(default_factory=list)
     summary: str = ""
     error: str = ""
     warnings: List[str] = field(default_factory=list)
@@ -81,6 +101,8 @@ class RefreshResult:
 
     sources: List[SourceReport]
     changes: List[str] = field(default_factory=list)
+    #: rows / declared entries the merge would have dropped (the refresh is then refused)
+    dropped: List[str] = field(default_factory=list)
     written: Optional[str] = None
     previous: Optional[str] = None
     error: str = ""
@@ -171,6 +193,45 @@ def _short(exc: BaseException) -> str:
     return text if len(text) < 300 else text[:300] + "…"
 
 
+def fetch_first(
+    mirrors: Sequence[str], timeout: Tuple[float, float] = TIMEOUT, max_bytes: int = MAX_BYTES
+) -> Tuple[str, str, List[str]]:
+    """Fetch the first of ``mirrors`` (URLs/paths of one document) that answers with a
+    usable document.  Returns ``(url that answered, text, ["URL: error" of those tried
+    before])``.  Raises :class:`SourceError` naming every mirror's error when none answers.
+    An HTML page (an error or login page) counts as a failure and the next mirror is tried."""
+    from npudoctor.parsers.official import looks_like_html
+
+    tried: List[str] = []
+    for url in mirrors:
+        try:
+            text = fetch(url, timeout=timeout, max_bytes=max_bytes)
+        except SourceError as exc:
+            tried.append(f"{url}: {exc}")
+            continue
+        if looks_like_html(text) and len(mirrors) > 1:
+            tried.append(f"{url}: got an HTML page instead of the document")
+            continue
+        return url, text, tried
+    if len(tried) == 1:
+        raise SourceError(tried[0].split(": ", 1)[1])
+    raise SourceError("no mirror answered: " + "; ".join(tried))
+
+
+def cann_note_sources(base: Dict[str, Any], newest: int = CANN_NOTES_NEWEST) -> List[Tuple[str, ...]]:
+    """Mirror tuples of the release notes of the ``newest`` final CANN releases of ``base``
+    (a matrix document): their grids restate the HDK window of every CANN line they cover."""
+    from npudoctor.knowledge.versions import parse_cann
+
+    finals = []
+    for r in base.get("cann", []):
+        v = parse_cann(str(r.get("version", "")))
+        if v is not None and not v.is_prerelease and v.orderable:
+            finals.append((v, str(r["version"])))
+    finals.sort(key=lambda p: p[0], reverse=True)
+    return [tuple(m.format(version=text) for m in CANN_NOTES_MIRRORS) for _v, text in finals[:newest]]
+
+
 # ---------------------------------------------------------------- parsing one source
 def parse_source(source: str, text: str) -> Tuple[str, Any, SourceReport]:
     """Parse fetched ``text``: returns ``(kind, parsed, report)``.  Raises
@@ -183,6 +244,10 @@ def parse_source(source: str, text: str) -> Tuple[str, Any, SourceReport]:
     try:
         if kind == "pypi":
             parsed: Any = official.parse_pypi_json(text)
+        elif kind == "cann_notes":
+            from npudoctor.parsers.release_notes import parse_cann_notes
+
+            parsed = parse_cann_notes(text)
         else:
             parsed = official.parse_markdown(text)
     except official.OfficialParseError as exc:
@@ -194,9 +259,15 @@ def parse_source(source: str, text: str) -> Tuple[str, Any, SourceReport]:
         summary=official.summary(parsed),
         sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
     )
+    if kind == "cann_notes":
+        report.summary = (
+            f"CANN {parsed.version} release notes: {len(parsed.paired)} paired, {len(parsed.listed)} listed, "
+            f"{len(parsed.grid)} grid rows"
+        )
+        report.warnings = list(parsed.warnings)
     if kind == "markdown":
         report.warnings = list(parsed.warnings)
-        if len(parsed.rows) < MIN_ROWS:
+        if parsed.layout in ("compatibility", "readme") and len(parsed.rows) < MIN_ROWS:
             raise SourceError(f"only {len(parsed.rows)} mapping rows found (expected at least {MIN_ROWS})")
     return kind, parsed, report
 
@@ -215,7 +286,12 @@ def _key(version: str) -> str:
     return str(v) if v is not None else version
 
 
-def merge(base: Dict[str, Any], parsed: List[Tuple[str, str, Any]], today: str) -> Tuple[Dict[str, Any], List[str]]:
+def merge(
+    base: Dict[str, Any],
+    parsed: List[Tuple[str, str, Any]],
+    today: str,
+    warnings: Optional[Dict[str, List[str]]] = None,
+) -> Tuple[Dict[str, Any], List[str]]:
     """Merge parsed sources into a copy of the matrix document ``base``.
 
     ``parsed`` holds ``(source, kind, result)``.  Mapping rows set ``torch``, ``cann``
@@ -225,8 +301,15 @@ def merge(base: Dict[str, Any], parsed: List[Tuple[str, str, Any]], today: str) 
     ``retrieved``; other fields (``cann_compatible``, ``python_doc``, ``eol``) are kept.
     PyPI sets ``python`` and ``platform_tags`` of every row (empty for versions without
     wheels) and adds rows (``unmapped``/``prerelease``) for versions no table lists.
-    Rows are never removed.  Returns ``(document, human-readable changes)``."""
+    A row a refresh adds inherits its extension line's declared CANN (``cann_compatible``,
+    :func:`~npudoctor.knowledge.refresh_merge.line_range`).  Release notes add their
+    declared ranges to the rows of each line; CANN release notes merge into ``[[cann]]``
+    (:mod:`npudoctor.knowledge.refresh_merge`).  Rows are never removed.  ``warnings``
+    (source -> messages) receives what a source said that the matrix cannot hold.
+    Returns ``(document, human-readable changes)``."""
     from packaging.version import Version
+
+    from npudoctor.knowledge.refresh_merge import apply_cann_notes, apply_declared, line_range, row_line
 
     data = copy.deepcopy(base)
     rows: List[Dict[str, Any]] = data.setdefault("torch_npu", [])
@@ -266,12 +349,14 @@ def merge(base: Dict[str, Any], parsed: List[Tuple[str, str, Any]], today: str) 
             k = _key(r.torch_npu)
             values: Dict[str, Any] = {
                 "torch": r.torch,
-                "cann": [r.cann],
+                "cann": [r.cann] + [c for c in r.cann_also if c != r.cann],
                 "branch": r.branch,
                 "source": source,
                 "retrieved": today,
             }
-            ext = ext_version_from_branch(r.branch)
+            ext = r.ext_version or ext_version_from_branch(r.branch)
+            if r.ext_version:
+                values["ext_version"] = r.ext_version
             if r.section in ("active", "historical"):
                 values["status"] = r.section
                 seen_in_compat.add(k)
@@ -282,13 +367,16 @@ def merge(base: Dict[str, Any], parsed: List[Tuple[str, str, Any]], today: str) 
                 pre = Version(r.torch_npu).is_prerelease and not ext
             except Exception:
                 pre = False
+            inherited, inherited_src = line_range(rows, ext, data.get("release_tag", []))
             defaults = {
-                "cann_compatible": [],
+                "cann_compatible": inherited,
                 "python_doc": [],
                 "python": {"aarch64": [], "x86_64": []},
                 "status": "prerelease" if pre else "historical",
                 "ext_version": ext,
             }
+            if inherited_src:
+                defaults["cann_compatible_source"] = f"inherited from its extension line {ext}: {inherited_src}"
             upsert(r.torch_npu, values, defaults)
         # documented Python per PyTorch line
         for torch, pys in result.python_lines.items():
@@ -319,11 +407,13 @@ def merge(base: Dict[str, Any], parsed: List[Tuple[str, str, Any]], today: str) 
             if _key(version) in known:
                 continue
             v = _pep440(version)
+            ext = row_line({"torch_npu": version}, data.get("release_tag", []))
+            inherited, inherited_src = line_range(rows, ext, data.get("release_tag", []))
             row = {
                 "torch_npu": version,
                 "torch": v.base_version if v is not None else version,
                 "cann": [],
-                "cann_compatible": [],
+                "cann_compatible": inherited,
                 "python_doc": [],
                 "python": rel.python,
                 "platform_tags": rel.platform_tags,
@@ -332,8 +422,22 @@ def merge(base: Dict[str, Any], parsed: List[Tuple[str, str, Any]], today: str) 
                 "source": source,
                 "retrieved": today,
             }
+            if ext:
+                row["ext_version"] = ext
+            if inherited_src:
+                row["cann_compatible_source"] = f"inherited from its extension line {ext}: {inherited_src}"
             rows.append(row)
             changes.append(f"added torch_npu {version} from PyPI ({row['status']})")
+    notes_warn = warnings if warnings is not None else {}
+    for source, kind, result in parsed:
+        if kind == "markdown" and isinstance(result, MarkdownResult) and result.declared:
+            ch, wa = apply_declared(data, result.declared, source, today)
+        elif kind == "cann_notes":
+            ch, wa = apply_cann_notes(data, result, source, today)
+        else:
+            continue
+        changes.extend(ch)
+        notes_warn.setdefault(source, []).extend(wa)
     rows.sort(key=lambda r: _pep440(str(r.get("torch_npu"))) or Version("0"), reverse=True)
     return data, changes
 
@@ -361,40 +465,55 @@ def write_cache(data: Dict[str, Any], directory: str) -> Tuple[str, Optional[str
 
 
 def refresh(
-    sources: Optional[List[str]] = None,
+    sources: Optional[Sequence[Union[str, Sequence[str]]]] = None,
     dry_run: bool = False,
     base_path: Optional[str] = None,
     directory: Optional[str] = None,
     today: Optional[_dt.date] = None,
     timeout: Tuple[float, float] = TIMEOUT,
 ) -> RefreshResult:
-    """Fetch, parse and merge ``sources`` (default :data:`DEFAULT_SOURCES`) into the
-    bundled matrix (or ``base_path``), validate, and (unless ``dry_run``) write the
-    cache in ``directory`` (default: :func:`npudoctor.knowledge.matrix.cache_dir`).  Never raises
-    for a bad source or an unwritable cache: see :class:`RefreshResult`."""
-    srcs = list(sources or DEFAULT_SOURCES)
+    """Fetch, parse and merge ``sources`` into the bundled matrix (or ``base_path``),
+    validate, and (unless ``dry_run``) write the cache in ``directory`` (default:
+    :func:`npudoctor.knowledge.matrix.cache_dir`).  Each source is a URL/path or a sequence
+    of mirrors of one document tried in order (:func:`fetch_first`); the default is
+    :data:`DEFAULT_SOURCES` plus the release notes of the newest CANN releases the base
+    knows.  A merge that would drop a known row or declared entry is refused (nothing
+    written; ``dropped`` lists them).  Never raises for a bad source or an unwritable cache:
+    see :class:`RefreshResult`."""
     day = (today or _dt.date.today()).isoformat()
-    reports: List[SourceReport] = []
-    parsed: List[Tuple[str, str, Any]] = []
-    for src in srcs:
-        try:
-            text = fetch(src, timeout=timeout)
-            kind, result, report = parse_source(src, text)
-        except SourceError as exc:
-            reports.append(SourceReport(source=src, ok=False, error=str(exc)))
-            continue
-        reports.append(report)
-        parsed.append((src, kind, result))
-    res = RefreshResult(sources=reports)
-    if not parsed:
-        res.error = "no source could be read; the matrix in use is unchanged"
-        return res
+    res = RefreshResult(sources=[])
     try:
         base = load_from(base_path or bundled_dir(), "file" if base_path else "bundled")
     except MatrixError as exc:
         res.error = f"the base matrix is invalid: {exc}"
         return res
-    data, changes = merge(base.data, parsed, day)
+    groups: List[Tuple[str, ...]] = [
+        (s,) if isinstance(s, str) else tuple(s)
+        for s in (sources or list(DEFAULT_SOURCES) + cann_note_sources(base.data))
+    ]
+    reports = res.sources
+    parsed: List[Tuple[str, str, Any]] = []
+    for group in groups:
+        try:
+            src, text, tried = fetch_first(group, timeout=timeout)
+        except SourceError as exc:
+            reports.append(SourceReport(source=" | ".join(group), ok=False, error=str(exc)))
+            continue
+        try:
+            kind, result, report = parse_source(src, text)
+        except SourceError as exc:
+            reports.append(SourceReport(source=src, ok=False, error=str(exc), tried=tried))
+            continue
+        report.tried = tried
+        reports.append(report)
+        parsed.append((src, kind, result))
+    if not parsed:
+        res.error = "no source could be read; the matrix in use is unchanged"
+        return res
+    notes_warnings: Dict[str, List[str]] = {}
+    data, changes = merge(base.data, parsed, day, notes_warnings)
+    for rep in reports:
+        rep.warnings.extend(notes_warnings.get(rep.source, []))
     data["metas"] = [m for m in data.get("metas", []) if not m.get("refreshed")]
     data["meta"] = {
         "name": "refreshed",
@@ -411,8 +530,14 @@ def refresh(
     if problems:
         res.error = "the refreshed matrix does not validate (nothing written): " + "; ".join(problems[:5])
         return res
-    if len(data.get("torch_npu", [])) < len(base.data.get("torch_npu", [])):
-        res.error = "the refreshed matrix has fewer rows than the one in use (nothing written)"
+    from npudoctor.knowledge.refresh_merge import dropped
+
+    res.dropped = dropped(base.data, data)
+    if res.dropped:
+        res.error = (
+            f"the refresh would drop {len(res.dropped)} known row(s) or declared entries of the matrix in use "
+            f"({'; '.join(res.dropped[:5])}{' …' if len(res.dropped) > 5 else ''}); refused, nothing written"
+        )
         return res
     res.data = data
     if dry_run:

@@ -22,6 +22,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from npudoctor.parsers._official_base import OfficialParseError
+from npudoctor.parsers._official_base import cells as _cells
+from npudoctor.parsers.release_notes import is_cann_notes, parse_compat_grid, parse_compat_list
+
 __all__ = [
     "OfficialParseError",
     "MappingRow",
@@ -36,10 +40,6 @@ __all__ = [
 ]
 
 
-class OfficialParseError(ValueError):
-    """The document is not a usable official source (message says why)."""
-
-
 @dataclass
 class MappingRow:
     """One row of a torch_npu mapping table.  ``section``: ``active`` / ``historical``
@@ -51,6 +51,10 @@ class MappingRow:
     branch: str
     section: str
     note: str = ""
+    #: the extension (product) version of a "TorchNPU版本" column, when the table has one
+    ext_version: str = ""
+    #: further CANN named in the cell ("商用版：8.0.RC3.20<br>社区版：8.0.0" -> ["8.0.0"])
+    cann_also: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -63,6 +67,8 @@ class MarkdownResult:
     python_lines: Dict[str, List[str]] = field(default_factory=dict)
     layout: str = ""
     warnings: List[str] = field(default_factory=list)
+    #: release notes' "版本兼容性说明": extension line ("7.3.0", "26.1.X") -> declared CANN
+    declared: Dict[str, List[str]] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------- helpers
@@ -76,15 +82,6 @@ def looks_like_html(text: str) -> bool:
     return head.startswith("<!doctype html") or head.startswith("<html") or "<head>" in head or "<body" in head
 
 
-def _cells(line: str) -> List[str]:
-    s = line.strip()
-    if s.startswith("|"):
-        s = s[1:]
-    if s.endswith("|"):
-        s = s[:-1]
-    return [c.strip() for c in s.split("|")]
-
-
 def _clean_value(text: str) -> str:
     s = re.sub(r"<[^>]+>", " ", text)  # inline HTML (<br>, <sup>)
     s = s.replace("**", "").replace("`", "").replace("\u3000", " ")
@@ -92,8 +89,16 @@ def _clean_value(text: str) -> str:
     return re.sub(r"\s+", " ", s).strip()
 
 
+_PACKAGE_WORDS = ("安装包", "package", "wheel", "whl")
+
+
 def _header_kind(header: str) -> str:
-    """Meaning of a column header: torch_npu / torch / cann / branch / python / image / other."""
+    """Meaning of a column header: torch_npu / torch / cann / branch / python / image / other.
+
+    A torch_npu-ish header naming the package ("TorchNPU安装包版本", "installation package
+    version") is ``package``; :func:`_resolve_kinds` then reads the other torch_npu-ish
+    column of that table ("TorchNPU版本", "Ascend Extension for PyTorch版本": the product
+    version, e.g. 26.1.0) as ``ext_version``."""
     h = _clean_value(header).lower().replace(" ", "")
     if not h:
         return "other"
@@ -101,6 +106,8 @@ def _header_kind(header: str) -> str:
         return "image"
     if "branch" in h or "分支" in h:
         return "branch"
+    if any(k in h for k in _PACKAGE_WORDS) and not ("cann" in h or "python" in h):
+        return "package"
     if any(k in h for k in ("torchnpu", "torch_npu", "torch-npu", "extension", "插件", "adapter")):
         return "torch_npu"
     if "cann" in h:
@@ -112,10 +119,41 @@ def _header_kind(header: str) -> str:
     return "other"
 
 
+def _resolve_kinds(kinds: List[str]) -> List[str]:
+    """Settle which column is the package: a ``package`` column wins and every other
+    torch_npu-ish column becomes ``ext_version``; without one, the torch_npu-ish column is the
+    package (older READMEs: "Supported Extension Version" holds 2.1.0.post4)."""
+    if "package" not in kinds:
+        return kinds
+    return ["torch_npu" if k == "package" else ("ext_version" if k == "torch_npu" else k) for k in kinds]
+
+
 def _norm_cann(cell: str) -> str:
+    """The CANN of a mapping cell: ``"CANN 8.0.RC1"`` -> ``"8.0.RC1"``; a
+    ``"商用版：9.0.0<br>社区版：9.0.0"`` cell -> the commercial one (see :func:`_cann_editions`)."""
+    eds = _cann_editions(cell)
+    if eds:
+        return eds[0]
     s = _clean_value(cell)
     s = re.sub(r"^(cann)\s*", "", s, flags=re.I)
     return s.strip()
+
+
+def _cann_editions(cell: str) -> List[str]:
+    """``"商用版：8.0.RC3.20<br>社区版：8.0.0"`` -> ``["8.0.RC3.20", "8.0.0"]`` (commercial
+    first, repeats dropped); ``[]`` for a cell without edition labels."""
+    s = _clean_value(cell)
+    found = re.findall(
+        r"(?:商用版|商发版|社区版|commercial(?:edition)?|community(?:edition)?)\s*[:：]\s*(?:CANN\s*)?(\S+)",
+        s,
+        flags=re.I,
+    )
+    out: List[str] = []
+    for v in found:
+        v = v.strip("、,;；")
+        if v and v not in out:
+            out.append(v)
+    return out
 
 
 def _norm_pkg(cell: str) -> Tuple[str, str]:
@@ -219,8 +257,9 @@ def parse_markdown(text: str) -> MarkdownResult:
     result = MarkdownResult()
     tables = _tables(text, result.warnings)
     seen_headers: List[str] = []
+    _declared_ranges(text, tables, result)
     for tb in tables:
-        kinds = [_header_kind(h) for h in tb.header]
+        kinds = _resolve_kinds([_header_kind(h) for h in tb.header])
         seen_headers.append(" | ".join(_clean_value(h) for h in tb.header))
         if "torch" in kinds and "python" in kinds and "cann" not in kinds and "torch_npu" not in kinds:
             ti, pi = kinds.index("torch"), kinds.index("python")
@@ -233,7 +272,8 @@ def parse_markdown(text: str) -> MarkdownResult:
             continue
         need = ("torch_npu", "torch", "cann", "branch")
         if not all(k in kinds for k in need):
-            if sum(k in kinds for k in need) >= 2:
+            declared_table = kinds[:2] == ["torch_npu", "cann"] and bool(result.declared)
+            if sum(k in kinds for k in need) >= 2 and "ext_version" not in kinds and not declared_table:
                 missing = [k for k in need if k not in kinds]
                 result.warnings.append(
                     f"table at line {tb.line} looks like a mapping table but has no column for {', '.join(missing)} "
@@ -241,9 +281,10 @@ def parse_markdown(text: str) -> MarkdownResult:
                 )
             continue
         idx = {k: kinds.index(k) for k in need}
-        cann_first = idx["cann"] == 0
+        notes = "ext_version" in kinds  # a release note's table: product version next to the package
+        cann_first = idx["cann"] == 0 and not notes
         if not result.layout:
-            result.layout = "readme" if cann_first else "compatibility"
+            result.layout = "release_notes" if notes else ("readme" if cann_first else "compatibility")
         current_cann = ""
         for r in tb.rows:
             if len(r) < len(tb.header):
@@ -259,10 +300,24 @@ def parse_markdown(text: str) -> MarkdownResult:
             if not (pkg and torch and cann and branch):
                 result.warnings.append(f"table at line {tb.line}: incomplete row skipped: {' | '.join(r)}")
                 continue
-            section = "readme" if cann_first else tb.section
+            section = "release_notes" if notes else ("readme" if cann_first else tb.section)
+            ext = _clean_value(r[kinds.index("ext_version")]) if "ext_version" in kinds else ""
+            also = [c for c in _cann_editions(r[idx["cann"]]) if c != cann]
             result.rows.append(
-                MappingRow(torch_npu=pkg, torch=torch, cann=cann, branch=branch, section=section, note=note)
+                MappingRow(
+                    torch_npu=pkg,
+                    torch=torch,
+                    cann=cann,
+                    branch=branch,
+                    section=section,
+                    note=note,
+                    ext_version=ext,
+                    cann_also=also,
+                )
             )
+    if not result.rows and result.declared:
+        result.layout = result.layout or "release_notes"
+        return result
     if not result.rows:
         if seen_headers:
             raise OfficialParseError(
@@ -271,6 +326,27 @@ def parse_markdown(text: str) -> MarkdownResult:
             )
         raise OfficialParseError("no Markdown table found in the document")
     return result
+
+
+def _declared_ranges(text: str, tables: List[_Table], result: MarkdownResult) -> None:
+    """Fill ``result.declared`` from a release note's "版本兼容性说明": a pipe table
+    ``TorchNPU版本 | CANN版本`` (one ``<br>`` list of CANN per extension line) or an HTML grid
+    with ``Y`` cells (:func:`npudoctor.parsers.release_notes.parse_compat_grid`)."""
+    for tb in tables:
+        kinds = [_header_kind(h) for h in tb.header]
+        if not (kinds[:2] == ["torch_npu", "cann"] and "torch" not in kinds and "branch" not in kinds):
+            continue
+        for r in tb.rows:
+            if len(r) < 2:
+                continue
+            line = _clean_value(r[0])
+            canns = parse_compat_list(r[1])
+            if re.match(r"^\d+\.\d+\.(\d+|[xX]|rc\d+)$", line) and canns:
+                result.declared.setdefault(line, [])
+                result.declared[line] += [c for c in canns if c not in result.declared[line]]
+    for line, canns in parse_compat_grid(text).items():
+        if canns and line not in result.declared:
+            result.declared[line] = canns
 
 
 # ---------------------------------------------------------------- PyPI JSON
@@ -367,12 +443,15 @@ def parse_pypi_json(text: str, project: str = "torch-npu") -> Dict[str, PypiRele
 
 
 def classify(text: str) -> str:
-    """``"pypi"`` for a JSON document, ``"markdown"`` otherwise (``"html"`` for HTML)."""
+    """``"pypi"`` for a JSON document, ``"cann_notes"`` for a CANN release note (CANN ↔ HDK
+    tables), ``"markdown"`` otherwise (``"html"`` for HTML)."""
     s = text.lstrip()
     if looks_like_html(s):
         return "html"
     if s.startswith("{"):
         return "pypi"
+    if is_cann_notes(s):
+        return "cann_notes"
     return "markdown"
 
 
@@ -383,7 +462,10 @@ def summary(result: Any) -> str:
         for r in result.rows:
             sections[r.section] = sections.get(r.section, 0) + 1
         parts = ", ".join(f"{n} {s}" for s, n in sections.items())
-        return f"{len(result.rows)} mapping rows ({parts}), {len(result.python_lines)} PyTorch-Python lines"
+        text = f"{len(result.rows)} mapping rows ({parts}), {len(result.python_lines)} PyTorch-Python lines"
+        if result.declared:
+            text += f", declared CANN ranges of {len(result.declared)} extension lines"
+        return text
     if isinstance(result, dict):
         return f"{len(result)} torch-npu versions with wheels"
     return ""

@@ -18,16 +18,20 @@ matrix_app = typer.Typer(
     rich_markup_mode=None,
 )
 
-REFRESH_HELP = """Fetch the official mapping table (Ascend/pytorch COMPATIBILITY.en.md) and the
-PyPI JSON of torch-npu, merge them into the bundled matrix, validate, and write the result to
-the user cache (NPUDOCTOR_CACHE_DIR overrides the directory); the previous copy is kept as
-matrix.json.prev.  --source (repeatable) replaces the default sources: an https:// URL of a
-mirror, or a local file for air-gapped machines (a COMPATIBILITY.md / README.md you carried
-in, a saved PyPI JSON).  Sources that fail are reported one by one; the others still refresh.
+REFRESH_HELP = """Fetch the official mapping table (Ascend/pytorch COMPATIBILITY.en.md), the
+TorchNPU release notes (declared CANN ranges), the CANN release notes of the newest CANN
+releases the matrix knows (CANN <-> Ascend HDK pairing, lists and Y/N grids) and the PyPI JSON
+of torch-npu, merge them into the bundled matrix, validate, and write the result to the user
+cache (NPUDOCTOR_CACHE_DIR overrides the directory); the previous copy is kept as
+matrix.json.prev.  Each default source is tried on GitHub first, then on its gitcode mirror.
+--source (repeatable) replaces the default sources: an https:// URL of a mirror, or a local
+file for air-gapped machines (a COMPATIBILITY.md / README.md / release notes you carried in, a
+saved PyPI JSON).  Sources that fail are reported one by one; the others still refresh.  A
+refresh never drops a known row or declared entry: one that would is refused.
 
 Exit codes: 0 every source refreshed (or --dry-run ran); 1 some sources failed, the rest were
-written; 2 usage error; 3 nothing written (no source readable, result invalid, cache not
-writable) - the matrix in use is unchanged."""
+written; 2 usage error; 3 nothing written (no source readable, result invalid, a known row
+would be dropped, cache not writable) - the matrix in use is unchanged."""
 
 SHOW_HELP = """Show matrix rows: torch_npu package, PyTorch, the officially paired CANN,
 branch, table (whether the official mapping table lists the row: active, historical,
@@ -164,6 +168,7 @@ def refresh_cmd(
                     "previous": result.previous,
                     "dry_run": dry_run,
                     "error": result.error or None,
+                    "dropped": result.dropped,
                 },
                 indent=2,
                 ensure_ascii=False,
@@ -171,6 +176,8 @@ def refresh_cmd(
         )
     else:
         for s in result.sources:
+            for t in s.tried:
+                echo(env.stdout, f"mirror  {t} (next mirror tried)")
             if s.ok:
                 echo(env.stdout, f"ok      {s.source}: {s.summary}")
                 for w in s.warnings:
