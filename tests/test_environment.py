@@ -147,3 +147,41 @@ def test_probe_partial_and_stale(tmp_path):
     codes = {f["code"] for f in doc["findings"]}
     assert {"ENV002", "ENV003", "ENV004", "ENV006"} <= codes
     assert "ENV001" not in codes
+
+
+def _sourced_values() -> dict:
+    from npudoctor.parsers.set_env import evaluate
+
+    return evaluate(SAMPLE.read_text(), "/usr/local/Ascend/ascend-toolkit/set_env.sh", {}, arch="x86_64").environment(
+        {}
+    )
+
+
+def test_missing_ld_library_path_dir_is_a_note_when_the_toolkit_is_fully_on_the_path(tmp_path):
+    """Exactly one problem: set_env.sh of the toolkit in use fully applied, plus a LD_LIBRARY_PATH
+    entry of a removed CANN (7.0.0, no such directory).  Nothing can load from it: a note (info),
+    not an error (issue 13, item 6)."""
+    _classic(tmp_path)
+    values = _sourced_values()
+    gone = "/usr/local/Ascend/ascend-toolkit/7.0.0/lib64"
+    assert not (tmp_path / gone.lstrip("/")).exists()
+    values["LD_LIBRARY_PATH"] = values["LD_LIBRARY_PATH"] + ":" + gone
+    doc = _check(tmp_path, values)
+    env_findings = [f for f in doc["findings"] if f["area"] == "environment"]
+    assert [(f["code"], f["severity"]) for f in env_findings] == [("ENV002", "info")]
+    (note,) = env_findings
+    assert gone in note["title"] and "does not exist" in note["title"] and "fully on the path" in note["title"]
+    assert not [f for f in doc["findings"] if f["severity"] == "error"]
+
+
+def test_missing_ld_library_path_dir_stays_an_error_when_the_toolkit_is_not_fully_on_the_path(tmp_path):
+    """The boundary: the same dead entry while the driver's directories are missing from
+    LD_LIBRARY_PATH keeps ENV002 an error (the toolkit in use is not fully on the path)."""
+    _classic(tmp_path)
+    values = _sourced_values()
+    gone = "/usr/local/Ascend/ascend-toolkit/7.0.0/lib64"
+    kept = [p for p in values["LD_LIBRARY_PATH"].split(":") if "/driver/" not in p]
+    values["LD_LIBRARY_PATH"] = ":".join(kept + [gone])
+    doc = _check(tmp_path, values)
+    codes = {(f["code"], f["severity"]) for f in doc["findings"]}
+    assert ("ENV002", "error") in codes and ("ENV003", "warning") in codes

@@ -221,11 +221,36 @@ def _clean_value(env: EnvironmentFacts, name: str, drop: Iterable[str]) -> str:
 
 @rule
 def stale_environment(ctx: RuleContext) -> Iterable[Finding]:
-    """ENV002: variables or path entries pointing into another CANN install."""
+    """ENV002: variables or path entries pointing into another CANN install.
+
+    A LD_LIBRARY_PATH directory that does not exist loads nothing: when every stale entry is
+    such a directory and the toolkit in use is fully on the path (set_env.sh applied, no
+    library directory it adds missing), the finding is a note (info), not an error."""
     env = ctx.view.environment
-    stale = variable_state(env, ctx.view.cann).stale
+    state = variable_state(env, ctx.view.cann)
+    stale = state.stale
     tk = _toolkit(env)
     if tk is None or not stale:
+        return
+    if all(s["variable"] == "LD_LIBRARY_PATH" and s["exists"] is False for s in stale) and (
+        env.sourced and not state.missing_vars and not _missing_paths(env, "LD_LIBRARY_PATH")
+    ):
+        dirs = [s["value"] for s in stale]
+        yield STALE.finding(
+            title=f"LD_LIBRARY_PATH names {_and(dirs)}, which {'does' if len(dirs) == 1 else 'do'} not exist: "
+            f"harmless, the toolkit in use ({tk.path}) is fully on the path",
+            evidence=[_toolkit_line(env)]
+            + [f"LD_LIBRARY_PATH entry {d} (does not exist) names another CANN install" for d in dirs]
+            + ["no library can load from a directory that does not exist; every directory set_env.sh adds is present"],
+            fix=[
+                Export(
+                    "LD_LIBRARY_PATH",
+                    _clean_value(env, "LD_LIBRARY_PATH", dirs),
+                    note="optional tidy-up: the current value without " + ", ".join(dirs),
+                )
+            ],
+            severity="info",
+        )
         return
     installs = []
     for s in stale:
