@@ -18,7 +18,7 @@ import re
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from npudoctor.knowledge.matrix.model import _cann_in, _pep440
-from npudoctor.knowledge.versions import parse_cann
+from npudoctor.knowledge.versions import parse_cann, parse_driver
 
 __all__ = ["row_line", "line_range", "apply_declared", "apply_cann_notes", "dropped"]
 
@@ -137,6 +137,19 @@ def _cann_rows_for(label: str, rows: List[Dict[str, Any]]) -> List[Dict[str, Any
     return [r for r in rows if str(r.get("version", "")) == label]
 
 
+def _below_minimum(row: Dict[str, Any], hdks: List[str]) -> List[str]:
+    """The ``hdks`` (``25.0.X`` read as 25.0.0) older than the row's ``hdk_minimum``."""
+    floor = parse_driver(str(row.get("hdk_minimum") or ""))
+    if floor is None:
+        return []
+    out = []
+    for h in hdks:
+        v = parse_driver(re.sub(r"\.[xX*]$", ".0", h))
+        if v is not None and v < floor:
+            out.append(h)
+    return out
+
+
 def _hdk_schema_has(name: str) -> bool:
     from npudoctor.knowledge.matrix.schema import _SCHEMA
 
@@ -190,6 +203,12 @@ def apply_cann_notes(data: Dict[str, Any], notes: Any, source: str, today: str) 
         no = [h for h, ok in cells.items() if not ok]
         for r in targets:
             add_hdk(r, "hdk_compatible", yes)
+            below = _below_minimum(r, yes)
+            if below:
+                warnings.append(
+                    f"CANN {r['version']}: hdk_minimum {r['hdk_minimum']} is newer than HDK {', '.join(below)}, "
+                    f"which the CANN {notes.version} release notes mark 'Y' (hdk_minimum left as it is)"
+                )
             if no and _hdk_schema_has("hdk_incompatible"):
                 add_hdk(r, "hdk_incompatible", no)
             if r.get("source") and cite not in str(r["source"]) and (yes or no):
