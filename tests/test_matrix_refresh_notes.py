@@ -245,12 +245,30 @@ def test_refresh_cann_notes_merges_grid_pairing_and_new_release(github, cache):
     assert any(
         w.startswith("CANN 9.0.0: hdk_minimum 25.5.1 is newer than HDK 25.0.X, 25.2.X, 25.3.X") for w in report.warnings
     )
+    assert any("9.1.X × HDK 25.0.X: 'N'" in w for w in report.warnings), report.warnings
+
+
+def test_refresh_cann_notes_into_an_hdk_grid_field(github, cache, monkeypatch):
+    """With the verdict-drv schema (``hdk_grid``: column -> "Y" | "N"), the grid is kept cell by
+    cell, N included, and hdk_compatible is not widened from another CANN's grid."""
     from npudoctor.knowledge.matrix.schema import _SCHEMA
 
-    if "hdk_incompatible" in _SCHEMA["cann"]:  # the verdict-drv branch may add it
-        assert _cann(res.data, "9.1.1")["hdk_incompatible"] == ["25.0.X"]
-    else:
-        assert any("9.1.X × HDK 25.0.X: 'N'" in w for w in report.warnings), report.warnings
+    monkeypatch.setitem(_SCHEMA["cann"], "hdk_grid", ("table", False))
+    monkeypatch.setitem(_SCHEMA["cann"], "hdk_grid_source", ("string", False))
+    res = refresh([f"{github}/{CANN_911}"], dry_run=True)
+    assert not res.error, res.error
+    every = ["25.0.X", "25.2.X", "25.3.X", "25.5.X", "26.0.RC1", "25.7.RC1", "26.1.1"]
+    assert _cann(res.data, "9.1.0")["hdk_grid"] == {**dict.fromkeys(every, "Y"), "25.0.X": "N"}
+    assert _cann(res.data, "9.1.1")["hdk_grid"] == {**dict.fromkeys(every, "Y"), "25.0.X": "N"}
+    assert _cann(res.data, "8.5.2")["hdk_grid"] == dict.fromkeys(every, "Y")
+    assert CANN_911 in _cann(res.data, "8.5.2")["hdk_grid_source"]
+    bundled = _cann(load_from(bundled_dir(), "bundled").data, "8.5.2")["hdk_compatible"]
+    assert _cann(res.data, "8.5.2")["hdk_compatible"] == bundled
+    report = res.sources[0]
+    assert not any("not stored" in w for w in report.warnings)
+    # a later refresh that would lose a grid column is refused
+    base = {"cann": [{"version": "9.1.0", "hdk_grid": {"25.0.X": "N"}}]}
+    assert dropped(base, {"cann": [{"version": "9.1.0", "hdk_grid": {}}]}) == ["[[cann]] 9.1.0 hdk_grid 25.0.X"]
 
 
 def test_mirrors_are_tried_in_order(github, broken, cache):

@@ -150,6 +150,28 @@ def _below_minimum(row: Dict[str, Any], hdks: List[str]) -> List[str]:
     return out
 
 
+def _merge_grid(
+    row: Dict[str, Any], cells: Dict[str, bool], cite: str, changes: List[str], warnings: List[str]
+) -> None:
+    """Add a grid row's cells to ``row["hdk_grid"]`` (column -> "Y" | "N").  A column the
+    row already has with the other value is kept and reported: a refresh only adds."""
+    grid = dict(row.get("hdk_grid") or {})
+    added = []
+    for col, ok in cells.items():
+        value = "Y" if ok else "N"
+        if col not in grid:
+            grid[col] = value
+            added.append(f"{col}={value}")
+        elif grid[col] != value:
+            warnings.append(f"CANN {row['version']} × HDK {col}: {cite} says {value}, the matrix {grid[col]} (kept)")
+    if added:
+        row["hdk_grid"] = grid
+        src = str(row.get("hdk_grid_source") or "")
+        if cite not in src:
+            row["hdk_grid_source"] = f"{src}; {cite}" if src else cite
+        changes.append(f"changed CANN {row['version']}: hdk_grid + {', '.join(added)}")
+
+
 def _hdk_schema_has(name: str) -> bool:
     from npudoctor.knowledge.matrix.schema import _SCHEMA
 
@@ -158,10 +180,12 @@ def _hdk_schema_has(name: str) -> bool:
 
 def apply_cann_notes(data: Dict[str, Any], notes: Any, source: str, today: str) -> Tuple[List[str], List[str]]:
     """Merge one CANN release note (:class:`npudoctor.parsers.release_notes.CannNotes`) into
-    ``data["cann"]``: the one-HDK pairing sets ``hdk_paired``; listed HDKs and ``Y`` cells
-    are added to ``hdk_compatible``; ``N`` cells go to ``hdk_incompatible`` when the schema
-    has that field (else they are reported as warnings, not stored).  A CANN the matrix does
-    not know yet (the note's own version, or a listed one) becomes a new row.  Returns
+    ``data["cann"]``: the one-HDK pairing sets ``hdk_paired``; listed HDKs are added to
+    ``hdk_compatible``.  The Y/N grid goes, cell by cell, into ``hdk_grid`` (column -> "Y" |
+    "N") when the matrix schema has that field (the verdict-drv schema); otherwise its ``Y``
+    cells are added to ``hdk_compatible`` and its ``N`` cells reported as warnings, not stored.
+    A grid row ``9.1.X`` applies to every final 9.1 release of the matrix.  A CANN the matrix
+    does not know yet (the note's own version, or a listed one) becomes a new row.  Returns
     ``(changes, warnings)``."""
     rows: List[Dict[str, Any]] = data.setdefault("cann", [])
     changes: List[str] = []
@@ -195,6 +219,7 @@ def apply_cann_notes(data: Dict[str, Any], notes: Any, source: str, today: str) 
         add_hdk(row_for(cann), "hdk_compatible", hdks)
     if notes.version not in [str(r.get("version")) for r in rows] and parse_cann(notes.version) is not None:
         row_for(notes.version)
+    grid_field = _hdk_schema_has("hdk_grid")  # the verdict-drv schema: the Y/N row kept as it is
     for label, cells in notes.grid.items():
         targets = _cann_rows_for(label, rows)
         if not targets and parse_cann(label) is not None:
@@ -202,32 +227,36 @@ def apply_cann_notes(data: Dict[str, Any], notes: Any, source: str, today: str) 
         yes = [h for h, ok in cells.items() if ok]
         no = [h for h, ok in cells.items() if not ok]
         for r in targets:
-            add_hdk(r, "hdk_compatible", yes)
+            if grid_field:
+                _merge_grid(r, cells, cite, changes, warnings)
+            else:
+                add_hdk(r, "hdk_compatible", yes)
             below = _below_minimum(r, yes)
             if below:
                 warnings.append(
                     f"CANN {r['version']}: hdk_minimum {r['hdk_minimum']} is newer than HDK {', '.join(below)}, "
                     f"which the CANN {notes.version} release notes mark 'Y' (hdk_minimum left as it is)"
                 )
-            if no and _hdk_schema_has("hdk_incompatible"):
-                add_hdk(r, "hdk_incompatible", no)
-            if r.get("source") and cite not in str(r["source"]) and (yes or no):
+            if not grid_field and r.get("source") and cite not in str(r["source"]) and (yes or no):
                 r["source"] = f"{r['source']}; grid: {cite}"
                 r["retrieved"] = today
-        if no and not _hdk_schema_has("hdk_incompatible"):
+        if no and not grid_field:
             warnings.append(
                 f"CANN {label} × HDK {', '.join(no)}: 'N' in the CANN {notes.version} release notes, "
-                "not stored (the matrix schema has no hdk_incompatible field)"
+                "not stored (the matrix schema has no hdk_grid field)"
             )
     return changes, warnings
 
 
 def dropped(base: Dict[str, Any], data: Dict[str, Any]) -> List[str]:
     """What ``data`` lost against ``base``: rows (by key, per table) and declared entries
-    (``cann_compatible`` of a torch_npu row, ``hdk_compatible`` of a CANN row).  Empty when
+    (``cann_compatible`` of a torch_npu row, ``hdk_compatible`` / ``hdk_grid`` columns of a
+    CANN row).  Empty when
     nothing known is dropped."""
+    from npudoctor.knowledge.matrix.schema import _KEY_FIELD
+
     out: List[str] = []
-    for table, key in _KEYS.items():
+    for table, key in {**_KEYS, **_KEY_FIELD}.items():
         new: Dict[str, Dict[str, Any]] = {str(r.get(key)): r for r in data.get(table, []) if isinstance(r, dict)}
         seen: Set[str] = set()
         for r in base.get(table, []):
@@ -241,7 +270,7 @@ def dropped(base: Dict[str, Any], data: Dict[str, Any]) -> List[str]:
             if now is None:
                 out.append(f"[[{table}]] {k}")
                 continue
-            for field in ("cann_compatible", "hdk_compatible"):
+            for field in ("cann_compatible", "hdk_compatible", "hdk_grid"):
                 lost = [v for v in (r.get(field) or []) if v not in (now.get(field) or [])]
                 if lost:
                     out.append(f"[[{table}]] {k} {field} {', '.join(lost)}")
