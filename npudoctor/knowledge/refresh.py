@@ -5,14 +5,23 @@ Sources (default: :data:`DEFAULT_SOURCES`; ``--source URL|FILE`` replaces them):
 * the Ascend/pytorch ``COMPATIBILITY.en.md`` (or ``.md``) mapping table, or an older
   release-branch README ("Ascend Auxiliary Software" table) — parsed by
   :func:`npudoctor.parsers.official.parse_markdown`;
+* the TorchNPU release notes (``docs/zh/release_notes.md``): the mapping table (package,
+  product version = ``ext_version``) and "版本兼容性说明", the CANN each extension line is
+  declared compatible with — same parser, ``MarkdownResult.declared``;
+* the CANN release notes (``cann/release-management`` ``<version>/release-notes.md``) of the
+  newest CANN releases the base matrix knows: CANN ↔ Ascend HDK pairing, lists and Y/N grid
+  — :func:`npudoctor.parsers.release_notes.parse_cann_notes`;
 * the PyPI JSON API of ``torch-npu`` — :func:`npudoctor.parsers.official.parse_pypi_json`
   (the only source of the per-platform Python versions).
 
+Each default source is a tuple of mirrors tried in order (GitHub raw, then gitcode raw).
 Fetching uses ``requests`` with a connect/read timeout and a size cap; only ``https://`` is
 accepted for remote URLs (``http://`` only for loopback hosts, e.g. a local mirror or the
 tests), and a plain path or ``file://`` URL reads a local file (air-gapped use).  Each
 source is fetched and parsed on its own: a failing source is reported and the others still
-refresh.  The merge starts from the matrix in use and never drops a row; the result is
+refresh.  The merge starts from the matrix in use and only adds (a merge that would drop a
+known row or declared entry is refused); rows it adds inherit their line's declared CANN
+(:mod:`npudoctor.knowledge.refresh_merge`).  The result is
 validated with the same schema check as the loader, then written atomically (temp file,
 fsync, rename) to ``<cache>/matrix.json``, the previous copy kept as ``matrix.json.prev``.
 Nothing is written when the result does not validate, so the matrix in use stays valid.
