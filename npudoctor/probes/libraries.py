@@ -25,7 +25,8 @@ Keys::
 
     torch_npu        {"version", "location", "package_dir"} | None
     torch            {"version", "lib_dir"} | None
-    torch_cxx11_abi  bool | None (``__cxx11`` names in torch/lib/libc10.so); abi_source
+    torch_cxx11_abi  bool | None: the mangling of c10's own std::string exports in
+                     torch/lib/libc10.so (npudoctor.parsers.cxxabi); abi_source: that file
     roots            [paths]  the binaries checked first
     objects          [{"path", "soname", "needed", "rpath", "runpath", "version_needs", "error"}]
                      version_needs: {library: [symbol versions needed from it]}
@@ -63,6 +64,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
+from npudoctor.parsers.cxxabi import torch_cxx11_abi
 from npudoctor.probes._ldso import Resolver, expand_origin
 
 SECTION = "libraries"
@@ -183,7 +185,7 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         lib = posixpath.join(torch["lib_dir"], "libc10.so")
         data, _e, _t = host.read_bytes(lib, limit=64 << 20)
         if data and data[:4] == b"\x7fELF":
-            abi, abi_source = (b"__cxx11" in data), lib
+            abi, abi_source = torch_cxx11_abi(data)[0], lib
     out["torch_cxx11_abi"] = abi
     out["abi_source"] = abi_source
     if tnpu is None:
