@@ -18,7 +18,7 @@ from npudoctor.remedies import Command, DockerFlags, Export, InstallPackage, Pre
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import in_container
 from npudoctor.rules._env_vars import recorded_set_env_script
-from npudoctor.rules._libowners import DRIVER, KERNELS, NNAL, OS, TOOLKIT, TORCH, TORCH_NPU, owner
+from npudoctor.rules._libowners import DRIVER, KERNELS, NNAL, OS, TOOLKIT, TORCH, TORCH_NPU, owner, owner_of_name
 from npudoctor.rules._pyfacts import cann_present, cann_version
 from npudoctor.rules._symbol_versions import TooNew
 from npudoctor.rules._symbol_versions import too_new as needed_too_new
@@ -550,19 +550,42 @@ def cann_symbols(ctx: RuleContext) -> Iterable[Finding]:
 
 @rule
 def extension_symbols(ctx: RuleContext) -> Iterable[Finding]:
-    """LIB005: K03, third-party extensions vs installed torch_npu/CANN."""
+    """LIB005: K03, one finding per third-party extension that will not load against the
+    installed torch_npu / CANN: undefined symbols the installed libraries do not export,
+    or DT_NEEDED entries that resolve nowhere."""
     libs = ctx.view.libraries
+    nv = _torch_npu_version(libs)
     for check in _symbols(libs).extensions:
-        if not check.missing_count:
+        if not check.missing_count and not check.unresolved:
             continue
         pkg = check.package
-        yield from _symbol_finding(
-            EXT_SYMBOLS,
-            check,
-            libs,
-            f"{posixpath.basename(str(check.object))} ({pkg}) was built against another torch_npu/CANN than the installed ones",
-            [
-                f"Rebuild {pkg} against the installed torch_npu {_torch_npu_version(libs)} and CANN (pip install --no-binary {pkg} --no-deps --force-reinstall {pkg}, or from source)",
-                f"or install the {pkg} build made for this torch_npu/CANN",
+        name = posixpath.basename(str(check.object))
+        fix: List[FixLine] = [
+            f"Rebuild {pkg} against the installed torch_npu {nv} and CANN (pip install --no-binary {pkg} --no-deps --force-reinstall {pkg}, or from source)",
+            f"or install the {pkg} build made for this torch_npu/CANN",
+        ]
+        if check.missing_count:
+            yield from _symbol_finding(
+                EXT_SYMBOLS,
+                check,
+                libs,
+                f"{name} ({pkg}) was built against another torch_npu/CANN than the installed ones",
+                fix,
+                [f"{name} needs {', '.join(check.unresolved)}: found on no loader path"] if check.unresolved else None,
+            )
+            continue
+        owners = sorted({owner_of_name(n) or "unknown" for n in check.unresolved})
+        yield EXT_SYMBOLS.finding(
+            title=f"{name} ({pkg}) cannot load: {', '.join(check.unresolved)} found on no loader path",
+            evidence=[
+                f"{_short(str(check.object), libs)} links {', '.join(check.links)}",
+                f"DT_NEEDED not resolved after import torch_npu (RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache, default dirs): {', '.join(check.unresolved)}",
+                "owner: " + ", ".join(owners),
             ],
+            fix=fix
+            + [
+                "or, when the library is on disk, add its directory to the loader path (LD_LIBRARY_PATH, or a file in /etc/ld.so.conf.d/ and `ldconfig`)"
+            ],
+            subject=str(check.object),
+            data={"package": pkg, "unresolved": list(check.unresolved), "owners": owners},
         )
