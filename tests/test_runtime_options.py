@@ -183,7 +183,8 @@ def test_env_python_decides_nnals_abi_directory(unsourced):
     add_nnal(root, "8.0.T63", "nnal_atb_version.info_8.0.T63_indented.txt", abi_dirs=("cxx_abi_0", "cxx_abi_1"))
     lib = root / "usr/local/lib/python3.10/site-packages/torch/lib"
     lib.mkdir(parents=True, exist_ok=True)
-    (lib / "libc10.so").write_bytes(b"\x7fELF" + b"\0" * 60 + b"_ZN3c1010Error old abi only")
+    # an old-ABI libc10.so: c10's torchCheckFail takes the old std::string (``RKSs``)
+    (lib / "libc10.so").write_bytes(b"\x7fELF" + b"\0" * 60 + b"_ZN3c106detail14torchCheckFailEPKcS2_jRKSs\0")
     python = bare_venv(root)
     default = json.loads(run(unsourced, "env", "--root", "ROOT", "--json").stdout)
     assert default["set"]["ATB_HOME_PATH"].endswith("/cxx_abi_0")  # the env's torch: old ABI

@@ -40,7 +40,9 @@ class NpuSmi(View):
     error: Optional[str] = field(default=None, metadata=_doc("how the command failed, for people"))
     cause: Optional[str] = field(
         default=None,
-        metadata=_doc('"not-installed" | "hung" | "dcmi" | "permission" | "driver" | "disabled" | "unparsed"'),
+        metadata=_doc(
+            '"not-installed" | "hung" | "dcmi" | "permission" | "loader" | "driver" | "disabled" | "unparsed"'
+        ),
     )
     code: Optional[int] = field(default=None, metadata=_doc("DCMI return code (-8005, -8020, ...)"))
     message: Optional[str] = field(default=None, metadata=_doc("the npu-smi error line"))

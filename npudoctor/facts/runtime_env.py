@@ -183,6 +183,9 @@ class SymbolCheck(View):
     error: Optional[str] = None
     package: Optional[str] = None
     links: Tuple[str, ...] = ()
+    unresolved: Tuple[str, ...] = field(
+        default=(), metadata=_doc("an extension's DT_NEEDED entries that do not resolve after import torch_npu")
+    )
 
 
 class Symbols(View):

@@ -3,8 +3,10 @@
 What the loader (``ld.so``) and the ABI checks need from one ``.so`` file:
 
 * ``SONAME``, ``DT_NEEDED`` entries (in order), ``DT_RPATH`` and ``DT_RUNPATH``
-  (split on ``:``, ``$ORIGIN`` kept verbatim for the resolver);
-* versioned needs (``.gnu.version_r``): ``{"libstdc++.so.6": ["GLIBCXX_3.4.29", ...]}``
+  (split on ``:``, ``$ORIGIN`` kept verbatim for the resolver, empty entries kept: ld.so
+  searches them as the working directory);
+* versioned needs (``.gnu.version_r``, or ``DT_VERNEED`` when the file has no section
+  headers, as the loader reads them): ``{"libstdc++.so.6": ["GLIBCXX_3.4.29", ...]}``
   and version definitions (``.gnu.version_d``: what a ``libc.so.6`` or
   ``libstdc++.so.6`` provides);
 * dynamic symbols: defined (exported) and undefined (imported, weak ones flagged).
@@ -104,10 +106,50 @@ def read_elf(path: str) -> ElfInfo:
         try:
             _fill(info, _elffile(fh))
         except _errors() as exc:
-            info.error = f"corrupt ELF: {type(exc).__name__}: {exc}"[:300]
+            info.error = _corrupt(path, exc)
         except OSError as exc:
             info.error = f"read error: {exc}"
     return info
+
+
+def _corrupt(path: str, exc: BaseException) -> str:
+    """``corrupt ELF: …`` for ``exc``, saying "truncated" when the file ends before what
+    its own headers describe (pyelftools' messages do not say so)."""
+    short = truncated(path)
+    why = f"{type(exc).__name__}: {exc}"
+    return (f"corrupt ELF: truncated ({short}); {why}" if short else f"corrupt ELF: {why}")[:300]
+
+
+def truncated(path: str) -> Optional[str]:
+    """Why the ELF file at ``path`` is shorter than its headers say (``"file is N bytes,
+    its headers describe M"``), or ``None`` when it is not (or cannot be read)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64)
+            size = os.fstat(fh.fileno()).st_size
+            if len(head) < 16:
+                return f"file is {size} bytes, shorter than an ELF identification"
+            bits64 = head[4] == 2
+            endian = "<" if head[5] != 2 else ">"
+            need = 64 if bits64 else 52
+            if len(head) < need:
+                return f"file is {size} bytes, shorter than its {need}-byte ELF header"
+            fmt = endian + ("QQ" if bits64 else "II")
+            phoff, shoff = struct.unpack_from(fmt, head, 32 if bits64 else 28)
+            phentsize, phnum, shentsize, shnum = struct.unpack_from(endian + "HHHH", head, 54 if bits64 else 42)
+            end = max(need, phoff + phentsize * phnum if phnum else 0, shoff + shentsize * shnum if shnum else 0)
+            if phnum and phoff + phentsize * phnum <= size:
+                fh.seek(phoff)
+                table = fh.read(phentsize * phnum)
+                for i in range(phnum):
+                    if bits64:
+                        _t, _f, off, _v, _p, filesz = struct.unpack_from(endian + "IIQQQQ", table, i * phentsize)
+                    else:
+                        _t, off, _v, _p, filesz = struct.unpack_from(endian + "IIIII", table, i * phentsize)
+                    end = max(end, off + filesz)
+    except (OSError, struct.error):
+        return None
+    return f"file is {size} bytes, its headers describe {end}" if size < end else None
 
 
 def _fill(info: ElfInfo, elf: Any) -> None:
@@ -127,9 +169,11 @@ def _fill(info: ElfInfo, elf: Any) -> None:
             elif kind == "DT_SONAME":
                 info.soname = tag.soname
             elif kind == "DT_RPATH":
-                info.rpath.extend(p for p in tag.rpath.split(":") if p)
+                info.rpath.extend(tag.rpath.split(":"))
             elif kind == "DT_RUNPATH":
-                info.runpath.extend(p for p in tag.runpath.split(":") if p)
+                info.runpath.extend(tag.runpath.split(":"))
+    if dynamic is not None and elf.num_sections() == 0:
+        info.version_needs.update(_dt_verneed(elf, dynamic))
     for section in elf.iter_sections():
         stype = section["sh_type"]
         if stype == "SHT_GNU_verneed":
@@ -145,6 +189,54 @@ def _fill(info: ElfInfo, elf: Any) -> None:
                     break
 
 
+def _vaddr_offset(elf: Any, vaddr: int) -> int:
+    """File offset of virtual address ``vaddr`` (through the ``PT_LOAD`` segments)."""
+    for seg in elf.iter_segments():
+        if seg["p_type"] == "PT_LOAD" and seg["p_vaddr"] <= vaddr < seg["p_vaddr"] + seg["p_filesz"]:
+            return int(vaddr - seg["p_vaddr"] + seg["p_offset"])
+    raise ValueError(f"address {vaddr:#x} outside PT_LOAD")
+
+
+def _dt_verneed(elf: Any, dynamic: Any) -> Dict[str, List[str]]:
+    """Version needs from ``DT_VERNEED``/``DT_VERNEEDNUM`` and ``DT_STRTAB`` (what ld.so
+    reads; used when the file has no section headers).  ``Elfxx_Verneed``: vn_version,
+    vn_cnt (u16), vn_file, vn_aux, vn_next (u32); ``Elfxx_Vernaux``: vna_hash (u32),
+    vna_flags, vna_other (u16), vna_name, vna_next (u32) -- the same in ELF32 and ELF64."""
+    tags: Dict[str, int] = {}
+    for tag in dynamic.iter_tags():
+        if tag.entry.d_tag in ("DT_VERNEED", "DT_VERNEEDNUM", "DT_STRTAB", "DT_STRSZ"):
+            tags[tag.entry.d_tag] = tag.entry.d_val
+    if "DT_VERNEED" not in tags or "DT_STRTAB" not in tags:
+        return {}
+    e = "<" if elf.little_endian else ">"
+    stream = elf.stream
+    strtab = _vaddr_offset(elf, tags["DT_STRTAB"])
+
+    def string(off: int) -> str:
+        stream.seek(strtab + off)
+        raw = stream.read(4096)
+        return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+
+    out: Dict[str, List[str]] = {}
+    pos = _vaddr_offset(elf, tags["DT_VERNEED"])
+    for _ in range(min(tags.get("DT_VERNEEDNUM", 64), 4096)):
+        stream.seek(pos)
+        _ver, cnt, file_off, aux, nxt = struct.unpack(e + "HHIII", stream.read(16))
+        names = out.setdefault(string(file_off), [])
+        apos = pos + aux
+        for _ in range(min(cnt, 4096)):
+            stream.seek(apos)
+            _h, _fl, _o, name, anext = struct.unpack(e + "IHHII", stream.read(16))
+            names.append(string(name))
+            if not anext:
+                break
+            apos += anext
+        if not nxt:
+            break
+        pos += nxt
+    return out
+
+
 def dynamic_symbols(path: str) -> Tuple[Set[str], Set[str], Optional[str]]:
     """``(defined, undefined_strong, error)`` names of the ``.dynsym`` table.
 
@@ -157,8 +249,10 @@ def dynamic_symbols(path: str) -> Tuple[Set[str], Set[str], Optional[str]]:
         with open(path, "rb") as fh:
             elf = _elffile(fh)
             dynsym = elf.get_section_by_name(".dynsym")
+            if dynsym is None:  # no section headers: DT_SYMTAB, sized by the hash tables
+                dynsym = next((s for s in elf.iter_segments() if s["p_type"] == "PT_DYNAMIC"), None)
             if dynsym is None:
-                return defined, undefined, "no .dynsym section"
+                return defined, undefined, "no .dynsym section nor PT_DYNAMIC segment"
             for sym in dynsym.iter_symbols():
                 name = sym.name
                 if not name:
@@ -171,7 +265,7 @@ def dynamic_symbols(path: str) -> Tuple[Set[str], Set[str], Optional[str]]:
     except OSError as exc:
         return set(), set(), exc.strerror or str(exc)
     except _errors() as exc:
-        return set(), set(), f"corrupt ELF: {type(exc).__name__}: {exc}"[:300]
+        return set(), set(), _corrupt(path, exc)
     return defined, undefined, None
 
 

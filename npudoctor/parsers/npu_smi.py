@@ -41,6 +41,9 @@ _FLOAT_RE = re.compile(r"^-?\d+(?:\.\d+)?$")
 MAX_LINE = 2000
 _DCMI_RE = re.compile(r"(dcmi[^\n]*?)\bret(?:urn)?\s*(?:is|=|:)?\s*(-\d+)", re.I)
 _DCMI_CODE_RE = re.compile(r"dcmi[^\n]*?error code\s*[:=]?\s*(-\d+)", re.I)
+#: The loader's refusal to start npu-smi: a library it needs is on no loader path
+#: (``npu-smi: error while loading shared libraries: libc_sec.so: cannot open shared object file``).
+_LOADER_RE = re.compile(r"error while loading shared libraries:\s*([^\s:]+):\s*cannot open shared object file")
 _NOT_FOUND_RE = re.compile(r"npu-smi:?\s*(?:command )?not found|No such file or directory.*npu-smi", re.I)
 _SMI_VERSION_RE = re.compile(r"npu-smi\s+version\s*:\s*(\S+)", re.I)
 _PROC_MEM_RE = re.compile(r"Process id\s*:\s*(\d+)\s+Process name\s*:(.*?)\s*Process memory\(MB\)\s*:\s*(\d+)", re.I)
@@ -306,7 +309,8 @@ def parse_error(text: str) -> Optional[Dict[str, Any]]:
     """Recognise an npu-smi failure in its output (stdout + stderr together).
 
     Returns ``None`` when no failure is recognised, else ``{"code": int|None, "cause":
-    "dcmi" (a DCMI return code was printed: ``code``) | "not-installed" | "permission",
+    "dcmi" (a DCMI return code was printed: ``code``) | "not-installed" | "permission" |
+    "loader" (the loader could not find a library npu-smi needs: ``library``),
     "message": the line}``.  The *presence of a* ``dcmi … ret is -NNNN`` *line* is the
     signal (INDEX.md §11), not the exit status.  ``DrvMngGetConsoleLogLevel failed``
     lines and ``[EVENT] PROFILING`` noise are ignored.  What a DCMI code means (-8005,
@@ -319,6 +323,10 @@ def parse_error(text: str) -> Optional[Dict[str, Any]]:
         m = _DCMI_RE.search(line) or _DCMI_CODE_RE.search(line)
         if m:
             return {"code": int(m.group(m.lastindex or 1)), "cause": "dcmi", "message": line.strip()}
+    for line in _lines(text):
+        m = _LOADER_RE.search(line)
+        if m:
+            return {"code": None, "cause": "loader", "message": line.strip(), "library": m.group(1)}
     for line in _lines(text):
         if _NOT_FOUND_RE.search(line):
             return {"code": None, "cause": "not-installed", "message": line.strip()}

@@ -36,8 +36,9 @@ interpreted, never run).  Keys::
     nnal           None | {"path", "version", "expected_atb_home", "current_atb_home",
                    "current_abi": 0|1|None, "torch_cxx11_abi": bool|None,
                    "torch_abi_source", "lib_on_path": bool, "abi_dirs": [...]}
-    torch_cxx11_abi  bool | None   torch's C++11 ABI, read from libc10.so's symbol
-                   strings (``__cxx11`` present) without importing torch
+    torch_cxx11_abi  bool | None   torch's C++11 ABI, read from the mangling of c10's own
+                   std::string exports in libc10.so (npudoctor.parsers.cxxabi)
+                   without importing torch
 """
 
 from __future__ import annotations
@@ -96,10 +97,13 @@ def _select_toolkit(ctx: ProbeContext) -> Optional[Dict[str, Any]]:
 
 
 def torch_cxx11_abi(host: Host, facts: Dict[str, Any]) -> Tuple[Optional[bool], Optional[str]]:
-    """torch's ``compiled_with_cxx11_abi()`` without importing torch: whether
-    ``torch/lib/libc10.so`` of the installed torch holds ``__cxx11`` mangled names
-    (the libstdc++ C++11-ABI inline namespace).  ``(None, None)`` when torch or the
-    library is absent."""
+    """torch's ``compiled_with_cxx11_abi()`` without importing torch: the mangling of c10's
+    own ``std::string`` exports in ``torch/lib/libc10.so`` of the installed torch
+    (:func:`npudoctor.parsers.cxxabi.torch_cxx11_abi`; never "``__cxx11`` anywhere", which
+    every real libc10.so holds).  ``(abi, path of libc10.so)``; ``(None, None)`` when torch
+    or the library is absent, ``(None, path)`` when its symbols do not tell."""
+    from npudoctor.parsers.cxxabi import torch_cxx11_abi as abi_of
+
     installed = (facts.get("packages") or {}).get("installed") or {}
     for record in installed.get("torch") or []:
         location = record.get("location") if isinstance(record, dict) else None
@@ -108,7 +112,7 @@ def torch_cxx11_abi(host: Host, facts: Dict[str, Any]) -> Tuple[Optional[bool], 
         lib = posixpath.join(location, "torch", "lib", "libc10.so")
         data, _err, _trunc = host.read_bytes(lib, limit=64 << 20)
         if data and data[:4] == b"\x7fELF":
-            return (b"__cxx11" in data), lib
+            return abi_of(data)[0], lib
     return None, None
 
 

@@ -25,7 +25,8 @@ Keys::
 
     torch_npu        {"version", "location", "package_dir"} | None
     torch            {"version", "lib_dir"} | None
-    torch_cxx11_abi  bool | None (``__cxx11`` names in torch/lib/libc10.so); abi_source
+    torch_cxx11_abi  bool | None: the mangling of c10's own std::string exports in
+                     torch/lib/libc10.so (npudoctor.parsers.cxxabi); abi_source: that file
     roots            [paths]  the binaries checked first
     objects          [{"path", "soname", "needed", "rpath", "runpath", "version_needs", "error"}]
                      version_needs: {library: [symbol versions needed from it]}
@@ -47,7 +48,7 @@ Keys::
     symbols          {"torch": check, "atb": check, "cann": check, "extensions": [check]}
                      check = {"object", "against": [paths], "checked", "missing_count",
                               "missing": [first 25 names], "error"}; extension checks
-                     add "package" and "links"
+                     add "package", "links" and "unresolved" (probes/_extensions.py)
     atb_plugin       path of torch_npu/lib/libop_plugin_atb.so or None
     duration         seconds spent
     errors           [strings]
@@ -55,7 +56,6 @@ Keys::
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
 import time
@@ -63,6 +63,8 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
+from npudoctor.parsers.cxxabi import torch_cxx11_abi
+from npudoctor.probes._extensions import ATB_SYM_RE, SYSTEM_LIB_RE, scan
 from npudoctor.probes._ldso import Resolver, expand_origin
 
 SECTION = "libraries"
@@ -72,23 +74,14 @@ NEEDS = ("host", "python", "packages", "cann", "environment")
 MAX_OBJECTS = 250
 #: Seconds after which following dependencies and scanning extensions stops.
 TIME_BUDGET = 8.0
-#: Third-party .so files examined at most, and directory entries walked at most.
-MAX_EXTENSIONS = 200
-MAX_WALK = 20000
 
 TORCH_LIB_RE = re.compile(
     r"^(?!libtorch_npu)(libtorch[a-z0-9_]*|libc10[a-z0-9_]*|libshm|libcaffe2[a-z0-9_]*)\.so(\.\d+)*$"
 )
 _TEST_LIB_RE = re.compile(r"(_test|backend_with_compiler|aoti_custom_ops)\.so$")
-SYSTEM_LIB_RE = re.compile(
-    r"^(libc|libm|libpthread|libdl|librt|libutil|libresolv|libanl|libnsl|libmvec|ld-linux[-a-z0-9_]*|ld64)\.so(\.\d+)*$"
-    r"|^(libstdc\+\+|libgcc_s|libgomp|libatomic)\.so(\.\d+)*$"
-)
 
 #: Mangled-name prefixes of the namespaces each library family exports.
 TORCH_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:2at|3c10|5torch|4c10d|6caffe2)(?:\d|[A-Z]|$)")
-NPU_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:7c10_npu|6at_npu|9torch_npu|3op_api|7op_plugin)(?:\d|[A-Z])")
-ATB_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:3atb|3Mki|6AsdOps)(?:\d|[A-Z])")
 CANN_SYM_RE = re.compile(
     r"^(?:acl[a-zA-Z]|Hccl|hccl[A-Z]|Msprof|_Z(?:T[VIST])?N?K?(?:2ge|4gert|2fe|8optiling)(?:\d|[A-Z]))"
 )
@@ -183,7 +176,7 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         lib = posixpath.join(torch["lib_dir"], "libc10.so")
         data, _e, _t = host.read_bytes(lib, limit=64 << 20)
         if data and data[:4] == b"\x7fELF":
-            abi, abi_source = (b"__cxx11" in data), lib
+            abi, abi_source = torch_cxx11_abi(data)[0], lib
     out["torch_cxx11_abi"] = abi
     out["abi_source"] = abi_source
     if tnpu is None:
@@ -306,6 +299,19 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
     out["symbols"] = _symbol_checks(
         host, pkg, roots, libtorch_npu, atb_plugin, torch_libs, resolution, facts, env_facts, deadline, errors
     )
+    # K03: third-party extensions linking torch_npu / CANN / NNAL libraries (after import torch_npu)
+    out["symbols"]["extensions"] = scan(
+        host,
+        facts,
+        host.glob(posixpath.join(pkg, "lib"), suffix=".so"),
+        resolver,
+        loaded,
+        resolution,
+        lambda: _now() > deadline,
+        lambda p: _real(host, p),
+        lambda obj, names, against: _check(obj, names, against, lambda p: _real(host, p)),
+        errors,
+    )
     out["duration"] = round(_now() - start, 3)
     return out
 
@@ -419,115 +425,4 @@ def _symbol_checks(
             if not err:
                 names |= {s for s in undef if ATB_SYM_RE.match(s)}
         out["atb"] = _check(", ".join(objs), names, [atb_lib], real)
-    # K03: third-party extensions linking libtorch_npu.so / libascendcl.so
-    out["extensions"] = _extensions(host, facts, pkg, npu_libs, torch_libs, resolution, deadline, errors)
     return out
-
-
-def _site_dirs(facts: Dict[str, Any]) -> List[str]:
-    dirs: List[str] = []
-    installed = (facts.get("packages") or {}).get("installed") or {}
-    for recs in installed.values() if isinstance(installed, dict) else []:
-        for rec in recs or []:
-            loc = rec.get("location") if isinstance(rec, dict) else None
-            if loc and loc not in dirs:
-                dirs.append(str(loc))
-    for d in (facts.get("python") or {}).get("site_packages") or []:
-        if isinstance(d, str) and d not in dirs:
-            dirs.append(d)
-    return dirs
-
-
-_SKIP_TOP = {
-    "torch",
-    "torch_npu",
-    "numpy",
-    "scipy",
-    "torchvision",
-    "torchaudio",
-    "pip",
-    "setuptools",
-    "__pycache__",
-    "triton",
-    "sympy",
-    "pandas",
-}
-
-
-def _extensions(
-    host: Host,
-    facts: Dict[str, Any],
-    pkg: str,
-    npu_libs: List[str],
-    torch_libs: List[str],
-    resolution: Dict[str, Dict[str, Any]],
-    deadline: float,
-    errors: List[str],
-) -> List[Dict[str, Any]]:
-    from npudoctor.parsers.elf import dynamic_symbols, read_elf
-
-    found: List[Tuple[str, str]] = []
-    walked = 0
-    for site in _site_dirs(facts):
-        real_site = _real(host, site)
-        for top in host.listdir(site):
-            if top in _SKIP_TOP or top.endswith((".dist-info", ".egg-info", ".libs")):
-                continue
-            base = os.path.join(real_site, top)
-            if os.path.isfile(base) and top.endswith(".so"):
-                found.append((posixpath.join(site, top), top))
-                continue
-            if not os.path.isdir(base) or os.path.islink(base):
-                continue
-            for dirpath, dirnames, filenames in os.walk(base):
-                walked += len(filenames) + len(dirnames)
-                dirnames[:] = [d for d in dirnames if d not in ("tests", "__pycache__")]
-                for f in filenames:
-                    if f.endswith(".so") or ".so." in f:
-                        rel = os.path.relpath(os.path.join(dirpath, f), real_site)
-                        found.append((posixpath.join(site, rel.replace(os.sep, "/")), top))
-                if walked > MAX_WALK or _now() > deadline:
-                    break
-            if walked > MAX_WALK or _now() > deadline:
-                errors.append("extension scan stopped early (too many files or time budget)")
-                break
-    checks: List[Dict[str, Any]] = []
-    acl = resolution.get("libascendcl.so")
-    acl_path = acl.get("path") if acl and acl.get("status") == "found" else None
-    for path, top in found[:MAX_EXTENSIONS]:
-        if _now() > deadline:
-            break
-        info = read_elf(_real(host, path))
-        if info.error:
-            continue
-        links = [n for n in info.needed if n in ("libtorch_npu.so", "libascendcl.so")]
-        if not links:
-            continue
-        _d, undef, err = dynamic_symbols(_real(host, path))
-        if err:
-            errors.append(f"{path}: {err}")
-            continue
-        res: Dict[str, Any] = {
-            "object": path,
-            "package": top,
-            "links": links,
-            "checked": 0,
-            "missing_count": 0,
-            "missing": [],
-            "error": None,
-            "against": [],
-        }
-        parts = []
-        if "libtorch_npu.so" in links:
-            parts.append(_check(path, {s for s in undef if NPU_SYM_RE.match(s)}, npu_libs, lambda p: _real(host, p)))
-        if "libascendcl.so" in links and acl_path:
-            parts.append(_check(path, {s for s in undef if s.startswith("acl")}, [acl_path], lambda p: _real(host, p)))
-        for part in parts:
-            res["checked"] += part["checked"]
-            res["missing_count"] += part["missing_count"]
-            res["missing"] += part["missing"]
-            res["against"] += part["against"]
-            if part["error"]:
-                res["error"] = part["error"]
-        checks.append(res)
-    return checks

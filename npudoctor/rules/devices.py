@@ -12,13 +12,14 @@ Codes DEV001–DEV059 belong to the device rule modules (DEV090+ to rules/health
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
 from npudoctor.facts._typed import load
 from npudoctor.facts.devices import Chip, NpuProcess, NpuSmi
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
-from npudoctor.remedies import Remedy
+from npudoctor.remedies import DockerFlags, PrependPath, Remedy
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import (
     chip_nodes,
@@ -129,6 +130,40 @@ def npu_smi_cause(smi: NpuSmi) -> Optional[str]:
     return smi.cause if smi.cause != "dcmi" else None
 
 
+_LOADER_LIB_RE = re.compile(r"error while loading shared libraries:\s*([^\s:]+):")
+
+
+def _npu_smi_loader(ctx: RuleContext, smi: NpuSmi, evidence: List[str]) -> Finding:
+    """DEV004 for an npu-smi the loader cannot start: a driver library (``libc_sec.so``,
+    ``libdrvdsmi_host.so``: driver/lib64/common and driver/lib64/driver) is on no loader
+    path -- typically npu-smi mounted from the host into an image without CANN.  A
+    loader-path problem of the driver's libraries, not of the driver's kernel modules."""
+    m = _LOADER_LIB_RE.search(smi.message or smi.error or "")
+    lib = m.group(1) if m else "a driver library"
+    env = ctx.view.environment
+    driver = (env.expected.driver if env.expected is not None else None) or "/usr/local/Ascend/driver"
+    dirs = (f"{driver}/lib64", f"{driver}/lib64/common", f"{driver}/lib64/driver")
+    fix: List[Union[Remedy, str]] = []
+    if in_container(ctx):
+        fix.append(DockerFlags(mounts=(driver,), read_only=True, lead="Mount the host's driver libraries too: "))
+    fix.append(PrependPath("LD_LIBRARY_PATH", dirs))
+    fix.append(
+        f"or, for every program: printf '%s\\n' {' '.join(dirs)} > /etc/ld.so.conf.d/ascend-driver.conf && ldconfig"
+    )
+    return NPU_SMI_FAILED.finding(
+        title=f"npu-smi cannot start: the loader finds no {lib} (a driver library on no loader path)",
+        evidence=[
+            smi.message or smi.error or "",
+            f"npu-smi: {smi.path}",
+            *evidence,
+            f"{lib} ships with the NPU driver ({driver}/lib64/...): a loader-path problem, not a driver-module one",
+        ],
+        fix=fix,
+        subject="npu-smi",
+        data={"library": lib},
+    )
+
+
 @rule
 def npu_smi_state(ctx: RuleContext) -> Iterable[Finding]:
     """DEV001 hung, DEV002 busy (-8005/-8020), DEV003 not found, DEV004 other failure."""
@@ -181,6 +216,8 @@ def npu_smi_state(ctx: RuleContext) -> Iterable[Finding]:
                 "If it is not there either: install the NPU driver package (Ascend HDK npu-driver)",
             ],
         )
+    elif cause == "loader":
+        yield _npu_smi_loader(ctx, smi, evidence)
     elif cause in ("permission", "driver", "unparsed"):
         yield NPU_SMI_FAILED.finding(
             title=f"npu-smi failed: {(smi.message or smi.error or '')[:160]}",

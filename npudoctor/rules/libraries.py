@@ -14,9 +14,11 @@ from npudoctor.facts.runtime_env import LibrariesFacts, Resolution, SymbolCheck,
 from npudoctor.findings import Code, Finding
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.packages import NNAL_SET_ENV, set_env_script
-from npudoctor.remedies import Command, Export, InstallPackage, PrependPath, Remedy, SourceFile
+from npudoctor.remedies import Command, DockerFlags, Export, InstallPackage, PrependPath, Remedy, SourceFile
 from npudoctor.rules import rule
+from npudoctor.rules._devfacts import in_container
 from npudoctor.rules._env_vars import recorded_set_env_script
+from npudoctor.rules._libowners import DRIVER, KERNELS, NNAL, OS, TOOLKIT, TORCH, TORCH_NPU, owner, owner_of_name
 from npudoctor.rules._pyfacts import cann_present, cann_version
 from npudoctor.rules._symbol_versions import TooNew
 from npudoctor.rules._symbol_versions import too_new as needed_too_new
@@ -97,6 +99,9 @@ def _short(path: str, libs: LibrariesFacts) -> str:
 
 
 def _group(rec: Resolution) -> str:
+    """The root cause of one missing library, named by who must act (one LIB001 each):
+    on disk but off the loader path (``toolkit``, ``driver``, ``nnal``, ``other-cann``),
+    or not on disk (``driver-missing``, ``nnal-missing``, ``missing:<owner>``)."""
     where = [f.where for f in rec.found_at if f.usable]
     if any(w == "selected toolkit" for w in where):
         return "toolkit"
@@ -106,9 +111,55 @@ def _group(rec: Resolution) -> str:
         return "nnal"
     if any(w.startswith("CANN") for w in where):
         return "other-cann"
-    if rec.name == "libatb.so" or rec.name.startswith(("libatb", "libasdops", "libmki")):
+    who = owner(rec)
+    if who == DRIVER:
+        return "driver-missing"
+    if who == NNAL:
         return "nnal-missing"
-    return "missing"
+    return "missing:" + who
+
+
+def _driver_missing_fix(ctx: RuleContext, driver: str) -> List[FixLine]:
+    """The driver's libraries are not on disk: in a container they come from mounting the
+    host's driver; on a host from installing the driver package."""
+    dirs = [f"{driver}/lib64", f"{driver}/lib64/common", f"{driver}/lib64/driver"]
+    if in_container(ctx):
+        return [
+            DockerFlags(
+                mounts=(driver,),
+                read_only=True,
+                lead="Mount the host's NPU driver into the container: ",
+                note="the driver's libraries come from the host, never from the CANN toolkit",
+            ),
+            _prepend_ld(dirs, lead="then, inside the container: "),
+        ]
+    return [
+        "Install the NPU driver on this host (the Ascend HDK npu-driver .run package for this NPU), then reboot "
+        "if its installer asks",
+        _prepend_ld(dirs, lead="then: "),
+    ]
+
+
+def _missing_fix(ctx: RuleContext, who: str, names: List[str], script: Optional[str]) -> List[FixLine]:
+    """Fix lines for libraries found nowhere, by their owner."""
+    if who in (TOOLKIT, KERNELS):
+        fix: List[FixLine] = [SourceFile(script)] if script else []
+        fix.append(
+            f"If it is still missing, the CANN install is incomplete: reinstall the {who} of the version torch_npu needs"
+        )
+        return fix
+    if who == TORCH:
+        return ["Reinstall torch (the release torch_npu was built for): its wheel ships " + ", ".join(names)]
+    if who == TORCH_NPU:
+        return ["Reinstall torch_npu: its wheel ships " + ", ".join(names)]
+    if who == OS:
+        return [f"Install the OS package that provides {', '.join(names)} (e.g. `apt-file search` / `dnf provides`)"]
+    if who.startswith("the ") and who.endswith(" wheel"):
+        return [f"Reinstall {who[4:]} (pip install --force-reinstall --no-deps): it ships or needs {', '.join(names)}"]
+    return [
+        f"Find which package ships {', '.join(names)} and install it, or add its directory to the loader path "
+        "(LD_LIBRARY_PATH, or a file in /etc/ld.so.conf.d/ and `ldconfig`)"
+    ]
 
 
 @rule
@@ -177,12 +228,14 @@ def libraries_not_loadable(ctx: RuleContext) -> Iterable[Finding]:
                 ),
                 SourceFile(NNAL_SET_ENV, note="after torch is installed"),
             ]
-        elif has_toolkit:
-            title = f"{', '.join(names)} cannot be loaded and {'is' if len(names) == 1 else 'are'} not in the installed CANN"
-            fix = [SourceFile(script)] if script else []
-            fix.append(
-                "If it is still missing, the CANN install is incomplete: reinstall the toolkit (and kernels) of the version torch_npu needs"
-            )
+        elif key == "driver-missing":
+            where = "in this container" if in_container(ctx) else "on this machine"
+            title = f"{', '.join(names)} cannot be loaded: {'it ships' if len(names) == 1 else 'they ship'} with the NPU driver, which is not {'mounted' if in_container(ctx) else 'installed'} {where}"
+            fix = _driver_missing_fix(ctx, driver)
+        elif has_toolkit or key[len("missing:") :] not in (TOOLKIT, KERNELS, "unknown"):
+            who = key[len("missing:") :]
+            title = f"{', '.join(names)} cannot be loaded and {'is' if len(names) == 1 else 'are'} not on disk (owner: {who})"
+            fix = _missing_fix(ctx, who, names, script)
         else:
             title = f"{', '.join(names)} cannot be loaded: no CANN toolkit is installed"
             fix = [
@@ -192,13 +245,15 @@ def libraries_not_loadable(ctx: RuleContext) -> Iterable[Finding]:
             ]
         if optional:
             title += " (needed only when ATB operators are used)"
+        owners = sorted({owner(r) for r in items})
+        evidence.append("owner: " + ", ".join(owners))
         yield NOT_LOADABLE.finding(
             title=title,
             evidence=evidence,
             fix=fix,
             severity="warning" if optional else "error",
             subject=key,
-            data={"libraries": names},
+            data={"libraries": names, "owners": owners},
         )
 
 
@@ -495,19 +550,42 @@ def cann_symbols(ctx: RuleContext) -> Iterable[Finding]:
 
 @rule
 def extension_symbols(ctx: RuleContext) -> Iterable[Finding]:
-    """LIB005: K03, third-party extensions vs installed torch_npu/CANN."""
+    """LIB005: K03, one finding per third-party extension that will not load against the
+    installed torch_npu / CANN: undefined symbols the installed libraries do not export,
+    or DT_NEEDED entries that resolve nowhere."""
     libs = ctx.view.libraries
+    nv = _torch_npu_version(libs)
     for check in _symbols(libs).extensions:
-        if not check.missing_count:
+        if not check.missing_count and not check.unresolved:
             continue
         pkg = check.package
-        yield from _symbol_finding(
-            EXT_SYMBOLS,
-            check,
-            libs,
-            f"{posixpath.basename(str(check.object))} ({pkg}) was built against another torch_npu/CANN than the installed ones",
-            [
-                f"Rebuild {pkg} against the installed torch_npu {_torch_npu_version(libs)} and CANN (pip install --no-binary {pkg} --no-deps --force-reinstall {pkg}, or from source)",
-                f"or install the {pkg} build made for this torch_npu/CANN",
+        name = posixpath.basename(str(check.object))
+        fix: List[FixLine] = [
+            f"Rebuild {pkg} against the installed torch_npu {nv} and CANN (pip install --no-binary {pkg} --no-deps --force-reinstall {pkg}, or from source)",
+            f"or install the {pkg} build made for this torch_npu/CANN",
+        ]
+        if check.missing_count:
+            yield from _symbol_finding(
+                EXT_SYMBOLS,
+                check,
+                libs,
+                f"{name} ({pkg}) was built against another torch_npu/CANN than the installed ones",
+                fix,
+                [f"{name} needs {', '.join(check.unresolved)}: found on no loader path"] if check.unresolved else None,
+            )
+            continue
+        owners = sorted({owner_of_name(n) or "unknown" for n in check.unresolved})
+        yield EXT_SYMBOLS.finding(
+            title=f"{name} ({pkg}) cannot load: {', '.join(check.unresolved)} found on no loader path",
+            evidence=[
+                f"{_short(str(check.object), libs)} links {', '.join(check.links)}",
+                f"DT_NEEDED not resolved after import torch_npu (RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache, default dirs): {', '.join(check.unresolved)}",
+                "owner: " + ", ".join(owners),
             ],
+            fix=fix
+            + [
+                "or, when the library is on disk, add its directory to the loader path (LD_LIBRARY_PATH, or a file in /etc/ld.so.conf.d/ and `ldconfig`)"
+            ],
+            subject=str(check.object),
+            data={"package": pkg, "unresolved": list(check.unresolved), "owners": owners},
         )

@@ -1,0 +1,54 @@
+"""torch's C++ ABI (``torch.compiled_with_cxx11_abi()``) from the bytes of its ``libc10.so``.
+
+libstdc++ has two ABIs for ``std::string``: the old one (``_GLIBCXX_USE_CXX11_ABI=0``,
+mangled ``Ss``) and the C++11 one (``=1``, ``std::__cxx11::basic_string``, mangled
+``NSt7__cxx1112basic_string…E``).  torch's own functions that take a ``std::string``
+show which one torch was built with.  The function read is c10's
+``c10::detail::torchCheckFail(char const*, char const*, unsigned int, std::string const&)``
+(every ``TORCH_CHECK`` failure goes through it; libc10.so defines and exports it):
+
+* ``_ZN3c106detail14torchCheckFailEPKcS2_jRKSs`` — old ABI (torch 2.5.1 aarch64 from PyPI);
+* ``_ZN3c106detail14torchCheckFailEPKcS2_jRKNSt7__cxx1112basic_string…`` — C++11 ABI
+  (torch 2.6.0 aarch64 from PyPI).
+
+"``__cxx11`` somewhere in libc10.so" says nothing: every real libc10.so, the old-ABI ones
+included, also exports libstdc++'s own ``std::__cxx11`` names (``_ZNSt…``, built in with
+libstdc++'s C++11 ``std::string``).  When ``torchCheckFail`` is absent, other c10 names
+(``_ZN3c10…``/``_ZNK3c10…``) taking a ``std::string`` decide, and the result is ``None``
+when none does.  Names are looked up in the file's string tables (NUL-terminated); the
+file is never executed.  See ``tests/fixtures/elf/README.md`` for the real files.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional, Tuple
+
+TORCH_CHECK_FAIL_OLD = "_ZN3c106detail14torchCheckFailEPKcS2_jRKSs"
+TORCH_CHECK_FAIL_CXX11 = "_ZN3c106detail14torchCheckFailEPKcS2_jRKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"
+
+#: A c10-namespace name (after a NUL) that mentions the C++11 std::string / the old one.
+_C10_CXX11 = re.compile(rb"\0(_ZNK?3c10[^\0]{0,400}?NSt7__cxx1112basic_string[^\0]*)\0")
+_C10_OLD = re.compile(rb"\0(_ZNK?3c10[^\0]{0,400}?(?:RKSs|ESs|Ss[EJ])[^\0]*)\0")
+
+
+def torch_cxx11_abi(data: bytes) -> Tuple[Optional[bool], Optional[str]]:
+    """``(cxx11, symbol)`` from the bytes of ``torch/lib/libc10.so``.
+
+    ``cxx11``: ``True`` (C++11 ABI, NNAL's ``cxx_abi_1``), ``False`` (old ABI,
+    ``cxx_abi_0``) or ``None`` (not an ELF file, or no c10 name taking a ``std::string``);
+    ``symbol``: the mangled name that decided, or ``None``.  Never raises.
+    """
+    if data[:4] != b"\x7fELF":
+        return None, None
+    if b"\0" + TORCH_CHECK_FAIL_OLD.encode() + b"\0" in data:
+        return False, TORCH_CHECK_FAIL_OLD
+    if b"\0" + TORCH_CHECK_FAIL_CXX11.encode() + b"\0" in data:
+        return True, TORCH_CHECK_FAIL_CXX11
+    m = _C10_CXX11.search(data)
+    if m:
+        return True, m.group(1).decode("ascii", "replace")
+    m = _C10_OLD.search(data)
+    if m:
+        return False, m.group(1).decode("ascii", "replace")
+    return None, None

@@ -1,0 +1,186 @@
+"""Third-party extensions of the judged interpreter that link the NPU stack (issue 14).
+
+Every ``.so`` under the interpreter's site-packages (found by walking, never from a list of
+file names; torch, torch_npu and big non-NPU packages are skipped) whose ``DT_NEEDED``
+names ``libtorch_npu.so``, ``libascendcl.so``, ``libhccl.so``, ``libatb.so`` or
+``libopapi.so`` is checked as it would load *after* ``import torch_npu`` (what such
+extensions require):
+
+* each ``DT_NEEDED`` entry resolves like ``ld.so`` (libraries already loaded by torch /
+  torch_npu count; then the extension's RPATH/RUNPATH with ``$ORIGIN``,
+  ``LD_LIBRARY_PATH``, ``ld.so.cache``, default directories): ``unresolved`` lists those
+  that do not;
+* its undefined ``c10_npu::`` / ``at_npu::`` / ``torch_npu::`` / ``op_api::`` symbols
+  against the exports of the installed ``torch_npu/lib/*.so``, and its ``acl*`` /
+  ``Hccl*`` / ATB symbols against the ``libascendcl.so`` / ``libhccl.so`` / ``libatb.so``
+  that would be loaded.
+
+Records: ``{"object", "package" (top-level site-packages name), "links", "unresolved",
+"checked", "missing_count", "missing" (first 25 names), "against", "error"}``.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+
+from npudoctor.host import Host
+from npudoctor.probes._ldso import Resolver, expand_origin
+
+#: The NPU libraries whose linking makes a site-packages .so an NPU extension.
+NPU_LINKS = ("libtorch_npu.so", "libascendcl.so", "libhccl.so", "libatb.so", "libopapi.so")
+#: Base-system libraries (unknowable when the root holds no libc).
+SYSTEM_LIB_RE = re.compile(
+    r"^(libc|libm|libpthread|libdl|librt|libutil|libresolv|libanl|libnsl|libmvec|ld-linux[-a-z0-9_]*|ld64)\.so(\.\d+)*$"
+    r"|^(libstdc\+\+|libgcc_s|libgomp|libatomic)\.so(\.\d+)*$"
+)
+#: Third-party .so files examined at most, and directory entries walked at most.
+MAX_EXTENSIONS = 200
+MAX_WALK = 20000
+
+NPU_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:7c10_npu|6at_npu|9torch_npu|3op_api|7op_plugin)(?:\d|[A-Z])")
+ATB_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:3atb|3Mki|6AsdOps)(?:\d|[A-Z])")
+#: Symbols each CANN/NNAL library exports, by the library an extension links.
+_LIB_SYMS = {
+    "libascendcl.so": re.compile(r"^acl[a-zA-Z]"),
+    "libhccl.so": re.compile(r"^(?:Hccl|hccl[A-Z])"),
+    "libatb.so": ATB_SYM_RE,
+}
+
+_SKIP_TOP = {
+    "torch",
+    "torch_npu",
+    "numpy",
+    "scipy",
+    "torchvision",
+    "torchaudio",
+    "pip",
+    "setuptools",
+    "__pycache__",
+    "triton",
+    "sympy",
+    "pandas",
+}
+
+
+def site_dirs(facts: Dict[str, Any]) -> List[str]:
+    """The judged interpreter's package directories: every installed record's location,
+    then ``python.site_packages``."""
+    dirs: List[str] = []
+    installed = (facts.get("packages") or {}).get("installed") or {}
+    for recs in installed.values() if isinstance(installed, dict) else []:
+        for rec in recs or []:
+            loc = rec.get("location") if isinstance(rec, dict) else None
+            if loc and loc not in dirs:
+                dirs.append(str(loc))
+    for d in (facts.get("python") or {}).get("site_packages") or []:
+        if isinstance(d, str) and d not in dirs:
+            dirs.append(d)
+    return dirs
+
+
+def _walk(
+    host: Host, facts: Dict[str, Any], real: Callable[[str], str], expired: Callable[[], bool], errors: List[str]
+) -> List[Tuple[str, str]]:
+    """``(path, top-level name)`` of every shared object under the site directories."""
+    found: List[Tuple[str, str]] = []
+    walked = 0
+    for site in site_dirs(facts):
+        real_site = real(site)
+        for top in host.listdir(site):
+            if top in _SKIP_TOP or top.endswith((".dist-info", ".egg-info", ".libs")):
+                continue
+            base = os.path.join(real_site, top)
+            if os.path.isfile(base) and (top.endswith(".so") or ".so." in top):
+                found.append((posixpath.join(site, top), top))
+                continue
+            if not os.path.isdir(base) or os.path.islink(base):
+                continue
+            for dirpath, dirnames, filenames in os.walk(base):
+                walked += len(filenames) + len(dirnames)
+                dirnames[:] = [d for d in dirnames if d not in ("tests", "__pycache__")]
+                for f in filenames:
+                    if f.endswith(".so") or ".so." in f:
+                        rel = os.path.relpath(os.path.join(dirpath, f), real_site)
+                        found.append((posixpath.join(site, rel.replace(os.sep, "/")), top))
+                if walked > MAX_WALK or expired():
+                    break
+            if walked > MAX_WALK or expired():
+                errors.append("extension scan stopped early (too many files or time budget)")
+                return found
+    return found
+
+
+def scan(
+    host: Host,
+    facts: Dict[str, Any],
+    npu_libs: List[str],
+    resolver: Optional[Resolver],
+    loaded: Dict[str, str],
+    resolution: Dict[str, Dict[str, Any]],
+    expired: Callable[[], bool],
+    real: Callable[[str], str],
+    check: Callable[[str, Set[str], List[str]], Dict[str, Any]],
+    errors: List[str],
+) -> List[Dict[str, Any]]:
+    """The records of every NPU extension (see the module docstring).  ``loaded``:
+    soname → path of what ``import torch_npu`` has loaded; ``resolution``: the main
+    walk's records (the providers of libascendcl.so, …); ``check(object, names,
+    against)``: the symbol check of the caller."""
+    from npudoctor.parsers.elf import dynamic_symbols, read_elf
+
+    out: List[Dict[str, Any]] = []
+    has_libc = resolver is not None and bool(resolver.search("libc.so.6", [], [])[0])
+    for path, top in _walk(host, facts, real, expired, errors)[:MAX_EXTENSIONS]:
+        if expired():
+            errors.append("extension checks stopped early (time budget)")
+            break
+        info = read_elf(real(path))
+        links = [n for n in info.needed if n in NPU_LINKS] if not info.error else []
+        if not links:
+            continue
+        _d, undef, err = dynamic_symbols(real(path))
+        if err:
+            errors.append(f"{path}: {err}")
+            continue
+        res: Dict[str, Any] = {
+            "object": path,
+            "package": top,
+            "links": links,
+            "unresolved": [],
+            "checked": 0,
+            "missing_count": 0,
+            "missing": [],
+            "error": None,
+            "against": [],
+        }
+        providers: Dict[str, str] = {}
+        origin = posixpath.dirname(host.resolve(path))
+        rpath = expand_origin(info.rpath, origin) if not info.runpath else []
+        runpath = expand_origin(info.runpath, origin)
+        for name in info.needed:
+            if name in loaded:
+                providers[name] = loaded[name]
+                continue
+            found = resolver.search(name, rpath, runpath)[0] if resolver is not None else None
+            if found:
+                providers[name] = found
+            elif has_libc or not SYSTEM_LIB_RE.match(name):
+                res["unresolved"].append(name)
+        parts = []
+        if "libtorch_npu.so" in links:
+            parts.append(check(path, {s for s in undef if NPU_SYM_RE.match(s)}, npu_libs))
+        for lib, pattern in _LIB_SYMS.items():
+            if lib in links and providers.get(lib):
+                parts.append(check(path, {s for s in undef if pattern.match(s)}, [providers[lib]]))
+        for part in parts:
+            res["checked"] += part["checked"]
+            res["missing_count"] += part["missing_count"]
+            res["missing"] += part["missing"]
+            res["against"] += part["against"]
+            if part["error"]:
+                res["error"] = part["error"]
+        out.append(res)
+    return out
