@@ -22,11 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
 from npudoctor import __version__
+from npudoctor.host import read_capped
 
 #: Version of the snapshot/JSON layout.  Bump on incompatible change; readers accept
 #: the versions listed in :data:`READABLE_SCHEMAS`.
 SCHEMA_VERSION = 1
 READABLE_SCHEMAS = (1,)
+#: Largest snapshot file read (bytes).
+SNAPSHOT_LIMIT = 256 << 20
 
 
 class SnapshotError(ValueError):
@@ -106,10 +109,11 @@ class Snapshot:
         """Read a snapshot file (``-`` is not accepted here); :class:`SnapshotError` on
         any problem, with the file named."""
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
+            data, truncated = read_capped(path, SNAPSHOT_LIMIT, pipes=True)
         except OSError as exc:
             raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror or exc}") from None
+        if truncated:
+            raise SnapshotError(f"snapshot {path} is over {SNAPSHOT_LIMIT >> 20} MB")
         try:
             raw = json.loads(data.decode("utf-8", errors="replace"))
         except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
