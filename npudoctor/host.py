@@ -30,6 +30,8 @@ import time
 from dataclasses import dataclass, field
 from typing import BinaryIO, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from npudoctor.hostproc import RUNNING, SPAWN_LOCK, become_subreaper, drain, kill_tree, reap_orphans, starttime
+
 #: Largest file read by default (bytes).  Version and info files are tiny; logs are
 #: streamed elsewhere and never read through this call.
 DEFAULT_READ_LIMIT = 1 << 20
@@ -86,6 +88,19 @@ class CommandResult:
     error: Optional[str] = None
     duration: float = 0.0
     abandoned: bool = False
+    overflow: bool = False
+
+    @property
+    def signal(self) -> Optional[str]:
+        """The name of the signal that killed the command (``"SIGSEGV"``), or ``None``.
+        (A command npudoctor killed for its deadline or output is ``timed_out`` or
+        ``overflow`` instead, with no return code.)"""
+        if self.returncode is None or self.returncode >= 0:
+            return None
+        try:
+            return signal.Signals(-self.returncode).name
+        except ValueError:
+            return f"signal {-self.returncode}"
 
     @property
     def ok(self) -> bool:
@@ -98,6 +113,9 @@ class CommandResult:
             return f"`{cmd}`: {self.error}"
         if self.timed_out:
             return f"`{cmd}`: no answer within {self.duration:.1f} s (killed)"
+        if self.signal:
+            lines = len(self.stdout.splitlines())
+            return f"`{cmd}`: killed by {self.signal} after printing {lines} line{'s' if lines != 1 else ''}"
         return f"`{cmd}`: exit {self.returncode}"
 
     def to_dict(self) -> Dict[str, object]:
@@ -423,48 +441,54 @@ class Host:
         result: CommandResult,
     ) -> CommandResult:
         start = time.monotonic()
+        become_subreaper()
         try:
-            proc = subprocess.Popen(
-                [exe] + argv[1:],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=dict(self.environ if env is None else env),
-                start_new_session=True,
-            )
+            with SPAWN_LOCK:
+                proc = subprocess.Popen(
+                    [exe] + argv[1:],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env=dict(self.environ if env is None else env),
+                    start_new_session=True,
+                )
+                RUNNING.add(proc.pid)
+            born = starttime(proc.pid)
         except OSError as exc:
             result.error = _errno_reason(exc)
             if result.error == "not found":
                 result.error = "command not found"
             return result
         try:
-            out, err = _communicate(proc, max(timeout, 0.0))
-        except subprocess.TimeoutExpired:
-            result.timed_out = True
-            _kill_group(proc)
+            out, err, ending = drain(proc, start + max(timeout, 0.0), OUTPUT_LIMIT)
+            if ending:
+                kill_tree(proc.pid)
             try:
-                out, err = proc.communicate(timeout=0.5)
+                proc.wait(timeout=0.5 if ending else max(0.05, start + timeout - time.monotonic()))
             except subprocess.TimeoutExpired:
-                result.abandoned = True
-                out, err = b"", b""
+                ending = ending or "timeout"
+                kill_tree(proc.pid)
+                try:
+                    proc.wait(timeout=0.5)
+                except subprocess.TimeoutExpired:
+                    result.abandoned = True
+        finally:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)  # what is left of its group
+            with SPAWN_LOCK:
+                RUNNING.discard(proc.pid)
+            reap_orphans(born)
         result.duration = time.monotonic() - start
-        result.returncode = None if result.timed_out else proc.returncode
+        if ending == "timeout":
+            result.timed_out = True
+        elif ending == "overflow":
+            result.overflow = True
+            result.error = f"output over {OUTPUT_LIMIT} bytes (killed)"
+        else:
+            result.returncode = proc.returncode
         result.stdout = _decode(out)
         result.stderr = _decode(err)
         return result
-
-
-def _communicate(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes]:
-    out, err = proc.communicate(timeout=timeout)
-    return out[:OUTPUT_LIMIT], err[:OUTPUT_LIMIT]
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        with contextlib.suppress(OSError):
-            proc.kill()
 
 
 def _decode(data: bytes) -> str:

@@ -7,6 +7,7 @@ import typer
 from typing_extensions import Annotated
 
 from npudoctor.cli.commands._common import (
+    DeadlineOpt,
     EnvFileOpt,
     FromOpt,
     IgnoreOpt,
@@ -26,7 +27,7 @@ from npudoctor.cli.commands._common import (
     snapshot_for,
     warn,
 )
-from npudoctor.cli.request import Environment, ExitStatus, MachineRequest
+from npudoctor.cli.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest
 from npudoctor.findings import Code
 
 CHECK_HELP = """Probe the NPU software stack, judge it against the compatibility matrix and
@@ -177,6 +178,7 @@ def register(app: typer.Typer) -> None:
         probe_master: Annotated[
             bool, typer.Option("--probe-master", help="Try one TCP connect to MASTER_ADDR:MASTER_PORT.")
         ] = False,
+        deadline: DeadlineOpt = DEFAULT_DEADLINE,
         fmt: Annotated[
             Optional[str],
             typer.Option(
@@ -196,7 +198,7 @@ def register(app: typer.Typer) -> None:
                 if as_json or markdown:
                     raise UsageError("--format cannot be combined with --json or --markdown")
                 as_json, markdown = fmt == "json", fmt == "markdown"
-            request = machine_request(root, python, user, env_file, no_commands, from_, as_json)
+            request = machine_request(root, python, user, env_file, no_commands, from_, as_json, deadline)
             code = run_check(
                 request,
                 env,
@@ -233,10 +235,11 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--redact/--no-redact", help="Remove host names, user names, IPs (default on).")
         ] = True,
         matrix: MatrixOpt = None,
+        deadline: DeadlineOpt = DEFAULT_DEADLINE,
     ) -> None:
         env = environment(ctx)
         try:
-            request = machine_request(root, python, user, env_file, no_commands, from_, as_json)
+            request = machine_request(root, python, user, env_file, no_commands, from_, as_json, deadline)
             if from_ and matrix:
                 raise UsageError("--matrix stamps a new snapshot; --from keeps the snapshot's own matrix stamp")
             code = collect_snapshot(request, env, output, redact=redact_, matrix_path=matrix)
