@@ -29,6 +29,7 @@ from npudoctor.cli.commands._common import (
     snapshot_for,
 )
 from npudoctor.cli.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest
+from npudoctor.redact import conceal
 
 DEVICES_HELP = """Show the NPU chips: health, power, temperature, AICore, memory/HBM, processes and
 topology (from npu-smi), the device nodes and their permissions, and the device and
@@ -86,7 +87,7 @@ def status(data: Dict[str, Any]) -> ExitStatus:
 def run_devices(request: MachineRequest, env: Environment, matrix_path: Optional[str] = None) -> ExitStatus:
     """Gather, print (the table, or JSON with ``request.json``) to ``env.stdout`` and return
     the exit status.  Raises :class:`UsageError`."""
-    data = gather(request, matrix_path, environ=env.environ)
+    data = conceal(gather(request, matrix_path, environ=env.environ))  # secrets never leave
     if request.json:
         env.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     else:
