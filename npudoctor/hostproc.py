@@ -102,9 +102,18 @@ def reap_orphans(since: Optional[int]) -> int:
         orphans = [p for p in _children(os.getpid()) if p not in known and (starttime(p) or -1) >= since]
     for pid in orphans:
         kill_tree(pid)
-    for pid in orphans:
-        with contextlib.suppress(OSError):
-            os.waitpid(pid, 0)
+    waiting = set(orphans)
+    give_up = time.monotonic() + 0.5  # one that will not die (D state) is left, not waited for
+    while waiting and time.monotonic() < give_up:
+        for pid in list(waiting):
+            try:
+                done, _status = os.waitpid(pid, os.WNOHANG)
+            except OSError:
+                done = pid  # not ours to reap after all
+            if done:
+                waiting.discard(pid)
+        if waiting:
+            time.sleep(0.01)
     return len(orphans)
 
 
