@@ -15,6 +15,7 @@ import os
 from typing import Dict, List, Optional, Tuple
 
 from npudoctor import tomlread as _toml
+from npudoctor.host import read_capped_text
 
 PROJECT_FILE = ".npudoctor.toml"
 
@@ -30,7 +31,7 @@ def _project_file(start: str) -> Optional[str]:
     current = os.path.abspath(start)
     while True:
         candidate = os.path.join(current, PROJECT_FILE)
-        if os.path.isfile(candidate):
+        if os.path.exists(candidate) and not os.path.isdir(candidate):
             return candidate
         parent = os.path.dirname(current)
         if parent == current:
@@ -48,12 +49,11 @@ def load_ignores(cwd: Optional[str] = None, environ: Optional[Dict[str, str]] = 
     ignores: List[str] = []
     errors: List[str] = []
     for path in files:
-        if not os.path.isfile(path):
+        if not os.path.exists(path) or os.path.isdir(path):
             continue
         try:
-            with open(path, "rb") as fh:
-                data = _toml.loads(fh.read().decode("utf-8", errors="replace"))
-        except (OSError, ValueError) as exc:
+            data = _toml.loads(read_capped_text(path, 1 << 20, what="config file"))
+        except (OSError, ValueError, RecursionError) as exc:
             errors.append(f"config {path} ignored: {exc}")
             continue
         raw = data.get("ignore", [])

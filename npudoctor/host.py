@@ -28,7 +28,9 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import BinaryIO, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from npudoctor.hostproc import RUNNING, SPAWN_LOCK, become_subreaper, drain, kill_tree, reap_orphans, starttime
 
 #: Largest file read by default (bytes).  Version and info files are tiny; logs are
 #: streamed elsewhere and never read through this call.
@@ -86,6 +88,19 @@ class CommandResult:
     error: Optional[str] = None
     duration: float = 0.0
     abandoned: bool = False
+    overflow: bool = False
+
+    @property
+    def signal(self) -> Optional[str]:
+        """The name of the signal that killed the command (``"SIGSEGV"``), or ``None``.
+        (A command npudoctor killed for its deadline or output is ``timed_out`` or
+        ``overflow`` instead, with no return code.)"""
+        if self.returncode is None or self.returncode >= 0:
+            return None
+        try:
+            return signal.Signals(-self.returncode).name
+        except ValueError:
+            return f"signal {-self.returncode}"
 
     @property
     def ok(self) -> bool:
@@ -98,6 +113,9 @@ class CommandResult:
             return f"`{cmd}`: {self.error}"
         if self.timed_out:
             return f"`{cmd}`: no answer within {self.duration:.1f} s (killed)"
+        if self.signal:
+            lines = len(self.stdout.splitlines())
+            return f"`{cmd}`: killed by {self.signal} after printing {lines} line{'s' if lines != 1 else ''}"
         return f"`{cmd}`: exit {self.returncode}"
 
     def to_dict(self) -> Dict[str, object]:
@@ -112,6 +130,82 @@ class CommandResult:
         }
 
 
+#: ``errno`` of a refused special file (a FIFO, socket or device where a file was expected).
+_ENOTREG = errno.EINVAL
+
+_KINDS = (
+    (stat_mod.S_ISFIFO, "a FIFO"),
+    (stat_mod.S_ISSOCK, "a socket"),
+    (stat_mod.S_ISCHR, "a character device"),
+    (stat_mod.S_ISBLK, "a block device"),
+    (stat_mod.S_ISDIR, "a directory"),
+)
+
+
+def file_kind(mode: int) -> str:
+    """What a ``st_mode`` is, in words: ``"a regular file"``, ``"a FIFO"``, ``"a socket"``…"""
+    if stat_mod.S_ISREG(mode):
+        return "a regular file"
+    for test, words in _KINDS:
+        if test(mode):
+            return words
+    return "a special file"
+
+
+def open_regular(path: str, devices: bool = False, pipes: bool = False) -> BinaryIO:
+    """Open ``path`` (a path of *this* machine) for binary reading without ever blocking.
+
+    The file is opened with ``O_NONBLOCK | O_NOCTTY`` and its type checked with ``fstat``
+    before anything is read: anything but a regular file (a FIFO, socket, directory, or a
+    device node unless ``devices`` is true) raises ``OSError(EINVAL)`` whose ``strerror``
+    names it ("not a regular file: a FIFO").  A file that would block on read (``/proc/kmsg``)
+    raises ``OSError(EAGAIN)`` from the read.  ``pipes`` accepts a FIFO too, read blocking
+    (only for a path the user named, as ``--from <(…)``: with no writer it reads as empty).
+    Every read of a file npudoctor did not write
+    itself goes through this function (or :func:`read_capped`)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        device = stat_mod.S_ISCHR(mode) or stat_mod.S_ISBLK(mode)
+        if stat_mod.S_ISDIR(mode):
+            raise OSError(errno.EISDIR, "is a directory", path)
+        if pipes and stat_mod.S_ISFIFO(mode):
+            os.set_blocking(fd, True)
+        elif not stat_mod.S_ISREG(mode) and not (devices and device):
+            raise OSError(_ENOTREG, f"not a regular file: {file_kind(mode)}", path)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_capped(
+    path: str, limit: int = DEFAULT_READ_LIMIT, devices: bool = False, pipes: bool = False
+) -> Tuple[bytes, bool]:
+    """Read at most ``limit`` bytes of ``path`` (of this machine) through :func:`open_regular`:
+    ``(data, truncated)``.  Raises ``OSError`` (a FIFO, a device, a read that would block,
+    the usual errno); ``truncated`` says the file held more than ``limit`` bytes."""
+    with open_regular(path, devices=devices, pipes=pipes) as fh:
+        data = fh.read(limit + 1)
+    if data is None:  # a non-blocking read with nothing to give
+        raise OSError(errno.EAGAIN, "no data without blocking", path)
+    if len(data) > limit:
+        return data[:limit], True
+    return data, False
+
+
+def read_capped_text(path: str, limit: int = DEFAULT_READ_LIMIT, what: str = "file", pipes: bool = False) -> str:
+    """The UTF-8 text (bad bytes replaced) of a small file of this machine read through
+    :func:`read_capped`.  Raises ``OSError`` as that does, and ``OSError(EFBIG)`` when the
+    file is over ``limit`` bytes (``what`` names it in the message); ``pipes`` as for
+    :func:`open_regular`."""
+    data, truncated = read_capped(path, limit, pipes=pipes)
+    if truncated:
+        raise OSError(errno.EFBIG, f"{what} over {limit} bytes", path)
+    return data.decode("utf-8", errors="replace")
+
+
 def _errno_reason(exc: OSError) -> str:
     if exc.errno == errno.ENOENT:
         return "not found"
@@ -123,6 +217,8 @@ def _errno_reason(exc: OSError) -> str:
         return "is a directory"
     if exc.errno == errno.ENOTDIR:
         return "not a directory"
+    if exc.errno == errno.EAGAIN:
+        return "would block on read"
     return exc.strerror or str(exc)
 
 
@@ -257,17 +353,19 @@ class Host:
         ]
 
     # ------------------------------------------------------------------ reads
-    def read_bytes(self, path: str, limit: int = DEFAULT_READ_LIMIT) -> tuple[Optional[bytes], Optional[str], bool]:
-        """Read up to ``limit`` bytes: ``(data, error, truncated)``; never raises."""
+    def read_bytes(
+        self, path: str, limit: int = DEFAULT_READ_LIMIT, devices: bool = False
+    ) -> Tuple[Optional[bytes], Optional[str], bool]:
+        """Read up to ``limit`` bytes: ``(data, error, truncated)``; never raises.
+
+        Only regular files are read (a device node too when ``devices``): a FIFO, socket
+        or directory is the error "not a regular file: a FIFO" (see :func:`open_regular`),
+        never a hang."""
         try:
-            real = self.real(path)
-            with open(real, "rb") as fh:
-                data = fh.read(limit + 1)
+            data, truncated = read_capped(self.real(path), limit, devices=devices)
         except OSError as exc:
             return None, _errno_reason(exc), False
-        if len(data) > limit:
-            return data[:limit], None, True
-        return data, None, False
+        return data, None, truncated
 
     def read_text(self, path: str, limit: int = DEFAULT_READ_LIMIT) -> FileRead:
         """Read a text file of the diagnosed machine (UTF-8, bad bytes replaced)."""
@@ -343,48 +441,54 @@ class Host:
         result: CommandResult,
     ) -> CommandResult:
         start = time.monotonic()
+        become_subreaper()
         try:
-            proc = subprocess.Popen(
-                [exe] + argv[1:],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=dict(self.environ if env is None else env),
-                start_new_session=True,
-            )
+            with SPAWN_LOCK:
+                proc = subprocess.Popen(
+                    [exe] + argv[1:],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    env=dict(self.environ if env is None else env),
+                    start_new_session=True,
+                )
+                RUNNING.add(proc.pid)
+            born = starttime(proc.pid)
         except OSError as exc:
             result.error = _errno_reason(exc)
             if result.error == "not found":
                 result.error = "command not found"
             return result
         try:
-            out, err = _communicate(proc, max(timeout, 0.0))
-        except subprocess.TimeoutExpired:
-            result.timed_out = True
-            _kill_group(proc)
+            out, err, ending = drain(proc, start + max(timeout, 0.0), OUTPUT_LIMIT)
+            if ending:
+                kill_tree(proc.pid)
             try:
-                out, err = proc.communicate(timeout=0.5)
+                proc.wait(timeout=0.5 if ending else max(0.05, start + timeout - time.monotonic()))
             except subprocess.TimeoutExpired:
-                result.abandoned = True
-                out, err = b"", b""
+                ending = ending or "timeout"
+                kill_tree(proc.pid)
+                try:
+                    proc.wait(timeout=0.5)
+                except subprocess.TimeoutExpired:
+                    result.abandoned = True
+        finally:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)  # what is left of its group
+            with SPAWN_LOCK:
+                RUNNING.discard(proc.pid)
+            reap_orphans(born)
         result.duration = time.monotonic() - start
-        result.returncode = None if result.timed_out else proc.returncode
+        if ending == "timeout":
+            result.timed_out = True
+        elif ending == "overflow":
+            result.overflow = True
+            result.error = f"output over {OUTPUT_LIMIT} bytes (killed)"
+        else:
+            result.returncode = proc.returncode
         result.stdout = _decode(out)
         result.stderr = _decode(err)
         return result
-
-
-def _communicate(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes]:
-    out, err = proc.communicate(timeout=timeout)
-    return out[:OUTPUT_LIMIT], err[:OUTPUT_LIMIT]
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        with contextlib.suppress(OSError):
-            proc.kill()
 
 
 def _decode(data: bytes) -> str:

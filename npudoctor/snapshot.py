@@ -12,21 +12,24 @@ module and has a typed view in :mod:`npudoctor.facts` (the JSON Schema
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import re
 import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
 from npudoctor import __version__
+from npudoctor.host import read_capped
+from npudoctor.redact import Redactor
+from npudoctor.redact import pseudonym as _pseudonym
 
 #: Version of the snapshot/JSON layout.  Bump on incompatible change; readers accept
 #: the versions listed in :data:`READABLE_SCHEMAS`.
 SCHEMA_VERSION = 1
 READABLE_SCHEMAS = (1,)
+#: Largest snapshot file read (bytes).
+SNAPSHOT_LIMIT = 256 << 20
 
 
 class SnapshotError(ValueError):
@@ -106,10 +109,11 @@ class Snapshot:
         """Read a snapshot file (``-`` is not accepted here); :class:`SnapshotError` on
         any problem, with the file named."""
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
+            data, truncated = read_capped(path, SNAPSHOT_LIMIT, pipes=True)
         except OSError as exc:
             raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror or exc}") from None
+        if truncated:
+            raise SnapshotError(f"snapshot {path} is over {SNAPSHOT_LIMIT >> 20} MB")
         try:
             raw = json.loads(data.decode("utf-8", errors="replace"))
         except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
@@ -147,50 +151,27 @@ def atomic_write(path: str, data: str) -> None:
 
 
 # ---------------------------------------------------------------- redaction
-_IPV4 = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")
-_SECRET_KEY = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|API_?KEY|ACCESS_?KEY|AUTH)", re.I)
-_HOME = re.compile(r"/home/[^/\s:'\"]+")
-#: Keys whose values are personal and replaced wholesale.
-_PERSONAL_KEYS = {"hostname", "user", "username", "user_name", "login", "fqdn"}
-
-
 def pseudonym(text: str) -> str:
-    """A stable, non-reversible label for a host name: ``node-<8 hex>``."""
-    return "node-" + hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:8]
+    """A stable, non-reversible label for a host name: ``node-<8 hex>`` (no site salt;
+    see :func:`npudoctor.redact.pseudonym`)."""
+    return _pseudonym(text, "node")
 
 
-def redact(snapshot: Snapshot) -> Snapshot:
-    """A copy of ``snapshot`` without personal data, for sharing.
+def redact(snapshot: Snapshot, salt: Optional[str] = None) -> Snapshot:
+    """A copy of ``snapshot`` without secrets or personal data, for sharing
+    (:class:`npudoctor.redact.Redactor`).
 
-    Host names become a stable pseudonym (so redacted snapshots still compare), user
-    names and ``/home/<user>`` parts are masked, IPv4 addresses become ``x.x.x.x`` (the
-    last octet kept, so device IPs of one node remain distinguishable), and the values of
-    secret-looking environment variables (``*TOKEN*``, ``*PASSWORD*``…) are dropped.
+    Host names (the node label, ``hostname`` keys, ``MASTER_ADDR``…) and user names (the
+    judged account, ``USER``, ``/home/<u>`` and the like) become stable pseudonyms, IPv4 and
+    IPv6 addresses stable pseudonymous addresses (same ``/24``, same last octet), and
+    secrets -- URL credentials, tokens, values of secret-named keys -- ``<redacted>``.
+    ``salt``: the site salt (default ``NPUDOCTOR_REDACT_SALT``); the node label of an
+    unsalted redaction is :func:`pseudonym` of the host name.
     """
-
-    def scrub(value: Any, key: str = "") -> Any:
-        if isinstance(value, dict) and key == "identity" and value.get("name"):
-            value = dict(value, name="<user>")
-        if isinstance(value, dict):
-            out = {}
-            for k, v in value.items():
-                if isinstance(k, str) and _SECRET_KEY.search(k) and isinstance(v, str):
-                    out[k] = "<redacted>"
-                elif isinstance(k, str) and k.lower() in _PERSONAL_KEYS and isinstance(v, str) and v:
-                    out[k] = pseudonym(v) if k.lower() in ("hostname", "fqdn") else "<user>"
-                else:
-                    out[k] = scrub(v, str(k))
-            return out
-        if isinstance(value, list):
-            return [scrub(v, key) for v in value]
-        if isinstance(value, str):
-            text = _HOME.sub("/home/<user>", value)
-            return _IPV4.sub(lambda m: "x.x.x." + m.group(0).rsplit(".", 1)[1], text)
-        return value
-
-    facts = scrub(snapshot.facts)
-    target = scrub(snapshot.target)
-    node = snapshot.node if snapshot.redacted else (pseudonym(snapshot.node) if snapshot.node else "")
+    redactor = Redactor.for_facts(snapshot.facts, "" if snapshot.redacted else snapshot.node, salt)
+    facts = redactor.value(snapshot.facts)
+    target = redactor.value(snapshot.target)
+    node = snapshot.node if snapshot.redacted else (redactor.host(snapshot.node) if snapshot.node else "")
     return Snapshot(
         facts=facts,
         target=target,

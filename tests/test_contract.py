@@ -129,7 +129,11 @@ def test_snapshot_redaction_masks_personal_data():
     for secret in ("gpu-node-17", "alice", "hf_abc", "10.1.2"):
         assert secret not in text
     assert safe.node == redact(snap).node and safe.node.startswith("node-")
-    assert safe.facts["environment"]["vars"]["HCCL_IF_IP"] == "x.x.x.3"
+    # issue 20: an address becomes a stable pseudonymous address (was "x.x.x.3"), so the
+    # HCCL address checks still compare: a valid IPv4 in 10/8 with the last octet kept
+    ip = safe.facts["environment"]["vars"]["HCCL_IF_IP"]
+    assert ip.startswith("10.") and ip.endswith(".3") and len(ip.split(".")) == 4 and ip != "10.1.2.3"
+    assert ip == redact(snap).facts["environment"]["vars"]["HCCL_IF_IP"]
 
 
 def test_env_file_parser_reads_docker_and_export_forms():

@@ -252,3 +252,18 @@ def test_exec_help_documents_exit_codes():
         [sys.executable, "-m", "npudoctor", "env", "--help"], capture_output=True, text=True, timeout=60
     )
     assert "Exit codes: 0 printed; 1 no CANN toolkit found" in " ".join(proc.stdout.split())
+
+
+def test_exec_gives_the_workload_default_sigpipe_and_sigxfsz(unsourced):
+    """Issue 20: Python ignores SIGPIPE and SIGXFSZ and execve keeps ignored signals: the
+    workload must get the defaults back, so `yes | head -1` ends instead of spinning."""
+    proc = npudoctor(
+        unsourced, "exec", "-q", "--root", str(unsourced / "root"), "--",
+        "sh", "-c", "yes | head -1; grep -E '^SigIgn' /proc/self/status",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    first, ignored = proc.stdout.splitlines()[:2]
+    assert first == "y"
+    mask = int(ignored.split()[1], 16)
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        assert not mask & (1 << (int(sig) - 1)), ignored

@@ -46,6 +46,11 @@ class ExitStatus(IntEnum):
     INTERRUPTED = 130
 
 
+#: Default overall deadline of probing one machine in ``check``, ``collect``, ``devices``
+#: and ``triage`` (seconds; ``--deadline``).  ``health`` keeps its own budget.
+DEFAULT_DEADLINE = 15.0
+
+
 @dataclass(frozen=True)
 class MachineRequest:
     """The machine a command looks at, and how.
@@ -56,6 +61,8 @@ class MachineRequest:
     lines describing the workload's environment instead of this process's.
     ``no_commands``: run no external command.  ``from_file``: replay a snapshot instead of
     probing.  ``json``: print the JSON contract (``collect``: the snapshot, on stdout).
+    ``deadline``: seconds the probes of the machine may take in all (the deep probe's own
+    deadline comes on top); commands still running then are killed and reported.
     """
 
     root: Optional[str] = None
@@ -65,6 +72,7 @@ class MachineRequest:
     no_commands: bool = False
     from_file: Optional[str] = None
     json: bool = False
+    deadline: float = DEFAULT_DEADLINE
 
     @property
     def commands(self) -> bool:

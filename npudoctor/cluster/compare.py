@@ -55,6 +55,8 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from npudoctor.facts import Facts
+from npudoctor.host import read_capped
+from npudoctor.snapshot import SNAPSHOT_LIMIT
 
 if TYPE_CHECKING:
     from npudoctor.facts.devices import DevicesFacts, Visibility
@@ -214,13 +216,13 @@ def iter_inputs(paths: Iterable[str], stdin: Optional[Any] = None) -> Iterator[T
         paths = ["-"]
     seen: Dict[str, str] = {}
 
-    def once(path: str) -> Iterator[Tuple[str, Any]]:
+    def once(path: str, named: bool = False) -> Iterator[Tuple[str, Any]]:
         key = os.path.realpath(path)
         if key in seen:
             yield path, Repeated(seen[key])
             return
         seen[key] = path
-        yield from _file(path)
+        yield from _file(path, named)
 
     for path in paths:
         if path == "-":
@@ -241,16 +243,21 @@ def iter_inputs(paths: Iterable[str], stdin: Optional[Any] = None) -> Iterator[T
             continue
         if not os.path.exists(path):
             raise CompareInputError(f"{path}: no such file or directory")
-        yield from once(path)
+        yield from once(path, named=True)
 
 
-def _file(path: str) -> Iterator[Tuple[str, Any]]:
+def _file(path: str, named: bool) -> Iterator[Tuple[str, Any]]:
+    """The documents of one input file; a FIFO or device found in a directory is refused
+    (a FIFO named on the command line, as ``<(…)``, is read)."""
     try:
-        with open(path, "rb") as fh:
-            text = fh.read().decode("utf-8", errors="replace")
+        data, truncated = read_capped(path, SNAPSHOT_LIMIT, pipes=named)
     except OSError as exc:
         yield path, f"cannot read: {exc.strerror or exc}"
         return
+    if truncated:
+        yield path, f"cannot read: over {SNAPSHOT_LIMIT >> 20} MB"
+        return
+    text = data.decode("utf-8", errors="replace")
     try:
         yield path, json.loads(text)
         return

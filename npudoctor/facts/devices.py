@@ -41,11 +41,12 @@ class NpuSmi(View):
     cause: Optional[str] = field(
         default=None,
         metadata=_doc(
-            '"not-installed" | "hung" | "dcmi" | "permission" | "loader" | "driver" | "disabled" | "unparsed"'
+            '"not-installed" | "hung" | "crashed" | "dcmi" | "permission" | "loader" | "driver" | "disabled" | "unparsed"'
         ),
     )
     code: Optional[int] = field(default=None, metadata=_doc("DCMI return code (-8005, -8020, ...)"))
     message: Optional[str] = field(default=None, metadata=_doc("the npu-smi error line"))
+    signal: Optional[str] = field(default=None, metadata=_doc('the signal that killed npu-smi ("SIGSEGV")'))
     version: Optional[str] = field(default=None, metadata=_doc("npu-smi tool version"))
     driver_version: Optional[str] = field(default=None, metadata=_doc('the table header\'s "Version:"'))
     layout: Optional[str] = field(default=None, metadata=_doc('"910" | "310" | None'))

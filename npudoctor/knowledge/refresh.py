@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 from urllib.parse import unquote, urlparse
 
+from npudoctor.host import read_capped
 from npudoctor.knowledge.matrix import (
     CACHE_FILE,
     MatrixError,
@@ -140,8 +141,7 @@ def fetch(source: str, timeout: Tuple[float, float] = TIMEOUT, max_bytes: int = 
     if parsed.scheme in ("", "file") or (len(parsed.scheme) == 1 and os.name == "nt"):
         path = unquote(parsed.path) if parsed.scheme == "file" else source
         try:
-            with open(path, "rb") as fh:
-                raw = fh.read(max_bytes + 1)
+            raw, _over = read_capped(path, max_bytes + 1, pipes=True)
         except OSError as exc:
             raise SourceError(f"cannot read {path}: {exc.strerror or exc}") from None
     elif parsed.scheme in ("https", "http"):
@@ -465,10 +465,13 @@ def write_cache(data: Dict[str, Any], directory: str) -> Tuple[str, Optional[str
     text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
     previous = None
     if os.path.exists(target):
-        previous = target + ".prev"
-        with open(target, encoding="utf-8", errors="replace") as fh:
-            old = fh.read()
-        atomic_write(previous, old)
+        try:  # a FIFO or device planted at the cache path is not read
+            old = read_capped(target, 64 << 20)[0].decode("utf-8", errors="replace")
+        except OSError:
+            old = None
+        if old is not None:
+            previous = target + ".prev"
+            atomic_write(previous, old)
     atomic_write(target, text)
     return target, previous
 

@@ -29,6 +29,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
+from npudoctor.host import open_regular
+
 #: e_machine → ``uname -m`` name.
 MACHINES = {"EM_X86_64": "x86_64", "EM_AARCH64": "aarch64", "EM_386": "i686", "EM_ARM": "arm"}
 
@@ -94,7 +96,7 @@ def read_elf(path: str) -> ElfInfo:
     """
     info = ElfInfo(path=path)
     try:
-        fh = open(path, "rb")  # noqa: SIM115 -- closed by the `with` below
+        fh = open_regular(path)  # noqa: SIM115 -- closed by the `with` below
     except OSError as exc:
         info.error = exc.strerror or str(exc)
         return info
@@ -246,7 +248,7 @@ def dynamic_symbols(path: str) -> Tuple[Set[str], Set[str], Optional[str]]:
     defined: Set[str] = set()
     undefined: Set[str] = set()
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             elf = _elffile(fh)
             dynsym = elf.get_section_by_name(".dynsym")
             if dynsym is None:  # no section headers: DT_SYMTAB, sized by the hash tables
@@ -309,7 +311,7 @@ class SymbolIndex:
     def open(cls, path: str) -> Tuple[Optional[SymbolIndex], Optional[str]]:
         """``(index, None)`` or ``(None, reason)``; never raises."""
         try:
-            fh = open(path, "rb")  # noqa: SIM115 -- closed by the `with` below
+            fh = open_regular(path)  # noqa: SIM115 -- closed by the `with` below
         except OSError as exc:
             return None, exc.strerror or str(exc)
         try:
@@ -420,7 +422,7 @@ def missing_symbols(names: Iterable[str], libraries: Iterable[str]) -> Tuple[Lis
 def is_elf(path: str) -> bool:
     """True when ``path`` starts with the ELF magic."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             return fh.read(4) == b"\x7fELF"
     except OSError:
         return False

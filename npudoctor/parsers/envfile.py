@@ -8,6 +8,8 @@ import re
 import shlex
 from typing import Dict, List, Tuple
 
+from npudoctor.host import read_capped_text
+
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -48,8 +50,7 @@ def load_env_file(path: str, default_path: str) -> Dict[str, str]:
     file does not set it.  Raises ``ValueError`` naming the file for an unreadable file
     or malformed lines (the callers turn it into a usage error or "unhealthy")."""
     try:
-        with open(path, "rb") as fh:
-            text = fh.read(1 << 20).decode("utf-8", errors="replace")
+        text = read_capped_text(path, 1 << 20, what="--env-file", pipes=True)
     except OSError as exc:
         raise ValueError(f"--env-file {path}: {exc.strerror or exc}") from None
     env, problems = parse_env_file(text)

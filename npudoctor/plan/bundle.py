@@ -36,6 +36,7 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from npudoctor.host import read_capped_text
 from npudoctor.plan.bundle_text import MANIFEST, REQUIREMENTS, SUMS, install_md, install_sh, requirements_text
 from npudoctor.plan.files import PackageFile
 from npudoctor.plan.model import Plan
@@ -107,11 +108,11 @@ def _wheel_metadata(path: str) -> Tuple[str, str, List[str]]:
 
 
 def load_manifest(directory: str) -> Optional[Dict[str, Any]]:
-    """The manifest of a bundle, or ``None`` when absent or unreadable."""
+    """The manifest of a bundle, or ``None`` when absent or unreadable (a FIFO or device
+    in its place included: see :func:`npudoctor.host.read_capped_text`)."""
     try:
-        with open(os.path.join(directory, MANIFEST), encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
+        data = json.loads(read_capped_text(os.path.join(directory, MANIFEST), 16 << 20, what=MANIFEST))
+    except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 

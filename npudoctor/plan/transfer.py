@@ -10,13 +10,16 @@ import os
 import re
 from typing import Any, Callable, Optional
 
+from npudoctor.host import open_regular
+
 _CHUNK = 1 << 20
 
 
 def sha256_file(path: str, progress: Optional[Callable[[int], None]] = None) -> str:
-    """Hex sha256 of a file (streamed).  ``progress(n_bytes)`` is called per chunk."""
+    """Hex sha256 of a regular file (streamed).  ``progress(n_bytes)`` is called per chunk.
+    Raises ``OSError`` (a FIFO or device is refused, see :func:`npudoctor.host.open_regular`)."""
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         while True:
             chunk = fh.read(_CHUNK)
             if not chunk:
@@ -123,7 +126,7 @@ def check_run_file(path: str) -> Optional[str]:
     starting with ``#!``), or ``None`` when it looks right."""
     try:
         size = os.path.getsize(path)
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             head = fh.read(16384)
     except OSError as exc:
         return f"cannot read: {exc.strerror or exc}"

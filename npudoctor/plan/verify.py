@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set
 
+from npudoctor.host import file_kind, read_capped_text
 from npudoctor.plan.bundle import load_manifest
 from npudoctor.plan.bundle_text import MANIFEST, REQUIREMENTS
 from npudoctor.plan.site import Site
@@ -90,7 +92,15 @@ def verify_bundle(directory: str, site: Optional[Site] = None) -> VerifyReport:
         rel = entry["path"]
         listed.add(rel)
         report.checked += 1
+        outside = _outside(directory, rel)
+        if outside:
+            report.problems.append(Problem("manifest", rel, f"{rel}: {outside}; not read"))
+            continue
         path = os.path.join(directory, rel)
+        kind = _special(path)
+        if kind:
+            report.problems.append(Problem("changed", rel, f"{rel} is {kind}, not a file; not read"))
+            continue
         if not os.path.isfile(path):
             report.problems.append(
                 Problem("missing", rel, f"{rel} is missing ({entry.get('why') or entry.get('kind')})")
@@ -99,7 +109,11 @@ def verify_bundle(directory: str, site: Optional[Site] = None) -> VerifyReport:
         size = os.path.getsize(path)
         if isinstance(entry.get("size"), int) and size != entry["size"]:
             report.problems.append(Problem("size", rel, f"{rel} has {size} bytes, the manifest says {entry['size']}"))
-        digest = sha256_file(path)
+        try:
+            digest = sha256_file(path)
+        except OSError as exc:
+            report.problems.append(Problem("changed", rel, f"{rel}: cannot read: {exc.strerror or exc}"))
+            continue
         if digest != entry.get("sha256"):
             report.problems.append(
                 Problem(
@@ -131,22 +145,24 @@ def verify_bundle(directory: str, site: Optional[Site] = None) -> VerifyReport:
         have.setdefault(str(canonicalize_name(wheel_name)), set()).add(str(wheel_version))
     req_path = os.path.join(directory, REQUIREMENTS)
     try:
-        with open(req_path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                m = _PIN.match(line.strip())
-                if not m:
-                    continue
-                name, version = str(canonicalize_name(m.group(1))), m.group(2)
-                if version not in have.get(name, set()):
-                    report.problems.append(
-                        Problem(
-                            "missing",
-                            f"wheels/{m.group(1)}-{version}-*.whl",
-                            f"{REQUIREMENTS} pins {m.group(1)}=={version} but no such wheel is in wheels/",
-                        )
-                    )
+        if _outside(directory, REQUIREMENTS):
+            raise OSError(f"{REQUIREMENTS} points outside the bundle")
+        pins = read_capped_text(req_path, 1 << 20, what=REQUIREMENTS).splitlines()
     except OSError:
-        pass  # reported as missing through the manifest
+        pins = []  # reported as missing through the manifest
+    for line in pins:
+        m = _PIN.match(line.strip())
+        if not m:
+            continue
+        name, version = str(canonicalize_name(m.group(1))), m.group(2)
+        if version not in have.get(name, set()):
+            report.problems.append(
+                Problem(
+                    "missing",
+                    f"wheels/{m.group(1)}-{version}-*.whl",
+                    f"{REQUIREMENTS} pins {m.group(1)}=={version} but no such wheel is in wheels/",
+                )
+            )
     # pending packages
     for p in manifest.get("pending") or []:
         if isinstance(p, dict):
@@ -161,6 +177,32 @@ def verify_bundle(directory: str, site: Optional[Site] = None) -> VerifyReport:
     if site is not None:
         _check_site(report, manifest, wheels, site)
     return report
+
+
+def _outside(directory: str, rel: str) -> Optional[str]:
+    """Why the manifest path ``rel`` is not confined to the bundle ``directory`` (absolute,
+    ``..``, or a symlink resolving outside it), or ``None``."""
+    if rel.startswith("/") or os.path.isabs(rel):
+        return "an absolute path"
+    if ".." in rel.replace("\\", "/").split("/"):
+        return "a path with '..'"
+    base = os.path.realpath(directory)
+    real = os.path.realpath(os.path.join(directory, rel))
+    if real != base and not real.startswith(base.rstrip(os.sep) + os.sep):
+        return "a symlink out of the bundle"
+    return None
+
+
+def _special(path: str) -> Optional[str]:
+    """``"a FIFO"``, ``"a character device"``… when ``path`` exists and is neither a regular
+    file nor a directory (never opened), else ``None``."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return file_kind(mode)
 
 
 def _check_site(report: VerifyReport, manifest: Dict[str, Any], wheels: List[str], site: Site) -> None:

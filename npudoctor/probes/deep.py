@@ -63,6 +63,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 from npudoctor.engine import ProbeContext
+from npudoctor.hostproc import track
 
 SECTION = "deep"
 NEEDS = ("python", "packages")
@@ -266,6 +267,7 @@ def run_child(
     except OSError as exc:
         out["error"] = f"cannot start {interpreter}: {exc.strerror or exc}"
         return out
+    track(proc.pid)  # ours: not an orphan for Host.run's reaping
     threads = [
         threading.Thread(target=_read_stdout, args=(proc.stdout, records, other), daemon=True),
         threading.Thread(target=_read_stderr, args=(proc.stderr, stderr), daemon=True),
@@ -298,6 +300,7 @@ def run_child(
     for t in threads:
         t.join(timeout=1.0)
     _kill_group(proc)
+    track(proc.pid, on=False)
     out["returncode"] = proc.returncode
     out["duration"] = time.monotonic() - start
     return out

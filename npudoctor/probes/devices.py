@@ -49,6 +49,7 @@ from __future__ import annotations
 import contextlib
 import re
 import stat as stat_mod
+import time
 from typing import Any, Dict, List, Optional
 
 from npudoctor.engine import ProbeContext
@@ -122,7 +123,9 @@ class _Runner:
         self.hung = False
 
     def run(self, *args: str) -> Any:
-        if self.hung:
+        deadline = self.ctx.options.deadline
+        if self.hung or (deadline is not None and time.monotonic() >= deadline and self.commands):
+            self.hung = True  # the overall deadline of the npudoctor command has passed
             return None
         timeout = self.ctx.options.remaining(self.ctx.options.command_timeout)
         result = self.ctx.host.run([self.exe, *args], timeout=timeout)
@@ -151,6 +154,15 @@ def _npu_smi(ctx: ProbeContext, out: Dict[str, Any]) -> None:
     smi["raw"] = (res.stdout or "")[:RAW_LIMIT]
     if res.timed_out:
         smi.update(error=f"`npu-smi info` did not answer within {res.duration:.1f} s (killed)", cause="hung")
+    elif res.signal:
+        # a crash is a fact: the table it printed before dying is not believed
+        lines = len((res.stdout or "").splitlines())
+        smi.update(
+            error=f"npu-smi was killed by {res.signal} after printing {lines} line{'s' if lines != 1 else ''}",
+            cause="crashed",
+            signal=res.signal,
+        )
+        info = parse_info("")
     elif res.error:
         smi.update(
             error=f"`npu-smi info`: {res.error}", cause="not-installed" if "not found" in res.error else "driver"
@@ -162,7 +174,7 @@ def _npu_smi(ctx: ProbeContext, out: Dict[str, Any]) -> None:
         out["chips"] = info["chips"]
         out["processes"] = info["processes"]
         out["idle_npus"] = info["idle_npus"]
-    elif not res.timed_out and not res.error:
+    elif not res.timed_out and not res.error and not res.signal:
         err = parse_error(text)
         if err is not None:
             smi.update(error=err["message"], cause=err["cause"], code=err["code"], message=err["message"])

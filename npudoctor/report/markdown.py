@@ -7,6 +7,7 @@ from typing import List, Optional, Sequence, Tuple
 
 from npudoctor.facts import Facts
 from npudoctor.findings import Finding, counts
+from npudoctor.redact import Redactor, conceal_text
 from npudoctor.snapshot import Snapshot, redact
 
 
@@ -66,9 +67,11 @@ _SYSTEM_ACCOUNTS = {"root", "hwhiaiuser", "nobody", "daemon", "www-data"}
 
 
 def redact_text_lines(lines: List[str], snapshot: Snapshot) -> List[str]:
-    """Apply the snapshot redaction to free text (findings quote facts verbatim): IPs and
-    ``/home/<user>`` as in :func:`redact`, plus the host name and the judged account's
-    name wherever they appear as words."""
+    """Apply the snapshot redaction to free text (findings quote facts verbatim): the host
+    name and the judged account's name wherever they appear as words become ``<host>`` and
+    ``<user>``; secrets, other host and user names (``MASTER_ADDR``, paths) and addresses
+    are handled as in :func:`redact` (:class:`npudoctor.redact.Redactor`, the same
+    pseudonyms as the snapshot's)."""
     personal = []
     host = Facts(snapshot.facts).host
     hostname = str(host.hostname or snapshot.node or "")
@@ -77,8 +80,9 @@ def redact_text_lines(lines: List[str], snapshot: Snapshot) -> List[str]:
         personal.append((hostname, "<host>"))
     if len(name) >= 3 and name.lower() not in _SYSTEM_ACCOUNTS:
         personal.append((name, "<user>"))
-    scrubbed = [str(x) for x in redact(Snapshot(facts={"lines": lines}, node="", created="")).facts["lines"]]
+    scrubbed = [conceal_text(str(line)) for line in lines]
     for word, mask in personal:
         pattern = re.compile(r"(?<![\w.-])" + re.escape(word) + r"(?![\w-])")
         scrubbed = [pattern.sub(mask, line) for line in scrubbed]
-    return scrubbed
+    redactor = Redactor.for_facts(snapshot.facts, "" if snapshot.redacted else snapshot.node)
+    return [redactor.text(line) for line in scrubbed]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import IO, Any, Dict
 
+from npudoctor.redact import conceal
+
 #: Why the causes are not ranked, by reason (the ``unranked`` key of ``--json``).
 NO_STACK_NOTE = (
     "this machine has no Ascend NPU stack (no CANN toolkit, NPU driver, torch_npu or NPU device), "
@@ -16,6 +18,14 @@ NO_STACK_HINT = (
 
 
 _MARK = {"error": "✗", "warning": "!", "noise": "·"}
+
+
+def conceal_result(result: Dict[str, Any]) -> Dict[str, Any]:
+    """A triage ``result`` with every secret in it concealed (:func:`npudoctor.redact.conceal`):
+    quoted log lines (``sample``, ``text``) may carry ``HF_TOKEN=…`` or a password in a URL.
+    Applied to the text view and to ``--json`` alike."""
+    concealed: Dict[str, Any] = conceal(result)
+    return concealed
 
 
 def _where(group: Dict[str, Any], many_sources: bool) -> str:

@@ -41,6 +41,7 @@ NPU_SMI_HUNG = codes.get("DEV001")
 DEVICE_BUSY = codes.get("DEV002")
 NPU_SMI_MISSING = codes.get("DEV003")
 NPU_SMI_FAILED = codes.get("DEV004")
+NPU_SMI_CRASHED = codes.get("DEV005")
 CHIP_UNHEALTHY = codes.get("DEV010")
 CHIP_PROCESSES = codes.get("DEV011")
 NODES_MISSING = codes.get("DEV020")
@@ -122,7 +123,7 @@ DCMI_CODES: Dict[int, Dict[str, str]] = {
 def npu_smi_cause(smi: NpuSmi) -> Optional[str]:
     """Why npu-smi failed, judged from the ``devices.npu_smi`` facts: for a DCMI return
     code (``code``: int) "busy" when :data:`DCMI_CODES` says so, else "driver" (whatever
-    cause an older snapshot stored); otherwise the observed ``cause`` ("hung",
+    cause an older snapshot stored); otherwise the observed ``cause`` ("hung", "crashed",
     "not-installed", "permission", "disabled", "unparsed", "driver") or None."""
     if smi.code is not None:
         known = DCMI_CODES.get(smi.code)
@@ -166,7 +167,8 @@ def _npu_smi_loader(ctx: RuleContext, smi: NpuSmi, evidence: List[str]) -> Findi
 
 @rule
 def npu_smi_state(ctx: RuleContext) -> Iterable[Finding]:
-    """DEV001 hung, DEV002 busy (-8005/-8020), DEV003 not found, DEV004 other failure."""
+    """DEV001 hung, DEV002 busy (-8005/-8020), DEV003 not found, DEV004 other failure,
+    DEV005 crashed (killed by a signal: its partial table is not believed)."""
     dev = ctx.view.devices
     smi = dev.npu_smi
     if smi.available:
@@ -218,6 +220,16 @@ def npu_smi_state(ctx: RuleContext) -> Iterable[Finding]:
         )
     elif cause == "loader":
         yield _npu_smi_loader(ctx, smi, evidence)
+    elif cause == "crashed":
+        yield NPU_SMI_CRASHED.finding(
+            title=smi.error or NPU_SMI_CRASHED.title,
+            evidence=[smi.error or "npu-smi was killed by a signal", f"npu-smi: {smi.path}"],
+            fix=[
+                "dmesg | grep -i -E 'davinci|npu|dcmi|segfault' | tail -50",
+                "npu-smi info  # run it again by hand: a crash every time points at the driver",
+                "If the driver or firmware was just upgraded: reboot the server",
+            ],
+        )
     elif cause in ("permission", "driver", "unparsed"):
         yield NPU_SMI_FAILED.finding(
             title=f"npu-smi failed: {(smi.message or smi.error or '')[:160]}",

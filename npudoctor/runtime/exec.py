@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import sys
 from dataclasses import dataclass, field, replace
 from typing import Any, List, Mapping, Optional, TextIO, Tuple
@@ -169,9 +170,37 @@ def run_exec(
         return ExitStatus.EXEC_CANNOT_RUN
     err.flush()
     sys.stdout.flush()
+    restore_signal_defaults()
     try:
         os.execvpe(path, command, plan.environ)
     except OSError as exc:  # ENOEXEC (no #! line), a race with the file going away, ...
         say(f"npudoctor exec: cannot run {path}: {exc.strerror or exc}")
         return ExitStatus.EXEC_NOT_FOUND if exc.errno == errno.ENOENT else ExitStatus.EXEC_CANNOT_RUN
     return ExitStatus.EXEC_REFUSED  # not reached: execvpe does not return
+
+
+#: Ignored dispositions that a caller sets on purpose, kept across ``exec``.
+_KEEP_IGNORED = {
+    getattr(signal, name)
+    for name in ("SIGKILL", "SIGSTOP", "SIGHUP", "SIGINT", "SIGQUIT", "SIGTTIN", "SIGTTOU", "SIGTSTP")
+    if hasattr(signal, name)
+}
+
+
+def restore_signal_defaults() -> List[str]:
+    """Give back the default disposition of every signal this process ignores (Python
+    ignores SIGPIPE and SIGXFSZ at start-up; ``execve`` keeps ignored signals ignored), so
+    that the workload sees what a shell would give it: ``yes | head -1`` ends on SIGPIPE.
+    Signals a caller ignores on purpose stay ignored (:data:`_KEEP_IGNORED`: ``nohup``'s
+    SIGHUP, a background job's SIGINT/SIGQUIT, job control).  Returns the names restored; never raises."""
+    restored: List[str] = []
+    for sig in signal.valid_signals():
+        if sig in _KEEP_IGNORED:
+            continue
+        try:
+            if signal.getsignal(sig) == signal.SIG_IGN:
+                signal.signal(sig, signal.SIG_DFL)
+                restored.append(signal.Signals(sig).name)
+        except (OSError, ValueError, RuntimeError):
+            continue
+    return restored

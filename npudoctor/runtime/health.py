@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, NoReturn, Optional, Sequence, Tuple
 
 from npudoctor.cli.request import ExitStatus, MachineRequest
+from npudoctor.host import read_capped_text
 from npudoctor.runtime.deadline import Budget, run_within
 from npudoctor.runtime.quick import QuickRequest, QuickResult, areas, evaluate_quick, printable
 
@@ -168,9 +169,8 @@ def _read_cache(path: str, ttl: float) -> Optional[Dict[str, Any]]:
             return None
         if st.st_uid != os.getuid() or st.st_mode & 0o022:
             return None  # planted or writable by others: not our result, do not trust it
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
-    except (OSError, ValueError):
+        doc = json.loads(read_capped_text(path, 1 << 20, what="health cache"))
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(doc, dict) or doc.get("status") not in ("healthy", "unhealthy"):
         return None

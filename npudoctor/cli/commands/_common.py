@@ -9,13 +9,23 @@ whose ``obj`` is the :class:`~npudoctor.cli.request.Environment` it writes to (s
 """
 
 import os
+import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import typer
 from typing_extensions import Annotated
 
-from npudoctor.cli.request import Environment, ExitStatus, MachineRequest
+from npudoctor.cli.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest
 
+DeadlineOpt = Annotated[
+    float,
+    typer.Option(
+        "--deadline",
+        metavar="SECONDS",
+        help=f"Overall deadline of probing the machine (default {DEFAULT_DEADLINE:g} s); "
+        "commands still running then are killed and reported.",
+    ),
+]
 RootOpt = Annotated[
     Optional[str],
     typer.Option("--root", metavar="DIR", help="Inspect DIR as if it were / (a container rootfs, a scenario)."),
@@ -68,11 +78,15 @@ def machine_request(
     no_commands: bool = False,
     from_: Optional[str] = None,
     as_json: bool = False,
+    deadline: float = DEFAULT_DEADLINE,
 ) -> MachineRequest:
     """The :class:`MachineRequest` for the machine options as Typer parsed them.  Raises
     :class:`UsageError` for combinations no command accepts: ``--from`` replays a snapshot,
     so it cannot be combined with an option that would probe a machine (``--root``,
-    ``--python``, ``--user``, ``--env-file``, ``--no-commands``)."""
+    ``--python``, ``--user``, ``--env-file``, ``--no-commands``) -- or a ``deadline`` that
+    is not a positive number of seconds."""
+    if not deadline > 0:
+        raise UsageError(f"--deadline {deadline}: give a positive number of seconds")
     request = MachineRequest(
         root=root,
         python=python,
@@ -81,6 +95,7 @@ def machine_request(
         no_commands=no_commands,
         from_file=from_,
         json=as_json,
+        deadline=deadline,
     )
     conflict = request.replay_conflict()
     if conflict:
@@ -159,6 +174,9 @@ def snapshot_for(
             raise UsageError(problem)
     options.python = request.python
     options.user = request.user
+    if options.deadline is None:
+        extra = float(options.deep_timeout) if options.deep else 0.0
+        options.deadline = time.monotonic() + request.deadline + extra
     return collect(host, options, sections=sections)
 
 

@@ -1,5 +1,6 @@
 """``npudoctor check``, ``collect`` and ``explain``."""
 
+import io
 import json
 from typing import Any, Dict, List, Optional
 
@@ -7,6 +8,7 @@ import typer
 from typing_extensions import Annotated
 
 from npudoctor.cli.commands._common import (
+    DeadlineOpt,
     EnvFileOpt,
     FromOpt,
     IgnoreOpt,
@@ -26,8 +28,9 @@ from npudoctor.cli.commands._common import (
     snapshot_for,
     warn,
 )
-from npudoctor.cli.request import Environment, ExitStatus, MachineRequest
+from npudoctor.cli.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest
 from npudoctor.findings import Code
+from npudoctor.redact import conceal, conceal_text
 
 CHECK_HELP = """Probe the NPU software stack, judge it against the compatibility matrix and
 print findings with fix-it commands.
@@ -80,20 +83,24 @@ def run_check(
         if lookup(code) is None:
             warn(env, f"--ignore {code}: no such finding code (see `npudoctor explain --list`)")
     status = exit_status(findings, strict)
+    # secrets never leave in any form: --json says a secret is set, not what it is
     if request.json:
-        env.stdout.write(json.dumps(document(snapshot, findings, strict), indent=2, ensure_ascii=False) + "\n")
+        doc = conceal(document(snapshot, findings, strict))
+        env.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     elif prometheus:
         from npudoctor.report.prometheus import render as render_prom
 
-        env.stdout.write(render_prom(snapshot, findings, status))
+        env.stdout.write(conceal_text(render_prom(snapshot, findings, status)))
     elif markdown:
         from npudoctor.report.markdown import render as render_md
 
-        env.stdout.write(render_md(snapshot, findings))
+        env.stdout.write(conceal_text(render_md(snapshot, findings)))
     else:
         from npudoctor.report.text import render
 
-        render(snapshot, findings, verbose=verbose, file=env.stdout, color=env.color(), width=env.width)
+        buffer = io.StringIO()
+        render(snapshot, findings, verbose=verbose, file=buffer, color=env.color(), width=env.width)
+        env.stdout.write(conceal_text(buffer.getvalue()))
     return status
 
 
@@ -125,6 +132,8 @@ def collect_snapshot(
         snapshot.matrix = dict(loaded.provenance) if loaded is not None else {"error": error}
     if redact:
         snapshot = redact_snapshot(snapshot)
+    else:  # personal data kept as asked; secrets never
+        snapshot.facts, snapshot.target = conceal(snapshot.facts), conceal(snapshot.target)
     text = snapshot.to_json() + "\n"
     if request.json or output == "-":
         env.stdout.write(text)
@@ -177,6 +186,7 @@ def register(app: typer.Typer) -> None:
         probe_master: Annotated[
             bool, typer.Option("--probe-master", help="Try one TCP connect to MASTER_ADDR:MASTER_PORT.")
         ] = False,
+        deadline: DeadlineOpt = DEFAULT_DEADLINE,
         fmt: Annotated[
             Optional[str],
             typer.Option(
@@ -196,7 +206,7 @@ def register(app: typer.Typer) -> None:
                 if as_json or markdown:
                     raise UsageError("--format cannot be combined with --json or --markdown")
                 as_json, markdown = fmt == "json", fmt == "markdown"
-            request = machine_request(root, python, user, env_file, no_commands, from_, as_json)
+            request = machine_request(root, python, user, env_file, no_commands, from_, as_json, deadline)
             code = run_check(
                 request,
                 env,
@@ -233,10 +243,11 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--redact/--no-redact", help="Remove host names, user names, IPs (default on).")
         ] = True,
         matrix: MatrixOpt = None,
+        deadline: DeadlineOpt = DEFAULT_DEADLINE,
     ) -> None:
         env = environment(ctx)
         try:
-            request = machine_request(root, python, user, env_file, no_commands, from_, as_json)
+            request = machine_request(root, python, user, env_file, no_commands, from_, as_json, deadline)
             if from_ and matrix:
                 raise UsageError("--matrix stamps a new snapshot; --from keeps the snapshot's own matrix stamp")
             code = collect_snapshot(request, env, output, redact=redact_, matrix_path=matrix)

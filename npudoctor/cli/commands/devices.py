@@ -12,6 +12,7 @@ from typing import Any, Dict, Optional
 import typer
 
 from npudoctor.cli.commands._common import (
+    DeadlineOpt,
     EnvFileOpt,
     FromOpt,
     JsonOpt,
@@ -27,7 +28,8 @@ from npudoctor.cli.commands._common import (
     machine_request,
     snapshot_for,
 )
-from npudoctor.cli.request import Environment, ExitStatus, MachineRequest
+from npudoctor.cli.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest
+from npudoctor.redact import conceal
 
 DEVICES_HELP = """Show the NPU chips: health, power, temperature, AICore, memory/HBM, processes and
 topology (from npu-smi), the device nodes and their permissions, and the device and
@@ -85,7 +87,7 @@ def status(data: Dict[str, Any]) -> ExitStatus:
 def run_devices(request: MachineRequest, env: Environment, matrix_path: Optional[str] = None) -> ExitStatus:
     """Gather, print (the table, or JSON with ``request.json``) to ``env.stdout`` and return
     the exit status.  Raises :class:`UsageError`."""
-    data = gather(request, matrix_path, environ=env.environ)
+    data = conceal(gather(request, matrix_path, environ=env.environ))  # secrets never leave
     if request.json:
         env.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     else:
@@ -107,10 +109,11 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
         no_commands: NoCommandsOpt = False,
         matrix: MatrixOpt = None,
+        deadline: DeadlineOpt = DEFAULT_DEADLINE,
     ) -> None:
         env = environment(ctx)
         try:
-            request = machine_request(root, python, user, env_file, no_commands, from_, as_json)
+            request = machine_request(root, python, user, env_file, no_commands, from_, as_json, deadline)
             code = run_devices(request, env, matrix)
         except UsageError as exc:
             raise fail_usage(str(exc), env) from None

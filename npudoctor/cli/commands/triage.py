@@ -24,6 +24,7 @@ from npudoctor.cli.commands._common import (
     snapshot_for,
 )
 from npudoctor.cli.request import Environment, ExitStatus, MachineRequest
+from npudoctor.host import open_regular
 
 TRIAGE_HELP = """Find the known error signatures in logs (training/inference output, CANN plog
 files or directories of them, a pasted traceback; '-' reads stdin), group repeats, and rank
@@ -86,7 +87,7 @@ def run_triage(
     ``request.json``) to ``env.stdout`` (default: the process's surroundings); returns the
     exit status (PROBLEMS when a known error was found).  Raises :class:`UsageError` for
     unreadable logs or bad options."""
-    from npudoctor.report.triage import render_text
+    from npudoctor.report.triage import conceal_result, render_text
     from npudoctor.triage import Scanner, iter_log_files, load_kb, rank
 
     env = env if env is not None else Environment.from_process()
@@ -111,7 +112,7 @@ def run_triage(
             scanner.feed("<stdin>", env.stdin)
             continue
         try:
-            with open(path, "rb") as fh:
+            with open_regular(path, pipes=path in logs) as fh:
                 scanner.feed(path, fh)
         except OSError as exc:
             raise UsageError(f"{path}: {exc.strerror or exc}") from None
@@ -119,6 +120,7 @@ def run_triage(
     result["facts_from"] = mode
     result["ranked"] = unranked is None
     result["unranked"] = unranked
+    result = conceal_result(result)  # log lines quoted may carry tokens and passwords
     status = ExitStatus.PROBLEMS if result["summary"]["known_errors"] else ExitStatus.OK
     if request.json:
         from npudoctor import __version__

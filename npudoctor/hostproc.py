@@ -1,0 +1,203 @@
+"""The children of :meth:`npudoctor.host.Host.run`: reading their output under a byte cap
+and a deadline, and ending them -- their process group, their descendants, and the
+grandchildren they orphaned (npudoctor becomes a child subreaper so that a grandchild that
+called ``setsid()`` is re-parented to it instead of init).
+
+Linux ``/proc`` is read here about npudoctor's *own* processes, never about the judged
+machine.  This module imports no other npudoctor module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Dict, List, Optional, Set, Tuple
+
+#: Pids of the commands :meth:`npudoctor.host.Host.run` is running now (not orphans: see :func:`reap_orphans`).
+RUNNING: Set[int] = set()
+SPAWN_LOCK = threading.Lock()
+_SUBREAPER: List[bool] = []
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Make this process a child subreaper (Linux ``prctl(PR_SET_CHILD_SUBREAPER)``), once:
+    a grandchild orphaned by a command (one that called ``setsid()`` and lives on) is then
+    re-parented to npudoctor instead of init, so :func:`reap_orphans` can end it.  Returns
+    whether it worked (``False`` off Linux or without libc); never raises."""
+    if not _SUBREAPER:
+        ok = False
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                libc = ctypes.CDLL(None, use_errno=True)
+                ok = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+            except (OSError, AttributeError):
+                ok = False
+        _SUBREAPER.append(ok)
+    return _SUBREAPER[0]
+
+
+def _children(pid: int) -> List[int]:
+    """Direct children of ``pid`` (``/proc/<pid>/task/*/children``); empty when unknown."""
+    out: List[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as fh:  # procfs, not the judged machine
+                out.extend(int(p) for p in fh.read().split())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _descendants(pid: int) -> List[int]:
+    """Every descendant of ``pid`` still attached to it (children first), whatever their
+    session or process group."""
+    seen: List[int] = []
+    todo = [pid]
+    while todo and len(seen) < 10000:
+        for child in _children(todo.pop()):
+            if child not in seen:
+                seen.append(child)
+                todo.append(child)
+    return seen
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL the process group led by ``pid`` and every descendant of ``pid`` (those that
+    left the group with ``setsid()`` included).  Never raises."""
+    victims = _descendants(pid)
+    for target in [pid] + victims:
+        with contextlib.suppress(OSError):
+            os.kill(target, signal.SIGSTOP)  # no more forking while we collect the rest
+    victims = list(dict.fromkeys(victims + _descendants(pid)))
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
+    for target in [pid] + victims:
+        with contextlib.suppress(OSError):
+            os.kill(target, signal.SIGKILL)
+
+
+def reap_orphans(since: Optional[int]) -> int:
+    """End the processes re-parented to npudoctor (a subreaper: :func:`become_subreaper`)
+    that were born at or after ``since`` (clock ticks since boot, the start of the command
+    that just ended) and that no running :meth:`npudoctor.host.Host.run` nor :func:`track` knows --
+    grandchildren left behind by a command -- with their descendants, and reap them.
+    Returns how many were ended; never raises."""
+    if not _SUBREAPER or not _SUBREAPER[0] or since is None:
+        return 0
+    with SPAWN_LOCK:
+        known = set(RUNNING) | _TRACKED
+        orphans = [p for p in _children(os.getpid()) if p not in known and (starttime(p) or -1) >= since]
+    for pid in orphans:
+        kill_tree(pid)
+    waiting = set(orphans)
+    give_up = time.monotonic() + 0.5  # one that will not die (D state) is left, not waited for
+    while waiting and time.monotonic() < give_up:
+        for pid in list(waiting):
+            try:
+                done, _status = os.waitpid(pid, os.WNOHANG)
+            except OSError:
+                done = pid  # not ours to reap after all
+            if done:
+                waiting.discard(pid)
+        if waiting:
+            time.sleep(0.01)
+    return len(orphans)
+
+
+#: Pids of children started outside :meth:`npudoctor.host.Host.run` that orphan reaping must leave alone.
+_TRACKED: Set[int] = set()
+
+
+def track(pid: int, on: bool = True) -> None:
+    """Declare (``on``) or forget a child this process started itself outside
+    :meth:`npudoctor.host.Host.run` (``subprocess.Popen`` in a probe), so :func:`reap_orphans` leaves it."""
+    with SPAWN_LOCK:
+        if on:
+            _TRACKED.add(pid)
+        else:
+            _TRACKED.discard(pid)
+
+
+def starttime(pid: int) -> Optional[int]:
+    """Start time of a process in clock ticks since boot (``/proc/<pid>/stat`` field 22),
+    or ``None``."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:  # procfs, not the judged machine
+            tail = fh.read(4096).rsplit(b")", 1)[1].split()
+        return int(tail[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def drain(proc: subprocess.Popen[bytes], deadline: float, limit: int) -> Tuple[bytes, bytes, str]:
+    """Read ``proc``'s stdout and stderr until both end, keeping at most ``limit`` bytes
+    each: ``(out, err, ending)``.  ``ending`` is ``""`` (both pipes ended), ``"timeout"``
+    (``deadline``, a :func:`time.monotonic` instant, passed) or ``"overflow"`` (a stream
+    passed ``limit`` bytes: reading stopped there).  When the command has exited but a
+    process it left holds the pipes open, reading stops after a short grace."""
+    bufs: Dict[int, bytearray] = {}
+    sel = selectors.DefaultSelector()
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            fd = stream.fileno()
+            os.set_blocking(fd, False)
+            bufs[fd] = bytearray()
+            sel.register(fd, selectors.EVENT_READ)
+    order = list(bufs)
+    ending = ""
+    exited_at: Optional[float] = None
+    try:
+        while sel.get_map():
+            now = time.monotonic()
+            if now >= deadline:
+                ending = "timeout"
+                break
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > _EXIT_GRACE:
+                break  # the command ended; what holds the pipe is left over
+            wait = min(deadline - now, 0.05 if exited_at is not None else 0.25)
+            for key, _mask in sel.select(timeout=max(wait, 0.0)):
+                fd = int(key.fd)
+                try:
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    sel.unregister(fd)
+                    continue
+                buf = bufs[fd]
+                buf += chunk
+                if len(buf) > limit:
+                    del buf[limit:]
+                    ending = "overflow"
+            if ending:
+                break
+    finally:
+        sel.close()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+    out = bytes(bufs[order[0]]) if order else b""
+    err = bytes(bufs[order[1]]) if len(order) > 1 else b""
+    return out, err, ending
+
+
+#: Seconds the pipes may stay open after the command itself exited.
+_EXIT_GRACE = 0.5

@@ -1,0 +1,286 @@
+"""Redaction: the one place that knows what is secret or personal in npudoctor's outputs.
+
+Two levels:
+
+* :func:`conceal` / :func:`conceal_text` -- **secrets**, applied to *every* output (``check
+  --json``, text, triage quotes of log lines): credentials in URLs (``https://user:pw@host``
+  → ``https://<redacted>@host``), well-known token shapes (Hugging Face ``hf_…``, GitHub
+  ``ghp_…``/``github_pat_…``, AWS ``AKIA…``), and the value of every variable or key named
+  like a secret (``*_TOKEN``, ``*_KEY``, ``*_SECRET``, ``*PASSWORD*``, ``*PASSWD*``,
+  ``*CREDENTIAL*``, ``*API_KEY*``, ``*ACCESS_KEY*``…): the output says the secret is set,
+  never what it is.
+* :class:`Redactor` -- **personal data** as well, for outputs that leave the machine
+  (``collect`` snapshots, ``check --markdown``): host names (the node's, ``MASTER_ADDR``'s,
+  ``hostname``/``fqdn`` keys), user names in paths (``/home/<u>``, ``/Users/<u>``,
+  ``/data/<u>``… wherever a known account name is a path component) and IPv4/IPv6 addresses
+  become **stable pseudonyms**: the same value gives the same token within a snapshot and,
+  with the same site salt (``NPUDOCTOR_REDACT_SALT``), across snapshots -- so ``compare``,
+  ``check --from`` and the HCCL address checks (device IP vs rank table) still work.  An
+  IPv4 address stays an IPv4 address in ``10.0.0.0/8`` with its ``/24`` grouping and last
+  octet kept; an IPv6 address becomes one in ``fd00::/8``.
+
+This module imports no other npudoctor module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import os
+import re
+from typing import Any, Dict, Iterable, List, Mapping, Optional
+
+#: What a concealed secret value becomes.
+SECRET = "<redacted>"
+
+#: Names (environment variables, JSON keys, config keys) whose values are secrets.
+SECRET_NAME = re.compile(
+    r"(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|API[_-]?KEY|ACCESS[_-]?KEY|PRIVATE[_-]?KEY|[_-]KEY$|^KEY$|AUTH)",
+    re.I,
+)
+
+#: Token shapes recognised anywhere in text, whatever they are called.
+_TOKENS = re.compile(
+    r"\b(?:hf_[A-Za-z0-9]{20,}"
+    r"|gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|github_pat_[A-Za-z0-9_]{20,}"
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"
+    r"|xox[abpr]-[A-Za-z0-9-]{10,}"
+    r"|sk-[A-Za-z0-9_-]{20,})\b"
+)
+#: ``scheme://userinfo@`` in a URL (pip index URLs with a password, git remotes with a token).
+_URL_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)([^/\s@'\"<>]+)@")
+#: ``NAME=value``, ``NAME: value``, ``"NAME": "value"``, ``--name value`` where NAME is secret-like.
+_ASSIGNMENT = re.compile(
+    r"""(?P<name>(?<![\w-])-{0,2}[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>["']?[ \t]*[:=][ \t]*["']?)(?P<value>[^\s"',;]+)"""
+)
+_OPTION = re.compile(r"""(?P<name>(?<![\w-])--[A-Za-z][A-Za-z0-9_-]*)(?P<sep>[ \t]+)(?P<value>[^\s"',;-][^\s"',;]*)""")
+
+_IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w.])")
+_IPV6 = re.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])")
+_HOME_LIKE = re.compile(r"(?<![\w.-])((?:/[\w.-]+)*?/(?:home|Users|users|homes))/([^/\s:'\"<>]+)")
+
+#: Keys whose string values are host names / user names wholesale.
+_HOST_KEYS = {"hostname", "fqdn", "host_name", "nodename"}
+_USER_KEYS = {"user", "username", "user_name", "login", "logname"}
+#: Variables naming a host (or an address) of the job.
+_HOST_VARS = ("MASTER_ADDR", "HCCL_IF_IP", "HOSTNAME", "NODE_NAME", "SLURMD_NODENAME", "KUBERNETES_NODE_NAME")
+_USER_VARS = ("USER", "LOGNAME", "SUDO_USER", "USERNAME")
+#: Accounts that say nothing about a person (kept as they are: rules name them).
+SYSTEM_ACCOUNTS = {
+    "root",
+    "hwhiaiuser",
+    "hwdmuser",
+    "hwbaseuser",
+    "nobody",
+    "daemon",
+    "bin",
+    "sys",
+    "www-data",
+    "user",
+    "<user>",
+}
+
+
+def _is_secret_name(name: str) -> bool:
+    return bool(SECRET_NAME.search(name))
+
+
+def conceal_text(text: str) -> str:
+    """``text`` with secrets replaced by :data:`SECRET`: URL credentials, token shapes, and
+    the values of secret-named assignments.  Never raises."""
+    if not text:
+        return text
+    out = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{SECRET}@", text)
+    out = _TOKENS.sub(SECRET, out)
+
+    def assignment(m: re.Match[str]) -> str:
+        if not _is_secret_name(m.group("name").lstrip("-")) or m.group("value") == SECRET:
+            return m.group(0)
+        return f"{m.group('name')}{m.group('sep')}{SECRET}"
+
+    out = _OPTION.sub(assignment, out)
+    return _ASSIGNMENT.sub(assignment, out)
+
+
+def conceal(value: Any, key: str = "") -> Any:
+    """A copy of a JSON-able value with every secret concealed (see :func:`conceal_text`):
+    the value of a secret-named key becomes :data:`SECRET` (when it is non-empty: an empty
+    one stays empty, so "set but empty" still shows), other strings are scanned."""
+    if isinstance(value, dict):
+        return {k: _conceal_item(str(k), v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [conceal(v, key) for v in value]
+    if isinstance(value, str):
+        return conceal_text(value)
+    return value
+
+
+def _conceal_item(key: str, value: Any) -> Any:
+    if isinstance(value, str) and _is_secret_name(key):
+        return SECRET if value else value
+    return conceal(value, key)
+
+
+def pseudonym(text: str, kind: str = "node", salt: str = "") -> str:
+    """A stable, non-reversible label ``<kind>-<8 hex>`` for a host or user name.  Without
+    a salt the label of a host name is the one :func:`npudoctor.snapshot.pseudonym` always
+    gave (``node-…``)."""
+    material = (salt + "\0" + text) if salt else text
+    return f"{kind}-" + hashlib.sha256(material.encode("utf-8", "replace")).hexdigest()[:8]
+
+
+def site_salt(environ: Optional[Mapping[str, str]] = None) -> str:
+    """The site salt of pseudonyms: ``NPUDOCTOR_REDACT_SALT`` (empty: none)."""
+    env = os.environ if environ is None else environ
+    return str(env.get("NPUDOCTOR_REDACT_SALT", ""))
+
+
+class Redactor:
+    """Conceals secrets and replaces personal data by stable pseudonyms (module docstring).
+
+    ``hosts`` and ``users`` are names known to be personal (from the snapshot: see
+    :meth:`for_facts`); every occurrence as a word (hosts) or a path component / word
+    (users) is replaced.  One redactor is used for a whole snapshot so that the same value
+    always gives the same pseudonym."""
+
+    def __init__(self, hosts: Iterable[str] = (), users: Iterable[str] = (), salt: str = "") -> None:
+        self.salt = salt
+        self.hosts = sorted({h for h in hosts if _worth(h) and not _is_ip(h)}, key=len, reverse=True)
+        self.users = sorted({u for u in users if _worth(u) and u.lower() not in SYSTEM_ACCOUNTS}, key=len, reverse=True)
+        self._host_re = _words(self.hosts, r"(?<![\w.-])", r"(?![\w-])")
+        self._user_re = _words(self.users, r"(?<![\w.-])", r"(?![\w-])")
+
+    @classmethod
+    def for_facts(cls, facts: Mapping[str, Any], node: str = "", salt: Optional[str] = None) -> Redactor:
+        """A redactor knowing the host and user names a snapshot's ``facts`` mention: the
+        node label, ``host.hostname``/``fqdn``, the judged account, the ``USER``/``HOME``
+        and ``MASTER_ADDR``-like variables of the environment facts."""
+        hosts: List[str] = [node] if node else []
+        users: List[str] = []
+
+        def walk(value: Any, key: str = "") -> None:
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    name = str(k)
+                    if isinstance(v, str):
+                        low = name.lower()
+                        if low in _HOST_KEYS or name in _HOST_VARS:
+                            hosts.append(v)
+                        elif low in _USER_KEYS or name in _USER_VARS:
+                            users.append(v)
+                        users.extend(m.group(2) for m in _HOME_LIKE.finditer(v))
+                    if key == "identity" and name == "name" and isinstance(v, str):
+                        users.append(v)
+                    walk(v, name)
+            elif isinstance(value, list):
+                for v in value:
+                    walk(v, key)
+                    if isinstance(v, str):
+                        users.extend(m.group(2) for m in _HOME_LIKE.finditer(v))
+
+        walk(facts)
+        return cls(hosts, users, site_salt() if salt is None else salt)
+
+    # ------------------------------------------------------------------ pieces
+    def host(self, name: str) -> str:
+        """The pseudonym of a host name (``node-…``)."""
+        return pseudonym(name, "node", self.salt)
+
+    def user(self, name: str) -> str:
+        """The pseudonym of a user name (``user-…``)."""
+        return pseudonym(name, "user", self.salt)
+
+    def ipv4(self, text: str) -> str:
+        """A stable pseudonymous IPv4 address in ``10.0.0.0/8``: the ``/24`` of the address
+        maps to one pseudonymous ``/24`` and the last octet is kept.  Loopback, unspecified,
+        netmask-like and link-local addresses are kept as they are."""
+        try:
+            addr = ipaddress.IPv4Address(text)
+        except ValueError:
+            return text
+        if addr.is_loopback or addr.is_unspecified or addr.is_link_local or _netmask(text) or addr.is_multicast:
+            return text
+        octets = text.split(".")
+        digest = hashlib.sha256((self.salt + "\0v4\0" + ".".join(octets[:3])).encode()).digest()
+        return f"10.{digest[0]}.{digest[1]}.{int(octets[3])}"
+
+    def ipv6(self, text: str) -> str:
+        """A stable pseudonymous IPv6 address in ``fd00::/8`` (loopback and unspecified
+        kept); text that is not an IPv6 address is returned as is."""
+        try:
+            addr = ipaddress.IPv6Address(text)
+        except ValueError:
+            return text
+        if addr.is_loopback or addr.is_unspecified:
+            return text
+        digest = hashlib.sha256((self.salt + "\0v6\0" + addr.exploded).encode()).hexdigest()
+        return str(ipaddress.IPv6Address(int("fd" + digest[:30], 16)))
+
+    def text(self, text: str) -> str:
+        """Free text with secrets concealed and personal data pseudonymised."""
+        if not text:
+            return text
+        out = conceal_text(text)
+        out = _HOME_LIKE.sub(lambda m: f"{m.group(1)}/{self._user_token(m.group(2))}", out)
+        if self._user_re is not None:
+            out = self._user_re.sub(lambda m: self.user(m.group(0)), out)
+        if self._host_re is not None:
+            out = self._host_re.sub(lambda m: self.host(m.group(0)), out)
+        out = _IPV4.sub(lambda m: self.ipv4(m.group(0)), out)
+        return _IPV6.sub(lambda m: self.ipv6(m.group(0)), out)
+
+    def _user_token(self, name: str) -> str:
+        return name if name.lower() in SYSTEM_ACCOUNTS or name.startswith("user-") else self.user(name)
+
+    def value(self, value: Any, key: str = "") -> Any:
+        """A copy of a JSON-able value redacted throughout (keys are kept)."""
+        if isinstance(value, dict):
+            out: Dict[Any, Any] = {}
+            for k, v in value.items():
+                name = str(k)
+                low = name.lower()
+                if isinstance(v, str) and v and _is_secret_name(name):
+                    out[k] = SECRET
+                elif isinstance(v, str) and v and low in _HOST_KEYS:
+                    out[k] = self.host(v)
+                elif (
+                    isinstance(v, str)
+                    and v
+                    and (low in _USER_KEYS or name in _USER_VARS or key == "identity" and name == "name")
+                ):
+                    out[k] = v if v.lower() in SYSTEM_ACCOUNTS else self.user(v)
+                elif isinstance(v, str) and v and name in _HOST_VARS and not _is_ip(v):
+                    out[k] = self.host(v)
+                else:
+                    out[k] = self.value(v, name)
+            return out
+        if isinstance(value, list):
+            return [self.value(v, key) for v in value]
+        if isinstance(value, str):
+            return self.text(value)
+        return value
+
+
+def _worth(name: str) -> bool:
+    return isinstance(name, str) and len(name.strip()) >= 3 and not name.startswith(("node-", "user-"))
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+def _netmask(text: str) -> bool:
+    octets = [int(o) for o in text.split(".")]
+    bits = "".join(f"{o:08b}" for o in octets)
+    return octets[0] == 255 and "01" not in bits
+
+
+def _words(names: List[str], before: str, after: str) -> Optional[re.Pattern[str]]:
+    if not names:
+        return None
+    return re.compile(before + "(?:" + "|".join(re.escape(n) for n in names) + ")" + after)

@@ -1,0 +1,194 @@
+"""Hostile commands (issue 20): a command that floods, crashes or leaves a daemon behind
+neither blows npudoctor's deadline or memory nor survives the run, and a crash is a fact.
+Real scripts on PATH; every npudoctor run is a process bounded by a timeout."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+from npudoctor.host import OUTPUT_LIMIT, Host
+
+REPO = Path(__file__).resolve().parent.parent
+SCENARIO = REPO / "tests" / "scenarios" / "k10-stale-other-cann"
+TABLE = (
+    REPO / "tests" / "scenarios" / "case05-mindie-atb-models-1.0.RC2-torch-npu-2.1.0.post4" / "bin" / "npu-smi-info.txt"
+)
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux process semantics")
+
+
+def _script(directory: Path, name: str, body: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
+    path.chmod(0o755)
+    return path
+
+
+def _measured(args: List[str], env: Dict[str, str], cwd: Path, limit: float = 40.0) -> Dict[str, object]:
+    """Run ``npudoctor ARGS`` in a wrapper that reports its wall time and the peak RSS of
+    its children (npudoctor and what it ran), in MiB."""
+    wrapper = textwrap.dedent(
+        """
+        import json, resource, subprocess, sys, time
+        start = time.monotonic()
+        proc = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+        print(json.dumps({"rc": proc.returncode, "out": proc.stdout, "err": proc.stderr,
+                          "secs": time.monotonic() - start,
+                          "rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
+        """
+    )
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", wrapper, sys.executable, "-m", "npudoctor", *args],
+            capture_output=True,
+            text=True,
+            timeout=limit,
+            cwd=str(cwd),
+            env=env,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"`npudoctor {' '.join(args)}` did not finish within {limit:.0f} s")
+    result: Dict[str, object] = json.loads(proc.stdout)
+    assert "Traceback" not in str(result["err"]), result["err"]
+    return result
+
+
+def _env(bin_dir: Path, **extra: str) -> Dict[str, str]:
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": "/root", "PYTHONPATH": str(REPO)}
+    env.update(extra)
+    return env
+
+
+# ------------------------------------------------------------------ Host.run itself
+def test_run_caps_output_while_reading_and_kills_the_flood(tmp_path: Path) -> None:
+    flood = _script(tmp_path, "flood", "exec yes 'a flooding line of output'\n")
+    start = time.monotonic()
+    result = Host().run([str(flood)], timeout=20)
+    assert time.monotonic() - start < 10
+    assert result.overflow and not result.ok
+    assert result.error == f"output over {OUTPUT_LIMIT} bytes (killed)"
+    assert len(result.stdout) == OUTPUT_LIMIT
+    assert result.returncode is None
+
+
+def test_run_timeout_keeps_at_most_the_cap(tmp_path: Path) -> None:
+    slow = _script(tmp_path, "slow", "echo started; exec sleep 30\n")
+    result = Host().run([str(slow)], timeout=0.5)
+    assert result.timed_out and result.stdout == "started\n"
+    assert result.duration < 3
+
+
+def test_run_reports_a_crash_by_signal(tmp_path: Path) -> None:
+    crash = _script(tmp_path, "crash", "echo one; echo two; kill -SEGV $$\n")
+    result = Host().run([str(crash)], timeout=5)
+    assert result.signal == "SIGSEGV"
+    assert result.describe().endswith("killed by SIGSEGV after printing 2 lines")
+
+
+def _alive(marker: str) -> List[int]:
+    pids = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmd = fh.read()
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmd and state != b"Z":
+            pids.append(int(pid))
+    return pids
+
+
+@pytest.mark.parametrize("keeps_pipe", [False, True])
+def test_run_leaves_no_setsid_grandchild_behind(tmp_path: Path, keeps_pipe: bool) -> None:
+    seconds = "3737" if keeps_pipe else "3738"
+    redirect = "" if keeps_pipe else " >/dev/null 2>&1"
+    daemon = _script(tmp_path, "daemon", f"setsid sleep {seconds}{redirect} &\necho table\nexit 0\n")
+    start = time.monotonic()
+    result = Host().run([str(daemon)], timeout=5)
+    assert time.monotonic() - start < 3
+    assert result.stdout == "table\n"
+    deadline = time.monotonic() + 2
+    while _alive(f"sleep\0{seconds}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _alive(f"sleep\0{seconds}") == []
+
+
+# ------------------------------------------------------------------ the commands
+def test_e2e_check_with_a_flooding_npu_smi_stays_in_time_and_memory(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    _script(bin_dir, "npu-smi", "exec yes '| 0     910B3     | OK     | 95.1   45   0    / 0   |'\n")
+    run = _measured(["check", "--root", str(SCENARIO / "root"), "--json"], _env(bin_dir), tmp_path)
+    assert run["rc"] in (0, 1), run["err"]
+    assert float(run["secs"]) < 15  # type: ignore[arg-type]
+    assert float(run["rss_mib"]) < 400, run["rss_mib"]  # type: ignore[arg-type]
+    doc = json.loads(str(run["out"]))
+    smi = doc["facts"]["devices"]["npu_smi"]
+    assert f"output over {OUTPUT_LIMIT} bytes" in smi["error"]
+
+
+def test_e2e_check_with_a_flooding_python_target_stays_in_time_and_memory(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    target = _script(tmp_path / "py", "python3", "exec yes 'x'\n")
+    run = _measured(["check", "--python", str(target), "--json"], _env(bin_dir), tmp_path)
+    assert float(run["secs"]) < 15  # type: ignore[arg-type]
+    assert float(run["rss_mib"]) < 400, run["rss_mib"]  # type: ignore[arg-type]
+    assert f"output over {OUTPUT_LIMIT} bytes" in str(run["out"])
+
+
+def test_e2e_devices_kills_a_setsid_grandchild_of_npu_smi(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    _script(bin_dir, "npu-smi", f"setsid sleep 3739 &\ncat '{TABLE}'\n")
+    run = _measured(["devices", "--root", str(SCENARIO / "root"), "--json"], _env(bin_dir), tmp_path)
+    assert run["rc"] in (0, 1), run["err"]
+    time.sleep(0.2)
+    assert _alive("sleep\0" + "3739") == []
+
+
+def test_e2e_overall_deadline_stops_a_slow_npu_smi_with_many_alarms(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    table = TABLE.read_text().replace("| OK ", "| Alarm ")
+    (tmp_path / "table.txt").write_text(table)
+    _script(
+        bin_dir,
+        "npu-smi",
+        f"""\
+        case "$*" in
+          info) cat '{tmp_path / "table.txt"}' ;;
+          *) sleep 1.5; echo "Health Status : Alarm" ;;
+        esac
+        """,
+    )
+    run = _measured(["devices", "--root", str(SCENARIO / "root"), "--json", "--deadline", "2"], _env(bin_dir), tmp_path)
+    assert run["rc"] in (0, 1), run["err"]
+    assert float(run["secs"]) < 8, run["secs"]  # type: ignore[arg-type]
+
+
+def test_e2e_npu_smi_killed_by_sigsegv_is_an_error_not_a_healthy_table(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    _script(bin_dir, "npu-smi", f"head -n 12 '{TABLE}'\nkill -SEGV $$\n")
+    run = _measured(["check", "--root", str(SCENARIO / "root"), "--json"], _env(bin_dir), tmp_path)
+    doc = json.loads(str(run["out"]))
+    smi = doc["facts"]["devices"]["npu_smi"]
+    assert smi["cause"] == "crashed" and smi["signal"] == "SIGSEGV"
+    assert smi["error"] == "npu-smi was killed by SIGSEGV after printing 12 lines"
+    assert doc["facts"]["devices"]["chips"] == []
+    crashed = [f for f in doc["findings"] if f["code"] == "DEV005"]
+    assert crashed and crashed[0]["severity"] == "error"
+    assert run["rc"] == 1
+    health = _measured(["health", "--root", str(SCENARIO / "root"), "--timeout", "5"], _env(bin_dir), tmp_path)
+    assert health["rc"] == 1, health
+    assert "DEV005" in str(health["out"]) + str(health["err"])

@@ -1,0 +1,178 @@
+"""Redaction (issue 20): one module, a corpus, and the outputs that leave the machine."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+from clirun import npudoctor
+
+from npudoctor.redact import SECRET, Redactor, conceal, conceal_text, pseudonym
+from npudoctor.snapshot import Snapshot, redact
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = tomllib.loads((REPO / "tests" / "fixtures" / "redaction" / "corpus.toml").read_text())["case"]
+SCENARIO = REPO / "tests" / "scenarios" / "k01-control-matched-aarch64"
+SITE = "usr/local/python3.10.14/lib/python3.10/site-packages"
+
+
+def _redactor() -> Redactor:
+    return Redactor(hosts=["gpu-node-17", "master.cluster.local"], users=["alice", "bob"])
+
+
+@pytest.mark.parametrize("case", CORPUS, ids=[c["what"] for c in CORPUS])
+def test_corpus(case: Dict[str, Any]) -> None:
+    out = _redactor().text(case["text"])
+    for gone in case.get("gone", []):
+        assert gone not in out, (case["what"], out)
+    for kept in case.get("kept", []):
+        assert kept in out, (case["what"], out)
+    if case.get("secret"):  # secrets go in every output, not only redacted ones
+        concealed = conceal_text(case["text"])
+        for gone in case.get("gone", []):
+            assert gone not in concealed, (case["what"], concealed)
+
+
+def test_pseudonyms_are_stable_and_salted() -> None:
+    one, two = _redactor(), _redactor()
+    assert one.text("alice@gpu-node-17 10.1.2.3") == two.text("alice@gpu-node-17 10.1.2.3")
+    assert one.host("gpu-node-17") == pseudonym("gpu-node-17") == "node-" + pseudonym("gpu-node-17")[5:]
+    salted = Redactor(hosts=["gpu-node-17"], salt="site-a")
+    assert salted.host("gpu-node-17") != one.host("gpu-node-17")
+    assert salted.host("gpu-node-17") == Redactor(salt="site-a").host("gpu-node-17")
+    # an address stays an address: same /24 → same pseudonymous /24, last octet kept
+    a, b, c = one.ipv4("192.168.20.31"), one.ipv4("192.168.20.32"), one.ipv4("192.168.21.31")
+    assert ipaddress.IPv4Address(a) in ipaddress.IPv4Network("10.0.0.0/8")
+    assert a.rsplit(".", 1)[0] == b.rsplit(".", 1)[0] and a.endswith(".31") and b.endswith(".32")
+    assert c.rsplit(".", 1)[0] != a.rsplit(".", 1)[0]
+    v6 = one.ipv6("2001:db8::7")
+    assert ipaddress.IPv6Address(v6) in ipaddress.IPv6Network("fd00::/8") and v6 == two.ipv6("2001:db8::7")
+
+
+def test_conceal_says_a_secret_is_set_not_what_it_is() -> None:
+    doc = {"vars": {"ASCEND_API_TOKEN": "abc", "EMPTY_TOKEN": "", "PATH": "/bin"}, "n": [{"password": "x"}]}
+    assert conceal(doc) == {
+        "vars": {"ASCEND_API_TOKEN": SECRET, "EMPTY_TOKEN": "", "PATH": "/bin"},
+        "n": [{"password": SECRET}],
+    }
+
+
+def test_snapshot_redaction_keeps_hccl_addresses_comparable() -> None:
+    snap = Snapshot(
+        facts={
+            "host": {"hostname": "gpu-node-17", "identity": {"name": "alice"}},
+            "environment": {
+                "vars": {
+                    "MASTER_ADDR": "master.cluster.local",
+                    "HCCL_IF_IP": "10.1.2.3",
+                    "HOME": "/data/alice",
+                    "PIP_INDEX_URL": "https://bob:pw0rd@pypi.corp/simple",
+                }
+            },
+            "hccl": {"hccn": [{"device_ip": "10.1.2.3"}], "rank_table": {"server_id": "10.1.2.3"}},
+        },
+        node="gpu-node-17",
+    )
+    safe = redact(snap)
+    text = json.dumps(safe.to_dict())
+    for gone in ("gpu-node-17", "alice", "master.cluster.local", "10.1.2.3", "pw0rd"):
+        assert gone not in text
+    ip = safe.facts["environment"]["vars"]["HCCL_IF_IP"]
+    assert ip == safe.facts["hccl"]["hccn"][0]["device_ip"] == safe.facts["hccl"]["rank_table"]["server_id"]
+    assert ipaddress.ip_address(ip) and ip.endswith(".3")
+    assert safe.node == pseudonym("gpu-node-17") == redact(snap).node
+
+
+# ------------------------------------------------------------------ the outputs
+def _root(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    shutil.copytree(SCENARIO / "root", root, symlinks=True)
+    (root / "etc").mkdir(exist_ok=True)
+    (root / "etc" / "pip.conf").write_text("[global]\nindex-url = https://bob:S3cr3tPw@pypi.corp.example/simple\n")
+    dist = next((root / SITE).glob("torch-*.dist-info"))
+    (dist / "direct_url.json").write_text(
+        json.dumps(
+            {
+                "url": "https://x-access-token:ghs_16C7e42F292c6912E7710c838347Ae178B4a@github.com/o/torch.git",
+                "vcs_info": {"vcs": "git", "commit_id": "0" * 40},
+            }
+        )
+    )
+    return root
+
+
+SECRETS = ["S3cr3tPw", "ghs_16C7e42F292c6912E7710c838347Ae178B4a", "Pa55", "tok-42", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0"]
+PERSONAL = ["carol", "master.cluster.local", "2001:db8:85a3::8a2e:370:7334", "192.168.20.31"]
+
+
+def _env(tmp_path: Path) -> Dict[str, str]:
+    return {
+        "PATH": "/usr/bin:/bin",
+        "HOME": "/data/users/carol",
+        "USER": "carol",
+        "PIP_INDEX_URL": "https://deploy:Pa55@mirrors.example.com/simple",
+        "ASCEND_API_TOKEN": "tok-42",
+        "HF_TOKEN": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123",
+        "MASTER_ADDR": "master.cluster.local",
+        "HCCL_IF_IP": "192.168.20.31",
+        "NCCL_SOCKET_IFNAME": "eth0",
+        "GLOO_SOCKET_ADDR": "2001:db8:85a3::8a2e:370:7334",
+        "VIRTUAL_ENV": "/data/users/carol/venv",
+    }
+
+
+def _missing(text: str, words: List[str]) -> List[str]:
+    return [w for w in words if w in text]
+
+
+def test_collect_and_markdown_leak_neither_secrets_nor_personal_data(tmp_path: Path) -> None:
+    root, env = _root(tmp_path), _env(tmp_path)
+    out = tmp_path / "snap.json"
+    proc = npudoctor("collect", "--root", str(root), "-o", str(out), env=env)
+    assert proc.returncode == 0, proc.stderr
+    snap = out.read_text()
+    assert _missing(snap, SECRETS + PERSONAL) == []
+    assert "mirrors.example.com/simple" in snap  # the index itself is still judged
+    md = npudoctor("check", "--root", str(root), "--markdown", env=env)
+    assert _missing(md.stdout, SECRETS + PERSONAL) == []
+    # a redacted snapshot still replays
+    again = npudoctor("check", "--from", str(out), "--json", env=env)
+    assert again.returncode in (0, 1), again.stderr
+
+
+def test_outputs_without_redaction_still_conceal_secrets(tmp_path: Path) -> None:
+    root, env = _root(tmp_path), _env(tmp_path)
+    doc = npudoctor("check", "--root", str(root), "--json", env=env)
+    assert doc.returncode in (0, 1), doc.stderr
+    assert _missing(doc.stdout, SECRETS) == []
+    facts = json.loads(doc.stdout)["facts"]
+    assert SECRET in json.dumps(facts)  # presence shown
+    text = npudoctor("check", "--root", str(root), "-v", env=env)
+    assert _missing(text.stdout, SECRETS) == []
+    raw = tmp_path / "raw.json"
+    assert npudoctor("collect", "--root", str(root), "--no-redact", "-o", str(raw), env=env).returncode == 0
+    assert _missing(raw.read_text(), SECRETS) == []
+    assert "carol" in raw.read_text()  # personal data kept as asked
+
+
+def test_triage_does_not_repeat_secrets_of_log_lines(tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text(
+        "INFO HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123 downloading\n"
+        "RuntimeError: ACL stream synchronize failed, error code:507015 url https://u:Pa55@h.example/x\n"
+        "ERROR some unknown failure password=Pa55\n"
+    )
+    for args in ([], ["--json"]):
+        proc = npudoctor("triage", str(log), "--no-facts", *args, env={"PATH": os.environ["PATH"]})
+        assert _missing(proc.stdout, SECRETS) == [], proc.stdout
