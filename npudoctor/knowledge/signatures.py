@@ -171,15 +171,21 @@ class Entry:
     sources: List[str]
     causes: List[Cause]
     follow_on: bool = False
+    #: what the line is, in the vocabulary ``<family>:<code>`` (``acl:{code}``, ``loader:version-not-found``);
+    #: empty for message signatures without one
+    label: str = ""
+    #: official meanings of the codes a family entry names (``code`` capture -> meaning)
+    codes: Dict[str, str] = field(default_factory=dict)
+    #: the family's meaning for a code not in ``codes``
+    unlisted: str = ""
     compiled: List[Any] = field(default_factory=list, repr=False)
-    compiled_text: List[Any] = field(default_factory=list, repr=False)
     #: per pattern, literals one of which every match contains (see :func:`required_literals`)
     anchors: List[List[bytes]] = field(default_factory=list, repr=False)
 
     def match_bytes(self, line: bytes) -> Optional[Dict[str, str]]:
         """Captures (possibly empty dict) when a pattern matches ``line``, else ``None``."""
         for rx, anchors in zip(self.compiled, self.anchors):
-            if not any(a in line for a in anchors):
+            if anchors and not any(a in line for a in anchors):
                 continue
             m = rx.search(line)
             if m:
@@ -187,12 +193,29 @@ class Entry:
         return None
 
     def match_text(self, text: str) -> Optional[Dict[str, str]]:
-        """Like :meth:`match_bytes` for a ``str`` (one line or a whole message)."""
-        for rx in self.compiled_text:
+        """Like :meth:`match_bytes` for a ``str`` (one line or a whole message).  The
+        ``str`` patterns are compiled on first use (the scanner only needs the bytes ones)."""
+        if self._text_rx is None:
+            self._text_rx = [re.compile(p, re.M) for p in self.patterns]
+        for rx in self._text_rx:
             m = rx.search(text)
             if m:
                 return {k: v for k, v in m.groupdict().items() if v is not None}
         return None
+
+    _text_rx: Optional[List[Any]] = field(default=None, repr=False, init=False, compare=False)
+
+    def code_meaning(self, code: str) -> str:
+        """The official meaning of ``code`` in this family (``unlisted`` when not listed)."""
+        return self.codes.get(code, self.unlisted)
+
+    def values(self, captures: Mapping[str, str]) -> Dict[str, str]:
+        """``captures`` plus ``code_meaning`` (for a family entry): the values its title,
+        meaning and label are filled with."""
+        out = dict(captures)
+        if "code" in captures and (self.codes or self.unlisted):
+            out["code_meaning"] = self.code_meaning(captures["code"])
+        return out
 
 
 @dataclass
@@ -205,6 +228,35 @@ class KnowledgeBase:
     path: str
     anchors: List[bytes] = field(default_factory=list)
     generic: Any = None
+    #: one regex (bytes) over the patterns that have no literal anchor, or ``None``
+    unanchored: Any = None
+    #: the root-cause kinds causes print (``K01`` -> one line), from the ``[kinds]`` table
+    kinds: Dict[str, str] = field(default_factory=dict)
+
+    def lookup_code(self, code: str) -> Optional[Tuple[Entry, str]]:
+        """The family entry naming an error ``code`` (``507033``, ``EZ9999``, ``ERR02005``,
+        ``hccl:6``, ``acl:107020``) and the code's official meaning, or ``None``.  A code only
+        a family's range covers (not listed) is found with the family's meaning."""
+        raw = code.strip()
+        family = ""
+        if ":" in raw:
+            family, raw = raw.split(":", 1)
+        key = raw.upper() if raw[:1].isalpha() else raw
+        fams = [e for e in self.entries if e.codes or e.unlisted]
+        for e in fams:
+            if (not family or e.label.startswith(family + ":")) and key in e.codes:
+                return e, e.codes[key]
+        for e in fams:
+            if family and not e.label.startswith(family + ":"):
+                continue
+            probe = e.label.split(":", 1)[0]
+            line = {"hccl": f"HcclFoo, error code is {key}", "pta": f"{key} PTA x"}.get(
+                probe, f"error code is {key}" if key.isdigit() else f"{key}: x"
+            )
+            caps = e.match_text(line)
+            if caps is not None and caps.get("code") == key:
+                return e, e.unlisted
+        return None
 
     def by_id(self, entry_id: str) -> Optional[Entry]:
         """The entry with this id, or ``None``."""
@@ -314,18 +366,34 @@ def _entry(item: Mapping[str, Any], where: str) -> Entry:
         sources=_strs(item, where, "sources"),
         causes=[_cause(c, where) for c in item.get("causes", [])],
         follow_on=bool(item.get("follow_on", False)),
+        label=str(item.get("label", "")),
+        codes={str(k): str(v) for k, v in dict(item.get("codes", {})).items()},
+        unlisted=str(item.get("unlisted", "")),
     )
     for p in patterns:
         try:
             entry.compiled.append(re.compile(p.encode("utf-8"), re.M))
-            entry.compiled_text.append(re.compile(p, re.M))
         except re.error as exc:
             raise KBError(f"{where}: bad regex {p!r}: {exc}") from None
+        # Only a code family (its label names the captured `code`: `E[A-Z0-9]\d{4}:`) may have
+        # a pattern without a literal of 3+ bytes; the code shape is its anchor.
         literals = required_literals(p)
-        if not literals:
+        if not literals and not ("{code}" in entry.label and "(?P<code>" in p):
             raise KBError(f"{where}: pattern {p!r} has no literal of 3+ characters that every match contains")
-        entry.anchors.append(literals)
+        entry.anchors.append(literals or [])
     return entry
+
+
+_GROUP_NAME = re.compile(r"\(\?P<\w+>")
+
+
+def _unanchored(entries: Sequence[Entry]) -> Any:
+    """One compiled alternation (bytes, multi-line) of the patterns without a literal anchor
+    (named groups made plain), or ``None`` when every pattern has one."""
+    bare = [_GROUP_NAME.sub("(?:", p) for e in entries for p, a in zip(e.patterns, e.anchors) if not a]
+    if not bare:
+        return None
+    return re.compile("|".join(f"(?:{p})" for p in bare).encode("utf-8"), re.M)
 
 
 def load_kb(path: Optional[str] = None) -> KnowledgeBase:
@@ -364,6 +432,19 @@ def load_kb(path: Optional[str] = None) -> KnowledgeBase:
     for a in pool:
         if not any(b in a for b in anchors):
             anchors.append(a)
-    kb = KnowledgeBase(entries=entries, path=path, anchors=anchors, generic=re.compile(GENERIC_ERROR.encode(), re.M))
+    kinds = raw.get("kinds", {})
+    if not isinstance(kinds, dict) or not all(_KIND_RX.match(k) and isinstance(v, str) for k, v in kinds.items()):
+        raise KBError(f"{path}: [kinds] must map K01..K22 to one line each")
+    used = {k for e in entries for k in e.kinds} | {c.kind for e in entries for c in e.causes if c.kind}
+    if used - set(kinds):
+        raise KBError(f"{path}: kinds {sorted(used - set(kinds))} are used but not described in [kinds]")
+    kb = KnowledgeBase(
+        entries=entries,
+        path=path,
+        anchors=anchors,
+        generic=re.compile(GENERIC_ERROR.encode(), re.M),
+        kinds=dict(kinds),
+        unanchored=_unanchored(entries),
+    )
     _KB_CACHE[path] = kb
     return kb

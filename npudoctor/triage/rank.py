@@ -158,11 +158,14 @@ def rank_group(group: Group, findings: Sequence[Finding], facts: Optional[Mappin
     judged.sort(key=lambda j: (-_STATUS_SCORE[j["status"]], order[id(j)]))
     top = judged[0] if judged else None
     concluded = top is not None and top["status"] == "cause"
+    own = entry.values(group.captures)
     values = dict(base)
-    values.update(group.captures)
+    values.update(own)
     return {
         "id": entry.id,
-        "title": fill(entry.title, group.captures),
+        "label": fill(entry.label, own) if entry.label else None,
+        "code": group.captures.get("code") if entry.codes or entry.unlisted else None,
+        "title": fill(entry.title, own),
         "severity": entry.severity,
         "follow_on": entry.follow_on,
         "count": group.count,
@@ -170,7 +173,7 @@ def rank_group(group: Group, findings: Sequence[Finding], facts: Optional[Mappin
         "last": {"source": group.last.source, "line": group.last.line},
         "sample": group.sample,
         "captures": dict(group.captures),
-        "meaning": entry.meaning,
+        "meaning": fill(entry.meaning, own),
         "kinds": list(entry.kinds),
         "decide": list(entry.decide),
         "causes": judged,

@@ -157,6 +157,9 @@ class Scanner:
                 if end < 0:
                     break
                 pos = find(anchor, end + 1)
+        if self.kb.unanchored is not None:
+            for m in self.kb.unanchored.finditer(block):
+                starts.add(rfind(b"\n", 0, m.start()) + 1)
         counted_pos, counted = 0, base
         for start in sorted(starts):
             end = find(b"\n", start)
