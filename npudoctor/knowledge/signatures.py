@@ -233,6 +233,53 @@ class KnowledgeBase:
     #: the root-cause kinds causes print (``K01`` -> one line), from the ``[kinds]`` table
     kinds: Dict[str, str] = field(default_factory=dict)
 
+    def explain(self, name: str) -> Optional[Dict[str, Any]]:
+        """What a label triage prints means, or ``None``: a root-cause kind (``K10``), a
+        signature id (``acl-code``), a label (``acl:507033``, ``loader:version-not-found``)
+        or an error code (``507033``, ``EZ9999``, ``ERR02005``).  Keys: ``what`` ("kind",
+        "signature", "error code"), ``name``, ``title``, ``explain``, ``sources``, ``entry``
+        (the signature id, or ``None`` for a kind)."""
+        key = name.strip()
+        if _KIND_RX.match(key.upper()) and key.upper() in self.kinds:
+            kind = key.upper()
+            users = [e.id for e in self.entries if kind in e.kinds or any(c.kind == kind for c in e.causes)]
+            text = f"Root-cause kind {kind}: {self.kinds[kind]}."
+            if users:
+                text += " Triage names it as a candidate cause of: " + ", ".join(users) + "."
+            return {
+                "what": "kind",
+                "name": kind,
+                "title": self.kinds[kind],
+                "explain": text,
+                "sources": [],
+                "entry": None,
+            }
+        entry = self.by_id(key) or next((e for e in self.entries if e.label and e.label == key), None)
+        if entry is not None:
+            return {
+                "what": "signature",
+                "name": entry.id,
+                "title": _PLACEHOLDER.sub(r"<\1>", entry.title),
+                "explain": _PLACEHOLDER.sub(r"<\1>", entry.meaning),
+                "sources": list(entry.sources),
+                "entry": entry.id,
+            }
+        found = self.lookup_code(key)
+        if found is None:
+            return None
+        fam, meaning = found
+        code = key.split(":", 1)[-1].strip()
+        code = code.upper() if code[:1].isalpha() else code
+        values = fam.values({"code": code, "what": meaning})
+        return {
+            "what": "error code",
+            "name": fill(fam.label, values),
+            "title": meaning,
+            "explain": fill(fam.meaning, values),
+            "sources": list(fam.sources),
+            "entry": fam.id,
+        }
+
     def lookup_code(self, code: str) -> Optional[Tuple[Entry, str]]:
         """The family entry naming an error ``code`` (``507033``, ``EZ9999``, ``ERR02005``,
         ``hccl:6``, ``acl:107020``) and the code's official meaning, or ``None``.  A code only
@@ -384,6 +431,7 @@ def _entry(item: Mapping[str, Any], where: str) -> Entry:
     return entry
 
 
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _GROUP_NAME = re.compile(r"\(\?P<\w+>")
 
 
