@@ -42,14 +42,16 @@ GENERIC_ERROR = (
 #: Substrings one of which every line matching :data:`GENERIC_ERROR` is expected to hold
 #: (a line whose only error sign is a bare CANN code such as ``EE1001`` is not listed as unknown).
 GENERIC_ANCHORS = (
-    b"rror",
-    b"RROR",
+    b"Error",
+    b"ERROR",
     b"xception",
     b"FATAL",
     b"Fatal",
-    b"ailed",
+    b"Failed",
+    b"failed",
     b"core dumped",
     b"ERR0",
+    b"error code is",
     b"ret is -",
     b"runtime result =",
 )
@@ -228,8 +230,9 @@ class KnowledgeBase:
     path: str
     anchors: List[bytes] = field(default_factory=list)
     generic: Any = None
-    #: one regex (bytes) over the patterns that have no literal anchor, or ``None``
-    unanchored: Any = None
+    #: regexes (bytes sources, each starting with a literal byte) one of which every match of a
+    #: pattern without a literal anchor contains: the ``code`` groups of the code families
+    code_gates: List[bytes] = field(default_factory=list)
     #: the root-cause kinds causes print (``K01`` -> one line), from the ``[kinds]`` table
     kinds: Dict[str, str] = field(default_factory=dict)
 
@@ -425,9 +428,13 @@ def _entry(item: Mapping[str, Any], where: str) -> Entry:
         # Only a code family (its label names the captured `code`: `E[A-Z0-9]\d{4}:`) may have
         # a pattern without a literal of 3+ bytes; the code shape is its anchor.
         literals = required_literals(p)
-        if not literals and not ("{code}" in entry.label and "(?P<code>" in p):
+        family = "{code}" in entry.label and "(?P<code>" in p
+        if not literals and not family:
             raise KBError(f"{where}: pattern {p!r} has no literal of 3+ characters that every match contains")
-        entry.anchors.append(literals or [])
+        # a code family whose code starts with a literal byte (E..., ERR...) is gated by the
+        # code shape itself (see npudoctor.triage.gate), not by the words around it
+        gate = code_group(p) if family else None
+        entry.anchors.append([] if gate and gate[:1].isalnum() else literals or [])
     return entry
 
 
@@ -435,13 +442,33 @@ _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 _GROUP_NAME = re.compile(r"\(\?P<\w+>")
 
 
-def _unanchored(entries: Sequence[Entry]) -> Any:
-    """One compiled alternation (bytes, multi-line) of the patterns without a literal anchor
-    (named groups made plain), or ``None`` when every pattern has one."""
-    bare = [_GROUP_NAME.sub("(?:", p) for e in entries for p, a in zip(e.patterns, e.anchors) if not a]
-    if not bare:
+def code_group(pattern: str) -> Optional[str]:
+    """The regex inside ``(?P<code>...)`` of ``pattern`` (``None`` without one)."""
+    start = pattern.find("(?P<code>")
+    if start < 0:
         return None
-    return re.compile("|".join(f"(?:{p})" for p in bare).encode("utf-8"), re.M)
+    depth, i = 1, start + len("(?P<code>")
+    while i < len(pattern) and depth:
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        i += 1
+    return pattern[start + len("(?P<code>") : i - 1] if depth == 0 else None
+
+
+def _code_gates(entries: Sequence[Entry]) -> List[bytes]:
+    gates: List[bytes] = []
+    for e in entries:
+        for p, a in zip(e.patterns, e.anchors):
+            if a:
+                continue
+            gate = code_group(p) or ""
+            if not gate[:1].isalnum():
+                raise KBError(f"{e.id}: pattern {p!r}: its code group must start with a literal character")
+            gates.append(_GROUP_NAME.sub("(?:", gate).encode("utf-8"))
+    return list(dict.fromkeys(gates))
 
 
 def load_kb(path: Optional[str] = None) -> KnowledgeBase:
@@ -492,7 +519,7 @@ def load_kb(path: Optional[str] = None) -> KnowledgeBase:
         anchors=anchors,
         generic=re.compile(GENERIC_ERROR.encode(), re.M),
         kinds=dict(kinds),
-        unanchored=_unanchored(entries),
+        code_gates=_code_gates(entries),
     )
     _KB_CACHE[path] = kb
     return kb

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import IO, Dict, List, Optional, Tuple
 
 from npudoctor.knowledge.signatures import MAX_LINE, Entry, KnowledgeBase
+from npudoctor.triage.gate import gate_for
 
 #: Bytes read from a log per step.
 CHUNK = 1 << 20
@@ -101,6 +102,7 @@ class Scanner:
 
     def __init__(self, kb: KnowledgeBase) -> None:
         self.kb = kb
+        self._gate = gate_for(kb)
         self.groups: Dict[Tuple[str, Tuple[Tuple[str, str], ...]], Group] = {}
         self._variants: Dict[str, int] = {}
         self.unknown: Dict[str, UnknownGroup] = {}
@@ -147,19 +149,8 @@ class Scanner:
 
     def _block(self, block: bytes, base: int, stats: SourceStats) -> None:
         """Examine the complete lines of ``block``; ``base`` lines precede it."""
-        starts = set()
-        find, rfind = block.find, block.rfind
-        for anchor in self.kb.anchors:
-            pos = find(anchor)
-            while pos >= 0:
-                starts.add(rfind(b"\n", 0, pos) + 1)
-                end = find(b"\n", pos)
-                if end < 0:
-                    break
-                pos = find(anchor, end + 1)
-        if self.kb.unanchored is not None:
-            for m in self.kb.unanchored.finditer(block):
-                starts.add(rfind(b"\n", 0, m.start()) + 1)
+        find = block.find
+        starts = self._gate.starts(block)
         counted_pos, counted = 0, base
         for start in sorted(starts):
             end = find(b"\n", start)
