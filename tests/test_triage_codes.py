@@ -107,3 +107,43 @@ def test_explain_accepts_every_label_triage_prints(tmp_path):
     assert "task execution timed out" in npudoctor("explain", "107020").stdout
     assert npudoctor("explain", "K10").stdout.startswith("K10 (kind)")
     assert npudoctor("explain", "nosuch").returncode == 2
+
+
+def test_gate_finds_every_line_a_pattern_or_error_shape_matches():
+    """The few-pass gate is a superset of the patterns: every corpus line a signature or the
+    generic error shapes match, and every anchor on its own, is a candidate line."""
+    from test_triage_corpus import load_corpus
+
+    from npudoctor.triage.gate import gate_for
+
+    gate = gate_for(KB)
+    for anchor in KB.anchors:
+        assert gate.starts(b"xx\n" + anchor + b"\n") == {3}, anchor
+    for code in ("EZ9999: x", "EL0003: x", "ERR02005 DIST internal error"):
+        assert gate.starts(code.encode() + b"\n") == {0}, code
+    for line in load_corpus():
+        raw = line["text"].encode()
+        matched = any(e.match_bytes(raw) is not None for e in KB.entries) or KB.generic.search(raw)
+        if matched:
+            assert gate.starts(raw + b"\n") == {0}, line["text"]
+
+
+def test_progress_line_on_a_terminal_only(tmp_path, monkeypatch):
+    import io
+
+    import npudoctor.report.triage as report
+    from npudoctor.cli.commands.triage import run_triage
+    from npudoctor.cli.request import Environment, MachineRequest
+
+    log = tmp_path / "big.log"
+    log.write_bytes(b"[INFO] step 1 loss=1.0\n" * 200000 + b"ERR02005 DIST internal error\n")
+    monkeypatch.setattr(report, "PROGRESS_MIN_BYTES", 1 << 20)
+    for tty in (True, False):
+        err = io.StringIO()
+        env = Environment(stdout=io.StringIO(), stderr=err, stderr_isatty=tty)
+        assert int(run_triage([str(log)], MachineRequest(json=True), env, no_facts=True)) == 1
+        if tty:
+            assert "triage [" in err.getvalue() and "100%" in err.getvalue()
+            assert err.getvalue().endswith("\r")  # the line is cleared
+        else:
+            assert err.getvalue() == ""

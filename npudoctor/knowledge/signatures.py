@@ -72,16 +72,18 @@ def _sre() -> Tuple[Any, Any]:
     return parser, constants
 
 
-def required_literals(pattern: str) -> Optional[List[bytes]]:
+def required_literals(pattern: str, parsed: Any = None) -> Optional[List[bytes]]:
     """Literals (3+ ASCII bytes) one of which occurs in every match of ``pattern``, or
-    ``None`` when none can be derived.  Walks the parsed regex: runs of literal
-    characters, mandatory groups, alternations (each branch must give one) and repeats
-    of at least one.  Case-insensitive patterns are not supported (``None``)."""
+    ``None`` when none can be derived.  Walks the parsed regex (``parsed``: the pattern
+    already parsed, str or bytes, to parse it only once): runs of literal characters,
+    mandatory groups, alternations (each branch must give one) and repeats of at least
+    one.  Case-insensitive patterns are not supported (``None``)."""
     parser, c = _sre()
-    try:
-        parsed = parser.parse(pattern)
-    except re.error:
-        return None
+    if parsed is None:
+        try:
+            parsed = parser.parse(pattern)
+        except re.error:
+            return None
     if parsed.state.flags & re.IGNORECASE:
         return None
 
@@ -116,6 +118,15 @@ def required_literals(pattern: str) -> Optional[List[bytes]]:
         return max(good, key=lambda x: min(len(y) for y in x) - 0.1 * len(x)) if good else None
 
     return best(list(parsed))
+
+
+def _compile_parsed(parsed: Any) -> Any:
+    """A compiled pattern from a parse of :func:`_sre` (``re.compile`` would parse again)."""
+    if sys.version_info >= (3, 11):
+        import re._compiler as compiler  # type: ignore[import-not-found]
+    else:  # pragma: no cover - exercised on 3.8-3.10
+        import sre_compile as compiler
+    return compiler.compile(parsed, re.M)
 
 
 class KBError(ValueError):
@@ -422,12 +433,14 @@ def _entry(item: Mapping[str, Any], where: str) -> Entry:
     )
     for p in patterns:
         try:
-            entry.compiled.append(re.compile(p.encode("utf-8"), re.M))
+            # parsed once: the literals are read off the parse the compiled pattern is built from
+            parsed = _sre()[0].parse(p.encode("utf-8"), re.M)
+            entry.compiled.append(_compile_parsed(parsed))
         except re.error as exc:
             raise KBError(f"{where}: bad regex {p!r}: {exc}") from None
         # Only a code family (its label names the captured `code`: `E[A-Z0-9]\d{4}:`) may have
         # a pattern without a literal of 3+ bytes; the code shape is its anchor.
-        literals = required_literals(p)
+        literals = required_literals(p, parsed)
         family = "{code}" in entry.label and "(?P<code>" in p
         if not literals and not family:
             raise KBError(f"{where}: pattern {p!r} has no literal of 3+ characters that every match contains")

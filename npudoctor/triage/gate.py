@@ -126,7 +126,6 @@ def _alternation(rests: Sequence[bytes]) -> bytes:
         by_first.setdefault(first if literal else r, []).append(r[len(first) :] if literal else b"")
     alts = []
     for first, tails in by_first.items():
-        tails = [t for t in tails]
         if len(tails) == 1:
             alts.append(first + tails[0])
         else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import IO, Dict, List, Optional, Tuple
+from typing import IO, Callable, Dict, List, Optional, Tuple
 
 from npudoctor.knowledge.signatures import MAX_LINE, Entry, KnowledgeBase
 from npudoctor.triage.gate import gate_for
@@ -160,9 +160,10 @@ class Scanner:
             counted_pos = start
             self._line(block[start:end], stats, counted + 1)
 
-    def feed(self, name: str, stream: IO[bytes]) -> SourceStats:
+    def feed(self, name: str, stream: IO[bytes], progress: Optional[Callable[[int], None]] = None) -> SourceStats:
         """Scan one binary stream to its end.  Read errors end the stream and are
-        recorded in the returned stats (never raised)."""
+        recorded in the returned stats (never raised).  ``progress`` is called after each
+        chunk with the bytes of this stream read so far."""
         stats = SourceStats(name)
         self.sources.append(stats)
         buf = b""
@@ -174,6 +175,8 @@ class Scanner:
                 if not data:
                     break
                 stats.bytes += len(data)
+                if progress is not None:
+                    progress(stats.bytes)
                 if skipping:
                     idx = data.find(b"\n")
                     if idx < 0:
