@@ -147,3 +147,37 @@ def test_progress_line_on_a_terminal_only(tmp_path, monkeypatch):
             assert err.getvalue().endswith("\r")  # the line is cleared
         else:
             assert err.getvalue() == ""
+
+
+def test_traceback_frames_tie_the_log_to_findings_about_that_distribution():
+    from npudoctor.findings import Finding
+
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/python3.10/lib/python3.10/site-packages/vllm_ascend/worker/worker_v1.py", line 132, in init_device\n'
+        "    torch_npu._C._npu_setDevice(device_id)\n"
+        "ImportError: /usr/lib/python3.10/site-packages/torch_npu/lib/libtorch_npu.so: undefined symbol: _ZN3c104foo\n"
+    )
+    findings = [
+        Finding(
+            "CMP001", "x", "error", "packages", "vllm-ascend needs another torch-npu", subject="vllm-ascend:torch-npu"
+        ),
+        Finding(
+            "LIB003",
+            "y",
+            "error",
+            "libraries",
+            "libtorch_npu.so misses symbols",
+            subject="/site/torch_npu/lib/libtorch_npu.so",
+        ),
+        Finding("PKG009", "z", "error", "packages", "deepspeed is broken", subject="deepspeed"),
+        Finding("PKG010", "w", "info", "packages", "vllm_ascend noted", subject="vllm_ascend"),
+    ]
+    doc = triage_text(log, facts={"host": {}}, findings=findings)
+    tied = {(t["code"], t["by"]): t["first"]["line"] for t in doc["tied"]}
+    assert tied == {
+        ("CMP001", "a traceback frame in vllm_ascend"): 2,
+        ("LIB003", "the library libtorch_npu.so"): 4,
+    }
+    # frame lines stay unknown: they name no signature
+    assert all("File" not in g["sample"] for g in doc["known"])

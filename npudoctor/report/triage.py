@@ -106,6 +106,13 @@ def render_text(result: Dict[str, Any], out: IO[str]) -> None:
         if not g["conclusion"] and g["fix"]:
             for f in g["fix"]:
                 out.write(f"  fix: {f}\n")
+    if result.get("tied"):
+        out.write("\nThe log runs through what these findings on this machine are about:\n")
+        for t in result["tied"]:
+            src = f"{t['first']['source']}:" if many else ""
+            out.write(
+                f"  {_MARK.get(t['severity'], '?')} {t['code']}: {t['title']}  [{t['by']}, {src}line {t['first']['line']}]\n"
+            )
     if result["unknown"]:
         total = result["summary"]["unknown"]
         out.write(f"\nError-looking lines no known signature matches ({total}; not guessed):\n")

@@ -159,13 +159,14 @@ class Gate:
         return starts
 
 
-_GATES: Dict[Tuple[str, int], Gate] = {}
+_GATES: Dict[Tuple[str, int, Tuple[bytes, ...]], Gate] = {}
 
 
-def gate_for(kb: KnowledgeBase) -> Gate:
-    """The gate of ``kb`` (built once per knowledge base and process)."""
-    key = (kb.path, id(kb))
+def gate_for(kb: KnowledgeBase, extra: Tuple[bytes, ...] = ()) -> Gate:
+    """The gate of ``kb`` plus the ``extra`` literal anchors (built once per knowledge base,
+    extras and process)."""
+    key = (kb.path, id(kb), extra)
     gate = _GATES.get(key)
     if gate is None:
-        gate = _GATES[key] = Gate(kb.anchors, kb.code_gates)
+        gate = _GATES[key] = Gate(list(kb.anchors) + list(extra), kb.code_gates)
     return gate

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import IO, Callable, Dict, List, Optional, Tuple
 
 from npudoctor.knowledge.signatures import MAX_LINE, Entry, KnowledgeBase
+from npudoctor.triage.evidence import FRAME_ANCHOR, frame_package
 from npudoctor.triage.gate import gate_for
 
 #: Bytes read from a log per step.
@@ -25,6 +26,8 @@ SAMPLE_CHARS = 600
 MAX_VARIANTS = 16
 #: Distinct unknown error lines kept (further ones are only counted).
 MAX_UNKNOWN = 200
+#: Distinct packages of traceback frames kept.
+MAX_FRAMES = 200
 
 __all__ = [
     "CHUNK",
@@ -102,16 +105,22 @@ class Scanner:
 
     def __init__(self, kb: KnowledgeBase) -> None:
         self.kb = kb
-        self._gate = gate_for(kb)
+        self._gate = gate_for(kb, (FRAME_ANCHOR,))
         self.groups: Dict[Tuple[str, Tuple[Tuple[str, str], ...]], Group] = {}
         self._variants: Dict[str, int] = {}
         self.unknown: Dict[str, UnknownGroup] = {}
         self.unknown_dropped = 0
         self.sources: List[SourceStats] = []
+        #: top-level packages traceback frames ran through -> first place (capped)
+        self.frames: Dict[str, Place] = {}
 
     # -- lines
     def _line(self, raw: bytes, stats: SourceStats, lineno: int) -> None:
         raw = raw.rstrip(b"\r")
+        if FRAME_ANCHOR in raw and len(self.frames) < MAX_FRAMES:
+            package = frame_package(raw)
+            if package is not None and package not in self.frames:
+                self.frames[package] = Place(stats.name, lineno)
         for entry in self.kb.entries:
             caps = entry.match_bytes(raw)
             if caps is None:
