@@ -42,14 +42,16 @@ GENERIC_ERROR = (
 #: Substrings one of which every line matching :data:`GENERIC_ERROR` is expected to hold
 #: (a line whose only error sign is a bare CANN code such as ``EE1001`` is not listed as unknown).
 GENERIC_ANCHORS = (
-    b"rror",
-    b"RROR",
+    b"Error",
+    b"ERROR",
     b"xception",
     b"FATAL",
     b"Fatal",
-    b"ailed",
+    b"Failed",
+    b"failed",
     b"core dumped",
     b"ERR0",
+    b"error code is",
     b"ret is -",
     b"runtime result =",
 )
@@ -70,16 +72,18 @@ def _sre() -> Tuple[Any, Any]:
     return parser, constants
 
 
-def required_literals(pattern: str) -> Optional[List[bytes]]:
+def required_literals(pattern: str, parsed: Any = None) -> Optional[List[bytes]]:
     """Literals (3+ ASCII bytes) one of which occurs in every match of ``pattern``, or
-    ``None`` when none can be derived.  Walks the parsed regex: runs of literal
-    characters, mandatory groups, alternations (each branch must give one) and repeats
-    of at least one.  Case-insensitive patterns are not supported (``None``)."""
+    ``None`` when none can be derived.  Walks the parsed regex (``parsed``: the pattern
+    already parsed, str or bytes, to parse it only once): runs of literal characters,
+    mandatory groups, alternations (each branch must give one) and repeats of at least
+    one.  Case-insensitive patterns are not supported (``None``)."""
     parser, c = _sre()
-    try:
-        parsed = parser.parse(pattern)
-    except re.error:
-        return None
+    if parsed is None:
+        try:
+            parsed = parser.parse(pattern)
+        except re.error:
+            return None
     if parsed.state.flags & re.IGNORECASE:
         return None
 
@@ -114,6 +118,15 @@ def required_literals(pattern: str) -> Optional[List[bytes]]:
         return max(good, key=lambda x: min(len(y) for y in x) - 0.1 * len(x)) if good else None
 
     return best(list(parsed))
+
+
+def _compile_parsed(parsed: Any) -> Any:
+    """A compiled pattern from a parse of :func:`_sre` (``re.compile`` would parse again)."""
+    if sys.version_info >= (3, 11):
+        import re._compiler as compiler  # type: ignore[import-not-found]
+    else:  # pragma: no cover - exercised on 3.8-3.10
+        import sre_compile as compiler
+    return compiler.compile(parsed, re.M)
 
 
 class KBError(ValueError):
@@ -171,15 +184,21 @@ class Entry:
     sources: List[str]
     causes: List[Cause]
     follow_on: bool = False
+    #: what the line is, in the vocabulary ``<family>:<code>`` (``acl:{code}``, ``loader:version-not-found``);
+    #: empty for message signatures without one
+    label: str = ""
+    #: official meanings of the codes a family entry names (``code`` capture -> meaning)
+    codes: Dict[str, str] = field(default_factory=dict)
+    #: the family's meaning for a code not in ``codes``
+    unlisted: str = ""
     compiled: List[Any] = field(default_factory=list, repr=False)
-    compiled_text: List[Any] = field(default_factory=list, repr=False)
     #: per pattern, literals one of which every match contains (see :func:`required_literals`)
     anchors: List[List[bytes]] = field(default_factory=list, repr=False)
 
     def match_bytes(self, line: bytes) -> Optional[Dict[str, str]]:
         """Captures (possibly empty dict) when a pattern matches ``line``, else ``None``."""
         for rx, anchors in zip(self.compiled, self.anchors):
-            if not any(a in line for a in anchors):
+            if anchors and not any(a in line for a in anchors):
                 continue
             m = rx.search(line)
             if m:
@@ -187,12 +206,29 @@ class Entry:
         return None
 
     def match_text(self, text: str) -> Optional[Dict[str, str]]:
-        """Like :meth:`match_bytes` for a ``str`` (one line or a whole message)."""
-        for rx in self.compiled_text:
+        """Like :meth:`match_bytes` for a ``str`` (one line or a whole message).  The
+        ``str`` patterns are compiled on first use (the scanner only needs the bytes ones)."""
+        if self._text_rx is None:
+            self._text_rx = [re.compile(p, re.M) for p in self.patterns]
+        for rx in self._text_rx:
             m = rx.search(text)
             if m:
                 return {k: v for k, v in m.groupdict().items() if v is not None}
         return None
+
+    _text_rx: Optional[List[Any]] = field(default=None, repr=False, init=False, compare=False)
+
+    def code_meaning(self, code: str) -> str:
+        """The official meaning of ``code`` in this family (``unlisted`` when not listed)."""
+        return self.codes.get(code, self.unlisted)
+
+    def values(self, captures: Mapping[str, str]) -> Dict[str, str]:
+        """``captures`` plus ``code_meaning`` (for a family entry): the values its title,
+        meaning and label are filled with."""
+        out = dict(captures)
+        if "code" in captures and (self.codes or self.unlisted):
+            out["code_meaning"] = self.code_meaning(captures["code"])
+        return out
 
 
 @dataclass
@@ -205,6 +241,83 @@ class KnowledgeBase:
     path: str
     anchors: List[bytes] = field(default_factory=list)
     generic: Any = None
+    #: regexes (bytes sources, each starting with a literal byte) one of which every match of a
+    #: pattern without a literal anchor contains: the ``code`` groups of the code families
+    code_gates: List[bytes] = field(default_factory=list)
+    #: the root-cause kinds causes print (``K01`` -> one line), from the ``[kinds]`` table
+    kinds: Dict[str, str] = field(default_factory=dict)
+
+    def explain(self, name: str) -> Optional[Dict[str, Any]]:
+        """What a label triage prints means, or ``None``: a root-cause kind (``K10``), a
+        signature id (``acl-code``), a label (``acl:507033``, ``loader:version-not-found``)
+        or an error code (``507033``, ``EZ9999``, ``ERR02005``).  Keys: ``what`` ("kind",
+        "signature", "error code"), ``name``, ``title``, ``explain``, ``sources``, ``entry``
+        (the signature id, or ``None`` for a kind)."""
+        key = name.strip()
+        if _KIND_RX.match(key.upper()) and key.upper() in self.kinds:
+            kind = key.upper()
+            users = [e.id for e in self.entries if kind in e.kinds or any(c.kind == kind for c in e.causes)]
+            text = f"Root-cause kind {kind}: {self.kinds[kind]}."
+            if users:
+                text += " Triage names it as a candidate cause of: " + ", ".join(users) + "."
+            return {
+                "what": "kind",
+                "name": kind,
+                "title": self.kinds[kind],
+                "explain": text,
+                "sources": [],
+                "entry": None,
+            }
+        entry = self.by_id(key) or next((e for e in self.entries if e.label and e.label == key), None)
+        if entry is not None:
+            return {
+                "what": "signature",
+                "name": entry.id,
+                "title": _PLACEHOLDER.sub(r"<\1>", entry.title),
+                "explain": _PLACEHOLDER.sub(r"<\1>", entry.meaning),
+                "sources": list(entry.sources),
+                "entry": entry.id,
+            }
+        found = self.lookup_code(key)
+        if found is None:
+            return None
+        fam, meaning = found
+        code = key.split(":", 1)[-1].strip()
+        code = code.upper() if code[:1].isalpha() else code
+        values = fam.values({"code": code, "what": meaning})
+        return {
+            "what": "error code",
+            "name": fill(fam.label, values),
+            "title": meaning,
+            "explain": fill(fam.meaning, values),
+            "sources": list(fam.sources),
+            "entry": fam.id,
+        }
+
+    def lookup_code(self, code: str) -> Optional[Tuple[Entry, str]]:
+        """The family entry naming an error ``code`` (``507033``, ``EZ9999``, ``ERR02005``,
+        ``hccl:6``, ``acl:107020``) and the code's official meaning, or ``None``.  A code only
+        a family's range covers (not listed) is found with the family's meaning."""
+        raw = code.strip()
+        family = ""
+        if ":" in raw:
+            family, raw = raw.split(":", 1)
+        key = raw.upper() if raw[:1].isalpha() else raw
+        fams = [e for e in self.entries if e.codes or e.unlisted]
+        for e in fams:
+            if (not family or e.label.startswith(family + ":")) and key in e.codes:
+                return e, e.codes[key]
+        for e in fams:
+            if family and not e.label.startswith(family + ":"):
+                continue
+            probe = e.label.split(":", 1)[0]
+            line = {"hccl": f"HcclFoo, error code is {key}", "pta": f"{key} PTA x"}.get(
+                probe, f"error code is {key}" if key.isdigit() else f"{key}: x"
+            )
+            caps = e.match_text(line)
+            if caps is not None and caps.get("code") == key:
+                return e, e.unlisted
+        return None
 
     def by_id(self, entry_id: str) -> Optional[Entry]:
         """The entry with this id, or ``None``."""
@@ -314,18 +427,61 @@ def _entry(item: Mapping[str, Any], where: str) -> Entry:
         sources=_strs(item, where, "sources"),
         causes=[_cause(c, where) for c in item.get("causes", [])],
         follow_on=bool(item.get("follow_on", False)),
+        label=str(item.get("label", "")),
+        codes={str(k): str(v) for k, v in dict(item.get("codes", {})).items()},
+        unlisted=str(item.get("unlisted", "")),
     )
     for p in patterns:
         try:
-            entry.compiled.append(re.compile(p.encode("utf-8"), re.M))
-            entry.compiled_text.append(re.compile(p, re.M))
+            # parsed once: the literals are read off the parse the compiled pattern is built from
+            parsed = _sre()[0].parse(p.encode("utf-8"), re.M)
+            entry.compiled.append(_compile_parsed(parsed))
         except re.error as exc:
             raise KBError(f"{where}: bad regex {p!r}: {exc}") from None
-        literals = required_literals(p)
-        if not literals:
+        # Only a code family (its label names the captured `code`: `E[A-Z0-9]\d{4}:`) may have
+        # a pattern without a literal of 3+ bytes; the code shape is its anchor.
+        literals = required_literals(p, parsed)
+        family = "{code}" in entry.label and "(?P<code>" in p
+        if not literals and not family:
             raise KBError(f"{where}: pattern {p!r} has no literal of 3+ characters that every match contains")
-        entry.anchors.append(literals)
+        # a code family whose code starts with a literal byte (E..., ERR...) is gated by the
+        # code shape itself (see npudoctor.triage.gate), not by the words around it
+        gate = code_group(p) if family else None
+        entry.anchors.append([] if gate and gate[:1].isalnum() else literals or [])
     return entry
+
+
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+_GROUP_NAME = re.compile(r"\(\?P<\w+>")
+
+
+def code_group(pattern: str) -> Optional[str]:
+    """The regex inside ``(?P<code>...)`` of ``pattern`` (``None`` without one)."""
+    start = pattern.find("(?P<code>")
+    if start < 0:
+        return None
+    depth, i = 1, start + len("(?P<code>")
+    while i < len(pattern) and depth:
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        i += 1
+    return pattern[start + len("(?P<code>") : i - 1] if depth == 0 else None
+
+
+def _code_gates(entries: Sequence[Entry]) -> List[bytes]:
+    gates: List[bytes] = []
+    for e in entries:
+        for p, a in zip(e.patterns, e.anchors):
+            if a:
+                continue
+            gate = code_group(p) or ""
+            if not gate[:1].isalnum():
+                raise KBError(f"{e.id}: pattern {p!r}: its code group must start with a literal character")
+            gates.append(_GROUP_NAME.sub("(?:", gate).encode("utf-8"))
+    return list(dict.fromkeys(gates))
 
 
 def load_kb(path: Optional[str] = None) -> KnowledgeBase:
@@ -364,6 +520,19 @@ def load_kb(path: Optional[str] = None) -> KnowledgeBase:
     for a in pool:
         if not any(b in a for b in anchors):
             anchors.append(a)
-    kb = KnowledgeBase(entries=entries, path=path, anchors=anchors, generic=re.compile(GENERIC_ERROR.encode(), re.M))
+    kinds = raw.get("kinds", {})
+    if not isinstance(kinds, dict) or not all(_KIND_RX.match(k) and isinstance(v, str) for k, v in kinds.items()):
+        raise KBError(f"{path}: [kinds] must map K01..K22 to one line each")
+    used = {k for e in entries for k in e.kinds} | {c.kind for e in entries for c in e.causes if c.kind}
+    if used - set(kinds):
+        raise KBError(f"{path}: kinds {sorted(used - set(kinds))} are used but not described in [kinds]")
+    kb = KnowledgeBase(
+        entries=entries,
+        path=path,
+        anchors=anchors,
+        generic=re.compile(GENERIC_ERROR.encode(), re.M),
+        kinds=dict(kinds),
+        code_gates=_code_gates(entries),
+    )
     _KB_CACHE[path] = kb
     return kb

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import IO, Any, Dict
+from typing import IO, Any, Callable, Dict
 
 from npudoctor.redact import conceal
 
@@ -18,6 +18,40 @@ NO_STACK_HINT = (
 
 
 _MARK = {"error": "✗", "warning": "!", "noise": "·"}
+
+#: Logs at least this large (bytes) get a progress line when stderr is a terminal.
+PROGRESS_MIN_BYTES = 64 << 20
+
+
+class ProgressLine:
+    """A one-line progress bar on a terminal (``out``: stderr), redrawn at most every 0.2 s
+    of ``clock``; plain text (no colour, no library), cleared by :meth:`done`."""
+
+    def __init__(self, out: IO[str], name: str, total: int, clock: Callable[[], float], width: int = 80) -> None:
+        self.out, self.name, self.total, self.clock = out, name, max(total, 1), clock
+        self.width = max(width, 40)
+        self._last = -1.0
+        self._drawn = False
+
+    def __call__(self, done: int) -> None:
+        now = self.clock()
+        if now - self._last < 0.2 and done < self.total:
+            return
+        self._last = now
+        frac = min(done / self.total, 1.0)
+        label = f" {frac:4.0%} {done >> 20}/{self.total >> 20} MiB  {self.name}"
+        bar = max(self.width - len(label) - 14, 10)
+        filled = int(bar * frac)
+        line = f"triage [{'#' * filled}{'.' * (bar - filled)}]{label}"[: self.width - 1]
+        self.out.write("\r" + line)
+        self.out.flush()
+        self._drawn = True
+
+    def done(self) -> None:
+        """Clear the line (when it was drawn)."""
+        if self._drawn:
+            self.out.write("\r" + " " * (self.width - 1) + "\r")
+            self.out.flush()
 
 
 def conceal_result(result: Dict[str, Any]) -> Dict[str, Any]:
@@ -82,6 +116,13 @@ def render_text(result: Dict[str, Any], out: IO[str]) -> None:
         if not g["conclusion"] and g["fix"]:
             for f in g["fix"]:
                 out.write(f"  fix: {f}\n")
+    if result.get("tied"):
+        out.write("\nThe log runs through what these findings on this machine are about:\n")
+        for t in result["tied"]:
+            src = f"{t['first']['source']}:" if many else ""
+            out.write(
+                f"  {_MARK.get(t['severity'], '?')} {t['code']}: {t['title']}  [{t['by']}, {src}line {t['first']['line']}]\n"
+            )
     if result["unknown"]:
         total = result["summary"]["unknown"]
         out.write(f"\nError-looking lines no known signature matches ({total}; not guessed):\n")

@@ -28,6 +28,7 @@ from npudoctor.facts.coverage import not_checked
 from npudoctor.findings import Finding
 from npudoctor.knowledge.codes import registry
 from npudoctor.knowledge.signatures import Cause, fill
+from npudoctor.triage.evidence import tie
 from npudoctor.triage.scan import Group, Scanner
 
 if TYPE_CHECKING:
@@ -158,11 +159,14 @@ def rank_group(group: Group, findings: Sequence[Finding], facts: Optional[Mappin
     judged.sort(key=lambda j: (-_STATUS_SCORE[j["status"]], order[id(j)]))
     top = judged[0] if judged else None
     concluded = top is not None and top["status"] == "cause"
+    own = entry.values(group.captures)
     values = dict(base)
-    values.update(group.captures)
+    values.update(own)
     return {
         "id": entry.id,
-        "title": fill(entry.title, group.captures),
+        "label": fill(entry.label, own) if entry.label else None,
+        "code": group.captures.get("code") if entry.codes or entry.unlisted else None,
+        "title": fill(entry.title, own),
         "severity": entry.severity,
         "follow_on": entry.follow_on,
         "count": group.count,
@@ -170,7 +174,7 @@ def rank_group(group: Group, findings: Sequence[Finding], facts: Optional[Mappin
         "last": {"source": group.last.source, "line": group.last.line},
         "sample": group.sample,
         "captures": dict(group.captures),
-        "meaning": entry.meaning,
+        "meaning": fill(entry.meaning, own),
         "kinds": list(entry.kinds),
         "decide": list(entry.decide),
         "causes": judged,
@@ -197,6 +201,8 @@ def rank(
     unknown   [{text, count, first, last}] error-looking lines no signature matched
     unknown_dropped   how many more distinct unknown lines were only counted
     summary   {known_errors, known_warnings, noise, unknown}
+    tied      [{code, title, severity, by, first}] findings whose subject (a distribution or
+              library) a traceback frame or a library named in the log lies in
     first_error   id of the earliest error that is not a follow-on (or None)
     verdict   one line: the conclusion for the first error, or None
 
@@ -214,6 +220,8 @@ def rank(
         }
         for u in sorted(scanner.unknown.values(), key=lambda u: (_source_index(scanner, u.first.source), u.first.line))
     ]
+    frames = {name: {"source": p.source, "line": p.line} for name, p in scanner.frames.items()}
+    tied = tie(frames, known, findings)
     errors = [k for k in known if k["severity"] == "error"]
     primary = [k for k in errors if not k["follow_on"]] or errors
     first = primary[0] if primary else None
@@ -235,6 +243,7 @@ def rank(
             "noise": sum(k["count"] for k in known if k["severity"] == "noise"),
             "unknown": sum(u["count"] for u in unknown) + scanner.unknown_dropped,
         },
+        "tied": tied,
         "first_error": first["id"] if first else None,
         "verdict": verdict,
     }

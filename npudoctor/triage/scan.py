@@ -12,9 +12,11 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import IO, Dict, List, Optional, Tuple
+from typing import IO, Callable, Dict, List, Optional, Tuple
 
 from npudoctor.knowledge.signatures import MAX_LINE, Entry, KnowledgeBase
+from npudoctor.triage.evidence import FRAME_ANCHOR, frame_package
+from npudoctor.triage.gate import gate_for
 
 #: Bytes read from a log per step.
 CHUNK = 1 << 20
@@ -24,6 +26,8 @@ SAMPLE_CHARS = 600
 MAX_VARIANTS = 16
 #: Distinct unknown error lines kept (further ones are only counted).
 MAX_UNKNOWN = 200
+#: Distinct packages of traceback frames kept.
+MAX_FRAMES = 200
 
 __all__ = [
     "CHUNK",
@@ -101,15 +105,22 @@ class Scanner:
 
     def __init__(self, kb: KnowledgeBase) -> None:
         self.kb = kb
+        self._gate = gate_for(kb, (FRAME_ANCHOR,))
         self.groups: Dict[Tuple[str, Tuple[Tuple[str, str], ...]], Group] = {}
         self._variants: Dict[str, int] = {}
         self.unknown: Dict[str, UnknownGroup] = {}
         self.unknown_dropped = 0
         self.sources: List[SourceStats] = []
+        #: top-level packages traceback frames ran through -> first place (capped)
+        self.frames: Dict[str, Place] = {}
 
     # -- lines
     def _line(self, raw: bytes, stats: SourceStats, lineno: int) -> None:
         raw = raw.rstrip(b"\r")
+        if FRAME_ANCHOR in raw and len(self.frames) < MAX_FRAMES:
+            package = frame_package(raw)
+            if package is not None and package not in self.frames:
+                self.frames[package] = Place(stats.name, lineno)
         for entry in self.kb.entries:
             caps = entry.match_bytes(raw)
             if caps is None:
@@ -147,16 +158,8 @@ class Scanner:
 
     def _block(self, block: bytes, base: int, stats: SourceStats) -> None:
         """Examine the complete lines of ``block``; ``base`` lines precede it."""
-        starts = set()
-        find, rfind = block.find, block.rfind
-        for anchor in self.kb.anchors:
-            pos = find(anchor)
-            while pos >= 0:
-                starts.add(rfind(b"\n", 0, pos) + 1)
-                end = find(b"\n", pos)
-                if end < 0:
-                    break
-                pos = find(anchor, end + 1)
+        find = block.find
+        starts = self._gate.starts(block)
         counted_pos, counted = 0, base
         for start in sorted(starts):
             end = find(b"\n", start)
@@ -166,9 +169,10 @@ class Scanner:
             counted_pos = start
             self._line(block[start:end], stats, counted + 1)
 
-    def feed(self, name: str, stream: IO[bytes]) -> SourceStats:
+    def feed(self, name: str, stream: IO[bytes], progress: Optional[Callable[[int], None]] = None) -> SourceStats:
         """Scan one binary stream to its end.  Read errors end the stream and are
-        recorded in the returned stats (never raised)."""
+        recorded in the returned stats (never raised).  ``progress`` is called after each
+        chunk with the bytes of this stream read so far."""
         stats = SourceStats(name)
         self.sources.append(stats)
         buf = b""
@@ -180,6 +184,8 @@ class Scanner:
                 if not data:
                     break
                 stats.bytes += len(data)
+                if progress is not None:
+                    progress(stats.bytes)
                 if skipping:
                     idx = data.find(b"\n")
                     if idx < 0:

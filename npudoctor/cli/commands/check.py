@@ -288,7 +288,7 @@ def run_explain(env: Environment, code: Optional[str], list_: bool = False, as_j
         raise UsageError("give a CODE, or --list")
     found = lookup(code)
     if found is None:
-        raise UsageError(f"unknown finding code {code!r}; see `npudoctor explain --list`")
+        return _explain_triage_label(env, code, as_json)
     if as_json:
         out.write(json.dumps(_code_dict(found), indent=2, ensure_ascii=False) + "\n")
         return ExitStatus.OK
@@ -296,6 +296,29 @@ def run_explain(env: Environment, code: Optional[str], list_: bool = False, as_j
     if found.kinds:
         out.write(f"root-cause kinds: {', '.join(found.kinds)}\n")
     out.write(f"\n{found.explain.strip()}\n")
+    return ExitStatus.OK
+
+
+def _explain_triage_label(env: Environment, name: str, as_json: bool) -> ExitStatus:
+    """``explain`` of a label triage prints: a root-cause kind (K10), a signature id, an error
+    code (507033, EZ9999, ERR02005, hccl:6).  Raises :class:`UsageError` when it is none."""
+    from npudoctor.knowledge.signatures import load_kb
+
+    page = load_kb().explain(name)
+    if page is None:
+        raise UsageError(
+            f"unknown code {name!r}: not a finding code, root-cause kind, triage signature or error code; "
+            "see `npudoctor explain --list`"
+        )
+    out = env.stdout
+    if as_json:
+        out.write(json.dumps(page, indent=2, ensure_ascii=False) + "\n")
+        return ExitStatus.OK
+    out.write(f"{page['name']} ({page['what']})\n{page['title']}\n\n{page['explain'].strip()}\n")
+    if page["entry"] and page["entry"] != page["name"]:
+        out.write(f"triage signature: {page['entry']}\n")
+    for src in page["sources"]:
+        out.write(f"source: {src}\n")
     return ExitStatus.OK
 
 

@@ -87,7 +87,7 @@ def run_triage(
     ``request.json``) to ``env.stdout`` (default: the process's surroundings); returns the
     exit status (PROBLEMS when a known error was found).  Raises :class:`UsageError` for
     unreadable logs or bad options."""
-    from npudoctor.report.triage import conceal_result, render_text
+    from npudoctor.report.triage import PROGRESS_MIN_BYTES, ProgressLine, conceal_result, render_text
     from npudoctor.triage import Scanner, iter_log_files, load_kb, rank
 
     env = env if env is not None else Environment.from_process()
@@ -113,7 +113,17 @@ def run_triage(
             continue
         try:
             with open_regular(path, pipes=path in logs) as fh:
-                scanner.feed(path, fh)
+                size = os.fstat(fh.fileno()).st_size
+                bar = (
+                    ProgressLine(env.stderr, path, size, env.clock, env.width)
+                    if env.stderr_isatty and size >= PROGRESS_MIN_BYTES
+                    else None
+                )
+                try:
+                    scanner.feed(path, fh, bar)
+                finally:
+                    if bar is not None:
+                        bar.done()
         except OSError as exc:
             raise UsageError(f"{path}: {exc.strerror or exc}") from None
     result = rank(scanner, findings, facts)

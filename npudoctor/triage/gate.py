@@ -1,0 +1,172 @@
+"""The candidate-line gate: which lines of a chunk may hold a known signature or an error shape.
+
+Every signature pattern holds a literal anchor (``undefined symbol: ``) or, for the code
+families, a code shape starting with a literal byte (``E[A-Z0-9]\\d{4}``); the generic error
+shapes add theirs (``rror``, ``ailed`` ...).  A line is a candidate when it holds one of them.
+
+Finding them is the whole cost of a triage on a large log, so it is planned for CPython's
+``re``: a pattern whose first item is one literal byte is searched at memory speed (the
+engine skips to that byte), while an alternation of many literals, or one starting with a set
+of bytes, is tried at every position (measured on a training log: 62 ``bytes.find`` passes
+~27 ms/MiB, one alternation of the 62 anchors ~97 ms/MiB, a byte-set prefix 10-14 ms/MiB,
+one literal-byte prefix 0.3-1.7 ms/MiB).  So the anchors are grouped by a *pivot* byte each
+contains, chosen rare and shared (a greedy set cover weighted by how common each byte is in
+log text), and each group is one regex ``<pivot>(?:rest1|rest2|...)``: a handful of passes
+over a chunk instead of one per anchor.  The gate finds a superset of the lines the patterns
+match; :class:`npudoctor.triage.scan.Scanner` checks each candidate line against them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Pattern, Sequence, Set, Tuple
+
+from npudoctor.knowledge.signatures import KnowledgeBase
+
+__all__ = ["Gate", "gate_for", "plan_pivots"]
+
+#: Approximate share of each byte in English-language log text (training output, CANN plogs);
+#: bytes not listed count as rare (0.001).  Only the order matters much: it steers the pivots
+#: away from bytes that would make every line a candidate.
+_FREQ: Dict[int, float] = {
+    **{
+        ord(c): f
+        for c, f in zip(
+            " etaoinsrhldcumfpgwybvkxjqz",
+            (
+                0.15,
+                0.09,
+                0.065,
+                0.06,
+                0.06,
+                0.055,
+                0.055,
+                0.05,
+                0.05,
+                0.03,
+                0.03,
+                0.03,
+                0.025,
+                0.02,
+                0.02,
+                0.015,
+                0.015,
+                0.015,
+                0.01,
+                0.01,
+                0.01,
+                0.007,
+                0.005,
+                0.002,
+                0.001,
+                0.001,
+                0.001,
+            ),
+        )
+    },
+    **{ord(c): 0.025 for c in "0123456789"},
+    ord("0"): 0.05,
+    **{ord(c): 0.03 for c in ".:-/"},
+    **{ord(c): 0.01 for c in "_=,"},
+    **{ord(c): 0.005 for c in "[]()'\"\t|<>"},
+    **{ord(c): 0.004 for c in "STACLPMH"},
+    # the letters of log levels (INFO, WARNING, DEBUG, ERROR) are on most lines
+    **{ord(c): 0.02 for c in "INFOWARGDEBU"},
+    **{ord(c): 0.002 for c in "KVYXJQZ"},
+}
+#: Cost of one regex pass (relative to a hit at a byte of share 1.0).
+_PASS = 0.0075
+
+
+def _freq(byte: int) -> float:
+    return _FREQ.get(byte, 0.001)
+
+
+def plan_pivots(anchors: Sequence[bytes], code_gates: Sequence[bytes] = ()) -> Dict[int, List[bytes]]:
+    """Group the literal ``anchors`` and the ``code_gates`` (regex sources starting with a
+    literal byte) by pivot byte: ``{pivot: [regex source of what follows the pivot, ...]}``.
+
+    Each code gate is pivoted on its first byte; the anchors by a greedy weighted set cover
+    (cheapest ``(pass + share of the byte) / anchors newly covered`` first).  An anchor whose
+    rest after the pivot is shorter than 2 bytes checks what precedes the pivot too."""
+    groups: Dict[int, List[bytes]] = {}
+    for gate in code_gates:
+        groups.setdefault(gate[0], []).append(gate[1:])
+    left = list(dict.fromkeys(anchors))
+    chosen: List[int] = list(groups)
+    while left:
+        best: Tuple[float, int] = (float("inf"), -1)
+        for byte in sorted({b for a in left for b in a}):
+            covered = sum(1 for a in left if byte in a)
+            cost = (0.0 if byte in chosen else _PASS) + _freq(byte) * (1 + 0.1 * len(groups.get(byte, ())))
+            if all(a.rfind(bytes([byte])) >= len(a) - 2 for a in left if byte in a):
+                cost *= 3  # only a look-behind would make it selective
+            best = min(best, (cost / covered, byte))
+        pivot = best[1]
+        chosen.append(pivot)
+        for a in [a for a in left if pivot in a]:
+            # pivot at its last-but-most position that leaves a rest of 2+ bytes when possible
+            positions = [i for i, b in enumerate(a) if b == pivot]
+            i = next((p for p in positions if len(a) - p - 1 >= 2), positions[0])
+            rest = re.escape(a[i + 1 :])
+            if len(a) - i - 1 < 2 and i > 0:
+                rest = b"(?<=" + re.escape(a[: i + 1]) + b")" + rest
+            groups.setdefault(pivot, []).append(rest)
+            left.remove(a)
+    return groups
+
+
+def _alternation(rests: Sequence[bytes]) -> bytes:
+    """``(?:r1|r2|...)`` with the literal rests sharing a first byte factored out, so the
+    engine tries one branch per distinct first byte instead of one per rest."""
+    by_first: Dict[bytes, List[bytes]] = {}
+    for r in sorted(set(rests), key=len, reverse=True):
+        first = r[:2] if r[:1] == b"\\" else r[:1]
+        literal = first and first != b"(" and first != b"["
+        by_first.setdefault(first if literal else r, []).append(r[len(first) :] if literal else b"")
+    alts = []
+    for first, tails in by_first.items():
+        if len(tails) == 1:
+            alts.append(first + tails[0])
+        else:
+            alts.append(first + b"(?:" + b"|".join(tails) + b")")
+    return b"(?:" + b"|".join(alts) + b")"
+
+
+class Gate:
+    """The compiled gate of one knowledge base (see the module doc)."""
+
+    def __init__(self, anchors: Sequence[bytes], code_gates: Sequence[bytes] = ()) -> None:
+        self.groups = plan_pivots(anchors, code_gates)
+        self.regexes: List[Pattern[bytes]] = [
+            re.compile(re.escape(bytes([pivot])) + _alternation(rests)) for pivot, rests in sorted(self.groups.items())
+        ]
+
+    def starts(self, block: bytes) -> Set[int]:
+        """Offsets in ``block`` of the starts of its candidate lines."""
+        starts: Set[int] = set()
+        find, rfind = block.find, block.rfind
+        for rx in self.regexes:
+            search = rx.search
+            m = search(block)
+            while m is not None:
+                pos = m.start()
+                starts.add(rfind(b"\n", 0, pos) + 1)
+                end = find(b"\n", pos)
+                if end < 0:
+                    break
+                m = search(block, end + 1)
+        return starts
+
+
+_GATES: Dict[Tuple[str, int, Tuple[bytes, ...]], Gate] = {}
+
+
+def gate_for(kb: KnowledgeBase, extra: Tuple[bytes, ...] = ()) -> Gate:
+    """The gate of ``kb`` plus the ``extra`` literal anchors (built once per knowledge base,
+    extras and process)."""
+    key = (kb.path, id(kb), extra)
+    gate = _GATES.get(key)
+    if gate is None:
+        gate = _GATES[key] = Gate(list(kb.anchors) + list(extra), kb.code_gates)
+    return gate
