@@ -282,10 +282,11 @@ def test_cann003_option_a_keeps_torch_when_a_build_exists_x86_driver_facts():
         "/opt/conda/envs/npu/bin/python -m pip install torch-npu==2.1.0.post4"
     )
     assert f.fix[1].startswith("option B (install CANN 8.3.RC1, the one torch_npu 2.1.0.post17 is paired with): ")
-    # 24.1.rc2 is below CANN 8.3.RC1's minimum HDK 24.1.0
+    # 24.1.rc2 is two HDK releases before 24.1.0, the oldest HDK documented for CANN 8.3.RC1
+    # (MindSDK 7.2.RC1): not documented either way, so "older than", not "does not fit" (issue 13)
     assert f.fix[-1] == (
         "  and the NPU driver + firmware of Ascend HDK 25.3.RC1, which CANN 8.3.RC1 needs"
-        " (driver 24.1.rc2 does not fit it); then reboot"
+        " (driver 24.1.rc2 is older than every HDK documented for it); then reboot"
     )
     assert len(f.fix) == 5
 
@@ -304,7 +305,9 @@ def test_cann003_option_a_on_x86_changes_torch_from_the_cpu_index_and_flags_the_
         "option A (preferred: keep CANN 8.5.0; torch_npu 2.9.0 is paired with CANN 8.5.0 and built for torch 2.9.0): "
         "/usr/bin/python3.11 -m pip install torch==2.9.0+cpu --index-url https://download.pytorch.org/whl/cpu",
         "  /usr/bin/python3.11 -m pip install torch-npu==2.9.0",
-        "  and upgrade the driver 24.1.rc2, which CANN 8.5.0 does not support, to Ascend HDK 25.5.0 (DRV002)",
+        # the 8.5.0 release notes list HDK 25.0.X-25.5.X; 24.1.rc2 is older, undocumented (issue 13)
+        "  and upgrade the driver 24.1.rc2, which CANN 8.5.0 does not document (older than every HDK it names), "
+        "to Ascend HDK 25.5.0 (DRV002)",
     ]
     assert fix[3].startswith("option B (install CANN 8.0.0, the one torch_npu 2.1.0.post10 is paired with): ")
     assert fix[4] == (

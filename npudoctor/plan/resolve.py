@@ -155,9 +155,11 @@ class Resolver:
         fit = self.matrix.driver_fit(cann, installed)
         if fit in ("paired", "compatible"):
             return DriverStep(installed, fit, "keep", required=required, source=source)
-        if fit == "unknown":
+        if fit == "unknown" and self.matrix.driver_verdict(cann, installed).verdict.newer is not False:
             return DriverStep(installed, fit, "check", required=required, source=source)
-        # the same HDK the driver rules' fixes name (plan/fit.py: paired, else the minimum)
+        # documented incompatible, or older than every HDK documented for this CANN: `check`
+        # calls the latter undocumented (issue 13), but a plan recommends what is documented,
+        # so it upgrades to the HDK the driver rules' fixes name (plan/fit.py hdk_for)
         target = hdk_for(self.matrix, cann)
         return DriverStep(installed, fit, "upgrade", target=target, required=required, source=source)
 
