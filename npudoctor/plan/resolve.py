@@ -157,9 +157,7 @@ class Resolver:
             return DriverStep(installed, fit, "keep", required=required, source=source)
         if fit == "unknown" and self.matrix.driver_verdict(cann, installed).verdict.newer is not False:
             return DriverStep(installed, fit, "check", required=required, source=source)
-        # documented incompatible, or older than every HDK documented for this CANN: `check`
-        # calls the latter undocumented (issue 13), but a plan recommends what is documented,
-        # so it upgrades to the HDK the driver rules' fixes name (plan/fit.py hdk_for)
+        # incompatible, or older than every documented HDK: a plan recommends documented sets (hdk_for)
         target = hdk_for(self.matrix, cann)
         return DriverStep(installed, fit, "upgrade", target=target, required=required, source=source)
 
