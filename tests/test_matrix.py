@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from npudoctor.knowledge.matrix import MatrixError, bundled_dir, load_from, load_matrix
+from npudoctor.knowledge.matrix import MatrixError, bundled_dir, load_from, load_matrix, validate
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -416,3 +416,58 @@ def test_wheel_ships_the_matrix(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == [str(target / "npudoctor" / "_matrix"), "2026-12-01", "torch-npu-torch-mismatch"]
+
+
+def test_hdk_statement_fields_are_validated():
+    """The issue-13 fields of cann.toml: Y/N grids with their source, per-product pairings,
+    inner lines, ops lists, ordered HDK releases, floors (knowledge/matrix/schema.py)."""
+    row = {"version": "9.2.0", "source": "notes", "retrieved": "2026-12-01"}
+    doc = {
+        "schema_version": 1,
+        "cann": [
+            dict(row, hdk_grid={"25.0.X": "N", "26.2.RC1": "Y"}, hdk_grid_source="9.2.0 notes"),
+            dict(row, hdk_grid={"25.0.X": "maybe", "soon": "Y"}),
+            dict(row, hdk_products=[{"family": "950", "hdk": ["25.7.RC1"]}], inner_line="C22"),
+            dict(row, ops_toolkit=["9.1.X", "nine"]),
+        ],
+        "hdk_release": [
+            {
+                "families": ["910B"],
+                "releases": ["25.2.0", "25.0.RC1"],
+                "per_year": 0,
+                "source": "s",
+                "retrieved": "2026-12-01",
+            }
+        ],
+        "hdk_floor": [{"chips": ["910B4"], "hdk": "x", "product": "A2", "source": "s", "retrieved": "2026-12-01"}],
+        "inner_line": [{"line": "V100R001C22", "cann": ["8.2.RC1"], "source": "s", "retrieved": "2026-12-01"}],
+    }
+    problems = validate(doc, "cann.toml", partial=True)
+    text = "\n".join(problems)
+    assert "[[cann]] row 1 " not in text and "[[inner_line]]" not in text
+    for needle in (
+        "[[cann]] row 2 (version = 9.2.0): field 'hdk_grid' cell '25.0.X' must be \"Y\" or \"N\", got 'maybe'",
+        "field 'hdk_grid' column 'soon' is not an HDK version or X.Y.X pattern",
+        "field 'hdk_grid' needs 'hdk_grid_source'",
+        "field 'hdk_products' entry 1 must be {family = ..., hdk = [...], product = ...}",
+        "field 'hdk_products' needs 'hdk_products_source'",
+        "field 'inner_line' is not an inner version line like V100R001C22: 'C22'",
+        "field 'ops_toolkit' holds 'nine'",
+        "field 'ops_toolkit' needs 'ops_source'",
+        "field 'releases' must be in release order, oldest first",
+        "field 'per_year' must be at least 1",
+        "[[hdk_floor]] row 1 (hdk = x): field 'hdk' is not an HDK version: 'x'",
+    ):
+        assert needle in text, (needle, problems)
+
+
+def test_inner_lines_and_compatible_version_groups():
+    """compatible_version holds single lines and range groups: toolkit 8.0.RC1 lists
+    [V100R001C15,V100R001C18] (tests/fixtures/grades/files/toolkit/8.0.RC1)."""
+    from npudoctor.knowledge.matrix.hdk import accepts, inner_line
+
+    assert inner_line("V100R001C22SPC001B231") == "V100R001C22" and inner_line("7.6.0.1.220") is None
+    listed = ["V100R001C15,V100R001C18", "V100R001C30", "V100R003C11"]
+    assert accepts(listed, "V100R001C17") is True and accepts(listed, "V100R001C30") is True
+    assert accepts(listed, "V100R001C19") is False and accepts(listed, "V100R003C10") is False
+    assert accepts([], "V100R001C17") is None and accepts(listed, None) is None
