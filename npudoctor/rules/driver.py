@@ -167,10 +167,12 @@ def driver_missing(ctx: RuleContext) -> Iterable[Finding]:
 
 def _machine_chip(ctx: RuleContext) -> Tuple[Optional[str], Optional[str]]:
     """``(family, chip name)`` of this machine's first NPU chip npu-smi names, the family from
-    :func:`npudoctor.rules.devices.chip_identity` (``None`` when unknown)."""
+    :func:`npudoctor.rules.devices.chip_identity` (``None`` when unknown), the name as the
+    matrix spells it (``"Ascend 910B4"`` → ``"910B4"``) for the documented floors."""
     for chip in chips(ctx):
         family = chip_identity(ctx.matrix, chip).get("family")
-        return (str(family) if family else None), str(chip.name)
+        known = ctx.matrix.chip(str(chip.name)) if ctx.matrix is not None else None
+        return (str(family) if family else None), (known.name if known is not None else str(chip.name))
     return None, None
 
 
