@@ -471,3 +471,17 @@ def test_inner_lines_and_compatible_version_groups():
     assert accepts(listed, "V100R001C17") is True and accepts(listed, "V100R001C30") is True
     assert accepts(listed, "V100R001C19") is False and accepts(listed, "V100R003C10") is False
     assert accepts([], "V100R001C17") is None and accepts(listed, None) is None
+
+
+def test_driver_verdict_per_product_line(m):
+    """CANN 9.1.0's HDK differs per product (MindCluster 26.1.0 patch note, AUDIT W8): the
+    950-family HDKs are paired on a 950 host and nowhere else; a documented floor applies to
+    its chips only (Atlas A2 inference, 910B4: HDK >= 24.1.RC1)."""
+    on_950 = m.driver_verdict("9.1.0", "25.1.rc1", family="950").verdict
+    assert on_950.grade.value == "paired" and "Atlas 950 SuperPoD" in on_950.source
+    on_910b = m.driver_verdict("9.1.0", "25.1.rc1", family="910B")
+    assert on_910b.verdict.grade.value == "undocumented" and on_910b.severity() == "info"  # one release before 25.2.X
+    a2 = m.driver_verdict("8.0.0", "23.0.7", family="910B", chip="910B4").verdict
+    assert a2.grade.value == "documented-incompatible" and "24.1.RC1" in a2.window
+    training = m.driver_verdict("8.0.0", "23.0.7", family="910B", chip="910B3")
+    assert training.verdict.grade.value == "undocumented" and training.severity() == "warning"
