@@ -485,3 +485,13 @@ def test_driver_verdict_per_product_line(m):
     assert a2.grade.value == "documented-incompatible" and "24.1.RC1" in a2.window
     training = m.driver_verdict("8.0.0", "23.0.7", family="910B", chip="910B3")
     assert training.verdict.grade.value == "undocumented" and training.severity() == "warning"
+
+
+def test_a_maintenance_release_inherits_its_line_as_same_release_line(m):
+    """8.5.1 has no HDK statement of its own: 8.5.0's pairing (25.5.0) is 'same release line'
+    for it (info), 8.5.0's release-note list still declares 25.0.X-25.5.X (AUDIT §7(e))."""
+    v = m.driver_verdict("8.5.1", "25.5.0")
+    assert (v.verdict.grade.value, v.severity()) == ("same-release-line", "info")
+    assert "CANN 8.5.1 is on its release line" in v.verdict.source
+    assert m.driver_verdict("8.5.1", "25.3.rc1").verdict.grade.value == "declared-compatible"
+    assert m.driver_verdict("8.5.0", "25.5.0").verdict.grade.value == "paired"

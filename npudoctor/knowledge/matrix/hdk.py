@@ -241,13 +241,13 @@ class HdkJudge:
                             Grade.SAME_LINE, f"a patch build of Ascend HDK {hdk}, paired with {label} ({where})"
                         )
                     return Verdict(Grade.PAIRED, f"Ascend HDK {hdk} is paired with {label} ({where})")
+        inherited = bool(row) and self.matrix.cann_row(cann) is not row  # the line's statements
         for hdk in paired:
             patch = _patch_of(d, hdk)
             if patch is not None:
-                if patch:
-                    return Verdict(
-                        Grade.SAME_LINE, f"a patch build of Ascend HDK {hdk}, paired with {label} ({source})"
-                    )
+                if patch or inherited:  # a patch build, or the pairing of another release of the line
+                    what = f"a patch build of Ascend HDK {hdk}" if patch else f"Ascend HDK {hdk}"
+                    return Verdict(Grade.SAME_LINE, f"{what}, paired with {label} ({source})")
                 return Verdict(Grade.PAIRED, f"Ascend HDK {hdk} is paired with {label} ({source})")
         grid: Dict[str, str] = dict(row.get("hdk_grid", {}) or {})
         grid_src = str(row.get("hdk_grid_source", source))
