@@ -177,7 +177,9 @@ def test_kernels_other_soc_and_version():
     found = codes(snap(toolkits=[tk], chips=["310P3"]))
     assert found["CANN005"].severity == "error"
     assert "Ascend-cann-kernels-310p_8.0.0_linux-aarch64.run" in " ".join(found["CANN005"].fix)
-    assert found["CANN006"].severity == "error"
+    # kernels 8.2.RC1 on toolkit 8.0.0 with no required_package_* ranges to read: not documented
+    # either way (issue 13: an error needs an explicit statement), a warning naming its grade
+    assert found["CANN006"].severity == "warning" and found["CANN006"].data["grade"] == "undocumented"
     assert "CANN004" not in codes(snap(toolkits=[TK], chips=["910B4"]))
 
 
@@ -195,7 +197,11 @@ def test_nnal_needed_and_version():
     }
     assert "CANN008" not in codes(snap(toolkits=[TK], nnal=nnal))
     nnal_rc = dict(nnal, version="8.2.RC1", build="8.2.RC1.B150")
-    assert codes(snap(toolkits=[TK], nnal=nnal_rc))["CANN008"].severity == "error"
+    # no source states NNAL compatibility across CANN releases (evidence grid ck-10): warning
+    f = codes(snap(toolkits=[TK], nnal=nnal_rc))["CANN008"]
+    assert f.severity == "warning" and f.data["grade"] == "undocumented"
+    nnal_line = dict(nnal, version="8.0.RC3", build="8.0.RC3.B020")  # same 8.0 line: info
+    assert codes(snap(toolkits=[TK], nnal=nnal_line))["CANN008"].severity == "info"
 
 
 def test_atb_abi_against_torch_abi():
@@ -282,10 +288,11 @@ def test_cann003_option_a_keeps_torch_when_a_build_exists_x86_driver_facts():
         "/opt/conda/envs/npu/bin/python -m pip install torch-npu==2.1.0.post4"
     )
     assert f.fix[1].startswith("option B (install CANN 8.3.RC1, the one torch_npu 2.1.0.post17 is paired with): ")
-    # 24.1.rc2 is below CANN 8.3.RC1's minimum HDK 24.1.0
+    # 24.1.rc2 is two HDK releases before 24.1.0, the oldest HDK documented for CANN 8.3.RC1
+    # (MindSDK 7.2.RC1): not documented either way, so "older than", not "does not fit" (issue 13)
     assert f.fix[-1] == (
         "  and the NPU driver + firmware of Ascend HDK 25.3.RC1, which CANN 8.3.RC1 needs"
-        " (driver 24.1.rc2 does not fit it); then reboot"
+        " (driver 24.1.rc2 is older than every HDK documented for it); then reboot"
     )
     assert len(f.fix) == 5
 
@@ -304,7 +311,9 @@ def test_cann003_option_a_on_x86_changes_torch_from_the_cpu_index_and_flags_the_
         "option A (preferred: keep CANN 8.5.0; torch_npu 2.9.0 is paired with CANN 8.5.0 and built for torch 2.9.0): "
         "/usr/bin/python3.11 -m pip install torch==2.9.0+cpu --index-url https://download.pytorch.org/whl/cpu",
         "  /usr/bin/python3.11 -m pip install torch-npu==2.9.0",
-        "  and upgrade the driver 24.1.rc2, which CANN 8.5.0 does not support, to Ascend HDK 25.5.0 (DRV002)",
+        # the 8.5.0 release notes list HDK 25.0.X-25.5.X; 24.1.rc2 is older, undocumented (issue 13)
+        "  and upgrade the driver 24.1.rc2, which CANN 8.5.0 does not document (older than every HDK it names), "
+        "to Ascend HDK 25.5.0 (DRV002)",
     ]
     assert fix[3].startswith("option B (install CANN 8.0.0, the one torch_npu 2.1.0.post10 is paired with): ")
     assert fix[4] == (

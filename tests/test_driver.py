@@ -82,21 +82,46 @@ def test_version_info_is_a_directory(tmp_path):
     assert any(f.code == "DRV004" and "is a directory" in f.title for f in found)
 
 
-def test_firmware_rejects_driver(tmp_path):
+def _without_fw_range(name: str) -> str:
+    """A real driver version.info with its compatible_version_fw line removed."""
+    text = fixture(name).decode()
+    return "".join(x for x in text.splitlines(True) if "compatible_version_fw" not in x)
+
+
+def test_driver_declares_newer_firmware(tmp_path):
+    """Driver 25.3.rc1 accepts firmware [7.0.0,8.9.9]: the driver's own statement declares
+    firmware 7.7.0.1.231 compatible, although the firmware's older list ([24.1,24.1.],
+    [25.0,25.0.]) cannot name the newer driver (evidence grid df-03; issue 13)."""
     write(tmp_path, f"{AS}/driver/version.info", fixture("driver_version.info_25.3.rc1_doc.txt"))
     write(tmp_path, f"{AS}/firmware/version.info", fixture("firmware_version.info_7.7.0.1.231_pkg25.0.rc1.1.txt"))
     _snap, found = findings(tmp_path)
+    assert not [f for f in found if f.code == "DRV003"]
+
+
+def test_firmware_rejects_driver(tmp_path):
+    """A driver file without compatible_version_fw: the firmware's compatible_version_drv
+    decides, and it does not list 25.3 -> documented incompatible (error)."""
+    write(tmp_path, f"{AS}/driver/version.info", _without_fw_range("driver_version.info_25.3.rc1_doc.txt"))
+    write(tmp_path, f"{AS}/firmware/version.info", fixture("firmware_version.info_7.7.0.1.231_pkg25.0.rc1.1.txt"))
+    _snap, found = findings(tmp_path)
     drv003 = [f for f in found if f.code == "DRV003"]
-    assert len(drv003) == 1
+    assert len(drv003) == 1 and drv003[0].severity == "error"
     assert "7.7.0.1.231" in drv003[0].title and "25.3.rc1" in drv003[0].title
+    assert drv003[0].data["grade"] == "documented-incompatible"
+    assert "firmware's own version.info" in drv003[0].data["source"]
 
 
-def test_firmware_accepts_driver(tmp_path):
+def test_driver_rejects_newer_firmware(tmp_path):
+    """Driver 24.1.rc2.2 accepts firmware [7.0.0,7.2.99] only: firmware 7.7.0.1.231 is
+    documented incompatible although the firmware lists [24.1,24.1.] -- the driver is the side
+    that refuses ('driver and firmware packages do not match'; evidence grid df-05)."""
     write(tmp_path, f"{AS}/driver/version.info", fixture("driver_version.info_24.1.rc2.2.txt"))
     write(tmp_path, f"{AS}/firmware/version.info", fixture("firmware_version.info_7.7.0.1.231_pkg25.0.rc1.1.txt"))
     _snap, found = findings(tmp_path)
-    # the firmware lists [24.1,24.1.]: accepted, even though the driver's own fw range ends at 7.2.99
-    assert not [f for f in found if f.code == "DRV003"]
+    drv003 = [f for f in found if f.code == "DRV003"]
+    assert len(drv003) == 1 and drv003[0].severity == "error"
+    assert drv003[0].data["grade"] == "documented-incompatible"
+    assert "driver's own version.info accepts firmware 7.0.0 to 7.2.99 only" in drv003[0].data["source"]
 
 
 def test_container_cann_newer_than_host_driver(tmp_path):
@@ -105,8 +130,11 @@ def test_container_cann_newer_than_host_driver(tmp_path):
     write(tmp_path, f"{AS}/driver/version.info", fixture("driver_version.info_24.1.rc2.2.txt"))
     _snap, found = findings(tmp_path)
     drv = [f for f in found if f.code == "DRV002"]
-    assert len(drv) == 1 and drv[0].severity == "error"
+    # CANN 8.5.0's release notes list HDK 25.0.X-25.5.X; 24.1.RC2 is three HDK releases before
+    # 25.0.RC1: not documented either way, within about a year -> warning (AUDIT §7(d); grid cd-12)
+    assert len(drv) == 1 and drv[0].severity == "warning"
     assert "24.1.rc2.2" in drv[0].title and "8.5.0" in drv[0].title
+    assert drv[0].data["grade"] == "undocumented"
     assert any("host" in x for x in drv[0].fix)
 
 
@@ -128,8 +156,10 @@ def test_probe_module_contract():
 
 def test_firmware_ranges_for_humans_and_firmware_line_with_chip(tmp_path):
     """k14 data: the firmware's compatible_version_drv shown as 23.0.0.x, 24.0.x, …; the fix
-    is runnable (chmod +x) and names the package chip once npu-smi listed the chip."""
-    write(tmp_path, f"{AS}/driver/version.info", fixture("driver_version.info_25.3.rc1_doc.txt"))
+    is runnable (chmod +x) and names the package chip once npu-smi listed the chip.  (The
+    driver file has no compatible_version_fw, so the firmware's list decides: df-03 shows the
+    driver's own range would declare the pair compatible.)"""
+    write(tmp_path, f"{AS}/driver/version.info", _without_fw_range("driver_version.info_25.3.rc1_doc.txt"))
     write(tmp_path, f"{AS}/firmware/version.info", fixture("firmware_version.info_7.7.0.1.231_pkg25.0.rc1.1.txt"))
     snap, found = findings(tmp_path)
     (drv003,) = [f for f in found if f.code == "DRV003"]

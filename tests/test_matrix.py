@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from npudoctor.knowledge.matrix import MatrixError, bundled_dir, load_from, load_matrix
+from npudoctor.knowledge.matrix import MatrixError, bundled_dir, load_from, load_matrix, validate
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -27,14 +27,14 @@ def m():
 
 def test_bundled_matrix_cites_its_sources(m):
     prov = m.provenance
-    assert prov["origin"] == "bundled" and prov["retrieved"] == "2026-11-29" and len(prov["sha256"]) == 64
+    assert prov["origin"] == "bundled" and prov["retrieved"] == "2026-12-01" and len(prov["sha256"]) == 64
     assert any("COMPATIBILITY.md" in s for s in prov["sources"])
     assert any("pypi.org/pypi/torch-npu/json" in s for s in prov["sources"])
     for table in ("torch_npu", "cann", "chip", "family", "python_dep", "torch_line", "install_pairing"):
         rows = m.data[table]
         assert rows, table
         for r in rows:
-            assert r["source"].strip() and r["retrieved"] == "2026-11-29", (table, r)
+            assert r["source"].strip() and r["retrieved"] in ("2026-11-29", "2026-12-01"), (table, r)
 
 
 def test_default_is_bundled_without_cache():
@@ -84,33 +84,43 @@ def test_cann_fit(m):
 
 
 def test_driver_requirement_and_fit(m):
+    """Graded by evidence (issue 13, AUDIT §1, §7): hdk_minimum holds documented floors only
+    (none for 8.5.0: its notes list 25.0.X-25.5.X, a list, not a floor); tested install
+    combinations are compatible, never floors; undocumented combinations are "unknown"."""
     req = m.driver_requirement("8.5.0")
-    assert req.paired == ["25.5.0"] and "25.0.X" in req.compatible and req.minimum == "25.0.RC1"
-    assert m.driver_requirement("8.3.RC2") is None
-    assert m.driver_fit("8.1.RC1", "25.0.rc1.1") == "paired"
+    assert req.paired == ["25.5.0"] and "25.0.X" in req.compatible and req.minimum is None
+    # a maintenance release inherits its line's statements (AUDIT §7(e))
+    assert m.driver_requirement("8.3.RC2").cann == "8.3.RC1"
+    assert m.driver_fit("8.1.RC1", "25.0.rc1.1") == "paired"  # a patch build of the paired HDK 25.0.RC1
     assert m.driver_fit("8.1.RC1", "24.1.rc2") == "compatible"  # tested install combination
-    assert m.driver_fit("8.1.RC1", "23.0.7") == "too-old"
-    assert m.driver_fit("8.0.0", "24.1.rc1.b030") == "too-old"
-    assert m.driver_fit("8.5.0", "25.5.2") == "compatible"
-    assert m.driver_fit("8.5.0", "25.1.rc1") == "incompatible"
-    assert m.driver_fit("8.5.0", "24.1.0") == "too-old"
+    # 23.0.7 is two HDK releases before 24.1.rc2, the oldest documented: undocumented (AUDIT §7(d))
+    assert m.driver_fit("8.1.RC1", "23.0.7") == "unknown"
+    assert m.driver_fit("8.0.0", "24.1.rc1.b030") == "unknown"  # one release before 24.1.rc2 (tested)
+    assert m.driver_fit("8.5.0", "25.5.2") == "compatible"  # 25.5.X in the 8.5.0 notes
+    assert m.driver_fit("8.5.0", "25.1.rc1") == "unknown"  # between listed HDKs: no statement
+    assert m.driver_fit("8.5.0", "23.0.7") == "too-old"  # > 4 HDK releases before 25.0.X
     assert m.driver_fit("8.5.0", "26.0.rc1") == "unknown"  # newer than listed: not stated
+    assert m.driver_fit("9.1.0", "25.0.rc1") == "too-old"  # explicit N (9.1.0/9.1.1/9.2.0 grids)
+    assert m.driver_fit("9.1.0", "24.1.rc2") == "too-old"  # older than the N column 25.0.X
+    assert m.driver_fit("9.0.0", "25.0.rc1") == "compatible"  # grid Y (issue 13's measured example)
+    assert m.driver_fit("7.0.0", "23.0.0") == "paired"  # AscendSpeed/ModelLink README (AUDIT W1)
     assert m.driver_fit("9.9.9", "25.0.0") == "unknown"
     assert m.driver_fit("8.5.0", "nonsense") == "unknown"
 
 
 def test_driver_requirement_lists_each_hdk_once_newest_first(m):
-    """CANN 9.1.0's release notes list 26.1.0 as paired and again among the compatible
-    ones, unordered: the query gives each version once, paired first, then newest first."""
+    """CANN 9.1.0's final release notes pair it with 26.0.RC1 and mark 25.2.X-26.2.RC1 Y
+    (AUDIT W6/W7): the query gives each version once, paired first, then newest first."""
     req = m.driver_requirement("9.1.0")
-    assert req.paired == ["26.1.0"]
-    assert req.compatible == ["26.0.RC1", "25.7.RC1", "25.5.X"]
-    assert req.versions == ["26.1.0", "26.0.RC1", "25.7.RC1", "25.5.X"]
-    assert m.driver_requirement("9.0.1").versions == ["26.0.RC3", "26.0.RC1", "25.5.5", "25.5.2", "25.5.1"]
-    assert m.driver_requirement("9.0.0").versions == ["26.0.RC1", "25.5.2", "25.5.1"]
+    assert req.paired == ["26.0.RC1"]
+    assert req.compatible == ["26.2.RC1", "26.1.1", "26.1.0", "25.7.RC1", "25.5.X", "25.3.X", "25.2.X"]
+    assert req.versions == ["26.0.RC1"] + req.compatible
+    assert m.driver_requirement("9.0.0").versions == [
+        "26.0.RC1", "26.2.RC1", "26.1.1", "26.1.0", "25.7.RC1", "25.5.X", "25.5.2", "25.5.1", "25.3.X", "25.2.X", "25.0.X",
+    ]  # fmt: skip
     assert m.driver_requirement("8.5.0").versions == ["25.5.0", "25.5.X", "25.3.X", "25.2.X", "25.0.X"]
     # the de-duplication does not change any answer of driver_fit
-    assert m.driver_fit("9.1.0", "26.1.0") == "paired"
+    assert m.driver_fit("9.1.0", "26.1.0") == "compatible"
     assert m.driver_fit("9.1.0", "25.5.3") == "compatible"
     assert m.driver_fit("9.0.0", "26.0.rc1") == "paired"
 
@@ -141,7 +151,8 @@ def test_numpy_and_python_deps(m):
     assert m.numpy_spec("8.5.0", "3.13") == ">2.1"
     assert m.numpy_spec("9.1.0", "3.11") == ">=1.19.2"
     spec, source, exact = m.numpy_requirement("8.3.RC1", "3.11")
-    assert spec == ">=1.19.2,<2" and "CANN 8.0.0" in source and exact is False
+    # the newest documented release before it: 8.3.RC1.alpha002 ('numpy>=1.19.2,<=1.24.0', AUDIT §5.1)
+    assert spec == ">=1.19.2,<2" and "CANN 8.3.RC1.alpha002" in source and exact is False
     assert m.numpy_spec("nonsense", "3.10") is None
     deps = m.cann_python_deps("8.0.0")
     for d in ("decorator", "attrs", "psutil", "absl-py", "cloudpickle", "ml-dtypes", "scipy", "tornado", "sympy"):
@@ -188,15 +199,17 @@ def test_chips_and_families(m):
 def test_newest_for(m):
     assert m.newest_for("910B", "aarch64", "3.11").torch_npu == "2.12.0"
     assert m.newest_for("910B", "x86_64", "3.8").torch_npu == "2.4.0.post4"
-    # a driver that rules out CANN 9.x/8.5 leads to an older pairing
-    assert m.newest_for("910B", "aarch64", "3.10", driver="24.1.rc2").torch_npu == "2.6.0"
+    # driver 24.1.rc2 is ruled out by CANN 9.1.X (grid N for 25.0.X and older) but not by 9.0.0
+    # (undocumented, within about a year of 25.0.X): the newest pairing it leaves is CANN 9.0.0's
+    assert m.newest_for("910B", "aarch64", "3.10", driver="24.1.rc2").torch_npu == "2.10.0"
+    assert m.newest_for("910B", "aarch64", "3.10", driver="23.0.7").torch_npu == "2.8.0"  # CANN 8.3.RC1: one release
     assert m.newest_for("910_93", "aarch64", "3.8").torch_npu == "2.4.0.post4"
     assert m.newest_for("310", "aarch64", "3.10") is None
 
 
 def test_age_days(m):
-    assert m.age_days(datetime.date(2026, 11, 29)) == 0
-    assert m.age_days(datetime.date(2027, 6, 1)) == 184
+    assert m.age_days(datetime.date(2026, 12, 1)) == 0
+    assert m.age_days(datetime.date(2027, 6, 1)) == 182
 
 
 def _write(tmp_path, text, name="m.toml"):
@@ -357,7 +370,7 @@ def test_cli_verify_without_file_checks_the_matrix_in_use(tmp_path):
     assert res.stdout.splitlines()[:3] == [
         f"verifying the refreshed cache copy, in use: {cache}/matrix.json",
         f"valid: {cache}/matrix.json",
-        "rows: 94 torch_npu, 21 cann, 32 chip, 7 family, 15 python_dep",
+        "rows: 94 torch_npu, 54 cann, 32 chip, 7 family, 16 python_dep",
     ]
 
 
@@ -402,4 +415,83 @@ def test_wheel_ships_the_matrix(tmp_path):
         timeout=60,
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == [str(target / "npudoctor" / "_matrix"), "2026-11-29", "torch-npu-torch-mismatch"]
+    assert out.stdout.splitlines() == [str(target / "npudoctor" / "_matrix"), "2026-12-01", "torch-npu-torch-mismatch"]
+
+
+def test_hdk_statement_fields_are_validated():
+    """The issue-13 fields of cann.toml: Y/N grids with their source, per-product pairings,
+    inner lines, ops lists, ordered HDK releases, floors (knowledge/matrix/schema.py)."""
+    row = {"version": "9.2.0", "source": "notes", "retrieved": "2026-12-01"}
+    doc = {
+        "schema_version": 1,
+        "cann": [
+            dict(row, hdk_grid={"25.0.X": "N", "26.2.RC1": "Y"}, hdk_grid_source="9.2.0 notes"),
+            dict(row, hdk_grid={"25.0.X": "maybe", "soon": "Y"}),
+            dict(row, hdk_products=[{"family": "950", "hdk": ["25.7.RC1"]}], inner_line="C22"),
+            dict(row, ops_toolkit=["9.1.X", "nine"]),
+        ],
+        "hdk_release": [
+            {
+                "families": ["910B"],
+                "releases": ["25.2.0", "25.0.RC1"],
+                "per_year": 0,
+                "source": "s",
+                "retrieved": "2026-12-01",
+            }
+        ],
+        "hdk_floor": [{"chips": ["910B4"], "hdk": "x", "product": "A2", "source": "s", "retrieved": "2026-12-01"}],
+        "inner_line": [{"line": "V100R001C22", "cann": ["8.2.RC1"], "source": "s", "retrieved": "2026-12-01"}],
+    }
+    problems = validate(doc, "cann.toml", partial=True)
+    text = "\n".join(problems)
+    assert "[[cann]] row 1 " not in text and "[[inner_line]]" not in text
+    for needle in (
+        "[[cann]] row 2 (version = 9.2.0): field 'hdk_grid' cell '25.0.X' must be \"Y\" or \"N\", got 'maybe'",
+        "field 'hdk_grid' column 'soon' is not an HDK version or X.Y.X pattern",
+        "field 'hdk_grid' needs 'hdk_grid_source'",
+        "field 'hdk_products' entry 1 must be {family = ..., hdk = [...], product = ...}",
+        "field 'hdk_products' needs 'hdk_products_source'",
+        "field 'inner_line' is not an inner version line like V100R001C22: 'C22'",
+        "field 'ops_toolkit' holds 'nine'",
+        "field 'ops_toolkit' needs 'ops_source'",
+        "field 'releases' must be in release order, oldest first",
+        "field 'per_year' must be at least 1",
+        "[[hdk_floor]] row 1 (hdk = x): field 'hdk' is not an HDK version: 'x'",
+    ):
+        assert needle in text, (needle, problems)
+
+
+def test_inner_lines_and_compatible_version_groups():
+    """compatible_version holds single lines and range groups: toolkit 8.0.RC1 lists
+    [V100R001C15,V100R001C18] (tests/fixtures/grades/files/toolkit/8.0.RC1)."""
+    from npudoctor.knowledge.matrix.hdk import accepts, inner_line
+
+    assert inner_line("V100R001C22SPC001B231") == "V100R001C22" and inner_line("7.6.0.1.220") is None
+    listed = ["V100R001C15,V100R001C18", "V100R001C30", "V100R003C11"]
+    assert accepts(listed, "V100R001C17") is True and accepts(listed, "V100R001C30") is True
+    assert accepts(listed, "V100R001C19") is False and accepts(listed, "V100R003C10") is False
+    assert accepts([], "V100R001C17") is None and accepts(listed, None) is None
+
+
+def test_driver_verdict_per_product_line(m):
+    """CANN 9.1.0's HDK differs per product (MindCluster 26.1.0 patch note, AUDIT W8): the
+    950-family HDKs are paired on a 950 host and nowhere else; a documented floor applies to
+    its chips only (Atlas A2 inference, 910B4: HDK >= 24.1.RC1)."""
+    on_950 = m.driver_verdict("9.1.0", "25.1.rc1", family="950").verdict
+    assert on_950.grade.value == "paired" and "Atlas 950 SuperPoD" in on_950.source
+    on_910b = m.driver_verdict("9.1.0", "25.1.rc1", family="910B")
+    assert on_910b.verdict.grade.value == "undocumented" and on_910b.severity() == "info"  # one release before 25.2.X
+    a2 = m.driver_verdict("8.0.0", "23.0.7", family="910B", chip="910B4").verdict
+    assert a2.grade.value == "documented-incompatible" and "24.1.RC1" in a2.window
+    training = m.driver_verdict("8.0.0", "23.0.7", family="910B", chip="910B3")
+    assert training.verdict.grade.value == "undocumented" and training.severity() == "warning"
+
+
+def test_a_maintenance_release_inherits_its_line_as_same_release_line(m):
+    """8.5.1 has no HDK statement of its own: 8.5.0's pairing (25.5.0) is 'same release line'
+    for it (info), 8.5.0's release-note list still declares 25.0.X-25.5.X (AUDIT §7(e))."""
+    v = m.driver_verdict("8.5.1", "25.5.0")
+    assert (v.verdict.grade.value, v.severity()) == ("same-release-line", "info")
+    assert "CANN 8.5.1 is on its release line" in v.verdict.source
+    assert m.driver_verdict("8.5.1", "25.3.rc1").verdict.grade.value == "declared-compatible"
+    assert m.driver_verdict("8.5.0", "25.5.0").verdict.grade.value == "paired"

@@ -26,6 +26,13 @@ class Kernels(View):
     socs: Tuple[str, ...] = field(default=(), metadata=_doc('kernel directories ("ascend910b", "ascend310p", ...)'))
     configs: Tuple[str, ...] = ()
     version: Optional[str] = None
+    inner_version: Optional[str] = field(
+        default=None, metadata=_doc('Version= of opp_kernel/version.info ("7.6.0.1.220")')
+    )
+    requires: Dict[str, str] = field(
+        default_factory=dict,
+        metadata=_doc('required_package_<pkg>_version of opp_kernel/version.info (">=7.6, <=8.2")'),
+    )
     source: Optional[str] = None
     installed: bool = False
 
@@ -38,6 +45,12 @@ class Toolkit(View):
     kind: Optional[str] = field(default=None, metadata=_doc('"toolkit" | "nnae" | "cann"'))
     version: Optional[str] = field(default=None, metadata=_doc('public CANN version ("8.0.0", "8.2.RC1")'))
     inner_version: Optional[str] = None
+    compatible_version: Tuple[str, ...] = field(
+        default=(), metadata=_doc("driver lines (V100R001Cxx) its ascend_toolkit_install.info accepts")
+    )
+    requires: Dict[str, str] = field(
+        default_factory=dict, metadata=_doc("required_package_<pkg>_version of toolkit/version.info")
+    )
     arch: Optional[str] = None
     source: Optional[str] = None
     versions: Dict[str, str] = field(default_factory=dict, metadata=_doc("source path → version read there"))

@@ -62,8 +62,10 @@ def pep440_release(text: str) -> Optional[Tuple[int, ...]]:
 
 
 def hdk_for(matrix: Optional[Matrix], cann: str) -> Optional[str]:
-    """The Ascend HDK the matrix pairs with CANN ``cann`` (else its minimum), or ``None``
-    (no matrix, CANN unknown to it)."""
+    """The Ascend HDK to install for CANN ``cann``: the one the matrix pairs with it (its own
+    row's or its release line's), else the newest HDK it lists as compatible (a version, not
+    a ``25.5.X`` pattern), else its documented floor; ``None`` (no matrix, CANN unknown).
+    A tested install combination is never a floor (issue 13)."""
     try:
         req = matrix.driver_requirement(cann) if matrix is not None else None
     except Exception:
@@ -73,6 +75,9 @@ def hdk_for(matrix: Optional[Matrix], cann: str) -> Optional[str]:
     paired = list(req.paired or [])
     if paired:
         return str(paired[0])
+    listed = [c for c in req.compatible if not c.upper().endswith(".X")]
+    if listed:
+        return str(listed[0])
     return str(req.minimum) if req.minimum else None
 
 
@@ -85,6 +90,25 @@ def driver_fit(matrix: Optional[Matrix], cann: str, driver: str) -> Optional[str
         return str(matrix.driver_fit(cann, driver))
     except Exception:
         return None
+
+
+def driver_shortfall(matrix: Optional[Matrix], cann: str, driver: str) -> Optional[str]:
+    """Why driver ``driver`` wants an upgrade for CANN ``cann``, for fix texts:
+    ``"incompatible"`` (documented incompatible: an explicit N, a documented floor, far older
+    than every documented HDK), ``"older"`` (not documented either way and older than every
+    HDK documented for it), or ``None`` (it works, is newer, or no matrix/answer).  Source:
+    :meth:`Matrix.driver_verdict` (issue 13)."""
+    if matrix is None:
+        return None
+    try:
+        v = matrix.driver_verdict(cann, driver).verdict
+    except Exception:
+        return None
+    if v.grade.value in ("documented-incompatible", "proven-broken"):
+        return "incompatible"
+    if v.grade.value == "undocumented" and v.newer is False:
+        return "older"
+    return None
 
 
 def keep_cann_build(

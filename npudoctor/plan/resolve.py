@@ -155,9 +155,9 @@ class Resolver:
         fit = self.matrix.driver_fit(cann, installed)
         if fit in ("paired", "compatible"):
             return DriverStep(installed, fit, "keep", required=required, source=source)
-        if fit == "unknown":
+        if fit == "unknown" and self.matrix.driver_verdict(cann, installed).verdict.newer is not False:
             return DriverStep(installed, fit, "check", required=required, source=source)
-        # the same HDK the driver rules' fixes name (plan/fit.py: paired, else the minimum)
+        # incompatible, or older than every documented HDK: a plan recommends documented sets (hdk_for)
         target = hdk_for(self.matrix, cann)
         return DriverStep(installed, fit, "upgrade", target=target, required=required, source=source)
 

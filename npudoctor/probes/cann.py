@@ -27,6 +27,8 @@ Toolkit record::
     kind          "toolkit" | "nnae" | "cann"   (``cann`` = the 8.5+ ``cann-<ver>`` layout)
     version       str | None   public CANN version ("8.0.0", "8.2.RC1", "8.0.T63", "9.0.0-beta.2")
     inner_version str | None   ("V100R001C20SPC001B251" or "7.6.0.1.220")
+    compatible_version [str]  driver lines the install info accepts ("V100R001C15", "V100R001C15,V100R001C18")
+    requires      {pkg: spec}  required_package_<pkg>_version of toolkit/version.info (">=7.6, <=8.2")
     arch          "aarch64" | "x86_64" | None
     source        str | None   the file the version came from, in this order:
                   <arch>-linux/ascend_{toolkit,nnae}_install.info (``version=``),
@@ -42,6 +44,8 @@ Toolkit record::
                                            that hold operator binaries ("ascend910b", "ascend310p", ...),
                    "configs": [dir, ...]  kernel/config/<dir>/binary_info_config.json present,
                    "version": str | None  kernels (opp_kernel) package version,
+                   "inner_version": str | None  its Version= ("7.6.0.1.220"),
+                   "requires": {pkg: spec}  its required_package_<pkg>_version values,
                    "source": str | None,  where that version came from
                    "installed": bool}     any kernels present at all
     errors        [{"path", "error"}]   files that could not be read or parsed
@@ -152,11 +156,15 @@ def _kernels(host: Host, path: str, errors: List[Dict[str, str]], cfg: Dict[str,
     ]
     version = None
     source = None
+    inner = None
+    requires: Dict[str, str] = {}
     info_path = _join(path, "opp_kernel", "version.info")
     text = _read(host, info_path, errors)
     if text is not None:
         info = component_version_info(text)
         version = info["version_dir"]
+        inner = info["version"]
+        requires = dict(info["required"])
         source = info_path
         if version is None:
             errors.append({"path": info_path, "error": "no version_dir= line"})
@@ -169,6 +177,8 @@ def _kernels(host: Host, path: str, errors: List[Dict[str, str]], cfg: Dict[str,
         "socs": socs,
         "configs": configs,
         "version": version,
+        "inner_version": inner,
+        "requires": requires,
         "source": source,
         "installed": bool(socs or configs),
     }
@@ -185,6 +195,8 @@ def toolkit_record(host: Host, path: str, found_via: str) -> Dict[str, Any]:
     inner: Optional[str] = None
     arch: Optional[str] = None
     package_name: Optional[str] = None
+    accepts: List[str] = []
+    requires: Dict[str, str] = {}
 
     for adir in _arch_dirs(host, path):
         for info_path in host.glob(adir, prefix="ascend_", suffix="_install.info"):
@@ -200,6 +212,7 @@ def toolkit_record(host: Host, path: str, found_via: str) -> Dict[str, Any]:
                 version, source = info["version"], info_path
                 inner = info["innerversion"]
                 package_name = info["package_name"]
+                accepts = list(info["compatible_version"])
                 arch = _ARCH_ALIASES.get((info["arch"] or "").lower())
         if arch is None:
             arch = _ARCH_ALIASES.get(posixpath.basename(adir)[: -len("-linux")].lower())
@@ -230,6 +243,8 @@ def toolkit_record(host: Host, path: str, found_via: str) -> Dict[str, Any]:
         if info["version_dir"] is None:
             errors.append({"path": info_path, "error": "no version_dir= line (truncated or garbled)"})
             continue
+        if component == "toolkit":
+            requires = dict(info["required"])
         versions[info_path] = info["version_dir"]
         if version is None:
             version, source = info["version_dir"], info_path
@@ -257,6 +272,8 @@ def toolkit_record(host: Host, path: str, found_via: str) -> Dict[str, Any]:
         "kind": _kind(resolved, path, package_name),
         "version": version,
         "inner_version": inner,
+        "compatible_version": accepts,
+        "requires": requires,
         "arch": arch,
         "source": source,
         "versions": versions,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Iterable, List, Optional
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
-from npudoctor.plan.fit import MismatchPlan, driver_fit, hdk_for
+from npudoctor.plan.fit import MismatchPlan, driver_fit, driver_shortfall, hdk_for
 from npudoctor.remedies import Command
 from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import (
@@ -314,10 +314,12 @@ def _cann003_fix(ctx: RuleContext, plan: MismatchPlan) -> List[Step]:
                 pip_install(ctx, npu_req, lead=f"option A (preferred: keep CANN {cver} and your torch; {what}): ")
             )
     driver = installed_driver(ctx)
-    if keep is not None and driver and driver_fit(ctx.matrix, cver, driver) in ("too-old", "incompatible"):
+    short = driver_shortfall(ctx.matrix, cver, driver) if keep is not None and driver else None
+    if short:
         hdk = hdk_for(ctx.matrix, cver)
+        why = "does not support" if short == "incompatible" else "does not document (older than every HDK it names)"
         out.append(
-            f"  and upgrade the driver {driver}, which CANN {cver} does not support"
+            f"  and upgrade the driver {driver}, which CANN {cver} {why}"
             + (f", to Ascend HDK {hdk}" if hdk else "")
             + " (DRV002)"
         )
@@ -333,12 +335,15 @@ def _cann003_fix(ctx: RuleContext, plan: MismatchPlan) -> List[Step]:
         out.append(set_env_step(None, move, lead="  "))
         hdk = hdk_for(ctx.matrix, move)
         fit: Optional[str] = driver_fit(ctx.matrix, move, driver) if driver else None
+        short = driver_shortfall(ctx.matrix, move, driver) if driver else None
         if driver and fit in ("paired", "compatible"):
             out.append(f"  the installed driver {driver} already fits CANN {move}")
         elif hdk:
+            note = {
+                "incompatible": f" (driver {driver} does not fit it)",
+                "older": f" (driver {driver} is older than every HDK documented for it)",
+            }.get(short or "", "")
             out.append(
-                f"  and the NPU driver + firmware of Ascend HDK {hdk}, which CANN {move} needs"
-                + (f" (driver {driver} does not fit it)" if driver and fit in ("too-old", "incompatible") else "")
-                + "; then reboot"
+                f"  and the NPU driver + firmware of Ascend HDK {hdk}, which CANN {move} needs{note}; then reboot"
             )
     return out

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.knowledge.grades import severity
+from npudoctor.knowledge.matrix.addons import kernels_verdict, nnal_verdict
 from npudoctor.knowledge.packages import NNAL_SET_ENV
 from npudoctor.remedies import Remedy, SourceFile
 from npudoctor.rules import rule
@@ -23,11 +25,9 @@ from npudoctor.rules._cannfacts import (
     chip_info,
     chips,
     host_arch,
-    major_minor,
     nnal_needed,
     package_chip,
     parse_cann,
-    same_release,
     torch_npu_record,
 )
 from npudoctor.rules._cannsteps import Step, install, nnal_set_env, set_env_step, toolkit_line
@@ -115,23 +115,32 @@ def kernels_for_chip(ctx: RuleContext) -> Iterable[Finding]:
 
 @rule
 def kernels_version(ctx: RuleContext) -> Iterable[Finding]:
-    """CANN006: kernels package version differs from the toolkit's."""
+    """CANN006: the kernels/ops package with the toolkit, graded by evidence
+    (knowledge/matrix/addons.py: same release, the packages' required_package_* ranges, the
+    release notes' ops ↔ toolkit list); severity from ``grades.severity``."""
     tk = ctx.view.cann.selected
     if tk is None or not tk.version or not tk.kernels.version:
         return
     kver = tk.kernels.version
-    if same_release(tk.version, kver) is not False:
-        return
     ver = tk.version
-    ops_era = (major_minor(ver) or (0, 0)) >= (8, 5) and (major_minor(kver) or (0, 0)) >= (8, 5)
+    if ctx.matrix is None:
+        return
+    v = kernels_verdict(ctx.matrix, ver, kver, tk.kernels.inner_version, dict(tk.requires), dict(tk.kernels.requires))
+    sev = severity(v)
+    if sev is None:
+        return
+    evidence = [toolkit_line(tk), f"kernels {kver} from {tk.kernels.source}", f"{v.grade.words}: {v.source}"]
+    if v.window:
+        evidence.append(f"documented to work: {v.window}")
     yield KERNELS_VERSION.finding(
-        title=f"Kernels package {kver} does not match CANN toolkit {ver}",
-        evidence=[toolkit_line(tk), f"kernels {kver} from {tk.kernels.source}"],
+        title=f"Kernels package {kver} with CANN toolkit {ver}: {v.describe()}",
+        evidence=evidence,
         fix=[
             set_env_step(tk),
             install("kernels", ver, host_arch(ctx) or tk.arch, package_chip(ctx)),
         ],
-        severity="warning" if ops_era else "error",
+        severity=sev,
+        data={"toolkit": ver, "kernels": kver, "grade": v.grade.value, "source": v.source},
     )
 
 
@@ -166,20 +175,29 @@ def nnal_missing(ctx: RuleContext) -> Iterable[Finding]:
 
 @rule
 def nnal_version(ctx: RuleContext) -> Iterable[Finding]:
-    """CANN008: NNAL version differs from the toolkit's (K04)."""
+    """CANN008: NNAL with the toolkit (K04), graded (knowledge/matrix/addons.py): the same
+    release is paired, the same line is info, anything else is not documented either way."""
     cann = ctx.view.cann
     tk = cann.selected
     nnal = cann.nnal
     if tk is None or nnal is None or not tk.version or not nnal.version:
         return
-    if same_release(tk.version, nnal.version) is not False:
+    v = nnal_verdict(tk.version, nnal.version)
+    sev = severity(v)
+    if sev is None:
         return
     ver = tk.version
     arch = host_arch(ctx) or tk.arch
     yield NNAL_VERSION.finding(
-        title=f"NNAL {nnal.version} does not match CANN toolkit {ver}",
-        evidence=[toolkit_line(tk), f"NNAL/ATB {nnal.build or nnal.version} from {nnal.source}"],
+        title=f"NNAL {nnal.version} with CANN toolkit {ver}: {v.describe()}",
+        evidence=[
+            toolkit_line(tk),
+            f"NNAL/ATB {nnal.build or nnal.version} from {nnal.source}",
+            f"{v.grade.words}: {v.source}",
+        ],
         fix=[set_env_step(tk), install("nnal", ver, arch), nnal_set_env()],
+        severity=sev,
+        data={"toolkit": ver, "nnal": nnal.version, "grade": v.grade.value, "source": v.source},
     )
 
 

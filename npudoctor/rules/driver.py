@@ -13,13 +13,16 @@ from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.knowledge.grades import Grade, severity
+from npudoctor.knowledge.matrix.hdk import DriverVerdict, Packages, driver_firmware
 from npudoctor.knowledge.packages import firmware_for_driver
-from npudoctor.parsers.info_files import format_ranges, ranges_contain
+from npudoctor.parsers.info_files import format_ranges
 from npudoctor.plan.fit import driver_fit, hdk_for
 from npudoctor.remedies import Command, DockerFlags, InstallPackage, Reboot
 from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import (
     cann_plan,
+    chips,
     driver_version,
     host_arch,
     not_in_matrix_line,
@@ -27,6 +30,7 @@ from npudoctor.rules._cannfacts import (
     torch_npu_record,
 )
 from npudoctor.rules._cannsteps import Step
+from npudoctor.rules.devices import chip_identity
 
 if TYPE_CHECKING:
     from npudoctor.engine import RuleContext
@@ -161,47 +165,72 @@ def driver_missing(ctx: RuleContext) -> Iterable[Finding]:
     )
 
 
+def _machine_chip(ctx: RuleContext) -> Tuple[Optional[str], Optional[str]]:
+    """``(family, chip name)`` of this machine's first NPU chip npu-smi names, the family from
+    :func:`npudoctor.rules.devices.chip_identity` (``None`` when unknown), the name as the
+    matrix spells it (``"Ascend 910B4"`` → ``"910B4"``) for the documented floors."""
+    for chip in chips(ctx):
+        family = chip_identity(ctx.matrix, chip).get("family")
+        known = ctx.matrix.chip(str(chip.name)) if ctx.matrix is not None else None
+        return (str(family) if family else None), (known.name if known is not None else str(chip.name))
+    return None, None
+
+
+def driver_verdict(ctx: RuleContext, cann: str, driver: str) -> Optional[DriverVerdict]:
+    """The graded CANN ↔ driver verdict for this machine: the toolkit's and the driver's own
+    declarations (``ascend_toolkit_install.info`` / ``version.info``), the chip family of the
+    npu-smi chips, and the matrix; ``None`` without a matrix."""
+    if ctx.matrix is None:
+        return None
+    tk = ctx.view.cann.selected
+    drv = ctx.view.driver.driver
+    packages = Packages(
+        toolkit_inner=tk.inner_version if tk is not None else None,
+        toolkit_accepts=tuple(tk.compatible_version) if tk is not None else (),
+        driver_inner=drv.innerversion if drv.version == driver else None,
+        driver_accepts=tuple(drv.compatible_version) if drv.version == driver else (),
+    )
+    family, chip = _machine_chip(ctx)
+    return ctx.matrix.driver_verdict(cann, driver, packages, family=family, chip=chip)
+
+
 @rule
 def driver_cann(ctx: RuleContext) -> Iterable[Finding]:
-    """DRV002: driver vs the selected CANN via matrix.driver_fit (K14)."""
+    """DRV002: the driver with the selected CANN, graded by evidence (knowledge/matrix/hdk.py,
+    AUDIT §1 and §7): severity from ``grades.severity``; in a container the host driver ↔
+    image CANN relation is always reported."""
     tk = ctx.view.cann.selected
     version, source = driver_version(ctx)
-    matrix = ctx.matrix
-    if tk is None or not tk.version or not version or matrix is None:
+    if tk is None or not tk.version or not version:
         return
     cann = tk.version
-    try:
-        fit = matrix.driver_fit(cann, version)
-    except Exception:
-        fit = "unknown"
-    if fit in ("paired", "compatible"):
+    judged = driver_verdict(ctx, cann, version)
+    if judged is None:
         return
-    try:
-        req = matrix.driver_requirement(cann)
-    except Exception:  # an unorderable version the matrix cannot place
-        req = None
+    container = _in_container(ctx)
+    sev = judged.severity(always_report=container)
+    if sev is None:
+        return
+    v = judged.verdict
+    req = ctx.matrix.driver_requirement(cann) if ctx.matrix is not None else None
     evidence = [f"driver {version} from {source}", f"CANN {cann} at {tk.path} (from {tk.source})"]
     if req is not None:
-        line = f"matrix: CANN {cann} is paired with HDK {', '.join(req.paired) or '?'}"
+        line = f"matrix: CANN {req.cann} is paired with HDK {', '.join(req.paired) or '?'}"
         if req.compatible:
             line += f"; works with {', '.join(req.compatible)}"
-        if req.minimum:
-            line += f"; minimum {req.minimum}"
-        evidence.append(line + f" ({req.source})")
-    where = "the host's" if _in_container(ctx) else "this machine's"
-    if fit == "unknown":
-        yield DRIVER_CANN.finding(
-            title=f"Driver {version} with CANN {cann}: not in the matrix, pairing unknown",
-            evidence=evidence,
-            fix=[not_in_matrix_line(f"the driver pairing of CANN {cann}")],
-            severity="warning",
-        )
+        evidence.append(line)
+    evidence.append(f"{v.grade.words}: {v.source}")
+    if v.window:
+        evidence.append(f"documented to work: {v.window}")
+    data = {"driver": version, "cann": cann, "grade": v.grade.value, "source": v.source}
+    where = "the host's" if container else "this machine's"
+    pair = f"Driver {version} with CANN {cann}" + (" (host driver, image CANN)" if container else "")
+    if v.grade.works:
+        yield DRIVER_CANN.finding(title=f"{pair}: {v.describe()}", evidence=evidence, severity=sev, data=data)
         return
-    target = None
-    if req is not None:
-        target = (req.paired[0] if req.paired else None) or req.minimum
+    target = _paired_hdk(ctx)
     fix: List[Step] = []
-    if target:
+    if target and v.newer is not True:
         fix += [
             _driver(ctx, target, lead=f"upgrade {where} driver: "),
             _firmware(ctx, target, lead="then ", note="then reboot"),
@@ -209,32 +238,34 @@ def driver_cann(ctx: RuleContext) -> Iterable[Finding]:
     note = _move_note(ctx, version)
     if note and note.startswith("or install"):
         fix.append(note)
-    else:
-        if _in_container(ctx):
+    elif v.grade is Grade.INCOMPATIBLE:
+        if container:
             fix.append("or use an image built on an older CANN that the host driver supports")
         else:
             fix.append("or install a CANN version that this driver supports (`npudoctor matrix`)")
         if note:
             fix.append(note)
-    too_old = fit == "too-old"
+    if v.grade is Grade.UNDOCUMENTED and req is None:
+        fix.append(not_in_matrix_line(f"the driver pairing of CANN {cann}"))
+    if v.grade is Grade.INCOMPATIBLE:
+        title = f"Driver {version} does not work with CANN {cann}: {v.describe()}"
+        if target:
+            title += f" (paired: Ascend HDK {target})"
+    else:
+        title = f"{pair}: {v.describe()}"
     yield DRIVER_CANN.finding(
-        title=(
-            f"Driver {version} is too old for CANN {cann}"
-            if too_old
-            else f"Driver {version} is not supported by CANN {cann}"
-        )
-        + (f" (needs Ascend HDK {target})" if target else "")
-        + (" — container CANN vs host driver" if _in_container(ctx) else ""),
+        title=title + (" — container CANN vs host driver" if container and v.grade is Grade.INCOMPATIBLE else ""),
         evidence=evidence,
         fix=fix,
-        severity="error" if too_old else "warning",
-        data={"driver": version, "cann": cann, "fit": fit},
+        severity=sev,
+        data=data,
     )
 
 
 @rule
 def firmware_driver(ctx: RuleContext) -> Iterable[Finding]:
-    """DRV003: the firmware's compatible_version_drv (and the driver's compatible_version_fw)."""
+    """DRV003: driver ↔ firmware from their version.info files, graded (the driver's
+    compatible_version_fw first, then the firmware's compatible_version_drv)."""
     drv = ctx.view.driver.driver
     fw = ctx.view.driver.firmware
     dver = drv.version
@@ -243,29 +274,33 @@ def firmware_driver(ctx: RuleContext) -> Iterable[Finding]:
         return
     fw_ranges: List[Tuple[str, str]] = [(r[0], r[1]) for r in fw.compatible_version_drv if len(r) == 2]
     drv_ranges: List[Tuple[str, str]] = [(r[0], r[1]) for r in drv.compatible_version_fw if len(r) == 2]
-    fw_says = ranges_contain(fw_ranges, dver) if fw_ranges else None
+    v = driver_firmware(dver, drv.package_version, fver, fw.package_version, drv_ranges, fw_ranges)
+    if v is None:
+        return
+    sev = severity(v)
+    if sev is None:
+        return
     evidence = [
         f"driver {dver} from {drv.source}",
         f"firmware {fver} (HDK {fw.package_version}) from {fw.source}",
     ]
+    if drv_ranges:
+        evidence.append("driver accepts firmware " + format_ranges(drv_ranges))
     if fw_ranges:
         evidence.append("firmware accepts drivers " + format_ranges(fw_ranges))
-    if fw_says is True:
-        return
-    if fw_says is None:
-        # the firmware names no drivers (or undecidable): fall back to the driver's statement
-        drv_says = ranges_contain(drv_ranges, fver) if drv_ranges else None
-        if drv_says is not False:
-            return
-        evidence.append("driver accepts firmware " + format_ranges(drv_ranges))
+    evidence.append(f"{v.grade.words}: {v.source}")
+    if v.window:
+        evidence.append(f"documented to work: {v.window}")
     yield FIRMWARE_DRIVER.finding(
-        title=f"Firmware {fver} does not list driver {dver} as compatible",
+        title=f"Firmware {fver} and driver {dver}: {v.describe()}",
         evidence=evidence,
         fix=[
             _firmware(ctx, dver),
             Reboot(),
             Command(("npu-smi", "info", "-t", "board", "-i", "0"), note="Compatibility should say OK"),
         ],
+        severity=sev,
+        data={"driver": dver, "firmware": fver, "grade": v.grade.value, "source": v.source},
     )
 
 

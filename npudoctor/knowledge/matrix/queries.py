@@ -6,6 +6,8 @@ import datetime as _dt
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from npudoctor.knowledge.grades import Grade
+from npudoctor.knowledge.matrix.hdk import DriverVerdict, HdkJudge, Packages
 from npudoctor.knowledge.matrix.model import (
     Chip,
     DriverRequirement,
@@ -21,7 +23,7 @@ from npudoctor.knowledge.matrix.model import (
     _unique_hdk,
     _valid_date,
 )
-from npudoctor.knowledge.versions import parse_cann, parse_driver, tokens, version_in
+from npudoctor.knowledge.versions import parse_cann
 
 
 # ------------------------------------------------------------------ the matrix
@@ -242,15 +244,18 @@ class Matrix:
         return None
 
     def driver_requirement(self, cann: str) -> Optional[DriverRequirement]:
-        """The driver (Ascend HDK) requirement of a CANN version, ``None`` when the
-        matrix has no row for it.  Source per row (CANN release notes, MindSpore pages)."""
-        r = self.cann_row(cann)
-        if r is None or not (r.get("hdk_paired") or r.get("hdk_compatible") or r.get("hdk_minimum")):
+        """The driver (Ascend HDK) requirement of a CANN version — its own row's statements,
+        else its release line's (``8.2.RC2`` → ``8.2.RC1``) — ``None`` when the matrix has
+        none.  ``compatible`` includes the Y columns of the release notes' grid.  Source per
+        row (CANN release notes, MindSpore pages)."""
+        r = HdkJudge(self).statement_row(cann)[0]
+        if r is None:
             return None
         paired = _unique_hdk(r.get("hdk_paired", []))
         taken = {_hdk_norm(p) for p in paired}
+        listed = list(r.get("hdk_compatible", [])) + [c for c, cell in (r.get("hdk_grid") or {}).items() if cell == "Y"]
         compatible = sorted(
-            (c for c in _unique_hdk(r.get("hdk_compatible", [])) if _hdk_norm(c) not in taken),
+            (c for c in _unique_hdk(listed) if _hdk_norm(c) not in taken),
             key=_hdk_sort_key,
             reverse=True,
         )
@@ -263,47 +268,38 @@ class Matrix:
             note=r.get("note", ""),
         )
 
-    def driver_fit(self, cann: str, driver: str) -> str:
-        """How an installed driver version fits a CANN version:
+    def driver_verdict(
+        self,
+        cann: str,
+        driver: str,
+        packages: Packages = Packages(),
+        family: Optional[str] = None,
+        chip: Optional[str] = None,
+    ) -> DriverVerdict:
+        """The graded CANN ↔ driver verdict (:class:`~npudoctor.knowledge.matrix.hdk.HdkJudge`):
+        the packages' own declarations, the release notes' grids and lists, documented floors,
+        then the tables; ``family`` is the chip family (``"910B"``, ``"950"``) or ``None``."""
+        return HdkJudge(self).verdict(cann, driver, packages, family=family, chip=chip)
 
-        * ``"paired"``: the driver is (a patch/build of) the officially paired HDK;
-        * ``"compatible"``: listed as compatible by the CANN release notes, or a
-          tested install combination of the official install helper (``[[install_pairing]]``);
-        * ``"too-old"``: older than the oldest HDK any source pairs or tests with it;
-        * ``"incompatible"``: the release notes give a closed list and this driver,
-          inside the listed range, is not on it;
-        * ``"unknown"``: no statement (no row, newer than everything listed, internal
-          build, unparseable version).
+    def driver_fit(self, cann: str, driver: str) -> str:
+        """How an installed driver version fits a CANN version, from :meth:`driver_verdict`
+        without package files or product line:
+
+        * ``"paired"``: the paired HDK, or a patch build of it (same release line);
+        * ``"compatible"``: declared compatible (release-note grid or list, another official
+          statement, a tested install combination);
+        * ``"too-old"``: documented incompatible and older (an explicit N, a documented floor,
+          more than about a year older than every documented HDK);
+        * ``"incompatible"``: documented incompatible otherwise;
+        * ``"unknown"``: not documented either way.
         """
-        req = self.driver_requirement(cann)
-        d = parse_driver(driver)
-        if req is None or d is None or not d.orderable:
-            return "unknown"
-        if any(d.within(p) for p in req.paired):
+        v = self.driver_verdict(cann, driver).verdict
+        if v.grade in (Grade.PAIRED, Grade.SAME_LINE):
             return "paired"
-        for c in req.compatible:
-            if (tokens(c)[-1:] in (["x"], ["*"]) and version_in(d.release, [c])) or (
-                tokens(c)[-1:] not in (["x"], ["*"]) and d.within(c)
-            ):
-                return "compatible"
-        for pair in self.data.get("install_pairing", []):
-            if _same_cann(cann, pair.get("cann", "")) and d.within(str(pair.get("driver", ""))):
-                return "compatible"
-        floor = req.minimum
-        if floor is not None and d.compare(floor) == -1:
-            return "too-old"
-        if req.compatible:
-            listed = [parse_driver(c.replace("X", "0").replace("x", "0")) for c in req.compatible + req.paired]
-            listed_v = [v for v in listed if v is not None and v.orderable]
-            if listed_v:
-                lo = min(listed_v)
-                hi = max(listed_v)
-                if d.compare(lo) == -1:
-                    return "too-old"
-                newest_line = (hi.major, hi.minor)
-                if (d.major, d.minor) > newest_line:
-                    return "unknown"
-                return "incompatible"
+        if v.grade is Grade.DECLARED:
+            return "compatible"
+        if v.grade in (Grade.INCOMPATIBLE, Grade.BROKEN):
+            return "too-old" if v.newer is False else "incompatible"
         return "unknown"
 
     def numpy_requirement(self, cann: str, python: str) -> Optional[Tuple[str, str, bool]]:

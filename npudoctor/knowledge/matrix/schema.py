@@ -12,7 +12,9 @@ from npudoctor.knowledge.versions import parse_cann, parse_driver
 _PY = re.compile(r"^3\.\d{1,2}$")
 
 # field -> (type, required)
-_STR, _LIST, _BOOL, _DICT = "string", "list of strings", "boolean", "table"
+_STR, _LIST, _BOOL, _DICT, _INT = "string", "list of strings", "boolean", "table", "integer"
+_HDK_PATTERN = re.compile(r"^\d+\.\d+\.[Xx*]$")
+_INNER_LINE = re.compile(r"^V\d{3}R\d{3}C\d{2}$")
 _SCHEMA: Dict[str, Dict[str, Tuple[str, bool]]] = {
     "torch_npu": {
         "torch_npu": (_STR, True),
@@ -56,7 +58,16 @@ _SCHEMA: Dict[str, Dict[str, Tuple[str, bool]]] = {
         "version": (_STR, True),
         "hdk_paired": (_LIST, False),
         "hdk_compatible": (_LIST, False),
+        "hdk_compatible_source": (_STR, False),
+        "hdk_grid": (_DICT, False),
+        "hdk_grid_source": (_STR, False),
+        "hdk_notes": (_BOOL, False),
+        "hdk_products": ("list of tables", False),
+        "hdk_products_source": (_STR, False),
         "hdk_minimum": (_STR, False),
+        "inner_line": (_STR, False),
+        "ops_toolkit": (_LIST, False),
+        "ops_source": (_STR, False),
         "python": (_STR, False),
         "numpy": ("list of tables", False),
         "numpy_doc": (_STR, False),
@@ -70,6 +81,31 @@ _SCHEMA: Dict[str, Dict[str, Tuple[str, bool]]] = {
         "chip": (_STR, True),
         "driver": (_STR, True),
         "firmware": (_STR, False),
+        "source": (_STR, True),
+        "retrieved": (_STR, True),
+    },
+    "hdk_release": {
+        "families": (_LIST, True),
+        "releases": (_LIST, True),
+        "per_year": (_INT, True),
+        "note": (_STR, False),
+        "source": (_STR, True),
+        "retrieved": (_STR, True),
+    },
+    "hdk_floor": {
+        "chips": (_LIST, True),
+        "hdk": (_STR, True),
+        "cann": (_STR, False),
+        "product": (_STR, True),
+        "note": (_STR, False),
+        "source": (_STR, True),
+        "retrieved": (_STR, True),
+    },
+    "inner_line": {
+        "line": (_STR, True),
+        "cann": (_LIST, False),
+        "driver": (_LIST, False),
+        "note": (_STR, False),
         "source": (_STR, True),
         "retrieved": (_STR, True),
     },
@@ -113,6 +149,9 @@ _KEY_FIELD = {
     "release_tag": "tag",
     "cann": "version",
     "install_pairing": "cann",
+    "hdk_release": "families",
+    "hdk_floor": "hdk",
+    "inner_line": "line",
     "python_dep": "dist",
     "family": "family",
     "chip": "name",
@@ -124,6 +163,8 @@ def _type_ok(kind: str, value: Any) -> bool:
         return isinstance(value, str)
     if kind == _BOOL:
         return isinstance(value, bool)
+    if kind == _INT:
+        return isinstance(value, int) and not isinstance(value, bool)
     if kind == _LIST:
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
     if kind == _DICT:
@@ -207,8 +248,9 @@ def _check_values(table: str, row: Dict[str, Any], label: str) -> List[str]:
             out.append(f"{label}: field 'version' is not a CANN version: {row['version']!r}")
         for f in ("hdk_paired", "hdk_compatible"):
             for v in row.get(f, []) if isinstance(row.get(f), list) else []:
-                if isinstance(v, str) and parse_driver(v) is None and not re.match(r"^\d+\.\d+\.[Xx*]$", v):
+                if isinstance(v, str) and not _hdk_ok(v):
                     out.append(f"{label}: field '{f}' holds {v!r}, not an HDK version or X.Y.X pattern")
+        out.extend(_check_hdk_statements(row, label))
         if isinstance(row.get("hdk_minimum"), str) and parse_driver(row["hdk_minimum"]) is None:
             out.append(f"{label}: field 'hdk_minimum' is not an HDK version: {row['hdk_minimum']!r}")
         for f in ("python",):
@@ -219,6 +261,8 @@ def _check_values(table: str, row: Dict[str, Any], label: str) -> List[str]:
                 out.append(f"{label}: field 'numpy' entry {j} must be {{python = ..., spec = ...}}")
             elif not (_spec_ok(entry["python"]) and _spec_ok(entry["spec"])):
                 out.append(f"{label}: field 'numpy' entry {j} has an invalid range")
+    elif table in ("hdk_release", "hdk_floor", "inner_line"):
+        out.extend(_check_hdk_tables(table, row, label))
     elif table == "install_pairing":
         if isinstance(row.get("driver"), str) and parse_driver(row["driver"]) is None:
             out.append(f"{label}: field 'driver' is not a driver version: {row['driver']!r}")
@@ -237,3 +281,69 @@ def _spec_ok(text: Any) -> bool:
     except InvalidSpecifier:
         return False
     return True
+
+
+def _hdk_ok(text: str) -> bool:
+    """An HDK version (``26.0.RC1``) or a release-note wildcard (``25.5.X``)."""
+    return parse_driver(text) is not None or bool(_HDK_PATTERN.match(text))
+
+
+def _check_hdk_statements(row: Dict[str, Any], label: str) -> List[str]:
+    """The issue-13 fields of a ``[[cann]]`` row: the Y/N grid, per-product pairings, the
+    inner version line and the ops package's toolkit list."""
+    out: List[str] = []
+    grid = row.get("hdk_grid")
+    if isinstance(grid, dict):
+        for col, cell in grid.items():
+            if not _hdk_ok(str(col)):
+                out.append(f"{label}: field 'hdk_grid' column {col!r} is not an HDK version or X.Y.X pattern")
+            if cell not in ("Y", "N"):
+                out.append(f'{label}: field \'hdk_grid\' cell {col!r} must be "Y" or "N", got {cell!r}')
+        if grid and not row.get("hdk_grid_source"):
+            out.append(f"{label}: field 'hdk_grid' needs 'hdk_grid_source' (the release notes it copies)")
+    products = row.get("hdk_products")
+    for j, entry in enumerate(products if isinstance(products, list) else [], 1):
+        if not isinstance(entry, dict) or set(entry) != {"family", "hdk", "product"}:
+            out.append(f"{label}: field 'hdk_products' entry {j} must be {{family = ..., hdk = [...], product = ...}}")
+        elif not isinstance(entry["hdk"], list) or not all(isinstance(v, str) and _hdk_ok(v) for v in entry["hdk"]):
+            out.append(f"{label}: field 'hdk_products' entry {j}: 'hdk' must list HDK versions")
+    if products and not row.get("hdk_products_source"):
+        out.append(f"{label}: field 'hdk_products' needs 'hdk_products_source'")
+    line = row.get("inner_line")
+    if isinstance(line, str) and not _INNER_LINE.match(line):
+        out.append(f"{label}: field 'inner_line' is not an inner version line like V100R001C22: {line!r}")
+    for v in row.get("ops_toolkit", []) if isinstance(row.get("ops_toolkit"), list) else []:
+        if isinstance(v, str) and parse_cann(v) is None and not _HDK_PATTERN.match(v):
+            out.append(f"{label}: field 'ops_toolkit' holds {v!r}, not a CANN version or X.Y.X pattern")
+    if row.get("ops_toolkit") and not row.get("ops_source"):
+        out.append(f"{label}: field 'ops_toolkit' needs 'ops_source'")
+    return out
+
+
+def _check_hdk_tables(table: str, row: Dict[str, Any], label: str) -> List[str]:
+    """``[[hdk_release]]`` (ordered HDK releases per product line), ``[[hdk_floor]]``
+    (documented product floors) and ``[[inner_line]]`` (V100R001Cxx lines)."""
+    out: List[str] = []
+    if table == "hdk_release":
+        releases = [parse_driver(v) for v in row.get("releases", []) if isinstance(v, str)]
+        if any(v is None for v in releases):
+            out.append(f"{label}: field 'releases' holds a value that is not an HDK version")
+        elif any(a.compare(b) != -1 for a, b in zip(releases, releases[1:])):  # type: ignore[union-attr]
+            out.append(f"{label}: field 'releases' must be in release order, oldest first")
+        if isinstance(row.get("per_year"), int) and row["per_year"] < 1:
+            out.append(f"{label}: field 'per_year' must be at least 1")
+    elif table == "hdk_floor":
+        if isinstance(row.get("hdk"), str) and parse_driver(row["hdk"]) is None:
+            out.append(f"{label}: field 'hdk' is not an HDK version: {row['hdk']!r}")
+        if isinstance(row.get("cann"), str) and parse_cann(row["cann"]) is None:
+            out.append(f"{label}: field 'cann' is not a CANN version: {row['cann']!r}")
+    else:
+        if isinstance(row.get("line"), str) and not _INNER_LINE.match(row["line"]):
+            out.append(f"{label}: field 'line' is not an inner version line like V100R001C22: {row['line']!r}")
+        for v in row.get("cann", []) if isinstance(row.get("cann"), list) else []:
+            if isinstance(v, str) and parse_cann(v) is None:
+                out.append(f"{label}: field 'cann' holds {v!r}, not a CANN version")
+        for v in row.get("driver", []) if isinstance(row.get("driver"), list) else []:
+            if isinstance(v, str) and parse_driver(v) is None:
+                out.append(f"{label}: field 'driver' holds {v!r}, not an HDK version")
+    return out
