@@ -35,6 +35,41 @@ from npudoctor.tomlread import loads  # noqa: E402
 GRID = REPO / "tests" / "fixtures" / "grades" / "grid.toml"
 PAGE = REPO / "docs" / "grades.md"
 
+DRIVER_STEPS = """\
+## How the driver is judged, step by step
+
+`knowledge/matrix/hdk.py` (data: `matrix/cann.toml`) decides CANN ↔ driver in this order; the first
+step that has something to say gives the grade:
+
+1. the HDK paired with the CANN for your product line (`hdk_products`, e.g. the Atlas 950 SuperPoD's
+   25.1.RC1 for CANN 9.1.0), then the general pairing (`hdk_paired`): paired; a patch build of it
+   (`25.7.rc1.6` of 25.7.RC1) is the same release line;
+2. the release notes' Y/N grid (`hdk_grid`): Y is declared compatible; N — or a driver older than the
+   grid's oldest column when that column is N — is documented incompatible;
+3. a documented product floor (`[[hdk_floor]]`: Atlas A2 inference, chip 910B4, needs HDK 24.1.RC1);
+4. the CANN's own release-note HDK list (`hdk_notes = true`);
+5. the packages' own `compatible_version` lists (the driver's lists CANN lines, the toolkit's driver
+   lines; `[[inner_line]]` maps V100R001Cxx to releases). Where the release notes list HDKs, the
+   toolkit's list never vouches for a driver older than the paired HDK; both lists excluding each
+   other is documented incompatible;
+6. other official lists (`hdk_compatible`) and tested install combinations (`[[install_pairing]]`);
+7. otherwise the distance in HDK feature releases (`[[hdk_release]]`, four of them make about a
+   year): a newer driver is not documented (info within a year, warning beyond — drivers are
+   backward compatible, so never an error on the version alone); an older one is not documented
+   (info one release older, warning within a year) or, more than a year older, documented
+   incompatible.
+
+A CANN without statements of its own (a maintenance release such as 8.2.RC2 or 8.5.1, a hotfix, an
+alpha or beta) inherits its release line's. Firmware: the same `package_version` is paired; the
+driver's `compatible_version_fw` decides next (it is the side that refuses a firmware), then the
+firmware's `compatible_version_drv`. Kernels/ops: the same release is paired; the toolkit's and the
+kernels' `required_package_*_version` ranges declare or exclude; from CANN 8.5 the release notes'
+ops ↔ toolkit list (`ops_toolkit`); the same line is info; anything else is not documented. NNAL has
+no cross-release statement anywhere: the same release is paired, the same line info, otherwise a
+warning.
+
+"""
+
 INTRO = """\
 # How npudoctor grades a version combination
 
@@ -224,6 +259,7 @@ def render(grid: Dict[str, Any]) -> str:
         "In a container, the driver comes from the host and CANN from the image; they are installed and",
         "upgraded separately, so npudoctor always reports their relation, as info when they are compatible.",
         "",
+        *DRIVER_STEPS.splitlines(),
         "## Where the evidence comes from",
         "",
         f"* The grid: `tests/fixtures/grades/grid.toml` ({len(rows)} combinations, retrieved "
