@@ -260,10 +260,21 @@ def test_refresh_cann_notes_into_an_hdk_grid_field(github, cache, monkeypatch):
     res = refresh([f"{github}/{CANN_911}"], dry_run=True)
     assert not res.error, res.error
     every = ["25.0.X", "25.2.X", "25.3.X", "25.5.X", "26.0.RC1", "25.7.RC1", "26.1.1"]
-    assert _cann(res.data, "9.1.0")["hdk_grid"] == {**dict.fromkeys(every, "Y"), "25.0.X": "N"}
-    assert _cann(res.data, "9.1.1")["hdk_grid"] == {**dict.fromkeys(every, "Y"), "25.0.X": "N"}
-    assert _cann(res.data, "8.5.2")["hdk_grid"] == dict.fromkeys(every, "Y")
-    assert CANN_911 in _cann(res.data, "8.5.2")["hdk_grid_source"]
+    bundled_data = load_from(bundled_dir(), "bundled").data
+
+    def grid_after(version, from_notes):
+        # refresh only adds: the bundled grid (e.g. 9.2.0's later columns) stays, the notes' cells are merged in
+        return {**(_cann(bundled_data, version) or {}).get("hdk_grid", {}), **from_notes}
+
+    assert _cann(res.data, "9.1.0")["hdk_grid"] == grid_after("9.1.0", {**dict.fromkeys(every, "Y"), "25.0.X": "N"})
+    assert _cann(res.data, "9.1.1")["hdk_grid"] == grid_after("9.1.1", {**dict.fromkeys(every, "Y"), "25.0.X": "N"})
+    assert _cann(res.data, "8.5.2")["hdk_grid"] == grid_after("8.5.2", dict.fromkeys(every, "Y"))
+    source = _cann(res.data, "8.5.2")["hdk_grid_source"]
+    bundled_grid = _cann(bundled_data, "8.5.2").get("hdk_grid", {})
+    if grid_after("8.5.2", dict.fromkeys(every, "Y")) != bundled_grid:
+        assert CANN_911 in source  # the notes added cells: they are named as the grid's source
+    else:
+        assert source == _cann(bundled_data, "8.5.2")["hdk_grid_source"]  # nothing new: the source stays
     bundled = _cann(load_from(bundled_dir(), "bundled").data, "8.5.2")["hdk_compatible"]
     assert _cann(res.data, "8.5.2")["hdk_compatible"] == bundled
     report = res.sources[0]
@@ -300,10 +311,13 @@ def test_default_sources_have_a_gitcode_mirror():
         )
     base = load_from(bundled_dir(), "bundled").data
     notes = refresh_mod.cann_note_sources(base)
+    newest = notes[0][0].split("/master/")[1].split("/")[0]  # the newest final CANN the bundled matrix knows
     assert notes[0] == (
-        "https://raw.githubusercontent.com/hicann/release-management/master/9.1.0/release-notes.md",
-        "https://raw.gitcode.com/cann/release-management/raw/master/9.1.0/release-notes.md",
+        f"https://raw.githubusercontent.com/hicann/release-management/master/{newest}/release-notes.md",
+        f"https://raw.gitcode.com/cann/release-management/raw/master/{newest}/release-notes.md",
     )
+    finals = [c["version"] for c in base["cann"] if c["version"][0].isdigit() and "-" not in c["version"]]
+    assert newest in finals
 
 
 def test_refresh_that_would_drop_rows_is_refused(github, cache, monkeypatch):
