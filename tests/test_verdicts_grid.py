@@ -138,3 +138,74 @@ def test_declared_source_is_named_in_words():
     u = m.cann_verdict("2.6.0.post3", "8.5.0")
     assert u.describe().startswith("not documented either way (not documented either way: CANN 8.5.0 is 1 CANN line")
     assert u.recommend.startswith("2.6.0.post5")
+
+
+# ------------------------------------------------------------------ the helpers under the verdicts
+def test_split_build_maps_rc_dev_and_local_builds_to_their_base():
+    assert split_build("2.9.0.post1+git4c901a4") == ("2.9.0.post1", True)
+    assert split_build("2.7.1.dev20250724") == ("2.7.1", True)
+    assert split_build("2.5.1.post1.dev20250528") == ("2.5.1.post1", True)
+    assert split_build("2.10.0rc1") == ("2.10.0", True)
+    assert split_build("2.9.0.post2") == ("2.9.0.post2", False)
+
+
+def test_line_key_and_lines_beyond():
+    from npudoctor.knowledge.matrix.verdicts import line_key, lines_beyond
+
+    assert [line_key(e) for e in ("7.3.1", "7.2.0.1", "26.0.1", "6.0.rc2.1", "6.0.0")] == [
+        "7.3",
+        "7.2",
+        "26.0",
+        "6.0.rc2",
+        "6.0",
+    ]
+    known = {(8, 0), (8, 1), (8, 2), (8, 3), (8, 5), (9, 0), (9, 1)}
+    assert lines_beyond((8, 3), (9, 0), known) == 2  # 8.5, 9.0: undocumented (grid tc-13)
+    assert lines_beyond((8, 3), (9, 1), known) == 3  # 8.5, 9.0, 9.1: far outside (grid tc-14)
+    assert lines_beyond((9, 1), (9, 3), known) == 1  # an unknown newer line counts itself
+
+
+def test_tag_built_patch_release_inherits_its_line():
+    """2.7.1.post1 has no mapping-table row: tag v7.2.0.1-pytorch2.7.1 makes it a 7.2.0-line
+    build, so the line's pairing (8.3.RC1) is "same release line" for it, and a CANN older
+    than the line's declared window (8.0.RC1 < 8.0.RC2) is documented incompatible."""
+    m = load_matrix()
+    v = m.cann_verdict("2.7.1.post1", "8.3.RC1")
+    assert v.grade.value == "same-release-line" and "tag v7.2.0.1-pytorch2.7.1" in v.source
+    old = m.cann_verdict("2.7.1.post1", "8.0.RC1")
+    assert old.grade.value == "documented-incompatible" and old.newer is False
+    assert old.window.startswith("CANN 8.0.RC2-8.3.RC1 for torch_npu 2.7.1.post1")
+
+
+def test_unknown_versions_are_never_an_error():
+    m = load_matrix()
+    assert m.cann_verdict("9.9.9", "8.5.0").grade.value == "undocumented"
+    assert m.cann_verdict("2.9.0", "8.0.T63").grade.value == "undocumented"
+    assert m.cann_verdict("2.14.0", "9.1.0").grade.value == "undocumented"  # PyPI-only build
+
+
+def test_the_planner_never_proposes_the_installed_build():
+    """2.5.1.post1 is the build for CANN 8.2.RC1 with torch 2.5.1: asked to keep that CANN
+    with 2.5.1.post1 installed, the planner names another build or none, never the same."""
+    from npudoctor.plan.fit import keep_cann_build, mismatch_plan
+
+    m = load_matrix()
+    pick = keep_cann_build(m, "8.2.RC1", "2.5.1", "3.10", "aarch64", installed="2.5.1.post1")
+    assert pick is None or pick[0].torch_npu != "2.5.1.post1"
+    assert mismatch_plan(m, "2.5.1.post1", "8.2.RC2", "2.5.1", "3.10", "aarch64") is None  # same line
+    plan = mismatch_plan(m, "2.7.1", "9.1.0", "2.7.1", "3.10", "aarch64")
+    assert plan is not None and plan.keep_cann is not None and plan.keep_cann.torch_npu == "2.7.1.post8"
+
+
+def test_python_and_numpy_verdicts_name_their_source():
+    m = load_matrix()
+    ok = m.python_verdict("2.9.0", "3.12", "aarch64")
+    assert ok.grade.value == "paired" and ok.source == "PyPI torch-npu 2.9.0 has a cp312 wheel for aarch64"
+    bad = m.python_verdict("2.9.0", "3.9", "aarch64")
+    assert bad.grade.value == "documented-incompatible" and bad.window.startswith(
+        "Python 3.10-3.12 for torch_npu 2.9.0"
+    )
+    n = m.numpy_verdict("1.26.4", "8.0.0", "3.10")
+    assert n is not None and n.grade.value == "undocumented" and "1.24" in n.source
+    n2 = m.numpy_verdict("2.2.6", "8.5.0", "3.11")
+    assert n2 is not None and n2.grade.value == "documented-incompatible" and n2.window.startswith("numpy>=1.19.2,<2")

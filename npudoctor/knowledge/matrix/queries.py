@@ -72,6 +72,7 @@ class Matrix:
                 )
             )
         self._deps: List[Dict[str, Any]] = list(data.get("python_dep", []))
+        self._cann_lines: Optional[Set[Tuple[int, int]]] = None
 
     # ---- compatibility with the bootstrap API
     @property
@@ -131,6 +132,8 @@ class Matrix:
     def known_cann_lines(self) -> Set[Tuple[int, int]]:
         """The CANN X.Y lines the matrix knows (``[[cann]]`` rows and every CANN a torch_npu
         row names): the scale of "CANN lines beyond" (AUDIT §7 (a))."""
+        if self._cann_lines is not None:
+            return self._cann_lines
         out: Set[Tuple[int, int]] = set()
         texts = [str(r.get("version", "")) for r in self.cann_rows]
         texts += [c for r in self.torch_npu_rows for c in list(r.cann) + list(r.cann_compatible)]
@@ -138,6 +141,7 @@ class Matrix:
             parts = tokens(t)
             if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
                 out.add((int(parts[0]), int(parts[1])))
+        self._cann_lines = out
         return out
 
     def cann_verdict(self, torch_npu: str, cann: str, torch: Optional[str] = None) -> Verdict:
