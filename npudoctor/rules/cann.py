@@ -261,9 +261,11 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
     evidence.append(f"evidence: {verdict.describe()}")
     row = matrix.find_torch_npu(tver)
     if verdict.grade is Grade.SAME_LINE:
-        what = "an unofficial build mapped to its release line" if verdict.unofficial else "the same release line"
+        title = f"torch_npu {tver} on CANN {cver}: the same release line as a documented pairing"
+        if verdict.unofficial:
+            title = f"torch_npu {tver} is an unofficial build; on CANN {cver} it follows the release line of its base"
         yield TORCH_NPU_CANN.finding(
-            title=f"torch_npu {tver} on CANN {cver}: {what} as the documented pairing",
+            title=title,
             evidence=evidence,
             fix=[f"prefer an official build: torch_npu {verdict.recommend}"]
             if verdict.unofficial and verdict.recommend

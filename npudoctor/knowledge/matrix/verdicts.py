@@ -284,7 +284,7 @@ def torch_npu_cann(
     if not concrete or mine is None:
         return Verdict(
             Grade.UNDOCUMENTED,
-            f"not documented either way: the {line_name} line publishes no CANN statement",
+            f"the {line_name} line publishes no CANN statement",
             unofficial=unofficial,
             recommend=recommend,
         )
@@ -317,7 +317,7 @@ def torch_npu_cann(
             )
         return Verdict(
             Grade.UNDOCUMENTED,
-            f"not documented either way: CANN {v.text} is {n} CANN line{'s' if n != 1 else ''} newer than "
+            f"CANN {v.text} is {n} CANN line{'s' if n != 1 else ''} newer than "
             f"{newest.text}, the newest CANN the {line_name} line documents ({st.source})",
             unofficial=unofficial,
             window=window,
@@ -326,8 +326,7 @@ def torch_npu_cann(
         )
     return Verdict(
         Grade.UNDOCUMENTED,
-        f"not documented either way: CANN {v.text} lies inside the {line_name} line's window but is not listed "
-        f"({st.source})",
+        f"CANN {v.text} lies inside the {line_name} line's window but is not listed ({st.source})",
         unofficial=unofficial,
         window=window,
         recommend=recommend,
@@ -466,16 +465,16 @@ def numpy_cann(numpy: str, spec: str, source: str, exact: bool, tested_max: str 
     if not ok:
         return Verdict(Grade.INCOMPATIBLE, src, window=f"numpy{spec}" + (f" with CANN {cann}" if cann else ""))
     if not exact:
-        return Verdict(Grade.UNDOCUMENTED, f"not documented either way: {src}")
+        return Verdict(Grade.UNDOCUMENTED, src)
     if tested_max:
         try:
             top = Version(tested_max)
             if (nv.major, nv.minor) > (top.major, top.minor):
                 return Verdict(
                     Grade.UNDOCUMENTED,
-                    f"not documented either way: numpy {numpy} is inside numpy{spec} but newer than the "
+                    f"numpy {numpy} is inside numpy{spec} but newer than the "
                     f"{tested_max} the install guide names ({source})",
                 )
         except InvalidVersion:
             pass
-    return Verdict(Grade.DECLARED, f"declared compatible: {src}")
+    return Verdict(Grade.DECLARED, src)
