@@ -79,7 +79,21 @@ EXAMPLES: Dict[str, Dict[str, object]] = {
         "title": "a healthy container on an 8 x 910B3 node (CANN 8.0.0, torch_npu 2.1.0.post10)",
         "source": "npu-smi capture: vllm-project/vllm-ascend#198; CANN files: ../shared/samples",
         "change": lambda e: None,
-        "expect": {"exit": 0, "absent": ["ENV001", "PKG001", "PKG007", "DEV002"]},
+        # numpy 1.26.4 is inside the < 2 CANN 8.0.0 needs but newer than the 1.19.2-1.24 its
+        # install guide names: "not documented either way", an info (issue 13 grid nc-03)
+        "expect": {
+            "exit": 0,
+            "absent": ["ENV001", "PKG001", "DEV002"],
+            "finding": [
+                {
+                    "severity": ["info"],
+                    "grade": "undocumented",
+                    "match": ["numpy 1\\.26\\.4", "CANN 8\\.0\\.0", "not documented either way"],
+                    "source": "issue 13 grid nc-03: CANN 8.0.0 install guide names numpy 1.19.2-1.24 (tested); "
+                    "1.26.4 is below 2, no statement either way",
+                }
+            ],
+        },
     },
     "set-env-not-sourced": {
         "title": "CANN 8.0.0 installed, set_env.sh never sourced: import torch_npu fails on libhccl.so",
@@ -116,6 +130,8 @@ def _toml_value(value: object) -> str:
         return str(value)
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
     text = str(value).replace("\\", "\\\\").replace('"', '\\"')
     return f'"{text}"'
 

@@ -123,10 +123,22 @@ def failures(run: Run) -> List[str]:
     if "exit" in expect and run.returncode != expect["exit"]:
         problems.append(f"exit {run.returncode}, expected {expect['exit']} (findings: {summary})")
     for want in expect.get("finding", []):
+        # "grade": the evidence grade the finding must carry in data (issue 13); "source": why
+        # the expectation is what it is (documentation only)
         sev = set(want.get("severity", ["error", "warning", "info"]))
         pats = [re.compile(p, re.I) for p in want.get("match", [])]
-        if not any(f["severity"] in sev and all(p.search(_finding_text(f)) for p in pats) for f in findings):
-            problems.append(f"no {sorted(sev)} finding matches {want.get('match')} (findings: {summary})")
+        grade = want.get("grade")
+        if not any(
+            f["severity"] in sev
+            and all(p.search(_finding_text(f)) for p in pats)
+            and (grade is None or (f.get("data") or {}).get("grade") == grade)
+            for f in findings
+        ):
+            problems.append(
+                f"no {sorted(sev)} finding matches {want.get('match')}"
+                + (f" with grade {grade}" if grade else "")
+                + f" (findings: {summary})"
+            )
     for unwanted in expect.get("not", []):
         pats = [re.compile(p, re.I) for p in unwanted.get("match", [])]
         hits = [f["code"] for f in findings if all(p.search(_finding_text(f)) for p in pats)]

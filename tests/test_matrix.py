@@ -308,7 +308,7 @@ def test_cli_show_cann_800_lists_the_three_official_packages(tmp_path):
     assert last[:6] == [
         "2.1.0.post10",
         "2.1.0",
-        "8.0.0",
+        "8.0.0, 8.0.0.beta1, 8.0.RC3.20",  # AUDIT §4 W14: hiascend Pytorch/600 releasenote_0001
         "v2.1.0-6.0.0",
         "active",
         "EOL since 2025-12-30 (sources disagree)",
@@ -367,11 +367,14 @@ def test_cli_verify_without_file_checks_the_matrix_in_use(tmp_path):
     (cache / "matrix.json").write_text(json.dumps(data), encoding="utf-8")
     res = run()
     assert res.returncode == 0, res.stdout + res.stderr
-    assert res.stdout.splitlines()[:3] == [
-        f"verifying the refreshed cache copy, in use: {cache}/matrix.json",
-        f"valid: {cache}/matrix.json",
-        "rows: 94 torch_npu, 54 cann, 32 chip, 7 family, 16 python_dep",
-    ]
+    assert (
+        res.stdout.splitlines()[:3]
+        == [
+            f"verifying the refreshed cache copy, in use: {cache}/matrix.json",
+            f"valid: {cache}/matrix.json",
+            "rows: 94 torch_npu, 54 cann, 33 chip, 7 family, 16 python_dep",  # + Ascend910_9361 (AUDIT §4 W18), AUDIT §5 CANN rows
+        ]
+    )
 
 
 @pytest.mark.slow

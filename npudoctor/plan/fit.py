@@ -15,6 +15,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
+from npudoctor.knowledge.matrix.model import _pep440
 from npudoctor.knowledge.versions import parse_cann
 
 if TYPE_CHECKING:  # the matrix is passed in by the caller that loaded it
@@ -112,7 +113,12 @@ def driver_shortfall(matrix: Optional[Matrix], cann: str, driver: str) -> Option
 
 
 def keep_cann_build(
-    matrix: Optional[Matrix], cann: str, torch: Optional[str], python: Optional[str], platform: Optional[str]
+    matrix: Optional[Matrix],
+    cann: str,
+    torch: Optional[str],
+    python: Optional[str],
+    platform: Optional[str],
+    installed: str = "",
 ) -> Optional[Tuple[TorchNpuRow, str]]:
     """The torch_npu build to install to keep CANN ``cann``: ``(row, fit)`` or ``None``.
 
@@ -120,11 +126,16 @@ def keep_cann_build(
     compatible, no pre-releases) and have a wheel for ``python`` ("3.10") on ``platform``
     ("aarch64").  Order of preference: a build for the installed ``torch`` paired with
     ``cann``, one declared compatible with it, then (torch must change too) the newest
-    build paired with ``cann``, then the newest declared compatible."""
+    build paired with ``cann``, then the newest declared compatible.  ``installed``: the
+    torch_npu already installed, never proposed again (a fix never installs what is
+    already there)."""
     if matrix is None:
         return None
+    mine = _pep440(installed) if installed else None
     try:
-        rows = list(matrix.fits(python=python, platform=platform, cann=cann))
+        rows = [
+            r for r in matrix.fits(python=python, platform=platform, cann=cann) if mine is None or r.version != mine
+        ]
     except Exception:
         return None
     parsed = parse_cann(cann)
@@ -133,7 +144,11 @@ def keep_cann_build(
         # a beta/alpha of a release (9.0.0-beta.2) is served best by the build paired with
         # that release (2.7.1.post4 for 9.0.0: triton-ascend#328), not the newest "9.0.X" one
         try:
-            extra = [r for r in matrix.fits(python=python, platform=platform, cann=rel) if r not in rows]
+            extra = [
+                r
+                for r in matrix.fits(python=python, platform=platform, cann=rel)
+                if r not in rows and (mine is None or r.version != mine)
+            ]
         except Exception:
             extra = []
         rows = sorted(rows + extra, key=lambda r: rows.index(r) if r in rows else len(rows))
@@ -164,18 +179,23 @@ def mismatch_plan(
     platform: Optional[str] = None,
 ) -> Optional[MismatchPlan]:
     """The ways out of installed ``torch_npu`` on CANN ``cann`` (with ``torch``, on
-    ``python``/``platform``), or ``None`` when the matrix does not call the pair
-    incompatible (it fits, or either version is unknown to it)."""
+    ``python``/``platform``), or ``None`` when the evidence says the pair works (paired,
+    declared compatible, same release line: :meth:`Matrix.cann_verdict`), the matrix has
+    no row for the torch_npu, or the CANN cannot be placed in the release order.  An
+    undocumented pair gets a plan too: its finding names the build paired with the CANN."""
     if matrix is None or not torch_npu or not cann:
+        return None
+    parsed = parse_cann(cann)
+    if parsed is None or not parsed.orderable or parsed.is_internal:
         return None
     try:
         row = matrix.find_torch_npu(torch_npu)
-        fit = str(matrix.cann_fit(row, cann)) if row is not None else "unknown"
+        verdict = matrix.cann_verdict(torch_npu, cann, torch)
     except Exception:
         return None
-    if row is None or fit != "incompatible":
+    if row is None or verdict.grade.works or not (row.cann or row.cann_compatible):
         return None
-    keep = keep_cann_build(matrix, cann, torch, python, platform)
+    keep = keep_cann_build(matrix, cann, torch, python, platform, installed=torch_npu)
     keep_info = None
     if keep is not None:
         krow, kfit = keep

@@ -10,10 +10,11 @@ a toolkit (kernels/ops, NNAL/ATB, frameworks released for a CANN) are judged in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional
 
 from npudoctor.findings import Finding
-from npudoctor.knowledge import codes
+from npudoctor.knowledge import codes, grades
+from npudoctor.knowledge.grades import Grade
 from npudoctor.plan.fit import MismatchPlan, driver_fit, driver_shortfall, hdk_for
 from npudoctor.remedies import Command
 from npudoctor.rules import rule
@@ -22,6 +23,7 @@ from npudoctor.rules._cannfacts import (
     cann_plan,
     host_arch,
     installed_driver,
+    installed_torch,
     nnal_needed,
     not_in_matrix_line,
     package_chip,
@@ -225,7 +227,11 @@ def _fit(matrix: Matrix, torch_npu: str, cann: str) -> str:
 
 @rule
 def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
-    """CANN003: torch_npu vs the selected CANN via the matrix (K05)."""
+    """CANN003: torch_npu vs the selected CANN, graded by evidence (issue 13;
+    :meth:`Matrix.cann_verdict`): paired or declared compatible -> no finding; same release
+    line -> info (warning for an unofficial build); undocumented -> warning naming the build
+    paired with the installed CANN; documented incompatible -> error naming the window that
+    works.  Severity from :func:`npudoctor.knowledge.grades.severity`."""
     tk = ctx.view.cann.selected
     tnpu = torch_npu_record(ctx)
     matrix = ctx.matrix
@@ -235,58 +241,80 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
     cver = tk.version
     if not tver:
         return
-    row = matrix.find_torch_npu(tver)
     evidence = [
         f"torch_npu {tver} from {tnpu.dist_info or tnpu.location}",
         toolkit_line(tk),
     ]
-    if row is None:
+    verdict = matrix.cann_verdict(tver, cver, installed_torch(ctx))
+    sev = grades.severity(verdict)
+    if sev is None:
+        return
+    data: Dict[str, Any] = {
+        "torch_npu": tver,
+        "cann": cver,
+        "grade": verdict.grade.value,
+        "source": verdict.source,
+        "unofficial": verdict.unofficial,
+        "window": verdict.window,
+        "recommend": verdict.recommend,
+    }
+    evidence.append(f"evidence: {verdict.describe()}")
+    row = matrix.find_torch_npu(tver)
+    if verdict.grade is Grade.SAME_LINE:
+        title = f"torch_npu {tver} on CANN {cver}: the same release line as a documented pairing"
+        if verdict.unofficial:
+            title = f"torch_npu {tver} is an unofficial build; on CANN {cver} it follows the release line of its base"
         yield TORCH_NPU_CANN.finding(
-            title=f"torch_npu {tver} is not in the compatibility matrix; its CANN pairing is unknown",
+            title=title,
             evidence=evidence,
-            fix=[not_in_matrix_line(f"torch_npu {tver}")],
-            severity="warning",
+            fix=[f"prefer an official build: torch_npu {verdict.recommend}"]
+            if verdict.unofficial and verdict.recommend
+            else [],
+            severity=sev,
             subject="torch_npu",
+            data=data,
         )
         return
-    try:
-        fit = matrix.cann_fit(row, cver)
-    except Exception:
-        fit = "unknown"
-    paired = list(row.cann)
-    compatible = list(row.cann_compatible)
-    evidence.append(
-        f"matrix: torch_npu {tver} paired with CANN {', '.join(paired) or '?'}"
-        + (f"; compatible: {', '.join(compatible)}" if compatible else "")
-        + f" ({row.source})"
-    )
-    if fit in ("paired", "compatible"):
-        return
-    if fit == "unknown":
-        yield TORCH_NPU_CANN.finding(
-            title=f"CANN {cver} is not in the matrix for torch_npu {tver}; pairing unknown",
-            evidence=evidence,
-            fix=[not_in_matrix_line(f"CANN {cver}")],
-            severity="warning",
-            subject="torch_npu",
+    paired = list(row.cann) if row is not None else []
+    if row is not None:
+        compatible = list(row.cann_compatible)
+        evidence.append(
+            f"matrix: torch_npu {tver} paired with CANN {', '.join(paired) or '?'}"
+            + (f"; compatible: {', '.join(compatible)}" if compatible else "")
+            + f" ({row.source})"
         )
-        return
+    if verdict.window:
+        evidence.append(f"known to work: {verdict.window}")
     plan = cann_plan(ctx)
     fix = _cann003_fix(ctx, plan) if plan else []
+    data.update(
+        paired=paired,
+        keep_cann=plan.keep_dict() if plan else None,
+        move_to_cann=plan.move_to if plan else None,
+    )
+    if verdict.grade is Grade.UNDOCUMENTED:
+        if row is None:
+            title = (
+                f"torch_npu {tver} is not in the compatibility matrix; its CANN pairing is not documented either way"
+            )
+            fix = fix or [not_in_matrix_line(f"torch_npu {tver}")]
+        else:
+            title = f"torch_npu {tver} with CANN {cver} is not documented either way" + (
+                f"; the build paired with CANN {cver} is torch_npu {verdict.recommend}" if verdict.recommend else ""
+            )
+            fix = fix or [not_in_matrix_line(f"CANN {cver}")]
+        yield TORCH_NPU_CANN.finding(
+            title=title, evidence=evidence, fix=fix, severity=sev, subject="torch_npu", data=data
+        )
+        return
     yield TORCH_NPU_CANN.finding(
         title=f"torch_npu {tver} does not work with CANN {cver}"
         + (f" (it is paired with CANN {paired[0]})" if paired else ""),
         evidence=evidence,
         fix=fix,
+        severity=sev,
         subject="torch_npu",
-        data={
-            "torch_npu": tver,
-            "cann": cver,
-            "fit": fit,
-            "paired": paired,
-            "keep_cann": plan.keep_dict() if plan else None,
-            "move_to_cann": plan.move_to if plan else None,
-        },
+        data=data,
     )
 
 

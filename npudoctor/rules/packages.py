@@ -12,11 +12,15 @@ cleanup lines, are in :mod:`npudoctor.rules._pkgfit`.
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.engine import RuleContext
+from npudoctor.facts.system import Distribution
 from npudoctor.findings import Finding
-from npudoctor.knowledge import codes
+from npudoctor.knowledge import codes, grades
+from npudoctor.knowledge.grades import Grade, Verdict
+from npudoctor.knowledge.matrix.verdicts import split_build
+from npudoctor.knowledge.matrix.verdicts import torch_pairing as torch_verdict
 from npudoctor.parsers.metadata import canonical_name, requirements_on, satisfies
 from npudoctor.rules import rule
 from npudoctor.rules._pkgfit import (
@@ -112,13 +116,16 @@ def torch_pairing(ctx: RuleContext) -> Iterable[Finding]:
     if reqs:
         unmet = [r for r in reqs if satisfies(tv, r.specifier) is False]
         if not unmet:
+            yield from _unofficial_pairing(ctx, npu, tv, [(str(reqs[0]), True)])
             return
         siblings = [r for r in packages.records("torch")[1:] if r.location == torch.location and r.version]
         if any(all(satisfies(str(s.version), r.specifier) for r in reqs) for s in siblings):
             return  # two torch dist-infos in one dir, one fits: PKG003 says which to clean
         spec = str(unmet[0].specifier)
         wanted = f"torch{spec}"
+        verdict = torch_verdict(None, str(npu.version or ""), tv, [(str(unmet[0]), False)])
         evidence.append(f"torch_npu {npu.version} requires `{unmet[0]}` (Requires-Dist in its METADATA)")
+        evidence.append(f"evidence: {verdict.describe()}")
         same_release = any(release(tv) == release(s.version) for s in unmet[0].specifier)
         if same_release and "+" in spec:
             title = (
@@ -137,7 +144,14 @@ def torch_pairing(ctx: RuleContext) -> Iterable[Finding]:
                     ctx, "torch-npu==" + alt, lead=f"or keep torch {tv} and install the torch_npu built for it: "
                 )
             )
-        yield TORCH_PAIR.finding(title=title, evidence=evidence, fix=fix, subject="torch")
+        yield TORCH_PAIR.finding(
+            title=title,
+            evidence=evidence,
+            fix=fix,
+            subject="torch",
+            severity=grades.severity(verdict) or "error",
+            data=_grade_data(verdict),
+        )
         return
     # No Requires-Dist on torch (source builds, egg-info): the matrix, then the release rule.
     expected = matrix_torch_for(ctx, npu.version or "")
@@ -153,8 +167,14 @@ def torch_pairing(ctx: RuleContext) -> Iterable[Finding]:
     if rel_tv is None or rel_expected is None:
         return
     if rel_tv[:3] == rel_expected[:3]:
+        yield from _unofficial_pairing(ctx, npu, tv, [])
         return
     evidence.append(f"torch_npu {npu.version} has no Requires-Dist on torch; {source} pairs it with torch {expected}")
+    row = ask(ctx, lambda m: m.find_torch_npu(split_build(str(npu.version or ""))[0]))
+    verdict = torch_verdict(row, str(npu.version or ""), tv)
+    if row is None:
+        verdict = Verdict(Grade.INCOMPATIBLE, f"{source} pairs torch_npu {npu.version} with torch {expected}")
+    evidence.append(f"evidence: {verdict.describe()}")
     wanted = f"torch=={expected}" + ("+cpu" if plat == "x86_64" else "")
     fix = [pip_install(ctx, wanted, index=cpu_index(wanted, plat))]
     hidden = _hidden_fit(ctx, evidence)
@@ -170,6 +190,46 @@ def torch_pairing(ctx: RuleContext) -> Iterable[Finding]:
         evidence=evidence,
         fix=fix,
         subject="torch",
+        severity=grades.severity(verdict) or "error",
+        data=_grade_data(verdict),
+    )
+
+
+def _grade_data(verdict: Verdict) -> Dict[str, object]:
+    """The finding data of a graded verdict (issue 13): grade, source, window, unofficial."""
+    return {
+        "grade": verdict.grade.value,
+        "source": verdict.source,
+        "window": verdict.window,
+        "unofficial": verdict.unofficial,
+        "recommend": verdict.recommend,
+    }
+
+
+def _unofficial_pairing(
+    ctx: RuleContext, npu: Distribution, torch_version: str, requires: List[Tuple[str, bool]]
+) -> Iterable[Finding]:
+    """PKG001 for a torch that fits an rc/dev/``+git`` torch_npu build (not a pre-release
+    with wheels on PyPI): same release line as the official build of its base, named
+    unofficial (a warning: AUDIT §7 (e), issue 13)."""
+    version = str(npu.version or "")
+    base, unofficial = split_build(version)
+    published = ask(ctx, lambda m: m.find_torch_npu(version))
+    if not unofficial or (published is not None and published.on_pypi):
+        return  # an official build, or a pre-release Ascend published on PyPI (2.5.1rc1)
+    row = ask(ctx, lambda m: m.find_torch_npu(base))
+    verdict = torch_verdict(row, version, torch_version, requires, npu.metadata_source)
+    sev = grades.severity(verdict)
+    if sev is None or verdict.grade is not Grade.SAME_LINE:
+        return
+    official = f"torch_npu {row.torch_npu}" if row is not None else f"an official torch_npu {base}"
+    yield TORCH_PAIR.finding(
+        title=f"torch_npu {version} is an unofficial build of {base}; torch {torch_version} fits it",
+        evidence=[describe(npu), f"evidence: {verdict.describe()}"],
+        fix=[f"for a supported stack use {official}, the official build of the same base"],
+        subject="torch_npu",
+        severity=sev,
+        data=_grade_data(verdict),
     )
 
 
@@ -343,9 +403,23 @@ def numpy_major(ctx: RuleContext) -> Iterable[Finding]:
         spec = SpecifierSet(str(spec_text))
     except InvalidSpecifier:
         return
+    verdict = ask(ctx, lambda m: m.numpy_verdict(version, cv, py))
     if satisfies(version, spec) is not False:
+        sev = grades.severity(verdict, mild=True) if verdict is not None else None
+        if verdict is not None and sev is not None:
+            # inside the range CANN needs but beyond what its install guide names: a note
+            yield NUMPY2.finding(
+                title=f"numpy {version} with CANN {cv} on Python {py}: {verdict.grade.words}",
+                evidence=[describe(numpy), f"evidence: {verdict.describe()}"],
+                fix=[],
+                subject="numpy",
+                severity=sev,
+                data=_grade_data(verdict),
+            )
         return
     evidence = [describe(numpy), f"CANN {cv} with Python {py} needs numpy{spec} (compatibility matrix, REPORT §6.2)"]
+    if verdict is not None:
+        evidence.append(f"evidence: {verdict.describe()}")
     env = marker_env(ctx)
     pullers = []
     for rec in ctx.view.packages.effective():
@@ -366,7 +440,14 @@ def numpy_major(ctx: RuleContext) -> Iterable[Finding]:
     title = f"numpy {version} is installed but CANN {cv} on Python {py} needs numpy{spec}"
     if pullers:
         title += f" ({pullers[0].split(' requires')[0]} requires numpy>=2)"
-    yield NUMPY2.finding(title=title, evidence=evidence, fix=fix, subject="numpy")
+    yield NUMPY2.finding(
+        title=title,
+        evidence=evidence,
+        fix=fix,
+        subject="numpy",
+        severity=(grades.severity(verdict) if verdict is not None else None) or "error",
+        data=_grade_data(verdict) if verdict is not None else None,
+    )
 
 
 INDEX_MIRROR = codes.get("PKG008")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple, Union
 from npudoctor.engine import RuleContext
 from npudoctor.facts.system import Distribution
 from npudoctor.findings import Finding
-from npudoctor.knowledge import codes
+from npudoctor.knowledge import codes, grades
 from npudoctor.remedies import Command, Interpreter, PipInstall
 from npudoctor.rules import rule
 from npudoctor.rules._pyfacts import (
@@ -290,14 +290,21 @@ def _installed_wheel(ctx: RuleContext, npu: Distribution, short: str, plat: Opti
     pys = python_sorted(row_python(row, plat))
     if pys and short not in pys:
         target = _recommend_python(ctx, pys)
+        verdict = ask(ctx, lambda m: m.python_verdict(str(npu.version or ""), short, plat))
         yield PY_NOT_COVERED.finding(
             title=f"torch_npu {npu.version} has no wheel for Python {short} (only {', '.join(pys)})",
             evidence=[
                 describe(npu),
                 f"Python {py.version} at {py.executable}",
                 f"PyPI wheels for {plat}: cp" + ", cp".join(p.replace(".", "") for p in pys),
-            ],
+            ]
+            + ([f"evidence: {verdict.describe()}"] if verdict is not None else [])
+            + ([f"known to work: {verdict.window}"] if verdict is not None and verdict.window else []),
             fix=_new_env_fix(ctx, target, _torch_release(row.torch if row is not None else None), str(npu.version))
             if target
             else [],
+            severity=(grades.severity(verdict) if verdict is not None else None) or "error",
+            data={"grade": verdict.grade.value, "source": verdict.source, "window": verdict.window}
+            if verdict is not None
+            else None,
         )

@@ -96,12 +96,14 @@ def _python_key(py: str) -> Tuple[int, ...]:
 class TorchNpuRow:
     """One torch_npu package version.  ``python``: platform -> CPython versions with a
     wheel on PyPI (empty when not on PyPI); ``cann``: officially paired CANN;
-    ``cann_compatible``: CANN versions/patterns declared compatible with the line."""
+    ``cann_compatible``: CANN versions/patterns declared compatible with the line;
+    ``cann_source``: where that declaration comes from."""
 
     torch_npu: str
     torch: str
     cann: List[str] = field(default_factory=list)
     cann_compatible: List[str] = field(default_factory=list)
+    cann_source: str = ""
     python: Dict[str, List[str]] = field(default_factory=dict)
     python_doc: List[str] = field(default_factory=list)
     platform_tags: Dict[str, List[str]] = field(default_factory=dict)
@@ -251,6 +253,7 @@ def _torch_npu_row(r: Dict[str, Any]) -> TorchNpuRow:
         torch=r["torch"],
         cann=list(r.get("cann", [])),
         cann_compatible=list(r.get("cann_compatible", [])),
+        cann_source=r.get("cann_compatible_source", ""),
         python={p: list(py.get(p, [])) for p in PLATFORMS},
         python_doc=list(r.get("python_doc", [])),
         platform_tags={k: list(v) for k, v in (r.get("platform_tags") or {}).items()},

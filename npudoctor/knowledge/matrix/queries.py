@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
-from npudoctor.knowledge.grades import Grade
+from npudoctor.knowledge.grades import Grade, Verdict
+from npudoctor.knowledge.matrix import verdicts as _verdicts
 from npudoctor.knowledge.matrix.hdk import DriverVerdict, HdkJudge, Packages
 from npudoctor.knowledge.matrix.model import (
     Chip,
@@ -23,7 +24,7 @@ from npudoctor.knowledge.matrix.model import (
     _unique_hdk,
     _valid_date,
 )
-from npudoctor.knowledge.versions import parse_cann
+from npudoctor.knowledge.versions import parse_cann, tokens
 
 
 # ------------------------------------------------------------------ the matrix
@@ -72,6 +73,7 @@ class Matrix:
                 )
             )
         self._deps: List[Dict[str, Any]] = list(data.get("python_dep", []))
+        self._cann_lines: Optional[Set[Tuple[int, int]]] = None
 
     # ---- compatibility with the bootstrap API
     @property
@@ -114,22 +116,74 @@ class Matrix:
         return _newest_first([r for r in self.torch_npu_rows if r.cann and _cann_in(cann, r.cann)])
 
     def cann_fit(self, row: TorchNpuRow, cann: str) -> str:
-        """How ``cann`` fits ``row``: ``"paired"`` (the official pairing),
-        ``"compatible"`` (declared compatible with the extension line by the release
-        notes), ``"incompatible"`` (the row states its CANN and this is not it) or
-        ``"unknown"`` (no CANN statement for the row, or an unparseable/internal version)."""
-        v = parse_cann(cann)
-        if v is None:
-            return "unknown"
-        if row.cann and _cann_in(cann, row.cann):
+        """How ``cann`` fits ``row``, in the words of the older API: ``"paired"`` (the
+        official pairing), ``"compatible"`` (declared compatible, or the same release line
+        of an official build), ``"incompatible"`` (documented incompatible: older than every
+        declared CANN, or far outside every documented window) or ``"unknown"`` (not
+        documented either way).  The graded form is :meth:`cann_verdict`."""
+        grade = self.cann_verdict(row.torch_npu, cann).grade
+        if grade is Grade.PAIRED:
             return "paired"
-        if row.cann_compatible and _cann_in(cann, row.cann_compatible):
+        if grade in (Grade.DECLARED, Grade.SAME_LINE):
             return "compatible"
-        if v.is_internal:
-            return "unknown"
-        if row.cann or row.cann_compatible:
+        if grade in (Grade.INCOMPATIBLE, Grade.BROKEN):
             return "incompatible"
         return "unknown"
+
+    def known_cann_lines(self) -> Set[Tuple[int, int]]:
+        """The CANN X.Y lines the matrix knows (``[[cann]]`` rows and every CANN a torch_npu
+        row names): the scale of "CANN lines beyond" (AUDIT §7 (a))."""
+        if self._cann_lines is not None:
+            return self._cann_lines
+        out: Set[Tuple[int, int]] = set()
+        texts = [str(r.get("version", "")) for r in self.cann_rows]
+        texts += [c for r in self.torch_npu_rows for c in list(r.cann) + list(r.cann_compatible)]
+        for t in texts:
+            parts = tokens(t)
+            if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+                out.add((int(parts[0]), int(parts[1])))
+        self._cann_lines = out
+        return out
+
+    def cann_verdict(self, torch_npu: str, cann: str, torch: Optional[str] = None) -> Verdict:
+        """The graded verdict of installed torch_npu ``torch_npu`` on CANN ``cann``
+        (:func:`.verdicts.torch_npu_cann`): paired, declared compatible (wildcards such as
+        ``8.5.X``), same release line (maintenance/alpha/beta/hotfix of a listed CANN; a
+        tag-built ``.postN`` inheriting its line; rc/dev/``+git`` builds, unofficial),
+        undocumented or documented incompatible.  ``torch``: the installed torch, to name a
+        build for it first in ``recommend``.  Never raises."""
+        tags: List[Dict[str, Any]] = list(self.data.get("release_tag", []))
+        statement = _verdicts.line_statement(self.torch_npu_rows, tags, torch_npu)
+        if torch is None and statement is not None and statement.row is not None:
+            torch = statement.row.torch
+        builds = _verdicts.paired_builds(self.torch_npu_rows, cann, torch, exclude=torch_npu)
+        return _verdicts.torch_npu_cann(statement, cann, self.known_cann_lines(), builds)
+
+    def python_verdict(self, torch_npu: str, python: str, platform: Optional[str] = None) -> Verdict:
+        """Whether torch_npu ``torch_npu`` has a wheel for CPython ``python`` on ``platform``
+        (:func:`.verdicts.python_wheels`; PyPI wheel list, else the documented Pythons)."""
+        row = self.find_torch_npu(_verdicts.split_build(torch_npu)[0])
+        others: List[TorchNpuRow] = []
+        if row is not None:
+            others = [r for r in self.fits(python=python, platform=platform) if r.on_pypi]
+            same = [r for r in others if _pep440(r.torch) == _pep440(row.torch)]
+            others = same + [r for r in others if r not in same]
+        return _verdicts.python_wheels(row, python, platform, others)
+
+    def numpy_verdict(self, numpy: str, cann: str, python: str) -> Optional[Verdict]:
+        """How installed ``numpy`` fits CANN ``cann`` on Python ``python``
+        (:func:`.verdicts.numpy_cann`, ranges from the ``[[cann]]`` numpy fields), or
+        ``None`` when no CANN row documents numpy."""
+        req = self.numpy_requirement(cann, python)
+        if req is None:
+            return None
+        spec, source, exact = req
+        row = self.cann_row(cann) if exact else None
+        tested = str((row or {}).get("numpy_tested_max") or "")
+        if not tested:
+            m = re.match(r"^\s*numpy\s+[\d.]+\s*-\s*([\d.]+)\s*(?:\(|$)", str((row or {}).get("numpy_doc", "")))
+            tested = m.group(1) if m else ""
+        return _verdicts.numpy_cann(numpy, spec, source, exact, tested, cann)
 
     def fits(
         self,
@@ -153,8 +207,17 @@ class Matrix:
         elif platform:
             rows = [r for r in rows if not r.on_pypi or r.python.get(platform)]
         if cann:
-            rows = [r for r in rows if self.cann_fit(r, cann) in ("paired", "compatible")]
+            rows = [r for r in rows if self._fits_cann(r, cann)]
         return _newest_first(rows)
+
+    def _fits_cann(self, row: TorchNpuRow, cann: str) -> bool:
+        """Whether a build to propose fits ``cann``: paired, declared compatible, or the same
+        release line by the row's own CANN statement (a build whose line is only inferred,
+        such as an unmapped PyPI build, is never proposed)."""
+        grade = self.cann_verdict(row.torch_npu, cann).grade
+        if grade in (Grade.PAIRED, Grade.DECLARED):
+            return True
+        return grade is Grade.SAME_LINE and bool(row.cann or row.cann_compatible)
 
     def torch_line(self, torch: str) -> Optional[Dict[str, Any]]:
         """The ``[[torch_line]]`` row (lifecycle, documented Python) of a PyTorch version."""
@@ -304,8 +367,9 @@ class Matrix:
 
     def numpy_requirement(self, cann: str, python: str) -> Optional[Tuple[str, str, bool]]:
         """``(spec, source, exact)`` of the numpy range CANN's Python components need
-        with this Python: from the CANN's own row (``exact`` True) or else from the
-        newest documented CANN release before it (``exact`` False).  ``None`` when no
+        with this Python: from the CANN's own row or, for an alpha/beta/hotfix without a
+        row of its own, its release's row (``exact`` True); else from the newest
+        documented CANN release before it (``exact`` False).  ``None`` when no
         documented row applies (unknown or internal CANN build older than all rows)."""
         from packaging.specifiers import SpecifierSet
 
@@ -314,6 +378,11 @@ class Matrix:
             return None
         row = self.cann_row(cann)
         exact = row is not None and bool(row.get("numpy"))
+        if not exact and v.release != v.text:
+            # an alpha/beta/hotfix without numbers of its own: its release's (same release line)
+            rel = self.cann_row(".".join(v.release.split(".")[:3]))
+            if rel is not None and rel.get("numpy"):
+                row, exact = rel, True
         if not exact:
             best = None
             for r in self.cann_rows:
@@ -420,14 +489,18 @@ class Matrix:
         self, family: str, platform: Optional[str], python: Optional[str], driver: Optional[str] = None
     ) -> Optional[TorchNpuRow]:
         """The newest officially paired torch_npu row for a chip family, platform and
-        Python (and, given a driver version, whose paired CANN the driver does not rule
-        out: ``driver_fit`` not ``too-old``/``incompatible``).  ``None`` when none fits."""
+        Python (and, given a driver version, whose paired CANN has a driver requirement in
+        the matrix that the driver does not rule out: ``driver_fit`` not
+        ``too-old``/``incompatible``).  ``None`` when none fits."""
         for row in self.fits(python=python, platform=platform):
             if row.status not in ("active", "historical", "release-notes-only") or not row.cann:
                 continue
             if self.family_supported(family, row.torch_npu) is not True:
                 continue
-            if driver and self.driver_fit(row.cann[0], driver) in ("too-old", "incompatible"):
+            if driver and (
+                self.driver_requirement(row.cann[0]) is None
+                or self.driver_fit(row.cann[0], driver) in ("too-old", "incompatible")
+            ):
                 continue
             return row
         return None
