@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 from typing import Dict, FrozenSet, List, Set
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -147,3 +148,33 @@ def test_the_checker_sees_function_level_and_relative_imports(tmp_path):
 def test_the_checker_finds_no_cycle_in_a_tree():
     graph = {"p.a": {"p.b", "p.c"}, "p.b": {"p.c"}, "p.c": set()}
     assert import_cycles(graph) == set()
+
+
+#: A software version written as a string ("8.0.0", "2.1.0.post10", "25.3.rc1", "3.10").
+_VERSION_LITERAL = re.compile(r"^\d+\.\d+([.\-][0-9A-Za-z]+)*$")
+
+
+def _version_literals(path: pathlib.Path) -> List[str]:
+    """String constants of ``path`` that are versions (docstrings excluded)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = getattr(node, "body", [])
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                docstrings.add(id(body[0].value))
+    return [
+        f"{path.name}:{node.lineno}: {node.value!r}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+        and _VERSION_LITERAL.match(node.value)
+    ]
+
+
+def test_no_version_literal_in_rules():
+    """Rules judge with knowledge data and the packages' own files, never with a version
+    written into a rule (issue 13): version tables live in knowledge/ or matrix/."""
+    found = [hit for path in sorted((PACKAGE / "rules").glob("*.py")) for hit in _version_literals(path)]
+    assert found == []

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from npudoctor.host import Host
+from npudoctor.knowledge.frameworks import npu_fits, rows_for
 from npudoctor.probes.packages import _pip_conf, pip_config
-from npudoctor.rules._frameworks import npu_fits, rows_for
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from scenario_runner import REPO, prepare, run_check
 
 from npudoctor.engine import Options, evaluate
 from npudoctor.knowledge.matrix import load_matrix
-from npudoctor.rules.libraries import gcc_for
+from npudoctor.knowledge.toolchain import gcc_for
 from npudoctor.snapshot import Snapshot
 
 SCEN = REPO / "tests" / "scenarios"

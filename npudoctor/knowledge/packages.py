@@ -169,13 +169,18 @@ def firmware_for_driver(driver: str) -> Optional[str]:
     return FIRMWARE_FOR_DRIVER.get(driver.lower())
 
 
+#: set_env.sh of the 8.5+ ``cann`` layout (REPORT.md §3.5) and of the classic ``ascend-toolkit`` one.
+CANN_LAYOUT_SET_ENV = "/usr/local/Ascend/cann/set_env.sh"
+TOOLKIT_LAYOUT_SET_ENV = "/usr/local/Ascend/ascend-toolkit/set_env.sh"
+
+
 def set_env_script(cann: Optional[str]) -> str:
     """Where a fresh install of CANN ``cann`` puts its set_env.sh:
     ``/usr/local/Ascend/cann/set_env.sh`` from 8.5 (the 8.5 layout, REPORT.md §3.5),
     else ``/usr/local/Ascend/ascend-toolkit/set_env.sh``."""
     if cann and _major_minor(cann) >= (8, 5):
-        return "/usr/local/Ascend/cann/set_env.sh"
-    return "/usr/local/Ascend/ascend-toolkit/set_env.sh"
+        return CANN_LAYOUT_SET_ENV
+    return TOOLKIT_LAYOUT_SET_ENV
 
 
 #: NNAL's ATB environment script (REPORT.md §3.5).

@@ -35,6 +35,10 @@ import json
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+#: Rank-table format versions whose layout is known: 1.0 (server_list) and 1.2 (server_list
+#: with super_pod_list), as the HCCL documentation describes them.
+FORMAT_VERSIONS = ("1.0", "1.2")
+
 
 def _strip_comments(text: str) -> Tuple[str, List[str]]:
     """Remove ``//`` and ``/* */`` comments outside JSON strings, lines that hold only

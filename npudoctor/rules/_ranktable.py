@@ -19,10 +19,10 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from npudoctor.facts.hccl import RankTable
-from npudoctor.parsers.ranktable import id_ranges, is_ipv4
+from npudoctor.parsers.ranktable import FORMAT_VERSIONS, id_ranges, is_ipv4
 
 #: Rank-table format versions whose layout is checked in full.
-CHECKED_VERSIONS = ("1.0", "1.2")
+CHECKED_VERSIONS = FORMAT_VERSIONS
 
 
 def layout_problems(table: RankTable) -> List[Dict[str, Any]]:
@@ -58,9 +58,13 @@ def layout_problems(table: RankTable) -> List[Dict[str, Any]]:
         )
     version = table.version
     if version is None:
-        add("unknown-version", 'no "version" key (expected "1.0" or "1.2")')
+        formats = " or ".join(f'"{v}"' for v in FORMAT_VERSIONS)
+        add("unknown-version", f'no "version" key (expected {formats})')
     elif version not in CHECKED_VERSIONS:
-        add("unknown-version", f'version "{version}" is not a format npudoctor checks in full (1.0, 1.2)')
+        add(
+            "unknown-version",
+            f'version "{version}" is not a format npudoctor checks in full ({", ".join(FORMAT_VERSIONS)})',
+        )
     status = table.status
     if status is not None and status != "completed":
         add("not-completed", f'status is "{status}", not "completed" (the writer has not finished)')

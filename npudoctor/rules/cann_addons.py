@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.knowledge.frameworks import TABLE, rows_for
 from npudoctor.knowledge.grades import severity
 from npudoctor.knowledge.matrix.addons import kernels_verdict, nnal_verdict
 from npudoctor.knowledge.packages import NNAL_SET_ENV
@@ -31,7 +32,6 @@ from npudoctor.rules._cannfacts import (
     torch_npu_record,
 )
 from npudoctor.rules._cannsteps import Step, install, nnal_set_env, set_env_step, toolkit_line
-from npudoctor.rules._frameworks import TABLE, rows_for
 from npudoctor.rules._pyfacts import pip_install
 
 if TYPE_CHECKING:

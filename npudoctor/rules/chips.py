@@ -16,6 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.knowledge.socs import EDGE_FAMILIES, SOC_FIRST_EXT
 from npudoctor.knowledge.versions import parse_cann
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import package_version
@@ -25,29 +26,10 @@ if TYPE_CHECKING:
     from npudoctor.engine import RuleContext
     from npudoctor.knowledge.matrix import Matrix
 
+
 CHIP_UNSUPPORTED = codes.get("DEV040")
 NO_BF16 = codes.get("DEV041")
 CHIP_UNKNOWN = codes.get("DEV042")
-
-#: SoC names that torch_npu learned after its first 2.1/1.11 releases: the extension line
-#: (release-branch suffix, e.g. v2.1.0-6.0.rc1) whose SoC table first lists them.  Older
-#: builds raise ``Unsupported soc version: <name>`` at ``import torch_npu``/first device use.
-#: Source: torch_npu NpuVariables.cpp per release branch (../shared/matrix/REPORT.md §4.1
-#: "History in torch_npu branches"): 310B4 added in -6.0.rc1, 910B4-1 in -6.0.rc2, 310P5/310P7
-#: and Ascend910_9362 in -7.0.0.
-SOC_FIRST_EXT: Dict[str, str] = {
-    "Ascend310B4": "6.0.rc1",
-    "Ascend910B4-1": "6.0.rc2",
-    "Ascend310P5": "7.0.0",
-    "Ascend310P7": "7.0.0",
-    "Ascend910_9362": "7.0.0",
-}
-
-#: Edge SoC families: torch_npu's SoC table lists them, but the torch_npu install guide
-#: (v2.7.1-26.x installation_description.md, "Supported hardware products") marks
-#: "Atlas 200I/500 A2 inference" x, and the field reports (Ascend/pytorch#57, case 33;
-#: llama.cpp#10719 `SOC_VERSION ascend310b1 does not support`) show frameworks rejecting them.
-EDGE_FAMILIES = ("310B",)
 
 
 def soc_known_to_torch_npu(matrix: Optional[Matrix], soc: str, torch_npu: str) -> Optional[bool]:

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Iterable, List, NamedTuple, Optional, Tuple
 from npudoctor.engine import RuleContext
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.knowledge.frameworks import TABLE, FrameworkRow, npu_fits, rows_for
 from npudoctor.parsers.metadata import canonical_name, requirements_on, satisfies
 from npudoctor.rules import rule
-from npudoctor.rules._frameworks import TABLE, FrameworkRow, npu_fits, rows_for
 from npudoctor.rules._pkgfit import Fix, cpu_index
 from npudoctor.rules._pyfacts import ask, describe, marker_env, pip_install, platform, python_exe, release
 

@@ -18,6 +18,7 @@ from npudoctor.engine import RuleContext
 from npudoctor.facts.system import Distribution
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes, grades
+from npudoctor.knowledge.frameworks import NUMPY1_RELEASES
 from npudoctor.knowledge.grades import Grade, Verdict
 from npudoctor.knowledge.matrix.verdicts import split_build
 from npudoctor.knowledge.matrix.verdicts import torch_pairing as torch_verdict
@@ -427,7 +428,7 @@ def numpy_major(ctx: RuleContext) -> Iterable[Finding]:
             if (
                 req.specifier
                 and satisfies(version, req.specifier)
-                and not any(satisfies(v, req.specifier) for v in ("1.26.4", "1.24.4", "1.23.5"))
+                and not any(satisfies(v, req.specifier) for v in NUMPY1_RELEASES)
             ):
                 pullers.append(f"{rec.name} {rec.version} requires `{req}`")
     evidence += pullers

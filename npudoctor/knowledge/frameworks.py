@@ -163,3 +163,9 @@ def npu_fits(installed: str, documented: str) -> Optional[bool]:
     if a.is_devrelease or b.is_devrelease:
         return None
     return int(a.post or 0) >= int(b.post or 0)
+
+
+#: Last releases of the NumPy 1.x lines the CANN 8.x packages are used with (PyPI): a requirement
+#: that admits none of them needs NumPy 2, i.e. it pulled NumPy 2 into an environment whose CANN
+#: needs NumPy 1.
+NUMPY1_RELEASES = ("1.26.4", "1.24.4", "1.23.5")
