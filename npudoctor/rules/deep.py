@@ -18,6 +18,7 @@ from npudoctor.engine import RuleContext
 from npudoctor.facts.deep import DeepFacts, DeepStep
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.knowledge.grades import Grade, Verdict, severity
 from npudoctor.rules import postprocess, rule
 
 _STEP_TEXT = {
@@ -268,6 +269,20 @@ def explaining_findings(deep: DeepFacts, statics: List[Finding]) -> List[Finding
     return out
 
 
+def _proven_broken(finding: Finding, failure: str) -> None:
+    """A compatibility finding graded from the documents (``data["grade"]``) that the deep
+    probe's failure confirms becomes "proven broken": the import failed here, so the
+    combination is an error whatever the documents said (issue 13, AUDIT §7)."""
+    grade = finding.data.get("grade")
+    if not isinstance(grade, str) or grade == Grade.BROKEN.value:
+        return
+    finding.data["grade_was"] = grade
+    finding.data["grade"] = Grade.BROKEN.value
+    finding.data["source"] = f"the deep probe: {failure}"
+    finding.evidence.append(f"evidence: {Grade.BROKEN.words} (the deep probe: {failure})")
+    finding.severity = severity(Verdict(Grade.BROKEN, failure)) or "error"
+
+
 @postprocess
 def cross_reference(ctx: RuleContext, findings: List[Finding]) -> List[Finding]:
     """Attach a deep failure to the static findings that explain it (see module doc)."""
@@ -289,6 +304,7 @@ def cross_reference(ctx: RuleContext, findings: List[Finding]) -> List[Finding]:
             note = f"deep probe: {what}"
             if note not in s.confirmed_by:
                 s.confirmed_by.append(note)
+            _proven_broken(s, what)
         codes = ", ".join(dict.fromkeys(s.code for s in explaining))
         out.append(
             Finding(
