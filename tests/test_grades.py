@@ -34,6 +34,8 @@ def test_undocumented_is_never_an_error():
 def test_words_and_description():
     v = Verdict(Grade.DECLARED, source="the driver's own version.info lists C22")
     assert v.describe() == "declared compatible (the driver's own version.info lists C22)"
+    own = Verdict(Grade.DECLARED, source="declared compatible by the toolkit's own ascend_toolkit_install.info")
+    assert own.describe() == "declared compatible by the toolkit's own ascend_toolkit_install.info"  # said once
     assert (
         Verdict(Grade.SAME_LINE, "8.2.RC2 is a maintenance release of 8.2.RC1", unofficial=True)
         .describe()

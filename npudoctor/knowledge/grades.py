@@ -89,8 +89,12 @@ class Verdict:
     newer: Optional[bool] = None
 
     def describe(self) -> str:
-        """``"declared compatible (the driver's own version.info lists C22)"``."""
+        """``"declared compatible (the driver's own version.info lists C22)"``; a source that
+        already starts with the grade's words is not prefixed with them again
+        (``"declared compatible by the toolkit's own ascend_toolkit_install.info: …"``)."""
         extra = ", an unofficial build" if self.unofficial else ""
+        if self.source.lower().startswith(self.grade.words):
+            return f"{self.source}{extra}"
         return f"{self.grade.words} ({self.source}{extra})"
 
 
