@@ -12,7 +12,7 @@ from clirun import npudoctor
 from npudoctor.cann_env import expected_environment
 from npudoctor.facts import Facts
 from npudoctor.host import Host
-from npudoctor.rules._env_vars import variable_state
+from npudoctor.rules._env_vars import missing_paths, sourced, variable_state
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SAMPLE = FIXTURES / "set_env_toolkit_8.0.0.sh.txt"
@@ -112,10 +112,10 @@ def test_probe_sourced_environment_is_clean(tmp_path):
     doc = _check(tmp_path, values)
     env = doc["facts"]["environment"]
     assert env["toolkit"]["path"] == tk
-    assert env["sourced"] is True
     facts = Facts(doc["facts"])
+    assert sourced(facts.environment) is True
     state = variable_state(facts.environment, facts.cann)
-    assert state.missing_vars == [] and state.stale == [] and env["missing_paths"] == {}
+    assert state.missing_vars == [] and state.stale == [] and missing_paths(facts.environment) == {}
     assert not [f for f in doc["findings"] if f["area"] == "environment"]
 
 
@@ -136,13 +136,12 @@ def test_probe_partial_and_stale(tmp_path):
             "ASCEND_OPP_PATH": "/data/custom/opp",
         },
     )
-    env = doc["facts"]["environment"]
     facts = Facts(doc["facts"])
     state = variable_state(facts.environment, facts.cann)
     assert [s["value"] for s in state.stale] == ["/usr/local/Ascend/ascend-toolkit/7.0.RC1/lib64"]
     assert state.stale[0]["version"] == "7.0.RC1"
-    assert "/usr/local/Ascend/driver/lib64/common" in env["missing_paths"]["LD_LIBRARY_PATH"]
-    assert f"{tk}/python/site-packages" in env["missing_paths"]["PYTHONPATH"]
+    assert "/usr/local/Ascend/driver/lib64/common" in missing_paths(facts.environment)["LD_LIBRARY_PATH"]
+    assert f"{tk}/python/site-packages" in missing_paths(facts.environment)["PYTHONPATH"]
     assert state.differs == [{"name": "ASCEND_OPP_PATH", "expected": f"{tk}/opp", "current": "/data/custom/opp"}]
     codes = {f["code"] for f in doc["findings"]}
     assert {"ENV002", "ENV003", "ENV004", "ENV006"} <= codes

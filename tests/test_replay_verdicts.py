@@ -234,6 +234,84 @@ def test_environment_values_are_compared_through_the_paths_the_probe_resolved():
     )
 
 
+_SOUND = {"ASCEND_TOOLKIT_HOME": _TK, "ASCEND_HOME_PATH": _TK, "ASCEND_OPP_PATH": f"{_TK}/opp"}
+
+
+def _env_only(found) -> List[str]:
+    return [c for c in _codes(found) if c.startswith("ENV")]
+
+
+def test_set_env_sourced_is_judged_now_not_replayed():
+    # Stored "sourced", but nothing of set_env.sh is in the environment: ENV001.
+    assert _env_only(_replay(_env_facts({"PATH": "/usr/bin"}, sourced=True))) == ["ENV001"]
+    # Stored "not sourced", but the toolkit's lib64 is on LD_LIBRARY_PATH through the
+    # `latest` link the probe resolved: a trace of set_env.sh, so no ENV001 (ENV003: the
+    # variables it sets are unset).
+    latest = "/usr/local/Ascend/ascend-toolkit/latest"
+    current = {"LD_LIBRARY_PATH": f"{latest}/lib64"}
+    paths = {f"{latest}/lib64": {"resolved": f"{_TK}/lib64", "exists": True, "is_dir": True}}
+    assert _env_only(_replay(_env_facts(current, sourced=False, paths=paths))) == ["ENV003"]
+    # A stored "sourced: False" in a sound environment: nothing.
+    assert _env_only(_replay(_env_facts(_SOUND, sourced=False))) == []
+
+
+def test_missing_path_entries_are_judged_now_not_replayed():
+    driver = "/usr/local/Ascend/driver/lib64/driver"
+    added = {"LD_LIBRARY_PATH": [f"{_TK}/lib64", driver, "/usr/local/Ascend/nnal/atb/lib"]}
+    paths = {
+        f"{_TK}/lib64": {"resolved": f"{_TK}/lib64", "exists": True, "is_dir": True},
+        driver: {"resolved": driver, "exists": True, "is_dir": True},
+        "/usr/local/Ascend/nnal/atb/lib": {
+            "resolved": "/usr/local/Ascend/nnal/atb/lib",
+            "exists": True,
+            "is_dir": True,
+        },
+    }
+
+    def facts(current: Dict[str, str], **stored: Any) -> Dict[str, Any]:
+        doc = _env_facts(current, paths=paths, **stored)
+        doc["environment"]["expected"]["added"] = added
+        return doc
+
+    # Stored "nothing missing", but the driver directory (a directory in the root) is not
+    # on LD_LIBRARY_PATH now: ENV003 (NNAL's entries are ENV005's business).
+    found = _replay(facts(dict(_SOUND, LD_LIBRARY_PATH=f"{_TK}/lib64"), missing_paths={}))
+    assert _env_only(found) == ["ENV003"]
+    (f,) = [f for f in found if f.code == "ENV003"]
+    assert f.evidence[1] == f"LD_LIBRARY_PATH lacks (directories that exist): {driver}"
+    # Stored "the driver directory is missing", but it is on the path now: nothing.
+    sound = dict(_SOUND, LD_LIBRARY_PATH=f"{driver}:{_TK}/lib64")
+    assert _env_only(_replay(facts(sound, missing_paths={"LD_LIBRARY_PATH": [driver]}))) == []
+    # An added entry whose existence the snapshot does not record is not claimed missing.
+    doc = facts(dict(_SOUND, LD_LIBRARY_PATH=f"{_TK}/lib64"))
+    doc["environment"]["paths"] = {}
+    assert _env_only(_replay(doc)) == []
+
+
+def test_nnal_lib_on_path_is_judged_now_not_replayed():
+    home = "/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_0"
+    real = "/usr/local/Ascend/nnal/atb/8.2.RC1/atb/cxx_abi_0"
+
+    def facts(ld: str, **stored: Any) -> Dict[str, Any]:
+        nnal = {
+            "path": "/usr/local/Ascend/nnal/atb",
+            "version": "8.2.RC1",
+            "script": "/usr/local/Ascend/nnal/atb/set_env.sh",
+            "expected_atb_home": home,
+            "current_atb_home": home,
+        }
+        nnal.update(stored)
+        paths = {f"{home}/lib": {"resolved": f"{real}/lib", "exists": True, "is_dir": True}}
+        return _env_facts(dict(_SOUND, ATB_HOME_PATH=home, LD_LIBRARY_PATH=ld), nnal=nnal, paths=paths)
+
+    # Stored "on the path", but LD_LIBRARY_PATH lacks <ATB_HOME_PATH>/lib: ENV005.
+    (f,) = [f for f in _replay(facts(f"{_TK}/lib64", lib_on_path=True)) if f.code.startswith("ENV")]
+    assert f.code == "ENV005"
+    assert f"LD_LIBRARY_PATH lacks {home}/lib (libatb.so)" in f.evidence
+    # Stored "not on the path", but it is, through the directory `latest` resolves to: nothing.
+    assert _env_only(_replay(facts(f"{real}/lib:{_TK}/lib64", lib_on_path=False))) == []
+
+
 def _libs(defined: List[str], stored_too_new: List[Dict[str, Any]]) -> Dict[str, Any]:
     npu = "/usr/lib/python3.10/site-packages/torch_npu"
     return {

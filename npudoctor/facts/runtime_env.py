@@ -62,6 +62,7 @@ class PathRead(View):
 
     resolved: Optional[str] = None
     exists: Optional[bool] = None
+    is_dir: Optional[bool] = field(default=None, metadata=_doc("None: not recorded (older snapshots)"))
 
 
 class ToolkitPython(View):
@@ -82,7 +83,6 @@ class EnvNnal(View):
     current_abi: Optional[int] = None
     torch_cxx11_abi: Optional[bool] = None
     torch_abi_source: Optional[str] = None
-    lib_on_path: Optional[bool] = None
     abi_dirs: Tuple[str, ...] = ()
     script: Optional[str] = None
 
@@ -96,11 +96,9 @@ class EnvironmentFacts(View):
     arch_source: Optional[str] = None
     set_env_script: Optional[str] = None
     current: Dict[str, str] = field(default_factory=dict)
-    sourced: Optional[bool] = None
     paths: Dict[str, PathRead] = field(
         default_factory=dict, metadata=_doc("how the root resolves each value compared (rules/_env_vars.py)")
     )
-    missing_paths: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
     toolkit_python: Optional[ToolkitPython] = None
     nnal: Optional[EnvNnal] = None
     torch_cxx11_abi: Optional[bool] = None

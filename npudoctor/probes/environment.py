@@ -19,23 +19,22 @@ interpreted, never run).  Keys::
                    fixes tell to source (None: fixes give export lines instead)
     current        {name: value} of the CANN-related variables set now (ASCEND_*, ATB_*,
                    TOOLCHAIN_HOME, LD_LIBRARY_PATH, PYTHONPATH, PATH, LD_PRELOAD)
-    sourced        bool: some trace of a sourced set_env.sh (ASCEND_TOOLKIT_HOME,
-                   ASCEND_HOME_PATH or ASCEND_OPP_PATH set, or <toolkit>/lib64 on
-                   LD_LIBRARY_PATH)
-    paths          {path: {"resolved", "exists"}}: how the root resolves each value the
-                   rules compare -- the current and expected ASCEND_*/TOOLCHAIN_HOME
-                   values, every LD_LIBRARY_PATH/PYTHONPATH/PATH entry, the toolkit and
-                   every install path, and the CANN install root each names by its shape.
-                   Which variables are unset, custom or point into another install is
-                   judged by rules/_env_vars.py (older snapshots' ``missing_vars``,
-                   ``differs`` and ``stale`` are ignored)
-    missing_paths  {"LD_LIBRARY_PATH": [dirs], "PYTHONPATH": [...], "PATH": [...]}
-                   entries set_env.sh adds that exist on disk but are absent now
+    paths          {path: {"resolved", "exists", "is_dir"}}: how the root resolves each
+                   value the rules compare -- the current and expected
+                   ASCEND_*/TOOLCHAIN_HOME values, every LD_LIBRARY_PATH/PYTHONPATH/PATH
+                   entry, every entry set_env.sh adds to them, <toolkit>/lib64, NNAL's
+                   <ATB_HOME_PATH>/lib, the toolkit and every install path, and the CANN
+                   install root each names by its shape.  Which variables are unset,
+                   custom or point into another install, whether a set_env.sh was
+                   sourced, which added entries are missing and whether NNAL's lib is on
+                   LD_LIBRARY_PATH are judged by rules/_env_vars.py (older snapshots'
+                   ``missing_vars``, ``differs``, ``stale``, ``sourced``,
+                   ``missing_paths`` and ``nnal.lib_on_path`` are ignored)
     toolkit_python {"site_packages": dir | None, "te": dir | None, "tbe": dir | None}
                    CANN's own Python packages inside the toolkit
     nnal           None | {"path", "version", "expected_atb_home", "current_atb_home",
                    "current_abi": 0|1|None, "torch_cxx11_abi": bool|None,
-                   "torch_abi_source", "lib_on_path": bool, "abi_dirs": [...]}
+                   "torch_abi_source", "abi_dirs": [...]}
     torch_cxx11_abi  bool | None   torch's C++11 ABI, read from the mangling of c10's own
                    std::string exports in libc10.so (npudoctor.parsers.cxxabi)
                    without importing torch
@@ -125,17 +124,7 @@ def _read_path(host: Host, paths: Dict[str, Dict[str, Any]], value: str) -> None
     norm = _norm(value)
     for path in (value, norm, cann_root(norm)):
         if path and path not in paths:
-            paths[path] = {"resolved": host.resolve(path), "exists": host.exists(path)}
-
-
-def _present(host: Host, entry: str, current: List[str]) -> bool:
-    entry_n = _norm(entry)
-    target = host.resolve(entry_n)
-    for cur in current:
-        cur_n = _norm(cur)
-        if cur_n == entry_n or host.resolve(cur_n) == target:
-            return True
-    return False
+            paths[path] = {"resolved": host.resolve(path), "exists": host.exists(path), "is_dir": host.is_dir(path)}
 
 
 def _arch(ctx: ProbeContext, toolkit: Dict[str, Any]) -> Tuple[str, str]:
@@ -249,23 +238,13 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
     for rec in installs:
         _read_path(host, paths, str(rec.get("path") or "/"))
 
-    # path lists
-    missing_paths: Dict[str, List[str]] = {}
+    added = expected.get("added") or {}
     for name in PATH_VARS:
-        cur = host.env_paths(name)
-        absent = [
-            e
-            for e in (expected.get("added") or {}).get(name, [])
-            if host.is_dir(e) and not _present(host, e, cur) and "/nnal/" not in e
-        ]
-        if absent:
-            missing_paths[name] = absent
-
+        for entry in added.get(name) or []:
+            _read_path(host, paths, str(entry))
     tk = toolkit["path"]
-    lib64 = posixpath.join(tk, "lib64")
-    sourced = any(host.getenv(v) for v in ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH")) or _present(
-        host, lib64, host.env_paths("LD_LIBRARY_PATH")
-    )
+    _read_path(host, paths, posixpath.join(tk, "lib64"))
+
     site = posixpath.join(tk, "python", "site-packages")
     toolkit_python = {
         "site_packages": site if host.is_dir(site) else None,
@@ -278,7 +257,7 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         exp_n = expected["nnal"]
         cur_home = (host.getenv("ATB_HOME_PATH") or "").strip() or None
         m = re.search(r"cxx_abi_([01])", cur_home or "")
-        home_for_lib = cur_home or exp_n["atb_home"]
+        _read_path(host, paths, posixpath.join(cur_home or exp_n["atb_home"], "lib"))
         nnal = {
             "path": nnal_rec.get("path"),
             "version": nnal_rec.get("version"),
@@ -289,14 +268,11 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
             "torch_cxx11_abi": abi,
             "torch_abi_source": abi_source,
             "abi_dirs": exp_n.get("abi_dirs") or [],
-            "lib_on_path": _present(host, posixpath.join(home_for_lib, "lib"), host.env_paths("LD_LIBRARY_PATH")),
         }
 
     out.update(
         {
-            "sourced": bool(sourced),
             "paths": paths,
-            "missing_paths": missing_paths,
             "toolkit_python": toolkit_python,
             "nnal": nnal,
         }

@@ -1,17 +1,21 @@
 """The CANN variables set now against what ``set_env.sh`` would set: which are unset, which
-hold a custom value and which point into another CANN install.
+hold a custom value and which point into another CANN install; whether a set_env.sh was
+sourced at all, which entries it adds are missing, and whether NNAL's lib is on
+``LD_LIBRARY_PATH``.
 
 Judged on every run from the facts the ``environment`` probe read (``expected``,
 ``current``, ``paths``: how the diagnosed root resolves each value) and the toolkits the
 ``cann`` probe found, so a replayed snapshot is judged by the current rules.  The
-``missing_vars``/``differs``/``stale`` lists older snapshots carry are ignored; without
-``paths`` (older snapshots) a path resolves to itself and its existence is unknown."""
+``missing_vars``/``differs``/``stale`` lists, ``sourced``, ``missing_paths`` and
+``nnal.lib_on_path`` older snapshots carry are ignored; without ``paths`` (older
+snapshots) a path resolves to itself and its existence is unknown (an added entry whose
+existence is unknown is not claimed missing)."""
 
 from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
-from typing import Iterable, List, Optional, Tuple, TypedDict
+from typing import Dict, Iterable, List, Optional, Tuple, TypedDict
 
 from npudoctor.cann_env import cann_root
 from npudoctor.facts.runtime_env import EnvironmentFacts, EnvToolkit
@@ -77,6 +81,22 @@ class _Paths:
     def exists(self, path: str) -> Optional[bool]:
         rec = self.paths.get(path)
         return rec.exists if rec is not None else None
+
+    def is_dir(self, path: str) -> Optional[bool]:
+        rec = self.paths.get(path)
+        return rec.is_dir if rec is not None else None
+
+    def present(self, entry: str, current: Iterable[str]) -> bool:
+        """Whether ``entry`` is among the ``current`` path-list entries, as given or
+        through the directory each resolves to."""
+        entry_n = _norm(entry)
+        target = self.resolve(entry_n)
+        return any(_norm(cur) == entry_n or self.resolve(_norm(cur)) == target for cur in current)
+
+
+def _entries(env: EnvironmentFacts, name: str) -> List[str]:
+    """The non-empty entries of the ``:`` list ``name`` as set now."""
+    return [p for p in (env.current.get(name) or "").split(":") if p]
 
 
 def _install_of(paths: _Paths, value: str, installs: Iterable[Toolkit]) -> Optional[Toolkit]:
@@ -181,6 +201,55 @@ def variable_state(env: EnvironmentFacts, cann: CannFacts) -> VariableState:
             seen.add(key)
             state.stale.append(item)
     return state
+
+
+#: Variables only a sourced set_env.sh (or a copy of its lines) sets.
+SOURCED_VARS = ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH")
+
+
+def sourced(env: EnvironmentFacts) -> Optional[bool]:
+    """Whether some trace of a sourced set_env.sh is in the environment: one of
+    :data:`SOURCED_VARS` set, or ``<toolkit>/lib64`` on ``LD_LIBRARY_PATH`` (as given or
+    through the directory it resolves to).  ``None`` when no toolkit was found.  Pure."""
+    toolkit = env.toolkit
+    if toolkit is None or not toolkit.path:
+        return None
+    if any(env.current.get(v) for v in SOURCED_VARS):
+        return True
+    return _Paths(env).present(posixpath.join(toolkit.path, "lib64"), _entries(env, "LD_LIBRARY_PATH"))
+
+
+def missing_paths(env: EnvironmentFacts) -> Dict[str, Tuple[str, ...]]:
+    """``{variable: entries}``: the entries set_env.sh adds to ``LD_LIBRARY_PATH``,
+    ``PYTHONPATH`` and ``PATH`` (NNAL's left out: :func:`nnal_lib_on_path`) that are
+    directories in the root (``paths``; unknown counts as not) and are absent now.
+    Variables lacking nothing are left out.  Pure."""
+    out: Dict[str, Tuple[str, ...]] = {}
+    if env.toolkit is None or not env.toolkit.path or env.expected is None:
+        return out
+    paths = _Paths(env)
+    for name in PATH_VARS:
+        current = _entries(env, name)
+        absent = tuple(
+            e
+            for e in env.expected.added.get(name) or ()
+            if paths.is_dir(e) and "/nnal/" not in e and not paths.present(e, current)
+        )
+        if absent:
+            out[name] = absent
+    return out
+
+
+def nnal_lib_on_path(env: EnvironmentFacts) -> Optional[bool]:
+    """Whether NNAL's ``<ATB_HOME_PATH>/lib`` (the current ATB_HOME_PATH, else the one its
+    set_env.sh would set) is on ``LD_LIBRARY_PATH``.  ``None`` without NNAL.  Pure."""
+    nnal = env.nnal
+    if nnal is None:
+        return None
+    home = nnal.current_atb_home or nnal.expected_atb_home
+    if not home:
+        return False
+    return _Paths(env).present(posixpath.join(home, "lib"), _entries(env, "LD_LIBRARY_PATH"))
 
 
 def recorded_set_env_script(env: EnvironmentFacts) -> Tuple[bool, Optional[str]]:

@@ -12,7 +12,7 @@ from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.remedies import Export, PrependPath, Remedy, SourceFile
 from npudoctor.rules import rule
-from npudoctor.rules._env_vars import recorded_set_env_script, variable_state
+from npudoctor.rules._env_vars import missing_paths, nnal_lib_on_path, recorded_set_env_script, sourced, variable_state
 
 #: A fix line: a structured remedy or prose.
 FixLine = Union[Remedy, str]
@@ -161,8 +161,9 @@ def _torch_npu_installed(ctx: RuleContext) -> bool:
 
 
 def _missing_paths(env: EnvironmentFacts, name: str) -> Tuple[str, ...]:
-    """The directories set_env.sh would add to ``name`` that it lacks now."""
-    return env.missing_paths.get(name) or ()
+    """The directories set_env.sh would add to ``name`` that it lacks now (judged by
+    :func:`npudoctor.rules._env_vars.missing_paths`)."""
+    return missing_paths(env).get(name) or ()
 
 
 @rule
@@ -171,7 +172,7 @@ def set_env_not_sourced(ctx: RuleContext) -> Iterable[Finding]:
     env = ctx.view.environment
     tk = _toolkit(env)
     # ``sourced`` is a bool whenever the probe found a toolkit; unknown counts as sourced.
-    if tk is None or env.sourced is not False:
+    if tk is None or sourced(env) is not False:
         return
     script = _script(env)
     severity = "error" if _torch_npu_installed(ctx) else "warning"
@@ -233,7 +234,7 @@ def stale_environment(ctx: RuleContext) -> Iterable[Finding]:
     if tk is None or not stale:
         return
     if all(s["variable"] == "LD_LIBRARY_PATH" and s["exists"] is False for s in stale) and (
-        env.sourced and not state.missing_vars and not _missing_paths(env, "LD_LIBRARY_PATH")
+        sourced(env) and not state.missing_vars and not _missing_paths(env, "LD_LIBRARY_PATH")
     ):
         dirs = [s["value"] for s in stale]
         yield STALE.finding(
@@ -322,7 +323,7 @@ def _and(items: Sequence[str]) -> str:
 def loader_path_incomplete(ctx: RuleContext) -> Iterable[Finding]:
     """ENV003: sourced (or partly copied) but library directories are missing."""
     env = ctx.view.environment
-    if _toolkit(env) is None or not env.sourced:
+    if _toolkit(env) is None or not sourced(env):
         return
     missing = _missing_paths(env, "LD_LIBRARY_PATH")
     missing_vars = variable_state(env, ctx.view.cann).missing_vars
@@ -358,7 +359,7 @@ def _te_from_pip(ctx: RuleContext) -> bool:
 def pythonpath_missing(ctx: RuleContext) -> Iterable[Finding]:
     """ENV004: toolkit python/site-packages (te/tbe) not on PYTHONPATH."""
     env = ctx.view.environment
-    if _toolkit(env) is None or not env.sourced:
+    if _toolkit(env) is None or not sourced(env):
         return
     missing = _missing_paths(env, "PYTHONPATH")
     tp = env.toolkit_python
@@ -381,13 +382,14 @@ def nnal_not_sourced(ctx: RuleContext) -> Iterable[Finding]:
     nnal = ctx.view.environment.nnal
     if nnal is None:
         return
-    if nnal.current_atb_home and nnal.lib_on_path:
+    lib_on_path = nnal_lib_on_path(ctx.view.environment)
+    if nnal.current_atb_home and lib_on_path:
         return
     script = nnal.script or None
     evidence = [f"NNAL {nnal.version or ''} at {nnal.path}".replace("  ", " ")]
     if not nnal.current_atb_home:
         evidence.append("ATB_HOME_PATH is unset")
-    if not nnal.lib_on_path:
+    if not lib_on_path:
         lib = posixpath.join(str(nnal.current_atb_home or nnal.expected_atb_home), "lib")
         evidence.append(f"LD_LIBRARY_PATH lacks {lib} (libatb.so)")
     if not script:
