@@ -138,7 +138,7 @@ def test_pythonpath_with_the_toolkit_rules_k10_out(tmp_path):
     site = "/usr/local/Ascend/ascend-toolkit/8.0.0/python/site-packages"
     facts = {
         "cann": {"toolkits": [tk], "selected": tk},
-        "environment": {"toolkit": tk, "current": {"PYTHONPATH": f"{site}:/opt/x"}, "sourced": True},
+        "environment": {"toolkit": tk, "current": {"ASCEND_TOOLKIT_HOME": TOOLKIT, "PYTHONPATH": f"{site}:/opt/x"}},
         "packages": {
             "scanned": ["/opt/py/lib/python3.10/site-packages"],
             "installed": {"numpy": [{"name": "numpy", "version": "2.1.0"}]},
