@@ -230,8 +230,35 @@ class DeviceCgroup(View):
     allow_all: Optional[bool] = None
 
 
+class Launcher(View):
+    """What started the diagnosed environment (systemd, Slurm, Ray) and the variable that says so."""
+
+    name: str = field(default="", metadata=_doc('"systemd" | "slurm" | "ray"'))
+    evidence: Optional[str] = None
+
+
+class Capabilities(View):
+    """The capability sets and effective ids of ``/proc/self/status`` (as read: hex masks)."""
+
+    source: Optional[str] = None
+    cap_eff: Optional[str] = field(default=None, metadata=_doc('CapEff, hex as read ("0000000000000000")'))
+    cap_prm: Optional[str] = None
+    cap_bnd: Optional[str] = None
+    uid: Optional[int] = field(default=None, metadata=_doc("effective uid (second field of Uid:)"))
+    gid: Optional[int] = None
+    groups: Tuple[int, ...] = ()
+
+
 class ContainerFacts(View):
     """Are we inside a container, which runtime, and are the driver files mounted."""
+
+    world: Optional[str] = field(
+        default=None,
+        metadata=_doc('"build" | "pod" | "container" | "host" (None: snapshots from before it was recorded)'),
+    )
+    launched_by: Tuple[Launcher, ...] = ()
+    build_markers: Tuple[str, ...] = field(default=(), metadata=_doc("why this looks like an image build step"))
+    capabilities: Optional[Capabilities] = None
 
     in_container: bool = False
     runtime: Optional[str] = None

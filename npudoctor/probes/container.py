@@ -18,6 +18,32 @@ Section ``container``::
     device_cgroup  {"path", "entries": [str], "allow_all": bool} from the cgroup v1
                    devices.list when readable, else None
     privileged     True/False from CapEff of /proc/self/status (live only), else None
+    world          where this process runs, from the markers below: "build" (a BuildKit
+                   ``RUN`` step), "pod" (Kubernetes), "container" (docker, podman,
+                   containerd, lxc), "host"
+    launched_by    [{"name": "systemd" | "slurm" | "ray", "evidence": str}]: what started the
+                   diagnosed environment (INVOCATION_ID, SLURM_JOB_ID, RAY_* variables)
+    build_markers  [str]: why this looks like an image build step
+    capabilities   {"source", "cap_eff", "cap_prm", "cap_bnd" (hex as read), "uid", "gid"
+                   (effective ids), "groups"} of /proc/self/status in the root, or None
+
+Markers (read, never judged here; sources):
+
+* ``/.dockerenv``: created by Docker in the containers it runs; the classic builder made it
+  too, BuildKit does not (moby/buildkit#4503, docker/buildx#1447).
+* ``/run/.containerenv``: podman / libpod (podman-run(1)); buildah's RUN does not create it
+  (containers/buildah#1843).
+* cgroup: ``/proc/1/cgroup`` and ``/proc/self/cgroup`` (v1 ``N:ctrl:/docker/…``,
+  ``…/kubepods…``; v2 ``0::/…`` with the same path words when the cgroup namespace is the
+  host's).
+* ``KUBERNETES_SERVICE_HOST`` and ``/var/run/secrets/kubernetes.io``: set and mounted by the
+  kubelet in every pod.
+* BuildKit's sandbox: the hostname of a ``RUN`` step is ``buildkitsandbox`` (the Dockerfile
+  frontend's ``BUILDKIT_SANDBOX_HOSTNAME`` default) and its ``/etc/hosts`` maps
+  ``buildkitsandbox`` to 127.0.0.1 (moby/buildkit executor/oci/hosts.go).
+* ``INVOCATION_ID``: set by systemd for every unit it starts (systemd.exec(5)).
+* ``SLURM_JOB_ID``: set by Slurm in a job's environment (sbatch(1), srun(1)).
+* ``RAY_*``: Ray sets them for the workers it starts (see probes/devices.py).
 """
 
 from __future__ import annotations
@@ -92,6 +118,78 @@ def _privileged(ctx: ProbeContext) -> Optional[bool]:
     return None
 
 
+BUILDKIT_HOSTNAME = "buildkitsandbox"
+
+#: Most launcher variable names kept per launcher (names only: values may hold addresses).
+_LAUNCHERS = (("systemd", ("INVOCATION_ID",)), ("slurm", ("SLURM_JOB_ID", "SLURM_JOBID")))
+
+
+def _hostname(ctx: ProbeContext) -> str:
+    """The diagnosed system's host name: the kernel's (``/proc/sys/kernel/hostname``,
+    what a BuildKit RUN step sees) else ``/etc/hostname``; "" when neither is readable."""
+    for path in ("/proc/sys/kernel/hostname", "/etc/hostname"):
+        text = (ctx.host.read_text(path, limit=4096).text or "").strip()
+        if text:
+            return text.splitlines()[0].strip()
+    return ""
+
+
+def _build_markers(ctx: ProbeContext) -> List[str]:
+    """Evidence that this is a BuildKit ``RUN`` step (see the module docstring)."""
+    out: List[str] = []
+    name = _hostname(ctx)
+    if name == BUILDKIT_HOSTNAME:
+        out.append(f"host name is {BUILDKIT_HOSTNAME!r} (BuildKit's RUN sandbox)")
+    hosts = ctx.host.read_text("/etc/hosts", limit=64 * 1024).text or ""
+    if any(BUILDKIT_HOSTNAME in ln.split() for ln in hosts.splitlines() if not ln.lstrip().startswith("#")):
+        out.append(f"/etc/hosts maps {BUILDKIT_HOSTNAME!r} (written by BuildKit for RUN steps)")
+    return out
+
+
+def _launched_by(ctx: ProbeContext) -> List[Dict[str, str]]:
+    """What started the diagnosed environment, from the variables it sets."""
+    out: List[Dict[str, str]] = []
+    for name, variables in _LAUNCHERS:
+        for var in variables:
+            if ctx.host.getenv(var):
+                out.append({"name": name, "evidence": f"{var} is set"})
+                break
+    environ = getattr(ctx.host, "environ", None) or {}
+    ray = sorted(k for k in environ if k.startswith("RAY_"))
+    if ray:
+        out.append({"name": "ray", "evidence": ", ".join(ray[:4]) + (" …" if len(ray) > 4 else "") + " set"})
+    return out
+
+
+def _ids(value: str) -> List[int]:
+    return [int(v) for v in value.split() if v.isdigit()]
+
+
+def _capabilities(ctx: ProbeContext) -> Optional[Dict[str, Any]]:
+    """CapEff/CapPrm/CapBnd and the effective uid/gid/groups of ``/proc/self/status`` in
+    the root (this process when live; a captured file under ``--root``), or None."""
+    read = ctx.host.read_text("/proc/self/status", limit=64 * 1024)
+    if not read.ok:
+        return None
+    fields: Dict[str, str] = {}
+    for line in (read.text or "").splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            fields[key.strip()] = value.strip()
+    if "CapEff" not in fields:
+        return None
+    uid, gid = _ids(fields.get("Uid", "")), _ids(fields.get("Gid", ""))
+    return {
+        "source": read.path,
+        "cap_eff": fields.get("CapEff"),
+        "cap_prm": fields.get("CapPrm"),
+        "cap_bnd": fields.get("CapBnd"),
+        "uid": uid[1] if len(uid) > 1 else None,
+        "gid": gid[1] if len(gid) > 1 else None,
+        "groups": _ids(fields.get("Groups", "")),
+    }
+
+
 def probe(ctx: ProbeContext) -> Dict[str, Any]:
     host = ctx.host
     evidence: List[str] = []
@@ -118,8 +216,16 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         for path, what, required in MOUNTS
     ]
     npu_smi_paths = [p for p in NPU_SMI_PATHS if host.exists(p)]
+    build = _build_markers(ctx)
+    in_container = runtime is not None or kubernetes or bool(build)
+    world = "build" if build and not host.exists("/.dockerenv") else "pod" if kubernetes else None
+    world = world or ("container" if in_container else "host")
     return {
-        "in_container": runtime is not None or kubernetes,
+        "world": world,
+        "launched_by": _launched_by(ctx),
+        "build_markers": build,
+        "capabilities": _capabilities(ctx),
+        "in_container": in_container,
         "runtime": runtime,
         "kubernetes": kubernetes,
         "evidence": evidence,

@@ -134,7 +134,9 @@ def install_command(step: InstallPackage) -> Optional[str]:
 def docker_words(step: DockerFlags) -> List[str]:
     """The ``docker run`` flags of a :class:`DockerFlags` step, in the order of the
     standard vllm-ascend command (samples/docker-run_vllm-ascend_standard-device-mounts.sh.txt)."""
-    flags = [f"--device /dev/davinci{i}" for i in step.devices]
+    flags = [f"--runtime {quote(step.runtime)}"] if step.runtime else []
+    flags += [f"--cap-add {quote(c)}" for c in step.cap_add]
+    flags += [f"--device /dev/davinci{i}" for i in step.devices]
     flags += [f"--device {quote(c)}" for c in step.control]
     ro = ":ro" if step.read_only else ""
     flags += [f"-v {quote(m)}:{quote(m)}{ro}" for m in step.mounts]

@@ -148,8 +148,10 @@ class Command:
 class DockerFlags:
     """``docker run`` flags: ``--device /dev/davinciN`` per id of ``devices``,
     ``--device`` per path of ``control``, ``-v m:m`` per path of ``mounts``, ``-e K=V``
-    per pair of ``env`` (``-v m:m:ro`` with ``read_only``).  ``pick_device`` adds prose
-    asking for one free NPU's node when the id is not known."""
+    per pair of ``env`` (``-v m:m:ro`` with ``read_only``), ``--runtime R`` for ``runtime``
+    (the Ascend Docker Runtime registers as ``ascend``) and ``--cap-add C`` per name of
+    ``cap_add``.  ``pick_device`` adds prose asking for one free NPU's node when the id is
+    not known."""
 
     devices: Tuple[int, ...] = ()
     control: Tuple[str, ...] = ()
@@ -157,6 +159,8 @@ class DockerFlags:
     env: EnvPairs = ()
     pick_device: bool = False
     read_only: bool = False
+    runtime: Optional[str] = None
+    cap_add: Tuple[str, ...] = ()
     lead: str = ""
     note: str = ""
 

@@ -1,0 +1,147 @@
+"""Where the diagnosed process runs (``ctx.view.container.world``), what its capabilities let
+it open, and the fix that gives it the NPU in that world's terms (not a rule module: the
+leading underscore keeps it out of rule discovery).
+
+Worlds: ``"build"`` (a BuildKit ``RUN`` step), ``"pod"`` (Kubernetes), ``"container"``
+(docker, podman, containerd), ``"host"``.  Fixes: ``docker run`` flags (the Ascend Docker
+Runtime, ``--runtime ascend -e ASCEND_VISIBLE_DEVICES=N``, or the explicit list of the
+standard vllm-ascend command: samples/docker-run_vllm-ascend_standard-device-mounts.sh.txt
+and INDEX.md §8 "Manual device passthrough"), pod-spec fields (``runtimeClassName``, the
+device plugin's ``huawei.com/Ascend910`` resource: deploy/k8s/training-pod.yaml), and for a
+build stage the words "mounted from the host at run time".  Never "install the driver"
+inside an image: the driver belongs to the host (AUDIT §0, Ascend Docker Runtime docs: its
+prestart hook mounts the devices and the host's driver libraries into the container).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, List, Optional, Sequence, Union
+
+from npudoctor.facts.devices import DeviceNode
+from npudoctor.facts.runtime_env import Capabilities
+from npudoctor.remedies import DockerFlags, PodSpecField, Remedy
+from npudoctor.rules._devfacts import CONTROL_NODES
+
+if TYPE_CHECKING:
+    from npudoctor.engine import RuleContext
+
+#: Capability bit numbers (linux/capability.h).
+CAP_DAC_OVERRIDE = 1
+CAP_DAC_READ_SEARCH = 2
+CAP_SYS_ADMIN = 21
+
+#: What a container needs from the host besides the device nodes (INDEX.md §8).
+HOST_MOUNTS = ("/usr/local/Ascend/driver", "/usr/local/dcmi", "/usr/local/bin/npu-smi", "/etc/ascend_install.info")
+
+#: The Ascend device plugin's resource for 910-class NPUs (deploy/k8s/training-pod.yaml).
+POD_RESOURCE = "huawei.com/Ascend910"
+
+
+def world(ctx: RuleContext) -> str:
+    """``"build"``, ``"pod"``, ``"container"`` or ``"host"``; snapshots from before the
+    probe recorded it fall back on ``in_container`` / ``kubernetes``."""
+    c = ctx.view.container
+    if c.world:
+        return c.world
+    if c.kubernetes:
+        return "pod"
+    return "container" if c.in_container else "host"
+
+
+def mask(value: Optional[str]) -> Optional[int]:
+    """A capability mask as ``/proc/PID/status`` prints it (hex) → int; None if unreadable."""
+    try:
+        return int((value or "").strip(), 16)
+    except ValueError:
+        return None
+
+
+def has_cap(value: Optional[str], bit: int) -> Optional[bool]:
+    """Whether capability ``bit`` is in the hex mask ``value``; None when unknown."""
+    m = mask(value)
+    return None if m is None else bool(m & (1 << bit))
+
+
+def judged_caps(ctx: RuleContext) -> Optional[Capabilities]:
+    """The capabilities of the judged process: the container probe's read of
+    ``/proc/self/status`` when the judged account is that process's (same effective uid),
+    else None (``--user`` judges another account, whose capabilities are not known)."""
+    caps = ctx.view.container.capabilities
+    if caps is None or caps.uid is None:
+        return None
+    ident = ctx.view.devices.identity
+    if ident.uid is not None and ident.uid != caps.uid:
+        return None
+    return caps
+
+
+def _class_access(uid: int, gid: Optional[int], groups: Sequence[int], node: DeviceNode) -> Optional[bool]:
+    """Read+write by the owner/group/other classes of the node's mode, without privilege."""
+    if node.uid is None or node.gid is None or not (node.mode or "").isdigit():
+        return None
+    mode = int(node.mode or "0", 8)
+    if uid == node.uid:
+        return mode & 0o600 == 0o600
+    if node.gid == gid or node.gid in groups:
+        return mode & 0o060 == 0o060
+    return mode & 0o006 == 0o006
+
+
+def denied_without_dac_override(ctx: RuleContext) -> List[DeviceNode]:
+    """Existing NPU nodes that a root process without CAP_DAC_OVERRIDE in its effective set
+    cannot open read+write: the kernel then checks the mode bits for uid 0 like for any
+    other uid (capabilities(7): CAP_DAC_OVERRIDE "bypass file read, write, and execute
+    permission checks").  Empty when the process is not root, holds the capability, or its
+    capabilities are unknown."""
+    caps = judged_caps(ctx)
+    if caps is None or caps.uid != 0 or has_cap(caps.cap_eff, CAP_DAC_OVERRIDE) is not False:
+        return []
+    out = []
+    for node in ctx.view.devices.nodes:
+        if node.exists and _class_access(0, caps.gid, caps.groups, node) is False:
+            out.append(node)
+    return out
+
+
+def passthrough_fix(ctx: RuleContext, ids: Sequence[int]) -> List[Union[Remedy, str]]:
+    """How to give this container/pod/build the NPU, in its world's terms: NPU ids
+    ``ids`` (0 when unknown), control nodes and the host's driver mounts."""
+    ids = list(ids) or [0]
+    where = world(ctx)
+    visible = ",".join(str(i) for i in ids)
+    if where == "pod":
+        return [
+            PodSpecField(
+                "runtimeClassName",
+                "ascend",
+                note="a RuntimeClass whose handler is the Ascend Docker Runtime in containerd; "
+                "not needed when that runtime is the node's default",
+            ),
+            PodSpecField(
+                "containers[0].resources.limits",
+                f"{{{POD_RESOURCE}: {len(ids)}}}",
+                note="the Ascend device plugin allocates the NPUs and the runtime mounts them with the driver",
+            ),
+        ]
+    docker = [
+        DockerFlags(
+            runtime="ascend",
+            env=(("ASCEND_VISIBLE_DEVICES", visible),),
+            lead="Recreate the container with the Ascend Docker Runtime, adding to `docker run`: ",
+            note="it mounts the NPUs and the host's driver",
+        ),
+        DockerFlags(
+            devices=tuple(ids),
+            control=CONTROL_NODES,
+            mounts=HOST_MOUNTS,
+            read_only=True,
+            lead="Or add them explicitly to `docker run`: ",
+        ),
+    ]
+    if where == "build":
+        return [
+            "Do not import torch_npu (or run anything that opens the NPU) in a RUN step: "
+            "move the smoke test to the container's start or to a `docker run` of the built image",
+            *docker,
+        ]
+    return list(docker)

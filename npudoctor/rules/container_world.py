@@ -1,0 +1,118 @@
+"""The NPU was never given to this container, pod or build stage: CANN and torch_npu are in
+the image but there are no device nodes and no driver.  One root cause, one finding
+(CTR006), said in the world's terms (``docker run`` flags, pod-spec fields, "mounted from
+the host at run time" for a build stage): the findings that are only its consequences
+(the driver, device nodes, npu-smi and driver-library findings) are folded under it.
+
+Reads ``ctx.view.container`` (world, mounts), ``ctx.view.devices`` (nodes) and
+``ctx.view.driver``.  Root-cause kind K16 (../shared/cases/kinds.md).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable, List
+
+from npudoctor.findings import Finding
+from npudoctor.knowledge import codes
+from npudoctor.rules import postprocess, rule
+from npudoctor.rules._devfacts import chip_nodes, package_version, parse_id_list, stack_present
+from npudoctor.rules._libowners import DRIVER
+from npudoctor.rules._world import passthrough_fix, world
+
+if TYPE_CHECKING:
+    from npudoctor.engine import RuleContext
+
+NO_NPU_GIVEN = codes.get("CTR006")
+
+#: Findings that only restate CTR006 (no driver, no nodes, no npu-smi in a container).
+FOLDED = ("DRV001", "CTR001", "CTR002", "CTR003", "CTR004", "DEV003", "DEV020")
+
+_WHERE = {"build": "this image build step", "pod": "this pod", "container": "this container"}
+
+
+def _driver_absent(ctx: RuleContext) -> bool:
+    drv = ctx.view.driver.driver
+    if drv.exists or drv.version:
+        return False
+    mounts = {m.path: m.exists for m in ctx.view.container.mounts}
+    return mounts.get("/usr/local/Ascend/driver/version.info") is not True
+
+
+@rule
+def npu_not_given(ctx: RuleContext) -> Iterable[Finding]:
+    """CTR006: in a container, pod or build stage with an NPU stack, neither device nodes
+    nor the host's driver are there."""
+    where = world(ctx)
+    if where not in _WHERE or not stack_present(ctx) or ctx.view.state("devices") == "absent":
+        return
+    if ctx.view.state("driver") == "absent":
+        return
+    dev = ctx.view.devices
+    if chip_nodes(dev) or dev.chips or not _driver_absent(ctx):
+        return
+    torch_npu = package_version(ctx, "torch-npu")
+    c = ctx.view.container
+    evidence = [
+        "no /dev/davinciN node and none of /dev/davinci_manager, /dev/devmm_svm, /dev/hisi_hdc"
+        if not any(n.exists for n in dev.nodes)
+        else "no /dev/davinciN node",
+        "/usr/local/Ascend/driver/version.info: not present (the driver belongs to the host)",
+    ]
+    if torch_npu:
+        evidence.append(f"torch_npu {torch_npu} is installed: `import torch_npu` cannot load the driver here")
+    tk = ctx.view.cann.selected
+    if tk is not None and tk.version:
+        evidence.append(f"CANN {tk.version} at {tk.path}")
+    evidence += list(c.build_markers) + [e for e in c.evidence if e not in c.build_markers]
+    wanted = dev.visibility.ascend_visible_devices
+    ids: List[int] = parse_id_list(wanted)[0] if wanted else []
+    if wanted is not None:
+        evidence.append(
+            f"ASCEND_VISIBLE_DEVICES={wanted} is set, but only the Ascend Docker Runtime reads it, before the "
+            "container starts: it was not used here"
+        )
+    if where == "build":
+        title = (
+            "no NPU in this image build step: the driver and the device nodes are mounted from the host at run "
+            "time; add the mounts to `docker run`, and do not import torch_npu while building"
+        )
+    elif where == "pod":
+        title = (
+            "this pod was started without the NPU: no device nodes and no driver (no Ascend runtime: set "
+            "runtimeClassName and request the device plugin's resource)"
+        )
+    else:
+        title = (
+            "this container was started without the NPU: no device nodes and no driver from the host "
+            "(neither the Ascend Docker Runtime nor --device/-v flags)"
+        )
+    yield NO_NPU_GIVEN.finding(
+        title=title,
+        evidence=evidence,
+        fix=passthrough_fix(ctx, ids),
+        severity="error" if torch_npu else "warning",
+        subject=where,
+        data={"world": where},
+    )
+
+
+def _consequence(f: Finding) -> bool:
+    if f.code in FOLDED:
+        return True
+    return f.code.startswith("LIB") and DRIVER in (f.data.get("owners") or [])
+
+
+@postprocess
+def fold_into_npu_not_given(ctx: RuleContext, findings: List[Finding]) -> List[Finding]:
+    """Drop the findings CTR006 explains and name them in its evidence and ``data``."""
+    root = next((f for f in findings if f.code == NO_NPU_GIVEN.code), None)
+    if root is None:
+        return findings
+    folded = [f for f in findings if f is not root and _consequence(f)]
+    if not folded:
+        return findings
+    root.data["folded"] = list(dict.fromkeys(f.code for f in folded))
+    root.evidence.append(
+        "consequences of the same cause (not reported separately): " + "; ".join(f"{f.code} {f.title}" for f in folded)
+    )
+    return [f for f in findings if f not in folded]

@@ -1,0 +1,189 @@
+"""Where the process runs (issue 15): a container, a pod or an image build step given no
+NPU is one finding (CTR006) in that world's terms; root without CAP_DAC_OVERRIDE cannot
+open 0660 nodes it does not own (DEV021, the npu-smi -8005 folded under it).
+
+Each test builds the container of tests/build_health_scenarios.py (real toolkit files, real
+dist-info, real npu-smi captures replayed by an executable on PATH) with exactly one
+problem, and runs ``npudoctor check --root`` in-process.  /proc/self/status files are real
+captures (tests/fixtures/proc_status/README.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import build_health_scenarios as hs
+import pytest
+from build_cann_scenarios import fixture, write
+from clirun import npudoctor
+
+HERE = Path(__file__).resolve().parent
+STATUS = HERE / "fixtures" / "proc_status"
+CAPEFF_0 = "status_root_capeff-0_setpriv-bounding-set-all.txt"
+FULL_CAPS = "status_root_full-caps.txt"
+
+ENV = dict({"HOME": "/root"}, **hs.sourced_env())
+NODES = [f"davinci{n}" for n in range(8)] + ["davinci_manager", "devmm_svm", "hisi_hdc"]
+
+
+def _container(tmp: Path, **kw: bool) -> Path:
+    (tmp / "root").mkdir(parents=True)
+    hs.container_root(tmp / "root", **kw)
+    return tmp
+
+
+def _check(scenario: Path, extra_env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    env = dict(ENV, PATH=f"{scenario}/bin:/usr/bin:/bin", **(extra_env or {}))
+    result = npudoctor("check", "--root", str(scenario / "root"), "--json", env=env)
+    assert result.returncode in (0, 1), result.stderr
+    doc: Dict[str, Any] = json.loads(result.stdout)
+    doc["returncode"] = result.returncode
+    return doc
+
+
+def _codes(doc: Dict[str, Any]) -> List[str]:
+    return [f["code"] for f in doc["findings"]]
+
+
+def _one(doc: Dict[str, Any], code: str) -> Dict[str, Any]:
+    found = [f for f in doc["findings"] if f["code"] == code]
+    assert len(found) == 1, _codes(doc)
+    return found[0]
+
+
+# --------------------------------------------------------------------- CTR006 per world
+
+
+def test_build_stage_without_driver_is_one_error_in_build_words(tmp_path: Path) -> None:
+    s = _container(tmp_path / "build", devices=False, driver=False)
+    os.remove(s / "root/.dockerenv")  # BuildKit creates none (moby/buildkit#4503)
+    write(s / "root", "etc/hostname", "buildkitsandbox\n")
+    write(s / "root", "etc/hosts", "127.0.0.1\tlocalhost buildkitsandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+    doc = _check(s)
+    assert doc["returncode"] == 1
+    env = dict(ENV, PATH=f"{s}/bin:/usr/bin:/bin")
+    facts = json.loads(npudoctor("collect", "--root", str(s / "root"), "--json", env=env).stdout)["facts"]
+    assert facts["container"]["world"] == "build"
+    assert facts["container"]["in_container"] is True
+    f = _one(doc, "CTR006")
+    assert f["severity"] == "error"
+    assert "mounted from the host at run time" in f["title"]
+    assert "do not import torch_npu while building" in f["title"]
+    assert "torch_npu 2.1.0.post10 is installed: `import torch_npu` cannot load the driver here" in f["evidence"]
+    assert "host name is 'buildkitsandbox' (BuildKit's RUN sandbox)" in f["evidence"]
+    assert f["fix"][0].startswith("Do not import torch_npu")
+    assert any("--runtime ascend -e ASCEND_VISIBLE_DEVICES=0" in line for line in f["fix"])
+    # one root cause, one finding: the driver/npu-smi consequences are folded, never "install the driver"
+    for code in ("DRV001", "DEV003", "CTR001", "CTR002", "CTR003"):
+        assert code not in _codes(doc)
+    assert "DRV001" in f["data"]["folded"]
+    assert not any("install the NPU driver" in line for g in doc["findings"] for line in g["fix"])
+
+
+def test_container_without_npu_gives_the_docker_flags(tmp_path: Path) -> None:
+    s = _container(tmp_path / "c", devices=False, driver=False)
+    doc = _check(s)
+    f = _one(doc, "CTR006")
+    assert f["severity"] == "error"
+    assert f["title"].startswith("this container was started without the NPU")
+    assert f["fix"] == [
+        "Recreate the container with the Ascend Docker Runtime, adding to `docker run`: --runtime ascend "
+        "-e ASCEND_VISIBLE_DEVICES=0  # it mounts the NPUs and the host's driver",
+        "Or add them explicitly to `docker run`: --device /dev/davinci0 --device /dev/davinci_manager "
+        "--device /dev/devmm_svm --device /dev/hisi_hdc -v /usr/local/Ascend/driver:/usr/local/Ascend/driver:ro "
+        "-v /usr/local/dcmi:/usr/local/dcmi:ro -v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi:ro "
+        "-v /etc/ascend_install.info:/etc/ascend_install.info:ro",
+    ]
+    assert set(f["data"]["folded"]) >= {"DRV001", "CTR001", "CTR002", "CTR003"}
+    assert [c for c in _codes(doc) if c.startswith(("CTR", "DRV0", "DEV"))] == ["CTR006"]
+
+
+def test_pod_without_ascend_runtime_is_said_in_pod_spec_terms(tmp_path: Path) -> None:
+    s = _container(tmp_path / "pod", devices=False, driver=False)
+    os.remove(s / "root/.dockerenv")
+    write(s / "root", "proc/self/cgroup", "0::/kubepods.slice/kubepods-besteffort.slice/cri-containerd-3f2a.scope\n")
+    doc = _check(s, {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "ASCEND_VISIBLE_DEVICES": "2"})
+    f = _one(doc, "CTR006")
+    assert "this pod was started without the NPU" in f["title"]
+    assert f["fix"][0].startswith("in the pod spec, set runtimeClassName: ascend")
+    assert f["fix"][1].startswith("in the pod spec, set containers[0].resources.limits: {huawei.com/Ascend910: 1}")
+    assert not any("docker run" in line for line in f["fix"])
+    assert any(
+        "ASCEND_VISIBLE_DEVICES=2 is set, but only the Ascend Docker Runtime reads it" in e for e in f["evidence"]
+    )
+
+
+def test_container_with_devices_but_no_driver_keeps_the_mount_findings(tmp_path: Path) -> None:
+    """Devices passed, driver not mounted: not CTR006 (the existing CTR002 says which mounts)."""
+    s = _container(tmp_path / "c", driver=False)
+    doc = _check(s)
+    assert "CTR006" not in _codes(doc)
+    assert "CTR002" in _codes(doc)
+
+
+def test_plain_host_machine_is_world_host(tmp_path: Path) -> None:
+    s = _container(tmp_path / "h")
+    os.remove(s / "root/.dockerenv")
+    env = dict(ENV, PATH=f"{s}/bin:/usr/bin:/bin", INVOCATION_ID="0f3c2d", SLURM_JOB_ID="4242")
+    doc = json.loads(npudoctor("collect", "--root", str(s / "root"), "--json", env=env).stdout)
+    container = doc["facts"]["container"]
+    assert container["world"] == "host"
+    assert container["launched_by"] == [
+        {"name": "systemd", "evidence": "INVOCATION_ID is set"},
+        {"name": "slurm", "evidence": "SLURM_JOB_ID is set"},
+    ]
+
+
+# --------------------------------------------------------------------- capabilities
+
+
+def _owned_nodes(s: Path, status: str) -> None:
+    for node in NODES:
+        os.chown(s / "root/dev" / node, 1000, 1000)
+        os.chmod(s / "root/dev" / node, 0o660)
+    write(s / "root", "proc/self/status", (STATUS / status).read_bytes())
+    write(s, "bin/npu-smi-error.txt", fixture("error_npu-smi_dcmi-8005_in-container_g_conLogLevel.txt"))
+    hs._script(s, '#!/bin/sh\ncat "$(dirname "$0")/npu-smi-error.txt"\nexit 255\n')
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown of the device nodes needs root")
+def test_root_with_capeff_0_cannot_open_0660_nodes_not_busy(tmp_path: Path) -> None:
+    s = _container(tmp_path / "caps")
+    _owned_nodes(s, CAPEFF_0)
+    doc = _check(s)
+    assert doc["returncode"] == 1
+    f = _one(doc, "DEV021")
+    assert f["title"] == (
+        "root without CAP_DAC_OVERRIDE cannot open 11 NPU device node(s) (owner HwHiAiUser:HwHiAiUser, mode 0660)"
+    )
+    assert f["data"]["capabilities"] == {"CapEff": "0000000000000000", "CapBnd": "0000000000000000"}
+    assert f["fix"][0] == "Recreate the container with: --cap-add DAC_OVERRIDE  # or leave out --cap-drop ALL"
+    assert "--group-add 1000" in f["fix"][1]
+    assert any("CapBnd lacks it too" in e for e in f["evidence"])
+    # the -8005 is this denial, not a busy device: DEV002 folded
+    assert "DEV002" not in _codes(doc)
+    assert any("is this denial, not a busy device" in e for e in f["evidence"])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown of the device nodes needs root")
+def test_root_with_dac_override_stays_busy(tmp_path: Path) -> None:
+    """The same nodes and -8005 with root's default capabilities: the busy finding stays."""
+    s = _container(tmp_path / "caps")
+    _owned_nodes(s, FULL_CAPS)
+    doc = _check(s)
+    assert "DEV021" not in _codes(doc)
+    assert "DEV002" in _codes(doc)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown of the device nodes needs root")
+def test_triage_of_8005_names_the_permission_cause(tmp_path: Path) -> None:
+    s = _container(tmp_path / "caps")
+    _owned_nodes(s, CAPEFF_0)
+    env = dict(ENV, PATH=f"{s}/bin:/usr/bin:/bin")
+    log = HERE / "fixtures" / "error_npu-smi_dcmi-8005_in-container_g_conLogLevel.txt"
+    out = npudoctor("triage", str(log), "--root", str(s / "root"), env=env).stdout
+    assert "→ the device nodes are not open to this process (root without CAP_DAC_OVERRIDE" in out
+    assert "another container or process holds the device" not in out.split("→", 1)[1].split("\n")[0]
