@@ -187,3 +187,86 @@ def test_triage_of_8005_names_the_permission_cause(tmp_path: Path) -> None:
     out = npudoctor("triage", str(log), "--root", str(s / "root"), env=env).stdout
     assert "→ the device nodes are not open to this process (root without CAP_DAC_OVERRIDE" in out
     assert "another container or process holds the device" not in out.split("→", 1)[1].split("\n")[0]
+
+
+# --------------------------------------------------------------------- visibility variables
+
+
+def _eight(tmp: Path) -> Path:
+    s = _container(tmp)
+    hs.npu_smi_replay(s, hs.HEALTHY_CAPTURE)
+    return s
+
+
+def _vis(doc: Dict[str, Any]) -> List[Dict[str, Any]]:
+    return [f for f in doc["findings"] if f["code"] in ("DEV030", "DEV031", "DEV032", "DEV034")]
+
+
+def test_empty_ascend_visible_devices_is_flagged_and_had_no_effect(tmp_path: Path) -> None:
+    doc = _check(_eight(tmp_path / "v"), {"ASCEND_VISIBLE_DEVICES": ""})
+    (f,) = _vis(doc)
+    assert (f["code"], f["severity"]) == ("DEV031", "warning")
+    assert f["title"] == "ASCEND_VISIBLE_DEVICES is set but empty: it selects no NPU"
+    assert (
+        "8 NPU node(s) are mapped here anyway (--device, --privileged or the device plugin), so it had no effect"
+        in (f["evidence"])
+    )
+
+
+def test_malformed_ascend_visible_devices(tmp_path: Path) -> None:
+    doc = _check(_eight(tmp_path / "v"), {"ASCEND_VISIBLE_DEVICES": "0;1"})
+    (f,) = _vis(doc)
+    assert f["code"] == "DEV031" and f["data"]["malformed"] == ["0;1"]
+    assert "is neither an NPU id, a range nor a device name" in f["title"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "0-7",
+        "0,1,2,3,4,5,6,7",
+        "Ascend910-0,Ascend910-1,Ascend910-2,Ascend910-3,Ascend910-4,Ascend910-5,Ascend910-6,Ascend910-7",
+    ],
+)
+def test_ascend_visible_devices_naming_exactly_the_mapped_nodes_is_silent(tmp_path: Path, value: str) -> None:
+    doc = _check(_eight(tmp_path / "v"), {"ASCEND_VISIBLE_DEVICES": value})
+    assert [f for f in doc["findings"] if "ASCEND_VISIBLE_DEVICES" in f["title"]] == []
+    assert _vis(doc) == []
+
+
+def test_device_plugin_names_with_all_nodes_mapped_had_no_effect(tmp_path: Path) -> None:
+    doc = _check(_eight(tmp_path / "v"), {"ASCEND_VISIBLE_DEVICES": "Ascend910-4,Ascend910-5"})
+    (f,) = _vis(doc)
+    assert f["code"] == "DEV031"
+    assert any(e.startswith("it had no effect: every node it names is here") for e in f["evidence"])
+    assert "Or set, for the process: export ASCEND_RT_VISIBLE_DEVICES=4,5" in f["fix"]
+
+
+def test_look_alike_variable_without_rt_visible_is_a_warning(tmp_path: Path) -> None:
+    doc = _check(_eight(tmp_path / "v"), {"NPU_VISIBLE_DEVICES": "0,1"})
+    (f,) = _vis(doc)
+    assert (f["code"], f["severity"]) == ("DEV034", "warning")
+    assert f["title"] == "NPU_VISIBLE_DEVICES=0,1 has no effect on Ascend NPUs: all visible NPUs are used"
+    assert f["fix"] == [
+        "export ASCEND_RT_VISIBLE_DEVICES=0,1  # the variable CANN reads (0-based, ascending)",
+        "unset NPU_VISIBLE_DEVICES",
+    ]
+
+
+def test_look_alikes_next_to_rt_visible_are_a_note(tmp_path: Path) -> None:
+    doc = _check(
+        _eight(tmp_path / "v"),
+        {"HIP_VISIBLE_DEVICES": "2", "ROCR_VISIBLE_DEVICES": "3", "ASCEND_RT_VISIBLE_DEVICES": "0"},
+    )
+    (f,) = _vis(doc)
+    assert (f["code"], f["severity"]) == ("DEV034", "info")
+    assert f["fix"] == ["unset HIP_VISIBLE_DEVICES ROCR_VISIBLE_DEVICES"]
+    assert "ASCEND_RT_VISIBLE_DEVICES=0 decides which NPUs this process uses" in f["evidence"]
+
+
+def test_empty_ascend_visible_devices_without_nodes_is_part_of_ctr006(tmp_path: Path) -> None:
+    s = _container(tmp_path / "c", devices=False, driver=False)
+    doc = _check(s, {"ASCEND_VISIBLE_DEVICES": ""})
+    assert _vis(doc) == []
+    f = _one(doc, "CTR006")
+    assert any(e.startswith("ASCEND_VISIBLE_DEVICES is set but empty") for e in f["evidence"])

@@ -139,6 +139,9 @@ class Visibility(View):
     cuda_visible_devices: Optional[str] = field(default=None, metadata=_var("CUDA_VISIBLE_DEVICES"))
     ascend_runtime_options: Optional[str] = field(default=None, metadata=_var("ASCEND_RUNTIME_OPTIONS"))
     ray_noset: Optional[str] = field(default=None, metadata=_var("RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"))
+    npu_visible_devices: Optional[str] = field(default=None, metadata=_var("NPU_VISIBLE_DEVICES"))
+    hip_visible_devices: Optional[str] = field(default=None, metadata=_var("HIP_VISIBLE_DEVICES"))
+    rocr_visible_devices: Optional[str] = field(default=None, metadata=_var("ROCR_VISIBLE_DEVICES"))
 
 
 class DevicesFacts(View):

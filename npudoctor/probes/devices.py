@@ -27,7 +27,8 @@ Section ``devices``::
     visibility  {"ASCEND_RT_VISIBLE_DEVICES": str|None, "ASCEND_VISIBLE_DEVICES": …,
                  "ASCEND_DEVICE_ID": …, "CUDA_VISIBLE_DEVICES": …,
                  "ASCEND_RUNTIME_OPTIONS": …,
-                 "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": …}  (raw values, "" when
+                 "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES": …, "NPU_VISIBLE_DEVICES": …,
+                 "HIP_VISIBLE_DEVICES": …, "ROCR_VISIBLE_DEVICES": …}  (raw values, "" when
                  set but empty; rules validate them)
     ray         [names of the RAY_* variables set: this process was started by Ray]
     visible_count  chips npu-smi lists, else the number of /dev/davinciN nodes, else None
@@ -80,6 +81,10 @@ VISIBILITY_VARS = (
     "CUDA_VISIBLE_DEVICES",
     "ASCEND_RUNTIME_OPTIONS",
     "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES",
+    # look-alikes nothing on Ascend reads (rules/visibility.py says so)
+    "NPU_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
 )
 
 #: Most RAY_* variable names recorded as signs that Ray launched this process (names only).

@@ -68,11 +68,16 @@ def package_version(ctx: RuleContext, name: str) -> Optional[str]:
 
 def parse_id_list(raw: str) -> Tuple[List[int], List[str]]:
     """``"0-2,4"`` → ([0,1,2,4], []) for ASCEND_VISIBLE_DEVICES syntax (single, list,
-    ranges; MindCluster docs); bad parts are returned in the second list."""
+    ranges; MindCluster docs; the device plugin's names ``Ascend910-4`` → 4); bad parts are
+    returned in the second list."""
     ids: List[int] = []
     bad: List[str] = []
     for part in raw.split(","):
         part = part.strip()
+        named = re.match(r"^Ascend[0-9A-Za-z]*-(\d+)$", part)
+        if named:
+            ids.append(int(named.group(1)))
+            continue
         m = re.match(r"^(\d+)(?:-(\d+))?$", part)
         if not m:
             if part:

@@ -66,7 +66,12 @@ def npu_not_given(ctx: RuleContext) -> Iterable[Finding]:
     evidence += list(c.build_markers) + [e for e in c.evidence if e not in c.build_markers]
     wanted = dev.visibility.ascend_visible_devices
     ids: List[int] = parse_id_list(wanted)[0] if wanted else []
-    if wanted is not None:
+    if wanted is not None and not wanted.strip():
+        evidence.append(
+            "ASCEND_VISIBLE_DEVICES is set but empty: if the Ascend Docker Runtime created this container, "
+            "an empty list made it mount no NPU"
+        )
+    elif wanted is not None:
         evidence.append(
             f"ASCEND_VISIBLE_DEVICES={wanted} is set, but only the Ascend Docker Runtime reads it, before the "
             "container starts: it was not used here"

@@ -122,7 +122,15 @@ def visibility(ctx: RuleContext) -> Iterable[Finding]:
                     "device nodes present: " + ", ".join(f"/dev/davinci{n}" for n in nodes),
                     "ASCEND_RT_VISIBLE_DEVICES is not set",
                 ]
-                + ([f"nodes not listed in ASCEND_VISIBLE_DEVICES: {extra}"] if extra else []),
+                + ([f"nodes not listed in ASCEND_VISIBLE_DEVICES: {extra}"] if extra else [])
+                + (
+                    [
+                        "it had no effect: every node it names is here and more besides, so the NPUs were mapped by "
+                        "other means (--device, --privileged or a device plugin), not chosen by it"
+                    ]
+                    if extra and set(ids) <= set(nodes)
+                    else []
+                ),
                 fix=[
                     docker_flags(sorted(set(ids)), control=[], lead="Mount only the allocated devices: "),
                     "Or set, for the process: export ASCEND_RT_VISIBLE_DEVICES="
