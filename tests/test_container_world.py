@@ -270,3 +270,34 @@ def test_empty_ascend_visible_devices_without_nodes_is_part_of_ctr006(tmp_path: 
     assert _vis(doc) == []
     f = _one(doc, "CTR006")
     assert any(e.startswith("ASCEND_VISIBLE_DEVICES is set but empty") for e in f["evidence"])
+
+
+# --------------------------------------------------------------------- pod-spec terms
+
+
+def test_pod_without_driver_mounts_gets_host_path_volumes(tmp_path: Path) -> None:
+    s = _container(tmp_path / "pod", driver=False)
+    os.remove(s / "root/.dockerenv")
+    hs.npu_smi_replay(s, hs.HEALTHY_CAPTURE)
+    doc = _check(s, {"KUBERNETES_SERVICE_HOST": "10.96.0.1"})
+    f = _one(doc, "CTR002")
+    assert f["fix"] == [
+        "in the pod spec, set volumes: [{name: host-usr-local-ascend-driver-lib64, hostPath: {path: "
+        "/usr/local/Ascend/driver/lib64/}}, {name: host-usr-local-ascend-driver-version-info, hostPath: {path: "
+        "/usr/local/Ascend/driver/version.info}}]",
+        "in the pod spec, set containers[0].volumeMounts: [{name: host-usr-local-ascend-driver-lib64, mountPath: "
+        "/usr/local/Ascend/driver/lib64/, readOnly: true}, {name: host-usr-local-ascend-driver-version-info, "
+        "mountPath: /usr/local/Ascend/driver/version.info, readOnly: true}]",
+    ]
+    assert not any("-v " in line for g in doc["findings"] for line in g["fix"])
+
+
+def test_pod_without_devices_asks_for_the_runtime_class_and_resource(tmp_path: Path) -> None:
+    s = _container(tmp_path / "pod", devices=False)
+    os.remove(s / "root/.dockerenv")
+    doc = _check(s, {"KUBERNETES_SERVICE_HOST": "10.96.0.1"})
+    f = _one(doc, "CTR001")
+    assert [line.split(" (")[0] for line in f["fix"]] == [
+        "in the pod spec, set runtimeClassName: ascend",
+        "in the pod spec, set containers[0].resources.limits: {huawei.com/Ascend910: 1}",
+    ]

@@ -145,3 +145,24 @@ def passthrough_fix(ctx: RuleContext, ids: Sequence[int]) -> List[Union[Remedy, 
             *docker,
         ]
     return list(docker)
+
+
+def _volume_name(path: str) -> str:
+    """A pod volume name for a host path (a DNS label: lowercase, at most 63 characters)."""
+    return ("host-" + "-".join(p for p in path.strip("/").replace("_", "-").replace(".", "-").split("/") if p))[
+        :63
+    ].lower()
+
+
+def host_mounts_fix(ctx: RuleContext, paths: Sequence[str], lead: str) -> List[Union[Remedy, str]]:
+    """The fix that mounts the host's ``paths`` into this container: ``docker run -v``
+    flags (``lead`` first), or in a pod the ``hostPath`` volumes and ``volumeMounts`` that
+    deploy/k8s/training-pod.yaml uses."""
+    if world(ctx) != "pod":
+        return [DockerFlags(mounts=tuple(paths), lead=lead)]
+    volumes = ", ".join(f"{{name: {_volume_name(p)}, hostPath: {{path: {p}}}}}" for p in paths)
+    mounts = ", ".join(f"{{name: {_volume_name(p)}, mountPath: {p}, readOnly: true}}" for p in paths)
+    return [
+        PodSpecField("volumes", f"[{volumes}]"),
+        PodSpecField("containers[0].volumeMounts", f"[{mounts}]"),
+    ]

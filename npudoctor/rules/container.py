@@ -19,6 +19,7 @@ from npudoctor.knowledge import codes
 from npudoctor.remedies import Remedy
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import chip_nodes, docker_flags, parse_id_list, searched_path_text, stack_present
+from npudoctor.rules._world import host_mounts_fix, passthrough_fix, world
 
 if TYPE_CHECKING:
     from npudoctor.engine import RuleContext
@@ -69,6 +70,11 @@ def container_devices(ctx: RuleContext) -> Iterable[Finding]:
     ids: List[int] = parse_id_list(wanted)[0] if wanted else []
     evidence = ["no /dev/davinciN node in this container"]
     evidence += container.evidence
+    if world(ctx) == "pod":
+        if wanted is not None:
+            evidence.append(f"ASCEND_VISIBLE_DEVICES={wanted!r}: the Ascend runtime mounted no NPU for this pod")
+        yield NO_DEVICES.finding(evidence=evidence, fix=passthrough_fix(ctx, ids), data={"world": "pod"})
+        return
     fix: List[Union[Remedy, str]] = [docker_flags(ids or [0], mounts=(), lead="Recreate the container with: ")]
     if wanted:
         evidence.append(
@@ -87,8 +93,6 @@ def container_devices(ctx: RuleContext) -> Iterable[Finding]:
             "Or use the Ascend Docker Runtime: start the container with `docker run --runtime ascend "
             "-e ASCEND_VISIBLE_DEVICES=0` and your usual arguments"
         )
-    if container.kubernetes:
-        fix.append("Kubernetes: request the device-plugin resource, e.g. resources.limits: huawei.com/Ascend910: 1")
     yield NO_DEVICES.finding(evidence=evidence, fix=fix)
 
 
@@ -111,7 +115,7 @@ def container_mounts(ctx: RuleContext) -> Iterable[Finding]:
             ev.append("ASCEND_RUNTIME_OPTIONS contains NODRV: the Ascend runtime was told not to mount the driver")
         yield DRIVER_NOT_MOUNTED.finding(
             evidence=ev,
-            fix=[docker_flags([], control=[], mounts=_MOUNT_DRIVER, lead="Recreate the container with: ")]
+            fix=host_mounts_fix(ctx, _MOUNT_DRIVER, lead="Recreate the container with: ")
             + (["Or drop NODRV from ASCEND_RUNTIME_OPTIONS"] if nodrv else []),
         )
     smi = dev.npu_smi
@@ -126,10 +130,8 @@ def container_mounts(ctx: RuleContext) -> Iterable[Finding]:
         yield TOOLS_NOT_MOUNTED.finding(
             title="not mounted into this container: " + ", ".join(missing_tools),
             evidence=[f"{p}: not present" for p in missing_tools] + _smi_evidence(ctx, smi),
-            fix=[
-                docker_flags([], control=[], mounts=missing_tools, lead="Recreate the container with: "),
-                "(npu-smi lives in /usr/local/sbin on some hosts: -v /usr/local/sbin/npu-smi:/usr/local/sbin/npu-smi)",
-            ],
+            fix=host_mounts_fix(ctx, missing_tools, lead="Recreate the container with: ")
+            + ["(npu-smi lives in /usr/local/sbin on some hosts: mount /usr/local/sbin/npu-smi at the same path)"],
         )
     info = _mount(container, "/etc/ascend_install.info")
     if info is not None and not info.exists:
@@ -137,7 +139,7 @@ def container_mounts(ctx: RuleContext) -> Iterable[Finding]:
         yield INSTALL_INFO_MISSING.finding(
             evidence=["/etc/ascend_install.info: not present"]
             + ([f"CANN {cann_major}.x set_env.sh reads it"] if cann_major and cann_major >= 9 else []),
-            fix=["Recreate the container with: -v /etc/ascend_install.info:/etc/ascend_install.info"],
+            fix=host_mounts_fix(ctx, ["/etc/ascend_install.info"], lead="Recreate the container with: "),
             severity="warning" if cann_major and cann_major >= 9 else "info",
         )
 

@@ -18,7 +18,7 @@ from npudoctor.knowledge.matrix.hdk import DriverVerdict, Packages, driver_firmw
 from npudoctor.knowledge.packages import firmware_for_driver
 from npudoctor.parsers.info_files import format_ranges
 from npudoctor.plan.fit import driver_fit, hdk_for
-from npudoctor.remedies import Command, DockerFlags, InstallPackage, Reboot
+from npudoctor.remedies import Command, InstallPackage, Reboot
 from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import (
     cann_plan,
@@ -30,6 +30,7 @@ from npudoctor.rules._cannfacts import (
     torch_npu_record,
 )
 from npudoctor.rules._cannsteps import Step
+from npudoctor.rules._world import host_mounts_fix
 from npudoctor.rules.devices import chip_identity
 
 if TYPE_CHECKING:
@@ -140,12 +141,13 @@ def driver_missing(ctx: RuleContext) -> Iterable[Finding]:
         yield NO_DRIVER.finding(
             title="The host's NPU driver is not mounted into this container",
             evidence=evidence,
-            fix=[
-                DockerFlags(
-                    mounts=("/usr/local/Ascend/driver", "/etc/ascend_install.info"),
+            fix=list(
+                host_mounts_fix(
+                    ctx,
+                    ("/usr/local/Ascend/driver", "/etc/ascend_install.info"),
                     lead="Recreate the container with these docker run flags added: ",
-                ),
-            ],
+                )
+            ),
             severity="error" if tnpu is not None else "warning",
         )
         return
