@@ -127,12 +127,13 @@ def test_container_with_devices_but_no_driver_keeps_the_mount_findings(tmp_path:
 def test_plain_host_machine_is_world_host(tmp_path: Path) -> None:
     s = _container(tmp_path / "h")
     os.remove(s / "root/.dockerenv")
+    write(s / "root", "proc/self/cgroup", "0::/system.slice/slurmd.service\n")
     env = dict(ENV, PATH=f"{s}/bin:/usr/bin:/bin", INVOCATION_ID="0f3c2d", SLURM_JOB_ID="4242")
     doc = json.loads(npudoctor("collect", "--root", str(s / "root"), "--json", env=env).stdout)
     container = doc["facts"]["container"]
     assert container["world"] == "host"
     assert container["launched_by"] == [
-        {"name": "systemd", "evidence": "INVOCATION_ID is set"},
+        {"name": "systemd", "evidence": "INVOCATION_ID is set", "unit": "slurmd.service"},
         {"name": "slurm", "evidence": "SLURM_JOB_ID is set"},
     ]
 
@@ -300,4 +301,20 @@ def test_pod_without_devices_asks_for_the_runtime_class_and_resource(tmp_path: P
     assert [line.split(" (")[0] for line in f["fix"]] == [
         "in the pod spec, set runtimeClassName: ascend",
         "in the pod spec, set containers[0].resources.limits: {huawei.com/Ascend910: 1}",
+    ]
+
+
+def test_look_alike_under_systemd_is_fixed_in_the_unit(tmp_path: Path) -> None:
+    """A service started by systemd gets its variables from the unit: the fix is a drop-in
+    with Environment=, named after the service of its cgroup."""
+    s = _eight(tmp_path / "svc")
+    os.remove(s / "root/.dockerenv")
+    write(s / "root", "proc/self/cgroup", "0::/system.slice/vllm-serve.service\n")
+    doc = _check(s, {"NPU_VISIBLE_DEVICES": "0,1", "INVOCATION_ID": "7c1e0b6a2f7d4e0c9d3b8a1f5e6c2d4b"})
+    (f,) = _vis(doc)
+    assert f["fix"] == [
+        "mkdir -p /etc/systemd/system/vllm-serve.service.d && printf '[%s]\\n%s\\n' Service "
+        "Environment=ASCEND_RT_VISIBLE_DEVICES=0,1 > /etc/systemd/system/vllm-serve.service.d/npudoctor.conf && "
+        "systemctl daemon-reload  # then systemctl restart vllm-serve.service; the variable CANN reads (0-based, ascending)",
+        "Remove NPU_VISIBLE_DEVICES from the Environment= of vllm-serve.service",
     ]

@@ -235,6 +235,7 @@ class Launcher(View):
 
     name: str = field(default="", metadata=_doc('"systemd" | "slurm" | "ray"'))
     evidence: Optional[str] = None
+    unit: Optional[str] = field(default=None, metadata=_doc("systemd: the service its cgroup names"))
 
 
 class Capabilities(View):

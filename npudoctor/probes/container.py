@@ -21,8 +21,9 @@ Section ``container``::
     world          where this process runs, from the markers below: "build" (a BuildKit
                    ``RUN`` step), "pod" (Kubernetes), "container" (docker, podman,
                    containerd, lxc), "host"
-    launched_by    [{"name": "systemd" | "slurm" | "ray", "evidence": str}]: what started the
-                   diagnosed environment (INVOCATION_ID, SLURM_JOB_ID, RAY_* variables)
+    launched_by    [{"name": "systemd" | "slurm" | "ray", "evidence": str, "unit": str|None
+                   (systemd: the service of /proc/self/cgroup)}]: what started the diagnosed
+                   environment (INVOCATION_ID, SLURM_JOB_ID, RAY_* variables)
     build_markers  [str]: why this looks like an image build step
     capabilities   {"source", "cap_eff", "cap_prm", "cap_bnd" (hex as read), "uid", "gid"
                    (effective ids), "groups"} of /proc/self/status in the root, or None
@@ -146,14 +147,30 @@ def _build_markers(ctx: ProbeContext) -> List[str]:
     return out
 
 
-def _launched_by(ctx: ProbeContext) -> List[Dict[str, str]]:
+def _systemd_unit(ctx: ProbeContext) -> Optional[str]:
+    """The systemd service this process runs in: the last ``*.service`` component of its
+    cgroup path in ``/proc/self/cgroup`` (v2 ``0::/system.slice/NAME.service``, v1
+    ``1:name=systemd:/system.slice/NAME.service``), or None."""
+    text = ctx.host.read_text("/proc/self/cgroup", limit=64 * 1024).text or ""
+    for line in text.splitlines():
+        path = line.split(":", 2)[-1]
+        units = [c for c in path.split("/") if c.endswith(".service")]
+        if units:
+            return units[-1]
+    return None
+
+
+def _launched_by(ctx: ProbeContext) -> List[Dict[str, Any]]:
     """What started the diagnosed environment, from the variables it sets."""
-    out: List[Dict[str, str]] = []
+    out: List[Dict[str, Any]] = []
     for name, variables in _LAUNCHERS:
         for var in variables:
             if ctx.host.getenv(var):
                 out.append({"name": name, "evidence": f"{var} is set"})
                 break
+    for rec in out:
+        if rec["name"] == "systemd":
+            rec["unit"] = _systemd_unit(ctx)
     environ = getattr(ctx.host, "environ", None) or {}
     ray = sorted(k for k in environ if k.startswith("RAY_"))
     if ray:

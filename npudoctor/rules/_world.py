@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Union
 
 from npudoctor.facts.devices import DeviceNode
 from npudoctor.facts.runtime_env import Capabilities
-from npudoctor.remedies import DockerFlags, PodSpecField, Remedy
+from npudoctor.remedies import DockerFlags, Export, PodSpecField, Remedy, SystemdSetting
 from npudoctor.rules._devfacts import CONTROL_NODES
 
 if TYPE_CHECKING:
@@ -166,3 +166,25 @@ def host_mounts_fix(ctx: RuleContext, paths: Sequence[str], lead: str) -> List[U
         PodSpecField("volumes", f"[{volumes}]"),
         PodSpecField("containers[0].volumeMounts", f"[{mounts}]"),
     ]
+
+
+def systemd_unit(ctx: RuleContext) -> Optional[str]:
+    """The systemd service that started the diagnosed process, when it is known."""
+    for launcher in ctx.view.container.launched_by:
+        if launcher.name == "systemd" and launcher.unit:
+            return launcher.unit
+    return None
+
+
+def env_fix(ctx: RuleContext, var: str, value: str, note: str = "") -> Union[Export, SystemdSetting]:
+    """Set ``var=value`` where the diagnosed process gets its environment: the service's
+    ``Environment=`` (a drop-in) when systemd started it, else ``export`` in the shell."""
+    unit = systemd_unit(ctx)
+    if unit:
+        return SystemdSetting(
+            unit,
+            "Environment",
+            f"{var}={value}",
+            note=f"then systemctl restart {unit}" + (f"; {note}" if note else ""),
+        )
+    return Export(var, value, note=note)

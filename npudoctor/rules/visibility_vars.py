@@ -18,13 +18,14 @@ A DeepSpeed launch line (``--num_gpus`` / ``--include``) is not a fact npudoctor
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple, Union
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.remedies import Remedy
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import chip_nodes, node_numbers, stack_present
-from npudoctor.rules._world import world
+from npudoctor.rules._world import env_fix, systemd_unit, world
 
 if TYPE_CHECKING:
     from npudoctor.engine import RuleContext
@@ -139,10 +140,16 @@ def look_alike_variables(ctx: RuleContext) -> Iterable[Finding]:
         else "ASCEND_RT_VISIBLE_DEVICES is not set: every visible NPU is used"
     )
     value = found[0][1] or ""
-    fix: List[str] = []
+    fix: List[Union[Remedy, str]] = []
     if not rt_set and all(re.match(r"^\d+$", t.strip()) for t in value.split(",")):
-        fix.append(f"export ASCEND_RT_VISIBLE_DEVICES={value}  # the variable CANN reads (0-based, ascending)")
-    fix.append("unset " + " ".join(n for n, _, _ in found))
+        fix.append(
+            env_fix(ctx, "ASCEND_RT_VISIBLE_DEVICES", value, note="the variable CANN reads (0-based, ascending)")
+        )
+    unit = systemd_unit(ctx)
+    if unit:
+        fix.append(f"Remove {', '.join(n for n, _, _ in found)} from the Environment= of {unit}")
+    else:
+        fix.append("unset " + " ".join(n for n, _, _ in found))
     yield LOOK_ALIKE.finding(
         title=f"{names} has no effect on Ascend NPUs" + ("" if rt_set else ": all visible NPUs are used"),
         evidence=evidence,
