@@ -318,3 +318,17 @@ def test_look_alike_under_systemd_is_fixed_in_the_unit(tmp_path: Path) -> None:
         "systemctl daemon-reload  # then systemctl restart vllm-serve.service; the variable CANN reads (0-based, ascending)",
         "Remove NPU_VISIBLE_DEVICES from the Environment= of vllm-serve.service",
     ]
+
+
+def test_build_stage_seen_from_its_cgroup_alone(tmp_path: Path) -> None:
+    """Docker's BuildKit puts RUN steps under docker/buildkit (cryptnono/cryptnono#93)."""
+    s = _container(tmp_path / "b", devices=False, driver=False)
+    os.remove(s / "root/.dockerenv")
+    write(s / "root", "proc/self/cgroup", "0::/docker/buildkit/x5h7oizyhrunip3o2urd7of1d\n")
+    doc = _check(s)
+    f = _one(doc, "CTR006")
+    assert f["data"]["world"] == "build"
+    assert (
+        "/proc/self/cgroup: 0::/docker/buildkit/x5h7oizyhrunip3o2urd7of1d (a BuildKit build container's cgroup)"
+        in (f["evidence"])
+    )

@@ -41,7 +41,9 @@ Markers (read, never judged here; sources):
   kubelet in every pod.
 * BuildKit's sandbox: the hostname of a ``RUN`` step is ``buildkitsandbox`` (the Dockerfile
   frontend's ``BUILDKIT_SANDBOX_HOSTNAME`` default) and its ``/etc/hosts`` maps
-  ``buildkitsandbox`` to 127.0.0.1 (moby/buildkit executor/oci/hosts.go).
+  ``buildkitsandbox`` to 127.0.0.1 (moby/buildkit executor/oci/hosts.go); its cgroup is
+  under ``buildkit`` (``0::/docker/buildkit/<id>`` for Docker's builder: moby/moby#37644,
+  cryptnono/cryptnono#93).
 * ``INVOCATION_ID``: set by systemd for every unit it starts (systemd.exec(5)).
 * ``SLURM_JOB_ID``: set by Slurm in a job's environment (sbatch(1), srun(1)).
 * ``RAY_*``: Ray sets them for the workers it starts (see probes/devices.py).
@@ -141,6 +143,12 @@ def _build_markers(ctx: ProbeContext) -> List[str]:
     name = _hostname(ctx)
     if name == BUILDKIT_HOSTNAME:
         out.append(f"host name is {BUILDKIT_HOSTNAME!r} (BuildKit's RUN sandbox)")
+    for path in ("/proc/self/cgroup", "/proc/1/cgroup"):
+        text = ctx.host.read_text(path, limit=64 * 1024).text or ""
+        line = next((ln for ln in text.splitlines() if "buildkit" in ln.split(":", 2)[-1].split("/")), None)
+        if line is not None:
+            out.append(f"{path}: {line.strip()[:120]} (a BuildKit build container's cgroup)")
+            break
     hosts = ctx.host.read_text("/etc/hosts", limit=64 * 1024).text or ""
     if any(BUILDKIT_HOSTNAME in ln.split() for ln in hosts.splitlines() if not ln.lstrip().startswith("#")):
         out.append(f"/etc/hosts maps {BUILDKIT_HOSTNAME!r} (written by BuildKit for RUN steps)")
