@@ -2,7 +2,9 @@
 the image but there are no device nodes and no driver.  One root cause, one finding
 (CTR006), said in the world's terms (``docker run`` flags, pod-spec fields, "mounted from
 the host at run time" for a build stage): the findings that are only its consequences
-(the driver, device nodes, npu-smi and driver-library findings) are folded under it.
+(the driver, device nodes, npu-smi and driver-library findings) are folded under it.  With the
+devices present but the driver not mounted, CTR002 is that one finding: DRV001's container
+form ("the host's NPU driver is not mounted") and driver-library LIB findings fold into it.
 
 Reads ``ctx.view.container`` (world, mounts), ``ctx.view.devices`` (nodes) and
 ``ctx.view.driver``.  Root-cause kind K16 (../shared/cases/kinds.md).
@@ -107,13 +109,23 @@ def _consequence(f: Finding) -> bool:
     return f.code.startswith("LIB") and DRIVER in (f.data.get("owners") or [])
 
 
+def _driver_consequence(f: Finding) -> bool:
+    return f.code == "DRV001" or (f.code.startswith("LIB") and DRIVER in (f.data.get("owners") or []))
+
+
 @postprocess
 def fold_into_npu_not_given(ctx: RuleContext, findings: List[Finding]) -> List[Finding]:
-    """Drop the findings CTR006 explains and name them in its evidence and ``data``."""
+    """Drop the findings CTR006 explains (or, without it, those CTR002 "driver not mounted"
+    explains: DRV001's container form, driver-library LIB findings) and name them in its
+    evidence and ``data``."""
     root = next((f for f in findings if f.code == NO_NPU_GIVEN.code), None)
+    test = _consequence
+    if root is None and world(ctx) in _WHERE:
+        root = next((f for f in findings if f.code == "CTR002"), None)
+        test = _driver_consequence
     if root is None:
         return findings
-    folded = [f for f in findings if f is not root and _consequence(f)]
+    folded = [f for f in findings if f is not root and test(f)]
     if not folded:
         return findings
     root.data["folded"] = list(dict.fromkeys(f.code for f in folded))
