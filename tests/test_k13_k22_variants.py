@@ -156,13 +156,24 @@ def test_empty_rt_visible_on_a_plain_machine_is_calm(tmp_path):
     assert _findings(run, "DEV030") == []
 
 
-def test_non_first_cards_ascending_in_docker_is_a_note(tmp_path):
+def test_non_first_cards_ascending_in_docker_is_silent(tmp_path):
+    """Issue 15: ASCEND_VISIBLE_DEVICES naming exactly the mapped nodes did its job -- no finding
+    at any severity (the note this test asserted before had no documented failure behind it:
+    HAMi#1894 is a pod with 4,3, which stays a warning in case45)."""
     scenario = prepare(SCENARIOS / "case45-hami-non-first-npus-no-rt-visible", tmp_path)
     (scenario / "root/proc/1/cgroup").write_text("11:devices:/docker/5f3c0e1d2b4a\n")
     _set_env(scenario, KUBERNETES_SERVICE_HOST=None, ASCEND_VISIBLE_DEVICES="3,4")
     run = run_check(scenario)
+    assert _findings(run, "DEV031") == []
+
+
+def test_non_first_cards_descending_in_docker_is_a_warning(tmp_path):
+    scenario = prepare(SCENARIOS / "case45-hami-non-first-npus-no-rt-visible", tmp_path)
+    (scenario / "root/proc/1/cgroup").write_text("11:devices:/docker/5f3c0e1d2b4a\n")
+    _set_env(scenario, KUBERNETES_SERVICE_HOST=None, ASCEND_VISIBLE_DEVICES="4,3")
+    run = run_check(scenario)
     dev031 = _findings(run, "DEV031")
-    assert [f["severity"] for f in dev031] == ["info"]
+    assert [f["severity"] for f in dev031] == ["warning"]
     assert dev031[0]["fix"] == [
         "export ASCEND_RT_VISIBLE_DEVICES=0,1  # logical ids of the 2 device(s) in this container"
     ]

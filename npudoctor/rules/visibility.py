@@ -110,6 +110,9 @@ def visibility(ctx: RuleContext) -> Iterable[Finding]:
             and sorted(nodes) != list(range(len(nodes)))
             and rt is None
             and (in_container(ctx) or ctx.view.container.kubernetes)
+            # exactly the nodes it names, in ascending order, outside Kubernetes: it did its job
+            # (issue 15); the observed failure (HAMi#1894) was a pod, with 4,3
+            and (ctx.view.container.kubernetes or ids != sorted(ids))
         ):
             yield _non_first_cards(ctx, av, ids, nodes)
         if av.strip().lower() not in ("void", "") and ids and sorted(set(ids)) != sorted(nodes):
