@@ -35,8 +35,9 @@ or, once redacted, its stable pseudonym), else by the file they came from.
 Every machine counts once, so that a repeated input cannot outvote the others:
 
 * the same file given twice (twice on the command line, or also inside a directory given)
-  is read once, and the same snapshot under two file names (identical content: same
-  ``created``, node and facts) counts once; both are listed under ``repeated``;
+  is read once, and the same snapshot under two file names (byte-identical content, or
+  for documents handed to :func:`compare` directly equal JSON: same ``created``, node and
+  facts) counts once; both are listed under ``repeated``;
 * several snapshots with the same ``node`` label are one node, listed under
   ``duplicates``.  When their stacks are identical (a copy, or a re-collection with nothing
   changed) it is only noted.  When they differ the newest snapshot (``created``; the last
@@ -51,6 +52,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import zlib
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
@@ -201,8 +203,22 @@ class Repeated:
         self.first = first
 
 
+class Document:
+    """A snapshot as :func:`iter_inputs` read it: the parsed JSON ``data`` and ``key``,
+    the length and CRC-32 of its bytes.  Two documents with the same key whose node,
+    ``created`` and fingerprint also agree are one snapshot read twice (a copy under
+    another name); hashing the bytes read costs a fraction of re-serialising the parsed
+    document (issue 18: 10,000 snapshots of ~120 KB, 0.2 s against 6.7 s)."""
+
+    __slots__ = ("data", "key")
+
+    def __init__(self, data: Any, raw: bytes) -> None:
+        self.data = data
+        self.key = (len(raw), zlib.crc32(raw))
+
+
 def iter_inputs(paths: Iterable[str], stdin: Optional[Any] = None) -> Iterator[Tuple[str, Any]]:
-    """Yield ``(source label, raw JSON value, an error string, or a Repeated)`` for every
+    """Yield ``(source label, a Document, an error string, or a Repeated)`` for every
     snapshot.
 
     A path may be a file holding one snapshot (JSON), several (JSON lines), or a directory
@@ -231,7 +247,9 @@ def iter_inputs(paths: Iterable[str], stdin: Optional[Any] = None) -> Iterator[T
                 continue
             seen["-"] = "stdin"
             stream = stdin if stdin is not None else sys.stdin
-            yield from _lines("stdin", stream.read())
+            buffer = getattr(stream, "buffer", None)
+            data = buffer.read() if buffer is not None else stream.read().encode("utf-8", "surrogateescape")
+            yield from _lines("stdin", data)
             continue
         if os.path.isdir(path):
             try:
@@ -257,32 +275,42 @@ def _file(path: str, named: bool) -> Iterator[Tuple[str, Any]]:
     if truncated:
         yield path, f"cannot read: over {SNAPSHOT_LIMIT >> 20} MB"
         return
-    text = data.decode("utf-8", errors="replace")
     try:
-        yield path, json.loads(text)
+        yield path, Document(_json(data), data)
         return
     except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
         first_error = str(exc)
-    if text.count("\n") > 1:
-        yield from _lines(path, text)
+    if data.count(b"\n") > 1:
+        yield from _lines(path, data)
     else:
         yield path, f"not valid JSON: {first_error}"
 
 
-def _lines(label: str, text: str) -> Iterator[Tuple[str, Any]]:
-    for number, line in enumerate(text.splitlines(), 1):
+def _json(data: bytes) -> Any:
+    """Parse JSON bytes; bytes that are not UTF-8 are read with replacement characters
+    (a garbled field reads as unknown, the rest of the snapshot still counts)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", errors="replace")
+    return json.loads(text)
+
+
+def _lines(label: str, data: bytes) -> Iterator[Tuple[str, Any]]:
+    for number, line in enumerate(data.splitlines(), 1):
         if not line.strip():
             continue
         where = f"{label}:{number}"
         try:
-            yield where, json.loads(line)
+            yield where, Document(_json(line), line)
         except (ValueError, RecursionError) as exc:
             yield where, f"not valid JSON: {exc}"
 
 
 # ------------------------------------------------------------------------- compare
 def compare(items: Iterable[Tuple[str, Any]]) -> Dict[str, Any]:
-    """Compare snapshots given as ``(source, raw JSON or error string)`` pairs.
+    """Compare snapshots given as ``(source, document)`` pairs: a :class:`Document` or
+    :class:`Repeated` from :func:`iter_inputs`, parsed JSON, or an error string.
 
     Returns the report (the ``compare --json`` contract)::
 
@@ -306,8 +334,9 @@ def compare(items: Iterable[Tuple[str, Any]]) -> Dict[str, Any]:
     readable: List[Tuple[Optional[str], str, Dict[str, Optional[str]], str]] = []
     unreadable: List[Dict[str, str]] = []
     repeated: List[Dict[str, str]] = []
-    contents: Dict[str, str] = {}
-    for source, raw in items:
+    contents: Dict[Any, str] = {}
+    for source, item in items:
+        raw = item.data if isinstance(item, Document) else item
         if isinstance(raw, Repeated):
             repeated.append({"source": source, "same_as": raw.first})
             continue
@@ -320,13 +349,15 @@ def compare(items: Iterable[Tuple[str, Any]]) -> Dict[str, Any]:
         if raw.get("schema_version") not in (1,):
             unreadable.append({"source": source, "error": f"unsupported schema_version {raw.get('schema_version')!r}"})
             continue
-        digest = _digest(raw)
-        if digest in contents:
-            repeated.append({"source": source, "same_as": contents[digest]})
-            continue
-        contents[digest] = source
         label = str(raw.get("node") or "") or None
-        readable.append((label, source, fingerprint(raw["facts"]), str(raw.get("created") or "")))
+        created = str(raw.get("created") or "")
+        fp = fingerprint(raw["facts"])
+        content = (item.key, label, created, tuple(sorted(fp.items()))) if isinstance(item, Document) else _digest(raw)
+        if content in contents:
+            repeated.append({"source": source, "same_as": contents[content]})
+            continue
+        contents[content] = source
+        readable.append((label, source, fp, created))
     nodes, duplicates = _one_per_node(readable)
 
     fields = sorted(
@@ -386,8 +417,8 @@ def compare(items: Iterable[Tuple[str, Any]]) -> Dict[str, Any]:
 
 
 def _digest(raw: Dict[str, Any]) -> str:
-    """A hash of the whole snapshot: equal only for the same snapshot (same ``created``,
-    node and facts), e.g. one file copied under two names."""
+    """A hash of a whole parsed snapshot (documents handed to :func:`compare` without their
+    bytes): equal only for the same snapshot (same ``created``, node and facts)."""
     import hashlib
 
     text = json.dumps(raw, sort_keys=True, default=str, ensure_ascii=False)

@@ -40,9 +40,8 @@ def cache_path() -> str:
 
 
 # ------------------------------------------------------------------ loading
-def _read_doc(file: str) -> Tuple[Dict[str, Any], bytes]:
-    """Parse one matrix file: TOML, or JSON for ``*.json`` (the refreshed cache copy).
-    Raises :class:`MatrixError` naming the file."""
+def _read_raw(file: str) -> bytes:
+    """The bytes of one matrix file (at most 32 MiB).  Raises :class:`MatrixError`."""
     try:
         with open(file, "rb") as fh:
             raw = fh.read(32 * 1024 * 1024 + 1)
@@ -50,6 +49,12 @@ def _read_doc(file: str) -> Tuple[Dict[str, Any], bytes]:
         raise MatrixError(f"cannot read matrix file {file}: {exc.strerror or exc}") from None
     if len(raw) > 32 * 1024 * 1024:
         raise MatrixError(f"matrix file {file} is larger than 32 MiB")
+    return raw
+
+
+def _parse_doc(file: str, raw: bytes) -> Dict[str, Any]:
+    """Parse one matrix file's bytes: TOML, or JSON for ``*.json`` (the refreshed cache
+    copy).  Raises :class:`MatrixError` naming the file."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -63,13 +68,57 @@ def _read_doc(file: str) -> Tuple[Dict[str, Any], bytes]:
             raise MatrixError(f"matrix file {file} is not valid JSON (truncated?): {exc}") from None
         if not isinstance(doc, dict):
             raise MatrixError(f"matrix file {file} does not hold a matrix document")
-        return doc, raw
+        return doc
     from npudoctor import tomlread as _toml
 
     try:
-        return _toml.loads(text), raw
+        return _toml.loads(text)
     except ValueError as exc:
         raise MatrixError(f"matrix file {file} is not valid TOML: {exc}") from None
+
+
+def _read_doc(file: str) -> Tuple[Dict[str, Any], bytes]:
+    """Read and parse one matrix file (see :func:`_parse_doc`).  Raises :class:`MatrixError`."""
+    raw = _read_raw(file)
+    return _parse_doc(file, raw), raw
+
+
+#: The bundled matrix merged and validated at build time (``scripts/gen_matrix.py
+#: --write``; ``tests/test_matrix_compiled.py`` fails when it is stale).  It holds the
+#: SHA-256 of the TOML files it was made from and is used only while they still match.
+COMPILED_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compiled.json")
+
+
+def compile_documents(files: List[str], raws: List[bytes]) -> Dict[str, Any]:
+    """The compiled form of the matrix files ``files`` (their bytes ``raws``): the merged
+    data and the digest of the bytes, as :data:`COMPILED_FILE` stores it.  Raises
+    :class:`MatrixError` when the files do not validate (nothing invalid is compiled)."""
+    digest = hashlib.sha256()
+    for raw in raws:
+        digest.update(raw)
+    data = merge_documents((f, _parse_doc(f, raw)) for f, raw in zip(files, raws))
+    problems = _problems(data, "matrix/*.toml", partial=False)
+    if problems:
+        raise MatrixError("invalid matrix: " + "; ".join(problems[:5]))
+    return {"sha256": digest.hexdigest(), "files": [os.path.basename(f) for f in files], "data": data}
+
+
+def _compiled_data(files: List[str], sha256: str) -> Optional[Dict[str, Any]]:
+    """The merged data of :data:`COMPILED_FILE` when it was made from exactly these
+    files and bytes, else None (a missing, stale or unreadable copy is simply not used)."""
+    import json
+
+    try:
+        with open(COMPILED_FILE, "rb") as fh:
+            doc = json.loads(fh.read())
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict) or doc.get("sha256") != sha256:
+        return None
+    if doc.get("files") != [os.path.basename(f) for f in files] or not isinstance(doc.get("data"), dict):
+        return None
+    data: Dict[str, Any] = doc["data"]
+    return data
 
 
 _META_RETRIEVED = re.compile(r'^\[meta\][^\[]*?^retrieved\s*=\s*"(\d{4}-\d{2}-\d{2})"', re.M | re.S)
@@ -135,27 +184,33 @@ def _files_of(target: str) -> List[str]:
     return [target]
 
 
+def _problems(data: Dict[str, Any], where: str, partial: bool) -> List[str]:
+    """Schema problems of merged matrix ``data`` and of its files' ``[meta] retrieved``."""
+    problems = validate(data, where=where, partial=partial)
+    for meta in data["metas"]:
+        ret = meta.get("retrieved")
+        if not (isinstance(ret, str) and _valid_date(ret)):
+            problems.append(f"{meta.get('file', where)}: [meta] field 'retrieved' must be a date YYYY-MM-DD")
+    return problems
+
+
 def load_from(target: str, origin: str, partial: bool = False) -> Matrix:
     """Load, merge and validate the matrix at ``target`` (file or directory);
     ``partial`` accepts a part of the matrix (see :func:`validate`).
     Raises :class:`MatrixError` naming the file, row and field of the first problems."""
     files = _files_of(target)
+    raws = [_read_raw(f) for f in files]
     digest = hashlib.sha256()
-    docs = []
-    for f in files:
-        doc, raw = _read_doc(f)
+    for raw in raws:
         digest.update(raw)
-        docs.append((f, doc))
-    data = merge_documents(docs)
-    where = target if len(files) == 1 else f"{target}/*.toml"
-    problems = validate(data, where=os.path.basename(where) if len(files) == 1 else where, partial=partial)
-    for _i, meta in enumerate(data["metas"], 1):
-        ret = meta.get("retrieved")
-        if not (isinstance(ret, str) and _valid_date(ret)):
-            problems.append(f"{meta.get('file', where)}: [meta] field 'retrieved' must be a date YYYY-MM-DD")
-    if problems:
-        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
-        raise MatrixError("invalid matrix: " + "; ".join(problems[:5]) + more)
+    data = _compiled_data(files, digest.hexdigest()) if origin == "bundled" else None
+    if data is None:
+        data = merge_documents((f, _parse_doc(f, raw)) for f, raw in zip(files, raws))
+        where = target if len(files) == 1 else f"{target}/*.toml"
+        problems = _problems(data, os.path.basename(where) if len(files) == 1 else where, partial)
+        if problems:
+            more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+            raise MatrixError("invalid matrix: " + "; ".join(problems[:5]) + more)
     dates = [m["retrieved"] for m in data["metas"] if isinstance(m.get("retrieved"), str)]
     sources: List[str] = []
     for m in data["metas"]:
