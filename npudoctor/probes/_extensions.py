@@ -27,7 +27,7 @@ import re
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from npudoctor.host import Host
-from npudoctor.probes._ldso import Resolver, expand_origin
+from npudoctor.probes._ldso import VERSIONED_RE, Resolver, expand_origin, highest
 
 #: The NPU libraries whose linking makes a site-packages .so an NPU extension.
 NPU_LINKS = ("libtorch_npu.so", "libascendcl.so", "libhccl.so", "libatb.so", "libopapi.so")
@@ -59,7 +59,6 @@ _SKIP_TOP = {
     "pip",
     "setuptools",
     "__pycache__",
-    "triton",
     "sympy",
     "pandas",
 }
@@ -124,11 +123,19 @@ def scan(
     real: Callable[[str], str],
     check: Callable[[str, Set[str], List[str]], Dict[str, Any]],
     errors: List[str],
+    read: Optional[Callable[[str], Any]] = None,
+    versions: Optional[List[Dict[str, Any]]] = None,
 ) -> List[Dict[str, Any]]:
     """The records of every NPU extension (see the module docstring).  ``loaded``:
     soname → path of what ``import torch_npu`` has loaded; ``resolution``: the main
     walk's records (the providers of libascendcl.so, …); ``check(object, names,
-    against)``: the symbol check of the caller."""
+    against)``: the symbol check of the caller; ``read(real path)``: the ELF reader (the
+    cached one of the caller; default :func:`~npudoctor.parsers.elf.read_elf`).
+    ``versions``, when given, receives a record ``{"path", "where": "extension",
+    "unresolved": [], "version_needs", "error": None}`` for every shared object walked whose
+    ``version_needs`` name a base-system library (its highest need of each family): the
+    symbol versions of every extension module of the interpreter are judged by the rules."""
+
     from npudoctor.parsers.elf import dynamic_symbols, read_elf
 
     out: List[Dict[str, Any]] = []
@@ -137,7 +144,13 @@ def scan(
         if expired():
             errors.append("extension checks stopped early (time budget)")
             break
-        info = read_elf(real(path))
+        info = (read or read_elf)(real(path))
+        if versions is not None and not info.error:
+            needs = {lib: highest(list(v)) for lib, v in info.version_needs.items() if VERSIONED_RE.match(lib)}
+            if needs:
+                versions.append(
+                    {"path": path, "where": "extension", "unresolved": [], "version_needs": needs, "error": None}
+                )
         links = [n for n in info.needed if n in NPU_LINKS] if not info.error else []
         if not links:
             continue

@@ -9,9 +9,13 @@ Not a probe (the leading underscore keeps the engine from discovering it): a hel
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor.host import Host
+
+#: Libraries whose symbol versions are judged (the base system's).
+VERSIONED_RE = re.compile(r"^(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so\.\d+$")
 
 _TRIPLETS = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu"}
 _E_MACHINE = {0x3E: "x86_64", 0xB7: "aarch64", 0x03: "i686", 0x28: "arm"}
@@ -55,6 +59,15 @@ class Resolver:
         )
         self._ok: Dict[str, bool] = {}
 
+    def with_path(self, ld_library_path: List[str]) -> Resolver:
+        """The same search (cache, configuration, checked files shared) with another
+        ``LD_LIBRARY_PATH``."""
+        import copy
+
+        other = copy.copy(self)
+        other.ld_library_path = list(ld_library_path)
+        return other
+
     def usable(self, path: str) -> bool:
         """An ELF file of the right machine/class at ``path``."""
         if path not in self._ok:
@@ -96,3 +109,16 @@ def expand_origin(entries: List[str], origin: str) -> List[str]:
         if e.startswith("/"):
             out.append(posixpath.normpath(e))
     return out
+
+
+def highest(versions: List[str]) -> List[str]:
+    """The highest version of each family (``GLIBC_2.17``, ``GLIBC_2.29`` -> ``GLIBC_2.29``)."""
+    best: Dict[str, Tuple[Tuple[int, ...], str]] = {}
+    for v in versions:
+        fam, _sep, tail = v.partition("_")
+        if not tail or not tail[0].isdigit():
+            continue
+        key = tuple(int(p) if p.isdigit() else 0 for p in tail.split("."))
+        if fam not in best or key > best[fam][0]:
+            best[fam] = (key, v)
+    return [v for _k, v in sorted(best.values())]

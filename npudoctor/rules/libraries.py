@@ -12,7 +12,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from npudoctor.engine import RuleContext
 from npudoctor.facts.runtime_env import LibrariesFacts, Resolution
-from npudoctor.findings import Finding
+from npudoctor.findings import Code, Finding
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.packages import CANN_LAYOUT_SET_ENV, NNAL_SET_ENV, set_env_script
 from npudoctor.knowledge.toolchain import DISTRO_GCC, gcc_for
@@ -20,7 +20,7 @@ from npudoctor.remedies import Command, DockerFlags, Export, InstallPackage, Pre
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import in_container
 from npudoctor.rules._env_vars import recorded_set_env_script
-from npudoctor.rules._libowners import DRIVER, KERNELS, NNAL, OS, TOOLKIT, TORCH, TORCH_NPU, owner
+from npudoctor.rules._libowners import DRIVER, KERNELS, NNAL, OS, TOOLKIT, TORCH, TORCH_NPU, owner, owner_of_path
 from npudoctor.rules._pyfacts import cann_present, cann_version
 from npudoctor.rules._symbol_versions import TooNew
 from npudoctor.rules._symbol_versions import too_new as needed_too_new
@@ -92,7 +92,7 @@ def _short(path: str, libs: LibrariesFacts) -> str:
     return path
 
 
-def _group(rec: Resolution) -> str:
+def group_of(rec: Resolution) -> str:
     """The root cause of one missing library, named by who must act (one LIB001 each):
     on disk but off the loader path (``toolkit``, ``driver``, ``nnal``, ``other-cann``),
     or not on disk (``driver-missing``, ``nnal-missing``, ``missing:<owner>``)."""
@@ -165,90 +165,102 @@ def libraries_not_loadable(ctx: RuleContext) -> Iterable[Finding]:
         return
     groups: Dict[str, List[Resolution]] = {}
     for r in recs:
-        groups.setdefault(_group(r), []).append(r)
+        groups.setdefault(group_of(r), []).append(r)
+    for key, items in groups.items():
+        yield not_loadable(ctx, NOT_LOADABLE, key, items, "error")
+
+
+def not_loadable(ctx: RuleContext, code: Code, key: str, items: List[Resolution], severity: str) -> Finding:
+    """The finding of ``code`` for one group (``key``: :func:`group_of`) of libraries that
+    will not resolve: the title and fix of their owner (``severity``; a group needed only
+    by a lazily-loaded plugin is a warning)."""
+    libs = ctx.view.libraries
     script = _set_env_script(ctx)
     has_toolkit = cann_present(ctx)
     env = ctx.view.environment
     driver = (env.expected.driver if env.expected is not None else None) or "/usr/local/Ascend/driver"
     ld = libs.loader.ld_library_path if libs.loader is not None else ()
-    for key, items in groups.items():
-        names = [r.name for r in items]
-        optional = all(r.optional for r in items)
-        evidence = []
-        for r in items:
-            by = ", ".join(_short(p, libs) for p in r.needed_by)
-            at = r.found_at
-            where = "; on disk at " + ", ".join(f"{f.path} ({f.where})" for f in at) if at else "; not found on disk"
-            evidence.append(
-                f"{r.name} needed by {by}: not in RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache or default dirs{where}"
-            )
-        evidence.append("LD_LIBRARY_PATH=" + (":".join(ld) if ld else "(unset)"))
-        fix: List[FixLine]
-        if key == "toolkit":
-            title = f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the CANN toolkit but not on the loader path"
-            fix = [SourceFile(script)] if script else [_prepend_ld(_found_dirs(items, "selected toolkit"))]
-        elif key == "driver":
-            title = (
-                f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the NPU driver but not on the loader path"
-            )
-            fix = [_prepend_ld([f"{driver}/lib64", f"{driver}/lib64/common", f"{driver}/lib64/driver"])]
-            if script:
-                fix.append(SourceFile(script, lead="or: "))
-        elif key == "nnal":
-            title = f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in NNAL but nnal/atb/set_env.sh is not sourced"
-            nnal_script = _nnal_script(ctx)
-            if nnal_script:
-                fix = [SourceFile(nnal_script, note="after torch is installed")]
-            else:
-                home = env.nnal.expected_atb_home if env.nnal is not None else None
-                fix = (
-                    [Export("ATB_HOME_PATH", home), _prepend_ld([f"{home}/lib"])]
-                    if home
-                    else [_prepend_ld(_found_dirs(items, "NNAL")[:1])]
-                )
-        elif key == "other-cann":
-            title = f"{', '.join(names)} exist only in another CANN install than the one in use"
-            fix = [SourceFile(script)] if script else []
-            fix.append("Install the missing CANN component for the toolkit in use")
-        elif key == "nnal-missing":
-            title = f"{', '.join(names)} cannot be loaded: NNAL (ATB) is not installed"
-            fix = [
-                InstallPackage(
-                    "nnal",
-                    cann_version(ctx),
-                    arch=_arch(ctx),
-                    unknown="the same CANN version as the toolkit",
-                    lead="Install NNAL of the same CANN version as the toolkit: ",
-                ),
-                SourceFile(NNAL_SET_ENV, note="after torch is installed"),
-            ]
-        elif key == "driver-missing":
-            where = "in this container" if in_container(ctx) else "on this machine"
-            title = f"{', '.join(names)} cannot be loaded: {'it ships' if len(names) == 1 else 'they ship'} with the NPU driver, which is not {'mounted' if in_container(ctx) else 'installed'} {where}"
-            fix = _driver_missing_fix(ctx, driver)
-        elif has_toolkit or key[len("missing:") :] not in (TOOLKIT, KERNELS, "unknown"):
-            who = key[len("missing:") :]
-            title = f"{', '.join(names)} cannot be loaded and {'is' if len(names) == 1 else 'are'} not on disk (owner: {who})"
-            fix = _missing_fix(ctx, who, names, script)
-        else:
-            title = f"{', '.join(names)} cannot be loaded: no CANN toolkit is installed"
-            fix = [
-                "Install the CANN toolkit that matches torch_npu (its Ascend-cann-toolkit .run package with --install; "
-                "see `npudoctor explain CANN001`)",
-                SourceFile(set_env_script(None), note=f"CANN 8.5+: {CANN_LAYOUT_SET_ENV}"),
-            ]
-        if optional:
-            title += " (needed only when ATB operators are used)"
-        owners = sorted({owner(r) for r in items})
-        evidence.append("owner: " + ", ".join(owners))
-        yield NOT_LOADABLE.finding(
-            title=title,
-            evidence=evidence,
-            fix=fix,
-            severity="warning" if optional else "error",
-            subject=key,
-            data={"libraries": names, "owners": owners},
+    names = [r.name for r in items]
+    optional = all(r.optional for r in items)
+    evidence = []
+    for r in items:
+        by = ", ".join(_short(p, libs) for p in r.needed_by)
+        at = r.found_at
+        where = "; on disk at " + ", ".join(f"{f.path} ({f.where})" for f in at) if at else "; not found on disk"
+        evidence.append(
+            f"{r.name} needed by {by}: not in RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache or default dirs{where}"
         )
+    evidence.append("LD_LIBRARY_PATH=" + (":".join(ld) if ld else "(unset)"))
+    fix: List[FixLine]
+    if key == "toolkit":
+        title = (
+            f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the CANN toolkit but not on the loader path"
+        )
+        fix = [SourceFile(script)] if script else [_prepend_ld(_found_dirs(items, "selected toolkit"))]
+    elif key == "driver":
+        title = f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the NPU driver but not on the loader path"
+        fix = [_prepend_ld([f"{driver}/lib64", f"{driver}/lib64/common", f"{driver}/lib64/driver"])]
+        if script:
+            fix.append(SourceFile(script, lead="or: "))
+    elif key == "nnal":
+        title = (
+            f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in NNAL but nnal/atb/set_env.sh is not sourced"
+        )
+        nnal_script = _nnal_script(ctx)
+        if nnal_script:
+            fix = [SourceFile(nnal_script, note="after torch is installed")]
+        else:
+            home = env.nnal.expected_atb_home if env.nnal is not None else None
+            fix = (
+                [Export("ATB_HOME_PATH", home), _prepend_ld([f"{home}/lib"])]
+                if home
+                else [_prepend_ld(_found_dirs(items, "NNAL")[:1])]
+            )
+    elif key == "other-cann":
+        title = f"{', '.join(names)} exist only in another CANN install than the one in use"
+        fix = [SourceFile(script)] if script else []
+        fix.append("Install the missing CANN component for the toolkit in use")
+    elif key == "nnal-missing":
+        title = f"{', '.join(names)} cannot be loaded: NNAL (ATB) is not installed"
+        fix = [
+            InstallPackage(
+                "nnal",
+                cann_version(ctx),
+                arch=_arch(ctx),
+                unknown="the same CANN version as the toolkit",
+                lead="Install NNAL of the same CANN version as the toolkit: ",
+            ),
+            SourceFile(NNAL_SET_ENV, note="after torch is installed"),
+        ]
+    elif key == "driver-missing":
+        where = "in this container" if in_container(ctx) else "on this machine"
+        title = f"{', '.join(names)} cannot be loaded: {'it ships' if len(names) == 1 else 'they ship'} with the NPU driver, which is not {'mounted' if in_container(ctx) else 'installed'} {where}"
+        fix = _driver_missing_fix(ctx, driver)
+    elif has_toolkit or key[len("missing:") :] not in (TOOLKIT, KERNELS, "unknown"):
+        who = key[len("missing:") :]
+        title = (
+            f"{', '.join(names)} cannot be loaded and {'is' if len(names) == 1 else 'are'} not on disk (owner: {who})"
+        )
+        fix = _missing_fix(ctx, who, names, script)
+    else:
+        title = f"{', '.join(names)} cannot be loaded: no CANN toolkit is installed"
+        fix = [
+            "Install the CANN toolkit that matches torch_npu (its Ascend-cann-toolkit .run package with --install; "
+            "see `npudoctor explain CANN001`)",
+            SourceFile(set_env_script(None), note=f"CANN 8.5+: {CANN_LAYOUT_SET_ENV}"),
+        ]
+    if optional:
+        title += " (needed only when ATB operators are used)"
+    owners = sorted({owner(r) for r in items})
+    evidence.append("owner: " + ", ".join(owners))
+    return code.finding(
+        title=title,
+        evidence=evidence,
+        fix=fix,
+        severity="warning" if optional else severity,
+        subject=key,
+        data={"libraries": names, "owners": owners},
+    )
 
 
 def _vkey(version: str) -> Tuple[int, ...]:
@@ -304,19 +316,45 @@ def _libstdcxx_fix(ctx: RuleContext, provider: str, versions: List[str]) -> List
     return fix
 
 
+def _needers(items: List[TooNew]) -> List[str]:
+    """Who needs the versions: ``torch_npu`` for its own walk, else the owner of each file
+    (the CANN toolkit, NNAL, the NPU driver, ``the <top> wheel``), in order."""
+    out: List[str] = []
+    for t in items:
+        if t["where"] is None:
+            who = TORCH_NPU
+        elif t["where"] == "npu-smi":
+            who = "npu-smi"
+        else:
+            who = owner_of_path(t["needed_by"]) or posixpath.basename(t["needed_by"])
+        if who == TOOLKIT and "bin" in (t["where"] or ""):
+            who = f"the CANN toolkit's {posixpath.basename(t['needed_by'])}"
+        if who not in out:
+            out.append(who)
+    return out
+
+
 @rule
 def glibcxx_too_old(ctx: RuleContext) -> Iterable[Finding]:
     """LIB002: GLIBC_/GLIBCXX_/CXXABI_ versions needed but not provided."""
     libs = ctx.view.libraries
     by_lib: Dict[str, List[TooNew]] = {}
     for t in needed_too_new(libs):
-        by_lib.setdefault(t["library"], []).append(t)
-    for lib, items in by_lib.items():
+        # glibc's libraries (libc, libm, libpthread, ...) are one root cause: the OS's glibc
+        key = t["library"] if re.match(r"^(libstdc\+\+|libgcc_s)\.", t["library"]) else "glibc"
+        by_lib.setdefault(key, []).append(t)
+    for items in by_lib.values():
+        lib = items[0]["library"]
         versions = sorted({t["version"] for t in items}, key=_vkey)
         provider = str(items[0]["provider"])
-        highest = items[0]["highest"]
-        evidence = [f"{_short(t['needed_by'], libs)} needs {t['version']} from {lib}" for t in items[:10]]
-        evidence.append(f"{provider} provides up to {highest}")
+        evidence = [f"{_short(t['needed_by'], libs)} needs {t['version']} from {t['library']}" for t in items[:10]]
+        if len(items) > 10:
+            evidence.append(f"and {len(items) - 10} more")
+        for t in items:
+            line = f"{t['provider']} provides up to {t['highest']}"
+            if line not in evidence:
+                evidence.append(line)
+        who = _needers(items)
         fix: List[FixLine]
         if "stdc++" in lib:
             gccs = [g for g in (gcc_for(v) for v in versions) if g]
@@ -324,13 +362,17 @@ def glibcxx_too_old(ctx: RuleContext) -> Iterable[Finding]:
                 evidence.append(f"{versions[-1]} first came with the libstdc++ of GCC {max(gccs, key=_vkey)}")
             fix = _libstdcxx_fix(ctx, provider, versions)
         else:
+            why = "torch_npu wheels are manylinux builds" if who == ["torch_npu"] else f"the OS owns {provider}"
             fix = [
                 f"Use a distribution/container image whose glibc provides {', '.join(versions)} "
-                f"({provider} is too old; torch_npu wheels are manylinux builds)"
+                f"({provider} is too old; {why})"
             ]
+        evidence.append("needed by: " + ", ".join(who))
         yield GLIBCXX.finding(
-            title=f"{provider} lacks {', '.join(versions[-3:])} needed by torch_npu",
+            title=f"{provider} lacks {', '.join(versions[-3:])} needed by {', '.join(who[:3])}"
+            + (f" and {len(who) - 3} more" if len(who) > 3 else ""),
             evidence=evidence,
             fix=fix,
+            data={"versions": versions, "needed_by": who},
             subject=lib,
         )
