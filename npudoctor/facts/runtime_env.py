@@ -147,6 +147,9 @@ class Loader(View):
     cache: JSON = field(default=None, metadata=_doc('ld.so.cache: {"path", "format", "entries", "error"}'))
     conf_dirs: Tuple[str, ...] = ()
     default_dirs: Tuple[str, ...] = ()
+    hwcaps: Tuple[str, ...] = field(
+        default=(), metadata=_doc("glibc-hwcaps subdirectories searched first in each directory (x86-64-v3, ...)")
+    )
 
 
 class Resolution(View):

@@ -38,7 +38,8 @@ Keys::
                      lazily-loaded plugin (libop_plugin_atb.so)
     missing          [names] required libraries (not optional) that will not load
     loader           {"ld_library_path", "cache": {"path","format","entries","error"} | None,
-                      "conf_dirs", "default_dirs"}
+                      "conf_dirs", "default_dirs", "hwcaps": glibc-hwcaps subdirectories
+                      searched first in each directory (x86-64-v4/v3/v2 this CPU supports)}
     glibc            {"provided": {"GLIBC": [...], "GLIBCXX": [...], "CXXABI": [...]},
                       "providers": {"libc.so.6": path, "libstdc++.so.6": path},
                       "defined": {"libc.so.6": [every version the provider defines], ...},
@@ -230,6 +231,7 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         "cache": resolver.cache_info,
         "conf_dirs": resolver.conf_dirs,
         "default_dirs": resolver.default_dirs,
+        "hwcaps": resolver.hwcaps,
     }
     root_has_libc = bool(resolver.search("libc.so.6", [], [])[0])
 
