@@ -15,6 +15,7 @@ from elfbuild import elf_world_fixture  # noqa: F401  (session fixture elf_world
 from scenario_runner import prepare, run_check
 
 from npudoctor.probes._elfcache import ElfCache, default_path
+from npudoctor.triage import triage_text
 
 SCENARIO = Path(__file__).resolve().parent / "scenarios" / "k03-extension-other-torch-npu"
 SITE = "usr/local/python3.11.13/lib/python3.11/site-packages"
@@ -75,6 +76,16 @@ def test_toolkit_program_and_extension_module_need_versions_the_os_lacks(elf_wor
     assert cxx["title"].startswith("/usr/lib/x86_64-linux-gnu/libstdc++.so.6 lacks ")
     assert "CXXABI_1.3.99" in cxx["title"] and "GLIBCXX_3.4.99" in cxx["title"]
     assert cxx["title"].endswith("needed by the triton wheel")
+    # triage: the loader's message names libm.so.6: tied to the LIB002 finding about it
+    log = (
+        f"/{TOOLKIT}/bin/ccec: /usr/lib/x86_64-linux-gnu/libm.so.6: version `GLIBC_2.99' not found "
+        f"(required by /{TOOLKIT}/bin/ccec)\n"
+    )
+    doc = triage_text(log, facts=run.doc["facts"])
+    (group,) = doc["known"]
+    assert group["id"] == "loader-version-not-found"
+    assert any(c["status"] == "cause" and c["findings"] == ["LIB002"] for c in group["causes"])
+    assert {(t["code"], t["by"]) for t in doc["tied"]} == {("LIB002", "the library libm.so")}
     stack = {Path(o["path"]).name: o for o in run.doc["facts"]["libraries"]["stack"]}
     assert stack["ccec"]["where"] == "toolkit bin"
     assert stack["ccec"]["version_needs"]["libm.so.6"] == ["GLIBC_2.99"]
@@ -110,6 +121,15 @@ def test_npu_smi_needing_a_driver_library_found_nowhere_is_one_finding(elf_world
     assert "LIB001" not in {g["code"] for g in run.doc["findings"]}
     stack = {Path(o["path"]).name: o for o in run.doc["facts"]["libraries"]["stack"]}
     assert stack["npu-smi"]["unresolved"] == ["libdrvdsmi_host.so"]  # libc_sec.so: on the path
+    # triage: the loader's message names the library: tied to this finding
+    log = (
+        "npu-smi: error while loading shared libraries: libdrvdsmi_host.so: "
+        "cannot open shared object file: No such file or directory\n"
+    )
+    doc = triage_text(log, facts=run.doc["facts"])
+    (group,) = doc["known"]
+    assert group["id"] == "driver-library-not-found"
+    assert {(t["code"], t["by"]) for t in doc["tied"]} == {("LIB007", "the library libdrvdsmi_host.so")}
 
 
 def test_a_stray_copy_first_on_ld_library_path_shadows_the_toolkit_library(tmp_path):
@@ -133,6 +153,13 @@ def test_a_stray_copy_first_on_ld_library_path_shadows_the_toolkit_library(tmp_p
     assert stray_dir not in export  # the rest of the user's value, in order
     assert export.startswith("LD_LIBRARY_PATH=/usr/local/Ascend/ascend-toolkit/latest/tools/aml/lib64:")
     assert any(line.startswith(f"or delete the stray copy {stray_dir}/libhccl.so") for line in f["fix"])
+    log = "ImportError: libtorch_npu.so: undefined symbol: HcclCommInitRootInfoConfig\n"
+    doc = triage_text(log, facts=run.doc["facts"])
+    (group,) = doc["known"]
+    assert group["id"] == "undefined-symbol-cann"
+    (stray_cause,) = [c for c in group["causes"] if c["findings"] == ["LIB008"]]
+    assert stray_cause["status"] == "cause"
+    assert stray_cause["here"] == f"another copy of a CANN library is loaded first here: {f['title']}"
 
 
 def test_no_shadow_finding_without_a_stray_copy(tmp_path):
