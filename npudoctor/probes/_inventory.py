@@ -34,22 +34,26 @@ from npudoctor.probes._ldso import VERSIONED_RE, Resolver, expand_origin, highes
 MAX_FILES = 800
 
 
+def _dict(value: Any) -> Dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _toolkit(facts: Dict[str, Any], env: Dict[str, Any]) -> Optional[str]:
-    cann = facts.get("cann") if isinstance(facts.get("cann"), dict) else {}
-    sel = cann.get("selected") if isinstance(cann.get("selected"), dict) else None
-    tk = env.get("toolkit") if isinstance(env.get("toolkit"), dict) else {}
-    path = (sel or {}).get("path") or tk.get("path")
+    sel = _dict(_dict(facts.get("cann")).get("selected"))
+    path = sel.get("path") or _dict(env.get("toolkit")).get("path")
     return str(path) if path else None
 
 
 def nnal_lib(env: Dict[str, Any]) -> Optional[str]:
-    nnal = env.get("nnal") if isinstance(env.get("nnal"), dict) else {}
+    """``<ATB home>/lib`` of the NNAL in use (``ATB_HOME_PATH``, else the one NNAL's
+    set_env.sh would pick), or ``None``."""
+    nnal = _dict(env.get("nnal"))
     home = nnal.get("current_atb_home") or nnal.get("expected_atb_home")
     return posixpath.join(str(home), "lib") if home else None
 
 
 def _driver(env: Dict[str, Any]) -> str:
-    expected = env.get("expected") if isinstance(env.get("expected"), dict) else {}
+    expected = _dict(env.get("expected"))
     return str(expected.get("driver") or "/usr/local/Ascend/driver")
 
 

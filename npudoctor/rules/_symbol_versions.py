@@ -8,7 +8,7 @@ would be loaded, so a replayed snapshot is judged by the current rules (the
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple, TypedDict
+from typing import Dict, List, Optional, Tuple, TypedDict
 
 from npudoctor.facts.runtime_env import LibrariesFacts
 
@@ -46,6 +46,7 @@ def too_new(libs: LibrariesFacts) -> List[TooNew]:
     defined = glibc.defined if glibc is not None else {}
     providers = glibc.providers if glibc is not None else {}
     out: List[TooNew] = []
+    objects: List[Tuple[str, Dict[str, Tuple[str, ...]], Optional[str]]]
     objects = [(o.path, o.version_needs, None) for o in libs.objects if not o.error]
     objects += [(o.path, o.version_needs, o.where) for o in libs.stack if not o.error]
     seen = set()
