@@ -222,3 +222,20 @@ def test_elf_cache_can_be_turned_off(monkeypatch, tmp_path):
     assert default_path() == str(tmp_path / "elf-v1.json")
     monkeypatch.setenv("NPUDOCTOR_ELF_CACHE", "0")
     assert default_path() is None
+
+
+def test_second_check_reuses_every_parsed_file_and_says_the_same(tmp_path):
+    scenario = prepare(SCENARIO, tmp_path)
+    first = run_check(scenario)
+    second = run_check(scenario)
+    assert first.doc is not None and second.doc is not None
+    cold = first.doc["facts"]["libraries"]["elf_cache"]
+    warm = second.doc["facts"]["libraries"]["elf_cache"]
+    assert cold["misses"] > 0
+    assert warm == {"hits": cold["hits"] + cold["misses"], "misses": 0}
+    strip = ("duration", "elf_cache")
+    assert {k: v for k, v in first.doc["facts"]["libraries"].items() if k not in strip} == {
+        k: v for k, v in second.doc["facts"]["libraries"].items() if k not in strip
+    }
+    assert [f["title"] for f in first.doc["findings"]] == [f["title"] for f in second.doc["findings"]]
+    assert (tmp_path / "cache" / "elf-v1.json").is_file()

@@ -12,9 +12,10 @@ Not a probe: a helper of :mod:`npudoctor.probes.libraries`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from npudoctor.parsers.elf import ElfInfo, read_elf
 
@@ -52,6 +53,63 @@ class ElfCache:
         self.dirty = False
         if path:
             self.old = _load(path)
+
+    def _key(self, path: str, kind: str) -> Optional[str]:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return f"{kind}{path}\0{st.st_size}\0{st.st_mtime_ns}"
+
+    def _get(self, key: Optional[str]) -> Any:
+        if key is None:
+            return None
+        rec = self.used.get(key)
+        if rec is None:
+            rec = self.old.get(key)
+        if isinstance(rec, dict):
+            self.hits += 1
+            self.used[key] = rec
+            return rec
+        return None
+
+    def _put(self, key: Optional[str], rec: Dict[str, Any]) -> None:
+        self.misses += 1
+        if key is not None:
+            self.used[key] = rec
+            self.dirty = True
+
+    def undefined(self, path: str) -> Tuple[Set[str], Optional[str]]:
+        """``(strong undefined dynamic symbols, error)`` of the real file ``path``
+        (:func:`~npudoctor.parsers.elf.dynamic_symbols`), cached like :meth:`read`."""
+        from npudoctor.parsers.elf import dynamic_symbols
+
+        key = self._key(path, "U\0")
+        rec = self._get(key)
+        if rec is not None and isinstance(rec.get("undefined"), list):
+            err = rec.get("error")
+            return {str(n) for n in rec["undefined"]}, err if isinstance(err, str) else None
+        _d, undef, err = dynamic_symbols(path)
+        self._put(key, {"undefined": sorted(undef), "error": err})
+        return undef, err
+
+    def missing(self, names: Iterable[str], libraries: List[str]) -> Tuple[List[str], List[str]]:
+        """:func:`~npudoctor.parsers.elf.missing_symbols` of ``names`` against the real
+        files ``libraries``, cached by the names and every library's (path, size, mtime)."""
+        from npudoctor.parsers.elf import missing_symbols
+
+        wanted = sorted(set(names))
+        keys = [self._key(p, "") for p in libraries]
+        key = None
+        if all(k is not None for k in keys):
+            digest = hashlib.sha256("\n".join(wanted + ["--"] + [str(k) for k in keys]).encode()).hexdigest()
+            key = "M\0" + digest
+        rec = self._get(key)
+        if rec is not None and isinstance(rec.get("missing"), list) and isinstance(rec.get("problems"), list):
+            return [str(n) for n in rec["missing"]], [str(n) for n in rec["problems"]]
+        missing, problems = missing_symbols(wanted, libraries)
+        self._put(key, {"missing": list(missing), "problems": list(problems)})
+        return missing, problems
 
     def read(self, path: str) -> ElfInfo:
         """The ELF facts of the real file ``path`` (from the cache when its size and mtime

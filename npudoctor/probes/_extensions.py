@@ -80,16 +80,32 @@ def site_dirs(facts: Dict[str, Any]) -> List[str]:
     return dirs
 
 
+#: Top-level names walked only for the symbol versions of their modules (torch_npu's own
+#: files are the main walk's; pip and setuptools hold no extension the stack loads).
+_VERSIONS_ONLY = _SKIP_TOP - {"torch_npu", "__pycache__", "pip", "setuptools"}
+#: Shared objects of those packages read at most for their symbol versions.
+MAX_VERSIONED = 1500
+
+
 def _walk(
-    host: Host, facts: Dict[str, Any], real: Callable[[str], str], expired: Callable[[], bool], errors: List[str]
+    host: Host,
+    facts: Dict[str, Any],
+    real: Callable[[str], str],
+    expired: Callable[[], bool],
+    errors: List[str],
+    big: bool = False,
 ) -> List[Tuple[str, str]]:
-    """``(path, top-level name)`` of every shared object under the site directories."""
+    """``(path, top-level name)`` of every shared object under the site directories: of
+    the packages that may link the NPU stack, or (``big``) of the big packages that do not
+    (torch, numpy, scipy, ...: read only for their symbol versions)."""
     found: List[Tuple[str, str]] = []
     walked = 0
     for site in site_dirs(facts):
         real_site = real(site)
         for top in host.listdir(site):
-            if top in _SKIP_TOP or top.endswith((".dist-info", ".egg-info", ".libs")):
+            if (top in _VERSIONS_ONLY) != big or top in _SKIP_TOP - _VERSIONS_ONLY:
+                continue
+            if top.endswith((".dist-info", ".egg-info", ".libs")):
                 continue
             base = os.path.join(real_site, top)
             if os.path.isfile(base) and (top.endswith(".so") or ".so." in top):
@@ -107,7 +123,9 @@ def _walk(
                 if walked > MAX_WALK or expired():
                     break
             if walked > MAX_WALK or expired():
-                errors.append("extension scan stopped early (too many files or time budget)")
+                errors.append(
+                    f"{'symbol-version' if big else 'extension'} scan stopped early (too many files or time budget)"
+                )
                 return found
     return found
 
@@ -125,12 +143,15 @@ def scan(
     errors: List[str],
     read: Optional[Callable[[str], Any]] = None,
     versions: Optional[List[Dict[str, Any]]] = None,
+    undefined: Optional[Callable[[str], Tuple[Set[str], Optional[str]]]] = None,
 ) -> List[Dict[str, Any]]:
     """The records of every NPU extension (see the module docstring).  ``loaded``:
     soname → path of what ``import torch_npu`` has loaded; ``resolution``: the main
     walk's records (the providers of libascendcl.so, …); ``check(object, names,
     against)``: the symbol check of the caller; ``read(real path)``: the ELF reader (the
-    cached one of the caller; default :func:`~npudoctor.parsers.elf.read_elf`).
+    cached one of the caller; default :func:`~npudoctor.parsers.elf.read_elf`);
+    ``undefined(real path) -> (names, error)``: the strong undefined symbols (default
+    :func:`~npudoctor.parsers.elf.dynamic_symbols`).
     ``versions``, when given, receives a record ``{"path", "where": "extension",
     "unresolved": [], "version_needs", "error": None}`` for every shared object walked whose
     ``version_needs`` name a base-system library (its highest need of each family): the
@@ -145,16 +166,15 @@ def scan(
             errors.append("extension checks stopped early (time budget)")
             break
         info = (read or read_elf)(real(path))
-        if versions is not None and not info.error:
-            needs = {lib: highest(list(v)) for lib, v in info.version_needs.items() if VERSIONED_RE.match(lib)}
-            if needs:
-                versions.append(
-                    {"path": path, "where": "extension", "unresolved": [], "version_needs": needs, "error": None}
-                )
+        if versions is not None:
+            _versions_of(path, info, versions)
         links = [n for n in info.needed if n in NPU_LINKS] if not info.error else []
         if not links:
             continue
-        _d, undef, err = dynamic_symbols(real(path))
+        if undefined is not None:
+            undef, err = undefined(real(path))
+        else:
+            _d, undef, err = dynamic_symbols(real(path))
         if err:
             errors.append(f"{path}: {err}")
             continue
@@ -196,4 +216,20 @@ def scan(
             if part["error"]:
                 res["error"] = part["error"]
         out.append(res)
+    if versions is not None:
+        for path, _top in _walk(host, facts, real, expired, errors, big=True)[:MAX_VERSIONED]:
+            if expired():
+                errors.append("symbol-version checks of extension modules stopped early (time budget)")
+                break
+            _versions_of(path, (read or read_elf)(real(path)), versions)
     return out
+
+
+def _versions_of(path: str, info: Any, versions: List[Dict[str, Any]]) -> None:
+    """Append the record of ``path`` to ``versions`` when its ``version_needs`` name a
+    base-system library (its highest need of each family)."""
+    if info.error:
+        return
+    needs = {lib: highest(list(v)) for lib, v in info.version_needs.items() if VERSIONED_RE.match(lib)}
+    if needs:
+        versions.append({"path": path, "where": "extension", "unresolved": [], "version_needs": needs, "error": None})

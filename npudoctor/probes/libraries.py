@@ -323,7 +323,7 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
     out["missing"] = sorted(r["name"] for r in resolution.values() if r["status"] == "missing" and not r["optional"])
     out["glibc"] = _glibc_check(host, resolver, objects, resolution, root_has_libc, read_elf)
     out["symbols"] = _symbol_checks(
-        host, pkg, roots, libtorch_npu, atb_plugin, torch_libs, resolution, facts, env_facts, deadline, errors
+        host, pkg, roots, libtorch_npu, atb_plugin, torch_libs, resolution, facts, env_facts, deadline, errors, cache
     )
     versions: List[Dict[str, Any]] = []
     # K03: third-party extensions linking torch_npu / CANN / NNAL libraries (after import torch_npu)
@@ -336,9 +336,10 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         resolution,
         lambda: _now() > deadline,
         lambda p: _real(host, p),
-        lambda obj, names, against: _check(obj, names, against, lambda p: _real(host, p)),
+        lambda obj, names, against: _check(obj, names, against, lambda p: _real(host, p), cache),
         errors,
         read=read_elf,
+        undefined=cache.undefined,
         versions=versions,
     )
     _stack(host, facts, env_facts, resolver, loaded, set(objects), cache, out, deadline, errors, versions)
@@ -431,9 +432,7 @@ def _glibc_check(
     return {"providers": providers, "provided": summary, "defined": provided, "root_has_libc": root_has_libc}
 
 
-def _check(obj: str, names: Set[str], against: List[str], real: Any) -> Dict[str, Any]:
-    from npudoctor.parsers.elf import missing_symbols
-
+def _check(obj: str, names: Set[str], against: List[str], real: Any, cache: ElfCache) -> Dict[str, Any]:
     res: Dict[str, Any] = {
         "object": obj,
         "against": against,
@@ -444,7 +443,7 @@ def _check(obj: str, names: Set[str], against: List[str], real: Any) -> Dict[str
     }
     if not names or not against:
         return res
-    missing, problems = missing_symbols(names, [real(p) for p in against])
+    missing, problems = cache.missing(names, [real(p) for p in against])
     res["missing_count"] = len(missing)
     res["missing"] = missing[:25]
     if problems:
@@ -464,21 +463,22 @@ def _symbol_checks(
     env_facts: Dict[str, Any],
     deadline: float,
     errors: List[str],
+    cache: ElfCache,
 ) -> Dict[str, Any]:
-    from npudoctor.parsers.elf import dynamic_symbols
-
     def real(p: str) -> str:
         return _real(host, p)
 
     out: Dict[str, Any] = {"torch": None, "atb": None, "cann": None, "extensions": []}
     npu_libs = host.glob(posixpath.join(pkg, "lib"), suffix=".so")
     if host.is_file(libtorch_npu):
-        _d, undef, err = dynamic_symbols(real(libtorch_npu))
+        undef, err = cache.undefined(real(libtorch_npu))
         if err:
             errors.append(f"{libtorch_npu}: {err}")
         else:
             if torch_libs:
-                out["torch"] = _check(libtorch_npu, {s for s in undef if TORCH_SYM_RE.match(s)}, torch_libs, real)
+                out["torch"] = _check(
+                    libtorch_npu, {s for s in undef if TORCH_SYM_RE.match(s)}, torch_libs, real, cache
+                )
             cann_libs = [
                 r["path"]
                 for r in resolution.values()
@@ -493,7 +493,7 @@ def _symbol_checks(
                 r for r in resolution.values() if libtorch_npu in r["needed_by"] and r["status"] == "missing"
             ]
             if cann_libs and not needed_cann:
-                out["cann"] = _check(libtorch_npu, cann_syms, cann_libs, real)
+                out["cann"] = _check(libtorch_npu, cann_syms, cann_libs, real, cache)
     # K04: ATB symbols of torch_npu's ATB plugin (and libtorch_npu) vs libatb.so
     atb_rec = resolution.get("libatb.so")
     atb_lib = atb_rec.get("path") if atb_rec and atb_rec.get("status") == "found" else None
@@ -506,8 +506,8 @@ def _symbol_checks(
         names: Set[str] = set()
         objs = [p for p in (libtorch_npu, atb_plugin) if host.is_file(p)]
         for p in objs:
-            _d, undef, err = dynamic_symbols(real(p))
+            undef, err = cache.undefined(real(p))
             if not err:
                 names |= {s for s in undef if ATB_SYM_RE.match(s)}
-        out["atb"] = _check(", ".join(objs), names, [atb_lib], real)
+        out["atb"] = _check(", ".join(objs), names, [atb_lib], real, cache)
     return out
