@@ -239,3 +239,38 @@ def test_second_check_reuses_every_parsed_file_and_says_the_same(tmp_path):
     }
     assert [f["title"] for f in first.doc["findings"]] == [f["title"] for f in second.doc["findings"]]
     assert (tmp_path / "cache" / "elf-v1.json").is_file()
+
+
+def test_an_npu_smi_that_failed_in_the_loader_is_dev004_alone(elf_world, tmp_path):
+    import subprocess
+
+    from npudoctor.engine import Options, evaluate
+    from npudoctor.knowledge.matrix import load_matrix
+    from npudoctor.parsers.npu_smi import parse_error
+    from npudoctor.snapshot import Snapshot
+
+    scenario = prepare(SCENARIO, tmp_path)
+    smi = elf_world.builder.build(
+        scenario / "root" / "usr/local/Ascend/driver/tools/npu-smi",
+        "void dsmi_get_device_count(void);\nint main(void) { dsmi_get_device_count(); return 0; }\n",
+        shared=False,
+        needed=[elf_world["libc_sec"], elf_world["libdrvdsmi_host"]],
+    )
+    run = run_check(scenario)
+    assert [f["code"] for f in _lib_findings(run) if f["code"] == "LIB007"] == ["LIB007"]  # not run: the audit's
+    # the same binary run on this machine without the driver's directories: the loader refuses it
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    proc = subprocess.run([str(smi), "info"], capture_output=True, text=True, env=env, timeout=60)
+    err = parse_error(proc.stdout + proc.stderr)
+    assert err is not None and err["cause"] == "loader"
+    facts = dict(run.doc["facts"])
+    facts["devices"] = {
+        "npu_smi": {
+            "path": "/usr/local/Ascend/driver/tools/npu-smi",
+            "error": err["message"],
+            "cause": err["cause"],
+            "message": err["message"],
+        }
+    }
+    codes = [f.code for f in evaluate(Snapshot(facts=facts), load_matrix(), Options())]
+    assert "DEV004" in codes and "LIB007" not in codes

@@ -16,6 +16,7 @@ from npudoctor.knowledge import codes
 from npudoctor.remedies import Export
 from npudoctor.rules import rule
 from npudoctor.rules._libowners import DRIVER, NNAL, TOOLKIT, owner_of_name, owner_of_path
+from npudoctor.rules.devices import npu_smi_cause
 from npudoctor.rules.libraries import FixLine, _short, group_of, not_loadable
 
 STACK_NOT_LOADABLE = codes.get("LIB007")
@@ -33,8 +34,13 @@ def stack_not_loadable(ctx: RuleContext) -> Iterable[Finding]:
     itself misses are LIB001's."""
     libs = ctx.view.libraries
     reported = {r.name for r in libs.resolution if r.status == "missing"}
+    # npu-smi that was run and failed in the loader is DEV004's (the same cause, observed)
+    smi = ctx.view.devices.npu_smi
+    smi_loader = not smi.available and npu_smi_cause(smi) == "loader"
     needed_by: Dict[str, List[str]] = {}
     for obj in libs.stack:
+        if obj.where == "npu-smi" and smi_loader:
+            continue
         for name in obj.unresolved:
             if name not in reported:
                 needed_by.setdefault(name, []).append(obj.path)
