@@ -274,3 +274,57 @@ def test_an_npu_smi_that_failed_in_the_loader_is_dev004_alone(elf_world, tmp_pat
     }
     codes = [f.code for f in evaluate(Snapshot(facts=facts), load_matrix(), Options())]
     assert "DEV004" in codes and "LIB007" not in codes
+
+
+def test_aclnn_symbols_are_looked_up_in_every_loaded_cann_library(elf_world, tmp_path):
+    scenario = prepare(SCENARIO, tmp_path)
+    root = scenario / "root"
+    b = elf_world.builder
+    b.build(root / TOOLKIT / "lib64" / "libopapi.so", "void aclnnAdd(void) {}\n", soname="libopapi.so")
+    # an operator package linking libascendcl.so and libopapi.so: aclInit from the one,
+    # aclnnAdd from the other (once checked against libascendcl.so alone), and one aclnn
+    # function no installed CANN library exports
+    b.build(
+        root / SITE / "custom_ops" / "libcust_ops.so",
+        "void aclInit(void);\nvoid aclnnAdd(void);\nvoid aclnnFusedInferAttentionScoreV9(void);\n"
+        "void run(void) { aclInit(); aclnnAdd(); aclnnFusedInferAttentionScoreV9(); }\n",
+        soname="libcust_ops.so",
+        needed=["libascendcl.so", "libopapi.so"],
+    )
+    run = run_check(scenario)
+    checks = {Path(c["object"]).name: c for c in run.doc["facts"]["libraries"]["symbols"]["extensions"]}
+    cust = checks["libcust_ops.so"]
+    assert cust["unresolved"] == []
+    assert cust["missing"] == ["aclnnFusedInferAttentionScoreV9"]
+    assert cust["checked"] == 3
+    (f,) = [f for f in _lib_findings(run) if f["code"] == "LIB005" and "custom_ops" in f["title"]]
+    assert "undefined: aclnnFusedInferAttentionScoreV9" in f["evidence"]
+
+
+def test_an_extension_needing_atb_symbols_nnal_lacks_is_told_about_nnal(elf_world, tmp_path):
+    scenario = prepare(SCENARIO, tmp_path)
+    root = scenario / "root"
+    b = elf_world.builder
+    atb_lib = "usr/local/Ascend/nnal/atb/8.0.0/atb/cxx_abi_1/lib"
+    b.build(
+        root / atb_lib / "libatb.so",
+        "namespace atb { int CreateContext(void** ctx) { (void)ctx; return 0; } }\n",
+        lang="c++",
+        soname="libatb.so",
+    )
+    b.build(
+        root / SITE / "atb_ops" / "libatb_ops.so",
+        "namespace atb { int CreateContext(void** ctx); int CreateGraphOperation(int id, void** op); }\n"
+        'extern "C" int run(void) { void* c; void* o; atb::CreateContext(&c); return atb::CreateGraphOperation(0, &o); }\n',
+        lang="c++",
+        soname="libatb_ops.so",
+        needed=["libatb.so"],
+    )
+    spec = scenario / "scenario.toml"
+    spec.write_text(spec.read_text().replace('LD_LIBRARY_PATH = "', f'LD_LIBRARY_PATH = "/{atb_lib}:', 1))
+    run = run_check(scenario)
+    (f,) = [f for f in _lib_findings(run) if f["code"] == "LIB005" and "atb_ops" in f["title"]]
+    assert "undefined: _ZN3atb20CreateGraphOperationEiPPv" in f["evidence"]
+    assert any(line.startswith("or, when it was built for the NNAL of the installed CANN") for line in f["fix"])
+    (nnal,) = [line for line in f["fix"] if "Ascend-cann-nnal_8.0.0_linux-" in line]
+    assert nnal.endswith(".run --install")  # the toolkit's CANN 8.0.0

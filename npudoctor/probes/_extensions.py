@@ -12,8 +12,10 @@ extensions require):
   that do not;
 * its undefined ``c10_npu::`` / ``at_npu::`` / ``torch_npu::`` / ``op_api::`` symbols
   against the exports of the installed ``torch_npu/lib/*.so``, and its ``acl*`` /
-  ``Hccl*`` / ATB symbols against the ``libascendcl.so`` / ``libhccl.so`` / ``libatb.so``
-  that would be loaded.
+  ``aclnn*`` / ``Hccl*`` / ATB symbols against the libraries that would be loaded (those
+  ``import torch_npu`` loaded and the extension's own ``DT_NEEDED`` providers: ld.so binds
+  a symbol from its global scope, so an ``aclCreateTensor`` of ``libnnopbase.so`` counts
+  even when the extension names only ``libascendcl.so``).
 
 Records: ``{"object", "package" (top-level site-packages name), "links", "unresolved",
 "checked", "missing_count", "missing" (first 25 names), "against", "error"}``.
@@ -42,12 +44,9 @@ MAX_WALK = 20000
 
 NPU_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:7c10_npu|6at_npu|9torch_npu|3op_api|7op_plugin)(?:\d|[A-Z])")
 ATB_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:3atb|3Mki|6AsdOps)(?:\d|[A-Z])")
-#: Symbols each CANN/NNAL library exports, by the library an extension links.
-_LIB_SYMS = {
-    "libascendcl.so": re.compile(r"^acl[a-zA-Z]"),
-    "libhccl.so": re.compile(r"^(?:Hccl|hccl[A-Z])"),
-    "libatb.so": ATB_SYM_RE,
-}
+#: Symbols of the CANN / NNAL family an extension may import: ``acl*`` (libascendcl,
+#: libnnopbase), ``aclnn*`` (libopapi), ``Hccl*`` (libhccl) and ATB's C++ API (libatb).
+CANN_EXT_SYM_RE = re.compile(r"^(?:acl[a-zA-Z]|Hccl|hccl[A-Z])|" + ATB_SYM_RE.pattern[1:])
 
 _SKIP_TOP = {
     "torch",
@@ -205,9 +204,14 @@ def scan(
         parts = []
         if "libtorch_npu.so" in links:
             parts.append(check(path, {s for s in undef if NPU_SYM_RE.match(s)}, npu_libs))
-        for lib, pattern in _LIB_SYMS.items():
-            if lib in links and providers.get(lib):
-                parts.append(check(path, {s for s in undef if pattern.match(s)}, [providers[lib]]))
+        if any(n != "libtorch_npu.so" and providers.get(n) for n in links):
+            # acl* / aclnn* / Hccl* / ATB symbols bind to whatever the process has loaded
+            # (ld.so's global scope): the libraries import torch_npu loaded, then its own
+            against: List[str] = []
+            for cand in list(loaded.values()) + [providers[n] for n in info.needed if n in providers]:
+                if cand not in against and not SYSTEM_LIB_RE.match(posixpath.basename(cand)):
+                    against.append(cand)
+            parts.append(check(path, {s for s in undef if CANN_EXT_SYM_RE.match(s)}, against))
         for part in parts:
             res["checked"] += part["checked"]
             res["missing_count"] += part["missing_count"]

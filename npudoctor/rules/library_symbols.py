@@ -6,6 +6,7 @@ rules.)"""
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import Iterable, List, Optional, Tuple
 
 from npudoctor.engine import RuleContext
@@ -13,10 +14,11 @@ from npudoctor.facts.runtime_env import LibrariesFacts, SymbolCheck, Symbols
 from npudoctor.findings import Code, Finding
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.packages import NNAL_SET_ENV
-from npudoctor.remedies import SourceFile
+from npudoctor.remedies import InstallPackage, SourceFile
 from npudoctor.rules import rule
 from npudoctor.rules._libowners import owner_of_name
-from npudoctor.rules.libraries import FixLine, _short
+from npudoctor.rules._pyfacts import cann_version
+from npudoctor.rules.libraries import FixLine, _arch, _short
 
 TORCH_SYMBOLS = codes.get("LIB003")
 
@@ -25,6 +27,9 @@ ATB_SYMBOLS = codes.get("LIB004")
 EXT_SYMBOLS = codes.get("LIB005")
 
 CANN_SYMBOLS = codes.get("LIB006")
+
+#: ATB's C++ API (namespaces atb::, Mki::, AsdOps::), mangled: exported by NNAL's libatb.so.
+_ATB_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:3atb|3Mki|6AsdOps)(?:\d|[A-Z])")
 
 
 def _symbol_finding(
@@ -193,6 +198,16 @@ def extension_symbols(ctx: RuleContext) -> Iterable[Finding]:
             f"Rebuild {pkg} against the installed torch_npu {nv} and CANN (pip install --no-binary {pkg} --no-deps --force-reinstall {pkg}, or from source)",
             f"or install the {pkg} build made for this torch_npu/CANN",
         ]
+        if any(_ATB_RE.match(sym) for sym in check.missing):
+            fix.append(
+                InstallPackage(
+                    "nnal",
+                    cann_version(ctx),
+                    arch=_arch(ctx),
+                    unknown="the same CANN version as the toolkit",
+                    lead="or, when it was built for the NNAL of the installed CANN, install that NNAL: ",
+                )
+            )
         if check.missing_count:
             yield from _symbol_finding(
                 EXT_SYMBOLS,
