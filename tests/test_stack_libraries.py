@@ -114,7 +114,12 @@ def test_npu_smi_needing_a_driver_library_found_nowhere_is_one_finding(elf_world
     (f,) = [f for f in _lib_findings(run) if f["code"] == "LIB007"]
     assert f["severity"] == "warning"
     assert f["title"] == (
-        "libdrvdsmi_host.so cannot be loaded: it ships with the NPU driver, which is not installed on this machine"
+        "libdrvdsmi_host.so cannot be loaded: it ships with the NPU driver, but the driver 24.1.rc2 at "
+        "/usr/local/Ascend/driver lacks it (an incomplete install)"
+    )
+    assert f["fix"][0] == (
+        "Reinstall the NPU driver on this host (the Ascend HDK npu-driver .run package of version 24.1.rc2): "
+        "its lib64 lacks libdrvdsmi_host.so"
     )
     assert any("npu-smi" in line and "libdsmi_user.so" in line for line in f["evidence"])
     assert "owner: NPU driver" in f["evidence"]

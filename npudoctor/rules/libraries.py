@@ -234,8 +234,25 @@ def not_loadable(ctx: RuleContext, code: Code, key: str, items: List[Resolution]
         ]
     elif key == "driver-missing":
         where = "in this container" if in_container(ctx) else "on this machine"
-        title = f"{', '.join(names)} cannot be loaded: {'it ships' if len(names) == 1 else 'they ship'} with the NPU driver, which is not {'mounted' if in_container(ctx) else 'installed'} {where}"
+        ships = (
+            f"{', '.join(names)} cannot be loaded: {'it ships' if len(names) == 1 else 'they ship'} with the NPU driver"
+        )
+        installed = ctx.view.driver.driver
+        if installed.exists:
+            # version.info is there: an incomplete driver (or a partial mount), not a missing one
+            title = (
+                f"{ships}, but the driver {installed.version or ''} at {driver} lacks "
+                f"{'it' if len(names) == 1 else 'them'} ({'a partial mount' if in_container(ctx) else 'an incomplete install'})"
+            ).replace("driver  at", "driver at")
+            evidence.append(f"driver version.info: {installed.path}")
+        else:
+            title = f"{ships}, which is not {'mounted' if in_container(ctx) else 'installed'} {where}"
         fix = _driver_missing_fix(ctx, driver)
+        if installed.exists and not in_container(ctx):
+            fix[0] = (
+                "Reinstall the NPU driver on this host (the Ascend HDK npu-driver .run package of version "
+                f"{installed.version or 'the installed one'}): its lib64 lacks {', '.join(names)}"
+            )
     elif has_toolkit or key[len("missing:") :] not in (TOOLKIT, KERNELS, "unknown"):
         who = key[len("missing:") :]
         title = (
