@@ -147,6 +147,9 @@ class Loader(View):
     cache: JSON = field(default=None, metadata=_doc('ld.so.cache: {"path", "format", "entries", "error"}'))
     conf_dirs: Tuple[str, ...] = ()
     default_dirs: Tuple[str, ...] = ()
+    hwcaps: Tuple[str, ...] = field(
+        default=(), metadata=_doc("glibc-hwcaps subdirectories searched first in each directory (x86-64-v3, ...)")
+    )
 
 
 class Resolution(View):
@@ -193,6 +196,28 @@ class Symbols(View):
     extensions: Tuple[SymbolCheck, ...] = ()
 
 
+class StackObject(View):
+    """One ELF file of the rest of the NPU stack (toolkit, NNAL, driver, npu-smi) or an
+    extension module of the interpreter, with what the loader would say about it."""
+
+    path: str = ""
+    where: Optional[str] = field(
+        default=None, metadata=_doc('"toolkit lib64" | "toolkit bin" | "NNAL" | "driver" | "npu-smi" | "extension"')
+    )
+    unresolved: Tuple[str, ...] = field(default=(), metadata=_doc("DT_NEEDED names found on no loader path"))
+    version_needs: Dict[str, Tuple[str, ...]] = field(
+        default_factory=dict, metadata=_doc("base-system library → the highest version needed of each family")
+    )
+    error: Optional[str] = field(default=None, metadata=_doc("why the file is not a loadable ELF file here"))
+
+
+class ElfCacheUse(View):
+    """Parsed ELF facts reused from the on-disk cache (hits) or read (misses)."""
+
+    hits: Optional[int] = None
+    misses: Optional[int] = None
+
+
 class LibrariesFacts(View):
     """Will torch_npu's binaries load, and do their symbols match?"""
 
@@ -207,6 +232,11 @@ class LibrariesFacts(View):
     loader: Optional[Loader] = None
     glibc: Optional[Glibc] = None
     symbols: Optional[Symbols] = None
+    stack: Tuple[StackObject, ...] = ()
+    stack_found_at: Dict[str, Tuple[FoundAt, ...]] = field(
+        default_factory=dict, metadata=_doc("where the stack's unresolved libraries are on disk")
+    )
+    elf_cache: Optional[ElfCacheUse] = None
     atb_plugin: Optional[str] = None
     duration: Optional[float] = None
     errors: Tuple[str, ...] = ()

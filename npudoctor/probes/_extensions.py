@@ -12,8 +12,10 @@ extensions require):
   that do not;
 * its undefined ``c10_npu::`` / ``at_npu::`` / ``torch_npu::`` / ``op_api::`` symbols
   against the exports of the installed ``torch_npu/lib/*.so``, and its ``acl*`` /
-  ``Hccl*`` / ATB symbols against the ``libascendcl.so`` / ``libhccl.so`` / ``libatb.so``
-  that would be loaded.
+  ``aclnn*`` / ``Hccl*`` / ATB symbols against the libraries that would be loaded (those
+  ``import torch_npu`` loaded and the extension's own ``DT_NEEDED`` providers: ld.so binds
+  a symbol from its global scope, so an ``aclCreateTensor`` of ``libnnopbase.so`` counts
+  even when the extension names only ``libascendcl.so``).
 
 Records: ``{"object", "package" (top-level site-packages name), "links", "unresolved",
 "checked", "missing_count", "missing" (first 25 names), "against", "error"}``.
@@ -27,7 +29,7 @@ import re
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from npudoctor.host import Host
-from npudoctor.probes._ldso import Resolver, expand_origin
+from npudoctor.probes._ldso import VERSIONED_RE, Resolver, expand_origin, highest
 
 #: The NPU libraries whose linking makes a site-packages .so an NPU extension.
 NPU_LINKS = ("libtorch_npu.so", "libascendcl.so", "libhccl.so", "libatb.so", "libopapi.so")
@@ -42,12 +44,9 @@ MAX_WALK = 20000
 
 NPU_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:7c10_npu|6at_npu|9torch_npu|3op_api|7op_plugin)(?:\d|[A-Z])")
 ATB_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:3atb|3Mki|6AsdOps)(?:\d|[A-Z])")
-#: Symbols each CANN/NNAL library exports, by the library an extension links.
-_LIB_SYMS = {
-    "libascendcl.so": re.compile(r"^acl[a-zA-Z]"),
-    "libhccl.so": re.compile(r"^(?:Hccl|hccl[A-Z])"),
-    "libatb.so": ATB_SYM_RE,
-}
+#: Symbols of the CANN / NNAL family an extension may import: ``acl*`` (libascendcl,
+#: libnnopbase), ``aclnn*`` (libopapi), ``Hccl*`` (libhccl) and ATB's C++ API (libatb).
+CANN_EXT_SYM_RE = re.compile(r"^(?:acl[a-zA-Z]|Hccl|hccl[A-Z])|" + ATB_SYM_RE.pattern[1:])
 
 _SKIP_TOP = {
     "torch",
@@ -59,7 +58,6 @@ _SKIP_TOP = {
     "pip",
     "setuptools",
     "__pycache__",
-    "triton",
     "sympy",
     "pandas",
 }
@@ -81,16 +79,32 @@ def site_dirs(facts: Dict[str, Any]) -> List[str]:
     return dirs
 
 
+#: Top-level names walked only for the symbol versions of their modules (torch_npu's own
+#: files are the main walk's; pip and setuptools hold no extension the stack loads).
+_VERSIONS_ONLY = _SKIP_TOP - {"torch_npu", "__pycache__", "pip", "setuptools"}
+#: Shared objects of those packages read at most for their symbol versions.
+MAX_VERSIONED = 1500
+
+
 def _walk(
-    host: Host, facts: Dict[str, Any], real: Callable[[str], str], expired: Callable[[], bool], errors: List[str]
+    host: Host,
+    facts: Dict[str, Any],
+    real: Callable[[str], str],
+    expired: Callable[[], bool],
+    errors: List[str],
+    big: bool = False,
 ) -> List[Tuple[str, str]]:
-    """``(path, top-level name)`` of every shared object under the site directories."""
+    """``(path, top-level name)`` of every shared object under the site directories: of
+    the packages that may link the NPU stack, or (``big``) of the big packages that do not
+    (torch, numpy, scipy, ...: read only for their symbol versions)."""
     found: List[Tuple[str, str]] = []
     walked = 0
     for site in site_dirs(facts):
         real_site = real(site)
         for top in host.listdir(site):
-            if top in _SKIP_TOP or top.endswith((".dist-info", ".egg-info", ".libs")):
+            if (top in _VERSIONS_ONLY) != big or top in _SKIP_TOP - _VERSIONS_ONLY:
+                continue
+            if top.endswith((".dist-info", ".egg-info", ".libs")):
                 continue
             base = os.path.join(real_site, top)
             if os.path.isfile(base) and (top.endswith(".so") or ".so." in top):
@@ -108,7 +122,9 @@ def _walk(
                 if walked > MAX_WALK or expired():
                     break
             if walked > MAX_WALK or expired():
-                errors.append("extension scan stopped early (too many files or time budget)")
+                errors.append(
+                    f"{'symbol-version' if big else 'extension'} scan stopped early (too many files or time budget)"
+                )
                 return found
     return found
 
@@ -124,11 +140,22 @@ def scan(
     real: Callable[[str], str],
     check: Callable[[str, Set[str], List[str]], Dict[str, Any]],
     errors: List[str],
+    read: Optional[Callable[[str], Any]] = None,
+    versions: Optional[List[Dict[str, Any]]] = None,
+    undefined: Optional[Callable[[str], Tuple[Set[str], Optional[str]]]] = None,
 ) -> List[Dict[str, Any]]:
     """The records of every NPU extension (see the module docstring).  ``loaded``:
     soname → path of what ``import torch_npu`` has loaded; ``resolution``: the main
     walk's records (the providers of libascendcl.so, …); ``check(object, names,
-    against)``: the symbol check of the caller."""
+    against)``: the symbol check of the caller; ``read(real path)``: the ELF reader (the
+    cached one of the caller; default :func:`~npudoctor.parsers.elf.read_elf`);
+    ``undefined(real path) -> (names, error)``: the strong undefined symbols (default
+    :func:`~npudoctor.parsers.elf.dynamic_symbols`).
+    ``versions``, when given, receives a record ``{"path", "where": "extension",
+    "unresolved": [], "version_needs", "error": None}`` for every shared object walked whose
+    ``version_needs`` name a base-system library (its highest need of each family): the
+    symbol versions of every extension module of the interpreter are judged by the rules."""
+
     from npudoctor.parsers.elf import dynamic_symbols, read_elf
 
     out: List[Dict[str, Any]] = []
@@ -137,11 +164,16 @@ def scan(
         if expired():
             errors.append("extension checks stopped early (time budget)")
             break
-        info = read_elf(real(path))
+        info = (read or read_elf)(real(path))
+        if versions is not None:
+            _versions_of(path, info, versions)
         links = [n for n in info.needed if n in NPU_LINKS] if not info.error else []
         if not links:
             continue
-        _d, undef, err = dynamic_symbols(real(path))
+        if undefined is not None:
+            undef, err = undefined(real(path))
+        else:
+            _d, undef, err = dynamic_symbols(real(path))
         if err:
             errors.append(f"{path}: {err}")
             continue
@@ -172,9 +204,14 @@ def scan(
         parts = []
         if "libtorch_npu.so" in links:
             parts.append(check(path, {s for s in undef if NPU_SYM_RE.match(s)}, npu_libs))
-        for lib, pattern in _LIB_SYMS.items():
-            if lib in links and providers.get(lib):
-                parts.append(check(path, {s for s in undef if pattern.match(s)}, [providers[lib]]))
+        if any(n != "libtorch_npu.so" and providers.get(n) for n in links):
+            # acl* / aclnn* / Hccl* / ATB symbols bind to whatever the process has loaded
+            # (ld.so's global scope): the libraries import torch_npu loaded, then its own
+            against: List[str] = []
+            for cand in list(loaded.values()) + [providers[n] for n in info.needed if n in providers]:
+                if cand not in against and not SYSTEM_LIB_RE.match(posixpath.basename(cand)):
+                    against.append(cand)
+            parts.append(check(path, {s for s in undef if CANN_EXT_SYM_RE.match(s)}, against))
         for part in parts:
             res["checked"] += part["checked"]
             res["missing_count"] += part["missing_count"]
@@ -183,4 +220,20 @@ def scan(
             if part["error"]:
                 res["error"] = part["error"]
         out.append(res)
+    if versions is not None:
+        for path, _top in _walk(host, facts, real, expired, errors, big=True)[:MAX_VERSIONED]:
+            if expired():
+                errors.append("symbol-version checks of extension modules stopped early (time budget)")
+                break
+            _versions_of(path, (read or read_elf)(real(path)), versions)
     return out
+
+
+def _versions_of(path: str, info: Any, versions: List[Dict[str, Any]]) -> None:
+    """Append the record of ``path`` to ``versions`` when its ``version_needs`` name a
+    base-system library (its highest need of each family)."""
+    if info.error:
+        return
+    needs = {lib: highest(list(v)) for lib, v in info.version_needs.items() if VERSIONED_RE.match(lib)}
+    if needs:
+        versions.append({"path": path, "where": "extension", "unresolved": [], "version_needs": needs, "error": None})

@@ -9,9 +9,13 @@ Not a probe (the leading underscore keeps the engine from discovering it): a hel
 from __future__ import annotations
 
 import posixpath
+import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor.host import Host
+
+#: Libraries whose symbol versions are judged (the base system's).
+VERSIONED_RE = re.compile(r"^(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so\.\d+$")
 
 _TRIPLETS = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu"}
 _E_MACHINE = {0x3E: "x86_64", 0xB7: "aarch64", 0x03: "i686", 0x28: "arm"}
@@ -25,10 +29,47 @@ def _elf_machine(host: Host, path: str) -> Tuple[Optional[str], Optional[int]]:
     return _E_MACHINE.get(machine, f"EM_{machine}"), (64 if data[4] == 2 else 32)
 
 
+#: The x86-64 micro-architecture levels glibc (2.33+) searches as ``glibc-hwcaps/<level>``
+#: subdirectories, most capable first, with the ``/proc/cpuinfo`` flags each requires (x86-64
+#: psABI "Micro-architecture levels"; glibc ``sysdeps/x86/get-isa-level.h``; LZCNT is
+#: ``abm``, CMPXCHG16B ``cx16``, LAHF/SAHF ``lahf_lm``).  AArch64 defines no level by default.
+HWCAPS_LEVELS = {
+    "x86_64": (
+        ("x86-64-v4", ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl")),
+        ("x86-64-v3", ("avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave")),
+        ("x86-64-v2", ("cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3")),
+    ),
+}
+
+
+def hwcaps_subdirs(cpuinfo: Optional[str], arch: str) -> List[str]:
+    """The ``glibc-hwcaps`` subdirectory names ld.so searches on a CPU whose
+    ``/proc/cpuinfo`` text is ``cpuinfo`` (most capable first; a level counts only when
+    the levels below it do too).  ``[]`` when the text is unknown or the architecture
+    defines no level."""
+    if not cpuinfo:
+        return []
+    flags = set()
+    for line in cpuinfo.splitlines():
+        key, _sep, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+            flags = set(value.split())
+            break
+    levels = HWCAPS_LEVELS.get(arch, ())
+    out: List[str] = []
+    for name, needs in reversed(levels):  # v2, then v3, then v4: each needs the one below
+        if not flags.issuperset(needs):
+            break
+        out.insert(0, name)
+    return out
+
+
 class Resolver:
     """The ld.so search over one Host, with caches (one per probe run)."""
 
-    def __init__(self, host: Host, arch: str, bits: int, ld_library_path: List[str]) -> None:
+    def __init__(
+        self, host: Host, arch: str, bits: int, ld_library_path: List[str], hwcaps: Optional[List[str]] = None
+    ) -> None:
         from npudoctor.parsers.ldcache import parse_ld_cache, parse_ld_conf
 
         self.host = host
@@ -54,6 +95,42 @@ class Resolver:
             ["/lib64", "/usr/lib64", "/lib", "/usr/lib"] if bits == 64 else ["/lib", "/usr/lib"]
         )
         self._ok: Dict[str, bool] = {}
+        #: glibc-hwcaps subdirectories searched in each directory (from the diagnosed
+        #: machine's /proc/cpuinfo; none under a --root that holds none)
+        self.hwcaps = hwcaps if hwcaps is not None else hwcaps_subdirs(host.read_text("/proc/cpuinfo").text, arch)
+        self._has_hwcaps: Dict[str, bool] = {}
+
+    def _in_dir(self, directory: str, name: str) -> Optional[str]:
+        """``name`` in ``directory`` as ld.so takes it: ``glibc-hwcaps/<level>/`` first
+        (levels this CPU supports), then the directory itself."""
+        if self.hwcaps:
+            sub = posixpath.join(directory, "glibc-hwcaps")
+            if directory not in self._has_hwcaps:
+                self._has_hwcaps[directory] = self.host.is_dir(sub)
+            if self._has_hwcaps[directory]:
+                for level in self.hwcaps:
+                    cand = posixpath.join(sub, level, name)
+                    if self.usable(cand):
+                        return cand
+        cand = posixpath.join(directory, name)
+        return cand if self.usable(cand) else None
+
+    def _cache_entry_ok(self, path: str) -> bool:
+        """A cache entry under ``glibc-hwcaps/<level>/`` counts only on a CPU of that level."""
+        parts = path.split("/")
+        if "glibc-hwcaps" in parts[:-1]:
+            i = parts.index("glibc-hwcaps")
+            return i + 1 < len(parts) - 1 and parts[i + 1] in self.hwcaps
+        return True
+
+    def with_path(self, ld_library_path: List[str]) -> Resolver:
+        """The same search (cache, configuration, checked files shared) with another
+        ``LD_LIBRARY_PATH``."""
+        import copy
+
+        other = copy.copy(self)
+        other.ld_library_path = list(ld_library_path)
+        return other
 
     def usable(self, path: str) -> bool:
         """An ELF file of the right machine/class at ``path``."""
@@ -68,21 +145,18 @@ class Resolver:
             return (name, "path") if self.usable(name) else (None, None)
         for label, dirs in (("RPATH", rpath_chain), ("LD_LIBRARY_PATH", self.ld_library_path), ("RUNPATH", runpath)):
             for d in dirs:
-                cand = posixpath.join(d, name)
-                if self.usable(cand):
-                    return cand, label
+                found = self._in_dir(d, name)
+                if found:
+                    return found, label
         if self.cache is not None and not self.cache.error:
             for cand in self.cache.lookup(name, self.arch):
-                if self.usable(cand):
+                if self._cache_entry_ok(cand) and self.usable(cand):
                     return cand, "ld.so.cache"
-        for d in self.conf_dirs:
-            cand = posixpath.join(d, name)
-            if self.usable(cand):
-                return cand, "ld.so.conf"
-        for d in self.default_dirs:
-            cand = posixpath.join(d, name)
-            if self.usable(cand):
-                return cand, "default dirs"
+        for label, dirs in (("ld.so.conf", self.conf_dirs), ("default dirs", self.default_dirs)):
+            for d in dirs:
+                found = self._in_dir(d, name)
+                if found:
+                    return found, label
         return None, None
 
 
@@ -96,3 +170,16 @@ def expand_origin(entries: List[str], origin: str) -> List[str]:
         if e.startswith("/"):
             out.append(posixpath.normpath(e))
     return out
+
+
+def highest(versions: List[str]) -> List[str]:
+    """The highest version of each family (``GLIBC_2.17``, ``GLIBC_2.29`` -> ``GLIBC_2.29``)."""
+    best: Dict[str, Tuple[Tuple[int, ...], str]] = {}
+    for v in versions:
+        fam, _sep, tail = v.partition("_")
+        if not tail or not tail[0].isdigit():
+            continue
+        key = tuple(int(p) if p.isdigit() else 0 for p in tail.split("."))
+        if fam not in best or key > best[fam][0]:
+            best[fam] = (key, v)
+    return [v for _k, v in sorted(best.values())]

@@ -33,12 +33,13 @@ Keys::
     resolution       [{"name", "needed_by", "status", "path", "via", "found_at", "optional"}]
                      status: "found" | "torch" (counted as loaded) | "missing" |
                      "system-unknown" (a base-system library while the root holds no libc);
-                     found_at: where a missing library is on disk (selected toolkit lib64,
+                     found_at: where the library is on disk (selected toolkit lib64,
                      other toolkits, driver lib64, NNAL), optional: only needed by a
                      lazily-loaded plugin (libop_plugin_atb.so)
     missing          [names] required libraries (not optional) that will not load
     loader           {"ld_library_path", "cache": {"path","format","entries","error"} | None,
-                      "conf_dirs", "default_dirs"}
+                      "conf_dirs", "default_dirs", "hwcaps": glibc-hwcaps subdirectories
+                      searched first in each directory (x86-64-v4/v3/v2 this CPU supports)}
     glibc            {"provided": {"GLIBC": [...], "GLIBCXX": [...], "CXXABI": [...]},
                       "providers": {"libc.so.6": path, "libstdc++.so.6": path},
                       "defined": {"libc.so.6": [every version the provider defines], ...},
@@ -49,6 +50,14 @@ Keys::
                      check = {"object", "against": [paths], "checked", "missing_count",
                               "missing": [first 25 names], "error"}; extension checks
                      add "package", "links" and "unresolved" (probes/_extensions.py)
+    stack            [{"path", "where", "unresolved", "version_needs", "error"}]: the rest of
+                     the NPU stack's ELF files (toolkit lib64/bin, NNAL, driver, npu-smi;
+                     probes/_inventory.py) as they load with the documented environment,
+                     and ("where": "extension") every extension module of the interpreter
+                     with version needs of base-system libraries
+    stack_found_at   {library: [{"path", "where", "usable"}]}: where the stack's unresolved
+                     libraries are on disk
+    elf_cache        {"hits", "misses"}: parsed ELF facts reused from the on-disk cache
     atb_plugin       path of torch_npu/lib/libop_plugin_atb.so or None
     duration         seconds spent
     errors           [strings]
@@ -64,6 +73,8 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
 from npudoctor.parsers.cxxabi import torch_cxx11_abi
+from npudoctor.probes import _inventory
+from npudoctor.probes._elfcache import ElfCache, default_path
 from npudoctor.probes._extensions import ATB_SYM_RE, SYSTEM_LIB_RE, scan
 from npudoctor.probes._ldso import Resolver, expand_origin
 
@@ -160,10 +171,20 @@ def _vkey(name: str) -> Tuple[int, ...]:
 
 
 def probe(ctx: ProbeContext) -> Dict[str, Any]:
-    from npudoctor.parsers.elf import read_elf
-
     start = _now()
+    cache = ElfCache(default_path())
+    try:
+        return _probe(ctx, start, cache)
+    finally:
+        cache.save()
+
+
+def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
     host = ctx.host
+
+    def read_elf(path: str) -> Any:
+        return cache.read(path)
+
     facts = ctx.facts
     env_facts = facts.get("environment") if isinstance(facts.get("environment"), dict) else {}
     errors: List[str] = []
@@ -180,6 +201,10 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
     out["torch_cxx11_abi"] = abi
     out["abi_source"] = abi_source
     if tnpu is None:
+        arch = (facts.get("host") or {}).get("arch") or env_facts.get("arch") or "x86_64"
+        ld_path = [posixpath.normpath(p) for p in host.env_paths("LD_LIBRARY_PATH") if p.startswith("/")]
+        resolver = Resolver(host, arch, 64, ld_path)
+        _stack(host, facts, env_facts, resolver, {}, set(), cache, out, start + TIME_BUDGET, errors)
         out["duration"] = round(_now() - start, 3)
         return out
 
@@ -206,6 +231,7 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         "cache": resolver.cache_info,
         "conf_dirs": resolver.conf_dirs,
         "default_dirs": resolver.default_dirs,
+        "hwcaps": resolver.hwcaps,
     }
     root_has_libc = bool(resolver.search("libc.so.6", [], [])[0])
 
@@ -283,7 +309,7 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
 
     search_dirs = _search_dirs(facts, env_facts)
     for rec in resolution.values():
-        if rec["status"] != "missing":
+        if rec["status"] not in ("missing", "found") or SYSTEM_LIB_RE.match(rec["name"]):
             continue
         for d, label in search_dirs:
             cand = posixpath.join(d, rec["name"])
@@ -295,10 +321,11 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
     ]
     out["resolution"] = sorted(resolution.values(), key=lambda r: (r["status"] != "missing", r["name"]))
     out["missing"] = sorted(r["name"] for r in resolution.values() if r["status"] == "missing" and not r["optional"])
-    out["glibc"] = _glibc_check(host, resolver, objects, resolution, root_has_libc)
+    out["glibc"] = _glibc_check(host, resolver, objects, resolution, root_has_libc, read_elf)
     out["symbols"] = _symbol_checks(
-        host, pkg, roots, libtorch_npu, atb_plugin, torch_libs, resolution, facts, env_facts, deadline, errors
+        host, pkg, roots, libtorch_npu, atb_plugin, torch_libs, resolution, facts, env_facts, deadline, errors, cache
     )
+    versions: List[Dict[str, Any]] = []
     # K03: third-party extensions linking torch_npu / CANN / NNAL libraries (after import torch_npu)
     out["symbols"]["extensions"] = scan(
         host,
@@ -309,9 +336,13 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         resolution,
         lambda: _now() > deadline,
         lambda p: _real(host, p),
-        lambda obj, names, against: _check(obj, names, against, lambda p: _real(host, p)),
+        lambda obj, names, against: _check(obj, names, against, lambda p: _real(host, p), cache),
         errors,
+        read=read_elf,
+        undefined=cache.undefined,
+        versions=versions,
     )
+    _stack(host, facts, env_facts, resolver, loaded, set(objects), cache, out, deadline, errors, versions)
     out["duration"] = round(_now() - start, 3)
     return out
 
@@ -323,14 +354,69 @@ def _real(host: Host, path: str) -> str:
         return host.root.rstrip("/") + path
 
 
-def _glibc_check(
-    host: Host, resolver: Resolver, objects: Dict[str, Any], resolution: Dict[str, Dict[str, Any]], root_has_libc: bool
-) -> Dict[str, Any]:
-    from npudoctor.parsers.elf import read_elf
+def _stack(
+    host: Host,
+    facts: Dict[str, Any],
+    env_facts: Dict[str, Any],
+    resolver: Resolver,
+    loaded: Dict[str, str],
+    done: Set[str],
+    cache: ElfCache,
+    out: Dict[str, Any],
+    deadline: float,
+    errors: List[str],
+    versions: Optional[List[Dict[str, Any]]] = None,
+) -> None:
+    """``stack``, ``stack_found_at`` and ``elf_cache`` of ``out`` (and ``glibc`` when the
+    torch_npu walk did not set it): the rest of the NPU stack's ELF files, resolved with
+    ``LD_LIBRARY_PATH`` as the toolkit's and NNAL's set_env.sh set it."""
+    expected = env_facts.get("expected") if isinstance(env_facts.get("expected"), dict) else {}
+    added = (expected.get("added") or {}).get("LD_LIBRARY_PATH") or []
+    set_up = list(resolver.ld_library_path)
+    for entry in list(added) + [_inventory.nnal_lib(env_facts) or ""]:
+        entry = posixpath.normpath(str(entry)) if str(entry).startswith("/") else ""
+        if entry and entry not in set_up:
+            set_up.append(entry)
+    entries = _inventory.files(host, facts, env_facts, lambda p: p in done)
+    stack = list(versions or []) + _inventory.audit(
+        host,
+        entries,
+        resolver.with_path(set_up),
+        loaded,
+        lambda p: cache.read(_real(host, p)),
+        lambda: _now() > deadline,
+        errors,
+    )
+    out["stack"] = stack
+    found_at: Dict[str, List[Dict[str, Any]]] = {}
+    search = _search_dirs(facts, env_facts)
+    for rec in stack:
+        for name in rec["unresolved"]:
+            if name in found_at:
+                continue
+            found_at[name] = [
+                {"path": posixpath.join(d, name), "where": label, "usable": resolver.usable(posixpath.join(d, name))}
+                for d, label in search
+                if host.is_file(posixpath.join(d, name))
+            ]
+    out["stack_found_at"] = found_at
+    if out.get("glibc") is None:
+        has_libc = bool(resolver.search("libc.so.6", [], [])[0])
+        out["glibc"] = _glibc_check(host, resolver, {}, {}, has_libc, cache.read)
+    out["elf_cache"] = {"hits": cache.hits, "misses": cache.misses}
 
+
+def _glibc_check(
+    host: Host,
+    resolver: Resolver,
+    objects: Dict[str, Any],
+    resolution: Dict[str, Dict[str, Any]],
+    root_has_libc: bool,
+    read_elf: Any,
+) -> Dict[str, Any]:
     providers: Dict[str, str] = {}
     provided: Dict[str, List[str]] = {}
-    for lib in ("libc.so.6", "libstdc++.so.6", "libgcc_s.so.1"):
+    for lib in ("libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1"):
         rec = resolution.get(lib)
         path = rec.get("path") if rec and rec.get("status") == "found" else resolver.search(lib, [], [])[0]
         if not path:
@@ -346,9 +432,7 @@ def _glibc_check(
     return {"providers": providers, "provided": summary, "defined": provided, "root_has_libc": root_has_libc}
 
 
-def _check(obj: str, names: Set[str], against: List[str], real: Any) -> Dict[str, Any]:
-    from npudoctor.parsers.elf import missing_symbols
-
+def _check(obj: str, names: Set[str], against: List[str], real: Any, cache: ElfCache) -> Dict[str, Any]:
     res: Dict[str, Any] = {
         "object": obj,
         "against": against,
@@ -359,7 +443,7 @@ def _check(obj: str, names: Set[str], against: List[str], real: Any) -> Dict[str
     }
     if not names or not against:
         return res
-    missing, problems = missing_symbols(names, [real(p) for p in against])
+    missing, problems = cache.missing(names, [real(p) for p in against])
     res["missing_count"] = len(missing)
     res["missing"] = missing[:25]
     if problems:
@@ -379,21 +463,22 @@ def _symbol_checks(
     env_facts: Dict[str, Any],
     deadline: float,
     errors: List[str],
+    cache: ElfCache,
 ) -> Dict[str, Any]:
-    from npudoctor.parsers.elf import dynamic_symbols
-
     def real(p: str) -> str:
         return _real(host, p)
 
     out: Dict[str, Any] = {"torch": None, "atb": None, "cann": None, "extensions": []}
     npu_libs = host.glob(posixpath.join(pkg, "lib"), suffix=".so")
     if host.is_file(libtorch_npu):
-        _d, undef, err = dynamic_symbols(real(libtorch_npu))
+        undef, err = cache.undefined(real(libtorch_npu))
         if err:
             errors.append(f"{libtorch_npu}: {err}")
         else:
             if torch_libs:
-                out["torch"] = _check(libtorch_npu, {s for s in undef if TORCH_SYM_RE.match(s)}, torch_libs, real)
+                out["torch"] = _check(
+                    libtorch_npu, {s for s in undef if TORCH_SYM_RE.match(s)}, torch_libs, real, cache
+                )
             cann_libs = [
                 r["path"]
                 for r in resolution.values()
@@ -408,7 +493,7 @@ def _symbol_checks(
                 r for r in resolution.values() if libtorch_npu in r["needed_by"] and r["status"] == "missing"
             ]
             if cann_libs and not needed_cann:
-                out["cann"] = _check(libtorch_npu, cann_syms, cann_libs, real)
+                out["cann"] = _check(libtorch_npu, cann_syms, cann_libs, real, cache)
     # K04: ATB symbols of torch_npu's ATB plugin (and libtorch_npu) vs libatb.so
     atb_rec = resolution.get("libatb.so")
     atb_lib = atb_rec.get("path") if atb_rec and atb_rec.get("status") == "found" else None
@@ -421,8 +506,8 @@ def _symbol_checks(
         names: Set[str] = set()
         objs = [p for p in (libtorch_npu, atb_plugin) if host.is_file(p)]
         for p in objs:
-            _d, undef, err = dynamic_symbols(real(p))
+            undef, err = cache.undefined(real(p))
             if not err:
                 names |= {s for s in undef if ATB_SYM_RE.match(s)}
-        out["atb"] = _check(", ".join(objs), names, [atb_lib], real)
+        out["atb"] = _check(", ".join(objs), names, [atb_lib], real, cache)
     return out

@@ -8,7 +8,7 @@ would be loaded, so a replayed snapshot is judged by the current rules (the
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple, TypedDict
+from typing import Dict, List, Optional, Tuple, TypedDict
 
 from npudoctor.facts.runtime_env import LibrariesFacts
 
@@ -34,35 +34,41 @@ class TooNew(TypedDict):
     needed_by: str
     provider: Optional[str]
     highest: Optional[str]
+    where: Optional[str]
 
 
 def too_new(libs: LibrariesFacts) -> List[TooNew]:
-    """One record per version an object of the ``libraries`` view needs from a library
-    whose provider does not define it, in the order of the objects and their needs (see
-    :class:`TooNew`).  Pure; never raises."""
+    """One record per version an object of the ``libraries`` view (torch_npu's walk, then
+    the rest of the stack and the interpreter's extension modules: ``where`` names which)
+    needs from a library whose provider does not define it, in the order of the objects
+    and their needs (see :class:`TooNew`).  Pure; never raises."""
     glibc = libs.glibc
     defined = glibc.defined if glibc is not None else {}
     providers = glibc.providers if glibc is not None else {}
     out: List[TooNew] = []
-    for obj in libs.objects:
-        if obj.error:
-            continue
-        for lib, versions in obj.version_needs.items():
+    objects: List[Tuple[str, Dict[str, Tuple[str, ...]], Optional[str]]]
+    objects = [(o.path, o.version_needs, None) for o in libs.objects if not o.error]
+    objects += [(o.path, o.version_needs, o.where) for o in libs.stack if not o.error]
+    seen = set()
+    for path, needs, where in objects:
+        for lib, versions in needs.items():
             provided = defined.get(lib)
             if provided is None:
                 continue
             have = set(provided)
             for v in versions:
-                if v in have:
+                if v in have or (path, lib, v) in seen:
                     continue
+                seen.add((path, lib, v))
                 highest = family_versions(list(provided), v.split("_", 1)[0])
                 out.append(
                     {
                         "library": lib,
                         "version": v,
-                        "needed_by": obj.path,
+                        "needed_by": path,
                         "provider": providers.get(lib),
                         "highest": highest[-1] if highest else None,
+                        "where": where,
                     }
                 )
     return out

@@ -1,7 +1,8 @@
-"""Rules over the ``libraries`` section: will torch_npu's shared libraries load, and do
-their symbols match torch, CANN, NNAL/ATB and third-party extensions? (K10, K01, K04,
-K03, K05; the ATB C++ ABI directory check of K11 is CANN009 in rules/cann.py, fed by
-``libraries.torch_cxx11_abi``.)"""
+"""Rules over the loader facts of the ``libraries`` section: will the shared libraries of
+torch_npu and the NPU stack load (LIB001, K10), and do the libc/libstdc++ found provide the
+symbol versions they need (LIB002)?  The symbol rules (LIB003-LIB006) are in
+rules/library_symbols.py; the ATB C++ ABI directory check of K11 is CANN009 in
+rules/cann.py, fed by ``libraries.torch_cxx11_abi``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import re
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from npudoctor.engine import RuleContext
-from npudoctor.facts.runtime_env import LibrariesFacts, Resolution, SymbolCheck, Symbols
+from npudoctor.facts.runtime_env import LibrariesFacts, Resolution
 from npudoctor.findings import Code, Finding
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.packages import CANN_LAYOUT_SET_ENV, NNAL_SET_ENV, set_env_script
@@ -19,7 +20,7 @@ from npudoctor.remedies import Command, DockerFlags, Export, InstallPackage, Pre
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import in_container
 from npudoctor.rules._env_vars import recorded_set_env_script
-from npudoctor.rules._libowners import DRIVER, KERNELS, NNAL, OS, TOOLKIT, TORCH, TORCH_NPU, owner, owner_of_name
+from npudoctor.rules._libowners import DRIVER, KERNELS, NNAL, OS, TOOLKIT, TORCH, TORCH_NPU, owner, owner_of_path
 from npudoctor.rules._pyfacts import cann_present, cann_version
 from npudoctor.rules._symbol_versions import TooNew
 from npudoctor.rules._symbol_versions import too_new as needed_too_new
@@ -30,14 +31,6 @@ FixLine = Union[Remedy, str]
 NOT_LOADABLE = codes.get("LIB001")
 
 GLIBCXX = codes.get("LIB002")
-
-TORCH_SYMBOLS = codes.get("LIB003")
-
-ATB_SYMBOLS = codes.get("LIB004")
-
-EXT_SYMBOLS = codes.get("LIB005")
-
-CANN_SYMBOLS = codes.get("LIB006")
 
 
 def _set_env_script(ctx: RuleContext) -> Optional[str]:
@@ -99,7 +92,7 @@ def _short(path: str, libs: LibrariesFacts) -> str:
     return path
 
 
-def _group(rec: Resolution) -> str:
+def group_of(rec: Resolution) -> str:
     """The root cause of one missing library, named by who must act (one LIB001 each):
     on disk but off the loader path (``toolkit``, ``driver``, ``nnal``, ``other-cann``),
     or not on disk (``driver-missing``, ``nnal-missing``, ``missing:<owner>``)."""
@@ -172,90 +165,119 @@ def libraries_not_loadable(ctx: RuleContext) -> Iterable[Finding]:
         return
     groups: Dict[str, List[Resolution]] = {}
     for r in recs:
-        groups.setdefault(_group(r), []).append(r)
+        groups.setdefault(group_of(r), []).append(r)
+    for key, items in groups.items():
+        yield not_loadable(ctx, NOT_LOADABLE, key, items, "error")
+
+
+def not_loadable(ctx: RuleContext, code: Code, key: str, items: List[Resolution], severity: str) -> Finding:
+    """The finding of ``code`` for one group (``key``: :func:`group_of`) of libraries that
+    will not resolve: the title and fix of their owner (``severity``; a group needed only
+    by a lazily-loaded plugin is a warning)."""
+    libs = ctx.view.libraries
     script = _set_env_script(ctx)
     has_toolkit = cann_present(ctx)
     env = ctx.view.environment
     driver = (env.expected.driver if env.expected is not None else None) or "/usr/local/Ascend/driver"
     ld = libs.loader.ld_library_path if libs.loader is not None else ()
-    for key, items in groups.items():
-        names = [r.name for r in items]
-        optional = all(r.optional for r in items)
-        evidence = []
-        for r in items:
-            by = ", ".join(_short(p, libs) for p in r.needed_by)
-            at = r.found_at
-            where = "; on disk at " + ", ".join(f"{f.path} ({f.where})" for f in at) if at else "; not found on disk"
-            evidence.append(
-                f"{r.name} needed by {by}: not in RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache or default dirs{where}"
-            )
-        evidence.append("LD_LIBRARY_PATH=" + (":".join(ld) if ld else "(unset)"))
-        fix: List[FixLine]
-        if key == "toolkit":
-            title = f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the CANN toolkit but not on the loader path"
-            fix = [SourceFile(script)] if script else [_prepend_ld(_found_dirs(items, "selected toolkit"))]
-        elif key == "driver":
-            title = (
-                f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the NPU driver but not on the loader path"
-            )
-            fix = [_prepend_ld([f"{driver}/lib64", f"{driver}/lib64/common", f"{driver}/lib64/driver"])]
-            if script:
-                fix.append(SourceFile(script, lead="or: "))
-        elif key == "nnal":
-            title = f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in NNAL but nnal/atb/set_env.sh is not sourced"
-            nnal_script = _nnal_script(ctx)
-            if nnal_script:
-                fix = [SourceFile(nnal_script, note="after torch is installed")]
-            else:
-                home = env.nnal.expected_atb_home if env.nnal is not None else None
-                fix = (
-                    [Export("ATB_HOME_PATH", home), _prepend_ld([f"{home}/lib"])]
-                    if home
-                    else [_prepend_ld(_found_dirs(items, "NNAL")[:1])]
-                )
-        elif key == "other-cann":
-            title = f"{', '.join(names)} exist only in another CANN install than the one in use"
-            fix = [SourceFile(script)] if script else []
-            fix.append("Install the missing CANN component for the toolkit in use")
-        elif key == "nnal-missing":
-            title = f"{', '.join(names)} cannot be loaded: NNAL (ATB) is not installed"
-            fix = [
-                InstallPackage(
-                    "nnal",
-                    cann_version(ctx),
-                    arch=_arch(ctx),
-                    unknown="the same CANN version as the toolkit",
-                    lead="Install NNAL of the same CANN version as the toolkit: ",
-                ),
-                SourceFile(NNAL_SET_ENV, note="after torch is installed"),
-            ]
-        elif key == "driver-missing":
-            where = "in this container" if in_container(ctx) else "on this machine"
-            title = f"{', '.join(names)} cannot be loaded: {'it ships' if len(names) == 1 else 'they ship'} with the NPU driver, which is not {'mounted' if in_container(ctx) else 'installed'} {where}"
-            fix = _driver_missing_fix(ctx, driver)
-        elif has_toolkit or key[len("missing:") :] not in (TOOLKIT, KERNELS, "unknown"):
-            who = key[len("missing:") :]
-            title = f"{', '.join(names)} cannot be loaded and {'is' if len(names) == 1 else 'are'} not on disk (owner: {who})"
-            fix = _missing_fix(ctx, who, names, script)
-        else:
-            title = f"{', '.join(names)} cannot be loaded: no CANN toolkit is installed"
-            fix = [
-                "Install the CANN toolkit that matches torch_npu (its Ascend-cann-toolkit .run package with --install; "
-                "see `npudoctor explain CANN001`)",
-                SourceFile(set_env_script(None), note=f"CANN 8.5+: {CANN_LAYOUT_SET_ENV}"),
-            ]
-        if optional:
-            title += " (needed only when ATB operators are used)"
-        owners = sorted({owner(r) for r in items})
-        evidence.append("owner: " + ", ".join(owners))
-        yield NOT_LOADABLE.finding(
-            title=title,
-            evidence=evidence,
-            fix=fix,
-            severity="warning" if optional else "error",
-            subject=key,
-            data={"libraries": names, "owners": owners},
+    names = [r.name for r in items]
+    optional = all(r.optional for r in items)
+    evidence = []
+    for r in items:
+        by = ", ".join(_short(p, libs) for p in r.needed_by)
+        at = r.found_at
+        where = "; on disk at " + ", ".join(f"{f.path} ({f.where})" for f in at) if at else "; not found on disk"
+        evidence.append(
+            f"{r.name} needed by {by}: not in RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache or default dirs{where}"
         )
+    evidence.append("LD_LIBRARY_PATH=" + (":".join(ld) if ld else "(unset)"))
+    fix: List[FixLine]
+    if key == "toolkit":
+        title = (
+            f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the CANN toolkit but not on the loader path"
+        )
+        fix = [SourceFile(script)] if script else [_prepend_ld(_found_dirs(items, "selected toolkit"))]
+    elif key == "driver":
+        title = f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the NPU driver but not on the loader path"
+        fix = [_prepend_ld([f"{driver}/lib64", f"{driver}/lib64/common", f"{driver}/lib64/driver"])]
+        if script:
+            fix.append(SourceFile(script, lead="or: "))
+    elif key == "nnal":
+        title = (
+            f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in NNAL but nnal/atb/set_env.sh is not sourced"
+        )
+        nnal_script = _nnal_script(ctx)
+        if nnal_script:
+            fix = [SourceFile(nnal_script, note="after torch is installed")]
+        else:
+            home = env.nnal.expected_atb_home if env.nnal is not None else None
+            fix = (
+                [Export("ATB_HOME_PATH", home), _prepend_ld([f"{home}/lib"])]
+                if home
+                else [_prepend_ld(_found_dirs(items, "NNAL")[:1])]
+            )
+    elif key == "other-cann":
+        title = f"{', '.join(names)} exist only in another CANN install than the one in use"
+        fix = [SourceFile(script)] if script else []
+        fix.append("Install the missing CANN component for the toolkit in use")
+    elif key == "nnal-missing":
+        title = f"{', '.join(names)} cannot be loaded: NNAL (ATB) is not installed"
+        fix = [
+            InstallPackage(
+                "nnal",
+                cann_version(ctx),
+                arch=_arch(ctx),
+                unknown="the same CANN version as the toolkit",
+                lead="Install NNAL of the same CANN version as the toolkit: ",
+            ),
+            SourceFile(NNAL_SET_ENV, note="after torch is installed"),
+        ]
+    elif key == "driver-missing":
+        where = "in this container" if in_container(ctx) else "on this machine"
+        ships = (
+            f"{', '.join(names)} cannot be loaded: {'it ships' if len(names) == 1 else 'they ship'} with the NPU driver"
+        )
+        installed = ctx.view.driver.driver
+        if installed.exists:
+            # version.info is there: an incomplete driver (or a partial mount), not a missing one
+            title = (
+                f"{ships}, but the driver {installed.version or ''} at {driver} lacks "
+                f"{'it' if len(names) == 1 else 'them'} ({'a partial mount' if in_container(ctx) else 'an incomplete install'})"
+            ).replace("driver  at", "driver at")
+            evidence.append(f"driver version.info: {installed.path}")
+        else:
+            title = f"{ships}, which is not {'mounted' if in_container(ctx) else 'installed'} {where}"
+        fix = _driver_missing_fix(ctx, driver)
+        if installed.exists and not in_container(ctx):
+            fix[0] = (
+                "Reinstall the NPU driver on this host (the Ascend HDK npu-driver .run package of version "
+                f"{installed.version or 'the installed one'}): its lib64 lacks {', '.join(names)}"
+            )
+    elif has_toolkit or key[len("missing:") :] not in (TOOLKIT, KERNELS, "unknown"):
+        who = key[len("missing:") :]
+        title = (
+            f"{', '.join(names)} cannot be loaded and {'is' if len(names) == 1 else 'are'} not on disk (owner: {who})"
+        )
+        fix = _missing_fix(ctx, who, names, script)
+    else:
+        title = f"{', '.join(names)} cannot be loaded: no CANN toolkit is installed"
+        fix = [
+            "Install the CANN toolkit that matches torch_npu (its Ascend-cann-toolkit .run package with --install; "
+            "see `npudoctor explain CANN001`)",
+            SourceFile(set_env_script(None), note=f"CANN 8.5+: {CANN_LAYOUT_SET_ENV}"),
+        ]
+    if optional:
+        title += " (needed only when ATB operators are used)"
+    owners = sorted({owner(r) for r in items})
+    evidence.append("owner: " + ", ".join(owners))
+    return code.finding(
+        title=title,
+        evidence=evidence,
+        fix=fix,
+        severity="warning" if optional else severity,
+        subject=key,
+        data={"libraries": names, "owners": owners},
+    )
 
 
 def _vkey(version: str) -> Tuple[int, ...]:
@@ -311,19 +333,45 @@ def _libstdcxx_fix(ctx: RuleContext, provider: str, versions: List[str]) -> List
     return fix
 
 
+def _needers(items: List[TooNew]) -> List[str]:
+    """Who needs the versions: ``torch_npu`` for its own walk, else the owner of each file
+    (the CANN toolkit, NNAL, the NPU driver, ``the <top> wheel``), in order."""
+    out: List[str] = []
+    for t in items:
+        if t["where"] is None:
+            who = TORCH_NPU
+        elif t["where"] == "npu-smi":
+            who = "npu-smi"
+        else:
+            who = owner_of_path(t["needed_by"]) or posixpath.basename(t["needed_by"])
+        if who == TOOLKIT and "bin" in (t["where"] or ""):
+            who = f"the CANN toolkit's {posixpath.basename(t['needed_by'])}"
+        if who not in out:
+            out.append(who)
+    return out
+
+
 @rule
 def glibcxx_too_old(ctx: RuleContext) -> Iterable[Finding]:
     """LIB002: GLIBC_/GLIBCXX_/CXXABI_ versions needed but not provided."""
     libs = ctx.view.libraries
     by_lib: Dict[str, List[TooNew]] = {}
     for t in needed_too_new(libs):
-        by_lib.setdefault(t["library"], []).append(t)
-    for lib, items in by_lib.items():
+        # glibc's libraries (libc, libm, libpthread, ...) are one root cause: the OS's glibc
+        key = t["library"] if re.match(r"^(libstdc\+\+|libgcc_s)\.", t["library"]) else "glibc"
+        by_lib.setdefault(key, []).append(t)
+    for items in by_lib.values():
+        lib = items[0]["library"]
         versions = sorted({t["version"] for t in items}, key=_vkey)
         provider = str(items[0]["provider"])
-        highest = items[0]["highest"]
-        evidence = [f"{_short(t['needed_by'], libs)} needs {t['version']} from {lib}" for t in items[:10]]
-        evidence.append(f"{provider} provides up to {highest}")
+        evidence = [f"{_short(t['needed_by'], libs)} needs {t['version']} from {t['library']}" for t in items[:10]]
+        if len(items) > 10:
+            evidence.append(f"and {len(items) - 10} more")
+        for t in items:
+            line = f"{t['provider']} provides up to {t['highest']}"
+            if line not in evidence:
+                evidence.append(line)
+        who = _needers(items)
         fix: List[FixLine]
         if "stdc++" in lib:
             gccs = [g for g in (gcc_for(v) for v in versions) if g]
@@ -331,206 +379,17 @@ def glibcxx_too_old(ctx: RuleContext) -> Iterable[Finding]:
                 evidence.append(f"{versions[-1]} first came with the libstdc++ of GCC {max(gccs, key=_vkey)}")
             fix = _libstdcxx_fix(ctx, provider, versions)
         else:
+            why = "torch_npu wheels are manylinux builds" if who == ["torch_npu"] else f"the OS owns {provider}"
             fix = [
                 f"Use a distribution/container image whose glibc provides {', '.join(versions)} "
-                f"({provider} is too old; torch_npu wheels are manylinux builds)"
+                f"({provider} is too old; {why})"
             ]
+        evidence.append("needed by: " + ", ".join(who))
         yield GLIBCXX.finding(
-            title=f"{provider} lacks {', '.join(versions[-3:])} needed by torch_npu",
+            title=f"{provider} lacks {', '.join(versions[-3:])} needed by {', '.join(who[:3])}"
+            + (f" and {len(who) - 3} more" if len(who) > 3 else ""),
             evidence=evidence,
             fix=fix,
+            data={"versions": versions, "needed_by": who},
             subject=lib,
-        )
-
-
-def _symbol_finding(
-    code: Code,
-    check: Optional[SymbolCheck],
-    libs: LibrariesFacts,
-    title: str,
-    fix: List[FixLine],
-    extra: Optional[List[str]] = None,
-) -> Iterable[Finding]:
-    if check is None or not check.missing_count:
-        return
-    evidence = [
-        f"{check.missing_count} of {check.checked} symbols of {_short(str(check.object), libs)} are not exported by "
-        + ", ".join(_short(a, libs) for a in check.against)
-    ]
-    evidence += [f"undefined: {s}" for s in check.missing[:8]]
-    evidence += list(extra or [])
-    yield code.finding(title=title, evidence=evidence, fix=fix, subject=str(check.object))
-
-
-def _torch_pin(ctx: RuleContext) -> Tuple[Optional[str], str]:
-    """The torch version torch_npu was built for and where that comes from: the exact pin
-    of its ``Requires-Dist: torch==X`` (the torch-npu record's ``requires_dist``, markers
-    evaluated for the target interpreter), else the rule that torch_npu X.Y.Z[.postN]
-    goes with torch X.Y.Z.  ``(None, "")`` without torch_npu."""
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.version import InvalidVersion, Version
-
-    from npudoctor.parsers.metadata import canonical_name
-    from npudoctor.rules._pyfacts import marker_env
-
-    npu = ctx.view.packages.torch_npu
-    if npu is None:
-        return None, ""
-    for text in npu.requires_dist:
-        try:
-            req = Requirement(text)
-        except InvalidRequirement:
-            continue
-        if canonical_name(req.name) != "torch":
-            continue
-        if req.marker is not None:
-            try:
-                if not req.marker.evaluate(marker_env(ctx)):
-                    continue
-            except Exception:
-                pass
-        specs = list(req.specifier)
-        if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version:
-            return specs[0].version, f"Requires-Dist: {text} ({npu.metadata_source})"
-    try:
-        release = Version(str(npu.version)).release
-    except InvalidVersion:
-        return None, ""
-    if len(release) >= 2:
-        base = ".".join(str(x) for x in (list(release) + [0])[:3])
-        return base, f"torch_npu {npu.version} goes with torch {base} (no exact Requires-Dist pin)"
-    return None, ""
-
-
-def _torch_fix(ctx: RuleContext, installed: Optional[str]) -> Tuple[List[FixLine], List[str]]:
-    """``(fix lines, evidence lines)`` for LIB003: the exact pip command for the torch
-    torch_npu was built for, with the target interpreter (``python.executable``, else
-    ``python3``).  On x86_64 torch_npu is built against the CPU build of torch
-    (``torch==X+cpu`` from https://download.pytorch.org/whl/cpu; a PyPI-default torch of
-    the same number is the CUDA build and does not export the same symbols)."""
-    from packaging.version import InvalidVersion, Version
-
-    from npudoctor.rules._pyfacts import CPU_INDEX, pip_install, platform
-
-    pin, source = _torch_pin(ctx)
-    if pin is None:
-        return ["Install the torch release torch_npu was built for (its METADATA Requires-Dist names it)"], []
-    wanted = pin
-    if platform(ctx) == "x86_64" and "+" not in wanted:
-        wanted += "+cpu"
-    try:
-        same = installed is not None and Version(installed) == Version(wanted)
-    except InvalidVersion:
-        same = False
-    cmd = pip_install(
-        ctx,
-        f"torch=={wanted}",
-        index=CPU_INDEX if wanted.endswith("+cpu") else None,
-        options=("--force-reinstall", "--no-deps") if same else (),
-    )
-    evidence = [f"torch_npu needs torch {pin}: {source}"]
-    if wanted != pin:
-        evidence.append(f"on x86_64 torch_npu is built against the CPU build: torch {wanted}")
-    return [cmd], evidence
-
-
-def _symbols(libs: LibrariesFacts) -> Symbols:
-    return libs.symbols if libs.symbols is not None else Symbols()
-
-
-def _torch_npu_version(libs: LibrariesFacts) -> Optional[str]:
-    return libs.torch_npu.version if libs.torch_npu is not None else None
-
-
-@rule
-def torch_symbols(ctx: RuleContext) -> Iterable[Finding]:
-    """LIB003: K01 by symbols."""
-    libs = ctx.view.libraries
-    check = _symbols(libs).torch
-    tv = libs.torch.version if libs.torch is not None else None
-    nv = _torch_npu_version(libs)
-    if check is None or not check.missing_count:
-        return
-    fix, extra = _torch_fix(ctx, tv or None)
-    yield from _symbol_finding(
-        TORCH_SYMBOLS,
-        check,
-        libs,
-        f"torch_npu {nv} was built for another torch than the installed torch {tv} (undefined torch symbols)",
-        fix + ["or install the torch_npu release built for torch " + str(tv)],
-        extra,
-    )
-
-
-@rule
-def atb_symbols(ctx: RuleContext) -> Iterable[Finding]:
-    """LIB004: K04 by symbols."""
-    libs = ctx.view.libraries
-    yield from _symbol_finding(
-        ATB_SYMBOLS,
-        _symbols(libs).atb,
-        libs,
-        "NNAL's libatb.so does not export the ATB symbols torch_npu needs",
-        [
-            "Install NNAL from the same CANN release as the toolkit",
-            SourceFile(NNAL_SET_ENV, note="after torch is installed"),
-        ],
-    )
-
-
-@rule
-def cann_symbols(ctx: RuleContext) -> Iterable[Finding]:
-    """LIB006: K05 by symbols."""
-    libs = ctx.view.libraries
-    yield from _symbol_finding(
-        CANN_SYMBOLS,
-        _symbols(libs).cann,
-        libs,
-        f"torch_npu {_torch_npu_version(libs)} needs CANN functions the installed CANN libraries do not export",
-        [
-            "Install the CANN toolkit paired with this torch_npu (see the cann findings), or the torch_npu paired with this CANN"
-        ],
-    )
-
-
-@rule
-def extension_symbols(ctx: RuleContext) -> Iterable[Finding]:
-    """LIB005: K03, one finding per third-party extension that will not load against the
-    installed torch_npu / CANN: undefined symbols the installed libraries do not export,
-    or DT_NEEDED entries that resolve nowhere."""
-    libs = ctx.view.libraries
-    nv = _torch_npu_version(libs)
-    for check in _symbols(libs).extensions:
-        if not check.missing_count and not check.unresolved:
-            continue
-        pkg = check.package
-        name = posixpath.basename(str(check.object))
-        fix: List[FixLine] = [
-            f"Rebuild {pkg} against the installed torch_npu {nv} and CANN (pip install --no-binary {pkg} --no-deps --force-reinstall {pkg}, or from source)",
-            f"or install the {pkg} build made for this torch_npu/CANN",
-        ]
-        if check.missing_count:
-            yield from _symbol_finding(
-                EXT_SYMBOLS,
-                check,
-                libs,
-                f"{name} ({pkg}) was built against another torch_npu/CANN than the installed ones",
-                fix,
-                [f"{name} needs {', '.join(check.unresolved)}: found on no loader path"] if check.unresolved else None,
-            )
-            continue
-        owners = sorted({owner_of_name(n) or "unknown" for n in check.unresolved})
-        yield EXT_SYMBOLS.finding(
-            title=f"{name} ({pkg}) cannot load: {', '.join(check.unresolved)} found on no loader path",
-            evidence=[
-                f"{_short(str(check.object), libs)} links {', '.join(check.links)}",
-                f"DT_NEEDED not resolved after import torch_npu (RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache, default dirs): {', '.join(check.unresolved)}",
-                "owner: " + ", ".join(owners),
-            ],
-            fix=fix
-            + [
-                "or, when the library is on disk, add its directory to the loader path (LD_LIBRARY_PATH, or a file in /etc/ld.so.conf.d/ and `ldconfig`)"
-            ],
-            subject=str(check.object),
-            data={"package": pkg, "unresolved": list(check.unresolved), "owners": owners},
         )

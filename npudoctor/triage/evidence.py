@@ -44,12 +44,22 @@ def _norm(name: str) -> str:
 
 def names_of(finding: Finding) -> List[str]:
     """The distributions and library file names ``finding`` is about, normalised: the parts of
-    its ``subject`` (``vllm-ascend:torch-npu`` -> ``vllm_ascend``, ``torch_npu``) and the
-    ``lib*.so`` basenames in it."""
+    its ``subject`` (``vllm-ascend:torch-npu`` -> ``vllm_ascend``, ``torch_npu``), the
+    ``lib*.so`` basenames in it, and the libraries its ``data`` names (``libraries``: the
+    loader findings' missing libraries, grouped by owner under a subject that names none;
+    ``library``: the shadowed one), so that a loader message naming a library ties the log
+    to the finding about that library."""
     subject = finding.subject or ""
     out: List[str] = []
     for lib in _SO_RX.findall(subject):
         out.append(lib)
+    data = finding.data if isinstance(finding.data, dict) else {}
+    named = data.get("libraries")
+    named = list(named) if isinstance(named, (list, tuple)) else []
+    if isinstance(data.get("library"), str):
+        named.append(data["library"])
+    for value in named:
+        out.extend(_SO_RX.findall(os.path.basename(str(value))))
     if not out:
         for part in subject.split(":"):
             part = part.strip()

@@ -1,0 +1,186 @@
+"""An on-disk cache of parsed ELF facts (issue 14: keep the library audit fast).
+
+A file's :class:`~npudoctor.parsers.elf.ElfInfo` is kept under the key (real path, size,
+mtime in ns): a changed file has another key and is read again.  The cache lives in the
+user cache directory (``$NPUDOCTOR_CACHE_DIR``, else ``platformdirs.user_cache_dir``:
+``~/.cache/npudoctor/elf-v1.json``), is written atomically, and a missing, unreadable or
+malformed cache is ignored (the files are read again).  ``NPUDOCTOR_ELF_CACHE=0`` turns it
+off.  At most :data:`MAX_ENTRIES` entries are kept, those used by the last run first.
+
+Not a probe: a helper of :mod:`npudoctor.probes.libraries`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+
+from npudoctor.parsers.elf import ElfInfo, read_elf
+
+FILE = "elf-v1.json"
+MAX_ENTRIES = 6000
+#: Biggest cache file read (bytes); a bigger one is ignored.
+MAX_BYTES = 32 << 20
+_FIELDS = ("machine", "bits", "soname", "needed", "rpath", "runpath", "version_needs", "version_defs", "error")
+
+
+def default_path() -> Optional[str]:
+    """The cache file, or ``None`` when ``NPUDOCTOR_ELF_CACHE=0``."""
+    if os.environ.get("NPUDOCTOR_ELF_CACHE", "1") == "0":
+        return None
+    base = os.environ.get("NPUDOCTOR_CACHE_DIR")
+    if not base:
+        try:
+            import platformdirs
+
+            base = platformdirs.user_cache_dir("npudoctor", appauthor=False)
+        except Exception:
+            return None
+    return os.path.join(base, FILE)
+
+
+class ElfCache:
+    """``read(real_path) -> ElfInfo`` through the cache at ``path`` (``None``: no cache)."""
+
+    def __init__(self, path: Optional[str]) -> None:
+        self.path = path
+        self.old: Dict[str, Dict[str, Any]] = {}
+        self.used: Dict[str, Dict[str, Any]] = {}
+        self.hits = 0
+        self.misses = 0
+        self.dirty = False
+        if path:
+            self.old = _load(path)
+
+    def _key(self, path: str, kind: str) -> Optional[str]:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return f"{kind}{path}\0{st.st_size}\0{st.st_mtime_ns}"
+
+    def _get(self, key: Optional[str]) -> Any:
+        if key is None:
+            return None
+        rec = self.used.get(key)
+        if rec is None:
+            rec = self.old.get(key)
+        if isinstance(rec, dict):
+            self.hits += 1
+            self.used[key] = rec
+            return rec
+        return None
+
+    def _put(self, key: Optional[str], rec: Dict[str, Any]) -> None:
+        self.misses += 1
+        if key is not None:
+            self.used[key] = rec
+            self.dirty = True
+
+    def undefined(self, path: str) -> Tuple[Set[str], Optional[str]]:
+        """``(strong undefined dynamic symbols, error)`` of the real file ``path``
+        (:func:`~npudoctor.parsers.elf.dynamic_symbols`), cached like :meth:`read`."""
+        from npudoctor.parsers.elf import dynamic_symbols
+
+        key = self._key(path, "U\0")
+        rec = self._get(key)
+        if rec is not None and isinstance(rec.get("undefined"), list):
+            err = rec.get("error")
+            return {str(n) for n in rec["undefined"]}, err if isinstance(err, str) else None
+        _d, undef, err = dynamic_symbols(path)
+        self._put(key, {"undefined": sorted(undef), "error": err})
+        return undef, err
+
+    def missing(self, names: Iterable[str], libraries: List[str]) -> Tuple[List[str], List[str]]:
+        """:func:`~npudoctor.parsers.elf.missing_symbols` of ``names`` against the real
+        files ``libraries``, cached by the names and every library's (path, size, mtime)."""
+        from npudoctor.parsers.elf import missing_symbols
+
+        wanted = sorted(set(names))
+        keys = [self._key(p, "") for p in libraries]
+        key = None
+        if all(k is not None for k in keys):
+            digest = hashlib.sha256("\n".join(wanted + ["--"] + [str(k) for k in keys]).encode()).hexdigest()
+            key = "M\0" + digest
+        rec = self._get(key)
+        if rec is not None and isinstance(rec.get("missing"), list) and isinstance(rec.get("problems"), list):
+            return [str(n) for n in rec["missing"]], [str(n) for n in rec["problems"]]
+        missing, problems = missing_symbols(wanted, libraries)
+        self._put(key, {"missing": list(missing), "problems": list(problems)})
+        return missing, problems
+
+    def read(self, path: str) -> ElfInfo:
+        """The ELF facts of the real file ``path`` (from the cache when its size and mtime
+        match); never raises."""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return read_elf(path)
+        key = f"{path}\0{st.st_size}\0{st.st_mtime_ns}"
+        rec = self.used.get(key) or self.old.get(key)
+        if rec is not None:
+            info = _info(path, rec)
+            if info is not None:
+                self.hits += 1
+                self.used[key] = rec
+                return info
+        self.misses += 1
+        info = read_elf(path)
+        self.used[key] = {f: getattr(info, f) for f in _FIELDS}
+        self.dirty = True
+        return info
+
+    def save(self) -> None:
+        """Write the cache (atomically) when this run read new files; errors are ignored."""
+        if not self.path or not self.dirty:
+            return
+        keep = dict(self.used)
+        for key, rec in self.old.items():
+            if len(keep) >= MAX_ENTRIES:
+                break
+            keep.setdefault(key, rec)
+        try:
+            from npudoctor.snapshot import atomic_write
+
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            atomic_write(self.path, json.dumps({"version": 1, "entries": keep}, separators=(",", ":")))
+        except (OSError, ValueError):
+            pass
+
+
+def _load(path: str) -> Dict[str, Dict[str, Any]]:
+    from npudoctor.host import read_capped
+
+    try:
+        data, truncated = read_capped(path, MAX_BYTES)
+        if truncated:
+            return {}
+        doc = json.loads(data.decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {}
+    entries = doc.get("entries") if isinstance(doc, dict) and doc.get("version") == 1 else None
+    return entries if isinstance(entries, dict) else {}
+
+
+def _info(path: str, rec: Any) -> Optional[ElfInfo]:
+    """An :class:`ElfInfo` from a cached record, or ``None`` when the record is malformed."""
+    if not isinstance(rec, dict):
+        return None
+    try:
+        needs = rec.get("version_needs") or {}
+        return ElfInfo(
+            path=path,
+            machine=rec.get("machine"),
+            bits=rec.get("bits"),
+            soname=rec.get("soname"),
+            needed=[str(n) for n in rec.get("needed") or []],
+            rpath=[str(n) for n in rec.get("rpath") or []],
+            runpath=[str(n) for n in rec.get("runpath") or []],
+            version_needs={str(k): [str(v) for v in vs] for k, vs in dict(needs).items()},
+            version_defs=[str(n) for n in rec.get("version_defs") or []],
+            error=rec.get("error"),
+        )
+    except (TypeError, ValueError, AttributeError):
+        return None

@@ -1,0 +1,144 @@
+"""The rest of the NPU stack's ELF files (issue 14): the CANN toolkit's libraries and
+programs, NNAL's ATB libraries, the driver's libraries and ``npu-smi``.
+
+Found by walking the directories of the installs the other probes found (the selected
+toolkit's ``lib64``, ``bin`` and ``compiler/ccec_compiler/bin``; NNAL's ``atb/.../lib`` of
+the C++ ABI in use; the driver's ``lib64``, ``lib64/common``, ``lib64/driver``; the
+``npu-smi`` on ``PATH`` and ``<driver>/tools/npu-smi``), never from a list of file names.
+Every ELF file found is resolved as it would load in a process set up the way the stack
+documents it (``LD_LIBRARY_PATH`` of the environment plus the entries the toolkit's and
+NNAL's ``set_env.sh`` add: a library missing only because ``set_env.sh`` was not sourced is
+the environment rules' finding, not one per file here), with its own RPATH/RUNPATH.
+
+Records (``stack`` of the ``libraries`` section)::
+
+    {"path", "where": "toolkit lib64" | "toolkit bin" | "NNAL" | "driver" | "npu-smi",
+     "unresolved": [DT_NEEDED names found on no loader path],
+     "version_needs": {library: [highest needed version of each family]}  (system libraries),
+     "error": why the file could not be read as a loadable ELF file, or None}
+
+Only files with something to say (an unresolved name, a version need of a system library,
+an error) are kept.  Not a probe: a helper of :mod:`npudoctor.probes.libraries`.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from npudoctor.host import Host
+from npudoctor.probes._extensions import SYSTEM_LIB_RE
+from npudoctor.probes._ldso import VERSIONED_RE, Resolver, expand_origin, highest
+
+#: Files examined at most per run.
+MAX_FILES = 800
+
+
+def _dict(value: Any) -> Dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _toolkit(facts: Dict[str, Any], env: Dict[str, Any]) -> Optional[str]:
+    sel = _dict(_dict(facts.get("cann")).get("selected"))
+    path = sel.get("path") or _dict(env.get("toolkit")).get("path")
+    return str(path) if path else None
+
+
+def nnal_lib(env: Dict[str, Any]) -> Optional[str]:
+    """``<ATB home>/lib`` of the NNAL in use (``ATB_HOME_PATH``, else the one NNAL's
+    set_env.sh would pick), or ``None``."""
+    nnal = _dict(env.get("nnal"))
+    home = nnal.get("current_atb_home") or nnal.get("expected_atb_home")
+    return posixpath.join(str(home), "lib") if home else None
+
+
+def _driver(env: Dict[str, Any]) -> str:
+    expected = _dict(env.get("expected"))
+    return str(expected.get("driver") or "/usr/local/Ascend/driver")
+
+
+def places(host: Host, facts: Dict[str, Any], env: Dict[str, Any]) -> List[Tuple[str, str, bool]]:
+    """``(directory or file, where, libraries_only)`` to walk, in order."""
+    out: List[Tuple[str, str, bool]] = []
+    tk = _toolkit(facts, env)
+    if tk:
+        out.append((posixpath.join(tk, "lib64"), "toolkit lib64", True))
+        out.append((posixpath.join(tk, "bin"), "toolkit bin", False))
+        out.append((posixpath.join(tk, "compiler", "ccec_compiler", "bin"), "toolkit bin", False))
+    nnal = nnal_lib(env)
+    if nnal:
+        out.append((nnal, "NNAL", True))
+    driver = _driver(env)
+    for sub in ("lib64", "lib64/common", "lib64/driver"):
+        out.append((posixpath.join(driver, sub), "driver", True))
+    smi = host.which("npu-smi")
+    for cand in ([smi] if smi else []) + [posixpath.join(driver, "tools", "npu-smi")]:
+        out.append((cand, "npu-smi", False))
+    return out
+
+
+def files(host: Host, facts: Dict[str, Any], env: Dict[str, Any], skip: Callable[[str], bool]) -> List[Tuple[str, str]]:
+    """``(path, where)`` of every candidate file of :func:`places` (regular files only;
+    libraries: names holding ``.so``), without the paths ``skip`` says were read already."""
+    out: List[Tuple[str, str]] = []
+    seen = set()
+    for place, where, libs_only in places(host, facts, env):
+        entries = [place] if where == "npu-smi" else [posixpath.join(place, n) for n in sorted(host.listdir(place))]
+        for path in entries:
+            if libs_only and ".so" not in posixpath.basename(path):
+                continue
+            if path in seen or skip(path) or not host.is_file(path):
+                continue
+            seen.add(path)
+            out.append((path, where))
+    return out[:MAX_FILES]
+
+
+def audit(
+    host: Host,
+    entries: List[Tuple[str, str]],
+    resolver: Resolver,
+    loaded: Dict[str, str],
+    read: Callable[[str], Any],
+    expired: Callable[[], bool],
+    errors: List[str],
+) -> List[Dict[str, Any]]:
+    """The records (see the module docstring) of ``entries``; ``resolver`` searches the
+    set-up loader path, ``loaded`` maps the sonames of this walk to their files (a
+    library of the toolkit found by another of its libraries), ``read(path)`` gives an
+    :class:`~npudoctor.parsers.elf.ElfInfo` (cached)."""
+    has_libc = bool(resolver.search("libc.so.6", [], [])[0])
+    out: List[Dict[str, Any]] = []
+    for path, where in entries:
+        if expired():
+            errors.append(f"stack library audit stopped after {len(out)} files (time budget)")
+            break
+        info = read(path)
+        rec: Dict[str, Any] = {"path": path, "where": where, "unresolved": [], "version_needs": {}, "error": None}
+        if info.error:
+            if info.error == "not an ELF file":
+                continue  # scripts, linker scripts, data: not loaded by ld.so
+            rec["error"] = info.error
+            out.append(rec)
+            continue
+        if info.machine != resolver.arch or info.bits != resolver.bits:
+            rec["error"] = (
+                f"wrong architecture: {info.machine} {info.bits}-bit, the loader here is {resolver.arch} "
+                f"{resolver.bits}-bit"
+            )
+            out.append(rec)
+            continue
+        origin = posixpath.dirname(host.resolve(path))
+        rpath = expand_origin(info.rpath, origin) if not info.runpath else []
+        runpath = expand_origin(info.runpath, origin)
+        for name in info.needed:
+            if name in loaded or resolver.search(name, rpath, runpath)[0]:
+                continue
+            if has_libc or not SYSTEM_LIB_RE.match(name):
+                rec["unresolved"].append(name)
+        for lib, versions in info.version_needs.items():
+            if VERSIONED_RE.match(lib):
+                rec["version_needs"][lib] = highest(list(versions))
+        if rec["unresolved"] or rec["version_needs"]:
+            out.append(rec)
+    return out

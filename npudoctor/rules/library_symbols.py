@@ -1,0 +1,235 @@
+"""Rules over the symbols of the ``libraries`` section: does libtorch_npu.so find the torch,
+CANN and NNAL/ATB symbols it needs, and do third-party extensions find theirs? (K01 LIB003,
+K04 LIB004, K05 LIB006, K03 LIB005; split from rules/libraries.py, which keeps the loader
+rules.)"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Iterable, List, Optional, Tuple
+
+from npudoctor.engine import RuleContext
+from npudoctor.facts.runtime_env import LibrariesFacts, SymbolCheck, Symbols
+from npudoctor.findings import Code, Finding
+from npudoctor.knowledge import codes
+from npudoctor.knowledge.packages import NNAL_SET_ENV
+from npudoctor.remedies import InstallPackage, SourceFile
+from npudoctor.rules import rule
+from npudoctor.rules._libowners import owner_of_name
+from npudoctor.rules._pyfacts import cann_version
+from npudoctor.rules.libraries import FixLine, _arch, _short
+
+TORCH_SYMBOLS = codes.get("LIB003")
+
+ATB_SYMBOLS = codes.get("LIB004")
+
+EXT_SYMBOLS = codes.get("LIB005")
+
+CANN_SYMBOLS = codes.get("LIB006")
+
+#: ATB's C++ API (namespaces atb::, Mki::, AsdOps::), mangled: exported by NNAL's libatb.so.
+_ATB_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:3atb|3Mki|6AsdOps)(?:\d|[A-Z])")
+
+
+def _symbol_finding(
+    code: Code,
+    check: Optional[SymbolCheck],
+    libs: LibrariesFacts,
+    title: str,
+    fix: List[FixLine],
+    extra: Optional[List[str]] = None,
+) -> Iterable[Finding]:
+    if check is None or not check.missing_count:
+        return
+    evidence = [
+        f"{check.missing_count} of {check.checked} symbols of {_short(str(check.object), libs)} are not exported by "
+        + ", ".join(_short(a, libs) for a in check.against)
+    ]
+    evidence += [f"undefined: {s}" for s in check.missing[:8]]
+    evidence += list(extra or [])
+    yield code.finding(title=title, evidence=evidence, fix=fix, subject=str(check.object))
+
+
+def _torch_pin(ctx: RuleContext) -> Tuple[Optional[str], str]:
+    """The torch version torch_npu was built for and where that comes from: the exact pin
+    of its ``Requires-Dist: torch==X`` (the torch-npu record's ``requires_dist``, markers
+    evaluated for the target interpreter), else the rule that torch_npu X.Y.Z[.postN]
+    goes with torch X.Y.Z.  ``(None, "")`` without torch_npu."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.version import InvalidVersion, Version
+
+    from npudoctor.parsers.metadata import canonical_name
+    from npudoctor.rules._pyfacts import marker_env
+
+    npu = ctx.view.packages.torch_npu
+    if npu is None:
+        return None, ""
+    for text in npu.requires_dist:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if canonical_name(req.name) != "torch":
+            continue
+        if req.marker is not None:
+            try:
+                if not req.marker.evaluate(marker_env(ctx)):
+                    continue
+            except Exception:
+                pass
+        specs = list(req.specifier)
+        if len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in specs[0].version:
+            return specs[0].version, f"Requires-Dist: {text} ({npu.metadata_source})"
+    try:
+        release = Version(str(npu.version)).release
+    except InvalidVersion:
+        return None, ""
+    if len(release) >= 2:
+        base = ".".join(str(x) for x in (list(release) + [0])[:3])
+        return base, f"torch_npu {npu.version} goes with torch {base} (no exact Requires-Dist pin)"
+    return None, ""
+
+
+def _torch_fix(ctx: RuleContext, installed: Optional[str]) -> Tuple[List[FixLine], List[str]]:
+    """``(fix lines, evidence lines)`` for LIB003: the exact pip command for the torch
+    torch_npu was built for, with the target interpreter (``python.executable``, else
+    ``python3``).  On x86_64 torch_npu is built against the CPU build of torch
+    (``torch==X+cpu`` from https://download.pytorch.org/whl/cpu; a PyPI-default torch of
+    the same number is the CUDA build and does not export the same symbols)."""
+    from packaging.version import InvalidVersion, Version
+
+    from npudoctor.rules._pyfacts import CPU_INDEX, pip_install, platform
+
+    pin, source = _torch_pin(ctx)
+    if pin is None:
+        return ["Install the torch release torch_npu was built for (its METADATA Requires-Dist names it)"], []
+    wanted = pin
+    if platform(ctx) == "x86_64" and "+" not in wanted:
+        wanted += "+cpu"
+    try:
+        same = installed is not None and Version(installed) == Version(wanted)
+    except InvalidVersion:
+        same = False
+    cmd = pip_install(
+        ctx,
+        f"torch=={wanted}",
+        index=CPU_INDEX if wanted.endswith("+cpu") else None,
+        options=("--force-reinstall", "--no-deps") if same else (),
+    )
+    evidence = [f"torch_npu needs torch {pin}: {source}"]
+    if wanted != pin:
+        evidence.append(f"on x86_64 torch_npu is built against the CPU build: torch {wanted}")
+    return [cmd], evidence
+
+
+def _symbols(libs: LibrariesFacts) -> Symbols:
+    return libs.symbols if libs.symbols is not None else Symbols()
+
+
+def _torch_npu_version(libs: LibrariesFacts) -> Optional[str]:
+    return libs.torch_npu.version if libs.torch_npu is not None else None
+
+
+@rule
+def torch_symbols(ctx: RuleContext) -> Iterable[Finding]:
+    """LIB003: K01 by symbols."""
+    libs = ctx.view.libraries
+    check = _symbols(libs).torch
+    tv = libs.torch.version if libs.torch is not None else None
+    nv = _torch_npu_version(libs)
+    if check is None or not check.missing_count:
+        return
+    fix, extra = _torch_fix(ctx, tv or None)
+    yield from _symbol_finding(
+        TORCH_SYMBOLS,
+        check,
+        libs,
+        f"torch_npu {nv} was built for another torch than the installed torch {tv} (undefined torch symbols)",
+        fix + ["or install the torch_npu release built for torch " + str(tv)],
+        extra,
+    )
+
+
+@rule
+def atb_symbols(ctx: RuleContext) -> Iterable[Finding]:
+    """LIB004: K04 by symbols."""
+    libs = ctx.view.libraries
+    yield from _symbol_finding(
+        ATB_SYMBOLS,
+        _symbols(libs).atb,
+        libs,
+        "NNAL's libatb.so does not export the ATB symbols torch_npu needs",
+        [
+            "Install NNAL from the same CANN release as the toolkit",
+            SourceFile(NNAL_SET_ENV, note="after torch is installed"),
+        ],
+    )
+
+
+@rule
+def cann_symbols(ctx: RuleContext) -> Iterable[Finding]:
+    """LIB006: K05 by symbols."""
+    libs = ctx.view.libraries
+    yield from _symbol_finding(
+        CANN_SYMBOLS,
+        _symbols(libs).cann,
+        libs,
+        f"torch_npu {_torch_npu_version(libs)} needs CANN functions the installed CANN libraries do not export",
+        [
+            "Install the CANN toolkit paired with this torch_npu (see the cann findings), or the torch_npu paired with this CANN"
+        ],
+    )
+
+
+@rule
+def extension_symbols(ctx: RuleContext) -> Iterable[Finding]:
+    """LIB005: K03, one finding per third-party extension that will not load against the
+    installed torch_npu / CANN: undefined symbols the installed libraries do not export,
+    or DT_NEEDED entries that resolve nowhere."""
+    libs = ctx.view.libraries
+    nv = _torch_npu_version(libs)
+    for check in _symbols(libs).extensions:
+        if not check.missing_count and not check.unresolved:
+            continue
+        pkg = check.package
+        name = posixpath.basename(str(check.object))
+        fix: List[FixLine] = [
+            f"Rebuild {pkg} against the installed torch_npu {nv} and CANN (pip install --no-binary {pkg} --no-deps --force-reinstall {pkg}, or from source)",
+            f"or install the {pkg} build made for this torch_npu/CANN",
+        ]
+        if any(_ATB_RE.match(sym) for sym in check.missing):
+            fix.append(
+                InstallPackage(
+                    "nnal",
+                    cann_version(ctx),
+                    arch=_arch(ctx),
+                    unknown="the same CANN version as the toolkit",
+                    lead="or, when it was built for the NNAL of the installed CANN, install that NNAL: ",
+                )
+            )
+        if check.missing_count:
+            yield from _symbol_finding(
+                EXT_SYMBOLS,
+                check,
+                libs,
+                f"{name} ({pkg}) was built against another torch_npu/CANN than the installed ones",
+                fix,
+                [f"{name} needs {', '.join(check.unresolved)}: found on no loader path"] if check.unresolved else None,
+            )
+            continue
+        owners = sorted({owner_of_name(n) or "unknown" for n in check.unresolved})
+        yield EXT_SYMBOLS.finding(
+            title=f"{name} ({pkg}) cannot load: {', '.join(check.unresolved)} found on no loader path",
+            evidence=[
+                f"{_short(str(check.object), libs)} links {', '.join(check.links)}",
+                f"DT_NEEDED not resolved after import torch_npu (RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache, default dirs): {', '.join(check.unresolved)}",
+                "owner: " + ", ".join(owners),
+            ],
+            fix=fix
+            + [
+                "or, when the library is on disk, add its directory to the loader path (LD_LIBRARY_PATH, or a file in /etc/ld.so.conf.d/ and `ldconfig`)"
+            ],
+            subject=str(check.object),
+            data={"package": pkg, "unresolved": list(check.unresolved), "owners": owners},
+        )
