@@ -80,3 +80,11 @@ def test_plan_prefers_rare_pivots():
     # a byte the frequency table calls rare is found by memchr: cheaper than any re pass
     assert gate_mod._cost(ord("`")) < gate_mod._PASS
     assert gate_mod._cost(ord("e")) > gate_mod._PASS
+
+
+def test_every_pattern_compiles_on_first_use():
+    # the bytes patterns are parsed (validated) at load and compiled when first tried
+    kb = load_kb()
+    for entry in kb.entries:
+        assert entry.match_bytes(b"") is None or entry.match_bytes(b"") == {}
+        assert len(entry.compiled) == len(entry.patterns) == len(entry.parsed)
