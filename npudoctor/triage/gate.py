@@ -4,16 +4,17 @@ Every signature pattern holds a literal anchor (``undefined symbol: ``) or, for 
 families, a code shape starting with a literal byte (``E[A-Z0-9]\\d{4}``); the generic error
 shapes add theirs (``rror``, ``ailed`` ...).  A line is a candidate when it holds one of them.
 
-Finding them is the whole cost of a triage on a large log, so it is planned for CPython's
-``re``: a pattern whose first item is one literal byte is searched at memory speed (the
-engine skips to that byte), while an alternation of many literals, or one starting with a set
-of bytes, is tried at every position (measured on a training log: 62 ``bytes.find`` passes
-~27 ms/MiB, one alternation of the 62 anchors ~97 ms/MiB, a byte-set prefix 10-14 ms/MiB,
-one literal-byte prefix 0.3-1.7 ms/MiB).  So the anchors are grouped by a *pivot* byte each
-contains, chosen rare and shared (a greedy set cover weighted by how common each byte is in
-log text), and each group is one regex ``<pivot>(?:rest1|rest2|...)``: a handful of passes
-over a chunk instead of one per anchor.  The gate finds a superset of the lines the patterns
-match; :class:`npudoctor.triage.scan.Scanner` checks each candidate line against them.
+Finding them is the whole cost of a triage on a large log, so it is planned for CPython: a
+``bytes.find`` of one byte is ``memchr`` (~0.012 ms/MiB in cache), an ``re`` pattern whose first
+item is one literal byte is one pass at ~0.4 ms/MiB, while an alternation of many literals, or
+one starting with a set of bytes, is tried at every position (10-100 ms/MiB).  So the anchors
+are grouped by a *pivot* byte each contains, chosen by a greedy set cover weighing how common
+each byte is in log text against the cost of finding it (:func:`_cost`), and each group is one
+regex ``<pivot>(?:rest1(?<=anchor1)|rest2(?<=anchor2)|...)``.  :meth:`Gate.starts` finds a rare
+pivot with ``memchr`` and tries the group's regex at each hit, and switches to ``re`` passes
+where a pivot turns out frequent (docs/performance.md has the figures).  The candidates are
+exactly the lines holding an anchor or a code shape;
+:class:`npudoctor.triage.scan.Scanner` checks each against the patterns.
 """
 
 from __future__ import annotations
