@@ -88,3 +88,17 @@ def test_every_pattern_compiles_on_first_use():
     for entry in kb.entries:
         assert entry.match_bytes(b"") is None or entry.match_bytes(b"") == {}
         assert len(entry.compiled) == len(entry.patterns) == len(entry.parsed)
+
+
+def test_anchors_in_names_exactly_the_anchors_a_line_holds():
+    # the scanner tries a candidate line only against the signatures of the anchors it holds
+    kb = load_kb()
+    anchors = list(kb.anchors) + [FRAME_ANCHOR]
+    gate = Gate(anchors, kb.code_gates)
+    lines = _corpus_lines()
+    held = 0
+    for line in lines:
+        want = {a for a in anchors if a in line}
+        assert set(gate.anchors_in(line)) == want, line
+        held += bool(want)
+    assert held > len(lines) // 3

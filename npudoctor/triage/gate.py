@@ -20,7 +20,7 @@ exactly the lines holding an anchor or a code shape;
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Pattern, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Pattern, Sequence, Set, Tuple
 
 from npudoctor.knowledge.signatures import KnowledgeBase
 
@@ -100,7 +100,9 @@ def _cost(byte: int) -> float:
     return _MEMCHR + min(hits * _HIT, _PASS + hits * _PASS_HIT)
 
 
-def plan_pivots(anchors: Sequence[bytes], code_gates: Sequence[bytes] = ()) -> Dict[int, List[bytes]]:
+def plan_pivots(
+    anchors: Sequence[bytes], code_gates: Sequence[bytes] = (), members: Optional[Dict[int, List[bytes]]] = None
+) -> Dict[int, List[bytes]]:
     """Group the literal ``anchors`` and the ``code_gates`` (regex sources starting with a
     literal byte) by pivot byte: ``{pivot: [regex source of what follows the pivot, ...]}``.
 
@@ -108,7 +110,8 @@ def plan_pivots(anchors: Sequence[bytes], code_gates: Sequence[bytes] = ()) -> D
     (cheapest ``cost of the byte / anchors newly covered`` first, see :func:`_cost`; a byte
     already chosen costs only the engine's tries of its longer alternation).  An anchor's
     source is its rest after the pivot and then a look-behind for the whole anchor, so the
-    candidates are exactly the lines holding an anchor (``default`` is none for ``result``)."""
+    candidates are exactly the lines holding an anchor (``default`` is none for ``result``).
+    ``members``, when given, receives the anchors of each pivot."""
     groups: Dict[int, List[bytes]] = {}
     for gate in code_gates:
         groups.setdefault(gate[0], []).append(gate[1:])
@@ -132,6 +135,8 @@ def plan_pivots(anchors: Sequence[bytes], code_gates: Sequence[bytes] = ()) -> D
             if i > 0:
                 rest += b"(?<=" + re.escape(a) + b")"
             groups.setdefault(pivot, []).append(rest)
+            if members is not None:
+                members.setdefault(pivot, []).append(a)
             left.remove(a)
     return groups
 
@@ -157,7 +162,8 @@ class Gate:
     """The compiled gate of one knowledge base (see the module doc)."""
 
     def __init__(self, anchors: Sequence[bytes], code_gates: Sequence[bytes] = ()) -> None:
-        self.groups = plan_pivots(anchors, code_gates)
+        members: Dict[int, List[bytes]] = {}
+        self.groups = plan_pivots(anchors, code_gates, members)
         #: per group: the pivot byte and ``<pivot>(?:rest1|rest2|...)``
         self.regexes: List[Tuple[bytes, Pattern[bytes]]] = [
             (bytes([pivot]), re.compile(re.escape(bytes([pivot])) + _alternation(rests)))
@@ -165,6 +171,19 @@ class Gate:
         ]
         #: per group: blocks left to search with ``re`` passes (0: ``memchr`` first)
         self._dense = [0] * len(self.regexes)
+        #: per group: its regex and the literal anchors it stands for
+        self._members: List[Tuple[Pattern[bytes], Tuple[bytes, ...]]] = [
+            (rx, tuple(members.get(pivot[0], ()))) for pivot, rx in self.regexes
+        ]
+
+    def anchors_in(self, line: bytes) -> List[bytes]:
+        """The literal anchors ``line`` holds: one search per group (a group without a
+        match holds none of its anchors), then its anchors one by one."""
+        found: List[bytes] = []
+        for rx, anchors in self._members:
+            if anchors and rx.search(line) is not None:
+                found.extend(a for a in anchors if a in line)
+        return found
 
     def reset(self) -> None:
         """Forget what earlier blocks said about how often each pivot occurs (a new log)."""

@@ -113,18 +113,22 @@ class Scanner:
         self.sources: List[SourceStats] = []
         #: top-level packages traceback frames ran through -> first place (capped)
         self.frames: Dict[str, Place] = {}
-        # which entries a line can match, from the anchors it holds (each tested once per line)
+        # which entries a line can match, from the gate's anchors it holds: an entry's own
+        # anchor always contains one of the gate's (the gate keeps the shortest of nested ones)
+        # (entry, its longer anchor to look for, or None when the gate's anchor is the entry's)
+        gate_anchors = list(kb.anchors) + [FRAME_ANCHOR]
         always: List[int] = []
-        by_anchor: Dict[bytes, List[int]] = {}
+        by_anchor: Dict[bytes, List[Tuple[int, Optional[bytes]]]] = {}
         for i, entry in enumerate(kb.entries):
             for anchors in entry.anchors or [[]]:
                 if not anchors:
                     always.append(i)
                 for a in anchors:
-                    by_anchor.setdefault(a, []).append(i)
+                    for g in gate_anchors:
+                        if g in a:
+                            by_anchor.setdefault(g, []).append((i, None if g == a else a))
         self._always = frozenset(always)
         self._by_anchor = by_anchor
-        self._anchors = tuple(by_anchor)
 
     # -- lines
     def _line(self, raw: bytes, stats: SourceStats, lineno: int) -> None:
@@ -134,9 +138,11 @@ class Scanner:
             if package is not None and package not in self.frames:
                 self.frames[package] = Place(stats.name, lineno)
         maybe = set(self._always)
-        for a in self._anchors:
-            if a in raw:
-                maybe.update(self._by_anchor[a])
+        by_anchor = self._by_anchor
+        for a in self._gate.anchors_in(raw):
+            for i, longer in by_anchor.get(a, ()):
+                if longer is None or longer in raw:
+                    maybe.add(i)
         entries = self.kb.entries
         for i in sorted(maybe):
             entry = entries[i]
