@@ -98,10 +98,11 @@ def test_explain_accepts_every_label_triage_prints(tmp_path):
         encoding="utf-8",
     )
     text = npudoctor("triage", str(log), "--no-facts").stdout
-    ids = re.findall(r"\[([a-z0-9-]+), line", text)
+    ids = re.findall(r"\[([a-z0-9-]+)(?: [a-z]+:[-\w]+)?, line", text)  # the label follows the id
+    labels = re.findall(r"\[[a-z0-9-]+ ([a-z]+:[-\w]+), line", text)
     kinds = re.findall(r"^  - (K\d\d) ", text, re.M)
-    assert ids and kinds
-    for label in ids + kinds + ["107020", "acl:107020", "hccl:6", "EH9999", "ERR00100"]:
+    assert ids and kinds and "acl:107020" in labels and "hccl:6" in labels
+    for label in ids + labels + kinds + ["107020", "acl:107020", "hccl:6", "EH9999", "ERR00100"]:
         res = npudoctor("explain", label)
         assert res.returncode == 0, (label, res.stderr)
     assert "task execution timed out" in npudoctor("explain", "107020").stdout

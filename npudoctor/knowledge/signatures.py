@@ -191,12 +191,18 @@ class Entry:
     codes: Dict[str, str] = field(default_factory=dict)
     #: the family's meaning for a code not in ``codes``
     unlisted: str = ""
+    #: the bytes patterns, compiled on first use (:meth:`match_bytes`) from ``parsed``: a triage
+    #: only ever tries the entries whose anchors a candidate line holds
     compiled: List[Any] = field(default_factory=list, repr=False)
+    #: the parses of the bytes patterns (made once at load, for validation and the anchors)
+    parsed: List[Any] = field(default_factory=list, repr=False)
     #: per pattern, literals one of which every match contains (see :func:`required_literals`)
     anchors: List[List[bytes]] = field(default_factory=list, repr=False)
 
     def match_bytes(self, line: bytes) -> Optional[Dict[str, str]]:
         """Captures (possibly empty dict) when a pattern matches ``line``, else ``None``."""
+        if len(self.compiled) < len(self.parsed):
+            self.compiled = [_compile_parsed(p) for p in self.parsed]
         for rx, anchors in zip(self.compiled, self.anchors):
             if anchors and not any(a in line for a in anchors):
                 continue
@@ -435,7 +441,7 @@ def _entry(item: Mapping[str, Any], where: str) -> Entry:
         try:
             # parsed once: the literals are read off the parse the compiled pattern is built from
             parsed = _sre()[0].parse(p.encode("utf-8"), re.M)
-            entry.compiled.append(_compile_parsed(parsed))
+            entry.parsed.append(parsed)
         except re.error as exc:
             raise KBError(f"{where}: bad regex {p!r}: {exc}") from None
         # Only a code family (its label names the captured `code`: `E[A-Z0-9]\d{4}:`) may have

@@ -92,7 +92,9 @@ def render_text(result: Dict[str, Any], out: IO[str]) -> None:
         out.write("\nNo known error signature and no error-looking line found.\n")
     for g in known:
         times = f" ×{g['count']}" if g["count"] > 1 else ""
-        out.write(f"\n{_MARK.get(g['severity'], '?')} {g['title']}{times}  [{g['id']}, {_where(g, many)}]\n")
+        # the signature id, and its label where it has one: `npudoctor explain` takes either
+        label = f" {g['label']}" if g.get("label") and g["label"] != g["id"] else ""
+        out.write(f"\n{_MARK.get(g['severity'], '?')} {g['title']}{times}  [{g['id']}{label}, {_where(g, many)}]\n")
         out.write(f"    {g['sample']}\n")
         out.write(f"  means: {g['meaning']}\n")
         if g["severity"] == "noise":

@@ -113,6 +113,22 @@ class Scanner:
         self.sources: List[SourceStats] = []
         #: top-level packages traceback frames ran through -> first place (capped)
         self.frames: Dict[str, Place] = {}
+        # which entries a line can match, from the gate's anchors it holds: an entry's own
+        # anchor always contains one of the gate's (the gate keeps the shortest of nested ones)
+        # (entry, its longer anchor to look for, or None when the gate's anchor is the entry's)
+        gate_anchors = list(kb.anchors) + [FRAME_ANCHOR]
+        always: List[int] = []
+        by_anchor: Dict[bytes, List[Tuple[int, Optional[bytes]]]] = {}
+        for i, entry in enumerate(kb.entries):
+            for anchors in entry.anchors or [[]]:
+                if not anchors:
+                    always.append(i)
+                for a in anchors:
+                    for g in gate_anchors:
+                        if g in a:
+                            by_anchor.setdefault(g, []).append((i, None if g == a else a))
+        self._always = frozenset(always)
+        self._by_anchor = by_anchor
 
     # -- lines
     def _line(self, raw: bytes, stats: SourceStats, lineno: int) -> None:
@@ -121,7 +137,15 @@ class Scanner:
             package = frame_package(raw)
             if package is not None and package not in self.frames:
                 self.frames[package] = Place(stats.name, lineno)
-        for entry in self.kb.entries:
+        maybe = set(self._always)
+        by_anchor = self._by_anchor
+        for a in self._gate.anchors_in(raw):
+            for i, longer in by_anchor.get(a, ()):
+                if longer is None or longer in raw:
+                    maybe.add(i)
+        entries = self.kb.entries
+        for i in sorted(maybe):
+            entry = entries[i]
             caps = entry.match_bytes(raw)
             if caps is None:
                 continue
@@ -156,26 +180,35 @@ class Scanner:
         else:
             self.unknown_dropped += 1
 
-    def _block(self, block: bytes, base: int, stats: SourceStats) -> None:
-        """Examine the complete lines of ``block``; ``base`` lines precede it."""
-        find = block.find
-        starts = self._gate.starts(block)
-        counted_pos, counted = 0, base
+    def _block(self, block: bytes, base: int, stats: SourceStats, lo: int = 0, hi: int = -1) -> int:
+        """Examine the complete lines of ``block[lo:hi]`` (``hi`` -1: to the end) without
+        copying it; ``base`` lines precede it.  Returns the number of newlines in that span
+        (counted once, on the way to the candidates)."""
+        if hi < 0:
+            hi = len(block)
+        find, count = block.find, block.count
+        starts = self._gate.starts(block, lo, hi)
+        counted_pos, counted = lo, base
         for start in sorted(starts):
-            end = find(b"\n", start)
+            end = find(b"\n", start, hi)
             if end < 0:
-                end = len(block)
-            counted += block.count(b"\n", counted_pos, start)
+                end = hi
+            counted += count(b"\n", counted_pos, start)
             counted_pos = start
             self._line(block[start:end], stats, counted + 1)
+        return counted - base + count(b"\n", counted_pos, hi)
 
     def feed(self, name: str, stream: IO[bytes], progress: Optional[Callable[[int], None]] = None) -> SourceStats:
         """Scan one binary stream to its end.  Read errors end the stream and are
         recorded in the returned stats (never raised).  ``progress`` is called after each
-        chunk with the bytes of this stream read so far."""
+        chunk with the bytes of this stream read so far.
+
+        Each chunk is examined in place: only the line a chunk boundary cuts (the ``tail``
+        of one chunk and the head of the next) is copied."""
         stats = SourceStats(name)
         self.sources.append(stats)
-        buf = b""
+        self._gate.reset()
+        tail = b""
         base = 0
         skipping = False
         try:
@@ -193,27 +226,31 @@ class Scanner:
                     data = data[idx + 1 :]
                     base += 1
                     skipping = False
-                buf = buf + data if buf else data
-                cut = buf.rfind(b"\n")
+                cut = data.rfind(b"\n")
                 if cut < 0:
-                    if len(buf) > MAX_LINE:
+                    tail = tail + data if tail else data
+                    if len(tail) > MAX_LINE:
                         stats.long_lines += 1
-                        self._block(buf[:MAX_LINE], base, stats)
-                        buf = b""
+                        self._block(tail[:MAX_LINE], base, stats)
+                        tail = b""
                         skipping = True
                     continue
-                block, buf = buf[: cut + 1], buf[cut + 1 :]
-                self._block(block, base, stats)
-                base += block.count(b"\n")
-                if len(buf) > MAX_LINE:
+                lo = 0
+                if tail:
+                    lo = data.find(b"\n") + 1
+                    head = tail + data[:lo]
+                    base += self._block(head, base, stats)
+                base += self._block(data, base, stats, lo, cut + 1)
+                tail = data[cut + 1 :]
+                if len(tail) > MAX_LINE:
                     stats.long_lines += 1
-                    self._block(buf[:MAX_LINE], base, stats)
-                    buf = b""
+                    self._block(tail[:MAX_LINE], base, stats)
+                    tail = b""
                     skipping = True
         except OSError as exc:
             stats.error = exc.strerror or str(exc)
-        if buf:
-            self._block(buf, base, stats)
+        if tail:
+            self._block(tail, base, stats)
             base += 1
         elif skipping:
             base += 1
