@@ -137,7 +137,9 @@ def container_mounts(ctx: RuleContext) -> Iterable[Finding]:
         yield INSTALL_INFO_MISSING.finding(
             evidence=["/etc/ascend_install.info: not present"]
             + ([f"CANN {cann_major}.x set_env.sh reads it"] if cann_major and cann_major >= 9 else []),
-            fix=["Recreate the container with: -v /etc/ascend_install.info:/etc/ascend_install.info"],
+            fix=[
+                docker_flags([], control=[], mounts=["/etc/ascend_install.info"], lead="Recreate the container with: ")
+            ],
             severity="warning" if cann_major and cann_major >= 9 else "info",
         )
 

@@ -191,6 +191,7 @@ def libraries_not_loadable(ctx: RuleContext) -> Iterable[Finding]:
             )
         evidence.append("LD_LIBRARY_PATH=" + (":".join(ld) if ld else "(unset)"))
         fix: List[FixLine]
+        because: Optional[str] = None
         if key == "toolkit":
             title = f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the CANN toolkit but not on the loader path"
             fix = [SourceFile(script)] if script else [_prepend_ld(_found_dirs(items, "selected toolkit"))]
@@ -233,12 +234,14 @@ def libraries_not_loadable(ctx: RuleContext) -> Iterable[Finding]:
             where = "in this container" if in_container(ctx) else "on this machine"
             title = f"{', '.join(names)} cannot be loaded: {'it ships' if len(names) == 1 else 'they ship'} with the NPU driver, which is not {'mounted' if in_container(ctx) else 'installed'} {where}"
             fix = _driver_missing_fix(ctx, driver)
+            because = "CTR002" if in_container(ctx) else "DRV001"  # folded when that is reported
         elif has_toolkit or key[len("missing:") :] not in (TOOLKIT, KERNELS, "unknown"):
             who = key[len("missing:") :]
             title = f"{', '.join(names)} cannot be loaded and {'is' if len(names) == 1 else 'are'} not on disk (owner: {who})"
             fix = _missing_fix(ctx, who, names, script)
         else:
             title = f"{', '.join(names)} cannot be loaded: no CANN toolkit is installed"
+            because = "CANN001"  # folded under "no CANN toolkit" when that is reported
             fix = [
                 "Install the CANN toolkit that matches torch_npu (its Ascend-cann-toolkit .run package with --install; "
                 "see `npudoctor explain CANN001`)",
@@ -254,7 +257,7 @@ def libraries_not_loadable(ctx: RuleContext) -> Iterable[Finding]:
             fix=fix,
             severity="warning" if optional else "error",
             subject=key,
-            data={"libraries": names, "owners": owners},
+            data=dict({"libraries": names, "owners": owners}, **({"because": because} if because else {})),
         )
 
 
