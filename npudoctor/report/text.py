@@ -86,7 +86,7 @@ def render(
     ``ignored``: the codes of findings silenced by ``.npudoctor.toml`` / ``--ignore``."""
     import sys
 
-    cols = max(40, width or 80)
+    cols = max(40, width) if width else 1_000_000
     paint = Painter(bool(color))
     lines: List[Line] = [Line([(r, "bold")]) for r in wrap(_headline(snapshot), cols, indent=2)] + [Line([])]
     lines += _summary(snapshot, findings, cols)

@@ -57,7 +57,7 @@ def run_check(
     Markdown, Prometheus) and return the exit status (OK/PROBLEMS, decided by
     :func:`npudoctor.report.build.exit_status`).  Raises :class:`UsageError` for bad options
     or unreadable inputs."""
-    from npudoctor.config import load_ignores
+    from npudoctor.config import load_ignore_entries
     from npudoctor.engine import Options, evaluate
     from npudoctor.knowledge.codes import lookup
     from npudoctor.report.build import document, exit_status
@@ -75,13 +75,17 @@ def run_check(
         snapshot.matrix = dict(matrix.provenance)
     else:
         snapshot.matrix = {"error": matrix_error}
-    config_ignores, config_errors = load_ignores(environ=dict(env.environ))
+    config_entries, config_errors = load_ignore_entries(environ=dict(env.environ))
+    config_ignores = [code for code, _where in config_entries]
     for err in config_errors:
         warn(env, err)
-    findings = evaluate(snapshot, matrix, options, ignore=list(ignore or []) + config_ignores)
-    for code in list(ignore or []) + config_ignores:
+    ignored: List[Any] = []
+    findings = evaluate(snapshot, matrix, options, ignore=list(ignore or []) + config_ignores, ignored=ignored)
+    origins = [(code, "--ignore") for code in ignore or []] + config_entries
+    for code, where in origins:
         if lookup(code) is None:
-            warn(env, f"--ignore {code}: no such finding code (see `npudoctor explain --list`)")
+            what = f"--ignore {code}" if where == "--ignore" else f"{where}: ignore {code!r}"
+            warn(env, f"{what}: no such finding code (see `npudoctor explain --list`)")
     status = exit_status(findings, strict)
     # secrets never leave in any form: --json says a secret is set, not what it is
     if request.json:
@@ -99,7 +103,15 @@ def run_check(
         from npudoctor.report.text import render
 
         buffer = io.StringIO()
-        render(snapshot, findings, verbose=verbose, file=buffer, color=env.color(), width=env.width)
+        render(
+            snapshot,
+            findings,
+            verbose=verbose,
+            file=buffer,
+            color=env.color(),
+            width=env.wrap_width(),
+            ignored=[f.code for f in ignored],
+        )
         env.stdout.write(conceal_text(buffer.getvalue()))
     return status
 
