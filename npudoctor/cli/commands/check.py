@@ -304,11 +304,35 @@ def run_explain(env: Environment, code: Optional[str], list_: bool = False, as_j
     if as_json:
         out.write(json.dumps(_code_dict(found), indent=2, ensure_ascii=False) + "\n")
         return ExitStatus.OK
-    out.write(f"{found.code} {found.name} ({found.severity}, area {found.area})\n{found.title}\n")
+    title = _wrapped(env, found.title)
+    out.write(f"{found.code} {found.name} ({found.severity}, area {found.area})\n{title}\n")
     if found.kinds:
-        out.write(f"root-cause kinds: {', '.join(found.kinds)}\n")
-    out.write(f"\n{found.explain.strip()}\n")
+        out.write("root-cause kinds (see `npudoctor explain KIND`):\n")
+        for kind in found.kinds:
+            title = _wrapped(env, _kind_title(kind), first=len(kind) + 4, indent=len(kind) + 4)
+            out.write(f"  {kind}  {title}\n")
+    text = "\n\n".join(_wrapped(env, p) for p in found.explain.strip().split("\n\n"))
+    out.write(f"\n{text}\n")
     return ExitStatus.OK
+
+
+def _wrapped(env: Environment, text: str, first: int = 0, indent: int = 0) -> str:
+    """``text`` wrapped to the terminal (or ``COLUMNS``); unchanged when piped without it."""
+    width = env.wrap_width()
+    if not width:
+        return text
+    from npudoctor.report.layout import wrap
+
+    return "\n".join(wrap(text, width, first=first, indent=indent))
+
+
+def _kind_title(kind: str) -> str:
+    """The name of a root-cause kind (``K16`` → "container / Kubernetes device plumbing …"),
+    so a kind label is never printed without it."""
+    from npudoctor.knowledge.signatures import load_kb
+
+    page = load_kb().explain(kind)
+    return str(page["title"]) if page else "(no description)"
 
 
 def _explain_triage_label(env: Environment, name: str, as_json: bool) -> ExitStatus:
