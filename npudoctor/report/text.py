@@ -88,7 +88,11 @@ def render(
 
     cols = max(40, width) if width else 1_000_000
     paint = Painter(bool(color))
-    lines: List[Line] = [Line([(r, "bold")]) for r in wrap(_headline(snapshot), cols, indent=2)] + [Line([])]
+    lines: List[Line] = [Line([(r, "bold")]) for r in wrap(_headline(snapshot), cols, indent=2)]
+    choice = (snapshot.target or {}).get("python_choice")
+    if isinstance(choice, str) and choice:
+        lines += [Line([(r, "dim")]) for r in wrap(f"Python: {choice}", cols, indent=2)]
+    lines.append(Line([]))
     lines += _summary(snapshot, findings, cols)
     folded: Dict[str, List[Finding]] = folded_under(findings)
     hidden = {id(f) for group in folded.values() for f in group}
