@@ -230,6 +230,8 @@ def libraries_not_loadable(ctx: RuleContext) -> Iterable[Finding]:
                 ),
                 SourceFile(NNAL_SET_ENV, note="after torch is installed"),
             ]
+            if not has_toolkit:
+                because = "CANN001"  # NNAL comes with the CANN release that is missing altogether
         elif key == "driver-missing":
             where = "in this container" if in_container(ctx) else "on this machine"
             title = f"{', '.join(names)} cannot be loaded: {'it ships' if len(names) == 1 else 'they ship'} with the NPU driver, which is not {'mounted' if in_container(ctx) else 'installed'} {where}"
