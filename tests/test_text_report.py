@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from npudoctor.findings import Finding
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from clirun import npudoctor  # noqa: E402
@@ -78,3 +80,37 @@ def test_prose_wraps_and_commands_never_break(columns: int):
             continue  # a command is never broken: it may be longer than the terminal
         assert len(line) <= columns or " " not in line.strip(), line
     assert "$ /usr/local/bin/python3.10 -m pip install torch==2.1.0" in text
+
+
+def _finding(code: str, severity: str, because: str = "") -> Finding:
+    from npudoctor.knowledge import codes
+
+    data = {"because": because} if because else {}
+    return codes.get(code).finding(severity=severity, data=data, fix=[f"Fix {code} (prose)"])
+
+
+def test_a_symptom_is_folded_only_under_a_reported_cause_at_least_as_severe():
+    from npudoctor.report.build import fix_list, folded_under
+    from npudoctor.rules.order import fold_symptoms
+
+    # DRV001's codes data names CTR002 (symptom_of); a note never hides an error
+    findings = fold_symptoms(None, [_finding("CTR002", "info"), _finding("DRV001", "error")])  # type: ignore[arg-type]
+    assert "because" not in findings[1].data and folded_under(findings) == {}
+    findings = fold_symptoms(None, [_finding("CTR002", "error"), _finding("DRV001", "error")])  # type: ignore[arg-type]
+    assert findings[1].data["because"] == "CTR002"
+    assert [f.code for f in folded_under(findings)["CTR002"]] == ["DRV001"]
+    assert [f.code for f in fix_list(findings)] == ["CTR002"]  # the symptom's fix is not listed
+    # a cause a rule named that is not reported is dropped
+    findings = fold_symptoms(None, [_finding("LIB001", "error", because="CANN001")])  # type: ignore[arg-type]
+    assert "because" not in findings[0].data
+
+
+def test_a_cycle_of_causes_folds_nothing():
+    from npudoctor.report.build import folded_under
+
+    a, b = _finding("CTR002", "error", because="DRV001"), _finding("DRV001", "error", because="CTR002")
+    assert folded_under([a, b]) == {}
+    c = _finding("LIB001", "error", because="DRV001")  # a chain goes to its root cause
+    d = _finding("CANN001", "error")
+    b2 = _finding("DRV001", "error", because="CANN001")
+    assert {k: [f.code for f in v] for k, v in folded_under([d, b2, c]).items()} == {"CANN001": ["DRV001", "LIB001"]}
