@@ -44,21 +44,43 @@ def load_ignores(cwd: Optional[str] = None, environ: Optional[Dict[str, str]] = 
 
     ``NPUDOCTOR_CONFIG`` in ``environ`` names the user file instead of the default.
     """
+    entries, errors = load_ignore_entries(cwd, environ)
+    return [code for code, _where in entries], errors
+
+
+def _line_of(text: str, value: str) -> int:
+    """The 1-based line of ``text`` where the string ``value`` is written (quoted), else 1."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if f'"{value}"' in line or f"'{value}'" in line:
+            return number
+    return 1
+
+
+def load_ignore_entries(
+    cwd: Optional[str] = None, environ: Optional[Dict[str, str]] = None
+) -> Tuple[List[Tuple[str, str]], List[str]]:
+    """``([(code, "FILE:LINE"), ...], error messages)``: each code to ignore with where it is
+    written (so a bad code names its file and line), from the project and user config files
+    (``NPUDOCTOR_CONFIG`` in ``environ`` names the user file).  A file that cannot be read or
+    parsed, or whose ``ignore`` is not a list of strings, is an error message naming it and
+    is otherwise skipped."""
     env = os.environ if environ is None else environ
     files = [f for f in (_project_file(cwd or os.getcwd()), env.get("NPUDOCTOR_CONFIG") or user_config_path()) if f]
-    ignores: List[str] = []
+    ignores: List[Tuple[str, str]] = []
     errors: List[str] = []
     for path in files:
         if not os.path.exists(path) or os.path.isdir(path):
             continue
         try:
-            data = _toml.loads(read_capped_text(path, 1 << 20, what="config file"))
+            text = read_capped_text(path, 1 << 20, what="config file")
+            data = _toml.loads(text)
         except (OSError, ValueError, RecursionError) as exc:
             errors.append(f"config {path} ignored: {exc}")
             continue
         raw = data.get("ignore", [])
         if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
-            errors.append(f"config {path}: 'ignore' must be a list of codes")
+            line = next((n for n, t in enumerate(text.splitlines(), 1) if t.strip().startswith("ignore")), 1)
+            errors.append(f"config {path}:{line}: 'ignore' must be a list of codes")
             continue
-        ignores.extend(raw)
+        ignores.extend((code, f"{path}:{_line_of(text, code)}") for code in raw)
     return ignores, errors

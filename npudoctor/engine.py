@@ -303,10 +303,12 @@ def evaluate(
     matrix: Optional[Matrix],
     options: Options,
     ignore: Iterable[str] = (),
+    ignored: Optional[List[Finding]] = None,
 ) -> List[Finding]:
     """Run every registered rule; return findings sorted by area, severity and code.
 
-    Codes (or names) in ``ignore`` are dropped.  A rule that raises becomes a finding
+    Codes (or names) in ``ignore`` are dropped (appended to ``ignored`` when given, so a
+    report can say how many were silenced).  A rule that raises becomes a finding
     of code ``HOST099`` naming the rule, never a traceback.
     """
     from npudoctor.rules import POSTPROCESSORS, RULES, internal_error
@@ -329,6 +331,8 @@ def evaluate(
             findings.append(internal_error(f"post-processor {name}", exc))
     dropped = {i.strip().upper() for i in ignore if i.strip()}
     kept = [f for f in findings if f.code.upper() not in dropped and f.name.upper() not in dropped]
+    if ignored is not None:
+        ignored.extend(f for f in findings if f.code.upper() in dropped or f.name.upper() in dropped)
     if options.only:
         kept = [f for f in kept if f.area in options.only]
     if options.skip:

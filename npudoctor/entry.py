@@ -14,6 +14,12 @@ from typing import List, Optional
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if "health" in args:
+        from npudoctor.cli.request import take_color_flags
+
+        words, _flag = take_color_flags(args)  # health's output is plain: the flag changes nothing
+        if words and words[0] == "health":
+            args = words
     if args and args[0] == "health":
         from npudoctor.runtime.health import main as health_main
 

@@ -81,6 +81,9 @@ class Code:
     """A stable finding code with its default severity and long explanation.
 
     ``kinds`` names the root-cause kinds of ``cases/kinds.md`` (``K01``…) it covers.
+    ``symptom_of`` names codes whose problem causes this one: when a finding of one of
+    them is reported (at least as severe), a finding of this code is a follow-on symptom
+    folded under it (``data["because"]``, set by ``rules/order.py``).
     A malformed code or name, or an unknown area or severity, raises
     :class:`RegistryError`.  Codes are made by :mod:`npudoctor.knowledge.codes` from its
     data files (which also checks that codes and names are unique); get them there.
@@ -93,6 +96,7 @@ class Code:
     title: str
     explain: str
     kinds: Sequence[str] = ()
+    symptom_of: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         if not _CODE_RE.match(self.code):

@@ -67,6 +67,10 @@ REMEDY: Dict[str, Any] = {
     "properties": {
         "kind": {"enum": list(KINDS.values())},
         "shell": {"type": "string"},
+        "command": {
+            "type": ["string", "null"],
+            "description": "the pasteable part of shell (no lead, no note; the flags of docker-flags); null: prose",
+        },
         "lead": {"type": "string"},
         "note": {"type": "string"},
     },

@@ -8,10 +8,15 @@ pinned requirements), so later runs take milliseconds.  Build steps::
     python3.11 -m venv <dir>
     <dir>/bin/python -m pip install torch==2.13.0 torch_npu==2.13.0
 
-``torch==2.13.0`` is always pinned: on this machine pip's ``find-links`` holds
-``torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl`` (the local ``+cpu`` build
-sorts above the plain PyPI release), while an unpinned torch would pull a multi-GB CUDA
-build.  torch_npu 2.13.0 comes from PyPI with whatever it requires (numpy, pyyaml).
+``torch==2.13.0`` is always pinned, and the CPU build is preferred: when PyTorch's CPU
+index (https://download.pytorch.org/whl/cpu) answers ``pip index versions torch``, it is
+added with ``--extra-index-url`` (its ``2.13.0+cpu`` sorts above the plain PyPI release and
+still matches the pin); when it does not answer (no network to it, as on the CI machines),
+pip uses its configured indexes alone -- on the CI machines pip's ``find-links`` holds
+``torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl`` -- and the build says so (a
+line in the log and a pytest warning), because elsewhere PyPI's plain torch pulls the CUDA
+build and about twenty nvidia wheels (several GB).  torch_npu 2.13.0 comes from PyPI with
+whatever it requires (numpy, pyyaml).
 
 A build is complete only when ``<dir>/.complete`` exists; a half-built directory (an
 interrupted run) is removed and rebuilt.  Concurrent sessions serialize on a lock file.
@@ -35,6 +40,8 @@ PYTHON_VERSION = "3.11"
 REQUIREMENTS = ["torch==2.13.0", "torch_npu==2.13.0"]
 #: Seconds allowed for the whole pip install (downloads included).
 INSTALL_TIMEOUT = 1800
+#: PyTorch's index of CPU-only wheels.
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 @dataclass
@@ -69,6 +76,23 @@ def _run(argv: List[str], log: Path) -> None:
         raise RuntimeError(f"{' '.join(argv)} failed with exit {proc.returncode}:\n{tail}")
 
 
+def cpu_index_reachable(python: str, index: str = CPU_INDEX, timeout: float = 15.0) -> bool:
+    """Whether ``index`` itself answers pip (``pip --isolated index versions torch``: pip's
+    configured indexes and find-links left out, no retry) within ``timeout`` seconds."""
+    argv = [python, "-m", "pip", "--isolated", "index", "versions", "torch", "--index-url", index, "--retries", "0"]
+    try:
+        proc = subprocess.run(argv + ["--timeout", str(int(timeout))], capture_output=True, timeout=timeout * 2)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
+
+
+def install_argv(python: str, cpu_index: bool) -> List[str]:
+    """The pip command that installs :data:`REQUIREMENTS` (with the CPU index when reachable)."""
+    extra = ["--extra-index-url", CPU_INDEX] if cpu_index else []
+    return [python, "-m", "pip", "install", "--disable-pip-version-check", *extra, *REQUIREMENTS]
+
+
 def build(target: Optional[Path] = None) -> RealVenv:
     """Build (or reuse) the venv and return it.  Raises ``RuntimeError`` when the
     base interpreter is missing or pip fails (the message holds pip's last output)."""
@@ -93,7 +117,18 @@ def build(target: Optional[Path] = None) -> RealVenv:
         log.write_text("")
         _run([base, "-m", "venv", str(target)], log)
         env_python = str(venv.python)
-        _run([env_python, "-m", "pip", "install", "--disable-pip-version-check", *REQUIREMENTS], log)
+        cpu = cpu_index_reachable(env_python)
+        if not cpu:
+            note = (
+                f"{CPU_INDEX} is not reachable: installing torch from pip's configured indexes "
+                "(PyPI's torch is the CUDA build unless a +cpu wheel is in find-links)"
+            )
+            with open(log, "a") as fh:
+                fh.write(f"\n# {note}\n")
+            import warnings
+
+            warnings.warn(note, stacklevel=2)
+        _run(install_argv(env_python, cpu), log)
         (target / ".complete").write_text("\n".join(REQUIREMENTS) + "\n")
     return venv
 

@@ -52,3 +52,22 @@ def test_no_pairing_error(report):
     for code in ("PKG001", "PKG002", "PKG003", "PKG004", "PKG005", "PY001", "PY002", "PY003", "PY004"):
         assert code not in found, [f for f in doc["findings"] if f["code"] == code]
     assert not any("mismatch" in f["name"] and f["area"] == "packages" for f in doc["findings"])
+
+
+def test_fixture_keeps_pip_indexes_when_the_cpu_index_is_unreachable(tmp_path):
+    """The CPU index is added only when it answers; an unreachable one (here a file URL
+    that does not exist, no network needed) leaves pip's own indexes."""
+    import sys as _sys
+
+    from realwheel import CPU_INDEX, REQUIREMENTS, cpu_index_reachable, install_argv
+
+    assert cpu_index_reachable(_sys.executable, index=(tmp_path / "no-index").as_uri(), timeout=5) is False
+    assert install_argv("py", cpu_index=False) == [
+        "py",
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        *REQUIREMENTS,
+    ]
+    assert install_argv("py", cpu_index=True)[5:7] == ["--extra-index-url", CPU_INDEX]

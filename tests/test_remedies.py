@@ -238,6 +238,7 @@ def test_to_dict_and_finding_json():
     assert to_dict(step) == {
         "kind": "pip-uninstall",
         "shell": "/usr/bin/python3.10 -s -m pip uninstall -y torch",
+        "command": "/usr/bin/python3.10 -s -m pip uninstall -y torch",
         "python": {"executable": "/usr/bin/python3.10", "flags": ["-s"], "env": []},
         "names": ["torch"],
         "site": "/usr/lib/python3/dist-packages",

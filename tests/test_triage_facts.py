@@ -100,7 +100,7 @@ def test_npu_root_tree_keeps_the_ranking(no_stack_here):
     assert k10["status"] == "cause"
     assert k10["evidence"][:2] == [  # ENV001's own title and evidence
         "ENV001: CANN 8.0.0 is installed but its set_env.sh is not sourced",
-        f"CANN toolkit 8.0.0 at {TOOLKIT} (selected via cann.selected)",
+        f"CANN toolkit 8.0.0 at {TOOLKIT} (the default location)",  # how it was chosen, in words (issue 19)
     ]
     assert "ENV001" in k10["findings"]  # the rule's own verdict confirms it
     assert k10["here"] == (

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from typing import Optional, Sequence
 
-from npudoctor.cli.request import Environment, ExitStatus
+from npudoctor.cli.request import Environment, ExitStatus, take_color_flags
 
 PLEASE_REPORT = "This is a bug in npudoctor; please report it (rerun with NPUDOCTOR_DEBUG=1 for the traceback)."
 
@@ -24,12 +24,16 @@ def run(argv: Sequence[str], env: Optional[Environment] = None) -> int:
     ``env`` (default: :meth:`Environment.from_process`) is handed to the command through
     the Click context (``ctx.obj``); Typer's own help and usage messages, which Click
     writes to ``sys.stdout``/``sys.stderr``, are redirected to ``env.stdout``/``env.stderr``
-    for the duration.  ``SystemExit`` becomes its status; an unexpected exception becomes
+    for the duration.  ``--color``/``--no-color`` are taken out of ``argv`` first, wherever
+    they stand (:func:`~npudoctor.cli.request.take_color_flags`).  ``SystemExit`` becomes its status; an unexpected exception becomes
     :attr:`ExitStatus.INTERNAL` with a short "please report" line on ``env.stderr``
     (``NPUDOCTOR_DEBUG`` set in ``env.environ``: the exception propagates).  Never raises
     ``SystemExit``.
     """
     env = env if env is not None else Environment.from_process()
+    argv, flag = take_color_flags(argv)
+    if flag is not None:
+        env.color_flag = flag
     try:
         from npudoctor.cli.app import app
 

@@ -10,6 +10,7 @@ of this file.  ``npudoctor health`` does not come through here at all: see
 
 import importlib
 import pkgutil
+from typing import Optional
 
 import typer
 
@@ -24,6 +25,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
@@ -36,6 +38,12 @@ def _version(ctx: typer.Context, value: bool) -> None:
 @app.callback()
 def main(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+    color: Optional[bool] = typer.Option(
+        None,
+        "--color/--no-color",
+        help="Colour on or off for every command (before or after its name); default: NO_COLOR, "
+        "FORCE_COLOR/CLICOLOR_FORCE, CLICOLOR=0, then whether stdout is a terminal.",
+    ),
 ) -> None:
     """npudoctor: find why PyTorch on Ascend NPU does not work here, and how to fix it."""
 

@@ -20,7 +20,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import BinaryIO, Callable, Dict, Mapping, Optional, TextIO
+from typing import BinaryIO, Callable, Dict, List, Mapping, Optional, Sequence, TextIO, Tuple
 
 
 class ExitStatus(IntEnum):
@@ -140,7 +140,8 @@ class Environment:
     terminal.  ``width``: columns to wrap to.  ``clock``: monotonic seconds.  ``stdin``:
     standard input as bytes (``triage -``, ``compare -``); ``stdin_isatty``: whether it is a
     terminal (then ``compare`` without paths does not wait on it); ``stderr_isatty``: whether
-    stderr is (progress lines are shown only then).
+    stderr is (progress lines are shown only then); ``color_flag``: ``--color`` (True) or
+    ``--no-color`` (False) given on the command line, ``None`` when neither was.
     """
 
     stdout: TextIO
@@ -152,6 +153,7 @@ class Environment:
     stdin: BinaryIO = field(default_factory=io.BytesIO)
     stdin_isatty: bool = False
     stderr_isatty: bool = False
+    color_flag: Optional[bool] = None
 
     @classmethod
     def from_process(cls) -> Environment:
@@ -170,11 +172,25 @@ class Environment:
             stderr_isatty=_is_tty(sys.stderr),
         )
 
+    def wrap_width(self) -> Optional[int]:
+        """Columns to wrap text reports to: the terminal's :attr:`width` when stdout is a
+        terminal, else ``COLUMNS`` when set (20-1000), else ``None``: piped output is not
+        wrapped (stable text for logs and ``grep``)."""
+        if self.stdout_isatty:
+            return self.width
+        raw = self.environ.get("COLUMNS", "")
+        if raw.isascii() and raw.isdigit() and 20 <= int(raw) <= 1000:
+            return int(raw)
+        return None
+
     def color(self, flag: Optional[bool] = None) -> bool:
-        """Whether to colour stdout.  Precedence: ``--color``/``--no-color`` (``flag``),
+        """Whether to colour stdout.  Precedence: ``--color``/``--no-color`` (``flag``, else
+        :attr:`color_flag`),
         then ``NO_COLOR`` (non-empty: off), then ``FORCE_COLOR``/``CLICOLOR_FORCE``
         (non-empty and not ``0``: on), then ``CLICOLOR=0`` (off), then whether stdout is a
         terminal (the conventions of no-color.org and bixense.com/clicolors)."""
+        if flag is None:
+            flag = self.color_flag
         if flag is not None:
             return flag
         env = self.environ
@@ -187,3 +203,35 @@ class Environment:
         if env.get("CLICOLOR", None) == "0":
             return False
         return self.stdout_isatty
+
+
+#: The colour options every command accepts, anywhere before ``--`` (see :func:`take_color_flags`).
+COLOR_FLAGS = {"--color": True, "--no-color": False}
+
+
+def take_color_flags(argv: Sequence[str]) -> Tuple[List[str], Optional[bool]]:
+    """``(argv without the colour options, the last one's value)``: ``--color`` and
+    ``--no-color`` are accepted by every command, before or after its name, so they are
+    taken out before Typer parses the rest.  Nothing after ``--`` is touched (the argv of
+    ``npudoctor exec -- CMD``), nor anything after ``exec``'s command word."""
+    out: List[str] = []
+    flag: Optional[bool] = None
+    passthrough = False
+    seen_exec = False
+    for word in argv:
+        if passthrough:
+            out.append(word)
+            continue
+        if word == "--":
+            passthrough = True
+            out.append(word)
+            continue
+        if word in COLOR_FLAGS:
+            flag = COLOR_FLAGS[word]
+            continue
+        if seen_exec and not word.startswith("-"):
+            passthrough = True  # exec's CMD: its own words from here on
+        if word == "exec" and not seen_exec and not out:
+            seen_exec = True
+        out.append(word)
+    return out, flag

@@ -8,6 +8,7 @@ Each area has one TOML file with one table per code::
     severity = "error"                    # error | warning | info (the default of its findings)
     title = "torch and torch_npu are not a matched set"
     kinds = ["K01"]                       # optional: root-cause kinds of cases/kinds.md
+    symptom_of = ["CTR002"]               # optional: codes whose problem causes this one
     explain = \"\"\"…what, why, how to fix (``npudoctor explain PKG001``)…\"\"\"
 
 A code is ``PREFIX`` + three digits, and its prefix names its area (``PKG`` → packages,
@@ -43,7 +44,7 @@ PREFIXES: Dict[str, str] = {
     "DEEP": "deep",
 }
 
-_FIELDS = ("name", "area", "severity", "title", "kinds", "explain")
+_FIELDS = ("name", "area", "severity", "title", "kinds", "explain", "symptom_of")
 _REQUIRED = ("name", "area", "severity", "title", "explain")
 _CODE_RE = re.compile(r"^([A-Z]{2,5})(\d{3})$")
 _KIND_RE = re.compile(r"^K\d{2}$")
@@ -101,6 +102,9 @@ def parse_codes(text: str, area: str, source: str = "<text>") -> Dict[str, Code]
         kinds: Any = entry.get("kinds", [])
         if not isinstance(kinds, list) or not all(isinstance(k, str) and _KIND_RE.match(k) for k in kinds):
             raise CodesError(f"{where}: field 'kinds' must be a list of kinds like \"K01\"")
+        symptom_of: Any = entry.get("symptom_of", [])
+        if not isinstance(symptom_of, list) or not all(isinstance(c, str) and _CODE_RE.match(c) for c in symptom_of):
+            raise CodesError(f"{where}: field 'symptom_of' must be a list of codes like \"CTR002\"")
         if entry["area"] != area:
             raise CodesError(f"{where}: area {entry['area']!r} differs from the file's area {area!r}")
         if entry["severity"] not in SEVERITIES:
@@ -116,6 +120,7 @@ def parse_codes(text: str, area: str, source: str = "<text>") -> Dict[str, Code]
                 title=entry["title"],
                 explain=entry["explain"],
                 kinds=tuple(kinds),
+                symptom_of=tuple(symptom_of),
             )
         except RegistryError as exc:
             raise CodesError(f"{where}: {exc}") from None

@@ -109,7 +109,9 @@ def _run_target(ctx: ProbeContext, python: str) -> Dict[str, Any]:
     timeout = ctx.options.remaining(max(PROBE_TIMEOUT, ctx.options.command_timeout))
     result = ctx.host.run([python, "-c", script_source()], timeout=timeout)
     if result.error or result.timed_out:
-        return {"error": f"{python}: " + result.describe().split(": ", 1)[-1]}
+        # how it ended, without the argv (the probe script itself would fill the message)
+        how = result.error or f"no answer within {result.duration:.1f} s (killed)"
+        return {"error": f"{python}: {how}"}
     facts, reason = parse_script_output(result.stdout)
     if facts is None:
         stderr = (result.stderr or "").strip().splitlines()

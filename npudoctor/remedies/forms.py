@@ -36,10 +36,12 @@ def _plain(value: Any) -> Any:
 
 
 def to_dict(remedy: Remedy) -> Dict[str, Any]:
-    """``{"kind": "pip-install", "shell": "<the fix line>", <the fields>}`` of a remedy
-    (the items of a finding's ``remedies`` list in ``check --json``)."""
+    """``{"kind": "pip-install", "shell": "<the fix line>", "command": ..., <the fields>}``
+    of a remedy (the items of a finding's ``remedies`` list in ``check --json``).
+    ``command`` is the bare pasteable part of the line (no lead, no note; the flags of a
+    ``docker-flags`` step), ``None`` when the step is prose."""
     fields = _plain(dataclasses.asdict(remedy))
-    out: Dict[str, Any] = {"kind": KINDS[type(remedy)], "shell": shell(remedy)}
+    out: Dict[str, Any] = {"kind": KINDS[type(remedy)], "shell": shell(remedy), "command": command(remedy)}
     out.update(fields)
     return out
 

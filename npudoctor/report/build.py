@@ -9,7 +9,7 @@ Layout (``schema_version`` 1, see ``docs/schema/check.schema.json``)::
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from npudoctor.cli.request import ExitStatus
 from npudoctor.findings import Finding, counts
@@ -57,7 +57,10 @@ def ordered_fixes(findings: Sequence[Finding]) -> List[Finding]:
 def fix_list(findings: Sequence[Finding]) -> List[Finding]:
     """The errors to fix, as one list: those that take part in a fix order first, in
     that order, then the independent ones in report order.  Findings whose fix another
-    one covers (``data["superseded_by"]`` naming a reported code) are left out."""
+    one covers (``data["superseded_by"]`` naming a reported code) and follow-on symptoms
+    of a reported cause (:func:`folded_under`) are left out."""
+    hidden = {id(f) for group in folded_under(findings).values() for f in group}
+    findings = [f for f in findings if id(f) not in hidden]
     codes = {f.code for f in findings}
     needed = {c for f in findings for c in f.after if c in codes}
     chain = [f for f in ordered_fixes(findings) if (set(f.after) & codes) or f.code in needed]
@@ -68,3 +71,29 @@ def fix_list(findings: Sequence[Finding]) -> List[Finding]:
 def has_dependencies(findings: Sequence[Finding]) -> bool:
     codes = {f.code for f in findings}
     return any(set(f.after) & codes for f in findings)
+
+
+def folded_under(findings: Sequence[Finding]) -> Dict[str, List[Finding]]:
+    """Follow-on symptoms by the code of the root cause they are folded under: a finding
+    whose ``data["because"]`` names the code of another reported finding (set by
+    ``rules/order.py`` from the ``symptom_of`` of its code's data) goes under that cause;
+    a chain (A because of B because of C) goes under its first cause that is not itself
+    folded.  A cause that is not reported folds nothing."""
+    by_code: Dict[str, Finding] = {}
+    for f in findings:
+        by_code.setdefault(f.code, f)
+    out: Dict[str, List[Finding]] = {}
+    for f in findings:
+        root: Optional[str] = None
+        cause = f.data.get("because")
+        seen = {f.code}
+        while isinstance(cause, str) and cause in by_code:
+            if cause in seen:  # a cycle: nobody is the cause
+                root = None
+                break
+            seen.add(cause)
+            root = cause
+            cause = by_code[cause].data.get("because")
+        if root is not None:
+            out.setdefault(root, []).append(f)
+    return out

@@ -49,6 +49,28 @@ def _console(out: TextIO, terminal: bool, width: int, color: bool) -> Any:
     )
 
 
+def _pack(items: List[str], width: int, first: str, indent: str) -> List[str]:
+    """``items`` joined by `` · `` into rows of at most ``width`` columns (an item is never
+    split; one longer than a row stands alone)."""
+    rows: List[str] = []
+    current = first
+    for item in items:
+        sep = "" if current in (first, indent) else " · "
+        if current not in (first, indent) and len(current) + len(sep) + len(item) > width:
+            rows.append(current)
+            current, sep = indent, ""
+        current += sep + item
+    rows.append(current)
+    return rows
+
+
+def _fits(console: Any, table: Any) -> bool:
+    """Whether ``table`` fits the console's width without cutting a cell."""
+    from rich.measure import Measurement
+
+    return bool(Measurement.get(console, console.options.update_width(10_000), table).maximum <= console.width)
+
+
 def render(data: Dict[str, Any], out: TextIO, *, terminal: bool = False, width: int = 80, color: bool = False) -> None:
     """Write the device view (the ``data`` of :func:`npudoctor.cli.commands.devices.gather`)
     to ``out`` with rich.  ``terminal``: ``out`` is a terminal ``width`` columns wide
@@ -67,7 +89,10 @@ def render(data: Dict[str, Any], out: TextIO, *, terminal: bool = False, width: 
         if smi.get("driver_version") and smi.get("driver_version") != smi.get("version"):
             head += f" (driver {smi['driver_version']})"
     head += f" · {data.get('source')}"
-    console.print(Text(head, style="bold"))
+    from npudoctor.report.layout import wrap as _wrap
+
+    for row in _wrap(head, console.width, indent=2) if terminal else [head]:
+        console.print(Text(row, style="bold"), soft_wrap=True)
     if not chips:
         why = smi.get("error") or "npu-smi listed no chip"
         nodes = [n["path"] for n in dev.get("nodes") or [] if n.get("exists") and n.get("kind") == "chip"]
@@ -90,6 +115,7 @@ def render(data: Dict[str, Any], out: TextIO, *, terminal: bool = False, width: 
         if width < 90 or not any(c.get("logic_id") is not None for c in chips):
             cols.remove("Logic")
         table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+        rows: List[Any] = []
         for col in cols:
             table.add_column(col, justify="left" if col in ("Name", "Health", "Bus-Id") else "right", no_wrap=True)
         for c in chips:
@@ -119,7 +145,15 @@ def render(data: Dict[str, Any], out: TextIO, *, terminal: bool = False, width: 
             }
             cells["HBM MB"] = cells["Memory MB"] = _mem(used, total)
             table.add_row(*(cells[col] for col in cols))
-        console.print(table)
+            rows.append((cols, cells))
+        if _fits(console, table):
+            console.print(table)
+        else:  # a terminal too narrow for the table: one chip a block, no cell cut
+            for cols_, cells_ in rows:
+                items = [f"NPU {cells_['NPU']} chip {cells_['Chip']}: {cells_['Name']}"]
+                items += [f"{col} {cells_[col]}" for col in cols_ if col not in ("NPU", "Chip", "Name")]
+                for row in _pack(items, console.width, "  ", "    "):
+                    console.print(Text(row), soft_wrap=True)
         if procs:
             console.print(Text("Processes", style="bold"))
             pt = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
@@ -160,13 +194,26 @@ def render(data: Dict[str, Any], out: TextIO, *, terminal: bool = False, width: 
         console.print(Text("Visibility: ", style="bold") + Text("  ".join(f"{k}={v}" for k, v in vis.items())))
     findings = data.get("findings") or []
     if findings:
+        from npudoctor.findings import Finding
+        from npudoctor.report.layout import Line, Painter, fix_lines, wrap
+
         console.print(Text("Findings", style="bold"))
-        for f in findings:
-            console.print(
-                Text(f"  {f['code']} ", style=_SEV_STYLE.get(f["severity"], ""))
-                + Text(f"{f['severity']}: {f['title']}")
-            )
-            for fix in f.get("fix") or []:
-                console.print(Text(f"      → {fix}", style="dim"), soft_wrap=True)
+        paint = Painter(color)
+        room = console.width
+        for raw in findings:
+            f = Finding.from_dict(raw)
+            if not terminal:
+                console.print(
+                    Text(f"  {f.code} ", style=_SEV_STYLE.get(f.severity, "")) + Text(f"{f.severity}: {f.title}")
+                )
+                for fix in f.fix:
+                    console.print(Text(f"      → {fix}", style="dim"), soft_wrap=True)
+                continue
+            head = f"  {f.code} {f.severity}: "
+            rows_ = wrap(f.title, room, first=len(head), indent=len(head))
+            lines = [Line([(f"  {f.code} ", _SEV_STYLE.get(f.severity, "")), (f"{f.severity}: {rows_[0]}", "")])]
+            lines += [Line([(r, "")]) for r in rows_[1:]]
+            lines += fix_lines(f, room, 6)
+            console.file.write("".join(paint(line) + "\n" for line in lines))
     else:
         console.print(Text("No device or container problems found.", style="green"))

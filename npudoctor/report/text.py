@@ -1,15 +1,28 @@
-"""Human report: findings grouped by area with ✓ / ! / ✗ and one-line fixes."""
+"""Human report: a summary line per area (✓ / ! / ✗ / –) with what was found, then one
+finding per root cause with its follow-on symptoms folded under it, then one ordered fix
+list.
+
+Terminal-aware: prose is wrapped to ``width`` columns (words and paths are never split);
+a command is never broken -- it is printed whole after ``$ `` (on its own line when it does
+not fit), so it can be pasted.  Without colour the text is plain and stable (piped output,
+golden tests).  Lines are built by :mod:`npudoctor.report.layout`.
+"""
 
 from __future__ import annotations
 
-from typing import IO, Optional, Sequence
+from typing import IO, Dict, List, Optional, Sequence
 
 from npudoctor.facts import Facts
-from npudoctor.findings import AREA_TITLES, AREAS, Finding, counts
-from npudoctor.report.build import fix_list, has_dependencies
+from npudoctor.findings import Finding, counts
+from npudoctor.report.build import fix_list, folded_under, has_dependencies
+from npudoctor.report.layout import Line, Painter, fix_lines, wrap
+from npudoctor.report.summary import area_lines
 from npudoctor.snapshot import Snapshot
 
+#: Mark and style of a finding by severity.
 MARK = {"error": ("✗", "bold red"), "warning": ("!", "yellow"), "info": ("·", "cyan")}
+#: Style of a summary line by state.
+STATE_STYLE = {"error": "bold red", "warning": "yellow", "ok": "green", "unchecked": "dim"}
 
 
 def _headline(snapshot: Snapshot) -> str:
@@ -23,6 +36,41 @@ def _headline(snapshot: Snapshot) -> str:
     return f"npudoctor {snapshot.npudoctor_version} — {where.get(mode, mode)}{extra}"
 
 
+def _summary(snapshot: Snapshot, findings: Sequence[Finding], width: int) -> List[Line]:
+    out: List[Line] = [Line([("Summary", "bold")])]
+    for item in area_lines(snapshot.facts, findings):
+        head = f"  {item.mark} {item.title}" + (": " if item.found else "")
+        style = STATE_STYLE[item.state]
+        rows = wrap(item.found, width, first=len(head), indent=6) if item.found else [""]
+        out.append(Line([(f"  {item.mark}", style), (head[3:], "bold" if item.state != "unchecked" else "dim")]))
+        out[-1].segments.append((rows[0], "dim" if item.state == "unchecked" else ""))
+        out.extend(Line([(r, "dim" if item.state == "unchecked" else "")]) for r in rows[1:])
+    return out
+
+
+def _finding(
+    f: Finding, width: int, verbose: bool, indent: int = 2, fixes: bool = True, step: Optional[int] = None
+) -> List[Line]:
+    mark, style = MARK[f.severity]
+    lead = " " * indent + f"{mark} {f.code} "
+    rows = wrap(f.title, width, first=len(lead), indent=len(lead))
+    out = [Line([(" " * indent, ""), (mark, style), (" ", ""), (f.code, "dim"), (" " + rows[0], "")])]
+    out.extend(Line([(r, "")]) for r in rows[1:])
+    body = indent + 4
+    if verbose:
+        for line in f.evidence:
+            for n, r in enumerate(wrap(line, width, first=body + 10, indent=body + 2)):
+                out.append(Line([(" " * body + "evidence: ", "dim"), (r, "")]) if n == 0 else Line([(r, "")]))
+        if f.confirmed_by:
+            out.append(Line([(" " * body + "confirmed by: ", "dim"), (", ".join(f.confirmed_by), "")]))
+    if fixes and f.fix and step is not None:
+        out.append(Line([(" " * body + f"fix: step {step} of “Fix in this order” below", "dim")]))
+    elif fixes and f.fix:
+        out.append(Line([(" " * body + "fix:", "dim")]))
+        out.extend(fix_lines(f, width, body + 2))
+    return out
+
+
 def render(
     snapshot: Snapshot,
     findings: Sequence[Finding],
@@ -30,58 +78,61 @@ def render(
     file: Optional[IO[str]] = None,
     color: Optional[bool] = None,
     width: Optional[int] = None,
+    ignored: Sequence[str] = (),
 ) -> None:
-    """Write the report with rich to ``file`` (default: stdout).  ``verbose`` adds evidence
-    and the matrix provenance; ``color`` forces colour on or off (``None``: rich decides);
-    ``width``: columns of the terminal (lines are never broken: soft wrap)."""
-    from rich.console import Console
-    from rich.markup import escape
+    """Write the report to ``file`` (default: stdout).  ``verbose`` adds evidence and the
+    matrix provenance; ``color`` colours it (ANSI, standard colours) or not (``None``: no
+    colour); ``width``: columns to wrap prose to (default 80; commands are never broken);
+    ``ignored``: the codes of findings silenced by ``.npudoctor.toml`` / ``--ignore``."""
+    import sys
 
-    console = Console(
-        file=file, highlight=False, no_color=(color is False), force_terminal=color, soft_wrap=True, width=width
-    )
-    console.print(f"[bold]{escape(_headline(snapshot))}[/bold]")
-    probed = set(snapshot.facts)
-    by_area = {a: [f for f in findings if f.area == a] for a in AREAS}
-    clean = [AREA_TITLES[a] for a in AREAS if not by_area[a] and a in probed]
-    for area in AREAS:
-        items = by_area[area]
-        if not items:
-            continue
-        console.print()
-        console.print(f"[bold]{AREA_TITLES[area]}[/bold]")
-        for f in items:
-            mark, style = MARK[f.severity]
-            console.print(f"  [{style}]{mark}[/{style}] [dim]{f.code}[/dim] {escape(f.title)}")
-            if verbose:
-                for line in f.evidence:
-                    console.print(f"      [dim]evidence:[/dim] {escape(line)}")
-                if f.confirmed_by:
-                    console.print(f"      [dim]confirmed by:[/dim] {escape(', '.join(f.confirmed_by))}")
-            if f.fix:
-                console.print(f"      [dim]fix:[/dim] {escape(f.fix[0])}")
-                for step in f.fix[1:]:
-                    console.print(f"           {escape(step)}")
-    if clean:
-        console.print()
-        console.print(f"[green]✓[/green] no problems: {escape(', '.join(clean))}")
-    ordered = fix_list(findings) if has_dependencies(findings) else []
-    if len(ordered) > 1:
-        console.print()
-        console.print("[bold]Fix in this order[/bold] (driver → CANN → kernels/NNAL → set_env.sh → packages)")
+    cols = max(40, width) if width else 1_000_000
+    paint = Painter(bool(color))
+    lines: List[Line] = [Line([(r, "bold")]) for r in wrap(_headline(snapshot), cols, indent=2)]
+    choice = (snapshot.target or {}).get("python_choice")
+    if isinstance(choice, str) and choice:
+        lines += [Line([(r, "dim")]) for r in wrap(f"Python: {choice}", cols, indent=2)]
+    lines.append(Line([]))
+    lines += _summary(snapshot, findings, cols)
+    folded: Dict[str, List[Finding]] = folded_under(findings)
+    hidden = {id(f) for group in folded.values() for f in group}
+    shown = [f for f in findings if id(f) not in hidden]
+    ordered = fix_list(shown) if has_dependencies(shown) else []
+    steps = {id(f): n for n, f in enumerate(ordered, start=1)} if len(ordered) > 1 else {}
+    if shown:
+        lines += [Line([]), Line([("Findings", "bold")])]
+    for f in shown:
+        lines += _finding(f, cols, verbose, step=steps.get(id(f)))
+        symptoms = folded.get(f.code, [])
+        if symptoms:
+            lines.append(Line([(f"      because of this ({f.code}), also:", "dim")]))
+            for s in symptoms:
+                lines += _finding(s, cols, verbose, indent=8, fixes=False)
+    if ignored:
+        codes = ", ".join(sorted(set(ignored)))
+        text = f"{len(ignored)} finding(s) ignored (by .npudoctor.toml / --ignore): {codes}"
+        lines += [Line([])] + [Line([(r, "dim")]) for r in wrap(text, cols)]
+    if steps:
+        lines += [Line([]), Line([("Fix in this order", "bold")])]
+        lines += [Line([(r, "dim")]) for r in wrap("(driver → CANN → kernels/NNAL → set_env.sh → packages)", cols)]
         for n, f in enumerate(ordered, start=1):
-            more = f"  [dim](+{len(f.fix) - 1} more step(s) under {f.code} above)[/dim]" if len(f.fix) > 1 else ""
-            console.print(f"  {n}. [dim]{f.code}[/dim] {escape(f.fix[0])}{more}")
+            head = f"  {n}. {f.code} "
+            rows = wrap(f.title, cols, first=len(head), indent=len(head))
+            lines.append(Line([(f"  {n}. ", ""), (f.code, "dim"), (" " + rows[0], "")]))
+            lines.extend(Line([(r, "")]) for r in rows[1:])
+            lines.extend(fix_lines(f, cols, len(head)))
     if verbose and snapshot.matrix:
         m = snapshot.matrix
-        console.print()
-        console.print(
-            f"[dim]matrix: {escape(str(m.get('source')))} ({m.get('origin', '?')}), "
-            f"retrieved {m.get('retrieved', '?')}, sha256 {str(m.get('sha256', '?'))[:16]}…[/dim]"
+        text = (
+            f"matrix: {m.get('source')} ({m.get('origin', '?')}), retrieved {m.get('retrieved', '?')}, "
+            f"sha256 {str(m.get('sha256', '?'))[:16]}…"
         )
-    summary = counts(findings)
-    console.print()
-    console.print(
-        f"{summary['error']} error(s), {summary['warning']} warning(s), {summary['info']} note(s). "
-        + ("Run `npudoctor explain CODE` for details." if findings else "")
-    )
+        lines += [Line([])] + [Line([(r, "dim")]) for r in wrap(text, cols)]
+    summary = counts(shown)
+    tail = f"{summary['error']} error(s), {summary['warning']} warning(s), {summary['info']} note(s)"
+    if hidden:
+        tail += f", {len(hidden)} follow-on finding(s) folded under their cause"
+    tail += ". Run `npudoctor explain CODE` for details." if findings else "."
+    lines += [Line([])] + [Line([(r, "")]) for r in wrap(tail, cols)]
+    out = file if file is not None else sys.stdout
+    out.write("".join(paint(line) + "\n" for line in lines))

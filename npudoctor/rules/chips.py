@@ -157,7 +157,8 @@ def chip_support(ctx: RuleContext) -> Iterable[Finding]:
                     title=f"torch_npu {torch_npu} does not support {name} ({soc}, family {family})",
                     evidence=[f"npu-smi Name {name} → family {family}", f"torch_npu {torch_npu} installed"],
                     fix=[
-                        "Install a torch_npu release that supports this chip (see `npudoctor matrix`), "
+                        f"Install a torch_npu release that supports this chip (`npudoctor explain {CHIP_UNSUPPORTED.code}` "
+                        "names the hardware each release supports), "
                         "or run on hardware this release supports"
                     ],
                     subject=name,

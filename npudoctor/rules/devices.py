@@ -214,7 +214,7 @@ def npu_smi_state(ctx: RuleContext) -> Iterable[Finding]:
         yield NPU_SMI_MISSING.finding(
             evidence=[smi.error or "npu-smi not found", searched_path_text(ctx, smi)],
             fix=[
-                "export PATH=$PATH:/usr/local/bin:/usr/local/sbin  # where the driver installs npu-smi",
+                PrependPath("PATH", ("/usr/local/bin", "/usr/local/sbin"), note="where the driver installs npu-smi"),
                 "If it is not there either: install the NPU driver package (Ascend HDK npu-driver)",
             ],
         )

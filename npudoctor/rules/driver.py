@@ -152,7 +152,7 @@ def driver_missing(ctx: RuleContext) -> Iterable[Finding]:
         )
         return
     fix: List[Step] = [
-        _driver(ctx, hdk, unknown="the Ascend HDK paired with your CANN (`npudoctor matrix` shows it)"),
+        _driver(ctx, hdk, unknown="the Ascend HDK your CANN's release notes pair with it"),
         _firmware(ctx, hdk),
         Reboot(),
     ]
@@ -244,7 +244,7 @@ def driver_cann(ctx: RuleContext) -> Iterable[Finding]:
         if container:
             fix.append("or use an image built on an older CANN that the host driver supports")
         else:
-            fix.append("or install a CANN version that this driver supports (`npudoctor matrix`)")
+            fix.append("or install a CANN version that this driver supports (the driver's release notes list them)")
         if note:
             fix.append(note)
     if v.grade is Grade.UNDOCUMENTED and req is None:

@@ -77,10 +77,21 @@ def _service_note(script: Optional[str]) -> str:
     return SERVICE_NOTE_EXPORTS
 
 
-def _toolkit_line(env: EnvironmentFacts) -> str:
+#: How the toolkit in use was chosen, in words (``cann.selected_via`` / the environment
+#: probe's ``toolkit.source``; "cann.selected" means: the CANN probe's choice).
+_VIA = {
+    "ASCEND_TOOLKIT_HOME": "chosen by ASCEND_TOOLKIT_HOME",
+    "ASCEND_HOME_PATH": "chosen by ASCEND_HOME_PATH",
+    "default": "the default location",
+    "only": "the only toolkit found",
+}
+
+
+def _toolkit_line(env: EnvironmentFacts, cann_via: Optional[str] = None) -> str:
     tk = env.toolkit or EnvToolkit()
-    via = tk.source
-    return f"CANN toolkit {tk.version or '(version unknown)'} at {tk.path}" + (f" (selected via {via})" if via else "")
+    via = cann_via if tk.source == "cann.selected" else tk.source
+    words = _VIA.get(str(via)) if via else None
+    return f"CANN toolkit {tk.version or '(version unknown)'} at {tk.path}" + (f" ({words})" if words else "")
 
 
 def append_line(name: str, entries: Sequence[str]) -> PrependPath:
@@ -177,7 +188,7 @@ def set_env_not_sourced(ctx: RuleContext) -> Iterable[Finding]:
     script = _script(env)
     severity = "error" if _torch_npu_installed(ctx) else "warning"
     missing_ld = _missing_paths(env, "LD_LIBRARY_PATH")
-    evidence = [_toolkit_line(env)]
+    evidence = [_toolkit_line(env, ctx.view.cann.selected_via)]
     missing_vars = variable_state(env, ctx.view.cann).missing_vars
     evidence.append("unset: " + ", ".join(missing_vars or ["ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH"]))
     if missing_ld:
@@ -240,7 +251,7 @@ def stale_environment(ctx: RuleContext) -> Iterable[Finding]:
         yield STALE.finding(
             title=f"LD_LIBRARY_PATH names {_and(dirs)}, which {'does' if len(dirs) == 1 else 'do'} not exist: "
             f"harmless, the toolkit in use ({tk.path}) is fully on the path",
-            evidence=[_toolkit_line(env)]
+            evidence=[_toolkit_line(env, ctx.view.cann.selected_via)]
             + [f"LD_LIBRARY_PATH entry {d} (does not exist) names another CANN install" for d in dirs]
             + ["no library can load from a directory that does not exist; every directory set_env.sh adds is present"],
             fix=[
@@ -258,7 +269,7 @@ def stale_environment(ctx: RuleContext) -> Iterable[Finding]:
         label = f"{s['install']}" + (f" (CANN {s['version']})" if s["version"] else "")
         if label not in installs:
             installs.append(label)
-    evidence = [_toolkit_line(env)]
+    evidence = [_toolkit_line(env, ctx.view.cann.selected_via)]
     for s in stale[:12]:
         where = s["install"]
         ver = f"CANN {s['version']}" if s["version"] else "another install"
@@ -329,7 +340,7 @@ def loader_path_incomplete(ctx: RuleContext) -> Iterable[Finding]:
     missing_vars = variable_state(env, ctx.view.cann).missing_vars
     if not missing and not missing_vars:
         return
-    evidence = [_toolkit_line(env)]
+    evidence = [_toolkit_line(env, ctx.view.cann.selected_via)]
     if missing:
         evidence.append("LD_LIBRARY_PATH lacks (directories that exist): " + ", ".join(missing))
     if missing_vars:
@@ -367,7 +378,10 @@ def pythonpath_missing(ctx: RuleContext) -> Iterable[Finding]:
     if tp is None or not site or site not in missing or _te_from_pip(ctx):
         return
     have = [name for name, value in (("te", tp.te), ("tbe", tp.tbe)) if value]
-    evidence = [_toolkit_line(env), f"{site} exists" + (f" and holds {', '.join(have)}" if have else "")]
+    evidence = [
+        _toolkit_line(env, ctx.view.cann.selected_via),
+        f"{site} exists" + (f" and holds {', '.join(have)}" if have else ""),
+    ]
     evidence.append("PYTHONPATH=" + env.current.get("PYTHONPATH", "(unset)"))
     yield PYTHONPATH.finding(
         title=f"PYTHONPATH lacks {site}: te/tbe will not import when operators compile",
@@ -434,7 +448,7 @@ def custom_values(ctx: RuleContext) -> Iterable[Finding]:
     for item in variable_state(env, ctx.view.cann).differs:
         yield CUSTOM.finding(
             title=f"{item['name']}={item['current']} (set_env.sh would set {item['expected']})",
-            evidence=[_toolkit_line(env), f"{item['name']}={item['current']}"],
+            evidence=[_toolkit_line(env, ctx.view.cann.selected_via), f"{item['name']}={item['current']}"],
             fix=[Export(item["name"], item["expected"], note="if the custom value was not intended")],
             subject=item["name"],
         )

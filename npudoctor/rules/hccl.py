@@ -16,7 +16,7 @@ from npudoctor.facts.hccl import HcclFacts, RankServer
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.parsers.ranktable import is_ip
-from npudoctor.remedies import DockerFlags, Export, Remedy
+from npudoctor.remedies import Command, DockerFlags, Export, Remedy
 from npudoctor.rules import rule
 from npudoctor.rules._hccl_job import job_shape
 from npudoctor.rules._ranktable import layout_problems
@@ -171,10 +171,14 @@ def rank_table_layout(ctx: RuleContext) -> Iterable[Finding]:
     check = f"python3 -m json.tool {path} > /dev/null"
     for p in problems:
         kind, msg = p.get("kind"), str(p.get("message", ""))
+        fix: List[Union[Remedy, str]]
         if kind == "unreadable":
             if table.read_error:
                 title = f"RANK_TABLE_FILE={path} cannot be read: {table.read_error}"
-                fix = [f"ls -l {path}", "export RANK_TABLE_FILE=<absolute path of the rank table on this node>"]
+                fix = [
+                    Command(("ls", "-l", path)),
+                    Export("RANK_TABLE_FILE", None, unknown="the absolute path of the rank table on this node"),
+                ]
             elif table.truncated:
                 title = f"The rank table {path} is truncated: {msg}"
                 fix = [check, _RT_FIX]

@@ -38,7 +38,7 @@ def required_devices(ctx: RuleContext) -> Iterable[Finding]:
             title=f"{count} NPU chip(s) visible, {wanted} required",
             evidence=[f"{count} chip(s) counted from {how}"],
             fix=[
-                "Pass the devices into the container: docker run --device /dev/davinci0 … "
+                "Pass the devices into the container: one --device /dev/davinciN per NPU N, plus "
                 "--device /dev/davinci_manager --device /dev/devmm_svm --device /dev/hisi_hdc",
                 "Kubernetes: request the devices from the Ascend device plugin (resources.limits: huawei.com/Ascend910: N)",
             ],

@@ -192,6 +192,7 @@ def not_loadable(ctx: RuleContext, code: Code, key: str, items: List[Resolution]
         )
     evidence.append("LD_LIBRARY_PATH=" + (":".join(ld) if ld else "(unset)"))
     fix: List[FixLine]
+    because: Optional[str] = None
     if key == "toolkit":
         title = (
             f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the CANN toolkit but not on the loader path"
@@ -232,6 +233,8 @@ def not_loadable(ctx: RuleContext, code: Code, key: str, items: List[Resolution]
             ),
             SourceFile(NNAL_SET_ENV, note="after torch is installed"),
         ]
+        if not has_toolkit:
+            because = "CANN001"  # NNAL comes with the CANN release that is missing altogether
     elif key == "driver-missing":
         where = "in this container" if in_container(ctx) else "on this machine"
         ships = (
@@ -253,6 +256,8 @@ def not_loadable(ctx: RuleContext, code: Code, key: str, items: List[Resolution]
                 "Reinstall the NPU driver on this host (the Ascend HDK npu-driver .run package of version "
                 f"{installed.version or 'the installed one'}): its lib64 lacks {', '.join(names)}"
             )
+        if not installed.exists:
+            because = "CTR002" if in_container(ctx) else "DRV001"  # folded when that is reported
     elif has_toolkit or key[len("missing:") :] not in (TOOLKIT, KERNELS, "unknown"):
         who = key[len("missing:") :]
         title = (
@@ -261,6 +266,7 @@ def not_loadable(ctx: RuleContext, code: Code, key: str, items: List[Resolution]
         fix = _missing_fix(ctx, who, names, script)
     else:
         title = f"{', '.join(names)} cannot be loaded: no CANN toolkit is installed"
+        because = "CANN001"  # folded under "no CANN toolkit" when that is reported
         fix = [
             "Install the CANN toolkit that matches torch_npu (its Ascend-cann-toolkit .run package with --install; "
             "see `npudoctor explain CANN001`)",
@@ -276,7 +282,7 @@ def not_loadable(ctx: RuleContext, code: Code, key: str, items: List[Resolution]
         fix=fix,
         severity="warning" if optional else severity,
         subject=key,
-        data={"libraries": names, "owners": owners},
+        data=dict({"libraries": names, "owners": owners}, **({"because": because} if because else {})),
     )
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 from typing import Dict, List
 
 from npudoctor.engine import RuleContext
-from npudoctor.findings import Finding
+from npudoctor.findings import SEVERITIES, Finding
+from npudoctor.knowledge import codes
 from npudoctor.rules import postprocess
 
 #: Layers in fix order; a code belongs to the first layer whose prefixes match it.
@@ -61,4 +62,27 @@ def fix_order(ctx: RuleContext, findings: List[Finding]) -> List[Finding]:
     for f in fixable:
         earlier = [c for layer, codes in sorted(by_layer.items()) if layer < layer_of(f.code) for c in codes]
         f.after = list(dict.fromkeys(f.after + earlier))
+    return findings
+
+
+@postprocess
+def fold_symptoms(ctx: RuleContext, findings: List[Finding]) -> List[Finding]:
+    """Name each follow-on symptom's root cause in ``data["because"]``: the cause a rule
+    named there, else the first code of its code's ``symptom_of`` (codes data), when a
+    finding of that code is reported and at least as severe (a note never hides an
+    error).  A named cause that is not reported is dropped, so ``because`` always names a
+    finding of the same report (the text report folds the symptom under it and the fix
+    list leaves it out)."""
+    rank = {s: i for i, s in enumerate(SEVERITIES)}
+    worst: Dict[str, int] = {}
+    for f in findings:
+        worst[f.code] = min(worst.get(f.code, len(SEVERITIES)), rank[f.severity])
+    for f in findings:
+        named = f.data.get("because")
+        candidates = ([named] if isinstance(named, str) else []) + list(codes.get(f.code).symptom_of)
+        cause = next((c for c in candidates if c != f.code and worst.get(c, len(SEVERITIES)) <= rank[f.severity]), None)
+        if cause is None:
+            f.data.pop("because", None)
+        else:
+            f.data["because"] = cause
     return findings

@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", action="store_true", help="print a JSON document")
     parser.add_argument(
+        "--color", "--no-color", dest="color", action="store_const", const=None, help="accepted (the output is plain)"
+    )
+    parser.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="hard total budget (default 0.9)"
     )
     parser.add_argument("--require", type=int, default=None, metavar="N", help="at least N NPU chips must be visible")

@@ -103,8 +103,13 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
         raise ValueError(conflict)
     if machine.root and not os.path.isdir(machine.root):
         raise ValueError(f"--root {machine.root}: not a directory")
+    python = machine.python
+    if python:
+        from npudoctor.cli.pyselect import resolve
+
+        python = resolve(python, machine.root)  # a venv/conda directory or env name: its bin/python
     options = Options(
-        python=machine.python,
+        python=python,
         user=machine.user,
         quick=True,
         command_timeout=budget.command_timeout(),

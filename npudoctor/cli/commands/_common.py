@@ -32,7 +32,12 @@ RootOpt = Annotated[
 ]
 PythonOpt = Annotated[
     Optional[str],
-    typer.Option("--python", metavar="PATH", help="Inspect this interpreter (e.g. a conda env's python)."),
+    typer.Option(
+        "--python",
+        metavar="PATH|DIR|ENV",
+        help="Judge this interpreter: a python file, a venv or conda environment directory, or a conda "
+        "environment's name (default: the active VIRTUAL_ENV/CONDA_PREFIX, else npudoctor's own).",
+    ),
 ]
 FromOpt = Annotated[
     Optional[str],
@@ -163,8 +168,17 @@ def snapshot_for(
         snap = load_snapshot(request.from_file)
         snap.target = dict(snap.target, mode="from", **{"from": request.from_file})
         return snap
-    if request.python and not (os.path.isfile(request.python) or request.root):
-        raise UsageError(f"--python {request.python}: no such file")
+    from npudoctor.cli import pyselect
+
+    own = os.environ if environ is None else environ
+    python, choice = request.python, None
+    if python:
+        try:
+            python = pyselect.resolve(python, request.root, own)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    elif not request.root:
+        python, choice = pyselect.default_choice(own)
     host = make_host(request, environ)
     if request.user:
         from npudoctor.probes.host import user_problem
@@ -172,12 +186,15 @@ def snapshot_for(
         problem = user_problem(host, request.user)
         if problem:
             raise UsageError(problem)
-    options.python = request.python
+    options.python = python
     options.user = request.user
     if options.deadline is None:
         extra = float(options.deep_timeout) if options.deep else 0.0
         options.deadline = time.monotonic() + request.deadline + extra
-    return collect(host, options, sections=sections)
+    snapshot = collect(host, options, sections=sections)
+    if choice:
+        snapshot.target["python_choice"] = choice
+    return snapshot
 
 
 def load_matrix_or_none(path: Optional[str]) -> Tuple[Any, Optional[str]]:

@@ -57,7 +57,7 @@ def run_check(
     Markdown, Prometheus) and return the exit status (OK/PROBLEMS, decided by
     :func:`npudoctor.report.build.exit_status`).  Raises :class:`UsageError` for bad options
     or unreadable inputs."""
-    from npudoctor.config import load_ignores
+    from npudoctor.config import load_ignore_entries
     from npudoctor.engine import Options, evaluate
     from npudoctor.knowledge.codes import lookup
     from npudoctor.report.build import document, exit_status
@@ -75,13 +75,17 @@ def run_check(
         snapshot.matrix = dict(matrix.provenance)
     else:
         snapshot.matrix = {"error": matrix_error}
-    config_ignores, config_errors = load_ignores(environ=dict(env.environ))
+    config_entries, config_errors = load_ignore_entries(environ=dict(env.environ))
+    config_ignores = [code for code, _where in config_entries]
     for err in config_errors:
         warn(env, err)
-    findings = evaluate(snapshot, matrix, options, ignore=list(ignore or []) + config_ignores)
-    for code in list(ignore or []) + config_ignores:
+    ignored: List[Any] = []
+    findings = evaluate(snapshot, matrix, options, ignore=list(ignore or []) + config_ignores, ignored=ignored)
+    origins = [(code, "--ignore") for code in ignore or []] + config_entries
+    for code, where in origins:
         if lookup(code) is None:
-            warn(env, f"--ignore {code}: no such finding code (see `npudoctor explain --list`)")
+            what = f"--ignore {code}" if where == "--ignore" else f"{where}: ignore {code!r}"
+            warn(env, f"{what}: no such finding code (see `npudoctor explain --list`)")
     status = exit_status(findings, strict)
     # secrets never leave in any form: --json says a secret is set, not what it is
     if request.json:
@@ -99,7 +103,15 @@ def run_check(
         from npudoctor.report.text import render
 
         buffer = io.StringIO()
-        render(snapshot, findings, verbose=verbose, file=buffer, color=env.color(), width=env.width)
+        render(
+            snapshot,
+            findings,
+            verbose=verbose,
+            file=buffer,
+            color=env.color(),
+            width=env.wrap_width(),
+            ignored=[f.code for f in ignored],
+        )
         env.stdout.write(conceal_text(buffer.getvalue()))
     return status
 
@@ -292,11 +304,35 @@ def run_explain(env: Environment, code: Optional[str], list_: bool = False, as_j
     if as_json:
         out.write(json.dumps(_code_dict(found), indent=2, ensure_ascii=False) + "\n")
         return ExitStatus.OK
-    out.write(f"{found.code} {found.name} ({found.severity}, area {found.area})\n{found.title}\n")
+    title = _wrapped(env, found.title)
+    out.write(f"{found.code} {found.name} ({found.severity}, area {found.area})\n{title}\n")
     if found.kinds:
-        out.write(f"root-cause kinds: {', '.join(found.kinds)}\n")
-    out.write(f"\n{found.explain.strip()}\n")
+        out.write("root-cause kinds (see `npudoctor explain KIND`):\n")
+        for kind in found.kinds:
+            title = _wrapped(env, _kind_title(kind), first=len(kind) + 4, indent=len(kind) + 4)
+            out.write(f"  {kind}  {title}\n")
+    text = "\n\n".join(_wrapped(env, p) for p in found.explain.strip().split("\n\n"))
+    out.write(f"\n{text}\n")
     return ExitStatus.OK
+
+
+def _wrapped(env: Environment, text: str, first: int = 0, indent: int = 0) -> str:
+    """``text`` wrapped to the terminal (or ``COLUMNS``); unchanged when piped without it."""
+    width = env.wrap_width()
+    if not width:
+        return text
+    from npudoctor.report.layout import wrap
+
+    return "\n".join(wrap(text, width, first=first, indent=indent))
+
+
+def _kind_title(kind: str) -> str:
+    """The name of a root-cause kind (``K16`` → "container / Kubernetes device plumbing …"),
+    so a kind label is never printed without it."""
+    from npudoctor.knowledge.signatures import load_kb
+
+    page = load_kb().explain(kind)
+    return str(page["title"]) if page else "(no description)"
 
 
 def _explain_triage_label(env: Environment, name: str, as_json: bool) -> ExitStatus:

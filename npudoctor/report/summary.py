@@ -1,0 +1,180 @@
+"""The summary of a check: one line per area, in the style of ``flutter doctor`` -- a mark
+(✓ no problem, ! warnings, ✗ errors, – not checked) and what was found there (versions,
+paths, chips), read from the typed facts views.
+
+The mark of an area is the worst severity among its findings; an area without an error or
+a warning whose facts were not looked at (:func:`npudoctor.facts.coverage.not_checked`) is
+"not checked" with the reason.  Nothing here judges: what was found is what the probes
+read, and the judgement is the rules' findings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from npudoctor.facts import Facts
+from npudoctor.facts.coverage import not_checked
+from npudoctor.findings import AREA_TITLES, AREAS, Finding
+
+#: Marks of the summary, by state.
+MARKS = {"error": "✗", "warning": "!", "ok": "✓", "unchecked": "–"}
+
+
+@dataclass(frozen=True)
+class AreaLine:
+    """One summary line: ``area`` (a key of :data:`npudoctor.findings.AREAS`), ``state``
+    (``"error" | "warning" | "ok" | "unchecked"``), ``title`` (the area's title for
+    people) and ``found`` (what was found there, or why it was not checked; may be
+    empty)."""
+
+    area: str
+    state: str
+    title: str
+    found: str
+
+    @property
+    def mark(self) -> str:
+        """The one-character mark of :attr:`state`."""
+        return MARKS[self.state]
+
+
+def _python(facts: Facts) -> str:
+    py = facts.python
+    version = py.version or "version unknown"
+    env = f", conda env {py.conda_env}" if py.conda_env else (", venv" if py.is_venv else "")
+    if py.executable:
+        return f"{version} at {py.executable}{env}"
+    where = py.site_packages[0] if py.site_packages else py.prefix
+    return f"{version} ({where}{env})" if where else f"{version}{env}"
+
+
+def _packages(facts: Facts) -> str:
+    pkgs = facts.packages_of("torch", "torch_npu")
+    torch, tnpu = pkgs.first("torch"), pkgs.first("torch_npu")
+    bits = [f"torch {torch.version}" if torch is not None else "no torch"]
+    bits.append(f"torch_npu {tnpu.version}" if tnpu is not None else "no torch_npu")
+    return ", ".join(bits)
+
+
+def _cann(facts: Facts) -> str:
+    cann = facts.cann
+    tk = cann.selected
+    if tk is None:
+        return "no CANN toolkit found"
+    bits = [f"toolkit {tk.version or 'version unknown'} at {tk.path}"]
+    kernels = tk.kernels
+    if kernels.installed:
+        socs = f" ({', '.join(kernels.socs)})" if kernels.socs else ""
+        bits.append(f"kernels {kernels.version or 'version unknown'}{socs}")
+    else:
+        bits.append("no kernels")
+    nnal = cann.nnal
+    bits.append(f"NNAL {nnal.version or 'version unknown'}" if nnal is not None else "no NNAL")
+    more = len(cann.toolkits) - 1
+    if more > 0:
+        bits.append(f"{more} more toolkit(s) installed")
+    return ", ".join(bits)
+
+
+def _environment(facts: Facts) -> str:
+    tk = facts.cann.selected
+    if tk is None:
+        return "no CANN toolkit to set up"
+    return f"set_env.sh of {tk.path}" if tk.set_env else "no set_env.sh next to the toolkit"
+
+
+def _driver(facts: Facts) -> str:
+    drv = facts.driver
+    if not drv.driver.exists and not drv.driver.version:
+        return "no driver found (/usr/local/Ascend/driver)"
+    bits = [f"driver {drv.driver.version or 'version unknown'}"]
+    fw = drv.firmware
+    if fw.exists or fw.version:
+        bits.append(f"firmware {fw.version or 'version unknown'}")
+    return ", ".join(bits)
+
+
+def _devices(facts: Facts) -> str:
+    dev = facts.devices
+    names: Dict[str, int] = {}
+    for chip in dev.chips:
+        name = str(chip.name or "unknown chip")
+        names[name] = names.get(name, 0) + 1
+    if names:
+        return ", ".join(f"{n} × {name}" for name, n in names.items())
+    nodes = sum(1 for n in dev.nodes if n.kind == "chip" and n.exists)
+    return f"{nodes} /dev/davinci node(s), chips not listed" if nodes else "no NPU chip found"
+
+
+def _container(facts: Facts) -> str:
+    c = facts.container
+    if not c.in_container:
+        return "not in a container"
+    kind = "Kubernetes pod" if c.kubernetes else (f"{c.runtime} container" if c.runtime else "container")
+    return kind
+
+
+def _deep(facts: Facts) -> str:
+    deep = facts.deep
+    if deep.ran is False:
+        return f"not run: {deep.reason}" if deep.reason else "not run"
+    return f"import torch_npu: {deep.outcome}" if deep.outcome else ""
+
+
+_FOUND: Dict[str, Callable[[Facts], str]] = {
+    "python": _python,
+    "packages": _packages,
+    "cann": _cann,
+    "environment": _environment,
+    "driver": _driver,
+    "devices": _devices,
+    "container": _container,
+    "deep": _deep,
+}
+
+#: Areas shown only when they have findings or facts worth a line (they are about
+#: setups most machines do not have).
+_QUIET = {"hccl", "host", "matrix", "libraries"}
+
+
+def _state(items: Sequence[Finding]) -> Optional[str]:
+    severities = {f.severity for f in items}
+    for state in ("error", "warning"):
+        if state in severities:
+            return state
+    return None
+
+
+def area_lines(facts_raw: Dict[str, Any], findings: Sequence[Finding]) -> List[AreaLine]:
+    """The summary lines of a check over a snapshot's ``facts`` (a mapping) and its
+    ``findings``, in the report's area order.  The deep probe's line appears only when it
+    ran or was asked for; the quiet areas (HCCL, host hygiene, matrix, libraries) only
+    with findings.  Never raises on malformed facts (a view that cannot be read gives an
+    empty ``found``)."""
+    facts = Facts(facts_raw)
+    out: List[AreaLine] = []
+    for area in AREAS:
+        items = [f for f in findings if f.area == area]
+        state = _state(items)
+        if area == "deep" and area not in facts_raw and not items:
+            continue
+        if area in _QUIET and not items:
+            continue
+        reason = not_checked(facts_raw, area) if area in facts_raw or area in _FOUND else None
+        found = ""
+        if area in facts_raw and area in _FOUND:
+            try:
+                found = _FOUND[area](facts)
+            except (AttributeError, TypeError, ValueError):  # pragma: no cover - views never raise
+                found = ""
+        if state is None and area == "environment" and facts_raw.get("cann") and Facts(facts_raw).cann.selected is None:
+            reason = "no CANN toolkit to set up"
+        if state is None and reason:
+            out.append(AreaLine(area, "unchecked", AREA_TITLES[area], f"not checked: {reason}"))
+            continue
+        causes = sorted({str(f.data["because"]) for f in items if f.severity == state and f.data.get("because")})
+        if causes and all(f.data.get("because") for f in items if f.severity == state):
+            found = (found + "; " if found else "") + f"because of {', '.join(causes)}"
+        out.append(AreaLine(area, state or "ok", AREA_TITLES[area], found))
+    return out
