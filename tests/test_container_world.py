@@ -48,6 +48,15 @@ def _codes(doc: Dict[str, Any]) -> List[str]:
     return [f["code"] for f in doc["findings"]]
 
 
+def _root_codes(doc: Dict[str, Any]) -> List[str]:
+    """Codes of the findings that are not folded under another finding's cause."""
+    return [f["code"] for f in doc["findings"] if not f["data"].get("because")]
+
+
+def _because(doc: Dict[str, Any], code: str) -> Any:
+    return next(f["data"].get("because") for f in doc["findings"] if f["code"] == code)
+
+
 def _one(doc: Dict[str, Any], code: str) -> Dict[str, Any]:
     found = [f for f in doc["findings"] if f["code"] == code]
     assert len(found) == 1, _codes(doc)
@@ -76,11 +85,13 @@ def test_build_stage_without_driver_is_one_error_in_build_words(tmp_path: Path) 
     assert "host name is 'buildkitsandbox' (BuildKit's RUN sandbox)" in f["evidence"]
     assert f["fix"][0].startswith("Do not import torch_npu")
     assert any("--runtime ascend -e ASCEND_VISIBLE_DEVICES=0" in line for line in f["fix"])
-    # one root cause, one finding: the driver/npu-smi consequences are folded, never "install the driver"
+    # one root cause, one finding: the driver/npu-smi consequences are folded under it, never "install the driver"
     for code in ("DRV001", "DEV003", "CTR001", "CTR002", "CTR003"):
-        assert code not in _codes(doc)
-    assert "DRV001" in f["data"]["folded"]
-    assert not any("install the NPU driver" in line for g in doc["findings"] for line in g["fix"])
+        assert code not in _root_codes(doc)
+        assert code not in _codes(doc) or _because(doc, code) == "CTR006"
+    assert "DRV001" in f["data"]["folded"] and _because(doc, "DRV001") == "CTR006"
+    roots = [g for g in doc["findings"] if not g["data"].get("because")]
+    assert not any("install the NPU driver" in line for g in roots for line in g["fix"])
 
 
 def test_container_without_npu_gives_the_docker_flags(tmp_path: Path) -> None:
@@ -98,7 +109,8 @@ def test_container_without_npu_gives_the_docker_flags(tmp_path: Path) -> None:
         "-v /etc/ascend_install.info:/etc/ascend_install.info:ro",
     ]
     assert set(f["data"]["folded"]) >= {"DRV001", "CTR001", "CTR002", "CTR003"}
-    assert [c for c in _codes(doc) if c.startswith(("CTR", "DRV0", "DEV"))] == ["CTR006"]
+    assert [c for c in _root_codes(doc) if c.startswith(("CTR", "DRV0", "DEV"))] == ["CTR006"]
+    assert all(_because(doc, c) == "CTR006" for c in f["data"]["folded"])
 
 
 def test_pod_without_ascend_runtime_is_said_in_pod_spec_terms(tmp_path: Path) -> None:
@@ -122,10 +134,11 @@ def test_container_with_devices_but_no_driver_keeps_the_mount_findings(tmp_path:
     doc = _check(s)
     assert "CTR006" not in _codes(doc)
     f = _one(doc, "CTR002")
-    # one cause, one finding: DRV001's "the host's NPU driver is not mounted" is the same fact
-    assert "DRV001" not in _codes(doc)
-    assert f["data"]["folded"] == ["DRV001"]
-    assert any(e.startswith("consequences of the same cause (not reported separately): DRV001 ") for e in f["evidence"])
+    # one cause, one finding: DRV001's "the host's NPU driver is not mounted" is the same fact, folded under it
+    assert "DRV001" not in _root_codes(doc)
+    assert f["data"]["folded"] == ["DRV001"] and _because(doc, "DRV001") == "CTR002"
+    text = npudoctor("check", "--root", str(s / "root"), env=dict(ENV, PATH=f"{s}/bin:/usr/bin:/bin")).stdout
+    assert "because of this (CTR002), also:" in text
 
 
 def test_plain_host_machine_is_world_host(tmp_path: Path) -> None:

@@ -115,9 +115,12 @@ def _driver_consequence(f: Finding) -> bool:
 
 @postprocess
 def fold_into_npu_not_given(ctx: RuleContext, findings: List[Finding]) -> List[Finding]:
-    """Drop the findings CTR006 explains (or, without it, those CTR002 "driver not mounted"
-    explains: DRV001's container form, driver-library LIB findings) and name them in its
-    evidence and ``data``."""
+    """Name CTR006 (or, without it, CTR002 "driver not mounted") as the cause of the
+    findings it explains -- DRV001's container form, CTR001-CTR004, DEV003, DEV020,
+    driver-library LIB findings -- in their ``data["because"]``: the report folds them
+    under it ("because of this, also: …") and the fix list leaves them out
+    (:func:`npudoctor.rules.order.fold_symptoms` keeps a cause only when it is reported
+    and at least as severe)."""
     root = next((f for f in findings if f.code == NO_NPU_GIVEN.code), None)
     test = _consequence
     if root is None and world(ctx) in _WHERE:
@@ -126,10 +129,8 @@ def fold_into_npu_not_given(ctx: RuleContext, findings: List[Finding]) -> List[F
     if root is None:
         return findings
     folded = [f for f in findings if f is not root and test(f)]
-    if not folded:
-        return findings
-    root.data["folded"] = list(dict.fromkeys(f.code for f in folded))
-    root.evidence.append(
-        "consequences of the same cause (not reported separately): " + "; ".join(f"{f.code} {f.title}" for f in folded)
-    )
-    return [f for f in findings if f not in folded]
+    if folded:
+        root.data["folded"] = list(dict.fromkeys(f.code for f in folded))
+        for f in folded:
+            f.data["because"] = root.code
+    return findings
