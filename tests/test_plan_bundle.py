@@ -93,7 +93,7 @@ def x86_bundle(index, tmp_path_factory):
     in from --cann-dir."""
     base = tmp_path_factory.mktemp("x86")
     dry = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "plan", "--for", str(X86_PY311), "--torch-npu", "2.6.0", "--dry-run",
+        [sys.executable, "-m", "npudoctor", "plan", "--for", str(X86_PY311), "--torch-npu", "2.6.0",
          "--json", "--pypi-json", str(PYPI)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip

@@ -14,9 +14,15 @@ from npudoctor.plan.site import Site
 #: PyTorch CPU wheel index: torch ``X+cpu`` builds that x86_64 torch_npu wheels pin up to
 #: torch 2.11.x (REPORT.md §2 "Requires-Dist of sampled wheels"; torch_npu README
 #: "For x86: pip3 install torch==2.6.0+cpu --index-url https://download.pytorch.org/whl/cpu").
+#: torch for an Ascend site is always a CPU build: on x86_64 PyPI's torch is a CUDA build
+#: (it requires nvidia-* wheels), so x86_64 torch always comes from this index.
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 #: First torch line whose x86_64 torch_npu wheel pins plain ``torch==X`` (REPORT.md §2).
 PLAIN_TORCH_FROM = "2.12.0"
+#: First torch line whose aarch64 wheel on PyPI is a CUDA build: up to 2.10 PyPI's aarch64
+#: torch is CPU-only (pytorch/pytorch#160162, #168065), from 2.11 the CPU build comes from
+#: :data:`TORCH_CPU_INDEX` (issue 16, measured).
+AARCH64_CPU_INDEX_FROM = "2.11.0"
 #: Row status order of preference when several rows are equally new.
 _STATUS_RANK = {"active": 0, "historical": 1, "release-notes-only": 2, "unmapped": 3, "prerelease": 4}
 #: torch_npu's own documented Python dependencies (REPORT.md §6.1: README "pip3 install

@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from npudoctor.plan.fit import hdk_for
 from npudoctor.plan.model import (
     _STATUS_RANK,
+    AARCH64_CPU_INDEX_FROM,
     PLAIN_TORCH_FROM,
     TORCH_CPU_INDEX,
     TORCH_NPU_EXTRA,
@@ -71,15 +72,22 @@ def _cann_key(text: str) -> Any:
 
 
 def torch_requirement(torch: str, torch_npu: str, arch: str) -> Tuple[str, Optional[str]]:
-    """(pip requirement of torch, extra index or None) that torch_npu's Requires-Dist names.
+    """(pip requirement of torch, the index torch alone comes from, or None for the default index).
 
-    x86_64 wheels pin the ``+cpu`` local build up to torch 2.11.x (it comes from the PyTorch
-    CPU index); aarch64 wheels and x86_64 from 2.12.0 pin plain ``torch==X`` (PyPI).
-    Source: REPORT.md §2 (METADATA of sampled wheels)."""
+    torch for an Ascend site is a CPU build.  x86_64: always the PyTorch CPU index (PyPI's
+    x86_64 torch is a CUDA build); its wheels pin the ``+cpu`` local build up to torch 2.11.x
+    and plain ``torch==X`` from 2.12.0 (REPORT.md §2, METADATA of sampled wheels), which the
+    CPU index's ``X+cpu`` satisfies.  aarch64: PyPI (CPU-only) up to 2.10, the CPU index from
+    :data:`~npudoctor.plan.model.AARCH64_CPU_INDEX_FROM` on (PyPI's aarch64 wheels are CUDA
+    builds after 2.10)."""
     from packaging.version import Version
 
-    if arch == "x86_64" and Version(torch) < Version(PLAIN_TORCH_FROM):
-        return f"torch=={torch}+cpu", TORCH_CPU_INDEX
+    if arch == "x86_64":
+        if Version(torch) < Version(PLAIN_TORCH_FROM):
+            return f"torch=={torch}+cpu", TORCH_CPU_INDEX
+        return f"torch=={torch}", TORCH_CPU_INDEX
+    if Version(torch) >= Version(AARCH64_CPU_INDEX_FROM):
+        return f"torch=={torch}", TORCH_CPU_INDEX
     return f"torch=={torch}", None
 
 
@@ -471,10 +479,15 @@ class Resolver:
         if res.rejected:
             reasons.append("newer builds passed over: " + "; ".join(res.rejected))
         # torch
-        if torch_index:
+        if torch_index and torch_req.endswith("+cpu"):
             reasons.append(
                 f"{torch_req}: torch_npu {row.torch_npu}'s x86_64 wheel requires the +cpu torch build "
                 f"(Requires-Dist), which comes from the PyTorch CPU index {torch_index}"
+            )
+        elif torch_index:
+            reasons.append(
+                f"{torch_req}: the torch build torch_npu {row.torch_npu} requires (Requires-Dist), the CPU build "
+                f"from the PyTorch CPU index {torch_index} (torch from the default index is a CUDA build on {arch})"
             )
         else:
             reasons.append(f"{torch_req}: the torch build torch_npu {row.torch_npu} requires (Requires-Dist)")

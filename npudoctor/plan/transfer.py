@@ -8,7 +8,7 @@ import contextlib
 import hashlib
 import os
 import re
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Tuple
 
 from npudoctor.host import open_regular
 
@@ -61,7 +61,7 @@ def copy_checked(src: str, dest: str, progress: Any = None) -> str:
     size = os.path.getsize(src)
     task = progress.add_task(f"copy {os.path.basename(src)}", total=size) if progress else None
     try:
-        with open(src, "rb") as fin, open(part, "wb") as fout:
+        with open_regular(src) as fin, open(part, "wb") as fout:
             while True:
                 chunk = fin.read(_CHUNK)
                 if not chunk:
@@ -80,20 +80,35 @@ def copy_checked(src: str, dest: str, progress: Any = None) -> str:
     return h.hexdigest()
 
 
-def fetch_url(url: str, dest: str, progress: Any = None, timeout: float = 60.0) -> str:
-    """Download ``url`` to ``dest`` via ``dest + '.part'`` with ``Referer:
-    https://www.hiascend.com/`` (what Ascend's download host expects, REPORT.md §5);
-    resumes a previous ``.part`` with an HTTP Range request.  Returns the sha256.
-    Raises ``OSError`` (network errors included)."""
+ASCEND_REFERER = "https://www.hiascend.com/"
+
+
+def fetch_url(
+    url: str,
+    dest: str,
+    progress: Any = None,
+    timeout: float = 60.0,
+    referer: Optional[str] = ASCEND_REFERER,
+    auth: Optional[Tuple[str, str]] = None,
+) -> str:
+    """Download ``url`` to ``dest`` via ``dest + '.part'``, by default with ``Referer:
+    https://www.hiascend.com/`` (what Ascend's download host expects, REPORT.md §5; None
+    sends none); ``auth`` = (user, password) for HTTP basic auth; resumes a previous ``.part``
+    with an HTTP Range request.  ``file:`` URLs are copied.  Returns the sha256.  Raises
+    ``OSError`` (network errors included)."""
     import requests
 
+    if url.startswith("file:"):
+        from urllib.parse import unquote, urlsplit
+
+        return copy_checked(unquote(urlsplit(url).path), dest, progress)
     part = dest + ".part"
     have = os.path.getsize(part) if os.path.exists(part) else 0
-    headers = {"Referer": "https://www.hiascend.com/"}
+    headers = {"Referer": referer} if referer else {}
     if have:
         headers["Range"] = f"bytes={have}-"
     try:
-        with requests.get(url, headers=headers, stream=True, timeout=timeout) as resp:
+        with requests.get(url, headers=headers, stream=True, timeout=timeout, auth=auth) as resp:
             if resp.status_code == 416:  # already complete
                 resp.close()
             elif resp.status_code not in (200, 206):

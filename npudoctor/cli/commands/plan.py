@@ -97,6 +97,19 @@ def _print_resolution(res: Any, out: Any) -> None:
                 echo(out, f"             {pkg.url}")
 
 
+def _print_wheels(wheels: Any, plan: Any, out: Any) -> None:
+    """The resolved wheels with their sizes and the total (before anything is downloaded)."""
+    from npudoctor.plan.closure import human_size
+
+    unknown = sum(1 for w in wheels if w.size is None)
+    total = human_size(sum(w.size or 0 for w in wheels))
+    more = f", {unknown} of unknown size" if unknown else ""
+    echo(out, f"\nwheels for CPython {plan.python} on {plan.arch} ({len(wheels)}, {total} in total{more}):")
+    width = max((len(f"{w.name} {w.version}") for w in wheels), default=0)
+    for w in wheels:
+        echo(out, f"  {f'{w.name} {w.version}':{width}}  {human_size(w.size):>9}  {w.filename}")
+
+
 def register(app: typer.Typer) -> None:
     plan_app = typer.Typer(
         name="plan",
@@ -271,16 +284,16 @@ def run_plan(
         if as_json:
             echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
         return ExitStatus.PROBLEMS
-    if dry_run or not output:
+    if not output and not dry_run:
         if as_json:
             echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
-        elif not output:
-            echo(out, "\n(no --output DIR: nothing downloaded)")
+        else:
+            echo(out, "\n(no --output DIR: nothing resolved or downloaded; --dry-run lists the wheels)")
         return ExitStatus.OK
-    from npudoctor.plan.bundle import BundleError, BundleOptions, make_bundle
+    from npudoctor.plan.bundle import BundleError, BundleOptions, make_bundle, resolve_plan_wheels
 
     opts = BundleOptions(
-        output=output,
+        output=output or "",
         index_url=index_url,
         extra_index_urls=list(extra_index_urls or []),
         find_links=list(find_links or []),
@@ -293,9 +306,7 @@ def run_plan(
     def log(msg: str) -> None:
         echo(env.stderr, f"npudoctor: {msg}")
 
-    try:
-        result = make_bundle(res.plan, site, opts, log=log)
-    except BundleError as exc:
+    def failed(exc: BundleError) -> ExitStatus:
         echo(env.stderr, f"npudoctor: {exc}")
         for line in exc.details:
             echo(env.stderr, f"  {line}")
@@ -303,6 +314,25 @@ def run_plan(
             doc["bundle"] = {"error": str(exc), "details": exc.details}
             echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
         return ExitStatus.PROBLEMS
+
+    try:
+        wheels = resolve_plan_wheels(res.plan, site, opts)
+    except BundleError as exc:
+        return failed(exc)
+    doc["wheels"] = [w.to_dict() for w in wheels]
+    doc["wheels_total_bytes"] = sum(w.size or 0 for w in wheels)
+    if not as_json:
+        _print_wheels(wheels, res.plan, out)
+    if dry_run:
+        if as_json:
+            echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
+        else:
+            echo(out, "\n(--dry-run: nothing downloaded)")
+        return ExitStatus.OK
+    try:
+        result = make_bundle(res.plan, site, opts, log=log, wheels=wheels)
+    except BundleError as exc:
+        return failed(exc)
     except OSError as exc:
         raise fail_usage(f"cannot write the bundle to {output}: {exc.strerror or exc}", env) from None
     doc["bundle"] = {
