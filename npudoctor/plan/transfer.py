@@ -31,9 +31,11 @@ def sha256_file(path: str, progress: Optional[Callable[[int], None]] = None) -> 
 
 
 def progress_bar(enabled: bool) -> Any:
-    """A rich Progress for byte transfers (a no-op context when disabled)."""
+    """A rich Progress for byte transfers drawn on stderr (None when disabled: the caller
+    enables it only when stderr is a terminal)."""
     if not enabled:
         return None
+    from rich.console import Console
     from rich.progress import (
         BarColumn,
         DownloadColumn,
@@ -49,6 +51,7 @@ def progress_bar(enabled: bool) -> Any:
         DownloadColumn(),
         TransferSpeedColumn(),
         TimeRemainingColumn(),
+        console=Console(stderr=True),
         transient=False,
     )
 

@@ -23,9 +23,13 @@ PLAN_HELP = """Plan an offline (intranet) install for the machine of a site snap
 On the air-gapped machine: `npudoctor collect -o site.json`.  Here, on a connected
 machine: `npudoctor plan --for site.json [target] --output DIR` resolves one consistent set
 (torch_npu, torch, Python, CANN, numpy and CANN's Python dependencies, the driver it needs)
-with the compatibility matrix, explains every choice and downloads it with pip for the
-TARGET interpreter (not this one) into DIR, with the CANN/driver/firmware package names,
-manifest.json, a hash-pinned requirements.txt, install.sh and INSTALL.md.
+with the compatibility matrix, explains every choice, resolves the wheels for the SITE's
+interpreter (environment markers evaluated for its Python and architecture, torch from the
+PyTorch CPU index where PyPI's is a CUDA build, never an nvidia-*/cuda-*/CUDA triton wheel),
+lists them with sizes and the total, and downloads them into DIR, with the
+CANN/driver/firmware package names, manifest.json, a hash-pinned requirements.txt,
+install.sh and INSTALL.md.  --dry-run resolves and lists the wheels, downloads nothing;
+without --output nor --dry-run only the plan is printed (no index is asked).
 
 Target: any of --torch-npu X (that exact build), --torch X (any build of that torch line),
 --cann X, --python X.Y; none = the newest set the site's chip and driver support.  A driver
@@ -133,7 +137,9 @@ def register(app: typer.Typer) -> None:
         allow_driver_upgrade: Annotated[
             bool, typer.Option("--allow-driver-upgrade", help="Accept a set that needs a newer NPU driver.")
         ] = False,
-        dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; download nothing.")] = False,
+        dry_run: Annotated[
+            bool, typer.Option("--dry-run", help="Print the plan and the wheels with sizes; download nothing.")
+        ] = False,
         output: Annotated[
             Optional[str], typer.Option("--output", "-o", metavar="DIR", help="Write the bundle here.")
         ] = None,
