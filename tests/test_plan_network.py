@@ -35,7 +35,11 @@ def test_real_pypi_bundle_for_aarch64_cp310(tmp_path):
          str(FIX / "site_aarch64_py3.10_910B3_drv25.5.1.json")],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
-    assert check.returncode == 0, check.stdout
+    # the wheels are there; the CANN/driver .run packages are not (no --cann-dir): verify names
+    # each and fails (issue 16), and nothing else is wrong
+    assert check.returncode == 1, check.stdout
+    errors = [line for line in check.stdout.splitlines() if line.startswith("  ERROR")]
+    assert errors and all(" pending " in line for line in errors), check.stdout
 
 
 @pytest.mark.network

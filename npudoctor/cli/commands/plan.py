@@ -38,12 +38,15 @@ upgrade is refused unless --allow-driver-upgrade.
 Exit codes: 0 a plan was made (and the bundle written); 1 no set fits (with the reasons and
 the nearest sets), or the wheels could not be fetched; 2 usage error."""
 
-VERIFY_HELP = """Verify a bundle on the intranet machine: every file present, sha256 matching the
-manifest, every pinned wheel there, and (with --for site.json) every wheel fits the
-site's Python, architecture and glibc.
+VERIFY_HELP = """Verify a bundle on the intranet machine: every file present and inside DIR (no
+absolute path, '..' or symlink out), sha256 matching the manifest, SHA256SUMS agreeing with
+it, every pinned wheel there, every .run package the plan needs (CANN toolkit, kernels/ops,
+NNAL, driver, firmware) there — else named with where to get it — files the manifest does
+not list reported, and (with --for site.json) every wheel fits the site's Python,
+architecture and glibc.
 
-Exit codes: 0 the bundle is complete and fits; 1 problems found (each file named);
-2 usage error."""
+Exit codes: 0 the bundle is complete and fits; 1 problems found (each file named), or the
+manifest is unreadable, wrong-typed or nested too deeply (with the reason); 2 usage error."""
 
 
 def _load_site(path: str, matrix: Any, env: Environment) -> Any:
