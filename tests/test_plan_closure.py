@@ -226,3 +226,12 @@ def test_progress_bar_when_stderr_is_a_terminal(index, tmp_path):
     assert proc.returncode == 0, stdout
     shown = b"".join(chunks).decode("utf-8", "replace")
     assert "wheels" in shown and "━" in shown
+
+
+def test_torch_for_an_ascend_site_is_a_cpu_build():
+    from npudoctor.plan.model import TORCH_CPU_INDEX, torch_requirement
+
+    assert torch_requirement("2.10.0", "2.10.0.post4", "aarch64") == ("torch==2.10.0", None)  # PyPI: CPU-only
+    assert torch_requirement("2.11.0", "2.11.0", "aarch64") == ("torch==2.11.0", TORCH_CPU_INDEX)
+    assert torch_requirement("2.6.0", "2.6.0", "x86_64") == ("torch==2.6.0+cpu", TORCH_CPU_INDEX)
+    assert torch_requirement("2.12.0", "2.12.0", "x86_64") == ("torch==2.12.0", TORCH_CPU_INDEX)

@@ -30,6 +30,26 @@ _STATUS_RANK = {"active": 0, "historical": 1, "release-notes-only": 2, "unmapped
 TORCH_NPU_EXTRA = ("pyyaml", "setuptools")
 
 
+def torch_requirement(torch: str, torch_npu: str, arch: str) -> Tuple[str, Optional[str]]:
+    """(pip requirement of torch, the index torch alone comes from, or None for the default index).
+
+    torch for an Ascend site is a CPU build.  x86_64: always the PyTorch CPU index (PyPI's
+    x86_64 torch is a CUDA build); its wheels pin the ``+cpu`` local build up to torch 2.11.x
+    and plain ``torch==X`` from 2.12.0 (REPORT.md §2, METADATA of sampled wheels), which the
+    CPU index's ``X+cpu`` satisfies.  aarch64: PyPI (CPU-only) up to 2.10, the CPU index from
+    :data:`~npudoctor.plan.model.AARCH64_CPU_INDEX_FROM` on (PyPI's aarch64 wheels are CUDA
+    builds after 2.10)."""
+    from packaging.version import Version
+
+    if arch == "x86_64":
+        if Version(torch) < Version(PLAIN_TORCH_FROM):
+            return f"torch=={torch}+cpu", TORCH_CPU_INDEX
+        return f"torch=={torch}", TORCH_CPU_INDEX
+    if Version(torch) >= Version(AARCH64_CPU_INDEX_FROM):
+        return f"torch=={torch}", TORCH_CPU_INDEX
+    return f"torch=={torch}", None
+
+
 class PlanError(ValueError):
     """The request itself is malformed (unknown version text, missing site facts that
     cannot be assumed).  Exit 2 in the CLI."""

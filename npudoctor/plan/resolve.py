@@ -21,7 +21,6 @@ from typing import Any, Dict, List, Optional, Tuple
 from npudoctor.plan.fit import hdk_for
 from npudoctor.plan.model import (
     _STATUS_RANK,
-    AARCH64_CPU_INDEX_FROM,
     PLAIN_TORCH_FROM,
     TORCH_CPU_INDEX,
     TORCH_NPU_EXTRA,
@@ -32,6 +31,7 @@ from npudoctor.plan.model import (
     Request,
     Resolution,
     hdk_versions,
+    torch_requirement,
 )
 from npudoctor.plan.site import Site
 from npudoctor.plan.wheels import WheelCatalog, canonical_version, describe_pythons, py_key
@@ -69,26 +69,6 @@ def _cann_key(text: str) -> Any:
 
     v = parse_cann(text)
     return v._key if v is not None and v.orderable else (0, 0, 0)  # noqa: SLF001 - ordering key
-
-
-def torch_requirement(torch: str, torch_npu: str, arch: str) -> Tuple[str, Optional[str]]:
-    """(pip requirement of torch, the index torch alone comes from, or None for the default index).
-
-    torch for an Ascend site is a CPU build.  x86_64: always the PyTorch CPU index (PyPI's
-    x86_64 torch is a CUDA build); its wheels pin the ``+cpu`` local build up to torch 2.11.x
-    and plain ``torch==X`` from 2.12.0 (REPORT.md §2, METADATA of sampled wheels), which the
-    CPU index's ``X+cpu`` satisfies.  aarch64: PyPI (CPU-only) up to 2.10, the CPU index from
-    :data:`~npudoctor.plan.model.AARCH64_CPU_INDEX_FROM` on (PyPI's aarch64 wheels are CUDA
-    builds after 2.10)."""
-    from packaging.version import Version
-
-    if arch == "x86_64":
-        if Version(torch) < Version(PLAIN_TORCH_FROM):
-            return f"torch=={torch}+cpu", TORCH_CPU_INDEX
-        return f"torch=={torch}", TORCH_CPU_INDEX
-    if Version(torch) >= Version(AARCH64_CPU_INDEX_FROM):
-        return f"torch=={torch}", TORCH_CPU_INDEX
-    return f"torch=={torch}", None
 
 
 def _known_canns(matrix: Any) -> List[str]:
