@@ -235,3 +235,19 @@ def test_torch_for_an_ascend_site_is_a_cpu_build():
     assert torch_requirement("2.11.0", "2.11.0", "aarch64") == ("torch==2.11.0", TORCH_CPU_INDEX)
     assert torch_requirement("2.6.0", "2.6.0", "x86_64") == ("torch==2.6.0+cpu", TORCH_CPU_INDEX)
     assert torch_requirement("2.12.0", "2.12.0", "x86_64") == ("torch==2.12.0", TORCH_CPU_INDEX)
+
+
+def test_download_refuses_a_cuda_wheel_handed_to_it(tmp_path):
+    """make_bundle accepts already-resolved wheels: a CUDA one is refused before any fetch."""
+    from types import SimpleNamespace
+
+    from npudoctor.plan.bundle import BundleError, BundleOptions, download_wheels
+    from npudoctor.plan.closure import Wheel
+
+    src = tmp_path / "nvidia_cublas_cu12-12.8.4.1-py3-none-manylinux_2_28_aarch64.whl"
+    src.write_bytes(b"PK")
+    wheel = Wheel("nvidia-cublas-cu12", "12.8.4.1", src.name, src.as_uri(), None, [])
+    out = tmp_path / "out"
+    with pytest.raises(BundleError, match="refusing to download nvidia_cublas_cu12-12.8.4.1"):
+        download_wheels(SimpleNamespace(torch_index=None), BundleOptions(output=str(out)), [wheel], print)
+    assert list((out / "wheels").iterdir()) == []

@@ -36,7 +36,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from npudoctor.host import read_capped_text
 from npudoctor.plan.bundle_text import MANIFEST, REQUIREMENTS, SUMS, install_md, install_sh, requirements_text
-from npudoctor.plan.closure import ResolveError, Sources, Target, Wheel, fill_sizes, resolve_wheels
+from npudoctor.plan.closure import ResolveError, Sources, Target, Wheel, cuda_reason, fill_sizes, resolve_wheels
 from npudoctor.plan.files import PackageFile
 from npudoctor.plan.model import Plan
 from npudoctor.plan.site import Site
@@ -213,6 +213,9 @@ def download_wheels(
     kept: List[str] = []
     try:
         for wheel in wheels:
+            refused = cuda_reason(wheel.name, wheel.version)
+            if refused:  # resolve_wheels never returns one; wheels given by a caller are checked too
+                raise BundleError(f"refusing to download {wheel.filename}: {refused}")
             dest = os.path.join(wheels_dir, wheel.filename)
             if os.path.isfile(dest) and wheel.sha256 and _sha_or_none(dest) == wheel.sha256:
                 kept.append(wheel.filename)
