@@ -381,6 +381,8 @@ def fill_sizes(wheels: Sequence[Wheel], auth: Callable[[str], Any] = lambda url:
 
     import requests
 
+    from npudoctor.plan.transfer import ca_bundle
+
     session = requests.Session()
     for wheel in wheels:
         parts = urlsplit(wheel.url)
@@ -388,7 +390,9 @@ def fill_sizes(wheels: Sequence[Wheel], auth: Callable[[str], Any] = lambda url:
             if parts.scheme == "file":
                 wheel.size = os.stat(unquote(parts.path)).st_size
             elif parts.scheme in ("http", "https"):
-                resp = session.head(wheel.url, allow_redirects=True, timeout=timeout, auth=auth(wheel.url))
+                resp = session.head(
+                    wheel.url, allow_redirects=True, timeout=timeout, auth=auth(wheel.url), verify=ca_bundle()
+                )
                 length = resp.headers.get("Content-Length")
                 if resp.status_code == 200 and length and length.isdigit():
                     wheel.size = int(length)

@@ -86,6 +86,14 @@ def copy_checked(src: str, dest: str, progress: Any = None) -> str:
 ASCEND_REFERER = "https://www.hiascend.com/"
 
 
+def ca_bundle() -> Any:
+    """The CA bundle HTTPS downloads verify against: pip's own (``PIP_CERT``) when it names
+    a file, so what pip reached we reach too; else requests' default (``True``, which
+    honours ``REQUESTS_CA_BUNDLE``)."""
+    cert = os.environ.get("PIP_CERT")
+    return cert if cert and os.path.isfile(cert) else True
+
+
 def fetch_url(
     url: str,
     dest: str,
@@ -111,7 +119,7 @@ def fetch_url(
     if have:
         headers["Range"] = f"bytes={have}-"
     try:
-        with requests.get(url, headers=headers, stream=True, timeout=timeout, auth=auth) as resp:
+        with requests.get(url, headers=headers, stream=True, timeout=timeout, auth=auth, verify=ca_bundle()) as resp:
             if resp.status_code == 416:  # already complete
                 resp.close()
             elif resp.status_code not in (200, 206):
