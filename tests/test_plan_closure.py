@@ -251,3 +251,23 @@ def test_download_refuses_a_cuda_wheel_handed_to_it(tmp_path):
     with pytest.raises(BundleError, match="refusing to download nvidia_cublas_cu12-12.8.4.1"):
         download_wheels(SimpleNamespace(torch_index=None), BundleOptions(output=str(out)), [wheel], print)
     assert list((out / "wheels").iterdir()) == []
+
+
+def test_a_hostile_report_url_cannot_name_a_path_outside_wheels(tmp_path):
+    """An index whose file URL decodes to ``../`` is refused: the wheel would land outside
+    ``wheels/``.  The "pip" here is a real executable writing the report pip would write."""
+    fake = tmp_path / "pip"
+    report = {
+        "install": [
+            {
+                "metadata": {"name": "evil", "version": "1.0", "requires_dist": []},
+                "download_info": {"url": "http://127.0.0.1:9/files/..%2F..%2Fevil-1.0-py3-none-any.whl"},
+            }
+        ]
+    }
+    fake.write_text(
+        f'#!/bin/sh\nwhile [ "$1" != "--report" ]; do shift; done\ncat > "$2" <<\'EOF\'\n{json.dumps(report)}\nEOF\n'
+    )
+    fake.chmod(0o755)
+    with pytest.raises(ResolveError, match=r"unusable wheel file '\.\./\.\./evil-1\.0-py3-none-any\.whl'"):
+        resolve_wheels(["evil"], Target("3.11", "x86_64"), Sources(), [str(fake)], {})

@@ -271,10 +271,18 @@ def _report(
             raise ResolveError(f"cannot read pip's report: {exc}") from None
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return [_wheel_of(item) for item in (doc.get("install") or []) if isinstance(item, dict)]
+    install = doc.get("install") if isinstance(doc, dict) else None
+    wheels = [_wheel_of(item) for item in (install if isinstance(install, list) else []) if isinstance(item, dict)]
+    for wheel in wheels:
+        name = wheel.filename
+        if not name.endswith(".whl") or "/" in name or "\\" in name or name.startswith(".") or "\0" in name:
+            raise ResolveError(f"pip's report names an unusable wheel file {name[:200]!r} ({wheel.url[:200]})")
+    return wheels
 
 
 def _wheel_of(item: Dict[str, Any]) -> Wheel:
+    from urllib.parse import unquote, urlsplit
+
     from packaging.utils import canonicalize_name
 
     meta = item.get("metadata") or {}
@@ -289,7 +297,7 @@ def _wheel_of(item: Dict[str, Any]) -> Wheel:
     return Wheel(
         name=str(canonicalize_name(str(meta.get("name", "")))),
         version=str(meta.get("version", "")),
-        filename=os.path.basename(url.split("#", 1)[0]).replace("%2B", "+").replace("%2b", "+"),
+        filename=unquote(os.path.basename(urlsplit(url).path)),
         url=url.split("#", 1)[0],
         sha256=digest if isinstance(digest, str) else None,
         requires=[str(r) for r in requires if isinstance(r, str)],
