@@ -271,3 +271,28 @@ def test_a_hostile_report_url_cannot_name_a_path_outside_wheels(tmp_path):
     fake.chmod(0o755)
     with pytest.raises(ResolveError, match=r"unusable wheel file '\.\./\.\./evil-1\.0-py3-none-any\.whl'"):
         resolve_wheels(["evil"], Target("3.11", "x86_64"), Sources(), [str(fake)], {})
+
+
+def test_conflicts_backtrack_to_an_older_parent_and_requires_python_is_held(tmp_path):
+    """The newest ``mlkit`` needs numpy>=2 while the plan says numpy<2: an older mlkit is
+    taken (pip's own resolver would backtrack the same way).  The newest ``graphs`` needs
+    Python >= 3.11, which pip does not hold against --python-version for a link without
+    that metadata: the site's 3.10 gets the older release."""
+    from index_builder import Dist, build_index
+
+    cp = "cp310-cp310-manylinux_2_17_x86_64.manylinux2014_x86_64"
+    dists = [
+        Dist("numpy", "1.26.4", cp),
+        Dist("numpy", "2.1.2", cp),
+        Dist("mlkit", "0.5.0", requires=["numpy>=2.0.0"]),
+        Dist("mlkit", "0.4.0", requires=["numpy>=1.21"]),
+        Dist("graphs", "3.6", requires_python=">=3.11"),
+        Dist("graphs", "3.4", requires_python=">=3.10"),
+    ]
+    built = build_index(tmp_path, {"idx": dists})
+    sources = Sources(index_url=built.simple("idx").as_uri())
+    wheels = resolve_wheels(["numpy<2", "mlkit", "graphs"], Target("3.10", "x86_64"), sources, PIP, pip_env())
+    assert {w.name: w.version for w in wheels} == {"numpy": "1.26.4", "mlkit": "0.4.0", "graphs": "3.4"}
+    # a conflict with the plan's own requirement is not backtracked: it is reported
+    with pytest.raises(ResolveError, match=r"no wheel of numpy<2,>=2"):
+        resolve_wheels(["numpy<2", "numpy>=2"], Target("3.10", "x86_64"), sources, PIP, pip_env())

@@ -36,16 +36,21 @@ _CUDA_NAMES = re.compile(r"^(nvidia-.+|cuda-.+|cupy-cuda.*|triton|pytorch-triton
 #: A CUDA local build tag (``2.5.1+cu121``).
 _CUDA_LOCAL = re.compile(r"(^|\.)cu\d+($|\.)")
 #: Rounds of the closure loop before giving up (each round is one pip call per source).
-MAX_ROUNDS = 40
+MAX_ROUNDS = 80
 
 
 class ResolveError(RuntimeError):
     """The wheels could not be resolved (pip found none, a CUDA distribution is required,
     the closure did not settle).  ``details`` holds pip's last lines or the chain."""
 
-    def __init__(self, message: str, details: Sequence[str] = ()) -> None:
+    def __init__(
+        self, message: str, details: Sequence[str] = (), failed: str = "", versions: Sequence[str] = ()
+    ) -> None:
         super().__init__(message)
         self.details = list(details)
+        #: the requirement pip found no wheel for, and the versions it saw (for backtracking)
+        self.failed = failed
+        self.versions = list(versions)
 
 
 @dataclass
@@ -110,6 +115,7 @@ class Wheel:
     requires: List[str]
     size: Optional[int] = None
     required_by: List[str] = field(default_factory=list)
+    requires_python: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:
         return {
@@ -171,6 +177,7 @@ class _Need:
     spec: Any
     extras: Set[str]
     required_by: List[str]
+    by_parent: Dict[str, Any] = field(default_factory=dict)  # parent -> its specifier on this name
 
 
 def _walk(top: Sequence[Any], chosen: Dict[str, Wheel], env: Dict[str, str]) -> Dict[str, _Need]:
@@ -197,6 +204,7 @@ def _walk(top: Sequence[Any], chosen: Dict[str, Wheel], env: Dict[str, str]) -> 
             need.extras |= set(req.extras)
             if parent not in need.required_by:
                 need.required_by.append(parent)
+        need.by_parent[parent] = need.by_parent[parent] & req.specifier if parent in need.by_parent else req.specifier
         wheel = chosen.get(name)
         if wheel is None:
             continue
@@ -259,11 +267,15 @@ def _report(
                 "the torch index " + str(sources.torch_index_url) if torch and sources.torch_index_url else "the index"
             )
             named = re.findall(r"No matching distribution found for (\S+)", proc.stdout or "")
+            seen = re.search(r"\(from versions: ([^)]*)\)", proc.stdout or "")
+            versions = [v.strip() for v in seen.group(1).split(",") if v.strip()] if seen else []
             raise ResolveError(
                 f"pip could not download the wheels for Python {target.python} on {target.arch} "
                 f"(glibc {target.glibc or 'assumed 2.28'}): no wheel of {', '.join(named) or ', '.join(reqs)} "
                 f"in {where}; pip said:",
                 tail,
+                named[0] if named else "",
+                versions,
             )
         try:
             doc = json.loads(read_capped_text(report, 64 << 20, what="pip report"))
@@ -301,6 +313,7 @@ def _wheel_of(item: Dict[str, Any]) -> Wheel:
         url=url.split("#", 1)[0],
         sha256=digest if isinstance(digest, str) else None,
         requires=[str(r) for r in requires if isinstance(r, str)],
+        requires_python=meta.get("requires_python") if isinstance(meta.get("requires_python"), str) else None,
     )
 
 
@@ -317,6 +330,8 @@ def resolve_wheels(
     distribution would be needed (named with the chain that requires it), or the closure
     did not settle in :data:`MAX_ROUNDS` rounds."""
     from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
 
     try:
         top = [Requirement(r) for r in requirements]
@@ -325,8 +340,12 @@ def resolve_wheels(
     menv = marker_environment(target)
     top = [r for r in top if _wanted(r, menv, set())]
     chosen: Dict[str, Wheel] = {}
+    banned: Dict[str, Any] = {}  # name -> specifier excluding versions that led to a conflict
     for _round in range(MAX_ROUNDS):
         needs = _walk(top, chosen, menv)
+        for name, ban in banned.items():
+            if name in needs:
+                needs[name].spec &= ban
         todo = [name for name, need in needs.items() if not _satisfied(need, chosen.get(name))]
         if not todo:
             out = [chosen[name] for name in needs]
@@ -345,15 +364,83 @@ def resolve_wheels(
                 f"{n}{'[' + ','.join(sorted(needs[n].extras)) + ']' if needs[n].extras else ''}{needs[n].spec}"
                 for n in group
             ]
-            for wheel in _report(reqs, torch, target, sources, list(pip), env, timeout):
+            try:
+                found = _report(reqs, torch, target, sources, list(pip), env, timeout)
+            except ResolveError as exc:
+                culprit = _culprit(exc, needs, chosen)
+                if culprit is None:
+                    raise
+                # backtrack: an older release of the parent whose requirement cannot be met
+                try:
+                    older = SpecifierSet(f"<{Version(chosen[culprit].version).public}")
+                except (InvalidVersion, InvalidSpecifier):
+                    raise exc from None
+                banned[culprit] = banned.get(culprit, SpecifierSet()) & older
+                del chosen[culprit]
+                break
+            for wheel in found:
                 why = cuda_reason(wheel.name, wheel.version)
                 if why:
                     raise _cuda_error(wheel.name, why, needs, chosen)
+                if not _fits_python(wheel, menv["python_full_version"]):
+                    # pip does not always hold Requires-Python against --python-version (a
+                    # find-links wheel): an older release, next round
+                    banned[wheel.name] = banned.get(wheel.name, SpecifierSet()) & SpecifierSet(
+                        f"<{Version(wheel.version).public}"
+                    )
+                    chosen.pop(wheel.name, None)
+                    continue
                 chosen[wheel.name] = wheel
-            missing = [n for n in group if n not in chosen]
+            missing = [n for n in group if n not in chosen and n not in banned]
             if missing:
                 raise ResolveError(f"pip's report has no wheel for {', '.join(missing)}")
     raise ResolveError(f"the dependency closure did not settle after {MAX_ROUNDS} rounds")
+
+
+def _fits_python(wheel: Wheel, python_full: str) -> bool:
+    """Whether the wheel's Requires-Python admits the site's Python (an unreadable one does)."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    if not wheel.requires_python:
+        return True
+    try:
+        return SpecifierSet(wheel.requires_python).contains(python_full, prereleases=True)
+    except InvalidSpecifier:
+        return True
+
+
+def _culprit(exc: ResolveError, needs: Dict[str, _Need], chosen: Dict[str, Wheel]) -> Optional[str]:
+    """The chosen parent whose requirement makes ``exc.failed`` unsatisfiable: without its
+    specifier, one of the versions pip saw satisfies all the others.  None when the conflict
+    is with the plan's own requirements (or pip did not list versions)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.specifiers import SpecifierSet
+    from packaging.utils import canonicalize_name
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        name = str(canonicalize_name(Requirement(exc.failed).name))
+    except InvalidRequirement:
+        return None
+    need = needs.get(name)
+    versions = []
+    for text in exc.versions:
+        try:
+            versions.append(Version(text))
+        except InvalidVersion:
+            continue
+    if need is None or not versions:
+        return None
+    for parent in reversed(need.required_by):  # the latest-found parent first
+        if parent == "plan" or parent not in chosen:
+            continue
+        rest = SpecifierSet()
+        for other, spec in need.by_parent.items():
+            if other != parent:
+                rest &= spec
+        if any(rest.contains(v, prereleases=True) for v in versions):
+            return parent
+    return None
 
 
 def _chain(name: str, needs: Dict[str, _Need], chosen: Dict[str, Wheel]) -> str:
