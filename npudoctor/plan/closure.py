@@ -8,7 +8,10 @@ only picks files here: :func:`resolve_wheels` asks it, one round at a time and w
 ``--no-deps``, which wheel satisfies each requirement (``pip install --dry-run --report``
 for the site's CPython, ABI and platform tags), reads each chosen wheel's ``Requires-Dist``
 from pip's report and evaluates the markers itself with :func:`marker_environment` (the
-site's), until the dependency closure no longer changes.
+site's), until the dependency closure no longer changes.  A conflict (no release of a
+dependency meets every parent's specifier) backtracks to an older release of the parent
+whose requirement cannot be met; a wheel whose Requires-Python excludes the site's Python
+is replaced by an older release (pip does not hold find-links wheels to --python-version).
 
 torch is resolved from the PyTorch CPU index alone when the plan names one (so a CUDA torch
 of the default index can never win), and :func:`cuda_reason` refuses any CUDA distribution
@@ -385,9 +388,13 @@ def resolve_wheels(
                 if not _fits_python(wheel, menv["python_full_version"]):
                     # pip does not always hold Requires-Python against --python-version (a
                     # find-links wheel): an older release, next round
-                    banned[wheel.name] = banned.get(wheel.name, SpecifierSet()) & SpecifierSet(
-                        f"<{Version(wheel.version).public}"
-                    )
+                    try:
+                        older = SpecifierSet(f"<{Version(wheel.version).public}")
+                    except (InvalidVersion, InvalidSpecifier):
+                        raise ResolveError(
+                            f"{wheel.filename} requires Python {wheel.requires_python}; the site has {target.python}"
+                        ) from None
+                    banned[wheel.name] = banned.get(wheel.name, SpecifierSet()) & older
                     chosen.pop(wheel.name, None)
                     continue
                 chosen[wheel.name] = wheel
