@@ -143,23 +143,59 @@ def torch_npu_dists(pypi_json: Path, versions: Iterable[str], drop: Iterable[Tup
     return out
 
 
-def torch_dists(version: str, pythons: Sequence[str], *, cpu_local: bool) -> Tuple[List[Dist], List[Dist]]:
-    """torch ``version`` wheels: (for the PyPI index, for the PyTorch CPU index).
+#: What torch 2.10.0's METADATA declares for CUDA (PyPI's aarch64 wheel is a CPU build, yet it
+#: names the CUDA wheels with an x86_64 marker; issue 16): pip evaluates the marker for the
+#: machine it runs on, not for the site.
+NVIDIA_ON_X86 = 'nvidia-cublas-cu12==12.8.4.1; platform_system == "Linux" and platform_machine == "x86_64"'
+TRITON_ON_X86 = 'triton==3.5.0; platform_system == "Linux" and platform_machine == "x86_64"'
+#: PyPI's aarch64 torch after 2.10 is a CUDA build: it needs the CUDA wheels on aarch64 too.
+NVIDIA_ON_LINUX = 'nvidia-cublas-cu12==12.8.4.1; platform_system == "Linux"'
 
-    aarch64 wheels go to PyPI; x86_64 wheels are ``+cpu`` builds on the CPU index when
-    ``cpu_local``, else plain builds on PyPI.  Real torch depends on filelock, sympy,
-    typing-extensions...; two of them are kept so the resolver has transitive work."""
+
+def torch_dists(version: str, pythons: Sequence[str], *, cpu_local: bool) -> Tuple[List[Dist], List[Dist]]:
+    """torch ``version`` wheels: (for the PyPI index, for the PyTorch CPU index), like the
+    real ones (REPORT.md §2; issue 16):
+
+    * x86_64: ``X+cpu`` on the CPU index (PyPI's x86_64 torch is a CUDA build, left out);
+    * aarch64 up to 2.10: PyPI's CPU-only build; 2.10.0 carries the ``nvidia-*``/``triton``
+      requirements marked ``platform_machine == "x86_64"``;
+    * aarch64 from 2.11: a CUDA build on PyPI (requires ``nvidia-*`` on Linux) and ``X+cpu``
+      on the CPU index.
+
+    Real torch depends on filelock, sympy, typing-extensions...; two of them are kept so
+    the resolver has transitive work.  ``cpu_local`` False (torch_npu's x86_64 wheels pin
+    plain ``torch==X`` from 2.12.0): below 2.11 the CPU index's x86_64 build is plain ``X``."""
+    from packaging.version import Version
+
     requires = ["filelock", "typing-extensions>=4.8.0"]
     pypi: List[Dist] = []
     cpu: List[Dist] = []
+    new = Version(version) >= Version("2.11.0")
     for py in pythons:
         cp = _cp(py)
-        pypi.append(Dist("torch", version, f"{cp}-{cp}-{_M228.format(arch='aarch64')}", requires))
-        if cpu_local:
-            cpu.append(Dist("torch", version + "+cpu", f"{cp}-{cp}-{_M228.format(arch='x86_64')}", requires))
+        a64 = f"{cp}-{cp}-{_M228.format(arch='aarch64')}"
+        x86 = f"{cp}-{cp}-{_M228.format(arch='x86_64')}"
+        if new:
+            pypi.append(Dist("torch", version, a64, requires + [NVIDIA_ON_LINUX]))
+            cpu.append(Dist("torch", version + "+cpu", a64, requires))
+        elif version == "2.10.0":
+            pypi.append(Dist("torch", version, a64, requires + [NVIDIA_ON_X86, TRITON_ON_X86]))
         else:
-            pypi.append(Dist("torch", version, f"{cp}-{cp}-{_M228.format(arch='x86_64')}", requires))
+            pypi.append(Dist("torch", version, a64, requires))
+        cpu.append(Dist("torch", version + ("+cpu" if cpu_local or new else ""), x86, requires))
     return pypi, cpu
+
+
+def cuda_dists() -> List[Dist]:
+    """Stand-ins of the CUDA wheels a wrong plan would pull in (so a resolver that follows
+    the x86_64 markers on an aarch64 site really finds and bundles them)."""
+    out = []
+    for arch in ARCHES:
+        out.append(Dist("nvidia-cublas-cu12", "12.8.4.1", f"py3-none-{_M2014.format(arch=arch)}", module="nvidia"))
+    for py in PYTHONS[2:]:
+        cp = _cp(py)
+        out.append(Dist("triton", "3.5.0", f"{cp}-{cp}-{_M2014.format(arch='x86_64')}"))
+    return out
 
 
 #: CANN Python dependencies (REPORT.md §6.2) and a few more that real plans pull in;
@@ -191,20 +227,24 @@ PURE = {
 def default_dists(pypi_json: Path) -> Tuple[List[Dist], List[Dist]]:
     """The standard test universe: (PyPI index, PyTorch CPU index).
 
-    torch_npu 2.1.0.post10, 2.6.0, 2.6.0.post5, 2.7.1.post8, 2.12.0 as on PyPI, except
-    2.7.1.post8 for cp312/x86_64 (left out on purpose); torch 2.1.0/2.6.0/2.7.1 (+cpu on
-    x86_64) and 2.12.0 (plain); numpy 1.26.4 for cp39–cp312 and 2.1.2 for cp310–cp313
+    torch_npu 2.1.0.post10, 2.6.0, 2.6.0.post5, 2.7.1.post8, 2.10.0.post4, 2.11.0, 2.12.0 as
+    on PyPI, except 2.7.1.post8 for cp312/x86_64 (left out on purpose); torch as
+    :func:`torch_dists` describes; CUDA stand-ins (nvidia-cublas-cu12,
+    triton) on the PyPI index; numpy 1.26.4 for cp39–cp312 and 2.1.2 for cp310–cp313
     (so ``numpy<2`` has no cp313 wheel and 1.x none for cp38)."""
     pypi = torch_npu_dists(
         pypi_json,
-        ["2.1.0.post10", "2.6.0", "2.6.0.post5", "2.7.1.post8", "2.12.0"],
+        ["2.1.0.post10", "2.6.0", "2.6.0.post5", "2.7.1.post8", "2.10.0.post4", "2.11.0", "2.12.0"],
         drop=[("2.7.1.post8", "3.12", "x86_64")],
     )
+    pypi += cuda_dists()
     cpu: List[Dist] = []
     for version, pys, local in (
         ("2.1.0", PYTHONS[:4], True),
         ("2.6.0", PYTHONS[1:5], True),
         ("2.7.1", PYTHONS[1:], True),
+        ("2.10.0", PYTHONS[2:], True),
+        ("2.11.0", PYTHONS[2:], True),
         ("2.12.0", PYTHONS[2:], False),
     ):
         a, b = torch_dists(version, pys, cpu_local=local)

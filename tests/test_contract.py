@@ -228,7 +228,7 @@ def test_hostile_snapshots_never_crash_npudoctor(tmp_path, empty_root):
     for args in (
         ("check", "--from", str(deep)),
         ("compare", str(deep), str(collected)),
-        ("plan", "--for", str(deep), "--dry-run"),
+        ("plan", "--for", str(deep)),
         *(("check", "--from", str(p)) for p in odd),
         *(("check", "--markdown", "--from", str(p)) for p in odd),
         *(("compare", str(p), str(collected)) for p in odd),

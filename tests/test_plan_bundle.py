@@ -93,7 +93,7 @@ def x86_bundle(index, tmp_path_factory):
     in from --cann-dir."""
     base = tmp_path_factory.mktemp("x86")
     dry = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "plan", "--for", str(X86_PY311), "--torch-npu", "2.6.0", "--dry-run",
+        [sys.executable, "-m", "npudoctor", "plan", "--for", str(X86_PY311), "--torch-npu", "2.6.0",
          "--json", "--pypi-json", str(PYPI)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
@@ -258,13 +258,24 @@ def test_aarch64_py310_bundle_is_installable_for_the_target(index, tmp_path):
     numpy_spec = json.loads((out / "manifest.json").read_text())["plan"]["numpy"]
     expect_numpy = "numpy-1.26.4" if "<2" in numpy_spec else "numpy-2.1.2"  # the index's newest fitting one
     assert "torch_npu-2.7.1.post8" in would and "torch-2.7.1" in would and expect_numpy in would
-    assert verify(out, "--for", str(A64_PY310)).returncode == 0
     manifest = json.loads((out / "manifest.json").read_text())
     pending = {p["kind"]: p["filename"] for p in manifest["pending"]}
     cann = manifest["plan"]["cann"]
     assert pending["toolkit"] == f"Ascend-cann-toolkit_{cann}_linux-aarch64.run"
     install_sh = (out / "install.sh").read_text()
     assert "absent_pkg CANN toolkit" in install_sh
+    # the wheels are complete and fit, but install.sh would stop on the missing CANN packages:
+    # verify fails and names each with its public URL (issue 16; it used to say "OK")
+    checked = verify(out, "--for", str(A64_PY310), "--json")
+    assert checked.returncode == 1, checked.stdout
+    errors = [p for p in json.loads(checked.stdout)["problems"] if p["severity"] == "error"]
+    assert {p["kind"] for p in errors} == {"pending"}
+    assert sorted(p["path"] for p in errors) == sorted(f"cann/{name}" for name in pending.values())
+    toolkit = next(p for p in errors if p["path"] == f"cann/{pending['toolkit']}")
+    assert (
+        "public download: https://ascend-repo.obs.cn-east-2.myhuaweicloud.com/CANN/CANN%20"
+        f"{cann}/{pending['toolkit']}" in toolkit["message"]
+    )
 
 
 def test_wheel_missing_from_the_index_fails_clearly(index, tmp_path):

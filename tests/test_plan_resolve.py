@@ -118,7 +118,8 @@ def test_x86_64_py312_torch_cpu_pin_follows_the_torch_line():
     assert any("+cpu" in r and "PyTorch CPU index" in r for r in plan["reasons"])
     code, doc = plan_json(X86_PY312, "--torch-npu", "2.12.0")
     assert code == 0
-    assert doc["plan"]["torch_requirement"] == "torch==2.12.0" and doc["plan"]["torch_index"] is None
+    # x86_64 torch always comes from the CPU index: PyPI's x86_64 torch is a CUDA build (issue 16)
+    assert doc["plan"]["torch_requirement"] == "torch==2.12.0" and doc["plan"]["torch_index"] == TORCH_CPU_INDEX
     code, doc = plan_json(X86_PY312)  # newest set: +cpu exactly when its torch is below 2.12.0
     assert code == 0
     plan = doc["plan"]

@@ -42,7 +42,7 @@ def k10_snapshot(tmp_path_factory) -> Path:
 def test_root_snapshot_arch_comes_from_the_wheel_tags(k10_snapshot):
     facts = json.loads(k10_snapshot.read_text())["facts"]
     assert facts["host"]["arch"] is None and facts["python"]["machine"] == "x86_64"
-    proc = plan(k10_snapshot, "--dry-run")
+    proc = plan(k10_snapshot)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("site: unknown node — x86_64 (from python.machine), glibc ?, Python 3.11.13, CANN 8.0.0")
@@ -78,13 +78,13 @@ def test_snapshot_without_any_arch_is_refused(k10_snapshot, tmp_path):
         tk["arch"] = None
     site = tmp_path / "noarch.json"
     site.write_text(json.dumps(doc))
-    proc = plan(site, "--dry-run")
+    proc = plan(site)
     assert proc.returncode == 2
     assert "the snapshot tells no CPU architecture (no host.arch, python.machine, cann.selected.arch" in proc.stderr
     # the CANN toolkit alone is enough
     doc["facts"]["cann"]["selected"]["arch"] = "x86_64"
     site.write_text(json.dumps(doc))
-    proc = plan(site, "--dry-run")
+    proc = plan(site)
     assert proc.returncode == 0, proc.stderr
     assert "architecture x86_64: from cann.selected.arch (the CANN toolkit in use); the snapshot has no host.arch" in (
         proc.stdout

@@ -74,7 +74,7 @@ def test_every_command_parses_its_arguments_on_python_38(tmp_path):
         ([exe, "check", "--root", str(example / "root"), "--env-file", str(example / "env")], 1, "PKG007"),
         ([exe, "devices", "--root", str(example / "root")], 0, "910B3"),
         ([exe, "compare", str(site), str(other)], 1, "Compared 2 node(s)"),
-        ([exe, "plan", "--for", str(site), "--dry-run"], 0, "plan: torch_npu"),
+        ([exe, "plan", "--for", str(site)], 0, "plan: torch_npu"),
         ([exe, "triage", str(sample), "--no-facts"], 1, "207004"),
         ([exe, "matrix", "show", "--cann", "8.0.0"], 0, "2.4.0.post2"),
         ([exe, "env", "--root", str(example / "root")], 0, "export ASCEND_HOME_PATH="),

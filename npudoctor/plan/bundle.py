@@ -2,9 +2,10 @@
 
 Layout of the bundle directory::
 
-    wheels/            every wheel the target interpreter needs (``pip download`` for the
-                       TARGET: --platform/--python-version/--implementation/--abi,
-                       --only-binary=:all:)
+    wheels/            every wheel the target interpreter needs, resolved for the SITE
+                       (markers evaluated for its CPython and architecture, no CUDA
+                       wheel ever: :mod:`npudoctor.plan.closure`), each checked against
+                       the sha256 its index published
     cann/              the CANN / driver / firmware ``.run`` packages (copied from
                        ``--cann-dir`` or fetched with ``--fetch-cann``), checked
     requirements.txt   every wheel pinned by version and sha256 (``--require-hashes``)
@@ -17,7 +18,7 @@ Layout of the bundle directory::
                        packages still to be fetched ("pending")
 
 Re-running is resumable: files already present with the hash the previous manifest
-recorded are kept (pip reuses them: "File was already downloaded"), and nothing is ever
+recorded are kept, and nothing is ever
 half-written under a final name (downloads go to ``.staging/`` or ``*.part`` and are
 renamed when complete and checked).
 """
@@ -27,10 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
-import shlex
 import shutil
-import subprocess
 import sys
 import zipfile
 from dataclasses import dataclass, field
@@ -38,11 +36,11 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from npudoctor.host import read_capped_text
 from npudoctor.plan.bundle_text import MANIFEST, REQUIREMENTS, SUMS, install_md, install_sh, requirements_text
+from npudoctor.plan.closure import ResolveError, Sources, Target, Wheel, cuda_reason, fill_sizes, resolve_wheels
 from npudoctor.plan.files import PackageFile
 from npudoctor.plan.model import Plan
 from npudoctor.plan.site import Site
 from npudoctor.plan.transfer import check_run_file, copy_checked, fetch_url, progress_bar, sha256_file
-from npudoctor.plan.wheels import platform_tags
 from npudoctor.snapshot import atomic_write, now_iso
 
 
@@ -117,39 +115,28 @@ def load_manifest(directory: str) -> Optional[Dict[str, Any]]:
     return data if isinstance(data, dict) else None
 
 
-def pip_download_argv(plan: Plan, opts: BundleOptions, dest: str) -> List[str]:
-    """The ``pip download`` command for the plan's TARGET interpreter.
-
-    ``--platform`` lists every manylinux tag the site's glibc accepts (pip does not expand
-    ``manylinux_2_X`` itself), ``--python-version``/``--implementation cp``/``--abi cpXY``
-    select the target's CPython, ``--only-binary=:all:`` is required by pip with these."""
-    py = plan.python.replace(".", "")
-    argv = list(opts.pip) + ["download", "--dest", dest, "--only-binary=:all:", "--no-input"]
-    argv += ["--python-version", plan.python, "--implementation", "cp", "--abi", f"cp{py}"]
-    for tag in platform_tags(plan.arch, plan.glibc):
-        argv += ["--platform", tag]
-    if opts.index_url:
-        argv += ["--index-url", opts.index_url]
-    extra = list(opts.extra_index_urls)
-    torch_index = opts.torch_index_url or plan.torch_index
-    if plan.torch_index and torch_index and torch_index not in extra:
-        extra.append(torch_index)
-    for url in extra:
-        argv += ["--extra-index-url", url]
-    for link in opts.find_links:
-        argv += ["--find-links", link]
-    argv += plan.requirements
-    return argv
+def wheel_sources(plan: Plan, opts: BundleOptions) -> Sources:
+    """Where pip looks for the plan's wheels: the given indexes and find-links, and torch
+    from the PyTorch CPU index alone when the plan needs its CPU build there
+    (``--torch-index-url`` replaces the index)."""
+    torch_index = (opts.torch_index_url or plan.torch_index) if plan.torch_index else None
+    return Sources(opts.index_url, list(opts.extra_index_urls), list(opts.find_links), torch_index)
 
 
-def _parse_saved(output: str, dest: str) -> List[str]:
-    """File names pip reported as saved or reused in ``dest``."""
-    names = []
-    for line in output.splitlines():
-        m = re.search(r"(?:Saved|File was already downloaded)\s+(\S+)", line)
-        if m:
-            names.append(os.path.basename(m.group(1)))
-    return names
+def resolve_plan_wheels(plan: Plan, site: Site, opts: BundleOptions) -> List[Wheel]:
+    """Every wheel of the plan, resolved for the SITE's CPython, architecture and glibc with
+    the markers evaluated for the site (:mod:`npudoctor.plan.closure`), with sizes.  Raises
+    :class:`BundleError` (pip found no wheel, a CUDA distribution would be needed)."""
+    full = site.python_full if site.python == plan.python else None
+    target = Target(plan.python, plan.arch, plan.glibc, full)
+    sources = wheel_sources(plan, opts)
+    env = dict(opts.env if opts.env is not None else os.environ)
+    try:
+        wheels = resolve_wheels(plan.requirements, target, sources, opts.pip, env, opts.timeout)
+    except ResolveError as exc:
+        raise BundleError(str(exc), exc.details) from None
+    fill_sizes(wheels, sources.auth_for)
+    return wheels
 
 
 # --------------------------------------------------------------------------- bundle
@@ -200,79 +187,67 @@ def _why_wheels(plan: Plan, wheels: Dict[str, str]) -> Dict[str, str]:
     return out
 
 
-def download_wheels(plan: Plan, opts: BundleOptions, log: Callable[[str], None]) -> Tuple[List[str], List[str]]:
-    """Fetch the wheels into ``<output>/wheels``; returns (downloaded, kept) file names.
-    Raises :class:`BundleError` when pip fails (with its last lines)."""
-    out = opts.output
-    wheels_dir = os.path.join(out, "wheels")
-    staging = os.path.join(out, ".staging")
+def download_wheels(
+    plan: Plan, opts: BundleOptions, wheels: Sequence[Wheel], log: Callable[[str], None], progress: Any = None
+) -> Tuple[List[str], List[str]]:
+    """Fetch ``wheels`` (from :func:`resolve_plan_wheels`) into ``<output>/wheels``, each
+    checked against the sha256 its index published; returns (downloaded, kept) file names.
+    A wheel already there with that hash is kept; anything else in ``wheels/`` is removed.
+    Nothing lands under its final name before it is complete and checked.  Raises
+    :class:`BundleError` (a download failed or its hash differs)."""
+    sources = wheel_sources(plan, opts)
+    wheels_dir = os.path.join(opts.output, "wheels")
+    staging = os.path.join(opts.output, ".staging")
     os.makedirs(wheels_dir, exist_ok=True)
     shutil.rmtree(staging, ignore_errors=True)
     os.makedirs(staging)
-    previous = load_manifest(out) or {}
-    known = {f["path"]: f.get("sha256") for f in previous.get("files", []) if isinstance(f, dict) and "path" in f}
-    reused = set()
-    for name in os.listdir(wheels_dir):
+    wanted = {w.filename: w for w in wheels}
+    for name in sorted(os.listdir(wheels_dir)):
         path = os.path.join(wheels_dir, name)
-        if not name.endswith(".whl") or not os.path.isfile(path):
-            continue
-        want = known.get(f"wheels/{name}")
-        good = sha256_file(path) == want if want else _valid_wheel(path)
-        if good:
-            try:
-                os.link(path, os.path.join(staging, name))
-            except OSError:
-                shutil.copy2(path, os.path.join(staging, name))
-            reused.add(name)
-        else:
-            log(f"removing {name}: its hash does not match the previous manifest")
-            os.unlink(path)
-    argv = pip_download_argv(plan, opts, staging)
-    log("running: " + " ".join(shlex.quote(a) for a in argv))
-    env = dict(opts.env if opts.env is not None else os.environ)
-    try:
-        proc = subprocess.run(
-            argv,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            timeout=opts.timeout,
-            text=True,
-            errors="replace",
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise BundleError(f"pip download did not finish within {opts.timeout:.0f} s") from None
-    except OSError as exc:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise BundleError(f"cannot run pip ({' '.join(opts.pip)}): {exc.strerror or exc}") from None
-    output = proc.stdout or ""
-    if proc.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        tail = [line for line in output.splitlines() if line.strip()][-12:]
-        raise BundleError(
-            f"pip could not download the wheels for Python {plan.python} on {plan.arch} "
-            f"(glibc {plan.glibc or 'assumed 2.28'}); pip said:",
-            tail,
-        )
-    saved = set(_parse_saved(output, staging))
-    names = [n for n in os.listdir(staging) if n.endswith(".whl")]
-    needed = [n for n in names if n in saved] if saved else names
+        if name not in wanted:
+            log(f"removing {name}: not part of this plan")
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+    total = progress.add_task("wheels", total=sum(w.size or 0 for w in wheels) or None) if progress else None
     downloaded: List[str] = []
     kept: List[str] = []
-    for name in needed:
-        src = os.path.join(staging, name)
-        if not _valid_wheel(src):
-            raise BundleError(f"downloaded wheel {name} is not a valid wheel (truncated?)")
-        os.replace(src, os.path.join(wheels_dir, name))
-        (kept if name in reused else downloaded).append(name)
-    for name in os.listdir(wheels_dir):
-        if name.endswith(".whl") and name not in needed:
-            log(f"removing {name}: not part of this plan")
-            os.unlink(os.path.join(wheels_dir, name))
-    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        for wheel in wheels:
+            refused = cuda_reason(wheel.name, wheel.version)
+            if refused:  # resolve_wheels never returns one; wheels given by a caller are checked too
+                raise BundleError(f"refusing to download {wheel.filename}: {refused}")
+            dest = os.path.join(wheels_dir, wheel.filename)
+            if os.path.isfile(dest) and wheel.sha256 and _sha_or_none(dest) == wheel.sha256:
+                kept.append(wheel.filename)
+            else:
+                if os.path.lexists(dest):
+                    log(f"replacing {wheel.filename}: its hash does not match the index")
+                part = os.path.join(staging, wheel.filename)
+                try:
+                    digest = fetch_url(wheel.url, part, progress, referer=None, auth=sources.auth_for(wheel.url))
+                except OSError as exc:
+                    raise BundleError(f"cannot download {wheel.filename}: {exc}") from None
+                if wheel.sha256 and digest != wheel.sha256:
+                    raise BundleError(
+                        f"{wheel.filename}: downloaded sha256 {digest[:16]}… differs from the index's "
+                        f"{wheel.sha256[:16]}… (a proxy or mirror changed it?)"
+                    )
+                if not _valid_wheel(part):
+                    raise BundleError(f"downloaded wheel {wheel.filename} is not a valid wheel (truncated?)")
+                os.replace(part, dest)
+                downloaded.append(wheel.filename)
+            if progress:
+                progress.update(total, advance=wheel.size or 0)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return sorted(downloaded), sorted(kept)
+
+
+def _sha_or_none(path: str) -> Optional[str]:
+    try:
+        return sha256_file(path)
+    except OSError:
+        return None
 
 
 def gather_cann(
@@ -328,14 +303,23 @@ def gather_cann(
     return have, pending, kept
 
 
-def make_bundle(plan: Plan, site: Site, opts: BundleOptions, log: Callable[[str], None] = print) -> BundleResult:
-    """Download and write the whole bundle into ``opts.output``.  Raises
+def make_bundle(
+    plan: Plan,
+    site: Site,
+    opts: BundleOptions,
+    log: Callable[[str], None] = print,
+    wheels: Optional[Sequence[Wheel]] = None,
+) -> BundleResult:
+    """Download and write the whole bundle into ``opts.output`` (``wheels``: already
+    resolved with :func:`resolve_plan_wheels`, else resolved here).  Raises
     :class:`BundleError` (pip failure, bad .run file) or ``OSError`` (disk)."""
     out = opts.output
     os.makedirs(out, exist_ok=True)
-    downloaded, kept = download_wheels(plan, opts, log)
+    if wheels is None:
+        wheels = resolve_plan_wheels(plan, site, opts)
     progress = progress_bar(opts.progress)
     with progress if progress is not None else contextlib.nullcontext():
+        downloaded, kept = download_wheels(plan, opts, wheels, log, progress)
         cann_files, pending, cann_kept = gather_cann(plan, opts, log, progress)
     kept += cann_kept
     wheels_dir = os.path.join(out, "wheels")

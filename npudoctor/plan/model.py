@@ -14,14 +14,40 @@ from npudoctor.plan.site import Site
 #: PyTorch CPU wheel index: torch ``X+cpu`` builds that x86_64 torch_npu wheels pin up to
 #: torch 2.11.x (REPORT.md §2 "Requires-Dist of sampled wheels"; torch_npu README
 #: "For x86: pip3 install torch==2.6.0+cpu --index-url https://download.pytorch.org/whl/cpu").
+#: torch for an Ascend site is always a CPU build: on x86_64 PyPI's torch is a CUDA build
+#: (it requires nvidia-* wheels), so x86_64 torch always comes from this index.
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 #: First torch line whose x86_64 torch_npu wheel pins plain ``torch==X`` (REPORT.md §2).
 PLAIN_TORCH_FROM = "2.12.0"
+#: First torch line whose aarch64 wheel on PyPI is a CUDA build: up to 2.10 PyPI's aarch64
+#: torch is CPU-only (pytorch/pytorch#160162, #168065), from 2.11 the CPU build comes from
+#: :data:`TORCH_CPU_INDEX` (issue 16, measured).
+AARCH64_CPU_INDEX_FROM = "2.11.0"
 #: Row status order of preference when several rows are equally new.
 _STATUS_RANK = {"active": 0, "historical": 1, "release-notes-only": 2, "unmapped": 3, "prerelease": 4}
 #: torch_npu's own documented Python dependencies (REPORT.md §6.1: README "pip3 install
 #: pyyaml", "pip3 install setuptools").
 TORCH_NPU_EXTRA = ("pyyaml", "setuptools")
+
+
+def torch_requirement(torch: str, torch_npu: str, arch: str) -> Tuple[str, Optional[str]]:
+    """(pip requirement of torch, the index torch alone comes from, or None for the default index).
+
+    torch for an Ascend site is a CPU build.  x86_64: always the PyTorch CPU index (PyPI's
+    x86_64 torch is a CUDA build); its wheels pin the ``+cpu`` local build up to torch 2.11.x
+    and plain ``torch==X`` from 2.12.0 (REPORT.md §2, METADATA of sampled wheels), which the
+    CPU index's ``X+cpu`` satisfies.  aarch64: PyPI (CPU-only) up to 2.10, the CPU index from
+    :data:`~npudoctor.plan.model.AARCH64_CPU_INDEX_FROM` on (PyPI's aarch64 wheels are CUDA
+    builds after 2.10)."""
+    from packaging.version import Version
+
+    if arch == "x86_64":
+        if Version(torch) < Version(PLAIN_TORCH_FROM):
+            return f"torch=={torch}+cpu", TORCH_CPU_INDEX
+        return f"torch=={torch}", TORCH_CPU_INDEX
+    if Version(torch) >= Version(AARCH64_CPU_INDEX_FROM):
+        return f"torch=={torch}", TORCH_CPU_INDEX
+    return f"torch=={torch}", None
 
 
 class PlanError(ValueError):

@@ -31,6 +31,7 @@ from npudoctor.plan.model import (
     Request,
     Resolution,
     hdk_versions,
+    torch_requirement,
 )
 from npudoctor.plan.site import Site
 from npudoctor.plan.wheels import WheelCatalog, canonical_version, describe_pythons, py_key
@@ -68,19 +69,6 @@ def _cann_key(text: str) -> Any:
 
     v = parse_cann(text)
     return v._key if v is not None and v.orderable else (0, 0, 0)  # noqa: SLF001 - ordering key
-
-
-def torch_requirement(torch: str, torch_npu: str, arch: str) -> Tuple[str, Optional[str]]:
-    """(pip requirement of torch, extra index or None) that torch_npu's Requires-Dist names.
-
-    x86_64 wheels pin the ``+cpu`` local build up to torch 2.11.x (it comes from the PyTorch
-    CPU index); aarch64 wheels and x86_64 from 2.12.0 pin plain ``torch==X`` (PyPI).
-    Source: REPORT.md §2 (METADATA of sampled wheels)."""
-    from packaging.version import Version
-
-    if arch == "x86_64" and Version(torch) < Version(PLAIN_TORCH_FROM):
-        return f"torch=={torch}+cpu", TORCH_CPU_INDEX
-    return f"torch=={torch}", None
 
 
 def _known_canns(matrix: Any) -> List[str]:
@@ -471,10 +459,15 @@ class Resolver:
         if res.rejected:
             reasons.append("newer builds passed over: " + "; ".join(res.rejected))
         # torch
-        if torch_index:
+        if torch_index and torch_req.endswith("+cpu"):
             reasons.append(
                 f"{torch_req}: torch_npu {row.torch_npu}'s x86_64 wheel requires the +cpu torch build "
                 f"(Requires-Dist), which comes from the PyTorch CPU index {torch_index}"
+            )
+        elif torch_index:
+            reasons.append(
+                f"{torch_req}: the torch build torch_npu {row.torch_npu} requires (Requires-Dist), the CPU build "
+                f"from the PyTorch CPU index {torch_index} (torch from the default index is a CUDA build on {arch})"
             )
         else:
             reasons.append(f"{torch_req}: the torch build torch_npu {row.torch_npu} requires (Requires-Dist)")

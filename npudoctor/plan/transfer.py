@@ -8,7 +8,7 @@ import contextlib
 import hashlib
 import os
 import re
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Tuple
 
 from npudoctor.host import open_regular
 
@@ -31,9 +31,11 @@ def sha256_file(path: str, progress: Optional[Callable[[int], None]] = None) -> 
 
 
 def progress_bar(enabled: bool) -> Any:
-    """A rich Progress for byte transfers (a no-op context when disabled)."""
+    """A rich Progress for byte transfers drawn on stderr (None when disabled: the caller
+    enables it only when stderr is a terminal)."""
     if not enabled:
         return None
+    from rich.console import Console
     from rich.progress import (
         BarColumn,
         DownloadColumn,
@@ -49,6 +51,7 @@ def progress_bar(enabled: bool) -> Any:
         DownloadColumn(),
         TransferSpeedColumn(),
         TimeRemainingColumn(),
+        console=Console(stderr=True),
         transient=False,
     )
 
@@ -61,7 +64,7 @@ def copy_checked(src: str, dest: str, progress: Any = None) -> str:
     size = os.path.getsize(src)
     task = progress.add_task(f"copy {os.path.basename(src)}", total=size) if progress else None
     try:
-        with open(src, "rb") as fin, open(part, "wb") as fout:
+        with open_regular(src) as fin, open(part, "wb") as fout:
             while True:
                 chunk = fin.read(_CHUNK)
                 if not chunk:
@@ -80,20 +83,43 @@ def copy_checked(src: str, dest: str, progress: Any = None) -> str:
     return h.hexdigest()
 
 
-def fetch_url(url: str, dest: str, progress: Any = None, timeout: float = 60.0) -> str:
-    """Download ``url`` to ``dest`` via ``dest + '.part'`` with ``Referer:
-    https://www.hiascend.com/`` (what Ascend's download host expects, REPORT.md §5);
-    resumes a previous ``.part`` with an HTTP Range request.  Returns the sha256.
-    Raises ``OSError`` (network errors included)."""
+ASCEND_REFERER = "https://www.hiascend.com/"
+
+
+def ca_bundle() -> Any:
+    """The CA bundle HTTPS downloads verify against: pip's own (``PIP_CERT``) when it names
+    a file, so what pip reached we reach too; else requests' default (``True``, which
+    honours ``REQUESTS_CA_BUNDLE``)."""
+    cert = os.environ.get("PIP_CERT")
+    return cert if cert and os.path.isfile(cert) else True
+
+
+def fetch_url(
+    url: str,
+    dest: str,
+    progress: Any = None,
+    timeout: float = 60.0,
+    referer: Optional[str] = ASCEND_REFERER,
+    auth: Optional[Tuple[str, str]] = None,
+) -> str:
+    """Download ``url`` to ``dest`` via ``dest + '.part'``, by default with ``Referer:
+    https://www.hiascend.com/`` (what Ascend's download host expects, REPORT.md §5; None
+    sends none); ``auth`` = (user, password) for HTTP basic auth; resumes a previous ``.part``
+    with an HTTP Range request.  ``file:`` URLs are copied.  Returns the sha256.  Raises
+    ``OSError`` (network errors included)."""
     import requests
 
+    if url.startswith("file:"):
+        from urllib.parse import unquote, urlsplit
+
+        return copy_checked(unquote(urlsplit(url).path), dest, progress)
     part = dest + ".part"
     have = os.path.getsize(part) if os.path.exists(part) else 0
-    headers = {"Referer": "https://www.hiascend.com/"}
+    headers = {"Referer": referer} if referer else {}
     if have:
         headers["Range"] = f"bytes={have}-"
     try:
-        with requests.get(url, headers=headers, stream=True, timeout=timeout) as resp:
+        with requests.get(url, headers=headers, stream=True, timeout=timeout, auth=auth, verify=ca_bundle()) as resp:
             if resp.status_code == 416:  # already complete
                 resp.close()
             elif resp.status_code not in (200, 206):

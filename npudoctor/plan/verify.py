@@ -3,20 +3,29 @@ right for this machine?
 
 Checks, in order:
 
-1. ``manifest.json`` is readable (written by :mod:`npudoctor.plan.bundle`);
-2. every file it lists is present, with the recorded size and sha256 (a changed byte or a
-   missing wheel is named);
-3. every pin of ``requirements.txt`` has its wheel;
-4. files in ``wheels/`` and ``cann/`` that the manifest does not list are reported;
-5. with a site snapshot: the wheels fit the site's CPython version, architecture and glibc
+1. ``manifest.json`` is readable and well-typed (written by :mod:`npudoctor.plan.bundle`);
+   a wrong-typed or too deeply nested manifest is one clear problem, never a crash;
+2. every file it lists is confined to the bundle (no absolute path, no ``..``, no symlink
+   out: nothing outside DIR is ever opened) and present, with the recorded size and sha256;
+3. ``SHA256SUMS`` (what ``install.sh`` checks with ``sha256sum -c``) lists the same files
+   with the same hashes;
+4. every pin of ``requirements.txt`` has its wheel;
+5. every ``.run`` package the plan needs (toolkit, kernels/ops, NNAL, driver, firmware) is
+   in the bundle, else named with where to get it: community CANN packages from Ascend's
+   public download host (the URL), driver and firmware from the hiascend.com download page
+   (a portal login: the exact file name and the page);
+6. files anywhere in DIR that the manifest does not list are reported;
+7. with a site snapshot: the wheels fit the site's CPython version, architecture and glibc
    (``packaging.tags``: a wheel fits when one of its tags is among the tags the site's
-   interpreter accepts), and the site's Python is the one the bundle was made for;
-6. packages the plan needs but the bundle does not hold (``pending``) are listed with
-   where to download them.
+   interpreter accepts), and the site's Python is the one the bundle was made for.
+
+Every file is read through :func:`npudoctor.host.open_regular` (a FIFO, device or a read
+that would block is refused, never waited on).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -24,8 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set
 
 from npudoctor.host import file_kind, read_capped_text
-from npudoctor.plan.bundle import load_manifest
-from npudoctor.plan.bundle_text import MANIFEST, REQUIREMENTS
+from npudoctor.plan.bundle_text import MANIFEST, REQUIREMENTS, SUMS
+from npudoctor.plan.files import HDK_PAGE
 from npudoctor.plan.site import Site
 from npudoctor.plan.transfer import sha256_file
 from npudoctor.plan.wheels import supported_tags
@@ -34,7 +43,7 @@ from npudoctor.plan.wheels import supported_tags
 @dataclass
 class Problem:
     """One thing wrong with the bundle.  ``kind``: missing | changed | size | unlisted |
-    unpinned | incompatible | python | pending | manifest."""
+    unpinned | incompatible | python | pending | manifest | sums."""
 
     kind: str
     path: str
@@ -73,24 +82,108 @@ class VerifyReport:
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
 
 
+#: Manifest nesting deeper than this is refused before it is parsed (a bundle manifest is 4 deep).
+MAX_DEPTH = 32
+#: Kinds of ``.run`` packages that come from the hiascend.com driver page (a portal login).
+PORTAL_KINDS = ("driver", "firmware")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def read_manifest(directory: str) -> Any:
+    """``(manifest, None)`` or ``(None, reason)``: the manifest read through
+    :func:`~npudoctor.host.read_capped_text` (16 MiB), nesting checked before parsing."""
+    try:
+        text = read_capped_text(os.path.join(directory, MANIFEST), 16 << 20, what=MANIFEST)
+    except OSError as exc:
+        return None, f"{MANIFEST} cannot be read: {exc.strerror or exc}"
+    depth = _nesting(text)
+    if depth > MAX_DEPTH:
+        return None, f"{MANIFEST} is nested {depth} levels deep (at most {MAX_DEPTH}); not a bundle manifest"
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        return None, f"{MANIFEST} is not valid JSON: {str(exc)[:200]}"
+    why = _manifest_type_error(data)
+    if why:
+        return None, f"{MANIFEST}: {why}"
+    return data, None
+
+
+def _nesting(text: str) -> int:
+    """Deepest ``[``/``{`` nesting of a JSON text (brackets inside strings ignored)."""
+    depth = deepest = 0
+    in_str = esc = False
+    for ch in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )
+
+
+def _manifest_type_error(data: Any) -> Optional[str]:
+    """Why ``data`` is not shaped like a bundle manifest, or None."""
+    if not isinstance(data, dict):
+        return f"not a JSON object but {_type_name(data)}"
+    files = data.get("files")
+    if not isinstance(files, list):
+        return f"'files' is {_type_name(files)}, not a list"
+    for i, entry in enumerate(files):
+        if not isinstance(entry, dict):
+            return f"files[{i}] is {_type_name(entry)}, not an object"
+        if not isinstance(entry.get("path"), str) or not entry["path"]:
+            return f"files[{i}].path is {_type_name(entry.get('path'))}, not a file name"
+        if not isinstance(entry.get("sha256"), str) or not _HEX64.match(entry["sha256"]):
+            return f"files[{i}].sha256 ({entry['path'][:100]}) is not a sha256 hex digest"
+        if "size" in entry and (not isinstance(entry["size"], int) or isinstance(entry["size"], bool)):
+            return f"files[{i}].size ({entry['path'][:100]}) is {_type_name(entry['size'])}, not a number of bytes"
+    for key in ("target", "plan"):
+        if key in data and data[key] is not None and not isinstance(data[key], dict):
+            return f"'{key}' is {_type_name(data[key])}, not an object"
+    pending = data.get("pending")
+    if pending is not None and not isinstance(pending, list):
+        return f"'pending' is {_type_name(pending)}, not a list"
+    packages = (data.get("plan") or {}).get("packages")
+    for name, items in (("pending", pending or []), ("plan.packages", packages or [])):
+        if not isinstance(items, list):
+            return f"'{name}' is {_type_name(items)}, not a list"
+        for i, item in enumerate(items):
+            if not isinstance(item, dict) or not isinstance(item.get("filename"), str):
+                return f"{name}[{i}] is not a package entry with a file name"
+    return None
+
+
 def verify_bundle(directory: str, site: Optional[Site] = None) -> VerifyReport:
     """Verify the bundle in ``directory``; never raises for bundle content (every defect
     is a :class:`Problem`)."""
     from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
     report = VerifyReport(directory)
-    manifest = load_manifest(directory)
-    if manifest is None or not isinstance(manifest.get("files"), list):
-        report.problems.append(Problem("manifest", MANIFEST, f"{MANIFEST} is missing or not valid JSON"))
+    manifest, why = read_manifest(directory)
+    if manifest is None:
+        report.problems.append(Problem("manifest", MANIFEST, str(why)))
         return report
-    listed = set()
+    listed: Dict[str, str] = {}
     wheels: List[str] = []
     for entry in manifest["files"]:
-        if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
-            report.problems.append(Problem("manifest", MANIFEST, f"malformed file entry: {entry!r}"[:200]))
-            continue
         rel = entry["path"]
-        listed.add(rel)
+        listed[rel] = entry["sha256"]
         report.checked += 1
         outside = _outside(directory, rel)
         if outside:
@@ -114,26 +207,18 @@ def verify_bundle(directory: str, site: Optional[Site] = None) -> VerifyReport:
         except OSError as exc:
             report.problems.append(Problem("changed", rel, f"{rel}: cannot read: {exc.strerror or exc}"))
             continue
-        if digest != entry.get("sha256"):
+        if digest != entry["sha256"]:
             report.problems.append(
                 Problem(
                     "changed",
                     rel,
-                    f"{rel}: sha256 {digest[:16]}… does not match the manifest ({str(entry.get('sha256'))[:16]}…)",
+                    f"{rel}: sha256 {digest[:16]}… does not match the manifest ({entry['sha256'][:16]}…)",
                 )
             )
         if rel.endswith(".whl"):
             wheels.append(rel)
-    # unlisted files
-    for sub in ("wheels", "cann"):
-        d = os.path.join(directory, sub)
-        if os.path.isdir(d):
-            for name in sorted(os.listdir(d)):
-                rel = f"{sub}/{name}"
-                if rel not in listed:
-                    report.problems.append(
-                        Problem("unlisted", rel, f"{rel} is not in the manifest (left over or added later)", "warning")
-                    )
+    _check_sums(report, directory, listed)
+    _check_unlisted(report, directory, set(listed) | {MANIFEST, SUMS})
     # requirements pins have wheels
     have: Dict[str, Set[str]] = {}
     for rel in wheels:
@@ -163,20 +248,110 @@ def verify_bundle(directory: str, site: Optional[Site] = None) -> VerifyReport:
                     f"{REQUIREMENTS} pins {m.group(1)}=={version} but no such wheel is in wheels/",
                 )
             )
-    # pending packages
-    for p in manifest.get("pending") or []:
-        if isinstance(p, dict):
-            report.problems.append(
-                Problem(
-                    "pending",
-                    f"cann/{p.get('filename')}",
-                    f"{p.get('kind')} package {p.get('filename')} is not in the bundle; download: {p.get('url') or '?'}",
-                    "warning",
-                )
-            )
+    _check_packages(report, manifest, listed)
     if site is not None:
         _check_site(report, manifest, wheels, site)
     return report
+
+
+def where_to_get(pkg: Dict[str, Any]) -> str:
+    """Where a ``.run`` package of the plan comes from: community CANN packages from
+    Ascend's public download host (their URL, :mod:`npudoctor.plan.files`); driver and
+    firmware from the hiascend.com driver page, which needs an account login."""
+    kind = str(pkg.get("kind") or "")
+    name = str(pkg.get("filename"))
+    url = pkg.get("url") if isinstance(pkg.get("url"), str) else None
+    if "<" in name:
+        return f"its exact file name is not known: pick the {kind} package on {url or HDK_PAGE} (log in)"
+    if kind in PORTAL_KINDS:
+        return f"log in at {HDK_PAGE} and download {name} (Ascend HDK)" + (f"; mirror: {url}" if url else "")
+    if url and url.startswith("https://ascend-repo.obs."):
+        return f"public download: {url}"
+    return f"download {name} from {url or 'the hiascend.com download page'} (commercial edition: needs a login)"
+
+
+def _check_packages(report: VerifyReport, manifest: Dict[str, Any], listed: Dict[str, str]) -> None:
+    """Every .run package the plan needs is a listed file of the bundle; each absent one is
+    an error naming where to get it."""
+    plan = manifest.get("plan") or {}
+    needed = list(plan.get("packages") or []) or list(manifest.get("pending") or [])
+    seen: Set[str] = set()
+    for pkg in needed:
+        name = pkg["filename"]
+        rel = f"cann/{name}"
+        if rel in listed or name in seen:
+            continue
+        seen.add(name)
+        report.problems.append(
+            Problem(
+                "pending",
+                rel,
+                f"the plan needs the {pkg.get('kind') or '.run'} package {name}, which is not in the bundle "
+                f"(install.sh stops on it): {where_to_get(pkg)}; then re-run npudoctor plan --cann-dir DIR",
+            )
+        )
+
+
+def _check_sums(report: VerifyReport, directory: str, listed: Dict[str, str]) -> None:
+    """SHA256SUMS, which install.sh checks with ``sha256sum -c``, agrees with the manifest."""
+    try:
+        if _outside(directory, SUMS):
+            raise OSError(f"{SUMS} points outside the bundle")
+        text = read_capped_text(os.path.join(directory, SUMS), 4 << 20, what=SUMS)
+    except OSError as exc:
+        report.problems.append(
+            Problem(
+                "sums", SUMS, f"{SUMS} cannot be read ({getattr(exc, 'strerror', None) or exc}): install.sh refuses"
+            )
+        )
+        return
+    sums: Dict[str, str] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        m = re.match(r"^([0-9a-fA-F]{64}) [ *](.+)$", line)
+        if not m:
+            report.problems.append(Problem("sums", SUMS, f"{SUMS} line {n} is not '<sha256>  <file>': {line[:80]!r}"))
+            continue
+        rel = m.group(2)
+        sums[rel] = m.group(1).lower()
+        if rel not in listed:
+            report.problems.append(
+                Problem("sums", rel, f"{SUMS} lists {rel[:200]}, which the manifest does not (install.sh checks it)")
+            )
+        elif listed[rel] != sums[rel]:
+            report.problems.append(
+                Problem(
+                    "sums",
+                    rel,
+                    f"{SUMS} gives {rel} sha256 {sums[rel][:16]}…, the manifest {listed[rel][:16]}…: "
+                    "install.sh would refuse the bundle",
+                )
+            )
+    for rel in listed:
+        if rel not in sums and rel not in (MANIFEST, SUMS):
+            report.problems.append(Problem("sums", rel, f"{rel} is not in {SUMS}: install.sh would not check it"))
+
+
+def _check_unlisted(report: VerifyReport, directory: str, listed: Set[str]) -> None:
+    """Files anywhere in the bundle that the manifest does not list (symlinks not followed)."""
+    extra: List[str] = []
+    for root, dirs, files in os.walk(directory):
+        dirs.sort()
+        for name in sorted(files) + sorted(d for d in dirs if os.path.islink(os.path.join(root, d))):
+            rel = os.path.relpath(os.path.join(root, name), directory).replace(os.sep, "/")
+            if rel not in listed:
+                extra.append(rel)
+        if len(extra) > 1000:
+            break
+    for rel in extra[:50]:
+        report.problems.append(
+            Problem("unlisted", rel, f"{rel} is not in the manifest (left over or added later)", "warning")
+        )
+    if len(extra) > 50:
+        report.problems.append(
+            Problem("unlisted", ".", f"... and {len(extra) - 50} more files not in the manifest", "warning")
+        )
 
 
 def _outside(directory: str, rel: str) -> Optional[str]:

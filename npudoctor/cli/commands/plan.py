@@ -23,9 +23,13 @@ PLAN_HELP = """Plan an offline (intranet) install for the machine of a site snap
 On the air-gapped machine: `npudoctor collect -o site.json`.  Here, on a connected
 machine: `npudoctor plan --for site.json [target] --output DIR` resolves one consistent set
 (torch_npu, torch, Python, CANN, numpy and CANN's Python dependencies, the driver it needs)
-with the compatibility matrix, explains every choice and downloads it with pip for the
-TARGET interpreter (not this one) into DIR, with the CANN/driver/firmware package names,
-manifest.json, a hash-pinned requirements.txt, install.sh and INSTALL.md.
+with the compatibility matrix, explains every choice, resolves the wheels for the SITE's
+interpreter (environment markers evaluated for its Python and architecture, torch from the
+PyTorch CPU index where PyPI's is a CUDA build, never an nvidia-*/cuda-*/CUDA triton wheel),
+lists them with sizes and the total, and downloads them into DIR, with the
+CANN/driver/firmware package names, manifest.json, a hash-pinned requirements.txt,
+install.sh and INSTALL.md.  --dry-run resolves and lists the wheels, downloads nothing;
+without --output nor --dry-run only the plan is printed (no index is asked).
 
 Target: any of --torch-npu X (that exact build), --torch X (any build of that torch line),
 --cann X, --python X.Y; none = the newest set the site's chip and driver support.  A driver
@@ -34,12 +38,15 @@ upgrade is refused unless --allow-driver-upgrade.
 Exit codes: 0 a plan was made (and the bundle written); 1 no set fits (with the reasons and
 the nearest sets), or the wheels could not be fetched; 2 usage error."""
 
-VERIFY_HELP = """Verify a bundle on the intranet machine: every file present, sha256 matching the
-manifest, every pinned wheel there, and (with --for site.json) every wheel fits the
-site's Python, architecture and glibc.
+VERIFY_HELP = """Verify a bundle on the intranet machine: every file present and inside DIR (no
+absolute path, '..' or symlink out), sha256 matching the manifest, SHA256SUMS agreeing with
+it, every pinned wheel there, every .run package the plan needs (CANN toolkit, kernels/ops,
+NNAL, driver, firmware) there — else named with where to get it — files the manifest does
+not list reported, and (with --for site.json) every wheel fits the site's Python,
+architecture and glibc.
 
-Exit codes: 0 the bundle is complete and fits; 1 problems found (each file named);
-2 usage error."""
+Exit codes: 0 the bundle is complete and fits; 1 problems found (each file named), or the
+manifest is unreadable, wrong-typed or nested too deeply (with the reason); 2 usage error."""
 
 
 def _load_site(path: str, matrix: Any, env: Environment) -> Any:
@@ -97,6 +104,19 @@ def _print_resolution(res: Any, out: Any) -> None:
                 echo(out, f"             {pkg.url}")
 
 
+def _print_wheels(wheels: Any, plan: Any, out: Any) -> None:
+    """The resolved wheels with their sizes and the total (before anything is downloaded)."""
+    from npudoctor.plan.closure import human_size
+
+    unknown = sum(1 for w in wheels if w.size is None)
+    total = human_size(sum(w.size or 0 for w in wheels))
+    more = f", {unknown} of unknown size" if unknown else ""
+    echo(out, f"\nwheels for CPython {plan.python} on {plan.arch} ({len(wheels)}, {total} in total{more}):")
+    width = max((len(f"{w.name} {w.version}") for w in wheels), default=0)
+    for w in wheels:
+        echo(out, f"  {f'{w.name} {w.version}':{width}}  {human_size(w.size):>9}  {w.filename}")
+
+
 def register(app: typer.Typer) -> None:
     plan_app = typer.Typer(
         name="plan",
@@ -120,7 +140,9 @@ def register(app: typer.Typer) -> None:
         allow_driver_upgrade: Annotated[
             bool, typer.Option("--allow-driver-upgrade", help="Accept a set that needs a newer NPU driver.")
         ] = False,
-        dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; download nothing.")] = False,
+        dry_run: Annotated[
+            bool, typer.Option("--dry-run", help="Print the plan and the wheels with sizes; download nothing.")
+        ] = False,
         output: Annotated[
             Optional[str], typer.Option("--output", "-o", metavar="DIR", help="Write the bundle here.")
         ] = None,
@@ -271,16 +293,16 @@ def run_plan(
         if as_json:
             echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
         return ExitStatus.PROBLEMS
-    if dry_run or not output:
+    if not output and not dry_run:
         if as_json:
             echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
-        elif not output:
-            echo(out, "\n(no --output DIR: nothing downloaded)")
+        else:
+            echo(out, "\n(no --output DIR: nothing resolved or downloaded; --dry-run lists the wheels)")
         return ExitStatus.OK
-    from npudoctor.plan.bundle import BundleError, BundleOptions, make_bundle
+    from npudoctor.plan.bundle import BundleError, BundleOptions, make_bundle, resolve_plan_wheels
 
     opts = BundleOptions(
-        output=output,
+        output=output or "",
         index_url=index_url,
         extra_index_urls=list(extra_index_urls or []),
         find_links=list(find_links or []),
@@ -293,9 +315,7 @@ def run_plan(
     def log(msg: str) -> None:
         echo(env.stderr, f"npudoctor: {msg}")
 
-    try:
-        result = make_bundle(res.plan, site, opts, log=log)
-    except BundleError as exc:
+    def failed(exc: BundleError) -> ExitStatus:
         echo(env.stderr, f"npudoctor: {exc}")
         for line in exc.details:
             echo(env.stderr, f"  {line}")
@@ -303,6 +323,25 @@ def run_plan(
             doc["bundle"] = {"error": str(exc), "details": exc.details}
             echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
         return ExitStatus.PROBLEMS
+
+    try:
+        wheels = resolve_plan_wheels(res.plan, site, opts)
+    except BundleError as exc:
+        return failed(exc)
+    doc["wheels"] = [w.to_dict() for w in wheels]
+    doc["wheels_total_bytes"] = sum(w.size or 0 for w in wheels)
+    if not as_json:
+        _print_wheels(wheels, res.plan, out)
+    if dry_run:
+        if as_json:
+            echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
+        else:
+            echo(out, "\n(--dry-run: nothing downloaded)")
+        return ExitStatus.OK
+    try:
+        result = make_bundle(res.plan, site, opts, log=log, wheels=wheels)
+    except BundleError as exc:
+        return failed(exc)
     except OSError as exc:
         raise fail_usage(f"cannot write the bundle to {output}: {exc.strerror or exc}", env) from None
     doc["bundle"] = {
