@@ -241,6 +241,41 @@ class Host:
         self.environ: Dict[str, str] = dict(os.environ if environ is None else environ)
         self.commands = commands
         self.live = self.root == "/"
+        #: Paths of the diagnosed machine this process was refused (EACCES/EPERM) while
+        #: probing: the first component it could not search, list or read -> the reason.
+        self.denied: Dict[str, str] = {}
+
+    def _note(self, path: str, exc: OSError) -> None:
+        """Record a refusal of ``path`` (display form): a missing file is absence, a
+        refused one is "cannot read as uid N" (see :meth:`blocker`)."""
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            self.denied.setdefault(self.resolve(self.blocker(path)), "permission denied")
+
+    def blocker(self, path: str) -> str:
+        """The first component of ``path`` (a path of the diagnosed machine) this process
+        may not search: a directory without search permission on the way, else ``path``
+        itself (a file it may not read, a directory it may not list)."""
+        shown = self.display(path)
+        parts = [p for p in shown.split("/") if p]
+        for depth in range(1, len(parts)):
+            prefix = "/" + "/".join(parts[:depth])
+            real = self._safe_real(prefix)
+            if real is None:
+                break
+            try:
+                os.stat(real)
+            except OSError as exc:
+                if exc.errno in (errno.EACCES, errno.EPERM):
+                    return "/" + "/".join(parts[: depth - 1]) if depth > 1 else "/"
+                break
+            if not os.access(real, os.X_OK):
+                return prefix
+        return shown
+
+    def access_facts(self) -> Dict[str, object]:
+        """The ``access`` section: who read (``uid``, ``gid`` of this process) and the
+        paths refused to it (``denied``, sorted), for "cannot read X as uid N" findings."""
+        return {"uid": os.geteuid(), "gid": os.getegid(), "denied": sorted(self.denied)}
 
     # ------------------------------------------------------------------ paths
     def real(self, path: str) -> str:
@@ -294,26 +329,29 @@ class Host:
             return None
 
     def exists(self, path: str) -> bool:
-        """True when ``path`` exists on the diagnosed machine (symlinks followed)."""
-        real = self._safe_real(path)
-        return real is not None and os.path.exists(real)
+        """True when ``path`` exists on the diagnosed machine (symlinks followed).  A path
+        behind a directory this process may not search is not known to exist: it is
+        recorded in :attr:`denied`."""
+        return self.stat(path) is not None
 
     def is_dir(self, path: str) -> bool:
-        real = self._safe_real(path)
-        return real is not None and os.path.isdir(real)
+        st = self.stat(path)
+        return st is not None and stat_mod.S_ISDIR(st.st_mode)
 
     def is_file(self, path: str) -> bool:
-        real = self._safe_real(path)
-        return real is not None and os.path.isfile(real)
+        st = self.stat(path)
+        return st is not None and stat_mod.S_ISREG(st.st_mode)
 
     def stat(self, path: str, follow: bool = True) -> Optional[os.stat_result]:
-        """``os.stat`` (or ``lstat`` with ``follow=False``) of a path; ``None`` if absent."""
+        """``os.stat`` (or ``lstat`` with ``follow=False``) of a path; ``None`` if absent
+        or refused (a refusal is recorded in :attr:`denied`)."""
         try:
             if follow:
                 return os.stat(self.real(path))
             parent, name = posixpath.split(self.display(path))
             return os.lstat(os.path.join(self.real(parent), name))
-        except OSError:
+        except OSError as exc:
+            self._note(path, exc)
             return None
 
     def readlink(self, path: str) -> Optional[str]:
@@ -336,10 +374,12 @@ class Host:
         return "/" if rel == "." else "/" + rel
 
     def listdir(self, path: str) -> List[str]:
-        """Sorted entry names of a directory; an empty list if it cannot be read."""
+        """Sorted entry names of a directory; an empty list if it cannot be read (a
+        refusal is recorded in :attr:`denied`)."""
         try:
             return sorted(os.listdir(self.real(path)))
-        except OSError:
+        except OSError as exc:
+            self._note(path, exc)
             return []
 
     def glob(self, directory: str, prefix: str = "", suffix: str = "") -> List[str]:
@@ -364,6 +404,7 @@ class Host:
         try:
             data, truncated = read_capped(self.real(path), limit, devices=devices)
         except OSError as exc:
+            self._note(path, exc)
             return None, _errno_reason(exc), False
         return data, None, truncated
 

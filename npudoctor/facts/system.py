@@ -37,6 +37,25 @@ class Identity(View):
     source: Optional[str] = None
 
 
+class AccessFacts(View):
+    """What the probing process could not read (``engine.collect``, from ``Host.denied``):
+    unreadable is not absent.  ``denied`` holds the first component refused on each path
+    (a directory it may not search or list, or a file it may not read)."""
+
+    uid: Optional[int] = field(default=None, metadata=_doc("effective uid of the probing process"))
+    gid: Optional[int] = None
+    denied: Tuple[str, ...] = ()
+
+    def blocking(self, path: Optional[str]) -> Optional[str]:
+        """The refused path that is ``path`` or one of its parent directories, or ``None``."""
+        if not path:
+            return None
+        for denied in self.denied:
+            if path == denied or path.startswith(denied.rstrip("/") + "/"):
+                return denied
+        return None
+
+
 class HostFacts(View):
     """Architecture, OS, glibc, host name and the judged account."""
 
