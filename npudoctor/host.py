@@ -28,7 +28,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import BinaryIO, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import BinaryIO, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from npudoctor.hostproc import RUNNING, SPAWN_LOCK, become_subreaper, drain, kill_tree, reap_orphans, starttime
 
@@ -381,6 +381,26 @@ class Host:
         except OSError as exc:
             self._note(path, exc)
             return []
+
+    def walk(self, path: str) -> Iterator[Tuple[str, List[str], List[str]]]:
+        """``os.walk`` of a directory of the diagnosed machine, top down, symlinks not
+        followed: ``(dirpath, dirnames, filenames)`` with ``dirpath`` as the diagnosed
+        machine sees it, names sorted; prune ``dirnames`` in place as with ``os.walk``.  A directory that
+        cannot be listed is skipped (a refusal is recorded in :attr:`denied`)."""
+        try:
+            top = self.real(path)
+        except OSError:
+            return
+        base = self.display(path)
+
+        def refused(exc: OSError) -> None:
+            self._note(base, exc)
+
+        for dirpath, dirnames, filenames in os.walk(top, onerror=refused):
+            dirnames.sort()
+            filenames.sort()
+            rel = os.path.relpath(dirpath, top)
+            yield (base if rel == "." else posixpath.join(base, rel.replace(os.sep, "/"))), dirnames, filenames
 
     def glob(self, directory: str, prefix: str = "", suffix: str = "") -> List[str]:
         """Paths (of the diagnosed machine) of entries in ``directory`` whose names

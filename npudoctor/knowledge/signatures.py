@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from npudoctor.findings import Finding
+from npudoctor.host import read_capped_text
 
 #: Longest line examined (bytes); the rest of a longer line is skipped.
 MAX_LINE = 64 << 10
@@ -495,8 +496,7 @@ def load_kb(path: Optional[str] = None) -> KnowledgeBase:
     if path in _KB_CACHE:
         return _KB_CACHE[path]
     try:
-        with open(path, "rb") as fh:
-            raw = _toml_loads(fh.read().decode("utf-8"))
+        raw = _toml_loads(read_capped_text(path, 8 << 20, what="error knowledge base"))
     except (OSError, ValueError) as exc:
         raise KBError(f"cannot read the error knowledge base {path}: {exc}") from None
     entries: List[Entry] = []

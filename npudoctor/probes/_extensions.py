@@ -21,7 +21,6 @@ Records: ``{"object", "package" (top-level site-packages name), "links", "unreso
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
@@ -88,23 +87,21 @@ def _walk(
     found: List[Tuple[str, str]] = []
     walked = 0
     for site in site_dirs(facts):
-        real_site = real(site)
         for top in host.listdir(site):
             if top in _SKIP_TOP or top.endswith((".dist-info", ".egg-info", ".libs")):
                 continue
-            base = os.path.join(real_site, top)
-            if os.path.isfile(base) and (top.endswith(".so") or ".so." in top):
-                found.append((posixpath.join(site, top), top))
+            base = posixpath.join(site, top)
+            if host.is_file(base) and (top.endswith(".so") or ".so." in top):
+                found.append((base, top))
                 continue
-            if not os.path.isdir(base) or os.path.islink(base):
+            if not host.is_dir(base) or host.readlink(base) is not None:
                 continue
-            for dirpath, dirnames, filenames in os.walk(base):
+            for dirpath, dirnames, filenames in host.walk(base):
                 walked += len(filenames) + len(dirnames)
                 dirnames[:] = [d for d in dirnames if d not in ("tests", "__pycache__")]
                 for f in filenames:
                     if f.endswith(".so") or ".so." in f:
-                        rel = os.path.relpath(os.path.join(dirpath, f), real_site)
-                        found.append((posixpath.join(site, rel.replace(os.sep, "/")), top))
+                        found.append((posixpath.join(dirpath, f), top))
                 if walked > MAX_WALK or expired():
                     break
             if walked > MAX_WALK or expired():

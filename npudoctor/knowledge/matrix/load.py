@@ -8,6 +8,7 @@ import os
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from npudoctor.host import read_capped
 from npudoctor.knowledge.matrix.model import CACHE_ENV, CACHE_FILE, SCHEMA_VERSION, MatrixError, _valid_date
 from npudoctor.knowledge.matrix.queries import Matrix
 from npudoctor.knowledge.matrix.schema import validate
@@ -41,26 +42,29 @@ def cache_path() -> str:
 
 # ------------------------------------------------------------------ loading
 def _read_doc(file: str) -> Tuple[Dict[str, Any], bytes]:
-    """Parse one matrix file: TOML, or JSON for ``*.json`` (the refreshed cache copy).
-    Raises :class:`MatrixError` naming the file."""
+    """Parse one matrix file, TOML or JSON told apart by content (a JSON document starts
+    with ``{``, which no TOML document can; the refreshed cache copy and its ``.prev`` are
+    JSON whatever their names).  Read through :func:`npudoctor.host.read_capped` (no FIFO,
+    at most 32 MiB).  Raises :class:`MatrixError` naming the file."""
+    limit = 32 * 1024 * 1024
     try:
-        with open(file, "rb") as fh:
-            raw = fh.read(32 * 1024 * 1024 + 1)
+        raw, over = read_capped(file, limit)
     except OSError as exc:
         raise MatrixError(f"cannot read matrix file {file}: {exc.strerror or exc}") from None
-    if len(raw) > 32 * 1024 * 1024:
+    if over:
         raise MatrixError(f"matrix file {file} is larger than 32 MiB")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MatrixError(f"matrix file {file} is not UTF-8 text: {exc}") from None
-    if file.endswith(".json"):
+    head = text.lstrip("\ufeff \t\r\n")
+    if head.startswith("{") or (not head and file.endswith(".json")):
         import json
 
         try:
             doc = json.loads(text)
-        except ValueError as exc:
-            raise MatrixError(f"matrix file {file} is not valid JSON (truncated?): {exc}") from None
+        except (ValueError, RecursionError) as exc:
+            raise MatrixError(f"matrix file {file} is not valid JSON (truncated?): {_short(exc)}") from None
         if not isinstance(doc, dict):
             raise MatrixError(f"matrix file {file} does not hold a matrix document")
         return doc, raw
@@ -68,8 +72,14 @@ def _read_doc(file: str) -> Tuple[Dict[str, Any], bytes]:
 
     try:
         return _toml.loads(text), raw
-    except ValueError as exc:
-        raise MatrixError(f"matrix file {file} is not valid TOML: {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise MatrixError(f"matrix file {file} is not valid TOML: {_short(exc)}") from None
+
+
+def _short(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return str(exc)[:300]
 
 
 _META_RETRIEVED = re.compile(r'^\[meta\][^\[]*?^retrieved\s*=\s*"(\d{4}-\d{2}-\d{2})"', re.M | re.S)
