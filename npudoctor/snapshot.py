@@ -21,6 +21,7 @@ from typing import Any, Dict, Optional
 
 from npudoctor import __version__
 from npudoctor.host import read_capped
+from npudoctor.parsers import jsontext
 from npudoctor.redact import Redactor
 from npudoctor.redact import pseudonym as _pseudonym
 
@@ -115,7 +116,7 @@ class Snapshot:
         if truncated:
             raise SnapshotError(f"snapshot {path} is over {SNAPSHOT_LIMIT >> 20} MB")
         try:
-            raw = json.loads(data.decode("utf-8", errors="replace"))
+            raw = jsontext.loads(data.decode("utf-8", errors="replace"))
         except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
             raise SnapshotError(f"snapshot {path} is not valid JSON: {exc}") from None
         try:

@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, 
 
 from npudoctor.facts import Facts
 from npudoctor.host import read_capped
+from npudoctor.parsers import jsontext
 from npudoctor.snapshot import SNAPSHOT_LIMIT
 
 if TYPE_CHECKING:
@@ -259,7 +260,7 @@ def _file(path: str, named: bool) -> Iterator[Tuple[str, Any]]:
         return
     text = data.decode("utf-8", errors="replace")
     try:
-        yield path, json.loads(text)
+        yield path, jsontext.loads(text)
         return
     except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
         first_error = str(exc)
@@ -275,7 +276,7 @@ def _lines(label: str, text: str) -> Iterator[Tuple[str, Any]]:
             continue
         where = f"{label}:{number}"
         try:
-            yield where, json.loads(line)
+            yield where, jsontext.loads(line)
         except (ValueError, RecursionError) as exc:
             yield where, f"not valid JSON: {exc}"
 

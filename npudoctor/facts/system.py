@@ -135,7 +135,7 @@ class PythonFacts(View):
         ``version`` text; ``None`` when neither says."""
         if self.minor is not None:
             return f"{self.minor[0]}.{self.minor[1]}"
-        m = re.match(r"^(\d+)\.(\d+)", self.version or "")
+        m = re.match(r"^([0-9]+)\.([0-9]+)", self.version or "")
         return f"{m.group(1)}.{m.group(2)}" if m else None
 
 

@@ -35,8 +35,8 @@ SEVERITIES = ("error", "warning", "noise")
 GENERIC_ERROR = (
     r"^[ \t]*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)(?::|$)"
     r"|\[ERROR\]|\bERROR\b|\bFATAL\b|\bFatal\b"
-    r"|\bE[A-Z0-9]\d{4}\b|\bERR\d{5}\b"
-    r"|error code is -?\d+|runtime result = -?\d+|ret is -\d+"
+    r"|\bE[A-Z0-9][0-9]{4}\b|\bERR[0-9]{5}\b"
+    r"|error code is -?[0-9]+|runtime result = -?[0-9]+|ret is -[0-9]+"
     r"|\bfailed\b|\bFailed\b|\bcore dumped\b"
 )
 
@@ -58,7 +58,7 @@ GENERIC_ANCHORS = (
 )
 
 _KIND_RX = re.compile(r"^K(0[1-9]|1[0-9]|2[0-2])$")
-_CODE_RX = re.compile(r"^[A-Z]{2,5}\d{3}$")
+_CODE_RX = re.compile(r"^[A-Z]{2,5}[0-9]{3}$")
 _ID_RX = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _CAUSE_KEYS = {"kind", "text", "here", "fix", "confirmed_by", "refuted_by", "stated_by"}
 
@@ -313,7 +313,7 @@ class KnowledgeBase:
                 continue
             probe = e.label.split(":", 1)[0]
             line = {"hccl": f"HcclFoo, error code is {key}", "pta": f"{key} PTA x"}.get(
-                probe, f"error code is {key}" if key.isdigit() else f"{key}: x"
+                probe, f"error code is {key}" if key.isdecimal() else f"{key}: x"
             )
             caps = e.match_text(line)
             if caps is not None and caps.get("code") == key:

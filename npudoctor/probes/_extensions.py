@@ -32,15 +32,15 @@ from npudoctor.probes._ldso import Resolver, expand_origin
 NPU_LINKS = ("libtorch_npu.so", "libascendcl.so", "libhccl.so", "libatb.so", "libopapi.so")
 #: Base-system libraries (unknowable when the root holds no libc).
 SYSTEM_LIB_RE = re.compile(
-    r"^(libc|libm|libpthread|libdl|librt|libutil|libresolv|libanl|libnsl|libmvec|ld-linux[-a-z0-9_]*|ld64)\.so(\.\d+)*$"
-    r"|^(libstdc\+\+|libgcc_s|libgomp|libatomic)\.so(\.\d+)*$"
+    r"^(libc|libm|libpthread|libdl|librt|libutil|libresolv|libanl|libnsl|libmvec|ld-linux[-a-z0-9_]*|ld64)\.so(\.[0-9]+)*$"
+    r"|^(libstdc\+\+|libgcc_s|libgomp|libatomic)\.so(\.[0-9]+)*$"
 )
 #: Third-party .so files examined at most, and directory entries walked at most.
 MAX_EXTENSIONS = 200
 MAX_WALK = 20000
 
-NPU_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:7c10_npu|6at_npu|9torch_npu|3op_api|7op_plugin)(?:\d|[A-Z])")
-ATB_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:3atb|3Mki|6AsdOps)(?:\d|[A-Z])")
+NPU_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:7c10_npu|6at_npu|9torch_npu|3op_api|7op_plugin)(?:[0-9]|[A-Z])")
+ATB_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:3atb|3Mki|6AsdOps)(?:[0-9]|[A-Z])")
 #: Symbols each CANN/NNAL library exports, by the library an extension links.
 _LIB_SYMS = {
     "libascendcl.so": re.compile(r"^acl[a-zA-Z]"),

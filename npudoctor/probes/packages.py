@@ -46,12 +46,12 @@ Record (a dict)::
 
 from __future__ import annotations
 
-import json
 import posixpath
 from typing import Any, Dict, List, Optional
 
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
+from npudoctor.parsers import jsontext
 from npudoctor.parsers.metadata import (
     canonical_name,
     parse_metadata,
@@ -156,7 +156,7 @@ def read_record(host: Host, location: str, entry: str, user_site: bool) -> Dict[
         direct = host.read_text(posixpath.join(path, "direct_url.json"), limit=64 << 10)
         if direct.ok:
             try:
-                data = json.loads(direct.text or "")
+                data = jsontext.loads(direct.text or "")
                 rec["editable"] = bool((data.get("dir_info") or {}).get("editable"))
                 rec["direct_url"] = data.get("url")
             except (ValueError, AttributeError):

@@ -50,7 +50,6 @@ Keys (``None`` where unknown)::
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 import re
@@ -58,6 +57,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
+from npudoctor.parsers import jsontext
 
 SECTION = "python"
 NEEDS = ("host",)
@@ -66,9 +66,9 @@ QUICK = True
 #: Seconds the target interpreter may take to answer (a cold conda env on NFS is slow).
 PROBE_TIMEOUT = 20.0
 
-_PYDIR_RE = re.compile(r"^python(\d+)\.(\d+)t?$")
-_USR_LOCAL_PY_RE = re.compile(r"^python(\d+)\.(\d+)(?:\.(\d+))?$")
-_CONDA_PY_RE = re.compile(r"^python-(\d+)\.(\d+)\.(\d+)-")
+_PYDIR_RE = re.compile(r"^python([0-9]+)\.([0-9]+)t?$")
+_USR_LOCAL_PY_RE = re.compile(r"^python([0-9]+)\.([0-9]+)(?:\.([0-9]+))?$")
+_CONDA_PY_RE = re.compile(r"^python-([0-9]+)\.([0-9]+)\.([0-9]+)-")
 
 #: Conda installations looked for under --root (besides $HOME/<name>).
 _CONDA_ROOTS = ("/opt/conda", "/opt/miniconda3", "/opt/anaconda3", "/opt/miniforge3", "/opt/mambaforge")
@@ -94,7 +94,7 @@ def parse_script_output(stdout: str) -> Tuple[Optional[Dict[str, Any]], Optional
     for line in reversed((stdout or "").splitlines()):
         if line.startswith(MARK):
             try:
-                data = json.loads(line[len(MARK) :])
+                data = jsontext.loads(line[len(MARK) :])
             except ValueError as exc:
                 return None, f"garbled probe output ({exc})"
             if not isinstance(data, dict):
@@ -166,7 +166,7 @@ def _conda_python_version(host: Host, prefix: str) -> Optional[List[int]]:
 
 
 def _parse_version(text: str) -> Optional[List[int]]:
-    m = re.match(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?", text or "")
+    m = re.match(r"^\s*([0-9]+)\.([0-9]+)(?:\.([0-9]+))?", text or "")
     if not m:
         return None
     return [int(g) for g in m.groups() if g is not None]

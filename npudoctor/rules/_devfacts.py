@@ -41,7 +41,7 @@ def chip_nodes(dev: DevicesFacts) -> List[DeviceNode]:
 
 def node_number(node: DeviceNode) -> Optional[int]:
     """N of ``/dev/davinciN``, or ``None`` for another path."""
-    m = re.search(r"davinci(\d+)$", node.path)
+    m = re.search(r"davinci([0-9]+)$", node.path)
     return int(m.group(1)) if m else None
 
 
@@ -73,7 +73,7 @@ def parse_id_list(raw: str) -> Tuple[List[int], List[str]]:
     bad: List[str] = []
     for part in raw.split(","):
         part = part.strip()
-        m = re.match(r"^(\d+)(?:-(\d+))?$", part)
+        m = re.match(r"^([0-9]+)(?:-([0-9]+))?$", part)
         if not m:
             if part:
                 bad.append(part)

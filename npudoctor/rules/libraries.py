@@ -259,7 +259,7 @@ def libraries_not_loadable(ctx: RuleContext) -> Iterable[Finding]:
 
 
 def _vkey(version: str) -> Tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", version))
+    return tuple(int(x) for x in re.findall(r"[0-9]+", version))
 
 
 def _conda_prefix(ctx: RuleContext, provider: str) -> Optional[str]:

@@ -12,6 +12,7 @@ from npudoctor.host import read_capped
 from npudoctor.knowledge.matrix.model import CACHE_ENV, CACHE_FILE, SCHEMA_VERSION, MatrixError, _valid_date
 from npudoctor.knowledge.matrix.queries import Matrix
 from npudoctor.knowledge.matrix.schema import validate
+from npudoctor.parsers import jsontext
 
 
 def bundled_dir() -> str:
@@ -42,9 +43,11 @@ def cache_path() -> str:
 
 # ------------------------------------------------------------------ loading
 def _read_doc(file: str) -> Tuple[Dict[str, Any], bytes]:
-    """Parse one matrix file, TOML or JSON told apart by content (a JSON document starts
-    with ``{``, which no TOML document can; the refreshed cache copy and its ``.prev`` are
-    JSON whatever their names).  Read through :func:`npudoctor.host.read_capped` (no FIFO,
+    """Parse one matrix file, TOML or JSON told apart by content: a document starting with
+    ``{`` (which no TOML document can) is tried as JSON first, as is a ``*.json`` file, the
+    rest as TOML first; when that fails the other format is tried, and the first error is
+    the one reported (the refreshed cache copy and its ``.prev`` are JSON whatever their
+    names).  Read through :func:`npudoctor.host.read_capped` (no FIFO,
     at most 32 MiB).  Raises :class:`MatrixError` naming the file."""
     limit = 32 * 1024 * 1024
     try:
@@ -58,20 +61,32 @@ def _read_doc(file: str) -> Tuple[Dict[str, Any], bytes]:
     except UnicodeDecodeError as exc:
         raise MatrixError(f"matrix file {file} is not UTF-8 text: {exc}") from None
     head = text.lstrip("\ufeff \t\r\n")
-    if head.startswith("{") or (not head and file.endswith(".json")):
-        import json
-
+    json_first = head.startswith("{") or (file.endswith(".json") and not head.startswith(("[", "#")))
+    order = (_json_doc, _toml_doc) if json_first else (_toml_doc, _json_doc)
+    try:
+        return order[0](file, text), raw
+    except MatrixError as first:
         try:
-            doc = json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            raise MatrixError(f"matrix file {file} is not valid JSON (truncated?): {_short(exc)}") from None
-        if not isinstance(doc, dict):
-            raise MatrixError(f"matrix file {file} does not hold a matrix document")
-        return doc, raw
+            return order[1](file, text), raw
+        except MatrixError:
+            raise first from None
+
+
+def _json_doc(file: str, text: str) -> Dict[str, Any]:
+    try:
+        doc = jsontext.loads(text)
+    except ValueError as exc:
+        raise MatrixError(f"matrix file {file} is not valid JSON (truncated?): {_short(exc)}") from None
+    if not isinstance(doc, dict):
+        raise MatrixError(f"matrix file {file} does not hold a matrix document")
+    return doc
+
+
+def _toml_doc(file: str, text: str) -> Dict[str, Any]:
     from npudoctor import tomlread as _toml
 
     try:
-        return _toml.loads(text), raw
+        return _toml.loads(text)
     except (ValueError, RecursionError) as exc:
         raise MatrixError(f"matrix file {file} is not valid TOML: {_short(exc)}") from None
 
@@ -82,7 +97,7 @@ def _short(exc: BaseException) -> str:
     return str(exc)[:300]
 
 
-_META_RETRIEVED = re.compile(r'^\[meta\][^\[]*?^retrieved\s*=\s*"(\d{4}-\d{2}-\d{2})"', re.M | re.S)
+_META_RETRIEVED = re.compile(r'^\[meta\][^\[]*?^retrieved\s*=\s*"([0-9]{4}-[0-9]{2}-[0-9]{2})"', re.M | re.S)
 
 
 def _bundled_retrieved(directory: str) -> str:
