@@ -108,15 +108,19 @@ class CommandResult:
 
     def describe(self) -> str:
         """One line saying how the command ended, for evidence."""
-        cmd = " ".join(self.argv)
+        return f"`{' '.join(self.argv)}`: {self.outcome()}"
+
+    def outcome(self) -> str:
+        """How the command ended, without the command line (which may be a whole script
+        given with ``-c``): "exit 1", "no answer within 5.0 s (killed)", ..."""
         if self.error:
-            return f"`{cmd}`: {self.error}"
+            return self.error
         if self.timed_out:
-            return f"`{cmd}`: no answer within {self.duration:.1f} s (killed)"
+            return f"no answer within {self.duration:.1f} s (killed)"
         if self.signal:
             lines = len(self.stdout.splitlines())
-            return f"`{cmd}`: killed by {self.signal} after printing {lines} line{'s' if lines != 1 else ''}"
-        return f"`{cmd}`: exit {self.returncode}"
+            return f"killed by {self.signal} after printing {lines} line{'s' if lines != 1 else ''}"
+        return f"exit {self.returncode}"
 
     def to_dict(self) -> Dict[str, object]:
         return {
@@ -283,8 +287,11 @@ class Host:
 
         Symlinks are followed inside the root (an absolute target is re-rooted); a
         missing component ends the walk and the rest is appended as is.  Raises
-        ``OSError(ELOOP)`` on a symlink loop.  On a live host this is ``path`` itself.
+        ``OSError(ELOOP)`` on a symlink loop and ``OSError(EINVAL)`` for a path with a
+        NUL byte (from an environment variable or a file: never a ``ValueError``).  On a live host this is ``path`` itself.
         """
+        if "\0" in path:
+            raise OSError(errno.EINVAL, "NUL byte in path", path.replace("\0", "\\0"))
         if self.live:
             return path
         parts = [p for p in path.split("/") if p]
@@ -353,18 +360,20 @@ class Host:
         except OSError as exc:
             self._note(path, exc)
             return None
+        except ValueError:  # a NUL byte in the name
+            return None
 
     def readlink(self, path: str) -> Optional[str]:
         """The target text of a symlink on the diagnosed machine, or ``None``."""
         try:
             parent, name = posixpath.split(self.display(path))
             return os.readlink(os.path.join(self.real(parent), name))
-        except OSError:
+        except (OSError, ValueError):
             return None
 
     def resolve(self, path: str) -> str:
         """The canonical path on the diagnosed machine (symlinks resolved in the root)."""
-        if self.live:
+        if self.live and "\0" not in path:
             return os.path.realpath(path)
         try:
             real = self.real(path)
@@ -515,6 +524,9 @@ class Host:
                 )
                 RUNNING.add(proc.pid)
             born = starttime(proc.pid)
+        except ValueError:  # a NUL byte in an argument or the environment
+            result.error = "NUL byte in an argument or the environment"
+            return result
         except OSError as exc:
             result.error = _errno_reason(exc)
             if result.error == "not found":

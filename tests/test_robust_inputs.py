@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import clirun
 import pytest
@@ -99,3 +100,62 @@ def test_wrong_typed_facts_are_one_could_not_read_finding(tmp_path: Path) -> Non
     for form in ("--markdown", "--text"):
         rendered = clirun.npudoctor("check", "--from", str(snap), form, cwd=REPO)
         assert rendered.returncode in (0, 2) and "Traceback" not in rendered.stderr
+
+
+_PLAIN = {"PATH": "/usr/bin:/bin", "HOME": "/root"}
+
+
+def _fake_python(tmp_path: Path, body: str) -> Path:
+    exe = tmp_path / "python3"
+    exe.write_text("#!/bin/sh\n" + body)
+    exe.chmod(0o755)
+    return exe
+
+
+def _py003(proc: Any) -> dict:
+    assert "Traceback" not in proc.stderr, proc.stderr
+    found = {f["code"]: f for f in json.loads(proc.stdout)["findings"]}
+    return found["PY003"]
+
+
+def test_python_target_with_a_well_formed_marker_and_wrong_types_is_not_read(tmp_path: Path) -> None:
+    from npudoctor.probes.pyprobe_script import MARK
+
+    exe = _fake_python(tmp_path, f'echo \'{MARK}{{"version": 3, "site_packages": "/x", "prefix": "/usr"}}\'\n')
+    proc = clirun.npudoctor("check", "--python", str(exe), "--json", cwd=REPO, env=_PLAIN)
+    finding = _py003(proc)
+    text = " ".join([finding["title"], *finding["evidence"]])
+    assert f"{exe}: could not read the probe's reply: version: expected str or null, got int" in text
+    assert json.loads(proc.stdout)["facts"]["python"].get("version") is None
+
+
+def test_python_target_timeout_does_not_quote_the_probe_script(tmp_path: Path) -> None:
+    exe = _fake_python(tmp_path, "exec sleep 30\n")
+    proc = clirun.npudoctor("check", "--python", str(exe), "--json", "--deadline", "2", cwd=REPO, env=_PLAIN)
+    error = json.loads(proc.stdout)["facts"]["python"]["error"]
+    assert error.startswith(f"{exe}: no answer within ")
+    assert error.endswith(" s (killed)")
+    assert "import" not in error and len(error) < 200
+
+
+def test_nul_byte_in_env_file_is_a_clear_usage_error(tmp_path: Path) -> None:
+    env_file = tmp_path / "nul.env"
+    env_file.write_bytes(b"A=1\nLD_LIBRARY_PATH=/usr/lo\x00cal/lib\n")
+    root = REPO / "tests/scenarios/k10-stale-other-cann/root"
+    for command in ("check", "devices"):
+        proc = clirun.npudoctor(command, "--root", str(root), "--env-file", str(env_file), cwd=REPO)
+        assert proc.returncode == 2
+        assert f"--env-file {env_file}: line 2: a NUL byte (no environment variable can hold one)" in proc.stderr
+
+
+def test_host_answers_nul_bytes_in_paths_and_commands(tmp_path: Path) -> None:
+    from npudoctor.host import Host
+
+    host = Host(root=str(tmp_path), environ={"PATH": "/usr/bin:/bin"})
+    assert host.read_text("/etc/hcc\x00n.conf").error == "NUL byte in path"
+    assert not host.exists("/usr/\x00") and not host.is_dir("/\x00") and host.stat("/a/b\x00", follow=False) is None
+    assert host.listdir("/x\x00") == [] and host.readlink("/l\x00") is None
+    assert host.run(["echo", "a\x00b"]).error == "NUL byte in an argument or the environment"
+    assert Host(environ={"PATH": "/usr/bin:/bin", "X": "a\x00b"}).run(["true"]).error == (
+        "NUL byte in an argument or the environment"
+    )

@@ -109,12 +109,25 @@ def _run_target(ctx: ProbeContext, python: str) -> Dict[str, Any]:
     timeout = ctx.options.remaining(max(PROBE_TIMEOUT, ctx.options.command_timeout))
     result = ctx.host.run([python, "-c", script_source()], timeout=timeout)
     if result.error or result.timed_out:
-        return {"error": f"{python}: " + result.describe().split(": ", 1)[-1]}
+        return {"error": f"{python}: {result.outcome()}"}
     facts, reason = parse_script_output(result.stdout)
     if facts is None:
         stderr = (result.stderr or "").strip().splitlines()
         tail = f"; stderr: {stderr[-1][:300]}" if stderr else ""
         return {"error": f"{python} (exit {result.returncode}): {reason}{tail}"}
+    return _checked(python, facts)
+
+
+def _checked(python: str, facts: Dict[str, Any]) -> Dict[str, Any]:
+    """The target's reply if every field has the type the ``python`` view expects, else an
+    ``error`` fact naming what could not be read: a reply printed with the probe's marker
+    but wrong types (a wrapper, a hostile interpreter) is not believed in part."""
+    from npudoctor.facts._typed import load
+    from npudoctor.facts.system import PythonFacts
+
+    problems = load(PythonFacts, facts)[1].as_list()
+    if problems:
+        return {"error": f"{python}: could not read the probe's reply: " + "; ".join(p[:120] for p in problems[:3])}
     return facts
 
 
