@@ -44,6 +44,7 @@ ALLOWED: Dict[Tuple[str, str], Tuple[int, str]] = {
     ("npudoctor/runtime/deadline.py", "open"): (1, "/proc/self/task/*/children of npudoctor's own process"),
     ("npudoctor/runtime/deadline.py", "os.listdir"): (1, "/proc/self/task of npudoctor's own process"),
     ("npudoctor/snapshot.py", "os.fdopen"): (1, "atomic_write: the temporary file npudoctor creates itself"),
+    ("npudoctor/snapshot.py", "os.listdir"): (1, "clean_stale_temp: npudoctor's own temp files in its output dir"),
     ("npudoctor/parsers/elf.py", "SymbolIndex.open"): (1, "npudoctor's own classmethod (opens via open_regular)"),
     ("npudoctor/cluster/compare.py", "os.listdir"): (1, "a directory given to compare: listed, files read capped"),
     ("npudoctor/triage/scan.py", "os.walk"): (1, "a log directory given to triage: listed, files read capped"),

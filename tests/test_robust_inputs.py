@@ -40,12 +40,15 @@ def test_matrix_verify_deep_nesting_is_a_clear_error(tmp_path: Path) -> None:
     assert f"matrix file {deep} is not valid TOML: nested too deeply" in proc.stdout + proc.stderr
 
 
-def test_a_broken_cache_copy_does_not_cost_a_command(tmp_path: Path) -> None:
-    """A 5,000-digit number and deep nesting in the refreshed cache copy: check still runs
+@pytest.mark.parametrize(
+    "broken", ['{"schema_version": ' + "9" * 5000 + "}", '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"]
+)
+def test_a_broken_cache_copy_does_not_cost_a_command(tmp_path: Path, broken: str) -> None:
+    """A 5,000-digit number or deep nesting in the refreshed cache copy: check still runs
     (the bundled matrix is used, MTX004 says why)."""
     cache = tmp_path / "cache"
     cache.mkdir()
-    (cache / "matrix.json").write_text('{"schema_version": ' + "9" * 5000 + "}")
+    (cache / "matrix.json").write_text(broken)
     env = dict(os.environ, NPUDOCTOR_CACHE_DIR=str(cache), PYTHONPATH=str(REPO))
     root = REPO / "tests/scenarios/k10-stale-other-cann/root"
     proc = subprocess.run(
@@ -159,3 +162,23 @@ def test_host_answers_nul_bytes_in_paths_and_commands(tmp_path: Path) -> None:
     assert Host(environ={"PATH": "/usr/bin:/bin", "X": "a\x00b"}).run(["true"]).error == (
         "NUL byte in an argument or the environment"
     )
+
+
+def test_stale_temp_files_of_killed_writers_are_cleaned_on_the_next_write(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # its pid is gone: what it left behind is stale
+    stale = out / f".npudoctor-{dead.pid}-abc123.tmp"
+    stale.write_text("x" * 1000)
+    old = out / ".npudoctor-k2j3h4.tmp"  # the name before pids were recorded
+    old.write_text("{}")
+    os.utime(old, (1, 1))
+    alive = out / f".npudoctor-{os.getppid()}-zzz.tmp"  # a writer still running
+    alive.write_text("{}")
+    unrelated = out / "notes.tmp"
+    unrelated.write_text("mine")
+    root = REPO / "tests/scenarios/k10-stale-other-cann/root"
+    proc = clirun.npudoctor("collect", "--root", str(root), "--no-commands", "-o", str(out / "node.json"), cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in out.iterdir()) == sorted(["node.json", alive.name, "notes.tmp"])
