@@ -245,13 +245,12 @@ class Host:
         self.environ: Dict[str, str] = dict(os.environ if environ is None else environ)
         self.commands = commands
         self.live = self.root == "/"
-        #: Paths of the diagnosed machine this process was refused (EACCES/EPERM) while
-        #: probing: the first component it could not search, list or read -> the reason.
+        self._dirs: Dict[str, str] = {}  # real() of directories, see there
+        #: Paths refused to this process (EACCES/EPERM): the first component refused -> why.
         self.denied: Dict[str, str] = {}
 
     def _note(self, path: str, exc: OSError) -> None:
-        """Record a refusal of ``path`` (display form): a missing file is absence, a
-        refused one is "cannot read as uid N" (see :meth:`blocker`)."""
+        """Record a refusal of ``path``: refused is not absent (see :meth:`blocker`)."""
         if exc.errno in (errno.EACCES, errno.EPERM):
             self.denied.setdefault(self.resolve(self.blocker(path)), "permission denied")
 
@@ -287,14 +286,32 @@ class Host:
 
         Symlinks are followed inside the root (an absolute target is re-rooted); a
         missing component ends the walk and the rest is appended as is.  Raises
-        ``OSError(ELOOP)`` on a symlink loop and ``OSError(EINVAL)`` for a path with a
-        NUL byte (from an environment variable or a file: never a ``ValueError``).  On a live host this is ``path`` itself.
+        ``OSError(ELOOP)`` on a symlink loop, ``OSError(EINVAL)`` for a path with a NUL
+        byte (never a ``ValueError``).  On a live host this is ``path`` itself.
         """
         if "\0" in path:
             raise OSError(errno.EINVAL, "NUL byte in path", path.replace("\0", "\\0"))
         if self.live:
             return path
         parts = [p for p in path.split("/") if p]
+        if len(parts) > 1 and "." not in parts and ".." not in parts:
+            # Parents resolved once (100k dist-info dirs share one site-packages).
+            key = "/".join(parts[:-1])
+            head = self._dirs.get(key)
+            if head is None:
+                head = self.real(key)
+                if len(self._dirs) > 65536:
+                    self._dirs.clear()
+                self._dirs[key] = head
+            candidate = os.path.join(head, parts[-1])
+            try:
+                if not stat_mod.S_ISLNK(os.lstat(candidate).st_mode):
+                    return candidate
+            except OSError:
+                return candidate
+        return self._walk_real(path, parts)
+
+    def _walk_real(self, path: str, parts: List[str]) -> str:
         resolved: List[str] = []
         hops = 0
         while parts:

@@ -198,6 +198,7 @@ class PackagesFacts(View):
     scanned: Tuple[str, ...] = ()
     count: Optional[int] = None
     errors: Tuple[str, ...] = ()
+    indexed_only: int = field(default=0, metadata=_doc("records from the directory name alone (huge site dirs)"))
     interpreter: JSON = None
     pip_config: PipConfig = field(default_factory=PipConfig)
     skipped: Optional[str] = field(default=None, metadata=_doc("why nothing was scanned (no interpreter)"))

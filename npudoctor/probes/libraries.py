@@ -199,7 +199,9 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
     first = read_elf(_real(host, roots[0]))
     arch = first.machine or (facts.get("host") or {}).get("arch") or env_facts.get("arch") or "x86_64"
     bits = first.bits or 64
-    ld_path = [posixpath.normpath(p) for p in host.env_paths("LD_LIBRARY_PATH") if p.startswith("/")]
+    # Each directory once, first place kept: the loader's answer is the same, and a
+    # 15,000-entry LD_LIBRARY_PATH of a few hundred directories is searched as those.
+    ld_path = list(dict.fromkeys(posixpath.normpath(p) for p in host.env_paths("LD_LIBRARY_PATH") if p.startswith("/")))
     resolver = Resolver(host, arch, bits, ld_path)
     out["loader"] = {
         "ld_library_path": ld_path,
