@@ -4,7 +4,9 @@ tables, df, env files -- seeded with the real captures of ``tests/fixtures``, mu
 hostile machines hold: numbers past Python's 4,300-digit ``int`` limit, Unicode digits
 (``²``, ``٣``, ``２``), NUL bytes, deep nesting; and the version ordering of
 :mod:`npudoctor.knowledge.versions`.  No parser raises; every version it returns is ASCII.
-Each test runs a few dozen examples with a deadline, so the whole file stays well under 20 s."""
+Snapshot replay: a real collected snapshot with facts of the wrong types through ``check
+--from``.  Each test runs a few dozen examples (replay: 8) with a deadline, so the whole file
+stays around 20 s."""
 
 from __future__ import annotations
 
@@ -168,3 +170,78 @@ def test_every_number_past_the_int_digit_limit() -> None:
                         parse(text)
                     except Exception as exc:  # pragma: no cover - the failure message
                         raise AssertionError(f"{parse.__name__} raised {type(exc).__name__}: {exc}") from None
+
+
+# ------------------------------------------------------------------ snapshot replay
+_JUNK = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**30), 10**30),
+    st.floats(allow_nan=False),
+    st.text(max_size=20),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
+)
+
+
+def _paths(value: Any, prefix: tuple = ()) -> List[tuple]:
+    out = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            out += _paths(item, prefix + (key,))
+    elif isinstance(value, list):
+        for i, item in enumerate(value[:3]):
+            out += _paths(item, prefix + (i,))
+    return out
+
+
+_SNAPSHOT: List[dict] = []
+
+
+def _real_snapshot(tmp: Path) -> dict:
+    """A snapshot collected from a real scenario tree (once per session)."""
+    if not _SNAPSHOT:
+        import json
+
+        import clirun
+
+        repo = Path(__file__).resolve().parent.parent
+        out = tmp / "node.json"
+        root = repo / "tests/scenarios/k10-stale-other-cann/root"
+        proc = clirun.npudoctor("collect", "--root", str(root), "--no-commands", "-o", str(out), cwd=repo)
+        assert proc.returncode == 0, proc.stderr
+        _SNAPSHOT.append(json.loads(out.read_text()))
+    return _SNAPSHOT[0]
+
+
+@settings(
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_snapshot_replay_with_wrong_typed_facts(tmp_path: Path, data: Any) -> None:
+    """A real snapshot with a few facts replaced by values of other types, replayed by
+    ``check --from`` (JSON, Markdown): no traceback, no rule crash (HOST099)."""
+    import copy
+    import json
+
+    import clirun
+
+    snap = copy.deepcopy(_real_snapshot(tmp_path))
+    paths = _paths(snap["facts"])
+    for path in data.draw(st.lists(st.sampled_from(paths), min_size=1, max_size=4)):
+        target = snap["facts"]
+        try:
+            for key in path[:-1]:
+                target = target[key]
+            target[path[-1]] = data.draw(_JUNK)
+        except (KeyError, IndexError, TypeError):
+            continue
+    src = tmp_path / "mutated.json"
+    src.write_text(json.dumps(snap))
+    for form in ("--json", "--markdown"):
+        proc = clirun.npudoctor("check", "--from", str(src), form)
+        assert proc.returncode in (0, 1, 2), proc.stderr
+        assert "Traceback" not in proc.stderr
+        if form == "--json" and proc.returncode != 2:
+            codes = {f["code"] for f in json.loads(proc.stdout)["findings"]}
+            assert "HOST099" not in codes, [f for f in json.loads(proc.stdout)["findings"] if f["code"] == "HOST099"]
