@@ -53,7 +53,10 @@ def load_ignores(cwd: Optional[str] = None, environ: Optional[Dict[str, str]] = 
             continue
         try:
             data = _toml.loads(read_capped_text(path, 1 << 20, what="config file"))
-        except (OSError, ValueError, RecursionError) as exc:
+        except RecursionError:
+            errors.append(f"config {path} ignored: not valid TOML: nested too deeply")
+            continue
+        except (OSError, ValueError) as exc:
             errors.append(f"config {path} ignored: {exc}")
             continue
         raw = data.get("ignore", [])

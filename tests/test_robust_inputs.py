@@ -182,3 +182,11 @@ def test_stale_temp_files_of_killed_writers_are_cleaned_on_the_next_write(tmp_pa
     proc = clirun.npudoctor("collect", "--root", str(root), "--no-commands", "-o", str(out / "node.json"), cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in out.iterdir()) == sorted(["node.json", alive.name, "notes.tmp"])
+
+
+def test_a_deeply_nested_project_config_is_ignored_with_a_clear_message(tmp_path: Path) -> None:
+    (tmp_path / ".npudoctor.toml").write_text("ignore = " + "[" * 50_000 + "]" * 50_000)
+    root = REPO / "tests/scenarios/k10-stale-other-cann/root"
+    proc = clirun.npudoctor("check", "--root", str(root), "--no-commands", cwd=tmp_path)
+    assert proc.returncode == 1
+    assert f"config {tmp_path / '.npudoctor.toml'} ignored: not valid TOML: nested too deeply" in proc.stderr

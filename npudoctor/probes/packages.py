@@ -223,6 +223,7 @@ def scan(host: Host, paths: List[str], user_site: Optional[str] = None) -> Dict[
             continue
         scanned.append(path)
         names = set(entries)
+        so_heads = {e.split(".", 1)[0] for e in entries if e.endswith(".so")}  # "psutil._psutil_linux...so"
         for mod, found in modules.items():
             if found is not None:
                 continue
@@ -230,11 +231,7 @@ def scan(host: Host, paths: List[str], user_site: Optional[str] = None) -> Dict[
             if tail:
                 hit = head in names and host.is_dir(posixpath.join(path, mod))
             else:
-                hit = (
-                    mod in names
-                    or f"{mod}.py" in names
-                    or any(e.startswith(mod + ".") and e.endswith(".so") for e in entries)
-                )
+                hit = mod in names or f"{mod}.py" in names or mod in so_heads
             if hit:
                 modules[mod] = path
         is_user = user_key is not None and key == user_key
