@@ -74,7 +74,10 @@ def load_ignore_entries(
         try:
             text = read_capped_text(path, 1 << 20, what="config file")
             data = _toml.loads(text)
-        except (OSError, ValueError, RecursionError) as exc:
+        except RecursionError:
+            errors.append(f"config {path} ignored: not valid TOML: nested too deeply")
+            continue
+        except (OSError, ValueError) as exc:
             errors.append(f"config {path} ignored: {exc}")
             continue
         raw = data.get("ignore", [])

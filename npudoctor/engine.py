@@ -284,6 +284,8 @@ def collect(host: Host, options: Options, sections: Optional[Sequence[str]] = No
             errors[section] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}"
             result = {}
         facts[section] = result if isinstance(result, dict) else {}
+    if host.denied:
+        facts["access"] = host.access_facts()
     if errors:
         facts["_errors"] = errors
     target = {

@@ -52,7 +52,7 @@ AREA_TITLES = {
     "deep": "Deep probe (import torch_npu)",
 }
 
-_CODE_RE = re.compile(r"^[A-Z]{2,5}\d{3}$")
+_CODE_RE = re.compile(r"^[A-Z]{2,5}[0-9]{3}$")
 _NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 #: Snapshot sections that are not areas of their own (their findings use an area above).

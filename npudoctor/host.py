@@ -28,7 +28,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import BinaryIO, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import BinaryIO, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from npudoctor.hostproc import RUNNING, SPAWN_LOCK, become_subreaper, drain, kill_tree, reap_orphans, starttime
 
@@ -108,15 +108,19 @@ class CommandResult:
 
     def describe(self) -> str:
         """One line saying how the command ended, for evidence."""
-        cmd = " ".join(self.argv)
+        return f"`{' '.join(self.argv)}`: {self.outcome()}"
+
+    def outcome(self) -> str:
+        """How the command ended, without the command line (which may be a whole script
+        given with ``-c``): "exit 1", "no answer within 5.0 s (killed)", ..."""
         if self.error:
-            return f"`{cmd}`: {self.error}"
+            return self.error
         if self.timed_out:
-            return f"`{cmd}`: no answer within {self.duration:.1f} s (killed)"
+            return f"no answer within {self.duration:.1f} s (killed)"
         if self.signal:
             lines = len(self.stdout.splitlines())
-            return f"`{cmd}`: killed by {self.signal} after printing {lines} line{'s' if lines != 1 else ''}"
-        return f"`{cmd}`: exit {self.returncode}"
+            return f"killed by {self.signal} after printing {lines} line{'s' if lines != 1 else ''}"
+        return f"exit {self.returncode}"
 
     def to_dict(self) -> Dict[str, object]:
         return {
@@ -241,6 +245,40 @@ class Host:
         self.environ: Dict[str, str] = dict(os.environ if environ is None else environ)
         self.commands = commands
         self.live = self.root == "/"
+        self._dirs: Dict[str, str] = {}  # real() of directories, see there
+        #: Paths refused to this process (EACCES/EPERM): the first component refused -> why.
+        self.denied: Dict[str, str] = {}
+
+    def _note(self, path: str, exc: OSError) -> None:
+        """Record a refusal of ``path``: refused is not absent (see :meth:`blocker`)."""
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            self.denied.setdefault(self.resolve(self.blocker(path)), "permission denied")
+
+    def blocker(self, path: str) -> str:
+        """The first component of ``path`` (a path of the diagnosed machine) this process
+        may not search: a directory without search permission on the way, else ``path``
+        itself (a file it may not read, a directory it may not list)."""
+        shown = self.display(path)
+        parts = [p for p in shown.split("/") if p]
+        for depth in range(1, len(parts)):
+            prefix = "/" + "/".join(parts[:depth])
+            real = self._safe_real(prefix)
+            if real is None:
+                break
+            try:
+                os.stat(real)
+            except OSError as exc:
+                if exc.errno in (errno.EACCES, errno.EPERM):
+                    return "/" + "/".join(parts[: depth - 1]) if depth > 1 else "/"
+                break
+            if not os.access(real, os.X_OK):
+                return prefix
+        return shown
+
+    def access_facts(self) -> Dict[str, object]:
+        """The ``access`` section: who read (``uid``, ``gid`` of this process) and the
+        paths refused to it (``denied``, sorted), for "cannot read X as uid N" findings."""
+        return {"uid": os.geteuid(), "gid": os.getegid(), "denied": sorted(self.denied)}
 
     # ------------------------------------------------------------------ paths
     def real(self, path: str) -> str:
@@ -248,11 +286,32 @@ class Host:
 
         Symlinks are followed inside the root (an absolute target is re-rooted); a
         missing component ends the walk and the rest is appended as is.  Raises
-        ``OSError(ELOOP)`` on a symlink loop.  On a live host this is ``path`` itself.
+        ``OSError(ELOOP)`` on a symlink loop, ``OSError(EINVAL)`` for a path with a NUL
+        byte (never a ``ValueError``).  On a live host this is ``path`` itself.
         """
+        if "\0" in path:
+            raise OSError(errno.EINVAL, "NUL byte in path", path.replace("\0", "\\0"))
         if self.live:
             return path
         parts = [p for p in path.split("/") if p]
+        if len(parts) > 1 and "." not in parts and ".." not in parts:
+            # Parents resolved once (100k dist-info dirs share one site-packages).
+            key = "/".join(parts[:-1])
+            head = self._dirs.get(key)
+            if head is None:
+                head = self.real(key)
+                if len(self._dirs) > 65536:
+                    self._dirs.clear()
+                self._dirs[key] = head
+            candidate = os.path.join(head, parts[-1])
+            try:
+                if not stat_mod.S_ISLNK(os.lstat(candidate).st_mode):
+                    return candidate
+            except OSError:
+                return candidate
+        return self._walk_real(path, parts)
+
+    def _walk_real(self, path: str, parts: List[str]) -> str:
         resolved: List[str] = []
         hops = 0
         while parts:
@@ -294,26 +353,31 @@ class Host:
             return None
 
     def exists(self, path: str) -> bool:
-        """True when ``path`` exists on the diagnosed machine (symlinks followed)."""
-        real = self._safe_real(path)
-        return real is not None and os.path.exists(real)
+        """True when ``path`` exists on the diagnosed machine (symlinks followed).  A path
+        behind a directory this process may not search is not known to exist: it is
+        recorded in :attr:`denied`."""
+        return self.stat(path) is not None
 
     def is_dir(self, path: str) -> bool:
-        real = self._safe_real(path)
-        return real is not None and os.path.isdir(real)
+        st = self.stat(path)
+        return st is not None and stat_mod.S_ISDIR(st.st_mode)
 
     def is_file(self, path: str) -> bool:
-        real = self._safe_real(path)
-        return real is not None and os.path.isfile(real)
+        st = self.stat(path)
+        return st is not None and stat_mod.S_ISREG(st.st_mode)
 
     def stat(self, path: str, follow: bool = True) -> Optional[os.stat_result]:
-        """``os.stat`` (or ``lstat`` with ``follow=False``) of a path; ``None`` if absent."""
+        """``os.stat`` (or ``lstat`` with ``follow=False``) of a path; ``None`` if absent
+        or refused (a refusal is recorded in :attr:`denied`)."""
         try:
             if follow:
                 return os.stat(self.real(path))
             parent, name = posixpath.split(self.display(path))
             return os.lstat(os.path.join(self.real(parent), name))
-        except OSError:
+        except OSError as exc:
+            self._note(path, exc)
+            return None
+        except ValueError:  # a NUL byte in the name
             return None
 
     def readlink(self, path: str) -> Optional[str]:
@@ -321,12 +385,12 @@ class Host:
         try:
             parent, name = posixpath.split(self.display(path))
             return os.readlink(os.path.join(self.real(parent), name))
-        except OSError:
+        except (OSError, ValueError):
             return None
 
     def resolve(self, path: str) -> str:
         """The canonical path on the diagnosed machine (symlinks resolved in the root)."""
-        if self.live:
+        if self.live and "\0" not in path:
             return os.path.realpath(path)
         try:
             real = self.real(path)
@@ -336,11 +400,33 @@ class Host:
         return "/" if rel == "." else "/" + rel
 
     def listdir(self, path: str) -> List[str]:
-        """Sorted entry names of a directory; an empty list if it cannot be read."""
+        """Sorted entry names of a directory; an empty list if it cannot be read (a
+        refusal is recorded in :attr:`denied`)."""
         try:
             return sorted(os.listdir(self.real(path)))
-        except OSError:
+        except OSError as exc:
+            self._note(path, exc)
             return []
+
+    def walk(self, path: str) -> Iterator[Tuple[str, List[str], List[str]]]:
+        """``os.walk`` of a directory of the diagnosed machine, top down, symlinks not
+        followed: ``(dirpath, dirnames, filenames)`` with ``dirpath`` as the diagnosed
+        machine sees it, names sorted; prune ``dirnames`` in place as with ``os.walk``.  A directory that
+        cannot be listed is skipped (a refusal is recorded in :attr:`denied`)."""
+        try:
+            top = self.real(path)
+        except OSError:
+            return
+        base = self.display(path)
+
+        def refused(exc: OSError) -> None:
+            self._note(base, exc)
+
+        for dirpath, dirnames, filenames in os.walk(top, onerror=refused):
+            dirnames.sort()
+            filenames.sort()
+            rel = os.path.relpath(dirpath, top)
+            yield (base if rel == "." else posixpath.join(base, rel.replace(os.sep, "/"))), dirnames, filenames
 
     def glob(self, directory: str, prefix: str = "", suffix: str = "") -> List[str]:
         """Paths (of the diagnosed machine) of entries in ``directory`` whose names
@@ -364,6 +450,7 @@ class Host:
         try:
             data, truncated = read_capped(self.real(path), limit, devices=devices)
         except OSError as exc:
+            self._note(path, exc)
             return None, _errno_reason(exc), False
         return data, None, truncated
 
@@ -454,6 +541,9 @@ class Host:
                 )
                 RUNNING.add(proc.pid)
             born = starttime(proc.pid)
+        except ValueError:  # a NUL byte in an argument or the environment
+            result.error = "NUL byte in an argument or the environment"
+            return result
         except OSError as exc:
             result.error = _errno_reason(exc)
             if result.error == "not found":

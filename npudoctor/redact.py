@@ -56,7 +56,7 @@ _ASSIGNMENT = re.compile(
 )
 _OPTION = re.compile(r"""(?P<name>(?<![\w-])--[A-Za-z][A-Za-z0-9_-]*)(?P<sep>[ \t]+)(?P<value>[^\s"',;-][^\s"',;]*)""")
 
-_IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w.])")
+_IPV4 = re.compile(r"(?<![\w.])(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?![\w.])")
 _IPV6 = re.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])")
 _HOME_LIKE = re.compile(r"(?<![\w.-])((?:/[\w.-]+)*?/(?:home|Users|users|homes))/([^/\s:'\"<>]+)")
 

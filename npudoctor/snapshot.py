@@ -14,13 +14,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from npudoctor import __version__
 from npudoctor.host import read_capped
+from npudoctor.parsers import jsontext
 from npudoctor.redact import Redactor
 from npudoctor.redact import pseudonym as _pseudonym
 
@@ -115,7 +117,7 @@ class Snapshot:
         if truncated:
             raise SnapshotError(f"snapshot {path} is over {SNAPSHOT_LIMIT >> 20} MB")
         try:
-            raw = json.loads(data.decode("utf-8", errors="replace"))
+            raw = jsontext.loads(data.decode("utf-8", errors="replace"))
         except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
             raise SnapshotError(f"snapshot {path} is not valid JSON: {exc}") from None
         try:
@@ -132,12 +134,66 @@ def now_iso() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+#: Temporary files of :func:`atomic_write`: ``.npudoctor-<pid>-<random>.tmp``.
+_TMP_PREFIX = ".npudoctor-"
+_TMP_SUFFIX = ".tmp"
+#: A temporary file older than this (seconds) is stale even if its writer's pid is alive
+#: (the pid may have been reused, or belong to another machine sharing the directory).
+STALE_AFTER = 3600.0
+
+
+def _writer_gone(name: str, age: float) -> bool:
+    middle = name[len(_TMP_PREFIX) : -len(_TMP_SUFFIX)]
+    pid_text = middle.split("-", 1)[0]
+    if age > STALE_AFTER:
+        return True
+    if not (pid_text.isascii() and pid_text.isdecimal() and len(pid_text) <= 9 and "-" in middle):
+        return False  # an older name without the pid: left until it is an hour old
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def clean_stale_temp(directory: str) -> List[str]:
+    """Remove the temporary files that writers killed mid-write (``kill -9``) left in
+    ``directory``: regular files of this uid named ``.npudoctor-<pid>-*.tmp`` whose process is
+    gone, or older than :data:`STALE_AFTER`.  Symlinks are never followed; returns the names
+    removed; never raises."""
+    removed: List[str] = []
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(_TMP_PREFIX) and n.endswith(_TMP_SUFFIX)]
+    except OSError:
+        return removed
+    now = time.time()
+    for name in names:
+        path = os.path.join(directory, name)
+        try:
+            st = os.lstat(path)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+                continue
+            if _writer_gone(name, now - st.st_mtime):
+                os.unlink(path)
+                removed.append(name)
+        except OSError:
+            continue
+    return removed
+
+
 def atomic_write(path: str, data: str) -> None:
     """Write ``data`` (UTF-8) to ``path`` atomically: temp file in the same directory,
     fsync, rename.  The previous file stays intact if anything fails.  Raises
-    ``OSError`` (e.g. read-only directory) with nothing left behind."""
+    ``OSError`` (e.g. read-only directory) with nothing left behind.  Stale temporary
+    files of writers killed before (:func:`clean_stale_temp`) are removed first."""
     directory = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".npudoctor-", suffix=".tmp", dir=directory)
+    clean_stale_temp(directory)
+    fd, tmp = tempfile.mkstemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-", suffix=_TMP_SUFFIX, dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(data)

@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, 
 
 from npudoctor.facts import Facts
 from npudoctor.host import read_capped
+from npudoctor.parsers import jsontext
 from npudoctor.snapshot import SNAPSHOT_LIMIT
 
 if TYPE_CHECKING:
@@ -293,7 +294,7 @@ def _json(data: bytes) -> Any:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         text = data.decode("utf-8", errors="replace")
-    return json.loads(text)
+    return jsontext.loads(text)
 
 
 def _lines(label: str, data: bytes) -> Iterator[Tuple[str, Any]]:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # imported on first use (below): creating ~70 view classes co
     from npudoctor.facts.hccl import HcclFacts
     from npudoctor.facts.runtime_env import ContainerFacts, EnvironmentFacts, HygieneFacts, LibrariesFacts
     from npudoctor.facts.stack import CannFacts, DriverFacts
-    from npudoctor.facts.system import HostFacts, PackagesFacts, PythonFacts
+    from npudoctor.facts.system import AccessFacts, HostFacts, PackagesFacts, PythonFacts
 
 #: ``canonical_name`` remembered: the same few hundred project names recur in every snapshot.
 _canonical = lru_cache(maxsize=4096)(canonical_name)
@@ -42,6 +42,7 @@ _WHERE: Dict[str, Tuple[str, str]] = {
     "hccl": ("hccl", "HcclFacts"),
     "hygiene": ("runtime_env", "HygieneFacts"),
     "deep": ("deep", "DeepFacts"),
+    "access": ("system", "AccessFacts"),
     "_errors": ("deep", "ProbeErrors"),
 }
 
@@ -180,6 +181,11 @@ class Facts:
     @property
     def deep(self) -> DeepFacts:
         return self._view("deep")  # type: ignore[no-any-return]
+
+    @property
+    def access(self) -> AccessFacts:
+        """``access``: the paths this process was refused while probing (absent: none)."""
+        return self._view("access")  # type: ignore[no-any-return]
 
     @property
     def errors(self) -> ProbeErrors:

@@ -37,6 +37,25 @@ class Identity(View):
     source: Optional[str] = None
 
 
+class AccessFacts(View):
+    """What the probing process could not read (``engine.collect``, from ``Host.denied``):
+    unreadable is not absent.  ``denied`` holds the first component refused on each path
+    (a directory it may not search or list, or a file it may not read)."""
+
+    uid: Optional[int] = field(default=None, metadata=_doc("effective uid of the probing process"))
+    gid: Optional[int] = None
+    denied: Tuple[str, ...] = ()
+
+    def blocking(self, path: Optional[str]) -> Optional[str]:
+        """The refused path that is ``path`` or one of its parent directories, or ``None``."""
+        if not path:
+            return None
+        for denied in self.denied:
+            if path == denied or path.startswith(denied.rstrip("/") + "/"):
+                return denied
+        return None
+
+
 class HostFacts(View):
     """Architecture, OS, glibc, host name and the judged account."""
 
@@ -116,7 +135,7 @@ class PythonFacts(View):
         ``version`` text; ``None`` when neither says."""
         if self.minor is not None:
             return f"{self.minor[0]}.{self.minor[1]}"
-        m = re.match(r"^(\d+)\.(\d+)", self.version or "")
+        m = re.match(r"^([0-9]+)\.([0-9]+)", self.version or "")
         return f"{m.group(1)}.{m.group(2)}" if m else None
 
 
@@ -179,6 +198,7 @@ class PackagesFacts(View):
     scanned: Tuple[str, ...] = ()
     count: Optional[int] = None
     errors: Tuple[str, ...] = ()
+    indexed_only: int = field(default=0, metadata=_doc("records from the directory name alone (huge site dirs)"))
     interpreter: JSON = None
     pip_config: PipConfig = field(default_factory=PipConfig)
     skipped: Optional[str] = field(default=None, metadata=_doc("why nothing was scanned (no interpreter)"))

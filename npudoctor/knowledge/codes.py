@@ -46,8 +46,8 @@ PREFIXES: Dict[str, str] = {
 
 _FIELDS = ("name", "area", "severity", "title", "kinds", "explain", "symptom_of")
 _REQUIRED = ("name", "area", "severity", "title", "explain")
-_CODE_RE = re.compile(r"^([A-Z]{2,5})(\d{3})$")
-_KIND_RE = re.compile(r"^K\d{2}$")
+_CODE_RE = re.compile(r"^([A-Z]{2,5})([0-9]{3})$")
+_KIND_RE = re.compile(r"^K[0-9]{2}$")
 
 
 class CodesError(RegistryError):

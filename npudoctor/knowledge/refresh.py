@@ -177,7 +177,7 @@ def _http_get(url: str, timeout: Tuple[float, float], max_bytes: int) -> bytes:
             if resp.status_code != 200:
                 raise SourceError(f"HTTP {resp.status_code} {resp.reason or ''}".strip())
             declared = resp.headers.get("Content-Length")
-            if declared and declared.isdigit() and int(declared) > max_bytes:
+            if declared and declared.isdecimal() and int(declared) > max_bytes:
                 raise SourceError(f"document of {int(declared)} bytes exceeds the {max_bytes} byte limit")
             chunks: List[bytes] = []
             total = 0

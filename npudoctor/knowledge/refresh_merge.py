@@ -45,7 +45,7 @@ def _line_matches(declared_line: str, ext: str) -> bool:
     if not ext:
         return False
     d = declared_line.strip()
-    if re.match(r"^\d+\.\d+\.[xX*]$", d):
+    if re.match(r"^[0-9]+\.[0-9]+\.[xX*]$", d):
         return _line3(ext).split(".")[:2] == d.split(".")[:2]
     return _line3(ext).lower() == d.lower()
 
@@ -127,7 +127,7 @@ def apply_declared(
 
 def _cann_rows_for(label: str, rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """Rows a grid label names: ``"8.5.2"`` exactly; ``"9.1.X"`` every final 9.1 release."""
-    if re.match(r"^\d+\.\d+\.[xX*]$", label):
+    if re.match(r"^[0-9]+\.[0-9]+\.[xX*]$", label):
         out = []
         for r in rows:
             v = parse_cann(str(r.get("version", "")))

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from npudoctor.findings import Finding
+from npudoctor.host import read_capped_text
 
 #: Longest line examined (bytes); the rest of a longer line is skipped.
 MAX_LINE = 64 << 10
@@ -34,8 +35,8 @@ SEVERITIES = ("error", "warning", "noise")
 GENERIC_ERROR = (
     r"^[ \t]*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)(?::|$)"
     r"|\[ERROR\]|\bERROR\b|\bFATAL\b|\bFatal\b"
-    r"|\bE[A-Z0-9]\d{4}\b|\bERR\d{5}\b"
-    r"|error code is -?\d+|runtime result = -?\d+|ret is -\d+"
+    r"|\bE[A-Z0-9][0-9]{4}\b|\bERR[0-9]{5}\b"
+    r"|error code is -?[0-9]+|runtime result = -?[0-9]+|ret is -[0-9]+"
     r"|\bfailed\b|\bFailed\b|\bcore dumped\b"
 )
 
@@ -57,7 +58,7 @@ GENERIC_ANCHORS = (
 )
 
 _KIND_RX = re.compile(r"^K(0[1-9]|1[0-9]|2[0-2])$")
-_CODE_RX = re.compile(r"^[A-Z]{2,5}\d{3}$")
+_CODE_RX = re.compile(r"^[A-Z]{2,5}[0-9]{3}$")
 _ID_RX = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _CAUSE_KEYS = {"kind", "text", "here", "fix", "confirmed_by", "refuted_by", "stated_by"}
 
@@ -318,7 +319,7 @@ class KnowledgeBase:
                 continue
             probe = e.label.split(":", 1)[0]
             line = {"hccl": f"HcclFoo, error code is {key}", "pta": f"{key} PTA x"}.get(
-                probe, f"error code is {key}" if key.isdigit() else f"{key}: x"
+                probe, f"error code is {key}" if key.isdecimal() else f"{key}: x"
             )
             caps = e.match_text(line)
             if caps is not None and caps.get("code") == key:
@@ -501,8 +502,7 @@ def load_kb(path: Optional[str] = None) -> KnowledgeBase:
     if path in _KB_CACHE:
         return _KB_CACHE[path]
     try:
-        with open(path, "rb") as fh:
-            raw = _toml_loads(fh.read().decode("utf-8"))
+        raw = _toml_loads(read_capped_text(path, 8 << 20, what="error knowledge base"))
     except (OSError, ValueError) as exc:
         raise KBError(f"cannot read the error knowledge base {path}: {exc}") from None
     entries: List[Entry] = []

@@ -56,10 +56,10 @@ _PRE_RANK = {"alpha": 0, "a": 0, "beta": 1, "b": 1, "rc": 2}
 _FINAL = 3  # rank of "no pre-release"
 
 _SPLIT = re.compile(r"[.\-_]")
-_PRE_TOKEN = re.compile(r"^(alpha|beta)(\d*)$", re.I)
-_RC_TOKEN = re.compile(r"^rc(\d+)$", re.I)
-_T_TOKEN = re.compile(r"^t(\d+)$", re.I)
-_B_TOKEN = re.compile(r"^b(\d+)$", re.I)
+_PRE_TOKEN = re.compile(r"^(alpha|beta)([0-9]*)$", re.I)
+_RC_TOKEN = re.compile(r"^rc([0-9]+)$", re.I)
+_T_TOKEN = re.compile(r"^t([0-9]+)$", re.I)
+_B_TOKEN = re.compile(r"^b([0-9]+)$", re.I)
 
 
 def _clean(text: object, prefixes: Tuple[str, ...]) -> str:
@@ -71,9 +71,9 @@ def _clean(text: object, prefixes: Tuple[str, ...]) -> str:
         if low.startswith(p):
             s = s[len(p) :].strip()
             low = s.lower()
-    if s[:1] in ("v", "V") and s[1:2].isdigit():
+    if s[:1] in ("v", "V") and s[1:2].isdecimal():
         s = s[1:]
-    if not s or len(s) > 64:
+    if not s or len(s) > 64 or not s.isascii():
         raise InvalidVersion(f"not a version string: {text!r}")
     return s
 
@@ -90,7 +90,7 @@ def _pre_tail(parts: List[str], text: str) -> Tuple[int, int, List[int]]:
     ``(pre_rank, pre_num, hotfix numbers)``."""
     hotfix: List[int] = []
     i = 0
-    while i < len(parts) and parts[i].isdigit():
+    while i < len(parts) and parts[i].isdecimal():
         hotfix.append(int(parts[i]))
         i += 1
     if i == len(parts):
@@ -106,7 +106,7 @@ def _pre_tail(parts: List[str], text: str) -> Tuple[int, int, List[int]]:
     if rank is None:
         raise InvalidVersion(f"unrecognised version component {parts[i]!r} in {text!r}")
     i += 1
-    if not num_text and i < len(parts) and parts[i].isdigit():
+    if not num_text and i < len(parts) and parts[i].isdecimal():
         num_text = parts[i]
         i += 1
     if i != len(parts):
@@ -219,7 +219,7 @@ class CannVersion(_Base):
     def __init__(self, text: str) -> None:
         self.text = _clean(text, ("cann-", "cann ", "cann"))
         parts = tokens(self.text)
-        if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
+        if len(parts) < 2 or not parts[0].isdecimal() or not parts[1].isdecimal():
             raise InvalidVersion(f"not a CANN version: {text!r}")
         major, minor = int(parts[0]), int(parts[1])
         rest = parts[2:]
@@ -233,7 +233,7 @@ class CannVersion(_Base):
         m_rc = _RC_TOKEN.match(head)
         m_t = _T_TOKEN.match(head)
         if m_t:
-            if any(not p.isdigit() for p in rest[1:]) or len(rest) > 3:
+            if any(not p.isdecimal() for p in rest[1:]) or len(rest) > 3:
                 raise InvalidVersion(f"not a CANN version: {text!r}")
             self.is_internal = True
             self.is_prerelease = True
@@ -241,14 +241,14 @@ class CannVersion(_Base):
             return
         if m_rc:
             stage, num = 0, int(m_rc.group(1))
-        elif head.isdigit():
+        elif head.isdecimal():
             stage, num = 1, int(head)
         else:
             raise InvalidVersion(f"not a CANN version: {text!r}")
         tail = rest[1:]
         digits = 0
         for p in tail:
-            if not p.isdigit():
+            if not p.isdecimal():
                 break
             digits += 1
         if stage == 1 and digits > 1:
@@ -284,7 +284,7 @@ class DriverVersion(_Base):
     def __init__(self, text: str) -> None:
         self.text = _clean(text, ("ascend hdk", "ascendhdk", "hdk"))
         parts = tokens(self.text)
-        if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit() or len(parts) > 6:
+        if len(parts) < 2 or not parts[0].isdecimal() or not parts[1].isdecimal() or len(parts) > 6:
             raise InvalidVersion(f"not a driver/firmware version: {text!r}")
         major, minor = int(parts[0]), int(parts[1])
         rest = parts[2:]
@@ -308,7 +308,7 @@ class DriverVersion(_Base):
             return
         if m_rc:
             stage, num = 0, int(m_rc.group(1))
-        elif head.isdigit():
+        elif head.isdecimal():
             stage, num = 1, int(head)
         else:
             raise InvalidVersion(f"not a driver/firmware version: {text!r}")

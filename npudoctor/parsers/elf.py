@@ -126,7 +126,7 @@ def truncated(path: str) -> Optional[str]:
     """Why the ELF file at ``path`` is shorter than its headers say (``"file is N bytes,
     its headers describe M"``), or ``None`` when it is not (or cannot be read)."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             head = fh.read(64)
             size = os.fstat(fh.fileno()).st_size
             if len(head) < 16:

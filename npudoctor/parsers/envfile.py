@@ -19,13 +19,17 @@ def parse_env_file(text: str) -> Tuple[Dict[str, str], List[str]]:
     Blank lines and ``#`` comments are skipped; ``export`` prefixes are dropped; a value
     in single or double quotes is unquoted the way a POSIX shell would.  A line without
     ``=`` or with a name that is not a shell identifier is reported in ``problems``
-    (``"line 3: ..."``) and skipped.  Never raises.
+    (``"line 3: ..."``) and skipped, as is a line holding a NUL byte (no process
+    environment can hold one: ``execve`` takes NUL-terminated strings).  Never raises.
     """
     env: Dict[str, str] = {}
     problems: List[str] = []
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
+            continue
+        if "\0" in line:
+            problems.append(f"line {number}: a NUL byte (no environment variable can hold one)")
             continue
         if line.startswith("export "):
             line = line[len("export ") :].lstrip()

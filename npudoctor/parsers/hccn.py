@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-_CONF_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*?)_(\d+)\s*=\s*(.*?)\s*$")
+_CONF_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*?)_((?<![0-9])[0-9]{1,18}(?![0-9]))\s*=\s*(.*?)\s*$")
 _PLAIN_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_.-]*)\s*=\s*(.*?)\s*$")
 
 
@@ -114,7 +114,7 @@ def parse_status(text: str) -> Dict[str, Any]:
         if m:
             fields[m.group(1)] = m.group(2)
     speed = None
-    m = re.match(r"(\d+)\s*Mb/s", fields.get("Speed", ""))
+    m = re.match(r"((?<![0-9])[0-9]{1,18}(?![0-9]))\s*Mb/s", fields.get("Speed", ""))
     if m:
         speed = int(m.group(1))
     link = fields.get("Link detected")
@@ -131,7 +131,10 @@ def parse_hw_stats(text: str) -> Dict[str, Any]:
     counters: Dict[str, int] = {}
     device = None
     for line in text.splitlines():
-        m = re.match(r"^\s*\[devid\s+(\d+)\]\s*([A-Za-z0-9_]+)\s*:\s*(-?\d+)\s*$", line)
+        m = re.match(
+            r"^\s*\[devid\s+((?<![0-9])[0-9]{1,18}(?![0-9]))\]\s*([A-Za-z0-9_]+)\s*:\s*(-?(?<![0-9])[0-9]{1,18}(?![0-9]))\s*$",
+            line,
+        )
         if m:
             device = int(m.group(1))
             counters[m.group(2)] = int(m.group(3))
@@ -149,13 +152,18 @@ def parse_ping(text: str) -> Dict[str, Any]:
         "loss_percent": None,
         "times_ms": [],
     }
-    m = re.search(r"device\s+(\d+)\s+PING\s+(\S+)", text)
+    # Numbers are bounded and must start a digit run: a 5,000-digit run costs one pass,
+    # not a backtracking search from each of its digits.
+    m = re.search(r"device\s+([0-9]{1,9})\s+PING\s+(\S+)", text)
     if m:
         out["device"], out["target"] = int(m.group(1)), m.group(2)
-    m = re.search(r"(\d+)\s+packets transmitted,\s*(\d+)\s+received,\s*([\d.]+)%\s*packet loss", text)
+    m = re.search(
+        r"(?<![0-9])([0-9]{1,18})\s+packets transmitted,\s*([0-9]{1,18})\s+received,\s*([0-9.]{1,24})%\s*packet loss",
+        text,
+    )
     if m:
         out["transmitted"], out["received"], out["loss_percent"] = int(m.group(1)), int(m.group(2)), float(m.group(3))
-    out["times_ms"] = [float(t) for t in re.findall(r"time=([\d.]+)\s*ms", text)]
+    out["times_ms"] = [float(t) for t in re.findall(r"time=([0-9.]{1,24})\s*ms", text)]
     return out
 
 

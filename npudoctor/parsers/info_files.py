@@ -48,7 +48,9 @@ __all__ = [
 
 _KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 _BRACKET_RE = re.compile(r"\[([^\[\]]*)\]")
-_NUM_RE = re.compile(r"\d+")
+_NUM_RE = re.compile(r"[0-9]+")
+#: "2.1.RC1" in a MindIE component line (numbers bounded: a long digit run is one pass).
+_MINDIE_VERSION = re.compile(r"(?<![0-9])([0-9]{1,9}\.[0-9]{1,9}\.[0-9A-Za-z]{1,40})(?:\.B[0-9]{1,9})?")
 _PLAUSIBLE_VERSION = re.compile(r"^[0-9][0-9A-Za-z.\-_]*$")
 
 
@@ -124,11 +126,13 @@ def _num_key(version: str) -> Optional[Tuple[Tuple[int, int], ...]]:
     ``rcN`` sorts below the final ``0`` of its line (``23.0.rc3 < 23.0.0``)."""
     key: List[Tuple[int, int]] = []
     for part in version.strip().lower().split("."):
-        if part.isdigit():
+        if len(part) > 20 or not part.isascii():
+            return None
+        if part.isdecimal():
             key.append((1, int(part)))
-        elif part.startswith("rc") and part[2:].isdigit():
+        elif part.startswith("rc") and part[2:].isdecimal():
             key.append((0, int(part[2:])))
-        elif part.startswith("b") and part[1:].isdigit():
+        elif part.startswith("b") and part[1:].isdecimal():
             key.append((1, int(part[1:])))
         elif part == "":
             continue
@@ -346,7 +350,7 @@ def nnal_version_info(text: str) -> Dict[str, Any]:
     version = _plausible(version)
     build = _plausible(build)
     if version is None and build:
-        version = re.sub(r"\.B\d+$", "", build, flags=re.I)
+        version = re.sub(r"\.B[0-9]+$", "", build, flags=re.I)
     low = {k.lower(): v for k, v in kv.items()}
     return {
         "package": package,
@@ -372,14 +376,14 @@ def mindie_version_info(text: str) -> Dict[str, Any]:
         lk = key.lower()
         if lk in ("platform", "time", "commit id") or not value:
             continue
-        m = re.search(r"(\d+\.\d+\.[0-9A-Za-z]+)(?:\.B\d+)?", value)
+        m = _MINDIE_VERSION.search(value)
         if not m:
             continue
         components[key] = value
         if version is None and (lk in ("ascend-mindie", "atb-models version") or "version" in lk):
             version = m.group(1)
     if version is None and components:
-        m = re.search(r"(\d+\.\d+\.[0-9A-Za-z]+)", next(iter(components.values())))
+        m = _MINDIE_VERSION.search(next(iter(components.values())))
         version = m.group(1) if m else None
     low = {k.lower(): v for k, v in kv.items()}
     return {"version": version, "components": components, "platform": low.get("platform") or None}

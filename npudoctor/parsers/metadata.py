@@ -124,7 +124,7 @@ def parse_record(text: str) -> List[Dict[str, Any]]:
             if not row or not row[0].strip():
                 continue
             size: Optional[int] = None
-            if len(row) > 2 and row[2].strip().isdigit():
+            if len(row) > 2 and row[2].strip().isdecimal() and len(row[2].strip()) <= 18:
                 size = int(row[2].strip())
             rows.append({"path": row[0], "hash": (row[1] or None) if len(row) > 1 else None, "size": size})
     except csv.Error:
@@ -162,7 +162,7 @@ def parse_requires_txt(text: str) -> List[str]:
     return out
 
 
-_DIST_DIR_RE = re.compile(r"^(?P<name>.+?)-(?P<version>[0-9][^-]*?)(?:-py\d[\d.]*)?(?:-[^-]+)?\.(?:dist|egg)-info$")
+_DIST_DIR_RE = re.compile(r"^(?P<name>.+?)-(?P<version>[0-9][^-]*?)(?:-py[0-9][0-9.]*)?(?:-[^-]+)?\.(?:dist|egg)-info$")
 
 
 def split_dist_dir(dirname: str) -> Tuple[Optional[str], Optional[str]]:

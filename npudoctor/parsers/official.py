@@ -17,11 +17,11 @@ Pure functions: text in, data out; malformed input gives :class:`OfficialParseEr
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from npudoctor.parsers import jsontext
 from npudoctor.parsers._official_base import OfficialParseError
 from npudoctor.parsers._official_base import cells as _cells
 from npudoctor.parsers.release_notes import is_cann_notes, parse_compat_grid, parse_compat_list
@@ -168,7 +168,7 @@ def _norm_pkg(cell: str) -> Tuple[str, str]:
 
 
 def _python_versions(cell: str) -> List[str]:
-    found = re.findall(r"python\s*(\d)\.(\d{1,2})", _clean_value(cell), flags=re.I)
+    found = re.findall(r"python\s*([0-9])\.([0-9]{1,2})", _clean_value(cell), flags=re.I)
     out: List[str] = []
     for major, minor in found:
         v = f"{major}.{minor}"
@@ -181,7 +181,7 @@ def ext_version_from_branch(branch: str) -> str:
     """``"v2.1.0-6.0.rc3"`` -> ``"6.0.rc3"``; ``""`` for development branches
     (``"v2.6.0"``) and the old ``2.0.4.tr5`` branches.  Naming rule from COMPATIBILITY.md
     ("{PyTorch version}-{TorchNPU version}")."""
-    m = re.match(r"^v?\d+\.\d+\.\d+-(.+)$", branch.strip())
+    m = re.match(r"^v?[0-9]+\.[0-9]+\.[0-9]+-(.+)$", branch.strip())
     return m.group(1) if m else ""
 
 
@@ -266,7 +266,7 @@ def parse_markdown(text: str) -> MarkdownResult:
             for r in tb.rows:
                 if len(r) <= max(ti, pi):
                     continue
-                m = re.search(r"(\d+\.\d+\.\d+)", _clean_value(r[ti]))
+                m = re.search(r"([0-9]+\.[0-9]+\.[0-9]+)", _clean_value(r[ti]))
                 if m:
                     result.python_lines[m.group(1)] = _python_versions(r[pi])
             continue
@@ -341,7 +341,7 @@ def _declared_ranges(text: str, tables: List[_Table], result: MarkdownResult) ->
                 continue
             line = _clean_value(r[0])
             canns = parse_compat_list(r[1])
-            if re.match(r"^\d+\.\d+\.(\d+|[xX]|rc\d+)$", line) and canns:
+            if re.match(r"^[0-9]+\.[0-9]+\.([0-9]+|[xX]|rc[0-9]+)$", line) and canns:
                 result.declared.setdefault(line, [])
                 result.declared[line] += [c for c in canns if c not in result.declared[line]]
     for line, canns in parse_compat_grid(text).items():
@@ -383,7 +383,7 @@ def parse_pypi_json(text: str, project: str = "torch-npu") -> Dict[str, PypiRele
     if looks_like_html(text):
         raise OfficialParseError("got an HTML page, not the PyPI JSON document")
     try:
-        doc = json.loads(text)
+        doc = jsontext.loads(text)
     except (ValueError, RecursionError) as exc:
         raise OfficialParseError(f"not JSON: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("releases"), dict):
@@ -411,7 +411,7 @@ def parse_pypi_json(text: str, project: str = "torch-npu") -> Dict[str, PypiRele
                 continue
             plat_by_arch: Dict[str, List[str]] = {}
             for t in wtags:
-                m = re.match(r"^cp(\d)(\d+)$", t.interpreter)
+                m = re.match(r"^cp([0-9])([0-9]+)$", t.interpreter)
                 arch = _arch_of(t.platform)
                 if m and arch is not None:
                     py[arch].add(f"{m.group(1)}.{m.group(2)}")

@@ -35,6 +35,8 @@ import json
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from npudoctor.parsers import jsontext
+
 #: Rank-table format versions whose layout is known: 1.0 (server_list) and 1.2 (server_list
 #: with super_pod_list), as the HCCL documentation describes them.
 FORMAT_VERSIONS = ("1.0", "1.2")
@@ -106,7 +108,7 @@ def _as_int(value: Any) -> Optional[int]:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
+    if isinstance(value, str) and re.fullmatch(r"\s*(?<![0-9])[0-9]{1,18}(?![0-9])\s*", value):
         return int(value)
     return None
 
@@ -180,12 +182,12 @@ def parse_ranktable(text: str) -> Dict[str, Any]:
         result["truncated"] = True
         return result
     try:
-        raw = json.loads(text)
+        raw = jsontext.loads(text)
         result["strict_json"] = True
     except json.JSONDecodeError as exc:
         cleaned, removed = _strip_comments(text)
         try:
-            raw = json.loads(cleaned) if removed else None
+            raw = jsontext.loads(cleaned) if removed else None
         except json.JSONDecodeError:
             raw = None
         if raw is None:
@@ -194,7 +196,7 @@ def parse_ranktable(text: str) -> Dict[str, Any]:
                 # Report the position in the comment-free text: the original error is
                 # usually just the first comment.
                 try:
-                    json.loads(cleaned)
+                    jsontext.loads(cleaned)
                 except json.JSONDecodeError as exc2:
                     message, truncated = _json_error(cleaned, exc2)
                     message += " (after removing " + ", ".join(removed) + ")"

@@ -40,8 +40,10 @@ __all__ = [
 ]
 
 _CANN_TITLE = re.compile(r"^#\s*CANN\s+(\S+?)\s*(?:版本说明|Release Notes)", re.M | re.I)
-_HDK_PAT = re.compile(r"(?<![\d.])\d{2}\.\d{1,2}\.(?:RC\d+|rc\d+|X|x|\d+)(?:\.\d+)*")
-_CANN_PAT = re.compile(r"(?<![\d.])\d{1,2}\.\d{1,2}\.(?:RC\d+|X|x|\d+)(?:[.-](?:alpha|beta)[.-]?\d+|\.\d+)?", re.I)
+_HDK_PAT = re.compile(r"(?<![0-9.])[0-9]{2}\.[0-9]{1,2}\.(?:RC[0-9]+|rc[0-9]+|X|x|[0-9]+)(?:\.[0-9]+)*")
+_CANN_PAT = re.compile(
+    r"(?<![0-9.])[0-9]{1,2}\.[0-9]{1,2}\.(?:RC[0-9]+|X|x|[0-9]+)(?:[.-](?:alpha|beta)[.-]?[0-9]+|\.[0-9]+)?", re.I
+)
 
 
 @dataclass
@@ -85,7 +87,7 @@ def html_tables(text: str) -> List[HtmlTable]:
             if all(tag.lower() == "th" for tag, _a, _c in cells) and not rows:
                 row: List[str] = []
                 for _tag, attrs, content in cells:
-                    span = re.search(r'colspan="?(\d+)', attrs)
+                    span = re.search(r'colspan="?([0-9]+)', attrs)
                     row.extend([_text(content)] * (int(span.group(1)) if span else 1))
                 headers.append(row)
             else:

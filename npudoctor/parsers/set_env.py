@@ -161,7 +161,7 @@ def _dollar(st: _State, text: str, i: int, depth: int) -> Tuple[str, int]:
     if not m:
         return "$", i + 1
     name = m.group(0)
-    if name in ("#", "?", "@", "*", "$", "!", "-") or (name.isdigit() and name != "0"):
+    if name in ("#", "?", "@", "*", "$", "!", "-") or (name.isdecimal() and name != "0"):
         return "", i + 1 + len(name)
     return _lookup(st, name) or "", i + 1 + len(name)
 
@@ -305,7 +305,7 @@ def _cut(args: List[str], stdin: List[str]) -> List[str]:
             delim = a[2:] or next(it, "\t")
         elif a.startswith("-f"):
             fields = a[2:] or next(it, "")
-    if fields is None or not fields.isdigit():
+    if fields is None or not fields.isdecimal():
         raise _Unsupported("cut with field ranges")
     k = int(fields) - 1
     out = []

@@ -29,8 +29,10 @@ LINKS = {
 #: Links that do not go through PCIe (fast NPU-to-NPU fabrics).
 FABRIC = ("HCCS", "SIO", "UB")
 
-_NPU_RE = re.compile(r"^NPU(\d+)$")
-_CPUS_RE = re.compile(r"^\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*$")
+_NPU_RE = re.compile(r"^NPU((?<![0-9])[0-9]{1,18}(?![0-9]))$")
+_CPUS_RE = re.compile(
+    r"^(?<![0-9])[0-9]{1,18}(?![0-9])(?:-(?<![0-9])[0-9]{1,18}(?![0-9]))?(?:,(?<![0-9])[0-9]{1,18}(?![0-9])(?:-(?<![0-9])[0-9]{1,18}(?![0-9]))?)*$"
+)
 _MAX_LINE = 4000
 
 

@@ -23,7 +23,6 @@ Records: ``{"object", "package" (top-level site-packages name), "links", "unreso
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
@@ -35,15 +34,15 @@ from npudoctor.probes._ldso import VERSIONED_RE, Resolver, expand_origin, highes
 NPU_LINKS = ("libtorch_npu.so", "libascendcl.so", "libhccl.so", "libatb.so", "libopapi.so")
 #: Base-system libraries (unknowable when the root holds no libc).
 SYSTEM_LIB_RE = re.compile(
-    r"^(libc|libm|libpthread|libdl|librt|libutil|libresolv|libanl|libnsl|libmvec|ld-linux[-a-z0-9_]*|ld64)\.so(\.\d+)*$"
-    r"|^(libstdc\+\+|libgcc_s|libgomp|libatomic)\.so(\.\d+)*$"
+    r"^(libc|libm|libpthread|libdl|librt|libutil|libresolv|libanl|libnsl|libmvec|ld-linux[-a-z0-9_]*|ld64)\.so(\.[0-9]+)*$"
+    r"|^(libstdc\+\+|libgcc_s|libgomp|libatomic)\.so(\.[0-9]+)*$"
 )
 #: Third-party .so files examined at most, and directory entries walked at most.
 MAX_EXTENSIONS = 200
 MAX_WALK = 20000
 
-NPU_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:7c10_npu|6at_npu|9torch_npu|3op_api|7op_plugin)(?:\d|[A-Z])")
-ATB_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:3atb|3Mki|6AsdOps)(?:\d|[A-Z])")
+NPU_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:7c10_npu|6at_npu|9torch_npu|3op_api|7op_plugin)(?:[0-9]|[A-Z])")
+ATB_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:3atb|3Mki|6AsdOps)(?:[0-9]|[A-Z])")
 #: Symbols of the CANN / NNAL family an extension may import: ``acl*`` (libascendcl,
 #: libnnopbase), ``aclnn*`` (libopapi), ``Hccl*`` (libhccl) and ATB's C++ API (libatb).
 CANN_EXT_SYM_RE = re.compile(r"^(?:acl[a-zA-Z]|Hccl|hccl[A-Z])|" + ATB_SYM_RE.pattern[1:])
@@ -100,25 +99,23 @@ def _walk(
     found: List[Tuple[str, str]] = []
     walked = 0
     for site in site_dirs(facts):
-        real_site = real(site)
         for top in host.listdir(site):
             if (top in _VERSIONS_ONLY) != big or top in _SKIP_TOP - _VERSIONS_ONLY:
                 continue
             if top.endswith((".dist-info", ".egg-info", ".libs")):
                 continue
-            base = os.path.join(real_site, top)
-            if os.path.isfile(base) and (top.endswith(".so") or ".so." in top):
-                found.append((posixpath.join(site, top), top))
+            base = posixpath.join(site, top)
+            if host.is_file(base) and (top.endswith(".so") or ".so." in top):
+                found.append((base, top))
                 continue
-            if not os.path.isdir(base) or os.path.islink(base):
+            if not host.is_dir(base) or host.readlink(base) is not None:
                 continue
-            for dirpath, dirnames, filenames in os.walk(base):
+            for dirpath, dirnames, filenames in host.walk(base):
                 walked += len(filenames) + len(dirnames)
                 dirnames[:] = [d for d in dirnames if d not in ("tests", "__pycache__")]
                 for f in filenames:
                     if f.endswith(".so") or ".so." in f:
-                        rel = os.path.relpath(os.path.join(dirpath, f), real_site)
-                        found.append((posixpath.join(site, rel.replace(os.sep, "/")), top))
+                        found.append((posixpath.join(dirpath, f), top))
                 if walked > MAX_WALK or expired():
                     break
             if walked > MAX_WALK or expired():

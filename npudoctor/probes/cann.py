@@ -85,7 +85,7 @@ DEFAULT_TOOLKIT = "/usr/local/Ascend/ascend-toolkit/latest"
 ENV_VARS = ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_LATEST_HOME")
 _KERNEL_DIR = "opp/built-in/op_impl/ai_core/tbe/kernel"
 _ARCH_ALIASES = {"arm64": "aarch64", "aarch64": "aarch64", "x86_64": "x86_64", "amd64": "x86_64"}
-_VERSION_DIR = re.compile(r"^\d+\.\d+(\.[0-9A-Za-z]+)*([-.][A-Za-z]+\.?\d*)?$")
+_VERSION_DIR = re.compile(r"^[0-9]+\.[0-9]+(\.[0-9A-Za-z]+)*([-.][A-Za-z]+\.?[0-9]*)?$")
 _MAX_HOMES = 50
 
 
@@ -378,7 +378,7 @@ def _nnal_from_env(value: str) -> Optional[str]:
     (``/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_0`` -> ``/usr/local/Ascend/nnal/atb``)."""
     value = value.rstrip("/")
     m = re.match(r"^(?P<atb>.*/atb)/latest(/.*)?$", value) or re.match(
-        r"^(?P<atb>.*/atb)/[^/]+/atb/cxx_abi_\d+$", value
+        r"^(?P<atb>.*/atb)/[^/]+/atb/cxx_abi_[0-9]+$", value
     )
     if m:
         return m.group("atb")

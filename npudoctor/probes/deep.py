@@ -53,7 +53,6 @@ Keys::
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -64,6 +63,7 @@ from typing import Any, Dict, List, Optional
 
 from npudoctor.engine import ProbeContext
 from npudoctor.hostproc import track
+from npudoctor.parsers import jsontext
 
 SECTION = "deep"
 NEEDS = ("python", "packages")
@@ -216,7 +216,7 @@ def _read_stdout(stream: Any, records: List[Dict[str, Any]], other: _Capped) -> 
                 del partial[: nl + 1]
                 if line.startswith(mark):
                     try:
-                        rec = json.loads(line[len(mark) :].decode("utf-8", "replace"))
+                        rec = jsontext.loads(line[len(mark) :].decode("utf-8", "replace"))
                     except ValueError:
                         other.add(line)
                         continue

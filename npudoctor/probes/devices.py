@@ -104,7 +104,7 @@ def _ray_markers(ctx: ProbeContext) -> List[str]:
 
 
 RAW_LIMIT = 64 * 1024
-_DAVINCI_RE = re.compile(r"^davinci(\d+)$")
+_DAVINCI_RE = re.compile(r"^davinci([0-9]+)$")
 
 
 def _record(result: Any, parsed: bool) -> Dict[str, Any]:
@@ -251,7 +251,7 @@ def can_access(identity: Dict[str, Any], uid: int, gid: int, mode: int) -> Optio
         return None
     if me == 0:
         return True
-    groups = {int(g) for g in identity.get("groups") or [] if str(g).lstrip("-").isdigit()}
+    groups = {int(g) for g in identity.get("groups") or [] if str(g).lstrip("-").isdecimal()}
     with contextlib.suppress(TypeError, ValueError):
         groups.add(int(identity.get("gid")))
     if me == uid:

@@ -155,7 +155,7 @@ def _script_rank(path: str) -> Tuple[bool, bool, int]:
     ``ascend-toolkit/set_env.sh`` before paths through ``latest`` or a versioned
     ``cann-<ver>`` directory."""
     parts = path.split("/")
-    return ("latest" in parts, any(c.isdigit() for c in posixpath.basename(posixpath.dirname(path))), len(path))
+    return ("latest" in parts, any(c.isdecimal() for c in posixpath.basename(posixpath.dirname(path))), len(path))
 
 
 def _set_env_script(

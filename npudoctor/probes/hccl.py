@@ -93,7 +93,7 @@ def _int(value: Optional[str]) -> Optional[int]:
     if value is None:
         return None
     value = value.strip()
-    return int(value) if re.fullmatch(r"\d+", value) else None
+    return int(value) if re.fullmatch(r"[0-9]+", value) else None
 
 
 def _variables(ctx: ProbeContext) -> Dict[str, str]:
@@ -125,7 +125,7 @@ def _dev_nodes(ctx: ProbeContext) -> List[int]:
     ids = []
     for path in ctx.host.glob("/dev", prefix="davinci"):
         tail = path.rsplit("davinci", 1)[-1]
-        if tail.isdigit():
+        if tail.isdecimal():
             ids.append(int(tail))
     return sorted(ids)
 

@@ -98,7 +98,7 @@ def user_problem(host: Host, user: str) -> Optional[str]:
     entry, which is itself worth judging); a name must exist in ``/etc/passwd`` of the
     diagnosed root.
     """
-    if user.isdigit():
+    if user.isdecimal():
         return None
     names = {e["name"] for e in parse_passwd(host.read_text("/etc/passwd").text or "")}
     if user in names:
@@ -124,7 +124,7 @@ def resolve_identity(host: Host, user: Optional[str]) -> Dict[str, Any]:
     wanted = user or (None if host.live else host.getenv("USER"))
     if wanted:
         source = "--user" if user else "$USER"
-        if wanted.isdigit():
+        if wanted.isdecimal():
             uid = int(wanted)
             entry = next((e for e in passwd if e["uid"] == uid), None)
         else:

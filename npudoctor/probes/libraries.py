@@ -87,14 +87,14 @@ MAX_OBJECTS = 250
 TIME_BUDGET = 8.0
 
 TORCH_LIB_RE = re.compile(
-    r"^(?!libtorch_npu)(libtorch[a-z0-9_]*|libc10[a-z0-9_]*|libshm|libcaffe2[a-z0-9_]*)\.so(\.\d+)*$"
+    r"^(?!libtorch_npu)(libtorch[a-z0-9_]*|libc10[a-z0-9_]*|libshm|libcaffe2[a-z0-9_]*)\.so(\.[0-9]+)*$"
 )
 _TEST_LIB_RE = re.compile(r"(_test|backend_with_compiler|aoti_custom_ops)\.so$")
 
 #: Mangled-name prefixes of the namespaces each library family exports.
-TORCH_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:2at|3c10|5torch|4c10d|6caffe2)(?:\d|[A-Z]|$)")
+TORCH_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:2at|3c10|5torch|4c10d|6caffe2)(?:[0-9]|[A-Z]|$)")
 CANN_SYM_RE = re.compile(
-    r"^(?:acl[a-zA-Z]|Hccl|hccl[A-Z]|Msprof|_Z(?:T[VIST])?N?K?(?:2ge|4gert|2fe|8optiling)(?:\d|[A-Z]))"
+    r"^(?:acl[a-zA-Z]|Hccl|hccl[A-Z]|Msprof|_Z(?:T[VIST])?N?K?(?:2ge|4gert|2fe|8optiling)(?:[0-9]|[A-Z]))"
 )
 
 
@@ -167,7 +167,7 @@ def _versions(names: List[str], prefix: str) -> List[str]:
 
 def _vkey(name: str) -> Tuple[int, ...]:
     tail = name.split("_", 1)[-1]
-    return tuple(int(p) if p.isdigit() else 0 for p in tail.split("."))
+    return tuple(int(p) if p.isascii() and p.isdecimal() and len(p) <= 9 else 0 for p in tail.split("."))
 
 
 def probe(ctx: ProbeContext) -> Dict[str, Any]:
@@ -224,7 +224,9 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
     first = read_elf(_real(host, roots[0]))
     arch = first.machine or (facts.get("host") or {}).get("arch") or env_facts.get("arch") or "x86_64"
     bits = first.bits or 64
-    ld_path = [posixpath.normpath(p) for p in host.env_paths("LD_LIBRARY_PATH") if p.startswith("/")]
+    # Each directory once, first place kept: the loader's answer is the same, and a
+    # 15,000-entry LD_LIBRARY_PATH of a few hundred directories is searched as those.
+    ld_path = list(dict.fromkeys(posixpath.normpath(p) for p in host.env_paths("LD_LIBRARY_PATH") if p.startswith("/")))
     resolver = Resolver(host, arch, bits, ld_path)
     out["loader"] = {
         "ld_library_path": ld_path,

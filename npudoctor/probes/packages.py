@@ -20,6 +20,10 @@ Keys::
     scanned     [dirs scanned]
     count       number of records
     errors      [strings] unreadable/garbled metadata (each record also says so)
+    indexed_only  number of records built from the directory name alone: a directory with
+                more than FULL_READ_LIMIT distributions is indexed by name once, and only
+                the distributions rules judge by name (INTEREST, the CANN Python
+                dependencies) have their METADATA read (100k dist-infos stay a fast check)
     pip_config  where pip would download from (kind K09): {"index_url", "index_source",
                 "extra_index_urls": [..], "files": [pip.conf files read], "errors": [..]}.
                 Order as pip's: global files (/etc/pip.conf, /etc/xdg/pip/pip.conf), user
@@ -46,12 +50,12 @@ Record (a dict)::
 
 from __future__ import annotations
 
-import json
 import posixpath
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
+from npudoctor.parsers import jsontext
 from npudoctor.parsers.metadata import (
     canonical_name,
     parse_metadata,
@@ -93,10 +97,43 @@ MODULES = {
     "tbe": "te",
 }
 
+#: Projects rules judge by name: their METADATA is always read.
+_BY_NAME = frozenset(INTEREST | {canonical_name(n) for n in MODULES.values()})
+
 
 def _metadata_header(text: str) -> str:
     end = text.find("\n\n")
     return text if end < 0 else text[:end]
+
+
+#: More distributions than this in one directory: only those judged by name are read.
+FULL_READ_LIMIT = 2000
+
+
+def _index(entry: str) -> Tuple[str, Optional[str], str]:
+    """``(name, version, canonical name)`` of a ``*.dist-info``/``*.egg-info`` directory name."""
+    name, version = split_dist_dir(entry)
+    name = name or entry
+    return name, version, canonical_name(name)
+
+
+def indexed_record(location: str, entry: str, name: str, version: Optional[str], user_site: bool) -> Dict[str, Any]:
+    """A record from the directory name alone (``pkg-1.0.dist-info``): nothing read."""
+    return {
+        "name": name,
+        "version": version,
+        "location": location,
+        "dist_info": location + "/" + entry,
+        "kind": "dist-info" if entry.endswith(".dist-info") else "egg-info",
+        "metadata": None,
+        "requires_dist": [],
+        "requires_python": None,
+        "wheel_tags": [],
+        "installer": None,
+        "user_site": user_site,
+        "editable": False,
+        "metadata_error": None,
+    }
 
 
 def read_record(host: Host, location: str, entry: str, user_site: bool) -> Dict[str, Any]:
@@ -156,7 +193,7 @@ def read_record(host: Host, location: str, entry: str, user_site: bool) -> Dict[
         direct = host.read_text(posixpath.join(path, "direct_url.json"), limit=64 << 10)
         if direct.ok:
             try:
-                data = json.loads(direct.text or "")
+                data = jsontext.loads(direct.text or "")
                 rec["editable"] = bool((data.get("dir_info") or {}).get("editable"))
                 rec["direct_url"] = data.get("url")
             except (ValueError, AttributeError):
@@ -173,7 +210,7 @@ def scan(host: Host, paths: List[str], user_site: Optional[str] = None) -> Dict[
     errors: List[str] = []
     seen = set()
     user_key = host.resolve(user_site) if user_site else None
-    count = 0
+    count = indexed = 0
     for path in paths:
         if not path or not path.startswith("/"):
             continue
@@ -186,6 +223,7 @@ def scan(host: Host, paths: List[str], user_site: Optional[str] = None) -> Dict[
             continue
         scanned.append(path)
         names = set(entries)
+        so_heads = {e.split(".", 1)[0] for e in entries if e.endswith(".so")}  # "psutil._psutil_linux...so"
         for mod, found in modules.items():
             if found is not None:
                 continue
@@ -193,17 +231,17 @@ def scan(host: Host, paths: List[str], user_site: Optional[str] = None) -> Dict[
             if tail:
                 hit = head in names and host.is_dir(posixpath.join(path, mod))
             else:
-                hit = (
-                    mod in names
-                    or f"{mod}.py" in names
-                    or any(e.startswith(mod + ".") and e.endswith(".so") for e in entries)
-                )
+                hit = mod in names or f"{mod}.py" in names or mod in so_heads
             if hit:
                 modules[mod] = path
         is_user = user_key is not None and key == user_key
-        for entry in entries:
-            if not (entry.endswith(".dist-info") or entry.endswith(".egg-info")):
-                continue
+        dists = [e for e in entries if e.endswith((".dist-info", ".egg-info"))]
+        lazy: List[Tuple[str, str, Optional[str], str]] = []
+        if len(dists) > FULL_READ_LIMIT:
+            named = [(e, *_index(e)) for e in dists]
+            lazy = [item for item in named if item[3] not in _BY_NAME]
+            dists = [item[0] for item in named if item[3] in _BY_NAME]
+        for entry in dists:
             rec = read_record(host, path, entry, is_user)
             if not rec["name"]:
                 errors.append(f"{rec['dist_info']}: no project name")
@@ -212,6 +250,11 @@ def scan(host: Host, paths: List[str], user_site: Optional[str] = None) -> Dict[
                 errors.append(rec["metadata_error"])
             installed.setdefault(canonical_name(rec["name"]), []).append(rec)
             count += 1
+        for entry, name, version, canonical in lazy:
+            rec = indexed_record(path, entry, name, version, is_user)
+            installed.setdefault(canonical, []).append(rec)
+            count += 1
+            indexed += 1
     duplicates = [
         {
             "name": name,
@@ -229,6 +272,7 @@ def scan(host: Host, paths: List[str], user_site: Optional[str] = None) -> Dict[
         "scanned": scanned,
         "count": count,
         "errors": errors,
+        "indexed_only": indexed,
     }
 
 

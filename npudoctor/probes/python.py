@@ -50,7 +50,6 @@ Keys (``None`` where unknown)::
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 import re
@@ -58,6 +57,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
+from npudoctor.parsers import jsontext
 
 SECTION = "python"
 NEEDS = ("host",)
@@ -66,9 +66,9 @@ QUICK = True
 #: Seconds the target interpreter may take to answer (a cold conda env on NFS is slow).
 PROBE_TIMEOUT = 20.0
 
-_PYDIR_RE = re.compile(r"^python(\d+)\.(\d+)t?$")
-_USR_LOCAL_PY_RE = re.compile(r"^python(\d+)\.(\d+)(?:\.(\d+))?$")
-_CONDA_PY_RE = re.compile(r"^python-(\d+)\.(\d+)\.(\d+)-")
+_PYDIR_RE = re.compile(r"^python([0-9]+)\.([0-9]+)t?$")
+_USR_LOCAL_PY_RE = re.compile(r"^python([0-9]+)\.([0-9]+)(?:\.([0-9]+))?$")
+_CONDA_PY_RE = re.compile(r"^python-([0-9]+)\.([0-9]+)\.([0-9]+)-")
 
 #: Conda installations looked for under --root (besides $HOME/<name>).
 _CONDA_ROOTS = ("/opt/conda", "/opt/miniconda3", "/opt/anaconda3", "/opt/miniforge3", "/opt/mambaforge")
@@ -94,7 +94,7 @@ def parse_script_output(stdout: str) -> Tuple[Optional[Dict[str, Any]], Optional
     for line in reversed((stdout or "").splitlines()):
         if line.startswith(MARK):
             try:
-                data = json.loads(line[len(MARK) :])
+                data = jsontext.loads(line[len(MARK) :])
             except ValueError as exc:
                 return None, f"garbled probe output ({exc})"
             if not isinstance(data, dict):
@@ -109,14 +109,25 @@ def _run_target(ctx: ProbeContext, python: str) -> Dict[str, Any]:
     timeout = ctx.options.remaining(max(PROBE_TIMEOUT, ctx.options.command_timeout))
     result = ctx.host.run([python, "-c", script_source()], timeout=timeout)
     if result.error or result.timed_out:
-        # how it ended, without the argv (the probe script itself would fill the message)
-        how = result.error or f"no answer within {result.duration:.1f} s (killed)"
-        return {"error": f"{python}: {how}"}
+        return {"error": f"{python}: {result.outcome()}"}
     facts, reason = parse_script_output(result.stdout)
     if facts is None:
         stderr = (result.stderr or "").strip().splitlines()
         tail = f"; stderr: {stderr[-1][:300]}" if stderr else ""
         return {"error": f"{python} (exit {result.returncode}): {reason}{tail}"}
+    return _checked(python, facts)
+
+
+def _checked(python: str, facts: Dict[str, Any]) -> Dict[str, Any]:
+    """The target's reply if every field has the type the ``python`` view expects, else an
+    ``error`` fact naming what could not be read: a reply printed with the probe's marker
+    but wrong types (a wrapper, a hostile interpreter) is not believed in part."""
+    from npudoctor.facts._typed import load
+    from npudoctor.facts.system import PythonFacts
+
+    problems = load(PythonFacts, facts)[1].as_list()
+    if problems:
+        return {"error": f"{python}: could not read the probe's reply: " + "; ".join(p[:120] for p in problems[:3])}
     return facts
 
 
@@ -168,7 +179,7 @@ def _conda_python_version(host: Host, prefix: str) -> Optional[List[int]]:
 
 
 def _parse_version(text: str) -> Optional[List[int]]:
-    m = re.match(r"^\s*(\d+)\.(\d+)(?:\.(\d+))?", text or "")
+    m = re.match(r"^\s*([0-9]+)\.([0-9]+)(?:\.([0-9]+))?", text or "")
     if not m:
         return None
     return [int(g) for g in m.groups() if g is not None]

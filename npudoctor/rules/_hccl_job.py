@@ -25,7 +25,7 @@ def _int(value: Optional[str]) -> Optional[int]:
     if value is None:
         return None
     value = value.strip()
-    return int(value) if re.fullmatch(r"\d+", value) else None
+    return int(value) if re.fullmatch(r"[0-9]+", value) else None
 
 
 def _is_loopback(addr: str) -> bool:

@@ -17,7 +17,7 @@ def version_key(name: str) -> Tuple[int, ...]:
     """Sort key of a version name: ``GLIBCXX_3.4.30`` → ``(3, 4, 30)`` (a non-numeric
     part, as in ``GLIBC_PRIVATE``, counts 0)."""
     tail = name.split("_", 1)[-1]
-    return tuple(int(p) if p.isdigit() else 0 for p in tail.split("."))
+    return tuple(int(p) if p.isascii() and p.isdecimal() and len(p) <= 9 else 0 for p in tail.split("."))
 
 
 def family_versions(names: List[str], family: str) -> List[str]:

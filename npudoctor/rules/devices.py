@@ -384,7 +384,7 @@ def node_permissions(ctx: RuleContext) -> Iterable[Finding]:
     node = denied[0]
     group = node.group or str(node.gid)
     fix: List[str] = []
-    mode = int(node.mode or "0", 8) if (node.mode or "").isdigit() else 0
+    mode = int(node.mode or "0", 8) if (node.mode or "").isdecimal() else 0
     if mode & 0o060 != 0o060:
         fix.append(
             "On the host restore the standard owner and mode: "

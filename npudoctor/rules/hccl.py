@@ -381,7 +381,7 @@ def hccl_network_variables(ctx: RuleContext) -> Iterable[Finding]:
             )
 
 
-_INT = re.compile(r"^\s*\d+\s*$")
+_INT = re.compile(r"^\s*[0-9]+\s*$")
 
 
 @rule
@@ -494,7 +494,7 @@ def hccn_conf_present(ctx: RuleContext) -> Iterable[Finding]:
     if conf.elided:
         return
     visible, source = visible_device_ids(ctx)
-    have = {int(k) for k, v in conf.devices.items() if k.isdigit() and v.get("address")}
+    have = {int(k) for k, v in conf.devices.items() if k.isdecimal() and v.get("address")}
     if visible:
         missing = sorted(visible - have)
         if missing:

@@ -22,7 +22,7 @@ def visible_chip_count(devices: DevicesFacts) -> Tuple[int, str]:
     ``npu-smi info`` when it answered, else the ``/dev/davinciN`` nodes present."""
     if devices.chips:
         return len(devices.chips), "npu-smi info"
-    nodes = [n for n in devices.nodes if n.exists and n.path.rsplit("/", 1)[-1][len("davinci") :].isdigit()]
+    nodes = [n for n in devices.nodes if n.exists and n.path.rsplit("/", 1)[-1][len("davinci") :].isdecimal()]
     return len(nodes), "/dev/davinciN nodes"
 
 

@@ -287,7 +287,7 @@ def not_loadable(ctx: RuleContext, code: Code, key: str, items: List[Resolution]
 
 
 def _vkey(version: str) -> Tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", version))
+    return tuple(int(x) for x in re.findall(r"[0-9]+", version))
 
 
 def _conda_prefix(ctx: RuleContext, provider: str) -> Optional[str]:

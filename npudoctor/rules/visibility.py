@@ -151,7 +151,7 @@ def visibility(ctx: RuleContext) -> Iterable[Finding]:
     if did is not None and did.strip() != "":
         limit = len(rt_ids) if rt_ids else count
         bad = None
-        if not re.match(r"^\d+$", did.strip()):
+        if not re.match(r"^[0-9]+$", did.strip()):
             bad = f"ASCEND_DEVICE_ID={did!r} is not a non-negative integer"
         elif limit is not None and int(did) >= limit:
             scope = "ASCEND_RT_VISIBLE_DEVICES" if rt_ids else "the visible devices"
@@ -159,7 +159,7 @@ def visibility(ctx: RuleContext) -> Iterable[Finding]:
         if bad:
             yield DEVICE_ID_INVALID.finding(
                 title=bad,
-                evidence=[f"ASCEND_DEVICE_ID={did!r}" if not did.strip().isdigit() else f"ASCEND_DEVICE_ID={did}"]
+                evidence=[f"ASCEND_DEVICE_ID={did!r}" if not did.strip().isdecimal() else f"ASCEND_DEVICE_ID={did}"]
                 + _visible_evidence(dev, rt, rt_ids, nodes),
                 fix=["export ASCEND_DEVICE_ID=0  # an index into the visible devices"],
             )
@@ -239,7 +239,7 @@ def _check_rt(raw: str, count: Optional[int], nodes: List[int]) -> Tuple[Optiona
     stopped = False
     ints: List[int] = []
     for tok in tokens:
-        if re.match(r"^\d+$", tok):
+        if re.match(r"^[0-9]+$", tok):
             ints.append(int(tok))
             if not stopped and (count is None or int(tok) < count):
                 effective.append(int(tok))
@@ -251,7 +251,7 @@ def _check_rt(raw: str, count: Optional[int], nodes: List[int]) -> Tuple[Optiona
             else:
                 problems.append(f"entry {tok!r} is not a plain integer")
             stopped = True
-            if tok.strip().isdigit():
+            if tok.strip().isdecimal():
                 ints.append(int(tok.strip()))
     dups = sorted({i for i in ints if ints.count(i) > 1})
     if dups:

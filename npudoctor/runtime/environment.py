@@ -269,8 +269,8 @@ def _account_environ(host: Any, user: str, base: Dict[str, str]) -> Dict[str, st
     if problem:
         raise LaunchError(problem)
     entries = parse_passwd(host.read_text("/etc/passwd").text or "")
-    key = "uid" if user.isdigit() else "name"
-    wanted: Any = int(user) if user.isdigit() else user
+    key = "uid" if user.isdecimal() else "name"
+    wanted: Any = int(user) if user.isdecimal() else user
     entry = next((e for e in entries if e[key] == wanted), None)
     env = dict(base)
     if entry is not None:

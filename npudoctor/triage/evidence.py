@@ -20,9 +20,9 @@ __all__ = ["FRAME_ANCHOR", "frame_package", "names_of", "tie"]
 
 #: Every traceback frame line holds this.
 FRAME_ANCHOR = b'File "'
-_FRAME_RX = re.compile(rb'File "(?P<path>[^"]{1,1000})", line \d+')
+_FRAME_RX = re.compile(rb'File "(?P<path>[^"]{1,1000})", line [0-9]+')
 _SITE_RX = re.compile(r"/(?:site|dist)-packages/(?P<top>[A-Za-z_][\w.\-]*)")
-_SO_RX = re.compile(r"(?P<lib>lib[\w+\-]+\.so)(?:[\d.]*)")
+_SO_RX = re.compile(r"(?P<lib>lib[\w+\-]+\.so)(?:[0-9.]*)")
 
 
 def frame_package(line: bytes) -> Optional[str]:

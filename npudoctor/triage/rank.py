@@ -58,7 +58,7 @@ def _set_env_of(tk: Optional[Toolkit]) -> str:
         return tk.set_env
     if tk is not None and tk.path:
         path = tk.path.rstrip("/")
-        parent = path.rsplit("/", 1)[0] if path.endswith("/latest") or re.search(r"/\d[\w.\-]*$", path) else path
+        parent = path.rsplit("/", 1)[0] if path.endswith("/latest") or re.search(r"/[0-9][\w.\-]*$", path) else path
         return parent + "/set_env.sh"
     return "/usr/local/Ascend/ascend-toolkit/set_env.sh"
 

@@ -82,7 +82,7 @@ class SourceStats:
 
 _NORMALIZE = [
     (re.compile(r"0x[0-9a-fA-F]+"), "0x#"),
-    (re.compile(r"\d+"), "#"),
+    (re.compile(r"[0-9]+"), "#"),
     (re.compile(r"\s+"), " "),
 ]
 

@@ -94,7 +94,7 @@ def show(
     env = environment(ctx)
     if platform and platform not in ("aarch64", "x86_64"):
         raise fail_usage(f"--platform {platform}: use aarch64 or x86_64", env)
-    if python and not python.replace(".", "").isdigit():
+    if python and not python.replace(".", "").isdecimal():
         raise fail_usage(f"--python {python}: give a version like 3.10", env)
     m = _load(matrix, env)
     rows = list(m.torch_npu_rows)

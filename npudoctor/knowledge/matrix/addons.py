@@ -36,7 +36,7 @@ def _component(inner: Optional[str], public: Optional[str]) -> Optional[str]:
     5-part inner version (``7.6.0.1.220``), else from a public version of CANN ≥ 8.1, whose
     components carry the public number (``8.2.RC1`` → ``8.2.0.0.201``; 8.0.0 is ``7.6``)."""
     parts = (inner or "").split(".")
-    if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+    if len(parts) >= 2 and parts[0].isdecimal() and parts[1].isdecimal():
         return f"{parts[0]}.{parts[1]}"
     line = _line(public)
     if line is not None and line >= (8, 1):
@@ -49,7 +49,7 @@ def _holds(spec: Optional[str], component: Optional[str]) -> Optional[bool]:
     if not spec or not component:
         return None
     text = spec.strip().strip('"')
-    if text and text[0].isdigit():
+    if text and text[0].isdecimal():
         text = f"=={text}"
     try:
         return component in SpecifierSet(text)

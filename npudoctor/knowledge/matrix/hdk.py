@@ -46,8 +46,8 @@ class MatrixRows(Protocol):
     def cann_row(self, cann: str) -> Optional[Dict[str, Any]]: ...
 
 
-_LINE = re.compile(r"^(V\d{3}R\d{3})C(\d{2})", re.I)
-_WILD = re.compile(r"^(\d+)\.(\d+)\.[Xx*]$")
+_LINE = re.compile(r"^(V[0-9]{3}R[0-9]{3})C([0-9]{2})", re.I)
+_WILD = re.compile(r"^([0-9]+)\.([0-9]+)\.[Xx*]$")
 _HDK_KEYS = ("hdk_paired", "hdk_compatible", "hdk_grid", "hdk_products")
 
 
@@ -106,7 +106,7 @@ def _patch_of(d: DriverVersion, hdk: str) -> Optional[bool]:
     it (``24.1.rc2.2`` of ``24.1.RC2``), ``None`` when neither."""
     if not d.within(hdk):
         return None
-    mine = [t for t in tokens(d.text) if not re.match(r"^b\d+$", t)]
+    mine = [t for t in tokens(d.text) if not re.match(r"^b[0-9]+$", t)]
     return len(mine) > len(tokens(hdk))
 
 

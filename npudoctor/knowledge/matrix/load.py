@@ -8,9 +8,11 @@ import os
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from npudoctor.host import read_capped
 from npudoctor.knowledge.matrix.model import CACHE_ENV, CACHE_FILE, SCHEMA_VERSION, MatrixError, _valid_date
 from npudoctor.knowledge.matrix.queries import Matrix
 from npudoctor.knowledge.matrix.schema import validate
+from npudoctor.parsers import jsontext
 
 
 def bundled_dir() -> str:
@@ -41,40 +43,63 @@ def cache_path() -> str:
 
 # ------------------------------------------------------------------ loading
 def _read_raw(file: str) -> bytes:
-    """The bytes of one matrix file (at most 32 MiB).  Raises :class:`MatrixError`."""
+    """The bytes of one matrix file, read through :func:`npudoctor.host.read_capped` (no
+    FIFO, at most 32 MiB).  Raises :class:`MatrixError`."""
+    limit = 32 * 1024 * 1024
     try:
-        with open(file, "rb") as fh:
-            raw = fh.read(32 * 1024 * 1024 + 1)
+        raw, over = read_capped(file, limit)
     except OSError as exc:
         raise MatrixError(f"cannot read matrix file {file}: {exc.strerror or exc}") from None
-    if len(raw) > 32 * 1024 * 1024:
+    if over:
         raise MatrixError(f"matrix file {file} is larger than 32 MiB")
     return raw
 
 
 def _parse_doc(file: str, raw: bytes) -> Dict[str, Any]:
-    """Parse one matrix file's bytes: TOML, or JSON for ``*.json`` (the refreshed cache
-    copy).  Raises :class:`MatrixError` naming the file."""
+    """Parse one matrix file's bytes, TOML or JSON told apart by content: a document
+    starting with ``{`` (which no TOML document can) is tried as JSON first, as is a
+    ``*.json`` file, the rest as TOML first; when that fails the other format is tried, and
+    the first error is the one reported (the refreshed cache copy and its ``.prev`` are JSON
+    whatever their names).  Raises :class:`MatrixError` naming the file."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MatrixError(f"matrix file {file} is not UTF-8 text: {exc}") from None
-    if file.endswith(".json"):
-        import json
-
+    head = text.lstrip("\ufeff \t\r\n")
+    json_first = head.startswith("{") or (file.endswith(".json") and not head.startswith(("[", "#")))
+    order = (_json_doc, _toml_doc) if json_first else (_toml_doc, _json_doc)
+    try:
+        return order[0](file, text)
+    except MatrixError as first:
         try:
-            doc = json.loads(text)
-        except ValueError as exc:
-            raise MatrixError(f"matrix file {file} is not valid JSON (truncated?): {exc}") from None
-        if not isinstance(doc, dict):
-            raise MatrixError(f"matrix file {file} does not hold a matrix document")
-        return doc
+            return order[1](file, text)
+        except MatrixError:
+            raise first from None
+
+
+def _json_doc(file: str, text: str) -> Dict[str, Any]:
+    try:
+        doc = jsontext.loads(text)
+    except ValueError as exc:
+        raise MatrixError(f"matrix file {file} is not valid JSON (truncated?): {_short(exc)}") from None
+    if not isinstance(doc, dict):
+        raise MatrixError(f"matrix file {file} does not hold a matrix document")
+    return doc
+
+
+def _toml_doc(file: str, text: str) -> Dict[str, Any]:
     from npudoctor import tomlread as _toml
 
     try:
         return _toml.loads(text)
-    except ValueError as exc:
-        raise MatrixError(f"matrix file {file} is not valid TOML: {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise MatrixError(f"matrix file {file} is not valid TOML: {_short(exc)}") from None
+
+
+def _short(exc: BaseException) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return str(exc)[:300]
 
 
 def _read_doc(file: str) -> Tuple[Dict[str, Any], bytes]:
@@ -104,8 +129,9 @@ def compile_documents(files: List[str], raws: List[bytes]) -> Dict[str, Any]:
 
 
 def _compiled_data(files: List[str], sha256: str) -> Optional[Dict[str, Any]]:
-    """The merged data of :data:`COMPILED_FILE` when it was made from exactly these
-    files and bytes, else None (a missing, stale or unreadable copy is simply not used)."""
+    """The merged data of :data:`COMPILED_FILE` (npudoctor's own file) when it was made
+    from exactly these files and bytes, else None (a missing, stale or unreadable copy is
+    simply not used)."""
     import json
 
     try:
@@ -121,7 +147,7 @@ def _compiled_data(files: List[str], sha256: str) -> Optional[Dict[str, Any]]:
     return data
 
 
-_META_RETRIEVED = re.compile(r'^\[meta\][^\[]*?^retrieved\s*=\s*"(\d{4}-\d{2}-\d{2})"', re.M | re.S)
+_META_RETRIEVED = re.compile(r'^\[meta\][^\[]*?^retrieved\s*=\s*"([0-9]{4}-[0-9]{2}-[0-9]{2})"', re.M | re.S)
 
 
 def _bundled_retrieved(directory: str) -> str:

@@ -28,7 +28,7 @@ class MatrixError(ValueError):
     """The matrix could not be loaded or failed validation (message names file/row/field)."""
 
 
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 
 
 def _valid_date(text: str) -> bool:

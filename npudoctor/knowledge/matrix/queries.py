@@ -140,7 +140,7 @@ class Matrix:
         texts += [c for r in self.torch_npu_rows for c in list(r.cann) + list(r.cann_compatible)]
         for t in texts:
             parts = tokens(t)
-            if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+            if len(parts) >= 2 and parts[0].isdecimal() and parts[1].isdecimal():
                 out.add((int(parts[0]), int(parts[1])))
         self._cann_lines = out
         return out
@@ -181,7 +181,7 @@ class Matrix:
         row = self.cann_row(cann) if exact else None
         tested = str((row or {}).get("numpy_tested_max") or "")
         if not tested:
-            m = re.match(r"^\s*numpy\s+[\d.]+\s*-\s*([\d.]+)\s*(?:\(|$)", str((row or {}).get("numpy_doc", "")))
+            m = re.match(r"^\s*numpy\s+[0-9.]+\s*-\s*([0-9.]+)\s*(?:\(|$)", str((row or {}).get("numpy_doc", "")))
             tested = m.group(1) if m else ""
         return _verdicts.numpy_cann(numpy, spec, source, exact, tested, cann)
 
@@ -248,7 +248,7 @@ class Matrix:
         status = str(line.get("status") or "")
         eol = row.eol or line.get("eol")
         nxt = str(line.get("next_state") or "")
-        m = re.match(r"^\s*(eol|maintenance)\s+from\s+(\d{4}-\d{2}-\d{2})\s*$", nxt, re.I)
+        m = re.match(r"^\s*(eol|maintenance)\s+from\s+([0-9]{4}-[0-9]{2}-[0-9]{2})\s*$", nxt, re.I)
         next_state, next_date = (m.group(1).lower(), m.group(2)) if m and _valid_date(m.group(2)) else (None, None)
 
         def passed(date: Any) -> bool:

@@ -9,12 +9,12 @@ from npudoctor.knowledge.matrix.model import PLATFORMS, SCHEMA_VERSION, STATUSES
 from npudoctor.knowledge.versions import parse_cann, parse_driver
 
 # ------------------------------------------------------------------ schema
-_PY = re.compile(r"^3\.\d{1,2}$")
+_PY = re.compile(r"^3\.[0-9]{1,2}$")
 
 # field -> (type, required)
 _STR, _LIST, _BOOL, _DICT, _INT = "string", "list of strings", "boolean", "table", "integer"
-_HDK_PATTERN = re.compile(r"^\d+\.\d+\.[Xx*]$")
-_INNER_LINE = re.compile(r"^V\d{3}R\d{3}C\d{2}$")
+_HDK_PATTERN = re.compile(r"^[0-9]+\.[0-9]+\.[Xx*]$")
+_INNER_LINE = re.compile(r"^V[0-9]{3}R[0-9]{3}C[0-9]{2}$")
 _SCHEMA: Dict[str, Dict[str, Tuple[str, bool]]] = {
     "torch_npu": {
         "torch_npu": (_STR, True),
@@ -229,7 +229,7 @@ def _check_values(table: str, row: Dict[str, Any], label: str) -> List[str]:
             if isinstance(c, str) and parse_cann(c) is None:
                 out.append(f"{label}: field 'cann' holds {c!r}, not a CANN version")
         for c in row.get("cann_compatible", []) if isinstance(row.get("cann_compatible"), list) else []:
-            if isinstance(c, str) and parse_cann(c) is None and not re.match(r"^\d+\.\d+\.[Xx*]$", c):
+            if isinstance(c, str) and parse_cann(c) is None and not re.match(r"^[0-9]+\.[0-9]+\.[Xx*]$", c):
                 out.append(f"{label}: field 'cann_compatible' holds {c!r}, not a CANN version or X.Y.X pattern")
         py = row.get("python")
         if isinstance(py, dict):

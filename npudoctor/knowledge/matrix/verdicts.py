@@ -187,7 +187,7 @@ def _core(v: CannVersion) -> str:
 
 def _line(text: str) -> Optional[Tuple[int, int]]:
     parts = tokens(text)
-    if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+    if len(parts) >= 2 and parts[0].isdecimal() and parts[1].isdecimal():
         return int(parts[0]), int(parts[1])
     return None
 

@@ -1,0 +1,143 @@
+"""The Host is the only door to the judged machine (issue 20).
+
+An AST audit of every module of ``npudoctor/``: a call that opens or lists a path --
+``open()``, ``io.open``, ``os.open``, ``os.fdopen``, ``os.listdir``, ``os.scandir``,
+``os.walk``, ``glob.glob``, ``Path.open/read_text/read_bytes/iterdir/glob/rglob`` -- outside
+``host.py``/``hostproc.py`` fails this test unless it is listed in ``ALLOWED`` with the reason
+it does not read the judged machine (npudoctor's own package data, its own process, a file it
+writes itself) or only lists a directory the user named while the reads go through
+``host.open_regular``/``read_capped``.  A listed call that disappears fails too, so the list
+stays true."""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+PKG = Path(__file__).resolve().parent.parent / "npudoctor"
+SEAM = {"npudoctor/host.py", "npudoctor/hostproc.py"}
+FUNCTIONS = {"open"}
+MODULE_CALLS = {
+    ("os", "open"),
+    ("os", "fdopen"),
+    ("os", "listdir"),
+    ("os", "scandir"),
+    ("os", "walk"),
+    ("io", "open"),
+    ("glob", "glob"),
+    ("glob", "iglob"),
+}
+METHODS = {"open", "read_text", "read_bytes", "iterdir", "glob", "rglob"}
+
+#: (module, call) → (how many, why it is not a read of the judged machine).
+ALLOWED: Dict[Tuple[str, str], Tuple[int, str]] = {
+    ("npudoctor/knowledge/codes.py", "open"): (1, "npudoctor's own finding codes (package data)"),
+    ("npudoctor/knowledge/codes.py", "os.listdir"): (1, "npudoctor's own data/codes directory"),
+    ("npudoctor/knowledge/matrix/load.py", "open"): (1, "the bundled matrix files, to read [meta] retrieved"),
+    ("npudoctor/knowledge/matrix/load.py", "os.listdir"): (
+        2,
+        "the bundled matrix directory and a --matrix directory: listed only, each file read by read_capped",
+    ),
+    ("npudoctor/probes/python.py", "open"): (1, "npudoctor's own pyprobe_script.py (package source)"),
+    ("npudoctor/runtime/deadline.py", "open"): (1, "/proc/self/task/*/children of npudoctor's own process"),
+    ("npudoctor/runtime/deadline.py", "os.listdir"): (1, "/proc/self/task of npudoctor's own process"),
+    ("npudoctor/snapshot.py", "os.fdopen"): (1, "atomic_write: the temporary file npudoctor creates itself"),
+    ("npudoctor/snapshot.py", "os.listdir"): (1, "clean_stale_temp: npudoctor's own temp files in its output dir"),
+    ("npudoctor/parsers/elf.py", "SymbolIndex.open"): (1, "npudoctor's own classmethod (opens via open_regular)"),
+    ("npudoctor/cluster/compare.py", "os.listdir"): (1, "a directory given to compare: listed, files read capped"),
+    ("npudoctor/triage/scan.py", "os.walk"): (1, "a log directory given to triage: listed, files read capped"),
+    # plan/ belongs to `plan verify`'s owner (bundles npudoctor builds, wheels it downloads):
+    ("npudoctor/plan/bundle.py", "os.listdir"): (4, "the bundle's wheels directory npudoctor writes"),
+    ("npudoctor/plan/transfer.py", "open"): (3, "a download npudoctor writes and its .part file"),
+    ("npudoctor/plan/verify.py", "os.listdir"): (1, "a bundle directory: listed, its files hashed by plan verify"),
+    ("npudoctor/plan/wheels.py", "open"): (1, "a wheel index npudoctor downloaded itself"),
+}
+
+
+def _calls(path: Path) -> List[Tuple[int, str]]:
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if not isinstance(node, ast.Call):
+            continue
+        fn = node.func
+        if isinstance(fn, ast.Name) and fn.id in FUNCTIONS:
+            out.append((node.lineno, fn.id))
+        elif isinstance(fn, ast.Attribute):
+            if isinstance(fn.value, ast.Name) and (fn.value.id, fn.attr) in MODULE_CALLS:
+                out.append((node.lineno, f"{fn.value.id}.{fn.attr}"))
+            elif fn.attr in METHODS:
+                receiver = ast.unparse(fn.value)
+                if not receiver.endswith("host"):  # host.read_text, ctx.host.glob, self.host.open
+                    out.append((node.lineno, f"{receiver}.{fn.attr}"))
+    return out
+
+
+def _audit() -> Tuple[Counter, List[str]]:
+    seen: Counter = Counter()
+    where: List[str] = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG.parent).as_posix()
+        if rel in SEAM:
+            continue
+        for line, call in _calls(path):
+            seen[(rel, call)] += 1
+            where.append(f"{rel}:{line}: {call}")
+    return seen, where
+
+
+def test_no_code_outside_the_host_opens_a_path() -> None:
+    seen, where = _audit()
+    unexpected = [
+        w
+        for w in where
+        if (w.split(":")[0], w.split(": ", 1)[1]) not in ALLOWED
+        or seen[(w.split(":")[0], w.split(": ", 1)[1])] > ALLOWED[(w.split(":")[0], w.split(": ", 1)[1])][0]
+    ]
+    assert not unexpected, (
+        "read the judged machine through npudoctor.host (open_regular/read_capped/Host):\n" + "\n".join(unexpected)
+    )
+
+
+def test_the_allow_list_is_true() -> None:
+    seen, _where = _audit()
+    stale = [f"{mod}: {call} x{count}" for (mod, call), (count, _why) in ALLOWED.items() if seen[(mod, call)] != count]
+    assert not stale, "ALLOWED names calls that are gone or fewer: " + ", ".join(stale)
+
+
+def test_the_audit_sees_what_it_forbids(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "import os, io, glob\n"
+        "from pathlib import Path\n"
+        "open('/etc/hccn.conf')\n"
+        "os.listdir('/usr/local/Ascend')\n"
+        "os.walk('/x')\n"
+        "Path('/etc/os-release').read_text()\n"
+        "p.iterdir()\n"
+        "host.read_text('/etc/hccn.conf')\n"
+        "ctx.host.glob('/x')\n"
+    )
+    assert [c for _l, c in _calls(sample)] == [
+        "open",
+        "os.listdir",
+        "os.walk",
+        "Path('/etc/os-release').read_text",
+        "p.iterdir",
+    ]
+
+
+def test_host_walk_gives_paths_of_the_judged_machine(tmp_path: Path) -> None:
+    from npudoctor.host import Host
+
+    pkg = tmp_path / "usr/lib/python3/site-packages/torch_npu/lib"
+    pkg.mkdir(parents=True)
+    (pkg / "libtorch_npu.so").write_bytes(b"\x7fELF")
+    (tmp_path / "usr/lib/python3/site-packages/torch_npu/loop").symlink_to("/usr")  # not followed
+    walked = list(Host(root=str(tmp_path)).walk("/usr/lib/python3/site-packages/torch_npu"))
+    assert walked == [
+        ("/usr/lib/python3/site-packages/torch_npu", ["lib", "loop"], []),
+        ("/usr/lib/python3/site-packages/torch_npu/lib", [], ["libtorch_npu.so"]),
+    ]
+    assert list(Host(root=str(tmp_path)).walk("/nowhere")) == []
