@@ -55,9 +55,10 @@ def conda_env_dirs(environ: Mapping[str, str]) -> List[str]:
 def _environments_txt(environ: Mapping[str, str]) -> List[str]:
     home = environ.get("HOME") or os.path.expanduser("~")
     path = os.path.join(home, ".conda", "environments.txt")
+    from npudoctor.host import read_capped_text
+
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read(1 << 20)
+        text = read_capped_text(path, 1 << 20, what="conda environments.txt")
     except OSError:
         return []
     return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
