@@ -1,4 +1,4 @@
-"""The framework knowledge data under tests/fixtures/frameworks/ is well formed.
+"""The framework knowledge data under npudoctor/knowledge/data/frameworks/ is well formed.
 
 cuda_only.toml              CUDA-only distributions and how to recognise them
 framework_support.toml      framework support per Ascend chip family, build-info formats
@@ -26,7 +26,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib  # type: ignore[no-redef]
 
-DATA = Path(__file__).resolve().parent / "fixtures" / "frameworks"
+DATA = Path(__file__).resolve().parent.parent / "npudoctor" / "knowledge" / "data" / "frameworks"
 
 # The fixed vocabulary, kept here on purpose: a file that invents a chip family fails.
 CHIP_FAMILIES = ("910b", "910_93", "310p", "310b", "910", "950")
