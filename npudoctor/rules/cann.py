@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes, grades
 from npudoctor.knowledge.grades import Grade
+from npudoctor.knowledge.prerelease import metadata_verdict
 from npudoctor.plan.fit import MismatchPlan, driver_fit, driver_shortfall, hdk_for
 from npudoctor.remedies import Command
 from npudoctor.rules import rule
@@ -246,6 +247,10 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
         toolkit_line(tk),
     ]
     verdict = matrix.cann_verdict(tver, cver, installed_torch(ctx))
+    own = ctx.view.frameworks.torch_npu_description
+    if verdict.grade is Grade.UNDOCUMENTED and matrix.find_torch_npu(tver) is None and own is not None:
+        # a pre-release / dev build the matrix lacks: the CANN its own METADATA names (issue 16)
+        verdict = metadata_verdict(tver, own.cann, own.row, cver) or verdict
     sev = grades.severity(verdict)
     if sev is None:
         return

@@ -22,6 +22,7 @@ from npudoctor.rules._devfacts import chip_nodes
 from npudoctor.rules._pkgfit import Fix, cpu_index
 from npudoctor.rules._pyfacts import (
     ask,
+    cann_present,
     cann_version,
     describe,
     marker_env,
@@ -59,13 +60,10 @@ def _final(row: TorchNpuRow) -> bool:
     return v is not None and not (v.is_prerelease or v.is_devrelease)
 
 
-def _works(ctx: RuleContext, row: TorchNpuRow, cann: Optional[str]) -> Optional[bool]:
-    """Whether ``row`` fits the CANN in use (paired, declared or same line), ``None``
-    without a CANN or a matrix."""
-    if not cann:
-        return None
+def _grade(ctx: RuleContext, row: TorchNpuRow, cann: str) -> Optional[str]:
+    """The grade (``Grade`` value) of ``row`` on CANN ``cann``, ``None`` without a matrix."""
     verdict = ask(ctx, lambda m: m.cann_verdict(row.torch_npu, cann))
-    return None if verdict is None else verdict.grade.works
+    return None if verdict is None else verdict.grade.value
 
 
 @rule
@@ -85,68 +83,70 @@ def torch_without_torch_npu(ctx: RuleContext) -> Iterable[Finding]:
     rows = [r for r in (ask(ctx, lambda m: m.rows_for_torch(tv)) or []) if r.on_pypi and _final(r)]
     evidence = [describe(torch), "no torch_npu dist-info in the target interpreter: torch sees no NPU"]
     title = f"torch {tv} is installed but torch_npu is not: torch cannot use the NPUs"
-    fix: List[Fix] = []
+    where = f"Python {py}" + (f" on {plat}" if plat else "")
     if not rows:
         evidence.append(f"the matrix has no torch_npu build on PyPI for torch {tv}")
-        fix.append(
-            f"Install the torch release a torch_npu build exists for (see `npudoctor matrix show`), then its torch_npu; "
-            f"no torch_npu wheel on PyPI is built for torch {tv}"
-        )
+        fix: List[Fix] = [
+            f"Install a torch release that has a torch_npu build (`npudoctor matrix show` lists them), then that "
+            f"torch_npu; none on PyPI is built for torch {tv}"
+        ]
         yield NO_NPU.finding(title=title, evidence=evidence, fix=fix, subject="torch:torch-npu")
         return
     for_py = [r for r in rows if py and py in r.pythons(plat)]
-    fitting = [r for r in for_py if _works(ctx, r, cann) is not False]
-    if cann:
-        paired = [r for r in fitting if _works(ctx, r, cann)]
-        fitting = paired or ([] if any(_works(ctx, r, cann) is not None for r in for_py) else fitting)
-    where = f"Python {py}" + (f" on {plat}" if plat else "")
-    if fitting:
-        best = fitting[0]
-        evidence.append(
-            f"torch_npu {best.torch_npu} is built for torch {best.torch} with a wheel for {where}"
-            + (f" and fits CANN {cann}" if cann else f"; paired CANN {', '.join(best.cann) or 'not stated'}")
-            + f" (matrix: {best.source or 'torch_npu.toml'})"
+    if not for_py and cann_present(ctx):
+        return  # PY001 says which Python has a torch_npu wheel for this torch
+    for r in rows:
+        if r not in for_py:
+            evidence.append(
+                f"torch_npu {r.torch_npu} (paired with CANN {', '.join(r.cann) or 'not stated'}): wheels for Python "
+                f"{_span(r.pythons(plat))} only" + (f" on {plat}" if plat else "")
+            )
+    paired = [r for r in for_py if cann and _grade(ctx, r, cann) == "paired"]
+    works = [r for r in for_py if cann and _grade(ctx, r, cann) in ("declared-compatible", "same-release-line")]
+    pick = (paired or works or ([] if cann else for_py))[:1]
+    if pick:
+        best = pick[0]
+        how = (
+            f"{'paired' if best in paired else 'declared compatible'} with CANN {cann}"
+            if cann
+            else f"paired with CANN {', '.join(best.cann) or 'not stated'}"
         )
-        fix.append(pip_install(ctx, f"torch-npu=={best.torch_npu}"))
+        evidence.append(
+            f"torch_npu {best.torch_npu}: built for torch {best.torch}, a wheel for {where}, {how} "
+            f"(matrix: {best.source or 'matrix/torch_npu.toml'})"
+        )
         yield NO_NPU.finding(
-            title=title + f"; torch_npu {best.torch_npu} fits", evidence=evidence, fix=fix, subject="torch:torch-npu"
+            title=title
+            + f"; torch_npu {best.torch_npu} fits torch {tv}, {where}"
+            + (f" and CANN {cann}" if cann else ""),
+            evidence=evidence,
+            fix=[pip_install(ctx, f"torch-npu=={best.torch_npu}")],
+            subject="torch:torch-npu",
+            data={"torch_npu": best.torch_npu, "python": py, "cann": cann},
         )
         return
-    # no build of this torch has a wheel for this Python (and this CANN): say what would
-    newest = rows[0]
-    for r in rows:
-        if r.pythons(plat):
-            evidence.append(
-                f"torch_npu {r.torch_npu}: wheels for Python {_span(r.pythons(plat))}"
-                + (f" on {plat}" if plat else "")
-                + f", paired with CANN {', '.join(r.cann) or 'not stated'}"
-            )
-        if len(evidence) >= 6:
-            break
-    with_cann = [r for r in rows if cann and _works(ctx, r, cann)]
+    fix = []
+    for r in for_py[:1]:
+        evidence.append(
+            f"torch_npu {r.torch_npu}: a wheel for {where}, paired with CANN {', '.join(r.cann) or 'not stated'}, "
+            + (f"not documented with CANN {cann}" if cann else "")
+        )
+        fix.append(
+            f"Either install CANN {', '.join(r.cann) or '(the one its release notes name)'} (toolkit, kernels, NNAL), "
+            f"then torch-npu=={r.torch_npu}"
+        )
+    with_cann = [r for r in rows if cann and _grade(ctx, r, cann) in ("paired", "declared-compatible")]
     if with_cann:
         alt = with_cann[0]
         pys = alt.pythons(plat)
-        target = pys[-1] if pys else None
-        if target:
+        if pys:
             fix.append(
-                f"Use Python {target} (torch_npu {alt.torch_npu} for torch {alt.torch} and CANN {cann} has wheels for "
-                f"Python {_span(pys)} only), then install torch=={alt.torch} and torch-npu=={alt.torch_npu} in it"
+                f"or keep CANN {cann} and use Python {pys[-1]}: torch_npu {alt.torch_npu} (for torch {alt.torch}, "
+                f"{'paired' if _grade(ctx, alt, cann or "") == 'paired' else 'declared compatible'} with CANN {cann}) has "
+                f"wheels for Python {_span(pys)}"
             )
-    if for_py:
-        alt = for_py[0]
-        fix.append(
-            f"Or stay on {where}: torch_npu {alt.torch_npu} has a wheel for it and is paired with CANN "
-            f"{', '.join(alt.cann) or 'not stated'}; install that CANN (toolkit and kernels), then torch-npu=={alt.torch_npu}"
-        )
-    if not fix:
-        pys = newest.pythons(plat)
-        fix.append(
-            f"Use Python {pys[-1] if pys else 'listed in the matrix'}: torch_npu {newest.torch_npu} for torch {tv} has wheels "
-            f"for Python {_span(pys)}"
-        )
     yield NO_NPU.finding(
-        title=title + f"; no torch_npu for torch {tv} fits {where}" + (f" and CANN {cann}" if cann else ""),
+        title=title + f"; no torch_npu for torch {tv} with a wheel for {where} is documented with CANN {cann}",
         evidence=evidence,
         fix=fix,
         subject="torch:torch-npu",
