@@ -182,9 +182,7 @@ def test_devices_piped_300i_duo_findings_on_one_line(tmp_path):
     lines = _piped(scenario, "devices").stdout.splitlines()
     assert lines[0] == f"NPU devices · npu-smi 24.1.rc2 · root {scenario / 'root'}"
     assert [ln.split()[:4] for ln in lines[3:5]] == [["1792", "0", "0", "310P3"], ["1792", "1", "1", "310P3"]]
-    assert (
-        "  DEV040 error: vllm-ascend 0.9.1 does not support 310P3 (family 310P)" in lines
-    )
+    assert "  DEV040 error: vllm-ascend 0.9.1 does not support 310P3 (family 310P)" in lines
     assert "      → Use float16: torch_dtype=torch.float16 / --dtype float16 / fp16: true, bf16: false" in lines
     assert all(ln.startswith(("NPU", " ", "─", "1792", "Findings")) for ln in lines), lines
 

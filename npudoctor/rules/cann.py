@@ -10,6 +10,7 @@ a toolkit (kernels/ops, NNAL/ATB, frameworks released for a CANN) are judged in
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional
 
 from npudoctor.findings import Finding
@@ -248,9 +249,12 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
     ]
     verdict = matrix.cann_verdict(tver, cver, installed_torch(ctx))
     own = ctx.view.frameworks.torch_npu_description
-    if verdict.grade is Grade.UNDOCUMENTED and matrix.find_torch_npu(tver) is None and own is not None:
-        # a pre-release / dev build the matrix lacks: the CANN its own METADATA names (issue 16)
-        verdict = metadata_verdict(tver, own.cann, own.row, cver) or verdict
+    if own is not None and matrix.find_torch_npu(tver) is None:
+        # a pre-release / dev build the matrix has no row for: the CANN its own METADATA names
+        # speaks first, not its base line's pairing (issue 16); the official build to prefer stays
+        mine = metadata_verdict(tver, own.cann, own.row, cver)
+        if mine is not None:
+            verdict = dataclasses.replace(mine, recommend=verdict.recommend)
     sev = grades.severity(verdict)
     if sev is None:
         return

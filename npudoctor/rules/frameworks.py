@@ -33,6 +33,7 @@ from npudoctor.rules._pyfacts import (
     release,
 )
 from npudoctor.rules.devices import chip_identity
+from npudoctor.rules.packages import index_mirror
 
 if TYPE_CHECKING:
     from npudoctor.knowledge.matrix import TorchNpuRow
@@ -76,6 +77,8 @@ def torch_without_torch_npu(ctx: RuleContext) -> Iterable[Finding]:
         return
     if packages.first("vllm-ascend") is not None or ctx.view.cann.mindie is not None:
         return  # their own finding (PKG004) names the torch_npu build they need
+    if any(True for _ in index_mirror(ctx)):
+        return  # PKG008: pip's mirror lacks torch-npu; it names the build for this torch (one cause)
     tv = str(torch.version)
     py = python_short(ctx) or ""
     plat = platform(ctx)
@@ -139,10 +142,11 @@ def torch_without_torch_npu(ctx: RuleContext) -> Iterable[Finding]:
     if with_cann:
         alt = with_cann[0]
         pys = alt.pythons(plat)
+        alt_how = "paired" if _grade(ctx, alt, cann or "") == "paired" else "declared compatible"
         if pys:
             fix.append(
                 f"or keep CANN {cann} and use Python {pys[-1]}: torch_npu {alt.torch_npu} (for torch {alt.torch}, "
-                f"{'paired' if _grade(ctx, alt, cann or "") == 'paired' else 'declared compatible'} with CANN {cann}) has "
+                f"{alt_how} with CANN {cann}) has "
                 f"wheels for Python {_span(pys)}"
             )
     yield NO_NPU.finding(
