@@ -89,8 +89,10 @@ def torch_npu_description_row(text: str, version: str) -> Optional[Tuple[str, Op
         m = _CANN_RE.search(cells[0]) if cells[0] else None
         if m:
             last_cann = m.group(1).rstrip(".")
-        elif cells[0] and re.match(r"^[0-9]+\.[0-9]+\.(RC\d|\d)", cells[0], re.IGNORECASE):
-            last_cann = cells[0].split()[0]  # an HTML cell without the "CANN" word
+        elif len(cells) >= 4 and re.match(r"^[0-9]+\.[0-9]+\.(RC\d|\d)", cells[0], re.IGNORECASE):
+            # an HTML CANN cell without the word "CANN"; rows under a rowspan CANN cell have
+            # only three cells and start with the PyTorch version
+            last_cann = cells[0].split()[0]
         # any cell after the CANN one: HTML rows under a rowspan CANN cell lack that cell; a
         # pre-release version never equals the PyTorch column (2.4.0rc1 vs 2.4.0)
         if len(cells) >= 3 and any(_norm(c) == want for c in cells[1:] if c):
