@@ -296,3 +296,36 @@ def test_a_prerelease_the_matrix_lacks_is_judged_by_its_own_metadata(
     )
     assert "CANN 8.0.0.alpha001   | 2.5.1" not in f["data"]["source"]  # cells are re-joined, stripped
     assert "'CANN 8.0.0.alpha001 | 2.5.1 | 2.5.1rc1 | v2.5.1'" in f["data"]["source"]
+
+
+def test_hostile_build_info_and_extension_files_are_facts_not_hangs(tmp_path: Path) -> None:
+    import os
+
+    s = _clean(tmp_path)
+    r = s / "root"
+    info = r / SP / "vllm_ascend/_build_info.py"
+    info.unlink()
+    os.mkfifo(info)
+    so = "fused_ops/_C.cpython-310-aarch64-linux-gnu.so"
+    dist(r, "fused-ops", "0.3.0", tag=T)
+    (r / SP / "fused_ops").mkdir()
+    os.mkfifo(r / SP / so)
+    record(r, SP, "fused_ops", "0.3.0", [so, "../../../../../../etc/passwd.so", "/etc/ld.so.cache"])
+    run = run_check(s, ["--deadline", "10"])
+    assert run.doc is not None, run.stderr
+    codes = _codes(run.doc["findings"])
+    assert not {"PKG051", "PKG052", "HOST099"} & set(codes), codes
+    vllm = run.doc["facts"]["frameworks"]["vllm_ascend"]
+    assert vllm["values"] == {} and "not a regular file" in vllm["error"]
+
+
+def test_on_x86_64_the_torch_npu_install_adds_the_cpu_index(tmp_path: Path) -> None:
+    # torch_npu's x86_64 wheels pin torch==X.Y.Z+cpu (its README): pip needs the CPU index beside PyPI
+    s = prepare(SCENARIOS / "fw-torch-2.6.0-python-3.12-no-torch-npu", tmp_path)
+    for wheel in (s / "root/usr/local/lib/python3.12/site-packages").glob("*.dist-info/WHEEL"):
+        wheel.write_text(wheel.read_text().replace("aarch64", "x86_64"))
+    f = _one(_findings(s), "PKG050")
+    assert "Python 3.12 on x86_64" in f["title"]
+    assert f["fix"] == [
+        "/usr/local/bin/python3.12 -m pip install torch-npu==2.6.0.post5 --extra-index-url https://download.pytorch.org/whl/cpu"
+    ]

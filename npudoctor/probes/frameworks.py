@@ -123,7 +123,10 @@ def _cuda_record(
         for rel in paths:
             if not (rel.endswith(".so") or ".so." in rel.rsplit("/", 1)[-1]) or rel.startswith(".."):
                 continue
-            if checked >= MAX_SO_PER_DIST or budget["so"] >= MAX_SO or time.monotonic() > budget["until"]:
+            if checked >= MAX_SO_PER_DIST:
+                errors.append(f"{name}: DT_NEEDED read of its first {MAX_SO_PER_DIST} extension modules only")
+                break
+            if budget["so"] >= MAX_SO or time.monotonic() > budget["until"]:
                 if not budget.get("told"):
                     errors.append("CUDA DT_NEEDED scan stopped early (file count or time budget)")
                     budget["told"] = True

@@ -17,14 +17,17 @@ from npudoctor.engine import RuleContext
 from npudoctor.findings import Finding
 from npudoctor.knowledge import chip_support, codes, cuda_only
 from npudoctor.parsers.metadata import canonical_name, parse_requirement
+from npudoctor.remedies.steps import PipInstall
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import chip_nodes
 from npudoctor.rules._pkgfit import Fix, cpu_index
 from npudoctor.rules._pyfacts import (
+    CPU_INDEX,
     ask,
     cann_present,
     cann_version,
     describe,
+    interpreter,
     marker_env,
     pip_install,
     pip_uninstall,
@@ -123,7 +126,7 @@ def torch_without_torch_npu(ctx: RuleContext) -> Iterable[Finding]:
             + f"; torch_npu {best.torch_npu} fits torch {tv}, {where}"
             + (f" and CANN {cann}" if cann else ""),
             evidence=evidence,
-            fix=[pip_install(ctx, f"torch-npu=={best.torch_npu}")],
+            fix=[_install_npu(ctx, best.torch_npu, plat)],
             subject="torch:torch-npu",
             data={"torch_npu": best.torch_npu, "python": py, "cann": cann},
         )
@@ -155,6 +158,14 @@ def torch_without_torch_npu(ctx: RuleContext) -> Iterable[Finding]:
         fix=fix,
         subject="torch:torch-npu",
     )
+
+
+def _install_npu(ctx: RuleContext, torch_npu: str, plat: Optional[str]) -> PipInstall:
+    """``pip install torch-npu==X``; on x86_64 with the PyTorch CPU index as an extra index,
+    since torch_npu's x86_64 wheels pin the CPU build ``torch==X.Y.Z+cpu`` (torch_npu README)."""
+    if plat == "x86_64":
+        return PipInstall(interpreter(ctx), (f"torch-npu=={torch_npu}",), extra_index_url=CPU_INDEX)
+    return pip_install(ctx, f"torch-npu=={torch_npu}")
 
 
 def _families(ctx: RuleContext) -> Dict[str, str]:
