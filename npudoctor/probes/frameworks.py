@@ -12,7 +12,8 @@ Section ``frameworks``.  Reads, through the Host:
   (npudoctor/knowledge/data/frameworks/cuda_only.toml) or are CUDA library files, and the
   ``DT_NEEDED`` entries naming CUDA libraries of the extension modules it installs
   (npudoctor/parsers/elf.py; at most :data:`MAX_SO_PER_DIST` per distribution and
-  :data:`MAX_SO` in all; torch and torch_npu are judged by their files, not read).
+  :data:`MAX_SO` in all; torch, torch_npu and the projects the data identifies by name alone,
+  such as the nvidia-* runtime wheels, are judged by their files, not read).
 
 Keys::
 
@@ -32,7 +33,7 @@ from typing import Any, Dict, List, Optional
 
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
-from npudoctor.knowledge.cuda_only import CUDA_LIBRARY, interesting_file
+from npudoctor.knowledge.cuda_only import CUDA_LIBRARY, entry_for, interesting_file
 from npudoctor.parsers.build_info import python_constants, torch_npu_description_row
 from npudoctor.parsers.metadata import canonical_name
 
@@ -118,7 +119,10 @@ def _cuda_record(
     files = [p for p in paths if interesting_file(p)][:MAX_FILES]
     needed: Dict[str, List[str]] = {}
     checked = 0
-    if name not in _NO_ELF:
+    entry = entry_for(name)
+    # a name that alone identifies a CUDA-only project (nvidia-cublas-cu12: ~0.5 GB of libraries)
+    # needs no ELF read; nor do torch and the NPU stack
+    if name not in _NO_ELF and not (entry is not None and entry.name_enough):
         location = str(rec.get("location") or "")
         for rel in paths:
             if not (rel.endswith(".so") or ".so." in rel.rsplit("/", 1)[-1]) or rel.startswith(".."):
