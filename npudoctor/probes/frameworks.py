@@ -12,8 +12,8 @@ Section ``frameworks``.  Reads, through the Host:
   (npudoctor/knowledge/data/frameworks/cuda_only.toml) or are CUDA library files, and the
   ``DT_NEEDED`` entries naming CUDA libraries of the extension modules it installs
   (npudoctor/parsers/elf.py; at most :data:`MAX_SO_PER_DIST` per distribution and
-  :data:`MAX_SO` in all; torch, torch_npu and the projects the data identifies by name alone,
-  such as the nvidia-* runtime wheels, are judged by their files, not read).
+  :data:`MAX_SO` in all; torch, torch_npu and the projects the data identifies by name with no
+  DT_NEEDED pattern, such as the nvidia-* runtime wheels, are judged by their files, not read).
 
 Keys::
 
@@ -120,9 +120,9 @@ def _cuda_record(
     needed: Dict[str, List[str]] = {}
     checked = 0
     entry = entry_for(name)
-    # a name that alone identifies a CUDA-only project (nvidia-cublas-cu12: ~0.5 GB of libraries)
-    # needs no ELF read; nor do torch and the NPU stack
-    if name not in _NO_ELF and not (entry is not None and entry.name_enough):
+    # a project the data identifies by name and whose DT_NEEDED proves nothing (nvidia-cublas-cu12:
+    # ~0.5 GB of libraries that ARE the CUDA libraries) needs no ELF read; nor do torch and the NPU stack
+    if name not in _NO_ELF and not (entry is not None and entry.name_enough and not entry.dt_needed):
         location = str(rec.get("location") or "")
         for rel in paths:
             if not (rel.endswith(".so") or ".so." in rel.rsplit("/", 1)[-1]) or rel.startswith(".."):
