@@ -329,3 +329,15 @@ def test_on_x86_64_the_torch_npu_install_adds_the_cpu_index(tmp_path: Path) -> N
     assert f["fix"] == [
         "/usr/local/bin/python3.12 -m pip install torch-npu==2.6.0.post5 --extra-index-url https://download.pytorch.org/whl/cpu"
     ]
+
+
+def test_triton_ascend_on_310p_is_an_error_naming_its_source(tmp_path: Path) -> None:
+    # vllm-ascend#8295: 'the triton-ascend cannot use by 310p'; triton-ascend 3.2.0 supports Atlas A2/A3
+    s = prepare(SCENARIOS / "k13-310p-duo-vllm-ascend", tmp_path)
+    dist(s / "root", "triton_ascend", "3.2.0", tag=T)
+    got = [f for f in _findings(s) if f["code"] == "DEV040" and f["subject"].startswith("triton-ascend")]
+    assert [(f["severity"], f["title"]) for f in got] == [
+        ("error", "triton-ascend 3.2.0 does not support 310P3 (family 310P)")
+    ]
+    assert got[0]["fix"] == ["Run triton-ascend on hardware its documentation lists; no release is documented for 310P"]
+    assert any("vllm-project/vllm-ascend#8295" in e for e in got[0]["evidence"])
