@@ -48,7 +48,8 @@ def test_hung_npu_smi_does_not_hang_check(tmp_path):
 def test_devices_json_on_300i_duo(tmp_path):
     scenario = prepare(SCENARIOS / "k13-310p-duo-vllm-ascend", tmp_path)
     proc = _cli(scenario, "devices", "--json")
-    assert proc.returncode == 0, proc.stderr
+    # vllm-ascend 0.9.1 cannot run on 310P (its v0.9.1rc1 release notes: 310P is NOT in v0.9.1): an error
+    assert proc.returncode == 1, proc.stderr
     data = json.loads(proc.stdout)
     chips = data["devices"]["chips"]
     assert [(c["npu_id"], c["chip_id"], c["logic_id"], c["name"]) for c in chips] == [
@@ -57,7 +58,9 @@ def test_devices_json_on_300i_duo(tmp_path):
     ]
     assert [(c["memory_used_mb"], c["memory_total_mb"]) for c in chips] == [(1821, 44280), (1041, 43693)]
     assert data["devices"]["npu_smi"]["version"] == "24.1.rc2"
-    assert "DEV040" in {f["code"] for f in data["findings"]}
+    (dev040,) = [f for f in data["findings"] if f["code"] == "DEV040"]
+    assert dev040["severity"] == "error"
+    assert dev040["title"] == "vllm-ascend 0.9.1 does not support 310P3 (family 310P)"
 
 
 def test_devices_table_on_8_card_910b3(tmp_path):
@@ -179,9 +182,7 @@ def test_devices_piped_300i_duo_findings_on_one_line(tmp_path):
     lines = _piped(scenario, "devices").stdout.splitlines()
     assert lines[0] == f"NPU devices · npu-smi 24.1.rc2 · root {scenario / 'root'}"
     assert [ln.split()[:4] for ln in lines[3:5]] == [["1792", "0", "0", "310P3"], ["1792", "1", "1", "310P3"]]
-    assert (
-        "  DEV040 warning: vllm-ascend 0.9.1 on 310P3: 310P works only with vllm-ascend's separate 310p build" in lines
-    )
+    assert "  DEV040 error: vllm-ascend 0.9.1 does not support 310P3 (family 310P)" in lines
     assert "      → Use float16: torch_dtype=torch.float16 / --dtype float16 / fp16: true, bf16: false" in lines
     assert all(ln.startswith(("NPU", " ", "─", "1792", "Findings")) for ln in lines), lines
 

@@ -1,4 +1,4 @@
-"""The framework knowledge data under tests/fixtures/frameworks/ is well formed.
+"""The framework knowledge data under npudoctor/knowledge/data/frameworks/ is well formed.
 
 cuda_only.toml              CUDA-only distributions and how to recognise them
 framework_support.toml      framework support per Ascend chip family, build-info formats
@@ -26,7 +26,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib  # type: ignore[no-redef]
 
-DATA = Path(__file__).resolve().parent / "fixtures" / "frameworks"
+DATA = Path(__file__).resolve().parent.parent / "npudoctor" / "knowledge" / "data" / "frameworks"
 
 # The fixed vocabulary, kept here on purpose: a file that invents a chip family fails.
 CHIP_FAMILIES = ("910b", "910_93", "310p", "310b", "910", "950")
@@ -95,7 +95,18 @@ def _version(where: str, text: Any) -> List[str]:
 
 # ---------------------------------------------------------------- cuda_only.toml
 
-CUDA_REQUIRED = ("id", "names", "examples", "severity", "why", "uninstall", "sources", "recognise", "error")
+CUDA_REQUIRED = (
+    "id",
+    "names",
+    "examples",
+    "severity",
+    "name_enough",
+    "why",
+    "uninstall",
+    "sources",
+    "recognise",
+    "error",
+)
 
 
 def cuda_only_problems(data: Dict[str, Any]) -> List[str]:
@@ -132,8 +143,13 @@ def cuda_only_problems(data: Dict[str, Any]) -> List[str]:
                     out.append(f"{where}: example {ex!r} is not a canonical name")
                 if not any(re.fullmatch(p, ex) for p in names):
                     out.append(f"{where}: example {ex!r} matches no name pattern")
+        if "name_enough" in e and not isinstance(e["name_enough"], bool):
+            out.append(f"{where}: name_enough is not a boolean")
+        beside = e.get("beside", [])
+        if not isinstance(beside, list) or any(b != canonicalize_name(str(b)) for b in beside):
+            out.append(f"{where}: beside must list canonical names")
         rec = e.get("recognise", {})
-        for key in ("requires_dist", "dt_needed", "files"):
+        for key in ("requires_dist", "dt_needed", "files", "not_if_files"):
             out += _regexes(f"{where} recognise.{key}", rec.get(key, []))
         for key in ("local_version", "not_if_local_version"):
             if rec.get(key):
@@ -393,6 +409,7 @@ BROKEN = [
     ),
     ("cuda_only.toml", "wheel over the 100 MB limit", _set(["entry", 5, "checked_wheel", "size_mb"], 728.0), "size_mb"),
     ("cuda_only.toml", "unknown severity", _set(["entry", 0, "severity"], "fatal"), "severity"),
+    ("cuda_only.toml", "name_enough not a boolean", _set(["entry", 0, "name_enough"], "yes"), "name_enough"),
     ("cuda_only.toml", "missing why", _drop(["entry", 2, "why"]), "missing why"),
     ("framework_support.toml", "chip outside the vocabulary", _set(["support", 0, "chip"], "910c"), "not in"),
     ("framework_support.toml", "row without sources", _drop(["support", 3, "sources"]), "missing sources"),

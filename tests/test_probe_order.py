@@ -115,6 +115,7 @@ def test_the_order_follows_the_declarations():
         "container",
         "hccl",
         "hygiene",
+        "frameworks",
         "deep",
     }
     for spec in specs:

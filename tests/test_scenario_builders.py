@@ -48,7 +48,9 @@ def _differences(built: Path, committed: Path) -> List[str]:
     return problems
 
 
-@pytest.mark.parametrize("builder", ["build_cann_scenarios", "build_case_scenarios", "build_health_scenarios"])
+@pytest.mark.parametrize(
+    "builder", ["build_cann_scenarios", "build_case_scenarios", "build_health_scenarios", "build_framework_scenarios"]
+)
 def test_builder_reproduces_the_committed_scenarios(
     builder: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -20,6 +20,7 @@ from npudoctor.parsers.metadata import canonical_name
 if TYPE_CHECKING:  # imported on first use (below): creating ~70 view classes costs ~40 ms
     from npudoctor.facts.deep import DeepFacts, ProbeErrors
     from npudoctor.facts.devices import DevicesFacts
+    from npudoctor.facts.frameworks import FrameworksFacts
     from npudoctor.facts.hccl import HcclFacts
     from npudoctor.facts.runtime_env import ContainerFacts, EnvironmentFacts, HygieneFacts, LibrariesFacts
     from npudoctor.facts.stack import CannFacts, DriverFacts
@@ -41,6 +42,7 @@ _WHERE: Dict[str, Tuple[str, str]] = {
     "container": ("runtime_env", "ContainerFacts"),
     "hccl": ("hccl", "HcclFacts"),
     "hygiene": ("runtime_env", "HygieneFacts"),
+    "frameworks": ("frameworks", "FrameworksFacts"),
     "deep": ("deep", "DeepFacts"),
     "access": ("system", "AccessFacts"),
     "_errors": ("deep", "ProbeErrors"),
@@ -177,6 +179,10 @@ class Facts:
     @property
     def hygiene(self) -> HygieneFacts:
         return self._view("hygiene")  # type: ignore[no-any-return]
+
+    @property
+    def frameworks(self) -> FrameworksFacts:
+        return self._view("frameworks")  # type: ignore[no-any-return]
 
     @property
     def deep(self) -> DeepFacts:

@@ -10,11 +10,13 @@ a toolkit (kernels/ops, NNAL/ATB, frameworks released for a CANN) are judged in
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes, grades
 from npudoctor.knowledge.grades import Grade
+from npudoctor.knowledge.prerelease import metadata_verdict
 from npudoctor.plan.fit import MismatchPlan, driver_fit, driver_shortfall, hdk_for
 from npudoctor.remedies import Command
 from npudoctor.rules import rule
@@ -246,6 +248,13 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
         toolkit_line(tk),
     ]
     verdict = matrix.cann_verdict(tver, cver, installed_torch(ctx))
+    own = ctx.view.frameworks.torch_npu_description
+    if own is not None and matrix.find_torch_npu(tver) is None:
+        # a pre-release / dev build the matrix has no row for: the CANN its own METADATA names
+        # speaks first, not its base line's pairing (issue 16); the official build to prefer stays
+        mine = metadata_verdict(tver, own.cann, own.row, cver)
+        if mine is not None:
+            verdict = dataclasses.replace(mine, recommend=verdict.recommend)
     sev = grades.severity(verdict)
     if sev is None:
         return

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 from packaging.version import InvalidVersion, Version
 
 from npudoctor.findings import Finding
+from npudoctor.knowledge import chip_support as chip_support_data
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.socs import EDGE_FAMILIES, SOC_FIRST_EXT
 from npudoctor.knowledge.versions import parse_cann
@@ -74,6 +75,67 @@ def soc_known_to_torch_npu(matrix: Optional[Matrix], soc: str, torch_npu: str) -
     return want >= min(knowing)
 
 
+def _frameworks(ctx: RuleContext) -> List[Tuple[str, Optional[str]]]:
+    """``(framework, version)`` of the frameworks of the chip-support data installed here:
+    pip distributions, and MindIE from its version.info."""
+    out: List[Tuple[str, Optional[str]]] = []
+    for framework, dist in (
+        ("vllm-ascend", "vllm-ascend"),
+        ("mindspeed", "mindspeed"),
+        ("torchair", "torchair"),
+        ("triton-ascend", "triton-ascend"),
+    ):
+        if ctx.view.packages.first(dist) is not None:
+            out.append((framework, package_version(ctx, dist)))
+    mindie = ctx.view.cann.mindie
+    if mindie is not None:
+        out.append(("mindie", mindie.version))
+    return out
+
+
+def _framework_on_chip(framework: str, version: Optional[str], name: str, family: str) -> Iterable[Finding]:
+    """DEV040 from the chip-support data (npudoctor/knowledge/data/frameworks/
+    framework_support.toml): an error where the sources state the installed version cannot run
+    on the chip at all (with the first version that can), a warning where that is inferred,
+    a note for an experimental or undocumented family; nothing where it is supported."""
+    row = chip_support_data.support_for(framework, family, version)
+    if row is None or row.status == "supported":
+        return
+    label = f"{framework} {version}" if version else framework
+    first = chip_support_data.newest_supported(framework, family) or chip_support_data.first_supporting(
+        framework, family
+    )
+    evidence = [
+        f"npu-smi Name {name} → family {family}",
+        f"{label} installed",
+        f"{framework} on {family} ({row.versions or 'every release'}): {row.status}, {row.confidence} -- {row.note}",
+        "sources: " + "; ".join(row.sources[:3]),
+    ]
+    fix: List[str] = []
+    if first is not None and first.first_version:
+        fix.append(
+            f"Install {framework} {first.first_version} or newer ({first.status} on {family} from that release on), "
+            "or run on hardware this release supports"
+        )
+    else:
+        fix.append(f"Run {framework} on hardware its documentation lists; no release is documented for {family}")
+    if row.status == "unsupported":
+        title = f"{label} does not support {name} (family {family})" + (
+            "" if row.confidence == "stated" else " (inferred from its release notes)"
+        )
+        severity = "error" if row.confidence == "stated" else "warning"
+    elif row.status == "experimental":
+        title = f"{label} supports {name} (family {family}) only experimentally"
+        severity = "info"
+    else:
+        title = f"{label} on {name} (family {family}): not documented either way"
+        severity = "info"
+        fix = [f"{framework}'s own documents name no {family} support; check its release notes before relying on it"]
+    yield CHIP_UNSUPPORTED.finding(
+        title=title, evidence=evidence, fix=fix, severity=severity, subject=f"{framework}:{name}"
+    )
+
+
 @rule
 def chip_support(ctx: RuleContext) -> Iterable[Finding]:
     """DEV040 unsupported family, DEV041 no bf16, DEV042 unknown chip name."""
@@ -86,7 +148,7 @@ def chip_support(ctx: RuleContext) -> Iterable[Finding]:
         if name and name not in seen:
             seen[name] = chip_identity(ctx.matrix, chip)
     torch_npu = package_version(ctx, "torch-npu")
-    vllm_ascend = package_version(ctx, "vllm-ascend")
+    frameworks = _frameworks(ctx)
     for name, ident in sorted(seen.items()):
         family = ident.get("family")
         if not ident["known"]:
@@ -163,18 +225,5 @@ def chip_support(ctx: RuleContext) -> Iterable[Finding]:
                     ],
                     subject=name,
                 )
-        if vllm_ascend and family in ("310B", "310", "910"):
-            yield CHIP_UNSUPPORTED.finding(
-                title=f"vllm-ascend {vllm_ascend} does not support {name} (family {family})",
-                evidence=[f"npu-smi Name {name} → family {family}", f"vllm-ascend {vllm_ascend} installed"],
-                fix=["vllm-ascend runs on Atlas A2/A3 (910B*, 910_93) and, in its 310p build, Atlas 300I Duo"],
-                subject=f"vllm-ascend:{name}",
-            )
-        elif vllm_ascend and family == "310P":
-            yield CHIP_UNSUPPORTED.finding(
-                title=f"vllm-ascend {vllm_ascend} on {name}: 310P works only with vllm-ascend's separate 310p build",
-                evidence=[f"npu-smi Name {name} → family 310P", f"vllm-ascend {vllm_ascend} installed"],
-                fix=["Use the vllm-ascend 310p image/build (Dockerfile.310p), or Atlas A2/A3 hardware"],
-                severity="warning",
-                subject=f"vllm-ascend:{name}",
-            )
+        for framework, version in frameworks:
+            yield from _framework_on_chip(framework, version, name, str(family))
