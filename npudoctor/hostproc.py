@@ -201,3 +201,44 @@ def drain(proc: subprocess.Popen[bytes], deadline: float, limit: int) -> Tuple[b
 
 #: Seconds the pipes may stay open after the command itself exited.
 _EXIT_GRACE = 0.5
+
+
+def cpu_state(pid: int) -> Tuple[Optional[float], Optional[str]]:
+    """CPU seconds a process has used (``utime + stime``, ``/proc/<pid>/stat`` fields 14
+    and 15, in clock ticks) and its state letter (field 3: ``R`` running or runnable,
+    ``S`` sleeping, ``D`` uninterruptible -- blocked in the kernel, e.g. in a driver
+    call); ``(None, None)`` when it cannot be read (proc(5))."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:  # procfs, not the judged machine
+            tail = fh.read(4096).rsplit(b")", 1)[1].split()
+        hz = os.sysconf("SC_CLK_TCK")
+        return (int(tail[11]) + int(tail[12])) / hz, tail[0].decode("ascii", "replace")
+    except (OSError, IndexError, ValueError):
+        return None, None
+
+
+def cpu_pressure_total() -> Optional[int]:
+    """The ``total`` of the ``some`` line of ``/proc/pressure/cpu`` (PSI, Linux >= 4.20):
+    microseconds during which at least one runnable task waited for a CPU, since boot; or
+    ``None`` (no PSI).  Two samples give the share of a window the node was CPU-starved
+    (see :func:`cpu_pressure_share`).  The kernel's own file, not the judged machine's."""
+    try:
+        with open("/proc/pressure/cpu", "rb") as fh:
+            for line in fh.read(4096).decode("ascii", "replace").splitlines():
+                if line.startswith("some "):
+                    for word in line.split():
+                        if word.startswith("total="):
+                            return int(word[6:])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def cpu_pressure_share(since: Optional[int], seconds: float) -> Optional[float]:
+    """Percent (0-100) of the last ``seconds`` during which a runnable task waited for a
+    CPU, from a :func:`cpu_pressure_total` sample ``since`` taken that long ago; ``None``
+    when either sample is missing or the window is empty."""
+    now = cpu_pressure_total()
+    if since is None or now is None or seconds <= 0:
+        return None
+    return round(max(0.0, min(100.0, (now - since) / (seconds * 1e6) * 100.0)), 1)

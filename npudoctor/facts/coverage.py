@@ -11,8 +11,42 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional
 
 #: npu-smi causes under which nothing about the chips was learnt (``probes/devices.py``);
-#: a hung, crashed or failing npu-smi is itself a finding of the devices area.
-_SMI_NOT_RUN = {"disabled", "not-installed"}
+#: a hung, crashed or failing npu-smi is itself a finding of the devices area -- except a
+#: timeout on a CPU-starved node (:func:`starved`), which says nothing about the chips.
+_SMI_NOT_RUN = {"disabled", "not-installed", "permission"}
+
+#: Percent of a command's run during which the node's runnable tasks waited for a CPU
+#: (PSI "some", Documentation/accounting/psi.rst) from which a timeout is blamed on the
+#: node being busy rather than on the command.  Measured on a 2-core box: idle 0-6 %,
+#: four busy loops 90-100 %.
+BUSY_PRESSURE = 30.0
+
+
+def starved(pressure: Optional[float], state: Optional[str]) -> bool:
+    """True when a command killed for its deadline was starved of CPU rather than hung:
+    the node's runnable tasks waited for a CPU at least :data:`BUSY_PRESSURE` percent of its
+    run (``pressure``), or -- without PSI -- it was still runnable (``state`` ``"R"``)
+    when killed.  A command blocked in the kernel (``"D"``) or asleep on an idle node is
+    hung: for npu-smi, a device or driver failure."""
+    if pressure is not None:
+        return pressure >= BUSY_PRESSURE
+    return state == "R"
+
+
+def _timeout_on_busy_node(smi: Mapping[str, Any]) -> Optional[str]:
+    if smi.get("cause") != "hung":
+        return None
+    commands = smi.get("commands")
+    first = commands[0] if isinstance(commands, list) and commands and isinstance(commands[0], Mapping) else None
+    if first is None or first.get("timed_out") is not True:
+        return None
+    pressure = first.get("cpu_pressure")
+    pressure = float(pressure) if isinstance(pressure, (int, float)) and not isinstance(pressure, bool) else None
+    state = first.get("state") if isinstance(first.get("state"), str) else None
+    if not starved(pressure, state):
+        return None
+    why = f"runnable tasks waited for a CPU {pressure:g} % of the time" if pressure is not None else "it was runnable"
+    return f"npu-smi timed out on a busy node ({why})"
 
 
 def not_checked(facts: Mapping[str, Any], area: str) -> Optional[str]:
@@ -29,6 +63,8 @@ def not_checked(facts: Mapping[str, Any], area: str) -> Optional[str]:
         if smi.get("available") is not True and smi.get("cause") in _SMI_NOT_RUN:
             error = smi.get("error")
             return str(error) if isinstance(error, str) and error else "npu-smi was not run"
+        if smi.get("available") is not True:
+            return _timeout_on_busy_node(smi)
     if area == "packages":
         skipped = section.get("skipped")
         if isinstance(skipped, str) and skipped:
