@@ -8,7 +8,7 @@ nothing about the chips.  Reports, triage and node agents ask here instead of ea
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Dict, Iterable, Mapping, Optional
 
 #: npu-smi causes under which nothing about the chips was learnt (``probes/devices.py``);
 #: a hung, crashed or failing npu-smi is itself a finding of the devices area -- except a
@@ -54,6 +54,9 @@ def not_checked(facts: Mapping[str, Any], area: str) -> Optional[str]:
     object), in words for people; ``None`` when they could.  Never raises on malformed
     facts (a malformed section counts as not checked)."""
     section = facts.get(area) if isinstance(facts, Mapping) else None
+    errors = facts.get("_errors") if isinstance(facts, Mapping) else None
+    if isinstance(errors, Mapping) and isinstance(errors.get(area), str):
+        return "its probe failed: " + (str(errors[area]).splitlines() or ["internal error"])[0][:200]
     if not isinstance(section, Mapping):
         return "not probed"
     if area == "devices":
@@ -74,3 +77,24 @@ def not_checked(facts: Mapping[str, Any], area: str) -> Optional[str]:
         if isinstance(error, str) and error:
             return error
     return None
+
+
+def unchecked(facts: Mapping[str, Any], areas: Optional[Iterable[str]] = None) -> Dict[str, str]:
+    """``{area: reason}`` for the areas that were probed but could not be judged, in
+    report order.  ``areas``: the areas to ask about (default: every area whose section
+    the snapshot holds or whose probe failed -- an area a mode does not probe, such as
+    ``deep`` without ``--deep``, is a choice, not a gap).  Never raises."""
+    from npudoctor.findings import AREAS
+
+    if not isinstance(facts, Mapping):
+        return {}
+    errors = facts.get("_errors")
+    failed = set(errors) if isinstance(errors, Mapping) else set()
+    wanted = set(areas) if areas is not None else {a for a in AREAS if a in facts or a in failed}
+    out: Dict[str, str] = {}
+    for area in AREAS:
+        if area in wanted:
+            reason = not_checked(facts, area)
+            if reason is not None:
+                out[area] = reason
+    return out

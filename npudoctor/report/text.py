@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import IO, Optional, Sequence
 
 from npudoctor.facts import Facts
+from npudoctor.facts.coverage import unchecked
 from npudoctor.findings import AREA_TITLES, AREAS, Finding, counts
 from npudoctor.report.build import fix_list, has_dependencies
 from npudoctor.snapshot import Snapshot
@@ -43,7 +44,8 @@ def render(
     console.print(f"[bold]{escape(_headline(snapshot))}[/bold]")
     probed = set(snapshot.facts)
     by_area = {a: [f for f in findings if f.area == a] for a in AREAS}
-    clean = [AREA_TITLES[a] for a in AREAS if not by_area[a] and a in probed]
+    gaps = unchecked(snapshot.facts)
+    clean = [AREA_TITLES[a] for a in AREAS if not by_area[a] and a in probed and a not in gaps]
     for area in AREAS:
         items = by_area[area]
         if not items:
@@ -65,6 +67,8 @@ def render(
     if clean:
         console.print()
         console.print(f"[green]✓[/green] no problems: {escape(', '.join(clean))}")
+    for area, reason in gaps.items():
+        console.print(f"[yellow]?[/yellow] not checked: {escape(AREA_TITLES[area])} ({escape(reason)})")
     ordered = fix_list(findings) if has_dependencies(findings) else []
     if len(ordered) > 1:
         console.print()
