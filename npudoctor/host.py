@@ -39,6 +39,7 @@ from npudoctor.hostproc import (
     cpu_state,
     drain,
     kill_tree,
+    note_timeout,
     reap_orphans,
     starttime,
 )
@@ -482,6 +483,7 @@ class Host:
             if ending == "timeout":
                 result.cpu_s, result.state = cpu_state(proc.pid)
                 result.cpu_pressure = cpu_pressure_share(pressure, time.monotonic() - start)
+                note_timeout(argv, time.monotonic() - start, result.cpu_s, result.state, result.cpu_pressure)
             if ending:
                 kill_tree(proc.pid)
             try:

@@ -17,11 +17,15 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 #: Pids of the commands :meth:`npudoctor.host.Host.run` is running now (not orphans: see :func:`reap_orphans`).
 RUNNING: Set[int] = set()
 SPAWN_LOCK = threading.Lock()
+#: The commands killed for their deadline in this process, latest last (at most 16):
+#: ``{"argv", "duration", "cpu_s", "state", "cpu_pressure"}``, for a caller that must
+#: answer after its own budget ran out (``npudoctor health``).
+TIMED_OUT: List[Dict[str, object]] = []
 _SUBREAPER: List[bool] = []
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -242,3 +246,34 @@ def cpu_pressure_share(since: Optional[int], seconds: float) -> Optional[float]:
     if since is None or now is None or seconds <= 0:
         return None
     return round(max(0.0, min(100.0, (now - since) / (seconds * 1e6) * 100.0)), 1)
+
+
+def note_timeout(
+    argv: Sequence[str], duration: float, cpu_s: Optional[float], state: Optional[str], pressure: Optional[float]
+) -> None:
+    """Remember a command killed for its deadline in :data:`TIMED_OUT`."""
+    TIMED_OUT.append(
+        {"argv": list(argv), "duration": duration, "cpu_s": cpu_s, "state": state, "cpu_pressure": pressure}
+    )
+    del TIMED_OUT[:-16]
+
+
+def running_commands(pressure_since: Optional[int], window: float) -> List[Dict[str, object]]:
+    """The commands :meth:`npudoctor.host.Host.run` is running now, with the evidence of
+    :data:`TIMED_OUT` (``duration``: seconds since each started; ``cpu_pressure`` over the
+    last ``window`` seconds from the :func:`cpu_pressure_total` sample ``pressure_since``)."""
+    out: List[Dict[str, object]] = []
+    pressure = cpu_pressure_share(pressure_since, window)
+    hz = os.sysconf("SC_CLK_TCK")
+    boot = getattr(time, "CLOCK_BOOTTIME", None)
+    for pid in sorted(RUNNING):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:  # procfs: our own child
+                argv = [a.decode("utf-8", "replace") for a in fh.read(4096).split(b"\0") if a]
+        except OSError:
+            continue
+        born = starttime(pid)
+        age = time.clock_gettime(boot) - born / hz if born is not None and boot is not None else 0.0
+        cpu_s, state = cpu_state(pid)
+        out.append({"argv": argv, "duration": age, "cpu_s": cpu_s, "state": state, "cpu_pressure": pressure})
+    return out

@@ -26,7 +26,7 @@ HEALTHY = REPO / "tests" / "scenarios" / "health-910b3-8npu-healthy"
 #: Generous slack over a budget: interpreter start-up plus a loaded CI machine.  The real
 #: figures are in scripts/benchmarks/health.py.
 MARGIN_S = 2.0
-LINE_RE = re.compile(r"^(healthy(: .*)?|unhealthy: \S.*)$")
+LINE_RE = re.compile(r"^(healthy(: .*)?|unhealthy: \S.*|unknown: \S.*)$")
 
 
 def _spec(scenario: Path) -> dict:
@@ -61,8 +61,8 @@ def assert_contract(proc: subprocess.CompletedProcess) -> List[str]:
     for line in lines:
         assert LINE_RE.match(line), line
         assert line.isprintable() and len(line) <= 260, repr(line)
-    if proc.returncode == 0:
-        assert lines[0].startswith("healthy"), lines
+    if proc.returncode == 0:  # healthy, or unknown: unfinished is never unhealthy by itself (issue 15)
+        assert lines[0].startswith(("healthy", "unknown: ")), lines
     else:
         assert all(line.startswith("unhealthy: ") for line in lines), lines
     return lines
@@ -120,14 +120,18 @@ def test_hung_npu_smi_is_unhealthy_within_the_default_budget_and_leaves_no_proce
     assert not _alive(pid), f"the hung npu-smi (pid {pid}) outlived the health check"
 
 
-def test_a_tiny_budget_names_the_step_and_kills_the_hung_command(tmp_path):
+def test_a_tiny_budget_answers_unknown_names_the_step_and_kills_the_hung_command(tmp_path):
+    # Issue 15: a budget that runs out leaves what was unfinished "unknown" (exit 0), not
+    # unhealthy -- a busy node is not a sick one.  0.01 s, counted from process start, is
+    # gone before any npu-smi could be judged hung.
     scenario = prepare(REPO / "tests/scenarios/health-npu-smi-hung", tmp_path)
     pidfile = tmp_path / "npu-smi.pid"
     proc = health(scenario, "--timeout", "0.01", env={"NPUDOCTOR_TEST_PIDFILE": str(pidfile)})
     lines = assert_contract(proc)
-    assert proc.returncode == 1
+    assert proc.returncode == 0
     assert re.fullmatch(
-        r"unhealthy: HOST090 health check exceeded its 0\.01 s budget while (starting|probing \w+|loading the matrix|judging)",
+        r"unknown: (all areas|\w+ and the areas after it) \(the 0\.01 s budget ran out while "
+        r"(starting|probing \w+|loading the matrix|judging)(; runnable tasks waited for a CPU [\d.]+ % of the time)?\)",
         lines[0],
     ), lines
     assert proc.elapsed < 0.01 + MARGIN_S

@@ -80,10 +80,18 @@ def test_healthcheck_no_drain_under_nhc(tmp_path, bindir):
 
 
 def test_healthcheck_ok_and_unknown_never_drain(tmp_path, bindir):
+    # a healthy node, judged by its set_env.sh (slurmd's own environment has no CANN variable)
+    healthy = REPO / "examples" / "healthy-910b3"
+    shutil.copy(healthy / "bin" / "npu-smi", bindir / "npu-smi")
+    shutil.copy(healthy / "bin" / "npu-smi-info_910B3_23.0.7_8npu_noproc.txt", bindir)
+    proc = _health(tmp_path, bindir, NPUDOCTOR_ARGS=f"--root {healthy / 'root'}")
+    assert proc.returncode == 0 and proc.stderr == ""
+    # an empty root: nothing could be checked -> unknown, logged, never drained (issue 15)
     empty = tmp_path / "empty"
     empty.mkdir()
+    (bindir / "npu-smi").unlink()
     proc = _health(tmp_path, bindir, NPUDOCTOR_ARGS=f"--root {empty}")
-    assert proc.returncode == 0 and proc.stderr == ""
+    assert proc.returncode == 0 and "unknown (exit 2): not checked: python" in proc.stderr
     proc = _health(tmp_path, bindir, NPUDOCTOR_ARGS="--severity bogus")
     assert proc.returncode == 0 and "unknown (exit 2)" in proc.stderr
     assert not (tmp_path / "scontrol.args").exists()

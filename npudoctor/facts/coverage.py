@@ -22,12 +22,28 @@ _SMI_NOT_RUN = {"disabled", "not-installed", "permission"}
 BUSY_PRESSURE = 30.0
 
 
-def starved(pressure: Optional[float], state: Optional[str]) -> bool:
-    """True when a command killed for its deadline was starved of CPU rather than hung:
-    the node's runnable tasks waited for a CPU at least :data:`BUSY_PRESSURE` percent of its
-    run (``pressure``), or -- without PSI -- it was still runnable (``state`` ``"R"``)
-    when killed.  A command blocked in the kernel (``"D"``) or asleep on an idle node is
-    hung: for npu-smi, a device or driver failure."""
+#: Share of its run a command must have spent on a CPU to count as working: a sleeping
+#: command below it waited for something other than the CPU (a driver answer).
+WORKING_SHARE = 0.02
+
+
+def starved(
+    pressure: Optional[float], state: Optional[str], cpu_s: Optional[float] = None, duration: Optional[float] = None
+) -> bool:
+    """True when a command killed for its deadline was starved of CPU rather than hung.
+
+    ``state`` is its process state when killed, ``cpu_s`` the CPU seconds it had used,
+    ``duration`` its run in seconds, ``pressure`` the percent of that run during which the
+    node's runnable tasks waited for a CPU (PSI "some").  Hung: blocked in the kernel
+    (``"D"``), or asleep having used under :data:`WORKING_SHARE` of its run on a CPU (it
+    was not waiting for a CPU but for an answer that never came), or -- on a node under
+    :data:`BUSY_PRESSURE` -- whatever it was doing.  Starved: otherwise on a node at or
+    over :data:`BUSY_PRESSURE` (without PSI: still runnable, ``"R"``).  For npu-smi, hung
+    is a device or driver failure; starved says nothing about the chips."""
+    if state == "D":
+        return False
+    if state == "S" and cpu_s is not None and duration and cpu_s / duration < WORKING_SHARE:
+        return False
     if pressure is not None:
         return pressure >= BUSY_PRESSURE
     return state == "R"
@@ -43,7 +59,10 @@ def _timeout_on_busy_node(smi: Mapping[str, Any]) -> Optional[str]:
     pressure = first.get("cpu_pressure")
     pressure = float(pressure) if isinstance(pressure, (int, float)) and not isinstance(pressure, bool) else None
     state = first.get("state") if isinstance(first.get("state"), str) else None
-    if not starved(pressure, state):
+    cpu_s, duration = first.get("cpu_s"), first.get("duration")
+    cpu = float(cpu_s) if isinstance(cpu_s, (int, float)) and not isinstance(cpu_s, bool) else None
+    run = float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else None
+    if not starved(pressure, state, cpu, run):
         return None
     why = f"runnable tasks waited for a CPU {pressure:g} % of the time" if pressure is not None else "it was runnable"
     return f"npu-smi timed out on a busy node ({why})"

@@ -177,7 +177,7 @@ def _hang_evidence(cmd: Optional[NpuSmiCommand]) -> List[str]:
     if cmd.cpu_s is not None:
         bits.append(f"{cmd.cpu_s:g} s of CPU used")
     if cmd.cpu_pressure is not None:
-        bits.append(f"runnable tasks waited for a CPU {cmd.cpu_pressure:g} % of its run (the node was not busy)")
+        bits.append(f"runnable tasks waited for a CPU {cmd.cpu_pressure:g} % of its run")
     return ["when killed: " + ", ".join(bits)]
 
 
@@ -193,7 +193,11 @@ def npu_smi_state(ctx: RuleContext) -> Iterable[Finding]:
     evidence = [f"`{' '.join(c.argv)}`: exit {c.returncode}" for c in smi.commands[:1] if not c.timed_out]
     if cause == "hung":
         first = smi.commands[0] if smi.commands else None
-        if first is not None and first.timed_out and starved(first.cpu_pressure, first.state):
+        if (
+            first is not None
+            and first.timed_out
+            and starved(first.cpu_pressure, first.state, first.cpu_s, first.duration)
+        ):
             return  # a busy node, not a hung driver: the area is "not checked" (facts/coverage.py)
         yield NPU_SMI_HUNG.finding(
             title=smi.error or NPU_SMI_HUNG.title,

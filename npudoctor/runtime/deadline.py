@@ -102,15 +102,22 @@ class Outcome(Generic[T]):
     value: Optional[T] = None
     error: Optional[BaseException] = None
     timed_out: bool = False
+    evidence: Any = None
 
 
 def run_within(
-    budget: Budget, work: Callable[[], T], grace: float = 0.0, name: str = "npudoctor-runtime"
+    budget: Budget,
+    work: Callable[[], T],
+    grace: float = 0.0,
+    name: str = "npudoctor-runtime",
+    evidence: Optional[Callable[[], Any]] = None,
 ) -> Outcome[T]:
     """Run ``work()`` in a daemon thread for what is left of ``budget`` plus ``grace``
-    seconds.  When it has not finished by then, the commands it started are killed
-    (:func:`kill_children`) and the outcome is ``timed_out`` (the thread is abandoned; the
-    caller leaves the process or ignores it).  Never raises."""
+    seconds.  When it has not finished by then, ``evidence()`` (if given) is called and
+    its value kept in the outcome (e.g. the state of the commands still running), the
+    commands the work started are killed (:func:`kill_children`) and the outcome is
+    ``timed_out`` (the thread is abandoned; the caller leaves the process or ignores it).
+    Never raises (an ``evidence`` that raises leaves ``evidence`` ``None``)."""
     box: Dict[str, Any] = {}
 
     def target() -> None:
@@ -123,8 +130,14 @@ def run_within(
     worker.start()
     worker.join(budget.remaining() + max(0.0, grace))
     if worker.is_alive():
+        seen = None
+        if evidence is not None:
+            try:
+                seen = evidence()
+            except Exception:  # evidence is a bonus; the answer must still come
+                seen = None
         kill_children()
-        return Outcome(timed_out=True)
+        return Outcome(timed_out=True, evidence=seen)
     if "error" in box:
         return Outcome(error=box["error"])
     return Outcome(value=box.get("value"))
