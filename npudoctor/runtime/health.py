@@ -190,7 +190,9 @@ def options_from_args(args: argparse.Namespace) -> HealthOptions:
 
 def _cache_path(options: HealthOptions) -> str:
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-    key = hashlib.sha256(json.dumps(dataclasses.asdict(options), sort_keys=True).encode()).hexdigest()[:16]
+    # the budget and the cache policies do not change what is judged: one verdict for all
+    judged = dataclasses.replace(options, timeout=DEFAULT_TIMEOUT, cache_ttl=0.0, fallback_ttl=0.0)
+    key = hashlib.sha256(json.dumps(dataclasses.asdict(judged), sort_keys=True).encode()).hexdigest()[:16]
     return os.path.join(base, f"npudoctor-health-{os.getuid()}-{key}.json")
 
 
@@ -402,8 +404,11 @@ def _hung_npu_smi(evidence: Sequence[Any]) -> Optional[str]:
             continue
         argv = [str(a) for a in cmd["argv"]]
         duration = float(cmd.get("duration") or 0.0)
-        if os.path.basename(argv[0]) != "npu-smi" or duration < HUNG_MIN_S:
+        # /proc/PID/cmdline of a script names its interpreter first ("/bin/sh .../npu-smi info")
+        names = [os.path.basename(a) for a in argv[:2]]
+        if "npu-smi" not in names or duration < HUNG_MIN_S:
             continue
+        argv = argv[names.index("npu-smi") :]
         cpu_s, state, pressure = cmd.get("cpu_s"), cmd.get("state"), cmd.get("cpu_pressure")
         if starved(pressure, state, cpu_s, duration):
             continue
