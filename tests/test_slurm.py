@@ -149,3 +149,14 @@ def test_gather_recipe_compares_nodes(tmp_path, bindir):
 def test_scripts_pass_shellcheck():
     proc = subprocess.run(["shellcheck", *map(str, sorted(SLURM.glob("*.sh")))], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
+
+
+def test_healthcheck_passes_the_jobs_python(tmp_path, bindir):
+    # a recorder in place of npudoctor: what the wrapper asks of it
+    _exe(bindir / "npudoctor-rec", f'#!/bin/sh\nprintf "%s\\n" "$@" > {tmp_path}/npd.args\necho ok\n')
+    proc = _health(tmp_path, bindir, NPUDOCTOR=str(bindir / "npudoctor-rec"), NPUDOCTOR_PYTHON="/opt/py 3/bin/python3")
+    assert proc.returncode == 0, proc.stderr
+    args = (tmp_path / "npd.args").read_text().splitlines()
+    assert args == ["npd", "--timeout", "50", "--python", "/opt/py 3/bin/python3"]
+    proc = _health(tmp_path, bindir, NPUDOCTOR=str(bindir / "npudoctor-rec"), NPUDOCTOR_ARGS="--ignore HCCL013")
+    assert (tmp_path / "npd.args").read_text().splitlines() == ["npd", "--timeout", "50", "--ignore", "HCCL013"]

@@ -41,7 +41,12 @@ Exit codes: 0 OK; 1 problem (findings at or above --severity); 2 unknown (npudoc
 not tell: a bad option, an internal failure, or the check overran --timeout).  Prints one
 line of at most 80 characters (--json: one JSON document with the status, the message and
 the problem findings, for other agents).  --from FILE judges a snapshot written by
-`npudoctor collect` instead of this node."""
+`npudoctor collect` instead of this node.
+
+The node is judged in the environment its CANN set_env.sh would set (as `npudoctor env`
+computes it), never in this agent's own; a workload's environment with --env-file or --pid.
+An area that could not be checked (no npu-smi, a timeout on a busy node) answers 2, or 1
+with --require-checked AREA.  --python defaults to $NPUDOCTOR_PYTHON."""
 
 
 def shorten(text: str, limit: int = MAX_MESSAGE) -> str:
@@ -220,6 +225,9 @@ def register(app: typer.Typer) -> None:
         from npudoctor.runtime.deadline import Budget, process_started, run_within
         from npudoctor.runtime.quick import areas
 
+        # NPD passes its own environment to plugins: NPUDOCTOR_PYTHON names the workloads'
+        # interpreter where the plugin config cannot (deploy/k8s/npd/daemonset.yaml).
+        python = python or os.environ.get("NPUDOCTOR_PYTHON") or None
         machine = MachineRequest(
             root=root,
             python=python,
