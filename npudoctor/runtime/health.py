@@ -79,6 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--env-file", metavar="FILE", help="diagnose the environment in FILE (NAME=value lines) instead of this one"
     )
     parser.add_argument(
+        "--pid",
+        type=int,
+        default=None,
+        metavar="PID",
+        help="diagnose the environment of this workload process (/proc/PID/environ) instead of this one",
+    )
+    parser.add_argument(
         "--from", dest="from_file", metavar="FILE", help="judge a snapshot written by `npudoctor collect`"
     )
     parser.add_argument("--json", action="store_true", help="print a JSON document")
@@ -130,7 +137,7 @@ class HealthOptions:
     the environment ``npudoctor exec`` would give the workload.  ``cache_ttl``: seconds a
     previous result may be reused (0: never).  ``require_checked``: areas that must be
     checked.  ``fallback_ttl``: seconds a finished verdict stands in for one the budget
-    cut short (0: never).
+    cut short (0: never).  ``pid``: judge that process's environment (``/proc/PID/environ``).
     """
 
     machine: MachineRequest = field(default_factory=MachineRequest)
@@ -145,6 +152,7 @@ class HealthOptions:
     cache_ttl: float = 0.0
     require_checked: Tuple[str, ...] = ()
     fallback_ttl: float = 0.0
+    pid: Optional[int] = None
 
     def problem(self) -> Optional[str]:
         """Why these options cannot be honoured (the reason of a "bad health-check
@@ -155,6 +163,8 @@ class HealthOptions:
             return "--cache-ttl and --require must be finite and not negative"
         if not (math.isfinite(self.fallback_ttl) and self.fallback_ttl >= 0):
             return "--fallback-ttl must be a finite number of seconds, not negative"
+        if self.pid is not None and (self.exec_env or self.machine.env_file or self.machine.from_file):
+            return "--pid names the workload's environment: not with --exec-env, --env-file or --from"
         try:
             areas(self.only + self.skip + self.require_checked)
         except ValueError as exc:
@@ -185,6 +195,7 @@ def options_from_args(args: argparse.Namespace) -> HealthOptions:
         cache_ttl=args.cache_ttl,
         require_checked=tuple(args.require_checked),
         fallback_ttl=args.fallback_ttl,
+        pid=args.pid,
     )
 
 
@@ -230,6 +241,14 @@ def evaluate_health(options: HealthOptions, budget: Budget) -> Dict[str, Any]:
     option); anything else propagates.
     """
     environ = None
+    if options.pid is not None:
+        from npudoctor.runtime.environment import LaunchError, pid_environ
+
+        budget.step = "reading the workload's environment"
+        try:
+            environ = pid_environ(options.machine.root, options.pid)
+        except LaunchError as exc:
+            raise ValueError(str(exc)) from None
     if options.exec_env:
         from npudoctor.runtime.environment import LaunchError, plan_environment
 
