@@ -12,6 +12,7 @@ message of at most 80 characters.  Its deadline is the runtime's one mechanism
 import json
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, NoReturn, Optional, Sequence
 
@@ -252,7 +253,12 @@ def register(app: typer.Typer) -> None:
             _answer(unknown(f"npudoctor npd: --root is not a directory: {root}"), machine.json)
         # The work gets the timeout less a reserve for the answer; probes give up after
         # 85 % of that (Budget.probe_deadline), the rest is for the rules.
-        budget = Budget(max(0.1, timeout - ANSWER_RESERVE), started=process_started())
+        # counted from process start (interpreter start-up included), unless this process is
+        # older than the whole budget (npd called inside a long-lived one): then from now
+        seconds = max(0.1, timeout - ANSWER_RESERVE)
+        started = process_started()
+        fresh = started is not None and time.monotonic() - started < seconds
+        budget = Budget(seconds, started=started if fresh else None)
         try:
             areas(list(require_checked or []))
         except ValueError as bad:
