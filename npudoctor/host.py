@@ -103,7 +103,8 @@ class CommandResult:
     overflow: bool = False
     #: Evidence of a timeout (else ``None``): CPU seconds the command had used, its state
     #: letter (``D``: blocked in the kernel) and the percent of its run during which the
-    #: node's runnable tasks waited for a CPU (PSI), all read just before it was killed.
+    #: node's runnable tasks waited for a CPU (PSI) or its cgroup was throttled, all read just
+    #: before it was killed.
     cpu_s: Optional[float] = None
     state: Optional[str] = None
     cpu_pressure: Optional[float] = None

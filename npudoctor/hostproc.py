@@ -222,10 +222,21 @@ def cpu_state(pid: int) -> Tuple[Optional[float], Optional[str]]:
 
 
 def cpu_pressure_total() -> Optional[int]:
-    """The ``total`` of the ``some`` line of ``/proc/pressure/cpu`` (PSI, Linux >= 4.20):
-    microseconds during which at least one runnable task waited for a CPU, since boot; or
-    ``None`` (no PSI).  Two samples give the share of a window the node was CPU-starved
-    (see :func:`cpu_pressure_share`).  The kernel's own file, not the judged machine's."""
+    """A sample of how long this process's tasks could have been starved of CPU, in
+    microseconds since boot: the ``total`` of the ``some`` line of ``/proc/pressure/cpu``
+    (PSI, Linux >= 4.20: time during which at least one runnable task waited for a CPU) plus
+    the time this process's own cgroup was throttled by its CPU limit (``cpu.stat``:
+    ``throttled_usec`` on cgroup v2, ``throttled_time`` in ns on v1 -- a pod with a CPU limit
+    starves on an idle node, and PSI does not count it).  ``None`` when neither can be read.
+    Two samples give the share of a window (see :func:`cpu_pressure_share`).  The kernel's
+    own files, not the judged machine's."""
+    psi, throttled = _psi_some_total(), _throttled_usec()
+    if psi is None and throttled is None:
+        return None
+    return (psi or 0) + (throttled or 0)
+
+
+def _psi_some_total() -> Optional[int]:
     try:
         with open("/proc/pressure/cpu", "rb") as fh:
             for line in fh.read(4096).decode("ascii", "replace").splitlines():
@@ -235,6 +246,36 @@ def cpu_pressure_total() -> Optional[int]:
                             return int(word[6:])
     except (OSError, ValueError):
         return None
+    return None
+
+
+def _throttled_usec() -> Optional[int]:
+    """Microseconds this process's cgroup was throttled (cgroup v2 ``throttled_usec``, or
+    v1 ``throttled_time`` / 1000 of the ``cpu`` controller), or ``None``."""
+    try:
+        with open("/proc/self/cgroup", "rb") as fh:
+            lines = fh.read(8192).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    candidates = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if parts[0] == "0" and parts[1] == "":
+            candidates.append((f"/sys/fs/cgroup{parts[2].rstrip('/')}/cpu.stat", "throttled_usec", 1))
+        elif "cpu" in parts[1].split(","):
+            base = "/sys/fs/cgroup/" + parts[1]
+            candidates.append((f"{base}{parts[2].rstrip('/')}/cpu.stat", "throttled_time", 1000))
+    for path, key, per_usec in candidates:
+        try:
+            with open(path, "rb") as fh:  # the kernel's cgroup files of this process
+                for line in fh.read(8192).decode("ascii", "replace").splitlines():
+                    name, _, value = line.partition(" ")
+                    if name == key:
+                        return int(value) // per_usec
+        except (OSError, ValueError):
+            continue
     return None
 
 

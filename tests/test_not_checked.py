@@ -105,4 +105,4 @@ def test_npu_smi_timing_out_on_a_saturated_node_is_not_checked_not_dev001(tmp_pa
     assert command["timed_out"] and command["state"] == "R", command
     assert command["cpu_pressure"] >= BUSY_PRESSURE, command
     assert "DEV001" not in {f["code"] for f in doc["findings"]}
-    assert doc["not_checked"]["devices"].startswith("npu-smi timed out on a busy node (runnable tasks waited")
+    assert doc["not_checked"]["devices"].startswith("npu-smi timed out on a busy node (CPU-starved ")

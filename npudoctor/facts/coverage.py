@@ -15,7 +15,9 @@ from typing import Any, Dict, Iterable, Mapping, Optional
 #: timeout on a CPU-starved node (:func:`starved`), which says nothing about the chips.
 _SMI_NOT_RUN = {"disabled", "not-installed", "permission"}
 
-#: Percent of a command's run during which the node's runnable tasks waited for a CPU
+#: Percent of a command's run during which it could be starved of CPU -- the node's runnable
+#: tasks waited for a CPU, or its cgroup was throttled by a CPU limit
+#: (:func:`npudoctor.hostproc.cpu_pressure_total`)
 #: (PSI "some", Documentation/accounting/psi.rst) from which a timeout is blamed on the
 #: node being busy rather than on the command.  Measured on a 2-core box: idle 0-6 %,
 #: four busy loops 90-100 %.
@@ -34,7 +36,7 @@ def starved(
 
     ``state`` is its process state when killed, ``cpu_s`` the CPU seconds it had used,
     ``duration`` its run in seconds, ``pressure`` the percent of that run during which the
-    node's runnable tasks waited for a CPU (PSI "some").  Hung: blocked in the kernel
+    node's runnable tasks waited for a CPU (PSI "some") or its cgroup was throttled.  Hung: blocked in the kernel
     (``"D"``), or asleep having used under :data:`WORKING_SHARE` of its run on a CPU (it
     was not waiting for a CPU but for an answer that never came), or -- on a node under
     :data:`BUSY_PRESSURE` -- whatever it was doing.  Starved: otherwise on a node at or
@@ -64,7 +66,7 @@ def _timeout_on_busy_node(smi: Mapping[str, Any]) -> Optional[str]:
     run = float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else None
     if not starved(pressure, state, cpu, run):
         return None
-    why = f"runnable tasks waited for a CPU {pressure:g} % of the time" if pressure is not None else "it was runnable"
+    why = f"CPU-starved {pressure:g} % of its run" if pressure is not None else "it was runnable"
     return f"npu-smi timed out on a busy node ({why})"
 
 

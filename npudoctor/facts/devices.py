@@ -33,7 +33,7 @@ class NpuSmiCommand(View):
     )
     cpu_pressure: Optional[float] = field(
         default=None,
-        metadata=_doc("percent of its run during which the node's runnable tasks waited for a CPU (PSI), when killed"),
+        metadata=_doc("percent of its run it could be starved of CPU (node PSI plus cgroup throttling), when killed"),
     )
 
 

@@ -177,7 +177,7 @@ def _hang_evidence(cmd: Optional[NpuSmiCommand]) -> List[str]:
     if cmd.cpu_s is not None:
         bits.append(f"{cmd.cpu_s:g} s of CPU used")
     if cmd.cpu_pressure is not None:
-        bits.append(f"runnable tasks waited for a CPU {cmd.cpu_pressure:g} % of its run")
+        bits.append(f"CPU-starved {cmd.cpu_pressure:g} % of its run (node PSI plus cgroup throttling)")
     return ["when killed: " + ", ".join(bits)]
 
 

@@ -465,7 +465,7 @@ def timed_out_verdict(watch: _Watch, evidence: Sequence[Any], how: str) -> Dict[
     reason = f"the {budget.seconds:g} s budget {how} while {step}"
     pressure = watch.pressure_share()
     if pressure is not None:
-        reason += f"; runnable tasks waited for a CPU {pressure:g} % of the time"
+        reason += f"; CPU-starved {pressure:g} % of the time"
     return {
         "status": "unknown",
         "problems": [],
