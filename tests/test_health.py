@@ -269,3 +269,21 @@ def test_a_typo_in_only_or_skip_is_a_bad_option_not_a_silent_pass(tmp_path):
     proc = health(critical, "--only", "devcies")
     assert proc.returncode == 1
     assert assert_contract(proc)[0].startswith("unhealthy: bad health-check option: unknown area devcies")
+
+
+def test_require_checked_makes_an_unchecked_area_unhealthy(tmp_path):
+    scenario = prepare(HEALTHY, tmp_path)
+    proc = health(scenario, "--timeout", "5", "--no-commands")
+    assert assert_contract(proc) == [
+        "healthy: CANN 8.0.0, torch_npu 2.1.0.post10; not checked: devices: commands disabled (--no-commands)"
+    ]
+    proc = health(scenario, "--timeout", "5", "--no-commands", "--require-checked", "devices")
+    assert proc.returncode == 1
+    assert assert_contract(proc) == [
+        "unhealthy: devices not checked (commands disabled (--no-commands)) and --require-checked devices"
+    ]
+    # checked: the requirement is met
+    proc = health(scenario, "--timeout", "5", "--require-checked", "devices")
+    assert proc.returncode == 0 and assert_contract(proc)[0].startswith("healthy: 8 NPU chip(s)")
+    proc = health(scenario, "--require-checked", "chips")
+    assert assert_contract(proc)[0].startswith("unhealthy: bad health-check option: unknown area chips")
