@@ -3,6 +3,7 @@ within its --timeout (also with an npu-smi that never answers)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import stat
 import time
@@ -51,6 +52,9 @@ def test_no_npu_smi_is_unknown_unless_the_devices_area_is_required():
     assert (code, message) == (2, "not checked: devices: npu-smi: command not found on PATH")
     code, message, _ = npd("--root", str(HEALTHY / "root"), "--require-checked", "devices", env=env)
     assert (code, message) == (1, "devices not checked: npu-smi: command not found on PATH")
+    proc = npudoctor("npd", "--root", str(HEALTHY / "root"), "--json", env=env)
+    assert proc.returncode == 2
+    assert json.loads(proc.stdout)["not_checked"] == {"devices": "npu-smi: command not found on PATH"}
     code, message, _ = npd("--root", str(HEALTHY / "root"), "--require-checked", "chips", env=env)
     assert code == 2 and message.startswith("npudoctor npd: --require-checked: unknown area chips")
 

@@ -111,7 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--exec-env",
         action="store_true",
         help="judge the environment `npudoctor exec` gives the workload (the CANN set_env.sh variables "
-        "applied), not this process's: use it when the container's entrypoint is `npudoctor exec`",
+        "applied), not this process's: use it when the container's entrypoint is `npudoctor exec`, and "
+        "on a node (a systemd timer, cron), whose own environment is the agent's, not a workload's",
     )
     parser.add_argument(
         "--cache-ttl", type=float, default=0.0, metavar="SECONDS", help="reuse a result younger than this"

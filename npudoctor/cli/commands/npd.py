@@ -72,11 +72,12 @@ def message_for(problems: List[Any]) -> str:
 @dataclass
 class Verdict:
     """npd's answer: ``status`` (``OK``, ``PROBLEMS`` or ``NPD_UNKNOWN``), the message,
-    and the problem findings (``--json``)."""
+    the problem findings and the areas not checked with the reason (``--json``)."""
 
     status: ExitStatus
     message: str
     problems: List[Any] = field(default_factory=list)
+    not_checked: Dict[str, str] = field(default_factory=dict)
 
 
 def judge(
@@ -119,11 +120,11 @@ def judge(
     must = {a: r for a, r in gaps.items() if a in required}
     if must:
         area, reason = next(iter(must.items()))
-        return Verdict(ExitStatus.PROBLEMS, f"{area} not checked: {reason}")
+        return Verdict(ExitStatus.PROBLEMS, f"{area} not checked: {reason}", not_checked=gaps)
     if gaps:
         area, reason = next(iter(gaps.items()))
         more = f" (+{len(gaps) - 1} more)" if len(gaps) > 1 else ""
-        return Verdict(ExitStatus.NPD_UNKNOWN, f"not checked: {area}: {reason}{more}")
+        return Verdict(ExitStatus.NPD_UNKNOWN, f"not checked: {area}: {reason}{more}", not_checked=gaps)
     return Verdict(ExitStatus.OK, f"npudoctor: NPU stack OK ({budget.elapsed():.1f} s)")
 
 
@@ -158,6 +159,7 @@ def _answer(verdict: Verdict, as_json: bool) -> NoReturn:
             "status": {ExitStatus.OK: "ok", ExitStatus.PROBLEMS: "problem"}.get(verdict.status, "unknown"),
             "message": message,
             "problems": [f.to_dict() for f in verdict.problems],
+            "not_checked": dict(verdict.not_checked),
         }
         sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
     else:
