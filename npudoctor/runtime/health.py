@@ -487,9 +487,12 @@ def _on_sigterm(watch: _Watch) -> None:
         return
 
     def handler(signum: int, frame: Any) -> None:
+        from npudoctor.hostproc import RUNNING, kill_tree
         from npudoctor.runtime.deadline import kill_children
 
         evidence = watch.evidence()
+        for pid in list(RUNNING):
+            kill_tree(pid)  # descendants that left the group with setsid() too
         kill_children()
         status = _emit(timed_out_verdict(watch, evidence, "was cut by SIGTERM"), watch.options.machine.json)
         os._exit(status)

@@ -179,8 +179,11 @@ def _on_sigterm(budget: Any, as_json: bool) -> None:
         return
 
     def handler(signum: int, frame: Any) -> None:
+        from npudoctor.hostproc import RUNNING, kill_tree
         from npudoctor.runtime.deadline import kill_children
 
+        for pid in list(RUNNING):
+            kill_tree(pid)  # descendants that left the group with setsid() too
         kill_children()
         _answer(Verdict(ExitStatus.NPD_UNKNOWN, f"npudoctor: stopped by SIGTERM while {budget.step}"), as_json)
 
