@@ -103,16 +103,18 @@ def test_healthy_capture_is_healthy_within_the_default_budget(tmp_path):
     assert proc.elapsed < 0.9 + MARGIN_S
 
 
-def test_hung_npu_smi_is_unhealthy_within_the_default_budget_and_leaves_no_process(tmp_path):
+def test_hung_npu_smi_is_unhealthy_within_the_budget_and_leaves_no_process(tmp_path):
+    # Issue 15: the budget counts from process start and a budget that runs out before
+    # npu-smi could be judged answers "unknown" (a busy node is not a sick one), so the
+    # budget here leaves room for a loaded CI machine's start-up; the answer must then be
+    # the device failure itself (no HOST090 alternative any more).
     scenario = prepare(REPO / "tests/scenarios/health-npu-smi-hung", tmp_path)
     pidfile = tmp_path / "npu-smi.pid"
-    proc = health(scenario, env={"NPUDOCTOR_TEST_PIDFILE": str(pidfile)})
+    proc = health(scenario, "--timeout", "3", env={"NPUDOCTOR_TEST_PIDFILE": str(pidfile)})
     lines = assert_contract(proc)
     assert proc.returncode == 1
-    assert re.match(
-        r"unhealthy: (DEV001 `npu-smi info` did not answer within|HOST090 .* while probing devices)", lines[0]
-    )
-    assert proc.elapsed < 0.9 + MARGIN_S
+    assert re.match(r"unhealthy: DEV001 `npu-smi info` did not answer within", lines[0]), lines
+    assert proc.elapsed < 3 + MARGIN_S
     pid = int(pidfile.read_text())
     deadline = time.monotonic() + 3
     while time.monotonic() < deadline and _alive(pid):
