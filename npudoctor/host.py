@@ -30,7 +30,19 @@ import time
 from dataclasses import dataclass, field
 from typing import BinaryIO, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from npudoctor.hostproc import RUNNING, SPAWN_LOCK, become_subreaper, drain, kill_tree, reap_orphans, starttime
+from npudoctor.hostproc import (
+    RUNNING,
+    SPAWN_LOCK,
+    become_subreaper,
+    cpu_pressure_share,
+    cpu_pressure_total,
+    cpu_state,
+    drain,
+    kill_tree,
+    note_timeout,
+    reap_orphans,
+    starttime,
+)
 
 #: Largest file read by default (bytes).  Version and info files are tiny; logs are
 #: streamed elsewhere and never read through this call.
@@ -89,6 +101,13 @@ class CommandResult:
     duration: float = 0.0
     abandoned: bool = False
     overflow: bool = False
+    #: Evidence of a timeout (else ``None``): CPU seconds the command had used, its state
+    #: letter (``D``: blocked in the kernel) and the percent of its run during which the
+    #: node's runnable tasks waited for a CPU (PSI) or its cgroup was throttled, all read just
+    #: before it was killed.
+    cpu_s: Optional[float] = None
+    state: Optional[str] = None
+    cpu_pressure: Optional[float] = None
 
     @property
     def signal(self) -> Optional[str]:
@@ -541,6 +560,7 @@ class Host:
                 )
                 RUNNING.add(proc.pid)
             born = starttime(proc.pid)
+            pressure = cpu_pressure_total()
         except ValueError:  # a NUL byte in an argument or the environment
             result.error = "NUL byte in an argument or the environment"
             return result
@@ -551,6 +571,10 @@ class Host:
             return result
         try:
             out, err, ending = drain(proc, start + max(timeout, 0.0), OUTPUT_LIMIT)
+            if ending == "timeout":
+                result.cpu_s, result.state = cpu_state(proc.pid)
+                result.cpu_pressure = cpu_pressure_share(pressure, time.monotonic() - start)
+                note_timeout(argv, time.monotonic() - start, result.cpu_s, result.state, result.cpu_pressure)
             if ending:
                 kill_tree(proc.pid)
             try:

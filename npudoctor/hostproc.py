@@ -17,11 +17,15 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 #: Pids of the commands :meth:`npudoctor.host.Host.run` is running now (not orphans: see :func:`reap_orphans`).
 RUNNING: Set[int] = set()
 SPAWN_LOCK = threading.Lock()
+#: The commands killed for their deadline in this process, latest last (at most 16):
+#: ``{"argv", "duration", "cpu_s", "state", "cpu_pressure"}``, for a caller that must
+#: answer after its own budget ran out (``npudoctor health``).
+TIMED_OUT: List[Dict[str, object]] = []
 _SUBREAPER: List[bool] = []
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -201,3 +205,116 @@ def drain(proc: subprocess.Popen[bytes], deadline: float, limit: int) -> Tuple[b
 
 #: Seconds the pipes may stay open after the command itself exited.
 _EXIT_GRACE = 0.5
+
+
+def cpu_state(pid: int) -> Tuple[Optional[float], Optional[str]]:
+    """CPU seconds a process has used (``utime + stime``, ``/proc/<pid>/stat`` fields 14
+    and 15, in clock ticks) and its state letter (field 3: ``R`` running or runnable,
+    ``S`` sleeping, ``D`` uninterruptible -- blocked in the kernel, e.g. in a driver
+    call); ``(None, None)`` when it cannot be read (proc(5))."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:  # procfs, not the judged machine
+            tail = fh.read(4096).rsplit(b")", 1)[1].split()
+        hz = os.sysconf("SC_CLK_TCK")
+        return (int(tail[11]) + int(tail[12])) / hz, tail[0].decode("ascii", "replace")
+    except (OSError, IndexError, ValueError):
+        return None, None
+
+
+def cpu_pressure_total() -> Optional[int]:
+    """A sample of how long this process's tasks could have been starved of CPU, in
+    microseconds since boot: the ``total`` of the ``some`` line of ``/proc/pressure/cpu``
+    (PSI, Linux >= 4.20: time during which at least one runnable task waited for a CPU) plus
+    the time this process's own cgroup was throttled by its CPU limit (``cpu.stat``:
+    ``throttled_usec`` on cgroup v2, ``throttled_time`` in ns on v1 -- a pod with a CPU limit
+    starves on an idle node, and PSI does not count it).  ``None`` when neither can be read.
+    Two samples give the share of a window (see :func:`cpu_pressure_share`).  The kernel's
+    own files, not the judged machine's."""
+    psi, throttled = _psi_some_total(), _throttled_usec()
+    if psi is None and throttled is None:
+        return None
+    return (psi or 0) + (throttled or 0)
+
+
+def _psi_some_total() -> Optional[int]:
+    try:
+        with open("/proc/pressure/cpu", "rb") as fh:
+            for line in fh.read(4096).decode("ascii", "replace").splitlines():
+                if line.startswith("some "):
+                    for word in line.split():
+                        if word.startswith("total="):
+                            return int(word[6:])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _throttled_usec() -> Optional[int]:
+    """Microseconds this process's cgroup was throttled (cgroup v2 ``throttled_usec``, or
+    v1 ``throttled_time`` / 1000 of the ``cpu`` controller), or ``None``."""
+    try:
+        with open("/proc/self/cgroup", "rb") as fh:
+            lines = fh.read(8192).decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    candidates = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if parts[0] == "0" and parts[1] == "":
+            candidates.append((f"/sys/fs/cgroup{parts[2].rstrip('/')}/cpu.stat", "throttled_usec", 1))
+        elif "cpu" in parts[1].split(","):
+            base = "/sys/fs/cgroup/" + parts[1]
+            candidates.append((f"{base}{parts[2].rstrip('/')}/cpu.stat", "throttled_time", 1000))
+    for path, key, per_usec in candidates:
+        try:
+            with open(path, "rb") as fh:  # the kernel's cgroup files of this process
+                for line in fh.read(8192).decode("ascii", "replace").splitlines():
+                    name, _, value = line.partition(" ")
+                    if name == key:
+                        return int(value) // per_usec
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def cpu_pressure_share(since: Optional[int], seconds: float) -> Optional[float]:
+    """Percent (0-100) of the last ``seconds`` during which a runnable task waited for a
+    CPU, from a :func:`cpu_pressure_total` sample ``since`` taken that long ago; ``None``
+    when either sample is missing or the window is empty."""
+    now = cpu_pressure_total()
+    if since is None or now is None or seconds <= 0:
+        return None
+    return round(max(0.0, min(100.0, (now - since) / (seconds * 1e6) * 100.0)), 1)
+
+
+def note_timeout(
+    argv: Sequence[str], duration: float, cpu_s: Optional[float], state: Optional[str], pressure: Optional[float]
+) -> None:
+    """Remember a command killed for its deadline in :data:`TIMED_OUT`."""
+    TIMED_OUT.append(
+        {"argv": list(argv), "duration": duration, "cpu_s": cpu_s, "state": state, "cpu_pressure": pressure}
+    )
+    del TIMED_OUT[:-16]
+
+
+def running_commands(pressure_since: Optional[int], window: float) -> List[Dict[str, object]]:
+    """The commands :meth:`npudoctor.host.Host.run` is running now, with the evidence of
+    :data:`TIMED_OUT` (``duration``: seconds since each started; ``cpu_pressure`` over the
+    last ``window`` seconds from the :func:`cpu_pressure_total` sample ``pressure_since``)."""
+    out: List[Dict[str, object]] = []
+    pressure = cpu_pressure_share(pressure_since, window)
+    hz = os.sysconf("SC_CLK_TCK")
+    boot = getattr(time, "CLOCK_BOOTTIME", None)
+    for pid in sorted(RUNNING):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:  # procfs: our own child
+                argv = [a.decode("utf-8", "replace") for a in fh.read(4096).split(b"\0") if a]
+        except OSError:
+            continue
+        born = starttime(pid)
+        age = time.clock_gettime(boot) - born / hz if born is not None and boot is not None else 0.0
+        cpu_s, state = cpu_state(pid)
+        out.append({"argv": argv, "duration": age, "cpu_s": cpu_s, "state": state, "cpu_pressure": pressure})
+    return out

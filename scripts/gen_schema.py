@@ -164,6 +164,12 @@ def check_schema() -> Dict[str, Any]:
                 },
             },
             "exit_code": {"enum": [0, 1]},
+            "not_checked": {
+                "type": "object",
+                "description": "areas that were probed but could not be judged, with the reason "
+                "(npudoctor.facts.coverage.unchecked): neither a problem nor a clean bill",
+                "additionalProperties": {"type": "string"},
+            },
         },
         "$defs": defs,
     }

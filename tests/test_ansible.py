@@ -101,8 +101,10 @@ def test_playbook_names_the_drifted_host(tmp_path):
 
 @pytest.mark.slow
 def test_playbook_passes_without_drift(tmp_path):
-    proc = _run(tmp_path, _hosts(tmp_path, drift=False), {"npudoctor_redact": False})
+    python = "/usr/local/bin/python3.10"  # the workloads' interpreter, passed as --python (issue 15)
+    proc = _run(tmp_path, _hosts(tmp_path, drift=False), {"npudoctor_redact": False, "npudoctor_python": python})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "No drift: every node has the same stack." in proc.stdout
     snap = json.loads((tmp_path / "snapshots" / "npu-node-01.json").read_text())
     assert snap["redacted"] is False and snap["node"] == "npu-node-01"
+    assert snap["target"]["python"] == python

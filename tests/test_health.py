@@ -26,7 +26,7 @@ HEALTHY = REPO / "tests" / "scenarios" / "health-910b3-8npu-healthy"
 #: Generous slack over a budget: interpreter start-up plus a loaded CI machine.  The real
 #: figures are in scripts/benchmarks/health.py.
 MARGIN_S = 2.0
-LINE_RE = re.compile(r"^(healthy(: .*)?|unhealthy: \S.*)$")
+LINE_RE = re.compile(r"^(healthy(: .*)?|unhealthy: \S.*|unknown: \S.*)$")
 
 
 def _spec(scenario: Path) -> dict:
@@ -61,8 +61,8 @@ def assert_contract(proc: subprocess.CompletedProcess) -> List[str]:
     for line in lines:
         assert LINE_RE.match(line), line
         assert line.isprintable() and len(line) <= 260, repr(line)
-    if proc.returncode == 0:
-        assert lines[0].startswith("healthy"), lines
+    if proc.returncode == 0:  # healthy, or unknown: unfinished is never unhealthy by itself (issue 15)
+        assert lines[0].startswith(("healthy", "unknown: ")), lines
     else:
         assert all(line.startswith("unhealthy: ") for line in lines), lines
     return lines
@@ -103,16 +103,18 @@ def test_healthy_capture_is_healthy_within_the_default_budget(tmp_path):
     assert proc.elapsed < 0.9 + MARGIN_S
 
 
-def test_hung_npu_smi_is_unhealthy_within_the_default_budget_and_leaves_no_process(tmp_path):
+def test_hung_npu_smi_is_unhealthy_within_the_budget_and_leaves_no_process(tmp_path):
+    # Issue 15: the budget counts from process start and a budget that runs out before
+    # npu-smi could be judged answers "unknown" (a busy node is not a sick one), so the
+    # budget here leaves room for a loaded CI machine's start-up; the answer must then be
+    # the device failure itself (no HOST090 alternative any more).
     scenario = prepare(REPO / "tests/scenarios/health-npu-smi-hung", tmp_path)
     pidfile = tmp_path / "npu-smi.pid"
-    proc = health(scenario, env={"NPUDOCTOR_TEST_PIDFILE": str(pidfile)})
+    proc = health(scenario, "--timeout", "3", env={"NPUDOCTOR_TEST_PIDFILE": str(pidfile)})
     lines = assert_contract(proc)
     assert proc.returncode == 1
-    assert re.match(
-        r"unhealthy: (DEV001 `npu-smi info` did not answer within|HOST090 .* while probing devices)", lines[0]
-    )
-    assert proc.elapsed < 0.9 + MARGIN_S
+    assert re.match(r"unhealthy: DEV001 `npu-smi info` did not answer within", lines[0]), lines
+    assert proc.elapsed < 3 + MARGIN_S
     pid = int(pidfile.read_text())
     deadline = time.monotonic() + 3
     while time.monotonic() < deadline and _alive(pid):
@@ -120,14 +122,18 @@ def test_hung_npu_smi_is_unhealthy_within_the_default_budget_and_leaves_no_proce
     assert not _alive(pid), f"the hung npu-smi (pid {pid}) outlived the health check"
 
 
-def test_a_tiny_budget_names_the_step_and_kills_the_hung_command(tmp_path):
+def test_a_tiny_budget_answers_unknown_names_the_step_and_kills_the_hung_command(tmp_path):
+    # Issue 15: a budget that runs out leaves what was unfinished "unknown" (exit 0), not
+    # unhealthy -- a busy node is not a sick one.  0.01 s, counted from process start, is
+    # gone before any npu-smi could be judged hung.
     scenario = prepare(REPO / "tests/scenarios/health-npu-smi-hung", tmp_path)
     pidfile = tmp_path / "npu-smi.pid"
     proc = health(scenario, "--timeout", "0.01", env={"NPUDOCTOR_TEST_PIDFILE": str(pidfile)})
     lines = assert_contract(proc)
-    assert proc.returncode == 1
+    assert proc.returncode == 0
     assert re.fullmatch(
-        r"unhealthy: HOST090 health check exceeded its 0\.01 s budget while (starting|probing \w+|loading the matrix|judging)",
+        r"unknown: (all areas|\w+ and the areas after it) \(the 0\.01 s budget ran out while "
+        r"(starting|probing \w+|loading the matrix|judging)(; CPU-starved [\d.]+ % of the time)?\)",
         lines[0],
     ), lines
     assert proc.elapsed < 0.01 + MARGIN_S
@@ -265,3 +271,21 @@ def test_a_typo_in_only_or_skip_is_a_bad_option_not_a_silent_pass(tmp_path):
     proc = health(critical, "--only", "devcies")
     assert proc.returncode == 1
     assert assert_contract(proc)[0].startswith("unhealthy: bad health-check option: unknown area devcies")
+
+
+def test_require_checked_makes_an_unchecked_area_unhealthy(tmp_path):
+    scenario = prepare(HEALTHY, tmp_path)
+    proc = health(scenario, "--timeout", "5", "--no-commands")
+    assert assert_contract(proc) == [
+        "healthy: CANN 8.0.0, torch_npu 2.1.0.post10; not checked: devices: commands disabled (--no-commands)"
+    ]
+    proc = health(scenario, "--timeout", "5", "--no-commands", "--require-checked", "devices")
+    assert proc.returncode == 1
+    assert assert_contract(proc) == [
+        "unhealthy: devices not checked (commands disabled (--no-commands)) and --require-checked devices"
+    ]
+    # checked: the requirement is met
+    proc = health(scenario, "--timeout", "5", "--require-checked", "devices")
+    assert proc.returncode == 0 and assert_contract(proc)[0].startswith("healthy: 8 NPU chip(s)")
+    proc = health(scenario, "--require-checked", "chips")
+    assert assert_contract(proc)[0].startswith("unhealthy: bad health-check option: unknown area chips")

@@ -3,6 +3,7 @@ within its --timeout (also with an npu-smi that never answers)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import stat
 import time
@@ -11,6 +12,15 @@ from pathlib import Path
 from stacktree import clean_env, npudoctor
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+HEALTHY = Path(__file__).resolve().parent.parent / "examples" / "healthy-910b3"
+
+
+def _healthy_node_env(extra=None):
+    """The agent's own environment: the captured npu-smi on PATH, no CANN variable (an NPD
+    pod, a systemd unit or slurmd never sources set_env.sh)."""
+    env = clean_env(extra)
+    env["PATH"] = f"{HEALTHY / 'bin'}:{env['PATH']}"
+    return env
 
 
 def npd(*args, env=None, timeout=60):
@@ -23,9 +33,50 @@ def npd(*args, env=None, timeout=60):
     return proc.returncode, message, elapsed
 
 
-def test_ok_on_a_machine_without_problems(tmp_path):
+def test_ok_on_a_healthy_node_judged_by_its_set_env_not_the_agents_environment():
+    # issue 15 repro: `npd --root root` in examples/healthy-910b3 exited 1 with ENV001 about
+    # the agent's own process; the node's environment is what its set_env.sh would set.
+    code, message, _ = npd("--root", str(HEALTHY / "root"), env=_healthy_node_env())
+    assert (code, message.split(" (")[0]) == (0, "npudoctor: NPU stack OK")
+
+
+def test_an_empty_root_is_unknown_not_ok(tmp_path):
+    # nothing was there to check: not "OK" (it was before issue 15)
     code, message, _ = npd("--root", str(tmp_path), env=clean_env())
-    assert code == 0 and message.startswith("npudoctor: NPU stack OK")
+    assert code == 2 and message.startswith("not checked: python: "), message
+
+
+def test_no_npu_smi_is_unknown_unless_the_devices_area_is_required():
+    env = clean_env()  # no npu-smi on PATH: the chips were not looked at
+    code, message, _ = npd("--root", str(HEALTHY / "root"), env=env)
+    assert (code, message) == (2, "not checked: devices: npu-smi: command not found on PATH")
+    code, message, _ = npd("--root", str(HEALTHY / "root"), "--require-checked", "devices", env=env)
+    assert (code, message) == (1, "devices not checked: npu-smi: command not found on PATH")
+    proc = npudoctor("npd", "--root", str(HEALTHY / "root"), "--json", env=env)
+    assert proc.returncode == 2
+    assert json.loads(proc.stdout)["not_checked"] == {"devices": "npu-smi: command not found on PATH"}
+    code, message, _ = npd("--root", str(HEALTHY / "root"), "--require-checked", "chips", env=env)
+    assert code == 2 and message.startswith("npudoctor npd: --require-checked: unknown area chips")
+
+
+def test_pid_judges_that_workloads_environment(tmp_path):
+    root = tmp_path / "root"
+    shutil.copytree(HEALTHY / "root", root, symlinks=True)
+    procdir = root / "proc" / "4242"
+    procdir.mkdir(parents=True)
+    # a workload started without set_env.sh (the agent's own environment is never judged)
+    # (its PATH, where npu-smi is looked up on this machine, holds the captured npu-smi)
+    path = f"PATH={HEALTHY / 'bin'}:/usr/bin:/bin"
+    (procdir / "environ").write_bytes(path.encode() + b"\0HOME=/root\0")
+    code, message, _ = npd("--root", str(root), "--pid", "4242", env=_healthy_node_env())
+    assert code == 1 and message.startswith("ENV001 set-env-not-sourced"), message
+    # the same workload with the CANN variables of the captured container environment
+    lines = [ln for ln in (HEALTHY / "env").read_text().splitlines() if ln.strip()]
+    (procdir / "environ").write_bytes("\0".join(lines + [path]).encode() + b"\0")
+    code, message, _ = npd("--root", str(root), "--pid", "4242", env=_healthy_node_env())
+    assert code == 0, message
+    code, message, _ = npd("--root", str(root), "--pid", "999999", env=_healthy_node_env())
+    assert code == 2 and message.startswith("npudoctor npd: --pid 999999: cannot read /proc/999999/environ")
 
 
 def test_problem_names_the_code(tmp_path):

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 from npudoctor.runtime.deadline import OVER_BUDGET_CODE, Budget, run_within
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_value_and_error_are_returned():
@@ -49,3 +53,17 @@ def test_the_over_budget_code_is_registered_with_its_explanation():
 
     load_rules()
     assert registry()[OVER_BUDGET_CODE].name == "health-check-over-budget"
+
+
+def test_process_started_is_the_start_of_this_process_not_of_the_budget():
+    # a fresh interpreter: its age when it asks is its start-up (imports included), > 0
+    code = (
+        "import time\n"
+        "from npudoctor.runtime.deadline import process_started\n"
+        "started = process_started()\n"
+        "print(time.monotonic() - started if started is not None else 'none')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=str(REPO))
+    assert out.returncode == 0, out.stderr
+    age = float(out.stdout)
+    assert 0 < age < 60, age

@@ -80,10 +80,18 @@ def test_healthcheck_no_drain_under_nhc(tmp_path, bindir):
 
 
 def test_healthcheck_ok_and_unknown_never_drain(tmp_path, bindir):
+    # a healthy node, judged by its set_env.sh (slurmd's own environment has no CANN variable)
+    healthy = REPO / "examples" / "healthy-910b3"
+    shutil.copy(healthy / "bin" / "npu-smi", bindir / "npu-smi")
+    shutil.copy(healthy / "bin" / "npu-smi-info_910B3_23.0.7_8npu_noproc.txt", bindir)
+    proc = _health(tmp_path, bindir, NPUDOCTOR_ARGS=f"--root {healthy / 'root'}")
+    assert proc.returncode == 0 and proc.stderr == ""
+    # an empty root: nothing could be checked -> unknown, logged, never drained (issue 15)
     empty = tmp_path / "empty"
     empty.mkdir()
+    (bindir / "npu-smi").unlink()
     proc = _health(tmp_path, bindir, NPUDOCTOR_ARGS=f"--root {empty}")
-    assert proc.returncode == 0 and proc.stderr == ""
+    assert proc.returncode == 0 and "unknown (exit 2): not checked: python" in proc.stderr
     proc = _health(tmp_path, bindir, NPUDOCTOR_ARGS="--severity bogus")
     assert proc.returncode == 0 and "unknown (exit 2)" in proc.stderr
     assert not (tmp_path / "scontrol.args").exists()
@@ -141,3 +149,14 @@ def test_gather_recipe_compares_nodes(tmp_path, bindir):
 def test_scripts_pass_shellcheck():
     proc = subprocess.run(["shellcheck", *map(str, sorted(SLURM.glob("*.sh")))], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
+
+
+def test_healthcheck_passes_the_jobs_python(tmp_path, bindir):
+    # a recorder in place of npudoctor: what the wrapper asks of it
+    _exe(bindir / "npudoctor-rec", f'#!/bin/sh\nprintf "%s\\n" "$@" > {tmp_path}/npd.args\necho ok\n')
+    proc = _health(tmp_path, bindir, NPUDOCTOR=str(bindir / "npudoctor-rec"), NPUDOCTOR_PYTHON="/opt/py 3/bin/python3")
+    assert proc.returncode == 0, proc.stderr
+    args = (tmp_path / "npd.args").read_text().splitlines()
+    assert args == ["npd", "--timeout", "50", "--python", "/opt/py 3/bin/python3"]
+    proc = _health(tmp_path, bindir, NPUDOCTOR=str(bindir / "npudoctor-rec"), NPUDOCTOR_ARGS="--ignore HCCL013")
+    assert (tmp_path / "npd.args").read_text().splitlines() == ["npd", "--timeout", "50", "--ignore", "HCCL013"]

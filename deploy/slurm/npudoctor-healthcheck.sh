@@ -13,16 +13,26 @@
 # NPUDOCTOR_DRAIN=0, e.g. under NHC, which drains by itself) and exits 1.  "Unknown" (npudoctor
 # could not tell) never drains: it is logged and the script exits 0.
 #
+# The node is judged in the environment its CANN set_env.sh would set (slurmd's own environment
+# never has it); "not checked" (e.g. no npu-smi on PATH) is unknown unless NPUDOCTOR_ARGS has
+# "--require-checked devices".
+#
 # Environment: NPUDOCTOR (the command, default "npudoctor"), NPUDOCTOR_TIMEOUT (seconds,
-# default 50), NPUDOCTOR_ARGS (extra `npd` arguments, e.g. "--ignore HCCL013"),
+# default 50), NPUDOCTOR_PYTHON (the jobs' Python interpreter, passed as --python; default:
+# the one npudoctor finds), NPUDOCTOR_ARGS (extra `npd` arguments, e.g. "--ignore HCCL013"),
 # NPUDOCTOR_DRAIN (1/0, default 1), SLURMD_NODENAME (set by slurmd; else `hostname -s`).
 
 NPUDOCTOR="${NPUDOCTOR:-npudoctor}"
 TIMEOUT="${NPUDOCTOR_TIMEOUT:-50}"
 NODE="${SLURMD_NODENAME:-$(hostname -s)}"
 
+if [ -n "${NPUDOCTOR_PYTHON:-}" ]; then
+    set -- --python "$NPUDOCTOR_PYTHON"
+else
+    set --
+fi
 # shellcheck disable=SC2086  # NPUDOCTOR and NPUDOCTOR_ARGS are word lists on purpose
-message=$($NPUDOCTOR npd --timeout "$TIMEOUT" ${NPUDOCTOR_ARGS:-} 2>/dev/null)
+message=$($NPUDOCTOR npd --timeout "$TIMEOUT" "$@" ${NPUDOCTOR_ARGS:-} 2>/dev/null)
 rc=$?
 
 case "$rc" in

@@ -8,11 +8,66 @@ nothing about the chips.  Reports, triage and node agents ask here instead of ea
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Dict, Iterable, Mapping, Optional
 
 #: npu-smi causes under which nothing about the chips was learnt (``probes/devices.py``);
-#: a hung, crashed or failing npu-smi is itself a finding of the devices area.
-_SMI_NOT_RUN = {"disabled", "not-installed"}
+#: a hung, crashed or failing npu-smi is itself a finding of the devices area -- except a
+#: timeout on a CPU-starved node (:func:`starved`), which says nothing about the chips.
+_SMI_NOT_RUN = {"disabled", "not-installed", "permission"}
+
+#: Percent of a command's run during which it could be starved of CPU -- the node's runnable
+#: tasks waited for a CPU, or its cgroup was throttled by a CPU limit
+#: (:func:`npudoctor.hostproc.cpu_pressure_total`)
+#: (PSI "some", Documentation/accounting/psi.rst) from which a timeout is blamed on the
+#: node being busy rather than on the command.  Measured on a 2-core box: idle 0-6 %,
+#: four busy loops 90-100 %.
+BUSY_PRESSURE = 30.0
+
+
+#: Share of its run a command must have spent on a CPU to count as working: a sleeping
+#: command below it waited for something other than the CPU (a driver answer).
+WORKING_SHARE = 0.02
+
+
+def starved(
+    pressure: Optional[float], state: Optional[str], cpu_s: Optional[float] = None, duration: Optional[float] = None
+) -> bool:
+    """True when a command killed for its deadline was starved of CPU rather than hung.
+
+    ``state`` is its process state when killed, ``cpu_s`` the CPU seconds it had used,
+    ``duration`` its run in seconds, ``pressure`` the percent of that run during which the
+    node's runnable tasks waited for a CPU (PSI "some") or its cgroup was throttled.  Hung: blocked in the kernel
+    (``"D"``), or asleep having used under :data:`WORKING_SHARE` of its run on a CPU (it
+    was not waiting for a CPU but for an answer that never came), or -- on a node under
+    :data:`BUSY_PRESSURE` -- whatever it was doing.  Starved: otherwise on a node at or
+    over :data:`BUSY_PRESSURE` (without PSI: still runnable, ``"R"``).  For npu-smi, hung
+    is a device or driver failure; starved says nothing about the chips."""
+    if state == "D":
+        return False
+    if state == "S" and cpu_s is not None and duration and cpu_s / duration < WORKING_SHARE:
+        return False
+    if pressure is not None:
+        return pressure >= BUSY_PRESSURE
+    return state == "R"
+
+
+def _timeout_on_busy_node(smi: Mapping[str, Any]) -> Optional[str]:
+    if smi.get("cause") != "hung":
+        return None
+    commands = smi.get("commands")
+    first = commands[0] if isinstance(commands, list) and commands and isinstance(commands[0], Mapping) else None
+    if first is None or first.get("timed_out") is not True:
+        return None
+    pressure = first.get("cpu_pressure")
+    pressure = float(pressure) if isinstance(pressure, (int, float)) and not isinstance(pressure, bool) else None
+    state = first.get("state") if isinstance(first.get("state"), str) else None
+    cpu_s, duration = first.get("cpu_s"), first.get("duration")
+    cpu = float(cpu_s) if isinstance(cpu_s, (int, float)) and not isinstance(cpu_s, bool) else None
+    run = float(duration) if isinstance(duration, (int, float)) and not isinstance(duration, bool) else None
+    if not starved(pressure, state, cpu, run):
+        return None
+    why = f"CPU-starved {pressure:g} % of its run" if pressure is not None else "it was runnable"
+    return f"npu-smi timed out on a busy node ({why})"
 
 
 def not_checked(facts: Mapping[str, Any], area: str) -> Optional[str]:
@@ -20,6 +75,9 @@ def not_checked(facts: Mapping[str, Any], area: str) -> Optional[str]:
     object), in words for people; ``None`` when they could.  Never raises on malformed
     facts (a malformed section counts as not checked)."""
     section = facts.get(area) if isinstance(facts, Mapping) else None
+    errors = facts.get("_errors") if isinstance(facts, Mapping) else None
+    if isinstance(errors, Mapping) and isinstance(errors.get(area), str):
+        return "its probe failed: " + (str(errors[area]).splitlines() or ["internal error"])[0][:200]
     if not isinstance(section, Mapping):
         return "not probed"
     if area == "devices":
@@ -29,6 +87,8 @@ def not_checked(facts: Mapping[str, Any], area: str) -> Optional[str]:
         if smi.get("available") is not True and smi.get("cause") in _SMI_NOT_RUN:
             error = smi.get("error")
             return str(error) if isinstance(error, str) and error else "npu-smi was not run"
+        if smi.get("available") is not True:
+            return _timeout_on_busy_node(smi)
     if area == "packages":
         skipped = section.get("skipped")
         if isinstance(skipped, str) and skipped:
@@ -38,3 +98,24 @@ def not_checked(facts: Mapping[str, Any], area: str) -> Optional[str]:
         if isinstance(error, str) and error:
             return error
     return None
+
+
+def unchecked(facts: Mapping[str, Any], areas: Optional[Iterable[str]] = None) -> Dict[str, str]:
+    """``{area: reason}`` for the areas that were probed but could not be judged, in
+    report order.  ``areas``: the areas to ask about (default: every area whose section
+    the snapshot holds or whose probe failed -- an area a mode does not probe, such as
+    ``deep`` without ``--deep``, is a choice, not a gap).  Never raises."""
+    from npudoctor.findings import AREAS
+
+    if not isinstance(facts, Mapping):
+        return {}
+    errors = facts.get("_errors")
+    failed = set(errors) if isinstance(errors, Mapping) else set()
+    wanted = set(areas) if areas is not None else {a for a in AREAS if a in facts or a in failed}
+    out: Dict[str, str] = {}
+    for area in AREAS:
+        if area in wanted:
+            reason = not_checked(facts, area)
+            if reason is not None:
+                out[area] = reason
+    return out

@@ -27,6 +27,14 @@ class NpuSmiCommand(View):
     error: Optional[str] = field(default=None, metadata=_doc("why it could not be started"))
     duration: Optional[float] = field(default=None, metadata=_doc("seconds"))
     parsed: bool = field(default=False, metadata=_doc("its output gave what was asked"))
+    cpu_s: Optional[float] = field(default=None, metadata=_doc("CPU seconds it had used when killed for its deadline"))
+    state: Optional[str] = field(
+        default=None, metadata=_doc('its process state when killed ("D": blocked in the kernel, "R": runnable)')
+    )
+    cpu_pressure: Optional[float] = field(
+        default=None,
+        metadata=_doc("percent of its run it could be starved of CPU (node PSI plus cgroup throttling), when killed"),
+    )
 
 
 class NpuSmi(View):

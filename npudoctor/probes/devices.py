@@ -115,6 +115,9 @@ def _record(result: Any, parsed: bool) -> Dict[str, Any]:
         "error": result.error,
         "duration": round(result.duration, 3),
         "parsed": parsed,
+        "cpu_s": result.cpu_s,
+        "state": result.state,
+        "cpu_pressure": result.cpu_pressure,
     }
 
 

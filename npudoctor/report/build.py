@@ -4,7 +4,8 @@ Layout (``schema_version`` 1, see ``docs/schema/check.schema.json``)::
 
     {"schema_version", "npudoctor_version", "created", "node", "target", "matrix",
      "facts", "findings": [Finding.to_dict()...],
-     "summary": {"error": n, "warning": n, "info": n}, "exit_code": n}
+     "summary": {"error": n, "warning": n, "info": n}, "exit_code": n,
+     "not_checked": {area: reason}}
 """
 
 from __future__ import annotations
@@ -27,10 +28,13 @@ def exit_status(findings: Sequence[Finding], strict: bool = False) -> ExitStatus
 
 def document(snapshot: Snapshot, findings: Sequence[Finding], strict: bool = False) -> Dict[str, Any]:
     """The JSON document for ``check --json``."""
+    from npudoctor.facts.coverage import unchecked
+
     doc = snapshot.to_dict()
     doc["findings"] = [f.to_dict() for f in findings]
     doc["summary"] = counts(findings)
     doc["exit_code"] = int(exit_status(findings, strict))
+    doc["not_checked"] = unchecked(snapshot.facts)
     return doc
 
 

@@ -6,7 +6,8 @@ import re
 from typing import List, Optional, Sequence, Tuple
 
 from npudoctor.facts import Facts
-from npudoctor.findings import Finding, counts
+from npudoctor.facts.coverage import unchecked
+from npudoctor.findings import AREA_TITLES, Finding, counts
 from npudoctor.redact import Redactor, conceal_text
 from npudoctor.snapshot import Snapshot, redact
 
@@ -59,6 +60,10 @@ def render(snapshot: Snapshot, findings: Sequence[Finding]) -> str:
                 out += ["", "```text", *f.fix, "```"]
             out.append("")
         out.append("</details>")
+    gaps = unchecked(safe.facts)
+    if gaps:
+        out += ["", "Not checked (neither a problem nor a clean bill):", ""]
+        out += [f"- {AREA_TITLES[a]}: {reason.replace('|', '/')}" for a, reason in gaps.items()]
     return "\n".join(redact_text_lines(out, snapshot)) + "\n"
 
 

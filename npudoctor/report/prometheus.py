@@ -13,6 +13,11 @@ Metrics (all gauges; label values escaped as the format requires)::
                          cann_kernels, cann_nnal, driver, firmware, chips, arch}  1
                                                 the stack fingerprint of npudoctor.cluster.compare
                                                 ("" when unknown)
+    npudoctor_area_checked{area}                1 judged, 0 probed but not checked (no npu-smi,
+                                                --no-commands, a timeout on a busy node, ...);
+                                                every area is present, an area the mode does
+                                                not probe is 0 too ("matrix": 1 when a matrix
+                                                was loaded)
     npudoctor_check_exit_code                   what `npudoctor check` exits with (0/1)
     npudoctor_check_timestamp_seconds           when the check ran (Unix time)
 """
@@ -84,6 +89,15 @@ def render(snapshot: Snapshot, findings: Sequence[Finding], exit_code: int, now:
         value = fp.get(field)
         info.append((label, "" if value in (None, NONE) else value))
     lines.append(f"npudoctor_stack_info{_labels(info)} 1")
+
+    from npudoctor.facts.coverage import unchecked
+
+    family("npudoctor_area_checked", "1 when the area was judged by the last check, 0 when it could not be.")
+    gaps = unchecked(snapshot.facts)
+    probed = set(snapshot.facts)
+    for area in AREAS:
+        checked = (area in probed or area == "matrix" and bool(snapshot.matrix)) and area not in gaps
+        lines.append(f"npudoctor_area_checked{_labels([('area', area)])} {int(checked)}")
 
     family("npudoctor_check_exit_code", "Exit code of the last npudoctor check (0 no errors, 1 errors).")
     lines.append(f"npudoctor_check_exit_code {int(exit_code)}")

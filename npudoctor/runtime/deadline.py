@@ -34,6 +34,31 @@ COMMAND_SHARE = 0.6
 MIN_COMMAND_TIMEOUT = 0.1
 
 
+def process_started() -> Optional[float]:
+    """The :func:`time.monotonic` instant this process started, or ``None`` when it
+    cannot be told (not Linux, no ``/proc``, no ``CLOCK_BOOTTIME``).
+
+    ``/proc/self/stat`` field 22 (``starttime``) is the start in clock ticks since boot
+    (proc(5)); ``CLOCK_BOOTTIME`` is the time since boot including suspend, the clock
+    ``starttime`` is counted on (Linux >= 2.6.39).  The age of the process is their
+    difference, so interpreter start-up and imports count against a budget.  An age
+    that is negative or over a day (a clock oddity) is not believed."""
+    try:
+        with open("/proc/self/stat", "rb") as fh:  # procfs of this process, not the judged machine
+            tail = fh.read(4096).rsplit(b")", 1)[1].split()
+        ticks = int(tail[19])
+        hz = os.sysconf("SC_CLK_TCK")
+        boot = getattr(time, "CLOCK_BOOTTIME", None)
+        if boot is None or hz <= 0:
+            return None
+        age = time.clock_gettime(boot) - ticks / hz
+    except (OSError, IndexError, ValueError, AttributeError):
+        return None
+    if not 0 <= age < 86400:
+        return None
+    return time.monotonic() - age
+
+
 class Budget:
     """A hard total budget of ``seconds`` (> 0) counted from ``started`` (a
     :func:`time.monotonic` value; default: now).  ``step`` names what the work is doing,
@@ -77,15 +102,22 @@ class Outcome(Generic[T]):
     value: Optional[T] = None
     error: Optional[BaseException] = None
     timed_out: bool = False
+    evidence: Any = None
 
 
 def run_within(
-    budget: Budget, work: Callable[[], T], grace: float = 0.0, name: str = "npudoctor-runtime"
+    budget: Budget,
+    work: Callable[[], T],
+    grace: float = 0.0,
+    name: str = "npudoctor-runtime",
+    evidence: Optional[Callable[[], Any]] = None,
 ) -> Outcome[T]:
     """Run ``work()`` in a daemon thread for what is left of ``budget`` plus ``grace``
-    seconds.  When it has not finished by then, the commands it started are killed
-    (:func:`kill_children`) and the outcome is ``timed_out`` (the thread is abandoned; the
-    caller leaves the process or ignores it).  Never raises."""
+    seconds.  When it has not finished by then, ``evidence()`` (if given) is called and
+    its value kept in the outcome (e.g. the state of the commands still running), the
+    commands the work started are killed (:func:`kill_children`) and the outcome is
+    ``timed_out`` (the thread is abandoned; the caller leaves the process or ignores it).
+    Never raises (an ``evidence`` that raises leaves ``evidence`` ``None``)."""
     box: Dict[str, Any] = {}
 
     def target() -> None:
@@ -98,8 +130,14 @@ def run_within(
     worker.start()
     worker.join(budget.remaining() + max(0.0, grace))
     if worker.is_alive():
+        seen = None
+        if evidence is not None:
+            try:
+                seen = evidence()
+            except Exception:  # evidence is a bonus; the answer must still come
+                seen = None
         kill_children()
-        return Outcome(timed_out=True)
+        return Outcome(timed_out=True, evidence=seen)
     if "error" in box:
         return Outcome(error=box["error"])
     return Outcome(value=box.get("value"))

@@ -249,6 +249,35 @@ def plan_environment(machine: Optional[MachineRequest] = None, environ: Optional
     return plan
 
 
+def pid_environ(root: Optional[str], pid: int) -> Dict[str, str]:
+    """The environment process ``pid`` was started with: ``/proc/<pid>/environ`` of the
+    judged machine (under ``root``: ``<root>/proc/<pid>/environ``, e.g. the host's procfs
+    of a node agent mounted at ``/host``), read through the Host (capped, never blocking).
+    ``PATH`` is kept from it.  Raises :class:`LaunchError` when it cannot be read (no
+    such process; another user's process needs root or CAP_SYS_PTRACE: run as that user
+    or as root) or holds no variable."""
+    from npudoctor.host import Host
+
+    if pid <= 0:
+        raise LaunchError(f"--pid {pid}: not a process id")
+    host = Host(root=root or "/", environ={})
+    path = f"/proc/{pid}/environ"
+    data, error, _truncated = host.read_bytes(path, limit=1 << 20)
+    if data is None:
+        raise LaunchError(
+            f"--pid {pid}: cannot read {path} ({error or 'unreadable'}); another user's process needs "
+            "root or CAP_SYS_PTRACE, and a node agent in a pod needs hostPID and the host's / mounted"
+        )
+    env: Dict[str, str] = {}
+    for item in data.split(b"\0"):
+        name, sep, value = item.partition(b"=")
+        if sep and name and b"\n" not in name:
+            env[name.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
+    if not env:
+        raise LaunchError(f"--pid {pid}: {path} holds no variable (a kernel thread or a process that cleared it)")
+    return env
+
+
 def _no_toolkit(base: Dict[str, str], where: str = "") -> EnvPlan:
     return EnvPlan(
         environ=dict(base),

@@ -6,14 +6,24 @@ marked ``QUICK`` and every rule) under the one deadline mechanism
 
 Contract (Docker ``HEALTHCHECK`` and Kubernetes exec probes):
 
-* exit status **0** healthy, **1** unhealthy (``ExitStatus.OK``/``PROBLEMS``) -- nothing
-  else, ever: a bad option, an internal error or a blown time budget is 1 with a reason
-  (Docker reserves 2);
+* exit status **0** healthy (or unknown), **1** unhealthy (``ExitStatus.OK``/``PROBLEMS``)
+  -- nothing else, ever: a bad option or an internal error is 1 with a reason (Docker
+  reserves 2); SIGTERM is answered like a blown budget, never 143;
 * one short line per problem on stdout (Docker keeps the tail of the output), or a
   JSON document with ``--json``;
-* ``--timeout SECONDS`` is a hard total budget (default 0.9 s, inside Kubernetes'
-  1 s default probe timeout): when it runs out, the check reports the step that was
-  running and exits 1 at once;
+* an area that was probed but could not be judged (no ``npu-smi``, ``--no-commands``, a
+  timeout on a busy node) is *not checked*: the answer stays healthy and names it
+  (``healthy: ...; not checked: devices (...)``), unless ``--require-checked AREA`` makes
+  it mandatory (then unhealthy);
+* ``--timeout SECONDS`` is one total budget measured from the start of the process
+  (interpreter start-up included; default 0.9 s, inside Kubernetes' 1 s default probe
+  timeout).  When it runs out the check answers with what it has: what was unfinished is
+  **unknown** (``unknown: devices (...)``, exit 0) -- a busy node is not a sick one --
+  except an ``npu-smi`` that hung on a node that was not starved of CPU (its process
+  blocked or asleep, see :func:`npudoctor.facts.coverage.starved`): that is a device
+  failure (DEV001, exit 1).  Documented policy: ``--fallback-ttl SECONDS`` repeats the
+  last finished verdict instead, when it is younger than that (an unhealthy node stays
+  unhealthy while it is too busy to be checked again);
 * ``--cache-ttl SECONDS`` reuses a result younger than that and says how old it is;
 * ``--from FILE`` judges a snapshot written by ``npudoctor collect`` instead of probing.
 
@@ -38,7 +48,7 @@ from typing import Any, Dict, NoReturn, Optional, Sequence, Tuple
 
 from npudoctor.cli.request import ExitStatus, MachineRequest
 from npudoctor.host import read_capped_text
-from npudoctor.runtime.deadline import Budget, run_within
+from npudoctor.runtime.deadline import Budget, process_started, run_within
 from npudoctor.runtime.quick import QuickRequest, QuickResult, areas, evaluate_quick, printable
 
 DEFAULT_TIMEOUT = 0.9
@@ -69,6 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--env-file", metavar="FILE", help="diagnose the environment in FILE (NAME=value lines) instead of this one"
     )
     parser.add_argument(
+        "--pid",
+        type=int,
+        default=None,
+        metavar="PID",
+        help="diagnose the environment of this workload process (/proc/PID/environ) instead of this one",
+    )
+    parser.add_argument(
         "--from", dest="from_file", metavar="FILE", help="judge a snapshot written by `npudoctor collect`"
     )
     parser.add_argument("--json", action="store_true", help="print a JSON document")
@@ -79,6 +96,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="hard total budget (default 0.9)"
     )
     parser.add_argument("--require", type=int, default=None, metavar="N", help="at least N NPU chips must be visible")
+    parser.add_argument(
+        "--require-checked",
+        action="append",
+        default=[],
+        metavar="AREA",
+        help="an area that must be checked: not checked (no npu-smi, --no-commands, a timeout) is unhealthy "
+        "(repeatable)",
+    )
     parser.add_argument("--skip", action="append", default=[], metavar="AREA", help="leave out an area (repeatable)")
     parser.add_argument("--only", action="append", default=[], metavar="AREA", help="check only these areas")
     parser.add_argument("--fail-on", choices=_FAIL_ON, default="error", help="severity that makes it unhealthy")
@@ -89,10 +114,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--exec-env",
         action="store_true",
         help="judge the environment `npudoctor exec` gives the workload (the CANN set_env.sh variables "
-        "applied), not this process's: use it when the container's entrypoint is `npudoctor exec`",
+        "applied), not this process's: use it when the container's entrypoint is `npudoctor exec`, and "
+        "on a node (a systemd timer, cron), whose own environment is the agent's, not a workload's",
     )
     parser.add_argument(
         "--cache-ttl", type=float, default=0.0, metavar="SECONDS", help="reuse a result younger than this"
+    )
+    parser.add_argument(
+        "--fallback-ttl",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="when the budget runs out, repeat the last finished verdict if younger than this (default 0: answer unknown)",
     )
     return parser
 
@@ -106,7 +139,9 @@ class HealthOptions:
     be visible.  ``only``/``skip``: areas.  ``fail_on``: ``"error"`` or ``"warning"``.
     ``ignore``: codes or names to drop.  ``matrix``: a matrix file.  ``exec_env``: judge
     the environment ``npudoctor exec`` would give the workload.  ``cache_ttl``: seconds a
-    previous result may be reused (0: never).
+    previous result may be reused (0: never).  ``require_checked``: areas that must be
+    checked.  ``fallback_ttl``: seconds a finished verdict stands in for one the budget
+    cut short (0: never).  ``pid``: judge that process's environment (``/proc/PID/environ``).
     """
 
     machine: MachineRequest = field(default_factory=MachineRequest)
@@ -119,6 +154,9 @@ class HealthOptions:
     matrix: Optional[str] = None
     exec_env: bool = False
     cache_ttl: float = 0.0
+    require_checked: Tuple[str, ...] = ()
+    fallback_ttl: float = 0.0
+    pid: Optional[int] = None
 
     def problem(self) -> Optional[str]:
         """Why these options cannot be honoured (the reason of a "bad health-check
@@ -127,8 +165,12 @@ class HealthOptions:
             return "--timeout must be a number of seconds in (0, 3600]"
         if not math.isfinite(self.cache_ttl) or self.require is not None and self.require < 0:
             return "--cache-ttl and --require must be finite and not negative"
+        if not (math.isfinite(self.fallback_ttl) and self.fallback_ttl >= 0):
+            return "--fallback-ttl must be a finite number of seconds, not negative"
+        if self.pid is not None and (self.exec_env or self.machine.env_file or self.machine.from_file):
+            return "--pid names the workload's environment: not with --exec-env, --env-file or --from"
         try:
-            areas(self.only + self.skip)
+            areas(self.only + self.skip + self.require_checked)
         except ValueError as exc:
             return str(exc)
         return None
@@ -155,12 +197,17 @@ def options_from_args(args: argparse.Namespace) -> HealthOptions:
         matrix=args.matrix,
         exec_env=args.exec_env,
         cache_ttl=args.cache_ttl,
+        require_checked=tuple(args.require_checked),
+        fallback_ttl=args.fallback_ttl,
+        pid=args.pid,
     )
 
 
 def _cache_path(options: HealthOptions) -> str:
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-    key = hashlib.sha256(json.dumps(dataclasses.asdict(options), sort_keys=True).encode()).hexdigest()[:16]
+    # the budget and the cache policies do not change what is judged: one verdict for all
+    judged = dataclasses.replace(options, timeout=DEFAULT_TIMEOUT, cache_ttl=0.0, fallback_ttl=0.0)
+    key = hashlib.sha256(json.dumps(dataclasses.asdict(judged), sort_keys=True).encode()).hexdigest()[:16]
     return os.path.join(base, f"npudoctor-health-{os.getuid()}-{key}.json")
 
 
@@ -177,7 +224,11 @@ def _read_cache(path: str, ttl: float) -> Optional[Dict[str, Any]]:
         return None
     if not isinstance(doc, dict) or doc.get("status") not in ("healthy", "unhealthy"):
         return None
-    if not isinstance(doc.get("problems", []), list):
+    problems = doc.get("problems", [])
+    if not isinstance(problems, list) or not all(isinstance(p, str) for p in problems):
+        return None
+    doc["problems"] = [printable(p) for p in problems]
+    if not isinstance(doc.get("summary", ""), str) or not isinstance(doc.get("not_checked", {}), dict):
         return None
     doc["cache_age_s"] = round(age, 1)
     return doc
@@ -194,6 +245,14 @@ def evaluate_health(options: HealthOptions, budget: Budget) -> Dict[str, Any]:
     option); anything else propagates.
     """
     environ = None
+    if options.pid is not None:
+        from npudoctor.runtime.environment import LaunchError, pid_environ
+
+        budget.step = "reading the workload's environment"
+        try:
+            environ = pid_environ(options.machine.root, options.pid)
+        except LaunchError as exc:
+            raise ValueError(str(exc)) from None
     if options.exec_env:
         from npudoctor.runtime.environment import LaunchError, plan_environment
 
@@ -214,13 +273,21 @@ def evaluate_health(options: HealthOptions, budget: Budget) -> Dict[str, Any]:
     )
     result: QuickResult = evaluate_quick(request, budget)
     failing = result.failing(options.fail_on)
+    problems = [printable(f"{f.code} {f.title}") for f in failing]
+    required = set(areas(options.require_checked))
+    problems += [
+        printable(f"{area} not checked ({reason}) and --require-checked {area}")
+        for area, reason in result.unchecked.items()
+        if area in required
+    ]
     return {
-        "status": "unhealthy" if failing else "healthy",
-        "problems": [printable(f"{f.code} {f.title}") for f in failing],
+        "status": "unhealthy" if problems else "healthy",
+        "problems": problems,
         "findings": [f.to_dict() for f in result.findings],
         "chips": result.chips,
         "duration_s": round(budget.elapsed(), 3),
         "summary": result.summary,
+        "not_checked": dict(result.unchecked),
     }
 
 
@@ -231,15 +298,20 @@ def _unhealthy(line: str, **extra: Any) -> Dict[str, Any]:
 
 
 def _emit(doc: Dict[str, Any], as_json: bool) -> ExitStatus:
-    """Print the verdict; the one place that decides health's exit status."""
-    healthy = doc["status"] == "healthy"
+    """Print the verdict; the one place that decides health's exit status (``"unknown"``
+    is exit 0: what could not be finished never makes the answer unhealthy by itself)."""
+    healthy = doc["status"] in ("healthy", "unknown")
     if as_json:
         print(json.dumps(doc, ensure_ascii=False))
     else:
         age = f" (cached result, {doc['cache_age_s']} s old)" if "cache_age_s" in doc else ""
-        if healthy:
+        if doc["status"] == "unknown":
+            for area, reason in doc.get("unknown", {}).items():
+                print(printable(f"unknown: {area} ({reason})"))
+        elif healthy:
             summary = f": {doc['summary']}" if doc.get("summary") else ""
-            print(f"healthy{summary}{age}")
+            gaps = "; ".join(f"{area}: {reason}" for area, reason in (doc.get("not_checked") or {}).items())
+            print(printable(f"healthy{summary}{'; not checked: ' + gaps if gaps else ''}{age}"))
         else:
             for line in doc["problems"]:
                 print(f"unhealthy: {line}{age}")
@@ -270,24 +342,32 @@ def run_health(options: HealthOptions) -> ExitStatus:
     """The health check with typed ``options``; prints the verdict, returns its status.
 
     The work runs under a :class:`~npudoctor.runtime.deadline.Budget` of
-    ``options.timeout``; if it does not finish in time the verdict names the step in
-    progress, the commands still running are killed and the process leaves with status 1
-    (``os._exit``, so a wedged probe cannot hold it).
+    ``options.timeout`` counted from the start of the process
+    (:func:`~npudoctor.runtime.deadline.process_started`); if it does not finish in time,
+    the commands still running are killed and the process leaves with the verdict of
+    :func:`timed_out_verdict` (``os._exit``, so a wedged probe cannot hold it).  SIGTERM
+    is answered the same way (:func:`_on_sigterm`).
     """
     as_json = options.machine.json
     problem = options.problem()
     if problem:
         return _emit(_unhealthy(f"bad health-check option: {problem}"), as_json)
-    cache = _cache_path(options) if options.cache_ttl > 0 else None
-    if cache:
+    cache = _cache_path(options) if options.cache_ttl > 0 or options.fallback_ttl > 0 else None
+    if cache and options.cache_ttl > 0:
         cached = _read_cache(cache, options.cache_ttl)
         if cached is not None:
             return _emit(cached, as_json)
-    budget = Budget(options.timeout)
-    outcome = run_within(budget, lambda: evaluate_health(options, budget), name="npudoctor-health")
+    from npudoctor.hostproc import cpu_pressure_total
+
+    budget = Budget(options.timeout, started=process_started())
+    watch = _Watch(options, budget, cache, cpu_pressure_total(), time.monotonic())
+    _on_sigterm(watch)
+    outcome = run_within(
+        budget, lambda: evaluate_health(options, budget), name="npudoctor-health", evidence=watch.evidence
+    )
     if outcome.timed_out:
-        _emit(_unhealthy(budget.over_budget_line(), duration_s=options.timeout), as_json)
-        os._exit(ExitStatus.PROBLEMS)
+        status = _emit(timed_out_verdict(watch, outcome.evidence or [], "ran out"), as_json)
+        os._exit(status)
     exc = outcome.error
     if exc is not None or outcome.value is None:
         # ValueError: a bad option value found while working (--root, --user, --env-file, --from)
@@ -306,3 +386,118 @@ def run_health(options: HealthOptions) -> ExitStatus:
         except OSError:
             pass
     return _emit(doc, as_json)
+
+
+@dataclass
+class _Watch:
+    """What the answer of a cut-short check needs: the options, the budget, the cache
+    path, and a PSI sample (:func:`npudoctor.hostproc.cpu_pressure_total`) taken at
+    ``sampled`` (a :func:`time.monotonic` instant)."""
+
+    options: HealthOptions
+    budget: Budget
+    cache: Optional[str]
+    pressure: Optional[int]
+    sampled: float
+
+    def evidence(self) -> Any:
+        """The commands running now and those killed for their deadline, with their state
+        (:func:`npudoctor.hostproc.running_commands`, :data:`npudoctor.hostproc.TIMED_OUT`)."""
+        from npudoctor.hostproc import TIMED_OUT, running_commands
+
+        return list(TIMED_OUT) + running_commands(self.pressure, time.monotonic() - self.sampled)
+
+    def pressure_share(self) -> Optional[float]:
+        from npudoctor.hostproc import cpu_pressure_share
+
+        return cpu_pressure_share(self.pressure, time.monotonic() - self.sampled)
+
+
+#: An npu-smi running at least this long (seconds) when the budget ran out may be judged hung.
+HUNG_MIN_S = 0.3
+
+
+def _hung_npu_smi(evidence: Sequence[Any]) -> Optional[str]:
+    """The line of an npu-smi that hung (not starved: see
+    :func:`npudoctor.facts.coverage.starved`) among ``evidence``, or ``None``."""
+    from npudoctor.facts.coverage import starved
+
+    for cmd in evidence:
+        if not isinstance(cmd, dict) or not cmd.get("argv"):
+            continue
+        argv = [str(a) for a in cmd["argv"]]
+        duration = float(cmd.get("duration") or 0.0)
+        # /proc/PID/cmdline of a script names its interpreter first ("/bin/sh .../npu-smi info")
+        names = [os.path.basename(a) for a in argv[:2]]
+        if "npu-smi" not in names or duration < HUNG_MIN_S:
+            continue
+        argv = argv[names.index("npu-smi") :]
+        cpu_s, state, pressure = cmd.get("cpu_s"), cmd.get("state"), cmd.get("cpu_pressure")
+        if starved(pressure, state, cpu_s, duration):
+            continue
+        how = ", ".join(
+            bit
+            for bit in (
+                f"state {state}" if state else "",
+                f"{cpu_s:g} s of CPU used" if cpu_s is not None else "",
+                f"CPU pressure {pressure:g} %" if pressure is not None else "",
+            )
+            if bit
+        )
+        name = " ".join(["npu-smi"] + argv[1:])
+        return f"DEV001 `{name}` did not answer within {duration:.1f} s on a node not starved of CPU ({how})"
+    return None
+
+
+def timed_out_verdict(watch: _Watch, evidence: Sequence[Any], how: str) -> Dict[str, Any]:
+    """The answer when the budget ``ran out`` (``how``) or SIGTERM came before the work
+    finished: unhealthy for an npu-smi that hung (:func:`_hung_npu_smi`); else the last
+    finished verdict younger than ``--fallback-ttl`` (the documented policy); else
+    ``{"status": "unknown", "unknown": {area: reason}}`` -- exit 0."""
+    budget, options = watch.budget, watch.options
+    hung = _hung_npu_smi(evidence)
+    if hung:
+        return _unhealthy(hung, duration_s=round(budget.elapsed(), 3))
+    if watch.cache and options.fallback_ttl > 0:
+        cached = _read_cache(watch.cache, options.fallback_ttl)
+        if cached is not None:
+            cached["budget"] = f"{how} while {budget.step}: the last finished verdict stands"
+            return cached
+    step = budget.step
+    area = step[len("probing ") :] if step.startswith("probing ") else ""
+    where = f"{area} and the areas after it" if area else "all areas"
+    reason = f"the {budget.seconds:g} s budget {how} while {step}"
+    pressure = watch.pressure_share()
+    if pressure is not None:
+        reason += f"; CPU-starved {pressure:g} % of the time"
+    return {
+        "status": "unknown",
+        "problems": [],
+        "findings": [],
+        "unknown": {where: reason},
+        "duration_s": round(budget.elapsed(), 3),
+    }
+
+
+def _on_sigterm(watch: _Watch) -> None:
+    """Answer SIGTERM (an orchestrator giving up on the probe) in health's contract: kill
+    the commands started, print the verdict of :func:`timed_out_verdict` and leave with
+    0 or 1, never 143.  Only from the main thread (signal handlers can be set only there)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        from npudoctor.hostproc import RUNNING, kill_tree
+        from npudoctor.runtime.deadline import kill_children
+
+        evidence = watch.evidence()
+        for pid in list(RUNNING):
+            kill_tree(pid)  # descendants that left the group with setsid() too
+        kill_children()
+        status = _emit(timed_out_verdict(watch, evidence, "was cut by SIGTERM"), watch.options.machine.json)
+        os._exit(status)
+
+    signal.signal(signal.SIGTERM, handler)

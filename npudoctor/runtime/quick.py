@@ -48,11 +48,14 @@ class QuickRequest:
 class QuickResult:
     """The evaluation: ``findings`` (:class:`npudoctor.findings.Finding`, sorted),
     ``chips`` (NPU chips seen by ``npu-smi info``), ``summary`` (``"8 NPU chip(s), CANN
-    8.0.0, torch_npu 2.1.0.post10"``, possibly empty)."""
+    8.0.0, torch_npu 2.1.0.post10"``, possibly empty), ``unchecked`` (``{area: reason}``
+    of the areas probed but not judged, :func:`npudoctor.facts.coverage.unchecked`, within
+    ``--only``/``--skip``)."""
 
     findings: List[Any]
     chips: int = 0
     summary: str = ""
+    unchecked: Dict[str, str] = field(default_factory=dict)
 
     def failing(self, fail_on: str = "error") -> List[Any]:
         """Findings of severity ``error`` (``fail_on="warning"``: and ``warning``)."""
@@ -167,8 +170,15 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
     budget.step = "judging"
     ignores, _errors = load_ignores()
     findings = evaluate(snapshot, loaded.get("matrix"), options, ignore=list(request.ignore) + ignores)
+    from npudoctor.facts.coverage import unchecked
+
     view = Facts(snapshot.facts)
-    return QuickResult(findings=findings, chips=len(view.devices.chips), summary=_summary(view))
+    gaps = {
+        area: reason
+        for area, reason in unchecked(snapshot.facts).items()
+        if (not options.only or area in options.only) and area not in options.skip
+    }
+    return QuickResult(findings=findings, chips=len(view.devices.chips), summary=_summary(view), unchecked=gaps)
 
 
 def _summary(view: Facts) -> str:

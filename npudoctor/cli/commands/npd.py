@@ -12,8 +12,9 @@ message of at most 80 characters.  Its deadline is the runtime's one mechanism
 import json
 import os
 import sys
+import time
 from dataclasses import dataclass, field
-from typing import Any, List, NoReturn
+from typing import Any, Dict, List, NoReturn, Optional, Sequence
 
 import typer
 from typing_extensions import Annotated
@@ -41,7 +42,12 @@ Exit codes: 0 OK; 1 problem (findings at or above --severity); 2 unknown (npudoc
 not tell: a bad option, an internal failure, or the check overran --timeout).  Prints one
 line of at most 80 characters (--json: one JSON document with the status, the message and
 the problem findings, for other agents).  --from FILE judges a snapshot written by
-`npudoctor collect` instead of this node."""
+`npudoctor collect` instead of this node.
+
+The node is judged in the environment its CANN set_env.sh would set (as `npudoctor env`
+computes it), never in this agent's own; a workload's environment with --env-file or --pid.
+An area that could not be checked (no npu-smi, a timeout on a busy node) answers 2, or 1
+with --require-checked AREA.  --python defaults to $NPUDOCTOR_PYTHON."""
 
 
 def shorten(text: str, limit: int = MAX_MESSAGE) -> str:
@@ -66,26 +72,42 @@ def message_for(problems: List[Any]) -> str:
 @dataclass
 class Verdict:
     """npd's answer: ``status`` (``OK``, ``PROBLEMS`` or ``NPD_UNKNOWN``), the message,
-    and the problem findings (``--json``)."""
+    the problem findings and the areas not checked with the reason (``--json``)."""
 
     status: ExitStatus
     message: str
     problems: List[Any] = field(default_factory=list)
+    not_checked: Dict[str, str] = field(default_factory=dict)
 
 
-def judge(machine: MachineRequest, severity: str, ignore: List[str], budget: Any) -> Verdict:
+def judge(
+    machine: MachineRequest,
+    severity: str,
+    ignore: List[str],
+    budget: Any,
+    pid: Optional[int] = None,
+    require_checked: Sequence[str] = (),
+) -> Verdict:
     """Collect (or replay ``--from``) and judge the node within ``budget`` (a
-    :class:`npudoctor.runtime.deadline.Budget`); the verdict in NPD's terms.  Raises
+    :class:`npudoctor.runtime.deadline.Budget`) in the environment of :func:`node_environ`
+    (``pid``: a workload process); the verdict in NPD's terms.  An area that was probed but
+    not checked (:func:`npudoctor.facts.coverage.unchecked`: no npu-smi, a timeout on a
+    busy node) is NPD_UNKNOWN, or PROBLEMS when ``require_checked`` names it.  Raises
     :class:`npudoctor.cli.commands._common.UsageError` for bad options; anything else the
     engine raises propagates (the caller answers "unknown")."""
     from npudoctor.cli.commands._common import load_matrix_or_none, snapshot_for
     from npudoctor.config import load_ignores
     from npudoctor.engine import Options, evaluate
+    from npudoctor.facts.coverage import unchecked
+    from npudoctor.runtime.quick import areas
 
+    required = set(areas(list(require_checked)))
     options = Options(deadline=budget.probe_deadline(), command_timeout=min(5.0, budget.seconds / 3))
-    snapshot = snapshot_for(machine, options)
+    budget.step = "computing the node's environment"
+    snapshot = snapshot_for(machine, options, environ=node_environ(machine, pid))
     matrix, _err = load_matrix_or_none(None)
     config_ignores, _errs = load_ignores()
+    budget.step = "judging"
     findings = evaluate(snapshot, matrix, options, ignore=list(ignore) + config_ignores)
     levels = ("error",) if severity == "error" else ("error", "warning")
     problems = [f for f in findings if f.severity in levels and f.code != "HOST099"]
@@ -94,7 +116,38 @@ def judge(machine: MachineRequest, severity: str, ignore: List[str], budget: Any
         return Verdict(ExitStatus.PROBLEMS, message_for(problems), problems)
     if internal:
         return Verdict(ExitStatus.NPD_UNKNOWN, f"npudoctor: a check failed internally ({internal[0].subject})")
+    gaps = unchecked(snapshot.facts)
+    must = {a: r for a, r in gaps.items() if a in required}
+    if must:
+        area, reason = next(iter(must.items()))
+        return Verdict(ExitStatus.PROBLEMS, f"{area} not checked: {reason}", not_checked=gaps)
+    if gaps:
+        area, reason = next(iter(gaps.items()))
+        more = f" (+{len(gaps) - 1} more)" if len(gaps) > 1 else ""
+        return Verdict(ExitStatus.NPD_UNKNOWN, f"not checked: {area}: {reason}{more}", not_checked=gaps)
     return Verdict(ExitStatus.OK, f"npudoctor: NPU stack OK ({budget.elapsed():.1f} s)")
+
+
+def node_environ(machine: MachineRequest, pid: Optional[int]) -> Optional[Dict[str, str]]:
+    """The environment npd judges: a named workload's (``--pid N``: that process's
+    ``/proc/N/environ``; ``--env-file``: ``None``, the file is read by the Host), else the
+    node's -- this agent's environment with what the node's CANN ``set_env.sh`` would set
+    (:func:`npudoctor.runtime.environment.plan_environment`, as ``npudoctor env``), so that
+    ENV findings are about a workload and never about the agent's own process.  ``--python``
+    alone names an interpreter, not an environment: it is judged in the node's.  ``None``
+    for ``--from`` (the snapshot's).  Raises
+    :class:`~npudoctor.cli.commands._common.UsageError` for a bad ``--pid``/``--root``."""
+    from npudoctor.cli.commands._common import UsageError
+    from npudoctor.runtime.environment import LaunchError, pid_environ, plan_environment
+
+    if machine.from_file or machine.env_file:
+        return None
+    try:
+        if pid is not None:
+            return pid_environ(machine.root, pid)
+        return plan_environment(machine).environ
+    except LaunchError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _answer(verdict: Verdict, as_json: bool) -> NoReturn:
@@ -106,6 +159,7 @@ def _answer(verdict: Verdict, as_json: bool) -> NoReturn:
             "status": {ExitStatus.OK: "ok", ExitStatus.PROBLEMS: "problem"}.get(verdict.status, "unknown"),
             "message": message,
             "problems": [f.to_dict() for f in verdict.problems],
+            "not_checked": dict(verdict.not_checked),
         }
         sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
     else:
@@ -113,6 +167,27 @@ def _answer(verdict: Verdict, as_json: bool) -> NoReturn:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(verdict.status)
+
+
+def _on_sigterm(budget: Any, as_json: bool) -> None:
+    """Answer SIGTERM (NPD or a Slurm/NHC wrapper giving up) in NPD's contract: kill the
+    commands started and answer unknown (2), never 143.  Main thread only."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        from npudoctor.hostproc import RUNNING, kill_tree
+        from npudoctor.runtime.deadline import kill_children
+
+        for pid in list(RUNNING):
+            kill_tree(pid)  # descendants that left the group with setsid() too
+        kill_children()
+        _answer(Verdict(ExitStatus.NPD_UNKNOWN, f"npudoctor: stopped by SIGTERM while {budget.step}"), as_json)
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 def register(app: typer.Typer) -> None:
@@ -133,10 +208,32 @@ def register(app: typer.Typer) -> None:
             typer.Option("--severity", metavar="LEVEL", help="error (default) or warning: what counts as a problem."),
         ] = "error",
         ignore: IgnoreOpt = None,
+        pid: Annotated[
+            Optional[int],
+            typer.Option(
+                "--pid",
+                metavar="PID",
+                help="judge the environment of this workload process (/proc/PID/environ; under --root, "
+                "the root's /proc) instead of the node's set_env.sh environment",
+            ),
+        ] = None,
+        require_checked: Annotated[
+            Optional[List[str]],
+            typer.Option(
+                "--require-checked",
+                metavar="AREA",
+                help="an area that must be checked: not checked (no npu-smi, a timeout) is a problem (exit 1) "
+                "instead of unknown (exit 2); repeatable",
+            ),
+        ] = None,
     ) -> None:
         from npudoctor.cli.commands._common import UsageError
-        from npudoctor.runtime.deadline import Budget, run_within
+        from npudoctor.runtime.deadline import Budget, process_started, run_within
+        from npudoctor.runtime.quick import areas
 
+        # NPD passes its own environment to plugins: NPUDOCTOR_PYTHON names the workloads'
+        # interpreter where the plugin config cannot (deploy/k8s/npd/daemonset.yaml).
+        python = python or os.environ.get("NPUDOCTOR_PYTHON") or None
         machine = MachineRequest(
             root=root,
             python=python,
@@ -161,8 +258,27 @@ def register(app: typer.Typer) -> None:
             _answer(unknown(f"npudoctor npd: --root is not a directory: {root}"), machine.json)
         # The work gets the timeout less a reserve for the answer; probes give up after
         # 85 % of that (Budget.probe_deadline), the rest is for the rules.
-        budget = Budget(max(0.1, timeout - ANSWER_RESERVE))
-        outcome = run_within(budget, lambda: judge(machine, severity, list(ignore or []), budget), name="npudoctor-npd")
+        # counted from process start (interpreter start-up included), unless this process is
+        # older than the whole budget (npd called inside a long-lived one): then from now
+        seconds = max(0.1, timeout - ANSWER_RESERVE)
+        started = process_started()
+        fresh = started is not None and time.monotonic() - started < seconds
+        budget = Budget(seconds, started=started if fresh else None)
+        try:
+            areas(list(require_checked or []))
+        except ValueError as bad:
+            _answer(unknown(f"npudoctor npd: --require-checked: {bad}"), machine.json)
+        if pid is not None and (env_file or from_file):
+            _answer(
+                unknown("npudoctor npd: --pid names the workload's environment: not with --env-file/--from"),
+                machine.json,
+            )
+        _on_sigterm(budget, machine.json)
+        outcome = run_within(
+            budget,
+            lambda: judge(machine, severity, list(ignore or []), budget, pid, list(require_checked or [])),
+            name="npudoctor-npd",
+        )
         if outcome.timed_out:
             _answer(unknown(f"npudoctor: check did not finish within {timeout:g} s"), machine.json)
         exc = outcome.error
