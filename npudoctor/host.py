@@ -28,8 +28,18 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import BinaryIO, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
+from npudoctor.hostio import (  # noqa: F401  (re-exported: the Host seam's public names)
+    DEFAULT_READ_LIMIT,
+    CommandResult,
+    FileRead,
+    _errno_reason,
+    file_kind,
+    open_regular,
+    read_capped,
+    read_capped_text,
+)
 from npudoctor.hostproc import (
     RUNNING,
     SPAWN_LOCK,
@@ -44,10 +54,6 @@ from npudoctor.hostproc import (
     starttime,
 )
 
-#: Largest file read by default (bytes).  Version and info files are tiny; logs are
-#: streamed elsewhere and never read through this call.
-DEFAULT_READ_LIMIT = 1 << 20
-
 #: Default deadline of one command (seconds).
 DEFAULT_TIMEOUT = 5.0
 
@@ -58,191 +64,6 @@ _MAX_SYMLINKS = 40
 
 # npu-smi must not run concurrently with itself (the DCMI layer serializes badly).
 _NPU_SMI_LOCK = threading.Lock()
-
-
-@dataclass
-class FileRead:
-    """The outcome of reading one file of the diagnosed machine.
-
-    ``path`` is the path on the diagnosed machine; ``text`` is ``None`` when the read
-    failed, and then ``error`` is a short human reason ("not found", "permission
-    denied", "symlink loop", "is a directory", "too large: 5242880 bytes").
-    ``truncated`` is set when the file was longer than the limit (``text`` holds the
-    head).  ``lossy`` is set when bytes were not valid UTF-8 and were replaced.
-    """
-
-    path: str
-    text: Optional[str] = None
-    error: Optional[str] = None
-    truncated: bool = False
-    lossy: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.text is not None
-
-
-@dataclass
-class CommandResult:
-    """The outcome of one command run through :meth:`Host.run`.
-
-    ``returncode`` is ``None`` when the command did not finish (``timed_out``) or could
-    not be started (``error`` says why: "not found", "permission denied",
-    "commands disabled").  ``duration`` is wall time in seconds.  Output is decoded as
-    UTF-8 with replacement and capped at :data:`OUTPUT_LIMIT` bytes per stream.
-    """
-
-    argv: List[str]
-    returncode: Optional[int] = None
-    stdout: str = ""
-    stderr: str = ""
-    timed_out: bool = False
-    error: Optional[str] = None
-    duration: float = 0.0
-    abandoned: bool = False
-    overflow: bool = False
-    #: Evidence of a timeout (else ``None``): CPU seconds the command had used, its state
-    #: letter (``D``: blocked in the kernel) and the percent of its run during which the
-    #: node's runnable tasks waited for a CPU (PSI) or its cgroup was throttled, all read just
-    #: before it was killed.
-    cpu_s: Optional[float] = None
-    state: Optional[str] = None
-    cpu_pressure: Optional[float] = None
-
-    @property
-    def signal(self) -> Optional[str]:
-        """The name of the signal that killed the command (``"SIGSEGV"``), or ``None``.
-        (A command npudoctor killed for its deadline or output is ``timed_out`` or
-        ``overflow`` instead, with no return code.)"""
-        if self.returncode is None or self.returncode >= 0:
-            return None
-        try:
-            return signal.Signals(-self.returncode).name
-        except ValueError:
-            return f"signal {-self.returncode}"
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0 and not self.timed_out and self.error is None
-
-    def describe(self) -> str:
-        """One line saying how the command ended, for evidence."""
-        return f"`{' '.join(self.argv)}`: {self.outcome()}"
-
-    def outcome(self) -> str:
-        """How the command ended, without the command line (which may be a whole script
-        given with ``-c``): "exit 1", "no answer within 5.0 s (killed)", ..."""
-        if self.error:
-            return self.error
-        if self.timed_out:
-            return f"no answer within {self.duration:.1f} s (killed)"
-        if self.signal:
-            lines = len(self.stdout.splitlines())
-            return f"killed by {self.signal} after printing {lines} line{'s' if lines != 1 else ''}"
-        return f"exit {self.returncode}"
-
-    def to_dict(self) -> Dict[str, object]:
-        return {
-            "argv": list(self.argv),
-            "returncode": self.returncode,
-            "stdout": self.stdout,
-            "stderr": self.stderr,
-            "timed_out": self.timed_out,
-            "error": self.error,
-            "duration": round(self.duration, 3),
-        }
-
-
-#: ``errno`` of a refused special file (a FIFO, socket or device where a file was expected).
-_ENOTREG = errno.EINVAL
-
-_KINDS = (
-    (stat_mod.S_ISFIFO, "a FIFO"),
-    (stat_mod.S_ISSOCK, "a socket"),
-    (stat_mod.S_ISCHR, "a character device"),
-    (stat_mod.S_ISBLK, "a block device"),
-    (stat_mod.S_ISDIR, "a directory"),
-)
-
-
-def file_kind(mode: int) -> str:
-    """What a ``st_mode`` is, in words: ``"a regular file"``, ``"a FIFO"``, ``"a socket"``…"""
-    if stat_mod.S_ISREG(mode):
-        return "a regular file"
-    for test, words in _KINDS:
-        if test(mode):
-            return words
-    return "a special file"
-
-
-def open_regular(path: str, devices: bool = False, pipes: bool = False) -> BinaryIO:
-    """Open ``path`` (a path of *this* machine) for binary reading without ever blocking.
-
-    The file is opened with ``O_NONBLOCK | O_NOCTTY`` and its type checked with ``fstat``
-    before anything is read: anything but a regular file (a FIFO, socket, directory, or a
-    device node unless ``devices`` is true) raises ``OSError(EINVAL)`` whose ``strerror``
-    names it ("not a regular file: a FIFO").  A file that would block on read (``/proc/kmsg``)
-    raises ``OSError(EAGAIN)`` from the read.  ``pipes`` accepts a FIFO too, read blocking
-    (only for a path the user named, as ``--from <(…)``: with no writer it reads as empty).
-    Every read of a file npudoctor did not write
-    itself goes through this function (or :func:`read_capped`)."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
-    try:
-        mode = os.fstat(fd).st_mode
-        device = stat_mod.S_ISCHR(mode) or stat_mod.S_ISBLK(mode)
-        if stat_mod.S_ISDIR(mode):
-            raise OSError(errno.EISDIR, "is a directory", path)
-        if pipes and stat_mod.S_ISFIFO(mode):
-            os.set_blocking(fd, True)
-        elif not stat_mod.S_ISREG(mode) and not (devices and device):
-            raise OSError(_ENOTREG, f"not a regular file: {file_kind(mode)}", path)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def read_capped(
-    path: str, limit: int = DEFAULT_READ_LIMIT, devices: bool = False, pipes: bool = False
-) -> Tuple[bytes, bool]:
-    """Read at most ``limit`` bytes of ``path`` (of this machine) through :func:`open_regular`:
-    ``(data, truncated)``.  Raises ``OSError`` (a FIFO, a device, a read that would block,
-    the usual errno); ``truncated`` says the file held more than ``limit`` bytes."""
-    with open_regular(path, devices=devices, pipes=pipes) as fh:
-        data = fh.read(limit + 1)
-    if data is None:  # a non-blocking read with nothing to give
-        raise OSError(errno.EAGAIN, "no data without blocking", path)
-    if len(data) > limit:
-        return data[:limit], True
-    return data, False
-
-
-def read_capped_text(path: str, limit: int = DEFAULT_READ_LIMIT, what: str = "file", pipes: bool = False) -> str:
-    """The UTF-8 text (bad bytes replaced) of a small file of this machine read through
-    :func:`read_capped`.  Raises ``OSError`` as that does, and ``OSError(EFBIG)`` when the
-    file is over ``limit`` bytes (``what`` names it in the message); ``pipes`` as for
-    :func:`open_regular`."""
-    data, truncated = read_capped(path, limit, pipes=pipes)
-    if truncated:
-        raise OSError(errno.EFBIG, f"{what} over {limit} bytes", path)
-    return data.decode("utf-8", errors="replace")
-
-
-def _errno_reason(exc: OSError) -> str:
-    if exc.errno == errno.ENOENT:
-        return "not found"
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        return "permission denied"
-    if exc.errno == errno.ELOOP:
-        return "symlink loop"
-    if exc.errno == errno.EISDIR:
-        return "is a directory"
-    if exc.errno == errno.ENOTDIR:
-        return "not a directory"
-    if exc.errno == errno.EAGAIN:
-        return "would block on read"
-    return exc.strerror or str(exc)
 
 
 class Host:

@@ -102,7 +102,12 @@ def test_playbook_names_the_drifted_host(tmp_path):
 @pytest.mark.slow
 def test_playbook_passes_without_drift(tmp_path):
     python = "/usr/local/bin/python3.10"  # the workloads' interpreter, passed as --python (issue 15)
-    proc = _run(tmp_path, _hosts(tmp_path, drift=False), {"npudoctor_redact": False, "npudoctor_python": python})
+    hosts = _hosts(tmp_path, drift=False)
+    for name in HOSTS:  # the interpreter is there on every node (under --root it is read, never run)
+        exe = tmp_path / "trees" / name / python.lstrip("/")
+        exe.parent.mkdir(parents=True, exist_ok=True)
+        exe.write_bytes(b"\x7fELF")
+    proc = _run(tmp_path, hosts, {"npudoctor_redact": False, "npudoctor_python": python})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "No drift: every node has the same stack." in proc.stdout
     snap = json.loads((tmp_path / "snapshots" / "npu-node-01.json").read_text())
