@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from npudoctor.hostio import (  # noqa: F401  (re-exported: the Host seam's public names)
+from npudoctor.hostio import (
     DEFAULT_READ_LIMIT,
     CommandResult,
     FileRead,
@@ -53,6 +53,20 @@ from npudoctor.hostproc import (
     reap_orphans,
     starttime,
 )
+
+__all__ = [
+    "DEFAULT_READ_LIMIT",
+    "DEFAULT_TIMEOUT",
+    "OUTPUT_LIMIT",
+    "CommandResult",
+    "FileRead",
+    "Host",
+    "Identity",
+    "file_kind",
+    "open_regular",
+    "read_capped",
+    "read_capped_text",
+]
 
 #: Default deadline of one command (seconds).
 DEFAULT_TIMEOUT = 5.0
