@@ -4,12 +4,14 @@ variable) over snapshots really collected from --root trees; inputs; exit codes.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from stacktree import build_root, collect
 from stacktree import npudoctor_inprocess as npudoctor
 
-from npudoctor.cluster.compare import compare, fingerprint, iter_inputs
+from npudoctor.cluster.compare import compare, compare_inputs, fingerprint
+from npudoctor.cluster.inputs import iter_inputs
 from npudoctor.snapshot import pseudonym
 
 BASE_ENV = {"HCCL_CONNECT_TIMEOUT": "900", "ASCEND_RT_VISIBLE_DEVICES": "0,1,2,3"}
@@ -257,3 +259,33 @@ def test_fingerprint_never_crashes(facts):
     fp = fingerprint(facts)
     assert all(v is None or isinstance(v, str) for v in fp.values())
     compare([("x", {"schema_version": 1, "facts": facts}), ("y", {"schema_version": 1, "facts": {}})])
+
+
+def test_worker_processes_give_the_report_of_one_process(snaps, tmp_path):
+    """Many files are read and fingerprinted in worker processes (issue 18); the report is
+    the same as reading them here, in the same order, with the same repeats, copies,
+    duplicates and unreadable inputs."""
+    d = tmp_path / "snaps"
+    d.mkdir()
+    paths = []
+    for n in range(40):
+        snap = json.loads(json.dumps(snaps["cann" if n % 7 == 3 else "base-a"]))
+        snap["node"] = f"node-{n:02d}"
+        paths.append(_write(d / f"node-{n:02d}.json", snap))
+    copy = _write(d / "zz-copy-of-00.json", json.loads(Path(paths[0]).read_text()))
+    (d / "broken.json").write_text('{"schema_version": 1, "facts": ', encoding="utf-8")
+    lines = d / "more.jsonl"
+    lines.write_text(
+        "\n".join(json.dumps(dict(json.loads(Path(p).read_text()), node=f"line-{i}")) for i, p in enumerate(paths[:3]))
+        + "\n",
+        encoding="utf-8",
+    )
+    given = [str(d), paths[5]]
+    alone = compare(iter_inputs(given))
+    pooled = compare_inputs(given, workers=2)
+    assert pooled == alone
+    assert compare_inputs(given, workers=1) == alone
+    assert pooled["nodes"] == 43 and len(pooled["differing"]) == 6
+    assert {"source": copy, "same_as": paths[0]} in pooled["repeated"]
+    assert {"source": paths[5], "same_as": paths[5]} in pooled["repeated"]
+    assert [u["source"] for u in pooled["unreadable"]] == [str(d / "broken.json")]

@@ -51,15 +51,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-import zlib
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
+from npudoctor.cluster.inputs import Document, Repeated, iter_converted
 from npudoctor.facts import Facts
-from npudoctor.host import read_capped
-from npudoctor.parsers import jsontext
-from npudoctor.snapshot import SNAPSHOT_LIMIT
 
 if TYPE_CHECKING:
     from npudoctor.facts.devices import DevicesFacts, Visibility
@@ -91,10 +87,6 @@ ORDER = (
     "firmware",
     "chips",
 )
-
-
-class CompareInputError(ValueError):
-    """A path given to compare does not exist or cannot be listed (a usage error)."""
 
 
 def _packages(view: Facts) -> Dict[str, Optional[str]]:
@@ -195,123 +187,46 @@ def _field_key(field: str) -> Tuple[int, str]:
     return (ORDER.index(field), field) if field in ORDER else (len(ORDER), field)
 
 
-# ------------------------------------------------------------------------- input
-class Repeated:
-    """The value :func:`iter_inputs` yields for a file already read (``first``: the
-    source name it was read under)."""
-
-    def __init__(self, first: str) -> None:
-        self.first = first
-
-
-class Document:
-    """A snapshot as :func:`iter_inputs` read it: the parsed JSON ``data`` and ``key``,
-    the length and CRC-32 of its bytes.  Two documents with the same key whose node,
-    ``created`` and fingerprint also agree are one snapshot read twice (a copy under
-    another name); hashing the bytes read costs a fraction of re-serialising the parsed
-    document (issue 18: 10,000 snapshots of ~120 KB, 0.2 s against 6.7 s)."""
-
-    __slots__ = ("data", "key")
-
-    def __init__(self, data: Any, raw: bytes) -> None:
-        self.data = data
-        self.key = (len(raw), zlib.crc32(raw))
-
-
-def iter_inputs(paths: Iterable[str], stdin: Optional[Any] = None) -> Iterator[Tuple[str, Any]]:
-    """Yield ``(source label, a Document, an error string, or a Repeated)`` for every
-    snapshot.
-
-    A path may be a file holding one snapshot (JSON), several (JSON lines), or a directory
-    (its ``*.json`` and ``*.jsonl`` files, sorted; not recursive).  ``-`` (or ``stdin`` given
-    with no paths) reads JSON lines from standard input (once).  A file reached a second
-    time (same real path) is not read again: :class:`Repeated` is yielded instead.  Raises
-    :class:`CompareInputError` for a path that does not exist.
-    """
-    paths = list(paths)
-    if not paths and stdin is not None:
-        paths = ["-"]
-    seen: Dict[str, str] = {}
-
-    def once(path: str, named: bool = False) -> Iterator[Tuple[str, Any]]:
-        key = os.path.realpath(path)
-        if key in seen:
-            yield path, Repeated(seen[key])
-            return
-        seen[key] = path
-        yield from _file(path, named)
-
-    for path in paths:
-        if path == "-":
-            if "-" in seen:
-                yield "stdin", Repeated("stdin")
-                continue
-            seen["-"] = "stdin"
-            stream = stdin if stdin is not None else sys.stdin
-            buffer = getattr(stream, "buffer", None)
-            data = buffer.read() if buffer is not None else stream.read().encode("utf-8", "surrogateescape")
-            yield from _lines("stdin", data)
-            continue
-        if os.path.isdir(path):
-            try:
-                names = sorted(n for n in os.listdir(path) if n.endswith((".json", ".jsonl")))
-            except OSError as exc:
-                raise CompareInputError(f"cannot list {path}: {exc.strerror or exc}") from None
-            for name in names:
-                yield from once(os.path.join(path, name))
-            continue
-        if not os.path.exists(path):
-            raise CompareInputError(f"{path}: no such file or directory")
-        yield from once(path, named=True)
-
-
-def _file(path: str, named: bool) -> Iterator[Tuple[str, Any]]:
-    """The documents of one input file; a FIFO or device found in a directory is refused
-    (a FIFO named on the command line, as ``<(…)``, is read)."""
-    try:
-        data, truncated = read_capped(path, SNAPSHOT_LIMIT, pipes=named)
-    except OSError as exc:
-        yield path, f"cannot read: {exc.strerror or exc}"
-        return
-    if truncated:
-        yield path, f"cannot read: over {SNAPSHOT_LIMIT >> 20} MB"
-        return
-    try:
-        yield path, Document(_json(data), data)
-        return
-    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
-        first_error = str(exc)
-    if data.count(b"\n") > 1:
-        yield from _lines(path, data)
-    else:
-        yield path, f"not valid JSON: {first_error}"
-
-
-def _json(data: bytes) -> Any:
-    """Parse JSON bytes; bytes that are not UTF-8 are read with replacement characters
-    (a garbled field reads as unknown, the rest of the snapshot still counts)."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = data.decode("utf-8", errors="replace")
-    return jsontext.loads(text)
-
-
-def _lines(label: str, data: bytes) -> Iterator[Tuple[str, Any]]:
-    for number, line in enumerate(data.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{label}:{number}"
-        try:
-            yield where, Document(_json(line), line)
-        except (ValueError, RecursionError) as exc:
-            yield where, f"not valid JSON: {exc}"
-
-
 # ------------------------------------------------------------------------- compare
+class Read(NamedTuple):
+    """What compare keeps of one readable snapshot: ``key`` tells two copies of one
+    snapshot apart from two snapshots (the length and CRC-32 of its bytes, or for a
+    document handed over parsed a hash of its JSON), the ``node`` label, ``created`` and
+    the :func:`fingerprint`."""
+
+    key: Any
+    label: Optional[str]
+    created: str
+    fingerprint: Dict[str, Optional[str]]
+
+
+def entry(source: str, item: Any) -> Union[Read, Repeated, str]:
+    """One input reduced to what :func:`compare` needs: a :class:`Read`, the
+    :class:`Repeated` as given, or an error string (unreadable, not a snapshot, an
+    unsupported schema).  ``item``: a :class:`Document`, parsed JSON or an error string."""
+    if isinstance(item, (Repeated, str)):
+        return item
+    raw = item.data if isinstance(item, Document) else item
+    if not isinstance(raw, dict) or not isinstance(raw.get("facts"), dict):
+        return "not a snapshot (no 'facts' object)"
+    if raw.get("schema_version") not in (1,):
+        return f"unsupported schema_version {raw.get('schema_version')!r}"
+    key = item.key if isinstance(item, Document) else _digest(raw)
+    return Read(key, str(raw.get("node") or "") or None, str(raw.get("created") or ""), fingerprint(raw["facts"]))
+
+
+def compare_inputs(paths: Sequence[str], stdin: Optional[Any] = None, workers: Optional[int] = None) -> Dict[str, Any]:
+    """:func:`compare` of the snapshots in ``paths`` (see
+    :func:`npudoctor.cluster.inputs.iter_inputs`); many files are read and fingerprinted
+    in ``workers`` processes (:func:`npudoctor.cluster.inputs.iter_converted`).  Raises
+    :class:`CompareInputError` for a path that does not exist."""
+    return compare(iter_converted(paths, entry, stdin=stdin, workers=workers))
+
+
 def compare(items: Iterable[Tuple[str, Any]]) -> Dict[str, Any]:
-    """Compare snapshots given as ``(source, document)`` pairs: a :class:`Document` or
-    :class:`Repeated` from :func:`iter_inputs`, parsed JSON, or an error string.
+    """Compare snapshots given as ``(source, item)`` pairs: a :class:`Document` or
+    :class:`Repeated` from :func:`iter_inputs`, parsed JSON, an error string, or a
+    :class:`Read` from :func:`entry`.
 
     Returns the report (the ``compare --json`` contract)::
 
@@ -337,28 +252,19 @@ def compare(items: Iterable[Tuple[str, Any]]) -> Dict[str, Any]:
     repeated: List[Dict[str, str]] = []
     contents: Dict[Any, str] = {}
     for source, item in items:
-        raw = item.data if isinstance(item, Document) else item
-        if isinstance(raw, Repeated):
-            repeated.append({"source": source, "same_as": raw.first})
+        got = item if isinstance(item, (Read, Repeated, str)) else entry(source, item)
+        if isinstance(got, Repeated):
+            repeated.append({"source": source, "same_as": got.first})
             continue
-        if isinstance(raw, str):
-            unreadable.append({"source": source, "error": raw})
+        if isinstance(got, str):
+            unreadable.append({"source": source, "error": got})
             continue
-        if not isinstance(raw, dict) or not isinstance(raw.get("facts"), dict):
-            unreadable.append({"source": source, "error": "not a snapshot (no 'facts' object)"})
-            continue
-        if raw.get("schema_version") not in (1,):
-            unreadable.append({"source": source, "error": f"unsupported schema_version {raw.get('schema_version')!r}"})
-            continue
-        label = str(raw.get("node") or "") or None
-        created = str(raw.get("created") or "")
-        fp = fingerprint(raw["facts"])
-        content = (item.key, label, created, tuple(sorted(fp.items()))) if isinstance(item, Document) else _digest(raw)
+        content = (got.key, got.label, got.created, tuple(sorted(got.fingerprint.items())))
         if content in contents:
             repeated.append({"source": source, "same_as": contents[content]})
             continue
         contents[content] = source
-        readable.append((label, source, fp, created))
+        readable.append((got.label, source, got.fingerprint, got.created))
     nodes, duplicates = _one_per_node(readable)
 
     fields = sorted(

@@ -36,7 +36,8 @@ def run_compare(env: Environment, paths: List[str], as_json: bool = False, limit
     """Compare the snapshots in ``paths`` (none, or ``-``: JSON lines on ``env.stdin``),
     write the report (text, or JSON) to ``env.stdout`` and return the exit status.
     Raises :class:`UsageError` for a missing path, no input or no snapshot at all."""
-    from npudoctor.cluster.compare import CompareInputError, compare, iter_inputs
+    from npudoctor.cluster.compare import compare_inputs
+    from npudoctor.cluster.inputs import CompareInputError
 
     stdin: Optional[Any] = None
     if not paths and env.stdin_isatty:
@@ -44,7 +45,7 @@ def run_compare(env: Environment, paths: List[str], as_json: bool = False, limit
     if not paths or "-" in paths:
         stdin = io.StringIO(env.stdin.read().decode("utf-8", errors="replace"))
     try:
-        report = compare(iter_inputs(paths, stdin=stdin))
+        report = compare_inputs(paths, stdin=stdin)
     except CompareInputError as exc:
         raise UsageError(str(exc)) from None
     if report["nodes"] == 0 and not report["unreadable"]:
