@@ -17,7 +17,7 @@ from npudoctor.cli.request import Environment, ExitStatus, take_color_flags
 PLEASE_REPORT = "This is a bug in npudoctor; please report it (rerun with NPUDOCTOR_DEBUG=1 for the traceback)."
 
 
-def run(argv: Sequence[str], env: Optional[Environment] = None) -> int:
+def run(argv: Sequence[str], env: Optional[Environment] = None, fast: bool = True) -> int:
     """Run ``npudoctor ARGV…`` (Typer commands; not the fast ``health`` path of
     :mod:`npudoctor.entry`) in this process and return its exit status.
 
@@ -25,7 +25,9 @@ def run(argv: Sequence[str], env: Optional[Environment] = None) -> int:
     the Click context (``ctx.obj``); Typer's own help and usage messages, which Click
     writes to ``sys.stdout``/``sys.stderr``, are redirected to ``env.stdout``/``env.stderr``
     for the duration.  ``--color``/``--no-color`` are taken out of ``argv`` first, wherever
-    they stand (:func:`~npudoctor.cli.request.take_color_flags`).  ``SystemExit`` becomes its status; an unexpected exception becomes
+    they stand (:func:`~npudoctor.cli.request.take_color_flags`).  ``fast``: answer
+    ``--version``, ``--help`` and ``explain`` without Typer when
+    :func:`npudoctor.cli.fast.dispatch` takes the command line (the same output and status).  ``SystemExit`` becomes its status; an unexpected exception becomes
     :attr:`ExitStatus.INTERNAL` with a short "please report" line on ``env.stderr``
     (``NPUDOCTOR_DEBUG`` set in ``env.environ``: the exception propagates).  Never raises
     ``SystemExit``.
@@ -35,6 +37,12 @@ def run(argv: Sequence[str], env: Optional[Environment] = None) -> int:
     if flag is not None:
         env.color_flag = flag
     try:
+        if fast:
+            from npudoctor.cli.fast import dispatch
+
+            answered = dispatch(argv, env)
+            if answered is not None:
+                return answered
         from npudoctor.cli.app import app
 
         with contextlib.redirect_stdout(env.stdout), contextlib.redirect_stderr(env.stderr):

@@ -209,6 +209,10 @@ class Environment:
 COLOR_FLAGS = {"--color": True, "--no-color": False}
 
 
+class UsageError(Exception):
+    """Bad combination of options or unreadable input named by the user (exit 2)."""
+
+
 def take_color_flags(argv: Sequence[str]) -> Tuple[List[str], Optional[bool]]:
     """``(argv without the colour options, the last one's value)``: ``--color`` and
     ``--no-color`` are accepted by every command, before or after its name, so they are

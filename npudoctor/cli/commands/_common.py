@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 import typer
 from typing_extensions import Annotated
 
-from npudoctor.cli.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest
+from npudoctor.cli.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest, UsageError
 
 DeadlineOpt = Annotated[
     float,
@@ -69,10 +69,6 @@ IgnoreOpt = Annotated[
     Optional[List[str]],
     typer.Option("--ignore", metavar="CODE", help="Silence a finding code or name (repeatable)."),
 ]
-
-
-class UsageError(Exception):
-    """Bad combination of options or unreadable input named by the user (exit 2)."""
 
 
 def machine_request(

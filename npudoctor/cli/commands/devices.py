@@ -20,7 +20,6 @@ from npudoctor.cli.commands._common import (
     NoCommandsOpt,
     PythonOpt,
     RootOpt,
-    UsageError,
     UserOpt,
     environment,
     fail_usage,
@@ -28,7 +27,7 @@ from npudoctor.cli.commands._common import (
     machine_request,
     snapshot_for,
 )
-from npudoctor.cli.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest
+from npudoctor.cli.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest, UsageError
 from npudoctor.redact import conceal
 
 DEVICES_HELP = """Show the NPU chips: health, power, temperature, AICore, memory/HBM, processes and

@@ -10,13 +10,12 @@ from typing_extensions import Annotated
 from npudoctor.cli.commands._common import (
     JsonOpt,
     MatrixOpt,
-    UsageError,
     echo,
     environment,
     fail_usage,
     load_matrix_or_none,
 )
-from npudoctor.cli.request import Environment, ExitStatus
+from npudoctor.cli.request import Environment, ExitStatus, UsageError
 
 PLAN_HELP = """Plan an offline (intranet) install for the machine of a site snapshot.
 

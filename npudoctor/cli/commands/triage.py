@@ -15,7 +15,6 @@ from npudoctor.cli.commands._common import (
     NoCommandsOpt,
     PythonOpt,
     RootOpt,
-    UsageError,
     UserOpt,
     environment,
     fail_usage,
@@ -23,7 +22,7 @@ from npudoctor.cli.commands._common import (
     machine_request,
     snapshot_for,
 )
-from npudoctor.cli.request import Environment, ExitStatus, MachineRequest
+from npudoctor.cli.request import Environment, ExitStatus, MachineRequest, UsageError
 from npudoctor.host import open_regular
 
 TRIAGE_HELP = """Find the known error signatures in logs (training/inference output, CANN plog
