@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Union
 
-from npudoctor.remedies import Prose, Remedy, shell, to_dict
+if TYPE_CHECKING:  # the remedies are imported by the rules that make findings, not by readers of codes
+    from npudoctor.remedies import Remedy
 
 SEVERITIES = ("error", "warning", "info")
 _SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
@@ -129,6 +130,8 @@ class Code:
         default; ``subject`` distinguishes several findings of one code (a chip, a
         library); ``after`` lists codes whose fixes must be applied first.
         """
+        from npudoctor.remedies import Prose, shell, to_dict
+
         sev = severity or self.severity
         if sev not in SEVERITIES:
             raise RegistryError(f"unknown severity {sev!r} for {self.code}")

@@ -18,3 +18,42 @@ TOMLDecodeError = _toml.TOMLDecodeError
 def loads(text: str) -> Dict[str, Any]:
     """Parse TOML ``text``; raises :class:`TOMLDecodeError` (a ``ValueError``) when malformed."""
     return _toml.loads(text)
+
+
+#: Suffix of the compiled twin of a bundled TOML file (``signatures.toml`` →
+#: ``signatures.toml.compiled.json``), made by ``scripts/gen_compiled_data.py --write``.
+COMPILED_SUFFIX = ".compiled.json"
+
+
+def twin_document(raw: bytes, data: Dict[str, Any]) -> str:
+    """The text of the compiled twin of a TOML file whose bytes are ``raw`` and whose
+    parsed document is ``data`` (deterministic: sorted keys)."""
+    import hashlib
+    import json
+
+    doc = {"sha256": hashlib.sha256(raw).hexdigest(), "data": data}
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+def load_bundled(path: str) -> Dict[str, Any]:
+    """Parse one of npudoctor's own TOML data files (package data, never a file of the
+    judged machine).  Its compiled twin (``path`` + :data:`COMPILED_SUFFIX`, JSON) is used
+    when it was made from exactly these bytes (SHA-256): parsing JSON costs a fraction of
+    parsing TOML (issue 18); an edited file whose twin is stale is parsed as TOML, so a
+    stale twin can never answer.  Raises ``OSError`` for an unreadable file and
+    :class:`TOMLDecodeError` for malformed TOML."""
+    import hashlib
+    import json
+
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    try:
+        with open(path + COMPILED_SUFFIX, "rb") as fh:
+            twin = json.loads(fh.read())
+        if isinstance(twin, dict) and twin.get("sha256") == hashlib.sha256(raw).hexdigest():
+            data = twin.get("data")
+            if isinstance(data, dict):
+                return data
+    except (OSError, ValueError, RecursionError):
+        pass
+    return loads(raw.decode("utf-8"))

@@ -33,7 +33,7 @@ METHODS = {"open", "read_text", "read_bytes", "iterdir", "glob", "rglob"}
 
 #: (module, call) → (how many, why it is not a read of the judged machine).
 ALLOWED: Dict[Tuple[str, str], Tuple[int, str]] = {
-    ("npudoctor/knowledge/codes.py", "open"): (1, "npudoctor's own finding codes (package data)"),
+    ("npudoctor/tomlread.py", "open"): (2, "load_bundled: npudoctor's own TOML data files and their compiled twins"),
     ("npudoctor/knowledge/codes.py", "os.listdir"): (1, "npudoctor's own data/codes directory"),
     ("npudoctor/knowledge/matrix/load.py", "open"): (
         2,
@@ -48,8 +48,6 @@ ALLOWED: Dict[Tuple[str, str], Tuple[int, str]] = {
         2,
         "/proc/self/task/*/children and /proc/self/stat (its start time) of npudoctor's own process",
     ),
-    ("npudoctor/knowledge/chip_support.py", "open"): (1, "npudoctor's own data/frameworks file (package data)"),
-    ("npudoctor/knowledge/cuda_only.py", "open"): (1, "npudoctor's own data/frameworks file (package data)"),
     ("npudoctor/runtime/deadline.py", "os.listdir"): (1, "/proc/self/task of npudoctor's own process"),
     ("npudoctor/snapshot.py", "os.fdopen"): (1, "atomic_write: the temporary file npudoctor creates itself"),
     ("npudoctor/snapshot.py", "os.listdir"): (1, "clean_stale_temp: npudoctor's own temp files in its output dir"),

@@ -7,10 +7,12 @@ without loading the CLI (issue 18); the Typer command in
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from npudoctor.cli.request import Environment, ExitStatus, UsageError
-from npudoctor.findings import Code
+
+if TYPE_CHECKING:
+    from npudoctor.findings import Code
 
 
 def run_explain(env: Environment, code: Optional[str], list_: bool = False, as_json: bool = False) -> ExitStatus:
@@ -60,10 +62,9 @@ def _wrapped(env: Environment, text: str, first: int = 0, indent: int = 0) -> st
 def _kind_title(kind: str) -> str:
     """The name of a root-cause kind (``K16`` → "container / Kubernetes device plumbing …"),
     so a kind label is never printed without it."""
-    from npudoctor.knowledge.signatures import load_kb
+    from npudoctor.knowledge.kinds import kind_titles
 
-    page = load_kb().explain(kind)
-    return str(page["title"]) if page else "(no description)"
+    return kind_titles().get(kind, "(no description)")
 
 
 def _explain_triage_label(env: Environment, name: str, as_json: bool) -> ExitStatus:

@@ -43,8 +43,7 @@ _CACHE: Dict[str, Any] = {}
 
 def _doc() -> Dict[str, Any]:
     if "doc" not in _CACHE:
-        with open(data_path(), encoding="utf-8") as fh:
-            _CACHE["doc"] = tomlread.loads(fh.read())
+        _CACHE["doc"] = tomlread.load_bundled(data_path())
     doc: Dict[str, Any] = _CACHE["doc"]
     return doc
 

@@ -21,6 +21,7 @@ file and the code; ``tests/test_codes.py`` loads everything, so a bad edit fails
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from typing import Any, Dict, List, Mapping, Optional
@@ -74,12 +75,18 @@ def parse_codes(text: str, area: str, source: str = "<text>") -> Dict[str, Code]
     name, a code whose prefix belongs to another area, an entry whose ``area`` is not the
     file's, an unknown severity, a missing, unknown or mistyped field, a malformed kind,
     or a name used twice in the file."""
-    if area not in AREAS:
-        raise CodesError(f"{source}: unknown area {area!r} (known: {', '.join(AREAS)})")
     try:
         doc = _toml.loads(text)
     except _toml.TOMLDecodeError as exc:
         raise CodesError(f"{source}: not valid TOML: {exc}") from None
+    return codes_of(doc, area, source)
+
+
+def codes_of(doc: Dict[str, Any], area: str, source: str = "<text>") -> Dict[str, Code]:
+    """:func:`parse_codes` of an already parsed document ``doc``.  Raises
+    :class:`CodesError` as that does."""
+    if area not in AREAS:
+        raise CodesError(f"{source}: unknown area {area!r} (known: {', '.join(AREAS)})")
     out: Dict[str, Code] = {}
     names: Dict[str, str] = {}
     for code, entry in doc.items():
@@ -133,11 +140,12 @@ def load_area(area: str, directory: Optional[str] = None) -> Dict[str, Code]:
     ``{code: Code}``.  Raises :class:`CodesError` (also for an unreadable file)."""
     path = os.path.join(directory or data_dir(), f"{area}.toml")
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        doc = _toml.load_bundled(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise CodesError(f"cannot read finding codes {path}: {exc}") from None
-    return parse_codes(text, area, source=path)
+    except _toml.TOMLDecodeError as exc:
+        raise CodesError(f"{path}: not valid TOML: {exc}") from None
+    return codes_of(doc, area, source=path)
 
 
 #: Per-process caches: area → its codes (filled by :func:`get`), and the full registry.
@@ -207,6 +215,9 @@ def lookup(code_or_name: str) -> Optional[Code]:
     """The code for ``PKG001`` or ``torch-npu-torch-mismatch`` (any case, surrounding
     blanks ignored); ``None`` when there is none."""
     key = code_or_name.strip()
+    if area_of(key.upper()) is not None:  # a code: its area's file is enough
+        with contextlib.suppress(CodesError):
+            return get(key.upper())
     codes = registry()
     if key.upper() in codes:
         return codes[key.upper()]

@@ -89,8 +89,7 @@ def entries() -> Tuple[Entry, ...]:
     a malformed file (a packaging error; ``tests/test_frameworks_data.py`` checks it)."""
     if "all" in _CACHE:
         return _CACHE["all"]
-    with open(data_path(), encoding="utf-8") as fh:
-        doc = tomlread.loads(fh.read())
+    doc = tomlread.load_bundled(data_path())
     out: List[Entry] = []
     for raw in doc.get("entry", []):
         rec = raw.get("recognise") or {}

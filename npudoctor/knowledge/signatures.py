@@ -15,7 +15,6 @@ failed import) and the deep rules (which static findings explain a deep failure)
 
 from __future__ import annotations
 
-import os
 import re
 import string
 import sys
@@ -24,6 +23,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from npudoctor.findings import Finding
 from npudoctor.host import read_capped_text
+from npudoctor.knowledge.kinds import KB_PATH
 
 #: Longest line examined (bytes); the rest of a longer line is skipped.
 MAX_LINE = 64 << 10
@@ -364,7 +364,7 @@ _KB_CACHE: Dict[str, KnowledgeBase] = {}
 
 def default_kb_path() -> str:
     """Path of the packaged ``signatures.toml``."""
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "signatures.toml")
+    return KB_PATH
 
 
 def _toml_loads(text: str) -> Dict[str, Any]:
@@ -502,7 +502,12 @@ def load_kb(path: Optional[str] = None) -> KnowledgeBase:
     if path in _KB_CACHE:
         return _KB_CACHE[path]
     try:
-        raw = _toml_loads(read_capped_text(path, 8 << 20, what="error knowledge base"))
+        if path == default_kb_path():  # package data: through its compiled twin
+            from npudoctor.tomlread import load_bundled
+
+            raw = load_bundled(path)
+        else:
+            raw = _toml_loads(read_capped_text(path, 8 << 20, what="error knowledge base"))
     except (OSError, ValueError) as exc:
         raise KBError(f"cannot read the error knowledge base {path}: {exc}") from None
     entries: List[Entry] = []

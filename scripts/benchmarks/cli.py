@@ -1,0 +1,50 @@
+"""Start-up of the small commands (issue 18 targets: ``--version``, ``--help`` and
+``explain CODE`` <= 3x ``python -c pass``; ``devices`` <= 6x, its ``npu-smi`` replaced by a
+script printing a real capture).
+
+Interleaved rounds on one machine: each round runs ``python -c pass`` and each command once,
+so that machine load hits them alike; reported as the median of the per-round ratios.
+The ``devices`` command runs against tests/scenarios/health-910b3-8npu-healthy (8 x 910B3).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Dict, List
+
+from bench import median
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIO = REPO / "tests" / "scenarios" / "health-910b3-8npu-healthy"
+TARGETS = {"--version": 3.0, "--help": 3.0, "explain PKG007": 3.0, "devices": 6.0}
+
+
+def run(repeat: int) -> List[str]:
+    from benchmarks.health import interleaved, scenario_env  # scripts/benchmarks/health.py
+
+    with tempfile.TemporaryDirectory() as tmp:
+        scenario = Path(tmp) / SCENARIO.name
+        shutil.copytree(SCENARIO, scenario, symlinks=True)
+        env = scenario_env(scenario)
+        env["COLUMNS"] = "100"
+        npd = [sys.executable, "-m", "npudoctor"]
+        commands: Dict[str, List[str]] = {
+            "pass": [sys.executable, "-c", "pass"],
+            "--version": npd + ["--version"],
+            "--help": npd + ["--help"],
+            "explain PKG007": npd + ["explain", "PKG007"],
+            "devices": npd + ["devices", "--root", str(scenario / "root")],
+        }
+        times = interleaved(commands, repeat, env)
+    lines = [f"python -c pass median {median(times['pass']) * 1e3:.1f} ms; {repeat} interleaved rounds"]
+    for name, target in TARGETS.items():
+        ratios = [t / p for t, p in zip(times[name], times["pass"])]
+        ratio = median(ratios)
+        lines.append(
+            f"{name:16} median {median(times[name]) * 1e3:6.1f} ms = {ratio:4.1f}x python -c pass "
+            f"(target <= {target:.0f}x: {'met' if ratio <= target else 'NOT met'})"
+        )
+    return lines
