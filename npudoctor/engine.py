@@ -28,7 +28,7 @@ recorded (``facts["_errors"]``) and reported as a finding, never as a traceback.
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import os
 import socket
 import time
 import traceback
@@ -135,7 +135,14 @@ class RuleContext:
 
 def _modules(package: str) -> List[ModuleType]:
     pkg = importlib.import_module(package)
-    names = sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_"))
+    names = sorted(
+        {
+            name[:-3]
+            for directory in pkg.__path__
+            for name in os.listdir(directory)
+            if name.endswith(".py") and not name.startswith("_")
+        }
+    )  # the package's own modules (pkgutil, which would say the same, costs ~8 ms to import)
     return [importlib.import_module(f"{package}.{name}") for name in names]
 
 

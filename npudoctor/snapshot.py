@@ -23,8 +23,6 @@ from typing import Any, Dict, List, Optional
 from npudoctor import __version__
 from npudoctor.host import read_capped
 from npudoctor.parsers import jsontext
-from npudoctor.redact import Redactor
-from npudoctor.redact import pseudonym as _pseudonym
 
 #: Version of the snapshot/JSON layout.  Bump on incompatible change; readers accept
 #: the versions listed in :data:`READABLE_SCHEMAS`.
@@ -210,7 +208,9 @@ def atomic_write(path: str, data: str) -> None:
 def pseudonym(text: str) -> str:
     """A stable, non-reversible label for a host name: ``node-<8 hex>`` (no site salt;
     see :func:`npudoctor.redact.pseudonym`)."""
-    return _pseudonym(text, "node")
+    from npudoctor.redact import pseudonym
+
+    return pseudonym(text, "node")
 
 
 def redact(snapshot: Snapshot, salt: Optional[str] = None) -> Snapshot:
@@ -224,6 +224,8 @@ def redact(snapshot: Snapshot, salt: Optional[str] = None) -> Snapshot:
     ``salt``: the site salt (default ``NPUDOCTOR_REDACT_SALT``); the node label of an
     unsalted redaction is :func:`pseudonym` of the host name.
     """
+    from npudoctor.redact import Redactor
+
     redactor = Redactor.for_facts(snapshot.facts, "" if snapshot.redacted else snapshot.node, salt)
     facts = redactor.value(snapshot.facts)
     target = redactor.value(snapshot.target)

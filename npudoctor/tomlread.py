@@ -6,18 +6,27 @@ from __future__ import annotations
 import sys
 from typing import Any, Dict
 
-if sys.version_info >= (3, 11):
-    import tomllib as _toml
-else:  # pragma: no cover - exercised on 3.8-3.10
-    import tomli as _toml
 
-#: Raised for malformed TOML (a ``ValueError``).
-TOMLDecodeError = _toml.TOMLDecodeError
+def _parser() -> Any:
+    """The TOML parser module, imported on first use (most runs read only compiled twins)."""
+    if sys.version_info >= (3, 11):
+        import tomllib as parser
+    else:  # pragma: no cover - exercised on 3.8-3.10
+        import tomli as parser
+    return parser
+
+
+def __getattr__(name: str) -> Any:
+    """``TOMLDecodeError`` (a ``ValueError``: raised for malformed TOML), resolved lazily."""
+    if name == "TOMLDecodeError":
+        return _parser().TOMLDecodeError
+    raise AttributeError(name)
 
 
 def loads(text: str) -> Dict[str, Any]:
-    """Parse TOML ``text``; raises :class:`TOMLDecodeError` (a ``ValueError``) when malformed."""
-    return _toml.loads(text)
+    """Parse TOML ``text``; raises ``TOMLDecodeError`` (a ``ValueError``) when malformed."""
+    result: Dict[str, Any] = _parser().loads(text)
+    return result
 
 
 #: Suffix of the compiled twin of a bundled TOML file (``signatures.toml`` →

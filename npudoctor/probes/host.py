@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import platform
 import socket
 import struct
 from typing import Any, Dict, List, Optional, Tuple
@@ -47,7 +46,7 @@ def elf_machine(data: bytes) -> Optional[str]:
 
 def _arch(host: Host) -> Tuple[Optional[str], str]:
     if host.live:
-        return platform.machine() or None, "platform.machine()"
+        return os.uname().machine or None, "platform.machine()"
     for path in _ELF_CANDIDATES:
         data, _err, _trunc = host.read_bytes(path, limit=64)
         arch = elf_machine(data or b"")
