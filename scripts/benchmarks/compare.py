@@ -26,7 +26,7 @@ TARGET_S = 5.0
 FLOOR = (
     "import json, os, sys\n"
     "d = sys.argv[1]\n"
-    "for f in sorted(os.listdir(d)):\n"
+    "for f in sorted(n for n in os.listdir(d) if n.endswith('.json')):\n"
     "    with open(os.path.join(d, f), 'rb') as fh:\n"
     "        json.loads(fh.read())\n"
 )
