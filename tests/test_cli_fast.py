@@ -75,3 +75,34 @@ def test_fast_answers_do_not_import_typer(argv: List[str]) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=False, env={"COLUMNS": "100"}
     )
     assert proc.stdout.splitlines()[-1] == "TYPER False False False 0", proc.stdout + proc.stderr
+
+
+def test_command_modules_table_matches_what_each_module_registers() -> None:
+    """A run imports only its command's module (issue 18): the table that says which module
+    registers which command is what the modules really register."""
+    import importlib
+
+    import typer
+
+    from npudoctor.cli import app as app_module
+
+    found = {}
+    for name in app_module._all_modules():
+        probe = typer.Typer()
+        hook = getattr(importlib.import_module(f"npudoctor.cli.commands.{name}"), "register", None)
+        if hook is None:
+            continue
+        hook(probe)
+        for cmd in probe.registered_commands:
+            found[cmd.name or cmd.callback.__name__.replace("_", "-")] = name  # type: ignore[union-attr]
+        for group in probe.registered_groups:
+            found[str(group.name)] = name
+    assert found == app_module.COMMAND_MODULES
+
+
+def test_help_lists_every_command_in_one_order_after_a_single_command_ran() -> None:
+    first = _run(["--help"], False, "80")
+    _run(["explain", "PKG007"], False, "80")  # registers the check module alone
+    _run(["triage", "--help"], False, "80")
+    assert _run(["--help"], False, "80") == first
+    assert "  triage   " in first[1] and "  plan     " in first[1]

@@ -43,7 +43,9 @@ def run(argv: Sequence[str], env: Optional[Environment] = None, fast: bool = Tru
             answered = dispatch(argv, env)
             if answered is not None:
                 return answered
-        from npudoctor.cli.app import app
+        from npudoctor.cli.app import prepare
+
+        app = prepare(argv)
 
         with contextlib.redirect_stdout(env.stdout), contextlib.redirect_stderr(env.stderr):
             app(args=list(argv), prog_name="npudoctor", standalone_mode=True, obj=env)

@@ -3,14 +3,14 @@ Run it with :func:`npudoctor.cli.run` (which hands the command its
 :class:`~npudoctor.cli.request.Environment` as the Click context object).
 
 Commands live in :mod:`npudoctor.cli.commands` (one module per family, each with
-``register(app)``); they are discovered here, so a new command module needs no edit
-of this file.  ``npudoctor health`` does not come through here at all: see
+``register(app)``); a run registers only the module of its command (:func:`prepare`,
+:data:`COMMAND_MODULES`), help and unknown commands all of them.  ``npudoctor health`` does not come through here at all: see
 :mod:`npudoctor.entry` (it must start fast and never exit 2).
 """
 
 import importlib
-import pkgutil
-from typing import Optional
+import os
+from typing import Dict, List, Optional, Sequence
 
 import typer
 
@@ -48,16 +48,58 @@ def main(
     """npudoctor: find why PyTorch on Ascend NPU does not work here, and how to fix it."""
 
 
-def _register_all() -> None:
+#: The module of :mod:`npudoctor.cli.commands` that registers each command, so that a run
+#: imports only the module of the command it runs (issue 18: importing every command module
+#: costs more than some commands' own work).  ``tests/test_cli_fast.py`` checks the table
+#: against what each module registers.
+COMMAND_MODULES: Dict[str, str] = {
+    "check": "check",
+    "collect": "check",
+    "explain": "check",
+    "compare": "compare",
+    "devices": "devices",
+    "exec": "exec_env",
+    "env": "exec_env",
+    "health": "health",
+    "matrix": "matrix",
+    "npd": "npd",
+    "plan": "plan",
+    "triage": "triage",
+}
+
+_REGISTERED: List[str] = []
+
+
+def _all_modules() -> List[str]:
     import npudoctor.cli.commands as pkg
 
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
+    return sorted({n[:-3] for d in pkg.__path__ for n in os.listdir(d) if n.endswith(".py") and not n.startswith("_")})
+
+
+def register(modules: Sequence[str]) -> None:
+    """Register the commands of ``modules`` (names in :mod:`npudoctor.cli.commands`) on
+    :data:`app`, each once.  Every module together is registered in name order, so ``--help``
+    lists the commands in one order whatever ran before in this process."""
+    every = _all_modules()
+    if set(modules) >= set(every) and every != _REGISTERED:
+        app.registered_commands.clear()
+        app.registered_groups.clear()
+        _REGISTERED.clear()
+        modules = every
+    for name in modules:
+        if name in _REGISTERED:
             continue
-        module = importlib.import_module(f"npudoctor.cli.commands.{info.name}")
-        register = getattr(module, "register", None)
-        if register is not None:
-            register(app)
+        module = importlib.import_module(f"npudoctor.cli.commands.{name}")
+        hook = getattr(module, "register", None)
+        if hook is not None:
+            hook(app)
+        _REGISTERED.append(name)
 
 
-_register_all()
+def prepare(argv: Sequence[str]) -> typer.Typer:
+    """:data:`app` with the commands ``argv`` needs registered: the module of the command it
+    names, or every module (help, a misspelt command, no command)."""
+    command = next((word for word in argv if not word.startswith("-")), None)
+    module = COMMAND_MODULES.get(command or "")
+    register([module] if module is not None else _all_modules())
+    return app
