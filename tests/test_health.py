@@ -289,3 +289,33 @@ def test_require_checked_makes_an_unchecked_area_unhealthy(tmp_path):
     assert proc.returncode == 0 and assert_contract(proc)[0].startswith("healthy: 8 NPU chip(s)")
     proc = health(scenario, "--require-checked", "chips")
     assert assert_contract(proc)[0].startswith("unhealthy: bad health-check option: unknown area chips")
+
+
+@pytest.mark.parametrize(
+    "content, why",
+    [
+        ("[" * 100000 + "]" * 100000, "not valid JSON (nested too deeply)"),
+        ('{"status": "healthy", "problems": [], "chips": ' + "9" * 5000 + "}", "not valid JSON (a number of 5000"),
+        ('{"status": "unhealthy", "problems": [42]}', "its problems are not printable strings"),
+        ('{"status": "healthy", "problems": [], "summary": "\\u001b[2J\\u001b[31mforged"}', "its summary is not a"),
+        ('{"status": "unhealthy", "problems": ["\\u001b]0;owned\\u0007DEV010 x"]}', "its problems are not printable"),
+        ('{"status": "healthy", "not_checked": {"devices": 3}}', "its not_checked entries are not printable"),
+    ],
+)
+def test_cache_entries_are_read_through_the_json_reader_and_refused_with_a_note(tmp_path, content, why):
+    """A cached entry the JSON reader refuses (deep nesting, a 5,000-digit number) or that is
+    not a printable string (ANSI escapes, a number where a line belongs) is ignored with a
+    note on stderr, nothing of it echoed; the check runs afresh (issue 20)."""
+    scenario = prepare(HEALTHY, tmp_path / "s")
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    env = {"XDG_RUNTIME_DIR": str(runtime)}
+    assert health(scenario, "--cache-ttl", "60", "--timeout", "5", env=env).returncode == 0
+    cached = next(runtime.glob("npudoctor-health-*.json"))
+    cached.write_text(content)
+    proc = health(scenario, "--cache-ttl", "60", "--timeout", "5", env=env)
+    assert assert_contract(proc) == ["healthy: 8 NPU chip(s), CANN 8.0.0, torch_npu 2.1.0.post10"]
+    note = [line for line in proc.stderr.splitlines() if line.startswith("npudoctor health: cached result ignored")]
+    assert len(note) == 1 and why in note[0] and str(cached) in note[0], proc.stderr
+    assert "\x1b" not in proc.stdout + proc.stderr and "forged" not in proc.stdout + proc.stderr
+    assert "owned" not in proc.stdout + proc.stderr

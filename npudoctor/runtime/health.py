@@ -211,27 +211,68 @@ def _cache_path(options: HealthOptions) -> str:
     return os.path.join(base, f"npudoctor-health-{os.getuid()}-{key}.json")
 
 
-def _read_cache(path: str, ttl: float) -> Optional[Dict[str, Any]]:
+def _clean(value: Any) -> bool:
+    """A cached string that may be printed as it is: printable, no escape sequence."""
+    return isinstance(value, str) and value.isprintable() and len(value) <= 4096
+
+
+def _cache_problem(doc: Any) -> Optional[str]:
+    """Why a cached document is not a verdict health wrote (``None``: it is one): every
+    field printed is a printable string (an ANSI escape or a control character is refused,
+    not echoed), ``problems`` a list of them, ``not_checked`` a mapping of them."""
+    if not isinstance(doc, dict) or doc.get("status") not in ("healthy", "unhealthy"):
+        return "no healthy/unhealthy status"
+    problems = doc.get("problems", [])
+    if not isinstance(problems, list) or not all(_clean(p) for p in problems):
+        return "its problems are not printable strings"
+    if not _clean(doc.get("summary", "")):
+        return "its summary is not a printable string"
+    gaps = doc.get("not_checked", {})
+    if not isinstance(gaps, dict) or not all(_clean(k) and _clean(v) for k, v in gaps.items()):
+        return "its not_checked entries are not printable strings"
+    if not isinstance(doc.get("findings", []), list):
+        return "its findings are not a list"
+    return None
+
+
+def _read_cache(path: str, ttl: float) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+    """The cached verdict at ``path`` if younger than ``ttl`` seconds, and a note when a
+    cached file was there but refused (``(None, None)``: nothing usable and nothing to say).
+
+    Read through the Host's capped reader and :func:`npudoctor.parsers.jsontext.loads`
+    (deep nesting and numbers over 100 digits are a clear error, not a RecursionError);
+    a file of another owner or writable by others is not trusted; an entry that is not a
+    printable string (ANSI escapes, control characters, another type) refuses the whole
+    file (:func:`_cache_problem`), so nothing of it is echoed."""
+    from npudoctor.parsers.jsontext import loads
+
     try:
         st = os.stat(path)
-        age = time.time() - st.st_mtime
-        if age > ttl or age < 0:
-            return None
-        if st.st_uid != os.getuid() or st.st_mode & 0o022:
-            return None  # planted or writable by others: not our result, do not trust it
-        doc = json.loads(read_capped_text(path, 1 << 20, what="health cache"))
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(doc, dict) or doc.get("status") not in ("healthy", "unhealthy"):
-        return None
-    problems = doc.get("problems", [])
-    if not isinstance(problems, list) or not all(isinstance(p, str) for p in problems):
-        return None
-    doc["problems"] = [printable(p) for p in problems]
-    if not isinstance(doc.get("summary", ""), str) or not isinstance(doc.get("not_checked", {}), dict):
-        return None
+    except OSError:
+        return None, None
+    age = time.time() - st.st_mtime
+    if age > ttl or age < 0:
+        return None, None
+    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+        # planted or writable by others: not our result, do not trust it
+        return None, f"cached result ignored: {path} is not this user's own file"
+    try:
+        doc = loads(read_capped_text(path, 1 << 20, what="health cache"))
+    except json.JSONDecodeError as exc:
+        return None, printable(f"cached result ignored: {path}: not valid JSON ({exc.msg})")
+    except (OSError, ValueError) as exc:
+        return None, printable(f"cached result ignored: {path}: cannot read it ({exc})")
+    problem = _cache_problem(doc)
+    if problem:
+        return None, printable(f"cached result ignored: {path}: {problem}")
     doc["cache_age_s"] = round(age, 1)
-    return doc
+    return doc, None
+
+
+def _note(note: Optional[str]) -> None:
+    """A note about the run (a refused cache) on stderr: stdout holds only the verdict."""
+    if note:
+        print(f"npudoctor health: {note}", file=sys.stderr)
 
 
 def evaluate_health(options: HealthOptions, budget: Budget) -> Dict[str, Any]:
@@ -354,7 +395,8 @@ def run_health(options: HealthOptions) -> ExitStatus:
         return _emit(_unhealthy(f"bad health-check option: {problem}"), as_json)
     cache = _cache_path(options) if options.cache_ttl > 0 or options.fallback_ttl > 0 else None
     if cache and options.cache_ttl > 0:
-        cached = _read_cache(cache, options.cache_ttl)
+        cached, note = _read_cache(cache, options.cache_ttl)
+        _note(note)
         if cached is not None:
             return _emit(cached, as_json)
     from npudoctor.hostproc import cpu_pressure_total
@@ -459,7 +501,8 @@ def timed_out_verdict(watch: _Watch, evidence: Sequence[Any], how: str) -> Dict[
     if hung:
         return _unhealthy(hung, duration_s=round(budget.elapsed(), 3))
     if watch.cache and options.fallback_ttl > 0:
-        cached = _read_cache(watch.cache, options.fallback_ttl)
+        cached, note = _read_cache(watch.cache, options.fallback_ttl)
+        _note(note)
         if cached is not None:
             cached["budget"] = f"{how} while {budget.step}: the last finished verdict stands"
             return cached
