@@ -506,18 +506,13 @@ def timed_out_verdict(watch: _Watch, evidence: Sequence[Any], how: str) -> Dict[
         if cached is not None:
             cached["budget"] = f"{how} while {budget.step}: the last finished verdict stands"
             return cached
-    step = budget.step
-    area = step[len("probing ") :] if step.startswith("probing ") else ""
-    where = f"{area} and the areas after it" if area else "all areas"
-    reason = f"the {budget.seconds:g} s budget {how} while {step}"
-    pressure = watch.pressure_share()
-    if pressure is not None:
-        reason += f"; CPU-starved {pressure:g} % of the time"
+    from npudoctor.runtime.quick import unfinished
+
     return {
         "status": "unknown",
         "problems": [],
         "findings": [],
-        "unknown": {where: reason},
+        "unknown": unfinished(budget, how, watch.pressure_share()),
         "duration_s": round(budget.elapsed(), 3),
     }
 

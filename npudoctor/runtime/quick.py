@@ -181,6 +181,21 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
     return QuickResult(findings=findings, chips=len(view.devices.chips), summary=_summary(view), unchecked=gaps)
 
 
+def unfinished(budget: Budget, how: str, pressure: Optional[float] = None) -> Dict[str, str]:
+    """The areas a cut-short evaluation left unknown, with the reason: ``{"devices and the
+    areas after it": "the 0.9 s budget ran out while probing devices; CPU-starved 97 % of
+    the time"}`` (``how``: ``"ran out"`` or ``"was cut by SIGTERM"``; ``pressure``: percent
+    of the run the node or this cgroup was CPU-starved, ``None`` when unknown).  The area is
+    read from ``budget.step`` (``"probing AREA"``); any other step leaves ``"all areas"``."""
+    step = budget.step
+    area = step[len("probing ") :] if step.startswith("probing ") else ""
+    where = f"{area} and the areas after it" if area else "all areas"
+    reason = f"the {budget.seconds:g} s budget {how} while {step}"
+    if pressure is not None:
+        reason += f"; CPU-starved {pressure:g} % of the time"
+    return {where: reason}
+
+
 def _summary(view: Facts) -> str:
     bits = []
     chips = view.devices.chips
