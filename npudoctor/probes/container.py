@@ -53,7 +53,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from npudoctor.engine import ProbeContext
+from npudoctor.engine import Options, ProbeContext
 
 SECTION = "container"
 NEEDS = ()
@@ -259,4 +259,18 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         "npu_smi_paths": npu_smi_paths,
         "device_cgroup": _device_cgroup(ctx),
         "privileged": _privileged(ctx),
+    }
+
+
+def where(host: Any) -> Dict[str, Any]:
+    """Where the process diagnosed through ``host`` (a :class:`npudoctor.host.Host`) runs,
+    from the same markers as :func:`probe`: ``{"world": "build" | "pod" | "container" |
+    "host", "launched_by": [{"name", "evidence", ...}], "evidence": [str]}``.  For the
+    runtime commands that choose the environment to judge before collecting
+    (:mod:`npudoctor.runtime.health`); never raises on unreadable markers."""
+    found = probe(ProbeContext(host=host, options=Options(), facts={}))
+    return {
+        "world": found["world"],
+        "launched_by": found["launched_by"],
+        "evidence": list(found["evidence"]) + list(found["build_markers"]),
     }

@@ -121,6 +121,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--cache-ttl", type=float, default=0.0, metavar="SECONDS", help="reuse a result younger than this"
     )
     parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="say on stderr which environment was judged and why (by default: in a container, pod or "
+        "systemd/Slurm job this process's; on a host node what its CANN set_env.sh would set)",
+    )
+    parser.add_argument(
         "--fallback-ttl",
         type=float,
         default=0.0,
@@ -157,6 +164,7 @@ class HealthOptions:
     require_checked: Tuple[str, ...] = ()
     fallback_ttl: float = 0.0
     pid: Optional[int] = None
+    verbose: bool = False
 
     def problem(self) -> Optional[str]:
         """Why these options cannot be honoured (the reason of a "bad health-check
@@ -200,13 +208,14 @@ def options_from_args(args: argparse.Namespace) -> HealthOptions:
         require_checked=tuple(args.require_checked),
         fallback_ttl=args.fallback_ttl,
         pid=args.pid,
+        verbose=args.verbose,
     )
 
 
 def _cache_path(options: HealthOptions) -> str:
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
     # the budget and the cache policies do not change what is judged: one verdict for all
-    judged = dataclasses.replace(options, timeout=DEFAULT_TIMEOUT, cache_ttl=0.0, fallback_ttl=0.0)
+    judged = dataclasses.replace(options, timeout=DEFAULT_TIMEOUT, cache_ttl=0.0, fallback_ttl=0.0, verbose=False)
     key = hashlib.sha256(json.dumps(dataclasses.asdict(judged), sort_keys=True).encode()).hexdigest()[:16]
     return os.path.join(base, f"npudoctor-health-{os.getuid()}-{key}.json")
 
@@ -285,24 +294,10 @@ def evaluate_health(options: HealthOptions, budget: Budget) -> Dict[str, Any]:
     ``ValueError`` for a bad option found while working (the caller reports it as a bad
     option); anything else propagates.
     """
-    environ = None
-    if options.pid is not None:
-        from npudoctor.runtime.environment import LaunchError, pid_environ
+    from npudoctor.runtime.judged import judged_environment
 
-        budget.step = "reading the workload's environment"
-        try:
-            environ = pid_environ(options.machine.root, options.pid)
-        except LaunchError as exc:
-            raise ValueError(str(exc)) from None
-    if options.exec_env:
-        from npudoctor.runtime.environment import LaunchError, plan_environment
-
-        budget.step = "computing the entrypoint environment"
-        machine = dataclasses.replace(options.machine, user=None)
-        try:
-            environ = plan_environment(machine).environ
-        except LaunchError as exc:
-            raise ValueError(str(exc)) from None
+    budget.step = "choosing the environment to judge"
+    environ, judged = judged_environment(options.machine, options.pid, options.exec_env)
     request = QuickRequest(
         machine=options.machine,
         environ=environ,
@@ -329,6 +324,7 @@ def evaluate_health(options: HealthOptions, budget: Budget) -> Dict[str, Any]:
         "duration_s": round(budget.elapsed(), 3),
         "summary": result.summary,
         "not_checked": dict(result.unchecked),
+        "environment": judged,
     }
 
 
@@ -420,6 +416,9 @@ def run_health(options: HealthOptions) -> ExitStatus:
         )
         return _emit(_unhealthy(reason), as_json)
     doc = outcome.value
+    judged = doc.get("environment") or {}
+    if options.verbose and judged:
+        _note(printable(f"judged the {judged.get('judged')} environment: {judged.get('because')}", limit=400))
     if cache:
         try:
             from npudoctor.snapshot import atomic_write
