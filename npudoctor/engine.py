@@ -57,7 +57,8 @@ class Options:
     ``time.monotonic()`` value after which probes should give up (``None``: none).
     ``only``/``skip``: areas/sections to run or leave out.  ``cwd``: working directory
     of the diagnosed process (shadowing checks).  ``require_devices``: the number of
-    chips `health --require N` expects.
+    chips `health --require N` expects.  ``pid``: the workload process judged (``--pid``):
+    its ``/proc/PID/status`` gives the capabilities and ids device access is judged for.
     """
 
     python: Optional[str] = None
@@ -74,6 +75,7 @@ class Options:
     matrix_path: Optional[str] = None
     require_devices: Optional[int] = None
     progress: Optional[Callable[[str], None]] = None
+    pid: Optional[int] = None
 
     def remaining(self, default: float) -> float:
         """Seconds a command may still take: ``default``, capped by the deadline."""

@@ -306,6 +306,7 @@ def evaluate_health(options: HealthOptions, budget: Budget) -> Dict[str, Any]:
         require=options.require,
         ignore=options.ignore,
         matrix=options.matrix,
+        pid=options.pid,
     )
     result: QuickResult = evaluate_quick(request, budget)
     failing = result.failing(options.fail_on)

@@ -32,7 +32,8 @@ class QuickRequest:
     (``None``: the ``--env-file``'s, else this process's).  ``only``/``skip``: area or
     section names (validated with :func:`areas`).  ``require``: chips that must be visible
     (``None``: no requirement).  ``ignore``: finding codes or names to drop.  ``matrix``:
-    a matrix file (``None``: the cached or bundled one).
+    a matrix file (``None``: the cached or bundled one).  ``pid``: the workload process
+    judged (``--pid``): its capabilities and ids decide device access.
     """
 
     machine: MachineRequest = field(default_factory=MachineRequest)
@@ -42,6 +43,7 @@ class QuickRequest:
     require: Optional[int] = None
     ignore: Tuple[str, ...] = ()
     matrix: Optional[str] = None
+    pid: Optional[int] = None
 
 
 @dataclass
@@ -121,6 +123,7 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
         skip=set(areas(sorted(request.skip))),
         require_devices=request.require,
         matrix_path=request.matrix,
+        pid=request.pid,
     )
 
     def progress(section: str) -> None:
