@@ -15,10 +15,16 @@ Contract (Docker ``HEALTHCHECK`` and Kubernetes exec probes):
   timeout on a busy node) is *not checked*: the answer stays healthy and names it
   (``healthy: ...; not checked: devices (...)``), unless ``--require-checked AREA`` makes
   it mandatory (then unhealthy);
+* the environment judged (``environment`` in ``--json``, ``--verbose`` on stderr): a
+  named workload's (``--pid``, ``--env-file``, ``--exec-env``), else chosen by where the
+  process runs -- its own in a container, pod or build step, or under systemd/Slurm/Ray;
+  on a host node the node's, what its CANN ``set_env.sh`` would set
+  (:mod:`npudoctor.runtime.judged`);
 * ``--timeout SECONDS`` is one total budget measured from the start of the process
   (interpreter start-up included; default 0.9 s, inside Kubernetes' 1 s default probe
-  timeout).  When it runs out the check answers with what it has: what was unfinished is
-  **unknown** (``unknown: devices (...)``, exit 0) -- a busy node is not a sick one --
+  timeout).  When it runs out the check answers with what it has: the areas that
+  finished keep their findings (an error found before is still unhealthy), what was
+  unfinished is **unknown** (``unknown: devices (...)``, exit 0) -- a busy node is not a sick one --
   except an ``npu-smi`` that hung on a node that was not starved of CPU (its process
   blocked or asleep, see :func:`npudoctor.facts.coverage.starved`): that is a device
   failure (DEV001, exit 1).  Documented policy: ``--fallback-ttl SECONDS`` repeats the
@@ -49,7 +55,7 @@ from typing import Any, Dict, NoReturn, Optional, Sequence, Tuple
 from npudoctor.cli.request import ExitStatus, MachineRequest
 from npudoctor.host import read_capped_text
 from npudoctor.runtime.deadline import Budget, process_started, run_within
-from npudoctor.runtime.quick import QuickRequest, QuickResult, areas, evaluate_quick, printable
+from npudoctor.runtime.quick import Progress, QuickRequest, QuickResult, areas, evaluate_quick, printable
 
 DEFAULT_TIMEOUT = 0.9
 _FAIL_ON = ("error", "warning")
@@ -284,12 +290,13 @@ def _note(note: Optional[str]) -> None:
         print(f"npudoctor health: {note}", file=sys.stderr)
 
 
-def evaluate_health(options: HealthOptions, budget: Budget) -> Dict[str, Any]:
+def evaluate_health(options: HealthOptions, budget: Budget, progress: Optional[Progress] = None) -> Dict[str, Any]:
     """Run the quick evaluation; return the result document ``{"status": "healthy" |
     "unhealthy", "problems": [line], "findings": [finding dict], "chips": int,
     "duration_s": float, "summary": str}``.
 
-    ``budget.step`` names the step in progress.  With ``options.exec_env`` the
+    ``budget.step`` names the step in progress; ``progress`` (when given) records the
+    sections finished, for :func:`timed_out_verdict`.  With ``options.exec_env`` the
     environment judged is the one ``npudoctor exec`` would run the workload in.  Raises
     ``ValueError`` for a bad option found while working (the caller reports it as a bad
     option); anything else propagates.
@@ -307,6 +314,7 @@ def evaluate_health(options: HealthOptions, budget: Budget) -> Dict[str, Any]:
         ignore=options.ignore,
         matrix=options.matrix,
         pid=options.pid,
+        progress=progress,
     )
     result: QuickResult = evaluate_quick(request, budget)
     failing = result.failing(options.fail_on)
@@ -399,10 +407,13 @@ def run_health(options: HealthOptions) -> ExitStatus:
     from npudoctor.hostproc import cpu_pressure_total
 
     budget = Budget(options.timeout, started=process_started())
-    watch = _Watch(options, budget, cache, cpu_pressure_total(), time.monotonic())
+    watch = _Watch(options, budget, cache, cpu_pressure_total(), time.monotonic(), Progress())
     _on_sigterm(watch)
     outcome = run_within(
-        budget, lambda: evaluate_health(options, budget), name="npudoctor-health", evidence=watch.evidence
+        budget,
+        lambda: evaluate_health(options, budget, watch.progress),
+        name="npudoctor-health",
+        evidence=watch.evidence,
     )
     if outcome.timed_out:
         status = _emit(timed_out_verdict(watch, outcome.evidence or [], "ran out"), as_json)
@@ -441,10 +452,16 @@ class _Watch:
     cache: Optional[str]
     pressure: Optional[int]
     sampled: float
+    progress: Optional[Progress] = None
+    cut: Optional[Tuple[Dict[str, Any], str]] = None
 
     def evidence(self) -> Any:
         """The commands running now and those killed for their deadline, with their state
-        (:func:`npudoctor.hostproc.running_commands`, :data:`npudoctor.hostproc.TIMED_OUT`)."""
+        (:func:`npudoctor.hostproc.running_commands`, :data:`npudoctor.hostproc.TIMED_OUT`).
+        Also freezes ``cut``: the sections finished and the step, as they are now, before
+        the commands are killed (the probe thread goes on with a killed npu-smi)."""
+        if self.progress is not None:
+            self.cut = (dict(self.progress.facts), self.budget.step)
         from npudoctor.hostproc import TIMED_OUT, running_commands
 
         return list(TIMED_OUT) + running_commands(self.pressure, time.monotonic() - self.sampled)
@@ -493,26 +510,44 @@ def _hung_npu_smi(evidence: Sequence[Any]) -> Optional[str]:
 
 def timed_out_verdict(watch: _Watch, evidence: Sequence[Any], how: str) -> Dict[str, Any]:
     """The answer when the budget ``ran out`` (``how``) or SIGTERM came before the work
-    finished: unhealthy for an npu-smi that hung (:func:`_hung_npu_smi`); else the last
-    finished verdict younger than ``--fallback-ttl`` (the documented policy); else
-    ``{"status": "unknown", "unknown": {area: reason}}`` -- exit 0."""
+    finished: unhealthy for an npu-smi that hung (:func:`_hung_npu_smi`); else unhealthy
+    for a failing finding of an area that had finished
+    (:func:`npudoctor.runtime.quick.finished_findings`: what was found before the budget
+    ran out stands), the unfinished areas named ``unknown``; else the last finished verdict
+    younger than ``--fallback-ttl`` (the documented policy); else ``{"status": "unknown",
+    "unknown": {area: reason}, "findings": [of the finished areas]}`` -- exit 0."""
+    from npudoctor.runtime.quick import finished_findings, unfinished
+
     budget, options = watch.budget, watch.options
     hung = _hung_npu_smi(evidence)
     if hung:
         return _unhealthy(hung, duration_s=round(budget.elapsed(), 3))
+    facts, step = watch.cut if watch.cut is not None else (None, budget.step)
+    gaps = unfinished(budget, how, watch.pressure_share(), step)
+    findings, done = finished_findings(watch.progress, options.ignore, facts)
+    levels = ("error", "warning") if options.fail_on == "warning" else ("error",)
+    failing = [printable(f"{f.code} {f.title}") for f in findings if f.severity in levels]
+    if failing:
+        return {
+            "status": "unhealthy",
+            "problems": failing,
+            "findings": [f.to_dict() for f in findings],
+            "finished": done,
+            "unknown": gaps,
+            "duration_s": round(budget.elapsed(), 3),
+        }
     if watch.cache and options.fallback_ttl > 0:
         cached, note = _read_cache(watch.cache, options.fallback_ttl)
         _note(note)
         if cached is not None:
-            cached["budget"] = f"{how} while {budget.step}: the last finished verdict stands"
+            cached["budget"] = f"{how} while {step}: the last finished verdict stands"
             return cached
-    from npudoctor.runtime.quick import unfinished
-
     return {
         "status": "unknown",
         "problems": [],
-        "findings": [],
-        "unknown": unfinished(budget, how, watch.pressure_share()),
+        "findings": [f.to_dict() for f in findings],
+        "finished": done,
+        "unknown": gaps,
         "duration_s": round(budget.elapsed(), 3),
     }
 
