@@ -121,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="judge the environment `npudoctor exec` gives the workload (the CANN set_env.sh variables "
         "applied), not this process's: use it when the container's entrypoint is `npudoctor exec`, and "
-        "on a node (a systemd timer, cron), whose own environment is the agent's, not a workload's",
+        "from a systemd timer's service, whose own environment is the agent's (on a host node outside "
+        "systemd/Slurm, e.g. cron or a shell, that is the default)",
     )
     parser.add_argument(
         "--cache-ttl", type=float, default=0.0, metavar="SECONDS", help="reuse a result younger than this"
