@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Mapping, Optional, TextIO, Tuple
 from npudoctor.cli.request import ExitStatus, MachineRequest
 from npudoctor.runtime.deadline import Budget, run_within
 from npudoctor.runtime.environment import EnvPlan, LaunchError, plan_environment
-from npudoctor.runtime.quick import QuickRequest, evaluate_quick, printable, unfinished
+from npudoctor.runtime.quick import Progress, QuickRequest, evaluate_quick, finished_findings, printable, unfinished
 
 #: Default budget (seconds) of the quick checks before the command starts.
 DEFAULT_CHECK_TIMEOUT = 5.0
@@ -83,18 +83,23 @@ class CheckResult:
 def quick_checks(plan: EnvPlan, request: ExecRequest) -> CheckResult:
     """The quick evaluation of the machine with the planned environment, within
     ``request.timeout`` seconds (plus :data:`CHECK_GRACE`); when it does not finish, the
-    commands it started are killed and the result names the unfinished areas as
-    ``unknown`` -- unless an npu-smi hung on a node not starved of CPU, a device failure
+    commands it started are killed, the areas that finished keep their findings and the
+    result names the unfinished areas as ``unknown`` -- unless an npu-smi hung on a node not starved of CPU, a device failure
     (``failure``: DEV001), as in ``npudoctor health``.  Never raises."""
     from npudoctor.hostproc import TIMED_OUT, cpu_pressure_share, cpu_pressure_total, running_commands
 
     budget = Budget(request.timeout)
     pressure, sampled = cpu_pressure_total(), time.monotonic()
 
+    progress = Progress()
+    cut: Dict[str, Any] = {}
+
     def evidence() -> List[Any]:
+        # before the commands are killed and the work moves on
+        cut.update(step=budget.step, facts=dict(progress.facts))
         return list(TIMED_OUT) + running_commands(pressure, time.monotonic() - sampled)
 
-    quick = QuickRequest(machine=request.machine, environ=plan.environ, ignore=tuple(request.ignore))
+    quick = QuickRequest(machine=request.machine, environ=plan.environ, ignore=tuple(request.ignore), progress=progress)
     outcome = run_within(
         budget,
         lambda: evaluate_quick(quick, budget),
@@ -111,7 +116,8 @@ def quick_checks(plan: EnvPlan, request: ExecRequest) -> CheckResult:
         if hung:
             return CheckResult(failure=hung)
         share = cpu_pressure_share(pressure, time.monotonic() - sampled)
-        return CheckResult(unknown=unfinished(budget, "ran out", share))
+        found, _done = finished_findings(progress, request.ignore, cut.get("facts"))
+        return CheckResult(findings=found, unknown=unfinished(budget, "ran out", share, cut.get("step")))
     if outcome.error is not None or outcome.value is None:
         exc = outcome.error
         return CheckResult(failure=f"npudoctor failed: {type(exc).__name__}: {exc}")
