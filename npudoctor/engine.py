@@ -57,7 +57,10 @@ class Options:
     ``time.monotonic()`` value after which probes should give up (``None``: none).
     ``only``/``skip``: areas/sections to run or leave out.  ``cwd``: working directory
     of the diagnosed process (shadowing checks).  ``require_devices``: the number of
-    chips `health --require N` expects.
+    chips `health --require N` expects.  ``pid``: the workload process judged (``--pid``):
+    its ``/proc/PID/status`` gives the capabilities and ids device access is judged for.
+    ``collected``: a dict :func:`collect` also puts each finished section in, as soon as its
+    probe returns (a caller whose budget runs out judges what was finished).
     """
 
     python: Optional[str] = None
@@ -74,6 +77,8 @@ class Options:
     matrix_path: Optional[str] = None
     require_devices: Optional[int] = None
     progress: Optional[Callable[[str], None]] = None
+    pid: Optional[int] = None
+    collected: Optional[Dict[str, Any]] = None
 
     def remaining(self, default: float) -> float:
         """Seconds a command may still take: ``default``, capped by the deadline."""
@@ -291,6 +296,8 @@ def collect(host: Host, options: Options, sections: Optional[Sequence[str]] = No
             errors[section] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}"
             result = {}
         facts[section] = result if isinstance(result, dict) else {}
+        if options.collected is not None:
+            options.collected[section] = facts[section]
     if host.denied:
         facts["access"] = host.access_facts()
     if errors:

@@ -349,3 +349,58 @@ def test_build_stage_seen_from_its_cgroup_alone(tmp_path: Path) -> None:
         "/proc/self/cgroup: 0::/docker/buildkit/x5h7oizyhrunip3o2urd7of1d (a BuildKit build container's cgroup)"
         in (f["evidence"])
     )
+
+
+# --------------------------------------------------------------------- --pid: the workload's capabilities
+
+
+def test_proc_status_captures_parse_to_their_real_values() -> None:
+    from npudoctor.parsers.procstatus import parse_proc_status
+
+    dropped = parse_proc_status((STATUS / CAPEFF_0).read_text())
+    assert dropped == {
+        "cap_eff": "0000000000000000",
+        "cap_prm": "0000000000000000",
+        "cap_bnd": "0000000000000000",
+        "uid": 0,
+        "gid": 0,
+        "groups": [],
+    }
+    full = parse_proc_status((STATUS / FULL_CAPS).read_text())
+    assert full is not None and full["cap_eff"] == "000001fffeffffff" and full["uid"] == 0
+    assert parse_proc_status("Name:\tcat\nUid:\t0\t0\t0\t0\n") is None  # no CapEff: not a status file
+
+
+def _health(scenario: Path, *args: str) -> Dict[str, Any]:
+    import subprocess
+    import sys
+
+    env = dict(ENV, PATH=f"{scenario}/bin:/usr/bin:/bin", PYTHONPATH=str(HERE.parent))
+    argv = [sys.executable, "-m", "npudoctor", "health", "--root", str(scenario / "root"), "--json", "--timeout", "20"]
+    proc = subprocess.run([*argv, *args], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr
+    doc: Dict[str, Any] = json.loads(proc.stdout)
+    return doc
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown of the device nodes needs root")
+def test_pid_judges_device_access_with_the_workloads_capabilities(tmp_path: Path) -> None:
+    """`health --pid N` reads /proc/N/status (through the Host, under --root the root's
+    procfs) for CapEff/CapBnd and the ids: the agent has root's default capabilities, the
+    workload was started with every capability dropped, so the workload cannot open the
+    0660 nodes of uid 1000 (DEV021), which the agent itself could."""
+    s = _container(tmp_path / "caps")
+    _owned_nodes(s, FULL_CAPS)  # this process (the agent): CAP_DAC_OVERRIDE held
+    write(s / "root", "proc/4242/status", (STATUS / CAPEFF_0).read_bytes())
+    environ = dict(ENV, PATH="/usr/local/bin:/usr/bin:/bin")
+    write(s / "root", "proc/4242/environ", b"".join(f"{k}={v}\0".encode() for k, v in environ.items()))
+    agent = _health(s)
+    assert "DEV021" not in [f["code"] for f in agent["findings"]]
+    workload = _health(s, "--pid", "4242")
+    assert workload["status"] == "unhealthy" and workload["environment"]["judged"] == "pid"
+    f = next(f for f in workload["findings"] if f["code"] == "DEV021")
+    assert f["title"] == (
+        "root without CAP_DAC_OVERRIDE cannot open 11 NPU device node(s) (owner HwHiAiUser:HwHiAiUser, mode 0660)"
+    )
+    assert f["data"]["capabilities"] == {"CapEff": "0000000000000000", "CapBnd": "0000000000000000"}
+    assert "DEV021 " + f["title"] in workload["problems"]

@@ -133,7 +133,7 @@ def test_a_tiny_budget_answers_unknown_names_the_step_and_kills_the_hung_command
     assert proc.returncode == 0
     assert re.fullmatch(
         r"unknown: (all areas|\w+ and the areas after it) \(the 0\.01 s budget ran out while "
-        r"(starting|probing \w+|loading the matrix|judging)(; CPU-starved [\d.]+ % of the time)?\)",
+        r"(starting|choosing the environment to judge|probing \w+|loading the matrix|judging)(; CPU-starved [\d.]+ % of the time)?\)",
         lines[0],
     ), lines
     assert proc.elapsed < 0.01 + MARGIN_S
@@ -289,3 +289,84 @@ def test_require_checked_makes_an_unchecked_area_unhealthy(tmp_path):
     assert proc.returncode == 0 and assert_contract(proc)[0].startswith("healthy: 8 NPU chip(s)")
     proc = health(scenario, "--require-checked", "chips")
     assert assert_contract(proc)[0].startswith("unhealthy: bad health-check option: unknown area chips")
+
+
+@pytest.mark.parametrize(
+    "content, why",
+    [
+        ("[" * 100000 + "]" * 100000, "not valid JSON (nested too deeply)"),
+        ('{"status": "healthy", "problems": [], "chips": ' + "9" * 5000 + "}", "not valid JSON (a number of 5000"),
+        ('{"status": "unhealthy", "problems": [42]}', "its problems are not printable strings"),
+        ('{"status": "healthy", "problems": [], "summary": "\\u001b[2J\\u001b[31mforged"}', "its summary is not a"),
+        ('{"status": "unhealthy", "problems": ["\\u001b]0;owned\\u0007DEV010 x"]}', "its problems are not printable"),
+        ('{"status": "healthy", "not_checked": {"devices": 3}}', "its not_checked entries are not printable"),
+    ],
+)
+def test_cache_entries_are_read_through_the_json_reader_and_refused_with_a_note(tmp_path, content, why):
+    """A cached entry the JSON reader refuses (deep nesting, a 5,000-digit number) or that is
+    not a printable string (ANSI escapes, a number where a line belongs) is ignored with a
+    note on stderr, nothing of it echoed; the check runs afresh (issue 20)."""
+    scenario = prepare(HEALTHY, tmp_path / "s")
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    env = {"XDG_RUNTIME_DIR": str(runtime)}
+    assert health(scenario, "--cache-ttl", "60", "--timeout", "5", env=env).returncode == 0
+    cached = next(runtime.glob("npudoctor-health-*.json"))
+    cached.write_text(content)
+    proc = health(scenario, "--cache-ttl", "60", "--timeout", "5", env=env)
+    assert assert_contract(proc) == ["healthy: 8 NPU chip(s), CANN 8.0.0, torch_npu 2.1.0.post10"]
+    note = [line for line in proc.stderr.splitlines() if line.startswith("npudoctor health: cached result ignored")]
+    assert len(note) == 1 and why in note[0] and str(cached) in note[0], proc.stderr
+    assert "\x1b" not in proc.stdout + proc.stderr and "forged" not in proc.stdout + proc.stderr
+    assert "owned" not in proc.stdout + proc.stderr
+
+
+def _host_node(tmp_path: Path) -> Path:
+    """The not-sourced capture as a host node: the same captured files without the
+    container's marker (/.dockerenv), so `container.world` is "host"."""
+    scenario = prepare(REPO / "tests/scenarios/health-env-not-sourced", tmp_path)
+    (scenario / "root" / ".dockerenv").unlink()
+    return scenario
+
+
+def test_on_a_host_node_health_judges_the_nodes_environment(tmp_path):
+    """Issue 15: on a host node (a timer, cron, a shell) health's own environment is the
+    agent's: it judges what the node's set_env.sh would set, as npd does, and says so."""
+    scenario = _host_node(tmp_path)
+    proc = health(scenario, "--timeout", "5", "--only", "python,packages,environment", "--verbose")
+    assert assert_contract(proc) == ["healthy: CANN 8.0.0, torch_npu 2.1.0.post10"]
+    assert (
+        "npudoctor health: judged the node environment: on a host node this process's environment is the "
+        "agent's, not a workload's: judged what the node's CANN set_env.sh would set (as `npudoctor env`); "
+        "--env-file or --pid name a workload"
+    ) in proc.stderr.splitlines()
+    doc = json.loads(health(scenario, "--timeout", "5", "--only", "environment", "--json").stdout)
+    assert doc["status"] == "healthy" and doc["environment"]["judged"] == "node"
+    assert doc["environment"]["world"] == "host"
+
+
+@pytest.mark.parametrize(
+    "launcher, var", [("systemd", "INVOCATION_ID"), ("slurm", "SLURM_JOB_ID"), ("ray", "RAY_ADDRESS")]
+)
+def test_on_a_host_a_workload_started_by_systemd_or_slurm_is_judged_in_its_own_environment(tmp_path, launcher, var):
+    """A health check started by a systemd unit, a Slurm job or Ray on a host runs in the
+    workload's environment (the unit's Environment=, the job's): that is what is judged."""
+    scenario = _host_node(tmp_path)
+    proc = health(scenario, "--timeout", "5", "--only", "python,packages,environment", "--json", env={var: "1"})
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1 and doc["problems"][0].startswith("ENV001 "), doc
+    assert doc["environment"]["judged"] == "process" and doc["environment"]["world"] == "host"
+    assert f"started by {launcher} ({var}" in doc["environment"]["because"]
+
+
+def test_in_a_container_health_judges_its_own_environment_and_says_so(tmp_path):
+    scenario = prepare(REPO / "tests/scenarios/health-env-not-sourced", tmp_path)
+    doc = json.loads(health(scenario, "--timeout", "5", "--only", "environment", "--json").stdout)
+    assert doc["status"] == "unhealthy" and doc["problems"][0].startswith("ENV001 ")
+    assert doc["environment"] == {
+        "judged": "process",
+        "world": "container",
+        "because": "runs in a container: this process's environment is the workload's (the image's ENV, the pod's env)",
+    }
+    doc = json.loads(health(scenario, "--timeout", "5", "--only", "environment", "--json", "--exec-env").stdout)
+    assert doc["status"] == "healthy" and doc["environment"]["judged"] == "exec-env"

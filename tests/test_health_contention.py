@@ -117,3 +117,31 @@ def test_sigterm_is_answered_by_npd_as_unknown_and_leaves_no_process(tmp_path):
     assert out.startswith("npudoctor: stopped by SIGTERM while ") and len(out.rstrip("\n")) <= 80, out
     assert _gone(pid), f"npu-smi (pid {pid}) outlived npd"
     assert os.path.isdir(scenario / "root")  # nothing inside the root was touched
+
+
+def test_findings_of_areas_finished_before_the_cut_stand(tmp_path):
+    """Issue 15: when health is cut short (here SIGTERM, sent by npu-smi itself as soon as it
+    starts, so it cannot count as hung), the areas already probed keep their findings: the
+    environment's ENV001 (set_env.sh never sourced) makes the answer unhealthy, and the
+    devices area, unfinished, is named unknown in the JSON document."""
+    scenario = prepare(REPO / "tests/scenarios/health-env-not-sourced", tmp_path)
+    smi = scenario / "bin" / "npu-smi"
+    smi.write_text(
+        "#!/bin/sh\n# the orchestrator gives up while npu-smi runs\nkill -TERM $PPID\nwhile :; do sleep 1; done\n"
+    )
+    env: Dict[str, str] = environment(scenario, _spec(scenario))
+    argv = [sys.executable, "-m", "npudoctor", "health", "--timeout", "60", "--root", str(scenario / "root")]
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    lines = assert_contract(proc)
+    assert proc.returncode == 1 and len(lines) == 1 and lines[0].startswith("unhealthy: ENV001 "), lines
+    proc = subprocess.run([*argv, "--json"], env=env, capture_output=True, text=True, timeout=60)
+    import json
+
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1 and doc["status"] == "unhealthy"
+    assert [p.split()[0] for p in doc["problems"]] == ["ENV001"]
+    assert doc["finished"] == ["python", "packages", "cann", "environment", "driver", "container", "host"]
+    assert list(doc["unknown"]) == ["devices and the areas after it"]
+    assert doc["unknown"]["devices and the areas after it"].startswith(
+        "the 60 s budget was cut by SIGTERM while probing devices"
+    )

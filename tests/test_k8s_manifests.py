@@ -56,3 +56,29 @@ def test_plugin_config_and_daemonset_agree():
     flag = next(a for a in container["command"] if a.startswith("--config.custom-plugin-monitor="))
     mount = next(m for m in container["volumeMounts"] if m["name"] == "config")
     assert flag.split("=", 1)[1] == mount["mountPath"] + "/npudoctor-plugin-monitor.json"
+
+
+def test_daemonset_can_run_the_hosts_npu_smi():
+    """npd checks the chips with the host's npu-smi run in its pod (nothing under --root is
+    executed): the pod mounts every host path a container needs for it (the same list the
+    passthrough fix names, rules/_world.HOST_MOUNTS, from the standard vllm-ascend docker run)
+    at the same path, read-only, with a checked hostPath type, and is privileged for the device
+    nodes (a device-plugin resource would take NPUs from the workloads)."""
+    from npudoctor.rules._world import HOST_MOUNTS
+
+    ds = next(d for d in docs() if d["kind"] == "DaemonSet")
+    spec = ds["spec"]["template"]["spec"]
+    container = spec["containers"][0]
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    mounted = {m["mountPath"]: m for m in container["volumeMounts"]}
+    for path in HOST_MOUNTS:
+        mount = mounted[path]
+        host_path = volumes[mount["name"]]["hostPath"]
+        assert mount["readOnly"] is True and host_path["path"] == path, path
+        assert host_path["type"] in ("File", "Directory"), path  # a missing path fails, never created
+    assert "/usr/local/bin" in HOST_MOUNTS[2] and mounted["/usr/local/bin/npu-smi"]
+    security = container["securityContext"]
+    assert security["privileged"] is True and security["readOnlyRootFilesystem"] is True
+    # the API refuses allowPrivilegeEscalation: false together with privileged: true
+    assert "allowPrivilegeEscalation" not in security
+    assert not any("requests" in container["resources"] and "huawei.com" in k for k in container["resources"]["limits"])

@@ -26,7 +26,8 @@ Section ``container``::
                    environment (INVOCATION_ID, SLURM_JOB_ID, RAY_* variables)
     build_markers  [str]: why this looks like an image build step
     capabilities   {"source", "cap_eff", "cap_prm", "cap_bnd" (hex as read), "uid", "gid"
-                   (effective ids), "groups"} of /proc/self/status in the root, or None
+                   (effective ids), "groups"} of /proc/self/status in the root (with
+                   --pid N: /proc/N/status, the workload's), or None
 
 Markers (read, never judged here; sources):
 
@@ -53,7 +54,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from npudoctor.engine import ProbeContext
+from npudoctor.engine import Options, ProbeContext
+from npudoctor.parsers.procstatus import parse_proc_status
 
 SECTION = "container"
 NEEDS = ()
@@ -110,7 +112,7 @@ def _device_cgroup(ctx: ProbeContext) -> Optional[Dict[str, Any]]:
 def _privileged(ctx: ProbeContext) -> Optional[bool]:
     if not ctx.host.live:
         return None
-    text = ctx.host.read_text("/proc/self/status").text or ""
+    text = ctx.host.read_text(status_path(ctx)).text or ""
     for line in text.splitlines():
         if line.startswith("CapEff:"):
             try:
@@ -186,33 +188,23 @@ def _launched_by(ctx: ProbeContext) -> List[Dict[str, Any]]:
     return out
 
 
-def _ids(value: str) -> List[int]:
-    return [int(v) for v in value.split() if v.isdigit()]
+def status_path(ctx: ProbeContext) -> str:
+    """The ``/proc/PID/status`` of the judged process: ``--pid N``'s, else this process's
+    (``/proc/self/status``; under ``--root``, the file of that name in the root)."""
+    pid = ctx.options.pid
+    return f"/proc/{pid}/status" if pid else "/proc/self/status"
 
 
 def _capabilities(ctx: ProbeContext) -> Optional[Dict[str, Any]]:
-    """CapEff/CapPrm/CapBnd and the effective uid/gid/groups of ``/proc/self/status`` in
-    the root (this process when live; a captured file under ``--root``), or None."""
-    read = ctx.host.read_text("/proc/self/status", limit=64 * 1024)
+    """CapEff/CapPrm/CapBnd and the effective uid/gid/groups of the judged process's
+    ``/proc/PID/status`` (:func:`status_path`), or None."""
+    read = ctx.host.read_text(status_path(ctx), limit=64 * 1024)
     if not read.ok:
         return None
-    fields: Dict[str, str] = {}
-    for line in (read.text or "").splitlines():
-        key, sep, value = line.partition(":")
-        if sep:
-            fields[key.strip()] = value.strip()
-    if "CapEff" not in fields:
+    parsed = parse_proc_status(read.text or "")
+    if parsed is None:
         return None
-    uid, gid = _ids(fields.get("Uid", "")), _ids(fields.get("Gid", ""))
-    return {
-        "source": read.path,
-        "cap_eff": fields.get("CapEff"),
-        "cap_prm": fields.get("CapPrm"),
-        "cap_bnd": fields.get("CapBnd"),
-        "uid": uid[1] if len(uid) > 1 else None,
-        "gid": gid[1] if len(gid) > 1 else None,
-        "groups": _ids(fields.get("Groups", "")),
-    }
+    return dict(parsed, source=read.path)
 
 
 def probe(ctx: ProbeContext) -> Dict[str, Any]:
@@ -259,4 +251,18 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         "npu_smi_paths": npu_smi_paths,
         "device_cgroup": _device_cgroup(ctx),
         "privileged": _privileged(ctx),
+    }
+
+
+def where(host: Any) -> Dict[str, Any]:
+    """Where the process diagnosed through ``host`` (a :class:`npudoctor.host.Host`) runs,
+    from the same markers as :func:`probe`: ``{"world": "build" | "pod" | "container" |
+    "host", "launched_by": [{"name", "evidence", ...}], "evidence": [str]}``.  For the
+    runtime commands that choose the environment to judge before collecting
+    (:mod:`npudoctor.runtime.health`); never raises on unreadable markers."""
+    found = probe(ProbeContext(host=host, options=Options(), facts={}))
+    return {
+        "world": found["world"],
+        "launched_by": found["launched_by"],
+        "evidence": list(found["evidence"]) + list(found["build_markers"]),
     }

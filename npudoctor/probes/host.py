@@ -108,14 +108,43 @@ def user_problem(host: Host, user: str) -> Optional[str]:
     )
 
 
-def resolve_identity(host: Host, user: Optional[str]) -> Dict[str, Any]:
-    """The account to judge: ``user`` (a name or numeric uid) if given, else ``$USER``
+def _pid_identity(host: Host, pid: int, passwd: List[Dict[str, Any]], groups: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The effective uid, gid and supplementary groups of process ``pid`` from its
+    ``/proc/PID/status`` (proc(5)), names from the root's passwd/group; the identity of
+    this process (``source`` says so) when the file cannot be read."""
+    from npudoctor.parsers.procstatus import parse_proc_status
+
+    read = host.read_text(f"/proc/{pid}/status", limit=64 * 1024)
+    parsed = parse_proc_status(read.text or "") if read.ok else None
+    if parsed is None or parsed["uid"] is None or parsed["gid"] is None:
+        found = resolve_identity(host, None)
+        found["source"] = f"process (/proc/{pid}/status unreadable: {read.error or 'no ids'})"
+        return found
+    uid, gid = int(parsed["uid"]), int(parsed["gid"])
+    member = sorted(set(parsed["groups"]) | {gid})
+    entry = next((e for e in passwd if e["uid"] == uid), None)
+    return {
+        "uid": uid,
+        "gid": gid,
+        "groups": member,
+        "group_names": {str(g["gid"]): g["name"] for g in groups if g["gid"] in member},
+        "name": entry["name"] if entry else None,
+        "has_passwd_entry": entry is not None,
+        "source": f"--pid {pid} (/proc/{pid}/status)",
+    }
+
+
+def resolve_identity(host: Host, user: Optional[str], pid: Optional[int] = None) -> Dict[str, Any]:
+    """The account to judge: ``user`` (a name or numeric uid) if given, else the
+    effective ids of process ``pid`` (``--pid``: ``/proc/PID/status``), else ``$USER``
     of the diagnosed environment under ``--root``, else this process's account.
 
     Names and groups are looked up in ``/etc/passwd`` and ``/etc/group`` of the root.
     """
     passwd = parse_passwd(host.read_text("/etc/passwd").text or "")
     groups = parse_group(host.read_text("/etc/group").text or "")
+    if pid and not user:
+        return _pid_identity(host, pid, passwd, groups)
     entry = None
     source = "process"
     uid: Optional[int] = None
@@ -174,5 +203,5 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         "glibc": _glibc(host),
         "hostname": hostname,
         "cwd": ctx.options.cwd or (os.getcwd() if host.live else None),
-        "identity": resolve_identity(host, ctx.options.user),
+        "identity": resolve_identity(host, ctx.options.user, ctx.options.pid),
     }

@@ -32,6 +32,8 @@ PROBE_SHARE = 0.85
 COMMAND_SHARE = 0.6
 #: Shortest command timeout handed to probes, seconds.
 MIN_COMMAND_TIMEOUT = 0.1
+#: Longest wait of :func:`run_within` between two looks at pending signal handlers, seconds.
+JOIN_SLICE = 0.05
 
 
 def process_started() -> Optional[float]:
@@ -128,7 +130,12 @@ def run_within(
 
     worker = threading.Thread(target=target, name=name, daemon=True)
     worker.start()
-    worker.join(budget.remaining() + max(0.0, grace))
+    until = time.monotonic() + budget.remaining() + max(0.0, grace)
+    # short waits: a signal the kernel delivered to another thread (the work's) leaves its
+    # Python handler pending until the main thread wakes; a long join would hold SIGTERM's
+    # answer for the whole budget
+    while worker.is_alive() and time.monotonic() < until:
+        worker.join(min(JOIN_SLICE, max(0.0, until - time.monotonic())))
     if worker.is_alive():
         seen = None
         if evidence is not None:

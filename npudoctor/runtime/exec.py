@@ -27,13 +27,14 @@ import errno
 import os
 import signal
 import sys
+import time
 from dataclasses import dataclass, field, replace
-from typing import Any, List, Mapping, Optional, TextIO, Tuple
+from typing import Any, Dict, List, Mapping, Optional, TextIO, Tuple
 
 from npudoctor.cli.request import ExitStatus, MachineRequest
 from npudoctor.runtime.deadline import Budget, run_within
 from npudoctor.runtime.environment import EnvPlan, LaunchError, plan_environment
-from npudoctor.runtime.quick import QuickRequest, evaluate_quick, printable
+from npudoctor.runtime.quick import Progress, QuickRequest, evaluate_quick, finished_findings, printable, unfinished
 
 #: Default budget (seconds) of the quick checks before the command starts.
 DEFAULT_CHECK_TIMEOUT = 5.0
@@ -65,10 +66,13 @@ class ExecRequest:
 class CheckResult:
     """The quick checks run before the command: their findings
     (:class:`npudoctor.findings.Finding`) or why there are none (``failure``: npudoctor
-    failed or ran out of time, which counts as an error)."""
+    failed, or an npu-smi hung on a node not starved of CPU -- an error; ``unknown``:
+    ``{area: reason}`` the budget left unfinished, which is not an error: unknown is not
+    unhealthy, as for ``npudoctor health``)."""
 
     findings: List[Any] = field(default_factory=list)
     failure: Optional[str] = None
+    unknown: Dict[str, str] = field(default_factory=dict)
 
     @property
     def errors(self) -> int:
@@ -79,12 +83,41 @@ class CheckResult:
 def quick_checks(plan: EnvPlan, request: ExecRequest) -> CheckResult:
     """The quick evaluation of the machine with the planned environment, within
     ``request.timeout`` seconds (plus :data:`CHECK_GRACE`); when it does not finish, the
-    commands it started are killed and the result says so.  Never raises."""
+    commands it started are killed, the areas that finished keep their findings and the
+    result names the unfinished areas as ``unknown`` -- unless an npu-smi hung on a node not starved of CPU, a device failure
+    (``failure``: DEV001), as in ``npudoctor health``.  Never raises."""
+    from npudoctor.hostproc import TIMED_OUT, cpu_pressure_share, cpu_pressure_total, running_commands
+
     budget = Budget(request.timeout)
-    quick = QuickRequest(machine=request.machine, environ=plan.environ, ignore=tuple(request.ignore))
-    outcome = run_within(budget, lambda: evaluate_quick(quick, budget), grace=CHECK_GRACE, name="npudoctor-exec-checks")
+    pressure, sampled = cpu_pressure_total(), time.monotonic()
+
+    progress = Progress()
+    cut: Dict[str, Any] = {}
+
+    def evidence() -> List[Any]:
+        # before the commands are killed and the work moves on
+        cut.update(step=budget.step, facts=dict(progress.facts))
+        return list(TIMED_OUT) + running_commands(pressure, time.monotonic() - sampled)
+
+    quick = QuickRequest(machine=request.machine, environ=plan.environ, ignore=tuple(request.ignore), progress=progress)
+    outcome = run_within(
+        budget,
+        lambda: evaluate_quick(quick, budget),
+        grace=CHECK_GRACE,
+        name="npudoctor-exec-checks",
+        evidence=evidence,
+    )
     if outcome.timed_out:
-        return CheckResult(failure=budget.over_budget_line())
+        # the policy of `npudoctor health`: a hung npu-smi on a node not starved of CPU is a
+        # device failure; anything else unfinished is unknown and the workload starts
+        from npudoctor.runtime.health import _hung_npu_smi
+
+        hung = _hung_npu_smi(outcome.evidence or [])
+        if hung:
+            return CheckResult(failure=hung)
+        share = cpu_pressure_share(pressure, time.monotonic() - sampled)
+        found, _done = finished_findings(progress, request.ignore, cut.get("facts"))
+        return CheckResult(findings=found, unknown=unfinished(budget, "ran out", share, cut.get("step")))
     if outcome.error is not None or outcome.value is None:
         exc = outcome.error
         return CheckResult(failure=f"npudoctor failed: {type(exc).__name__}: {exc}")
@@ -100,6 +133,8 @@ def finding_lines(result: CheckResult, quiet: bool = False) -> List[str]:
         lines.append(printable(f"npudoctor: {f.severity} {f.code} {f.title}"))
     if result.failure:
         lines.append(printable(f"npudoctor: error {result.failure}"))
+    for area, reason in result.unknown.items():
+        lines.append(printable(f"npudoctor: unknown: {area} ({reason})"))
     return lines
 
 

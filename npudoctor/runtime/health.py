@@ -15,10 +15,16 @@ Contract (Docker ``HEALTHCHECK`` and Kubernetes exec probes):
   timeout on a busy node) is *not checked*: the answer stays healthy and names it
   (``healthy: ...; not checked: devices (...)``), unless ``--require-checked AREA`` makes
   it mandatory (then unhealthy);
+* the environment judged (``environment`` in ``--json``, ``--verbose`` on stderr): a
+  named workload's (``--pid``, ``--env-file``, ``--exec-env``), else chosen by where the
+  process runs -- its own in a container, pod or build step, or under systemd/Slurm/Ray;
+  on a host node the node's, what its CANN ``set_env.sh`` would set
+  (:mod:`npudoctor.runtime.judged`);
 * ``--timeout SECONDS`` is one total budget measured from the start of the process
   (interpreter start-up included; default 0.9 s, inside Kubernetes' 1 s default probe
-  timeout).  When it runs out the check answers with what it has: what was unfinished is
-  **unknown** (``unknown: devices (...)``, exit 0) -- a busy node is not a sick one --
+  timeout).  When it runs out the check answers with what it has: the areas that
+  finished keep their findings (an error found before is still unhealthy), what was
+  unfinished is **unknown** (``unknown: devices (...)``, exit 0) -- a busy node is not a sick one --
   except an ``npu-smi`` that hung on a node that was not starved of CPU (its process
   blocked or asleep, see :func:`npudoctor.facts.coverage.starved`): that is a device
   failure (DEV001, exit 1).  Documented policy: ``--fallback-ttl SECONDS`` repeats the
@@ -49,7 +55,7 @@ from typing import Any, Dict, NoReturn, Optional, Sequence, Tuple
 from npudoctor.cli.request import ExitStatus, MachineRequest
 from npudoctor.host import read_capped_text
 from npudoctor.runtime.deadline import Budget, process_started, run_within
-from npudoctor.runtime.quick import QuickRequest, QuickResult, areas, evaluate_quick, printable
+from npudoctor.runtime.quick import Progress, QuickRequest, QuickResult, areas, evaluate_quick, printable
 
 DEFAULT_TIMEOUT = 0.9
 _FAIL_ON = ("error", "warning")
@@ -115,10 +121,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="judge the environment `npudoctor exec` gives the workload (the CANN set_env.sh variables "
         "applied), not this process's: use it when the container's entrypoint is `npudoctor exec`, and "
-        "on a node (a systemd timer, cron), whose own environment is the agent's, not a workload's",
+        "from a systemd timer's service, whose own environment is the agent's (on a host node outside "
+        "systemd/Slurm, e.g. cron or a shell, that is the default)",
     )
     parser.add_argument(
         "--cache-ttl", type=float, default=0.0, metavar="SECONDS", help="reuse a result younger than this"
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="say on stderr which environment was judged and why (by default: in a container, pod or "
+        "systemd/Slurm job this process's; on a host node what its CANN set_env.sh would set)",
     )
     parser.add_argument(
         "--fallback-ttl",
@@ -157,6 +171,7 @@ class HealthOptions:
     require_checked: Tuple[str, ...] = ()
     fallback_ttl: float = 0.0
     pid: Optional[int] = None
+    verbose: bool = False
 
     def problem(self) -> Optional[str]:
         """Why these options cannot be honoured (the reason of a "bad health-check
@@ -200,68 +215,97 @@ def options_from_args(args: argparse.Namespace) -> HealthOptions:
         require_checked=tuple(args.require_checked),
         fallback_ttl=args.fallback_ttl,
         pid=args.pid,
+        verbose=args.verbose,
     )
 
 
 def _cache_path(options: HealthOptions) -> str:
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
     # the budget and the cache policies do not change what is judged: one verdict for all
-    judged = dataclasses.replace(options, timeout=DEFAULT_TIMEOUT, cache_ttl=0.0, fallback_ttl=0.0)
+    judged = dataclasses.replace(options, timeout=DEFAULT_TIMEOUT, cache_ttl=0.0, fallback_ttl=0.0, verbose=False)
     key = hashlib.sha256(json.dumps(dataclasses.asdict(judged), sort_keys=True).encode()).hexdigest()[:16]
     return os.path.join(base, f"npudoctor-health-{os.getuid()}-{key}.json")
 
 
-def _read_cache(path: str, ttl: float) -> Optional[Dict[str, Any]]:
+def _clean(value: Any) -> bool:
+    """A cached string that may be printed as it is: printable, no escape sequence."""
+    return isinstance(value, str) and value.isprintable() and len(value) <= 4096
+
+
+def _cache_problem(doc: Any) -> Optional[str]:
+    """Why a cached document is not a verdict health wrote (``None``: it is one): every
+    field printed is a printable string (an ANSI escape or a control character is refused,
+    not echoed), ``problems`` a list of them, ``not_checked`` a mapping of them."""
+    if not isinstance(doc, dict) or doc.get("status") not in ("healthy", "unhealthy"):
+        return "no healthy/unhealthy status"
+    problems = doc.get("problems", [])
+    if not isinstance(problems, list) or not all(_clean(p) for p in problems):
+        return "its problems are not printable strings"
+    if not _clean(doc.get("summary", "")):
+        return "its summary is not a printable string"
+    gaps = doc.get("not_checked", {})
+    if not isinstance(gaps, dict) or not all(_clean(k) and _clean(v) for k, v in gaps.items()):
+        return "its not_checked entries are not printable strings"
+    if not isinstance(doc.get("findings", []), list):
+        return "its findings are not a list"
+    return None
+
+
+def _read_cache(path: str, ttl: float) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+    """The cached verdict at ``path`` if younger than ``ttl`` seconds, and a note when a
+    cached file was there but refused (``(None, None)``: nothing usable and nothing to say).
+
+    Read through the Host's capped reader and :func:`npudoctor.parsers.jsontext.loads`
+    (deep nesting and numbers over 100 digits are a clear error, not a RecursionError);
+    a file of another owner or writable by others is not trusted; an entry that is not a
+    printable string (ANSI escapes, control characters, another type) refuses the whole
+    file (:func:`_cache_problem`), so nothing of it is echoed."""
+    from npudoctor.parsers.jsontext import loads
+
     try:
         st = os.stat(path)
-        age = time.time() - st.st_mtime
-        if age > ttl or age < 0:
-            return None
-        if st.st_uid != os.getuid() or st.st_mode & 0o022:
-            return None  # planted or writable by others: not our result, do not trust it
-        doc = json.loads(read_capped_text(path, 1 << 20, what="health cache"))
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(doc, dict) or doc.get("status") not in ("healthy", "unhealthy"):
-        return None
-    problems = doc.get("problems", [])
-    if not isinstance(problems, list) or not all(isinstance(p, str) for p in problems):
-        return None
-    doc["problems"] = [printable(p) for p in problems]
-    if not isinstance(doc.get("summary", ""), str) or not isinstance(doc.get("not_checked", {}), dict):
-        return None
+    except OSError:
+        return None, None
+    age = time.time() - st.st_mtime
+    if age > ttl or age < 0:
+        return None, None
+    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+        # planted or writable by others: not our result, do not trust it
+        return None, f"cached result ignored: {path} is not this user's own file"
+    try:
+        doc = loads(read_capped_text(path, 1 << 20, what="health cache"))
+    except json.JSONDecodeError as exc:
+        return None, printable(f"cached result ignored: {path}: not valid JSON ({exc.msg})")
+    except (OSError, ValueError) as exc:
+        return None, printable(f"cached result ignored: {path}: cannot read it ({exc})")
+    problem = _cache_problem(doc)
+    if problem:
+        return None, printable(f"cached result ignored: {path}: {problem}")
     doc["cache_age_s"] = round(age, 1)
-    return doc
+    return doc, None
 
 
-def evaluate_health(options: HealthOptions, budget: Budget) -> Dict[str, Any]:
+def _note(note: Optional[str]) -> None:
+    """A note about the run (a refused cache) on stderr: stdout holds only the verdict."""
+    if note:
+        print(f"npudoctor health: {note}", file=sys.stderr)
+
+
+def evaluate_health(options: HealthOptions, budget: Budget, progress: Optional[Progress] = None) -> Dict[str, Any]:
     """Run the quick evaluation; return the result document ``{"status": "healthy" |
     "unhealthy", "problems": [line], "findings": [finding dict], "chips": int,
     "duration_s": float, "summary": str}``.
 
-    ``budget.step`` names the step in progress.  With ``options.exec_env`` the
+    ``budget.step`` names the step in progress; ``progress`` (when given) records the
+    sections finished, for :func:`timed_out_verdict`.  With ``options.exec_env`` the
     environment judged is the one ``npudoctor exec`` would run the workload in.  Raises
     ``ValueError`` for a bad option found while working (the caller reports it as a bad
     option); anything else propagates.
     """
-    environ = None
-    if options.pid is not None:
-        from npudoctor.runtime.environment import LaunchError, pid_environ
+    from npudoctor.runtime.judged import judged_environment
 
-        budget.step = "reading the workload's environment"
-        try:
-            environ = pid_environ(options.machine.root, options.pid)
-        except LaunchError as exc:
-            raise ValueError(str(exc)) from None
-    if options.exec_env:
-        from npudoctor.runtime.environment import LaunchError, plan_environment
-
-        budget.step = "computing the entrypoint environment"
-        machine = dataclasses.replace(options.machine, user=None)
-        try:
-            environ = plan_environment(machine).environ
-        except LaunchError as exc:
-            raise ValueError(str(exc)) from None
+    budget.step = "choosing the environment to judge"
+    environ, judged = judged_environment(options.machine, options.pid, options.exec_env)
     request = QuickRequest(
         machine=options.machine,
         environ=environ,
@@ -270,6 +314,8 @@ def evaluate_health(options: HealthOptions, budget: Budget) -> Dict[str, Any]:
         require=options.require,
         ignore=options.ignore,
         matrix=options.matrix,
+        pid=options.pid,
+        progress=progress,
     )
     result: QuickResult = evaluate_quick(request, budget)
     failing = result.failing(options.fail_on)
@@ -288,6 +334,7 @@ def evaluate_health(options: HealthOptions, budget: Budget) -> Dict[str, Any]:
         "duration_s": round(budget.elapsed(), 3),
         "summary": result.summary,
         "not_checked": dict(result.unchecked),
+        "environment": judged,
     }
 
 
@@ -354,16 +401,20 @@ def run_health(options: HealthOptions) -> ExitStatus:
         return _emit(_unhealthy(f"bad health-check option: {problem}"), as_json)
     cache = _cache_path(options) if options.cache_ttl > 0 or options.fallback_ttl > 0 else None
     if cache and options.cache_ttl > 0:
-        cached = _read_cache(cache, options.cache_ttl)
+        cached, note = _read_cache(cache, options.cache_ttl)
+        _note(note)
         if cached is not None:
             return _emit(cached, as_json)
     from npudoctor.hostproc import cpu_pressure_total
 
     budget = Budget(options.timeout, started=process_started())
-    watch = _Watch(options, budget, cache, cpu_pressure_total(), time.monotonic())
+    watch = _Watch(options, budget, cache, cpu_pressure_total(), time.monotonic(), Progress())
     _on_sigterm(watch)
     outcome = run_within(
-        budget, lambda: evaluate_health(options, budget), name="npudoctor-health", evidence=watch.evidence
+        budget,
+        lambda: evaluate_health(options, budget, watch.progress),
+        name="npudoctor-health",
+        evidence=watch.evidence,
     )
     if outcome.timed_out:
         status = _emit(timed_out_verdict(watch, outcome.evidence or [], "ran out"), as_json)
@@ -378,6 +429,9 @@ def run_health(options: HealthOptions) -> ExitStatus:
         )
         return _emit(_unhealthy(reason), as_json)
     doc = outcome.value
+    judged = doc.get("environment") or {}
+    if options.verbose and judged:
+        _note(printable(f"judged the {judged.get('judged')} environment: {judged.get('because')}", limit=400))
     if cache:
         try:
             from npudoctor.snapshot import atomic_write
@@ -399,10 +453,16 @@ class _Watch:
     cache: Optional[str]
     pressure: Optional[int]
     sampled: float
+    progress: Optional[Progress] = None
+    cut: Optional[Tuple[Dict[str, Any], str]] = None
 
     def evidence(self) -> Any:
         """The commands running now and those killed for their deadline, with their state
-        (:func:`npudoctor.hostproc.running_commands`, :data:`npudoctor.hostproc.TIMED_OUT`)."""
+        (:func:`npudoctor.hostproc.running_commands`, :data:`npudoctor.hostproc.TIMED_OUT`).
+        Also freezes ``cut``: the sections finished and the step, as they are now, before
+        the commands are killed (the probe thread goes on with a killed npu-smi)."""
+        if self.progress is not None:
+            self.cut = (dict(self.progress.facts), self.budget.step)
         from npudoctor.hostproc import TIMED_OUT, running_commands
 
         return list(TIMED_OUT) + running_commands(self.pressure, time.monotonic() - self.sampled)
@@ -451,30 +511,44 @@ def _hung_npu_smi(evidence: Sequence[Any]) -> Optional[str]:
 
 def timed_out_verdict(watch: _Watch, evidence: Sequence[Any], how: str) -> Dict[str, Any]:
     """The answer when the budget ``ran out`` (``how``) or SIGTERM came before the work
-    finished: unhealthy for an npu-smi that hung (:func:`_hung_npu_smi`); else the last
-    finished verdict younger than ``--fallback-ttl`` (the documented policy); else
-    ``{"status": "unknown", "unknown": {area: reason}}`` -- exit 0."""
+    finished: unhealthy for an npu-smi that hung (:func:`_hung_npu_smi`); else unhealthy
+    for a failing finding of an area that had finished
+    (:func:`npudoctor.runtime.quick.finished_findings`: what was found before the budget
+    ran out stands), the unfinished areas named ``unknown``; else the last finished verdict
+    younger than ``--fallback-ttl`` (the documented policy); else ``{"status": "unknown",
+    "unknown": {area: reason}, "findings": [of the finished areas]}`` -- exit 0."""
+    from npudoctor.runtime.quick import finished_findings, unfinished
+
     budget, options = watch.budget, watch.options
     hung = _hung_npu_smi(evidence)
     if hung:
         return _unhealthy(hung, duration_s=round(budget.elapsed(), 3))
+    facts, step = watch.cut if watch.cut is not None else (None, budget.step)
+    gaps = unfinished(budget, how, watch.pressure_share(), step)
+    findings, done = finished_findings(watch.progress, options.ignore, facts)
+    levels = ("error", "warning") if options.fail_on == "warning" else ("error",)
+    failing = [printable(f"{f.code} {f.title}") for f in findings if f.severity in levels]
+    if failing:
+        return {
+            "status": "unhealthy",
+            "problems": failing,
+            "findings": [f.to_dict() for f in findings],
+            "finished": done,
+            "unknown": gaps,
+            "duration_s": round(budget.elapsed(), 3),
+        }
     if watch.cache and options.fallback_ttl > 0:
-        cached = _read_cache(watch.cache, options.fallback_ttl)
+        cached, note = _read_cache(watch.cache, options.fallback_ttl)
+        _note(note)
         if cached is not None:
-            cached["budget"] = f"{how} while {budget.step}: the last finished verdict stands"
+            cached["budget"] = f"{how} while {step}: the last finished verdict stands"
             return cached
-    step = budget.step
-    area = step[len("probing ") :] if step.startswith("probing ") else ""
-    where = f"{area} and the areas after it" if area else "all areas"
-    reason = f"the {budget.seconds:g} s budget {how} while {step}"
-    pressure = watch.pressure_share()
-    if pressure is not None:
-        reason += f"; CPU-starved {pressure:g} % of the time"
     return {
         "status": "unknown",
         "problems": [],
-        "findings": [],
-        "unknown": {where: reason},
+        "findings": [f.to_dict() for f in findings],
+        "finished": done,
+        "unknown": gaps,
         "duration_s": round(budget.elapsed(), 3),
     }
 

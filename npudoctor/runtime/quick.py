@@ -32,7 +32,9 @@ class QuickRequest:
     (``None``: the ``--env-file``'s, else this process's).  ``only``/``skip``: area or
     section names (validated with :func:`areas`).  ``require``: chips that must be visible
     (``None``: no requirement).  ``ignore``: finding codes or names to drop.  ``matrix``:
-    a matrix file (``None``: the cached or bundled one).
+    a matrix file (``None``: the cached or bundled one).  ``pid``: the workload process
+    judged (``--pid``): its capabilities and ids decide device access.  ``progress``: where
+    the evaluation records what it finished (:class:`Progress`, :func:`finished_findings`).
     """
 
     machine: MachineRequest = field(default_factory=MachineRequest)
@@ -42,6 +44,21 @@ class QuickRequest:
     require: Optional[int] = None
     ignore: Tuple[str, ...] = ()
     matrix: Optional[str] = None
+    pid: Optional[int] = None
+    progress: Optional[Progress] = field(default=None, compare=False)
+
+
+@dataclass
+class Progress:
+    """What a running :func:`evaluate_quick` has done so far, shared with the thread that
+    waits for it (so that a budget that runs out still judges the areas that finished):
+    ``facts`` (each section as its probe returns), ``options`` (the engine's), ``loaded``
+    (``{"matrix": Matrix}`` once loaded), ``loader`` (the thread loading rules and matrix)."""
+
+    facts: Dict[str, Any] = field(default_factory=dict)
+    options: Any = None
+    loaded: Dict[str, Any] = field(default_factory=dict)
+    loader: Optional[threading.Thread] = None
 
 
 @dataclass
@@ -121,7 +138,12 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
         skip=set(areas(sorted(request.skip))),
         require_devices=request.require,
         matrix_path=request.matrix,
+        pid=request.pid,
     )
+    shared = request.progress
+    if shared is not None:
+        options.collected = shared.facts
+        shared.options = options
 
     def progress(section: str) -> None:
         budget.step = f"probing {section}"
@@ -144,6 +166,8 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
             loaded["error"] = MatrixError(f"{type(exc).__name__}: {exc}")
 
     loader = threading.Thread(target=load, name="npudoctor-quick-matrix", daemon=True)
+    if shared is not None:
+        shared.loaded, shared.loader = loaded, loader
     loader.start()
     if machine.from_file:
         from npudoctor.snapshot import Snapshot, SnapshotError
@@ -179,6 +203,67 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
         if (not options.only or area in options.only) and area not in options.skip
     }
     return QuickResult(findings=findings, chips=len(view.devices.chips), summary=_summary(view), unchecked=gaps)
+
+
+#: Seconds a cut-short check still waits for the rules and matrix being loaded, to judge
+#: the areas that finished (the loader runs beside the probes and is usually done).
+LOAD_GRACE = 0.5
+
+
+def finished_findings(
+    progress: Optional[Progress], ignore: Sequence[str] = (), facts: Optional[Mapping[str, Any]] = None
+) -> Tuple[List[Any], List[str]]:
+    """The findings of the areas an unfinished :func:`evaluate_quick` had finished probing
+    (its ``progress``), and those areas.  Every rule runs on the sections collected so far
+    with ``only`` = those areas (as ``--only`` would: what is not finished is not judged),
+    so an error found before the budget ran out still counts.  ``([], [])`` when nothing
+    finished, or the rules and matrix are still not loaded after :data:`LOAD_GRACE`
+    seconds more (loading them now would spend time the budget no longer has);
+    ``ignore``: codes or names to drop; ``facts``: the sections as they were at the cut
+    (default: ``progress.facts`` now).  Never raises."""
+    from npudoctor.findings import AREAS
+
+    if progress is None or progress.options is None:
+        return [], []
+    facts = dict(progress.facts if facts is None else facts)  # the probe thread may still add one
+    options = progress.options
+    done = [a for a in AREAS if a in facts and (not options.only or a in options.only) and a not in options.skip]
+    if not done or progress.loader is None:
+        return [], done
+    progress.loader.join(LOAD_GRACE)
+    if progress.loader.is_alive():
+        return [], done
+    try:
+        import dataclasses
+
+        from npudoctor.config import load_ignores
+        from npudoctor.engine import evaluate
+        from npudoctor.snapshot import Snapshot, now_iso
+
+        judged = dataclasses.replace(options, only=set(done), progress=None, collected=None)
+        snapshot = Snapshot(facts=facts, target={"mode": "partial"}, node="", created=now_iso())
+        ignores, _errors = load_ignores()
+        return evaluate(snapshot, progress.loaded.get("matrix"), judged, ignore=list(ignore) + ignores), done
+    except Exception:  # the answer of a cut-short check must still come
+        return [], []
+
+
+def unfinished(
+    budget: Budget, how: str, pressure: Optional[float] = None, step: Optional[str] = None
+) -> Dict[str, str]:
+    """The areas a cut-short evaluation left unknown, with the reason: ``{"devices and the
+    areas after it": "the 0.9 s budget ran out while probing devices; CPU-starved 97 % of
+    the time"}`` (``how``: ``"ran out"`` or ``"was cut by SIGTERM"``; ``pressure``: percent
+    of the run the node or this cgroup was CPU-starved, ``None`` when unknown).  The area is
+    read from ``step`` (default ``budget.step``: ``"probing AREA"``); any other step leaves
+    ``"all areas"``."""
+    step = budget.step if step is None else step
+    area = step[len("probing ") :] if step.startswith("probing ") else ""
+    where = f"{area} and the areas after it" if area else "all areas"
+    reason = f"the {budget.seconds:g} s budget {how} while {step}"
+    if pressure is not None:
+        reason += f"; CPU-starved {pressure:g} % of the time"
+    return {where: reason}
 
 
 def _summary(view: Facts) -> str:

@@ -102,7 +102,7 @@ def judge(
     from npudoctor.runtime.quick import areas
 
     required = set(areas(list(require_checked)))
-    options = Options(deadline=budget.probe_deadline(), command_timeout=min(5.0, budget.seconds / 3))
+    options = Options(deadline=budget.probe_deadline(), command_timeout=min(5.0, budget.seconds / 3), pid=pid)
     budget.step = "computing the node's environment"
     snapshot = snapshot_for(machine, options, environ=node_environ(machine, pid))
     matrix, _err = load_matrix_or_none(None)
