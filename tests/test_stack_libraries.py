@@ -123,6 +123,10 @@ def test_npu_smi_needing_a_driver_library_found_nowhere_is_one_finding(elf_world
     )
     assert any("npu-smi" in line and "libdsmi_user.so" in line for line in f["evidence"])
     assert "owner: NPU driver" in f["evidence"]
+    # the evidence prints the LD_LIBRARY_PATH the stack was resolved with (the set-up one)
+    set_up = run.doc["facts"]["libraries"]["stack_ld_library_path"]
+    assert "/usr/local/Ascend/driver/lib64/driver" in set_up
+    assert "LD_LIBRARY_PATH as set_env.sh sets it: " + ":".join(set_up) in f["evidence"]
     assert "LIB001" not in {g["code"] for g in run.doc["findings"]}
     stack = {Path(o["path"]).name: o for o in run.doc["facts"]["libraries"]["stack"]}
     assert stack["npu-smi"]["unresolved"] == ["libdrvdsmi_host.so"]  # libc_sec.so: on the path
@@ -333,3 +337,27 @@ def test_an_extension_needing_atb_symbols_nnal_lacks_is_told_about_nnal(elf_worl
     assert any(line.startswith("or, when it was built for the NNAL of the installed CANN") for line in f["fix"])
     (nnal,) = [line for line in f["fix"] if "Ascend-cann-nnal_8.0.0_linux-" in line]
     assert nnal.endswith(".run --install")  # the toolkit's CANN 8.0.0
+
+
+def test_toolkit_plugin_and_op_tiling_directories_are_walked(elf_world, tmp_path):
+    """set_env.sh puts lib64/plugin/opskernel, lib64/plugin/nnengine and
+    opp/.../op_tiling/lib/linux/<arch> on LD_LIBRARY_PATH: their libraries are audited."""
+    scenario = prepare(SCENARIO, tmp_path)
+    root = scenario / "root"
+    b = elf_world.builder
+    tiling = root / TOOLKIT / "opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/x86_64"
+    for out in (root / TOOLKIT / "lib64/plugin/opskernel/libfe.so", tiling / "liboptiling.so"):
+        b.build(
+            out,
+            "void npudoctor_gone(void);\nvoid f(void) { npudoctor_gone(); }\n",
+            soname=out.name,
+            needed=["libnpudoctor_gone.so"],
+        )
+    run = run_check(scenario)
+    (f,) = [f for f in _lib_findings(run) if f["code"] == "LIB007"]
+    (line,) = [e for e in f["evidence"] if e.startswith("libnpudoctor_gone.so needed by ")]
+    assert "/lib64/plugin/opskernel/libfe.so" in line
+    assert "/op_tiling/lib/linux/x86_64/liboptiling.so" in line
+    where = {Path(o["path"]).name: o["where"] for o in run.doc["facts"]["libraries"]["stack"]}
+    assert where["libfe.so"] == "toolkit lib64"
+    assert where["liboptiling.so"] == "toolkit opp"

@@ -233,6 +233,10 @@ class LibrariesFacts(View):
     glibc: Optional[Glibc] = None
     symbols: Optional[Symbols] = None
     stack: Tuple[StackObject, ...] = ()
+    stack_ld_library_path: Tuple[str, ...] = field(
+        default=(),
+        metadata=_doc("LD_LIBRARY_PATH the stack was resolved with: the environment's, then what set_env.sh adds"),
+    )
     stack_found_at: Dict[str, Tuple[FoundAt, ...]] = field(
         default_factory=dict, metadata=_doc("where the stack's unresolved libraries are on disk")
     )

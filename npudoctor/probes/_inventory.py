@@ -2,7 +2,9 @@
 programs, NNAL's ATB libraries, the driver's libraries and ``npu-smi``.
 
 Found by walking the directories of the installs the other probes found (the selected
-toolkit's ``lib64``, ``bin`` and ``compiler/ccec_compiler/bin``; NNAL's ``atb/.../lib`` of
+toolkit's ``lib64``, its plugin directories ``lib64/plugin/opskernel`` and
+``lib64/plugin/nnengine`` and ``opp/.../op_tiling(/lib/linux/<arch>)`` (set_env.sh puts
+them on ``LD_LIBRARY_PATH``), ``bin`` and ``compiler/ccec_compiler/bin``; NNAL's ``atb/.../lib`` of
 the C++ ABI in use; the driver's ``lib64``, ``lib64/common``, ``lib64/driver``; the
 ``npu-smi`` on ``PATH`` and ``<driver>/tools/npu-smi``), never from a list of file names.
 Every ELF file found is resolved as it would load in a process set up the way the stack
@@ -12,7 +14,7 @@ the environment rules' finding, not one per file here), with its own RPATH/RUNPA
 
 Records (``stack`` of the ``libraries`` section)::
 
-    {"path", "where": "toolkit lib64" | "toolkit bin" | "NNAL" | "driver" | "npu-smi",
+    {"path", "where": "toolkit lib64" | "toolkit opp" | "toolkit bin" | "NNAL" | "driver" | "npu-smi",
      "unresolved": [DT_NEEDED names found on no loader path],
      "version_needs": {library: [highest needed version of each family]}  (system libraries),
      "error": why the file could not be read as a loadable ELF file, or None}
@@ -52,6 +54,11 @@ def nnal_lib(env: Dict[str, Any]) -> Optional[str]:
     return posixpath.join(str(home), "lib") if home else None
 
 
+def _arch(facts: Dict[str, Any], env: Dict[str, Any]) -> str:
+    """``aarch64`` | ``x86_64`` (``$(arch)`` of set_env.sh) of the diagnosed machine."""
+    return str(_dict(facts.get("host")).get("arch") or env.get("arch") or "x86_64")
+
+
 def _driver(env: Dict[str, Any]) -> str:
     expected = _dict(env.get("expected"))
     return str(expected.get("driver") or "/usr/local/Ascend/driver")
@@ -63,6 +70,14 @@ def places(host: Host, facts: Dict[str, Any], env: Dict[str, Any]) -> List[Tuple
     tk = _toolkit(facts, env)
     if tk:
         out.append((posixpath.join(tk, "lib64"), "toolkit lib64", True))
+        # set_env.sh puts these on LD_LIBRARY_PATH too (CANN 8.0 set_env.sh: lib64/plugin/opskernel,
+        # lib64/plugin/nnengine, opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/$(arch);
+        # CANN 8.3 / 9.0 images: .../op_tiling itself -- samples/set_env_toolkit_8.0.0.sh.txt, INDEX.md)
+        for sub in ("opskernel", "nnengine"):
+            out.append((posixpath.join(tk, "lib64", "plugin", sub), "toolkit lib64", True))
+        tiling = posixpath.join(tk, "opp", "built-in", "op_impl", "ai_core", "tbe", "op_tiling")
+        out.append((posixpath.join(tiling, "lib", "linux", _arch(facts, env)), "toolkit opp", True))
+        out.append((tiling, "toolkit opp", True))
         out.append((posixpath.join(tk, "bin"), "toolkit bin", False))
         out.append((posixpath.join(tk, "compiler", "ccec_compiler", "bin"), "toolkit bin", False))
     nnal = nnal_lib(env)

@@ -55,6 +55,8 @@ Keys::
                      probes/_inventory.py) as they load with the documented environment,
                      and ("where": "extension") every extension module of the interpreter
                      with version needs of base-system libraries
+    stack_ld_library_path  [dirs]: LD_LIBRARY_PATH the stack was resolved with (the
+                     environment's, then the entries set_env.sh adds that it lacks)
     stack_found_at   {library: [{"path", "where", "usable"}]}: where the stack's unresolved
                      libraries are on disk
     elf_cache        {"hits", "misses"}: parsed ELF facts reused from the on-disk cache
@@ -390,6 +392,7 @@ def _stack(
         errors,
     )
     out["stack"] = stack
+    out["stack_ld_library_path"] = set_up
     found_at: Dict[str, List[Dict[str, Any]]] = {}
     search = _search_dirs(facts, env_facts)
     for rec in stack:

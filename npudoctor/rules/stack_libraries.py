@@ -56,7 +56,7 @@ def stack_not_loadable(ctx: RuleContext) -> Iterable[Finding]:
         )
         groups.setdefault(group_of(rec), []).append(rec)
     for key, items in groups.items():
-        yield not_loadable(ctx, STACK_NOT_LOADABLE, key, items, "warning")
+        yield not_loadable(ctx, STACK_NOT_LOADABLE, key, items, "warning", libs.stack_ld_library_path)
 
 
 def _expected_copy(rec: Resolution, libs: LibrariesFacts) -> List[FoundAt]:
