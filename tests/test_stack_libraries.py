@@ -361,3 +361,32 @@ def test_toolkit_plugin_and_op_tiling_directories_are_walked(elf_world, tmp_path
     where = {Path(o["path"]).name: o["where"] for o in run.doc["facts"]["libraries"]["stack"]}
     assert where["libfe.so"] == "toolkit lib64"
     assert where["liboptiling.so"] == "toolkit opp"
+
+
+def test_each_loader_line_is_confirmed_by_the_finding_about_its_library(elf_world, tmp_path):
+    """Two libraries found nowhere, of two owners (the OS, unknown): two LIB007 findings;
+    each 'cannot open shared object file' line is confirmed by the one naming its library."""
+    scenario = prepare(SCENARIO, tmp_path)
+    root = scenario / "root"
+    elf_world.builder.build(
+        root / TOOLKIT / "bin" / "npudoctor_tool",
+        "int main(void) { return 0; }\n",
+        shared=False,
+        needed=["libnuma.so.1", "libnpudoctor_gone.so"],
+    )
+    run = run_check(scenario)
+    found = {f["data"]["libraries"][0]: f for f in _lib_findings(run) if f["code"] == "LIB007"}
+    assert set(found) == {"libnuma.so.1", "libnpudoctor_gone.so"}
+    log = (
+        "npudoctor_tool: error while loading shared libraries: libnuma.so.1: cannot open shared object file\n"
+        "other_tool: error while loading shared libraries: libnpudoctor_gone.so: cannot open shared object file\n"
+    )
+    doc = triage_text(log, facts=run.doc["facts"])
+    by_lib = {g["captures"]["lib"]: g for g in doc["known"]}
+    assert set(by_lib) == {"libnuma.so.1", "libnpudoctor_gone.so"}
+    for lib, group in by_lib.items():
+        (cause,) = [c for c in group["causes"] if c["findings"] == ["LIB007"]]
+        assert cause["status"] == "cause"
+        assert cause["evidence"][0] == "LIB007: " + found[lib]["title"]
+        other = next(name for name in found if name != lib)
+        assert not any(found[other]["title"] in line for line in cause["evidence"])
