@@ -390,3 +390,31 @@ def test_each_loader_line_is_confirmed_by_the_finding_about_its_library(elf_worl
         assert cause["evidence"][0] == "LIB007: " + found[lib]["title"]
         other = next(name for name in found if name != lib)
         assert not any(found[other]["title"] in line for line in cause["evidence"])
+
+
+def test_a_file_of_an_npu_package_linking_no_npu_library_is_checked_for_unresolved_needs(elf_world, tmp_path):
+    """torch_npu's torchair executor links libgraph_base.so only (no libtorch_npu.so,
+    libascendcl.so, ...): it belongs to torch-npu (RECORD), so its unresolved DT_NEEDED is
+    reported; the same file outside any NPU package's RECORD is not judged."""
+    scenario = prepare(SCENARIO, tmp_path)
+    site = scenario / "root" / SITE
+    rel = "torch_npu/dynamo/torchair/core/_npu_graph_executor.cpython-311-x86_64-linux-gnu.so"
+    elf_world.builder.build(
+        site / rel,
+        "void ge_graph_base_init(void);\nvoid f(void) { ge_graph_base_init(); }\n",
+        needed=["libgraph_base.so"],
+    )
+    dist = site / "torch_npu-2.1.0.post10.dist-info"
+    (dist / "RECORD").write_text(f"torch_npu/__init__.py,,\n{rel},,\ntorch_npu-2.1.0.post10.dist-info/RECORD,,\n")
+    run = run_check(scenario)
+    (f,) = [f for f in _lib_findings(run) if f["code"] == "LIB005" and f["data"].get("package") == "torch-npu"]
+    assert f["title"] == f"{Path(rel).name} (torch-npu) cannot load: libgraph_base.so found on no loader path"
+    assert f"{rel} is installed by torch-npu (its RECORD), part of the NPU stack" in f["evidence"]
+    assert "owner: CANN toolkit" in f["evidence"]
+    assert f["fix"][0] == (
+        "Reinstall torch-npu (pip install --force-reinstall --no-deps torch-npu): it needs libgraph_base.so"
+    )
+    # without the RECORD line the file is nobody's NPU file: no finding about it
+    (dist / "RECORD").write_text("torch_npu/__init__.py,,\n")
+    run = run_check(scenario)
+    assert not [f for f in _lib_findings(run) if f["code"] == "LIB005" and f["data"].get("package") == "torch-npu"]

@@ -77,7 +77,7 @@ from npudoctor.host import Host
 from npudoctor.parsers.cxxabi import torch_cxx11_abi
 from npudoctor.probes import _inventory
 from npudoctor.probes._elfcache import ElfCache, default_path
-from npudoctor.probes._extensions import ATB_SYM_RE, SYSTEM_LIB_RE, scan
+from npudoctor.probes._extensions import ATB_SYM_RE, SYSTEM_LIB_RE, npu_package_files, scan
 from npudoctor.probes._ldso import Resolver, expand_origin
 
 SECTION = "libraries"
@@ -345,6 +345,7 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         read=read_elf,
         undefined=cache.undefined,
         versions=versions,
+        owned={p: d for p, d in npu_package_files(host, facts).items() if p not in objects},
     )
     _stack(host, facts, env_facts, resolver, loaded, set(objects), cache, out, deadline, errors, versions)
     out["duration"] = round(_now() - start, 3)

@@ -219,10 +219,16 @@ def extension_symbols(ctx: RuleContext) -> Iterable[Finding]:
             )
             continue
         owners = sorted({owner_of_name(n) or "unknown" for n in check.unresolved})
+        if not check.links:  # a file of an NPU distribution linking no NPU library directly
+            fix = [
+                f"Reinstall {pkg} (pip install --force-reinstall --no-deps {pkg}): it needs {', '.join(check.unresolved)}"
+            ]
         yield EXT_SYMBOLS.finding(
             title=f"{name} ({pkg}) cannot load: {', '.join(check.unresolved)} found on no loader path",
             evidence=[
-                f"{_short(str(check.object), libs)} links {', '.join(check.links)}",
+                f"{_short(str(check.object), libs)} links {', '.join(check.links)}"
+                if check.links
+                else f"{_short(str(check.object), libs)} is installed by {pkg} (its RECORD), part of the NPU stack",
                 f"DT_NEEDED not resolved after import torch_npu (RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache, default dirs): {', '.join(check.unresolved)}",
                 "owner: " + ", ".join(owners),
             ],
