@@ -418,3 +418,50 @@ def test_a_file_of_an_npu_package_linking_no_npu_library_is_checked_for_unresolv
     (dist / "RECORD").write_text("torch_npu/__init__.py,,\n")
     run = run_check(scenario)
     assert not [f for f in _lib_findings(run) if f["code"] == "LIB005" and f["data"].get("package") == "torch-npu"]
+
+
+def test_a_custom_op_wheel_on_ld_library_path_shadows_two_toolkit_libraries_in_one_finding(elf_world, tmp_path):
+    """A custom-operator wheel ships its own libopapi.so and libnnopbase.so and puts its lib
+    directory first on LD_LIBRARY_PATH: the toolkit's copies (not on torch_npu's own load
+    chain here) are shadowed.  One finding for the directory, naming the wheel (RECORD)."""
+    scenario = prepare(SCENARIO, tmp_path)
+    root = scenario / "root"
+    b = elf_world.builder
+    site = root / SITE
+    stray = site / "cust_opapi" / "lib"
+    for name, fn in (("libopapi.so", "aclnnAdd"), ("libnnopbase.so", "aclCreateTensor")):
+        b.stub_library(root / TOOLKIT / "lib64" / name, name, [fn, fn + "V2"])
+        b.stub_library(stray / name, name, [fn])
+    dist = site / "cust_opapi-1.2.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: cust-opapi\nVersion: 1.2.0\n")
+    (dist / "RECORD").write_text(
+        "cust_opapi/lib/libopapi.so,,\ncust_opapi/lib/libnnopbase.so,,\ncust_opapi-1.2.0.dist-info/RECORD,,\n"
+    )
+    spec = scenario / "scenario.toml"
+    stray_dir = f"/{SITE}/cust_opapi/lib"
+    spec.write_text(spec.read_text().replace('LD_LIBRARY_PATH = "', f'LD_LIBRARY_PATH = "{stray_dir}:', 1))
+    run = run_check(scenario)
+    (f,) = [f for f in _lib_findings(run) if f["code"] == "LIB008"]
+    assert f["severity"] == "warning"
+    assert f["title"] == f"libnnopbase.so, libopapi.so of the CANN toolkit are shadowed by the copies in {stray_dir}"
+    assert f["data"]["libraries"] == ["libnnopbase.so", "libopapi.so"]
+    assert (
+        f"the loader takes {stray_dir}/libopapi.so (via LD_LIBRARY_PATH, owner: the cust-opapi 1.2.0 wheel "
+        "(its RECORD)) for libopapi.so" in f["evidence"]
+    )
+    # the toolkit as selected (its latest link)
+    assert "the CANN toolkit's copy: /usr/local/Ascend/ascend-toolkit/latest/lib64/libopapi.so" in f["evidence"]
+    (take,) = [line for line in f["fix"] if "export LD_LIBRARY_PATH=" in line]
+    lead, export = take.split("export ", 1)
+    assert lead == f"Take {stray_dir} off the loader path: "
+    assert stray_dir not in export
+    assert export.startswith("LD_LIBRARY_PATH=/usr/local/Ascend/ascend-toolkit/latest/tools/aml/lib64:")
+    assert f["fix"][1] == (
+        f"or delete the stray copies {stray_dir}/libnnopbase.so {stray_dir}/libopapi.so (cust-opapi installs them) "
+        "if nothing else needs them"
+    )
+    shadowed = {s["name"]: s for s in run.doc["facts"]["libraries"]["stack_shadowed"]}
+    assert set(shadowed) == {"libnnopbase.so", "libopapi.so"}
+    assert shadowed["libopapi.so"]["taken_by"] == "cust-opapi 1.2.0"
+    assert shadowed["libopapi.so"]["via"] == "LD_LIBRARY_PATH"

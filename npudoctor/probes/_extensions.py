@@ -163,6 +163,31 @@ def npu_package_files(host: Host, facts: Dict[str, Any]) -> Dict[str, str]:
     return out
 
 
+#: RECORD files read at most when looking for the distribution that installs one file.
+MAX_RECORDS = 300
+
+
+def record_owner(host: Host, facts: Dict[str, Any], path: str) -> Optional[str]:
+    """``"<name> <version>"`` of the installed distribution whose ``RECORD`` lists the file
+    ``path`` (a path of the diagnosed machine), or ``None`` (outside every package
+    directory, or listed by none of the first :data:`MAX_RECORDS` RECORDs there)."""
+    installed = (facts.get("packages") or {}).get("installed") or {}
+    read = 0
+    for recs in installed.values() if isinstance(installed, dict) else []:
+        for rec in recs if isinstance(recs, list) else []:
+            loc = str(rec.get("location") or "") if isinstance(rec, dict) else ""
+            if not loc or not path.startswith(loc.rstrip("/") + "/") or rec.get("kind") != "dist-info":
+                continue
+            if read >= MAX_RECORDS:
+                return None
+            read += 1
+            rel = path[len(loc.rstrip("/")) + 1 :]
+            text = host.read_text(posixpath.join(str(rec.get("dist_info") or ""), "RECORD"), limit=RECORD_LIMIT).text
+            if text and any(line.split(",", 1)[0].strip() == rel for line in text.splitlines()):
+                return f"{rec.get('name')} {rec.get('version')}".strip()
+    return None
+
+
 def scan(
     host: Host,
     facts: Dict[str, Any],

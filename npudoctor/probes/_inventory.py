@@ -157,3 +157,64 @@ def audit(
         if rec["unresolved"] or rec["version_needs"]:
             out.append(rec)
     return out
+
+
+#: Where the owner's copies of the guarded libraries are walked (CANN, NNAL, the driver).
+GUARDED_WHERE = ("toolkit lib64", "toolkit opp", "NNAL", "driver")
+
+
+def shadows(
+    host: Host,
+    entries: List[Tuple[str, str]],
+    resolver: Resolver,
+    read: Callable[[str], Any],
+    skip: Callable[[str], bool],
+) -> List[Dict[str, Any]]:
+    """Libraries of CANN, NNAL and the driver (the ``entries`` walked in
+    :data:`GUARDED_WHERE`) whose name the loader finds first in another place: records
+    ``{"name", "taken", "via", "copies": [the owner's files of that name], "needed_by":
+    [stack files that name it in DT_NEEDED and get the other copy]}``.
+
+    The search is ld.so's without an object's own RPATH (what ``dlopen`` by name and the
+    objects without DT_RPATH get: LD_LIBRARY_PATH comes before RUNPATH) on ``resolver``'s
+    loader path; ``needed_by`` keeps the needers whose DT_RPATH does not lead elsewhere.  Only names that are on disk
+    somewhere else on that path (a directory listing, the ld.so.cache) are searched, so the
+    cost is one listing per directory (a stray copy only an object's DT_RPATH reaches is
+    not looked for).  ``skip(name)``: names judged elsewhere (torch_npu's
+    own load chain)."""
+    copies: Dict[str, List[str]] = {}
+    own_dirs = set()
+    for path, where in entries:
+        if where in GUARDED_WHERE:
+            copies.setdefault(posixpath.basename(path), []).append(path)
+            own_dirs.add(posixpath.dirname(host.resolve(path)))
+    if not copies:
+        return []
+    elsewhere = set()
+    for d in list(resolver.ld_library_path) + list(resolver.conf_dirs) + list(resolver.default_dirs):
+        if host.resolve(d) not in own_dirs:
+            elsewhere.update(host.listdir(d))
+    cache = resolver.cache
+    if cache is not None and not cache.error:
+        elsewhere.update(e.soname for e in cache.entries)
+    needers: Dict[str, List[Tuple[str, List[str]]]] = {}
+    for path, _where in entries:
+        info = read(path)
+        if info.error:
+            continue
+        origin = posixpath.dirname(host.resolve(path))
+        rpath = expand_origin(info.rpath, origin) if not info.runpath else []
+        for name in info.needed:
+            if name in copies:
+                needers.setdefault(name, []).append((path, rpath))
+    own_real = {host.resolve(p) for paths in copies.values() for p in paths}
+    out: List[Dict[str, Any]] = []
+    for name in sorted(copies):
+        if name not in elsewhere or skip(name):
+            continue
+        taken, via = resolver.search(name, [], [])
+        if not taken or host.resolve(taken) in own_real or posixpath.dirname(host.resolve(taken)) in own_dirs:
+            continue
+        by = [p for p, r in needers.get(name, []) if resolver.search(name, r, [])[0] == taken]
+        out.append({"name": name, "taken": taken, "via": via, "copies": copies[name], "needed_by": by})
+    return out
