@@ -412,7 +412,8 @@ def test_a_file_of_an_npu_package_linking_no_npu_library_is_checked_for_unresolv
     assert f"{rel} is installed by torch-npu (its RECORD), part of the NPU stack" in f["evidence"]
     assert "owner: CANN toolkit" in f["evidence"]
     assert f["fix"][0] == (
-        "Reinstall torch-npu (pip install --force-reinstall --no-deps torch-npu): it needs libgraph_base.so"
+        "Install the CANN toolkit torch-npu was built for (it needs libgraph_base.so), "
+        "or the torch-npu built for the installed one"
     )
     # without the RECORD line the file is nobody's NPU file: no finding about it
     (dist / "RECORD").write_text("torch_npu/__init__.py,,\n")
