@@ -466,3 +466,15 @@ def test_a_custom_op_wheel_on_ld_library_path_shadows_two_toolkit_libraries_in_o
     assert set(shadowed) == {"libnnopbase.so", "libopapi.so"}
     assert shadowed["libopapi.so"]["taken_by"] == "cust-opapi 1.2.0"
     assert shadowed["libopapi.so"]["via"] == "LD_LIBRARY_PATH"
+
+
+def test_a_copy_inside_the_same_toolkit_is_not_a_stray_one(elf_world, tmp_path):
+    """set_env.sh puts the toolkit's tools/aml/lib64 before its lib64: a library of the same
+    name there is the toolkit's own layout, not a shadowing copy."""
+    scenario = prepare(SCENARIO, tmp_path)
+    root = scenario / "root"
+    for d in ("lib64", "tools/aml/lib64"):
+        elf_world.builder.stub_library(root / TOOLKIT / d / "libopapi.so", "libopapi.so", ["aclnnAdd"])
+    run = run_check(scenario)
+    assert run.doc["facts"]["libraries"]["stack_shadowed"] == []
+    assert "LIB008" not in {f["code"] for f in run.doc["findings"]}

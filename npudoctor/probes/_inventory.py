@@ -159,6 +159,15 @@ def audit(
     return out
 
 
+def install_roots(host: Host, facts: Dict[str, Any], env: Dict[str, Any]) -> Tuple[str, ...]:
+    """The real paths of the selected toolkit, the NNAL in use (its ATB home) and the driver."""
+    out = []
+    for path in (_toolkit(facts, env), posixpath.dirname(nnal_lib(env) or ""), _driver(env)):
+        if path:
+            out.append(host.resolve(path))
+    return tuple(out)
+
+
 #: Where the owner's copies of the guarded libraries are walked (CANN, NNAL, the driver).
 GUARDED_WHERE = ("toolkit lib64", "toolkit opp", "NNAL", "driver")
 
@@ -169,6 +178,7 @@ def shadows(
     resolver: Resolver,
     read: Callable[[str], Any],
     skip: Callable[[str], bool],
+    roots: Tuple[str, ...] = (),
 ) -> List[Dict[str, Any]]:
     """Libraries of CANN, NNAL and the driver (the ``entries`` walked in
     :data:`GUARDED_WHERE`) whose name the loader finds first in another place: records
@@ -181,7 +191,9 @@ def shadows(
     somewhere else on that path (a directory listing, the ld.so.cache) are searched, so the
     cost is one listing per directory (a stray copy only an object's DT_RPATH reaches is
     not looked for).  ``skip(name)``: names judged elsewhere (torch_npu's
-    own load chain)."""
+    own load chain).  ``roots``: the installs themselves (:func:`install_roots`): a copy
+    inside one of them is the install's own layout (``tools/aml/lib64`` of the same
+    toolkit), not a stray one."""
     copies: Dict[str, List[str]] = {}
     own_dirs = set()
     for path, where in entries:
@@ -213,7 +225,10 @@ def shadows(
         if name not in elsewhere or skip(name):
             continue
         taken, via = resolver.search(name, [], [])
-        if not taken or host.resolve(taken) in own_real or posixpath.dirname(host.resolve(taken)) in own_dirs:
+        real = host.resolve(taken) if taken else ""
+        if not taken or real in own_real or posixpath.dirname(real) in own_dirs:
+            continue
+        if any(real.startswith(r.rstrip("/") + "/") for r in roots):
             continue
         by = [p for p, r in needers.get(name, []) if resolver.search(name, r, [])[0] == taken]
         out.append({"name": name, "taken": taken, "via": via, "copies": copies[name], "needed_by": by})

@@ -399,7 +399,12 @@ def _stack(
     out["stack"] = stack
     out["stack_ld_library_path"] = set_up
     shadowed = _inventory.shadows(
-        host, entries, resolver.with_path(set_up), lambda p: cache.read(_real(host, p)), lambda n: n in loaded
+        host,
+        entries,
+        resolver.with_path(set_up),
+        lambda p: cache.read(_real(host, p)),
+        lambda n: n in loaded,
+        _inventory.install_roots(host, facts, env_facts),
     )
     for rec in shadowed:
         rec["taken_by"] = record_owner(host, facts, rec["taken"])
