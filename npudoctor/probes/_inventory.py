@@ -185,9 +185,11 @@ def shadows(
     ``{"name", "taken", "via", "copies": [the owner's files of that name], "needed_by":
     [stack files that name it in DT_NEEDED and get the other copy]}``.
 
-    The search is ld.so's without an object's own RPATH (what ``dlopen`` by name and the
-    objects without DT_RPATH get: LD_LIBRARY_PATH comes before RUNPATH) on ``resolver``'s
-    loader path; ``needed_by`` keeps the needers whose DT_RPATH does not lead elsewhere.  Only names that are on disk
+    The search is ld.so's on ``resolver``'s loader path (LD_LIBRARY_PATH, ld.so.cache,
+    default directories: what ``dlopen`` by name gets); each stack file that names the
+    library in DT_NEEDED is searched with its own RPATH/RUNPATH, and ``needed_by`` keeps
+    those that get the other copy.  When such files exist and every one of them gets the
+    owner's copy (a RUNPATH ahead of a stray copy in ld.so.cache), nothing is reported.  Only names that are on disk
     somewhere else on that path (a directory listing, the ld.so.cache) are searched, so the
     cost is one listing per directory (a stray copy only an object's DT_RPATH reaches is
     not looked for).  ``skip(name)``: names judged elsewhere (torch_npu's
@@ -209,16 +211,17 @@ def shadows(
     cache = resolver.cache
     if cache is not None and not cache.error:
         elsewhere.update(e.soname for e in cache.entries)
-    needers: Dict[str, List[Tuple[str, List[str]]]] = {}
+    needers: Dict[str, List[Tuple[str, List[str], List[str]]]] = {}
     for path, _where in entries:
         info = read(path)
         if info.error:
             continue
         origin = posixpath.dirname(host.resolve(path))
         rpath = expand_origin(info.rpath, origin) if not info.runpath else []
+        runpath = expand_origin(info.runpath, origin)
         for name in info.needed:
             if name in copies:
-                needers.setdefault(name, []).append((path, rpath))
+                needers.setdefault(name, []).append((path, rpath, runpath))
     own_real = {host.resolve(p) for paths in copies.values() for p in paths}
     out: List[Dict[str, Any]] = []
     for name in sorted(copies):
@@ -230,6 +233,8 @@ def shadows(
             continue
         if any(real.startswith(r.rstrip("/") + "/") for r in roots):
             continue
-        by = [p for p, r in needers.get(name, []) if resolver.search(name, r, [])[0] == taken]
+        by = [p for p, rp, run in needers.get(name, []) if resolver.search(name, rp, run)[0] == taken]
+        if needers.get(name) and not by:
+            continue  # every file of the stack that needs it gets the owner's copy
         out.append({"name": name, "taken": taken, "via": via, "copies": copies[name], "needed_by": by})
     return out
