@@ -123,6 +123,10 @@ def test_npu_smi_needing_a_driver_library_found_nowhere_is_one_finding(elf_world
     )
     assert any("npu-smi" in line and "libdsmi_user.so" in line for line in f["evidence"])
     assert "owner: NPU driver" in f["evidence"]
+    # the evidence prints the LD_LIBRARY_PATH the stack was resolved with (the set-up one)
+    set_up = run.doc["facts"]["libraries"]["stack_ld_library_path"]
+    assert "/usr/local/Ascend/driver/lib64/driver" in set_up
+    assert "LD_LIBRARY_PATH as set_env.sh sets it: " + ":".join(set_up) in f["evidence"]
     assert "LIB001" not in {g["code"] for g in run.doc["findings"]}
     stack = {Path(o["path"]).name: o for o in run.doc["facts"]["libraries"]["stack"]}
     assert stack["npu-smi"]["unresolved"] == ["libdrvdsmi_host.so"]  # libc_sec.so: on the path
@@ -333,3 +337,144 @@ def test_an_extension_needing_atb_symbols_nnal_lacks_is_told_about_nnal(elf_worl
     assert any(line.startswith("or, when it was built for the NNAL of the installed CANN") for line in f["fix"])
     (nnal,) = [line for line in f["fix"] if "Ascend-cann-nnal_8.0.0_linux-" in line]
     assert nnal.endswith(".run --install")  # the toolkit's CANN 8.0.0
+
+
+def test_toolkit_plugin_and_op_tiling_directories_are_walked(elf_world, tmp_path):
+    """set_env.sh puts lib64/plugin/opskernel, lib64/plugin/nnengine and
+    opp/.../op_tiling/lib/linux/<arch> on LD_LIBRARY_PATH: their libraries are audited."""
+    scenario = prepare(SCENARIO, tmp_path)
+    root = scenario / "root"
+    b = elf_world.builder
+    tiling = root / TOOLKIT / "opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/x86_64"
+    for out in (root / TOOLKIT / "lib64/plugin/opskernel/libfe.so", tiling / "liboptiling.so"):
+        b.build(
+            out,
+            "void npudoctor_gone(void);\nvoid f(void) { npudoctor_gone(); }\n",
+            soname=out.name,
+            needed=["libnpudoctor_gone.so"],
+        )
+    run = run_check(scenario)
+    (f,) = [f for f in _lib_findings(run) if f["code"] == "LIB007"]
+    (line,) = [e for e in f["evidence"] if e.startswith("libnpudoctor_gone.so needed by ")]
+    assert "/lib64/plugin/opskernel/libfe.so" in line
+    assert "/op_tiling/lib/linux/x86_64/liboptiling.so" in line
+    where = {Path(o["path"]).name: o["where"] for o in run.doc["facts"]["libraries"]["stack"]}
+    assert where["libfe.so"] == "toolkit lib64"
+    assert where["liboptiling.so"] == "toolkit opp"
+
+
+def test_each_loader_line_is_confirmed_by_the_finding_about_its_library(elf_world, tmp_path):
+    """Two libraries found nowhere, of two owners (the OS, unknown): two LIB007 findings;
+    each 'cannot open shared object file' line is confirmed by the one naming its library."""
+    scenario = prepare(SCENARIO, tmp_path)
+    root = scenario / "root"
+    elf_world.builder.build(
+        root / TOOLKIT / "bin" / "npudoctor_tool",
+        "int main(void) { return 0; }\n",
+        shared=False,
+        needed=["libnuma.so.1", "libnpudoctor_gone.so"],
+    )
+    run = run_check(scenario)
+    found = {f["data"]["libraries"][0]: f for f in _lib_findings(run) if f["code"] == "LIB007"}
+    assert set(found) == {"libnuma.so.1", "libnpudoctor_gone.so"}
+    log = (
+        "npudoctor_tool: error while loading shared libraries: libnuma.so.1: cannot open shared object file\n"
+        "other_tool: error while loading shared libraries: libnpudoctor_gone.so: cannot open shared object file\n"
+    )
+    doc = triage_text(log, facts=run.doc["facts"])
+    by_lib = {g["captures"]["lib"]: g for g in doc["known"]}
+    assert set(by_lib) == {"libnuma.so.1", "libnpudoctor_gone.so"}
+    for lib, group in by_lib.items():
+        (cause,) = [c for c in group["causes"] if c["findings"] == ["LIB007"]]
+        assert cause["status"] == "cause"
+        assert cause["evidence"][0] == "LIB007: " + found[lib]["title"]
+        other = next(name for name in found if name != lib)
+        assert not any(found[other]["title"] in line for line in cause["evidence"])
+
+
+def test_a_file_of_an_npu_package_linking_no_npu_library_is_checked_for_unresolved_needs(elf_world, tmp_path):
+    """torch_npu's torchair executor links libgraph_base.so only (no libtorch_npu.so,
+    libascendcl.so, ...): it belongs to torch-npu (RECORD), so its unresolved DT_NEEDED is
+    reported; the same file outside any NPU package's RECORD is not judged."""
+    scenario = prepare(SCENARIO, tmp_path)
+    site = scenario / "root" / SITE
+    rel = "torch_npu/dynamo/torchair/core/_npu_graph_executor.cpython-311-x86_64-linux-gnu.so"
+    elf_world.builder.build(
+        site / rel,
+        "void ge_graph_base_init(void);\nvoid f(void) { ge_graph_base_init(); }\n",
+        needed=["libgraph_base.so"],
+    )
+    dist = site / "torch_npu-2.1.0.post10.dist-info"
+    (dist / "RECORD").write_text(f"torch_npu/__init__.py,,\n{rel},,\ntorch_npu-2.1.0.post10.dist-info/RECORD,,\n")
+    run = run_check(scenario)
+    (f,) = [f for f in _lib_findings(run) if f["code"] == "LIB005" and f["data"].get("package") == "torch-npu"]
+    assert f["title"] == f"{Path(rel).name} (torch-npu) cannot load: libgraph_base.so found on no loader path"
+    assert f"{rel} is installed by torch-npu (its RECORD), part of the NPU stack" in f["evidence"]
+    assert "owner: CANN toolkit" in f["evidence"]
+    assert f["fix"][0] == (
+        "Install the CANN toolkit torch-npu was built for (it needs libgraph_base.so), "
+        "or the torch-npu built for the installed one"
+    )
+    # without the RECORD line the file is nobody's NPU file: no finding about it
+    (dist / "RECORD").write_text("torch_npu/__init__.py,,\n")
+    run = run_check(scenario)
+    assert not [f for f in _lib_findings(run) if f["code"] == "LIB005" and f["data"].get("package") == "torch-npu"]
+
+
+def test_a_custom_op_wheel_on_ld_library_path_shadows_two_toolkit_libraries_in_one_finding(elf_world, tmp_path):
+    """A custom-operator wheel ships its own libopapi.so and libnnopbase.so and puts its lib
+    directory first on LD_LIBRARY_PATH: the toolkit's copies (not on torch_npu's own load
+    chain here) are shadowed.  One finding for the directory, naming the wheel (RECORD)."""
+    scenario = prepare(SCENARIO, tmp_path)
+    root = scenario / "root"
+    b = elf_world.builder
+    site = root / SITE
+    stray = site / "cust_opapi" / "lib"
+    for name, fn in (("libopapi.so", "aclnnAdd"), ("libnnopbase.so", "aclCreateTensor")):
+        b.stub_library(root / TOOLKIT / "lib64" / name, name, [fn, fn + "V2"])
+        b.stub_library(stray / name, name, [fn])
+    dist = site / "cust_opapi-1.2.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: cust-opapi\nVersion: 1.2.0\n")
+    (dist / "RECORD").write_text(
+        "cust_opapi/lib/libopapi.so,,\ncust_opapi/lib/libnnopbase.so,,\ncust_opapi-1.2.0.dist-info/RECORD,,\n"
+    )
+    spec = scenario / "scenario.toml"
+    stray_dir = f"/{SITE}/cust_opapi/lib"
+    spec.write_text(spec.read_text().replace('LD_LIBRARY_PATH = "', f'LD_LIBRARY_PATH = "{stray_dir}:', 1))
+    run = run_check(scenario)
+    (f,) = [f for f in _lib_findings(run) if f["code"] == "LIB008"]
+    assert f["severity"] == "warning"
+    assert f["title"] == f"libnnopbase.so, libopapi.so of the CANN toolkit are shadowed by the copies in {stray_dir}"
+    assert f["data"]["libraries"] == ["libnnopbase.so", "libopapi.so"]
+    assert (
+        f"the loader takes {stray_dir}/libopapi.so (via LD_LIBRARY_PATH, owner: the cust-opapi 1.2.0 wheel "
+        "(its RECORD)) for libopapi.so" in f["evidence"]
+    )
+    # the toolkit as selected (its latest link)
+    assert "the CANN toolkit's copy: /usr/local/Ascend/ascend-toolkit/latest/lib64/libopapi.so" in f["evidence"]
+    (take,) = [line for line in f["fix"] if "export LD_LIBRARY_PATH=" in line]
+    lead, export = take.split("export ", 1)
+    assert lead == f"Take {stray_dir} off the loader path: "
+    assert stray_dir not in export
+    assert export.startswith("LD_LIBRARY_PATH=/usr/local/Ascend/ascend-toolkit/latest/tools/aml/lib64:")
+    assert f["fix"][1] == (
+        f"or delete the stray copies {stray_dir}/libnnopbase.so {stray_dir}/libopapi.so (cust-opapi installs them) "
+        "if nothing else needs them"
+    )
+    shadowed = {s["name"]: s for s in run.doc["facts"]["libraries"]["stack_shadowed"]}
+    assert set(shadowed) == {"libnnopbase.so", "libopapi.so"}
+    assert shadowed["libopapi.so"]["taken_by"] == "cust-opapi 1.2.0"
+    assert shadowed["libopapi.so"]["via"] == "LD_LIBRARY_PATH"
+
+
+def test_a_copy_inside_the_same_toolkit_is_not_a_stray_one(elf_world, tmp_path):
+    """set_env.sh puts the toolkit's tools/aml/lib64 before its lib64: a library of the same
+    name there is the toolkit's own layout, not a shadowing copy."""
+    scenario = prepare(SCENARIO, tmp_path)
+    root = scenario / "root"
+    for d in ("lib64", "tools/aml/lib64"):
+        elf_world.builder.stub_library(root / TOOLKIT / d / "libopapi.so", "libopapi.so", ["aclnnAdd"])
+    run = run_check(scenario)
+    assert run.doc["facts"]["libraries"]["stack_shadowed"] == []
+    assert "LIB008" not in {f["code"] for f in run.doc["findings"]}

@@ -211,6 +211,17 @@ class StackObject(View):
     error: Optional[str] = field(default=None, metadata=_doc("why the file is not a loadable ELF file here"))
 
 
+class Shadowed(View):
+    """A library of CANN, NNAL or the driver the loader finds first in another place."""
+
+    name: str = ""
+    taken: str = field(default="", metadata=_doc("the copy the loader takes"))
+    via: Optional[str] = field(default=None, metadata=_doc('"LD_LIBRARY_PATH" | "ld.so.cache" | "default dirs" | ...'))
+    copies: Tuple[str, ...] = field(default=(), metadata=_doc("the owner's files of that name"))
+    needed_by: Tuple[str, ...] = ()
+    taken_by: Optional[str] = field(default=None, metadata=_doc('"<dist> <version>" whose RECORD lists the copy'))
+
+
 class ElfCacheUse(View):
     """Parsed ELF facts reused from the on-disk cache (hits) or read (misses)."""
 
@@ -233,6 +244,11 @@ class LibrariesFacts(View):
     glibc: Optional[Glibc] = None
     symbols: Optional[Symbols] = None
     stack: Tuple[StackObject, ...] = ()
+    stack_ld_library_path: Tuple[str, ...] = field(
+        default=(),
+        metadata=_doc("LD_LIBRARY_PATH the stack was resolved with: the environment's, then what set_env.sh adds"),
+    )
+    stack_shadowed: Tuple[Shadowed, ...] = ()
     stack_found_at: Dict[str, Tuple[FoundAt, ...]] = field(
         default_factory=dict, metadata=_doc("where the stack's unresolved libraries are on disk")
     )

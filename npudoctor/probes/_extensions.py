@@ -17,8 +17,14 @@ extensions require):
   a symbol from its global scope, so an ``aclCreateTensor`` of ``libnnopbase.so`` counts
   even when the extension names only ``libascendcl.so``).
 
-Records: ``{"object", "package" (top-level site-packages name), "links", "unresolved",
-"checked", "missing_count", "missing" (first 25 names), "against", "error"}``.
+A ``.so`` that a distribution of the NPU stack installs (its ``RECORD``;
+:mod:`npudoctor.knowledge.npu_wheels`: torch-npu, vllm-ascend, triton-ascend, torchair,
+MindIE's, Ascend's apex, ...) but that links no NPU library directly is checked too, for
+its unresolved ``DT_NEEDED`` entries (``links`` empty, ``package`` the distribution).
+
+Records: ``{"object", "package" (top-level site-packages name, or the NPU distribution
+that installs it), "links", "unresolved", "checked", "missing_count", "missing" (first 25
+names), "against", "error"}``.
 """
 
 from __future__ import annotations
@@ -39,6 +45,10 @@ SYSTEM_LIB_RE = re.compile(
 )
 #: Third-party .so files examined at most, and directory entries walked at most.
 MAX_EXTENSIONS = 200
+#: Bytes of one NPU distribution's RECORD read at most (torch_npu's is ~0.5 MB).
+RECORD_LIMIT = 8 << 20
+#: Shared objects of NPU distributions (RECORD) checked at most.
+MAX_OWNED = 400
 MAX_WALK = 20000
 
 NPU_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:7c10_npu|6at_npu|9torch_npu|3op_api|7op_plugin)(?:[0-9]|[A-Z])")
@@ -126,6 +136,58 @@ def _walk(
     return found
 
 
+def npu_package_files(host: Host, facts: Dict[str, Any]) -> Dict[str, str]:
+    """``{path: distribution}`` of the shared objects the installed NPU distributions
+    (:func:`~npudoctor.knowledge.npu_wheels.is_npu_distribution`; the first record of each
+    name, the one import sees) list in their ``RECORD``; unreadable RECORDs are skipped."""
+    from npudoctor.knowledge.npu_wheels import is_npu_distribution
+    from npudoctor.parsers.metadata import canonical_name
+
+    out: Dict[str, str] = {}
+    installed = (facts.get("packages") or {}).get("installed") or {}
+    for recs in installed.values() if isinstance(installed, dict) else []:
+        rec = recs[0] if isinstance(recs, list) and recs and isinstance(recs[0], dict) else None
+        if rec is None or rec.get("kind") != "dist-info" or not rec.get("location"):
+            continue
+        name = canonical_name(str(rec.get("name") or ""))
+        if not is_npu_distribution(name, rec.get("version")):
+            continue
+        read = host.read_text(posixpath.join(str(rec.get("dist_info") or ""), "RECORD"), limit=RECORD_LIMIT)
+        for line in (read.text or "").splitlines():
+            rel = line.split(",", 1)[0].strip()
+            base = posixpath.basename(rel)
+            if rel and (base.endswith(".so") or ".so." in base) and not posixpath.isabs(rel):
+                out.setdefault(posixpath.normpath(posixpath.join(str(rec["location"]), rel)), name)
+            if len(out) >= MAX_OWNED:
+                return out
+    return out
+
+
+#: RECORD files read at most when looking for the distribution that installs one file.
+MAX_RECORDS = 300
+
+
+def record_owner(host: Host, facts: Dict[str, Any], path: str) -> Optional[str]:
+    """``"<name> <version>"`` of the installed distribution whose ``RECORD`` lists the file
+    ``path`` (a path of the diagnosed machine), or ``None`` (outside every package
+    directory, or listed by none of the first :data:`MAX_RECORDS` RECORDs there)."""
+    installed = (facts.get("packages") or {}).get("installed") or {}
+    read = 0
+    for recs in installed.values() if isinstance(installed, dict) else []:
+        for rec in recs if isinstance(recs, list) else []:
+            loc = str(rec.get("location") or "") if isinstance(rec, dict) else ""
+            if not loc or not path.startswith(loc.rstrip("/") + "/") or rec.get("kind") != "dist-info":
+                continue
+            if read >= MAX_RECORDS:
+                return None
+            read += 1
+            rel = path[len(loc.rstrip("/")) + 1 :]
+            text = host.read_text(posixpath.join(str(rec.get("dist_info") or ""), "RECORD"), limit=RECORD_LIMIT).text
+            if text and any(line.split(",", 1)[0].strip() == rel for line in text.splitlines()):
+                return f"{rec.get('name')} {rec.get('version')}".strip()
+    return None
+
+
 def scan(
     host: Host,
     facts: Dict[str, Any],
@@ -140,6 +202,7 @@ def scan(
     read: Optional[Callable[[str], Any]] = None,
     versions: Optional[List[Dict[str, Any]]] = None,
     undefined: Optional[Callable[[str], Tuple[Set[str], Optional[str]]]] = None,
+    owned: Optional[Dict[str, str]] = None,
 ) -> List[Dict[str, Any]]:
     """The records of every NPU extension (see the module docstring).  ``loaded``:
     soname → path of what ``import torch_npu`` has loaded; ``resolution``: the main
@@ -151,21 +214,33 @@ def scan(
     ``versions``, when given, receives a record ``{"path", "where": "extension",
     "unresolved": [], "version_needs", "error": None}`` for every shared object walked whose
     ``version_needs`` name a base-system library (its highest need of each family): the
-    symbol versions of every extension module of the interpreter are judged by the rules."""
+    symbol versions of every extension module of the interpreter are judged by the rules.
+    ``owned``: ``{path: distribution}`` of the NPU distributions' shared objects
+    (:func:`npu_package_files`): checked for unresolved ``DT_NEEDED`` entries even when they
+    link no NPU library (those of ``npu_libs`` and ``loaded`` are the main walk's)."""
 
     from npudoctor.parsers.elf import dynamic_symbols, read_elf
 
     out: List[Dict[str, Any]] = []
     has_libc = resolver is not None and bool(resolver.search("libc.so.6", [], [])[0])
-    for path, top in _walk(host, facts, real, expired, errors)[:MAX_EXTENSIONS]:
+    owned = dict(owned or {})
+    walked = _walk(host, facts, real, expired, errors)[:MAX_EXTENSIONS]
+    seen = {p for p, _t in walked} | set(npu_libs) | set(loaded.values())
+    # the NPU distributions' files the walk skips (torch_npu's besides its load chain)
+    extra = [(p, d) for p, d in owned.items() if p not in seen and host.is_file(p)]
+    for path, top in walked + extra:
         if expired():
             errors.append("extension checks stopped early (time budget)")
             break
         info = (read or read_elf)(real(path))
-        if versions is not None:
+        if versions is not None and (path, top) not in extra:
             _versions_of(path, info, versions)
         links = [n for n in info.needed if n in NPU_LINKS] if not info.error else []
         if not links:
+            if path in owned and not info.error:
+                rec = _owned_record(host, path, owned[path], info, resolver, loaded, has_libc)
+                if rec is not None:
+                    out.append(rec)
             continue
         if undefined is not None:
             undef, err = undefined(real(path))
@@ -224,6 +299,43 @@ def scan(
                 break
             _versions_of(path, (read or read_elf)(real(path)), versions)
     return out
+
+
+def _owned_record(
+    host: Host,
+    path: str,
+    dist: str,
+    info: Any,
+    resolver: Optional[Resolver],
+    loaded: Dict[str, str],
+    has_libc: bool,
+) -> Optional[Dict[str, Any]]:
+    """The record of an NPU distribution's ``.so`` that links no NPU library: its
+    ``DT_NEEDED`` entries found on no loader path (after ``import torch_npu``), or ``None``
+    when every one resolves (or the loader is unknown)."""
+    if resolver is None:
+        return None
+    origin = posixpath.dirname(host.resolve(path))
+    rpath = expand_origin(info.rpath, origin) if not info.runpath else []
+    runpath = expand_origin(info.runpath, origin)
+    unresolved = [
+        n
+        for n in info.needed
+        if n not in loaded and not resolver.search(n, rpath, runpath)[0] and (has_libc or not SYSTEM_LIB_RE.match(n))
+    ]
+    if not unresolved:
+        return None
+    return {
+        "object": path,
+        "package": dist,
+        "links": [],
+        "unresolved": unresolved,
+        "checked": 0,
+        "missing_count": 0,
+        "missing": [],
+        "error": None,
+        "against": [],
+    }
 
 
 def _versions_of(path: str, info: Any, versions: List[Dict[str, Any]]) -> None:

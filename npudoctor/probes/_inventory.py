@@ -2,7 +2,9 @@
 programs, NNAL's ATB libraries, the driver's libraries and ``npu-smi``.
 
 Found by walking the directories of the installs the other probes found (the selected
-toolkit's ``lib64``, ``bin`` and ``compiler/ccec_compiler/bin``; NNAL's ``atb/.../lib`` of
+toolkit's ``lib64``, its plugin directories ``lib64/plugin/opskernel`` and
+``lib64/plugin/nnengine`` and ``opp/.../op_tiling(/lib/linux/<arch>)`` (set_env.sh puts
+them on ``LD_LIBRARY_PATH``), ``bin`` and ``compiler/ccec_compiler/bin``; NNAL's ``atb/.../lib`` of
 the C++ ABI in use; the driver's ``lib64``, ``lib64/common``, ``lib64/driver``; the
 ``npu-smi`` on ``PATH`` and ``<driver>/tools/npu-smi``), never from a list of file names.
 Every ELF file found is resolved as it would load in a process set up the way the stack
@@ -12,7 +14,7 @@ the environment rules' finding, not one per file here), with its own RPATH/RUNPA
 
 Records (``stack`` of the ``libraries`` section)::
 
-    {"path", "where": "toolkit lib64" | "toolkit bin" | "NNAL" | "driver" | "npu-smi",
+    {"path", "where": "toolkit lib64" | "toolkit opp" | "toolkit bin" | "NNAL" | "driver" | "npu-smi",
      "unresolved": [DT_NEEDED names found on no loader path],
      "version_needs": {library: [highest needed version of each family]}  (system libraries),
      "error": why the file could not be read as a loadable ELF file, or None}
@@ -52,6 +54,11 @@ def nnal_lib(env: Dict[str, Any]) -> Optional[str]:
     return posixpath.join(str(home), "lib") if home else None
 
 
+def _arch(facts: Dict[str, Any], env: Dict[str, Any]) -> str:
+    """``aarch64`` | ``x86_64`` (``$(arch)`` of set_env.sh) of the diagnosed machine."""
+    return str(_dict(facts.get("host")).get("arch") or env.get("arch") or "x86_64")
+
+
 def _driver(env: Dict[str, Any]) -> str:
     expected = _dict(env.get("expected"))
     return str(expected.get("driver") or "/usr/local/Ascend/driver")
@@ -63,6 +70,14 @@ def places(host: Host, facts: Dict[str, Any], env: Dict[str, Any]) -> List[Tuple
     tk = _toolkit(facts, env)
     if tk:
         out.append((posixpath.join(tk, "lib64"), "toolkit lib64", True))
+        # set_env.sh puts these on LD_LIBRARY_PATH too (CANN 8.0 set_env.sh: lib64/plugin/opskernel,
+        # lib64/plugin/nnengine, opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/$(arch);
+        # CANN 8.3 / 9.0 images: .../op_tiling itself -- samples/set_env_toolkit_8.0.0.sh.txt, INDEX.md)
+        for sub in ("opskernel", "nnengine"):
+            out.append((posixpath.join(tk, "lib64", "plugin", sub), "toolkit lib64", True))
+        tiling = posixpath.join(tk, "opp", "built-in", "op_impl", "ai_core", "tbe", "op_tiling")
+        out.append((posixpath.join(tiling, "lib", "linux", _arch(facts, env)), "toolkit opp", True))
+        out.append((tiling, "toolkit opp", True))
         out.append((posixpath.join(tk, "bin"), "toolkit bin", False))
         out.append((posixpath.join(tk, "compiler", "ccec_compiler", "bin"), "toolkit bin", False))
     nnal = nnal_lib(env)
@@ -141,4 +156,85 @@ def audit(
                 rec["version_needs"][lib] = highest(list(versions))
         if rec["unresolved"] or rec["version_needs"]:
             out.append(rec)
+    return out
+
+
+def install_roots(host: Host, facts: Dict[str, Any], env: Dict[str, Any]) -> Tuple[str, ...]:
+    """The real paths of the selected toolkit, the NNAL in use (its ATB home) and the driver."""
+    out = []
+    for path in (_toolkit(facts, env), posixpath.dirname(nnal_lib(env) or ""), _driver(env)):
+        if path:
+            out.append(host.resolve(path))
+    return tuple(out)
+
+
+#: Where the owner's copies of the guarded libraries are walked (CANN, NNAL, the driver).
+GUARDED_WHERE = ("toolkit lib64", "toolkit opp", "NNAL", "driver")
+
+
+def shadows(
+    host: Host,
+    entries: List[Tuple[str, str]],
+    resolver: Resolver,
+    read: Callable[[str], Any],
+    skip: Callable[[str], bool],
+    roots: Tuple[str, ...] = (),
+) -> List[Dict[str, Any]]:
+    """Libraries of CANN, NNAL and the driver (the ``entries`` walked in
+    :data:`GUARDED_WHERE`) whose name the loader finds first in another place: records
+    ``{"name", "taken", "via", "copies": [the owner's files of that name], "needed_by":
+    [stack files that name it in DT_NEEDED and get the other copy]}``.
+
+    The search is ld.so's on ``resolver``'s loader path (LD_LIBRARY_PATH, ld.so.cache,
+    default directories: what ``dlopen`` by name gets); each stack file that names the
+    library in DT_NEEDED is searched with its own RPATH/RUNPATH, and ``needed_by`` keeps
+    those that get the other copy.  When such files exist and every one of them gets the
+    owner's copy (a RUNPATH ahead of a stray copy in ld.so.cache), nothing is reported.  Only names that are on disk
+    somewhere else on that path (a directory listing, the ld.so.cache) are searched, so the
+    cost is one listing per directory (a stray copy only an object's DT_RPATH reaches is
+    not looked for).  ``skip(name)``: names judged elsewhere (torch_npu's
+    own load chain).  ``roots``: the installs themselves (:func:`install_roots`): a copy
+    inside one of them is the install's own layout (``tools/aml/lib64`` of the same
+    toolkit), not a stray one."""
+    copies: Dict[str, List[str]] = {}
+    own_dirs = set()
+    for path, where in entries:
+        if where in GUARDED_WHERE:
+            copies.setdefault(posixpath.basename(path), []).append(path)
+            own_dirs.add(posixpath.dirname(host.resolve(path)))
+    if not copies:
+        return []
+    elsewhere = set()
+    for d in list(resolver.ld_library_path) + list(resolver.conf_dirs) + list(resolver.default_dirs):
+        if host.resolve(d) not in own_dirs:
+            elsewhere.update(host.listdir(d))
+    cache = resolver.cache
+    if cache is not None and not cache.error:
+        elsewhere.update(e.soname for e in cache.entries)
+    needers: Dict[str, List[Tuple[str, List[str], List[str]]]] = {}
+    for path, _where in entries:
+        info = read(path)
+        if info.error:
+            continue
+        origin = posixpath.dirname(host.resolve(path))
+        rpath = expand_origin(info.rpath, origin) if not info.runpath else []
+        runpath = expand_origin(info.runpath, origin)
+        for name in info.needed:
+            if name in copies:
+                needers.setdefault(name, []).append((path, rpath, runpath))
+    own_real = {host.resolve(p) for paths in copies.values() for p in paths}
+    out: List[Dict[str, Any]] = []
+    for name in sorted(copies):
+        if name not in elsewhere or skip(name):
+            continue
+        taken, via = resolver.search(name, [], [])
+        real = host.resolve(taken) if taken else ""
+        if not taken or real in own_real or posixpath.dirname(real) in own_dirs:
+            continue
+        if any(real.startswith(r.rstrip("/") + "/") for r in roots):
+            continue
+        by = [p for p, rp, run in needers.get(name, []) if resolver.search(name, rp, run)[0] == taken]
+        if needers.get(name) and not by:
+            continue  # every file of the stack that needs it gets the owner's copy
+        out.append({"name": name, "taken": taken, "via": via, "copies": copies[name], "needed_by": by})
     return out

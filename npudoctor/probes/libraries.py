@@ -55,6 +55,12 @@ Keys::
                      probes/_inventory.py) as they load with the documented environment,
                      and ("where": "extension") every extension module of the interpreter
                      with version needs of base-system libraries
+    stack_ld_library_path  [dirs]: LD_LIBRARY_PATH the stack was resolved with (the
+                     environment's, then the entries set_env.sh adds that it lacks)
+    stack_shadowed   [{"name", "taken", "via", "copies", "needed_by", "taken_by"}]: libraries of
+                     CANN / NNAL / the driver the loader finds first elsewhere (set-up path;
+                     probes/_inventory.py shadows), taken_by: "<dist> <version>" whose RECORD
+                     lists the copy taken, or None
     stack_found_at   {library: [{"path", "where", "usable"}]}: where the stack's unresolved
                      libraries are on disk
     elf_cache        {"hits", "misses"}: parsed ELF facts reused from the on-disk cache
@@ -75,7 +81,7 @@ from npudoctor.host import Host
 from npudoctor.parsers.cxxabi import torch_cxx11_abi
 from npudoctor.probes import _inventory
 from npudoctor.probes._elfcache import ElfCache, default_path
-from npudoctor.probes._extensions import ATB_SYM_RE, SYSTEM_LIB_RE, scan
+from npudoctor.probes._extensions import ATB_SYM_RE, SYSTEM_LIB_RE, npu_package_files, record_owner, scan
 from npudoctor.probes._ldso import Resolver, expand_origin
 
 SECTION = "libraries"
@@ -343,6 +349,7 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         read=read_elf,
         undefined=cache.undefined,
         versions=versions,
+        owned={p: d for p, d in npu_package_files(host, facts).items() if p not in objects},
     )
     _stack(host, facts, env_facts, resolver, loaded, set(objects), cache, out, deadline, errors, versions)
     out["duration"] = round(_now() - start, 3)
@@ -390,6 +397,18 @@ def _stack(
         errors,
     )
     out["stack"] = stack
+    out["stack_ld_library_path"] = set_up
+    shadowed = _inventory.shadows(
+        host,
+        entries,
+        resolver.with_path(set_up),
+        lambda p: cache.read(_real(host, p)),
+        lambda n: n in loaded,
+        _inventory.install_roots(host, facts, env_facts),
+    )
+    for rec in shadowed:
+        rec["taken_by"] = record_owner(host, facts, rec["taken"])
+    out["stack_shadowed"] = shadowed
     found_at: Dict[str, List[Dict[str, Any]]] = {}
     search = _search_dirs(facts, env_facts)
     for rec in stack:

@@ -170,16 +170,27 @@ def libraries_not_loadable(ctx: RuleContext) -> Iterable[Finding]:
         yield not_loadable(ctx, NOT_LOADABLE, key, items, "error")
 
 
-def not_loadable(ctx: RuleContext, code: Code, key: str, items: List[Resolution], severity: str) -> Finding:
+def not_loadable(
+    ctx: RuleContext,
+    code: Code,
+    key: str,
+    items: List[Resolution],
+    severity: str,
+    ld_path: Optional[Tuple[str, ...]] = None,
+) -> Finding:
     """The finding of ``code`` for one group (``key``: :func:`group_of`) of libraries that
     will not resolve: the title and fix of their owner (``severity``; a group needed only
-    by a lazily-loaded plugin is a warning)."""
+    by a lazily-loaded plugin is a warning).  ``ld_path``: the LD_LIBRARY_PATH the
+    libraries were resolved with when it is not the environment's own (the stack audit's,
+    set up as set_env.sh sets it); the evidence prints it."""
     libs = ctx.view.libraries
     script = _set_env_script(ctx)
     has_toolkit = cann_present(ctx)
     env = ctx.view.environment
     driver = (env.expected.driver if env.expected is not None else None) or "/usr/local/Ascend/driver"
     ld = libs.loader.ld_library_path if libs.loader is not None else ()
+    if ld_path is not None:
+        ld = ld_path
     names = [r.name for r in items]
     optional = all(r.optional for r in items)
     evidence = []
@@ -190,7 +201,8 @@ def not_loadable(ctx: RuleContext, code: Code, key: str, items: List[Resolution]
         evidence.append(
             f"{r.name} needed by {by}: not in RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache or default dirs{where}"
         )
-    evidence.append("LD_LIBRARY_PATH=" + (":".join(ld) if ld else "(unset)"))
+    label = "LD_LIBRARY_PATH as set_env.sh sets it: " if ld_path is not None else "LD_LIBRARY_PATH="
+    evidence.append(label + (":".join(ld) if ld else "(unset)"))
     fix: List[FixLine]
     because: Optional[str] = None
     if key == "toolkit":

@@ -16,7 +16,7 @@ from npudoctor.knowledge import codes
 from npudoctor.knowledge.packages import NNAL_SET_ENV
 from npudoctor.remedies import InstallPackage, SourceFile
 from npudoctor.rules import rule
-from npudoctor.rules._libowners import owner_of_name
+from npudoctor.rules._libowners import DRIVER, KERNELS, NNAL, TOOLKIT, owner_of_name
 from npudoctor.rules._pyfacts import cann_version
 from npudoctor.rules.libraries import FixLine, _arch, _short
 
@@ -219,10 +219,22 @@ def extension_symbols(ctx: RuleContext) -> Iterable[Finding]:
             )
             continue
         owners = sorted({owner_of_name(n) or "unknown" for n in check.unresolved})
+        if not check.links:  # a file of an NPU distribution linking no NPU library directly
+            needs = ", ".join(check.unresolved)
+            stack = [o for o in owners if o in (TOOLKIT, KERNELS, NNAL, DRIVER)]
+            if stack and len(stack) == len(owners):
+                fix = [
+                    f"Install the {' and '.join(stack)} {pkg} was built for (it needs {needs}), "
+                    f"or the {pkg} built for the installed one"
+                ]
+            else:
+                fix = [f"Reinstall {pkg} (pip install --force-reinstall --no-deps {pkg}): it needs {needs}"]
         yield EXT_SYMBOLS.finding(
             title=f"{name} ({pkg}) cannot load: {', '.join(check.unresolved)} found on no loader path",
             evidence=[
-                f"{_short(str(check.object), libs)} links {', '.join(check.links)}",
+                f"{_short(str(check.object), libs)} links {', '.join(check.links)}"
+                if check.links
+                else f"{_short(str(check.object), libs)} is installed by {pkg} (its RECORD), part of the NPU stack",
                 f"DT_NEEDED not resolved after import torch_npu (RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache, default dirs): {', '.join(check.unresolved)}",
                 "owner: " + ", ".join(owners),
             ],

@@ -7,7 +7,7 @@ files are LIB002 (rules/libraries.py)."""
 from __future__ import annotations
 
 import posixpath
-from typing import Dict, Iterable, List
+from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from npudoctor.engine import RuleContext
 from npudoctor.facts.runtime_env import FoundAt, LibrariesFacts, Resolution
@@ -56,7 +56,7 @@ def stack_not_loadable(ctx: RuleContext) -> Iterable[Finding]:
         )
         groups.setdefault(group_of(rec), []).append(rec)
     for key, items in groups.items():
-        yield not_loadable(ctx, STACK_NOT_LOADABLE, key, items, "warning")
+        yield not_loadable(ctx, STACK_NOT_LOADABLE, key, items, "warning", libs.stack_ld_library_path)
 
 
 def _expected_copy(rec: Resolution, libs: LibrariesFacts) -> List[FoundAt]:
@@ -66,12 +66,20 @@ def _expected_copy(rec: Resolution, libs: LibrariesFacts) -> List[FoundAt]:
     return [f for f in rec.found_at if f.usable and f.path != rec.path and owner_of_path(f.path) == want]
 
 
-@rule
-def library_shadowed(ctx: RuleContext) -> Iterable[Finding]:
-    """LIB008: a CANN / NNAL / driver library the loader finds first in a place its owner
-    did not install it, while the owner's copy is on disk."""
-    libs = ctx.view.libraries
-    ld = list(libs.loader.ld_library_path) if libs.loader is not None else []
+class _Shadow(NamedTuple):
+    name: str
+    taken: str
+    via: str
+    want: str
+    copies: Tuple[str, ...]
+    needed_by: Tuple[str, ...]
+    taken_by: Optional[str]
+
+
+def _shadows(libs: LibrariesFacts) -> List[_Shadow]:
+    """Every shadowed library: torch_npu's load chain first (``resolution``), then the rest
+    of the stack (``stack_shadowed``), one record per library name."""
+    out: List[_Shadow] = []
     for rec in libs.resolution:
         if rec.status != "found" or not rec.path:
             continue
@@ -79,41 +87,88 @@ def library_shadowed(ctx: RuleContext) -> Iterable[Finding]:
         if want not in _GUARDED or owner_of_path(rec.path) == want:
             continue
         copies = _expected_copy(rec, libs)
-        if not copies:
+        if copies:
+            by = tuple(_short(p, libs) for p in rec.needed_by)
+            out.append(_Shadow(rec.name, rec.path, rec.via or "?", str(want), tuple(f.path for f in copies), by, None))
+    seen = {s.name for s in out}
+    for sh in libs.stack_shadowed:
+        if sh.name in seen or not sh.taken:
             continue
-        shadow_dir = posixpath.dirname(rec.path)
-        taken = owner_of_path(rec.path) or "another package"
-        evidence = [
-            f"the loader takes {rec.path} (via {rec.via}, owner: {taken}) for {rec.name}, needed by "
-            + ", ".join(_short(p, libs) for p in rec.needed_by),
-            f"the {want}'s copy: " + ", ".join(f.path for f in copies),
-        ]
+        seen.add(sh.name)
+        want = owner_of_path(sh.copies[0]) if sh.copies else owner_of_name(sh.name)
+        out.append(_Shadow(sh.name, sh.taken, sh.via or "?", want or "NPU stack", sh.copies, sh.needed_by, sh.taken_by))
+    return out
+
+
+@rule
+def library_shadowed(ctx: RuleContext) -> Iterable[Finding]:
+    """LIB008: libraries of CANN / NNAL / the driver the loader finds first in a place
+    their owner did not install them, while the owner's copy is on disk: one finding per
+    directory holding the stray copies (a custom-op wheel's lib directory on
+    LD_LIBRARY_PATH), naming the distribution that installs them (its RECORD)."""
+    libs = ctx.view.libraries
+    if libs.loader is not None:
+        ld = list(libs.loader.ld_library_path)
+    else:  # no torch_npu walk: the environment's part of the set-up path
+        added = set(_set_env_added(ctx))
+        ld = [d for d in libs.stack_ld_library_path if d not in added]
+    groups: Dict[Tuple[str, str], List[_Shadow]] = {}
+    for sh in _shadows(libs):
+        groups.setdefault((posixpath.dirname(sh.taken), sh.via), []).append(sh)
+    for (shadow_dir, via), items in groups.items():
+        names = [sh.name for sh in items]
+        wants = list(dict.fromkeys(sh.want for sh in items))
+        first = items[0]
+        taken_by = next((sh.taken_by for sh in items if sh.taken_by), None)
+        taken = f"the {taken_by} wheel (its RECORD)" if taken_by else owner_of_path(first.taken) or "another package"
+        evidence = []
+        for sh in items:
+            line = f"the loader takes {sh.taken} (via {via}, owner: {taken}) for {sh.name}"
+            evidence.append(line + (", needed by " + ", ".join(sh.needed_by) if sh.needed_by else ""))
+            evidence.append(f"the {sh.want}'s copy: " + ", ".join(sh.copies))
+        strays = " ".join(sh.taken for sh in items)
+        delete = f"delete the stray cop{'y' if len(items) == 1 else 'ies'} {strays}"
+        if taken_by:
+            delete += f" ({taken_by.split(' ')[0]} installs {'it' if len(items) == 1 else 'them'})"
         fix: List[FixLine]
-        if rec.via == "LD_LIBRARY_PATH" and shadow_dir in ld:
+        if via == "LD_LIBRARY_PATH" and shadow_dir in ld:
             rest = [d for d in ld if d != shadow_dir]
             evidence.append("LD_LIBRARY_PATH=" + ":".join(ld))
             fix = [
-                Export(
-                    "LD_LIBRARY_PATH",
-                    ":".join(rest),
-                    lead=f"Take {shadow_dir} off the loader path: ",
-                )
+                Export("LD_LIBRARY_PATH", ":".join(rest), lead=f"Take {shadow_dir} off the loader path: ")
                 if rest
                 else f"Take {shadow_dir} off the loader path: unset LD_LIBRARY_PATH",
-                f"or delete the stray copy {rec.path} if nothing else needs it",
+                f"or {delete} if nothing else needs {'it' if len(items) == 1 else 'them'}",
             ]
         else:
             fix = [
-                f"Delete the stray copy {rec.path}, or take {shadow_dir} off the loader path "
-                f"({rec.via}: remove it from /etc/ld.so.conf.d/ and run `ldconfig`, or rebuild what sets the RPATH)"
+                f"{delete[0].upper()}{delete[1:]}, or take {shadow_dir} off the loader path "
+                f"({via}: remove it from /etc/ld.so.conf.d/ and run `ldconfig`, or rebuild what sets the RPATH)"
             ]
+        owner = " and ".join(wants)
+        if len(items) == 1:
+            title = f"{first.name} of the {owner} is shadowed by {first.taken}"
+        else:
+            title = f"{', '.join(names)} of the {owner} are shadowed by the copies in {shadow_dir}"
         yield SHADOWED.finding(
-            title=f"{rec.name} of the {want} is shadowed by {rec.path}",
+            title=title,
             evidence=evidence,
             fix=fix,
-            subject=rec.name,
-            data={"library": rec.name, "taken": rec.path, "owner": want, "shadowing_owner": taken},
+            subject=first.name if len(items) == 1 else shadow_dir,
+            data={
+                "library": first.name,
+                "libraries": names,
+                "taken": first.taken,
+                "owner": owner,
+                "shadowing_owner": taken,
+            },
         )
+
+
+def _set_env_added(ctx: RuleContext) -> List[str]:
+    """The LD_LIBRARY_PATH entries the toolkit's set_env.sh adds (environment facts)."""
+    exp = ctx.view.environment.expected
+    return list(exp.added.get("LD_LIBRARY_PATH", ())) if exp is not None else []
 
 
 @rule

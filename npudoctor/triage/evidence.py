@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from npudoctor.findings import Finding
 
-__all__ = ["FRAME_ANCHOR", "frame_package", "names_of", "tie"]
+__all__ = ["FRAME_ANCHOR", "frame_package", "lib_names", "names_of", "tie"]
 
 #: Every traceback frame line holds this.
 FRAME_ANCHOR = b'File "'
@@ -36,6 +36,12 @@ def frame_package(line: bytes) -> Optional[str]:
         return None
     top = site.group("top")
     return _norm(top[:-3] if top.endswith(".py") else top)
+
+
+def lib_names(text: str) -> List[str]:
+    """The ``lib*.so`` names in ``text`` (a path or a soname), without version suffixes
+    (``/usr/lib/libm.so.6`` -> ``libm.so``): how :func:`names_of` spells libraries."""
+    return _SO_RX.findall(os.path.basename(text))
 
 
 def _norm(name: str) -> str:

@@ -4,7 +4,9 @@ Triage judges nothing itself.  A cause (``[[entry.causes]]`` of
 ``npudoctor/knowledge/signatures.toml``) is
 
 * ``cause``      -- the matched log line states it (``stated_by`` captures present), or an
-                    error/warning finding of a code in its ``confirmed_by`` was made;
+                    error/warning finding of a code in its ``confirmed_by`` was made (when
+                    the line names the library it is about, a finding naming libraries
+                    counts only if it names that one);
 * ``ruled_out``  -- a finding of a code in its ``refuted_by`` was made;
 * ``no_sign``    -- the rules behind its ``confirmed_by`` codes ran over the facts they
                     read (their areas' sections are present) and made no such finding;
@@ -28,7 +30,7 @@ from npudoctor.facts.coverage import not_checked
 from npudoctor.findings import Finding
 from npudoctor.knowledge.codes import registry
 from npudoctor.knowledge.signatures import Cause, fill
-from npudoctor.triage.evidence import tie
+from npudoctor.triage.evidence import lib_names, names_of, tie
 from npudoctor.triage.scan import Group, Scanner
 
 if TYPE_CHECKING:
@@ -97,6 +99,27 @@ def _finding_lines(found: Sequence[Finding]) -> List[str]:
     return out
 
 
+#: Captures naming the one library a loader line is about (``lib``: "cannot open shared
+#: object file"; ``library``: "version `X' not found (required by ...)"'s provider).
+_LINE_LIBRARY = ("lib", "library")
+
+
+def _about_line(findings: Sequence[Finding], captures: Mapping[str, str]) -> List[Finding]:
+    """``findings`` narrowed to those that may be about the library the matched line names:
+    a finding naming libraries (``names_of``) confirms only the line of one of them, so two
+    missing libraries with a finding each tie each line to its own finding.  Findings naming
+    no library, and lines naming none, are kept as they are."""
+    wanted = {n for key in _LINE_LIBRARY for n in lib_names(captures.get(key) or "")}
+    if not wanted:
+        return list(findings)
+    out = []
+    for f in findings:
+        libs = {n for n in names_of(f) if n.endswith(".so")}
+        if not libs or libs & wanted:
+            out.append(f)
+    return out
+
+
 def judge_cause(
     cause: Cause,
     findings: Sequence[Finding],
@@ -118,15 +141,16 @@ def judge_cause(
     filled.update(captures)
     confirming: List[Finding] = []
     evidence: List[str] = []
+    confirmed = _about_line(cause.confirming(findings), captures)
     if cause.stated(captures):
         status = "cause"
         evidence = ["the log line states it: " + ", ".join(f"{n}={captures[n]}" for n in cause.stated_by)]
     elif cause.refuting(findings):
         status = "ruled_out"
         evidence = [f"{f.code}: {f.title}" for f in cause.refuting(findings)]
-    elif cause.confirming(findings):
+    elif confirmed:
         status = "cause"
-        confirming = cause.confirming(findings)
+        confirming = confirmed
         evidence = _finding_lines(confirming)
         filled["finding"] = confirming[0].title
     elif _judged(cause, facts or {}):
