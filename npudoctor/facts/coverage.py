@@ -78,6 +78,9 @@ def not_checked(facts: Mapping[str, Any], area: str) -> Optional[str]:
     errors = facts.get("_errors") if isinstance(facts, Mapping) else None
     if isinstance(errors, Mapping) and isinstance(errors.get(area), str):
         return "its probe failed: " + (str(errors[area]).splitlines() or ["internal error"])[0][:200]
+    if section is not None and not isinstance(section, Mapping):
+        # present but not an object (a hand-edited or damaged snapshot): HOST005 names it
+        return f"could not read its facts: the section is a {type(section).__name__}, not an object"
     if not isinstance(section, Mapping):
         return "not probed"
     if area == "devices":
