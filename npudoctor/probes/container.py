@@ -54,6 +54,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from npudoctor.engine import ProbeContext
+from npudoctor.parsers.numbers import to_int
 
 SECTION = "container"
 NEEDS = ()
@@ -187,7 +188,7 @@ def _launched_by(ctx: ProbeContext) -> List[Dict[str, Any]]:
 
 
 def _ids(value: str) -> List[int]:
-    return [int(v) for v in value.split() if v.isdigit()]
+    return [n for n in (to_int(v) for v in value.split()) if n is not None and n >= 0]
 
 
 def _capabilities(ctx: ProbeContext) -> Optional[Dict[str, Any]]:
