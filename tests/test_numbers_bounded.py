@@ -178,3 +178,19 @@ def test_parsers_of_numbers_never_raise(text: str) -> None:
     _vkey(text)
     _ids(text)
     numbers_in(text)
+
+
+def test_visible_device_syntax_counts_unicode_digits_as_malformed() -> None:
+    from npudoctor.rules.visibility_vars import malformed_parts
+
+    assert malformed_parts("0-2,Ascend910-3") == []
+    assert malformed_parts(f"0,{ARABIC},Ascend910-{ARABIC}") == [ARABIC, f"Ascend910-{ARABIC}"]
+
+
+def test_libstdcxx_symbol_versions_read_bounded_numbers() -> None:
+    from npudoctor.knowledge.toolchain import gcc_for
+
+    assert gcc_for("GLIBCXX_3.4.29") == "11.1.0"
+    assert gcc_for("GLIBCXX_3.4." + LONG) is None
+    assert gcc_for("CXXABI_1.3." + LONG) is None
+    assert gcc_for(f"GLIBCXX_3.4.2{ARABIC}") is None
