@@ -178,6 +178,8 @@ def test_malformed_snapshots_and_unknown_accounts_are_usage_errors(tmp_path, emp
     host005 = [f for f in json.loads(proc.stdout)["findings"] if f["code"] == "HOST005"]
     assert host005 and host005[0]["data"]["sections"] == ["packages"], host005
     assert host005[0]["evidence"] == ["packages.<section>: expected object, got str"]
+    text = npudoctor("check", "--from", str(wrong), env=plain_env(tmp_path)).stdout
+    assert "– Python packages: not checked: could not read its facts: the section is a string, not an object" in text
     (empty_root / "etc").mkdir()
     (empty_root / "etc/passwd").write_text("root:x:0:0:root:/root:/bin/sh\nalice:x:1001:1001::/home/alice:/bin/sh\n")
     for user, code in (("nosuchuser", 2), ("-5", 2), ("alice", 0), ("4242", 0)):
