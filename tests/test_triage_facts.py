@@ -206,3 +206,28 @@ def test_npu_smi_not_found_agrees_with_check_in_a_container_that_has_the_driver(
     text = _json.dumps(_json.loads(proc.stdout))
     assert "npu-smi is not on PATH here" in text and "ruled out" not in text
     assert "CTR003" in text
+
+
+def test_triage_from_a_snapshot_with_unreadable_sections_says_so_as_check_does(tmp_path):
+    """Issue 20: wrong-typed sections in ``--from`` are HOST005 in triage too (text and JSON),
+    the same finding ``check --from`` makes; the rest of the snapshot still ranks the causes."""
+    proc = _run("collect", "--root", str(K10_ROOT), "-o", "-")
+    assert proc.returncode == 0, proc.stderr
+    snap = json.loads(proc.stdout)
+    snap["facts"]["packages"] = "oops"  # a section that is not an object
+    snap["facts"]["driver"] = {"npu_smi_driver_version": ["25.0.rc1"]}  # a value of the wrong type
+    path = tmp_path / "damaged.json"
+    path.write_text(json.dumps(snap))
+    check = json.loads(_run("check", "--from", str(path), "--json").stdout)
+    want = [f for f in check["findings"] if f["code"] == "HOST005"]
+    assert len(want) == 1 and want[0]["data"]["sections"] == ["packages", "driver"], want
+    doc = _json("--from", str(path), str(EH9999))
+    assert doc["facts_unreadable"] == [{"code": "HOST005", "title": want[0]["title"], "evidence": want[0]["evidence"]}]
+    assert doc["facts_unreadable"][0]["evidence"] == [
+        "packages.<section>: expected object, got str",
+        "driver.npu_smi_driver_version: expected str or null, got list",
+    ]
+    text = _run("triage", "--from", str(path), str(EH9999))
+    assert text.returncode == 1 and "Traceback" not in text.stderr
+    assert f"! HOST005 {want[0]['title']}" in text.stdout
+    assert "evidence: packages.<section>: expected object, got str" in text.stdout

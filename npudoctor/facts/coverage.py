@@ -70,6 +70,17 @@ def _timeout_on_busy_node(smi: Mapping[str, Any]) -> Optional[str]:
     return f"npu-smi timed out on a busy node ({why})"
 
 
+def _json_kind(value: Any) -> str:
+    """``value``'s JSON type in words (``"a string"``, ``"null"``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "a string" if isinstance(value, str) else "a list" if isinstance(value, list) else "not JSON"
+
+
 def not_checked(facts: Mapping[str, Any], area: str) -> Optional[str]:
     """Why the rules of ``area`` could not judge it on ``facts`` (a snapshot's ``facts``
     object), in words for people; ``None`` when they could.  Never raises on malformed
@@ -78,6 +89,9 @@ def not_checked(facts: Mapping[str, Any], area: str) -> Optional[str]:
     errors = facts.get("_errors") if isinstance(facts, Mapping) else None
     if isinstance(errors, Mapping) and isinstance(errors.get(area), str):
         return "its probe failed: " + (str(errors[area]).splitlines() or ["internal error"])[0][:200]
+    if isinstance(facts, Mapping) and area in facts and not isinstance(section, Mapping):
+        # present but not an object (a hand-edited or damaged snapshot): HOST005 names it
+        return f"could not read its facts: the section is {_json_kind(section)}, not an object"
     if not isinstance(section, Mapping):
         return "not probed"
     if area == "devices":

@@ -49,6 +49,7 @@ class Entry:
 
     id: str
     names: Tuple[Pattern[str], ...]
+    modules: Tuple[str, ...]
     severity: str
     name_enough: bool
     beside: Tuple[str, ...]
@@ -97,6 +98,7 @@ def entries() -> Tuple[Entry, ...]:
             Entry(
                 id=str(raw["id"]),
                 names=_patterns(raw.get("names")),
+                modules=tuple(str(x) for x in raw.get("modules", ())),
                 severity=str(raw.get("severity", "warning")),
                 name_enough=bool(raw.get("name_enough", False)),
                 beside=tuple(str(x) for x in raw.get("beside", ())),

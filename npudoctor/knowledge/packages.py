@@ -86,7 +86,7 @@ def normalize_chip(chip: str) -> str:
 
 
 def _major_minor(version: str) -> Tuple[int, int]:
-    m = re.match(r"^\s*([0-9]+)\.([0-9]+)", version)
+    m = re.match(r"^\s*([0-9]{1,18})\.([0-9]{1,18})(?![0-9])", version)
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 

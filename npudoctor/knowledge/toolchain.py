@@ -53,10 +53,10 @@ DISTRO_GCC = (
 def gcc_for(version: str) -> Optional[str]:
     """The first GCC release whose libstdc++ provides ``version`` (``GLIBCXX_3.4.29`` ->
     ``"11.1.0"``, ``CXXABI_1.3.13`` -> ``"11.1.0"``), or ``None`` for other names."""
-    m = re.match(r"^GLIBCXX_3\.4\.([0-9]+)$", version)
+    m = re.match(r"^GLIBCXX_3\.4\.([0-9]{1,9})$", version)
     if m:
         return GCC_FOR_GLIBCXX.get(int(m.group(1)))
-    m = re.match(r"^CXXABI_1\.3\.([0-9]+)$", version)
+    m = re.match(r"^CXXABI_1\.3\.([0-9]{1,9})$", version)
     if m:
         return GCC_FOR_CXXABI.get(int(m.group(1)))
     return None

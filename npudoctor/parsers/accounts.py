@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+from npudoctor.parsers.numbers import to_int
+
 
 def parse_passwd(text: str) -> List[Dict[str, Any]]:
     """Entries of a passwd file: ``[{"name", "uid", "gid", "home", "shell"}]``.
@@ -15,9 +17,8 @@ def parse_passwd(text: str) -> List[Dict[str, Any]]:
         fields = line.strip().split(":")
         if len(fields) < 4 or line.lstrip().startswith("#"):
             continue
-        try:
-            uid, gid = int(fields[2]), int(fields[3])
-        except ValueError:
+        uid, gid = to_int(fields[2]), to_int(fields[3])
+        if uid is None or gid is None:
             continue
         out.append(
             {
@@ -38,9 +39,8 @@ def parse_group(text: str) -> List[Dict[str, Any]]:
         fields = line.strip().split(":")
         if len(fields) < 3 or line.lstrip().startswith("#"):
             continue
-        try:
-            gid = int(fields[2])
-        except ValueError:
+        gid = to_int(fields[2])
+        if gid is None:
             continue
         members = [m for m in (fields[3].split(",") if len(fields) > 3 else []) if m]
         out.append({"name": fields[0], "gid": gid, "members": members})

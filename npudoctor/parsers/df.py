@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+from npudoctor.parsers.numbers import to_int
+
 
 def parse_df(text: str) -> List[Dict[str, Any]]:
     """Rows of ``df -P -k``: ``[{"filesystem", "total_bytes", "used_bytes",
@@ -27,7 +29,7 @@ def parse_df(text: str) -> List[Dict[str, Any]]:
         idx = None
         for i in range(1, len(parts) - 4):
             nums = parts[i : i + 3]
-            if all(n.isdecimal() and len(n) <= 18 for n in nums) and parts[i + 3].endswith("%"):
+            if all(to_int(n) is not None and n.isdecimal() for n in nums) and parts[i + 3].endswith("%"):
                 idx = i
                 break
         if idx is None:
@@ -39,7 +41,7 @@ def parse_df(text: str) -> List[Dict[str, Any]]:
                 "total_bytes": int(parts[idx]) * 1024,
                 "used_bytes": int(parts[idx + 1]) * 1024,
                 "free_bytes": int(parts[idx + 2]) * 1024,
-                "capacity": int(cap) if cap.isdecimal() and len(cap) <= 18 else None,
+                "capacity": to_int(cap) if cap.isdecimal() else None,
                 "mount": " ".join(parts[idx + 4 :]),
             }
         )

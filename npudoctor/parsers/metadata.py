@@ -24,6 +24,8 @@ import io
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from npudoctor.parsers.numbers import to_int
+
 _NAME_RE = re.compile(r"[-_.]+")
 
 
@@ -124,8 +126,8 @@ def parse_record(text: str) -> List[Dict[str, Any]]:
             if not row or not row[0].strip():
                 continue
             size: Optional[int] = None
-            if len(row) > 2 and row[2].strip().isdecimal() and len(row[2].strip()) <= 18:
-                size = int(row[2].strip())
+            if len(row) > 2 and row[2].strip().isdecimal():
+                size = to_int(row[2])
             rows.append({"path": row[0], "hash": (row[1] or None) if len(row) > 1 else None, "size": size})
     except csv.Error:
         pass

@@ -87,7 +87,7 @@ def html_tables(text: str) -> List[HtmlTable]:
             if all(tag.lower() == "th" for tag, _a, _c in cells) and not rows:
                 row: List[str] = []
                 for _tag, attrs, content in cells:
-                    span = re.search(r'colspan="?([0-9]+)', attrs)
+                    span = re.search(r'colspan="?([0-9]{1,3})(?![0-9])', attrs)  # bounded: a row of 10**9 cells
                     row.extend([_text(content)] * (int(span.group(1)) if span else 1))
                 headers.append(row)
             else:

@@ -36,6 +36,7 @@ import posixpath
 import re
 from typing import Any, List, Mapping, Optional, Tuple
 
+from npudoctor.parsers.numbers import to_int
 from npudoctor.parsers.set_env_model import SetEnvResult
 from npudoctor.parsers.set_env_model import State as _State
 from npudoctor.parsers.shell_lex import MAX_LINES
@@ -305,9 +306,10 @@ def _cut(args: List[str], stdin: List[str]) -> List[str]:
             delim = a[2:] or next(it, "\t")
         elif a.startswith("-f"):
             fields = a[2:] or next(it, "")
-    if fields is None or not fields.isdecimal():
+    number = to_int(fields) if fields is not None and fields.isdecimal() else None
+    if number is None:
         raise _Unsupported("cut with field ranges")
-    k = int(fields) - 1
+    k = number - 1
     out = []
     for ln in stdin:
         parts = ln.split(delim)
@@ -361,9 +363,8 @@ def _test(st: _State, argv: List[str]) -> bool:
         if op == "!=":
             return a != b
         if op in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge"):
-            try:
-                x, y = int(a), int(b)
-            except ValueError:
+            x, y = to_int(a), to_int(b)  # ASCII digits only, as the shell reads them
+            if x is None or y is None:
                 return False
             return {"-eq": x == y, "-ne": x != y, "-lt": x < y, "-le": x <= y, "-gt": x > y, "-ge": x >= y}[op]
     raise _Unsupported(f"test {' '.join(argv)}")

@@ -13,6 +13,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor.host import Host
+from npudoctor.parsers.numbers import to_int
 
 #: Libraries whose symbol versions are judged (the base system's).
 VERSIONED_RE = re.compile(r"^(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so\.\d+$")
@@ -177,9 +178,9 @@ def highest(versions: List[str]) -> List[str]:
     best: Dict[str, Tuple[Tuple[int, ...], str]] = {}
     for v in versions:
         fam, _sep, tail = v.partition("_")
-        if not tail or not tail[0].isdigit():
+        if not tail or not tail[:1].isascii() or not tail[0].isdigit():
             continue
-        key = tuple(int(p) if p.isdigit() else 0 for p in tail.split("."))
+        key = tuple(to_int(p) or 0 for p in tail.split("."))
         if fam not in best or key > best[fam][0]:
             best[fam] = (key, v)
     return [v for _k, v in sorted(best.values())]

@@ -63,6 +63,7 @@ from npudoctor.parsers.npu_smi import (
     parse_info,
     parse_mapping,
 )
+from npudoctor.parsers.numbers import to_int
 from npudoctor.parsers.topo import parse_topo
 
 SECTION = "devices"
@@ -104,7 +105,7 @@ def _ray_markers(ctx: ProbeContext) -> List[str]:
 
 
 RAW_LIMIT = 64 * 1024
-_DAVINCI_RE = re.compile(r"^davinci([0-9]+)$")
+_DAVINCI_RE = re.compile(r"^davinci([0-9]{1,18})$")
 
 
 def _record(result: Any, parsed: bool) -> Dict[str, Any]:
@@ -254,7 +255,7 @@ def can_access(identity: Dict[str, Any], uid: int, gid: int, mode: int) -> Optio
         return None
     if me == 0:
         return True
-    groups = {int(g) for g in identity.get("groups") or [] if str(g).lstrip("-").isdecimal()}
+    groups = {n for n in (to_int(str(g)) for g in identity.get("groups") or []) if n is not None}
     with contextlib.suppress(TypeError, ValueError):
         groups.add(int(identity.get("gid")))
     if me == uid:

@@ -50,6 +50,7 @@ from typing import Any, Dict, List, Optional
 
 from npudoctor.engine import ProbeContext
 from npudoctor.parsers.hccn import parse_hccn_conf, parse_ip, parse_link
+from npudoctor.parsers.numbers import to_int
 from npudoctor.parsers.ranktable import parse_ranktable
 
 SECTION = "hccl"
@@ -93,7 +94,7 @@ def _int(value: Optional[str]) -> Optional[int]:
     if value is None:
         return None
     value = value.strip()
-    return int(value) if re.fullmatch(r"[0-9]+", value) else None
+    return to_int(value) if re.fullmatch(r"[0-9]+", value) else None
 
 
 def _variables(ctx: ProbeContext) -> Dict[str, str]:
@@ -125,8 +126,9 @@ def _dev_nodes(ctx: ProbeContext) -> List[int]:
     ids = []
     for path in ctx.host.glob("/dev", prefix="davinci"):
         tail = path.rsplit("davinci", 1)[-1]
-        if tail.isdecimal():
-            ids.append(int(tail))
+        num = to_int(tail) if tail.isdecimal() else None
+        if num is not None:
+            ids.append(num)
     return sorted(ids)
 
 

@@ -25,6 +25,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
 from npudoctor.parsers.accounts import parse_group, parse_passwd
+from npudoctor.parsers.numbers import to_int
 
 SECTION = "host"
 NEEDS = ()
@@ -152,8 +153,8 @@ def resolve_identity(host: Host, user: Optional[str], pid: Optional[int] = None)
     wanted = user or (None if host.live else host.getenv("USER"))
     if wanted:
         source = "--user" if user else "$USER"
-        if wanted.isdecimal():
-            uid = int(wanted)
+        if wanted.isdecimal() and to_int(wanted) is not None:
+            uid = to_int(wanted)
             entry = next((e for e in passwd if e["uid"] == uid), None)
         else:
             entry = next((e for e in passwd if e["name"] == wanted), None)

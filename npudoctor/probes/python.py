@@ -66,9 +66,9 @@ QUICK = True
 #: Seconds the target interpreter may take to answer (a cold conda env on NFS is slow).
 PROBE_TIMEOUT = 20.0
 
-_PYDIR_RE = re.compile(r"^python([0-9]+)\.([0-9]+)t?$")
-_USR_LOCAL_PY_RE = re.compile(r"^python([0-9]+)\.([0-9]+)(?:\.([0-9]+))?$")
-_CONDA_PY_RE = re.compile(r"^python-([0-9]+)\.([0-9]+)\.([0-9]+)-")
+_PYDIR_RE = re.compile(r"^python([0-9]{1,9})\.([0-9]{1,9})t?$")
+_USR_LOCAL_PY_RE = re.compile(r"^python([0-9]{1,9})\.([0-9]{1,9})(?:\.([0-9]{1,9}))?$")
+_CONDA_PY_RE = re.compile(r"^python-([0-9]{1,9})\.([0-9]{1,9})\.([0-9]{1,9})-")
 
 #: Conda installations looked for under --root (besides $HOME/<name>).
 _CONDA_ROOTS = ("/opt/conda", "/opt/miniconda3", "/opt/anaconda3", "/opt/miniforge3", "/opt/mambaforge")
@@ -179,7 +179,7 @@ def _conda_python_version(host: Host, prefix: str) -> Optional[List[int]]:
 
 
 def _parse_version(text: str) -> Optional[List[int]]:
-    m = re.match(r"^\s*([0-9]+)\.([0-9]+)(?:\.([0-9]+))?", text or "")
+    m = re.match(r"^\s*([0-9]{1,9})\.([0-9]{1,9})(?:\.([0-9]{1,9}))?(?![0-9])", text or "")
     if not m:
         return None
     return [int(g) for g in m.groups() if g is not None]

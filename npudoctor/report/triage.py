@@ -83,6 +83,10 @@ def render_text(result: Dict[str, Any], out: IO[str]) -> None:
         out.write(f"  note: {NO_STACK_NOTE};\n        {NO_STACK_HINT}\n")
     elif result.get("facts_from") == "none":
         out.write("  (no facts gathered: causes are not ranked for this machine)\n")
+    for f in result.get("facts_unreadable") or ():
+        out.write(f"  ! {f['code']} {f['title']}\n")
+        for e in f["evidence"][:3]:
+            out.write(f"      evidence: {e}\n")
     ranked = result.get("ranked", True)
     for s in sources:
         if s.get("error"):

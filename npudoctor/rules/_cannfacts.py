@@ -79,7 +79,7 @@ def same_release(a: Optional[str], b: Optional[str]) -> Optional[bool]:
 
 def major_minor(version: Optional[str]) -> Optional[Tuple[int, int]]:
     """``"8.2.RC1"`` -> ``(8, 2)``; ``None`` if it does not start with two numbers."""
-    m = re.match(r"^\s*([0-9]+)\.([0-9]+)", version or "")
+    m = re.match(r"^\s*([0-9]{1,18})\.([0-9]{1,18})(?![0-9])", version or "")
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 

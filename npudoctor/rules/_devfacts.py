@@ -41,7 +41,7 @@ def chip_nodes(dev: DevicesFacts) -> List[DeviceNode]:
 
 def node_number(node: DeviceNode) -> Optional[int]:
     """N of ``/dev/davinciN``, or ``None`` for another path."""
-    m = re.search(r"davinci([0-9]+)$", node.path)
+    m = re.search(r"davinci((?<![0-9])[0-9]{1,18})$", node.path)
     return int(m.group(1)) if m else None
 
 
@@ -74,11 +74,11 @@ def parse_id_list(raw: str) -> Tuple[List[int], List[str]]:
     bad: List[str] = []
     for part in raw.split(","):
         part = part.strip()
-        named = re.match(r"^Ascend[0-9A-Za-z]*-([0-9]+)$", part)
+        named = re.match(r"^Ascend[0-9A-Za-z]*-((?<![0-9])[0-9]{1,18})$", part)
         if named:
             ids.append(int(named.group(1)))
             continue
-        m = re.match(r"^([0-9]+)(?:-([0-9]+))?$", part)
+        m = re.match(r"^([0-9]{1,18})(?:-([0-9]{1,18}))?$", part)
         if not m:
             if part:
                 bad.append(part)

@@ -200,7 +200,7 @@ def python_sorted(versions: Iterable[str]) -> List[str]:
     after ``"3.9"``), duplicates and unparseable entries dropped."""
     out = {}
     for v in versions:
-        m = re.match(r"^([0-9]+)\.([0-9]+)$", str(v).strip())
+        m = re.match(r"^([0-9]{1,18})\.([0-9]{1,18})$", str(v).strip())
         if m:
             out[(int(m.group(1)), int(m.group(2)))] = f"{m.group(1)}.{m.group(2)}"
     return [out[k] for k in sorted(out)]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Union
 
 from npudoctor.facts.devices import DeviceNode
 from npudoctor.facts.runtime_env import Capabilities
+from npudoctor.parsers.numbers import to_int
 from npudoctor.remedies import DockerFlags, Export, PodSpecField, Remedy, SystemdSetting
 from npudoctor.rules._devfacts import CONTROL_NODES
 
@@ -51,7 +52,7 @@ def world(ctx: RuleContext) -> str:
 def mask(value: Optional[str]) -> Optional[int]:
     """A capability mask as ``/proc/PID/status`` prints it (hex) → int; None if unreadable."""
     try:
-        return int((value or "").strip(), 16)
+        return to_int(value or "", 16, max_digits=64)
     except ValueError:
         return None
 
@@ -77,9 +78,9 @@ def judged_caps(ctx: RuleContext) -> Optional[Capabilities]:
 
 def _class_access(uid: int, gid: Optional[int], groups: Sequence[int], node: DeviceNode) -> Optional[bool]:
     """Read+write by the owner/group/other classes of the node's mode, without privilege."""
-    if node.uid is None or node.gid is None or not (node.mode or "").isdigit():
+    mode = to_int(node.mode or "", 8)
+    if node.uid is None or node.gid is None or mode is None or mode < 0:
         return None
-    mode = int(node.mode or "0", 8)
     if uid == node.uid:
         return mode & 0o600 == 0o600
     if node.gid == gid or node.gid in groups:

@@ -153,7 +153,7 @@ def _exists(mount: Optional[Mount]) -> bool:
 def _cann_major(ctx: RuleContext) -> int:
     selected = ctx.view.cann.selected
     version = (selected.version or "") if selected is not None else ""
-    m = re.match(r"^([0-9]+)\.", version)
+    m = re.match(r"^([0-9]{1,18})\.", version)
     return int(m.group(1)) if m else 0
 
 

@@ -20,6 +20,7 @@ from npudoctor.facts.coverage import starved
 from npudoctor.facts.devices import Chip, NpuProcess, NpuSmi, NpuSmiCommand
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.parsers.numbers import to_int
 from npudoctor.remedies import DockerFlags, PrependPath, Remedy
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import (
@@ -407,7 +408,7 @@ def node_permissions(ctx: RuleContext) -> Iterable[Finding]:
     node = denied[0]
     group = node.group or str(node.gid)
     fix: List[str] = []
-    mode = int(node.mode or "0", 8) if (node.mode or "").isdecimal() else 0
+    mode = max(to_int(node.mode or "0", 8) or 0, 0)
     if mode & 0o060 != 0o060:
         fix.append(
             "On the host restore the standard owner and mode: "

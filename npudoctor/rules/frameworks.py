@@ -39,6 +39,7 @@ from npudoctor.rules.devices import chip_identity
 from npudoctor.rules.packages import index_mirror
 
 if TYPE_CHECKING:
+    from npudoctor.facts.frameworks import CudaEvidence
     from npudoctor.knowledge.matrix import TorchNpuRow
 
 NO_NPU = codes.get("PKG050")
@@ -214,7 +215,8 @@ def framework_build_chip(ctx: RuleContext) -> Iterable[Finding]:
             f"source build with SOC_VERSION set to this chip's SoC (vllm-ascend setup.py records it in _build_info.py)"
         ],
         subject=f"vllm-ascend:{target}",
-        data={"built_for": built, "chips": sorted(fams)},
+        # modules: what a traceback frame runs through (npudoctor triage ties the log by it)
+        data={"built_for": built, "chips": sorted(fams), "distributions": ["vllm-ascend"], "modules": ["vllm_ascend"]},
     )
 
 
@@ -231,6 +233,34 @@ def _installed_requires(ctx: RuleContext, requires: Tuple[str, ...]) -> List[str
     return out
 
 
+def _names_installed(
+    judged: cuda_only.Judgement, ev: Optional[CudaEvidence], modules: Dict[str, None], libraries: Dict[str, None]
+) -> None:
+    """Add the import names and library file names of a CUDA-only distribution to ``modules``
+    and ``libraries`` (ordered sets): the entry's ``modules`` (else the distribution name as
+    an import name), top-level extension modules among its RECORD paths
+    (``flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so`` -> ``flash_attn_2_cuda``), the
+    ``lib*.so`` files it installs and the CUDA libraries its extension modules need
+    (``libcudart.so.12``)."""
+    if judged.entry is not None:
+        for mod in judged.entry.modules:
+            modules[mod] = None
+    else:
+        modules[judged.name.replace("-", "_")] = None
+    if ev is None:
+        return
+    paths = list(ev.files) + list(ev.needed)
+    for path in paths:
+        base = path.rsplit("/", 1)[-1]
+        if "/" not in path and base.endswith(".so"):
+            modules[base.split(".", 1)[0]] = None
+        elif base.startswith("lib") and ".so" in base:
+            libraries[base] = None
+    for needed in ev.needed.values():
+        for lib in needed:
+            libraries[lib] = None
+
+
 @rule
 def cuda_only_distributions(ctx: RuleContext) -> Iterable[Finding]:
     """PKG052: every CUDA-only distribution, one finding (one cause: a CUDA install recipe),
@@ -241,6 +271,8 @@ def cuda_only_distributions(ctx: RuleContext) -> Iterable[Finding]:
     installed: Set[str] = {canonical_name(k) for k in packages.installed}
     evidence_of = {canonical_name(e.name or ""): e for e in ctx.view.frameworks.cuda}
     found: List[cuda_only.Judgement] = []
+    modules: Dict[str, None] = {}
+    libraries: Dict[str, None] = {}
     for key in sorted(installed):
         rec = packages.first(key)
         if rec is None:
@@ -256,6 +288,7 @@ def cuda_only_distributions(ctx: RuleContext) -> Iterable[Finding]:
         )
         if judged is not None:
             found.append(judged)
+            _names_installed(judged, ev, modules, libraries)
     if not found:
         return
     errors = [j for j in found if j.severity == "error"]
@@ -296,5 +329,11 @@ def cuda_only_distributions(ctx: RuleContext) -> Iterable[Finding]:
         fix=fix,
         severity="error" if errors else "warning",
         subject="cuda-only",
-        data={"distributions": names, "entries": sorted({j.entry.id for j in found if j.entry is not None})},
+        data={
+            "distributions": names,
+            "entries": sorted({j.entry.id for j in found if j.entry is not None}),
+            # what a traceback frame or a loader message names (npudoctor triage ties the log by it)
+            "modules": list(modules),
+            "libraries": list(libraries),
+        },
     )

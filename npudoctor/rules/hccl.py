@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Set, Tupl
 from npudoctor.facts.hccl import HcclFacts, RankServer
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.parsers.numbers import to_int
 from npudoctor.parsers.ranktable import is_ip
 from npudoctor.remedies import Command, DockerFlags, Export, Remedy
 from npudoctor.rules import rule
@@ -381,7 +382,7 @@ def hccl_network_variables(ctx: RuleContext) -> Iterable[Finding]:
             )
 
 
-_INT = re.compile(r"^\s*[0-9]+\s*$")
+_INT = re.compile(r"^\s*[0-9]{1,18}\s*$")
 
 
 @rule
@@ -494,7 +495,7 @@ def hccn_conf_present(ctx: RuleContext) -> Iterable[Finding]:
     if conf.elided:
         return
     visible, source = visible_device_ids(ctx)
-    have = {int(k) for k, v in conf.devices.items() if k.isdecimal() and v.get("address")}
+    have = {int(k) for k, v in conf.devices.items() if to_int(k) is not None and v.get("address")}
     if visible:
         missing = sorted(visible - have)
         if missing:

@@ -16,6 +16,7 @@ from npudoctor.findings import Code, Finding
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.packages import CANN_LAYOUT_SET_ENV, NNAL_SET_ENV, set_env_script
 from npudoctor.knowledge.toolchain import DISTRO_GCC, gcc_for
+from npudoctor.parsers.numbers import numbers_in
 from npudoctor.remedies import Command, DockerFlags, Export, InstallPackage, PrependPath, Remedy, SourceFile
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import in_container
@@ -299,7 +300,7 @@ def not_loadable(
 
 
 def _vkey(version: str) -> Tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"[0-9]+", version))
+    return numbers_in(version)
 
 
 def _conda_prefix(ctx: RuleContext, provider: str) -> Optional[str]:

@@ -45,7 +45,7 @@ NOT_INSPECTED = codes.get("PY003")
 WHEEL_PLATFORM = codes.get("PY004")
 
 _TAG_RE = re.compile(r"^(?P<py>[a-z]+[0-9]+)-(?P<abi>[^-]+)-(?P<plat>.+)$")
-_MANYLINUX_RE = re.compile(r"manylinux_([0-9]+)_([0-9]+)_(\w+)")
+_MANYLINUX_RE = re.compile(r"manylinux_([0-9]{1,18})_([0-9]{1,18})_(\w+)")
 _LEGACY = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
 
 
@@ -76,7 +76,7 @@ def parse_tag(tag: str) -> Optional[Tuple[Optional[str], List[Tuple[Tuple[int, i
 
 
 def _glibc_tuple(text: Optional[str]) -> Optional[Tuple[int, int]]:
-    m = re.match(r"^([0-9]+)\.([0-9]+)", text or "")
+    m = re.match(r"^([0-9]{1,18})\.([0-9]{1,18})(?![0-9])", text or "")
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 

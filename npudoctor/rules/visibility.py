@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 from npudoctor.facts.devices import DevicesFacts, Visibility
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.parsers.numbers import to_int
 from npudoctor.parsers.ranktable import id_ranges
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import (
@@ -151,7 +152,7 @@ def visibility(ctx: RuleContext) -> Iterable[Finding]:
     if did is not None and did.strip() != "":
         limit = len(rt_ids) if rt_ids else count
         bad = None
-        if not re.match(r"^[0-9]+$", did.strip()):
+        if to_int(did) is None or did.strip().startswith("-"):
             bad = f"ASCEND_DEVICE_ID={did!r} is not a non-negative integer"
         elif limit is not None and int(did) >= limit:
             scope = "ASCEND_RT_VISIBLE_DEVICES" if rt_ids else "the visible devices"
@@ -239,10 +240,11 @@ def _check_rt(raw: str, count: Optional[int], nodes: List[int]) -> Tuple[Optiona
     stopped = False
     ints: List[int] = []
     for tok in tokens:
-        if re.match(r"^[0-9]+$", tok):
-            ints.append(int(tok))
-            if not stopped and (count is None or int(tok) < count):
-                effective.append(int(tok))
+        num = to_int(tok) if re.match(r"^[0-9]+$", tok) else None
+        if num is not None:
+            ints.append(num)
+            if not stopped and (count is None or num < count):
+                effective.append(num)
             elif not stopped:
                 stopped = True
         else:
@@ -251,7 +253,7 @@ def _check_rt(raw: str, count: Optional[int], nodes: List[int]) -> Tuple[Optiona
             else:
                 problems.append(f"entry {tok!r} is not a plain integer")
             stopped = True
-            if tok.strip().isdecimal():
+            if to_int(tok) is not None and not tok.strip().startswith("-"):
                 ints.append(int(tok.strip()))
     dups = sorted({i for i in ints if ints.count(i) > 1})
     if dups:

@@ -33,10 +33,10 @@ if TYPE_CHECKING:
 VISIBLE_RUNTIME_ONLY = codes.get("DEV031")
 LOOK_ALIKE = codes.get("DEV034")
 
-_ID_RE = re.compile(r"^\d+(?:-\d+)?$")
+_ID_RE = re.compile(r"^[0-9]+(?:-[0-9]+)?$")
 #: Device names of the MindCluster device plugin: Ascend910-4, Ascend310P-0, vNPU
 #: Ascend910-2c-100-0 (the chip id follows the type).
-_NAME_RE = re.compile(r"^Ascend[0-9A-Za-z]*-\d+(?:[-\w]*)$")
+_NAME_RE = re.compile(r"^Ascend[0-9A-Za-z]*-[0-9]+(?:[-\w]*)$")
 
 
 def malformed_parts(raw: str) -> List[str]:
@@ -141,7 +141,7 @@ def look_alike_variables(ctx: RuleContext) -> Iterable[Finding]:
     )
     value = found[0][1] or ""
     fix: List[Union[Remedy, str]] = []
-    if not rt_set and all(re.match(r"^\d+$", t.strip()) for t in value.split(",")):
+    if not rt_set and all(re.match(r"^[0-9]+$", t.strip()) for t in value.split(",")):
         fix.append(
             env_fix(ctx, "ASCEND_RT_VISIBLE_DEVICES", value, note="the variable CANN reads (0-based, ascending)")
         )

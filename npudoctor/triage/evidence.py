@@ -16,12 +16,18 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from npudoctor.findings import Finding
 
-__all__ = ["FRAME_ANCHOR", "frame_package", "lib_names", "names_of", "tie"]
+__all__ = ["FRAME_ANCHOR", "PATH_ANCHOR", "frame_package", "lib_names", "names_of", "path_package", "tie"]
 
 #: Every traceback frame line holds this.
 FRAME_ANCHOR = b'File "'
+#: A path into an installed distribution (``.../site-packages/flash_attn_2_cuda...so``).
+PATH_ANCHOR = b"-packages/"
 _FRAME_RX = re.compile(rb'File "(?P<path>[^"]{1,1000})", line [0-9]+')
-_SITE_RX = re.compile(r"/(?:site|dist)-packages/(?P<top>[A-Za-z_][\w.\-]*)")
+_SITE_RX = re.compile(r"/(?:site|dist)-packages/(?P<top>[A-Za-z_][\w.\-]{0,200})")
+#: Words of an error line that names a file of a distribution (an import error, a loader
+#: message): ``ImportError: /…/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so:
+#: undefined symbol: …``, ``OSError: …/nvidia/cudnn/lib/libcudnn.so.9: cannot open shared object file``.
+_ERROR_WORDS = (b"Error", b"error:", b"cannot open shared object file", b"undefined symbol")
 _SO_RX = re.compile(r"(?P<lib>lib[\w+\-]+\.so)(?:[0-9.]*)")
 
 
@@ -31,11 +37,28 @@ def frame_package(line: bytes) -> Optional[str]:
     m = _FRAME_RX.search(line)
     if m is None:
         return None
-    site = _SITE_RX.search(m.group("path").decode("utf-8", "replace"))
+    return _top_of(m.group("path").decode("utf-8", "replace"))
+
+
+def path_package(line: bytes) -> Optional[str]:
+    """The top-level package or extension module an error ``line`` names a file of
+    (``ImportError: /…/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so:
+    undefined symbol: …`` -> ``flash_attn_2_cuda``), or ``None`` (no error word, or no path
+    into site-/dist-packages).  Lines that only mention a path (INFO lines) are not evidence."""
+    if PATH_ANCHOR not in line or not any(w in line for w in _ERROR_WORDS):
+        return None
+    return _top_of(line[:4000].decode("utf-8", "replace"))
+
+
+def _top_of(path: str) -> Optional[str]:
+    """The import name of the first entry under site-/dist-packages in ``path``: a package
+    directory, a module (``six.py`` -> ``six``) or an extension module (its name before the
+    first dot)."""
+    site = _SITE_RX.search(path)
     if site is None:
         return None
-    top = site.group("top")
-    return _norm(top[:-3] if top.endswith(".py") else top)
+    top = site.group("top").split(".", 1)[0]
+    return _norm(top) if top else None
 
 
 def lib_names(text: str) -> List[str]:
@@ -48,24 +71,38 @@ def _norm(name: str) -> str:
     return name.lower().replace("-", "_")
 
 
+def _strings(value: Any) -> List[str]:
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value if isinstance(v, str)] if isinstance(value, (list, tuple)) else []
+
+
 def names_of(finding: Finding) -> List[str]:
-    """The distributions and library file names ``finding`` is about, normalised: the parts of
-    its ``subject`` (``vllm-ascend:torch-npu`` -> ``vllm_ascend``, ``torch_npu``), the
-    ``lib*.so`` basenames in it, and the libraries its ``data`` names (``libraries``: the
-    loader findings' missing libraries, grouped by owner under a subject that names none;
-    ``library``: the shadowed one), so that a loader message naming a library ties the log
-    to the finding about that library."""
+    """The distributions, import names and library file names ``finding`` is about,
+    normalised, so that a traceback frame, an import error or a loader message naming one
+    ties the log to the finding:
+
+    * the ``lib*.so`` basenames in its ``subject`` and in the libraries and files its
+      ``data`` names (``libraries``: the loader findings' missing libraries or a CUDA-only
+      distribution's CUDA libraries; ``library``: the shadowed one; ``files``);
+    * the import names in ``data["modules"]`` (PKG052: ``flash_attn``, ``flash_attn_2_cuda``;
+      PKG051: ``vllm_ascend``), the ``data["package"]`` and the site-packages package of a
+      subject that is a path (``/…/site-packages/torch_npu/lib/libtorch_npu.so``);
+    * when none of these is given, the parts of ``subject`` (``vllm-ascend:torch-npu`` ->
+      ``vllm_ascend``, ``torch_npu``)."""
     subject = finding.subject or ""
     out: List[str] = []
     for lib in _SO_RX.findall(subject):
         out.append(lib)
     data = finding.data if isinstance(finding.data, dict) else {}
-    named = data.get("libraries")
-    named = list(named) if isinstance(named, (list, tuple)) else []
-    if isinstance(data.get("library"), str):
-        named.append(data["library"])
+    named = _strings(data.get("libraries")) + _strings(data.get("library")) + _strings(data.get("files"))
     for value in named:
-        out.extend(_SO_RX.findall(os.path.basename(str(value))))
+        out.extend(_SO_RX.findall(os.path.basename(value)))
+    modules = _strings(data.get("modules")) + _strings(data.get("package"))
+    top = _top_of(subject) if "/" in subject else None
+    if top is not None:
+        modules.append(top)
+    out.extend(_norm(m) for m in modules if m)
     if not out:
         for part in subject.split(":"):
             part = part.strip()
@@ -84,14 +121,23 @@ def _libs(group: Dict[str, Any]) -> List[str]:
 
 
 def tie(
-    frames: Dict[str, Dict[str, Any]], known: Sequence[Dict[str, Any]], findings: Sequence[Finding]
+    frames: Dict[str, Dict[str, Any]],
+    known: Sequence[Dict[str, Any]],
+    findings: Sequence[Finding],
+    named: Optional[Dict[str, Dict[str, Any]]] = None,
 ) -> List[Dict[str, Any]]:
     """The findings the log is tied to: ``frames`` (package -> first place, from the
     scanner), ``known`` (the ranked groups: the libraries their captures and first line
     name), ``findings`` (the rule findings on the same facts; only errors and warnings
-    count).  Each record: ``code``, ``title``, ``severity``, ``by`` (what in the log names it)
-    and ``first`` (``{source, line}``)."""
+    count), ``named`` (package or extension module -> first error line naming a file of it:
+    :func:`path_package`).  Each record: ``code``, ``title``, ``severity``, ``by`` (what in
+    the log names it) and ``first`` (``{source, line}``)."""
     places: Dict[str, Dict[str, Any]] = dict(frames)
+    what_of: Dict[str, str] = {}
+    for name, where in (named or {}).items():
+        if name not in places:
+            places[name] = where
+            what_of[name] = "an error naming a file of"
     for group in known:
         for lib in _libs(group):
             places.setdefault(lib, group["first"])
@@ -105,7 +151,7 @@ def tie(
             if place is None or (f.code, name) in seen:
                 continue
             seen.add((f.code, name))
-            what = "the library" if name.endswith(".so") else "a traceback frame in"
+            what = "the library" if name.endswith(".so") else what_of.get(name, "a traceback frame in")
             out.append(
                 {"code": f.code, "title": f.title, "severity": f.severity, "by": f"{what} {name}", "first": place}
             )

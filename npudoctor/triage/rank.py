@@ -225,8 +225,9 @@ def rank(
     unknown   [{text, count, first, last}] error-looking lines no signature matched
     unknown_dropped   how many more distinct unknown lines were only counted
     summary   {known_errors, known_warnings, noise, unknown}
-    tied      [{code, title, severity, by, first}] findings whose subject (a distribution or
-              library) a traceback frame or a library named in the log lies in
+    tied      [{code, title, severity, by, first}] findings whose subject (a distribution,
+              its import names or a library) a traceback frame, an error line naming a file
+              of it, or a library named in the log lies in
     first_error   id of the earliest error that is not a follow-on (or None)
     verdict   one line: the conclusion for the first error, or None
 
@@ -245,7 +246,8 @@ def rank(
         for u in sorted(scanner.unknown.values(), key=lambda u: (_source_index(scanner, u.first.source), u.first.line))
     ]
     frames = {name: {"source": p.source, "line": p.line} for name, p in scanner.frames.items()}
-    tied = tie(frames, known, findings)
+    named = {name: {"source": p.source, "line": p.line} for name, p in scanner.named.items()}
+    tied = tie(frames, known, findings, named)
     errors = [k for k in known if k["severity"] == "error"]
     primary = [k for k in errors if not k["follow_on"]] or errors
     first = primary[0] if primary else None

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import IO, Callable, Dict, List, Optional, Tuple
 
 from npudoctor.knowledge.signatures import MAX_LINE, Entry, KnowledgeBase
-from npudoctor.triage.evidence import FRAME_ANCHOR, frame_package
+from npudoctor.triage.evidence import FRAME_ANCHOR, PATH_ANCHOR, frame_package, path_package
 from npudoctor.triage.gate import gate_for
 
 #: Bytes read from a log per step.
@@ -113,6 +113,9 @@ class Scanner:
         self.sources: List[SourceStats] = []
         #: top-level packages traceback frames ran through -> first place (capped)
         self.frames: Dict[str, Place] = {}
+        #: top-level packages or extension modules whose files error lines name (an import
+        #: error, a loader message) -> first place (capped with the frames)
+        self.named: Dict[str, Place] = {}
         # which entries a line can match, from the gate's anchors it holds: an entry's own
         # anchor always contains one of the gate's (the gate keeps the shortest of nested ones)
         # (entry, its longer anchor to look for, or None when the gate's anchor is the entry's)
@@ -133,10 +136,15 @@ class Scanner:
     # -- lines
     def _line(self, raw: bytes, stats: SourceStats, lineno: int) -> None:
         raw = raw.rstrip(b"\r")
-        if FRAME_ANCHOR in raw and len(self.frames) < MAX_FRAMES:
-            package = frame_package(raw)
-            if package is not None and package not in self.frames:
-                self.frames[package] = Place(stats.name, lineno)
+        if PATH_ANCHOR in raw and len(self.frames) + len(self.named) < MAX_FRAMES:
+            # a traceback frame, or an import/loader error naming a file of a distribution
+            package = frame_package(raw) if FRAME_ANCHOR in raw else None
+            if package is not None:
+                self.frames.setdefault(package, Place(stats.name, lineno))
+            else:
+                package = path_package(raw)
+                if package is not None:
+                    self.named.setdefault(package, Place(stats.name, lineno))
         maybe = set(self._always)
         by_anchor = self._by_anchor
         for a in self._gate.anchors_in(raw):

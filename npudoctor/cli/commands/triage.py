@@ -129,6 +129,12 @@ def run_triage(
     result["facts_from"] = mode
     result["ranked"] = unranked is None
     result["unranked"] = unranked
+    # Sections of the facts that could not be read (wrong-typed values, a section that is
+    # not an object): said as check says it (HOST005), so that "no sign of it here" is
+    # never read as a conclusion drawn from facts that were dropped (issue 20).
+    result["facts_unreadable"] = [
+        {"code": f.code, "title": f.title, "evidence": list(f.evidence)} for f in findings if f.code == "HOST005"
+    ]
     result = conceal_result(result)  # log lines quoted may carry tokens and passwords
     status = ExitStatus.PROBLEMS if result["summary"]["known_errors"] else ExitStatus.OK
     if request.json:

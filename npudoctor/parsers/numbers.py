@@ -1,0 +1,47 @@
+"""Numbers read from files, command output and snapshots: ASCII digits only, bounded length.
+
+Python's ``int()`` accepts any Unicode decimal digit (``int("٣") == 3``), raises on other
+digits ``str.isdigit()`` admits (``"²"``), and refuses strings of more than 4,300 digits with a
+``ValueError`` (Python 3.11+; CVE-2020-10735).  ``\\d`` in a ``str`` pattern matches every
+Unicode decimal digit.  A number npudoctor reads from the judged machine is therefore taken
+only as ASCII digits of a bounded length; anything else is "not a number" (``None``), never an
+exception and never a misread (issue 20).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, Optional, Pattern, Tuple
+
+__all__ = ["DIGITS", "MAX_DIGITS", "numbers_in", "to_int"]
+
+#: Longest run of digits read as a number (10**18 fits every id, size and counter we read).
+MAX_DIGITS = 18
+
+#: A run of 1..18 ASCII digits that is not part of a longer run: use it inside patterns
+#: instead of ``\\d+`` / ``[0-9]+`` (a 5,000-digit run does not match at all).
+DIGITS = r"(?<![0-9])[0-9]{1,18}(?![0-9])"
+
+_CLASS = {8: "[0-7]", 10: "[0-9]", 16: "[0-9A-Fa-f]"}
+_FULL: Dict[Tuple[int, int], Pattern[str]] = {}
+_RUN = re.compile(DIGITS)
+
+
+def to_int(value: Any, base: int = 10, max_digits: int = MAX_DIGITS) -> Optional[int]:
+    """``value`` (a ``str``: optional surrounding white space, an optional ``-``, then 1 to
+    ``max_digits`` ASCII digits of ``base`` 8, 10 or 16) as an ``int``; ``None`` for anything
+    else -- other types, Unicode digits, longer runs, signs or words.  Never raises."""
+    if not isinstance(value, str) or len(value) > max_digits + 64:
+        return None
+    key = (base, max_digits)
+    rx = _FULL.get(key)
+    if rx is None:
+        rx = _FULL[key] = re.compile(r"\s*(-?" + _CLASS[base] + "{1," + str(max_digits) + r"})\s*")
+    m = rx.fullmatch(value)
+    return int(m.group(1), base) if m else None
+
+
+def numbers_in(text: str) -> Tuple[int, ...]:
+    """The runs of 1..18 ASCII digits in ``text``, as ints (``"8.0.RC2.b010"`` -> ``(8, 0, 2,
+    10)``); longer runs are left out, Unicode digits are not digits here."""
+    return tuple(int(m) for m in _RUN.findall(text))
