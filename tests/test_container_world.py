@@ -139,6 +139,19 @@ def test_container_with_devices_but_no_driver_keeps_the_mount_findings(tmp_path:
     assert f["data"]["folded"] == ["DRV001"] and _because(doc, "DRV001") == "CTR002"
     text = npudoctor("check", "--root", str(s / "root"), env=dict(ENV, PATH=f"{s}/bin:/usr/bin:/bin")).stdout
     assert "because of this (CTR002), also:" in text
+    # one root cause for the user, one `docker run` line: CTR002 carries the mounts of CTR003/CTR004 too
+    assert f["data"]["mounts_of"] == ["CTR002", "CTR003", "CTR004"]
+    assert text.count("Recreate the container with:") == 1
+    flags = [line.strip() for line in text.splitlines() if line.strip().startswith("-v ")]
+    assert flags == [
+        "-v /usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/ "
+        "-v /usr/local/Ascend/driver/version.info:/usr/local/Ascend/driver/version.info "
+        "-v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi -v /usr/local/dcmi:/usr/local/dcmi "
+        "-v /etc/ascend_install.info:/etc/ascend_install.info"
+    ]
+    assert _one(doc, "CTR003")["fix"] == [
+        "Mounted by the `docker run` flags of CTR002: one recreated container mounts all of them"
+    ]
 
 
 def test_plain_host_machine_is_world_host(tmp_path: Path) -> None:
@@ -299,14 +312,25 @@ def test_pod_without_driver_mounts_gets_host_path_volumes(tmp_path: Path) -> Non
     hs.npu_smi_replay(s, hs.HEALTHY_CAPTURE)
     doc = _check(s, {"KUBERNETES_SERVICE_HOST": "10.96.0.1"})
     f = _one(doc, "CTR002")
+    # one volumes/volumeMounts pair for every mount the pod lacks: the driver (CTR002), dcmi
+    # (CTR003) and ascend_install.info (CTR004) -- one pod spec edit, not three (issue 19)
     assert f["fix"] == [
         "in the pod spec, set volumes: [{name: host-usr-local-ascend-driver-lib64, hostPath: {path: "
         "/usr/local/Ascend/driver/lib64/}}, {name: host-usr-local-ascend-driver-version-info, hostPath: {path: "
-        "/usr/local/Ascend/driver/version.info}}]",
+        "/usr/local/Ascend/driver/version.info}}, {name: host-usr-local-dcmi, hostPath: {path: /usr/local/dcmi}}, "
+        "{name: host-etc-ascend-install-info, hostPath: {path: /etc/ascend_install.info}}]",
         "in the pod spec, set containers[0].volumeMounts: [{name: host-usr-local-ascend-driver-lib64, mountPath: "
         "/usr/local/Ascend/driver/lib64/, readOnly: true}, {name: host-usr-local-ascend-driver-version-info, "
-        "mountPath: /usr/local/Ascend/driver/version.info, readOnly: true}]",
+        "mountPath: /usr/local/Ascend/driver/version.info, readOnly: true}, {name: host-usr-local-dcmi, "
+        "mountPath: /usr/local/dcmi, readOnly: true}, {name: host-etc-ascend-install-info, "
+        "mountPath: /etc/ascend_install.info, readOnly: true}]",
     ]
+    assert f["data"]["mounts_of"] == ["CTR002", "CTR003", "CTR004"]
+    for code in ("CTR003", "CTR004"):
+        assert _one(doc, code)["fix"] == [
+            "Mounted by the pod spec's volumes of CTR002: one pod spec edit mounts all of them"
+        ]
+        assert _because(doc, code) == "CTR002"
     assert not any("-v " in line for g in doc["findings"] for line in g["fix"])
 
 

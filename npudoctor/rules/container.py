@@ -16,8 +16,8 @@ from npudoctor.facts.devices import NpuSmi
 from npudoctor.facts.runtime_env import ContainerFacts, Mount
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
-from npudoctor.remedies import Remedy
-from npudoctor.rules import rule
+from npudoctor.remedies import Prose, Remedy
+from npudoctor.rules import postprocess, rule
 from npudoctor.rules._devfacts import chip_nodes, docker_flags, parse_id_list, searched_path_text, stack_present
 from npudoctor.rules._world import host_mounts_fix, passthrough_fix, world
 
@@ -31,6 +31,12 @@ INSTALL_INFO_MISSING = codes.get("CTR004")
 CGROUP_DENIES = codes.get("CTR005")
 
 _MOUNT_DRIVER = ("/usr/local/Ascend/driver/lib64/", "/usr/local/Ascend/driver/version.info")
+
+#: The mount findings whose host paths one recreated container (or one pod spec) mounts
+#: together, in the order the first present one carries the merged fix.
+MOUNT_CODES = ("CTR002", "CTR003", "CTR004")
+
+_RECREATE = "Recreate the container with: "
 
 
 def _npu_intended(ctx: RuleContext) -> bool:
@@ -115,8 +121,9 @@ def container_mounts(ctx: RuleContext) -> Iterable[Finding]:
             ev.append("ASCEND_RUNTIME_OPTIONS contains NODRV: the Ascend runtime was told not to mount the driver")
         yield DRIVER_NOT_MOUNTED.finding(
             evidence=ev,
-            fix=host_mounts_fix(ctx, _MOUNT_DRIVER, lead="Recreate the container with: ")
+            fix=host_mounts_fix(ctx, _MOUNT_DRIVER, lead=_RECREATE)
             + (["Or drop NODRV from ASCEND_RUNTIME_OPTIONS"] if nodrv else []),
+            data={"mounts": list(_MOUNT_DRIVER)},
         )
     smi = dev.npu_smi
     has_smi = bool(container.npu_smi_paths) or bool(smi.path)
@@ -130,8 +137,13 @@ def container_mounts(ctx: RuleContext) -> Iterable[Finding]:
         yield TOOLS_NOT_MOUNTED.finding(
             title="not mounted into this container: " + ", ".join(missing_tools),
             evidence=[f"{p}: not present" for p in missing_tools] + _smi_evidence(ctx, smi),
-            fix=host_mounts_fix(ctx, missing_tools, lead="Recreate the container with: ")
-            + ["(npu-smi lives in /usr/local/sbin on some hosts: mount /usr/local/sbin/npu-smi at the same path)"],
+            fix=host_mounts_fix(ctx, missing_tools, lead=_RECREATE)
+            + (
+                ["(npu-smi lives in /usr/local/sbin on some hosts: mount /usr/local/sbin/npu-smi at the same path)"]
+                if not has_smi
+                else []
+            ),
+            data={"mounts": missing_tools},
         )
     info = _mount(container, "/etc/ascend_install.info")
     if info is not None and not info.exists:
@@ -139,9 +151,56 @@ def container_mounts(ctx: RuleContext) -> Iterable[Finding]:
         yield INSTALL_INFO_MISSING.finding(
             evidence=["/etc/ascend_install.info: not present"]
             + ([f"CANN {cann_major}.x set_env.sh reads it"] if cann_major and cann_major >= 9 else []),
-            fix=host_mounts_fix(ctx, ["/etc/ascend_install.info"], lead="Recreate the container with: "),
+            fix=host_mounts_fix(ctx, ["/etc/ascend_install.info"], lead=_RECREATE),
             severity="warning" if cann_major and cann_major >= 9 else "info",
+            data={"mounts": ["/etc/ascend_install.info"]},
         )
+
+
+@postprocess
+def one_recreate_line(ctx: RuleContext, findings: List[Finding]) -> List[Finding]:
+    """One root cause for the user -- the container was created without the host's
+    mounts -- gets one fix: when two or more of CTR002, CTR003 and CTR004 are reported
+    (and not CTR006, whose own fix mounts everything), the first of them carries ONE
+    ``docker run`` flags step (in a pod: one ``volumes``/``volumeMounts`` pair) with the
+    host paths of all of them, plus their prose notes; the others point to it and name
+    it in ``data["because"]`` (folded under it by :func:`npudoctor.rules.order.fold_symptoms`
+    when it is at least as severe).  ``data["mounts"]`` of the first lists every path."""
+    if any(f.code == "CTR006" for f in findings):
+        return findings
+    mounting = [f for code in MOUNT_CODES for f in findings if f.code == code and f.data.get("mounts")]
+    if len(mounting) < 2:
+        return findings
+    root = mounting[0]
+    paths = list(dict.fromkeys(str(p) for f in mounting for p in f.data["mounts"]))
+    notes: List[Union[Remedy, str]] = [
+        Prose(line) for f in mounting for line, r in zip(f.fix, f.remedies) if r.get("kind") == "prose"
+    ]
+    merged = codes.get(root.code).finding(
+        title=root.title,
+        evidence=root.evidence,
+        fix=host_mounts_fix(ctx, paths, lead=_RECREATE) + notes,
+        severity=root.severity,
+        subject=root.subject,
+        data=dict(root.data, mounts=paths, mounts_of=[f.code for f in mounting]),
+        after=root.after,
+    )
+    if world(ctx) == "pod":
+        pointer = f"Mounted by the pod spec's volumes of {root.code}: one pod spec edit mounts all of them"
+    else:
+        pointer = f"Mounted by the `docker run` flags of {root.code}: one recreated container mounts all of them"
+    replaced = {id(root): merged}
+    for f in mounting[1:]:
+        replaced[id(f)] = codes.get(f.code).finding(
+            title=f.title,
+            evidence=f.evidence,
+            fix=[pointer],
+            severity=f.severity,
+            subject=f.subject,
+            data=dict(f.data, because=root.code, mounts_with=root.code),
+            after=f.after,
+        )
+    return [replaced.get(id(f), f) for f in findings]
 
 
 def _exists(mount: Optional[Mount]) -> bool:
