@@ -65,10 +65,12 @@ class ExecRequest:
 class CheckResult:
     """The quick checks run before the command: their findings
     (:class:`npudoctor.findings.Finding`) or why there are none (``failure``: npudoctor
-    failed or ran out of time, which counts as an error)."""
+    failed or ran out of time, which counts as an error); ``python_choice``: which
+    interpreter was judged without ``--python`` (see :class:`npudoctor.runtime.quick.QuickResult`)."""
 
     findings: List[Any] = field(default_factory=list)
     failure: Optional[str] = None
+    python_choice: Optional[str] = None
 
     @property
     def errors(self) -> int:
@@ -88,7 +90,7 @@ def quick_checks(plan: EnvPlan, request: ExecRequest) -> CheckResult:
     if outcome.error is not None or outcome.value is None:
         exc = outcome.error
         return CheckResult(failure=f"npudoctor failed: {type(exc).__name__}: {exc}")
-    return CheckResult(findings=list(outcome.value.findings))
+    return CheckResult(findings=list(outcome.value.findings), python_choice=outcome.value.python_choice)
 
 
 def finding_lines(result: CheckResult, quiet: bool = False) -> List[str]:
@@ -155,6 +157,8 @@ def run_exec(
         for note in plan.notes:
             say(f"npudoctor: {note}")
     result = quick_checks(plan, request)
+    if result.python_choice and not request.quiet:
+        say(printable(f"npudoctor: {result.python_choice}", limit=600))
     for line in finding_lines(result, quiet=request.quiet):
         say(line)
     if request.strict and result.errors:

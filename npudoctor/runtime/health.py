@@ -237,7 +237,10 @@ def _read_cache(path: str, ttl: float) -> Optional[Dict[str, Any]]:
 def evaluate_health(options: HealthOptions, budget: Budget) -> Dict[str, Any]:
     """Run the quick evaluation; return the result document ``{"status": "healthy" |
     "unhealthy", "problems": [line], "findings": [finding dict], "chips": int,
-    "duration_s": float, "summary": str}``.
+    "duration_s": float, "summary": str, "not_checked": {area: reason}}``, plus
+    ``"python_choice"`` (which interpreter was judged and how to point it elsewhere) when
+    no ``--python`` was given and npudoctor runs from a venv of its own (pipx) or judged
+    the active venv/conda environment instead of its own.
 
     ``budget.step`` names the step in progress.  With ``options.exec_env`` the
     environment judged is the one ``npudoctor exec`` would run the workload in.  Raises
@@ -280,7 +283,7 @@ def evaluate_health(options: HealthOptions, budget: Budget) -> Dict[str, Any]:
         for area, reason in result.unchecked.items()
         if area in required
     ]
-    return {
+    doc: Dict[str, Any] = {
         "status": "unhealthy" if problems else "healthy",
         "problems": problems,
         "findings": [f.to_dict() for f in result.findings],
@@ -289,6 +292,9 @@ def evaluate_health(options: HealthOptions, budget: Budget) -> Dict[str, Any]:
         "summary": result.summary,
         "not_checked": dict(result.unchecked),
     }
+    if result.python_choice:
+        doc["python_choice"] = result.python_choice
+    return doc
 
 
 def _unhealthy(line: str, **extra: Any) -> Dict[str, Any]:
