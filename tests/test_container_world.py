@@ -111,6 +111,12 @@ def test_container_without_npu_gives_the_docker_flags(tmp_path: Path) -> None:
     assert set(f["data"]["folded"]) >= {"DRV001", "CTR001", "CTR002", "CTR003"}
     assert [c for c in _root_codes(doc) if c.startswith(("CTR", "DRV0", "DEV"))] == ["CTR006"]
     assert all(_because(doc, c) == "CTR006" for c in f["data"]["folded"])
+    # no second recreate recipe: the mount findings point to CTR006's explicit flags (issue 19)
+    for code in ("CTR002", "CTR003"):
+        assert _one(doc, code)["fix"] == [
+            "Mounted by the explicit `docker run` flags of CTR006 (its second option), with the NPU itself"
+        ]
+    assert not any("Recreate the container with: -v" in line for g in doc["findings"] for line in g["fix"])
 
 
 def test_pod_without_ascend_runtime_is_said_in_pod_spec_terms(tmp_path: Path) -> None:

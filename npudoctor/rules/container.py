@@ -19,7 +19,7 @@ from npudoctor.knowledge import codes
 from npudoctor.remedies import Prose, Remedy
 from npudoctor.rules import postprocess, rule
 from npudoctor.rules._devfacts import chip_nodes, docker_flags, parse_id_list, searched_path_text, stack_present
-from npudoctor.rules._world import host_mounts_fix, passthrough_fix, world
+from npudoctor.rules._world import HOST_MOUNTS, host_mounts_fix, passthrough_fix, world
 
 if TYPE_CHECKING:
     from npudoctor.engine import RuleContext
@@ -161,14 +161,17 @@ def container_mounts(ctx: RuleContext) -> Iterable[Finding]:
 def one_recreate_line(ctx: RuleContext, findings: List[Finding]) -> List[Finding]:
     """One root cause for the user -- the container was created without the host's
     mounts -- gets one fix: when two or more of CTR002, CTR003 and CTR004 are reported
-    (and not CTR006, whose own fix mounts everything), the first of them carries ONE
+    (without CTR006), the first of them carries ONE
     ``docker run`` flags step (in a pod: one ``volumes``/``volumeMounts`` pair) with the
     host paths of all of them, plus their prose notes; the others point to it and name
     it in ``data["because"]`` (folded under it by :func:`npudoctor.rules.order.fold_symptoms`
-    when it is at least as severe).  ``data["mounts"]`` of the first lists every path."""
-    if any(f.code == "CTR006" for f in findings):
-        return findings
+    when it is at least as severe).  ``data["mounts"]`` of the first lists every path.
+    With CTR006 in a docker-style container, whose explicit ``docker run`` flags mount the
+    host's whole driver, dcmi, npu-smi and ascend_install.info, the mount findings point to
+    that one line instead (:func:`_point_to_npu_not_given`)."""
     mounting = [f for code in MOUNT_CODES for f in findings if f.code == code and f.data.get("mounts")]
+    if any(f.code == "CTR006" for f in findings):
+        return _point_to_npu_not_given(ctx, findings, mounting)
     if len(mounting) < 2:
         return findings
     root = mounting[0]
@@ -293,3 +296,31 @@ def device_cgroup(ctx: RuleContext) -> Iterable[Finding]:
             "Or recreate the pod/container so that the runtime re-applies the device rules",
         ],
     )
+
+
+def _covered(path: str, mounts: Sequence[str]) -> bool:
+    """Whether mounting ``mounts`` (directories or files) also mounts ``path``."""
+    clean = path.rstrip("/")
+    return any(clean == m.rstrip("/") or clean.startswith(m.rstrip("/") + "/") for m in mounts)
+
+
+def _point_to_npu_not_given(ctx: RuleContext, findings: List[Finding], mounting: List[Finding]) -> List[Finding]:
+    """With CTR006 reported in a docker-style container: each mount finding whose paths the
+    explicit flags of CTR006's fix mount (:data:`npudoctor.rules._world.HOST_MOUNTS`)
+    points to that one ``docker run`` line instead of printing its own recreate line."""
+    if world(ctx) != "container":
+        return findings
+    replaced = {}
+    for f in mounting:
+        if not all(_covered(str(p), HOST_MOUNTS) for p in f.data["mounts"]):
+            continue
+        replaced[id(f)] = codes.get(f.code).finding(
+            title=f.title,
+            evidence=f.evidence,
+            fix=["Mounted by the explicit `docker run` flags of CTR006 (its second option), with the NPU itself"],
+            severity=f.severity,
+            subject=f.subject,
+            data=dict(f.data, mounts_with="CTR006"),
+            after=f.after,
+        )
+    return [replaced.get(id(f), f) for f in findings]
