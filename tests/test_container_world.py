@@ -379,3 +379,19 @@ def test_build_stage_seen_from_its_cgroup_alone(tmp_path: Path) -> None:
         "/proc/self/cgroup: 0::/docker/buildkit/x5h7oizyhrunip3o2urd7of1d (a BuildKit build container's cgroup)"
         in (f["evidence"])
     )
+
+
+def test_container_with_driver_but_no_devices_gives_pasteable_runtime_steps(tmp_path: Path) -> None:
+    """CTR001 (driver mounted, no /dev/davinciN): the Ascend Docker Runtime alternative is
+    two command remedies -- the host-side check and the run flags -- not a command quoted
+    inside prose (issue 19)."""
+    s = _container(tmp_path / "c", devices=False)
+    doc = _check(s, {"ASCEND_VISIBLE_DEVICES": "2"})
+    assert "CTR006" not in _codes(doc)
+    f = _one(doc, "CTR001")
+    kinds = [r["kind"] for r in f["remedies"]]
+    assert kinds == ["docker-flags", "pipeline", "docker-flags"]
+    assert f["remedies"][1]["command"] == "docker info | grep -i runtime"
+    assert f["remedies"][2]["command"] == "--runtime ascend -e ASCEND_VISIBLE_DEVICES=2"
+    text = npudoctor("check", "--root", str(s / "root"), env=dict(ENV, PATH=f"{s}/bin:/usr/bin:/bin")).stdout
+    assert "$ docker info | grep -i runtime  # must list ascend" in text

@@ -16,7 +16,7 @@ from npudoctor.facts.devices import NpuSmi
 from npudoctor.facts.runtime_env import ContainerFacts, Mount
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
-from npudoctor.remedies import Prose, Remedy
+from npudoctor.remedies import DockerFlags, Pipeline, Prose, Remedy
 from npudoctor.rules import postprocess, rule
 from npudoctor.rules._devfacts import chip_nodes, docker_flags, parse_id_list, searched_path_text, stack_present
 from npudoctor.rules._world import HOST_MOUNTS, host_mounts_fix, passthrough_fix, world
@@ -87,18 +87,18 @@ def container_devices(ctx: RuleContext) -> Iterable[Finding]:
             f"ASCEND_VISIBLE_DEVICES={wanted} is set, but it only works when the Ascend Docker Runtime "
             "creates the container"
         )
-        fix.append(
-            "Or install and select the Ascend Docker Runtime: `docker info | grep -i runtime` must list "
-            "ascend; then start the container with `docker run --runtime ascend -e ASCEND_VISIBLE_DEVICES="
-            + wanted
-            + "`"
-            " and your usual arguments"
-        )
-    else:
-        fix.append(
-            "Or use the Ascend Docker Runtime: start the container with `docker run --runtime ascend "
-            "-e ASCEND_VISIBLE_DEVICES=0` and your usual arguments"
-        )
+    fix += [
+        Pipeline(
+            (("docker", "info"), ("grep", "-i", "runtime")),
+            lead="Or use the Ascend Docker Runtime; on the host, check that it is installed: ",
+            note="must list ascend",
+        ),
+        DockerFlags(
+            runtime="ascend",
+            env=(("ASCEND_VISIBLE_DEVICES", wanted or "0"),),
+            lead="then recreate the container with your usual `docker run` arguments and: ",
+        ),
+    ]
     yield NO_DEVICES.finding(evidence=evidence, fix=fix)
 
 
