@@ -111,6 +111,12 @@ def test_container_without_npu_gives_the_docker_flags(tmp_path: Path) -> None:
     assert set(f["data"]["folded"]) >= {"DRV001", "CTR001", "CTR002", "CTR003"}
     assert [c for c in _root_codes(doc) if c.startswith(("CTR", "DRV0", "DEV"))] == ["CTR006"]
     assert all(_because(doc, c) == "CTR006" for c in f["data"]["folded"])
+    # no second recreate recipe: the mount findings point to CTR006's explicit flags (issue 19)
+    for code in ("CTR002", "CTR003"):
+        assert _one(doc, code)["fix"] == [
+            "Mounted by the explicit `docker run` flags of CTR006 (its second option), with the NPU itself"
+        ]
+    assert not any("Recreate the container with: -v" in line for g in doc["findings"] for line in g["fix"])
 
 
 def test_pod_without_ascend_runtime_is_said_in_pod_spec_terms(tmp_path: Path) -> None:
@@ -139,6 +145,19 @@ def test_container_with_devices_but_no_driver_keeps_the_mount_findings(tmp_path:
     assert f["data"]["folded"] == ["DRV001"] and _because(doc, "DRV001") == "CTR002"
     text = npudoctor("check", "--root", str(s / "root"), env=dict(ENV, PATH=f"{s}/bin:/usr/bin:/bin")).stdout
     assert "because of this (CTR002), also:" in text
+    # one root cause for the user, one `docker run` line: CTR002 carries the mounts of CTR003/CTR004 too
+    assert f["data"]["mounts_of"] == ["CTR002", "CTR003", "CTR004"]
+    assert text.count("Recreate the container with:") == 1
+    flags = [line.strip() for line in text.splitlines() if line.strip().startswith("-v ")]
+    assert flags == [
+        "-v /usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/ "
+        "-v /usr/local/Ascend/driver/version.info:/usr/local/Ascend/driver/version.info "
+        "-v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi -v /usr/local/dcmi:/usr/local/dcmi "
+        "-v /etc/ascend_install.info:/etc/ascend_install.info"
+    ]
+    assert _one(doc, "CTR003")["fix"] == [
+        "Mounted by the `docker run` flags of CTR002: one recreated container mounts all of them"
+    ]
 
 
 def test_plain_host_machine_is_world_host(tmp_path: Path) -> None:
@@ -299,14 +318,25 @@ def test_pod_without_driver_mounts_gets_host_path_volumes(tmp_path: Path) -> Non
     hs.npu_smi_replay(s, hs.HEALTHY_CAPTURE)
     doc = _check(s, {"KUBERNETES_SERVICE_HOST": "10.96.0.1"})
     f = _one(doc, "CTR002")
+    # one volumes/volumeMounts pair for every mount the pod lacks: the driver (CTR002), dcmi
+    # (CTR003) and ascend_install.info (CTR004) -- one pod spec edit, not three (issue 19)
     assert f["fix"] == [
         "in the pod spec, set volumes: [{name: host-usr-local-ascend-driver-lib64, hostPath: {path: "
         "/usr/local/Ascend/driver/lib64/}}, {name: host-usr-local-ascend-driver-version-info, hostPath: {path: "
-        "/usr/local/Ascend/driver/version.info}}]",
+        "/usr/local/Ascend/driver/version.info}}, {name: host-usr-local-dcmi, hostPath: {path: /usr/local/dcmi}}, "
+        "{name: host-etc-ascend-install-info, hostPath: {path: /etc/ascend_install.info}}]",
         "in the pod spec, set containers[0].volumeMounts: [{name: host-usr-local-ascend-driver-lib64, mountPath: "
         "/usr/local/Ascend/driver/lib64/, readOnly: true}, {name: host-usr-local-ascend-driver-version-info, "
-        "mountPath: /usr/local/Ascend/driver/version.info, readOnly: true}]",
+        "mountPath: /usr/local/Ascend/driver/version.info, readOnly: true}, {name: host-usr-local-dcmi, "
+        "mountPath: /usr/local/dcmi, readOnly: true}, {name: host-etc-ascend-install-info, "
+        "mountPath: /etc/ascend_install.info, readOnly: true}]",
     ]
+    assert f["data"]["mounts_of"] == ["CTR002", "CTR003", "CTR004"]
+    for code in ("CTR003", "CTR004"):
+        assert _one(doc, code)["fix"] == [
+            "Mounted by the pod spec's volumes of CTR002: one pod spec edit mounts all of them"
+        ]
+        assert _because(doc, code) == "CTR002"
     assert not any("-v " in line for g in doc["findings"] for line in g["fix"])
 
 
@@ -404,3 +434,19 @@ def test_pid_judges_device_access_with_the_workloads_capabilities(tmp_path: Path
     )
     assert f["data"]["capabilities"] == {"CapEff": "0000000000000000", "CapBnd": "0000000000000000"}
     assert "DEV021 " + f["title"] in workload["problems"]
+
+
+def test_container_with_driver_but_no_devices_gives_pasteable_runtime_steps(tmp_path: Path) -> None:
+    """CTR001 (driver mounted, no /dev/davinciN): the Ascend Docker Runtime alternative is
+    two command remedies -- the host-side check and the run flags -- not a command quoted
+    inside prose (issue 19)."""
+    s = _container(tmp_path / "c", devices=False)
+    doc = _check(s, {"ASCEND_VISIBLE_DEVICES": "2"})
+    assert "CTR006" not in _codes(doc)
+    f = _one(doc, "CTR001")
+    kinds = [r["kind"] for r in f["remedies"]]
+    assert kinds == ["docker-flags", "pipeline", "docker-flags"]
+    assert f["remedies"][1]["command"] == "docker info | grep -i runtime"
+    assert f["remedies"][2]["command"] == "--runtime ascend -e ASCEND_VISIBLE_DEVICES=2"
+    text = npudoctor("check", "--root", str(s / "root"), env=dict(ENV, PATH=f"{s}/bin:/usr/bin:/bin")).stdout
+    assert "$ docker info | grep -i runtime  # must list ascend" in text

@@ -95,6 +95,46 @@ def test_check_golden_text_on_a_terminal(snapshots: dict, name: str, columns: in
     assert text == golden.read_text(encoding="utf-8")
 
 
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_check_golden_markdown(snapshots: dict, name: str):
+    """``check --markdown`` (the text pasted into a bug report): the per-area summary table
+    (✓ ! ✗ – and what was found) and the follow-on symptoms folded under their cause, as
+    in the text report; changed only with NPUDOCTOR_UPDATE_GOLDEN=1."""
+    argv = [sys.executable, "-m", "npudoctor", "check", "--from", "snapshot.json", "--markdown"]
+    proc = subprocess.run(
+        argv, cwd=str(snapshots[name]), env=_env(SCENARIOS[name]), capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    text = proc.stdout
+    assert "| | area | found |" in text and "\x1b[" not in text
+    golden = GOLDEN / f"check-{name}.md"
+    if UPDATE or not golden.exists():
+        if not UPDATE:
+            pytest.fail(f"{golden} is missing: run with NPUDOCTOR_UPDATE_GOLDEN=1 to write it")
+        golden.write_text(text, encoding="utf-8")
+    assert text == golden.read_text(encoding="utf-8")
+
+
+def test_markdown_folds_the_symptoms_under_their_cause(snapshots: dict):
+    """The container scenario's driver symptoms are rows under CTR002, not findings of
+    their own, and the summary says the driver area is ✗ because of CTR002."""
+    argv = [sys.executable, "-m", "npudoctor", "check", "--from", "snapshot.json", "--markdown"]
+    name = "container-no-cann"
+    text = subprocess.run(
+        argv, cwd=str(snapshots[name]), env=_env(SCENARIOS[name]), capture_output=True, text=True, timeout=120
+    ).stdout
+    lines = text.splitlines()
+    assert "| ✗ | Driver and firmware | no driver found (/usr/local/Ascend/driver); because of CTR002 |" in lines
+    assert "| – | NPU devices | not checked: npu-smi: command not found on PATH |" in lines
+    assert (
+        "| error | ↳ `DRV001` npu-driver-missing | because of CTR002: "
+        "The host's NPU driver is not mounted into this container |" in lines
+    )
+    assert not any(line.startswith("| error | `DRV001`") for line in lines)
+    assert "**DRV001**" not in text and "Because of this (CTR002), also:" in lines
+    assert lines[2] == "2 error(s), 0 warning(s), 0 note(s), 3 follow-on finding(s) folded under their cause."
+
+
 def _strip(text: str) -> str:
     import re
 

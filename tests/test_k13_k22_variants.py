@@ -134,9 +134,11 @@ def test_empty_rt_visible_without_ray_says_no_ray(tmp_path):
     assert len(dev030) == 1 and dev030[0]["severity"] == "error"
     text = "\n".join([dev030[0]["title"]] + dev030[0]["evidence"] + dev030[0]["fix"])
     assert "empty" in dev030[0]["title"] and "Ray" not in text
-    assert dev030[0]["fix"][0].startswith(
-        "unset ASCEND_RT_VISIBLE_DEVICES  # or export ASCEND_RT_VISIBLE_DEVICES=0,1,2"
-    )
+    # two command remedies (issue 19: a command inside a comment is not pasteable as such)
+    assert dev030[0]["fix"][:2] == [
+        "unset ASCEND_RT_VISIBLE_DEVICES",
+        "or: export ASCEND_RT_VISIBLE_DEVICES=0,1,2,3,4,5,6,7  # 0-based ids of the visible devices",
+    ]
 
 
 def test_ray_with_noset_blames_the_launcher(tmp_path):
@@ -235,4 +237,4 @@ def test_connect_timeout_judged_by_ranks_per_node(tmp_path, env, expected):
         assert hccl013 == []
     else:
         assert len(hccl013) == 1 and expected in hccl013[0]["title"]
-        assert hccl013[0]["fix"] == ["export HCCL_CONNECT_TIMEOUT=900   # the same value on every rank"]
+        assert hccl013[0]["fix"] == ["export HCCL_CONNECT_TIMEOUT=900  # the same value on every rank"]

@@ -105,3 +105,52 @@ def test_from_its_own_venv_without_an_active_env_it_says_which_python_it_judged(
 def test_text_report_names_the_judged_interpreter(venv: Path):
     result = npudoctor("check", "--no-commands", env={"PATH": "/usr/bin:/bin", "VIRTUAL_ENV": str(venv)})
     assert f"Python: judged the active virtualenv {venv} (VIRTUAL_ENV)" in result.stdout
+
+
+@pytest.fixture
+def venv_with_torch_npu(tmp_path: Path) -> Path:
+    """A real venv whose site-packages holds torch_npu 2.1.0.post10's dist-info (as pip
+    writes it: METADATA, INSTALLER, RECORD), so the judged interpreter shows in the verdict."""
+    path = tmp_path / "user-venv"
+    subprocess.run([BASE_PYTHON, "-m", "venv", "--without-pip", str(path)], check=True, timeout=120)
+    site = next(path.glob("lib/python3*/site-packages"))
+    dist = site / "torch_npu-2.1.0.post10.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: torch_npu\nVersion: 2.1.0.post10\n")
+    (dist / "INSTALLER").write_text("pip\n")
+    (dist / "RECORD").write_text("torch_npu-2.1.0.post10.dist-info/METADATA,,\n")
+    return path
+
+
+def _live(*args: str, venv: Path) -> subprocess.CompletedProcess:
+    """npudoctor run from its own venv (this test interpreter's), as pipx runs it, with the
+    user's venv active (VIRTUAL_ENV) and no --python."""
+    repo = Path(__file__).resolve().parent.parent
+    env = {"PATH": "/usr/bin:/bin", "VIRTUAL_ENV": str(venv), "PYTHONPATH": str(repo), "HOME": str(venv.parent)}
+    return subprocess.run(
+        [sys.executable, "-m", "npudoctor", *args], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_health_judges_the_active_virtualenv_and_says_so_in_json(venv_with_torch_npu: Path):
+    if not pyselect.own_venv():
+        pytest.skip("the test interpreter is not in a venv of its own")
+    proc = _live("health", "--json", "--timeout", "60", venv=venv_with_torch_npu)
+    doc = json.loads(proc.stdout)
+    assert doc["python_choice"].startswith(f"judged the active virtualenv {venv_with_torch_npu} (VIRTUAL_ENV)")
+    assert "torch_npu 2.1.0.post10" in doc["summary"]  # the user's venv's packages, not npudoctor's
+    assert "PKG002 torch_npu 2.1.0.post10 is installed but torch is not" in doc["problems"]
+
+
+def test_exec_judges_the_active_virtualenv_and_says_which(venv_with_torch_npu: Path):
+    if not pyselect.own_venv():
+        pytest.skip("the test interpreter is not in a venv of its own")
+    proc = _live("exec", "--timeout", "60", "--", "true", venv=venv_with_torch_npu)
+    lines = proc.stderr.splitlines()
+    assert f"npudoctor: judged the active virtualenv {venv_with_torch_npu} (VIRTUAL_ENV), not npudoctor's own " in (
+        "\n".join(lines)
+    )
+    # torch_npu without torch in the judged venv: the finding is about the user's venv
+    assert "npudoctor: error PKG002 torch_npu 2.1.0.post10 is installed but torch is not" in lines
+    quiet = _live("exec", "--quiet", "--timeout", "60", "--", "true", venv=venv_with_torch_npu)
+    assert "judged the active virtualenv" not in quiet.stderr

@@ -18,6 +18,7 @@ from npudoctor.remedies import (
     Export,
     InstallPackage,
     Interpreter,
+    Pipeline,
     PipInstall,
     PipUninstall,
     PodSpecField,
@@ -158,6 +159,14 @@ CPU = "https://download.pytorch.org/whl/cpu"
             "in the pod spec, set securityContext.runAsUser: 1000",
         ),
         (Reboot(), "reboot"),
+        (
+            Pipeline((("dmesg",), ("grep", "-i", "-E", "davinci|npu|hccs"), ("tail", "-50"))),
+            "dmesg | grep -i -E 'davinci|npu|hccs' | tail -50",
+        ),
+        (
+            Pipeline((("python3", "-m", "json.tool", "/etc/hccl tables/rt.json"),), stdout="/dev/null", note="silent"),
+            "python3 -m json.tool '/etc/hccl tables/rt.json' > /dev/null  # silent",
+        ),
         (Prose("Stop the jobs that hold the NPUs"), "Stop the jobs that hold the NPUs"),
     ],
 )

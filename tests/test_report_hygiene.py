@@ -81,6 +81,25 @@ def test_every_fix_command_is_pasteable(reports):
     assert not bad, "\n".join(bad)
 
 
+#: The first words of a fix line that is a command (a prose line starting with one is a
+#: command printed as prose: it must be a command remedy, printed after ``$ ``).
+COMMAND_WORDS = re.compile(
+    r"^(?:dmesg|lsmod|npu-smi|npudoctor|export|unset|source|python3?|pip3?|ldconfig|chmod|chown|ls|cat|grep)\s"
+)
+
+
+def test_no_command_is_printed_as_prose(reports):
+    """A fix line whose text is a complete command is a command remedy (``$ `` in the text
+    report, ``command`` in JSON), never a prose step (issue 19)."""
+    bad = []
+    for name, doc, _text in reports:
+        for raw in doc["findings"]:
+            for line, remedy in zip(raw["fix"], raw["remedies"]):
+                if remedy["kind"] == "prose" and COMMAND_WORDS.match(line):
+                    bad.append(f"{name}: {raw['code']}: {line}")
+    assert not bad, "\n".join(bad)
+
+
 #: What never appears in a report a person reads: a root-cause kind label without its
 #: name (K10), a fact key path (``cann.selected``), a path into this repository.
 KIND_ALONE = re.compile(r"(?<![\w/-])K\d{2}(?![\w])")

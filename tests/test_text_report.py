@@ -45,7 +45,11 @@ def test_container_without_cann_and_driver_mounts_one_recipe_per_cause():
     assert text.count("-v /usr/local/Ascend/driver:/usr/local/Ascend/driver") == 0  # DRV001's recipe is folded
     assert text.count("-v /usr/local/Ascend/driver/lib64/:/usr/local/Ascend/driver/lib64/") == 1
     assert "because of this (CTR002), also:\n        ✗ DRV001 The host's NPU driver is not mounted" in text
-    assert "1 follow-on finding(s) folded under their cause" in " ".join(text.split())
+    # CTR003 (npu-smi, dcmi) and CTR004 (ascend_install.info) are mounted by CTR002's one
+    # recreate line and folded under it too: one `docker run` for the one cause (issue 19)
+    assert text.count("Recreate the container with:") == 1
+    assert "-v /usr/local/dcmi:/usr/local/dcmi -v /etc/ascend_install.info:/etc/ascend_install.info" in text
+    assert "3 follow-on finding(s) folded under their cause" in " ".join(text.split())
     assert "…" not in text.split("Findings")[1].split("\n\n")[0].replace("sha256", "")
 
 

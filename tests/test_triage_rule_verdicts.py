@@ -54,7 +54,7 @@ def test_hccl_connect_timeout_below_default_with_several_ranks_is_the_cause():
     cause = _timeout_cause(result)
     assert cause["status"] == "cause" and cause["findings"] == ["HCCL013"]
     assert "HCCL_CONNECT_TIMEOUT=60" in cause["here"]
-    assert cause["fix"] == ["export HCCL_CONNECT_TIMEOUT=900   # the same value on every rank"]
+    assert cause["fix"] == ["export HCCL_CONNECT_TIMEOUT=900  # the same value on every rank"]
     assert result["verdict"] == cause["here"]
 
 

@@ -22,6 +22,7 @@ from npudoctor.remedies.steps import (
     Export,
     InstallPackage,
     Interpreter,
+    Pipeline,
     PipInstall,
     PipUninstall,
     PodSpecField,
@@ -187,6 +188,9 @@ def command(remedy: Remedy) -> Optional[str]:
         return f"chmod +x {quote(remedy.path)} && ./{quote(remedy.path)}{args}"
     if isinstance(remedy, Command):
         return " ".join(_env(remedy.env) + [quote(a) for a in remedy.argv])
+    if isinstance(remedy, Pipeline):
+        line = " | ".join(" ".join(quote(a) for a in stage) for stage in remedy.stages)
+        return line + (f" > {quote(remedy.stdout)}" if remedy.stdout else "")
     if isinstance(remedy, DockerFlags):
         return " ".join(docker_words(remedy))
     if isinstance(remedy, SystemdSetting):

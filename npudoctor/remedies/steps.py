@@ -145,6 +145,18 @@ class Command:
 
 
 @dataclass(frozen=True)
+class Pipeline:
+    """Commands given as argv (each word quoted by the renderer) joined with ``|``, the
+    last one's output sent to the file ``stdout`` when given (``> /dev/null``):
+    ``dmesg | grep -i davinci | tail -50``."""
+
+    stages: Tuple[Tuple[str, ...], ...]
+    stdout: Optional[str] = None
+    lead: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class DockerFlags:
     """``docker run`` flags: ``--device /dev/davinciN`` per id of ``devices``,
     ``--device`` per path of ``control``, ``-v m:m`` per path of ``mounts``, ``-e K=V``
@@ -213,6 +225,7 @@ Remedy = Union[
     PipUninstall,
     RunFile,
     Command,
+    Pipeline,
     DockerFlags,
     PodSpecField,
     SystemdSetting,
@@ -231,6 +244,7 @@ KINDS = {
     PipUninstall: "pip-uninstall",
     RunFile: "run-file",
     Command: "command",
+    Pipeline: "pipeline",
     DockerFlags: "docker-flags",
     PodSpecField: "pod-spec-field",
     SystemdSetting: "systemd-setting",

@@ -1,14 +1,16 @@
-"""Markdown report, redacted, ready to paste into a bug report."""
+"""Markdown report, redacted, ready to paste into a bug report: the same summary, folding and\nfix order as the text report (:mod:`npudoctor.report.text`)."""
 
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from npudoctor.facts import Facts
 from npudoctor.facts.coverage import unchecked
 from npudoctor.findings import AREA_TITLES, Finding, counts
 from npudoctor.redact import Redactor, conceal_text
+from npudoctor.report.build import fix_list, folded_under, has_dependencies
+from npudoctor.report.summary import area_lines
 from npudoctor.snapshot import Snapshot, redact
 
 
@@ -31,33 +33,73 @@ def _stack_lines(snapshot: Snapshot) -> List[str]:
     return [f"| {k} | {v if v else '—'} |" for k, v in rows]
 
 
+def _cell(text: str) -> str:
+    """``text`` fit for one Markdown table cell (``|`` escaped, one line)."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _summary_lines(safe: Snapshot, findings: Sequence[Finding]) -> List[str]:
+    """The per-area summary of the text report as a table: mark (✓ ! ✗ –), area, what
+    was found (:func:`npudoctor.report.summary.area_lines`)."""
+    out = ["| | area | found |", "|---|---|---|"]
+    for item in area_lines(safe.facts, findings):
+        out.append(f"| {item.mark} | {_cell(item.title)} | {_cell(item.found) or '—'} |")
+    return out
+
+
+def _fix_block(f: Finding) -> List[str]:
+    return ["", "```text", *f.fix, "```"] if f.fix else []
+
+
 def render(snapshot: Snapshot, findings: Sequence[Finding]) -> str:
-    """The Markdown text (personal data removed with :func:`redact`)."""
+    """The Markdown text (personal data removed with :func:`redact`): the per-area summary
+    table, the stack's versions, one row per root-cause finding with its follow-on
+    symptoms folded under it (``because of``: :func:`npudoctor.report.build.folded_under`,
+    as in the text report), evidence and fixes of the root causes (symptoms listed under
+    their cause, without fixes), the ordered fix list when fixes depend on each other, and
+    the areas not checked."""
     safe = redact(snapshot)
-    summary = counts(findings)
+    folded: Dict[str, List[Finding]] = folded_under(findings)
+    hidden = {id(f) for group in folded.values() for f in group}
+    shown = [f for f in findings if id(f) not in hidden]
+    summary = counts(shown)
+    tally = f"{summary['error']} error(s), {summary['warning']} warning(s), {summary['info']} note(s)"
+    if hidden:
+        tally += f", {len(hidden)} follow-on finding(s) folded under their cause"
     out = [
         f"### npudoctor {safe.npudoctor_version} report",
         "",
-        f"{summary['error']} error(s), {summary['warning']} warning(s), {summary['info']} note(s).",
+        tally + ".",
+        "",
+        *_summary_lines(safe, findings),
         "",
         "| component | version |",
         "|---|---|",
         *_stack_lines(safe),
         "",
     ]
-    if findings:
+    if shown:
         out += ["| severity | code | finding |", "|---|---|---|"]
-        for f in findings:
-            title = f.title.replace("|", "\\|")
-            out.append(f"| {f.severity} | `{f.code}` {f.name} | {title} |")
+        for f in shown:
+            out.append(f"| {f.severity} | `{f.code}` {f.name} | {_cell(f.title)} |")
+            for s in folded.get(f.code, []):
+                out.append(f"| {s.severity} | ↳ `{s.code}` {s.name} | because of {f.code}: {_cell(s.title)} |")
         out.append("")
         out.append("<details><summary>evidence and fixes</summary>")
         out.append("")
-        for f in findings:
+        for f in shown:
             out.append(f"**{f.code}** {f.title}")
             out += [f"- evidence: {e}" for e in f.evidence]
-            if f.fix:
-                out += ["", "```text", *f.fix, "```"]
+            out += _fix_block(f)
+            symptoms = folded.get(f.code, [])
+            if symptoms:
+                out += ["", f"Because of this ({f.code}), also:", ""]
+                out += [f"- `{s.code}` {s.title}" for s in symptoms]
+            out.append("")
+        ordered = fix_list(shown) if has_dependencies(shown) else []
+        if len(ordered) > 1:
+            out += ["Fix in this order (driver → CANN → kernels/NNAL → set_env.sh → packages):", ""]
+            out += [f"{n}. `{f.code}` {f.title}" for n, f in enumerate(ordered, start=1)]
             out.append("")
         out.append("</details>")
     gaps = unchecked(safe.facts)

@@ -10,6 +10,7 @@ from typing import Callable, Iterable, List, Tuple
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.remedies import Command
 
 RuleFunc = Callable[..., Iterable[Finding]]
 
@@ -47,6 +48,6 @@ def internal_error(where: str, exc: object) -> Finding:
     return INTERNAL.finding(
         title=f"npudoctor failed in {where}: {first}",
         evidence=[str(text).strip()],
-        fix=["Please report this with `npudoctor check --markdown` output attached."],
+        fix=[Command(("npudoctor", "check", "--markdown"), lead="Please report this with the output of: ")],
         subject=where,
     )

@@ -16,10 +16,10 @@ from npudoctor.facts.devices import NpuSmi
 from npudoctor.facts.runtime_env import ContainerFacts, Mount
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
-from npudoctor.remedies import Remedy
-from npudoctor.rules import rule
+from npudoctor.remedies import DockerFlags, Pipeline, Prose, Remedy
+from npudoctor.rules import postprocess, rule
 from npudoctor.rules._devfacts import chip_nodes, docker_flags, parse_id_list, searched_path_text, stack_present
-from npudoctor.rules._world import host_mounts_fix, passthrough_fix, world
+from npudoctor.rules._world import HOST_MOUNTS, host_mounts_fix, passthrough_fix, world
 
 if TYPE_CHECKING:
     from npudoctor.engine import RuleContext
@@ -31,6 +31,12 @@ INSTALL_INFO_MISSING = codes.get("CTR004")
 CGROUP_DENIES = codes.get("CTR005")
 
 _MOUNT_DRIVER = ("/usr/local/Ascend/driver/lib64/", "/usr/local/Ascend/driver/version.info")
+
+#: The mount findings whose host paths one recreated container (or one pod spec) mounts
+#: together, in the order the first present one carries the merged fix.
+MOUNT_CODES = ("CTR002", "CTR003", "CTR004")
+
+_RECREATE = "Recreate the container with: "
 
 
 def _npu_intended(ctx: RuleContext) -> bool:
@@ -81,18 +87,18 @@ def container_devices(ctx: RuleContext) -> Iterable[Finding]:
             f"ASCEND_VISIBLE_DEVICES={wanted} is set, but it only works when the Ascend Docker Runtime "
             "creates the container"
         )
-        fix.append(
-            "Or install and select the Ascend Docker Runtime: `docker info | grep -i runtime` must list "
-            "ascend; then start the container with `docker run --runtime ascend -e ASCEND_VISIBLE_DEVICES="
-            + wanted
-            + "`"
-            " and your usual arguments"
-        )
-    else:
-        fix.append(
-            "Or use the Ascend Docker Runtime: start the container with `docker run --runtime ascend "
-            "-e ASCEND_VISIBLE_DEVICES=0` and your usual arguments"
-        )
+    fix += [
+        Pipeline(
+            (("docker", "info"), ("grep", "-i", "runtime")),
+            lead="Or use the Ascend Docker Runtime; on the host, check that it is installed: ",
+            note="must list ascend",
+        ),
+        DockerFlags(
+            runtime="ascend",
+            env=(("ASCEND_VISIBLE_DEVICES", wanted or "0"),),
+            lead="then recreate the container with your usual `docker run` arguments and: ",
+        ),
+    ]
     yield NO_DEVICES.finding(evidence=evidence, fix=fix)
 
 
@@ -115,8 +121,9 @@ def container_mounts(ctx: RuleContext) -> Iterable[Finding]:
             ev.append("ASCEND_RUNTIME_OPTIONS contains NODRV: the Ascend runtime was told not to mount the driver")
         yield DRIVER_NOT_MOUNTED.finding(
             evidence=ev,
-            fix=host_mounts_fix(ctx, _MOUNT_DRIVER, lead="Recreate the container with: ")
+            fix=host_mounts_fix(ctx, _MOUNT_DRIVER, lead=_RECREATE)
             + (["Or drop NODRV from ASCEND_RUNTIME_OPTIONS"] if nodrv else []),
+            data={"mounts": list(_MOUNT_DRIVER)},
         )
     smi = dev.npu_smi
     has_smi = bool(container.npu_smi_paths) or bool(smi.path)
@@ -130,8 +137,13 @@ def container_mounts(ctx: RuleContext) -> Iterable[Finding]:
         yield TOOLS_NOT_MOUNTED.finding(
             title="not mounted into this container: " + ", ".join(missing_tools),
             evidence=[f"{p}: not present" for p in missing_tools] + _smi_evidence(ctx, smi),
-            fix=host_mounts_fix(ctx, missing_tools, lead="Recreate the container with: ")
-            + ["(npu-smi lives in /usr/local/sbin on some hosts: mount /usr/local/sbin/npu-smi at the same path)"],
+            fix=host_mounts_fix(ctx, missing_tools, lead=_RECREATE)
+            + (
+                ["(npu-smi lives in /usr/local/sbin on some hosts: mount /usr/local/sbin/npu-smi at the same path)"]
+                if not has_smi
+                else []
+            ),
+            data={"mounts": missing_tools},
         )
     info = _mount(container, "/etc/ascend_install.info")
     if info is not None and not info.exists:
@@ -139,9 +151,59 @@ def container_mounts(ctx: RuleContext) -> Iterable[Finding]:
         yield INSTALL_INFO_MISSING.finding(
             evidence=["/etc/ascend_install.info: not present"]
             + ([f"CANN {cann_major}.x set_env.sh reads it"] if cann_major and cann_major >= 9 else []),
-            fix=host_mounts_fix(ctx, ["/etc/ascend_install.info"], lead="Recreate the container with: "),
+            fix=host_mounts_fix(ctx, ["/etc/ascend_install.info"], lead=_RECREATE),
             severity="warning" if cann_major and cann_major >= 9 else "info",
+            data={"mounts": ["/etc/ascend_install.info"]},
         )
+
+
+@postprocess
+def one_recreate_line(ctx: RuleContext, findings: List[Finding]) -> List[Finding]:
+    """One root cause for the user -- the container was created without the host's
+    mounts -- gets one fix: when two or more of CTR002, CTR003 and CTR004 are reported
+    (without CTR006), the first of them carries ONE
+    ``docker run`` flags step (in a pod: one ``volumes``/``volumeMounts`` pair) with the
+    host paths of all of them, plus their prose notes; the others point to it and name
+    it in ``data["because"]`` (folded under it by :func:`npudoctor.rules.order.fold_symptoms`
+    when it is at least as severe).  ``data["mounts"]`` of the first lists every path.
+    With CTR006 in a docker-style container, whose explicit ``docker run`` flags mount the
+    host's whole driver, dcmi, npu-smi and ascend_install.info, the mount findings point to
+    that one line instead (:func:`_point_to_npu_not_given`)."""
+    mounting = [f for code in MOUNT_CODES for f in findings if f.code == code and f.data.get("mounts")]
+    if any(f.code == "CTR006" for f in findings):
+        return _point_to_npu_not_given(ctx, findings, mounting)
+    if len(mounting) < 2:
+        return findings
+    root = mounting[0]
+    paths = list(dict.fromkeys(str(p) for f in mounting for p in f.data["mounts"]))
+    notes: List[Union[Remedy, str]] = [
+        Prose(line) for f in mounting for line, r in zip(f.fix, f.remedies) if r.get("kind") == "prose"
+    ]
+    merged = codes.get(root.code).finding(
+        title=root.title,
+        evidence=root.evidence,
+        fix=host_mounts_fix(ctx, paths, lead=_RECREATE) + notes,
+        severity=root.severity,
+        subject=root.subject,
+        data=dict(root.data, mounts=paths, mounts_of=[f.code for f in mounting]),
+        after=root.after,
+    )
+    if world(ctx) == "pod":
+        pointer = f"Mounted by the pod spec's volumes of {root.code}: one pod spec edit mounts all of them"
+    else:
+        pointer = f"Mounted by the `docker run` flags of {root.code}: one recreated container mounts all of them"
+    replaced = {id(root): merged}
+    for f in mounting[1:]:
+        replaced[id(f)] = codes.get(f.code).finding(
+            title=f.title,
+            evidence=f.evidence,
+            fix=[pointer],
+            severity=f.severity,
+            subject=f.subject,
+            data=dict(f.data, because=root.code, mounts_with=root.code),
+            after=f.after,
+        )
+    return [replaced.get(id(f), f) for f in findings]
 
 
 def _exists(mount: Optional[Mount]) -> bool:
@@ -234,3 +296,31 @@ def device_cgroup(ctx: RuleContext) -> Iterable[Finding]:
             "Or recreate the pod/container so that the runtime re-applies the device rules",
         ],
     )
+
+
+def _covered(path: str, mounts: Sequence[str]) -> bool:
+    """Whether mounting ``mounts`` (directories or files) also mounts ``path``."""
+    clean = path.rstrip("/")
+    return any(clean == m.rstrip("/") or clean.startswith(m.rstrip("/") + "/") for m in mounts)
+
+
+def _point_to_npu_not_given(ctx: RuleContext, findings: List[Finding], mounting: List[Finding]) -> List[Finding]:
+    """With CTR006 reported in a docker-style container: each mount finding whose paths the
+    explicit flags of CTR006's fix mount (:data:`npudoctor.rules._world.HOST_MOUNTS`)
+    points to that one ``docker run`` line instead of printing its own recreate line."""
+    if world(ctx) != "container":
+        return findings
+    replaced = {}
+    for f in mounting:
+        if not all(_covered(str(p), HOST_MOUNTS) for p in f.data["mounts"]):
+            continue
+        replaced[id(f)] = codes.get(f.code).finding(
+            title=f.title,
+            evidence=f.evidence,
+            fix=["Mounted by the explicit `docker run` flags of CTR006 (its second option), with the NPU itself"],
+            severity=f.severity,
+            subject=f.subject,
+            data=dict(f.data, mounts_with="CTR006"),
+            after=f.after,
+        )
+    return [replaced.get(id(f), f) for f in findings]

@@ -19,6 +19,7 @@ from npudoctor.facts.deep import DeepFacts, DeepStep
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.grades import Grade, Verdict, severity
+from npudoctor.remedies import Command
 from npudoctor.rules import postprocess, rule
 
 _STEP_TEXT = {
@@ -165,8 +166,11 @@ def deep_outcome(ctx: RuleContext) -> Iterable[Finding]:
             title=f"the deep probe hung in {where} and was killed after {deep.timeout} s",
             evidence=_common(deep) + [f"last stderr: {ln}" for ln in stderr_tail],
             fix=[
-                f"npudoctor check --deep --deep-timeout {int(float(deep.timeout or 120) * 2)}  (a busy box can take long)",
-                "npu-smi info  (is the NPU held by another process?)",
+                Command(
+                    ("npudoctor", "check", "--deep", "--deep-timeout", str(int(float(deep.timeout or 120) * 2))),
+                    note="a busy box can take long",
+                ),
+                Command(("npu-smi", "info"), note="is the NPU held by another process?"),
             ],
             data=dict(data, step=step),
         )
@@ -177,7 +181,13 @@ def deep_outcome(ctx: RuleContext) -> Iterable[Finding]:
         yield CRASHED.finding(
             title=f"the deep probe crashed with {deep.signal} in {where}",
             evidence=_common(deep) + _signature_lines(deep) + [f"stderr: {ln}" for ln in stderr_tail],
-            fix=_kb_fix(deep) or ["run `python -X faulthandler -c 'import torch, torch_npu'` to see the native stack"],
+            fix=_kb_fix(deep)
+            or [
+                Command(
+                    (ctx.view.python.executable or "python3", "-X", "faulthandler", "-c", "import torch, torch_npu"),
+                    note="shows the native stack of the crash",
+                )
+            ],
             data=dict(data, step=step, signal=deep.signal),
         )
         return

@@ -21,7 +21,7 @@ from npudoctor.facts.devices import Chip, NpuProcess, NpuSmi, NpuSmiCommand
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.parsers.numbers import to_int
-from npudoctor.remedies import DockerFlags, PrependPath, Remedy
+from npudoctor.remedies import Command, DockerFlags, Pipeline, PrependPath, Prose, Remedy
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import (
     chip_nodes,
@@ -204,8 +204,9 @@ def npu_smi_state(ctx: RuleContext) -> Iterable[Finding]:
             title=smi.error or NPU_SMI_HUNG.title,
             evidence=[smi.error or "npu-smi timed out", f"npu-smi: {smi.path}", *_hang_evidence(first)],
             fix=[
-                "dmesg | grep -i -E 'davinci|npu|hccs' | tail -50",
-                "Stop the jobs that hold the NPUs, then run `npu-smi info` again",
+                Pipeline((("dmesg",), ("grep", "-i", "-E", "davinci|npu|hccs"), ("tail", "-50"))),
+                Prose("Stop the jobs that hold the NPUs, then run npu-smi again:"),
+                Command(("npu-smi", "info")),
                 "If it still hangs: reboot the server (a driver/firmware upgrade needs a reboot)",
             ],
         )
@@ -249,8 +250,8 @@ def npu_smi_state(ctx: RuleContext) -> Iterable[Finding]:
             title=smi.error or NPU_SMI_CRASHED.title,
             evidence=[smi.error or "npu-smi was killed by a signal", f"npu-smi: {smi.path}"],
             fix=[
-                "dmesg | grep -i -E 'davinci|npu|dcmi|segfault' | tail -50",
-                "npu-smi info  # run it again by hand: a crash every time points at the driver",
+                Pipeline((("dmesg",), ("grep", "-i", "-E", "davinci|npu|dcmi|segfault"), ("tail", "-50"))),
+                Command(("npu-smi", "info"), note="run it again by hand: a crash every time points at the driver"),
                 "If the driver or firmware was just upgraded: reboot the server",
             ],
         )
@@ -259,8 +260,12 @@ def npu_smi_state(ctx: RuleContext) -> Iterable[Finding]:
             title=f"npu-smi failed: {(smi.message or smi.error or '')[:160]}",
             evidence=[smi.error or ""] + evidence,
             fix=[
-                "lsmod | grep -i drv  # the NPU driver modules must be loaded",
-                "ls -l /dev/davinci* /usr/local/dcmi  # nodes and the DCMI library must be present",
+                Pipeline((("lsmod",), ("grep", "-i", "drv")), note="the NPU driver modules must be loaded"),
+                Pipeline(
+                    (("ls", "-l", "/dev"), ("grep", "-E", "davinci|devmm_svm|hisi_hdc")),
+                    note="the NPU nodes must be present",
+                ),
+                Command(("ls", "-l", "/usr/local/dcmi"), note="the DCMI library must be present"),
             ],
             data={"code": smi.code},
         )
@@ -300,11 +305,19 @@ def chip_health(ctx: RuleContext) -> Iterable[Finding]:
             title += " (known benign alarm)"
         evidence.extend(f"known code {b}" for b in benign)
         first = bad[0]
-        fix = [f"npu-smi info -t health -i {npu} -c {first.chip_id or 0}  # Error Code and Error Information"]
+        chip_id = str(first.chip_id or 0)
+        fix: List[Union[Remedy, str]] = [
+            Command(
+                ("npu-smi", "info", "-t", "health", "-i", str(npu), "-c", chip_id),
+                note="Error Code and Error Information",
+            )
+        ]
         if critical:
             fix += [
                 "Stop the jobs on this NPU and collect `dmesg` and /var/log/npu/",
-                f"npu-smi set -t reset -i {npu} -c {first.chip_id or 0}  # resets the chip; or reboot",
+                Command(
+                    ("npu-smi", "set", "-t", "reset", "-i", str(npu), "-c", chip_id), note="resets the chip; or reboot"
+                ),
             ]
         elif not benign or unknown_codes:
             fix.append("Look the error code up in the Ascend health/alarm reference; many alarms are benign")
@@ -382,7 +395,7 @@ def device_nodes(ctx: RuleContext) -> Iterable[Finding]:
         ]
     else:
         fix = [
-            "lsmod | grep -i drv  # the NPU driver must be loaded",
+            Pipeline((("lsmod",), ("grep", "-i", "drv")), note="the NPU driver must be loaded"),
             "Reinstall the NPU driver package (Ascend HDK npu-driver) or reboot after a driver upgrade",
         ]
     yield NODES_MISSING.finding(

@@ -17,7 +17,7 @@ from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.parsers.numbers import to_int
 from npudoctor.parsers.ranktable import is_ip
-from npudoctor.remedies import Command, DockerFlags, Export, Remedy
+from npudoctor.remedies import Command, DockerFlags, Export, Pipeline, Remedy
 from npudoctor.rules import rule
 from npudoctor.rules._hccl_job import job_shape
 from npudoctor.rules._ranktable import layout_problems
@@ -169,7 +169,7 @@ def rank_table_layout(ctx: RuleContext) -> Iterable[Finding]:
         return
     path = _rt_path(h)
     problems = layout_problems(table)  # judged now, never taken from the snapshot
-    check = f"python3 -m json.tool {path} > /dev/null"
+    check = Pipeline((("python3", "-m", "json.tool", path),), stdout="/dev/null", note="silent when it is valid JSON")
     for p in problems:
         kind, msg = p.get("kind"), str(p.get("message", ""))
         fix: List[Union[Remedy, str]]
@@ -351,7 +351,7 @@ def hccl_network_variables(ctx: RuleContext) -> Iterable[Finding]:
             yield IF_IP_NOT_LOCAL.finding(
                 title=f"HCCL_IF_IP={value} is not an IP address",
                 evidence=[f"HCCL_IF_IP={value} (environment)"],
-                fix=[f"export HCCL_IF_IP={ours[0] if ours else '<this node’s host IP>'}"],
+                fix=[Export("HCCL_IF_IP", ours[0] if ours else None, unknown="this node's host IP")],
             )
         elif mine is not None and _norm_ip(value) not in mine:
             yield IF_IP_NOT_LOCAL.finding(
@@ -361,7 +361,12 @@ def hccl_network_variables(ctx: RuleContext) -> Iterable[Finding]:
                     f"this node's addresses ({local.source}): {', '.join(ours) or 'none'}",
                 ],
                 fix=[
-                    f"export HCCL_IF_IP={ours[0] if ours else '<this node’s host IP>'}   # one of: {', '.join(ours) or 'none found'}"
+                    Export(
+                        "HCCL_IF_IP",
+                        ours[0] if ours else None,
+                        unknown="this node's host IP",
+                        note=f"one of: {', '.join(ours) or 'none found'}",
+                    )
                 ],
             )
     ifname = variables.get("HCCL_SOCKET_IFNAME")
@@ -377,7 +382,12 @@ def hccl_network_variables(ctx: RuleContext) -> Iterable[Finding]:
                     f"interfaces here: {', '.join(interfaces)}",
                 ],
                 fix=[
-                    f"export HCCL_SOCKET_IFNAME={candidates[0] if candidates else '<interface>'}   # interfaces here: {', '.join(candidates) or 'none'}"
+                    Export(
+                        "HCCL_SOCKET_IFNAME",
+                        candidates[0] if candidates else None,
+                        unknown="the interface HCCL should use",
+                        note=f"interfaces here: {', '.join(candidates) or 'none'}",
+                    )
                 ],
             )
 
@@ -397,7 +407,7 @@ def hccl_timeouts(ctx: RuleContext) -> Iterable[Finding]:
                 title=f"{name}={value!r} is not a whole number of seconds",
                 evidence=[f"{name}={value} (environment)"],
                 fix=[
-                    f"export {name}={'900' if name == 'HCCL_CONNECT_TIMEOUT' else '1800'}   # same value on every rank"
+                    Export(name, "900" if name == "HCCL_CONNECT_TIMEOUT" else "1800", note="same value on every rank")
                 ],
                 subject=name,
             )
@@ -406,7 +416,7 @@ def hccl_timeouts(ctx: RuleContext) -> Iterable[Finding]:
         yield EXEC_ZERO.finding(
             title="HCCL_EXEC_TIMEOUT=0: not a reliable 'no timeout'",
             evidence=["HCCL_EXEC_TIMEOUT=0 (environment)"],
-            fix=["export HCCL_EXEC_TIMEOUT=1800   # or larger; the same value on every rank"],
+            fix=[Export("HCCL_EXEC_TIMEOUT", "1800", note="or larger; the same value on every rank")],
         )
     conn = variables.get("HCCL_CONNECT_TIMEOUT")
     procs = _job(ctx)["multi_process"]
@@ -418,7 +428,7 @@ def hccl_timeouts(ctx: RuleContext) -> Iterable[Finding]:
                 title=f"HCCL_CONNECT_TIMEOUT={conn} is below HCCL's default 120 s in a multi-process job; "
                 "ranks that start far apart hit EI0006",
                 evidence=[f"HCCL_CONNECT_TIMEOUT={conn}", "several ranks: " + "; ".join(procs.get("reasons") or [])],
-                fix=["export HCCL_CONNECT_TIMEOUT=900   # the same value on every rank"],
+                fix=[Export("HCCL_CONNECT_TIMEOUT", "900", note="the same value on every rank")],
             )
         return
     if conn is None or (_INT.match(conn) and int(conn) < 300):
@@ -428,7 +438,7 @@ def hccl_timeouts(ctx: RuleContext) -> Iterable[Finding]:
         yield CONNECT_SHORT.finding(
             title=f"{shown} in a multi-node job; slow-starting ranks hit EI0006",
             evidence=[shown, "multi-node: " + "; ".join(reasons)],
-            fix=["export HCCL_CONNECT_TIMEOUT=900   # the same value on every rank"],
+            fix=[Export("HCCL_CONNECT_TIMEOUT", "900", note="the same value on every rank")],
         )
 
 

@@ -13,6 +13,7 @@ from typing import Iterable, Optional, Set, Tuple
 from npudoctor.engine import RuleContext
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.remedies import Export, PrependPath
 from npudoctor.rules import rule
 from npudoctor.rules._pyfacts import cann_present
 
@@ -57,7 +58,7 @@ def libgomp_static_tls(ctx: RuleContext) -> Iterable[Finding]:
             f"{gomp.path} exists",
             f"LD_PRELOAD: {gomp.ld_preload or '(empty)'}",
         ],
-        fix=[f"export LD_PRELOAD={gomp.path}{':$LD_PRELOAD' if gomp.ld_preload else ''}"],
+        fix=[PrependPath("LD_PRELOAD", (str(gomp.path),)) if gomp.ld_preload else Export("LD_PRELOAD", str(gomp.path))],
         subject=str(gomp.path),
     )
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.remedies import Command
 from npudoctor.rules import postprocess, rule
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ def matrix_loaded(ctx: RuleContext) -> Iterable[Finding]:
         yield MATRIX_UNAVAILABLE.finding(
             evidence=[str(prov["error"])],
             fix=[
-                "npudoctor matrix verify FILE   # shows every problem of a matrix file",
+                Command(("npudoctor", "matrix", "verify"), note="shows every problem of the matrix in use"),
                 "drop --matrix to use the bundled matrix, or run: " + REFRESH_CMD,
             ],
         )

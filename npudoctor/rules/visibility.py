@@ -10,13 +10,14 @@ Codes DEV030–DEV033.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple, Union
 
 from npudoctor.facts.devices import DevicesFacts, Visibility
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.parsers.numbers import to_int
 from npudoctor.parsers.ranktable import id_ranges
+from npudoctor.remedies import Command, Export, Remedy
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import (
     chip_nodes,
@@ -92,9 +93,13 @@ def visibility(ctx: RuleContext) -> Iterable[Finding]:
                 "set to empty string, which means Ascend NPU support is disabled')"
             ],
             fix=[
-                "unset ASCEND_RT_VISIBLE_DEVICES  # or export ASCEND_RT_VISIBLE_DEVICES="
-                + ",".join(str(i) for i in range(count or 1))
-                + " (0-based ids of the visible devices)"
+                Command(("unset", "ASCEND_RT_VISIBLE_DEVICES")),
+                Export(
+                    "ASCEND_RT_VISIBLE_DEVICES",
+                    ",".join(str(i) for i in range(count or 1)),
+                    lead="or: ",
+                    note="0-based ids of the visible devices",
+                ),
             ],
             data={"effective": []},
         )
@@ -137,8 +142,11 @@ def visibility(ctx: RuleContext) -> Iterable[Finding]:
                 ),
                 fix=[
                     docker_flags(sorted(set(ids)), control=[], lead="Mount only the allocated devices: "),
-                    "Or set, for the process: export ASCEND_RT_VISIBLE_DEVICES="
-                    + ",".join(str(i) for i, n in enumerate(sorted(nodes)) if n in set(ids)),
+                    Export(
+                        "ASCEND_RT_VISIBLE_DEVICES",
+                        ",".join(str(i) for i, n in enumerate(sorted(nodes)) if n in set(ids)),
+                        lead="Or set, for the process: ",
+                    ),
                 ],
             )
     cuda = vis.cuda_visible_devices
@@ -146,7 +154,7 @@ def visibility(ctx: RuleContext) -> Iterable[Finding]:
         yield CUDA_VISIBLE.finding(
             title=f"CUDA_VISIBLE_DEVICES={cuda} is set but has no effect on NPUs",
             evidence=[f"CUDA_VISIBLE_DEVICES={cuda}", "ASCEND_RT_VISIBLE_DEVICES is not set"],
-            fix=[f"export ASCEND_RT_VISIBLE_DEVICES={cuda}"],
+            fix=[Export("ASCEND_RT_VISIBLE_DEVICES", cuda)],
         )
     did = vis.ascend_device_id
     if did is not None and did.strip() != "":
@@ -162,7 +170,7 @@ def visibility(ctx: RuleContext) -> Iterable[Finding]:
                 title=bad,
                 evidence=[f"ASCEND_DEVICE_ID={did!r}" if not did.strip().isdecimal() else f"ASCEND_DEVICE_ID={did}"]
                 + _visible_evidence(dev, rt, rt_ids, nodes),
-                fix=["export ASCEND_DEVICE_ID=0  # an index into the visible devices"],
+                fix=[Export("ASCEND_DEVICE_ID", "0", note="an index into the visible devices")],
             )
 
 
@@ -215,7 +223,11 @@ def _non_first_cards(ctx: RuleContext, av: str, ids: List[int], nodes: List[int]
     ]
     if not ascending:
         evidence.append(f"ASCEND_VISIBLE_DEVICES={av} is not in ascending order")
-    fix = [f"export ASCEND_RT_VISIBLE_DEVICES={logical}  # logical ids of the {len(nodes)} device(s) in this container"]
+    fix: List[Union[Remedy, str]] = [
+        Export(
+            "ASCEND_RT_VISIBLE_DEVICES", logical, note=f"logical ids of the {len(nodes)} device(s) in this container"
+        )
+    ]
     if kube:
         fix.append(
             "Kubernetes: set ASCEND_RT_VISIBLE_DEVICES in the pod spec next to the device plugin's "
@@ -285,7 +297,11 @@ def _check_rt(raw: str, count: Optional[int], nodes: List[int]) -> Tuple[Optiona
             + [f"devices visible to this process: {count if count is not None else 'unknown'}"]
             + [f"CANN would use: {effective or 'no device'}"],
             fix=[
-                f"export ASCEND_RT_VISIBLE_DEVICES={suggestion}  # unique, ascending, 0-based ids of the visible devices"
+                Export(
+                    "ASCEND_RT_VISIBLE_DEVICES",
+                    suggestion,
+                    note="unique, ascending, 0-based ids of the visible devices",
+                )
             ],
             data={"effective": effective},
         ),

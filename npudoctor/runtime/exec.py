@@ -68,11 +68,13 @@ class CheckResult:
     (:class:`npudoctor.findings.Finding`) or why there are none (``failure``: npudoctor
     failed, or an npu-smi hung on a node not starved of CPU -- an error; ``unknown``:
     ``{area: reason}`` the budget left unfinished, which is not an error: unknown is not
-    unhealthy, as for ``npudoctor health``)."""
+    unhealthy, as for ``npudoctor health``); ``python_choice``: which interpreter was judged
+    without ``--python`` (see :class:`npudoctor.runtime.quick.QuickResult`)."""
 
     findings: List[Any] = field(default_factory=list)
     failure: Optional[str] = None
     unknown: Dict[str, str] = field(default_factory=dict)
+    python_choice: Optional[str] = None
 
     @property
     def errors(self) -> int:
@@ -121,7 +123,7 @@ def quick_checks(plan: EnvPlan, request: ExecRequest) -> CheckResult:
     if outcome.error is not None or outcome.value is None:
         exc = outcome.error
         return CheckResult(failure=f"npudoctor failed: {type(exc).__name__}: {exc}")
-    return CheckResult(findings=list(outcome.value.findings))
+    return CheckResult(findings=list(outcome.value.findings), python_choice=outcome.value.python_choice)
 
 
 def finding_lines(result: CheckResult, quiet: bool = False) -> List[str]:
@@ -190,6 +192,8 @@ def run_exec(
         for note in plan.notes:
             say(f"npudoctor: {note}")
     result = quick_checks(plan, request)
+    if result.python_choice and not request.quiet:
+        say(printable(f"npudoctor: {result.python_choice}", limit=600))
     for line in finding_lines(result, quiet=request.quiet):
         say(line)
     if request.strict and result.errors:

@@ -294,7 +294,10 @@ def _note(note: Optional[str]) -> None:
 def evaluate_health(options: HealthOptions, budget: Budget, progress: Optional[Progress] = None) -> Dict[str, Any]:
     """Run the quick evaluation; return the result document ``{"status": "healthy" |
     "unhealthy", "problems": [line], "findings": [finding dict], "chips": int,
-    "duration_s": float, "summary": str}``.
+    "duration_s": float, "summary": str, "not_checked": {area: reason}}``, plus
+    ``"python_choice"`` (which interpreter was judged and how to point it elsewhere) when
+    no ``--python`` was given and npudoctor runs from a venv of its own (pipx) or judged
+    the active venv/conda environment instead of its own.
 
     ``budget.step`` names the step in progress; ``progress`` (when given) records the
     sections finished, for :func:`timed_out_verdict`.  With ``options.exec_env`` the
@@ -326,7 +329,7 @@ def evaluate_health(options: HealthOptions, budget: Budget, progress: Optional[P
         for area, reason in result.unchecked.items()
         if area in required
     ]
-    return {
+    doc: Dict[str, Any] = {
         "status": "unhealthy" if problems else "healthy",
         "problems": problems,
         "findings": [f.to_dict() for f in result.findings],
@@ -336,6 +339,9 @@ def evaluate_health(options: HealthOptions, budget: Budget, progress: Optional[P
         "not_checked": dict(result.unchecked),
         "environment": judged,
     }
+    if result.python_choice:
+        doc["python_choice"] = result.python_choice
+    return doc
 
 
 def _unhealthy(line: str, **extra: Any) -> Dict[str, Any]:

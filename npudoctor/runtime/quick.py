@@ -67,12 +67,16 @@ class QuickResult:
     ``chips`` (NPU chips seen by ``npu-smi info``), ``summary`` (``"8 NPU chip(s), CANN
     8.0.0, torch_npu 2.1.0.post10"``, possibly empty), ``unchecked`` (``{area: reason}``
     of the areas probed but not judged, :func:`npudoctor.facts.coverage.unchecked`, within
-    ``--only``/``--skip``)."""
+    ``--only``/``--skip``), ``python_choice`` (without ``--python``: which interpreter was
+    judged and why, when npudoctor runs from a venv of its own or an active environment
+    was chosen over its own -- :func:`npudoctor.cli.pyselect.default_choice`; else
+    ``None``)."""
 
     findings: List[Any]
     chips: int = 0
     summary: str = ""
     unchecked: Dict[str, str] = field(default_factory=dict)
+    python_choice: Optional[str] = None
 
     def failing(self, fail_on: str = "error") -> List[Any]:
         """Findings of severity ``error`` (``fail_on="warning"``: and ``warning``)."""
@@ -123,11 +127,16 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
         raise ValueError(conflict)
     if machine.root and not os.path.isdir(machine.root):
         raise ValueError(f"--root {machine.root}: not a directory")
-    python = machine.python
+    python, choice = machine.python, None
     if python:
         from npudoctor.cli.pyselect import resolve
 
         python = resolve(python, machine.root)  # a venv/conda directory or env name: its bin/python
+    elif not machine.root and not machine.from_file:
+        from npudoctor.cli.pyselect import default_choice
+
+        # like check: from npudoctor's own venv (pipx), the active venv/conda env is judged
+        python, choice = default_choice(diagnosed_environ(machine, request.environ))
     options = Options(
         python=python,
         user=machine.user,
@@ -202,7 +211,13 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
         for area, reason in unchecked(snapshot.facts).items()
         if (not options.only or area in options.only) and area not in options.skip
     }
-    return QuickResult(findings=findings, chips=len(view.devices.chips), summary=_summary(view), unchecked=gaps)
+    return QuickResult(
+        findings=findings,
+        chips=len(view.devices.chips),
+        summary=_summary(view),
+        unchecked=gaps,
+        python_choice=choice,
+    )
 
 
 #: Seconds a cut-short check still waits for the rules and matrix being loaded, to judge
