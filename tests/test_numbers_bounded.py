@@ -16,9 +16,9 @@ from npudoctor.facts.devices import DeviceNode
 from npudoctor.parsers.accounts import parse_group, parse_passwd
 from npudoctor.parsers.df import parse_df
 from npudoctor.parsers.numbers import numbers_in, to_int
+from npudoctor.parsers.procstatus import _ids
 from npudoctor.parsers.release_notes import html_tables
 from npudoctor.probes import _ldso
-from npudoctor.parsers.procstatus import _ids
 from npudoctor.probes.python import _parse_version
 from npudoctor.rules import _world
 from npudoctor.rules._cannfacts import major_minor
