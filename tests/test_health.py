@@ -231,6 +231,17 @@ def test_cache_ttl_reuses_the_result_and_says_how_old_it_is(tmp_path):
     assert assert_contract(third) == ["unhealthy: DEV010 NPU 3 health is Critical"]
 
 
+def test_cache_key_follows_the_active_environment(tmp_path):
+    """Without --python health judges the active virtualenv/conda environment: another
+    active environment is another verdict, never the cached one of the first."""
+    scenario = prepare(HEALTHY, tmp_path / "s")
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    for active in ({"VIRTUAL_ENV": str(tmp_path / "venv-a")}, {"VIRTUAL_ENV": str(tmp_path / "venv-b")}, {}):
+        health(scenario, "--cache-ttl", "60", "--timeout", "5", env=dict(active, XDG_RUNTIME_DIR=str(runtime)))
+    assert len(list(runtime.glob("npudoctor-health-*.json"))) == 3
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to plant a file owned by another uid")
 def test_cache_file_owned_by_someone_else_is_not_trusted(tmp_path):
     scenario = prepare(REPO / "tests/scenarios/health-chip-critical", tmp_path / "s")

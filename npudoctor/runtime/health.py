@@ -219,11 +219,19 @@ def options_from_args(args: argparse.Namespace) -> HealthOptions:
     )
 
 
+#: Variables that choose the Python judged without ``--python`` (part of the cache key).
+ACTIVE_ENV_VARS = ("VIRTUAL_ENV", "CONDA_PREFIX")
+
+
 def _cache_path(options: HealthOptions) -> str:
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
     # the budget and the cache policies do not change what is judged: one verdict for all
     judged = dataclasses.replace(options, timeout=DEFAULT_TIMEOUT, cache_ttl=0.0, fallback_ttl=0.0, verbose=False)
-    key = hashlib.sha256(json.dumps(dataclasses.asdict(judged), sort_keys=True).encode()).hexdigest()[:16]
+    what = dataclasses.asdict(judged)
+    # without --python the active virtualenv / conda environment is judged: another one is
+    # another verdict (pyselect.default_choice)
+    what["active_env"] = [os.environ.get(name, "") for name in ACTIVE_ENV_VARS]
+    key = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
     return os.path.join(base, f"npudoctor-health-{os.getuid()}-{key}.json")
 
 
