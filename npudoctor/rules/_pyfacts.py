@@ -124,9 +124,12 @@ def python_short(ctx: RuleContext) -> Optional[str]:
 
 def marker_env(ctx: RuleContext) -> Dict[str, str]:
     """PEP 508 marker variables of the target interpreter (machine: the interpreter's,
-    else :func:`platform`)."""
+    else :func:`platform`); made once per rule context (rules ask per distribution)."""
+    cached: Optional[Dict[str, str]] = getattr(ctx, "_marker_env", None)
+    if cached is not None:
+        return dict(cached)
     py = ctx.view.python
-    return marker_environment(
+    env = marker_environment(
         {
             "version_info": list(py.version_info),
             "version": py.version,
@@ -134,6 +137,8 @@ def marker_env(ctx: RuleContext) -> Dict[str, str]:
             "machine": py.machine if py.machine is not None else platform(ctx),
         }
     )
+    setattr(ctx, "_marker_env", env)  # noqa: B010 -- a per-context memo, not a field
+    return dict(env)
 
 
 def cann_version(ctx: RuleContext) -> Optional[str]:
