@@ -75,3 +75,25 @@ def test_a_repeated_ld_library_path_is_searched_once_per_directory(tmp_path: Pat
     assert loader["ld_library_path"] == entries
     verdict = clirun.npudoctor("check", "--from", str(out), "--json", cwd=REPO)
     assert "LIB001" in {f["code"] for f in json.loads(verdict.stdout)["findings"]}
+
+
+def test_a_huge_site_packages_reads_record_files_only_for_named_cuda_distributions(tmp_path: Path) -> None:
+    """Over FULL_READ_LIMIT distributions the frameworks probe does not read every RECORD
+    (100,000 of them cost seconds): a distribution the CUDA-only data names is still
+    recognised from its files, an unnamed one's RECORD is left unread, and the facts say so."""
+    from npudoctor.engine import Options, collect
+
+    site = tmp_path / SITE.lstrip("/")
+    site.mkdir(parents=True)
+    for i in range(packages.FULL_READ_LIMIT):
+        _dist(site, f"filler{i}", "1.0")
+    _dist(site, "nvidia_cuda_runtime_cu12", "12.1.105")
+    (site / "nvidia_cuda_runtime_cu12-12.1.105.dist-info" / "RECORD").write_text(
+        "nvidia/cuda_runtime/lib/libcudart.so.12,,\n"
+    )
+    (site / "filler7-1.0.dist-info" / "RECORD").write_text("filler7/lib/libcudart.so.12,,\n")
+    host = Host(root=str(tmp_path), environ={"PATH": "/usr/bin:/bin"})
+    snap = collect(host, Options(python=None), sections=["host", "python", "packages", "frameworks"])
+    frameworks = snap.facts["frameworks"]
+    assert [c["name"] for c in frameworks["cuda"]] == ["nvidia_cuda_runtime_cu12"]
+    assert any("distributions only indexed" in e for e in frameworks["errors"])

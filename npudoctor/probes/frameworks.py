@@ -160,8 +160,19 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
     errors: List[str] = []
     out: Dict[str, Any] = {"vllm_ascend": None, "torch_npu_description": None, "cuda": [], "errors": errors}
     budget: Dict[str, Any] = {"so": 0, "until": time.monotonic() + ctx.options.remaining(TIME_BUDGET)}
+    # a site-packages so big that the packages probe only indexed it (issue 20's scale): the
+    # RECORD of a distribution is read only when the CUDA-only data names it or its METADATA
+    # was read (the distributions rules judge by name)
+    indexed_only = packages.get("indexed_only") if isinstance(packages, dict) else None
+    if isinstance(indexed_only, int) and indexed_only > 0:
+        errors.append(
+            f"{indexed_only} distributions only indexed (a very large site-packages): their RECORD files "
+            "are read only for the distributions the CUDA-only data names"
+        )
     for rec in _first_records(packages if isinstance(packages, dict) else {}):
         name = canonical_name(str(rec.get("name") or ""))
+        if indexed_only and not rec.get("metadata") and entry_for(name) is None:
+            continue
         if name == "vllm-ascend":
             out["vllm_ascend"] = _vllm_ascend(host, rec)
         elif name == "torch-npu" and _prerelease(str(rec.get("version") or "")):
