@@ -97,3 +97,25 @@ def test_a_huge_site_packages_reads_record_files_only_for_named_cuda_distributio
     frameworks = snap.facts["frameworks"]
     assert [c["name"] for c in frameworks["cuda"]] == ["nvidia_cuda_runtime_cu12"]
     assert any("distributions only indexed" in e for e in frameworks["errors"])
+
+
+def test_an_environment_too_large_to_start_npu_smi_is_the_environments_finding(tmp_path: Path) -> None:
+    """A 15,000-entry LD_LIBRARY_PATH (~200 KB) is over Linux's 128 KiB per environment string:
+    execve of npu-smi fails with E2BIG for real.  The owner is the environment (ENV007), not
+    the driver (DEV004)."""
+    example = REPO / "examples" / "healthy-910b3"
+    lines = [ln for ln in (example / "env").read_text().splitlines() if not ln.startswith("LD_LIBRARY_PATH=")]
+    lines.append("LD_LIBRARY_PATH=" + ":".join(f"/opt/lib{i}" for i in range(15000)))
+    env_file = tmp_path / "env"
+    env_file.write_text("\n".join(lines) + "\n")
+    result = clirun.npudoctor(
+        "check", "--root", str(example / "root"), "--env-file", str(env_file), "--json",
+        env={"PATH": f"{example / 'bin'}:/usr/bin:/bin", "HOME": "/root"},
+    )  # fmt: skip
+    doc = json.loads(result.stdout)
+    codes = [f["code"] for f in doc["findings"]]
+    assert "ENV007" in codes and "DEV004" not in codes
+    f = next(f for f in doc["findings"] if f["code"] == "ENV007")
+    assert f["subject"] == "LD_LIBRARY_PATH" and f["severity"] == "error"
+    assert any(e.startswith("LD_LIBRARY_PATH: ") and "bytes" in e for e in f["evidence"])
+    assert any("Argument list too long" in e for e in f["evidence"])

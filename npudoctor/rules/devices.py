@@ -43,6 +43,9 @@ NPU_SMI_HUNG = codes.get("DEV001")
 DEVICE_BUSY = codes.get("DEV002")
 NPU_SMI_MISSING = codes.get("DEV003")
 NPU_SMI_FAILED = codes.get("DEV004")
+ENV_TOO_LARGE = codes.get("ENV007")
+#: Longest single environment string execve accepts (MAX_ARG_STRLEN: 32 pages of 4 KiB).
+MAX_ARG_STRLEN = 32 * 4096
 NPU_SMI_CRASHED = codes.get("DEV005")
 CHIP_UNHEALTHY = codes.get("DEV010")
 CHIP_PROCESSES = codes.get("DEV011")
@@ -255,6 +258,8 @@ def npu_smi_state(ctx: RuleContext) -> Iterable[Finding]:
                 "If the driver or firmware was just upgraded: reboot the server",
             ],
         )
+    elif "Argument list too long" in (smi.error or ""):
+        yield _environment_too_large(ctx, smi.error or "")
     elif cause in ("permission", "driver", "unparsed"):
         yield NPU_SMI_FAILED.finding(
             title=f"npu-smi failed: {(smi.message or smi.error or '')[:160]}",
@@ -269,6 +274,31 @@ def npu_smi_state(ctx: RuleContext) -> Iterable[Finding]:
             ],
             data={"code": smi.code},
         )
+
+
+def _environment_too_large(ctx: RuleContext, error: str) -> Finding:
+    """ENV007: npu-smi could not be started because the environment is too large for execve
+    (E2BIG): the owner is the environment (a profile or script), not the driver."""
+    current = ctx.view.environment.current
+    sizes = sorted(((len(k) + 1 + len(v), k) for k, v in current.items()), reverse=True)
+    long = [(n, k) for n, k in sizes if n > MAX_ARG_STRLEN] or sizes[:1]
+    evidence = [f"starting npu-smi failed: {error}"]
+    evidence += [f"{k}: {n:,} bytes (one environment string may hold at most {MAX_ARG_STRLEN:,})" for n, k in long]
+    name = long[0][1] if long else None
+    entries = current.get(name, "").split(":") if name else []
+    if name and len(entries) > 1:
+        unique = list(dict.fromkeys(e for e in entries if e))
+        evidence.append(f"{name} has {len(entries):,} entries, {len(unique):,} of them different")
+    return ENV_TOO_LARGE.finding(
+        title=(f"Programs cannot be started with this environment: {name} is too long" if name else None),
+        evidence=evidence,
+        fix=[
+            "Start from a clean environment (a new login shell) and source set_env.sh once; remove "
+            f"the code that keeps adding to {name or 'the variable'} (a profile, or a script that "
+            "sources set_env.sh again and again)"
+        ],
+        subject=name,
+    )
 
 
 @rule
