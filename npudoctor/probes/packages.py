@@ -123,7 +123,7 @@ def indexed_record(location: str, entry: str, name: str, version: Optional[str],
         "name": name,
         "version": version,
         "location": location,
-        "dist_info": location + "/" + entry,
+        "dist_info": posixpath.join(location, entry),
         "kind": "dist-info" if entry.endswith(".dist-info") else "egg-info",
         "metadata": None,
         "requires_dist": [],
@@ -140,21 +140,9 @@ def read_record(host: Host, location: str, entry: str, user_site: bool) -> Dict[
     """One record (see the module docstring) for ``<location>/<entry>``."""
     path = posixpath.join(location, entry)
     dir_name, dir_version = split_dist_dir(entry)
-    kind = "dist-info" if entry.endswith(".dist-info") else "egg-info"
-    rec: Dict[str, Any] = {
-        "name": dir_name,
-        "version": dir_version,
-        "location": location,
-        "dist_info": path,
-        "kind": kind,
-        "requires_dist": [],
-        "requires_python": None,
-        "wheel_tags": [],
-        "installer": None,
-        "user_site": user_site,
-        "editable": False,
-        "metadata_error": None,
-    }
+    rec = indexed_record(location, entry, dir_name, dir_version, user_site)
+    del rec["metadata"]  # set below when a METADATA/PKG-INFO file is read
+    kind = rec["kind"]
     is_dir = host.is_dir(path)
     if kind == "dist-info":
         meta_path = posixpath.join(path, "METADATA")
