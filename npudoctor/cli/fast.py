@@ -48,9 +48,10 @@ def dispatch(argv: Sequence[str], env: Environment) -> Optional[int]:
 
 
 def _explain(args: List[str], env: Environment) -> Optional[int]:
-    flags = {a for a in args if a.startswith("-")}
+    options = [a for a in args if a.startswith("-")]
     codes = [a for a in args if not a.startswith("-")]
-    if not flags <= {"--json", "--list"} or len(codes) > 1 or len(flags) < sum(a.startswith("-") for a in args):
+    flags = set(options)
+    if not flags <= {"--json", "--list"} or len(flags) < len(options) or len(codes) > 1:
         return None  # other options, repeats: Typer's parsing and messages
     if not codes and "--list" not in flags:
         return None  # "give a CODE": Typer's usage error

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import zlib
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from npudoctor.host import read_capped
 from npudoctor.parsers import jsontext
@@ -108,9 +108,6 @@ def _lines(label: str, data: bytes) -> Iterator[Tuple[str, Any]]:
             yield where, Document(_json(line), line)
         except (ValueError, RecursionError) as exc:
             yield where, f"not valid JSON: {exc}"
-
-
-Task = Union[Tuple[str, str, bool], Tuple[str, Any]]
 
 
 def _plan(paths: Iterable[str], stdin: Optional[Any]) -> List[Tuple[str, Any]]:
