@@ -2,8 +2,8 @@
 
 Issue 14 (native libraries of the whole NPU environment) is tested on files made here
 with the compilers of this machine, never on hand-written bytes: ``gcc``/``g++`` for
-x86_64, ``aarch64-linux-gnu-gcc``/``-g++`` for aarch64 when installed (they are not on
-the project's machine today: :func:`toolchain` returns ``None`` and aarch64 cases skip),
+x86_64, ``aarch64-linux-gnu-gcc``/``-g++`` for aarch64 (``.ci/run`` installs them; where
+they are missing :func:`toolchain` returns ``None`` and aarch64 cases skip),
 and ``gcc -m32 -nostdlib`` for a 32-bit i386 file (a wrong-architecture library; there
 is no 32-bit libc here, so only ``nostdlib`` builds work for it).
 
