@@ -136,11 +136,9 @@ def audit(
             rec["error"] = info.error
             out.append(rec)
             continue
-        if info.machine != resolver.arch or info.bits != resolver.bits:
-            rec["error"] = (
-                f"wrong architecture: {info.machine} {info.bits}-bit, the loader here is {resolver.arch} "
-                f"{resolver.bits}-bit"
-            )
+        foreign = wrong_architecture(info, resolver)
+        if foreign:
+            rec["error"] = foreign
             out.append(rec)
             continue
         origin = posixpath.dirname(host.resolve(path))
@@ -157,6 +155,38 @@ def audit(
         if rec["unresolved"] or rec["version_needs"]:
             out.append(rec)
     return out
+
+
+def wrong_architecture(info: Any, resolver: Resolver) -> Optional[str]:
+    """``"wrong architecture: x86_64 64-bit, the loader here is aarch64 64-bit"`` when the
+    ELF file ``info`` (read without error) is not of the loader's machine and class (ld.so
+    refuses it: ``wrong ELF class`` / ``cannot open shared object file``), else ``None``."""
+    if info.error or (info.machine == resolver.arch and info.bits == resolver.bits):
+        return None
+    return f"wrong architecture: {info.machine} {info.bits}-bit, the loader here is {resolver.arch} {resolver.bits}-bit"
+
+
+def split_foreign(
+    records: List[Dict[str, Any]], key: str, resolver: Resolver, read: Callable[[str], Any]
+) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    """``(kept, foreign)``: the extension records (``key``: the field holding the file's
+    path) whose file is of the loader's architecture, and a stack record (``"where":
+    "extension"``, ``error`` the wrong architecture) for each of the others, once per file.
+    An x86_64 extension module in an aarch64 environment is neither an extension built for
+    another torch_npu nor a need of GLIBC_2.2.5: ld.so refuses the file, and the stack's
+    unreadable-files note names it."""
+    kept: List[Dict[str, Any]] = []
+    foreign: List[Dict[str, Any]] = []
+    seen = set()
+    for rec in records:
+        path = str(rec.get(key) or "")
+        why = wrong_architecture(read(path), resolver) if path else None
+        if why is None:
+            kept.append(rec)
+        elif path not in seen:
+            seen.add(path)
+            foreign.append({"path": path, "where": "extension", "unresolved": [], "version_needs": {}, "error": why})
+    return kept, foreign
 
 
 def install_roots(host: Host, facts: Dict[str, Any], env: Dict[str, Any]) -> Tuple[str, ...]:

@@ -228,8 +228,11 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         return out
 
     first = read_elf(_real(host, roots[0]))
-    arch = first.machine or (facts.get("host") or {}).get("arch") or env_facts.get("arch") or "x86_64"
-    bits = first.bits or 64
+    # The loader is the machine's (its /bin/sh, or this process when live); torch_npu's own
+    # files tell it only when the machine's architecture is unknown.
+    machine = (facts.get("host") or {}).get("arch")
+    arch = machine or first.machine or env_facts.get("arch") or "x86_64"
+    bits = first.bits if first.machine == arch and first.bits else 64
     # Each directory once, first place kept: the loader's answer is the same, and a
     # 15,000-entry LD_LIBRARY_PATH of a few hundred directories is searched as those.
     ld_path = list(dict.fromkeys(posixpath.normpath(p) for p in host.env_paths("LD_LIBRARY_PATH") if p.startswith("/")))
@@ -241,6 +244,15 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         "default_dirs": resolver.default_dirs,
         "hwcaps": resolver.hwcaps,
     }
+    if not first.error and (first.machine != arch or first.bits != bits):
+        # pip installs wheels of the interpreter's platform: torch_npu's WHEEL tag rule says
+        # which wheel this is; its load chain cannot be judged against this machine's loader
+        errors.append(
+            f"{roots[0]}: {_inventory.wrong_architecture(first, resolver)}: torch_npu's libraries not followed"
+        )
+        _stack(host, facts, env_facts, resolver, {}, set(), cache, out, start + TIME_BUDGET, errors)
+        out["duration"] = round(_now() - start, 3)
+        return out
     root_has_libc = bool(resolver.search("libc.so.6", [], [])[0])
 
     # torch's libraries count as loaded (import torch runs first).
@@ -351,6 +363,16 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         versions=versions,
         owned={p: d for p, d in npu_package_files(host, facts).items() if p not in objects},
     )
+
+    def elf_of(p: str) -> Any:
+        return read_elf(_real(host, p))
+
+    # extension modules of another architecture: one unreadable-file record each, not judged
+    out["symbols"]["extensions"], foreign = _inventory.split_foreign(
+        out["symbols"]["extensions"], "object", resolver, elf_of
+    )
+    versions, more = _inventory.split_foreign(versions, "path", resolver, elf_of)
+    versions += [r for r in more if r["path"] not in {f["path"] for f in foreign}] + foreign
     _stack(host, facts, env_facts, resolver, loaded, set(objects), cache, out, deadline, errors, versions)
     out["duration"] = round(_now() - start, 3)
     return out

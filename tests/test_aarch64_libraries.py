@@ -1,0 +1,369 @@
+"""The library audit on an aarch64 machine (issue 14; Kunpeng + Ascend): ``check --root`` on
+the aarch64 tree of :mod:`armworld` (real aarch64 ELF files built with
+aarch64-linux-gnu-gcc/g++, the cross toolchain's real aarch64 glibc 2.36 / libstdc++ of GCC
+12 as the OS libraries), one problem per test.  Skips without the cross compilers."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from armworld import LIB64, SITE, TOOLKIT, arm_world_fixture  # noqa: F401  (session fixture arm_world)
+from elfbuild import (
+    EXTENSION_SOURCE,
+    GLIBCXX_STUB_MAP,
+    GLIBCXX_STUB_SOURCE,
+    LIBM_STUB_MAP,
+    LIBM_STUB_SOURCE,
+    TORCH_NPU_SOURCE,
+    ElfBuilder,
+    extension_name,
+    toolchain,
+)
+from realc10 import TORCH_CHECK_FAIL
+from scenario_runner import prepare, run_check
+
+from npudoctor.parsers.cxxabi import torch_cxx11_abi
+from npudoctor.parsers.elf import read_elf
+from npudoctor.triage import triage_text
+
+OLD_ABI = ["-D_GLIBCXX_USE_CXX11_ABI=0"]
+LOADER = "LD_LIBRARY_PATH as set_env.sh sets it: "
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("NPUDOCTOR_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _scenario(arm_world, tmp_path) -> Path:
+    return prepare(arm_world.scenario, tmp_path)
+
+
+def _lib_findings(run):
+    assert run.doc is not None, run.stderr
+    return [f for f in run.doc["findings"] if f["code"].startswith("LIB")]
+
+
+def _x86(tmp_path) -> ElfBuilder:
+    if toolchain("x86_64") is None:
+        pytest.skip("no gcc for x86_64")
+    return ElfBuilder(tmp_path / "x86", "x86_64")
+
+
+def test_control_aarch64_stack_loads(arm_world, tmp_path):
+    """The control: every library of torch_npu, CANN and the driver resolves with the
+    aarch64 loader's search (multiarch /lib/aarch64-linux-gnu, RPATH $ORIGIN, set_env.sh's
+    LD_LIBRARY_PATH); no LIB finding."""
+    run = run_check(_scenario(arm_world, tmp_path))
+    assert _lib_findings(run) == []
+    facts = run.doc["facts"]
+    assert facts["host"]["arch"] == "aarch64"
+    assert facts["host"]["arch_source"] == "ELF header of /bin/sh"
+    lib = facts["libraries"]
+    assert lib["errors"] == [] and lib["missing"] == []
+    assert lib["loader"]["default_dirs"][:2] == ["/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu"]
+    assert lib["loader"]["hwcaps"] == []  # glibc defines no glibc-hwcaps level for aarch64
+    res = {r["name"]: (r["status"], r["via"], r["path"]) for r in lib["resolution"]}
+    assert res["libtorch_npu.so"] == ("found", "RPATH", f"/{SITE}/torch_npu/lib/libtorch_npu.so")
+    assert res["libc10.so"][:2] == ("torch", "already loaded")
+    assert res["libascendcl.so"] == (
+        "found",
+        "LD_LIBRARY_PATH",
+        "/usr/local/Ascend/ascend-toolkit/latest/lib64/libascendcl.so",
+    )
+    assert res["libascend_hal.so"] == (
+        "found",
+        "LD_LIBRARY_PATH",
+        "/usr/local/Ascend/driver/lib64/driver/libascend_hal.so",
+    )
+    assert res["libstdc++.so.6"] == ("found", "default dirs", "/lib/aarch64-linux-gnu/libstdc++.so.6")
+    # the real aarch64 glibc 2.36 and GCC 12 libstdc++ of the root
+    glibc = lib["glibc"]
+    assert glibc["provided"] == {"GLIBC": ["GLIBC_2.36"], "GLIBCXX": ["GLIBCXX_3.4.30"], "CXXABI": ["CXXABI_1.3.13"]}
+    assert glibc["defined"]["libc.so.6"][0] == "GLIBC_2.17"  # aarch64's first glibc symbol version
+    assert lib["torch_cxx11_abi"] is False  # the old-ABI libc10.so of the tree
+    assert lib["symbols"]["torch"]["missing_count"] == 0 and lib["symbols"]["torch"]["checked"] >= 1
+    assert lib["symbols"]["cann"]["missing_count"] == 0
+    assert [s for s in lib["stack"] if s["error"] or s["unresolved"]] == []
+
+
+def test_built_files_are_aarch64(arm_world):
+    for name in ("sh", "libascendcl", "npu_smi", "libc10", "libtorch_npu", "torch_npu_C"):
+        info = read_elf(str(arm_world[name]))
+        assert (info.error, info.machine, info.bits) == (None, "aarch64", 64), name
+    assert read_elf(str(arm_world["torch_npu_C"])).rpath == ["$ORIGIN/lib"]
+    assert arm_world["torch_npu_C"].name == "_C.cpython-311-aarch64-linux-gnu.so"
+
+
+def test_extension_needing_a_library_on_no_path_names_it_and_runpath_origin_resolves(arm_world, tmp_path):
+    """A KV-cache transfer engine linking libhccl.so: the copy with RUNPATH $ORIGIN finds its
+    libkv_deps.so beside it; the same library built without RUNPATH cannot: one LIB005."""
+    scenario = _scenario(arm_world, tmp_path)
+    kv = scenario / "root" / SITE / "kv_engine"
+    b = arm_world.builder
+    dep = b.stub_library(kv / "libkv_deps.so", "libkv_deps.so", ["kv_dep"])
+    src = "void HcclCommInitRootInfo(void);\nvoid kv_dep(void);\nvoid kv(void) { HcclCommInitRootInfo(); kv_dep(); }\n"
+    b.build(kv / "libkv_transfer.so", src, soname="libkv_transfer.so", needed=["libhccl.so", dep], runpath=["$ORIGIN"])
+    b.build(kv / "libkv_plain.so", src, soname="libkv_plain.so", needed=["libhccl.so", dep])
+    run = run_check(scenario)
+    (f,) = _lib_findings(run)
+    assert f["code"] == "LIB005" and f["severity"] == "error"
+    assert f["title"] == "libkv_plain.so (kv_engine) cannot load: libkv_deps.so found on no loader path"
+    assert "kv_engine/libkv_plain.so links libhccl.so" in f["evidence"]
+    assert f["data"]["unresolved"] == ["libkv_deps.so"]
+    assert f["fix"][0].startswith("Rebuild kv_engine against the installed torch_npu 2.1.0.post10 and CANN")
+    checks = {Path(c["object"]).name: c for c in run.doc["facts"]["libraries"]["symbols"]["extensions"]}
+    assert checks["libkv_transfer.so"]["unresolved"] == []  # $ORIGIN/libkv_deps.so
+    assert checks["libkv_transfer.so"]["missing_count"] == 0  # HcclCommInitRootInfo: libhccl.so
+
+
+def test_driver_library_missing_names_the_driver(arm_world, tmp_path):
+    """libascend_hal.so (needed by CANN's libascendcl.so) absent from the driver: LIB001
+    owned by the NPU driver, fix: reinstall the driver (not the toolkit)."""
+    scenario = _scenario(arm_world, tmp_path)
+    (scenario / "root/usr/local/Ascend/driver/lib64/driver/libascend_hal.so").unlink()
+    run = run_check(scenario)
+    (f,) = _lib_findings(run)
+    assert f["code"] == "LIB001"
+    assert f["title"] == (
+        "libascend_hal.so cannot be loaded: it ships with the NPU driver, but the driver 24.1.rc2 at "
+        "/usr/local/Ascend/driver lacks it (an incomplete install)"
+    )
+    assert "owner: NPU driver" in f["evidence"]
+    assert f["fix"][0].startswith("Reinstall the NPU driver on this host")
+    assert "op_tiling/lib/linux/aarch64" in next(e for e in f["evidence"] if e.startswith("LD_LIBRARY_PATH="))
+
+
+def test_npu_smi_needing_a_driver_library_found_nowhere(arm_world, tmp_path):
+    scenario = _scenario(arm_world, tmp_path)
+    (scenario / "root/usr/local/Ascend/driver/lib64/driver/libdrvdsmi_host.so").unlink()
+    run = run_check(scenario)
+    (f,) = _lib_findings(run)
+    assert f["code"] == "LIB007" and f["severity"] == "warning"
+    assert f["title"].startswith("libdrvdsmi_host.so cannot be loaded: it ships with the NPU driver")
+    assert "owner: NPU driver" in f["evidence"]
+    stack = {Path(o["path"]).name: o for o in run.doc["facts"]["libraries"]["stack"]}
+    assert stack["npu-smi"]["unresolved"] == ["libdrvdsmi_host.so"]
+    assert stack["npu-smi"]["version_needs"]["libc.so.6"]  # a real aarch64 program's GLIBC needs
+    log = "npu-smi: error while loading shared libraries: libdrvdsmi_host.so: cannot open shared object file\n"
+    doc = triage_text(log, facts=run.doc["facts"])
+    assert {(t["code"], t["by"]) for t in doc["tied"]} == {("LIB007", "the library libdrvdsmi_host.so")}
+
+
+def test_version_needs_above_the_aarch64_glibc_and_libstdcxx(arm_world, tmp_path):
+    """CANN's ccec needing GLIBC_2.99 through libm.so.6 and a Triton build needing
+    GLIBCXX_3.4.99 / CXXABI_1.3.99: judged against the root's real aarch64 libm (up to
+    GLIBC_2.35) and libstdc++ (GLIBCXX_3.4.30, CXXABI_1.3.13); one LIB002 per library."""
+    scenario = _scenario(arm_world, tmp_path)
+    root = scenario / "root"
+    b = arm_world.builder
+    stubs = tmp_path / "stubs"
+    libm = b.build(stubs / "libm/libm.so.6", LIBM_STUB_SOURCE, soname="libm.so.6", version_script=LIBM_STUB_MAP)
+    cxx = b.build(
+        stubs / "cxx/libstdc++.so.6", GLIBCXX_STUB_SOURCE, soname="libstdc++.so.6", version_script=GLIBCXX_STUB_MAP
+    )
+    b.build(
+        root / TOOLKIT / "aarch64-linux/bin/ccec",
+        "void npudoctor_libm_2_99(void);\nint main(void) { npudoctor_libm_2_99(); return 0; }\n",
+        shared=False,
+        needed=[libm],
+    )
+    b.build(
+        root / SITE / "triton/_C/libtriton.so",
+        "void npudoctor_glibcxx_3_4_99(void);\nvoid npudoctor_cxxabi_1_3_99(void);\n"
+        "void npudoctor_triton_init(void) { npudoctor_glibcxx_3_4_99(); npudoctor_cxxabi_1_3_99(); }\n",
+        soname="libtriton.so",
+        needed=[cxx],
+    )
+    run = run_check(scenario)
+    found = {f["subject"]: f for f in _lib_findings(run)}
+    assert set(found) == {"libm.so.6", "libstdc++.so.6"}
+    libm_f = found["libm.so.6"]
+    assert libm_f["code"] == "LIB002" and libm_f["severity"] == "error"
+    assert libm_f["title"] == "/lib/aarch64-linux-gnu/libm.so.6 lacks GLIBC_2.99 needed by the CANN toolkit's ccec"
+    assert "/lib/aarch64-linux-gnu/libm.so.6 provides up to GLIBC_2.35" in libm_f["evidence"]
+    assert any("the OS owns /lib/aarch64-linux-gnu/libm.so.6" in line for line in libm_f["fix"])
+    cxx_f = found["libstdc++.so.6"]
+    assert cxx_f["title"] == (
+        "/lib/aarch64-linux-gnu/libstdc++.so.6 lacks CXXABI_1.3.99, GLIBCXX_3.4.99 needed by the triton wheel"
+    )
+    assert "/lib/aarch64-linux-gnu/libstdc++.so.6 provides up to GLIBCXX_3.4.30" in cxx_f["evidence"]
+    log = (
+        "/usr/local/Ascend/ascend-toolkit/latest/bin/ccec: /lib/aarch64-linux-gnu/libm.so.6: "
+        "version `GLIBC_2.99' not found (required by /usr/local/Ascend/ascend-toolkit/latest/bin/ccec)\n"
+    )
+    doc = triage_text(log, facts=run.doc["facts"])
+    assert {(t["code"], t["by"]) for t in doc["tied"]} == {("LIB002", "the library libm.so")}
+
+
+def test_extension_built_against_another_torch_npu(arm_world, tmp_path):
+    """An aarch64 extension built against a newer torch_npu (c10_npu::NPUCachingAllocator::
+    emptyCache, absent from the installed aarch64 libtorch_npu.so): one LIB005."""
+    scenario = _scenario(arm_world, tmp_path)
+    ext = arm_world.builder.build(
+        scenario / "root" / SITE / "npu_ext" / extension_name("_C", "aarch64"),
+        EXTENSION_SOURCE,
+        lang="c++",
+        needed=[arm_world["libtorch_npu_newer"]],
+        runpath=["$ORIGIN/../torch_npu/lib"],
+        flags=OLD_ABI,
+    )
+    run = run_check(scenario)
+    (f,) = _lib_findings(run)
+    assert f["code"] == "LIB005"
+    assert f["title"] == (
+        "_C.cpython-311-aarch64-linux-gnu.so (npu_ext) was built against another torch_npu/CANN than the installed ones"
+    )
+    assert f["evidence"] == [
+        f"1 of 4 symbols of npu_ext/{ext.name} are not exported by torch_npu/lib/libtorch_npu.so",
+        "undefined: _ZN7c10_npu19NPUCachingAllocator10emptyCacheEb",
+    ]
+    (check,) = run.doc["facts"]["libraries"]["symbols"]["extensions"]
+    assert check["unresolved"] == [] and check["links"] == ["libtorch_npu.so"]
+    log = "ImportError: npu_ext/_C.so: undefined symbol: _ZN7c10_npu19NPUCachingAllocator10emptyCacheEb\n"
+    doc = triage_text(log, facts=run.doc["facts"])
+    (group,) = doc["known"]
+    assert group["id"] == "undefined-symbol-c10-npu"
+    (cause,) = [c for c in group["causes"] if c["findings"] == ["LIB005"]]
+    assert cause["status"] == "cause"
+
+
+def test_custom_op_wheel_shadows_the_toolkits_libopapi(arm_world, tmp_path):
+    scenario = _scenario(arm_world, tmp_path)
+    site = scenario / "root" / SITE
+    stray = site / "cust_opapi" / "lib"
+    arm_world.builder.stub_library(stray / "libopapi.so", "libopapi.so", ["aclnnAdd"])
+    dist = site / "cust_opapi-1.2.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: cust-opapi\nVersion: 1.2.0\n")
+    (dist / "RECORD").write_text("cust_opapi/lib/libopapi.so,,\ncust_opapi-1.2.0.dist-info/RECORD,,\n")
+    spec = scenario / "scenario.toml"
+    stray_dir = f"/{SITE}/cust_opapi/lib"
+    spec.write_text(spec.read_text().replace('LD_LIBRARY_PATH = "', f'LD_LIBRARY_PATH = "{stray_dir}:', 1))
+    run = run_check(scenario)
+    (f,) = _lib_findings(run)
+    assert f["code"] == "LIB008" and f["severity"] == "warning"
+    assert f["title"] == f"libopapi.so of the CANN toolkit is shadowed by {stray_dir}/libopapi.so"
+    assert any("via LD_LIBRARY_PATH, owner: the cust-opapi 1.2.0 wheel" in line for line in f["evidence"])
+
+
+def test_a_wrong_architecture_copy_on_the_path_is_skipped_as_ld_so_does(arm_world, tmp_path):
+    """An x86_64 libhccl.so first on LD_LIBRARY_PATH: ld.so skips a file of another machine
+    and takes the toolkit's aarch64 copy; nothing is missing nor shadowed."""
+    scenario = _scenario(arm_world, tmp_path)
+    stray = scenario / "root/opt/x86libs"
+    _x86(tmp_path).stub_library(stray / "libhccl.so", "libhccl.so", ["HcclCommInitRootInfo"])
+    spec = scenario / "scenario.toml"
+    spec.write_text(spec.read_text().replace('LD_LIBRARY_PATH = "', 'LD_LIBRARY_PATH = "/opt/x86libs:', 1))
+    run = run_check(scenario)
+    assert _lib_findings(run) == []
+    res = {r["name"]: r for r in run.doc["facts"]["libraries"]["resolution"]}
+    assert res["libhccl.so"]["path"] == "/usr/local/Ascend/ascend-toolkit/latest/lib64/libhccl.so"
+    assert run.doc["facts"]["libraries"]["stack_shadowed"] == []
+
+
+def test_x86_64_files_in_an_aarch64_tree_are_one_note(arm_world, tmp_path):
+    """An x86_64 library in the toolkit's lib64 and an x86_64 NPU extension module in
+    site-packages: one LIB009 note naming both; the extension is not reported as built for
+    another torch_npu, nor as needing GLIBC_2.2.5 (x86_64's base version) of the aarch64 libc."""
+    scenario = _scenario(arm_world, tmp_path)
+    root = scenario / "root"
+    x86 = _x86(tmp_path)
+    x86.stub_library(root / LIB64 / "libforeign.so", "libforeign.so", ["aclInit"])
+    ext = x86.build(
+        root / SITE / "npu_x86" / extension_name("_C", "x86_64"),
+        EXTENSION_SOURCE,
+        lang="c++",
+        needed=["libtorch_npu.so"],
+    )
+    run = run_check(scenario)
+    (f,) = _lib_findings(run)
+    assert f["code"] == "LIB009" and f["severity"] == "info"
+    assert f["title"] == "2 ELF files of the NPU stack could not be read"
+    wrong = "wrong architecture: x86_64 64-bit, the loader here is aarch64 64-bit"
+    assert f["evidence"] == [
+        f"/{SITE}/npu_x86/{ext.name} (extension): {wrong}",
+        f"/usr/local/Ascend/ascend-toolkit/latest/lib64/libforeign.so (toolkit lib64): {wrong}",
+    ]
+    assert f["fix"] == [
+        "Reinstall the package that owns them (CANN toolkit, the npu_x86 wheel) if the stack loads them"
+    ]
+    assert run.doc["facts"]["libraries"]["symbols"]["extensions"] == []
+
+
+def test_an_x86_64_torch_npu_on_an_aarch64_machine_is_the_wheel_tag_finding(arm_world, tmp_path):
+    """torch_npu's x86_64 wheel copied into an aarch64 environment (a venv from another
+    machine): the WHEEL tag finding (PY004) says so; the library audit keeps the machine's
+    loader (aarch64) and reports none of CANN's aarch64 libraries as missing or foreign."""
+    scenario = _scenario(arm_world, tmp_path)
+    site = scenario / "root" / SITE
+    x86 = _x86(tmp_path)
+    (site / "torch_npu" / extension_name("_C", "aarch64")).unlink()
+    (site / "torch_npu/lib/libtorch_npu.so").unlink()
+    lib = x86.build(
+        site / "torch_npu/lib/libtorch_npu.so",
+        TORCH_NPU_SOURCE,
+        lang="c++",
+        soname="libtorch_npu.so",
+        needed=["libc10.so", "libascendcl.so", "libhccl.so"],
+        rpath=["$ORIGIN/../../torch/lib"],
+        flags=OLD_ABI,
+    )
+    x86.build(
+        site / "torch_npu" / extension_name("_C", "x86_64"), "int PyInit__C;\n", needed=[lib], rpath=["$ORIGIN/lib"]
+    )
+    wheel = site / "torch_npu-2.1.0.post10.dist-info/WHEEL"
+    wheel.write_text(wheel.read_text().replace("aarch64", "x86_64"))
+    run = run_check(scenario)
+    assert _lib_findings(run) == []
+    (py,) = [f for f in run.doc["findings"] if f["code"] == "PY004"]
+    assert "built for x86_64, this machine is aarch64" in py["title"]
+    lib_facts = run.doc["facts"]["libraries"]
+    assert lib_facts["errors"] == [
+        f"/{SITE}/torch_npu/_C.cpython-311-x86_64-linux-gnu.so: wrong architecture: x86_64 64-bit, "
+        "the loader here is aarch64 64-bit: torch_npu's libraries not followed"
+    ]
+    assert [s for s in lib_facts["stack"] if s["error"]] == []
+
+
+def test_an_aarch64_library_in_an_x86_64_tree_is_one_note(arm_world, tmp_path):
+    """The reverse: an aarch64 libascendcl.so copied into the x86_64 toolkit of scenario k03."""
+    k03 = Path(__file__).resolve().parent / "scenarios" / "k03-extension-other-torch-npu"
+    scenario = prepare(k03, tmp_path)
+    lib64 = scenario / "root/usr/local/Ascend/ascend-toolkit/8.0.0/lib64"
+    shutil.copyfile(arm_world["libascendcl"], lib64 / "libacl_arm.so")
+    run = run_check(scenario)
+    (f,) = [f for f in _lib_findings(run) if f["code"] == "LIB009"]
+    assert f["evidence"] == [
+        "/usr/local/Ascend/ascend-toolkit/latest/lib64/libacl_arm.so (toolkit lib64): "
+        "wrong architecture: aarch64 64-bit, the loader here is x86_64 64-bit"
+    ]
+    assert {g["code"] for g in _lib_findings(run)} == {"LIB005", "LIB009"}  # k03's own problem + this one
+
+
+@pytest.mark.parametrize("abi", [0, 1])
+def test_c10_abi_of_an_aarch64_libc10(arm_world, tmp_path, abi):
+    """torch's C++ ABI from the aarch64 compiler's real mangling of
+    ``c10::detail::torchCheckFail(…, std::string const&)``: ``…RKSs`` with
+    ``-D_GLIBCXX_USE_CXX11_ABI=0``, ``…RKNSt7__cxx1112basic_string…`` with ``=1``; the
+    whole check reads it from the tree's torch/lib/libc10.so."""
+    from elfbuild import C10_SOURCE
+
+    scenario = _scenario(arm_world, tmp_path)
+    c10 = scenario / "root" / SITE / "torch/lib/libc10.so"
+    arm_world.builder.build(c10, C10_SOURCE, lang="c++", soname="libc10.so", flags=[f"-D_GLIBCXX_USE_CXX11_ABI={abi}"])
+    assert read_elf(str(c10)).machine == "aarch64"
+    assert torch_cxx11_abi(c10.read_bytes()) == (bool(abi), TORCH_CHECK_FAIL[abi])
+    run = run_check(scenario)
+    lib = run.doc["facts"]["libraries"]
+    assert lib["torch_cxx11_abi"] is bool(abi)
+    assert lib["abi_source"] == f"/{SITE}/torch/lib/libc10.so"
+    # torch_npu of the tree is an old-ABI build: against a C++11 libc10 its torchCheckFail is missing
+    if abi:
+        (f,) = _lib_findings(run)
+        assert f["code"] == "LIB003"
+        assert f"undefined: {TORCH_CHECK_FAIL[0]}" in f["evidence"]
+    else:
+        assert _lib_findings(run) == []
