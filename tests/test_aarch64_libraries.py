@@ -6,6 +6,7 @@ aarch64-linux-gnu-gcc/g++, the cross toolchain's real aarch64 glibc 2.36 / libst
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from scenario_runner import prepare, run_check
 
 from npudoctor.parsers.cxxabi import torch_cxx11_abi
 from npudoctor.parsers.elf import read_elf
+from npudoctor.parsers.ldcache import NEW_MAGIC
 from npudoctor.triage import triage_text
 
 OLD_ABI = ["-D_GLIBCXX_USE_CXX11_ABI=0"]
@@ -367,3 +369,88 @@ def test_c10_abi_of_an_aarch64_libc10(arm_world, tmp_path, abi):
         assert f"undefined: {TORCH_CHECK_FAIL[0]}" in f["evidence"]
     else:
         assert _lib_findings(run) == []
+
+
+# --------------------------------------------------------------------------- ld.so.cache
+LDCONFIG = shutil.which("ldconfig") or ("/sbin/ldconfig" if Path("/sbin/ldconfig").exists() else None)
+DRIVER_DIRS = (
+    "/usr/local/Ascend/driver/lib64",
+    "/usr/local/Ascend/driver/lib64/common",
+    "/usr/local/Ascend/driver/lib64/driver",
+)
+#: glibc sysdeps/generic/ldconfig.h: FLAG_ELF_LIBC6 | FLAG_X8664_LIB64 and | FLAG_AARCH64_LIB64
+X8664_LIBC6, AARCH64_LIBC6 = 0x0303, 0x0A03
+
+
+def _driver_cache(arm_world, tmp_path, flags: int) -> bytes:
+    """The ld.so.cache ``ldconfig -r`` writes for the driver's directories listed in
+    ld.so.conf.d, with every entry's architecture flags set to ``flags``.
+
+    This machine's ldconfig indexes only x86_64 files, so it runs on x86_64 copies of the
+    driver's libraries (same names, same sonames); an aarch64 ldconfig writes the same
+    table with FLAG_AARCH64_LIB64 (0x0a00) in place of FLAG_X8664_LIB64 (0x0300)."""
+    import struct
+
+    if LDCONFIG is None:
+        pytest.skip("ldconfig not available")
+    x86 = _x86(tmp_path)
+    root = tmp_path / "ldconfig-root"
+    for name in ("libascend_hal.so", "libdrvdsmi_host.so", "libc_sec.so"):
+        sub = "common" if name == "libc_sec.so" else "driver"
+        x86.stub_library(root / f"usr/local/Ascend/driver/lib64/{sub}/{name}", name, ["f"])
+    conf = root / "etc/ld.so.conf"
+    (conf.parent / "ld.so.conf.d").mkdir(parents=True)
+    conf.write_text("include /etc/ld.so.conf.d/*.conf\n")
+    (conf.parent / "ld.so.conf.d/ascend.conf").write_text("\n".join(DRIVER_DIRS) + "\n")
+    proc = subprocess.run(
+        [LDCONFIG, "-X", "-r", str(root), "-C", "/etc/ld.so.cache", "-f", "/etc/ld.so.conf"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    cache = root / "etc/ld.so.cache"
+    if not cache.exists():
+        pytest.skip(f"ldconfig -r did not write a cache: {proc.stderr[-300:]}")
+    data = bytearray(cache.read_bytes())
+    assert data.startswith(NEW_MAGIC), "glibc >= 2.32 writes the new format only"
+    (count,) = struct.unpack_from("<I", data, 20)
+    for i in range(count):
+        off = 48 + 24 * i
+        (old,) = struct.unpack_from("<i", data, off)
+        assert old == X8664_LIBC6
+        struct.pack_into("<i", data, off, flags)
+    return bytes(data)
+
+
+@pytest.mark.parametrize("flags", [AARCH64_LIBC6, X8664_LIBC6])
+def test_driver_directories_through_ld_so_cache_of_aarch64_flavour(arm_world, tmp_path, flags):
+    """The driver's directories in /etc/ld.so.conf.d + ``ldconfig`` instead of
+    LD_LIBRARY_PATH (LIB001's other fix): an aarch64 cache serves libascend_hal.so; a cache
+    whose entries are x86-64 ones (an image's cache written on another machine) serves
+    nothing to the aarch64 loader: LIB001 names the driver."""
+    scenario = _scenario(arm_world, tmp_path)
+    root = scenario / "root"
+    (root / "etc/ld.so.conf.d").mkdir(parents=True)
+    (root / "etc/ld.so.conf").write_text("include /etc/ld.so.conf.d/*.conf\n")
+    (root / "etc/ld.so.conf.d/ascend.conf").write_text("\n".join(DRIVER_DIRS) + "\n")
+    (root / "etc/ld.so.cache").write_bytes(_driver_cache(arm_world, tmp_path, flags))
+    spec = scenario / "scenario.toml"
+    text = spec.read_text()
+    for d in DRIVER_DIRS:
+        text = text.replace(f":{d}", "")
+    spec.write_text(text)
+    run = run_check(scenario)
+    lib = run.doc["facts"]["libraries"]
+    assert lib["loader"]["cache"] == {"path": "/etc/ld.so.cache", "format": "new", "entries": 3, "error": None}
+    assert not any("/driver/" in d for d in lib["loader"]["ld_library_path"])
+    res = {r["name"]: r for r in lib["resolution"]}
+    if flags == AARCH64_LIBC6:
+        assert res["libascend_hal.so"]["via"] == "ld.so.cache"
+        assert res["libascend_hal.so"]["path"] == "/usr/local/Ascend/driver/lib64/driver/libascend_hal.so"
+        assert res["libc_sec.so"]["via"] == "ld.so.cache"
+        assert _lib_findings(run) == []
+    else:
+        assert res["libascend_hal.so"]["status"] == "missing"
+        (f,) = _lib_findings(run)
+        assert f["code"] == "LIB001"
+        assert f["title"] == "libascend_hal.so, libc_sec.so are in the NPU driver but not on the loader path"
