@@ -22,7 +22,7 @@ from elfbuild import (
     extension_name,
     toolchain,
 )
-from realc10 import TORCH_CHECK_FAIL
+from realc10 import TORCH_CHECK_FAIL, real_c10_fixture  # noqa: F401  (session fixture real_c10)
 from scenario_runner import prepare, run_check
 
 from npudoctor.parsers.cxxabi import torch_cxx11_abi
@@ -454,3 +454,24 @@ def test_driver_directories_through_ld_so_cache_of_aarch64_flavour(arm_world, tm
         (f,) = _lib_findings(run)
         assert f["code"] == "LIB001"
         assert f["title"] == "libascend_hal.so, libc_sec.so are in the NPU driver but not on the loader path"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["old", "new"])
+def test_real_aarch64_libc10_in_the_tree(arm_world, real_c10, tmp_path, kind):
+    """The real aarch64 libc10.so of PyPI's torch 2.5.1 (old ABI; NEEDED
+    ld-linux-aarch64.so.1, RPATH $ORIGIN) and 2.6.0 (C++11 ABI) in the tree: the ABI is read
+    from c10's own std::string mangling; their symbol versions (GLIBC_2.17,
+    GLIBCXX_3.4.19 / 3.4.22) fit the root's aarch64 glibc 2.36 and GCC 12 libstdc++."""
+    scenario = _scenario(arm_world, tmp_path)
+    shutil.copyfile(real_c10[kind], scenario / "root" / SITE / "torch/lib/libc10.so")
+    run = run_check(scenario)
+    lib = run.doc["facts"]["libraries"]
+    assert lib["torch_cxx11_abi"] is (kind == "new")
+    (rec,) = [s for s in lib["stack"] if s["path"].endswith("/torch/lib/libc10.so")]
+    cxx = "GLIBCXX_3.4.19" if kind == "old" else "GLIBCXX_3.4.22"
+    assert rec["version_needs"]["libc.so.6"] == ["GLIBC_2.17"]
+    assert cxx in rec["version_needs"]["libstdc++.so.6"]
+    assert "LIB002" not in {f["code"] for f in _lib_findings(run)}
+    # the tree's torch_npu is an old-ABI build: only the C++11 libc10 lacks its torchCheckFail
+    assert [f["code"] for f in _lib_findings(run)] == ([] if kind == "old" else ["LIB003"])
