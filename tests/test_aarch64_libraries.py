@@ -96,6 +96,16 @@ def test_built_files_are_aarch64(arm_world):
         info = read_elf(str(arm_world[name]))
         assert (info.error, info.machine, info.bits) == (None, "aarch64", 64), name
     assert read_elf(str(arm_world["torch_npu_C"])).rpath == ["$ORIGIN/lib"]
+    acl = read_elf(str(arm_world["libascendcl"]))
+    assert (acl.soname, acl.needed, acl.runpath) == (
+        "libascendcl.so",
+        ["libascend_hal.so", "libc_sec.so", "libc.so.6"],
+        ["$ORIGIN"],
+    )
+    npu = read_elf(str(arm_world["libtorch_npu"]))
+    assert npu.soname == "libtorch_npu.so" and npu.rpath == ["$ORIGIN/../../torch/lib"]
+    assert npu.needed[:3] == ["libc10.so", "libascendcl.so", "libhccl.so"]
+    assert npu.version_needs == {"libc.so.6": ["GLIBC_2.17"]}  # aarch64's first glibc version
     assert arm_world["torch_npu_C"].name == "_C.cpython-311-aarch64-linux-gnu.so"
 
 
@@ -475,3 +485,56 @@ def test_real_aarch64_libc10_in_the_tree(arm_world, real_c10, tmp_path, kind):
     assert "LIB002" not in {f["code"] for f in _lib_findings(run)}
     # the tree's torch_npu is an old-ABI build: only the C++11 libc10 lacks its torchCheckFail
     assert [f["code"] for f in _lib_findings(run)] == ([] if kind == "old" else ["LIB003"])
+
+
+def test_op_tiling_directory_of_aarch64_is_walked(arm_world, tmp_path):
+    """set_env.sh puts opp/.../op_tiling/lib/linux/$(arch) on LD_LIBRARY_PATH: on aarch64
+    its libraries are audited (a library there needing one found nowhere: LIB007)."""
+    scenario = _scenario(arm_world, tmp_path)
+    tiling = scenario / "root" / TOOLKIT / "opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/aarch64"
+    arm_world.builder.build(
+        tiling / "liboptiling.so",
+        "void npudoctor_gone(void);\nvoid f(void) { npudoctor_gone(); }\n",
+        soname="liboptiling.so",
+        needed=["libnpudoctor_gone.so"],
+    )
+    run = run_check(scenario)
+    (f,) = _lib_findings(run)
+    assert f["code"] == "LIB007"
+    (line,) = [e for e in f["evidence"] if e.startswith("libnpudoctor_gone.so needed by ")]
+    assert "/op_tiling/lib/linux/aarch64/liboptiling.so" in line
+    where = {Path(o["path"]).name: o["where"] for o in run.doc["facts"]["libraries"]["stack"]}
+    assert where["liboptiling.so"] == "toolkit opp"
+
+
+def test_extension_needing_atb_symbols_is_told_the_aarch64_nnal_package(arm_world, tmp_path):
+    """An operator library needing an ATB function the installed NNAL's libatb.so lacks:
+    the NNAL package named in the fix is the aarch64 one of the toolkit's CANN 8.0.0."""
+    scenario = _scenario(arm_world, tmp_path)
+    root = scenario / "root"
+    b = arm_world.builder
+    atb_lib = "usr/local/Ascend/nnal/atb/8.0.0/atb/cxx_abi_0/lib"
+    b.build(
+        root / atb_lib / "libatb.so",
+        "namespace atb { int CreateContext(void** ctx) { (void)ctx; return 0; } }\n",
+        lang="c++",
+        soname="libatb.so",
+        flags=OLD_ABI,
+    )
+    b.build(
+        root / SITE / "atb_ops" / "libatb_ops.so",
+        "namespace atb { int CreateContext(void** ctx); int CreateGraphOperation(int id, void** op); }\n"
+        'extern "C" int run(void) { void* c; void* o; atb::CreateContext(&c); return atb::CreateGraphOperation(0, &o); }\n',
+        lang="c++",
+        soname="libatb_ops.so",
+        needed=["libatb.so"],
+        flags=OLD_ABI,
+    )
+    spec = scenario / "scenario.toml"
+    spec.write_text(spec.read_text().replace('LD_LIBRARY_PATH = "', f'LD_LIBRARY_PATH = "/{atb_lib}:', 1))
+    run = run_check(scenario)
+    (f,) = _lib_findings(run)
+    assert f["code"] == "LIB005" and "atb_ops" in f["title"]
+    assert "undefined: _ZN3atb20CreateGraphOperationEiPPv" in f["evidence"]
+    (nnal,) = [line for line in f["fix"] if "Ascend-cann-nnal_" in line]
+    assert "Ascend-cann-nnal_8.0.0_linux-aarch64.run --install" in nnal
