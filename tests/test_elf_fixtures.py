@@ -419,6 +419,34 @@ def test_parser_reads_this_machines_system_libraries(soname):
     _assert_index_agrees_with_nm(path, defined, strong | weak)
 
 
+#: The cross toolchain's real aarch64 libraries (Debian 12 arm64 glibc 2.36, GCC 12).
+AARCH64_SYSTEM = Path("/usr/aarch64-linux-gnu/lib")
+
+
+@pytest.mark.parametrize("soname", ["libc.so.6", "libstdc++.so.6", "libm.so.6", "libgcc_s.so.1", "libgomp.so.1"])
+def test_parser_reads_real_aarch64_system_libraries(soname):
+    """What readelf and nm read from the real aarch64 libraries, the parser reads: soname,
+    DT_NEEDED, version needs and definitions, dynamic symbols, DT_GNU_HASH lookups."""
+    path = AARCH64_SYSTEM / soname
+    if not path.exists():
+        pytest.skip(f"{path} not installed (the aarch64 cross toolchain's libraries)")
+    path = path.resolve()
+    info = read_elf(str(path))
+    assert (info.error, info.machine, info.bits) == (None, "aarch64", 64)
+    assert readelf_header(path)["Machine"] == "AArch64"
+    dyn = readelf_dynamic(path)
+    assert info.soname == dyn["SONAME"][0] == soname
+    assert info.needed == dyn.get("NEEDED", [])
+    needs, defs = readelf_versions(path)
+    assert {k: sorted(v) for k, v in info.version_needs.items()} == {k: sorted(v) for k, v in needs.items()}
+    assert info.version_defs == defs
+    if soname == "libc.so.6":
+        assert defs[0] == "GLIBC_2.17" and "GLIBC_2.2.5" not in defs  # aarch64's first glibc version
+    defined, strong, weak = nm_dynamic(path)
+    assert dynamic_symbols(str(path)) == (defined, strong, None)
+    _assert_index_agrees_with_nm(path, defined, strong | weak)
+
+
 def _assert_index_agrees_with_nm(path: Path, defined: Set[str], undefined: Set[str]) -> None:
     """SymbolIndex (DT_GNU_HASH lookups) finds every name nm lists as defined, and none it lists as undefined."""
     index, why = SymbolIndex.open(str(path))
