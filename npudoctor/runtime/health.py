@@ -337,7 +337,7 @@ def _evaluate_or_reuse(options: HealthOptions, budget: Budget, watch: _Watch) ->
         doc = evaluate_health(options, budget, watch.progress)
     if (doc.get("environment") or {}).get("judged") in _MEMO_JUDGED and doc.get("status") in ("healthy", "unhealthy"):
         budget.step = "writing the memo"
-        memo.save(path, journal, options.matrix, doc)
+        memo.save(path, journal, options.matrix, doc, options.machine.python, options.machine.root)
     return doc
 
 

@@ -225,7 +225,7 @@ def memo_path(judged: Dict[str, Any]) -> str:
     what = {
         "format": FORMAT,
         "npudoctor": [__version__, _code_signature()],
-        "python": [sys.executable, sys.version],
+        "python": [sys.executable, sys.version, sys.path],  # sys.path: .pth files and user site too
         "cwd": os.getcwd(),
         "ids": [os.getuid(), os.getgid(), sorted(os.getgroups())],
         "environ": sorted(os.environ.items()),
@@ -235,15 +235,23 @@ def memo_path(judged: Dict[str, Any]) -> str:
     return os.path.join(state_dir(), f"npudoctor-memo-{os.getuid()}-{key}.json")
 
 
-def outside_files(matrix: Optional[str]) -> List[str]:
+def outside_files(matrix: Optional[str], python: Optional[str] = None, root: Optional[str] = None) -> List[str]:
     """The files outside the Host a verdict depends on: the matrix in use (``matrix``, or
-    the refreshed copy in the user cache, present or not) and the config files that could
+    the refreshed copy in the user cache, present or not), the config files that could
     silence codes (``.npudoctor.toml`` in the working directory and each parent, the
-    user's config file or ``$NPUDOCTOR_CONFIG``)."""
+    user's config file or ``$NPUDOCTOR_CONFIG``), and what chooses the interpreter judged
+    (:mod:`npudoctor.cli.pyselect`: ``python`` as given, in ``root`` too; the active
+    virtualenv/conda directories; this interpreter's ``conda-meta``)."""
     from npudoctor import config
     from npudoctor.knowledge.matrix.load import cache_path
 
     files = [matrix] if matrix else [cache_path()]
+    if python:
+        files.append(python)
+        if root:
+            files.append(os.path.join(root, python.lstrip("/")))
+    files.extend(os.environ[name] for name in ("VIRTUAL_ENV", "CONDA_PREFIX") if os.environ.get(name))
+    files.append(os.path.join(sys.prefix, "conda-meta"))
     current = os.path.abspath(os.getcwd())
     while True:
         files.append(os.path.join(current, config.PROJECT_FILE))
@@ -268,9 +276,17 @@ def _outside_print(path: str) -> Any:
 # --------------------------------------------------------------------- write, reuse
 
 
-def save(path: str, journal: Journal, matrix: Optional[str], doc: Dict[str, Any]) -> None:
+def save(
+    path: str,
+    journal: Journal,
+    matrix: Optional[str],
+    doc: Dict[str, Any],
+    python: Optional[str] = None,
+    root: Optional[str] = None,
+) -> None:
     """Write the memo of a finished run (nothing when ``journal`` was refused or a read
-    was denied).  Never raises for an unwritable directory."""
+    was denied); ``matrix``, ``python``, ``root``: the options that name files outside
+    the Host (:func:`outside_files`).  Never raises for an unwritable directory."""
     if journal.refused is not None or journal.denied():
         return
     if matrix and os.path.isdir(matrix):
@@ -280,7 +296,7 @@ def save(path: str, journal: Journal, matrix: Optional[str], doc: Dict[str, Any]
     memo = {
         "format": FORMAT,
         "written": time.time(),
-        "outside": [[f, _outside_print(f)] for f in outside_files(matrix)],
+        "outside": [[f, _outside_print(f)] for f in outside_files(matrix, python, root)],
         "hosts": journal.hosts,
         "ops": journal.ops,
         "doc": doc,
