@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import posixpath
 import signal
@@ -28,7 +29,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from npudoctor.hostio import (
     DEFAULT_READ_LIMIT,
@@ -78,6 +79,39 @@ _MAX_SYMLINKS = 40
 
 # npu-smi must not run concurrently with itself (the DCMI layer serializes badly).
 _NPU_SMI_LOCK = threading.Lock()
+
+#: What observes every read of every :class:`Host` while set (``None``: nothing does):
+#: called as ``observer(op, host, args, kwargs, outcome)`` after each outermost call of
+#: an observed method (a method called by another one of the same host is not reported
+#: again); ``outcome`` is the value returned or the ``OSError`` raised.  Set only by
+#: :func:`npudoctor.runtime.memo.recording` (the inputs of a health verdict).
+OBSERVER: Optional[Callable[[str, Host, Tuple[Any, ...], Dict[str, Any], Any], None]] = None
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+_OBSERVED = threading.local()  # .inside: this thread is in an observed call
+
+
+def _observed(method: _Method) -> _Method:
+    """Report the outermost calls of ``method`` to :data:`OBSERVER` when one is set."""
+    op = method.__name__
+
+    @functools.wraps(method)
+    def observed(self: Host, *args: Any, **kwargs: Any) -> Any:
+        observer = OBSERVER
+        if observer is None or getattr(_OBSERVED, "inside", False):
+            return method(self, *args, **kwargs)
+        _OBSERVED.inside = True
+        try:
+            outcome = method(self, *args, **kwargs)
+        except OSError as exc:
+            observer(op, self, args, kwargs, exc)
+            raise
+        finally:
+            _OBSERVED.inside = False
+        observer(op, self, args, kwargs, outcome)
+        return outcome
+
+    return observed  # type: ignore[return-value]
 
 
 class Host:
@@ -135,6 +169,7 @@ class Host:
         return {"uid": os.geteuid(), "gid": os.getegid(), "denied": sorted(self.denied)}
 
     # ------------------------------------------------------------------ paths
+    @_observed
     def real(self, path: str) -> str:
         """Map a path of the diagnosed machine to a path on this machine.
 
@@ -220,6 +255,7 @@ class Host:
         st = self.stat(path)
         return st is not None and stat_mod.S_ISREG(st.st_mode)
 
+    @_observed
     def stat(self, path: str, follow: bool = True) -> Optional[os.stat_result]:
         """``os.stat`` (or ``lstat`` with ``follow=False``) of a path; ``None`` if absent
         or refused (a refusal is recorded in :attr:`denied`)."""
@@ -234,6 +270,7 @@ class Host:
         except ValueError:  # a NUL byte in the name
             return None
 
+    @_observed
     def readlink(self, path: str) -> Optional[str]:
         """The target text of a symlink on the diagnosed machine, or ``None``."""
         try:
@@ -242,6 +279,7 @@ class Host:
         except (OSError, ValueError):
             return None
 
+    @_observed
     def resolve(self, path: str) -> str:
         """The canonical path on the diagnosed machine (symlinks resolved in the root)."""
         if self.live and "\0" not in path:
@@ -253,6 +291,7 @@ class Host:
         rel = os.path.relpath(real, self.root)
         return "/" if rel == "." else "/" + rel
 
+    @_observed
     def listdir(self, path: str) -> List[str]:
         """Sorted entry names of a directory; an empty list if it cannot be read (a
         refusal is recorded in :attr:`denied`)."""
@@ -262,6 +301,7 @@ class Host:
             self._note(path, exc)
             return []
 
+    @_observed
     def walk(self, path: str) -> Iterator[Tuple[str, List[str], List[str]]]:
         """``os.walk`` of a directory of the diagnosed machine, top down, symlinks not
         followed: ``(dirpath, dirnames, filenames)`` with ``dirpath`` as the diagnosed
@@ -293,6 +333,7 @@ class Host:
         ]
 
     # ------------------------------------------------------------------ reads
+    @_observed
     def read_bytes(
         self, path: str, limit: int = DEFAULT_READ_LIMIT, devices: bool = False
     ) -> Tuple[Optional[bytes], Optional[str], bool]:
@@ -330,6 +371,7 @@ class Host:
         """A ``:``-separated variable split into its non-empty entries."""
         return [p for p in self.environ.get(name, "").split(":") if p]
 
+    @_observed
     def which(self, name: str) -> Optional[str]:
         """Full path of an executable found on this host's ``PATH`` (on this machine:
         commands are never run from inside the root), or ``None``."""
@@ -340,6 +382,7 @@ class Host:
         return None
 
     # --------------------------------------------------------------- commands
+    @_observed
     def run(
         self,
         argv: Sequence[str],

@@ -21,7 +21,8 @@ Keys::
     count       number of records
     errors      [strings] unreadable/garbled metadata (each record also says so)
     indexed_only  number of records built from the directory name alone: a directory with
-                more than FULL_READ_LIMIT distributions is indexed by name once, and only
+                more than FULL_READ_LIMIT distributions (any, in a quick run: health) is
+                indexed by name once, and only
                 the distributions rules judge by name (INTEREST, the CANN Python
                 dependencies) have their METADATA read (100k dist-infos stay a fast check)
     pip_config  where pip would download from (kind K09): {"index_url", "index_source",
@@ -189,9 +190,13 @@ def read_record(host: Host, location: str, entry: str, user_site: bool) -> Dict[
     return rec
 
 
-def scan(host: Host, paths: List[str], user_site: Optional[str] = None) -> Dict[str, Any]:
+def scan(
+    host: Host, paths: List[str], user_site: Optional[str] = None, full_read_limit: int = FULL_READ_LIMIT
+) -> Dict[str, Any]:
     """Scan ``paths`` (directories of the diagnosed machine, in import order) and
-    return the section dict.  Never raises."""
+    return the section dict.  A directory with more than ``full_read_limit``
+    distributions has only those judged by name read (the rest indexed by directory
+    name; 0: always so, as ``health`` does).  Never raises."""
     installed: Dict[str, List[Dict[str, Any]]] = {}
     modules: Dict[str, Optional[str]] = dict.fromkeys(MODULES)
     scanned: List[str] = []
@@ -225,7 +230,7 @@ def scan(host: Host, paths: List[str], user_site: Optional[str] = None) -> Dict[
         is_user = user_key is not None and key == user_key
         dists = [e for e in entries if e.endswith((".dist-info", ".egg-info"))]
         lazy: List[Tuple[str, str, Optional[str], str]] = []
-        if len(dists) > FULL_READ_LIMIT:
+        if len(dists) > full_read_limit:
             named = [(e, *_index(e)) for e in dists]
             lazy = [item for item in named if item[3] not in _BY_NAME]
             dists = [item[0] for item in named if item[3] in _BY_NAME]
@@ -334,7 +339,10 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         }
     cwd = python.get("cwd")
     paths = [p for p in python.get("sys_path") or [] if isinstance(p, str) and p and p != cwd]
-    result = scan(ctx.host, paths, python.get("user_site"))
+    # health (quick) reads the metadata of the distributions judged by name only: its time
+    # must not grow with the number installed (issue 18); check reads them all
+    limit = 0 if ctx.options.quick else FULL_READ_LIMIT
+    result = scan(ctx.host, paths, python.get("user_site"), limit)
     result["interpreter"] = python.get("executable")
     try:
         result["pip_config"] = pip_config(ctx.host, python)

@@ -34,7 +34,8 @@ from typing import Any, Dict, List, Mapping, Optional, TextIO, Tuple
 from npudoctor.cli.request import ExitStatus, MachineRequest
 from npudoctor.runtime.deadline import Budget, run_within
 from npudoctor.runtime.environment import EnvPlan, LaunchError, plan_environment
-from npudoctor.runtime.quick import Progress, QuickRequest, evaluate_quick, finished_findings, printable, unfinished
+from npudoctor.runtime.lines import printable
+from npudoctor.runtime.quick import Progress, QuickRequest, evaluate_quick, finished_findings, unfinished
 
 #: Default budget (seconds) of the quick checks before the command starts.
 DEFAULT_CHECK_TIMEOUT = 5.0

@@ -31,6 +31,10 @@ Contract (Docker ``HEALTHCHECK`` and Kubernetes exec probes):
   last finished verdict instead, when it is younger than that (an unhealthy node stays
   unhealthy while it is too busy to be checked again);
 * ``--cache-ttl SECONDS`` reuses a result younger than that and says how old it is;
+* a verdict whose inputs are all unchanged is reused: the run replays what the last full
+  run read (files, listings, ``npu-smi`` output, ...) and prints that verdict when all of
+  it is the same (:mod:`npudoctor.runtime.memo`; ``inputs_unchanged_s`` in ``--json``);
+  ``--fresh`` judges everything anew;
 * ``--from FILE`` judges a snapshot written by ``npudoctor collect`` instead of probing.
 
 The argparse parser below is the fast path: :mod:`npudoctor.entry` dispatches ``health``
@@ -41,21 +45,22 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
-import hashlib
 import json
 import math
 import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, NoReturn, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, NoReturn, Optional, Sequence, Tuple
 
 from npudoctor.cli.request import ExitStatus, MachineRequest
-from npudoctor.host import read_capped_text
 from npudoctor.runtime.deadline import Budget, process_started, run_within
-from npudoctor.runtime.quick import Progress, QuickRequest, QuickResult, areas, evaluate_quick, printable
+from npudoctor.runtime.healthcache import cache_path as _cache_path
+from npudoctor.runtime.healthcache import read_cache as _read_cache
+from npudoctor.runtime.lines import printable
+
+if TYPE_CHECKING:
+    from npudoctor.runtime.quick import Progress
 
 DEFAULT_TIMEOUT = 0.9
 _FAIL_ON = ("error", "warning")
@@ -128,6 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--cache-ttl", type=float, default=0.0, metavar="SECONDS", help="reuse a result younger than this"
     )
     parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="judge everything anew (by default the last verdict is reused when every file, listing and "
+        "command output it was made from is unchanged)",
+    )
+    parser.add_argument(
         "-v",
         "--verbose",
         action="store_true",
@@ -172,6 +183,7 @@ class HealthOptions:
     fallback_ttl: float = 0.0
     pid: Optional[int] = None
     verbose: bool = False
+    fresh: bool = False
 
     def problem(self) -> Optional[str]:
         """Why these options cannot be honoured (the reason of a "bad health-check
@@ -184,10 +196,13 @@ class HealthOptions:
             return "--fallback-ttl must be a finite number of seconds, not negative"
         if self.pid is not None and (self.exec_env or self.machine.env_file or self.machine.from_file):
             return "--pid names the workload's environment: not with --exec-env, --env-file or --from"
-        try:
-            areas(self.only + self.skip + self.require_checked)
-        except ValueError as exc:
-            return str(exc)
+        if self.only or self.skip or self.require_checked:
+            from npudoctor.runtime.quick import areas
+
+            try:
+                areas(self.only + self.skip + self.require_checked)
+            except ValueError as exc:
+                return str(exc)
         return None
 
 
@@ -216,81 +231,8 @@ def options_from_args(args: argparse.Namespace) -> HealthOptions:
         fallback_ttl=args.fallback_ttl,
         pid=args.pid,
         verbose=args.verbose,
+        fresh=args.fresh,
     )
-
-
-#: Variables that choose the Python judged without ``--python`` (part of the cache key).
-ACTIVE_ENV_VARS = ("VIRTUAL_ENV", "CONDA_PREFIX")
-
-
-def _cache_path(options: HealthOptions) -> str:
-    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-    # the budget and the cache policies do not change what is judged: one verdict for all
-    judged = dataclasses.replace(options, timeout=DEFAULT_TIMEOUT, cache_ttl=0.0, fallback_ttl=0.0, verbose=False)
-    what = dataclasses.asdict(judged)
-    # without --python the active virtualenv / conda environment is judged: another one is
-    # another verdict (pyselect.default_choice)
-    what["active_env"] = [os.environ.get(name, "") for name in ACTIVE_ENV_VARS]
-    key = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
-    return os.path.join(base, f"npudoctor-health-{os.getuid()}-{key}.json")
-
-
-def _clean(value: Any) -> bool:
-    """A cached string that may be printed as it is: printable, no escape sequence."""
-    return isinstance(value, str) and value.isprintable() and len(value) <= 4096
-
-
-def _cache_problem(doc: Any) -> Optional[str]:
-    """Why a cached document is not a verdict health wrote (``None``: it is one): every
-    field printed is a printable string (an ANSI escape or a control character is refused,
-    not echoed), ``problems`` a list of them, ``not_checked`` a mapping of them."""
-    if not isinstance(doc, dict) or doc.get("status") not in ("healthy", "unhealthy"):
-        return "no healthy/unhealthy status"
-    problems = doc.get("problems", [])
-    if not isinstance(problems, list) or not all(_clean(p) for p in problems):
-        return "its problems are not printable strings"
-    if not _clean(doc.get("summary", "")):
-        return "its summary is not a printable string"
-    gaps = doc.get("not_checked", {})
-    if not isinstance(gaps, dict) or not all(_clean(k) and _clean(v) for k, v in gaps.items()):
-        return "its not_checked entries are not printable strings"
-    if not isinstance(doc.get("findings", []), list):
-        return "its findings are not a list"
-    return None
-
-
-def _read_cache(path: str, ttl: float) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
-    """The cached verdict at ``path`` if younger than ``ttl`` seconds, and a note when a
-    cached file was there but refused (``(None, None)``: nothing usable and nothing to say).
-
-    Read through the Host's capped reader and :func:`npudoctor.parsers.jsontext.loads`
-    (deep nesting and numbers over 100 digits are a clear error, not a RecursionError);
-    a file of another owner or writable by others is not trusted; an entry that is not a
-    printable string (ANSI escapes, control characters, another type) refuses the whole
-    file (:func:`_cache_problem`), so nothing of it is echoed."""
-    from npudoctor.parsers.jsontext import loads
-
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None, None
-    age = time.time() - st.st_mtime
-    if age > ttl or age < 0:
-        return None, None
-    if st.st_uid != os.getuid() or st.st_mode & 0o022:
-        # planted or writable by others: not our result, do not trust it
-        return None, f"cached result ignored: {path} is not this user's own file"
-    try:
-        doc = loads(read_capped_text(path, 1 << 20, what="health cache"))
-    except json.JSONDecodeError as exc:
-        return None, printable(f"cached result ignored: {path}: not valid JSON ({exc.msg})")
-    except (OSError, ValueError) as exc:
-        return None, printable(f"cached result ignored: {path}: cannot read it ({exc})")
-    problem = _cache_problem(doc)
-    if problem:
-        return None, printable(f"cached result ignored: {path}: {problem}")
-    doc["cache_age_s"] = round(age, 1)
-    return doc, None
 
 
 def _note(note: Optional[str]) -> None:
@@ -314,6 +256,7 @@ def evaluate_health(options: HealthOptions, budget: Budget, progress: Optional[P
     option); anything else propagates.
     """
     from npudoctor.runtime.judged import judged_environment
+    from npudoctor.runtime.quick import QuickRequest, QuickResult, areas, evaluate_quick
 
     budget.step = "choosing the environment to judge"
     environ, judged = judged_environment(options.machine, options.pid, options.exec_env)
@@ -349,6 +292,52 @@ def evaluate_health(options: HealthOptions, budget: Budget, progress: Optional[P
     }
     if result.python_choice:
         doc["python_choice"] = result.python_choice
+    return doc
+
+
+#: The environments judged whose every input a memo can replay (see :func:`_memo_file`).
+_MEMO_JUDGED = ("process", "env-file")
+
+
+def _memo_file(options: HealthOptions) -> Optional[str]:
+    """The memo file of this run (:mod:`npudoctor.runtime.memo`), or ``None`` when no
+    verdict may be reused: ``--fresh``, ``--from`` (a snapshot), ``--pid`` and
+    ``--exec-env`` (environments made from files outside the recorded reads)."""
+    machine = options.machine
+    if options.fresh or machine.from_file or options.pid is not None or options.exec_env:
+        return None
+    from npudoctor.runtime import memo
+
+    return memo.memo_path(memo.judged_options(options))
+
+
+def _evaluate_or_reuse(options: HealthOptions, budget: Budget, watch: _Watch) -> Dict[str, Any]:
+    """:func:`evaluate_health`, or the last verdict when none of its inputs changed
+    (:func:`npudoctor.runtime.memo.reuse`); a full run judged in this process's or the
+    ``--env-file``'s environment is recorded for the next one.  ``watch.progress`` is
+    set when the full evaluation starts (what a cut-short run had finished)."""
+    path = _memo_file(options)
+    if path is None:
+        from npudoctor.runtime.quick import Progress
+
+        watch.progress = Progress()
+        return evaluate_health(options, budget, watch.progress)
+    from npudoctor.runtime import memo
+
+    budget.step = "reading the environment"
+    environ = options.machine.workload_environ(os.environ)  # as runtime.quick.diagnosed_environ
+    reused = memo.reuse(path, environ, budget)
+    if reused is not None:
+        return reused
+    from npudoctor.runtime.quick import Progress
+
+    journal = memo.Journal()
+    watch.progress = Progress()
+    with memo.recording(journal):
+        doc = evaluate_health(options, budget, watch.progress)
+    if (doc.get("environment") or {}).get("judged") in _MEMO_JUDGED and doc.get("status") in ("healthy", "unhealthy"):
+        budget.step = "writing the memo"
+        memo.save(path, journal, options.matrix, doc, options.machine.python, options.machine.root)
     return doc
 
 
@@ -422,11 +411,11 @@ def run_health(options: HealthOptions) -> ExitStatus:
     from npudoctor.hostproc import cpu_pressure_total
 
     budget = Budget(options.timeout, started=process_started())
-    watch = _Watch(options, budget, cache, cpu_pressure_total(), time.monotonic(), Progress())
+    watch = _Watch(options, budget, cache, cpu_pressure_total(), time.monotonic())
     _on_sigterm(watch)
     outcome = run_within(
         budget,
-        lambda: evaluate_health(options, budget, watch.progress),
+        lambda: _evaluate_or_reuse(options, budget, watch),
         name="npudoctor-health",
         evidence=watch.evidence,
     )

@@ -19,9 +19,6 @@ from npudoctor.cli.request import MachineRequest
 from npudoctor.facts import Facts
 from npudoctor.runtime.deadline import Budget
 
-#: Longest problem line printed (Docker keeps only the tail of the output).
-LINE_LIMIT = 240
-
 
 @dataclass(frozen=True)
 class QuickRequest:
@@ -293,12 +290,3 @@ def _summary(view: Facts) -> str:
     if npu is not None:
         bits.append(f"torch_npu {npu.version}")
     return ", ".join(bits)
-
-
-def printable(text: str, limit: int = LINE_LIMIT) -> str:
-    """``text`` as one short terminal-safe line: control characters (garbled command
-    output quoted in a title) become ``?``, whitespace runs one space, at most ``limit``
-    characters."""
-    out = "".join(ch if ch.isprintable() else (" " if ch.isspace() else "?") for ch in str(text))
-    out = " ".join(out.split())
-    return out if len(out) <= limit else out[: limit - 1] + "…"

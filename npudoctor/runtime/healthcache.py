@@ -1,0 +1,100 @@
+"""``npudoctor health --cache-ttl``/``--fallback-ttl``: the last finished verdict kept in
+a file and read back only when it is this user's own and every printed field is a
+printable string."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from typing import Any, Dict, Optional, Tuple
+
+from npudoctor.hostio import read_capped_text
+from npudoctor.runtime.lines import printable
+
+#: The budget a cached verdict is keyed with (health's default: see cache_path).
+_KEY_TIMEOUT = 0.9
+
+
+#: Variables that choose the Python judged without ``--python`` (part of the cache key).
+ACTIVE_ENV_VARS = ("VIRTUAL_ENV", "CONDA_PREFIX")
+
+
+def cache_path(options: Any) -> str:
+    """The ``--cache-ttl`` file of a run with ``options`` (a
+    :class:`npudoctor.runtime.health.HealthOptions`): one verdict for every budget,
+    cache policy and verbosity (they do not change what is judged)."""
+    import hashlib
+
+    from npudoctor.runtime.memo import state_dir
+
+    base = state_dir()
+    # the budget and the cache policies do not change what is judged: one verdict for all
+    judged = dataclasses.replace(
+        options, timeout=_KEY_TIMEOUT, cache_ttl=0.0, fallback_ttl=0.0, verbose=False, fresh=False
+    )
+    what = dataclasses.asdict(judged)
+    # without --python the active virtualenv / conda environment is judged: another one is
+    # another verdict (pyselect.default_choice)
+    what["active_env"] = [os.environ.get(name, "") for name in ACTIVE_ENV_VARS]
+    key = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
+    return os.path.join(base, f"npudoctor-health-{os.getuid()}-{key}.json")
+
+
+def _clean(value: Any) -> bool:
+    """A cached string that may be printed as it is: printable, no escape sequence."""
+    return isinstance(value, str) and value.isprintable() and len(value) <= 4096
+
+
+def _cache_problem(doc: Any) -> Optional[str]:
+    """Why a cached document is not a verdict health wrote (``None``: it is one): every
+    field printed is a printable string (an ANSI escape or a control character is refused,
+    not echoed), ``problems`` a list of them, ``not_checked`` a mapping of them."""
+    if not isinstance(doc, dict) or doc.get("status") not in ("healthy", "unhealthy"):
+        return "no healthy/unhealthy status"
+    problems = doc.get("problems", [])
+    if not isinstance(problems, list) or not all(_clean(p) for p in problems):
+        return "its problems are not printable strings"
+    if not _clean(doc.get("summary", "")):
+        return "its summary is not a printable string"
+    gaps = doc.get("not_checked", {})
+    if not isinstance(gaps, dict) or not all(_clean(k) and _clean(v) for k, v in gaps.items()):
+        return "its not_checked entries are not printable strings"
+    if not isinstance(doc.get("findings", []), list):
+        return "its findings are not a list"
+    return None
+
+
+def read_cache(path: str, ttl: float) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+    """The cached verdict at ``path`` if younger than ``ttl`` seconds, and a note when a
+    cached file was there but refused (``(None, None)``: nothing usable and nothing to say).
+
+    Read through the Host's capped reader and :func:`npudoctor.parsers.jsontext.loads`
+    (deep nesting and numbers over 100 digits are a clear error, not a RecursionError);
+    a file of another owner or writable by others is not trusted; an entry that is not a
+    printable string (ANSI escapes, control characters, another type) refuses the whole
+    file (:func:`_cache_problem`), so nothing of it is echoed."""
+    from npudoctor.parsers.jsontext import loads
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None, None
+    age = time.time() - st.st_mtime
+    if age > ttl or age < 0:
+        return None, None
+    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+        # planted or writable by others: not our result, do not trust it
+        return None, f"cached result ignored: {path} is not this user's own file"
+    try:
+        doc = loads(read_capped_text(path, 1 << 20, what="health cache"))
+    except json.JSONDecodeError as exc:
+        return None, printable(f"cached result ignored: {path}: not valid JSON ({exc.msg})")
+    except (OSError, ValueError) as exc:
+        return None, printable(f"cached result ignored: {path}: cannot read it ({exc})")
+    problem = _cache_problem(doc)
+    if problem:
+        return None, printable(f"cached result ignored: {path}: {problem}")
+    doc["cache_age_s"] = round(age, 1)
+    return doc, None

@@ -1,0 +1,399 @@
+"""A health verdict reused while every input it was made from is unchanged (issue 18).
+
+``npudoctor health`` runs every few seconds, and on a healthy node nothing it reads
+changes between two runs.  A verdict is a function of what the probes read through the
+:class:`~npudoctor.host.Host` seam (files, directory listings, symlinks, ``PATH``
+look-ups, command output), of the diagnosed environment, the options, the matrix and
+config files, and npudoctor's own code -- rules never read anything else (the seam is
+enforced by ``tests/test_host_seam.py``; verdicts are judged anew from replayed facts by
+``tests/test_replay_verdicts.py``).  So:
+
+* a full run is *recorded*: :func:`recording` sets :data:`npudoctor.host.OBSERVER`, which
+  notes every outermost read of every Host with a fingerprint of its outcome
+  (:func:`fingerprint`); the verdict and that journal are written to a memo file;
+* the next run *replays* the journal (:func:`reuse`): the same reads on a fresh Host, the
+  same commands run again (``npu-smi info`` is always asked again: a chip that turned
+  Critical is a new output), the matrix and config files stat'ed again, and prints the
+  recorded verdict only when every fingerprint is equal.  The first difference ends the
+  replay and the full check runs (no stale verdict is ever printed).
+
+What is fingerprinted, and how (:func:`fingerprint`): file contents by length, CRC-32
+and Adler-32 of the bytes read (not by mtime: a file rewritten within one timestamp tick
+is still seen); ``stat`` by mode, ids, size, mtime, ctime, inode and device -- for the
+kernel's files (``/proc``, ``/sys``, ``/dev`` of a live system) by mode, ids and device
+number only, and ``/proc/PID/status`` by the fields npudoctor reads of it
+(:func:`npudoctor.parsers.procstatus.parse_proc_status`: capabilities and ids; its pid
+and memory counters differ in every process); directory listings by their names;
+commands by exit status and output.
+
+No memo is written (the next run is a full one again) for a run that timed out, was cut
+short, had a read refused (EACCES: who may read changes with the reader), walked a
+directory tree, ran a command with an environment of its own or one that timed out,
+judged ``--from``/``--pid``/``--exec-env`` or a host node's ``set_env.sh`` environment
+(inputs outside this process's), or with ``--fresh``.
+
+Memo files: ``$XDG_RUNTIME_DIR`` (else ``$TMPDIR``, else ``/tmp``)
+``/npudoctor-memo-UID-KEY.json``, written atomically, trusted only when owned by
+this user and not writable by others; KEY hashes the options, this process's environment,
+working directory, ids, interpreter and npudoctor's code (size and mtime of each of its
+files), so another setting never meets this one's memo.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import sys
+import time
+import zlib
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from npudoctor.runtime.deadline import Budget
+
+#: Format of the memo file; another value is not read.
+FORMAT = 1
+#: Largest memo file read (bytes).
+MEMO_LIMIT = 8 << 20
+#: Parameters of each observed Host method, in order (to store a call by name).
+_PARAMS: Dict[str, Tuple[str, ...]] = {
+    "real": ("path",),
+    "stat": ("path", "follow"),
+    "readlink": ("path",),
+    "resolve": ("path",),
+    "listdir": ("path",),
+    "read_bytes": ("path", "limit", "devices"),
+    "which": ("name",),
+    "run": ("argv", "timeout", "env"),
+}
+#: Directories of a live system whose files the kernel makes: stat'ed by mode, ids and
+#: device number only (their times and inodes change without meaning anything).
+_KERNEL_DIRS = ("/proc/", "/sys/", "/dev/")
+
+
+def digest(data: bytes) -> str:
+    """A fingerprint of ``data``: its length, CRC-32 and Adler-32 (hex), e.g.
+    ``"1f4-0a1b2c3d-4e5f6a7b"``.  Not a security hash: memo files are this user's own."""
+    return f"{len(data):x}-{zlib.crc32(data):08x}-{zlib.adler32(data):08x}"
+
+
+def _kernel_path(host: Any, path: str) -> bool:
+    return bool(host.live) and host.display(path).startswith(_KERNEL_DIRS)
+
+
+def _stat_print(st: Optional[os.stat_result], kernel: bool) -> Any:
+    if st is None:
+        return None
+    if kernel:
+        return [st.st_mode, st.st_uid, st.st_gid, st.st_rdev]
+    return [st.st_mode, st.st_uid, st.st_gid, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+def _status_file(path: str) -> bool:
+    parts = path.strip("/").split("/")
+    return len(parts) == 3 and parts[0] == "proc" and parts[2] == "status"
+
+
+def fingerprint(op: str, host: Any, call: Dict[str, Any], outcome: Any) -> Any:
+    """What must be equal for ``host.<op>(**call)`` to have told the same: a JSON-able
+    value (see the module text).  Raises ``ValueError`` for an outcome no memo may rest
+    on (a command that timed out, overflowed or was abandoned)."""
+    if isinstance(outcome, OSError):
+        return ["raised", outcome.errno]
+    if op == "stat":
+        return _stat_print(outcome, _kernel_path(host, call["path"]))
+    if op == "read_bytes":
+        data, error, truncated = outcome
+        if data is None:
+            return [None, error, truncated]
+        shown = host.display(call["path"])
+        if host.live and _status_file(shown):
+            from npudoctor.parsers.procstatus import parse_proc_status
+
+            parsed = parse_proc_status(data.decode("utf-8", errors="replace"))
+            return ["status", json.dumps(parsed, sort_keys=True), truncated]
+        return [digest(data), error, truncated]
+    if op == "listdir":
+        return digest("\0".join(outcome).encode("utf-8", errors="surrogateescape"))
+    if op == "run":
+        if outcome.timed_out or outcome.overflow or outcome.abandoned:
+            raise ValueError(f"`{' '.join(outcome.argv[:3])}` did not finish normally")
+        out = digest(outcome.stdout.encode("utf-8", errors="surrogateescape"))
+        err = digest(outcome.stderr.encode("utf-8", errors="surrogateescape"))
+        return [outcome.returncode, out, err, outcome.error]
+    return outcome  # real, resolve, readlink, which: a path or None
+
+
+def environ_digest(environ: Dict[str, str]) -> str:
+    """A fingerprint of an environment mapping (names and values, in sorted order)."""
+    return digest(json.dumps(sorted(environ.items())).encode("utf-8", errors="surrogateescape"))
+
+
+class Journal:
+    """The reads of one recorded run: ``ops`` (``[op, host number, call, fingerprint]``),
+    ``hosts`` (``[root, environ digest, commands]`` of each Host read through, by number)
+    and ``refused`` (why no memo may be written, ``None`` while one may)."""
+
+    def __init__(self) -> None:
+        self.ops: List[List[Any]] = []
+        self.hosts: List[List[Any]] = []
+        self.refused: Optional[str] = None
+        self._numbers: Dict[int, int] = {}
+        self._kept: List[Any] = []  # the hosts themselves: their id()s stay unique
+
+    def refuse(self, why: str) -> None:
+        """No memo for this run, because ``why`` (the first reason is kept)."""
+        if self.refused is None:
+            self.refused = why
+
+    def observe(self, op: str, host: Any, args: Tuple[Any, ...], kwargs: Dict[str, Any], outcome: Any) -> None:
+        """:data:`npudoctor.host.OBSERVER`: note one read."""
+        if self.refused is not None:
+            return
+        params = _PARAMS.get(op)
+        if params is None:
+            self.refuse(f"a {op} of {args[0] if args else '?'}")
+            return
+        call = dict(zip(params, args))
+        call.update(kwargs)
+        if op == "run" and call.get("env") is not None:
+            self.refuse("a command run with an environment of its own")
+            return
+        number = self._numbers.get(id(host))
+        if number is None:
+            number = self._numbers[id(host)] = len(self.hosts)
+            self.hosts.append([host.root, environ_digest(host.environ), bool(host.commands)])
+            self._kept.append(host)
+        try:
+            self.ops.append([op, number, call, fingerprint(op, host, call, outcome)])
+        except ValueError as exc:
+            self.refuse(str(exc))
+
+    def denied(self) -> bool:
+        """True when a read was refused to some host of this run."""
+        return any(host.denied for host in self._kept)
+
+
+@contextlib.contextmanager
+def recording(journal: Journal) -> Iterator[Journal]:
+    """Observe every Host read into ``journal`` while the block runs."""
+    from npudoctor import host as host_module
+
+    host_module.OBSERVER = journal.observe
+    try:
+        yield journal
+    finally:
+        host_module.OBSERVER = None
+
+
+# ----------------------------------------------------------------------------- key
+
+
+def _code_signature() -> str:
+    """Size and mtime of each file of npudoctor's own package (code and data): another
+    install or an edited file is another key."""
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    rows: List[str] = []
+    todo = [top]
+    while todo:
+        directory = todo.pop()
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.name == "__pycache__":
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append(entry.path)
+                else:
+                    st = entry.stat(follow_symlinks=False)
+                    rows.append(f"{entry.path}:{st.st_size}:{st.st_mtime_ns}")
+    rows.sort()
+    return digest("\n".join(rows).encode("utf-8", errors="surrogateescape"))
+
+
+def state_dir() -> str:
+    """Where health keeps its memo (and ``--cache-ttl`` results): ``$XDG_RUNTIME_DIR``,
+    else ``$TMPDIR``, else ``/tmp``."""
+    return os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp"
+
+
+def memo_path(judged: Dict[str, Any]) -> str:
+    """The memo file of a health run with the ``judged`` options (the options that change
+    what is judged, as a JSON-able mapping) in this process's setting."""
+    from npudoctor import __version__
+
+    what = {
+        "format": FORMAT,
+        "npudoctor": [__version__, _code_signature()],
+        "python": [sys.executable, sys.version, sys.path],  # sys.path: .pth files and user site too
+        "cwd": os.getcwd(),
+        "ids": [os.getuid(), os.getgid(), sorted(os.getgroups())],
+        "environ": sorted(os.environ.items()),
+        "options": judged,
+    }
+    key = digest(json.dumps(what, sort_keys=True).encode("utf-8", errors="surrogateescape"))
+    return os.path.join(state_dir(), f"npudoctor-memo-{os.getuid()}-{key}.json")
+
+
+def outside_files(matrix: Optional[str], python: Optional[str] = None, root: Optional[str] = None) -> List[str]:
+    """The files outside the Host a verdict depends on: the matrix in use (``matrix``, or
+    the refreshed copy in the user cache, present or not), the config files that could
+    silence codes (``.npudoctor.toml`` in the working directory and each parent, the
+    user's config file or ``$NPUDOCTOR_CONFIG``), and what chooses the interpreter judged
+    (:mod:`npudoctor.cli.pyselect`: ``python`` as given, in ``root`` too; the active
+    virtualenv/conda directories; this interpreter's ``conda-meta``)."""
+    from npudoctor import config
+    from npudoctor.knowledge.matrix.load import cache_path
+
+    files = [matrix] if matrix else [cache_path()]
+    if python:
+        files.append(python)
+        if root:
+            files.append(os.path.join(root, python.lstrip("/")))
+    files.extend(os.environ[name] for name in ("VIRTUAL_ENV", "CONDA_PREFIX") if os.environ.get(name))
+    files.append(os.path.join(sys.prefix, "conda-meta"))
+    current = os.path.abspath(os.getcwd())
+    while True:
+        files.append(os.path.join(current, config.PROJECT_FILE))
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    files.append(os.environ.get("NPUDOCTOR_CONFIG") or config.user_config_path())
+    return files
+
+
+def _outside_print(path: str) -> Any:
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return ["absent", exc.errno]
+    if st.st_mode & 0o170000 != 0o100000:  # not a regular file
+        return ["not a file", st.st_mode]
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+# --------------------------------------------------------------------- write, reuse
+
+
+def save(
+    path: str,
+    journal: Journal,
+    matrix: Optional[str],
+    doc: Dict[str, Any],
+    python: Optional[str] = None,
+    root: Optional[str] = None,
+) -> None:
+    """Write the memo of a finished run (nothing when ``journal`` was refused or a read
+    was denied); ``matrix``, ``python``, ``root``: the options that name files outside
+    the Host (:func:`outside_files`).  Never raises for an unwritable directory."""
+    if journal.refused is not None or journal.denied():
+        return
+    if matrix and os.path.isdir(matrix):
+        return  # a directory of matrix files: not fingerprinted
+    from npudoctor.snapshot import atomic_write
+
+    memo = {
+        "format": FORMAT,
+        "written": time.time(),
+        "outside": [[f, _outside_print(f)] for f in outside_files(matrix, python, root)],
+        "hosts": journal.hosts,
+        "ops": journal.ops,
+        "doc": doc,
+    }
+    with contextlib.suppress(OSError, ValueError, TypeError):
+        atomic_write(path, json.dumps(memo, ensure_ascii=False))
+
+
+def _load(path: str) -> Optional[Dict[str, Any]]:
+    """The memo at ``path`` when it is this user's own, well formed and of this format."""
+    from npudoctor.hostio import read_capped_text
+    from npudoctor.parsers.jsontext import loads
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+        return None
+    try:
+        memo = loads(read_capped_text(path, MEMO_LIMIT, what="health memo"))
+    except (OSError, ValueError):
+        return None
+    ok = (
+        isinstance(memo, dict)
+        and memo.get("format") == FORMAT
+        and isinstance(memo.get("ops"), list)
+        and isinstance(memo.get("hosts"), list)
+        and isinstance(memo.get("outside"), list)
+        and isinstance(memo.get("doc"), dict)
+    )
+    return memo if ok else None
+
+
+def _replay(memo: Dict[str, Any], environ: Dict[str, str], budget: Budget) -> bool:
+    """True when every recorded read tells the same today (see the module text)."""
+    from npudoctor.host import Host
+
+    for entry in memo["outside"]:
+        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)):
+            return False
+        if _outside_print(entry[0]) != entry[1]:
+            return False
+    mine = environ_digest(environ)
+    hosts: List[Host] = []
+    for spec in memo["hosts"]:
+        if not (isinstance(spec, list) and len(spec) == 3 and isinstance(spec[0], str)) or spec[1] != mine:
+            return False
+        hosts.append(Host(root=spec[0], environ=environ, commands=bool(spec[2])))
+    for entry in memo["ops"]:
+        if not (isinstance(entry, list) and len(entry) == 4):
+            return False
+        op, number, call, expected = entry
+        if op not in _PARAMS or not isinstance(call, dict) or not isinstance(number, int):
+            return False
+        if not 0 <= number < len(hosts) or not set(call) <= set(_PARAMS[op]):
+            return False
+        host = hosts[number]
+        if op == "run":
+            call = dict(call, timeout=min(float(call.get("timeout") or 5.0), budget.command_timeout()))
+        try:
+            outcome: Any = getattr(host, op)(**call)
+        except OSError as exc:
+            outcome = exc
+        except (TypeError, ValueError):
+            return False
+        try:
+            if fingerprint(op, host, call, outcome) != expected:  # lists and scalars, as JSON reads them
+                return False
+        except ValueError:
+            return False
+    return True
+
+
+def reuse(path: str, environ: Dict[str, str], budget: Budget) -> Optional[Dict[str, Any]]:
+    """The verdict recorded at ``path`` when every input it was made from is unchanged
+    (the reads replayed against ``environ``, the environment diagnosed), with
+    ``duration_s`` of this run and ``inputs_unchanged_s`` (seconds since it was made);
+    else ``None`` (no memo, or something changed: the caller runs the full check)."""
+    memo = _load(path)
+    if memo is None:
+        return None
+    budget.step = "comparing with the last verdict's inputs"
+    if not _replay(memo, environ, budget):
+        return None
+    doc = dict(memo["doc"])
+    doc["duration_s"] = round(budget.elapsed(), 3)
+    written = memo.get("written")
+    if isinstance(written, (int, float)):
+        doc["inputs_unchanged_s"] = round(max(0.0, time.time() - float(written)), 1)
+    return doc
+
+
+def judged_options(options: Any) -> Dict[str, Any]:
+    """The health options that change what is judged (budget, cache and memo policies and
+    verbosity do not), as a JSON-able mapping."""
+    judged = dataclasses.asdict(options)
+    for name in ("timeout", "cache_ttl", "fallback_ttl", "verbose", "fresh"):
+        judged.pop(name, None)
+    return judged
