@@ -186,3 +186,22 @@ def test_every_health_scenario_reused_equals_fresh(scenario, case, tmp_path):
         assert _verdict(second) == _verdict(first)
     else:  # only a run whose npu-smi did not finish (hung, cut short) is not reused
         assert first["status"] == "unknown" or {"DEV001", "HOST090"} & set(codes[0]), first
+
+
+def test_exec_env_is_reused_and_keeps_only_cann_variables(healthy):
+    """--exec-env judges what set_env.sh would set (read through the Host, recorded):
+    reused while the toolkit's files are unchanged; the memo holds the variables it adds
+    (paths), never the values of others (a token in the environment is not written)."""
+    scenario, runtime = healthy
+    env = {"HF_TOKEN": "hf_secret_value_123"}
+    code1, first = run_health(scenario, runtime, "--exec-env", env=env)
+    code2, second = run_health(scenario, runtime, "--exec-env", env=env)
+    assert code1 == code2 and "inputs_unchanged_s" in second and _verdict(second) == _verdict(first)
+    memo = next(runtime.glob("npudoctor-memo-*.json")).read_text()
+    assert "hf_secret_value_123" not in memo
+    # the toolkit's set_env.sh changes: judged anew
+    set_env = scenario / "root/usr/local/Ascend/ascend-toolkit/set_env.sh"
+    assert set_env.is_file()
+    set_env.write_text(set_env.read_text() + "\n# edited\n")
+    code3, third = run_health(scenario, runtime, "--exec-env", env=env)
+    assert "inputs_unchanged_s" not in third and code3 == code1

@@ -296,15 +296,15 @@ def evaluate_health(options: HealthOptions, budget: Budget, progress: Optional[P
 
 
 #: The environments judged whose every input a memo can replay (see :func:`_memo_file`).
-_MEMO_JUDGED = ("process", "env-file")
+_MEMO_JUDGED = ("process", "env-file", "exec-env", "node")
 
 
 def _memo_file(options: HealthOptions) -> Optional[str]:
     """The memo file of this run (:mod:`npudoctor.runtime.memo`), or ``None`` when no
-    verdict may be reused: ``--fresh``, ``--from`` (a snapshot), ``--pid`` and
-    ``--exec-env`` (environments made from files outside the recorded reads)."""
+    verdict may be reused: ``--fresh``, ``--from`` (a snapshot), ``--pid`` (another
+    process's environment: not kept in a file)."""
     machine = options.machine
-    if options.fresh or machine.from_file or options.pid is not None or options.exec_env:
+    if options.fresh or machine.from_file or options.pid is not None:
         return None
     from npudoctor.runtime import memo
 

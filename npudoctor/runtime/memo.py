@@ -29,8 +29,10 @@ commands by exit status and output.
 No memo is written (the next run is a full one again) for a run that timed out, was cut
 short, had a read refused (EACCES: who may read changes with the reader), walked a
 directory tree, ran a command with an environment of its own or one that timed out,
-judged ``--from``/``--pid``/``--exec-env`` or a host node's ``set_env.sh`` environment
-(inputs outside this process's), or with ``--fresh``.
+judged ``--from`` or ``--pid`` (a snapshot, another process's environment), or with
+``--fresh``.  The environment ``--exec-env`` and a host node judge (what ``set_env.sh``
+would set) is made from reads through the Host, recorded like the others; the memo keeps
+only the variables it adds (:data:`_DELTA_NAME`).
 
 Memo files: ``$XDG_RUNTIME_DIR`` (else ``$TMPDIR``, else ``/tmp``)
 ``/npudoctor-memo-UID-KEY.json``, written atomically, trusted only when owned by
@@ -45,6 +47,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import sys
 import time
 import zlib
@@ -67,6 +70,15 @@ _PARAMS: Dict[str, Tuple[str, ...]] = {
     "which": ("name",),
     "run": ("argv", "timeout", "env"),
 }
+#: Variables a Host's environment may differ from this process's in, for its memo to be
+#: replayable: those ``set_env.sh`` of the CANN toolkit and NNAL set (and ``--user``'s
+#: login variables).  The memo keeps their values -- paths, never secrets; a Host whose
+#: environment differs in another variable is replayed only when it is the one
+#: diagnosed (the ``--env-file``'s or this process's).
+_DELTA_NAME = re.compile(
+    r"(PATH|LD_LIBRARY_PATH|LD_PRELOAD|PYTHONPATH|HOME|USER|LOGNAME|TOOLCHAIN_HOME"
+    r"|(ASCEND|ATB|ASDOPS|LCCL|TBE|OPP|HCCL|CANN)_[A-Z0-9_]+)\Z"
+)
 #: Directories of a live system whose files the kernel makes: stat'ed by mode, ids and
 #: device number only (their times and inodes change without meaning anything).
 _KERNEL_DIRS = ("/proc/", "/sys/", "/dev/")
@@ -132,7 +144,10 @@ def environ_digest(environ: Dict[str, str]) -> str:
 
 class Journal:
     """The reads of one recorded run: ``ops`` (``[op, host number, call, fingerprint]``),
-    ``hosts`` (``[root, environ digest, commands]`` of each Host read through, by number)
+    ``hosts`` (``[root, environ digest, commands, delta, gone]`` of each Host read
+    through, by number: ``delta`` the variables its environment sets otherwise than this
+    process's, when all are :data:`_DELTA_NAME` ones, else ``None``; ``gone`` the names it
+    lacks)
     and ``refused`` (why no memo may be written, ``None`` while one may)."""
 
     def __init__(self) -> None:
@@ -163,7 +178,11 @@ class Journal:
         number = self._numbers.get(id(host))
         if number is None:
             number = self._numbers[id(host)] = len(self.hosts)
-            self.hosts.append([host.root, environ_digest(host.environ), bool(host.commands)])
+            delta: Optional[Dict[str, str]] = {k: v for k, v in host.environ.items() if os.environ.get(k) != v}
+            if delta and not all(_DELTA_NAME.match(name) for name in delta):
+                delta = None
+            gone = sorted(k for k in os.environ if k not in host.environ)
+            self.hosts.append([host.root, environ_digest(host.environ), bool(host.commands), delta, gone])
             self._kept.append(host)
         try:
             self.ops.append([op, number, call, fingerprint(op, host, call, outcome)])
@@ -331,6 +350,20 @@ def _load(path: str) -> Optional[Dict[str, Any]]:
     return memo if ok else None
 
 
+def _host_environ(spec: List[Any], environ: Dict[str, str], mine: str) -> Optional[Dict[str, str]]:
+    """The environment of a recorded Host today: the diagnosed ``environ`` (digest
+    ``mine``) when it was that, else this process's with the recorded ``delta`` and
+    ``gone`` applied -- ``None`` when neither gives the recorded digest."""
+    if spec[1] == mine:
+        return environ
+    delta, gone = spec[3], spec[4]
+    if not isinstance(delta, dict) or not isinstance(gone, list):
+        return None
+    env = {k: v for k, v in os.environ.items() if k not in gone}
+    env.update({str(k): str(v) for k, v in delta.items()})
+    return env if environ_digest(env) == spec[1] else None
+
+
 def _replay(memo: Dict[str, Any], environ: Dict[str, str], budget: Budget) -> bool:
     """True when every recorded read tells the same today (see the module text)."""
     from npudoctor.host import Host
@@ -343,9 +376,12 @@ def _replay(memo: Dict[str, Any], environ: Dict[str, str], budget: Budget) -> bo
     mine = environ_digest(environ)
     hosts: List[Host] = []
     for spec in memo["hosts"]:
-        if not (isinstance(spec, list) and len(spec) == 3 and isinstance(spec[0], str)) or spec[1] != mine:
+        if not (isinstance(spec, list) and len(spec) == 5 and isinstance(spec[0], str)):
             return False
-        hosts.append(Host(root=spec[0], environ=environ, commands=bool(spec[2])))
+        env = _host_environ(spec, environ, mine)
+        if env is None:
+            return False
+        hosts.append(Host(root=spec[0], environ=env, commands=bool(spec[2])))
     for entry in memo["ops"]:
         if not (isinstance(entry, list) and len(entry) == 4):
             return False
