@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
+from npudoctor import lazyre
 from npudoctor.knowledge.grades import Grade, Verdict, severity
 from npudoctor.knowledge.matrix.model import _same_cann
 from npudoctor.knowledge.versions import DriverVersion, parse_cann, parse_driver, tokens, version_in
@@ -46,8 +47,8 @@ class MatrixRows(Protocol):
     def cann_row(self, cann: str) -> Optional[Dict[str, Any]]: ...
 
 
-_LINE = re.compile(r"^(V[0-9]{3}R[0-9]{3})C([0-9]{2})", re.I)
-_WILD = re.compile(r"^([0-9]+)\.([0-9]+)\.[Xx*]$")
+_LINE = lazyre.pattern(r"^(V[0-9]{3}R[0-9]{3})C([0-9]{2})", re.I)
+_WILD = lazyre.pattern(r"^([0-9]+)\.([0-9]+)\.[Xx*]$")
 _HDK_KEYS = ("hdk_paired", "hdk_compatible", "hdk_grid", "hdk_products")
 
 
