@@ -6,10 +6,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import sys
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from npudoctor import lazyre
+from npudoctor import lazyre, userdirs
 from npudoctor.host import read_capped
 from npudoctor.knowledge.matrix.model import CACHE_ENV, CACHE_FILE, SCHEMA_VERSION, MatrixError, _valid_date
 from npudoctor.knowledge.matrix.queries import Matrix
@@ -29,31 +28,12 @@ def bundled_dir() -> str:
 
 def cache_dir() -> str:
     """The user cache directory of npudoctor: ``$NPUDOCTOR_CACHE_DIR`` if set, else
-    ``platformdirs.user_cache_dir("npudoctor")`` (``~/.cache/npudoctor`` on Linux).
-
-    Every run that loads the matrix asks (is there a refreshed copy?), and importing
-    platformdirs costs 4-13 ms on the 2-core machine (pathlib, tempfile, its platform
-    classes), so the common Linux case is answered here: no ``$XDG_CACHE_HOME`` and an
-    absolute ``$HOME`` give ``$HOME/.cache/npudoctor`` in every platformdirs release since
-    2.5 (the floor in pyproject.toml; its Unix ``user_cache_dir``: ``$XDG_CACHE_HOME`` if
-    set, else ``~/.cache``, then the app name).  Anything else (an XDG variable, no or a
-    relative ``$HOME``, Android, macOS, Windows) is platformdirs' own answer;
-    ``tests/test_cache_dir.py`` checks both agree."""
+    ``platformdirs.user_cache_dir("npudoctor")`` (``~/.cache/npudoctor`` on Linux; the
+    common Linux case without importing platformdirs: :mod:`npudoctor.userdirs`)."""
     env = os.environ.get(CACHE_ENV)
     if env:
         return env
-    home = os.environ.get("HOME", "")
-    if (
-        sys.platform == "linux"
-        and home.startswith("/")
-        and not os.environ.get("XDG_CACHE_HOME")
-        and "ANDROID_DATA" not in os.environ
-        and not hasattr(sys, "getandroidapilevel")
-    ):
-        return os.path.join(os.path.expanduser("~/.cache"), "npudoctor")
-    import platformdirs
-
-    return platformdirs.user_cache_dir("npudoctor", appauthor=False)
+    return userdirs.user_cache_dir()
 
 
 def cache_path() -> str:
