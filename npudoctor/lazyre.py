@@ -111,7 +111,9 @@ def pattern(regex: Union[str, bytes], flags: int = 0) -> LazyPattern[Any]:
     """A :class:`LazyPattern` for ``re.compile(regex, flags)``: same regex, same flags,
     same results, compiled on first use.  ``regex`` is str or bytes; ``flags`` the ``re``
     flags (int or ``re.RegexFlag``).  Never raises here; a bad regex raises ``re.error``
-    at first use."""
+    at first use.  For module-level patterns: each one made is kept for
+    :func:`all_patterns` (a pattern built per call belongs in ``re.compile``/``re``'s
+    cache instead)."""
     made: LazyPattern[Any] = LazyPattern(regex, int(flags))
     _MADE.append(made)
     return made
