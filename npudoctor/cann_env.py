@@ -35,8 +35,9 @@ evaluated statically; its effect is computed from the documented result (seen in
 from __future__ import annotations
 
 import posixpath
-import re
 from typing import Any, Dict, List, Mapping, Optional
+
+from npudoctor import lazyre
 
 #: Variables whose value is a ``:`` list that set_env.sh prepends to.
 PATH_VARS = ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH")
@@ -45,7 +46,7 @@ DEFAULT_DRIVER = "/usr/local/Ascend/driver"
 
 
 #: A path component naming a CANN install root (classic, 8.5+ and nnae layouts).
-_CANN_ROOT_RE = re.compile(r"^(?P<root>.*?/(?:ascend-toolkit/[^/]+|cann-[^/]+|cann|nnae/[^/]+))(?:/|$)")
+_CANN_ROOT_RE = lazyre.pattern(r"^(?P<root>.*?/(?:ascend-toolkit/[^/]+|cann-[^/]+|cann|nnae/[^/]+))(?:/|$)")
 
 
 def cann_root(path: str) -> Optional[str]:

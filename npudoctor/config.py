@@ -15,16 +15,16 @@ import os
 from typing import Dict, List, Optional, Tuple
 
 from npudoctor import tomlread as _toml
+from npudoctor import userdirs
 from npudoctor.host import read_capped_text
 
 PROJECT_FILE = ".npudoctor.toml"
 
 
 def user_config_path() -> str:
-    """Path of the user config file (it need not exist)."""
-    from platformdirs import user_config_dir
-
-    return os.path.join(user_config_dir("npudoctor", appauthor=False), "config.toml")
+    """Path of the user config file (it need not exist): ``config.toml`` in
+    ``platformdirs.user_config_dir("npudoctor")`` (:mod:`npudoctor.userdirs`)."""
+    return os.path.join(userdirs.user_config_dir(), "config.toml")
 
 
 def _project_file(start: str) -> Optional[str]:

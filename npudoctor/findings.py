@@ -12,9 +12,10 @@ released, a code keeps its meaning forever (retire it, never reuse it).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Union
+
+from npudoctor import lazyre
 
 if TYPE_CHECKING:  # the remedies are imported by the rules that make findings, not by readers of codes
     from npudoctor.remedies import Remedy
@@ -53,8 +54,8 @@ AREA_TITLES = {
     "deep": "Deep probe (import torch_npu)",
 }
 
-_CODE_RE = re.compile(r"^[A-Z]{2,5}[0-9]{3}$")
-_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+_CODE_RE = lazyre.pattern(r"^[A-Z]{2,5}[0-9]{3}$")
+_NAME_RE = lazyre.pattern(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 #: Snapshot sections that are not areas of their own (their findings use an area above).
 EXTRA_SECTIONS = ("hygiene",)

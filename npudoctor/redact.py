@@ -30,17 +30,19 @@ import os
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
+from npudoctor import lazyre
+
 #: What a concealed secret value becomes.
 SECRET = "<redacted>"
 
 #: Names (environment variables, JSON keys, config keys) whose values are secrets.
-SECRET_NAME = re.compile(
+SECRET_NAME = lazyre.pattern(
     r"(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|API[_-]?KEY|ACCESS[_-]?KEY|PRIVATE[_-]?KEY|[_-]KEY$|^KEY$|AUTH)",
     re.I,
 )
 
 #: Token shapes recognised anywhere in text, whatever they are called.
-_TOKENS = re.compile(
+_TOKENS = lazyre.pattern(
     r"\b(?:hf_[A-Za-z0-9]{20,}"
     r"|gh[pousr]_[A-Za-z0-9]{20,}"
     r"|github_pat_[A-Za-z0-9_]{20,}"
@@ -49,16 +51,18 @@ _TOKENS = re.compile(
     r"|sk-[A-Za-z0-9_-]{20,})\b"
 )
 #: ``scheme://userinfo@`` in a URL (pip index URLs with a password, git remotes with a token).
-_URL_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)([^/\s@'\"<>]+)@")
+_URL_USERINFO = lazyre.pattern(r"\b([A-Za-z][A-Za-z0-9+.-]*://)([^/\s@'\"<>]+)@")
 #: ``NAME=value``, ``NAME: value``, ``"NAME": "value"``, ``--name value`` where NAME is secret-like.
-_ASSIGNMENT = re.compile(
+_ASSIGNMENT = lazyre.pattern(
     r"""(?P<name>(?<![\w-])-{0,2}[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>["']?[ \t]*[:=][ \t]*["']?)(?P<value>[^\s"',;]+)"""
 )
-_OPTION = re.compile(r"""(?P<name>(?<![\w-])--[A-Za-z][A-Za-z0-9_-]*)(?P<sep>[ \t]+)(?P<value>[^\s"',;-][^\s"',;]*)""")
+_OPTION = lazyre.pattern(
+    r"""(?P<name>(?<![\w-])--[A-Za-z][A-Za-z0-9_-]*)(?P<sep>[ \t]+)(?P<value>[^\s"',;-][^\s"',;]*)"""
+)
 
-_IPV4 = re.compile(r"(?<![\w.])(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?![\w.])")
-_IPV6 = re.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])")
-_HOME_LIKE = re.compile(r"(?<![\w.-])((?:/[\w.-]+)*?/(?:home|Users|users|homes))/([^/\s:'\"<>]+)")
+_IPV4 = lazyre.pattern(r"(?<![\w.])(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?![\w.])")
+_IPV6 = lazyre.pattern(r"(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])")
+_HOME_LIKE = lazyre.pattern(r"(?<![\w.-])((?:/[\w.-]+)*?/(?:home|Users|users|homes))/([^/\s:'\"<>]+)")
 
 #: Keys whose string values are host names / user names wholesale.
 _HOST_KEYS = {"hostname", "fqdn", "host_name", "nodename"}

@@ -15,7 +15,6 @@ import contextlib
 import json
 import os
 import stat
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
@@ -189,6 +188,8 @@ def atomic_write(path: str, data: str) -> None:
     fsync, rename.  The previous file stays intact if anything fails.  Raises
     ``OSError`` (e.g. read-only directory) with nothing left behind.  Stale temporary
     files of writers killed before (:func:`clean_stale_temp`) are removed first."""
+    import tempfile  # here, not at import: health imports this module on every run, writes rarely
+
     directory = os.path.dirname(os.path.abspath(path)) or "."
     clean_stale_temp(directory)
     fd, tmp = tempfile.mkstemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-", suffix=_TMP_SUFFIX, dir=directory)

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor import tomlread
+from npudoctor.valuerecord import ValueRecord
 
 
-@dataclass(frozen=True)
-class Support:
+@dataclass(frozen=True, eq=False, repr=False)
+class Support(ValueRecord):
     """One ``[[support]]`` row: ``framework`` on chip ``family`` has ``status``
     (``supported`` | ``experimental`` | ``unsupported`` | ``not-stated``) for the
     releases in ``versions`` (a PEP 440 specifier; ``""`` = every release);

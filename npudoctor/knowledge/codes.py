@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 from typing import Any, Dict, List, Mapping, Optional
 
+from npudoctor import lazyre
 from npudoctor import tomlread as _toml
 from npudoctor.findings import AREAS, SEVERITIES, Code, RegistryError
 
@@ -47,8 +47,8 @@ PREFIXES: Dict[str, str] = {
 
 _FIELDS = ("name", "area", "severity", "title", "kinds", "explain", "symptom_of")
 _REQUIRED = ("name", "area", "severity", "title", "explain")
-_CODE_RE = re.compile(r"^([A-Z]{2,5})([0-9]{3})$")
-_KIND_RE = re.compile(r"^K[0-9]{2}$")
+_CODE_RE = lazyre.pattern(r"^([A-Z]{2,5})([0-9]{3})$")
+_KIND_RE = lazyre.pattern(r"^K[0-9]{2}$")
 
 
 class CodesError(RegistryError):

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 from npudoctor.knowledge.versions import parse_cann
+from npudoctor.valuerecord import ValueRecord
 
 #: Package kinds in the order the official images install them (REPORT.md §5).
 INSTALL_ORDER: Tuple[str, ...] = ("driver", "firmware", "toolkit", "kernels", "ops", "nnal")
@@ -69,8 +70,8 @@ FIRMWARE_FOR_DRIVER: Dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class PackageName:
+@dataclass(frozen=True, eq=False, repr=False)
+class PackageName(ValueRecord):
     """The file name of one package: ``kind`` (``toolkit`` | ``kernels`` | ``ops`` |
     ``nnal`` | ``driver`` | ``firmware``), ``filename``, and ``verified`` (False when the
     name pattern is not confirmed by a source for this chip/version)."""

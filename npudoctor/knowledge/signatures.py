@@ -21,6 +21,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from npudoctor import lazyre
 from npudoctor.findings import Finding
 from npudoctor.host import read_capped_text
 from npudoctor.knowledge.kinds import KB_PATH
@@ -57,9 +58,9 @@ GENERIC_ANCHORS = (
     b"runtime result =",
 )
 
-_KIND_RX = re.compile(r"^K(0[1-9]|1[0-9]|2[0-2])$")
-_CODE_RX = re.compile(r"^[A-Z]{2,5}[0-9]{3}$")
-_ID_RX = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+_KIND_RX = lazyre.pattern(r"^K(0[1-9]|1[0-9]|2[0-2])$")
+_CODE_RX = lazyre.pattern(r"^[A-Z]{2,5}[0-9]{3}$")
+_ID_RX = lazyre.pattern(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _CAUSE_KEYS = {"kind", "text", "here", "fix", "confirmed_by", "refuted_by", "stated_by"}
 
 
@@ -458,8 +459,8 @@ def _entry(item: Mapping[str, Any], where: str) -> Entry:
     return entry
 
 
-_PLACEHOLDER = re.compile(r"\{(\w+)\}")
-_GROUP_NAME = re.compile(r"\(\?P<\w+>")
+_PLACEHOLDER = lazyre.pattern(r"\{(\w+)\}")
+_GROUP_NAME = lazyre.pattern(r"\(\?P<\w+>")
 
 
 def code_group(pattern: str) -> Optional[str]:

@@ -32,6 +32,8 @@ import functools
 import re
 from typing import Any, Iterable, List, Optional, Tuple
 
+from npudoctor import lazyre
+
 __all__ = [
     "InvalidVersion",
     "UnorderableVersion",
@@ -55,11 +57,11 @@ class UnorderableVersion(ValueError):
 _PRE_RANK = {"alpha": 0, "a": 0, "beta": 1, "b": 1, "rc": 2}
 _FINAL = 3  # rank of "no pre-release"
 
-_SPLIT = re.compile(r"[.\-_]")
-_PRE_TOKEN = re.compile(r"^(alpha|beta)([0-9]*)$", re.I)
-_RC_TOKEN = re.compile(r"^rc([0-9]+)$", re.I)
-_T_TOKEN = re.compile(r"^t([0-9]+)$", re.I)
-_B_TOKEN = re.compile(r"^b([0-9]+)$", re.I)
+_SPLIT = lazyre.pattern(r"[.\-_]")
+_PRE_TOKEN = lazyre.pattern(r"^(alpha|beta)([0-9]*)$", re.I)
+_RC_TOKEN = lazyre.pattern(r"^rc([0-9]+)$", re.I)
+_T_TOKEN = lazyre.pattern(r"^t([0-9]+)$", re.I)
+_B_TOKEN = lazyre.pattern(r"^b([0-9]+)$", re.I)
 
 
 def _clean(text: object, prefixes: Tuple[str, ...]) -> str:

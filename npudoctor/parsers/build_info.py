@@ -27,6 +27,8 @@ import ast
 import re
 from typing import Dict, List, Optional, Tuple, Union
 
+from npudoctor import lazyre
+
 Literal = Union[str, bool, int, float, None]
 
 
@@ -50,8 +52,8 @@ def python_constants(text: str) -> Dict[str, Literal]:
     return out
 
 
-_CANN_RE = re.compile(r"CANN\s*([0-9][0-9A-Za-z.\-]*)", re.IGNORECASE)
-_TAG_RE = re.compile(r"<[^>]+>")
+_CANN_RE = lazyre.pattern(r"CANN\s*([0-9][0-9A-Za-z.\-]*)", re.IGNORECASE)
+_TAG_RE = lazyre.pattern(r"<[^>]+>")
 
 
 def _norm(version: str) -> str:

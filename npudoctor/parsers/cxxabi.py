@@ -21,15 +21,16 @@ file is never executed.  See ``tests/fixtures/elf/README.md`` for the real files
 
 from __future__ import annotations
 
-import re
 from typing import Optional, Tuple
+
+from npudoctor import lazyre
 
 TORCH_CHECK_FAIL_OLD = "_ZN3c106detail14torchCheckFailEPKcS2_jRKSs"
 TORCH_CHECK_FAIL_CXX11 = "_ZN3c106detail14torchCheckFailEPKcS2_jRKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"
 
 #: A c10-namespace name (after a NUL) that mentions the C++11 std::string / the old one.
-_C10_CXX11 = re.compile(rb"\0(_ZNK?3c10[^\0]{0,400}?NSt7__cxx1112basic_string[^\0]*)\0")
-_C10_OLD = re.compile(rb"\0(_ZNK?3c10[^\0]{0,400}?(?:RKSs|ESs|Ss[EJ])[^\0]*)\0")
+_C10_CXX11 = lazyre.pattern(rb"\0(_ZNK?3c10[^\0]{0,400}?NSt7__cxx1112basic_string[^\0]*)\0")
+_C10_OLD = lazyre.pattern(rb"\0(_ZNK?3c10[^\0]{0,400}?(?:RKSs|ESs|Ss[EJ])[^\0]*)\0")
 
 
 def torch_cxx11_abi(data: bytes) -> Tuple[Optional[bool], Optional[str]]:

@@ -4,13 +4,13 @@ are accepted too, so ``npudoctor env`` output reads back)."""
 
 from __future__ import annotations
 
-import re
 import shlex
 from typing import Dict, List, Tuple
 
+from npudoctor import lazyre
 from npudoctor.host import read_capped_text
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = lazyre.pattern(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def parse_env_file(text: str) -> Tuple[Dict[str, str], List[str]]:

@@ -23,8 +23,10 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-_CONF_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_]*?)_((?<![0-9])[0-9]{1,18}(?![0-9]))\s*=\s*(.*?)\s*$")
-_PLAIN_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_.-]*)\s*=\s*(.*?)\s*$")
+from npudoctor import lazyre
+
+_CONF_LINE = lazyre.pattern(r"^\s*([A-Za-z][A-Za-z0-9_]*?)_((?<![0-9])[0-9]{1,18}(?![0-9]))\s*=\s*(.*?)\s*$")
+_PLAIN_LINE = lazyre.pattern(r"^\s*([A-Za-z][A-Za-z0-9_.-]*)\s*=\s*(.*?)\s*$")
 
 
 def parse_hccn_conf(text: str) -> Dict[str, Any]:

@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from npudoctor import lazyre
+
 __all__ = [
     "parse_key_values",
     "parse_bracket_list",
@@ -46,12 +48,12 @@ __all__ = [
     "ranges_contain",
 ]
 
-_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
-_BRACKET_RE = re.compile(r"\[([^\[\]]*)\]")
-_NUM_RE = re.compile(r"[0-9]+")
+_KEY_RE = lazyre.pattern(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+_BRACKET_RE = lazyre.pattern(r"\[([^\[\]]*)\]")
+_NUM_RE = lazyre.pattern(r"[0-9]+")
 #: "2.1.RC1" in a MindIE component line (numbers bounded: a long digit run is one pass).
-_MINDIE_VERSION = re.compile(r"(?<![0-9])([0-9]{1,9}\.[0-9]{1,9}\.[0-9A-Za-z]{1,40})(?:\.B[0-9]{1,9})?")
-_PLAUSIBLE_VERSION = re.compile(r"^[0-9][0-9A-Za-z.\-_]*$")
+_MINDIE_VERSION = lazyre.pattern(r"(?<![0-9])([0-9]{1,9}\.[0-9]{1,9}\.[0-9A-Za-z]{1,40})(?:\.B[0-9]{1,9})?")
+_PLAUSIBLE_VERSION = lazyre.pattern(r"^[0-9][0-9A-Za-z.\-_]*$")
 
 
 def _clean_lines(text: str) -> List[str]:

@@ -23,30 +23,32 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from npudoctor import lazyre
+
 # ----------------------------------------------------------------------------- regexes
 _PAIR = r"((?<![0-9])[0-9]{1,18}(?![0-9]))\s*/\s*((?<![0-9])[0-9]{1,18}(?![0-9]))"
-_VERSION_RE = re.compile(r"npu-smi\s+(\S+)\s+Version:\s*(\S+)", re.I)
-_ROW1_C0 = re.compile(r"^((?<![0-9])[0-9]{1,18}(?![0-9]))\s+(\S.*?)$")
-_ROW1_C2 = re.compile(r"^(\S+)\s+(\S+)\s+" + _PAIR)
-_ROW2_C0 = re.compile(r"^((?<![0-9])[0-9]{1,18}(?![0-9]))(?:\s+((?<![0-9])[0-9]{1,18}(?![0-9])))?$")
-_ROW2_C2 = re.compile(r"^(\S+)\s+" + _PAIR + r"(?:\s+" + _PAIR + r")?")
-_PROC_C0 = re.compile(r"^((?<![0-9])[0-9]{1,18}(?![0-9]))\s+((?<![0-9])[0-9]{1,18}(?![0-9]))$")
-_NO_PROC = re.compile(r"No running processes found in NPU\s+((?<![0-9])[0-9]{1,18}(?![0-9]))", re.I)
-_HEALTH_RE = re.compile(r"^[A-Za-z][A-Za-z _-]*$")
-_BUS_RE = re.compile(r"^(?:[0-9A-Fa-fx]{4}:[0-9A-Fa-fx]{2}:[0-9A-Fa-fx]{2}\.[0-9A-Fa-fx]|NA|-)$")
-_INT_RE = re.compile(r"^-?(?<![0-9])[0-9]{1,18}(?![0-9])$")
-_FLOAT_RE = re.compile(r"^-?(?<![0-9])[0-9]{1,18}(?![0-9])(?:\.(?<![0-9])[0-9]{1,18}(?![0-9]))?$")
+_VERSION_RE = lazyre.pattern(r"npu-smi\s+(\S+)\s+Version:\s*(\S+)", re.I)
+_ROW1_C0 = lazyre.pattern(r"^((?<![0-9])[0-9]{1,18}(?![0-9]))\s+(\S.*?)$")
+_ROW1_C2 = lazyre.pattern(r"^(\S+)\s+(\S+)\s+" + _PAIR)
+_ROW2_C0 = lazyre.pattern(r"^((?<![0-9])[0-9]{1,18}(?![0-9]))(?:\s+((?<![0-9])[0-9]{1,18}(?![0-9])))?$")
+_ROW2_C2 = lazyre.pattern(r"^(\S+)\s+" + _PAIR + r"(?:\s+" + _PAIR + r")?")
+_PROC_C0 = lazyre.pattern(r"^((?<![0-9])[0-9]{1,18}(?![0-9]))\s+((?<![0-9])[0-9]{1,18}(?![0-9]))$")
+_NO_PROC = lazyre.pattern(r"No running processes found in NPU\s+((?<![0-9])[0-9]{1,18}(?![0-9]))", re.I)
+_HEALTH_RE = lazyre.pattern(r"^[A-Za-z][A-Za-z _-]*$")
+_BUS_RE = lazyre.pattern(r"^(?:[0-9A-Fa-fx]{4}:[0-9A-Fa-fx]{2}:[0-9A-Fa-fx]{2}\.[0-9A-Fa-fx]|NA|-)$")
+_INT_RE = lazyre.pattern(r"^-?(?<![0-9])[0-9]{1,18}(?![0-9])$")
+_FLOAT_RE = lazyre.pattern(r"^-?(?<![0-9])[0-9]{1,18}(?![0-9])(?:\.(?<![0-9])[0-9]{1,18}(?![0-9]))?$")
 #: Longest line looked at (npu-smi lines are ~120 characters); longer ones are cut so
 #: that no regex can run long on garbage.
 MAX_LINE = 2000
-_DCMI_RE = re.compile(r"(dcmi[^\n]*?)\bret(?:urn)?\s*(?:is|=|:)?\s*(-(?<![0-9])[0-9]{1,18}(?![0-9]))", re.I)
-_DCMI_CODE_RE = re.compile(r"dcmi[^\n]*?error code\s*[:=]?\s*(-(?<![0-9])[0-9]{1,18}(?![0-9]))", re.I)
+_DCMI_RE = lazyre.pattern(r"(dcmi[^\n]*?)\bret(?:urn)?\s*(?:is|=|:)?\s*(-(?<![0-9])[0-9]{1,18}(?![0-9]))", re.I)
+_DCMI_CODE_RE = lazyre.pattern(r"dcmi[^\n]*?error code\s*[:=]?\s*(-(?<![0-9])[0-9]{1,18}(?![0-9]))", re.I)
 #: The loader's refusal to start npu-smi: a library it needs is on no loader path
 #: (``npu-smi: error while loading shared libraries: libc_sec.so: cannot open shared object file``).
-_LOADER_RE = re.compile(r"error while loading shared libraries:\s*([^\s:]+):\s*cannot open shared object file")
-_NOT_FOUND_RE = re.compile(r"npu-smi:?\s*(?:command )?not found|No such file or directory.*npu-smi", re.I)
-_SMI_VERSION_RE = re.compile(r"npu-smi\s+version\s*:\s*(\S+)", re.I)
-_PROC_MEM_RE = re.compile(
+_LOADER_RE = lazyre.pattern(r"error while loading shared libraries:\s*([^\s:]+):\s*cannot open shared object file")
+_NOT_FOUND_RE = lazyre.pattern(r"npu-smi:?\s*(?:command )?not found|No such file or directory.*npu-smi", re.I)
+_SMI_VERSION_RE = lazyre.pattern(r"npu-smi\s+version\s*:\s*(\S+)", re.I)
+_PROC_MEM_RE = lazyre.pattern(
     r"Process id\s*:\s*((?<![0-9])[0-9]{1,18}(?![0-9]))\s+Process name\s*:(.*?)\s*Process memory\(MB\)\s*:\s*((?<![0-9])[0-9]{1,18}(?![0-9]))",
     re.I,
 )

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Optional, Pattern, Tuple
 
+from npudoctor import lazyre
+
 __all__ = ["DIGITS", "MAX_DIGITS", "numbers_in", "to_int"]
 
 #: Longest run of digits read as a number (10**18 fits every id, size and counter we read).
@@ -24,7 +26,7 @@ DIGITS = r"(?<![0-9])[0-9]{1,18}(?![0-9])"
 
 _CLASS = {8: "[0-7]", 10: "[0-9]", 16: "[0-9A-Fa-f]"}
 _FULL: Dict[Tuple[int, int], Pattern[str]] = {}
-_RUN = re.compile(DIGITS)
+_RUN = lazyre.pattern(DIGITS)
 
 
 def to_int(value: Any, base: int = 10, max_digits: int = MAX_DIGITS) -> Optional[int]:

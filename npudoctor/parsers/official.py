@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from npudoctor import lazyre
 from npudoctor.parsers import jsontext
 from npudoctor.parsers._official_base import OfficialParseError
 from npudoctor.parsers._official_base import cells as _cells
@@ -72,8 +73,8 @@ class MarkdownResult:
 
 
 # ---------------------------------------------------------------- helpers
-_CONFLICT = re.compile(r"^(<{7}|={7}|>{7})(\s|$)")
-_SEPARATOR_CELL = re.compile(r"^:?-{2,}:?$")
+_CONFLICT = lazyre.pattern(r"^(<{7}|={7}|>{7})(\s|$)")
+_SEPARATOR_CELL = lazyre.pattern(r"^:?-{2,}:?$")
 
 
 def looks_like_html(text: str) -> bool:

@@ -24,8 +24,9 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
+from npudoctor import lazyre
 from npudoctor.parsers._official_base import OfficialParseError
 from npudoctor.parsers._official_base import cells as pipe_cells
 
@@ -39,9 +40,9 @@ __all__ = [
     "split_versions",
 ]
 
-_CANN_TITLE = re.compile(r"^#\s*CANN\s+(\S+?)\s*(?:版本说明|Release Notes)", re.M | re.I)
-_HDK_PAT = re.compile(r"(?<![0-9.])[0-9]{2}\.[0-9]{1,2}\.(?:RC[0-9]+|rc[0-9]+|X|x|[0-9]+)(?:\.[0-9]+)*")
-_CANN_PAT = re.compile(
+_CANN_TITLE = lazyre.pattern(r"^#\s*CANN\s+(\S+?)\s*(?:版本说明|Release Notes)", re.M | re.I)
+_HDK_PAT = lazyre.pattern(r"(?<![0-9.])[0-9]{2}\.[0-9]{1,2}\.(?:RC[0-9]+|rc[0-9]+|X|x|[0-9]+)(?:\.[0-9]+)*")
+_CANN_PAT = lazyre.pattern(
     r"(?<![0-9.])[0-9]{1,2}\.[0-9]{1,2}\.(?:RC[0-9]+|X|x|[0-9]+)(?:[.-](?:alpha|beta)[.-]?[0-9]+|\.[0-9]+)?", re.I
 )
 
@@ -96,7 +97,7 @@ def html_tables(text: str) -> List[HtmlTable]:
     return out
 
 
-def split_versions(cell: str, pattern: re.Pattern[str]) -> List[str]:
+def split_versions(cell: str, pattern: Union[re.Pattern[str], lazyre.LazyPattern[str]]) -> List[str]:
     """Versions named in one cell, in order, without repeats: ``"26.0.RC1/25.7.RC1"`` ->
     both; ``"CANN 9.0.0<br>CANN 8.5.0"`` -> ``["9.0.0", "8.5.0"]``."""
     out: List[str] = []

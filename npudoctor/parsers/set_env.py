@@ -36,6 +36,7 @@ import posixpath
 import re
 from typing import Any, List, Mapping, Optional, Tuple
 
+from npudoctor import lazyre
 from npudoctor.parsers.numbers import to_int
 from npudoctor.parsers.set_env_model import SetEnvResult
 from npudoctor.parsers.set_env_model import State as _State
@@ -53,8 +54,8 @@ __all__ = ["MAX_DEPTH", "MAX_LINES", "SetEnvResult", "evaluate"]
 MAX_DEPTH = 4
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
-_ASSIGN_RE = re.compile(rf"^({_NAME})(\+?)=(.*)$", re.S)
-_FUNC_RE = re.compile(rf"^(?:function\s+({_NAME})\s*(?:\(\s*\))?|({_NAME})\s*\(\s*\))\s*\{{?\s*$")
+_ASSIGN_RE = lazyre.pattern(rf"^({_NAME})(\+?)=(.*)$", re.S)
+_FUNC_RE = lazyre.pattern(rf"^(?:function\s+({_NAME})\s*(?:\(\s*\))?|({_NAME})\s*\(\s*\))\s*\{{?\s*$")
 
 
 # ------------------------------------------------------------------- expansion

@@ -11,8 +11,9 @@ Pure and total: never raises, linear time.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Dict, List, Optional
+
+from npudoctor import lazyre
 
 #: Link types and what they mean (from the npu-smi legend, official command reference).
 LINKS = {
@@ -29,8 +30,8 @@ LINKS = {
 #: Links that do not go through PCIe (fast NPU-to-NPU fabrics).
 FABRIC = ("HCCS", "SIO", "UB")
 
-_NPU_RE = re.compile(r"^NPU((?<![0-9])[0-9]{1,18}(?![0-9]))$")
-_CPUS_RE = re.compile(
+_NPU_RE = lazyre.pattern(r"^NPU((?<![0-9])[0-9]{1,18}(?![0-9]))$")
+_CPUS_RE = lazyre.pattern(
     r"^(?<![0-9])[0-9]{1,18}(?![0-9])(?:-(?<![0-9])[0-9]{1,18}(?![0-9]))?(?:,(?<![0-9])[0-9]{1,18}(?![0-9])(?:-(?<![0-9])[0-9]{1,18}(?![0-9]))?)*$"
 )
 _MAX_LINE = 4000

@@ -30,14 +30,15 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
+from npudoctor import lazyre
 from npudoctor.host import read_capped_text
 from npudoctor.plan.wheels import platform_tags
 
 #: Distributions that exist only for NVIDIA GPUs: CUDA runtime/library wheels and the CUDA
 #: builds of triton (Ascend's is ``triton-ascend``).  Names are PEP 503-normalised.
-_CUDA_NAMES = re.compile(r"^(nvidia-.+|cuda-.+|cupy-cuda.*|triton|pytorch-triton)$")
+_CUDA_NAMES = lazyre.pattern(r"^(nvidia-.+|cuda-.+|cupy-cuda.*|triton|pytorch-triton)$")
 #: A CUDA local build tag (``2.5.1+cu121``).
-_CUDA_LOCAL = re.compile(r"(^|\.)cu\d+($|\.)")
+_CUDA_LOCAL = lazyre.pattern(r"(^|\.)cu\d+($|\.)")
 #: Rounds of the closure loop before giving up (each round is one pip call per source).
 MAX_ROUNDS = 80
 

@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from npudoctor.knowledge.matrix.model import _pep440
 from npudoctor.knowledge.versions import parse_cann
+from npudoctor.valuerecord import ValueRecord
 
 if TYPE_CHECKING:  # the matrix is passed in by the caller that loaded it
     from npudoctor.knowledge.matrix import Matrix, TorchNpuRow
 
 
-@dataclass(frozen=True)
-class KeepCann:
+@dataclass(frozen=True, eq=False, repr=False)
+class KeepCann(ValueRecord):
     """Option A of a mismatch: keep the CANN and install ``torch_npu`` (built for
     ``torch``), which is ``fit`` (``paired`` | ``compatible``) with it; ``torch_changes``
     when the installed torch is not the one that build needs."""
@@ -34,8 +35,8 @@ class KeepCann:
     torch_changes: bool
 
 
-@dataclass(frozen=True)
-class MismatchPlan:
+@dataclass(frozen=True, eq=False, repr=False)
+class MismatchPlan(ValueRecord):
     """The two ways out of a torch_npu/CANN mismatch: the installed pair (``torch_npu``,
     ``cann``), option A (``keep_cann``, preferred when the matrix has such a build) and
     option B (``move_to``: the CANN the installed torch_npu is paired with)."""

@@ -5,10 +5,10 @@ solver that fills them is :mod:`npudoctor.plan.resolve`."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from npudoctor import lazyre
 from npudoctor.plan.site import Site
 
 #: PyTorch CPU wheel index: torch ``X+cpu`` builds that x86_64 torch_npu wheels pin up to
@@ -74,7 +74,7 @@ class Request:
         return " ".join(parts) or "no target (newest set the site supports)"
 
 
-_XY_RE = re.compile(r"^(\d+)\.(\d+)")
+_XY_RE = lazyre.pattern(r"^(\d+)\.(\d+)")
 
 
 def hdk_versions(paired: List[str], compatible: List[str]) -> List[str]:

@@ -32,16 +32,16 @@ and the planner says what it had to assume.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from npudoctor import lazyre
 from npudoctor.facts import Facts
 from npudoctor.facts.devices import Chip as DeviceChip
 from npudoctor.knowledge.matrix import Matrix
 from npudoctor.snapshot import Snapshot
 
-_PY_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?")
+_PY_RE = lazyre.pattern(r"^(\d+)\.(\d+)(?:\.(\d+))?")
 
 
 def python_xy(value: Any) -> Optional[str]:

@@ -10,6 +10,7 @@ import os
 import re
 from typing import Any, Callable, Optional, Tuple
 
+from npudoctor import lazyre
 from npudoctor.host import open_regular
 
 _CHUNK = 1 << 20
@@ -144,7 +145,7 @@ def fetch_url(
     return digest
 
 
-_MAKESELF = re.compile(rb"makeself|MS_Printf|label=", re.I)
+_MAKESELF = lazyre.pattern(rb"makeself|MS_Printf|label=", re.I)
 
 
 def check_run_file(path: str) -> Optional[str]:

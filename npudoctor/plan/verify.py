@@ -32,6 +32,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set
 
+from npudoctor import lazyre
 from npudoctor.host import file_kind, read_capped_text
 from npudoctor.plan.bundle_text import MANIFEST, REQUIREMENTS, SUMS
 from npudoctor.plan.files import HDK_PAGE
@@ -79,14 +80,14 @@ class VerifyReport:
         }
 
 
-_PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
+_PIN = lazyre.pattern(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
 
 
 #: Manifest nesting deeper than this is refused before it is parsed (a bundle manifest is 4 deep).
 MAX_DEPTH = 32
 #: Kinds of ``.run`` packages that come from the hiascend.com driver page (a portal login).
 PORTAL_KINDS = ("driver", "firmware")
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_HEX64 = lazyre.pattern(r"^[0-9a-f]{64}$")
 
 
 def read_manifest(directory: str) -> Any:

@@ -22,10 +22,12 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
+from npudoctor import lazyre
+
 if TYPE_CHECKING:
     from npudoctor.knowledge.matrix import Matrix
 
-_MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_(.+)$")
+_MANYLINUX = lazyre.pattern(r"^manylinux_(\d+)_(\d+)_(.+)$")
 _LEGACY = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
 
 

@@ -9,14 +9,14 @@ Not a probe (the leading underscore keeps the engine from discovering it): a hel
 from __future__ import annotations
 
 import posixpath
-import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from npudoctor import lazyre
 from npudoctor.host import Host
 from npudoctor.parsers.numbers import to_int
 
 #: Libraries whose symbol versions are judged (the base system's).
-VERSIONED_RE = re.compile(r"^(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so\.\d+$")
+VERSIONED_RE = lazyre.pattern(r"^(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt)\.so\.\d+$")
 
 _TRIPLETS = {"x86_64": "x86_64-linux-gnu", "aarch64": "aarch64-linux-gnu"}
 _E_MACHINE = {0x3E: "x86_64", 0xB7: "aarch64", 0x03: "i686", 0x28: "arm"}

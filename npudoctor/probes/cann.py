@@ -66,6 +66,7 @@ import posixpath
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from npudoctor import lazyre
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
 from npudoctor.parsers.info_files import (
@@ -85,7 +86,7 @@ DEFAULT_TOOLKIT = "/usr/local/Ascend/ascend-toolkit/latest"
 ENV_VARS = ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_LATEST_HOME")
 _KERNEL_DIR = "opp/built-in/op_impl/ai_core/tbe/kernel"
 _ARCH_ALIASES = {"arm64": "aarch64", "aarch64": "aarch64", "x86_64": "x86_64", "amd64": "x86_64"}
-_VERSION_DIR = re.compile(r"^[0-9]+\.[0-9]+(\.[0-9A-Za-z]+)*([-.][A-Za-z]+\.?[0-9]*)?$")
+_VERSION_DIR = lazyre.pattern(r"^[0-9]+\.[0-9]+(\.[0-9A-Za-z]+)*([-.][A-Za-z]+\.?[0-9]*)?$")
 _MAX_HOMES = 50
 
 

@@ -48,11 +48,11 @@ npu-smi commands run one at a time through ``ctx.host.run`` with the overall dea
 from __future__ import annotations
 
 import contextlib
-import re
 import stat as stat_mod
 import time
 from typing import Any, Dict, List, Optional
 
+from npudoctor import lazyre
 from npudoctor.engine import ProbeContext
 from npudoctor.parsers.accounts import parse_group, parse_passwd
 from npudoctor.parsers.npu_smi import (
@@ -105,7 +105,7 @@ def _ray_markers(ctx: ProbeContext) -> List[str]:
 
 
 RAW_LIMIT = 64 * 1024
-_DAVINCI_RE = re.compile(r"^davinci([0-9]{1,18})$")
+_DAVINCI_RE = lazyre.pattern(r"^davinci([0-9]{1,18})$")
 
 
 def _record(result: Any, parsed: bool) -> Dict[str, Any]:

@@ -46,6 +46,7 @@ import posixpath
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from npudoctor import lazyre
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
 
@@ -56,7 +57,7 @@ QUICK = True
 DEFAULT_TOOLKIT = "/usr/local/Ascend/ascend-toolkit/latest"
 SCALAR_VARS = ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "ASCEND_AICPU_PATH", "TOOLCHAIN_HOME")
 PATH_VARS = ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH")
-_CURRENT_RE = re.compile(r"^(ASCEND_|ATB_|TOOLCHAIN_HOME$|LD_LIBRARY_PATH$|PYTHONPATH$|PATH$|LD_PRELOAD$)")
+_CURRENT_RE = lazyre.pattern(r"^(ASCEND_|ATB_|TOOLCHAIN_HOME$|LD_LIBRARY_PATH$|PYTHONPATH$|PATH$|LD_PRELOAD$)")
 
 
 def _norm(path: str) -> str:

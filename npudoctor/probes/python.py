@@ -55,6 +55,7 @@ import posixpath
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from npudoctor import lazyre
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
 from npudoctor.parsers import jsontext
@@ -66,9 +67,9 @@ QUICK = True
 #: Seconds the target interpreter may take to answer (a cold conda env on NFS is slow).
 PROBE_TIMEOUT = 20.0
 
-_PYDIR_RE = re.compile(r"^python([0-9]{1,9})\.([0-9]{1,9})t?$")
-_USR_LOCAL_PY_RE = re.compile(r"^python([0-9]{1,9})\.([0-9]{1,9})(?:\.([0-9]{1,9}))?$")
-_CONDA_PY_RE = re.compile(r"^python-([0-9]{1,9})\.([0-9]{1,9})\.([0-9]{1,9})-")
+_PYDIR_RE = lazyre.pattern(r"^python([0-9]{1,9})\.([0-9]{1,9})t?$")
+_USR_LOCAL_PY_RE = lazyre.pattern(r"^python([0-9]{1,9})\.([0-9]{1,9})(?:\.([0-9]{1,9}))?$")
+_CONDA_PY_RE = lazyre.pattern(r"^python-([0-9]{1,9})\.([0-9]{1,9})\.([0-9]{1,9})-")
 
 #: Conda installations looked for under --root (besides $HOME/<name>).
 _CONDA_ROOTS = ("/opt/conda", "/opt/miniconda3", "/opt/anaconda3", "/opt/miniforge3", "/opt/mambaforge")

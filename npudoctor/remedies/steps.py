@@ -7,6 +7,11 @@ command, e.g. ``"option A (preferred: keep CANN 8.0.0): "`` or two spaces for a
 continuation line) and ``note`` (printed after it as a shell comment, ``  # note``).
 Values a rule does not know are ``None``; the renderers then write prose saying so
 instead of a command with a placeholder in it.
+
+The steps are ``dataclass(frozen=True, eq=False, repr=False)`` on
+:class:`~npudoctor.valuerecord.ValueRecord` (equality, hash and repr of a frozen
+dataclass, shared instead of generated per class: half the definition cost, and every
+``health`` run defines these sixteen classes).
 """
 
 from __future__ import annotations
@@ -14,12 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Tuple, Union
 
+from npudoctor.valuerecord import ValueRecord
+
 #: ``(name, value)`` pairs of environment variables set for one command.
 EnvPairs = Tuple[Tuple[str, str], ...]
 
 
-@dataclass(frozen=True)
-class Interpreter:
+@dataclass(frozen=True, eq=False, repr=False)
+class Interpreter(ValueRecord):
     """How to run a Python interpreter: ``executable`` (a path as on the diagnosed
     machine, unquoted; ``python3`` when unknown), interpreter ``flags`` (``("-s",)``: no
     user site), and ``env`` pairs put before it (``HOME=/home/dev``, ``PYTHONPATH=/x``)."""
@@ -29,8 +36,8 @@ class Interpreter:
     env: EnvPairs = ()
 
 
-@dataclass(frozen=True)
-class InstallPackage:
+@dataclass(frozen=True, eq=False, repr=False)
+class InstallPackage(ValueRecord):
     """Install the Ascend offline package ``package`` (``toolkit`` | ``kernels`` (the
     renderer picks ``ops`` for CANN 8.5.0+) | ``nnal`` | ``driver`` | ``firmware``)
     ``version`` for ``arch`` (``aarch64`` | ``x86_64``; ``None``: ``$(uname -m)`` at run
@@ -50,8 +57,8 @@ class InstallPackage:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class SourceFile:
+@dataclass(frozen=True, eq=False, repr=False)
+class SourceFile(ValueRecord):
     """``source path [args]`` (a set_env.sh)."""
 
     path: str
@@ -60,8 +67,8 @@ class SourceFile:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class ComputedEnv:
+@dataclass(frozen=True, eq=False, repr=False)
+class ComputedEnv(ValueRecord):
     """Apply the environment npudoctor computes for a toolkit that has no set_env.sh
     (``eval "$(npudoctor env)"``), with ``ASCEND_TOOLKIT_HOME`` exported first when
     ``toolkit_home`` is given."""
@@ -71,8 +78,8 @@ class ComputedEnv:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class Export:
+@dataclass(frozen=True, eq=False, repr=False)
+class Export(ValueRecord):
     """``export VAR=value`` (``value`` is literal text, quoted by the renderer; a
     ``value`` of ``None`` means the value is not known and is described by ``unknown``)."""
 
@@ -83,8 +90,8 @@ class Export:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class PrependPath:
+@dataclass(frozen=True, eq=False, repr=False)
+class PrependPath(ValueRecord):
     """Put ``entries`` in front of the list variable ``var`` (``LD_LIBRARY_PATH``,
     ``PYTHONPATH``, ``PATH``), never replacing the user's value; an unset variable gets
     no trailing ``:`` (an empty entry means the current directory to ld.so and Python)."""
@@ -95,8 +102,8 @@ class PrependPath:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class PipInstall:
+@dataclass(frozen=True, eq=False, repr=False)
+class PipInstall(ValueRecord):
     """``<interpreter> -m pip install SPEC... [--index-url I] [--extra-index-url E] [options]``
     (``options``: pip options such as ``--force-reinstall``, ``--no-deps``)."""
 
@@ -109,8 +116,8 @@ class PipInstall:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class PipUninstall:
+@dataclass(frozen=True, eq=False, repr=False)
+class PipUninstall(ValueRecord):
     """``<interpreter> -m pip uninstall -y NAME...``; ``site`` is the directory the copy
     removed lives in (data for reports; the interpreter's flags and env decide which
     copy pip removes)."""
@@ -122,8 +129,8 @@ class PipUninstall:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class RunFile:
+@dataclass(frozen=True, eq=False, repr=False)
+class RunFile(ValueRecord):
     """Run an executable file: ``chmod +x path && ./path args`` (a relative ``path``) or
     ``path args`` (an absolute one)."""
 
@@ -133,8 +140,8 @@ class RunFile:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class Command:
+@dataclass(frozen=True, eq=False, repr=False)
+class Command(ValueRecord):
     """A plain command given as argv (each word quoted by the renderer), with ``env``
     pairs before it."""
 
@@ -144,8 +151,8 @@ class Command:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class Pipeline:
+@dataclass(frozen=True, eq=False, repr=False)
+class Pipeline(ValueRecord):
     """Commands given as argv (each word quoted by the renderer) joined with ``|``, the
     last one's output sent to the file ``stdout`` when given (``> /dev/null``):
     ``dmesg | grep -i davinci | tail -50``."""
@@ -156,8 +163,8 @@ class Pipeline:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class DockerFlags:
+@dataclass(frozen=True, eq=False, repr=False)
+class DockerFlags(ValueRecord):
     """``docker run`` flags: ``--device /dev/davinciN`` per id of ``devices``,
     ``--device`` per path of ``control``, ``-v m:m`` per path of ``mounts``, ``-e K=V``
     per pair of ``env`` (``-v m:m:ro`` with ``read_only``), ``--runtime R`` for ``runtime``
@@ -177,8 +184,8 @@ class DockerFlags:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class PodSpecField:
+@dataclass(frozen=True, eq=False, repr=False)
+class PodSpecField(ValueRecord):
     """A field of a Kubernetes pod spec: ``path`` dotted from the pod's ``spec``
     (``securityContext.runAsUser``, ``containers[0].env``) and its ``value``."""
 
@@ -188,8 +195,8 @@ class PodSpecField:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class SystemdSetting:
+@dataclass(frozen=True, eq=False, repr=False)
+class SystemdSetting(ValueRecord):
     """``key=value`` in section ``section`` of systemd unit ``unit`` (a drop-in)."""
 
     unit: str
@@ -200,16 +207,16 @@ class SystemdSetting:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class Reboot:
+@dataclass(frozen=True, eq=False, repr=False)
+class Reboot(ValueRecord):
     """Reboot the machine (after a driver or firmware install)."""
 
     lead: str = ""
     note: str = ""
 
 
-@dataclass(frozen=True)
-class Prose:
+@dataclass(frozen=True, eq=False, repr=False)
+class Prose(ValueRecord):
     """A step said in words (no command)."""
 
     text: str

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from npudoctor import lazyre
 from npudoctor.facts.runtime_env import LibrariesFacts, Resolution
 
 DRIVER = "NPU driver"
@@ -27,23 +28,25 @@ TORCH_NPU = "torch_npu"
 OS = "the OS"
 
 #: Libraries only the driver package ships (driver/lib64/driver, driver/lib64/common).
-DRIVER_LIB_RE = re.compile(
+DRIVER_LIB_RE = lazyre.pattern(
     r"^(libascend_hal|libdrvdsmi_host|libdcmi|libdrvdsmi|libascend_dmp|libdrv_dfx)\.so(\.[0-9]+)*$"
 )
-NNAL_LIB_RE = re.compile(r"^(libatb[a-z0-9_]*|libasdops[a-z0-9_]*|libmki[a-z0-9_]*|liblcal[a-z0-9_]*)\.so(\.[0-9]+)*$")
-TORCH_LIB_RE = re.compile(
+NNAL_LIB_RE = lazyre.pattern(
+    r"^(libatb[a-z0-9_]*|libasdops[a-z0-9_]*|libmki[a-z0-9_]*|liblcal[a-z0-9_]*)\.so(\.[0-9]+)*$"
+)
+TORCH_LIB_RE = lazyre.pattern(
     r"^(libtorch(?!_npu)[a-z0-9_]*|libc10(?!_npu)[a-z0-9_]*|libshm|libcaffe2[a-z0-9_]*)\.so(\.[0-9]+)*$"
 )
-TOOLKIT_LIB_RE = re.compile(
+TOOLKIT_LIB_RE = lazyre.pattern(
     r"^(libascendcl|libacl_[a-z0-9_]+|libhccl[a-z0-9_]*|libopapi|libnnopbase|libge_[a-z0-9_]+|libgraph[a-z0-9_]*"
     r"|libruntime[a-z0-9_]*|libregister|libplatform|liberror_manager|libmmpa|libmsprof[a-z0-9_]*|libascend_[a-z0-9_]+"
     r"|libtiling_api|libopp_[a-z0-9_]+|libfmk_[a-z0-9_]+|libprofapi|libascendalog|libunified_dlog|libc_sec)\.so(\.[0-9]+)*$"
 )
-OS_LIB_RE = re.compile(
+OS_LIB_RE = lazyre.pattern(
     r"^(libc|libm|libpthread|libdl|librt|libutil|libresolv|libanl|libnsl|libmvec|ld-linux[-a-z0-9_]*|ld64"
     r"|libstdc\+\+|libgcc_s|libgomp|libatomic|libz|libssl|libcrypto|libnuma)\.so(\.[0-9]+)*$"
 )
-_SITE_RE = re.compile(r"/(?:site|dist)-packages/([^/]+)/")
+_SITE_RE = lazyre.pattern(r"/(?:site|dist)-packages/([^/]+)/")
 
 
 def owner_of_path(path: str) -> Optional[str]:

@@ -17,6 +17,7 @@ import posixpath
 import re
 from typing import Dict, Iterable, List, Set
 
+from npudoctor import lazyre
 from npudoctor.engine import RuleContext
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
@@ -26,7 +27,7 @@ from npudoctor.rules import postprocess
 
 CANNOT_READ = codes.get("HOST004")
 
-_HOME = re.compile(HOME_DIR)
+_HOME = lazyre.pattern(HOME_DIR)
 
 
 def _pointed_at(ctx: RuleContext) -> List[str]:

@@ -12,9 +12,9 @@ Codes DEV001–DEV059 belong to the device rule modules (DEV090+ to rules/health
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
+from npudoctor import lazyre
 from npudoctor.facts._typed import load
 from npudoctor.facts.coverage import starved
 from npudoctor.facts.devices import Chip, NpuProcess, NpuSmi, NpuSmiCommand
@@ -136,7 +136,7 @@ def npu_smi_cause(smi: NpuSmi) -> Optional[str]:
     return smi.cause if smi.cause != "dcmi" else None
 
 
-_LOADER_LIB_RE = re.compile(r"error while loading shared libraries:\s*([^\s:]+):")
+_LOADER_LIB_RE = lazyre.pattern(r"error while loading shared libraries:\s*([^\s:]+):")
 
 
 def _npu_smi_loader(ctx: RuleContext, smi: NpuSmi, evidence: List[str]) -> Finding:

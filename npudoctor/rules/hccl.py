@@ -9,9 +9,9 @@ snapshot, ``--only``).
 from __future__ import annotations
 
 import ipaddress
-import re
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Set, Tuple, Union
 
+from npudoctor import lazyre
 from npudoctor.facts.hccl import HcclFacts, RankServer
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
@@ -392,7 +392,7 @@ def hccl_network_variables(ctx: RuleContext) -> Iterable[Finding]:
             )
 
 
-_INT = re.compile(r"^\s*[0-9]{1,18}\s*$")
+_INT = lazyre.pattern(r"^\s*[0-9]{1,18}\s*$")
 
 
 @rule

@@ -6,9 +6,9 @@ rules.)"""
 from __future__ import annotations
 
 import posixpath
-import re
 from typing import Iterable, List, Optional, Tuple
 
+from npudoctor import lazyre
 from npudoctor.engine import RuleContext
 from npudoctor.facts.runtime_env import LibrariesFacts, SymbolCheck, Symbols
 from npudoctor.findings import Code, Finding
@@ -29,7 +29,7 @@ EXT_SYMBOLS = codes.get("LIB005")
 CANN_SYMBOLS = codes.get("LIB006")
 
 #: ATB's C++ API (namespaces atb::, Mki::, AsdOps::), mangled: exported by NNAL's libatb.so.
-_ATB_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:3atb|3Mki|6AsdOps)(?:\d|[A-Z])")
+_ATB_RE = lazyre.pattern(r"^_Z(?:T[VIST])?N?K?(?:3atb|3Mki|6AsdOps)(?:\d|[A-Z])")
 
 
 def _symbol_finding(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple, Union
 
+from npudoctor import lazyre
 from npudoctor.engine import RuleContext
 from npudoctor.facts.system import Distribution
 from npudoctor.findings import Finding
@@ -44,8 +45,8 @@ NOT_INSPECTED = codes.get("PY003")
 
 WHEEL_PLATFORM = codes.get("PY004")
 
-_TAG_RE = re.compile(r"^(?P<py>[a-z]+[0-9]+)-(?P<abi>[^-]+)-(?P<plat>.+)$")
-_MANYLINUX_RE = re.compile(r"manylinux_([0-9]{1,18})_([0-9]{1,18})_(\w+)")
+_TAG_RE = lazyre.pattern(r"^(?P<py>[a-z]+[0-9]+)-(?P<abi>[^-]+)-(?P<plat>.+)$")
+_MANYLINUX_RE = lazyre.pattern(r"manylinux_([0-9]{1,18})_([0-9]{1,18})_(\w+)")
 _LEGACY = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple, Union
 
+from npudoctor import lazyre
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.remedies import Remedy
@@ -33,10 +34,10 @@ if TYPE_CHECKING:
 VISIBLE_RUNTIME_ONLY = codes.get("DEV031")
 LOOK_ALIKE = codes.get("DEV034")
 
-_ID_RE = re.compile(r"^[0-9]+(?:-[0-9]+)?$")
+_ID_RE = lazyre.pattern(r"^[0-9]+(?:-[0-9]+)?$")
 #: Device names of the MindCluster device plugin: Ascend910-4, Ascend310P-0, vNPU
 #: Ascend910-2c-100-0 (the chip id follows the type).
-_NAME_RE = re.compile(r"^Ascend[0-9A-Za-z]*-[0-9]+(?:[-\w]*)$")
+_NAME_RE = lazyre.pattern(r"^Ascend[0-9A-Za-z]*-[0-9]+(?:[-\w]*)$")
 
 
 def malformed_parts(raw: str) -> List[str]:

@@ -11,9 +11,9 @@ made the findings; this only matches names.
 from __future__ import annotations
 
 import os
-import re
 from typing import Any, Dict, List, Optional, Sequence
 
+from npudoctor import lazyre
 from npudoctor.findings import Finding
 
 __all__ = ["FRAME_ANCHOR", "PATH_ANCHOR", "frame_package", "lib_names", "names_of", "path_package", "tie"]
@@ -22,13 +22,13 @@ __all__ = ["FRAME_ANCHOR", "PATH_ANCHOR", "frame_package", "lib_names", "names_o
 FRAME_ANCHOR = b'File "'
 #: A path into an installed distribution (``.../site-packages/flash_attn_2_cuda...so``).
 PATH_ANCHOR = b"-packages/"
-_FRAME_RX = re.compile(rb'File "(?P<path>[^"]{1,1000})", line [0-9]+')
-_SITE_RX = re.compile(r"/(?:site|dist)-packages/(?P<top>[A-Za-z_][\w.\-]{0,200})")
+_FRAME_RX = lazyre.pattern(rb'File "(?P<path>[^"]{1,1000})", line [0-9]+')
+_SITE_RX = lazyre.pattern(r"/(?:site|dist)-packages/(?P<top>[A-Za-z_][\w.\-]{0,200})")
 #: Words of an error line that names a file of a distribution (an import error, a loader
 #: message): ``ImportError: /…/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so:
 #: undefined symbol: …``, ``OSError: …/nvidia/cudnn/lib/libcudnn.so.9: cannot open shared object file``.
 _ERROR_WORDS = (b"Error", b"error:", b"cannot open shared object file", b"undefined symbol")
-_SO_RX = re.compile(r"(?P<lib>lib[\w+\-]+\.so)(?:[0-9.]*)")
+_SO_RX = lazyre.pattern(r"(?P<lib>lib[\w+\-]+\.so)(?:[0-9.]*)")
 
 
 def frame_package(line: bytes) -> Optional[str]:

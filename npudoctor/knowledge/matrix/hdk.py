@@ -31,10 +31,12 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
+from npudoctor import lazyre
 from npudoctor.knowledge.grades import Grade, Verdict, severity
 from npudoctor.knowledge.matrix.model import _same_cann
 from npudoctor.knowledge.versions import DriverVersion, parse_cann, parse_driver, tokens, version_in
 from npudoctor.parsers.info_files import format_ranges, ranges_contain
+from npudoctor.valuerecord import ValueRecord
 
 
 class MatrixRows(Protocol):
@@ -46,13 +48,13 @@ class MatrixRows(Protocol):
     def cann_row(self, cann: str) -> Optional[Dict[str, Any]]: ...
 
 
-_LINE = re.compile(r"^(V[0-9]{3}R[0-9]{3})C([0-9]{2})", re.I)
-_WILD = re.compile(r"^([0-9]+)\.([0-9]+)\.[Xx*]$")
+_LINE = lazyre.pattern(r"^(V[0-9]{3}R[0-9]{3})C([0-9]{2})", re.I)
+_WILD = lazyre.pattern(r"^([0-9]+)\.([0-9]+)\.[Xx*]$")
 _HDK_KEYS = ("hdk_paired", "hdk_compatible", "hdk_grid", "hdk_products")
 
 
-@dataclass(frozen=True)
-class Packages:
+@dataclass(frozen=True, eq=False, repr=False)
+class Packages(ValueRecord):
     """What the installed packages say about themselves: the toolkit's ``innerversion`` and
     ``compatible_version`` (driver lines it accepts), the driver's ``Innerversion`` and
     ``compatible_version`` (CANN lines it accepts).  Empty when a file lacks them."""
@@ -63,8 +65,8 @@ class Packages:
     driver_accepts: Tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class DriverVerdict:
+@dataclass(frozen=True, eq=False, repr=False)
+class DriverVerdict(ValueRecord):
     """A CANN ↔ driver :class:`Verdict` and whether the policy rates it mildly (AUDIT §7 (c)/(d):
     an undocumented driver newer by ≤ ~1 year, or one HDK release older on the same product
     line, is ``info`` rather than ``warning``)."""

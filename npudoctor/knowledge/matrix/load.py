@@ -8,6 +8,7 @@ import os
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from npudoctor import lazyre, userdirs
 from npudoctor.host import read_capped
 from npudoctor.knowledge.matrix.model import CACHE_ENV, CACHE_FILE, SCHEMA_VERSION, MatrixError, _valid_date
 from npudoctor.knowledge.matrix.queries import Matrix
@@ -27,13 +28,12 @@ def bundled_dir() -> str:
 
 def cache_dir() -> str:
     """The user cache directory of npudoctor: ``$NPUDOCTOR_CACHE_DIR`` if set, else
-    ``platformdirs.user_cache_dir("npudoctor")`` (``~/.cache/npudoctor`` on Linux)."""
+    ``platformdirs.user_cache_dir("npudoctor")`` (``~/.cache/npudoctor`` on Linux; the
+    common Linux case without importing platformdirs: :mod:`npudoctor.userdirs`)."""
     env = os.environ.get(CACHE_ENV)
     if env:
         return env
-    import platformdirs
-
-    return platformdirs.user_cache_dir("npudoctor", appauthor=False)
+    return userdirs.user_cache_dir()
 
 
 def cache_path() -> str:
@@ -147,7 +147,7 @@ def _compiled_data(files: List[str], sha256: str) -> Optional[Dict[str, Any]]:
     return data
 
 
-_META_RETRIEVED = re.compile(r'^\[meta\][^\[]*?^retrieved\s*=\s*"([0-9]{4}-[0-9]{2}-[0-9]{2})"', re.M | re.S)
+_META_RETRIEVED = lazyre.pattern(r'^\[meta\][^\[]*?^retrieved\s*=\s*"([0-9]{4}-[0-9]{2}-[0-9]{2})"', re.M | re.S)
 
 
 def _bundled_retrieved(directory: str) -> str:

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
+from npudoctor import lazyre
 from npudoctor.knowledge.versions import parse_cann, parse_driver, tokens, version_in
 
 if TYPE_CHECKING:  # packaging is imported when first needed (start-up time of health)
@@ -28,7 +29,7 @@ class MatrixError(ValueError):
     """The matrix could not be loaded or failed validation (message names file/row/field)."""
 
 
-_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+_DATE = lazyre.pattern(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 
 
 def _valid_date(text: str) -> bool:

@@ -5,16 +5,17 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Tuple
 
+from npudoctor import lazyre
 from npudoctor.knowledge.matrix.model import PLATFORMS, SCHEMA_VERSION, STATUSES, _pep440, _valid_date
 from npudoctor.knowledge.versions import parse_cann, parse_driver
 
 # ------------------------------------------------------------------ schema
-_PY = re.compile(r"^3\.[0-9]{1,2}$")
+_PY = lazyre.pattern(r"^3\.[0-9]{1,2}$")
 
 # field -> (type, required)
 _STR, _LIST, _BOOL, _DICT, _INT = "string", "list of strings", "boolean", "table", "integer"
-_HDK_PATTERN = re.compile(r"^[0-9]+\.[0-9]+\.[Xx*]$")
-_INNER_LINE = re.compile(r"^V[0-9]{3}R[0-9]{3}C[0-9]{2}$")
+_HDK_PATTERN = lazyre.pattern(r"^[0-9]+\.[0-9]+\.[Xx*]$")
+_INNER_LINE = lazyre.pattern(r"^V[0-9]{3}R[0-9]{3}C[0-9]{2}$")
 _SCHEMA: Dict[str, Dict[str, Tuple[str, bool]]] = {
     "torch_npu": {
         "torch_npu": (_STR, True),
