@@ -47,12 +47,12 @@ import contextlib
 import dataclasses
 import json
 import os
-import re
 import sys
 import time
 import zlib
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from npudoctor.lazyre import pattern
 from npudoctor.runtime.deadline import Budget
 
 #: Format of the memo file; another value is not read.
@@ -75,7 +75,7 @@ _PARAMS: Dict[str, Tuple[str, ...]] = {
 #: login variables).  The memo keeps their values -- paths, never secrets; a Host whose
 #: environment differs in another variable is replayed only when it is the one
 #: diagnosed (the ``--env-file``'s or this process's).
-_DELTA_NAME = re.compile(
+_DELTA_NAME = pattern(
     r"(PATH|LD_LIBRARY_PATH|LD_PRELOAD|PYTHONPATH|HOME|USER|LOGNAME|TOOLCHAIN_HOME"
     r"|(ASCEND|ATB|ASDOPS|LCCL|TBE|OPP|HCCL|CANN)_[A-Z0-9_]+)\Z"
 )
