@@ -398,3 +398,33 @@ def test_fast_devices_and_check_do_not_import_typer(argv: List[str], machine: Di
     assert last[3] == str(table), proc.stdout[-2000:]
     if "--json" in argv:
         json.loads(proc.stdout.rsplit("\n\nMODULES", 1)[0])
+
+
+@pytest.mark.parametrize("columns", [None, "100", "60", "0", "-5", "abc", " 90 ", "+120"])
+def test_help_columns_are_shutils(columns: Optional[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast ``--help`` decides on click's width as ``shutil.get_terminal_size`` would,
+    without importing shutil."""
+    import shutil
+
+    from npudoctor.cli.fast import _help_columns
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert _help_columns() == shutil.get_terminal_size().columns
+
+
+def test_version_and_help_import_neither_typing_nor_dataclasses() -> None:
+    """``--version`` and ``--help`` start with the interpreter and npudoctor's own few modules
+    (issue 18: ``typing`` and ``dataclasses`` together cost about half a bare start)."""
+    code = (
+        "import sys\n"
+        "from npudoctor.entry import main\n"
+        "for argv in (['--version'], ['--no-color', '--help']):\n"
+        "    main(argv)\n"
+        "print('LOADED', sorted(m for m in ('typing', 'dataclasses', 'shutil', 'enum') if m in sys.modules))\n"
+    )
+    env = {"COLUMNS": "100", "PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, env=env)
+    assert proc.stdout.splitlines()[-1] == "LOADED []", proc.stdout[-500:] + proc.stderr

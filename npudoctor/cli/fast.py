@@ -23,9 +23,14 @@ Typer stays the one definition of the CLI:
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+import os
+import sys
 
-from npudoctor.cli.request import Environment, ExitStatus, UsageError
+from npudoctor.cli.terminal import Environment, UsageError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see npudoctor.cli.terminal)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 #: The commands parsed here: name -> (module, function).  The function takes the
 #: :class:`Environment` and the command's options as keyword arguments named like the Typer
@@ -145,6 +150,8 @@ def _command(command: str, args: List[str], env: Environment) -> Optional[int]:
     import errno
     import importlib
 
+    from npudoctor.cli.request import ExitStatus
+
     module, function = FAST_COMMANDS[command]
     run = getattr(importlib.import_module(module), function)
     try:
@@ -179,8 +186,18 @@ def _explain(args: List[str], env: Environment) -> Optional[int]:
 
 
 def _help_columns() -> int:
-    """The columns click would wrap the help to (``shutil.get_terminal_size``: ``COLUMNS``,
-    else the terminal of stdout, else 80)."""
-    import shutil
-
-    return shutil.get_terminal_size().columns
+    """The columns click wraps the help to: ``shutil.get_terminal_size().columns`` as the
+    Python documentation describes it -- ``COLUMNS`` when it is a positive integer, else the
+    columns of the terminal on ``sys.__stdout__``, else 80 -- without importing ``shutil``
+    (it loads the compression modules; issue 18).  ``tests/test_cli_fast.py`` checks it
+    against ``shutil``."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
