@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
-from npudoctor.cli.request import Environment, ExitStatus, UsageError
+from npudoctor.cli.status import ExitStatus
+from npudoctor.cli.terminal import Environment, UsageError
 
 if TYPE_CHECKING:
     from npudoctor.findings import Code

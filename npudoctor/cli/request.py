@@ -11,16 +11,17 @@ how it ends.
 
 This module imports neither Typer nor rich: ``health`` and ``exec`` use it on their fast path.
 :class:`Environment`, :class:`UsageError` and the colour options live in
-:mod:`npudoctor.cli.terminal` (re-exported here), which imports neither ``typing`` nor
-``dataclasses``, so that ``--version`` and ``--help`` start with nothing else.
+:mod:`npudoctor.cli.terminal`, :class:`ExitStatus` in :mod:`npudoctor.cli.status` (both
+re-exported here): neither imports ``typing`` or ``dataclasses``, so that ``--version``,
+``--help`` and ``explain`` do not pay for :class:`MachineRequest`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import Dict, Mapping, Optional
 
+from npudoctor.cli.status import ExitStatus
 from npudoctor.cli.terminal import COLOR_FLAGS, Environment, UsageError, take_color_flags
 
 __all__ = [
@@ -32,29 +33,6 @@ __all__ = [
     "UsageError",
     "take_color_flags",
 ]
-
-
-class ExitStatus(IntEnum):
-    """Exit statuses of every command (see DESIGN "Exit statuses").
-
-    ``check``/``devices``/``collect``/``triage``: OK, PROBLEMS (errors, or warnings with
-    ``--strict``), USAGE, INTERNAL.  ``health``: OK or PROBLEMS only (Docker reserves 2).
-    ``npd``: node-problem-detector's contract OK / PROBLEMS / NPD_UNKNOWN.  ``exec``: the
-    workload's own status, or EXEC_REFUSED (``--strict`` refused to start it),
-    EXEC_CANNOT_RUN (not executable), EXEC_NOT_FOUND (no such command).  ``matrix refresh``:
-    NOT_WRITTEN (no source readable, result invalid or cache not writable).
-    """
-
-    OK = 0
-    PROBLEMS = 1
-    USAGE = 2
-    NPD_UNKNOWN = 2
-    INTERNAL = 3
-    NOT_WRITTEN = 3
-    EXEC_REFUSED = 125
-    EXEC_CANNOT_RUN = 126
-    EXEC_NOT_FOUND = 127
-    INTERRUPTED = 130
 
 
 #: Default overall deadline of probing one machine in ``check``, ``collect``, ``devices``
