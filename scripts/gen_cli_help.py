@@ -92,6 +92,11 @@ def option_table(command: str) -> Dict[str, Any]:
     ctx = cmd.make_context(command, [], parent=parent, resilient_parsing=True)
     if cmd.allow_extra_args or cmd.ignore_unknown_options or not cmd.allow_interspersed_args:
         raise SystemExit(f"{command}: extra arguments or unknown options are not supported by the fast path")
+    if cmd.no_args_is_help or ctx.auto_envvar_prefix or ctx.token_normalize_func or ctx.default_map:
+        raise SystemExit(
+            f"{command}: help without arguments, option environment variables, normalised option names "
+            "or a default map are not supported by the fast path"
+        )
     options: List[Dict[str, Any]] = []
     for param in cmd.params:
         if param.param_type_name != "option":
