@@ -55,7 +55,7 @@ def _wrapped(env: Environment, text: str, first: int = 0, indent: int = 0) -> st
     width = env.wrap_width()
     if not width:
         return text
-    from npudoctor.report.layout import wrap
+    from npudoctor.report.wrapping import wrap
 
     return "\n".join(wrap(text, width, first=first, indent=indent))
 
