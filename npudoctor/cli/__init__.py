@@ -54,7 +54,7 @@ def run(argv: Sequence[str], env: Optional[Environment] = None, fast: bool = Tru
         with contextlib.redirect_stdout(env.stdout), contextlib.redirect_stderr(env.stderr):
             app(args=list(argv), prog_name="npudoctor", standalone_mode=True, obj=env)
     except SystemExit as exc:
-        from npudoctor.cli.request import ExitStatus
+        from npudoctor.cli.status import ExitStatus
 
         code = exc.code
         if code is None:
@@ -64,14 +64,14 @@ def run(argv: Sequence[str], env: Optional[Environment] = None, fast: bool = Tru
         env.stderr.write(f"{code}\n")
         return int(ExitStatus.PROBLEMS)
     except KeyboardInterrupt:
-        from npudoctor.cli.request import ExitStatus
+        from npudoctor.cli.status import ExitStatus
 
         env.stderr.write("npudoctor: interrupted\n")
         return int(ExitStatus.INTERRUPTED)
     except Exception as exc:  # the last line of defence: never a bare traceback
         if env.environ.get("NPUDOCTOR_DEBUG"):
             raise
-        from npudoctor.cli.request import ExitStatus
+        from npudoctor.cli.status import ExitStatus
 
         env.stderr.write(f"npudoctor failed: {type(exc).__name__}: {exc}\n{PLEASE_REPORT}\n")
         return int(ExitStatus.INTERNAL)

@@ -150,7 +150,7 @@ def _command(command: str, args: List[str], env: Environment) -> Optional[int]:
     import errno
     import importlib
 
-    from npudoctor.cli.request import ExitStatus
+    from npudoctor.cli.status import ExitStatus
 
     module, function = FAST_COMMANDS[command]
     run = getattr(importlib.import_module(module), function)
