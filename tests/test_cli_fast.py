@@ -456,3 +456,25 @@ def test_builtin_sha256_is_hashlibs() -> None:
 
     for raw in (b"", b"ignore = []\n", bytes(range(256)) * 300):
         assert sha256_hex(raw) == hashlib.sha256(raw).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "exc", [KeyboardInterrupt(), EOFError(), BrokenPipeError(32, "Broken pipe"), RuntimeError("boom")], ids=repr
+)
+def test_an_interrupted_fast_command_ends_as_typers_does(exc: BaseException, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C (130, silent), end of input ("Aborted!", 1), a closed pipe (1) and a bug (3 with
+    the "please report" line) end alike on both paths: the command function is replaced by
+    one that raises, on both."""
+    import npudoctor.cli.commands.devices as typer_module
+    import npudoctor.cli.devices as module
+
+    def raising(env: Environment, **options: Any) -> Any:
+        env.stdout.write("started\n")
+        raise exc
+
+    monkeypatch.setattr(module, "devices_command", raising)
+    monkeypatch.setattr(typer_module, "devices_command", raising)
+    environ = {"PATH": "/usr/bin:/bin"}
+    fast, typer = _both(["devices", "--no-commands"], environ, Path.cwd())
+    assert fast == typer
+    assert fast[0] == {KeyboardInterrupt: 130, EOFError: 1, BrokenPipeError: 1, RuntimeError: 3}[type(exc)]
