@@ -9,13 +9,16 @@ a short "please report" line instead of a traceback; ``NPUDOCTOR_DEBUG=1`` shows
 from __future__ import annotations
 
 import sys
-from typing import List, Optional
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see npudoctor.cli.terminal)
+if TYPE_CHECKING:
+    from typing import List, Optional
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if "health" in args:
-        from npudoctor.cli.request import take_color_flags
+        from npudoctor.cli.terminal import take_color_flags
 
         words, _flag = take_color_flags(args)  # health's output is plain: the flag changes nothing
         if words and words[0] == "health":

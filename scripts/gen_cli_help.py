@@ -1,13 +1,21 @@
 #!/usr/bin/env python3
-"""Render ``npudoctor --help`` from the Typer app into ``npudoctor/cli/_roothelp.py``, so the
-fast path (:mod:`npudoctor.cli.fast`) prints it without importing Typer.
+"""Render what the fast path (:mod:`npudoctor.cli.fast`) needs from the Typer app, so that it
+answers without importing Typer while Typer stays the one definition of the CLI:
+
+* ``npudoctor/cli/_roothelp.py``: ``npudoctor --help`` as the Typer app prints it;
+* ``npudoctor/cli/_fastopts.py``: the options of each command in
+  :data:`npudoctor.cli.fast.FAST_COMMANDS` as click parses them (names and aliases, flag or
+  value, repeatable, value type, choices, default, metavar) and the help option names.
 
 Usage::
 
-    python scripts/gen_cli_help.py           # exit 1 (and say so) when the committed file is stale
-    python scripts/gen_cli_help.py --write   # regenerate it
+    python scripts/gen_cli_help.py           # exit 1 (and say so) when a committed file is stale
+    python scripts/gen_cli_help.py --write   # regenerate them
 
-``tests/test_cli_fast.py`` runs the check.
+An option the fast parser could not take exactly as click does (an envvar, a callback, an
+eager option, ``nargs`` other than 1, a counter, a type other than text, integer, float or
+choice) stops the generation: extend :mod:`npudoctor.cli.fast` first.
+``tests/test_cli_fast.py`` runs the staleness check.
 """
 
 from __future__ import annotations
@@ -18,12 +26,14 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any, Dict, List
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script from anywhere: this checkout's npudoctor
     sys.path.insert(0, str(REPO))
 
 TARGET = REPO / "npudoctor" / "cli" / "_roothelp.py"
+OPTIONS_TARGET = REPO / "npudoctor" / "cli" / "_fastopts.py"
 
 
 def typer_help() -> str:
@@ -49,20 +59,129 @@ def render() -> str:
     )
 
 
+#: click's value types the fast parser converts as click does, by class name (exact: a
+#: FloatRange or an IntRange checks more and is not taken).
+KINDS = {"StringParamType": "text", "IntParamType": "int", "FloatParamType": "float", "Choice": "choice"}
+
+
+def _kind(param: Any) -> str:
+    """The value kind of a click option as the fast parser converts it."""
+    type_name = type(param.type).__name__
+    if param.is_flag:
+        on_off = getattr(param, "is_bool_flag", True) and getattr(param, "flag_value", True) is True
+        if type_name != "BoolParamType" or not on_off or not isinstance(param.default, bool):
+            raise SystemExit(f"{param.name}: only on/off flags are supported by the fast path")
+        return "flag"
+    kind = KINDS.get(type_name)
+    if kind is None:
+        raise SystemExit(f"{param.name}: type {param.type!r} is not supported by the fast path")
+    if kind == "choice" and not param.type.case_sensitive:
+        raise SystemExit(f"{param.name}: a case-insensitive choice is not supported by the fast path")
+    return kind
+
+
+def option_table(command: str) -> Dict[str, Any]:
+    """The options of ``npudoctor COMMAND`` as click parses them, from the Typer app."""
+    import typer
+
+    from npudoctor.cli.app import prepare
+
+    group = typer.main.get_command(prepare([command]))
+    cmd = group.commands[command]  # type: ignore[attr-defined]
+    parent = group.make_context("npudoctor", [command], resilient_parsing=True)
+    ctx = cmd.make_context(command, [], parent=parent, resilient_parsing=True)
+    if cmd.allow_extra_args or cmd.ignore_unknown_options or not cmd.allow_interspersed_args:
+        raise SystemExit(f"{command}: extra arguments or unknown options are not supported by the fast path")
+    if cmd.no_args_is_help or ctx.auto_envvar_prefix or ctx.token_normalize_func or ctx.default_map:
+        raise SystemExit(
+            f"{command}: help without arguments, option environment variables, normalised option names "
+            "or a default map are not supported by the fast path"
+        )
+    options: List[Dict[str, Any]] = []
+    for param in cmd.params:
+        if param.param_type_name != "option":
+            raise SystemExit(f"{command}: the argument {param.name} is not supported by the fast path")
+        unsupported = {
+            "envvar": bool(param.envvar),
+            "callback": param.callback is not None,
+            "eager": param.is_eager,
+            "nargs": param.nargs != 1,
+            "count": bool(getattr(param, "count", False)),
+            "required": param.required,
+            "prompt": bool(getattr(param, "prompt", None)),
+        }
+        bad = [what for what, yes in unsupported.items() if yes]
+        if bad:
+            raise SystemExit(f"{command} {param.opts[0]}: {', '.join(bad)} not supported by the fast path")
+        kind = _kind(param)
+        options.append(
+            {
+                "dest": param.name,
+                "names": list(param.opts),
+                "off_names": list(param.secondary_opts),
+                "kind": kind,
+                "repeatable": bool(param.multiple),
+                "choices": list(param.type.choices) if kind == "choice" else None,
+                "default": param.default,
+                "metavar": param.metavar,
+            }
+        )
+    help_option = cmd.get_help_option(ctx)
+    return {"help": sorted(help_option.opts) if help_option is not None else [], "options": options}
+
+
+def _literal(value: Any, indent: int = 0) -> str:
+    """``value`` (dicts, lists, text, numbers, booleans, None) as Python source that
+    ``ruff format`` leaves as it is: a dict one key a line and a list of dicts one dict a
+    line, with trailing commas; another list on one line; text in double quotes."""
+    if isinstance(value, dict):
+        pad = " " * (indent + 4)
+        rows = "".join(f"{pad}{json.dumps(k)}: {_literal(v, indent + 4)},\n" for k, v in value.items())
+        return "{\n" + rows + " " * indent + "}"
+    if isinstance(value, (list, tuple)) and any(isinstance(v, dict) for v in value):
+        pad = " " * (indent + 4)
+        return "[\n" + "".join(f"{pad}{_literal(v, indent + 4)},\n" for v in value) + " " * indent + "]"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_literal(v, indent) for v in value) + "]"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if value is None or isinstance(value, (bool, int, float)):
+        return repr(value)
+    raise SystemExit(f"cannot write {value!r} into the option table")
+
+
+def render_options() -> str:
+    from npudoctor.cli.fast import FAST_COMMANDS
+
+    tables = {command: option_table(command) for command in FAST_COMMANDS}
+    return (
+        '"""The options of the commands :mod:`npudoctor.cli.fast` parses without Typer, as click\n'
+        "parses them from the Typer app: per command, the help option names and each option's\n"
+        "``dest`` (the parameter name), ``names``, ``off_names`` (``--no-x`` of an on/off flag),\n"
+        "``kind`` (flag, text, int, float, choice), ``repeatable``, ``choices``, ``default`` and\n"
+        "``metavar``.  Generated by ``scripts/gen_cli_help.py --write`` (do not edit);\n"
+        '``tests/test_cli_fast.py`` checks it."""\n\n'
+        "from typing import Any, Dict\n\n"
+        f"COMMANDS: Dict[str, Dict[str, Any]] = {_literal(tables)}\n"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--write", action="store_true", help="regenerate the file")
+    parser.add_argument("--write", action="store_true", help="regenerate the files")
     args = parser.parse_args()
-    text = render()
-    current = TARGET.read_text(encoding="utf-8") if TARGET.exists() else None
-    if current == text:
-        return 0
-    if not args.write:
-        print(f"{TARGET.relative_to(REPO)} is stale: run python scripts/gen_cli_help.py --write", file=sys.stderr)
-        return 1
-    TARGET.write_text(text, encoding="utf-8")
-    print(f"wrote {TARGET.relative_to(REPO)}")
-    return 0
+    stale = 0
+    for target, text in ((TARGET, render()), (OPTIONS_TARGET, render_options())):
+        current = target.read_text(encoding="utf-8") if target.exists() else None
+        if current == text:
+            continue
+        if not args.write:
+            print(f"{target.relative_to(REPO)} is stale: run python scripts/gen_cli_help.py --write", file=sys.stderr)
+            stale = 1
+            continue
+        target.write_text(text, encoding="utf-8")
+        print(f"wrote {target.relative_to(REPO)}")
+    return stale
 
 
 if __name__ == "__main__":

@@ -2,17 +2,19 @@
 function per command → one :class:`~npudoctor.cli.request.ExitStatus`.
 
 ``app`` (the Typer application) lives in :mod:`npudoctor.cli.app`; importing this package
-does not import Typer (``health`` must start fast).  :func:`run` runs one command line
+does not import Typer (``health`` must start fast), nor ``typing`` or ``dataclasses``
+(``--version`` and ``--help`` must too: :mod:`npudoctor.cli.terminal`).  :func:`run` runs one command line
 in-process against an injected :class:`~npudoctor.cli.request.Environment`: the console
 entry point uses it with the real process surroundings, tests with string buffers.
 """
 
 from __future__ import annotations
 
-import contextlib
-from typing import Optional, Sequence
+from npudoctor.cli.terminal import Environment, take_color_flags
 
-from npudoctor.cli.request import Environment, ExitStatus, take_color_flags
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see npudoctor.cli.terminal)
+if TYPE_CHECKING:
+    from typing import Optional, Sequence
 
 PLEASE_REPORT = "This is a bug in npudoctor; please report it (rerun with NPUDOCTOR_DEBUG=1 for the traceback)."
 
@@ -43,6 +45,8 @@ def run(argv: Sequence[str], env: Optional[Environment] = None, fast: bool = Tru
             answered = dispatch(argv, env)
             if answered is not None:
                 return answered
+        import contextlib
+
         from npudoctor.cli.app import prepare
 
         app = prepare(argv)
@@ -50,6 +54,8 @@ def run(argv: Sequence[str], env: Optional[Environment] = None, fast: bool = Tru
         with contextlib.redirect_stdout(env.stdout), contextlib.redirect_stderr(env.stderr):
             app(args=list(argv), prog_name="npudoctor", standalone_mode=True, obj=env)
     except SystemExit as exc:
+        from npudoctor.cli.status import ExitStatus
+
         code = exc.code
         if code is None:
             return int(ExitStatus.OK)
@@ -58,11 +64,15 @@ def run(argv: Sequence[str], env: Optional[Environment] = None, fast: bool = Tru
         env.stderr.write(f"{code}\n")
         return int(ExitStatus.PROBLEMS)
     except KeyboardInterrupt:
+        from npudoctor.cli.status import ExitStatus
+
         env.stderr.write("npudoctor: interrupted\n")
         return int(ExitStatus.INTERRUPTED)
     except Exception as exc:  # the last line of defence: never a bare traceback
         if env.environ.get("NPUDOCTOR_DEBUG"):
             raise
+        from npudoctor.cli.status import ExitStatus
+
         env.stderr.write(f"npudoctor failed: {type(exc).__name__}: {exc}\n{PLEASE_REPORT}\n")
         return int(ExitStatus.INTERNAL)
-    return int(ExitStatus.OK)
+    return 0  # ExitStatus.OK

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
-from npudoctor.cli.request import Environment, ExitStatus, UsageError
+from npudoctor.cli.status import ExitStatus
+from npudoctor.cli.terminal import Environment, UsageError
 
 if TYPE_CHECKING:
     from npudoctor.findings import Code
@@ -54,7 +55,7 @@ def _wrapped(env: Environment, text: str, first: int = 0, indent: int = 0) -> st
     width = env.wrap_width()
     if not width:
         return text
-    from npudoctor.report.layout import wrap
+    from npudoctor.report.wrapping import wrap
 
     return "\n".join(wrap(text, width, first=first, indent=indent))
 

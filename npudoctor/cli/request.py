@@ -10,40 +10,29 @@ how it ends.
   place and returns a member of it.
 
 This module imports neither Typer nor rich: ``health`` and ``exec`` use it on their fast path.
+:class:`Environment`, :class:`UsageError` and the colour options live in
+:mod:`npudoctor.cli.terminal`, :class:`ExitStatus` in :mod:`npudoctor.cli.status` (both
+re-exported here): neither imports ``typing`` or ``dataclasses``, so that ``--version``,
+``--help`` and ``explain`` do not pay for :class:`MachineRequest`.
 """
 
 from __future__ import annotations
 
-import io
-import os
-import sys
-import time
-from dataclasses import dataclass, field
-from enum import IntEnum
-from typing import BinaryIO, Callable, Dict, List, Mapping, Optional, Sequence, TextIO, Tuple
+from dataclasses import dataclass
+from typing import Dict, Mapping, Optional
 
+from npudoctor.cli.status import ExitStatus
+from npudoctor.cli.terminal import COLOR_FLAGS, Environment, UsageError, take_color_flags
 
-class ExitStatus(IntEnum):
-    """Exit statuses of every command (see DESIGN "Exit statuses").
-
-    ``check``/``devices``/``collect``/``triage``: OK, PROBLEMS (errors, or warnings with
-    ``--strict``), USAGE, INTERNAL.  ``health``: OK or PROBLEMS only (Docker reserves 2).
-    ``npd``: node-problem-detector's contract OK / PROBLEMS / NPD_UNKNOWN.  ``exec``: the
-    workload's own status, or EXEC_REFUSED (``--strict`` refused to start it),
-    EXEC_CANNOT_RUN (not executable), EXEC_NOT_FOUND (no such command).  ``matrix refresh``:
-    NOT_WRITTEN (no source readable, result invalid or cache not writable).
-    """
-
-    OK = 0
-    PROBLEMS = 1
-    USAGE = 2
-    NPD_UNKNOWN = 2
-    INTERNAL = 3
-    NOT_WRITTEN = 3
-    EXEC_REFUSED = 125
-    EXEC_CANNOT_RUN = 126
-    EXEC_NOT_FOUND = 127
-    INTERRUPTED = 130
+__all__ = [
+    "COLOR_FLAGS",
+    "DEFAULT_DEADLINE",
+    "Environment",
+    "ExitStatus",
+    "MachineRequest",
+    "UsageError",
+    "take_color_flags",
+]
 
 
 #: Default overall deadline of probing one machine in ``check``, ``collect``, ``devices``
@@ -109,133 +98,3 @@ class MachineRequest:
         from npudoctor.parsers.envfile import load_env_file
 
         return dict(load_env_file(self.env_file, own.get("PATH", "/usr/bin:/bin")))
-
-
-def _is_tty(stream: TextIO) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError, OSError):
-        return False
-
-
-def _columns(environ: Mapping[str, str], default: int = 80) -> int:
-    raw = environ.get("COLUMNS", "")
-    if raw.isascii() and raw.isdigit() and 20 <= int(raw) <= 1000:
-        return int(raw)
-    stdout = sys.__stdout__
-    if stdout is None:
-        return default
-    try:
-        return max(20, os.get_terminal_size(stdout.fileno()).columns)
-    except (AttributeError, ValueError, OSError):
-        return default
-
-
-@dataclass
-class Environment:
-    """npudoctor's own surroundings (never the diagnosed machine's: that is the Host).
-
-    ``stdout``/``stderr``: where output goes.  ``environ``: npudoctor's own process
-    environment (colour conventions, ``COLUMNS``).  ``stdout_isatty``: whether stdout is a
-    terminal.  ``width``: columns to wrap to.  ``clock``: monotonic seconds.  ``stdin``:
-    standard input as bytes (``triage -``, ``compare -``); ``stdin_isatty``: whether it is a
-    terminal (then ``compare`` without paths does not wait on it); ``stderr_isatty``: whether
-    stderr is (progress lines are shown only then); ``color_flag``: ``--color`` (True) or
-    ``--no-color`` (False) given on the command line, ``None`` when neither was.
-    """
-
-    stdout: TextIO
-    stderr: TextIO
-    environ: Mapping[str, str] = field(default_factory=dict)
-    stdout_isatty: bool = False
-    width: int = 80
-    clock: Callable[[], float] = time.monotonic
-    stdin: BinaryIO = field(default_factory=io.BytesIO)
-    stdin_isatty: bool = False
-    stderr_isatty: bool = False
-    color_flag: Optional[bool] = None
-
-    @classmethod
-    def from_process(cls) -> Environment:
-        """The real process surroundings: ``sys.stdout``/``sys.stderr``, ``os.environ``,
-        the terminal width (``COLUMNS`` when set, else the terminal's, else 80)."""
-        environ = dict(os.environ)
-        stdin = sys.stdin
-        return cls(
-            stdout=sys.stdout,
-            stderr=sys.stderr,
-            environ=environ,
-            stdout_isatty=_is_tty(sys.stdout),
-            width=_columns(environ),
-            stdin=stdin.buffer if stdin is not None else io.BytesIO(),
-            stdin_isatty=stdin is not None and _is_tty(stdin),
-            stderr_isatty=_is_tty(sys.stderr),
-        )
-
-    def wrap_width(self) -> Optional[int]:
-        """Columns to wrap text reports to: the terminal's :attr:`width` when stdout is a
-        terminal, else ``COLUMNS`` when set (20-1000), else ``None``: piped output is not
-        wrapped (stable text for logs and ``grep``)."""
-        if self.stdout_isatty:
-            return self.width
-        raw = self.environ.get("COLUMNS", "")
-        if raw.isascii() and raw.isdigit() and 20 <= int(raw) <= 1000:
-            return int(raw)
-        return None
-
-    def color(self, flag: Optional[bool] = None) -> bool:
-        """Whether to colour stdout.  Precedence: ``--color``/``--no-color`` (``flag``, else
-        :attr:`color_flag`),
-        then ``NO_COLOR`` (non-empty: off), then ``FORCE_COLOR``/``CLICOLOR_FORCE``
-        (non-empty and not ``0``: on), then ``CLICOLOR=0`` (off), then whether stdout is a
-        terminal (the conventions of no-color.org and bixense.com/clicolors)."""
-        if flag is None:
-            flag = self.color_flag
-        if flag is not None:
-            return flag
-        env = self.environ
-        if env.get("NO_COLOR", ""):
-            return False
-        for name in ("FORCE_COLOR", "CLICOLOR_FORCE"):
-            value = env.get(name, "")
-            if value and value != "0":
-                return True
-        if env.get("CLICOLOR", None) == "0":
-            return False
-        return self.stdout_isatty
-
-
-#: The colour options every command accepts, anywhere before ``--`` (see :func:`take_color_flags`).
-COLOR_FLAGS = {"--color": True, "--no-color": False}
-
-
-class UsageError(Exception):
-    """Bad combination of options or unreadable input named by the user (exit 2)."""
-
-
-def take_color_flags(argv: Sequence[str]) -> Tuple[List[str], Optional[bool]]:
-    """``(argv without the colour options, the last one's value)``: ``--color`` and
-    ``--no-color`` are accepted by every command, before or after its name, so they are
-    taken out before Typer parses the rest.  Nothing after ``--`` is touched (the argv of
-    ``npudoctor exec -- CMD``), nor anything after ``exec``'s command word."""
-    out: List[str] = []
-    flag: Optional[bool] = None
-    passthrough = False
-    seen_exec = False
-    for word in argv:
-        if passthrough:
-            out.append(word)
-            continue
-        if word == "--":
-            passthrough = True
-            out.append(word)
-            continue
-        if word in COLOR_FLAGS:
-            flag = COLOR_FLAGS[word]
-            continue
-        if seen_exec and not word.startswith("-"):
-            passthrough = True  # exec's CMD: its own words from here on
-        if word == "exec" and not seen_exec and not out:
-            seen_exec = True
-        out.append(word)
-    return out, flag

@@ -1,13 +1,10 @@
 """``npudoctor devices``: the NPU chips of this machine (health, memory, processes,
 topology) as a readable table, or ``--json``; plus the device and container findings.
 
-Only the ``host``, ``python``, ``packages``, ``devices`` and ``container`` probes run
-(fast); ``--from`` replays the same facts from a snapshot written by ``collect`` or
-``check --json``.  The table is drawn by :mod:`npudoctor.report.devices`.
+This module is the Typer registration only; the command's work is
+:func:`npudoctor.cli.devices.devices_command` (Typer-free: :mod:`npudoctor.cli.fast` runs the
+same function without Typer).
 """
-
-import json
-from typing import Any, Dict, Optional
 
 import typer
 
@@ -22,13 +19,9 @@ from npudoctor.cli.commands._common import (
     RootOpt,
     UserOpt,
     environment,
-    fail_usage,
-    load_matrix_or_none,
-    machine_request,
-    snapshot_for,
 )
-from npudoctor.cli.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest, UsageError
-from npudoctor.redact import conceal
+from npudoctor.cli.devices import devices_command
+from npudoctor.cli.request import DEFAULT_DEADLINE
 
 DEVICES_HELP = """Show the NPU chips: health, power, temperature, AICore, memory/HBM, processes and
 topology (from npu-smi), the device nodes and their permissions, and the device and
@@ -39,61 +32,6 @@ interpreter (e.g. vllm-ascend on a 310P), --no-commands runs no npu-smi.
 Exit codes: 0 no device or container errors; 1 errors found (a Critical chip, a busy or
 hung npu-smi, missing or inaccessible device nodes, an invalid visible-devices
 variable); 2 usage error; 3 npudoctor itself failed."""
-
-SECTIONS = ("host", "python", "packages", "devices", "container")
-AREAS = ("devices", "container")
-
-
-def gather(request: MachineRequest, matrix_path: Optional[str] = None, environ: Any = None) -> Dict[str, Any]:
-    """Collect (or replay) the device facts and judge them: ``{"source", "devices",
-    "container", "findings"}`` (the sections as their typed views read them, every declared
-    field present; each chip with what the current matrix says it is).  ``environ``: npudoctor's own environment (``None``: this
-    process's), replaced by the request's ``--env-file``.  Raises :class:`UsageError`."""
-    from npudoctor.engine import Options, evaluate
-
-    options = Options(user=request.user, matrix_path=matrix_path, only=set(AREAS))
-    snapshot = snapshot_for(request, options, sections=SECTIONS, environ=environ)
-    mode = snapshot.target.get("mode")
-    source = {"from": f"snapshot {request.from_file}", "root": f"root {snapshot.target.get('root')}"}.get(
-        str(mode), "this machine"
-    )
-    from npudoctor.facts import Facts
-    from npudoctor.facts._typed import dump
-    from npudoctor.rules.devices import chip_identity
-
-    matrix, _err = load_matrix_or_none(matrix_path)
-    findings = evaluate(snapshot, matrix, options)
-    facts = Facts(snapshot.facts)
-    devices = dump(facts.devices)  # the devices view in the snapshot's shape
-    # what each chip is: the rules' judgement with the current matrix
-    devices["chips"] = [
-        dict(chip, **{k: v for k, v in chip_identity(matrix, chip).items() if k != "known"})
-        for chip in devices["chips"]
-    ]
-    return {
-        "source": source,
-        "devices": devices,
-        "container": dump(facts.container),
-        "findings": [f.to_dict() for f in findings if f.area in AREAS],
-    }
-
-
-def status(data: Dict[str, Any]) -> ExitStatus:
-    """The exit status of ``devices``: PROBLEMS when a device or container error was found."""
-    return ExitStatus.PROBLEMS if any(f["severity"] == "error" for f in data["findings"]) else ExitStatus.OK
-
-
-def run_devices(request: MachineRequest, env: Environment, matrix_path: Optional[str] = None) -> ExitStatus:
-    """Gather, print (the table, or JSON with ``request.json``) to ``env.stdout`` and return
-    the exit status.  Raises :class:`UsageError`."""
-    data = conceal(gather(request, matrix_path, environ=env.environ))  # secrets never leave
-    if request.json:
-        env.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    else:
-        from npudoctor.report.devices import render
-
-        render(data, env.stdout, terminal=env.stdout_isatty, width=env.width, color=env.color())
-    return status(data)
 
 
 def register(app: typer.Typer) -> None:
@@ -110,10 +48,16 @@ def register(app: typer.Typer) -> None:
         matrix: MatrixOpt = None,
         deadline: DeadlineOpt = DEFAULT_DEADLINE,
     ) -> None:
-        env = environment(ctx)
-        try:
-            request = machine_request(root, python, user, env_file, no_commands, from_, as_json, deadline)
-            code = run_devices(request, env, matrix)
-        except UsageError as exc:
-            raise fail_usage(str(exc), env) from None
+        code = devices_command(
+            environment(ctx),
+            root=root,
+            env_file=env_file,
+            python=python,
+            from_=from_,
+            user=user,
+            as_json=as_json,
+            no_commands=no_commands,
+            matrix=matrix,
+            deadline=deadline,
+        )
         raise typer.Exit(code)

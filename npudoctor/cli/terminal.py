@@ -1,0 +1,188 @@
+"""npudoctor's own surroundings -- :class:`Environment` (streams, terminal facts, clock) -- and
+the colour options every command accepts (:func:`take_color_flags`), :class:`UsageError`.
+
+Kept apart from :mod:`npudoctor.cli.request` (which re-exports these names) because the
+fast answers (``--version``, ``--help``) need nothing else: this module imports neither
+``typing`` nor ``dataclasses`` (together several milliseconds of a ~10 ms interpreter start;
+issue 18), so :class:`Environment` is a plain class and the annotations are strings.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import time
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name alike)
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO, Callable, List, Mapping, Optional, Sequence, TextIO, Tuple
+
+#: The attributes of an :class:`Environment`, in the order of its constructor.
+_ENVIRONMENT_FIELDS = (
+    "stdout",
+    "stderr",
+    "environ",
+    "stdout_isatty",
+    "width",
+    "clock",
+    "stdin",
+    "stdin_isatty",
+    "stderr_isatty",
+    "color_flag",
+)
+
+
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _columns(environ: Mapping[str, str], default: int = 80) -> int:
+    raw = environ.get("COLUMNS", "")
+    if raw.isascii() and raw.isdigit() and 20 <= int(raw) <= 1000:
+        return int(raw)
+    stdout = sys.__stdout__
+    if stdout is None:
+        return default
+    try:
+        return max(20, os.get_terminal_size(stdout.fileno()).columns)
+    except (AttributeError, ValueError, OSError):
+        return default
+
+
+class Environment:
+    """npudoctor's own surroundings (never the diagnosed machine's: that is the Host).
+
+    ``stdout``/``stderr``: where output goes.  ``environ``: npudoctor's own process
+    environment (colour conventions, ``COLUMNS``).  ``stdout_isatty``: whether stdout is a
+    terminal.  ``width``: columns to wrap to.  ``clock``: monotonic seconds.  ``stdin``:
+    standard input as bytes (``triage -``, ``compare -``); ``stdin_isatty``: whether it is a
+    terminal (then ``compare`` without paths does not wait on it); ``stderr_isatty``: whether
+    stderr is (progress lines are shown only then); ``color_flag``: ``--color`` (True) or
+    ``--no-color`` (False) given on the command line, ``None`` when neither was.
+    """
+
+    def __init__(
+        self,
+        stdout: TextIO,
+        stderr: TextIO,
+        environ: Optional[Mapping[str, str]] = None,
+        stdout_isatty: bool = False,
+        width: int = 80,
+        clock: Callable[[], float] = time.monotonic,
+        stdin: Optional[BinaryIO] = None,
+        stdin_isatty: bool = False,
+        stderr_isatty: bool = False,
+        color_flag: Optional[bool] = None,
+    ) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
+        self.environ: Mapping[str, str] = {} if environ is None else environ
+        self.stdout_isatty = stdout_isatty
+        self.width = width
+        self.clock = clock
+        self.stdin: BinaryIO = io.BytesIO() if stdin is None else stdin
+        self.stdin_isatty = stdin_isatty
+        self.stderr_isatty = stderr_isatty
+        self.color_flag = color_flag
+
+    def _fields(self) -> Tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in _ENVIRONMENT_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Environment) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        return f"Environment({', '.join(f'{n}={getattr(self, n)!r}' for n in _ENVIRONMENT_FIELDS)})"
+
+    @classmethod
+    def from_process(cls) -> Environment:
+        """The real process surroundings: ``sys.stdout``/``sys.stderr``, ``os.environ``,
+        the terminal width (``COLUMNS`` when set, else the terminal's, else 80)."""
+        environ = dict(os.environ)
+        stdin = sys.stdin
+        return cls(
+            stdout=sys.stdout,
+            stderr=sys.stderr,
+            environ=environ,
+            stdout_isatty=_is_tty(sys.stdout),
+            width=_columns(environ),
+            stdin=stdin.buffer if stdin is not None else io.BytesIO(),
+            stdin_isatty=stdin is not None and _is_tty(stdin),
+            stderr_isatty=_is_tty(sys.stderr),
+        )
+
+    def wrap_width(self) -> Optional[int]:
+        """Columns to wrap text reports to: the terminal's :attr:`width` when stdout is a
+        terminal, else ``COLUMNS`` when set (20-1000), else ``None``: piped output is not
+        wrapped (stable text for logs and ``grep``)."""
+        if self.stdout_isatty:
+            return self.width
+        raw = self.environ.get("COLUMNS", "")
+        if raw.isascii() and raw.isdigit() and 20 <= int(raw) <= 1000:
+            return int(raw)
+        return None
+
+    def color(self, flag: Optional[bool] = None) -> bool:
+        """Whether to colour stdout.  Precedence: ``--color``/``--no-color`` (``flag``, else
+        :attr:`color_flag`),
+        then ``NO_COLOR`` (non-empty: off), then ``FORCE_COLOR``/``CLICOLOR_FORCE``
+        (non-empty and not ``0``: on), then ``CLICOLOR=0`` (off), then whether stdout is a
+        terminal (the conventions of no-color.org and bixense.com/clicolors)."""
+        if flag is None:
+            flag = self.color_flag
+        if flag is not None:
+            return flag
+        env = self.environ
+        if env.get("NO_COLOR", ""):
+            return False
+        for name in ("FORCE_COLOR", "CLICOLOR_FORCE"):
+            value = env.get(name, "")
+            if value and value != "0":
+                return True
+        if env.get("CLICOLOR", None) == "0":
+            return False
+        return self.stdout_isatty
+
+
+#: The colour options every command accepts, anywhere before ``--`` (see :func:`take_color_flags`).
+COLOR_FLAGS = {"--color": True, "--no-color": False}
+
+
+class UsageError(Exception):
+    """Bad combination of options or unreadable input named by the user (exit 2)."""
+
+
+def take_color_flags(argv: Sequence[str]) -> Tuple[List[str], Optional[bool]]:
+    """``(argv without the colour options, the last one's value)``: ``--color`` and
+    ``--no-color`` are accepted by every command, before or after its name, so they are
+    taken out before Typer parses the rest.  Nothing after ``--`` is touched (the argv of
+    ``npudoctor exec -- CMD``), nor anything after ``exec``'s command word."""
+    out: List[str] = []
+    flag: Optional[bool] = None
+    passthrough = False
+    seen_exec = False
+    for word in argv:
+        if passthrough:
+            out.append(word)
+            continue
+        if word == "--":
+            passthrough = True
+            out.append(word)
+            continue
+        if word in COLOR_FLAGS:
+            flag = COLOR_FLAGS[word]
+            continue
+        if seen_exec and not word.startswith("-"):
+            passthrough = True  # exec's CMD: its own words from here on
+        if word == "exec" and not seen_exec and not out:
+            seen_exec = True
+        out.append(word)
+    return out, flag
