@@ -24,6 +24,9 @@ from npudoctor.knowledge.access import BLIND, HOME_DIR, KIND_PATHS, SHARED_PAREN
 from npudoctor.remedies import Command
 from npudoctor.rules import postprocess
 
+READS = ("access", "environment", "python")
+ONLY_WITH = ("access",)
+
 CANNOT_READ = codes.get("HOST004")
 
 _HOME = re.compile(HOME_DIR)
