@@ -1,8 +1,11 @@
 """The pipeline: Host → probes → Snapshot → rules (with the matrix) → findings.
 
 Probe modules live in :mod:`npudoctor.probes` and rule modules in
-:mod:`npudoctor.rules`; both are discovered by listing the package (no central list to
-edit).  A probe module defines::
+:mod:`npudoctor.rules`; their declarations are read from the generated
+:mod:`npudoctor._registry` (``scripts/gen_registry.py``), so that a run imports only the
+probes it runs and the rule modules its sections need (:func:`rule_modules`).  While the
+registry does not list exactly the modules on disk, every module is imported and asked, as
+the packages are listed.  A probe module defines::
 
     SECTION = "environment"   # the record it writes: its key in snapshot.facts
     NEEDS = ("host", "cann")  # the sections it reads through ctx.facts (default: none)
@@ -19,7 +22,9 @@ the order; ``tests/test_probe_order.py`` checks each declaration against what th
 reads on real scenario trees.
 
 A rule module registers functions with :func:`npudoctor.rules.rule`; each takes a
-:class:`RuleContext` and yields :class:`~npudoctor.findings.Finding` objects.
+:class:`RuleContext` and yields :class:`~npudoctor.findings.Finding` objects.  It declares
+``READS`` (the sections it reads) and, optionally, ``ONLY_WITH`` (the sections without which
+it says nothing).
 
 Neither probes nor rules may raise on bad input; if one does anyway, the crash is
 recorded (``facts["_errors"]``) and reported as a finding, never as a traceback.

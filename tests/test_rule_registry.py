@@ -108,8 +108,16 @@ class Runs:
 def runs(tmp_path_factory) -> Runs:
     """Every scenario's commands (``health`` also with each of its ``[[health]]`` cases'
     arguments), run with the pruned imports and with every rule module, recording reads."""
+    import signal
+
+    from npudoctor.runtime import health as health_runtime
+
     out = Runs()
+    sigterm = signal.getsignal(signal.SIGTERM)  # health answers SIGTERM; this process keeps its own
     with pytest.MonkeyPatch.context() as mp:
+        # health's budget counts from the start of the process (this long-lived one): from
+        # each run's start instead, as when the process age cannot be told
+        mp.setattr(health_runtime, "process_started", lambda: None)
         _record(mp, out.reads)
         for src in SCENARIOS:
             scenario = prepare(src, tmp_path_factory.mktemp(src.name))
@@ -132,6 +140,7 @@ def runs(tmp_path_factory) -> Runs:
                     if name == "check" and prune:
                         out.docs[src.name] = json.loads(proc.stdout)
                 compared[" ".join(argv)] = (got[0], got[1])
+    signal.signal(signal.SIGTERM, sigterm)
     return out
 
 
@@ -275,3 +284,32 @@ def test_the_registry_is_current():
     )
     assert proc.returncode == 0, proc.stderr
     assert engine.registry() is not None, "the registry does not list the modules on disk"
+
+
+def test_a_stale_registry_falls_back_to_every_module(monkeypatch):
+    """A module on disk the registry does not list (added without regenerating it): the
+    registry is not used; every probe and rule module is imported and asked, as before."""
+    from npudoctor import _registry
+
+    monkeypatch.setattr(engine, "_REGISTRY", None)
+    monkeypatch.setattr(_registry, "SCANNED", _registry.SCANNED[:-1])
+    assert engine.registry() is None
+    assert {s.section for s in engine.probe_specs()} == {spec[1] for spec in _registry.PROBES}
+    assert engine.rule_modules({"host"}) == engine.module_names("npudoctor.rules")
+    monkeypatch.undo()
+    assert engine.registry() is not None
+
+
+def test_the_findings_keep_the_registry_order_whatever_was_imported_first(runs, monkeypatch):
+    """Rules registered in another order (modules imported by an earlier, pruned run) still
+    run in the order importing every module gives: the same findings, post-processed alike."""
+    import npudoctor.rules
+    from npudoctor.knowledge.matrix import load_matrix
+    from npudoctor.snapshot import Snapshot
+
+    matrix = load_matrix(None)
+    snapshots = [Snapshot.from_dict(runs.docs[name]) for name in sorted(runs.docs)[:20]]
+    before = [engine.evaluate(s, matrix, engine.Options()) for s in snapshots]
+    monkeypatch.setattr(npudoctor.rules, "RULES", list(reversed(npudoctor.rules.RULES)))
+    monkeypatch.setattr(npudoctor.rules, "POSTPROCESSORS", list(reversed(npudoctor.rules.POSTPROCESSORS)))
+    assert [engine.evaluate(s, matrix, engine.Options()) for s in snapshots] == before
