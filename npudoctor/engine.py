@@ -176,7 +176,7 @@ def registry() -> Optional[ModuleType]:
     if _REGISTRY is None:
         try:
             from npudoctor import _registry
-        except ImportError:  # not generated yet (a checkout being set up)
+        except (ImportError, OSError):  # not generated yet (a checkout being set up), unreadable
             _REGISTRY = (None,)
             return None
         on_disk = module_names("npudoctor.probes") + module_names("npudoctor.rules")
