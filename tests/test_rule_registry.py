@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import subprocess
 import sys
 from collections import defaultdict
@@ -178,6 +179,35 @@ def test_every_rule_module_declares_what_it_reads(runs):
     for module, asked in sorted(reads.by_module.items()):
         declared = set(sys.modules[f"npudoctor.rules.{module}"].READS)
         assert asked <= declared, f"rules/{module}.py reads {sorted(asked - declared)}, not in its READS"
+
+
+#: The rule tests, run again with the reads recorded (tests/readsplugin.py).
+RULE_TESTS = sorted(p.name for p in (REPO / "tests").glob("test_*_rules.py"))
+
+
+def test_the_rule_tests_read_only_what_the_modules_declare(tmp_path):
+    """The rule tests call rules on odd facts no scenario has: what each rule module read
+    there is in its ``READS`` too."""
+    out = tmp_path / "reads.json"
+    assert len(RULE_TESTS) >= 5, RULE_TESTS
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "readsplugin", *RULE_TESTS],
+        env=dict(os.environ, NPUDOCTOR_RECORD_READS=str(out), PYTHONPATH=f"{REPO}{os.pathsep}{REPO / 'tests'}"),
+        cwd=str(REPO / "tests"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    reads = json.loads(out.read_text(encoding="utf-8"))
+    assert {"cann", "frameworks", "hccl", "packages"} <= set(reads), sorted(reads)
+    reg = engine.registry()
+    assert reg is not None
+    declared = {name.rsplit(".", 1)[-1]: set(reads) for name, reads, _only, _post in reg.RULE_MODULES}
+    for module, asked in sorted(reads.items()):
+        assert set(asked) <= declared[module], (
+            f"rules/{module}.py reads {sorted(set(asked) - declared[module])} in the rule tests"
+        )
 
 
 def test_every_declared_read_is_read_somewhere(runs):
