@@ -1,7 +1,15 @@
 """Rules: pure functions ``(RuleContext) -> Iterable[Finding]``, one module per area.
 
-Register a rule with the :func:`rule` decorator; every module in this package is
-imported by :func:`npudoctor.engine.load_rules`, so adding a module is all it takes.
+Register a rule with the :func:`rule` decorator.  Each module declares, after its imports::
+
+    READS = ("cann", "packages")  # every section its rules and post-processors read
+    ONLY_WITH = ("cann",)         # optional: it says nothing unless one of these was probed
+
+A module is imported only when a snapshot needs it (:func:`npudoctor.engine.rule_modules`:
+no ``ONLY_WITH``, or one of those sections present), from the generated registry
+``npudoctor/_registry.py``: after adding a module, a rule or a declaration, run
+``python scripts/gen_registry.py --write``.  ``tests/test_rule_registry.py`` checks the
+declarations against what the modules read on every scenario.
 """
 
 from __future__ import annotations

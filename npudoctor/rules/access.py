@@ -25,6 +25,9 @@ from npudoctor.knowledge.access import BLIND, HOME_DIR, KIND_PATHS, SHARED_PAREN
 from npudoctor.remedies import Command
 from npudoctor.rules import postprocess
 
+READS = ("access", "environment", "python")
+ONLY_WITH = ("access",)
+
 CANNOT_READ = codes.get("HOST004")
 
 _HOME = lazyre.pattern(HOME_DIR)

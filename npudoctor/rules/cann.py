@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     from npudoctor.engine import RuleContext
     from npudoctor.knowledge.matrix import Matrix
 
+READS = ("cann", "devices", "driver", "frameworks", "host", "packages", "python")
+ONLY_WITH = ("cann",)
+
 NO_CANN = codes.get("CANN001")
 
 OLDER_SELECTED = codes.get("CANN002")

@@ -37,6 +37,9 @@ from npudoctor.rules._pyfacts import pip_install
 if TYPE_CHECKING:
     from npudoctor.engine import RuleContext
 
+READS = ("cann", "devices", "host", "libraries", "packages", "python")
+ONLY_WITH = ("cann",)
+
 KERNELS_MISSING = codes.get("CANN004")
 
 KERNELS_OTHER_SOC = codes.get("CANN005")

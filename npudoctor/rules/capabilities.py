@@ -23,6 +23,9 @@ from npudoctor.rules._world import CAP_DAC_OVERRIDE, denied_without_dac_override
 if TYPE_CHECKING:
     from npudoctor.engine import RuleContext
 
+READS = ("container",)
+ONLY_WITH = ("container",)
+
 NODE_PERMISSION = codes.get("DEV021")
 DEVICE_BUSY = codes.get("DEV002")
 

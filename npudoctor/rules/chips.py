@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from npudoctor.engine import RuleContext
     from npudoctor.knowledge.matrix import Matrix
 
+READS = ("cann", "devices", "packages")
+ONLY_WITH = ("devices",)
+
 
 CHIP_UNSUPPORTED = codes.get("DEV040")
 NO_BF16 = codes.get("DEV041")

@@ -25,6 +25,8 @@ from npudoctor.rules._pyfacts import ask, describe, marker_env, pip_install, pla
 if TYPE_CHECKING:
     from npudoctor.knowledge.matrix import TorchNpuRow
 
+READS = ("cann", "host", "packages", "python")
+
 COMPANION = codes.get("PKG004")
 
 #: Projects whose pins on the stack are checked (besides any package that names torch-npu).

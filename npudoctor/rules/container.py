@@ -24,6 +24,9 @@ from npudoctor.rules._world import HOST_MOUNTS, host_mounts_fix, passthrough_fix
 if TYPE_CHECKING:
     from npudoctor.engine import RuleContext
 
+READS = ("cann", "container", "devices", "driver", "packages")
+ONLY_WITH = ("container",)
+
 NO_DEVICES = codes.get("CTR001")
 DRIVER_NOT_MOUNTED = codes.get("CTR002")
 TOOLS_NOT_MOUNTED = codes.get("CTR003")

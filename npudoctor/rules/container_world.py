@@ -24,6 +24,9 @@ from npudoctor.rules._world import passthrough_fix, world
 if TYPE_CHECKING:
     from npudoctor.engine import RuleContext
 
+READS = ("cann", "container", "devices", "driver", "packages")
+ONLY_WITH = ("container",)
+
 NO_NPU_GIVEN = codes.get("CTR006")
 
 #: Findings that only restate CTR006 (no driver, no nodes, no npu-smi in a container).

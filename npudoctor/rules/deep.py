@@ -22,6 +22,9 @@ from npudoctor.knowledge.grades import Grade, Verdict, severity
 from npudoctor.remedies import Command
 from npudoctor.rules import postprocess, rule
 
+READS = ("deep",)
+ONLY_WITH = ("deep",)
+
 _STEP_TEXT = {
     "import_torch": "import torch",
     "import_torch_npu": "import torch_npu",

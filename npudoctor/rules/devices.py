@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from npudoctor.knowledge.matrix import Chip as MatrixChip
     from npudoctor.knowledge.matrix import Matrix
 
+READS = ("cann", "container", "devices", "driver", "host", "packages")
+
 # --------------------------------------------------------------------------- codes
 NPU_SMI_HUNG = codes.get("DEV001")
 DEVICE_BUSY = codes.get("DEV002")

@@ -36,6 +36,8 @@ from npudoctor.rules.devices import chip_identity
 if TYPE_CHECKING:
     from npudoctor.engine import RuleContext
 
+READS = ("cann", "container", "devices", "driver", "host", "packages", "python")
+
 NO_DRIVER = codes.get("DRV001")
 
 DRIVER_CANN = codes.get("DRV002")

@@ -14,6 +14,9 @@ from npudoctor.remedies import Export, PrependPath, Remedy, SourceFile
 from npudoctor.rules import rule
 from npudoctor.rules._env_vars import missing_paths, nnal_lib_on_path, recorded_set_env_script, sourced, variable_state
 
+READS = ("cann", "environment", "packages")
+ONLY_WITH = ("environment",)
+
 #: A fix line: a structured remedy or prose.
 FixLine = Union[Remedy, str]
 

@@ -42,6 +42,9 @@ if TYPE_CHECKING:
     from npudoctor.facts.frameworks import CudaEvidence
     from npudoctor.knowledge.matrix import TorchNpuRow
 
+READS = ("cann", "devices", "driver", "frameworks", "packages", "python")
+ONLY_WITH = ("packages",)
+
 NO_NPU = codes.get("PKG050")
 OTHER_CHIP = codes.get("PKG051")
 CUDA_ONLY = codes.get("PKG052")

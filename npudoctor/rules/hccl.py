@@ -25,6 +25,9 @@ from npudoctor.rules._ranktable import layout_problems
 if TYPE_CHECKING:
     from npudoctor.engine import RuleContext
 
+READS = ("container", "devices", "hccl")
+ONLY_WITH = ("hccl",)
+
 _RT_FIX = (
     "Regenerate the rank table for this cluster (MindSpore models' `utils/hccl_tools/hccl_tools.py`, "
     "or let Ascend Operator/MindCluster write hccl.json) and point RANK_TABLE_FILE at it on every node"

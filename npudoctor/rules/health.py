@@ -12,6 +12,8 @@ from npudoctor.rules import rule
 if TYPE_CHECKING:
     from npudoctor.engine import RuleContext
 
+READS = ("devices",)
+
 TOO_FEW_DEVICES = codes.get("DEV090")
 
 HEALTH_BUDGET = codes.get("HOST090")

@@ -17,6 +17,9 @@ from npudoctor.remedies import Export, PrependPath
 from npudoctor.rules import rule
 from npudoctor.rules._pyfacts import cann_present
 
+READS = ("cann", "hygiene", "packages")
+ONLY_WITH = ("hygiene",)
+
 LIBGOMP_TLS = codes.get("HOST001")
 
 DISK_LOW = codes.get("HOST002")

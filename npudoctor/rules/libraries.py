@@ -26,6 +26,9 @@ from npudoctor.rules._pyfacts import cann_present, cann_version
 from npudoctor.rules._symbol_versions import TooNew
 from npudoctor.rules._symbol_versions import too_new as needed_too_new
 
+READS = ("cann", "environment", "host", "libraries", "python")
+ONLY_WITH = ("libraries",)
+
 #: A fix line: a structured remedy or prose.
 FixLine = Union[Remedy, str]
 

@@ -20,6 +20,9 @@ from npudoctor.rules._libowners import DRIVER, KERNELS, NNAL, TOOLKIT, owner_of_
 from npudoctor.rules._pyfacts import cann_version
 from npudoctor.rules.libraries import FixLine, _arch, _short
 
+READS = ("libraries", "packages", "python")
+ONLY_WITH = ("libraries",)
+
 TORCH_SYMBOLS = codes.get("LIB003")
 
 ATB_SYMBOLS = codes.get("LIB004")

@@ -24,6 +24,8 @@ from npudoctor.rules import postprocess, rule
 if TYPE_CHECKING:
     from npudoctor.engine import RuleContext
 
+READS = ()
+
 #: Days after which the matrix counts as old (about six months), and as very old.
 OLD_DAYS = 183
 VERY_OLD_DAYS = 365

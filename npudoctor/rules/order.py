@@ -19,6 +19,8 @@ from npudoctor.findings import SEVERITIES, Finding
 from npudoctor.knowledge import codes
 from npudoctor.rules import postprocess
 
+READS = ()
+
 #: Layers in fix order; a code belongs to the first layer whose prefixes match it.
 LAYERS = (
     ("DRV",),

@@ -15,6 +15,9 @@ from npudoctor.knowledge import codes
 from npudoctor.rules import rule
 from npudoctor.snapshot import Snapshot
 
+READS = ("cann", "devices", "driver", "packages")
+ONLY_WITH = ("cann", "driver")
+
 NO_NPU_STACK = codes.get("HOST050")
 
 #: What :func:`stack_evidence` accepts: a snapshot, a rule context, a snapshot document

@@ -53,6 +53,9 @@ from npudoctor.rules._pyfacts import (
     release,
 )
 
+READS = ("cann", "host", "packages", "python")
+ONLY_WITH = ("packages",)
+
 #: PyPI's simple index (torch_npu's official wheels are published there).
 PYPI_INDEX = "https://pypi.org/simple"
 

@@ -37,6 +37,9 @@ from npudoctor.rules._pyfacts import (
 if TYPE_CHECKING:
     from npudoctor.knowledge.matrix import TorchNpuRow
 
+READS = ("cann", "host", "packages", "python")
+ONLY_WITH = ("python",)
+
 PY_NOT_COVERED = codes.get("PY001")
 
 SHADOWED = codes.get("PY002")

@@ -16,6 +16,8 @@ from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.rules import postprocess, rule
 
+READS = tuple(name for name in SECTIONS if name != "_errors")
+
 UNREADABLE_SECTION = codes.get("HOST005")
 
 #: Sections "no NPU stack" (HOST050) is concluded from.

@@ -19,6 +19,9 @@ from npudoctor.rules._libowners import DRIVER, NNAL, TOOLKIT, owner_of_name, own
 from npudoctor.rules.devices import npu_smi_cause
 from npudoctor.rules.libraries import FixLine, _short, group_of, not_loadable
 
+READS = ("devices", "environment", "libraries")
+ONLY_WITH = ("libraries",)
+
 STACK_NOT_LOADABLE = codes.get("LIB007")
 SHADOWED = codes.get("LIB008")
 UNREADABLE = codes.get("LIB009")

@@ -32,6 +32,9 @@ from npudoctor.rules._devfacts import (
 if TYPE_CHECKING:
     from npudoctor.engine import RuleContext
 
+READS = ("container", "devices")
+ONLY_WITH = ("devices",)
+
 RT_VISIBLE_INVALID = codes.get("DEV030")
 VISIBLE_RUNTIME_ONLY = codes.get("DEV031")
 CUDA_VISIBLE = codes.get("DEV032")

@@ -31,6 +31,9 @@ from npudoctor.rules._world import env_fix, systemd_unit, world
 if TYPE_CHECKING:
     from npudoctor.engine import RuleContext
 
+READS = ("cann", "container", "devices", "driver", "packages")
+ONLY_WITH = ("devices",)
+
 VISIBLE_RUNTIME_ONLY = codes.get("DEV031")
 LOOK_ALIKE = codes.get("DEV034")
 

@@ -1,4 +1,4 @@
-"""The one quick evaluation: the ``QUICK`` probes and every rule, under a :class:`Budget`.
+"""The one quick evaluation: the ``QUICK`` probes and the rules they feed, under a :class:`Budget`.
 
 ``npudoctor health`` and ``npudoctor exec`` both call :func:`evaluate_quick` with a typed
 :class:`QuickRequest`; ``health`` turns the result into its verdict, ``exec`` into lines on
@@ -114,7 +114,7 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
     anything else the engine raises propagates.
     """
     from npudoctor.config import load_ignores
-    from npudoctor.engine import Options, collect, evaluate, load_rules
+    from npudoctor.engine import Options, collect, evaluate, load_rules, planned_sections
     from npudoctor.host import Host
     from npudoctor.knowledge.matrix import MatrixError, load_matrix
 
@@ -163,7 +163,7 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
 
     def load() -> None:
         with contextlib.suppress(Exception):  # evaluate() imports them again and reports a failure
-            load_rules()
+            load_rules(planned_sections(options))  # the modules the quick sections need
         try:
             loaded["matrix"] = load_matrix(request.matrix)
         except MatrixError as exc:
