@@ -205,3 +205,16 @@ def test_exec_env_is_reused_and_keeps_only_cann_variables(healthy):
     set_env.write_text(set_env.read_text() + "\n# edited\n")
     code3, third = run_health(scenario, runtime, "--exec-env", env=env)
     assert "inputs_unchanged_s" not in third and code3 == code1
+
+
+def test_text_and_json_share_one_verdict(healthy):
+    scenario, runtime = healthy
+    run_env = dict(environment(scenario, _spec(scenario)), XDG_RUNTIME_DIR=str(runtime), PYTHONPATH=str(REPO))
+    argv = [sys.executable, "-m", "npudoctor", "health", "--root", str(scenario / "root"), "--timeout", "20"]
+    text = subprocess.run(argv, env=run_env, capture_output=True, text=True, timeout=120)
+    assert text.returncode == 0 and text.stdout == "healthy: 8 NPU chip(s), CANN 8.0.0, torch_npu 2.1.0.post10\n"
+    code, doc = run_health(scenario, runtime)  # --json: the text run's memo
+    assert code == 0 and "inputs_unchanged_s" in doc
+    again = subprocess.run(argv, env=run_env, capture_output=True, text=True, timeout=120)
+    assert again.stdout == text.stdout and again.returncode == 0
+    assert len(list(runtime.glob("npudoctor-memo-*.json"))) == 1

@@ -427,9 +427,11 @@ def reuse(path: str, environ: Dict[str, str], budget: Budget) -> Optional[Dict[s
 
 
 def judged_options(options: Any) -> Dict[str, Any]:
-    """The health options that change what is judged (budget, cache and memo policies and
-    verbosity do not), as a JSON-able mapping."""
+    """The health options that change what is judged (budget, cache and memo policies,
+    verbosity and the output format do not), as a JSON-able mapping."""
     judged = dataclasses.asdict(options)
     for name in ("timeout", "cache_ttl", "fallback_ttl", "verbose", "fresh"):
         judged.pop(name, None)
+    if isinstance(judged.get("machine"), dict):
+        judged["machine"].pop("json", None)  # text or JSON: one verdict
     return judged
