@@ -7,9 +7,10 @@ torch_npu 2.1.0.post10; its ``bin/npu-smi`` prints the real capture at once), co
 temporary directory three times, with real ``*.dist-info`` directories (METADATA with
 requirements, WHEEL, INSTALLER, RECORD, top_level.txt) added to its site-packages until it
 holds 100, 320 and 1,000 distributions.  Measured in one run, interleaved so that machine
-load hits all alike: ``<python> -c pass`` (the floor: interpreter start) and ``<python> -m
-npudoctor health --root R`` on each tree, run from this checkout (``-m`` puts the working
-directory first on ``sys.path``) -- as it runs every few seconds, reusing the last verdict
+load hits all alike: ``<python> -c pass`` (the floor: interpreter start) and ``npudoctor
+health --root R`` on each tree -- the console script as Docker's HEALTHCHECK runs it (a
+launcher like the one pip writes, with this checkout first on ``sys.path``; ``-m`` adds
+runpy's ~2 ms), as it runs every few seconds, reusing the last verdict
 while its inputs are unchanged (npudoctor/runtime/memo.py), and with ``--fresh`` (every
 probe and rule run anew: the first run, and every run after a change).
 ``NPUDOCTOR_BENCH_BASELINE=/path/to/other/checkout`` adds
@@ -135,8 +136,14 @@ def run(repeat: int) -> List[str]:
         envs = {total: dict(scenario_env(tree), XDG_RUNTIME_DIR=str(runtime)) for total, tree in trees.items()}
         mid = SIZES[1]
 
+        launcher = Path(tmp) / "npudoctor"  # what pip writes for the console script
+        launcher.write_text(
+            f"#!{py}\nimport sys\nsys.path.insert(0, {str(REPO)!r})\nfrom npudoctor.entry import run\nsys.exit(run())\n"
+        )
+        launcher.chmod(0o755)
+
         def health(total: int) -> List[str]:
-            return [py, "-m", "npudoctor", "health", "--root", str(trees[total] / "root"), "--timeout", "10"]
+            return [str(launcher), "health", "--root", str(trees[total] / "root"), "--timeout", "10"]
 
         first = subprocess.run(health(mid), env=envs[mid], capture_output=True, text=True, cwd=str(REPO))
         status = first.stdout.strip().splitlines()[:1]
@@ -144,7 +151,8 @@ def run(repeat: int) -> List[str]:
         commands.update({f"health {t}": (health(t), envs[t], str(REPO)) for t in SIZES})
         commands.update({f"fresh {t}": (health(t) + ["--fresh"], envs[t], str(REPO)) for t in SIZES})
         if baseline:
-            commands["baseline"] = (health(mid), envs[mid], baseline)
+            # that checkout's own code: -m from its directory (runpy included, see above)
+            commands["baseline"] = ([py, "-m", "npudoctor"] + health(mid)[1:], envs[mid], baseline)
         times = interleaved(commands, repeat)
         doc = json.loads(
             subprocess.run(
