@@ -147,12 +147,34 @@ class ElfCache:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
             atomic_write(self.path, json.dumps({"version": 1, "entries": keep}, separators=(",", ":")))
         except (OSError, ValueError):
-            pass
+            return
+        self.dirty = False
+        stamp = _stamp(self.path)
+        if stamp is not None:
+            _LOADED[self.path] = (stamp, keep)
+
+
+#: The entries last loaded or saved in this process, per cache file: ``{path: ((size,
+#: mtime_ns), entries)}``.  Probes of one run (frameworks, libraries) open the cache in
+#: turn; the file is parsed again only when it changed on disk (another process wrote it).
+_LOADED: Dict[str, Tuple[Tuple[int, int], Dict[str, Dict[str, Any]]]] = {}
+
+
+def _stamp(path: str) -> Optional[Tuple[int, int]]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
 
 
 def _load(path: str) -> Dict[str, Dict[str, Any]]:
     from npudoctor.host import read_capped
 
+    stamp = _stamp(path)
+    memo = _LOADED.get(path)
+    if stamp is not None and memo is not None and memo[0] == stamp:
+        return memo[1]
     try:
         data, truncated = read_capped(path, MAX_BYTES)
         if truncated:
@@ -161,7 +183,11 @@ def _load(path: str) -> Dict[str, Dict[str, Any]]:
     except (OSError, ValueError, UnicodeDecodeError):
         return {}
     entries = doc.get("entries") if isinstance(doc, dict) and doc.get("version") == 1 else None
-    return entries if isinstance(entries, dict) else {}
+    if not isinstance(entries, dict):
+        return {}
+    if stamp is not None:
+        _LOADED[path] = (stamp, entries)
+    return entries
 
 
 def _info(path: str, rec: Any) -> Optional[ElfInfo]:

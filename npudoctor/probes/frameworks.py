@@ -36,6 +36,7 @@ from npudoctor.host import Host
 from npudoctor.knowledge.cuda_only import CUDA_LIBRARY, entry_for, interesting_file
 from npudoctor.parsers.build_info import python_constants, torch_npu_description_row
 from npudoctor.parsers.metadata import canonical_name
+from npudoctor.probes._elfcache import ElfCache, default_path
 
 SECTION = "frameworks"
 NEEDS = ("packages",)
@@ -108,10 +109,8 @@ def _record_paths(host: Host, rec: Dict[str, Any]) -> Optional[List[str]]:
 
 
 def _cuda_record(
-    host: Host, rec: Dict[str, Any], budget: Dict[str, Any], errors: List[str]
+    host: Host, rec: Dict[str, Any], budget: Dict[str, Any], errors: List[str], cache: ElfCache
 ) -> Optional[Dict[str, Any]]:
-    from npudoctor.parsers.elf import read_elf
-
     paths = _record_paths(host, rec)
     if not paths:
         return None
@@ -137,7 +136,7 @@ def _cuda_record(
                 break
             checked += 1
             budget["so"] += 1
-            info = read_elf(host.real(posixpath.join(location, rel)))
+            info = cache.read(host.real(posixpath.join(location, rel)))
             libs = [n for n in info.needed if CUDA_LIBRARY.match(n)]
             if libs:
                 needed[rel] = libs
@@ -169,15 +168,20 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
             f"{indexed_only} distributions only indexed (a very large site-packages): their RECORD files "
             "are read only for the distributions the CUDA-only data names"
         )
-    for rec in _first_records(packages if isinstance(packages, dict) else {}):
-        name = canonical_name(str(rec.get("name") or ""))
-        if indexed_only and not rec.get("metadata") and entry_for(name) is None:
-            continue
-        if name == "vllm-ascend":
-            out["vllm_ascend"] = _vllm_ascend(host, rec)
-        elif name == "torch-npu" and _prerelease(str(rec.get("version") or "")):
-            out["torch_npu_description"] = _description(host, rec)
-        found = _cuda_record(host, rec, budget, errors)
-        if found is not None:
-            out["cuda"].append(found)
+    # the DT_NEEDED reads go through the ELF cache of the libraries probe (path, size, mtime)
+    cache = ElfCache(default_path())
+    try:
+        for rec in _first_records(packages if isinstance(packages, dict) else {}):
+            name = canonical_name(str(rec.get("name") or ""))
+            if indexed_only and not rec.get("metadata") and entry_for(name) is None:
+                continue
+            if name == "vllm-ascend":
+                out["vllm_ascend"] = _vllm_ascend(host, rec)
+            elif name == "torch-npu" and _prerelease(str(rec.get("version") or "")):
+                out["torch_npu_description"] = _description(host, rec)
+            found = _cuda_record(host, rec, budget, errors, cache)
+            if found is not None:
+                out["cuda"].append(found)
+    finally:
+        cache.save()
     return out
