@@ -17,6 +17,7 @@ from npudoctor.parsers.metadata import (
     parse_requirement,
     parse_requires_txt,
     parse_wheel,
+    requirement_name,
     requirements_on,
     satisfies,
     split_dist_dir,
@@ -127,3 +128,34 @@ def test_parsers_never_raise(text):
         parse_requirement(req)
     split_dist_dir(text + ".dist-info")
     parse_df(text)
+
+
+_REQ_ALPHABET = "aBt._-[]()<>=!~;@ \t'\"1,*"
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet=_REQ_ALPHABET, max_size=16) | st.text(max_size=16))
+def test_requirement_name_is_the_parsed_name(text):
+    """requirements_on skips, unparsed, the strings whose leading name is another
+    project's: that name must be the one packaging parses whenever it parses."""
+    req = parse_requirement(text)
+    name = requirement_name(text)
+    if req is not None and name is not None:
+        assert canonical_name(req.name) == name
+
+
+def test_requirements_on_skips_only_other_projects():
+    reqs = [
+        "torch==2.13.0.*",
+        "Torch_NPU (==2.1.0)",
+        " torch-npu>=2.1 ; python_version >= '3.8'",
+        "numpy",
+        "torch (npu)",  # old style, parsed as "torchnpu"
+        "not a requirement ((",
+        "pyyaml",
+    ]
+    assert requirement_name("Torch_NPU (==2.1.0)") == "torch-npu"
+    assert requirement_name("torch (npu)") is None  # parsing decides
+    assert [str(r.specifier) for r in requirements_on(reqs, "torch-npu")] == ["==2.1.0", ">=2.1"]
+    assert [r.name for r in requirements_on(reqs, "torchnpu")] == ["torchnpu"]
+    assert [str(r.specifier) for r in requirements_on(reqs, "torch")] == ["==2.13.0.*"]

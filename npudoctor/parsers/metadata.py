@@ -198,6 +198,24 @@ def parse_requirement(text: str) -> Optional[Any]:
     return None
 
 
+#: The project name a ``Requires-Dist`` string starts with (PEP 508: the name comes first;
+#: packaging >= 25 takes this whole token as the name, older releases stop at its last
+#: letter or digit and then reject the string); group 2: an old-style ``name (x...)``
+#: whose parenthesis starts with a name character, which :func:`parse_requirement` joins
+#: to the name (``"a (b)"`` parses as ``ab``).
+_LEADING_NAME_RE = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(\s*\(\s*[A-Za-z0-9._-])?")
+
+
+def requirement_name(text: str) -> Optional[str]:
+    """The PEP 503 name a ``Requires-Dist`` string names (``"Torch_NPU (==2.1.0)"`` ->
+    ``"torch-npu"``), found without packaging, or ``None`` when that takes parsing (no
+    leading name, or an odd old-style parenthesis).  When :func:`parse_requirement` parses
+    ``text`` and this is not ``None``, the parsed name has this canonical form: callers
+    skip, unparsed, the requirements on other projects."""
+    m = _LEADING_NAME_RE.match(text or "")
+    return canonical_name(m.group(1)) if m and not m.group(2) else None
+
+
 def marker_environment(python: Mapping[str, Any]) -> Dict[str, str]:
     """PEP 508 marker variables for the target interpreter described by ``python`` facts
     (``version``, ``version_info``, ``implementation``, ``machine``); unknown values
@@ -241,6 +259,8 @@ def requirements_on(requires_dist: List[str], name: str, environment: Optional[M
     want = canonical_name(name)
     out = []
     for text in requires_dist or []:
+        if requirement_name(text) not in (want, None):
+            continue  # names another project (or none): not parsed (packaging costs ~0.1 ms each)
         req = parse_requirement(text)
         if req is None or canonical_name(req.name) != want:
             continue
