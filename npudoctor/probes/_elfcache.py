@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from npudoctor.parsers.elf import ElfInfo, read_elf
 
@@ -92,6 +92,20 @@ class ElfCache:
         _d, undef, err = dynamic_symbols(path)
         self._put(key, {"undefined": sorted(undef), "error": err})
         return undef, err
+
+    def derived(self, kind: str, path: str, compute: Callable[[], Any]) -> Any:
+        """``compute()`` -- a JSON value made from the real file ``path`` alone (the paths a
+        RECORD lists that matter to a probe) -- cached under ``kind`` (which names the
+        computation and the data it depends on) and the file's (path, size, mtime).  A
+        ``None`` result is not kept (an unreadable file is tried again)."""
+        key = self._key(path, kind + "\0")
+        rec = self._get(key)
+        if rec is not None and "value" in rec:
+            return rec["value"]
+        value = compute()
+        if value is not None:
+            self._put(key, {"value": value})
+        return value
 
     def missing(self, names: Iterable[str], libraries: List[str]) -> Tuple[List[str], List[str]]:
         """:func:`~npudoctor.parsers.elf.missing_symbols` of ``names`` against the real

@@ -136,10 +136,27 @@ def _walk(
     return found
 
 
-def npu_package_files(host: Host, facts: Dict[str, Any]) -> Dict[str, str]:
+def _record_so(host: Host, record: str) -> Optional[List[str]]:
+    """The relative (not absolute) shared-object paths a RECORD lists, in order, or ``None``
+    when it cannot be read."""
+    read = host.read_text(record, limit=RECORD_LIMIT)
+    if read.text is None:
+        return None
+    out: List[str] = []
+    for line in read.text.splitlines():
+        rel = line.split(",", 1)[0].strip()
+        base = posixpath.basename(rel)
+        if rel and (base.endswith(".so") or ".so." in base) and not posixpath.isabs(rel):
+            out.append(rel)
+    return out
+
+
+def npu_package_files(host: Host, facts: Dict[str, Any], cache: Optional[Any] = None) -> Dict[str, str]:
     """``{path: distribution}`` of the shared objects the installed NPU distributions
     (:func:`~npudoctor.knowledge.npu_wheels.is_npu_distribution`; the first record of each
-    name, the one import sees) list in their ``RECORD``; unreadable RECORDs are skipped."""
+    name, the one import sees) list in their ``RECORD``; unreadable RECORDs are skipped.
+    ``cache``: an :class:`~npudoctor.probes._elfcache.ElfCache` keeping each RECORD's list
+    by its path, size and mtime (torch_npu's RECORD lists ~4,000 files)."""
     from npudoctor.knowledge.npu_wheels import is_npu_distribution
     from npudoctor.parsers.metadata import canonical_name
 
@@ -152,12 +169,17 @@ def npu_package_files(host: Host, facts: Dict[str, Any]) -> Dict[str, str]:
         name = canonical_name(str(rec.get("name") or ""))
         if not is_npu_distribution(name, rec.get("version")):
             continue
-        read = host.read_text(posixpath.join(str(rec.get("dist_info") or ""), "RECORD"), limit=RECORD_LIMIT)
-        for line in (read.text or "").splitlines():
-            rel = line.split(",", 1)[0].strip()
-            base = posixpath.basename(rel)
-            if rel and (base.endswith(".so") or ".so." in base) and not posixpath.isabs(rel):
-                out.setdefault(posixpath.normpath(posixpath.join(str(rec["location"]), rel)), name)
+        record = posixpath.join(str(rec.get("dist_info") or ""), "RECORD")
+        listed: Any = None
+        if cache is not None:
+            try:
+                listed = cache.derived("record-so", host.real(record), lambda r=record: _record_so(host, r))
+            except OSError:
+                listed = None
+        if not isinstance(listed, list):
+            listed = _record_so(host, record) or []
+        for rel in listed:
+            out.setdefault(posixpath.normpath(posixpath.join(str(rec["location"]), str(rel))), name)
             if len(out) >= MAX_OWNED:
                 return out
     return out

@@ -27,13 +27,14 @@ Keys::
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import time
 from typing import Any, Dict, List, Optional
 
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
-from npudoctor.knowledge.cuda_only import CUDA_LIBRARY, entry_for, interesting_file
+from npudoctor.knowledge.cuda_only import CUDA_LIBRARY, entry_for, files_pattern, interesting_file
 from npudoctor.parsers.build_info import python_constants, torch_npu_description_row
 from npudoctor.parsers.metadata import canonical_name
 from npudoctor.probes._elfcache import ElfCache, default_path
@@ -108,14 +109,49 @@ def _record_paths(host: Host, rec: Dict[str, Any]) -> Optional[List[str]]:
     return [line.split(",", 1)[0].strip() for line in read.text.splitlines() if line.strip()]
 
 
+_KIND: List[str] = []
+
+
+def _kind() -> str:
+    """The ELF-cache kind of :func:`_record_facts`: its answer depends on the CUDA-only
+    data's file patterns and the caps, so a changed npudoctor does not reuse an old one."""
+    if not _KIND:
+        spec = f"{files_pattern().pattern}\0{CUDA_LIBRARY.pattern}\0{MAX_FILES}\0{MAX_SO_PER_DIST}"
+        _KIND.append("record:" + hashlib.sha256(spec.encode("utf-8")).hexdigest()[:16])
+    return _KIND[0]
+
+
+def _record_facts(host: Host, rec: Dict[str, Any], cache: ElfCache) -> Optional[Dict[str, List[str]]]:
+    """``{"files": [RECORD paths worth keeping], "so": [shared objects, at most
+    MAX_SO_PER_DIST + 1]}`` of a dist-info's RECORD, or ``None`` (no RECORD / not
+    readable); cached by the RECORD's path, size and mtime (torch's lists ~15,000 files)."""
+
+    def compute() -> Optional[Dict[str, List[str]]]:
+        paths = _record_paths(host, rec)
+        if paths is None:
+            return None
+        so = [p for p in paths if (p.endswith(".so") or ".so." in p.rsplit("/", 1)[-1]) and not p.startswith("..")]
+        return {"files": [p for p in paths if interesting_file(p)][:MAX_FILES], "so": so[: MAX_SO_PER_DIST + 1]}
+
+    if rec.get("kind") != "dist-info":
+        return None
+    try:
+        real = host.real(posixpath.join(str(rec.get("dist_info") or ""), "RECORD"))
+    except OSError:
+        return compute()
+    found = cache.derived(_kind(), real, compute)
+    ok = isinstance(found, dict) and all(isinstance(found.get(k), list) for k in ("files", "so"))
+    return {"files": [str(p) for p in found["files"]], "so": [str(p) for p in found["so"]]} if ok else None
+
+
 def _cuda_record(
     host: Host, rec: Dict[str, Any], budget: Dict[str, Any], errors: List[str], cache: ElfCache
 ) -> Optional[Dict[str, Any]]:
-    paths = _record_paths(host, rec)
-    if not paths:
+    facts = _record_facts(host, rec, cache)
+    if not facts:
         return None
     name = canonical_name(str(rec.get("name") or ""))
-    files = [p for p in paths if interesting_file(p)][:MAX_FILES]
+    files = facts["files"]
     needed: Dict[str, List[str]] = {}
     checked = 0
     entry = entry_for(name)
@@ -123,9 +159,7 @@ def _cuda_record(
     # ~0.5 GB of libraries that ARE the CUDA libraries) needs no ELF read; nor do torch and the NPU stack
     if name not in _NO_ELF and not (entry is not None and entry.name_enough and not entry.dt_needed):
         location = str(rec.get("location") or "")
-        for rel in paths:
-            if not (rel.endswith(".so") or ".so." in rel.rsplit("/", 1)[-1]) or rel.startswith(".."):
-                continue
+        for rel in facts["so"]:
             if checked >= MAX_SO_PER_DIST:
                 errors.append(f"{name}: DT_NEEDED read of its first {MAX_SO_PER_DIST} extension modules only")
                 break

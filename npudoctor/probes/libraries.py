@@ -349,7 +349,7 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         read=read_elf,
         undefined=cache.undefined,
         versions=versions,
-        owned={p: d for p, d in npu_package_files(host, facts).items() if p not in objects},
+        owned={p: d for p, d in npu_package_files(host, facts, cache).items() if p not in objects},
     )
     _stack(host, facts, env_facts, resolver, loaded, set(objects), cache, out, deadline, errors, versions)
     out["duration"] = round(_now() - start, 3)
