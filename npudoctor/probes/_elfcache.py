@@ -79,6 +79,20 @@ class ElfCache:
             self.used[key] = rec
             self.dirty = True
 
+    def lookup(self, key: str) -> Any:
+        """The record kept under ``key`` (the caller validates it), or ``None``; not counted."""
+        rec = self.used.get(key)
+        return rec if rec is not None else self.old.get(key)
+
+    def hit(self, key: str, rec: Dict[str, Any]) -> None:
+        """Count a record of :meth:`lookup` the caller found valid, and keep it."""
+        self.hits += 1
+        self.used[key] = rec
+
+    def store(self, key: str, rec: Dict[str, Any]) -> None:
+        """Keep ``rec`` (JSON values) under ``key``, counted as a miss."""
+        self._put(key, rec)
+
     def undefined(self, path: str) -> Tuple[Set[str], Optional[str]]:
         """``(strong undefined dynamic symbols, error)`` of the real file ``path``
         (:func:`~npudoctor.parsers.elf.dynamic_symbols`), cached like :meth:`read`."""

@@ -350,6 +350,7 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         undefined=cache.undefined,
         versions=versions,
         owned={p: d for p, d in npu_package_files(host, facts, cache).items() if p not in objects},
+        cache=cache,
     )
     _stack(host, facts, env_facts, resolver, loaded, set(objects), cache, out, deadline, errors, versions)
     out["duration"] = round(_now() - start, 3)
