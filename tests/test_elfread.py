@@ -140,3 +140,24 @@ def test_corrupted_copies_agree(tmp_path, flips, cut):
     path = tmp_path / "libm-corrupt.so"
     path.write_bytes(bytes(data))
     _same(str(path))
+
+
+@pytest.mark.skipif(not os.path.isfile(LIBM), reason="no x86_64 libm here")
+def test_a_version_section_counting_too_many_entries_is_corrupt_not_endless(tmp_path):
+    """pyelftools walks sh_info entries even when the section cannot hold them (4 billion
+    walks of one entry): both readers now call such a file corrupt, at once."""
+    data = bytearray(Path(LIBM).read_bytes())
+    shoff = int.from_bytes(data[0x28:0x30], "little")
+    shnum = int.from_bytes(data[0x3C:0x3E], "little")
+    for i in range(shnum):
+        header = shoff + i * 64
+        if int.from_bytes(data[header + 4 : header + 8], "little") == 0x6FFFFFFE:  # SHT_GNU_verneed
+            data[header + 44 : header + 48] = (0xFFFFFFFF).to_bytes(4, "little")  # sh_info
+            break
+    else:
+        pytest.skip("libm has no .gnu.version_r")
+    path = tmp_path / "libm-verneed.so"
+    path.write_bytes(bytes(data))
+    size = int.from_bytes(data[header + 32 : header + 40], "little")
+    errors = {read_elf(str(path), fast=fast).error for fast in (True, False)}
+    assert errors == {f"corrupt ELF: ValueError: .gnu.version_r counts 4294967295 entries in {size} bytes"}
