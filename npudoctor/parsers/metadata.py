@@ -22,7 +22,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from npudoctor.parsers.numbers import to_int
 
@@ -180,9 +180,50 @@ def split_dist_dir(dirname: str) -> Tuple[Optional[str], Optional[str]]:
     return (stem or None), None
 
 
+#: A ``Requires-Dist`` string of a name and version specifiers only (``torch==2.13.0.*``,
+#: ``numpy>=1.21,<2``, ``pyyaml``): no extras, marker, URL or parenthesis.
+_OP = r"(?:~=|===|==|!=|<=|>=|<|>)"
+_SIMPLE_REQUIREMENT_RE = re.compile(
+    rf"([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)((?:{_OP}[A-Za-z0-9.*+!_-]+)(?:,{_OP}[A-Za-z0-9.*+!_-]+)*)?"
+)
+
+
+class SimpleRequirement:
+    """What :class:`packaging.requirements.Requirement` holds for a requirement that is a
+    name and version specifiers only: ``name``, ``specifier`` (a ``SpecifierSet``),
+    ``extras`` (empty), ``marker`` and ``url`` (``None``).  Made without importing
+    ``packaging.requirements`` (its PEP 508 parser and marker machinery cost ~20 ms to
+    import, on every check: torch_npu's ``torch==2.13.0.*`` is always parsed)."""
+
+    __slots__ = ("name", "specifier", "extras", "marker", "url")
+
+    def __init__(self, name: str, specifier: Any) -> None:
+        self.name = name
+        self.specifier = specifier
+        self.extras: Set[str] = set()
+        self.marker: Any = None
+        self.url: Optional[str] = None
+
+    def __str__(self) -> str:
+        return f"{self.name}{self.specifier}"
+
+    def __repr__(self) -> str:
+        return f"<SimpleRequirement({str(self)!r})>"
+
+
 def parse_requirement(text: str) -> Optional[Any]:
-    """A :class:`packaging.requirements.Requirement` for a ``Requires-Dist`` string, or
-    ``None`` when it does not parse.  Old-style ``torch (==2.1.0+cpu)`` is accepted."""
+    """A :class:`packaging.requirements.Requirement` for a ``Requires-Dist`` string (a
+    :class:`SimpleRequirement` with the same name and specifier when the string is only a
+    name and specifiers; property-tested against packaging), or ``None`` when it does not
+    parse.  Old-style ``torch (==2.1.0+cpu)`` is accepted."""
+    simple = _SIMPLE_REQUIREMENT_RE.fullmatch(text or "")
+    if simple:
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+        try:
+            return SimpleRequirement(simple.group(1), SpecifierSet(simple.group(2) or ""))
+        except InvalidSpecifier:
+            pass  # packaging's parser decides
     from packaging.requirements import InvalidRequirement, Requirement
 
     try:
