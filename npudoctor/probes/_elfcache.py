@@ -7,7 +7,16 @@ user cache directory (``$NPUDOCTOR_CACHE_DIR``, else ``platformdirs.user_cache_d
 malformed cache is ignored (the files are read again).  ``NPUDOCTOR_ELF_CACHE=0`` turns it
 off.  At most :data:`MAX_ENTRIES` entries are kept, those used by the last run first.
 
-Not a probe: a helper of :mod:`npudoctor.probes.libraries`.
+Besides ELF facts it keeps other facts parsed from files, each valid only while those files
+are unchanged (issue 18: a warm ``check`` reads no ELF file, RECORD or package tree again):
+:meth:`ElfCache.derived` -- a value computed from one file (a RECORD's paths of interest),
+keyed by a kind naming the computation and the file's path, size and mtime; and
+:meth:`ElfCache.lookup` / :meth:`ElfCache.store` for records the caller validates itself (a
+package directory's walk, valid while each directory keeps its mtime and inode).  No verdict
+is ever cached.
+
+Not a probe: a helper of :mod:`npudoctor.probes.libraries` and
+:mod:`npudoctor.probes.frameworks`.
 """
 
 from __future__ import annotations

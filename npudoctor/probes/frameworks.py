@@ -14,6 +14,8 @@ Section ``frameworks``.  Reads, through the Host:
   (npudoctor/parsers/elf.py; at most :data:`MAX_SO_PER_DIST` per distribution and
   :data:`MAX_SO` in all; torch, torch_npu and the projects the data identifies by name with no
   DT_NEEDED pattern, such as the nvidia-* runtime wheels, are judged by their files, not read).
+  What each RECORD yields and each ELF file's facts are kept in the ELF cache
+  (npudoctor/probes/_elfcache.py) by the file's path, size and mtime.
 
 Keys::
 
