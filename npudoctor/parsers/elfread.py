@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import mmap
 import struct
-from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple, Type
 
 #: e_machine → ``uname -m`` name (EM_386 3, EM_ARM 40, EM_X86_64 62, EM_AARCH64 183).
 MACHINES = {3: "i686", 40: "arm", 62: "x86_64", 183: "aarch64"}
@@ -147,7 +147,8 @@ class Elf:
         end = self.mm.find(b"\0", start)
         if end < 0 or start >= len(self.mm):
             raise Unsupported("string outside the file")
-        return self.mm[start:end].decode("utf-8", "replace")
+        raw: bytes = self.mm[start:end]
+        return raw.decode("utf-8", "replace")
 
     def section(self, name: str) -> Optional[Section]:
         """The section called ``name`` (the last of that name, as pyelftools' name map)."""
@@ -309,4 +310,4 @@ def open_map(fh: Any) -> Any:
 
 
 #: What the fast path may raise on a file it does not answer for.
-FALLBACK = (Unsupported, struct.error, IndexError, OverflowError, UnicodeDecodeError)
+FALLBACK: Tuple[Type[BaseException], ...] = (Unsupported, struct.error, IndexError, OverflowError, UnicodeDecodeError)
