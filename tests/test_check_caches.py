@@ -93,3 +93,23 @@ def test_record_facts_are_reused_until_the_record_changes(tmp_path):
         "so": ["torch/lib/libtorch_cuda.so", "torch/lib/libc10.so"],
     }
     assert third.misses == 1
+
+
+def test_the_cache_keeps_this_runs_entries_and_a_bounded_tail_of_older_ones(tmp_path, monkeypatch):
+    from npudoctor.probes import _elfcache
+
+    lib = tmp_path / "libm.so.6"
+    shutil.copyfile(LIBM, lib)
+    cache_file = str(tmp_path / "cache" / "elf-v1.json")
+    monkeypatch.setattr(_elfcache, "KEEP_OLD_BYTES", 3000)
+    first = ElfCache(cache_file)
+    for i in range(40):  # earlier runs' entries, ~200 bytes each, most recent first
+        first.store(f"walk:/old/{i:02d}", {"dirs": [["", [i, i]]], "so": ["x" * 150], "count": 1})
+    first.save()
+    second = ElfCache(cache_file)
+    second.read(str(lib))  # this run reads one file
+    second.save()
+    kept = _elfcache._load(cache_file)
+    assert any(key.startswith(str(lib)) for key in kept)  # this run's entry
+    old = [key for key in kept if key.startswith("walk:/old/")]
+    assert 0 < len(old) < 40 and old == [f"walk:/old/{i:02d}" for i in range(len(old))]

@@ -5,7 +5,8 @@ mtime in ns): a changed file has another key and is read again.  The cache lives
 user cache directory (``$NPUDOCTOR_CACHE_DIR``, else ``platformdirs.user_cache_dir``:
 ``~/.cache/npudoctor/elf-v1.json``), is written atomically, and a missing, unreadable or
 malformed cache is ignored (the files are read again).  ``NPUDOCTOR_ELF_CACHE=0`` turns it
-off.  At most :data:`MAX_ENTRIES` entries are kept, those used by the last run first.
+off.  At most :data:`MAX_ENTRIES` entries are kept: those used by the last run, then earlier
+ones, most recently used first, up to :data:`KEEP_OLD_BYTES` of JSON.
 
 Besides ELF facts it keeps other facts parsed from files, each valid only while those files
 are unchanged (issue 18: a warm ``check`` reads no ELF file, RECORD or package tree again):
@@ -30,6 +31,9 @@ from npudoctor.parsers.elf import ElfInfo, read_elf
 
 FILE = "elf-v1.json"
 MAX_ENTRIES = 6000
+#: JSON bytes of entries kept from earlier runs besides this run's own (issue 18: the file
+#: is parsed on every check, ~7 ms per MB; tests and many environments would grow it).
+KEEP_OLD_BYTES = 1 << 20
 #: Biggest cache file read (bytes); a bigger one is ignored.
 MAX_BYTES = 32 << 20
 _FIELDS = ("machine", "bits", "soname", "needed", "rpath", "runpath", "version_needs", "version_defs", "error")
@@ -174,10 +178,16 @@ class ElfCache:
         if not self.path or not self.dirty:
             return
         keep = dict(self.used)
-        for key, rec in self.old.items():
+        budget = KEEP_OLD_BYTES
+        for key, rec in self.old.items():  # most recently used first (each save writes them so)
             if len(keep) >= MAX_ENTRIES:
                 break
-            keep.setdefault(key, rec)
+            if key in keep:
+                continue
+            budget -= len(key) + len(json.dumps(rec, separators=(",", ":")))
+            if budget < 0:
+                break
+            keep[key] = rec
         try:
             from npudoctor.snapshot import atomic_write
 
