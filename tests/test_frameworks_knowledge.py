@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from realwheel import realwheel_venv  # noqa: F401  (session fixture)
 
 from npudoctor.knowledge import chip_support, cuda_only
 from npudoctor.knowledge.grades import Grade
@@ -115,3 +116,56 @@ def test_parsers_never_raise(text: str, version: str) -> None:
     assert isinstance(python_constants(text), dict)
     got = torch_npu_description_row(text, version)
     assert got is None or isinstance(got[0], str)
+
+
+def _interesting_one_by_one(path: str) -> bool:
+    """The definition :func:`cuda_only.interesting_file` must agree with: each data
+    pattern tried in turn, and the file name against CUDA_LIBRARY."""
+    base = path.rsplit("/", 1)[-1]
+    return bool(cuda_only.CUDA_LIBRARY.match(base)) or any(p.fullmatch(path) for p in cuda_only.file_patterns())
+
+
+#: RECORD paths that each data pattern (or CUDA_LIBRARY) keeps, and near misses.
+_FILE_CASES = (
+    "transformer_engine/__init__.py",
+    "transformer_engine/lib/libtransformer_engine.so",
+    "nvidia/cublas/lib/libcublas.so.12",
+    "nvidia/cuda_runtime/lib/libcudart.so.12",
+    "cuda/bindings/_bindings/cydriver.cpython-311-x86_64-linux-gnu.so",
+    "cuda/pathfinder/__init__.py",
+    "torch/lib/libtorch_cuda.so",
+    "torch/lib/libc10_cuda.so",
+    "flash_attn_2_cuda.cpython-311-x86_64-linux-gnu.so",
+    "bitsandbytes/libbitsandbytes_cuda121.so",
+    "bitsandbytes/libbitsandbytes_cpu.so",
+    "bitsandbytes/backends/npu/ops.py",
+    "xformers/_C.so",
+    "cupy/_core/core.cpython-311-x86_64-linux-gnu.so",
+    "triton/backends/nvidia/bin/ptxas",
+    "triton/_C/libtriton.cpython-311-x86_64-linux-gnu.so",
+    "autogptq_cuda_64.cpython-311-x86_64-linux-gnu.so",
+    "exllamav2_kernels.cpython-311-x86_64-linux-gnu.so",
+    "xformers-0.0.35.dist-info/RECORD",
+    "libcudart-45da57e3.so.11.0",
+    "torch/lib/libtorch_cuda.so.bak",
+    "nvidia/cublas/lib/libcublas.so.12/x",
+    "torch/lib/libc10.so",
+    "torch_npu/lib/libtorch_npu.so",
+    "",
+)
+
+
+def test_interesting_file_is_the_one_by_one_answer() -> None:
+    kept = [p for p in _FILE_CASES if cuda_only.interesting_file(p)]
+    assert kept == [p for p in _FILE_CASES if _interesting_one_by_one(p)]
+    assert "torch/lib/libtorch_cuda.so" in kept and "triton/backends/nvidia/bin/ptxas" in kept
+    assert "torch/lib/libc10.so" not in kept and "torch/lib/libtorch_cuda.so.bak" not in kept
+
+
+@pytest.mark.slow
+def test_interesting_file_on_the_real_torch_and_torch_npu_records(realwheel_venv) -> None:  # noqa: F811
+    paths = []
+    for record in sorted(realwheel_venv.site_packages.glob("*.dist-info/RECORD")):
+        paths += [line.split(",", 1)[0].strip() for line in record.read_text(encoding="utf-8").splitlines()]
+    assert len(paths) > 20000  # torch's RECORD alone lists ~15,000 files
+    assert [p for p in paths if cuda_only.interesting_file(p)] == [p for p in paths if _interesting_one_by_one(p)]

@@ -17,6 +17,7 @@ from npudoctor.parsers.metadata import (
     parse_requirement,
     parse_requires_txt,
     parse_wheel,
+    requirement_name,
     requirements_on,
     satisfies,
     split_dist_dir,
@@ -127,3 +128,82 @@ def test_parsers_never_raise(text):
         parse_requirement(req)
     split_dist_dir(text + ".dist-info")
     parse_df(text)
+
+
+_REQ_ALPHABET = "aBt._-[]()<>=!~;@ \t'\"1,*"
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet=_REQ_ALPHABET, max_size=16) | st.text(max_size=16))
+def test_requirement_name_is_the_parsed_name(text):
+    """requirements_on skips, unparsed, the strings whose leading name is another
+    project's: that name must be the one packaging parses whenever it parses."""
+    req = parse_requirement(text)
+    name = requirement_name(text)
+    if req is not None and name is not None:
+        assert canonical_name(req.name) == name
+
+
+def test_requirements_on_skips_only_other_projects():
+    reqs = [
+        "torch==2.13.0.*",
+        "Torch_NPU (==2.1.0)",
+        " torch-npu>=2.1 ; python_version >= '3.8'",
+        "numpy",
+        "torch (npu)",  # old style, parsed as "torchnpu"
+        "not a requirement ((",
+        "pyyaml",
+    ]
+    assert requirement_name("Torch_NPU (==2.1.0)") == "torch-npu"
+    assert requirement_name("torch (npu)") is None  # parsing decides
+    assert [str(r.specifier) for r in requirements_on(reqs, "torch-npu")] == ["==2.1.0", ">=2.1"]
+    assert [r.name for r in requirements_on(reqs, "torchnpu")] == ["torchnpu"]
+    assert [str(r.specifier) for r in requirements_on(reqs, "torch")] == ["==2.13.0.*"]
+
+
+_OPS = st.sampled_from(["==", "!=", "<=", ">=", "<", ">", "~=", "==="])
+_VERSIONS = st.sampled_from(
+    ["1", "2.13.0", "2.13.0.*", "1.0rc1", "1!2.0", "1.0+cpu", "1.0.post1", "1.0.dev0", "1.*", "v1", "1..0", "*", "1.0+"]
+)
+_SIMPLE = st.builds(
+    lambda name, specs: name + ",".join(op + v for op, v in specs),
+    st.sampled_from(["torch", "Torch_NPU", "a", "x.y", "a-b", "numpy"]),
+    st.lists(st.tuples(_OPS, _VERSIONS), max_size=3),
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_SIMPLE | st.text(alphabet="aT1._-*+!=<>~,", min_size=1, max_size=14))
+def test_a_name_and_specifiers_parse_as_packaging_parses_them(text):
+    """parse_requirement makes a name-and-specifiers requirement without packaging's PEP 508
+    parser: the same name, specifier, (no) marker and extras as packaging's Requirement,
+    and None exactly when packaging rejects the string."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        want = Requirement(text)
+    except InvalidRequirement:
+        want = None
+    got = parse_requirement(text)
+    if want is None:
+        assert got is None
+        return
+    assert got is not None
+    assert (got.name, got.specifier, str(got.specifier), got.marker, set(got.extras)) == (
+        want.name,
+        want.specifier,
+        str(want.specifier),
+        want.marker,
+        set(want.extras),
+    )
+
+
+def test_real_simple_requirements_skip_packagings_parser():
+    from npudoctor.parsers.metadata import SimpleRequirement
+
+    req = parse_requirement("torch==2.13.0.*")
+    assert isinstance(req, SimpleRequirement) and req.name == "torch" and req.specifier.contains("2.13.0")
+    assert not req.specifier.contains("2.12.0") and str(req) == "torch==2.13.0.*"
+    assert isinstance(parse_requirement("pyyaml"), SimpleRequirement)
+    marked = parse_requirement("nvidia-nccl-cu12==2.21.5; platform_system == 'Linux'")
+    assert marked is not None and not isinstance(marked, SimpleRequirement) and marked.marker is not None

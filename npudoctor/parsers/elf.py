@@ -27,7 +27,7 @@ import mmap
 import os
 import struct
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from npudoctor.host import open_regular
 
@@ -88,8 +88,52 @@ def _errors() -> Tuple[type, ...]:
     return (ELFError, struct.error, ValueError, KeyError, IndexError, TypeError, AttributeError, AssertionError)
 
 
-def read_elf(path: str) -> ElfInfo:
-    """Read the dynamic-linking facts of the ELF file at ``path`` (a real path).
+@contextlib.contextmanager
+def _fast_elf(fh: Any) -> Iterator[Optional[Any]]:
+    """The :class:`~npudoctor.parsers.elfread.Elf` of the open file ``fh`` when the small
+    reader answers for it, else ``None`` (then pyelftools reads it); the map is closed on
+    exit."""
+    from npudoctor.parsers import elfread
+
+    try:
+        mm = elfread.open_map(fh)
+    except (elfread.Unsupported, OSError):
+        yield None
+        return
+    try:
+        try:
+            elf: Optional[Any] = elfread.Elf(mm)
+        except elfread.FALLBACK:
+            elf = None
+        yield elf
+    finally:
+        with contextlib.suppress(OSError, ValueError, BufferError):
+            mm.close()
+
+
+def _fast_fill(info: ElfInfo, fh: Any) -> bool:
+    """Fill ``info`` with the small reader; ``False`` (``info`` untouched) when it does not
+    answer for the file."""
+    from npudoctor.parsers.elfread import FALLBACK
+
+    with _fast_elf(fh) as elf:
+        if elf is None:
+            return False
+        try:
+            dyn = elf.dynamic()
+            needs, defs = elf.versions()
+        except FALLBACK:
+            return False
+    info.machine, info.bits = elf.machine, elf.bits
+    info.needed, info.soname, info.rpath, info.runpath = dyn["needed"], dyn["soname"], dyn["rpath"], dyn["runpath"]
+    info.version_needs, info.version_defs = needs, defs
+    return True
+
+
+def read_elf(path: str, fast: bool = True) -> ElfInfo:
+    """Read the dynamic-linking facts of the ELF file at ``path`` (a real path): with the
+    small reader of :mod:`npudoctor.parsers.elfread` when it answers for the file (and
+    ``fast``), else with pyelftools (the same facts; tests compare both).
 
     Never raises: an unreadable, non-ELF or corrupt file gives ``error`` set
     ("not found", "not an ELF file", "corrupt ELF: ...").
@@ -103,6 +147,8 @@ def read_elf(path: str) -> ElfInfo:
     with fh:
         if fh.read(4) != b"\x7fELF":
             info.error = "not an ELF file"
+            return info
+        if fast and _fast_fill(info, fh):
             return info
         fh.seek(0)
         try:
@@ -178,6 +224,10 @@ def _fill(info: ElfInfo, elf: Any) -> None:
         info.version_needs.update(_dt_verneed(elf, dynamic))
     for section in elf.iter_sections():
         stype = section["sh_type"]
+        if stype in ("SHT_GNU_verneed", "SHT_GNU_verdef") and section["sh_info"] > section["sh_size"] // 16:
+            # each entry takes 16 (verneed) or 20 (verdef) bytes of the section: a bigger
+            # count is corrupt, and pyelftools would walk it (billions of times) without end
+            raise ValueError(f"{section.name} counts {section['sh_info']} entries in {section['sh_size']} bytes")
         if stype == "SHT_GNU_verneed":
             for verneed, aux_iter in section.iter_versions():
                 names = [aux.name for aux in aux_iter]
@@ -239,16 +289,28 @@ def _dt_verneed(elf: Any, dynamic: Any) -> Dict[str, List[str]]:
     return out
 
 
-def dynamic_symbols(path: str) -> Tuple[Set[str], Set[str], Optional[str]]:
-    """``(defined, undefined_strong, error)`` names of the ``.dynsym`` table.
+def dynamic_symbols(path: str, fast: bool = True) -> Tuple[Set[str], Set[str], Optional[str]]:
+    """``(defined, undefined_strong, error)`` names of the ``.dynsym`` table (the small
+    reader when it answers for the file and ``fast``, else pyelftools).
 
     Weak undefined symbols are left out of ``undefined_strong`` (the loader does not
     require them).  ``error`` is ``None`` or a reason; the sets are then empty.
     """
+    from npudoctor.parsers.elfread import FALLBACK
+
     defined: Set[str] = set()
     undefined: Set[str] = set()
     try:
         with open_regular(path) as fh:
+            if fast:
+                with _fast_elf(fh) as quick:
+                    if quick is not None:
+                        try:
+                            got_defined, got_undefined = quick.dynsym()
+                            return got_defined, got_undefined, None
+                        except FALLBACK:
+                            pass
+            fh.seek(0)
             elf = _elffile(fh)
             dynsym = elf.get_section_by_name(".dynsym")
             if dynsym is None:  # no section headers: DT_SYMTAB, sized by the hash tables
@@ -308,14 +370,44 @@ class SymbolIndex:
             raise ValueError("empty GNU hash table")
 
     @classmethod
-    def open(cls, path: str) -> Tuple[Optional[SymbolIndex], Optional[str]]:
-        """``(index, None)`` or ``(None, reason)``; never raises."""
+    def open(cls, path: str, fast: bool = True) -> Tuple[Optional[SymbolIndex], Optional[str]]:
+        """``(index, None)`` or ``(None, reason)``; never raises.  The table is located by
+        the small reader when it answers for the file (and ``fast``), else by pyelftools."""
+        from npudoctor.parsers.elfread import FALLBACK
+
         try:
             fh = open_regular(path)  # noqa: SIM115 -- closed by the `with` below
         except OSError as exc:
             return None, exc.strerror or str(exc)
         try:
             with fh:
+                if fast:
+                    with _fast_elf(fh) as quick:
+                        layout: Optional[Dict[str, int]] = None
+                        why: Optional[str] = None
+                        if quick is not None:
+                            try:
+                                layout, why = quick.gnu_hash_layout()
+                            except FALLBACK:
+                                quick = None
+                        if quick is not None and layout is None:
+                            return None, why
+                        if quick is not None and layout is not None:
+                            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                            bits, endian = quick.bits, quick.endian
+                            return (
+                                cls(
+                                    path,
+                                    mm,
+                                    endian,
+                                    bits,
+                                    layout["DT_SYMTAB"],
+                                    layout["DT_STRTAB"],
+                                    layout["DT_GNU_HASH"],
+                                ),
+                                None,
+                            )
+                fh.seek(0)
                 elf = _elffile(fh)
                 endian = "<" if elf.little_endian else ">"
                 bits = elf.elfclass

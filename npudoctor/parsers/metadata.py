@@ -22,7 +22,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from npudoctor.parsers.numbers import to_int
 
@@ -180,9 +180,50 @@ def split_dist_dir(dirname: str) -> Tuple[Optional[str], Optional[str]]:
     return (stem or None), None
 
 
+#: A ``Requires-Dist`` string of a name and version specifiers only (``torch==2.13.0.*``,
+#: ``numpy>=1.21,<2``, ``pyyaml``): no extras, marker, URL or parenthesis.
+_OP = r"(?:~=|===|==|!=|<=|>=|<|>)"
+_SIMPLE_REQUIREMENT_RE = re.compile(
+    rf"([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)((?:{_OP}[A-Za-z0-9.*+!_-]+)(?:,{_OP}[A-Za-z0-9.*+!_-]+)*)?"
+)
+
+
+class SimpleRequirement:
+    """What :class:`packaging.requirements.Requirement` holds for a requirement that is a
+    name and version specifiers only: ``name``, ``specifier`` (a ``SpecifierSet``),
+    ``extras`` (empty), ``marker`` and ``url`` (``None``).  Made without importing
+    ``packaging.requirements`` (its PEP 508 parser and marker machinery cost ~20 ms to
+    import, on every check: torch_npu's ``torch==2.13.0.*`` is always parsed)."""
+
+    __slots__ = ("name", "specifier", "extras", "marker", "url")
+
+    def __init__(self, name: str, specifier: Any) -> None:
+        self.name = name
+        self.specifier = specifier
+        self.extras: Set[str] = set()
+        self.marker: Any = None
+        self.url: Optional[str] = None
+
+    def __str__(self) -> str:
+        return f"{self.name}{self.specifier}"
+
+    def __repr__(self) -> str:
+        return f"<SimpleRequirement({str(self)!r})>"
+
+
 def parse_requirement(text: str) -> Optional[Any]:
-    """A :class:`packaging.requirements.Requirement` for a ``Requires-Dist`` string, or
-    ``None`` when it does not parse.  Old-style ``torch (==2.1.0+cpu)`` is accepted."""
+    """A :class:`packaging.requirements.Requirement` for a ``Requires-Dist`` string (a
+    :class:`SimpleRequirement` with the same name and specifier when the string is only a
+    name and specifiers; property-tested against packaging), or ``None`` when it does not
+    parse.  Old-style ``torch (==2.1.0+cpu)`` is accepted."""
+    simple = _SIMPLE_REQUIREMENT_RE.fullmatch(text or "")
+    if simple:
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+        try:
+            return SimpleRequirement(simple.group(1), SpecifierSet(simple.group(2) or ""))
+        except InvalidSpecifier:
+            pass  # packaging's parser decides
     from packaging.requirements import InvalidRequirement, Requirement
 
     try:
@@ -196,6 +237,24 @@ def parse_requirement(text: str) -> Optional[Any]:
         except InvalidRequirement:
             return None
     return None
+
+
+#: The project name a ``Requires-Dist`` string starts with (PEP 508: the name comes first;
+#: packaging >= 25 takes this whole token as the name, older releases stop at its last
+#: letter or digit and then reject the string); group 2: an old-style ``name (x...)``
+#: whose parenthesis starts with a name character, which :func:`parse_requirement` joins
+#: to the name (``"a (b)"`` parses as ``ab``).
+_LEADING_NAME_RE = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(\s*\(\s*[A-Za-z0-9._-])?")
+
+
+def requirement_name(text: str) -> Optional[str]:
+    """The PEP 503 name a ``Requires-Dist`` string names (``"Torch_NPU (==2.1.0)"`` ->
+    ``"torch-npu"``), found without packaging, or ``None`` when that takes parsing (no
+    leading name, or an odd old-style parenthesis).  When :func:`parse_requirement` parses
+    ``text`` and this is not ``None``, the parsed name has this canonical form: callers
+    skip, unparsed, the requirements on other projects."""
+    m = _LEADING_NAME_RE.match(text or "")
+    return canonical_name(m.group(1)) if m and not m.group(2) else None
 
 
 def marker_environment(python: Mapping[str, Any]) -> Dict[str, str]:
@@ -241,6 +300,8 @@ def requirements_on(requires_dist: List[str], name: str, environment: Optional[M
     want = canonical_name(name)
     out = []
     for text in requires_dist or []:
+        if requirement_name(text) not in (want, None):
+            continue  # names another project (or none): not parsed (packaging costs ~0.1 ms each)
         req = parse_requirement(text)
         if req is None or canonical_name(req.name) != want:
             continue

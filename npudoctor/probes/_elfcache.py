@@ -5,9 +5,19 @@ mtime in ns): a changed file has another key and is read again.  The cache lives
 user cache directory (``$NPUDOCTOR_CACHE_DIR``, else ``platformdirs.user_cache_dir``:
 ``~/.cache/npudoctor/elf-v1.json``), is written atomically, and a missing, unreadable or
 malformed cache is ignored (the files are read again).  ``NPUDOCTOR_ELF_CACHE=0`` turns it
-off.  At most :data:`MAX_ENTRIES` entries are kept, those used by the last run first.
+off.  At most :data:`MAX_ENTRIES` entries are kept: those used by the last run, then earlier
+ones, most recently used first, up to :data:`KEEP_OLD_BYTES` of JSON.
 
-Not a probe: a helper of :mod:`npudoctor.probes.libraries`.
+Besides ELF facts it keeps other facts parsed from files, each valid only while those files
+are unchanged (issue 18: a warm ``check`` reads no ELF file, RECORD or package tree again):
+:meth:`ElfCache.derived` -- a value computed from one file (a RECORD's paths of interest),
+keyed by a kind naming the computation and the file's path, size and mtime; and
+:meth:`ElfCache.lookup` / :meth:`ElfCache.store` for records the caller validates itself (a
+package directory's walk, valid while each directory keeps its mtime and inode).  No verdict
+is ever cached.
+
+Not a probe: a helper of :mod:`npudoctor.probes.libraries` and
+:mod:`npudoctor.probes.frameworks`.
 """
 
 from __future__ import annotations
@@ -15,12 +25,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from npudoctor.parsers.elf import ElfInfo, read_elf
 
 FILE = "elf-v1.json"
 MAX_ENTRIES = 6000
+#: JSON bytes of entries kept from earlier runs besides this run's own (issue 18: the file
+#: is parsed on every check, ~7 ms per MB; tests and many environments would grow it).
+KEEP_OLD_BYTES = 1 << 20
 #: Biggest cache file read (bytes); a bigger one is ignored.
 MAX_BYTES = 32 << 20
 _FIELDS = ("machine", "bits", "soname", "needed", "rpath", "runpath", "version_needs", "version_defs", "error")
@@ -79,6 +92,20 @@ class ElfCache:
             self.used[key] = rec
             self.dirty = True
 
+    def lookup(self, key: str) -> Any:
+        """The record kept under ``key`` (the caller validates it), or ``None``; not counted."""
+        rec = self.used.get(key)
+        return rec if rec is not None else self.old.get(key)
+
+    def hit(self, key: str, rec: Dict[str, Any]) -> None:
+        """Count a record of :meth:`lookup` the caller found valid, and keep it."""
+        self.hits += 1
+        self.used[key] = rec
+
+    def store(self, key: str, rec: Dict[str, Any]) -> None:
+        """Keep ``rec`` (JSON values) under ``key``, counted as a miss."""
+        self._put(key, rec)
+
     def undefined(self, path: str) -> Tuple[Set[str], Optional[str]]:
         """``(strong undefined dynamic symbols, error)`` of the real file ``path``
         (:func:`~npudoctor.parsers.elf.dynamic_symbols`), cached like :meth:`read`."""
@@ -92,6 +119,20 @@ class ElfCache:
         _d, undef, err = dynamic_symbols(path)
         self._put(key, {"undefined": sorted(undef), "error": err})
         return undef, err
+
+    def derived(self, kind: str, path: str, compute: Callable[[], Any]) -> Any:
+        """``compute()`` -- a JSON value made from the real file ``path`` alone (the paths a
+        RECORD lists that matter to a probe) -- cached under ``kind`` (which names the
+        computation and the data it depends on) and the file's (path, size, mtime).  A
+        ``None`` result is not kept (an unreadable file is tried again)."""
+        key = self._key(path, kind + "\0")
+        rec = self._get(key)
+        if rec is not None and "value" in rec:
+            return rec["value"]
+        value = compute()
+        if value is not None:
+            self._put(key, {"value": value})
+        return value
 
     def missing(self, names: Iterable[str], libraries: List[str]) -> Tuple[List[str], List[str]]:
         """:func:`~npudoctor.parsers.elf.missing_symbols` of ``names`` against the real
@@ -137,22 +178,50 @@ class ElfCache:
         if not self.path or not self.dirty:
             return
         keep = dict(self.used)
-        for key, rec in self.old.items():
+        budget = KEEP_OLD_BYTES
+        for key, rec in self.old.items():  # most recently used first (each save writes them so)
             if len(keep) >= MAX_ENTRIES:
                 break
-            keep.setdefault(key, rec)
+            if key in keep:
+                continue
+            budget -= len(key) + len(json.dumps(rec, separators=(",", ":")))
+            if budget < 0:
+                break
+            keep[key] = rec
         try:
             from npudoctor.snapshot import atomic_write
 
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
             atomic_write(self.path, json.dumps({"version": 1, "entries": keep}, separators=(",", ":")))
         except (OSError, ValueError):
-            pass
+            return
+        self.dirty = False
+        stamp = _stamp(self.path)
+        if stamp is not None:
+            _LOADED[self.path] = (stamp, keep)
+
+
+#: The entries last loaded or saved in this process, per cache file: ``{path: ((size,
+#: mtime_ns), entries)}``.  Probes of one run (frameworks, libraries) open the cache in
+#: turn; the file is parsed again only when it changed on disk (another process wrote it).
+_LOADED: Dict[str, Tuple[Tuple[int, int], Dict[str, Dict[str, Any]]]] = {}
+
+
+def _stamp(path: str) -> Optional[Tuple[int, int]]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
 
 
 def _load(path: str) -> Dict[str, Dict[str, Any]]:
     from npudoctor.host import read_capped
 
+    stamp = _stamp(path)
+    memo = _LOADED.get(path)
+    if stamp is not None and memo is not None and memo[0] == stamp:
+        return memo[1]
     try:
         data, truncated = read_capped(path, MAX_BYTES)
         if truncated:
@@ -161,7 +230,11 @@ def _load(path: str) -> Dict[str, Dict[str, Any]]:
     except (OSError, ValueError, UnicodeDecodeError):
         return {}
     entries = doc.get("entries") if isinstance(doc, dict) and doc.get("version") == 1 else None
-    return entries if isinstance(entries, dict) else {}
+    if not isinstance(entries, dict):
+        return {}
+    if stamp is not None:
+        _LOADED[path] = (stamp, entries)
+    return entries
 
 
 def _info(path: str, rec: Any) -> Optional[ElfInfo]:

@@ -29,6 +29,7 @@ names), "against", "error"}``.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
@@ -102,10 +103,13 @@ def _walk(
     expired: Callable[[], bool],
     errors: List[str],
     big: bool = False,
+    cache: Optional[Any] = None,
 ) -> List[Tuple[str, str]]:
     """``(path, top-level name)`` of every shared object under the site directories: of
     the packages that may link the NPU stack, or (``big``) of the big packages that do not
-    (torch, numpy, scipy, ...: read only for their symbol versions)."""
+    (torch, numpy, scipy, ...: read only for their symbol versions).  ``cache``: an
+    :class:`~npudoctor.probes._elfcache.ElfCache` keeping each package directory's walk,
+    reused while every directory walked keeps its mtime and inode (torch: ~900 directories)."""
     found: List[Tuple[str, str]] = []
     walked = 0
     for site in site_dirs(facts):
@@ -120,14 +124,20 @@ def _walk(
                 continue
             if not host.is_dir(base) or host.readlink(base) is not None:
                 continue
-            for dirpath, dirnames, filenames in host.walk(base):
-                walked += len(filenames) + len(dirnames)
-                dirnames[:] = [d for d in dirnames if d not in ("tests", "__pycache__")]
-                for f in filenames:
-                    if f.endswith(".so") or ".so." in f:
-                        found.append((posixpath.join(dirpath, f), top))
-                if walked > MAX_WALK or expired():
-                    break
+            tree = _tree(host, base, cache) if cache is not None else None
+            if tree is not None and walked + tree[1] <= MAX_WALK:
+                shown = host.display(base)
+                found += [(posixpath.join(shown, rel), top) for rel in tree[0]]
+                walked += tree[1]
+            else:
+                for dirpath, dirnames, filenames in host.walk(base):
+                    walked += len(filenames) + len(dirnames)
+                    dirnames[:] = [d for d in dirnames if d not in _PRUNE]
+                    for f in filenames:
+                        if f.endswith(".so") or ".so." in f:
+                            found.append((posixpath.join(dirpath, f), top))
+                    if walked > MAX_WALK or expired():
+                        break
             if walked > MAX_WALK or expired():
                 errors.append(
                     f"{'symbol-version' if big else 'extension'} scan stopped early (too many files or time budget)"
@@ -136,10 +146,84 @@ def _walk(
     return found
 
 
-def npu_package_files(host: Host, facts: Dict[str, Any]) -> Dict[str, str]:
+#: Directories not descended into by the walks.
+_PRUNE = ("tests", "__pycache__")
+#: Entries (files and directories) of one package directory walked at most for the cache.
+_TREE_LIMIT = MAX_WALK + 1
+
+
+def _stamp(path: str) -> Optional[List[int]]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_ino]
+
+
+def _tree(host: Host, base: str, cache: Any) -> Optional[Tuple[List[str], int]]:
+    """``(shared objects relative to base, entries counted)`` of the walk of the package
+    directory ``base``, from ``cache`` while every directory of the last walk has the same
+    (mtime, inode) -- a directory's mtime changes whenever an entry is added, removed or
+    renamed in it -- else walked (up to :data:`_TREE_LIMIT` entries) and kept; ``None``
+    when the directory cannot be walked whole (a refusal, too many entries)."""
+    try:
+        top = host.real(base)
+    except OSError:
+        return None
+    key = "walk:" + top + "\0" + ",".join(_PRUNE)
+    rec = cache.lookup(key)
+    if isinstance(rec, dict) and isinstance(rec.get("dirs"), list) and isinstance(rec.get("so"), list):
+        try:
+            if all(_stamp(os.path.join(top, str(rel)) if rel else top) == list(st) for rel, st in rec["dirs"]):
+                cache.hit(key, rec)
+                return [str(p) for p in rec["so"]], int(rec["count"])
+        except (TypeError, ValueError, KeyError):
+            pass
+    denied = len(host.denied)
+    shown = host.display(base)
+    dirs: List[Any] = []
+    so: List[str] = []
+    count = 0
+    for dirpath, dirnames, filenames in host.walk(base):
+        rel = dirpath[len(shown) :].lstrip("/") if dirpath.startswith(shown) else None
+        if rel is None:
+            return None
+        stamp = _stamp(os.path.join(top, rel) if rel else top)
+        if stamp is None:
+            return None
+        dirs.append([rel, stamp])
+        count += len(filenames) + len(dirnames)
+        if count > _TREE_LIMIT:
+            return None
+        dirnames[:] = [d for d in dirnames if d not in _PRUNE]
+        so += [posixpath.join(rel, f) if rel else f for f in filenames if f.endswith(".so") or ".so." in f]
+    if len(host.denied) != denied:
+        return None
+    cache.store(key, {"dirs": dirs, "so": so, "count": count})
+    return so, count
+
+
+def _record_so(host: Host, record: str) -> Optional[List[str]]:
+    """The relative (not absolute) shared-object paths a RECORD lists, in order, or ``None``
+    when it cannot be read."""
+    read = host.read_text(record, limit=RECORD_LIMIT)
+    if read.text is None:
+        return None
+    out: List[str] = []
+    for line in read.text.splitlines():
+        rel = line.split(",", 1)[0].strip()
+        base = posixpath.basename(rel)
+        if rel and (base.endswith(".so") or ".so." in base) and not posixpath.isabs(rel):
+            out.append(rel)
+    return out
+
+
+def npu_package_files(host: Host, facts: Dict[str, Any], cache: Optional[Any] = None) -> Dict[str, str]:
     """``{path: distribution}`` of the shared objects the installed NPU distributions
     (:func:`~npudoctor.knowledge.npu_wheels.is_npu_distribution`; the first record of each
-    name, the one import sees) list in their ``RECORD``; unreadable RECORDs are skipped."""
+    name, the one import sees) list in their ``RECORD``; unreadable RECORDs are skipped.
+    ``cache``: an :class:`~npudoctor.probes._elfcache.ElfCache` keeping each RECORD's list
+    by its path, size and mtime (torch_npu's RECORD lists ~4,000 files)."""
     from npudoctor.knowledge.npu_wheels import is_npu_distribution
     from npudoctor.parsers.metadata import canonical_name
 
@@ -152,12 +236,17 @@ def npu_package_files(host: Host, facts: Dict[str, Any]) -> Dict[str, str]:
         name = canonical_name(str(rec.get("name") or ""))
         if not is_npu_distribution(name, rec.get("version")):
             continue
-        read = host.read_text(posixpath.join(str(rec.get("dist_info") or ""), "RECORD"), limit=RECORD_LIMIT)
-        for line in (read.text or "").splitlines():
-            rel = line.split(",", 1)[0].strip()
-            base = posixpath.basename(rel)
-            if rel and (base.endswith(".so") or ".so." in base) and not posixpath.isabs(rel):
-                out.setdefault(posixpath.normpath(posixpath.join(str(rec["location"]), rel)), name)
+        record = posixpath.join(str(rec.get("dist_info") or ""), "RECORD")
+        listed: Any = None
+        if cache is not None:
+            try:
+                listed = cache.derived("record-so", host.real(record), lambda r=record: _record_so(host, r))
+            except OSError:
+                listed = None
+        if not isinstance(listed, list):
+            listed = _record_so(host, record) or []
+        for rel in listed:
+            out.setdefault(posixpath.normpath(posixpath.join(str(rec["location"]), str(rel))), name)
             if len(out) >= MAX_OWNED:
                 return out
     return out
@@ -203,6 +292,7 @@ def scan(
     versions: Optional[List[Dict[str, Any]]] = None,
     undefined: Optional[Callable[[str], Tuple[Set[str], Optional[str]]]] = None,
     owned: Optional[Dict[str, str]] = None,
+    cache: Optional[Any] = None,
 ) -> List[Dict[str, Any]]:
     """The records of every NPU extension (see the module docstring).  ``loaded``:
     soname → path of what ``import torch_npu`` has loaded; ``resolution``: the main
@@ -215,6 +305,7 @@ def scan(
     "unresolved": [], "version_needs", "error": None}`` for every shared object walked whose
     ``version_needs`` name a base-system library (its highest need of each family): the
     symbol versions of every extension module of the interpreter are judged by the rules.
+    ``cache``: the caller's :class:`~npudoctor.probes._elfcache.ElfCache`, for the walks.
     ``owned``: ``{path: distribution}`` of the NPU distributions' shared objects
     (:func:`npu_package_files`): checked for unresolved ``DT_NEEDED`` entries even when they
     link no NPU library (those of ``npu_libs`` and ``loaded`` are the main walk's)."""
@@ -224,7 +315,7 @@ def scan(
     out: List[Dict[str, Any]] = []
     has_libc = resolver is not None and bool(resolver.search("libc.so.6", [], [])[0])
     owned = dict(owned or {})
-    walked = _walk(host, facts, real, expired, errors)[:MAX_EXTENSIONS]
+    walked = _walk(host, facts, real, expired, errors, cache=cache)[:MAX_EXTENSIONS]
     seen = {p for p, _t in walked} | set(npu_libs) | set(loaded.values())
     # the NPU distributions' files the walk skips (torch_npu's besides its load chain)
     extra = [(p, d) for p, d in owned.items() if p not in seen and host.is_file(p)]
@@ -293,7 +384,7 @@ def scan(
                 res["error"] = part["error"]
         out.append(res)
     if versions is not None:
-        for path, _top in _walk(host, facts, real, expired, errors, big=True)[:MAX_VERSIONED]:
+        for path, _top in _walk(host, facts, real, expired, errors, big=True, cache=cache)[:MAX_VERSIONED]:
             if expired():
                 errors.append("symbol-version checks of extension modules stopped early (time budget)")
                 break

@@ -14,6 +14,8 @@ Section ``frameworks``.  Reads, through the Host:
   (npudoctor/parsers/elf.py; at most :data:`MAX_SO_PER_DIST` per distribution and
   :data:`MAX_SO` in all; torch, torch_npu and the projects the data identifies by name with no
   DT_NEEDED pattern, such as the nvidia-* runtime wheels, are judged by their files, not read).
+  What each RECORD yields and each ELF file's facts are kept in the ELF cache
+  (npudoctor/probes/_elfcache.py) by the file's path, size and mtime.
 
 Keys::
 
@@ -27,15 +29,17 @@ Keys::
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import time
 from typing import Any, Dict, List, Optional
 
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
-from npudoctor.knowledge.cuda_only import CUDA_LIBRARY, entry_for, interesting_file
+from npudoctor.knowledge.cuda_only import CUDA_LIBRARY, entry_for, files_pattern, interesting_file
 from npudoctor.parsers.build_info import python_constants, torch_npu_description_row
 from npudoctor.parsers.metadata import canonical_name
+from npudoctor.probes._elfcache import ElfCache, default_path
 
 SECTION = "frameworks"
 NEEDS = ("packages",)
@@ -107,16 +111,49 @@ def _record_paths(host: Host, rec: Dict[str, Any]) -> Optional[List[str]]:
     return [line.split(",", 1)[0].strip() for line in read.text.splitlines() if line.strip()]
 
 
-def _cuda_record(
-    host: Host, rec: Dict[str, Any], budget: Dict[str, Any], errors: List[str]
-) -> Optional[Dict[str, Any]]:
-    from npudoctor.parsers.elf import read_elf
+_KIND: List[str] = []
 
-    paths = _record_paths(host, rec)
-    if not paths:
+
+def _kind() -> str:
+    """The ELF-cache kind of :func:`_record_facts`: its answer depends on the CUDA-only
+    data's file patterns and the caps, so a changed npudoctor does not reuse an old one."""
+    if not _KIND:
+        spec = f"{files_pattern().pattern}\0{CUDA_LIBRARY.pattern}\0{MAX_FILES}\0{MAX_SO_PER_DIST}"
+        _KIND.append("record:" + hashlib.sha256(spec.encode("utf-8")).hexdigest()[:16])
+    return _KIND[0]
+
+
+def _record_facts(host: Host, rec: Dict[str, Any], cache: ElfCache) -> Optional[Dict[str, List[str]]]:
+    """``{"files": [RECORD paths worth keeping], "so": [shared objects, at most
+    MAX_SO_PER_DIST + 1]}`` of a dist-info's RECORD, or ``None`` (no RECORD / not
+    readable); cached by the RECORD's path, size and mtime (torch's lists ~15,000 files)."""
+
+    def compute() -> Optional[Dict[str, List[str]]]:
+        paths = _record_paths(host, rec)
+        if paths is None:
+            return None
+        so = [p for p in paths if (p.endswith(".so") or ".so." in p.rsplit("/", 1)[-1]) and not p.startswith("..")]
+        return {"files": [p for p in paths if interesting_file(p)][:MAX_FILES], "so": so[: MAX_SO_PER_DIST + 1]}
+
+    if rec.get("kind") != "dist-info":
+        return None
+    try:
+        real = host.real(posixpath.join(str(rec.get("dist_info") or ""), "RECORD"))
+    except OSError:
+        return compute()
+    found = cache.derived(_kind(), real, compute)
+    ok = isinstance(found, dict) and all(isinstance(found.get(k), list) for k in ("files", "so"))
+    return {"files": [str(p) for p in found["files"]], "so": [str(p) for p in found["so"]]} if ok else None
+
+
+def _cuda_record(
+    host: Host, rec: Dict[str, Any], budget: Dict[str, Any], errors: List[str], cache: ElfCache
+) -> Optional[Dict[str, Any]]:
+    facts = _record_facts(host, rec, cache)
+    if not facts:
         return None
     name = canonical_name(str(rec.get("name") or ""))
-    files = [p for p in paths if interesting_file(p)][:MAX_FILES]
+    files = facts["files"]
     needed: Dict[str, List[str]] = {}
     checked = 0
     entry = entry_for(name)
@@ -124,9 +161,7 @@ def _cuda_record(
     # ~0.5 GB of libraries that ARE the CUDA libraries) needs no ELF read; nor do torch and the NPU stack
     if name not in _NO_ELF and not (entry is not None and entry.name_enough and not entry.dt_needed):
         location = str(rec.get("location") or "")
-        for rel in paths:
-            if not (rel.endswith(".so") or ".so." in rel.rsplit("/", 1)[-1]) or rel.startswith(".."):
-                continue
+        for rel in facts["so"]:
             if checked >= MAX_SO_PER_DIST:
                 errors.append(f"{name}: DT_NEEDED read of its first {MAX_SO_PER_DIST} extension modules only")
                 break
@@ -137,7 +172,7 @@ def _cuda_record(
                 break
             checked += 1
             budget["so"] += 1
-            info = read_elf(host.real(posixpath.join(location, rel)))
+            info = cache.read(host.real(posixpath.join(location, rel)))
             libs = [n for n in info.needed if CUDA_LIBRARY.match(n)]
             if libs:
                 needed[rel] = libs
@@ -169,15 +204,20 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
             f"{indexed_only} distributions only indexed (a very large site-packages): their RECORD files "
             "are read only for the distributions the CUDA-only data names"
         )
-    for rec in _first_records(packages if isinstance(packages, dict) else {}):
-        name = canonical_name(str(rec.get("name") or ""))
-        if indexed_only and not rec.get("metadata") and entry_for(name) is None:
-            continue
-        if name == "vllm-ascend":
-            out["vllm_ascend"] = _vllm_ascend(host, rec)
-        elif name == "torch-npu" and _prerelease(str(rec.get("version") or "")):
-            out["torch_npu_description"] = _description(host, rec)
-        found = _cuda_record(host, rec, budget, errors)
-        if found is not None:
-            out["cuda"].append(found)
+    # the DT_NEEDED reads go through the ELF cache of the libraries probe (path, size, mtime)
+    cache = ElfCache(default_path())
+    try:
+        for rec in _first_records(packages if isinstance(packages, dict) else {}):
+            name = canonical_name(str(rec.get("name") or ""))
+            if indexed_only and not rec.get("metadata") and entry_for(name) is None:
+                continue
+            if name == "vllm-ascend":
+                out["vllm_ascend"] = _vllm_ascend(host, rec)
+            elif name == "torch-npu" and _prerelease(str(rec.get("version") or "")):
+                out["torch_npu_description"] = _description(host, rec)
+            found = _cuda_record(host, rec, budget, errors, cache)
+            if found is not None:
+                out["cuda"].append(found)
+    finally:
+        cache.save()
     return out

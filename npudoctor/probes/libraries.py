@@ -63,7 +63,8 @@ Keys::
                      lists the copy taken, or None
     stack_found_at   {library: [{"path", "where", "usable"}]}: where the stack's unresolved
                      libraries are on disk
-    elf_cache        {"hits", "misses"}: parsed ELF facts reused from the on-disk cache
+    elf_cache        {"hits", "misses"}: parsed file facts (ELF facts, symbol checks, RECORD
+                     lists, package-directory walks) reused from the on-disk cache
     atb_plugin       path of torch_npu/lib/libop_plugin_atb.so or None
     duration         seconds spent
     errors           [strings]
@@ -361,7 +362,8 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         read=read_elf,
         undefined=cache.undefined,
         versions=versions,
-        owned={p: d for p, d in npu_package_files(host, facts).items() if p not in objects},
+        owned={p: d for p, d in npu_package_files(host, facts, cache).items() if p not in objects},
+        cache=cache,
     )
 
     def elf_of(p: str) -> Any:

@@ -224,12 +224,18 @@ def framework_build_chip(ctx: RuleContext) -> Iterable[Finding]:
 
 
 def _installed_requires(ctx: RuleContext, requires: Tuple[str, ...]) -> List[str]:
-    """Canonical names of the requirements that apply to the judged interpreter."""
-    from npudoctor.parsers.metadata import applicable
+    """Canonical names of the requirements that apply to the judged interpreter, among
+    those :func:`cuda_only.judge` can count (the others are not parsed)."""
+    from npudoctor.parsers.metadata import applicable, requirement_name
 
-    env = marker_env(ctx)
+    env = None
     out: List[str] = []
     for text in requires:
+        name = requirement_name(text)
+        if name is not None and not cuda_only.requirement_of_interest(name):
+            continue
+        if env is None:
+            env = marker_env(ctx)
         req = parse_requirement(text)
         if req is not None and applicable(req, env):
             out.append(canonical_name(req.name))

@@ -1,0 +1,115 @@
+"""The caches that keep `check` fast on a full torch_npu install (issue 18): a package
+directory's walk and a RECORD's facts are reused while the files they come from are
+unchanged, and give exactly the answer of a fresh read when they are not."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from npudoctor.host import Host
+from npudoctor.probes import _extensions, frameworks
+from npudoctor.probes._elfcache import ElfCache
+
+SITE = "usr/lib/python3.11/site-packages"
+LIBM = "/lib/x86_64-linux-gnu/libm.so.6"
+
+
+def _so(path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(LIBM, path)
+
+
+def _walk(root: Path, cache) -> list:
+    host = Host(root=str(root), environ={})
+    facts = {"python": {"site_packages": ["/" + SITE]}}
+    errors: list = []
+    found = _extensions._walk(host, facts, host.real, lambda: False, errors, big=True, cache=cache)
+    assert errors == []
+    return found
+
+
+def test_a_package_walk_is_reused_until_a_directory_changes(tmp_path):
+    root = tmp_path / "root"
+    torch = root / SITE / "torch"
+    _so(torch / "lib" / "libc10.so")
+    _so(torch / "_C.cpython-311-x86_64-linux-gnu.so")
+    _so(torch / "tests" / "libskipped.so")
+    _so(root / SITE / "numpy" / "_core" / "_multiarray_umath.cpython-311-x86_64-linux-gnu.so")
+    cache_file = str(tmp_path / "cache" / "elf-v1.json")
+
+    first = ElfCache(cache_file)
+    fresh = _walk(root, None)
+    assert _walk(root, first) == fresh
+    assert ("/" + SITE + "/torch/lib/libc10.so", "torch") in fresh
+    assert not any("libskipped" in p for p, _t in fresh)
+    assert first.misses == 2 and first.hits == 0  # numpy and torch walked
+    first.save()
+
+    second = ElfCache(cache_file)
+    assert _walk(root, second) == fresh
+    assert (second.hits, second.misses) == (2, 0)
+
+    # a new directory holding a library: torch/lib changes; then only torch/lib/sub changes
+    _so(torch / "lib" / "sub" / "libnew.so")
+    third = ElfCache(cache_file)
+    changed = _walk(root, third)
+    assert changed == _walk(root, None) and changed != fresh
+    assert ("/" + SITE + "/torch/lib/sub/libnew.so", "torch") in changed
+    third.save()
+
+    os.remove(torch / "lib" / "sub" / "libnew.so")
+    fourth = ElfCache(cache_file)
+    assert _walk(root, fourth) == fresh
+
+
+def _record(root: Path, lines: list) -> dict:
+    dist = root / SITE / "torch-2.6.0.dist-info"
+    dist.mkdir(parents=True, exist_ok=True)
+    (dist / "RECORD").write_text("".join(f"{p},sha256=x,1\n" for p in lines), encoding="utf-8")
+    return {"kind": "dist-info", "dist_info": "/" + SITE + "/torch-2.6.0.dist-info", "location": "/" + SITE}
+
+
+def test_record_facts_are_reused_until_the_record_changes(tmp_path):
+    root = tmp_path / "root"
+    rec = _record(root, ["torch/__init__.py", "torch/lib/libc10.so", "torch/_C.so", "../../bin/x.so"])
+    host = Host(root=str(root), environ={})
+    cache_file = str(tmp_path / "cache" / "elf-v1.json")
+    first = ElfCache(cache_file)
+    facts = frameworks._record_facts(host, rec, first)
+    assert facts == {"files": [], "so": ["torch/lib/libc10.so", "torch/_C.so"]}
+    first.save()
+    second = ElfCache(cache_file)
+    assert frameworks._record_facts(host, rec, second) == facts and second.hits == 1
+
+    record = root / SITE / "torch-2.6.0.dist-info" / "RECORD"
+    st = record.stat()
+    _record(root, ["torch/lib/libtorch_cuda.so", "torch/lib/libc10.so"])
+    os.utime(record, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    third = ElfCache(cache_file)
+    assert frameworks._record_facts(host, rec, third) == {
+        "files": ["torch/lib/libtorch_cuda.so"],
+        "so": ["torch/lib/libtorch_cuda.so", "torch/lib/libc10.so"],
+    }
+    assert third.misses == 1
+
+
+def test_the_cache_keeps_this_runs_entries_and_a_bounded_tail_of_older_ones(tmp_path, monkeypatch):
+    from npudoctor.probes import _elfcache
+
+    lib = tmp_path / "libm.so.6"
+    shutil.copyfile(LIBM, lib)
+    cache_file = str(tmp_path / "cache" / "elf-v1.json")
+    monkeypatch.setattr(_elfcache, "KEEP_OLD_BYTES", 3000)
+    first = ElfCache(cache_file)
+    for i in range(40):  # earlier runs' entries, ~200 bytes each, most recent first
+        first.store(f"walk:/old/{i:02d}", {"dirs": [["", [i, i]]], "so": ["x" * 150], "count": 1})
+    first.save()
+    second = ElfCache(cache_file)
+    second.read(str(lib))  # this run reads one file
+    second.save()
+    kept = _elfcache._load(cache_file)
+    assert any(key.startswith(str(lib)) for key in kept)  # this run's entry
+    old = [key for key in kept if key.startswith("walk:/old/")]
+    assert 0 < len(old) < 40 and old == [f"walk:/old/{i:02d}" for i in range(len(old))]
