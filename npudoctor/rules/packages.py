@@ -344,14 +344,12 @@ def cann_python_deps(ctx: RuleContext) -> Iterable[Finding]:
         return
     if not pkgs.scanned:
         return
+    from npudoctor.parsers.metadata import parse_requirement  # a plain name: no PEP 508 parser
+
     missing = []
     for pip_name, import_name in _cann_deps(ctx).items():
-        from packaging.requirements import InvalidRequirement, Requirement
-
-        try:
-            dist = Requirement(pip_name).name
-        except InvalidRequirement:
-            dist = pip_name
+        req = parse_requirement(pip_name)
+        dist = req.name if req is not None else pip_name
         if pkgs.first(dist) is not None:
             continue
         if pkgs.modules.get(import_name):
