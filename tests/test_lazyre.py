@@ -29,8 +29,8 @@ ALLOWED_EAGER: Dict[str, int] = {
     # CUDA-only patterns come from data and are matched in one combined pass per run of
     # the frameworks rules (issue 20's scale work, another engineer's files).
     "npudoctor/knowledge/cuda_only.py": 3,
-    # Owned by the engineer making METADATA reads header-only (issue 18, parsers side).
-    "npudoctor/parsers/metadata.py": 3,
+    # canonical_name's pattern: used at import (the packages probe's names judged by name).
+    "npudoctor/parsers/metadata.py": 1,
     # The extension and library scans (another engineer's files; their patterns run per
     # file of a site-packages walk).
     "npudoctor/probes/_extensions.py": 4,

@@ -24,9 +24,10 @@ import io
 import re
 from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
+from npudoctor import lazyre
 from npudoctor.parsers.numbers import to_int
 
-_NAME_RE = re.compile(r"[-_.]+")
+_NAME_RE = re.compile(r"[-_.]+")  # used at import (canonical names of the packages probe)
 
 
 def canonical_name(name: str) -> str:
@@ -134,7 +135,7 @@ def parse_record(text: str) -> List[Dict[str, Any]]:
     return rows
 
 
-_SECTION_RE = re.compile(r"^\[(?P<extra>[^:\]]*)(?::(?P<marker>.*))?\]$")
+_SECTION_RE = lazyre.pattern(r"^\[(?P<extra>[^:\]]*)(?::(?P<marker>.*))?\]$")
 
 
 def parse_requires_txt(text: str) -> List[str]:
@@ -164,7 +165,9 @@ def parse_requires_txt(text: str) -> List[str]:
     return out
 
 
-_DIST_DIR_RE = re.compile(r"^(?P<name>.+?)-(?P<version>[0-9][^-]*?)(?:-py[0-9][0-9.]*)?(?:-[^-]+)?\.(?:dist|egg)-info$")
+_DIST_DIR_RE = lazyre.pattern(
+    r"^(?P<name>.+?)-(?P<version>[0-9][^-]*?)(?:-py[0-9][0-9.]*)?(?:-[^-]+)?\.(?:dist|egg)-info$"
+)
 
 
 def split_dist_dir(dirname: str) -> Tuple[Optional[str], Optional[str]]:
@@ -183,7 +186,7 @@ def split_dist_dir(dirname: str) -> Tuple[Optional[str], Optional[str]]:
 #: A ``Requires-Dist`` string of a name and version specifiers only (``torch==2.13.0.*``,
 #: ``numpy>=1.21,<2``, ``pyyaml``): no extras, marker, URL or parenthesis.
 _OP = r"(?:~=|===|==|!=|<=|>=|<|>)"
-_SIMPLE_REQUIREMENT_RE = re.compile(
+_SIMPLE_REQUIREMENT_RE = lazyre.pattern(
     rf"([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)((?:{_OP}[A-Za-z0-9.*+!_-]+)(?:,{_OP}[A-Za-z0-9.*+!_-]+)*)?"
 )
 
@@ -244,7 +247,7 @@ def parse_requirement(text: str) -> Optional[Any]:
 #: letter or digit and then reject the string); group 2: an old-style ``name (x...)``
 #: whose parenthesis starts with a name character, which :func:`parse_requirement` joins
 #: to the name (``"a (b)"`` parses as ``ab``).
-_LEADING_NAME_RE = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(\s*\(\s*[A-Za-z0-9._-])?")
+_LEADING_NAME_RE = lazyre.pattern(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(\s*\(\s*[A-Za-z0-9._-])?")
 
 
 def requirement_name(text: str) -> Optional[str]:

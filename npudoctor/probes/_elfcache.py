@@ -46,9 +46,9 @@ def default_path() -> Optional[str]:
     base = os.environ.get("NPUDOCTOR_CACHE_DIR")
     if not base:
         try:
-            import platformdirs
+            from npudoctor.userdirs import user_cache_dir
 
-            base = platformdirs.user_cache_dir("npudoctor", appauthor=False)
+            base = user_cache_dir()
         except Exception:
             return None
     return os.path.join(base, FILE)

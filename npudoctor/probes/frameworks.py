@@ -36,7 +36,7 @@ from typing import Any, Dict, List, Optional
 
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
-from npudoctor.knowledge.cuda_only import CUDA_LIBRARY, entry_for, files_pattern, interesting_file
+from npudoctor.knowledge.cuda_only import CUDA_LIBRARY, entry_for, files_source, interesting_file
 from npudoctor.parsers.build_info import python_constants, torch_npu_description_row
 from npudoctor.parsers.metadata import canonical_name
 from npudoctor.probes._elfcache import ElfCache, default_path
@@ -118,7 +118,7 @@ def _kind() -> str:
     """The ELF-cache kind of :func:`_record_facts`: its answer depends on the CUDA-only
     data's file patterns and the caps, so a changed npudoctor does not reuse an old one."""
     if not _KIND:
-        spec = f"{files_pattern().pattern}\0{CUDA_LIBRARY.pattern}\0{MAX_FILES}\0{MAX_SO_PER_DIST}"
+        spec = f"{files_source()}\0{CUDA_LIBRARY.pattern}\0{MAX_FILES}\0{MAX_SO_PER_DIST}"
         _KIND.append("record:" + hashlib.sha256(spec.encode("utf-8")).hexdigest()[:16])
     return _KIND[0]
 
