@@ -43,7 +43,8 @@ def run(repeat: int) -> List[str]:
             "devices --json": npd + ["devices", "--json", "--root", str(scenario / "root")],
             "check": npd + ["check", "--root", str(scenario / "root")],
         }
-        times = interleaved(commands, repeat, env)
+        # run from this checkout (-m puts the working directory first on sys.path)
+        times = interleaved({name: (argv, env, str(REPO)) for name, argv in commands.items()}, repeat)
     lines = [f"python -c pass median {median(times['pass']) * 1e3:.1f} ms; {repeat} interleaved rounds"]
     for name in commands:
         if name == "pass":
