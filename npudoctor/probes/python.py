@@ -77,6 +77,12 @@ _CONDA_HOME_NAMES = ("miniconda3", "anaconda3", "miniforge3", "mambaforge", "min
 
 
 # ------------------------------------------------------------------ the script
+#: The marker the probe script prints before its JSON (its ``MARK``; repeated here so that
+#: reading a reply does not import the script module, which imports platform, site and
+#: sysconfig: ~4 ms of ``check --python``; tests/test_python_probe.py checks they agree).
+MARK = "NPUDOCTOR-PYPROBE-JSON:"
+
+
 def script_source() -> str:
     """The source text of :mod:`npudoctor.probes.pyprobe_script` (run with ``-c``)."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyprobe_script.py")
@@ -90,8 +96,6 @@ def parse_script_output(stdout: str) -> Tuple[Optional[Dict[str, Any]], Optional
     The JSON is the text after the last ``NPUDOCTOR-PYPROBE-JSON:`` marker on a line of
     its own; anything else on stdout (``.pth`` noise) is ignored.
     """
-    from npudoctor.probes.pyprobe_script import MARK
-
     for line in reversed((stdout or "").splitlines()):
         if line.startswith(MARK):
             try:
