@@ -86,24 +86,54 @@ SYSTEM_ACCOUNTS = {
 }
 
 
+#: Names already judged by :func:`_is_secret_name` (keys and variable names repeat across a
+#: document; bounded: cleared when it reaches :data:`_NAME_MEMO_MAX` entries).
+_SECRET_NAMES: Dict[str, bool] = {}
+_NAME_MEMO_MAX = 4096
+
+#: Literal text every match of :data:`_TOKENS` contains (its alternatives' fixed prefixes:
+#: ``github_pat_`` starts with ``gh``); text holding none of them cannot match.
+_TOKEN_MARKS = ("hf_", "gh", "AKIA", "ASIA", "xox", "sk-")
+
+
 def _is_secret_name(name: str) -> bool:
-    return bool(SECRET_NAME.search(name))
+    known = _SECRET_NAMES.get(name)
+    if known is None:
+        if len(_SECRET_NAMES) >= _NAME_MEMO_MAX:
+            _SECRET_NAMES.clear()
+        known = _SECRET_NAMES[name] = bool(SECRET_NAME.search(name))
+    return known
 
 
 def conceal_text(text: str) -> str:
     """``text`` with secrets replaced by :data:`SECRET`: URL credentials, token shapes, and
-    the values of secret-named assignments.  Never raises."""
+    the values of secret-named assignments.  Never raises.
+
+    Each substitution runs only when ``text`` holds the literal characters every match of
+    its pattern contains (``@`` for URL credentials, a token prefix, ``--`` for an option,
+    ``:`` or ``=`` for an assignment): skipping it otherwise changes nothing."""
     if not text:
         return text
-    out = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{SECRET}@", text)
-    out = _TOKENS.sub(SECRET, out)
+    out = text
+    if "@" in out:
+        out = _URL_USERINFO.sub(lambda m: f"{m.group(1)}{SECRET}@", out)
+    for mark in _TOKEN_MARKS:
+        if mark in out:
+            out = _TOKENS.sub(SECRET, out)
+            break
+    has_option = "--" in out
+    if not has_option and "=" not in out and ":" not in out:
+        return out
 
     def assignment(m: re.Match[str]) -> str:
         if not _is_secret_name(m.group("name").lstrip("-")) or m.group("value") == SECRET:
             return m.group(0)
         return f"{m.group('name')}{m.group('sep')}{SECRET}"
 
-    out = _OPTION.sub(assignment, out)
+    if has_option:
+        out = _OPTION.sub(assignment, out)
+    if "=" not in out and ":" not in out:
+        return out
     return _ASSIGNMENT.sub(assignment, out)
 
 
@@ -154,6 +184,7 @@ class Redactor:
         self.users = sorted({u for u in users if _worth(u) and u.lower() not in SYSTEM_ACCOUNTS}, key=len, reverse=True)
         self._host_re = _words(self.hosts, r"(?<![\w.-])", r"(?![\w-])")
         self._user_re = _words(self.users, r"(?<![\w.-])", r"(?![\w-])")
+        self._texts: Dict[str, str] = {}
 
     @classmethod
     def for_facts(cls, facts: Mapping[str, Any], node: str = "", salt: Optional[str] = None) -> Redactor:
@@ -173,14 +204,15 @@ class Redactor:
                             hosts.append(v)
                         elif low in _USER_KEYS or name in _USER_VARS:
                             users.append(v)
-                        users.extend(m.group(2) for m in _HOME_LIKE.finditer(v))
+                        if _has_home(v):
+                            users.extend(m.group(2) for m in _HOME_LIKE.finditer(v))
                     if key == "identity" and name == "name" and isinstance(v, str):
                         users.append(v)
                     walk(v, name)
             elif isinstance(value, list):
                 for v in value:
                     walk(v, key)
-                    if isinstance(v, str):
+                    if isinstance(v, str) and _has_home(v):
                         users.extend(m.group(2) for m in _HOME_LIKE.finditer(v))
 
         walk(facts)
@@ -222,17 +254,30 @@ class Redactor:
         return str(ipaddress.IPv6Address(int("fd" + digest[:30], 16)))
 
     def text(self, text: str) -> str:
-        """Free text with secrets concealed and personal data pseudonymised."""
+        """Free text with secrets concealed and personal data pseudonymised.
+
+        The result depends only on ``text`` and this redactor's names and salt, so it is
+        remembered per text (a snapshot repeats its paths).  Each substitution runs only
+        when ``text`` holds the literal characters every match of it contains (a home-like
+        directory, a known name, three dots for IPv4, two colons for IPv6)."""
         if not text:
             return text
+        done = self._texts.get(text)
+        if done is not None:
+            return done
         out = conceal_text(text)
-        out = _HOME_LIKE.sub(lambda m: f"{m.group(1)}/{self._user_token(m.group(2))}", out)
-        if self._user_re is not None:
+        if _has_home(out):
+            out = _HOME_LIKE.sub(lambda m: f"{m.group(1)}/{self._user_token(m.group(2))}", out)
+        if self._user_re is not None and any(u in out for u in self.users):
             out = self._user_re.sub(lambda m: self.user(m.group(0)), out)
-        if self._host_re is not None:
+        if self._host_re is not None and any(h in out for h in self.hosts):
             out = self._host_re.sub(lambda m: self.host(m.group(0)), out)
-        out = _IPV4.sub(lambda m: self.ipv4(m.group(0)), out)
-        return _IPV6.sub(lambda m: self.ipv6(m.group(0)), out)
+        if out.count(".") >= 3:
+            out = _IPV4.sub(lambda m: self.ipv4(m.group(0)), out)
+        if out.count(":") >= 2:
+            out = _IPV6.sub(lambda m: self.ipv6(m.group(0)), out)
+        self._texts[text] = out
+        return out
 
     def _user_token(self, name: str) -> str:
         return name if name.lower() in SYSTEM_ACCOUNTS or name.startswith("user-") else self.user(name)
@@ -264,6 +309,12 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         return value
+
+
+def _has_home(text: str) -> bool:
+    """Whether ``text`` holds a directory :data:`_HOME_LIKE` can match (``/home/``,
+    ``/homes/``, ``/Users/``, ``/users/``): without one it cannot match."""
+    return "/home" in text or "/Users/" in text or "/users/" in text
 
 
 def _worth(name: str) -> bool:

@@ -17,11 +17,14 @@ import os
 import stat
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from npudoctor import __version__
 from npudoctor.host import read_capped
 from npudoctor.parsers import jsontext
+
+if TYPE_CHECKING:
+    from npudoctor.redact import Redactor
 
 #: Version of the snapshot/JSON layout.  Bump on incompatible change; readers accept
 #: the versions listed in :data:`READABLE_SCHEMAS`.
@@ -214,7 +217,16 @@ def pseudonym(text: str) -> str:
     return pseudonym(text, "node")
 
 
-def redact(snapshot: Snapshot, salt: Optional[str] = None) -> Snapshot:
+def redactor_for(snapshot: Snapshot, salt: Optional[str] = None) -> Redactor:
+    """The :class:`npudoctor.redact.Redactor` of ``snapshot``: knowing the host and user
+    names its facts mention and its node label (unless already redacted); ``salt`` as in
+    :func:`redact`."""
+    from npudoctor.redact import Redactor
+
+    return Redactor.for_facts(snapshot.facts, "" if snapshot.redacted else snapshot.node, salt)
+
+
+def redact(snapshot: Snapshot, salt: Optional[str] = None, redactor: Optional[Redactor] = None) -> Snapshot:
     """A copy of ``snapshot`` without secrets or personal data, for sharing
     (:class:`npudoctor.redact.Redactor`).
 
@@ -223,11 +235,12 @@ def redact(snapshot: Snapshot, salt: Optional[str] = None) -> Snapshot:
     IPv6 addresses stable pseudonymous addresses (same ``/24``, same last octet), and
     secrets -- URL credentials, tokens, values of secret-named keys -- ``<redacted>``.
     ``salt``: the site salt (default ``NPUDOCTOR_REDACT_SALT``); the node label of an
-    unsalted redaction is :func:`pseudonym` of the host name.
+    unsalted redaction is :func:`pseudonym` of the host name.  ``redactor``: the one
+    :func:`redactor_for` gave for this snapshot (and ``salt``), when the caller redacts more
+    text with it (``check --markdown``: one walk of the facts, one memo of redacted texts).
     """
-    from npudoctor.redact import Redactor
-
-    redactor = Redactor.for_facts(snapshot.facts, "" if snapshot.redacted else snapshot.node, salt)
+    if redactor is None:
+        redactor = redactor_for(snapshot, salt)
     facts = redactor.value(snapshot.facts)
     target = redactor.value(snapshot.target)
     node = snapshot.node if snapshot.redacted else (redactor.host(snapshot.node) if snapshot.node else "")

@@ -26,9 +26,6 @@ PACKAGE = ROOT / "npudoctor"
 #: must match exactly: a new one fails (use ``lazyre.pattern``), a removed one fails too
 #: (lower the count, or delete the entry).
 ALLOWED_EAGER: Dict[str, int] = {
-    # CUDA-only patterns come from data and are matched in one combined pass per run of
-    # the frameworks rules (issue 20's scale work, another engineer's files).
-    "npudoctor/knowledge/cuda_only.py": 3,
     # canonical_name's pattern: used at import (the packages probe's names judged by name).
     "npudoctor/parsers/metadata.py": 1,
     # The extension and library scans (another engineer's files; their patterns run per

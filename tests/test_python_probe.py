@@ -102,6 +102,15 @@ def test_script_output_parsing():
     assert "def collect" in script_source()
 
 
+def test_the_reply_marker_is_the_scripts():
+    """python.py reads replies with its own copy of the marker (no import of the script
+    module on the --python path): it is the one the script prints."""
+    from npudoctor.probes import pyprobe_script, python
+
+    assert python.MARK == pyprobe_script.MARK
+    assert f'MARK = "{python.MARK}"' in script_source()
+
+
 def test_venv_pairing_error_names_the_interpreter(tmp_path):
     python = make_venv(
         str(PYENV / "3.8.18" / "bin" / "python") if (PYENV / "3.8.18").exists() else sys.executable, tmp_path / "venv"

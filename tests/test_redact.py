@@ -44,6 +44,55 @@ def test_corpus(case: Dict[str, Any]) -> None:
             assert gone not in concealed, (case["what"], concealed)
 
 
+# Lines no corpus case holds alone: one mark of one substitution each (an option without
+# ``=``/``:``, a bare token, three dots, two colons, a home directory, a known name).
+_MARK_LINES = [
+    "--password hunter2 --verbose",
+    "ghp_ABCDEFGHIJKLMNOPQRSTUVWX0123 in a log",
+    "sk-ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+    "peer 192.168.20.31 and 2001:db8::7",
+    "via fe80::1",
+    "10.2.3.4",
+    "/homes/carol/venv/bin/python /Users/dave/x /users/erin/y",
+    "alice on gpu-node-17",
+    "torch 2.13.0+cpu",
+    "",
+]
+
+
+def _every_substitution(redactor: Redactor, text: str) -> str:
+    """Redactor.text as it was before the literal-mark checks and the memo: every
+    substitution run unconditionally (the oracle the fast path must equal)."""
+    from npudoctor import redact as r
+
+    def assignment(m: Any) -> str:
+        if not r.SECRET_NAME.search(m.group("name").lstrip("-")) or m.group("value") == SECRET:
+            return m.group(0)
+        return f"{m.group('name')}{m.group('sep')}{SECRET}"
+
+    out = r._URL_USERINFO.sub(lambda m: f"{m.group(1)}{SECRET}@", text)
+    out = r._ASSIGNMENT.sub(assignment, r._OPTION.sub(assignment, r._TOKENS.sub(SECRET, out)))
+    out = r._HOME_LIKE.sub(lambda m: f"{m.group(1)}/{redactor._user_token(m.group(2))}", out)
+    if redactor._user_re is not None:
+        out = redactor._user_re.sub(lambda m: redactor.user(m.group(0)), out)
+    if redactor._host_re is not None:
+        out = redactor._host_re.sub(lambda m: redactor.host(m.group(0)), out)
+    out = r._IPV4.sub(lambda m: redactor.ipv4(m.group(0)), out)
+    return r._IPV6.sub(lambda m: redactor.ipv6(m.group(0)), out)
+
+
+@pytest.mark.parametrize("text", [c["text"] for c in CORPUS] + _MARK_LINES)
+def test_skipped_substitutions_change_nothing(text: str) -> None:
+    """conceal_text and Redactor.text skip a substitution when the text lacks the literal
+    characters its every match holds, and remember their results (issue 18's speed work):
+    the output is the one of running every substitution, on first and repeated use."""
+    redactor = _redactor()
+    expected = _every_substitution(_redactor(), text)
+    assert redactor.text(text) == expected
+    assert redactor.text(text) == expected  # from the memo
+    assert Redactor().text(text) == _every_substitution(Redactor(), text)
+
+
 def test_pseudonyms_are_stable_and_salted() -> None:
     one, two = _redactor(), _redactor()
     assert one.text("alice@gpu-node-17 10.1.2.3") == two.text("alice@gpu-node-17 10.1.2.3")

@@ -24,41 +24,46 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Pattern, Sequence, Tuple
 
-from npudoctor import tomlread
+from npudoctor import lazyre, tomlread
+from npudoctor.lazyre import LazyPattern
 
 #: A CUDA / NVIDIA library or the CUDA half of torch, as a ``DT_NEEDED`` entry or a file name.
 #: CUDA wheels bundle renamed copies (``libcudart-45da57e3.so.11.0``, torchopt#46), hence the
 #: optional ``-<hash>``.  Source: the readelf lists of cuda_only.toml (xformers 0.0.35,
 #: auto-gptq 0.7.1, bitsandbytes 0.50.2) and TransformerEngine#3381 (libcuda.so.1).
-CUDA_LIBRARY: Pattern[str] = re.compile(
+CUDA_LIBRARY: LazyPattern[str] = lazyre.pattern(
     r"^lib(cuda|cudart|cublas|cublasLt|cudnn\w*|cufft\w*|curand|cusolver\w*|cusparse\w*|nccl|nvrtc\w*|"
     r"nvToolsExt|nvJitLink|c10_cuda|torch_cuda\w*)(-[0-9a-f]{8})?\.so(\.\d+)*$"
 )
 
 #: A local version that marks a CUDA build (``2.6.0+cu124``, ``0.21.0+cu121``); the PyTorch
 #: index's own spelling (download.pytorch.org/whl/cu124).
-CUDA_LOCAL = re.compile(r"^cu\d+")
+CUDA_LOCAL = lazyre.pattern(r"^cu\d+")
 
 #: Requirements on NVIDIA's CUDA wheels (PyPI nvidia-* and cuda-* projects).
-CUDA_REQUIREMENT = re.compile(r"^(nvidia-[a-z0-9-]+|cuda-(toolkit|bindings|python|core|pathfinder|tile))$")
+CUDA_REQUIREMENT = lazyre.pattern(r"^(nvidia-[a-z0-9-]+|cuda-(toolkit|bindings|python|core|pathfinder|tile))$")
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One ``[[entry]]`` of cuda_only.toml (see its header for the fields)."""
+    """One ``[[entry]]`` of cuda_only.toml (see its header for the fields).  Its patterns
+    are :class:`~npudoctor.lazyre.LazyPattern`: compiled when first used, so a run compiles
+    only those it matches with (names, files and requirements are matched through one
+    alternation of their texts: :func:`entry_for`, :func:`files_pattern`,
+    :func:`requirement_of_interest`)."""
 
     id: str
-    names: Tuple[Pattern[str], ...]
+    names: Tuple[LazyPattern[str], ...]
     modules: Tuple[str, ...]
     severity: str
     name_enough: bool
     beside: Tuple[str, ...]
-    local_version: Optional[Pattern[str]]
-    not_if_local_version: Optional[Pattern[str]]
-    requires_dist: Tuple[Pattern[str], ...]
-    dt_needed: Tuple[Pattern[str], ...]
-    files: Tuple[Pattern[str], ...]
-    not_if_files: Tuple[Pattern[str], ...]
+    local_version: Optional[LazyPattern[str]]
+    not_if_local_version: Optional[LazyPattern[str]]
+    requires_dist: Tuple[LazyPattern[str], ...]
+    dt_needed: Tuple[LazyPattern[str], ...]
+    files: Tuple[LazyPattern[str], ...]
+    not_if_files: Tuple[LazyPattern[str], ...]
     why: str
     npu_replacement: str
     uninstall: str
@@ -69,12 +74,12 @@ class Entry:
         return any(p.fullmatch(canonical) for p in self.names)
 
 
-def _patterns(values: Any) -> Tuple[Pattern[str], ...]:
-    return tuple(re.compile(str(v)) for v in (values or ()) if str(v))
+def _patterns(values: Any) -> Tuple[LazyPattern[str], ...]:
+    return tuple(lazyre.pattern(str(v)) for v in (values or ()) if str(v))
 
 
-def _one(value: Any) -> Optional[Pattern[str]]:
-    return re.compile(str(value)) if value else None
+def _one(value: Any) -> Optional[LazyPattern[str]]:
+    return lazyre.pattern(str(value)) if value else None
 
 
 def data_path() -> str:
@@ -141,10 +146,10 @@ def entry_for(canonical: str) -> Optional[Entry]:
     return None
 
 
-def file_patterns() -> Tuple[Pattern[str], ...]:
+def file_patterns() -> Tuple[LazyPattern[str], ...]:
     """Every ``files`` / ``not_if_files`` pattern of the data: the RECORD paths worth keeping
     as facts (the probe keeps those and CUDA library file names, nothing else)."""
-    out: List[Pattern[str]] = []
+    out: List[LazyPattern[str]] = []
     for entry in entries():
         out.extend(entry.files)
         out.extend(entry.not_if_files)

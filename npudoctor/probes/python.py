@@ -77,6 +77,12 @@ _CONDA_HOME_NAMES = ("miniconda3", "anaconda3", "miniforge3", "mambaforge", "min
 
 
 # ------------------------------------------------------------------ the script
+#: The marker the probe script prints before its JSON (its ``MARK``; repeated here so that
+#: reading a reply does not import the script module, which imports platform, site and
+#: sysconfig: ~4 ms of ``check --python``; tests/test_python_probe.py checks they agree).
+MARK = "NPUDOCTOR-PYPROBE-JSON:"
+
+
 def script_source() -> str:
     """The source text of :mod:`npudoctor.probes.pyprobe_script` (run with ``-c``)."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pyprobe_script.py")
@@ -90,8 +96,6 @@ def parse_script_output(stdout: str) -> Tuple[Optional[Dict[str, Any]], Optional
     The JSON is the text after the last ``NPUDOCTOR-PYPROBE-JSON:`` marker on a line of
     its own; anything else on stdout (``.pth`` noise) is ignored.
     """
-    from npudoctor.probes.pyprobe_script import MARK
-
     for line in reversed((stdout or "").splitlines()):
         if line.startswith(MARK):
             try:
@@ -106,9 +110,28 @@ def parse_script_output(stdout: str) -> Tuple[Optional[Dict[str, Any]], Optional
     return None, "the interpreter printed no probe result"
 
 
+def later_imports(options: Any) -> List[str]:
+    """The modules a run with ``options`` imports after this probe: the probe modules after
+    ``python`` in probe order, psutil (the ``hccl`` probe's local addresses) and the rule
+    modules of the planned sections in registry order.  :func:`_run_target` imports them
+    while the target interpreter runs (:class:`npudoctor.probes._warm.Warming`)."""
+    from npudoctor import engine
+
+    specs = engine.select_probes(engine.probe_specs(), options)
+    sections = [s.section for s in specs]
+    after = specs[sections.index(SECTION) + 1 :] if SECTION in sections else []
+    names = [s.module for s in after]
+    if any(s.section == "hccl" for s in after):
+        names.append("psutil")
+    return names + engine.rule_modules(sections + list(engine.EXTRA_SECTIONS))
+
+
 def _run_target(ctx: ProbeContext, python: str) -> Dict[str, Any]:
+    from npudoctor.probes._warm import Warming
+
     timeout = ctx.options.remaining(max(PROBE_TIMEOUT, ctx.options.command_timeout))
-    result = ctx.host.run([python, "-c", script_source()], timeout=timeout)
+    with Warming(later_imports(ctx.options)):
+        result = ctx.host.run([python, "-c", script_source()], timeout=timeout)
     if result.error or result.timed_out:
         return {"error": f"{python}: {result.outcome()}"}
     facts, reason = parse_script_output(result.stdout)

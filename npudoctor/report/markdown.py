@@ -11,7 +11,7 @@ from npudoctor.findings import AREA_TITLES, Finding, counts
 from npudoctor.redact import Redactor, conceal_text
 from npudoctor.report.build import fix_list, folded_under, has_dependencies
 from npudoctor.report.summary import area_lines
-from npudoctor.snapshot import Snapshot, redact
+from npudoctor.snapshot import Snapshot, redact, redactor_for
 
 
 def _stack_lines(snapshot: Snapshot) -> List[str]:
@@ -58,7 +58,8 @@ def render(snapshot: Snapshot, findings: Sequence[Finding]) -> str:
     as in the text report), evidence and fixes of the root causes (symptoms listed under
     their cause, without fixes), the ordered fix list when fixes depend on each other, and
     the areas not checked."""
-    safe = redact(snapshot)
+    redactor = redactor_for(snapshot)
+    safe = redact(snapshot, redactor=redactor)
     folded: Dict[str, List[Finding]] = folded_under(findings)
     hidden = {id(f) for group in folded.values() for f in group}
     shown = [f for f in findings if id(f) not in hidden]
@@ -106,19 +107,20 @@ def render(snapshot: Snapshot, findings: Sequence[Finding]) -> str:
     if gaps:
         out += ["", "Not checked (neither a problem nor a clean bill):", ""]
         out += [f"- {AREA_TITLES[a]}: {reason.replace('|', '/')}" for a, reason in gaps.items()]
-    return "\n".join(redact_text_lines(out, snapshot)) + "\n"
+    return "\n".join(redact_text_lines(out, snapshot, redactor)) + "\n"
 
 
 #: Account names that say nothing about a person (left as they are in reports).
 _SYSTEM_ACCOUNTS = {"root", "hwhiaiuser", "nobody", "daemon", "www-data"}
 
 
-def redact_text_lines(lines: List[str], snapshot: Snapshot) -> List[str]:
+def redact_text_lines(lines: List[str], snapshot: Snapshot, redactor: Optional[Redactor] = None) -> List[str]:
     """Apply the snapshot redaction to free text (findings quote facts verbatim): the host
     name and the judged account's name wherever they appear as words become ``<host>`` and
     ``<user>``; secrets, other host and user names (``MASTER_ADDR``, paths) and addresses
     are handled as in :func:`redact` (:class:`npudoctor.redact.Redactor`, the same
-    pseudonyms as the snapshot's)."""
+    pseudonyms as the snapshot's; ``redactor``: the one :func:`npudoctor.snapshot.redactor_for`
+    gave for ``snapshot``, made here when not given)."""
     personal = []
     host = Facts(snapshot.facts).host
     hostname = str(host.hostname or snapshot.node or "")
@@ -131,5 +133,6 @@ def redact_text_lines(lines: List[str], snapshot: Snapshot) -> List[str]:
     for word, mask in personal:
         pattern = re.compile(r"(?<![\w.-])" + re.escape(word) + r"(?![\w-])")
         scrubbed = [pattern.sub(mask, line) for line in scrubbed]
-    redactor = Redactor.for_facts(snapshot.facts, "" if snapshot.redacted else snapshot.node)
+    if redactor is None:
+        redactor = redactor_for(snapshot)
     return [redactor.text(line) for line in scrubbed]
