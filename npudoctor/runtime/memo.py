@@ -14,7 +14,8 @@ enforced by ``tests/test_host_seam.py``; verdicts are judged anew from replayed 
 * the next run *replays* the journal (:func:`reuse`): the same reads on a fresh Host, the
   same commands run again (``npu-smi info`` is always asked again: a chip that turned
   Critical is a new output), the matrix and config files stat'ed again, and prints the
-  recorded verdict only when every fingerprint is equal.  The first difference ends the
+  recorded verdict only when every fingerprint is equal and it was made today (rules
+  judge by the date: the matrix's age, a torch_npu line's end of life).  The first difference ends the
   replay and the full check runs (no stale verdict is ever printed).
 
 What is fingerprinted, and how (:func:`fingerprint`): file contents by length, CRC-32
@@ -35,10 +36,11 @@ would set) is made from reads through the Host, recorded like the others; the me
 only the variables it adds (:data:`_DELTA_NAME`).
 
 Memo files: ``$XDG_RUNTIME_DIR`` (else ``$TMPDIR``, else ``/tmp``)
-``/npudoctor-memo-UID-KEY.json``, written atomically, trusted only when owned by
-this user and not writable by others; KEY hashes the options, this process's environment,
+``/npudoctor-memo-UID-KEY.json``, written atomically, trusted only when a regular file
+(not a symlink) owned by this user and not writable by others, and its verdict is
+printable text (as a ``--cache-ttl`` result is checked); KEY hashes the options, this process's environment,
 working directory, ids, interpreter and npudoctor's code (size and mtime of each of its
-files), so another setting never meets this one's memo.
+files, and of the bundled matrix's), so another setting never meets this one's memo.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import stat
 import sys
 import time
 import zlib
@@ -210,11 +213,17 @@ def recording(journal: Journal) -> Iterator[Journal]:
 
 
 def _code_signature() -> str:
-    """Size and mtime of each file of npudoctor's own package (code and data): another
-    install or an edited file is another key."""
+    """Size and mtime of each file of npudoctor's own package (code and data) and of the
+    bundled matrix (``matrix/`` beside the package in a source checkout, outside it):
+    another install or an edited file is another key."""
+    from npudoctor.knowledge.matrix.load import bundled_dir
+
     top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     rows: List[str] = []
     todo = [top]
+    bundled = os.path.abspath(bundled_dir())
+    if not bundled.startswith(top + os.sep) and os.path.isdir(bundled):
+        todo.append(bundled)
     while todo:
         directory = todo.pop()
         with os.scandir(directory) as entries:
@@ -328,12 +337,13 @@ def _load(path: str) -> Optional[Dict[str, Any]]:
     """The memo at ``path`` when it is this user's own, well formed and of this format."""
     from npudoctor.hostio import read_capped_text
     from npudoctor.parsers.jsontext import loads
+    from npudoctor.runtime.lines import verdict_problem
 
     try:
-        st = os.stat(path)
+        st = os.lstat(path)  # a symlink (planted in a shared /tmp) is not followed
     except OSError:
         return None
-    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
         return None
     try:
         memo = loads(read_capped_text(path, MEMO_LIMIT, what="health memo"))
@@ -346,6 +356,7 @@ def _load(path: str) -> Optional[Dict[str, Any]]:
         and isinstance(memo.get("hosts"), list)
         and isinstance(memo.get("outside"), list)
         and isinstance(memo.get("doc"), dict)
+        and verdict_problem(memo["doc"]) is None  # printed as health prints a cached verdict
     )
     return memo if ok else None
 
@@ -415,15 +426,25 @@ def reuse(path: str, environ: Dict[str, str], budget: Budget) -> Optional[Dict[s
     memo = _load(path)
     if memo is None:
         return None
+    written = memo.get("written")
+    if not isinstance(written, (int, float)) or not _same_day(float(written), time.time()):
+        return None  # verdicts depend on the date (matrix age, end of life of a torch_npu line)
     budget.step = "comparing with the last verdict's inputs"
     if not _replay(memo, environ, budget):
         return None
     doc = dict(memo["doc"])
     doc["duration_s"] = round(budget.elapsed(), 3)
-    written = memo.get("written")
-    if isinstance(written, (int, float)):
-        doc["inputs_unchanged_s"] = round(max(0.0, time.time() - float(written)), 1)
+    doc["inputs_unchanged_s"] = round(max(0.0, time.time() - float(written)), 1)
     return doc
+
+
+def _same_day(then: float, now: float) -> bool:
+    """True when the times ``then`` and ``now`` (seconds since the epoch) fall on one
+    local calendar day, the day the rules judge by (``datetime.date.today()``: MTX002's
+    matrix age, a torch_npu line's support state,
+    :meth:`~npudoctor.knowledge.matrix.queries.Matrix.support`), and
+    ``then`` is not in the future (a clock set back)."""
+    return then <= now and time.localtime(then)[:3] == time.localtime(now)[:3]
 
 
 def judged_options(options: Any) -> Dict[str, Any]:
