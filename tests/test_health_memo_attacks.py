@@ -112,3 +112,25 @@ def test_an_edited_bundled_matrix_of_a_checkout_is_another_key(healthy, tmp_path
     assert "inputs_unchanged_s" not in second
     code3, fresh = run("--fresh")
     assert code2 == code3 and _verdict(second) == _verdict(fresh) and _verdict(second) != _verdict(first)
+
+
+def _first(data, op):
+    return next(entry for entry in data["ops"] if entry[0] == op)
+
+
+def test_a_garbled_memo_means_a_full_run_not_an_unhealthy_verdict(healthy):
+    """A memo of the right shape with values no run writes (a path with a NUL byte, a
+    timeout that is not a number, a time before the epoch's range) is not reused, and the
+    full check answers: never "npudoctor failed" or "bad health-check option"."""
+    scenario, runtime = healthy
+    code1, first = run_health(scenario, runtime)
+    changes = [
+        lambda d: d["outside"][0].__setitem__(0, "/tmp/a\x00b"),
+        lambda d: _first(d, "run")[2].__setitem__("timeout", "abc"),
+        lambda d: _first(d, "read_bytes")[2].__setitem__("path", ["not", "a", "path"]),
+        lambda d: d.update(written=-1e300),
+    ]
+    for change in changes:
+        _rewrite(_memo(runtime), change)
+        code, doc = run_health(scenario, runtime)
+        assert code == code1 and "inputs_unchanged_s" not in doc and _verdict(doc) == _verdict(first)

@@ -151,12 +151,16 @@ class Journal:
     through, by number: ``delta`` the variables its environment sets otherwise than this
     process's, when all are :data:`_DELTA_NAME` ones, else ``None``; ``gone`` the names it
     lacks)
-    and ``refused`` (why no memo may be written, ``None`` while one may)."""
+    and ``refused`` (why no memo may be written, ``None`` while one may); ``started``
+    the time the run began."""
 
     def __init__(self) -> None:
         self.ops: List[List[Any]] = []
         self.hosts: List[List[Any]] = []
         self.refused: Optional[str] = None
+        #: When the recorded run started (seconds since the epoch): the time its verdict
+        #: is of (a run that crosses midnight judged by the day it started on).
+        self.started = time.time()
         self._numbers: Dict[int, int] = {}
         self._kept: List[Any] = []  # the hosts themselves: their id()s stay unique
 
@@ -323,7 +327,7 @@ def save(
 
     memo = {
         "format": FORMAT,
-        "written": time.time(),
+        "written": journal.started,
         "outside": [[f, _outside_print(f)] for f in outside_files(matrix, python, root)],
         "hosts": journal.hosts,
         "ops": journal.ops,
@@ -375,6 +379,26 @@ def _host_environ(spec: List[Any], environ: Dict[str, str], mine: str) -> Option
     return env if environ_digest(env) == spec[1] else None
 
 
+def _call_ok(call: Dict[str, Any]) -> bool:
+    """True when each argument of a stored call has a type a recorded run gives it."""
+    for name, value in call.items():
+        if name in ("path", "name"):
+            ok = isinstance(value, str)
+        elif name in ("follow", "devices"):
+            ok = isinstance(value, bool)
+        elif name == "limit":
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif name == "argv":
+            ok = isinstance(value, list) and bool(value) and all(isinstance(a, str) for a in value)
+        elif name == "timeout":
+            ok = value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+        else:  # env: a run with an environment of its own is never recorded
+            ok = value is None
+        if not ok:
+            return False
+    return True
+
+
 def _replay(memo: Dict[str, Any], environ: Dict[str, str], budget: Budget) -> bool:
     """True when every recorded read tells the same today (see the module text)."""
     from npudoctor.host import Host
@@ -399,7 +423,7 @@ def _replay(memo: Dict[str, Any], environ: Dict[str, str], budget: Budget) -> bo
         op, number, call, expected = entry
         if op not in _PARAMS or not isinstance(call, dict) or not isinstance(number, int):
             return False
-        if not 0 <= number < len(hosts) or not set(call) <= set(_PARAMS[op]):
+        if not 0 <= number < len(hosts) or not set(call) <= set(_PARAMS[op]) or not _call_ok(call):
             return False
         host = hosts[number]
         if op == "run":
@@ -427,11 +451,15 @@ def reuse(path: str, environ: Dict[str, str], budget: Budget) -> Optional[Dict[s
     if memo is None:
         return None
     written = memo.get("written")
-    if not isinstance(written, (int, float)) or not _same_day(float(written), time.time()):
-        return None  # verdicts depend on the date (matrix age, end of life of a torch_npu line)
     budget.step = "comparing with the last verdict's inputs"
-    if not _replay(memo, environ, budget):
-        return None
+    try:
+        # verdicts depend on the date (matrix age, end of life of a torch_npu line)
+        if not isinstance(written, (int, float)) or not _same_day(float(written), time.time()):
+            return None
+        if not _replay(memo, environ, budget):
+            return None
+    except (ValueError, TypeError, OverflowError, OSError, RecursionError):
+        return None  # a memo garbled in a way the shape checks let through: a full run
     doc = dict(memo["doc"])
     doc["duration_s"] = round(budget.elapsed(), 3)
     doc["inputs_unchanged_s"] = round(max(0.0, time.time() - float(written)), 1)
