@@ -134,3 +134,21 @@ def test_a_garbled_memo_means_a_full_run_not_an_unhealthy_verdict(healthy):
         _rewrite(_memo(runtime), change)
         code, doc = run_health(scenario, runtime)
         assert code == code1 and "inputs_unchanged_s" not in doc and _verdict(doc) == _verdict(first)
+
+
+def test_a_secret_in_the_env_file_is_not_written_to_the_memo(healthy, tmp_path):
+    """A variable of the CANN families named like a secret (``ASCEND_HUB_TOKEN``) in the
+    ``--env-file`` is not kept in the memo (which keeps the values of the variables a
+    Host adds), nor guessable from its name (the key and the environment's fingerprint
+    are SHA-256, not a CRC); the verdict is still reused."""
+    scenario, runtime = healthy
+    env_file = tmp_path / "workload.env"
+    env_file.write_text(
+        "ASCEND_TOOLKIT_HOME=/usr/local/Ascend/ascend-toolkit/latest\nASCEND_HUB_TOKEN=hub_secret_value_987\n"
+    )
+    code1, first = run_health(scenario, runtime, "--env-file", str(env_file))
+    code2, second = run_health(scenario, runtime, "--env-file", str(env_file))
+    assert code1 == code2 and "inputs_unchanged_s" in second and _verdict(second) == _verdict(first)
+    memo = _memo(runtime)
+    assert "hub_secret_value_987" not in memo.read_text()
+    assert len(memo.name.split("-")[-1].split(".")[0]) == 32  # npudoctor-memo-UID-<sha256 prefix>.json

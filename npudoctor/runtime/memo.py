@@ -75,7 +75,8 @@ _PARAMS: Dict[str, Tuple[str, ...]] = {
 }
 #: Variables a Host's environment may differ from this process's in, for its memo to be
 #: replayable: those ``set_env.sh`` of the CANN toolkit and NNAL set (and ``--user``'s
-#: login variables).  The memo keeps their values -- paths, never secrets; a Host whose
+#: login variables).  The memo keeps their values -- paths, never secrets (a name like a
+#: secret's, :data:`npudoctor.redact.SECRET_NAME`, is not kept); a Host whose
 #: environment differs in another variable is replayed only when it is the one
 #: diagnosed (the ``--env-file``'s or this process's).
 _DELTA_NAME = pattern(
@@ -140,9 +141,18 @@ def fingerprint(op: str, host: Any, call: Dict[str, Any], outcome: Any) -> Any:
     return outcome  # real, resolve, readlink, which: a path or None
 
 
+def secure_digest(data: bytes) -> str:
+    """SHA-256 of ``data`` (hex, first 32 digits): for what holds the environment's values
+    (a CRC-32/Adler-32 pair of a short secret among known text gives it back, and the
+    memo's name is listed in a shared ``/tmp``)."""
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()[:32]
+
+
 def environ_digest(environ: Dict[str, str]) -> str:
     """A fingerprint of an environment mapping (names and values, in sorted order)."""
-    return digest(json.dumps(sorted(environ.items())).encode("utf-8", errors="surrogateescape"))
+    return secure_digest(json.dumps(sorted(environ.items())).encode("utf-8", errors="surrogateescape"))
 
 
 class Journal:
@@ -184,10 +194,12 @@ class Journal:
             return
         number = self._numbers.get(id(host))
         if number is None:
+            from npudoctor.redact import SECRET_NAME
+
             number = self._numbers[id(host)] = len(self.hosts)
             delta: Optional[Dict[str, str]] = {k: v for k, v in host.environ.items() if os.environ.get(k) != v}
-            if delta and not all(_DELTA_NAME.match(name) for name in delta):
-                delta = None
+            if delta and not all(_DELTA_NAME.match(name) and not SECRET_NAME.search(name) for name in delta):
+                delta = None  # kept only in digest: replayed only as the diagnosed environment
             gone = sorted(k for k in os.environ if k not in host.environ)
             self.hosts.append([host.root, environ_digest(host.environ), bool(host.commands), delta, gone])
             self._kept.append(host)
@@ -263,7 +275,7 @@ def memo_path(judged: Dict[str, Any]) -> str:
         "environ": sorted(os.environ.items()),
         "options": judged,
     }
-    key = digest(json.dumps(what, sort_keys=True).encode("utf-8", errors="surrogateescape"))
+    key = secure_digest(json.dumps(what, sort_keys=True).encode("utf-8", errors="surrogateescape"))
     return os.path.join(state_dir(), f"npudoctor-memo-{os.getuid()}-{key}.json")
 
 
