@@ -152,3 +152,25 @@ def test_a_secret_in_the_env_file_is_not_written_to_the_memo(healthy, tmp_path):
     memo = _memo(runtime)
     assert "hub_secret_value_987" not in memo.read_text()
     assert len(memo.name.split("-")[-1].split(".")[0]) == 32  # npudoctor-memo-UID-<sha256 prefix>.json
+
+
+def test_a_library_installed_beside_npudoctor_is_another_key(healthy, tmp_path):
+    """npudoctor's verdict rests on the libraries it imports too (``packaging`` compares
+    versions): a package installed into, upgraded in or removed from a directory of its
+    ``sys.path`` changes that directory, and the memo is not reused."""
+    scenario, runtime = healthy
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    run_env = dict(environment(scenario, _spec(scenario)), XDG_RUNTIME_DIR=str(runtime))
+    run_env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(libs)])
+    argv = [sys.executable, "-m", "npudoctor", "health", "--root", str(scenario / "root"), "--timeout", "20", "--json"]
+
+    def run():
+        proc = subprocess.run(argv, env=run_env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    run()
+    assert "inputs_unchanged_s" in run()
+    (libs / "packaging-99.0.dist-info").mkdir()
+    assert "inputs_unchanged_s" not in run()

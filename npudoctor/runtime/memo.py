@@ -255,6 +255,13 @@ def _code_signature() -> str:
     return digest("\n".join(rows).encode("utf-8", errors="surrogateescape"))
 
 
+def _mtime(path: str) -> Optional[int]:
+    try:
+        return os.stat(path or ".").st_mtime_ns
+    except OSError:
+        return None
+
+
 def state_dir() -> str:
     """Where health keeps its memo (and ``--cache-ttl`` results): ``$XDG_RUNTIME_DIR``,
     else ``$TMPDIR``, else ``/tmp``."""
@@ -269,7 +276,9 @@ def memo_path(judged: Dict[str, Any]) -> str:
     what = {
         "format": FORMAT,
         "npudoctor": [__version__, _code_signature()],
-        "python": [sys.executable, sys.version, sys.path],  # sys.path: .pth files and user site too
+        # sys.path: .pth files and user site too; the mtime of each of its directories: a
+        # library npudoctor imports (packaging, tomli, ...) installed, upgraded or removed
+        "python": [sys.executable, sys.version, [[entry, _mtime(entry)] for entry in sys.path]],
         "cwd": os.getcwd(),
         "ids": [os.getuid(), os.getgid(), sorted(os.getgroups())],
         "environ": sorted(os.environ.items()),
