@@ -11,7 +11,7 @@ import time
 from typing import Any, Dict, Optional, Tuple
 
 from npudoctor.hostio import read_capped_text
-from npudoctor.runtime.lines import printable
+from npudoctor.runtime.lines import printable, verdict_problem
 
 #: The budget a cached verdict is keyed with (health's default: see cache_path).
 _KEY_TIMEOUT = 0.9
@@ -42,30 +42,6 @@ def cache_path(options: Any) -> str:
     return os.path.join(base, f"npudoctor-health-{os.getuid()}-{key}.json")
 
 
-def _clean(value: Any) -> bool:
-    """A cached string that may be printed as it is: printable, no escape sequence."""
-    return isinstance(value, str) and value.isprintable() and len(value) <= 4096
-
-
-def _cache_problem(doc: Any) -> Optional[str]:
-    """Why a cached document is not a verdict health wrote (``None``: it is one): every
-    field printed is a printable string (an ANSI escape or a control character is refused,
-    not echoed), ``problems`` a list of them, ``not_checked`` a mapping of them."""
-    if not isinstance(doc, dict) or doc.get("status") not in ("healthy", "unhealthy"):
-        return "no healthy/unhealthy status"
-    problems = doc.get("problems", [])
-    if not isinstance(problems, list) or not all(_clean(p) for p in problems):
-        return "its problems are not printable strings"
-    if not _clean(doc.get("summary", "")):
-        return "its summary is not a printable string"
-    gaps = doc.get("not_checked", {})
-    if not isinstance(gaps, dict) or not all(_clean(k) and _clean(v) for k, v in gaps.items()):
-        return "its not_checked entries are not printable strings"
-    if not isinstance(doc.get("findings", []), list):
-        return "its findings are not a list"
-    return None
-
-
 def read_cache(path: str, ttl: float) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
     """The cached verdict at ``path`` if younger than ``ttl`` seconds, and a note when a
     cached file was there but refused (``(None, None)``: nothing usable and nothing to say).
@@ -74,7 +50,7 @@ def read_cache(path: str, ttl: float) -> Tuple[Optional[Dict[str, Any]], Optiona
     (deep nesting and numbers over 100 digits are a clear error, not a RecursionError);
     a file of another owner or writable by others is not trusted; an entry that is not a
     printable string (ANSI escapes, control characters, another type) refuses the whole
-    file (:func:`_cache_problem`), so nothing of it is echoed."""
+    file (:func:`~npudoctor.runtime.lines.verdict_problem`), so nothing of it is echoed."""
     from npudoctor.parsers.jsontext import loads
 
     try:
@@ -93,7 +69,7 @@ def read_cache(path: str, ttl: float) -> Tuple[Optional[Dict[str, Any]], Optiona
         return None, printable(f"cached result ignored: {path}: not valid JSON ({exc.msg})")
     except (OSError, ValueError) as exc:
         return None, printable(f"cached result ignored: {path}: cannot read it ({exc})")
-    problem = _cache_problem(doc)
+    problem = verdict_problem(doc)
     if problem:
         return None, printable(f"cached result ignored: {path}: {problem}")
     doc["cache_age_s"] = round(age, 1)

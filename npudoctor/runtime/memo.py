@@ -14,7 +14,8 @@ enforced by ``tests/test_host_seam.py``; verdicts are judged anew from replayed 
 * the next run *replays* the journal (:func:`reuse`): the same reads on a fresh Host, the
   same commands run again (``npu-smi info`` is always asked again: a chip that turned
   Critical is a new output), the matrix and config files stat'ed again, and prints the
-  recorded verdict only when every fingerprint is equal.  The first difference ends the
+  recorded verdict only when every fingerprint is equal and it was made today (rules
+  judge by the date: the matrix's age, a torch_npu line's end of life).  The first difference ends the
   replay and the full check runs (no stale verdict is ever printed).
 
 What is fingerprinted, and how (:func:`fingerprint`): file contents by length, CRC-32
@@ -35,10 +36,11 @@ would set) is made from reads through the Host, recorded like the others; the me
 only the variables it adds (:data:`_DELTA_NAME`).
 
 Memo files: ``$XDG_RUNTIME_DIR`` (else ``$TMPDIR``, else ``/tmp``)
-``/npudoctor-memo-UID-KEY.json``, written atomically, trusted only when owned by
-this user and not writable by others; KEY hashes the options, this process's environment,
+``/npudoctor-memo-UID-KEY.json``, written atomically, trusted only when a regular file
+(not a symlink) owned by this user and not writable by others, and its verdict is
+printable text (as a ``--cache-ttl`` result is checked); KEY hashes the options, this process's environment,
 working directory, ids, interpreter and npudoctor's code (size and mtime of each of its
-files), so another setting never meets this one's memo.
+files, and of the bundled matrix's), so another setting never meets this one's memo.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import stat
 import sys
 import time
 import zlib
@@ -72,7 +75,8 @@ _PARAMS: Dict[str, Tuple[str, ...]] = {
 }
 #: Variables a Host's environment may differ from this process's in, for its memo to be
 #: replayable: those ``set_env.sh`` of the CANN toolkit and NNAL set (and ``--user``'s
-#: login variables).  The memo keeps their values -- paths, never secrets; a Host whose
+#: login variables).  The memo keeps their values -- paths, never secrets (a name like a
+#: secret's, :data:`npudoctor.redact.SECRET_NAME`, is not kept); a Host whose
 #: environment differs in another variable is replayed only when it is the one
 #: diagnosed (the ``--env-file``'s or this process's).
 _DELTA_NAME = pattern(
@@ -137,9 +141,18 @@ def fingerprint(op: str, host: Any, call: Dict[str, Any], outcome: Any) -> Any:
     return outcome  # real, resolve, readlink, which: a path or None
 
 
+def secure_digest(data: bytes) -> str:
+    """SHA-256 of ``data`` (hex, first 32 digits): for what holds the environment's values
+    (a CRC-32/Adler-32 pair of a short secret among known text gives it back, and the
+    memo's name is listed in a shared ``/tmp``)."""
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()[:32]
+
+
 def environ_digest(environ: Dict[str, str]) -> str:
     """A fingerprint of an environment mapping (names and values, in sorted order)."""
-    return digest(json.dumps(sorted(environ.items())).encode("utf-8", errors="surrogateescape"))
+    return secure_digest(json.dumps(sorted(environ.items())).encode("utf-8", errors="surrogateescape"))
 
 
 class Journal:
@@ -148,12 +161,16 @@ class Journal:
     through, by number: ``delta`` the variables its environment sets otherwise than this
     process's, when all are :data:`_DELTA_NAME` ones, else ``None``; ``gone`` the names it
     lacks)
-    and ``refused`` (why no memo may be written, ``None`` while one may)."""
+    and ``refused`` (why no memo may be written, ``None`` while one may); ``started``
+    the time the run began."""
 
     def __init__(self) -> None:
         self.ops: List[List[Any]] = []
         self.hosts: List[List[Any]] = []
         self.refused: Optional[str] = None
+        #: When the recorded run started (seconds since the epoch): the time its verdict
+        #: is of (a run that crosses midnight judged by the day it started on).
+        self.started = time.time()
         self._numbers: Dict[int, int] = {}
         self._kept: List[Any] = []  # the hosts themselves: their id()s stay unique
 
@@ -177,10 +194,12 @@ class Journal:
             return
         number = self._numbers.get(id(host))
         if number is None:
+            from npudoctor.redact import SECRET_NAME
+
             number = self._numbers[id(host)] = len(self.hosts)
             delta: Optional[Dict[str, str]] = {k: v for k, v in host.environ.items() if os.environ.get(k) != v}
-            if delta and not all(_DELTA_NAME.match(name) for name in delta):
-                delta = None
+            if delta and not all(_DELTA_NAME.match(name) and not SECRET_NAME.search(name) for name in delta):
+                delta = None  # kept only in digest: replayed only as the diagnosed environment
             gone = sorted(k for k in os.environ if k not in host.environ)
             self.hosts.append([host.root, environ_digest(host.environ), bool(host.commands), delta, gone])
             self._kept.append(host)
@@ -210,11 +229,17 @@ def recording(journal: Journal) -> Iterator[Journal]:
 
 
 def _code_signature() -> str:
-    """Size and mtime of each file of npudoctor's own package (code and data): another
-    install or an edited file is another key."""
+    """Size and mtime of each file of npudoctor's own package (code and data) and of the
+    bundled matrix (``matrix/`` beside the package in a source checkout, outside it):
+    another install or an edited file is another key."""
+    from npudoctor.knowledge.matrix.load import bundled_dir
+
     top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     rows: List[str] = []
     todo = [top]
+    bundled = os.path.abspath(bundled_dir())
+    if not bundled.startswith(top + os.sep) and os.path.isdir(bundled):
+        todo.append(bundled)
     while todo:
         directory = todo.pop()
         with os.scandir(directory) as entries:
@@ -228,6 +253,13 @@ def _code_signature() -> str:
                     rows.append(f"{entry.path}:{st.st_size}:{st.st_mtime_ns}")
     rows.sort()
     return digest("\n".join(rows).encode("utf-8", errors="surrogateescape"))
+
+
+def _mtime(path: str) -> Optional[int]:
+    try:
+        return os.stat(path or ".").st_mtime_ns
+    except OSError:
+        return None
 
 
 def state_dir() -> str:
@@ -244,13 +276,15 @@ def memo_path(judged: Dict[str, Any]) -> str:
     what = {
         "format": FORMAT,
         "npudoctor": [__version__, _code_signature()],
-        "python": [sys.executable, sys.version, sys.path],  # sys.path: .pth files and user site too
+        # sys.path: .pth files and user site too; the mtime of each of its directories: a
+        # library npudoctor imports (packaging, tomli, ...) installed, upgraded or removed
+        "python": [sys.executable, sys.version, [[entry, _mtime(entry)] for entry in sys.path]],
         "cwd": os.getcwd(),
         "ids": [os.getuid(), os.getgid(), sorted(os.getgroups())],
         "environ": sorted(os.environ.items()),
         "options": judged,
     }
-    key = digest(json.dumps(what, sort_keys=True).encode("utf-8", errors="surrogateescape"))
+    key = secure_digest(json.dumps(what, sort_keys=True).encode("utf-8", errors="surrogateescape"))
     return os.path.join(state_dir(), f"npudoctor-memo-{os.getuid()}-{key}.json")
 
 
@@ -314,7 +348,7 @@ def save(
 
     memo = {
         "format": FORMAT,
-        "written": time.time(),
+        "written": journal.started,
         "outside": [[f, _outside_print(f)] for f in outside_files(matrix, python, root)],
         "hosts": journal.hosts,
         "ops": journal.ops,
@@ -328,12 +362,13 @@ def _load(path: str) -> Optional[Dict[str, Any]]:
     """The memo at ``path`` when it is this user's own, well formed and of this format."""
     from npudoctor.hostio import read_capped_text
     from npudoctor.parsers.jsontext import loads
+    from npudoctor.runtime.lines import verdict_problem
 
     try:
-        st = os.stat(path)
+        st = os.lstat(path)  # a symlink (planted in a shared /tmp) is not followed
     except OSError:
         return None
-    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
         return None
     try:
         memo = loads(read_capped_text(path, MEMO_LIMIT, what="health memo"))
@@ -346,6 +381,7 @@ def _load(path: str) -> Optional[Dict[str, Any]]:
         and isinstance(memo.get("hosts"), list)
         and isinstance(memo.get("outside"), list)
         and isinstance(memo.get("doc"), dict)
+        and verdict_problem(memo["doc"]) is None  # printed as health prints a cached verdict
     )
     return memo if ok else None
 
@@ -362,6 +398,26 @@ def _host_environ(spec: List[Any], environ: Dict[str, str], mine: str) -> Option
     env = {k: v for k, v in os.environ.items() if k not in gone}
     env.update({str(k): str(v) for k, v in delta.items()})
     return env if environ_digest(env) == spec[1] else None
+
+
+def _call_ok(call: Dict[str, Any]) -> bool:
+    """True when each argument of a stored call has a type a recorded run gives it."""
+    for name, value in call.items():
+        if name in ("path", "name"):
+            ok = isinstance(value, str)
+        elif name in ("follow", "devices"):
+            ok = isinstance(value, bool)
+        elif name == "limit":
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif name == "argv":
+            ok = isinstance(value, list) and bool(value) and all(isinstance(a, str) for a in value)
+        elif name == "timeout":
+            ok = value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+        else:  # env: a run with an environment of its own is never recorded
+            ok = value is None
+        if not ok:
+            return False
+    return True
 
 
 def _replay(memo: Dict[str, Any], environ: Dict[str, str], budget: Budget) -> bool:
@@ -388,7 +444,7 @@ def _replay(memo: Dict[str, Any], environ: Dict[str, str], budget: Budget) -> bo
         op, number, call, expected = entry
         if op not in _PARAMS or not isinstance(call, dict) or not isinstance(number, int):
             return False
-        if not 0 <= number < len(hosts) or not set(call) <= set(_PARAMS[op]):
+        if not 0 <= number < len(hosts) or not set(call) <= set(_PARAMS[op]) or not _call_ok(call):
             return False
         host = hosts[number]
         if op == "run":
@@ -415,15 +471,29 @@ def reuse(path: str, environ: Dict[str, str], budget: Budget) -> Optional[Dict[s
     memo = _load(path)
     if memo is None:
         return None
+    written = memo.get("written")
     budget.step = "comparing with the last verdict's inputs"
-    if not _replay(memo, environ, budget):
-        return None
+    try:
+        # verdicts depend on the date (matrix age, end of life of a torch_npu line)
+        if not isinstance(written, (int, float)) or not _same_day(float(written), time.time()):
+            return None
+        if not _replay(memo, environ, budget):
+            return None
+    except (ValueError, TypeError, OverflowError, OSError, RecursionError):
+        return None  # a memo garbled in a way the shape checks let through: a full run
     doc = dict(memo["doc"])
     doc["duration_s"] = round(budget.elapsed(), 3)
-    written = memo.get("written")
-    if isinstance(written, (int, float)):
-        doc["inputs_unchanged_s"] = round(max(0.0, time.time() - float(written)), 1)
+    doc["inputs_unchanged_s"] = round(max(0.0, time.time() - float(written)), 1)
     return doc
+
+
+def _same_day(then: float, now: float) -> bool:
+    """True when the times ``then`` and ``now`` (seconds since the epoch) fall on one
+    local calendar day, the day the rules judge by (``datetime.date.today()``: MTX002's
+    matrix age, a torch_npu line's support state,
+    :meth:`~npudoctor.knowledge.matrix.queries.Matrix.support`), and
+    ``then`` is not in the future (a clock set back)."""
+    return then <= now and time.localtime(then)[:3] == time.localtime(now)[:3]
 
 
 def judged_options(options: Any) -> Dict[str, Any]:
