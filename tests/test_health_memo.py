@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Dict, Optional
 
@@ -218,3 +219,20 @@ def test_text_and_json_share_one_verdict(healthy):
     again = subprocess.run(argv, env=run_env, capture_output=True, text=True, timeout=120)
     assert again.stdout == text.stdout and again.returncode == 0
     assert len(list(runtime.glob("npudoctor-memo-*.json"))) == 1
+
+
+def test_stale_memos_of_other_settings_are_removed(healthy):
+    """Memos of another key (another setting, an edited npudoctor) older than a day are
+    removed when a memo is written; recent ones and other users' files stay."""
+    scenario, runtime = healthy
+    old = runtime / f"npudoctor-memo-{os.getuid()}-{'0' * 64}.json"
+    recent = runtime / f"npudoctor-memo-{os.getuid()}-{'1' * 64}.json"
+    other = runtime / "npudoctor-health-cache.json"
+    for path in (old, recent, other):
+        path.write_text("{}")
+    two_days = time.time() - 2 * 86400
+    os.utime(old, (two_days, two_days))
+    os.utime(other, (two_days, two_days))
+    run_health(scenario, runtime)
+    assert not old.exists() and recent.exists() and other.exists()
+    assert len(list(runtime.glob("npudoctor-memo-*.json"))) == 2

@@ -356,6 +356,32 @@ def save(
     }
     with contextlib.suppress(OSError, ValueError, TypeError):
         atomic_write(path, json.dumps(memo, ensure_ascii=False))
+    _remove_stale(path)
+
+
+#: A memo file of this user not written for this long (seconds) is removed when a memo is
+#: written: it could only serve a run of another day, which never reuses it.
+STALE_AFTER_S = 24 * 3600
+
+
+def _remove_stale(kept: str) -> None:
+    """Remove this user's memo files in :func:`state_dir` other than ``kept`` whose last
+    write is older than :data:`STALE_AFTER_S` (another setting's, or a changed key's:
+    they would pile up in the runtime directory).  Never raises."""
+    directory, prefix = os.path.dirname(kept), f"npudoctor-memo-{os.getuid()}-"
+    now = time.time()
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(directory, name)
+        if not name.startswith(prefix) or not name.endswith(".json") or path == kept:
+            continue
+        with contextlib.suppress(OSError):
+            st = os.lstat(path)
+            if st.st_uid == os.getuid() and now - st.st_mtime > STALE_AFTER_S:
+                os.unlink(path)
 
 
 def _load(path: str) -> Optional[Dict[str, Any]]:
