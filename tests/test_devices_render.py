@@ -1,0 +1,102 @@
+"""The ``devices`` table without rich (issue 18): on every scenario's device view, at widths
+from 40 to 200 columns, on a terminal and piped, the plain layout of
+:mod:`npudoctor.report.devices` prints byte for byte what rich draws from the same calls,
+and the common runs (piped, a terminal of 100 columns or more) do not need rich at all.
+With colour, rich draws the view (unchanged)."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+from typing import Any, Dict
+
+import pytest
+from clirun import npudoctor
+from scenario_runner import REPO, SHARED_SCENARIOS, environment, prepare, scenario_dirs, tomllib
+
+from npudoctor.report import devices as view
+
+SCENARIOS = scenario_dirs(REPO / "tests" / "scenarios", REPO / "examples", SHARED_SCENARIOS)
+WIDTHS = (40, 60, 80, 89, 90, 99, 100, 120, 200)
+
+
+@pytest.fixture(scope="module")
+def views(tmp_path_factory) -> Dict[str, Any]:
+    """``devices --json`` of every scenario that has npu-smi or device nodes."""
+    out: Dict[str, Any] = {}
+    for src in SCENARIOS:
+        scenario = prepare(src, tmp_path_factory.mktemp(src.name))
+        spec = tomllib.loads((scenario / "scenario.toml").read_text(encoding="utf-8"))
+        extra = [str(a) for a in spec.get("setup", {}).get("args", [])]
+        env = environment(scenario, spec)
+        proc = npudoctor("devices", "--json", *extra, "--root", scenario / "root", env=env, cwd=scenario)
+        out[src.name] = json.loads(proc.stdout)
+    return out
+
+
+def _plain(data: Any, terminal: bool, width: int) -> Any:
+    plain = view._Plain(terminal, width)
+    try:
+        view.draw(data, plain, terminal=terminal, color=False)
+    except view._Unplain:
+        return None
+    return "".join(line + "\n" for line in plain.lines)
+
+
+def _rich(data: Any, terminal: bool, width: int, color: bool = False) -> str:
+    buf = io.StringIO()
+    view.draw(data, view._Rich(buf, terminal, width, color), terminal=terminal, color=color)
+    return buf.getvalue()
+
+
+def test_the_plain_layout_is_riches_byte_for_byte(views):
+    assert len(views) >= 100
+    tables = plain = 0
+    for name, data in views.items():
+        tables += bool(data["devices"].get("chips"))
+        for terminal, widths in ((False, (80,)), (True, WIDTHS)):
+            for width in widths:
+                drawn = _plain(data, terminal, width)
+                if drawn is None:  # rich wraps or shrinks, or a character's width: rich draws it
+                    continue
+                plain += 1
+                assert drawn == _rich(data, terminal, width), f"{name}, {width} columns, terminal={terminal}"
+                out = io.StringIO()
+                view.render(data, out, terminal=terminal, width=width, color=False)
+                assert out.getvalue() == drawn
+    assert tables >= 30, "a chip table on many scenarios"
+    assert plain >= 0.8 * len(views) * (1 + len(WIDTHS)), plain
+
+
+def test_render_falls_back_to_rich_when_a_terminal_line_must_wrap(views):
+    data = copy.deepcopy(views["k15-process-holds-npu"])
+    assert _plain(data, True, 60) is None  # the processes table is shrunk by rich at 60 columns
+    out = io.StringIO()
+    view.render(data, out, terminal=True, width=60, color=False)
+    assert out.getvalue() == _rich(data, True, 60)
+    assert "PID in contain…" in out.getvalue()
+
+
+def test_colour_is_drawn_by_rich(views):
+    data = views["health-910b3-8npu-healthy"]
+    out = io.StringIO()
+    view.render(data, out, terminal=True, width=120, color=True)
+    assert out.getvalue() == _rich(data, True, 120, color=True)
+    assert "\x1b[1m" in out.getvalue() and "\x1b[32mOK" in out.getvalue()
+
+
+def test_text_is_literal_not_rich_markup(views):
+    """A bus id with ``:AB:`` (rich's emoji code for 🆎) and an npu-smi error with ``[/]``
+    (rich markup) print as they are, with and without rich."""
+    data = copy.deepcopy(views["health-910b3-8npu-healthy"])
+    data["devices"]["chips"][0]["bus_id"] = "0000:AB:00.0"
+    for terminal, width, color in ((False, 80, False), (True, 120, False), (True, 120, True)):
+        out = io.StringIO()
+        view.render(data, out, terminal=terminal, width=width, color=color)
+        assert "0000:AB:00.0" in out.getvalue() and "🆎" not in out.getvalue()
+    empty = dict(data, devices=dict(data["devices"], chips=[], npu_smi={"error": "dcmi [/] failed :cd:"}))
+    for color in (False, True):
+        out = io.StringIO()
+        view.render(empty, out, terminal=True, width=100, color=color)
+        assert "  no chip table: dcmi [/] failed :cd:" in out.getvalue()
