@@ -1,8 +1,7 @@
 """The ``devices`` table without rich (issue 18): on every scenario's device view, at widths
-from 40 to 200 columns, on a terminal and piped, the plain layout of
+from 40 to 200 columns, on a terminal and piped, with and without colour, the layout of
 :mod:`npudoctor.report.devices` prints byte for byte what rich draws from the same calls,
-and the common runs (piped, a terminal of 100 columns or more) do not need rich at all.
-With colour, rich draws the view (unchanged)."""
+and most runs (all but a narrow terminal's wrapped lines) do not need rich at all."""
 
 from __future__ import annotations
 
@@ -35,10 +34,10 @@ def views(tmp_path_factory) -> Dict[str, Any]:
     return out
 
 
-def _plain(data: Any, terminal: bool, width: int) -> Any:
-    plain = view._Plain(terminal, width)
+def _plain(data: Any, terminal: bool, width: int, color: bool = False) -> Any:
+    plain = view._Plain(terminal, width, color)
     try:
-        view.draw(data, plain, terminal=terminal, color=False)
+        view.draw(data, plain, terminal=terminal, color=color)
     except view._Unplain:
         return None
     return "".join(line + "\n" for line in plain.lines)
@@ -55,18 +54,24 @@ def test_the_plain_layout_is_riches_byte_for_byte(views):
     tables = plain = 0
     for name, data in views.items():
         tables += bool(data["devices"].get("chips"))
-        for terminal, widths in ((False, (80,)), (True, WIDTHS)):
+        for terminal, widths, color in (
+            (False, (80,), False),
+            (False, (80,), True),
+            (True, WIDTHS, False),
+            (True, WIDTHS, True),
+        ):
             for width in widths:
-                drawn = _plain(data, terminal, width)
+                drawn = _plain(data, terminal, width, color)
                 if drawn is None:  # rich wraps or shrinks, or a character's width: rich draws it
                     continue
                 plain += 1
-                assert drawn == _rich(data, terminal, width), f"{name}, {width} columns, terminal={terminal}"
+                where = f"{name}, {width} columns, terminal={terminal}, color={color}"
+                assert drawn == _rich(data, terminal, width, color), where
                 out = io.StringIO()
-                view.render(data, out, terminal=terminal, width=width, color=False)
+                view.render(data, out, terminal=terminal, width=width, color=color)
                 assert out.getvalue() == drawn
     assert tables >= 30, "a chip table on many scenarios"
-    assert plain >= 0.8 * len(views) * (1 + len(WIDTHS)), plain
+    assert plain >= 0.8 * len(views) * 2 * (1 + len(WIDTHS)), plain
 
 
 def test_render_falls_back_to_rich_when_a_terminal_line_must_wrap(views):
@@ -78,12 +83,13 @@ def test_render_falls_back_to_rich_when_a_terminal_line_must_wrap(views):
     assert "PID in contain…" in out.getvalue()
 
 
-def test_colour_is_drawn_by_rich(views):
+def test_colour_codes_are_riches(views):
     data = views["health-910b3-8npu-healthy"]
     out = io.StringIO()
     view.render(data, out, terminal=True, width=120, color=True)
     assert out.getvalue() == _rich(data, True, 120, color=True)
-    assert "\x1b[1m" in out.getvalue() and "\x1b[32mOK" in out.getvalue()
+    assert "\x1b[1mNPU\x1b[0m\x1b[1m \x1b[0m \x1b[1m \x1b[0m\x1b[1mChip" in out.getvalue()
+    assert "   \x1b[32mOK    \x1b[0m   " in out.getvalue()
 
 
 def test_text_is_literal_not_rich_markup(views):

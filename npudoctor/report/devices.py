@@ -2,13 +2,14 @@
 topology), its visibility variables and the device and container findings, as a table.
 The ``--json`` form is the data itself (see :func:`npudoctor.cli.commands.devices.gather`).
 
-Without colour the table is laid out here (:class:`_Plain`, the layout rich gives a
-``SIMPLE_HEAD`` table of ``no_wrap`` columns, byte for byte), so the common runs -- piped,
-``NO_COLOR`` -- do not import rich (~18 ms of a ~120 ms run, issue 18).  With colour, or a
-line that rich would word-wrap on a terminal (or a character whose width is not one
-column), rich draws it (:class:`_Rich`).  Every text is literal: no rich markup or emoji
-codes (a bus id ``0000:AB:00.0`` stays as it is, an error message with ``[/]`` prints).
-``tests/test_devices_render.py`` compares both on every scenario at several widths.
+The view is laid out here (:class:`_Plain`: the layout and colour codes rich gives a
+``SIMPLE_HEAD`` table of ``no_wrap`` columns and styled lines, byte for byte), so a run
+does not import rich (~18 ms of a ~120 ms run, issue 18).  A line that rich would
+word-wrap on a terminal, a table it would shrink, or a character whose width is not one
+column is left to rich (:class:`_Rich`, the same calls).  Every text is literal: no rich
+markup or emoji codes (a bus id ``0000:AB:00.0`` stays as it is, an error message with
+``[/]`` prints).  ``tests/test_devices_render.py`` compares both on every scenario at
+several widths, with and without colour.
 """
 
 from __future__ import annotations
@@ -90,15 +91,27 @@ class _Unplain(Exception):
     """The plain layout cannot promise rich's output for this view: draw it with rich."""
 
 
-class _Plain:
-    """The view's lines as rich would print them without colour, collected in ``lines``;
-    raises :class:`_Unplain` for what only rich can lay out (word wrapping, wide or
-    control characters)."""
+#: SGR parameters of the styles the view uses, as rich writes them.
+_SGR = {"bold": "1", "bold red": "1;31", "dim": "2", "green": "32", "yellow": "33", "cyan": "36"}
 
-    def __init__(self, terminal: bool, width: int) -> None:
+
+class _Plain:
+    """The view's lines as rich would print them, collected in ``lines`` (with ``color``,
+    each styled run in its SGR codes, as rich writes them); raises :class:`_Unplain` for
+    what only rich can lay out (word wrapping, wide or control characters, another style)."""
+
+    def __init__(self, terminal: bool, width: int, color: bool = False) -> None:
         self.soft_wrap = not terminal
         self.width = width if terminal else PIPE_WIDTH
+        self.color = color
         self.lines: List[str] = []
+
+    def _paint(self, text: str, style: str) -> str:
+        if not (self.color and style and text):
+            return text
+        if style not in _SGR:
+            raise _Unplain(style)
+        return f"\x1b[{_SGR[style]}m{text}\x1b[0m"
 
     @staticmethod
     def _check(text: str) -> str:
@@ -111,24 +124,31 @@ class _Plain:
         line = self._check("".join(t for t, _style in parts))
         if wrap and not self.soft_wrap and len(line) > self.width:
             raise _Unplain(line)
-        self.lines.append(line)
+        if any(style for _t, style in parts[1:]):  # styles layered on the first: rich's to combine
+            raise _Unplain(line)
+        self.lines.append(self._paint(line, parts[0][1]))  # the first part's style is the line's
 
     def table(self, cols: Sequence[str], right: Sequence[str], rows: Sequence[Sequence[Part]], fit: bool) -> bool:
         """A ``SIMPLE_HEAD`` table without edges, one space of padding, ``no_wrap`` cells
         (``right``: the right-justified columns).  Wider than :attr:`width`: with ``fit``,
         nothing is printed and ``False`` returned; without, rich's shrinking (cells cut
         with an ellipsis) is left to rich."""
-        cells = [[self._check(c) for c in cols]] + [[self._check(t) for t, _s in row] for row in rows]
-        widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
+        cells = [[(self._check(c), "bold") for c in cols]] + [[(self._check(t), s) for t, s in row] for row in rows]
+        widths = [max(len(row[i][0]) for row in cells) for i in range(len(cols))]
         total = sum(widths) + 3 * (len(cols) - 1)
         if total > self.width:
             if fit:
                 return False
             raise _Unplain("rich shrinks the columns of a table wider than the terminal")
+        last = len(cols) - 1
         for n, row in enumerate(cells):
-            self.lines.append(
-                "   ".join(c.rjust(w) if col in right else c.ljust(w) for c, w, col in zip(row, widths, cols))
-            )
+            pad = "bold" if n == 0 else ""  # the header's padding is bold too, a row's plain
+            line = []
+            for i, ((text, style), w, col) in enumerate(zip(row, widths, cols)):
+                text = text.rjust(w) if col in right else text.ljust(w)
+                left = self._paint(" ", pad) if i else ""
+                line.append(left + self._paint(text, style) + (self._paint(" ", pad) if i < last else ""))
+            self.lines.append(" ".join(line))
             if n == 0:
                 self.lines.append("─" * total)
         return True
@@ -179,18 +199,15 @@ class _Rich:
 def render(data: Dict[str, Any], out: TextIO, *, terminal: bool = False, width: int = 80, color: bool = False) -> None:
     """Write the device view (the ``data`` of :func:`npudoctor.cli.commands.devices.gather`)
     to ``out``.  ``terminal``: ``out`` is a terminal ``width`` columns wide (else the piped
-    layout); ``color``: emit colour codes (drawn by rich; without, laid out here unless
-    the view needs rich's word wrapping)."""
-    if not color:
-        plain = _Plain(terminal, width)
-        try:
-            draw(data, plain, terminal=terminal, color=False)
-        except _Unplain:
-            pass
-        else:
-            out.write("".join(line + "\n" for line in plain.lines))
-            return
-    draw(data, _Rich(out, terminal, width, color), terminal=terminal, color=color)
+    layout); ``color``: emit colour codes.  Laid out here unless the view needs rich's word
+    wrapping or shrinking (then drawn by rich)."""
+    plain = _Plain(terminal, width, color)
+    try:
+        draw(data, plain, terminal=terminal, color=color)
+    except _Unplain:
+        draw(data, _Rich(out, terminal, width, color), terminal=terminal, color=color)
+    else:
+        out.write("".join(line + "\n" for line in plain.lines))
 
 
 def draw(data: Dict[str, Any], view: Any, *, terminal: bool, color: bool) -> None:
