@@ -22,7 +22,7 @@ WIDTHS = (40, 60, 80, 89, 90, 99, 100, 120, 200)
 
 @pytest.fixture(scope="module")
 def views(tmp_path_factory) -> Dict[str, Any]:
-    """``devices --json`` of every scenario that has npu-smi or device nodes."""
+    """``devices --json`` of every scenario (the scenario's directory written ``/SC``)."""
     out: Dict[str, Any] = {}
     for src in SCENARIOS:
         scenario = prepare(src, tmp_path_factory.mktemp(src.name))
@@ -30,7 +30,7 @@ def views(tmp_path_factory) -> Dict[str, Any]:
         extra = [str(a) for a in spec.get("setup", {}).get("args", [])]
         env = environment(scenario, spec)
         proc = npudoctor("devices", "--json", *extra, "--root", scenario / "root", env=env, cwd=scenario)
-        out[src.name] = json.loads(proc.stdout)
+        out[src.name] = json.loads(proc.stdout.replace(str(scenario), "/SC"))
     return out
 
 
@@ -106,3 +106,15 @@ def test_text_is_literal_not_rich_markup(views):
         out = io.StringIO()
         view.render(empty, out, terminal=True, width=100, color=color)
         assert "  no chip table: dcmi [/] failed :cd:" in out.getvalue()
+
+
+@pytest.mark.parametrize("name", ["health-910b3-8npu-healthy", "k15-process-holds-npu"])
+@pytest.mark.parametrize("width", [60, 80, 120])
+@pytest.mark.parametrize("color", [False, True])
+def test_golden_terminal_text(views, name, width, color):
+    """The view on a terminal, as rich drew it before the table was laid out here
+    (``tests/golden/devices-*``, written by the rich renderer of commit 75c6d97)."""
+    golden = REPO / "tests" / "golden" / f"devices-{name}-{width}-{'color' if color else 'plain'}.txt"
+    out = io.StringIO()
+    view.render(views[name], out, terminal=True, width=width, color=color)
+    assert out.getvalue() == golden.read_text(encoding="utf-8")
