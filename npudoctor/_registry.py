@@ -96,6 +96,53 @@ RULE_MODULES = (
     ('npudoctor.rules.visibility_vars', ('cann', 'container', 'devices', 'driver', 'packages'), ('devices',), False),
 )
 
+# (module, the areas of the codes it names: what its rules can report)
+RULE_AREAS = (
+    ('npudoctor.rules.access', ('host',)),
+    ('npudoctor.rules.cann', ('cann',)),
+    ('npudoctor.rules.cann_addons', ('cann',)),
+    ('npudoctor.rules.capabilities', ('devices',)),
+    ('npudoctor.rules.chips', ('devices',)),
+    ('npudoctor.rules.companions', ('packages',)),
+    ('npudoctor.rules.container', ('container',)),
+    ('npudoctor.rules.container_world', ('driver', 'devices', 'container')),
+    ('npudoctor.rules.deep', ('deep',)),
+    ('npudoctor.rules.devices', ('environment', 'devices')),
+    ('npudoctor.rules.driver', ('driver',)),
+    ('npudoctor.rules.environment', ('environment',)),
+    ('npudoctor.rules.frameworks', ('packages',)),
+    ('npudoctor.rules.hccl', ('hccl',)),
+    ('npudoctor.rules.health', ('devices', 'host')),
+    ('npudoctor.rules.host', ('host',)),
+    ('npudoctor.rules.libraries', ('cann', 'libraries', 'driver', 'container')),
+    ('npudoctor.rules.library_symbols', ('libraries',)),
+    ('npudoctor.rules.matrix', ('matrix',)),
+    ('npudoctor.rules.order', ('cann',)),
+    ('npudoctor.rules.overview', ('host',)),
+    ('npudoctor.rules.packages', ('packages',)),
+    ('npudoctor.rules.python_env', ('python',)),
+    ('npudoctor.rules.sections', ('host',)),
+    ('npudoctor.rules.stack_libraries', ('libraries',)),
+    ('npudoctor.rules.visibility', ('devices',)),
+    ('npudoctor.rules.visibility_vars', ('devices',)),
+)
+
+# (area, the other areas whose findings can change its findings)
+FEEDS = (
+    ('python', ('packages', 'cann', 'environment', 'driver', 'deep')),
+    ('packages', ('python', 'cann', 'environment', 'driver', 'deep')),
+    ('cann', ('driver', 'deep')),
+    ('environment', ('cann', 'driver', 'deep')),
+    ('libraries', ('python', 'packages', 'cann', 'environment', 'driver', 'container', 'deep')),
+    ('driver', ('container', 'deep')),
+    ('devices', ('container', 'deep')),
+    ('container', ('libraries', 'driver', 'devices', 'deep')),
+    ('hccl', ('deep',)),
+    ('host', ('packages', 'cann', 'environment', 'libraries', 'driver', 'container', 'deep')),
+    ('matrix', ('deep',)),
+    ('deep', ('python', 'packages', 'cann', 'environment', 'libraries', 'driver', 'devices', 'container', 'hccl', 'host', 'matrix')),
+)
+
 RULES = (
     'matrix.matrix_loaded',
     'matrix.matrix_age',

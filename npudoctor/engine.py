@@ -34,9 +34,7 @@ from __future__ import annotations
 
 import importlib
 import os
-import socket
 import time
-import traceback
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -335,9 +333,10 @@ def select_probes(
 EXTRA_SECTIONS = ("access", "_errors")
 
 
-def rule_modules(sections: Optional[Iterable[str]] = None) -> List[str]:
+def rule_modules(sections: Optional[Iterable[str]] = None, areas: Optional[Iterable[str]] = None) -> List[str]:
     """The rule modules to import for a snapshot holding ``sections`` (``None``: every
-    module), in registry order.
+    module), in registry order; with ``areas`` (``Options.only``: only findings of these
+    areas are reported), only those that can matter to them (:func:`judging_modules`).
 
     A module is needed unless it declares ``ONLY_WITH`` (the sections without which it says
     nothing: not probed is not broken) and none of those is present.  A module without
@@ -354,13 +353,33 @@ def rule_modules(sections: Optional[Iterable[str]] = None) -> List[str]:
     if sections is None or not PRUNE_RULES:
         return [spec[0] for spec in reg.RULE_MODULES]
     present = set(sections)
-    return [name for name, _reads, only, _post in reg.RULE_MODULES if not only or present.intersection(only)]
+    names = [name for name, _reads, only, _post in reg.RULE_MODULES if not only or present.intersection(only)]
+    return judging_modules(reg, names, areas) if areas else names
 
 
-def load_rules(sections: Optional[Iterable[str]] = None) -> List[str]:
-    """Import the rule modules a snapshot with ``sections`` needs (:func:`rule_modules`;
-    ``None``: every one) so that their codes and rules are registered; returns their names."""
-    names = rule_modules(sections)
+def judging_modules(reg: ModuleType, names: List[str], areas: Iterable[str]) -> List[str]:
+    """Of the rule modules ``names``, those that can change a finding of ``areas``: every
+    module with post-processors (they rewrite the others' findings), and those whose codes
+    (the registry's ``RULE_AREAS``) are of ``areas`` or of an area feeding them (``FEEDS``:
+    a symptom folded under its cause, a fix ordered after an earlier layer's, a root that
+    lists what it explains).  ``devices`` (areas devices and container) skips the packages,
+    CANN, Python and environment rules that it would run only to drop their findings.
+    ``tests/test_rule_registry.py`` checks ``RULE_AREAS`` against every scenario's findings
+    and compares every scenario judged so with every module imported."""
+    wanted = set(areas)
+    feeds = dict(reg.FEEDS)
+    for area in list(wanted):
+        wanted.update(feeds.get(area, ()))
+    by_module = dict(reg.RULE_AREAS)
+    posts = {name for name, _reads, _only, post in reg.RULE_MODULES if post}
+    return [name for name in names if name in posts or wanted.intersection(by_module.get(name, wanted))]
+
+
+def load_rules(sections: Optional[Iterable[str]] = None, areas: Optional[Iterable[str]] = None) -> List[str]:
+    """Import the rule modules a snapshot with ``sections`` needs for findings of ``areas``
+    (:func:`rule_modules`; ``None``: every one) so that their codes and rules are
+    registered; returns their names."""
+    names = rule_modules(sections, areas)
     for name in names:
         importlib.import_module(name)
     return names
@@ -402,6 +421,8 @@ def collect(host: Host, options: Options, sections: Optional[Sequence[str]] = No
         try:
             result = spec.probe(ctx)
         except Exception as exc:  # a probe bug must not cost the user the report
+            import traceback  # only for a probe that crashed (~1 ms of every start otherwise)
+
             errors[section] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}"
             result = {}
         facts[section] = result if isinstance(result, dict) else {}
@@ -419,6 +440,8 @@ def collect(host: Host, options: Options, sections: Optional[Sequence[str]] = No
     }
     hostname = str(facts.get("host", {}).get("hostname") or "") if isinstance(facts.get("host"), dict) else ""
     if not hostname and host.live:
+        import socket  # live runs only (~2 ms of every start otherwise)
+
         hostname = socket.gethostname()
     return Snapshot(facts=facts, target=target, node=hostname, created=now_iso())
 
@@ -440,7 +463,7 @@ def evaluate(
     """
     from npudoctor.rules import POSTPROCESSORS, RULES, internal_error
 
-    modules = load_rules(list(snapshot.facts))
+    modules = load_rules(list(snapshot.facts), options.only or None)
     reg = registry()
     rules, posts = (
         (list(RULES), list(POSTPROCESSORS))

@@ -8,6 +8,12 @@ The registry holds, from the modules themselves (imported here, in a fresh inter
   trusts the registry only while this is exactly what is on disk);
 * ``PROBES``: ``(module, SECTION, NEEDS, QUICK, DEEP, SLOW)`` of each probe module;
 * ``RULE_MODULES``: ``(module, READS, ONLY_WITH, has post-processors)`` of each rule module;
+* ``RULE_AREAS``: ``(module, areas)``: the areas of the finding codes named in each rule
+  module's source and in the private helper modules (``rules/_*.py``) it imports -- what its
+  rules can report (:func:`rule_areas`; ``tests/test_rule_registry.py`` checks it on every
+  scenario);
+* ``FEEDS``: ``(area, areas)``: the other areas whose findings can change a finding of that
+  area -- each code's ``symptom_of`` (codes data) and the rule modules' ``FOLDS``;
 * ``RULES`` and ``POSTPROCESSORS``: the qualified names in the order importing every rule
   module in name order registers them (the engine keeps that order whatever it imports).
 
@@ -23,11 +29,12 @@ a regenerated registry fails the suite.
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, List, Sequence
+from typing import Any, Dict, List, Sequence, Set, Tuple
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script from anywhere: this checkout's npudoctor
@@ -47,6 +54,68 @@ def _tuple(items: Sequence[Any], indent: str = "    ") -> str:
     if not items:
         return "()"
     return "(\n" + "".join(f"{indent}{item!r},\n" for item in items) + ")"
+
+
+def _source_codes(path: Path) -> Tuple[Set[str], Set[str]]:
+    """The code-like string constants (``"DEV001"``) in the Python file ``path``, and the
+    private rule helper modules (``npudoctor.rules._x``) it imports."""
+    from npudoctor.knowledge import codes
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: Set[str] = set()
+    helpers: Set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and codes.area_of(node.value):
+            found.add(node.value)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("npudoctor.rules._"):
+            helpers.add(node.module)
+    return found, helpers
+
+
+def rule_areas(module: str) -> Tuple[str, ...]:
+    """The areas (in :data:`npudoctor.findings.AREAS` order) of the codes named in rule
+    module ``module`` and, transitively, the private helpers it imports."""
+    from npudoctor.findings import AREAS
+    from npudoctor.knowledge import codes
+
+    seen: Set[str] = set()
+    todo, found = [module], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        named, helpers = _source_codes(REPO / (name.replace(".", "/") + ".py"))
+        found |= named
+        todo.extend(helpers)
+    areas = {codes.area_of(code) for code in found}
+    return tuple(a for a in AREAS if a in areas)
+
+
+def feeds(modules: Sequence[str]) -> Tuple[Tuple[str, Tuple[str, ...]], ...]:
+    """``(area, other areas)`` for every area some finding of which can change with the
+    findings of others: the codes' ``symptom_of`` and the modules' ``FOLDS``.  Raises
+    ``SystemExit`` for a ``FOLDS`` that is not a dict of area -> tuple of areas."""
+    from npudoctor.findings import AREAS
+    from npudoctor.knowledge import codes
+
+    fed: Dict[str, Set[str]] = {}
+    for code in codes.load_all().values():
+        for cause in code.symptom_of:
+            fed.setdefault(code.area, set()).add(str(codes.area_of(cause)))
+    for name in modules:
+        folds = getattr(sys.modules[name], "FOLDS", {})
+        if not isinstance(folds, dict) or not all(
+            k in AREAS and isinstance(v, tuple) and set(v) <= set(AREAS) for k, v in folds.items()
+        ):
+            raise SystemExit(f"gen_registry: {name}.FOLDS must map an area to a tuple of areas, not {folds!r}")
+        for area, others in folds.items():
+            fed.setdefault(area, set()).update(others)
+    return tuple(
+        (area, tuple(a for a in AREAS if a in fed[area] and a != area))
+        for area in AREAS
+        if fed.get(area, set()) - {area}
+    )
 
 
 def render() -> str:
@@ -92,6 +161,10 @@ def render() -> str:
         f"PROBES = {_tuple(probes)}\n",
         "# (module, READS, ONLY_WITH, has post-processors)",
         f"RULE_MODULES = {_tuple(rule_modules)}\n",
+        "# (module, the areas of the codes it names: what its rules can report)",
+        f"RULE_AREAS = {_tuple([(name, rule_areas(name)) for name in modules])}\n",
+        "# (area, the other areas whose findings can change its findings)",
+        f"FEEDS = {_tuple(feeds(modules))}\n",
         f"RULES = {_tuple([name for name, _ in RULES])}\n",
         f"POSTPROCESSORS = {_tuple([name for name, _ in POSTPROCESSORS])}",
         "# fmt: on",

@@ -393,9 +393,9 @@ def test_fast_devices_and_check_do_not_import_typer(argv: List[str], machine: Di
     assert last[:3] == ["MODULES", "False", "False"], proc.stdout[-2000:] + proc.stderr
     status: Optional[int] = int(last[4])
     assert status in (0, 1), proc.stderr
-    table = argv[0] == "devices" and "--json" not in argv
-    # the device table is drawn by rich (npudoctor.report.devices); every other answer is rich-free
-    assert last[3] == str(table), proc.stdout[-2000:]
+    # piped, without colour, the device table is laid out without rich (npudoctor.report.devices,
+    # issue 18: it was drawn by rich); every answer here is rich-free
+    assert last[3] == "False", proc.stdout[-2000:]
     if "--json" in argv:
         json.loads(proc.stdout.rsplit("\n\nMODULES", 1)[0])
 

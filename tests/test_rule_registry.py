@@ -42,19 +42,24 @@ class Reads:
     def __init__(self) -> None:
         self.current: Optional[str] = None
         self.by_module: Dict[str, Set[str]] = defaultdict(set)
+        #: areas of the findings each module's rules reported
+        self.areas: Dict[str, Set[str]] = defaultdict(set)
 
     def note(self, section: str) -> None:
         if self.current is not None:
             self.by_module[self.current].add(section)
 
-    def wrap(self, name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+    def wrap(self, name: str, func: Callable[..., Any], rule: bool = False) -> Callable[..., Any]:
         module = name.split(".", 1)[0]
 
         def recorded(*args: Any) -> Any:
             before, self.current = self.current, module
             try:
                 result = func(*args)
-                return list(result) if result is not None and not isinstance(result, list) else result
+                result = list(result) if result is not None and not isinstance(result, list) else result
+                if rule:
+                    self.areas[module].update(f.area for f in result or ())
+                return result
             finally:
                 self.current = before
 
@@ -83,7 +88,7 @@ def _record(mp: pytest.MonkeyPatch, reads: Reads) -> None:
 
     mp.setattr(Facts, "packages_of", packages_noted)
     for attr in ("RULES", "POSTPROCESSORS"):  # every module is imported: the lists are complete
-        wrapped = [(name, reads.wrap(name, func)) for name, func in getattr(npudoctor.rules, attr)]
+        wrapped = [(name, reads.wrap(name, func, attr == "RULES")) for name, func in getattr(npudoctor.rules, attr)]
         mp.setattr(npudoctor.rules, attr, wrapped)
 
 
@@ -179,6 +184,29 @@ def test_every_rule_module_declares_what_it_reads(runs):
     for module, asked in sorted(reads.by_module.items()):
         declared = set(sys.modules[f"npudoctor.rules.{module}"].READS)
         assert asked <= declared, f"rules/{module}.py reads {sorted(asked - declared)}, not in its READS"
+
+
+def test_every_rule_module_declares_the_areas_it_reports(runs):
+    """``RULE_AREAS`` (the codes a module names) holds every area its rules reported on
+    every scenario: the engine skips a module whose areas cannot matter to ``--only``."""
+    reg = engine.registry()
+    assert reg is not None
+    declared = {name.rsplit(".", 1)[-1]: set(areas) for name, areas in reg.RULE_AREAS}
+    assert {"devices", "container", "packages", "cann"} <= set(runs.reads.areas), sorted(runs.reads.areas)
+    for module, areas in sorted(runs.reads.areas.items()):
+        assert areas <= declared[module], f"rules/{module}.py reported {sorted(areas - declared[module])}"
+
+
+def test_devices_skips_the_rule_modules_of_other_areas():
+    """``devices`` (areas devices and container) imports no packages, CANN, Python or
+    environment rules; their findings would be dropped (and are: the pruned and full runs
+    of every scenario compare equal above)."""
+    modules = engine.rule_modules(["host", "python", "packages", "devices", "container"], ["devices", "container"])
+    short = {m.rsplit(".", 1)[-1] for m in modules}
+    assert {"packages", "frameworks", "companions", "python_env"}.isdisjoint(short), short
+    assert {"devices", "visibility", "container", "container_world", "driver", "order"} <= short, short
+    every = engine.rule_modules(["host", "python", "packages", "devices", "container"])
+    assert {"packages", "frameworks", "python_env"} <= {m.rsplit(".", 1)[-1] for m in every}
 
 
 #: The rule tests, run again with the reads recorded (tests/readsplugin.py).

@@ -1,11 +1,20 @@
 """The ``npudoctor devices`` view: the NPU chips of a machine (health, memory, processes,
-topology), its visibility variables and the device and container findings, as a rich table.
+topology), its visibility variables and the device and container findings, as a table.
 The ``--json`` form is the data itself (see :func:`npudoctor.cli.commands.devices.gather`).
+
+The view is laid out here (:class:`_Plain`: the layout and colour codes rich gives a
+``SIMPLE_HEAD`` table of ``no_wrap`` columns and styled lines, byte for byte), so a run
+does not import rich (~18 ms of a ~120 ms run, issue 18).  A line that rich would
+word-wrap on a terminal, a table it would shrink, or a character whose width is not one
+column is left to rich (:class:`_Rich`, the same calls).  Every text is literal: no rich
+markup or emoji codes (a bus id ``0000:AB:00.0`` stays as it is, an error message with
+``[/]`` prints).  ``tests/test_devices_render.py`` compares both on every scenario at
+several widths, with and without colour.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, TextIO
+from typing import Any, Dict, List, Sequence, TextIO, Tuple
 
 
 def _fmt(value: Any, suffix: str = "") -> str:
@@ -71,15 +80,138 @@ def _fits(console: Any, table: Any) -> bool:
     return bool(Measurement.get(console, console.options.update_width(10_000), table).maximum <= console.width)
 
 
+#: A run of text and its rich style (``""``: none).
+Part = Tuple[str, str]
+
+#: Characters one column wide besides printable ASCII (the only others the view prints).
+_NARROW = frozenset("°→·─")
+
+
+class _Unplain(Exception):
+    """The plain layout cannot promise rich's output for this view: draw it with rich."""
+
+
+#: SGR parameters of the styles the view uses, as rich writes them.
+_SGR = {"bold": "1", "bold red": "1;31", "dim": "2", "green": "32", "yellow": "33", "cyan": "36"}
+
+
+class _Plain:
+    """The view's lines as rich would print them, collected in ``lines`` (with ``color``,
+    each styled run in its SGR codes, as rich writes them); raises :class:`_Unplain` for
+    what only rich can lay out (word wrapping, wide or control characters, another style)."""
+
+    def __init__(self, terminal: bool, width: int, color: bool = False) -> None:
+        self.soft_wrap = not terminal
+        self.width = width if terminal else PIPE_WIDTH
+        self.color = color
+        self.lines: List[str] = []
+
+    def _paint(self, text: str, style: str) -> str:
+        if not (self.color and style and text):
+            return text
+        if style not in _SGR:
+            raise _Unplain(style)
+        return f"\x1b[{_SGR[style]}m{text}\x1b[0m"
+
+    @staticmethod
+    def _check(text: str) -> str:
+        if not all(" " <= ch <= "~" or ch in _NARROW for ch in text):
+            raise _Unplain(text)
+        return text
+
+    def text(self, parts: Sequence[Part], wrap: bool = True) -> None:
+        """Print ``parts`` as one line (``wrap``: rich would word-wrap it on a terminal)."""
+        line = self._check("".join(t for t, _style in parts))
+        if wrap and not self.soft_wrap and len(line) > self.width:
+            raise _Unplain(line)
+        if any(style for _t, style in parts[1:]):  # styles layered on the first: rich's to combine
+            raise _Unplain(line)
+        self.lines.append(self._paint(line, parts[0][1]))  # the first part's style is the line's
+
+    def table(self, cols: Sequence[str], right: Sequence[str], rows: Sequence[Sequence[Part]], fit: bool) -> bool:
+        """A ``SIMPLE_HEAD`` table without edges, one space of padding, ``no_wrap`` cells
+        (``right``: the right-justified columns).  Wider than :attr:`width`: with ``fit``,
+        nothing is printed and ``False`` returned; without, rich's shrinking (cells cut
+        with an ellipsis) is left to rich."""
+        cells = [[(self._check(c), "bold") for c in cols]] + [[(self._check(t), s) for t, s in row] for row in rows]
+        widths = [max(len(row[i][0]) for row in cells) for i in range(len(cols))]
+        total = sum(widths) + 3 * (len(cols) - 1)
+        if total > self.width:
+            if fit:
+                return False
+            raise _Unplain("rich shrinks the columns of a table wider than the terminal")
+        last = len(cols) - 1
+        for n, row in enumerate(cells):
+            pad = "bold" if n == 0 else ""  # the header's padding is bold too, a row's plain
+            line = []
+            for i, ((text, style), w, col) in enumerate(zip(row, widths, cols)):
+                text = text.rjust(w) if col in right else text.ljust(w)
+                left = self._paint(" ", pad) if i else ""
+                line.append(left + self._paint(text, style) + (self._paint(" ", pad) if i < last else ""))
+            self.lines.append(" ".join(line))
+            if n == 0:
+                self.lines.append("─" * total)
+        return True
+
+    def raw(self, text: str) -> None:
+        self.lines.extend(text.splitlines())
+
+
+class _Rich:
+    """The same calls drawn by a rich Console (:func:`_console`)."""
+
+    def __init__(self, out: TextIO, terminal: bool, width: int, color: bool) -> None:
+        self.console = _console(out, terminal, width, color)
+        self.soft_wrap = self.console.soft_wrap
+        self.width = self.console.width
+
+    @staticmethod
+    def _text(parts: Sequence[Part]) -> Any:
+        from rich.text import Text
+
+        first, style = parts[0]
+        text = Text(first, style=style)
+        for t, style in parts[1:]:
+            text = text + Text(t, style=style)
+        return text
+
+    def text(self, parts: Sequence[Part], wrap: bool = True) -> None:
+        self.console.print(self._text(parts), soft_wrap=None if wrap else True)
+
+    def table(self, cols: Sequence[str], right: Sequence[str], rows: Sequence[Sequence[Part]], fit: bool) -> bool:
+        from rich import box
+        from rich.table import Table
+
+        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+        for col in cols:
+            table.add_column(col, justify="right" if col in right else "left", no_wrap=True)
+        for row in rows:
+            table.add_row(*(self._text([part]) for part in row))
+        if fit and not _fits(self.console, table):
+            return False
+        self.console.print(table)
+        return True
+
+    def raw(self, text: str) -> None:
+        self.console.file.write(text)
+
+
 def render(data: Dict[str, Any], out: TextIO, *, terminal: bool = False, width: int = 80, color: bool = False) -> None:
     """Write the device view (the ``data`` of :func:`npudoctor.cli.commands.devices.gather`)
-    to ``out`` with rich.  ``terminal``: ``out`` is a terminal ``width`` columns wide
-    (else the piped layout); ``color``: emit colour codes."""
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
+    to ``out``.  ``terminal``: ``out`` is a terminal ``width`` columns wide (else the piped
+    layout); ``color``: emit colour codes.  Laid out here unless the view needs rich's word
+    wrapping or shrinking (then drawn by rich)."""
+    plain = _Plain(terminal, width, color)
+    try:
+        draw(data, plain, terminal=terminal, color=color)
+    except _Unplain:
+        draw(data, _Rich(out, terminal, width, color), terminal=terminal, color=color)
+    else:
+        out.write("".join(line + "\n" for line in plain.lines))
 
-    console = _console(out, terminal, width, color)
+
+def draw(data: Dict[str, Any], view: Any, *, terminal: bool, color: bool) -> None:
+    """Draw the device view on ``view`` (a :class:`_Plain` or :class:`_Rich`)."""
     dev = data.get("devices") or {}
     smi = dev.get("npu_smi") or {}
     chips: List[Dict[str, Any]] = dev.get("chips") or []
@@ -91,14 +223,14 @@ def render(data: Dict[str, Any], out: TextIO, *, terminal: bool = False, width: 
     head += f" · {data.get('source')}"
     from npudoctor.report.layout import wrap as _wrap
 
-    for row in _wrap(head, console.width, indent=2) if terminal else [head]:
-        console.print(Text(row, style="bold"), soft_wrap=True)
+    for row in _wrap(head, view.width, indent=2) if terminal else [head]:
+        view.text([(row, "bold")], wrap=False)
     if not chips:
         why = smi.get("error") or "npu-smi listed no chip"
         nodes = [n["path"] for n in dev.get("nodes") or [] if n.get("exists") and n.get("kind") == "chip"]
-        console.print(f"  no chip table: {why}")
+        view.text([(f"  no chip table: {why}", "")])
         if nodes:
-            console.print(f"  device nodes present: {', '.join(nodes)}")
+            view.text([(f"  device nodes present: {', '.join(nodes)}", "")])
     else:
         procs = dev.get("processes") or []
         count: Dict[Any, int] = {}
@@ -106,7 +238,7 @@ def render(data: Dict[str, Any], out: TextIO, *, terminal: bool = False, width: 
             key = (p.get("npu_id"), p.get("chip_id"))
             count[key] = count.get(key, 0) + 1
         hbm = any(c.get("hbm_total_mb") for c in chips)
-        width = console.width
+        width = view.width
         cols = ["NPU", "Chip", "Logic", "Name", "Health", "Power", "Temp", "AICore", "HBM MB" if hbm else "Memory MB"]
         if width >= 100:
             cols.append("Bus-Id")
@@ -114,10 +246,8 @@ def render(data: Dict[str, Any], out: TextIO, *, terminal: bool = False, width: 
             cols.append("Procs")
         if width < 90 or not any(c.get("logic_id") is not None for c in chips):
             cols.remove("Logic")
-        table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
+        right = [col for col in cols if col not in ("Name", "Health", "Bus-Id")]
         rows: List[Any] = []
-        for col in cols:
-            table.add_column(col, justify="left" if col in ("Name", "Health", "Bus-Id") else "right", no_wrap=True)
         for c in chips:
             name = str(c.get("name") or "?")
             if width >= 90 and c.get("soc_version") and c.get("soc_version") != f"Ascend{name}":
@@ -136,7 +266,6 @@ def render(data: Dict[str, Any], out: TextIO, *, terminal: bool = False, width: 
                 "Chip": _fmt(c.get("chip_id")),
                 "Logic": _fmt(c.get("logic_id")),
                 "Name": name,
-                "Health": Text(health, style=_HEALTH_STYLE.get(health.upper(), "yellow")),
                 "Power": f"{c['power_w']:.1f}W" if isinstance(c.get("power_w"), (int, float)) else "-",
                 "Temp": _fmt(c.get("temp_c"), "°C"),
                 "AICore": _fmt(c.get("aicore_pct"), "%"),
@@ -144,31 +273,31 @@ def render(data: Dict[str, Any], out: TextIO, *, terminal: bool = False, width: 
                 "Procs": str(n) if n else "",
             }
             cells["HBM MB"] = cells["Memory MB"] = _mem(used, total)
-            table.add_row(*(cells[col] for col in cols))
-            rows.append((cols, cells))
-        if _fits(console, table):
-            console.print(table)
-        else:  # a terminal too narrow for the table: one chip a block, no cell cut
-            for cols_, cells_ in rows:
+            styled = {col: (text, "") for col, text in cells.items()}
+            styled["Health"] = (health, _HEALTH_STYLE.get(health.upper(), "yellow"))
+            cells["Health"] = health
+            rows.append((cols, cells, [styled[col] for col in cols]))
+        if not view.table(cols, right, [r[2] for r in rows], fit=True):
+            # a terminal too narrow for the table: one chip a block, no cell cut
+            for cols_, cells_, _styled in rows:
                 items = [f"NPU {cells_['NPU']} chip {cells_['Chip']}: {cells_['Name']}"]
                 items += [f"{col} {cells_[col]}" for col in cols_ if col not in ("NPU", "Chip", "Name")]
-                for row in _pack(items, console.width, "  ", "    "):
-                    console.print(Text(row), soft_wrap=True)
+                for row in _pack(items, view.width, "  ", "    "):
+                    view.text([(row, "")], wrap=False)
         if procs:
-            console.print(Text("Processes", style="bold"))
-            pt = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold")
-            for col in ("NPU", "Chip", "PID", "Name", "Memory", "PID in container"):
-                pt.add_column(col, no_wrap=True)
-            for p in procs:
-                pt.add_row(
-                    _fmt(p.get("npu_id")),
-                    _fmt(p.get("chip_id")),
-                    _fmt(p.get("pid")),
-                    str(p.get("name") or ""),
-                    _fmt(p.get("memory_mb"), " MB"),
-                    _fmt(p.get("container_pid")),
-                )
-            console.print(pt)
+            view.text([("Processes", "bold")])
+            prows = [
+                [
+                    (_fmt(p.get("npu_id")), ""),
+                    (_fmt(p.get("chip_id")), ""),
+                    (_fmt(p.get("pid")), ""),
+                    (str(p.get("name") or ""), ""),
+                    (_fmt(p.get("memory_mb"), " MB"), ""),
+                    (_fmt(p.get("container_pid")), ""),
+                ]
+                for p in procs
+            ]
+            view.table(("NPU", "Chip", "PID", "Name", "Memory", "PID in container"), (), prows, fit=False)
     topo = dev.get("topology") or {}
     if topo.get("npus"):
         if topo.get("all_fabric"):
@@ -176,44 +305,42 @@ def render(data: Dict[str, Any], out: TextIO, *, terminal: bool = False, width: 
         else:
             islands = " ".join("[" + ",".join(map(str, g)) + "]" for g in topo.get("islands") or [])
             line = f"islands {islands}; links {'/'.join(topo.get('link_types') or [])}"
-        console.print(Text("Topology: ", style="bold") + Text(line))
+        view.text([("Topology: ", "bold"), (line, "")])
         by_cpus: Dict[str, List[str]] = {}
         for npu, cpus in (topo.get("affinity") or {}).items():
             by_cpus.setdefault(cpus, []).append(npu)
         if by_cpus:
             groups = [f"NPU {','.join(v)} → {k}" for k, v in by_cpus.items()]
             line = "  CPU affinity: " + "; ".join(groups)
-            if console.soft_wrap or len(line) <= console.width:
-                console.print(line)
+            if view.soft_wrap or len(line) <= view.width:
+                view.text([(line, "")])
             else:  # a narrow terminal: one group a line rather than a CPU range split in two
-                console.print("  CPU affinity:")
+                view.text([("  CPU affinity:", "")])
                 for group in groups:
-                    console.print(f"    {group}", soft_wrap=True)
+                    view.text([(f"    {group}", "")], wrap=False)
     vis = {k: v for k, v in (dev.get("visibility") or {}).items() if v is not None}
     if vis:
-        console.print(Text("Visibility: ", style="bold") + Text("  ".join(f"{k}={v}" for k, v in vis.items())))
+        view.text([("Visibility: ", "bold"), ("  ".join(f"{k}={v}" for k, v in vis.items()), "")])
     findings = data.get("findings") or []
     if findings:
         from npudoctor.findings import Finding
         from npudoctor.report.layout import Line, Painter, fix_lines, wrap
 
-        console.print(Text("Findings", style="bold"))
+        view.text([("Findings", "bold")])
         paint = Painter(color)
-        room = console.width
+        room = view.width
         for raw in findings:
             f = Finding.from_dict(raw)
             if not terminal:
-                console.print(
-                    Text(f"  {f.code} ", style=_SEV_STYLE.get(f.severity, "")) + Text(f"{f.severity}: {f.title}")
-                )
+                view.text([(f"  {f.code} ", _SEV_STYLE.get(f.severity, "")), (f"{f.severity}: {f.title}", "")])
                 for fix in f.fix:
-                    console.print(Text(f"      → {fix}", style="dim"), soft_wrap=True)
+                    view.text([(f"      → {fix}", "dim")], wrap=False)
                 continue
             head = f"  {f.code} {f.severity}: "
             rows_ = wrap(f.title, room, first=len(head), indent=len(head))
             lines = [Line([(f"  {f.code} ", _SEV_STYLE.get(f.severity, "")), (f"{f.severity}: {rows_[0]}", "")])]
             lines += [Line([(r, "")]) for r in rows_[1:]]
             lines += fix_lines(f, room, 6)
-            console.file.write("".join(paint(line) + "\n" for line in lines))
+            view.raw("".join(paint(line) + "\n" for line in lines))
     else:
-        console.print(Text("No device or container problems found.", style="green"))
+        view.text([("No device or container problems found.", "green")])

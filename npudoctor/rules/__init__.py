@@ -4,6 +4,8 @@ Register a rule with the :func:`rule` decorator.  Each module declares, after it
 
     READS = ("cann", "packages")  # every section its rules and post-processors read
     ONLY_WITH = ("cann",)         # optional: it says nothing unless one of these was probed
+    FOLDS = {"container": ("driver",)}  # optional: findings of an area that depend on which
+                                        # findings of others are reported (folded, ordered)
 
 A module is imported only when a snapshot needs it (:func:`npudoctor.engine.rule_modules`:
 no ``ONLY_WITH``, or one of those sections present), from the generated registry

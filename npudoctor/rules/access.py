@@ -26,6 +26,8 @@ from npudoctor.remedies import Command
 from npudoctor.rules import postprocess
 
 READS = ("access", "environment", "python")
+#: HOST004's evidence lists the absence findings it left out (:data:`BLIND`), of these areas.
+FOLDS = {"host": tuple(sorted({str(codes.area_of(c)) for blind in BLIND.values() for c in blind}))}
 ONLY_WITH = ("access",)
 
 CANNOT_READ = codes.get("HOST004")

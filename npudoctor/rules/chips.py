@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
-from packaging.version import InvalidVersion, Version
-
 from npudoctor.findings import Finding
 from npudoctor.knowledge import chip_support as chip_support_data
 from npudoctor.knowledge import codes
@@ -49,6 +47,8 @@ def soc_known_to_torch_npu(matrix: Optional[Matrix], soc: str, torch_npu: str) -
     rows = matrix.torch_npu_rows if matrix is not None else None
     if not first_ext or not rows:
         return None
+    from packaging.version import InvalidVersion, Version  # ~1.2 ms, for a torch_npu to judge only
+
     try:
         want = Version(Version(torch_npu).public)
     except (InvalidVersion, ValueError, TypeError):

@@ -26,6 +26,15 @@ if TYPE_CHECKING:
 
 READS = ("cann", "container", "devices", "driver", "packages")
 ONLY_WITH = ("container",)
+#: Findings of an area (key) whose content depends on which findings of other areas (value)
+#: are reported: the root's ``data["folded"]`` lists the DRV/LIB/DEV/CTR codes it explains,
+#: and they name it in ``data["because"]`` (:func:`npudoctor.engine.rule_modules`).
+FOLDS = {
+    "container": ("devices", "driver", "libraries"),
+    "devices": ("container",),
+    "driver": ("container",),
+    "libraries": ("container",),
+}
 
 NO_NPU_GIVEN = codes.get("CTR006")
 

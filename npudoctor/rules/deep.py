@@ -16,13 +16,16 @@ from typing import Any, Dict, Iterable, List, Optional, TypedDict
 
 from npudoctor.engine import RuleContext
 from npudoctor.facts.deep import DeepFacts, DeepStep
-from npudoctor.findings import Finding
+from npudoctor.findings import AREAS, Finding
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.grades import Grade, Verdict, severity
 from npudoctor.remedies import Command
 from npudoctor.rules import postprocess, rule
 
 READS = ("deep",)
+#: :func:`cross_reference` attaches a deep failure to the static findings of every other
+#: area (``confirmed_by``) and names them in the deep finding's title.
+FOLDS = {area: (("deep",) if area != "deep" else tuple(a for a in AREAS if a != "deep")) for area in AREAS}
 ONLY_WITH = ("deep",)
 
 _STEP_TEXT = {

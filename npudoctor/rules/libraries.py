@@ -28,6 +28,8 @@ from npudoctor.rules._symbol_versions import too_new as needed_too_new
 
 READS = ("cann", "environment", "host", "libraries", "python")
 ONLY_WITH = ("libraries",)
+#: A LIB finding names CANN001, CTR002 or DRV001 in ``data["because"]`` (kept when reported).
+FOLDS = {"libraries": ("cann", "container", "driver")}
 
 #: A fix line: a structured remedy or prose.
 FixLine = Union[Remedy, str]

@@ -12,7 +12,7 @@ ordered list instead of independent advice.
 
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 from npudoctor.engine import RuleContext
 from npudoctor.findings import SEVERITIES, Finding
@@ -46,6 +46,24 @@ def layer_of(code: str) -> int:
 #: kernels/NNAL findings about the release installed now.
 REPLACES_CANN = ("CANN001", "CANN012")
 COVERED_BY_NEW_CANN = ("CANN004", "CANN005", "CANN006", "CANN007", "CANN008", "CANN009")
+
+
+def _folds() -> Dict[str, Tuple[str, ...]]:
+    """:data:`FOLDS`: a finding's ``after`` lists the fixable findings of earlier layers
+    (and ``superseded_by`` a CANN one), so each layer's area depends on the earlier ones'."""
+    areas = [sorted({str(codes.area_of(p if p[-1].isdigit() else p + "000")) for p in layer}) for layer in LAYERS]
+    folds: Dict[str, Tuple[str, ...]] = {}
+    for index, mine in enumerate(areas):
+        earlier = {a for layer in areas[: index + 1] for a in layer}
+        for area in mine:
+            folds[area] = tuple(sorted(set(folds.get(area, ())) | earlier - {area}))
+    return folds
+
+
+#: Findings of an area (key) whose content depends on which findings of other areas (value)
+#: are reported (:func:`npudoctor.engine.rule_modules`); :func:`fold_symptoms` adds each
+#: code's ``symptom_of`` (codes data), which the registry generator reads itself.
+FOLDS = _folds()
 
 
 @postprocess
