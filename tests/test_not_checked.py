@@ -106,3 +106,14 @@ def test_npu_smi_timing_out_on_a_saturated_node_is_not_checked_not_dev001(tmp_pa
     assert command["cpu_pressure"] >= BUSY_PRESSURE, command
     assert "DEV001" not in {f["code"] for f in doc["findings"]}
     assert doc["not_checked"]["devices"].startswith("npu-smi timed out on a busy node (CPU-starved ")
+
+
+@pytest.mark.parametrize("cause", [[], {}, ["commands disabled"], 3])
+def test_a_wrong_typed_npu_smi_cause_is_no_crash(cause):
+    """A damaged snapshot (``devices.npu_smi.cause`` a list, found by the fuzz suite) is
+    judged like an unknown cause (the rules judge the failure: checked), never a TypeError."""
+    from npudoctor.facts.coverage import not_checked
+
+    facts = {"devices": {"npu_smi": {"available": False, "cause": cause}}}
+    unknown = {"devices": {"npu_smi": {"available": False, "cause": "no such cause"}}}
+    assert not_checked(facts, "devices") == not_checked(unknown, "devices") is None

@@ -98,7 +98,8 @@ def not_checked(facts: Mapping[str, Any], area: str) -> Optional[str]:
         smi = section.get("npu_smi")
         if not isinstance(smi, Mapping):
             return "no npu-smi facts"
-        if smi.get("available") is not True and smi.get("cause") in _SMI_NOT_RUN:
+        cause = smi.get("cause")
+        if smi.get("available") is not True and isinstance(cause, str) and cause in _SMI_NOT_RUN:
             error = smi.get("error")
             return str(error) if isinstance(error, str) and error else "npu-smi was not run"
         if smi.get("available") is not True:
