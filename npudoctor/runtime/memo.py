@@ -49,13 +49,13 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import stat
 import sys
 import time
 import zlib
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from npudoctor.lazyre import pattern
 from npudoctor.runtime.deadline import Budget
 
 #: Format of the memo file; another value is not read.
@@ -79,10 +79,10 @@ _PARAMS: Dict[str, Tuple[str, ...]] = {
 #: secret's, :data:`npudoctor.redact.SECRET_NAME`, is not kept); a Host whose
 #: environment differs in another variable is replayed only when it is the one
 #: diagnosed (the ``--env-file``'s or this process's).
-_DELTA_NAME = pattern(
+_DELTA_NAME = (
     r"(PATH|LD_LIBRARY_PATH|LD_PRELOAD|PYTHONPATH|HOME|USER|LOGNAME|TOOLCHAIN_HOME"
     r"|(ASCEND|ATB|ASDOPS|LCCL|TBE|OPP|HCCL|CANN)_[A-Z0-9_]+)\Z"
-)
+)  # matched with re.match (re's cache) when a memo is recorded: not compiled on reuse
 #: Directories of a live system whose files the kernel makes: stat'ed by mode, ids and
 #: device number only (their times and inodes change without meaning anything).
 _KERNEL_DIRS = ("/proc/", "/sys/", "/dev/")
@@ -145,9 +145,9 @@ def secure_digest(data: bytes) -> str:
     """SHA-256 of ``data`` (hex, first 32 digits): for what holds the environment's values
     (a CRC-32/Adler-32 pair of a short secret among known text gives it back, and the
     memo's name is listed in a shared ``/tmp``)."""
-    import hashlib
+    from npudoctor.tomlread import sha256_hex  # the built-in SHA-256: no OpenSSL to load
 
-    return hashlib.sha256(data).hexdigest()[:32]
+    return sha256_hex(data)[:32]
 
 
 def environ_digest(environ: Dict[str, str]) -> str:
@@ -198,7 +198,7 @@ class Journal:
 
             number = self._numbers[id(host)] = len(self.hosts)
             delta: Optional[Dict[str, str]] = {k: v for k, v in host.environ.items() if os.environ.get(k) != v}
-            if delta and not all(_DELTA_NAME.match(name) and not SECRET_NAME.search(name) for name in delta):
+            if delta and not all(re.match(_DELTA_NAME, name) and not SECRET_NAME.search(name) for name in delta):
                 delta = None  # kept only in digest: replayed only as the diagnosed environment
             gone = sorted(k for k in os.environ if k not in host.environ)
             self.hosts.append([host.root, environ_digest(host.environ), bool(host.commands), delta, gone])
@@ -232,14 +232,15 @@ def _code_signature() -> str:
     """Size and mtime of each file of npudoctor's own package (code and data) and of the
     bundled matrix (``matrix/`` beside the package in a source checkout, outside it):
     another install or an edited file is another key."""
-    from npudoctor.knowledge.matrix.load import bundled_dir
-
     top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     rows: List[str] = []
     todo = [top]
-    bundled = os.path.abspath(bundled_dir())
-    if not bundled.startswith(top + os.sep) and os.path.isdir(bundled):
-        todo.append(bundled)
+    # where knowledge.matrix.load.bundled_dir finds the matrix (without importing the
+    # matrix package, ~8 ms): npudoctor/_matrix in a wheel (scanned with the package), else
+    # the checkout's top-level matrix/
+    checkout = os.path.join(os.path.dirname(top), "matrix")
+    if not os.path.isdir(os.path.join(top, "_matrix")) and os.path.isdir(checkout):
+        todo.append(checkout)
     while todo:
         directory = todo.pop()
         with os.scandir(directory) as entries:
