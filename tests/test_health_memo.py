@@ -56,16 +56,18 @@ def _verdict(doc: Dict[str, Any]) -> Dict[str, Any]:
     return {k: v for k, v in doc.items() if k not in VOLATILE}
 
 
-@pytest.fixture
-def healthy(tmp_path: Path):
-    scenario = prepare(HEALTHY, tmp_path / "s")
-    runtime = tmp_path / "run"
-    runtime.mkdir(mode=0o700)
-    return scenario, runtime
+def judged_anew(scenario: Path, runtime: Path, *args: str):
+    """Run health after one input changed: it must not reuse the last verdict, and must
+    say what a run that reuses nothing (``--fresh``) says; returns (status, document)."""
+    code, doc = run_health(scenario, runtime, *args)
+    assert "inputs_unchanged_s" not in doc
+    fresh_code, fresh = run_health(scenario, runtime, *args, "--fresh")
+    assert code == fresh_code and _verdict(doc) == _verdict(fresh)
+    return code, doc
 
 
-def test_unchanged_inputs_reuse_the_verdict(healthy):
-    scenario, runtime = healthy
+def test_unchanged_inputs_reuse_the_verdict(memo_healthy):
+    scenario, runtime = memo_healthy
     code1, first = run_health(scenario, runtime)
     assert code1 == 0 and first["status"] == "healthy" and "inputs_unchanged_s" not in first
     memos = list(runtime.glob("npudoctor-memo-*.json"))
@@ -78,8 +80,8 @@ def test_unchanged_inputs_reuse_the_verdict(healthy):
     assert code3 == 0 and "inputs_unchanged_s" not in fresh and _verdict(fresh) == _verdict(first)
 
 
-def test_new_npu_smi_output_is_judged_anew(healthy):
-    scenario, runtime = healthy
+def test_new_npu_smi_output_is_judged_anew(memo_healthy):
+    scenario, runtime = memo_healthy
     assert run_health(scenario, runtime)[0] == 0
     (scenario / "bin" / CAPTURE).write_bytes(CRITICAL.read_bytes())
     code, doc = run_health(scenario, runtime)
@@ -90,9 +92,9 @@ def test_new_npu_smi_output_is_judged_anew(healthy):
     assert code == 1 and "inputs_unchanged_s" in again and again["problems"] == doc["problems"]
 
 
-def test_a_file_rewritten_with_same_size_and_mtime_is_seen(healthy):
+def test_a_file_rewritten_with_same_size_and_mtime_is_seen(memo_healthy):
     """Contents are compared, not mtimes: an edit within one timestamp tick still counts."""
-    scenario, runtime = healthy
+    scenario, runtime = memo_healthy
     assert run_health(scenario, runtime)[0] == 0
     info = scenario / "root" / "usr/local/Ascend/driver/version.info"
     before = info.stat()
@@ -101,32 +103,26 @@ def test_a_file_rewritten_with_same_size_and_mtime_is_seen(healthy):
     info.write_text(text.replace("Version=24.1.rc2.2\n", "Version=24.1.rc1.2\n", 1))
     os.utime(info, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert info.stat().st_size == before.st_size
-    code, doc = run_health(scenario, runtime)
-    assert "inputs_unchanged_s" not in doc
-    _code, fresh = run_health(scenario, runtime, "--fresh")
-    assert code == _code and _verdict(doc) == _verdict(fresh)
+    judged_anew(scenario, runtime)
 
 
-def test_a_device_node_removed_is_seen(healthy):
-    scenario, runtime = healthy
+def test_a_device_node_removed_is_seen(memo_healthy):
+    scenario, runtime = memo_healthy
     assert run_health(scenario, runtime)[0] == 0
     (scenario / "root" / "dev" / "davinci3").unlink()
-    code, doc = run_health(scenario, runtime)
-    assert "inputs_unchanged_s" not in doc
-    _code, fresh = run_health(scenario, runtime, "--fresh")
-    assert code == _code and _verdict(doc) == _verdict(fresh)
+    judged_anew(scenario, runtime)
 
 
-def test_another_environment_is_another_verdict(healthy):
-    scenario, runtime = healthy
+def test_another_environment_is_another_verdict(memo_healthy):
+    scenario, runtime = memo_healthy
     assert run_health(scenario, runtime)[0] == 0
     code, doc = run_health(scenario, runtime, env={"ASCEND_RT_VISIBLE_DEVICES": "9"})
     assert "inputs_unchanged_s" not in doc
     assert len(list(runtime.glob("npudoctor-memo-*.json"))) == 2
 
 
-def test_a_config_file_that_appears_is_honoured(healthy, tmp_path):
-    scenario, runtime = healthy
+def test_a_config_file_that_appears_is_honoured(memo_healthy, tmp_path):
+    scenario, runtime = memo_healthy
     (scenario / "bin" / CAPTURE).write_bytes(CRITICAL.read_bytes())
     work = tmp_path / "work"
     work.mkdir()
@@ -136,8 +132,8 @@ def test_a_config_file_that_appears_is_honoured(healthy, tmp_path):
     assert code == 0 and "inputs_unchanged_s" not in doc
 
 
-def test_a_memo_not_of_this_user_or_garbled_is_not_used(healthy):
-    scenario, runtime = healthy
+def test_a_memo_not_of_this_user_or_garbled_is_not_used(memo_healthy):
+    scenario, runtime = memo_healthy
     (scenario / "bin" / CAPTURE).write_bytes(CRITICAL.read_bytes())
     assert run_health(scenario, runtime)[0] == 1
     memo = next(runtime.glob("npudoctor-memo-*.json"))
@@ -153,8 +149,8 @@ def test_a_memo_not_of_this_user_or_garbled_is_not_used(healthy):
     assert code == 1 and "inputs_unchanged_s" not in doc
 
 
-def test_no_memo_for_snapshots_pids_or_fresh_runs(healthy, tmp_path):
-    scenario, runtime = healthy
+def test_no_memo_for_snapshots_pids_or_fresh_runs(memo_healthy, tmp_path):
+    scenario, runtime = memo_healthy
     run_health(scenario, runtime, "--fresh")
     run_health(scenario, runtime, "--pid", str(os.getpid()))
     assert list(runtime.glob("npudoctor-memo-*.json")) == []
@@ -189,11 +185,11 @@ def test_every_health_scenario_reused_equals_fresh(scenario, case, tmp_path):
         assert first["status"] == "unknown" or {"DEV001", "HOST090"} & set(codes[0]), first
 
 
-def test_exec_env_is_reused_and_keeps_only_cann_variables(healthy):
+def test_exec_env_is_reused_and_keeps_only_cann_variables(memo_healthy):
     """--exec-env judges what set_env.sh would set (read through the Host, recorded):
     reused while the toolkit's files are unchanged; the memo holds the variables it adds
     (paths), never the values of others (a token in the environment is not written)."""
-    scenario, runtime = healthy
+    scenario, runtime = memo_healthy
     env = {"HF_TOKEN": "hf_secret_value_123"}
     code1, first = run_health(scenario, runtime, "--exec-env", env=env)
     code2, second = run_health(scenario, runtime, "--exec-env", env=env)
@@ -208,8 +204,8 @@ def test_exec_env_is_reused_and_keeps_only_cann_variables(healthy):
     assert "inputs_unchanged_s" not in third and code3 == code1
 
 
-def test_text_and_json_share_one_verdict(healthy):
-    scenario, runtime = healthy
+def test_text_and_json_share_one_verdict(memo_healthy):
+    scenario, runtime = memo_healthy
     run_env = dict(environment(scenario, _spec(scenario)), XDG_RUNTIME_DIR=str(runtime), PYTHONPATH=str(REPO))
     argv = [sys.executable, "-m", "npudoctor", "health", "--root", str(scenario / "root"), "--timeout", "20"]
     text = subprocess.run(argv, env=run_env, capture_output=True, text=True, timeout=120)
@@ -221,10 +217,10 @@ def test_text_and_json_share_one_verdict(healthy):
     assert len(list(runtime.glob("npudoctor-memo-*.json"))) == 1
 
 
-def test_stale_memos_of_other_settings_are_removed(healthy):
+def test_stale_memos_of_other_settings_are_removed(memo_healthy):
     """Memos of another key (another setting, an edited npudoctor) older than a day are
     removed when a memo is written; recent ones and other users' files stay."""
-    scenario, runtime = healthy
+    scenario, runtime = memo_healthy
     old = runtime / f"npudoctor-memo-{os.getuid()}-{'0' * 64}.json"
     recent = runtime / f"npudoctor-memo-{os.getuid()}-{'1' * 64}.json"
     other = runtime / "npudoctor-health-cache.json"

@@ -13,17 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-from scenario_runner import REPO, environment, prepare
-from test_health_memo import HEALTHY, _spec, _verdict, run_health
-
-
-@pytest.fixture
-def healthy(tmp_path: Path):
-    scenario = prepare(HEALTHY, tmp_path / "s")
-    runtime = tmp_path / "run"
-    runtime.mkdir(mode=0o700)
-    return scenario, runtime
+from scenario_runner import REPO, environment
+from test_health_memo import _spec, _verdict, run_health
 
 
 def _memo(runtime: Path) -> Path:
@@ -39,11 +30,11 @@ def _rewrite(memo: Path, change) -> None:
     os.chmod(memo, 0o600)
 
 
-def test_a_memo_made_yesterday_is_not_reused(healthy):
+def test_a_memo_made_yesterday_is_not_reused(memo_healthy):
     """Verdicts depend on the date (MTX002 counts the matrix's age in days from today; a
     torch_npu line's end of life is judged against today): a memo of another day is not
     reused even when every input is unchanged."""
-    scenario, runtime = healthy
+    scenario, runtime = memo_healthy
     code1, first = run_health(scenario, runtime)
     memo = _memo(runtime)
     _rewrite(memo, lambda d: d.update(written=d["written"] - 86400))
@@ -56,10 +47,10 @@ def test_a_memo_made_yesterday_is_not_reused(healthy):
     assert "inputs_unchanged_s" not in run_health(scenario, runtime)[1]
 
 
-def test_a_memo_path_that_is_a_symlink_is_not_followed(healthy, tmp_path):
+def test_a_memo_path_that_is_a_symlink_is_not_followed(memo_healthy, tmp_path):
     """In a shared /tmp a symlink named like the memo could point at any file of ours:
     a memo is read only when it is a regular file; the next write replaces the link."""
-    scenario, runtime = healthy
+    scenario, runtime = memo_healthy
     run_health(scenario, runtime)
     memo = _memo(runtime)
     elsewhere = tmp_path / "elsewhere.json"
@@ -70,11 +61,11 @@ def test_a_memo_path_that_is_a_symlink_is_not_followed(healthy, tmp_path):
     assert not memo.is_symlink() and memo.is_file()
 
 
-def test_a_memo_verdict_with_terminal_escapes_is_not_printed(healthy):
+def test_a_memo_verdict_with_terminal_escapes_is_not_printed(memo_healthy):
     """The text output prints the stored problems and summary: a memo whose verdict is not
     printable text (an ANSI escape, a control character) is refused whole, as a
     ``--cache-ttl`` result is."""
-    scenario, runtime = healthy
+    scenario, runtime = memo_healthy
     run_health(scenario, runtime)
     evil = "\x1b]0;owned\x07\x1b[2J"
     _rewrite(_memo(runtime), lambda d: d["doc"].update(status="unhealthy", problems=[f"DEV010 {evil}"]))
@@ -85,12 +76,12 @@ def test_a_memo_verdict_with_terminal_escapes_is_not_printed(healthy):
     assert proc.returncode == 0 and proc.stdout == "healthy: 8 NPU chip(s), CANN 8.0.0, torch_npu 2.1.0.post10\n"
 
 
-def test_an_edited_bundled_matrix_of_a_checkout_is_another_key(healthy, tmp_path):
+def test_an_edited_bundled_matrix_of_a_checkout_is_another_key(memo_healthy, tmp_path):
     """In a source checkout the bundled matrix lives in ``matrix/`` beside the package,
     outside the files whose sizes and mtimes make the memo's key: an edit of it is judged
     anew (here: torch_npu 2.1.0.post10's row dropped, so its pairing is no longer
     documented)."""
-    scenario, runtime = healthy
+    scenario, runtime = memo_healthy
     checkout = tmp_path / "checkout"
     shutil.copytree(REPO / "npudoctor", checkout / "npudoctor", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO / "matrix", checkout / "matrix")
@@ -118,11 +109,11 @@ def _first(data, op):
     return next(entry for entry in data["ops"] if entry[0] == op)
 
 
-def test_a_garbled_memo_means_a_full_run_not_an_unhealthy_verdict(healthy):
+def test_a_garbled_memo_means_a_full_run_not_an_unhealthy_verdict(memo_healthy):
     """A memo of the right shape with values no run writes (a path with a NUL byte, a
     timeout that is not a number, a time before the epoch's range) is not reused, and the
     full check answers: never "npudoctor failed" or "bad health-check option"."""
-    scenario, runtime = healthy
+    scenario, runtime = memo_healthy
     code1, first = run_health(scenario, runtime)
     changes = [
         lambda d: d["outside"][0].__setitem__(0, "/tmp/a\x00b"),
@@ -136,12 +127,12 @@ def test_a_garbled_memo_means_a_full_run_not_an_unhealthy_verdict(healthy):
         assert code == code1 and "inputs_unchanged_s" not in doc and _verdict(doc) == _verdict(first)
 
 
-def test_a_secret_in_the_env_file_is_not_written_to_the_memo(healthy, tmp_path):
+def test_a_secret_in_the_env_file_is_not_written_to_the_memo(memo_healthy, tmp_path):
     """A variable of the CANN families named like a secret (``ASCEND_HUB_TOKEN``) in the
     ``--env-file`` is not kept in the memo (which keeps the values of the variables a
     Host adds), nor guessable from its name (the key and the environment's fingerprint
     are SHA-256, not a CRC); the verdict is still reused."""
-    scenario, runtime = healthy
+    scenario, runtime = memo_healthy
     env_file = tmp_path / "workload.env"
     env_file.write_text(
         "ASCEND_TOOLKIT_HOME=/usr/local/Ascend/ascend-toolkit/latest\nASCEND_HUB_TOKEN=hub_secret_value_987\n"
@@ -154,11 +145,11 @@ def test_a_secret_in_the_env_file_is_not_written_to_the_memo(healthy, tmp_path):
     assert len(memo.name.split("-")[-1].split(".")[0]) == 32  # npudoctor-memo-UID-<sha256 prefix>.json
 
 
-def test_a_library_installed_beside_npudoctor_is_another_key(healthy, tmp_path):
+def test_a_library_installed_beside_npudoctor_is_another_key(memo_healthy, tmp_path):
     """npudoctor's verdict rests on the libraries it imports too (``packaging`` compares
     versions): a package installed into, upgraded in or removed from a directory of its
     ``sys.path`` changes that directory, and the memo is not reused."""
-    scenario, runtime = healthy
+    scenario, runtime = memo_healthy
     libs = tmp_path / "libs"
     libs.mkdir()
     run_env = dict(environment(scenario, _spec(scenario)), XDG_RUNTIME_DIR=str(runtime))
