@@ -28,8 +28,6 @@ import stat as stat_mod
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from npudoctor.hostio import (
     DEFAULT_READ_LIMIT,
@@ -55,6 +53,12 @@ from npudoctor.hostproc import (
     starttime,
 )
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
+
+    _Method = TypeVar("_Method", bound=Callable[..., Any])
+
 __all__ = [
     "DEFAULT_READ_LIMIT",
     "DEFAULT_TIMEOUT",
@@ -62,7 +66,6 @@ __all__ = [
     "CommandResult",
     "FileRead",
     "Host",
-    "Identity",
     "file_kind",
     "open_regular",
     "read_capped",
@@ -87,7 +90,6 @@ _NPU_SMI_LOCK = threading.Lock()
 #: :func:`npudoctor.runtime.memo.recording` (the inputs of a health verdict).
 OBSERVER: Optional[Callable[[str, Host, Tuple[Any, ...], Dict[str, Any], Any], None]] = None
 
-_Method = TypeVar("_Method", bound=Callable[..., Any])
 _OBSERVED = threading.local()  # .inside: this thread is in an observed call
 
 
@@ -485,18 +487,3 @@ class Host:
 
 def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace") if data else ""
-
-
-@dataclass
-class Identity:
-    """The account whose access is judged: uid, gid, supplementary gids, name.
-
-    ``name`` is ``None`` when the uid has no passwd entry in the diagnosed root
-    (a container run with an arbitrary ``--user``).
-    """
-
-    uid: int
-    gid: int
-    groups: List[int] = field(default_factory=list)
-    name: Optional[str] = None
-    source: str = "process"

@@ -17,7 +17,10 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up)
+if TYPE_CHECKING:
+    from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 #: Pids of the commands :meth:`npudoctor.host.Host.run` is running now (not orphans: see :func:`reap_orphans`).
 RUNNING: Set[int] = set()

@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Dict
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up)
+if TYPE_CHECKING:
+    from typing import Any, Dict
 
 
 def _parser() -> Any:

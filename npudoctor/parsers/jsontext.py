@@ -13,7 +13,10 @@ matrix copy goes through it.
 from __future__ import annotations
 
 import json
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Longest integer literal accepted (digits, sign excluded).
 MAX_INT_DIGITS = 100

@@ -19,10 +19,10 @@ import os
 import signal
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Generic, Optional, Set, TypeVar
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, Optional, Set
 
 #: Finding code of a blown budget (see ``npudoctor explain HOST090``).
 OVER_BUDGET_CODE = "HOST090"
@@ -96,24 +96,27 @@ class Budget:
         return f"{OVER_BUDGET_CODE} health check exceeded its {self.seconds:g} s budget while {self.step}"
 
 
-@dataclass
-class Outcome(Generic[T]):
-    """What :func:`run_within` got: ``value`` (the work returned), ``error`` (the work
-    raised: any exception, ``KeyboardInterrupt`` included), or ``timed_out``."""
+class Outcome:
+    """What :func:`run_within` got: ``value`` (what the work returned, ``None`` when it
+    did not), ``error`` (the work raised: any exception, ``KeyboardInterrupt`` included),
+    or ``timed_out`` (with ``evidence``)."""
 
-    value: Optional[T] = None
-    error: Optional[BaseException] = None
-    timed_out: bool = False
-    evidence: Any = None
+    def __init__(
+        self, value: Any = None, error: Optional[BaseException] = None, timed_out: bool = False, evidence: Any = None
+    ) -> None:
+        self.value = value
+        self.error = error
+        self.timed_out = timed_out
+        self.evidence = evidence
 
 
 def run_within(
     budget: Budget,
-    work: Callable[[], T],
+    work: Callable[[], Any],
     grace: float = 0.0,
     name: str = "npudoctor-runtime",
     evidence: Optional[Callable[[], Any]] = None,
-) -> Outcome[T]:
+) -> Outcome:
     """Run ``work()`` in a daemon thread for what is left of ``budget`` plus ``grace``
     seconds.  When it has not finished by then, ``evidence()`` (if given) is called and
     its value kept in the outcome (e.g. the state of the commands still running), the

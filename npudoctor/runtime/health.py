@@ -37,44 +37,143 @@ Contract (Docker ``HEALTHCHECK`` and Kubernetes exec probes):
   ``--fresh`` judges everything anew;
 * ``--from FILE`` judges a snapshot written by ``npudoctor collect`` instead of probing.
 
-The argparse parser below is the fast path: :mod:`npudoctor.entry` dispatches ``health``
-here before Typer or rich are imported.
+This module is the fast path: :mod:`npudoctor.entry` dispatches ``health`` here before
+Typer or rich are imported, and a run that reuses the last verdict imports neither
+argparse (:func:`parse_plain` reads the usual command lines, from the one option table
+:data:`OPTIONS`), ``dataclasses`` nor ``typing`` (``tests/test_health_options.py``).
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import json
 import math
 import os
 import sys
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, NoReturn, Optional, Sequence, Tuple
 
 from npudoctor.cli.request import ExitStatus, MachineRequest
+from npudoctor.plainrecord import FrozenRecord
 from npudoctor.runtime.deadline import Budget, process_started, run_within
 from npudoctor.runtime.healthcache import cache_path as _cache_path
 from npudoctor.runtime.healthcache import read_cache as _read_cache
 from npudoctor.runtime.lines import printable
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up, issue 18)
 if TYPE_CHECKING:
+    import argparse
+    from typing import Any, Callable, Dict, NoReturn, Optional, Sequence, Tuple
+
     from npudoctor.runtime.quick import Progress
 
 DEFAULT_TIMEOUT = 0.9
 _FAIL_ON = ("error", "warning")
 
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage problems as *unhealthy* (exit 1), never exit 2."""
-
-    def error(self, message: str) -> NoReturn:
-        print(f"unhealthy: bad health-check option: {message}")
-        sys.exit(ExitStatus.PROBLEMS)
+#: health's options, the one definition of them: ``(flags, dest, kind, type, default,
+#: metavar, help)``; ``kind`` is ``"value"`` (one argument, converted by ``type``),
+#: ``"append"`` (repeatable), ``"flag"`` (``store_true``) or ``"accepted"`` (a flag that
+#: changes nothing).  :func:`build_parser` makes the argparse parser of it (``--help``,
+#: usage errors) and :func:`parse_plain` parses the usual command lines without argparse.
+OPTIONS: Tuple[Tuple[Tuple[str, ...], str, str, Optional[Callable[[str], Any]], Any, Optional[str], str], ...] = (
+    (("--root",), "root", "value", str, None, "DIR", "inspect DIR as if it were /"),
+    (("--python",), "python", "value", str, None, "PATH", "inspect this interpreter's packages"),
+    (("--user",), "user", "value", str, None, "NAME|UID", "judge device access for this account"),
+    (
+        ("--env-file",),
+        "env_file",
+        "value",
+        str,
+        None,
+        "FILE",
+        "diagnose the environment in FILE (NAME=value lines) instead of this one",
+    ),
+    (
+        ("--pid",),
+        "pid",
+        "value",
+        int,
+        None,
+        "PID",
+        "diagnose the environment of this workload process (/proc/PID/environ) instead of this one",
+    ),
+    (("--from",), "from_file", "value", str, None, "FILE", "judge a snapshot written by `npudoctor collect`"),
+    (("--json",), "json", "flag", None, False, None, "print a JSON document"),
+    (("--color", "--no-color"), "color", "accepted", None, None, None, "accepted (the output is plain)"),
+    (("--timeout",), "timeout", "value", float, DEFAULT_TIMEOUT, "SECONDS", "hard total budget (default 0.9)"),
+    (("--require",), "require", "value", int, None, "N", "at least N NPU chips must be visible"),
+    (
+        ("--require-checked",),
+        "require_checked",
+        "append",
+        str,
+        None,
+        "AREA",
+        "an area that must be checked: not checked (no npu-smi, --no-commands, a timeout) is unhealthy (repeatable)",
+    ),
+    (("--skip",), "skip", "append", str, None, "AREA", "leave out an area (repeatable)"),
+    (("--only",), "only", "append", str, None, "AREA", "check only these areas"),
+    (("--fail-on",), "fail_on", "value", str, "error", None, "severity that makes it unhealthy"),
+    (("--ignore",), "ignore", "append", str, None, "CODE", "silence a finding code"),
+    (("--matrix",), "matrix", "value", str, None, "FILE", "use this matrix file"),
+    (("--no-commands",), "no_commands", "flag", None, False, None, "run no external command (npu-smi)"),
+    (
+        ("--exec-env",),
+        "exec_env",
+        "flag",
+        None,
+        False,
+        None,
+        "judge the environment `npudoctor exec` gives the workload (the CANN set_env.sh variables "
+        "applied), not this process's: use it when the container's entrypoint is `npudoctor exec`, and "
+        "from a systemd timer's service, whose own environment is the agent's (on a host node outside "
+        "systemd/Slurm, e.g. cron or a shell, that is the default)",
+    ),
+    (("--cache-ttl",), "cache_ttl", "value", float, 0.0, "SECONDS", "reuse a result younger than this"),
+    (
+        ("--fresh",),
+        "fresh",
+        "flag",
+        None,
+        False,
+        None,
+        "judge everything anew (by default the last verdict is reused when every file, listing and "
+        "command output it was made from is unchanged)",
+    ),
+    (
+        ("-v", "--verbose"),
+        "verbose",
+        "flag",
+        None,
+        False,
+        None,
+        "say on stderr which environment was judged and why (by default: in a container, pod or "
+        "systemd/Slurm job this process's; on a host node what its CANN set_env.sh would set)",
+    ),
+    (
+        ("--fallback-ttl",),
+        "fallback_ttl",
+        "value",
+        float,
+        0.0,
+        "SECONDS",
+        "when the budget runs out, repeat the last finished verdict if younger than this (default 0: answer unknown)",
+    ),
+)
+#: The choices of the options that have them.
+_CHOICES = {"fail_on": _FAIL_ON}
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of :data:`OPTIONS`: ``--help``, and the usage errors of a
+    command line :func:`parse_plain` leaves to it (reported as *unhealthy*, exit 1)."""
+    import argparse
+
+    class _Parser(argparse.ArgumentParser):
+        """argparse that reports usage problems as *unhealthy* (exit 1), never exit 2."""
+
+        def error(self, message: str) -> NoReturn:
+            print(f"unhealthy: bad health-check option: {message}")
+            sys.exit(ExitStatus.PROBLEMS)
+
     parser = _Parser(
         prog="npudoctor health",
         description=(
@@ -83,80 +182,81 @@ def build_parser() -> argparse.ArgumentParser:
             "Exit codes: 0 healthy, 1 unhealthy (also for bad options, internal errors and timeouts)."
         ),
     )
-    parser.add_argument("--root", metavar="DIR", help="inspect DIR as if it were /")
-    parser.add_argument("--python", metavar="PATH", help="inspect this interpreter's packages")
-    parser.add_argument("--user", metavar="NAME|UID", help="judge device access for this account")
-    parser.add_argument(
-        "--env-file", metavar="FILE", help="diagnose the environment in FILE (NAME=value lines) instead of this one"
-    )
-    parser.add_argument(
-        "--pid",
-        type=int,
-        default=None,
-        metavar="PID",
-        help="diagnose the environment of this workload process (/proc/PID/environ) instead of this one",
-    )
-    parser.add_argument(
-        "--from", dest="from_file", metavar="FILE", help="judge a snapshot written by `npudoctor collect`"
-    )
-    parser.add_argument("--json", action="store_true", help="print a JSON document")
-    parser.add_argument(
-        "--color", "--no-color", dest="color", action="store_const", const=None, help="accepted (the output is plain)"
-    )
-    parser.add_argument(
-        "--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="hard total budget (default 0.9)"
-    )
-    parser.add_argument("--require", type=int, default=None, metavar="N", help="at least N NPU chips must be visible")
-    parser.add_argument(
-        "--require-checked",
-        action="append",
-        default=[],
-        metavar="AREA",
-        help="an area that must be checked: not checked (no npu-smi, --no-commands, a timeout) is unhealthy "
-        "(repeatable)",
-    )
-    parser.add_argument("--skip", action="append", default=[], metavar="AREA", help="leave out an area (repeatable)")
-    parser.add_argument("--only", action="append", default=[], metavar="AREA", help="check only these areas")
-    parser.add_argument("--fail-on", choices=_FAIL_ON, default="error", help="severity that makes it unhealthy")
-    parser.add_argument("--ignore", action="append", default=[], metavar="CODE", help="silence a finding code")
-    parser.add_argument("--matrix", metavar="FILE", help="use this matrix file")
-    parser.add_argument("--no-commands", action="store_true", help="run no external command (npu-smi)")
-    parser.add_argument(
-        "--exec-env",
-        action="store_true",
-        help="judge the environment `npudoctor exec` gives the workload (the CANN set_env.sh variables "
-        "applied), not this process's: use it when the container's entrypoint is `npudoctor exec`, and "
-        "from a systemd timer's service, whose own environment is the agent's (on a host node outside "
-        "systemd/Slurm, e.g. cron or a shell, that is the default)",
-    )
-    parser.add_argument(
-        "--cache-ttl", type=float, default=0.0, metavar="SECONDS", help="reuse a result younger than this"
-    )
-    parser.add_argument(
-        "--fresh",
-        action="store_true",
-        help="judge everything anew (by default the last verdict is reused when every file, listing and "
-        "command output it was made from is unchanged)",
-    )
-    parser.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        help="say on stderr which environment was judged and why (by default: in a container, pod or "
-        "systemd/Slurm job this process's; on a host node what its CANN set_env.sh would set)",
-    )
-    parser.add_argument(
-        "--fallback-ttl",
-        type=float,
-        default=0.0,
-        metavar="SECONDS",
-        help="when the budget runs out, repeat the last finished verdict if younger than this (default 0: answer unknown)",
-    )
+    for flags, dest, kind, kind_type, default, metavar, help_text in OPTIONS:
+        if kind == "flag":
+            parser.add_argument(*flags, dest=dest, action="store_true", help=help_text)
+        elif kind == "accepted":
+            parser.add_argument(*flags, dest=dest, action="store_const", const=None, help=help_text)
+        elif kind == "append":
+            parser.add_argument(*flags, dest=dest, action="append", default=[], metavar=metavar, help=help_text)
+        elif dest in _CHOICES:
+            parser.add_argument(*flags, dest=dest, choices=_CHOICES[dest], default=default, help=help_text)
+        else:
+            assert kind_type is not None  # a "value" row names its type
+            parser.add_argument(*flags, dest=dest, type=kind_type, default=default, metavar=metavar, help=help_text)
     return parser
 
 
-@dataclass(frozen=True)
-class HealthOptions:
+#: Each option string of :data:`OPTIONS` -> its row.
+_BY_FLAG = {flag: row for row in OPTIONS for flag in row[0]}
+
+
+def parse_plain(argv: Sequence[str]) -> Optional[Dict[str, Any]]:
+    """The values (dest -> value, as ``vars()`` of :func:`build_parser`'s namespace) of a
+    command line made only of :data:`OPTIONS`' exact option strings (``--opt value`` or
+    ``--opt=value``), without importing argparse (~5 ms with building the parser, on every
+    run of a check that runs every few seconds).  ``None`` for anything else -- ``--help``,
+    an abbreviation, a positional argument, a value that looks like an option or does not
+    convert, a choice not offered -- which argparse then parses and reports as it always
+    did.  ``tests/test_health_options.py`` compares both on many command lines."""
+    values: Dict[str, Any] = {}
+    for _flags, dest, kind, _type, default, _metavar, _help in OPTIONS:
+        values[dest] = [] if kind == "append" else default
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        inline: Optional[str] = None
+        if arg.startswith("--") and "=" in arg:
+            arg, inline = arg.split("=", 1)
+        row = _BY_FLAG.get(arg)
+        if row is None:
+            return None
+        _flags, dest, kind, kind_type, _default, _metavar, _help = row
+        if kind in ("flag", "accepted"):
+            if inline is not None:
+                return None
+            values[dest] = True if kind == "flag" else None
+            i += 1
+            continue
+        if inline is None:
+            if i + 1 >= len(argv) or argv[i + 1].startswith("-"):
+                return None
+            inline = argv[i + 1]
+            i += 1
+        try:
+            value = kind_type(inline) if kind_type is not None else inline
+        except (TypeError, ValueError, OverflowError):
+            return None
+        if dest in _CHOICES and value not in _CHOICES[dest]:
+            return None
+        if kind == "append":
+            values[dest].append(value)
+        else:
+            values[dest] = value
+        i += 1
+    return values
+
+
+def parse_values(argv: Sequence[str]) -> Dict[str, Any]:
+    """The option values of ``argv``: :func:`parse_plain`, else argparse (which exits with
+    ``SystemExit`` for ``--help`` and usage errors, after printing them)."""
+    values = parse_plain(argv)
+    if values is None:
+        values = vars(build_parser().parse_args(list(argv)))
+    return values
+
+
+class HealthOptions(FrozenRecord):
     """``npudoctor health``'s options, typed.
 
     ``machine``: ``--root --python --user --env-file --no-commands --from --json``.
@@ -167,23 +267,77 @@ class HealthOptions:
     previous result may be reused (0: never).  ``require_checked``: areas that must be
     checked.  ``fallback_ttl``: seconds a finished verdict stands in for one the budget
     cut short (0: never).  ``pid``: judge that process's environment (``/proc/PID/environ``).
+    A frozen record (:class:`~npudoctor.plainrecord.FrozenRecord`).
     """
 
-    machine: MachineRequest = field(default_factory=MachineRequest)
-    timeout: float = DEFAULT_TIMEOUT
-    require: Optional[int] = None
-    only: Tuple[str, ...] = ()
-    skip: Tuple[str, ...] = ()
-    fail_on: str = "error"
-    ignore: Tuple[str, ...] = ()
-    matrix: Optional[str] = None
-    exec_env: bool = False
-    cache_ttl: float = 0.0
-    require_checked: Tuple[str, ...] = ()
-    fallback_ttl: float = 0.0
-    pid: Optional[int] = None
-    verbose: bool = False
-    fresh: bool = False
+    FIELDS = (
+        "machine",
+        "timeout",
+        "require",
+        "only",
+        "skip",
+        "fail_on",
+        "ignore",
+        "matrix",
+        "exec_env",
+        "cache_ttl",
+        "require_checked",
+        "fallback_ttl",
+        "pid",
+        "verbose",
+        "fresh",
+    )
+    machine: MachineRequest
+    timeout: float
+    require: Optional[int]
+    only: Tuple[str, ...]
+    skip: Tuple[str, ...]
+    fail_on: str
+    ignore: Tuple[str, ...]
+    matrix: Optional[str]
+    exec_env: bool
+    cache_ttl: float
+    require_checked: Tuple[str, ...]
+    fallback_ttl: float
+    pid: Optional[int]
+    verbose: bool
+    fresh: bool
+
+    def __init__(
+        self,
+        machine: Optional[MachineRequest] = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        require: Optional[int] = None,
+        only: Tuple[str, ...] = (),
+        skip: Tuple[str, ...] = (),
+        fail_on: str = "error",
+        ignore: Tuple[str, ...] = (),
+        matrix: Optional[str] = None,
+        exec_env: bool = False,
+        cache_ttl: float = 0.0,
+        require_checked: Tuple[str, ...] = (),
+        fallback_ttl: float = 0.0,
+        pid: Optional[int] = None,
+        verbose: bool = False,
+        fresh: bool = False,
+    ) -> None:
+        self._set(
+            machine=MachineRequest() if machine is None else machine,
+            timeout=timeout,
+            require=require,
+            only=only,
+            skip=skip,
+            fail_on=fail_on,
+            ignore=ignore,
+            matrix=matrix,
+            exec_env=exec_env,
+            cache_ttl=cache_ttl,
+            require_checked=require_checked,
+            fallback_ttl=fallback_ttl,
+            pid=pid,
+            verbose=verbose,
+            fresh=fresh,
+        )
 
     def problem(self) -> Optional[str]:
         """Why these options cannot be honoured (the reason of a "bad health-check
@@ -206,32 +360,32 @@ class HealthOptions:
         return None
 
 
-def options_from_args(args: argparse.Namespace) -> HealthOptions:
-    """The typed options from :func:`build_parser`'s namespace."""
+def options_from_values(values: Dict[str, Any]) -> HealthOptions:
+    """The typed options from :func:`parse_values`' values."""
     return HealthOptions(
         machine=MachineRequest(
-            root=args.root,
-            python=args.python,
-            user=args.user,
-            env_file=args.env_file,
-            no_commands=args.no_commands,
-            from_file=args.from_file,
-            json=args.json,
+            root=values["root"],
+            python=values["python"],
+            user=values["user"],
+            env_file=values["env_file"],
+            no_commands=values["no_commands"],
+            from_file=values["from_file"],
+            json=values["json"],
         ),
-        timeout=args.timeout,
-        require=args.require,
-        only=tuple(args.only),
-        skip=tuple(args.skip),
-        fail_on=args.fail_on,
-        ignore=tuple(args.ignore),
-        matrix=args.matrix,
-        exec_env=args.exec_env,
-        cache_ttl=args.cache_ttl,
-        require_checked=tuple(args.require_checked),
-        fallback_ttl=args.fallback_ttl,
-        pid=args.pid,
-        verbose=args.verbose,
-        fresh=args.fresh,
+        timeout=values["timeout"],
+        require=values["require"],
+        only=tuple(values["only"]),
+        skip=tuple(values["skip"]),
+        fail_on=values["fail_on"],
+        ignore=tuple(values["ignore"]),
+        matrix=values["matrix"],
+        exec_env=values["exec_env"],
+        cache_ttl=values["cache_ttl"],
+        require_checked=tuple(values["require_checked"]),
+        fallback_ttl=values["fallback_ttl"],
+        pid=values["pid"],
+        verbose=values["verbose"],
+        fresh=values["fresh"],
     )
 
 
@@ -378,14 +532,14 @@ def main(argv: Sequence[str]) -> ExitStatus:
     """
     as_json = "--json" in argv
     try:
-        args = build_parser().parse_args(list(argv))
-        return run_health(options_from_args(args))
+        return run_health(options_from_values(parse_values(argv)))
     except SystemExit as exc:  # argparse --help (0) or a usage error (1, see _Parser)
         return ExitStatus.OK if exc.code in (0, None) else ExitStatus.PROBLEMS
     except BaseException as exc:  # KeyboardInterrupt, BrokenPipeError, a bug
-        with contextlib.suppress(Exception):
+        try:
             return _emit(_unhealthy(f"npudoctor failed: {type(exc).__name__}: {exc}"), as_json)
-        return ExitStatus.PROBLEMS
+        except Exception:
+            return ExitStatus.PROBLEMS
 
 
 def run_health(options: HealthOptions) -> ExitStatus:
@@ -445,19 +599,22 @@ def run_health(options: HealthOptions) -> ExitStatus:
     return _emit(doc, as_json)
 
 
-@dataclass
 class _Watch:
     """What the answer of a cut-short check needs: the options, the budget, the cache
     path, and a PSI sample (:func:`npudoctor.hostproc.cpu_pressure_total`) taken at
-    ``sampled`` (a :func:`time.monotonic` instant)."""
+    ``sampled`` (a :func:`time.monotonic` instant); ``progress`` (the sections finished)
+    and ``cut`` (them and the step, frozen when the budget ran out) are set later."""
 
-    options: HealthOptions
-    budget: Budget
-    cache: Optional[str]
-    pressure: Optional[int]
-    sampled: float
-    progress: Optional[Progress] = None
-    cut: Optional[Tuple[Dict[str, Any], str]] = None
+    def __init__(
+        self, options: HealthOptions, budget: Budget, cache: Optional[str], pressure: Optional[int], sampled: float
+    ) -> None:
+        self.options = options
+        self.budget = budget
+        self.cache = cache
+        self.pressure = pressure
+        self.sampled = sampled
+        self.progress: Optional[Progress] = None
+        self.cut: Optional[Tuple[Dict[str, Any], str]] = None
 
     def evidence(self) -> Any:
         """The commands running now and those killed for their deadline, with their state

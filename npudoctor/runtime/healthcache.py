@@ -4,14 +4,16 @@ printable string."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import time
-from typing import Any, Dict, Optional, Tuple
 
 from npudoctor.hostio import read_capped_text
 from npudoctor.runtime.lines import printable, verdict_problem
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Optional, Tuple
 
 #: The budget a cached verdict is keyed with (health's default: see cache_path).
 _KEY_TIMEOUT = 0.9
@@ -31,10 +33,8 @@ def cache_path(options: Any) -> str:
 
     base = state_dir()
     # the budget and the cache policies do not change what is judged: one verdict for all
-    judged = dataclasses.replace(
-        options, timeout=_KEY_TIMEOUT, cache_ttl=0.0, fallback_ttl=0.0, verbose=False, fresh=False
-    )
-    what = dataclasses.asdict(judged)
+    judged = options.replace(timeout=_KEY_TIMEOUT, cache_ttl=0.0, fallback_ttl=0.0, verbose=False, fresh=False)
+    what = judged.as_dict()
     # without --python the active virtualenv / conda environment is judged: another one is
     # another verdict (pyselect.default_choice)
     what["active_env"] = [os.environ.get(name, "") for name in ACTIVE_ENV_VARS]

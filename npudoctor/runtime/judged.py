@@ -6,7 +6,6 @@ set).  Chosen from where the process runs (the markers of ``container.world``,
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Dict, Optional, Tuple
 
@@ -42,7 +41,7 @@ def judged_environment(
         if pid is not None:
             environ = pid_environ(machine.root, pid)
             return environ, {"judged": "pid", "because": f"--pid {pid}: that process's environment"}
-        node = dataclasses.replace(machine, user=None)
+        node = machine.replace(user=None)
         if exec_env:
             because = "--exec-env: the environment `npudoctor exec` gives the workload (CANN set_env.sh applied)"
             return plan_environment(node).environ, {"judged": "exec-env", "because": because}

@@ -4,7 +4,9 @@ verdict is such text)."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up)
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 #: Longest problem line printed (Docker keeps only the tail of the output).
 LINE_LIMIT = 240

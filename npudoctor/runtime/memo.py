@@ -46,7 +46,6 @@ files, and of the bundled matrix's), so another setting never meets this one's m
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import re
@@ -54,9 +53,12 @@ import stat
 import sys
 import time
 import zlib
-from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from npudoctor.runtime.deadline import Budget
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 #: Format of the memo file; another value is not read.
 FORMAT = 1
@@ -173,6 +175,9 @@ class Journal:
         self.started = time.time()
         self._numbers: Dict[int, int] = {}
         self._kept: List[Any] = []  # the hosts themselves: their id()s stay unique
+        #: (op, host number, call) -> fingerprint of the reads noted: a read repeated with
+        #: the same outcome is noted once (a quarter of a health run's reads are repeats)
+        self._seen: Dict[Tuple[str, int, str], Any] = {}
 
     def refuse(self, why: str) -> None:
         """No memo for this run, because ``why`` (the first reason is kept)."""
@@ -204,9 +209,15 @@ class Journal:
             self.hosts.append([host.root, environ_digest(host.environ), bool(host.commands), delta, gone])
             self._kept.append(host)
         try:
-            self.ops.append([op, number, call, fingerprint(op, host, call, outcome)])
+            printed = fingerprint(op, host, call, outcome)
         except ValueError as exc:
             self.refuse(str(exc))
+            return
+        seen = (op, number, repr(sorted(call.items())))
+        if seen in self._seen and self._seen[seen] == printed:
+            return  # told the same before: replaying it again tells nothing more
+        self._seen[seen] = printed
+        self.ops.append([op, number, call, printed])
 
     def denied(self) -> bool:
         """True when a read was refused to some host of this run."""
@@ -526,7 +537,7 @@ def _same_day(then: float, now: float) -> bool:
 def judged_options(options: Any) -> Dict[str, Any]:
     """The health options that change what is judged (budget, cache and memo policies,
     verbosity and the output format do not), as a JSON-able mapping."""
-    judged = dataclasses.asdict(options)
+    judged: Dict[str, Any] = options.as_dict()
     for name in ("timeout", "cache_ttl", "fallback_ttl", "verbose", "fresh"):
         judged.pop(name, None)
     if isinstance(judged.get("machine"), dict):
