@@ -92,7 +92,7 @@ def _twin_value(value: Any) -> Any:
 
 @pytest.mark.parametrize(("cls", "twin", "required", "others"), CASES, ids=lambda c: getattr(c, "__name__", ""))
 def test_a_record_is_its_dataclass_twin(cls: type, twin: type, required: Dict[str, Any], others: Dict[str, Any]):
-    assert cls.FIELDS == tuple(f.name for f in dataclasses.fields(twin))
+    assert tuple(f.name for f in dataclasses.fields(twin)) == cls.FIELDS
     ours, theirs = cls(**required), twin(**required)
     # defaults
     assert ours.as_dict() == dataclasses.asdict(theirs)
@@ -100,7 +100,7 @@ def test_a_record_is_its_dataclass_twin(cls: type, twin: type, required: Dict[st
         "MachineRequestTwin", "MachineRequest"
     )
     # equality by value, same class only
-    assert ours == cls(**required) and ours != theirs and not (ours == theirs)
+    assert ours == cls(**required) and ours != theirs and (ours == theirs) is False
     changed, changed_twin = ours.replace(**others), dataclasses.replace(theirs, **others)
     assert changed != ours and changed.as_dict() == dataclasses.asdict(changed_twin)
     assert ours.as_dict() == dataclasses.asdict(theirs)  # replace made a new record
