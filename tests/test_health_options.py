@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 from scenario_runner import REPO, environment, prepare
 
-from npudoctor.runtime import health
+from npudoctor.runtime import healthopts as health
 
 try:
     import tomllib

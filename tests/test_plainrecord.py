@@ -13,7 +13,7 @@ import pytest
 from npudoctor.cli.request import DEFAULT_DEADLINE, MachineRequest
 from npudoctor.hostio import CommandResult, FileRead
 from npudoctor.plainrecord import FrozenRecord, PlainRecord
-from npudoctor.runtime.health import DEFAULT_TIMEOUT, HealthOptions
+from npudoctor.runtime.healthopts import DEFAULT_TIMEOUT, HealthOptions
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,7 +25,7 @@ ACTIVE_ENV_VARS = ("VIRTUAL_ENV", "CONDA_PREFIX")
 
 def cache_path(options: Any) -> str:
     """The ``--cache-ttl`` file of a run with ``options`` (a
-    :class:`npudoctor.runtime.health.HealthOptions`): one verdict for every budget,
+    :class:`npudoctor.runtime.healthopts.HealthOptions`): one verdict for every budget,
     cache policy and verbosity (they do not change what is judged)."""
     import hashlib
 
