@@ -25,7 +25,10 @@ kernel's files (``/proc``, ``/sys``, ``/dev`` of a live system) by mode, ids and
 number only, and ``/proc/PID/status`` by the fields npudoctor reads of it
 (:func:`npudoctor.parsers.procstatus.parse_proc_status`: capabilities and ids; its pid
 and memory counters differ in every process); directory listings by their names;
-commands by exit status and output.
+commands by exit status and output -- ``npu-smi info``'s table by what the rules judge of
+it (:func:`same_outcome`): on a real node its power, temperature, AI Core and HBM columns
+move every second, and no verdict depends on them for a chip without processes
+(:data:`TELEMETRY`; ``tests/test_health_memo_telemetry.py``).
 
 No memo is written (the next run is a full one again) for a run that timed out, was cut
 short, had a read refused (EACCES: who may read changes with the reader), walked a
@@ -135,12 +138,69 @@ def fingerprint(op: str, host: Any, call: Dict[str, Any], outcome: Any) -> Any:
     if op == "listdir":
         return digest("\0".join(outcome).encode("utf-8", errors="surrogateescape"))
     if op == "run":
-        if outcome.timed_out or outcome.overflow or outcome.abandoned:
-            raise ValueError(f"`{' '.join(outcome.argv[:3])}` did not finish normally")
-        out = digest(outcome.stdout.encode("utf-8", errors="surrogateescape"))
-        err = digest(outcome.stderr.encode("utf-8", errors="surrogateescape"))
-        return [outcome.returncode, out, err, outcome.error]
+        printed = _run_print(outcome)
+        if _is_npu_smi_info(outcome.argv):
+            printed.append(judged_table(outcome.stdout))
+        return printed
     return outcome  # real, resolve, readlink, which: a path or None
+
+
+def _run_print(outcome: Any) -> List[Any]:
+    if outcome.timed_out or outcome.overflow or outcome.abandoned:
+        raise ValueError(f"`{' '.join(outcome.argv[:3])}` did not finish normally")
+    out = digest(outcome.stdout.encode("utf-8", errors="surrogateescape"))
+    err = digest(outcome.stderr.encode("utf-8", errors="surrogateescape"))
+    return [outcome.returncode, out, err, outcome.error]
+
+
+def _is_npu_smi_info(argv: Any) -> bool:
+    return (
+        isinstance(argv, list) and len(argv) == 2 and os.path.basename(str(argv[0])) == "npu-smi" and argv[1] == "info"
+    )
+
+
+#: Columns of ``npu-smi info`` that move from one second to the next on a working chip
+#: (power, temperature, AI Core use, huge pages, memory and HBM in use) and that no verdict
+#: depends on for a chip without processes: DEV011 (processes on an NPU) reads the memory in
+#: use only of the chips that have some.  ``tests/test_health_memo.py`` checks on every
+#: scenario that moving them changes no verdict.
+TELEMETRY = ("power_w", "temp_c", "aicore_pct", "hugepages_used", "memory_used_mb", "hbm_used_mb")
+
+
+def judged_table(stdout: str) -> Optional[str]:
+    """A fingerprint of what the rules judge of an ``npu-smi info`` table (parsed by the
+    probe's own parser, :func:`npudoctor.parsers.npu_smi.parse_info`): everything but the
+    :data:`TELEMETRY` of the chips without processes -- or ``None`` when ``stdout`` holds
+    no chip table (then only the same bytes are the same answer)."""
+    from npudoctor.parsers.npu_smi import parse_info
+
+    info = parse_info(stdout)
+    if not info.get("chips"):
+        return None
+    busy = {(p.get("npu_id"), p.get("chip_id")) for p in info.get("processes") or []}
+    for chip in info["chips"]:
+        if (chip.get("npu_id"), chip.get("chip_id")) not in busy:
+            for name in TELEMETRY:
+                chip.pop(name, None)
+    return secure_digest(json.dumps(info, sort_keys=True, default=str).encode("utf-8", errors="surrogateescape"))
+
+
+def same_outcome(op: str, host: Any, call: Dict[str, Any], outcome: Any, expected: Any) -> bool:
+    """True when ``host.<op>(**call)`` told today (``outcome``) what it told when recorded
+    (``expected``, a :func:`fingerprint`): the fingerprints are equal, or -- for ``npu-smi
+    info`` -- its status and error output are, and its table is the same but for the
+    :data:`TELEMETRY` of idle chips (the table is parsed only when its bytes differ).
+    Raises ``ValueError`` as :func:`fingerprint` does."""
+    if op == "run" and _is_npu_smi_info(getattr(outcome, "argv", None)):
+        now = _run_print(outcome)
+        if not (isinstance(expected, list) and len(expected) == 5):
+            return False
+        if now == expected[:4]:
+            return True  # the same bytes
+        if now[0] != expected[0] or now[2:] != expected[2:4] or expected[4] is None:
+            return False
+        return bool(judged_table(outcome.stdout) == expected[4])
+    return bool(fingerprint(op, host, call, outcome) == expected)  # lists and scalars, as JSON reads them
 
 
 def secure_digest(data: bytes) -> str:
@@ -494,7 +554,7 @@ def _replay(memo: Dict[str, Any], environ: Dict[str, str], budget: Budget) -> bo
         except (TypeError, ValueError):
             return False
         try:
-            if fingerprint(op, host, call, outcome) != expected:  # lists and scalars, as JSON reads them
+            if not same_outcome(op, host, call, outcome, expected):
                 return False
         except ValueError:
             return False
