@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -96,6 +97,36 @@ def make_tree(base: Path, total: int) -> Path:
     return scenario
 
 
+CAPTURE = "npu-smi-info_910B3_23.0.7_8npu_noproc.txt"
+
+
+def make_live(tree: Path) -> Path:
+    """A copy of ``tree`` whose ``npu-smi info`` prints, in turn, the capture and two copies
+    of it with each chip's power, temperature, AI Core use and HBM in use moved (as a real
+    node's do from one second to the next; the same chips, the same health)."""
+    live = tree.parent / f"{tree.name}-live"
+    shutil.copytree(tree, live, symlinks=True)
+    text = (live / "bin" / CAPTURE).read_text(encoding="utf-8")
+    row1 = re.compile(r"^(\| \d+\s+910B3\s+\| OK\s+\| )(\d+\.\d)(\s+)(\d+)", re.M)
+    row2 = re.compile(r"^(\| \d+\s+\| [0-9A-F:.]+\s+\| )(\d+)(\s+\d+\s*/\s*\d+\s+)(\d+)", re.M)
+    for n in (1, 2):
+        moved = row1.sub(lambda m, n=n: f"{m[1]}{float(m[2]) + 3.1 * n:.1f}{m[3]}{int(m[4]) + n}", text)
+        moved = row2.sub(lambda m, n=n: f"{m[1]}{int(m[2]) + 7 * n}{m[3]}{int(m[4]) + 11 * n}", moved)
+        assert moved != text
+        (live / "bin" / f"moved{n}.txt").write_text(moved, encoding="utf-8")
+    script = live / "bin" / "npu-smi"
+    script.write_text(
+        "#!/bin/sh\n"
+        "# the capture and two copies with the telemetry moved, in turn (a counter file)\n"
+        'here="$(dirname "$0")"\n'
+        'if [ "$*" != "info" ]; then echo "npu-smi $*: not captured" >&2; exit 1; fi\n'
+        'n=$(cat "$here/turn" 2>/dev/null || echo 0); echo $(( (n + 1) % 3 )) > "$here/turn"\n'
+        f'case $n in 1) cat "$here/moved1.txt";; 2) cat "$here/moved2.txt";; *) cat "$here/{CAPTURE}";; esac\n'
+    )
+    script.chmod(0o755)
+    return live
+
+
 def interleaved(
     commands: Dict[str, Tuple[List[str], Dict[str, str], Optional[str]]], repeat: int
 ) -> Dict[str, List[float]]:
@@ -147,8 +178,13 @@ def run(repeat: int) -> List[str]:
 
         first = subprocess.run(health(mid), env=envs[mid], capture_output=True, text=True, cwd=str(REPO))
         status = first.stdout.strip().splitlines()[:1]
+        live = make_live(trees[mid])
+        live_env = dict(envs[mid], PATH=envs[mid]["PATH"].replace(str(trees[mid]), str(live)))
+        live_argv = [str(launcher), "health", "--root", str(live / "root"), "--timeout", "10"]
+        subprocess.run(live_argv, env=live_env, capture_output=True, cwd=str(REPO))
         commands = {"pass": ([py, "-c", "pass"], envs[mid], None)}
         commands.update({f"health {t}": (health(t), envs[t], str(REPO)) for t in SIZES})
+        commands["live"] = (live_argv, live_env, str(REPO))
         commands.update({f"fresh {t}": (health(t) + ["--fresh"], envs[t], str(REPO)) for t in SIZES})
         if baseline:
             # that checkout's own code: -m from its directory (runpy included, see above)
@@ -181,6 +217,11 @@ def run(repeat: int) -> List[str]:
         f"{SIZES[-1]} vs {SIZES[0]}: {growth * 100:+.1f} % (target within {FLATNESS * 100:.0f} %: "
         f"{'met' if abs(growth) <= FLATNESS else 'NOT met'}); --fresh: {fresh[mid] / floor:.1f}x, "
         f"{SIZES[-1]} vs {SIZES[0]}: {(fresh[SIZES[-1]] / fresh[SIZES[0]] - 1) * 100:+.1f} %"
+    )
+    live = median(times["live"])
+    lines.append(
+        f"health, {mid} distributions, npu-smi telemetry moving every run (as on a real node): median "
+        f"{live * 1000:.1f} ms = {live / floor:.1f}x"
     )
     if baseline:
         before = median(times["baseline"])
