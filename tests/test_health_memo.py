@@ -121,6 +121,17 @@ def test_another_environment_is_another_verdict(memo_healthy):
     assert len(list(runtime.glob("npudoctor-memo-*.json"))) == 2
 
 
+def test_run_from_the_memo_directory_reuses_the_verdict(memo_healthy):
+    """``python -m npudoctor health`` run from the directory the memo files go to (/tmp
+    without XDG_RUNTIME_DIR) has it on sys.path: writing a memo must not change the key of
+    the next run."""
+    scenario, runtime = memo_healthy
+    assert run_health(scenario, runtime, cwd=runtime)[0] == 0
+    code, doc = run_health(scenario, runtime, cwd=runtime)
+    assert code == 0 and doc["inputs_unchanged_s"] >= 0
+    assert len(list(runtime.glob("npudoctor-memo-*.json"))) == 1
+
+
 def test_a_config_file_that_appears_is_honoured(memo_healthy, tmp_path):
     scenario, runtime = memo_healthy
     (scenario / "bin" / CAPTURE).write_bytes(CRITICAL.read_bytes())

@@ -327,7 +327,11 @@ def _code_signature() -> str:
     return digest("\n".join(rows).encode("utf-8", errors="surrogateescape"))
 
 
-def _mtime(path: str) -> Optional[int]:
+def _mtime(path: str, state: str = "") -> Optional[int]:
+    """The mtime (ns) of ``path`` (``""``: the working directory); ``None`` when it cannot
+    be stat'ed or is ``state`` (an absolute path: the memo files' own directory)."""
+    if state and os.path.abspath(path or ".") == state:
+        return None
     try:
         return os.stat(path or ".").st_mtime_ns
     except OSError:
@@ -345,12 +349,15 @@ def memo_path(judged: Dict[str, Any]) -> str:
     what is judged, as a JSON-able mapping) in this process's setting."""
     from npudoctor import __version__
 
+    state = os.path.abspath(state_dir())
     what = {
         "format": FORMAT,
         "npudoctor": [__version__, _code_signature()],
         # sys.path: .pth files and user site too; the mtime of each of its directories: a
-        # library npudoctor imports (packaging, tomli, ...) installed, upgraded or removed
-        "python": [sys.executable, sys.version, [[entry, _mtime(entry)] for entry in sys.path]],
+        # library npudoctor imports (packaging, tomli, ...) installed, upgraded or removed --
+        # but not of the directory the memo files are written to (``python -m`` run from
+        # /tmp puts it on sys.path): writing a memo would change the key of the next run
+        "python": [sys.executable, sys.version, [[entry, _mtime(entry, state)] for entry in sys.path]],
         "cwd": os.getcwd(),
         "ids": [os.getuid(), os.getgid(), sorted(os.getgroups())],
         "environ": sorted(os.environ.items()),
