@@ -64,6 +64,9 @@ class Options:
     its ``/proc/PID/status`` gives the capabilities and ids device access is judged for.
     ``collected``: a dict :func:`collect` also puts each finished section in, as soon as its
     probe returns (a caller whose budget runs out judges what was finished).
+    ``index_packages``: the ``packages`` probe reads the metadata of the distributions rules
+    judge by name only and indexes the rest by directory name, as a quick run does
+    (``devices``: its time must not grow with the distributions installed, issue 18).
     """
 
     python: Optional[str] = None
@@ -82,6 +85,7 @@ class Options:
     progress: Optional[Callable[[str], None]] = None
     pid: Optional[int] = None
     collected: Optional[Dict[str, Any]] = None
+    index_packages: bool = False
 
     def remaining(self, default: float) -> float:
         """Seconds a command may still take: ``default``, capped by the deadline."""
