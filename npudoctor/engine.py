@@ -35,7 +35,7 @@ from __future__ import annotations
 import importlib
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -43,12 +43,13 @@ from npudoctor.facts import Facts
 from npudoctor.findings import Finding
 from npudoctor.host import Host
 from npudoctor.snapshot import Snapshot, now_iso
+from npudoctor.valuerecord import record
 
 if TYPE_CHECKING:  # the matrix package is imported by whoever loads a matrix, not by the engine
     from npudoctor.knowledge.matrix import Matrix
 
 
-@dataclass
+@record
 class Options:
     """What the user asked for, as probes and rules see it.
 
@@ -94,7 +95,7 @@ class Options:
         return max(0.05, min(default, self.deadline - time.monotonic()))
 
 
-@dataclass
+@record
 class ProbeContext:
     """What a probe gets: the host, the options and the sections it declared in
     ``NEEDS`` (a :class:`FactsView` during :func:`collect`; tests may pass a plain dict)."""
@@ -127,7 +128,7 @@ class FactsView(Dict[str, Any]):
         return super().__contains__(key)
 
 
-@dataclass
+@record
 class RuleContext:
     """What a rule gets: the snapshot, the matrix (``None`` if it failed to load) and
     the options.  ``view`` is the typed, read-only view of the facts
@@ -195,7 +196,7 @@ class ProbeOrderError(ValueError):
     the probes and sections)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ProbeSpec:
     """One probe module's declarations: ``section`` (the record it writes), ``needs``
     (the sections it reads), the ``quick``/``deep``/``slow`` flags and ``probe``."""

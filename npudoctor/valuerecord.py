@@ -19,20 +19,36 @@ of the fields with ``hash=True`` (or ``hash=None`` and ``compare=True``), and
 reference).  ``dataclasses.fields``, ``asdict``, ``replace`` and ``FrozenInstanceError``
 work as for any dataclass.  ``tests/test_valuerecord.py`` compares every class that uses
 it with a plain ``dataclass(frozen=True)`` twin.
+
+:func:`record` goes further, for the classes defined on every short run (``devices``,
+issue 18): ``@record(frozen=True, eq=False, repr=False)`` in place of ``@dataclass(...)``
+(the same arguments; type checkers see :func:`dataclasses.dataclass` itself) makes a
+dataclass whose ``__init__``, ``__eq__``, ``__hash__``, ``__repr__`` and frozen
+``__setattr__``/``__delattr__`` are shared functions instead of code generated and
+compiled per class: about a fifth of the cost of a definition.  The fields, ``fields``,
+``asdict``, ``replace``, defaults and ``default_factory``, ``FrozenInstanceError`` and the
+error of a missing or unexpected argument are those of the dataclass; what it does not
+support (``init=False`` fields, ``InitVar``, keyword-only fields, ``order``, ``slots``,
+``__post_init__``) is refused with ``TypeError`` when the class is defined.
+``tests/test_valuerecord.py`` compares every class made by it with its plain dataclass
+twin.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Dict, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Set, Tuple
 
-__all__ = ["ValueRecord"]
+__all__ = ["ValueRecord", "record"]
 
 # Per class: (compared, hashed, shown) field names, computed on first use.
 _NAMES: Dict[type, Tuple[Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]]] = {}
 # (id(object), thread) pairs whose repr is being made: a recursive reference shows "...".
 _IN_REPR: Set[Tuple[int, int]] = set()
+#: Every class :func:`record` made, with its ``(repr, eq, frozen)`` (the tests compare each
+#: with its plain dataclass twin).
+RECORDS: List[Tuple[type, Tuple[bool, bool, bool]]] = []
 
 
 def _names(cls: type) -> Tuple[Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]]:
@@ -73,3 +89,116 @@ class ValueRecord:
         finally:
             _IN_REPR.discard(key)
         return f"{self.__class__.__qualname__}({shown})"
+
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass as record
+else:
+
+    def record(
+        cls: Any = None,
+        *,
+        init: bool = True,
+        repr: bool = True,
+        eq: bool = True,
+        frozen: bool = False,
+        **unsupported: Any,
+    ) -> Any:
+        """``@record(...)``: :func:`dataclasses.dataclass` with the same arguments, its
+        methods shared instead of generated (see the module docstring).  Raises
+        ``TypeError`` for what it does not support."""
+
+        def wrap(cls: Any) -> Any:
+            return _record(cls, repr=repr, eq=eq, frozen=frozen)
+
+        if unsupported or not init:
+            raise TypeError(f"record() does not support {sorted(unsupported) or ['init=False']}: use dataclass")
+        return wrap if cls is None else wrap(cls)
+
+
+def _record(cls: Any, repr: bool, eq: bool, frozen: bool) -> Any:
+    if hasattr(cls, "__post_init__") or any(k in cls.__dict__ for k in ("__init__", "__setattr__", "__delattr__")):
+        raise TypeError(f"{cls.__qualname__}: record() does not support __post_init__ or own __init__/__setattr__")
+    own_hash = "__hash__" in cls.__dict__
+    dataclasses.dataclass(init=False, repr=False, eq=False)(cls)  # the fields; no code generated
+    fields = dataclasses.fields(cls)
+    if len(fields) != len(cls.__dataclass_fields__) or any(
+        not f.init or getattr(f, "kw_only", False) is True for f in fields
+    ):
+        raise TypeError(f"{cls.__qualname__}: record() does not support init=False, InitVar or keyword-only fields")
+    cls.__init__ = _init(cls, fields)
+    if repr and "__repr__" not in cls.__dict__:
+        cls.__repr__ = ValueRecord.__repr__
+    if eq and "__eq__" not in cls.__dict__:
+        cls.__eq__ = ValueRecord.__eq__
+        if not own_hash:  # as dataclass: eq and frozen hash the fields, eq alone is unhashable
+            cls.__hash__ = ValueRecord.__hash__ if frozen else None
+    if frozen:
+        cls.__setattr__, cls.__delattr__ = _frozen(cls, fields)
+    RECORDS.append((cls, (repr, eq, frozen)))
+    return cls
+
+
+def _init(cls: Any, fields: Tuple[dataclasses.Field, ...]) -> Callable[..., None]:  # type: ignore[type-arg]
+    """The ``__init__`` of ``cls``: positional or keyword arguments in field order, defaults
+    and default factories, and the ``TypeError`` a dataclass raises for a wrong call."""
+    names = tuple(f.name for f in fields)
+    known = frozenset(names)
+    defaults = tuple(f.default for f in fields)
+    factories = tuple(f.default_factory for f in fields)
+    missing = dataclasses.MISSING
+    put = object.__setattr__
+    where = f"{cls.__qualname__}.__init__()"
+    least = 1 + sum(1 for d, f in zip(defaults, factories) if d is missing and f is missing)
+    most = 1 + len(names)
+    takes = f"{most}" if least == most else f"from {least} to {most}"
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if len(args) >= most:
+            raise TypeError(f"{where} takes {takes} positional arguments but {len(args) + 1} were given")
+        for name in kwargs:
+            if name not in known:
+                raise TypeError(f"{where} got an unexpected keyword argument '{name}'")
+        for i, name in enumerate(names):
+            if i < len(args):
+                if name in kwargs:
+                    raise TypeError(f"{where} got multiple values for argument '{name}'")
+                value = args[i]
+            elif name in kwargs:
+                value = kwargs[name]
+            elif defaults[i] is not missing:
+                value = defaults[i]
+            elif factories[i] is not missing:
+                value = factories[i]()
+            else:
+                raise _missing(where, names[i:], defaults[i:], factories[i:], kwargs)
+            put(self, name, value)
+
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    return __init__
+
+
+def _missing(where: str, names: Any, defaults: Any, factories: Any, given: Any) -> TypeError:
+    """The ``TypeError`` Python raises for the required arguments not given."""
+    missing = dataclasses.MISSING
+    left = [f"'{n}'" for n, d, f in zip(names, defaults, factories) if n not in given and d is missing and f is missing]
+    listed = left[0] if len(left) == 1 else ", ".join(left[:-1]) + ("," if len(left) > 2 else "") + " and " + left[-1]
+    plural = "argument" if len(left) == 1 else "arguments"
+    return TypeError(f"{where} missing {len(left)} required positional {plural}: {listed}")
+
+
+def _frozen(cls: Any, fields: Tuple[dataclasses.Field, ...]) -> Tuple[Any, Any]:  # type: ignore[type-arg]
+    """The ``__setattr__`` and ``__delattr__`` of a frozen dataclass ``cls``."""
+    names = frozenset(f.name for f in fields)
+
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if type(self) is cls or name in names:
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+
+    def __delattr__(self: Any, name: str) -> None:
+        if type(self) is cls or name in names:
+            raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+
+    return __setattr__, __delattr__
