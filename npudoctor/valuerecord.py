@@ -153,26 +153,30 @@ def _init(cls: Any, fields: Tuple[dataclasses.Field, ...]) -> Callable[..., None
     most = 1 + len(names)
     takes = f"{most}" if least == most else f"from {least} to {most}"
 
+    spec = tuple(zip(names, defaults, factories))
+
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        if len(args) >= most:
-            raise TypeError(f"{where} takes {takes} positional arguments but {len(args) + 1} were given")
-        for name in kwargs:
-            if name not in known:
-                raise TypeError(f"{where} got an unexpected keyword argument '{name}'")
-        for i, name in enumerate(names):
-            if i < len(args):
+        given = len(args)
+        if given:
+            if given >= most:
+                raise TypeError(f"{where} takes {takes} positional arguments but {given + 1} were given")
+            for name, value in zip(names, args):
                 if name in kwargs:
                     raise TypeError(f"{where} got multiple values for argument '{name}'")
-                value = args[i]
-            elif name in kwargs:
-                value = kwargs[name]
-            elif defaults[i] is not missing:
-                value = defaults[i]
-            elif factories[i] is not missing:
-                value = factories[i]()
+                put(self, name, value)
+        if kwargs:
+            for name in kwargs:
+                if name not in known:
+                    raise TypeError(f"{where} got an unexpected keyword argument '{name}'")
+        for name, default, factory in spec[given:] if given else spec:
+            if name in kwargs:
+                put(self, name, kwargs[name])
+            elif default is not missing:
+                put(self, name, default)
+            elif factory is not missing:
+                put(self, name, factory())
             else:
-                raise _missing(where, names[i:], defaults[i:], factories[i:], kwargs)
-            put(self, name, value)
+                raise _missing(where, names[given:], defaults[given:], factories[given:], kwargs)
 
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
     return __init__
