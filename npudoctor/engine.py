@@ -35,7 +35,6 @@ from __future__ import annotations
 import importlib
 import os
 import time
-from dataclasses import field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -43,7 +42,7 @@ from npudoctor.facts import Facts
 from npudoctor.findings import Finding
 from npudoctor.host import Host
 from npudoctor.snapshot import Snapshot, now_iso
-from npudoctor.valuerecord import record
+from npudoctor.valuerecord import field, record
 
 if TYPE_CHECKING:  # the matrix package is imported by whoever loads a matrix, not by the engine
     from npudoctor.knowledge.matrix import Matrix

@@ -16,13 +16,12 @@ import json
 import os
 import stat
 import time
-from dataclasses import field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from npudoctor import __version__
 from npudoctor.host import read_capped
 from npudoctor.parsers import jsontext
-from npudoctor.valuerecord import record
+from npudoctor.valuerecord import field, record
 
 if TYPE_CHECKING:
     from npudoctor.redact import Redactor

@@ -216,3 +216,68 @@ def test_record_refuses_what_it_does_not_support():
         class _Hidden:
             a: int
             b: int = field(default=0, init=False)
+
+    with pytest.raises(TypeError):  # a dataclass base: its fields would be missed
+
+        @record
+        class _Derived(_Odd):
+            more: int = 0
+
+    with pytest.raises(TypeError):  # dataclasses.field would be taken for a default
+
+        @record
+        class _WrongField:
+            a: List[int] = field(default_factory=list)
+
+
+def test_record_keeps_the_dataclass_errors():
+    from npudoctor.valuerecord import field as rfield
+    from npudoctor.valuerecord import record
+
+    with pytest.raises(ValueError, match="mutable default"):
+
+        @record
+        class _Mutable:
+            a: List[int] = []  # noqa: RUF012
+
+    with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
+
+        @record
+        class _Order:
+            a: int = 0
+            b: int  # type: ignore[misc]
+
+    with pytest.raises(ValueError, match="both default and default_factory"):
+        rfield(default=1, default_factory=list)
+
+    @record
+    class _Kept:
+        a: int = 1
+        b: List[int] = rfield(default_factory=list)
+
+    # as dataclass: a default stays a class attribute, a factory's field is none
+    assert _Kept.a == 1 and not hasattr(_Kept, "b") and _Kept().b == [] and _Kept().b is not _Kept().b
+    assert dataclasses.is_dataclass(_Kept) and [f.name for f in dataclasses.fields(_Kept)] == ["a", "b"]
+
+
+def test_record_modules_do_not_import_dataclasses():
+    """A record class is made without :mod:`dataclasses` (~7 ms with inspect): no module
+    defining one imports it at its top (only where a Field, asdict or replace is needed)."""
+    import re
+
+    users = [p for p in sorted(PACKAGE.rglob("*.py")) if "@record" in p.read_text(encoding="utf-8")]
+    assert len(users) >= 10
+    for path in users:
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"^(from dataclasses import|import dataclasses)", text, re.M), path
+    code = (
+        "import sys;"
+        "import npudoctor.valuerecord, npudoctor.remedies.steps, npudoctor.knowledge.grades, "
+        "npudoctor.report.layout, npudoctor.knowledge.chip_support;"
+        "print('dataclasses' in sys.modules)"
+    )
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(PACKAGE.parent))
+    assert out.stdout.strip() == "False", out.stderr

@@ -12,7 +12,6 @@ COMPATIBILITY.md and release notes, CANN release notes).  A matrix query that ra
 from __future__ import annotations
 
 import re
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from npudoctor.knowledge.matrix.model import _pep440
@@ -48,6 +47,8 @@ class MismatchPlan(ValueRecord):
 
     def keep_dict(self) -> Optional[Dict[str, Any]]:
         """Option A as a plain dict (finding data), or ``None``."""
+        from dataclasses import asdict  # here: dataclasses costs ~7 ms of every start (issue 18)
+
         return asdict(self.keep_cann) if self.keep_cann is not None else None
 
 

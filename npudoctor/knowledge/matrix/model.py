@@ -5,12 +5,11 @@ shared by its schema check (:mod:`.schema`), queries (:mod:`.queries`) and loade
 from __future__ import annotations
 
 import re
-from dataclasses import field
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor import lazyre
 from npudoctor.knowledge.versions import parse_cann, parse_driver, tokens, version_in
-from npudoctor.valuerecord import record
+from npudoctor.valuerecord import field, record
 
 if TYPE_CHECKING:  # packaging is imported when first needed (start-up time of health)
     from packaging.version import Version
