@@ -35,7 +35,6 @@ from __future__ import annotations
 import importlib
 import os
 import time
-from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -43,12 +42,13 @@ from npudoctor.facts import Facts
 from npudoctor.findings import Finding
 from npudoctor.host import Host
 from npudoctor.snapshot import Snapshot, now_iso
+from npudoctor.valuerecord import field, record
 
 if TYPE_CHECKING:  # the matrix package is imported by whoever loads a matrix, not by the engine
     from npudoctor.knowledge.matrix import Matrix
 
 
-@dataclass
+@record
 class Options:
     """What the user asked for, as probes and rules see it.
 
@@ -64,6 +64,9 @@ class Options:
     its ``/proc/PID/status`` gives the capabilities and ids device access is judged for.
     ``collected``: a dict :func:`collect` also puts each finished section in, as soon as its
     probe returns (a caller whose budget runs out judges what was finished).
+    ``index_packages``: the ``packages`` probe reads the metadata of the distributions rules
+    judge by name only and indexes the rest by directory name, as a quick run does
+    (``devices``: its time must not grow with the distributions installed, issue 18).
     """
 
     python: Optional[str] = None
@@ -82,6 +85,7 @@ class Options:
     progress: Optional[Callable[[str], None]] = None
     pid: Optional[int] = None
     collected: Optional[Dict[str, Any]] = None
+    index_packages: bool = False
 
     def remaining(self, default: float) -> float:
         """Seconds a command may still take: ``default``, capped by the deadline."""
@@ -90,7 +94,7 @@ class Options:
         return max(0.05, min(default, self.deadline - time.monotonic()))
 
 
-@dataclass
+@record
 class ProbeContext:
     """What a probe gets: the host, the options and the sections it declared in
     ``NEEDS`` (a :class:`FactsView` during :func:`collect`; tests may pass a plain dict)."""
@@ -123,7 +127,7 @@ class FactsView(Dict[str, Any]):
         return super().__contains__(key)
 
 
-@dataclass
+@record
 class RuleContext:
     """What a rule gets: the snapshot, the matrix (``None`` if it failed to load) and
     the options.  ``view`` is the typed, read-only view of the facts
@@ -191,7 +195,7 @@ class ProbeOrderError(ValueError):
     the probes and sections)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ProbeSpec:
     """One probe module's declarations: ``section`` (the record it writes), ``needs``
     (the sections it reads), the ``quick``/``deep``/``slow`` flags and ``probe``."""

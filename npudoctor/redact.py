@@ -24,8 +24,6 @@ This module imports no other npudoctor module.
 
 from __future__ import annotations
 
-import hashlib
-import ipaddress
 import os
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional
@@ -156,12 +154,28 @@ def _conceal_item(key: str, value: Any) -> Any:
     return conceal(value, key)
 
 
+def _sha256(data: bytes) -> Any:
+    """A SHA-256 hash object of ``data`` (``digest()``, ``hexdigest()``), by the
+    interpreter's built-in implementation when it has one (the same digest): ``hashlib``
+    loads OpenSSL first, ~2 ms of every ``devices`` run (issue 18)."""
+    import importlib
+
+    for name in ("_sha2", "_sha256"):  # CPython 3.12+, CPython 3.8-3.11
+        try:
+            return importlib.import_module(name).sha256(data)
+        except (ImportError, AttributeError):
+            continue
+    import hashlib  # another interpreter
+
+    return hashlib.sha256(data)
+
+
 def pseudonym(text: str, kind: str = "node", salt: str = "") -> str:
     """A stable, non-reversible label ``<kind>-<8 hex>`` for a host or user name.  Without
     a salt the label of a host name is the one :func:`npudoctor.snapshot.pseudonym` always
     gave (``node-…``)."""
     material = (salt + "\0" + text) if salt else text
-    return f"{kind}-" + hashlib.sha256(material.encode("utf-8", "replace")).hexdigest()[:8]
+    return f"{kind}-" + str(_sha256(material.encode("utf-8", "replace")).hexdigest())[:8]
 
 
 def site_salt(environ: Optional[Mapping[str, str]] = None) -> str:
@@ -231,6 +245,8 @@ class Redactor:
         """A stable pseudonymous IPv4 address in ``10.0.0.0/8``: the ``/24`` of the address
         maps to one pseudonymous ``/24`` and the last octet is kept.  Loopback, unspecified,
         netmask-like and link-local addresses are kept as they are."""
+        import ipaddress  # here: ~1 ms of every start otherwise (issue 18)
+
         try:
             addr = ipaddress.IPv4Address(text)
         except ValueError:
@@ -238,19 +254,21 @@ class Redactor:
         if addr.is_loopback or addr.is_unspecified or addr.is_link_local or _netmask(text) or addr.is_multicast:
             return text
         octets = text.split(".")
-        digest = hashlib.sha256((self.salt + "\0v4\0" + ".".join(octets[:3])).encode()).digest()
+        digest = _sha256((self.salt + "\0v4\0" + ".".join(octets[:3])).encode()).digest()
         return f"10.{digest[0]}.{digest[1]}.{int(octets[3])}"
 
     def ipv6(self, text: str) -> str:
         """A stable pseudonymous IPv6 address in ``fd00::/8`` (loopback and unspecified
         kept); text that is not an IPv6 address is returned as is."""
+        import ipaddress
+
         try:
             addr = ipaddress.IPv6Address(text)
         except ValueError:
             return text
         if addr.is_loopback or addr.is_unspecified:
             return text
-        digest = hashlib.sha256((self.salt + "\0v6\0" + addr.exploded).encode()).hexdigest()
+        digest = _sha256((self.salt + "\0v6\0" + addr.exploded).encode()).hexdigest()
         return str(ipaddress.IPv6Address(int("fd" + digest[:30], 16)))
 
     def text(self, text: str) -> str:
@@ -322,6 +340,8 @@ def _worth(name: str) -> bool:
 
 
 def _is_ip(text: str) -> bool:
+    import ipaddress
+
     try:
         ipaddress.ip_address(text.strip("[]"))
     except ValueError:

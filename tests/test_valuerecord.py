@@ -99,3 +99,185 @@ def test_field_options_and_recursion_as_dataclass_has_them():
     twin_holder = twin(shown=twin_loop)
     twin_loop.append(twin_holder)
     assert repr(holder) == repr(twin_holder)
+
+
+def _made_by_record() -> List[Any]:
+    """Every class :func:`npudoctor.valuerecord.record` made in npudoctor, with its
+    ``(repr, eq, frozen)``: the modules using it imported first."""
+    from npudoctor.valuerecord import RECORDS
+
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "@record" in path.read_text(encoding="utf-8"):
+            parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+            importlib.import_module(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return [(cls, params) for cls, params in RECORDS if cls.__module__.startswith("npudoctor.")]
+
+
+def _plain_twin(cls: type, repr_: bool, eq: bool, frozen: bool) -> type:
+    """``cls``'s fields as the plain dataclass its decorator's arguments describe (its
+    methods and base classes kept: a ValueRecord base answers eq/hash/repr as before)."""
+    ns: Dict[str, Any] = {"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__annotations__": {}}
+    for f in dataclasses.fields(cls):
+        ns["__annotations__"][f.name] = f.type
+        ns[f.name] = dataclasses.field(
+            default=f.default, default_factory=f.default_factory, compare=f.compare, hash=f.hash, repr=f.repr
+        )
+    bases = tuple(b for b in cls.__bases__ if b is not object)
+    return dataclass(frozen=frozen, eq=eq, repr=repr_)(type(cls.__name__, bases, ns))
+
+
+def _calls(cls: type) -> List[Any]:
+    """``(args, kwargs)`` pairs: right and wrong calls of the constructor."""
+    required = [
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    names = [f.name for f in dataclasses.fields(cls)]
+    base = {n: f"{n}-value" for n in required}
+    out: List[Any] = [((), base), (tuple(base.values()), {}), ((), {})]
+    out += [((), {**base, n: ("changed", n)}) for n in names]
+    out += [(tuple(f"{n}-pos" for n in names), {})]  # every field positionally
+    out += [(tuple(f"{n}-pos" for n in names) + ("extra",), {})]  # one too many
+    out += [((), {**base, "no_such_field": 1})]
+    if names:
+        out.append((("first",), {**base, names[0]: "again"}))  # a value twice
+    return out
+
+
+def _outcome(make: Any, args: Any, kwargs: Any) -> Any:
+    try:
+        obj = make(*args, **kwargs)
+    except TypeError as exc:
+        return "TypeError", str(exc)
+    return obj
+
+
+def test_every_record_behaves_as_its_plain_dataclass_twin():
+    made = _made_by_record()
+    names = {cls.__qualname__ for cls, _p in made}
+    # the classes defined on every devices run (issue 18)
+    assert {"Options", "ProbeContext", "RuleContext", "ProbeSpec", "Snapshot", "Verdict", "Command", "Line"} <= names
+    for cls, (repr_, eq, frozen) in made:
+        twin = _plain_twin(cls, repr_, eq, frozen)
+        pairs = []
+        for args, kwargs in _calls(cls):
+            ours, theirs = _outcome(cls, args, kwargs), _outcome(twin, args, kwargs)
+            if isinstance(theirs, tuple):
+                assert ours == theirs, (cls, args, kwargs)
+                continue
+            assert not isinstance(ours, tuple), (cls, ours)
+            pairs.append((ours, theirs))
+            assert repr(ours) == repr(theirs)
+            assert dataclasses.asdict(ours) == dataclasses.asdict(theirs)
+            assert [f.name for f in dataclasses.fields(ours)] == [f.name for f in dataclasses.fields(theirs)]
+            copy = dataclasses.replace(ours)
+            assert copy is not ours and dataclasses.asdict(copy) == dataclasses.asdict(ours)
+            assert (theirs.__hash__ is None) == (ours.__hash__ is None)
+            if frozen and (eq or isinstance(ours, ValueRecord)):  # else both hash by identity
+                assert hash(ours) == hash(theirs)
+            first = dataclasses.fields(cls)[0].name
+            if frozen:
+                with pytest.raises(dataclasses.FrozenInstanceError):
+                    setattr(ours, first, "x")
+                with pytest.raises(dataclasses.FrozenInstanceError):
+                    delattr(ours, first)
+            else:
+                setattr(ours, first, "x")
+                setattr(theirs, first, "x")
+                assert repr(ours) == repr(theirs)
+        for ours, theirs in pairs:
+            for ours2, theirs2 in pairs:
+                assert (ours == ours2) == (theirs == theirs2)
+                assert (ours != ours2) == (theirs != theirs2)
+
+
+def test_record_refuses_what_it_does_not_support():
+    from npudoctor.valuerecord import record
+
+    with pytest.raises(TypeError):
+
+        @record(order=True)
+        class _Ordered:
+            a: int
+
+    with pytest.raises(TypeError):
+
+        @record
+        class _Post:
+            a: int
+
+            def __post_init__(self) -> None:
+                pass
+
+    with pytest.raises(TypeError):
+
+        @record
+        class _Hidden:
+            a: int
+            b: int = field(default=0, init=False)
+
+    with pytest.raises(TypeError):  # a dataclass base: its fields would be missed
+
+        @record
+        class _Derived(_Odd):
+            more: int = 0
+
+    with pytest.raises(TypeError):  # dataclasses.field would be taken for a default
+
+        @record
+        class _WrongField:
+            a: List[int] = field(default_factory=list)
+
+
+def test_record_keeps_the_dataclass_errors():
+    from npudoctor.valuerecord import field as rfield
+    from npudoctor.valuerecord import record
+
+    with pytest.raises(ValueError, match="mutable default"):
+
+        @record
+        class _Mutable:
+            a: List[int] = []  # noqa: RUF012
+
+    with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
+
+        @record
+        class _Order:
+            a: int = 0
+            b: int  # type: ignore[misc]
+
+    with pytest.raises(ValueError, match="both default and default_factory"):
+        rfield(default=1, default_factory=list)
+
+    @record
+    class _Kept:
+        a: int = 1
+        b: List[int] = rfield(default_factory=list)
+
+    # as dataclass: a default stays a class attribute, a factory's field is none
+    assert _Kept.a == 1 and not hasattr(_Kept, "b") and _Kept().b == [] and _Kept().b is not _Kept().b
+    assert dataclasses.is_dataclass(_Kept) and [f.name for f in dataclasses.fields(_Kept)] == ["a", "b"]
+
+
+def test_record_modules_do_not_import_dataclasses():
+    """A record class is made without :mod:`dataclasses` (~7 ms with inspect): no module
+    defining one imports it at its top (only where a Field, asdict or replace is needed)."""
+    import re
+
+    users = [p for p in sorted(PACKAGE.rglob("*.py")) if "@record" in p.read_text(encoding="utf-8")]
+    assert len(users) >= 10
+    for path in users:
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"^(from dataclasses import|import dataclasses)", text, re.M), path
+    code = (
+        "import sys;"
+        "import npudoctor.valuerecord, npudoctor.remedies.steps, npudoctor.knowledge.grades, "
+        "npudoctor.report.layout, npudoctor.knowledge.chip_support;"
+        "print('dataclasses' in sys.modules)"
+    )
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(PACKAGE.parent))
+    assert out.stdout.strip() == "False", out.stderr

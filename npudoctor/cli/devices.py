@@ -27,7 +27,8 @@ def gather(request: MachineRequest, matrix_path: Optional[str] = None, environ: 
     process's), replaced by the request's ``--env-file``.  Raises :class:`UsageError`."""
     from npudoctor.engine import Options, evaluate
 
-    options = Options(user=request.user, matrix_path=matrix_path, only=set(AREAS))
+    # the packages its rules judge by name read in full, the rest indexed by directory name
+    options = Options(user=request.user, matrix_path=matrix_path, only=set(AREAS), index_packages=True)
     snapshot = snapshot_for(request, options, sections=SECTIONS, environ=environ)
     mode = snapshot.target.get("mode")
     source = {"from": f"snapshot {request.from_file}", "root": f"root {snapshot.target.get('root')}"}.get(

@@ -9,14 +9,13 @@ compared case-insensitively with the data's lower-case spelling.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor import tomlread
-from npudoctor.valuerecord import ValueRecord
+from npudoctor.valuerecord import ValueRecord, record
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class Support(ValueRecord):
     """One ``[[support]]`` row: ``framework`` on chip ``family`` has ``status``
     (``supported`` | ``experimental`` | ``unsupported`` | ``not-stated``) for the

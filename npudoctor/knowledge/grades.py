@@ -32,9 +32,10 @@ turns "none" into "info".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from typing import Optional
+
+from npudoctor.valuerecord import record
 
 
 class Grade(str, Enum):
@@ -68,7 +69,7 @@ _WORDS = {
 }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Verdict:
     """One graded judgement of a version pairing.
 

@@ -32,11 +32,10 @@ has a **kernels** package, and 8.5.0 (and its betas and later releases) an **ops
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 from npudoctor.knowledge.versions import parse_cann
-from npudoctor.valuerecord import ValueRecord
+from npudoctor.valuerecord import ValueRecord, record
 
 #: Package kinds in the order the official images install them (REPORT.md §5).
 INSTALL_ORDER: Tuple[str, ...] = ("driver", "firmware", "toolkit", "kernels", "ops", "nnal")
@@ -70,7 +69,7 @@ FIRMWARE_FOR_DRIVER: Dict[str, str] = {
 }
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class PackageName(ValueRecord):
     """The file name of one package: ``kind`` (``toolkit`` | ``kernels`` | ``ops`` |
     ``nnal`` | ``driver`` | ``firmware``), ``filename``, and ``verified`` (False when the

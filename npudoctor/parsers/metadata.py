@@ -19,7 +19,6 @@ Every parser tolerates garbage: it never raises, and returns what it could read.
 
 from __future__ import annotations
 
-import csv
 import io
 import re
 from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
@@ -120,6 +119,8 @@ def parse_wheel(text: str) -> Dict[str, Any]:
 def parse_record(text: str) -> List[Dict[str, Any]]:
     """Rows of a ``RECORD`` file: ``[{"path", "hash" (str or None), "size" (int or
     None)}]``.  Rows without a path are skipped; a malformed size is ``None``."""
+    import csv  # here: only RECORD files need it (issue 18)
+
     rows: List[Dict[str, Any]] = []
     try:
         reader = csv.reader(io.StringIO(text or ""))

@@ -12,18 +12,17 @@ COMPATIBILITY.md and release notes, CANN release notes).  A matrix query that ra
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from npudoctor.knowledge.matrix.model import _pep440
 from npudoctor.knowledge.versions import parse_cann
-from npudoctor.valuerecord import ValueRecord
+from npudoctor.valuerecord import ValueRecord, record
 
 if TYPE_CHECKING:  # the matrix is passed in by the caller that loaded it
     from npudoctor.knowledge.matrix import Matrix, TorchNpuRow
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class KeepCann(ValueRecord):
     """Option A of a mismatch: keep the CANN and install ``torch_npu`` (built for
     ``torch``), which is ``fit`` (``paired`` | ``compatible``) with it; ``torch_changes``
@@ -35,7 +34,7 @@ class KeepCann(ValueRecord):
     torch_changes: bool
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class MismatchPlan(ValueRecord):
     """The two ways out of a torch_npu/CANN mismatch: the installed pair (``torch_npu``,
     ``cann``), option A (``keep_cann``, preferred when the matrix has such a build) and
@@ -48,6 +47,8 @@ class MismatchPlan(ValueRecord):
 
     def keep_dict(self) -> Optional[Dict[str, Any]]:
         """Option A as a plain dict (finding data), or ``None``."""
+        from dataclasses import asdict  # here: dataclasses costs ~7 ms of every start (issue 18)
+
         return asdict(self.keep_cann) if self.keep_cann is not None else None
 
 

@@ -98,8 +98,14 @@ MODULES = {
     "tbe": "te",
 }
 
+#: Other projects rules look up by name: the frameworks of the chip-support data
+#: (rules/chips.py ``_frameworks``, DEV040) and those linking NNAL's libatb.so
+#: (rules/_cannfacts.py ``_NEEDS_NNAL``).  tests/test_devices_packages.py checks that every
+#: name the devices rules ask for is read in full.
+JUDGED = frozenset({"mindspeed", "torchair", "triton-ascend", "mindie-llm"})
+
 #: Projects rules judge by name: their METADATA is always read.
-_BY_NAME = frozenset(INTEREST | {canonical_name(n) for n in MODULES.values()})
+_BY_NAME = frozenset(INTEREST | JUDGED | {canonical_name(n) for n in MODULES.values()})
 
 
 def _metadata_header(text: str) -> str:
@@ -339,9 +345,10 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         }
     cwd = python.get("cwd")
     paths = [p for p in python.get("sys_path") or [] if isinstance(p, str) and p and p != cwd]
-    # health (quick) reads the metadata of the distributions judged by name only: its time
-    # must not grow with the number installed (issue 18); check reads them all
-    limit = 0 if ctx.options.quick else FULL_READ_LIMIT
+    # health (quick) and devices (index_packages) read the metadata of the distributions
+    # judged by name only: their time must not grow with the number installed (issue 18);
+    # check reads them all
+    limit = 0 if ctx.options.quick or ctx.options.index_packages else FULL_READ_LIMIT
     result = scan(ctx.host, paths, python.get("user_site"), limit)
     result["interpreter"] = python.get("executable")
     try:

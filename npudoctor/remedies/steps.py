@@ -16,16 +16,15 @@ dataclass, shared instead of generated per class: half the definition cost, and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional, Tuple, Union
 
-from npudoctor.valuerecord import ValueRecord
+from npudoctor.valuerecord import ValueRecord, record
 
 #: ``(name, value)`` pairs of environment variables set for one command.
 EnvPairs = Tuple[Tuple[str, str], ...]
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class Interpreter(ValueRecord):
     """How to run a Python interpreter: ``executable`` (a path as on the diagnosed
     machine, unquoted; ``python3`` when unknown), interpreter ``flags`` (``("-s",)``: no
@@ -36,7 +35,7 @@ class Interpreter(ValueRecord):
     env: EnvPairs = ()
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class InstallPackage(ValueRecord):
     """Install the Ascend offline package ``package`` (``toolkit`` | ``kernels`` (the
     renderer picks ``ops`` for CANN 8.5.0+) | ``nnal`` | ``driver`` | ``firmware``)
@@ -57,7 +56,7 @@ class InstallPackage(ValueRecord):
     note: str = ""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class SourceFile(ValueRecord):
     """``source path [args]`` (a set_env.sh)."""
 
@@ -67,7 +66,7 @@ class SourceFile(ValueRecord):
     note: str = ""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class ComputedEnv(ValueRecord):
     """Apply the environment npudoctor computes for a toolkit that has no set_env.sh
     (``eval "$(npudoctor env)"``), with ``ASCEND_TOOLKIT_HOME`` exported first when
@@ -78,7 +77,7 @@ class ComputedEnv(ValueRecord):
     note: str = ""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class Export(ValueRecord):
     """``export VAR=value`` (``value`` is literal text, quoted by the renderer; a
     ``value`` of ``None`` means the value is not known and is described by ``unknown``)."""
@@ -90,7 +89,7 @@ class Export(ValueRecord):
     note: str = ""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class PrependPath(ValueRecord):
     """Put ``entries`` in front of the list variable ``var`` (``LD_LIBRARY_PATH``,
     ``PYTHONPATH``, ``PATH``), never replacing the user's value; an unset variable gets
@@ -102,7 +101,7 @@ class PrependPath(ValueRecord):
     note: str = ""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class PipInstall(ValueRecord):
     """``<interpreter> -m pip install SPEC... [--index-url I] [--extra-index-url E] [options]``
     (``options``: pip options such as ``--force-reinstall``, ``--no-deps``)."""
@@ -116,7 +115,7 @@ class PipInstall(ValueRecord):
     note: str = ""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class PipUninstall(ValueRecord):
     """``<interpreter> -m pip uninstall -y NAME...``; ``site`` is the directory the copy
     removed lives in (data for reports; the interpreter's flags and env decide which
@@ -129,7 +128,7 @@ class PipUninstall(ValueRecord):
     note: str = ""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class RunFile(ValueRecord):
     """Run an executable file: ``chmod +x path && ./path args`` (a relative ``path``) or
     ``path args`` (an absolute one)."""
@@ -140,7 +139,7 @@ class RunFile(ValueRecord):
     note: str = ""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class Command(ValueRecord):
     """A plain command given as argv (each word quoted by the renderer), with ``env``
     pairs before it."""
@@ -151,7 +150,7 @@ class Command(ValueRecord):
     note: str = ""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class Pipeline(ValueRecord):
     """Commands given as argv (each word quoted by the renderer) joined with ``|``, the
     last one's output sent to the file ``stdout`` when given (``> /dev/null``):
@@ -163,7 +162,7 @@ class Pipeline(ValueRecord):
     note: str = ""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class DockerFlags(ValueRecord):
     """``docker run`` flags: ``--device /dev/davinciN`` per id of ``devices``,
     ``--device`` per path of ``control``, ``-v m:m`` per path of ``mounts``, ``-e K=V``
@@ -184,7 +183,7 @@ class DockerFlags(ValueRecord):
     note: str = ""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class PodSpecField(ValueRecord):
     """A field of a Kubernetes pod spec: ``path`` dotted from the pod's ``spec``
     (``securityContext.runAsUser``, ``containers[0].env``) and its ``value``."""
@@ -195,7 +194,7 @@ class PodSpecField(ValueRecord):
     note: str = ""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class SystemdSetting(ValueRecord):
     """``key=value`` in section ``section`` of systemd unit ``unit`` (a drop-in)."""
 
@@ -207,7 +206,7 @@ class SystemdSetting(ValueRecord):
     note: str = ""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class Reboot(ValueRecord):
     """Reboot the machine (after a driver or firmware install)."""
 
@@ -215,7 +214,7 @@ class Reboot(ValueRecord):
     note: str = ""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class Prose(ValueRecord):
     """A step said in words (no command)."""
 

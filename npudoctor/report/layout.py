@@ -11,17 +11,17 @@ added without a remedy) is wrapped as words.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor.findings import Finding
 from npudoctor.report.wrapping import wrap as wrap  # re-exported: the reports wrap with it
+from npudoctor.valuerecord import field, record
 
 #: ANSI SGR codes of the styles the reports use (standard 16 colours: stable in golden tests).
 _SGR = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 
 
-@dataclass
+@record
 class Line:
     """One output line: ``segments`` of ``(text, style)``; a style is space-separated
     words of :data:`_SGR` (``"bold red"``) or empty."""

@@ -14,12 +14,12 @@ from npudoctor.facts.devices import Chip
 from npudoctor.facts.system import Distribution
 from npudoctor.knowledge.versions import CannVersion
 from npudoctor.knowledge.versions import parse_cann as _parse_cann
-from npudoctor.plan.fit import MismatchPlan, mismatch_plan
 from npudoctor.rules.matrix import refresh_hint
 
 if TYPE_CHECKING:
     from npudoctor.engine import RuleContext
     from npudoctor.knowledge.matrix import Chip as MatrixChip
+    from npudoctor.plan.fit import MismatchPlan
 
 _ARCHES = ("aarch64", "x86_64")
 
@@ -168,6 +168,8 @@ def cann_plan(ctx: RuleContext) -> Optional[MismatchPlan]:
     if tk is None or not tk.version or tnpu is None:
         return None
     py, plat = python_tag(ctx)
+    from npudoctor.plan.fit import mismatch_plan  # here: the solver only when there is a mismatch to plan
+
     return mismatch_plan(ctx.matrix, tnpu.version or "", tk.version, installed_torch(ctx), py, plat)
 
 

@@ -17,7 +17,6 @@ from npudoctor.knowledge.grades import Grade, severity
 from npudoctor.knowledge.matrix.hdk import DriverVerdict, Packages, driver_firmware
 from npudoctor.knowledge.packages import firmware_for_driver
 from npudoctor.parsers.info_files import format_ranges
-from npudoctor.plan.fit import driver_fit, hdk_for
 from npudoctor.remedies import Command, InstallPackage, Reboot
 from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import (
@@ -92,6 +91,8 @@ def _move_note(ctx: RuleContext, driver: Optional[str]) -> Optional[str]:
     plan = cann_plan(ctx)
     if plan is None or not plan.move_to:
         return None
+    from npudoctor.plan.fit import driver_fit, hdk_for  # here: only with a mismatch planned
+
     move = plan.move_to
     fit = driver_fit(ctx.matrix, move, driver) if driver else None
     if fit in ("paired", "compatible"):
@@ -113,6 +114,8 @@ def _paired_hdk(ctx: RuleContext) -> Optional[str]:
     tk = ctx.view.cann.selected
     if tk is None or not tk.version:
         return None
+    from npudoctor.plan.fit import hdk_for
+
     return hdk_for(ctx.matrix, tk.version)
 
 

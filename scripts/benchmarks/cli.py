@@ -12,6 +12,7 @@ both are answered without Typer (:mod:`npudoctor.cli.fast`).
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -26,11 +27,13 @@ TARGETS = {"--version": 3.0, "--help": 3.0, "explain PKG007": 3.0, "devices": 6.
 
 
 def run(repeat: int) -> List[str]:
-    from benchmarks.health import interleaved, scenario_env  # scripts/benchmarks/health.py
+    from benchmarks.health import interleaved, make_tree, scenario_env  # scripts/benchmarks/health.py
 
+    baseline = os.environ.get("NPUDOCTOR_BENCH_BASELINE")
     with tempfile.TemporaryDirectory() as tmp:
         scenario = Path(tmp) / SCENARIO.name
         shutil.copytree(SCENARIO, scenario, symlinks=True)
+        big = make_tree(Path(tmp), 320)
         env = scenario_env(scenario)
         env["COLUMNS"] = "100"
         npd = [sys.executable, "-m", "npudoctor"]
@@ -41,16 +44,21 @@ def run(repeat: int) -> List[str]:
             "explain PKG007": npd + ["explain", "PKG007"],
             "devices": npd + ["devices", "--root", str(scenario / "root")],
             "devices --json": npd + ["devices", "--json", "--root", str(scenario / "root")],
+            "devices 320": npd + ["devices", "--root", str(big / "root")],
             "check": npd + ["check", "--root", str(scenario / "root")],
         }
         # run from this checkout (-m puts the working directory first on sys.path)
-        times = interleaved({name: (argv, env, str(REPO)) for name, argv in commands.items()}, repeat)
+        runs = {name: (argv, env, str(REPO)) for name, argv in commands.items()}
+        if baseline:  # that checkout's own code: -m from its directory
+            runs["baseline devices"] = (commands["devices"], env, baseline)
+            runs["baseline devices 320"] = (commands["devices 320"], env, baseline)
+        times = interleaved(runs, repeat)
     lines = [f"python -c pass median {median(times['pass']) * 1e3:.1f} ms; {repeat} interleaved rounds"]
-    for name in commands:
+    for name in runs:
         if name == "pass":
             continue
         ratio = median([t / p for t, p in zip(times[name], times["pass"])])
         target = TARGETS.get(name)
         verdict = f" (target <= {target:.0f}x: {'met' if ratio <= target else 'NOT met'})" if target else ""
-        lines.append(f"{name:16} median {median(times[name]) * 1e3:6.1f} ms = {ratio:4.1f}x python -c pass{verdict}")
+        lines.append(f"{name:20} median {median(times[name]) * 1e3:6.1f} ms = {ratio:4.1f}x python -c pass{verdict}")
     return lines

@@ -28,7 +28,6 @@ A CANN row without HDK statements inherits its release line's (``8.2.RC2`` → `
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
 from npudoctor import lazyre
@@ -36,7 +35,7 @@ from npudoctor.knowledge.grades import Grade, Verdict, severity
 from npudoctor.knowledge.matrix.model import _same_cann
 from npudoctor.knowledge.versions import DriverVersion, parse_cann, parse_driver, tokens, version_in
 from npudoctor.parsers.info_files import format_ranges, ranges_contain
-from npudoctor.valuerecord import ValueRecord
+from npudoctor.valuerecord import ValueRecord, record
 
 
 class MatrixRows(Protocol):
@@ -53,7 +52,7 @@ _WILD = lazyre.pattern(r"^([0-9]+)\.([0-9]+)\.[Xx*]$")
 _HDK_KEYS = ("hdk_paired", "hdk_compatible", "hdk_grid", "hdk_products")
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class Packages(ValueRecord):
     """What the installed packages say about themselves: the toolkit's ``innerversion`` and
     ``compatible_version`` (driver lines it accepts), the driver's ``Innerversion`` and
@@ -65,7 +64,7 @@ class Packages(ValueRecord):
     driver_accepts: Tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@record(frozen=True, eq=False, repr=False)
 class DriverVerdict(ValueRecord):
     """A CANN ↔ driver :class:`Verdict` and whether the policy rates it mildly (AUDIT §7 (c)/(d):
     an undocumented driver newer by ≤ ~1 year, or one HDK release older on the same product

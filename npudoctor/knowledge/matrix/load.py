@@ -3,7 +3,6 @@ per-process memo (:func:`load_matrix`)."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
@@ -14,6 +13,7 @@ from npudoctor.knowledge.matrix.model import CACHE_ENV, CACHE_FILE, SCHEMA_VERSI
 from npudoctor.knowledge.matrix.queries import Matrix
 from npudoctor.knowledge.matrix.schema import validate
 from npudoctor.parsers import jsontext
+from npudoctor.tomlread import sha256_hex
 
 
 def bundled_dir() -> str:
@@ -118,14 +118,12 @@ def compile_documents(files: List[str], raws: List[bytes]) -> Dict[str, Any]:
     """The compiled form of the matrix files ``files`` (their bytes ``raws``): the merged
     data and the digest of the bytes, as :data:`COMPILED_FILE` stores it.  Raises
     :class:`MatrixError` when the files do not validate (nothing invalid is compiled)."""
-    digest = hashlib.sha256()
-    for raw in raws:
-        digest.update(raw)
+    digest = sha256_hex(b"".join(raws))
     data = merge_documents((f, _parse_doc(f, raw)) for f, raw in zip(files, raws))
     problems = _problems(data, "matrix/*.toml", partial=False)
     if problems:
         raise MatrixError("invalid matrix: " + "; ".join(problems[:5]))
-    return {"sha256": digest.hexdigest(), "files": [os.path.basename(f) for f in files], "data": data}
+    return {"sha256": digest, "files": [os.path.basename(f) for f in files], "data": data}
 
 
 def _compiled_data(files: List[str], sha256: str) -> Optional[Dict[str, Any]]:
@@ -226,10 +224,8 @@ def load_from(target: str, origin: str, partial: bool = False) -> Matrix:
     Raises :class:`MatrixError` naming the file, row and field of the first problems."""
     files = _files_of(target)
     raws = [_read_raw(f) for f in files]
-    digest = hashlib.sha256()
-    for raw in raws:
-        digest.update(raw)
-    data = _compiled_data(files, digest.hexdigest()) if origin == "bundled" else None
+    digest = sha256_hex(b"".join(raws))  # the built-in SHA-256: no OpenSSL load (issue 18)
+    data = _compiled_data(files, digest) if origin == "bundled" else None
     if data is None:
         data = merge_documents((f, _parse_doc(f, raw)) for f, raw in zip(files, raws))
         where = target if len(files) == 1 else f"{target}/*.toml"
@@ -247,7 +243,7 @@ def load_from(target: str, origin: str, partial: bool = False) -> Matrix:
         "source": target,
         "origin": origin,
         "retrieved": max(dates) if dates else None,
-        "sha256": digest.hexdigest(),
+        "sha256": digest,
         "files": [os.path.basename(f) for f in files],
         "sources": sources,
     }

@@ -4,13 +4,12 @@ shared by its schema check (:mod:`.schema`), queries (:mod:`.queries`) and loade
 
 from __future__ import annotations
 
-import datetime as _dt
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor import lazyre
 from npudoctor.knowledge.versions import parse_cann, parse_driver, tokens, version_in
+from npudoctor.valuerecord import field, record
 
 if TYPE_CHECKING:  # packaging is imported when first needed (start-up time of health)
     from packaging.version import Version
@@ -35,6 +34,8 @@ _DATE = lazyre.pattern(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 def _valid_date(text: str) -> bool:
     if not _DATE.match(text):
         return False
+    import datetime as _dt  # here: ~1.5 ms of every start otherwise (issue 18)
+
     try:
         _dt.date.fromisoformat(text)
     except ValueError:
@@ -93,7 +94,7 @@ def _python_key(py: str) -> Tuple[int, ...]:
         return (0,)
 
 
-@dataclass
+@record
 class TorchNpuRow:
     """One torch_npu package version.  ``python``: platform -> CPython versions with a
     wheel on PyPI (empty when not on PyPI); ``cann``: officially paired CANN;
@@ -153,7 +154,7 @@ class TorchNpuRow:
         }
 
 
-@dataclass
+@record
 class DriverRequirement:
     """What a CANN version needs from the NPU driver (Ascend HDK).  ``paired``: HDK
     releases officially matched; ``compatible``: versions/patterns declared compatible,
@@ -176,7 +177,7 @@ class DriverRequirement:
         return _unique_hdk(list(self.paired) + list(self.compatible))
 
 
-@dataclass
+@record
 class Chip:
     """An NPU chip as named by npu-smi.  ``soc_version`` is ``None`` when it needs the
     Chip Name + NPU Name of ``npu-smi info -t board`` (A3, 950)."""
@@ -191,7 +192,7 @@ class Chip:
     source: str = ""
 
 
-@dataclass
+@record
 class Family:
     """A chip family (``910``, ``910B``, ``910_93``, ``310P``, ``310B``, ``310``, ``950``)."""
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import re
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
 
 from npudoctor.knowledge.grades import Grade, Verdict
 from npudoctor.knowledge.matrix import verdicts as _verdicts
@@ -25,6 +24,9 @@ from npudoctor.knowledge.matrix.model import (
     _valid_date,
 )
 from npudoctor.knowledge.versions import parse_cann, tokens
+
+if TYPE_CHECKING:
+    import datetime as _dt
 
 
 # ------------------------------------------------------------------ the matrix
@@ -88,6 +90,8 @@ class Matrix:
         ret = self.provenance.get("retrieved")
         if not isinstance(ret, str) or not _valid_date(ret):
             return None
+        import datetime as _dt  # here: ~1.5 ms of every start otherwise (issue 18)
+
         today = today or _dt.date.today()
         return (today - _dt.date.fromisoformat(ret)).days
 
@@ -240,6 +244,8 @@ class Matrix:
         ``active`` row of a line that is EOL since 2025-12-30.  Source: the row's ``eol``
         and the ``[[torch_line]]`` rows (Ascend/pytorch SUPPORT.md: status, EOL date,
         ``next_state`` "maintenance from D" / "EOL from D")."""
+        import datetime as _dt
+
         ref = today or _dt.date.today()
         retrieved = self.provenance.get("retrieved")
         if today is None and isinstance(retrieved, str) and _valid_date(retrieved):
