@@ -13,7 +13,7 @@ import os
 import signal
 import stat as stat_mod
 
-from npudoctor.plainrecord import PlainRecord
+from npudoctor.valuerecord import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up)
 if TYPE_CHECKING:
@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 DEFAULT_READ_LIMIT = 1 << 20
 
 
-class FileRead(PlainRecord):
+@record
+class FileRead:
     """The outcome of reading one file of the diagnosed machine.
 
     ``path`` is the path on the diagnosed machine; ``text`` is ``None`` when the read
@@ -32,32 +33,22 @@ class FileRead(PlainRecord):
     denied", "symlink loop", "is a directory", "too large: 5242880 bytes").
     ``truncated`` is set when the file was longer than the limit (``text`` holds the
     head).  ``lossy`` is set when bytes were not valid UTF-8 and were replaced.
-    (A mutable record, :class:`~npudoctor.plainrecord.PlainRecord`: a dataclass's
-    equality, ``replace`` and ``as_dict``.)
+    (A dataclass made by :func:`npudoctor.valuerecord.record`.)
     """
 
-    FIELDS = ("path", "text", "error", "truncated", "lossy")
-
-    def __init__(
-        self,
-        path: str,
-        text: Optional[str] = None,
-        error: Optional[str] = None,
-        truncated: bool = False,
-        lossy: bool = False,
-    ) -> None:
-        self.path = path
-        self.text = text
-        self.error = error
-        self.truncated = truncated
-        self.lossy = lossy
+    path: str
+    text: Optional[str] = None
+    error: Optional[str] = None
+    truncated: bool = False
+    lossy: bool = False
 
     @property
     def ok(self) -> bool:
         return self.text is not None
 
 
-class CommandResult(PlainRecord):
+@record
+class CommandResult:
     """The outcome of one command run through :meth:`Host.run`.
 
     ``returncode`` is ``None`` when the command did not finish (``timed_out``) or could
@@ -67,52 +58,22 @@ class CommandResult(PlainRecord):
     ``cpu_s``, ``state``, ``cpu_pressure``: evidence of a timeout (else ``None``): CPU
     seconds the command had used, its state letter (``D``: blocked in the kernel) and the
     percent of its run during which the node's runnable tasks waited for a CPU (PSI) or
-    its cgroup was throttled, all read just before it was killed.  (A mutable record,
-    :class:`~npudoctor.plainrecord.PlainRecord`.)
+    its cgroup was throttled, all read just before it was killed.  (A dataclass made by
+    :func:`npudoctor.valuerecord.record`.)
     """
 
-    FIELDS = (
-        "argv",
-        "returncode",
-        "stdout",
-        "stderr",
-        "timed_out",
-        "error",
-        "duration",
-        "abandoned",
-        "overflow",
-        "cpu_s",
-        "state",
-        "cpu_pressure",
-    )
-
-    def __init__(
-        self,
-        argv: List[str],
-        returncode: Optional[int] = None,
-        stdout: str = "",
-        stderr: str = "",
-        timed_out: bool = False,
-        error: Optional[str] = None,
-        duration: float = 0.0,
-        abandoned: bool = False,
-        overflow: bool = False,
-        cpu_s: Optional[float] = None,
-        state: Optional[str] = None,
-        cpu_pressure: Optional[float] = None,
-    ) -> None:
-        self.argv = argv
-        self.returncode = returncode
-        self.stdout = stdout
-        self.stderr = stderr
-        self.timed_out = timed_out
-        self.error = error
-        self.duration = duration
-        self.abandoned = abandoned
-        self.overflow = overflow
-        self.cpu_s = cpu_s
-        self.state = state
-        self.cpu_pressure = cpu_pressure
+    argv: List[str]
+    returncode: Optional[int] = None
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    error: Optional[str] = None
+    duration: float = 0.0
+    abandoned: bool = False
+    overflow: bool = False
+    cpu_s: Optional[float] = None
+    state: Optional[str] = None
+    cpu_pressure: Optional[float] = None
 
     @property
     def signal(self) -> Optional[str]:

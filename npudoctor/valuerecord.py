@@ -41,9 +41,12 @@ dataclass twin.
 from __future__ import annotations
 
 from _thread import get_ident
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple
 
-__all__ = ["ValueRecord", "field", "record"]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up path)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+
+__all__ = ["ValueRecord", "asdict", "field", "record", "replace"]
 
 # Per class: (compared, hashed, shown) field names, computed on first use.
 _NAMES: Dict[type, Tuple[Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]]] = {}
@@ -142,9 +145,36 @@ class _Field:
 
 
 if TYPE_CHECKING:
+    from dataclasses import asdict, field, replace
     from dataclasses import dataclass as record
-    from dataclasses import field
 else:
+
+    def replace(obj: Any, **changes: Any) -> Any:
+        """:func:`dataclasses.replace`: a new object of ``obj``'s class made by its
+        ``__init__`` with ``changes`` (field name -> value) applied; for a :func:`record`
+        without importing :mod:`dataclasses`.  Raises ``TypeError`` for a name that is not
+        a field."""
+        fields = getattr(type(obj), "__record_fields__", None)
+        if fields is None:
+            import dataclasses
+
+            return dataclasses.replace(obj, **changes)
+        unknown = sorted(set(changes) - {f.name for f in fields})
+        if unknown:
+            raise TypeError(f"{type(obj).__qualname__}.__init__() got an unexpected keyword argument '{unknown[0]}'")
+        values = {f.name: getattr(obj, f.name) for f in fields}
+        values.update(changes)
+        return type(obj)(**values)
+
+    def asdict(obj: Any) -> Dict[str, Any]:
+        """:func:`dataclasses.asdict`: the fields as a new dict, records, dataclasses,
+        lists, tuples (named ones too) and dicts inside copied recursively; for a
+        :func:`record` without importing :mod:`dataclasses`."""
+        if getattr(type(obj), "__record_fields__", None) is None:
+            import dataclasses
+
+            return dataclasses.asdict(obj)
+        return {f.name: _plain(getattr(obj, f.name)) for f in type(obj).__record_fields__}
 
     def field(
         *,
@@ -254,7 +284,7 @@ class _LazyFields:
             if spec.default_factory is not _MISSING:
                 kw["default_factory"] = spec.default_factory
             ns[spec.name] = dataclasses.field(**kw)
-        twin = dataclasses.dataclass(init=False, repr=False, eq=False)(type(klass.__name__, (), ns))
+        twin: Any = dataclasses.dataclass(init=False, repr=False, eq=False)(type(klass.__name__, (), ns))
         fields: Dict[str, Any] = dict(twin.__dataclass_fields__)
         type.__setattr__(klass, "__dataclass_fields__", fields)
         return fields
@@ -271,7 +301,7 @@ def _record(cls: Any, repr: bool, eq: bool, frozen: bool) -> Any:
     cls.__record_fields__ = fields
     cls.__dataclass_fields__ = _LAZY_FIELDS
     if "__match_args__" not in cls.__dict__:
-        cls.__match_args__ = tuple(f.name for f in fields)
+        setattr(cls, "__match_args__", tuple(f.name for f in fields))  # noqa: B010 (mypy refuses the attribute)
     cls.__init__ = _init(cls, fields)
     if repr and "__repr__" not in cls.__dict__:
         cls.__repr__ = ValueRecord.__repr__
@@ -357,3 +387,24 @@ def _frozen(cls: Any, fields: Tuple[_Field, ...]) -> Tuple[Any, Any]:
         super(cls, self).__delattr__(name)
 
     return __setattr__, __delattr__
+
+
+def _plain(value: Any) -> Any:
+    """``value`` copied as :func:`dataclasses.asdict` copies what a field holds."""
+    if value is None or isinstance(value, (str, int, float, bytes)):
+        return value  # what deepcopy gives back as it is
+    if getattr(type(value), "__record_fields__", None) is not None:
+        return {f.name: _plain(getattr(value, f.name)) for f in type(value).__record_fields__}
+    if hasattr(type(value), "__dataclass_fields__"):
+        import dataclasses
+
+        return dataclasses.asdict(value)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*[_plain(v) for v in value])
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return type(value)((_plain(k), _plain(v)) for k, v in value.items())
+    import copy
+
+    return copy.deepcopy(value)

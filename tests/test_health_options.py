@@ -5,6 +5,7 @@ that reuses the last verdict imports neither argparse, ``dataclasses`` nor ``typ
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import subprocess
@@ -120,7 +121,7 @@ def test_options_from_the_table_are_the_typed_options() -> None:
         machine=health.MachineRequest(root="/r", json=True), only=("devices",), require=8, pid=7
     )
     assert options.problem() is None
-    assert options.replace(exec_env=True).problem() == (
+    assert dataclasses.replace(options, exec_env=True).problem() == (
         "--pid names the workload's environment: not with --exec-env, --env-file or --from"
     )
     assert health.options_from_values(health.parse_values([])) == health.HealthOptions()

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
+from npudoctor import valuerecord
 from npudoctor.valuerecord import ValueRecord
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "npudoctor"
@@ -173,6 +174,14 @@ def test_every_record_behaves_as_its_plain_dataclass_twin():
             assert [f.name for f in dataclasses.fields(ours)] == [f.name for f in dataclasses.fields(theirs)]
             copy = dataclasses.replace(ours)
             assert copy is not ours and dataclasses.asdict(copy) == dataclasses.asdict(ours)
+            # valuerecord's own asdict and replace (no dataclasses import) answer alike
+            assert valuerecord.asdict(ours) == dataclasses.asdict(theirs)
+            mine = valuerecord.replace(ours)
+            assert mine is not ours and type(mine) is cls and valuerecord.asdict(mine) == valuerecord.asdict(ours)
+            first_name = dataclasses.fields(cls)[0].name
+            assert getattr(valuerecord.replace(ours, **{first_name: "new"}), first_name) == "new"
+            with pytest.raises(TypeError):
+                valuerecord.replace(ours, no_such_field=1)
             assert (theirs.__hash__ is None) == (ours.__hash__ is None)
             if frozen and (eq or isinstance(ours, ValueRecord)):  # else both hash by identity
                 assert hash(ours) == hash(theirs)
@@ -281,3 +290,18 @@ def test_record_modules_do_not_import_dataclasses():
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(PACKAGE.parent))
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_asdict_copies_nested_records_and_containers_as_dataclasses_does():
+    from npudoctor.cli.request import MachineRequest
+    from npudoctor.hostio import CommandResult
+    from npudoctor.runtime.healthopts import HealthOptions
+
+    options = HealthOptions(machine=MachineRequest(root="/r"), only=("devices", "container"))
+    assert valuerecord.asdict(options) == dataclasses.asdict(options)
+    assert valuerecord.asdict(options)["machine"] == {**dataclasses.asdict(MachineRequest(root="/r"))}
+    result = CommandResult(argv=["npu-smi", "info"])
+    copied = valuerecord.asdict(result)
+    copied["argv"].append("-m")
+    assert result.argv == ["npu-smi", "info"]  # a copy
+    assert valuerecord.replace(options, timeout=5.0) == dataclasses.replace(options, timeout=5.0)

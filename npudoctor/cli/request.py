@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from npudoctor.cli.status import ExitStatus
 from npudoctor.cli.terminal import COLOR_FLAGS, Environment, UsageError, take_color_flags
-from npudoctor.plainrecord import FrozenRecord
+from npudoctor.valuerecord import record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up)
 if TYPE_CHECKING:
@@ -42,7 +42,8 @@ __all__ = [
 DEFAULT_DEADLINE = 15.0
 
 
-class MachineRequest(FrozenRecord):
+@record(frozen=True)
+class MachineRequest:
     """The machine a command looks at, and how.
 
     ``root``: a directory seen as ``/`` (``None``: this machine).  ``python``: the
@@ -54,41 +55,18 @@ class MachineRequest(FrozenRecord):
     ``deadline``: seconds the probes of the machine may take in all (the deep probe's own
     deadline comes on top); commands still running then are killed and reported.
 
-    A frozen record (:class:`~npudoctor.plainrecord.FrozenRecord`: a frozen dataclass's
-    equality, hash, ``replace`` and ``as_dict``, without importing ``dataclasses``).
+    A frozen dataclass made by :func:`npudoctor.valuerecord.record` (without importing
+    ``dataclasses``: health's start-up path).
     """
 
-    FIELDS = ("root", "python", "user", "env_file", "no_commands", "from_file", "json", "deadline")
-    root: Optional[str]
-    python: Optional[str]
-    user: Optional[str]
-    env_file: Optional[str]
-    no_commands: bool
-    from_file: Optional[str]
-    json: bool
-    deadline: float
-
-    def __init__(
-        self,
-        root: Optional[str] = None,
-        python: Optional[str] = None,
-        user: Optional[str] = None,
-        env_file: Optional[str] = None,
-        no_commands: bool = False,
-        from_file: Optional[str] = None,
-        json: bool = False,
-        deadline: float = DEFAULT_DEADLINE,
-    ) -> None:
-        self._set(
-            root=root,
-            python=python,
-            user=user,
-            env_file=env_file,
-            no_commands=no_commands,
-            from_file=from_file,
-            json=json,
-            deadline=deadline,
-        )
+    root: Optional[str] = None
+    python: Optional[str] = None
+    user: Optional[str] = None
+    env_file: Optional[str] = None
+    no_commands: bool = False
+    from_file: Optional[str] = None
+    json: bool = False
+    deadline: float = DEFAULT_DEADLINE
 
     @property
     def commands(self) -> bool:

@@ -28,7 +28,7 @@ import os
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, TextIO, Tuple
 
 from npudoctor.cli.request import ExitStatus, MachineRequest
@@ -185,7 +185,7 @@ def run_exec(
     try:
         # --user judges that account's device access; the command still runs as this
         # process's account, in this process's environment (not the account's login).
-        plan = plan_environment(request.machine.replace(user=None), environ=environ)
+        plan = plan_environment(replace(request.machine, user=None), environ=environ)
     except LaunchError as exc:
         say(f"npudoctor exec: {exc}")
         return ExitStatus.EXEC_REFUSED

@@ -33,8 +33,10 @@ def cache_path(options: Any) -> str:
 
     base = state_dir()
     # the budget and the cache policies do not change what is judged: one verdict for all
-    judged = options.replace(timeout=_KEY_TIMEOUT, cache_ttl=0.0, fallback_ttl=0.0, verbose=False, fresh=False)
-    what = judged.as_dict()
+    from npudoctor.valuerecord import asdict, replace
+
+    judged = replace(options, timeout=_KEY_TIMEOUT, cache_ttl=0.0, fallback_ttl=0.0, verbose=False, fresh=False)
+    what = asdict(judged)
     # without --python the active virtualenv / conda environment is judged: another one is
     # another verdict (pyselect.default_choice)
     what["active_env"] = [os.environ.get(name, "") for name in ACTIVE_ENV_VARS]

@@ -10,7 +10,7 @@ import math
 import sys
 
 from npudoctor.cli.request import ExitStatus, MachineRequest
-from npudoctor.plainrecord import FrozenRecord
+from npudoctor.valuerecord import field, record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up, issue 18)
 if TYPE_CHECKING:
@@ -208,7 +208,8 @@ def parse_values(argv: Sequence[str]) -> Dict[str, Any]:
     return values
 
 
-class HealthOptions(FrozenRecord):
+@record(frozen=True)
+class HealthOptions:
     """``npudoctor health``'s options, typed.
 
     ``machine``: ``--root --python --user --env-file --no-commands --from --json``.
@@ -219,77 +220,24 @@ class HealthOptions(FrozenRecord):
     previous result may be reused (0: never).  ``require_checked``: areas that must be
     checked.  ``fallback_ttl``: seconds a finished verdict stands in for one the budget
     cut short (0: never).  ``pid``: judge that process's environment (``/proc/PID/environ``).
-    A frozen record (:class:`~npudoctor.plainrecord.FrozenRecord`).
+    A frozen dataclass made by :func:`npudoctor.valuerecord.record`.
     """
 
-    FIELDS = (
-        "machine",
-        "timeout",
-        "require",
-        "only",
-        "skip",
-        "fail_on",
-        "ignore",
-        "matrix",
-        "exec_env",
-        "cache_ttl",
-        "require_checked",
-        "fallback_ttl",
-        "pid",
-        "verbose",
-        "fresh",
-    )
-    machine: MachineRequest
-    timeout: float
-    require: Optional[int]
-    only: Tuple[str, ...]
-    skip: Tuple[str, ...]
-    fail_on: str
-    ignore: Tuple[str, ...]
-    matrix: Optional[str]
-    exec_env: bool
-    cache_ttl: float
-    require_checked: Tuple[str, ...]
-    fallback_ttl: float
-    pid: Optional[int]
-    verbose: bool
-    fresh: bool
-
-    def __init__(
-        self,
-        machine: Optional[MachineRequest] = None,
-        timeout: float = DEFAULT_TIMEOUT,
-        require: Optional[int] = None,
-        only: Tuple[str, ...] = (),
-        skip: Tuple[str, ...] = (),
-        fail_on: str = "error",
-        ignore: Tuple[str, ...] = (),
-        matrix: Optional[str] = None,
-        exec_env: bool = False,
-        cache_ttl: float = 0.0,
-        require_checked: Tuple[str, ...] = (),
-        fallback_ttl: float = 0.0,
-        pid: Optional[int] = None,
-        verbose: bool = False,
-        fresh: bool = False,
-    ) -> None:
-        self._set(
-            machine=MachineRequest() if machine is None else machine,
-            timeout=timeout,
-            require=require,
-            only=only,
-            skip=skip,
-            fail_on=fail_on,
-            ignore=ignore,
-            matrix=matrix,
-            exec_env=exec_env,
-            cache_ttl=cache_ttl,
-            require_checked=require_checked,
-            fallback_ttl=fallback_ttl,
-            pid=pid,
-            verbose=verbose,
-            fresh=fresh,
-        )
+    machine: MachineRequest = field(default_factory=MachineRequest)
+    timeout: float = DEFAULT_TIMEOUT
+    require: Optional[int] = None
+    only: Tuple[str, ...] = ()
+    skip: Tuple[str, ...] = ()
+    fail_on: str = "error"
+    ignore: Tuple[str, ...] = ()
+    matrix: Optional[str] = None
+    exec_env: bool = False
+    cache_ttl: float = 0.0
+    require_checked: Tuple[str, ...] = ()
+    fallback_ttl: float = 0.0
+    pid: Optional[int] = None
+    verbose: bool = False
+    fresh: bool = False
 
     def problem(self) -> Optional[str]:
         """Why these options cannot be honoured (the reason of a "bad health-check

@@ -10,6 +10,7 @@ import os
 from typing import Dict, Optional, Tuple
 
 from npudoctor.cli.request import MachineRequest
+from npudoctor.valuerecord import replace
 
 #: Launchers whose process environment is a workload's even on a host node
 #: (``container.launched_by``: systemd's Environment=, a Slurm job's, a Ray worker's).
@@ -41,7 +42,7 @@ def judged_environment(
         if pid is not None:
             environ = pid_environ(machine.root, pid)
             return environ, {"judged": "pid", "because": f"--pid {pid}: that process's environment"}
-        node = machine.replace(user=None)
+        node = replace(machine, user=None)
         if exec_env:
             because = "--exec-env: the environment `npudoctor exec` gives the workload (CANN set_env.sh applied)"
             return plan_environment(node).environ, {"judged": "exec-env", "because": because}

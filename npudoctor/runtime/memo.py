@@ -604,7 +604,9 @@ def _same_day(then: float, now: float) -> bool:
 def judged_options(options: Any) -> Dict[str, Any]:
     """The health options that change what is judged (budget, cache and memo policies,
     verbosity and the output format do not), as a JSON-able mapping."""
-    judged: Dict[str, Any] = options.as_dict()
+    from npudoctor.valuerecord import asdict
+
+    judged: Dict[str, Any] = asdict(options)
     for name in ("timeout", "cache_ttl", "fallback_ttl", "verbose", "fresh"):
         judged.pop(name, None)
     if isinstance(judged.get("machine"), dict):
