@@ -135,9 +135,9 @@ def _memo_file(options: HealthOptions) -> Optional[str]:
     machine = options.machine
     if options.fresh or machine.from_file or options.pid is not None:
         return None
-    from npudoctor.runtime import memo
+    from npudoctor.runtime import memokey
 
-    return memo.memo_path(memo.judged_options(options))
+    return memokey.memo_path(memokey.judged_options(options))
 
 
 def _evaluate_or_reuse(options: HealthOptions, budget: Budget, watch: _Watch) -> Dict[str, Any]:

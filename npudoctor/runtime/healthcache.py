@@ -29,7 +29,7 @@ def cache_path(options: Any) -> str:
     cache policy and verbosity (they do not change what is judged)."""
     import hashlib
 
-    from npudoctor.runtime.memo import state_dir
+    from npudoctor.runtime.memokey import state_dir
 
     base = state_dir()
     # the budget and the cache policies do not change what is judged: one verdict for all

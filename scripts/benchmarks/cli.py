@@ -8,6 +8,10 @@ The ``devices`` command runs against tests/scenarios/health-910b3-8npu-healthy (
 Also reported, without a target here: ``devices --json`` (no table: no rich) and ``check``
 on the same root (its target, 0.15x ``import torch``, is measured by the ``check`` benchmark);
 both are answered without Typer (:mod:`npudoctor.cli.fast`).
+
+Each command runs as users run it: the ``npudoctor`` console script (a launcher like the one
+pip writes, with this checkout first on ``sys.path``), as the health benchmark does;
+``devices (-m)`` is the same run as ``python -m npudoctor devices`` (runpy adds ~2 ms).
 """
 
 from __future__ import annotations
@@ -36,13 +40,20 @@ def run(repeat: int) -> List[str]:
         big = make_tree(Path(tmp), 320)
         env = scenario_env(scenario)
         env["COLUMNS"] = "100"
-        npd = [sys.executable, "-m", "npudoctor"]
+        launcher = Path(tmp) / "npudoctor"  # what pip writes for the console script
+        launcher.write_text(
+            f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(REPO)!r})\n"
+            "from npudoctor.entry import run\nsys.exit(run())\n"
+        )
+        launcher.chmod(0o755)
+        npd = [str(launcher)]
         commands: Dict[str, List[str]] = {
             "pass": [sys.executable, "-c", "pass"],
             "--version": npd + ["--version"],
             "--help": npd + ["--help"],
             "explain PKG007": npd + ["explain", "PKG007"],
             "devices": npd + ["devices", "--root", str(scenario / "root")],
+            "devices (-m)": [sys.executable, "-m", "npudoctor", "devices", "--root", str(scenario / "root")],
             "devices --json": npd + ["devices", "--json", "--root", str(scenario / "root")],
             "devices 320": npd + ["devices", "--root", str(big / "root")],
             "check": npd + ["check", "--root", str(scenario / "root")],
@@ -50,8 +61,9 @@ def run(repeat: int) -> List[str]:
         # run from this checkout (-m puts the working directory first on sys.path)
         runs = {name: (argv, env, str(REPO)) for name, argv in commands.items()}
         if baseline:  # that checkout's own code: -m from its directory
-            runs["baseline devices"] = (commands["devices"], env, baseline)
-            runs["baseline devices 320"] = (commands["devices 320"], env, baseline)
+            dash_m = [sys.executable, "-m", "npudoctor"]  # compare with "devices (-m)"
+            runs["baseline devices (-m)"] = (dash_m + commands["devices"][1:], env, baseline)
+            runs["baseline devices 320 (-m)"] = (dash_m + commands["devices 320"][1:], env, baseline)
         times = interleaved(runs, repeat)
     lines = [f"python -c pass median {median(times['pass']) * 1e3:.1f} ms; {repeat} interleaved rounds"]
     for name in runs:
