@@ -52,7 +52,7 @@ ALLOWED: Dict[Tuple[str, str], Tuple[int, str]] = {
     ),
     ("npudoctor/runtime/deadline.py", "os.listdir"): (1, "/proc/self/task of npudoctor's own process"),
     ("npudoctor/runtime/memo.py", "os.listdir"): (1, "the health memo's own directory: its stale memo files removed"),
-    ("npudoctor/runtime/memo.py", "os.scandir"): (
+    ("npudoctor/runtime/memokey.py", "os.scandir"): (
         1,
         "the health memo's key: size and mtime of npudoctor's own package files (never the judged machine)",
     ),
