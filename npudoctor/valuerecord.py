@@ -153,15 +153,12 @@ else:
         """:func:`dataclasses.replace`: a new object of ``obj``'s class made by its
         ``__init__`` with ``changes`` (field name -> value) applied; for a :func:`record`
         without importing :mod:`dataclasses`.  Raises ``TypeError`` for a name that is not
-        a field."""
+        a field (from ``__init__``, as :func:`dataclasses.replace` does)."""
         fields = getattr(type(obj), "__record_fields__", None)
         if fields is None:
             import dataclasses
 
             return dataclasses.replace(obj, **changes)
-        unknown = sorted(set(changes) - {f.name for f in fields})
-        if unknown:
-            raise TypeError(f"{type(obj).__qualname__}.__init__() got an unexpected keyword argument '{unknown[0]}'")
         values = {f.name: getattr(obj, f.name) for f in fields}
         values.update(changes)
         return type(obj)(**values)
@@ -174,7 +171,8 @@ else:
             import dataclasses
 
             return dataclasses.asdict(obj)
-        return {f.name: _plain(getattr(obj, f.name)) for f in type(obj).__record_fields__}
+        copied: Dict[str, Any] = _plain(obj)
+        return copied
 
     def field(
         *,

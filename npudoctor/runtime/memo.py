@@ -154,8 +154,8 @@ def _is_npu_smi_info(argv: Any) -> bool:
 #: Columns of ``npu-smi info`` that move from one second to the next on a working chip
 #: (power, temperature, AI Core use, huge pages, memory and HBM in use) and that no verdict
 #: depends on for a chip without processes: DEV011 (processes on an NPU) reads the memory in
-#: use only of the chips that have some.  ``tests/test_health_memo.py`` checks on every
-#: scenario that moving them changes no verdict.
+#: use only of the chips that have some.  ``tests/test_health_memo_telemetry.py`` checks on
+#: every scenario that moving them changes no verdict.
 TELEMETRY = ("power_w", "temp_c", "aicore_pct", "hugepages_used", "memory_used_mb", "hbm_used_mb")
 
 
