@@ -12,6 +12,7 @@ the packages are listed.  A probe module defines::
     QUICK = True              # also runs for `npudoctor health` (optional, default False)
     SLOW = True               # may wait on an external command (optional, default False)
     def probe(ctx: ProbeContext) -> dict: ...
+    def start(ctx: ProbeContext) -> None: ...  # SLOW only, optional: see :func:`collect`
 
 The run order is derived from ``NEEDS`` (:func:`probe_order`): a probe runs after every
 section it needs; among probes that are ready at the same time, quick file readers go
@@ -407,31 +408,59 @@ def _selected(
     return known + [(name, func) for name, func in registered if name in by_name]
 
 
+def _crash(exc: Exception) -> str:
+    """What ``_errors`` records of a probe that raised: the exception and its last frames."""
+    import traceback  # only for a probe that crashed (~1 ms of every start otherwise)
+
+    return f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}"
+
+
+def _start(spec: ProbeSpec, ctx: ProbeContext, errors: Dict[str, str]) -> None:
+    """Call the ``start`` of a ``SLOW`` probe module that defines one (importing it now,
+    as its probe would later); a crash is recorded as the probe's."""
+    try:
+        begin = getattr(importlib.import_module(spec.module), "start", None)
+        if begin is not None:
+            begin(ctx)
+    except Exception as exc:  # the probe runs its commands itself; the bug is still shown
+        errors[spec.section] = _crash(exc)
+
+
 def collect(host: Host, options: Options, sections: Optional[Sequence[str]] = None) -> Snapshot:
     """Run the probes against ``host`` and return the snapshot.
 
     The probes run in the order derived from their ``NEEDS`` and are chosen by
     :func:`select_probes` (``sections``: exactly these; else ``options.quick``/``deep``/
-    ``only``/``skip``).  Raises :class:`ProbeOrderError` when the declarations are broken
-    (a bug of npudoctor, caught by the tests).
+    ``only``/``skip``).  First, each chosen ``SLOW`` probe module's ``start(ctx)`` (if it
+    has one; ``ctx.facts`` holds no section) may begin its slowest command with
+    :meth:`Host.start <npudoctor.host.Host.start>`, so that the command runs while the
+    probes before it read files (``npu-smi info`` takes hundreds of milliseconds on a
+    real node); whatever is not collected is ended when the probes are done.  Raises
+    :class:`ProbeOrderError` when the declarations are broken (a bug of npudoctor, caught
+    by the tests).
     """
     facts: Dict[str, Any] = {}
     errors: Dict[str, str] = {}
-    for spec in select_probes(probe_specs(), options, sections):
-        section = spec.section
-        if options.progress:
-            options.progress(section)
-        ctx = ProbeContext(host=host, options=options, facts=FactsView(facts, spec.needs))
-        try:
-            result = spec.probe(ctx)
-        except Exception as exc:  # a probe bug must not cost the user the report
-            import traceback  # only for a probe that crashed (~1 ms of every start otherwise)
-
-            errors[section] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}"
-            result = {}
-        facts[section] = result if isinstance(result, dict) else {}
-        if options.collected is not None:
-            options.collected[section] = facts[section]
+    chosen = select_probes(probe_specs(), options, sections)
+    try:
+        for spec in chosen:
+            if spec.slow:
+                _start(spec, ProbeContext(host=host, options=options, facts=FactsView({}, ())), errors)
+        for spec in chosen:
+            section = spec.section
+            if options.progress:
+                options.progress(section)
+            ctx = ProbeContext(host=host, options=options, facts=FactsView(facts, spec.needs))
+            try:
+                result = spec.probe(ctx)
+            except Exception as exc:  # a probe bug must not cost the user the report
+                errors[section] = _crash(exc)
+                result = {}
+            facts[section] = result if isinstance(result, dict) else {}
+            if options.collected is not None:
+                options.collected[section] = facts[section]
+    finally:
+        host.close()  # what a probe started and did not collect (it crashed)
     if host.denied:
         facts["access"] = host.access_facts()
     if errors:

@@ -42,6 +42,7 @@ from npudoctor.hostio import (
 from npudoctor.hostproc import (
     RUNNING,
     SPAWN_LOCK,
+    Started,
     become_subreaper,
     cpu_pressure_share,
     cpu_pressure_total,
@@ -122,7 +123,8 @@ class Host:
     ``root`` is a directory path (``"/"`` for the live system).  ``environ`` is the
     environment of the diagnosed process (defaults to ``os.environ``).  With
     ``commands=False`` :meth:`run` runs nothing and answers "commands disabled"
-    (``--no-commands``).  A host is cheap to create and holds no open resources.
+    (``--no-commands``).  A host is cheap to create and holds no open resources but the
+    commands :meth:`start` began, until :meth:`run` collects them or :meth:`close` ends them.
     """
 
     def __init__(
@@ -138,6 +140,8 @@ class Host:
         self._dirs: Dict[str, str] = {}  # real() of directories, see there
         #: Paths refused to this process (EACCES/EPERM): the first component refused -> why.
         self.denied: Dict[str, str] = {}
+        #: Commands :meth:`start` began, by argv, until :meth:`run` collects them.
+        self._started: Dict[Tuple[str, ...], Started] = {}
 
     def _note(self, path: str, exc: OSError) -> None:
         """Record a refusal of ``path``: refused is not absent (see :meth:`blocker`)."""
@@ -391,14 +395,21 @@ class Host:
         timeout: float = DEFAULT_TIMEOUT,
         env: Optional[Mapping[str, str]] = None,
     ) -> CommandResult:
-        """Run ``argv`` (``argv[0]`` looked up on ``PATH``) with a hard deadline.
+        """Run ``argv`` (``argv[0]`` looked up on ``PATH``) with a hard deadline of
+        ``timeout`` seconds.
 
         The child runs in its own process group with ``stdin`` closed; on timeout the
         whole group gets SIGKILL, and a child that will not die within a short grace
-        is abandoned (``abandoned=True``).  ``npu-smi`` calls are serialized.  Never
-        raises for a missing or failing command: see :class:`CommandResult`.
+        is abandoned (``abandoned=True``).  ``npu-smi`` calls are serialized.  A command
+        :meth:`start` began earlier with the same ``argv`` (and ``env`` ``None``) is not
+        run again: its result is collected, its deadline the earlier of ``timeout`` from
+        now and the one it was started with, its ``duration`` counted from its start.
+        Never raises for a missing or failing command: see :class:`CommandResult`.
         """
         argv = [str(a) for a in argv]
+        key = tuple(argv)
+        if env is None and key in self._started:
+            return self._collect(self._started.pop(key), timeout)
         result = CommandResult(argv=argv)
         if not self.commands:
             result.error = "commands disabled"
@@ -407,25 +418,82 @@ class Host:
         if exe is None:
             result.error = "command not found"
             return result
-        lock = _NPU_SMI_LOCK if posixpath.basename(exe) == "npu-smi" else None
-        if lock is not None and not lock.acquire(timeout=max(timeout, 0.01)):
-            result.timed_out = True
-            result.duration = timeout
-            return result
+        lock = _NPU_SMI_LOCK if _serialized(exe) else None
+        if lock is not None:
+            self._settle(serialized=True)  # an npu-smi this host started first: it holds the lock
+            if not lock.acquire(timeout=max(timeout, 0.01)):
+                result.timed_out = True
+                result.duration = timeout
+                return result
         try:
-            return self._run(exe, argv, timeout, env, result)
+            started = self._spawn(exe, argv, env, timeout, result)
+            return result if started is None else self._collect(started, timeout)
         finally:
             if lock is not None:
                 lock.release()
 
-    def _run(
+    def start(self, argv: Sequence[str], timeout: float = DEFAULT_TIMEOUT) -> bool:
+        """Start ``argv`` now, in the background, so that the :meth:`run` of the same
+        ``argv`` later only collects it: a slow command (``npu-smi info``: hundreds of
+        milliseconds on a real node) runs while the other probes read files.  ``timeout``
+        (seconds) counts from now, as :meth:`run`'s would.  Returns whether it started;
+        nothing starts with commands disabled, for a command not found, for one already
+        started, or for an ``npu-smi`` while another runs (they are serialized).  What is
+        not collected is ended by :meth:`close`.  Never raises; not reported to
+        :data:`OBSERVER` (the :meth:`run` that collects it is)."""
+        argv = [str(a) for a in argv]
+        key = tuple(argv)
+        if not self.commands or key in self._started:
+            return False
+        exe = argv[0] if "/" in argv[0] else self.which(argv[0])
+        if exe is None:
+            return False
+        lock = _NPU_SMI_LOCK if _serialized(exe) else None
+        if lock is not None and not lock.acquire(blocking=False):
+            return False
+        started = self._spawn(exe, argv, None, timeout, CommandResult(argv=argv))
+        if started is None:
+            if lock is not None:
+                lock.release()
+            return False
+        started.lock = lock
+        self._started[key] = started
+        return True
+
+    def close(self) -> None:
+        """End the commands :meth:`start` began that no :meth:`run` collected (their
+        process trees killed, reaped; their output dropped).  Never raises."""
+        while self._started:
+            _key, started = self._started.popitem()
+            proc = started.proc
+            if proc is None:
+                continue
+            kill_tree(proc.pid)
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=0.5)
+            self._end(started)
+
+    def _settle(self, serialized: bool) -> None:
+        """Wait for the started ``npu-smi`` commands (``serialized``) and keep their
+        results for their :meth:`run`: the lock they hold is free again."""
+        for key, started in list(self._started.items()):
+            if serialized and started.lock is not None:
+                result = self._collect(started, started.deadline - time.monotonic())
+                self._started[key] = Started.done(result)
+
+    def _spawn(
         self,
         exe: str,
         argv: List[str],
-        timeout: float,
         env: Optional[Mapping[str, str]],
+        timeout: float,
         result: CommandResult,
-    ) -> CommandResult:
+    ) -> Optional[Started]:
+        """Start the child; ``None`` with ``result.error`` set when it could not start."""
         start = time.monotonic()
         become_subreaper()
         try:
@@ -443,22 +511,47 @@ class Host:
             pressure = cpu_pressure_total()
         except ValueError:  # a NUL byte in an argument or the environment
             result.error = "NUL byte in an argument or the environment"
-            return result
+            return None
         except OSError as exc:
             result.error = _errno_reason(exc)
             if result.error == "not found":
                 result.error = "command not found"
+            return None
+        return Started(result, proc, start, start + max(timeout, 0.0), born, pressure)
+
+    @staticmethod
+    def _end(started: Started) -> None:
+        """What follows a child's end: the rest of its process group killed, the orphans
+        it left reaped, the npu-smi lock it held released."""
+        proc = started.proc
+        if proc is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)  # what is left of its group
+            with SPAWN_LOCK:
+                RUNNING.discard(proc.pid)
+            reap_orphans(started.born)
+        if started.lock is not None:
+            started.lock.release()
+            started.lock = None
+
+    def _collect(self, started: Started, timeout: float) -> CommandResult:
+        """Read a started child until it ends or its deadline (the earlier of its own and
+        ``timeout`` seconds from now), end what is left of it, fill its result."""
+        result, proc = started.result, started.proc
+        if proc is None:  # collected already (:meth:`_settle`)
             return result
+        start = started.began
+        deadline = min(started.deadline, time.monotonic() + max(timeout, 0.0))
         try:
-            out, err, ending = drain(proc, start + max(timeout, 0.0), OUTPUT_LIMIT)
+            out, err, ending = drain(proc, deadline, OUTPUT_LIMIT)
             if ending == "timeout":
                 result.cpu_s, result.state = cpu_state(proc.pid)
-                result.cpu_pressure = cpu_pressure_share(pressure, time.monotonic() - start)
-                note_timeout(argv, time.monotonic() - start, result.cpu_s, result.state, result.cpu_pressure)
+                result.cpu_pressure = cpu_pressure_share(started.pressure, time.monotonic() - start)
+                note_timeout(result.argv, time.monotonic() - start, result.cpu_s, result.state, result.cpu_pressure)
             if ending:
                 kill_tree(proc.pid)
             try:
-                proc.wait(timeout=0.5 if ending else max(0.05, start + timeout - time.monotonic()))
+                proc.wait(timeout=0.5 if ending else max(0.05, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 ending = ending or "timeout"
                 kill_tree(proc.pid)
@@ -467,11 +560,7 @@ class Host:
                 except subprocess.TimeoutExpired:
                     result.abandoned = True
         finally:
-            with contextlib.suppress(OSError):
-                os.killpg(proc.pid, signal.SIGKILL)  # what is left of its group
-            with SPAWN_LOCK:
-                RUNNING.discard(proc.pid)
-            reap_orphans(born)
+            self._end(started)
         result.duration = time.monotonic() - start
         if ending == "timeout":
             result.timed_out = True
@@ -483,6 +572,11 @@ class Host:
         result.stdout = _decode(out)
         result.stderr = _decode(err)
         return result
+
+
+def _serialized(exe: str) -> bool:
+    """Whether ``exe`` runs one at a time in this process (``npu-smi``: see :data:`_NPU_SMI_LOCK`)."""
+    return posixpath.basename(exe) == "npu-smi"
 
 
 def _decode(data: bytes) -> str:

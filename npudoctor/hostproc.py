@@ -22,6 +22,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's
 if TYPE_CHECKING:
     from typing import Dict, List, Optional, Sequence, Set, Tuple
 
+    from npudoctor.hostio import CommandResult
+
 #: Pids of the commands :meth:`npudoctor.host.Host.run` is running now (not orphans: see :func:`reap_orphans`).
 RUNNING: Set[int] = set()
 SPAWN_LOCK = threading.Lock()
@@ -321,3 +323,35 @@ def running_commands(pressure_since: Optional[int], window: float) -> List[Dict[
         cpu_s, state = cpu_state(pid)
         out.append({"argv": argv, "duration": age, "cpu_s": cpu_s, "state": state, "cpu_pressure": pressure})
     return out
+
+
+class Started:
+    """A child that :meth:`npudoctor.host.Host.run` or ``start`` began: the result to fill,
+    the process (``None`` once collected), when it began and its deadline (monotonic
+    seconds), its start time in clock ticks (the orphans born since are its own), the CPU
+    pressure counter then (:func:`cpu_pressure_total`) and the npu-smi lock it holds
+    (``None``: none)."""
+
+    __slots__ = ("result", "proc", "began", "deadline", "born", "pressure", "lock")
+
+    def __init__(
+        self,
+        result: CommandResult,
+        proc: Optional[subprocess.Popen[bytes]],
+        began: float,
+        deadline: float,
+        born: Optional[int],
+        pressure: Optional[int],
+    ) -> None:
+        self.result = result
+        self.proc = proc
+        self.began = began
+        self.deadline = deadline
+        self.born = born
+        self.pressure = pressure
+        self.lock: Optional[threading.Lock] = None
+
+    @classmethod
+    def done(cls, result: CommandResult) -> Started:
+        """A child already collected: its :meth:`npudoctor.host.Host.run` returns ``result``."""
+        return cls(result, None, 0.0, 0.0, None, None)

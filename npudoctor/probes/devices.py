@@ -143,6 +143,16 @@ class _Runner:
         return result
 
 
+def start(ctx: ProbeContext) -> None:
+    """Begin ``npu-smi info`` (:meth:`npudoctor.host.Host.start`), the probe's first and
+    slowest command, while the probes before this one read files; :func:`probe` collects
+    it.  Nothing starts with commands disabled or without ``npu-smi`` on ``PATH``."""
+    host = ctx.host
+    exe = host.which("npu-smi") if host.commands else None
+    if exe is not None:
+        host.start([exe, "info"], timeout=ctx.options.remaining(ctx.options.command_timeout))
+
+
 def _npu_smi(ctx: ProbeContext, out: Dict[str, Any]) -> None:
     host = ctx.host
     smi: Dict[str, Any] = out["npu_smi"]

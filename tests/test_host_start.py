@@ -1,0 +1,175 @@
+"""Host.start (issue 18): a slow command begun early and collected by the run() that asks
+for it runs once, keeps its deadline, is serialized with the other npu-smi calls, and is
+ended when nobody collects it.  Real scripts on PATH; the devices probe begins ``npu-smi
+info`` before the probes that read files."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from npudoctor import hostproc
+from npudoctor.engine import Options, collect
+from npudoctor.host import Host
+
+REPO = Path(__file__).resolve().parent.parent
+SCENARIO = REPO / "tests" / "scenarios" / "health-910b3-8npu-healthy"
+TABLE = SCENARIO / "bin" / "npu-smi-info_910B3_23.0.7_8npu_noproc.txt"
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux process semantics")
+
+
+def _script(directory: Path, name: str, body: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
+    path.chmod(0o755)
+    return path
+
+
+def _npu_smi(bin_dir: Path, log: Path, delay: float = 0.0) -> Path:
+    """An npu-smi that logs each call (``begin ARGS`` / ``end ARGS``) and prints the 8 x
+    910B3 capture for ``info`` after ``delay`` seconds; other calls fail as uncaptured."""
+    return _script(
+        bin_dir,
+        "npu-smi",
+        f"""\
+        echo "begin $*" >> {log}
+        if [ "$*" = "info" ]; then sleep {delay}; cat {TABLE}; echo "end $*" >> {log}; exit 0; fi
+        echo "end $*" >> {log}
+        echo "npu-smi $*: not captured" >&2
+        exit 1
+        """,
+    )
+
+
+def _lines(log: Path) -> List[str]:
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not ended (a zombie has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+def test_started_command_runs_once_and_run_returns_its_result(tmp_path: Path) -> None:
+    log = tmp_path / "calls.log"
+    exe = str(_npu_smi(tmp_path / "bin", log))
+    host = Host(environ={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+    alone = host.run([exe, "info"], timeout=10)
+    log.unlink()
+
+    assert host.start([exe, "info"], timeout=10) is True
+    assert host.start([exe, "info"], timeout=10) is False  # already started
+    collected = host.run([exe, "info"], timeout=10)
+
+    assert _lines(log) == ["begin info", "end info"]  # once, not again by run()
+    assert collected.ok and collected.returncode == 0
+    assert collected.stdout == alone.stdout == TABLE.read_text()
+    assert collected.argv == [exe, "info"]
+    again = host.run([exe, "info"], timeout=10)  # collected: the next run runs it anew
+    assert again.stdout == alone.stdout
+    assert _lines(log) == ["begin info", "end info"] * 2
+
+
+def test_start_refuses_what_it_cannot_start(tmp_path: Path) -> None:
+    exe = str(_npu_smi(tmp_path / "bin", tmp_path / "calls.log"))
+    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"}
+    assert Host(environ=env, commands=False).start([exe, "info"]) is False
+    assert Host(environ=env).start(["no-such-command-npudoctor"]) is False
+    assert Host(environ=env).start([str(tmp_path / "missing" / "npu-smi"), "info"]) is False
+    assert not (tmp_path / "calls.log").exists()
+
+
+def test_other_npu_smi_calls_wait_for_the_started_one(tmp_path: Path) -> None:
+    """npu-smi runs one call at a time: a second call made while ``info`` still runs in the
+    background begins only after it ended, and neither blocks the other for good."""
+    log = tmp_path / "calls.log"
+    exe = str(_npu_smi(tmp_path / "bin", log, delay=0.3))
+    host = Host(environ={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+    assert host.start([exe, "info"], timeout=10)
+    mapping = host.run([exe, "info", "-m"], timeout=10)
+    assert _lines(log) == ["begin info", "end info", "begin info -m", "end info -m"]
+    assert mapping.returncode == 1 and "not captured" in mapping.stderr
+    info = host.run([exe, "info"], timeout=10)  # waited for above: its result was kept
+    assert info.ok and info.stdout == TABLE.read_text()
+    assert info.duration >= 0.3  # counted from its start
+    assert _lines(log) == ["begin info", "end info", "begin info -m", "end info -m"]
+    # the lock is free again: another host may start npu-smi
+    other = Host(environ={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+    assert other.start([exe, "info"], timeout=10)
+    other.close()
+
+
+def test_started_command_keeps_the_deadline_it_began_with(tmp_path: Path) -> None:
+    hang = _script(tmp_path / "bin", "npu-smi", "exec sleep 30\n")
+    host = Host(environ={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+    began = time.monotonic()
+    assert host.start([str(hang), "info"], timeout=0.5)
+    result = host.run([str(hang), "info"], timeout=20)  # a later, longer timeout does not extend it
+    assert time.monotonic() - began < 5
+    assert result.timed_out and result.returncode is None
+    assert 0.5 <= result.duration < 5
+
+
+def test_close_ends_what_nobody_collected(tmp_path: Path) -> None:
+    hang = _script(tmp_path / "bin", "npu-smi", "sleep 30 &\nwait\n")
+    host = Host(environ={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+    timed_out_before = len(hostproc.TIMED_OUT)
+    assert host.start([str(hang), "info"], timeout=60)
+    pids = [p for p in hostproc.RUNNING if _alive(p)]
+    assert pids, "the started command runs in the background"
+    began = time.monotonic()
+    host.close()
+    assert time.monotonic() - began < 5
+    for pid in pids:
+        assert not _alive(pid)
+    assert len(hostproc.TIMED_OUT) == timed_out_before  # ended, not a command that timed out
+    # the npu-smi lock was released: a new call runs
+    assert Host(environ=host.environ).run([str(hang), "-v"], timeout=0.3).timed_out
+
+
+def test_collect_begins_npu_smi_info_before_the_file_probes(tmp_path: Path) -> None:
+    """``collect`` calls the devices probe's ``start`` first: ``npu-smi info`` already runs
+    when the first probe reads files, and the devices probe collects that run."""
+    log = tmp_path / "calls.log"
+    exe = _npu_smi(tmp_path / "bin", log, delay=0.3)
+    host = Host(root=str(SCENARIO / "root"), environ={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "HOME": "/root"})
+    running_at_first_probe: List[List[str]] = []
+
+    def progress(section: str) -> None:
+        if not running_at_first_probe:
+            running_at_first_probe.append(
+                [Path(f"/proc/{pid}/cmdline").read_bytes().decode() for pid in hostproc.RUNNING if _alive(pid)]
+            )
+
+    options = Options(progress=progress)
+    snapshot = collect(host, options, sections=("host", "container", "python", "packages", "devices"))
+    first = running_at_first_probe[0]
+    assert any(str(exe) in cmd and "info" in cmd for cmd in first), first
+    assert _lines(log).count("begin info") == 1
+    devices = snapshot.facts["devices"]
+    assert devices["npu_smi"]["available"] is True
+    assert len(devices["chips"]) == 8
+    assert [c["argv"][1:] for c in devices["npu_smi"]["commands"]] == [["info"], ["info", "-m"], ["info", "-t", "topo"]]
+    assert devices["npu_smi"]["commands"][0]["duration"] >= 0.3
+    assert not host._started  # nothing left running
+    assert not [p for p in hostproc.RUNNING if _alive(p)]
+
+
+def test_collect_without_commands_starts_nothing(tmp_path: Path) -> None:
+    log = tmp_path / "calls.log"
+    _npu_smi(tmp_path / "bin", log)
+    host = Host(root=str(SCENARIO / "root"), environ={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"}, commands=False)
+    snapshot = collect(host, Options(), sections=("host", "devices"))
+    assert snapshot.facts["devices"]["npu_smi"]["cause"] == "disabled"
+    assert not log.exists()
