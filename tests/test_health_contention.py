@@ -120,14 +120,17 @@ def test_sigterm_is_answered_by_npd_as_unknown_and_leaves_no_process(tmp_path):
 
 
 def test_findings_of_areas_finished_before_the_cut_stand(tmp_path):
-    """Issue 15: when health is cut short (here SIGTERM, sent by npu-smi itself as soon as it
-    starts, so it cannot count as hung), the areas already probed keep their findings: the
-    environment's ENV001 (set_env.sh never sourced) makes the answer unhealthy, and the
-    devices area, unfinished, is named unknown in the JSON document."""
+    """Issue 15: when health is cut short (here SIGTERM, sent by npu-smi itself once the
+    devices probe reads its output, so it cannot count as hung), the areas already probed
+    keep their findings: the environment's ENV001 (set_env.sh never sourced) makes the
+    answer unhealthy, and the devices area, unfinished, is named unknown in the JSON
+    document.  (npu-smi info starts before the file probes run, Host.start; the devices
+    probe, the last, reads it: 128 KiB of output pass a 64 KiB pipe only while it reads.)"""
     scenario = prepare(REPO / "tests/scenarios/health-env-not-sourced", tmp_path)
     smi = scenario / "bin" / "npu-smi"
     smi.write_text(
-        "#!/bin/sh\n# the orchestrator gives up while npu-smi runs\nkill -TERM $PPID\nwhile :; do sleep 1; done\n"
+        "#!/bin/sh\n# the orchestrator gives up while npudoctor reads what npu-smi prints\n"
+        "head -c 131072 /dev/zero | tr '\\0' ' '\nkill -TERM $PPID\nwhile :; do sleep 1; done\n"
     )
     env: Dict[str, str] = environment(scenario, _spec(scenario))
     argv = [sys.executable, "-m", "npudoctor", "health", "--timeout", "60", "--root", str(scenario / "root")]
