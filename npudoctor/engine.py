@@ -37,7 +37,6 @@ import importlib
 import os
 import time
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from npudoctor.facts import Facts
 from npudoctor.findings import Finding
@@ -45,8 +44,15 @@ from npudoctor.host import Host
 from npudoctor.snapshot import Snapshot, now_iso
 from npudoctor.valuerecord import field, record
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:  # the matrix package is imported by whoever loads a matrix, not by the engine
+    from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
     from npudoctor.knowledge.matrix import Matrix
+
+    _Sections = Dict[str, Any]
+else:
+    _Sections = dict
 
 
 @record
@@ -105,7 +111,7 @@ class ProbeContext:
     facts: Dict[str, Any]
 
 
-class FactsView(Dict[str, Any]):
+class FactsView(_Sections):
     """The sections a probe may read: a dict holding only its declared ``NEEDS`` (those
     that ran), which records every key asked of it in ``asked`` (tests compare them with
     the declaration).  Iterating it or reading an undeclared section finds nothing."""

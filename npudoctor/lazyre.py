@@ -22,7 +22,21 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import TYPE_CHECKING, Any, AnyStr, Callable, Dict, Generic, Iterator, List, Optional, Tuple, Union, overload
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Any, AnyStr, Callable, Dict, Generic, Iterator, List, Optional, Tuple, Union, overload
+else:  # at run time, stand-ins for the two names used outside annotations: no typing import
+
+    class Generic:
+        """``Generic[AnyStr]`` as a base class: subscripting gives the class itself."""
+
+        __slots__ = ()
+
+        def __class_getitem__(cls, _params):
+            return cls
+
+    AnyStr = str
 
 __all__ = ["LazyPattern", "pattern", "all_patterns"]
 
@@ -99,12 +113,13 @@ class LazyPattern(Generic[AnyStr]):
         ) -> Tuple[AnyStr, int]: ...
 
 
-@overload
-def pattern(regex: str, flags: int = 0) -> LazyPattern[str]: ...
+if TYPE_CHECKING:
 
+    @overload
+    def pattern(regex: str, flags: int = 0) -> LazyPattern[str]: ...
 
-@overload
-def pattern(regex: bytes, flags: int = 0) -> LazyPattern[bytes]: ...
+    @overload
+    def pattern(regex: bytes, flags: int = 0) -> LazyPattern[bytes]: ...
 
 
 def pattern(regex: Union[str, bytes], flags: int = 0) -> LazyPattern[Any]:

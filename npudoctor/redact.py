@@ -26,9 +26,12 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 from npudoctor import lazyre
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 #: What a concealed secret value becomes.
 SECRET = "<redacted>"

@@ -1,5 +1,7 @@
-"""facts._typed resolves the views' field annotations itself (typing.get_type_hints costs
-~8 ms per health run): for every view class the result equals get_type_hints'."""
+"""facts._typed reads the views' field annotations itself (typing.get_type_hints costs
+~8 ms per health run, and the views' modules import typing for type checkers only): for
+every view class the result equals get_type_hints', with typing's names in scope, in the
+converters' form (``_annotations.normalize``)."""
 
 from __future__ import annotations
 
@@ -7,11 +9,12 @@ import importlib
 import pathlib
 import sys
 import types
-from typing import Dict, List, Optional, get_type_hints
+import typing
+from typing import Any, Dict, List, Optional, Tuple, get_type_hints
 
 import pytest
 
-from npudoctor.facts import _typed
+from npudoctor.facts import _annotations, _typed
 from npudoctor.facts._view import View, view_fields
 
 FACTS = pathlib.Path(_typed.__file__).resolve().parent
@@ -36,7 +39,8 @@ def test_the_hints_of_every_view_equal_get_type_hints():
     assert len(views) >= 80  # ninety-odd views today
     for cls in views:
         names = {f.name for f in view_fields(cls)}
-        expected = {k: v for k, v in get_type_hints(cls).items() if k in names}
+        hints = get_type_hints(cls, localns=vars(typing))  # typing's names, as type checkers see them
+        expected = {k: _annotations.normalize(v) for k, v in hints.items() if k in names}
         assert _typed._hints(cls) == expected, cls
 
 
@@ -60,5 +64,36 @@ def test_inherited_fields_quoted_names_and_none(monkeypatch, future):
     )
     exec(compile(source, module.__name__, "exec", dont_inherit=True), module.__dict__)  # noqa: S102
     child = module.__dict__["Child"]
-    assert _typed._hints(child) == {"a": Optional[str], "b": Dict[str, int], "c": float, "d": type(None)}
-    assert _typed._hints(child) == {k: v for k, v in get_type_hints(child).items() if k in "abcd"}
+    want = {"a": Optional[str], "b": Dict[str, int], "c": float, "d": type(None)}
+    assert _typed._hints(child) == {k: _annotations.normalize(v) for k, v in want.items()}
+    assert _typed._hints(child) == {
+        k: _annotations.normalize(v) for k, v in get_type_hints(child, localns=vars(typing)).items() if k in "abcd"
+    }
+    assert _typed._hints(child)["a"] == _annotations.Form("union", (str, type(None)))
+
+
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("Optional[int]", Optional[int]),
+        ("Tuple[str, ...]", Tuple[str, ...]),
+        ("Dict[str, JSON]", Dict[str, Any]),
+        ("Optional[Dict[str, Tuple[int, ...]]]", Optional[Dict[str, Tuple[int, ...]]]),
+        ("List[Optional[str]]", List[Optional[str]]),
+        ("typing.Union[int, str, None]", typing.Union[int, str, None]),
+        ("Literal['a', \"b\", 3]", typing.Literal["a", "b", 3]),
+        ("Optional[Optional[float]]", Optional[float]),
+        ("int | None", Optional[int]),
+        ("'Optional[bool]'", Optional[bool]),
+        ("Any", Any),
+    ],
+)
+def test_annotation_texts_read_like_typing(text, want):
+    """The reader of annotation texts gives what typing's evaluation gives, normalised."""
+    assert _typed._resolve(text, "npudoctor.facts.system") == _annotations.normalize(want)
+
+
+@pytest.mark.parametrize("text", ["Optional[int", "Set[int]", "NoSuchView", "Dict[str, int]]", "'unterminated", ""])
+def test_bad_annotation_texts_are_name_errors(text):
+    with pytest.raises(NameError):
+        _annotations._Parser(text, {}).parse()

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import List, Mapping, Optional, Tuple
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import List, Mapping, Optional, Tuple
 #: Interpreter names tried inside an environment directory, in order.
 _NAMES = ("bin/python", "bin/python3")
 

@@ -11,13 +11,16 @@ every section, generated from the same view classes.
 from __future__ import annotations
 
 import importlib
+from collections import abc
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from npudoctor.facts._typed import Problems, load, schema_of
 from npudoctor.parsers.metadata import canonical_name
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:  # imported on first use (below): creating ~70 view classes costs ~40 ms
+    from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
+
     from npudoctor.facts.deep import DeepFacts, ProbeErrors
     from npudoctor.facts.devices import DevicesFacts
     from npudoctor.facts.frameworks import FrameworksFacts
@@ -49,7 +52,13 @@ _WHERE: Dict[str, Tuple[str, str]] = {
 }
 
 
-class _Sections(Mapping[str, Any]):
+if TYPE_CHECKING:
+    _SectionsBase = Mapping[str, Any]
+else:
+    _SectionsBase = abc.Mapping
+
+
+class _Sections(_SectionsBase):
     """Section name → view class (``_errors``: a plain map), in probe order; a view's
     module is imported when its class is first asked for (``compare`` reads 7 sections,
     ``env`` 2), so nobody pays for the classes it never reads."""
@@ -79,7 +88,7 @@ class Facts:
     """Typed access to ``snapshot.facts`` (a JSON object of sections)."""
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
-        self._raw = raw if isinstance(raw, Mapping) else {}
+        self._raw = raw if isinstance(raw, abc.Mapping) else {}
         self._views: Dict[str, Tuple[Any, Problems]] = {}
 
     def _view(self, name: str) -> Any:

@@ -18,30 +18,23 @@ exception.  Depth and list lengths are bounded so hostile snapshots cannot exhau
 
 from __future__ import annotations
 
-import builtins
 import sys
-from typing import (
-    Any,
-    Callable,
-    Dict,
-    FrozenSet,
-    List,
-    Literal,
-    Optional,
-    Tuple,
-    Type,
-    TypeVar,
-    Union,
-    get_args,
-    get_origin,
-)
 
+from npudoctor.facts._annotations import ANY, Form, _Parser, normalize
 from npudoctor.facts._view import MISSING, is_view, view_fields
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple, Type, TypeVar
 
-#: Any JSON value, passed through unchanged (open-ended data).
-JSON = Any
+    T = TypeVar("T")
+
+    #: Any JSON value, passed through unchanged (open-ended data).
+    JSON = Any
+
+
+if not TYPE_CHECKING:
+    JSON = ANY  # at run time the marker the views' annotations name; for type checkers Any
 
 #: Nesting deeper than this is reported instead of followed.
 MAX_DEPTH = 40
@@ -84,43 +77,36 @@ class Problems:
 
 _HINTS: Dict[type, Dict[str, Any]] = {}
 
-#: Resolved annotation texts per module namespace: ``(module name, text) -> object``.
+#: Resolved annotation texts per module namespace: ``(module name, text) -> form``.
 _RESOLVED: Dict[Tuple[str, str], Any] = {}
 
 
 def _resolve(text: Any, module: str) -> Any:
-    """One field annotation as an object: a string (the views use ``from __future__ import
-    annotations``) is evaluated in the namespace of the module ``module`` that declares the
-    field, as ``typing.get_type_hints`` does for names that are not class attributes; a
-    plain name is looked up without ``eval``; each text is evaluated once per module.
-    Raises ``NameError`` for an unknown name, as ``get_type_hints`` would."""
+    """One field annotation as a form (:func:`normalize`): a string (the views use ``from
+    __future__ import annotations``) is read by :class:`_Parser` in the namespace of the
+    module ``module`` that declares the field -- as ``typing.get_type_hints`` would
+    evaluate it, but without ``typing`` or ``eval`` (the views' modules import ``typing``
+    for type checkers only); each text is read once per module.  Raises ``NameError`` for
+    an unknown name, as ``get_type_hints`` would."""
     if not isinstance(text, str):
-        return _NONE if text is None else text
+        return normalize(text)
     key = (module, text)
     found = _RESOLVED.get(key, _MISSING)
     if found is _MISSING:
-        namespace = sys.modules[module].__dict__
-        if text.isidentifier() and text in namespace:
-            found = namespace[text]
-        elif text.isidentifier() and hasattr(builtins, text):
-            found = getattr(builtins, text)
-        else:
-            found = eval(text, namespace)  # noqa: S307  (our own modules' annotations)
+        found = _Parser(text, sys.modules[module].__dict__).parse()
         if isinstance(found, str):  # a quoted annotation under the future import: "'X'"
             found = _resolve(found, module)
-        found = _NONE if found is None else found
         _RESOLVED[key] = found
     return found
 
 
 def _hints(cls: type) -> Dict[str, Any]:
-    """The resolved annotations of a view class's fields, equal to
-    ``typing.get_type_hints(cls)`` restricted to them (``tests/test_facts_hints.py`` checks
-    every view; a quote nested inside an annotation, ``List['X']``, is not resolved and
-    would fail that test) but without its cost (~8 ms per run for the thirty-odd views health reads:
-    a ``ForwardRef`` compiled and evaluated per field of every class in the MRO): each
-    field's annotation is taken from the class in the MRO that declares it, and each
-    distinct text is evaluated once (:func:`_resolve`)."""
+    """The resolved annotations of a view class's fields: ``typing.get_type_hints(cls)``
+    restricted to them, each as :func:`normalize` gives it (``tests/test_facts_hints.py``
+    checks every view), without its cost (~8 ms per run for the thirty-odd views health
+    reads: a ``ForwardRef`` compiled and evaluated per field of every class in the MRO):
+    each field's annotation is taken from the class in the MRO that declares it, and each
+    distinct text is read once (:func:`_resolve`)."""
     hints = _HINTS.get(cls)
     if hints is None:
         hints = {}
@@ -160,10 +146,11 @@ _MISSING = object()
 #: The ``key`` of a section's own value (its path is the section itself).
 _ROOT = object()
 
-#: A compiled converter: ``(raw, parent_path, key, problems, depth)`` → the value, or
-#: ``_MISSING`` with a problem recorded at ``parent_path`` + ``key``.  Paths are only turned
-#: into strings for containers and for problems, never for a leaf that fits.
-Converter = Callable[[Any, str, Any, Problems, int], Any]
+if TYPE_CHECKING:
+    #: A compiled converter: ``(raw, parent_path, key, problems, depth)`` → the value, or
+    #: ``_MISSING`` with a problem recorded at ``parent_path`` + ``key``.  Paths are only turned
+    #: into strings for containers and for problems, never for a leaf that fits.
+    Converter = Callable[[Any, str, Any, Problems, int], Any]
 
 _CONVERTERS: Dict[Any, Converter] = {}
 
@@ -202,8 +189,9 @@ def _any(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any
 
 
 def _compile(tp: Any) -> Converter:
-    """The converter of annotation ``tp``, built once per annotation (the per-class field
-    plans, the leaf checks and the messages are decided here, not per value)."""
+    """The converter of annotation ``tp`` (a form, :func:`normalize`), built once per
+    annotation (the per-class field plans, the leaf checks and the messages are decided
+    here, not per value)."""
     conv = _CONVERTERS.get(tp)
     if conv is None:
         conv = _make(tp)
@@ -224,13 +212,13 @@ def _leaf(tp: Any, expected: str) -> Converter:
 
 
 def _make(tp: Any) -> Converter:
-    if tp is Any:
+    if tp is ANY:
         return _any
-    origin = get_origin(tp)
-    if origin is Union:
+    kind = tp.kind if isinstance(tp, Form) else None
+    if kind == "union":
         return _union(tp)
-    if origin is Literal:
-        choices = get_args(tp)
+    if kind == "literal":
+        choices = tp.args
         message = f"expected one of {list(choices)}, got "
 
         def literal(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any:
@@ -240,9 +228,9 @@ def _make(tp: Any) -> Converter:
             return _MISSING
 
         return literal
-    if origin in (list, List, tuple, Tuple):
-        return _sequence(tp, origin in (tuple, Tuple))
-    if origin in (dict, Dict):
+    if kind in ("list", "tuple"):
+        return _sequence(tp, kind == "tuple")
+    if kind == "dict":
         return _mapping(tp)
     if is_view(tp):
         return _record(tp)
@@ -251,8 +239,8 @@ def _make(tp: Any) -> Converter:
     raise TypeError(f"unsupported annotation {tp!r} in a facts view")  # pragma: no cover - a view bug
 
 
-def _union(tp: Any) -> Converter:
-    args = get_args(tp)
+def _union(tp: Form) -> Converter:
+    args = tp.args
     nullable = _NONE in args
     options = [a for a in args if a is not _NONE]
     expected = f"expected {_describe(tp)}, got "
@@ -291,8 +279,8 @@ def _too_deep(parent: str, key: Any, problems: Problems) -> Any:
     return _MISSING
 
 
-def _sequence(tp: Any, as_tuple: bool) -> Converter:
-    conv = _compile((get_args(tp) or (Any,))[0])  # a view class compiles lazily: recursion is fine
+def _sequence(tp: Form, as_tuple: bool) -> Converter:
+    conv = _compile(tp.args[0])  # a view class compiles lazily: recursion is fine
 
     def sequence(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any:
         if depth > MAX_DEPTH:
@@ -314,8 +302,8 @@ def _sequence(tp: Any, as_tuple: bool) -> Converter:
     return sequence
 
 
-def _mapping(tp: Any) -> Converter:
-    conv = _compile((get_args(tp) or (str, Any))[1])
+def _mapping(tp: Form) -> Converter:
+    conv = _compile(tp.args[1])
 
     def mapping(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any:
         if depth > MAX_DEPTH:
@@ -426,18 +414,16 @@ def load(
     if plan is not None or is_view(cls):
         return (plan or _plan(cls)).build(raw, "", problems, 0, only), problems
     # A section that is a plain map (``_errors``): a dict in, a dict out, never _MISSING.
-    return _compile(cls)(raw, "", _ROOT, problems, 0), problems
+    return _compile(normalize(cls))(raw, "", _ROOT, problems, 0), problems
 
 
 def _describe(tp: Any) -> str:
-    origin = get_origin(tp)
-    if origin is Union:
-        return " or ".join(_describe(a) for a in get_args(tp))
-    if origin in (list, List, tuple, Tuple):
+    kind = tp.kind if isinstance(tp, Form) else None
+    if kind == "union":
+        return " or ".join(_describe(a) for a in tp.args)
+    if kind in ("list", "tuple"):
         return "list"
-    if origin in (dict, Dict):
-        return "object"
-    if is_view(tp):
+    if kind == "dict" or is_view(tp):
         return "object"
     if tp is _NONE:
         return "null"
@@ -445,26 +431,25 @@ def _describe(tp: Any) -> str:
 
 
 def schema_of(tp: Any, defs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """JSON Schema (draft 2020-12) of a view annotation; nested view classes go to
-    ``defs`` (``$defs``) and are referenced by name.  Field docs come from
-    ``field(metadata={"doc": ...})``."""
+    """JSON Schema (draft 2020-12) of a view annotation (a view class, a ``typing``
+    construct or a :class:`Form`); nested view classes go to ``defs`` (``$defs``) and are
+    referenced by name.  Field docs come from ``field(metadata={"doc": ...})``."""
     defs = defs if defs is not None else {}
-    if tp is Any:
+    tp = normalize(tp)
+    if tp is ANY:
         return {}
-    origin = get_origin(tp)
-    if origin is Union:
-        parts = [schema_of(a, defs) for a in get_args(tp)]
+    kind = tp.kind if isinstance(tp, Form) else None
+    if kind == "union":
+        parts = [schema_of(a, defs) for a in tp.args]
         if all(set(p) == {"type"} and isinstance(p["type"], str) for p in parts):
             return {"type": [p["type"] for p in parts]}  # Optional[str] → ["string", "null"]
         return {"anyOf": parts}
-    if origin is Literal:
-        return {"enum": list(get_args(tp))}
-    if origin in (list, List, tuple, Tuple):
-        item_tp = (get_args(tp) or (Any,))[0]
-        return {"type": "array", "items": schema_of(item_tp, defs)}
-    if origin in (dict, Dict):
-        args = get_args(tp) or (str, Any)
-        return {"type": "object", "additionalProperties": schema_of(args[1], defs)}
+    if kind == "literal":
+        return {"enum": list(tp.args)}
+    if kind in ("list", "tuple"):
+        return {"type": "array", "items": schema_of(tp.args[0], defs)}
+    if kind == "dict":
+        return {"type": "object", "additionalProperties": schema_of(tp.args[1], defs)}
     if is_view(tp):
         name = tp.__name__
         if name not in defs:

@@ -21,14 +21,14 @@ hold ``doc`` (schema description) and ``key`` (the JSON key, when it differs fro
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Dict, Mapping, Optional, Tuple, TypeVar
-
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
+    from typing import Any, Callable, ClassVar, Dict, Mapping, Optional, Tuple
+
     from typing_extensions import dataclass_transform
 else:  # the decorator only informs type checkers; importing typing_extensions costs ~5 ms
-    _T = TypeVar("_T")
 
-    def dataclass_transform(**_kwargs: Any) -> Callable[[_T], _T]:
+    def dataclass_transform(**_kwargs):
         return lambda cls: cls
 
 

@@ -8,7 +8,11 @@ nothing about the chips.  Reports, triage and node agents ask here instead of ea
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, Mapping, Optional
+from collections import abc
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Iterable, Mapping, Optional
 
 #: npu-smi causes under which nothing about the chips was learnt (``probes/devices.py``);
 #: a hung, crashed or failing npu-smi is itself a finding of the devices area -- except a
@@ -55,7 +59,7 @@ def _timeout_on_busy_node(smi: Mapping[str, Any]) -> Optional[str]:
     if smi.get("cause") != "hung":
         return None
     commands = smi.get("commands")
-    first = commands[0] if isinstance(commands, list) and commands and isinstance(commands[0], Mapping) else None
+    first = commands[0] if isinstance(commands, list) and commands and isinstance(commands[0], abc.Mapping) else None
     if first is None or first.get("timed_out") is not True:
         return None
     pressure = first.get("cpu_pressure")
@@ -85,18 +89,18 @@ def not_checked(facts: Mapping[str, Any], area: str) -> Optional[str]:
     """Why the rules of ``area`` could not judge it on ``facts`` (a snapshot's ``facts``
     object), in words for people; ``None`` when they could.  Never raises on malformed
     facts (a malformed section counts as not checked)."""
-    section = facts.get(area) if isinstance(facts, Mapping) else None
-    errors = facts.get("_errors") if isinstance(facts, Mapping) else None
-    if isinstance(errors, Mapping) and isinstance(errors.get(area), str):
+    section = facts.get(area) if isinstance(facts, abc.Mapping) else None
+    errors = facts.get("_errors") if isinstance(facts, abc.Mapping) else None
+    if isinstance(errors, abc.Mapping) and isinstance(errors.get(area), str):
         return "its probe failed: " + (str(errors[area]).splitlines() or ["internal error"])[0][:200]
-    if isinstance(facts, Mapping) and area in facts and not isinstance(section, Mapping):
+    if isinstance(facts, abc.Mapping) and area in facts and not isinstance(section, abc.Mapping):
         # present but not an object (a hand-edited or damaged snapshot): HOST005 names it
         return f"could not read its facts: the section is {_json_kind(section)}, not an object"
-    if not isinstance(section, Mapping):
+    if not isinstance(section, abc.Mapping):
         return "not probed"
     if area == "devices":
         smi = section.get("npu_smi")
-        if not isinstance(smi, Mapping):
+        if not isinstance(smi, abc.Mapping):
             return "no npu-smi facts"
         cause = smi.get("cause")
         if smi.get("available") is not True and isinstance(cause, str) and cause in _SMI_NOT_RUN:
@@ -122,10 +126,10 @@ def unchecked(facts: Mapping[str, Any], areas: Optional[Iterable[str]] = None) -
     ``deep`` without ``--deep``, is a choice, not a gap).  Never raises."""
     from npudoctor.findings import AREAS
 
-    if not isinstance(facts, Mapping):
+    if not isinstance(facts, abc.Mapping):
         return {}
     errors = facts.get("_errors")
-    failed = set(errors) if isinstance(errors, Mapping) else set()
+    failed = set(errors) if isinstance(errors, abc.Mapping) else set()
     wanted = set(areas) if areas is not None else {a for a in AREAS if a in facts or a in failed}
     out: Dict[str, str] = {}
     for area in AREAS:

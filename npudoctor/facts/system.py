@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
-from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
 from npudoctor.facts._view import View, field
 from npudoctor.parsers.metadata import canonical_name
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Dict, Optional, Tuple
 
 
 def _doc(text: str) -> Dict[str, str]:

@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any, Dict, List, Mapping, Optional
 
 from npudoctor import lazyre
 from npudoctor import tomlread as _toml
 from npudoctor.findings import AREAS, SEVERITIES, Code, RegistryError
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Mapping, Optional
 
 #: Code prefix → area (the file ``<area>.toml`` holds every code with that prefix).
 PREFIXES: Dict[str, str] = {

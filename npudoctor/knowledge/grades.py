@@ -33,9 +33,12 @@ turns "none" into "info".
 from __future__ import annotations
 
 from enum import Enum
-from typing import Optional
 
 from npudoctor.valuerecord import record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Optional
 
 
 class Grade(str, Enum):

@@ -32,10 +32,13 @@ has a **kernels** package, and 8.5.0 (and its betas and later releases) an **ops
 from __future__ import annotations
 
 import re
-from typing import Dict, Optional, Tuple
 
 from npudoctor.knowledge.versions import parse_cann
 from npudoctor.valuerecord import ValueRecord, record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Dict, Optional, Tuple
 
 #: Package kinds in the order the official images install them (REPORT.md §5).
 INSTALL_ORDER: Tuple[str, ...] = ("driver", "firmware", "toolkit", "kernels", "ops", "nnal")

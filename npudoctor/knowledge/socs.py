@@ -3,8 +3,9 @@ SoC families frameworks reject."""
 
 from __future__ import annotations
 
-from typing import Dict
-
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Dict
 #: SoC names that torch_npu learned after its first 2.1/1.11 releases: the extension line
 #: (release-branch suffix, e.g. v2.1.0-6.0.rc1) whose SoC table first lists them.  Older
 #: builds raise ``Unsupported soc version: <name>`` at ``import torch_npu``/first device use.

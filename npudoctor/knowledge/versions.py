@@ -30,9 +30,12 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, Iterable, List, Optional, Tuple
 
 from npudoctor import lazyre
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Iterable, List, Optional, Tuple
 
 __all__ = [
     "InvalidVersion",

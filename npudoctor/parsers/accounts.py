@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
-
 from npudoctor.parsers.numbers import to_int
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List
 
 
 def parse_passwd(text: str) -> List[Dict[str, Any]]:

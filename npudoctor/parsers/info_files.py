@@ -27,9 +27,12 @@ Formats (samples in ``tests/fixtures/``, described in ``../shared/samples/INDEX.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor import lazyre
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Tuple
 
 __all__ = [
     "parse_key_values",

@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import io
 import re
-from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from npudoctor import lazyre
 from npudoctor.parsers.numbers import to_int
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 _NAME_RE = re.compile(r"[-_.]+")  # used at import (canonical names of the packages probe)
 

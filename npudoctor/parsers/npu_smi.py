@@ -21,9 +21,12 @@ cut short.  Sources of the formats: the captured outputs in ``../shared/samples`
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor import lazyre
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Tuple
 
 # ----------------------------------------------------------------------------- regexes
 _PAIR = r"((?<![0-9])[0-9]{1,18}(?![0-9]))\s*/\s*((?<![0-9])[0-9]{1,18}(?![0-9]))"

@@ -11,9 +11,12 @@ exception and never a misread (issue 20).
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Optional, Pattern, Tuple
 
 from npudoctor import lazyre
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Optional, Pattern, Tuple
 
 __all__ = ["DIGITS", "MAX_DIGITS", "numbers_in", "to_int"]
 

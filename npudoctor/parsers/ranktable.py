@@ -32,9 +32,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor.parsers import jsontext
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Tuple
 
 #: Rank-table format versions whose layout is known: 1.0 (server_list) and 1.2 (server_list
 #: with super_pod_list), as the HCCL documentation describes them.

@@ -52,7 +52,6 @@ Record (a dict)::
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
@@ -64,6 +63,10 @@ from npudoctor.parsers.metadata import (
     parse_wheel,
     split_dist_dir,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Tuple
 
 SECTION = "packages"
 NEEDS = ("python",)

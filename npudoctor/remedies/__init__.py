@@ -9,8 +9,6 @@ renders one: ``devices``, issue 18).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from npudoctor.remedies.steps import (
     KINDS,
     Command,
@@ -32,7 +30,10 @@ from npudoctor.remedies.steps import (
     SystemdSetting,
 )
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
+    from typing import Any
+
     from npudoctor.remedies.forms import dockerfile, markdown, podspec, to_dict
     from npudoctor.remedies.render import command, shell, shell_lines
 

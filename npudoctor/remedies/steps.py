@@ -16,12 +16,16 @@ dataclass, shared instead of generated per class: half the definition cost, and 
 
 from __future__ import annotations
 
-from typing import Optional, Tuple, Union
-
 from npudoctor.valuerecord import ValueRecord, record
 
-#: ``(name, value)`` pairs of environment variables set for one command.
-EnvPairs = Tuple[Tuple[str, str], ...]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Optional, Tuple, Union
+
+    #: ``(name, value)`` pairs of environment variables set for one command.
+    EnvPairs = Tuple[Tuple[str, str], ...]
+else:  # a name to import at run time; what it stands for matters to type checkers only
+    EnvPairs = tuple
 
 
 @record(frozen=True, eq=False, repr=False)
@@ -221,23 +225,26 @@ class Prose(ValueRecord):
     text: str
 
 
-Remedy = Union[
-    InstallPackage,
-    SourceFile,
-    ComputedEnv,
-    Export,
-    PrependPath,
-    PipInstall,
-    PipUninstall,
-    RunFile,
-    Command,
-    Pipeline,
-    DockerFlags,
-    PodSpecField,
-    SystemdSetting,
-    Reboot,
-    Prose,
-]
+if TYPE_CHECKING:
+    Remedy = Union[
+        InstallPackage,
+        SourceFile,
+        ComputedEnv,
+        Export,
+        PrependPath,
+        PipInstall,
+        PipUninstall,
+        RunFile,
+        Command,
+        Pipeline,
+        DockerFlags,
+        PodSpecField,
+        SystemdSetting,
+        Reboot,
+        Prose,
+    ]
+else:  # a name to import at run time; what it stands for matters to type checkers only
+    Remedy = object
 
 #: The classes of :data:`Remedy`, with the ``kind`` name each has in JSON.
 KINDS = {

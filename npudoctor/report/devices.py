@@ -14,7 +14,9 @@ several widths, with and without colour.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence, TextIO, Tuple
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Sequence, TextIO, Tuple
 
 
 def _fmt(value: Any, suffix: str = "") -> str:
@@ -80,8 +82,9 @@ def _fits(console: Any, table: Any) -> bool:
     return bool(Measurement.get(console, console.options.update_width(10_000), table).maximum <= console.width)
 
 
-#: A run of text and its rich style (``""``: none).
-Part = Tuple[str, str]
+if TYPE_CHECKING:
+    #: A run of text and its rich style (``""``: none).
+    Part = Tuple[str, str]
 
 #: Characters one column wide besides printable ASCII (the only others the view prints).
 _NARROW = frozenset("°→·─")

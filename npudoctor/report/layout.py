@@ -11,11 +11,13 @@ added without a remedy) is wrapped as words.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
-
 from npudoctor.findings import Finding
 from npudoctor.report.wrapping import wrap as wrap  # re-exported: the reports wrap with it
 from npudoctor.valuerecord import field, record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Tuple
 
 #: ANSI SGR codes of the styles the reports use (standard 16 colours: stable in golden tests).
 _SGR = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}

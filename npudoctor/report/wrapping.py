@@ -5,7 +5,9 @@ issue 18)."""
 
 from __future__ import annotations
 
-from typing import List
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import List
 
 
 def wrap(text: str, width: int, first: int = 0, indent: int = 0) -> List[str]:

@@ -16,13 +16,15 @@ declarations against what the modules read on every scenario.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, List, Tuple
-
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.remedies import Command
 
-RuleFunc = Callable[..., Iterable[Finding]]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Callable, Iterable, List, Tuple
+
+    RuleFunc = Callable[..., Iterable[Finding]]
 
 #: ``(qualified name, function)`` of every registered rule, in registration order.
 RULES: List[Tuple[str, RuleFunc]] = []

@@ -8,7 +8,6 @@ matrix.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from npudoctor.facts.devices import Chip
 from npudoctor.facts.system import Distribution
@@ -16,7 +15,10 @@ from npudoctor.knowledge.versions import CannVersion
 from npudoctor.knowledge.versions import parse_cann as _parse_cann
 from npudoctor.rules.matrix import refresh_hint
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
+    from typing import List, Optional, Tuple
+
     from npudoctor.engine import RuleContext
     from npudoctor.knowledge.matrix import Chip as MatrixChip
     from npudoctor.plan.fit import MismatchPlan

@@ -14,10 +14,13 @@ package ships: ``libascend_hal.so`` and ``libdrvdsmi_host.so`` in ``driver/lib64
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 from npudoctor import lazyre
 from npudoctor.facts.runtime_env import LibrariesFacts, Resolution
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Optional
 
 DRIVER = "NPU driver"
 TOOLKIT = "CANN toolkit"

@@ -10,8 +10,6 @@ Codes DEV040–DEV042.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
-
 from npudoctor.findings import Finding
 from npudoctor.knowledge import chip_support as chip_support_data
 from npudoctor.knowledge import codes
@@ -21,7 +19,10 @@ from npudoctor.rules import rule
 from npudoctor.rules._devfacts import package_version
 from npudoctor.rules.devices import chip_identity
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
+    from typing import Any, Dict, Iterable, List, Optional, Tuple
+
     from npudoctor.engine import RuleContext
     from npudoctor.knowledge.matrix import Matrix
 

@@ -12,8 +12,6 @@ Codes DEV001–DEV059 belong to the device rule modules (DEV090+ to rules/health
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
-
 from npudoctor import lazyre
 from npudoctor.facts._typed import load
 from npudoctor.facts.coverage import starved
@@ -33,7 +31,10 @@ from npudoctor.rules._devfacts import (
     stack_present,
 )
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
+    from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+
     from npudoctor.engine import RuleContext
     from npudoctor.knowledge.matrix import Chip as MatrixChip
     from npudoctor.knowledge.matrix import Matrix

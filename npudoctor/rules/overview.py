@@ -6,7 +6,7 @@ Codes: ``HOST050`` (no-npu-stack).  ``HOST050``-``HOST059`` are reserved for thi
 
 from __future__ import annotations
 
-from typing import Iterable, List, Mapping, Union
+from collections import abc
 
 from npudoctor.engine import RuleContext
 from npudoctor.facts import Facts
@@ -15,6 +15,10 @@ from npudoctor.knowledge import codes
 from npudoctor.rules import rule
 from npudoctor.snapshot import Snapshot
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Iterable, List, Mapping, Union
+
 READS = ("cann", "devices", "driver", "packages")
 ONLY_WITH = ("cann", "driver")
 
@@ -22,7 +26,8 @@ NO_NPU_STACK = codes.get("HOST050")
 
 #: What :func:`stack_evidence` accepts: a snapshot, a rule context, a snapshot document
 #: (``{"facts": {...}}``) or a facts object.
-Source = Union[Snapshot, RuleContext, Mapping[str, object]]
+if TYPE_CHECKING:
+    Source = Union[Snapshot, RuleContext, Mapping[str, object]]
 
 
 def _view(source: Source) -> Facts:
@@ -31,9 +36,9 @@ def _view(source: Source) -> Facts:
         return source.view
     if isinstance(source, Snapshot):
         return Facts(source.facts)
-    if isinstance(source, Mapping):
+    if isinstance(source, abc.Mapping):
         inner = source.get("facts")
-        return Facts(inner if isinstance(inner, Mapping) and inner else source)
+        return Facts(inner if isinstance(inner, abc.Mapping) and inner else source)
     return Facts({})
 
 

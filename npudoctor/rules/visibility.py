@@ -10,7 +10,6 @@ Codes DEV030–DEV033.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple, Union
 
 from npudoctor.facts.devices import DevicesFacts, Visibility
 from npudoctor.findings import Finding
@@ -29,7 +28,10 @@ from npudoctor.rules._devfacts import (
     stack_present,
 )
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
+    from typing import Iterable, List, Optional, Tuple, Union
+
     from npudoctor.engine import RuleContext
 
 READS = ("container", "devices")

@@ -28,7 +28,6 @@ A CANN row without HDK statements inherits its release line's (``8.2.RC2`` → `
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
 from npudoctor import lazyre
 from npudoctor.knowledge.grades import Grade, Verdict, severity
@@ -37,14 +36,17 @@ from npudoctor.knowledge.versions import DriverVersion, parse_cann, parse_driver
 from npudoctor.parsers.info_files import format_ranges, ranges_contain
 from npudoctor.valuerecord import ValueRecord, record
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 
-class MatrixRows(Protocol):
-    """What the judge reads of :class:`~npudoctor.knowledge.matrix.Matrix`."""
+    class MatrixRows(Protocol):
+        """What the judge reads of :class:`~npudoctor.knowledge.matrix.Matrix`."""
 
-    data: Dict[str, Any]
-    cann_rows: List[Dict[str, Any]]
+        data: Dict[str, Any]
+        cann_rows: List[Dict[str, Any]]
 
-    def cann_row(self, cann: str) -> Optional[Dict[str, Any]]: ...
+        def cann_row(self, cann: str) -> Optional[Dict[str, Any]]: ...
 
 
 _LINE = lazyre.pattern(r"^(V[0-9]{3}R[0-9]{3})C([0-9]{2})", re.I)

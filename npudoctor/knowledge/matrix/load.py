@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor import lazyre, userdirs
 from npudoctor.host import read_capped
@@ -14,6 +13,10 @@ from npudoctor.knowledge.matrix.queries import Matrix
 from npudoctor.knowledge.matrix.schema import validate
 from npudoctor.parsers import jsontext
 from npudoctor.tomlread import sha256_hex
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 
 def bundled_dir() -> str:

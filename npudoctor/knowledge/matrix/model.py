@@ -5,13 +5,15 @@ shared by its schema check (:mod:`.schema`), queries (:mod:`.queries`) and loade
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor import lazyre
 from npudoctor.knowledge.versions import parse_cann, parse_driver, tokens, version_in
 from npudoctor.valuerecord import field, record
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:  # packaging is imported when first needed (start-up time of health)
+    from typing import Any, Dict, Iterable, List, Optional, Tuple
+
     from packaging.version import Version
 
 SCHEMA_VERSION = 1

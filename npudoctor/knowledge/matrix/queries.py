@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Set, Tuple
 
 from npudoctor.knowledge.grades import Grade, Verdict
 from npudoctor.knowledge.matrix import verdicts as _verdicts
@@ -25,8 +24,10 @@ from npudoctor.knowledge.matrix.model import (
 )
 from npudoctor.knowledge.versions import parse_cann, tokens
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     import datetime as _dt
+    from typing import Any, Dict, List, Optional, Set, Tuple
 
 
 # ------------------------------------------------------------------ the matrix
