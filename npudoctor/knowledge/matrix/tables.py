@@ -22,12 +22,15 @@ compiled file).
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from npudoctor.knowledge.matrix.model import SCHEMA_VERSION
 
-#: The merged data of the TOML files, parsed and validated (raises ``MatrixError``).
-Fallback = Callable[[], Dict[str, Any]]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+    #: The merged data of the TOML files, parsed and validated (raises ``MatrixError``).
+    Fallback = Callable[[], Dict[str, Any]]
 
 
 def render_compiled(sha256: str, files: Sequence[str], data: Dict[str, Any]) -> str:
