@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Compile the bundled compatibility matrix (``matrix/*.toml``) into
-``npudoctor/knowledge/matrix/compiled.json``: the files merged and validated once, here,
-instead of on every run (parsing and validating the TOML cost ~25 ms per run; reading the
-compiled JSON ~1 ms).  The compiled file records the SHA-256 of the TOML bytes it was made
-from; at run time it is used only while they still match, so an edited matrix is never
-judged by a stale copy (it is parsed and validated as before).
+``npudoctor/knowledge/matrix/compiled.jsonl``: the files merged and validated once, here,
+instead of on every run (parsing and validating the TOML cost ~25 ms per run).  JSON Lines:
+a header (the SHA-256 of the TOML bytes it was made from, their file names, the schema
+version, the table names), then one compact JSON line per table, so that a run decodes only
+the tables it uses (``npudoctor.knowledge.matrix.tables``).  At run time the file is used only
+while the TOML bytes still match, so an edited matrix is never judged by a stale copy (it is
+parsed and validated as before).
 
 Usage::
 
@@ -17,7 +19,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -28,13 +29,14 @@ if str(REPO) not in sys.path:  # run as a script from anywhere: this checkout's 
     sys.path.insert(0, str(REPO))
 
 from npudoctor.knowledge.matrix.load import COMPILED_FILE, _files_of, _read_raw, compile_documents  # noqa: E402
+from npudoctor.knowledge.matrix.tables import render_compiled  # noqa: E402
 
 
 def render() -> str:
-    """The text of the compiled matrix for ``REPO/matrix`` (deterministic: sorted keys)."""
+    """The text of the compiled matrix for ``REPO/matrix`` (deterministic: sorted tables and keys)."""
     files = _files_of(str(REPO / "matrix"))
     doc = compile_documents(files, [_read_raw(f) for f in files])
-    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+    return render_compiled(doc["sha256"], doc["files"], doc["data"])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,6 +23,16 @@ def test_compiled_matrix_is_current() -> None:
     assert proc.returncode == 0, proc.stderr
 
 
+def _compiled() -> dict:
+    """The compiled file as one document: ``{"sha256", "files", "data"}`` (JSON Lines: a
+    header, then one line per table named in its ``tables``)."""
+    lines = Path(matrix_load.COMPILED_FILE).read_bytes().decode("utf-8").split("\n")[:-1]
+    head = json.loads(lines[0])
+    data = {"schema_version": head["schema_version"]}
+    data.update((name, json.loads(line)) for name, line in zip(head["tables"], lines[1:], strict=True))
+    return {"sha256": head["sha256"], "files": head["files"], "data": data}
+
+
 def _parsed(directory: str) -> dict:
     files = matrix_load._files_of(directory)
     return matrix_load.merge_documents((f, matrix_load._read_doc(f)[0]) for f in files)
@@ -30,7 +40,7 @@ def _parsed(directory: str) -> dict:
 
 def test_compiled_equals_parsed_and_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
     bundled = matrix_load.bundled_dir()
-    compiled = json.loads(Path(matrix_load.COMPILED_FILE).read_text(encoding="utf-8"))
+    compiled = _compiled()
     assert compiled["data"] == _parsed(bundled)
 
     # Used: with the TOML parser made to fail, the bundled matrix still loads.
@@ -49,7 +59,7 @@ def test_edited_matrix_is_parsed_not_the_stale_copy(tmp_path: Path) -> None:
     cann = copy / "cann.toml"
     cann.write_text(cann.read_text(encoding="utf-8") + "\n# an edit\n", encoding="utf-8")
     m = matrix_load.load_from(str(copy), "bundled")
-    compiled = json.loads(Path(matrix_load.COMPILED_FILE).read_text(encoding="utf-8"))
+    compiled = _compiled()
     assert m.provenance["sha256"] != compiled["sha256"]
     # An edit that breaks the schema is caught, because the edited files are validated.
     cann.write_text(cann.read_text(encoding="utf-8") + '\n[[cann]]\nversion = "not a version"\n', encoding="utf-8")

@@ -45,8 +45,10 @@ def soc_known_to_torch_npu(matrix: Optional[Matrix], soc: str, torch_npu: str) -
     line whose every tabled build is of that extension line or newer counts as knowing it
     (its dev/rc builds postdate it)."""
     first_ext = SOC_FIRST_EXT.get(soc)
-    rows = matrix.torch_npu_rows if matrix is not None else None
-    if not first_ext or not rows:
+    if not first_ext or matrix is None:
+        return None
+    rows = matrix.torch_npu_rows  # decoded only for a SoC with a first line (issue 18)
+    if not rows:
         return None
     from packaging.version import InvalidVersion, Version  # ~1.2 ms, for a torch_npu to judge only
 

@@ -43,8 +43,10 @@ if TYPE_CHECKING:
     class MatrixRows(Protocol):
         """What the judge reads of :class:`~npudoctor.knowledge.matrix.Matrix`."""
 
-        data: Dict[str, Any]
-        cann_rows: List[Dict[str, Any]]
+        @property
+        def cann_rows(self) -> List[Dict[str, Any]]: ...
+
+        def table(self, name: str) -> List[Dict[str, Any]]: ...
 
         def cann_row(self, cann: str) -> Optional[Dict[str, Any]]: ...
 
@@ -132,7 +134,6 @@ class HdkJudge:
 
     def __init__(self, matrix: MatrixRows) -> None:
         self.matrix = matrix
-        self.data: Dict[str, Any] = matrix.data
 
     # ---- the CANN's statements
     def statement_row(self, cann: str) -> Tuple[Optional[Dict[str, Any]], str]:
@@ -166,7 +167,7 @@ class HdkJudge:
         return best, f"CANN {best['version']} (CANN {cann} is on its release line)"
 
     def _sequence(self, family: Optional[str]) -> Tuple[List[DriverVersion], int]:
-        for r in self.data.get("hdk_release", []):
+        for r in self.matrix.table("hdk_release"):
             if family is None or family in r.get("families", []):
                 seq = [v for v in (parse_driver(x) for x in r.get("releases", [])) if v is not None]
                 return seq, int(r.get("per_year", 4))
@@ -322,7 +323,7 @@ class HdkJudge:
     def _floor(self, d: DriverVersion, chip: Optional[str]) -> Optional[Verdict]:
         if not chip:
             return None
-        for f in self.data.get("hdk_floor", []):
+        for f in self.matrix.table("hdk_floor"):
             if chip not in f.get("chips", []):
                 continue
             lo = parse_driver(f.get("hdk", ""))
@@ -363,7 +364,7 @@ class HdkJudge:
         """The ``[[install_pairing]]`` rows of ``cann`` or of the row it inherits from."""
         return [
             p
-            for p in self.data.get("install_pairing", [])
+            for p in self.matrix.table("install_pairing")
             if _same_cann(str(p.get("cann", "")), cann)
             or (row_version and _same_cann(str(p.get("cann", "")), row_version))
         ]

@@ -11,6 +11,7 @@ from npudoctor.host import read_capped
 from npudoctor.knowledge.matrix.model import CACHE_ENV, CACHE_FILE, SCHEMA_VERSION, MatrixError, _valid_date
 from npudoctor.knowledge.matrix.queries import Matrix
 from npudoctor.knowledge.matrix.schema import validate
+from npudoctor.knowledge.matrix.tables import read_compiled
 from npudoctor.parsers import jsontext
 from npudoctor.tomlread import sha256_hex
 
@@ -112,14 +113,16 @@ def _read_doc(file: str) -> Tuple[Dict[str, Any], bytes]:
 
 
 #: The bundled matrix merged and validated at build time (``scripts/gen_matrix.py
-#: --write``; ``tests/test_matrix_compiled.py`` fails when it is stale).  It holds the
-#: SHA-256 of the TOML files it was made from and is used only while they still match.
-COMPILED_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compiled.json")
+#: --write``; ``tests/test_matrix_compiled.py`` fails when it is stale), one table per line
+#: (:mod:`.tables`: a table is decoded when first used).  It holds the SHA-256 of the TOML
+#: files it was made from and is used only while they still match.
+COMPILED_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compiled.jsonl")
 
 
 def compile_documents(files: List[str], raws: List[bytes]) -> Dict[str, Any]:
     """The compiled form of the matrix files ``files`` (their bytes ``raws``): the merged
-    data and the digest of the bytes, as :data:`COMPILED_FILE` stores it.  Raises
+    data and the digest of the bytes, ``{"sha256", "files", "data"}``, which
+    :func:`.tables.render_compiled` writes as :data:`COMPILED_FILE`.  Raises
     :class:`MatrixError` when the files do not validate (nothing invalid is compiled)."""
     digest = sha256_hex(b"".join(raws))
     data = merge_documents((f, _parse_doc(f, raw)) for f, raw in zip(files, raws))
@@ -127,25 +130,6 @@ def compile_documents(files: List[str], raws: List[bytes]) -> Dict[str, Any]:
     if problems:
         raise MatrixError("invalid matrix: " + "; ".join(problems[:5]))
     return {"sha256": digest, "files": [os.path.basename(f) for f in files], "data": data}
-
-
-def _compiled_data(files: List[str], sha256: str) -> Optional[Dict[str, Any]]:
-    """The merged data of :data:`COMPILED_FILE` (npudoctor's own file) when it was made
-    from exactly these files and bytes, else None (a missing, stale or unreadable copy is
-    simply not used)."""
-    import json
-
-    try:
-        with open(COMPILED_FILE, "rb") as fh:
-            doc = json.loads(fh.read())
-    except (OSError, ValueError, RecursionError):
-        return None
-    if not isinstance(doc, dict) or doc.get("sha256") != sha256:
-        return None
-    if doc.get("files") != [os.path.basename(f) for f in files] or not isinstance(doc.get("data"), dict):
-        return None
-    data: Dict[str, Any] = doc["data"]
-    return data
 
 
 _META_RETRIEVED = lazyre.pattern(r'^\[meta\][^\[]*?^retrieved\s*=\s*"([0-9]{4}-[0-9]{2}-[0-9]{2})"', re.M | re.S)
@@ -221,40 +205,55 @@ def _problems(data: Dict[str, Any], where: str, partial: bool) -> List[str]:
     return problems
 
 
+def _validated(target: str, files: List[str], raws: List[bytes], partial: bool) -> Dict[str, Any]:
+    """The merged data of matrix files ``files`` (bytes ``raws``) of ``target``, parsed and
+    validated.  Raises :class:`MatrixError` naming the file, row and field of the first problems."""
+    data = merge_documents((f, _parse_doc(f, raw)) for f, raw in zip(files, raws))
+    where = target if len(files) == 1 else f"{target}/*.toml"
+    problems = _problems(data, os.path.basename(where) if len(files) == 1 else where, partial)
+    if problems:
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        raise MatrixError("invalid matrix: " + "; ".join(problems[:5]) + more)
+    return data
+
+
 def load_from(target: str, origin: str, partial: bool = False) -> Matrix:
     """Load, merge and validate the matrix at ``target`` (file or directory);
-    ``partial`` accepts a part of the matrix (see :func:`validate`).
+    ``partial`` accepts a part of the matrix (see :func:`validate`).  The bundled matrix
+    comes from :data:`COMPILED_FILE` while it matches the TOML bytes, its tables decoded
+    on first use (a corrupt table line falls back to the TOML).
     Raises :class:`MatrixError` naming the file, row and field of the first problems."""
     files = _files_of(target)
     raws = [_read_raw(f) for f in files]
     digest = sha256_hex(b"".join(raws))  # the built-in SHA-256: no OpenSSL load (issue 18)
-    data = _compiled_data(files, digest) if origin == "bundled" else None
-    if data is None:
-        data = merge_documents((f, _parse_doc(f, raw)) for f, raw in zip(files, raws))
-        where = target if len(files) == 1 else f"{target}/*.toml"
-        problems = _problems(data, os.path.basename(where) if len(files) == 1 else where, partial)
-        if problems:
-            more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
-            raise MatrixError("invalid matrix: " + "; ".join(problems[:5]) + more)
-    dates = [m["retrieved"] for m in data["metas"] if isinstance(m.get("retrieved"), str)]
+    names = [os.path.basename(f) for f in files]
+    tables = None
+    if origin == "bundled":
+        tables = read_compiled(COMPILED_FILE, names, digest, lambda: _validated(target, files, raws, partial))
+    prov: Dict[str, Any] = {}
+    matrix = (
+        Matrix(None, prov, tables) if tables is not None else Matrix(_validated(target, files, raws, partial), prov)
+    )
+    metas = matrix.table("metas")
+    dates = [m["retrieved"] for m in metas if isinstance(m.get("retrieved"), str)]
     sources: List[str] = []
-    for m in data["metas"]:
+    for m in metas:
         for s in m.get("sources", []) or []:
             if isinstance(s, str) and s not in sources:
                 sources.append(s)
-    prov = {
-        "source": target,
-        "origin": origin,
-        "retrieved": max(dates) if dates else None,
-        "sha256": digest,
-        "files": [os.path.basename(f) for f in files],
-        "sources": sources,
-    }
-    refreshed = [m for m in data["metas"] if m.get("refreshed")]
+    prov.update(
+        source=target,
+        origin=origin,
+        retrieved=max(dates) if dates else None,
+        sha256=digest,
+        files=names,
+        sources=sources,
+    )
+    refreshed = [m for m in metas if m.get("refreshed")]
     if refreshed:
         prov["refreshed"] = refreshed[-1]["refreshed"]
         prov["refreshed_from"] = list(refreshed[-1].get("refreshed_from", []))
-    return Matrix(data, prov)
+    return matrix
 
 
 _LOADED: Dict[Any, Matrix] = {}

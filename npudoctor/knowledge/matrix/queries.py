@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import cached_property
 
 from npudoctor.knowledge.grades import Grade, Verdict
 from npudoctor.knowledge.matrix import verdicts as _verdicts
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     import datetime as _dt
     from typing import Any, Dict, List, Optional, Set, Tuple
 
+    from npudoctor.knowledge.matrix.tables import CompiledTables
+
 
 # ------------------------------------------------------------------ the matrix
 class Matrix:
@@ -36,15 +39,72 @@ class Matrix:
 
     ``data`` is the merged TOML document; ``provenance`` is
     ``{source, retrieved, sha256, origin ("bundled"|"cache"|"file"), files, sources}``.
+    ``tables``: the compiled bundled matrix (:class:`.tables.CompiledTables`) instead of
+    ``data`` (then ``None``): each table is decoded when a query first reads it
+    (:meth:`table`), and ``data`` is merged from them on first access.
     """
 
-    def __init__(self, data: Dict[str, Any], provenance: Dict[str, Any]) -> None:
-        self.data = data
+    def __init__(
+        self, data: Optional[Dict[str, Any]], provenance: Dict[str, Any], tables: Optional[CompiledTables] = None
+    ) -> None:
+        if data is None and tables is None:
+            raise ValueError("Matrix needs data or compiled tables")
+        self._data = data
+        self._tables = tables
+        self._decoded: Dict[str, List[Dict[str, Any]]] = {}
         self.provenance = provenance
-        self.torch_npu_rows: List[TorchNpuRow] = [_torch_npu_row(r) for r in data.get("torch_npu", [])]
-        self.cann_rows: List[Dict[str, Any]] = list(data.get("cann", []))
-        self.families: Dict[str, Family] = {}
-        for r in data.get("family", []):
+        self._cann_lines: Optional[Set[Tuple[int, int]]] = None
+
+    # ---- tables, decoded on first use
+    def table(self, name: str) -> List[Dict[str, Any]]:
+        """The rows of table ``name`` (``"torch_npu"``, ``"cann"``, ``"chip"``, ``"metas"``...),
+        decoded once; ``[]`` when the matrix has no such table.  Raises
+        :class:`~npudoctor.knowledge.matrix.model.MatrixError` only when a corrupt compiled
+        line sends the bundled matrix to TOML files that do not validate."""
+        rows = self._decoded.get(name)
+        if rows is None:
+            if self._tables is not None and self._data is None:
+                rows = self._tables.decode(name)
+            else:
+                value = (self._data or {}).get(name)
+                rows = value if isinstance(value, list) else []
+            self._decoded[name] = rows
+        return rows
+
+    def decoded_tables(self) -> Tuple[str, ...]:
+        """Names of the tables decoded so far, sorted (a debugging seam: which tables a
+        command read).  A matrix made from a dict has every table decoded."""
+        if self._tables is None and self._data is not None:
+            return tuple(sorted(k for k, v in self._data.items() if isinstance(v, list)))
+        return tuple(sorted(self._decoded))
+
+    @property
+    def data(self) -> Dict[str, Any]:
+        """The merged matrix document (``schema_version``, ``metas`` and every table),
+        built from the tables on first access for a compiled matrix."""
+        if self._data is None:
+            assert self._tables is not None
+            data: Dict[str, Any] = {"schema_version": self._tables.schema_version}
+            for name in self._tables.names:
+                data[name] = self.table(name)
+            self._data = data
+        return self._data
+
+    @cached_property
+    def torch_npu_rows(self) -> List[TorchNpuRow]:
+        """The ``[[torch_npu]]`` rows, typed."""
+        return [_torch_npu_row(r) for r in self.table("torch_npu")]
+
+    @cached_property
+    def cann_rows(self) -> List[Dict[str, Any]]:
+        """The ``[[cann]]`` rows."""
+        return list(self.table("cann"))
+
+    @cached_property
+    def families(self) -> Dict[str, Family]:
+        """The ``[[family]]`` rows by family name."""
+        out: Dict[str, Family] = {}
+        for r in self.table("family"):
             fam = Family(
                 family=r["family"],
                 label=r["label"],
@@ -59,11 +119,16 @@ class Matrix:
                 note=r.get("note", ""),
                 source=r.get("source", ""),
             )
-            self.families[fam.family] = fam
-        self.chips: List[Chip] = []
-        for r in data.get("chip", []):
+            out[fam.family] = fam
+        return out
+
+    @cached_property
+    def chips(self) -> List[Chip]:
+        """The ``[[chip]]`` rows, with their family's bf16, kernels directory and note."""
+        out: List[Chip] = []
+        for r in self.table("chip"):
             family = self.families.get(r["family"])
-            self.chips.append(
+            out.append(
                 Chip(
                     name=r["name"],
                     soc_version=r["soc_version"] or None,
@@ -75,14 +140,17 @@ class Matrix:
                     source=r.get("source", ""),
                 )
             )
-        self._deps: List[Dict[str, Any]] = list(data.get("python_dep", []))
-        self._cann_lines: Optional[Set[Tuple[int, int]]] = None
+        return out
+
+    @cached_property
+    def _deps(self) -> List[Dict[str, Any]]:
+        return list(self.table("python_dep"))
 
     # ---- compatibility with the bootstrap API
     @property
     def torch_npu(self) -> List[Dict[str, Any]]:
         """The raw ``[[torch_npu]]`` tables."""
-        return list(self.data.get("torch_npu", []))
+        return list(self.table("torch_npu"))
 
     # ---- provenance
     def age_days(self, today: Optional[_dt.date] = None) -> Optional[int]:
@@ -157,7 +225,7 @@ class Matrix:
         tag-built ``.postN`` inheriting its line; rc/dev/``+git`` builds, unofficial),
         undocumented or documented incompatible.  ``torch``: the installed torch, to name a
         build for it first in ``recommend``.  Never raises."""
-        tags: List[Dict[str, Any]] = list(self.data.get("release_tag", []))
+        tags: List[Dict[str, Any]] = list(self.table("release_tag"))
         statement = _verdicts.line_statement(self.torch_npu_rows, tags, torch_npu)
         if torch is None and statement is not None and statement.row is not None:
             torch = statement.row.torch
@@ -227,7 +295,7 @@ class Matrix:
     def torch_line(self, torch: str) -> Optional[Dict[str, Any]]:
         """The ``[[torch_line]]`` row (lifecycle, documented Python) of a PyTorch version."""
         want = _pep440(torch)
-        lines: List[Dict[str, Any]] = self.data.get("torch_line", [])
+        lines: List[Dict[str, Any]] = self.table("torch_line")
         for r in lines:
             if _pep440(r.get("torch", "")) == want:
                 return r
@@ -299,7 +367,7 @@ class Matrix:
         if row and row.ext_version:
             return row.ext_version
         want = _pep440(torch_npu)
-        for t in self.data.get("release_tag", []):
+        for t in self.table("release_tag"):
             if want is not None and _pep440(t.get("torch_npu", "")) == want and t.get("ext_version"):
                 return str(t["ext_version"])
         return None
