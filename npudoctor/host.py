@@ -40,14 +40,17 @@ from npudoctor.hostio import (
     read_capped_text,
 )
 from npudoctor.hostproc import (
+    EXIT_GRACE,
     RUNNING,
     SPAWN_LOCK,
     Started,
+    background,
     become_subreaper,
     cpu_pressure_share,
     cpu_pressure_total,
     cpu_state,
     drain,
+    foreground,
     kill_tree,
     note_timeout,
     reap_orphans,
@@ -402,9 +405,10 @@ class Host:
         whole group gets SIGKILL, and a child that will not die within a short grace
         is abandoned (``abandoned=True``).  ``npu-smi`` calls are serialized.  A command
         :meth:`start` began earlier with the same ``argv`` (and ``env`` ``None``) is not
-        run again: its result is collected, its deadline the earlier of ``timeout`` from
-        now and the one it was started with, its ``duration`` counted from its start.
-        Never raises for a missing or failing command: see :class:`CommandResult`.
+        run again: it is collected, waited for at most ``timeout`` seconds from now (what
+        it printed before is always read: an early start never turns a finished command
+        into a timed-out one), its ``duration`` counted from its start.  Never raises for
+        a missing or failing command: see :class:`CommandResult`.
         """
         argv = [str(a) for a in argv]
         key = tuple(argv)
@@ -420,27 +424,29 @@ class Host:
             return result
         lock = _NPU_SMI_LOCK if _serialized(exe) else None
         if lock is not None:
-            self._settle(serialized=True)  # an npu-smi this host started first: it holds the lock
+            self._settle(timeout)  # an npu-smi this host started first: it holds the lock
             if not lock.acquire(timeout=max(timeout, 0.01)):
                 result.timed_out = True
                 result.duration = timeout
                 return result
         try:
-            started = self._spawn(exe, argv, env, timeout, result)
+            started = self._spawn(exe, argv, env, result)
             return result if started is None else self._collect(started, timeout)
         finally:
             if lock is not None:
                 lock.release()
 
-    def start(self, argv: Sequence[str], timeout: float = DEFAULT_TIMEOUT) -> bool:
+    def start(self, argv: Sequence[str]) -> bool:
         """Start ``argv`` now, in the background, so that the :meth:`run` of the same
         ``argv`` later only collects it: a slow command (``npu-smi info``: hundreds of
-        milliseconds on a real node) runs while the other probes read files.  ``timeout``
-        (seconds) counts from now, as :meth:`run`'s would.  Returns whether it started;
-        nothing starts with commands disabled, for a command not found, for one already
-        started, or for an ``npu-smi`` while another runs (they are serialized).  What is
-        not collected is ended by :meth:`close`.  Never raises; not reported to
-        :data:`OBSERVER` (the :meth:`run` that collects it is)."""
+        milliseconds on a real node) runs while the other probes read files.  Its deadline
+        is set by that :meth:`run` (``timeout`` from when it asks), so the head start only
+        ever helps.  Returns whether it started; nothing starts with commands disabled, for
+        a command not found, for one already started, or for an ``npu-smi`` while another
+        runs (they are serialized).  Until collected it is not among the commands anyone
+        waits on (:func:`npudoctor.hostproc.running_commands`: health does not blame a
+        verdict cut short on it).  What is not collected is ended by :meth:`close`.  Never
+        raises; not reported to :data:`OBSERVER` (the :meth:`run` that collects it is)."""
         argv = [str(a) for a in argv]
         key = tuple(argv)
         if not self.commands or key in self._started:
@@ -451,12 +457,13 @@ class Host:
         lock = _NPU_SMI_LOCK if _serialized(exe) else None
         if lock is not None and not lock.acquire(blocking=False):
             return False
-        started = self._spawn(exe, argv, None, timeout, CommandResult(argv=argv))
+        started = self._spawn(exe, argv, None, CommandResult(argv=argv))
         if started is None:
             if lock is not None:
                 lock.release()
             return False
         started.lock = lock
+        background(started.pid)
         self._started[key] = started
         return True
 
@@ -468,6 +475,7 @@ class Host:
             proc = started.proc
             if proc is None:
                 continue
+            foreground(proc.pid)
             kill_tree(proc.pid)
             for stream in (proc.stdout, proc.stderr):
                 if stream is not None:
@@ -477,20 +485,18 @@ class Host:
                 proc.wait(timeout=0.5)
             self._end(started)
 
-    def _settle(self, serialized: bool) -> None:
-        """Wait for the started ``npu-smi`` commands (``serialized``) and keep their
-        results for their :meth:`run`: the lock they hold is free again."""
+    def _settle(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` seconds each) for the started ``npu-smi`` commands and
+        keep their results for their :meth:`run`: the lock they hold is free again."""
         for key, started in list(self._started.items()):
-            if serialized and started.lock is not None:
-                result = self._collect(started, started.deadline - time.monotonic())
-                self._started[key] = Started.done(result)
+            if started.lock is not None:
+                self._started[key] = Started.done(self._collect(started, timeout))
 
     def _spawn(
         self,
         exe: str,
         argv: List[str],
         env: Optional[Mapping[str, str]],
-        timeout: float,
         result: CommandResult,
     ) -> Optional[Started]:
         """Start the child; ``None`` with ``result.error`` set when it could not start."""
@@ -517,7 +523,7 @@ class Host:
             if result.error == "not found":
                 result.error = "command not found"
             return None
-        return Started(result, proc, start, start + max(timeout, 0.0), born, pressure)
+        return Started(result, proc, start, born, pressure)
 
     @staticmethod
     def _end(started: Started) -> None:
@@ -535,13 +541,18 @@ class Host:
             started.lock = None
 
     def _collect(self, started: Started, timeout: float) -> CommandResult:
-        """Read a started child until it ends or its deadline (the earlier of its own and
-        ``timeout`` seconds from now), end what is left of it, fill its result."""
+        """Read a started child until it ends or ``timeout`` seconds from now pass, end
+        what is left of it, fill its result.  A child that has ended already is read in
+        full whatever ``timeout`` says (it printed all it had; a pipe left open by what it
+        left behind is given up after :data:`npudoctor.hostproc.EXIT_GRACE`)."""
         result, proc = started.result, started.proc
         if proc is None:  # collected already (:meth:`_settle`)
             return result
-        start = started.began
-        deadline = min(started.deadline, time.monotonic() + max(timeout, 0.0))
+        foreground(proc.pid)
+        start, now = started.began, time.monotonic()
+        deadline = now + max(timeout, 0.0)
+        if proc.poll() is not None:
+            deadline = max(deadline, now + EXIT_GRACE + 0.1)
         try:
             out, err, ending = drain(proc, deadline, OUTPUT_LIMIT)
             if ending == "timeout":

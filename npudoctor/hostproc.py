@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 #: Pids of the commands :meth:`npudoctor.host.Host.run` is running now (not orphans: see :func:`reap_orphans`).
 RUNNING: Set[int] = set()
+#: Those of :data:`RUNNING` that :meth:`npudoctor.host.Host.start` began and nobody waits on yet.
+_BACKGROUND: Set[int] = set()
 SPAWN_LOCK = threading.Lock()
 #: The commands killed for their deadline in this process, latest last (at most 16):
 #: ``{"argv", "duration", "cpu_s", "state", "cpu_pressure"}``, for a caller that must
@@ -176,7 +178,7 @@ def drain(proc: subprocess.Popen[bytes], deadline: float, limit: int) -> Tuple[b
                 break
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
-            if exited_at is not None and now - exited_at > _EXIT_GRACE:
+            if exited_at is not None and now - exited_at > EXIT_GRACE:
                 break  # the command ended; what holds the pipe is left over
             wait = min(deadline - now, 0.05 if exited_at is not None else 0.25)
             for key, _mask in sel.select(timeout=max(wait, 0.0)):
@@ -209,7 +211,7 @@ def drain(proc: subprocess.Popen[bytes], deadline: float, limit: int) -> Tuple[b
 
 
 #: Seconds the pipes may stay open after the command itself exited.
-_EXIT_GRACE = 0.5
+EXIT_GRACE = 0.5
 
 
 def cpu_state(pid: int) -> Tuple[Optional[float], Optional[str]]:
@@ -304,15 +306,32 @@ def note_timeout(
     del TIMED_OUT[:-16]
 
 
+def background(pid: int) -> None:
+    """Mark a child of :data:`RUNNING` as started ahead (:meth:`npudoctor.host.Host.start`):
+    nobody waits on it until :func:`foreground`."""
+    with SPAWN_LOCK:
+        _BACKGROUND.add(pid)
+
+
+def foreground(pid: int) -> None:
+    """A started child is now waited on (or ended): :func:`running_commands` lists it."""
+    with SPAWN_LOCK:
+        _BACKGROUND.discard(pid)
+
+
 def running_commands(pressure_since: Optional[int], window: float) -> List[Dict[str, object]]:
-    """The commands :meth:`npudoctor.host.Host.run` is running now, with the evidence of
+    """The commands :meth:`npudoctor.host.Host.run` is running and waiting on now (not one
+    started ahead that nobody waits on yet, :func:`background`: a verdict cut short while
+    the file probes ran is not that command's fault), with the evidence of
     :data:`TIMED_OUT` (``duration``: seconds since each started; ``cpu_pressure`` over the
     last ``window`` seconds from the :func:`cpu_pressure_total` sample ``pressure_since``)."""
     out: List[Dict[str, object]] = []
     pressure = cpu_pressure_share(pressure_since, window)
     hz = os.sysconf("SC_CLK_TCK")
     boot = getattr(time, "CLOCK_BOOTTIME", None)
-    for pid in sorted(RUNNING):
+    with SPAWN_LOCK:
+        waited = sorted(RUNNING - _BACKGROUND)
+    for pid in waited:
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as fh:  # procfs: our own child
                 argv = [a.decode("utf-8", "replace") for a in fh.read(4096).split(b"\0") if a]
@@ -327,26 +346,23 @@ def running_commands(pressure_since: Optional[int], window: float) -> List[Dict[
 
 class Started:
     """A child that :meth:`npudoctor.host.Host.run` or ``start`` began: the result to fill,
-    the process (``None`` once collected), when it began and its deadline (monotonic
-    seconds), its start time in clock ticks (the orphans born since are its own), the CPU
-    pressure counter then (:func:`cpu_pressure_total`) and the npu-smi lock it holds
-    (``None``: none)."""
+    the process (``None`` once collected), when it began (monotonic seconds), its start
+    time in clock ticks (the orphans born since are its own), the CPU pressure counter then
+    (:func:`cpu_pressure_total`) and the npu-smi lock it holds (``None``: none)."""
 
-    __slots__ = ("result", "proc", "began", "deadline", "born", "pressure", "lock")
+    __slots__ = ("result", "proc", "began", "born", "pressure", "lock")
 
     def __init__(
         self,
         result: CommandResult,
         proc: Optional[subprocess.Popen[bytes]],
         began: float,
-        deadline: float,
         born: Optional[int],
         pressure: Optional[int],
     ) -> None:
         self.result = result
         self.proc = proc
         self.began = began
-        self.deadline = deadline
         self.born = born
         self.pressure = pressure
         self.lock: Optional[threading.Lock] = None
@@ -354,4 +370,9 @@ class Started:
     @classmethod
     def done(cls, result: CommandResult) -> Started:
         """A child already collected: its :meth:`npudoctor.host.Host.run` returns ``result``."""
-        return cls(result, None, 0.0, 0.0, None, None)
+        return cls(result, None, 0.0, None, None)
+
+    @property
+    def pid(self) -> int:
+        """The child's pid (``-1`` once collected)."""
+        return self.proc.pid if self.proc is not None else -1

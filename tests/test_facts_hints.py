@@ -6,6 +6,7 @@ converters' form (``_annotations.normalize``)."""
 from __future__ import annotations
 
 import importlib
+import os
 import pathlib
 import sys
 import types
@@ -93,7 +94,35 @@ def test_annotation_texts_read_like_typing(text, want):
     assert _typed._resolve(text, "npudoctor.facts.system") == _annotations.normalize(want)
 
 
-@pytest.mark.parametrize("text", ["Optional[int", "Set[int]", "NoSuchView", "Dict[str, int]]", "'unterminated", ""])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Optional[int",
+        "Set[int]",
+        "NoSuchView",
+        "Dict[str, int]]",
+        "'unterminated",
+        "",
+        "int..",
+        "os.nope",
+        "None.x",
+        "os",
+        "os.path.join",
+        "--1",
+        "List[" * 5000,
+        "List['NoSuchView']",
+    ],
+)
 def test_bad_annotation_texts_are_name_errors(text):
-    with pytest.raises(NameError):
-        _annotations._Parser(text, {}).parse()
+    """Whatever the text, a NameError naming it (shortened), never another exception."""
+    with pytest.raises(NameError) as caught:
+        _annotations._Parser(text, {"os": os}).parse()
+    assert len(str(caught.value)) < 300
+
+
+def test_a_quoted_name_inside_a_generic_is_read_as_get_type_hints_reads_it():
+    namespace = {"Chip": int}
+    assert _annotations._Parser("List['Chip']", namespace).parse() == _annotations.normalize(List[int])
+    assert _annotations._Parser("Optional['Chip']", namespace).parse() == _annotations.normalize(Optional[int])
+    # inside Literal a string is a value, not a name
+    assert _annotations._Parser("Literal['Chip']", namespace).parse() == _annotations.normalize(typing.Literal["Chip"])

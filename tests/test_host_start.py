@@ -68,8 +68,8 @@ def test_started_command_runs_once_and_run_returns_its_result(tmp_path: Path) ->
     alone = host.run([exe, "info"], timeout=10)
     log.unlink()
 
-    assert host.start([exe, "info"], timeout=10) is True
-    assert host.start([exe, "info"], timeout=10) is False  # already started
+    assert host.start([exe, "info"]) is True
+    assert host.start([exe, "info"]) is False  # already started
     collected = host.run([exe, "info"], timeout=10)
 
     assert _lines(log) == ["begin info", "end info"]  # once, not again by run()
@@ -96,7 +96,7 @@ def test_other_npu_smi_calls_wait_for_the_started_one(tmp_path: Path) -> None:
     log = tmp_path / "calls.log"
     exe = str(_npu_smi(tmp_path / "bin", log, delay=0.3))
     host = Host(environ={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
-    assert host.start([exe, "info"], timeout=10)
+    assert host.start([exe, "info"])
     mapping = host.run([exe, "info", "-m"], timeout=10)
     assert _lines(log) == ["begin info", "end info", "begin info -m", "end info -m"]
     assert mapping.returncode == 1 and "not captured" in mapping.stderr
@@ -106,26 +106,77 @@ def test_other_npu_smi_calls_wait_for_the_started_one(tmp_path: Path) -> None:
     assert _lines(log) == ["begin info", "end info", "begin info -m", "end info -m"]
     # the lock is free again: another host may start npu-smi
     other = Host(environ={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
-    assert other.start([exe, "info"], timeout=10)
+    assert other.start([exe, "info"])
     other.close()
 
 
-def test_started_command_keeps_the_deadline_it_began_with(tmp_path: Path) -> None:
+def test_a_started_command_that_hangs_is_waited_for_timeout_from_the_run_that_asks(tmp_path: Path) -> None:
     hang = _script(tmp_path / "bin", "npu-smi", "exec sleep 30\n")
     host = Host(environ={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
-    began = time.monotonic()
-    assert host.start([str(hang), "info"], timeout=0.5)
-    result = host.run([str(hang), "info"], timeout=20)  # a later, longer timeout does not extend it
-    assert time.monotonic() - began < 5
+    assert host.start([str(hang), "info"])
+    time.sleep(0.3)  # the probes before the devices probe
+    asked = time.monotonic()
+    result = host.run([str(hang), "info"], timeout=0.5)
+    waited = time.monotonic() - asked
     assert result.timed_out and result.returncode is None
-    assert 0.5 <= result.duration < 5
+    assert 0.5 <= waited < 5  # the run's own timeout, from when it asks
+    assert result.duration >= 0.8  # what the command ran, counted from its start
+
+
+def test_a_started_command_that_ended_long_ago_is_read_not_timed_out(tmp_path: Path) -> None:
+    """The probes before the devices probe may take longer than a command's timeout (the
+    python probe may take 20 s to import torch_npu): npu-smi, started first and long done,
+    still answers with what it printed, even when the run asks with no time left."""
+    log = tmp_path / "calls.log"
+    exe = str(_npu_smi(tmp_path / "bin", log))
+    host = Host(environ={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+    timed_out_before = len(hostproc.TIMED_OUT)
+    assert host.start([exe, "info"])
+    time.sleep(1.2)
+    result = host.run([exe, "info"], timeout=0.0)
+    assert not result.timed_out and result.returncode == 0
+    assert result.stdout == TABLE.read_text()
+    assert result.duration >= 1.2
+    assert len(hostproc.TIMED_OUT) == timed_out_before
+
+
+def test_collect_reads_npu_smi_that_ended_while_a_slow_probe_ran(tmp_path: Path) -> None:
+    """The reviewer's case: a 1 s command timeout and a python probe that takes 1.5 s (its
+    interpreter sleeps first): npu-smi, done long before, is parsed, not called hung."""
+    log = tmp_path / "calls.log"
+    _npu_smi(tmp_path / "bin", log)
+    slow = _script(tmp_path / "slow", "python3", f'sleep 1.5\nexec {sys.executable} "$@"\n')
+    host = Host(environ={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "HOME": "/root"})  # live: --python runs
+    options = Options(command_timeout=1.0, python=str(slow))
+    snapshot = collect(host, options, sections=("host", "python", "devices"))
+    smi = snapshot.facts["devices"]["npu_smi"]
+    assert smi.get("cause") is None and smi["available"] is True, smi
+    assert len(snapshot.facts["devices"]["chips"]) == 8
+    assert smi["commands"][0]["duration"] >= 1.0  # npu-smi info ran while the python probe waited
+
+
+def test_a_started_command_nobody_waits_on_is_not_among_the_running_ones(tmp_path: Path) -> None:
+    """health, cut short while the file probes run, names the commands it was waiting on;
+    an npu-smi started ahead is not one of them until the devices probe asks for it."""
+    hang = _script(tmp_path / "bin", "npu-smi", "sleep 30\nexit 0\n")  # the shell stays: its cmdline names npu-smi
+    host = Host(environ={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+    assert host.start([str(hang), "info"])
+    try:
+        running = [" ".join(c["argv"]) for c in hostproc.running_commands(None, 1.0)]
+        assert not [c for c in running if str(hang) in c], running
+        alive = [p for p in hostproc.RUNNING if _alive(p)]  # yet it runs, and SIGTERM handling ends it
+        assert [p for p in alive if str(hang) in Path(f"/proc/{p}/cmdline").read_bytes().decode()]
+    finally:
+        host.close()
+    result = host.run([str(hang), "info"], timeout=0.2)  # a run that waits on it: listed while it waits
+    assert result.timed_out
 
 
 def test_close_ends_what_nobody_collected(tmp_path: Path) -> None:
     hang = _script(tmp_path / "bin", "npu-smi", "sleep 30 &\nwait\n")
     host = Host(environ={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
     timed_out_before = len(hostproc.TIMED_OUT)
-    assert host.start([str(hang), "info"], timeout=60)
+    assert host.start([str(hang), "info"])
     pids = [p for p in hostproc.RUNNING if _alive(p)]
     assert pids, "the started command runs in the background"
     began = time.monotonic()

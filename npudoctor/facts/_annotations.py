@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
 _NONE = type(None)
 
+#: Generics nested deeper than this in one annotation text are refused (no view nests 5).
+MAX_NESTING = 32
+
 
 class _AnyValue:
     """The annotation ``Any`` (and :data:`JSON`): any value, kept as it is."""
@@ -95,9 +98,11 @@ class _Parser:
         self.text = text
         self.pos = 0
         self.namespace = namespace
+        self.depth = 0
 
     def fail(self, why: str) -> NameError:
-        return NameError(f"annotation {self.text!r}: {why}")
+        text = self.text if len(self.text) <= 80 else self.text[:77] + "..."
+        return NameError(f"annotation {text!r}: {why}")
 
     def peek(self) -> str:
         while self.pos < len(self.text) and self.text[self.pos] in " \t\n":
@@ -139,19 +144,25 @@ class _Parser:
             raise self.fail(f"unexpected {self.text[start:]!r}")
         if word == "...":
             return Ellipsis
-        if word.lstrip("-").isdigit():
+        if word.isdigit() or word[:1] == "-" and word[1:].isdigit():
             return int(word)
         head = word[7:] if word.startswith("typing.") else word
         if self.peek() == "[":
+            kind = _GENERIC.get(head)
+            if kind is None:
+                raise self.fail(f"unsupported generic {word!r}")
+            self.depth += 1
+            if self.depth > MAX_NESTING:
+                raise self.fail(f"nested deeper than {MAX_NESTING} levels")
             self.pos += 1
             args = [self.union()]
             while self.peek() == ",":
                 self.pos += 1
                 args.append(self.union())
             self.expect("]")
-            kind = _GENERIC.get(head)
-            if kind is None:
-                raise self.fail(f"unsupported generic {word!r}")
+            self.depth -= 1
+            if kind != "literal":  # a quoted name inside (List['Chip']) is an annotation too
+                args = [self.nested(a) if isinstance(a, str) else a for a in args]
             return _form(kind, [a for a in args if a is not Ellipsis])
         if head in ("True", "False", "None"):
             return {"True": True, "False": False, "None": _NONE}[head]
@@ -159,9 +170,16 @@ class _Parser:
             return ANY
         if head in _GENERIC:
             return _form(_GENERIC[head], [])
-        return normalize(self.lookup(word))
+        return self.lookup(word)
+
+    def nested(self, text: str) -> Any:
+        """A quoted annotation inside this one, read in the same namespace."""
+        inner = _Parser(text, self.namespace)
+        inner.depth = self.depth
+        return inner.parse()
 
     def lookup(self, dotted: str) -> Any:
+        """The object a (dotted) name stands for: a type, a view class or :data:`ANY`."""
         first, *rest = dotted.split(".")
         if first in self.namespace:
             value = self.namespace[first]
@@ -170,8 +188,15 @@ class _Parser:
         else:
             raise self.fail(f"name {first!r} is not defined")
         for attr in rest:
+            if not attr or not hasattr(value, attr):
+                raise self.fail(f"{dotted!r} names nothing")
             value = getattr(value, attr)
-        return value
+        if isinstance(value, str):  # an alias written as text
+            return self.nested(value)
+        try:
+            return normalize(value)
+        except TypeError as exc:
+            raise self.fail(str(exc)) from None
 
 
 def normalize(tp: Any) -> Any:
@@ -188,7 +213,7 @@ def normalize(tp: Any) -> Any:
         return ANY
     if isinstance(tp, type) and not hasattr(tp, "__origin__"):
         return tp
-    if typing is None:  # pragma: no cover - a typing construct means typing is imported
+    if typing is None or _not_annotation(tp):
         raise TypeError(f"unsupported annotation {tp!r} in a facts view")
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is typing.Union:
@@ -199,3 +224,8 @@ def normalize(tp: Any) -> Any:
     if kind is None:
         raise TypeError(f"unsupported annotation {tp!r} in a facts view")
     return _form(kind, [normalize(a) for a in args if a is not Ellipsis])
+
+
+def _not_annotation(tp: Any) -> bool:
+    """Whether ``tp`` is an object no annotation names (a module, a function, a number)."""
+    return not isinstance(tp, type) and not hasattr(tp, "__origin__") and tp is not None

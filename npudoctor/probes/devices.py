@@ -153,7 +153,7 @@ def start(ctx: ProbeContext) -> None:
     host = ctx.host
     exe = host.which("npu-smi") if host.commands else None
     if exe is not None:
-        host.start([exe, "info"], timeout=ctx.options.remaining(ctx.options.command_timeout))
+        host.start([exe, "info"])
 
 
 def _npu_smi(ctx: ProbeContext, out: Dict[str, Any]) -> None:
