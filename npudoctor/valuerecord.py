@@ -174,19 +174,10 @@ else:
         copied: Dict[str, Any] = _plain(obj)
         return copied
 
-    def field(
-        *,
-        default: Any = _MISSING,
-        default_factory: Any = _MISSING,
-        init: bool = True,
-        repr: bool = True,
-        hash: Optional[bool] = None,
-        compare: bool = True,
-        metadata: Any = None,
-        kw_only: Any = _MISSING,
-    ) -> Any:
-        """:func:`dataclasses.field` for a :func:`record` class (the same arguments)."""
-        return _Field(default, default_factory, init, repr, hash, compare, metadata, kw_only)
+    def field(**arguments: Any) -> Any:
+        """:func:`dataclasses.field` for a :func:`record` class: the same keyword arguments
+        (those of :class:`_Field`; an unknown one is a ``TypeError``)."""
+        return _Field(**arguments)
 
     def record(
         cls: Any = None,
