@@ -33,14 +33,15 @@ def _script(directory: Path, name: str, body: str) -> Path:
 
 
 def _npu_smi(bin_dir: Path, log: Path, delay: float = 0.0) -> Path:
-    """An npu-smi that logs each call (``begin ARGS`` / ``end ARGS``) and prints the 8 x
-    910B3 capture for ``info`` after ``delay`` seconds; other calls fail as uncaptured."""
+    """An npu-smi that logs each call (``begin ARGS`` / ``end ARGS``; the pid of the last
+    ``info`` in ``LOG.pid``) and prints the 8 x 910B3 capture for ``info`` after ``delay``
+    seconds; other calls fail as uncaptured."""
     return _script(
         bin_dir,
         "npu-smi",
         f"""\
         echo "begin $*" >> {log}
-        if [ "$*" = "info" ]; then sleep {delay}; cat {TABLE}; echo "end $*" >> {log}; exit 0; fi
+        if [ "$*" = "info" ]; then echo $$ > {log}.pid; sleep {delay}; cat {TABLE}; echo "end $*" >> {log}; exit 0; fi
         echo "end $*" >> {log}
         echo "npu-smi $*: not captured" >&2
         exit 1
@@ -195,18 +196,17 @@ def test_collect_begins_npu_smi_info_before_the_file_probes(tmp_path: Path) -> N
     log = tmp_path / "calls.log"
     exe = _npu_smi(tmp_path / "bin", log, delay=0.3)
     host = Host(root=str(SCENARIO / "root"), environ={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "HOME": "/root"})
-    running_at_first_probe: List[List[str]] = []
+    running_at_first_probe: List[List[int]] = []
 
     def progress(section: str) -> None:
+        # pids, not command lines: a child just past exec() may not show its cmdline yet
         if not running_at_first_probe:
-            running_at_first_probe.append(
-                [Path(f"/proc/{pid}/cmdline").read_bytes().decode() for pid in hostproc.RUNNING if _alive(pid)]
-            )
+            running_at_first_probe.append([pid for pid in hostproc.RUNNING if _alive(pid)])
 
     options = Options(progress=progress)
     snapshot = collect(host, options, sections=("host", "container", "python", "packages", "devices"))
     first = running_at_first_probe[0]
-    assert any(str(exe) in cmd and "info" in cmd for cmd in first), first
+    assert int(Path(f"{log}.pid").read_text()) in first, (exe, first)
     assert _lines(log).count("begin info") == 1
     devices = snapshot.facts["devices"]
     assert devices["npu_smi"]["available"] is True
