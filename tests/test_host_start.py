@@ -6,12 +6,12 @@ info`` before the probes that read files."""
 from __future__ import annotations
 
 import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import List
 
 import pytest
+from shellscript import write_script
 
 from npudoctor import hostproc
 from npudoctor.engine import Options, collect
@@ -24,19 +24,11 @@ TABLE = SCENARIO / "bin" / "npu-smi-info_910B3_23.0.7_8npu_noproc.txt"
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux process semantics")
 
 
-def _script(directory: Path, name: str, body: str) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / name
-    path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
-    path.chmod(0o755)
-    return path
-
-
 def _npu_smi(bin_dir: Path, log: Path, delay: float = 0.0) -> Path:
     """An npu-smi that logs each call (``begin ARGS`` / ``end ARGS``; the pid of the last
     ``info`` in ``LOG.pid``) and prints the 8 x 910B3 capture for ``info`` after ``delay``
     seconds; other calls fail as uncaptured."""
-    return _script(
+    return write_script(
         bin_dir,
         "npu-smi",
         f"""\
@@ -112,7 +104,7 @@ def test_other_npu_smi_calls_wait_for_the_started_one(tmp_path: Path) -> None:
 
 
 def test_a_started_command_that_hangs_is_waited_for_timeout_from_the_run_that_asks(tmp_path: Path) -> None:
-    hang = _script(tmp_path / "bin", "npu-smi", "exec sleep 30\n")
+    hang = write_script(tmp_path / "bin", "npu-smi", "exec sleep 30\n")
     host = Host(environ={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
     assert host.start([str(hang), "info"])
     time.sleep(0.3)  # the probes before the devices probe
@@ -146,7 +138,7 @@ def test_collect_reads_npu_smi_that_ended_while_a_slow_probe_ran(tmp_path: Path)
     interpreter sleeps first): npu-smi, done long before, is parsed, not called hung."""
     log = tmp_path / "calls.log"
     _npu_smi(tmp_path / "bin", log)
-    slow = _script(tmp_path / "slow", "python3", f'sleep 1.5\nexec {sys.executable} "$@"\n')
+    slow = write_script(tmp_path / "slow", "python3", f'sleep 1.5\nexec {sys.executable} "$@"\n')
     host = Host(environ={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "HOME": "/root"})  # live: --python runs
     options = Options(command_timeout=1.0, python=str(slow))
     snapshot = collect(host, options, sections=("host", "python", "devices"))
@@ -159,7 +151,7 @@ def test_collect_reads_npu_smi_that_ended_while_a_slow_probe_ran(tmp_path: Path)
 def test_a_started_command_nobody_waits_on_is_not_among_the_running_ones(tmp_path: Path) -> None:
     """health, cut short while the file probes run, names the commands it was waiting on;
     an npu-smi started ahead is not one of them until the devices probe asks for it."""
-    hang = _script(tmp_path / "bin", "npu-smi", "sleep 30\nexit 0\n")  # the shell stays: its cmdline names npu-smi
+    hang = write_script(tmp_path / "bin", "npu-smi", "sleep 30\nexit 0\n")  # the shell stays: its cmdline names npu-smi
     host = Host(environ={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
     assert host.start([str(hang), "info"])
     try:
@@ -174,7 +166,7 @@ def test_a_started_command_nobody_waits_on_is_not_among_the_running_ones(tmp_pat
 
 
 def test_close_ends_what_nobody_collected(tmp_path: Path) -> None:
-    hang = _script(tmp_path / "bin", "npu-smi", "sleep 30 &\nwait\n")
+    hang = write_script(tmp_path / "bin", "npu-smi", "sleep 30 &\nwait\n")
     host = Host(environ={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
     timed_out_before = len(hostproc.TIMED_OUT)
     assert host.start([str(hang), "info"])

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
+from shellscript import write_script
 
 from npudoctor.host import OUTPUT_LIMIT, Host
 
@@ -24,14 +25,6 @@ TABLE = (
 )
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux process semantics")
-
-
-def _script(directory: Path, name: str, body: str) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / name
-    path.write_text("#!/bin/sh\n" + textwrap.dedent(body))
-    path.chmod(0o755)
-    return path
 
 
 def _measured(args: List[str], env: Dict[str, str], cwd: Path, limit: float = 40.0) -> Dict[str, object]:
@@ -71,7 +64,7 @@ def _env(bin_dir: Path, **extra: str) -> Dict[str, str]:
 
 # ------------------------------------------------------------------ Host.run itself
 def test_run_caps_output_while_reading_and_kills_the_flood(tmp_path: Path) -> None:
-    flood = _script(tmp_path, "flood", "exec yes 'a flooding line of output'\n")
+    flood = write_script(tmp_path, "flood", "exec yes 'a flooding line of output'\n")
     start = time.monotonic()
     result = Host().run([str(flood)], timeout=20)
     assert time.monotonic() - start < 10
@@ -82,14 +75,14 @@ def test_run_caps_output_while_reading_and_kills_the_flood(tmp_path: Path) -> No
 
 
 def test_run_timeout_keeps_at_most_the_cap(tmp_path: Path) -> None:
-    slow = _script(tmp_path, "slow", "echo started; exec sleep 30\n")
+    slow = write_script(tmp_path, "slow", "echo started; exec sleep 30\n")
     result = Host().run([str(slow)], timeout=0.5)
     assert result.timed_out and result.stdout == "started\n"
     assert result.duration < 3
 
 
 def test_run_reports_a_crash_by_signal(tmp_path: Path) -> None:
-    crash = _script(tmp_path, "crash", "echo one; echo two; kill -SEGV $$\n")
+    crash = write_script(tmp_path, "crash", "echo one; echo two; kill -SEGV $$\n")
     result = Host().run([str(crash)], timeout=5)
     assert result.signal == "SIGSEGV"
     assert result.describe().endswith("killed by SIGSEGV after printing 2 lines")
@@ -116,7 +109,7 @@ def _alive(marker: str) -> List[int]:
 def test_run_leaves_no_setsid_grandchild_behind(tmp_path: Path, keeps_pipe: bool) -> None:
     seconds = "3737" if keeps_pipe else "3738"
     redirect = "" if keeps_pipe else " >/dev/null 2>&1"
-    daemon = _script(tmp_path, "daemon", f"setsid sleep {seconds}{redirect} &\necho table\nexit 0\n")
+    daemon = write_script(tmp_path, "daemon", f"setsid sleep {seconds}{redirect} &\necho table\nexit 0\n")
     start = time.monotonic()
     result = Host().run([str(daemon)], timeout=5)
     assert time.monotonic() - start < 3
@@ -130,7 +123,7 @@ def test_run_leaves_no_setsid_grandchild_behind(tmp_path: Path, keeps_pipe: bool
 # ------------------------------------------------------------------ the commands
 def test_e2e_check_with_a_flooding_npu_smi_stays_in_time_and_memory(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
-    _script(bin_dir, "npu-smi", "exec yes '| 0     910B3     | OK     | 95.1   45   0    / 0   |'\n")
+    write_script(bin_dir, "npu-smi", "exec yes '| 0     910B3     | OK     | 95.1   45   0    / 0   |'\n")
     run = _measured(["check", "--root", str(SCENARIO / "root"), "--json"], _env(bin_dir), tmp_path)
     assert run["rc"] in (0, 1), run["err"]
     assert float(run["secs"]) < 15  # type: ignore[arg-type]
@@ -142,7 +135,7 @@ def test_e2e_check_with_a_flooding_npu_smi_stays_in_time_and_memory(tmp_path: Pa
 
 def test_e2e_check_with_a_flooding_python_target_stays_in_time_and_memory(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
-    target = _script(tmp_path / "py", "python3", "exec yes 'x'\n")
+    target = write_script(tmp_path / "py", "python3", "exec yes 'x'\n")
     run = _measured(["check", "--python", str(target), "--json"], _env(bin_dir), tmp_path)
     assert float(run["secs"]) < 15  # type: ignore[arg-type]
     assert float(run["rss_mib"]) < 400, run["rss_mib"]  # type: ignore[arg-type]
@@ -151,7 +144,7 @@ def test_e2e_check_with_a_flooding_python_target_stays_in_time_and_memory(tmp_pa
 
 def test_e2e_devices_kills_a_setsid_grandchild_of_npu_smi(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
-    _script(bin_dir, "npu-smi", f"setsid sleep 3739 &\ncat '{TABLE}'\n")
+    write_script(bin_dir, "npu-smi", f"setsid sleep 3739 &\ncat '{TABLE}'\n")
     run = _measured(["devices", "--root", str(SCENARIO / "root"), "--json"], _env(bin_dir), tmp_path)
     assert run["rc"] in (0, 1), run["err"]
     time.sleep(0.2)
@@ -162,7 +155,7 @@ def test_e2e_overall_deadline_stops_a_slow_npu_smi_with_many_alarms(tmp_path: Pa
     bin_dir = tmp_path / "bin"
     table = TABLE.read_text().replace("| OK ", "| Alarm ")
     (tmp_path / "table.txt").write_text(table)
-    _script(
+    write_script(
         bin_dir,
         "npu-smi",
         f"""\
@@ -179,7 +172,7 @@ def test_e2e_overall_deadline_stops_a_slow_npu_smi_with_many_alarms(tmp_path: Pa
 
 def test_e2e_npu_smi_killed_by_sigsegv_is_an_error_not_a_healthy_table(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
-    _script(bin_dir, "npu-smi", f"head -n 12 '{TABLE}'\nkill -SEGV $$\n")
+    write_script(bin_dir, "npu-smi", f"head -n 12 '{TABLE}'\nkill -SEGV $$\n")
     run = _measured(["check", "--root", str(SCENARIO / "root"), "--json"], _env(bin_dir), tmp_path)
     doc = json.loads(str(run["out"]))
     smi = doc["facts"]["devices"]["npu_smi"]
