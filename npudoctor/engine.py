@@ -37,6 +37,7 @@ import importlib
 import os
 import time
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from npudoctor.facts import Facts
 from npudoctor.findings import Finding
@@ -44,7 +45,6 @@ from npudoctor.host import Host
 from npudoctor.snapshot import Snapshot, now_iso
 from npudoctor.valuerecord import field, record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:  # the matrix package is imported by whoever loads a matrix, not by the engine
     from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 

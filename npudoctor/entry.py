@@ -9,8 +9,8 @@ a short "please report" line instead of a traceback; ``NPUDOCTOR_DEBUG=1`` shows
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see npudoctor.cli.terminal)
 if TYPE_CHECKING:
     from typing import List, Optional
 

@@ -18,9 +18,10 @@ else (issue 18).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npudoctor import lazyre
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:  # the remedies are imported by the rules that make findings, not by readers of codes
     from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 

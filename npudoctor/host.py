@@ -28,6 +28,7 @@ import stat as stat_mod
 import subprocess
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from npudoctor.hostio import (
     DEFAULT_READ_LIMIT,
@@ -57,7 +58,6 @@ from npudoctor.hostproc import (
     starttime,
 )
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up)
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
 

@@ -12,10 +12,10 @@ import errno
 import os
 import signal
 import stat as stat_mod
+from typing import TYPE_CHECKING
 
 from npudoctor.valuerecord import record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up)
 if TYPE_CHECKING:
     from typing import BinaryIO, Dict, List, Optional, Tuple
 

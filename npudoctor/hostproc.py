@@ -17,8 +17,8 @@ import subprocess
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up)
 if TYPE_CHECKING:
     from typing import Dict, List, Optional, Sequence, Set, Tuple
 

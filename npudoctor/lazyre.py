@@ -22,21 +22,7 @@ from __future__ import annotations
 
 import re
 import sys
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
-if TYPE_CHECKING:
-    from typing import Any, AnyStr, Callable, Dict, Generic, Iterator, List, Optional, Tuple, Union, overload
-else:  # at run time, stand-ins for the two names used outside annotations: no typing import
-
-    class Generic:
-        """``Generic[AnyStr]`` as a base class: subscripting gives the class itself."""
-
-        __slots__ = ()
-
-        def __class_getitem__(cls, _params):
-            return cls
-
-    AnyStr = str
+from typing import TYPE_CHECKING, Any, AnyStr, Callable, Dict, Generic, Iterator, List, Optional, Tuple, Union, overload
 
 __all__ = ["LazyPattern", "pattern", "all_patterns"]
 

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, Iterable, List, Mapping, Optional
 

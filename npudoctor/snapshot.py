@@ -16,13 +16,13 @@ import json
 import os
 import stat
 import time
+from typing import TYPE_CHECKING
 
 from npudoctor import __version__
 from npudoctor.host import read_capped
 from npudoctor.parsers import jsontext
 from npudoctor.valuerecord import field, record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional
 

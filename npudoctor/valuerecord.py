@@ -41,8 +41,8 @@ dataclass twin.
 from __future__ import annotations
 
 from _thread import get_ident
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up path)
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 

@@ -415,21 +415,6 @@ def test_help_columns_are_shutils(columns: Optional[str], monkeypatch: pytest.Mo
     assert _help_columns() == shutil.get_terminal_size().columns
 
 
-def test_version_and_help_import_neither_typing_nor_dataclasses() -> None:
-    """``--version`` and ``--help`` start with the interpreter and npudoctor's own few modules
-    (issue 18: ``typing`` and ``dataclasses`` together cost about half a bare start)."""
-    code = (
-        "import sys\n"
-        "from npudoctor.entry import main\n"
-        "for argv in (['--version'], ['--no-color', '--help']):\n"
-        "    main(argv)\n"
-        "print('LOADED', sorted(m for m in ('typing', 'dataclasses', 'shutil', 'enum') if m in sys.modules))\n"
-    )
-    env = {"COLUMNS": "100", "PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, env=env)
-    assert proc.stdout.splitlines()[-1] == "LOADED []", proc.stdout[-500:] + proc.stderr
-
-
 @pytest.mark.parametrize("columns", ["100", ""])
 def test_explain_imports_no_dataclasses_and_no_openssl(columns: str) -> None:
     """``explain CODE`` (wrapped to COLUMNS, or not) reads its code without ``dataclasses``

@@ -10,9 +10,10 @@ entry point uses it with the real process surroundings, tests with string buffer
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npudoctor.cli.terminal import Environment, take_color_flags
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see npudoctor.cli.terminal)
 if TYPE_CHECKING:
     from typing import Optional, Sequence
 

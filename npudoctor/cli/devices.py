@@ -10,12 +10,12 @@ Only the ``host``, ``python``, ``packages``, ``devices`` and ``container`` probe
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from npudoctor.cli.machine import load_matrix_or_none, machine_request, snapshot_for, usage_failure
 from npudoctor.cli.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest, UsageError
 from npudoctor.redact import conceal
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, Optional
 

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from npudoctor.cli.terminal import Environment, UsageError
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see npudoctor.cli.terminal)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Sequence, Tuple
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import List, Mapping, Optional, Tuple
 #: Interpreter names tried inside an environment directory, in order.

@@ -18,11 +18,12 @@ re-exported here): neither imports ``typing`` or ``dataclasses``, so that ``--ve
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npudoctor.cli.status import ExitStatus
 from npudoctor.cli.terminal import COLOR_FLAGS, Environment, UsageError, take_color_flags
 from npudoctor.valuerecord import record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up)
 if TYPE_CHECKING:
     from typing import Dict, Mapping, Optional
 

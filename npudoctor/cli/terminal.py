@@ -13,8 +13,8 @@ import io
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy reads the name alike)
 if TYPE_CHECKING:
     from typing import Any, BinaryIO, Callable, List, Mapping, Optional, Sequence, TextIO, Tuple
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import importlib
 from collections import abc
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from npudoctor.facts._typed import Problems, load, schema_of
 from npudoctor.parsers.metadata import canonical_name
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:  # imported on first use (below): creating ~70 view classes costs ~40 ms
     from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 

@@ -19,11 +19,11 @@ exception.  Depth and list lengths are bounded so hostile snapshots cannot exhau
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from npudoctor.facts._annotations import ANY, Form, _Parser, normalize
 from npudoctor.facts._view import MISSING, is_view, view_fields
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple, Type, TypeVar
 

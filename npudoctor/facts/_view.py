@@ -21,7 +21,8 @@ hold ``doc`` (schema description) and ``key`` (the JSON key, when it differs fro
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any, Callable, ClassVar, Dict, Mapping, Optional, Tuple
 

@@ -9,8 +9,8 @@ nothing about the chips.  Reports, triage and node agents ask here instead of ea
 from __future__ import annotations
 
 from collections import abc
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, Iterable, Mapping, Optional
 

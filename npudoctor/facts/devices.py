@@ -4,10 +4,11 @@ chip and process records from :func:`npudoctor.parsers.npu_smi.parse_info`, the 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npudoctor.facts._view import View, field
 from npudoctor.facts.system import Identity
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Dict, Optional, Tuple
 

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npudoctor.facts._typed import JSON
 from npudoctor.facts._view import View, field
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Dict, Optional, Tuple
 

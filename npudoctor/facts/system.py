@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from npudoctor.facts._typed import JSON
 from npudoctor.facts._view import View, field
 from npudoctor.parsers.metadata import canonical_name
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Dict, Optional, Tuple
 

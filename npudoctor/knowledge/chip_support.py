@@ -9,11 +9,11 @@ compared case-insensitively with the data's lower-case spelling.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from npudoctor import tomlread
 from npudoctor.valuerecord import ValueRecord, record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 from npudoctor import tomlread as _toml
 from npudoctor.findings import AREAS, SEVERITIES, Code, RegistryError
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Mapping, Optional
 

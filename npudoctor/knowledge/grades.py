@@ -33,10 +33,10 @@ turns "none" into "info".
 from __future__ import annotations
 
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from npudoctor.valuerecord import record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Optional
 

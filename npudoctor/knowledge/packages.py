@@ -32,11 +32,11 @@ has a **kernels** package, and 8.5.0 (and its betas and later releases) an **ops
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from npudoctor.knowledge.versions import parse_cann
 from npudoctor.valuerecord import ValueRecord, record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Dict, Optional, Tuple
 

@@ -3,7 +3,8 @@ SoC families frameworks reject."""
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Dict
 #: SoC names that torch_npu learned after its first 2.1/1.11 releases: the extension line

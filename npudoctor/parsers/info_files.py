@@ -27,10 +27,10 @@ Formats (samples in ``tests/fixtures/``, described in ``../shared/samples/INDEX.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 

@@ -13,8 +13,8 @@ matrix copy goes through it.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up)
 if TYPE_CHECKING:
     from typing import Any
 

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import io
 import re
+from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 from npudoctor.parsers.numbers import to_int
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 

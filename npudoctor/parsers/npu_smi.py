@@ -21,10 +21,10 @@ cut short.  Sources of the formats: the captured outputs in ``../shared/samples`
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 

@@ -11,10 +11,10 @@ exception and never a misread (issue 20).
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, Optional, Pattern, Tuple
 

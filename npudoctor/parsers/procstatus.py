@@ -7,7 +7,8 @@ friends a 64-bit hex mask.  Only these are read; everything else is ignored.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional
 #: Most supplementary groups kept (NGROUPS_MAX is 65536; a judged process holds a few).

@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING
 
 from npudoctor.parsers import jsontext
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 

@@ -11,9 +11,10 @@ Pure and total: never raises, linear time.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npudoctor import lazyre
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional
 

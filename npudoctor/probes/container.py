@@ -52,10 +52,11 @@ Markers (read, never judged here; sources):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npudoctor.engine import Options, ProbeContext
 from npudoctor.parsers.procstatus import parse_proc_status
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional
 

@@ -50,6 +50,7 @@ from __future__ import annotations
 import contextlib
 import stat as stat_mod
 import time
+from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 from npudoctor.engine import ProbeContext
@@ -65,7 +66,6 @@ from npudoctor.parsers.npu_smi import (
 from npudoctor.parsers.numbers import to_int
 from npudoctor.parsers.topo import parse_topo
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional
 

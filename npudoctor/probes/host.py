@@ -19,13 +19,13 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
+from typing import TYPE_CHECKING
 
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
 from npudoctor.parsers.accounts import parse_group, parse_passwd
 from npudoctor.parsers.numbers import to_int
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 

@@ -52,6 +52,7 @@ Record (a dict)::
 from __future__ import annotations
 
 import posixpath
+from typing import TYPE_CHECKING
 
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
@@ -64,7 +65,6 @@ from npudoctor.parsers.metadata import (
     split_dist_dir,
 )
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 

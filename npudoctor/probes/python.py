@@ -53,13 +53,13 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
 from npudoctor.parsers import jsontext
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 

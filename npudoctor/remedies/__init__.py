@@ -9,6 +9,8 @@ renders one: ``devices``, issue 18).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npudoctor.remedies.steps import (
     KINDS,
     Command,
@@ -30,7 +32,6 @@ from npudoctor.remedies.steps import (
     SystemdSetting,
 )
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any
 

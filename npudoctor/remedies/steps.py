@@ -16,16 +16,12 @@ dataclass, shared instead of generated per class: half the definition cost, and 
 
 from __future__ import annotations
 
+from typing import Optional, Tuple, Union
+
 from npudoctor.valuerecord import ValueRecord, record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
-if TYPE_CHECKING:
-    from typing import Optional, Tuple, Union
-
-    #: ``(name, value)`` pairs of environment variables set for one command.
-    EnvPairs = Tuple[Tuple[str, str], ...]
-else:  # a name to import at run time; what it stands for matters to type checkers only
-    EnvPairs = tuple
+#: ``(name, value)`` pairs of environment variables set for one command.
+EnvPairs = Tuple[Tuple[str, str], ...]
 
 
 @record(frozen=True, eq=False, repr=False)
@@ -225,26 +221,23 @@ class Prose(ValueRecord):
     text: str
 
 
-if TYPE_CHECKING:
-    Remedy = Union[
-        InstallPackage,
-        SourceFile,
-        ComputedEnv,
-        Export,
-        PrependPath,
-        PipInstall,
-        PipUninstall,
-        RunFile,
-        Command,
-        Pipeline,
-        DockerFlags,
-        PodSpecField,
-        SystemdSetting,
-        Reboot,
-        Prose,
-    ]
-else:  # a name to import at run time; what it stands for matters to type checkers only
-    Remedy = object
+Remedy = Union[
+    InstallPackage,
+    SourceFile,
+    ComputedEnv,
+    Export,
+    PrependPath,
+    PipInstall,
+    PipUninstall,
+    RunFile,
+    Command,
+    Pipeline,
+    DockerFlags,
+    PodSpecField,
+    SystemdSetting,
+    Reboot,
+    Prose,
+]
 
 #: The classes of :data:`Remedy`, with the ``kind`` name each has in JSON.
 KINDS = {

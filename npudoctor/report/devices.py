@@ -14,7 +14,8 @@ several widths, with and without colour.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Sequence, TextIO, Tuple
 

@@ -11,11 +11,12 @@ added without a remedy) is wrapped as words.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npudoctor.findings import Finding
 from npudoctor.report.wrapping import wrap as wrap  # re-exported: the reports wrap with it
 from npudoctor.valuerecord import field, record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 

@@ -5,7 +5,8 @@ issue 18)."""
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import List
 

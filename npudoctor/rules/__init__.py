@@ -16,11 +16,12 @@ declarations against what the modules read on every scenario.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.remedies import Command
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Callable, Iterable, List, Tuple
 

@@ -8,6 +8,7 @@ matrix.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from npudoctor.facts.devices import Chip
 from npudoctor.facts.system import Distribution
@@ -15,7 +16,6 @@ from npudoctor.knowledge.versions import CannVersion
 from npudoctor.knowledge.versions import parse_cann as _parse_cann
 from npudoctor.rules.matrix import refresh_hint
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import List, Optional, Tuple
 

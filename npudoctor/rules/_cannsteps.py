@@ -8,18 +8,14 @@ Package file names and install order follow the official offline packages
 
 from __future__ import annotations
 
+from typing import Optional, Union
+
 from npudoctor.facts.stack import Toolkit
 from npudoctor.knowledge.packages import NNAL_SET_ENV, set_env_script
 from npudoctor.remedies import ComputedEnv, InstallPackage, Remedy, SourceFile
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
-if TYPE_CHECKING:
-    from typing import Optional, Union
-
-    #: One fix step: a structured remedy, or a line of prose.
-    Step = Union[Remedy, str]
-else:  # a name to import at run time; what it stands for matters to type checkers only
-    Step = object
+#: One fix step: a structured remedy, or a line of prose.
+Step = Union[Remedy, str]
 
 
 def set_env_path(toolkit: Optional[Toolkit], cann: Optional[str] = None) -> Optional[str]:

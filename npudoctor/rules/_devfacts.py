@@ -7,13 +7,13 @@ the typed views (``ctx.view.devices``, ``ctx.view.container``, ``ctx.view.host``
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from npudoctor.facts.devices import DeviceNode, DevicesFacts, NpuSmi
 from npudoctor.facts.system import Identity
 from npudoctor.remedies import DockerFlags
 from npudoctor.rules.overview import npu_stack_present
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Iterable, List, Optional, Tuple
 

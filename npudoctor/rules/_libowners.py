@@ -14,11 +14,11 @@ package ships: ``libascend_hal.so`` and ``libdrvdsmi_host.so`` in ``driver/lib64
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 from npudoctor.facts.runtime_env import LibrariesFacts, Resolution
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Optional
 

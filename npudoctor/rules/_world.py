@@ -15,13 +15,14 @@ prestart hook mounts the devices and the host's driver libraries into the contai
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npudoctor.facts.devices import DeviceNode
 from npudoctor.facts.runtime_env import Capabilities
 from npudoctor.parsers.numbers import to_int
 from npudoctor.remedies import DockerFlags, Export, PodSpecField, Remedy, SystemdSetting
 from npudoctor.rules._devfacts import CONTROL_NODES
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import List, Optional, Sequence, Union
 

@@ -12,13 +12,14 @@ Reads ``ctx.view.container.capabilities`` (``/proc/self/status``), ``ctx.view.de
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.remedies import DockerFlags, PodSpecField, Remedy
 from npudoctor.rules import postprocess, rule
 from npudoctor.rules._world import CAP_DAC_OVERRIDE, denied_without_dac_override, has_cap, judged_caps, world
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Iterable, List, Union
 

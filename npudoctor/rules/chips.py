@@ -10,6 +10,8 @@ Codes DEV040–DEV042.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npudoctor.findings import Finding
 from npudoctor.knowledge import chip_support as chip_support_data
 from npudoctor.knowledge import codes
@@ -19,7 +21,6 @@ from npudoctor.rules import rule
 from npudoctor.rules._devfacts import package_version
 from npudoctor.rules.devices import chip_identity
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, Iterable, List, Optional, Tuple
 

@@ -10,6 +10,7 @@ The exact flags come from the standard vllm-ascend ``docker run``
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from npudoctor.facts.devices import NpuSmi
 from npudoctor.facts.runtime_env import ContainerFacts, Mount
@@ -20,7 +21,6 @@ from npudoctor.rules import postprocess, rule
 from npudoctor.rules._devfacts import chip_nodes, docker_flags, parse_id_list, searched_path_text, stack_present
 from npudoctor.rules._world import HOST_MOUNTS, host_mounts_fix, passthrough_fix, world
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Iterable, List, Optional, Sequence, Union
 

@@ -12,6 +12,8 @@ Reads ``ctx.view.container`` (world, mounts), ``ctx.view.devices`` (nodes) and
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.rules import postprocess, rule
@@ -19,7 +21,6 @@ from npudoctor.rules._devfacts import chip_nodes, package_version, parse_id_list
 from npudoctor.rules._libowners import DRIVER
 from npudoctor.rules._world import passthrough_fix, world
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Iterable, List
 

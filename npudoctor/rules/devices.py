@@ -12,6 +12,8 @@ Codes DEV001–DEV059 belong to the device rule modules (DEV090+ to rules/health
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npudoctor import lazyre
 from npudoctor.facts._typed import load
 from npudoctor.facts.coverage import starved
@@ -31,7 +33,6 @@ from npudoctor.rules._devfacts import (
     stack_present,
 )
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 

@@ -9,6 +9,8 @@ Codes ``DRV001``-``DRV004``.  Driver/firmware package names follow REPORT.md §5
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.grades import Grade, severity
@@ -30,7 +32,6 @@ from npudoctor.rules._cannsteps import Step
 from npudoctor.rules._world import host_mounts_fix
 from npudoctor.rules.devices import chip_identity
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Iterable, List, Optional, Tuple
 

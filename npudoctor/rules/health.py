@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npudoctor.facts.devices import DevicesFacts
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.rules import rule
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Iterable, Tuple
 

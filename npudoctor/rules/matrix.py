@@ -13,12 +13,13 @@ Facts consumed: ``snapshot.matrix`` (the provenance the command stored: ``source
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.remedies import Command
 from npudoctor.rules import postprocess, rule
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, Iterable, List, Mapping, Optional
 

@@ -12,12 +12,13 @@ ordered list instead of independent advice.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npudoctor.engine import RuleContext
 from npudoctor.findings import SEVERITIES, Finding
 from npudoctor.knowledge import codes
 from npudoctor.rules import postprocess
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Dict, List, Tuple
 

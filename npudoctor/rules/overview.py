@@ -7,6 +7,7 @@ Codes: ``HOST050`` (no-npu-stack).  ``HOST050``-``HOST059`` are reserved for thi
 from __future__ import annotations
 
 from collections import abc
+from typing import TYPE_CHECKING
 
 from npudoctor.engine import RuleContext
 from npudoctor.facts import Facts
@@ -15,7 +16,6 @@ from npudoctor.knowledge import codes
 from npudoctor.rules import rule
 from npudoctor.snapshot import Snapshot
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Iterable, List, Mapping, Union
 

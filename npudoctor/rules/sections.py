@@ -8,13 +8,14 @@ a section it rests on could not be read.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npudoctor.engine import RuleContext
 from npudoctor.facts import SECTIONS
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.rules import postprocess, rule
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Iterable, List
 

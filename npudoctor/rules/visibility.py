@@ -10,6 +10,7 @@ Codes DEV030–DEV033.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from npudoctor.facts.devices import DevicesFacts, Visibility
 from npudoctor.findings import Finding
@@ -28,7 +29,6 @@ from npudoctor.rules._devfacts import (
     stack_present,
 )
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Iterable, List, Optional, Tuple, Union
 

@@ -18,6 +18,7 @@ A DeepSpeed launch line (``--num_gpus`` / ``--include``) is not a fact npudoctor
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 from npudoctor.findings import Finding
@@ -27,7 +28,6 @@ from npudoctor.rules import rule
 from npudoctor.rules._devfacts import chip_nodes, node_numbers, stack_present
 from npudoctor.rules._world import env_fix, systemd_unit, world
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Iterable, List, Optional, Tuple, Union
 

@@ -19,8 +19,8 @@ import os
 import signal
 import threading
 import time
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up)
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, Optional, Set
 

@@ -49,6 +49,7 @@ import json
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from npudoctor.cli.request import ExitStatus
 from npudoctor.runtime.deadline import Budget, process_started, run_within
@@ -57,7 +58,6 @@ from npudoctor.runtime.healthcache import read_cache as _read_cache
 from npudoctor.runtime.healthopts import HealthOptions, options_from_values, parse_values
 from npudoctor.runtime.lines import printable
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up, issue 18)
 if TYPE_CHECKING:
     from typing import Any, Dict, Optional, Sequence, Tuple
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import os
 import time
+from typing import TYPE_CHECKING
 
 from npudoctor.hostio import read_capped_text
 from npudoctor.runtime.lines import printable, verdict_problem
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, Optional, Tuple
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import math
 import sys
+from typing import TYPE_CHECKING
 
 from npudoctor.cli.request import ExitStatus, MachineRequest
 from npudoctor.valuerecord import field, record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up, issue 18)
 if TYPE_CHECKING:
     import argparse
     from typing import Any, Callable, Dict, NoReturn, Optional, Sequence, Tuple

@@ -4,7 +4,8 @@ verdict is such text)."""
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up)
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Any, Optional
 

@@ -55,11 +55,11 @@ import re
 import stat
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from npudoctor.runtime.deadline import Budget
 from npudoctor.runtime.memokey import FORMAT, digest, secure_digest
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, Iterator, List, Optional, Tuple
 

@@ -11,8 +11,8 @@ import json
 import os
 import sys
 import zlib
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (health's start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional
 

@@ -28,6 +28,7 @@ A CANN row without HDK statements inherits its release line's (``8.2.RC2`` → `
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 from npudoctor.knowledge.grades import Grade, Verdict, severity
@@ -36,7 +37,6 @@ from npudoctor.knowledge.versions import DriverVersion, parse_cann, parse_driver
 from npudoctor.parsers.info_files import format_ranges, ranges_contain
 from npudoctor.valuerecord import ValueRecord, record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, Union
 

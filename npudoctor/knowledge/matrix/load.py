@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
 
 from npudoctor import lazyre, userdirs
 from npudoctor.host import read_capped
@@ -15,7 +16,6 @@ from npudoctor.knowledge.matrix.tables import read_compiled
 from npudoctor.parsers import jsontext
 from npudoctor.tomlread import sha256_hex
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, Iterable, List, Optional, Tuple
 

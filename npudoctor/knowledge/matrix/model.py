@@ -5,12 +5,12 @@ shared by its schema check (:mod:`.schema`), queries (:mod:`.queries`) and loade
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 from npudoctor.knowledge.versions import parse_cann, parse_driver, tokens, version_in
 from npudoctor.valuerecord import field, record
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:  # packaging is imported when first needed (start-up time of health)
     from typing import Any, Dict, Iterable, List, Optional, Tuple
 

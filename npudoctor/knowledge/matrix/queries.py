@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from npudoctor.knowledge.grades import Grade, Verdict
 from npudoctor.knowledge.matrix import verdicts as _verdicts
@@ -25,7 +26,6 @@ from npudoctor.knowledge.matrix.model import (
 )
 from npudoctor.knowledge.versions import parse_cann, tokens
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     import datetime as _dt
     from typing import Any, Dict, List, Optional, Set, Tuple

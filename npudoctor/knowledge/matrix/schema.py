@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 from npudoctor.knowledge.matrix.model import PLATFORMS, SCHEMA_VERSION, STATUSES, _pep440, _valid_date
 from npudoctor.knowledge.versions import parse_cann, parse_driver
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Tuple
 

@@ -22,10 +22,10 @@ compiled file).
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from npudoctor.knowledge.matrix.model import SCHEMA_VERSION
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 

@@ -18,11 +18,12 @@ queries call them).  Policy (AUDIT §2, §7 as refined by issue 13):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from npudoctor.knowledge.grades import Grade, Verdict
 from npudoctor.knowledge.matrix.model import TorchNpuRow, _cann_in, _newest_first, _pep440
 from npudoctor.knowledge.versions import CannVersion, parse_cann, tokens
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 18: start-up)
 if TYPE_CHECKING:
     from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
