@@ -72,8 +72,14 @@ def test_family_records_carry_the_official_meaning():
     doc = triage_text("RuntimeError: ACL stream synchronize failed, error code:507035\n")
     (g,) = doc["known"]
     assert g["code"] == "507035" and g["label"] == "acl:507035"
-    assert "vector core execution exception" in g["title"]
-    assert g["sources"] and g["sources"][0].startswith("https://www.hiascend.com/")
+    # the official aclError table's meaning and constant, with that table's source first
+    assert g["title"] == "ACL error 507035: The vector core execution is abnormal (ACL_ERROR_RT_VECTOR_CORE_EXCEPTION)"
+    assert g["official"]["family"] == "acl" and g["official"]["code"] == "507035"
+    assert g["sources"][0] == g["official"]["source"] and "NPUErrorCodes.h" in g["sources"][0]
+    assert (
+        "https://www.hiascend.com/document/detail/zh/canncommercial/latest/API/runtimeapi/aclcppdevg_03_1345.html"
+        in g["sources"]
+    )
 
 
 def test_every_kind_and_code_the_kb_can_print_is_explained():
@@ -84,7 +90,7 @@ def test_every_kind_and_code_the_kb_can_print_is_explained():
             assert page is not None and page["what"] == "kind", (e.id, kind)
         for code in e.codes:
             page = KB.explain(code)
-            assert page is not None and page["entry"] == e.id and page["title"] == e.codes[code], code
+            assert page is not None and page["entry"] == e.id and page["title"] == e.code_meaning(code), code
     assert KB.explain("999999") is None and KB.explain("step") is None
 
 

@@ -80,4 +80,4 @@ def test_explain_names_the_signature_of_a_label():
     assert r.returncode == 0
     page = json.loads(r.stdout)
     assert page["entry"] == "acl-code"
-    assert "507011" in page["name"] and "model execution failed" in page["title"]
+    assert page["name"] == "acl:507011" and page["title"] == "Model execution failed (ACL_ERROR_RT_MODEL_EXECUTE)"

@@ -24,6 +24,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from npudoctor import lazyre
 from npudoctor.findings import Finding
 from npudoctor.host import read_capped_text
+from npudoctor.knowledge.error_codes import OfficialCode, lookup_label, official_text
+from npudoctor.knowledge.error_codes import lookup as lookup_official
+from npudoctor.knowledge.error_codes import tables as official_tables
 from npudoctor.knowledge.kinds import KB_PATH
 
 #: Longest line examined (bytes); the rest of a longer line is skipped.
@@ -226,8 +229,18 @@ class Entry:
 
     _text_rx: Optional[List[Any]] = field(default=None, repr=False, init=False, compare=False)
 
+    def official(self, code: str) -> Optional[OfficialCode]:
+        """The entry of the official code tables for ``code`` of this family (the family is
+        the ``<family>:`` of the label), or ``None``."""
+        family = self.label.partition(":")[0]
+        return lookup_official(family, code) if family and code else None
+
     def code_meaning(self, code: str) -> str:
-        """The official meaning of ``code`` in this family (``unlisted`` when not listed)."""
+        """The official meaning of ``code`` in this family: its entry in the official code
+        tables, else the entry's own ``codes``, else ``unlisted`` (the family's meaning)."""
+        found = self.official(code)
+        if found is not None:
+            return found.summary()
         return self.codes.get(code, self.unlisted)
 
     def values(self, captures: Mapping[str, str]) -> Dict[str, str]:
@@ -278,27 +291,42 @@ class KnowledgeBase:
             }
         entry = self.by_id(key) or next((e for e in self.entries if e.label and e.label == key), None)
         if entry is not None:
+            official = lookup_label(entry.label) if "{" not in entry.label else None
             return {
                 "what": "signature",
                 "name": entry.id,
                 "title": _PLACEHOLDER.sub(r"<\1>", entry.title),
-                "explain": _PLACEHOLDER.sub(r"<\1>", entry.meaning),
-                "sources": list(entry.sources),
+                "explain": _PLACEHOLDER.sub(r"<\1>", entry.meaning) + official_text(official),
+                "sources": ([official.source] if official else []) + list(entry.sources),
                 "entry": entry.id,
             }
-        found = self.lookup_code(key)
-        if found is None:
-            return None
-        fam, meaning = found
         code = key.split(":", 1)[-1].strip()
         code = code.upper() if code[:1].isalpha() else code
+        found = self.lookup_code(key)
+        if found is None:
+            # a code only the official tables know (a DCMI return code, say)
+            family = key.split(":", 1)[0].strip() if ":" in key else ""
+            listed = [t[code] for f, t in official_tables().items() if code in t and family in ("", f)]
+            if not listed:
+                return None
+            official = listed[0]
+            return {
+                "what": "error code",
+                "name": f"{official.family}:{official.code}",
+                "title": official.summary(),
+                "explain": official_text(official).strip(),
+                "sources": [official.source],
+                "entry": None,
+            }
+        fam, meaning = found
         values = fam.values({"code": code, "what": meaning})
+        official = fam.official(code)
         return {
             "what": "error code",
             "name": fill(fam.label, values),
             "title": meaning,
-            "explain": fill(fam.meaning, values),
-            "sources": list(fam.sources),
+            "explain": fill(fam.meaning, values) + official_text(official),
+            "sources": ([official.source] if official else []) + list(fam.sources),
             "entry": fam.id,
         }
 
@@ -314,7 +342,7 @@ class KnowledgeBase:
         fams = [e for e in self.entries if e.codes or e.unlisted]
         for e in fams:
             if (not family or e.label.startswith(family + ":")) and key in e.codes:
-                return e, e.codes[key]
+                return e, e.code_meaning(key)
         for e in fams:
             if family and not e.label.startswith(family + ":"):
                 continue
@@ -324,7 +352,7 @@ class KnowledgeBase:
             )
             caps = e.match_text(line)
             if caps is not None and caps.get("code") == key:
-                return e, e.unlisted
+                return e, e.code_meaning(key)
         return None
 
     def by_id(self, entry_id: str) -> Optional[Entry]:

@@ -101,6 +101,13 @@ def render_text(result: Dict[str, Any], out: IO[str]) -> None:
         out.write(f"\n{_MARK.get(g['severity'], '?')} {g['title']}{times}  [{g['id']}{label}, {_where(g, many)}]\n")
         out.write(f"    {g['sample']}\n")
         out.write(f"  means: {g['meaning']}\n")
+        official = g.get("official")
+        if official:
+            out.write(f"  official ({official['family']} {official['code']}): {official['summary']}\n")
+            if official["cause"]:
+                out.write(f"    possible cause: {official['cause']}\n")
+            if official["solution"]:
+                out.write(f"    solution: {official['solution']}\n")
         if g["severity"] == "noise":
             continue
         if g["follow_on"]:

@@ -29,6 +29,7 @@ from npudoctor.facts import Facts
 from npudoctor.facts.coverage import not_checked
 from npudoctor.findings import Finding
 from npudoctor.knowledge.codes import registry
+from npudoctor.knowledge.error_codes import OfficialCode, lookup_label
 from npudoctor.knowledge.signatures import Cause, fill
 from npudoctor.triage.evidence import lib_names, names_of, tie
 from npudoctor.triage.scan import Group, Scanner
@@ -186,9 +187,15 @@ def rank_group(group: Group, findings: Sequence[Finding], facts: Optional[Mappin
     own = entry.values(group.captures)
     values = dict(base)
     values.update(own)
+    label = fill(entry.label, own) if entry.label else None
+    official = lookup_label(label) if label else None
+    fix = top["fix"] if top is not None and concluded else [fill(x, values) for x in entry.fix]
+    if official is not None and official.solution and not concluded and (entry.codes or entry.unlisted):
+        # a code family's generic advice gives way to the official solution of the code
+        fix = [official.solution]
     return {
         "id": entry.id,
-        "label": fill(entry.label, own) if entry.label else None,
+        "label": label,
         "code": group.captures.get("code") if entry.codes or entry.unlisted else None,
         "title": fill(entry.title, own),
         "severity": entry.severity,
@@ -203,8 +210,27 @@ def rank_group(group: Group, findings: Sequence[Finding], facts: Optional[Mappin
         "decide": list(entry.decide),
         "causes": judged,
         "conclusion": top["here"] if top is not None and concluded else None,
-        "fix": top["fix"] if top is not None and concluded else [fill(x, values) for x in entry.fix],
-        "sources": list(entry.sources),
+        "fix": fix,
+        "official": _official_record(official),
+        "sources": ([official.source] if official is not None else []) + list(entry.sources),
+    }
+
+
+def _official_record(found: Optional[OfficialCode]) -> Optional[Dict[str, str]]:
+    """What the official code tables say of the line's code (``None`` when they do not list it)."""
+    if found is None:
+        return None
+    return {
+        "family": found.family,
+        "code": found.code,
+        "title": found.title,
+        "summary": found.summary(),
+        "message": found.message,
+        "cause": found.cause,
+        "solution": found.solution,
+        "source": found.source,
+        "version": found.version,
+        "retrieved": found.retrieved,
     }
 
 

@@ -1,0 +1,125 @@
+"""The official error-code tables (npudoctor/knowledge/data/error_codes/) and their use by
+triage and ``explain``: every code the tables list prints its official meaning, cause and
+solution; a code they do not list keeps its family's generic text."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from npudoctor.knowledge import error_codes
+from npudoctor.knowledge.signatures import fill, load_kb
+from npudoctor.report.triage import render_text
+from npudoctor.triage import triage_text
+
+KB = load_kb()
+TABLES = error_codes.tables()
+
+
+def _first(line: str):
+    """The signature the scanner gives ``line`` (the first entry in KB order that matches)
+    and the label it fills."""
+    found = KB.classify(line)
+    assert found, line
+    entry, caps = found[0]
+    return entry, fill(entry.label, entry.values(caps))
+
+
+def test_tables_are_whole_and_each_code_has_its_source():
+    sizes = {family: len(codes) for family, codes in TABLES.items()}
+    assert sizes["cann"] >= 500 and sizes["acl"] >= 150
+    assert sizes["hccl"] == 23 and sizes["dcmi"] == 19
+    for family, codes in TABLES.items():
+        for code, found in codes.items():
+            assert found.family == family and found.code == code
+            assert found.source.startswith("https://"), code
+            assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", found.retrieved), code
+            assert found.title or found.solution or found.cause, code
+
+
+def test_official_entries_read_what_the_sources_say():
+    el0004 = error_codes.lookup("cann", "EL0004")
+    assert el0004 is not None and el0004.title == "Memory_Allocation_Failure"
+    assert el0004.cause == "Available memory is insufficient."
+    assert el0004.solution == "Close applications not in use."
+    ej0001 = error_codes.lookup("cann", "ej0001")
+    assert ej0001 is not None and "Maybe the last training process is running" in ej0001.message
+    assert ej0001.solution == "Wait for 10s after killing the last training process and try again."
+    acl = error_codes.lookup_label("acl:507033")
+    assert acl is not None and acl.title == "ACL_ERROR_RT_DEV_SETUP_ERROR"
+    assert acl.summary() == "Failed to start the device (ACL_ERROR_RT_DEV_SETUP_ERROR)"
+    assert error_codes.lookup_label("aclnn:507033") == acl  # aclnn labels read the ACL table
+    hccl = error_codes.lookup("hccl", "21")
+    assert hccl is not None and hccl.title == "HCCL_E_REMOTE"
+    dcmi = error_codes.lookup_label("dcmi:-8020")
+    assert dcmi is not None and dcmi.title == "DCMI_ERR_CODE_RESOURCE_OCCUPIED"
+    assert error_codes.lookup("cann", "EZ8888") is None and error_codes.lookup_label("acl") is None
+
+
+@pytest.mark.parametrize("family", ["cann", "acl", "hccl", "dcmi"])
+def test_every_listed_code_is_named_with_its_official_entry(family):
+    """A line carrying any code of the tables is claimed by a signature whose label names
+    that code, so triage prints the official entry (warning codes W* are not error lines)."""
+    line = {
+        "cann": "[ERROR] RUNTIME(1,python):2025-01-01 {code}: something failed.",
+        "acl": "RuntimeError: call aclrtFoo failed, error code is {code}",
+        "hccl": "HcclAllReduce(x) failed, error code is {code}",
+        "dcmi": "dcmi_get_card_list failed. ret is {code}",
+    }[family]
+    missed = []
+    for code in TABLES[family]:
+        if code.startswith("W"):
+            continue
+        _entry, label = _first(line.format(code=code))
+        found = error_codes.lookup_label(label)
+        if found is None or found.code != code:
+            missed.append((code, label))
+    assert not missed
+
+
+def test_triage_prints_the_official_cause_and_solution():
+    doc = triage_text(
+        "[PID: 1613532] 2026-03-24-12:14:45.885.234 Memory_Allocation_Failure(EL0004): Failed to allocate memory.\n"
+    )
+    (g,) = doc["known"]
+    assert g["label"] == "cann:EL0004" and g["official"]["code"] == "EL0004"
+    assert g["title"] == "CANN error EL0004: Memory Allocation Failure"
+    # a family's generic advice ("read the message") gives way to the official solution
+    assert g["fix"] == ["Close applications not in use."]
+    assert g["sources"][0].endswith("src/dfx/error_manager/error_code.json")
+    out = io.StringIO()
+    render_text(dict(doc, sources=doc["sources"]), out)
+    text = out.getvalue()
+    assert "official (cann EL0004): Memory Allocation Failure" in text
+    assert "possible cause: Available memory is insufficient." in text
+    assert "solution: Close applications not in use." in text
+
+
+def test_a_code_the_tables_do_not_list_keeps_the_family_text():
+    doc = triage_text("[ERROR] EZ8888: something failed.\n")
+    (g,) = doc["known"]
+    assert g["label"] == "cann:EZ8888" and g["official"] is None
+    assert g["title"] == "CANN error EZ8888: a code of the CANN error-code manual"
+    assert g["fix"] == ["read the message and the 'Solution:' line printed after the code"]
+
+
+def test_specific_signatures_keep_their_causes_and_add_the_official_entry():
+    doc = triage_text("RuntimeError: call aclrtSetDevice failed, error code is 507033\n")
+    (g,) = doc["known"]
+    assert g["id"] == "acl-507033-set-device"
+    assert g["official"]["summary"] == "Failed to start the device (ACL_ERROR_RT_DEV_SETUP_ERROR)"
+    # the signature's own fact-driven advice stays: the official solution is shown beside it
+    assert g["fix"] != [g["official"]["solution"]] and len(g["causes"]) >= 3
+
+
+def test_explain_reads_the_tables():
+    page = KB.explain("EE1015")
+    assert page is not None and page["title"] == "Package Error Incorrect Driver Version"
+    assert "Solution: Upgrade the driver software version." in page["explain"]
+    assert page["sources"][0].endswith("EE1015-Package_Error_Incorrect_Driver_Version.md")
+    dcmi = KB.explain("-8013")
+    assert dcmi is not None and dcmi["what"] == "error code" and dcmi["name"] == "dcmi:-8013"
+    assert "run it on the host" in dcmi["explain"]
+    assert KB.explain("dcmi:-8999") is None
