@@ -80,21 +80,22 @@ def test_every_listed_code_is_named_with_its_official_entry(family):
 
 
 def test_triage_prints_the_official_cause_and_solution():
+    # a real line (vllm-project/vllm-ascend#8186)
     doc = triage_text(
-        "[PID: 1613532] 2026-03-24-12:14:45.885.234 Memory_Allocation_Failure(EL0004): Failed to allocate memory.\n"
+        "[PID: 389] 2026-05-01-10:59:14.702.326 Device_Absent/Abnormal(EL0001): Device not found or invalid.\n"
     )
     (g,) = doc["known"]
-    assert g["label"] == "cann:EL0004" and g["official"]["code"] == "EL0004"
-    assert g["title"] == "CANN error EL0004: Memory Allocation Failure"
+    assert g["label"] == "cann:EL0001" and g["official"]["code"] == "EL0001"
+    assert g["title"] == "CANN error EL0001: Device Absent/Abnormal"
     # a family's generic advice ("read the message") gives way to the official solution
-    assert g["fix"] == ["Close applications not in use."]
+    assert g["fix"] == ["Check the error messages in the log."]
     assert g["sources"][0].endswith("src/dfx/error_manager/error_code.json")
     out = io.StringIO()
-    render_text(dict(doc, sources=doc["sources"]), out)
+    render_text(doc, out)
     text = out.getvalue()
-    assert "official (cann EL0004): Memory Allocation Failure" in text
-    assert "possible cause: Available memory is insufficient." in text
-    assert "solution: Close applications not in use." in text
+    assert "official (cann EL0001): Device Absent/Abnormal" in text
+    assert "possible cause: Device does not exist or is abnormal." in text
+    assert "solution: Check the error messages in the log." in text
 
 
 def test_a_code_the_tables_do_not_list_keeps_the_family_text():

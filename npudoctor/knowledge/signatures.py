@@ -296,7 +296,7 @@ class KnowledgeBase:
                 "what": "signature",
                 "name": entry.id,
                 "title": _PLACEHOLDER.sub(r"<\1>", entry.title),
-                "explain": _PLACEHOLDER.sub(r"<\1>", entry.meaning) + official_text(official),
+                "explain": _PLACEHOLDER.sub(r"<\1>", fill(entry.meaning, _NO_MACHINE)) + official_text(official),
                 "sources": ([official.source] if official else []) + list(entry.sources),
                 "entry": entry.id,
             }
@@ -488,6 +488,11 @@ def _entry(item: Mapping[str, Any], where: str) -> Entry:
 
 
 _PLACEHOLDER = lazyre.pattern(r"\{(\w+)\}")
+
+#: Placeholders of meanings that triage fills with a sentence about the machine (the HCCL
+#: timeouts in use) and that read as nothing without one (``explain``, no facts).
+MACHINE_NOTES = ("hccl_timeouts",)
+_NO_MACHINE = dict.fromkeys(MACHINE_NOTES, "")
 _GROUP_NAME = lazyre.pattern(r"\(\?P<\w+>")
 
 

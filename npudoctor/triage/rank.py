@@ -77,7 +77,26 @@ def display_values(facts: Facts) -> Dict[str, str]:
     if tk is not None and tk.path:
         values["toolkit"] = tk.path
     values["cann_version"] = (tk.version if tk is not None else None) or "(none)"
+    values["hccl_timeouts"] = _hccl_timeouts(facts)
     return values
+
+
+#: The HCCL timeout variables and HCCL's defaults (seconds) when they are unset, as the official
+#: texts of EI0006 (connect, 120 s) and EI0002 (execution, 1800 s) give them.
+HCCL_TIMEOUTS = (("HCCL_CONNECT_TIMEOUT", 120), ("HCCL_EXEC_TIMEOUT", 1800))
+
+
+def _hccl_timeouts(facts: Facts) -> str:
+    """One sentence (with a leading space) naming the HCCL timeouts in use on this machine, or
+    ``""`` when its HCCL facts are not known."""
+    if not facts.present("hccl"):
+        return ""
+    variables = facts.hccl.variables
+    parts = [
+        f"{name}={variables[name]}" if variables.get(name) else f"{name} unset (HCCL's default {default} s)"
+        for name, default in HCCL_TIMEOUTS
+    ]
+    return " In use here: " + ", ".join(parts) + "."
 
 
 def _judged(cause: Cause, facts: Mapping[str, Any]) -> bool:
@@ -205,7 +224,7 @@ def rank_group(group: Group, findings: Sequence[Finding], facts: Optional[Mappin
         "last": {"source": group.last.source, "line": group.last.line},
         "sample": group.sample,
         "captures": dict(group.captures),
-        "meaning": fill(entry.meaning, own),
+        "meaning": fill(entry.meaning, values),
         "kinds": list(entry.kinds),
         "decide": list(entry.decide),
         "causes": judged,
