@@ -12,7 +12,8 @@ folder are written by hand, each entry with its source):
 * ``acl.toml``: the ACL/runtime return codes (``aclError``): the constant names from the CANN
   runtime headers, the meaning and the solution from torch_npu's table of them
   (``torch_npu/csrc/core/npu/NPUErrorCodes.h``, Ascend's English text of the official
-  ``aclError`` list).
+  ``aclError`` list); and the aclnn return codes (161xxx/361xxx/561xxx) of the opbase
+  reference page.
 
 Each argument is a git repository (a clone or a bare mirror) of the named project; the files
 are read at its ``HEAD`` and every entry records the URL of its page at that commit.  This is
@@ -204,6 +205,26 @@ def acl_codes(runtime: str, pytorch: str) -> Tuple[Dict[str, Dict[str, str]], st
     return out, f"{RUNTIME_URL}/tree/{rt_commit}/include/external/acl", f"{PYTORCH_URL}/blob/{pt_commit}/{path}"
 
 
+#: the official aclnn (operator API) return codes: a Markdown table page of CANN opbase
+ACLNN_PAGE = "docs/en/api/nnopbase/opdev/aclnn_return_code/aclnn_return_codes.md"
+_TABLE_ROW = re.compile(r"^\|\s*(ACLNN_\w+)\s*\|\s*(\d{6})\s*\|\s*(.+?)\s*\|\s*$")
+
+
+def aclnn_codes(opbase: str) -> Tuple[Dict[str, Dict[str, str]], str]:
+    commit = _git(opbase, "rev-parse", "HEAD").strip()
+    source = f"{OPBASE_URL}/blob/{commit}/{ACLNN_PAGE}"
+    out: Dict[str, Dict[str, str]] = {}
+    for line in _git(opbase, "show", f"HEAD:{ACLNN_PAGE}").splitlines():
+        m = _TABLE_ROW.match(line)
+        if not m or "deprecated" in m.group(3).lower():
+            continue
+        out.setdefault(
+            m.group(2),
+            {"title": m.group(1), "message": _unmd(m.group(3)), "cause": "", "solution": "", "source": source},
+        )
+    return out, source
+
+
 def _q(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -260,13 +281,16 @@ def main() -> int:
     }
     (OUT / "cann_reference.toml").write_text(render(meta, trees, codes), encoding="utf-8")
     acl, names_src, text_src = acl_codes(args.runtime, args.pytorch)
+    aclnn, aclnn_src = aclnn_codes(args.opbase)
+    for code, entry in aclnn.items():
+        acl.setdefault(code, entry)
     meta = {
         "family": "acl",
         "title": "ACL/runtime return codes (aclError)",
         "version": "CANN open-source master; torch_npu master",
         "retrieved": args.retrieved,
     }
-    (OUT / "acl.toml").write_text(render(meta, [names_src, text_src], acl), encoding="utf-8")
+    (OUT / "acl.toml").write_text(render(meta, [names_src, text_src, aclnn_src], acl), encoding="utf-8")
     print(f"{len(codes)} CANN codes, {len(acl)} ACL return codes written to {OUT.relative_to(REPO)}")
     return 0
 

@@ -98,6 +98,21 @@ def test_triage_prints_the_official_cause_and_solution():
     assert "solution: Check the error messages in the log." in text
 
 
+def test_aclnn_return_codes_read_the_opbase_table():
+    # a real line (Ascend/pytorch#90)
+    doc = triage_text(
+        "RuntimeError: copy_d2d_baseformat_opapi:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:88 NPU function "
+        "error: call aclnnInplaceCopy failed, error code is 561103\n"
+    )
+    (g,) = doc["known"]
+    assert g["label"] == "aclnn:561103" and g["official"]["title"] == "ACLNN_ERR_INNER_NULLPTR"
+    assert g["title"] == (
+        "aclnn error 561103: Internal error. An error occurs in an aclnn API due to a nullptr access "
+        "(ACLNN_ERR_INNER_NULLPTR)"
+    )
+    assert g["official"]["source"].endswith("aclnn_return_code/aclnn_return_codes.md")
+
+
 def test_a_code_the_tables_do_not_list_keeps_the_family_text():
     doc = triage_text("[ERROR] EZ8888: something failed.\n")
     (g,) = doc["known"]
