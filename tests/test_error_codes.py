@@ -93,9 +93,12 @@ def test_triage_prints_the_official_cause_and_solution():
     out = io.StringIO()
     render_text(doc, out)
     text = out.getvalue()
-    assert "official (cann EL0001): Device Absent/Abnormal" in text
-    assert "possible cause: Device does not exist or is abnormal." in text
-    assert "solution: Check the error messages in the log." in text
+    # each official statement once: the title names the code's title, the fix is its solution
+    assert "CANN error EL0001: Device Absent/Abnormal  [cann-code cann:EL0001" in text
+    assert "official cann EL0001: Device" not in text
+    assert "  official cann EL0001:\n    possible cause: Device does not exist or is abnormal.\n" in text
+    assert "  fix: Check the error messages in the log.\n" in text
+    assert text.count("Check the error messages in the log.") == 1
 
 
 def test_aclnn_return_codes_read_the_opbase_table():
@@ -128,6 +131,12 @@ def test_specific_signatures_keep_their_causes_and_add_the_official_entry():
     assert g["official"]["summary"] == "Failed to start the device (ACL_ERROR_RT_DEV_SETUP_ERROR)"
     # the signature's own fact-driven advice stays: the official solution is shown beside it
     assert g["fix"] != [g["official"]["solution"]] and len(g["causes"]) >= 3
+    out = io.StringIO()
+    render_text(doc, out)
+    assert (
+        "  official acl 507033: Failed to start the device (ACL_ERROR_RT_DEV_SETUP_ERROR)\n"
+        "    solution: Rectify the fault based on the error information in the ascend log.\n"
+    ) in out.getvalue()
 
 
 def test_explain_reads_the_tables():

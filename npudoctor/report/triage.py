@@ -103,11 +103,18 @@ def render_text(result: Dict[str, Any], out: IO[str]) -> None:
         out.write(f"  means: {g['meaning']}\n")
         official = g.get("official")
         if official:
-            out.write(f"  official ({official['family']} {official['code']}): {official['summary']}\n")
-            if official["cause"]:
-                out.write(f"    possible cause: {official['cause']}\n")
-            if official["solution"]:
-                out.write(f"    solution: {official['solution']}\n")
+            # said once: the summary when the title does not already give it, the solution when
+            # it is not already the fix printed below
+            summary = official["summary"] if official["summary"] not in g["title"] else ""
+            solution = official["solution"] if g["conclusion"] or g["fix"] != [official["solution"]] else ""
+            if summary or official["cause"] or solution:
+                out.write(
+                    f"  official {official['family']} {official['code']}" + (f": {summary}\n" if summary else ":\n")
+                )
+                if official["cause"]:
+                    out.write(f"    possible cause: {official['cause']}\n")
+                if solution:
+                    out.write(f"    solution: {solution}\n")
         if g["severity"] == "noise":
             continue
         if g["follow_on"]:
