@@ -99,6 +99,13 @@ def test_the_reason_on_the_line_decides(source, line, entry_id, conclusion, rule
     assert g["official"] is not None and g["label"] == "cann:" + g["official"]["code"]
 
 
+def test_the_memory_pool_trace_line_of_a_device_start_names_memory():
+    # the trace under EL0004 at device start (hw-native-sys/PTOAS#341)
+    line = "        allocate device memory failed.[FUNC:Init][FILE:memory_pool_manager.cc][LINE:50]\n"
+    (g,) = triage_text(line)["known"]
+    assert g["id"] == "device-memory-exhausted" and g["conclusion"].startswith("NPU memory is exhausted")
+
+
 def test_a_bare_ez1001_still_reaches_its_default():
     doc = triage_text(
         "EZ1001: [PID: 72153] Get path and read binary_info_config.json failed, please check if the "
