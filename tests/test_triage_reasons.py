@@ -106,6 +106,22 @@ def test_the_memory_pool_trace_line_of_a_device_start_names_memory():
     assert g["id"] == "device-memory-exhausted" and g["conclusion"].startswith("NPU memory is exhausted")
 
 
+def test_an_ez1001_argument_error_is_not_blamed_on_the_kernels():
+    # vllm-project/vllm-ascend#5297
+    line = (
+        "(EngineCore_DP0 pid=172866) ERROR 12-23 12:56:15 [core.py:868] [PID: 172866] 2025-12-23-12:56:15.164.100 "
+        "AclNN_Parameter_Error(EZ1001): The k-axis of the two inputs are different.\n"
+    )
+    (g,) = triage_text(line)["known"]
+    assert g["id"] == "aclnn-parameter-error"
+    assert g["conclusion"] == "the operator rejected its arguments: The k-axis of the two inputs are different."
+    assert not any("kernels" in (c["here"] or "") + c["text"] for c in g["causes"])
+    # a code with no reason after it states nothing: no cause is claimed, the official entry is shown
+    (g,) = triage_text("RuntimeError: call aclnnSwiGlu failed, detail:EZ1001\n")["known"]
+    assert g["id"] == "aclnn-parameter-error" and g["conclusion"] is None
+    assert g["official"]["title"] == "AclNN_Parameter_Error" and g["causes"][0]["status"] == "unknown"
+
+
 def test_a_bare_ez1001_still_reaches_its_default():
     doc = triage_text(
         "EZ1001: [PID: 72153] Get path and read binary_info_config.json failed, please check if the "
