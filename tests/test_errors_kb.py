@@ -133,6 +133,52 @@ CASE_LINES = [
         "[ERROR] 2024-06-20 (PID:1, Device:-1, RankID:-1) ERR00008 PTA resource not found",
         "pta-err00008-resource-not-found",
     ),
+    # reasons before defaults (issue 28): the reason text picks the sub-signature of its code
+    (
+        "LlamaFactory#4165",
+        "RuntimeError: call aclnnCast failed, detail:EZ1001: 2024-06-10-00:01:59.325.061 self not implemented for "
+        "DT_BFLOAT16, should be in dtype support list [DT_FLOAT16,DT_FLOAT,DT_DOUBLE,].",
+        "aclnn-dtype-bf16-unsupported",
+    ),
+    (
+        "diffusers#10428",
+        "detail:EZ1001: [PID: 23975] 2025-01-02-11:00:00.313.502 self not implemented for DT_DOUBLE, should be in "
+        "dtype support list [DT_UINT8,DT_FLOAT,DT_BFLOAT16,].",
+        "aclnn-dtype-float64-unsupported",
+    ),
+    (
+        "vllm-ascend#6636",
+        "AclNN_Parameter_Error(EZ1001): Tensor scale not implemented for DT_FLOAT16, should be in dtype support list "
+        "[DT_UINT64,DT_BFLOAT16,DT_INT64,DT_FLOAT,].",
+        "aclnn-dtype-unsupported",
+    ),
+    (
+        "vllm-ascend#1813",
+        "EZ1001: Get regInfo failed, The binary_info_config.json of socVersion [ascend310p] does not support opType "
+        "[MoeGatingTopKSoftmax].",
+        "aclnn-op-not-supported-on-soc",
+    ),
+    (
+        "sherpa-onnx#2740",
+        "[ACL ERROR] EE1001: The argument is invalid.Reason: ModelCheckCompatibility failed, supported "
+        "socVersion=Ascend910B2, but the model socVersion=Ascend910B",
+        "om-model-soc-mismatch",
+    ),
+    (
+        "LlamaFactory#3839",
+        "EJ0001: Failed to initialize the HCCP process. Reason: Maybe the last training process is running.",
+        "hccp-leftover-process",
+    ),
+    (
+        "PTOAS#341",
+        "[ERROR] RecentErrMsg: Memory_Allocation_Failure(EL0004): Failed to allocate memory.",
+        "device-memory-exhausted",
+    ),
+    (
+        "vllm-ascend#5297",
+        "AclNN_Parameter_Error(EZ1001): The k-axis of the two inputs are different.",
+        "aclnn-parameter-error",
+    ),
 ]
 
 
