@@ -141,6 +141,17 @@ def test_specific_signatures_keep_their_causes_and_add_the_official_entry():
     ) in out.getvalue()
 
 
+def test_a_code_on_a_line_a_message_signature_claims_still_prints_its_official_entry():
+    doc = triage_text("E40020: Failed to import Python module [te]. Reason: No module named 'decorator'.\n")
+    (g,) = doc["known"]
+    assert g["id"] == "no-module-cann-dependency" and g["label"] == "python:no-module"
+    assert g["official"]["code"] == "E40020"
+    assert g["official"]["cause"] == "Some required Python modules are not installed."
+    # a line without a listed code gets none
+    (g,) = triage_text("ModuleNotFoundError: No module named 'decorator'\n")["known"]
+    assert g["official"] is None
+
+
 def test_explain_reads_the_tables():
     page = KB.explain("EE1015")
     assert page is not None and page["title"] == "Package Error Incorrect Driver Version"

@@ -24,6 +24,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
+from npudoctor import lazyre
+
 #: Folder of the tables.
 TABLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "error_codes")
 
@@ -125,6 +127,21 @@ def lookup(family: str, code: str) -> Optional[OfficialCode]:
     as ``aclnn``), or ``None`` when the tables do not list it."""
     table = LABEL_FAMILY.get(family, family)
     return tables().get(table, {}).get(code.strip().upper())
+
+
+#: A CANN E-code as the CANN logs print it: ``EZ1001:``, ``(EL0004)``, ``EE1001  ``, ``EI0006[PID``.
+_CANN_CODE = lazyre.pattern(r"(?:\(|\b)(E[A-Z0-9][0-9]{4})(?::|\)|\s\s|\[PID)")
+
+
+def lookup_in_text(text: str) -> Optional[OfficialCode]:
+    """The official entry of the first CANN E-code the tables list in ``text`` (a line a
+    signature without a code label claimed), or ``None``."""
+    table = tables()["cann"]
+    for m in _CANN_CODE.finditer(text):
+        found = table.get(m.group(1))
+        if found is not None:
+            return found
+    return None
 
 
 def lookup_label(label: str) -> Optional[OfficialCode]:

@@ -29,7 +29,7 @@ from npudoctor.facts import Facts
 from npudoctor.facts.coverage import not_checked
 from npudoctor.findings import Finding
 from npudoctor.knowledge.codes import registry
-from npudoctor.knowledge.error_codes import OfficialCode, lookup_label
+from npudoctor.knowledge.error_codes import OfficialCode, lookup_in_text, lookup_label
 from npudoctor.knowledge.signatures import Cause, fill
 from npudoctor.triage.evidence import lib_names, names_of, tie
 from npudoctor.triage.scan import Group, Scanner
@@ -208,6 +208,9 @@ def rank_group(group: Group, findings: Sequence[Finding], facts: Optional[Mappin
     values.update(own)
     label = fill(entry.label, own) if entry.label else None
     official = lookup_label(label) if label else None
+    if official is None:
+        # a line a message signature claimed may still carry a CANN code of the tables
+        official = lookup_in_text(group.sample)
     fix = top["fix"] if top is not None and concluded else [fill(x, values) for x in entry.fix]
     if official is not None and official.solution and not concluded and (entry.codes or entry.unlisted):
         # a code family's generic advice gives way to the official solution of the code
