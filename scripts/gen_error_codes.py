@@ -54,6 +54,14 @@ def _git(repo: str, *args: str) -> str:
     return subprocess.run(["git", "-C", repo, *args], check=True, capture_output=True, text=True).stdout
 
 
+def _describe(repo: str) -> str:
+    """The release a repository's HEAD follows (``git describe --tags``: tag, commits since, hash)."""
+    try:
+        return _git(repo, "describe", "--tags", "HEAD").strip()
+    except subprocess.CalledProcessError:
+        return _git(repo, "rev-parse", "--short", "HEAD").strip()
+
+
 def _unmd(text: str) -> str:
     """Markdown inline markup reduced to plain text (escapes, links, emphasis, tags)."""
     text = re.sub(r"<[^>]+>", " ", text)
@@ -276,7 +284,7 @@ def main() -> int:
     meta = {
         "family": "cann",
         "title": "CANN error-code reference (E-codes)",
-        "version": "CANN open-source master (runtime, ge, opbase)",
+        "version": "CANN master: " + ", ".join(f"{name} {_describe(repo)}" for name, (repo, _url) in repos.items()),
         "retrieved": args.retrieved,
     }
     (OUT / "cann_reference.toml").write_text(render(meta, trees, codes), encoding="utf-8")
@@ -287,7 +295,8 @@ def main() -> int:
     meta = {
         "family": "acl",
         "title": "ACL/runtime return codes (aclError)",
-        "version": "CANN open-source master; torch_npu master",
+        "version": f"CANN master: runtime {_describe(args.runtime)}, opbase {_describe(args.opbase)}; "
+        f"torch_npu master {_describe(args.pytorch)}",
         "retrieved": args.retrieved,
     }
     (OUT / "acl.toml").write_text(render(meta, [names_src, text_src, aclnn_src], acl), encoding="utf-8")
