@@ -56,6 +56,7 @@ def test_official_entries_read_what_the_sources_say():
     dcmi = error_codes.lookup_label("dcmi:-8020")
     assert dcmi is not None and dcmi.title == "DCMI_ERR_CODE_RESOURCE_OCCUPIED"
     assert error_codes.lookup("cann", "EZ8888") is None and error_codes.lookup_label("acl") is None
+    assert error_codes.lookup_label("loader:cannot-open") is None and error_codes.lookup("nosuch", "1") is None
     ei0020 = error_codes.lookup("cann", "EI0020")  # a hand-written table beside the generated one
     assert ei0020 is not None and "HCCL_NPU_SOCKET_PORT_RANGE" in ei0020.solution
 

@@ -32,7 +32,8 @@ TABLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "e
 #: The families a table may declare.
 FAMILIES = ("cann", "acl", "hccl", "dcmi")
 
-#: Label families (the ``<family>:`` of a triage signature's label) -> table family.
+#: Label families (the ``<family>:`` of a triage signature's label) -> table family; every
+#: family of :data:`FAMILIES` maps to itself.
 LABEL_FAMILY = {"cann": "cann", "acl": "acl", "aclnn": "acl", "hccl": "hccl", "dcmi": "dcmi"}
 
 
@@ -125,8 +126,10 @@ def tables() -> Dict[str, Dict[str, OfficialCode]]:
 def lookup(family: str, code: str) -> Optional[OfficialCode]:
     """The official entry of ``code`` in ``family`` (a table family, or a label family such
     as ``aclnn``), or ``None`` when the tables do not list it."""
-    table = LABEL_FAMILY.get(family, family)
-    return tables().get(table, {}).get(code.strip().upper())
+    table = LABEL_FAMILY.get(family)
+    if table is None:  # a loader, Python or message label: no table to load
+        return None
+    return tables()[table].get(code.strip().upper())
 
 
 #: A CANN E-code as the CANN logs print it: ``EZ1001:``, ``(EL0004)``, ``EE1001  ``, ``EI0006[PID``.
@@ -136,9 +139,8 @@ _CANN_CODE = lazyre.pattern(r"(?:\(|\b)(E[A-Z0-9][0-9]{4})(?::|\)|\s\s|\[PID)")
 def lookup_in_text(text: str) -> Optional[OfficialCode]:
     """The official entry of the first CANN E-code the tables list in ``text`` (a line a
     signature without a code label claimed), or ``None``."""
-    table = tables()["cann"]
-    for m in _CANN_CODE.finditer(text):
-        found = table.get(m.group(1))
+    for m in _CANN_CODE.finditer(text):  # the tables are loaded only for a line with a code
+        found = tables()["cann"].get(m.group(1))
         if found is not None:
             return found
     return None
