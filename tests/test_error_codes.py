@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
 
 import pytest
 
@@ -162,3 +163,36 @@ def test_explain_reads_the_tables():
     assert dcmi is not None and dcmi["what"] == "error code" and dcmi["name"] == "dcmi:-8013"
     assert "run it on the host" in dcmi["explain"]
     assert KB.explain("dcmi:-8999") is None
+
+
+_GOOD = """
+[meta]
+family = "dcmi"
+retrieved = "2026-12-06"
+[codes."-8001"]
+title = "DCMI_ERR_CODE_INVALID_PARAMETER"
+source = "https://example.invalid/a"
+"""
+
+
+@pytest.mark.parametrize(
+    "files,complaint",
+    [
+        ({"a.toml": _GOOD, "b.toml": _GOOD}, "listed in another table too"),
+        ({"a.toml": _GOOD.replace('"dcmi"', '"npu"')}, "family 'npu'"),
+        ({"a.toml": _GOOD.replace('source = "https://example.invalid/a"', "")}, "needs a source"),
+        ({"a.toml": _GOOD.replace("title =", "name =")}, "has only the keys"),
+        ({"a.toml": "[meta\n"}, "a.toml"),
+    ],
+)
+def test_a_malformed_table_is_refused(tmp_path: Path, files, complaint):
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    with pytest.raises(error_codes.ErrorCodesError, match=re.escape(complaint)):
+        error_codes.load_tables(str(tmp_path))
+
+
+def test_a_well_formed_table_loads(tmp_path: Path):
+    (tmp_path / "a.toml").write_text(_GOOD, encoding="utf-8")
+    loaded = error_codes.load_tables(str(tmp_path))
+    assert loaded["dcmi"]["-8001"].title == "DCMI_ERR_CODE_INVALID_PARAMETER" and loaded["cann"] == {}

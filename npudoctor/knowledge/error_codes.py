@@ -105,21 +105,30 @@ def _table(path: str) -> Tuple[str, Dict[str, OfficialCode]]:
     return family, out
 
 
-def tables() -> Dict[str, Dict[str, OfficialCode]]:
-    """Every table, loaded whole once: family -> code -> :class:`OfficialCode`.  Raises
-    :class:`ErrorCodesError` for a malformed table or a code listed twice in one family."""
-    if _TABLES:
-        return _TABLES
+def load_tables(directory: str) -> Dict[str, Dict[str, OfficialCode]]:
+    """The tables (``*.toml``) of ``directory``: family -> code -> :class:`OfficialCode`.
+    Raises :class:`ErrorCodesError` for a malformed table or a code listed twice in one family."""
     loaded: Dict[str, Dict[str, OfficialCode]] = {f: {} for f in FAMILIES}
-    for name in sorted(os.listdir(TABLES_DIR)):
+    for name in sorted(os.listdir(directory)):
         if not name.endswith(".toml"):
             continue
-        family, codes = _table(os.path.join(TABLES_DIR, name))
+        try:
+            family, codes = _table(os.path.join(directory, name))
+        except (OSError, ValueError) as exc:
+            if isinstance(exc, ErrorCodesError):
+                raise
+            raise ErrorCodesError(f"{name}: {exc}") from None
         twice = sorted(set(codes) & set(loaded[family]))
         if twice:
             raise ErrorCodesError(f"{name}: {family} codes {twice} are listed in another table too")
         loaded[family].update(codes)
-    _TABLES.update(loaded)
+    return loaded
+
+
+def tables() -> Dict[str, Dict[str, OfficialCode]]:
+    """The packaged tables (:data:`TABLES_DIR`), loaded whole once per process."""
+    if not _TABLES:
+        _TABLES.update(load_tables(TABLES_DIR))
     return _TABLES
 
 
