@@ -145,6 +145,8 @@ _RAW_STRING = re.compile(r'R"\((.*?)\)"', re.S)
 
 def _na(text: str) -> str:
     text = re.sub(r"\s+", " ", text or "").strip()
+    # numbered steps run together in the registry ("cluster.2. If"): a space before each number
+    text = re.sub(r"([.)])(\d\. [A-Z])", r"\1 \2", text)
     return "" if text.upper() in ("N/A", "NA", "") else text
 
 

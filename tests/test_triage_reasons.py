@@ -136,11 +136,13 @@ def test_hccl_timeouts_in_use_are_named_when_the_machine_is_known():
     facts = {"hccl": {"variables": {"HCCL_CONNECT_TIMEOUT": "600"}}}
     (g,) = triage_text(line, facts, findings=[])["known"]
     assert g["id"] == "ei0006-socket-timeout"
-    assert g["meaning"].endswith(
-        "In use here: HCCL_CONNECT_TIMEOUT=600, HCCL_EXEC_TIMEOUT unset (HCCL's default 1800 s)."
-    )
+    assert g["meaning"].endswith("or a port conflict. In use here: HCCL_CONNECT_TIMEOUT=600.")
     (g,) = triage_text(line, {"hccl": {"variables": {}}}, findings=[])["known"]
-    assert "HCCL_CONNECT_TIMEOUT unset (HCCL's default 120 s)" in g["meaning"]
+    assert g["meaning"].endswith(" In use here: HCCL_CONNECT_TIMEOUT unset (HCCL's default 120 s).")
+    # the notify-wait timeout names the execution timeout
+    notify = "EI0002: The wait execution of the Notify register times out. Reason: remote rank: [3]\n"
+    (g,) = triage_text(notify, {"hccl": {"variables": {"HCCL_EXEC_TIMEOUT": "7200"}}}, findings=[])["known"]
+    assert g["id"] == "ei0002-notify-timeout" and g["meaning"].endswith(" In use here: HCCL_EXEC_TIMEOUT=7200.")
     # without the machine's facts nothing is claimed about them
     (g,) = triage_text(line)["known"]
     assert "In use here" not in g["meaning"] and "{" not in g["meaning"]

@@ -491,7 +491,7 @@ _PLACEHOLDER = lazyre.pattern(r"\{(\w+)\}")
 
 #: Placeholders of meanings that triage fills with a sentence about the machine (the HCCL
 #: timeouts in use) and that read as nothing without one (``explain``, no facts).
-MACHINE_NOTES = ("hccl_timeouts",)
+MACHINE_NOTES = ("hccl_connect_timeout", "hccl_exec_timeout")
 _NO_MACHINE = dict.fromkeys(MACHINE_NOTES, "")
 _GROUP_NAME = lazyre.pattern(r"\(\?P<\w+>")
 

@@ -77,26 +77,26 @@ def display_values(facts: Facts) -> Dict[str, str]:
     if tk is not None and tk.path:
         values["toolkit"] = tk.path
     values["cann_version"] = (tk.version if tk is not None else None) or "(none)"
-    values["hccl_timeouts"] = _hccl_timeouts(facts)
+    for placeholder, (name, default) in HCCL_TIMEOUTS.items():
+        values[placeholder] = _in_use(facts, name, default)
     return values
 
 
-#: The HCCL timeout variables and HCCL's defaults (seconds) when they are unset, as the official
-#: texts of EI0006 (connect, 120 s) and EI0002 (execution, 1800 s) give them.
-HCCL_TIMEOUTS = (("HCCL_CONNECT_TIMEOUT", 120), ("HCCL_EXEC_TIMEOUT", 1800))
+#: Placeholder -> the HCCL timeout variable and HCCL's default (seconds) when it is unset, as the
+#: official texts of EI0006 (connect, 120 s) and EI0002 (execution, 1800 s) give them.
+HCCL_TIMEOUTS = {
+    "hccl_connect_timeout": ("HCCL_CONNECT_TIMEOUT", 120),
+    "hccl_exec_timeout": ("HCCL_EXEC_TIMEOUT", 1800),
+}
 
 
-def _hccl_timeouts(facts: Facts) -> str:
-    """One sentence (with a leading space) naming the HCCL timeouts in use on this machine, or
-    ``""`` when its HCCL facts are not known."""
+def _in_use(facts: Facts, name: str, default: int) -> str:
+    """One sentence (with a leading space) naming the value of the HCCL variable ``name`` in use
+    on this machine, or ``""`` when its HCCL facts are not known."""
     if not facts.present("hccl"):
         return ""
-    variables = facts.hccl.variables
-    parts = [
-        f"{name}={variables[name]}" if variables.get(name) else f"{name} unset (HCCL's default {default} s)"
-        for name, default in HCCL_TIMEOUTS
-    ]
-    return " In use here: " + ", ".join(parts) + "."
+    value = facts.hccl.variables.get(name)
+    return f" In use here: {name}={value}." if value else f" In use here: {name} unset (HCCL's default {default} s)."
 
 
 def _judged(cause: Cause, facts: Mapping[str, Any]) -> bool:
