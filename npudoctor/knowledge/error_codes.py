@@ -163,15 +163,15 @@ def lookup_label(label: str) -> Optional[OfficialCode]:
 
 
 def official_text(found: Optional[OfficialCode]) -> str:
-    """What the official table says of a code, as sentences to append to a meaning (with a
-    leading space), or ``""`` for ``None``."""
+    """What the official table says of a code, as paragraphs to append to a meaning (each
+    after a blank line), or ``""`` for ``None``."""
     if found is None:
         return ""
-    parts = [f" Official ({found.family} {found.code}): {found.summary()}."]
+    parts = [f"Official ({found.family} {found.code}, {found.version}, read {found.retrieved}): {found.summary()}."]
     if found.message and found.family == "cann":
-        parts.append(f" Message: {found.message}")
+        parts.append(f"Message: {found.message}")
     if found.cause:
-        parts.append(f" Possible cause: {found.cause}")
+        parts.append(f"Possible cause: {found.cause}")
     if found.solution:
-        parts.append(f" Solution: {found.solution}")
-    return "".join(parts)
+        parts.append(f"Solution: {found.solution}")
+    return "".join("\n\n" + p for p in parts)
