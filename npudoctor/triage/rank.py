@@ -205,6 +205,16 @@ def rank_group(group: Group, findings: Sequence[Finding], facts: Optional[Mappin
         "conclusion": top["here"] if top is not None and concluded else None,
         "fix": top["fix"] if top is not None and concluded else [fill(x, values) for x in entry.fix],
         "sources": list(entry.sources),
+        "after": (
+            {
+                "source": group.after.place.source,
+                "line": group.after.place.line,
+                "text": group.after.text,
+                "id": group.after.entry,
+            }
+            if group.after is not None
+            else None
+        ),
     }
 
 
@@ -220,7 +230,8 @@ def rank(
 ) -> Dict[str, Any]:
     """The triage result (the ``--json`` contract of ``npudoctor triage``)::
 
-    sources   [{name, lines, bytes, error, long_lines}]
+    sources   [{name, lines, bytes, error, long_lines, compressed, skipped}] (``bytes``: read
+              after decompression; ``skipped``: why a stream was not scanned, a binary file)
     known     [group record (see rank_group)] in order of first appearance
     unknown   [{text, count, first, last}] error-looking lines no signature matched
     unknown_dropped   how many more distinct unknown lines were only counted
@@ -229,6 +240,7 @@ def rank(
               its import names or a library) a traceback frame, an error line naming a file
               of it, or a library named in the log lies in
     first_error   id of the earliest error that is not a follow-on (or None)
+    (a crash group's ``after``: the warning/error line just before its first line, or None)
     verdict   one line: the conclusion for the first error, or None
 
     ``findings`` are the rule findings on ``facts`` (both empty: nothing is ranked, only
@@ -257,7 +269,15 @@ def rank(
         verdict = concluded["conclusion"] if concluded else None
     return {
         "sources": [
-            {"name": s.name, "lines": s.lines, "bytes": s.bytes, "error": s.error, "long_lines": s.long_lines}
+            {
+                "name": s.name,
+                "lines": s.lines,
+                "bytes": s.bytes,
+                "error": s.error,
+                "long_lines": s.long_lines,
+                "compressed": s.compressed,
+                "skipped": s.skipped,
+            }
             for s in scanner.sources
         ],
         "known": known,
