@@ -108,6 +108,15 @@ LINES = [
         "error",
         ("HCCL_CONNECT_TIMEOUT",),
     ),
+    (
+        "[RAW SERVER] /usr/local/python3.11.13/lib/python3.11/site-packages/torch_npu/utils/_path_manager.py:66:"
+        " UserWarning: Permission mismatch: The owner of /usr/local/python3.11.13/lib/python3.11/site-packages/"
+        "torch_npu/lib/libop_plugin_atb.so does not match.",
+        "torch-npu-permission-mismatch",
+        "msg:permission-mismatch",
+        "warning",
+        ("chown", "the account that runs it"),
+    ),
 ]
 
 
