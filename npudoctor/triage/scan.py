@@ -16,6 +16,7 @@ import zlib
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Dict, List, Optional, Tuple, Type
 
+from npudoctor import lazyre
 from npudoctor.knowledge.signatures import MAX_LINE, Entry, KnowledgeBase
 from npudoctor.triage.evidence import FRAME_ANCHOR, PATH_ANCHOR, frame_package, path_package
 from npudoctor.triage.gate import gate_for
@@ -58,7 +59,10 @@ _CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\x0c\x08\x1b") + b"\x7
 #: Bytes of a stream examined to tell a binary file from a log.
 SNIFF = 8192
 #: Markers of a warning line: the line before a crash may be one (linked, never counted).
-WARNING_ANCHORS = (b"Warning", b"WARN")
+#: Looked for only backwards from a crash line, so that warning lines cost nothing to a scan.
+WARNING_RX = lazyre.pattern(rb"Warning|WARN|warning:")
+#: How far back from a crash line a warning is looked for (bytes of the same chunk).
+LOOKBACK = 64 << 10
 
 
 @dataclass
@@ -201,7 +205,7 @@ class Scanner:
 
     def __init__(self, kb: KnowledgeBase) -> None:
         self.kb = kb
-        self._gate = gate_for(kb, (FRAME_ANCHOR,) + WARNING_ANCHORS)
+        self._gate = gate_for(kb, (FRAME_ANCHOR,))
         self.groups: Dict[Tuple[str, Tuple[Tuple[str, str], ...]], Group] = {}
         self._variants: Dict[str, int] = {}
         self.unknown: Dict[str, UnknownGroup] = {}
@@ -228,8 +232,11 @@ class Scanner:
                             by_anchor.setdefault(g, []).append((i, None if g == a else a))
         self._always = frozenset(always)
         self._by_anchor = by_anchor
-        #: the last warning or error line of the current stream (a crash line follows it)
+        #: the last error line of the current stream (a crash line follows it)
         self._last: Optional[Preceding] = None
+        #: the block being examined, where its span starts, and the start of the current line
+        #: (to look back from a crash line for a warning; see :meth:`_warning_before`)
+        self._view: Tuple[bytes, int, int] = (b"", 0, 0)
 
     # -- lines
     def _line(self, raw: bytes, stats: SourceStats, lineno: int) -> None:
@@ -266,7 +273,8 @@ class Scanner:
                 else:
                     self._variants[entry.id] = n + 1
                     text = raw[: SAMPLE_CHARS * 4].decode("utf-8", "replace").strip()[:SAMPLE_CHARS]
-                    self.groups[key] = Group(entry, caps, 1, place, place, text, self._last if crash else None)
+                    after = self._warning_before(stats.name, lineno) if crash else None
+                    self.groups[key] = Group(entry, caps, 1, place, place, text, after)
                     if not crash and entry.severity != "noise":
                         self._last = Preceding(place, text, entry.id)
                     return
@@ -276,9 +284,6 @@ class Scanner:
                 self._last = Preceding(place, group.sample, entry.id)
             return
         if not self.kb.generic.search(raw):
-            if any(a in raw for a in WARNING_ANCHORS):
-                text = raw[: SAMPLE_CHARS * 4].decode("utf-8", "replace").strip()[:SAMPLE_CHARS]
-                self._last = Preceding(Place(stats.name, lineno), text)
             return
         text = raw[: SAMPLE_CHARS * 4].decode("utf-8", "replace").strip()
         if not text:
@@ -295,6 +300,29 @@ class Scanner:
         else:
             self.unknown_dropped += 1
 
+    def _warning_before(self, source: str, lineno: int) -> Optional[Preceding]:
+        """What the crash line at ``lineno`` follows: the last error line before it, or a
+        warning line between that one and the crash (looked for backwards in the block being
+        examined, at most :data:`LOOKBACK` bytes), whichever is nearer."""
+        last = self._last
+        block, lo, start = self._view
+        floor = max(lo, start - LOOKBACK)
+        end = start - 1  # the newline before the crash line
+        n = lineno
+        while end > floor:
+            begin = block.rfind(b"\n", floor, end) + 1
+            if begin <= 0 and floor > 0:
+                begin = floor
+            n -= 1
+            if last is not None and (last.place.source != source or n <= last.place.line):
+                break
+            line = block[begin:end]
+            if WARNING_RX.search(line):
+                text = line[: SAMPLE_CHARS * 4].decode("utf-8", "replace").strip()[:SAMPLE_CHARS]
+                return Preceding(Place(source, n), text)
+            end = begin - 1
+        return last
+
     def _block(self, block: bytes, base: int, stats: SourceStats, lo: int = 0, hi: int = -1) -> int:
         """Examine the complete lines of ``block[lo:hi]`` (``hi`` -1: to the end) without
         copying it; ``base`` lines precede it.  Returns the number of newlines in that span
@@ -310,6 +338,7 @@ class Scanner:
                 end = hi
             counted += count(b"\n", counted_pos, start)
             counted_pos = start
+            self._view = (block, lo, start)
             self._line(block[start:end], stats, counted + 1)
         return counted - base + count(b"\n", counted_pos, hi)
 
