@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import zlib
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Dict, List, Optional, Tuple, Type
 
@@ -179,6 +178,8 @@ def _decompressor(kind: str, raw: IO[bytes]) -> io.BufferedIOBase:
 def _read_errors() -> Tuple[Type[BaseException], ...]:
     """The exceptions a read of a log may raise: the OS's, and those of a truncated or
     corrupt archive (``EOFError``, ``zlib.error``, ``lzma.LZMAError`` when lzma is built)."""
+    import zlib  # only when a log is read: not part of the start-up work
+
     errors: Tuple[Type[BaseException], ...] = (OSError, EOFError, zlib.error)
     try:
         import lzma
