@@ -117,6 +117,13 @@ LINES = [
         "warning",
         ("chown", "the account that runs it"),
     ),
+    (
+        "gpustack_runtime.detector.pydcmi.DCMIError_LibraryNotFound: Library Not Found",
+        "dcmi-library-not-found",
+        "msg:dcmi-library-not-found",
+        "error",
+        ("/usr/local/dcmi", "/usr/local/Ascend/driver"),
+    ),
 ]
 
 
