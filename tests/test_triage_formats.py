@@ -196,6 +196,9 @@ def test_crash_text_names_the_line_it_follows(tmp_path):
     )
     out = npudoctor("triage", str(log), "--no-facts").stdout
     assert "after line 1: ERROR: Unexpected bus error encountered in worker" in out
+    # the shared-memory signature names the cause; the crash says once where to look
+    assert "it follows dataloader-shared-memory (above): fix that one first" in out
+    assert "fix the first error above this line" not in out
 
 
 def test_words_in_a_sentence_are_no_crash():

@@ -132,7 +132,7 @@ def render_text(result: Dict[str, Any], out: IO[str]) -> None:
                 if c["evidence"] and c["status"] in ("ruled_out", "cause", "no_sign"):
                     out.write(f" ({'; '.join(c['evidence'][:2])})")
                 out.write("\n")
-        if not g["conclusion"] and g["fix"]:
+        if not g["conclusion"] and g["fix"] and not after:  # a crash's line above says what to fix
             for f in g["fix"]:
                 out.write(f"  fix: {f}\n")
     if result.get("tied"):
