@@ -124,6 +124,14 @@ LINES = [
         "error",
         ("/usr/local/dcmi", "/usr/local/Ascend/driver"),
     ),
+    (
+        "[ERROR] HCCL(310612,python3):2025-08-17-13:03:25.747.057 [adapter_hccp.cc:2286] [434628]this package does"
+        " not support hrtRaAiQpCreate for device, please change new package",
+        "hccl-package-not-support",
+        "msg:hccl-package-not-support",
+        "error",
+        ("upgrade the driver and firmware",),
+    ),
 ]
 
 
