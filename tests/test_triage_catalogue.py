@@ -71,6 +71,13 @@ LINES = [
         ("--shm-size",),
     ),
     (
+        "RuntimeError: unable to write to file </torch_8289_606636967_0>: No space left on device (28)",
+        "dataloader-shared-memory",
+        "msg:shm-exhausted",
+        "error",
+        ("--shm-size", "/dev/shm"),
+    ),
+    (
         "OpenBLAS blas_thread_init: pthread_create failed for thread 50 of 64: Resource temporarily unavailable",
         "openblas-thread-limit",
         "msg:thread-limit",
