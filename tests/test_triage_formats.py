@@ -218,3 +218,30 @@ def test_text_view_prints_no_kind_ids(tmp_path):
     out = npudoctor("triage", str(sample), "--from", str(snap)).stdout
     assert "npu-smi -8005" in out
     assert not re.search(r"\bK(?:0[1-9]|1\d|2[0-2])\b", out), out
+
+
+def test_damaged_archives_never_raise():
+    """Cuts after the magic bytes and a flipped byte of each format end the read with an error
+    naming the format: never a traceback."""
+    for kind, pack in (("gzip", gzip.compress), ("xz", lzma.compress), ("bzip2", bz2.compress)):
+        packed = pack(LOG * 200)
+        damaged = [packed[:n] for n in (6, 12, len(packed) // 3, len(packed) - 1)]
+        flipped = bytearray(packed)
+        flipped[len(flipped) // 2] ^= 0xFF
+        damaged.append(bytes(flipped))
+        for data in damaged:
+            sc = Scanner(load_kb())
+            stats = sc.feed("x", io.BytesIO(data))
+            assert stats.compressed == kind
+            assert stats.error is not None and stats.error.startswith(f"truncated or corrupt {kind} archive"), (
+                kind,
+                len(data),
+                stats.error,
+            )
+
+
+def test_compressed_stdin_is_read(tmp_path):
+    out = npudoctor("triage", "-", "--no-facts", "--json", input=gzip.compress(LOG), text=False)
+    doc = json.loads(out.stdout)
+    assert doc["sources"][0]["compressed"] == "gzip"
+    assert [(g["id"], g["count"]) for g in doc["known"]] == [("ei0006-socket-timeout", 3)]
