@@ -83,7 +83,7 @@ def test_live_run_without_npu_stack_lists_causes_unranked(no_stack_here):
     assert "--from <its snapshot>" in text and "--root <its rootfs>" in text
     assert "the cause here" not in text and "numpy 2 is the cause" not in text
     assert "running in a container" not in text and "possible (not checked)" not in text
-    assert "  - K06 CANN's Python dependencies (decorator, attrs, sympy, ...) are missing\n" in text
+    assert "  - CANN's Python dependencies (decorator, attrs, sympy, ...) are missing\n" in text
     assert "Verdict:" not in text
 
 

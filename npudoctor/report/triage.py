@@ -89,11 +89,17 @@ def render_text(result: Dict[str, Any], out: IO[str]) -> None:
             out.write(f"      evidence: {e}\n")
     ranked = result.get("ranked", True)
     for s in sources:
-        if s.get("error"):
+        if s.get("skipped"):
+            out.write(f"  ! {s['name']}: skipped: {s['skipped']}\n")
+        elif s.get("error"):
             out.write(f"  ! {s['name']}: read stopped: {s['error']}\n")
     known = result["known"]
+    scanned = [s for s in sources if not s.get("skipped")]
     if not known and not result["unknown"]:
-        out.write("\nNo known error signature and no error-looking line found.\n")
+        if scanned:
+            out.write("\nNo known error signature and no error-looking line found.\n")
+        else:
+            out.write("\nNothing was scanned: no input is a text log.\n")
     for g in known:
         times = f" ×{g['count']}" if g["count"] > 1 else ""
         # the signature id, and its label where it has one: `npudoctor explain` takes either
@@ -117,10 +123,17 @@ def render_text(result: Dict[str, Any], out: IO[str]) -> None:
                     out.write(f"    solution: {solution}\n")
         if g["severity"] == "noise":
             continue
-        if g["follow_on"]:
+        after = g.get("after")
+        if after:
+            src = f"{after['source']}:" if many else ""
+            out.write(f"  after {src}line {after['line']}: {after['text'][:160]}\n")
+            if after.get("id"):
+                out.write(f"  it follows {after['id']} (above): fix that one first\n")
+            else:
+                out.write("  the line above is the last warning/error before the crash: start there\n")
+        elif g["follow_on"]:
             out.write("  usually a follow-on error: the first error above it is the one to fix\n")
         for i, c in enumerate(g["causes"]):
-            kind = f"{c['kind']} " if c["kind"] else ""
             if i == 0 and c["status"] == "cause":
                 out.write(f"  → {c['here']}\n")
                 for e in c["evidence"]:
@@ -129,11 +142,11 @@ def render_text(result: Dict[str, Any], out: IO[str]) -> None:
                     out.write(f"      fix: {f}\n")
             else:
                 label = f": {c['label']}" if ranked or c["status"] != "unknown" else ""
-                out.write(f"  - {kind}{c['text']}{label}")
+                out.write(f"  - {c['text']}{label}")
                 if c["evidence"] and c["status"] in ("ruled_out", "cause", "no_sign"):
                     out.write(f" ({'; '.join(c['evidence'][:2])})")
                 out.write("\n")
-        if not g["conclusion"] and g["fix"]:
+        if not g["conclusion"] and g["fix"] and not after:  # a crash's line above says what to fix
             for f in g["fix"]:
                 out.write(f"  fix: {f}\n")
     if result.get("tied"):

@@ -235,6 +235,16 @@ def rank_group(group: Group, findings: Sequence[Finding], facts: Optional[Mappin
         "fix": fix,
         "official": _official_record(official),
         "sources": ([official.source] if official is not None else []) + list(entry.sources),
+        "after": (
+            {
+                "source": group.after.place.source,
+                "line": group.after.place.line,
+                "text": group.after.text,
+                "id": group.after.entry,
+            }
+            if group.after is not None
+            else None
+        ),
     }
 
 
@@ -268,7 +278,8 @@ def rank(
 ) -> Dict[str, Any]:
     """The triage result (the ``--json`` contract of ``npudoctor triage``)::
 
-    sources   [{name, lines, bytes, error, long_lines}]
+    sources   [{name, lines, bytes, error, long_lines, compressed, skipped}] (``bytes``: read
+              after decompression; ``skipped``: why a stream was not scanned, a binary file)
     known     [group record (see rank_group)] in order of first appearance
     unknown   [{text, count, first, last}] error-looking lines no signature matched
     unknown_dropped   how many more distinct unknown lines were only counted
@@ -277,6 +288,7 @@ def rank(
               its import names or a library) a traceback frame, an error line naming a file
               of it, or a library named in the log lies in
     first_error   id of the earliest error that is not a follow-on (or None)
+    (a crash group's ``after``: the warning/error line just before its first line, or None)
     verdict   one line: the conclusion for the first error, or None
 
     ``findings`` are the rule findings on ``facts`` (both empty: nothing is ranked, only
@@ -305,7 +317,15 @@ def rank(
         verdict = concluded["conclusion"] if concluded else None
     return {
         "sources": [
-            {"name": s.name, "lines": s.lines, "bytes": s.bytes, "error": s.error, "long_lines": s.long_lines}
+            {
+                "name": s.name,
+                "lines": s.lines,
+                "bytes": s.bytes,
+                "error": s.error,
+                "long_lines": s.long_lines,
+                "compressed": s.compressed,
+                "skipped": s.skipped,
+            }
             for s in scanner.sources
         ],
         "known": known,

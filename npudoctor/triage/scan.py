@@ -9,11 +9,13 @@ finds and counts; :mod:`npudoctor.triage.rank` says what the finds mean on a mac
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from dataclasses import dataclass
-from typing import IO, Callable, Dict, List, Optional, Tuple
+from typing import IO, Any, Callable, Dict, List, Optional, Tuple, Type
 
+from npudoctor import lazyre
 from npudoctor.knowledge.signatures import MAX_LINE, Entry, KnowledgeBase
 from npudoctor.triage.evidence import FRAME_ANCHOR, PATH_ANCHOR, frame_package, path_package
 from npudoctor.triage.gate import gate_for
@@ -41,13 +43,41 @@ __all__ = [
     "SourceStats",
     "UnknownGroup",
     "iter_log_files",
+    "looks_binary",
 ]
+
+#: Compressed logs read as streams by the standard library (magic bytes, format name).
+COMPRESSED = ((b"\x1f\x8b", "gzip"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bzip2"))
+#: File-name endings of compressed logs (a directory's ``app.log.gz`` is a log).
+COMPRESSED_SUFFIXES = (".gz", ".xz", ".bz2")
+#: Leading bytes of binary formats that are never logs (ELF, zip/wheel, PNG, JPEG, tar...).
+_BINARY_MAGIC = (b"\x7fELF", b"PK\x03\x04", b"\x89PNG", b"\xff\xd8\xff", b"%PDF")
+#: Control bytes that do not occur in text logs (tab, newlines, form feed, backspace and the
+#: escape of terminal colours do).
+_CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\x0c\x08\x1b") + b"\x7f"
+#: Bytes of a stream examined to tell a binary file from a log.
+SNIFF = 8192
+#: Markers of a warning line: the line before a crash may be one (linked, never counted).
+#: Looked for only backwards from a crash line, so that warning lines cost nothing to a scan.
+WARNING_RX = lazyre.pattern(rb"Warning|WARN|warning:")
+#: How far back from a crash line a warning is looked for (bytes of the same chunk).
+LOOKBACK = 64 << 10
 
 
 @dataclass
 class Place:
     source: str
     line: int
+
+
+@dataclass
+class Preceding:
+    """The warning or error line just before a crash line (what the crash follows)."""
+
+    place: Place
+    text: str
+    #: the signature id of that line, or ``None`` for an unknown line
+    entry: Optional[str] = None
 
 
 @dataclass
@@ -60,6 +90,8 @@ class Group:
     first: Place
     last: Place
     sample: str
+    #: for a crash line (label ``sys:crash``): the warning/error line just before its first one
+    after: Optional[Preceding] = None
 
 
 @dataclass
@@ -78,6 +110,10 @@ class SourceStats:
     bytes: int = 0
     error: Optional[str] = None
     long_lines: int = 0
+    #: the compression the log was read through (``gzip``, ``xz``, ``bzip2``), or ``None``
+    compressed: Optional[str] = None
+    #: why the stream was not scanned (a binary file), or ``None``
+    skipped: Optional[str] = None
 
 
 _NORMALIZE = [
@@ -85,6 +121,71 @@ _NORMALIZE = [
     (re.compile(r"[0-9]+"), "#"),
     (re.compile(r"\s+"), " "),
 ]
+
+
+def looks_binary(head: bytes) -> bool:
+    """True when ``head`` (the first bytes of a stream) is not text: a known binary format,
+    or more than one byte in ten a control byte no log holds (stray NULs in a log pass)."""
+    if not head:
+        return False
+    if head.startswith(_BINARY_MAGIC):
+        return True
+    control = len(head) - len(head.translate(None, _CONTROL))
+    return control * 10 > len(head)
+
+
+class _Rejoined(io.RawIOBase):
+    """A stream whose first bytes were already read (``head``) followed by the rest of ``rest``."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+        super().__init__()
+        self._head = head
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        view = memoryview(buf).cast("B")
+        if self._head:
+            n = min(len(view), len(self._head))
+            view[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._rest.read(len(view))
+        if not data:
+            return 0
+        view[: len(data)] = data
+        return len(data)
+
+
+def _decompressor(kind: str, raw: IO[bytes]) -> io.BufferedIOBase:
+    """A decompressing stream of ``kind`` over ``raw`` (the standard library's, read in steps:
+    what it holds at a time is bounded by the reads, not by the archive)."""
+    if kind == "gzip":
+        import gzip
+
+        return gzip.GzipFile(fileobj=raw, mode="rb")
+    if kind == "bzip2":
+        import bz2
+
+        return bz2.BZ2File(raw, mode="rb")
+    import lzma
+
+    return lzma.LZMAFile(raw, mode="rb")
+
+
+def _read_errors() -> Tuple[Type[BaseException], ...]:
+    """The exceptions a read of a log may raise: the OS's, and those of a truncated or
+    corrupt archive (``EOFError``, ``zlib.error``, ``lzma.LZMAError`` when lzma is built)."""
+    import zlib  # only when a log is read: not part of the start-up work
+
+    errors: Tuple[Type[BaseException], ...] = (OSError, EOFError, zlib.error)
+    try:
+        import lzma
+    except ImportError:  # pragma: no cover - a Python built without _lzma
+        return errors
+    return errors + (lzma.LZMAError,)
 
 
 def _normalize(text: str) -> str:
@@ -132,6 +233,11 @@ class Scanner:
                             by_anchor.setdefault(g, []).append((i, None if g == a else a))
         self._always = frozenset(always)
         self._by_anchor = by_anchor
+        #: the last error line of the current stream (a crash line follows it)
+        self._last: Optional[Preceding] = None
+        #: the block being examined, where its span starts, and the start of the current line
+        #: (to look back from a crash line for a warning; see :meth:`_warning_before`)
+        self._view: Tuple[bytes, int, int] = (b"", 0, 0)
 
     # -- lines
     def _line(self, raw: bytes, stats: SourceStats, lineno: int) -> None:
@@ -159,6 +265,7 @@ class Scanner:
                 continue
             key = (entry.id, tuple(sorted(caps.items())))
             place = Place(stats.name, lineno)
+            crash = entry.label == "sys:crash"
             group = self.groups.get(key)
             if group is None:
                 n = self._variants.get(entry.id, 0)
@@ -167,10 +274,15 @@ class Scanner:
                 else:
                     self._variants[entry.id] = n + 1
                     text = raw[: SAMPLE_CHARS * 4].decode("utf-8", "replace").strip()[:SAMPLE_CHARS]
-                    self.groups[key] = Group(entry, caps, 1, place, place, text)
+                    after = self._warning_before(stats.name, lineno) if crash else None
+                    self.groups[key] = Group(entry, caps, 1, place, place, text, after)
+                    if not crash and entry.severity != "noise":
+                        self._last = Preceding(place, text, entry.id)
                     return
             group.count += 1
             group.last = place
+            if not crash and entry.severity != "noise":
+                self._last = Preceding(place, group.sample, entry.id)
             return
         if not self.kb.generic.search(raw):
             return
@@ -179,6 +291,7 @@ class Scanner:
             return
         shape = _normalize(text)
         place = Place(stats.name, lineno)
+        self._last = Preceding(place, text[:SAMPLE_CHARS])
         unknown = self.unknown.get(shape)
         if unknown is not None:
             unknown.count += 1
@@ -187,6 +300,29 @@ class Scanner:
             self.unknown[shape] = UnknownGroup(shape, 1, place, place, text[:SAMPLE_CHARS])
         else:
             self.unknown_dropped += 1
+
+    def _warning_before(self, source: str, lineno: int) -> Optional[Preceding]:
+        """What the crash line at ``lineno`` follows: the last error line before it, or a
+        warning line between that one and the crash (looked for backwards in the block being
+        examined, at most :data:`LOOKBACK` bytes), whichever is nearer."""
+        last = self._last
+        block, lo, start = self._view
+        floor = max(lo, start - LOOKBACK)
+        end = start - 1  # the newline before the crash line
+        n = lineno
+        while end > floor:
+            begin = block.rfind(b"\n", floor, end) + 1
+            if begin <= 0 and floor > 0:
+                begin = floor
+            n -= 1
+            if last is not None and (last.place.source != source or n <= last.place.line):
+                break
+            line = block[begin:end]
+            if WARNING_RX.search(line):
+                text = line[: SAMPLE_CHARS * 4].decode("utf-8", "replace").strip()[:SAMPLE_CHARS]
+                return Preceding(Place(source, n), text)
+            end = begin - 1
+        return last
 
     def _block(self, block: bytes, base: int, stats: SourceStats, lo: int = 0, hi: int = -1) -> int:
         """Examine the complete lines of ``block[lo:hi]`` (``hi`` -1: to the end) without
@@ -203,6 +339,7 @@ class Scanner:
                 end = hi
             counted += count(b"\n", counted_pos, start)
             counted_pos = start
+            self._view = (block, lo, start)
             self._line(block[start:end], stats, counted + 1)
         return counted - base + count(b"\n", counted_pos, hi)
 
@@ -216,12 +353,28 @@ class Scanner:
         stats = SourceStats(name)
         self.sources.append(stats)
         self._gate.reset()
+        self._last = None
         tail = b""
         base = 0
         skipping = False
+        read_errors = _read_errors()
         try:
+            reader: Any = stream  # the log, or the decompressing stream over it
+            data = reader.read(CHUNK) or b""
+            kind = next((k for magic, k in COMPRESSED if data.startswith(magic)), None)
+            if kind is not None:
+                stats.compressed = kind
+                reader = _decompressor(kind, io.BufferedReader(_Rejoined(data, stream)))
+                data = reader.read(CHUNK) or b""
+            if looks_binary(data[:SNIFF]):
+                stats.skipped = "a binary file, not a text log"
+                stats.bytes = len(data)
+                return stats
+            first = True
             while True:
-                data = stream.read(CHUNK)
+                if not first:
+                    data = reader.read(CHUNK)
+                first = False
                 if not data:
                     break
                 stats.bytes += len(data)
@@ -255,8 +408,11 @@ class Scanner:
                     self._block(tail[:MAX_LINE], base, stats)
                     tail = b""
                     skipping = True
-        except OSError as exc:
-            stats.error = exc.strerror or str(exc)
+        except read_errors as exc:
+            why = (getattr(exc, "strerror", None) or str(exc) or type(exc).__name__).rstrip(".")
+            if stats.compressed:
+                why = f"truncated or corrupt {stats.compressed} archive ({why})"
+            stats.error = why
         if tail:
             self._block(tail, base, stats)
             base += 1
@@ -268,13 +424,19 @@ class Scanner:
 
 def iter_log_files(path: str) -> List[str]:
     """``path`` itself, or for a directory every regular file below it that looks like
-    a log (``*.log``, ``*.txt``, ``*.out``, ``*.err``, CANN ``plog-*``), sorted."""
+    a log (``*.log``, ``*.txt``, ``*.out``, ``*.err``, CANN ``plog-*``; each also compressed:
+    ``*.log.gz``, ``*.xz``, ``*.bz2``), sorted."""
     if not os.path.isdir(path):
         return [path]
     out = []
     for dirpath, dirnames, filenames in os.walk(path):
         dirnames.sort()
         for name in sorted(filenames):
-            if name.startswith("plog") or name.endswith((".log", ".txt", ".out", ".err")):
+            bare = name
+            for suffix in COMPRESSED_SUFFIXES:
+                if bare.endswith(suffix):
+                    bare = bare[: -len(suffix)]
+                    break
+            if bare.startswith("plog") or bare.endswith((".log", ".txt", ".out", ".err")):
                 out.append(os.path.join(dirpath, name))
     return out

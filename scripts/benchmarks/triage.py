@@ -9,6 +9,8 @@ bounded memory is the point.  The same file is counted with the multi-pattern
 ``grep -c -E -i`` of issue 17 (when grep is installed); the ratio of the two is the figure
 recorded in docs/performance.md (target: at most 10x).  The machine may be shared: each round
 runs grep and triage back to back and the ratio reported is the median of the rounds' ratios.
+The same log compressed with gzip is triaged once more, in a child that reports its own peak
+RSS: a compressed log is read as a stream under the same bounds (issue 28).
 """
 
 from __future__ import annotations
@@ -87,6 +89,30 @@ def _startup() -> str:
     )
 
 
+def _gzip_run(path: str) -> str:
+    """Triage ``path`` compressed with gzip (level 1) in a child that prints its own peak RSS."""
+    import gzip
+
+    gz = path + ".gz"
+    with open(path, "rb") as src, gzip.open(gz, "wb", compresslevel=1) as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    code = (
+        "import resource,sys;from npudoctor.cli.commands.triage import run_triage;"
+        "from npudoctor.cli.request import MachineRequest;"
+        f"run_triage([{gz!r}],MachineRequest(json=True),no_facts=True);"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,file=sys.stderr)"
+    )
+    try:
+        start = time.perf_counter()
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr
+        wall = time.perf_counter() - start
+        packed = os.path.getsize(gz)
+    finally:
+        os.unlink(gz)
+    peak = int(out.strip().splitlines()[-1]) / 1024
+    return f"the same log gzip-compressed ({packed / (1 << 20):.0f} MiB): triage {wall:.2f} s, peak RSS {peak:.1f} MiB"
+
+
 def run(repeat: int) -> List[str]:
     """Paired runs: each round times grep and triage back to back on the same file, so both
     see the same load; the figure is the median of the per-round ratios."""
@@ -121,7 +147,7 @@ def run(repeat: int) -> List[str]:
             ]
         else:
             lines.append("grep not installed: no comparison")
-        lines += [f"peak RSS of the child processes: {peak_mib:.1f} MiB", _startup()]
+        lines += [f"peak RSS of the child processes: {peak_mib:.1f} MiB", _gzip_run(path), _startup()]
         if hasattr(os, "getloadavg"):
             lines.append(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
         return lines

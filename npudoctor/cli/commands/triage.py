@@ -29,7 +29,9 @@ TRIAGE_HELP = """Find the known error signatures in logs (training/inference out
 files or directories of them, a pasted traceback; '-' reads stdin), group repeats, and rank
 the likely causes of each by the facts of this machine (or of --root DIR / --python PATH /
 --from SNAPSHOT). Error-looking lines that match no known signature are listed as unknown.
-Logs are streamed: memory stays constant however large they are.
+Logs are streamed: memory stays constant however large they are. Logs compressed with
+gzip, xz or bzip2 (app.log.gz, plog-*.log.xz) are read as streams; a binary file is named
+as skipped, a truncated or corrupt archive as read up to the damage.
 
 Run live on a machine with no Ascend stack (no CANN, driver, torch_npu or NPU device) and
 without --root/--from/--python, triage does not judge the causes with this machine's facts

@@ -1,0 +1,199 @@
+"""The framework, host and driver-tool lines of issue 28: each real line (copied from the public
+report its signature cites) is named with its fix, and harmless notices stay calm."""
+
+from __future__ import annotations
+
+import pytest
+
+from npudoctor.knowledge.signatures import load_kb
+from npudoctor.triage import triage_text
+
+#: (line from a public report, signature id, label, severity, words its fixes must hold)
+LINES = [
+    (
+        "RuntimeError: NPU out of memory. Tried to allocate 5.03 GiB (NPU 3; 60.96 GiB total capacity; 49.47 GiB"
+        " already allocated; 49.47 GiB current active; 1.32 GiB free; 57.55 GiB reserved in total by PyTorch)",
+        "npu-out-of-memory",
+        "msg:npu-out-of-memory",
+        "error",
+        ("batch size", "parallelism", "PYTORCH_NPU_ALLOC_CONF", "leftover processes"),
+    ),
+    (
+        "ERROR 05-07 05:58:46 core.py:291] AssertionError: Torch not compiled with CUDA enabled",
+        "torch-cuda-not-compiled",
+        "msg:cuda-not-compiled",
+        "error",
+        ("torch.npu", "transfer_to_npu"),
+    ),
+    (
+        "RuntimeError: Distributed package doesn't have NCCL built in",
+        "nccl-not-built",
+        "msg:nccl-not-built",
+        "error",
+        ("backend='hccl'",),
+    ),
+    (
+        "RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False.",
+        "cuda-checkpoint-on-npu",
+        "msg:cuda-checkpoint",
+        "error",
+        ("map_location",),
+    ),
+    (
+        "The installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers and GPU"
+        " quantization are unavailable.",
+        "cuda-only-package-warning",
+        "msg:cuda-only-package",
+        "warning",
+        ("NPU backend",),
+    ),
+    (
+        "RuntimeError: Cannot re-initialize NPU in forked subprocess. To use NPU with multiprocessing, you must use"
+        " the 'spawn' start method",
+        "npu-forked-subprocess",
+        "msg:npu-fork",
+        "error",
+        ("VLLM_WORKER_MULTIPROC_METHOD=spawn", "set_start_method('spawn')"),
+    ),
+    (
+        "RuntimeError: DataLoader worker (pid 56811) is killed by signal: Bus error. It is possible that"
+        " dataloader's workers are out of shared memory. Please try to raise your shared memory limit.",
+        "dataloader-shared-memory",
+        "msg:shm-exhausted",
+        "error",
+        ("--shm-size", "/dev/shm", "num_workers"),
+    ),
+    (
+        "ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).",
+        "dataloader-shared-memory",
+        "msg:shm-exhausted",
+        "error",
+        ("--shm-size",),
+    ),
+    (
+        "RuntimeError: unable to write to file </torch_8289_606636967_0>: No space left on device (28)",
+        "dataloader-shared-memory",
+        "msg:shm-exhausted",
+        "error",
+        ("--shm-size", "/dev/shm"),
+    ),
+    (
+        "OpenBLAS blas_thread_init: pthread_create failed for thread 50 of 64: Resource temporarily unavailable",
+        "openblas-thread-limit",
+        "msg:thread-limit",
+        "warning",
+        ("OMP_NUM_THREADS", "--pids-limit", "ulimit -u"),
+    ),
+    (
+        "libgomp: Thread creation failed: Resource temporarily unavailable",
+        "libgomp-thread-limit",
+        "msg:thread-limit",
+        "error",
+        ("OMP_NUM_THREADS",),
+    ),
+    (
+        "PermissionError: [Errno 13] Permission denied: '//kernel_meta'",
+        "cann-work-dir-not-writable",
+        "msg:work-dir-not-writable",
+        "error",
+        ("ASCEND_WORK_PATH", "ASCEND_CACHE_PATH"),
+    ),
+    (
+        "[ERROR] HCCL(2717288,python3):2025-07-23-03:47:57.070.463 [hccl_socket.cc:100] [2717288][HcclSocket][Listen]"
+        " socket type[1], listen on ip[<ip>] and specific port[16666] fail. Please check the port status and whether"
+        " the port is been using by other process.",
+        "hccl-port-in-use",
+        "msg:hccl-port-in-use",
+        "error",
+        ("leftover processes",),
+    ),
+    (
+        "[ERROR] HCCL(2717288,python3):2025-07-23-03:49:57.177.194 [hccl_socket_manager.cc:778] [2734049][Wait]"
+        "[LinkEstablish]wait socket establish timeout, role[1] rank[12] timeout[120]",
+        "hccl-link-timeout",
+        "msg:hccl-link-timeout",
+        "error",
+        ("HCCL_CONNECT_TIMEOUT",),
+    ),
+    (
+        "[RAW SERVER] /usr/local/python3.11.13/lib/python3.11/site-packages/torch_npu/utils/_path_manager.py:66:"
+        " UserWarning: Permission mismatch: The owner of /usr/local/python3.11.13/lib/python3.11/site-packages/"
+        "torch_npu/lib/libop_plugin_atb.so does not match.",
+        "torch-npu-permission-mismatch",
+        "msg:permission-mismatch",
+        "warning",
+        ("chown", "the account that runs it"),
+    ),
+    (
+        "gpustack_runtime.detector.pydcmi.DCMIError_LibraryNotFound: Library Not Found",
+        "dcmi-library-not-found",
+        "msg:dcmi-library-not-found",
+        "error",
+        ("/usr/local/dcmi", "/usr/local/Ascend/driver"),
+    ),
+    (
+        "[ERROR] HCCL(310612,python3):2025-08-17-13:03:25.747.057 [adapter_hccp.cc:2286] [434628]this package does"
+        " not support hrtRaAiQpCreate for device, please change new package",
+        "hccl-package-not-support",
+        "msg:hccl-package-not-support",
+        "error",
+        ("upgrade the driver and firmware",),
+    ),
+]
+
+
+@pytest.mark.parametrize("line, entry_id, label, severity, words", LINES, ids=[x[1] for x in LINES])
+def test_framework_host_and_driver_tool_lines_are_named_with_their_fix(line, entry_id, label, severity, words):
+    doc = triage_text(line + "\n")
+    (group,) = doc["known"]
+    assert (group["id"], group["label"], group["severity"]) == (entry_id, label, severity)
+    fixes = " ".join(group["fix"])
+    for word in words:
+        assert word in fixes, (word, group["fix"])
+    assert group["sources"] and all(s.startswith("https://") for s in group["sources"])
+
+
+def test_captures_of_the_line_are_kept():
+    doc = triage_text("wait socket establish timeout, role[1] rank[12] timeout[120]\n")
+    assert doc["known"][0]["captures"] == {"rank": "12", "timeout": "120"}
+    oom = triage_text("RuntimeError: NPU out of memory. Tried to allocate 268.00 MiB\n")
+    assert oom["known"][0]["captures"] == {"size": "268.00 MiB"}
+
+
+BENIGN = [
+    "[W compiler_depend.ts:51] Warning: CAUTION: The operator 'torchvision::nms' is not currently supported on the"
+    " NPU backend and will fall back to run on the CPU. This may have performance implications. (function"
+    " npu_cpu_fallback)",
+    "/root/miniconda3/envs/fast_chat/lib/python3.8/site-packages/torch_npu/dynamo/__init__.py:18: UserWarning:"
+    " Register eager implementation for the 'npu' backend of dynamo, as torch_npu was not compiled with torchair.",
+    "/usr/local/lib/python3.10/dist-packages/torch_npu/contrib/transfer_to_npu.py:247: RuntimeWarning: torch.jit.script"
+    " and torch.jit.script_method will be disabled by transfer_to_npu, which currently does not support them, if you"
+    " need to enable them, please do not use transfer_to_npu.",
+    "[W OptionsManager.cpp:64] Warning: The environment variable ACL_DUMP_DATA has been deprecated, please use"
+    " torch_npu.npu.init_dump() instead (function operator())",
+    "(APIServer pid=1) INFO 09-08 02:54:59 [api_server.py:1880] Starting vLLM API server 0 on http://0.0.0.0:8000",
+    "OpenBLAS blas_thread_init: RLIMIT_NPROC 4096 current, 513046 max",
+    "[2023-09-13 10:20:36,763] torch.distributed.run: [WARNING] Setting OMP_NUM_THREADS environment variable for each"
+    " process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal"
+    " performance in your application as needed. ",
+]
+
+
+def test_benign_lines_make_no_error_claim():
+    doc = triage_text("\n".join(BENIGN) + "\n")
+    assert doc["summary"]["known_errors"] == 0 and doc["summary"]["known_warnings"] == 0
+    assert all(g["severity"] == "noise" for g in doc["known"])
+    assert {g["id"] for g in doc["known"]} == {
+        "npu-cpu-fallback-notice",
+        "torchair-not-compiled-notice",
+        "transfer-to-npu-notice",
+    }
+    assert doc["first_error"] is None and doc["verdict"] is None
+
+
+def test_every_new_label_is_explained():
+    kb = load_kb()
+    for _line, entry_id, label, _severity, _words in LINES:
+        page = kb.explain(label)
+        assert page is not None and page["what"] == "signature", label
+        assert kb.explain(entry_id) is not None
