@@ -81,16 +81,6 @@ OPTIONS: Tuple[Tuple[Tuple[str, ...], str, str, Optional[Callable[[str], Any]], 
     ),
     (("--cache-ttl",), "cache_ttl", "value", float, 0.0, "SECONDS", "reuse a result younger than this"),
     (
-        ("--fresh",),
-        "fresh",
-        "flag",
-        None,
-        False,
-        None,
-        "judge everything anew (by default the last verdict is reused when every file, listing and "
-        "command output it was made from is unchanged)",
-    ),
-    (
         ("-v", "--verbose"),
         "verbose",
         "flag",
@@ -237,7 +227,6 @@ class HealthOptions:
     fallback_ttl: float = 0.0
     pid: Optional[int] = None
     verbose: bool = False
-    fresh: bool = False
 
     def problem(self) -> Optional[str]:
         """Why these options cannot be honoured (the reason of a "bad health-check
@@ -285,5 +274,4 @@ def options_from_values(values: Dict[str, Any]) -> HealthOptions:
         fallback_ttl=values["fallback_ttl"],
         pid=values["pid"],
         verbose=values["verbose"],
-        fresh=values["fresh"],
     )
