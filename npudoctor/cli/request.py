@@ -9,7 +9,7 @@ how it ends.
 - :class:`ExitStatus`: the one enum of exit statuses; each command decides its status in one
   place and returns a member of it.
 
-This module imports neither Typer nor rich: ``health`` and ``exec`` use it on their fast path.
+This module imports neither Typer nor rich: ``health`` uses it before Typer is imported.
 :class:`Environment`, :class:`UsageError` and the colour options live in
 :mod:`npudoctor.cli.terminal`, :class:`ExitStatus` in :mod:`npudoctor.cli.status` (both
 re-exported here): neither imports ``typing`` or ``dataclasses``, so that ``--version``,
