@@ -55,3 +55,17 @@ def test_builtin_sha256_is_hashlibs() -> None:
 
     for raw in (b"", b"ignore = []\n", bytes(range(256)) * 300):
         assert sha256_hex(raw) == hashlib.sha256(raw).hexdigest()
+
+
+def test_every_exit_status_is_its_own_member_with_its_own_name() -> None:
+    """Two meanings that share an exit code (npd's unknown and a usage error, both 2) are two
+    members: neither prints as the other."""
+    from npudoctor.cli.status import COMMAND_STATUSES, ExitStatus
+
+    assert ExitStatus.NPD_UNKNOWN is not ExitStatus.USAGE
+    assert (ExitStatus.NPD_UNKNOWN.name, int(ExitStatus.NPD_UNKNOWN)) == ("NPD_UNKNOWN", 2)
+    assert repr(ExitStatus.NOT_WRITTEN) == "<ExitStatus.NOT_WRITTEN: 3>"
+    assert [m.name for m in ExitStatus] == list(ExitStatus.__members__)  # no aliases
+    assert {m.name for table in COMMAND_STATUSES.values() for m in table} == set(ExitStatus.__members__)
+    assert [int(m) for m in COMMAND_STATUSES["health"]] == [0, 1]  # Docker reserves 2
+    assert [int(m) for m in COMMAND_STATUSES["npd"]] == [0, 1, 2]  # node-problem-detector's contract
