@@ -147,8 +147,12 @@ def run(repeat: int) -> List[str]:
         commands = {"pass": ([py, "-c", "pass"], envs[mid], None)}
         commands.update({f"health {t}": (health(t), envs[t], str(REPO)) for t in SIZES})
         if baseline:
-            # that checkout's own code: -m from its directory (runpy included, see above)
-            commands["baseline"] = ([py, "-m", "npudoctor"] + health(mid)[1:], envs[mid], baseline)
+            # that checkout's own code: -m from its directory (runpy included, see above), with a
+            # state directory of its own (what it keeps is not this checkout's)
+            other = Path(tmp) / "baseline-run"
+            other.mkdir(mode=0o700)
+            baseline_env = dict(envs[mid], XDG_RUNTIME_DIR=str(other))
+            commands["baseline"] = ([py, "-m", "npudoctor"] + health(mid)[1:], baseline_env, baseline)
         times = interleaved(commands, repeat)
         doc = json.loads(
             subprocess.run(
