@@ -47,6 +47,7 @@ def run(repeat: int) -> List[str]:
         npd = [str(launcher)]
         commands: Dict[str, List[str]] = {
             "pass": [sys.executable, "-c", "pass"],
+            "import typer": [sys.executable, "-c", "import typer"],  # the floor of every Typer command
             "--version": npd + ["--version"],
             "--help": npd + ["--help"],
             "explain PKG007": npd + ["explain", "PKG007"],
@@ -62,13 +63,21 @@ def run(repeat: int) -> List[str]:
             dash_m = [sys.executable, "-m", "npudoctor"]  # compare with "devices (-m)"
             runs["baseline devices (-m)"] = (dash_m + commands["devices"][1:], env, baseline)
             runs["baseline devices 320 (-m)"] = (dash_m + commands["devices 320"][1:], env, baseline)
-        times = interleaved(runs, repeat)
-    lines = [f"python -c pass median {median(times['pass']) * 1e3:.1f} ms; {repeat} interleaved rounds"]
+        cpu: Dict[str, List[float]] = {}
+        times = interleaved(runs, repeat, cpu)
+    lines = [
+        f"python -c pass median {median(times['pass']) * 1e3:.1f} ms (CPU {median(cpu['pass']) * 1e3:.1f} ms); "
+        f"{repeat} interleaved rounds; ratios: median of the rounds' wall ratios, then of CPU time"
+    ]
     for name in runs:
         if name == "pass":
             continue
         ratio = median([t / p for t, p in zip(times[name], times["pass"])])
         target = TARGETS.get(name)
         verdict = f" (target <= {target:.0f}x: {'met' if ratio <= target else 'NOT met'})" if target else ""
-        lines.append(f"{name:20} median {median(times[name]) * 1e3:6.1f} ms = {ratio:4.1f}x python -c pass{verdict}")
+        cpu_ratio = median(cpu[name]) / median(cpu["pass"])
+        lines.append(
+            f"{name:20} median {median(times[name]) * 1e3:6.1f} ms = {ratio:4.1f}x python -c pass{verdict}; "
+            f"CPU {cpu_ratio:4.1f}x"
+        )
     return lines

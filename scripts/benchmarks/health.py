@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -94,15 +95,27 @@ def make_tree(base: Path, total: int) -> Path:
 
 
 def interleaved(
-    commands: Dict[str, Tuple[List[str], Dict[str, str], Optional[str]]], repeat: int
+    commands: Dict[str, Tuple[List[str], Dict[str, str], Optional[str]]],
+    repeat: int,
+    cpu: Optional[Dict[str, List[float]]] = None,
 ) -> Dict[str, List[float]]:
-    """Wall seconds of each ``(argv, env, cwd)``, ``repeat`` rounds, one run of each per round."""
+    """Wall seconds of each ``(argv, env, cwd)``, ``repeat`` rounds, one run of each per round.
+    With ``cpu``, also the CPU seconds (user + system) of each run, its waited-for children
+    included: steadier than wall time on a loaded machine."""
     times: Dict[str, List[float]] = {name: [] for name in commands}
+    for name in commands:
+        if cpu is not None:
+            cpu[name] = []
     for _ in range(repeat):
         for name, (argv, env, cwd) in commands.items():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd, check=False)
             times[name].append(time.perf_counter() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            if cpu is not None:
+                used = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+                cpu[name].append(used)
     return times
 
 
@@ -153,7 +166,8 @@ def run(repeat: int) -> List[str]:
             other.mkdir(mode=0o700)
             baseline_env = dict(envs[mid], XDG_RUNTIME_DIR=str(other))
             commands["baseline"] = ([py, "-m", "npudoctor"] + health(mid)[1:], baseline_env, baseline)
-        times = interleaved(commands, repeat)
+        cpu: Dict[str, List[float]] = {}
+        times = interleaved(commands, repeat, cpu)
         doc = json.loads(
             subprocess.run(
                 health(mid) + ["--json"], env=envs[mid], capture_output=True, text=True, cwd=str(REPO)
@@ -169,11 +183,14 @@ def run(repeat: int) -> List[str]:
         f"interpreter: {py}; checkout: {REPO}; scenario: {SCENARIO.name} + bench-dep-* distributions; "
         f"{repeat} interleaved runs each",
         f"health output ({mid} distributions): {status[0] if status else '(none)'} (exit {first.returncode})",
-        f"python -c pass            median {floor * 1000:7.1f} ms",
+        f"python -c pass            median {floor * 1000:7.1f} ms (CPU {median(cpu['pass']) * 1000:.1f} ms)",
     ]
     for t in SIZES:
+        paired = median([h / p for h, p in zip(times[f"health {t}"], times["pass"])])
+        cpu_ratio = median(cpu[f"health {t}"]) / median(cpu["pass"])
         lines.append(
-            f"health, {t:>5} distributions median {med[t] * 1000:7.1f} ms  = {med[t] / floor:.1f}x python -c pass"
+            f"health, {t:>5} distributions median {med[t] * 1000:7.1f} ms  = {med[t] / floor:.1f}x python -c pass "
+            f"(paired rounds {paired:.1f}x; CPU {median(cpu[f'health {t}']) * 1000:.1f} ms = {cpu_ratio:.1f}x)"
         )
     lines.append(
         f"at {mid} distributions: {ratio:.1f}x (target <= {TARGET_RATIO:g}x: {'met' if ratio <= TARGET_RATIO else 'NOT met'}); "
