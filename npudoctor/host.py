@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import functools
 import os
 import posixpath
 import signal
@@ -59,9 +58,8 @@ from npudoctor.hostproc import (
 )
 
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
+    from typing import Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-    _Method = TypeVar("_Method", bound=Callable[..., Any])
 
 __all__ = [
     "DEFAULT_READ_LIMIT",
@@ -86,38 +84,6 @@ _MAX_SYMLINKS = 40
 
 # npu-smi must not run concurrently with itself (the DCMI layer serializes badly).
 _NPU_SMI_LOCK = threading.Lock()
-
-#: What observes every read of every :class:`Host` while set (``None``: nothing does):
-#: called as ``observer(op, host, args, kwargs, outcome)`` after each outermost call of
-#: an observed method (a method called by another one of the same host is not reported
-#: again); ``outcome`` is the value returned or the ``OSError`` raised.  Set only by
-#: :func:`npudoctor.runtime.memo.recording` (the inputs of a health verdict).
-OBSERVER: Optional[Callable[[str, Host, Tuple[Any, ...], Dict[str, Any], Any], None]] = None
-
-_OBSERVED = threading.local()  # .inside: this thread is in an observed call
-
-
-def _observed(method: _Method) -> _Method:
-    """Report the outermost calls of ``method`` to :data:`OBSERVER` when one is set."""
-    op = method.__name__
-
-    @functools.wraps(method)
-    def observed(self: Host, *args: Any, **kwargs: Any) -> Any:
-        observer = OBSERVER
-        if observer is None or getattr(_OBSERVED, "inside", False):
-            return method(self, *args, **kwargs)
-        _OBSERVED.inside = True
-        try:
-            outcome = method(self, *args, **kwargs)
-        except OSError as exc:
-            observer(op, self, args, kwargs, exc)
-            raise
-        finally:
-            _OBSERVED.inside = False
-        observer(op, self, args, kwargs, outcome)
-        return outcome
-
-    return observed  # type: ignore[return-value]
 
 
 class Host:
@@ -178,7 +144,6 @@ class Host:
         return {"uid": os.geteuid(), "gid": os.getegid(), "denied": sorted(self.denied)}
 
     # ------------------------------------------------------------------ paths
-    @_observed
     def real(self, path: str) -> str:
         """Map a path of the diagnosed machine to a path on this machine.
 
@@ -264,7 +229,6 @@ class Host:
         st = self.stat(path)
         return st is not None and stat_mod.S_ISREG(st.st_mode)
 
-    @_observed
     def stat(self, path: str, follow: bool = True) -> Optional[os.stat_result]:
         """``os.stat`` (or ``lstat`` with ``follow=False``) of a path; ``None`` if absent
         or refused (a refusal is recorded in :attr:`denied`)."""
@@ -279,7 +243,6 @@ class Host:
         except ValueError:  # a NUL byte in the name
             return None
 
-    @_observed
     def readlink(self, path: str) -> Optional[str]:
         """The target text of a symlink on the diagnosed machine, or ``None``."""
         try:
@@ -288,7 +251,6 @@ class Host:
         except (OSError, ValueError):
             return None
 
-    @_observed
     def resolve(self, path: str) -> str:
         """The canonical path on the diagnosed machine (symlinks resolved in the root)."""
         if self.live and "\0" not in path:
@@ -300,7 +262,6 @@ class Host:
         rel = os.path.relpath(real, self.root)
         return "/" if rel == "." else "/" + rel
 
-    @_observed
     def listdir(self, path: str) -> List[str]:
         """Sorted entry names of a directory; an empty list if it cannot be read (a
         refusal is recorded in :attr:`denied`)."""
@@ -310,7 +271,6 @@ class Host:
             self._note(path, exc)
             return []
 
-    @_observed
     def walk(self, path: str) -> Iterator[Tuple[str, List[str], List[str]]]:
         """``os.walk`` of a directory of the diagnosed machine, top down, symlinks not
         followed: ``(dirpath, dirnames, filenames)`` with ``dirpath`` as the diagnosed
@@ -342,7 +302,6 @@ class Host:
         ]
 
     # ------------------------------------------------------------------ reads
-    @_observed
     def read_bytes(
         self, path: str, limit: int = DEFAULT_READ_LIMIT, devices: bool = False
     ) -> Tuple[Optional[bytes], Optional[str], bool]:
@@ -380,7 +339,6 @@ class Host:
         """A ``:``-separated variable split into its non-empty entries."""
         return [p for p in self.environ.get(name, "").split(":") if p]
 
-    @_observed
     def which(self, name: str) -> Optional[str]:
         """Full path of an executable found on this host's ``PATH`` (on this machine:
         commands are never run from inside the root), or ``None``."""
@@ -391,7 +349,6 @@ class Host:
         return None
 
     # --------------------------------------------------------------- commands
-    @_observed
     def run(
         self,
         argv: Sequence[str],
@@ -446,7 +403,7 @@ class Host:
         runs (they are serialized).  Until collected it is not among the commands anyone
         waits on (:func:`npudoctor.hostproc.running_commands`: health does not blame a
         verdict cut short on it).  What is not collected is ended by :meth:`close`.  Never
-        raises; not reported to :data:`OBSERVER` (the :meth:`run` that collects it is)."""
+        raises."""
         argv = [str(a) for a in argv]
         key = tuple(argv)
         if not self.commands or key in self._started:

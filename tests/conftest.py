@@ -31,15 +31,3 @@ def fixture_text():
         return (FIXTURES / name).read_bytes().decode("utf-8", errors="replace")
 
     return read
-
-
-@pytest.fixture
-def memo_healthy(tmp_path):
-    """(scenario, runtime) for the health memo tests (test_health_memo*.py): a copy of the
-    healthy 8 x 910B3 scenario and a private XDG_RUNTIME_DIR for its memo files."""
-    from scenario_runner import REPO, prepare
-
-    scenario = prepare(REPO / "tests" / "scenarios" / "health-910b3-8npu-healthy", tmp_path / "s")
-    runtime = tmp_path / "run"
-    runtime.mkdir(mode=0o700)
-    return scenario, runtime

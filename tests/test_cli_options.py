@@ -303,7 +303,7 @@ def test_check_colour_follows_force_color(dev8):
 
 
 def test_unexpected_exception_is_internal_status_with_a_report_line(monkeypatch):
-    import npudoctor.cli.explain as check_module
+    import npudoctor.cli.commands.explain as check_module
 
     def boom(*args: Any, **kw: Any) -> None:
         raise RuntimeError("boom")

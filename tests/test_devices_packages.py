@@ -18,7 +18,7 @@ import tomllib
 from clirun import npudoctor
 from scenario_runner import environment, prepare
 
-from npudoctor.cli.devices import AREAS, SECTIONS
+from npudoctor.cli.commands.devices import AREAS, SECTIONS
 from npudoctor.cli.machine import load_matrix_or_none, machine_request, snapshot_for
 from npudoctor.engine import Options, evaluate
 from npudoctor.facts.system import PackagesFacts

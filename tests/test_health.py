@@ -231,6 +231,26 @@ def test_cache_ttl_reuses_the_result_and_says_how_old_it_is(tmp_path):
     assert assert_contract(third) == ["unhealthy: DEV010 NPU 3 health is Critical"]
 
 
+def test_by_default_every_run_judges_anew_and_keeps_nothing(tmp_path):
+    """Without --cache-ttl/--fallback-ttl nothing is kept between runs: the run after a
+    chip turns Critical says so, and the state directory stays empty."""
+    scenario = prepare(HEALTHY, tmp_path / "s")
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    env = {"XDG_RUNTIME_DIR": str(runtime)}
+    first = health(scenario, "--timeout", "5", env=env)
+    assert assert_contract(first) == ["healthy: 8 NPU chip(s), CANN 8.0.0, torch_npu 2.1.0.post10"]
+    assert list(runtime.iterdir()) == []
+    critical = REPO / "tests/fixtures/EDITED_npu-smi-info_910B3_23.0.7_8npu_noproc_npu3-Critical.txt"
+    capture = scenario / "bin" / "npu-smi-info_910B3_23.0.7_8npu_noproc.txt"
+    before = capture.stat()
+    capture.write_bytes(critical.read_bytes())
+    os.utime(capture, ns=(before.st_atime_ns, before.st_mtime_ns))  # same mtime: still read anew
+    second = health(scenario, "--timeout", "5", env=env)
+    assert assert_contract(second) == ["unhealthy: DEV010 NPU 3 health is Critical"]
+    assert list(runtime.iterdir()) == []
+
+
 def test_cache_key_follows_the_active_environment(tmp_path):
     """Without --python health judges the active virtualenv/conda environment: another
     active environment is another verdict, never the cached one of the first."""

@@ -49,11 +49,6 @@ ALLOWED: Dict[Tuple[str, str], Tuple[int, str]] = {
         "/proc/self/task/*/children and /proc/self/stat (its start time) of npudoctor's own process",
     ),
     ("npudoctor/runtime/deadline.py", "os.listdir"): (1, "/proc/self/task of npudoctor's own process"),
-    ("npudoctor/runtime/memo.py", "os.listdir"): (1, "the health memo's own directory: its stale memo files removed"),
-    ("npudoctor/runtime/memokey.py", "os.scandir"): (
-        1,
-        "the health memo's key: size and mtime of npudoctor's own package files (never the judged machine)",
-    ),
     ("npudoctor/snapshot.py", "os.fdopen"): (1, "atomic_write: the temporary file npudoctor creates itself"),
     ("npudoctor/snapshot.py", "os.listdir"): (1, "clean_stale_temp: npudoctor's own temp files in its output dir"),
     ("npudoctor/parsers/elf.py", "SymbolIndex.open"): (1, "npudoctor's own classmethod (opens via open_regular)"),

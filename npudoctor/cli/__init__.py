@@ -2,8 +2,7 @@
 function per command → one :class:`~npudoctor.cli.request.ExitStatus`.
 
 ``app`` (the Typer application) lives in :mod:`npudoctor.cli.app`; importing this package
-does not import Typer (``health`` must start fast), nor ``typing`` or ``dataclasses``
-(``--version`` and ``--help`` must too: :mod:`npudoctor.cli.terminal`).  :func:`run` runs one command line
+does not import Typer (``health`` starts without it).  :func:`run` runs one command line
 in-process against an injected :class:`~npudoctor.cli.request.Environment`: the console
 entry point uses it with the real process surroundings, tests with string buffers.
 """
@@ -20,7 +19,7 @@ if TYPE_CHECKING:
 PLEASE_REPORT = "This is a bug in npudoctor; please report it (rerun with NPUDOCTOR_DEBUG=1 for the traceback)."
 
 
-def run(argv: Sequence[str], env: Optional[Environment] = None, fast: bool = True) -> int:
+def run(argv: Sequence[str], env: Optional[Environment] = None) -> int:
     """Run ``npudoctor ARGV…`` (Typer commands; not the fast ``health`` path of
     :mod:`npudoctor.entry`) in this process and return its exit status.
 
@@ -28,9 +27,7 @@ def run(argv: Sequence[str], env: Optional[Environment] = None, fast: bool = Tru
     the Click context (``ctx.obj``); Typer's own help and usage messages, which Click
     writes to ``sys.stdout``/``sys.stderr``, are redirected to ``env.stdout``/``env.stderr``
     for the duration.  ``--color``/``--no-color`` are taken out of ``argv`` first, wherever
-    they stand (:func:`~npudoctor.cli.request.take_color_flags`).  ``fast``: answer
-    ``--version``, ``--help`` and ``explain`` without Typer when
-    :func:`npudoctor.cli.fast.dispatch` takes the command line (the same output and status).  ``SystemExit`` becomes its status; an unexpected exception becomes
+    they stand (:func:`~npudoctor.cli.request.take_color_flags`).  ``SystemExit`` becomes its status; an unexpected exception becomes
     :attr:`ExitStatus.INTERNAL` with a short "please report" line on ``env.stderr``
     (``NPUDOCTOR_DEBUG`` set in ``env.environ``: the exception propagates).  Never raises
     ``SystemExit``.
@@ -40,12 +37,6 @@ def run(argv: Sequence[str], env: Optional[Environment] = None, fast: bool = Tru
     if flag is not None:
         env.color_flag = flag
     try:
-        if fast:
-            from npudoctor.cli.fast import dispatch
-
-            answered = dispatch(argv, env)
-            if answered is not None:
-                return answered
         import contextlib
 
         from npudoctor.cli.app import prepare

@@ -49,13 +49,13 @@ def main(
 
 
 #: The module of :mod:`npudoctor.cli.commands` that registers each command, so that a run
-#: imports only the module of the command it runs (issue 18: importing every command module
-#: costs more than some commands' own work).  ``tests/test_cli_fast.py`` checks the table
-#: against what each module registers.
+#: imports only the module of the command it runs (importing every command module costs
+#: more than some commands' own work).  ``tests/test_cli_app.py`` checks the table against
+#: what each module registers.
 COMMAND_MODULES: Dict[str, str] = {
     "check": "check",
     "collect": "check",
-    "explain": "check",
+    "explain": "explain",
     "compare": "compare",
     "devices": "devices",
     "exec": "exec_env",

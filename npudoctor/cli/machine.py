@@ -1,9 +1,8 @@
 """The Typer-free half of the machine commands: the one helper that turns the machine options
 into a :class:`~npudoctor.cli.request.MachineRequest`, the code that turns a request into a
 snapshot (live, ``--root``, ``--python``, ``--from``) and a matrix, and how a command ends
-on a usage error.  :mod:`npudoctor.cli.fast` runs ``devices`` and ``check`` through it
-without importing Typer (issue 18); the Typer options are in
-:mod:`npudoctor.cli.commands._common`, which re-exports these names.
+on a usage error.  Typer-free because ``health`` and ``exec`` use it too; the Typer options
+are in :mod:`npudoctor.cli.commands._common`, which re-exports these names.
 """
 
 from __future__ import annotations

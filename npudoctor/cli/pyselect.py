@@ -14,7 +14,7 @@ installed in a venv of its own (pipx, ``uv tool``): then the user's active envir
 there is none, the report says plainly which interpreter was judged and how to point it
 elsewhere.
 
-No Typer or rich here: ``health`` resolves ``--python`` on its fast path too.
+No Typer or rich here: ``health`` resolves ``--python`` too, before Typer is imported.
 """
 
 from __future__ import annotations

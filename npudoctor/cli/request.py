@@ -6,14 +6,14 @@ how it ends.
   ``devices``, ``health``, ``exec``, ``env``, ``npd``, ``collect`` and ``triage``.
 - :class:`Environment`: npudoctor's own streams, terminal facts and clock, injected so that
   commands run in-process in tests (the idea of HTTPie's ``httpie/context.py``).
-- :class:`ExitStatus`: the one enum of exit statuses; each command decides its status in one
-  place and returns a member of it.
+- :class:`ExitStatus`: the one enum of exit statuses, one member per meaning; each command
+  decides its status in one place and returns a member of it
+  (:data:`npudoctor.cli.status.COMMAND_STATUSES`: which command may end with which).
 
-This module imports neither Typer nor rich: ``health`` and ``exec`` use it on their fast path.
+This module imports neither Typer nor rich: ``health`` uses it before Typer is imported.
 :class:`Environment`, :class:`UsageError` and the colour options live in
 :mod:`npudoctor.cli.terminal`, :class:`ExitStatus` in :mod:`npudoctor.cli.status` (both
-re-exported here): neither imports ``typing`` or ``dataclasses``, so that ``--version``,
-``--help`` and ``explain`` do not pay for :class:`MachineRequest`.
+re-exported here).
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 the colour options every command accepts (:func:`take_color_flags`), :class:`UsageError`.
 
 Kept apart from :mod:`npudoctor.cli.request` (which re-exports these names) because the
-fast answers (``--version``, ``--help``) need nothing else: this module imports neither
-``typing`` nor ``dataclasses`` (together several milliseconds of a ~10 ms interpreter start;
-issue 18), so :class:`Environment` is a plain class and the annotations are strings.
+console entry takes the colour options out of ``health``'s command line with
+:func:`take_color_flags` before anything else is imported.
 """
 
 from __future__ import annotations

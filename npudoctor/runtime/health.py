@@ -31,16 +31,13 @@ Contract (Docker ``HEALTHCHECK`` and Kubernetes exec probes):
   last finished verdict instead, when it is younger than that (an unhealthy node stays
   unhealthy while it is too busy to be checked again);
 * ``--cache-ttl SECONDS`` reuses a result younger than that and says how old it is;
-* a verdict whose inputs are all unchanged is reused: the run replays what the last full
-  run read (files, listings, ``npu-smi`` output, ...) and prints that verdict when all of
-  it is the same (:mod:`npudoctor.runtime.memo`; ``inputs_unchanged_s`` in ``--json``);
-  ``--fresh`` judges everything anew;
+* every run judges anew: nothing is reused unless the operator asks for it with
+  ``--cache-ttl`` or ``--fallback-ttl``;
 * ``--from FILE`` judges a snapshot written by ``npudoctor collect`` instead of probing.
 
-This module is the fast path: :mod:`npudoctor.entry` dispatches ``health`` here before
-Typer or rich are imported, and a run that reuses the last verdict imports neither
-argparse (:mod:`npudoctor.runtime.healthopts`: the usual command lines are read from the one
-option table without it), ``dataclasses`` nor ``typing`` (``tests/test_health_options.py``).
+This module is reached before Typer or rich are imported (:mod:`npudoctor.entry`
+dispatches ``health`` here): a check that runs every few seconds pays only for what it
+judges.  Its options are read by :mod:`npudoctor.runtime.healthopts`.
 """
 
 from __future__ import annotations
@@ -124,50 +121,13 @@ def evaluate_health(options: HealthOptions, budget: Budget, progress: Optional[P
     return doc
 
 
-#: The environments judged whose every input a memo can replay (see :func:`_memo_file`).
-_MEMO_JUDGED = ("process", "env-file", "exec-env", "node")
-
-
-def _memo_file(options: HealthOptions) -> Optional[str]:
-    """The memo file of this run (:mod:`npudoctor.runtime.memo`), or ``None`` when no
-    verdict may be reused: ``--fresh``, ``--from`` (a snapshot), ``--pid`` (another
-    process's environment: not kept in a file)."""
-    machine = options.machine
-    if options.fresh or machine.from_file or options.pid is not None:
-        return None
-    from npudoctor.runtime import memokey
-
-    return memokey.memo_path(memokey.judged_options(options))
-
-
-def _evaluate_or_reuse(options: HealthOptions, budget: Budget, watch: _Watch) -> Dict[str, Any]:
-    """:func:`evaluate_health`, or the last verdict when none of its inputs changed
-    (:func:`npudoctor.runtime.memo.reuse`); a full run judged in this process's or the
-    ``--env-file``'s environment is recorded for the next one.  ``watch.progress`` is
-    set when the full evaluation starts (what a cut-short run had finished)."""
-    path = _memo_file(options)
-    if path is None:
-        from npudoctor.runtime.quick import Progress
-
-        watch.progress = Progress()
-        return evaluate_health(options, budget, watch.progress)
-    from npudoctor.runtime import memo
-
-    budget.step = "reading the environment"
-    environ = options.machine.workload_environ(os.environ)  # as runtime.quick.diagnosed_environ
-    reused = memo.reuse(path, environ, budget)
-    if reused is not None:
-        return reused
+def _evaluate(options: HealthOptions, budget: Budget, watch: _Watch) -> Dict[str, Any]:
+    """:func:`evaluate_health`, with ``watch.progress`` set first (what a cut-short run
+    had finished)."""
     from npudoctor.runtime.quick import Progress
 
-    journal = memo.Journal()
     watch.progress = Progress()
-    with memo.recording(journal):
-        doc = evaluate_health(options, budget, watch.progress)
-    if (doc.get("environment") or {}).get("judged") in _MEMO_JUDGED and doc.get("status") in ("healthy", "unhealthy"):
-        budget.step = "writing the memo"
-        memo.save(path, journal, options.matrix, doc, options.machine.python, options.machine.root)
-    return doc
+    return evaluate_health(options, budget, watch.progress)
 
 
 def _unhealthy(line: str, **extra: Any) -> Dict[str, Any]:
@@ -244,7 +204,7 @@ def run_health(options: HealthOptions) -> ExitStatus:
     _on_sigterm(watch)
     outcome = run_within(
         budget,
-        lambda: _evaluate_or_reuse(options, budget, watch),
+        lambda: _evaluate(options, budget, watch),
         name="npudoctor-health",
         evidence=watch.evidence,
     )

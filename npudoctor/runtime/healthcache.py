@@ -23,19 +23,23 @@ _KEY_TIMEOUT = 0.9
 ACTIVE_ENV_VARS = ("VIRTUAL_ENV", "CONDA_PREFIX")
 
 
+def state_dir() -> str:
+    """Where health keeps its ``--cache-ttl``/``--fallback-ttl`` results:
+    ``$XDG_RUNTIME_DIR``, else ``$TMPDIR``, else ``/tmp``."""
+    return os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp"
+
+
 def cache_path(options: Any) -> str:
     """The ``--cache-ttl`` file of a run with ``options`` (a
     :class:`npudoctor.runtime.healthopts.HealthOptions`): one verdict for every budget,
     cache policy and verbosity (they do not change what is judged)."""
     import hashlib
 
-    from npudoctor.runtime.memokey import state_dir
-
     base = state_dir()
     # the budget and the cache policies do not change what is judged: one verdict for all
     from npudoctor.valuerecord import asdict, replace
 
-    judged = replace(options, timeout=_KEY_TIMEOUT, cache_ttl=0.0, fallback_ttl=0.0, verbose=False, fresh=False)
+    judged = replace(options, timeout=_KEY_TIMEOUT, cache_ttl=0.0, fallback_ttl=0.0, verbose=False)
     what = asdict(judged)
     # without --python the active virtualenv / conda environment is judged: another one is
     # another verdict (pyselect.default_choice)

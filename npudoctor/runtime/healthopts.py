@@ -1,8 +1,10 @@
-"""``npudoctor health``'s options: the one table of them (:data:`OPTIONS`), the argparse
-parser made of it (``--help`` and usage errors), the plain reader of the usual command lines
-(:func:`parse_plain`: no argparse on the path of a check that runs every few seconds), and
-the typed :class:`HealthOptions`.  Imports neither argparse (until a command line needs
-it), ``dataclasses`` nor ``typing`` (issue 18)."""
+"""``npudoctor health``'s command line: one argparse parser (:func:`build_parser`) and the
+typed :class:`HealthOptions` made of what it read.
+
+``health`` runs every few seconds in containers and keeps its own contract (exit 0 or 1
+only: Docker reserves 2), so :mod:`npudoctor.entry` dispatches it here before Typer is
+imported; every other command goes through the Typer app.  ``npudoctor health`` in the
+Typer app (listed in ``--help``) hands its words to the same parser."""
 
 from __future__ import annotations
 
@@ -15,197 +17,98 @@ from npudoctor.valuerecord import field, record
 
 if TYPE_CHECKING:
     import argparse
-    from typing import Any, Callable, Dict, NoReturn, Optional, Sequence, Tuple
+    from typing import Any, Dict, NoReturn, Optional, Sequence, Tuple
 
 DEFAULT_TIMEOUT = 0.9
-_FAIL_ON = ("error", "warning")
 
-#: health's options, the one definition of them: ``(flags, dest, kind, type, default,
-#: metavar, help)``; ``kind`` is ``"value"`` (one argument, converted by ``type``),
-#: ``"append"`` (repeatable), ``"flag"`` (``store_true``) or ``"accepted"`` (a flag that
-#: changes nothing).  :func:`build_parser` makes the argparse parser of it (``--help``,
-#: usage errors) and :func:`parse_plain` parses the usual command lines without argparse.
-OPTIONS: Tuple[Tuple[Tuple[str, ...], str, str, Optional[Callable[[str], Any]], Any, Optional[str], str], ...] = (
-    (("--root",), "root", "value", str, None, "DIR", "inspect DIR as if it were /"),
-    (("--python",), "python", "value", str, None, "PATH", "inspect this interpreter's packages"),
-    (("--user",), "user", "value", str, None, "NAME|UID", "judge device access for this account"),
-    (
-        ("--env-file",),
-        "env_file",
-        "value",
-        str,
-        None,
-        "FILE",
-        "diagnose the environment in FILE (NAME=value lines) instead of this one",
-    ),
-    (
-        ("--pid",),
-        "pid",
-        "value",
-        int,
-        None,
-        "PID",
-        "diagnose the environment of this workload process (/proc/PID/environ) instead of this one",
-    ),
-    (("--from",), "from_file", "value", str, None, "FILE", "judge a snapshot written by `npudoctor collect`"),
-    (("--json",), "json", "flag", None, False, None, "print a JSON document"),
-    (("--color", "--no-color"), "color", "accepted", None, None, None, "accepted (the output is plain)"),
-    (("--timeout",), "timeout", "value", float, DEFAULT_TIMEOUT, "SECONDS", "hard total budget (default 0.9)"),
-    (("--require",), "require", "value", int, None, "N", "at least N NPU chips must be visible"),
-    (
-        ("--require-checked",),
-        "require_checked",
-        "append",
-        str,
-        None,
-        "AREA",
-        "an area that must be checked: not checked (no npu-smi, --no-commands, a timeout) is unhealthy (repeatable)",
-    ),
-    (("--skip",), "skip", "append", str, None, "AREA", "leave out an area (repeatable)"),
-    (("--only",), "only", "append", str, None, "AREA", "check only these areas"),
-    (("--fail-on",), "fail_on", "value", str, "error", None, "severity that makes it unhealthy"),
-    (("--ignore",), "ignore", "append", str, None, "CODE", "silence a finding code"),
-    (("--matrix",), "matrix", "value", str, None, "FILE", "use this matrix file"),
-    (("--no-commands",), "no_commands", "flag", None, False, None, "run no external command (npu-smi)"),
-    (
-        ("--exec-env",),
-        "exec_env",
-        "flag",
-        None,
-        False,
-        None,
-        "judge the environment `npudoctor exec` gives the workload (the CANN set_env.sh variables "
-        "applied), not this process's: use it when the container's entrypoint is `npudoctor exec`, and "
-        "from a systemd timer's service, whose own environment is the agent's (on a host node outside "
-        "systemd/Slurm, e.g. cron or a shell, that is the default)",
-    ),
-    (("--cache-ttl",), "cache_ttl", "value", float, 0.0, "SECONDS", "reuse a result younger than this"),
-    (
-        ("--fresh",),
-        "fresh",
-        "flag",
-        None,
-        False,
-        None,
-        "judge everything anew (by default the last verdict is reused when every file, listing and "
-        "command output it was made from is unchanged)",
-    ),
-    (
-        ("-v", "--verbose"),
-        "verbose",
-        "flag",
-        None,
-        False,
-        None,
-        "say on stderr which environment was judged and why (by default: in a container, pod or "
-        "systemd/Slurm job this process's; on a host node what its CANN set_env.sh would set)",
-    ),
-    (
-        ("--fallback-ttl",),
-        "fallback_ttl",
-        "value",
-        float,
-        0.0,
-        "SECONDS",
-        "when the budget runs out, repeat the last finished verdict if younger than this (default 0: answer unknown)",
-    ),
+DESCRIPTION = (
+    "Fast container health check: devices visible and openable, driver files mounted, "
+    "chips healthy, CANN environment applied, torch/torch_npu/CANN paired. "
+    "Exit codes: 0 healthy, 1 unhealthy (also for bad options, internal errors and timeouts)."
 )
-#: The choices of the options that have them.
-_CHOICES = {"fail_on": _FAIL_ON}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argparse parser of :data:`OPTIONS`: ``--help``, and the usage errors of a
-    command line :func:`parse_plain` leaves to it (reported as *unhealthy*, exit 1)."""
+    """health's parser.  A usage problem is reported as *unhealthy* (exit 1), never exit 2."""
     import argparse
 
     class _Parser(argparse.ArgumentParser):
-        """argparse that reports usage problems as *unhealthy* (exit 1), never exit 2."""
-
         def error(self, message: str) -> NoReturn:
             print(f"unhealthy: bad health-check option: {message}")
             sys.exit(ExitStatus.PROBLEMS)
 
-    parser = _Parser(
-        prog="npudoctor health",
-        description=(
-            "Fast container health check: devices visible and openable, driver files mounted, "
-            "chips healthy, CANN environment applied, torch/torch_npu/CANN paired. "
-            "Exit codes: 0 healthy, 1 unhealthy (also for bad options, internal errors and timeouts)."
-        ),
+    parser = _Parser(prog="npudoctor health", description=DESCRIPTION)
+    add = parser.add_argument
+    add("--root", metavar="DIR", help="inspect DIR as if it were /")
+    add("--python", metavar="PATH", help="inspect this interpreter's packages")
+    add("--user", metavar="NAME|UID", help="judge device access for this account")
+    add(
+        "--env-file",
+        metavar="FILE",
+        help="diagnose the environment in FILE (NAME=value lines) instead of this one",
     )
-    for flags, dest, kind, kind_type, default, metavar, help_text in OPTIONS:
-        if kind == "flag":
-            parser.add_argument(*flags, dest=dest, action="store_true", help=help_text)
-        elif kind == "accepted":
-            parser.add_argument(*flags, dest=dest, action="store_const", const=None, help=help_text)
-        elif kind == "append":
-            parser.add_argument(*flags, dest=dest, action="append", default=[], metavar=metavar, help=help_text)
-        elif dest in _CHOICES:
-            parser.add_argument(*flags, dest=dest, choices=_CHOICES[dest], default=default, help=help_text)
-        else:
-            assert kind_type is not None  # a "value" row names its type
-            parser.add_argument(*flags, dest=dest, type=kind_type, default=default, metavar=metavar, help=help_text)
+    add(
+        "--pid",
+        type=int,
+        metavar="PID",
+        help="diagnose the environment of this workload process (/proc/PID/environ) instead of this one",
+    )
+    add("--from", dest="from_file", metavar="FILE", help="judge a snapshot written by `npudoctor collect`")
+    add("--json", action="store_true", help="print a JSON document")
+    add("--color", "--no-color", dest="color", action="store_const", const=None, help="accepted (the output is plain)")
+    add("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="hard total budget (default 0.9)")
+    add("--require", type=int, metavar="N", help="at least N NPU chips must be visible")
+    add(
+        "--require-checked",
+        action="append",
+        default=[],
+        metavar="AREA",
+        help="an area that must be checked: not checked (no npu-smi, --no-commands, a timeout) is unhealthy "
+        "(repeatable)",
+    )
+    add("--skip", action="append", default=[], metavar="AREA", help="leave out an area (repeatable)")
+    add("--only", action="append", default=[], metavar="AREA", help="check only these areas")
+    add("--fail-on", choices=("error", "warning"), default="error", help="severity that makes it unhealthy")
+    add("--ignore", action="append", default=[], metavar="CODE", help="silence a finding code")
+    add("--matrix", metavar="FILE", help="use this matrix file")
+    add("--no-commands", action="store_true", help="run no external command (npu-smi)")
+    add(
+        "--exec-env",
+        action="store_true",
+        help="judge the environment `npudoctor exec` gives the workload (the CANN set_env.sh variables "
+        "applied), not this process's: use it when the container's entrypoint is `npudoctor exec`, and "
+        "from a systemd timer's service, whose own environment is the agent's (on a host node outside "
+        "systemd/Slurm, e.g. cron or a shell, that is the default)",
+    )
+    add(
+        "--cache-ttl",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="reuse a result younger than this (default 0: judge anew on every run)",
+    )
+    add(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="say on stderr which environment was judged and why (by default: in a container, pod or "
+        "systemd/Slurm job this process's; on a host node what its CANN set_env.sh would set)",
+    )
+    add(
+        "--fallback-ttl",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="when the budget runs out, repeat the last finished verdict if younger than this "
+        "(default 0: answer unknown)",
+    )
     return parser
 
 
-#: Each option string of :data:`OPTIONS` -> its row.
-_BY_FLAG = {flag: row for row in OPTIONS for flag in row[0]}
-
-
-def parse_plain(argv: Sequence[str]) -> Optional[Dict[str, Any]]:
-    """The values (dest -> value, as ``vars()`` of :func:`build_parser`'s namespace) of a
-    command line made only of :data:`OPTIONS`' exact option strings (``--opt value`` or
-    ``--opt=value``), without importing argparse (~5 ms with building the parser, on every
-    run of a check that runs every few seconds).  ``None`` for anything else -- ``--help``,
-    an abbreviation, a positional argument, a value that looks like an option or does not
-    convert, a choice not offered -- which argparse then parses and reports as it always
-    did.  ``tests/test_health_options.py`` compares both on many command lines."""
-    values: Dict[str, Any] = {}
-    for _flags, dest, kind, _type, default, _metavar, _help in OPTIONS:
-        values[dest] = [] if kind == "append" else default
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        inline: Optional[str] = None
-        if arg.startswith("--") and "=" in arg:
-            arg, inline = arg.split("=", 1)
-        row = _BY_FLAG.get(arg)
-        if row is None:
-            return None
-        _flags, dest, kind, kind_type, _default, _metavar, _help = row
-        if kind in ("flag", "accepted"):
-            if inline is not None:
-                return None
-            values[dest] = True if kind == "flag" else None
-            i += 1
-            continue
-        if inline is None:
-            if i + 1 >= len(argv) or argv[i + 1].startswith("-"):
-                return None
-            inline = argv[i + 1]
-            i += 1
-        try:
-            value = kind_type(inline) if kind_type is not None else inline
-        except (TypeError, ValueError, OverflowError):
-            return None
-        if dest in _CHOICES and value not in _CHOICES[dest]:
-            return None
-        if kind == "append":
-            values[dest].append(value)
-        else:
-            values[dest] = value
-        i += 1
-    return values
-
-
 def parse_values(argv: Sequence[str]) -> Dict[str, Any]:
-    """The option values of ``argv``: :func:`parse_plain`, else argparse (which exits with
-    ``SystemExit`` for ``--help`` and usage errors, after printing them)."""
-    values = parse_plain(argv)
-    if values is None:
-        values = vars(build_parser().parse_args(list(argv)))
-    return values
+    """The option values of ``argv`` (dest -> value); argparse exits with ``SystemExit``
+    for ``--help`` (0) and usage errors (1), after printing them."""
+    return vars(build_parser().parse_args(list(argv)))
 
 
 @record(frozen=True)
@@ -237,7 +140,6 @@ class HealthOptions:
     fallback_ttl: float = 0.0
     pid: Optional[int] = None
     verbose: bool = False
-    fresh: bool = False
 
     def problem(self) -> Optional[str]:
         """Why these options cannot be honoured (the reason of a "bad health-check
@@ -285,5 +187,4 @@ def options_from_values(values: Dict[str, Any]) -> HealthOptions:
         fallback_ttl=values["fallback_ttl"],
         pid=values["pid"],
         verbose=values["verbose"],
-        fresh=values["fresh"],
     )

@@ -28,7 +28,8 @@ def _clean(value: Any) -> bool:
 
 
 def verdict_problem(doc: Any) -> Optional[str]:
-    """Why a stored document (a ``--cache-ttl`` result, a memo's verdict) is not a verdict health wrote (``None``: it is one): every
+    """Why a stored document (a ``--cache-ttl`` or ``--fallback-ttl`` result) is not a verdict
+    health wrote (``None``: it is one): every
     field printed is a printable string (an ANSI escape or a control character is refused,
     not echoed), ``problems`` a list of them, ``not_checked`` a mapping of them."""
     if not isinstance(doc, dict) or doc.get("status") not in ("healthy", "unhealthy"):

@@ -1,7 +1,7 @@
 """Options shared by every command that looks at a machine (the Typer half).  The one helper
 that turns them into a :class:`~npudoctor.cli.request.MachineRequest` and the code that turns
 a request into a snapshot and a matrix live in the Typer-free :mod:`npudoctor.cli.machine`
-(re-exported here), so that :mod:`npudoctor.cli.fast` runs the same code without Typer.
+(re-exported here), which ``health`` and ``exec`` use too.
 
 Commands use the ``Annotated`` aliases below so that ``check``, ``collect``, ``devices``
 and ``triage`` spell the machine options the same way; each takes a ``typer.Context``

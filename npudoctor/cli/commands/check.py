@@ -1,14 +1,13 @@
-"""``npudoctor check``, ``collect`` and ``explain`` (the Typer registration; check's work is
-:func:`npudoctor.cli.check.check_command`, explain's :func:`npudoctor.cli.explain.run_explain`,
-both Typer-free so that :mod:`npudoctor.cli.fast` runs the same functions)."""
+"""``npudoctor check`` and ``collect``: probe the machine; ``check`` judges it and prints the
+findings (text, JSON, Markdown or Prometheus), ``collect`` writes the snapshot."""
 
-from typing import Optional
+import io
+import json
+from typing import Any, List, Optional
 
 import typer
 from typing_extensions import Annotated
 
-from npudoctor.cli import explain as explain_page
-from npudoctor.cli.check import check_command
 from npudoctor.cli.commands._common import (
     DeadlineOpt,
     EnvFileOpt,
@@ -27,15 +26,150 @@ from npudoctor.cli.commands._common import (
     load_snapshot,
     machine_request,
     snapshot_for,
+    usage_failure,
+    warn,
 )
 from npudoctor.cli.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest, UsageError
-from npudoctor.redact import conceal
+from npudoctor.redact import conceal, conceal_text
 
 CHECK_HELP = """Probe the NPU software stack, judge it against the compatibility matrix and
 print findings with fix-it commands.
 
 Exit codes: 0 no errors; 1 errors found (or warnings with --strict); 2 usage error;
 3 npudoctor itself failed."""
+
+
+#: The values of ``--format``.
+FORMATS = ("text", "json", "markdown", "prometheus")
+
+
+def run_check(
+    request: MachineRequest,
+    env: Environment,
+    *,
+    markdown: bool = False,
+    verbose: bool = False,
+    strict: bool = False,
+    ignore: Optional[List[str]] = None,
+    matrix_path: Optional[str] = None,
+    deep: bool = False,
+    deep_timeout: float = 120.0,
+    probe_master: bool = False,
+    prometheus: bool = False,
+) -> ExitStatus:
+    """Run a full check, write it to ``env.stdout`` (text, or JSON with ``request.json``,
+    Markdown, Prometheus) and return the exit status (OK/PROBLEMS, decided by
+    :func:`npudoctor.report.build.exit_status`).  Raises :class:`UsageError` for bad options
+    or unreadable inputs."""
+    from npudoctor.config import load_ignore_entries
+    from npudoctor.engine import Options, evaluate
+    from npudoctor.knowledge.codes import lookup
+    from npudoctor.report.build import document, exit_status
+
+    options = Options(deep=deep, deep_timeout=deep_timeout, probe_master=probe_master, matrix_path=matrix_path)
+    if deep and not request.json and env.stderr_isatty:
+
+        def progress(step: str) -> None:
+            env.stderr.write(f"  probing {step}…\n")
+
+        options.progress = progress
+    snapshot = snapshot_for(request, options, environ=env.environ)
+    matrix, matrix_error = load_matrix_or_none(matrix_path)
+    if matrix is not None:
+        snapshot.matrix = dict(matrix.provenance)
+    else:
+        snapshot.matrix = {"error": matrix_error}
+    config_entries, config_errors = load_ignore_entries(environ=dict(env.environ))
+    config_ignores = [code for code, _where in config_entries]
+    for err in config_errors:
+        warn(env, err)
+    ignored: List[Any] = []
+    findings = evaluate(snapshot, matrix, options, ignore=list(ignore or []) + config_ignores, ignored=ignored)
+    origins = [(code, "--ignore") for code in ignore or []] + config_entries
+    for code, where in origins:
+        if lookup(code) is None:
+            what = f"--ignore {code}" if where == "--ignore" else f"{where}: ignore {code!r}"
+            warn(env, f"{what}: no such finding code (see `npudoctor explain --list`)")
+    status = exit_status(findings, strict)
+    # secrets never leave in any form: --json says a secret is set, not what it is
+    if request.json:
+        doc = conceal(document(snapshot, findings, strict))
+        env.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    elif prometheus:
+        from npudoctor.report.prometheus import render as render_prom
+
+        env.stdout.write(conceal_text(render_prom(snapshot, findings, status)))
+    elif markdown:
+        from npudoctor.report.markdown import render as render_md
+
+        env.stdout.write(conceal_text(render_md(snapshot, findings)))
+    else:
+        from npudoctor.report.text import render
+
+        buffer = io.StringIO()
+        render(
+            snapshot,
+            findings,
+            verbose=verbose,
+            file=buffer,
+            color=env.color(),
+            width=env.wrap_width(),
+            ignored=[f.code for f in ignored],
+        )
+        env.stdout.write(conceal_text(buffer.getvalue()))
+    return status
+
+
+def check_command(
+    env: Environment,
+    *,
+    root: Optional[str] = None,
+    env_file: Optional[str] = None,
+    python: Optional[str] = None,
+    from_: Optional[str] = None,
+    user: Optional[str] = None,
+    as_json: bool = False,
+    markdown: bool = False,
+    verbose: bool = False,
+    strict: bool = False,
+    ignore: Optional[List[str]] = None,
+    no_commands: bool = False,
+    matrix: Optional[str] = None,
+    deep: bool = False,
+    deep_timeout: float = 120.0,
+    probe_master: bool = False,
+    deadline: float = DEFAULT_DEADLINE,
+    fmt: Optional[str] = None,
+) -> ExitStatus:
+    """``npudoctor check`` with its options as parsed (keyword names: the Typer command's
+    parameters; ``fmt`` is ``--format``): check the combination of the output options, build
+    the request and run :func:`run_check`; a :class:`UsageError` is written to ``env.stderr``
+    and ends with :attr:`ExitStatus.USAGE`."""
+    try:
+        if as_json and markdown:
+            raise UsageError("--json and --markdown are mutually exclusive")
+        if fmt is not None:
+            if fmt not in FORMATS:
+                raise UsageError(f"--format {fmt}: use text, json, markdown or prometheus")
+            if as_json or markdown:
+                raise UsageError("--format cannot be combined with --json or --markdown")
+            as_json, markdown = fmt == "json", fmt == "markdown"
+        request = machine_request(root, python, user, env_file, no_commands, from_, as_json, deadline)
+        return run_check(
+            request,
+            env,
+            markdown=markdown,
+            verbose=verbose,
+            strict=strict,
+            ignore=ignore,
+            matrix_path=matrix,
+            deep=deep,
+            deep_timeout=deep_timeout,
+            probe_master=probe_master,
+            prometheus=fmt == "prometheus",
+        )
+    except UsageError as exc:
+        return usage_failure(str(exc), env)
 
 
 def collect_snapshot(
@@ -89,10 +223,6 @@ snapshot or a `check --json` document as a plain snapshot (redacted unless --no-
 e.g. to share one that was written with --no-redact.
 
 Exit codes: 0 written; 2 usage error; 3 npudoctor failed."""
-
-EXPLAIN_HELP = """Explain a finding code (or name): what it means, why it matters, how to fix it.
-
-Exit codes: 0 shown; 2 unknown code or usage error."""
 
 
 def register(app: typer.Typer) -> None:
@@ -182,17 +312,3 @@ def register(app: typer.Typer) -> None:
         except UsageError as exc:
             raise fail_usage(str(exc), env) from None
         raise typer.Exit(code)
-
-    @app.command(help=EXPLAIN_HELP)
-    def explain(
-        ctx: typer.Context,
-        code: Annotated[Optional[str], typer.Argument(help="A code such as PKG001, or its name.")] = None,
-        list_: Annotated[bool, typer.Option("--list", help="List every code.")] = False,
-        as_json: JsonOpt = False,
-    ) -> None:
-        env = environment(ctx)
-        try:
-            status = explain_page.run_explain(env, code, list_=list_, as_json=as_json)
-        except UsageError as exc:
-            raise fail_usage(str(exc), env) from None
-        raise typer.Exit(status)

@@ -1,10 +1,13 @@
 """``npudoctor devices``: the NPU chips of this machine (health, memory, processes,
 topology) as a readable table, or ``--json``; plus the device and container findings.
 
-This module is the Typer registration only; the command's work is
-:func:`npudoctor.cli.devices.devices_command` (Typer-free: :mod:`npudoctor.cli.fast` runs the
-same function without Typer).
+Only the ``host``, ``python``, ``packages``, ``devices`` and ``container`` probes run
+(fast); ``--from`` replays the same facts from a snapshot written by ``collect`` or
+``check --json``.  The table is drawn by :mod:`npudoctor.report.devices`.
 """
+
+import json
+from typing import Any, Dict, Optional
 
 import typer
 
@@ -19,9 +22,93 @@ from npudoctor.cli.commands._common import (
     RootOpt,
     UserOpt,
     environment,
+    load_matrix_or_none,
+    machine_request,
+    snapshot_for,
+    usage_failure,
 )
-from npudoctor.cli.devices import devices_command
-from npudoctor.cli.request import DEFAULT_DEADLINE
+from npudoctor.cli.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest, UsageError
+from npudoctor.redact import conceal
+
+SECTIONS = ("host", "python", "packages", "devices", "container")
+AREAS = ("devices", "container")
+
+
+def gather(request: MachineRequest, matrix_path: Optional[str] = None, environ: Any = None) -> Dict[str, Any]:
+    """Collect (or replay) the device facts and judge them: ``{"source", "devices",
+    "container", "findings"}`` (the sections as their typed views read them, every declared
+    field present; each chip with what the current matrix says it is).  ``environ``: npudoctor's own environment (``None``: this
+    process's), replaced by the request's ``--env-file``.  Raises :class:`UsageError`."""
+    from npudoctor.engine import Options, evaluate
+
+    # the packages its rules judge by name read in full, the rest indexed by directory name
+    options = Options(user=request.user, matrix_path=matrix_path, only=set(AREAS), index_packages=True)
+    snapshot = snapshot_for(request, options, sections=SECTIONS, environ=environ)
+    mode = snapshot.target.get("mode")
+    source = {"from": f"snapshot {request.from_file}", "root": f"root {snapshot.target.get('root')}"}.get(
+        str(mode), "this machine"
+    )
+    from npudoctor.facts import Facts
+    from npudoctor.facts._typed import dump
+    from npudoctor.rules.devices import chip_identity
+
+    matrix, _err = load_matrix_or_none(matrix_path)
+    findings = evaluate(snapshot, matrix, options)
+    facts = Facts(snapshot.facts)
+    devices = dump(facts.devices)  # the devices view in the snapshot's shape
+    # what each chip is: the rules' judgement with the current matrix
+    devices["chips"] = [
+        dict(chip, **{k: v for k, v in chip_identity(matrix, chip).items() if k != "known"})
+        for chip in devices["chips"]
+    ]
+    return {
+        "source": source,
+        "devices": devices,
+        "container": dump(facts.container),
+        "findings": [f.to_dict() for f in findings if f.area in AREAS],
+    }
+
+
+def status(data: Dict[str, Any]) -> ExitStatus:
+    """The exit status of ``devices``: PROBLEMS when a device or container error was found."""
+    return ExitStatus.PROBLEMS if any(f["severity"] == "error" for f in data["findings"]) else ExitStatus.OK
+
+
+def run_devices(request: MachineRequest, env: Environment, matrix_path: Optional[str] = None) -> ExitStatus:
+    """Gather, print (the table, or JSON with ``request.json``) to ``env.stdout`` and return
+    the exit status.  Raises :class:`UsageError`."""
+    data = conceal(gather(request, matrix_path, environ=env.environ))  # secrets never leave
+    if request.json:
+        env.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    else:
+        from npudoctor.report.devices import render
+
+        render(data, env.stdout, terminal=env.stdout_isatty, width=env.width, color=env.color())
+    return status(data)
+
+
+def devices_command(
+    env: Environment,
+    *,
+    root: Optional[str] = None,
+    env_file: Optional[str] = None,
+    python: Optional[str] = None,
+    from_: Optional[str] = None,
+    user: Optional[str] = None,
+    as_json: bool = False,
+    no_commands: bool = False,
+    matrix: Optional[str] = None,
+    deadline: float = DEFAULT_DEADLINE,
+) -> ExitStatus:
+    """``npudoctor devices`` with its options as parsed (keyword names: the Typer command's
+    parameters): build the request, run :func:`run_devices`; a :class:`UsageError` is
+    written to ``env.stderr`` and ends with :attr:`ExitStatus.USAGE`."""
+    try:
+        request = machine_request(root, python, user, env_file, no_commands, from_, as_json, deadline)
+        return run_devices(request, env, matrix)
+    except UsageError as exc:
+        return usage_failure(str(exc), env)
+
 
 DEVICES_HELP = """Show the NPU chips: health, power, temperature, AICore, memory/HBM, processes and
 topology (from npu-smi), the device nodes and their permissions, and the device and

@@ -1,6 +1,6 @@
 """``npudoctor health`` in the Typer app: listed in ``npudoctor --help`` and runnable
 through :func:`npudoctor.cli.run`.  The console entry point never comes here: it
-dispatches ``health`` on its fast path (:mod:`npudoctor.entry`, no Typer or rich), and this
+dispatches ``health`` before Typer is imported (:mod:`npudoctor.entry`), and this
 command hands its words to the same parser (:func:`npudoctor.runtime.health.main`), so both
 ways accept the same options and exit only 0 or 1."""
 

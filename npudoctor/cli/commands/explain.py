@@ -1,19 +1,21 @@
 """``npudoctor explain``: what a finding code, root-cause kind, triage signature or error
-code means.  Typer-free, so that :mod:`npudoctor.cli.fast` can answer ``explain CODE``
-without loading the CLI (issue 18); the Typer command in
-:mod:`npudoctor.cli.commands.check` calls the same :func:`run_explain`.
-"""
-
-from __future__ import annotations
+code means."""
 
 import json
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
-from npudoctor.cli.status import ExitStatus
-from npudoctor.cli.terminal import Environment, UsageError
+import typer
+from typing_extensions import Annotated
+
+from npudoctor.cli.commands._common import JsonOpt, environment, fail_usage
+from npudoctor.cli.request import Environment, ExitStatus, UsageError
 
 if TYPE_CHECKING:
     from npudoctor.findings import Code
+
+EXPLAIN_HELP = """Explain a finding code (or name): what it means, why it matters, how to fix it.
+
+Exit codes: 0 shown; 2 unknown code or usage error."""
 
 
 def run_explain(env: Environment, code: Optional[str], list_: bool = False, as_json: bool = False) -> ExitStatus:
@@ -91,7 +93,7 @@ def _explain_triage_label(env: Environment, name: str, as_json: bool) -> ExitSta
     return ExitStatus.OK
 
 
-def _code_dict(c: Code) -> Dict[str, Any]:
+def _code_dict(c: "Code") -> Dict[str, Any]:
     return {
         "code": c.code,
         "name": c.name,
@@ -101,3 +103,19 @@ def _code_dict(c: Code) -> Dict[str, Any]:
         "kinds": list(c.kinds),
         "explain": c.explain,
     }
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(help=EXPLAIN_HELP)
+    def explain(
+        ctx: typer.Context,
+        code: Annotated[Optional[str], typer.Argument(help="A code such as PKG001, or its name.")] = None,
+        list_: Annotated[bool, typer.Option("--list", help="List every code.")] = False,
+        as_json: JsonOpt = False,
+    ) -> None:
+        env = environment(ctx)
+        try:
+            status = run_explain(env, code, list_=list_, as_json=as_json)
+        except UsageError as exc:
+            raise fail_usage(str(exc), env) from None
+        raise typer.Exit(status)
