@@ -415,25 +415,6 @@ def test_help_columns_are_shutils(columns: Optional[str], monkeypatch: pytest.Mo
     assert _help_columns() == shutil.get_terminal_size().columns
 
 
-@pytest.mark.parametrize("columns", ["100", ""])
-def test_explain_imports_no_dataclasses_and_no_openssl(columns: str) -> None:
-    """``explain CODE`` (wrapped to COLUMNS, or not) reads its code without ``dataclasses``
-    (findings' Code and the wrapping are plain) and checks the compiled twin's SHA-256 with
-    the built-in implementation rather than OpenSSL's (issue 18)."""
-    code = (
-        "import sys\n"
-        "from npudoctor.entry import main\n"
-        "status = main(['explain', 'PKG007'])\n"
-        "print('LOADED', status, sorted(m for m in ('dataclasses', 'inspect', '_hashlib') if m in sys.modules))\n"
-    )
-    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
-    if columns:
-        env["COLUMNS"] = columns
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, env=env)
-    assert proc.stdout.splitlines()[-1] == "LOADED 0 []", proc.stdout[-500:] + proc.stderr
-    assert "PKG007" in proc.stdout
-
-
 def test_builtin_sha256_is_hashlibs() -> None:
     import hashlib
 

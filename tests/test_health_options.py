@@ -1,26 +1,19 @@
 """health's options come from one table (``npudoctor.runtime.health.OPTIONS``): the usual
 command lines are read without argparse (``parse_plain``), everything else by the argparse
-parser made of the same table -- and both read every command line alike (issue 18: a run
-that reuses the last verdict imports neither argparse, ``dataclasses`` nor ``typing``)."""
+parser made of the same table -- and both read every command line alike."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import random
 import subprocess
 import sys
 from typing import Any, Dict, List, Optional
 
 import pytest
-from scenario_runner import REPO, environment, prepare
+from scenario_runner import REPO
 
 from npudoctor.runtime import healthopts as health
-
-try:
-    import tomllib
-except ImportError:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[no-redef]
 
 
 def _argparse(argv: List[str]) -> Optional[Dict[str, Any]]:
@@ -145,35 +138,3 @@ def test_usage_errors_are_still_unhealthy_with_argparse_words(argv: List[str], l
     )
     assert proc.returncode == 1
     assert proc.stdout.splitlines()[0].startswith(line), proc.stdout
-
-
-def test_a_reused_verdict_imports_neither_argparse_dataclasses_nor_typing(tmp_path) -> None:
-    """The second run of an unchanged machine reuses the verdict and starts with only what
-    it needs (each of these modules costs 1-4 ms of a run that takes ~35 ms)."""
-    scenario = prepare(REPO / "tests" / "scenarios" / "health-910b3-8npu-healthy", tmp_path / "s")
-    spec = tomllib.loads((scenario / "scenario.toml").read_text(encoding="utf-8"))
-    runtime = tmp_path / "run"
-    runtime.mkdir(mode=0o700)
-    env = dict(environment(scenario, spec), XDG_RUNTIME_DIR=str(runtime), PYTHONPATH=str(REPO))
-    heavy = ("argparse", "dataclasses", "typing", "shutil", "inspect")
-    code = (
-        "import atexit, sys\n"
-        f"atexit.register(lambda: print('LOADED', sorted(m for m in {heavy!r} if m in sys.modules), file=sys.stderr))\n"
-        "from npudoctor.entry import run\n"
-        f"sys.argv = ['npudoctor', 'health', '--root', {str(scenario / 'root')!r}, '--timeout', '20', '--json']\n"
-        "sys.exit(run())\n"
-    )
-    script = tmp_path / "health_once.py"
-    script.write_text(code)
-    runs = []
-    for _ in range(2):
-        proc = subprocess.run(
-            [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120, cwd=str(REPO)
-        )
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        runs.append((json.loads(proc.stdout), proc.stderr.splitlines()[-1]))
-    (first, first_loaded), (second, second_loaded) = runs
-    assert "inputs_unchanged_s" not in first and first["status"] == "healthy"
-    assert first_loaded != "LOADED []"  # a full run judges with the rules (dataclasses, typing)
-    assert second["inputs_unchanged_s"] >= 0 and second["summary"] == first["summary"]
-    assert second_loaded == "LOADED []"

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from npudoctor.cli.request import ExitStatus, MachineRequest
-from npudoctor.valuerecord import field, record
 
 if TYPE_CHECKING:
     import argparse
@@ -208,7 +208,7 @@ def parse_values(argv: Sequence[str]) -> Dict[str, Any]:
     return values
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class HealthOptions:
     """``npudoctor health``'s options, typed.
 
@@ -220,7 +220,6 @@ class HealthOptions:
     previous result may be reused (0: never).  ``require_checked``: areas that must be
     checked.  ``fallback_ttl``: seconds a finished verdict stands in for one the budget
     cut short (0: never).  ``pid``: judge that process's environment (``/proc/PID/environ``).
-    A frozen dataclass made by :func:`npudoctor.valuerecord.record`.
     """
 
     machine: MachineRequest = field(default_factory=MachineRequest)

@@ -106,7 +106,7 @@ def memo_path(judged: Dict[str, Any]) -> str:
 def judged_options(options: Any) -> Dict[str, Any]:
     """The health options that change what is judged (budget, cache and memo policies,
     verbosity and the output format do not), as a JSON-able mapping."""
-    from npudoctor.valuerecord import asdict
+    from dataclasses import asdict
 
     judged: Dict[str, Any] = asdict(options)
     for name in ("timeout", "cache_ttl", "fallback_ttl", "verbose", "fresh"):
