@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import zlib
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from npudoctor.host import read_capped
@@ -146,12 +147,10 @@ def _plan(paths: Iterable[str], stdin: Optional[Any]) -> List[Tuple[str, Any]]:
     return out
 
 
+@dataclass(frozen=True)
 class _FileTask:
-    __slots__ = ("path", "named")
-
-    def __init__(self, path: str, named: bool) -> None:
-        self.path = path
-        self.named = named
+    path: str
+    named: bool
 
 
 def _convert_file(job: Tuple[str, bool, Callable[[str, Any], Any]]) -> List[Tuple[str, Any]]:
