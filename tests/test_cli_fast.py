@@ -415,15 +415,6 @@ def test_help_columns_are_shutils(columns: Optional[str], monkeypatch: pytest.Mo
     assert _help_columns() == shutil.get_terminal_size().columns
 
 
-def test_builtin_sha256_is_hashlibs() -> None:
-    import hashlib
-
-    from npudoctor.tomlread import sha256_hex
-
-    for raw in (b"", b"ignore = []\n", bytes(range(256)) * 300):
-        assert sha256_hex(raw) == hashlib.sha256(raw).hexdigest()
-
-
 @pytest.mark.parametrize(
     "exc", [KeyboardInterrupt(), EOFError(), BrokenPipeError(32, "Broken pipe"), RuntimeError("boom")], ids=repr
 )
