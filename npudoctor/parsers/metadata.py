@@ -323,4 +323,4 @@ def satisfies(version: str, specifier: Any) -> Optional[bool]:
         parsed = Version(version)
     except InvalidVersion:
         return None
-    return specifier.contains(parsed, prereleases=True)
+    return bool(specifier.contains(parsed, prereleases=True))
