@@ -20,10 +20,14 @@ hold ``doc`` (schema description) and ``key`` (the JSON key, when it differs fro
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, Tuple
 
-from typing_extensions import dataclass_transform
+if sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:
+    from typing_extensions import dataclass_transform
 
 if TYPE_CHECKING:
     from dataclasses import Field
