@@ -16,6 +16,8 @@ from pathlib import Path
 from scenario_runner import REPO, environment
 from test_health_memo import _spec, _verdict, run_health
 
+from npudoctor.knowledge.matrix import load as matrix_load
+
 
 def _memo(runtime: Path) -> Path:
     memos = list(runtime.glob("npudoctor-memo-*.json"))
@@ -77,10 +79,10 @@ def test_a_memo_verdict_with_terminal_escapes_is_not_printed(memo_healthy):
 
 
 def test_an_edited_bundled_matrix_of_a_checkout_is_another_key(memo_healthy, tmp_path):
-    """In a source checkout the bundled matrix lives in ``matrix/`` beside the package,
-    outside the files whose sizes and mtimes make the memo's key: an edit of it is judged
-    anew (here: torch_npu 2.1.0.post10's row dropped, so its pairing is no longer
-    documented)."""
+    """In a source checkout the bundled matrix lives in ``matrix/`` beside the package and
+    is used through its compiled form (``scripts/gen_matrix.py --write``): an edit of it,
+    compiled, is judged anew (here: torch_npu 2.1.0.post10's row dropped, so its pairing is
+    no longer documented)."""
     scenario, runtime = memo_healthy
     checkout = tmp_path / "checkout"
     shutil.copytree(REPO / "npudoctor", checkout / "npudoctor", ignore=shutil.ignore_patterns("__pycache__"))
@@ -99,6 +101,11 @@ def test_an_edited_bundled_matrix_of_a_checkout_is_another_key(memo_healthy, tmp
     text = table.read_text()
     assert 'torch_npu = "2.1.0.post10"' in text
     table.write_text(text.replace('torch_npu = "2.1.0.post10"', 'torch_npu = "2.1.0.post99"', 1))
+    files = matrix_load._files_of(str(checkout / "matrix"))
+    compiled = matrix_load.compile_documents(files, [Path(f).read_bytes() for f in files])
+    (checkout / "npudoctor" / "knowledge" / "matrix" / "compiled.json").write_text(
+        matrix_load.render_compiled(compiled), encoding="utf-8"
+    )
     code2, second = run()
     assert "inputs_unchanged_s" not in second
     code3, fresh = run("--fresh")
