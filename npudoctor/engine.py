@@ -36,6 +36,7 @@ from __future__ import annotations
 import importlib
 import os
 import time
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -43,7 +44,6 @@ from npudoctor.facts import Facts
 from npudoctor.findings import Finding
 from npudoctor.host import Host
 from npudoctor.snapshot import Snapshot, now_iso
-from npudoctor.valuerecord import field, record
 
 if TYPE_CHECKING:  # the matrix package is imported by whoever loads a matrix, not by the engine
     from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -55,7 +55,7 @@ else:
     _Sections = dict
 
 
-@record
+@dataclass
 class Options:
     """What the user asked for, as probes and rules see it.
 
@@ -101,7 +101,7 @@ class Options:
         return max(0.05, min(default, self.deadline - time.monotonic()))
 
 
-@record
+@dataclass
 class ProbeContext:
     """What a probe gets: the host, the options and the sections it declared in
     ``NEEDS`` (a :class:`FactsView` during :func:`collect`; tests may pass a plain dict)."""
@@ -134,7 +134,7 @@ class FactsView(_Sections):
         return super().__contains__(key)
 
 
-@record
+@dataclass
 class RuleContext:
     """What a rule gets: the snapshot, the matrix (``None`` if it failed to load) and
     the options.  ``view`` is the typed, read-only view of the facts
@@ -202,7 +202,7 @@ class ProbeOrderError(ValueError):
     the probes and sections)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class ProbeSpec:
     """One probe module's declarations: ``section`` (the record it writes), ``needs``
     (the sections it reads), the ``quick``/``deep``/``slow`` flags and ``probe``."""

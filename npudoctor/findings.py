@@ -9,21 +9,19 @@ and a rule makes findings from one with :meth:`Code.finding`.  Codes are ``AREA`
 three digits (``PKG001``, ``DEV012``); names are kebab-case.  Both are stable: once
 released, a code keeps its meaning forever (retire it, never reuse it).
 
-:class:`Code` and :class:`Finding` are plain classes with the value semantics the
-dataclasses they were would give them (constructor, equality, repr; a :class:`Code` is
-frozen and hashable): this module imports no ``dataclasses``, which with ``inspect``, ``ast``
-and ``dis`` costs about half a bare interpreter start, and ``npudoctor explain`` needs nothing
-else (issue 18).
+:class:`Code` is a frozen dataclass (hashable; a malformed one is refused when made),
+:class:`Finding` a mutable one.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 
 if TYPE_CHECKING:  # the remedies are imported by the rules that make findings, not by readers of codes
-    from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+    from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
     from npudoctor.remedies import Remedy
 
@@ -64,23 +62,6 @@ AREA_TITLES = {
 _CODE_RE = lazyre.pattern(r"^[A-Z]{2,5}[0-9]{3}$")
 _NAME_RE = lazyre.pattern(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
-#: The fields of a :class:`Code` and of a :class:`Finding`, in the order of their constructors.
-_CODE_FIELDS = ("code", "name", "area", "severity", "title", "explain", "kinds", "symptom_of")
-_FINDING_FIELDS = (
-    "code",
-    "name",
-    "severity",
-    "area",
-    "title",
-    "evidence",
-    "fix",
-    "subject",
-    "data",
-    "after",
-    "confirmed_by",
-    "remedies",
-)
-
 #: Snapshot sections that are not areas of their own (their findings use an area above).
 EXTRA_SECTIONS = ("hygiene",)
 
@@ -102,6 +83,7 @@ class RegistryError(ValueError):
     """A code is malformed (a programming error, found by tests)."""
 
 
+@dataclass(frozen=True)
 class Code:
     """A stable finding code with its default severity and long explanation.
 
@@ -120,23 +102,10 @@ class Code:
     severity: str
     title: str
     explain: str
-    kinds: Sequence[str]
-    symptom_of: Sequence[str]
+    kinds: Sequence[str] = ()
+    symptom_of: Sequence[str] = ()
 
-    def __init__(
-        self,
-        code: str,
-        name: str,
-        area: str,
-        severity: str,
-        title: str,
-        explain: str,
-        kinds: Sequence[str] = (),
-        symptom_of: Sequence[str] = (),
-    ) -> None:
-        values = (code, name, area, severity, title, explain, kinds, symptom_of)
-        for field_name, value in zip(_CODE_FIELDS, values):
-            object.__setattr__(self, field_name, value)
+    def __post_init__(self) -> None:
         if not _CODE_RE.match(self.code):
             raise RegistryError(f"malformed finding code {self.code!r}")
         if not _NAME_RE.match(self.name):
@@ -145,26 +114,6 @@ class Code:
             raise RegistryError(f"unknown area {self.area!r} ({self.code})")
         if self.severity not in SEVERITIES:
             raise RegistryError(f"unknown severity {self.severity!r} ({self.code})")
-
-    def _values(self) -> Tuple[Any, ...]:
-        return tuple(getattr(self, n) for n in _CODE_FIELDS)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}: a Code is frozen")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"cannot delete field {name!r}: a Code is frozen")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Code) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        return f"Code({', '.join(f'{n}={getattr(self, n)!r}' for n in _CODE_FIELDS)})"
 
     def finding(
         self,
@@ -208,6 +157,7 @@ class Code:
         )
 
 
+@dataclass
 class Finding:
     """One problem (or notable fact) found on the diagnosed machine.
 
@@ -224,54 +174,13 @@ class Finding:
     severity: str
     area: str
     title: str
-    evidence: List[str]
-    fix: List[str]
-    subject: Optional[str]
-    data: Dict[str, Any]
-    after: List[str]
-    confirmed_by: List[str]
-    remedies: List[Dict[str, Any]]
-
-    def __init__(
-        self,
-        code: str,
-        name: str,
-        severity: str,
-        area: str,
-        title: str,
-        evidence: Optional[List[str]] = None,
-        fix: Optional[List[str]] = None,
-        subject: Optional[str] = None,
-        data: Optional[Dict[str, Any]] = None,
-        after: Optional[List[str]] = None,
-        confirmed_by: Optional[List[str]] = None,
-        remedies: Optional[List[Dict[str, Any]]] = None,
-    ) -> None:
-        self.code = code
-        self.name = name
-        self.severity = severity
-        self.area = area
-        self.title = title
-        self.evidence = [] if evidence is None else evidence
-        self.fix = [] if fix is None else fix
-        self.subject = subject
-        self.data = {} if data is None else data
-        self.after = [] if after is None else after
-        self.confirmed_by = [] if confirmed_by is None else confirmed_by
-        self.remedies = [] if remedies is None else remedies
-
-    def _values(self) -> Tuple[Any, ...]:
-        return tuple(getattr(self, n) for n in _FINDING_FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Finding) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
-
-    def __repr__(self) -> str:
-        return f"Finding({', '.join(f'{n}={getattr(self, n)!r}' for n in _FINDING_FIELDS)})"
+    evidence: List[str] = field(default_factory=list)
+    fix: List[str] = field(default_factory=list)
+    subject: Optional[str] = None
+    data: Dict[str, Any] = field(default_factory=dict)
+    after: List[str] = field(default_factory=list)
+    confirmed_by: List[str] = field(default_factory=list)
+    remedies: List[Dict[str, Any]] = field(default_factory=list)
 
     def sort_key(self) -> tuple[int, int, str, str]:
         area = AREAS.index(self.area) if self.area in AREAS else len(AREAS)

@@ -12,9 +12,8 @@ import errno
 import os
 import signal
 import stat as stat_mod
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
-
-from npudoctor.valuerecord import record
 
 if TYPE_CHECKING:
     from typing import BinaryIO, Dict, List, Optional, Tuple
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
 DEFAULT_READ_LIMIT = 1 << 20
 
 
-@record
+@dataclass
 class FileRead:
     """The outcome of reading one file of the diagnosed machine.
 
@@ -33,7 +32,6 @@ class FileRead:
     denied", "symlink loop", "is a directory", "too large: 5242880 bytes").
     ``truncated`` is set when the file was longer than the limit (``text`` holds the
     head).  ``lossy`` is set when bytes were not valid UTF-8 and were replaced.
-    (A dataclass made by :func:`npudoctor.valuerecord.record`.)
     """
 
     path: str
@@ -47,7 +45,7 @@ class FileRead:
         return self.text is not None
 
 
-@record
+@dataclass
 class CommandResult:
     """The outcome of one command run through :meth:`Host.run`.
 
@@ -58,8 +56,7 @@ class CommandResult:
     ``cpu_s``, ``state``, ``cpu_pressure``: evidence of a timeout (else ``None``): CPU
     seconds the command had used, its state letter (``D``: blocked in the kernel) and the
     percent of its run during which the node's runnable tasks waited for a CPU (PSI) or
-    its cgroup was throttled, all read just before it was killed.  (A dataclass made by
-    :func:`npudoctor.valuerecord.record`.)
+    its cgroup was throttled, all read just before it was killed.
     """
 
     argv: List[str]

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -344,28 +345,19 @@ def running_commands(pressure_since: Optional[int], window: float) -> List[Dict[
     return out
 
 
+@dataclass(eq=False)  # a process handle: compared and hashed by identity
 class Started:
     """A child that :meth:`npudoctor.host.Host.run` or ``start`` began: the result to fill,
     the process (``None`` once collected), when it began (monotonic seconds), its start
     time in clock ticks (the orphans born since are its own), the CPU pressure counter then
     (:func:`cpu_pressure_total`) and the npu-smi lock it holds (``None``: none)."""
 
-    __slots__ = ("result", "proc", "began", "born", "pressure", "lock")
-
-    def __init__(
-        self,
-        result: CommandResult,
-        proc: Optional[subprocess.Popen[bytes]],
-        began: float,
-        born: Optional[int],
-        pressure: Optional[int],
-    ) -> None:
-        self.result = result
-        self.proc = proc
-        self.began = began
-        self.born = born
-        self.pressure = pressure
-        self.lock: Optional[threading.Lock] = None
+    result: CommandResult
+    proc: Optional[subprocess.Popen[bytes]]
+    began: float
+    born: Optional[int]
+    pressure: Optional[int]
+    lock: Optional[threading.Lock] = None
 
     @classmethod
     def done(cls, result: CommandResult) -> Started:

@@ -16,12 +16,12 @@ import json
 import os
 import stat
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from npudoctor import __version__
 from npudoctor.host import read_capped
 from npudoctor.parsers import jsontext
-from npudoctor.valuerecord import field, record
 
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional
@@ -40,7 +40,7 @@ class SnapshotError(ValueError):
     """A snapshot file could not be read: not JSON, wrong schema, missing keys."""
 
 
-@record
+@dataclass
 class Snapshot:
     """Facts about one machine plus where and when they were gathered.
 

@@ -38,20 +38,10 @@ COMPILED_SUFFIX = ".compiled.json"
 
 
 def sha256_hex(raw: bytes) -> str:
-    """The SHA-256 of ``raw`` (hex), by the interpreter's built-in implementation when it
-    has one (the same digest): ``hashlib`` loads OpenSSL first, ~1.5 ms here, a tenth of a
-    short run such as ``npudoctor explain`` (issue 18)."""
-    import importlib
+    """The SHA-256 of ``raw``, in hex."""
+    import hashlib
 
-    for name in ("_sha2", "_sha256"):  # CPython 3.12+, CPython 3.8-3.11
-        try:
-            sha256: Any = importlib.import_module(name).sha256
-            break
-        except (ImportError, AttributeError):
-            continue
-    else:  # another interpreter
-        from hashlib import sha256
-    return str(sha256(raw).hexdigest())
+    return hashlib.sha256(raw).hexdigest()
 
 
 def twin_document(raw: bytes, data: Dict[str, Any]) -> str:
@@ -65,22 +55,20 @@ def twin_document(raw: bytes, data: Dict[str, Any]) -> str:
 
 def load_bundled(path: str) -> Dict[str, Any]:
     """Parse one of npudoctor's own TOML data files (package data, never a file of the
-    judged machine).  Its compiled twin (``path`` + :data:`COMPILED_SUFFIX`, JSON) is used
-    when it was made from exactly these bytes (SHA-256): parsing JSON costs a fraction of
-    parsing TOML (issue 18); an edited file whose twin is stale is parsed as TOML, so a
-    stale twin can never answer.  Raises ``OSError`` for an unreadable file and
-    :class:`TOMLDecodeError` for malformed TOML."""
+    judged machine): its compiled twin (``path`` + :data:`COMPILED_SUFFIX`, JSON made by
+    ``scripts/gen_compiled_data.py --write``) loaded whole, the TOML itself neither read nor
+    hashed; a stale twin is caught in a checkout by ``tests/test_compiled_data.py``.  Only a
+    file with no usable twin is parsed as TOML.  Raises ``OSError`` for an unreadable file
+    and :class:`TOMLDecodeError` for malformed TOML."""
     import json
 
-    with open(path, "rb") as fh:
-        raw = fh.read()
     try:
         with open(path + COMPILED_SUFFIX, "rb") as fh:
             twin = json.loads(fh.read())
-        if isinstance(twin, dict) and twin.get("sha256") == sha256_hex(raw):
-            data = twin.get("data")
-            if isinstance(data, dict):
-                return data
     except (OSError, ValueError, RecursionError):
-        pass
-    return loads(raw.decode("utf-8"))
+        twin = None
+    data = twin.get("data") if isinstance(twin, dict) else None
+    if isinstance(data, dict):
+        return data
+    with open(path, "rb") as fh:
+        return loads(fh.read().decode("utf-8"))

@@ -1,12 +1,9 @@
 #!/usr/bin/env python3
 """Compile the bundled compatibility matrix (``matrix/*.toml``) into
-``npudoctor/knowledge/matrix/compiled.jsonl``: the files merged and validated once, here,
-instead of on every run (parsing and validating the TOML cost ~25 ms per run).  JSON Lines:
-a header (the SHA-256 of the TOML bytes it was made from, their file names, the schema
-version, the table names), then one compact JSON line per table, so that a run decodes only
-the tables it uses (``npudoctor.knowledge.matrix.tables``).  At run time the file is used only
-while the TOML bytes still match, so an edited matrix is never judged by a stale copy (it is
-parsed and validated as before).
+``npudoctor/knowledge/matrix/compiled.json``: the files merged and validated once, here,
+instead of on every run.  One JSON document (the SHA-256 of the TOML bytes it was made from,
+their file names, the merged data), which a run loads whole and never checks against the TOML:
+a stale file is caught in a checkout by ``tests/test_matrix_compiled.py``, not at run time.
 
 Usage::
 
@@ -28,15 +25,20 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script from anywhere: this checkout's npudoctor
     sys.path.insert(0, str(REPO))
 
-from npudoctor.knowledge.matrix.load import COMPILED_FILE, _files_of, _read_raw, compile_documents  # noqa: E402
-from npudoctor.knowledge.matrix.tables import render_compiled  # noqa: E402
+from npudoctor.knowledge.matrix.load import (  # noqa: E402
+    COMPILED_FILE,
+    _files_of,
+    _read_raw,
+    compile_documents,
+    render_compiled,
+)
 
 
 def render() -> str:
     """The text of the compiled matrix for ``REPO/matrix`` (deterministic: sorted tables and keys)."""
     files = _files_of(str(REPO / "matrix"))
     doc = compile_documents(files, [_read_raw(f) for f in files])
-    return render_compiled(doc["sha256"], doc["files"], doc["data"])
+    return render_compiled(doc)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,11 +37,9 @@ ALLOWED: Dict[Tuple[str, str], Tuple[int, str]] = {
     ("npudoctor/cli/app.py", "os.listdir"): (1, "npudoctor's own cli/commands package directory"),
     ("npudoctor/tomlread.py", "open"): (2, "load_bundled: npudoctor's own TOML data files and their compiled twins"),
     ("npudoctor/knowledge/codes.py", "os.listdir"): (1, "npudoctor's own data/codes directory"),
-    ("npudoctor/knowledge/matrix/load.py", "open"): (1, "the bundled matrix files, to read [meta] retrieved"),
-    ("npudoctor/knowledge/matrix/tables.py", "open"): (1, "the compiled matrix compiled.jsonl (package data)"),
     ("npudoctor/knowledge/matrix/load.py", "os.listdir"): (
-        2,
-        "the bundled matrix directory and a --matrix directory: listed only, each file read by read_capped",
+        1,
+        "a matrix directory (--matrix, matrix verify): listed only, each file read by read_capped",
     ),
     ("npudoctor/probes/python.py", "open"): (1, "npudoctor's own pyprobe_script.py (package source)"),
     ("npudoctor/runtime/deadline.py", "open"): (

@@ -18,11 +18,11 @@ re-exported here).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from npudoctor.cli.status import ExitStatus
 from npudoctor.cli.terminal import COLOR_FLAGS, Environment, UsageError, take_color_flags
-from npudoctor.valuerecord import record
 
 if TYPE_CHECKING:
     from typing import Dict, Mapping, Optional
@@ -43,7 +43,7 @@ __all__ = [
 DEFAULT_DEADLINE = 15.0
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class MachineRequest:
     """The machine a command looks at, and how.
 
@@ -55,9 +55,6 @@ class MachineRequest:
     probing.  ``json``: print the JSON contract (``collect``: the snapshot, on stdout).
     ``deadline``: seconds the probes of the machine may take in all (the deep probe's own
     deadline comes on top); commands still running then are killed and reported.
-
-    A frozen dataclass made by :func:`npudoctor.valuerecord.record` (without importing
-    ``dataclasses``: health's start-up path).
     """
 
     root: Optional[str] = None

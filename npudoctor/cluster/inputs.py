@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import zlib
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from npudoctor.host import read_capped
@@ -28,26 +29,29 @@ class CompareInputError(ValueError):
     """A path given to compare does not exist or cannot be listed (a usage error)."""
 
 
+@dataclass(frozen=True)
 class Repeated:
     """The value :func:`iter_inputs` yields for a file already read (``first``: the
     source name it was read under)."""
 
-    def __init__(self, first: str) -> None:
-        self.first = first
+    first: str
 
 
+@dataclass(frozen=True)
 class Document:
     """A snapshot as :func:`iter_inputs` read it: the parsed JSON ``data`` and ``key``,
-    the length and CRC-32 of its bytes.  Two documents with the same key whose node,
-    ``created`` and fingerprint also agree are one snapshot read twice (a copy under
-    another name); hashing the bytes read costs a fraction of re-serialising the parsed
-    document (issue 18: 10,000 snapshots of ~120 KB, 0.2 s against 6.7 s)."""
+    the length and CRC-32 of its bytes (:meth:`read`).  Two documents with the same key
+    whose node, ``created`` and fingerprint also agree are one snapshot read twice (a copy
+    under another name); hashing the bytes read costs a fraction of re-serialising the
+    parsed document (docs/performance.md)."""
 
-    __slots__ = ("data", "key")
+    data: Any
+    key: Tuple[int, int]
 
-    def __init__(self, data: Any, raw: bytes) -> None:
-        self.data = data
-        self.key = (len(raw), zlib.crc32(raw))
+    @classmethod
+    def read(cls, data: Any, raw: bytes) -> Document:
+        """The document of ``data`` parsed from the bytes ``raw``."""
+        return cls(data, (len(raw), zlib.crc32(raw)))
 
 
 def iter_inputs(paths: Iterable[str], stdin: Optional[Any] = None) -> Iterator[Tuple[str, Any]]:
@@ -79,7 +83,7 @@ def _file(path: str, named: bool) -> Iterator[Tuple[str, Any]]:
         yield path, f"cannot read: over {SNAPSHOT_LIMIT >> 20} MB"
         return
     try:
-        yield path, Document(_json(data), data)
+        yield path, Document.read(_json(data), data)
         return
     except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
         first_error = str(exc)
@@ -105,7 +109,7 @@ def _lines(label: str, data: bytes) -> Iterator[Tuple[str, Any]]:
             continue
         where = f"{label}:{number}"
         try:
-            yield where, Document(_json(line), line)
+            yield where, Document.read(_json(line), line)
         except (ValueError, RecursionError) as exc:
             yield where, f"not valid JSON: {exc}"
 
@@ -146,12 +150,10 @@ def _plan(paths: Iterable[str], stdin: Optional[Any]) -> List[Tuple[str, Any]]:
     return out
 
 
+@dataclass(frozen=True)
 class _FileTask:
-    __slots__ = ("path", "named")
-
-    def __init__(self, path: str, named: bool) -> None:
-        self.path = path
-        self.named = named
+    path: str
+    named: bool
 
 
 def _convert_file(job: Tuple[str, bool, Callable[[str, Any], Any]]) -> List[Tuple[str, Any]]:

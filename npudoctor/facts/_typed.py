@@ -3,12 +3,13 @@
 One generic converter driven by the type hints of the view classes (:mod:`npudoctor.facts._view`),
 so a section's shape is written once (the view class) and both validation and the published schema follow from it.
 
-Supported annotations: ``str``, ``int``, ``float``, ``bool``, ``Optional[X]``, ``Tuple[X, ...]``
-(a JSON list, read-only), ``List[X]``, ``Dict[str, X]``, ``Literal[...]``, nested view
-classes, and :data:`JSON` (any JSON value, kept as is, for open-ended data such as a parsed
-file's key/values).  Each annotation is compiled once into a converter (a view class into a
-plan of its fields: JSON key, converter, default), so converting a value costs no type
-introspection (``Facts(raw).packages`` of 300 distributions: ~2 ms, ``scripts/bench.py facts``).
+Supported annotations (as :func:`typing.get_type_hints` resolves them): ``str``, ``int``,
+``float``, ``bool``, ``Optional[X]`` (or ``Union``), ``Tuple[X, ...]`` and ``Sequence[X]`` (a
+JSON list, read-only), ``List[X]``, ``Dict[str, X]`` and ``Mapping[str, X]``,
+``Literal[...]``, nested view classes, and :data:`JSON` (``Any``: any JSON value, kept as is,
+for open-ended data such as a parsed file's key/values).  Each annotation is compiled once
+into a converter (a view class into a plan of its fields: JSON key, converter, default), so
+converting a value costs no type introspection (``scripts/bench.py facts``).
 
 Validation is lenient in the direction a replayed or older snapshot needs: unknown keys are
 ignored, missing keys take the field's default, and a value of the wrong type becomes the
@@ -18,23 +19,21 @@ exception.  Depth and list lengths are bounded so hostile snapshots cannot exhau
 
 from __future__ import annotations
 
+import collections.abc
 import sys
-from typing import TYPE_CHECKING
+import types
+from dataclasses import MISSING
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from npudoctor.facts._annotations import ANY, Form, _Parser, normalize
-from npudoctor.facts._view import MISSING, is_view, view_fields
+from npudoctor.facts._view import is_view, view_fields
 
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple, Type, TypeVar
+    from typing import Callable, Dict, FrozenSet, List, Optional, Tuple, Type, TypeVar
 
     T = TypeVar("T")
 
-    #: Any JSON value, passed through unchanged (open-ended data).
-    JSON = Any
-
-
-if not TYPE_CHECKING:
-    JSON = ANY  # at run time the marker the views' annotations name; for type checkers Any
+#: Any JSON value, passed through unchanged (open-ended data).
+JSON = Any
 
 #: Nesting deeper than this is reported instead of followed.
 MAX_DEPTH = 40
@@ -77,47 +76,46 @@ class Problems:
 
 _HINTS: Dict[type, Dict[str, Any]] = {}
 
-#: Resolved annotation texts per module namespace: ``(module name, text) -> form``.
-_RESOLVED: Dict[Tuple[str, str], Any] = {}
-
-
-def _resolve(text: Any, module: str) -> Any:
-    """One field annotation as a form (:func:`normalize`): a string (the views use ``from
-    __future__ import annotations``) is read by :class:`_Parser` in the namespace of the
-    module ``module`` that declares the field -- as ``typing.get_type_hints`` would
-    evaluate it, but without ``typing`` or ``eval`` (the views' modules import ``typing``
-    for type checkers only); each text is read once per module.  Raises ``NameError`` for
-    an unknown name, as ``get_type_hints`` would."""
-    if not isinstance(text, str):
-        return normalize(text)
-    key = (module, text)
-    found = _RESOLVED.get(key, _MISSING)
-    if found is _MISSING:
-        found = _Parser(text, sys.modules[module].__dict__).parse()
-        if isinstance(found, str):  # a quoted annotation under the future import: "'X'"
-            found = _resolve(found, module)
-        _RESOLVED[key] = found
-    return found
+#: ``X | Y`` (Python 3.10+) is a union too.
+_UNION_TYPES: Tuple[Any, ...] = (Union, types.UnionType) if sys.version_info >= (3, 10) else (Union,)
+_SEQUENCES = (list, tuple, collections.abc.Sequence)
+_MAPPINGS = (dict, collections.abc.Mapping)
 
 
 def _hints(cls: type) -> Dict[str, Any]:
-    """The resolved annotations of a view class's fields: ``typing.get_type_hints(cls)``
-    restricted to them, each as :func:`normalize` gives it (``tests/test_facts_hints.py``
-    checks every view), without its cost (~8 ms per run for the thirty-odd views health
-    reads: a ``ForwardRef`` compiled and evaluated per field of every class in the MRO):
-    each field's annotation is taken from the class in the MRO that declares it, and each
-    distinct text is read once (:func:`_resolve`)."""
+    """The annotations of a view class's fields, resolved by :func:`typing.get_type_hints`
+    (the views' modules import the names their annotations use); read once per class."""
     hints = _HINTS.get(cls)
     if hints is None:
-        hints = {}
-        for f in view_fields(cls):
-            for klass in cls.__mro__:
-                own = klass.__dict__.get("__annotations__", {})
-                if f.name in own:
-                    hints[f.name] = _resolve(own[f.name], klass.__module__)
-                    break
-        _HINTS[cls] = hints
+        every = get_type_hints(cls)
+        hints = _HINTS[cls] = {f.name: every[f.name] for f in view_fields(cls)}
     return hints
+
+
+def _kind(tp: Any) -> Tuple[str, Tuple[Any, ...]]:
+    """What a resolved annotation is to the converters: ``("any", ())``, ``("union",
+    alternatives)``, ``("literal", values)``, ``("list" | "tuple", (item,))``, ``("dict",
+    (key, value))``, ``("view", (cls,))`` or ``("leaf", (type,))``.  Raises ``TypeError``
+    for an annotation the views do not use."""
+    if tp is Any:
+        return "any", ()
+    if tp is None or tp is _NONE:
+        return "leaf", (_NONE,)
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in _UNION_TYPES:
+        return "union", args
+    if origin is Literal:
+        return "literal", args
+    if origin in _SEQUENCES or tp in (list, tuple):
+        items = [a for a in args if a is not Ellipsis]
+        return ("list" if origin is list or tp is list else "tuple"), (items[0] if items else Any,)
+    if origin in _MAPPINGS or tp is dict:
+        return "dict", (args if len(args) == 2 else (str, Any))
+    if is_view(tp):
+        return "view", (tp,)
+    if tp in _LEAVES:
+        return "leaf", (tp,)
+    raise TypeError(f"unsupported annotation {tp!r} in a facts view")
 
 
 def _type_name(value: object) -> str:
@@ -189,7 +187,7 @@ def _any(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any
 
 
 def _compile(tp: Any) -> Converter:
-    """The converter of annotation ``tp`` (a form, :func:`normalize`), built once per
+    """The converter of annotation ``tp`` (resolved, :func:`_hints`), built once per
     annotation (the per-class field plans, the leaf checks and the messages are decided
     here, not per value)."""
     conv = _CONVERTERS.get(tp)
@@ -212,13 +210,13 @@ def _leaf(tp: Any, expected: str) -> Converter:
 
 
 def _make(tp: Any) -> Converter:
-    if tp is ANY:
+    kind, args = _kind(tp)
+    if kind == "any":
         return _any
-    kind = tp.kind if isinstance(tp, Form) else None
     if kind == "union":
-        return _union(tp)
+        return _union(tp, args)
     if kind == "literal":
-        choices = tp.args
+        choices = args
         message = f"expected one of {list(choices)}, got "
 
         def literal(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any:
@@ -229,18 +227,15 @@ def _make(tp: Any) -> Converter:
 
         return literal
     if kind in ("list", "tuple"):
-        return _sequence(tp, kind == "tuple")
+        return _sequence(args[0], kind == "tuple")
     if kind == "dict":
-        return _mapping(tp)
-    if is_view(tp):
+        return _mapping(args[1])
+    if kind == "view":
         return _record(tp)
-    if tp in _LEAVES:
-        return _leaf(tp, _describe(tp))
-    raise TypeError(f"unsupported annotation {tp!r} in a facts view")  # pragma: no cover - a view bug
+    return _leaf(tp, _describe(tp))
 
 
-def _union(tp: Form) -> Converter:
-    args = tp.args
+def _union(tp: Any, args: Tuple[Any, ...]) -> Converter:
     nullable = _NONE in args
     options = [a for a in args if a is not _NONE]
     expected = f"expected {_describe(tp)}, got "
@@ -279,8 +274,8 @@ def _too_deep(parent: str, key: Any, problems: Problems) -> Any:
     return _MISSING
 
 
-def _sequence(tp: Form, as_tuple: bool) -> Converter:
-    conv = _compile(tp.args[0])  # a view class compiles lazily: recursion is fine
+def _sequence(item: Any, as_tuple: bool) -> Converter:
+    conv = _compile(item)  # a view class compiles lazily: recursion is fine
 
     def sequence(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any:
         if depth > MAX_DEPTH:
@@ -302,8 +297,8 @@ def _sequence(tp: Form, as_tuple: bool) -> Converter:
     return sequence
 
 
-def _mapping(tp: Form) -> Converter:
-    conv = _compile(tp.args[1])
+def _mapping(value: Any) -> Converter:
+    conv = _compile(value)
 
     def mapping(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any:
         if depth > MAX_DEPTH:
@@ -335,7 +330,7 @@ class _Plan:
         for f in view_fields(cls):
             key = f.metadata.get("key", f.name)
             self.fields.append((f.name, key, _compile(hints[f.name])))
-            if f.default_factory is not None:
+            if f.default_factory is not MISSING:
                 self.factories.append((f.name, f.default_factory))
             else:
                 self.constants[f.name] = None if f.default is MISSING else f.default
@@ -357,9 +352,9 @@ class _Plan:
         return self._new(values)
 
     def _new(self, values: Dict[str, Any]) -> Any:
-        """An instance holding ``values`` and the defaults of the other fields, made without
-        the generic ``View.__init__`` (its per-field loop is most of the cost of a view); the
-        result equals ``cls(**values)``."""
+        """An instance holding ``values`` and the defaults of the other fields; the result
+        equals ``cls(**values)`` (the plan has the defaults at hand, so the instance's
+        attributes are filled in one update instead of one frozen assignment per field)."""
         obj: Any = object.__new__(self.cls)
         attrs = obj.__dict__
         attrs.update(self.constants)
@@ -414,43 +409,42 @@ def load(
     if plan is not None or is_view(cls):
         return (plan or _plan(cls)).build(raw, "", problems, 0, only), problems
     # A section that is a plain map (``_errors``): a dict in, a dict out, never _MISSING.
-    return _compile(normalize(cls))(raw, "", _ROOT, problems, 0), problems
+    return _compile(cls)(raw, "", _ROOT, problems, 0), problems
 
 
 def _describe(tp: Any) -> str:
-    kind = tp.kind if isinstance(tp, Form) else None
+    kind, args = _kind(tp)
     if kind == "union":
-        return " or ".join(_describe(a) for a in tp.args)
+        return " or ".join(_describe(a) for a in args)
     if kind in ("list", "tuple"):
         return "list"
-    if kind == "dict" or is_view(tp):
+    if kind in ("dict", "view"):
         return "object"
-    if tp is _NONE:
+    if tp is _NONE or tp is None:
         return "null"
     return getattr(tp, "__name__", str(tp))
 
 
 def schema_of(tp: Any, defs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """JSON Schema (draft 2020-12) of a view annotation (a view class, a ``typing``
-    construct or a :class:`Form`); nested view classes go to ``defs`` (``$defs``) and are
-    referenced by name.  Field docs come from ``field(metadata={"doc": ...})``."""
+    construct); nested view classes go to ``defs`` (``$defs``) and are referenced by name.
+    Field docs come from ``field(metadata={"doc": ...})``."""
     defs = defs if defs is not None else {}
-    tp = normalize(tp)
-    if tp is ANY:
+    kind, args = _kind(tp)
+    if kind == "any":
         return {}
-    kind = tp.kind if isinstance(tp, Form) else None
     if kind == "union":
-        parts = [schema_of(a, defs) for a in tp.args]
+        parts = [schema_of(a, defs) for a in args]
         if all(set(p) == {"type"} and isinstance(p["type"], str) for p in parts):
             return {"type": [p["type"] for p in parts]}  # Optional[str] → ["string", "null"]
         return {"anyOf": parts}
     if kind == "literal":
-        return {"enum": list(tp.args)}
+        return {"enum": list(args)}
     if kind in ("list", "tuple"):
-        return {"type": "array", "items": schema_of(tp.args[0], defs)}
+        return {"type": "array", "items": schema_of(args[0], defs)}
     if kind == "dict":
-        return {"type": "object", "additionalProperties": schema_of(tp.args[1], defs)}
-    if is_view(tp):
+        return {"type": "object", "additionalProperties": schema_of(args[1], defs)}
+    if kind == "view":
         name = tp.__name__
         if name not in defs:
             defs[name] = {}  # placeholder: recursion guard
@@ -468,7 +462,7 @@ def schema_of(tp: Any, defs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
                 entry["description"] = " ".join(tp.__doc__.split())
             defs[name] = entry
         return {"$ref": f"#/$defs/{name}"}
-    if tp is _NONE:
+    if args == (_NONE,):
         return {"type": "null"}
     simple = {str: "string", int: "integer", float: "number", bool: "boolean"}
     return {"type": simple[tp]}

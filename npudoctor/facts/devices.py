@@ -4,13 +4,10 @@ chip and process records from :func:`npudoctor.parsers.npu_smi.parse_info`, the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._view import View, field
 from npudoctor.facts.system import Identity
-
-if TYPE_CHECKING:
-    from typing import Dict, Optional, Tuple
 
 
 def _doc(text: str) -> Dict[str, str]:

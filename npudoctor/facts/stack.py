@@ -3,13 +3,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
 from npudoctor.facts._view import View, field
-
-if TYPE_CHECKING:
-    from typing import Dict, Optional, Tuple
 
 
 def _doc(text: str) -> Dict[str, str]:

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import re
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
 from npudoctor.facts._view import View, field
 from npudoctor.parsers.metadata import canonical_name
-
-if TYPE_CHECKING:
-    from typing import Dict, Optional, Tuple
 
 
 def _doc(text: str) -> Dict[str, str]:

@@ -9,17 +9,17 @@ compared case-insensitively with the data's lower-case spelling.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from npudoctor import tomlread
-from npudoctor.valuerecord import ValueRecord, record
 
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 
 
-@record(frozen=True, eq=False, repr=False)
-class Support(ValueRecord):
+@dataclass(frozen=True)
+class Support:
     """One ``[[support]]`` row: ``framework`` on chip ``family`` has ``status``
     (``supported`` | ``experimental`` | ``unsupported`` | ``not-stated``) for the
     releases in ``versions`` (a PEP 440 specifier; ``""`` = every release);

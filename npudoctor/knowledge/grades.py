@@ -32,10 +32,9 @@ turns "none" into "info".
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
-
-from npudoctor.valuerecord import record
 
 if TYPE_CHECKING:
     from typing import Optional
@@ -72,7 +71,7 @@ _WORDS = {
 }
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Verdict:
     """One graded judgement of a version pairing.
 

@@ -44,8 +44,8 @@ from npudoctor.knowledge.matrix import (
     CACHE_FILE,
     MatrixError,
     _pep440,
-    bundled_dir,
     cache_dir,
+    load_bundled,
     load_from,
     merge_documents,
     validate,
@@ -495,7 +495,7 @@ def refresh(
     day = (today or _dt.date.today()).isoformat()
     res = RefreshResult(sources=[])
     try:
-        base = load_from(base_path or bundled_dir(), "file" if base_path else "bundled")
+        base = load_from(base_path, "file") if base_path else load_bundled()
     except MatrixError as exc:
         res.error = f"the base matrix is invalid: {exc}"
         return res

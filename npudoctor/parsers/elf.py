@@ -27,7 +27,7 @@ import mmap
 import os
 import struct
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple, Type
 
 from npudoctor.host import open_regular
 
@@ -82,7 +82,7 @@ def _elffile(fh: Any) -> Any:
     return ELFFile(fh)
 
 
-def _errors() -> Tuple[type, ...]:
+def _errors() -> Tuple[Type[BaseException], ...]:
     from elftools.common.exceptions import ELFError
 
     return (ELFError, struct.error, ValueError, KeyError, IndexError, TypeError, AttributeError, AssertionError)
@@ -266,7 +266,7 @@ def _dt_verneed(elf: Any, dynamic: Any) -> Dict[str, List[str]]:
 
     def string(off: int) -> str:
         stream.seek(strtab + off)
-        raw = stream.read(4096)
+        raw: bytes = stream.read(4096)
         return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
 
     out: Dict[str, List[str]] = {}
@@ -425,7 +425,7 @@ class SymbolIndex:
                 def offset(vaddr: int) -> int:
                     for seg in loads:
                         if seg["p_vaddr"] <= vaddr < seg["p_vaddr"] + seg["p_filesz"]:
-                            return vaddr - seg["p_vaddr"] + seg["p_offset"]
+                            return int(vaddr - seg["p_vaddr"] + seg["p_offset"])
                     raise ValueError(f"address {vaddr:#x} outside PT_LOAD")
 
                 offsets = {k: offset(v) for k, v in addrs.items()}

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import mmap
 import struct
+from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple, Type
 
 #: e_machine → ``uname -m`` name (EM_386 3, EM_ARM 40, EM_X86_64 62, EM_AARCH64 183).
@@ -49,20 +50,18 @@ class Unsupported(Exception):
     """The file needs the general reader (pyelftools): not an error of the file."""
 
 
+@dataclass(frozen=True)
 class Section:
     """One section header: ``name``, ``type``, ``offset``, ``size``, ``link``, ``info``,
     ``entsize`` (bytes and indices as in the file)."""
 
-    __slots__ = ("name", "type", "offset", "size", "link", "info", "entsize")
-
-    def __init__(self, name: str, stype: int, offset: int, size: int, link: int, info: int, entsize: int) -> None:
-        self.name = name
-        self.type = stype
-        self.offset = offset
-        self.size = size
-        self.link = link
-        self.info = info
-        self.entsize = entsize
+    name: str
+    type: int
+    offset: int
+    size: int
+    link: int
+    info: int
+    entsize: int
 
 
 class Elf:

@@ -107,7 +107,7 @@ def _parse_old(data: bytes) -> Tuple[List[CacheEntry], int, Optional[str]]:
         return [], 0, "old-format entry count does not fit the file"
     (n,) = struct.unpack_from(e + "I", data, 12)
     table_end = 16 + n * 12
-    entries = []
+    entries: List[CacheEntry] = []
     for i in range(n):
         flags, key, value = struct.unpack_from(e + "iII", data, 16 + i * 12)
         soname, path = _cstr(data, table_end + key), _cstr(data, table_end + value)
@@ -124,7 +124,7 @@ def _parse_new(data: bytes, base: int) -> Tuple[List[CacheEntry], Optional[str]]
     if e is None:
         return [], "new-format entry count does not fit the file"
     (n,) = struct.unpack_from(e + "I", data, base + 20)
-    entries = []
+    entries: List[CacheEntry] = []
     for i in range(n):
         flags, key, value, _osv, _hwcap = struct.unpack_from(e + "iIIIQ", data, base + 48 + i * 24)
         soname, path = _cstr(data, base + key), _cstr(data, base + value)

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import io
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 from npudoctor.parsers.numbers import to_int
 
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
+    from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 _NAME_RE = re.compile(r"[-_.]+")  # used at import (canonical names of the packages probe)
 
@@ -195,27 +196,22 @@ _SIMPLE_REQUIREMENT_RE = lazyre.pattern(
 )
 
 
+@dataclass(frozen=True)
 class SimpleRequirement:
     """What :class:`packaging.requirements.Requirement` holds for a requirement that is a
     name and version specifiers only: ``name``, ``specifier`` (a ``SpecifierSet``),
     ``extras`` (empty), ``marker`` and ``url`` (``None``).  Made without importing
-    ``packaging.requirements`` (its PEP 508 parser and marker machinery cost ~20 ms to
-    import, on every check: torch_npu's ``torch==2.13.0.*`` is always parsed)."""
+    ``packaging.requirements`` (its PEP 508 parser and marker machinery, on every check:
+    torch_npu's ``torch==2.13.0.*`` is always parsed; docs/performance.md)."""
 
-    __slots__ = ("name", "specifier", "extras", "marker", "url")
-
-    def __init__(self, name: str, specifier: Any) -> None:
-        self.name = name
-        self.specifier = specifier
-        self.extras: Set[str] = set()
-        self.marker: Any = None
-        self.url: Optional[str] = None
+    name: str
+    specifier: Any
+    extras: FrozenSet[str] = frozenset()
+    marker: Any = None
+    url: Optional[str] = None
 
     def __str__(self) -> str:
         return f"{self.name}{self.specifier}"
-
-    def __repr__(self) -> str:
-        return f"<SimpleRequirement({str(self)!r})>"
 
 
 def parse_requirement(text: str) -> Optional[Any]:
@@ -327,4 +323,4 @@ def satisfies(version: str, specifier: Any) -> Optional[bool]:
         parsed = Version(version)
     except InvalidVersion:
         return None
-    return specifier.contains(parsed, prereleases=True)
+    return bool(specifier.contains(parsed, prereleases=True))

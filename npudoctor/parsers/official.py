@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from npudoctor import lazyre
 from npudoctor.parsers import jsontext
@@ -397,8 +397,8 @@ def parse_pypi_json(text: str, project: str = "torch-npu") -> Dict[str, PypiRele
     for version, files in doc["releases"].items():
         if not isinstance(files, list):
             continue
-        py: Dict[str, set] = {"aarch64": set(), "x86_64": set()}
-        tags: Dict[str, set] = {"aarch64": set(), "x86_64": set()}
+        py: Dict[str, Set[str]] = {"aarch64": set(), "x86_64": set()}
+        tags: Dict[str, Set[str]] = {"aarch64": set(), "x86_64": set()}
         uploaded = ""
         for f in files:
             if not isinstance(f, dict) or f.get("yanked"):

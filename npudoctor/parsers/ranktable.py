@@ -227,7 +227,7 @@ def parse_ranktable(text: str) -> Dict[str, Any]:
             if not isinstance(server, dict):
                 result["servers"].append({"index": index, "invalid": True, "devices": []})
                 continue
-            devices = []
+            devices: List[Dict[str, Any]] = []
             raw_devices = server.get("device")
             for dev in raw_devices if isinstance(raw_devices, list) else []:
                 if not isinstance(dev, dict):
@@ -272,10 +272,10 @@ def parse_ranktable(text: str) -> Dict[str, Any]:
 def server_addresses(server: Dict[str, Any]) -> List[str]:
     """The addresses a server entry names for its host: ``server_id`` (when it is an IP,
     format 1.0), ``host_ip`` and ``container_ip`` (1.2 and the A2 form of 1.0)."""
-    out = []
+    out: List[str] = []
     for key in ("server_id", "host_ip", "container_ip"):
         value = server.get(key)
-        if is_ip(value) and value not in out:
+        if value is not None and is_ip(value) and value not in out:
             out.append(value)
     return out
 
@@ -284,7 +284,8 @@ def id_ranges(values: List[int], sep: str = ",") -> str:
     """Sorted integer ids as ranges: ``[0, 1, 2, 5, 7, 8]`` → ``"0-2,5,7-8"`` (``sep``
     joins the parts; ``"none"`` for no ids).  Also used for NPU ids in device findings."""
     parts: List[str] = []
-    start = prev = None
+    start: Optional[int] = None
+    prev = 0
     for v in values:
         if start is None:
             start = prev = v

@@ -323,7 +323,8 @@ def _read(st: _State, path: str) -> Optional[str]:
     if reader is None:
         return None
     got = reader(path)
-    return getattr(got, "text", got)
+    text = getattr(got, "text", got)
+    return text if isinstance(text, str) else None
 
 
 # ------------------------------------------------------------------ conditions

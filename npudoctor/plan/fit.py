@@ -12,18 +12,18 @@ COMPATIBILITY.md and release notes, CANN release notes).  A matrix query that ra
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from npudoctor.knowledge.matrix.model import _pep440
 from npudoctor.knowledge.versions import parse_cann
-from npudoctor.valuerecord import ValueRecord, record
 
 if TYPE_CHECKING:  # the matrix is passed in by the caller that loaded it
     from npudoctor.knowledge.matrix import Matrix, TorchNpuRow
 
 
-@record(frozen=True, eq=False, repr=False)
-class KeepCann(ValueRecord):
+@dataclass(frozen=True)
+class KeepCann:
     """Option A of a mismatch: keep the CANN and install ``torch_npu`` (built for
     ``torch``), which is ``fit`` (``paired`` | ``compatible``) with it; ``torch_changes``
     when the installed torch is not the one that build needs."""
@@ -34,8 +34,8 @@ class KeepCann(ValueRecord):
     torch_changes: bool
 
 
-@record(frozen=True, eq=False, repr=False)
-class MismatchPlan(ValueRecord):
+@dataclass(frozen=True)
+class MismatchPlan:
     """The two ways out of a torch_npu/CANN mismatch: the installed pair (``torch_npu``,
     ``cann``), option A (``keep_cann``, preferred when the matrix has such a build) and
     option B (``move_to``: the CANN the installed torch_npu is paired with)."""

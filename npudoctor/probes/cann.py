@@ -454,10 +454,10 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         key = host.resolve(atb_dir)
         if key in seen_nnal:
             continue
-        record = _nnal_record(host, atb_dir, via)
-        if record is not None:
+        nnal = _nnal_record(host, atb_dir, via)
+        if nnal is not None:
             seen_nnal.add(key)
-            nnal_all.append(record)
+            nnal_all.append(nnal)
         searched.append(atb_dir)
 
     mindie = None

@@ -230,7 +230,7 @@ def _read_stdout(stream: Any, records: List[Dict[str, Any]], other: _Capped) -> 
         other.add(bytes(partial))
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
@@ -333,8 +333,9 @@ def summarize(raw: Dict[str, Any], interpreter: str, timeout: float) -> Dict[str
                 k: rec.get(k) for k in ("status", "duration", "error_type", "error", "traceback", "value", "reason")
             }
             entry["name"] = name
-            if isinstance(entry.get("duration"), (int, float)):
-                entry["duration"] = round(float(entry["duration"]), 3)
+            duration = entry.get("duration")
+            if isinstance(duration, (int, float)):
+                entry["duration"] = round(float(duration), 3)
             steps[name] = {k: v for k, v in entry.items() if v is not None}
             if running == name:
                 running = None

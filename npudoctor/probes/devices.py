@@ -269,8 +269,9 @@ def can_access(identity: Dict[str, Any], uid: int, gid: int, mode: int) -> Optio
     if me == 0:
         return True
     groups = {n for n in (to_int(str(g)) for g in identity.get("groups") or []) if n is not None}
+    gid_of_identity: Any = identity.get("gid")  # JSON: an int, a numeric string or absent
     with contextlib.suppress(TypeError, ValueError):
-        groups.add(int(identity.get("gid")))
+        groups.add(int(gid_of_identity))
     if me == uid:
         return mode & 0o600 == 0o600
     if gid in groups:

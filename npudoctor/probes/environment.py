@@ -49,6 +49,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from npudoctor import lazyre
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
+from npudoctor.probes import mapping
 
 SECTION = "environment"
 NEEDS = ("host", "python", "packages", "cann")
@@ -138,8 +139,7 @@ def _arch(ctx: ProbeContext, toolkit: Dict[str, Any]) -> Tuple[str, str]:
     host_arch = (ctx.facts.get("host") or {}).get("arch")
     if host_arch:
         return str(host_arch), "host"
-    cann = ctx.facts.get("cann") if isinstance(ctx.facts.get("cann"), dict) else {}
-    sel = cann.get("selected") if isinstance(cann.get("selected"), dict) else {}
+    sel = mapping(mapping(ctx.facts.get("cann")).get("selected"))
     if sel.get("arch") in ("aarch64", "x86_64"):
         return str(sel["arch"]), "the toolkit's install info"
     found = toolkit_arch(ctx.host, toolkit["path"])
@@ -203,7 +203,7 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
     out: Dict[str, Any] = {"toolkit": toolkit, "current": current, "torch_cxx11_abi": abi}
     if toolkit is None:
         return out
-    cann = ctx.facts.get("cann") if isinstance(ctx.facts.get("cann"), dict) else {}
+    cann = mapping(ctx.facts.get("cann"))
     installs = [t for t in (cann.get("toolkits") or []) if isinstance(t, dict)]
     selected_rec = cann.get("selected") if isinstance(cann.get("selected"), dict) else None
     nnal_rec = cann.get("nnal") if isinstance(cann.get("nnal"), dict) else None

@@ -199,8 +199,8 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
 
         hostname = socket.gethostname()
     else:
-        hostname = (host.read_text("/etc/hostname").text or "").strip().splitlines()[0:1]
-        hostname = hostname[0] if hostname else ""
+        first = (host.read_text("/etc/hostname").text or "").strip().splitlines()[0:1]
+        hostname = first[0] if first else ""
     return {
         "arch": arch,
         "arch_source": arch_source,

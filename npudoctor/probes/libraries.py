@@ -80,7 +80,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
 from npudoctor.parsers.cxxabi import torch_cxx11_abi
-from npudoctor.probes import _inventory
+from npudoctor.probes import _inventory, mapping
 from npudoctor.probes._elfcache import ElfCache, default_path
 from npudoctor.probes._extensions import ATB_SYM_RE, SYSTEM_LIB_RE, npu_package_files, record_owner, scan
 from npudoctor.probes._ldso import Resolver, expand_origin
@@ -131,10 +131,8 @@ def _torch_npu_dir(host: Host, facts: Dict[str, Any]) -> Tuple[Optional[Dict[str
 def _search_dirs(facts: Dict[str, Any], env: Dict[str, Any]) -> List[Tuple[str, str]]:
     """``(dir, label)`` places where a missing library may be on disk."""
     out: List[Tuple[str, str]] = []
-    cann = facts.get("cann") if isinstance(facts.get("cann"), dict) else {}
-    sel = cann.get("selected") if isinstance(cann.get("selected"), dict) else None
-    tk = (env.get("toolkit") or {}) if isinstance(env, dict) else {}
-    tk_path = (sel or {}).get("path") or tk.get("path")
+    cann = mapping(facts.get("cann"))
+    tk_path = mapping(cann.get("selected")).get("path") or mapping(env.get("toolkit")).get("path")
     if tk_path:
         out += [
             (posixpath.join(tk_path, sub), "selected toolkit")
@@ -144,9 +142,7 @@ def _search_dirs(facts: Dict[str, Any], env: Dict[str, Any]) -> List[Tuple[str, 
         if isinstance(rec, dict) and rec.get("path") and rec.get("path") != tk_path:
             label = f"CANN {rec.get('version') or '?'}"
             out.append((posixpath.join(rec["path"], "lib64"), label))
-    driver = (
-        (env.get("expected") or {}).get("driver") if isinstance(env, dict) else None
-    ) or "/usr/local/Ascend/driver"
+    driver = mapping(env.get("expected")).get("driver") or "/usr/local/Ascend/driver"
     out += [(posixpath.join(driver, sub), "driver") for sub in ("lib64", "lib64/common", "lib64/driver")]
     for rec in ([cann.get("nnal")] if cann.get("nnal") else []) + list(cann.get("nnal_all") or []):
         if isinstance(rec, dict) and rec.get("path"):
@@ -193,7 +189,7 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         return cache.read(path)
 
     facts = ctx.facts
-    env_facts = facts.get("environment") if isinstance(facts.get("environment"), dict) else {}
+    env_facts = mapping(facts.get("environment"))
     errors: List[str] = []
     tnpu, torch = _torch_npu_dir(host, facts)
     out: Dict[str, Any] = {"torch_npu": tnpu, "torch": torch, "errors": errors}
@@ -403,7 +399,7 @@ def _stack(
     """``stack``, ``stack_found_at`` and ``elf_cache`` of ``out`` (and ``glibc`` when the
     torch_npu walk did not set it): the rest of the NPU stack's ELF files, resolved with
     ``LD_LIBRARY_PATH`` as the toolkit's and NNAL's set_env.sh set it."""
-    expected = env_facts.get("expected") if isinstance(env_facts.get("expected"), dict) else {}
+    expected = mapping(env_facts.get("expected"))
     added = (expected.get("added") or {}).get("LD_LIBRARY_PATH") or []
     set_up = list(resolver.ld_library_path)
     for entry in list(added) + [_inventory.nnal_lib(env_facts) or ""]:

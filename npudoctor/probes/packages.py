@@ -127,7 +127,9 @@ def _index(entry: str) -> Tuple[str, Optional[str], str]:
     return name, version, canonical_name(name)
 
 
-def indexed_record(location: str, entry: str, name: str, version: Optional[str], user_site: bool) -> Dict[str, Any]:
+def indexed_record(
+    location: str, entry: str, name: Optional[str], version: Optional[str], user_site: bool
+) -> Dict[str, Any]:
     """A record from the directory name alone (``pkg-1.0.dist-info``): nothing read."""
     return {
         "name": name,

@@ -38,10 +38,17 @@ import struct
 import sys
 import sysconfig
 
+# Types are in comments, and the typing names imported for type checkers only (mypy reads
+# MYPY as true): the module must also run where there is no typing module (Python 2.7).
+MYPY = False
+if MYPY:
+    from typing import Any, Dict, List, Optional, Tuple  # noqa: F401 (used in type comments)
+
 MARK = "NPUDOCTOR-PYPROBE-JSON:"
 
 
 def _glibc():
+    # type: () -> Optional[str]
     try:
         text = os.confstr("CS_GNU_LIBC_VERSION") or ""
     except (ValueError, OSError, AttributeError):
@@ -57,8 +64,9 @@ def _glibc():
 
 
 def _site_packages():
+    # type: () -> List[str]
     getter = getattr(site, "getsitepackages", None)
-    out = []
+    out = []  # type: List[str]
     if getter is not None:
         try:
             out = list(getter())
@@ -76,16 +84,19 @@ def _site_packages():
 
 
 def _user_site():
+    # type: () -> Optional[str]
     getter = getattr(site, "getusersitepackages", None)
     if getter is None:
         return None
     try:
-        return getter()
+        path = getter()
     except Exception:
         return None
+    return path if isinstance(path, str) else None
 
 
 def _conda(prefix):
+    # type: (str) -> Tuple[Optional[str], Optional[str]]
     if not os.path.isdir(os.path.join(prefix, "conda-meta")):
         return None, None
     parent = os.path.dirname(os.path.normpath(prefix))
@@ -95,6 +106,7 @@ def _conda(prefix):
 
 
 def collect():
+    # type: () -> Dict[str, Any]
     """Facts about the running interpreter (a JSON-ready dict, keys in the module doc)."""
     info = sys.version_info
     impl = getattr(sys, "implementation", None)
@@ -134,6 +146,7 @@ def collect():
 
 
 def main():
+    # type: () -> None
     try:
         facts = collect()
     except Exception as exc:  # report, never die silently

@@ -169,13 +169,13 @@ def _version_from_libdirs(host: Host, prefix: str) -> Tuple[Optional[List[int]],
             if not m:
                 continue
             base = posixpath.join(prefix, lib, name)
-            dirs = [
+            present = [
                 posixpath.join(base, d)
                 for d in ("site-packages", "dist-packages")
                 if host.is_dir(posixpath.join(base, d))
             ]
-            if dirs:
-                found.append(([int(m.group(1)), int(m.group(2))], dirs))
+            if present:
+                found.append(([int(m.group(1)), int(m.group(2))], present))
     if not found:
         return None, []
     found.sort(key=lambda item: item[0], reverse=True)

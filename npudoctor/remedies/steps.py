@@ -7,25 +7,19 @@ command, e.g. ``"option A (preferred: keep CANN 8.0.0): "`` or two spaces for a
 continuation line) and ``note`` (printed after it as a shell comment, ``  # note``).
 Values a rule does not know are ``None``; the renderers then write prose saying so
 instead of a command with a placeholder in it.
-
-The steps are ``dataclass(frozen=True, eq=False, repr=False)`` on
-:class:`~npudoctor.valuerecord.ValueRecord` (equality, hash and repr of a frozen
-dataclass, shared instead of generated per class: half the definition cost, and every
-``health`` run defines these sixteen classes).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional, Tuple, Union
-
-from npudoctor.valuerecord import ValueRecord, record
 
 #: ``(name, value)`` pairs of environment variables set for one command.
 EnvPairs = Tuple[Tuple[str, str], ...]
 
 
-@record(frozen=True, eq=False, repr=False)
-class Interpreter(ValueRecord):
+@dataclass(frozen=True)
+class Interpreter:
     """How to run a Python interpreter: ``executable`` (a path as on the diagnosed
     machine, unquoted; ``python3`` when unknown), interpreter ``flags`` (``("-s",)``: no
     user site), and ``env`` pairs put before it (``HOME=/home/dev``, ``PYTHONPATH=/x``)."""
@@ -35,8 +29,8 @@ class Interpreter(ValueRecord):
     env: EnvPairs = ()
 
 
-@record(frozen=True, eq=False, repr=False)
-class InstallPackage(ValueRecord):
+@dataclass(frozen=True)
+class InstallPackage:
     """Install the Ascend offline package ``package`` (``toolkit`` | ``kernels`` (the
     renderer picks ``ops`` for CANN 8.5.0+) | ``nnal`` | ``driver`` | ``firmware``)
     ``version`` for ``arch`` (``aarch64`` | ``x86_64``; ``None``: ``$(uname -m)`` at run
@@ -56,8 +50,8 @@ class InstallPackage(ValueRecord):
     note: str = ""
 
 
-@record(frozen=True, eq=False, repr=False)
-class SourceFile(ValueRecord):
+@dataclass(frozen=True)
+class SourceFile:
     """``source path [args]`` (a set_env.sh)."""
 
     path: str
@@ -66,8 +60,8 @@ class SourceFile(ValueRecord):
     note: str = ""
 
 
-@record(frozen=True, eq=False, repr=False)
-class ComputedEnv(ValueRecord):
+@dataclass(frozen=True)
+class ComputedEnv:
     """Apply the environment npudoctor computes for a toolkit that has no set_env.sh
     (``eval "$(npudoctor env)"``), with ``ASCEND_TOOLKIT_HOME`` exported first when
     ``toolkit_home`` is given."""
@@ -77,8 +71,8 @@ class ComputedEnv(ValueRecord):
     note: str = ""
 
 
-@record(frozen=True, eq=False, repr=False)
-class Export(ValueRecord):
+@dataclass(frozen=True)
+class Export:
     """``export VAR=value`` (``value`` is literal text, quoted by the renderer; a
     ``value`` of ``None`` means the value is not known and is described by ``unknown``)."""
 
@@ -89,8 +83,8 @@ class Export(ValueRecord):
     note: str = ""
 
 
-@record(frozen=True, eq=False, repr=False)
-class PrependPath(ValueRecord):
+@dataclass(frozen=True)
+class PrependPath:
     """Put ``entries`` in front of the list variable ``var`` (``LD_LIBRARY_PATH``,
     ``PYTHONPATH``, ``PATH``), never replacing the user's value; an unset variable gets
     no trailing ``:`` (an empty entry means the current directory to ld.so and Python)."""
@@ -101,8 +95,8 @@ class PrependPath(ValueRecord):
     note: str = ""
 
 
-@record(frozen=True, eq=False, repr=False)
-class PipInstall(ValueRecord):
+@dataclass(frozen=True)
+class PipInstall:
     """``<interpreter> -m pip install SPEC... [--index-url I] [--extra-index-url E] [options]``
     (``options``: pip options such as ``--force-reinstall``, ``--no-deps``)."""
 
@@ -115,8 +109,8 @@ class PipInstall(ValueRecord):
     note: str = ""
 
 
-@record(frozen=True, eq=False, repr=False)
-class PipUninstall(ValueRecord):
+@dataclass(frozen=True)
+class PipUninstall:
     """``<interpreter> -m pip uninstall -y NAME...``; ``site`` is the directory the copy
     removed lives in (data for reports; the interpreter's flags and env decide which
     copy pip removes)."""
@@ -128,8 +122,8 @@ class PipUninstall(ValueRecord):
     note: str = ""
 
 
-@record(frozen=True, eq=False, repr=False)
-class RunFile(ValueRecord):
+@dataclass(frozen=True)
+class RunFile:
     """Run an executable file: ``chmod +x path && ./path args`` (a relative ``path``) or
     ``path args`` (an absolute one)."""
 
@@ -139,8 +133,8 @@ class RunFile(ValueRecord):
     note: str = ""
 
 
-@record(frozen=True, eq=False, repr=False)
-class Command(ValueRecord):
+@dataclass(frozen=True)
+class Command:
     """A plain command given as argv (each word quoted by the renderer), with ``env``
     pairs before it."""
 
@@ -150,8 +144,8 @@ class Command(ValueRecord):
     note: str = ""
 
 
-@record(frozen=True, eq=False, repr=False)
-class Pipeline(ValueRecord):
+@dataclass(frozen=True)
+class Pipeline:
     """Commands given as argv (each word quoted by the renderer) joined with ``|``, the
     last one's output sent to the file ``stdout`` when given (``> /dev/null``):
     ``dmesg | grep -i davinci | tail -50``."""
@@ -162,8 +156,8 @@ class Pipeline(ValueRecord):
     note: str = ""
 
 
-@record(frozen=True, eq=False, repr=False)
-class DockerFlags(ValueRecord):
+@dataclass(frozen=True)
+class DockerFlags:
     """``docker run`` flags: ``--device /dev/davinciN`` per id of ``devices``,
     ``--device`` per path of ``control``, ``-v m:m`` per path of ``mounts``, ``-e K=V``
     per pair of ``env`` (``-v m:m:ro`` with ``read_only``), ``--runtime R`` for ``runtime``
@@ -183,8 +177,8 @@ class DockerFlags(ValueRecord):
     note: str = ""
 
 
-@record(frozen=True, eq=False, repr=False)
-class PodSpecField(ValueRecord):
+@dataclass(frozen=True)
+class PodSpecField:
     """A field of a Kubernetes pod spec: ``path`` dotted from the pod's ``spec``
     (``securityContext.runAsUser``, ``containers[0].env``) and its ``value``."""
 
@@ -194,8 +188,8 @@ class PodSpecField(ValueRecord):
     note: str = ""
 
 
-@record(frozen=True, eq=False, repr=False)
-class SystemdSetting(ValueRecord):
+@dataclass(frozen=True)
+class SystemdSetting:
     """``key=value`` in section ``section`` of systemd unit ``unit`` (a drop-in)."""
 
     unit: str
@@ -206,16 +200,16 @@ class SystemdSetting(ValueRecord):
     note: str = ""
 
 
-@record(frozen=True, eq=False, repr=False)
-class Reboot(ValueRecord):
+@dataclass(frozen=True)
+class Reboot:
     """Reboot the machine (after a driver or firmware install)."""
 
     lead: str = ""
     note: str = ""
 
 
-@record(frozen=True, eq=False, repr=False)
-class Prose(ValueRecord):
+@dataclass(frozen=True)
+class Prose:
     """A step said in words (no command)."""
 
     text: str

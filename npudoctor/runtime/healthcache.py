@@ -37,7 +37,7 @@ def cache_path(options: Any) -> str:
 
     base = state_dir()
     # the budget and the cache policies do not change what is judged: one verdict for all
-    from npudoctor.valuerecord import asdict, replace
+    from dataclasses import asdict, replace
 
     judged = replace(options, timeout=_KEY_TIMEOUT, cache_ttl=0.0, fallback_ttl=0.0, verbose=False)
     what = asdict(judged)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from npudoctor.cli.request import ExitStatus, MachineRequest
-from npudoctor.valuerecord import field, record
 
 if TYPE_CHECKING:
     import argparse
@@ -111,7 +111,7 @@ def parse_values(argv: Sequence[str]) -> Dict[str, Any]:
     return vars(build_parser().parse_args(list(argv)))
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class HealthOptions:
     """``npudoctor health``'s options, typed.
 
@@ -123,7 +123,6 @@ class HealthOptions:
     previous result may be reused (0: never).  ``require_checked``: areas that must be
     checked.  ``fallback_ttl``: seconds a finished verdict stands in for one the budget
     cut short (0: never).  ``pid``: judge that process's environment (``/proc/PID/environ``).
-    A frozen dataclass made by :func:`npudoctor.valuerecord.record`.
     """
 
     machine: MachineRequest = field(default_factory=MachineRequest)

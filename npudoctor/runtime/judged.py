@@ -7,10 +7,10 @@ set).  Chosen from where the process runs (the markers of ``container.world``,
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Dict, Optional, Tuple
 
 from npudoctor.cli.request import MachineRequest
-from npudoctor.valuerecord import replace
 
 #: Launchers whose process environment is a workload's even on a host node
 #: (``container.launched_by``: systemd's Environment=, a Slurm job's, a Ray worker's).

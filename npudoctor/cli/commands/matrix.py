@@ -258,7 +258,7 @@ def diff(
     env = environment(ctx)
     import os
 
-    from npudoctor.knowledge.matrix import MatrixError, bundled_dir, cache_path, load_from
+    from npudoctor.knowledge.matrix import MatrixError, cache_path, load_bundled, load_from
 
     if (a is None) != (b is None):
         raise fail_usage("give two matrices A and B, or none (cache vs bundled)", env)
@@ -266,7 +266,7 @@ def diff(
         if a is None:
             if not os.path.exists(cache_path()):
                 raise fail_usage(f"no refreshed matrix in {cache_path()}; run `npudoctor matrix refresh` first", env)
-            left, right = load_from(bundled_dir(), "bundled"), load_from(cache_path(), "cache")
+            left, right = load_bundled(), load_from(cache_path(), "cache")
         else:
             left, right = load_from(a, "file"), load_from(b, "file")  # type: ignore[arg-type]
     except MatrixError as exc:

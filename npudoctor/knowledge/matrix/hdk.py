@@ -28,6 +28,7 @@ A CANN row without HDK statements inherits its release line's (``8.2.RC2`` → `
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
@@ -35,7 +36,6 @@ from npudoctor.knowledge.grades import Grade, Verdict, severity
 from npudoctor.knowledge.matrix.model import _same_cann
 from npudoctor.knowledge.versions import DriverVersion, parse_cann, parse_driver, tokens, version_in
 from npudoctor.parsers.info_files import format_ranges, ranges_contain
-from npudoctor.valuerecord import ValueRecord, record
 
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, Union
@@ -56,8 +56,8 @@ _WILD = lazyre.pattern(r"^([0-9]+)\.([0-9]+)\.[Xx*]$")
 _HDK_KEYS = ("hdk_paired", "hdk_compatible", "hdk_grid", "hdk_products")
 
 
-@record(frozen=True, eq=False, repr=False)
-class Packages(ValueRecord):
+@dataclass(frozen=True)
+class Packages:
     """What the installed packages say about themselves: the toolkit's ``innerversion`` and
     ``compatible_version`` (driver lines it accepts), the driver's ``Innerversion`` and
     ``compatible_version`` (CANN lines it accepts).  Empty when a file lacks them."""
@@ -68,8 +68,8 @@ class Packages(ValueRecord):
     driver_accepts: Tuple[str, ...] = ()
 
 
-@record(frozen=True, eq=False, repr=False)
-class DriverVerdict(ValueRecord):
+@dataclass(frozen=True)
+class DriverVerdict:
     """A CANN ↔ driver :class:`Verdict` and whether the policy rates it mildly (AUDIT §7 (c)/(d):
     an undocumented driver newer by ≤ ~1 year, or one HDK release older on the same product
     line, is ``info`` rather than ``warning``)."""

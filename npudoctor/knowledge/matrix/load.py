@@ -3,16 +3,15 @@ per-process memo (:func:`load_matrix`)."""
 
 from __future__ import annotations
 
+import json
 import os
-import re
 from typing import TYPE_CHECKING
 
-from npudoctor import lazyre, userdirs
+from npudoctor import userdirs
 from npudoctor.host import read_capped
 from npudoctor.knowledge.matrix.model import CACHE_ENV, CACHE_FILE, SCHEMA_VERSION, MatrixError, _valid_date
 from npudoctor.knowledge.matrix.queries import Matrix
 from npudoctor.knowledge.matrix.schema import validate
-from npudoctor.knowledge.matrix.tables import read_compiled
 from npudoctor.parsers import jsontext
 from npudoctor.tomlread import sha256_hex
 
@@ -112,17 +111,18 @@ def _read_doc(file: str) -> Tuple[Dict[str, Any], bytes]:
     return _parse_doc(file, raw), raw
 
 
-#: The bundled matrix merged and validated at build time (``scripts/gen_matrix.py
-#: --write``; ``tests/test_matrix_compiled.py`` fails when it is stale), one table per line
-#: (:mod:`.tables`: a table is decoded when first used).  It holds the SHA-256 of the TOML
-#: files it was made from and is used only while they still match.
-COMPILED_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compiled.jsonl")
+#: The bundled matrix merged and validated at build time by ``scripts/gen_matrix.py
+#: --write``: one JSON document ``{"sha256", "files", "data"}`` (the SHA-256 and names of the
+#: TOML files it was made from, and their merged data), loaded whole by :func:`load_bundled`.
+#: Run time never reads the TOML files of the bundled matrix: in a checkout
+#: ``tests/test_matrix_compiled.py`` fails while the file is stale.
+COMPILED_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "compiled.json")
 
 
 def compile_documents(files: List[str], raws: List[bytes]) -> Dict[str, Any]:
     """The compiled form of the matrix files ``files`` (their bytes ``raws``): the merged
     data and the digest of the bytes, ``{"sha256", "files", "data"}``, which
-    :func:`.tables.render_compiled` writes as :data:`COMPILED_FILE`.  Raises
+    :func:`render_compiled` writes as :data:`COMPILED_FILE`.  Raises
     :class:`MatrixError` when the files do not validate (nothing invalid is compiled)."""
     digest = sha256_hex(b"".join(raws))
     data = merge_documents((f, _parse_doc(f, raw)) for f, raw in zip(files, raws))
@@ -132,26 +132,35 @@ def compile_documents(files: List[str], raws: List[bytes]) -> Dict[str, Any]:
     return {"sha256": digest, "files": [os.path.basename(f) for f in files], "data": data}
 
 
-_META_RETRIEVED = lazyre.pattern(r'^\[meta\][^\[]*?^retrieved\s*=\s*"([0-9]{4}-[0-9]{2}-[0-9]{2})"', re.M | re.S)
+def render_compiled(doc: Dict[str, Any]) -> str:
+    """The text of :data:`COMPILED_FILE` for a :func:`compile_documents` result
+    (deterministic: keys sorted, compact, one line)."""
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
 
 
-def _bundled_retrieved(directory: str) -> str:
-    """Newest ``[meta] retrieved`` date of the bundled files, read without parsing the
-    TOML (so that a valid cache copy is used without the cost of loading both)."""
-    best = ""
+def load_bundled() -> Matrix:
+    """The bundled matrix (origin "bundled"), from :data:`COMPILED_FILE` decoded whole.
+    Raises :class:`MatrixError` when that file is missing or is not a compiled matrix of
+    this schema version (a broken installation, or a checkout that never ran
+    ``scripts/gen_matrix.py --write``)."""
+    where = f"the compiled bundled matrix {COMPILED_FILE}"
     try:
-        names = [n for n in os.listdir(directory) if n.endswith(".toml")]
-    except OSError:
-        return best
-    for name in names:
-        try:
-            with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as fh:
-                m = _META_RETRIEVED.search(fh.read())
-        except OSError:
-            continue
-        if m and m.group(1) > best:
-            best = m.group(1)
-    return best
+        doc = json.loads(_read_raw(COMPILED_FILE).decode("utf-8"))
+    except (MatrixError, ValueError, RecursionError) as exc:
+        raise MatrixError(f"{where} cannot be used ({_short(exc)}): reinstall npudoctor") from None
+    data = doc.get("data") if isinstance(doc, dict) else None
+    if (
+        not isinstance(data, dict)
+        or data.get("schema_version") != SCHEMA_VERSION
+        or not isinstance(data.get("metas"), list)
+        or not isinstance(doc.get("sha256"), str)
+        or not isinstance(doc.get("files"), list)
+    ):
+        raise MatrixError(f"{where} is not a compiled matrix of schema version {SCHEMA_VERSION}: reinstall npudoctor")
+    # schema_version first, the tables after it in name order (as the TOML parse merges them)
+    merged: Dict[str, Any] = {"schema_version": data["schema_version"]}
+    merged.update((k, v) for k, v in data.items() if k != "schema_version")
+    return _with_provenance(Matrix(merged, {}), bundled_dir(), "bundled", doc["sha256"], doc["files"])
 
 
 def merge_documents(docs: Iterable[Tuple[str, Dict[str, Any]]]) -> Dict[str, Any]:
@@ -218,22 +227,23 @@ def _validated(target: str, files: List[str], raws: List[bytes], partial: bool) 
 
 
 def load_from(target: str, origin: str, partial: bool = False) -> Matrix:
-    """Load, merge and validate the matrix at ``target`` (file or directory);
-    ``partial`` accepts a part of the matrix (see :func:`validate`).  The bundled matrix
-    comes from :data:`COMPILED_FILE` while it matches the TOML bytes, its tables decoded
-    on first use (a corrupt table line falls back to the TOML).
+    """Load, merge and validate the matrix files at ``target`` (a file or a directory of
+    them; ``origin``: "file", "cache", or "bundled" for the bundled TOML files themselves, as
+    ``matrix verify`` checks them); ``partial`` accepts a part of the matrix (see
+    :func:`validate`).  The bundled matrix in use is :func:`load_bundled`.
     Raises :class:`MatrixError` naming the file, row and field of the first problems."""
     files = _files_of(target)
     raws = [_read_raw(f) for f in files]
-    digest = sha256_hex(b"".join(raws))  # the built-in SHA-256: no OpenSSL load (issue 18)
-    names = [os.path.basename(f) for f in files]
-    tables = None
-    if origin == "bundled":
-        tables = read_compiled(COMPILED_FILE, names, digest, lambda: _validated(target, files, raws, partial))
-    prov: Dict[str, Any] = {}
-    matrix = (
-        Matrix(None, prov, tables) if tables is not None else Matrix(_validated(target, files, raws, partial), prov)
-    )
+    digest = sha256_hex(b"".join(raws))
+    matrix = Matrix(_validated(target, files, raws, partial), {})
+    return _with_provenance(matrix, target, origin, digest, [os.path.basename(f) for f in files])
+
+
+def _with_provenance(matrix: Matrix, source: str, origin: str, digest: str, files: List[str]) -> Matrix:
+    """``matrix`` with its provenance filled in: ``source``, ``origin``, the newest
+    ``[meta] retrieved`` date, the ``sha256`` of the files, their names, every source cited,
+    and the last refresh (when a refreshed copy says so)."""
+    prov = matrix.provenance
     metas = matrix.table("metas")
     dates = [m["retrieved"] for m in metas if isinstance(m.get("retrieved"), str)]
     sources: List[str] = []
@@ -242,11 +252,11 @@ def load_from(target: str, origin: str, partial: bool = False) -> Matrix:
             if isinstance(s, str) and s not in sources:
                 sources.append(s)
     prov.update(
-        source=target,
+        source=source,
         origin=origin,
         retrieved=max(dates) if dates else None,
         sha256=digest,
-        files=names,
+        files=list(files),
         sources=sources,
     )
     refreshed = [m for m in metas if m.get("refreshed")]
@@ -288,16 +298,16 @@ def load_uncached(path: Optional[str] = None) -> Matrix:
         return load_from(path, "file")
     cached_file = cache_path()
     cache_error = cache_note = None
+    bundled = load_bundled()
     if os.path.exists(cached_file):
         try:
             cached = load_from(cached_file, "cache")
         except MatrixError as exc:
             cache_error = str(exc)
         else:
-            if (cached.provenance.get("retrieved") or "") >= _bundled_retrieved(bundled_dir()):
+            if (cached.provenance.get("retrieved") or "") >= (bundled.provenance.get("retrieved") or ""):
                 return cached
             cache_note = f"cached matrix {cached_file} is older than the bundled one; not used"
-    bundled = load_from(bundled_dir(), "bundled")
     if cache_error:
         bundled.provenance["cache_error"] = cache_error
     if cache_note:

@@ -5,11 +5,11 @@ shared by its schema check (:mod:`.schema`), queries (:mod:`.queries`) and loade
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 from npudoctor.knowledge.versions import parse_cann, parse_driver, tokens, version_in
-from npudoctor.valuerecord import field, record
 
 if TYPE_CHECKING:  # packaging is imported when first needed (start-up time of health)
     from typing import Any, Dict, Iterable, List, Optional, Tuple
@@ -96,7 +96,7 @@ def _python_key(py: str) -> Tuple[int, ...]:
         return (0,)
 
 
-@record
+@dataclass
 class TorchNpuRow:
     """One torch_npu package version.  ``python``: platform -> CPython versions with a
     wheel on PyPI (empty when not on PyPI); ``cann``: officially paired CANN;
@@ -156,7 +156,7 @@ class TorchNpuRow:
         }
 
 
-@record
+@dataclass
 class DriverRequirement:
     """What a CANN version needs from the NPU driver (Ascend HDK).  ``paired``: HDK
     releases officially matched; ``compatible``: versions/patterns declared compatible,
@@ -179,7 +179,7 @@ class DriverRequirement:
         return _unique_hdk(list(self.paired) + list(self.compatible))
 
 
-@record
+@dataclass
 class Chip:
     """An NPU chip as named by npu-smi.  ``soc_version`` is ``None`` when it needs the
     Chip Name + NPU Name of ``npu-smi info -t board`` (A3, 950)."""
@@ -194,7 +194,7 @@ class Chip:
     source: str = ""
 
 
-@record
+@dataclass
 class Family:
     """A chip family (``910``, ``910B``, ``910_93``, ``310P``, ``310B``, ``310``, ``950``)."""
 

@@ -30,65 +30,26 @@ if TYPE_CHECKING:
     import datetime as _dt
     from typing import Any, Dict, List, Optional, Set, Tuple
 
-    from npudoctor.knowledge.matrix.tables import CompiledTables
-
 
 # ------------------------------------------------------------------ the matrix
 class Matrix:
     """Rows of the compatibility matrix, their provenance, and the queries rules use.
 
-    ``data`` is the merged TOML document; ``provenance`` is
-    ``{source, retrieved, sha256, origin ("bundled"|"cache"|"file"), files, sources}``.
-    ``tables``: the compiled bundled matrix (:class:`.tables.CompiledTables`) instead of
-    ``data`` (then ``None``): each table is decoded when a query first reads it
-    (:meth:`table`), and ``data`` is merged from them on first access.
+    ``data`` is the merged matrix document (``schema_version``, ``metas`` and every table);
+    ``provenance`` is ``{source, retrieved, sha256, origin ("bundled"|"cache"|"file"),
+    files, sources}``.
     """
 
-    def __init__(
-        self, data: Optional[Dict[str, Any]], provenance: Dict[str, Any], tables: Optional[CompiledTables] = None
-    ) -> None:
-        if data is None and tables is None:
-            raise ValueError("Matrix needs data or compiled tables")
-        self._data = data
-        self._tables = tables
-        self._decoded: Dict[str, List[Dict[str, Any]]] = {}
+    def __init__(self, data: Dict[str, Any], provenance: Dict[str, Any]) -> None:
+        self.data = data
         self.provenance = provenance
         self._cann_lines: Optional[Set[Tuple[int, int]]] = None
 
-    # ---- tables, decoded on first use
     def table(self, name: str) -> List[Dict[str, Any]]:
-        """The rows of table ``name`` (``"torch_npu"``, ``"cann"``, ``"chip"``, ``"metas"``...),
-        decoded once; ``[]`` when the matrix has no such table.  Raises
-        :class:`~npudoctor.knowledge.matrix.model.MatrixError` only when a corrupt compiled
-        line sends the bundled matrix to TOML files that do not validate."""
-        rows = self._decoded.get(name)
-        if rows is None:
-            if self._tables is not None and self._data is None:
-                rows = self._tables.decode(name)
-            else:
-                value = (self._data or {}).get(name)
-                rows = value if isinstance(value, list) else []
-            self._decoded[name] = rows
-        return rows
-
-    def decoded_tables(self) -> Tuple[str, ...]:
-        """Names of the tables decoded so far, sorted (a debugging seam: which tables a
-        command read).  A matrix made from a dict has every table decoded."""
-        if self._tables is None and self._data is not None:
-            return tuple(sorted(k for k, v in self._data.items() if isinstance(v, list)))
-        return tuple(sorted(self._decoded))
-
-    @property
-    def data(self) -> Dict[str, Any]:
-        """The merged matrix document (``schema_version``, ``metas`` and every table),
-        built from the tables on first access for a compiled matrix."""
-        if self._data is None:
-            assert self._tables is not None
-            data: Dict[str, Any] = {"schema_version": self._tables.schema_version}
-            for name in self._tables.names:
-                data[name] = self.table(name)
-            self._data = data
-        return self._data
+        """The rows of table ``name`` (``"torch_npu"``, ``"cann"``, ``"chip"``, ``"metas"``...);
+        ``[]`` when the matrix has no such table."""
+        value = self.data.get(name)
+        return value if isinstance(value, list) else []
 
     @cached_property
     def torch_npu_rows(self) -> List[TorchNpuRow]:
