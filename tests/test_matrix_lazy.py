@@ -148,7 +148,7 @@ def test_a_stale_or_broken_header_sends_the_load_to_the_toml(
     # Made from the parsed TOML: every table at hand at once, equal to the parse.
     assert "torch_npu" in m.decoded_tables() and "cann" in m.decoded_tables()
     assert m.data == _parsed()
-    assert m.provenance["retrieved"] == "2026-12-01"
+    assert m.provenance["retrieved"] == "2026-12-06"
 
 
 def test_a_missing_compiled_file_sends_the_load_to_the_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
