@@ -11,6 +11,7 @@ from npudoctor.engine import Options, evaluate
 from npudoctor.knowledge.matrix import load_matrix
 from npudoctor.knowledge.packages import kernels_file
 from npudoctor.plan.files import cann_packages
+from npudoctor.rules._cannfacts import missing_statement_line
 from npudoctor.rules.overview import npu_stack_present
 from npudoctor.snapshot import Snapshot
 
@@ -378,3 +379,26 @@ def test_the_torch_npu_record_and_target_python_of_the_views():
     assert view.python.short == "3.11"
     assert Facts({"python": {"version_info": [3, 9, 1], "version": "3.10.0"}}).python.short == "3.9"
     assert Facts({}).python.short is None and Facts({}).packages.torch_npu is None
+
+
+def test_cann003_recommends_only_a_build_for_the_installed_torch_or_says_torch_must_change():
+    # torch 2.6.0 + torch_npu 2.6.0 (TorchNPU 7.1) on CANN 9.1.0: the builds paired with 9.1.0
+    # are all for newer PyTorch lines, so the finding says torch must change, and to what
+    pk = {"torch": [rec("torch", "2.6.0")], "torch-npu": [rec("torch_npu", "2.6.0")]}
+    f = codes(snap(toolkits=[dict(TK, version="9.1.0")], packages=pk))["CANN003"]
+    assert f.data["recommend"] == (
+        "2.12.0 with torch 2.12.0 (paired with CANN 9.1.0; no build for torch 2.6.0 is: torch must change to 2.12.0)"
+    )
+    # a build for the installed torch exists: it is the one named, without a torch change
+    m = load_matrix()
+    assert m.cann_verdict("2.5.1", "9.2.0", "2.9.0").recommend == "2.9.0.post9 (paired with CANN 9.2.0)"
+
+
+def test_cann003_names_exactly_what_the_matrix_lacks():
+    m = load_matrix()
+    row = m.find_torch_npu("2.7.1")
+    both = missing_statement_line(m, "2.7.1", "8.5.0", row)
+    assert "not in the compatibility matrix" not in both
+    assert "has CANN 8.5.0, but the row of torch_npu 2.7.1 does not name it (it lists 8.3.RC1, " in both
+    assert "CANN 9.9.0 is not in the compatibility matrix" in missing_statement_line(m, "2.7.1", "9.9.0", row)
+    assert "torch_npu 2.99.0 is not in the compatibility matrix" in missing_statement_line(m, "2.99.0", "8.5.0", None)

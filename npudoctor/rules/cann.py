@@ -26,6 +26,7 @@ from npudoctor.rules._cannfacts import (
     host_arch,
     installed_driver,
     installed_torch,
+    missing_statement_line,
     nnal_needed,
     not_in_matrix_line,
     package_chip,
@@ -314,7 +315,7 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
             title = f"torch_npu {tver} with CANN {cver} is not documented either way" + (
                 f"; the build paired with CANN {cver} is torch_npu {verdict.recommend}" if verdict.recommend else ""
             )
-            fix = fix or [not_in_matrix_line(f"CANN {cver}")]
+            fix = fix or [missing_statement_line(matrix, tver, cver, row)]
         yield TORCH_NPU_CANN.finding(
             title=title, evidence=evidence, fix=fix, severity=sev, subject="torch_npu", data=data
         )

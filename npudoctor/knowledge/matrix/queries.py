@@ -230,7 +230,7 @@ class Matrix:
         if torch is None and statement is not None and statement.row is not None:
             torch = statement.row.torch
         builds = _verdicts.paired_builds(self.torch_npu_rows, cann, torch, exclude=torch_npu)
-        return _verdicts.torch_npu_cann(statement, cann, self.known_cann_lines(), builds)
+        return _verdicts.torch_npu_cann(statement, cann, self.known_cann_lines(), builds, torch)
 
     def python_verdict(self, torch_npu: str, python: str, platform: Optional[str] = None) -> Verdict:
         """Whether torch_npu ``torch_npu`` has a wheel for CPython ``python`` on ``platform``
