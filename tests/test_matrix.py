@@ -61,7 +61,7 @@ def test_official_rows_by_value(m):
 
 
 def test_rows_for_torch_and_fits(m):
-    assert [r.torch_npu for r in m.rows_for_torch("2.4.0+cpu")][:3] == ["2.4.0.post4", "2.4.0.post2", "2.4.0"]
+    assert [r.torch_npu for r in m.rows_for_torch("2.4.0+cpu")][:3] == ["2.4.0.post4", "2.4.0.post3", "2.4.0.post2"]
     fits = m.fits(torch="2.7.1", python="3.13", platform="x86_64", cann="9.0.0")
     assert [r.torch_npu for r in fits] == ["2.7.1.post10", "2.7.1.post8", "2.7.1.post6", "2.7.1.post4"]
     assert m.fits(torch="2.6.0", python="3.12", platform="aarch64") == [m.find_torch_npu("2.6.0.post5")]
@@ -331,7 +331,7 @@ def test_cli_verify(tmp_path):
         [sys.executable, "-m", "npudoctor", "matrix", "verify", *a], capture_output=True, text=True, env=env, timeout=60
     )
     ok = run(bundled_dir())
-    assert ok.returncode == 0 and "valid" in ok.stdout and "94 torch_npu" in ok.stdout
+    assert ok.returncode == 0 and "valid" in ok.stdout and "101 torch_npu" in ok.stdout
     bad = _write(tmp_path, "schema_version = 1\n" + GOOD_ROW.replace('status = "active"', 'status = "live"'))
     res = run(bad)
     assert res.returncode == 1 and "field 'status'" in res.stdout
@@ -374,7 +374,7 @@ def test_cli_verify_without_file_checks_the_matrix_in_use(tmp_path):
         == [
             f"verifying the refreshed cache copy, in use: {cache}/matrix.json",
             f"valid: {cache}/matrix.json",
-            "rows: 94 torch_npu, 54 cann, 33 chip, 7 family, 16 python_dep",  # + Ascend910_9361 (AUDIT §4 W18), AUDIT §5 CANN rows
+            "rows: 101 torch_npu, 54 cann, 33 chip, 7 family, 16 python_dep",  # + Ascend910_9361 (AUDIT §4 W18), AUDIT §5 CANN rows
         ]
     )
 

@@ -221,20 +221,20 @@ def test_dry_run_and_diff(server, cache, tmp_path):
     )
     text = text.replace(
         "|    2.11.0    | v2.11.0-26.1.0 |",
-        "|    2.13.0    | v2.13.0-26.2.0 |   2.13.0   |  CANN 9.2.0  |\n|    2.11.0    | v2.11.0-26.1.0 |",
+        "|    2.14.0    | v2.14.0-26.2.0 |   2.14.0   |  CANN 9.2.0  |\n|    2.11.0    | v2.11.0-26.1.0 |",
     )
     edited.write_text(text, encoding="utf-8")
     dry = cli("matrix", "refresh", "--dry-run", "--source", str(edited), cache_dir=cache)
     assert dry.returncode == 0, dry.stdout + dry.stderr
     assert "changed torch_npu 2.12.0: cann ['9.1.0'] -> ['9.1.1']" in dry.stdout
-    assert "added torch_npu 2.13.0 (torch 2.13.0, CANN 9.2.0, active)" not in dry.stdout  # 2.13.0 exists (PyPI row)
-    assert "changed torch_npu 2.13.0:" in dry.stdout and "status 'unmapped' -> 'active'" in dry.stdout
+    assert "added torch_npu 2.14.0 (torch 2.14.0, CANN 9.2.0, active)" not in dry.stdout  # 2.14.0 exists (PyPI row)
+    assert "changed torch_npu 2.14.0:" in dry.stdout and "status 'unmapped' -> 'active'" in dry.stdout
     assert not (cache / "matrix.json").exists()
     assert cli("matrix", "refresh", "--source", str(edited), cache_dir=cache).returncode == 0
     diff = cli("matrix", "diff", cache_dir=cache)
     assert diff.returncode == 1
     assert "~ [torch_npu] 2.12.0: cann ['9.1.0'] -> ['9.1.1']" in diff.stdout
-    assert "~ [torch_npu] 2.13.0: cann [] -> ['9.2.0']" in diff.stdout
+    assert "~ [torch_npu] 2.14.0: cann ['9.1.0'] -> ['9.2.0']" in diff.stdout
     same = cli("matrix", "diff", str(cache / "matrix.json"), str(cache / "matrix.json"), cache_dir=cache)
     assert same.returncode == 0
     assert cli("matrix", "diff", "only-one", cache_dir=cache).returncode == 2

@@ -1,0 +1,94 @@
+"""Every pairing and every compatibility cell the official tables ever published, checked
+against the verdict ``check`` gives (issue 29): an official pairing or a declared set is never
+a finding.  The cases are data: ``tests/fixtures/official/history.toml`` is generated from a
+clone of Ascend/pytorch by ``tests/fixtures/official/make_history.py`` (every revision of
+README/COMPATIBILITY.md on master, every branch tip's README and release notes); the rows of
+the TorchNPU 26.1.1 / 26.2.0 releases, newer than that clone, are listed in ``RECENT``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import tomllib
+
+from npudoctor.knowledge.grades import Grade, severity
+from npudoctor.knowledge.matrix import load_matrix
+from npudoctor.knowledge.matrix.verdicts import line_key
+from npudoctor.knowledge.versions import parse_cann, tokens
+
+HISTORY = tomllib.loads((Path(__file__).parent / "fixtures" / "official" / "history.toml").read_text("utf-8"))
+
+#: pairings published after the clone the history was generated from (2026-08-21), each with
+#: its source: COMPATIBILITY.md's TorchNPU 26.1.1 rows ('CANN 9.1.X') and the 26.2.0 release
+#: notes (2.9.0.post9 <-> CANN 9.2.0; 2.13.0 from branch v2.13.0-26.2.0 per its own README)
+RECENT = [
+    ("2.12.0.post2", "2.12.0", "9.1.1", "COMPATIBILITY.md 26.1.1: CANN 9.1.X"),
+    ("2.11.0.post2", "2.11.0", "9.1.1", "COMPATIBILITY.md 26.1.1: CANN 9.1.X"),
+    ("2.10.0.post6", "2.10.0", "9.1.0", "COMPATIBILITY.md 26.1.1: CANN 9.1.X"),
+    ("2.9.0.post8", "2.9.0", "9.1.1", "COMPATIBILITY.md 26.1.1: CANN 9.1.X"),
+    ("2.7.1.post10", "2.7.1", "9.1.0", "COMPATIBILITY.md 26.1.1: CANN 9.1.X"),
+    ("2.9.0.post9", "2.9.0", "9.2.0", "TorchNPU 26.2.0 release notes"),
+    ("2.13.0", "2.13.0", "9.2.0", "TorchNPU 26.2.0 release notes + the wheel's README (v2.13.0-26.2.0)"),
+]
+#: compatibility cells of the TorchNPU 26.2.0 release notes' grid ('Y'), recorded in
+#: tests/fixtures/grades/grid.toml (tc-05, tc-06)
+RECENT_DECLARED = [("7.3.X", "9.2.X"), ("26.1.X", "9.2.X")]
+
+PAIRINGS = [(p["torch_npu"], p["torch"], p["cann"], p["source"]) for p in HISTORY["pairing"]] + RECENT
+DECLARED = [(d["line"], d["cann"]) for d in HISTORY["declared"]] + RECENT_DECLARED
+
+
+@pytest.fixture(scope="module")
+def m():
+    return load_matrix()
+
+
+def test_the_history_is_substantial():
+    # a regenerated file that lost its tables would make the checks below vacuous
+    assert len(HISTORY["pairing"]) >= 70 and len(HISTORY["declared"]) >= 30
+    assert ("2.9.0.post3", "2.9.0", "9.1.0") in {(p, t, c) for p, t, c, _ in PAIRINGS}  # a beta build, once listed
+
+
+@pytest.mark.parametrize("torch_npu,torch,cann,source", PAIRINGS, ids=[f"{p}-{c}" for p, _, c, _ in PAIRINGS])
+def test_every_official_pairing_is_no_finding(m, torch_npu, torch, cann, source):
+    v = m.cann_verdict(torch_npu, cann, torch)
+    assert v.grade in (Grade.PAIRED, Grade.DECLARED), (source, v.grade, v.source)
+    assert severity(v) is None
+
+
+def _pre(cann):
+    v = parse_cann(cann)
+    return v is None or v.is_prerelease
+
+
+def _members(m, cann):
+    """The published CANN releases a grid column names: ``9.0.X`` -> every [[cann]] row of
+    the 9.0 line (at least ``9.0.0``; its alpha/beta builds are not "9.0.X" releases); a plain
+    version -> itself."""
+    parts = tokens(cann)
+    if parts and parts[-1] in ("x", "*"):
+        line = parts[:-1]
+        rows = [
+            str(r["version"])
+            for r in m.cann_rows
+            if tokens(str(r["version"]))[: len(line)] == line and not _pre(str(r["version"]))
+        ]
+        return sorted(set(rows) | {".".join(line + ["0"])})
+    return [cann]
+
+
+@pytest.mark.parametrize("line,cann", DECLARED, ids=[f"{ln}x{c}" for ln, c in DECLARED])
+def test_every_declared_cell_is_no_finding_for_every_build_of_the_line(m, line, cann):
+    key = line_key(line.replace("X", "0").replace("x", "0"))
+    builds = [
+        r
+        for r in m.torch_npu_rows
+        if r.status in ("active", "historical", "release-notes-only")
+        and line_key(m.ext_version_of(r.torch_npu) or "") == key
+    ]
+    assert builds, f"no official build of the TorchNPU {line} line in the matrix"
+    for r in builds:
+        for c in _members(m, cann):
+            v = m.cann_verdict(r.torch_npu, c, r.torch)
+            assert severity(v) is None, (r.torch_npu, c, v.grade, v.source)
