@@ -218,7 +218,7 @@ def test_new_row_inherits_its_line_range(github, cache, tmp_path):
     def edit(data):
         data["torch_npu"] = [r for r in data["torch_npu"] if r["torch_npu"] != "2.9.0.post2"]
 
-    res = refresh([f"{github}/{PYPI}"], base_path=_base_with(tmp_path, edit), dry_run=True)
+    res = refresh([f"{github}/{PYPI}", f"{github}/{NOTES_73}"], base_path=_base_with(tmp_path, edit), dry_run=True)
     assert not res.error, res.error
     row = _row(res.data, "2.9.0.post2")
     assert row["status"] == "unmapped" and row["ext_version"] == "26.0.0"
@@ -323,8 +323,8 @@ def test_default_sources_have_a_gitcode_mirror():
 def test_refresh_that_would_drop_rows_is_refused(github, cache, monkeypatch):
     real = refresh_mod.merge
 
-    def lossy(base, parsed, today, warnings=None):
-        data, changes = real(base, parsed, today, warnings)
+    def lossy(base, parsed, today, warnings=None, replace=False):
+        data, changes = real(base, parsed, today, warnings, replace)
         data["torch_npu"] = [r for r in data["torch_npu"] if r["torch_npu"] != "2.1.0.post10"]
         data["cann"] = [r for r in data["cann"] if r["version"] != "7.0.0"]
         return data, changes
@@ -341,3 +341,26 @@ def test_dropped_declared_entries():
     now = {"torch_npu": [{"torch_npu": "2.9.0", "cann_compatible": ["8.5.0"]}], "cann": []}
     assert dropped(base, now) == ["[[torch_npu]] 2.9.0 cann_compatible 9.0.X"]
     assert dropped(base, base) == []
+
+
+def _grid(rows):
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return (
+        '## 版本兼容性说明\n\n<table><thead><tr><th rowspan="2">TorchNPU</th><th colspan="3">CANN版本</th></tr>'
+        f"<tr><th>8.5.X</th><th>9.0.X</th><th>9.1.X</th></tr></thead><tbody>{body}</tbody></table>\n"
+    )
+
+
+def test_a_grid_with_a_short_row_or_an_odd_cell_is_refused_naming_row_and_cell():
+    from npudoctor.parsers.official import OfficialParseError
+
+    good = _grid([["7.3.X", "Y", "", "/"], ["26.1.X", "Y", "N", "Y"]])
+    assert parse_compat_grid(good) == {"7.3.X": ["8.5.X"], "26.1.X": ["8.5.X", "9.1.X"]}
+    with pytest.raises(OfficialParseError, match=r"row 2 \(26\.1\.X\): 3 cells under a header of 4 columns"):
+        parse_compat_grid(_grid([["7.3.X", "Y", "Y", "Y"], ["26.1.X", "Y", "Y"]]))
+    with pytest.raises(
+        OfficialParseError, match=r"row 1 \(7\.3\.X\), column '9\.0\.X': cell '是' is not Y, N or empty"
+    ):
+        parse_compat_grid(_grid([["7.3.X", "Y", "是", "Y"]]))
+    with pytest.raises(OfficialParseError, match="refused"):
+        parse_markdown(_grid([["7.3.X", "Y", "Y", "?"]]))

@@ -168,6 +168,19 @@ def _norm_pkg(cell: str) -> Tuple[str, str]:
     return s, note
 
 
+def _release_clash(pkg: str, torch: str) -> str:
+    """How the release of torch_npu package ``pkg`` differs from PyTorch ``torch`` (a
+    torch_npu package carries the release of the PyTorch it is built for: 2.9.0.post9 for
+    2.9.0): ``"line"`` (another major version: 26.2.0 for 2.9.0, a TorchNPU product version
+    read as the package), ``"typo"`` (same major: the tables' own slips, kept as published:
+    1.5.0.post3 for 1.8.1, 2.5.0 for 2.5.1), ``""`` (same release, or not a version)."""
+    a = re.match(r"^v?([0-9]+)\.([0-9]+)\.([0-9]+)", pkg.strip())
+    b = re.match(r"^v?([0-9]+)\.([0-9]+)\.([0-9]+)", torch.strip())
+    if not a or not b or a.groups() == b.groups():
+        return ""
+    return "typo" if a.group(1) == b.group(1) else "line"
+
+
 def _python_versions(cell: str) -> List[str]:
     found = re.findall(r"python\s*([0-9])\.([0-9]{1,2})", _clean_value(cell), flags=re.I)
     out: List[str] = []
@@ -281,6 +294,12 @@ def parse_markdown(text: str) -> MarkdownResult:
                     f"(headers: {seen_headers[-1]})"
                 )
             continue
+        if kinds.count("torch_npu") > 1:
+            cols = [_clean_value(h) for h, k in zip(tb.header, kinds) if k == "torch_npu"]
+            raise OfficialParseError(
+                f"table at line {tb.line}: ambiguous columns {' and '.join(repr(c) for c in cols)}: both read as the "
+                "torch_npu version and neither names the package (安装包/package/wheel); refused"
+            )
         idx = {k: kinds.index(k) for k in need}
         notes = "ext_version" in kinds  # a release note's table: product version next to the package
         cann_first = idx["cann"] == 0 and not notes
@@ -302,6 +321,13 @@ def parse_markdown(text: str) -> MarkdownResult:
                 result.warnings.append(f"table at line {tb.line}: incomplete row skipped: {' | '.join(r)}")
                 continue
             section = "release_notes" if notes else ("readme" if cann_first else tb.section)
+            if _release_clash(pkg, torch) == "line":
+                raise OfficialParseError(
+                    f"table at line {tb.line}, row '{' | '.join(_clean_value(c) for c in r)}': torch_npu cell "
+                    f"{pkg!r} is not a build for the PyTorch cell {torch!r} (another major version: a product "
+                    "version read as the package?); refused"
+                )
+
             ext = _clean_value(r[kinds.index("ext_version")]) if "ext_version" in kinds else ""
             also = [c for c in _cann_editions(r[idx["cann"]]) if c != cann]
             result.rows.append(
