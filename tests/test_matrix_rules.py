@@ -81,9 +81,10 @@ def test_not_in_matrix_helper_and_dedup():
     found = not_in_matrix(ctx, "torch_npu", "2.15.0", evidence=["torch_npu 2.15.0 from /x/METADATA"])
     assert len(found) == 1
     f = found[0]
-    assert (f.code, f.name, f.severity, f.subject) == ("MTX003", "version-not-in-matrix", "info", "torch_npu 2.15.0")
+    # newer than every torch_npu the data knows: a warning naming the data date (issue 29)
+    assert (f.code, f.name, f.severity, f.subject) == ("MTX003", "version-not-in-matrix", "warning", "torch_npu 2.15.0")
     assert f.evidence[0] == "torch_npu 2.15.0 from /x/METADATA" and "retrieved 2026-12-06" in f.evidence[1]
-    assert f.fix == ["npudoctor matrix refresh"]
+    assert f.fix == [refresh_hint("torch_npu 2.15.0")]
     # no matrix loaded: nothing to say (MTX001 covers it)
     assert not_in_matrix(RuleContext(snapshot=snap, matrix=None, options=Options()), "CANN", "9.2.0") == []
     # context-free form
