@@ -92,3 +92,24 @@ def test_every_declared_cell_is_no_finding_for_every_build_of_the_line(m, line, 
         for c in _members(m, cann):
             v = m.cann_verdict(r.torch_npu, c, r.torch)
             assert severity(v) is None, (r.torch_npu, c, v.grade, v.source)
+
+
+#: CANN <-> Ascend HDK statements of the CANN beta releases (hicann/release-management
+#: <version>/release-notes.md, commits named in matrix/cann.toml) and a driver the grids do not
+#: name between two documented ones: (cann, driver, grade, severity)
+HDK_CASES = [
+    ("9.2.0-beta.1", "26.1.0", Grade.PAIRED, None),  # 'CANN软件版本配套表: 9.2.0-beta.1 | 26.1.0'
+    ("9.2.0-beta.1", "25.5.1", Grade.DECLARED, None),  # its grid: 25.5.X = Y
+    ("9.2.0-beta.2", "26.0.rc1", Grade.DECLARED, None),  # its table: 26.0.RC1
+    ("9.1.0-beta.2", "25.5.2", Grade.DECLARED, None),  # its table: 26.0.RC1, 25.5.2, 25.5.1
+    ("9.0.1", "26.0.rc3", Grade.DECLARED, None),  # its table: 26.0.RC3 ...
+    # 26.0.RC3 is no column of the 9.2.0 / 9.1.1 grids but lies between Y columns: inside the window
+    ("9.2.0", "26.0.rc3", Grade.UNDOCUMENTED, "info"),
+    ("9.1.1", "26.0.rc3", Grade.UNDOCUMENTED, "info"),
+]
+
+
+@pytest.mark.parametrize("cann,driver,grade,sev", HDK_CASES, ids=[f"{c}-{d}" for c, d, _g, _s in HDK_CASES])
+def test_hdk_statements_of_beta_releases_and_drivers_inside_the_window(m, cann, driver, grade, sev):
+    dv = m.driver_verdict(cann, driver)
+    assert (dv.verdict.grade, dv.severity()) == (grade, sev), dv.verdict.source

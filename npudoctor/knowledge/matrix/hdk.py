@@ -456,6 +456,21 @@ class HdkJudge:
                 ),
                 mild=True,
             )
+        below = max((kx for kx in placed if d.compare(kx[0]) == 1), key=lambda kx: kx[0], default=None)
+        above = min((kx for kx in placed if d.compare(kx[0]) == -1), key=lambda kx: kx[0], default=None)
+        no_cols = [k for c, cell in (row.get("hdk_grid") or {}).items() if cell == "N" for k in [_floor_key(c)] if k]
+        if below is not None and above is not None and not any(below[0] < k < above[0] for k in no_cols):
+            # inside the documented window: every documented neighbour works and no N lies between
+            # (a release the grids do not name as a column, such as 26.0.RC3 between 26.0.RC1 and 26.1.0)
+            return DriverVerdict(
+                Verdict(
+                    Grade.UNDOCUMENTED,
+                    f"between Ascend HDK {below[1]} and {above[1]}, both documented for {label}, and not named "
+                    "itself: inside the documented window",
+                    window=window,
+                ),
+                mild=True,
+            )
         return DriverVerdict(
             Verdict(Grade.UNDOCUMENTED, f"between the HDKs documented for {label}, not listed", window=window)
         )
