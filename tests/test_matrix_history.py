@@ -106,6 +106,9 @@ HDK_CASES = [
     # 26.0.RC3 is no column of the 9.2.0 / 9.1.1 grids but lies between Y columns: inside the window
     ("9.2.0", "26.0.rc3", Grade.UNDOCUMENTED, "info"),
     ("9.1.1", "26.0.rc3", Grade.UNDOCUMENTED, "info"),
+    # the Atlas 950 SuperPoD's own HDK: paired only on that product line; the chip is unknown here
+    ("9.1.0", "25.1.rc1", Grade.UNDOCUMENTED, "info"),
+    ("9.1.0", "25.7.rc1", Grade.DECLARED, None),  # also a column of the general grid (26.0.RC1/25.7.RC1)
 ]
 
 
@@ -113,3 +116,7 @@ HDK_CASES = [
 def test_hdk_statements_of_beta_releases_and_drivers_inside_the_window(m, cann, driver, grade, sev):
     dv = m.driver_verdict(cann, driver)
     assert (dv.verdict.grade, dv.severity()) == (grade, sev), dv.verdict.source
+
+
+def test_a_product_line_pairing_holds_on_that_product_line(m):
+    assert m.driver_verdict("9.1.0", "25.1.rc1", family="950").verdict.grade is Grade.PAIRED
