@@ -402,3 +402,26 @@ def test_cann003_names_exactly_what_the_matrix_lacks():
     assert "has CANN 8.5.0, but the row of torch_npu 2.7.1 does not name it (it lists 8.3.RC1, " in both
     assert "CANN 9.9.0 is not in the compatibility matrix" in missing_statement_line(m, "2.7.1", "9.9.0", row)
     assert "torch_npu 2.99.0 is not in the compatibility matrix" in missing_statement_line(m, "2.99.0", "8.5.0", None)
+
+
+def test_cann003_accepts_the_dev_build_a_framework_itself_requires():
+    tk = dict(TK, version="8.3.RC1")
+    dev = {"torch": [rec("torch", "2.7.1")], "torch-npu": [rec("torch_npu", "2.7.1.dev20250724")]}
+    alone = codes(snap(toolkits=[tk], packages=dev))["CANN003"]
+    assert alone.severity == "warning" and alone.fix == [
+        "prefer an official build: torch_npu 2.7.1 (paired with CANN 8.3.RC1)"
+    ]
+    # vllm-ascend 0.10.x names no torch-npu in its metadata; its versioning policy pins the dev build
+    table = dict(dev, **{"vllm-ascend": [rec("vllm_ascend", "0.10.1")]})
+    f = codes(snap(toolkits=[tk], packages=table))["CANN003"]
+    assert f.severity == "info" and f.fix == [] and f.data["required_by"] == "vllm-ascend 0.10.1"
+    assert f.title.startswith("torch_npu 2.7.1.dev20250724 is the unofficial build vllm-ascend 0.10.1 requires")
+    # its own Requires-Dist speaks first
+    pinned = dict(
+        dev, **{"vllm-ascend": [rec("vllm_ascend", "0.99.0", requires_dist=["torch-npu==2.7.1.dev20250724"])]}
+    )
+    g = codes(snap(toolkits=[tk], packages=pinned))["CANN003"]
+    assert g.severity == "info" and "Requires-Dist `torch-npu==2.7.1.dev20250724`" in g.evidence[-1]
+    # a framework pinning another build does not excuse this one
+    other = dict(dev, **{"vllm-ascend": [rec("vllm_ascend", "0.99.0", requires_dist=["torch-npu==2.7.1"])]})
+    assert codes(snap(toolkits=[tk], packages=other))["CANN003"].severity == "warning"
