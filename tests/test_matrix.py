@@ -143,8 +143,14 @@ def test_support_is_the_lifecycle_not_the_table_status(m):
     assert m.support(m.find_torch_npu("2.8.0.post4"), today=day)["text"] == "EOL since 2026-10-15"
     assert m.support(m.find_torch_npu("2.10.0.post4"), today=day)["text"] == "maintenance since 2026-10-30"
     assert m.support(m.find_torch_npu("2.10.0.post4"), today=datetime.date(2026, 5, 1))["text"] == (
-        "development, maintenance from 2026-10-30"
+        "development since 2026-04-30, maintenance from 2026-10-30"
     )
+    # by date, not by the stored word: SUPPORT.md called 2.13.0 'expected release 2026/10' and
+    # 2.14.0 'planned'; both were released on 2026-10-15
+    assert m.support(m.find_torch_npu("2.13.0"), today=day)["text"] == "development since 2026-10-15"
+    assert m.support(m.find_torch_npu("2.14.0"), today=day)["text"] == "development since 2026-10-15"
+    early = m.support(m.find_torch_npu("2.14.0"), today=datetime.date(2026, 9, 1))
+    assert (early["state"], early["text"]) == ("planned", "planned, release 2026-10-15")
 
 
 def test_numpy_and_python_deps(m):

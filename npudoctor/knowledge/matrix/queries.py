@@ -349,8 +349,15 @@ class Matrix:
                 f", EOL from {eol_next}" if eol_next else ""
             )
         elif status in ("development", "planned"):
-            out["state"] = status
-            out["text"] = status + (f", {nxt}" if nxt else "")
+            # by date: a line released by now is in development (SUPPORT.md's state after a
+            # release) whatever word was stored; one not released yet is planned
+            released = line.get("released")
+            if passed(released):
+                out.update(state="development", since=released)
+                out["text"] = f"development since {released}" + (f", {nxt}" if nxt else "")
+            else:
+                out["state"] = "planned" if status == "planned" or released else status
+                out["text"] = out["state"] + (f", release {released}" if released else "") + (f", {nxt}" if nxt else "")
         elif isinstance(eol, str) and _valid_date(eol):
             out["next"] = f"EOL from {eol}"
             out["text"] = f"EOL from {eol}"
