@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from npudoctor.knowledge.matrix import load_from, load_matrix
+from npudoctor.knowledge.matrix import bundled_dir, load_from, load_matrix
 from npudoctor.knowledge.refresh import fetch, refresh
 from npudoctor.parsers.official import parse_markdown
 
@@ -355,3 +355,19 @@ def test_ambiguous_mapping_tables_are_refused_naming_file_and_row(cache, tmp_pat
     res = cli("matrix", "refresh", "--dry-run", "--source", str(doc), cache_dir=cache)
     assert res.returncode == 3
     assert f"FAILED  {doc}: {message}" in res.stdout and "refused" in res.stdout
+
+
+def test_version_names_the_matrix_date_and_source(server, cache):
+    bundled = load_from(bundled_dir(), "bundled").provenance["retrieved"]
+    plain = cli("--version", cache_dir=cache)
+    assert plain.returncode == 0
+    assert plain.stdout.splitlines()[1] == (
+        f"matrix: bundled, data of {bundled} (official tables; sources: `npudoctor matrix verify`)"
+    )
+    url = f"{server}/{COMPAT}"
+    assert refresh([url], today=__import__("datetime").date(2026, 12, 20)).written
+    after = cli("--version", cache_dir=cache).stdout.splitlines()[1]
+    assert after == (
+        f"matrix: refreshed copy {cache / 'matrix.json'}, data of 2026-12-20 "
+        f"(npudoctor matrix refresh: {url}); bundled data of {bundled}"
+    )

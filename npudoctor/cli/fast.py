@@ -52,8 +52,9 @@ def dispatch(argv: Sequence[str], env: Environment) -> Optional[int]:
     words = list(argv)
     if words == ["--version"]:
         from npudoctor import __version__
+        from npudoctor.knowledge.matrix_stamp import version_line
 
-        env.stdout.write(f"npudoctor {__version__}\n")
+        env.stdout.write(f"npudoctor {__version__}\n{version_line()}\n")
         return 0
     if len(words) == 1 and words[0] in ("--help", "-h"):
         if _help_columns() < HELP_COLUMNS:

@@ -4,45 +4,22 @@ per-process memo (:func:`load_matrix`)."""
 from __future__ import annotations
 
 import os
-import re
 from typing import TYPE_CHECKING
 
-from npudoctor import lazyre, userdirs
 from npudoctor.host import read_capped
-from npudoctor.knowledge.matrix.model import CACHE_ENV, CACHE_FILE, SCHEMA_VERSION, MatrixError, _valid_date
+from npudoctor.knowledge.matrix.model import SCHEMA_VERSION, MatrixError, _valid_date
 from npudoctor.knowledge.matrix.queries import Matrix
 from npudoctor.knowledge.matrix.schema import validate
 from npudoctor.knowledge.matrix.tables import read_compiled
+from npudoctor.knowledge.matrix_stamp import bundled_dir as bundled_dir  # re-exported: the loader's locations
+from npudoctor.knowledge.matrix_stamp import bundled_retrieved
+from npudoctor.knowledge.matrix_stamp import cache_dir as cache_dir
+from npudoctor.knowledge.matrix_stamp import cache_path as cache_path
 from npudoctor.parsers import jsontext
 from npudoctor.tomlread import sha256_hex
 
 if TYPE_CHECKING:
     from typing import Any, Dict, Iterable, List, Optional, Tuple
-
-
-def bundled_dir() -> str:
-    """Directory of the bundled matrix: ``npudoctor/_matrix`` in a wheel, else the
-    repository's top-level ``matrix/``."""
-    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    inside = os.path.join(package, "_matrix")
-    if os.path.isdir(inside):
-        return inside
-    return os.path.join(os.path.dirname(package), "matrix")
-
-
-def cache_dir() -> str:
-    """The user cache directory of npudoctor: ``$NPUDOCTOR_CACHE_DIR`` if set, else
-    ``platformdirs.user_cache_dir("npudoctor")`` (``~/.cache/npudoctor`` on Linux; the
-    common Linux case without importing platformdirs: :mod:`npudoctor.userdirs`)."""
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return env
-    return userdirs.user_cache_dir()
-
-
-def cache_path() -> str:
-    """Path of the refreshed matrix in the cache (may not exist)."""
-    return os.path.join(cache_dir(), CACHE_FILE)
 
 
 # ------------------------------------------------------------------ loading
@@ -130,28 +107,6 @@ def compile_documents(files: List[str], raws: List[bytes]) -> Dict[str, Any]:
     if problems:
         raise MatrixError("invalid matrix: " + "; ".join(problems[:5]))
     return {"sha256": digest, "files": [os.path.basename(f) for f in files], "data": data}
-
-
-_META_RETRIEVED = lazyre.pattern(r'^\[meta\][^\[]*?^retrieved\s*=\s*"([0-9]{4}-[0-9]{2}-[0-9]{2})"', re.M | re.S)
-
-
-def _bundled_retrieved(directory: str) -> str:
-    """Newest ``[meta] retrieved`` date of the bundled files, read without parsing the
-    TOML (so that a valid cache copy is used without the cost of loading both)."""
-    best = ""
-    try:
-        names = [n for n in os.listdir(directory) if n.endswith(".toml")]
-    except OSError:
-        return best
-    for name in names:
-        try:
-            with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as fh:
-                m = _META_RETRIEVED.search(fh.read())
-        except OSError:
-            continue
-        if m and m.group(1) > best:
-            best = m.group(1)
-    return best
 
 
 def merge_documents(docs: Iterable[Tuple[str, Dict[str, Any]]]) -> Dict[str, Any]:
@@ -294,7 +249,7 @@ def load_uncached(path: Optional[str] = None) -> Matrix:
         except MatrixError as exc:
             cache_error = str(exc)
         else:
-            if (cached.provenance.get("retrieved") or "") >= _bundled_retrieved(bundled_dir()):
+            if (cached.provenance.get("retrieved") or "") >= bundled_retrieved(bundled_dir()):
                 return cached
             cache_note = f"cached matrix {cached_file} is older than the bundled one; not used"
     bundled = load_from(bundled_dir(), "bundled")
