@@ -371,3 +371,11 @@ def test_version_names_the_matrix_date_and_source(server, cache):
         f"matrix: refreshed copy {cache / 'matrix.json'}, data of 2026-12-20 "
         f"(npudoctor matrix refresh: {url}); bundled data of {bundled}"
     )
+
+
+def test_replace_lists_what_it_drops(server, cache):
+    res = cli("matrix", "refresh", "--dry-run", "--replace", "--source", f"{server}/{COMPAT}", cache_dir=cache)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "  - [[torch_npu]] 2.4.0.post2 cann 8.0.0.beta1, 8.0.RC3.20" in res.stdout
+    assert "  - [[torch_npu]] 1.11.0.rc2 cann 6.0.0" in res.stdout
+    assert not (cache / "matrix.json").exists()
