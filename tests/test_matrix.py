@@ -380,7 +380,7 @@ def test_cli_verify_without_file_checks_the_matrix_in_use(tmp_path):
         == [
             f"verifying the refreshed cache copy, in use: {cache}/matrix.json",
             f"valid: {cache}/matrix.json",
-            "rows: 101 torch_npu, 54 cann, 33 chip, 7 family, 16 python_dep",  # + Ascend910_9361 (AUDIT §4 W18), AUDIT §5 CANN rows
+            "rows: 101 torch_npu, 54 cann, 37 chip, 7 family, 16 python_dep",  # + Ascend910_9361 (AUDIT §4 W18), AUDIT §5 CANN rows
         ]
     )
 
