@@ -120,3 +120,20 @@ def test_hdk_statements_of_beta_releases_and_drivers_inside_the_window(m, cann, 
 
 def test_a_product_line_pairing_holds_on_that_product_line(m):
     assert m.driver_verdict("9.1.0", "25.1.rc1", family="950").verdict.grade is Grade.PAIRED
+
+
+#: rc wheels' own pairings: the README row naming the build in its METADATA (recorded in
+#: npudoctor/knowledge/data/frameworks/prerelease_torch_npu.toml): paired, not the final's CANN
+RC_OWN = [
+    ("2.2.0rc1", "8.0.RC1.alpha001"),
+    ("2.5.1rc1", "8.0.0.alpha001"),
+    ("2.9.0rc1", "8.3.RC1.alpha003"),
+    ("2.10.0rc1", "8.5.0"),
+]
+
+
+@pytest.mark.parametrize("torch_npu,cann", RC_OWN)
+def test_rc_wheels_are_paired_with_the_cann_their_own_readme_names(m, torch_npu, cann):
+    v = m.cann_verdict(torch_npu, cann)
+    assert v.grade is Grade.PAIRED and not v.unofficial, v.source
+    assert "its own README" in m.find_torch_npu(torch_npu).note
