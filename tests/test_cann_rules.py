@@ -425,3 +425,18 @@ def test_cann003_accepts_the_dev_build_a_framework_itself_requires():
     # a framework pinning another build does not excuse this one
     other = dict(dev, **{"vllm-ascend": [rec("vllm_ascend", "0.99.0", requires_dist=["torch-npu==2.7.1"])]})
     assert codes(snap(toolkits=[tk], packages=other))["CANN003"].severity == "warning"
+
+
+@pytest.mark.parametrize(
+    "torch,torch_npu,cann",
+    [
+        ("2.13.0", "2.13.0", "9.2.0"),  # TorchNPU 26.2.0
+        ("2.9.0", "2.9.0.post9", "9.2.0"),  # TorchNPU 26.2.0 release notes
+        ("2.12.0", "2.12.0.post2", "9.1.1"),  # TorchNPU 26.1.1: CANN 9.1.X
+        ("2.7.1", "2.7.1.post8", "9.2.0"),  # 26.1.X x 9.2.X = Y (26.2.0 notes)
+        ("2.9.0", "2.9.0", "9.1.0"),  # 7.3.X x 9.1.X = Y (26.1.0 notes)
+    ],
+)
+def test_official_autumn_2026_stacks_are_no_cann003_finding(torch, torch_npu, cann):
+    pk = {"torch": [rec("torch", torch)], "torch-npu": [rec("torch_npu", torch_npu)]}
+    assert "CANN003" not in codes(snap(toolkits=[dict(TK, version=cann)], packages=pk))
