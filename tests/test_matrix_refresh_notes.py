@@ -364,3 +364,39 @@ def test_a_grid_with_a_short_row_or_an_odd_cell_is_refused_naming_row_and_cell()
         parse_compat_grid(_grid([["7.3.X", "Y", "是", "Y"]]))
     with pytest.raises(OfficialParseError, match="refused"):
         parse_markdown(_grid([["7.3.X", "Y", "Y", "?"]]))
+
+
+#: COMPATIBILITY.md's layout from TorchNPU 26.1.1 on (as published on master after 2026-08-29):
+#: product version next to the package, no branch column, 'CANN 9.1.X' for the 26.1.1 packages.
+#: The rows are the published ones, plus an invented 2.15.0.post1 to see a new row added.
+COMPAT_2611 = """# 版本配套
+
+## TorchNPU 版本配套表
+
+| TorchNPU版本 | TorchNPU安装包版本 | PyTorch版本 | CANN版本 |
+|---|---|---|---|
+| 26.1.1 | 2.15.0.post1 | 2.15.0 | CANN 9.1.X |
+| 26.1.1 | 2.12.0.post2 | 2.12.0 | CANN 9.1.X |
+| 26.1.1 | 2.11.0.post2 | 2.11.0 | CANN 9.1.X |
+| 26.1.1 | 2.10.0.post6 | 2.10.0 | CANN 9.1.X |
+| 26.1.1 | 2.9.0.post8 | 2.9.0 | CANN 9.1.X |
+| 26.1.1 | 2.7.1.post10 | 2.7.1 | CANN 9.1.X |
+| 26.1.0 | 2.12.0 | 2.12.0 | CANN 9.1.0 |
+| 26.0.0 | 2.10.0 | 2.10.0 | CANN 9.0.0 |
+"""
+
+
+def test_the_2611_compatibility_layout_refreshes(cache, tmp_path):
+    parsed = parse_markdown(COMPAT_2611)
+    assert parsed.layout == "compatibility" and len(parsed.rows) == 8
+    first = parsed.rows[0]
+    assert (first.torch_npu, first.cann, first.branch, first.ext_version) == ("2.15.0.post1", "9.1.X", "", "26.1.1")
+    doc = tmp_path / "COMPATIBILITY.md"
+    doc.write_text(COMPAT_2611, encoding="utf-8")
+    res = refresh([str(doc)], dry_run=True)
+    assert not res.error, res.error
+    new = _row(res.data, "2.15.0.post1")
+    assert new["cann"] == [] and "9.1.X" in new["cann_compatible"] and new["ext_version"] == "26.1.1"
+    known = _row(res.data, "2.12.0.post2")
+    assert known["cann"] == [] and "9.1.X" in known["cann_compatible"] and known["status"] == "active"
+    assert _row(res.data, "2.12.0")["branch"] == "v2.12.0-26.1.0"  # a table without branches keeps them

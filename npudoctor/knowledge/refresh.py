@@ -292,6 +292,12 @@ def _index(rows: List[Dict[str, Any]]) -> Dict[str, int]:
     return out
 
 
+def _is_range(cann: str) -> bool:
+    """``9.1.X`` / ``9.1.x`` / ``9.1.*``: a CANN line, not one release."""
+    parts = cann.strip().split(".")
+    return len(parts) >= 2 and parts[-1] in ("X", "x", "*")
+
+
 def _key(version: str) -> str:
     v = _pep440(version)
     return str(v) if v is not None else version
@@ -363,13 +369,19 @@ def merge(
             continue
         for r in result.rows:
             k = _key(r.torch_npu)
-            values: Dict[str, Any] = {
-                "torch": r.torch,
-                "cann": [r.cann] + [c for c in r.cann_also if c != r.cann],
-                "branch": r.branch,
-                "source": source,
-                "retrieved": today,
-            }
+            values: Dict[str, Any] = {"torch": r.torch, "source": source, "retrieved": today}
+            canns = [r.cann] + [c for c in r.cann_also if c != r.cann]
+            ranges = [c for c in canns if _is_range(c)]
+            if ranges:
+                # 'CANN 9.1.X' (COMPATIBILITY.md, TorchNPU 26.1.1): a range the release notes
+                # settle, not one paired release: a declared set of the row
+                idx_now = _index(rows)
+                known = rows[idx_now[k]].get("cann_compatible", []) if k in idx_now else []
+                values["cann_compatible"] = list(known) + [c for c in ranges if c not in known]
+            if [c for c in canns if not _is_range(c)]:
+                values["cann"] = [c for c in canns if not _is_range(c)]
+            if r.branch:
+                values["branch"] = r.branch
             ext = r.ext_version or ext_version_from_branch(r.branch)
             if r.ext_version:
                 values["ext_version"] = r.ext_version
@@ -385,7 +397,9 @@ def merge(
                 pre = False
             inherited, inherited_src = line_range(rows, ext, data.get("release_tag", []))
             defaults = {
-                "cann_compatible": inherited,
+                "cann": [],
+                "branch": "",
+                "cann_compatible": inherited + [c for c in ranges if c not in inherited],
                 "python_doc": [],
                 "python": {"aarch64": [], "x86_64": []},
                 "status": "prerelease" if pre else "historical",

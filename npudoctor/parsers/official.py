@@ -284,7 +284,11 @@ def parse_markdown(text: str) -> MarkdownResult:
                 if m:
                     result.python_lines[m.group(1)] = _python_versions(r[pi])
             continue
-        need = ("torch_npu", "torch", "cann", "branch")
+        # the branch column may be left out when the product version is given (COMPATIBILITY.md
+        # from TorchNPU 26.1.1 on: TorchNPU版本 | TorchNPU安装包版本 | PyTorch版本 | CANN版本)
+        need: Tuple[str, ...] = ("torch_npu", "torch", "cann", "branch")
+        if "branch" not in kinds and "ext_version" in kinds:
+            need = ("torch_npu", "torch", "cann")
         if not all(k in kinds for k in need):
             declared_table = kinds[:2] == ["torch_npu", "cann"] and bool(result.declared)
             if sum(k in kinds for k in need) >= 2 and "ext_version" not in kinds and not declared_table:
@@ -301,7 +305,8 @@ def parse_markdown(text: str) -> MarkdownResult:
                 "torch_npu version and neither names the package (安装包/package/wheel); refused"
             )
         idx = {k: kinds.index(k) for k in need}
-        notes = "ext_version" in kinds  # a release note's table: product version next to the package
+        # a release note's table: product version and branch next to the package
+        notes = "ext_version" in kinds and "branch" in kinds
         cann_first = idx["cann"] == 0 and not notes
         if not result.layout:
             result.layout = "release_notes" if notes else ("readme" if cann_first else "compatibility")
@@ -316,8 +321,8 @@ def parse_markdown(text: str) -> MarkdownResult:
                 cann = current_cann
             pkg, note = _norm_pkg(r[idx["torch_npu"]])
             torch = _clean_value(r[idx["torch"]])
-            branch = _clean_value(r[idx["branch"]])
-            if not (pkg and torch and cann and branch):
+            branch = _clean_value(r[idx["branch"]]) if "branch" in idx else ""
+            if not (pkg and torch and cann and (branch or "branch" not in idx)):
                 result.warnings.append(f"table at line {tb.line}: incomplete row skipped: {' | '.join(r)}")
                 continue
             section = "release_notes" if notes else ("readme" if cann_first else tb.section)
