@@ -11,6 +11,7 @@ from npudoctor.engine import Options, evaluate
 from npudoctor.knowledge.matrix import load_matrix
 from npudoctor.knowledge.packages import kernels_file
 from npudoctor.plan.files import cann_packages
+from npudoctor.rules._cannfacts import missing_statement_line
 from npudoctor.rules.overview import npu_stack_present
 from npudoctor.snapshot import Snapshot
 
@@ -378,3 +379,64 @@ def test_the_torch_npu_record_and_target_python_of_the_views():
     assert view.python.short == "3.11"
     assert Facts({"python": {"version_info": [3, 9, 1], "version": "3.10.0"}}).python.short == "3.9"
     assert Facts({}).python.short is None and Facts({}).packages.torch_npu is None
+
+
+def test_cann003_recommends_only_a_build_for_the_installed_torch_or_says_torch_must_change():
+    # torch 2.6.0 + torch_npu 2.6.0 (TorchNPU 7.1) on CANN 9.1.0: the builds paired with 9.1.0
+    # are all for newer PyTorch lines, so the finding says torch must change, and to what
+    pk = {"torch": [rec("torch", "2.6.0")], "torch-npu": [rec("torch_npu", "2.6.0")]}
+    f = codes(snap(toolkits=[dict(TK, version="9.1.0")], packages=pk))["CANN003"]
+    assert f.data["recommend"] == (
+        "2.12.0 with torch 2.12.0 (paired with CANN 9.1.0; no build for torch 2.6.0 is: torch must change to 2.12.0)"
+    )
+    # a build for the installed torch exists: it is the one named, without a torch change
+    m = load_matrix()
+    assert m.cann_verdict("2.5.1", "9.2.0", "2.9.0").recommend == "2.9.0.post9 (paired with CANN 9.2.0)"
+
+
+def test_cann003_names_exactly_what_the_matrix_lacks():
+    m = load_matrix()
+    row = m.find_torch_npu("2.7.1")
+    both = missing_statement_line(m, "2.7.1", "8.5.0", row)
+    assert "not in the compatibility matrix" not in both
+    assert "has CANN 8.5.0, but the row of torch_npu 2.7.1 does not name it (it lists 8.3.RC1, " in both
+    assert "CANN 9.9.0 is not in the compatibility matrix" in missing_statement_line(m, "2.7.1", "9.9.0", row)
+    assert "torch_npu 2.99.0 is not in the compatibility matrix" in missing_statement_line(m, "2.99.0", "8.5.0", None)
+
+
+def test_cann003_accepts_the_dev_build_a_framework_itself_requires():
+    tk = dict(TK, version="8.3.RC1")
+    dev = {"torch": [rec("torch", "2.7.1")], "torch-npu": [rec("torch_npu", "2.7.1.dev20250724")]}
+    alone = codes(snap(toolkits=[tk], packages=dev))["CANN003"]
+    assert alone.severity == "warning" and alone.fix == [
+        "prefer an official build: torch_npu 2.7.1 (paired with CANN 8.3.RC1)"
+    ]
+    # vllm-ascend 0.10.x names no torch-npu in its metadata; its versioning policy pins the dev build
+    table = dict(dev, **{"vllm-ascend": [rec("vllm_ascend", "0.10.1")]})
+    f = codes(snap(toolkits=[tk], packages=table))["CANN003"]
+    assert f.severity == "info" and f.fix == [] and f.data["required_by"] == "vllm-ascend 0.10.1"
+    assert f.title.startswith("torch_npu 2.7.1.dev20250724 is the unofficial build vllm-ascend 0.10.1 requires")
+    # its own Requires-Dist speaks first
+    pinned = dict(
+        dev, **{"vllm-ascend": [rec("vllm_ascend", "0.99.0", requires_dist=["torch-npu==2.7.1.dev20250724"])]}
+    )
+    g = codes(snap(toolkits=[tk], packages=pinned))["CANN003"]
+    assert g.severity == "info" and "Requires-Dist `torch-npu==2.7.1.dev20250724`" in g.evidence[-1]
+    # a framework pinning another build does not excuse this one
+    other = dict(dev, **{"vllm-ascend": [rec("vllm_ascend", "0.99.0", requires_dist=["torch-npu==2.7.1"])]})
+    assert codes(snap(toolkits=[tk], packages=other))["CANN003"].severity == "warning"
+
+
+@pytest.mark.parametrize(
+    "torch,torch_npu,cann",
+    [
+        ("2.13.0", "2.13.0", "9.2.0"),  # TorchNPU 26.2.0
+        ("2.9.0", "2.9.0.post9", "9.2.0"),  # TorchNPU 26.2.0 release notes
+        ("2.12.0", "2.12.0.post2", "9.1.1"),  # TorchNPU 26.1.1: CANN 9.1.X
+        ("2.7.1", "2.7.1.post8", "9.2.0"),  # 26.1.X x 9.2.X = Y (26.2.0 notes)
+        ("2.9.0", "2.9.0", "9.1.0"),  # 7.3.X x 9.1.X = Y (26.1.0 notes)
+    ],
+)
+def test_official_autumn_2026_stacks_are_no_cann003_finding(torch, torch_npu, cann):
+    pk = {"torch": [rec("torch", torch)], "torch-npu": [rec("torch_npu", torch_npu)]}
+    assert "CANN003" not in codes(snap(toolkits=[dict(TK, version=cann)], packages=pk))

@@ -27,14 +27,14 @@ def m():
 
 def test_bundled_matrix_cites_its_sources(m):
     prov = m.provenance
-    assert prov["origin"] == "bundled" and prov["retrieved"] == "2026-12-01" and len(prov["sha256"]) == 64
+    assert prov["origin"] == "bundled" and prov["retrieved"] == "2026-12-06" and len(prov["sha256"]) == 64
     assert any("COMPATIBILITY.md" in s for s in prov["sources"])
     assert any("pypi.org/pypi/torch-npu/json" in s for s in prov["sources"])
     for table in ("torch_npu", "cann", "chip", "family", "python_dep", "torch_line", "install_pairing"):
         rows = m.data[table]
         assert rows, table
         for r in rows:
-            assert r["source"].strip() and r["retrieved"] in ("2026-11-29", "2026-12-01"), (table, r)
+            assert r["source"].strip() and r["retrieved"] in ("2026-11-29", "2026-12-01", "2026-12-06"), (table, r)
 
 
 def test_default_is_bundled_without_cache():
@@ -53,17 +53,17 @@ def test_official_rows_by_value(m):
     assert m.find_torch_npu("not a version") is None
     # the PyPI-style name of a 3.0.0-era build: found, with its own row's pairing
     rc2 = m.find_torch_npu("1.11.0.rc2")
-    assert (rc2.torch, rc2.cann, rc2.branch) == ("1.11.0", ["6.0.1"], "v1.11.0-3.0.0")
+    assert (rc2.torch, rc2.cann, rc2.branch) == ("1.11.0", ["6.0.1", "6.0.0"], "v1.11.0-3.0.0")
     # the table typo is kept as published (REPORT.md §8.4)
     assert m.find_torch_npu("1.5.0.post3").torch == "1.8.1"
-    # active rows of COMPATIBILITY.md: 26
-    assert sum(r.status == "active" for r in m.torch_npu_rows) == 26
+    # active rows of COMPATIBILITY.md: 26 (master 2026-08-21) + the five TorchNPU 26.1.1 packages
+    assert sum(r.status == "active" for r in m.torch_npu_rows) == 31
 
 
 def test_rows_for_torch_and_fits(m):
-    assert [r.torch_npu for r in m.rows_for_torch("2.4.0+cpu")][:3] == ["2.4.0.post4", "2.4.0.post2", "2.4.0"]
+    assert [r.torch_npu for r in m.rows_for_torch("2.4.0+cpu")][:3] == ["2.4.0.post4", "2.4.0.post3", "2.4.0.post2"]
     fits = m.fits(torch="2.7.1", python="3.13", platform="x86_64", cann="9.0.0")
-    assert [r.torch_npu for r in fits] == ["2.7.1.post8", "2.7.1.post6", "2.7.1.post4"]
+    assert [r.torch_npu for r in fits] == ["2.7.1.post10", "2.7.1.post8", "2.7.1.post6", "2.7.1.post4"]
     assert m.fits(torch="2.6.0", python="3.12", platform="aarch64") == [m.find_torch_npu("2.6.0.post5")]
     # 2.10.0.post6 has no cp311 wheel... for x86_64 it has cp310/cp311 only
     assert m.find_torch_npu("2.10.0.post6").pythons("x86_64") == ["3.10", "3.11"]
@@ -78,7 +78,9 @@ def test_cann_fit(m):
     assert m.cann_fit(r, "8.0.T63") == "unknown"
     assert m.cann_fit(r, "garbage") == "unknown"
     assert m.cann_fit(m.find_torch_npu("2.7.1.post8"), "8.5.1") == "compatible"  # 26.1.X: 8.5.X
-    assert m.cann_fit(m.find_torch_npu("2.14.0"), "9.1.0") == "unknown"  # PyPI-only, undocumented
+    # a build of master: its own README names CANN 9.1.0; nothing else is documented
+    assert m.cann_fit(m.find_torch_npu("2.14.0"), "9.1.0") == "paired"
+    assert m.cann_fit(m.find_torch_npu("2.14.0"), "9.2.0") == "unknown"
     # community re-release names of CANN <= 8.0
     assert [r.torch_npu for r in m.rows_for_cann("8.0.RC3.beta1")] == ["2.4.0", "2.3.1.post2", "2.1.0.post8"]
 
@@ -141,8 +143,14 @@ def test_support_is_the_lifecycle_not_the_table_status(m):
     assert m.support(m.find_torch_npu("2.8.0.post4"), today=day)["text"] == "EOL since 2026-10-15"
     assert m.support(m.find_torch_npu("2.10.0.post4"), today=day)["text"] == "maintenance since 2026-10-30"
     assert m.support(m.find_torch_npu("2.10.0.post4"), today=datetime.date(2026, 5, 1))["text"] == (
-        "development, maintenance from 2026-10-30"
+        "development since 2026-04-30, maintenance from 2026-10-30"
     )
+    # by date, not by the stored word: SUPPORT.md called 2.13.0 'expected release 2026/10' and
+    # 2.14.0 'planned'; both were released on 2026-10-15
+    assert m.support(m.find_torch_npu("2.13.0"), today=day)["text"] == "development since 2026-10-15"
+    assert m.support(m.find_torch_npu("2.14.0"), today=day)["text"] == "development since 2026-10-15"
+    early = m.support(m.find_torch_npu("2.14.0"), today=datetime.date(2026, 9, 1))
+    assert (early["state"], early["text"]) == ("planned", "planned, release 2026-10-15")
 
 
 def test_numpy_and_python_deps(m):
@@ -197,7 +205,7 @@ def test_chips_and_families(m):
 
 
 def test_newest_for(m):
-    assert m.newest_for("910B", "aarch64", "3.11").torch_npu == "2.12.0"
+    assert m.newest_for("910B", "aarch64", "3.11").torch_npu == "2.13.0"  # TorchNPU 26.2.0
     assert m.newest_for("910B", "x86_64", "3.8").torch_npu == "2.4.0.post4"
     # driver 24.1.rc2 is ruled out by CANN 9.1.X (grid N for 25.0.X and older) but not by 9.0.0
     # (undocumented, within about a year of 25.0.X): the newest pairing it leaves is CANN 9.0.0's
@@ -208,8 +216,8 @@ def test_newest_for(m):
 
 
 def test_age_days(m):
-    assert m.age_days(datetime.date(2026, 12, 1)) == 0
-    assert m.age_days(datetime.date(2027, 6, 1)) == 182
+    assert m.age_days(datetime.date(2026, 12, 6)) == 0
+    assert m.age_days(datetime.date(2027, 6, 6)) == 182
 
 
 def _write(tmp_path, text, name="m.toml"):
@@ -329,7 +337,7 @@ def test_cli_verify(tmp_path):
         [sys.executable, "-m", "npudoctor", "matrix", "verify", *a], capture_output=True, text=True, env=env, timeout=60
     )
     ok = run(bundled_dir())
-    assert ok.returncode == 0 and "valid" in ok.stdout and "94 torch_npu" in ok.stdout
+    assert ok.returncode == 0 and "valid" in ok.stdout and "101 torch_npu" in ok.stdout
     bad = _write(tmp_path, "schema_version = 1\n" + GOOD_ROW.replace('status = "active"', 'status = "live"'))
     res = run(bad)
     assert res.returncode == 1 and "field 'status'" in res.stdout
@@ -372,7 +380,7 @@ def test_cli_verify_without_file_checks_the_matrix_in_use(tmp_path):
         == [
             f"verifying the refreshed cache copy, in use: {cache}/matrix.json",
             f"valid: {cache}/matrix.json",
-            "rows: 94 torch_npu, 54 cann, 33 chip, 7 family, 16 python_dep",  # + Ascend910_9361 (AUDIT §4 W18), AUDIT §5 CANN rows
+            "rows: 101 torch_npu, 54 cann, 37 chip, 7 family, 16 python_dep",  # + Ascend910_9361 (AUDIT §4 W18), AUDIT §5 CANN rows
         ]
     )
 

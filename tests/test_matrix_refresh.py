@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from npudoctor.knowledge.matrix import load_from, load_matrix
+from npudoctor.knowledge.matrix import bundled_dir, load_from, load_matrix
 from npudoctor.knowledge.refresh import fetch, refresh
 from npudoctor.parsers.official import parse_markdown
 
@@ -98,13 +98,15 @@ def test_refresh_reproduces_the_compatibility_document(server, cache):
     assert shown.returncode == 0
     doc = json.loads(shown.stdout)
     assert doc["matrix"]["origin"] == "cache" and doc["matrix"]["refreshed_from"] == [url]
+    # the table's CANN comes first; CANN the matrix knows from other official sources stays
+    # after it (2.4.0.post2: 8.0.0.beta1, 8.0.RC3.20 from the 6.0.0 release notes)
     from_doc = {
-        (r["torch_npu"], r["torch"], tuple(r["cann"]), r["branch"], r["status"])
-        for r in doc["rows"]
-        if r["source"] == url
+        (r["torch_npu"], r["torch"], r["cann"][0], r["branch"], r["status"]) for r in doc["rows"] if r["source"] == url
     }
+    kept = {r["torch_npu"]: r["cann"] for r in doc["rows"]}
+    assert kept["2.4.0.post2"] == ["8.0.0", "8.0.0.beta1", "8.0.RC3.20"]
     expected = {
-        (r.torch_npu, r.torch, (r.cann,), r.branch, r.section)
+        (r.torch_npu, r.torch, r.cann, r.branch, r.section)
         for r in parse_markdown((OFFICIAL / COMPAT).read_text(encoding="utf-8")).rows
     }
     assert len(expected) == 62
@@ -221,20 +223,20 @@ def test_dry_run_and_diff(server, cache, tmp_path):
     )
     text = text.replace(
         "|    2.11.0    | v2.11.0-26.1.0 |",
-        "|    2.13.0    | v2.13.0-26.2.0 |   2.13.0   |  CANN 9.2.0  |\n|    2.11.0    | v2.11.0-26.1.0 |",
+        "|    2.14.0    | v2.14.0-26.2.0 |   2.14.0   |  CANN 9.2.0  |\n|    2.11.0    | v2.11.0-26.1.0 |",
     )
     edited.write_text(text, encoding="utf-8")
     dry = cli("matrix", "refresh", "--dry-run", "--source", str(edited), cache_dir=cache)
     assert dry.returncode == 0, dry.stdout + dry.stderr
-    assert "changed torch_npu 2.12.0: cann ['9.1.0'] -> ['9.1.1']" in dry.stdout
-    assert "added torch_npu 2.13.0 (torch 2.13.0, CANN 9.2.0, active)" not in dry.stdout  # 2.13.0 exists (PyPI row)
-    assert "changed torch_npu 2.13.0:" in dry.stdout and "status 'unmapped' -> 'active'" in dry.stdout
+    assert "changed torch_npu 2.12.0: cann ['9.1.0'] -> ['9.1.1', '9.1.0']" in dry.stdout  # accumulates
+    assert "added torch_npu 2.14.0 (torch 2.14.0, CANN 9.2.0, active)" not in dry.stdout  # 2.14.0 exists (PyPI row)
+    assert "changed torch_npu 2.14.0:" in dry.stdout and "status 'unmapped' -> 'active'" in dry.stdout
     assert not (cache / "matrix.json").exists()
     assert cli("matrix", "refresh", "--source", str(edited), cache_dir=cache).returncode == 0
     diff = cli("matrix", "diff", cache_dir=cache)
     assert diff.returncode == 1
-    assert "~ [torch_npu] 2.12.0: cann ['9.1.0'] -> ['9.1.1']" in diff.stdout
-    assert "~ [torch_npu] 2.13.0: cann [] -> ['9.2.0']" in diff.stdout
+    assert "~ [torch_npu] 2.12.0: cann ['9.1.0'] -> ['9.1.1', '9.1.0']" in diff.stdout
+    assert "~ [torch_npu] 2.14.0: cann ['9.1.0'] -> ['9.2.0', '9.1.0']" in diff.stdout
     same = cli("matrix", "diff", str(cache / "matrix.json"), str(cache / "matrix.json"), cache_dir=cache)
     assert same.returncode == 0
     assert cli("matrix", "diff", "only-one", cache_dir=cache).returncode == 2
@@ -270,3 +272,110 @@ def test_live_pypi_json(cache):
     m = load_matrix()
     assert m.find_torch_npu("2.1.0.post10").python["aarch64"] == ["3.8", "3.9", "3.10", "3.11"]
     assert sum(r.on_pypi for r in m.torch_npu_rows) >= 67
+
+
+# ---------------------------------------------------------------- a refresh that accumulates (issue 29)
+def _edited_compat(tmp_path, extra_row):
+    edited = tmp_path / "COMPATIBILITY-extra.md"
+    text = (OFFICIAL / COMPAT).read_text(encoding="utf-8")
+    anchor = "|    2.11.0    | v2.11.0-26.1.0 |"
+    assert anchor in text
+    edited.write_text(text.replace(anchor, extra_row + "\n" + anchor), encoding="utf-8")
+    return edited
+
+
+def test_a_later_partial_refresh_builds_on_the_earlier_one(server, cache, tmp_path):
+    first = _edited_compat(tmp_path, "|    2.15.0    | v2.15.0-26.3.0 |   2.15.0   |  CANN 9.2.0  |")
+    r1 = refresh([str(first)])
+    assert r1.written and not r1.error, r1.error
+    # the second refresh reads only an old README: the row the first one added stays
+    r2 = refresh([f"{server}/pytorch-v2.6.0-README.md"])
+    assert r2.written and not r2.error, r2.error
+    row = load_matrix().find_torch_npu("2.15.0")
+    assert row is not None and row.cann == ["9.2.0"] and load_matrix().provenance["origin"] == "cache"
+
+
+def test_a_table_never_narrows_a_curated_cann_list_unless_replace(server, cache):
+    url = f"{server}/{COMPAT}"
+    kept = refresh([url], dry_run=True)
+    assert not kept.error and not kept.dropped
+    row = next(r for r in kept.data["torch_npu"] if r["torch_npu"] == "2.4.0.post2")
+    assert row["cann"] == ["8.0.0", "8.0.0.beta1", "8.0.RC3.20"]
+    replaced = refresh([url], dry_run=True, replace=True)
+    assert not replaced.error
+    row = next(r for r in replaced.data["torch_npu"] if r["torch_npu"] == "2.4.0.post2")
+    assert row["cann"] == ["8.0.0"]
+    assert "[[torch_npu]] 2.4.0.post2 cann 8.0.0.beta1, 8.0.RC3.20" in replaced.dropped
+    assert "changed torch_npu 2.4.0.post2: cann ['8.0.0', '8.0.0.beta1', '8.0.RC3.20'] -> ['8.0.0']" in replaced.changes
+
+
+def test_pypi_alone_writes_nothing_and_keeps_the_stamp(server, cache):
+    ok = refresh([f"{server}/{COMPAT}"], today=__import__("datetime").date(2026, 12, 20))
+    assert ok.written
+    before = (cache / "matrix.json").read_bytes()
+    res = cli("matrix", "refresh", "--source", f"{server}/{PYPI}", cache_dir=cache)
+    assert res.returncode == 3
+    assert "no official table answered (only the PyPI file list); nothing written" in res.stderr
+    assert (cache / "matrix.json").read_bytes() == before
+    assert load_matrix().provenance["retrieved"] == "2026-12-20"
+
+
+def test_no_network_is_one_line_naming_the_host(cache):
+    # nothing listens on port 9 of the loopback address: the connection is refused at once
+    res = refresh([("https://127.0.0.1:9/COMPATIBILITY.en.md", "https://localhost:9/COMPATIBILITY.en.md")])
+    (only,) = res.sources
+    assert not only.ok and not res.written
+    assert only.error == (
+        "no mirror answered: https://127.0.0.1:9/COMPATIBILITY.en.md: no network to 127.0.0.1; "
+        "https://localhost:9/COMPATIBILITY.en.md: no network to localhost"
+    )
+    for noise in ("urllib3", "HTTPSConnectionPool", "Max retries", "Errno", "\n"):
+        assert noise not in only.error
+
+
+@pytest.mark.parametrize(
+    "table,message",
+    [
+        (
+            "| TorchNPU版本 | TorchNPU发布版本 | PyTorch版本 | CANN版本 | 分支 |\n|---|---|---|---|---|\n"
+            "| 2.9.0.post9 | 26.2.0 | 2.9.0 | CANN 9.2.0 | v2.9.0-26.2.0 |\n",
+            "table at line 1: ambiguous columns 'TorchNPU版本' and 'TorchNPU发布版本'",
+        ),
+        (
+            "| TorchNPU版本 | PyTorch版本 | CANN版本 | 代码分支 |\n|---|---|---|---|\n"
+            "| 26.2.0 | 2.9.0 | 9.2.0 | v2.9.0-26.2.0 |\n",
+            "table at line 1, row '26.2.0 | 2.9.0 | 9.2.0 | v2.9.0-26.2.0': torch_npu cell '26.2.0' is not a build "
+            "for the PyTorch cell '2.9.0'",
+        ),
+    ],
+)
+def test_ambiguous_mapping_tables_are_refused_naming_file_and_row(cache, tmp_path, table, message):
+    doc = tmp_path / "release_notes.md"
+    doc.write_text(table, encoding="utf-8")
+    res = cli("matrix", "refresh", "--dry-run", "--source", str(doc), cache_dir=cache)
+    assert res.returncode == 3
+    assert f"FAILED  {doc}: {message}" in res.stdout and "refused" in res.stdout
+
+
+def test_version_names_the_matrix_date_and_source(server, cache):
+    bundled = load_from(bundled_dir(), "bundled").provenance["retrieved"]
+    plain = cli("--version", cache_dir=cache)
+    assert plain.returncode == 0
+    assert plain.stdout.splitlines()[1] == (
+        f"matrix: bundled, data of {bundled} (official tables; sources: `npudoctor matrix verify`)"
+    )
+    url = f"{server}/{COMPAT}"
+    assert refresh([url], today=__import__("datetime").date(2026, 12, 20)).written
+    after = cli("--version", cache_dir=cache).stdout.splitlines()[1]
+    assert after == (
+        f"matrix: refreshed copy {cache / 'matrix.json'}, data of 2026-12-20 "
+        f"(npudoctor matrix refresh: {url}); bundled data of {bundled}"
+    )
+
+
+def test_replace_lists_what_it_drops(server, cache):
+    res = cli("matrix", "refresh", "--dry-run", "--replace", "--source", f"{server}/{COMPAT}", cache_dir=cache)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "  - [[torch_npu]] 2.4.0.post2 cann 8.0.0.beta1, 8.0.RC3.20" in res.stdout
+    assert "  - [[torch_npu]] 1.11.0.rc2 cann 6.0.0" in res.stdout
+    assert not (cache / "matrix.json").exists()

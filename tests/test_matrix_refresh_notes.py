@@ -218,7 +218,7 @@ def test_new_row_inherits_its_line_range(github, cache, tmp_path):
     def edit(data):
         data["torch_npu"] = [r for r in data["torch_npu"] if r["torch_npu"] != "2.9.0.post2"]
 
-    res = refresh([f"{github}/{PYPI}"], base_path=_base_with(tmp_path, edit), dry_run=True)
+    res = refresh([f"{github}/{PYPI}", f"{github}/{NOTES_73}"], base_path=_base_with(tmp_path, edit), dry_run=True)
     assert not res.error, res.error
     row = _row(res.data, "2.9.0.post2")
     assert row["status"] == "unmapped" and row["ext_version"] == "26.0.0"
@@ -323,8 +323,8 @@ def test_default_sources_have_a_gitcode_mirror():
 def test_refresh_that_would_drop_rows_is_refused(github, cache, monkeypatch):
     real = refresh_mod.merge
 
-    def lossy(base, parsed, today, warnings=None):
-        data, changes = real(base, parsed, today, warnings)
+    def lossy(base, parsed, today, warnings=None, replace=False):
+        data, changes = real(base, parsed, today, warnings, replace)
         data["torch_npu"] = [r for r in data["torch_npu"] if r["torch_npu"] != "2.1.0.post10"]
         data["cann"] = [r for r in data["cann"] if r["version"] != "7.0.0"]
         return data, changes
@@ -341,3 +341,62 @@ def test_dropped_declared_entries():
     now = {"torch_npu": [{"torch_npu": "2.9.0", "cann_compatible": ["8.5.0"]}], "cann": []}
     assert dropped(base, now) == ["[[torch_npu]] 2.9.0 cann_compatible 9.0.X"]
     assert dropped(base, base) == []
+
+
+def _grid(rows):
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return (
+        '## 版本兼容性说明\n\n<table><thead><tr><th rowspan="2">TorchNPU</th><th colspan="3">CANN版本</th></tr>'
+        f"<tr><th>8.5.X</th><th>9.0.X</th><th>9.1.X</th></tr></thead><tbody>{body}</tbody></table>\n"
+    )
+
+
+def test_a_grid_with_a_short_row_or_an_odd_cell_is_refused_naming_row_and_cell():
+    from npudoctor.parsers.official import OfficialParseError
+
+    good = _grid([["7.3.X", "Y", "", "/"], ["26.1.X", "Y", "N", "Y"]])
+    assert parse_compat_grid(good) == {"7.3.X": ["8.5.X"], "26.1.X": ["8.5.X", "9.1.X"]}
+    with pytest.raises(OfficialParseError, match=r"row 2 \(26\.1\.X\): 3 cells under a header of 4 columns"):
+        parse_compat_grid(_grid([["7.3.X", "Y", "Y", "Y"], ["26.1.X", "Y", "Y"]]))
+    with pytest.raises(
+        OfficialParseError, match=r"row 1 \(7\.3\.X\), column '9\.0\.X': cell '是' is not Y, N or empty"
+    ):
+        parse_compat_grid(_grid([["7.3.X", "Y", "是", "Y"]]))
+    with pytest.raises(OfficialParseError, match="refused"):
+        parse_markdown(_grid([["7.3.X", "Y", "Y", "?"]]))
+
+
+#: COMPATIBILITY.md's layout from TorchNPU 26.1.1 on (as published on master after 2026-08-29):
+#: product version next to the package, no branch column, 'CANN 9.1.X' for the 26.1.1 packages.
+#: The rows are the published ones, plus an invented 2.15.0.post1 to see a new row added.
+COMPAT_2611 = """# 版本配套
+
+## TorchNPU 版本配套表
+
+| TorchNPU版本 | TorchNPU安装包版本 | PyTorch版本 | CANN版本 |
+|---|---|---|---|
+| 26.1.1 | 2.15.0.post1 | 2.15.0 | CANN 9.1.X |
+| 26.1.1 | 2.12.0.post2 | 2.12.0 | CANN 9.1.X |
+| 26.1.1 | 2.11.0.post2 | 2.11.0 | CANN 9.1.X |
+| 26.1.1 | 2.10.0.post6 | 2.10.0 | CANN 9.1.X |
+| 26.1.1 | 2.9.0.post8 | 2.9.0 | CANN 9.1.X |
+| 26.1.1 | 2.7.1.post10 | 2.7.1 | CANN 9.1.X |
+| 26.1.0 | 2.12.0 | 2.12.0 | CANN 9.1.0 |
+| 26.0.0 | 2.10.0 | 2.10.0 | CANN 9.0.0 |
+"""
+
+
+def test_the_2611_compatibility_layout_refreshes(cache, tmp_path):
+    parsed = parse_markdown(COMPAT_2611)
+    assert parsed.layout == "compatibility" and len(parsed.rows) == 8
+    first = parsed.rows[0]
+    assert (first.torch_npu, first.cann, first.branch, first.ext_version) == ("2.15.0.post1", "9.1.X", "", "26.1.1")
+    doc = tmp_path / "COMPATIBILITY.md"
+    doc.write_text(COMPAT_2611, encoding="utf-8")
+    res = refresh([str(doc)], dry_run=True)
+    assert not res.error, res.error
+    new = _row(res.data, "2.15.0.post1")
+    assert new["cann"] == [] and "9.1.X" in new["cann_compatible"] and new["ext_version"] == "26.1.1"
+    known = _row(res.data, "2.12.0.post2")
+    assert known["cann"] == [] and "9.1.X" in known["cann_compatible"] and known["status"] == "active"
+    assert _row(res.data, "2.12.0")["branch"] == "v2.12.0-26.1.0"  # a table without branches keeps them

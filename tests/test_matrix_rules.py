@@ -24,7 +24,7 @@ def _old_matrix(tmp_path: Path, date: str) -> str:
     out.mkdir()
     for f in Path(bundled_dir()).glob("*.toml"):
         text = f.read_text(encoding="utf-8")
-        for day in ("2026-11-29", "2026-12-01"):  # the bundled rows' retrieval dates
+        for day in ("2026-11-29", "2026-12-01", "2026-12-06"):  # the bundled rows' retrieval dates
             text = text.replace(f'retrieved = "{day}"', f'retrieved = "{date}"')
         (out / f.name).write_text(text, encoding="utf-8")
     return str(out)
@@ -81,9 +81,10 @@ def test_not_in_matrix_helper_and_dedup():
     found = not_in_matrix(ctx, "torch_npu", "2.15.0", evidence=["torch_npu 2.15.0 from /x/METADATA"])
     assert len(found) == 1
     f = found[0]
-    assert (f.code, f.name, f.severity, f.subject) == ("MTX003", "version-not-in-matrix", "info", "torch_npu 2.15.0")
-    assert f.evidence[0] == "torch_npu 2.15.0 from /x/METADATA" and "retrieved 2026-12-01" in f.evidence[1]
-    assert f.fix == ["npudoctor matrix refresh"]
+    # newer than every torch_npu the data knows: a warning naming the data date (issue 29)
+    assert (f.code, f.name, f.severity, f.subject) == ("MTX003", "version-not-in-matrix", "warning", "torch_npu 2.15.0")
+    assert f.evidence[0] == "torch_npu 2.15.0 from /x/METADATA" and "retrieved 2026-12-06" in f.evidence[1]
+    assert f.fix == [refresh_hint("torch_npu 2.15.0")]
     # no matrix loaded: nothing to say (MTX001 covers it)
     assert not_in_matrix(RuleContext(snapshot=snap, matrix=None, options=Options()), "CANN", "9.2.0") == []
     # context-free form

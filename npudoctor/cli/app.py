@@ -31,7 +31,9 @@ app = typer.Typer(
 
 def _version(ctx: typer.Context, value: bool) -> None:
     if value:
-        environment(ctx).stdout.write(f"npudoctor {__version__}\n")
+        from npudoctor.knowledge.matrix_stamp import version_line
+
+        environment(ctx).stdout.write(f"npudoctor {__version__}\n{version_line()}\n")
         raise typer.Exit(ExitStatus.OK)
 
 

@@ -45,8 +45,8 @@ from npudoctor.knowledge.matrix import (
     MatrixError,
     _pep440,
     cache_dir,
-    load_bundled,
     load_from,
+    load_uncached,
     merge_documents,
     validate,
 )
@@ -187,12 +187,14 @@ def _http_get(url: str, timeout: Tuple[float, float], max_bytes: int) -> bytes:
                     raise SourceError(f"document exceeds the {max_bytes} byte limit")
                 chunks.append(chunk)
             return b"".join(chunks)
+    except requests.exceptions.ConnectTimeout:
+        raise SourceError(f"no network to {urlparse(url).hostname or url} (no answer in {timeout[0]:g}s)") from None
     except requests.exceptions.Timeout:
         raise SourceError(f"timed out (connect {timeout[0]:g}s / read {timeout[1]:g}s)") from None
-    except requests.exceptions.SSLError as exc:
-        raise SourceError(f"TLS error: {exc}") from None
-    except requests.exceptions.ConnectionError as exc:
-        raise SourceError(f"connection failed: {_short(exc)}") from None
+    except requests.exceptions.SSLError:
+        raise SourceError(f"TLS error talking to {urlparse(url).hostname or url}") from None
+    except requests.exceptions.ConnectionError:
+        raise SourceError(f"no network to {urlparse(url).hostname or url}") from None
     except requests.exceptions.RequestException as exc:
         raise SourceError(f"request failed: {_short(exc)}") from None
 
@@ -290,6 +292,12 @@ def _index(rows: List[Dict[str, Any]]) -> Dict[str, int]:
     return out
 
 
+def _is_range(cann: str) -> bool:
+    """``9.1.X`` / ``9.1.x`` / ``9.1.*``: a CANN line, not one release."""
+    parts = cann.strip().split(".")
+    return len(parts) >= 2 and parts[-1] in ("X", "x", "*")
+
+
 def _key(version: str) -> str:
     v = _pep440(version)
     return str(v) if v is not None else version
@@ -300,6 +308,7 @@ def merge(
     parsed: List[Tuple[str, str, Any]],
     today: str,
     warnings: Optional[Dict[str, List[str]]] = None,
+    replace: bool = False,
 ) -> Tuple[Dict[str, Any], List[str]]:
     """Merge parsed sources into a copy of the matrix document ``base``.
 
@@ -315,6 +324,8 @@ def merge(
     declared ranges to the rows of each line; CANN release notes merge into ``[[cann]]``
     (:mod:`npudoctor.knowledge.refresh_merge`).  Rows are never removed.  ``warnings``
     (source -> messages) receives what a source said that the matrix cannot hold.
+    A known row's paired ``cann`` list keeps the CANN the table leaves out (curated from
+    other official sources: 2.4.0.post2's 8.0.0.beta1 and 8.0.RC3.20) unless ``replace``.
     Returns ``(document, human-readable changes)``."""
     from packaging.version import Version
 
@@ -329,6 +340,8 @@ def merge(
         k = _key(version)
         if k in idx:
             row = rows[idx[k]]
+            if not replace and "cann" in values:
+                values["cann"] = list(values["cann"]) + [c for c in row.get("cann") or [] if c not in values["cann"]]
             diff = [f for f, v in values.items() if row.get(f) != v and f not in ("retrieved", "source")]
             if diff:
                 changes.append(
@@ -356,13 +369,19 @@ def merge(
             continue
         for r in result.rows:
             k = _key(r.torch_npu)
-            values: Dict[str, Any] = {
-                "torch": r.torch,
-                "cann": [r.cann] + [c for c in r.cann_also if c != r.cann],
-                "branch": r.branch,
-                "source": source,
-                "retrieved": today,
-            }
+            values: Dict[str, Any] = {"torch": r.torch, "source": source, "retrieved": today}
+            canns = [r.cann] + [c for c in r.cann_also if c != r.cann]
+            ranges = [c for c in canns if _is_range(c)]
+            if ranges:
+                # 'CANN 9.1.X' (COMPATIBILITY.md, TorchNPU 26.1.1): a range the release notes
+                # settle, not one paired release: a declared set of the row
+                idx_now = _index(rows)
+                known = rows[idx_now[k]].get("cann_compatible", []) if k in idx_now else []
+                values["cann_compatible"] = list(known) + [c for c in ranges if c not in known]
+            if [c for c in canns if not _is_range(c)]:
+                values["cann"] = [c for c in canns if not _is_range(c)]
+            if r.branch:
+                values["branch"] = r.branch
             ext = r.ext_version or ext_version_from_branch(r.branch)
             if r.ext_version:
                 values["ext_version"] = r.ext_version
@@ -378,7 +397,9 @@ def merge(
                 pre = False
             inherited, inherited_src = line_range(rows, ext, data.get("release_tag", []))
             defaults = {
-                "cann_compatible": inherited,
+                "cann": [],
+                "branch": "",
+                "cann_compatible": inherited + [c for c in ranges if c not in inherited],
                 "python_doc": [],
                 "python": {"aarch64": [], "x86_64": []},
                 "status": "prerelease" if pre else "historical",
@@ -483,19 +504,24 @@ def refresh(
     directory: Optional[str] = None,
     today: Optional[_dt.date] = None,
     timeout: Tuple[float, float] = TIMEOUT,
+    replace: bool = False,
 ) -> RefreshResult:
-    """Fetch, parse and merge ``sources`` into the bundled matrix (or ``base_path``),
-    validate, and (unless ``dry_run``) write the cache in ``directory`` (default:
+    """Fetch, parse and merge ``sources`` into the matrix in use (the refreshed cache when
+    it is the one loaded, else the bundled matrix; or ``base_path``), so refreshes
+    accumulate, validate, and (unless ``dry_run``) write the cache in ``directory`` (default:
     :func:`npudoctor.knowledge.matrix.cache_dir`).  Each source is a URL/path or a sequence
     of mirrors of one document tried in order (:func:`fetch_first`); the default is
     :data:`DEFAULT_SOURCES` plus the release notes of the newest CANN releases the base
-    knows.  A merge that would drop a known row or declared entry is refused (nothing
-    written; ``dropped`` lists them).  Never raises for a bad source or an unwritable cache:
-    see :class:`RefreshResult`."""
+    knows.  A merge that would drop a known row or narrow a paired or declared list is
+    refused (nothing written; ``dropped`` lists them) unless ``replace`` accepts it (the
+    narrowed lists are then taken from the tables; ``dropped`` still lists what went).
+    When no official table (a mapping table or release notes) answered, nothing is written
+    and the matrix in use keeps its date, even if PyPI answered.  Never raises for a bad
+    source or an unwritable cache: see :class:`RefreshResult`."""
     day = (today or _dt.date.today()).isoformat()
     res = RefreshResult(sources=[])
     try:
-        base = load_from(base_path, "file") if base_path else load_bundled()
+        base = load_from(base_path, "file") if base_path else load_uncached()
     except MatrixError as exc:
         res.error = f"the base matrix is invalid: {exc}"
         return res
@@ -522,8 +548,13 @@ def refresh(
     if not parsed:
         res.error = "no source could be read; the matrix in use is unchanged"
         return res
+    if not any(kind in ("markdown", "cann_notes") for _s, kind, _r in parsed):
+        res.error = (
+            "no official table answered (only the PyPI file list); nothing written, the matrix in use keeps its date"
+        )
+        return res
     notes_warnings: Dict[str, List[str]] = {}
-    data, changes = merge(base.data, parsed, day, notes_warnings)
+    data, changes = merge(base.data, parsed, day, notes_warnings, replace=replace)
     for rep in reports:
         rep.warnings.extend(notes_warnings.get(rep.source, []))
     data["metas"] = [m for m in data.get("metas", []) if not m.get("refreshed")]
@@ -545,10 +576,11 @@ def refresh(
     from npudoctor.knowledge.refresh_merge import dropped
 
     res.dropped = dropped(base.data, data)
-    if res.dropped:
+    if res.dropped and not replace:
         res.error = (
             f"the refresh would drop {len(res.dropped)} known row(s) or declared entries of the matrix in use "
-            f"({'; '.join(res.dropped[:5])}{' …' if len(res.dropped) > 5 else ''}); refused, nothing written"
+            f"({'; '.join(res.dropped[:5])}{' …' if len(res.dropped) > 5 else ''}); refused, nothing written "
+            "(--replace accepts it)"
         )
         return res
     res.data = data

@@ -249,8 +249,8 @@ def apply_cann_notes(data: Dict[str, Any], notes: Any, source: str, today: str) 
 
 
 def dropped(base: Dict[str, Any], data: Dict[str, Any]) -> List[str]:
-    """What ``data`` lost against ``base``: rows (by key, per table) and declared entries
-    (``cann_compatible`` of a torch_npu row, ``hdk_compatible`` / ``hdk_grid`` columns of a
+    """What ``data`` lost against ``base``: rows (by key, per table) and paired or declared
+    entries (``cann`` / ``cann_compatible`` of a torch_npu row, ``hdk_compatible`` / ``hdk_grid`` columns of a
     CANN row).  Empty when
     nothing known is dropped."""
     from npudoctor.knowledge.matrix.schema import _KEY_FIELD
@@ -270,8 +270,11 @@ def dropped(base: Dict[str, Any], data: Dict[str, Any]) -> List[str]:
             if now is None:
                 out.append(f"[[{table}]] {k}")
                 continue
-            for field in ("cann_compatible", "hdk_compatible", "hdk_grid"):
-                lost = [v for v in (r.get(field) or []) if v not in (now.get(field) or [])]
+            for field in ("cann", "cann_compatible", "hdk_compatible", "hdk_grid"):
+                was, got = r.get(field) or [], now.get(field) or []
+                if not isinstance(was, (list, dict)) or not isinstance(got, (list, dict)):
+                    continue  # a single value ([[install_pairing]] cann), not a list
+                lost = [v for v in was if v not in got]
                 if lost:
                     out.append(f"[[{table}]] {k} {field} {', '.join(lost)}")
     return out

@@ -168,6 +168,19 @@ def _norm_pkg(cell: str) -> Tuple[str, str]:
     return s, note
 
 
+def _release_clash(pkg: str, torch: str) -> str:
+    """How the release of torch_npu package ``pkg`` differs from PyTorch ``torch`` (a
+    torch_npu package carries the release of the PyTorch it is built for: 2.9.0.post9 for
+    2.9.0): ``"line"`` (another major version: 26.2.0 for 2.9.0, a TorchNPU product version
+    read as the package), ``"typo"`` (same major: the tables' own slips, kept as published:
+    1.5.0.post3 for 1.8.1, 2.5.0 for 2.5.1), ``""`` (same release, or not a version)."""
+    a = re.match(r"^v?([0-9]+)\.([0-9]+)\.([0-9]+)", pkg.strip())
+    b = re.match(r"^v?([0-9]+)\.([0-9]+)\.([0-9]+)", torch.strip())
+    if not a or not b or a.groups() == b.groups():
+        return ""
+    return "typo" if a.group(1) == b.group(1) else "line"
+
+
 def _python_versions(cell: str) -> List[str]:
     found = re.findall(r"python\s*([0-9])\.([0-9]{1,2})", _clean_value(cell), flags=re.I)
     out: List[str] = []
@@ -271,7 +284,11 @@ def parse_markdown(text: str) -> MarkdownResult:
                 if m:
                     result.python_lines[m.group(1)] = _python_versions(r[pi])
             continue
-        need = ("torch_npu", "torch", "cann", "branch")
+        # the branch column may be left out when the product version is given (COMPATIBILITY.md
+        # from TorchNPU 26.1.1 on: TorchNPU版本 | TorchNPU安装包版本 | PyTorch版本 | CANN版本)
+        need: Tuple[str, ...] = ("torch_npu", "torch", "cann", "branch")
+        if "branch" not in kinds and "ext_version" in kinds:
+            need = ("torch_npu", "torch", "cann")
         if not all(k in kinds for k in need):
             declared_table = kinds[:2] == ["torch_npu", "cann"] and bool(result.declared)
             if sum(k in kinds for k in need) >= 2 and "ext_version" not in kinds and not declared_table:
@@ -281,8 +298,15 @@ def parse_markdown(text: str) -> MarkdownResult:
                     f"(headers: {seen_headers[-1]})"
                 )
             continue
+        if kinds.count("torch_npu") > 1:
+            cols = [_clean_value(h) for h, k in zip(tb.header, kinds) if k == "torch_npu"]
+            raise OfficialParseError(
+                f"table at line {tb.line}: ambiguous columns {' and '.join(repr(c) for c in cols)}: both read as the "
+                "torch_npu version and neither names the package (安装包/package/wheel); refused"
+            )
         idx = {k: kinds.index(k) for k in need}
-        notes = "ext_version" in kinds  # a release note's table: product version next to the package
+        # a release note's table: product version and branch next to the package
+        notes = "ext_version" in kinds and "branch" in kinds
         cann_first = idx["cann"] == 0 and not notes
         if not result.layout:
             result.layout = "release_notes" if notes else ("readme" if cann_first else "compatibility")
@@ -297,11 +321,18 @@ def parse_markdown(text: str) -> MarkdownResult:
                 cann = current_cann
             pkg, note = _norm_pkg(r[idx["torch_npu"]])
             torch = _clean_value(r[idx["torch"]])
-            branch = _clean_value(r[idx["branch"]])
-            if not (pkg and torch and cann and branch):
+            branch = _clean_value(r[idx["branch"]]) if "branch" in idx else ""
+            if not (pkg and torch and cann and (branch or "branch" not in idx)):
                 result.warnings.append(f"table at line {tb.line}: incomplete row skipped: {' | '.join(r)}")
                 continue
             section = "release_notes" if notes else ("readme" if cann_first else tb.section)
+            if _release_clash(pkg, torch) == "line":
+                raise OfficialParseError(
+                    f"table at line {tb.line}, row '{' | '.join(_clean_value(c) for c in r)}': torch_npu cell "
+                    f"{pkg!r} is not a build for the PyTorch cell {torch!r} (another major version: a product "
+                    "version read as the package?); refused"
+                )
+
             ext = _clean_value(r[kinds.index("ext_version")]) if "ext_version" in kinds else ""
             also = [c for c in _cann_editions(r[idx["cann"]]) if c != cann]
             result.rows.append(

@@ -107,28 +107,45 @@ def split_versions(cell: str, pattern: Union[re.Pattern[str], lazyre.LazyPattern
     return out
 
 
+#: grid cells that say nothing (left out of :func:`grid_values`)
+_EMPTY_CELLS = ("", "/", "-", "—")
+
+
 def grid_values(table: HtmlTable) -> Dict[str, Dict[str, bool]]:
     """A Y/N grid as ``row label -> {column label -> True (Y) / False (N)}``.  Column
-    labels come from the last header row; a cell that is neither Y nor N (``/``, blank) is
-    left out here — callers decide what "/" means for their table."""
+    labels come from the last header row; an empty cell (blank, ``/``, ``-``) is left out.
+    Raises :class:`OfficialParseError` naming the table, row and cell for a body row whose
+    length differs from the header's (its cells would shift under the wrong columns) and
+    for a cell that is not Y, N or empty: a grid read wrongly would declare what the
+    source does not."""
     if not table.header_rows:
         return {}
     cols = table.header_rows[-1]
     # the last header row lacks the row-label column when the first header row spans it
     offset = 1 if len(table.header_rows) > 1 and len(cols) < max(len(r) for r in table.rows or [[]]) else 0
+    width = len(cols) + offset
+    where = f"grid {(table.caption or table.heading or 'table')!r}"
     out: Dict[str, Dict[str, bool]] = {}
-    for r in table.rows:
-        if not r:
+    for n, r in enumerate(table.rows, 1):
+        if not r or not any(c.strip() for c in r):
             continue
         label = r[0].strip()
+        if len(r) != width:
+            raise OfficialParseError(
+                f"{where}, row {n} ({label or 'no label'}): {len(r)} cells under a header of {width} columns "
+                f"({' | '.join(cols)}); refused"
+            )
         cells: Dict[str, bool] = {}
         for i, value in enumerate(r[1:]):
             j = i if offset else i + 1
-            if j >= len(cols):
-                break
             v = value.strip().upper()
             if v in ("Y", "N"):
                 cells[cols[j]] = v == "Y"
+            elif v not in _EMPTY_CELLS:
+                raise OfficialParseError(
+                    f"{where}, row {n} ({label}), column {cols[j]!r}: cell {value.strip()!r} is not Y, N or empty; "
+                    "refused"
+                )
         if label:
             out[label] = cells
     return out

@@ -14,13 +14,14 @@ from npudoctor.facts.devices import Chip
 from npudoctor.facts.system import Distribution
 from npudoctor.knowledge.versions import CannVersion
 from npudoctor.knowledge.versions import parse_cann as _parse_cann
-from npudoctor.rules.matrix import refresh_hint
+from npudoctor.rules.matrix import REFRESH_CMD, refresh_hint
 
 if TYPE_CHECKING:
     from typing import List, Optional, Tuple
 
     from npudoctor.engine import RuleContext
     from npudoctor.knowledge.matrix import Chip as MatrixChip
+    from npudoctor.knowledge.matrix import Matrix, TorchNpuRow
     from npudoctor.plan.fit import MismatchPlan
 
 _ARCHES = ("aarch64", "x86_64")
@@ -159,6 +160,21 @@ def python_tag(ctx: RuleContext) -> Tuple[Optional[str], Optional[str]]:
 def not_in_matrix_line(what: str) -> str:
     """The "refresh the matrix" fix line, in the matrix area's wording."""
     return refresh_hint(what)
+
+
+def missing_statement_line(matrix: Matrix, torch_npu: str, cann: str, row: Optional[TorchNpuRow]) -> str:
+    """The "refresh the matrix" fix line of an undocumented torch_npu/CANN pair, naming
+    exactly what the matrix lacks: the torch_npu row, the CANN row, or (both rows present)
+    the torch_npu row's statement about this CANN."""
+    if row is None:
+        return refresh_hint(f"torch_npu {torch_npu}")
+    if matrix.cann_row(cann) is None:
+        return refresh_hint(f"CANN {cann}")
+    listed = ", ".join(list(row.cann) + list(row.cann_compatible)) or "no CANN"
+    return (
+        f"{REFRESH_CMD}   # the matrix in use has CANN {cann}, but the row of torch_npu {torch_npu} "
+        f"does not name it (it lists {listed}); refresh it (or pass --matrix FILE)"
+    )
 
 
 def cann_plan(ctx: RuleContext) -> Optional[MismatchPlan]:

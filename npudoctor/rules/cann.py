@@ -11,12 +11,15 @@ a toolkit (kernels/ops, NNAL/ATB, frameworks released for a CANN) are judged in
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes, grades
+from npudoctor.knowledge.frameworks import rows_for
 from npudoctor.knowledge.grades import Grade
+from npudoctor.knowledge.matrix.model import _pep440
 from npudoctor.knowledge.prerelease import metadata_verdict
+from npudoctor.parsers.metadata import requirements_on
 from npudoctor.plan.fit import MismatchPlan, driver_fit, driver_shortfall, hdk_for
 from npudoctor.remedies import Command
 from npudoctor.rules import rule
@@ -26,6 +29,7 @@ from npudoctor.rules._cannfacts import (
     host_arch,
     installed_driver,
     installed_torch,
+    missing_statement_line,
     nnal_needed,
     not_in_matrix_line,
     package_chip,
@@ -274,6 +278,21 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
     row = matrix.find_torch_npu(tver)
     if verdict.grade is Grade.SAME_LINE:
         title = f"torch_npu {tver} on CANN {cver}: the same release line as a documented pairing"
+        required = framework_requiring(ctx, tver) if verdict.unofficial else None
+        if required is not None:
+            # the framework's own requirement: switching to an official build would break it
+            who, why = required
+            data["required_by"] = who
+            yield TORCH_NPU_CANN.finding(
+                title=f"torch_npu {tver} is the unofficial build {who} requires; on CANN {cver} it follows the "
+                "release line of its base",
+                evidence=[*evidence, f"{who} requires torch_npu {tver} ({why})"],
+                fix=[],
+                severity="info",
+                subject="torch_npu",
+                data=data,
+            )
+            return
         if verdict.unofficial:
             title = f"torch_npu {tver} is an unofficial build; on CANN {cver} it follows the release line of its base"
         yield TORCH_NPU_CANN.finding(
@@ -314,7 +333,7 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
             title = f"torch_npu {tver} with CANN {cver} is not documented either way" + (
                 f"; the build paired with CANN {cver} is torch_npu {verdict.recommend}" if verdict.recommend else ""
             )
-            fix = fix or [not_in_matrix_line(f"CANN {cver}")]
+            fix = fix or [missing_statement_line(matrix, tver, cver, row)]
         yield TORCH_NPU_CANN.finding(
             title=title, evidence=evidence, fix=fix, severity=sev, subject="torch_npu", data=data
         )
@@ -328,6 +347,31 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
         subject="torch_npu",
         data=data,
     )
+
+
+def framework_requiring(ctx: RuleContext, torch_npu: str) -> Optional[Tuple[str, str]]:
+    """``("vllm-ascend 0.10.1", why)`` when an installed framework requires exactly this
+    torch_npu build: its own ``Requires-Dist`` pins it, else the framework table names it
+    (:mod:`npudoctor.knowledge.frameworks`, for releases whose metadata names no
+    torch-npu); ``None`` otherwise."""
+    want = _pep440(torch_npu)
+    if want is None:
+        return None
+    rec = ctx.view.packages.first("vllm-ascend")
+    if rec is None or not rec.version:
+        return None
+    who = f"vllm-ascend {rec.version}"
+    reqs = requirements_on(list(rec.requires_dist), "torch-npu")
+    for req in reqs:
+        pinned = [s.version for s in req.specifier if s.operator in ("==", "===")]
+        if any(_pep440(p) == want for p in pinned):
+            return who, f"Requires-Dist `{req}` in {rec.metadata_source or 'its METADATA'}"
+    if reqs:
+        return None
+    for row in rows_for("vllm-ascend", str(rec.version)):
+        if row.torch_npu and _pep440(row.torch_npu) == want:
+            return who, row.source
+    return None
 
 
 def _cann003_fix(ctx: RuleContext, plan: MismatchPlan) -> List[Step]:

@@ -20,6 +20,7 @@ from npudoctor.knowledge.versions import parse_cann
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import package_version
 from npudoctor.rules.devices import chip_identity
+from npudoctor.rules.matrix import refresh_hint
 
 if TYPE_CHECKING:
     from typing import Any, Dict, Iterable, List, Optional, Tuple
@@ -160,8 +161,18 @@ def chip_support(ctx: RuleContext) -> Iterable[Finding]:
         family = ident.get("family")
         if not ident["known"]:
             if ctx.matrix is not None:
+                when = ctx.matrix.provenance.get("retrieved") or "?"
                 yield CHIP_UNKNOWN.finding(
-                    title=f"NPU chip {name!r} is not in the matrix", evidence=[f"npu-smi Name: {name}"], subject=name
+                    title=f"NPU chip {name!r} is not in the chip catalogue of the matrix in use (data of {when}): "
+                    "its family, chip support and bf16 are not judged",
+                    evidence=[
+                        f"npu-smi Name: {name}",
+                        f"matrix in use: {ctx.matrix.provenance.get('source', '?')} "
+                        f"({ctx.matrix.provenance.get('origin', '?')}), retrieved {when}",
+                    ],
+                    fix=[refresh_hint(f"chip {name}")],
+                    severity="warning",
+                    subject=name,
                 )
             continue
         soc = ident.get("soc_version") or name

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.knowledge.matrix.model import _pep440
+from npudoctor.knowledge.versions import parse_cann
 from npudoctor.remedies import Command
 from npudoctor.rules import postprocess, rule
 
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from typing import Any, Dict, Iterable, List, Mapping, Optional
 
     from npudoctor.engine import RuleContext
+    from npudoctor.knowledge.matrix import Matrix
 
 READS = ()
 
@@ -64,7 +67,32 @@ def not_in_matrix(
     """
     if ctx.matrix is None:
         return []
-    return [not_in_matrix_finding(kind, version, evidence, severity, provenance=ctx.snapshot.matrix)]
+    newer = newer_than_data(ctx.matrix, kind, version)
+    return [
+        not_in_matrix_finding(
+            kind, version, evidence, severity or ("warning" if newer else None), ctx.snapshot.matrix, newer=newer
+        )
+    ]
+
+
+def newer_than_data(matrix: Matrix, kind: str, version: Optional[str]) -> bool:
+    """Whether ``version`` of ``kind`` ("torch_npu", "CANN") is newer than every version of
+    that kind the matrix holds: a release the data predates (AUDIT §7 (e): "anything newer
+    than the matrix -> refresh the matrix"), not a build it merely lacks."""
+    if not version:
+        return False
+    if kind == "torch_npu":
+        mine = _pep440(version)
+        known = [r.version for r in matrix.torch_npu_rows if r.version is not None]
+        return mine is not None and bool(known) and all(mine > v for v in known)
+    if kind == "CANN":
+        c = parse_cann(version)
+        if c is None or not c.orderable:
+            return False
+        rows = [parse_cann(str(r.get("version", ""))) for r in matrix.cann_rows]
+        ordered = [r for r in rows if r is not None and r.orderable]
+        return bool(ordered) and all(c.compare(r) == 1 for r in ordered)
+    return False
 
 
 def not_in_matrix_finding(
@@ -73,12 +101,28 @@ def not_in_matrix_finding(
     evidence: Iterable[str] = (),
     severity: Optional[str] = None,
     provenance: Optional[Mapping[str, Any]] = None,
+    newer: bool = False,
 ) -> Finding:
     """The MTX003 finding itself, without a rule context: ``provenance`` is the matrix's
     (``snapshot.matrix``: ``source``, ``origin``, ``retrieved``), named in the evidence
-    when it has a ``source``."""
+    when it has a ``source``.  ``newer``: the version is newer than the data (the title
+    names the data's date and the refresh)."""
     prov = dict(provenance or {})
     what = f"{kind} {version}"
+    if newer:
+        return NOT_IN_MATRIX.finding(
+            title=f"{what} is newer than the compatibility matrix in use (data of {prov.get('retrieved', '?')}); "
+            f"its pairings cannot be checked until `{REFRESH_CMD}`",
+            evidence=[
+                *evidence,
+                f"matrix in use: {prov.get('source', '?')} ({prov.get('origin', '?')}), "
+                f"retrieved {prov.get('retrieved', '?')}: it knows no {kind} this new",
+            ],
+            fix=[refresh_hint(what)],
+            severity=severity,
+            subject=what,
+            data={"kind": kind, "version": version, "newer_than_data": True},
+        )
     ev = list(evidence)
     if prov.get("source"):
         ev.append(

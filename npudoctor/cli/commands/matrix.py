@@ -21,17 +21,23 @@ matrix_app = typer.Typer(
 REFRESH_HELP = """Fetch the official mapping table (Ascend/pytorch COMPATIBILITY.en.md), the
 TorchNPU release notes (declared CANN ranges), the CANN release notes of the newest CANN
 releases the matrix knows (CANN <-> Ascend HDK pairing, lists and Y/N grids) and the PyPI JSON
-of torch-npu, merge them into the bundled matrix, validate, and write the result to the user
+of torch-npu, merge them into the matrix in use (the last refresh, else the bundled matrix), so
+refreshes accumulate, validate, and write the result to the user
 cache (NPUDOCTOR_CACHE_DIR overrides the directory); the previous copy is kept as
 matrix.json.prev.  Each default source is tried on GitHub first, then on its gitcode mirror.
 --source (repeatable) replaces the default sources: an https:// URL of a mirror, or a local
 file for air-gapped machines (a COMPATIBILITY.md / README.md / release notes you carried in, a
-saved PyPI JSON).  Sources that fail are reported one by one; the others still refresh.  A
-refresh never drops a known row or declared entry: one that would is refused.
+saved PyPI JSON).  Sources that fail are reported one by one ("no network to HOST"); the
+others still refresh.  A refresh never drops a known row or narrows a paired or declared CANN
+list: one that would is refused, listing what it would drop (--replace accepts it).  Tables
+that read ambiguously (two torch_npu columns and no package column, a package that is not a
+build of its PyTorch, a grid row of the wrong length, a grid cell other than Y/N/empty) are
+refused, naming the table, row and cell.  When no official table answered (only PyPI, or
+nothing), nothing is written and the matrix in use keeps its date.
 
 Exit codes: 0 every source refreshed (or --dry-run ran); 1 some sources failed, the rest were
-written; 2 usage error; 3 nothing written (no source readable, result invalid, a known row
-would be dropped, cache not writable) - the matrix in use is unchanged."""
+written; 2 usage error; 3 nothing written (no official table readable, result invalid, a known
+row would be dropped, cache not writable) - the matrix in use is unchanged."""
 
 SHOW_HELP = """Show matrix rows: torch_npu package, PyTorch, the officially paired CANN,
 branch, table (whether the official mapping table lists the row: active, historical,
@@ -150,13 +156,19 @@ def refresh_cmd(
         Optional[List[str]], typer.Option("--source", metavar="URL|FILE", help="A source (repeatable).")
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")] = False,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace", help="Accept a refresh that drops known rows or narrows a paired/declared CANN list."
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     env = environment(ctx)
     from npudoctor.knowledge.matrix import cache_dir
     from npudoctor.knowledge.refresh import refresh
 
-    result = refresh(list(source or []) or None, dry_run=dry_run)
+    result = refresh(list(source or []) or None, dry_run=dry_run, replace=replace)
     if as_json:
         echo(
             env.stdout,
@@ -190,6 +202,10 @@ def refresh_cmd(
                 echo(env.stdout, f"  {c}")
         elif not result.error:
             echo(env.stdout, "\nno change to the matrix rows")
+        if result.dropped:
+            echo(env.stdout, f"\n{len(result.dropped)} entr{'y' if len(result.dropped) == 1 else 'ies'} dropped:")
+            for d in result.dropped:
+                echo(env.stdout, f"  - {d}")
         if result.error:
             echo(env.stderr, f"\nnpudoctor: {result.error}")
         elif result.written:

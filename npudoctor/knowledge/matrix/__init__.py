@@ -21,9 +21,6 @@ message naming the file, the row and the field.
 """
 
 from npudoctor.knowledge.matrix.load import (
-    bundled_dir,
-    cache_dir,
-    cache_path,
     load_bundled,
     load_from,
     load_matrix,
@@ -31,8 +28,6 @@ from npudoctor.knowledge.matrix.load import (
     merge_documents,
 )
 from npudoctor.knowledge.matrix.model import (
-    CACHE_ENV,
-    CACHE_FILE,
     PLATFORMS,
     SCHEMA_VERSION,
     STATUSES,
@@ -46,6 +41,7 @@ from npudoctor.knowledge.matrix.model import (
 )
 from npudoctor.knowledge.matrix.queries import Matrix
 from npudoctor.knowledge.matrix.schema import validate
+from npudoctor.knowledge.matrix_stamp import CACHE_ENV, CACHE_FILE, bundled_dir, cache_dir, cache_path
 
 __all__ = [
     "CACHE_ENV",

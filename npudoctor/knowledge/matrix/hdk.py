@@ -212,11 +212,45 @@ class HdkJudge:
         unplaceable version is "not documented either way"."""
         try:
             out = self._judge(cann, driver, packages, family, chip)
+            if family is None:
+                out = self._unknown_product_line(cann, driver, out)
         except Exception as exc:  # a malformed row or version the order cannot place
             return DriverVerdict(
                 Verdict(Grade.UNDOCUMENTED, f"the matrix cannot place driver {driver} for CANN {cann}: {exc}")
             )
         return out if isinstance(out, DriverVerdict) else DriverVerdict(out)
+
+    def _unknown_product_line(
+        self, cann: str, driver: str, out: Union[Verdict, DriverVerdict]
+    ) -> Union[Verdict, DriverVerdict]:
+        """On a machine whose chip family is unknown, a driver that only one product line's
+        pairing names (``hdk_products``: 25.1.RC1 for the Atlas 950 SuperPoD) is not called
+        paired: whether this machine is that product is not known.  What the general
+        statements say (a grid Y for the same number) still stands."""
+        v = out.verdict if isinstance(out, DriverVerdict) else out
+        if v.grade is not Grade.PAIRED and v.grade is not Grade.SAME_LINE:
+            return out
+        d = parse_driver(driver)
+        row, label = self.statement_row(cann)
+        if d is None or not row:
+            return out
+        general = self._judge(cann, driver, Packages(), None, None, products=False)
+        g = general.verdict if isinstance(general, DriverVerdict) else general
+        if g.grade in (Grade.PAIRED, Grade.SAME_LINE, Grade.DECLARED):
+            return general
+        for entry in row.get("hdk_products", []):
+            for hdk in entry.get("hdk", []):
+                if _patch_of(d, hdk) is not None:
+                    return DriverVerdict(
+                        Verdict(
+                            Grade.UNDOCUMENTED,
+                            f"Ascend HDK {hdk} is paired with {label} only on {entry.get('product', entry.get('family'))} "
+                            f"(family {entry.get('family')}); this machine's chip family is not known, so the pairing "
+                            f"is not confirmed ({row.get('hdk_products_source', row.get('source', ''))})",
+                        ),
+                        mild=True,
+                    )
+        return out
 
     def _judge(
         self,
@@ -225,6 +259,7 @@ class HdkJudge:
         packages: Packages = Packages(),
         family: Optional[str] = None,
         chip: Optional[str] = None,
+        products: bool = True,
     ) -> Union[Verdict, DriverVerdict]:
         d = parse_driver(driver)
         if d is None or not d.orderable:
@@ -233,7 +268,7 @@ class HdkJudge:
         row = row or {}
         source = str(row.get("source", ""))
         paired = [str(p) for p in row.get("hdk_paired", [])]
-        for entry in row.get("hdk_products", []):
+        for entry in row.get("hdk_products", []) if products else []:
             if family is not None and entry.get("family") != family:
                 continue
             for hdk in entry.get("hdk", []):
@@ -294,7 +329,7 @@ class HdkJudge:
         tested = self._tested(cann, str(row.get("version", cann)), d)
         if tested is not None:
             return tested
-        return self._distance(cann, d, label, row, paired, yes, family, window)
+        return self._distance(cann, d, label, row, paired, yes, family, window, products)
 
     @staticmethod
     def _below_grid(d: DriverVersion, grid: Dict[str, str]) -> Optional[str]:
@@ -389,11 +424,15 @@ class HdkJudge:
         yes: List[str],
         family: Optional[str],
         window: str,
+        products: bool = True,
     ) -> Union[Verdict, DriverVerdict]:
         version = str(row.get("version", ""))
         documented = paired + yes + [str(x) for x in row.get("hdk_compatible", [])]
         documented += [
-            str(h) for e in row.get("hdk_products", []) if family in (None, e.get("family")) for h in e.get("hdk", [])
+            str(h)
+            for e in (row.get("hdk_products", []) if products else [])
+            if family in (None, e.get("family"))
+            for h in e.get("hdk", [])
         ]
         documented += [str(p.get("driver", "")) for p in self._pairings(cann, version)]
         placed = sorted(
@@ -453,6 +492,21 @@ class HdkJudge:
                     f"newer than every HDK documented for {label}, within about a year ({newest})",
                     window=window,
                     newer=True,
+                ),
+                mild=True,
+            )
+        below = max((kx for kx in placed if d.compare(kx[0]) == 1), key=lambda kx: kx[0], default=None)
+        above = min((kx for kx in placed if d.compare(kx[0]) == -1), key=lambda kx: kx[0], default=None)
+        no_cols = [k for c, cell in (row.get("hdk_grid") or {}).items() if cell == "N" for k in [_floor_key(c)] if k]
+        if below is not None and above is not None and not any(below[0] < k < above[0] for k in no_cols):
+            # inside the documented window: every documented neighbour works and no N lies between
+            # (a release the grids do not name as a column, such as 26.0.RC3 between 26.0.RC1 and 26.1.0)
+            return DriverVerdict(
+                Verdict(
+                    Grade.UNDOCUMENTED,
+                    f"between Ascend HDK {below[1]} and {above[1]}, both documented for {label}, and not named "
+                    "itself: inside the documented window",
+                    window=window,
                 ),
                 mild=True,
             )

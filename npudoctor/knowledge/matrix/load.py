@@ -7,41 +7,18 @@ import json
 import os
 from typing import TYPE_CHECKING
 
-from npudoctor import userdirs
 from npudoctor.host import read_capped
-from npudoctor.knowledge.matrix.model import CACHE_ENV, CACHE_FILE, SCHEMA_VERSION, MatrixError, _valid_date
+from npudoctor.knowledge.matrix.model import SCHEMA_VERSION, MatrixError, _valid_date
 from npudoctor.knowledge.matrix.queries import Matrix
 from npudoctor.knowledge.matrix.schema import validate
+from npudoctor.knowledge.matrix_stamp import bundled_dir as bundled_dir  # re-exported: the loader's locations
+from npudoctor.knowledge.matrix_stamp import cache_dir as cache_dir
+from npudoctor.knowledge.matrix_stamp import cache_path as cache_path
 from npudoctor.parsers import jsontext
 from npudoctor.tomlread import sha256_hex
 
 if TYPE_CHECKING:
     from typing import Any, Dict, Iterable, List, Optional, Tuple
-
-
-def bundled_dir() -> str:
-    """Directory of the bundled matrix: ``npudoctor/_matrix`` in a wheel, else the
-    repository's top-level ``matrix/``."""
-    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    inside = os.path.join(package, "_matrix")
-    if os.path.isdir(inside):
-        return inside
-    return os.path.join(os.path.dirname(package), "matrix")
-
-
-def cache_dir() -> str:
-    """The user cache directory of npudoctor: ``$NPUDOCTOR_CACHE_DIR`` if set, else
-    ``platformdirs.user_cache_dir("npudoctor")`` (``~/.cache/npudoctor`` on Linux; the
-    common Linux case without importing platformdirs: :mod:`npudoctor.userdirs`)."""
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return env
-    return userdirs.user_cache_dir()
-
-
-def cache_path() -> str:
-    """Path of the refreshed matrix in the cache (may not exist)."""
-    return os.path.join(cache_dir(), CACHE_FILE)
 
 
 # ------------------------------------------------------------------ loading

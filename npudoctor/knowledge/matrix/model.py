@@ -19,11 +19,6 @@ if TYPE_CHECKING:  # packaging is imported when first needed (start-up time of h
 SCHEMA_VERSION = 1
 PLATFORMS = ("aarch64", "x86_64")
 STATUSES = ("active", "historical", "release-notes-only", "prerelease", "unmapped")
-#: Name of the refreshed matrix file inside the cache directory (JSON: the same document
-#: as the TOML files, read ~30x faster than TOML by the C JSON parser).
-CACHE_FILE = "matrix.json"
-#: Environment variable overriding the user cache directory (tests, read-only homes).
-CACHE_ENV = "NPUDOCTOR_CACHE_DIR"
 
 
 class MatrixError(ValueError):

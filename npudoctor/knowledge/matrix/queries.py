@@ -191,7 +191,7 @@ class Matrix:
         if torch is None and statement is not None and statement.row is not None:
             torch = statement.row.torch
         builds = _verdicts.paired_builds(self.torch_npu_rows, cann, torch, exclude=torch_npu)
-        return _verdicts.torch_npu_cann(statement, cann, self.known_cann_lines(), builds)
+        return _verdicts.torch_npu_cann(statement, cann, self.known_cann_lines(), builds, torch)
 
     def python_verdict(self, torch_npu: str, python: str, platform: Optional[str] = None) -> Verdict:
         """Whether torch_npu ``torch_npu`` has a wheel for CPython ``python`` on ``platform``
@@ -310,8 +310,15 @@ class Matrix:
                 f", EOL from {eol_next}" if eol_next else ""
             )
         elif status in ("development", "planned"):
-            out["state"] = status
-            out["text"] = status + (f", {nxt}" if nxt else "")
+            # by date: a line released by now is in development (SUPPORT.md's state after a
+            # release) whatever word was stored; one not released yet is planned
+            released = line.get("released")
+            if passed(released):
+                out.update(state="development", since=released)
+                out["text"] = f"development since {released}" + (f", {nxt}" if nxt else "")
+            else:
+                out["state"] = "planned" if status == "planned" or released else status
+                out["text"] = out["state"] + (f", release {released}" if released else "") + (f", {nxt}" if nxt else "")
         elif isinstance(eol, str) and _valid_date(eol):
             out["next"] = f"EOL from {eol}"
             out["text"] = f"EOL from {eol}"

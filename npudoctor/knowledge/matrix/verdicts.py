@@ -224,16 +224,16 @@ def torch_npu_cann(
     cann: str,
     known_lines: Set[Tuple[int, int]],
     paired_builds: Sequence[TorchNpuRow] = (),
+    torch: Optional[str] = None,
 ) -> Verdict:
     """How CANN ``cann`` fits a torch_npu build whose CANN statement is ``statement``
     (:func:`line_statement`).  ``known_lines``: the published CANN X.Y lines (for "far
     outside"); ``paired_builds``: torch_npu rows paired with the installed CANN's line, best
-    first (named in ``recommend``).  Never raises; an unparseable or internal CANN, an
-    unknown torch_npu or a line without any statement is *undocumented*."""
-    recommend = ""
-    if paired_builds:
-        r0 = paired_builds[0]
-        recommend = f"{r0.torch_npu} (paired with CANN {', '.join(r0.cann)})"
+    first (named in ``recommend``); ``torch``: the installed PyTorch, for which the
+    recommended build must be made (else ``recommend`` says torch must change, and to
+    what).  Never raises; an unparseable or internal CANN, an unknown torch_npu or a line
+    without any statement is *undocumented*."""
+    recommend = recommend_build(paired_builds, torch)
     if statement is None:
         return Verdict(
             Grade.UNDOCUMENTED, "the compatibility matrix has no CANN statement for this torch_npu", recommend=recommend
@@ -334,6 +334,24 @@ def torch_npu_cann(
         window=window,
         recommend=recommend,
         newer=base.compare(newest) == 1,
+    )
+
+
+def recommend_build(builds: Sequence[TorchNpuRow], torch: Optional[str]) -> str:
+    """The build to name for the installed CANN: the first of ``builds`` made for PyTorch
+    ``torch`` (``"2.9.0.post9 (paired with CANN 9.2.0)"``); when none is, the first build and
+    the PyTorch it needs (``"2.13.0 with torch 2.13.0 (paired with CANN 9.2.0; no build
+    for torch 2.5.1 is: torch must change to 2.13.0)"``); ``""`` without builds."""
+    if not builds:
+        return ""
+    want = _pep440(str(torch).split("+")[0]) if torch else None
+    for r in builds:
+        if want is None or _pep440(r.torch) == want:
+            return f"{r.torch_npu} (paired with CANN {', '.join(r.cann)})"
+    r0 = builds[0]
+    return (
+        f"{r0.torch_npu} with torch {r0.torch} (paired with CANN {', '.join(r0.cann)}; "
+        f"no build for torch {torch} is: torch must change to {r0.torch})"
     )
 
 
