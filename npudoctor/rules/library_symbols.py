@@ -6,7 +6,7 @@ rules.)"""
 from __future__ import annotations
 
 import posixpath
-from typing import Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from npudoctor import lazyre
 from npudoctor.engine import RuleContext
@@ -17,11 +17,14 @@ from npudoctor.knowledge.packages import NNAL_SET_ENV
 from npudoctor.remedies import InstallPackage, SourceFile
 from npudoctor.rules import rule
 from npudoctor.rules._libowners import DRIVER, KERNELS, NNAL, TOOLKIT, owner_of_name
-from npudoctor.rules._pyfacts import cann_version
+from npudoctor.rules._pyfacts import cann_present, cann_version
 from npudoctor.rules.libraries import FixLine, _arch, _short
 
-READS = ("libraries", "packages", "python")
+READS = ("cann", "libraries", "packages", "python")
 ONLY_WITH = ("libraries",)
+#: A LIB005 of modules that fail only because no CANN is installed names CANN001 in
+#: ``data["because"]`` (folded under it when reported).
+FOLDS = {"libraries": ("cann",)}
 
 TORCH_SYMBOLS = codes.get("LIB003")
 
@@ -192,8 +195,13 @@ def extension_symbols(ctx: RuleContext) -> Iterable[Finding]:
     or DT_NEEDED entries that resolve nowhere."""
     libs = ctx.view.libraries
     nv = _torch_npu_version(libs)
+    no_cann: Dict[str, List[SymbolCheck]] = {}
+    has_cann = cann_present(ctx)
     for check in _symbols(libs).extensions:
         if not check.missing_count and not check.unresolved:
+            continue
+        if not check.missing_count and not has_cann and _only_cann_missing(check):
+            no_cann.setdefault(str(check.package), []).append(check)
             continue
         pkg = check.package
         name = posixpath.basename(str(check.object))
@@ -248,3 +256,34 @@ def extension_symbols(ctx: RuleContext) -> Iterable[Finding]:
             subject=str(check.object),
             data={"package": pkg, "unresolved": list(check.unresolved), "owners": owners},
         )
+    for pkg, checks in no_cann.items():
+        yield _without_cann(ctx, pkg, checks, libs)
+
+
+#: Owners of the libraries a CANN release installs (toolkit, kernels/ops, NNAL).
+_CANN_OWNERS = (TOOLKIT, KERNELS, NNAL)
+
+
+def _only_cann_missing(check: SymbolCheck) -> bool:
+    """Whether every library ``check`` misses is one a CANN release ships: with no CANN
+    toolkit installed the module fails only because CANN is absent (CANN001's)."""
+    return bool(check.unresolved) and all(owner_of_name(n) in _CANN_OWNERS for n in check.unresolved)
+
+
+def _without_cann(ctx: RuleContext, pkg: str, checks: List[SymbolCheck], libs: LibrariesFacts) -> Finding:
+    """One LIB005 for the modules of ``pkg`` that cannot load only because no CANN is
+    installed: a symptom of CANN001 (``because``), whose fix installs the CANN release."""
+    names = [posixpath.basename(str(c.object)) for c in checks]
+    needs = list(dict.fromkeys(n for c in checks for n in c.unresolved))
+    evidence = [f"{_short(str(c.object), libs)} needs {', '.join(c.unresolved)}" for c in checks[:10]]
+    if len(checks) > 10:
+        evidence.append(f"and {len(checks) - 10} more")
+    owners = sorted({str(owner_of_name(n)) for n in needs})
+    evidence.append("no CANN toolkit is installed; owner: " + ", ".join(owners))
+    return EXT_SYMBOLS.finding(
+        title=f"{', '.join(names)} ({pkg}) cannot load: no CANN toolkit is installed",
+        evidence=evidence,
+        fix=["Install the CANN release torch_npu is paired with (see CANN001); these modules then load"],
+        subject=pkg,
+        data={"package": pkg, "modules": names, "unresolved": needs, "owners": owners, "because": "CANN001"},
+    )

@@ -1,0 +1,129 @@
+"""The first-day state: torch and torch_npu installed, the NPU driver installed, no CANN.
+
+torch_npu's own extension modules (torchair's ``_npu_utils.so``, ``_torchair.so``) cannot
+load only because CANN's libraries are absent: one root cause, CANN001, whose fix names
+the CANN release paired with torch_npu; the modules' LIB005 folds under it.  The torch_npu
+tree is built here with gcc/g++ (real ELF files, as the wheel lays them out)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+from elfbuild import C10_SOURCE, TORCH_NPU_SOURCE, ElfBuilder, extension_name, toolchain
+from scenario_runner import REPO, prepare, run_check
+
+from npudoctor.findings import Finding
+from npudoctor.knowledge.matrix import load_matrix
+from npudoctor.report.summary import area_lines
+from npudoctor.rules.cann import nearest_pairing
+
+SCEN = REPO / "tests" / "scenarios"
+SITE = "usr/local/lib/python3.10/site-packages"
+
+
+def _first_day(tmp_path: Path, version: str = "2.7.1") -> Path:
+    tc = toolchain("x86_64")
+    if tc is None or tc.cxx is None:
+        pytest.skip("gcc/g++ for x86_64 not available")
+    scenario = prepare(SCEN / "no-cann-torch-npu-installed", tmp_path)
+    root = scenario / "root"
+    driver = SCEN / "k10-set-env-not-sourced" / "root" / "usr/local/Ascend/driver"
+    shutil.copytree(driver, root / "usr/local/Ascend/driver", symlinks=True)
+    site = root / SITE
+    b = ElfBuilder(root, "x86_64")
+    c10 = b.build(site / "torch/lib/libc10.so", C10_SOURCE, lang="c++", soname="libc10.so")
+    npu = b.build(
+        site / "torch_npu/lib/libtorch_npu.so",
+        TORCH_NPU_SOURCE,
+        lang="c++",
+        soname="libtorch_npu.so",
+        needed=[c10, "libascendcl.so", "libhccl.so"],
+        rpath=["$ORIGIN/../../torch/lib"],
+    )
+    core = "torch_npu/dynamo/torchair/core"
+    modules = {
+        f"torch_npu/{extension_name('_C', python='310')}": ([npu], ["$ORIGIN/lib"]),
+        f"{core}/_npu_utils.so": (["libge_runner.so", "libascendcl.so"], []),
+        f"{core}/_torchair.so": (["libge_runner.so", "libgraph.so", "libhccl.so"], []),
+    }
+    for rel, (needed, rpath) in modules.items():
+        b.build(site / rel, "int npudoctor_module(void) { return 0; }\n", needed=needed, rpath=rpath)
+    dist = site / "torch_npu-2.7.1.dist-info"
+    record = ["torch_npu/lib/libtorch_npu.so,,", *(f"{rel},," for rel in modules)]
+    (dist / "RECORD").write_text("\n".join(record) + "\n")
+    meta = dist / "METADATA"
+    meta.write_text(meta.read_text().replace("Version: 2.7.1", f"Version: {version}"))
+    return scenario
+
+
+def _shown(doc: Dict[str, Any], severity: str) -> List[Dict[str, Any]]:
+    """Findings of ``severity`` the report shows on their own (not folded under a cause)."""
+    return [f for f in doc["findings"] if f["severity"] == severity and not f["data"].get("because")]
+
+
+def test_first_day_is_one_error_cann001_with_the_paired_version(tmp_path):
+    run = run_check(_first_day(tmp_path))
+    assert run.doc is not None, run.stderr[-2000:]
+    (error,) = _shown(run.doc, "error")
+    assert error["code"] == "CANN001"
+    assert error["title"] == "torch_npu 2.7.1 is installed but no CANN toolkit is (it needs CANN 8.3.RC1)"
+    lib005 = [f for f in run.doc["findings"] if f["code"] == "LIB005"]
+    assert len(lib005) == 1
+    (f,) = lib005
+    assert f["data"]["because"] == "CANN001"
+    assert f["data"]["modules"] == ["_npu_utils.so", "_torchair.so"]
+    assert f["title"] == "_npu_utils.so, _torchair.so (torch-npu) cannot load: no CANN toolkit is installed"
+    assert not any("Rebuild" in str(line) for line in f["fix"])
+
+
+def test_unpaired_torch_npu_names_the_cann_of_the_nearest_paired_release(tmp_path):
+    matrix = load_matrix()
+    paired = [r for r in matrix.torch_npu_rows if r.cann and r.version is not None and not r.version.is_prerelease]
+    newest = max(paired, key=lambda r: r.version)
+    assert nearest_pairing(matrix, "2.99.0") is newest
+    run = run_check(_first_day(tmp_path, version="2.99.0"))
+    assert run.doc is not None, run.stderr[-2000:]
+    (error,) = _shown(run.doc, "error")
+    assert error["code"] == "CANN001"
+    assert error["title"] == (
+        "torch_npu 2.99.0 is installed but no CANN toolkit is "
+        f"(the nearest paired release, torch_npu {newest.torch_npu}, needs CANN {newest.cann[0]})"
+    )
+    assert not any("matrix show" in str(line) for line in error["fix"])
+
+
+def test_nearest_pairing_prefers_the_own_torch_line():
+    matrix = load_matrix()
+    line = [
+        r
+        for r in matrix.torch_npu_rows
+        if r.cann and r.version is not None and not r.version.is_prerelease and r.version.release[:2] == (2, 1)
+    ]
+    own = max(line, key=lambda r: r.version)
+    later = ".".join(str(n) for n in own.version.release) + f".post{(own.version.post or 0) + 50}"
+    assert nearest_pairing(matrix, later) is own
+    assert nearest_pairing(matrix, "1.0.0") is None
+
+
+def _deep_failed(severity: str, **data: Any) -> Finding:
+    return Finding(
+        "DEEP002",
+        "deep-import-torch-npu-failed",
+        severity,
+        "deep",
+        "import torch_npu failed with ImportError: libhccl.so: cannot open shared object file",
+        data=data,
+    )
+
+
+def test_a_failed_deep_probe_is_never_a_check_mark():
+    facts = {"deep": {"ran": True, "outcome": "failed", "failed_step": "import_torch_npu"}}
+    explained = _deep_failed("info", severity_was="error", explained_by=["CANN001"])
+    (line,) = [a for a in area_lines(facts, [explained]) if a.area == "deep"]
+    assert (line.mark, line.found) == ("✗", "import torch_npu: failed; explained by CANN001")
+    skipped = {"deep": {"ran": False, "outcome": "not_run", "reason": "--no-commands"}}
+    (line,) = [a for a in area_lines(skipped, []) if a.area == "deep"]
+    assert (line.mark, line.found) == ("–", "not checked: not run: --no-commands")
