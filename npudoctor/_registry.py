@@ -209,6 +209,7 @@ RULES = (
     'library_symbols.atb_symbols',
     'library_symbols.cann_symbols',
     'library_symbols.extension_symbols',
+    'library_symbols.torch_extensions',
     'python_env.interpreter_inspected',
     'python_env.torch_npu_shadowed',
     'python_env.python_coverage',

@@ -7,56 +7,15 @@ tree is built here with gcc/g++ (real ELF files, as the wheel lays them out)."""
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 from typing import Any, Dict, List
 
-import pytest
-from elfbuild import C10_SOURCE, TORCH_NPU_SOURCE, ElfBuilder, extension_name, toolchain
-from scenario_runner import REPO, prepare, run_check
+from npusite import first_day
+from scenario_runner import run_check
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge.matrix import load_matrix
 from npudoctor.report.summary import area_lines
 from npudoctor.rules.cann import nearest_pairing
-
-SCEN = REPO / "tests" / "scenarios"
-SITE = "usr/local/lib/python3.10/site-packages"
-
-
-def _first_day(tmp_path: Path, version: str = "2.7.1") -> Path:
-    tc = toolchain("x86_64")
-    if tc is None or tc.cxx is None:
-        pytest.skip("gcc/g++ for x86_64 not available")
-    scenario = prepare(SCEN / "no-cann-torch-npu-installed", tmp_path)
-    root = scenario / "root"
-    driver = SCEN / "k10-set-env-not-sourced" / "root" / "usr/local/Ascend/driver"
-    shutil.copytree(driver, root / "usr/local/Ascend/driver", symlinks=True)
-    site = root / SITE
-    b = ElfBuilder(root, "x86_64")
-    c10 = b.build(site / "torch/lib/libc10.so", C10_SOURCE, lang="c++", soname="libc10.so")
-    npu = b.build(
-        site / "torch_npu/lib/libtorch_npu.so",
-        TORCH_NPU_SOURCE,
-        lang="c++",
-        soname="libtorch_npu.so",
-        needed=[c10, "libascendcl.so", "libhccl.so"],
-        rpath=["$ORIGIN/../../torch/lib"],
-    )
-    core = "torch_npu/dynamo/torchair/core"
-    modules = {
-        f"torch_npu/{extension_name('_C', python='310')}": ([npu], ["$ORIGIN/lib"]),
-        f"{core}/_npu_utils.so": (["libge_runner.so", "libascendcl.so"], []),
-        f"{core}/_torchair.so": (["libge_runner.so", "libgraph.so", "libhccl.so"], []),
-    }
-    for rel, (needed, rpath) in modules.items():
-        b.build(site / rel, "int npudoctor_module(void) { return 0; }\n", needed=needed, rpath=rpath)
-    dist = site / "torch_npu-2.7.1.dist-info"
-    record = ["torch_npu/lib/libtorch_npu.so,,", *(f"{rel},," for rel in modules)]
-    (dist / "RECORD").write_text("\n".join(record) + "\n")
-    meta = dist / "METADATA"
-    meta.write_text(meta.read_text().replace("Version: 2.7.1", f"Version: {version}"))
-    return scenario
 
 
 def _shown(doc: Dict[str, Any], severity: str) -> List[Dict[str, Any]]:
@@ -65,7 +24,7 @@ def _shown(doc: Dict[str, Any], severity: str) -> List[Dict[str, Any]]:
 
 
 def test_first_day_is_one_error_cann001_with_the_paired_version(tmp_path):
-    run = run_check(_first_day(tmp_path))
+    run = run_check(first_day(tmp_path))
     assert run.doc is not None, run.stderr[-2000:]
     (error,) = _shown(run.doc, "error")
     assert error["code"] == "CANN001"
@@ -84,7 +43,7 @@ def test_unpaired_torch_npu_names_the_cann_of_the_nearest_paired_release(tmp_pat
     paired = [r for r in matrix.torch_npu_rows if r.cann and r.version is not None and not r.version.is_prerelease]
     newest = max(paired, key=lambda r: r.version)
     assert nearest_pairing(matrix, "2.99.0") is newest
-    run = run_check(_first_day(tmp_path, version="2.99.0"))
+    run = run_check(first_day(tmp_path, version="2.99.0"))
     assert run.doc is not None, run.stderr[-2000:]
     (error,) = _shown(run.doc, "error")
     assert error["code"] == "CANN001"

@@ -190,6 +190,10 @@ class SymbolCheck(View):
     unresolved: Tuple[str, ...] = field(
         default=(), metadata=_doc("an extension's DT_NEEDED entries that do not resolve after import torch_npu")
     )
+    abi: Optional[bool] = field(
+        default=None, metadata=_doc("a torch extension's C++11 ABI, from the torch names it imports; None: unknown")
+    )
+    abi_symbol: Optional[str] = field(default=None, metadata=_doc("the mangled name that decided abi"))
 
 
 class Symbols(View):
@@ -197,6 +201,9 @@ class Symbols(View):
     atb: Optional[SymbolCheck] = None
     cann: Optional[SymbolCheck] = None
     extensions: Tuple[SymbolCheck, ...] = ()
+    torch_extensions: Tuple[SymbolCheck, ...] = field(
+        default=(), metadata=_doc("modules linking torch's libraries, other than torch's and torch_npu's own")
+    )
 
 
 class StackObject(View):

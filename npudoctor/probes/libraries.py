@@ -49,7 +49,10 @@ Keys::
     symbols          {"torch": check, "atb": check, "cann": check, "extensions": [check]}
                      check = {"object", "against": [paths], "checked", "missing_count",
                               "missing": [first 25 names], "error"}; extension checks
-                     add "package", "links" and "unresolved" (probes/_extensions.py)
+                     add "package", "links" and "unresolved" (probes/_extensions.py);
+                     "torch_extensions": [check] of every other module linking torch's
+                     libraries (its torch names against torch's lib/*.so) with "package",
+                     "links", "abi" (its C++11 ABI from those names, or None) and "abi_symbol"
     stack            [{"path", "where", "unresolved", "version_needs", "error"}]: the rest of
                      the NPU stack's ELF files (toolkit lib64/bin, NNAL, driver, npu-smi;
                      probes/_inventory.py) as they load with the documented environment,
@@ -347,6 +350,7 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         host, pkg, roots, libtorch_npu, atb_plugin, torch_libs, resolution, facts, env_facts, deadline, errors, cache
     )
     versions: List[Dict[str, Any]] = []
+    torch_extensions: List[Dict[str, Any]] = []
     # K03: third-party extensions linking torch_npu / CANN / NNAL libraries (after import torch_npu)
     out["symbols"]["extensions"] = scan(
         host,
@@ -364,7 +368,10 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         versions=versions,
         owned={p: d for p, d in npu_package_files(host, facts, cache).items() if p not in objects},
         cache=cache,
+        torch_libs=torch_libs,
+        torch_extensions=torch_extensions,
     )
+    out["symbols"]["torch_extensions"] = torch_extensions
 
     def elf_of(p: str) -> Any:
         return read_elf(_real(host, p))

@@ -34,6 +34,10 @@ EXT_SYMBOLS = codes.get("LIB005")
 
 CANN_SYMBOLS = codes.get("LIB006")
 
+ABI_MISMATCH = codes.get("LIB010")
+
+TORCH_EXT_SYMBOLS = codes.get("LIB011")
+
 #: ATB's C++ API (namespaces atb::, Mki::, AsdOps::), mangled: exported by NNAL's libatb.so.
 _ATB_RE = lazyre.pattern(r"^_Z(?:T[VIST])?N?K?(?:3atb|3Mki|6AsdOps)(?:\d|[A-Z])")
 
@@ -287,3 +291,69 @@ def _without_cann(ctx: RuleContext, pkg: str, checks: List[SymbolCheck], libs: L
         subject=pkg,
         data={"package": pkg, "modules": names, "unresolved": needs, "owners": owners, "because": "CANN001"},
     )
+
+
+def _abi_name(cxx11: bool) -> str:
+    return "the C++11 ABI (_GLIBCXX_USE_CXX11_ABI=1)" if cxx11 else "the old C++ ABI (_GLIBCXX_USE_CXX11_ABI=0)"
+
+
+@rule
+def torch_extensions(ctx: RuleContext) -> Iterable[Finding]:
+    """LIB010 / LIB011: each package whose modules link torch's libraries and will not load
+    against the installed torch: built with the other C++ ABI (LIB010: the ABI the torch
+    names it imports mangle differs from the one libc10.so's exports show), else built
+    against another torch release (LIB011: torch names it imports that torch does not
+    export).  One finding per package (one root cause: how that package was built)."""
+    libs = ctx.view.libraries
+    torch_abi = libs.torch_cxx11_abi
+    tv = libs.torch.version if libs.torch is not None else None
+    by_pkg: Dict[Tuple[str, str], List[SymbolCheck]] = {}
+    for check in _symbols(libs).torch_extensions:
+        pkg = str(check.package or posixpath.basename(str(check.object)))
+        if check.abi is not None and torch_abi is not None and check.abi != torch_abi:
+            by_pkg.setdefault((pkg, "abi"), []).append(check)
+        elif check.missing_count:
+            by_pkg.setdefault((pkg, "symbols"), []).append(check)
+    for (pkg, kind), checks in by_pkg.items():
+        names = [posixpath.basename(str(c.object)) for c in checks]
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        rebuild = (
+            f"Rebuild {pkg} against the installed torch {tv} (pip install --no-build-isolation --no-binary {pkg} "
+            f"--no-deps --force-reinstall {pkg}, or from source): its build takes the ABI and symbols from torch"
+        )
+        evidence = [
+            f"{_short(str(c.object), libs)}: {c.missing_count} of {c.checked} torch symbols not exported by torch's "
+            "libraries"
+            for c in checks[:5]
+            if c.missing_count
+        ]
+        if kind == "abi":
+            first = checks[0]
+            evidence = [
+                f"{_short(str(c.object), libs)} was built with {_abi_name(bool(c.abi))}: it imports {c.abi_symbol}"
+                for c in checks[:5]
+            ] + evidence
+            evidence.append(
+                f"torch {tv} is built with {_abi_name(bool(torch_abi))}: {libs.abi_source} exports its names"
+            )
+            yield ABI_MISMATCH.finding(
+                title=f"{shown} ({pkg}) {'was' if len(names) == 1 else 'were'} built with the "
+                f"{'C++11' if first.abi else 'old'} C++ ABI; torch {tv} uses the {'C++11' if torch_abi else 'old'} one",
+                evidence=evidence,
+                fix=[
+                    rebuild,
+                    f"or install the {pkg} build made for torch {tv} (the same index and release line as torch)",
+                ],
+                subject=pkg,
+                data={"package": pkg, "modules": names, "abi": first.abi, "torch_abi": torch_abi},
+            )
+            continue
+        evidence += [f"undefined: {s}" for s in checks[0].missing[:5]]
+        yield TORCH_EXT_SYMBOLS.finding(
+            title=f"{shown} ({pkg}) {'was' if len(names) == 1 else 'were'} built against another torch than the "
+            f"installed torch {tv}",
+            evidence=evidence,
+            fix=[f"Install the {pkg} build made for torch {tv}", "or " + rebuild[0].lower() + rebuild[1:]],
+            subject=pkg,
+            data={"package": pkg, "modules": names},
+        )
