@@ -205,6 +205,7 @@ RULES = (
     'host.cann_disk_space',
     'libraries.libraries_not_loadable',
     'libraries.glibcxx_too_old',
+    'libraries.autoload_breaks_import_torch',
     'library_symbols.torch_symbols',
     'library_symbols.atb_symbols',
     'library_symbols.cann_symbols',

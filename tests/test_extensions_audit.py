@@ -57,3 +57,26 @@ def test_one_finding_per_extension_for_unresolved_needs_and_foreign_symbols(elf_
     (extf,) = by_pkg["npu_ext2"]
     assert ext.name in extf["title"] and "another torch_npu" in extf["title"]
     assert any("_ZN7c10_npu19NPUCachingAllocator10emptyCacheEb" in line for line in extf["evidence"])
+
+
+def test_unresolved_library_on_disk_names_the_directory_to_add(elf_world, tmp_path):
+    scenario = prepare(SCENARIO, tmp_path)
+    root = scenario / "root"
+    b = elf_world.builder
+    b.build(
+        root / SITE / "kv_engine" / "libkv_transfer.so",
+        "void HcclCommInitRootInfo(void);\nvoid kv_dep(void);\nvoid kv(void) { HcclCommInitRootInfo(); kv_dep(); }\n",
+        soname="libkv_transfer.so",
+        needed=["libhccl.so", "libkv_deps.so"],
+        runpath=["$ORIGIN"],
+    )
+    b.stub_library(root / "usr/local/lib/kv/libkv_deps.so", "libkv_deps.so", ["kv_dep"])
+    run = run_check(scenario)
+    assert run.doc is not None, run.stderr
+    (f,) = [g for g in run.doc["findings"] if g["code"] == "LIB005" and "/kv_engine/" in g["subject"]]
+    assert "libkv_deps.so is on disk at /usr/local/lib/kv/libkv_deps.so, a directory on no loader path" in f["evidence"]
+    assert f["fix"] == [
+        "Put the directory of kv_engine's libraries on the loader path: "
+        "export LD_LIBRARY_PATH=/usr/local/lib/kv${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}",
+        "or, for every process (as root): sh -c 'echo /usr/local/lib/kv > /etc/ld.so.conf.d/kv_engine.conf && ldconfig'",
+    ]

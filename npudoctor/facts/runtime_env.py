@@ -239,6 +239,47 @@ class ElfCacheUse(View):
     misses: Optional[int] = None
 
 
+class Unresolved(View):
+    """A DT_NEEDED entry found on no loader path, and the files that need it."""
+
+    name: str = ""
+    needed_by: Tuple[str, ...] = ()
+
+
+class Backend(View):
+    """One device backend torch imports itself (entry point of group torch.backends)."""
+
+    name: Optional[str] = None
+    value: Optional[str] = field(default=None, metadata=_doc('the entry point, "module:attr"'))
+    dist: Optional[str] = None
+    version: Optional[str] = None
+    package_dir: Optional[str] = None
+    modules: Tuple[str, ...] = field(default=(), metadata=_doc("the package's own native modules, followed"))
+    unresolved: Tuple[Unresolved, ...] = ()
+    error: Optional[str] = None
+
+
+class Autoload(View):
+    """The backends ``import torch`` imports itself, in the order it does."""
+
+    group: Optional[str] = None
+    torch_version: Optional[str] = None
+    enabled: Optional[bool] = field(
+        default=None, metadata=_doc("whether this torch autoloads in this environment; None: unknown torch version")
+    )
+    variable: Optional[str] = field(default=None, metadata=_doc("TORCH_DEVICE_BACKEND_AUTOLOAD's value, or None"))
+    backends: Tuple[Backend, ...] = ()
+
+
+class Located(View):
+    """Where libraries found on no loader path are on disk after all (a bounded walk)."""
+
+    names: Dict[str, Tuple[str, ...]] = field(
+        default_factory=dict, metadata=_doc("library -> its copies in the usual places; empty: none there")
+    )
+    complete: Optional[bool] = field(default=None, metadata=_doc("False: the walk stopped early"))
+
+
 class LibrariesFacts(View):
     """Will torch_npu's binaries load, and do their symbols match?"""
 
@@ -264,6 +305,8 @@ class LibrariesFacts(View):
     )
     elf_cache: Optional[ElfCacheUse] = None
     atb_plugin: Optional[str] = None
+    autoload: Optional[Autoload] = None
+    located: Optional[Located] = None
     duration: Optional[float] = None
     errors: Tuple[str, ...] = ()
 

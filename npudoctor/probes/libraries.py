@@ -69,6 +69,11 @@ Keys::
     elf_cache        {"hits", "misses"}: parsed file facts (ELF facts, symbol checks, RECORD
                      lists, package-directory walks) reused from the on-disk cache
     atb_plugin       path of torch_npu/lib/libop_plugin_atb.so or None
+    located          {"names": {library: [paths]}, "complete": bool}: where the libraries
+                     extensions and autoloaded backends miss are on disk after all
+                     (probes/_locate.py; complete False: the bounded walk stopped early)
+    autoload         the backends import torch imports itself (entry points torch.backends)
+                     and their unresolved DT_NEEDED entries (probes/_autoload.py), or None
     duration         seconds spent
     errors           [strings]
 """
@@ -214,6 +219,7 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         arch = (facts.get("host") or {}).get("arch") or env_facts.get("arch") or "x86_64"
         ld_path = [posixpath.normpath(p) for p in host.env_paths("LD_LIBRARY_PATH") if p.startswith("/")]
         resolver = Resolver(host, arch, 64, ld_path)
+        out["autoload"] = _autoload(host, facts, torch, resolver, _torch_libs(host, torch), cache, start + TIME_BUDGET)
         _stack(host, facts, env_facts, resolver, {}, set(), cache, out, start + TIME_BUDGET, errors)
         out["duration"] = round(_now() - start, 3)
         return out
@@ -260,14 +266,9 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
     root_has_libc = bool(resolver.search("libc.so.6", [], [])[0])
 
     # torch's libraries count as loaded (import torch runs first).
-    loaded: Dict[str, str] = {}
-    torch_libs: List[str] = []
-    if torch and torch.get("lib_dir"):
-        for path in host.glob(torch["lib_dir"], suffix=".so"):
-            name = posixpath.basename(path)
-            if TORCH_LIB_RE.match(name) and not _TEST_LIB_RE.search(name):
-                loaded[name] = path
-                torch_libs.append(path)
+    loaded = _torch_libs(host, torch)
+    torch_libs = list(loaded.values())
+    out["autoload"] = _autoload(host, facts, torch, resolver, loaded, cache, start + TIME_BUDGET)
 
     objects: Dict[str, Any] = {}
     resolution: Dict[str, Dict[str, Any]] = {}
@@ -381,10 +382,67 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         out["symbols"]["extensions"], "object", resolver, elf_of
     )
     versions, more = _inventory.split_foreign(versions, "path", resolver, elf_of)
+    out["located"] = _located(host, facts, out, deadline, cache)
     versions += [r for r in more if r["path"] not in {f["path"] for f in foreign}] + foreign
     _stack(host, facts, env_facts, resolver, loaded, set(objects), cache, out, deadline, errors, versions)
     out["duration"] = round(_now() - start, 3)
     return out
+
+
+def _located(
+    host: Host, facts: Dict[str, Any], out: Dict[str, Any], deadline: float, cache: ElfCache
+) -> Dict[str, Any]:
+    """``located``: where the libraries that extensions and autoloaded backends miss are on
+    disk after all (:func:`npudoctor.probes._locate.locate`)."""
+    from npudoctor.probes._locate import locate
+
+    names = {n for rec in out["symbols"]["extensions"] for n in rec.get("unresolved") or ()}
+    for backend in (out.get("autoload") or {}).get("backends") or ():
+        names |= {u["name"] for u in backend.get("unresolved") or ()}
+    names = {n for n in names if not SYSTEM_LIB_RE.match(n)}
+    found, complete = locate(host, facts, names, lambda: _now() > deadline, cache) if names else ({}, True)
+    return {"names": found, "complete": complete}
+
+
+def _torch_libs(host: Host, torch: Optional[Dict[str, Any]]) -> Dict[str, str]:
+    """soname -> path of torch's own libraries (``import torch`` loads them first)."""
+    loaded: Dict[str, str] = {}
+    if torch and torch.get("lib_dir"):
+        for path in host.glob(torch["lib_dir"], suffix=".so"):
+            name = posixpath.basename(path)
+            if TORCH_LIB_RE.match(name) and not _TEST_LIB_RE.search(name):
+                loaded[name] = path
+    return loaded
+
+
+def _autoload(
+    host: Host,
+    facts: Dict[str, Any],
+    torch: Optional[Dict[str, Any]],
+    resolver: Resolver,
+    loaded: Dict[str, str],
+    cache: ElfCache,
+    deadline: float,
+) -> Optional[Dict[str, Any]]:
+    """``autoload``: the backends ``import torch`` imports itself and whether their native
+    modules load (:mod:`npudoctor.probes._autoload`); ``None`` without torch."""
+    from npudoctor.knowledge.torch_autoload import autoload
+    from npudoctor.probes import _autoload as auto
+
+    if torch is None:
+        return None
+    data = autoload()
+    found = auto.backends(host, facts, data.group)
+    enabled = data.applies(torch.get("version"), host.environ)
+    if found and enabled is not False:
+        auto.audit(host, found, resolver, loaded, cache.read, lambda p: _real(host, p), lambda: _now() > deadline)
+    return {
+        "group": data.group,
+        "torch_version": torch.get("version"),
+        "enabled": enabled,
+        "variable": host.environ.get(data.variable),
+        "backends": found,
+    }
 
 
 def _real(host: Host, path: str) -> str:

@@ -14,11 +14,11 @@ from npudoctor.facts.runtime_env import LibrariesFacts, SymbolCheck, Symbols
 from npudoctor.findings import Code, Finding
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.packages import NNAL_SET_ENV
-from npudoctor.remedies import InstallPackage, SourceFile
+from npudoctor.remedies import InstallPackage, PrependPath, SourceFile
 from npudoctor.rules import rule
 from npudoctor.rules._libowners import DRIVER, KERNELS, NNAL, TOOLKIT, owner_of_name
 from npudoctor.rules._pyfacts import cann_present, cann_version
-from npudoctor.rules.libraries import FixLine, _arch, _short
+from npudoctor.rules.libraries import FixLine, _arch, _short, where_on_disk
 
 READS = ("cann", "libraries", "packages", "python")
 ONLY_WITH = ("libraries",)
@@ -244,6 +244,7 @@ def extension_symbols(ctx: RuleContext) -> Iterable[Finding]:
                 ]
             else:
                 fix = [f"Reinstall {pkg} (pip install --force-reinstall --no-deps {pkg}): it needs {needs}"]
+        where, placed = where_on_disk(libs, list(check.unresolved), str(pkg))
         yield EXT_SYMBOLS.finding(
             title=f"{name} ({pkg}) cannot load: {', '.join(check.unresolved)} found on no loader path",
             evidence=[
@@ -251,9 +252,12 @@ def extension_symbols(ctx: RuleContext) -> Iterable[Finding]:
                 if check.links
                 else f"{_short(str(check.object), libs)} is installed by {pkg} (its RECORD), part of the NPU stack",
                 f"DT_NEEDED not resolved after import torch_npu (RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache, default dirs): {', '.join(check.unresolved)}",
+                *where,
                 "owner: " + ", ".join(owners),
             ],
-            fix=fix
+            fix=(placed if isinstance(placed[0], PrependPath) else placed + fix)
+            if placed
+            else fix
             + [
                 "or, when the library is on disk, add its directory to the loader path (LD_LIBRARY_PATH, or a file in /etc/ld.so.conf.d/ and `ldconfig`)"
             ],
