@@ -114,7 +114,7 @@ RULE_AREAS = (
     ('npudoctor.rules.hccl', ('hccl',)),
     ('npudoctor.rules.health', ('devices', 'host')),
     ('npudoctor.rules.host', ('host',)),
-    ('npudoctor.rules.libraries', ('cann', 'libraries', 'driver', 'container')),
+    ('npudoctor.rules.libraries', ('cann', 'environment', 'libraries', 'driver', 'container')),
     ('npudoctor.rules.library_symbols', ('cann', 'libraries')),
     ('npudoctor.rules.matrix', ('matrix',)),
     ('npudoctor.rules.order', ('cann',)),

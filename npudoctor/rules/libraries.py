@@ -28,8 +28,9 @@ from npudoctor.rules._symbol_versions import too_new as needed_too_new
 
 READS = ("cann", "environment", "host", "libraries", "python")
 ONLY_WITH = ("libraries",)
-#: A LIB finding names CANN001, CTR002 or DRV001 in ``data["because"]`` (kept when reported).
-FOLDS = {"libraries": ("cann", "container", "driver")}
+#: A LIB finding names CANN001, CTR002, DRV001, ENV001 or ENV005 in ``data["because"]`` (kept
+#: when reported).
+FOLDS = {"libraries": ("cann", "container", "driver", "environment")}
 
 #: A fix line: a structured remedy or prose.
 FixLine = Union[Remedy, str]
@@ -273,6 +274,7 @@ def not_loadable(
             f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the CANN toolkit but not on the loader path"
         )
         fix = [SourceFile(script)] if script else [_prepend_ld(_found_dirs(items, "selected toolkit"))]
+        because = "ENV001"  # set_env.sh not sourced: folded under it when reported
     elif key == "driver":
         title = f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the NPU driver but not on the loader path"
         fix = [_prepend_ld([f"{driver}/lib64", f"{driver}/lib64/common", f"{driver}/lib64/driver"])]
@@ -283,6 +285,7 @@ def not_loadable(
             f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in NNAL but nnal/atb/set_env.sh is not sourced"
         )
         nnal_script = _nnal_script(ctx)
+        because = "ENV005"  # nnal/atb/set_env.sh not sourced: folded under it when reported (and as severe)
         if nnal_script:
             fix = [SourceFile(nnal_script, note="after torch is installed")]
         else:
