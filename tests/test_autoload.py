@@ -72,7 +72,7 @@ def test_a_backend_that_cannot_load_breaks_import_torch(tmp_path):
     ) in f["evidence"]
     assert f["fix"][1:] == [
         "or, to import torch without its backends meanwhile: export TORCH_DEVICE_BACKEND_AUTOLOAD=0",
-        "or, when torch_foo is not used here: pip uninstall torch_foo",
+        "or, when torch_foo is not used here: /usr/local/bin/python3.10 -m pip uninstall -y torch_foo",
     ]
 
 

@@ -17,12 +17,21 @@ from npudoctor.knowledge import codes
 from npudoctor.knowledge.packages import CANN_LAYOUT_SET_ENV, NNAL_SET_ENV, set_env_script
 from npudoctor.knowledge.toolchain import DISTRO_GCC, gcc_for
 from npudoctor.parsers.numbers import numbers_in
-from npudoctor.remedies import Command, DockerFlags, Export, InstallPackage, PrependPath, Remedy, SourceFile
+from npudoctor.remedies import (
+    Command,
+    DockerFlags,
+    Export,
+    InstallPackage,
+    PipUninstall,
+    PrependPath,
+    Remedy,
+    SourceFile,
+)
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import in_container
 from npudoctor.rules._env_vars import recorded_set_env_script
 from npudoctor.rules._libowners import DRIVER, KERNELS, NNAL, OS, TOOLKIT, TORCH, TORCH_NPU, owner, owner_of_path
-from npudoctor.rules._pyfacts import cann_present, cann_version
+from npudoctor.rules._pyfacts import cann_present, cann_version, interpreter
 from npudoctor.rules._symbol_versions import TooNew
 from npudoctor.rules._symbol_versions import too_new as needed_too_new
 
@@ -537,7 +546,9 @@ def autoload_breaks_import_torch(ctx: RuleContext) -> Iterable[Finding]:
             fix=first
             + [
                 Export(data.variable, "0", lead="or, to import torch without its backends meanwhile: "),
-                f"or, when {backend.dist} is not used here: pip uninstall {backend.dist}",
+                PipUninstall(
+                    interpreter(ctx), (str(backend.dist),), lead=f"or, when {backend.dist} is not used here: "
+                ),
             ],
             subject=str(backend.dist),
             data=dict(

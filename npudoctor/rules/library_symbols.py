@@ -38,6 +38,9 @@ ABI_MISMATCH = codes.get("LIB010")
 
 TORCH_EXT_SYMBOLS = codes.get("LIB011")
 
+#: torch_npu's C++ API (c10_npu::, at_npu::, torch_npu::, op_api::, op_plugin::), mangled:
+#: exported by torch_npu's libtorch_npu.so.
+_NPU_RE = lazyre.pattern(r"^_Z(?:T[VIST])?N?K?(?:7c10_npu|6at_npu|9torch_npu|3op_api|7op_plugin)(?:\d|[A-Z])")
 #: ATB's C++ API (namespaces atb::, Mki::, AsdOps::), mangled: exported by NNAL's libatb.so.
 _ATB_RE = lazyre.pattern(r"^_Z(?:T[VIST])?N?K?(?:3atb|3Mki|6AsdOps)(?:\d|[A-Z])")
 
@@ -137,6 +140,31 @@ def _symbols(libs: LibrariesFacts) -> Symbols:
     return libs.symbols if libs.symbols is not None else Symbols()
 
 
+def _built_for(ctx: RuleContext, pkg: str) -> FixLine:
+    """The other way out for an extension built against another torch_npu: install the
+    torch_npu it was built for -- the exact pin of its own ``Requires-Dist: torch-npu==X``
+    (a pip command for the target interpreter) when it has one, else said in words."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    from npudoctor.parsers.metadata import canonical_name
+    from npudoctor.rules._pyfacts import pip_install
+
+    for rec in ctx.view.packages.records(canonical_name(pkg))[:1]:
+        for text in rec.requires_dist:
+            try:
+                req = Requirement(text)
+            except InvalidRequirement:
+                continue
+            specs = list(req.specifier)
+            if canonical_name(req.name) == "torch-npu" and len(specs) == 1 and specs[0].operator in ("==", "==="):
+                return pip_install(
+                    ctx,
+                    f"torch-npu=={specs[0].version}",
+                    lead=f"or install the torch_npu {pkg} was built for (its Requires-Dist: {text}): ",
+                )
+    return f"or install the torch_npu release {pkg} was built for (its release notes or requirements name it)"
+
+
 def _torch_npu_version(libs: LibrariesFacts) -> Optional[str]:
     return libs.torch_npu.version if libs.torch_npu is not None else None
 
@@ -224,14 +252,18 @@ def extension_symbols(ctx: RuleContext) -> Iterable[Finding]:
                 )
             )
         if check.missing_count:
-            yield from _symbol_finding(
-                EXT_SYMBOLS,
-                check,
-                libs,
-                f"{name} ({pkg}) was built against another torch_npu/CANN than the installed ones",
-                fix,
-                [f"{name} needs {', '.join(check.unresolved)}: found on no loader path"] if check.unresolved else None,
-            )
+            title = f"{name} ({pkg}) was built against another torch_npu/CANN than the installed ones"
+            extra = [f"{name} needs {', '.join(check.unresolved)}: found on no loader path"] if check.unresolved else []
+            if check.missing and all(_NPU_RE.match(sym) for sym in check.missing):
+                # every missing name is torch_npu's: the provider is the installed torch_npu
+                title = f"{name} ({pkg}) was built against another torch_npu than the installed torch_npu {nv}"
+                extra.append(f"provider: libtorch_npu.so of torch_npu {nv} (the one import torch_npu loads)")
+                fix = [
+                    f"Rebuild {pkg} against the installed torch_npu {nv} (pip install --no-build-isolation "
+                    f"--no-binary {pkg} --no-deps --force-reinstall {pkg}, or from source)",
+                    _built_for(ctx, str(pkg)),
+                ]
+            yield from _symbol_finding(EXT_SYMBOLS, check, libs, title, fix, extra or None)
             continue
         owners = sorted({owner_of_name(n) or "unknown" for n in check.unresolved})
         if not check.links:  # a file of an NPU distribution linking no NPU library directly
@@ -255,12 +287,7 @@ def extension_symbols(ctx: RuleContext) -> Iterable[Finding]:
                 *where,
                 "owner: " + ", ".join(owners),
             ],
-            fix=(placed if isinstance(placed[0], PrependPath) else placed + fix)
-            if placed
-            else fix
-            + [
-                "or, when the library is on disk, add its directory to the loader path (LD_LIBRARY_PATH, or a file in /etc/ld.so.conf.d/ and `ldconfig`)"
-            ],
+            fix=_where_fix(str(pkg), placed, fix),
             subject=str(check.object),
             data={"package": pkg, "unresolved": list(check.unresolved), "owners": owners},
         )
@@ -270,6 +297,23 @@ def extension_symbols(ctx: RuleContext) -> Iterable[Finding]:
 
 #: Owners of the libraries a CANN release installs (toolkit, kernels/ops, NNAL).
 _CANN_OWNERS = (TOOLKIT, KERNELS, NNAL)
+
+
+def _where_fix(pkg: str, placed: List[FixLine], fix: List[FixLine]) -> List[FixLine]:
+    """The fix of a module whose libraries are on no loader path, by where they are: on
+    disk (``placed`` starts with the loader-path line) -> that directory on the loader
+    path, or a RUNPATH into the module; not on this machine -> the owner's ``fix`` (the
+    evidence says where it was looked for); not searched -> ``fix`` and the generic line."""
+    if placed and isinstance(placed[0], PrependPath):
+        return placed + [
+            f"or rebuild {pkg} with a RUNPATH naming that directory ($ORIGIN-relative), so that no loader path is needed"
+        ]
+    if placed:
+        return fix
+    return fix + [
+        "or, when the library is on disk, add its directory to the loader path (LD_LIBRARY_PATH, or a file in "
+        "/etc/ld.so.conf.d/ and `ldconfig`)"
+    ]
 
 
 def _only_cann_missing(check: SymbolCheck) -> bool:
