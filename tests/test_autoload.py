@@ -6,6 +6,8 @@ only because CANN is absent: its LIB012 folds under LIB001 / CANN001."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -49,7 +51,13 @@ def _lib012(doc: Dict[str, Any]) -> List[Dict[str, Any]]:
 
 
 def test_a_backend_that_cannot_load_breaks_import_torch(tmp_path):
-    run = run_check(_site(tmp_path))
+    scenario = _site(tmp_path)
+    module = scenario / "root" / SITE / "torch_foo" / extension_name("_C", python="310")
+    ldd = shutil.which("ldd")
+    if ldd is not None:  # glibc's loader agrees: the library is nowhere it looks
+        said = subprocess.run([ldd, str(module)], capture_output=True, text=True, timeout=60).stdout
+        assert "libfoo_runtime.so => not found" in said
+    run = run_check(scenario)
     assert run.doc is not None, run.stderr[-2000:]
     auto = run.doc["facts"]["libraries"]["autoload"]
     assert auto["enabled"] is True and auto["variable"] is None
