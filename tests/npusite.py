@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Sequence
 
 import pytest
 from elfbuild import C10_SOURCE, TORCH_NPU_SOURCE, ElfBuilder, extension_name, toolchain
@@ -16,8 +17,9 @@ SCEN = REPO / "tests" / "scenarios"
 SITE = "usr/local/lib/python3.10/site-packages"
 
 
-def first_day(tmp_path: Path, version: str = "2.7.1") -> Path:
-    """The prepared scenario (under ``tmp_path``) with torch_npu ``version`` in its METADATA."""
+def first_day(tmp_path: Path, version: str = "2.7.1", npu_needs: Sequence[str] = ()) -> Path:
+    """The prepared scenario (under ``tmp_path``) with torch_npu ``version`` in its METADATA;
+    ``npu_needs``: more DT_NEEDED entries of libtorch_npu.so (served by link-time stubs)."""
     tc = toolchain("x86_64")
     if tc is None or tc.cxx is None:
         pytest.skip("gcc/g++ for x86_64 not available")
@@ -33,7 +35,7 @@ def first_day(tmp_path: Path, version: str = "2.7.1") -> Path:
         TORCH_NPU_SOURCE,
         lang="c++",
         soname="libtorch_npu.so",
-        needed=[c10, "libascendcl.so", "libhccl.so"],
+        needed=[c10, "libascendcl.so", "libhccl.so", *npu_needs],
         rpath=["$ORIGIN/../../torch/lib"],
     )
     core = "torch_npu/dynamo/torchair/core"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+from elfbuild import ElfBuilder
 from npusite import first_day
 from scenario_runner import run_check
 
@@ -86,3 +87,20 @@ def test_a_failed_deep_probe_is_never_a_check_mark():
     skipped = {"deep": {"ran": False, "outcome": "not_run", "reason": "--no-commands"}}
     (line,) = [a for a in area_lines(skipped, []) if a.area == "deep"]
     assert (line.mark, line.found) == ("–", "not checked: not run: --no-commands")
+
+
+def test_a_library_torch_npu_needs_elsewhere_on_disk_names_its_directory(tmp_path):
+    scenario = first_day(tmp_path, npu_needs=["libnuma.so.1"])
+    root = scenario / "root"
+    ElfBuilder(root, "x86_64").stub_library("opt/numa/lib/libnuma.so.1", "libnuma.so.1", ["numa_available"])
+    run = run_check(scenario)
+    assert run.doc is not None, run.stderr[-2000:]
+    (f,) = [g for g in run.doc["findings"] if g["code"] == "LIB001" and "libnuma" in g["title"]]
+    assert (
+        f["title"] == "libnuma.so.1 cannot be loaded: on disk, but in no directory on the loader path (owner: the OS)"
+    )
+    assert "libnuma.so.1 is on disk at /opt/numa/lib/libnuma.so.1, a directory on no loader path" in f["evidence"]
+    assert f["fix"][0] == (
+        "Put the directory of torch_npu's libraries on the loader path: "
+        "export LD_LIBRARY_PATH=/opt/numa/lib${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
+    )

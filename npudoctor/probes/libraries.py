@@ -70,7 +70,8 @@ Keys::
                      lists, package-directory walks) reused from the on-disk cache
     atb_plugin       path of torch_npu/lib/libop_plugin_atb.so or None
     located          {"names": {library: [paths]}, "complete": bool}: where the libraries
-                     extensions and autoloaded backends miss are on disk after all
+                     torch_npu (found in none of the stack's directories), extensions and
+                     autoloaded backends miss are on disk after all
                      (probes/_locate.py; complete False: the bounded walk stopped early)
     autoload         the backends import torch imports itself (entry points torch.backends)
                      and their unresolved DT_NEEDED entries (probes/_autoload.py), or None
@@ -397,6 +398,8 @@ def _located(
     from npudoctor.probes._locate import locate
 
     names = {n for rec in out["symbols"]["extensions"] for n in rec.get("unresolved") or ()}
+    # torch_npu's own needs found in none of the stack's directories
+    names |= {r["name"] for r in out.get("resolution") or () if r["status"] == "missing" and not r["found_at"]}
     for backend in (out.get("autoload") or {}).get("backends") or ():
         names |= {u["name"] for u in backend.get("unresolved") or ()}
     names = {n for n in names if not SYSTEM_LIB_RE.match(n)}

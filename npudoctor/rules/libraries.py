@@ -270,7 +270,14 @@ def not_loadable(
     for r in items:
         by = ", ".join(_short(p, libs) for p in r.needed_by)
         at = r.found_at
-        where = "; on disk at " + ", ".join(f"{f.path} ({f.where})" for f in at) if at else "; not found on disk"
+        located = libs.located.names.get(r.name) if libs.located is not None else None
+        where = (
+            "; on disk at " + ", ".join(f"{f.path} ({f.where})" for f in at)
+            if at
+            else "; not in the CANN, driver or NNAL directories"
+            if located
+            else "; not found on disk"
+        )
         evidence.append(
             f"{r.name} needed by {by}: not in RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache or default dirs{where}"
         )
@@ -351,6 +358,14 @@ def not_loadable(
             f"{', '.join(names)} cannot be loaded and {'is' if len(names) == 1 else 'are'} not on disk (owner: {who})"
         )
         fix = _missing_fix(ctx, who, names, script)
+        elsewhere, placed = where_on_disk(libs, names, "torch_npu")
+        if placed and isinstance(placed[0], PrependPath):
+            # in none of the stack's directories, but elsewhere on disk (the wider search)
+            title = (
+                f"{', '.join(names)} cannot be loaded: on disk, but in no directory on the loader path (owner: {who})"
+            )
+            fix = placed + fix
+        evidence[-1:-1] = elsewhere
     else:
         title = f"{', '.join(names)} cannot be loaded: no CANN toolkit is installed"
         because = "CANN001"  # folded under "no CANN toolkit" when that is reported
