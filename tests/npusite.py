@@ -17,9 +17,11 @@ SCEN = REPO / "tests" / "scenarios"
 SITE = "usr/local/lib/python3.10/site-packages"
 
 
-def first_day(tmp_path: Path, version: str = "2.7.1", npu_needs: Sequence[str] = ()) -> Path:
+def first_day(tmp_path: Path, version: str = "2.7.1", npu_needs: Sequence[str] = (), torch_abi: int = 1) -> Path:
     """The prepared scenario (under ``tmp_path``) with torch_npu ``version`` in its METADATA;
-    ``npu_needs``: more DT_NEEDED entries of libtorch_npu.so (served by link-time stubs)."""
+    ``npu_needs``: more DT_NEEDED entries of libtorch_npu.so (served by link-time stubs);
+    ``torch_abi``: the ``_GLIBCXX_USE_CXX11_ABI`` torch's libc10.so is built with
+    (libtorch_npu.so is always built with the C++11 ABI)."""
     tc = toolchain("x86_64")
     if tc is None or tc.cxx is None:
         pytest.skip("gcc/g++ for x86_64 not available")
@@ -29,7 +31,13 @@ def first_day(tmp_path: Path, version: str = "2.7.1", npu_needs: Sequence[str] =
     shutil.copytree(driver, root / "usr/local/Ascend/driver", symlinks=True)
     site = root / SITE
     b = ElfBuilder(root, "x86_64")
-    c10 = b.build(site / "torch/lib/libc10.so", C10_SOURCE, lang="c++", soname="libc10.so")
+    c10 = b.build(
+        site / "torch/lib/libc10.so",
+        C10_SOURCE,
+        lang="c++",
+        soname="libc10.so",
+        flags=[f"-D_GLIBCXX_USE_CXX11_ABI={torch_abi}"],
+    )
     npu = b.build(
         site / "torch_npu/lib/libtorch_npu.so",
         TORCH_NPU_SOURCE,

@@ -104,3 +104,16 @@ def test_a_library_torch_npu_needs_elsewhere_on_disk_names_its_directory(tmp_pat
         "Put the directory of torch_npu's libraries on the loader path: "
         "export LD_LIBRARY_PATH=/opt/numa/lib${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
     )
+
+
+def test_torch_npu_of_the_other_cxx_abi_than_torch_is_said_so(tmp_path):
+    run = run_check(first_day(tmp_path, torch_abi=0))
+    assert run.doc is not None, run.stderr[-2000:]
+    (f,) = [g for g in run.doc["findings"] if g["code"] == "LIB003"]
+    assert f["title"] == (
+        "torch_npu 2.7.1 was built with the C++11 C++ ABI; the installed torch 2.7.1 uses the old one"
+    )
+    assert f["evidence"][0] == (
+        "libtorch_npu.so imports _ZN3c106detail14torchCheckFailEPKcS2_jRKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"
+        " (the C++11 ABI (_GLIBCXX_USE_CXX11_ABI=1))"
+    )

@@ -47,6 +47,8 @@ Keys::
                      (which needed versions are not defined is judged by
                      rules/_symbol_versions.py; older snapshots' "too_new" is ignored)
     symbols          {"torch": check, "atb": check, "cann": check, "extensions": [check]}
+                     ("torch" adds "abi"/"abi_symbol": libtorch_npu.so's C++ ABI from the
+                     torch names it imports, npudoctor.parsers.cxxabi.module_cxx11_abi)
                      check = {"object", "against": [paths], "checked", "missing_count",
                               "missing": [first 25 names], "error"}; extension checks
                      add "package", "links" and "unresolved" (probes/_extensions.py);
@@ -88,7 +90,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
-from npudoctor.parsers.cxxabi import torch_cxx11_abi
+from npudoctor.parsers.cxxabi import module_cxx11_abi, torch_cxx11_abi
 from npudoctor.probes import _inventory
 from npudoctor.probes._elfcache import ElfCache, default_path
 from npudoctor.probes._extensions import ATB_SYM_RE, SYSTEM_LIB_RE, npu_package_files, record_owner, scan
@@ -589,9 +591,9 @@ def _symbol_checks(
             errors.append(f"{libtorch_npu}: {err}")
         else:
             if torch_libs:
-                out["torch"] = _check(
-                    libtorch_npu, {s for s in undef if TORCH_SYM_RE.match(s)}, torch_libs, real, cache
-                )
+                names = {s for s in undef if TORCH_SYM_RE.match(s)}
+                out["torch"] = _check(libtorch_npu, names, torch_libs, real, cache)
+                out["torch"]["abi"], out["torch"]["abi_symbol"] = module_cxx11_abi(names)
             cann_libs = [
                 r["path"]
                 for r in resolution.values()

@@ -178,6 +178,27 @@ def torch_symbols(ctx: RuleContext) -> Iterable[Finding]:
     nv = _torch_npu_version(libs)
     if check is None or not check.missing_count:
         return
+    torch_abi = libs.torch_cxx11_abi
+    if check.abi is not None and torch_abi is not None and check.abi != torch_abi:
+        # the names differ by their std::string mangling: the other C++ ABI, not another release
+        yield TORCH_SYMBOLS.finding(
+            title=f"torch_npu {nv} was built with the {'C++11' if check.abi else 'old'} C++ ABI; the installed torch "
+            f"{tv} uses the {'C++11' if torch_abi else 'old'} one",
+            evidence=[
+                f"libtorch_npu.so imports {check.abi_symbol} ({_abi_name(check.abi)})",
+                f"torch {tv} is built with {_abi_name(torch_abi)}: {libs.abi_source} exports its names",
+                f"{check.missing_count} of {check.checked} torch symbols of libtorch_npu.so are not exported by torch",
+                *(f"undefined: {sym}" for sym in check.missing[:8]),
+            ],
+            fix=_torch_fix(ctx, tv or None)[0]
+            + [
+                f"torch_npu {nv} wheels are built against the torch its Requires-Dist names, from PyPI (or "
+                "download.pytorch.org/whl/cpu on x86_64): a torch from another source or a source build may use the other ABI"
+            ],
+            subject="abi",
+            data={"abi": check.abi, "torch_abi": torch_abi},
+        )
+        return
     fix, extra = _torch_fix(ctx, tv or None)
     yield from _symbol_finding(
         TORCH_SYMBOLS,
