@@ -7,10 +7,12 @@ tree is built here with gcc/g++ (real ELF files, as the wheel lays them out)."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from typing import Any, Dict, List
 
 from elfbuild import ElfBuilder
-from npusite import first_day
+from npusite import SITE, first_day
 from scenario_runner import run_check
 
 from npudoctor.findings import Finding
@@ -25,7 +27,13 @@ def _shown(doc: Dict[str, Any], severity: str) -> List[Dict[str, Any]]:
 
 
 def test_first_day_is_one_error_cann001_with_the_paired_version(tmp_path):
-    run = run_check(first_day(tmp_path))
+    scenario = first_day(tmp_path)
+    ldd = shutil.which("ldd")
+    if ldd is not None:  # glibc's loader agrees: torchair's module misses CANN's libraries
+        module = scenario / "root" / SITE / "torch_npu/dynamo/torchair/core/_npu_utils.so"
+        said = subprocess.run([ldd, str(module)], capture_output=True, text=True, timeout=60).stdout
+        assert "libge_runner.so => not found" in said and "libascendcl.so => not found" in said
+    run = run_check(scenario)
     assert run.doc is not None, run.stderr[-2000:]
     (error,) = _shown(run.doc, "error")
     assert error["code"] == "CANN001"
