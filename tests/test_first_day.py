@@ -115,7 +115,21 @@ def test_a_library_torch_npu_needs_elsewhere_on_disk_names_its_directory(tmp_pat
 
 
 def test_torch_npu_of_the_other_cxx_abi_than_torch_is_said_so(tmp_path):
-    run = run_check(first_day(tmp_path, torch_abi=0))
+    scenario = first_day(tmp_path, torch_abi=0)
+    site = scenario / "root" / SITE
+    # a torchair module of the same (C++11) build, passing a std::string to c10: folded under LIB003
+    rel = "torch_npu/dynamo/torchair/core/_abi_compat.so"
+    ElfBuilder(tmp_path / "build", "x86_64").build(
+        site / rel,
+        "#include <string>\nnamespace c10 { namespace detail {\n"
+        "void torchCheckFail(const char*, const char*, unsigned, const std::string&);\n} }\n"
+        'void npudoctor_abi(void) { c10::detail::torchCheckFail("f", "f.cpp", 1, std::string("m")); }\n',
+        lang="c++",
+        needed=[site / "torch/lib/libc10.so"],
+    )
+    with open(site / "torch_npu-2.7.1.dist-info" / "RECORD", "a") as fh:
+        fh.write(f"{rel},,\n")
+    run = run_check(scenario)
     assert run.doc is not None, run.stderr[-2000:]
     (f,) = [g for g in run.doc["findings"] if g["code"] == "LIB003"]
     assert f["title"] == (
@@ -125,3 +139,5 @@ def test_torch_npu_of_the_other_cxx_abi_than_torch_is_said_so(tmp_path):
         "libtorch_npu.so imports _ZN3c106detail14torchCheckFailEPKcS2_jRKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"
         " (the C++11 ABI (_GLIBCXX_USE_CXX11_ABI=1))"
     )
+    (lib010,) = [g for g in run.doc["findings"] if g["code"] == "LIB010"]
+    assert lib010["data"]["modules"] == ["_abi_compat.so"] and lib010["data"]["because"] == "LIB003"

@@ -414,7 +414,11 @@ def torch_extensions(ctx: RuleContext) -> Iterable[Finding]:
                     f"or install the {pkg} build made for torch {tv} (the same index and release line as torch)",
                 ],
                 subject=pkg,
-                data={"package": pkg, "modules": names, "abi": first.abi, "torch_abi": torch_abi},
+                data=dict(
+                    {"package": pkg, "modules": names, "abi": first.abi, "torch_abi": torch_abi},
+                    # torch_npu's own modules: libtorch_npu.so's mismatch (LIB003) is the one cause
+                    **({"because": "LIB003"} if pkg in ("torch-npu", "torch_npu") else {}),
+                ),
             )
             continue
         evidence += [f"undefined: {s}" for s in checks[0].missing[:5]]
@@ -424,5 +428,8 @@ def torch_extensions(ctx: RuleContext) -> Iterable[Finding]:
             evidence=evidence,
             fix=[f"Install the {pkg} build made for torch {tv}", "or " + rebuild[0].lower() + rebuild[1:]],
             subject=pkg,
-            data={"package": pkg, "modules": names},
+            data=dict(
+                {"package": pkg, "modules": names},
+                **({"because": "LIB003"} if pkg in ("torch-npu", "torch_npu") else {}),
+            ),
         )
