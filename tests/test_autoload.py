@@ -156,3 +156,19 @@ def test_a_missing_library_nowhere_is_not_on_this_machine(tmp_path):
         in f["evidence"]
     )
     assert f["fix"][0].startswith("libfoo_runtime.so is not on this machine: install what ships it for torch_foo")
+
+
+def test_a_backend_whose_modules_are_an_lib005_folds_under_it(tmp_path):
+    scenario = _site(tmp_path)
+    site = scenario / "root" / SITE
+    # torch_foo's module links NNAL's libatb.so (an NPU extension, so LIB005's), absent here
+    ElfBuilder(tmp_path / "build2", "x86_64").build(
+        site / "torch_foo" / extension_name("_C", python="310"),
+        "void atbCreateContext(void);\nint PyInit__C(void) { atbCreateContext(); return 0; }\n",
+        needed=["libatb.so"],
+    )
+    run = run_check(scenario)
+    assert run.doc is not None, run.stderr[-2000:]
+    (f,) = _lib012(run.doc)
+    assert f["data"]["dist"] == "torch_foo" and f["data"]["because"] == "LIB005"
+    assert f["fix"][0] == "Make libatb.so loadable (the fix of LIB005)"

@@ -541,10 +541,19 @@ def autoload_breaks_import_torch(ctx: RuleContext) -> Iterable[Finding]:
         evidence.append("torch will raise: " + data.error.format(name=backend.name))
         missing_main = {r.name for r in libs.resolution if r.status == "missing"}
         because = "LIB001" if missing_main.intersection(names) else None
+        symbols = libs.symbols
+        ext_missing = {
+            n
+            for c in (symbols.extensions if symbols is not None else ())
+            if str(c.package or "").replace("_", "-").lower() == str(backend.dist or "").replace("_", "-").lower()
+            for n in c.unresolved
+        }
+        if because is None and ext_missing.intersection(names):
+            because = "LIB005"  # the backend's own modules are that finding's (an NPU distribution's files)
         where, placed = ([], []) if because else where_on_disk(libs, names, str(backend.dist))
         evidence[-1:-1] = where
         first: List[FixLine] = (
-            [f"Make {', '.join(names[:4])} loadable (the fix of LIB001)"]
+            [f"Make {', '.join(names[:4])} loadable (the fix of {because})"]
             if because
             else placed
             or [
