@@ -136,3 +136,34 @@ def audit(
                 elif has_libc or not SYSTEM_LIB_RE.match(name):
                     missing.setdefault(name, []).append(path)
         rec["unresolved"] = [{"name": n, "needed_by": by} for n, by in missing.items()]
+
+
+def autoload_record(
+    host: Host,
+    facts: Dict[str, Any],
+    torch: Optional[Dict[str, Any]],
+    resolver: Resolver,
+    loaded: Dict[str, str],
+    read: Callable[[str], Any],
+    real: Callable[[str], str],
+    expired: Callable[[], bool],
+) -> Optional[Dict[str, Any]]:
+    """``libraries.autoload`` (see the module docstring): the backends ``import torch`` of
+    the installed ``torch`` record (``{"version", "lib_dir"}``) imports itself, audited when
+    it does; ``None`` without torch."""
+    from npudoctor.knowledge.torch_autoload import autoload
+
+    if torch is None:
+        return None
+    data = autoload()
+    found = backends(host, facts, data.group)
+    enabled = data.applies(torch.get("version"), host.environ)
+    if found and enabled is not False:
+        audit(host, found, resolver, loaded, read, real, expired)
+    return {
+        "group": data.group,
+        "torch_version": torch.get("version"),
+        "enabled": enabled,
+        "variable": host.environ.get(data.variable),
+        "backends": found,
+    }

@@ -15,7 +15,7 @@ import posixpath
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.host import Host
-from npudoctor.probes._extensions import _tree, site_dirs
+from npudoctor.probes._extensions import SYSTEM_LIB_RE, _tree, site_dirs
 
 #: The places walked after the site directories, in order.
 PLACES = ("/usr/local/lib", "/usr/local/lib64", "/opt", "/usr/local/Ascend")
@@ -121,3 +121,18 @@ def locate(
                 return found, False
         seen_dirs.add(host.display(base))
     return found, True
+
+
+def located_record(
+    host: Host, facts: Dict[str, Any], out: Dict[str, Any], expired: Callable[[], bool], cache: Optional[Any]
+) -> Dict[str, Any]:
+    """``libraries.located`` of the libraries probe's record ``out``: where the libraries
+    torch_npu misses (found in none of the stack's directories), extensions and autoloaded
+    backends miss are on disk after all (base-system libraries are not looked for)."""
+    names = {n for rec in out["symbols"]["extensions"] for n in rec.get("unresolved") or ()}
+    names |= {r["name"] for r in out.get("resolution") or () if r["status"] == "missing" and not r["found_at"]}
+    for backend in (out.get("autoload") or {}).get("backends") or ():
+        names |= {u["name"] for u in backend.get("unresolved") or ()}
+    names = {n for n in names if not SYSTEM_LIB_RE.match(n)}
+    found, complete = locate(host, facts, names, expired, cache) if names else ({}, True)
+    return {"names": found, "complete": complete}

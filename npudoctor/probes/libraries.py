@@ -92,9 +92,11 @@ from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
 from npudoctor.parsers.cxxabi import module_cxx11_abi, torch_cxx11_abi
 from npudoctor.probes import _inventory
+from npudoctor.probes._autoload import autoload_record
 from npudoctor.probes._elfcache import ElfCache, default_path
 from npudoctor.probes._extensions import ATB_SYM_RE, SYSTEM_LIB_RE, npu_package_files, record_owner, scan
 from npudoctor.probes._ldso import Resolver, expand_origin
+from npudoctor.probes._locate import located_record
 
 SECTION = "libraries"
 NEEDS = ("host", "python", "packages", "cann", "environment")
@@ -118,6 +120,11 @@ CANN_SYM_RE = re.compile(
 
 def _now() -> float:
     return time.monotonic()
+
+
+def _expired(start: float) -> Any:
+    """Whether the probe's :data:`TIME_BUDGET` from ``start`` has run out (a callable)."""
+    return lambda: _now() > start + TIME_BUDGET
 
 
 def _torch_npu_dir(host: Host, facts: Dict[str, Any]) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]:
@@ -222,7 +229,16 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         arch = (facts.get("host") or {}).get("arch") or env_facts.get("arch") or "x86_64"
         ld_path = [posixpath.normpath(p) for p in host.env_paths("LD_LIBRARY_PATH") if p.startswith("/")]
         resolver = Resolver(host, arch, 64, ld_path)
-        out["autoload"] = _autoload(host, facts, torch, resolver, _torch_libs(host, torch), cache, start + TIME_BUDGET)
+        out["autoload"] = autoload_record(
+            host,
+            facts,
+            torch,
+            resolver,
+            _torch_libs(host, torch),
+            cache.read,
+            lambda p: _real(host, p),
+            _expired(start),
+        )
         _stack(host, facts, env_facts, resolver, {}, set(), cache, out, start + TIME_BUDGET, errors)
         out["duration"] = round(_now() - start, 3)
         return out
@@ -271,7 +287,9 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
     # torch's libraries count as loaded (import torch runs first).
     loaded = _torch_libs(host, torch)
     torch_libs = list(loaded.values())
-    out["autoload"] = _autoload(host, facts, torch, resolver, loaded, cache, start + TIME_BUDGET)
+    out["autoload"] = autoload_record(
+        host, facts, torch, resolver, loaded, cache.read, lambda p: _real(host, p), _expired(start)
+    )
 
     objects: Dict[str, Any] = {}
     resolution: Dict[str, Dict[str, Any]] = {}
@@ -385,28 +403,11 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         out["symbols"]["extensions"], "object", resolver, elf_of
     )
     versions, more = _inventory.split_foreign(versions, "path", resolver, elf_of)
-    out["located"] = _located(host, facts, out, deadline, cache)
+    out["located"] = located_record(host, facts, out, lambda: _now() > deadline, cache)
     versions += [r for r in more if r["path"] not in {f["path"] for f in foreign}] + foreign
     _stack(host, facts, env_facts, resolver, loaded, set(objects), cache, out, deadline, errors, versions)
     out["duration"] = round(_now() - start, 3)
     return out
-
-
-def _located(
-    host: Host, facts: Dict[str, Any], out: Dict[str, Any], deadline: float, cache: ElfCache
-) -> Dict[str, Any]:
-    """``located``: where the libraries that extensions and autoloaded backends miss are on
-    disk after all (:func:`npudoctor.probes._locate.locate`)."""
-    from npudoctor.probes._locate import locate
-
-    names = {n for rec in out["symbols"]["extensions"] for n in rec.get("unresolved") or ()}
-    # torch_npu's own needs found in none of the stack's directories
-    names |= {r["name"] for r in out.get("resolution") or () if r["status"] == "missing" and not r["found_at"]}
-    for backend in (out.get("autoload") or {}).get("backends") or ():
-        names |= {u["name"] for u in backend.get("unresolved") or ()}
-    names = {n for n in names if not SYSTEM_LIB_RE.match(n)}
-    found, complete = locate(host, facts, names, lambda: _now() > deadline, cache) if names else ({}, True)
-    return {"names": found, "complete": complete}
 
 
 def _torch_libs(host: Host, torch: Optional[Dict[str, Any]]) -> Dict[str, str]:
@@ -418,36 +419,6 @@ def _torch_libs(host: Host, torch: Optional[Dict[str, Any]]) -> Dict[str, str]:
             if TORCH_LIB_RE.match(name) and not _TEST_LIB_RE.search(name):
                 loaded[name] = path
     return loaded
-
-
-def _autoload(
-    host: Host,
-    facts: Dict[str, Any],
-    torch: Optional[Dict[str, Any]],
-    resolver: Resolver,
-    loaded: Dict[str, str],
-    cache: ElfCache,
-    deadline: float,
-) -> Optional[Dict[str, Any]]:
-    """``autoload``: the backends ``import torch`` imports itself and whether their native
-    modules load (:mod:`npudoctor.probes._autoload`); ``None`` without torch."""
-    from npudoctor.knowledge.torch_autoload import autoload
-    from npudoctor.probes import _autoload as auto
-
-    if torch is None:
-        return None
-    data = autoload()
-    found = auto.backends(host, facts, data.group)
-    enabled = data.applies(torch.get("version"), host.environ)
-    if found and enabled is not False:
-        auto.audit(host, found, resolver, loaded, cache.read, lambda p: _real(host, p), lambda: _now() > deadline)
-    return {
-        "group": data.group,
-        "torch_version": torch.get("version"),
-        "enabled": enabled,
-        "variable": host.environ.get(data.variable),
-        "backends": found,
-    }
 
 
 def _real(host: Host, path: str) -> str:
