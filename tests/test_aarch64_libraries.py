@@ -125,7 +125,12 @@ def test_extension_needing_a_library_on_no_path_names_it_and_runpath_origin_reso
     assert f["title"] == "libkv_plain.so (kv_engine) cannot load: libkv_deps.so found on no loader path"
     assert "kv_engine/libkv_plain.so links libhccl.so" in f["evidence"]
     assert f["data"]["unresolved"] == ["libkv_deps.so"]
-    assert f["fix"][0].startswith("Rebuild kv_engine against the installed torch_npu 2.1.0.post10 and CANN")
+    # libkv_deps.so is on disk beside it: its directory goes on the loader path, or a RUNPATH into the module
+    assert f["fix"][0] == (
+        "Put the directory of kv_engine's libraries on the loader path: "
+        f"export LD_LIBRARY_PATH=/{SITE}/kv_engine${{LD_LIBRARY_PATH:+:${{LD_LIBRARY_PATH}}}}"
+    )
+    assert f["fix"][2].startswith("or rebuild kv_engine with a RUNPATH naming that directory")
     checks = {Path(c["object"]).name: c for c in run.doc["facts"]["libraries"]["symbols"]["extensions"]}
     assert checks["libkv_transfer.so"]["unresolved"] == []  # $ORIGIN/libkv_deps.so
     assert checks["libkv_transfer.so"]["missing_count"] == 0  # HcclCommInitRootInfo: libhccl.so
@@ -225,12 +230,20 @@ def test_extension_built_against_another_torch_npu(arm_world, tmp_path):
     run = run_check(scenario)
     (f,) = _lib_findings(run)
     assert f["code"] == "LIB005"
+    # the provider of every missing name is the installed torch_npu: named with its version
     assert f["title"] == (
-        "_C.cpython-311-aarch64-linux-gnu.so (npu_ext) was built against another torch_npu/CANN than the installed ones"
+        "_C.cpython-311-aarch64-linux-gnu.so (npu_ext) was built against another torch_npu than the installed "
+        "torch_npu 2.1.0.post10"
     )
     assert f["evidence"] == [
         f"1 of 4 symbols of npu_ext/{ext.name} are not exported by torch_npu/lib/libtorch_npu.so",
         "undefined: _ZN7c10_npu19NPUCachingAllocator10emptyCacheEb",
+        "provider: libtorch_npu.so of torch_npu 2.1.0.post10 (the one import torch_npu loads)",
+    ]
+    assert f["fix"] == [
+        "Rebuild npu_ext against the installed torch_npu 2.1.0.post10 (pip install --no-build-isolation "
+        "--no-binary npu_ext --no-deps --force-reinstall npu_ext, or from source)",
+        "or install the torch_npu release npu_ext was built for (its release notes or requirements name it)",
     ]
     (check,) = run.doc["facts"]["libraries"]["symbols"]["extensions"]
     assert check["unresolved"] == [] and check["links"] == ["libtorch_npu.so"]

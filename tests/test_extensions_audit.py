@@ -57,3 +57,57 @@ def test_one_finding_per_extension_for_unresolved_needs_and_foreign_symbols(elf_
     (extf,) = by_pkg["npu_ext2"]
     assert ext.name in extf["title"] and "another torch_npu" in extf["title"]
     assert any("_ZN7c10_npu19NPUCachingAllocator10emptyCacheEb" in line for line in extf["evidence"])
+
+
+def test_unresolved_library_on_disk_names_the_directory_to_add(elf_world, tmp_path):
+    scenario = prepare(SCENARIO, tmp_path)
+    root = scenario / "root"
+    b = elf_world.builder
+    b.build(
+        root / SITE / "kv_engine" / "libkv_transfer.so",
+        "void HcclCommInitRootInfo(void);\nvoid kv_dep(void);\nvoid kv(void) { HcclCommInitRootInfo(); kv_dep(); }\n",
+        soname="libkv_transfer.so",
+        needed=["libhccl.so", "libkv_deps.so"],
+        runpath=["$ORIGIN"],
+    )
+    b.stub_library(root / "usr/local/lib/kv/libkv_deps.so", "libkv_deps.so", ["kv_dep"])
+    run = run_check(scenario)
+    assert run.doc is not None, run.stderr
+    (f,) = [g for g in run.doc["findings"] if g["code"] == "LIB005" and "/kv_engine/" in g["subject"]]
+    assert "libkv_deps.so is on disk at /usr/local/lib/kv/libkv_deps.so, a directory on no loader path" in f["evidence"]
+    assert f["fix"] == [
+        "Put the directory of kv_engine's libraries on the loader path: "
+        "export LD_LIBRARY_PATH=/usr/local/lib/kv${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}",
+        "or, for every process (as root): sh -c 'echo /usr/local/lib/kv > /etc/ld.so.conf.d/kv_engine.conf && ldconfig'",
+        "or rebuild kv_engine with a RUNPATH naming that directory ($ORIGIN-relative), so that no loader path is needed",
+    ]
+
+
+def test_extension_pinning_its_torch_npu_names_the_provider_and_the_two_ways_out(elf_world, tmp_path):
+    scenario = prepare(SCENARIO, tmp_path)
+    site = scenario / "root" / SITE
+    elf_world.builder.build(
+        site / "npu_ext2" / extension_name("_C"),
+        EXTENSION_SOURCE,
+        lang="c++",
+        needed=[elf_world["libtorch_npu_newer"]],
+        runpath=["$ORIGIN/../torch_npu/lib"],
+    )
+    info = site / "npu_ext2-1.0.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: npu_ext2\nVersion: 1.0.0\nRequires-Dist: torch-npu==2.1.0.post12\n"
+    )
+    run = run_check(scenario)
+    assert run.doc is not None, run.stderr
+    (f,) = [g for g in run.doc["findings"] if g["code"] == "LIB005" and "/npu_ext2/" in g["subject"]]
+    assert f["title"] == (
+        f"{extension_name('_C')} (npu_ext2) was built against another torch_npu than the installed torch_npu 2.1.0.post10"
+    )
+    assert "provider: libtorch_npu.so of torch_npu 2.1.0.post10 (the one import torch_npu loads)" in f["evidence"]
+    assert f["fix"] == [
+        "Rebuild npu_ext2 against the installed torch_npu 2.1.0.post10 (pip install --no-build-isolation "
+        "--no-binary npu_ext2 --no-deps --force-reinstall npu_ext2, or from source)",
+        "or install the torch_npu npu_ext2 was built for (its Requires-Dist: torch-npu==2.1.0.post12): "
+        "/usr/local/python3.11.13/bin/python3.11 -m pip install torch-npu==2.1.0.post12",
+    ]

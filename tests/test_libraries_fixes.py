@@ -176,3 +176,22 @@ def test_loader_fix_without_any_set_env_script_exports_the_toolkit_lib64():
     env = {"toolkit": {"path": tk}, "set_env_script": None, "expected": {"method": "documented", "script": None}}
     f = _one(_codes(_snap({"machine": "x86_64"}, libs, environment=env)), "LIB001")
     assert f.fix == [f"export LD_LIBRARY_PATH={tk}/lib64" + "${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"]
+
+
+def test_toolkit_libraries_off_the_loader_path_fold_under_set_env_not_sourced(tmp_path):
+    doc = _scenario("k10-set-env-not-sourced", tmp_path)
+    lib = _one(doc["findings"], "LIB001")
+    assert "libhccl.so" in lib["title"] and lib["data"]["because"] == "ENV001"
+    shown = [f["code"] for f in doc["findings"] if f["severity"] == "error" and not f["data"].get("because")]
+    assert "ENV001" in shown and "LIB001" not in shown
+
+
+def test_nnal_libraries_fold_under_nnal_set_env_only_when_as_severe(tmp_path):
+    doc = _scenario("lib-nnal-not-sourced", tmp_path)
+    libs = [f for f in doc["findings"] if f["code"] == "LIB001" and "libatb" in f["title"]]
+    env5 = [f for f in doc["findings"] if f["code"] == "ENV005"]
+    assert libs and env5
+    rank = {"error": 0, "warning": 1, "info": 2}
+    for f in libs:
+        folded = f["data"].get("because") == "ENV005"
+        assert folded == (rank[env5[0]["severity"]] <= rank[f["severity"]]), (f["severity"], env5[0]["severity"])

@@ -56,3 +56,29 @@ def test_real_wheels_without_cann(realwheel_venv):  # noqa: F811
     for f in doc["findings"]:
         assert not ("libtorch_cpu.so" in f["title"] or "libc10.so" in f["title"]), f
     assert "LIB003" not in {f["code"] for f in doc["findings"]}
+
+
+def test_real_wheels_first_day_folds_under_cann001(realwheel_venv):  # noqa: F811
+    """The first day with the real wheels: torchair's modules (LIB005) and torch's own
+    autoload of torch_npu (LIB012: the real torch 2.13.0 imports it at `import torch`)
+    fold under the missing CANN; the real modules' C++ ABI matches torch's."""
+    if os.path.isdir("/usr/local/Ascend/ascend-toolkit") or os.path.isdir("/usr/local/Ascend/cann"):
+        pytest.skip("a CANN toolkit is installed on this machine")
+    doc = _check(realwheel_venv)
+    libs = doc["facts"]["libraries"]
+    auto = libs["autoload"]
+    assert auto["enabled"] is True
+    assert [(b["dist"], b["value"]) for b in auto["backends"]] == [("torch_npu", "torch_npu:_autoload")]
+    by_code = {}
+    for f in doc["findings"]:
+        by_code.setdefault(f["code"], []).append(f)
+    (lib005,) = by_code["LIB005"]
+    assert lib005["data"]["because"] == "CANN001"
+    assert {"_npu_utils.so", "_torchair.so"} <= set(lib005["data"]["modules"])
+    (lib012,) = by_code["LIB012"]
+    assert lib012["data"]["because"] == "LIB001" and lib012["data"]["dist"] == "torch_npu"
+    (cann001,) = by_code["CANN001"]
+    assert cann001["data"]["cann"], cann001["title"]  # a CANN version is named, paired or nearest
+    checks = libs["symbols"]["torch_extensions"]
+    assert checks and all(c["abi"] is True and c["missing_count"] == 0 for c in checks), checks
+    assert "LIB010" not in by_code and "LIB011" not in by_code

@@ -187,6 +187,10 @@ class SymbolCheck(View):
     unresolved: Tuple[str, ...] = field(
         default=(), metadata=_doc("an extension's DT_NEEDED entries that do not resolve after import torch_npu")
     )
+    abi: Optional[bool] = field(
+        default=None, metadata=_doc("a torch extension's C++11 ABI, from the torch names it imports; None: unknown")
+    )
+    abi_symbol: Optional[str] = field(default=None, metadata=_doc("the mangled name that decided abi"))
 
 
 class Symbols(View):
@@ -194,6 +198,9 @@ class Symbols(View):
     atb: Optional[SymbolCheck] = None
     cann: Optional[SymbolCheck] = None
     extensions: Tuple[SymbolCheck, ...] = ()
+    torch_extensions: Tuple[SymbolCheck, ...] = field(
+        default=(), metadata=_doc("modules linking torch's libraries, other than torch's and torch_npu's own")
+    )
 
 
 class StackObject(View):
@@ -229,6 +236,47 @@ class ElfCacheUse(View):
     misses: Optional[int] = None
 
 
+class Unresolved(View):
+    """A DT_NEEDED entry found on no loader path, and the files that need it."""
+
+    name: str = ""
+    needed_by: Tuple[str, ...] = ()
+
+
+class Backend(View):
+    """One device backend torch imports itself (entry point of group torch.backends)."""
+
+    name: Optional[str] = None
+    value: Optional[str] = field(default=None, metadata=_doc('the entry point, "module:attr"'))
+    dist: Optional[str] = None
+    version: Optional[str] = None
+    package_dir: Optional[str] = None
+    modules: Tuple[str, ...] = field(default=(), metadata=_doc("the package's own native modules, followed"))
+    unresolved: Tuple[Unresolved, ...] = ()
+    error: Optional[str] = None
+
+
+class Autoload(View):
+    """The backends ``import torch`` imports itself, in the order it does."""
+
+    group: Optional[str] = None
+    torch_version: Optional[str] = None
+    enabled: Optional[bool] = field(
+        default=None, metadata=_doc("whether this torch autoloads in this environment; None: unknown torch version")
+    )
+    variable: Optional[str] = field(default=None, metadata=_doc("TORCH_DEVICE_BACKEND_AUTOLOAD's value, or None"))
+    backends: Tuple[Backend, ...] = ()
+
+
+class Located(View):
+    """Where libraries found on no loader path are on disk after all (a bounded walk)."""
+
+    names: Dict[str, Tuple[str, ...]] = field(
+        default_factory=dict, metadata=_doc("library -> its copies in the usual places; empty: none there")
+    )
+    complete: Optional[bool] = field(default=None, metadata=_doc("False: the walk stopped early"))
+
+
 class LibrariesFacts(View):
     """Will torch_npu's binaries load, and do their symbols match?"""
 
@@ -254,6 +302,8 @@ class LibrariesFacts(View):
     )
     elf_cache: Optional[ElfCacheUse] = None
     atb_plugin: Optional[str] = None
+    autoload: Optional[Autoload] = None
+    located: Optional[Located] = None
     duration: Optional[float] = None
     errors: Tuple[str, ...] = ()
 

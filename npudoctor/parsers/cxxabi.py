@@ -21,7 +21,7 @@ file is never executed.  See ``tests/fixtures/elf/README.md`` for the real files
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Iterable, Optional, Tuple
 
 from npudoctor import lazyre
 
@@ -52,4 +52,37 @@ def torch_cxx11_abi(data: bytes) -> Tuple[Optional[bool], Optional[str]]:
     m = _C10_OLD.search(data)
     if m:
         return False, m.group(1).decode("ascii", "replace")
+    return None, None
+
+
+#: The C++11 ``std::string`` in a mangled name, and the old one (``Ss``, the standard
+#: substitution of ``std::basic_string<char>``, only where a type may stand: after a
+#: reference/pointer/const qualifier, a template-argument or parameter-list boundary).
+_CXX11_STRING = "NSt7__cxx1112basic_string"
+_OLD_STRING = lazyre.pattern(r"(?:R|P|K|I|E|j|i|m|b|v|c|S_|_)Ss|^_ZN?K?Ss")
+#: Mangled names of the namespaces torch exports (at::, c10::, torch::, c10d::, caffe2::).
+TORCH_NAME = lazyre.pattern(r"^_Z(?:T[VIST])?N?K?(?:2at|3c10|5torch|4c10d|6caffe2)(?:[0-9]|[A-Z]|$)")
+
+
+def module_cxx11_abi(undefined: Iterable[str]) -> Tuple[Optional[bool], Optional[str]]:
+    """``(cxx11, symbol)``: the C++ ABI a module was built with, from the torch functions it
+    imports (its undefined ``at::``/``c10::``/``torch::`` names) that take or return a
+    ``std::string``: ``NSt7__cxx1112basic_string`` is the C++11 ABI, ``Ss`` the old one.
+    ``(None, None)`` when no such name says (a module that passes no ``std::string`` across
+    torch's interface, or one whose names say both); ``symbol`` is the first name that
+    decided.  These are the names ``ld.so`` must find in torch's libraries: a module of
+    the other ABI than torch fails there (``undefined symbol: …``)."""
+    new: Optional[str] = None
+    old: Optional[str] = None
+    for name in sorted(undefined):
+        if not TORCH_NAME.match(name):
+            continue
+        if _CXX11_STRING in name:
+            new = new or name
+        elif _OLD_STRING.search(name):
+            old = old or name
+    if new and not old:
+        return True, new
+    if old and not new:
+        return False, old
     return None, None

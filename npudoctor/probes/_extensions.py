@@ -37,6 +37,9 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 from npudoctor.host import Host
 from npudoctor.probes._ldso import VERSIONED_RE, Resolver, expand_origin, highest
 
+#: torch's own libraries: a module linking one of them is a torch extension, whose C++ ABI
+#: and torch symbols are checked against the installed torch (``torch_extensions``).
+TORCH_LINK_RE = re.compile(r"^(?!libtorch_npu)(libtorch[a-z0-9_]*|libc10(?!_npu)[a-z0-9_]*)\.so$")
 #: The NPU libraries whose linking makes a site-packages .so an NPU extension.
 NPU_LINKS = ("libtorch_npu.so", "libascendcl.so", "libhccl.so", "libatb.so", "libopapi.so")
 #: Base-system libraries (unknowable when the root holds no libc).
@@ -293,6 +296,8 @@ def scan(
     undefined: Optional[Callable[[str], Tuple[Set[str], Optional[str]]]] = None,
     owned: Optional[Dict[str, str]] = None,
     cache: Optional[Any] = None,
+    torch_libs: Optional[List[str]] = None,
+    torch_extensions: Optional[List[Dict[str, Any]]] = None,
 ) -> List[Dict[str, Any]]:
     """The records of every NPU extension (see the module docstring).  ``loaded``:
     soname → path of what ``import torch_npu`` has loaded; ``resolution``: the main
@@ -308,7 +313,10 @@ def scan(
     ``cache``: the caller's :class:`~npudoctor.probes._elfcache.ElfCache`, for the walks.
     ``owned``: ``{path: distribution}`` of the NPU distributions' shared objects
     (:func:`npu_package_files`): checked for unresolved ``DT_NEEDED`` entries even when they
-    link no NPU library (those of ``npu_libs`` and ``loaded`` are the main walk's)."""
+    link no NPU library (those of ``npu_libs`` and ``loaded`` are the main walk's).
+    ``torch_extensions``, when given with ``torch_libs`` (torch's ``lib/*.so``), receives
+    :func:`torch_extension_record` of every shared object walked (the big packages'
+    included, torch's own excepted) that links torch's libraries."""
 
     from npudoctor.parsers.elf import dynamic_symbols, read_elf
 
@@ -326,6 +334,8 @@ def scan(
         info = (read or read_elf)(real(path))
         if versions is not None and (path, top) not in extra:
             _versions_of(path, info, versions)
+        if torch_extensions is not None and torch_libs:
+            _torch_ext(path, top, info, torch_libs, real, check, undefined, torch_extensions, errors)
         links = [n for n in info.needed if n in NPU_LINKS] if not info.error else []
         if not links:
             if path in owned and not info.error:
@@ -388,8 +398,44 @@ def scan(
             if expired():
                 errors.append("symbol-version checks of extension modules stopped early (time budget)")
                 break
-            _versions_of(path, (read or read_elf)(real(path)), versions)
+            info = (read or read_elf)(real(path))
+            _versions_of(path, info, versions)
+            if torch_extensions is not None and torch_libs and _top != "torch":
+                _torch_ext(path, _top, info, torch_libs, real, check, undefined, torch_extensions, errors)
     return out
+
+
+def _torch_ext(
+    path: str,
+    top: str,
+    info: Any,
+    torch_libs: List[str],
+    real: Callable[[str], str],
+    check: Callable[[str, Set[str], List[str]], Dict[str, Any]],
+    undefined: Optional[Callable[[str], Tuple[Set[str], Optional[str]]]],
+    out: List[Dict[str, Any]],
+    errors: List[str],
+) -> None:
+    """Append the record of ``path`` to ``out`` when it links torch's libraries: its C++ ABI
+    (:func:`~npudoctor.parsers.cxxabi.module_cxx11_abi`, ``abi``/``abi_symbol``) and its
+    undefined torch names against the exports of ``torch_libs`` (a :func:`scan` check)."""
+    from npudoctor.parsers.cxxabi import TORCH_NAME, module_cxx11_abi
+    from npudoctor.parsers.elf import dynamic_symbols
+
+    if info.error or not any(TORCH_LINK_RE.match(n) for n in info.needed):
+        return
+    if undefined is not None:
+        undef, err = undefined(real(path))
+    else:
+        _d, undef, err = dynamic_symbols(real(path))
+    if err:
+        errors.append(f"{path}: {err}")
+        return
+    names = {n for n in undef if TORCH_NAME.match(n)}
+    abi, symbol = module_cxx11_abi(names)
+    rec = check(path, names, torch_libs)
+    rec.update(package=top, links=[n for n in info.needed if TORCH_LINK_RE.match(n)], abi=abi, abi_symbol=symbol)
+    out.append(rec)
 
 
 def _owned_record(

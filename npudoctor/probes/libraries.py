@@ -47,9 +47,14 @@ Keys::
                      (which needed versions are not defined is judged by
                      rules/_symbol_versions.py; older snapshots' "too_new" is ignored)
     symbols          {"torch": check, "atb": check, "cann": check, "extensions": [check]}
+                     ("torch" adds "abi"/"abi_symbol": libtorch_npu.so's C++ ABI from the
+                     torch names it imports, npudoctor.parsers.cxxabi.module_cxx11_abi)
                      check = {"object", "against": [paths], "checked", "missing_count",
                               "missing": [first 25 names], "error"}; extension checks
-                     add "package", "links" and "unresolved" (probes/_extensions.py)
+                     add "package", "links" and "unresolved" (probes/_extensions.py);
+                     "torch_extensions": [check] of every other module linking torch's
+                     libraries (its torch names against torch's lib/*.so) with "package",
+                     "links", "abi" (its C++11 ABI from those names, or None) and "abi_symbol"
     stack            [{"path", "where", "unresolved", "version_needs", "error"}]: the rest of
                      the NPU stack's ELF files (toolkit lib64/bin, NNAL, driver, npu-smi;
                      probes/_inventory.py) as they load with the documented environment,
@@ -66,6 +71,12 @@ Keys::
     elf_cache        {"hits", "misses"}: parsed file facts (ELF facts, symbol checks, RECORD
                      lists, package-directory walks) reused from the on-disk cache
     atb_plugin       path of torch_npu/lib/libop_plugin_atb.so or None
+    located          {"names": {library: [paths]}, "complete": bool}: where the libraries
+                     torch_npu (found in none of the stack's directories), extensions and
+                     autoloaded backends miss are on disk after all
+                     (probes/_locate.py; complete False: the bounded walk stopped early)
+    autoload         the backends import torch imports itself (entry points torch.backends)
+                     and their unresolved DT_NEEDED entries (probes/_autoload.py), or None
     duration         seconds spent
     errors           [strings]
 """
@@ -79,11 +90,13 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
-from npudoctor.parsers.cxxabi import torch_cxx11_abi
+from npudoctor.parsers.cxxabi import module_cxx11_abi, torch_cxx11_abi
 from npudoctor.probes import _inventory, mapping
+from npudoctor.probes._autoload import autoload_record
 from npudoctor.probes._elfcache import ElfCache, default_path
 from npudoctor.probes._extensions import ATB_SYM_RE, SYSTEM_LIB_RE, npu_package_files, record_owner, scan
 from npudoctor.probes._ldso import Resolver, expand_origin
+from npudoctor.probes._locate import located_record
 
 SECTION = "libraries"
 NEEDS = ("host", "python", "packages", "cann", "environment")
@@ -107,6 +120,11 @@ CANN_SYM_RE = re.compile(
 
 def _now() -> float:
     return time.monotonic()
+
+
+def _expired(start: float) -> Any:
+    """Whether the probe's :data:`TIME_BUDGET` from ``start`` has run out (a callable)."""
+    return lambda: _now() > start + TIME_BUDGET
 
 
 def _torch_npu_dir(host: Host, facts: Dict[str, Any]) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]:
@@ -207,6 +225,16 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         arch = (facts.get("host") or {}).get("arch") or env_facts.get("arch") or "x86_64"
         ld_path = [posixpath.normpath(p) for p in host.env_paths("LD_LIBRARY_PATH") if p.startswith("/")]
         resolver = Resolver(host, arch, 64, ld_path)
+        out["autoload"] = autoload_record(
+            host,
+            facts,
+            torch,
+            resolver,
+            _torch_libs(host, torch),
+            cache.read,
+            lambda p: _real(host, p),
+            _expired(start),
+        )
         _stack(host, facts, env_facts, resolver, {}, set(), cache, out, start + TIME_BUDGET, errors)
         out["duration"] = round(_now() - start, 3)
         return out
@@ -253,14 +281,11 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
     root_has_libc = bool(resolver.search("libc.so.6", [], [])[0])
 
     # torch's libraries count as loaded (import torch runs first).
-    loaded: Dict[str, str] = {}
-    torch_libs: List[str] = []
-    if torch and torch.get("lib_dir"):
-        for path in host.glob(torch["lib_dir"], suffix=".so"):
-            name = posixpath.basename(path)
-            if TORCH_LIB_RE.match(name) and not _TEST_LIB_RE.search(name):
-                loaded[name] = path
-                torch_libs.append(path)
+    loaded = _torch_libs(host, torch)
+    torch_libs = list(loaded.values())
+    out["autoload"] = autoload_record(
+        host, facts, torch, resolver, loaded, cache.read, lambda p: _real(host, p), _expired(start)
+    )
 
     objects: Dict[str, Any] = {}
     resolution: Dict[str, Dict[str, Any]] = {}
@@ -343,6 +368,7 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         host, pkg, roots, libtorch_npu, atb_plugin, torch_libs, resolution, facts, env_facts, deadline, errors, cache
     )
     versions: List[Dict[str, Any]] = []
+    torch_extensions: List[Dict[str, Any]] = []
     # K03: third-party extensions linking torch_npu / CANN / NNAL libraries (after import torch_npu)
     out["symbols"]["extensions"] = scan(
         host,
@@ -360,7 +386,10 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         versions=versions,
         owned={p: d for p, d in npu_package_files(host, facts, cache).items() if p not in objects},
         cache=cache,
+        torch_libs=torch_libs,
+        torch_extensions=torch_extensions,
     )
+    out["symbols"]["torch_extensions"] = torch_extensions
 
     def elf_of(p: str) -> Any:
         return read_elf(_real(host, p))
@@ -370,10 +399,22 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         out["symbols"]["extensions"], "object", resolver, elf_of
     )
     versions, more = _inventory.split_foreign(versions, "path", resolver, elf_of)
+    out["located"] = located_record(host, facts, out, lambda: _now() > deadline, cache)
     versions += [r for r in more if r["path"] not in {f["path"] for f in foreign}] + foreign
     _stack(host, facts, env_facts, resolver, loaded, set(objects), cache, out, deadline, errors, versions)
     out["duration"] = round(_now() - start, 3)
     return out
+
+
+def _torch_libs(host: Host, torch: Optional[Dict[str, Any]]) -> Dict[str, str]:
+    """soname -> path of torch's own libraries (``import torch`` loads them first)."""
+    loaded: Dict[str, str] = {}
+    if torch and torch.get("lib_dir"):
+        for path in host.glob(torch["lib_dir"], suffix=".so"):
+            name = posixpath.basename(path)
+            if TORCH_LIB_RE.match(name) and not _TEST_LIB_RE.search(name):
+                loaded[name] = path
+    return loaded
 
 
 def _real(host: Host, path: str) -> str:
@@ -517,9 +558,9 @@ def _symbol_checks(
             errors.append(f"{libtorch_npu}: {err}")
         else:
             if torch_libs:
-                out["torch"] = _check(
-                    libtorch_npu, {s for s in undef if TORCH_SYM_RE.match(s)}, torch_libs, real, cache
-                )
+                torch_names = {s for s in undef if TORCH_SYM_RE.match(s)}
+                out["torch"] = _check(libtorch_npu, torch_names, torch_libs, real, cache)
+                out["torch"]["abi"], out["torch"]["abi_symbol"] = module_cxx11_abi(torch_names)
             cann_libs = [
                 r["path"]
                 for r in resolution.values()

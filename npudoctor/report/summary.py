@@ -122,6 +122,12 @@ def _deep(facts: Facts) -> str:
     return f"import torch_npu: {deep.outcome}" if deep.outcome else ""
 
 
+def _deep_unrun(facts: Facts) -> bool:
+    """Whether the deep probe was skipped or could not start (never a ✓: nothing was proven)."""
+    deep = facts.deep
+    return deep.ran is False or deep.outcome in ("not_run", "error")
+
+
 _FOUND: Dict[str, Callable[[Facts], str]] = {
     "python": _python,
     "packages": _packages,
@@ -139,7 +145,10 @@ _QUIET = {"hccl", "host", "matrix", "libraries"}
 
 
 def _state(items: Sequence[Finding]) -> Optional[str]:
-    severities = {f.severity for f in items}
+    """The worst severity of ``items`` that is an error or a warning, counting a failure
+    another finding explains (the deep probe's, reported as a note with
+    ``data["severity_was"]``) as what it was: a failed probe is never a ✓."""
+    severities = {str(f.data.get("severity_was") or f.severity) for f in items}
     for state in ("error", "warning"):
         if state in severities:
             return state
@@ -170,9 +179,16 @@ def area_lines(facts_raw: Dict[str, Any], findings: Sequence[Finding]) -> List[A
                 found = ""
         if state is None and area == "environment" and facts_raw.get("cann") and Facts(facts_raw).cann.selected is None:
             reason = "no CANN toolkit to set up"
+        if state is None and area == "deep" and area in facts_raw and _deep_unrun(facts):
+            reason = found if facts.deep.ran is False else f"could not start: {facts.deep.reason or 'unknown'}"
+            reason = reason or "not run"
+            found = ""
         if state is None and reason:
             out.append(AreaLine(area, "unchecked", AREA_TITLES[area], f"not checked: {reason}"))
             continue
+        explained = [str(c) for f in items for c in f.data.get("explained_by") or () if f.data.get("severity_was")]
+        if explained:
+            found = (found + "; " if found else "") + f"explained by {', '.join(dict.fromkeys(explained))}"
         causes = sorted({str(f.data["because"]) for f in items if f.severity == state and f.data.get("because")})
         if causes and all(f.data.get("because") for f in items if f.severity == state):
             found = (found + "; " if found else "") + f"because of {', '.join(causes)}"

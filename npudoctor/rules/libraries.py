@@ -17,19 +17,29 @@ from npudoctor.knowledge import codes
 from npudoctor.knowledge.packages import CANN_LAYOUT_SET_ENV, NNAL_SET_ENV, set_env_script
 from npudoctor.knowledge.toolchain import DISTRO_GCC, gcc_for
 from npudoctor.parsers.numbers import numbers_in
-from npudoctor.remedies import Command, DockerFlags, Export, InstallPackage, PrependPath, Remedy, SourceFile
+from npudoctor.remedies import (
+    Command,
+    DockerFlags,
+    Export,
+    InstallPackage,
+    PipUninstall,
+    PrependPath,
+    Remedy,
+    SourceFile,
+)
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import in_container
 from npudoctor.rules._env_vars import recorded_set_env_script
 from npudoctor.rules._libowners import DRIVER, KERNELS, NNAL, OS, TOOLKIT, TORCH, TORCH_NPU, owner, owner_of_path
-from npudoctor.rules._pyfacts import cann_present, cann_version
+from npudoctor.rules._pyfacts import cann_present, cann_version, interpreter
 from npudoctor.rules._symbol_versions import TooNew
 from npudoctor.rules._symbol_versions import too_new as needed_too_new
 
 READS = ("cann", "environment", "host", "libraries", "python")
 ONLY_WITH = ("libraries",)
-#: A LIB finding names CANN001, CTR002 or DRV001 in ``data["because"]`` (kept when reported).
-FOLDS = {"libraries": ("cann", "container", "driver")}
+#: A LIB finding names CANN001, CTR002, DRV001, ENV001 or ENV005 in ``data["because"]`` (kept
+#: when reported).
+FOLDS = {"libraries": ("cann", "container", "driver", "environment")}
 
 #: A fix line: a structured remedy or prose.
 FixLine = Union[Remedy, str]
@@ -37,6 +47,8 @@ FixLine = Union[Remedy, str]
 NOT_LOADABLE = codes.get("LIB001")
 
 GLIBCXX = codes.get("LIB002")
+
+AUTOLOAD = codes.get("LIB012")
 
 
 def _set_env_script(ctx: RuleContext) -> Optional[str]:
@@ -70,6 +82,61 @@ def _prepend_ld(dirs: List[str], lead: str = "") -> PrependPath:
     """``dirs`` in front of LD_LIBRARY_PATH (keeps the user's value, adds no empty entry
     when it is unset)."""
     return PrependPath("LD_LIBRARY_PATH", tuple(dirs), lead=lead)
+
+
+def where_on_disk(libs: LibrariesFacts, names: Sequence[str], who: str) -> Tuple[List[str], List[FixLine]]:
+    """``(evidence, fix)`` for libraries ``who`` (a package) needs that are on no loader
+    path, from where the bounded search of the root found them (``libraries.located``):
+    the directory to put on the loader path (``LD_LIBRARY_PATH`` for the shell, or an
+    ``ld.so.conf.d`` entry and ``ldconfig`` for every process), or "not on this machine".
+    Empty lists when the snapshot has no search (older snapshots)."""
+    located = libs.located
+    if located is None:
+        return [], []
+    evidence: List[str] = []
+    dirs: List[str] = []
+    nowhere: List[str] = []
+    for name in names:
+        copies = located.names.get(name)
+        if copies is None:
+            continue
+        if copies:
+            evidence.append(f"{name} is on disk at {', '.join(copies)}, a directory on no loader path")
+            d = posixpath.dirname(copies[0])
+            if d not in dirs:
+                dirs.append(d)
+        else:
+            nowhere.append(name)
+    searched = "site-packages, /usr/local/lib*, /opt, /usr/local/Ascend"
+    if nowhere:
+        evidence.append(
+            f"{', '.join(nowhere)}: not on this machine (searched {searched})"
+            if located.complete
+            else f"{', '.join(nowhere)}: not found in the part of {searched} searched (the search stopped early)"
+        )
+    fix: List[FixLine] = []
+    if dirs:
+        conf = re.sub(r"[^A-Za-z0-9_.-]", "-", who) or "libraries"
+        fix.append(_prepend_ld(dirs, lead=f"Put the directory of {who}'s libraries on the loader path: "))
+        fix.append(
+            Command(
+                (
+                    "sh",
+                    "-c",
+                    " && ".join(
+                        f"echo {d} {'>' if i == 0 else '>>'} /etc/ld.so.conf.d/{conf}.conf" for i, d in enumerate(dirs)
+                    )
+                    + " && ldconfig",
+                ),
+                lead="or, for every process (as root): ",
+            )
+        )
+    if nowhere and located.complete:
+        fix.append(
+            f"{', '.join(nowhere)} {'is' if len(nowhere) == 1 else 'are'} not on this machine: install what ships "
+            f"{'it' if len(nowhere) == 1 else 'them'} for {who} (its documentation names the runtime), or reinstall {who}"
+        )
+    return evidence, fix
 
 
 def _arch(ctx: RuleContext) -> Optional[str]:
@@ -203,7 +270,14 @@ def not_loadable(
     for r in items:
         by = ", ".join(_short(p, libs) for p in r.needed_by)
         at = r.found_at
-        where = "; on disk at " + ", ".join(f"{f.path} ({f.where})" for f in at) if at else "; not found on disk"
+        located = libs.located.names.get(r.name) if libs.located is not None else None
+        where = (
+            "; on disk at " + ", ".join(f"{f.path} ({f.where})" for f in at)
+            if at
+            else "; not in the CANN, driver or NNAL directories"
+            if located
+            else "; not found on disk"
+        )
         evidence.append(
             f"{r.name} needed by {by}: not in RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache or default dirs{where}"
         )
@@ -216,6 +290,7 @@ def not_loadable(
             f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the CANN toolkit but not on the loader path"
         )
         fix = [SourceFile(script)] if script else [_prepend_ld(_found_dirs(items, "selected toolkit"))]
+        because = "ENV001"  # set_env.sh not sourced: folded under it when reported
     elif key == "driver":
         title = f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the NPU driver but not on the loader path"
         fix = [_prepend_ld([f"{driver}/lib64", f"{driver}/lib64/common", f"{driver}/lib64/driver"])]
@@ -226,6 +301,7 @@ def not_loadable(
             f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in NNAL but nnal/atb/set_env.sh is not sourced"
         )
         nnal_script = _nnal_script(ctx)
+        because = "ENV005"  # nnal/atb/set_env.sh not sourced: folded under it when reported (and as severe)
         if nnal_script:
             fix = [SourceFile(nnal_script, note="after torch is installed")]
         else:
@@ -282,6 +358,14 @@ def not_loadable(
             f"{', '.join(names)} cannot be loaded and {'is' if len(names) == 1 else 'are'} not on disk (owner: {who})"
         )
         fix = _missing_fix(ctx, who, names, script)
+        elsewhere, placed = where_on_disk(libs, names, "torch_npu")
+        if placed and isinstance(placed[0], PrependPath):
+            # in none of the stack's directories, but elsewhere on disk (the wider search)
+            title = (
+                f"{', '.join(names)} cannot be loaded: on disk, but in no directory on the loader path (owner: {who})"
+            )
+            fix = placed + fix
+        evidence[-1:-1] = elsewhere
     else:
         title = f"{', '.join(names)} cannot be loaded: no CANN toolkit is installed"
         because = "CANN001"  # folded under "no CANN toolkit" when that is reported
@@ -417,3 +501,83 @@ def glibcxx_too_old(ctx: RuleContext) -> Iterable[Finding]:
             data={"versions": versions, "needed_by": who},
             subject=lib,
         )
+
+
+@rule
+def autoload_breaks_import_torch(ctx: RuleContext) -> Iterable[Finding]:
+    """LIB012: ``import torch`` imports the registered device backends itself (torch 2.5+,
+    unless TORCH_DEVICE_BACKEND_AUTOLOAD disables it); the first one whose native modules
+    cannot load makes ``import torch`` fail.  A symptom of LIB001 when the libraries it
+    misses are torch_npu's (the same ones): folded under it."""
+    from npudoctor.knowledge.torch_autoload import autoload
+
+    auto = ctx.view.libraries.autoload
+    if auto is None or not auto.enabled:
+        return
+    libs = ctx.view.libraries
+    data = autoload()
+    for index, backend in enumerate(auto.backends):
+        if not backend.unresolved:
+            continue
+        names = [u.name for u in backend.unresolved]
+        by = list(dict.fromkeys(p for u in backend.unresolved for p in u.needed_by))
+        before = [f"{b.dist} ({b.name})" for b in auto.backends[:index]]
+        evidence = [
+            f"{backend.dist} {backend.version or ''} registers the entry point {data.group}: "
+            f"{backend.name} = {backend.value}".replace("  ", " "),
+            f"torch {auto.torch_version} imports it at `import torch` "
+            + (
+                f"(TORCH_DEVICE_BACKEND_AUTOLOAD={auto.variable})"
+                if auto.variable is not None
+                else "(TORCH_DEVICE_BACKEND_AUTOLOAD unset: enabled)"
+            ),
+        ]
+        if before:
+            evidence.append("after the backends " + ", ".join(before) + ", which load")
+        evidence += [
+            f"{u.name} needed by {', '.join(_short(p, libs) for p in u.needed_by)}: found on no loader path"
+            for u in backend.unresolved
+        ]
+        evidence.append("torch will raise: " + data.error.format(name=backend.name))
+        missing_main = {r.name for r in libs.resolution if r.status == "missing"}
+        because = "LIB001" if missing_main.intersection(names) else None
+        symbols = libs.symbols
+        ext_missing = {
+            n
+            for c in (symbols.extensions if symbols is not None else ())
+            if str(c.package or "").replace("_", "-").lower() == str(backend.dist or "").replace("_", "-").lower()
+            for n in c.unresolved
+        }
+        if because is None and ext_missing.intersection(names):
+            because = "LIB005"  # the backend's own modules are that finding's (an NPU distribution's files)
+        where, placed = ([], []) if because else where_on_disk(libs, names, str(backend.dist))
+        evidence[-1:-1] = where
+        first: List[FixLine] = (
+            [f"Make {', '.join(names[:4])} loadable (the fix of {because})"]
+            if because
+            else placed
+            or [
+                f"Install what ships {', '.join(names[:4])} for {backend.dist}, or add "
+                f"{'their' if len(names) > 1 else 'its'} directory to the loader path (LD_LIBRARY_PATH, or a file "
+                "in /etc/ld.so.conf.d/ and `ldconfig`)"
+            ]
+        )
+        yield AUTOLOAD.finding(
+            title=f"import torch fails: it loads {backend.dist} by itself (entry point {data.group}), "
+            f"whose {', '.join(posixpath.basename(p) for p in by[:2])} cannot load {', '.join(names[:4])}"
+            + (f" and {len(names) - 4} more" if len(names) > 4 else ""),
+            evidence=evidence,
+            fix=first
+            + [
+                Export(data.variable, "0", lead="or, to import torch without its backends meanwhile: "),
+                PipUninstall(
+                    interpreter(ctx), (str(backend.dist),), lead=f"or, when {backend.dist} is not used here: "
+                ),
+            ],
+            subject=str(backend.dist),
+            data=dict(
+                {"backend": backend.name, "dist": backend.dist, "libraries": names},
+                **({"because": because} if because else {}),
+            ),
+        )
+        return  # torch stops at the first backend that fails

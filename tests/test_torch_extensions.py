@@ -1,0 +1,122 @@
+"""Modules of site-packages that link torch's libraries, judged as the loader will: the C++
+ABI of the torch names each imports against the one torch's libc10.so exports (LIB010), and
+those names against torch's exports (LIB011).  Real g++ builds on the first-day site of
+tests/npusite.py (torch's libc10.so there is C++11-ABI); each problem is checked against
+glibc's own loader too (``ldd -r``: ld.so lists the module's libraries and binds every
+symbol), which reports the undefined symbol the audit predicts."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+from elfbuild import C10_SOURCE, ElfBuilder, extension_name
+from npusite import SITE, first_day
+from scenario_runner import run_check
+
+from npudoctor.parsers.cxxabi import module_cxx11_abi
+
+#: An extension calling c10's torchCheckFail(const char*, const char*, unsigned, const std::string&).
+ABI_EXT = """\
+#include <string>
+namespace c10 { namespace detail {
+void torchCheckFail(const char* func, const char* file, unsigned line, const std::string& msg);
+} }
+void npudoctor_ext_check(void) { c10::detail::torchCheckFail("f", "file.cpp", 1, std::string("m")); }
+"""
+#: An extension calling a c10 function no installed torch exports (built against another torch).
+NEWER_EXT = """\
+namespace c10 { namespace detail { void npudoctorNewerTorchOnly(int); } }
+void npudoctor_ext_newer(void) { c10::detail::npudoctorNewerTorchOnly(1); }
+"""
+NEWER_C10 = "namespace c10 { namespace detail { void npudoctorNewerTorchOnly(int) {} } }\n"
+
+
+def _site(tmp_path: Path):
+    scenario = first_day(tmp_path)
+    root = scenario / "root"
+    return scenario, root / SITE, ElfBuilder(tmp_path / "build", "x86_64")
+
+
+def _codes(doc: Dict[str, Any], *codes: str) -> List[Dict[str, Any]]:
+    return [f for f in doc["findings"] if f["code"] in codes]
+
+
+def _loader_says(module: Path, torch_lib: Path) -> str:
+    """What glibc's loader reports for ``module`` with torch's lib directory on its path."""
+    ldd = shutil.which("ldd")
+    if ldd is None:
+        pytest.skip("no ldd (glibc's loader front end) here")
+    env = dict(os.environ, LD_LIBRARY_PATH=str(torch_lib))
+    proc = subprocess.run([ldd, "-r", str(module)], env=env, capture_output=True, text=True, timeout=60)
+    return proc.stdout + proc.stderr
+
+
+def test_old_abi_extension_on_cxx11_torch_is_one_lib010(tmp_path):
+    scenario, site, b = _site(tmp_path)
+    old_c10 = b.build(
+        "abi0/libc10.so", C10_SOURCE, lang="c++", soname="libc10.so", flags=["-D_GLIBCXX_USE_CXX11_ABI=0"]
+    )
+    for stem in ("_C", "_ops"):
+        b.build(
+            site / "oldabi_ext" / extension_name(stem, python="310"),
+            ABI_EXT,
+            lang="c++",
+            needed=[old_c10],
+            flags=["-D_GLIBCXX_USE_CXX11_ABI=0"],
+        )
+    module = site / "oldabi_ext" / extension_name("_C", python="310")
+    assert "undefined symbol: _ZN3c106detail14torchCheckFailEPKcS2_jRKSs" in _loader_says(module, site / "torch/lib")
+    run = run_check(scenario)
+    assert run.doc is not None, run.stderr[-2000:]
+    (f,) = _codes(run.doc, "LIB010", "LIB011")
+    assert f["code"] == "LIB010" and f["severity"] == "error"
+    assert f["title"] == (
+        f"{extension_name('_C', python='310')}, {extension_name('_ops', python='310')} (oldabi_ext) were built "
+        "with the old C++ ABI; torch 2.7.1 uses the C++11 one"
+    )
+    assert f["fix"][0].startswith("Rebuild oldabi_ext against the installed torch 2.7.1 (pip install")
+    assert any("imports _ZN3c106detail14torchCheckFailEPKcS2_jRKSs" in line for line in f["evidence"])
+
+
+def test_same_abi_extension_gives_no_finding(tmp_path):
+    scenario, site, b = _site(tmp_path)
+    c10 = site / "torch/lib/libc10.so"
+    module = b.build(site / "goodabi_ext" / extension_name("_C", python="310"), ABI_EXT, lang="c++", needed=[c10])
+    assert "undefined symbol" not in _loader_says(module, site / "torch/lib")
+    run = run_check(scenario)
+    assert run.doc is not None, run.stderr[-2000:]
+    checks = run.doc["facts"]["libraries"]["symbols"]["torch_extensions"]
+    (mine,) = [c for c in checks if c["package"] == "goodabi_ext"]
+    assert (mine["abi"], mine["missing_count"]) == (True, 0)
+    assert _codes(run.doc, "LIB010", "LIB011") == []
+
+
+def test_extension_for_another_torch_is_one_lib011(tmp_path):
+    scenario, site, b = _site(tmp_path)
+    newer = b.build("newer/libc10.so", NEWER_C10, lang="c++", soname="libc10.so")
+    module = b.build(site / "newer_ext" / extension_name("_C", python="310"), NEWER_EXT, lang="c++", needed=[newer])
+    said = _loader_says(module, site / "torch/lib")
+    assert "undefined symbol: _ZN3c106detail23npudoctorNewerTorchOnlyEi" in said
+    run = run_check(scenario)
+    assert run.doc is not None, run.stderr[-2000:]
+    (f,) = _codes(run.doc, "LIB010", "LIB011")
+    assert f["code"] == "LIB011"
+    assert f["title"] == (
+        f"{extension_name('_C', python='310')} (newer_ext) was built against another torch than the installed torch 2.7.1"
+    )
+    assert "undefined: _ZN3c106detail23npudoctorNewerTorchOnlyEi" in f["evidence"]
+
+
+def test_module_abi_from_the_torch_names_it_imports():
+    old = "_ZN3c106detail14torchCheckFailEPKcS2_jRKSs"
+    new = "_ZN3c106detail14torchCheckFailEPKcS2_jRKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE"
+    assert module_cxx11_abi([old, "_ZN2at6TensorC1Ev"]) == (False, old)
+    assert module_cxx11_abi([new]) == (True, new)
+    # libstdc++'s own names and torch names without a std::string say nothing
+    assert module_cxx11_abi(["_ZNSsC1Ev", "_ZN2at6TensorC1Ev"]) == (None, None)
+    assert module_cxx11_abi([old, new]) == (None, None)
