@@ -12,6 +12,7 @@ module and has a typed view in :mod:`npudoctor.facts` (the JSON Schema
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import stat
@@ -189,13 +190,28 @@ def clean_stale_temp(directory: str) -> List[str]:
 
 
 def atomic_write(path: str, data: str) -> None:
-    """Write ``data`` (UTF-8) to ``path`` atomically: temp file in the same directory,
-    fsync, rename.  The previous file stays intact if anything fails.  Raises
-    ``OSError`` (e.g. read-only directory) with nothing left behind.  Stale temporary
-    files of writers killed before (:func:`clean_stale_temp`) are removed first."""
+    """Write ``data`` (UTF-8) to ``path`` without ever changing what kind of file it is.
+
+    A new or regular file is replaced atomically: temp file in the same directory, fsync,
+    rename; the previous file stays intact if anything fails.  A symlink is kept: its target
+    is written the same way.  A character device (``/dev/null``, a terminal) or a FIFO is
+    written in place, never renamed over.  Any other existing target (a directory, a socket,
+    a block device) is refused with ``OSError``.  Raises ``OSError`` (e.g. read-only
+    directory) with nothing left behind.  Stale temporary files of writers killed before
+    (:func:`clean_stale_temp`) are removed first."""
     import tempfile  # here, not at import: health imports this module on every run, writes rarely
 
-    directory = os.path.dirname(os.path.abspath(path)) or "."
+    target = os.path.realpath(path) if os.path.islink(path) else path
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+            _write_in_place(target, data)
+            return
+        raise OSError(errno.EINVAL, "exists and is not a regular file, a FIFO or a character device", path)
+    directory = os.path.dirname(os.path.abspath(target)) or "."
     clean_stale_temp(directory)
     fd, tmp = tempfile.mkstemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-", suffix=_TMP_SUFFIX, dir=directory)
     try:
@@ -203,11 +219,18 @@ def atomic_write(path: str, data: str) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _write_in_place(path: str, data: str) -> None:
+    """Write ``data`` into an existing FIFO or character device (no create, no rename)."""
+    fd = os.open(path, os.O_WRONLY | os.O_NOCTTY)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(data)
 
 
 # ---------------------------------------------------------------- redaction

@@ -54,7 +54,11 @@ ALLOWED: Dict[Tuple[str, str], Tuple[int, str]] = {
         1,
         "the health memo's key: size and mtime of npudoctor's own package files (never the judged machine)",
     ),
-    ("npudoctor/snapshot.py", "os.fdopen"): (1, "atomic_write: the temporary file npudoctor creates itself"),
+    ("npudoctor/snapshot.py", "os.fdopen"): (
+        2,
+        "atomic_write: the temporary file npudoctor creates itself, or the FIFO/device the user named as output",
+    ),
+    ("npudoctor/snapshot.py", "os.open"): (1, "atomic_write: a FIFO or device the user named as output, written"),
     ("npudoctor/snapshot.py", "os.listdir"): (1, "clean_stale_temp: npudoctor's own temp files in its output dir"),
     ("npudoctor/parsers/elf.py", "SymbolIndex.open"): (1, "npudoctor's own classmethod (opens via open_regular)"),
     ("npudoctor/cluster/inputs.py", "os.listdir"): (1, "a directory given to compare: listed, files read capped"),
