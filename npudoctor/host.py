@@ -55,6 +55,7 @@ from npudoctor.hostproc import (
     kill_tree,
     note_timeout,
     reap_orphans,
+    runnable,
     starttime,
 )
 
@@ -382,31 +383,15 @@ class Host:
 
     @_observed
     def which(self, name: str) -> Optional[str]:
-        """Full path of an executable found on this host's ``PATH`` (on this machine:
-        commands are never run from inside the root), or ``None``.  Only absolute entries
-        are searched (``.``, ``usr/bin`` or an empty entry would depend on the working
-        directory), and never a file that is, or resolves to, a path inside the root."""
+        """Full path of an executable found on this host's ``PATH``, or ``None``.  Only
+        absolute entries are searched (``.`` or ``usr/bin`` would depend on the working
+        directory), never inside the root (:func:`npudoctor.hostproc.runnable`)."""
         for directory in self.env_paths("PATH"):
-            if not os.path.isabs(directory):
-                continue
             candidate = os.path.join(directory, name)
-            if self.runnable(candidate) and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-                return candidate
+            if os.path.isabs(directory) and runnable(candidate, self.root, self.live):
+                if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                    return candidate
         return None
-
-    def runnable(self, exe: str) -> bool:
-        """Whether ``exe`` may be run: on a live host any path the caller named; with a
-        ``--root``, only an absolute path that is not, and does not resolve to, a path
-        inside the root (nothing inside ``--root`` is executed)."""
-        if self.live:
-            return "\0" not in exe
-        if not os.path.isabs(exe) or "\0" in exe:
-            return False
-        roots = {self.root, os.path.realpath(self.root)}
-        for path in (os.path.abspath(exe), os.path.realpath(exe)):
-            if any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots):
-                return False
-        return True
 
     # --------------------------------------------------------------- commands
     @_observed
@@ -440,7 +425,7 @@ class Host:
         if exe is None:
             result.error = "command not found"
             return result
-        if not self.runnable(exe):
+        if not runnable(exe, self.root, self.live):
             result.error = "refused: not an absolute path outside the root"
             return result
         lock = _NPU_SMI_LOCK if _serialized(exe) else None
@@ -473,7 +458,7 @@ class Host:
         if not self.commands or key in self._started:
             return False
         exe = argv[0] if "/" in argv[0] else self.which(argv[0])
-        if exe is None or not self.runnable(exe):
+        if exe is None or not runnable(exe, self.root, self.live):
             return False
         lock = _NPU_SMI_LOCK if _serialized(exe) else None
         if lock is not None and not lock.acquire(blocking=False):
