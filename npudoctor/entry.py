@@ -16,6 +16,20 @@ if TYPE_CHECKING:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    """Run one command line with ``sys.stdout``/``sys.stderr`` escaping control characters
+    (:class:`npudoctor.report.escape.SafeStream`): whatever a command prints, text from the
+    judged machine cannot drive the terminal."""
+    from npudoctor.report.escape import safe
+
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = safe(sys.stdout), safe(sys.stderr)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _main(argv: Optional[List[str]]) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if "health" in args:
         from npudoctor.cli.terminal import take_color_flags
