@@ -388,9 +388,9 @@ class Host:
         directory), never inside the root (:func:`npudoctor.hostproc.runnable`)."""
         for directory in self.env_paths("PATH"):
             candidate = os.path.join(directory, name)
-            if os.path.isabs(directory) and runnable(candidate, self.root, self.live):
-                if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-                    return candidate
+            ok = os.path.isabs(directory) and runnable(candidate, self.root, self.live)
+            if ok and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                return candidate
         return None
 
     # --------------------------------------------------------------- commands
