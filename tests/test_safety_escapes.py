@@ -10,9 +10,9 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
+import tomllib
 from clirun import npudoctor
 from scenario_runner import environment
 from shellscript import write_script
