@@ -15,15 +15,18 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from npudoctor import lazyre
+from npudoctor.redact import conceal_text
+
 if TYPE_CHECKING:
     from typing import Any, Iterable, TextIO
 
 #: C0 and C1 controls and DEL (but newline and tab), and the bidirectional embedding,
 #: override and isolate characters (Unicode TR 9: they reorder what the reader sees).
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE = lazyre.pattern("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 #: What is kept: an SGR sequence (colours, bold, dim) -- it cannot move the cursor, clear,
 #: retitle or reach the clipboard -- unless it conceals text (parameter 8).
-_SGR = re.compile(r"\x1b\[([0-9;]{0,24})m")
+_SGR = lazyre.pattern(r"\x1b\[([0-9;]{0,24})m")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -47,14 +50,16 @@ def visible(text: str) -> str:
 
 
 class SafeStream:
-    """A text stream that writes through :func:`visible`; everything else is the wrapped
-    stream's (``flush``, ``isatty``, ``fileno``, ``buffer``…)."""
+    """A text stream that writes through :func:`npudoctor.redact.conceal_text` (the one
+    concealer: no secret reaches any output, whichever command or path printed it) and
+    :func:`visible`; everything else is the wrapped stream's (``flush``, ``isatty``,
+    ``fileno``, ``buffer``…)."""
 
     def __init__(self, raw: TextIO) -> None:
         self.raw = raw
 
     def write(self, text: str) -> int:
-        self.raw.write(text if text == "\r" else visible(text))
+        self.raw.write(text if text == "\r" else visible(conceal_text(text)))
         return len(text)
 
     def writelines(self, lines: Iterable[str]) -> None:

@@ -266,9 +266,10 @@ def run_health(options: HealthOptions) -> ExitStatus:
         _note(printable(f"judged the {judged.get('judged')} environment: {judged.get('because')}", limit=400))
     if cache:
         try:
+            from npudoctor.redact import conceal
             from npudoctor.snapshot import atomic_write
 
-            atomic_write(cache, json.dumps(doc))
+            atomic_write(cache, json.dumps(conceal(doc)))  # a file npudoctor writes: no secret either
         except OSError:
             pass
     return _emit(doc, as_json)
