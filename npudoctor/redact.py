@@ -149,7 +149,7 @@ def conceal_text(text: str) -> str:
     has_option = "--" in out
     if not has_option and "=" not in out and ":" not in out:
         return out
-    if ":" in out:
+    if ":" in out and _may_hold_header(out):
         out = _HEADER.sub(_header, out)
     if "=" in out and ("?" in out or "&" in out):
         out = _QUERY.sub(_query, out)
@@ -158,6 +158,12 @@ def conceal_text(text: str) -> str:
     if "=" not in out and ":" not in out:
         return out
     return _ASSIGNMENT.sub(_assignment, out)
+
+
+def _may_hold_header(text: str) -> bool:
+    """Whether :data:`_HEADER` can match: every match holds one of these words (any case)."""
+    low = text.lower()
+    return "authorization" in low or "cookie" in low or "x-" in low
 
 
 def _header(m: re.Match[str]) -> str:
