@@ -52,6 +52,13 @@ __all__ = ["MAX_DEPTH", "MAX_LINES", "SetEnvResult", "evaluate"]
 
 #: Nesting depth of ``source`` and of ``$(...)`` evaluated.
 MAX_DEPTH = 4
+#: Longest value one assignment may build (bytes).  CANN's longest variable, a sourced
+#: toolkit's ``LD_LIBRARY_PATH``, is a few kilobytes; a longer value is a script doubling a
+#: variable (``A=$A$A``), refused as not understood instead of growing without bound.
+MAX_VALUE = 256 << 10
+#: Total bytes all variable expansions of one evaluation may produce, whatever the lines
+#: (past it every expansion is refused): time and memory stay bounded.
+MAX_EXPANDED = 8 << 20
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _ASSIGN_RE = lazyre.pattern(rf"^({_NAME})(\+?)=(.*)$", re.S)
@@ -143,9 +150,12 @@ def _special(st: _State, name: str) -> Optional[str]:
 
 def _lookup(st: _State, name: str) -> Optional[str]:
     special = _special(st, name)
-    if special is not None and name not in st.vars:
-        return special
-    return st.vars.get(name)
+    value = special if special is not None and name not in st.vars else st.vars.get(name)
+    if value:
+        st.expanded += len(value)
+        if st.expanded > MAX_EXPANDED:
+            raise _Unsupported(f"expansions past {MAX_EXPANDED >> 20} MiB in all: not evaluated")
+    return value
 
 
 def _dollar(st: _State, text: str, i: int, depth: int) -> Tuple[str, int]:
@@ -406,6 +416,8 @@ def _assign(st: _State, name: str, append: bool, raw: str, depth: int, export: b
     value = _expand(st, raw, depth)
     if append:
         value = st.vars.get(name, "") + value
+    if len(value) > MAX_VALUE:
+        raise _Unsupported(f"the value of {name} would be {len(value)} bytes, over {MAX_VALUE >> 10} KiB")
     st.vars[name] = value
     st.result.variables[name] = value
     if name in st.unset:

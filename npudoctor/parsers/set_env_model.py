@@ -63,3 +63,5 @@ class State:
         self.cwd = posixpath.dirname(script) or "/"
         self.result = SetEnvResult()
         self.status = True
+        #: Bytes produced by variable expansions so far (bounded by ``MAX_EXPANDED``).
+        self.expanded = 0

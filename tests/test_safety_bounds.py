@@ -1,0 +1,63 @@
+"""Bounds on what hostile input can make npudoctor build (issue 32): memory and work stay
+small and the excess is said, never a crash -- measured in bytes and counts, not time."""
+
+from __future__ import annotations
+
+import tracemalloc
+from typing import Dict, List
+
+from npudoctor.parsers.ldcache import LD_CONF_MAX_FILES, LD_CONF_MAX_LINES, parse_ld_conf
+from npudoctor.parsers.set_env import MAX_VALUE, evaluate
+
+
+def test_a_doubling_set_env_stays_small_and_is_reported() -> None:
+    text = "A=x\n" + "A=$A$A\n" * 40 + "export LD_LIBRARY_PATH=/usr/local/Ascend/driver/lib64:$A\n"
+    tracemalloc.start()
+    try:
+        result = evaluate(text, "/usr/local/Ascend/ascend-toolkit/set_env.sh")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20
+    assert len(result.variables["A"]) <= MAX_VALUE
+    reasons = [reason for _line, reason in result.unsupported]
+    assert any("over 256 KiB" in r for r in reasons)
+    assert any("expansions past 8 MiB" in r for r in reasons)
+
+
+def _fs(files: Dict[str, str]):  # type: ignore[no-untyped-def]
+    reads: List[str] = []
+
+    def read(path: str) -> str:
+        reads.append(path)
+        return files.get(path)  # type: ignore[return-value]
+
+    def listdir(directory: str) -> List[str]:
+        return [k.rsplit("/", 1)[1] for k in files if k.rsplit("/", 1)[0] == directory]
+
+    return read, listdir, reads
+
+
+def test_ld_so_conf_includes_that_fan_out_read_each_file_once() -> None:
+    files = {"/etc/ld.so.conf": "include /etc/ld.so.conf.d/*\n"}
+    for i in range(10):
+        files[f"/etc/ld.so.conf.d/{i}.conf"] = f"include /etc/ld.so.conf.d/*\n/usr/lib/d{i}\n"
+    read, listdir, reads = _fs(files)
+    conf = parse_ld_conf("/etc/ld.so.conf", read, listdir)
+    assert len(reads) == 11 and sorted(reads) == sorted(files)
+    assert sorted(conf.dirs) == sorted(f"/usr/lib/d{i}" for i in range(10))
+
+
+def test_ld_so_conf_files_and_lines_are_bounded() -> None:
+    files = {"/etc/ld.so.conf": "include /etc/ld.so.conf.d/*.conf\n"}
+    for i in range(LD_CONF_MAX_FILES + 50):
+        files[f"/etc/ld.so.conf.d/{i:04d}.conf"] = "/usr/lib/x\n"
+    read, listdir, reads = _fs(files)
+    conf = parse_ld_conf("/etc/ld.so.conf", read, listdir)
+    assert len(reads) == LD_CONF_MAX_FILES
+    assert any(f"more than {LD_CONF_MAX_FILES} files" in e for e in conf.errors)
+    big = {"/etc/ld.so.conf": "\n".join(f"/d{i}" for i in range(200000))}
+    read, listdir, reads = _fs(big)
+    conf = parse_ld_conf("/etc/ld.so.conf", read, listdir)
+    assert len(conf.dirs) == LD_CONF_MAX_LINES
+    assert any("lines in all" in e for e in conf.errors)
