@@ -239,28 +239,3 @@ def parse_ld_conf(path: str, read: Callable[[str], Optional[str]], listdir: Call
 
     one(path, 0)
     return conf
-    conf.files.append(path)
-    base = posixpath.dirname(path)
-    for raw in text.splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        if line.startswith("include") and line[7:8] in (" ", "\t"):
-            if _depth >= 8:
-                conf.errors.append(f"{path}: include nested too deep")
-                continue
-            for pattern in line[7:].split():
-                if not pattern.startswith("/"):
-                    pattern = posixpath.join(base, pattern)
-                directory, name = posixpath.split(pattern)
-                for entry in sorted(listdir(directory)):
-                    if fnmatch.fnmatchcase(entry, name):
-                        parse_ld_conf(posixpath.join(directory, entry), read, listdir, _depth + 1, conf)
-            continue
-        if line.startswith("hwcap") and line[5:6] in (" ", "\t"):
-            continue
-        for item in line.replace(",", " ").split():
-            directory = item.split("=", 1)[0].rstrip("/") or "/"
-            if directory.startswith("/") and directory not in conf.dirs:
-                conf.dirs.append(directory)
-    return conf
