@@ -3,9 +3,14 @@ small and the excess is said, never a crash -- measured in bytes and counts, not
 
 from __future__ import annotations
 
+import json
 import tracemalloc
+from pathlib import Path
 from typing import Dict, List
 
+from clirun import npudoctor
+
+from npudoctor.knowledge.versions import malformed_version
 from npudoctor.parsers.ldcache import LD_CONF_MAX_FILES, LD_CONF_MAX_LINES, parse_ld_conf
 from npudoctor.parsers.set_env import MAX_VALUE, evaluate
 
@@ -61,3 +66,20 @@ def test_ld_so_conf_files_and_lines_are_bounded() -> None:
     conf = parse_ld_conf("/etc/ld.so.conf", read, listdir)
     assert len(conf.dirs) == LD_CONF_MAX_LINES
     assert any("lines in all" in e for e in conf.errors)
+
+
+def test_an_absurd_version_is_malformed_not_a_crash(tmp_path: Path) -> None:
+    site = tmp_path / "root/usr/local/lib/python3.10/site-packages"
+    absurd = "2.1.0.post" + "9" * 5000
+    for name in ("torch", "torch_npu"):
+        dist = site / f"{name}-2.1.0.dist-info"
+        dist.mkdir(parents=True)
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {absurd}\n")
+    result = npudoctor("check", "--root", str(tmp_path / "root"), "--json", env={"PATH": "/usr/bin:/bin"})
+    doc = json.loads(result.stdout)
+    assert [f["title"] for f in doc["findings"] if f["code"] == "HOST099"] == []
+    record = doc["facts"]["packages"]["installed"]["torch-npu"][0]
+    assert record["version"] is None
+    assert "is malformed (5010 characters long" in record["metadata_error"]
+    assert malformed_version("2.1.0.post" + "1" * 40) == "a number of more than 32 digits"
+    assert malformed_version("2.1.0.post10+git1234abcd") is None
