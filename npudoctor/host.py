@@ -39,6 +39,7 @@ from npudoctor.hostio import (
     open_regular,
     read_capped,
     read_capped_text,
+    walk_tree,
 )
 from npudoctor.hostproc import (
     EXIT_GRACE,
@@ -326,9 +327,7 @@ class Host:
         def refused(exc: OSError) -> None:
             self._note(base, exc)
 
-        for dirpath, dirnames, filenames in os.walk(top, onerror=refused):
-            dirnames.sort()
-            filenames.sort()
+        for dirpath, dirnames, filenames in walk_tree(top, refused):
             rel = os.path.relpath(dirpath, top)
             yield (base if rel == "." else posixpath.join(base, rel.replace(os.sep, "/"))), dirnames, filenames
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from npudoctor.valuerecord import record
 
 if TYPE_CHECKING:
-    from typing import BinaryIO, Dict, List, Optional, Tuple
+    from typing import BinaryIO, Callable, Dict, Iterator, List, Optional, Tuple
 
 #: Largest file read by default (bytes).  Version and info files are tiny; logs are
 #: streamed elsewhere and never read through this call.
@@ -209,3 +209,32 @@ def _errno_reason(exc: OSError) -> str:
     if exc.errno == errno.EAGAIN:
         return "would block on read"
     return exc.strerror or str(exc)
+
+
+def walk_tree(top: str, onerror: Callable[[OSError], None]) -> Iterator[Tuple[str, List[str], List[str]]]:
+    """``os.walk(top)`` top down, symlinks not followed, names sorted: ``(dirpath,
+    dirnames, filenames)``; prune ``dirnames`` in place to skip a subtree; a directory that
+    cannot be listed is given to ``onerror`` and skipped.  A loop with its own stack: the
+    ``os.walk`` of Python before 3.12 recurses, so a tree a few thousand levels deep was a
+    RecursionError."""
+    stack = [top]
+    while stack:
+        dirpath = stack.pop()
+        try:
+            with os.scandir(dirpath) as it:
+                entries = [(e.name, _is_dir(e), e.is_symlink()) for e in it]
+        except OSError as exc:
+            onerror(exc)
+            continue
+        dirnames = sorted(name for name, is_dir, _link in entries if is_dir)
+        filenames = sorted(name for name, is_dir, _link in entries if not is_dir)
+        links = {name for name, _dir, link in entries if link}
+        yield dirpath, dirnames, filenames
+        stack.extend(os.path.join(dirpath, d) for d in reversed(dirnames) if d not in links)
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False

@@ -4,12 +4,14 @@ small and the excess is said, never a crash -- measured in bytes and counts, not
 from __future__ import annotations
 
 import json
+import os
 import tracemalloc
 from pathlib import Path
 from typing import Dict, List
 
 from clirun import npudoctor
 
+from npudoctor.host import Host
 from npudoctor.knowledge.versions import malformed_version
 from npudoctor.parsers.ldcache import LD_CONF_MAX_FILES, LD_CONF_MAX_LINES, parse_ld_conf
 from npudoctor.parsers.set_env import MAX_VALUE, evaluate
@@ -83,3 +85,26 @@ def test_an_absurd_version_is_malformed_not_a_crash(tmp_path: Path) -> None:
     assert "is malformed (5010 characters long" in record["metadata_error"]
     assert malformed_version("2.1.0.post" + "1" * 40) == "a number of more than 32 digits"
     assert malformed_version("2.1.0.post10+git1234abcd") is None
+
+
+def test_a_1500_deep_directory_is_walked_without_recursion(tmp_path: Path) -> None:
+    top = tmp_path / "root/usr/lib"
+    top.mkdir(parents=True)
+    cwd = os.getcwd()
+    try:
+        os.chdir(top)
+        for _ in range(1500):
+            os.mkdir("d")
+            os.chdir("d")
+        (Path(".") / "libdeep.so").write_text("")
+    finally:
+        os.chdir(cwd)
+    host = Host(str(tmp_path / "root"), {})
+    walked = list(host.walk("/usr/lib"))
+    assert len(walked) >= 1000  # as deep as the path length limit lets the kernel list it
+    assert walked[0] == ("/usr/lib", ["d"], [])
+    pruned = []
+    for dirpath, dirnames, _files in host.walk("/usr/lib"):
+        pruned.append(dirpath)
+        dirnames[:] = []
+    assert pruned == ["/usr/lib"]

@@ -38,7 +38,7 @@ from typing import Any, List, Mapping, Optional, Tuple
 
 from npudoctor import lazyre
 from npudoctor.parsers.numbers import to_int
-from npudoctor.parsers.set_env_model import SetEnvResult
+from npudoctor.parsers.set_env_model import MAX_EXPANDED, MAX_VALUE, SetEnvResult
 from npudoctor.parsers.set_env_model import State as _State
 from npudoctor.parsers.shell_lex import MAX_LINES
 from npudoctor.parsers.shell_lex import Unsupported as _Unsupported
@@ -48,17 +48,10 @@ from npudoctor.parsers.shell_lex import split_assignments as _split_assignments
 from npudoctor.parsers.shell_lex import split_commands as _split_commands
 from npudoctor.parsers.shell_lex import split_pipe as _split_pipe
 
-__all__ = ["MAX_DEPTH", "MAX_LINES", "SetEnvResult", "evaluate"]
+__all__ = ["MAX_DEPTH", "MAX_EXPANDED", "MAX_LINES", "MAX_VALUE", "SetEnvResult", "evaluate"]
 
 #: Nesting depth of ``source`` and of ``$(...)`` evaluated.
 MAX_DEPTH = 4
-#: Longest value one assignment may build (bytes).  CANN's longest variable, a sourced
-#: toolkit's ``LD_LIBRARY_PATH``, is a few kilobytes; a longer value is a script doubling a
-#: variable (``A=$A$A``), refused as not understood instead of growing without bound.
-MAX_VALUE = 256 << 10
-#: Total bytes all variable expansions of one evaluation may produce, whatever the lines
-#: (past it every expansion is refused): time and memory stay bounded.
-MAX_EXPANDED = 8 << 20
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _ASSIGN_RE = lazyre.pattern(rf"^({_NAME})(\+?)=(.*)$", re.S)
