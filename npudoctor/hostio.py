@@ -170,17 +170,26 @@ def open_regular(path: str, devices: bool = False, pipes: bool = False) -> Binar
 
 
 def read_capped(
-    path: str, limit: int = DEFAULT_READ_LIMIT, devices: bool = False, pipes: bool = False
+    path: str, limit: int = DEFAULT_READ_LIMIT, devices: bool = False, pipes: bool = False, whole: bool = False
 ) -> Tuple[bytes, bool]:
     """Read at most ``limit`` bytes of ``path`` (of this machine) through :func:`open_regular`:
     ``(data, truncated)``.  Raises ``OSError`` (a FIFO, a device, a read that would block,
-    the usual errno); ``truncated`` says the file held more than ``limit`` bytes."""
+    the usual errno); ``truncated`` says the file held more than ``limit`` bytes.  ``whole``:
+    the caller wants the whole file or nothing, so a regular file whose size is over
+    ``limit`` is not read at all (``(b"", True)``)."""
     with open_regular(path, devices=devices, pipes=pipes) as fh:
-        data = fh.read(limit + 1)
+        want = limit
+        if whole:
+            st = os.fstat(fh.fileno())
+            if stat_mod.S_ISREG(st.st_mode) and st.st_size > limit:
+                return b"", True
+            if stat_mod.S_ISREG(st.st_mode) and st.st_size > 0:
+                want = min(limit, st.st_size + 4096)  # read() allocates what it is asked for first
+        data = fh.read(want + 1)
     if data is None:  # a non-blocking read with nothing to give
         raise OSError(errno.EAGAIN, "no data without blocking", path)
-    if len(data) > limit:
-        return data[:limit], True
+    if len(data) > want:
+        return data[:want], True
     return data, False
 
 

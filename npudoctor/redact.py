@@ -366,7 +366,7 @@ class Redactor:
             out: Dict[Any, Any] = {}
             for key_in, v in value.items():
                 name = str(key_in)
-                k = self.text(key_in) if isinstance(key_in, str) else key_in
+                k = self.text(key_in) if isinstance(key_in, str) and _data_key(key_in) else key_in
                 low = name.lower()
                 if isinstance(v, str) and v and _is_secret_name(name):
                     out[k] = SECRET
@@ -388,6 +388,13 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         return value
+
+
+def _data_key(key: str) -> bool:
+    """Whether a dict key is data (a path, a URL, an address: redacted like a value) rather
+    than a field or section name (``cann``, ``HCCL_IF_IP``, ``torch-npu``), which is kept
+    even when it equals a host name that is redacted elsewhere."""
+    return any(c in key for c in "/@:= ") or key.count(".") >= 3
 
 
 def _has_home(text: str) -> bool:

@@ -9,12 +9,14 @@ import tracemalloc
 from pathlib import Path
 from typing import Dict, List
 
+import pytest
 from clirun import npudoctor
 
 from npudoctor.host import Host
 from npudoctor.knowledge.versions import malformed_version
 from npudoctor.parsers.ldcache import LD_CONF_MAX_FILES, LD_CONF_MAX_LINES, parse_ld_conf
 from npudoctor.parsers.set_env import MAX_VALUE, evaluate
+from npudoctor.snapshot import SNAPSHOT_LIMIT, SNAPSHOT_VALUES, Snapshot, SnapshotError
 
 
 def test_a_doubling_set_env_stays_small_and_is_reported() -> None:
@@ -108,3 +110,36 @@ def test_a_1500_deep_directory_is_walked_without_recursion(tmp_path: Path) -> No
         pruned.append(dirpath)
         dirnames[:] = []
     assert pruned == ["/usr/lib"]
+
+
+def test_an_oversized_snapshot_is_refused_from_its_size_before_reading(tmp_path: Path) -> None:
+    big = tmp_path / "big.json"
+    with open(big, "wb") as fh:
+        fh.truncate(SNAPSHOT_LIMIT + (1 << 20))  # sparse: nothing on disk
+    tracemalloc.start()
+    try:
+        with pytest.raises(SnapshotError, match="is over 64 MB"):
+            Snapshot.load(str(big))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20
+    result = npudoctor("check", "--from", str(big), env={"PATH": "/usr/bin:/bin"})
+    assert result.returncode == 2 and "over 64 MB" in result.stderr
+    compared = npudoctor("compare", str(big), str(big), env={"PATH": "/usr/bin:/bin"})
+    assert "over 64 MB" in compared.stdout + compared.stderr
+
+
+def test_a_snapshot_of_tiny_objects_is_refused_by_count_not_parsed(tmp_path: Path) -> None:
+    many = tmp_path / "many.json"
+    many.write_text('{"schema_version": 1, "facts": {"x": [' + ",".join(["{}"] * (SNAPSHOT_VALUES // 2 + 10)) + "]}}")
+    tracemalloc.start()
+    try:
+        with pytest.raises(SnapshotError, match="more than 2000000 values"):
+            Snapshot.load(str(many))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20  # the text itself (~4 MB, as str) and no parsed objects
+    compared = npudoctor("compare", str(many), str(many), env={"PATH": "/usr/bin:/bin"})
+    assert "more than 2000000 values" in compared.stdout + compared.stderr

@@ -59,7 +59,7 @@ def test_a_symlink_to_a_fifo_keeps_both(tmp_path: Path) -> None:
     got: List[bytes] = []
     reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
     reader.start()
-    atomic_write(str(link), "hello\n")
+    atomic_write(str(link), "hello\n", named=True)
     reader.join(60)
     assert got == [b"hello\n"]
     assert os.path.islink(link) and stat.S_ISFIFO(os.lstat(fifo).st_mode)
@@ -88,3 +88,16 @@ def test_a_regular_file_is_still_replaced_atomically(tmp_path: Path) -> None:
     atomic_write(str(out), "new")
     assert out.read_text() == "new"
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_file_npudoctor_picks_itself_replaces_a_planted_link_or_fifo(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    link = tmp_path / "cache.json"
+    link.symlink_to(victim)
+    atomic_write(str(link), "cache")
+    assert victim.read_text() == "keep" and not os.path.islink(link) and link.read_text() == "cache"
+    fifo = tmp_path / "cache2.json"
+    os.mkfifo(fifo)
+    atomic_write(str(fifo), "cache")  # at once: no reader is waited for
+    assert fifo.read_text() == "cache"

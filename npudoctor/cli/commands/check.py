@@ -78,7 +78,7 @@ def collect_snapshot(
         return ExitStatus.OK
     assert output is not None
     try:
-        atomic_write(output, text)
+        atomic_write(output, text, named=True)
     except OSError as exc:
         raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
     env.stderr.write(f"snapshot written to {output}\n")
