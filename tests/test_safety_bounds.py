@@ -110,6 +110,26 @@ def test_a_1500_deep_directory_is_walked_without_recursion(tmp_path: Path) -> No
         pruned.append(dirpath)
         dirnames[:] = []
     assert pruned == ["/usr/lib"]
+    _remove_deep(top)
+
+
+def _remove_deep(top: Path) -> None:
+    """Remove the chain of ``d`` directories under ``top`` bottom-up without recursion
+    (shutil.rmtree, and so pytest's clean-up of old temporary directories, recurses)."""
+    cwd = os.getcwd()
+    try:
+        os.chdir(top)
+        depth = 0
+        while os.path.isdir("d"):
+            os.chdir("d")
+            depth += 1
+        for name in os.listdir("."):
+            os.unlink(name)
+        for _ in range(depth):
+            os.chdir("..")
+            os.rmdir("d")
+    finally:
+        os.chdir(cwd)
 
 
 def test_an_oversized_snapshot_is_refused_from_its_size_before_reading(tmp_path: Path) -> None:
@@ -143,3 +163,29 @@ def test_a_snapshot_of_tiny_objects_is_refused_by_count_not_parsed(tmp_path: Pat
     assert peak < 64 << 20  # the text itself (~4 MB, as str) and no parsed objects
     compared = npudoctor("compare", str(many), str(many), env={"PATH": "/usr/bin:/bin"})
     assert "more than 2000000 values" in compared.stdout + compared.stderr
+
+
+def _bundle(tmp_path: Path, files: List[Dict[str, object]]) -> Path:
+    bundle = tmp_path / "bundle"
+    (bundle / "wheels").mkdir(parents=True)
+    (bundle / "manifest.json").write_text(json.dumps({"files": files}))
+    return bundle
+
+
+def test_plan_verify_checks_size_before_hashing_and_refuses_nul_paths(tmp_path: Path) -> None:
+    digest = "0" * 64
+    wheel = "wheels/torch-2.1.0-cp311-cp311-manylinux_2_17_x86_64.whl"
+    bundle = _bundle(
+        tmp_path,
+        [{"path": wheel, "sha256": digest, "size": 10}, {"path": "wheels/a\u0000b.whl", "sha256": digest, "size": 1}],
+    )
+    with open(bundle / wheel, "wb") as fh:
+        fh.truncate(1 << 30)  # sparse: its size already says it changed
+    (bundle / "wheels/stray-1.0-py3-none-any.whl").write_bytes(b"PK")
+    result = npudoctor("plan", "verify", str(bundle), "--json", env={"PATH": "/usr/bin:/bin"})
+    assert result.returncode == 1, result.stderr
+    found = {(p["kind"], p["path"]): p for p in json.loads(result.stdout)["problems"]}
+    assert found[("size", wheel)]["message"] == f"{wheel} has {1 << 30} bytes, the manifest says 10"
+    assert ("changed", wheel) not in found  # not hashed
+    assert found[("manifest", "wheels/a\\0b.whl")]["message"] == "a path with a NUL byte; not read"
+    assert found[("unlisted", "wheels/stray-1.0-py3-none-any.whl")]["severity"] == "error"
