@@ -189,3 +189,32 @@ def test_plan_verify_checks_size_before_hashing_and_refuses_nul_paths(tmp_path: 
     assert ("changed", wheel) not in found  # not hashed
     assert found[("manifest", "wheels/a\\0b.whl")]["message"] == "a path with a NUL byte; not read"
     assert found[("unlisted", "wheels/stray-1.0-py3-none-any.whl")]["severity"] == "error"
+
+
+def test_matrix_merge_is_linear_in_rows_and_survives_an_absurd_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    from npudoctor.knowledge import refresh_merge
+    from npudoctor.knowledge.refresh import merge
+    from npudoctor.parsers.official import MappingRow, MarkdownResult, PypiRelease
+
+    calls: List[str] = []
+    real = refresh_merge.line_range
+
+    def counted(rows, ext, tags):  # type: ignore[no-untyped-def]
+        calls.append(ext)
+        return real(rows, ext, tags)
+
+    monkeypatch.setattr(refresh_merge, "line_range", counted)
+    n = 3000
+    table = MarkdownResult(
+        rows=[
+            MappingRow(f"2.1.0.post{i}", "2.1.0", "8.0.0", "v2.1.0-7.3.0", "historical", ext_version="7.3.0")
+            for i in range(n)
+        ],
+        layout="compatibility",
+    )
+    absurd = "2.1.0.post" + "9" * 5000
+    pypi = {absurd: PypiRelease(absurd, {"x86_64": ["3.10"]}, {})}
+    data, changes = merge({"torch_npu": []}, [("md", "markdown", table), ("pypi", "pypi", pypi)], "2026-12-06")
+    assert len(data["torch_npu"]) == n + 1
+    assert len(calls) <= 2  # once per extension line, not once per row
+    assert sum(1 for c in changes if c.startswith("added torch_npu")) == n + 1
