@@ -17,7 +17,15 @@ if TYPE_CHECKING:
 #: npu-smi causes under which nothing about the chips was learnt (``probes/devices.py``);
 #: a hung, crashed or failing npu-smi is itself a finding of the devices area -- except a
 #: timeout on a CPU-starved node (:func:`starved`), which says nothing about the chips.
-_SMI_NOT_RUN = {"disabled", "not-installed", "permission"}
+_SMI_NOT_RUN = {"disabled", "not-installed", "permission", "cut-short"}
+
+#: Seconds without an answer after which npu-smi is hung (DEV001).  ``npu-smi info``
+#: answers in well under a second on a healthy node, and more slowly under load or while
+#: another npu-smi holds the machine-wide DCMI lock; five seconds -- the default deadline
+#: of one command in ``check`` -- leaves that room.  Stopped earlier (by a shorter budget,
+#: as ``health``'s default, or a signal), npu-smi was not seen to hang but was cut short:
+#: the devices area is unknown.
+HANG_AFTER = 5.0
 
 #: Percent of a command's run during which it could be starved of CPU -- the node's runnable
 #: tasks waited for a CPU, or its cgroup was throttled by a CPU limit

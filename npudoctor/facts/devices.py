@@ -52,7 +52,7 @@ class NpuSmi(View):
     cause: Optional[str] = field(
         default=None,
         metadata=_doc(
-            '"not-installed" | "hung" | "crashed" | "dcmi" | "permission" | "loader" | "driver" | "disabled" | "unparsed"'
+            '"not-installed" | "hung" | "cut-short" | "crashed" | "dcmi" | "permission" | "loader" | "driver" | "disabled" | "unparsed"'
         ),
     )
     code: Optional[int] = field(default=None, metadata=_doc("DCMI return code (-8005, -8020, ...)"))

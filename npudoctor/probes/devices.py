@@ -7,7 +7,9 @@ Section ``devices``::
                  environment's PATH entries, in order; [] when PATH is unset or empty),
                  "available": bool (the table parsed),
                  "error": str|None (how the command failed, human), "cause": None |
-                 "not-installed" | "hung" | "dcmi" (a DCMI return code, see "code") |
+                 "not-installed" | "hung" (no answer within facts.coverage.HANG_AFTER) | "cut-short" (stopped
+                 by the time budget before HANG_AFTER: unknown, not a hang) | "dcmi" (a DCMI
+                 return code, see "code") |
                  "permission" | "driver" (could not be started) | "disabled" | "unparsed",
                  "code": int|None (DCMI return code, -8005/-8020…: what it means is
                  judged by rules/devices.py; older snapshots say "busy"/"driver" here),
@@ -54,6 +56,7 @@ from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 from npudoctor.engine import ProbeContext
+from npudoctor.facts.coverage import HANG_AFTER
 from npudoctor.parsers.accounts import parse_group, parse_passwd
 from npudoctor.parsers.npu_smi import (
     merge_mapping,
@@ -171,10 +174,17 @@ def _npu_smi(ctx: ProbeContext, out: Dict[str, Any]) -> None:
     runner = _Runner(ctx, exe)
     res = runner.run("info")
     text = (res.stdout or "") + ("\n" + res.stderr if res.stderr else "")
-    info = parse_info(res.stdout or "") if not res.timed_out else parse_info("")
+    killed = res.timed_out or res.overflow or bool(res.signal)  # what it printed is partial: never judged
+    info = parse_info("" if killed else (res.stdout or ""))
     runner.commands.append(_record(res, bool(info["chips"])))
     smi["raw"] = (res.stdout or "")[:RAW_LIMIT]
-    if res.timed_out:
+    if res.timed_out and res.duration < HANG_AFTER:  # stopped by the budget or a signal: not seen to hang
+        smi.update(
+            error=f"`npu-smi info` was stopped by the time budget after {res.duration:.1f} s, before it answered "
+            f"(a hang is {HANG_AFTER:g} s without an answer)",
+            cause="cut-short",
+        )
+    elif res.timed_out:
         smi.update(error=f"`npu-smi info` did not answer within {res.duration:.1f} s (killed)", cause="hung")
     elif res.signal:
         # a crash is a fact: the table it printed before dying is not believed

@@ -1,0 +1,99 @@
+"""Health keeps its word (issue 32): an npu-smi that is slow or asleep on a machine-wide
+lock is stopped by the budget before the hang threshold and answers healthy or unknown,
+never DEV001; an npu-smi killed for flooding its output is not believed.  Fixtures are
+stand-in npu-smi scripts that block (a held ``flock``) or sleep; nothing asserts a time."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict
+
+import tomllib
+from clirun import npudoctor
+from scenario_runner import environment
+from shellscript import write_script
+
+from npudoctor.engine import Options, collect, evaluate
+from npudoctor.facts.coverage import not_checked
+from npudoctor.host import Host
+from npudoctor.probes.devices import HANG_AFTER
+
+REPO = Path(__file__).resolve().parent.parent
+HEALTHY = REPO / "tests/scenarios/health-910b3-8npu-healthy"
+TABLE = "npu-smi-info_910B3_23.0.7_8npu_noproc.txt"
+
+
+def _scenario(tmp_path: Path, body: str) -> Path:
+    scenario = tmp_path / "scenario"
+    shutil.copytree(HEALTHY, scenario, symlinks=True)
+    (scenario / "bin/npu-smi").unlink()
+    write_script(scenario / "bin", "npu-smi", body.replace("TABLE", str(scenario / "bin" / TABLE)))
+    return scenario
+
+
+def _env(scenario: Path) -> Dict[str, str]:
+    env = environment(scenario, tomllib.loads((scenario / "scenario.toml").read_text()))
+    env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+def _health(scenario: Path, *args: str) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-m", "npudoctor", "health", "--root", str(scenario / "root"), "--json", *args],
+        env=_env(scenario),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == (1 if doc["status"] == "unhealthy" else 0)
+    return doc
+
+
+def test_an_npu_smi_asleep_on_a_machine_wide_lock_is_unknown_not_hung(tmp_path: Path) -> None:
+    lock = tmp_path / "dcmi.lock"
+    scenario = _scenario(tmp_path, f'exec flock "{lock}" cat "TABLE"\n')
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another npu-smi holds the lock for the whole run
+        doc = _health(scenario)
+    assert doc["status"] != "unhealthy", doc
+    assert "DEV001" not in json.dumps(doc)
+    reason = (doc.get("not_checked") or doc.get("unknown") or {}).get("devices", "")
+    assert "stopped by the time budget" in reason or "budget" in reason, doc
+
+
+def test_a_slow_npu_smi_is_healthy_or_unknown_never_unhealthy(tmp_path: Path) -> None:
+    scenario = _scenario(tmp_path, 'sleep 0.7\ncat "TABLE"\n')
+    doc = _health(scenario)
+    assert doc["status"] in ("healthy", "unknown"), doc
+    assert "DEV001" not in json.dumps(doc)
+
+
+def test_a_cut_short_npu_smi_is_not_judged_hung(tmp_path: Path) -> None:
+    scenario = _scenario(tmp_path, "exec sleep 600\n")
+    host = Host(str(scenario / "root"), _env(scenario))
+    try:
+        snapshot = collect(host, Options(command_timeout=1.0), sections=["host", "devices"])
+    finally:
+        host.close()
+    smi = snapshot.facts["devices"]["npu_smi"]
+    assert smi["cause"] == "cut-short" and smi["commands"][0]["timed_out"] is True
+    assert smi["commands"][0]["duration"] < HANG_AFTER
+    assert "was stopped by the time budget" in not_checked(snapshot.facts, "devices")
+    findings = evaluate(snapshot, None, Options())
+    assert "DEV001" not in {f.code for f in findings}
+
+
+def test_an_npu_smi_killed_for_flooding_its_output_is_not_believed(tmp_path: Path) -> None:
+    scenario = _scenario(tmp_path, 'cat "TABLE"\nhead -c 6000000 /dev/zero | tr "\\0" "x"\n')
+    result = npudoctor("check", "--root", str(scenario / "root"), "--json", env=_env(scenario))
+    doc = json.loads(result.stdout)
+    devices = doc["facts"]["devices"]
+    assert devices["npu_smi"].get("available") is not True
+    assert devices.get("chips") in ([], None)
+    assert "output over" in (devices["npu_smi"]["error"] or "")
