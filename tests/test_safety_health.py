@@ -97,3 +97,32 @@ def test_an_npu_smi_killed_for_flooding_its_output_is_not_believed(tmp_path: Pat
     assert devices["npu_smi"].get("available") is not True
     assert devices.get("chips") in ([], None)
     assert "output over" in (devices["npu_smi"]["error"] or "")
+
+
+def test_a_looping_driver_version_info_is_unreadable_not_unmounted(tmp_path: Path) -> None:
+    scenario = tmp_path / "scenario"
+    shutil.copytree(HEALTHY, scenario, symlinks=True)
+    info = scenario / "root/usr/local/Ascend/driver/version.info"
+    info.unlink()
+    loop = scenario / "root/usr/local/Ascend/driver/loop"
+    info.symlink_to("loop")  # relative: inside the root
+    loop.symlink_to("version.info")
+    result = npudoctor("check", "--root", str(scenario / "root"), "--json", env=_env(scenario))
+    doc = json.loads(result.stdout)
+    mounts = {m["path"]: m for m in doc["facts"]["container"]["mounts"]}
+    assert mounts["/usr/local/Ascend/driver/version.info"]["exists"] is None
+    assert mounts["/usr/local/Ascend/driver/version.info"]["unreadable"] == "symlink loop"
+    assert "CTR002" not in {f["code"] for f in doc["findings"]}
+
+
+def test_an_npu_smi_that_may_not_be_run_is_its_own_finding(tmp_path: Path) -> None:
+    scenario = _scenario(tmp_path, 'cat "TABLE"\n')
+    smi = scenario / "bin/npu-smi"
+    smi.chmod(0o644)
+    result = npudoctor("check", "--root", str(scenario / "root"), "--json", env=_env(scenario))
+    doc = json.loads(result.stdout)
+    facts = doc["facts"]["devices"]["npu_smi"]
+    assert facts["cause"] == "permission" and facts["error"] == f"{smi} is not executable by this user"
+    codes = {f["code"]: f for f in doc["findings"]}
+    assert "DEV004" in codes and "not executable" in codes["DEV004"]["title"]
+    assert "DEV003" not in codes  # not "not installed"

@@ -50,6 +50,7 @@ npu-smi commands run one at a time through ``ctx.host.run`` with the overall dea
 from __future__ import annotations
 
 import contextlib
+import os
 import stat as stat_mod
 import time
 from typing import TYPE_CHECKING
@@ -159,6 +160,16 @@ def start(ctx: ProbeContext) -> None:
         host.start([exe, "info"])
 
 
+def _not_executable(host: Any, name: str) -> Optional[str]:
+    """The first ``name`` on the absolute ``PATH`` entries that exists but may not be run
+    by this process (no execute permission), or ``None``."""
+    for directory in host.env_paths("PATH"):
+        candidate = os.path.join(directory, name)
+        if os.path.isabs(directory) and os.path.isfile(candidate) and not os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
 def _npu_smi(ctx: ProbeContext, out: Dict[str, Any]) -> None:
     host = ctx.host
     smi: Dict[str, Any] = out["npu_smi"]
@@ -169,6 +180,10 @@ def _npu_smi(ctx: ProbeContext, out: Dict[str, Any]) -> None:
         smi.update(error="commands disabled (--no-commands)", cause="disabled")
         return
     if exe is None:
+        blocked = _not_executable(host, "npu-smi")
+        if blocked is not None:  # there, but this user may not run it: not "not installed"
+            smi.update(path=blocked, error=f"{blocked} is not executable by this user", cause="permission")
+            return
         smi.update(error="npu-smi: command not found on PATH", cause="not-installed")
         return
     runner = _Runner(ctx, exe)
