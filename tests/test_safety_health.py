@@ -10,9 +10,11 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Dict
 
+import pytest
 import tomllib
 from clirun import npudoctor
 from scenario_runner import environment
@@ -126,3 +128,39 @@ def test_an_npu_smi_that_may_not_be_run_is_its_own_finding(tmp_path: Path) -> No
     codes = {f["code"]: f for f in doc["findings"]}
     assert "DEV004" in codes and "not executable" in codes["DEV004"]["title"]
     assert "DEV003" not in codes  # not "not installed"
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv to run as an unprivileged user")
+def test_a_dev_that_cannot_be_listed_is_not_checked_not_missing(tmp_path: Path) -> None:
+    """Run as nobody (root reads any directory): /dev of the root is mode 0700."""
+    base = Path(tempfile.mkdtemp(prefix="npudoctor-eacces-"))
+    try:
+        base.chmod(0o755)
+        scenario = base / "scenario"
+        shutil.copytree(HEALTHY, scenario, symlinks=True)
+        (scenario / "bin/npu-smi").unlink()  # no chips seen: only the nodes could tell
+        for path in [scenario, *scenario.rglob("*")]:
+            if not path.is_symlink():
+                path.chmod(0o755 if path.is_dir() else 0o644)
+        dev = scenario / "root/dev"
+        dev.mkdir(exist_ok=True)
+        (dev / "davinci0").write_text("")
+        dev.chmod(0o700)
+        env = {**_env(scenario), "HOME": str(base)}
+        proc = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "npudoctor"]
+            + ["check", "--root", str(scenario / "root"), "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=str(base),
+        )
+        doc = json.loads(proc.stdout)
+        devices = doc["facts"]["devices"]
+        assert devices["nodes_error"].startswith("cannot look at /dev: permission denied"), devices
+        assert not {"DEV020", "CTR001"} & {f["code"] for f in doc["findings"]}
+        assert "permission denied" in (doc.get("not_checked") or {}).get("devices", ""), doc.get("not_checked")
+    finally:
+        (base / "scenario/root/dev").chmod(0o755)
+        shutil.rmtree(base)

@@ -64,7 +64,7 @@ def starved(
 
 
 def _timeout_on_busy_node(smi: Mapping[str, Any]) -> Optional[str]:
-    if smi.get("cause") != "hung":
+    if smi.get("cause") not in ("hung", "cut-short"):
         return None
     commands = smi.get("commands")
     first = commands[0] if isinstance(commands, list) and commands and isinstance(commands[0], abc.Mapping) else None
@@ -111,9 +111,17 @@ def not_checked(facts: Mapping[str, Any], area: str) -> Optional[str]:
         if not isinstance(smi, abc.Mapping):
             return "no npu-smi facts"
         cause = smi.get("cause")
+        nodes_error = section.get("nodes_error")
+        also = f"; {nodes_error}" if isinstance(nodes_error, str) and nodes_error else ""
+        if smi.get("available") is not True and cause == "cut-short":
+            busy = _timeout_on_busy_node(smi)
+            if busy is not None:
+                return busy + also
         if smi.get("available") is not True and isinstance(cause, str) and cause in _SMI_NOT_RUN:
             error = smi.get("error")
-            return str(error) if isinstance(error, str) and error else "npu-smi was not run"
+            return (str(error) if isinstance(error, str) and error else "npu-smi was not run") + also
+        if smi.get("available") is not True and also:
+            return also[2:]
         if smi.get("available") is not True:
             return _timeout_on_busy_node(smi)
     if area == "packages":

@@ -24,6 +24,7 @@ Section ``devices``::
     processes   [{"npu_id", "chip_id", "pid", "name", "memory_mb", "container_pid"}]
     idle_npus   [npu ids that npu-smi says run no process]
     topology    parse_topo() result of `npu-smi info -t topo`, or None
+    nodes_error why the device nodes could not be looked at (absent: they could)
     nodes       [{"path", "exists", "kind": "chip"|"control", "char_device", "uid", "gid",
                  "owner", "group", "mode": "0660", "accessible_by_identity": bool|None}]
     visibility  {"ASCEND_RT_VISIBLE_DEVICES": str|None, "ASCEND_VISIBLE_DEVICES": …,
@@ -137,6 +138,8 @@ class _Runner:
         self.exe = exe
         self.commands: List[Dict[str, Any]] = []
         self.hung = False
+        #: The deadline the last command was given (seconds).
+        self.allowed = 0.0
 
     def run(self, *args: str) -> Any:
         deadline = self.ctx.options.deadline
@@ -144,6 +147,7 @@ class _Runner:
             self.hung = True  # the overall deadline of the npudoctor command has passed
             return None
         timeout = self.ctx.options.remaining(self.ctx.options.command_timeout)
+        self.allowed = timeout
         result = self.ctx.host.run([self.exe, *args], timeout=timeout)
         if result.timed_out:
             self.hung = True
@@ -193,7 +197,8 @@ def _npu_smi(ctx: ProbeContext, out: Dict[str, Any]) -> None:
     info = parse_info("" if killed else (res.stdout or ""))
     runner.commands.append(_record(res, bool(info["chips"])))
     smi["raw"] = (res.stdout or "")[:RAW_LIMIT]
-    if res.timed_out and res.duration < HANG_AFTER:  # stopped by the budget or a signal: not seen to hang
+    # hung: given the whole threshold and no answer; stopped earlier (a shorter budget): cut short
+    if res.timed_out and max(res.duration, runner.allowed) < HANG_AFTER:
         smi.update(
             error=f"`npu-smi info` was stopped by the time budget after {res.duration:.1f} s, before it answered "
             f"(a hang is {HANG_AFTER:g} s without an answer)",
@@ -367,7 +372,10 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
     _npu_smi(ctx, out)
     for chip in out["chips"]:
         chip.setdefault("soc_version", None)
+    denied = len(ctx.host.denied)
     out["nodes"] = _nodes(ctx, identity, bool(out["chips"]))
+    if len(ctx.host.denied) > denied:  # refused is not absent: no node is judged missing
+        out["nodes_error"] = "cannot look at /dev: permission denied (" + ", ".join(sorted(ctx.host.denied)) + ")"
     chip_nodes = [n for n in out["nodes"] if n["kind"] == "chip" and n["exists"]]
     if out["chips"]:
         out["visible_count"] = len(out["chips"])
