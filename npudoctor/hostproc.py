@@ -393,3 +393,18 @@ def runnable(exe: str, root: str, live: bool) -> bool:
         if any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
             return False
     return True
+
+
+def end_all() -> None:
+    """SIGKILL the process group (and descendants) of every command still running
+    (:data:`RUNNING`): on SIGTERM and at exit nothing npudoctor started outlives it.  Never
+    raises."""
+    # a signal handler may run while this thread holds SPAWN_LOCK: never wait on it long
+    locked = SPAWN_LOCK.acquire(timeout=0.2)
+    try:
+        pids = sorted(RUNNING)
+    finally:
+        if locked:
+            SPAWN_LOCK.release()
+    for pid in pids:
+        kill_tree(pid)

@@ -164,3 +164,46 @@ def test_a_dev_that_cannot_be_listed_is_not_checked_not_missing(tmp_path: Path) 
     finally:
         (base / "scenario/root/dev").chmod(0o755)
         shutil.rmtree(base)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(") ", 1)[-1][:1] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("command", [["check"], ["devices"], ["collect", "-o", "-"]])
+def test_sigterm_during_a_probe_leaves_no_process(tmp_path: Path, command: list) -> None:
+    pidfile = tmp_path / "npu-smi.pid"
+    scenario = _scenario(tmp_path, f"echo $$ > \"{pidfile}\"\nsh -c 'sleep 600' &\nexec sleep 600\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "npudoctor", *command, "--root", str(scenario / "root")],
+        env=_env(scenario),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for _ in range(600):
+            if pidfile.exists() and pidfile.read_text().strip():
+                break
+            proc_done = proc.poll() is not None
+            assert not proc_done, proc.stderr.read() if proc.stderr else ""
+            subprocess.run(["sleep", "0.05"], check=True)
+        pid = int(pidfile.read_text())
+        children = [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        proc.send_signal(15)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + 15
+    left = []
+    for _ in range(60):  # SIGKILL is delivered at once; reaping by init may take a moment
+        left = [p for p in [pid, *children] if _alive(p)]
+        if not left:
+            break
+        subprocess.run(["sleep", "0.05"], check=True)
+    assert left == []
