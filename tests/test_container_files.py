@@ -92,7 +92,7 @@ def test_training_pod_mounts_the_hosts_dcmi_with_npu_smi():
 
 
 def test_the_shipped_liveness_checks_can_see_a_hang():
-    """Issue 32: npu-smi is hung only after HANG_AFTER seconds without an answer; the
+    """npu-smi is hung only after HANG_AFTER seconds without an answer; the
     Docker HEALTHCHECK and the liveness probe give health a budget past it (with room for
     start-up), else a wedged driver would only ever be "unknown"."""
     import yaml

@@ -110,7 +110,7 @@ def test_hung_npu_smi_is_unhealthy_within_the_budget_and_leaves_no_process(tmp_p
     # the device failure itself (no HOST090 alternative any more).
     scenario = prepare(REPO / "tests/scenarios/health-npu-smi-hung", tmp_path)
     pidfile = tmp_path / "npu-smi.pid"
-    # (issue 32: a hang is npu-smi without an answer for HANG_AFTER seconds; the budget
+    # (a hang is npu-smi without an answer for HANG_AFTER seconds; the budget
     # leaves it that long)
     proc = health(scenario, "--timeout", "8", env={"NPUDOCTOR_TEST_PIDFILE": str(pidfile)})
     lines = assert_contract(proc)

@@ -99,7 +99,7 @@ def test_sigterm_during_a_hung_npu_smi_is_answered_by_health_and_leaves_no_proce
     scenario = prepare(HUNG, tmp_path)
     pidfile = tmp_path / "npu-smi.pid"
     proc = _start(scenario, ["health", "--timeout", "60"], pidfile)
-    # past the hang threshold (issue 32: npu-smi stopped earlier is cut short, not hung)
+    # past the hang threshold (npu-smi stopped earlier is cut short, not hung)
     pid = _terminate_once_npu_smi_runs(proc, pidfile, after=HANG_AFTER + 0.5)
     out, err = proc.communicate()
     assert proc.returncode in (0, 1), (proc.returncode, out, err)

@@ -1,4 +1,4 @@
-"""Bounds on what hostile input can make npudoctor build (issue 32): memory and work stay
+"""Bounds on what hostile input can make npudoctor build: memory and work stay
 small and the excess is said, never a crash -- measured in bytes and counts, not time."""
 
 from __future__ import annotations

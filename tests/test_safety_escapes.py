@@ -1,4 +1,4 @@
-"""Text from the judged machine or from logs cannot drive the terminal (issue 32): an
+"""Text from the judged machine or from logs cannot drive the terminal: an
 npu-smi chip name, a ``--python`` reply and a quoted log line carrying OSC 52 (write the
 clipboard), CSI 2J (clear the screen) or a carriage return are printed escaped, by every
 command, through :class:`npudoctor.report.escape.SafeStream`."""

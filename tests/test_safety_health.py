@@ -1,4 +1,4 @@
-"""Health keeps its word (issue 32): an npu-smi that is slow or asleep on a machine-wide
+"""Health keeps its word: an npu-smi that is slow or asleep on a machine-wide
 lock is stopped by the budget before the hang threshold and answers healthy or unknown,
 never DEV001; an npu-smi killed for flooding its output is not believed.  Fixtures are
 stand-in npu-smi scripts that block (a held ``flock``) or sleep; nothing asserts a time."""

@@ -1,4 +1,4 @@
-"""Output files keep their kind (issue 32): npudoctor never renames over a FIFO, a device
+"""Output files keep their kind: npudoctor never renames over a FIFO, a device
 node or a symlink; ``-o -`` and ``-o /dev/stdout`` write to standard output."""
 
 from __future__ import annotations

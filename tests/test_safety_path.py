@@ -1,4 +1,4 @@
-"""Nothing inside ``--root`` is executed (issue 32): only absolute ``PATH`` entries are
+"""Nothing inside ``--root`` is executed: only absolute ``PATH`` entries are
 searched, and never a directory or file inside the root -- not ``.``, not ``usr/bin`` with
 the working directory in the root, not a PATH taken from the image's ``--env-file``."""
 

@@ -1,4 +1,4 @@
-"""One concealer on every output path (issue 32): secrets planted in the judged environment,
+"""One concealer on every output path: secrets planted in the judged environment,
 in the root's files and in a log never appear in any output format of any command --
 check (text, JSON, Markdown, Prometheus), devices, collect (redacted or not, stdout or
 file), health (text, JSON, its --cache-ttl file), npd, exec's stderr, triage -- on several
