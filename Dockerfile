@@ -7,10 +7,12 @@
 # The entrypoint applies the CANN environment (what set_env.sh would set), runs the quick
 # checks, then execs the command; the HEALTHCHECK marks the container unhealthy when devices,
 # driver mounts, chip health or the CANN pairing go wrong (exit 0/1 only).
-# Budget and timeouts hold on a saturated node: health answers within its 3 s budget, counted
-# from process start (what it could not finish is "unknown", exit 0; a hung npu-smi on a node
-# not starved of CPU is unhealthy); Docker's --timeout=10s leaves room for a starved start-up,
-# and --retries=3 needs three failures in a row.
+# Budget and timeouts hold on a saturated node: health answers within its 10 s budget, counted
+# from process start (what it could not finish is "unknown", exit 0).  npu-smi gets 60 % of it,
+# more than its hang threshold (5 s without an answer: a slow npu-smi, or one waiting for
+# another's lock, is not hung), so a wedged driver is seen as a hang (unhealthy), not only as
+# "unknown"; Docker's --timeout=15s leaves room for a starved start-up, and --retries=3 needs
+# three failures in a row.
 ARG BASE_IMAGE=python:3.11-slim
 
 FROM ${BASE_IMAGE} AS root
@@ -19,8 +21,8 @@ COPY npudoctor /opt/npudoctor-src/npudoctor
 COPY matrix /opt/npudoctor-src/matrix
 RUN python3 -m pip install --no-cache-dir /opt/npudoctor-src \
     && rm -rf /opt/npudoctor-src
-HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 \
-    CMD ["npudoctor", "health", "--exec-env", "--timeout", "3"]
+HEALTHCHECK --interval=30s --timeout=15s --start-period=60s --retries=3 \
+    CMD ["npudoctor", "health", "--exec-env", "--timeout", "10"]
 ENTRYPOINT ["npudoctor", "exec", "--"]
 CMD ["bash"]
 

@@ -8,6 +8,7 @@ a short "please report" line instead of a traceback; ``NPUDOCTOR_DEBUG=1`` shows
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,20 @@ if TYPE_CHECKING:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    """Run one command line with ``sys.stdout``/``sys.stderr`` escaping control characters
+    (:class:`npudoctor.report.escape.SafeStream`): whatever a command prints, text from the
+    judged machine cannot drive the terminal."""
+    from npudoctor.report.escape import safe
+
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = safe(sys.stdout), safe(sys.stderr)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _main(argv: Optional[List[str]]) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if "health" in args:
         from npudoctor.cli.terminal import take_color_flags
@@ -29,7 +44,31 @@ def main(argv: Optional[List[str]] = None) -> int:
         return health_main(args[1:])
     from npudoctor.cli import run as run_cli
 
+    _end_children_on_exit()
     return run_cli(args)
+
+
+def _end_children_on_exit() -> None:
+    """On SIGTERM, and at exit, kill the process groups of the commands still running
+    (npu-smi, hccn_tool, the judged python): each runs in its own group, so the signal that
+    ends npudoctor would not reach them.  (``health`` and ``npd`` answer SIGTERM
+    themselves; ``exec`` replaces itself, which resets the handler.)"""
+    import atexit
+    import os
+    import signal
+
+    from npudoctor.hostproc import end_all
+
+    def on_sigterm(signum: int, _frame: object) -> None:
+        end_all()
+        with contextlib.suppress(Exception):
+            sys.stderr.write("npudoctor: stopped by SIGTERM\n")
+            sys.stderr.flush()
+        os._exit(128 + signum)
+
+    with contextlib.suppress(ValueError):  # not the main thread (an embedding caller): leave signals alone
+        signal.signal(signal.SIGTERM, on_sigterm)
+    atexit.register(end_all)
 
 
 def run() -> None:

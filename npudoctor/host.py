@@ -38,6 +38,7 @@ from npudoctor.hostio import (
     open_regular,
     read_capped,
     read_capped_text,
+    walk_tree,
 )
 from npudoctor.hostproc import (
     EXIT_GRACE,
@@ -54,6 +55,7 @@ from npudoctor.hostproc import (
     kill_tree,
     note_timeout,
     reap_orphans,
+    runnable,
     starttime,
 )
 
@@ -285,9 +287,7 @@ class Host:
         def refused(exc: OSError) -> None:
             self._note(base, exc)
 
-        for dirpath, dirnames, filenames in os.walk(top, onerror=refused):
-            dirnames.sort()
-            filenames.sort()
+        for dirpath, dirnames, filenames in walk_tree(top, refused):
             rel = os.path.relpath(dirpath, top)
             yield (base if rel == "." else posixpath.join(base, rel.replace(os.sep, "/"))), dirnames, filenames
 
@@ -340,11 +340,13 @@ class Host:
         return [p for p in self.environ.get(name, "").split(":") if p]
 
     def which(self, name: str) -> Optional[str]:
-        """Full path of an executable found on this host's ``PATH`` (on this machine:
-        commands are never run from inside the root), or ``None``."""
+        """Full path of an executable found on this host's ``PATH``, or ``None``.  Only
+        absolute entries are searched (``.`` or ``usr/bin`` would depend on the working
+        directory), never inside the root (:func:`npudoctor.hostproc.runnable`)."""
         for directory in self.env_paths("PATH"):
             candidate = os.path.join(directory, name)
-            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            ok = os.path.isabs(directory) and runnable(candidate, self.root, self.live)
+            if ok and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
                 return candidate
         return None
 
@@ -379,6 +381,9 @@ class Host:
         if exe is None:
             result.error = "command not found"
             return result
+        if not runnable(exe, self.root, self.live):
+            result.error = "refused: not an absolute path outside the root"
+            return result
         lock = _NPU_SMI_LOCK if _serialized(exe) else None
         if lock is not None:
             self._settle(timeout)  # an npu-smi this host started first: it holds the lock
@@ -409,7 +414,7 @@ class Host:
         if not self.commands or key in self._started:
             return False
         exe = argv[0] if "/" in argv[0] else self.which(argv[0])
-        if exe is None:
+        if exe is None or not runnable(exe, self.root, self.live):
             return False
         lock = _NPU_SMI_LOCK if _serialized(exe) else None
         if lock is not None and not lock.acquire(blocking=False):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from typing import BinaryIO, Dict, List, Optional, Tuple
+    from typing import BinaryIO, Callable, Dict, Iterator, List, Optional, Tuple
 
 #: Largest file read by default (bytes).  Version and info files are tiny; logs are
 #: streamed elsewhere and never read through this call.
@@ -167,17 +167,26 @@ def open_regular(path: str, devices: bool = False, pipes: bool = False) -> Binar
 
 
 def read_capped(
-    path: str, limit: int = DEFAULT_READ_LIMIT, devices: bool = False, pipes: bool = False
+    path: str, limit: int = DEFAULT_READ_LIMIT, devices: bool = False, pipes: bool = False, whole: bool = False
 ) -> Tuple[bytes, bool]:
     """Read at most ``limit`` bytes of ``path`` (of this machine) through :func:`open_regular`:
     ``(data, truncated)``.  Raises ``OSError`` (a FIFO, a device, a read that would block,
-    the usual errno); ``truncated`` says the file held more than ``limit`` bytes."""
+    the usual errno); ``truncated`` says the file held more than ``limit`` bytes.  ``whole``:
+    the caller wants the whole file or nothing, so a regular file whose size is over
+    ``limit`` is not read at all (``(b"", True)``)."""
     with open_regular(path, devices=devices, pipes=pipes) as fh:
-        data = fh.read(limit + 1)
+        want = limit
+        if whole:
+            st = os.fstat(fh.fileno())
+            if stat_mod.S_ISREG(st.st_mode) and st.st_size > limit:
+                return b"", True
+            if stat_mod.S_ISREG(st.st_mode) and st.st_size > 0:
+                want = min(limit, st.st_size + 4096)  # read() allocates what it is asked for first
+        data = fh.read(want + 1)
     if data is None:  # a non-blocking read with nothing to give
         raise OSError(errno.EAGAIN, "no data without blocking", path)
-    if len(data) > limit:
-        return data[:limit], True
+    if len(data) > want:
+        return data[:want], True
     return data, False
 
 
@@ -206,3 +215,32 @@ def _errno_reason(exc: OSError) -> str:
     if exc.errno == errno.EAGAIN:
         return "would block on read"
     return exc.strerror or str(exc)
+
+
+def walk_tree(top: str, onerror: Callable[[OSError], None]) -> Iterator[Tuple[str, List[str], List[str]]]:
+    """``os.walk(top)`` top down, symlinks not followed, names sorted: ``(dirpath,
+    dirnames, filenames)``; prune ``dirnames`` in place to skip a subtree; a directory that
+    cannot be listed is given to ``onerror`` and skipped.  A loop with its own stack: the
+    ``os.walk`` of Python before 3.12 recurses, so a tree a few thousand levels deep was a
+    RecursionError."""
+    stack = [top]
+    while stack:
+        dirpath = stack.pop()
+        try:
+            with os.scandir(dirpath) as it:
+                entries = [(e.name, _is_dir(e), e.is_symlink()) for e in it]
+        except OSError as exc:
+            onerror(exc)
+            continue
+        dirnames = sorted(name for name, is_dir, _link in entries if is_dir)
+        filenames = sorted(name for name, is_dir, _link in entries if not is_dir)
+        links = {name for name, _dir, link in entries if link}
+        yield dirpath, dirnames, filenames
+        stack.extend(os.path.join(dirpath, d) for d in reversed(dirnames) if d not in links)
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False

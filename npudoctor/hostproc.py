@@ -368,3 +368,35 @@ class Started:
     def pid(self) -> int:
         """The child's pid (``-1`` once collected)."""
         return self.proc.pid if self.proc is not None else -1
+
+
+def runnable(exe: str, root: str, live: bool) -> bool:
+    """Whether ``exe`` may be run: on a live host any path the caller named; with a
+    ``--root``, only an absolute path that is not, and does not resolve to, a path inside
+    ``root`` (nothing inside ``--root`` is executed)."""
+    if "\0" in exe:
+        return False
+    if live:
+        return True
+    if not os.path.isabs(exe):
+        return False
+    roots = {root, os.path.realpath(root)}
+    for path in (os.path.abspath(exe), os.path.realpath(exe)):
+        if any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
+            return False
+    return True
+
+
+def end_all() -> None:
+    """SIGKILL the process group (and descendants) of every command still running
+    (:data:`RUNNING`): on SIGTERM and at exit nothing npudoctor started outlives it.  Never
+    raises."""
+    # a signal handler may run while this thread holds SPAWN_LOCK: never wait on it long
+    locked = SPAWN_LOCK.acquire(timeout=0.2)
+    try:
+        pids = sorted(RUNNING)
+    finally:
+        if locked:
+            SPAWN_LOCK.release()
+    for pid in pids:
+        kill_tree(pid)

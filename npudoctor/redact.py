@@ -38,7 +38,8 @@ SECRET = "<redacted>"
 
 #: Names (environment variables, JSON keys, config keys) whose values are secrets.
 SECRET_NAME = lazyre.pattern(
-    r"(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|API[_-]?KEY|ACCESS[_-]?KEY|PRIVATE[_-]?KEY|[_-]KEY$|^KEY$|AUTH)",
+    r"(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|API[_-]?KEY|ACCESS[_-]?KEY|PRIVATE[_-]?KEY|[_-]KEY$|^KEY$|AUTH"
+    r"|[_-]PASS$|^PASS$|[_-]PWD$|ACCOUNT[_-]?KEY|COOKIE|SESSION[_-]?ID)",
     re.I,
 )
 
@@ -51,12 +52,31 @@ _TOKENS = lazyre.pattern(
     r"|xox[abpr]-[A-Za-z0-9-]{10,}"
     r"|sk-[A-Za-z0-9_-]{20,})\b"
 )
-#: ``scheme://userinfo@`` in a URL (pip index URLs with a password, git remotes with a token).
-_URL_USERINFO = lazyre.pattern(r"\b([A-Za-z][A-Za-z0-9+.-]*://)([^/\s@'\"<>]+)@")
-#: ``NAME=value``, ``NAME: value``, ``"NAME": "value"``, ``--name value`` where NAME is secret-like.
-_ASSIGNMENT = lazyre.pattern(
-    r"""(?P<name>(?<![\w-])-{0,2}[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>["']?[ \t]*[:=][ \t]*["']?)(?P<value>[^\s"',;]+)"""
+#: ``scheme://userinfo@`` in a URL (pip index URLs with a password, git remotes with a token):
+#: the userinfo runs to the LAST ``@`` of the authority, as pip and urllib split it (a
+#: password may hold an ``@``).
+_URL_USERINFO = lazyre.pattern(r"\b([A-Za-z][A-Za-z0-9+.-]*://)([^/?#\s'\"<>\\]+)@")
+#: HTTP headers whose whole value is a credential: ``Authorization: Bearer …``, ``Cookie: …``.
+_HEADER = lazyre.pattern(
+    r"(?P<name>(?<![\w-])(?:(?:Proxy-)?Authorization|(?:Set-)?Cookie|X-[A-Za-z-]*(?:Token|Key|Auth)[A-Za-z-]*))"
+    r"(?P<sep>[\"']?[ \t]*:[ \t]*)(?P<value>[^\r\n\"'\\]*[^\s\"'\\])",
+    re.I,
 )
+#: A bearer token anywhere (``Bearer eyJ…``): the scheme word kept, the token concealed.
+_BEARER = lazyre.pattern(r"\b(Bearer[ \t]+)[A-Za-z0-9._~+/=-]{8,}")
+#: A URL query parameter (``?token=…``, ``&sig=…``): concealed when its name is secret-like.
+_QUERY = lazyre.pattern(r"([?&;])([A-Za-z0-9_.-]+)=([^&#\s\"'<>\\]+)")
+#: Query parameter names that carry a credential though not named like a secret.
+_QUERY_SECRETS = {"sig", "signature", "x-amz-signature", "x-goog-signature", "pwd", "pass"}
+#: ``NAME=value``, ``NAME: value``, ``"NAME": "value"``, ``--name value`` where NAME is secret-like.
+#: The value is a quoted string (double, single, or with escaped double quotes inside a JSON
+#: string), spaces included, or an unquoted word.
+_ASSIGNMENT = lazyre.pattern(
+    r"""(?P<name>(?<![\w-])-{0,2}[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>["']?[ \t]*[:=][ \t]*)"""
+    r"""(?P<value>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|\\"(?:[^"\\\n]|\\[^"\n])*\\"|(?:[^\s"',;\\]|\\(?!"))+)"""
+)
+#: Unquoted words that are an authorization scheme, not the secret (:data:`_HEADER` hides it).
+_SCHEMES = {"bearer", "basic", "digest", "token", "negotiate"}
 _OPTION = lazyre.pattern(
     r"""(?P<name>(?<![\w-])--[A-Za-z][A-Za-z0-9_-]*)(?P<sep>[ \t]+)(?P<value>[^\s"',;-][^\s"',;]*)"""
 )
@@ -107,8 +127,10 @@ def _is_secret_name(name: str) -> bool:
 
 
 def conceal_text(text: str) -> str:
-    """``text`` with secrets replaced by :data:`SECRET`: URL credentials, token shapes, and
-    the values of secret-named assignments.  Never raises.
+    """``text`` with secrets replaced by :data:`SECRET`: URL credentials, token shapes,
+    credential headers (``Authorization``, ``Cookie``), bearer tokens, secret-named query
+    parameters and the values of secret-named assignments (quoted values whole).  Never
+    raises.
 
     Each substitution runs only when ``text`` holds the literal characters every match of
     its pattern contains (``@`` for URL credentials, a token prefix, ``--`` for an option,
@@ -122,28 +144,62 @@ def conceal_text(text: str) -> str:
         if mark in out:
             out = _TOKENS.sub(SECRET, out)
             break
+    if "Bearer" in out:
+        out = _BEARER.sub(lambda m: f"{m.group(1)}{SECRET}", out)
     has_option = "--" in out
     if not has_option and "=" not in out and ":" not in out:
         return out
-
-    def assignment(m: re.Match[str]) -> str:
-        if not _is_secret_name(m.group("name").lstrip("-")) or m.group("value") == SECRET:
-            return m.group(0)
-        return f"{m.group('name')}{m.group('sep')}{SECRET}"
-
+    if ":" in out and _may_hold_header(out):
+        out = _HEADER.sub(_header, out)
+    if "=" in out and ("?" in out or "&" in out):
+        out = _QUERY.sub(_query, out)
     if has_option:
-        out = _OPTION.sub(assignment, out)
+        out = _OPTION.sub(_assignment, out)
     if "=" not in out and ":" not in out:
         return out
-    return _ASSIGNMENT.sub(assignment, out)
+    return _ASSIGNMENT.sub(_assignment, out)
+
+
+def _may_hold_header(text: str) -> bool:
+    """Whether :data:`_HEADER` can match: every match holds one of these words (any case)."""
+    low = text.lower()
+    return "authorization" in low or "cookie" in low or "x-" in low
+
+
+def _header(m: re.Match[str]) -> str:
+    return f"{m.group('name')}{m.group('sep')}{SECRET}"
+
+
+def _query(m: re.Match[str]) -> str:
+    name = m.group(2)
+    if m.group(3) == SECRET or not (_is_secret_name(name) or name.lower() in _QUERY_SECRETS):
+        return m.group(0)
+    return f"{m.group(1)}{name}={SECRET}"
+
+
+def _assignment(m: re.Match[str]) -> str:
+    """``NAME=value`` with the value concealed when NAME is secret-like; quotes kept.  A
+    JSON key (``"NAME": 3``) keeps a value that is not a string: concealing it would break
+    the document, and a number or an object is not a secret's text."""
+    value, sep = m.group("value"), m.group("sep")
+    if not _is_secret_name(m.group("name").lstrip("-")):
+        return m.group(0)
+    for quote in ('\\"', '"', "'"):
+        if value.startswith(quote) and len(value) >= 2 * len(quote):
+            if value[len(quote) : -len(quote)] == SECRET:
+                return m.group(0)
+            return f"{m.group('name')}{sep}{quote}{SECRET}{quote}"
+    if value == SECRET or value.lower() in _SCHEMES or sep.startswith('"'):
+        return m.group(0)
+    return f"{m.group('name')}{sep}{SECRET}"
 
 
 def conceal(value: Any, key: str = "") -> Any:
     """A copy of a JSON-able value with every secret concealed (see :func:`conceal_text`):
     the value of a secret-named key becomes :data:`SECRET` (when it is non-empty: an empty
     one stays empty, so "set but empty" still shows), other strings are scanned."""
-    if isinstance(value, dict):
-        return {k: _conceal_item(str(k), v) for k, v in value.items()}
+    if isinstance(value, dict):  # keys too: a PATH entry or a URL may be a key
+        return {conceal_text(k) if isinstance(k, str) else k: _conceal_item(str(k), v) for k, v in value.items()}
     if isinstance(value, list):
         return [conceal(v, key) for v in value]
     if isinstance(value, str):
@@ -304,11 +360,13 @@ class Redactor:
         return name if name.lower() in SYSTEM_ACCOUNTS or name.startswith("user-") else self.user(name)
 
     def value(self, value: Any, key: str = "") -> Any:
-        """A copy of a JSON-able value redacted throughout (keys are kept)."""
+        """A copy of a JSON-able value redacted throughout, keys like values (a PATH entry
+        under ``/home/<user>`` or an address may be a key)."""
         if isinstance(value, dict):
             out: Dict[Any, Any] = {}
-            for k, v in value.items():
-                name = str(k)
+            for key_in, v in value.items():
+                name = str(key_in)
+                k = self.text(key_in) if isinstance(key_in, str) and _data_key(key_in) else key_in
                 low = name.lower()
                 if isinstance(v, str) and v and _is_secret_name(name):
                     out[k] = SECRET
@@ -330,6 +388,13 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         return value
+
+
+def _data_key(key: str) -> bool:
+    """Whether a dict key is data (a path, a URL, an address: redacted like a value) rather
+    than a field or section name (``cann``, ``HCCL_IF_IP``, ``torch-npu``), which is kept
+    even when it equals a host name that is redacted elsewhere."""
+    return any(c in key for c in "/@:= ") or key.count(".") >= 3
 
 
 def _has_home(text: str) -> bool:

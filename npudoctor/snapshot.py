@@ -12,6 +12,7 @@ module and has a typed view in :mod:`npudoctor.facts` (the JSON Schema
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import stat
@@ -32,8 +33,12 @@ if TYPE_CHECKING:
 #: the versions listed in :data:`READABLE_SCHEMAS`.
 SCHEMA_VERSION = 1
 READABLE_SCHEMAS = (1,)
-#: Largest snapshot file read (bytes).
-SNAPSHOT_LIMIT = 256 << 20
+#: Largest snapshot file read (bytes): a node's snapshot is a few megabytes; a file over
+#: this size is refused from its size, before any of it is read.
+SNAPSHOT_LIMIT = 64 << 20
+#: Most JSON values a snapshot may hold (objects, arrays and members): a real one holds tens
+#: of thousands; the bound keeps parsing a hostile file of tiny objects within memory.
+SNAPSHOT_VALUES = 2_000_000
 
 
 class SnapshotError(ValueError):
@@ -113,13 +118,13 @@ class Snapshot:
         """Read a snapshot file (``-`` is not accepted here); :class:`SnapshotError` on
         any problem, with the file named."""
         try:
-            data, truncated = read_capped(path, SNAPSHOT_LIMIT, pipes=True)
+            data, truncated = read_capped(path, SNAPSHOT_LIMIT, pipes=True, whole=True)
         except OSError as exc:
             raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror or exc}") from None
         if truncated:
             raise SnapshotError(f"snapshot {path} is over {SNAPSHOT_LIMIT >> 20} MB")
         try:
-            raw = jsontext.loads(data.decode("utf-8", errors="replace"))
+            raw = jsontext.loads(data.decode("utf-8", errors="replace"), max_values=SNAPSHOT_VALUES)
         except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
             raise SnapshotError(f"snapshot {path} is not valid JSON: {exc}") from None
         try:
@@ -188,14 +193,33 @@ def clean_stale_temp(directory: str) -> List[str]:
     return removed
 
 
-def atomic_write(path: str, data: str) -> None:
-    """Write ``data`` (UTF-8) to ``path`` atomically: temp file in the same directory,
-    fsync, rename.  The previous file stays intact if anything fails.  Raises
-    ``OSError`` (e.g. read-only directory) with nothing left behind.  Stale temporary
+def atomic_write(path: str, data: str, named: bool = False) -> None:
+    """Write ``data`` (UTF-8) to ``path`` without ever changing what kind of file it is.
+
+    A file npudoctor picks itself (a cache in a shared directory) is replaced atomically:
+    temp file in the same directory, fsync, rename -- whatever was put in its place (a
+    symlink, a FIFO) is replaced, never followed; the previous file stays intact if
+    anything fails.  An output the user ``named`` on the command line (``collect -o``) keeps
+    its kind: a regular file is replaced the same way, a symlink is kept and its target
+    written, a character device (``/dev/null``, a terminal) or a FIFO is written in place as
+    a shell redirection would, and any other existing target is refused with ``OSError``.
+    Raises ``OSError`` (e.g. read-only directory) with nothing left behind.  Stale temporary
     files of writers killed before (:func:`clean_stale_temp`) are removed first."""
     import tempfile  # here, not at import: health imports this module on every run, writes rarely
 
-    directory = os.path.dirname(os.path.abspath(path)) or "."
+    target = path
+    if named:
+        target = os.path.realpath(path) if os.path.islink(path) else path
+        try:
+            mode = os.stat(target).st_mode
+        except FileNotFoundError:
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):
+            if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+                _write_in_place(target, data)
+                return
+            raise OSError(errno.EINVAL, "exists and is not a regular file", path)
+    directory = os.path.dirname(os.path.abspath(target)) or "."
     clean_stale_temp(directory)
     fd, tmp = tempfile.mkstemp(prefix=f"{_TMP_PREFIX}{os.getpid()}-", suffix=_TMP_SUFFIX, dir=directory)
     try:
@@ -203,11 +227,18 @@ def atomic_write(path: str, data: str) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _write_in_place(path: str, data: str) -> None:
+    """Write ``data`` into an existing FIFO or character device (no create, no rename)."""
+    fd = os.open(path, os.O_WRONLY | os.O_NOCTTY)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(data)
 
 
 # ---------------------------------------------------------------- redaction

@@ -89,3 +89,22 @@ def test_training_pod_mounts_the_hosts_dcmi_with_npu_smi():
     dcmi = mounts["/usr/local/dcmi"]
     assert dcmi.get("readOnly") is True
     assert volumes[dcmi["name"]]["hostPath"] == {"path": "/usr/local/dcmi", "type": "Directory"}
+
+
+def test_the_shipped_liveness_checks_can_see_a_hang():
+    """npu-smi is hung only after HANG_AFTER seconds without an answer; the
+    Docker HEALTHCHECK and the liveness probe give health a budget whose command share
+    passes it, else a wedged driver would only ever be "unknown"."""
+    import yaml
+
+    from npudoctor.facts.coverage import HANG_AFTER
+    from npudoctor.runtime.deadline import COMMAND_SHARE
+
+    text = (REPO / "Dockerfile").read_text()
+    m = re.search(r"^HEALTHCHECK (.*?)\\?\n\s*CMD (\[.*\])$", text, re.M)
+    assert m
+    argv = yaml.safe_load(m.group(2))
+    assert float(argv[argv.index("--timeout") + 1]) * COMMAND_SHARE > HANG_AFTER
+    pod = yaml.safe_load((REPO / "deploy/k8s/training-pod.yaml").read_text())
+    live = pod["spec"]["containers"][0]["livenessProbe"]["exec"]["command"]
+    assert float(live[live.index("--timeout") + 1]) * COMMAND_SHARE > HANG_AFTER

@@ -234,12 +234,13 @@ def test_exec_quiet_prints_only_errors(tmp_path):
 def test_exec_strict_refuses_when_the_checks_blow_their_budget(tmp_path):
     hung = prepare(SCEN / "health-npu-smi-hung", tmp_path)
     start = time.monotonic()
-    proc = npudoctor(hung, "exec", "--strict", "--timeout", "0.5", "--root", str(hung / "root"), "--", "true")
+    # a budget past npu-smi's hang threshold (5 s): stopped earlier it is cut short, not hung
+    proc = npudoctor(hung, "exec", "--strict", "--timeout", "10", "--root", str(hung / "root"), "--", "true")
     assert proc.returncode == 125
     # a hung npu-smi on an idle node is a device failure; a budget that runs out is no longer
     # an error (HOST090): it is "unknown" and would not refuse (see the test below)
     assert any(line.startswith("npudoctor: error DEV001 ") for line in proc.stderr.splitlines()), proc.stderr
-    assert time.monotonic() - start < 0.5 + 1.0 + 3.0
+    assert time.monotonic() - start < 10 + 1.0 + 3.0
 
 
 def test_exec_help_documents_exit_codes():

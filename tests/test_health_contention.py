@@ -22,6 +22,8 @@ import pytest
 from scenario_runner import REPO, environment, prepare
 from test_health import HEALTHY, _alive, _spec, assert_contract, health
 
+from npudoctor.probes.devices import HANG_AFTER
+
 CRITICAL = REPO / "tests" / "scenarios" / "health-chip-critical"
 HUNG = REPO / "tests" / "scenarios" / "health-npu-smi-hung"
 RUNS = 4
@@ -75,12 +77,12 @@ def _start(scenario: Path, args: List[str], pidfile: Path) -> subprocess.Popen:
     )
 
 
-def _terminate_once_npu_smi_runs(proc: subprocess.Popen, pidfile: Path) -> int:
+def _terminate_once_npu_smi_runs(proc: subprocess.Popen, pidfile: Path, after: float = 0.5) -> int:
     deadline = time.monotonic() + 30
     while not pidfile.exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
     assert pidfile.exists(), "npu-smi never started"
-    time.sleep(0.5)  # long enough for a hung npu-smi to count as hung, not as just started
+    time.sleep(after)
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=30)
     return int(pidfile.read_text())
@@ -97,7 +99,8 @@ def test_sigterm_during_a_hung_npu_smi_is_answered_by_health_and_leaves_no_proce
     scenario = prepare(HUNG, tmp_path)
     pidfile = tmp_path / "npu-smi.pid"
     proc = _start(scenario, ["health", "--timeout", "60"], pidfile)
-    pid = _terminate_once_npu_smi_runs(proc, pidfile)
+    # past the hang threshold (npu-smi stopped earlier is cut short, not hung)
+    pid = _terminate_once_npu_smi_runs(proc, pidfile, after=HANG_AFTER + 0.5)
     out, err = proc.communicate()
     assert proc.returncode in (0, 1), (proc.returncode, out, err)
     assert "Traceback" not in err

@@ -65,7 +65,8 @@ def test_run_finds_commands_on_path_not_in_root(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     _script(bin_dir / "npu-smi", 'echo "npu-smi 23.0.rc2"; echo warn >&2; exit 3\n')
-    host = Host(str(tmp_path), environ={"PATH": str(bin_dir)})
+    (tmp_path / "root").mkdir()
+    host = Host(str(tmp_path / "root"), environ={"PATH": str(bin_dir)})
     res = host.run(["npu-smi", "-v"], timeout=5)
     assert res.returncode == 3 and res.stdout == "npu-smi 23.0.rc2\n" and res.stderr == "warn\n"
     assert not res.ok and "exit 3" in res.describe()

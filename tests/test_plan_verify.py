@@ -119,9 +119,10 @@ def test_extra_files_anywhere_are_reported(copy):
     (copy / "notes" / "todo.txt").write_text("x")
     os.symlink("/etc", copy / "etc-link")
     proc = verify(copy)
-    assert proc.returncode == 0, proc.stdout  # warnings: the bundle still installs
+    assert proc.returncode == 1, proc.stdout  # a wheel nobody listed is one pip may install
     found = problems(proc)
-    for rel in ("wheels/evil-1.0-py3-none-any.whl", "notes/todo.txt", "etc-link"):
+    assert found[("unlisted", "wheels/evil-1.0-py3-none-any.whl")]["severity"] == "error"
+    for rel in ("notes/todo.txt", "etc-link"):
         assert found[("unlisted", rel)]["severity"] == "warning"
 
 

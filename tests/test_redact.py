@@ -65,13 +65,10 @@ def _every_substitution(redactor: Redactor, text: str) -> str:
     substitution run unconditionally (the oracle the fast path must equal)."""
     from npudoctor import redact as r
 
-    def assignment(m: Any) -> str:
-        if not r.SECRET_NAME.search(m.group("name").lstrip("-")) or m.group("value") == SECRET:
-            return m.group(0)
-        return f"{m.group('name')}{m.group('sep')}{SECRET}"
-
     out = r._URL_USERINFO.sub(lambda m: f"{m.group(1)}{SECRET}@", text)
-    out = r._ASSIGNMENT.sub(assignment, r._OPTION.sub(assignment, r._TOKENS.sub(SECRET, out)))
+    out = r._BEARER.sub(lambda m: f"{m.group(1)}{SECRET}", r._TOKENS.sub(SECRET, out))
+    out = r._QUERY.sub(r._query, r._HEADER.sub(r._header, out))
+    out = r._ASSIGNMENT.sub(r._assignment, r._OPTION.sub(r._assignment, out))
     out = r._HOME_LIKE.sub(lambda m: f"{m.group(1)}/{redactor._user_token(m.group(2))}", out)
     if redactor._user_re is not None:
         out = redactor._user_re.sub(lambda m: redactor.user(m.group(0)), out)

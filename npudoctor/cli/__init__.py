@@ -32,7 +32,10 @@ def run(argv: Sequence[str], env: Optional[Environment] = None) -> int:
     (``NPUDOCTOR_DEBUG`` set in ``env.environ``: the exception propagates).  Never raises
     ``SystemExit``.
     """
+    from npudoctor.report.escape import safe
+
     env = env if env is not None else Environment.from_process()
+    env.stdout, env.stderr = safe(env.stdout), safe(env.stderr)  # control characters escaped
     argv, flag = take_color_flags(argv)
     if flag is not None:
         env.color_flag = flag

@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 from npudoctor.host import read_capped
 from npudoctor.parsers import jsontext
-from npudoctor.snapshot import SNAPSHOT_LIMIT
+from npudoctor.snapshot import SNAPSHOT_LIMIT, SNAPSHOT_VALUES
 
 #: Files given at least this many, the reading is spread over worker processes.
 PARALLEL_MIN = 256
@@ -75,7 +75,7 @@ def _file(path: str, named: bool) -> Iterator[Tuple[str, Any]]:
     """The documents of one input file; a FIFO or device found in a directory is refused
     (a FIFO named on the command line, as ``<(…)``, is read)."""
     try:
-        data, truncated = read_capped(path, SNAPSHOT_LIMIT, pipes=named)
+        data, truncated = read_capped(path, SNAPSHOT_LIMIT, pipes=named, whole=True)
     except OSError as exc:
         yield path, f"cannot read: {exc.strerror or exc}"
         return
@@ -100,10 +100,14 @@ def _json(data: bytes) -> Any:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         text = data.decode("utf-8", errors="replace")
-    return jsontext.loads(text)
+    return jsontext.loads(text, max_values=SNAPSHOT_VALUES)
 
 
 def _lines(label: str, data: bytes) -> Iterator[Tuple[str, Any]]:
+    count = data.count(b"{") + data.count(b"[") + data.count(b",")
+    if count > SNAPSHOT_VALUES:  # all the lines' documents are kept: one bound for them all
+        yield label, f"not read: more than {SNAPSHOT_VALUES} JSON values in all (up to {count})"
+        return
     for number, line in enumerate(data.splitlines(), 1):
         if not line.strip():
             continue
@@ -127,7 +131,14 @@ def _plan(paths: Iterable[str], stdin: Optional[Any]) -> List[Tuple[str, Any]]:
             seen["-"] = "stdin"
             stream = stdin if stdin is not None else sys.stdin
             buffer = getattr(stream, "buffer", None)
-            data = buffer.read() if buffer is not None else stream.read().encode("utf-8", "surrogateescape")
+            data = (
+                buffer.read(SNAPSHOT_LIMIT + 1)
+                if buffer is not None
+                else stream.read(SNAPSHOT_LIMIT + 1).encode("utf-8", "surrogateescape")
+            )
+            if len(data) > SNAPSHOT_LIMIT:
+                out.append(("stdin", f"cannot read: over {SNAPSHOT_LIMIT >> 20} MB"))
+                continue
             out.extend(_lines("stdin", data))
             continue
         if os.path.isdir(path):

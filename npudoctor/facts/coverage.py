@@ -17,7 +17,15 @@ if TYPE_CHECKING:
 #: npu-smi causes under which nothing about the chips was learnt (``probes/devices.py``);
 #: a hung, crashed or failing npu-smi is itself a finding of the devices area -- except a
 #: timeout on a CPU-starved node (:func:`starved`), which says nothing about the chips.
-_SMI_NOT_RUN = {"disabled", "not-installed", "permission"}
+_SMI_NOT_RUN = {"disabled", "not-installed", "permission", "cut-short"}
+
+#: Seconds without an answer after which npu-smi is hung (DEV001).  ``npu-smi info``
+#: answers in well under a second on a healthy node, and more slowly under load or while
+#: another npu-smi holds the machine-wide DCMI lock; five seconds -- the default deadline
+#: of one command in ``check`` -- leaves that room.  Stopped earlier (by a shorter budget,
+#: as ``health``'s default, or a signal), npu-smi was not seen to hang but was cut short:
+#: the devices area is unknown.
+HANG_AFTER = 5.0
 
 #: Percent of a command's run during which it could be starved of CPU -- the node's runnable
 #: tasks waited for a CPU, or its cgroup was throttled by a CPU limit
@@ -56,7 +64,7 @@ def starved(
 
 
 def _timeout_on_busy_node(smi: Mapping[str, Any]) -> Optional[str]:
-    if smi.get("cause") != "hung":
+    if smi.get("cause") not in ("hung", "cut-short"):
         return None
     commands = smi.get("commands")
     first = commands[0] if isinstance(commands, list) and commands and isinstance(commands[0], abc.Mapping) else None
@@ -103,9 +111,17 @@ def not_checked(facts: Mapping[str, Any], area: str) -> Optional[str]:
         if not isinstance(smi, abc.Mapping):
             return "no npu-smi facts"
         cause = smi.get("cause")
+        nodes_error = section.get("nodes_error")
+        also = f"; {nodes_error}" if isinstance(nodes_error, str) and nodes_error else ""
+        if smi.get("available") is not True and cause == "cut-short":
+            busy = _timeout_on_busy_node(smi)
+            if busy is not None:
+                return busy + also
         if smi.get("available") is not True and isinstance(cause, str) and cause in _SMI_NOT_RUN:
             error = smi.get("error")
-            return str(error) if isinstance(error, str) and error else "npu-smi was not run"
+            return (str(error) if isinstance(error, str) and error else "npu-smi was not run") + also
+        if smi.get("available") is not True and also:
+            return also[2:]
         if smi.get("available") is not True:
             return _timeout_on_busy_node(smi)
     if area == "packages":

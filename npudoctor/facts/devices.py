@@ -49,7 +49,7 @@ class NpuSmi(View):
     cause: Optional[str] = field(
         default=None,
         metadata=_doc(
-            '"not-installed" | "hung" | "crashed" | "dcmi" | "permission" | "loader" | "driver" | "disabled" | "unparsed"'
+            '"not-installed" | "hung" | "cut-short" | "crashed" | "dcmi" | "permission" | "loader" | "driver" | "disabled" | "unparsed"'
         ),
     )
     code: Optional[int] = field(default=None, metadata=_doc("DCMI return code (-8005, -8020, ...)"))
@@ -161,6 +161,9 @@ class DevicesFacts(View):
     idle_npus: Tuple[int, ...] = field(default=(), metadata=_doc("npu ids npu-smi says run no process"))
     topology: Optional[Topology] = None
     nodes: Tuple[DeviceNode, ...] = ()
+    nodes_error: Optional[str] = field(
+        default=None, metadata=_doc("why the device nodes could not be looked at (/dev refused)")
+    )
     visibility: Visibility = field(default_factory=Visibility)
     ray: Tuple[str, ...] = field(default=(), metadata=_doc("names of the RAY_* variables set"))
     visible_count: Optional[int] = field(

@@ -315,9 +315,12 @@ class Mount(View):
     """A driver piece a container needs."""
 
     path: str = ""
-    exists: Optional[bool] = field(default=None, metadata=_doc("None: not recorded"))
+    exists: Optional[bool] = field(default=None, metadata=_doc("None: not recorded, or cannot be told"))
     what: Optional[str] = None
     required: bool = False
+    unreadable: Optional[str] = field(
+        default=None, metadata=_doc("why presence cannot be told (permission denied, symlink loop)")
+    )
 
 
 class DeviceCgroup(View):

@@ -102,7 +102,7 @@ def _pep440(text: Optional[str]) -> Optional[Version]:
 
     try:
         return Version(str(text))
-    except (InvalidVersion, TypeError):
+    except (InvalidVersion, TypeError, ValueError):  # ValueError: a number of 4,300+ digits
         return None
 
 

@@ -335,8 +335,17 @@ def merge(
     rows: List[Dict[str, Any]] = data.setdefault("torch_npu", [])
     changes: List[str] = []
 
+    idx = _index(rows)  # kept up to date below: one index, not one per row (merging stays linear)
+    line_ranges: Dict[str, Tuple[List[str], str]] = {}
+
+    def inherited_range(ext: str) -> Tuple[List[str], str]:
+        """line_range of ``ext``, once per line: a row added with it leaves it unchanged."""
+        if ext not in line_ranges:
+            line_ranges[ext] = line_range(rows, ext, data.get("release_tag", []))
+        found, src = line_ranges[ext]
+        return list(found), src
+
     def upsert(version: str, values: Dict[str, Any], new_defaults: Dict[str, Any]) -> None:
-        idx = _index(rows)
         k = _key(version)
         if k in idx:
             row = rows[idx[k]]
@@ -354,6 +363,7 @@ def merge(
             row.update(values)
             row["torch_npu"] = version
             rows.append(row)
+            idx[k] = len(rows) - 1
             changes.append(
                 f"added torch_npu {version} (torch {row.get('torch')}, CANN {', '.join(row.get('cann', [])) or '?'}, "
                 f"{row.get('status')})"
@@ -395,7 +405,7 @@ def merge(
                 pre = Version(r.torch_npu).is_prerelease and not ext
             except Exception:
                 pre = False
-            inherited, inherited_src = line_range(rows, ext, data.get("release_tag", []))
+            inherited, inherited_src = inherited_range(ext)
             defaults = {
                 "cann": [],
                 "branch": "",
@@ -438,7 +448,7 @@ def merge(
                 continue
             v = _pep440(version)
             ext = row_line({"torch_npu": version}, data.get("release_tag", []))
-            inherited, inherited_src = line_range(rows, ext, data.get("release_tag", []))
+            inherited, inherited_src = inherited_range(ext)
             row = {
                 "torch_npu": version,
                 "torch": v.base_version if v is not None else version,

@@ -57,6 +57,27 @@ class UnorderableVersion(ValueError):
     """The order of two versions is not knowable (e.g. an internal T build vs a release)."""
 
 
+#: Bounds of a version string read from the judged machine: the longest real one (a local
+#: build label) is a few dozen characters and no number in one has more than a handful of
+#: digits.  Past them it is malformed: never handed to ``int()`` or ``packaging`` (which
+#: refuse numbers over 4,300 digits with a ValueError that is not InvalidVersion).
+MAX_VERSION_LENGTH = 128
+MAX_VERSION_DIGITS = 32
+_DIGIT_RUN = lazyre.pattern(f"[0-9]{{{MAX_VERSION_DIGITS + 1},}}")
+
+
+def malformed_version(text: Optional[str]) -> Optional[str]:
+    """Why ``text`` cannot be a version (too long, a number of absurd length), or ``None``
+    when it may be one (a ``None`` or empty text is absent, not malformed)."""
+    if not text:
+        return None
+    if len(text) > MAX_VERSION_LENGTH:
+        return f"{len(text)} characters long (a version has at most {MAX_VERSION_LENGTH})"
+    if _DIGIT_RUN.search(text):
+        return f"a number of more than {MAX_VERSION_DIGITS} digits"
+    return None
+
+
 _PRE_RANK = {"alpha": 0, "a": 0, "beta": 1, "b": 1, "rc": 2}
 _FINAL = 3  # rank of "no pre-release"
 

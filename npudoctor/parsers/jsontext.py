@@ -16,7 +16,7 @@ import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Optional
 
 #: Longest integer literal accepted (digits, sign excluded).
 MAX_INT_DIGITS = 100
@@ -28,9 +28,18 @@ def _int(text: str) -> int:
     return int(text)
 
 
-def loads(text: str) -> Any:
+def loads(text: str, max_values: Optional[int] = None) -> Any:
     """Parse ``text`` as JSON.  Raises only :class:`json.JSONDecodeError` (a ``ValueError``):
-    malformed JSON as ``json.loads`` says, "nested too deeply", or "a number of N digits"."""
+    malformed JSON as ``json.loads`` says, "nested too deeply", or "a number of N digits".
+
+    ``max_values``: refuse, before parsing, a text that may hold more values than this (its
+    ``{``, ``[`` and ``,`` counted: an upper bound on objects, arrays and members).  Each
+    parsed value costs tens of bytes: a text of tiny objects grows about thirty times in
+    memory, so a size cap alone does not bound what parsing takes."""
+    if max_values is not None:
+        count = text.count("{") + text.count("[") + text.count(",")
+        if count > max_values:
+            raise json.JSONDecodeError(f"more than {max_values} values (up to {count})", text, 0)
     try:
         return json.loads(text, parse_int=_int)
     except json.JSONDecodeError:

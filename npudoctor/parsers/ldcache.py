@@ -27,7 +27,7 @@ import fnmatch
 import posixpath
 import struct
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Set, Tuple
 
 OLD_MAGIC = b"ld.so-1.7.0"
 NEW_MAGIC = b"glibc-ld.so.cache1.1"
@@ -169,46 +169,73 @@ class LdConf:
     errors: List[str] = field(default_factory=list)
 
 
-def parse_ld_conf(
-    path: str,
-    read: Callable[[str], Optional[str]],
-    listdir: Callable[[str], List[str]],
-    _depth: int = 0,
-    _conf: Optional[LdConf] = None,
-) -> LdConf:
+#: ld.so.conf bounds: configuration files read (each at most once) and lines looked at in
+#: all.  A real system has one file and a dozen includes of a few lines each; an include
+#: pattern that matches its own directory, or a megabyte of lines, stops here with an error.
+LD_CONF_MAX_FILES = 256
+LD_CONF_MAX_LINES = 20000
+LD_CONF_MAX_DEPTH = 8
+
+
+def parse_ld_conf(path: str, read: Callable[[str], Optional[str]], listdir: Callable[[str], List[str]]) -> LdConf:
     """Read ``path`` (normally ``/etc/ld.so.conf``) through ``read(path) -> text|None``
     and expand ``include`` globs with ``listdir(dir) -> names``.
 
     Lines: ``# comment``, a directory (``dir`` or the old ``dir=TYPE`` form), ``include
     PATTERN`` (relative patterns are relative to the including file's directory),
-    ``hwcap ...`` (ignored).  Include nesting is capped at 8 levels."""
-    conf = _conf if _conf is not None else LdConf()
-    text = read(path)
-    if text is None:
-        conf.errors.append(f"{path}: not readable")
-        return conf
-    conf.files.append(path)
-    base = posixpath.dirname(path)
-    for raw in text.splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        if line.startswith("include") and line[7:8] in (" ", "\t"):
-            if _depth >= 8:
-                conf.errors.append(f"{path}: include nested too deep")
+    ``hwcap ...`` (ignored).  Each file is read once (an include of a file already read is
+    skipped), nesting is capped at :data:`LD_CONF_MAX_DEPTH` levels, and at most
+    :data:`LD_CONF_MAX_FILES` files and :data:`LD_CONF_MAX_LINES` lines are read in all
+    (past a bound: an entry in ``errors``)."""
+    conf = LdConf()
+    seen_files: Set[str] = set()
+    seen_dirs: Set[str] = set()
+    lines_left = [LD_CONF_MAX_LINES]
+
+    def one(file: str, depth: int) -> None:
+        if file in seen_files:
+            return
+        if len(seen_files) >= LD_CONF_MAX_FILES:
+            if len(seen_files) == LD_CONF_MAX_FILES:
+                conf.errors.append(f"{file}: more than {LD_CONF_MAX_FILES} files included: the rest not read")
+                seen_files.add("")  # said once
+            return
+        seen_files.add(file)
+        text = read(file)
+        if text is None:
+            conf.errors.append(f"{file}: not readable")
+            return
+        conf.files.append(file)
+        base = posixpath.dirname(file)
+        for raw in text.splitlines():
+            if lines_left[0] <= 0:
+                conf.errors.append(f"{file}: more than {LD_CONF_MAX_LINES} lines in all: the rest not read")
+                return
+            lines_left[0] -= 1
+            line = raw.split("#", 1)[0].strip()
+            if not line:
                 continue
-            for pattern in line[7:].split():
-                if not pattern.startswith("/"):
-                    pattern = posixpath.join(base, pattern)
-                directory, name = posixpath.split(pattern)
-                for entry in sorted(listdir(directory)):
-                    if fnmatch.fnmatchcase(entry, name):
-                        parse_ld_conf(posixpath.join(directory, entry), read, listdir, _depth + 1, conf)
-            continue
-        if line.startswith("hwcap") and line[5:6] in (" ", "\t"):
-            continue
-        for item in line.replace(",", " ").split():
-            directory = item.split("=", 1)[0].rstrip("/") or "/"
-            if directory.startswith("/") and directory not in conf.dirs:
-                conf.dirs.append(directory)
+            if line.startswith("include") and line[7:8] in (" ", "\t"):
+                for pattern in line[7:].split():
+                    if not pattern.startswith("/"):
+                        pattern = posixpath.join(base, pattern)
+                    directory, name = posixpath.split(pattern)
+                    for entry in sorted(listdir(directory)):
+                        target = posixpath.join(directory, entry)
+                        if not fnmatch.fnmatchcase(entry, name) or target in seen_files:
+                            continue
+                        if depth >= LD_CONF_MAX_DEPTH:
+                            conf.errors.append(f"{file}: include nested too deep")
+                            break
+                        one(target, depth + 1)
+                continue
+            if line.startswith("hwcap") and line[5:6] in (" ", "\t"):
+                continue
+            for item in line.replace(",", " ").split():
+                directory = item.split("=", 1)[0].rstrip("/") or "/"
+                if directory.startswith("/") and directory not in seen_dirs:
+                    seen_dirs.add(directory)
+                    conf.dirs.append(directory)
+
+    one(path, 0)
     return conf

@@ -38,7 +38,7 @@ from typing import Any, List, Mapping, Optional, Tuple
 
 from npudoctor import lazyre
 from npudoctor.parsers.numbers import to_int
-from npudoctor.parsers.set_env_model import SetEnvResult
+from npudoctor.parsers.set_env_model import MAX_EXPANDED, MAX_VALUE, SetEnvResult
 from npudoctor.parsers.set_env_model import State as _State
 from npudoctor.parsers.shell_lex import MAX_LINES
 from npudoctor.parsers.shell_lex import Unsupported as _Unsupported
@@ -48,7 +48,7 @@ from npudoctor.parsers.shell_lex import split_assignments as _split_assignments
 from npudoctor.parsers.shell_lex import split_commands as _split_commands
 from npudoctor.parsers.shell_lex import split_pipe as _split_pipe
 
-__all__ = ["MAX_DEPTH", "MAX_LINES", "SetEnvResult", "evaluate"]
+__all__ = ["MAX_DEPTH", "MAX_EXPANDED", "MAX_LINES", "MAX_VALUE", "SetEnvResult", "evaluate"]
 
 #: Nesting depth of ``source`` and of ``$(...)`` evaluated.
 MAX_DEPTH = 4
@@ -143,9 +143,12 @@ def _special(st: _State, name: str) -> Optional[str]:
 
 def _lookup(st: _State, name: str) -> Optional[str]:
     special = _special(st, name)
-    if special is not None and name not in st.vars:
-        return special
-    return st.vars.get(name)
+    value = special if special is not None and name not in st.vars else st.vars.get(name)
+    if value:
+        st.expanded += len(value)
+        if st.expanded > MAX_EXPANDED:
+            raise _Unsupported(f"expansions past {MAX_EXPANDED >> 20} MiB in all: not evaluated")
+    return value
 
 
 def _dollar(st: _State, text: str, i: int, depth: int) -> Tuple[str, int]:
@@ -407,6 +410,8 @@ def _assign(st: _State, name: str, append: bool, raw: str, depth: int, export: b
     value = _expand(st, raw, depth)
     if append:
         value = st.vars.get(name, "") + value
+    if len(value) > MAX_VALUE:
+        raise _Unsupported(f"the value of {name} would be {len(value)} bytes, over {MAX_VALUE >> 10} KiB")
     st.vars[name] = value
     st.result.variables[name] = value
     if name in st.unset:

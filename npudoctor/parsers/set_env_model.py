@@ -45,6 +45,15 @@ class SetEnvResult:
         }
 
 
+#: Longest value one assignment may build (bytes).  CANN's longest variable, a sourced
+#: toolkit's ``LD_LIBRARY_PATH``, is a few kilobytes; a longer value is a script doubling a
+#: variable (``A=$A$A``), refused as not understood instead of growing without bound.
+MAX_VALUE = 256 << 10
+#: Total bytes all variable expansions of one evaluation may produce, whatever the lines
+#: (past it every expansion is refused): time and memory stay bounded.
+MAX_EXPANDED = 8 << 20
+
+
 class State:
     """The interpreter's state: ``vars`` (every variable, the starting environment
     included), ``exported``/``unset`` names, the ``script`` being read (``$0``,
@@ -63,3 +72,5 @@ class State:
         self.cwd = posixpath.dirname(script) or "/"
         self.result = SetEnvResult()
         self.status = True
+        #: Bytes produced by variable expansions so far (bounded by ``MAX_EXPANDED``).
+        self.expanded = 0

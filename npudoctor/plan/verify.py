@@ -34,6 +34,7 @@ from typing import Any, Dict, List, Optional, Set
 
 from npudoctor import lazyre
 from npudoctor.host import file_kind, read_capped_text
+from npudoctor.hostio import walk_tree
 from npudoctor.plan.bundle_text import MANIFEST, REQUIREMENTS, SUMS
 from npudoctor.plan.files import HDK_PAGE
 from npudoctor.plan.site import Site
@@ -184,8 +185,11 @@ def verify_bundle(directory: str, site: Optional[Site] = None) -> VerifyReport:
     wheels: List[str] = []
     for entry in manifest["files"]:
         rel = entry["path"]
-        listed[rel] = entry["sha256"]
         report.checked += 1
+        if "\0" in rel:  # no file has such a name: never handed to the OS
+            report.problems.append(Problem("manifest", rel.replace("\0", "\\0"), "a path with a NUL byte; not read"))
+            continue
+        listed[rel] = entry["sha256"]
         outside = _outside(directory, rel)
         if outside:
             report.problems.append(Problem("manifest", rel, f"{rel}: {outside}; not read"))
@@ -201,8 +205,11 @@ def verify_bundle(directory: str, site: Optional[Site] = None) -> VerifyReport:
             )
             continue
         size = os.path.getsize(path)
+        if rel.endswith(".whl"):
+            wheels.append(rel)
         if isinstance(entry.get("size"), int) and size != entry["size"]:
             report.problems.append(Problem("size", rel, f"{rel} has {size} bytes, the manifest says {entry['size']}"))
+            continue  # changed already: not hashed (a huge file would be read in full for nothing)
         try:
             digest = sha256_file(path)
         except OSError as exc:
@@ -216,8 +223,6 @@ def verify_bundle(directory: str, site: Optional[Site] = None) -> VerifyReport:
                     f"{rel}: sha256 {digest[:16]}… does not match the manifest ({entry['sha256'][:16]}…)",
                 )
             )
-        if rel.endswith(".whl"):
-            wheels.append(rel)
     _check_sums(report, directory, listed)
     _check_unlisted(report, directory, set(listed) | {MANIFEST, SUMS})
     # requirements pins have wheels
@@ -337,8 +342,7 @@ def _check_sums(report: VerifyReport, directory: str, listed: Dict[str, str]) ->
 def _check_unlisted(report: VerifyReport, directory: str, listed: Set[str]) -> None:
     """Files anywhere in the bundle that the manifest does not list (symlinks not followed)."""
     extra: List[str] = []
-    for root, dirs, files in os.walk(directory):
-        dirs.sort()
+    for root, dirs, files in walk_tree(directory, lambda _exc: None):
         for name in sorted(files) + sorted(d for d in dirs if os.path.islink(os.path.join(root, d))):
             rel = os.path.relpath(os.path.join(root, name), directory).replace(os.sep, "/")
             if rel not in listed:
@@ -346,8 +350,10 @@ def _check_unlisted(report: VerifyReport, directory: str, listed: Set[str]) -> N
         if len(extra) > 1000:
             break
     for rel in extra[:50]:
+        # a wheel nobody listed is one pip may install (install.sh finds links in wheels/)
+        severity = "error" if rel.startswith("wheels/") else "warning"
         report.problems.append(
-            Problem("unlisted", rel, f"{rel} is not in the manifest (left over or added later)", "warning")
+            Problem("unlisted", rel, f"{rel} is not in the manifest (left over or added later)", severity)
         )
     if len(extra) > 50:
         report.problems.append(

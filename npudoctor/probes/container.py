@@ -8,7 +8,7 @@ Section ``container``::
     kubernetes     bool (KUBERNETES_SERVICE_HOST, the service-account directory, or a
                    ``kubepods`` cgroup)
     evidence       [str]  why we think so ("/.dockerenv exists", "/proc/1/cgroup: …kubepods…")
-    mounts         [{"path", "exists", "what", "required": bool}] — the driver pieces a
+    mounts         [{"path", "exists" (None: cannot tell, see "unreadable"), "what", "required": bool}] — the driver pieces a
                    container needs (samples/docker-run_vllm-ascend_standard-device-mounts.sh.txt
                    and INDEX.md §8 "Manual device passthrough"):
                    /usr/local/Ascend/driver/lib64, /usr/local/Ascend/driver/version.info,
@@ -55,6 +55,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from npudoctor.engine import Options, ProbeContext
+from npudoctor.host import Host
 from npudoctor.parsers.procstatus import parse_proc_status
 
 if TYPE_CHECKING:
@@ -210,6 +211,21 @@ def _capabilities(ctx: ProbeContext) -> Optional[Dict[str, Any]]:
     return dict(parsed, source=read.path)
 
 
+def _presence(host: Host, path: str) -> Dict[str, Any]:
+    """``{"exists": True|False|None}`` of a mount point, ``None`` (with ``"unreadable":
+    why``) when it cannot be told: a path behind a directory this process may not search,
+    or a symlink loop -- unreadable is not absent."""
+    denied = len(host.denied)
+    if host.exists(path):
+        return {"exists": True}
+    if len(host.denied) > denied:
+        return {"exists": None, "unreadable": "permission denied"}
+    _data, error, _cut = host.read_bytes(path, 1)
+    if error == "symlink loop":
+        return {"exists": None, "unreadable": error}
+    return {"exists": False}
+
+
 def probe(ctx: ProbeContext) -> Dict[str, Any]:
     host = ctx.host
     evidence: List[str] = []
@@ -232,8 +248,7 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
     if kubernetes and runtime is None:
         runtime = "containerd"
     mounts = [
-        {"path": path, "exists": host.exists(path), "what": what, "required": required}
-        for path, what, required in MOUNTS
+        {"path": path, **_presence(host, path), "what": what, "required": required} for path, what, required in MOUNTS
     ]
     npu_smi_paths = [p for p in NPU_SMI_PATHS if host.exists(p)]
     build = _build_markers(ctx)

@@ -7,7 +7,9 @@ Section ``devices``::
                  environment's PATH entries, in order; [] when PATH is unset or empty),
                  "available": bool (the table parsed),
                  "error": str|None (how the command failed, human), "cause": None |
-                 "not-installed" | "hung" | "dcmi" (a DCMI return code, see "code") |
+                 "not-installed" | "hung" (no answer within facts.coverage.HANG_AFTER) | "cut-short" (stopped
+                 by the time budget before HANG_AFTER: unknown, not a hang) | "dcmi" (a DCMI
+                 return code, see "code") |
                  "permission" | "driver" (could not be started) | "disabled" | "unparsed",
                  "code": int|None (DCMI return code, -8005/-8020…: what it means is
                  judged by rules/devices.py; older snapshots say "busy"/"driver" here),
@@ -22,6 +24,7 @@ Section ``devices``::
     processes   [{"npu_id", "chip_id", "pid", "name", "memory_mb", "container_pid"}]
     idle_npus   [npu ids that npu-smi says run no process]
     topology    parse_topo() result of `npu-smi info -t topo`, or None
+    nodes_error why the device nodes could not be looked at (absent: they could)
     nodes       [{"path", "exists", "kind": "chip"|"control", "char_device", "uid", "gid",
                  "owner", "group", "mode": "0660", "accessible_by_identity": bool|None}]
     visibility  {"ASCEND_RT_VISIBLE_DEVICES": str|None, "ASCEND_VISIBLE_DEVICES": …,
@@ -48,12 +51,14 @@ npu-smi commands run one at a time through ``ctx.host.run`` with the overall dea
 from __future__ import annotations
 
 import contextlib
+import os
 import stat as stat_mod
 import time
 from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 from npudoctor.engine import ProbeContext
+from npudoctor.facts.coverage import HANG_AFTER
 from npudoctor.parsers.accounts import parse_group, parse_passwd
 from npudoctor.parsers.npu_smi import (
     merge_mapping,
@@ -133,6 +138,8 @@ class _Runner:
         self.exe = exe
         self.commands: List[Dict[str, Any]] = []
         self.hung = False
+        #: The deadline the last command was given (seconds).
+        self.allowed = 0.0
 
     def run(self, *args: str) -> Any:
         deadline = self.ctx.options.deadline
@@ -140,6 +147,7 @@ class _Runner:
             self.hung = True  # the overall deadline of the npudoctor command has passed
             return None
         timeout = self.ctx.options.remaining(self.ctx.options.command_timeout)
+        self.allowed = timeout
         result = self.ctx.host.run([self.exe, *args], timeout=timeout)
         if result.timed_out:
             self.hung = True
@@ -156,6 +164,16 @@ def start(ctx: ProbeContext) -> None:
         host.start([exe, "info"])
 
 
+def _not_executable(host: Any, name: str) -> Optional[str]:
+    """The first ``name`` on the absolute ``PATH`` entries that exists but may not be run
+    by this process (no execute permission), or ``None``."""
+    for directory in host.env_paths("PATH"):
+        candidate = os.path.join(directory, name)
+        if os.path.isabs(directory) and os.path.isfile(candidate) and not os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
 def _npu_smi(ctx: ProbeContext, out: Dict[str, Any]) -> None:
     host = ctx.host
     smi: Dict[str, Any] = out["npu_smi"]
@@ -166,15 +184,27 @@ def _npu_smi(ctx: ProbeContext, out: Dict[str, Any]) -> None:
         smi.update(error="commands disabled (--no-commands)", cause="disabled")
         return
     if exe is None:
+        blocked = _not_executable(host, "npu-smi")
+        if blocked is not None:  # there, but this user may not run it: not "not installed"
+            smi.update(path=blocked, error=f"{blocked} is not executable by this user", cause="permission")
+            return
         smi.update(error="npu-smi: command not found on PATH", cause="not-installed")
         return
     runner = _Runner(ctx, exe)
     res = runner.run("info")
     text = (res.stdout or "") + ("\n" + res.stderr if res.stderr else "")
-    info = parse_info(res.stdout or "") if not res.timed_out else parse_info("")
+    killed = res.timed_out or res.overflow or bool(res.signal)  # what it printed is partial: never judged
+    info = parse_info("" if killed else (res.stdout or ""))
     runner.commands.append(_record(res, bool(info["chips"])))
     smi["raw"] = (res.stdout or "")[:RAW_LIMIT]
-    if res.timed_out:
+    # hung: given the whole threshold and no answer; stopped earlier (a shorter budget): cut short
+    if res.timed_out and max(res.duration, runner.allowed) < HANG_AFTER:
+        smi.update(
+            error=f"`npu-smi info` was stopped by the time budget after {res.duration:.1f} s, before it answered "
+            f"(a hang is {HANG_AFTER:g} s without an answer)",
+            cause="cut-short",
+        )
+    elif res.timed_out:
         smi.update(error=f"`npu-smi info` did not answer within {res.duration:.1f} s (killed)", cause="hung")
     elif res.signal:
         # a crash is a fact: the table it printed before dying is not believed
@@ -343,7 +373,10 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
     _npu_smi(ctx, out)
     for chip in out["chips"]:
         chip.setdefault("soc_version", None)
+    denied = len(ctx.host.denied)
     out["nodes"] = _nodes(ctx, identity, bool(out["chips"]))
+    if len(ctx.host.denied) > denied:  # refused is not absent: no node is judged missing
+        out["nodes_error"] = "cannot look at /dev: permission denied (" + ", ".join(sorted(ctx.host.denied)) + ")"
     chip_nodes = [n for n in out["nodes"] if n["kind"] == "chip" and n["exists"]]
     if out["chips"]:
         out["visible_count"] = len(out["chips"])

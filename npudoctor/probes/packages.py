@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING
 
 from npudoctor.engine import ProbeContext
 from npudoctor.host import Host
+from npudoctor.knowledge.versions import malformed_version
 from npudoctor.parsers import jsontext
 from npudoctor.parsers.metadata import (
     canonical_name,
@@ -174,6 +175,10 @@ def read_record(host: Host, location: str, entry: str, user_site: bool) -> Dict[
         rec["requires_python"] = meta["requires_python"]
         if read.lossy:
             rec["metadata_error"] = rec["metadata_error"] or f"{meta_path}: not valid UTF-8 (bad bytes replaced)"
+    bad = malformed_version(rec["version"])
+    if bad is not None:  # never handed on: packaging and int() would fail on it
+        rec["metadata_error"] = f"{meta_path}: Version {rec['version'][:40]}… is malformed ({bad})"
+        rec["version"] = None
     if not is_dir:
         return rec
     if kind == "egg-info":

@@ -43,14 +43,17 @@ class ProgressLine:
         bar = max(self.width - len(label) - 14, 10)
         filled = int(bar * frac)
         line = f"triage [{'#' * filled}{'.' * (bar - filled)}]{label}"[: self.width - 1]
-        self.out.write("\r" + line)
+        self.out.write("\r")  # written alone: the one carriage return a safe stream keeps
+        self.out.write(line)
         self.out.flush()
         self._drawn = True
 
     def done(self) -> None:
         """Clear the line (when it was drawn)."""
         if self._drawn:
-            self.out.write("\r" + " " * (self.width - 1) + "\r")
+            self.out.write("\r")
+            self.out.write(" " * (self.width - 1))
+            self.out.write("\r")
             self.out.flush()
 
 

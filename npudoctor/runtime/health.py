@@ -226,9 +226,10 @@ def run_health(options: HealthOptions) -> ExitStatus:
         _note(printable(f"judged the {judged.get('judged')} environment: {judged.get('because')}", limit=400))
     if cache:
         try:
+            from npudoctor.redact import conceal
             from npudoctor.snapshot import atomic_write
 
-            atomic_write(cache, json.dumps(doc))
+            atomic_write(cache, json.dumps(conceal(doc)))  # a file npudoctor writes: no secret either
         except OSError:
             pass
     return _emit(doc, as_json)
@@ -268,14 +269,10 @@ class _Watch:
         return cpu_pressure_share(self.pressure, time.monotonic() - self.sampled)
 
 
-#: An npu-smi running at least this long (seconds) when the budget ran out may be judged hung.
-HUNG_MIN_S = 0.3
-
-
 def _hung_npu_smi(evidence: Sequence[Any]) -> Optional[str]:
     """The line of an npu-smi that hung (not starved: see
     :func:`npudoctor.facts.coverage.starved`) among ``evidence``, or ``None``."""
-    from npudoctor.facts.coverage import starved
+    from npudoctor.facts.coverage import HANG_AFTER, starved
 
     for cmd in evidence:
         if not isinstance(cmd, dict) or not cmd.get("argv"):
@@ -284,7 +281,7 @@ def _hung_npu_smi(evidence: Sequence[Any]) -> Optional[str]:
         duration = float(cmd.get("duration") or 0.0)
         # /proc/PID/cmdline of a script names its interpreter first ("/bin/sh .../npu-smi info")
         names = [os.path.basename(a) for a in argv[:2]]
-        if "npu-smi" not in names or duration < HUNG_MIN_S:
+        if "npu-smi" not in names or duration < HANG_AFTER:  # cut short, not seen to hang
             continue
         argv = argv[names.index("npu-smi") :]
         cpu_s, state, pressure = cmd.get("cpu_s"), cmd.get("state"), cmd.get("cpu_pressure")

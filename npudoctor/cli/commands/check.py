@@ -39,6 +39,10 @@ Exit codes: 0 no errors; 1 errors found (or warnings with --strict); 2 usage err
 3 npudoctor itself failed."""
 
 
+#: Output names that mean the standard output of npudoctor (never opened, never renamed over).
+STDOUT_NAMES = ("-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1")
+
+
 #: The values of ``--format``.
 FORMATS = ("text", "json", "markdown", "prometheus")
 
@@ -188,7 +192,7 @@ def collect_snapshot(
     from npudoctor.snapshot import atomic_write
     from npudoctor.snapshot import redact as redact_snapshot
 
-    if request.json and output not in (None, "-"):
+    if request.json and output not in (None, *STDOUT_NAMES):
         raise UsageError("--json writes the snapshot to standard output; it cannot be combined with --output FILE")
     if not request.json and output is None:
         raise UsageError("give --output FILE ('-' or --json: standard output)")
@@ -203,12 +207,12 @@ def collect_snapshot(
     else:  # personal data kept as asked; secrets never
         snapshot.facts, snapshot.target = conceal(snapshot.facts), conceal(snapshot.target)
     text = snapshot.to_json() + "\n"
-    if request.json or output == "-":
+    if request.json or output in STDOUT_NAMES:
         env.stdout.write(text)
         return ExitStatus.OK
     assert output is not None
     try:
-        atomic_write(output, text)
+        atomic_write(output, text, named=True)
     except OSError as exc:
         raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
     env.stderr.write(f"snapshot written to {output}\n")

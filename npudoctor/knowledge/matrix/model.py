@@ -51,7 +51,7 @@ def _pep440(text: str) -> Optional[Version]:
     clean = re.sub(r"[（(].*?[)）]", "", text).strip()
     try:
         v = Version(clean)
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):  # ValueError: a number too long for int() (4,300+ digits)
         return None
     return Version(v.public)
 
