@@ -1,0 +1,62 @@
+"""Commands, not prose (issue 31): every command a user should run is a ``$`` line that
+runs as printed, and no fix adds an account to a privileged group."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Dict, List
+
+import pytest
+from clirun import npudoctor
+from scenario_runner import environment, prepare, tomllib
+
+REPO = Path(__file__).resolve().parent.parent
+SCENARIOS = REPO / "tests" / "scenarios"
+
+
+def _finding(doc: Dict[str, Any], code: str) -> Dict[str, Any]:
+    found = [f for f in doc["findings"] if f["code"] == code]
+    assert len(found) == 1, [f["code"] for f in doc["findings"]]
+    return found[0]
+
+
+def _run(scenario: Path, *args: str) -> Any:
+    spec = tomllib.loads((scenario / "scenario.toml").read_text(encoding="utf-8"))
+    extra = [str(a) for a in spec.get("setup", {}).get("args", [])]
+    return npudoctor("check", "--root", str(scenario / "root"), *extra, *args, env=environment(scenario, spec), width=200)
+
+
+def _dollar_lines(text: str) -> List[str]:
+    return [line.strip()[2:] for line in text.splitlines() if line.strip().startswith("$ ")]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown of the device nodes needs root")
+def test_joining_the_device_group_is_a_command(tmp_path: Path) -> None:
+    s = prepare(SCENARIOS / "k17-user-not-in-device-group", tmp_path)
+    text = _run(s).stdout
+    assert "usermod -aG HwHiAiUser alice  # then log in again" in _dollar_lines(text)
+    fix = _finding(json.loads(_run(s, "--json").stdout), "DEV021")["remedies"]
+    assert [r["command"] for r in fix] == ["usermod -aG HwHiAiUser alice"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown of the device nodes needs root")
+def test_nodes_owned_by_root_are_given_back_never_root_joined(tmp_path: Path) -> None:
+    s = prepare(SCENARIOS / "k17-user-not-in-device-group", tmp_path)
+    dev = s / "root" / "dev"
+    nodes = sorted(p.name for p in dev.iterdir() if p.name.startswith(("davinci", "devmm", "hisi")))
+    for name in nodes:
+        os.chown(dev / name, 0, 0)
+        os.chmod(dev / name, 0o660)
+    text = _run(s).stdout
+    assert not any("usermod" in line and " root " in line for line in text.splitlines()), text
+    commands = [r["command"] for r in _finding(json.loads(_run(s, "--json").stdout), "DEV021")["remedies"]]
+    paths = " ".join(f"/dev/{n}" for n in nodes)
+    assert commands == [
+        f"chown HwHiAiUser:HwHiAiUser {paths}",
+        f"chmod 0660 {paths}",
+        "usermod -aG HwHiAiUser alice",
+    ]
+    assert f"chown HwHiAiUser:HwHiAiUser {paths}" in _dollar_lines(text)
