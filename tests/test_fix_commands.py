@@ -26,7 +26,9 @@ def _finding(doc: Dict[str, Any], code: str) -> Dict[str, Any]:
 def _run(scenario: Path, *args: str) -> Any:
     spec = tomllib.loads((scenario / "scenario.toml").read_text(encoding="utf-8"))
     extra = [str(a) for a in spec.get("setup", {}).get("args", [])]
-    return npudoctor("check", "--root", str(scenario / "root"), *extra, *args, env=environment(scenario, spec), width=200)
+    return npudoctor(
+        "check", "--root", str(scenario / "root"), *extra, *args, env=environment(scenario, spec), width=200
+    )
 
 
 def _dollar_lines(text: str) -> List[str]:
@@ -60,3 +62,34 @@ def test_nodes_owned_by_root_are_given_back_never_root_joined(tmp_path: Path) ->
         "usermod -aG HwHiAiUser alice",
     ]
     assert f"chown HwHiAiUser:HwHiAiUser {paths}" in _dollar_lines(text)
+
+
+K22 = SCENARIOS / "k22-cache-dir-not-writable-for-user"
+
+
+def _host003(s: Path) -> List[Dict[str, Any]]:
+    doc = json.loads(_run(s, "--json").stdout)
+    return [f for f in doc["findings"] if f["code"] == "HOST003"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown of the home directory needs root")
+def test_an_unwritable_log_or_temp_dir_is_moved_by_its_own_variable(tmp_path: Path) -> None:
+    """~/ascend (logs) moves with ASCEND_PROCESS_LOG_PATH, /tmp with TMPDIR, a directory
+    named by a variable with that variable -- each to a directory the facts show writable,
+    each fix its own (no one identical fix for every finding)."""
+    s = prepare(K22, tmp_path / "home")
+    os.chown(s / "root/home/worker", 0, 0)  # the home is not the worker's: ~/ascend cannot be made
+    os.chmod(s / "root/home/worker", 0o755)
+    found = {f["subject"]: [r["command"] for r in f["remedies"]] for f in _host003(s)}
+    assert found == {
+        "/home/worker/ascend": ["mkdir -p /tmp/ascend-log", "export ASCEND_PROCESS_LOG_PATH=/tmp/ascend-log"],
+        "/data/shared/ascend-cache": ["mkdir -p /tmp/ascend-cache", "export ASCEND_CACHE_PATH=/tmp/ascend-cache"],
+    }
+    s = prepare(K22, tmp_path / "tmp")
+    os.chmod(s / "root/tmp", 0o755)
+    shutil.rmtree(s / "root/data/shared")  # only /tmp is left unwritable
+    (s / "root/data/shared/ascend-cache").mkdir(parents=True)
+    os.chown(s / "root/data/shared/ascend-cache", 1000, 1000)
+    found = {f["subject"]: [r["command"] for r in f["remedies"]] for f in _host003(s)}
+    assert found == {"/tmp": ["mkdir -p /home/worker/tmp", "export TMPDIR=/home/worker/tmp"]}
+    assert "$ export TMPDIR=/home/worker/tmp" in _run(s).stdout
