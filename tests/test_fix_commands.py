@@ -93,3 +93,26 @@ def test_an_unwritable_log_or_temp_dir_is_moved_by_its_own_variable(tmp_path: Pa
     found = {f["subject"]: [r["command"] for r in f["remedies"]] for f in _host003(s)}
     assert found == {"/tmp": ["mkdir -p /home/worker/tmp", "export TMPDIR=/home/worker/tmp"]}
     assert "$ export TMPDIR=/home/worker/tmp" in _run(s).stdout
+
+
+def test_a_fix_already_applied_is_not_offered_again() -> None:
+    """After ``eval "$(npudoctor env --root root)"`` the re-check's fixes do not source the
+    set_env.sh just applied (the kernels are still missing: that fix stays)."""
+    import shlex
+
+    s = SCENARIOS / "k10-set-env-not-sourced"
+    spec = tomllib.loads((s / "scenario.toml").read_text(encoding="utf-8"))
+    env = environment(s, spec)
+    before = json.loads(_run(s, "--json").stdout)
+    assert "ENV001" in [f["code"] for f in before["findings"]]
+    assert any(r["kind"] == "source" for r in _finding(before, "CANN004")["remedies"])
+    printed = npudoctor("env", "--root", str(s / "root"), env=env)
+    assert printed.returncode == 0, printed.stderr
+    for line in printed.stdout.splitlines():
+        if line.startswith("export "):
+            name, _, value = shlex.split(line[len("export ") :])[0].partition("=")
+            env[name] = value
+    after = json.loads(npudoctor("check", "--root", str(s / "root"), "--json", env=env).stdout)
+    assert "ENV001" not in [f["code"] for f in after["findings"]]
+    kinds = [r["kind"] for r in _finding(after, "CANN004")["remedies"]]
+    assert kinds == ["install-package"]
