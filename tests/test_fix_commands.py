@@ -116,3 +116,24 @@ def test_a_fix_already_applied_is_not_offered_again() -> None:
     assert "ENV001" not in [f["code"] for f in after["findings"]]
     kinds = [r["kind"] for r in _finding(after, "CANN004")["remedies"]]
     assert kinds == ["install-package"]
+
+
+def test_markdown_puts_commands_in_sh_blocks_and_prose_outside() -> None:
+    s = SCENARIOS / "k07-numpy-2-with-cann-8.2.RC1"
+    md = npudoctor("check", "--root", str(s / "root"), "--markdown", env={"PATH": "/usr/bin:/bin"}).stdout
+    doc = json.loads(npudoctor("check", "--root", str(s / "root"), "--json", env={"PATH": "/usr/bin:/bin"}).stdout)
+    blocks, prose, inside, kind = [], [], False, ""
+    for line in md.splitlines():
+        if line.startswith("```"):
+            inside, kind = not inside, line[3:]
+            continue
+        (blocks if inside and kind == "sh" else prose).append(line)
+    assert "```text" not in md
+    env001 = _finding(doc, "ENV001")
+    commands = [r["command"] for r in env001["remedies"] if r["command"]]
+    assert commands and all(any(b.startswith(c) for b in blocks) for c in commands)
+    assert 'eval "$(npudoctor env)"  # the same variables, computed by npudoctor from the toolkit' in blocks
+    assert "or:" in prose
+    said = [r["text"] for r in env001["remedies"] if r["kind"] == "prose"]
+    assert said and all(t in prose and t not in blocks for t in said)
+    assert not any(line.startswith(("install the", "For a systemd")) for line in blocks)

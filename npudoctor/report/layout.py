@@ -60,7 +60,7 @@ class Painter:
         return "".join(out)
 
 
-def _remedy_for(f: Finding, index: int) -> Optional[Dict[str, Any]]:
+def remedy_for(f: Finding, index: int) -> Optional[Dict[str, Any]]:
     """The structured remedy behind ``f.fix[index]``, or ``None`` (a line added later)."""
     if index < len(f.remedies) and f.remedies[index].get("shell") == f.fix[index]:
         return f.remedies[index]
@@ -118,11 +118,11 @@ def fix_lines(f: Finding, width: int, indent: int) -> List[Line]:
     """The rows of every fix line of ``f``, in order."""
     out: List[Line] = []
     for i, line in enumerate(f.fix):
-        out += fix_line(line, _remedy_for(f, i), width, indent)
+        out += fix_line(line, remedy_for(f, i), width, indent)
     return out
 
 
 def plain_commands(f: Finding) -> List[str]:
     """The commands of ``f``'s fix lines as they are printed after ``$ `` (for tests: each
     must be pasteable)."""
-    return [c for c in (command_of(_remedy_for(f, i)) for i in range(len(f.fix))) if c]
+    return [c for c in (command_of(remedy_for(f, i)) for i in range(len(f.fix))) if c]
