@@ -71,6 +71,15 @@ def _finding(
     return out
 
 
+#: Where the fix lines of the "Fix in this order" steps start, whatever the code's length.
+FIX_INDENT = 8
+
+
+def is_routine(f: Finding) -> bool:
+    """Whether ``f`` is a routine note (its rule says it informs no decision)."""
+    return f.severity == "info" and bool(f.data.get("routine"))
+
+
 def render(
     snapshot: Snapshot,
     findings: Sequence[Finding],
@@ -97,6 +106,10 @@ def render(
     folded: Dict[str, List[Finding]] = folded_under(findings)
     hidden = {id(f) for group in folded.values() for f in group}
     shown = [f for f in findings if id(f) not in hidden]
+    # routine notes (a pair declared compatible, numpy inside the range a fix would pin)
+    # inform no decision: shown with -v only
+    routine = [] if verbose else [f for f in shown if is_routine(f)]
+    shown = [f for f in shown if f not in routine]
     ordered = fix_list(shown) if has_dependencies(shown) else []
     steps = {id(f): n for n, f in enumerate(ordered, start=1)} if len(ordered) > 1 else {}
     if shown:
@@ -117,10 +130,10 @@ def render(
         lines += [Line([(r, "dim")]) for r in wrap("(driver → CANN → kernels/NNAL → set_env.sh → packages)", cols)]
         for n, f in enumerate(ordered, start=1):
             head = f"  {n}. {f.code} "
-            rows = wrap(f.title, cols, first=len(head), indent=len(head))
+            rows = wrap(f.title, cols, first=len(head), indent=FIX_INDENT)
             lines.append(Line([(f"  {n}. ", ""), (f.code, "dim"), (" " + rows[0], "")]))
             lines.extend(Line([(r, "")]) for r in rows[1:])
-            lines.extend(fix_lines(f, cols, len(head)))
+            lines.extend(fix_lines(f, cols, FIX_INDENT))
     if verbose and snapshot.matrix:
         m = snapshot.matrix
         text = (
@@ -129,10 +142,15 @@ def render(
         )
         lines += [Line([])] + [Line([(r, "dim")]) for r in wrap(text, cols)]
     summary = counts(shown)
-    tail = f"{summary['error']} error(s), {summary['warning']} warning(s), {summary['info']} note(s)"
-    if hidden:
-        tail += f", {len(hidden)} follow-on finding(s) folded under their cause"
-    tail += ". Run `npudoctor explain CODE` for details." if findings else "."
+    if shown:
+        tail = f"{summary['error']} error(s), {summary['warning']} warning(s), {summary['info']} note(s)"
+        if hidden:
+            tail += f", {len(hidden)} follow-on finding(s) folded under their cause"
+        tail += ". Run `npudoctor explain CODE` for details."
+    else:
+        tail = "No issues found."
+    if routine:
+        tail += f" ({len(routine)} routine note(s) not shown: -v shows them.)"
     lines += [Line([])] + [Line([(r, "")]) for r in wrap(tail, cols)]
     out = file if file is not None else sys.stdout
     out.write("".join(paint(line) + "\n" for line in lines))

@@ -416,7 +416,8 @@ def numpy_major(ctx: RuleContext) -> Iterable[Finding]:
                 fix=[],
                 subject="numpy",
                 severity=sev,
-                data=_grade_data(verdict),
+                # inside the very range a PKG007 fix would pin: nothing to decide (shown with -v)
+                data=dict(_grade_data(verdict), routine=sev == "info" and satisfies(version, spec) is True),
             )
         return
     evidence = [describe(numpy), f"CANN {cv} with Python {py} needs numpy{spec} (compatibility matrix, REPORT §6.2)"]
