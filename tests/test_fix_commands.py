@@ -137,3 +137,15 @@ def test_markdown_puts_commands_in_sh_blocks_and_prose_outside() -> None:
     said = [r["text"] for r in env001["remedies"] if r["kind"] == "prose"]
     assert said and all(t in prose and t not in blocks for t in said)
     assert not any(line.startswith(("install the", "For a systemd")) for line in blocks)
+
+
+def test_an_installer_for_an_unknown_chip_is_a_command_for_one_named_chip() -> None:
+    """The chip is unknown: the prose says so once, then the installer of one chip type runs
+    as printed (``chmod +x`` and ``./``), its chip said in the comment."""
+    s = SCENARIOS / "k01-control-matched-aarch64"
+    text = npudoctor("check", "--root", str(s / "root"), env={"PATH": "/usr/bin:/bin"}, width=250).stdout
+    run = "Ascend-cann-kernels-910b_8.0.0_linux-aarch64.run"
+    assert f"chmod +x {run} && ./{run} --install  # for 910b" in _dollar_lines(text)
+    assert "one of 910b, 910, 310p or A3):" in text
+    md = npudoctor("check", "--root", str(s / "root"), "--markdown", env={"PATH": "/usr/bin:/bin"}).stdout
+    assert f"```sh\nchmod +x {run} && ./{run} --install  # for 910b\n" in md

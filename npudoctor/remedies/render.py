@@ -118,10 +118,26 @@ def _install_prose(step: InstallPackage) -> str:
             f" for this machine's NPU chip type (unknown here: npu-smi lists no chip of a known type; one of {choices})"
         )
         example = choices.split(",")[0]
-        name = package_name(replace(step, chip=example))
-        if name is not None:
-            return text + f"; for {example}: {name.filename} {install_args(step)}"
+        cmd = install_command(replace(step, chip=example))
+        if cmd is not None:
+            return text + f"{EXAMPLE_MARK}{example}: {cmd}"
     return text + f", run with {install_args(step)}"
+
+
+#: What joins the prose of an install step whose chip is unknown to the command for one
+#: chip type (:func:`example`).
+EXAMPLE_MARK = "; for "
+
+
+def example(line: str) -> Optional[Tuple[str, str, str]]:
+    """``(prose, chip, command)`` of an install line whose chip is unknown and that ends
+    with the command for one chip type (``...; for 910b: chmod +x F && ./F --install``),
+    else ``None``: the report prints the prose, then the command as a ``$`` line."""
+    head, mark, tail = line.rpartition(EXAMPLE_MARK)
+    chip, colon, cmd = tail.partition(": ")
+    if not mark or not colon or not cmd.startswith("chmod +x ") or " && ./" not in cmd:
+        return None
+    return head, chip, cmd
 
 
 def install_command(step: InstallPackage) -> Optional[str]:

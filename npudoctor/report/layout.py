@@ -104,6 +104,13 @@ def fix_line(line: str, remedy: Optional[Dict[str, Any]], width: int, indent: in
         if rest:
             out += _prose(rest.lstrip("#").strip(), width, indent + 2)
         return out
+    if remedy is not None and remedy.get("kind") == "install-package" and cmd is None:
+        from npudoctor.remedies.render import example
+
+        split = example(line)
+        if split is not None:
+            prose, chip, example_cmd = split
+            return _prose(prose + ":", width, indent) + _command(example_cmd, f"for {chip}", width, indent)
     if cmd is None or remedy is None:
         return _prose(line, width, indent)
     lead = str(remedy.get("lead") or "").strip()

@@ -9,6 +9,7 @@ from npudoctor.facts import Facts
 from npudoctor.facts.coverage import unchecked
 from npudoctor.findings import AREA_TITLES, Finding, counts
 from npudoctor.redact import Redactor, conceal_text
+from npudoctor.remedies.render import example
 from npudoctor.report.build import fix_list, folded_under, has_dependencies
 from npudoctor.report.layout import command_of, remedy_for
 from npudoctor.report.summary import area_lines
@@ -68,6 +69,12 @@ def _fix_block(f: Finding) -> List[str]:
             flush()
             lead = str(remedy.get("lead") or "").strip() or "docker run flags:"
             out.extend(["", lead, "", "```text", str(remedy["command"]), "```"])
+            continue
+        split = example(line) if remedy is not None and remedy.get("kind") == "install-package" else None
+        if cmd is None and split is not None:
+            flush()
+            out.extend(["", split[0] + ":"])
+            block.append(f"{split[2]}  # for {split[1]}")
             continue
         if cmd is None or remedy is None:
             flush()
