@@ -10,7 +10,7 @@ golden tests).  Lines are built by :mod:`npudoctor.report.layout`.
 
 from __future__ import annotations
 
-from typing import IO, Dict, List, Optional, Sequence
+from typing import IO, Dict, List, Optional, Sequence, Tuple
 
 from npudoctor.facts import Facts
 from npudoctor.findings import Finding, counts
@@ -49,8 +49,16 @@ def _summary(snapshot: Snapshot, findings: Sequence[Finding], width: int) -> Lis
 
 
 def _finding(
-    f: Finding, width: int, verbose: bool, indent: int = 2, fixes: bool = True, step: Optional[int] = None
+    f: Finding,
+    width: int,
+    verbose: bool,
+    indent: int = 2,
+    fixes: bool = True,
+    step: Optional[int] = None,
+    same_as: Optional[str] = None,
 ) -> List[Line]:
+    """The rows of one finding; ``same_as``: the code of a finding shown above whose fix
+    lines are these very lines (said once, referred to here)."""
     mark, style = MARK[f.severity]
     lead = " " * indent + f"{mark} {f.code} "
     rows = wrap(f.title, width, first=len(lead), indent=len(lead))
@@ -65,6 +73,8 @@ def _finding(
             out.append(Line([(" " * body + "confirmed by: ", "dim"), (", ".join(f.confirmed_by), "")]))
     if fixes and f.fix and step is not None:
         out.append(Line([(" " * body + f"fix: step {step} of “Fix in this order” below", "dim")]))
+    elif fixes and f.fix and same_as:
+        out.append(Line([(" " * body + f"fix: the same as {same_as}'s above", "dim")]))
     elif fixes and f.fix:
         out.append(Line([(" " * body + "fix:", "dim")]))
         out.extend(fix_lines(f, width, body + 2))
@@ -114,8 +124,12 @@ def render(
     steps = {id(f): n for n, f in enumerate(ordered, start=1)} if len(ordered) > 1 else {}
     if shown:
         lines += [Line([]), Line([("Findings", "bold")])]
+    said: Dict[Tuple[str, ...], str] = {}  # fix lines already printed -> the code they came with
     for f in shown:
-        lines += _finding(f, cols, verbose, step=steps.get(id(f)))
+        same = said.get(tuple(f.fix)) if id(f) not in steps else None
+        lines += _finding(f, cols, verbose, step=steps.get(id(f)), same_as=same)
+        if f.fix and id(f) not in steps:
+            said.setdefault(tuple(f.fix), f.code)
         symptoms = folded.get(f.code, [])
         if symptoms:
             lines.append(Line([(f"      because of this ({f.code}), also:", "dim")]))
