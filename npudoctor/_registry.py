@@ -135,7 +135,7 @@ FEEDS = (
     ('environment', ('cann', 'driver', 'deep')),
     ('libraries', ('python', 'packages', 'cann', 'environment', 'driver', 'container', 'deep')),
     ('driver', ('container', 'deep')),
-    ('devices', ('container', 'deep')),
+    ('devices', ('driver', 'container', 'deep')),
     ('container', ('libraries', 'driver', 'devices', 'deep')),
     ('hccl', ('deep',)),
     ('host', ('packages', 'cann', 'environment', 'libraries', 'driver', 'container', 'deep')),

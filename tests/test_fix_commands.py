@@ -149,3 +149,13 @@ def test_an_installer_for_an_unknown_chip_is_a_command_for_one_named_chip() -> N
     assert "one of 910b, 910, 310p or A3):" in text
     md = npudoctor("check", "--root", str(s / "root"), "--markdown", env={"PATH": "/usr/bin:/bin"}).stdout
     assert f"```sh\nchmod +x {run} && ./{run} --install  # for 910b\n" in md
+
+
+def test_npu_smi_missing_folds_under_the_missing_driver() -> None:
+    """npu-smi ships with the driver: with no driver, DEV003 is its symptom (one root cause,
+    one finding); with a driver, DEV003 stands alone (see the devices tests)."""
+    s = SCENARIOS / "k01-control-matched-aarch64"
+    doc = json.loads(npudoctor("check", "--root", str(s / "root"), "--json", env={"PATH": "/usr/bin:/bin"}).stdout)
+    assert _finding(doc, "DEV003")["data"]["because"] == "DRV001"
+    text = npudoctor("check", "--root", str(s / "root"), env={"PATH": "/usr/bin:/bin"}, width=200).stdout
+    assert "because of this (DRV001), also:\n        ! DEV003" in text
