@@ -55,3 +55,23 @@ def test_fix_lists_are_indented_alike_whatever_the_codes_length() -> None:
     assert steps[0].startswith("  1. DRV001") and any(s.startswith("  2. CANN001") for s in steps)
     fixes = [s for s in steps if s.startswith(" ") and not s.lstrip()[:1].isdigit()]
     assert len(fixes) >= 5 and {len(s) - len(s.lstrip()) for s in fixes} == {8}
+
+
+def test_check_json_lists_what_was_ignored_and_by_what(tmp_path: Path) -> None:
+    import jsonschema
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".npudoctor.toml").write_text('ignore = ["DEV003"]\n')
+    k01 = REPO / "tests" / "scenarios" / "k01-control-matched-aarch64"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "NPUDOCTOR_CONFIG": str(tmp_path / "none.toml")}
+    run = npudoctor("check", "--root", str(k01 / "root"), "--json", "--ignore", "CANN001", env=env, cwd=project)
+    doc = json.loads(run.stdout)
+    by = {i["code"]: i["by"] for i in doc["ignored"]}
+    assert by == {"DEV003": f"{project / '.npudoctor.toml'}:1", "CANN001": "--ignore"}, doc["ignored"]
+    assert (
+        next(i["title"] for i in doc["ignored"] if i["code"] == "DEV003") == "npu-smi is not installed or not on PATH"
+    )
+    assert {"DEV003", "CANN001"}.isdisjoint(f["code"] for f in doc["findings"])
+    schema = json.loads((REPO / "docs" / "schema" / "check.schema.json").read_text())
+    jsonschema.validate(doc, schema)
