@@ -159,3 +159,12 @@ def test_npu_smi_missing_folds_under_the_missing_driver() -> None:
     assert _finding(doc, "DEV003")["data"]["because"] == "DRV001"
     text = npudoctor("check", "--root", str(s / "root"), env={"PATH": "/usr/bin:/bin"}, width=200).stdout
     assert "because of this (DRV001), also:\n        ! DEV003" in text
+
+
+def test_an_unknown_chip_is_said_once_per_fix() -> None:
+    s = SCENARIOS / "k07-numpy-2-with-cann-8.2.RC1"
+    doc = json.loads(npudoctor("check", "--root", str(s / "root"), "--json", env={"PATH": "/usr/bin:/bin"}).stdout)
+    fix = _finding(doc, "DRV001")["fix"]
+    assert sum("unknown here: npu-smi lists no chip of a known type" in line for line in fix) == 1
+    assert any(line.startswith("install the NPU firmware") and "for the same NPU chip type" in line for line in fix)
+    assert [r["shell"] for r in _finding(doc, "DRV001")["remedies"]] == fix
