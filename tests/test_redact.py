@@ -365,3 +365,17 @@ def test_markdown_keeps_the_culprits_version() -> None:
     md = npudoctor("check", "--root", str(scenario / "root"), "--markdown", env={"PATH": "/usr/bin:/bin"})
     assert "opencv_python_headless 4.11.0.86 requires numpy>=2" in plain.stdout
     assert "opencv_python_headless 4.11.0.86 requires numpy>=2" in md.stdout
+
+
+def test_a_collected_snapshot_keeps_four_part_versions(tmp_path: Path) -> None:
+    """``collect`` (redacted by default) keeps the culprit's version, so ``check --from``,
+    ``compare`` and ``plan`` see the real one."""
+    scenario = REPO / "tests" / "scenarios" / "k07-numpy-2-with-cann-8.2.RC1"
+    out = tmp_path / "snap.json"
+    proc = npudoctor("collect", "--root", str(scenario / "root"), "-o", str(out), env={"PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    snap = json.loads(out.read_text())
+    assert snap["redacted"] is True
+    assert [r["version"] for r in snap["facts"]["packages"]["installed"]["opencv-python-headless"]] == ["4.11.0.86"]
+    again = npudoctor("check", "--from", str(out), env={"PATH": "/usr/bin:/bin"}, width=200)
+    assert "opencv_python_headless 4.11.0.86 requires numpy>=2" in again.stdout
