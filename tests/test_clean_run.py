@@ -75,3 +75,28 @@ def test_check_json_lists_what_was_ignored_and_by_what(tmp_path: Path) -> None:
     assert {"DEV003", "CANN001"}.isdisjoint(f["code"] for f in doc["findings"])
     schema = json.loads((REPO / "docs" / "schema" / "check.schema.json").read_text())
     jsonschema.validate(doc, schema)
+
+
+def test_a_numpy_pin_that_strands_a_numpy_2_package_is_an_error(tmp_path: Path) -> None:
+    """After PKG007's own `pip install 'numpy<2,>=1.19.2'`, opencv-python-headless 4.11.0.86
+    (Requires-Dist numpy>=2) is broken: the re-check says so instead of a clean bill."""
+    import shutil
+
+    src = REPO / "tests" / "scenarios" / "k07-numpy-2-with-cann-8.2.RC1"
+    dst = tmp_path / "k07"
+    shutil.copytree(src, dst, symlinks=True)
+    site = dst / "root/usr/local/python3.10.14/lib/python3.10/site-packages"
+    old = site / "numpy-2.0.2.dist-info"
+    new = site / "numpy-1.26.4.dist-info"
+    old.rename(new)
+    meta = new / "METADATA"
+    meta.write_text(meta.read_text().replace("Version: 2.0.2", "Version: 1.26.4"))
+    run = _check(dst, "--json")
+    doc = json.loads(run.stdout)
+    f = next(f for f in doc["findings"] if f["code"] == "PKG007")
+    assert f["severity"] == "error" and run.returncode == 1
+    assert f["title"] == (
+        "numpy 1.26.4 fits CANN 8.2.RC1 on Python 3.10 (numpy<2,>=1.19.2), "
+        "but opencv_python_headless 4.11.0.86 requires numpy>=2"
+    )
+    assert any(e.startswith("opencv_python_headless 4.11.0.86 requires `numpy>=2") for e in f["evidence"])
