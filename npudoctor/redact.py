@@ -103,6 +103,7 @@ _ADDRESS_PARTS = {
     "gw",
     "nameserver",
     "endpoint",
+    "proxy",
 }
 #: Words before a value in free text saying it is an address: the parts above and a host.
 _ADDRESS_WORDS = _ADDRESS_PARTS | {"host", "hosts"}
@@ -350,14 +351,15 @@ class Redactor:
     def _ipv4_in(self, text: str, address: bool) -> str:
         """``text`` with the IPv4 addresses that are addresses rewritten (:meth:`ipv4`); a
         dotted quad that may be a version is kept.  A quad right after an address in a
-        list (``HCCL_IF_IP=10.0.0.1,10.0.0.2``) is one too."""
+        list (``HCCL_IF_IP=10.0.0.1,10.0.0.2``, ``NO_PROXY=10.0.0.0/8,10.1.2.3``) is one too."""
         pieces: List[str] = []
         last = 0
         previous = -1  # end of the last quad judged an address
         for m in _IPV4.finditer(text):
             quad = m.group(0)
             start, end = m.span()
-            listed = previous >= 0 and 0 < start - previous <= 3 and not text[previous:start].strip(" ,;")
+            gap = text[previous:start] if previous >= 0 else ""
+            listed = bool(gap) and len(gap) <= 6 and not re.sub(r"^/[0-9]{1,2}", "", gap).strip(" ,;")
             if address or listed or quad in self.addresses or _expects_address(text, start, end):
                 pieces.append(text[last:start])
                 pieces.append(self.ipv4(quad))
