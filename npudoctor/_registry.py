@@ -69,7 +69,7 @@ PROBES = (
 RULE_MODULES = (
     ('npudoctor.rules.access', ('access', 'environment', 'python'), ('access',), True),
     ('npudoctor.rules.cann', ('cann', 'devices', 'driver', 'frameworks', 'host', 'packages', 'python'), ('cann',), False),
-    ('npudoctor.rules.cann_addons', ('cann', 'devices', 'host', 'libraries', 'packages', 'python'), ('cann',), False),
+    ('npudoctor.rules.cann_addons', ('cann', 'devices', 'environment', 'host', 'libraries', 'packages', 'python'), ('cann',), False),
     ('npudoctor.rules.capabilities', ('container',), ('container',), True),
     ('npudoctor.rules.chips', ('cann', 'devices', 'packages'), ('devices',), False),
     ('npudoctor.rules.companions', ('cann', 'host', 'packages', 'python'), (), False),
@@ -135,7 +135,7 @@ FEEDS = (
     ('environment', ('cann', 'driver', 'deep')),
     ('libraries', ('python', 'packages', 'cann', 'environment', 'driver', 'container', 'deep')),
     ('driver', ('container', 'deep')),
-    ('devices', ('container', 'deep')),
+    ('devices', ('driver', 'container', 'deep')),
     ('container', ('libraries', 'driver', 'devices', 'deep')),
     ('hccl', ('deep',)),
     ('host', ('packages', 'cann', 'environment', 'libraries', 'driver', 'container', 'deep')),

@@ -136,12 +136,13 @@ class Code:
         default; ``subject`` distinguishes several findings of one code (a chip, a
         library); ``after`` lists codes whose fixes must be applied first.
         """
-        from npudoctor.remedies import Prose, shell, to_dict
+        from npudoctor.remedies import Prose, shell_lines, to_dict
 
         sev = severity or self.severity
         if sev not in SEVERITIES:
             raise RegistryError(f"unknown severity {sev!r} for {self.code}")
         steps = [Prose(f) if isinstance(f, str) else f for f in fix]
+        lines = [clean_text(line) for line in shell_lines(steps)]
         return Finding(
             code=self.code,
             name=self.name,
@@ -149,11 +150,11 @@ class Code:
             area=self.area,
             title=clean_text(title or self.title, one_line=True),
             evidence=[clean_text(e) for e in evidence],
-            fix=[clean_text(shell(r)) for r in steps],
+            fix=lines,
             subject=subject,
             data=dict(data or {}),
             after=list(after),
-            remedies=[to_dict(r) for r in steps],
+            remedies=[dict(to_dict(r), shell=line) for r, line in zip(steps, lines)],
         )
 
 

@@ -12,12 +12,21 @@ Two levels:
 * :class:`Redactor` -- **personal data** as well, for outputs that leave the machine
   (``collect`` snapshots, ``check --markdown``): host names (the node's, ``MASTER_ADDR``'s,
   ``hostname``/``fqdn`` keys), user names in paths (``/home/<u>``, ``/Users/<u>``,
-  ``/data/<u>``… wherever a known account name is a path component) and IPv4/IPv6 addresses
+  ``/data/<u>``… wherever a known account name is a path component) and network addresses
   become **stable pseudonyms**: the same value gives the same token within a snapshot and,
   with the same site salt (``NPUDOCTOR_REDACT_SALT``), across snapshots -- so ``compare``,
   ``check --from`` and the HCCL address checks (device IP vs rank table) still work.  An
   IPv4 address stays an IPv4 address in ``10.0.0.0/8`` with its ``/24`` grouping and last
   octet kept; an IPv6 address becomes one in ``fd00::/8``.
+
+An IPv4 address is rewritten only where an address is expected, because four dotted numbers
+are just as often a version (``opencv-python-headless 4.11.0.86``, ``nvidia-cudnn-cu12
+9.1.0.70``) and a version is never rewritten: the value of a key or variable naming an
+address (``HCCL_IF_IP``, ``MASTER_ADDR``, ``device_ip``, ``server_id``, ``address``…) and
+everything in a network section of the facts (``hccl``: ``hccn.conf``, the rank table, the
+interfaces); in free text, an address after such a word (``HCCL_IF_IP=``, ``inet``,
+``peer``), in a URL (``http://``, ``user@``), before a port (``:29500``), or one the
+facts already showed to be an address.
 
 This module imports no other npudoctor module.
 """
@@ -31,7 +40,7 @@ from typing import TYPE_CHECKING
 from npudoctor import lazyre
 
 if TYPE_CHECKING:
-    from typing import Any, Dict, Iterable, List, Mapping, Optional
+    from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
 #: What a concealed secret value becomes.
 SECRET = "<redacted>"
@@ -82,6 +91,10 @@ _OPTION = lazyre.pattern(
 )
 
 _IPV4 = lazyre.pattern(r"(?<![\w.])(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?![\w.])")
+#: The word (a key, a variable, a field name) right before a value, and the separators
+#: between them: ``HCCL_IF_IP=``, ``"device_ip": "``, ``inet ``, ``ipaddr:``.
+_WORD_BEFORE = lazyre.pattern(r"([A-Za-z][A-Za-z0-9_.-]*)[\"']?[ \t]*[:=]?[ \t]*[\"'\[(]?$")
+_PORT_AFTER = lazyre.pattern(r":[0-9]{1,5}(?![0-9.])")
 _IPV6 = lazyre.pattern(r"(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])")
 _HOME_LIKE = lazyre.pattern(r"(?<![\w.-])((?:/[\w.-]+)*?/(?:home|Users|users|homes))/([^/\s:'\"<>]+)")
 
@@ -91,6 +104,32 @@ _USER_KEYS = {"user", "username", "user_name", "login", "logname"}
 #: Variables naming a host (or an address) of the job.
 _HOST_VARS = ("MASTER_ADDR", "HCCL_IF_IP", "HOSTNAME", "NODE_NAME", "SLURMD_NODENAME", "KUBERNETES_NODE_NAME")
 _USER_VARS = ("USER", "LOGNAME", "SUDO_USER", "USERNAME")
+#: Parts of a name (split at ``_``, ``-``, ``.``; lower case) saying its value is an address:
+#: ``HCCL_IF_IP``, ``MASTER_ADDR``, ``device_ip``, ``address_0``, ``server_id``, ``inet``.
+_ADDRESS_PARTS = {
+    "ip",
+    "ips",
+    "ipaddr",
+    "ipv4",
+    "ipv6",
+    "addr",
+    "address",
+    "addresses",
+    "server",
+    "peer",
+    "inet",
+    "inet6",
+    "gateway",
+    "gw",
+    "nameserver",
+    "endpoint",
+    "proxy",
+}
+#: Words before a value in free text saying it is an address: the parts above and a host.
+_ADDRESS_WORDS = _ADDRESS_PARTS | {"host", "hosts"}
+#: Top-level sections of the facts describing the network (``hccn.conf``, the rank table,
+#: the interfaces): every IPv4-looking value in them is an address.
+_NETWORK_SECTIONS = {"hccl"}
 #: Accounts that say nothing about a person (kept as they are: rules name them).
 SYSTEM_ACCOUNTS = {
     "root",
@@ -257,7 +296,10 @@ class Redactor:
         self.users = sorted({u for u in users if _worth(u) and u.lower() not in SYSTEM_ACCOUNTS}, key=len, reverse=True)
         self._host_re = _words(self.hosts, r"(?<![\w.-])", r"(?![\w-])")
         self._user_re = _words(self.users, r"(?<![\w.-])", r"(?![\w-])")
-        self._texts: Dict[str, str] = {}
+        self._texts: Dict[Tuple[str, bool], str] = {}
+        #: IPv4 addresses the facts showed to be addresses (see :meth:`learn`): one of them
+        #: is rewritten wherever it appears in free text.
+        self.addresses: Set[str] = set()
 
     @classmethod
     def for_facts(cls, facts: Mapping[str, Any], node: str = "", salt: Optional[str] = None) -> Redactor:
@@ -289,7 +331,9 @@ class Redactor:
                         users.extend(m.group(2) for m in _HOME_LIKE.finditer(v))
 
         walk(facts)
-        return cls(hosts, users, site_salt() if salt is None else salt)
+        redactor = cls(hosts, users, site_salt() if salt is None else salt)
+        redactor.learn(facts)
+        return redactor
 
     # ------------------------------------------------------------------ pieces
     def host(self, name: str) -> str:
@@ -330,16 +374,20 @@ class Redactor:
         digest = _sha256((self.salt + "\0v6\0" + addr.exploded).encode()).hexdigest()
         return str(ipaddress.IPv6Address(int("fd" + digest[:30], 16)))
 
-    def text(self, text: str) -> str:
+    def text(self, text: str, address: bool = False) -> str:
         """Free text with secrets concealed and personal data pseudonymised.
 
-        The result depends only on ``text`` and this redactor's names and salt, so it is
-        remembered per text (a snapshot repeats its paths).  Each substitution runs only
-        when ``text`` holds the literal characters every match of it contains (a home-like
-        directory, a known name, three dots for IPv4, two colons for IPv6)."""
+        IPv4 addresses are rewritten where an address is expected (module docstring);
+        ``address``: the text is the value of an address (every IPv4-looking word in it is
+        one).  The result depends only on ``text``, ``address`` and this redactor's names,
+        known addresses and salt, so it is remembered per text (a snapshot repeats its
+        paths).  Each substitution runs only when ``text`` holds the literal characters
+        every match of it contains (a home-like directory, a known name, three dots for
+        IPv4, two colons for IPv6)."""
         if not text:
             return text
-        done = self._texts.get(text)
+        memo = (text, address)
+        done = self._texts.get(memo)
         if done is not None:
             return done
         out = conceal_text(text)
@@ -350,18 +398,45 @@ class Redactor:
         if self._host_re is not None and any(h in out for h in self.hosts):
             out = self._host_re.sub(lambda m: self.host(m.group(0)), out)
         if out.count(".") >= 3:
-            out = _IPV4.sub(lambda m: self.ipv4(m.group(0)), out)
+            out = self._ipv4_in(out, address)
         if out.count(":") >= 2:
             out = _IPV6.sub(lambda m: self.ipv6(m.group(0)), out)
-        self._texts[text] = out
+        self._texts[memo] = out
         return out
+
+    def _ipv4_in(self, text: str, address: bool) -> str:
+        """``text`` with the IPv4 addresses that are addresses rewritten (:meth:`ipv4`); a
+        dotted quad that may be a version is kept.  A quad right after an address in a
+        list (``HCCL_IF_IP=10.0.0.1,10.0.0.2``, ``NO_PROXY=10.0.0.0/8,10.1.2.3``) is one too."""
+        pieces: List[str] = []
+        last = 0
+        previous = -1  # end of the last quad judged an address
+        for m in _IPV4.finditer(text):
+            quad = m.group(0)
+            start, end = m.span()
+            gap = text[previous:start] if previous >= 0 else ""
+            listed = bool(gap) and len(gap) <= 6 and not re.sub(r"^/[0-9]{1,2}", "", gap).strip(" ,;")
+            if address or listed or quad in self.addresses or _expects_address(text, start, end):
+                pieces.append(text[last:start])
+                pieces.append(self.ipv4(quad))
+                last = previous = end
+        if not pieces:
+            return text
+        pieces.append(text[last:])
+        return "".join(pieces)
 
     def _user_token(self, name: str) -> str:
         return name if name.lower() in SYSTEM_ACCOUNTS or name.startswith("user-") else self.user(name)
 
-    def value(self, value: Any, key: str = "") -> Any:
+    def value(self, value: Any, key: str = "", address: bool = False) -> Any:
         """A copy of a JSON-able value redacted throughout, keys like values (a PATH entry
-        under ``/home/<user>`` or an address may be a key)."""
+        under ``/home/<user>`` or an address may be a key).  ``address``: ``value`` lies in a
+        network section or under a key naming an address (its IPv4-looking strings are
+        addresses, and become known ones, see :meth:`text`)."""
+        if address or key:
+            address = address or _names_address(key)
+        if address:
+            self._learn(value)
         if isinstance(value, dict):
             out: Dict[Any, Any] = {}
             for key_in, v in value.items():
@@ -381,13 +456,54 @@ class Redactor:
                 elif isinstance(v, str) and v and name in _HOST_VARS and not _is_ip(v):
                     out[k] = self.host(v)
                 else:
-                    out[k] = self.value(v, name)
+                    out[k] = self.value(v, name, address or (not key and name in _NETWORK_SECTIONS))
             return out
         if isinstance(value, list):
-            return [self.value(v, key) for v in value]
+            return [self.value(v, key, address) for v in value]
         if isinstance(value, str):
-            return self.text(value)
+            return self.text(value, address)
         return value
+
+    def learn(self, facts: Any) -> None:
+        """Remember the IPv4 addresses of ``facts``' network sections and address-named
+        keys, so that free text quoting one of them (a finding's evidence) rewrites it
+        wherever it stands (:meth:`value` learns them as it goes)."""
+
+        def walk(value: Any, address: bool, top: bool = False) -> None:
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    name = str(k)
+                    walk(v, address or (top and name in _NETWORK_SECTIONS) or _names_address(name))
+            elif isinstance(value, list):
+                for v in value:
+                    walk(v, address)
+            elif address and isinstance(value, str):
+                self._learn(value)
+
+        walk(facts, False, True)
+
+    def _learn(self, value: Any) -> None:
+        if isinstance(value, str) and value.count(".") >= 3:
+            for m in _IPV4.finditer(value):
+                if m.group(0) not in self.addresses:
+                    self.addresses.add(m.group(0))
+                    self._texts.clear()  # a remembered text may hold this address
+
+
+def _names_address(name: str, words: Set[str] = _ADDRESS_PARTS) -> bool:
+    """Whether a key or variable ``name`` names an address (one of its parts is in
+    ``words``)."""
+    return any(p in words for p in re.split(r"[_.\-]+", name.lower()))
+
+
+def _expects_address(text: str, start: int, end: int) -> bool:
+    """Whether the IPv4-looking ``text[start:end]`` stands where an address is expected: in
+    a URL (``://``, ``@``), before a port, or after a word naming an address."""
+    before = text[max(0, start - 64) : start]
+    if before.endswith(("://", "@")) or _PORT_AFTER.match(text, end):
+        return True
+    m = _WORD_BEFORE.search(before)
+    return m is not None and _names_address(m.group(1), _ADDRESS_WORDS)
 
 
 def _data_key(key: str) -> bool:

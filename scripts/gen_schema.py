@@ -170,6 +170,20 @@ def check_schema() -> Dict[str, Any]:
                 "(npudoctor.facts.coverage.unchecked): neither a problem nor a clean bill",
                 "additionalProperties": {"type": "string"},
             },
+            "ignored": {
+                "type": "array",
+                "description": "findings silenced by --ignore or an ignore list of .npudoctor.toml: "
+                "their code, title and what silenced them (left out of findings, summary and exit_code)",
+                "items": {
+                    "type": "object",
+                    "required": ["code", "title", "by"],
+                    "properties": {
+                        "code": {"type": "string"},
+                        "title": {"type": "string"},
+                        "by": {"type": "string"},
+                    },
+                },
+            },
         },
         "$defs": defs,
     }

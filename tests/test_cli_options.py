@@ -302,6 +302,15 @@ def test_check_colour_follows_force_color(dev8):
     assert "\x1b[" in forced.stdout
 
 
+def test_a_dumb_terminal_gets_no_colour(dev8):
+    assert "\x1b[" in dev8.run("check", tty=True).stdout
+    dumb = npudoctor("check", "--root", dev8.root, env=dict(dev8.env, TERM="dumb"), tty=True)
+    assert "\x1b[" not in dumb.stdout and "Summary" in dumb.stdout
+    assert "\x1b[" not in npudoctor("devices", "--root", dev8.root, env=dict(dev8.env, TERM="dumb"), tty=True).stdout
+    forced = npudoctor("check", "--root", dev8.root, env=dict(dev8.env, TERM="dumb", FORCE_COLOR="1"), tty=True)
+    assert "\x1b[" in forced.stdout  # asked for explicitly
+
+
 def test_unexpected_exception_is_internal_status_with_a_report_line(monkeypatch):
     import npudoctor.cli.commands.explain as check_module
 

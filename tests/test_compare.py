@@ -128,6 +128,31 @@ def test_cli_bad_input(snaps, tmp_path):
     assert npudoctor("compare", input="").returncode == 2
 
 
+def test_a_truncated_pretty_printed_snapshot_is_one_error(snaps, tmp_path):
+    """A pretty-printed snapshot cut short is one document that ends early, not JSON Lines
+    (its first line ``{`` is no document): one error for the file, here and on stdin; a
+    whole pretty-printed snapshot on stdin is read as one."""
+    pretty = json.dumps(snaps["base-a"], indent=2)
+    cut = tmp_path / "cut.json"
+    cut.write_text(pretty[: len(pretty) // 2])
+    lines = pretty[: len(pretty) // 2].count("\n") + 1
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(snaps["base-b"]))
+    report = json.loads(npudoctor("compare", str(good), str(cut), "--json").stdout)
+    assert report["unreadable"] == [
+        {"source": str(cut), "error": f"not valid JSON: the document ends early, at line {lines} (truncated?)"}
+    ]
+    piped = json.loads(npudoctor("compare", "--json", input=cut.read_text()).stdout)
+    assert [u["source"] for u in piped["unreadable"]] == ["stdin"]
+    whole = json.loads(npudoctor("compare", "--json", input=pretty).stdout)
+    assert whole["nodes"] == 1 and whole["unreadable"] == []
+    # JSON Lines whose last line is cut: the lines before it still count
+    jsonl = tmp_path / "cut.jsonl"
+    jsonl.write_text(json.dumps(snaps["base-a"]) + "\n" + json.dumps(snaps["post"])[:100] + "\n")
+    report = json.loads(npudoctor("compare", str(jsonl), "--json").stdout)
+    assert report["nodes"] == 1 and [u["source"] for u in report["unreadable"]] == [f"{jsonl}:2"]
+
+
 def _write(path, snap, created=None):
     snap = json.loads(json.dumps(snap))
     if created:

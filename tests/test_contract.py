@@ -200,6 +200,7 @@ def test_findings_never_carry_terminal_control_characters():
 
 
 def test_markdown_report_masks_the_judged_account_and_host_name():
+    from npudoctor.remedies import Command
     from npudoctor.report.markdown import render
     from npudoctor.rules import INTERNAL
     from npudoctor.snapshot import Snapshot
@@ -211,12 +212,12 @@ def test_markdown_report_masks_the_judged_account_and_host_name():
     finding = INTERNAL.finding(
         title="alice cannot open /dev/davinci0 on gpu-node-17",
         evidence=["judged account: alice (uid 1001)", "HCCL_IF_IP=10.0.0.7"],
-        fix=["usermod -aG HwHiAiUser alice"],
+        fix=[Command(("usermod", "-aG", "HwHiAiUser", "alice"))],
     )
     text = render(snap, [finding])
     assert "alice" not in text and "gpu-node-17" not in text and "10.0.0" not in text
     assert "<user> cannot open /dev/davinci0 on <host>" in text
-    assert "```text\nusermod -aG HwHiAiUser <user>\n```" in text
+    assert "```sh\nusermod -aG HwHiAiUser <user>\n```" in text
 
 
 def test_hostile_snapshots_never_crash_npudoctor(tmp_path, empty_root):

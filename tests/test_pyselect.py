@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -154,3 +155,36 @@ def test_exec_judges_the_active_virtualenv_and_says_which(venv_with_torch_npu: P
     assert "npudoctor: error PKG002 torch_npu 2.1.0.post10 is installed but torch is not" in lines
     quiet = _live("exec", "--quiet", "--timeout", "60", "--", "true", venv=venv_with_torch_npu)
     assert "judged the active virtualenv" not in quiet.stderr
+
+
+def test_python_that_is_not_an_interpreter_is_a_usage_error_and_is_not_run(tmp_path: Path):
+    marker = tmp_path / "ran"
+    script = tmp_path / "setup.sh"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    script.chmod(0o755)
+    readme = tmp_path / "README.md"
+    readme.write_text("# A project\n\nSome prose.\n")
+    env = {"PATH": "/usr/bin:/bin"}
+    for value, said in [
+        ("/bin/ls", "--python /bin/ls: an ELF executable without Python's entry point (Py_BytesMain)"),
+        (str(readme), f"--python {readme}: a text file starting '# A project'"),
+        (str(script), f"--python {script}: a script for /bin/sh"),
+    ]:
+        result = npudoctor("check", "--python", value, env=env)
+        assert result.returncode == 2, result.stdout
+        assert said + ", not a Python interpreter (it was not run)" in result.stderr
+        assert result.stdout == ""
+    assert not marker.exists()
+
+
+def test_an_interpreter_is_known_by_its_entry_point_or_its_name(tmp_path: Path):
+    copy = tmp_path / "interp"  # a real CPython executable under another name
+    shutil.copy(os.path.realpath(sys.executable), copy)
+    assert pyselect.not_an_interpreter(str(copy)) is None
+    shim = tmp_path / "python3.10"  # a pyenv-like shim script
+    shim.write_text('#!/bin/sh\nexec pyenv exec "$0" "$@"\n')
+    assert pyselect.not_an_interpreter(str(shim)) is None
+    assert pyselect.resolve(str(shim)) == str(shim)
+    empty = tmp_path / "tool"
+    empty.write_bytes(b"")
+    assert pyselect.not_an_interpreter(str(empty)) == "an empty file"

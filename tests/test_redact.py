@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -74,7 +75,7 @@ def _every_substitution(redactor: Redactor, text: str) -> str:
         out = redactor._user_re.sub(lambda m: redactor.user(m.group(0)), out)
     if redactor._host_re is not None:
         out = redactor._host_re.sub(lambda m: redactor.host(m.group(0)), out)
-    out = r._IPV4.sub(lambda m: redactor.ipv4(m.group(0)), out)
+    out = redactor._ipv4_in(out, False)
     return r._IPV6.sub(lambda m: redactor.ipv6(m.group(0)), out)
 
 
@@ -222,3 +223,156 @@ def test_triage_does_not_repeat_secrets_of_log_lines(tmp_path: Path) -> None:
     for args in ([], ["--json"]):
         proc = npudoctor("triage", str(log), "--no-facts", *args, env={"PATH": os.environ["PATH"]})
         assert _missing(proc.stdout, SECRETS) == [], proc.stdout
+
+
+# ------------------------------------------------------------------ versions are never addresses
+def _matrix_versions() -> List[str]:
+    """Every version-looking string of the matrix and the knowledge tables."""
+    found: List[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, str):
+            found.extend(VERSION.findall(value))
+
+    for path in sorted((REPO / "matrix").glob("*.toml")) + sorted((REPO / "npudoctor" / "knowledge").rglob("*.toml")):
+        walk(tomllib.loads(path.read_text(encoding="utf-8")))
+    return sorted(set(found))
+
+
+def _scenario_distributions() -> List[Any]:
+    """(name, version, path) of every dist-info/egg-info of every scenario root."""
+    out = set()
+    for info in sorted((REPO / "tests" / "scenarios").glob("*/root/**/*.*-info")):
+        if not info.name.endswith((".dist-info", ".egg-info")):
+            continue
+        stem = info.name.rsplit(".", 1)[0]
+        name, _, version = stem.partition("-")
+        if version:
+            out.add((name, version.split("-")[0], str(info.relative_to(info.parents[0].parents[0]))))
+    return sorted(out)
+
+
+#: A version in text: ``4.11.0.86``, ``8.0.RC3``, ``2.1.0.post4``, ``24.1.rc1``, ``2.7.1+cpu``.
+VERSION = re.compile(r"(?<![\w.])\d+(?:\.[0-9A-Za-z]+)+(?:[+][0-9A-Za-z.]+)?")
+MATRIX_VERSIONS = _matrix_versions()
+DISTRIBUTIONS = _scenario_distributions() + [
+    ("opencv-python-headless", "4.11.0.86", "site-packages/opencv_python_headless-4.11.0.86.dist-info"),
+    ("nvidia-cudnn-cu12", "9.1.0.70", "site-packages/nvidia_cudnn_cu12-9.1.0.70.dist-info"),
+]
+
+
+def test_the_property_tests_see_four_part_versions() -> None:
+    quads = [v for v in MATRIX_VERSIONS if re.fullmatch(r"(?:\d{1,3}\.){3}\d{1,3}", v)]
+    assert len(quads) >= 5 and "7.2.0.1" in quads, quads
+    assert ("opencv_python_headless", "4.11.0.86") in [(n, v) for n, v, _ in DISTRIBUTIONS]
+
+
+def test_no_version_of_the_matrix_changes() -> None:
+    redactor = _redactor()
+    changed = []
+    for version in MATRIX_VERSIONS:
+        for text in (version, f"CANN {version}", f"version {version}", f"torch_npu=={version}", f"{version}:"):
+            if redactor.text(text) != text:
+                changed.append((text, redactor.text(text)))
+        if redactor.value({"version": version, "versions": [version]}) != {"version": version, "versions": [version]}:
+            changed.append((version, redactor.value({"version": version})))
+    assert changed == []
+
+
+def test_no_distribution_of_any_scenario_changes() -> None:
+    redactor = _redactor()
+    changed = []
+    for name, version, path in DISTRIBUTIONS:
+        record = {"name": name, "version": version, "path": f"/usr/local/lib/python3.10/{path}/METADATA"}
+        texts = [f"{name} {version}", f"{name}=={version}", f"pip install '{name}=={version}'", record["path"]]
+        texts.append(f"{name} {version} requires numpy>=2")
+        for text in texts:
+            if redactor.text(text) != text:
+                changed.append((text, redactor.text(text)))
+        if redactor.value({"packages": [record]}) != {"packages": [record]}:
+            changed.append((name, redactor.value(record)))
+    assert changed == []
+
+
+def test_addresses_are_rewritten_where_addresses_are_expected() -> None:
+    redactor = _redactor()
+    for text, gone in [
+        ("HCCL_IF_IP=192.168.20.31,192.168.20.32", ["192.168.20.31", "192.168.20.32"]),
+        ("device_ip 10.20.0.5 and inet 172.16.3.4/24", ["10.20.0.5", "172.16.3.4"]),
+        ("connect to 172.16.3.4:29500 failed", ["172.16.3.4"]),
+        ("pip download from http://172.16.3.4/simple", ["172.16.3.4"]),
+        ('"server_id": "172.16.3.4"', ["172.16.3.4"]),
+    ]:
+        out = redactor.text(text)
+        assert all(g not in out for g in gone), (text, out)
+    # an address the network facts hold is rewritten wherever free text quotes it
+    snap = Snapshot(facts={"hccl": {"hccn_conf": {"devices": {"0": {"address": "172.16.9.8"}}}}}, node="n1")
+    safe = redact(snap)
+    assert "172.16.9.8" not in json.dumps(safe.to_dict())
+    from npudoctor.snapshot import redactor_for
+
+    assert "172.16.9.8" not in redactor_for(snap).text("device 0 has 172.16.9.8, not in the rank table")
+    # the same dotted quad after a package name is a version
+    assert redactor.text("opencv-python-headless 4.11.0.86") == "opencv-python-headless 4.11.0.86"
+
+
+SCENARIOS = sorted(p.parent for p in (REPO / "tests" / "scenarios").glob("*/scenario.toml"))
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[p.name for p in SCENARIOS])
+def test_markdown_shows_the_versions_check_shows(scenario: Path, tmp_path: Path) -> None:
+    """``check --markdown`` (redacted) of every scenario shows the versions ``check --json``
+    shows: every version of the Markdown is one of the JSON document's, every version of a
+    finding's title is in the Markdown; only addresses differ (a run's timings are not
+    versions: only versions of three parts or with letters are compared)."""
+    from scenario_runner import environment, prepare
+
+    spec = tomllib.loads((scenario / "scenario.toml").read_text(encoding="utf-8"))
+    if spec.get("setup"):
+        scenario = prepare(scenario, tmp_path)
+    env = environment(scenario, spec)
+    args = ["check", "--root", str(scenario / "root")] + [str(a) for a in spec.get("setup", {}).get("args", [])]
+    md = npudoctor(*args, "--markdown", env=env, cwd=scenario)
+    doc = npudoctor(*args, "--json", env=env, cwd=scenario)
+    assert md.returncode == doc.returncode, md.stderr
+
+    def versions(text: str) -> set:
+        return {v for v in VERSION.findall(text) if v.count(".") >= 2 or re.search("[A-Za-z]", v)}
+
+    pasted, known = versions(md.stdout), versions(doc.stdout)
+    facts = json.loads(doc.stdout)
+    titles = versions(" ".join(f["title"] for f in facts["findings"]))
+    # the addresses of the network facts, and their pseudonyms (same last octet, in 10/8)
+    network = set(re.findall(r"(?:\d{1,3}\.){3}\d{1,3}", json.dumps(facts["facts"].get("hccl"))))
+    octets = {a.rsplit(".", 1)[1] for a in network}
+    pseudonyms = {v for v in pasted - known if v.startswith("10.") and v.rsplit(".", 1)[1] in octets}
+    assert pasted - known - pseudonyms == set()
+    assert titles - pasted - network == set()
+
+
+def test_markdown_keeps_the_culprits_version() -> None:
+    scenario = REPO / "tests" / "scenarios" / "k07-numpy-2-with-cann-8.2.RC1"
+    plain = npudoctor("check", "--root", str(scenario / "root"), env={"PATH": "/usr/bin:/bin"})
+    md = npudoctor("check", "--root", str(scenario / "root"), "--markdown", env={"PATH": "/usr/bin:/bin"})
+    assert "opencv_python_headless 4.11.0.86 requires numpy>=2" in plain.stdout
+    assert "opencv_python_headless 4.11.0.86 requires numpy>=2" in md.stdout
+
+
+def test_a_collected_snapshot_keeps_four_part_versions(tmp_path: Path) -> None:
+    """``collect`` (redacted by default) keeps the culprit's version, so ``check --from``,
+    ``compare`` and ``plan`` see the real one."""
+    scenario = REPO / "tests" / "scenarios" / "k07-numpy-2-with-cann-8.2.RC1"
+    out = tmp_path / "snap.json"
+    proc = npudoctor("collect", "--root", str(scenario / "root"), "-o", str(out), env={"PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    snap = json.loads(out.read_text())
+    assert snap["redacted"] is True
+    assert [r["version"] for r in snap["facts"]["packages"]["installed"]["opencv-python-headless"]] == ["4.11.0.86"]
+    again = npudoctor("check", "--from", str(out), env={"PATH": "/usr/bin:/bin"}, width=200)
+    assert "opencv_python_headless 4.11.0.86 requires numpy>=2" in again.stdout

@@ -118,3 +118,25 @@ def test_a_cycle_of_causes_folds_nothing():
     d = _finding("CANN001", "error")
     b2 = _finding("DRV001", "error", because="CANN001")
     assert {k: [f.code for f in v] for k, v in folded_under([d, b2, c]).items()} == {"CANN001": ["DRV001", "LIB001"]}
+
+
+def test_an_identical_fix_of_several_findings_is_said_once():
+    import io
+
+    from npudoctor.knowledge import codes
+    from npudoctor.remedies import Command
+    from npudoctor.report.text import render
+    from npudoctor.snapshot import Snapshot
+
+    same = [Command(("mkdir", "-p", "/data/ascend-log"))]
+    findings = [
+        codes.get("HOST003").finding(title="/a is not writable", fix=list(same), subject="/a"),
+        codes.get("HOST003").finding(title="/b is not writable", fix=list(same), subject="/b"),
+        codes.get("HOST002").finding(title="low space", fix=["free space on /data"], severity="warning"),
+    ]
+    out = io.StringIO()
+    render(Snapshot(facts={}), findings, file=out, width=100)
+    text = out.getvalue()
+    assert text.count("$ mkdir -p /data/ascend-log") == 1
+    assert "fix: the same as HOST003's above" in text
+    assert "free space on /data" in text

@@ -20,13 +20,30 @@ No Typer or rich here: ``health`` resolves ``--python`` too, before Typer is imp
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from typing import List, Mapping, Optional, Tuple
+    from typing import Any, List, Mapping, Optional, Tuple
 #: Interpreter names tried inside an environment directory, in order.
 _NAMES = ("bin/python", "bin/python3")
+#: File names of Python interpreters (``python``, ``python3.10``, ``python3.13t``, ``pypy3``):
+#: a file so named is taken as one (a pyenv shim or a wrapper script is one too).
+_INTERPRETER_NAME = re.compile(r"(?:python|pypy)[0-9.]*[a-z]?(?:\.exe)?")
+#: Names every CPython executable holds in its symbol table (``Py_BytesMain`` from Python
+#: 3.8, ``Py_Main`` before; linked statically or against libpython).
+_ENTRY_POINTS = (b"Py_BytesMain", b"Py_Main")
+#: Executable file magic numbers: ELF, Mach-O (32/64 bits, both byte orders, universal).
+_BINARY_MAGIC = {
+    b"\x7fELF": "an ELF executable",
+    b"\xcf\xfa\xed\xfe": "a Mach-O executable",
+    b"\xce\xfa\xed\xfe": "a Mach-O executable",
+    b"\xfe\xed\xfa\xcf": "a Mach-O executable",
+    b"\xca\xfe\xba\xbe": "a Mach-O executable",
+}
+#: Most bytes read looking for an entry point (a static CPython is well below this).
+_SCAN_LIMIT = 64 << 20
 
 
 def _interpreter_in(directory: str, root: Optional[str] = None) -> Optional[str]:
@@ -90,6 +107,10 @@ def resolve(value: str, root: Optional[str] = None, environ: Optional[Mapping[st
     env = os.environ if environ is None else environ
     real = os.path.join(root, value.lstrip("/")) if root else value
     if os.path.isfile(real):
+        if not root:  # under --root nothing is run: the probes read what the file is
+            what = not_an_interpreter(real)
+            if what:
+                raise ValueError(f"--python {value}: {what}, not a Python interpreter (it was not run)")
         return value
     if os.path.isdir(real):
         found = _interpreter_in(value, root)
@@ -106,6 +127,56 @@ def resolve(value: str, root: Optional[str] = None, environ: Optional[Mapping[st
         where = ", ".join(["~/.conda/environments.txt"] + conda_env_dirs(env))
         raise ValueError(f"--python {value}: no such file, directory or conda environment (looked in {where})")
     raise ValueError(f"--python {value}: no such file or directory")
+
+
+def not_an_interpreter(path: str) -> Optional[str]:
+    """``None`` when the file at ``path`` is a Python interpreter, else what it is (``an
+    ELF executable without Python's entry point``, ``a text file starting '# npudoctor'``),
+    judged from its name and its bytes -- it is never run.  A file named like an
+    interpreter (:data:`_INTERPRETER_NAME`, after following links) is one; so is an
+    executable holding CPython's entry point (:data:`_ENTRY_POINTS`)."""
+    names = {os.path.basename(path), os.path.basename(os.path.realpath(path))}
+    if any(_INTERPRETER_NAME.fullmatch(n) for n in names):
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+            kind = _BINARY_MAGIC.get(head[:4])
+            if kind:
+                f.seek(0)
+                if _holds(f, _ENTRY_POINTS):
+                    return None
+                return f"{kind} without Python's entry point (Py_BytesMain)"
+    except OSError as exc:
+        return f"a file that cannot be read ({exc.strerror or exc})"
+    if not head:
+        return "an empty file"
+    first = head.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+    if len(first) > 60:
+        first = first[:57] + "..."
+    shown = "".join(c if c.isprintable() else "?" for c in first)
+    if first.startswith("#!"):
+        return f"a script for {shown[2:].strip() or 'an unnamed interpreter'}"
+    if b"\0" in head:
+        return "a binary file that is not an executable"
+    return f"a text file starting {shown!r}" if shown else "a text file"
+
+
+def _holds(stream: Any, needles: Tuple[bytes, ...]) -> bool:
+    """Whether the binary ``stream`` holds one of ``needles`` in its first
+    :data:`_SCAN_LIMIT` bytes (read in chunks, overlapping by the longest needle)."""
+    keep = max(len(n) for n in needles)
+    tail, read = b"", 0
+    while read < _SCAN_LIMIT:
+        chunk = stream.read(1 << 20)
+        if not chunk:
+            return False
+        read += len(chunk)
+        window = tail + chunk
+        if any(n in window for n in needles):
+            return True
+        tail = window[-keep:]
+    return False
 
 
 def own_venv(prefix: Optional[str] = None, base_prefix: Optional[str] = None) -> bool:

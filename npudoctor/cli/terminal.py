@@ -133,8 +133,9 @@ class Environment:
         """Whether to colour stdout.  Precedence: ``--color``/``--no-color`` (``flag``, else
         :attr:`color_flag`),
         then ``NO_COLOR`` (non-empty: off), then ``FORCE_COLOR``/``CLICOLOR_FORCE``
-        (non-empty and not ``0``: on), then ``CLICOLOR=0`` (off), then whether stdout is a
-        terminal (the conventions of no-color.org and bixense.com/clicolors)."""
+        (non-empty and not ``0``: on), then ``CLICOLOR=0`` (off), then ``TERM=dumb`` (off),
+        then whether stdout is a terminal (the conventions of no-color.org and
+        bixense.com/clicolors)."""
         if flag is None:
             flag = self.color_flag
         if flag is not None:
@@ -147,6 +148,9 @@ class Environment:
             if value and value != "0":
                 return True
         if env.get("CLICOLOR", None) == "0":
+            return False
+        # a terminal that says it understands no escape sequences (Emacs shell, some CI)
+        if env.get("TERM", "") == "dumb":
             return False
         return self.stdout_isatty
 

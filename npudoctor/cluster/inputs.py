@@ -82,15 +82,42 @@ def _file(path: str, named: bool) -> Iterator[Tuple[str, Any]]:
     if truncated:
         yield path, f"cannot read: over {SNAPSHOT_LIMIT >> 20} MB"
         return
+    yield from _documents(path, data)
+
+
+def _documents(label: str, data: bytes) -> Iterator[Tuple[str, Any]]:
+    """The documents of one input: one JSON document, or JSON Lines -- when the first
+    line that is not blank is a JSON document of its own.  A pretty-printed document cut
+    short (its first line ``{`` is not one) is one error for the input, saying where it
+    ends, not one "not valid JSON" per line.  Blank input holds no document."""
+    if not data.strip():
+        return
     try:
-        yield path, Document.read(_json(data), data)
+        yield label, Document.read(_json(data), data)
         return
     except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
-        first_error = str(exc)
-    if data.count(b"\n") > 1:
-        yield from _lines(path, data)
+        error = exc
+    first = next((line for line in data.splitlines() if line.strip()), b"")
+    if data.count(b"\n") > 1 and _is_document(first):
+        yield from _lines(label, data)
+        return
+    position, message = getattr(error, "pos", None), str(getattr(error, "msg", ""))
+    # the parser stopped at the end, or in a string never closed (it reached the end)
+    rest = data.decode("utf-8", errors="replace")[position:] if isinstance(position, int) else "x"
+    if not rest.strip() or message.startswith("Unterminated string"):
+        lines = data.count(b"\n") + (not data.endswith(b"\n"))
+        yield label, f"not valid JSON: the document ends early, at line {lines} (truncated?)"
     else:
-        yield path, f"not valid JSON: {first_error}"
+        yield label, f"not valid JSON: {error}"
+
+
+def _is_document(line: bytes) -> bool:
+    """Whether ``line`` alone is a JSON document (the first line of JSON Lines is)."""
+    try:
+        _json(line)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _json(data: bytes) -> Any:
@@ -139,7 +166,7 @@ def _plan(paths: Iterable[str], stdin: Optional[Any]) -> List[Tuple[str, Any]]:
             if len(data) > SNAPSHOT_LIMIT:
                 out.append(("stdin", f"cannot read: over {SNAPSHOT_LIMIT >> 20} MB"))
                 continue
-            out.extend(_lines("stdin", data))
+            out.extend(_documents("stdin", data))
             continue
         if os.path.isdir(path):
             try:

@@ -114,14 +114,28 @@ def _install_prose(step: InstallPackage) -> str:
         text = f"{step.lead}install the {label} of {step.unknown or 'the version you need'}"
     if step.package in _CHIP_CHOICES and not step.chip:
         choices = _CHIP_CHOICES[step.package]
-        text += (
-            f" for this machine's NPU chip type (unknown here: npu-smi lists no chip of a known type; one of {choices})"
-        )
+        text += UNKNOWN_CHIP.format(choices=choices)
         example = choices.split(",")[0]
-        name = package_name(replace(step, chip=example))
-        if name is not None:
-            return text + f"; for {example}: {name.filename} {install_args(step)}"
+        cmd = install_command(replace(step, chip=example))
+        if cmd is not None:
+            return text + f"{EXAMPLE_MARK}{example}: {cmd}"
     return text + f", run with {install_args(step)}"
+
+
+#: What joins the prose of an install step whose chip is unknown to the command for one
+#: chip type (:func:`example`).
+EXAMPLE_MARK = "; for "
+
+
+def example(line: str) -> Optional[Tuple[str, str, str]]:
+    """``(prose, chip, command)`` of an install line whose chip is unknown and that ends
+    with the command for one chip type (``...; for 910b: chmod +x F && ./F --install``),
+    else ``None``: the report prints the prose, then the command as a ``$`` line."""
+    head, mark, tail = line.rpartition(EXAMPLE_MARK)
+    chip, colon, cmd = tail.partition(": ")
+    if not mark or not colon or not cmd.startswith("chmod +x ") or " && ./" not in cmd:
+        return None
+    return head, chip, cmd
 
 
 def install_command(step: InstallPackage) -> Optional[str]:
@@ -236,6 +250,25 @@ def shell(remedy: Remedy) -> str:
     return _with_note(remedy.lead, cmd or "", remedy.note)
 
 
+#: How an install step says the chip type is unknown; said once per fix list (then
+#: :data:`SAME_CHIP`).
+UNKNOWN_CHIP = (
+    " for this machine's NPU chip type (unknown here: npu-smi lists no chip of a known type; one of {choices})"
+)
+SAME_CHIP = " for the same NPU chip type"
+
+
 def shell_lines(remedies: List[Remedy]) -> List[str]:
-    """:func:`shell` of each remedy, in order."""
-    return [shell(r) for r in remedies]
+    """:func:`shell` of each remedy, in order; that the chip type is unknown is said by the
+    first install step that needs it, the others say "for the same NPU chip type"."""
+    out: List[str] = []
+    said = False
+    for r in remedies:
+        line = shell(r)
+        if isinstance(r, InstallPackage) and not r.chip and r.package in _CHIP_CHOICES:
+            clause = UNKNOWN_CHIP.format(choices=_CHIP_CHOICES[r.package])
+            if said and clause in line:
+                line = line.replace(clause, SAME_CHIP, 1)
+            said = said or clause in line
+        out.append(line)
+    return out

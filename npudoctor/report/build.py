@@ -26,8 +26,14 @@ def exit_status(findings: Sequence[Finding], strict: bool = False) -> ExitStatus
     return ExitStatus.OK
 
 
-def document(snapshot: Snapshot, findings: Sequence[Finding], strict: bool = False) -> Dict[str, Any]:
-    """The JSON document for ``check --json``."""
+def document(
+    snapshot: Snapshot,
+    findings: Sequence[Finding],
+    strict: bool = False,
+    ignored: Sequence[Dict[str, str]] = (),
+) -> Dict[str, Any]:
+    """The JSON document for ``check --json``; ``ignored``: ``{"code", "title", "by"}`` of
+    each finding silenced by ``--ignore`` or ``.npudoctor.toml`` (listed, never judged)."""
     from npudoctor.facts.coverage import unchecked
 
     doc = snapshot.to_dict()
@@ -35,6 +41,7 @@ def document(snapshot: Snapshot, findings: Sequence[Finding], strict: bool = Fal
     doc["summary"] = counts(findings)
     doc["exit_code"] = int(exit_status(findings, strict))
     doc["not_checked"] = unchecked(snapshot.facts)
+    doc["ignored"] = [dict(i) for i in ignored]
     return doc
 
 

@@ -60,7 +60,7 @@ class Painter:
         return "".join(out)
 
 
-def _remedy_for(f: Finding, index: int) -> Optional[Dict[str, Any]]:
+def remedy_for(f: Finding, index: int) -> Optional[Dict[str, Any]]:
     """The structured remedy behind ``f.fix[index]``, or ``None`` (a line added later)."""
     if index < len(f.remedies) and f.remedies[index].get("shell") == f.fix[index]:
         return f.remedies[index]
@@ -104,6 +104,13 @@ def fix_line(line: str, remedy: Optional[Dict[str, Any]], width: int, indent: in
         if rest:
             out += _prose(rest.lstrip("#").strip(), width, indent + 2)
         return out
+    if remedy is not None and remedy.get("kind") == "install-package" and cmd is None:
+        from npudoctor.remedies.render import example
+
+        split = example(line)
+        if split is not None:
+            prose, chip, example_cmd = split
+            return _prose(prose + ":", width, indent) + _command(example_cmd, f"for {chip}", width, indent)
     if cmd is None or remedy is None:
         return _prose(line, width, indent)
     lead = str(remedy.get("lead") or "").strip()
@@ -118,11 +125,11 @@ def fix_lines(f: Finding, width: int, indent: int) -> List[Line]:
     """The rows of every fix line of ``f``, in order."""
     out: List[Line] = []
     for i, line in enumerate(f.fix):
-        out += fix_line(line, _remedy_for(f, i), width, indent)
+        out += fix_line(line, remedy_for(f, i), width, indent)
     return out
 
 
 def plain_commands(f: Finding) -> List[str]:
     """The commands of ``f``'s fix lines as they are printed after ``$ `` (for tests: each
     must be pasteable)."""
-    return [c for c in (command_of(_remedy_for(f, i)) for i in range(len(f.fix))) if c]
+    return [c for c in (command_of(remedy_for(f, i)) for i in range(len(f.fix))) if c]

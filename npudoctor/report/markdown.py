@@ -9,7 +9,9 @@ from npudoctor.facts import Facts
 from npudoctor.facts.coverage import unchecked
 from npudoctor.findings import AREA_TITLES, Finding, counts
 from npudoctor.redact import Redactor, conceal_text
+from npudoctor.remedies.render import example
 from npudoctor.report.build import fix_list, folded_under, has_dependencies
+from npudoctor.report.layout import command_of, remedy_for
 from npudoctor.report.summary import area_lines
 from npudoctor.snapshot import Snapshot, redact, redactor_for
 
@@ -48,7 +50,44 @@ def _summary_lines(safe: Snapshot, findings: Sequence[Finding]) -> List[str]:
 
 
 def _fix_block(f: Finding) -> List[str]:
-    return ["", "```text", *f.fix, "```"] if f.fix else []
+    """``f``'s fix lines: the commands in ``sh`` blocks, as pasted (a note as a ``#``
+    comment), consecutive ones in one block; prose (a lead, a step no command can say)
+    outside them, once; docker flags, which are no command of their own, in a ``text``
+    block."""
+    out: List[str] = []
+    block: List[str] = []
+
+    def flush() -> None:
+        if block:
+            out.extend(["", "```sh", *block, "```"])
+            block.clear()
+
+    for i, line in enumerate(f.fix):
+        remedy = remedy_for(f, i)
+        cmd = command_of(remedy)
+        if remedy is not None and remedy.get("kind") == "docker-flags" and remedy.get("command"):
+            flush()
+            lead = str(remedy.get("lead") or "").strip() or "docker run flags:"
+            out.extend(["", lead, "", "```text", str(remedy["command"]), "```"])
+            continue
+        split = example(line) if remedy is not None and remedy.get("kind") == "install-package" else None
+        if cmd is None and split is not None:
+            flush()
+            out.extend(["", split[0] + ":"])
+            block.append(f"{split[2]}  # for {split[1]}")
+            continue
+        if cmd is None or remedy is None:
+            flush()
+            out.extend(["", line])
+            continue
+        lead = str(remedy.get("lead") or "").strip()
+        note = line[line.find(cmd) + len(cmd) :].strip() if cmd in line else ""
+        if lead:
+            flush()
+            out.extend(["", lead])
+        block.append(cmd + (f"  {note}" if note.startswith("#") else f"  # {note}" if note else ""))
+    flush()
+    return out
 
 
 def render(snapshot: Snapshot, findings: Sequence[Finding]) -> str:

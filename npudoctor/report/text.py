@@ -10,7 +10,7 @@ golden tests).  Lines are built by :mod:`npudoctor.report.layout`.
 
 from __future__ import annotations
 
-from typing import IO, Dict, List, Optional, Sequence
+from typing import IO, Dict, List, Optional, Sequence, Tuple
 
 from npudoctor.facts import Facts
 from npudoctor.findings import Finding, counts
@@ -49,8 +49,16 @@ def _summary(snapshot: Snapshot, findings: Sequence[Finding], width: int) -> Lis
 
 
 def _finding(
-    f: Finding, width: int, verbose: bool, indent: int = 2, fixes: bool = True, step: Optional[int] = None
+    f: Finding,
+    width: int,
+    verbose: bool,
+    indent: int = 2,
+    fixes: bool = True,
+    step: Optional[int] = None,
+    same_as: Optional[str] = None,
 ) -> List[Line]:
+    """The rows of one finding; ``same_as``: the code of a finding shown above whose fix
+    lines are these very lines (said once, referred to here)."""
     mark, style = MARK[f.severity]
     lead = " " * indent + f"{mark} {f.code} "
     rows = wrap(f.title, width, first=len(lead), indent=len(lead))
@@ -65,10 +73,21 @@ def _finding(
             out.append(Line([(" " * body + "confirmed by: ", "dim"), (", ".join(f.confirmed_by), "")]))
     if fixes and f.fix and step is not None:
         out.append(Line([(" " * body + f"fix: step {step} of “Fix in this order” below", "dim")]))
+    elif fixes and f.fix and same_as:
+        out.append(Line([(" " * body + f"fix: the same as {same_as}'s above", "dim")]))
     elif fixes and f.fix:
         out.append(Line([(" " * body + "fix:", "dim")]))
         out.extend(fix_lines(f, width, body + 2))
     return out
+
+
+#: Where the fix lines of the "Fix in this order" steps start, whatever the code's length.
+FIX_INDENT = 8
+
+
+def is_routine(f: Finding) -> bool:
+    """Whether ``f`` is a routine note (its rule says it informs no decision)."""
+    return f.severity == "info" and bool(f.data.get("routine"))
 
 
 def render(
@@ -97,12 +116,20 @@ def render(
     folded: Dict[str, List[Finding]] = folded_under(findings)
     hidden = {id(f) for group in folded.values() for f in group}
     shown = [f for f in findings if id(f) not in hidden]
+    # routine notes (a pair declared compatible, numpy inside the range a fix would pin)
+    # inform no decision: shown with -v only
+    routine = [] if verbose else [f for f in shown if is_routine(f)]
+    shown = [f for f in shown if f not in routine]
     ordered = fix_list(shown) if has_dependencies(shown) else []
     steps = {id(f): n for n, f in enumerate(ordered, start=1)} if len(ordered) > 1 else {}
     if shown:
         lines += [Line([]), Line([("Findings", "bold")])]
+    said: Dict[Tuple[str, ...], str] = {}  # fix lines already printed -> the code they came with
     for f in shown:
-        lines += _finding(f, cols, verbose, step=steps.get(id(f)))
+        same = said.get(tuple(f.fix)) if id(f) not in steps else None
+        lines += _finding(f, cols, verbose, step=steps.get(id(f)), same_as=same)
+        if f.fix and id(f) not in steps:
+            said.setdefault(tuple(f.fix), f.code)
         symptoms = folded.get(f.code, [])
         if symptoms:
             lines.append(Line([(f"      because of this ({f.code}), also:", "dim")]))
@@ -117,10 +144,10 @@ def render(
         lines += [Line([(r, "dim")]) for r in wrap("(driver → CANN → kernels/NNAL → set_env.sh → packages)", cols)]
         for n, f in enumerate(ordered, start=1):
             head = f"  {n}. {f.code} "
-            rows = wrap(f.title, cols, first=len(head), indent=len(head))
+            rows = wrap(f.title, cols, first=len(head), indent=FIX_INDENT)
             lines.append(Line([(f"  {n}. ", ""), (f.code, "dim"), (" " + rows[0], "")]))
             lines.extend(Line([(r, "")]) for r in rows[1:])
-            lines.extend(fix_lines(f, cols, len(head)))
+            lines.extend(fix_lines(f, cols, FIX_INDENT))
     if verbose and snapshot.matrix:
         m = snapshot.matrix
         text = (
@@ -129,10 +156,15 @@ def render(
         )
         lines += [Line([])] + [Line([(r, "dim")]) for r in wrap(text, cols)]
     summary = counts(shown)
-    tail = f"{summary['error']} error(s), {summary['warning']} warning(s), {summary['info']} note(s)"
-    if hidden:
-        tail += f", {len(hidden)} follow-on finding(s) folded under their cause"
-    tail += ". Run `npudoctor explain CODE` for details." if findings else "."
+    if shown:
+        tail = f"{summary['error']} error(s), {summary['warning']} warning(s), {summary['info']} note(s)"
+        if hidden:
+            tail += f", {len(hidden)} follow-on finding(s) folded under their cause"
+        tail += ". Run `npudoctor explain CODE` for details."
+    else:
+        tail = "No issues found."
+    if routine:
+        tail += f" ({len(routine)} routine note(s) not shown: -v shows them.)"
     lines += [Line([])] + [Line([(r, "")]) for r in wrap(tail, cols)]
     out = file if file is not None else sys.stdout
     out.write("".join(paint(line) + "\n" for line in lines))

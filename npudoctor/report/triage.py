@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import IO, Any, Callable, Dict
+from typing import IO, Any, Callable, Dict, Optional
 
 from npudoctor.redact import conceal
 
@@ -75,9 +75,47 @@ def _where(group: Dict[str, Any], many_sources: bool) -> str:
     return f"{src}line {first['line']} … {last['source']}:{last['line']}"
 
 
-def render_text(result: Dict[str, Any], out: IO[str]) -> None:
+class _Wrapped:
+    """A text stream that wraps the prose lines written to it to ``width`` columns (a
+    continuation row indented four columns past its line's own indent); quoted log lines
+    (indented by four) and ``fix:`` lines, which may hold commands, are written whole."""
+
+    def __init__(self, out: IO[str], width: int) -> None:
+        self.out, self.width, self.pending = out, width, ""
+
+    def write(self, text: str) -> None:
+        from npudoctor.report.wrapping import wrap
+
+        self.pending += text
+        *lines, self.pending = self.pending.split("\n")
+        for line in lines:
+            body = line.lstrip(" ")
+            lead = len(line) - len(body)
+            if len(line) <= self.width or lead == 4 or body.startswith(("fix: ", "$ ")):
+                self.out.write(line + "\n")
+                continue
+            rows = wrap(body, self.width, first=lead, indent=lead + 4)
+            self.out.write(" " * lead + "\n".join(rows) + "\n")
+
+    def flush(self) -> None:
+        if self.pending:
+            self.out.write(self.pending)
+            self.pending = ""
+
+
+def render_text(result: Dict[str, Any], out: IO[str], width: Optional[int] = None) -> None:
     """Write the human view of a triage ``result`` (:func:`npudoctor.triage.rank` plus the
-    command's ``facts_from``/``ranked``/``unranked`` keys) to ``out``."""
+    command's ``facts_from``/``ranked``/``unranked`` keys) to ``out``; ``width``: columns
+    to wrap prose to (``None``: not wrapped)."""
+    if width:
+        wrapped = _Wrapped(out, width)
+        _render_text(result, wrapped)  # type: ignore[arg-type]
+        wrapped.flush()
+    else:
+        _render_text(result, out)
+
+
+def _render_text(result: Dict[str, Any], out: IO[str]) -> None:
     sources = result["sources"]
     many = len(sources) > 1
     names = ", ".join(f"{s['name']} ({s['lines']} lines)" for s in sources)

@@ -32,12 +32,14 @@ from npudoctor.rules._cannfacts import (
     torch_npu_record,
 )
 from npudoctor.rules._cannsteps import Step, install, nnal_set_env, set_env_step, toolkit_line
+from npudoctor.rules._env_vars import sourced
 from npudoctor.rules._pyfacts import pip_install
 
 if TYPE_CHECKING:
     from npudoctor.engine import RuleContext
+    from npudoctor.facts.stack import Toolkit
 
-READS = ("cann", "devices", "host", "libraries", "packages", "python")
+READS = ("cann", "devices", "environment", "host", "libraries", "packages", "python")
 ONLY_WITH = ("cann",)
 
 KERNELS_MISSING = codes.get("CANN004")
@@ -53,6 +55,16 @@ NNAL_VERSION = codes.get("CANN008")
 ATB_ABI = codes.get("CANN009")
 
 FRAMEWORK_CANN = codes.get("CANN012")
+
+
+def _applied_env(ctx: RuleContext, tk: Toolkit) -> List[Remedy]:
+    """The step applying ``tk``'s environment before installing an add-on, or nothing
+    when that environment is in effect already (a fix already applied -- ``source``, or
+    ``eval "$(npudoctor env)"`` -- is not offered again)."""
+    env = ctx.view.environment
+    if env.toolkit is not None and env.toolkit.path == tk.path and sourced(env) is True:
+        return []
+    return [set_env_step(tk)]
 
 
 @rule
@@ -76,7 +88,7 @@ def kernels_for_chip(ctx: RuleContext) -> Iterable[Finding]:
         if info is not None and info.kernels_dir:
             wanted.setdefault(info.kernels_dir, []).append(name)
             pkg_chip[info.kernels_dir] = info.kernels_package_chip
-    set_env = set_env_step(tk)
+    set_env = _applied_env(ctx, tk)
     if not wanted:
         if not present and not found and torch_npu_record(ctx) is not None:
             yield KERNELS_MISSING.finding(
@@ -86,7 +98,7 @@ def kernels_for_chip(ctx: RuleContext) -> Iterable[Finding]:
                     f"{kdir}/ holds no SoC directory",
                     "no NPU chip listed (npu-smi), so the chip is unknown",
                 ],
-                fix=[set_env, install("kernels", ver, arch, None, unknown=unknown)],
+                fix=set_env + [install("kernels", ver, arch, None, unknown=unknown)],
                 severity="warning",
             )
         return
@@ -99,7 +111,7 @@ def kernels_for_chip(ctx: RuleContext) -> Iterable[Finding]:
             f"NPU chip(s) {chip_names} need kernels in {kdir}/{soc_dir}/ and {kdir}/config/{soc_dir}/binary_info_config.json",
             f"present: {', '.join(present) if present else 'none'}",
         ]
-        fix = [set_env, install("kernels", ver, arch, pkg_chip.get(soc_dir), unknown=unknown)]
+        fix = set_env + [install("kernels", ver, arch, pkg_chip.get(soc_dir), unknown=unknown)]
         if present:
             yield KERNELS_OTHER_SOC.finding(
                 title=f"CANN kernels are installed for {', '.join(present)} only; this machine's {chip_names} needs {soc_dir}",
@@ -138,10 +150,7 @@ def kernels_version(ctx: RuleContext) -> Iterable[Finding]:
     yield KERNELS_VERSION.finding(
         title=f"Kernels package {kver} with CANN toolkit {ver}: {v.describe()}",
         evidence=evidence,
-        fix=[
-            set_env_step(tk),
-            install("kernels", ver, host_arch(ctx) or tk.arch, package_chip(ctx)),
-        ],
+        fix=_applied_env(ctx, tk) + [install("kernels", ver, host_arch(ctx) or tk.arch, package_chip(ctx))],
         severity=sev,
         data={"toolkit": ver, "kernels": kver, "grade": v.grade.value, "source": v.source},
     )
@@ -167,7 +176,7 @@ def nnal_missing(ctx: RuleContext) -> Iterable[Finding]:
         evidence.append(f"ATB_HOME_PATH={env.value} does not exist")
     fix: List[Remedy] = []
     if tk is not None:
-        fix.append(set_env_step(tk))
+        fix += _applied_env(ctx, tk)
     fix += [install("nnal", ver, arch, unknown="the CANN toolkit you use"), nnal_set_env()]
     yield NNAL_MISSING.finding(
         title=f"NNAL (ATB) is not installed, but it is needed: {reasons[0]}",
@@ -198,7 +207,7 @@ def nnal_version(ctx: RuleContext) -> Iterable[Finding]:
             f"NNAL/ATB {nnal.build or nnal.version} from {nnal.source}",
             f"{v.grade.words}: {v.source}",
         ],
-        fix=[set_env_step(tk), install("nnal", ver, arch), nnal_set_env()],
+        fix=_applied_env(ctx, tk) + [install("nnal", ver, arch), nnal_set_env()],
         severity=sev,
         data={"toolkit": ver, "nnal": nnal.version, "grade": v.grade.value, "source": v.source},
     )

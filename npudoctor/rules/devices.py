@@ -55,6 +55,11 @@ CHIP_UNHEALTHY = codes.get("DEV010")
 CHIP_PROCESSES = codes.get("DEV011")
 NODES_MISSING = codes.get("DEV020")
 NODE_PERMISSION = codes.get("DEV021")
+#: The owner and group of the NPU device nodes the driver installer creates (its default
+#: running user, ``--install-username``), which users of the NPU join.
+DEVICE_OWNER = "HwHiAiUser"
+#: Groups no account is added to for device access: membership grants far more.
+_PRIVILEGED_GROUPS = {"root", "0", "wheel", "sudo", "adm", "disk", "shadow", "docker"}
 NO_PASSWD = codes.get("DEV022")
 TOPOLOGY = codes.get("DEV050")
 
@@ -456,21 +461,29 @@ def node_permissions(ctx: RuleContext) -> Iterable[Finding]:
     evidence.append(f"judged account: {who} (uid {ident.uid}, gid {ident.gid}, groups {groups}; from {ident.source})")
     node = denied[0]
     group = node.group or str(node.gid)
-    fix: List[str] = []
+    fix: List[Remedy] = []
     mode = max(to_int(node.mode or "0", 8) or 0, 0)
-    if mode & 0o060 != 0o060:
+    paths = tuple(n.path for n in denied)
+    # the device group every account using the NPU joins (the driver installer's default)
+    joined = group
+    if mode & 0o060 != 0o060 or group in _PRIVILEGED_GROUPS:
         fix.append(
-            "On the host restore the standard owner and mode: "
-            "chown HwHiAiUser:HwHiAiUser /dev/davinci* /dev/davinci_manager /dev/devmm_svm /dev/hisi_hdc && "
-            "chmod 0660 /dev/davinci* /dev/davinci_manager /dev/devmm_svm /dev/hisi_hdc"
+            Command(
+                ("chown", f"{DEVICE_OWNER}:{DEVICE_OWNER}") + paths,
+                lead="on the host, restore the standard owner and mode: ",
+            )
         )
-    if ident.name and ident.has_passwd_entry:
-        fix.append(f"usermod -aG {group} {ident.name}  # then log in again")
+        fix.append(Command(("chmod", "0660") + paths))
+        joined = DEVICE_OWNER
+    if ident.name and ident.has_passwd_entry and joined not in _PRIVILEGED_GROUPS and ident.name != joined:
+        fix.append(Command(("usermod", "-aG", joined, ident.name), note="then log in again"))
     if in_container(ctx) or not ident.has_passwd_entry:
         fix.append(
-            f"Run the container as the device owner: --user {node.uid}:{node.gid} "
-            f"(Kubernetes: securityContext runAsUser: {node.uid}, runAsGroup: {node.gid}, "
-            f"or supplementalGroups: [{node.gid}])"
+            Prose(
+                f"Run the container as the device owner: --user {node.uid}:{node.gid} "
+                f"(Kubernetes: securityContext runAsUser: {node.uid}, runAsGroup: {node.gid}, "
+                f"or supplementalGroups: [{node.gid}])"
+            )
         )
     yield NODE_PERMISSION.finding(
         title=f"{who} cannot open {len(denied)} NPU device node(s) (owner "

@@ -33,7 +33,7 @@ from npudoctor.rules._world import host_mounts_fix
 from npudoctor.rules.devices import chip_identity
 
 if TYPE_CHECKING:
-    from typing import Iterable, List, Optional, Tuple
+    from typing import Dict, Iterable, List, Optional, Tuple
 
     from npudoctor.engine import RuleContext
 
@@ -231,10 +231,12 @@ def driver_cann(ctx: RuleContext) -> Iterable[Finding]:
     evidence.append(f"{v.grade.words}: {v.source}")
     if v.window:
         evidence.append(f"documented to work: {v.window}")
-    data = {"driver": version, "cann": cann, "grade": v.grade.value, "source": v.source}
+    data: Dict[str, object] = {"driver": version, "cann": cann, "grade": v.grade.value, "source": v.source}
     where = "the host's" if container else "this machine's"
     pair = f"Driver {version} with CANN {cann}" + (" (host driver, image CANN)" if container else "")
     if v.grade.works:
+        # a pair its own packages declare compatible, on a stack that works: nothing to decide
+        data["routine"] = sev == "info" and v.grade is Grade.DECLARED
         yield DRIVER_CANN.finding(title=f"{pair}: {v.describe()}", evidence=evidence, severity=sev, data=data)
         return
     target = _paired_hdk(ctx)

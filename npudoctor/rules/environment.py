@@ -10,7 +10,7 @@ from npudoctor.engine import RuleContext
 from npudoctor.facts.runtime_env import EnvironmentFacts, EnvNnal, EnvToolkit
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
-from npudoctor.remedies import Export, PrependPath, Remedy, SourceFile
+from npudoctor.remedies import ComputedEnv, Export, PrependPath, Remedy, SourceFile
 from npudoctor.rules import rule
 from npudoctor.rules._env_vars import missing_paths, nnal_lib_on_path, recorded_set_env_script, sourced, variable_state
 
@@ -33,7 +33,7 @@ SERVICE_NOTE_EXPORTS = (
     "under `npudoctor exec --`, which applies them (e.g. `npudoctor exec -- python train.py`)."
 )
 
-NPUDOCTOR_ENV = 'or: eval "$(npudoctor env)"  # the same variables, computed by npudoctor from the toolkit'
+NPUDOCTOR_ENV = ComputedEnv(lead="or: ", note="the same variables, computed by npudoctor from the toolkit")
 
 #: Variables whose value is a ``:`` list that set_env.sh prepends to.
 PATH_VARS = ("LD_LIBRARY_PATH", "PYTHONPATH", "PATH")

@@ -8,12 +8,14 @@ Codes ``HOST001``-``HOST049`` belong to this module (``HOST050``+ are the overvi
 
 from __future__ import annotations
 
-from typing import Iterable, Optional, Set, Tuple
+import posixpath
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from npudoctor.engine import RuleContext
+from npudoctor.facts.runtime_env import DiskTarget
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
-from npudoctor.remedies import Export, PrependPath
+from npudoctor.remedies import Command, Export, PrependPath, Prose, Remedy
 from npudoctor.rules import rule
 from npudoctor.rules._pyfacts import cann_present
 
@@ -29,6 +31,61 @@ NOT_WRITABLE = codes.get("HOST003")
 GIB = 1 << 30
 ERROR_BELOW = 1 * GIB
 WARN_BELOW = 2 * GIB
+
+
+#: The variable that moves each default place CANN (or any program) writes to, and the
+#: folder made for it in a writable directory.  CANN's environment-variable reference
+#: (hiascend.com canncommercial 900 maintenref/envvar envref_07_0120, retrieved
+#: 2026-12-06): logs go to ASCEND_PROCESS_LOG_PATH, else ASCEND_WORK_PATH, else the
+#: default $HOME/ascend/log; envref_07_0006: ASCEND_CACHE_PATH holds the shared compile
+#: cache.  Temporary files: TMPDIR (POSIX; Python's tempfile reads it).
+_MOVED_BY = {
+    "~/ascend": ("ASCEND_PROCESS_LOG_PATH", "ascend-log"),
+    "/tmp": ("TMPDIR", "tmp"),
+    "ASCEND_CACHE_PATH": ("ASCEND_CACHE_PATH", "ascend-cache"),
+    "ASCEND_WORK_PATH": ("ASCEND_WORK_PATH", "ascend-work"),
+    "ASCEND_PROCESS_LOG_PATH": ("ASCEND_PROCESS_LOG_PATH", "ascend-log"),
+}
+
+
+def _moved_by(rec: DiskTarget) -> Tuple[str, str]:
+    """``(variable, folder name)`` that moves what ``rec`` holds (:data:`_MOVED_BY`)."""
+    if rec.variable:
+        return _MOVED_BY.get(rec.variable, (rec.variable, "ascend"))
+    return _MOVED_BY["/tmp" if rec.path == "/tmp" else "~/ascend"]
+
+
+def _not_writable(disk: List[DiskTarget]) -> Iterable[Finding]:
+    """HOST003: one finding per directory the account cannot write (several places CANN
+    writes to under it are one cause), its fix the commands that move each place to a
+    directory the facts show writable: the home when it is, else /tmp."""
+    denied: Dict[str, List[DiskTarget]] = {}
+    for rec in disk:
+        if rec.writable is False and rec.path:
+            denied.setdefault(str(rec.checked or rec.path), []).append(rec)
+    homes = [r for r in disk if not r.variable and r.path != "/tmp" and r.path]
+    writable = [posixpath.dirname(str(r.path)) for r in homes if r.writable]
+    writable += [str(r.path) for r in disk if r.path == "/tmp" and r.writable]
+    for checked, recs in denied.items():
+        fix: List[Remedy] = []
+        for rec in recs:
+            var, folder = _moved_by(rec)
+            base = next((w for w in writable if not w.startswith(checked.rstrip("/") + "/") and w != checked), None)
+            if base is None:
+                fix.append(Prose(f"point {var} at a directory this account can write (neither its home nor /tmp is)"))
+                continue
+            target = posixpath.join(base, folder)
+            if not any(isinstance(f, Export) and f.var == var for f in fix):
+                fix += [Command(("mkdir", "-p", target)), Export(var, target)]
+        first = recs[0]
+        places = ", ".join(f"{r.path} ({r.purpose})" for r in recs)
+        yield NOT_WRITABLE.finding(
+            title=f"{places} {'is' if len(recs) == 1 else 'are'} not writable for this account",
+            evidence=[f"nearest existing directory: {checked} (mode bits deny writing)"]
+            + [f"{r.variable}={r.path}" for r in recs if r.variable],
+            fix=fix,
+            subject=str(first.path),
+        )
 
 
 def _stack(ctx: RuleContext) -> bool:
@@ -72,18 +129,11 @@ def cann_disk_space(ctx: RuleContext) -> Iterable[Finding]:
     if not _stack(ctx):
         return
     seen_mounts: Set[Tuple[Optional[str], Optional[str]]] = set()
-    for rec in ctx.view.hygiene.disk:
+    disk = list(ctx.view.hygiene.disk)
+    yield from _not_writable(disk)
+    for rec in disk:
         path = rec.path
         var = rec.variable
-        if rec.writable is False:
-            fix_var = var or "ASCEND_CACHE_PATH"
-            yield NOT_WRITABLE.finding(
-                title=f"{path} ({rec.purpose}) is not writable for this account",
-                evidence=[f"nearest existing directory: {rec.checked} (mode bits deny writing)"]
-                + ([f"{var}={path}"] if var else []),
-                fix=[f"mkdir -p $HOME/ascend-cache && export {fix_var}=$HOME/ascend-cache"],
-                subject=str(path),
-            )
         free = rec.free_bytes
         if free is None or free >= WARN_BELOW:
             continue

@@ -387,6 +387,23 @@ def cann_python_deps(ctx: RuleContext) -> Iterable[Finding]:
     )
 
 
+def _needing_numpy2(ctx: RuleContext, version: str, installed_fits: bool = False) -> List[str]:
+    """``"NAME VERSION requires `numpy>=2`"`` of each installed package whose numpy
+    requirement admits no NumPy 1.x release: those the installed ``version`` satisfies
+    (``installed_fits``: they pulled it in) or, else, those it does not satisfy."""
+    env = marker_env(ctx)
+    out = []
+    for rec in ctx.view.packages.effective():
+        for req in requirements_on(list(rec.requires_dist), "numpy", env):
+            if (
+                req.specifier
+                and satisfies(version, req.specifier) is installed_fits
+                and not any(satisfies(v, req.specifier) for v in NUMPY1_RELEASES)
+            ):
+                out.append(f"{rec.name} {rec.version} requires `{req}`")
+    return out
+
+
 @rule
 def numpy_major(ctx: RuleContext) -> Iterable[Finding]:
     """K07: numpy >= 2 where the CANN/Python pair needs numpy < 2 (matrix.numpy_spec)."""
@@ -407,6 +424,22 @@ def numpy_major(ctx: RuleContext) -> Iterable[Finding]:
         return
     verdict = ask(ctx, lambda m: m.numpy_verdict(version, cv, py))
     if satisfies(version, spec) is not False:
+        stranded = _needing_numpy2(ctx, version)
+        if stranded:
+            # numpy fits CANN, but a package installed with it declares it needs NumPy 2
+            # (after a `pip install 'numpy<2'` pin, typically): pip check would fail
+            yield NUMPY2.finding(
+                title=f"numpy {version} fits CANN {cv} on Python {py} (numpy{spec}), but "
+                f"{stranded[0].split(' requires')[0]} requires numpy>=2",
+                evidence=[describe(numpy)] + stranded,
+                fix=[
+                    "pin the packages above to releases that accept NumPy 1.x, or uninstall them if "
+                    "nothing uses them (CANN needs the numpy installed now)"
+                ],
+                subject="numpy",
+                severity="error",
+            )
+            return
         sev = grades.severity(verdict, mild=True) if verdict is not None else None
         if verdict is not None and sev is not None:
             # inside the range CANN needs but beyond what its install guide names: a note
@@ -416,22 +449,14 @@ def numpy_major(ctx: RuleContext) -> Iterable[Finding]:
                 fix=[],
                 subject="numpy",
                 severity=sev,
-                data=_grade_data(verdict),
+                # inside the very range a PKG007 fix would pin: nothing to decide (shown with -v)
+                data=dict(_grade_data(verdict), routine=sev == "info" and satisfies(version, spec) is True),
             )
         return
     evidence = [describe(numpy), f"CANN {cv} with Python {py} needs numpy{spec} (compatibility matrix, REPORT §6.2)"]
     if verdict is not None:
         evidence.append(f"evidence: {verdict.describe()}")
-    env = marker_env(ctx)
-    pullers = []
-    for rec in ctx.view.packages.effective():
-        for req in requirements_on(list(rec.requires_dist), "numpy", env):
-            if (
-                req.specifier
-                and satisfies(version, req.specifier)
-                and not any(satisfies(v, req.specifier) for v in NUMPY1_RELEASES)
-            ):
-                pullers.append(f"{rec.name} {rec.version} requires `{req}`")
+    pullers = _needing_numpy2(ctx, version, installed_fits=True)
     evidence += pullers
     fix: List[Fix] = [pip_install(ctx, f"numpy{spec}")]
     if pullers:

@@ -128,10 +128,11 @@ def quick_checks(plan: EnvPlan, request: ExecRequest) -> CheckResult:
 
 
 def finding_lines(result: CheckResult, quiet: bool = False) -> List[str]:
-    """One line per finding (``quiet``: errors only), terminal-safe."""
+    """One line per finding (``quiet``: errors only; routine notes never: they inform no
+    decision at a container's start), terminal-safe."""
     lines = []
     for f in result.findings:
-        if quiet and f.severity != "error":
+        if (quiet and f.severity != "error") or (f.severity == "info" and f.data.get("routine")):
             continue
         lines.append(printable(f"npudoctor: {f.severity} {f.code} {f.title}"))
     if result.failure:

@@ -83,7 +83,9 @@ def run_devices(request: MachineRequest, env: Environment, matrix_path: Optional
     else:
         from npudoctor.report.devices import render
 
-        render(data, env.stdout, terminal=env.stdout_isatty, width=env.width, color=env.color())
+        # piped with COLUMNS set: laid out for that width, as on a terminal that wide
+        cols = env.wrap_width()
+        render(data, env.stdout, terminal=cols is not None, width=cols or env.width, color=env.color())
     return status(data)
 
 

@@ -140,8 +140,18 @@ def _print_rows(env: Environment, rows: List[Any], m: Any, cann: Optional[str]) 
             c += f" (compatible: {cann})"
         table.append((r.torch_npu, r.torch, c, r.branch or "-", r.status, m.support(r)["text"], _py_text(r)))
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header) - 1)]
-    for row in table:
-        echo(env.stdout, "  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + str(row[-1]))
+    lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + str(row[-1]) for row in table]
+    cols = env.wrap_width()
+    if cols is None or max(len(line) for line in lines) <= cols:
+        for line in lines:
+            echo(env.stdout, line)
+    else:  # narrower than the table: one block per row, its fields named, wrapped to the width
+        from npudoctor.report.wrapping import wrap
+
+        for row in table[1:]:
+            fields = ", ".join(f"{name} {value}" for name, value in zip(header[1:], row[1:]))
+            for line in wrap(f"torch_npu {row[0]}: {fields}", cols, indent=4):
+                echo(env.stdout, line)
     prov = m.provenance
     echo(
         env.stderr,

@@ -146,7 +146,7 @@ def run_triage(
         doc.update(result)
         env.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     else:
-        render_text(result, env.stdout)
+        render_text(result, env.stdout, env.wrap_width())
     return status
 
 

@@ -371,21 +371,33 @@ class HdkJudge:
                 )
         return None
 
-    @staticmethod
-    def _packages(d: DriverVersion, pk: Packages, notes_decide: bool) -> Optional[Verdict]:
+    def line_release(self, line: Optional[str], side: str) -> str:
+        """An inner version line in words: ``V100R001C18`` with the releases of ``side``
+        (``"driver"``: Ascend HDK, ``"cann"``: CANN) that carry it, from the matrix's
+        ``[[inner_line]]`` table (``V100R001C18, the line of Ascend HDK 24.1.RC2``); the
+        line alone when the table names none."""
+        row = next((r for r in self.matrix.table("inner_line") if r.get("line") == line), None)
+        releases = [str(v) for v in (row or {}).get(side) or ()]
+        if not releases:
+            return str(line)
+        what = "Ascend HDK " if side == "driver" else "CANN "
+        return f"{line}, the line of {what}{' and '.join(releases)}"
+
+    def _packages(self, d: DriverVersion, pk: Packages, notes_decide: bool) -> Optional[Verdict]:
         t_line, d_line = inner_line(pk.toolkit_inner), inner_line(pk.driver_inner)
         d_says = accepts(pk.driver_accepts, t_line)
         t_says = accepts(pk.toolkit_accepts, d_line)
         if d_says:
             return Verdict(
                 Grade.DECLARED,
-                f"declared compatible by the driver's own version.info: its compatible_version lists {t_line}, the toolkit's line",
+                "declared compatible by the driver's own version.info: its compatible_version lists the toolkit's "
+                f"line ({self.line_release(t_line, 'cann')})",
             )
         if t_says and not notes_decide:
             return Verdict(
                 Grade.DECLARED,
-                f"declared compatible by the toolkit's own ascend_toolkit_install.info: its compatible_version lists "
-                f"{d_line}, the driver's line",
+                "declared compatible by the toolkit's own ascend_toolkit_install.info: its compatible_version lists "
+                f"the driver's line ({self.line_release(d_line, 'driver')})",
             )
         if t_says is False and d_says is False:
             return Verdict(
