@@ -302,7 +302,8 @@ def test_a_module_says_nothing_without_its_only_with_sections(runs, monkeypatch)
 
 def test_health_and_devices_import_only_what_they_run(tmp_path):
     """In a fresh interpreter, ``health`` imports the quick probes and no rule module whose
-    sections it does not collect; ``devices`` its five probes."""
+    sections it does not collect; ``devices`` its five probes.  Neither defines the views of
+    sections it never reads (the libraries views; for ``devices`` the environment's too)."""
     scenario = prepare(REPO / "tests" / "scenarios" / "health-910b3-8npu-healthy", tmp_path)
     spec = tomllib.loads((scenario / "scenario.toml").read_text(encoding="utf-8"))
     code = (
@@ -312,7 +313,8 @@ def test_health_and_devices_import_only_what_they_run(tmp_path):
         "    runpy.run_module('npudoctor', run_name='__main__')\n"
         "except SystemExit:\n"
         "    pass\n"
-        "print(sorted(m for m in sys.modules if m.startswith(('npudoctor.probes.', 'npudoctor.rules.'))), "
+        "print(sorted(m for m in sys.modules if m.startswith(('npudoctor.probes.', 'npudoctor.rules.', "
+        "'npudoctor.facts.'))), "
         "file=sys.stderr)\n"
     )
     loaded: Dict[str, List[str]] = {}
@@ -334,6 +336,11 @@ def test_health_and_devices_import_only_what_they_run(tmp_path):
     assert {"devices", "cann", "environment", "order"} <= rules
     devices = {m.rsplit(".", 1)[-1] for m in loaded["devices"] if m.startswith("npudoctor.probes.")}
     assert {"cann", "driver", "environment"}.isdisjoint(devices), devices
+    views = {c: {m.rsplit(".", 1)[-1] for m in loaded[c] if m.startswith("npudoctor.facts.")} for c in loaded}
+    assert {"runtime_env", "hygiene", "hccl"}.isdisjoint(views["health"]), views["health"]
+    assert {"devices", "container", "environment", "system", "stack"} <= views["health"]
+    assert {"runtime_env", "environment", "hygiene", "hccl"}.isdisjoint(views["devices"]), views["devices"]
+    assert {"devices", "container", "system"} <= views["devices"]
 
 
 def test_the_registry_is_current():

@@ -24,8 +24,11 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
+from npudoctor.hostio import open_regular
+
 if TYPE_CHECKING:
     from typing import Any, List, Mapping, Optional, Tuple
+
 #: Interpreter names tried inside an environment directory, in order.
 _NAMES = ("bin/python", "bin/python3")
 #: File names of Python interpreters (``python``, ``python3.10``, ``python3.13t``, ``pypy3``):
@@ -139,7 +142,7 @@ def not_an_interpreter(path: str) -> Optional[str]:
     if any(_INTERPRETER_NAME.fullmatch(n) for n in names):
         return None
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:  # never blocks on a FIFO, refuses devices
             head = f.read(4096)
             kind = _BINARY_MAGIC.get(head[:4])
             if kind:

@@ -18,14 +18,17 @@ from typing import TYPE_CHECKING
 from npudoctor.facts._typed import Problems, load, schema_of
 from npudoctor.parsers.metadata import canonical_name
 
-if TYPE_CHECKING:  # imported on first use (below): creating ~70 view classes costs ~40 ms
+if TYPE_CHECKING:  # imported on first use (below): a command defines only the views it reads
     from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
+    from npudoctor.facts.container import ContainerFacts
     from npudoctor.facts.deep import DeepFacts, ProbeErrors
     from npudoctor.facts.devices import DevicesFacts
+    from npudoctor.facts.environment import EnvironmentFacts
     from npudoctor.facts.frameworks import FrameworksFacts
     from npudoctor.facts.hccl import HcclFacts
-    from npudoctor.facts.runtime_env import ContainerFacts, EnvironmentFacts, HygieneFacts, LibrariesFacts
+    from npudoctor.facts.hygiene import HygieneFacts
+    from npudoctor.facts.runtime_env import LibrariesFacts
     from npudoctor.facts.stack import CannFacts, DriverFacts
     from npudoctor.facts.system import AccessFacts, HostFacts, PackagesFacts, PythonFacts
 
@@ -39,12 +42,12 @@ _WHERE: Dict[str, Tuple[str, str]] = {
     "packages": ("system", "PackagesFacts"),
     "cann": ("stack", "CannFacts"),
     "driver": ("stack", "DriverFacts"),
-    "environment": ("runtime_env", "EnvironmentFacts"),
+    "environment": ("environment", "EnvironmentFacts"),
     "libraries": ("runtime_env", "LibrariesFacts"),
     "devices": ("devices", "DevicesFacts"),
-    "container": ("runtime_env", "ContainerFacts"),
+    "container": ("container", "ContainerFacts"),
     "hccl": ("hccl", "HcclFacts"),
-    "hygiene": ("runtime_env", "HygieneFacts"),
+    "hygiene": ("hygiene", "HygieneFacts"),
     "frameworks": ("frameworks", "FrameworksFacts"),
     "deep": ("deep", "DeepFacts"),
     "access": ("system", "AccessFacts"),

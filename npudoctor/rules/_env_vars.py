@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple, TypedDict
 
 from npudoctor.cann_env import cann_root
-from npudoctor.facts.runtime_env import EnvironmentFacts, EnvToolkit
+from npudoctor.facts.environment import EnvironmentFacts, EnvToolkit
 from npudoctor.facts.stack import CannFacts, Toolkit
 
 #: set_env.sh's own scalar variables, judged unset / custom / stale.

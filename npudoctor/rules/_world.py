@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from npudoctor.facts.container import Capabilities
 from npudoctor.facts.devices import DeviceNode
-from npudoctor.facts.runtime_env import Capabilities
 from npudoctor.parsers.numbers import to_int
 from npudoctor.remedies import DockerFlags, Export, PodSpecField, Remedy, SystemdSetting
 from npudoctor.rules._devfacts import CONTROL_NODES

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from npudoctor.facts.container import ContainerFacts, Mount
 from npudoctor.facts.devices import NpuSmi
-from npudoctor.facts.runtime_env import ContainerFacts, Mount
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.remedies import DockerFlags, Pipeline, Prose, Remedy

@@ -18,7 +18,6 @@ from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.rules import postprocess, rule
 from npudoctor.rules._devfacts import chip_nodes, package_version, parse_id_list, stack_present
-from npudoctor.rules._libowners import DRIVER
 from npudoctor.rules._world import passthrough_fix, world
 
 if TYPE_CHECKING:
@@ -117,14 +116,21 @@ def npu_not_given(ctx: RuleContext) -> Iterable[Finding]:
     )
 
 
-def _consequence(f: Finding) -> bool:
-    if f.code in FOLDED:
-        return True
+def _driver_library(f: Finding) -> bool:
+    """A LIB finding about a library the NPU driver owns."""
+    # Imported here, not at the top: the owners module imports the libraries views, which
+    # ``devices`` and ``health`` (they never read the libraries section) would otherwise define.
+    from npudoctor.rules._libowners import DRIVER
+
     return f.code.startswith("LIB") and DRIVER in (f.data.get("owners") or [])
 
 
+def _consequence(f: Finding) -> bool:
+    return f.code in FOLDED or _driver_library(f)
+
+
 def _driver_consequence(f: Finding) -> bool:
-    return f.code == "DRV001" or (f.code.startswith("LIB") and DRIVER in (f.data.get("owners") or []))
+    return f.code == "DRV001" or _driver_library(f)
 
 
 @postprocess

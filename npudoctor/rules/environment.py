@@ -7,7 +7,7 @@ import posixpath
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from npudoctor.engine import RuleContext
-from npudoctor.facts.runtime_env import EnvironmentFacts, EnvNnal, EnvToolkit
+from npudoctor.facts.environment import EnvironmentFacts, EnvNnal, EnvToolkit
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.remedies import ComputedEnv, Export, PrependPath, Remedy, SourceFile

@@ -12,7 +12,7 @@ import posixpath
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from npudoctor.engine import RuleContext
-from npudoctor.facts.runtime_env import DiskTarget
+from npudoctor.facts.hygiene import DiskTarget
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.remedies import Command, Export, PrependPath, Prose, Remedy

@@ -27,7 +27,7 @@ from npudoctor.facts import Facts
 from npudoctor.facts._typed import dump
 
 if TYPE_CHECKING:
-    from npudoctor.facts.runtime_env import EnvToolkit
+    from npudoctor.facts.environment import EnvToolkit
     from npudoctor.facts.stack import Nnal, Toolkit
     from npudoctor.snapshot import Snapshot
 

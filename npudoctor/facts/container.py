@@ -1,0 +1,73 @@
+"""Typed views of the ``container`` section (shape documented in
+``npudoctor/probes/container.py``): the world the diagnosed process runs in, its
+capabilities and the driver pieces mounted into it."""
+
+from __future__ import annotations
+
+from typing import Dict, Optional, Tuple
+
+from npudoctor.facts._view import View, field
+
+
+def _doc(text: str) -> Dict[str, str]:
+    return {"doc": text}
+
+
+class Mount(View):
+    """A driver piece a container needs."""
+
+    path: str = ""
+    exists: Optional[bool] = field(default=None, metadata=_doc("None: not recorded, or cannot be told"))
+    what: Optional[str] = None
+    required: bool = False
+    unreadable: Optional[str] = field(
+        default=None, metadata=_doc("why presence cannot be told (permission denied, symlink loop)")
+    )
+
+
+class DeviceCgroup(View):
+    path: Optional[str] = None
+    entries: Tuple[str, ...] = ()
+    allow_all: Optional[bool] = None
+
+
+class Launcher(View):
+    """What started the diagnosed environment (systemd, Slurm, Ray) and the variable that says so."""
+
+    name: str = field(default="", metadata=_doc('"systemd" | "slurm" | "ray"'))
+    evidence: Optional[str] = None
+    unit: Optional[str] = field(default=None, metadata=_doc("systemd: the service its cgroup names"))
+
+
+class Capabilities(View):
+    """The capability sets and effective ids of ``/proc/self/status`` (as read: hex masks)."""
+
+    source: Optional[str] = None
+    cap_eff: Optional[str] = field(default=None, metadata=_doc('CapEff, hex as read ("0000000000000000")'))
+    cap_prm: Optional[str] = None
+    cap_bnd: Optional[str] = None
+    uid: Optional[int] = field(default=None, metadata=_doc("effective uid (second field of Uid:)"))
+    gid: Optional[int] = None
+    groups: Tuple[int, ...] = ()
+
+
+class ContainerFacts(View):
+    """Are we inside a container, which runtime, and are the driver files mounted."""
+
+    world: Optional[str] = field(
+        default=None,
+        metadata=_doc('"build" | "pod" | "container" | "host" (None: snapshots from before it was recorded)'),
+    )
+    launched_by: Tuple[Launcher, ...] = ()
+    build_markers: Tuple[str, ...] = field(default=(), metadata=_doc("why this looks like an image build step"))
+    capabilities: Optional[Capabilities] = None
+
+    in_container: bool = False
+    runtime: Optional[str] = None
+    kubernetes: bool = False
+    evidence: Tuple[str, ...] = ()
+    driver_dir: Optional[bool] = None
+    mounts: Tuple[Mount, ...] = ()
+    npu_smi_paths: Tuple[str, ...] = ()
+    device_cgroup: Optional[DeviceCgroup] = None
+    privileged: Optional[bool] = None
