@@ -289,3 +289,34 @@ def test_worker_processes_give_the_report_of_one_process(snaps, tmp_path):
     assert {"source": copy, "same_as": paths[0]} in pooled["repeated"]
     assert {"source": paths[5], "same_as": paths[5]} in pooled["repeated"]
     assert [u["source"] for u in pooled["unreadable"]] == [str(d / "broken.json")]
+
+
+class _Print(dict):
+    """A fingerprint that can be watched (a plain dict takes no weak references)."""
+
+
+def test_compare_streams_keeping_one_fingerprint_per_distinct_stack(snaps):
+    """Snapshots are reduced as they arrive: of 1,000 nodes on two stacks compare keeps two
+    fingerprints, not one per node (fleet memory grows by a small tuple per snapshot), and
+    the report is the one of the fingerprints as given."""
+    import weakref
+
+    from npudoctor.cluster.compare import Read
+
+    base = fingerprint(snaps["base-a"]["facts"])
+    refs = []
+    held = []
+
+    def reads():
+        for n in range(1000):
+            fp = _Print(base, driver="23.0.6") if n % 10 == 3 else _Print(base)
+            refs.append(weakref.ref(fp))
+            yield f"node-{n:04d}.json", Read(n, f"node-{n:04d}", "2026-12-06T06:00:00Z", fp)
+        held.append(sum(ref() is not None for ref in refs))
+
+    report = compare(reads())
+    # the two kept, and the last one given (still in the hands of the loop reading it)
+    assert held == [3]
+    assert report["nodes"] == 1000 and report["majority"]["driver"] == base["driver"]
+    assert len(report["differing"]) == 100 and report["differing"][0]["node"] == "node-0003"
+    assert report["differing"][0]["differences"] == [{"field": "driver", "value": "23.0.6", "majority": base["driver"]}]

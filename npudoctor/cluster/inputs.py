@@ -47,7 +47,7 @@ class Document:
 
     def __init__(self, data: Any, raw: bytes) -> None:
         self.data = data
-        self.key = (len(raw), zlib.crc32(raw))
+        self.key = len(raw) << 32 | zlib.crc32(raw)  # one int: compare keeps one per snapshot
 
 
 def iter_inputs(paths: Iterable[str], stdin: Optional[Any] = None) -> Iterator[Tuple[str, Any]]:
