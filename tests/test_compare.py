@@ -320,3 +320,20 @@ def test_compare_streams_keeping_one_fingerprint_per_distinct_stack(snaps):
     assert report["nodes"] == 1000 and report["majority"]["driver"] == base["driver"]
     assert len(report["differing"]) == 100 and report["differing"][0]["node"] == "node-0003"
     assert report["differing"][0]["differences"] == [{"field": "driver", "value": "23.0.6", "majority": base["driver"]}]
+
+
+@pytest.mark.parametrize(
+    "count, cpus, load, workers",
+    [
+        (100, 8, 0.0, 1),  # few files: read here
+        (10_000, 2, 0.1, 2),  # both cores idle
+        (10_000, 2, 1.2, 1),  # one core busy: the other is this process's
+        (10_000, 2, 7.4, 1),  # a loaded machine: workers would only add their own cost
+        (10_000, 16, 3.0, 8),  # at most MAX_WORKERS
+        (10_000, 4, 1.6, 2),
+    ],
+)
+def test_workers_only_on_idle_cores(count, cpus, load, workers):
+    from npudoctor.cluster.inputs import workers_for
+
+    assert workers_for(count, cpus=cpus, load=load) == workers
