@@ -21,6 +21,13 @@ COPY npudoctor /opt/npudoctor-src/npudoctor
 COPY matrix /opt/npudoctor-src/matrix
 RUN python3 -m pip install --no-cache-dir /opt/npudoctor-src \
     && rm -rf /opt/npudoctor-src
+# Bytecode for every module a run imports, npudoctor's and the standard library's (the
+# official python images ship the library without .pyc, and pip may be told --no-compile):
+# compiled here, as root, it is read by every user the image runs as; a non-root user
+# cannot write __pycache__ below /usr and would compile ctypes, difflib... on every run.
+# (A file that does not compile, such as a package's Python 2 leftovers, is listed and
+# skipped: it can never be imported, so it needs no bytecode.)
+RUN python3 -c 'import compileall, os, sys; [compileall.compile_dir(p, quiet=1, workers=0) for p in sys.path if os.path.isdir(p)]'
 HEALTHCHECK --interval=30s --timeout=15s --start-period=60s --retries=3 \
     CMD ["npudoctor", "health", "--exec-env", "--timeout", "10"]
 ENTRYPOINT ["npudoctor", "exec", "--"]

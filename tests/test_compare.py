@@ -314,3 +314,51 @@ def test_worker_processes_give_the_report_of_one_process(snaps, tmp_path):
     assert {"source": copy, "same_as": paths[0]} in pooled["repeated"]
     assert {"source": paths[5], "same_as": paths[5]} in pooled["repeated"]
     assert [u["source"] for u in pooled["unreadable"]] == [str(d / "broken.json")]
+
+
+class _Print(dict):
+    """A fingerprint that can be watched (a plain dict takes no weak references)."""
+
+
+def test_compare_streams_keeping_one_fingerprint_per_distinct_stack(snaps):
+    """Snapshots are reduced as they arrive: of 1,000 nodes on two stacks compare keeps two
+    fingerprints, not one per node (fleet memory grows by a small tuple per snapshot), and
+    the report is the one of the fingerprints as given."""
+    import weakref
+
+    from npudoctor.cluster.compare import Read
+
+    base = fingerprint(snaps["base-a"]["facts"])
+    refs = []
+    held = []
+
+    def reads():
+        for n in range(1000):
+            fp = _Print(base, driver="23.0.6") if n % 10 == 3 else _Print(base)
+            refs.append(weakref.ref(fp))
+            yield f"node-{n:04d}.json", Read(n, f"node-{n:04d}", "2026-12-06T06:00:00Z", fp)
+        held.append(sum(ref() is not None for ref in refs))
+
+    report = compare(reads())
+    # the two kept, and the last one given (still in the hands of the loop reading it)
+    assert held == [3]
+    assert report["nodes"] == 1000 and report["majority"]["driver"] == base["driver"]
+    assert len(report["differing"]) == 100 and report["differing"][0]["node"] == "node-0003"
+    assert report["differing"][0]["differences"] == [{"field": "driver", "value": "23.0.6", "majority": base["driver"]}]
+
+
+@pytest.mark.parametrize(
+    "count, cpus, load, workers",
+    [
+        (100, 8, 0.0, 1),  # few files: read here
+        (10_000, 2, 0.1, 2),  # both cores idle
+        (10_000, 2, 1.2, 1),  # one core busy: the other is this process's
+        (10_000, 2, 7.4, 1),  # a loaded machine: workers would only add their own cost
+        (10_000, 16, 3.0, 8),  # at most MAX_WORKERS
+        (10_000, 4, 1.6, 2),
+    ],
+)
+def test_workers_only_on_idle_cores(count, cpus, load, workers):
+    from npudoctor.cluster.inputs import workers_for
+
+    assert workers_for(count, cpus=cpus, load=load) == workers

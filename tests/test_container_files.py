@@ -108,3 +108,82 @@ def test_the_shipped_liveness_checks_can_see_a_hang():
     pod = yaml.safe_load((REPO / "deploy/k8s/training-pod.yaml").read_text())
     live = pod["spec"]["containers"][0]["livenessProbe"]["exec"]["command"]
     assert float(live[live.index("--timeout") + 1]) * COMMAND_SHARE > HANG_AFTER
+
+
+#: The image's npudoctor paths: what the entrypoint, the HEALTHCHECK and a user run.
+IMAGE_COMMANDS = (
+    ["--version"],
+    ["health", "--exec-env", "--timeout", "3"],
+    ["check", "--root", str(REPO / "examples/healthy-910b3/root"), "--json"],
+    ["devices"],
+    ["triage", "train.log", "--no-facts"],
+)
+
+#: Runs npudoctor with argv[2:] and writes to argv[1] every imported module whose bytecode
+#: file is missing (its ``__cached__`` path does not exist).
+_NO_PYC_REPORTER = """
+import atexit, os, sys
+def report(out=sys.argv[1]):
+    missing = sorted(
+        name for name, module in list(sys.modules.items())
+        if getattr(module, "__cached__", None) and not os.path.exists(module.__cached__)
+    )
+    with open(out, "w") as fh:
+        fh.write("%d\\n" % len(sys.modules) + "\\n".join(missing))
+atexit.register(report)
+sys.argv = ["npudoctor"] + sys.argv[2:]
+from npudoctor.entry import run
+run()
+"""
+
+#: Distributions npudoctor's commands import, copied into the test venv as ``pip install
+#: --no-compile`` would leave them (sources only).
+_DEPS = ("typer", "click", "annotated_doc", "shellingham", "typing_extensions", "packaging", "psutil", "rich")
+
+
+@pytest.mark.slow
+def test_the_image_compiles_every_module_its_commands_import(tmp_path):
+    """An install without bytecode (``pip install --no-compile``, uv's default, the official
+    python images' standard library) compiled by the Dockerfile's own compile step: every
+    module the image's commands import then has its ``.pyc``.  An empty
+    ``PYTHONPYCACHEPREFIX`` stands for a machine where no ``.pyc`` exists anywhere (the
+    standard library included); the step and the commands run with the same prefix."""
+    import importlib.util
+    import sys
+
+    text = (REPO / "Dockerfile").read_text()
+    steps = re.findall(r"^RUN (python3 .*compileall.*)$", text, re.M)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    (site,) = venv.glob("lib/python*/site-packages")
+    shutil.copytree(REPO / "npudoctor", site / "npudoctor", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in _DEPS:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            continue
+        origin = Path(spec.origin)
+        if origin.name == "__init__.py":
+            shutil.copytree(origin.parent, site / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(origin, site / origin.name)
+    env = {
+        "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "PYTHONPYCACHEPREFIX": str(tmp_path / "pyc"),
+    }
+    for step in steps:
+        subprocess.run(["sh", "-c", step], env=env, check=True, timeout=900, capture_output=True)
+    (tmp_path / "train.log").write_text(
+        "[ERROR] RUNTIME(1234,python):2024-05-01-10:00:00.000.000 [ascend] EE9999: Inner Error!\n"
+        "RuntimeError: ACL stream synchronize failed, error code:507035\n"
+    )
+    run_env = dict(env, PYTHONDONTWRITEBYTECODE="1")
+    for n, argv in enumerate(IMAGE_COMMANDS):
+        out = tmp_path / f"missing-{n}.txt"
+        subprocess.run(
+            [str(venv / "bin/python3"), "-c", _NO_PYC_REPORTER, str(out), *argv],
+            env=run_env, cwd=tmp_path, timeout=300, capture_output=True,
+        )  # fmt: skip
+        imported, *missing = out.read_text().splitlines()
+        assert int(imported) > 100, argv
+        assert missing == [], (argv, missing)

@@ -246,11 +246,16 @@ def compare(items: Iterable[Tuple[str, Any]]) -> Dict[str, Any]:
         drift        bool: some node differs, a field is split, a snapshot is unreadable,
                      or one node label has snapshots with different stacks
     """
-    # (label or None, source, fingerprint, created) per readable snapshot, in input order
-    readable: List[Tuple[Optional[str], str, Dict[str, Optional[str]], str]] = []
+    # Streaming: each snapshot is reduced to its fingerprint as it arrives and only that is
+    # kept, interned (a fleet holds few distinct stacks, so each distinct fingerprint is one
+    # dict however many nodes share it); per snapshot one small tuple remains (its label,
+    # source, created and the number of its fingerprint).  Memory grows by that tuple per
+    # snapshot, never by a snapshot's facts.
+    fps = _Interned()
+    readable: List[Tuple[Optional[str], str, int, str]] = []
     unreadable: List[Dict[str, str]] = []
     repeated: List[Dict[str, str]] = []
-    contents: Dict[Any, str] = {}
+    contents: Dict[Tuple[Any, Optional[str], str, int], str] = {}
     for source, item in items:
         got = item if isinstance(item, (Read, Repeated, str)) else entry(source, item)
         if isinstance(got, Repeated):
@@ -259,41 +264,46 @@ def compare(items: Iterable[Tuple[str, Any]]) -> Dict[str, Any]:
         if isinstance(got, str):
             unreadable.append({"source": source, "error": got})
             continue
-        content = (got.key, got.label, got.created, tuple(sorted(got.fingerprint.items())))
+        number = fps.number(got.fingerprint)
+        content = (got.key, got.label, got.created, number)
         if content in contents:
             repeated.append({"source": source, "same_as": contents[content]})
             continue
         contents[content] = source
-        readable.append((got.label, source, got.fingerprint, got.created))
-    nodes, duplicates = _one_per_node(readable)
+        readable.append((got.label, source, number, got.created))
+    del contents
+    nodes, duplicates = _one_per_node(readable, fps.table)
+    table = fps.table
 
+    # Per-field aggregates over the distinct fingerprints, each weighed by its nodes.
+    weight: Counter[int] = Counter(number for _n, _s, number in nodes)
     fields = sorted(
-        {f for _n, _s, fp in nodes for f, v in fp.items() if v is not None and not f.startswith("_")},
+        {f for number in weight for f, v in table[number].items() if v is not None and not f.startswith("_")},
         key=_field_key,
     )
     majority: Dict[str, str] = {}
     split: List[Dict[str, Any]] = []
     for field in fields:
         counts: Counter[str] = Counter()
-        for _n, _s, fp in nodes:
-            value = _value(fp, field)
+        for number, n in weight.items():
+            value = _value(table[number], field)
             if value is not None:
-                counts[value] += 1
+                counts[value] += n
         total = sum(counts.values())
         value, count = counts.most_common(1)[0]
         if count * 2 > total:
             majority[field] = value
         elif len(counts) > 1:
             groups: Dict[str, List[str]] = {}
-            for name, _s, fp in nodes:
-                v = _value(fp, field)
+            for name, _s, number in nodes:
+                v = _value(table[number], field)
                 if v is not None:
                     groups.setdefault(v, []).append(name)
             split.append({"field": field, "values": dict(sorted(groups.items()))})
-    differing: List[Dict[str, Any]] = []
-    unknown: List[Dict[str, Any]] = []
-    same = 0
-    for name, source, fp in nodes:
+    # What each distinct fingerprint differs in and does not tell, judged once.
+    verdicts: Dict[int, Tuple[List[Dict[str, str]], List[str]]] = {}
+    for number in weight:
+        fp = table[number]
         diffs = []
         missing = []
         for field in fields:
@@ -302,12 +312,18 @@ def compare(items: Iterable[Tuple[str, Any]]) -> Dict[str, Any]:
                 missing.append(field)
             elif field in majority and value != majority[field]:
                 diffs.append({"field": field, "value": value, "majority": majority[field]})
+        verdicts[number] = (diffs, missing)
+    differing: List[Dict[str, Any]] = []
+    unknown: List[Dict[str, Any]] = []
+    same = 0
+    for name, source, number in nodes:
+        diffs, missing = verdicts[number]
         if diffs:
-            differing.append({"node": name, "source": source, "differences": diffs})
+            differing.append({"node": name, "source": source, "differences": [dict(d) for d in diffs]})
         elif not missing and not split:
             same += 1
         if missing:
-            unknown.append({"node": name, "fields": missing})
+            unknown.append({"node": name, "fields": list(missing)})
     return {
         "nodes": len(nodes),
         "fields": fields,
@@ -323,6 +339,22 @@ def compare(items: Iterable[Tuple[str, Any]]) -> Dict[str, Any]:
     }
 
 
+class _Interned:
+    """Distinct fingerprints, each kept once and numbered in order of first appearance."""
+
+    def __init__(self) -> None:
+        self.table: List[Dict[str, Optional[str]]] = []
+        self._numbers: Dict[Tuple[Tuple[str, Optional[str]], ...], int] = {}
+
+    def number(self, fp: Dict[str, Optional[str]]) -> int:
+        key = tuple(sorted(fp.items()))
+        number = self._numbers.get(key)
+        if number is None:
+            number = self._numbers[key] = len(self.table)
+            self.table.append(fp)
+        return number
+
+
 def _digest(raw: Dict[str, Any]) -> str:
     """A hash of a whole parsed snapshot (documents handed to :func:`compare` without their
     bytes): equal only for the same snapshot (same ``created``, node and facts)."""
@@ -333,18 +365,29 @@ def _digest(raw: Dict[str, Any]) -> str:
 
 
 def _one_per_node(
-    readable: List[Tuple[Optional[str], str, Dict[str, Optional[str]], str]],
-) -> Tuple[List[Tuple[str, str, Dict[str, Optional[str]]]], List[Dict[str, Any]]]:
-    """``(nodes, duplicates)``: one ``(name, source, fingerprint)`` per node label (see
-    the module docstring), in order of first appearance; unlabeled snapshots are named by
-    their file (the base name, or the whole source when two base names collide)."""
-    groups: Dict[Any, List[int]] = {}
+    readable: List[Tuple[Optional[str], str, int, str]],
+    table: List[Dict[str, Optional[str]]],
+) -> Tuple[List[Tuple[str, str, int]], List[Dict[str, Any]]]:
+    """``(nodes, duplicates)``: one ``(name, source, fingerprint number)`` per node label
+    (see the module docstring), in order of first appearance; unlabeled snapshots are named
+    by their file (the base name, or the whole source when two base names collide).
+    ``readable``: ``(label, source, fingerprint number, created)`` per snapshot, numbers
+    into ``table``."""
+    # a group holds the index of its one snapshot, a list only from its second (most
+    # groups have one: no list per node)
+    groups: Dict[Tuple[str, str], Union[int, List[int]]] = {}
     for i, (label, source, _fp, _created) in enumerate(readable):
-        groups.setdefault(("node", label) if label else ("file", source), []).append(i)
+        group = ("node", label) if label else ("file", source)
+        held = groups.setdefault(group, i)
+        if held != i:
+            if isinstance(held, int):
+                groups[group] = held = [held]
+            held.append(i)
     basenames = Counter(os.path.basename(src) for label, src, _f, _c in readable if not label)
-    nodes: List[Tuple[str, str, Dict[str, Optional[str]]]] = []
+    nodes: List[Tuple[str, str, int]] = []
     duplicates: List[Dict[str, Any]] = []
-    for (kind, key), members in groups.items():
+    for (kind, key), held in groups.items():
+        members = [held] if isinstance(held, int) else held
         # the newest snapshot stands for the node; on a tie (or no timestamps) the last given
         used = max(members, key=lambda i: (readable[i][3], i))
         _label, source, fp, _created = readable[used]
@@ -357,12 +400,12 @@ def _one_per_node(
         if len(members) < 2:
             continue
         fields = sorted(
-            {f for i in members for f in readable[i][2] if not f.startswith("_")},
+            {f for i in members for f in table[readable[i][2]] if not f.startswith("_")},
             key=_field_key,
         )
         differences = []
         for field in fields:
-            values = {readable[i][1]: _value(readable[i][2], field) for i in members}
+            values = {readable[i][1]: _value(table[readable[i][2]], field) for i in members}
             if len(set(values.values())) > 1:
                 differences.append({"field": field, "values": values})
         duplicates.append(

@@ -1,9 +1,9 @@
 """Reading the snapshots given to ``npudoctor compare``: files, JSON lines, directories
 and standard input, each file read once (through the Host's capped, FIFO-safe
 :func:`~npudoctor.host.read_capped`), and -- for many files on a machine with several
-CPUs -- read, parsed and reduced to what compare needs in worker processes, so that
-10,000 snapshots take about the time of parsing them on one CPU divided by the workers
-(issue 18).  What a snapshot is reduced to is the caller's ``convert`` function
+CPUs that are idle -- read, parsed and reduced to what compare needs in worker processes, so
+that 10,000 snapshots take about the time of parsing them on one CPU divided by the idle
+CPUs.  What a snapshot is reduced to is the caller's ``convert`` function
 (:func:`npudoctor.cluster.compare.entry`); this module knows nothing of fingerprints.
 """
 
@@ -46,12 +46,12 @@ class Document:
     parsed document (docs/performance.md)."""
 
     data: Any
-    key: Tuple[int, int]
+    key: int
 
     @classmethod
     def read(cls, data: Any, raw: bytes) -> Document:
         """The document of ``data`` parsed from the bytes ``raw``."""
-        return cls(data, (len(raw), zlib.crc32(raw)))
+        return cls(data, len(raw) << 32 | zlib.crc32(raw))  # one int: compare keeps one per snapshot
 
 
 def iter_inputs(paths: Iterable[str], stdin: Optional[Any] = None) -> Iterator[Tuple[str, Any]]:
@@ -199,16 +199,26 @@ def _convert_file(job: Tuple[str, bool, Callable[[str, Any], Any]]) -> List[Tupl
     return [(source, convert(source, item)) for source, item in _file(path, named)]
 
 
-def workers_for(count: int) -> int:
-    """Worker processes for ``count`` files: 1 below :data:`PARALLEL_MIN` files, else the
-    CPUs this process may run on (at most :data:`MAX_WORKERS`)."""
+def workers_for(count: int, cpus: Optional[int] = None, load: Optional[float] = None) -> int:
+    """Worker processes for ``count`` files: 1 (read here) below :data:`PARALLEL_MIN` files;
+    else one per CPU this process may run on (``cpus``, at most :data:`MAX_WORKERS`) that is
+    idle, going by the 1-minute load average (``load``).  Workers only pay where a core
+    is free: on busy cores they add the cost of sending every fingerprint back and of
+    forking to the same CPU time, and a pool of one is this process with that cost."""
     if count < PARALLEL_MIN:
         return 1
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, MAX_WORKERS))
+    if cpus is None:
+        try:
+            cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cpus = os.cpu_count() or 1
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):
+            load = 0.0
+    idle = int(cpus - load + 0.5)  # a core more than half idle counts
+    return max(1, min(idle, cpus, MAX_WORKERS))
 
 
 def iter_converted(

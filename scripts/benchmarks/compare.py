@@ -1,12 +1,15 @@
-"""``npudoctor compare`` over 10,000 snapshots (target: under 5 s, issue 18), paired with the
-floor: a Python loop that only reads and parses the same files with :func:`json.loads`.
+"""``npudoctor compare`` over 10,000 snapshots (targets: under 5 s; CPU <= 1.3x the floor in
+one process; 50,000 snapshots within 64 MiB), paired with the floor: a Python loop that only
+reads and parses the same files with :func:`json.loads`.
 
 The snapshots are made from one real collected snapshot (``collect --root`` of a small
 stack tree built here) padded with 150 package records so each file is the size of a
-snapshot of a real training environment (~90 KB); every tenth node has one drift (CANN,
-driver, torch_npu post build or an HCCL variable).  Measured: the whole command in a
-subprocess (interpreter start, imports, reading and parsing 1,000 files, report), median
-of ``repeat`` runs.
+snapshot of a real training environment (~120 KB); every tenth node has one drift (CANN,
+driver, torch_npu post build or an HCCL variable).  Measured in rotated rounds
+(``bench.rounds``): the floor, compare in one process (``workers=1``), compare with two
+worker processes forced, and the console script (workers by idle cores) -- wall and CPU
+time of each run, paired ratios to the floor -- then the peak RSS of 50,000 snapshots
+streamed through compare in one process.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench import median, wall_times
+from bench import median
 
 NODES = int(os.environ.get("NPUDOCTOR_BENCH_NODES", "10000"))
 TARGET_S = 5.0
@@ -97,27 +100,76 @@ def make_snapshots(directory: Path) -> int:
     return total // NODES
 
 
+#: One process, no workers: the CPU of compare itself against the floor.
+ONE_PROCESS = (
+    "import sys\n"
+    "sys.path.insert(0, sys.argv[2])\n"
+    "from npudoctor.cluster.compare import compare_inputs\n"
+    "compare_inputs([sys.argv[1]], workers=int(sys.argv[3]))\n"
+)
+
+#: Peak memory of compare over MEMORY_NODES snapshots made in memory from one file (each
+#: parsed from its own JSON text, so the stream holds what reading files would hold): the
+#: memory compare keeps, without writing 50,000 files.
+MEMORY_NODES = int(os.environ.get("NPUDOCTOR_BENCH_MEMORY_NODES", "50000"))
+MEMORY = (
+    "import json, sys\n"
+    "sys.path.insert(0, sys.argv[2])\n"
+    "from npudoctor.cluster.compare import compare\n"
+    "text = open(sys.argv[1], encoding='utf-8').read()\n"
+    "def items(n=int(sys.argv[3])):\n"
+    "    for i in range(n):\n"
+    "        doc = json.loads(text)\n"
+    "        doc['node'] = 'node-%05d' % i\n"
+    "        if i % 10 == 3:\n"
+    "            doc['facts']['driver']['driver']['version'] = '23.0.6'\n"
+    "        yield 'node-%05d.json' % i, doc\n"
+    "report = compare(items())\n"
+    "assert report['nodes'] == int(sys.argv[3]) and len(report['differing']) == int(sys.argv[3]) // 10\n"
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
 def run(repeat: int) -> list:
+    from bench import launcher, measure, rounds
+
     with tempfile.TemporaryDirectory(prefix="npudoctor-bench-compare-") as tmp:
-        directory = Path(tmp)
+        directory = Path(tmp) / "snaps"
+        directory.mkdir()
         size = make_snapshots(directory)
         env = dict(os.environ)
-        runs = max(3, repeat // 3)
-        times: list = []
-        floors: list = []
-        for _ in range(runs):  # interleaved, so that both see the same machine
-            floors += wall_times([sys.executable, "-c", FLOOR, str(directory)], 1, env=env)
-            times += wall_times([sys.executable, "-m", "npudoctor", "compare", str(directory), "--json"], 1, env=env)
-        check = subprocess.run(
-            [sys.executable, "-m", "npudoctor", "compare", str(directory), "--json"], capture_output=True, text=True
-        )
+        npd = str(launcher(Path(tmp), REPO))
+        commands = {
+            "floor": ([sys.executable, "-c", FLOOR, str(directory)], env, None),
+            "one process": ([sys.executable, "-c", ONE_PROCESS, str(directory), str(REPO), "1"], env, None),
+            "two workers": ([sys.executable, "-c", ONE_PROCESS, str(directory), str(REPO), "2"], env, None),
+            "compare": ([npd, "compare", str(directory), "--json"], env, None),
+        }
+        runs = rounds(commands, max(3, repeat // 3))
+        check = subprocess.run([npd, "compare", str(directory), "--json"], capture_output=True, text=True)
         report = json.loads(check.stdout)
-        med = median(times)
-        ratios = [t / f for t, f in zip(times, floors)]
-        return [
-            f"{NODES} snapshots of {size / 1024:.0f} KB each: median {med:.2f} s, best {min(times):.2f} s "
-            f"over {len(times)} runs (target < {TARGET_S:.1f} s: {'met' if med < TARGET_S else 'NOT MET'})",
-            f"JSON-parse floor: median {median(floors):.2f} s; paired ratio median {median(ratios):.2f}x "
-            f"(range {min(ratios):.2f}-{max(ratios):.2f}x)",
+        memory = measure(
+            [sys.executable, "-c", MEMORY, str(directory / "node-0000.json"), str(REPO), str(MEMORY_NODES)], env=env
+        )
+        floor, one, cli = runs["floor"], runs["one process"], runs["compare"]
+        med = median([r.wall for r in cli])
+        lines = [
+            f"{NODES} snapshots of {size / 1024:.0f} KB each, {len(cli)} rounds (order rotated), load average "
+            f"{os.getloadavg()[0]:.1f}",
+            f"compare (console script, workers by idle cores): median {med:.2f} s wall, "
+            f"{median([r.cpu for r in cli]):.2f} s CPU, peak RSS {max(r.maxrss_kib for r in cli) / 1024:.0f} MiB "
+            f"(target < {TARGET_S:.1f} s: {'met' if med < TARGET_S else 'NOT MET'})",
+            f"JSON-parse floor: median {median([r.wall for r in floor]):.2f} s wall, "
+            f"{median([r.cpu for r in floor]):.2f} s CPU",
+            f"one process: CPU {median([o.cpu / f.cpu for o, f in zip(one, floor)]):.2f}x the floor "
+            f"(paired rounds, target <= 1.3x); wall {median([o.wall / f.wall for o, f in zip(one, floor)]):.2f}x",
+            f"two worker processes (forced): CPU {median([w.cpu / f.cpu for w, f in zip(runs['two workers'], floor)]):.2f}x "
+            f"the floor, wall {median([w.wall / f.wall for w, f in zip(runs['two workers'], floor)]):.2f}x",
+            f"console script: CPU {median([c.cpu / f.cpu for c, f in zip(cli, floor)]):.2f}x the floor, "
+            f"wall {median([c.wall / f.wall for c, f in zip(cli, floor)]):.2f}x",
+            f"{MEMORY_NODES} snapshots streamed in one process: peak RSS {memory.maxrss_kib / 1024:.0f} MiB "
+            f"(target <= 64 MiB), {memory.cpu:.1f} s CPU",
             f"found {len(report['differing'])} drifted nodes (expected {NODES // 10}), exit {check.returncode}",
         ]
+        return lines
