@@ -1,0 +1,71 @@
+"""``npudoctor lint PATH...``: the CUDA-isms in the user's code and launch scripts, with the
+NPU fix (:mod:`npudoctor.lint`)."""
+
+import os
+from typing import List, Optional, Tuple
+
+import typer
+from typing_extensions import Annotated
+
+from npudoctor.cli.commands._common import JsonOpt, environment, fail_usage
+from npudoctor.cli.request import ExitStatus
+
+LINT_HELP = """Find the CUDA-isms in Python files, notebooks (.ipynb code cells) and shell launch
+scripts (.sh, .bash) that break or silently degrade on an Ascend NPU: .cuda() and "cuda:N",
+torch.cuda.* calls, backend "nccl", torch.cuda.amp, torch.load without map_location, cuDNN
+flags, CUDA graphs, CUDA-only libraries, CPU fallback behind torch.cuda.is_available(),
+CUDA_VISIBLE_DEVICES / NCCL_* / nvidia-smi in launch scripts. Each finding carries the NPU fix;
+`npudoctor explain LNTnnn` says more. Directories are walked without following links, skipping
+.git, virtual environments and node_modules.
+
+Exit codes: 0 no error found; 1 errors (or warnings with --strict); 2 usage error."""
+
+FORMATS = ("text", "json", "sarif", "github")
+
+
+def _version(text: Optional[str]) -> Optional[Tuple[int, int]]:
+    if text is None:
+        return None
+    parts = text.split(".")
+    if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
+        raise ValueError(f"--torch-npu {text!r}: give a release line like 2.1 or 2.6.0")
+    return int(parts[0]), int(parts[1])
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(help=LINT_HELP)
+    def lint(
+        ctx: typer.Context,
+        paths: Annotated[List[str], typer.Argument(metavar="PATH...", help="Files or directories to lint.")],
+        as_json: JsonOpt = False,
+        output_format: Annotated[
+            str, typer.Option("--format", help="Output form: text, json, sarif or github (workflow annotations).")
+        ] = "text",
+        strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too.")] = False,
+        torch_npu: Annotated[
+            Optional[str],
+            typer.Option(
+                "--torch-npu", metavar="X.Y", help="The torch_npu release line the code runs with (AMP advice)."
+            ),
+        ] = None,
+    ) -> None:
+        from npudoctor.lint.report import exit_status, render
+        from npudoctor.lint.run import lint_paths
+
+        env = environment(ctx)
+        form = "json" if as_json else output_format
+        if form not in FORMATS:
+            raise fail_usage(f"--format {output_format!r}: choose one of {', '.join(FORMATS)}", env)
+        if as_json and output_format not in ("text", "json"):
+            raise fail_usage("--json and --format cannot be combined", env)
+        missing = [p for p in paths if not os.path.lexists(p)]
+        if missing:
+            raise fail_usage(f"no such file or directory: {', '.join(missing)}", env)
+        try:
+            line = _version(torch_npu)
+        except ValueError as exc:
+            raise fail_usage(str(exc), env) from None
+        result = lint_paths(paths, torch_npu=line)
+        env.stdout.write(render(result, form))
+        code: ExitStatus = exit_status(result, strict)
+        raise typer.Exit(int(code))

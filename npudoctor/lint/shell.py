@@ -1,0 +1,87 @@
+"""Lint shell launch scripts (``.sh``, ``.bash``, notebook ``!`` lines) line by line: variables
+only the CUDA stack reads and NVIDIA commands.  Comments are not code; a script that also sets
+the NPU variable (written for both stacks) is not reported for the CUDA one."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Tuple
+
+from npudoctor.lint.knowledge import LintKnowledge
+
+_ASSIGN = re.compile(r"(?:^|[\s;&|(])(?:export\s+|env\s+)?([A-Z][A-Z0-9_]*)=")
+_BACKEND = re.compile(r"backend[=\s]+[\"']?(nccl)\b")
+_WORD = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def strip_comment(line: str) -> str:
+    """``line`` without a trailing ``# comment`` (a ``#`` outside quotes, at a word start)."""
+    quote: Optional[str] = None
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1] in " \t;"):
+            return line[:i]
+    return line
+
+
+def scan_lines(
+    lines: List[str], knowledge: LintKnowledge, whole: str
+) -> List[Tuple[int, int, str, str, str, Optional[str]]]:
+    """``(line, col, code, message, fix, severity)`` for each finding in ``lines``; ``whole``
+    is the text the NPU variables are looked for in."""
+    out: List[Tuple[int, int, str, str, str, Optional[str]]] = []
+    for number, raw in enumerate(lines, 1):
+        line = strip_comment(raw)
+        if not line.strip():
+            continue
+        for m in _ASSIGN.finditer(line):
+            name = m.group(1)
+            var = knowledge.env_var(name)
+            if var is None:
+                continue
+            if var.npu and var.npu in whole:
+                continue
+            if var.npu:
+                out.append(
+                    (number, m.start(1), "LNT013", f"{name} is read by the CUDA stack only", f"use {var.npu}", None)
+                )
+            else:
+                out.append(
+                    (
+                        number,
+                        m.start(1),
+                        "LNT013",
+                        f"{name} configures NCCL; HCCL does not read it",
+                        "remove it, or set the HCCL_* variable that matches",
+                        "info",
+                    )
+                )
+        for m in _BACKEND.finditer(line):
+            out.append(
+                (
+                    number,
+                    m.start(1),
+                    "LNT002",
+                    'backend "nccl" is NVIDIA\'s collective library; the NPU backend is "hccl"',
+                    "use hccl",
+                    None,
+                )
+            )
+        for m in _WORD.finditer(line):
+            npu = knowledge.commands.get(m.group(0))
+            if npu is not None:
+                out.append(
+                    (
+                        number,
+                        m.start(),
+                        "LNT014",
+                        f"{m.group(0)} is an NVIDIA tool, absent on an Ascend host",
+                        npu or "remove it (no NPU counterpart)",
+                        None,
+                    )
+                )
+    return out
