@@ -35,8 +35,8 @@ class LintFinding:
     cell: Optional[int] = None
     edit: Optional[Edit] = None
 
-    def sort_key(self) -> Tuple[str, int, int, str]:
-        return (self.path, self.line, self.col, self.code)
+    def sort_key(self) -> Tuple[str, int, int, int, str]:
+        return (self.path, self.cell or 0, self.line, self.col, self.code)
 
     def to_dict(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {

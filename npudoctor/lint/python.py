@@ -181,7 +181,24 @@ class _Scan(ast.NodeVisitor):
             for stmt in node.orelse:
                 self.visit(stmt)
             return
+        if self._cuda_only_test(node.test):
+            self.visit(node.test)
+            for stmt in node.orelse:
+                self.visit(stmt)
+            return  # the body runs only where the tensor is on a CUDA device
         self.generic_visit(node)
+
+    @staticmethod
+    def _cuda_only_test(test: ast.AST) -> bool:
+        """``x.device.type == "cuda"`` / ``x.is_cuda``: true only on a CUDA device."""
+        for sub in ast.walk(test):
+            if isinstance(sub, ast.Attribute) and sub.attr == "is_cuda":
+                return True
+            if isinstance(sub, ast.Compare) and any(
+                isinstance(c, ast.Constant) and c.value == "cuda" for c in [sub.left, *sub.comparators]
+            ):
+                return True
+        return False
 
     def visit_IfExp(self, node: ast.IfExp) -> None:
         if _mentions_npu(node.test):
@@ -516,7 +533,7 @@ def scan(
 #: A finding of the key code on a line explains these codes on the same line.
 _FOLDS = {
     "LNT009": {"LNT001", "LNT003"},
-    "LNT012": {"LNT009", "LNT003", "LNT001"},
+    "LNT012": {"LNT009", "LNT003"},
     "LNT010": {"LNT003"},
     "LNT004": {"LNT003", "LNT001"},
     "LNT007": {"LNT003"},
