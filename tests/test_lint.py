@@ -224,3 +224,32 @@ def test_knowledge_loads_and_library_entries_resolve() -> None:
     assert k.libraries["flash_attn"].npu_replacement.startswith("torch_npu.npu_fusion_attention")
     assert k.env_var("NCCL_DEBUG") is not None and k.env_var("NCCL_DEBUG").npu == ""  # type: ignore[union-attr]
     assert k.amp_for((2, 6)).autocast == 'torch.amp.autocast("npu")'  # type: ignore[union-attr]
+
+
+def test_fix_rewrites_only_the_unambiguous_lines_atomically_and_diff_writes_nothing(tmp_path: Path) -> None:
+    text = (
+        "import torch\n"
+        "import torch.distributed as dist\n"
+        "m = model.cuda()  # keep\n"
+        "dist.init_process_group(backend='nccl')\n"
+        "torch.cuda.synchronize()\n"
+    )
+    path = tmp_path / "t.py"
+    path.write_text(text)
+    res = npudoctor("lint", "--diff", path)
+    assert res.returncode == 0 and "+m = model.npu()  # keep\n" in res.stdout
+    assert "+dist.init_process_group(backend='hccl')\n" in res.stdout
+    assert path.read_text() == text
+    res = npudoctor("lint", "--fix", "--json", path)
+    assert path.read_text() == text.replace(".cuda()", ".npu()").replace("'nccl'", "'hccl'")
+    assert [f["code"] for f in json.loads(res.stdout)["findings"]] == ["LNT003"]
+    assert res.returncode == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.py"]
+
+
+def test_fix_never_writes_through_a_symlink(tmp_path: Path) -> None:
+    target = tmp_path / "real.py"
+    target.write_text("m = m.cuda()\n")
+    os.symlink(str(target), str(tmp_path / "link.py"))
+    npudoctor("lint", "--fix", tmp_path / "link.py")
+    assert target.read_text() == "m = m.cuda()\n"

@@ -48,6 +48,16 @@ def register(app: typer.Typer) -> None:
                 "--torch-npu", metavar="X.Y", help="The torch_npu release line the code runs with (AMP advice)."
             ),
         ] = None,
+        fix: Annotated[
+            bool,
+            typer.Option(
+                "--fix",
+                help='Apply the unambiguous rewrites (.cuda() -> .npu(), "nccl" -> "hccl", "cuda:N" -> "npu:N").',
+            ),
+        ] = False,
+        show_diff: Annotated[
+            bool, typer.Option("--diff", help="Print the rewrites as a unified diff; write nothing.")
+        ] = False,
     ) -> None:
         from npudoctor.lint.report import exit_status, render
         from npudoctor.lint.run import lint_paths
@@ -66,6 +76,15 @@ def register(app: typer.Typer) -> None:
         except ValueError as exc:
             raise fail_usage(str(exc), env) from None
         result = lint_paths(paths, torch_npu=line)
+        if fix or show_diff:
+            from npudoctor.lint import fix as fixer
+
+            changes = fixer.plan(result.findings)
+            if show_diff:
+                env.stdout.write(fixer.diff(changes))
+                raise typer.Exit(int(ExitStatus.OK))
+            fixer.write(changes)
+            result = lint_paths(paths, torch_npu=line)
         env.stdout.write(render(result, form))
         code: ExitStatus = exit_status(result, strict)
         raise typer.Exit(int(code))
