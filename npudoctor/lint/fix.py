@@ -19,8 +19,8 @@ FIXABLE = ("LNT001", "LNT002")
 def edits_by_file(findings: List[LintFinding]) -> Dict[str, List[Edit]]:
     out: Dict[str, List[Edit]] = {}
     for f in findings:
-        if f.edit is not None and f.code in FIXABLE and f.cell is None:
-            out.setdefault(f.path, []).append(f.edit)
+        if f.code in FIXABLE and f.cell is None:
+            out.setdefault(f.path, []).extend(f.edits)
     return out
 
 

@@ -33,7 +33,7 @@ class LintFinding:
     fix: str
     source: str = ""
     cell: Optional[int] = None
-    edit: Optional[Edit] = None
+    edits: Tuple[Edit, ...] = ()
 
     def sort_key(self) -> Tuple[str, int, int, int, str]:
         return (self.path, self.cell or 0, self.line, self.col, self.code)
@@ -49,7 +49,7 @@ class LintFinding:
             "message": self.message,
             "fix": self.fix,
             "source": self.source,
-            "fixable": self.edit is not None,
+            "fixable": bool(self.edits),
         }
         if self.cell is not None:
             out["cell"] = self.cell

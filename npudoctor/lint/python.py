@@ -27,6 +27,9 @@ from npudoctor.lint.model import Edit
 _MESSAGE_FUNCS = {"print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log", "fatal"}
 _DEVICE_PREFIXES = ("cuda:", "cuda")
 _CUDNN_FLAGS = {"benchmark", "deterministic", "enabled", "allow_tf32"}
+#: Other device types: a literal collection that names one of them beside "cuda" enumerates
+#: device types (a table of backends), it does not place anything on CUDA.
+_OTHER_DEVICES = {"cpu", "xpu", "npu", "mps", "hpu", "mlu", "musa", "xla", "meta", "sdaa", "mtia", "ipu"}
 _EXIT = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _SEED_OK = {
     "torch.manual_seed",
@@ -75,6 +78,9 @@ class _Scan(ast.NodeVisitor):
         self.seeded = False
         self.cuda_seeds: List[ast.AST] = []
         self.guarded_imports: Set[int] = set()
+        self.cuda_flags: Set[str] = set()
+        self.top_level: Set[int] = set()
+        self.knows_hccl = False
 
     # -- helpers ---------------------------------------------------------------------------
     def qual(self, node: ast.AST) -> Optional[str]:
@@ -121,8 +127,8 @@ class _Scan(ast.NodeVisitor):
             self._library(node, module)
 
     def _library(self, node: ast.AST, module: str) -> None:
-        if id(node) in self.guarded_imports:
-            return
+        if id(node) in self.guarded_imports or id(node) not in self.top_level:
+            return  # an import in a function, a branch or a try is optional: not reported
         lib = self.k.libraries.get(module.split(".")[0])
         if lib is None:
             return
@@ -188,10 +194,14 @@ class _Scan(ast.NodeVisitor):
             return  # the body runs only where the tensor is on a CUDA device
         self.generic_visit(node)
 
-    @staticmethod
-    def _cuda_only_test(test: ast.AST) -> bool:
-        """``x.device.type == "cuda"`` / ``x.is_cuda``: true only on a CUDA device."""
+    def _cuda_only_test(self, test: ast.AST) -> bool:
+        """True only on CUDA: ``x.device.type == "cuda"``, ``x.is_cuda``, ``torch.version.cuda``,
+        or a name assigned from ``torch.cuda.is_available()`` (reported where it is assigned)."""
         for sub in ast.walk(test):
+            if isinstance(sub, ast.Name) and sub.id in self.cuda_flags:
+                return True
+            if isinstance(sub, ast.Attribute) and self.qual(sub) in ("torch.version.cuda", "torch.version.hip"):
+                return True
             if isinstance(sub, ast.Attribute) and sub.attr == "is_cuda":
                 return True
             if isinstance(sub, ast.Compare) and any(
@@ -199,6 +209,56 @@ class _Scan(ast.NodeVisitor):
             ):
                 return True
         return False
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        value = node.value
+        if (
+            isinstance(value, ast.Constant)
+            and isinstance(value.value, str)
+            and any(isinstance(t, ast.Name) and t.id.lower() == value.value for t in node.targets)
+        ):
+            return  # CUDA = "cuda": a named constant of a device-type table
+        if self._cuda_available_test(node.value):
+            self.cuda_flags.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        self.generic_visit(node)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> None:
+        """In ``a and b and c``, the operands after a CUDA-only guard run only on CUDA."""
+        if not isinstance(node.op, ast.And):
+            self.generic_visit(node)
+            return
+        for value in node.values:
+            self.visit(value)
+            if self._cuda_available_test(value) or self._cuda_only_test(value):
+                break
+
+    def _enumeration(self, elts: List[Optional[ast.expr]]) -> None:
+        names = {e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+        if names & _OTHER_DEVICES:
+            self.skip.update(id(e) for e in elts if e is not None)
+
+    def visit_List(self, node: ast.List) -> None:
+        self._enumeration(list(node.elts))
+        self.generic_visit(node)
+
+    def visit_Tuple(self, node: ast.Tuple) -> None:
+        self._enumeration(list(node.elts))
+        self.generic_visit(node)
+
+    def visit_Set(self, node: ast.Set) -> None:
+        self._enumeration(list(node.elts))
+        self.generic_visit(node)
+
+    def visit_Dict(self, node: ast.Dict) -> None:
+        self._enumeration(list(node.keys))
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if isinstance(node.value, (ast.Name, ast.Attribute)) and (
+            getattr(node.value, "id", None) == "Literal" or getattr(node.value, "attr", None) == "Literal"
+        ):
+            return  # a type: Literal["cpu", "cuda"]
+        self.generic_visit(node)
 
     def visit_IfExp(self, node: ast.IfExp) -> None:
         if _mentions_npu(node.test):
@@ -254,6 +314,8 @@ class _Scan(ast.NodeVisitor):
                     'compare against "hccl"',
                     rules.replace_string(node, self.lines, "hccl"),
                 )
+            elif self.knows_hccl:
+                pass  # the code knows HCCL too: "nccl" is its CUDA branch
             elif not self.transfer or self.compare_depth:
                 self.add(
                     node,
@@ -496,11 +558,19 @@ class _Scan(ast.NodeVisitor):
         )
 
 
+Raw = Tuple[int, int, int, str, str, str, Tuple[Edit, ...], Optional[str]]
+
+
 def scan(
     tree: ast.AST, lines: List[str], knowledge: LintKnowledge, torch_npu: Optional[Tuple[int, int]] = None
-) -> List[Tuple[int, int, int, str, str, str, Optional[Edit], Optional[str]]]:
+) -> List[Raw]:
     """``(line, end_line, col, code, message, fix, edit, severity)`` of each CUDA-ism in ``tree``."""
     s = _Scan(knowledge, lines, torch_npu)
+    body = tree.body if isinstance(tree, ast.Module) else []
+    s.top_level = {id(stmt) for stmt in body if isinstance(stmt, (ast.Import, ast.ImportFrom))}
+    s.knows_hccl = any(
+        isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.lower() == "hccl" for n in ast.walk(tree)
+    )
     s.visit(tree)
     if s.cuda_seeds and not s.seeded and not s.transfer:
         for node in s.cuda_seeds:
@@ -510,23 +580,14 @@ def scan(
                 "the seed is set for CUDA only: the NPU generator stays unseeded",
                 "torch.manual_seed(seed)",
             )
-    out = []
+    out: List[Raw] = []
     for node, code, message, fix, edit, severity in s.hits:
-        line = getattr(node, "lineno", 1)
+        line: int = getattr(node, "lineno", 1)
         if any(a <= line <= b for a, b in s.silent):
             continue
-        out.append(
-            (
-                line,
-                getattr(node, "end_lineno", line) or line,
-                getattr(node, "col_offset", 0),
-                code,
-                message,
-                fix,
-                edit,
-                severity,
-            )
-        )
+        end: int = getattr(node, "end_lineno", line) or line
+        col: int = getattr(node, "col_offset", 0)
+        out.append((line, end, col, code, message, fix, (edit,) if edit is not None else (), severity))
     return _fold(out)
 
 
@@ -541,21 +602,21 @@ _FOLDS = {
 }
 
 
-def _fold(
-    hits: Iterable[Tuple[int, int, int, str, str, str, Optional[Edit], Optional[str]]],
-) -> List[Tuple[int, int, int, str, str, str, Optional[Edit], Optional[str]]]:
-    hits = sorted(set(hits), key=lambda h: (h[0], h[2], h[3]))
+def _fold(hits: Iterable[Raw]) -> List[Raw]:
+    """One finding per line and code (the edits of repeats kept together), without the codes
+    that a more specific finding on the same line explains (:data:`_FOLDS`)."""
+    ordered = sorted(set(hits), key=lambda h: (h[0], h[2], h[3]))
     by_line: Dict[int, Set[str]] = {}
-    for h in hits:
+    for h in ordered:
         by_line.setdefault(h[0], set()).add(h[3])
-    out = []
-    seen: Set[Tuple[int, str]] = set()
-    for h in hits:
-        codes_here = by_line[h[0]]
-        if any(h[3] in _FOLDS.get(c, ()) for c in codes_here if c != h[3]):
+    merged: Dict[Tuple[int, str], Raw] = {}
+    for h in ordered:
+        if any(h[3] in _FOLDS.get(c, ()) for c in by_line[h[0]] if c != h[3]):
             continue
-        if (h[0], h[3]) in seen and h[6] is None:
-            continue
-        seen.add((h[0], h[3]))
-        out.append(h)
-    return out
+        key = (h[0], h[3])
+        if key in merged:
+            first = merged[key]
+            merged[key] = first[:6] + (first[6] + h[6],) + first[7:]
+        else:
+            merged[key] = h
+    return list(merged.values())

@@ -16,7 +16,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 from npudoctor.lint import python as pylint
 from npudoctor.lint import shell
 from npudoctor.lint.knowledge import LintKnowledge, load
-from npudoctor.lint.model import Edit, LintFinding, LintResult
+from npudoctor.lint.model import LintFinding, LintResult
 from npudoctor.lint.rules import lint_codes
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -127,7 +127,7 @@ def _parse(text: str) -> ast.AST:
         raise _Unreadable(f"does not parse: {type(exc).__name__}") from None
 
 
-Raw = Tuple[int, int, int, str, str, str, Optional[Edit], Optional[str]]
+Raw = pylint.Raw
 
 
 def _python(text: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]]) -> List[Raw]:
@@ -137,7 +137,7 @@ def _python(text: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]]) -
 
 def _shell(text: str, k: LintKnowledge) -> List[Raw]:
     return [
-        (ln, ln, col, code, msg, fix, None, sev)
+        (ln, ln, col, code, msg, fix, (), sev)
         for ln, col, code, msg, fix, sev in shell.scan_lines(text.splitlines(), k, text)
     ]
 
@@ -175,11 +175,11 @@ def _notebook(text: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]])
         raise _Unreadable(f"a code cell {exc}") from None
     for raw in pylint.scan(tree, code_lines, k, torch_npu):
         cell, at = where[raw[0] - 1] if 0 < raw[0] <= len(where) else (0, raw[0])
-        out.append((cell, (at, at + raw[1] - raw[0], raw[2], raw[3], raw[4], raw[5], None, raw[7])))
+        out.append((cell, (at, at + raw[1] - raw[0], raw[2], raw[3], raw[4], raw[5], (), raw[7])))
     whole = text
     for cell, at, body in shell_lines:
         for _ln, col, code, msg, fix, sev in shell.scan_lines([body], k, whole):
-            out.append((cell, (at, at, col, code, msg, fix, None, sev)))
+            out.append((cell, (at, at, col, code, msg, fix, (), sev)))
     return out
 
 
@@ -204,9 +204,9 @@ def lint_file(path: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]] 
 
 
 def _finding(path: str, raw: Raw, severity: dict, source: str, cell: Optional[int] = None) -> LintFinding:  # type: ignore[type-arg]
-    line, end, col, code, message, fix, edit, sev = raw
+    line, end, col, code, message, fix, edits, sev = raw
     return LintFinding(
-        path, line, end, col, code, sev or severity[code], message, fix, source.strip()[:200], cell, edit
+        path, line, end, col, code, sev or severity[code], message, fix, source.strip()[:200], cell, edits
     )
 
 
