@@ -253,3 +253,31 @@ def test_fix_never_writes_through_a_symlink(tmp_path: Path) -> None:
     os.symlink(str(target), str(tmp_path / "link.py"))
     npudoctor("lint", "--fix", tmp_path / "link.py")
     assert target.read_text() == "m = m.cuda()\n"
+
+
+def _root_with_torch_npu(root: Path, version: str) -> Path:
+    info = root / "usr/local/lib/python3.10/site-packages" / f"torch_npu-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: torch_npu\nVersion: {version}\n")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("version", "fix"), [("2.6.0", 'torch.amp.autocast("npu")'), ("2.1.0.post10", "torch.npu.amp.autocast()")]
+)
+def test_amp_advice_follows_the_torch_npu_installed_under_root(tmp_path: Path, version: str, fix: str) -> None:
+    root = _root_with_torch_npu(tmp_path / "root", version)
+    (tmp_path / "a.py").write_text("import torch\nwith torch.cuda.amp.autocast():\n    pass\n")
+    res = npudoctor("lint", "--json", "--root", root, tmp_path / "a.py")
+    assert json.loads(res.stdout)["findings"][0]["fix"] == fix
+    assert res.stderr == f"npudoctor lint: torch_npu {version} installed\n"
+
+
+def test_without_torch_npu_under_root_the_advice_states_its_assumption(tmp_path: Path) -> None:
+    (tmp_path / "root").mkdir()
+    (tmp_path / "a.py").write_text("import torch\ns = torch.cuda.amp.GradScaler()\n")
+    res = npudoctor("lint", "--json", "--root", tmp_path / "root", tmp_path / "a.py")
+    assert "torch_npu version not known" in json.loads(res.stdout)["findings"][0]["fix"]
+    assert res.stderr == "npudoctor lint: torch_npu is not installed on that machine\n"
+    both = npudoctor("lint", "--torch-npu", "2.6", "--root", tmp_path / "root", tmp_path / "a.py")
+    assert both.returncode == 2

@@ -7,8 +7,17 @@ from typing import List, Optional, Tuple
 import typer
 from typing_extensions import Annotated
 
-from npudoctor.cli.commands._common import JsonOpt, environment, fail_usage
-from npudoctor.cli.request import ExitStatus
+from npudoctor.cli.commands._common import (
+    FromOpt,
+    JsonOpt,
+    PythonOpt,
+    RootOpt,
+    environment,
+    fail_usage,
+    machine_request,
+    snapshot_for,
+)
+from npudoctor.cli.request import Environment, ExitStatus, UsageError
 
 LINT_HELP = """Find the CUDA-isms in Python files, notebooks (.ipynb code cells) and shell launch
 scripts (.sh, .bash) that break or silently degrade on an Ascend NPU: .cuda() and "cuda:N",
@@ -17,6 +26,10 @@ flags, CUDA graphs, CUDA-only libraries, CPU fallback behind torch.cuda.is_avail
 CUDA_VISIBLE_DEVICES / NCCL_* / nvidia-smi in launch scripts. Each finding carries the NPU fix;
 `npudoctor explain LNTnnn` says more. Directories are walked without following links, skipping
 .git, virtual environments and node_modules.
+
+With --root DIR, --python PATH or --from SNAPSHOT the advice follows that machine: the mixed
+precision API of its installed torch_npu (only the Python packages are read; nothing is run
+inside --root). Without them, or --torch-npu X.Y, the advice states its assumption.
 
 Exit codes: 0 no error found; 1 errors (or warnings with --strict); 2 usage error."""
 
@@ -30,6 +43,25 @@ def _version(text: Optional[str]) -> Optional[Tuple[int, int]]:
     if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
         raise ValueError(f"--torch-npu {text!r}: give a release line like 2.1 or 2.6.0")
     return int(parts[0]), int(parts[1])
+
+
+def machine_torch_npu(
+    root: Optional[str], python: Optional[str], from_: Optional[str], env: Environment
+) -> Tuple[Optional[Tuple[int, int]], str]:
+    """The torch_npu release line installed on the machine of ``--root``/``--python``/``--from``
+    and what was found (for the report); raises :class:`UsageError`."""
+    from npudoctor.engine import Options
+    from npudoctor.facts import Facts
+
+    request = machine_request(root, python, None, None, False, from_, False)
+    snapshot = snapshot_for(request, Options(), sections=["python", "packages"], environ=env.environ)
+    dist = Facts(snapshot.facts).packages.torch_npu
+    if dist is None or not dist.version:
+        return None, "torch_npu is not installed on that machine"
+    try:
+        return _version(dist.version), f"torch_npu {dist.version} installed"
+    except ValueError:
+        return None, f"torch_npu version {dist.version!r} not understood"
 
 
 def register(app: typer.Typer) -> None:
@@ -58,6 +90,9 @@ def register(app: typer.Typer) -> None:
         show_diff: Annotated[
             bool, typer.Option("--diff", help="Print the rewrites as a unified diff; write nothing.")
         ] = False,
+        root: RootOpt = None,
+        python: PythonOpt = None,
+        from_: FromOpt = None,
     ) -> None:
         from npudoctor.lint.report import exit_status, render
         from npudoctor.lint.run import lint_paths
@@ -73,7 +108,14 @@ def register(app: typer.Typer) -> None:
             raise fail_usage(f"no such file or directory: {', '.join(missing)}", env)
         try:
             line = _version(torch_npu)
-        except ValueError as exc:
+            if (root or python or from_) and torch_npu:
+                raise UsageError(
+                    "--torch-npu names the release line; it cannot be combined with --root/--python/--from"
+                )
+            if root or python or from_:
+                line, found = machine_torch_npu(root, python, from_, env)
+                env.stderr.write(f"npudoctor lint: {found}\n")
+        except (ValueError, UsageError) as exc:
             raise fail_usage(str(exc), env) from None
         result = lint_paths(paths, torch_npu=line)
         if fix or show_diff:
