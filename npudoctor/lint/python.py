@@ -18,6 +18,7 @@ What is silent (the code is right, or not code):
 from __future__ import annotations
 
 import ast
+import re
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from npudoctor.lint import rules
@@ -30,6 +31,7 @@ _CUDNN_FLAGS = {"benchmark", "deterministic", "enabled", "allow_tf32"}
 #: Other device types: a literal collection that names one of them beside "cuda" enumerates
 #: device types (a table of backends), it does not place anything on CUDA.
 _OTHER_DEVICES = {"cpu", "xpu", "npu", "mps", "hpu", "mlu", "musa", "xla", "meta", "sdaa", "mtia", "ipu"}
+_HCCL_LITERAL = re.compile(r"""['"]hccl['"]""", re.IGNORECASE)
 _EXIT = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _SEED_OK = {
     "torch.manual_seed",
@@ -67,6 +69,10 @@ class _Scan(ast.NodeVisitor):
         self.k = knowledge
         self.lines = lines
         self.text = "\n".join(lines)
+        low = self.text.lower()
+        self.has_available = "is_available" in self.text
+        self.has_cuda = "cuda" in low
+        self.has_npu = "npu" in low or "ascend" in low
         self.torch_npu = torch_npu
         self.aliases: Dict[str, str] = {}
         self.hits: List[Tuple[ast.AST, str, str, str, Optional[Edit], Optional[str]]] = []
@@ -154,6 +160,7 @@ class _Scan(ast.NodeVisitor):
         for i, stmt in enumerate(stmts):
             if (
                 isinstance(stmt, ast.If)
+                and self.has_npu
                 and _mentions_npu(stmt.test)
                 and stmt.body
                 and isinstance(stmt.body[-1], _EXIT)
@@ -163,6 +170,9 @@ class _Scan(ast.NodeVisitor):
                 self.silent.append((stmts[i + 1].lineno, getattr(last, "end_lineno", last.lineno) or last.lineno))
 
     def generic_visit(self, node: ast.AST) -> None:
+        if not isinstance(node, (ast.stmt, ast.Module, ast.excepthandler)):
+            super().generic_visit(node)
+            return
         for name in ("body", "orelse", "finalbody"):
             stmts = getattr(node, name, None)
             if isinstance(stmts, list) and stmts and isinstance(stmts[0], ast.stmt):
@@ -177,7 +187,7 @@ class _Scan(ast.NodeVisitor):
         return tests
 
     def visit_If(self, node: ast.If) -> None:
-        if any(_mentions_npu(t) for t in self._chain_tests(node)):
+        if self.has_npu and any(_mentions_npu(t) for t in self._chain_tests(node)):
             self.silent.append((node.lineno, node.end_lineno or node.lineno))
             return
         if self._cuda_available_test(node.test):
@@ -197,6 +207,8 @@ class _Scan(ast.NodeVisitor):
     def _cuda_only_test(self, test: ast.AST) -> bool:
         """True only on CUDA: ``x.device.type == "cuda"``, ``x.is_cuda``, ``torch.version.cuda``,
         or a name assigned from ``torch.cuda.is_available()`` (reported where it is assigned)."""
+        if not self.has_cuda:
+            return False
         for sub in ast.walk(test):
             if isinstance(sub, ast.Name) and sub.id in self.cuda_flags:
                 return True
@@ -261,12 +273,14 @@ class _Scan(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_IfExp(self, node: ast.IfExp) -> None:
-        if _mentions_npu(node.test):
+        if self.has_npu and _mentions_npu(node.test):
             self.skip.update(id(n) for n in ast.walk(node))
             return
         self.generic_visit(node)
 
     def _cuda_available_test(self, test: ast.AST) -> bool:
+        if not self.has_available:
+            return False
         return any(
             isinstance(sub, ast.Call) and self.qual(sub.func) == "torch.cuda.is_available" for sub in ast.walk(test)
         ) and not isinstance(test, ast.UnaryOp)
@@ -566,11 +580,11 @@ def scan(
 ) -> List[Raw]:
     """``(line, end_line, col, code, message, fix, edit, severity)`` of each CUDA-ism in ``tree``."""
     s = _Scan(knowledge, lines, torch_npu)
+    if not _may_hit(s.text.lower(), knowledge):
+        return []  # nothing any rule looks for is named in the file: no walk
     body = tree.body if isinstance(tree, ast.Module) else []
     s.top_level = {id(stmt) for stmt in body if isinstance(stmt, (ast.Import, ast.ImportFrom))}
-    s.knows_hccl = any(
-        isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.lower() == "hccl" for n in ast.walk(tree)
-    )
+    s.knows_hccl = _HCCL_LITERAL.search(s.text) is not None
     s.visit(tree)
     if s.cuda_seeds and not s.seeded and not s.transfer:
         for node in s.cuda_seeds:
@@ -589,6 +603,20 @@ def scan(
         col: int = getattr(node, "col_offset", 0)
         out.append((line, end, col, code, message, fix, (edit,) if edit is not None else (), severity))
     return _fold(out)
+
+
+def _may_hit(low: str, knowledge: LintKnowledge) -> bool:
+    """Whether the lower-cased source names anything a rule looks for."""
+    if (
+        "cuda" in low
+        or "cudnn" in low
+        or "nccl" in low
+        or "transfer_to_npu" in low
+        or ("torch" in low and "load" in low)
+    ):
+        return True
+    words = list(knowledge.libraries) + list(knowledge.commands) + [v.name.rstrip("*") for v in knowledge.env]
+    return any(w.lower() in low for w in words)
 
 
 #: A finding of the key code on a line explains these codes on the same line.
