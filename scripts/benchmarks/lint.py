@@ -25,7 +25,9 @@ from typing import List
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "fixtures" / "lint_corpus"
 FILES = int(os.environ.get("NPUDOCTOR_BENCH_LINT_FILES", "2000"))
-_PAD = "".join(f"def helper_{i}(x, y=1):\n    total = x + y * {i}\n    return [total for _ in range(3)]\n\n" for i in range(40))
+_PAD = "".join(
+    f"def helper_{i}(x, y=1):\n    total = x + y * {i}\n    return [total for _ in range(3)]\n\n" for i in range(40)
+)
 
 _FLOOR = (
     "import ast, os, sys\n"
