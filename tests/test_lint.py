@@ -281,3 +281,33 @@ def test_without_torch_npu_under_root_the_advice_states_its_assumption(tmp_path:
     assert res.stderr == "npudoctor lint: torch_npu is not installed on that machine\n"
     both = npudoctor("lint", "--torch-npu", "2.6", "--root", tmp_path / "root", tmp_path / "a.py")
     assert both.returncode == 2
+
+
+def _run_with(env_kwargs: Dict[str, Any], *argv: Any) -> Tuple[int, str, str]:
+    import io
+
+    from npudoctor.cli import run
+    from npudoctor.cli.request import Environment
+
+    out, err = io.StringIO(), io.StringIO()
+    env = Environment(stdout=out, stderr=err, environ=dict(os.environ), **env_kwargs)
+    code = run([str(a) for a in argv], env)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_progress_on_a_terminal_only_once_the_run_is_slow(tmp_path: Path) -> None:
+    for i in range(3):
+        (tmp_path / f"f{i}.py").write_text("x = 1\n")
+    ticks = iter(range(0, 1000, 5))  # each reading of the clock is 5 s later
+    _c, _o, err = _run_with({"stderr_isatty": True, "clock": lambda: float(next(ticks))}, "lint", tmp_path)
+    assert err == "\rnpudoctor lint: 1 linted\n"
+    _c, _o, err = _run_with({"stderr_isatty": True}, "lint", tmp_path)
+    assert err == ""
+    _c, _o, err = _run_with({"stderr_isatty": False, "clock": lambda: float(next(ticks))}, "lint", tmp_path)
+    assert err == ""
+
+
+def test_a_file_nested_too_deeply_is_one_finding(tmp_path: Path) -> None:
+    _code, doc = _lint(tmp_path, "deep.py", "import torch\nx = " + "+".join(["torch.cuda.a"] * 5000) + "\n")
+    (f,) = doc["findings"]
+    assert f["code"] == "LNT016"

@@ -132,7 +132,11 @@ Raw = pylint.Raw
 
 def _python(text: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]]) -> List[Raw]:
     lines = text.splitlines()
-    return pylint.scan(_parse(text), lines, k, torch_npu)
+    tree = _parse(text)
+    try:
+        return pylint.scan(tree, lines, k, torch_npu)
+    except RecursionError:
+        raise _Unreadable("nested too deeply to lint") from None
 
 
 def _shell(text: str, k: LintKnowledge) -> List[Raw]:
@@ -173,7 +177,11 @@ def _notebook(text: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]])
         tree = _parse("\n".join(code_lines))
     except _Unreadable as exc:
         raise _Unreadable(f"a code cell {exc}") from None
-    for raw in pylint.scan(tree, code_lines, k, torch_npu):
+    try:
+        raws = pylint.scan(tree, code_lines, k, torch_npu)
+    except RecursionError:
+        raise _Unreadable("a code cell is nested too deeply to lint") from None
+    for raw in raws:
         cell, at = where[raw[0] - 1] if 0 < raw[0] <= len(where) else (0, raw[0])
         out.append((cell, (at, at + raw[1] - raw[0], raw[2], raw[3], raw[4], raw[5], (), raw[7])))
     whole = text

@@ -64,6 +64,31 @@ def machine_torch_npu(
         return None, f"torch_npu version {dist.version!r} not understood"
 
 
+#: Seconds a run goes before a terminal gets a progress line (small trees stay quiet).
+PROGRESS_AFTER = 2.0
+
+
+class Progress:
+    """``npudoctor lint: N linted`` written over itself on stderr when stderr is a terminal and the run
+    has gone on for :data:`PROGRESS_AFTER` seconds (small trees stay quiet)."""
+
+    def __init__(self, env: Environment) -> None:
+        self.env = env
+        self.start = env.clock()
+        self.shown = False
+
+    def __call__(self, files: int) -> None:
+        if (self.shown and files % 50) or self.env.clock() - self.start < PROGRESS_AFTER:
+            return
+        self.env.stderr.write(f"\rnpudoctor lint: {files} linted")
+        self.env.stderr.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            self.env.stderr.write("\n")
+
+
 def register(app: typer.Typer) -> None:
     @app.command(help=LINT_HELP)
     def lint(
@@ -117,7 +142,10 @@ def register(app: typer.Typer) -> None:
                 env.stderr.write(f"npudoctor lint: {found}\n")
         except (ValueError, UsageError) as exc:
             raise fail_usage(str(exc), env) from None
-        result = lint_paths(paths, torch_npu=line)
+        progress = Progress(env) if env.stderr_isatty else None
+        result = lint_paths(paths, torch_npu=line, progress=progress)
+        if progress is not None:
+            progress.done()
         if fix or show_diff:
             from npudoctor.lint import fix as fixer
 
