@@ -311,3 +311,16 @@ def test_a_file_nested_too_deeply_is_one_finding(tmp_path: Path) -> None:
     _code, doc = _lint(tmp_path, "deep.py", "import torch\nx = " + "+".join(["torch.cuda.a"] * 5000) + "\n")
     (f,) = doc["findings"]
     assert f["code"] == "LNT016"
+
+
+def test_json_output_validates_against_the_committed_schema(tmp_path: Path) -> None:
+    import jsonschema
+
+    schema = json.loads((Path(__file__).parents[1] / "docs" / "schema" / "lint.schema.json").read_text())
+    nb = {"cells": [{"cell_type": "code", "source": "m = m.cuda()\n"}]}
+    (tmp_path / "n.ipynb").write_text(json.dumps(nb))
+    (tmp_path / "bad.py").write_text("def f(:\n")
+    (tmp_path / "run.sh").write_text("export NCCL_DEBUG=INFO\n")
+    doc = json.loads(npudoctor("lint", "--json", tmp_path).stdout)
+    assert len(doc["findings"]) == 3
+    jsonschema.validate(doc, schema)
