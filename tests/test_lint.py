@@ -324,3 +324,10 @@ def test_json_output_validates_against_the_committed_schema(tmp_path: Path) -> N
     doc = json.loads(npudoctor("lint", "--json", tmp_path).stdout)
     assert len(doc["findings"]) == 3
     jsonschema.validate(doc, schema)
+
+
+def test_json_launcher_config(tmp_path: Path) -> None:
+    text = '{\n  "dist_backend": "nccl",\n  "device": "cuda:1",\n  "env": {"PYTORCH_CUDA_ALLOC_CONF": "x"},\n  "lr": 1\n}\n'
+    _code, doc = _lint(tmp_path, "launch.json", text)
+    assert _codes(doc) == [(2, "LNT002"), (3, "LNT001"), (4, "LNT013")]
+    assert doc["findings"][1]["fix"] == 'use "npu:1"'

@@ -13,6 +13,7 @@ from tests.clirun import npudoctor
 
 CORPUS = Path(__file__).parent / "fixtures" / "lint_corpus"
 BASELINE = json.loads((CORPUS / "baseline.json").read_text(encoding="utf-8"))
+SUFFIXES = (".py", ".sh", ".yaml")
 _EXPECT = re.compile(r"#\s*lint-expect:\s*([A-Z0-9, ]+)")
 
 Key = Tuple[str, int, str]
@@ -21,7 +22,7 @@ Key = Tuple[str, int, str]
 def _expected() -> Set[Key]:
     out: Set[Key] = set()
     for path in sorted(CORPUS.iterdir()):
-        if path.suffix not in (".py", ".sh"):
+        if path.suffix not in SUFFIXES:
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             m = _EXPECT.search(line)
@@ -49,7 +50,7 @@ def measure() -> Dict[str, float]:
 
 
 def test_the_corpus_is_large_enough_and_names_what_it_mirrors() -> None:
-    files = [p for p in CORPUS.iterdir() if p.suffix in (".py", ".sh")]
+    files = [p for p in CORPUS.iterdir() if p.suffix in SUFFIXES]
     assert len(files) >= 60
     for path in files:
         head = path.read_text(encoding="utf-8").splitlines()[:2]

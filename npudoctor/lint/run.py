@@ -24,6 +24,7 @@ MAX_FILES = 100_000
 PYTHON = (".py", ".pyw")
 SHELL = (".sh", ".bash")
 NOTEBOOK = (".ipynb",)
+CONFIG = (".yaml", ".yml", ".json")
 SKIP_DIRS = {
     ".git",
     ".hg",
@@ -54,6 +55,8 @@ def kind_of(path: str) -> Optional[str]:
         return "shell"
     if low.endswith(NOTEBOOK):
         return "notebook"
+    if low.endswith(CONFIG):
+        return "config"
     return None
 
 
@@ -201,7 +204,15 @@ def lint_file(path: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]] 
         if kind == "notebook":
             cells = _notebook(text, k, torch_npu)
             return [_finding(path, raw, severity, "", cell) for cell, raw in cells]
-        raws = _python(text, k, torch_npu) if kind == "python" else _shell(text, k)
+        if kind == "python":
+            raws = _python(text, k, torch_npu)
+        elif kind == "config":
+            raws = [
+                (ln, ln, col, code, msg, fix, (), sev)
+                for ln, col, code, msg, fix, sev in shell.scan_config(lines, k, text)
+            ]
+        else:
+            raws = _shell(text, k)
     except _Unreadable as exc:
         return [
             LintFinding(

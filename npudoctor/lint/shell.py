@@ -85,3 +85,90 @@ def scan_lines(
                     )
                 )
     return out
+
+
+_CONFIG_BACKEND = re.compile(
+    r"""["']?(?:backend|dist_backend|dist-backend|distributed_backend|ddp_backend)["']?\s*[:=]\s*["']?(nccl)\b"""
+)
+_CONFIG_DEVICE = re.compile(
+    r"""["']?(?:device|device_type|accelerator)["']?\s*[:=]\s*["']?(cuda(?::\d+)?)["']?\s*,?\s*$"""
+)
+_CONFIG_ENV_KEY = re.compile(r"""(?:^|[\s{,\-])["']?([A-Z][A-Z0-9_]*)["']?\s*[:=]""")
+_CONFIG_ENV_NAME = re.compile(r"""\bname\s*:\s*["']?([A-Z][A-Z0-9_]*)""")
+
+
+def scan_config(
+    lines: List[str], knowledge: LintKnowledge, whole: str
+) -> List[Tuple[int, int, str, str, str, Optional[str]]]:
+    """YAML or JSON launcher configs (Kubernetes env lists, Hydra/Lightning/DeepSpeed-style
+    keys): the distributed backend, the device and the environment variables they set, and
+    commands they run, as for shell scripts."""
+    out: List[Tuple[int, int, str, str, str, Optional[str]]] = []
+    for number, raw in enumerate(lines, 1):
+        line = strip_comment(raw) if not raw.lstrip().startswith(("{", "[", '"')) else raw
+        if not line.strip():
+            continue
+        m = _CONFIG_BACKEND.search(line)
+        if m:
+            out.append(
+                (
+                    number,
+                    m.start(1),
+                    "LNT002",
+                    'backend "nccl" is NVIDIA\'s collective library; the NPU backend is "hccl"',
+                    "use hccl",
+                    None,
+                )
+            )
+        m = _CONFIG_DEVICE.search(line)
+        if m:
+            out.append(
+                (
+                    number,
+                    m.start(1),
+                    "LNT001",
+                    f'device "{m.group(1)}" is a CUDA device; the NPU is "npu"',
+                    f'use "npu{m.group(1)[4:]}"',
+                    None,
+                )
+            )
+        for m in list(_CONFIG_ENV_KEY.finditer(line)) + list(_CONFIG_ENV_NAME.finditer(line)):
+            var = knowledge.env_var(m.group(1))
+            if var is None or (var.npu and var.npu in whole):
+                continue
+            if var.npu:
+                out.append(
+                    (
+                        number,
+                        m.start(1),
+                        "LNT013",
+                        f"{m.group(1)} is read by the CUDA stack only",
+                        f"use {var.npu}",
+                        None,
+                    )
+                )
+            else:
+                out.append(
+                    (
+                        number,
+                        m.start(1),
+                        "LNT013",
+                        f"{m.group(1)} configures NCCL; HCCL does not read it",
+                        "remove it, or set the HCCL_* variable that matches",
+                        "info",
+                    )
+                )
+        for m in _WORD.finditer(line):
+            npu = knowledge.commands.get(m.group(0))
+            if npu is not None:
+                out.append(
+                    (
+                        number,
+                        m.start(),
+                        "LNT014",
+                        f"{m.group(0)} is an NVIDIA tool, absent on an Ascend host",
+                        npu or "remove it (no NPU counterpart)",
+                        None,
+                    )
+                )
+    return sorted(set(out))
