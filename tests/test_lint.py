@@ -331,3 +331,37 @@ def test_json_launcher_config(tmp_path: Path) -> None:
     _code, doc = _lint(tmp_path, "launch.json", text)
     assert _codes(doc) == [(2, "LNT002"), (3, "LNT001"), (4, "LNT013")]
     assert doc["findings"][1]["fix"] == 'use "npu:1"'
+
+
+def test_fix_adds_map_location_and_rewrites_amp_only_when_the_torch_npu_line_is_known(tmp_path: Path) -> None:
+    text = (
+        "import torch\n"
+        "s = torch.load(path)\n"
+        "with torch.cuda.amp.autocast(dtype=torch.float16):\n"
+        "    pass\n"
+        "scaler = torch.cuda.amp.GradScaler()\n"
+    )
+    path = tmp_path / "t.py"
+    path.write_text(text)
+    unknown = npudoctor("lint", "--diff", path).stdout
+    assert '+s = torch.load(path, map_location="cpu")\n' in unknown and "+with" not in unknown
+    new = npudoctor("lint", "--diff", "--torch-npu", "2.6", path).stdout
+    assert '+with torch.amp.autocast("npu", dtype=torch.float16):\n' in new
+    assert '+scaler = torch.amp.GradScaler("npu")\n' in new
+    old = npudoctor("lint", "--diff", "--torch-npu", "2.1", path).stdout
+    assert "+with torch.npu.amp.autocast(dtype=torch.float16):\n" in old
+    doc = json.loads(npudoctor("lint", "--json", path).stdout)
+    assert [(f["code"], f["fixable"]) for f in doc["findings"]] == [
+        ("LNT005", True),
+        ("LNT004", False),
+        ("LNT004", False),
+    ]
+    synced = json.loads(
+        npudoctor("lint", "--json", _write(tmp_path / "s.py", "import torch\ntorch.cuda.synchronize()\n")).stdout
+    )
+    assert synced["findings"][0]["fixable"] is False  # advice, not rewritten
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path

@@ -1,5 +1,7 @@
 """``npudoctor lint --fix``: apply the unambiguous rewrites only -- ``"nccl"`` → ``"hccl"``
-where lint found a backend value, ``.cuda()`` → ``.npu()``, ``"cuda:N"`` → ``"npu:N"`` -- to
+where lint found a backend value, ``.cuda()`` → ``.npu()``, ``"cuda:N"`` → ``"npu:N"``,
+``map_location="cpu"`` added to ``torch.load``, ``torch.cuda.amp.autocast``/``GradScaler``
+→ the AMP API of the torch_npu line (only when it is known: ``--torch-npu`` or a machine) -- to
 Python files, formatting preserved (a text edit at the columns of the finding).  A file is
 written atomically (a temporary file beside it, then ``os.replace``), never through a
 symbolic link, and only when it parsed (a file with an LNT016 finding has no edits)."""
@@ -12,8 +14,7 @@ import tempfile
 from typing import Dict, List, Tuple
 
 from npudoctor.lint.model import Edit, LintFinding
-
-FIXABLE = ("LNT001", "LNT002")
+from npudoctor.lint.rules import FIXABLE
 
 
 def edits_by_file(findings: List[LintFinding]) -> Dict[str, List[Edit]]:

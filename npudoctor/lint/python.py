@@ -429,6 +429,7 @@ class _Scan(ast.NodeVisitor):
                 "LNT005",
                 "torch.load without map_location restores tensors to the device they were saved from",
                 'torch.load(..., map_location="cpu")',
+                rules.append_keyword(node, self.lines, 'map_location="cpu"'),
             )
         if q in _SEED_OK or (q or "").endswith("seed_everything") or (q or "").endswith("set_seed"):
             self.seeded = True
@@ -564,11 +565,16 @@ class _Scan(ast.NodeVisitor):
                 f"{getattr(new, pick)} with torch_npu >= {new.min[0]}.{new.min[1]}, else {getattr(old, pick)} "
                 "(torch_npu version not known: give --torch-npu)"
             )
+        edit = None
+        if api is not None and what in ("autocast", "GradScaler"):
+            call = api.grad_scaler if what == "GradScaler" else api.autocast
+            edit = rules.rename_call(node, self.lines, f"torch.cuda.{rest}", call)
         self.add(
             node,
             "LNT004",
             f"torch.cuda.{rest} is CUDA's mixed precision: disabled on the NPU, training runs in float32",
             fix,
+            edit,
         )
 
 

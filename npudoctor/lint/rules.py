@@ -10,6 +10,9 @@ from npudoctor.findings import Code
 from npudoctor.knowledge import codes
 from npudoctor.lint.model import Edit
 
+#: The codes whose rewrites are unambiguous, applied by ``--fix`` (the others are advice).
+FIXABLE = ("LNT001", "LNT002", "LNT004", "LNT005")
+
 
 def lint_codes() -> Dict[str, Code]:
     """Every lint code, by code (their default severity and title)."""
@@ -76,3 +79,33 @@ def replace_node(node: ast.AST, lines: List[str], new: str) -> Optional[Edit]:
         return None
     col = _chars(lines, node.lineno, node.col_offset)
     return Edit(node.lineno, col, col + len(text), text, new)
+
+
+def append_keyword(call: ast.Call, lines: List[str], keyword: str) -> Optional[Edit]:
+    """Add ``keyword`` as the last argument of a one-line call that has arguments."""
+    text = _span(call, lines)
+    if text is None or not text.endswith(")") or not (call.args or call.keywords):
+        return None
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    end = _chars(lines, call.lineno, call.end_col_offset or 0)
+    return Edit(call.lineno, end - 1, end, ")", f", {keyword})")
+
+
+def rename_call(func: ast.AST, lines: List[str], spelled: str, new_call: str) -> Optional[Edit]:
+    """Rewrite ``spelled(`` (the callee written out in full, e.g. ``torch.cuda.amp.autocast``)
+    to ``new_call`` (``torch.amp.autocast("npu")``): its callee, and its arguments first."""
+    text = _span(func, lines)
+    if text != spelled:
+        return None
+    col = _chars(lines, func.lineno, func.col_offset)  # type: ignore[attr-defined]
+    line = lines[func.lineno - 1]  # type: ignore[attr-defined]
+    after = col + len(text)
+    if line[after : after + 1] != "(":
+        return None
+    callee, _, args = new_call.partition("(")
+    args = args[:-1] if args.endswith(")") else args
+    if not args:
+        return Edit(func.lineno, col, after, text, callee)  # type: ignore[attr-defined]
+    empty = line[after + 1 : after + 2] == ")"
+    return Edit(func.lineno, col, after + 1, text + "(", f"{callee}({args}" + ("" if empty else ", "))  # type: ignore[attr-defined]

@@ -17,7 +17,7 @@ from npudoctor.lint import python as pylint
 from npudoctor.lint import shell
 from npudoctor.lint.knowledge import LintKnowledge, load
 from npudoctor.lint.model import LintFinding, LintResult
-from npudoctor.lint.rules import lint_codes
+from npudoctor.lint.rules import FIXABLE, lint_codes
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_FILES = 100_000
@@ -224,6 +224,7 @@ def lint_file(path: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]] 
 
 def _finding(path: str, raw: Raw, severity: dict, source: str, cell: Optional[int] = None) -> LintFinding:  # type: ignore[type-arg]
     line, end, col, code, message, fix, edits, sev = raw
+    edits = edits if code in FIXABLE else ()
     return LintFinding(
         path, line, end, col, code, sev or severity[code], message, fix, source.strip()[:200], cell, edits
     )
