@@ -86,6 +86,7 @@ class _Scan(ast.NodeVisitor):
         self.guarded_imports: Set[int] = set()
         self.cuda_flags: Set[str] = set()
         self.top_level: Set[int] = set()
+        self.libraries_seen: Set[str] = set()
         self.knows_hccl = False
 
     # -- helpers ---------------------------------------------------------------------------
@@ -136,8 +137,9 @@ class _Scan(ast.NodeVisitor):
         if id(node) in self.guarded_imports or id(node) not in self.top_level:
             return  # an import in a function, a branch or a try is optional: not reported
         lib = self.k.libraries.get(module.split(".")[0])
-        if lib is None:
-            return
+        if lib is None or lib.module in self.libraries_seen:
+            return  # one finding per library and file: its first import
+        self.libraries_seen.add(lib.module)
         fix = f"on the NPU: {lib.npu_replacement}" if lib.npu_replacement else "no NPU build is published: remove it"
         self.add(node, "LNT008", f"{lib.module} is CUDA-only: {lib.why}", fix, severity=lib.severity)
 
@@ -209,6 +211,13 @@ class _Scan(ast.NodeVisitor):
         or a name assigned from ``torch.cuda.is_available()`` (reported where it is assigned)."""
         if not self.has_cuda:
             return False
+        if isinstance(test, ast.Call) and self.qual(test.func) != "torch.cuda.is_available":
+            func = test.func
+            name = (
+                func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            ).lower()
+            if "cuda" in name and "avail" in name:
+                return True  # is_torch_cuda_available(): a project's own CUDA check guards its body
         for sub in ast.walk(test):
             if isinstance(sub, ast.Name) and sub.id in self.cuda_flags:
                 return True
@@ -221,6 +230,21 @@ class _Scan(ast.NodeVisitor):
             ):
                 return True
         return False
+
+    def _decorators(self, node: ast.AST) -> None:
+        """Strings in decorators are metadata (``@pytest.mark.runs_on(["cuda"])``), not placements."""
+        for deco in getattr(node, "decorator_list", ()):
+            self.skip.update(id(n) for n in ast.walk(deco) if isinstance(n, (ast.Constant, ast.JoinedStr)))
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._decorators(node)
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        self._decorators(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self._decorators(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         value = node.value

@@ -3,7 +3,8 @@
 Bounded: a file over :data:`MAX_FILE_BYTES` is one LNT016 finding, at most :data:`MAX_FILES`
 files are read, directories are walked without following links (no loop), files reached
 through a link that leaves the given path are skipped, and ``.git``, virtual environments
-(a ``pyvenv.cfg``), ``node_modules`` and caches are not entered.  Nothing is executed."""
+(a ``pyvenv.cfg``), ``node_modules``, caches and ``.github`` (CI of the project's own runners)
+are not entered.  Nothing is executed."""
 
 from __future__ import annotations
 
