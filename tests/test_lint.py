@@ -365,3 +365,32 @@ def test_fix_adds_map_location_and_rewrites_amp_only_when_the_torch_npu_line_is_
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+def _snapshot(tmp_path: Path, chip: str) -> Path:
+    doc = {
+        "schema_version": 1,
+        "created": "2025-01-01T00:00:00Z",
+        "node": "n1",
+        "target": {},
+        "facts": {
+            "devices": {"chips": [{"npu_id": 0, "name": chip}]},
+            "packages": {"installed": {"torch-npu": [{"name": "torch_npu", "version": "2.1.0.post10"}]}},
+        },
+    }
+    path = tmp_path / f"{chip}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize(("chip", "expected"), [("910A", ["LNT017", "LNT017", "LNT017"]), ("910B3", [])])
+def test_bf16_is_reported_only_on_a_machine_whose_chip_has_none(tmp_path: Path, chip: str, expected: List[str]) -> None:
+    (tmp_path / "a.py").write_text("import torch\nx = t.to(torch.bfloat16)\nargs = TrainingArguments(bf16=True)\n")
+    (tmp_path / "c.yaml").write_text("bf16: true\n")
+    res = npudoctor("lint", "--json", "--from", _snapshot(tmp_path, chip), tmp_path / "a.py", tmp_path / "c.yaml")
+    doc = json.loads(res.stdout)
+    assert [f["code"] for f in doc["findings"]] == expected
+    if expected:
+        assert "910A" in doc["findings"][0]["message"]
+    plain = json.loads(npudoctor("lint", "--json", tmp_path / "a.py", tmp_path / "c.yaml").stdout)
+    assert plain["findings"] == []

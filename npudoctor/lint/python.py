@@ -65,7 +65,14 @@ def _is_device_string(text: str) -> bool:
 
 
 class _Scan(ast.NodeVisitor):
-    def __init__(self, knowledge: LintKnowledge, lines: List[str], torch_npu: Optional[Tuple[int, int]]) -> None:
+    def __init__(
+        self,
+        knowledge: LintKnowledge,
+        lines: List[str],
+        torch_npu: Optional[Tuple[int, int]],
+        no_bf16: Optional[str] = None,
+    ) -> None:
+        self.no_bf16 = no_bf16
         self.k = knowledge
         self.lines = lines
         self.text = "\n".join(lines)
@@ -342,6 +349,9 @@ class _Scan(ast.NodeVisitor):
         if id(node) in self.skip or self.message_depth or not isinstance(node.value, str):
             return
         text = node.value
+        if self.no_bf16 and text in ("bfloat16", "bf16") and not self.compare_depth:
+            self._bf16(node)
+            return
         if text == "nccl":
             if self.compare_depth and self.transfer:
                 self.add(
@@ -469,6 +479,8 @@ class _Scan(ast.NodeVisitor):
                 if self.qual(arg) == "torch.channels_last":
                     self.add(node, "LNT015", "transfer_to_npu does not support channels_last", "use .contiguous()")
         for kw in node.keywords:
+            if self.no_bf16 and kw.arg == "bf16" and isinstance(kw.value, ast.Constant) and kw.value.value is True:
+                self._bf16(kw.value)
             if kw.arg == "enabled" and any(
                 isinstance(s, ast.Call) and self.qual(s.func) == "torch.cuda.is_available" for s in ast.walk(kw.value)
             ):
@@ -487,6 +499,9 @@ class _Scan(ast.NodeVisitor):
         q = self.qual(node)
         if q is None:
             self.generic_visit(node)
+            return
+        if q == "torch.bfloat16" and self.no_bf16:
+            self._bf16(node)
             return
         if q.startswith("torch.cuda.") or q == "torch.cuda.amp":
             self._torch_cuda(node, q[len("torch.cuda.") :])
@@ -566,6 +581,9 @@ class _Scan(ast.NodeVisitor):
                 rules.replace_node(node, self.lines, target) if npu and "." not in rest else None,
             )
 
+    def _bf16(self, node: ast.AST) -> None:
+        self.add(node, "LNT017", f"bfloat16 on this machine: {self.no_bf16}", "use float16 (torch.float16, fp16=True)")
+
     def _amp(self, node: ast.AST, rest: str) -> None:
         if self.transfer:
             return
@@ -606,11 +624,16 @@ Raw = Tuple[int, int, int, str, str, str, Tuple[Edit, ...], Optional[str]]
 
 
 def scan(
-    tree: ast.AST, lines: List[str], knowledge: LintKnowledge, torch_npu: Optional[Tuple[int, int]] = None
+    tree: ast.AST,
+    lines: List[str],
+    knowledge: LintKnowledge,
+    torch_npu: Optional[Tuple[int, int]] = None,
+    no_bf16: Optional[str] = None,
 ) -> List[Raw]:
     """``(line, end_line, col, code, message, fix, edit, severity)`` of each CUDA-ism in ``tree``."""
-    s = _Scan(knowledge, lines, torch_npu)
-    if not _may_hit(s.text.lower(), knowledge):
+    s = _Scan(knowledge, lines, torch_npu, no_bf16)
+    low = s.text.lower()
+    if not _may_hit(low, knowledge) and not (no_bf16 and ("bf16" in low or "bfloat16" in low)):
         return []  # nothing any rule looks for is named in the file: no walk
     body = tree.body if isinstance(tree, ast.Module) else []
     s.top_level = {id(stmt) for stmt in body if isinstance(stmt, (ast.Import, ast.ImportFrom))}

@@ -35,6 +35,7 @@ def lint_codes() -> Dict[str, Code]:
             codes.get("LNT014"),
             codes.get("LNT015"),
             codes.get("LNT016"),
+            codes.get("LNT017"),
         )
     }
 

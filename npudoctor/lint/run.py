@@ -134,11 +134,11 @@ def _parse(text: str) -> ast.AST:
 Raw = pylint.Raw
 
 
-def _python(text: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]]) -> List[Raw]:
+def _python(text: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]], no_bf16: Optional[str]) -> List[Raw]:
     lines = text.splitlines()
     tree = _parse(text)
     try:
-        return pylint.scan(tree, lines, k, torch_npu)
+        return pylint.scan(tree, lines, k, torch_npu, no_bf16)
     except RecursionError:
         raise _Unreadable("nested too deeply to lint") from None
 
@@ -150,7 +150,9 @@ def _shell(text: str, k: LintKnowledge) -> List[Raw]:
     ]
 
 
-def _notebook(text: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]]) -> List[Tuple[int, Raw]]:
+def _notebook(
+    text: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]], no_bf16: Optional[str]
+) -> List[Tuple[int, Raw]]:
     """Findings of a notebook's code cells as ``(cell, raw)`` with cell-relative lines."""
     try:
         doc = json.loads(text)
@@ -182,7 +184,7 @@ def _notebook(text: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]])
     except _Unreadable as exc:
         raise _Unreadable(f"a code cell {exc}") from None
     try:
-        raws = pylint.scan(tree, code_lines, k, torch_npu)
+        raws = pylint.scan(tree, code_lines, k, torch_npu, no_bf16)
     except RecursionError:
         raise _Unreadable("a code cell is nested too deeply to lint") from None
     for raw in raws:
@@ -195,7 +197,9 @@ def _notebook(text: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]])
     return out
 
 
-def lint_file(path: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]] = None) -> List[LintFinding]:
+def lint_file(
+    path: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]] = None, no_bf16: Optional[str] = None
+) -> List[LintFinding]:
     """The findings of one file (an unreadable file is one LNT016 finding)."""
     kind = kind_of(path) or "python"
     severity = {c: code.severity for c, code in lint_codes().items()}
@@ -203,14 +207,14 @@ def lint_file(path: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]] 
         text = _read(path)
         lines = text.splitlines()
         if kind == "notebook":
-            cells = _notebook(text, k, torch_npu)
+            cells = _notebook(text, k, torch_npu, no_bf16)
             return [_finding(path, raw, severity, "", cell) for cell, raw in cells]
         if kind == "python":
-            raws = _python(text, k, torch_npu)
+            raws = _python(text, k, torch_npu, no_bf16)
         elif kind == "config":
             raws = [
                 (ln, ln, col, code, msg, fix, (), sev)
-                for ln, col, code, msg, fix, sev in shell.scan_config(lines, k, text)
+                for ln, col, code, msg, fix, sev in shell.scan_config(lines, k, text, no_bf16)
             ]
         else:
             raws = _shell(text, k)
@@ -235,13 +239,14 @@ def lint_paths(
     paths: Sequence[str],
     torch_npu: Optional[Tuple[int, int]] = None,
     progress: Optional[Callable[[int], None]] = None,
+    no_bf16: Optional[str] = None,
 ) -> LintResult:
     """Lint every file under ``paths``."""
     k = load()
     result = LintResult()
     for path in walk(paths):
         result.files += 1
-        result.findings.extend(lint_file(path, k, torch_npu))
+        result.findings.extend(lint_file(path, k, torch_npu, no_bf16))
         if progress is not None:
             progress(result.files)
     result.findings.sort(key=LintFinding.sort_key)

@@ -97,8 +97,13 @@ _CONFIG_ENV_KEY = re.compile(r"""(?:^|[\s{,\-])["']?([A-Z][A-Z0-9_]*)["']?\s*[:=
 _CONFIG_ENV_NAME = re.compile(r"""\bname\s*:\s*["']?([A-Z][A-Z0-9_]*)""")
 
 
+_CONFIG_BF16 = re.compile(
+    r"""["']?(?:bf16|torch_dtype|dtype|compute_dtype|mixed_precision)["']?\s*[:=]\s*(?:\{\s*["']?enabled["']?\s*:\s*)?["']?(true|True|bfloat16|bf16)\b"""
+)
+
+
 def scan_config(
-    lines: List[str], knowledge: LintKnowledge, whole: str
+    lines: List[str], knowledge: LintKnowledge, whole: str, no_bf16: Optional[str] = None
 ) -> List[Tuple[int, int, str, str, str, Optional[str]]]:
     """YAML or JSON launcher configs (Kubernetes env lists, Hydra/Lightning/DeepSpeed-style
     keys): the distributed backend, the device and the environment variables they set, and
@@ -117,6 +122,18 @@ def scan_config(
                     "LNT002",
                     'backend "nccl" is NVIDIA\'s collective library; the NPU backend is "hccl"',
                     "use hccl",
+                    None,
+                )
+            )
+        m = _CONFIG_BF16.search(line) if no_bf16 else None
+        if m and (m.group(1) in ("bfloat16", "bf16") or "bf16" in line[: m.start(1)]):
+            out.append(
+                (
+                    number,
+                    m.start(1),
+                    "LNT017",
+                    f"bfloat16 on this machine: {no_bf16}",
+                    "use float16 (fp16: true, bf16: false)",
                     None,
                 )
             )

@@ -2,6 +2,7 @@
 NPU fix (:mod:`npudoctor.lint`)."""
 
 import os
+from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 import typer
@@ -14,6 +15,7 @@ from npudoctor.cli.commands._common import (
     RootOpt,
     environment,
     fail_usage,
+    load_matrix_or_none,
     machine_request,
     snapshot_for,
 )
@@ -45,23 +47,35 @@ def _version(text: Optional[str]) -> Optional[Tuple[int, int]]:
     return int(parts[0]), int(parts[1])
 
 
-def machine_torch_npu(
-    root: Optional[str], python: Optional[str], from_: Optional[str], env: Environment
-) -> Tuple[Optional[Tuple[int, int]], str]:
-    """The torch_npu release line installed on the machine of ``--root``/``--python``/``--from``
-    and what was found (for the report); raises :class:`UsageError`."""
-    from npudoctor.engine import Options
+@dataclass(frozen=True)
+class MachineAdvice:
+    """What lint takes from the machine of ``--root``/``--python``/``--from``: the torch_npu
+    release line (AMP advice), the chip without bfloat16 (the title of the rules' DEV041
+    finding, the one judge of it), and what was found, for the user."""
+
+    torch_npu: Optional[Tuple[int, int]]
+    no_bf16: Optional[str]
+    said: str
+
+
+def machine_advice(root: Optional[str], python: Optional[str], from_: Optional[str], env: Environment) -> MachineAdvice:
+    """Read the Python packages and devices of the machine and judge them with the rules;
+    raises :class:`UsageError`."""
+    from npudoctor.engine import Options, evaluate
     from npudoctor.facts import Facts
 
     request = machine_request(root, python, None, None, False, from_, False)
-    snapshot = snapshot_for(request, Options(), sections=["python", "packages"], environ=env.environ)
+    options = Options()
+    snapshot = snapshot_for(request, options, sections=["python", "packages", "devices"], environ=env.environ)
+    matrix, _error = load_matrix_or_none(None)
+    no_bf16 = next((f.title for f in evaluate(snapshot, matrix, options) if f.code == "DEV041"), None)
     dist = Facts(snapshot.facts).packages.torch_npu
     if dist is None or not dist.version:
-        return None, "torch_npu is not installed on that machine"
+        return MachineAdvice(None, no_bf16, "torch_npu is not installed on that machine")
     try:
-        return _version(dist.version), f"torch_npu {dist.version} installed"
+        return MachineAdvice(_version(dist.version), no_bf16, f"torch_npu {dist.version} installed")
     except ValueError:
-        return None, f"torch_npu version {dist.version!r} not understood"
+        return MachineAdvice(None, no_bf16, f"torch_npu version {dist.version!r} not understood")
 
 
 #: Seconds a run goes before a terminal gets a progress line (small trees stay quiet).
@@ -137,13 +151,15 @@ def register(app: typer.Typer) -> None:
                 raise UsageError(
                     "--torch-npu names the release line; it cannot be combined with --root/--python/--from"
                 )
+            no_bf16 = None
             if root or python or from_:
-                line, found = machine_torch_npu(root, python, from_, env)
-                env.stderr.write(f"npudoctor lint: {found}\n")
+                advice = machine_advice(root, python, from_, env)
+                line, no_bf16 = advice.torch_npu, advice.no_bf16
+                env.stderr.write(f"npudoctor lint: {advice.said}\n")
         except (ValueError, UsageError) as exc:
             raise fail_usage(str(exc), env) from None
         progress = Progress(env) if env.stderr_isatty else None
-        result = lint_paths(paths, torch_npu=line, progress=progress)
+        result = lint_paths(paths, torch_npu=line, progress=progress, no_bf16=no_bf16)
         if progress is not None:
             progress.done()
         if fix or show_diff:
@@ -154,7 +170,7 @@ def register(app: typer.Typer) -> None:
                 env.stdout.write(fixer.diff(changes))
                 raise typer.Exit(int(ExitStatus.OK))
             fixer.write(changes)
-            result = lint_paths(paths, torch_npu=line)
+            result = lint_paths(paths, torch_npu=line, no_bf16=no_bf16)
         env.stdout.write(render(result, form))
         code: ExitStatus = exit_status(result, strict)
         raise typer.Exit(int(code))
