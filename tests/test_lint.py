@@ -394,3 +394,23 @@ def test_bf16_is_reported_only_on_a_machine_whose_chip_has_none(tmp_path: Path, 
         assert "910A" in doc["findings"][0]["message"]
     plain = json.loads(npudoctor("lint", "--json", tmp_path / "a.py", tmp_path / "c.yaml").stdout)
     assert plain["findings"] == []
+
+
+def test_ascend_visible_devices_values_the_runtime_reads_only_in_part(tmp_path: Path) -> None:
+    script = (
+        "#!/bin/bash\n"
+        "export ASCEND_RT_VISIBLE_DEVICES=0,1\n"
+        'export ASCEND_RT_VISIBLE_DEVICES="1, 2,3"\n'
+        "ASCEND_RT_VISIBLE_DEVICES=3,1 python t.py\n"
+        "export ASCEND_RT_VISIBLE_DEVICES=$DEVS\n"
+    )
+    _code, doc = _lint(tmp_path, "run.sh", script)
+    assert _codes(doc) == [(3, "LNT018"), (4, "LNT018")]
+    assert "the runtime reads only 1" in doc["findings"][0]["message"]
+    snap = _snapshot(tmp_path, "910B3")  # one NPU
+    res = npudoctor("lint", "--json", "--from", snap, tmp_path / "run.sh")
+    found = json.loads(res.stdout)["findings"]
+    assert [(f["line"], f["code"]) for f in found] == [(2, "LNT018"), (3, "LNT018"), (4, "LNT018")]
+    assert "the machine has 1 NPU(s): the runtime keeps only 0" in found[0]["message"]
+    py = _write(tmp_path / "v.py", 'import os\nos.environ["ASCEND_RT_VISIBLE_DEVICES"] = "2,0"\n')
+    assert [f["code"] for f in json.loads(npudoctor("lint", "--json", py).stdout)["findings"]] == ["LNT018"]

@@ -71,8 +71,10 @@ class _Scan(ast.NodeVisitor):
         lines: List[str],
         torch_npu: Optional[Tuple[int, int]],
         no_bf16: Optional[str] = None,
+        npus: Optional[int] = None,
     ) -> None:
         self.no_bf16 = no_bf16
+        self.npus = npus
         self.k = knowledge
         self.lines = lines
         self.text = "\n".join(lines)
@@ -255,6 +257,23 @@ class _Scan(ast.NodeVisitor):
 
     def visit_Assign(self, node: ast.Assign) -> None:
         value = node.value
+        for target in node.targets:
+            if (
+                isinstance(target, ast.Subscript)
+                and isinstance(value, ast.Constant)
+                and isinstance(value.value, str)
+                and any(
+                    isinstance(n, ast.Constant) and n.value == "ASCEND_RT_VISIBLE_DEVICES" for n in ast.walk(target)
+                )
+            ):
+                problem = rules.visible_devices_problem(value.value, self.npus)
+                if problem is not None:
+                    self.add(
+                        value,
+                        "LNT018",
+                        f"ASCEND_RT_VISIBLE_DEVICES={problem}",
+                        "comma-separated ascending IDs, no spaces, below the NPU count",
+                    )
         if (
             isinstance(value, ast.Constant)
             and isinstance(value.value, str)
@@ -629,9 +648,10 @@ def scan(
     knowledge: LintKnowledge,
     torch_npu: Optional[Tuple[int, int]] = None,
     no_bf16: Optional[str] = None,
+    npus: Optional[int] = None,
 ) -> List[Raw]:
     """``(line, end_line, col, code, message, fix, edit, severity)`` of each CUDA-ism in ``tree``."""
-    s = _Scan(knowledge, lines, torch_npu, no_bf16)
+    s = _Scan(knowledge, lines, torch_npu, no_bf16, npus)
     low = s.text.lower()
     if not _may_hit(low, knowledge) and not (no_bf16 and ("bf16" in low or "bfloat16" in low)):
         return []  # nothing any rule looks for is named in the file: no walk
@@ -665,6 +685,7 @@ def _may_hit(low: str, knowledge: LintKnowledge) -> bool:
         or "cudnn" in low
         or "nccl" in low
         or "transfer_to_npu" in low
+        or "ascend_rt_visible_devices" in low
         or ("torch" in low and "load" in low)
     ):
         return True

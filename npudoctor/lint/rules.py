@@ -36,6 +36,7 @@ def lint_codes() -> Dict[str, Code]:
             codes.get("LNT015"),
             codes.get("LNT016"),
             codes.get("LNT017"),
+            codes.get("LNT018"),
         )
     }
 
@@ -110,3 +111,28 @@ def rename_call(func: ast.AST, lines: List[str], spelled: str, new_call: str) ->
         return Edit(func.lineno, col, after, text, callee)  # type: ignore[attr-defined]
     empty = line[after + 1 : after + 2] == ")"
     return Edit(func.lineno, col, after + 1, text + "(", f"{callee}({args}" + ("" if empty else ", "))  # type: ignore[attr-defined]
+
+
+def visible_devices_problem(value: str, npus: Optional[int]) -> Optional[str]:
+    """What the Ascend runtime does not read of an ASCEND_RT_VISIBLE_DEVICES ``value``
+    (``None``: all of it, or a value built from variables, which is not judged)."""
+    value = value.strip().strip("'\"")
+    if not value or "$" in value or "{" in value:
+        return None
+    parts = value.split(",")
+    ids: List[int] = []
+    for part in parts:
+        if not part.isdigit():
+            kept = ",".join(str(i) for i in ids) or "nothing"
+            return f"{value!r} holds {part!r}: the runtime reads only {kept}"
+        ids.append(int(part))
+    if ids != sorted(ids) or len(set(ids)) != len(ids):
+        return f"{value!r} is not in ascending order, which the runtime requires"
+    if npus is not None:
+        beyond = [i for i in ids if i >= npus]
+        if beyond:
+            kept = ",".join(str(i) for i in ids if i < beyond[0]) or "nothing"
+            return (
+                f"{value!r} names device {beyond[0]} but the machine has {npus} NPU(s): the runtime keeps only {kept}"
+            )
+    return None

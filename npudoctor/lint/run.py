@@ -134,24 +134,26 @@ def _parse(text: str) -> ast.AST:
 Raw = pylint.Raw
 
 
-def _python(text: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]], no_bf16: Optional[str]) -> List[Raw]:
+def _python(
+    text: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]], no_bf16: Optional[str], npus: Optional[int]
+) -> List[Raw]:
     lines = text.splitlines()
     tree = _parse(text)
     try:
-        return pylint.scan(tree, lines, k, torch_npu, no_bf16)
+        return pylint.scan(tree, lines, k, torch_npu, no_bf16, npus)
     except RecursionError:
         raise _Unreadable("nested too deeply to lint") from None
 
 
-def _shell(text: str, k: LintKnowledge) -> List[Raw]:
+def _shell(text: str, k: LintKnowledge, npus: Optional[int]) -> List[Raw]:
     return [
         (ln, ln, col, code, msg, fix, (), sev)
-        for ln, col, code, msg, fix, sev in shell.scan_lines(text.splitlines(), k, text)
+        for ln, col, code, msg, fix, sev in shell.scan_lines(text.splitlines(), k, text, npus)
     ]
 
 
 def _notebook(
-    text: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]], no_bf16: Optional[str]
+    text: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]], no_bf16: Optional[str], npus: Optional[int]
 ) -> List[Tuple[int, Raw]]:
     """Findings of a notebook's code cells as ``(cell, raw)`` with cell-relative lines."""
     try:
@@ -184,7 +186,7 @@ def _notebook(
     except _Unreadable as exc:
         raise _Unreadable(f"a code cell {exc}") from None
     try:
-        raws = pylint.scan(tree, code_lines, k, torch_npu, no_bf16)
+        raws = pylint.scan(tree, code_lines, k, torch_npu, no_bf16, npus)
     except RecursionError:
         raise _Unreadable("a code cell is nested too deeply to lint") from None
     for raw in raws:
@@ -192,13 +194,17 @@ def _notebook(
         out.append((cell, (at, at + raw[1] - raw[0], raw[2], raw[3], raw[4], raw[5], (), raw[7])))
     whole = text
     for cell, at, body in shell_lines:
-        for _ln, col, code, msg, fix, sev in shell.scan_lines([body], k, whole):
+        for _ln, col, code, msg, fix, sev in shell.scan_lines([body], k, whole, npus):
             out.append((cell, (at, at, col, code, msg, fix, (), sev)))
     return out
 
 
 def lint_file(
-    path: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]] = None, no_bf16: Optional[str] = None
+    path: str,
+    k: LintKnowledge,
+    torch_npu: Optional[Tuple[int, int]] = None,
+    no_bf16: Optional[str] = None,
+    npus: Optional[int] = None,
 ) -> List[LintFinding]:
     """The findings of one file (an unreadable file is one LNT016 finding)."""
     kind = kind_of(path) or "python"
@@ -207,17 +213,17 @@ def lint_file(
         text = _read(path)
         lines = text.splitlines()
         if kind == "notebook":
-            cells = _notebook(text, k, torch_npu, no_bf16)
+            cells = _notebook(text, k, torch_npu, no_bf16, npus)
             return [_finding(path, raw, severity, "", cell) for cell, raw in cells]
         if kind == "python":
-            raws = _python(text, k, torch_npu, no_bf16)
+            raws = _python(text, k, torch_npu, no_bf16, npus)
         elif kind == "config":
             raws = [
                 (ln, ln, col, code, msg, fix, (), sev)
-                for ln, col, code, msg, fix, sev in shell.scan_config(lines, k, text, no_bf16)
+                for ln, col, code, msg, fix, sev in shell.scan_config(lines, k, text, no_bf16, npus)
             ]
         else:
-            raws = _shell(text, k)
+            raws = _shell(text, k, npus)
     except _Unreadable as exc:
         return [
             LintFinding(
@@ -240,13 +246,14 @@ def lint_paths(
     torch_npu: Optional[Tuple[int, int]] = None,
     progress: Optional[Callable[[int], None]] = None,
     no_bf16: Optional[str] = None,
+    npus: Optional[int] = None,
 ) -> LintResult:
     """Lint every file under ``paths``."""
     k = load()
     result = LintResult()
     for path in walk(paths):
         result.files += 1
-        result.findings.extend(lint_file(path, k, torch_npu, no_bf16))
+        result.findings.extend(lint_file(path, k, torch_npu, no_bf16, npus))
         if progress is not None:
             progress(result.files)
     result.findings.sort(key=LintFinding.sort_key)

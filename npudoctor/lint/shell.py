@@ -8,6 +8,10 @@ import re
 from typing import List, Optional, Tuple
 
 from npudoctor.lint.knowledge import LintKnowledge
+from npudoctor.lint.rules import visible_devices_problem
+
+VISIBLE = "ASCEND_RT_VISIBLE_DEVICES"
+_VALUE = re.compile(r"""("[^"]*"|'[^']*'|[^\s;&|)]*)""")
 
 _ASSIGN = re.compile(r"(?:^|[\s;&|(])(?:export\s+|env\s+)?([A-Z][A-Z0-9_]*)=")
 _BACKEND = re.compile(r"backend[=\s]+[\"']?(nccl)\b")
@@ -28,8 +32,26 @@ def strip_comment(line: str) -> str:
     return line
 
 
+def _visible(
+    number: int, col: int, value: str, npus: Optional[int]
+) -> List[Tuple[int, int, str, str, str, Optional[str]]]:
+    problem = visible_devices_problem(value, npus)
+    if problem is None:
+        return []
+    return [
+        (
+            number,
+            col,
+            "LNT018",
+            f"{VISIBLE}={problem}",
+            "comma-separated ascending IDs, no spaces, below the NPU count",
+            None,
+        )
+    ]
+
+
 def scan_lines(
-    lines: List[str], knowledge: LintKnowledge, whole: str
+    lines: List[str], knowledge: LintKnowledge, whole: str, npus: Optional[int] = None
 ) -> List[Tuple[int, int, str, str, str, Optional[str]]]:
     """``(line, col, code, message, fix, severity)`` for each finding in ``lines``; ``whole``
     is the text the NPU variables are looked for in."""
@@ -40,6 +62,9 @@ def scan_lines(
             continue
         for m in _ASSIGN.finditer(line):
             name = m.group(1)
+            if name == VISIBLE:
+                value = _VALUE.match(line, m.end())
+                out.extend(_visible(number, m.start(1), value.group(1) if value else "", npus))
             var = knowledge.env_var(name)
             if var is None:
                 continue
@@ -102,8 +127,15 @@ _CONFIG_BF16 = re.compile(
 )
 
 
+_CONFIG_VISIBLE = re.compile(r"""["']?ASCEND_RT_VISIBLE_DEVICES["']?\s*[:=]\s*("[^"]*"|'[^']*'|[^\s,}#]+)""")
+
+
 def scan_config(
-    lines: List[str], knowledge: LintKnowledge, whole: str, no_bf16: Optional[str] = None
+    lines: List[str],
+    knowledge: LintKnowledge,
+    whole: str,
+    no_bf16: Optional[str] = None,
+    npus: Optional[int] = None,
 ) -> List[Tuple[int, int, str, str, str, Optional[str]]]:
     """YAML or JSON launcher configs (Kubernetes env lists, Hydra/Lightning/DeepSpeed-style
     keys): the distributed backend, the device and the environment variables they set, and
@@ -125,6 +157,9 @@ def scan_config(
                     None,
                 )
             )
+        m = _CONFIG_VISIBLE.search(line)
+        if m:
+            out.extend(_visible(number, m.start(), m.group(1), npus))
         m = _CONFIG_BF16.search(line) if no_bf16 else None
         if m and (m.group(1) in ("bfloat16", "bf16") or "bf16" in line[: m.start(1)]):
             out.append(

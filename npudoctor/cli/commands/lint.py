@@ -56,6 +56,7 @@ class MachineAdvice:
     torch_npu: Optional[Tuple[int, int]]
     no_bf16: Optional[str]
     said: str
+    npus: Optional[int] = None
 
 
 def machine_advice(root: Optional[str], python: Optional[str], from_: Optional[str], env: Environment) -> MachineAdvice:
@@ -69,13 +70,15 @@ def machine_advice(root: Optional[str], python: Optional[str], from_: Optional[s
     snapshot = snapshot_for(request, options, sections=["python", "packages", "devices"], environ=env.environ)
     matrix, _error = load_matrix_or_none(None)
     no_bf16 = next((f.title for f in evaluate(snapshot, matrix, options) if f.code == "DEV041"), None)
-    dist = Facts(snapshot.facts).packages.torch_npu
+    facts = Facts(snapshot.facts)
+    npus = len(facts.devices.chips) or None
+    dist = facts.packages.torch_npu
     if dist is None or not dist.version:
-        return MachineAdvice(None, no_bf16, "torch_npu is not installed on that machine")
+        return MachineAdvice(None, no_bf16, "torch_npu is not installed on that machine", npus)
     try:
-        return MachineAdvice(_version(dist.version), no_bf16, f"torch_npu {dist.version} installed")
+        return MachineAdvice(_version(dist.version), no_bf16, f"torch_npu {dist.version} installed", npus)
     except ValueError:
-        return MachineAdvice(None, no_bf16, f"torch_npu version {dist.version!r} not understood")
+        return MachineAdvice(None, no_bf16, f"torch_npu version {dist.version!r} not understood", npus)
 
 
 #: Seconds a run goes before a terminal gets a progress line (small trees stay quiet).
@@ -151,15 +154,15 @@ def register(app: typer.Typer) -> None:
                 raise UsageError(
                     "--torch-npu names the release line; it cannot be combined with --root/--python/--from"
                 )
-            no_bf16 = None
+            no_bf16, npus = None, None
             if root or python or from_:
                 advice = machine_advice(root, python, from_, env)
-                line, no_bf16 = advice.torch_npu, advice.no_bf16
+                line, no_bf16, npus = advice.torch_npu, advice.no_bf16, advice.npus
                 env.stderr.write(f"npudoctor lint: {advice.said}\n")
         except (ValueError, UsageError) as exc:
             raise fail_usage(str(exc), env) from None
         progress = Progress(env) if env.stderr_isatty else None
-        result = lint_paths(paths, torch_npu=line, progress=progress, no_bf16=no_bf16)
+        result = lint_paths(paths, torch_npu=line, progress=progress, no_bf16=no_bf16, npus=npus)
         if progress is not None:
             progress.done()
         if fix or show_diff:
@@ -170,7 +173,7 @@ def register(app: typer.Typer) -> None:
                 env.stdout.write(fixer.diff(changes))
                 raise typer.Exit(int(ExitStatus.OK))
             fixer.write(changes)
-            result = lint_paths(paths, torch_npu=line, no_bf16=no_bf16)
+            result = lint_paths(paths, torch_npu=line, no_bf16=no_bf16, npus=npus)
         env.stdout.write(render(result, form))
         code: ExitStatus = exit_status(result, strict)
         raise typer.Exit(int(code))
