@@ -140,7 +140,8 @@ FEEDS = (
     ('hccl', ('deep',)),
     ('host', ('packages', 'cann', 'environment', 'libraries', 'driver', 'container', 'deep')),
     ('matrix', ('deep',)),
-    ('deep', ('python', 'packages', 'cann', 'environment', 'libraries', 'driver', 'devices', 'container', 'hccl', 'host', 'matrix')),
+    ('deep', ('python', 'packages', 'cann', 'environment', 'libraries', 'driver', 'devices', 'container', 'hccl', 'host', 'matrix', 'lint')),
+    ('lint', ('deep',)),
 )
 
 RULES = (

@@ -42,6 +42,7 @@ AREAS = (
     "host",
     "matrix",
     "deep",
+    "lint",
 )
 
 AREA_TITLES = {
@@ -57,6 +58,7 @@ AREA_TITLES = {
     "host": "Host hygiene",
     "matrix": "Compatibility matrix",
     "deep": "Deep probe (import torch_npu)",
+    "lint": "Code lint (CUDA-isms in user code)",
 }
 
 _CODE_RE = lazyre.pattern(r"^[A-Z]{2,5}[0-9]{3}$")

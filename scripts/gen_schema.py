@@ -4,7 +4,8 @@
 * ``docs/schema/snapshot.schema.json`` -- what ``npudoctor collect`` writes (and ``check
   --from`` reads);
 * ``docs/schema/check.schema.json`` -- ``npudoctor check --json``: the snapshot's keys plus
-  findings, summary and exit code.
+  findings, summary and exit code;
+* ``docs/schema/lint.schema.json`` -- ``npudoctor lint --json`` (:mod:`npudoctor.lint.schema`).
 
 The envelope (schema_version, target, findings, ...) is written here; the ``facts`` object is
 generated from the typed views (:func:`npudoctor.facts.facts_schema`), so every section and
@@ -190,7 +191,13 @@ def check_schema() -> Dict[str, Any]:
 
 
 #: Committed file name → its generator.
-FILES = {"check.schema.json": check_schema, "snapshot.schema.json": snapshot_schema}
+def lint_schema() -> Dict[str, Any]:
+    from npudoctor.lint.schema import lint_schema as build
+
+    return build()
+
+
+FILES = {"check.schema.json": check_schema, "snapshot.schema.json": snapshot_schema, "lint.schema.json": lint_schema}
 
 
 def render(schema: Dict[str, Any]) -> str:

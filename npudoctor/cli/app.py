@@ -63,6 +63,7 @@ COMMAND_MODULES: Dict[str, str] = {
     "exec": "exec_env",
     "env": "exec_env",
     "health": "health",
+    "lint": "lint",
     "matrix": "matrix",
     "npd": "npd",
     "plan": "plan",

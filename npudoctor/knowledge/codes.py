@@ -46,6 +46,7 @@ PREFIXES: Dict[str, str] = {
     "HOST": "host",
     "MTX": "matrix",
     "DEEP": "deep",
+    "LNT": "lint",
 }
 
 _FIELDS = ("name", "area", "severity", "title", "kinds", "explain", "symptom_of")

@@ -157,8 +157,8 @@ def _state(items: Sequence[Finding]) -> Optional[str]:
 
 def area_lines(facts_raw: Dict[str, Any], findings: Sequence[Finding]) -> List[AreaLine]:
     """The summary lines of a check over a snapshot's ``facts`` (a mapping) and its
-    ``findings``, in the report's area order.  The deep probe's line appears only when it
-    ran or was asked for; the quiet areas (HCCL, host hygiene, matrix, libraries) only
+    ``findings``, in the report's area order.  The deep probe's and the code lint's lines
+    appear only when they ran or were asked for; the quiet areas (HCCL, host hygiene, matrix, libraries) only
     with findings.  Never raises on malformed facts (a view that cannot be read gives an
     empty ``found``)."""
     facts = Facts(facts_raw)
@@ -166,8 +166,8 @@ def area_lines(facts_raw: Dict[str, Any], findings: Sequence[Finding]) -> List[A
     for area in AREAS:
         items = [f for f in findings if f.area == area]
         state = _state(items)
-        if area == "deep" and area not in facts_raw and not items:
-            continue
+        if area in ("deep", "lint") and area not in facts_raw and not items:
+            continue  # shown only when it ran (lint: the user's code is judged by `npudoctor lint`)
         if area in _QUIET and not items:
             continue
         reason = not_checked(facts_raw, area) if area in facts_raw or area in _FOUND else None

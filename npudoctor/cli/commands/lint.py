@@ -1,0 +1,179 @@
+"""``npudoctor lint PATH...``: the CUDA-isms in the user's code and launch scripts, with the
+NPU fix (:mod:`npudoctor.lint`)."""
+
+import os
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+import typer
+from typing_extensions import Annotated
+
+from npudoctor.cli.commands._common import (
+    FromOpt,
+    JsonOpt,
+    PythonOpt,
+    RootOpt,
+    environment,
+    fail_usage,
+    load_matrix_or_none,
+    machine_request,
+    snapshot_for,
+)
+from npudoctor.cli.request import Environment, ExitStatus, UsageError
+
+LINT_HELP = """Find the CUDA-isms in Python files, notebooks (.ipynb code cells), shell launch
+scripts (.sh, .bash) and launcher configs (.yaml, .yml, .json) that break or silently degrade on an Ascend NPU: .cuda() and "cuda:N",
+torch.cuda.* calls, backend "nccl", torch.cuda.amp, torch.load without map_location, cuDNN
+flags, CUDA graphs, CUDA-only libraries, CPU fallback behind torch.cuda.is_available(),
+CUDA_VISIBLE_DEVICES / NCCL_* / nvidia-smi in launch scripts. Each finding carries the NPU fix;
+`npudoctor explain LNTnnn` says more. Directories are walked without following links, skipping
+.git, virtual environments and node_modules.
+
+With --root DIR, --python PATH or --from SNAPSHOT the advice follows that machine: the mixed
+precision API of its installed torch_npu (only the Python packages are read; nothing is run
+inside --root). Without them, or --torch-npu X.Y, the advice states its assumption.
+
+Exit codes: 0 no error found; 1 errors (or warnings with --strict); 2 usage error."""
+
+FORMATS = ("text", "json", "sarif", "github")
+
+
+def _version(text: Optional[str]) -> Optional[Tuple[int, int]]:
+    if text is None:
+        return None
+    parts = text.split(".")
+    if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
+        raise ValueError(f"--torch-npu {text!r}: give a release line like 2.1 or 2.6.0")
+    return int(parts[0]), int(parts[1])
+
+
+@dataclass(frozen=True)
+class MachineAdvice:
+    """What lint takes from the machine of ``--root``/``--python``/``--from``: the torch_npu
+    release line (AMP advice), the chip without bfloat16 (the title of the rules' DEV041
+    finding, the one judge of it), and what was found, for the user."""
+
+    torch_npu: Optional[Tuple[int, int]]
+    no_bf16: Optional[str]
+    said: str
+    npus: Optional[int] = None
+
+
+def machine_advice(root: Optional[str], python: Optional[str], from_: Optional[str], env: Environment) -> MachineAdvice:
+    """Read the Python packages and devices of the machine and judge them with the rules;
+    raises :class:`UsageError`."""
+    from npudoctor.engine import Options, evaluate
+    from npudoctor.facts import Facts
+
+    request = machine_request(root, python, None, None, False, from_, False)
+    options = Options()
+    snapshot = snapshot_for(request, options, sections=["python", "packages", "devices"], environ=env.environ)
+    matrix, _error = load_matrix_or_none(None)
+    no_bf16 = next((f.title for f in evaluate(snapshot, matrix, options) if f.code == "DEV041"), None)
+    facts = Facts(snapshot.facts)
+    npus = len(facts.devices.chips) or None
+    dist = facts.packages.torch_npu
+    if dist is None or not dist.version:
+        return MachineAdvice(None, no_bf16, "torch_npu is not installed on that machine", npus)
+    try:
+        return MachineAdvice(_version(dist.version), no_bf16, f"torch_npu {dist.version} installed", npus)
+    except ValueError:
+        return MachineAdvice(None, no_bf16, f"torch_npu version {dist.version!r} not understood", npus)
+
+
+#: Seconds a run goes before a terminal gets a progress line (small trees stay quiet).
+PROGRESS_AFTER = 2.0
+
+
+class Progress:
+    """``npudoctor lint: N linted`` written over itself on stderr when stderr is a terminal and the run
+    has gone on for :data:`PROGRESS_AFTER` seconds (small trees stay quiet)."""
+
+    def __init__(self, env: Environment) -> None:
+        self.env = env
+        self.start = env.clock()
+        self.shown = False
+
+    def __call__(self, files: int) -> None:
+        if (self.shown and files % 50) or self.env.clock() - self.start < PROGRESS_AFTER:
+            return
+        self.env.stderr.write(f"\rnpudoctor lint: {files} linted")
+        self.env.stderr.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            self.env.stderr.write("\n")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(help=LINT_HELP)
+    def lint(
+        ctx: typer.Context,
+        paths: Annotated[List[str], typer.Argument(metavar="PATH...", help="Files or directories to lint.")],
+        as_json: JsonOpt = False,
+        output_format: Annotated[
+            str, typer.Option("--format", help="Output form: text, json, sarif or github (workflow annotations).")
+        ] = "text",
+        strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too.")] = False,
+        torch_npu: Annotated[
+            Optional[str],
+            typer.Option(
+                "--torch-npu", metavar="X.Y", help="The torch_npu release line the code runs with (AMP advice)."
+            ),
+        ] = None,
+        fix: Annotated[
+            bool,
+            typer.Option(
+                "--fix",
+                help='Apply the unambiguous rewrites (.cuda() -> .npu(), "nccl" -> "hccl", "cuda:N" -> "npu:N").',
+            ),
+        ] = False,
+        show_diff: Annotated[
+            bool, typer.Option("--diff", help="Print the rewrites as a unified diff; write nothing.")
+        ] = False,
+        root: RootOpt = None,
+        python: PythonOpt = None,
+        from_: FromOpt = None,
+    ) -> None:
+        from npudoctor.lint.report import exit_status, render
+        from npudoctor.lint.run import lint_paths
+
+        env = environment(ctx)
+        form = "json" if as_json else output_format
+        if form not in FORMATS:
+            raise fail_usage(f"--format {output_format!r}: choose one of {', '.join(FORMATS)}", env)
+        if as_json and output_format not in ("text", "json"):
+            raise fail_usage("--json and --format cannot be combined", env)
+        missing = [p for p in paths if not os.path.lexists(p)]
+        if missing:
+            raise fail_usage(f"no such file or directory: {', '.join(missing)}", env)
+        try:
+            line = _version(torch_npu)
+            if (root or python or from_) and torch_npu:
+                raise UsageError(
+                    "--torch-npu names the release line; it cannot be combined with --root/--python/--from"
+                )
+            no_bf16, npus = None, None
+            if root or python or from_:
+                advice = machine_advice(root, python, from_, env)
+                line, no_bf16, npus = advice.torch_npu, advice.no_bf16, advice.npus
+                env.stderr.write(f"npudoctor lint: {advice.said}\n")
+        except (ValueError, UsageError) as exc:
+            raise fail_usage(str(exc), env) from None
+        progress = Progress(env) if env.stderr_isatty else None
+        result = lint_paths(paths, torch_npu=line, progress=progress, no_bf16=no_bf16, npus=npus)
+        if progress is not None:
+            progress.done()
+        if fix or show_diff:
+            from npudoctor.lint import fix as fixer
+
+            changes = fixer.plan(result.findings)
+            if show_diff:
+                env.stdout.write(fixer.diff(changes))
+                raise typer.Exit(int(ExitStatus.OK))
+            fixer.write(changes)
+            result = lint_paths(paths, torch_npu=line, no_bf16=no_bf16, npus=npus)
+        env.stdout.write(render(result, form))
+        code: ExitStatus = exit_status(result, strict)
+        raise typer.Exit(int(code))

@@ -1,0 +1,123 @@
+"""The data of ``npudoctor lint``: ``npudoctor/knowledge/data/lint.toml`` (torch.cuda API names,
+CUDA graph APIs, the AMP API by torch_npu release line, launch-script variables and commands,
+CUDA-only libraries) read once into frozen records.  Library entries that name a
+``cuda_only.toml`` entry take its reason and NPU replacement from there, so ``check`` (installed
+packages) and ``lint`` (imports) give the same advice."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+from npudoctor import tomlread
+from npudoctor.knowledge import cuda_only
+
+
+@dataclass(frozen=True)
+class AmpApi:
+    """The mixed-precision API of torch_npu release lines ``>= min`` (a ``(major, minor)``)."""
+
+    min: Tuple[int, int]
+    autocast: str
+    grad_scaler: str
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    """A variable only the CUDA stack reads; ``npu`` is the one the NPU stack reads ("" none).
+    ``name`` ending in ``*`` is a prefix."""
+
+    name: str
+    npu: str
+
+
+@dataclass(frozen=True)
+class Library:
+    """A CUDA-only library by its top-level import name."""
+
+    module: str
+    severity: str
+    why: str
+    npu_replacement: str
+
+
+@dataclass(frozen=True)
+class LintKnowledge:
+    cuda_api: Dict[str, str]
+    graphs: Dict[str, str]
+    amp: Tuple[AmpApi, ...]
+    env: Tuple[EnvVar, ...]
+    commands: Dict[str, str]
+    libraries: Dict[str, Library]
+
+    def amp_for(self, torch_npu: Optional[Tuple[int, int]]) -> Optional[AmpApi]:
+        """The AMP API of the torch_npu release line ``torch_npu``; ``None`` when unknown."""
+        if torch_npu is None:
+            return None
+        for api in sorted(self.amp, key=lambda a: a.min, reverse=True):
+            if torch_npu >= api.min:
+                return api
+        return None
+
+    def env_var(self, name: str) -> Optional[EnvVar]:
+        for var in self.env:
+            if var.name == name:
+                return var
+        for var in self.env:
+            if var.name.endswith("*") and name.startswith(var.name[:-1]):
+                return var
+        return None
+
+
+def data_path() -> str:
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "knowledge", "data", "lint.toml")
+
+
+def _strings(table: Any) -> Dict[str, str]:
+    return {str(k): str(v) for k, v in dict(table or {}).items() if k != "sources"}
+
+
+def _version(text: str) -> Tuple[int, int]:
+    major, minor = text.split(".")[:2]
+    return int(major), int(minor)
+
+
+def _library(raw: Dict[str, Any]) -> Library:
+    entry_id = str(raw.get("entry", ""))
+    why, replacement, severity = str(raw.get("why", "")), str(raw.get("npu_replacement", "")), ""
+    if entry_id:
+        found = [e for e in cuda_only.entries() if e.id == entry_id]
+        if not found:
+            raise ValueError(f"lint.toml: library {raw.get('module')!r} names unknown cuda_only entry {entry_id!r}")
+        why, replacement, severity = found[0].why, found[0].npu_replacement, found[0].severity
+    return Library(
+        module=str(raw["module"]),
+        severity=str(raw.get("severity", severity or "error")),
+        why=why,
+        npu_replacement=replacement,
+    )
+
+
+_CACHE: List[LintKnowledge] = []
+
+
+def load() -> LintKnowledge:
+    """The bundled lint knowledge, parsed once per process.  Raises ``ValueError`` for a
+    malformed file (a packaging error, found by ``tests/test_lint.py``)."""
+    if _CACHE:
+        return _CACHE[0]
+    doc = tomlread.load_bundled(data_path())
+    libraries = [_library(raw) for raw in doc.get("library", [])]
+    knowledge = LintKnowledge(
+        cuda_api=_strings(doc.get("cuda_api")),
+        graphs=_strings(doc.get("graphs")),
+        amp=tuple(
+            AmpApi(_version(str(a["min"])), str(a["autocast"]), str(a["grad_scaler"])) for a in doc.get("amp", [])
+        ),
+        env=tuple(EnvVar(str(e["name"]), str(e.get("npu", ""))) for e in doc.get("env", [])),
+        commands={str(c["name"]): str(c.get("npu", "")) for c in doc.get("command", [])},
+        libraries={lib.module: lib for lib in libraries},
+    )
+    _CACHE.append(knowledge)
+    return knowledge

@@ -1,0 +1,260 @@
+"""``lint_paths``: walk the given files and directories, lint each file, return the findings.
+
+Bounded: a file over :data:`MAX_FILE_BYTES` is one LNT016 finding, at most :data:`MAX_FILES`
+files are read, directories are walked without following links (no loop), files reached
+through a link that leaves the given path are skipped, and ``.git``, virtual environments
+(a ``pyvenv.cfg``), ``node_modules``, caches and ``.github`` (CI of the project's own runners)
+are not entered.  Nothing is executed."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import stat
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+
+from npudoctor.lint import python as pylint
+from npudoctor.lint import shell
+from npudoctor.lint.knowledge import LintKnowledge, load
+from npudoctor.lint.model import LintFinding, LintResult
+from npudoctor.lint.rules import FIXABLE, lint_codes
+
+MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_FILES = 100_000
+PYTHON = (".py", ".pyw")
+SHELL = (".sh", ".bash")
+NOTEBOOK = (".ipynb",)
+CONFIG = (".yaml", ".yml", ".json")
+SKIP_DIRS = {
+    ".git",
+    ".hg",
+    ".svn",
+    "node_modules",
+    "__pycache__",
+    ".tox",
+    ".nox",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    "site-packages",
+    ".venv",
+    "venv",
+    ".eggs",
+}
+
+
+class _Unreadable(Exception):
+    """A file that cannot be linted, and why."""
+
+
+def kind_of(path: str) -> Optional[str]:
+    low = path.lower()
+    if low.endswith(PYTHON):
+        return "python"
+    if low.endswith(SHELL):
+        return "shell"
+    if low.endswith(NOTEBOOK):
+        return "notebook"
+    if low.endswith(CONFIG):
+        return "config"
+    return None
+
+
+def _inside(path: str, root: str) -> bool:
+    real = os.path.realpath(path)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def walk(paths: Sequence[str]) -> Iterator[str]:
+    """The lintable files under ``paths`` (a file given explicitly is linted whatever its
+    suffix is not: only known suffixes), each once, in a stable order."""
+    seen = set()
+    count = 0
+    for given in paths:
+        if os.path.isdir(given):
+            root = os.path.realpath(given)
+            for dirpath, dirnames, filenames in os.walk(given, followlinks=False):
+                dirnames[:] = sorted(
+                    d
+                    for d in dirnames
+                    if d not in SKIP_DIRS and not os.path.exists(os.path.join(dirpath, d, "pyvenv.cfg"))
+                )
+                for name in sorted(filenames):
+                    full = os.path.join(dirpath, name)
+                    if kind_of(name) is None or not _inside(full, root):
+                        continue
+                    real = os.path.realpath(full)
+                    if real in seen:
+                        continue
+                    seen.add(real)
+                    count += 1
+                    if count > MAX_FILES:
+                        return
+                    yield full
+        else:
+            real = os.path.realpath(given)
+            if real not in seen:
+                seen.add(real)
+                yield given
+
+
+def _read(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise _Unreadable(f"cannot read it: {exc.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise _Unreadable("not a regular file")
+    if st.st_size > MAX_FILE_BYTES:
+        raise _Unreadable(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB: not read")
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise _Unreadable(f"cannot read it: {exc.strerror}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise _Unreadable(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB: not read")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _Unreadable(f"not UTF-8 (byte {exc.start})") from None
+
+
+def _parse(text: str) -> ast.AST:
+    try:
+        return ast.parse(text)
+    except SyntaxError as exc:
+        where = f" at line {exc.lineno}" if exc.lineno else ""
+        raise _Unreadable(f"does not parse{where}: {exc.msg} (or uses syntax newer than this Python)") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise _Unreadable(f"does not parse: {type(exc).__name__}") from None
+
+
+Raw = pylint.Raw
+
+
+def _python(
+    text: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]], no_bf16: Optional[str], npus: Optional[int]
+) -> List[Raw]:
+    lines = text.splitlines()
+    tree = _parse(text)
+    try:
+        return pylint.scan(tree, lines, k, torch_npu, no_bf16, npus)
+    except RecursionError:
+        raise _Unreadable("nested too deeply to lint") from None
+
+
+def _shell(text: str, k: LintKnowledge, npus: Optional[int]) -> List[Raw]:
+    return [
+        (ln, ln, col, code, msg, fix, (), sev)
+        for ln, col, code, msg, fix, sev in shell.scan_lines(text.splitlines(), k, text, npus)
+    ]
+
+
+def _notebook(
+    text: str, k: LintKnowledge, torch_npu: Optional[Tuple[int, int]], no_bf16: Optional[str], npus: Optional[int]
+) -> List[Tuple[int, Raw]]:
+    """Findings of a notebook's code cells as ``(cell, raw)`` with cell-relative lines."""
+    try:
+        doc = json.loads(text)
+        cells = doc["cells"]
+        if not isinstance(cells, list):
+            raise TypeError
+    except (ValueError, KeyError, TypeError, RecursionError):
+        raise _Unreadable("not a notebook (no JSON object with a list of cells)") from None
+    code_lines: List[str] = []
+    where: List[Tuple[int, int]] = []  # (cell, line in cell) of each line of code_lines
+    shell_lines: List[Tuple[int, int, str]] = []
+    for number, cell in enumerate(cells, 1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        src = "".join(str(s) for s in source) if isinstance(source, list) else str(source)
+        for i, line in enumerate(src.splitlines(), 1):
+            stripped = line.lstrip()
+            if stripped.startswith("!"):
+                shell_lines.append((number, i, stripped[1:]))
+                line = ""
+            elif stripped.startswith("%"):
+                line = ""
+            code_lines.append(line)
+            where.append((number, i))
+    out: List[Tuple[int, Raw]] = []
+    try:
+        tree = _parse("\n".join(code_lines))
+    except _Unreadable as exc:
+        raise _Unreadable(f"a code cell {exc}") from None
+    try:
+        raws = pylint.scan(tree, code_lines, k, torch_npu, no_bf16, npus)
+    except RecursionError:
+        raise _Unreadable("a code cell is nested too deeply to lint") from None
+    for raw in raws:
+        cell, at = where[raw[0] - 1] if 0 < raw[0] <= len(where) else (0, raw[0])
+        out.append((cell, (at, at + raw[1] - raw[0], raw[2], raw[3], raw[4], raw[5], (), raw[7])))
+    whole = text
+    for cell, at, body in shell_lines:
+        for _ln, col, code, msg, fix, sev in shell.scan_lines([body], k, whole, npus):
+            out.append((cell, (at, at, col, code, msg, fix, (), sev)))
+    return out
+
+
+def lint_file(
+    path: str,
+    k: LintKnowledge,
+    torch_npu: Optional[Tuple[int, int]] = None,
+    no_bf16: Optional[str] = None,
+    npus: Optional[int] = None,
+) -> List[LintFinding]:
+    """The findings of one file (an unreadable file is one LNT016 finding)."""
+    kind = kind_of(path) or "python"
+    severity = {c: code.severity for c, code in lint_codes().items()}
+    try:
+        text = _read(path)
+        lines = text.splitlines()
+        if kind == "notebook":
+            cells = _notebook(text, k, torch_npu, no_bf16, npus)
+            return [_finding(path, raw, severity, "", cell) for cell, raw in cells]
+        if kind == "python":
+            raws = _python(text, k, torch_npu, no_bf16, npus)
+        elif kind == "config":
+            raws = [
+                (ln, ln, col, code, msg, fix, (), sev)
+                for ln, col, code, msg, fix, sev in shell.scan_config(lines, k, text, no_bf16, npus)
+            ]
+        else:
+            raws = _shell(text, k, npus)
+    except _Unreadable as exc:
+        return [
+            LintFinding(
+                path, 1, 1, 0, "LNT016", severity["LNT016"], f"not linted: {exc}", "fix the file, or exclude it", ""
+            )
+        ]
+    return [_finding(path, raw, severity, lines[raw[0] - 1] if 0 < raw[0] <= len(lines) else "") for raw in raws]
+
+
+def _finding(path: str, raw: Raw, severity: dict, source: str, cell: Optional[int] = None) -> LintFinding:  # type: ignore[type-arg]
+    line, end, col, code, message, fix, edits, sev = raw
+    edits = edits if code in FIXABLE else ()
+    return LintFinding(
+        path, line, end, col, code, sev or severity[code], message, fix, source.strip()[:200], cell, edits
+    )
+
+
+def lint_paths(
+    paths: Sequence[str],
+    torch_npu: Optional[Tuple[int, int]] = None,
+    progress: Optional[Callable[[int], None]] = None,
+    no_bf16: Optional[str] = None,
+    npus: Optional[int] = None,
+) -> LintResult:
+    """Lint every file under ``paths``."""
+    k = load()
+    result = LintResult()
+    for path in walk(paths):
+        result.files += 1
+        result.findings.extend(lint_file(path, k, torch_npu, no_bf16, npus))
+        if progress is not None:
+            progress(result.files)
+    result.findings.sort(key=LintFinding.sort_key)
+    return result

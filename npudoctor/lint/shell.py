@@ -1,0 +1,226 @@
+"""Lint shell launch scripts (``.sh``, ``.bash``, notebook ``!`` lines) line by line: variables
+only the CUDA stack reads and NVIDIA commands.  Comments are not code; a script that also sets
+the NPU variable (written for both stacks) is not reported for the CUDA one."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Tuple
+
+from npudoctor.lint.knowledge import LintKnowledge
+from npudoctor.lint.rules import visible_devices_problem
+
+VISIBLE = "ASCEND_RT_VISIBLE_DEVICES"
+_VALUE = re.compile(r"""("[^"]*"|'[^']*'|[^\s;&|)]*)""")
+
+_ASSIGN = re.compile(r"(?:^|[\s;&|(])(?:export\s+|env\s+)?([A-Z][A-Z0-9_]*)=")
+_BACKEND = re.compile(r"backend[=\s]+[\"']?(nccl)\b")
+_WORD = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def strip_comment(line: str) -> str:
+    """``line`` without a trailing ``# comment`` (a ``#`` outside quotes, at a word start)."""
+    quote: Optional[str] = None
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1] in " \t;"):
+            return line[:i]
+    return line
+
+
+def _visible(
+    number: int, col: int, value: str, npus: Optional[int]
+) -> List[Tuple[int, int, str, str, str, Optional[str]]]:
+    problem = visible_devices_problem(value, npus)
+    if problem is None:
+        return []
+    return [
+        (
+            number,
+            col,
+            "LNT018",
+            f"{VISIBLE}={problem}",
+            "comma-separated ascending IDs, no spaces, below the NPU count",
+            None,
+        )
+    ]
+
+
+def scan_lines(
+    lines: List[str], knowledge: LintKnowledge, whole: str, npus: Optional[int] = None
+) -> List[Tuple[int, int, str, str, str, Optional[str]]]:
+    """``(line, col, code, message, fix, severity)`` for each finding in ``lines``; ``whole``
+    is the text the NPU variables are looked for in."""
+    out: List[Tuple[int, int, str, str, str, Optional[str]]] = []
+    for number, raw in enumerate(lines, 1):
+        line = strip_comment(raw)
+        if not line.strip():
+            continue
+        for m in _ASSIGN.finditer(line):
+            name = m.group(1)
+            if name == VISIBLE:
+                value = _VALUE.match(line, m.end())
+                out.extend(_visible(number, m.start(1), value.group(1) if value else "", npus))
+            var = knowledge.env_var(name)
+            if var is None:
+                continue
+            if var.npu and var.npu in whole:
+                continue
+            if var.npu:
+                out.append(
+                    (number, m.start(1), "LNT013", f"{name} is read by the CUDA stack only", f"use {var.npu}", None)
+                )
+            else:
+                out.append(
+                    (
+                        number,
+                        m.start(1),
+                        "LNT013",
+                        f"{name} configures NCCL; HCCL does not read it",
+                        "remove it, or set the HCCL_* variable that matches",
+                        "info",
+                    )
+                )
+        for m in _BACKEND.finditer(line):
+            out.append(
+                (
+                    number,
+                    m.start(1),
+                    "LNT002",
+                    'backend "nccl" is NVIDIA\'s collective library; the NPU backend is "hccl"',
+                    "use hccl",
+                    None,
+                )
+            )
+        for m in _WORD.finditer(line):
+            npu = knowledge.commands.get(m.group(0))
+            if npu is not None:
+                out.append(
+                    (
+                        number,
+                        m.start(),
+                        "LNT014",
+                        f"{m.group(0)} is an NVIDIA tool, absent on an Ascend host",
+                        npu or "remove it (no NPU counterpart)",
+                        None,
+                    )
+                )
+    return out
+
+
+_CONFIG_BACKEND = re.compile(
+    r"""["']?(?:backend|dist_backend|dist-backend|distributed_backend|ddp_backend)["']?\s*[:=]\s*["']?(nccl)\b"""
+)
+_CONFIG_DEVICE = re.compile(
+    r"""["']?(?:device|device_type|accelerator)["']?\s*[:=]\s*["']?(cuda(?::\d+)?)["']?\s*,?\s*$"""
+)
+_CONFIG_ENV_KEY = re.compile(r"""(?:^|[\s{,\-])["']?([A-Z][A-Z0-9_]*)["']?\s*[:=]""")
+_CONFIG_ENV_NAME = re.compile(r"""\bname\s*:\s*["']?([A-Z][A-Z0-9_]*)""")
+
+
+_CONFIG_BF16 = re.compile(
+    r"""["']?(?:bf16|torch_dtype|dtype|compute_dtype|mixed_precision)["']?\s*[:=]\s*(?:\{\s*["']?enabled["']?\s*:\s*)?["']?(true|True|bfloat16|bf16)\b"""
+)
+
+
+_CONFIG_VISIBLE = re.compile(r"""["']?ASCEND_RT_VISIBLE_DEVICES["']?\s*[:=]\s*("[^"]*"|'[^']*'|[^\s,}#]+)""")
+
+
+def scan_config(
+    lines: List[str],
+    knowledge: LintKnowledge,
+    whole: str,
+    no_bf16: Optional[str] = None,
+    npus: Optional[int] = None,
+) -> List[Tuple[int, int, str, str, str, Optional[str]]]:
+    """YAML or JSON launcher configs (Kubernetes env lists, Hydra/Lightning/DeepSpeed-style
+    keys): the distributed backend, the device and the environment variables they set, and
+    commands they run, as for shell scripts."""
+    out: List[Tuple[int, int, str, str, str, Optional[str]]] = []
+    for number, raw in enumerate(lines, 1):
+        line = strip_comment(raw) if not raw.lstrip().startswith(("{", "[", '"')) else raw
+        if not line.strip():
+            continue
+        m = _CONFIG_BACKEND.search(line)
+        if m:
+            out.append(
+                (
+                    number,
+                    m.start(1),
+                    "LNT002",
+                    'backend "nccl" is NVIDIA\'s collective library; the NPU backend is "hccl"',
+                    "use hccl",
+                    None,
+                )
+            )
+        m = _CONFIG_VISIBLE.search(line)
+        if m:
+            out.extend(_visible(number, m.start(), m.group(1), npus))
+        m = _CONFIG_BF16.search(line) if no_bf16 else None
+        if m and (m.group(1) in ("bfloat16", "bf16") or "bf16" in line[: m.start(1)]):
+            out.append(
+                (
+                    number,
+                    m.start(1),
+                    "LNT017",
+                    f"bfloat16 on this machine: {no_bf16}",
+                    "use float16 (fp16: true, bf16: false)",
+                    None,
+                )
+            )
+        m = _CONFIG_DEVICE.search(line)
+        if m:
+            out.append(
+                (
+                    number,
+                    m.start(1),
+                    "LNT001",
+                    f'device "{m.group(1)}" is a CUDA device; the NPU is "npu"',
+                    f'use "npu{m.group(1)[4:]}"',
+                    None,
+                )
+            )
+        for m in list(_CONFIG_ENV_KEY.finditer(line)) + list(_CONFIG_ENV_NAME.finditer(line)):
+            var = knowledge.env_var(m.group(1))
+            if var is None or (var.npu and var.npu in whole):
+                continue
+            if var.npu:
+                out.append(
+                    (
+                        number,
+                        m.start(1),
+                        "LNT013",
+                        f"{m.group(1)} is read by the CUDA stack only",
+                        f"use {var.npu}",
+                        None,
+                    )
+                )
+            else:
+                out.append(
+                    (
+                        number,
+                        m.start(1),
+                        "LNT013",
+                        f"{m.group(1)} configures NCCL; HCCL does not read it",
+                        "remove it, or set the HCCL_* variable that matches",
+                        "info",
+                    )
+                )
+        for m in _WORD.finditer(line):
+            npu = knowledge.commands.get(m.group(0))
+            if npu is not None:
+                out.append(
+                    (
+                        number,
+                        m.start(),
+                        "LNT014",
+                        f"{m.group(0)} is an NVIDIA tool, absent on an Ascend host",
+                        npu or "remove it (no NPU counterpart)",
+                        None,
+                    )
+                )
+    return sorted(set(out))

@@ -1,0 +1,416 @@
+"""``npudoctor lint``: behaviours on files written here, run in-process (tests/clirun.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+import pytest
+
+from tests.clirun import npudoctor
+
+
+def _lint(tmp_path: Path, name: str, text: Any, *args: str) -> Tuple[int, Dict[str, Any]]:
+    path = tmp_path / name
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    res = npudoctor("lint", "--json", *args, path)
+    assert res.stderr == ""
+    return res.returncode, json.loads(res.stdout)
+
+
+def _codes(doc: Dict[str, Any]) -> List[Tuple[int, str]]:
+    return [(f["line"], f["code"]) for f in doc["findings"]]
+
+
+def test_aliases_of_torch_cuda_are_followed(tmp_path: Path) -> None:
+    code, doc = _lint(
+        tmp_path,
+        "a.py",
+        "import torch.cuda as tc\nfrom torch import cuda\nfrom torch.cuda import synchronize as sync\n"
+        "tc.synchronize()\ncuda.get_device_capability()\nsync()\n",
+    )
+    assert code == 1
+    assert _codes(doc) == [(4, "LNT003"), (5, "LNT003"), (6, "LNT003")]
+    assert doc["findings"][0]["fix"] == "torch.npu.synchronize"
+    assert "no NPU counterpart" in doc["findings"][1]["message"]
+
+
+def test_json_findings_carry_the_documented_fields(tmp_path: Path) -> None:
+    _code, doc = _lint(tmp_path, "a.py", "model = model.cuda()\n")
+    assert doc["schema_version"] == 1 and doc["files"] == 1
+    (f,) = doc["findings"]
+    assert {k: f[k] for k in ("line", "end_line", "code", "severity")} == {
+        "line": 1,
+        "end_line": 1,
+        "code": "LNT001",
+        "severity": "error",
+    }
+    assert f["path"].endswith("a.py") and f["message"] and f["fix"] == ".npu() or .to(device)"
+    assert f["source"] == "model = model.cuda()"
+
+
+def test_silent_after_npu_early_return_and_in_npu_guarded_chains(tmp_path: Path) -> None:
+    text = (
+        "import torch\n"
+        "def f(x):\n"
+        "    if torch.npu.is_available():\n"
+        "        return x.npu()\n"
+        "    return x.cuda()\n"
+        "if is_npu_available():\n"
+        "    d = 'npu'\n"
+        "elif torch.cuda.is_available():\n"
+        "    d = 'cuda'\n"
+        "x = 'npu' if is_npu() else 'cuda'\n"
+        "y = x.cuda()\n"
+    )
+    code, doc = _lint(tmp_path, "a.py", text)
+    assert _codes(doc) == [(11, "LNT001")]
+
+
+def test_strings_in_docstrings_logs_and_comparisons_are_not_code(tmp_path: Path) -> None:
+    text = (
+        '"""Runs on cuda:0 with nccl."""\n'
+        "import logging\n"
+        "logging.info('on cuda:0')\n"
+        "print('nccl')\n"
+        "if t.device.type == 'cuda':\n"
+        "    pass\n"
+        "# x.cuda()\n"
+    )
+    code, doc = _lint(tmp_path, "a.py", text)
+    assert (code, doc["findings"]) == (0, [])
+
+
+def test_cuda_availability_fallback_is_one_finding_and_its_body_is_silent(tmp_path: Path) -> None:
+    text = "import torch\nif torch.cuda.is_available():\n    m = m.cuda()\nd = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+    _code, doc = _lint(tmp_path, "a.py", text)
+    assert _codes(doc) == [(2, "LNT009"), (4, "LNT009")]
+
+
+def test_amp_advice_follows_the_torch_npu_line(tmp_path: Path) -> None:
+    text = "import torch\nwith torch.cuda.amp.autocast():\n    pass\n"
+    _c, new = _lint(tmp_path, "a.py", text, "--torch-npu", "2.6.0")
+    _c, old = _lint(tmp_path, "a.py", text, "--torch-npu", "2.1")
+    _c, unknown = _lint(tmp_path, "a.py", text)
+    assert new["findings"][0]["fix"] == 'torch.amp.autocast("npu")'
+    assert old["findings"][0]["fix"] == "torch.npu.amp.autocast()"
+    assert "torch_npu version not known" in unknown["findings"][0]["fix"]
+
+
+def test_transfer_to_npu_silences_what_it_remaps_but_not_its_limits(tmp_path: Path) -> None:
+    text = (
+        "import torch\nfrom torch_npu.contrib import transfer_to_npu\n"
+        "m = m.cuda()\ndist.init_process_group(backend='nccl')\n"
+        "if args.backend == 'nccl':\n    pass\ng = torch.jit.script(m)\n"
+    )
+    _code, doc = _lint(tmp_path, "a.py", text)
+    assert _codes(doc) == [(5, "LNT015"), (7, "LNT015")]
+
+
+def test_unreadable_files_are_one_finding_each_and_never_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "bad.py").write_text("def f(:\n", encoding="utf-8")
+    (tmp_path / "latin.py").write_bytes(b"x = '\xe9'\n")
+    (tmp_path / "nb.ipynb").write_text("{not json", encoding="utf-8")
+    (tmp_path / "nul.py").write_bytes(b"x = 1\x00\n")
+    res = npudoctor("lint", "--json", tmp_path)
+    doc = json.loads(res.stdout)
+    got = sorted((Path(f["path"]).name, f["code"]) for f in doc["findings"])
+    assert got == [("bad.py", "LNT016"), ("latin.py", "LNT016"), ("nb.ipynb", "LNT016"), ("nul.py", "LNT016")]
+    assert res.returncode == 0  # warnings only
+    assert "does not parse at line 1" in next(f["message"] for f in doc["findings"] if f["path"].endswith("bad.py"))
+
+
+def test_huge_file_is_not_read(tmp_path: Path) -> None:
+    from npudoctor.lint import run
+
+    (tmp_path / "big.py").write_bytes(b"x = 1\n" * (run.MAX_FILE_BYTES // 6 + 10))
+    _code, doc = _lint(tmp_path, "small.py", "x = 1\n")
+    res = npudoctor("lint", "--json", tmp_path / "big.py")
+    (f,) = json.loads(res.stdout)["findings"]
+    assert f["code"] == "LNT016" and "larger than" in f["message"]
+
+
+def test_walk_skips_git_venvs_node_modules_and_symlink_loops_and_links_out(tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    for d in (".git", "node_modules/pkg", "env", "src"):
+        (proj / d).mkdir(parents=True)
+    (proj / "env" / "pyvenv.cfg").write_text("home = /usr\n")
+    for d in (".git", "node_modules/pkg", "env"):
+        (proj / d / "x.py").write_text("m.cuda()\n")
+    (proj / "src" / "train.py").write_text("m.cuda()\n")
+    os.symlink(str(proj), str(proj / "src" / "loop"))
+    outside = tmp_path / "outside.py"
+    outside.write_text("m.cuda()\n")
+    os.symlink(str(outside), str(proj / "src" / "link.py"))
+    res = npudoctor("lint", "--json", proj)
+    doc = json.loads(res.stdout)
+    assert doc["files"] == 1
+    assert [Path(f["path"]).name for f in doc["findings"]] == ["train.py"]
+
+
+def test_notebook_code_cells_and_shell_magics(tmp_path: Path) -> None:
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "source": ["model.cuda()\n"]},
+            {"cell_type": "code", "source": ["import torch\n", "%matplotlib inline\n", "m = m.cuda()\n"]},
+            {"cell_type": "code", "source": "!nvidia-smi\nx = 1\n"},
+        ],
+        "nbformat": 4,
+    }
+    _code, doc = _lint(tmp_path, "n.ipynb", json.dumps(nb))
+    got = [(f["cell"], f["line"], f["code"]) for f in doc["findings"]]
+    assert got == [(2, 3, "LNT001"), (3, 1, "LNT014")]
+
+
+def test_shell_scripts(tmp_path: Path) -> None:
+    text = "#!/bin/bash\n# export CUDA_VISIBLE_DEVICES=1\nexport CUDA_VISIBLE_DEVICES=0\nnvidia-smi -L\n"
+    code, doc = _lint(tmp_path, "run.sh", text)
+    assert _codes(doc) == [(3, "LNT013"), (4, "LNT014")]
+    assert doc["findings"][0]["fix"] == "use ASCEND_RT_VISIBLE_DEVICES"
+
+
+def test_exit_status_strict_and_usage(tmp_path: Path) -> None:
+    (tmp_path / "w.py").write_text("import torch\nx = torch.load('a.pt')\n")
+    assert npudoctor("lint", tmp_path / "w.py").returncode == 0
+    assert npudoctor("lint", "--strict", tmp_path / "w.py").returncode == 1
+    assert npudoctor("lint", tmp_path / "missing.py").returncode == 2
+    assert npudoctor("lint", "--format", "xml", tmp_path / "w.py").returncode == 2
+    assert npudoctor("lint", "--torch-npu", "two", tmp_path / "w.py").returncode == 2
+
+
+def test_text_output_groups_by_file_with_the_source_line(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("m = m.cuda()\n")
+    res = npudoctor("lint", tmp_path)
+    lines = res.stdout.splitlines()
+    assert lines[0].endswith("a.py")
+    assert lines[1].split()[:3] == ["1:5", "error", "LNT001"]
+    assert lines[2].strip() == "| m = m.cuda()"
+    assert lines[3].strip() == "fix: .npu() or .to(device)"
+    assert lines[-1] == "1 error(s), 0 warning(s), 0 note(s) in 1 file."
+
+
+def test_sarif_is_2_1_0_with_rules_and_regions(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("m = m.cuda()\ndist.init_process_group('nccl')\n")
+    doc = json.loads(npudoctor("lint", "--format", "sarif", tmp_path).stdout)
+    assert doc["version"] == "2.1.0"
+    run = doc["runs"][0]
+    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["LNT001", "LNT002"]
+    first = run["results"][0]
+    assert first["ruleId"] == "LNT001" and first["level"] == "error"
+    assert first["locations"][0]["physicalLocation"]["region"] == {"startLine": 1, "endLine": 1, "startColumn": 5}
+
+
+def test_github_annotations(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("import torch\nx = torch.load('a.pt')\n")
+    out = npudoctor("lint", "--format", "github", tmp_path / "a.py").stdout
+    assert out.startswith("::warning file=") and ",line=2,endLine=2,col=5,title=LNT005::" in out
+
+
+@pytest.mark.parametrize("code", ["LNT001", "LNT009", "LNT016"])
+def test_explain_knows_the_lint_codes(code: str) -> None:
+    res = npudoctor("explain", code)
+    assert res.returncode == 0 and res.stdout.startswith(code)
+
+
+def test_knowledge_loads_and_library_entries_resolve() -> None:
+    from npudoctor.lint.knowledge import load
+
+    k = load()
+    assert k.libraries["flash_attn"].npu_replacement.startswith("torch_npu.npu_fusion_attention")
+    assert k.env_var("NCCL_DEBUG") is not None and k.env_var("NCCL_DEBUG").npu == ""  # type: ignore[union-attr]
+    assert k.amp_for((2, 6)).autocast == 'torch.amp.autocast("npu")'  # type: ignore[union-attr]
+
+
+def test_fix_rewrites_only_the_unambiguous_lines_atomically_and_diff_writes_nothing(tmp_path: Path) -> None:
+    text = (
+        "import torch\n"
+        "import torch.distributed as dist\n"
+        "m = model.cuda()  # keep\n"
+        "dist.init_process_group(backend='nccl')\n"
+        "torch.cuda.synchronize()\n"
+    )
+    path = tmp_path / "t.py"
+    path.write_text(text)
+    res = npudoctor("lint", "--diff", path)
+    assert res.returncode == 0 and "+m = model.npu()  # keep\n" in res.stdout
+    assert "+dist.init_process_group(backend='hccl')\n" in res.stdout
+    assert path.read_text() == text
+    res = npudoctor("lint", "--fix", "--json", path)
+    assert path.read_text() == text.replace(".cuda()", ".npu()").replace("'nccl'", "'hccl'")
+    assert [f["code"] for f in json.loads(res.stdout)["findings"]] == ["LNT003"]
+    assert res.returncode == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.py"]
+
+
+def test_fix_never_writes_through_a_symlink(tmp_path: Path) -> None:
+    target = tmp_path / "real.py"
+    target.write_text("m = m.cuda()\n")
+    os.symlink(str(target), str(tmp_path / "link.py"))
+    npudoctor("lint", "--fix", tmp_path / "link.py")
+    assert target.read_text() == "m = m.cuda()\n"
+
+
+def _root_with_torch_npu(root: Path, version: str) -> Path:
+    info = root / "usr/local/lib/python3.10/site-packages" / f"torch_npu-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: torch_npu\nVersion: {version}\n")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("version", "fix"), [("2.6.0", 'torch.amp.autocast("npu")'), ("2.1.0.post10", "torch.npu.amp.autocast()")]
+)
+def test_amp_advice_follows_the_torch_npu_installed_under_root(tmp_path: Path, version: str, fix: str) -> None:
+    root = _root_with_torch_npu(tmp_path / "root", version)
+    (tmp_path / "a.py").write_text("import torch\nwith torch.cuda.amp.autocast():\n    pass\n")
+    res = npudoctor("lint", "--json", "--root", root, tmp_path / "a.py")
+    assert json.loads(res.stdout)["findings"][0]["fix"] == fix
+    assert res.stderr == f"npudoctor lint: torch_npu {version} installed\n"
+
+
+def test_without_torch_npu_under_root_the_advice_states_its_assumption(tmp_path: Path) -> None:
+    (tmp_path / "root").mkdir()
+    (tmp_path / "a.py").write_text("import torch\ns = torch.cuda.amp.GradScaler()\n")
+    res = npudoctor("lint", "--json", "--root", tmp_path / "root", tmp_path / "a.py")
+    assert "torch_npu version not known" in json.loads(res.stdout)["findings"][0]["fix"]
+    assert res.stderr == "npudoctor lint: torch_npu is not installed on that machine\n"
+    both = npudoctor("lint", "--torch-npu", "2.6", "--root", tmp_path / "root", tmp_path / "a.py")
+    assert both.returncode == 2
+
+
+def _run_with(env_kwargs: Dict[str, Any], *argv: Any) -> Tuple[int, str, str]:
+    import io
+
+    from npudoctor.cli import run
+    from npudoctor.cli.request import Environment
+
+    out, err = io.StringIO(), io.StringIO()
+    env = Environment(stdout=out, stderr=err, environ=dict(os.environ), **env_kwargs)
+    code = run([str(a) for a in argv], env)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_progress_on_a_terminal_only_once_the_run_is_slow(tmp_path: Path) -> None:
+    for i in range(3):
+        (tmp_path / f"f{i}.py").write_text("x = 1\n")
+    ticks = iter(range(0, 1000, 5))  # each reading of the clock is 5 s later
+    _c, _o, err = _run_with({"stderr_isatty": True, "clock": lambda: float(next(ticks))}, "lint", tmp_path)
+    assert err == "\rnpudoctor lint: 1 linted\n"
+    _c, _o, err = _run_with({"stderr_isatty": True}, "lint", tmp_path)
+    assert err == ""
+    _c, _o, err = _run_with({"stderr_isatty": False, "clock": lambda: float(next(ticks))}, "lint", tmp_path)
+    assert err == ""
+
+
+def test_a_file_nested_too_deeply_is_one_finding(tmp_path: Path) -> None:
+    _code, doc = _lint(tmp_path, "deep.py", "import torch\nx = " + "+".join(["torch.cuda.a"] * 5000) + "\n")
+    (f,) = doc["findings"]
+    assert f["code"] == "LNT016"
+
+
+def test_json_output_validates_against_the_committed_schema(tmp_path: Path) -> None:
+    import jsonschema
+
+    schema = json.loads((Path(__file__).parents[1] / "docs" / "schema" / "lint.schema.json").read_text())
+    nb = {"cells": [{"cell_type": "code", "source": "m = m.cuda()\n"}]}
+    (tmp_path / "n.ipynb").write_text(json.dumps(nb))
+    (tmp_path / "bad.py").write_text("def f(:\n")
+    (tmp_path / "run.sh").write_text("export NCCL_DEBUG=INFO\n")
+    doc = json.loads(npudoctor("lint", "--json", tmp_path).stdout)
+    assert len(doc["findings"]) == 3
+    jsonschema.validate(doc, schema)
+
+
+def test_json_launcher_config(tmp_path: Path) -> None:
+    text = '{\n  "dist_backend": "nccl",\n  "device": "cuda:1",\n  "env": {"PYTORCH_CUDA_ALLOC_CONF": "x"},\n  "lr": 1\n}\n'
+    _code, doc = _lint(tmp_path, "launch.json", text)
+    assert _codes(doc) == [(2, "LNT002"), (3, "LNT001"), (4, "LNT013")]
+    assert doc["findings"][1]["fix"] == 'use "npu:1"'
+
+
+def test_fix_adds_map_location_and_rewrites_amp_only_when_the_torch_npu_line_is_known(tmp_path: Path) -> None:
+    text = (
+        "import torch\n"
+        "s = torch.load(path)\n"
+        "with torch.cuda.amp.autocast(dtype=torch.float16):\n"
+        "    pass\n"
+        "scaler = torch.cuda.amp.GradScaler()\n"
+    )
+    path = tmp_path / "t.py"
+    path.write_text(text)
+    unknown = npudoctor("lint", "--diff", path).stdout
+    assert '+s = torch.load(path, map_location="cpu")\n' in unknown and "+with" not in unknown
+    new = npudoctor("lint", "--diff", "--torch-npu", "2.6", path).stdout
+    assert '+with torch.amp.autocast("npu", dtype=torch.float16):\n' in new
+    assert '+scaler = torch.amp.GradScaler("npu")\n' in new
+    old = npudoctor("lint", "--diff", "--torch-npu", "2.1", path).stdout
+    assert "+with torch.npu.amp.autocast(dtype=torch.float16):\n" in old
+    doc = json.loads(npudoctor("lint", "--json", path).stdout)
+    assert [(f["code"], f["fixable"]) for f in doc["findings"]] == [
+        ("LNT005", True),
+        ("LNT004", False),
+        ("LNT004", False),
+    ]
+    synced = json.loads(
+        npudoctor("lint", "--json", _write(tmp_path / "s.py", "import torch\ntorch.cuda.synchronize()\n")).stdout
+    )
+    assert synced["findings"][0]["fixable"] is False  # advice, not rewritten
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def _snapshot(tmp_path: Path, chip: str) -> Path:
+    doc = {
+        "schema_version": 1,
+        "created": "2025-01-01T00:00:00Z",
+        "node": "n1",
+        "target": {},
+        "facts": {
+            "devices": {"chips": [{"npu_id": 0, "name": chip}]},
+            "packages": {"installed": {"torch-npu": [{"name": "torch_npu", "version": "2.1.0.post10"}]}},
+        },
+    }
+    path = tmp_path / f"{chip}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize(("chip", "expected"), [("910A", ["LNT017", "LNT017", "LNT017"]), ("910B3", [])])
+def test_bf16_is_reported_only_on_a_machine_whose_chip_has_none(tmp_path: Path, chip: str, expected: List[str]) -> None:
+    (tmp_path / "a.py").write_text("import torch\nx = t.to(torch.bfloat16)\nargs = TrainingArguments(bf16=True)\n")
+    (tmp_path / "c.yaml").write_text("bf16: true\n")
+    res = npudoctor("lint", "--json", "--from", _snapshot(tmp_path, chip), tmp_path / "a.py", tmp_path / "c.yaml")
+    doc = json.loads(res.stdout)
+    assert [f["code"] for f in doc["findings"]] == expected
+    if expected:
+        assert "910A" in doc["findings"][0]["message"]
+    plain = json.loads(npudoctor("lint", "--json", tmp_path / "a.py", tmp_path / "c.yaml").stdout)
+    assert plain["findings"] == []
+
+
+def test_ascend_visible_devices_values_the_runtime_reads_only_in_part(tmp_path: Path) -> None:
+    script = (
+        "#!/bin/bash\n"
+        "export ASCEND_RT_VISIBLE_DEVICES=0,1\n"
+        'export ASCEND_RT_VISIBLE_DEVICES="1, 2,3"\n'
+        "ASCEND_RT_VISIBLE_DEVICES=3,1 python t.py\n"
+        "export ASCEND_RT_VISIBLE_DEVICES=$DEVS\n"
+    )
+    _code, doc = _lint(tmp_path, "run.sh", script)
+    assert _codes(doc) == [(3, "LNT018"), (4, "LNT018")]
+    assert "the runtime reads only 1" in doc["findings"][0]["message"]
+    snap = _snapshot(tmp_path, "910B3")  # one NPU
+    res = npudoctor("lint", "--json", "--from", snap, tmp_path / "run.sh")
+    found = json.loads(res.stdout)["findings"]
+    assert [(f["line"], f["code"]) for f in found] == [(2, "LNT018"), (3, "LNT018"), (4, "LNT018")]
+    assert "the machine has 1 NPU(s): the runtime keeps only 0" in found[0]["message"]
+    py = _write(tmp_path / "v.py", 'import os\nos.environ["ASCEND_RT_VISIBLE_DEVICES"] = "2,0"\n')
+    assert [f["code"] for f in json.loads(npudoctor("lint", "--json", py).stdout)["findings"]] == ["LNT018"]
