@@ -82,7 +82,7 @@ _FINDING_FIELDS = (
 )
 
 #: Snapshot sections that are not areas of their own (their findings use an area above).
-EXTRA_SECTIONS = ("hygiene",)
+EXTRA_SECTIONS = ("hygiene", "tunables", "host_limits")
 
 _CONTROL = {c: "?" for c in range(32) if c not in (9, 10)}
 _CONTROL.update({0x7F: "?", 0x1B: "?"})

@@ -25,7 +25,14 @@ if TYPE_CHECKING:  # imported on first use (below): creating ~70 view classes co
     from npudoctor.facts.devices import DevicesFacts
     from npudoctor.facts.frameworks import FrameworksFacts
     from npudoctor.facts.hccl import HcclFacts
-    from npudoctor.facts.runtime_env import ContainerFacts, EnvironmentFacts, HygieneFacts, LibrariesFacts
+    from npudoctor.facts.runtime_env import (
+        ContainerFacts,
+        EnvironmentFacts,
+        HostLimitsFacts,
+        HygieneFacts,
+        LibrariesFacts,
+        TunablesFacts,
+    )
     from npudoctor.facts.stack import CannFacts, DriverFacts
     from npudoctor.facts.system import AccessFacts, HostFacts, PackagesFacts, PythonFacts
 
@@ -45,6 +52,8 @@ _WHERE: Dict[str, Tuple[str, str]] = {
     "container": ("runtime_env", "ContainerFacts"),
     "hccl": ("hccl", "HcclFacts"),
     "hygiene": ("runtime_env", "HygieneFacts"),
+    "tunables": ("runtime_env", "TunablesFacts"),
+    "host_limits": ("runtime_env", "HostLimitsFacts"),
     "frameworks": ("frameworks", "FrameworksFacts"),
     "deep": ("deep", "DeepFacts"),
     "access": ("system", "AccessFacts"),
@@ -188,6 +197,14 @@ class Facts:
     @property
     def hygiene(self) -> HygieneFacts:
         return self._view("hygiene")  # type: ignore[no-any-return]
+
+    @property
+    def tunables(self) -> TunablesFacts:
+        return self._view("tunables")  # type: ignore[no-any-return]
+
+    @property
+    def host_limits(self) -> HostLimitsFacts:
+        return self._view("host_limits")  # type: ignore[no-any-return]
 
     @property
     def frameworks(self) -> FrameworksFacts:

@@ -354,3 +354,49 @@ class Libgomp(View):
 class HygieneFacts(View):
     disk: Tuple[DiskTarget, ...] = ()
     libgomp: Optional[Libgomp] = None
+
+
+# --- tunables ----------------------------------------------------------------------------
+
+
+class TunablesFacts(View):
+    """The runtime tunables set in the diagnosed environment (probes/tunables.py)."""
+
+    variables: Dict[str, str] = field(default_factory=dict, metadata=_doc("watched variables that are set"))
+
+
+# --- host_limits -------------------------------------------------------------------------
+
+
+class ShmMount(View):
+    """The /dev/shm mount line."""
+
+    source: Optional[str] = None
+    fstype: Optional[str] = None
+    size_bytes: Optional[int] = field(default=None, metadata=_doc("None: no size= (tmpfs default: half the RAM)"))
+    options: Optional[str] = None
+
+
+class ProcessLimits(View):
+    """Resource limits of /proc/self/limits (-1: unlimited)."""
+
+    source: Optional[str] = None
+    memlock_soft: Optional[int] = None
+    memlock_hard: Optional[int] = None
+    nofile_soft: Optional[int] = None
+    nofile_hard: Optional[int] = None
+
+
+class ThpMode(View):
+    source: Optional[str] = None
+    mode: Optional[str] = field(default=None, metadata=_doc('"always" | "madvise" | "never"'))
+
+
+class HostLimitsFacts(View):
+    """Host readiness read from files (probes/host_limits.py)."""
+
+    shm: Optional[ShmMount] = None
+    limits: Optional[ProcessLimits] = None
+    thp: Optional[ThpMode] = None
+    mem_total_bytes: Optional[int] = None
+    errors: Dict[str, str] = field(default_factory=dict)

@@ -1,0 +1,202 @@
+"""Runtime tunables (issue 33): the data table, the readers' parsers and the rules, on real
+trees (stacktree) with a replayed `npu-smi info` capture for the chip."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+from build_cann_scenarios import fixture, write
+from stacktree import build_root
+
+from npudoctor import tomlread
+from npudoctor.engine import Options, collect, evaluate
+from npudoctor.host import Host
+from npudoctor.knowledge import tunables
+from npudoctor.knowledge.matrix import load_matrix
+
+A2_TABLE = "npu-smi-info_910B3_24.1.rc1.b030_8npu_devices_only.txt"
+
+
+# --------------------------------------------------------------------------- the table
+def test_every_record_names_its_source():
+    t = tunables.table()
+    assert t.retrieved == "2026-12-06"
+    for var in t.variables.values():
+        assert var.source.strip(), var.name
+    for key in t.alloc_keys.values():
+        assert key.source.strip() and key.since, key.name
+    for twin in t.twins.values():
+        assert twin.source.strip(), twin.name
+    assert all(reason.strip() for reason in t.not_judged.values())
+
+
+def test_every_documented_variable_is_judged_or_listed():
+    t = tunables.table()
+    assert t.reference_source.startswith("https://github.com/Ascend/pytorch/")
+    assert len(t.reference) >= 40
+    judged = set(t.variables) | set(t.twins)
+    missing = [n for n in t.reference if n not in judged and n not in t.not_judged]
+    assert missing == []
+    # nothing is both judged and listed as not judged
+    assert sorted(judged & set(t.not_judged)) == []
+
+
+def test_table_record_shapes():
+    doc = tomlread.loads(Path(tunables.data_path()).read_text())
+    for raw in doc["variable"]:
+        assert raw["grammar"] in ("bool", "choice", "word", "alloc", "int_min"), raw["name"]
+        assert raw.get("outside", "warning") in ("error", "warning"), raw["name"]
+        if raw["grammar"] == "choice":
+            assert int(raw["default"]) in raw["values"], raw["name"]
+
+
+# --------------------------------------------------------------------------- readers
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("1", (1, True)),
+        ("true", (0, False)),
+        (" 2", (2, True)),
+        ("2x", (2, False)),
+        ("-3", (-3, True)),
+        ("", (0, False)),
+    ],
+)
+def test_strtol(text, expected):
+    assert tunables.strtol(text) == expected
+
+
+def test_alloc_pairs_tokenise_like_torch_npu():
+    pairs, bad = tunables.alloc_pairs("expandable_segments: True , max_split_size_mb:128")
+    assert pairs == [("expandable_segments", "True"), ("max_split_size_mb", "128")] and bad == []
+    pairs, bad = tunables.alloc_pairs("roundup_power2_divisions:[256:1,>:4],page_size:1g")
+    assert pairs == [("roundup_power2_divisions", "[256:1,>:4]"), ("page_size", "1g")] and bad == []
+    assert tunables.alloc_pairs("expandable_segments")[1] == ["expandable_segments"]
+
+
+def test_since_ok_per_release_line():
+    since = ("2.6.0.post4", "2.7.1.post1", "2.8.0.post1")
+    assert tunables.since_ok("2.7.1.post1", since) is True
+    assert tunables.since_ok("2.7.1", since) is False
+    assert tunables.since_ok("2.9.0", since) is True
+    assert tunables.since_ok("2.6.0.post3", since) is False
+    assert tunables.since_ok(None, since) is None
+    assert tunables.since_ok("2.5.1", since) is None  # older than every listed line: not claimed
+
+
+# --------------------------------------------------------------------------- rules
+def _judge(tmp_path: Path, env: dict, torch_npu: str = "2.6.0.post5", chip_table: str = A2_TABLE):
+    root = build_root(tmp_path / "root", "node1", torch_npu=torch_npu)
+    bindir = tmp_path / "bin"
+    write(bindir, "npu-smi-info.txt", fixture(chip_table))
+    script = write(
+        bindir,
+        "npu-smi",
+        '#!/bin/sh\nif [ "$*" = "info" ]; then cat "$(dirname "$0")/npu-smi-info.txt"; exit 0; fi\nexit 1\n',
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    environ = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": "/root", **env}
+    snap = collect(Host(root=str(root), environ=environ), Options())
+    return [
+        f
+        for f in evaluate(snap, load_matrix(), Options())
+        if f.code in ("ENV008", "ENV009", "ENV010", "ENV011", "ENV012")
+    ]
+
+
+def _one(found, code):
+    hits = [f for f in found if f.code == code]
+    assert len(hits) == 1, [(f.code, f.title) for f in found]
+    return hits[0]
+
+
+def test_task_queue_text_means_off(tmp_path):
+    f = _one(_judge(tmp_path, {"TASK_QUEUE_ENABLE": "true"}), "ENV009")
+    assert f.severity == "warning" and f.title.startswith("TASK_QUEUE_ENABLE=true is read as 0")
+    assert "task queue off" in f.title
+    assert any("TASK_QUEUE_ENABLE.md" in e for e in f.evidence)
+    assert f.fix == ["export TASK_QUEUE_ENABLE=1"]
+
+
+def test_task_queue_out_of_range_is_rejected(tmp_path):
+    f = _one(_judge(tmp_path, {"TASK_QUEUE_ENABLE": "3"}), "ENV008")
+    assert f.severity == "error" and "not one of 0, 1, 2" in f.title
+
+
+def test_valid_unusual_settings_stay_quiet(tmp_path):
+    env = {
+        "TASK_QUEUE_ENABLE": "2",
+        "MULTI_STREAM_MEMORY_REUSE": "2",
+        "STREAMS_PER_DEVICE": "32",
+        "ASCEND_LAUNCH_BLOCKING": "0",
+        "ACL_OP_COMPILER_CACHE_MODE": "force",
+        "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True,segment_size_mb:64",
+        "HCCL_BUFFSIZE": "400",
+        "P2P_HCCL_BUFFSIZE": "0",
+        "INF_NAN_MODE_ENABLE": "1",
+        "ASCEND_GLOBAL_LOG_LEVEL": "3",
+        "HCCL_SOCKET_IFNAME": "eth0",
+    }
+    assert _judge(tmp_path, env) == []
+
+
+def test_inf_nan_zero_on_a2_is_rejected_unless_forced(tmp_path):
+    f = _one(_judge(tmp_path / "a", {"INF_NAN_MODE_ENABLE": "0"}), "ENV008")
+    assert f.severity == "error" and "910b" in " ".join(f.evidence)
+    f = _one(_judge(tmp_path / "b", {"INF_NAN_MODE_ENABLE": "off"}), "ENV008")
+    assert "reads as 0" in f.evidence[0]
+    forced = _judge(tmp_path / "c", {"INF_NAN_MODE_ENABLE": "0", "INF_NAN_MODE_FORCE_DISABLE": "1"})
+    assert [(f.code, f.severity) for f in forced] == [("ENV009", "info")]
+
+
+def test_alloc_conf_unknown_key_and_conflict(tmp_path):
+    f = _one(_judge(tmp_path / "a", {"PYTORCH_NPU_ALLOC_CONF": "expandable_segment:True"}), "ENV008")
+    assert "'expandable_segment' is not an allocator option" in f.title
+    f = _one(
+        _judge(tmp_path / "b", {"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True,max_split_size_mb:128"}), "ENV008"
+    )
+    assert "max_split_size_mb cannot be combined with expandable_segments:True" in f.evidence
+    f = _one(_judge(tmp_path / "c", {"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:true"}), "ENV008")
+    assert "expandable_segments:true is not True or False" in f.title
+
+
+def test_alloc_conf_key_newer_than_installed_torch_npu(tmp_path):
+    env = {"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True,segment_size_mb:64"}
+    f = _one(_judge(tmp_path / "old", env, torch_npu="2.6.0.post3"), "ENV008")
+    assert "segment_size_mb is unknown to torch_npu 2.6.0.post3" in f.title
+    assert _judge(tmp_path / "new", env, torch_npu="2.6.0.post4") == []
+
+
+def test_alloc_conf_key_without_expandable_has_no_effect(tmp_path):
+    f = _one(_judge(tmp_path, {"PYTORCH_NPU_ALLOC_CONF": "segment_size_mb:64"}), "ENV009")
+    assert f.severity == "warning" and f.fix == [
+        "export PYTORCH_NPU_ALLOC_CONF=segment_size_mb:64,expandable_segments:True"
+    ]
+
+
+def test_cuda_twins(tmp_path):
+    found = _judge(tmp_path / "a", {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
+    f = _one(found, "ENV011")
+    assert f.severity == "warning" and f.fix[0].startswith("export PYTORCH_NPU_ALLOC_CONF=expandable_segments:True  #")
+    found = _judge(tmp_path / "b", {"NCCL_SOCKET_IFNAME": "eth0", "HCCL_SOCKET_IFNAME": "eth0"})
+    assert _one(found, "ENV011").severity == "info"
+
+
+def test_hccl_buffsize_in_bytes(tmp_path):
+    f = _one(_judge(tmp_path, {"HCCL_BUFFSIZE": "4194304"}), "ENV009")
+    assert "in MB" in f.title and f.fix == ["export HCCL_BUFFSIZE=4"]
+
+
+def test_debug_switch_left_on(tmp_path):
+    found = _judge(tmp_path, {"ASCEND_LAUNCH_BLOCKING": "1", "TASK_QUEUE_ENABLE": "2"})
+    f = _one(found, "ENV010")
+    assert "TASK_QUEUE_ENABLE=2 is ignored while it is on" in f.evidence
+    assert f.fix == ["unset ASCEND_LAUNCH_BLOCKING"]
+
+
+def test_streams_per_device_reset(tmp_path):
+    f = _one(_judge(tmp_path, {"STREAMS_PER_DEVICE": "16"}), "ENV009")
+    assert f.severity == "warning" and "resets it to the default 8" in f.title
+
