@@ -200,3 +200,53 @@ def test_streams_per_device_reset(tmp_path):
     f = _one(_judge(tmp_path, {"STREAMS_PER_DEVICE": "16"}), "ENV009")
     assert f.severity == "warning" and "resets it to the default 8" in f.title
 
+
+# --------------------------------------------------------------------------- env --recommend
+def _apply(environ: dict, lines: list) -> dict:
+    """The environment after running the printed shell lines (export/unset only)."""
+    import shlex
+
+    out = dict(environ)
+    for line in lines:
+        words = shlex.split(line, comments=True)
+        if words[:1] == ["export"]:
+            name, _, value = words[1].partition("=")
+            out[name] = value
+        elif words[:1] == ["unset"]:
+            out.pop(words[1], None)
+    return out
+
+
+def test_env_recommend_makes_the_recheck_clean(tmp_path):
+    from clirun import npudoctor
+
+    root = build_root(tmp_path / "root", "node1", torch_npu="2.6.0.post5")
+    bad = {
+        "TASK_QUEUE_ENABLE": "true",
+        "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+        "HCCL_BUFFSIZE": "4194304",
+        "ASCEND_LAUNCH_BLOCKING": "1",
+        "PYTORCH_NPU_ALLOC_CONF": "segment_size_mb:64",
+    }
+    environ = {"PATH": "/usr/bin:/bin", "HOME": "/root", **bad}
+    proc = npudoctor("env", "--recommend", "--root", str(root), env=environ)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines == [
+        "unset ASCEND_LAUNCH_BLOCKING",
+        "export HCCL_BUFFSIZE=4",
+        "unset PYTORCH_CUDA_ALLOC_CONF",
+        "export PYTORCH_NPU_ALLOC_CONF=segment_size_mb:64,expandable_segments:True",
+        "export TASK_QUEUE_ENABLE=1",
+    ]
+    assert "ENV011" in proc.stderr
+    fixed = _apply(environ, lines)
+    snap = collect(Host(root=str(root), environ=fixed), Options())
+    assert [
+        f.code for f in evaluate(snap, load_matrix(), Options()) if f.code.startswith("ENV0") and f.code >= "ENV008"
+    ] == []
+    pod = npudoctor("env", "--recommend", "--format", "pod", "--root", str(root), env=environ)
+    assert '  - name: "TASK_QUEUE_ENABLE"' in pod.stdout and '    value: "1"' in pod.stdout
+    docker = npudoctor("env", "--recommend", "--format", "dockerfile", "--root", str(root), env=environ)
+    assert 'ENV TASK_QUEUE_ENABLE="1"' in docker.stdout.splitlines()
+    assert npudoctor("env", "--format", "pod", env=environ).returncode == 2
