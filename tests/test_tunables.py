@@ -46,7 +46,7 @@ def test_every_documented_variable_is_judged_or_listed():
 def test_table_record_shapes():
     doc = tomlread.loads(Path(tunables.data_path()).read_text())
     for raw in doc["variable"]:
-        assert raw["grammar"] in ("bool", "choice", "word", "alloc", "int_min"), raw["name"]
+        assert raw["grammar"] in ("bool", "choice", "word", "alloc", "int_min", "int_range"), raw["name"]
         assert raw.get("outside", "warning") in ("error", "warning"), raw["name"]
         if raw["grammar"] == "choice":
             assert int(raw["default"]) in raw["values"], raw["name"]
@@ -185,8 +185,25 @@ def test_cuda_twins(tmp_path):
 
 
 def test_hccl_buffsize_in_bytes(tmp_path):
-    f = _one(_judge(tmp_path, {"HCCL_BUFFSIZE": "4194304"}), "ENV009")
-    assert "in MB" in f.title and f.fix == ["export HCCL_BUFFSIZE=4"]
+    # 4194304 MB twice over cannot fit in a 910B3's 65536 MB of HBM: HCCL cannot allocate it
+    f = _one(_judge(tmp_path / "a", {"HCCL_BUFFSIZE": "4194304"}), "ENV008")
+    assert f.severity == "error" and "cannot fit" in f.title and f.fix == ["export HCCL_BUFFSIZE=4"]
+    assert "device memory: 65536 MB per chip (npu-smi HBM-Usage)" in f.evidence
+    f = _one(_judge(tmp_path / "b", {"HCCL_BUFFSIZE": "40000"}), "ENV008")
+    assert f.fix == ["export HCCL_BUFFSIZE=200"]
+    assert _judge(tmp_path / "c", {"HCCL_BUFFSIZE": "2048"}) == []
+
+
+def test_hccl_connect_timeout_range(tmp_path):
+    f = _one(_judge(tmp_path / "a", {"HCCL_CONNECT_TIMEOUT": "9000"}), "ENV009")
+    assert f.title == "HCCL_CONNECT_TIMEOUT=9000 is outside the documented range [120, 7200]"
+    assert f.fix == ["export HCCL_CONNECT_TIMEOUT=7200"]
+    assert _one(_judge(tmp_path / "b", {"HCCL_CONNECT_TIMEOUT": "60"}), "ENV009").fix == [
+        "export HCCL_CONNECT_TIMEOUT=120"
+    ]
+    # a multi-process job: HCCL013 owns the short timeout
+    assert _judge(tmp_path / "c", {"HCCL_CONNECT_TIMEOUT": "60", "WORLD_SIZE": "8", "LOCAL_WORLD_SIZE": "8"}) == []
+    assert _judge(tmp_path / "d", {"HCCL_CONNECT_TIMEOUT": "1800"}) == []
 
 
 def test_debug_switch_left_on(tmp_path):

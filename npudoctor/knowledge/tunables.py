@@ -41,6 +41,7 @@ class Variable:
     on_severity: str = ""
     chips: Tuple[str, ...] = ()
     minimum: Optional[int] = None
+    maximum: Optional[int] = None
     verbose: Tuple[int, ...] = ()
     unit_mb: bool = False
     note: str = ""
@@ -116,6 +117,7 @@ def parse_table(doc: Dict[str, Any]) -> Table:
             on_severity=str(raw.get("on_severity", "")),
             chips=_strs(raw.get("chips")),
             minimum=_opt_int(raw.get("min")),
+            maximum=_opt_int(raw.get("max")),
             verbose=tuple(int(v) for v in raw.get("verbose", ())),
             unit_mb=bool(raw.get("unit_mb", False)),
             note=str(raw.get("note", "")),

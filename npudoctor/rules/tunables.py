@@ -26,6 +26,7 @@ from npudoctor.remedies import Command, Remedy
 from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import package_chip
 from npudoctor.rules._devfacts import package_version
+from npudoctor.rules._hccl_job import job_shape
 from npudoctor.rules._world import env_fix
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
     from npudoctor.engine import RuleContext
 
-READS = ("devices", "packages", "tunables")
+READS = ("devices", "hccl", "packages", "tunables")
 ONLY_WITH = ("tunables",)
 
 REJECTED = codes.get("ENV008")
@@ -178,6 +179,30 @@ def _inf_nan(ctx: RuleContext, env: Dict[str, str], chip: Optional[str]) -> Iter
         )
 
 
+def _int_range(ctx: RuleContext, var: Variable, raw: str) -> Iterable[Finding]:
+    number, whole = strtol(raw)
+    low, high = var.minimum or 0, var.maximum
+    if not whole or high is None or low <= number <= high:
+        return  # not a whole number: HCCL011 owns it
+    if number < low:
+        shape = job_shape(ctx.view.hccl, ctx.view.devices)
+        if shape["multi_process"]["value"] or shape["multi_node"]["value"]:
+            return  # HCCL013 gives the job-shape advice
+    yield MISREAD.finding(
+        title=f"{var.name}={raw} is outside the documented range [{low}, {high}]",
+        evidence=[f"{var.name}={raw!r}", _src(var)],
+        fix=_fix(ctx, var, str(low if number < low else high)),
+        severity=var.outside,
+        subject=var.name,
+        data={"value": raw},
+    )
+
+
+def _hbm_mb(ctx: RuleContext) -> Optional[int]:
+    sizes = [c.hbm_total_mb for c in ctx.view.devices.chips if c.hbm_total_mb]
+    return min(sizes) if sizes else None
+
+
 def _int_min(ctx: RuleContext, var: Variable, raw: str) -> Iterable[Finding]:
     number, whole = strtol(raw)
     low = var.minimum if var.minimum is not None else 0
@@ -190,17 +215,24 @@ def _int_min(ctx: RuleContext, var: Variable, raw: str) -> Iterable[Finding]:
             subject=var.name,
         )
         return
-    if var.unit_mb and number >= 1 << 20:
-        yield MISREAD.finding(
-            title=f"{var.name}={raw} is in MB: {number // 1024} GB per buffer, a byte count copied from NCCL?",
-            evidence=[
-                f"{var.name}={raw!r} MB = {number / (1 << 20):.0f} TB",
-                "NCCL_BUFFSIZE is in bytes, HCCL_BUFFSIZE in MB",
-                _src(var),
-            ],
-            fix=_fix(ctx, var, str(max(1, number >> 20))),
+    hbm = _hbm_mb(ctx) if var.unit_mb else None
+    if var.unit_mb and (number >= 1 << 20 or (hbm is not None and 2 * number > hbm)):
+        fits = hbm is None or 2 * number <= hbm
+        evidence = [f"{var.name}={raw!r} MB; each communicator takes 2 x {var.name}"]
+        if hbm is not None:
+            evidence.append(f"device memory: {hbm} MB per chip (npu-smi HBM-Usage)")
+        if number >= 1 << 20:
+            evidence.append(
+                "NCCL_BUFFSIZE is in bytes, HCCL_BUFFSIZE in MB: a byte count copied over asks for terabytes"
+            )
+        yield (MISREAD if fits else REJECTED).finding(
+            title=f"{var.name}={raw} MB "
+            + ("cannot fit in the chip's memory" if not fits else "is a byte count? HCCL_BUFFSIZE is in MB"),
+            evidence=[*evidence, _src(var)],
+            fix=_fix(ctx, var, str(max(1, number >> 20)) if number >= 1 << 20 else var.default),
+            severity="warning" if fits else "error",
             subject=var.name,
-            data={"value": raw},
+            data={"value": raw, "hbm_mb": hbm},
         )
 
 
@@ -355,6 +387,8 @@ def runtime_tunables(ctx: RuleContext) -> Iterable[Finding]:
             )
         elif var.grammar == "int_min":
             yield from _int_min(ctx, var, raw)
+        elif var.grammar == "int_range":
+            yield from _int_range(ctx, var, raw)
         elif var.grammar == "alloc" and raw.strip():
             yield from _alloc(ctx, var, raw, torch_npu)
     yield from _inf_nan(ctx, env, chip)
