@@ -144,7 +144,7 @@ def local_from_files(host: Host) -> Dict[str, Any]:
     if not interfaces and fib is None and inet6 is None:
         return {
             "available": False,
-            "reason": "the root has none of /sys/class/net, /proc/net/fib_trie, /proc/net/if_inet6",
+            "reason": "under --root the root has none of /sys/class/net, /proc/net/fib_trie, /proc/net/if_inet6",
             "interfaces": [],
             "addresses": [],
             "source": None,
