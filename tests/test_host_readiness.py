@@ -103,3 +103,39 @@ def test_missing_files_are_facts_not_errors(tmp_path):
     assert facts["shm"] is None and facts["limits"] is None
     assert facts["errors"]["/proc/self/limits"] == "not found"
     assert found == []
+
+
+def test_omp_threads_times_ranks_over_the_cpuset(tmp_path):
+    root = _root(tmp_path, HOST_MOUNTINFO)
+    (root / "proc/self/status").write_text("Name:\tpython\nCpus_allowed_list:\t0-7,16-23\nMems_allowed_list:\t0\n")
+    cg = root / "sys/fs/cgroup"
+    cg.mkdir(parents=True)
+    (cg / "cpu.max").write_text("max 100000\n")
+    env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "10", "LOCAL_WORLD_SIZE": "8"}
+    snap = collect(Host(root=str(root), environ=env), Options())
+    assert snap.facts["host_limits"]["cpus"] == {
+        "source": "/proc/self/status",
+        "allowed_list": "0-7,16-23",
+        "allowed_count": 16,
+    }
+    assert snap.facts["host_limits"]["cpu_quota"] == {"source": "/sys/fs/cgroup/cpu.max", "cores": None}
+    (f,) = [f for f in evaluate(snap, None, Options()) if f.code == "HOST010"]
+    assert f.title == "OMP_NUM_THREADS=10 x 8 rank(s) = 80 threads on 16 CPUs"
+    assert f.severity == "info" and f.fix[0].startswith("export OMP_NUM_THREADS=2")
+    # a cgroup quota of 4 CPUs is the tighter bound
+    (cg / "cpu.max").write_text("400000 100000\n")
+    env["OMP_NUM_THREADS"] = "1"
+    env["LOCAL_WORLD_SIZE"] = "2"
+    snap = collect(Host(root=str(root), environ=env), Options())
+    assert [f.code for f in evaluate(snap, None, Options()) if f.code == "HOST010"] == []
+    env["LOCAL_WORLD_SIZE"] = "8"
+    snap = collect(Host(root=str(root), environ=env), Options())
+    (f,) = [f for f in evaluate(snap, None, Options()) if f.code == "HOST010"]
+    assert "/sys/fs/cgroup/cpu.max: a quota of 4 CPUs" in f.evidence and f.fix[0].startswith("export OMP_NUM_THREADS=1")
+
+
+def test_cpu_list_parser():
+    assert host_limits.count_cpu_list("0-3,8,10-11") == 7
+    assert host_limits.count_cpu_list("3-1") is None
+    assert host_limits.count_cpu_list("0-99999999") is None
+    assert host_limits.parse_cpu_max("250000 100000") == 2.5

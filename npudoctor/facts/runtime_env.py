@@ -392,9 +392,26 @@ class ThpMode(View):
     mode: Optional[str] = field(default=None, metadata=_doc('"always" | "madvise" | "never"'))
 
 
+class AllowedCpus(View):
+    """``Cpus_allowed_list`` of /proc/self/status (the cpuset the process may run on)."""
+
+    source: Optional[str] = None
+    allowed_list: Optional[str] = None
+    allowed_count: Optional[int] = None
+
+
+class CpuQuota(View):
+    """The cgroup CPU quota (cpu.max, or v1 cfs_quota_us / cfs_period_us)."""
+
+    source: Optional[str] = None
+    cores: Optional[float] = field(default=None, metadata=_doc("None: no quota"))
+
+
 class HostLimitsFacts(View):
     """Host readiness read from files (probes/host_limits.py)."""
 
+    cpus: Optional[AllowedCpus] = None
+    cpu_quota: Optional[CpuQuota] = None
     shm: Optional[ShmMount] = None
     limits: Optional[ProcessLimits] = None
     thp: Optional[ThpMode] = None

@@ -83,6 +83,7 @@ class Table:
     reference: Tuple[str, ...]
     reference_source: str
     retrieved: str
+    context: Tuple[str, ...] = ()
 
 
 def data_path() -> str:
@@ -151,6 +152,7 @@ def parse_table(doc: Dict[str, Any]) -> Table:
         reference=_strs(ref.get("torch_npu")),
         reference_source=str(ref.get("torch_npu_source", "")),
         retrieved=str(doc.get("retrieved", "")),
+        context=_strs(doc.get("context", {}).get("names")),
     )
 
 
@@ -165,9 +167,10 @@ def table() -> Table:
 
 
 def watched_names() -> Tuple[str, ...]:
-    """Every variable the tunables probe records: judged variables and CUDA-named twins."""
+    """Every variable the tunables probe records: judged variables, CUDA-named twins, their
+    NPU counterparts and the context variables."""
     t = table()
-    return tuple(sorted(set(t.variables) | set(t.twins) | {tw.npu for tw in t.twins.values()}))
+    return tuple(sorted(set(t.variables) | set(t.twins) | {tw.npu for tw in t.twins.values()} | set(t.context)))
 
 
 # --------------------------------------------------------------------------- readers

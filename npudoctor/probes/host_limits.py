@@ -12,6 +12,9 @@ Section ``host_limits``::
                 "nofile_soft", "nofile_hard"}: int, -1 for "unlimited", None when absent
     thp        None | {"source": path, "mode": "always" | "madvise" | "never" | None}
     mem_total_bytes  MemTotal of /proc/meminfo, or None
+    cpus       None | {"source": "/proc/self/status", "allowed_list": "0-15", "allowed_count": int | None}
+    cpu_quota  None | {"source": path of cpu.max (cgroup v2) or cpu.cfs_quota_us (v1), "cores":
+                float | None (None: no quota, "max" / -1)}
     errors     {path: reason} for the files that could not be read
 """
 
@@ -114,6 +117,57 @@ def parse_mem_total(text: str) -> Optional[int]:
     return None
 
 
+#: Most CPUs a range list may name before it is treated as malformed.
+MAX_CPUS = 1 << 16
+
+
+def count_cpu_list(text: str) -> Optional[int]:
+    """The number of CPUs of a list such as ``0-3,8,10-11`` (``None`` when malformed)."""
+    total = 0
+    for part in text.strip().split(","):
+        low, sep, high = part.strip().partition("-")
+        if not low.isdigit() or (sep and not high.isdigit()):
+            return None
+        first, last = int(low), int(high) if sep else int(low)
+        if last < first or last >= MAX_CPUS:
+            return None
+        total += last - first + 1
+    return total
+
+
+def parse_cpu_max(text: str) -> Optional[float]:
+    """Cores of a cgroup v2 ``cpu.max`` (``200000 100000`` → 2.0; ``max ...`` → None)."""
+    parts = text.split()
+    if len(parts) != 2 or not parts[0].isdigit() or not parts[1].isdigit() or int(parts[1]) == 0:
+        return None
+    return int(parts[0]) / int(parts[1])
+
+
+def _cpus(host: Any, errors: Dict[str, str]) -> Optional[Dict[str, Any]]:
+    read = host.read_text("/proc/self/status")
+    if read.text is None:
+        errors["/proc/self/status"] = read.error or "unreadable"
+        return None
+    for line in read.text.splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            value = line.partition(":")[2].strip()
+            return {"source": "/proc/self/status", "allowed_list": value, "allowed_count": count_cpu_list(value)}
+    return None
+
+
+def _cpu_quota(host: Any) -> Optional[Dict[str, Any]]:
+    read = host.read_text("/sys/fs/cgroup/cpu.max")
+    if read.text is not None:
+        return {"source": "/sys/fs/cgroup/cpu.max", "cores": parse_cpu_max(read.text)}
+    quota = host.read_text("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").text
+    period = host.read_text("/sys/fs/cgroup/cpu/cpu.cfs_period_us").text
+    if quota is None or period is None:
+        return None
+    q, p = quota.strip(), period.strip()
+    cores = int(q) / int(p) if q.isdigit() and p.isdigit() and int(p) > 0 else None
+    return {"source": "/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "cores": cores}
+
+
 def probe(ctx: ProbeContext) -> Dict[str, Any]:
     host = ctx.host
     errors: Dict[str, str] = {}
@@ -146,5 +200,7 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         errors["/proc/meminfo"] = read.error or "unreadable"
     else:
         out["mem_total_bytes"] = parse_mem_total(read.text)
+    out["cpus"] = _cpus(host, errors)
+    out["cpu_quota"] = _cpu_quota(host)
     out["errors"] = errors
     return out

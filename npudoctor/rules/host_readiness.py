@@ -3,7 +3,8 @@
 Reads ``host_limits`` (probes/host_limits.py: files, live and under ``--root`` alike) and
 ``container`` (the world the process runs in, so the fix is phrased for docker, a pod, a
 systemd service or the host).  Codes HOST006 (small /dev/shm), HOST007 (small memlock),
-HOST008 (low open-files limit), HOST009 (THP never).  Healthy facts stay quiet: a host's
+HOST008 (low open-files limit), HOST009 (THP never), HOST010 (OpenMP threads x ranks
+over the allowed cores).  Healthy facts stay quiet: a host's
 /dev/shm without ``size=`` (half the RAM), unlimited or raised limits.
 """
 
@@ -13,22 +14,24 @@ from typing import TYPE_CHECKING
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
-from npudoctor.remedies import Command, PodSpecField, Remedy, SystemdSetting
+from npudoctor.knowledge.tunables import strtol
+from npudoctor.remedies import Command, Export, PodSpecField, Remedy, SystemdSetting
 from npudoctor.rules import rule
 from npudoctor.rules._world import systemd_unit, world
 
 if TYPE_CHECKING:
-    from typing import Iterable, List, Union
+    from typing import Iterable, List, Optional, Tuple, Union
 
     from npudoctor.engine import RuleContext
 
-READS = ("container", "host_limits")
+READS = ("container", "devices", "host_limits", "tunables")
 ONLY_WITH = ("host_limits",)
 
 SHM_SMALL = codes.get("HOST006")
 MEMLOCK_SMALL = codes.get("HOST007")
 NOFILE_LOW = codes.get("HOST008")
 THP_NEVER = codes.get("HOST009")
+OMP_OVER = codes.get("HOST010")
 
 #: Below this /dev/shm is too small for a training job (DeepSpeed env_report's threshold).
 SHM_MIN = 512 << 20
@@ -145,4 +148,48 @@ def thp_mode(ctx: RuleContext) -> Iterable[Finding]:
         ],
         fix=["On the host, as root: echo always > /sys/kernel/mm/transparent_hugepage/enabled"],
         subject="thp",
+    )
+
+
+def _whole(raw: Optional[str]) -> Optional[int]:
+    if raw is None:
+        return None
+    number, whole = strtol(raw)
+    return number if whole and number > 0 else None
+
+
+@rule
+def omp_threads(ctx: RuleContext) -> Iterable[Finding]:
+    """HOST010: OMP_NUM_THREADS x ranks per node above the cores the process may use."""
+    env = ctx.view.tunables.variables
+    threads = _whole(env.get("OMP_NUM_THREADS"))
+    if threads is None:
+        return
+    limits = ctx.view.host_limits
+    bounds: List[Tuple[float, str]] = []
+    if limits.cpus is not None and limits.cpus.allowed_count:
+        bounds.append(
+            (float(limits.cpus.allowed_count), f"{limits.cpus.source}: Cpus_allowed_list {limits.cpus.allowed_list}")
+        )
+    if limits.cpu_quota is not None and limits.cpu_quota.cores:
+        bounds.append(
+            (limits.cpu_quota.cores, f"{limits.cpu_quota.source}: a quota of {limits.cpu_quota.cores:g} CPUs")
+        )
+    if not bounds:
+        return
+    cores, where = min(bounds)
+    ranks = _whole(env.get("LOCAL_WORLD_SIZE"))
+    rank_source = f"LOCAL_WORLD_SIZE={ranks}"
+    if ranks is None:
+        chips = len(ctx.view.devices.chips)
+        ranks, rank_source = (chips, f"{chips} NPU chip(s) (npu-smi): one rank each") if chips else (1, "one process")
+    if threads * ranks <= cores:
+        return
+    per_rank = max(1, int(cores // ranks))
+    yield OMP_OVER.finding(
+        title=f"OMP_NUM_THREADS={threads} x {ranks} rank(s) = {threads * ranks} threads on {cores:g} CPUs",
+        evidence=[f"OMP_NUM_THREADS={threads}", rank_source, where],
+        fix=[Export("OMP_NUM_THREADS", str(per_rank), note=f"at most {cores:g} CPUs / {ranks} rank(s)")],
+        subject="OMP_NUM_THREADS",
+        data={"threads": threads, "ranks": ranks, "cores": cores},
     )
