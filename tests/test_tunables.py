@@ -83,7 +83,9 @@ def test_since_ok_per_release_line():
     assert tunables.since_ok("2.9.0", since) is True
     assert tunables.since_ok("2.6.0.post3", since) is False
     assert tunables.since_ok(None, since) is None
-    assert tunables.since_ok("2.5.1", since) is None  # older than every listed line: not claimed
+    assert tunables.since_ok("2.5.1", since) is False  # a line that never got the key
+    assert tunables.since_ok("2.1.0.post10", since) is False
+    assert tunables.since_ok("1.11.0", ("2.1.0",)) is None  # older than the table speaks for
 
 
 # --------------------------------------------------------------------------- rules

@@ -250,11 +250,16 @@ def _release(v: Version) -> Tuple[int, ...]:
     return tuple(v.release[:3])
 
 
+#: The oldest torch_npu line the allocator-key table speaks for (the 2.1.0 line: the
+#: first with max_split_size_mb, garbage_collection_threshold and expandable_segments).
+OLDEST_LINE = (2, 1, 0)
+
+
 def since_ok(version: Optional[str], since: Tuple[str, ...]) -> Optional[bool]:
     """Whether torch_npu ``version`` knows a key first shipped in ``since`` (the first pip
     version of each release line that has it).  A line listed: at or after its floor; a line
-    newer than every listed one: yes; a line between listed ones: no.  ``None``: the version
-    is unknown, or older than every line listed (the table does not speak for it)."""
+    newer than every listed one: yes; another line: no.  ``None``: the version is unknown,
+    or older than the oldest line the table speaks for (:data:`OLDEST_LINE`)."""
     if not version or not since:
         return None
     try:
@@ -262,11 +267,11 @@ def since_ok(version: Optional[str], since: Tuple[str, ...]) -> Optional[bool]:
         floors = [Version(s) for s in since]
     except InvalidVersion:
         return None
+    if _release(have) < OLDEST_LINE:
+        return None
     for floor in floors:
         if _release(floor) == _release(have):
             return have >= floor
-    if _release(have) < min(_release(f) for f in floors):
-        return None  # older than every line the table knows: not claimed
     return _release(have) > max(_release(f) for f in floors)
 
 
