@@ -46,7 +46,7 @@ def test_every_documented_variable_is_judged_or_listed():
 def test_table_record_shapes():
     doc = tomlread.loads(Path(tunables.data_path()).read_text())
     for raw in doc["variable"]:
-        assert raw["grammar"] in ("bool", "choice", "word", "alloc", "int_min", "int_range"), raw["name"]
+        assert raw["grammar"] in ("bool", "choice", "word", "alloc", "int_min", "int_range", "affinity"), raw["name"]
         assert raw.get("outside", "warning") in ("error", "warning"), raw["name"]
         if raw["grammar"] == "choice":
             assert int(raw["default"]) in raw["values"], raw["name"]
@@ -269,3 +269,52 @@ def test_env_recommend_makes_the_recheck_clean(tmp_path):
     docker = npudoctor("env", "--recommend", "--format", "dockerfile", "--root", str(root), env=environ)
     assert 'ENV TASK_QUEUE_ENABLE="1"' in docker.stdout.splitlines()
     assert npudoctor("env", "--format", "pod", env=environ).returncode == 2
+
+
+# --------------------------------------------------------------------------- CPU_AFFINITY_CONF
+def _judge_cpus(tmp_path: Path, env: dict, allowed: str, online: str = "0-191"):
+    """_judge with a root holding /proc/self/status and /sys/devices/system/cpu/online."""
+    root = build_root(tmp_path / "root", "node1", torch_npu="2.6.0.post5")
+    write(root, "proc/self/status", f"Name:\tpython3\nCpus_allowed_list:\t{allowed}\n")
+    write(root, "sys/devices/system/cpu/online", online + "\n")
+    bindir = tmp_path / "bin"
+    write(bindir, "npu-smi-info.txt", fixture(A2_TABLE))
+    script = write(
+        bindir,
+        "npu-smi",
+        '#!/bin/sh\nif [ "$*" = "info" ]; then cat "$(dirname "$0")/npu-smi-info.txt"; exit 0; fi\nexit 1\n',
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    snap = collect(Host(root=str(root), environ={"PATH": f"{bindir}:/usr/bin:/bin", **env}), Options())
+    return [f for f in evaluate(snap, load_matrix(), Options()) if f.code.startswith("ENV0") and f.code >= "ENV008"]
+
+
+def test_affinity_parser():
+    assert tunables.affinity_parts("1,npu0:0-1,npu1:2-5,npu_affine:1") == (1, {0: (0, 1), 1: (2, 5)}, [])
+    assert tunables.affinity_parts("3")[2] == ["3"]
+    assert tunables.affinity_parts("1,npu0:5-2")[2] == ["npu0:5-2"]
+    assert tunables.cpu_set("0-3,8") == [0, 1, 2, 3, 8]
+
+
+def test_affinity_default_ranges_outside_the_cpuset(tmp_path):
+    # a container limited to CPUs 0-47 of 192: torch_npu splits all 192 over 8 NPUs (24 each),
+    # NPUs 2..7 get ranges outside the cpuset and nothing is bound
+    f = _one(_judge_cpus(tmp_path, {"CPU_AFFINITY_CONF": "1"}, "0-47"), "ENV009")
+    assert f.severity == "warning" and "binds nothing" in f.title
+    assert any(e.startswith("default ranges (192 online CPUs / 8 NPUs") and "npu2:48-71" in e for e in f.evidence)
+    assert f.fix[0].startswith("export CPU_AFFINITY_CONF=1,npu0:0-5,npu1:6-11,")
+
+
+def test_affinity_valid_settings_stay_quiet(tmp_path):
+    assert _judge_cpus(tmp_path / "a", {"CPU_AFFINITY_CONF": "2"}, "0-191") == []
+    explicit = ",".join(f"npu{n}:{6 * n}-{6 * n + 5}" for n in range(8))
+    assert _judge_cpus(tmp_path / "b", {"CPU_AFFINITY_CONF": "1," + explicit}, "0-47") == []
+    assert _judge_cpus(tmp_path / "c", {"CPU_AFFINITY_CONF": "0"}, "0-3") == []
+
+
+def test_affinity_explicit_range_outside_and_grammar(tmp_path):
+    f = _one(_judge_cpus(tmp_path / "a", {"CPU_AFFINITY_CONF": "2,npu0:100-110"}, "0-95", online="0-95"), "ENV009")
+    assert "explicit ranges outside it: npu0:100-110" in f.evidence
+    assert not any(e.startswith("default ranges") for e in f.evidence)  # 12 CPUs per NPU, all inside
+    f = _one(_judge_cpus(tmp_path / "b", {"CPU_AFFINITY_CONF": "yes"}, "0-191"), "ENV009")
+    assert "cannot read 'yes'" in f.title

@@ -400,6 +400,14 @@ class AllowedCpus(View):
     allowed_count: Optional[int] = None
 
 
+class OnlineCpus(View):
+    """``/sys/devices/system/cpu/online``."""
+
+    source: Optional[str] = None
+    cpu_list: Optional[str] = None
+    count: Optional[int] = None
+
+
 class CpuQuota(View):
     """The cgroup CPU quota (cpu.max, or v1 cfs_quota_us / cfs_period_us)."""
 
@@ -411,6 +419,7 @@ class HostLimitsFacts(View):
     """Host readiness read from files (probes/host_limits.py)."""
 
     cpus: Optional[AllowedCpus] = None
+    online: Optional[OnlineCpus] = None
     cpu_quota: Optional[CpuQuota] = None
     shm: Optional[ShmMount] = None
     limits: Optional[ProcessLimits] = None

@@ -281,3 +281,42 @@ def float_value(text: str) -> Optional[float]:
         return float(text)
     except ValueError:
         return None
+
+
+#: Most CPUs a list may name (a longer list is treated as malformed).
+MAX_CPUS = 1 << 16
+
+
+def cpu_set(text: str) -> Optional[List[int]]:
+    """The CPUs of a list such as ``0-3,8`` in ascending order (``None`` when malformed)."""
+    out: List[int] = []
+    for part in text.strip().split(","):
+        low, sep, high = part.strip().partition("-")
+        if not low.isdigit() or (sep and not high.isdigit()):
+            return None
+        first, last = int(low), int(high) if sep else int(low)
+        if last < first or last >= MAX_CPUS or len(out) + last - first >= MAX_CPUS:
+            return None
+        out.extend(range(first, last + 1))
+    return sorted(set(out))
+
+
+def affinity_parts(value: str) -> Tuple[Optional[int], Dict[int, Tuple[int, int]], List[str]]:
+    """CPU_AFFINITY_CONF as torch_npu splits it: the mode (``None`` when not 0, 1 or 2),
+    the explicit ``npuN:a-b`` ranges by N, and the parts that are malformed (a range with
+    a > b, a part that is neither ``npuN:a-b`` nor ``key:0|1``)."""
+    parts = [p.strip() for p in value.split(",")]
+    mode = int(parts[0]) if parts[0] in ("0", "1", "2") else None
+    ranges: Dict[int, Tuple[int, int]] = {}
+    bad: List[str] = [] if mode is not None else [parts[0]]
+    for part in parts[1:]:
+        key, sep, rest = part.partition(":")
+        if key.startswith("npu") and key[3:].isdigit() and sep:
+            low, dash, high = rest.partition("-")
+            if low.isdigit() and dash and high.isdigit() and int(low) <= int(high):
+                ranges[int(key[3:])] = (int(low), int(high))
+                continue
+        elif sep and key and rest in ("0", "1"):
+            continue
+        bad.append(part)
+    return mode, ranges, bad

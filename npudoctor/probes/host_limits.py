@@ -13,6 +13,8 @@ Section ``host_limits``::
     thp        None | {"source": path, "mode": "always" | "madvise" | "never" | None}
     mem_total_bytes  MemTotal of /proc/meminfo, or None
     cpus       None | {"source": "/proc/self/status", "allowed_list": "0-15", "allowed_count": int | None}
+    online     None | {"source": "/sys/devices/system/cpu/online", "cpu_list": "0-191", "count": int | None}
+                (torch_npu's default binding ranges split these CPUs, not the allowed ones)
     cpu_quota  None | {"source": path of cpu.max (cgroup v2) or cpu.cfs_quota_us (v1), "cores":
                 float | None (None: no quota, "max" / -1)}
     errors     {path: reason} for the files that could not be read
@@ -201,6 +203,12 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
     else:
         out["mem_total_bytes"] = parse_mem_total(read.text)
     out["cpus"] = _cpus(host, errors)
+    online = host.read_text("/sys/devices/system/cpu/online").text
+    if online is not None:
+        value = online.strip()
+        out["online"] = {"source": "/sys/devices/system/cpu/online", "cpu_list": value, "count": count_cpu_list(value)}
+    else:
+        out["online"] = None
     out["cpu_quota"] = _cpu_quota(host)
     out["errors"] = errors
     return out

@@ -16,7 +16,9 @@ from npudoctor.knowledge import codes
 from npudoctor.knowledge.tunables import (
     AllocKey,
     Variable,
+    affinity_parts,
     alloc_pairs,
+    cpu_set,
     float_value,
     since_ok,
     strtol,
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
 
     from npudoctor.engine import RuleContext
 
-READS = ("devices", "hccl", "packages", "tunables")
+READS = ("devices", "hccl", "host_limits", "packages", "tunables")
 ONLY_WITH = ("tunables",)
 
 REJECTED = codes.get("ENV008")
@@ -236,6 +238,85 @@ def _int_min(ctx: RuleContext, var: Variable, raw: str) -> Iterable[Finding]:
         )
 
 
+def _ranges_text(ranges: Dict[int, Tuple[int, int]]) -> str:
+    return ",".join(f"npu{n}:{a}-{b}" for n, (a, b) in sorted(ranges.items()))
+
+
+def _affinity_fix(mode: int, allowed: List[int], npus: int) -> Optional[str]:
+    """``mode,npu0:a-b,...``: the allowed CPUs split evenly over ``npus``, when every share
+    is a contiguous run of CPUs (else ``None``)."""
+    per = len(allowed) // npus if npus else 0
+    if per < 1:
+        return None
+    ranges: Dict[int, Tuple[int, int]] = {}
+    for n in range(npus):
+        share = allowed[n * per : (n + 1) * per]
+        if share[-1] - share[0] != len(share) - 1:
+            return None
+        ranges[n] = (share[0], share[-1])
+    return f"{mode}," + _ranges_text(ranges)
+
+
+def _affinity(ctx: RuleContext, var: Variable, raw: str) -> Iterable[Finding]:
+    mode, ranges, bad = affinity_parts(raw)
+    if bad:
+        yield MISREAD.finding(
+            title=f"CPU_AFFINITY_CONF={raw}: torch_npu cannot read {', '.join(repr(b) for b in bad[:3])}",
+            evidence=[
+                f"CPU_AFFINITY_CONF={raw!r}",
+                "grammar: <mode 0|1|2>,npu<N>:<a>-<b>,...,npu_affine:<0|1>",
+                _src(var),
+            ],
+            fix=[_unset(var.name)],
+            subject=var.name,
+            data={"malformed": bad},
+        )
+        return
+    if not mode:
+        return
+    limits = ctx.view.host_limits
+    cpus = limits.cpus
+    allowed = cpu_set(cpus.allowed_list or "") if cpus is not None else None
+    if cpus is None or not allowed:
+        return
+    allowed_set = set(allowed)
+    outside = {n: r for n, r in ranges.items() if not set(range(r[0], r[1] + 1)) <= allowed_set}
+    npus = len(ctx.view.devices.chips)
+    online = limits.online.count if limits.online is not None else None
+    online_source = limits.online.source if limits.online is not None else None
+    defaults: Dict[int, Tuple[int, int]] = {}
+    if npus and online and online // npus >= 1:
+        per = online // npus
+        for n in range(npus):
+            block = (n * per, (n + 1) * per - 1)
+            if n not in ranges and not set(range(block[0], block[1] + 1)) <= allowed_set:
+                defaults[n] = block
+    if not outside and not defaults:
+        return
+    fix: List[Union[Remedy, str]] = []
+    better = _affinity_fix(mode, allowed, npus) if npus else None
+    if better:
+        fix.append(env_fix(ctx, var.name, better, note="ranges inside the CPUs this process may use"))
+    else:
+        fix.append(f"Give each NPU an npuN:a-b range inside the allowed CPUs {cpus.allowed_list}")
+    evidence = [f"CPU_AFFINITY_CONF={raw!r}", f"{cpus.source}: Cpus_allowed_list {cpus.allowed_list}"]
+    if outside:
+        evidence.append("explicit ranges outside it: " + _ranges_text(outside))
+    if defaults:
+        evidence.append(
+            f"default ranges ({online} online CPUs / {npus} NPUs, {online_source}) outside it: "
+            + _ranges_text(defaults)
+        )
+    evidence.append(_src(var))
+    yield MISREAD.finding(
+        title=f"CPU_AFFINITY_CONF={raw} binds nothing: its CPU ranges hold cores this process may not use",
+        evidence=evidence,
+        fix=fix,
+        subject=var.name,
+        data={"outside": sorted(outside), "defaults_outside": sorted(defaults)},
+    )
+
+
 def _alloc_value_ok(key: AllocKey, value: str) -> bool:
     if key.value == "bool":
         return value in ("True", "False")
@@ -389,6 +470,8 @@ def runtime_tunables(ctx: RuleContext) -> Iterable[Finding]:
             yield from _int_min(ctx, var, raw)
         elif var.grammar == "int_range":
             yield from _int_range(ctx, var, raw)
+        elif var.grammar == "affinity":
+            yield from _affinity(ctx, var, raw)
         elif var.grammar == "alloc" and raw.strip():
             yield from _alloc(ctx, var, raw, torch_npu)
     yield from _inf_nan(ctx, env, chip)
