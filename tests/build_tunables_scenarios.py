@@ -35,16 +35,19 @@ LIMITS = (
     "Max open files            {nofile:<20} {nofile:<20} files     \n"
     "Max locked memory         {memlock:<20} {memlock:<20} bytes     \n"
 )
-STATUS = "Name:\tpython3\nCpus_allowed_list:\t0-191\nMems_allowed_list:\t0-3\n"
+STATUS = "Name:\tpython3\nCpus_allowed_list:\t{cpus}\nMems_allowed_list:\t0-3\n"
 
 NO_TUNABLE = ["ENV008", "ENV009", "ENV010", "ENV011", "ENV012"]
 NO_HOST = ["HOST006", "HOST007", "HOST008", "HOST009", "HOST010"]
 
 
-def host_files(root: Path, shm: str = "16777216k", memlock: str = "unlimited", nofile: str = "1048576") -> None:
+def host_files(
+    root: Path, shm: str = "16777216k", memlock: str = "unlimited", nofile: str = "1048576", cpus: str = "0-191"
+) -> None:
     write(root, "proc/self/mountinfo", MOUNTINFO.format(shm=shm))
     write(root, "proc/self/limits", LIMITS.format(memlock=memlock, nofile=nofile))
-    write(root, "proc/self/status", STATUS)
+    write(root, "proc/self/status", STATUS.format(cpus=cpus))
+    write(root, "sys/devices/system/cpu/online", "0-191\n")
 
 
 def scenario(name: str, title: str, source: str, env: Dict[str, str], expect: Dict[str, object]) -> Path:
@@ -90,6 +93,7 @@ def build() -> List[str]:
             "ASCEND_LAUNCH_BLOCKING": "0",
             "OMP_NUM_THREADS": "8",
             "LOCAL_WORLD_SIZE": "8",
+            "CPU_AFFINITY_CONF": "2",
         },
         {"exit": 0, "absent": NO_TUNABLE + NO_HOST},
     )
@@ -127,6 +131,15 @@ def build() -> List[str]:
         "CANN environment-variable reference, HCCL_BUFFSIZE (MB)",
         {"HCCL_BUFFSIZE": "4194304"},
         {"exit": 1, "codes": ["ENV008"]},
+    )
+    make(
+        "tun-cpu-affinity-outside-cpuset",
+        "CPU_AFFINITY_CONF=1 in a container limited to CPUs 0-47 of 192: the default ranges of NPUs 2-7 "
+        "lie outside the cpuset, so torch_npu binds nothing",
+        "CPU_AFFINITY_CONF.md (default ranges split all CPUs over the NPUs; Docker may change the mapping)",
+        {"CPU_AFFINITY_CONF": "1"},
+        {"exit": 0, "codes": ["ENV009"]},
+        cpus="0-47",
     )
     make(
         "tun-docker-default-shm-and-memlock",
