@@ -46,7 +46,16 @@ def test_every_documented_variable_is_judged_or_listed():
 def test_table_record_shapes():
     doc = tomlread.loads(Path(tunables.data_path()).read_text())
     for raw in doc["variable"]:
-        assert raw["grammar"] in ("bool", "choice", "word", "alloc", "int_min", "int_range", "affinity"), raw["name"]
+        assert raw["grammar"] in (
+            "bool",
+            "choice",
+            "word",
+            "alloc",
+            "int_min",
+            "int_range",
+            "affinity",
+            "dir_parent",
+        ), raw["name"]
         assert raw.get("outside", "warning") in ("error", "warning"), raw["name"]
         if raw["grammar"] == "choice":
             assert int(raw["default"]) in raw["values"], raw["name"]
@@ -318,3 +327,22 @@ def test_affinity_explicit_range_outside_and_grammar(tmp_path):
     assert not any(e.startswith("default ranges") for e in f.evidence)  # 12 CPUs per NPU, all inside
     f = _one(_judge_cpus(tmp_path / "b", {"CPU_AFFINITY_CONF": "yes"}, "0-191"), "ENV009")
     assert "cannot read 'yes'" in f.title
+
+
+def test_compiler_cache_dir_without_parent(tmp_path):
+    root = build_root(tmp_path / "root", "node1")
+    (root / "data").mkdir()
+    env = {"PATH": "/usr/bin:/bin", "ACL_OP_COMPILER_CACHE_DIR": "/data/cache/ops"}
+    snap = collect(Host(root=str(root), environ=env), Options())
+    assert snap.facts["tunables"]["dirs"]["ACL_OP_COMPILER_CACHE_DIR"] == {
+        "path": "/data/cache/ops",
+        "exists": False,
+        "parent_exists": False,
+    }
+    (f,) = [f for f in evaluate(snap, None, Options()) if f.code == "ENV009"]
+    assert f.title == "ACL_OP_COMPILER_CACHE_DIR=/data/cache/ops is ignored: its parent directory does not exist"
+    assert f.fix == ["mkdir -p -m 750 /data/cache/ops"]
+    # the parent exists: torch_npu's one mkdir succeeds
+    (root / "data/cache").mkdir()
+    snap = collect(Host(root=str(root), environ=env), Options())
+    assert [f.code for f in evaluate(snap, None, Options()) if f.code == "ENV009"] == []

@@ -359,10 +359,19 @@ class HygieneFacts(View):
 # --- tunables ----------------------------------------------------------------------------
 
 
+class TunableDir(View):
+    """A directory a tunable names, as the root resolves it."""
+
+    path: Optional[str] = None
+    exists: Optional[bool] = None
+    parent_exists: Optional[bool] = None
+
+
 class TunablesFacts(View):
     """The runtime tunables set in the diagnosed environment (probes/tunables.py)."""
 
     variables: Dict[str, str] = field(default_factory=dict, metadata=_doc("watched variables that are set"))
+    dirs: Dict[str, TunableDir] = field(default_factory=dict, metadata=_doc("directories created with one mkdir"))
 
 
 # --- host_limits -------------------------------------------------------------------------

@@ -317,6 +317,23 @@ def _affinity(ctx: RuleContext, var: Variable, raw: str) -> Iterable[Finding]:
     )
 
 
+def _dir_parent(ctx: RuleContext, var: Variable) -> Iterable[Finding]:
+    rec = ctx.view.tunables.dirs.get(var.name)
+    if rec is None or rec.path is None or rec.exists is not False or rec.parent_exists is not False:
+        return
+    yield MISREAD.finding(
+        title=f"{var.name}={rec.path} is ignored: its parent directory does not exist",
+        evidence=[
+            f"{rec.path}: missing, and so is its parent (diagnosed root)",
+            "torch_npu creates it with one non-recursive mkdir; on failure it warns and leaves the option unset, "
+            "so the operator cache goes to the default place",
+            _src(var),
+        ],
+        fix=[Command(("mkdir", "-p", "-m", "750", rec.path))],
+        subject=var.name,
+    )
+
+
 def _alloc_value_ok(key: AllocKey, value: str) -> bool:
     if key.value == "bool":
         return value in ("True", "False")
@@ -472,6 +489,8 @@ def runtime_tunables(ctx: RuleContext) -> Iterable[Finding]:
             yield from _int_range(ctx, var, raw)
         elif var.grammar == "affinity":
             yield from _affinity(ctx, var, raw)
+        elif var.grammar == "dir_parent":
+            yield from _dir_parent(ctx, var)
         elif var.grammar == "alloc" and raw.strip():
             yield from _alloc(ctx, var, raw, torch_npu)
     yield from _inf_nan(ctx, env, chip)
