@@ -142,10 +142,17 @@ def build() -> List[str]:
         cpus="0-47",
     )
     make(
+        "tun-hccl-connect-timeout-out-of-range",
+        "HCCL_CONNECT_TIMEOUT=60 in a single-process run: below the documented range [120, 7200]",
+        "CANN environment-variable reference, HCCL_CONNECT_TIMEOUT",
+        {"HCCL_CONNECT_TIMEOUT": "60"},
+        {"exit": 0, "codes": ["ENV009"], "absent": ["HCCL013"]},
+    )
+    make(
         "tun-docker-default-shm-and-memlock",
         "container started without --shm-size and --ulimit memlock: 64 MB /dev/shm, 64 KiB memlock",
         "DeepSpeed env_report get_shm_size; vllm-project/vllm-ascend#8113; LMCache/LMCache-Ascend#5",
-        {},
+        {"OMP_NUM_THREADS": "4"},
         {"exit": 0, "codes": ["HOST006", "HOST007"]},
         shm="65536k",
         memlock="65536",
