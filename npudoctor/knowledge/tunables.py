@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
-
-from packaging.version import InvalidVersion, Version
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from npudoctor import tomlread
+
+if TYPE_CHECKING:
+    from packaging.version import Version
 
 
 @dataclass(frozen=True)
@@ -262,6 +263,8 @@ def since_ok(version: Optional[str], since: Tuple[str, ...]) -> Optional[bool]:
     or older than the oldest line the table speaks for (:data:`OLDEST_LINE`)."""
     if not version or not since:
         return None
+    from packaging.version import InvalidVersion, Version  # only when an allocator key is judged
+
     try:
         have = Version(version.split("+")[0])
         floors = [Version(s) for s in since]
