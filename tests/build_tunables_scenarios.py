@@ -94,6 +94,8 @@ def build() -> List[str]:
             "OMP_NUM_THREADS": "8",
             "LOCAL_WORLD_SIZE": "8",
             "CPU_AFFINITY_CONF": "2",
+            "HCCL_EXEC_TIMEOUT": "1800",
+            "HCCL_EVENT_TIMEOUT": "3600",
         },
         {"exit": 0, "absent": NO_TUNABLE + NO_HOST},
     )
@@ -147,6 +149,13 @@ def build() -> List[str]:
         "CANN environment-variable reference, HCCL_CONNECT_TIMEOUT",
         {"HCCL_CONNECT_TIMEOUT": "60"},
         {"exit": 0, "codes": ["ENV009"], "absent": ["HCCL013"]},
+    )
+    make(
+        "tun-hccl-event-timeout-below-exec",
+        "HCCL_EVENT_TIMEOUT=600 with HCCL_EXEC_TIMEOUT=1800: the event wait gives up first",
+        "HCCL_EVENT_TIMEOUT.md (must be greater than HCCL_EXEC_TIMEOUT)",
+        {"HCCL_EVENT_TIMEOUT": "600", "HCCL_EXEC_TIMEOUT": "1800"},
+        {"exit": 0, "codes": ["ENV009"]},
     )
     make(
         "tun-docker-default-shm-and-memlock",

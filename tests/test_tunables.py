@@ -55,6 +55,7 @@ def test_table_record_shapes():
             "int_range",
             "affinity",
             "dir_parent",
+            "above",
         ), raw["name"]
         assert raw.get("outside", "warning") in ("error", "warning"), raw["name"]
         if raw["grammar"] == "choice":
@@ -346,3 +347,14 @@ def test_compiler_cache_dir_without_parent(tmp_path):
     (root / "data/cache").mkdir()
     snap = collect(Host(root=str(root), environ=env), Options())
     assert [f.code for f in evaluate(snap, None, Options()) if f.code == "ENV009"] == []
+
+
+def test_event_timeout_must_exceed_exec_timeout(tmp_path):
+    f = _one(_judge(tmp_path / "a", {"HCCL_EVENT_TIMEOUT": "600", "HCCL_EXEC_TIMEOUT": "1800"}), "ENV009")
+    assert f.title.startswith("HCCL_EVENT_TIMEOUT=600 is not above HCCL_EXEC_TIMEOUT=1800")
+    assert f.fix[0].startswith("export HCCL_EVENT_TIMEOUT=1860")
+    f = _one(_judge(tmp_path / "b", {"HCCL_EVENT_TIMEOUT": "3600", "HCCL_EXEC_TIMEOUT": "0"}), "ENV009")
+    assert f.fix[0].startswith("export HCCL_EVENT_TIMEOUT=0")
+    assert _judge(tmp_path / "c", {"HCCL_EVENT_TIMEOUT": "3600", "HCCL_EXEC_TIMEOUT": "1800"}) == []
+    assert _judge(tmp_path / "d", {"HCCL_EVENT_TIMEOUT": "0", "HCCL_EXEC_TIMEOUT": "1800"}) == []
+    assert _judge(tmp_path / "e", {"HCCL_EVENT_TIMEOUT": "600"}) == []

@@ -45,6 +45,7 @@ class Variable:
     maximum: Optional[int] = None
     verbose: Tuple[int, ...] = ()
     unit_mb: bool = False
+    above: str = ""
     note: str = ""
 
 
@@ -122,6 +123,7 @@ def parse_table(doc: Dict[str, Any]) -> Table:
             maximum=_opt_int(raw.get("max")),
             verbose=tuple(int(v) for v in raw.get("verbose", ())),
             unit_mb=bool(raw.get("unit_mb", False)),
+            above=str(raw.get("above", "")),
             note=str(raw.get("note", "")),
         )
         variables[var.name] = var

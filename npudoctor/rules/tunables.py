@@ -317,6 +317,27 @@ def _affinity(ctx: RuleContext, var: Variable, raw: str) -> Iterable[Finding]:
     )
 
 
+def _above(ctx: RuleContext, var: Variable, raw: str, env: Dict[str, str]) -> Iterable[Finding]:
+    other_raw = env.get(var.above)
+    if other_raw is None:
+        return
+    value, whole = strtol(raw)
+    other, other_whole = strtol(other_raw)
+    if not (whole and other_whole) or value <= 0 or other < 0:
+        return  # 0: never times out; malformed values are other rules' (HCCL011)
+    if other != 0 and value > other:
+        return
+    never = other == 0
+    yield MISREAD.finding(
+        title=f"{var.name}={raw} is not above {var.above}={other_raw}"
+        + (" (never)" if never else "")
+        + ": the stream wait gives up before the collective reports its own timeout",
+        evidence=[f"{var.name}={raw!r}", f"{var.above}={other_raw!r}", _src(var)],
+        fix=[env_fix(ctx, var.name, "0" if never else str(other + 60), note=f"above {var.above}")],
+        subject=var.name,
+    )
+
+
 def _dir_parent(ctx: RuleContext, var: Variable) -> Iterable[Finding]:
     rec = ctx.view.tunables.dirs.get(var.name)
     if rec is None or rec.path is None or rec.exists is not False or rec.parent_exists is not False:
@@ -491,6 +512,8 @@ def runtime_tunables(ctx: RuleContext) -> Iterable[Finding]:
             yield from _affinity(ctx, var, raw)
         elif var.grammar == "dir_parent":
             yield from _dir_parent(ctx, var)
+        elif var.grammar == "above":
+            yield from _above(ctx, var, raw, env)
         elif var.grammar == "alloc" and raw.strip():
             yield from _alloc(ctx, var, raw, torch_npu)
     yield from _inf_nan(ctx, env, chip)
