@@ -99,7 +99,7 @@ RULE_MODULES = (
     ('npudoctor.rules.python_env', ('cann', 'host', 'packages', 'python'), ('python',), False),
     ('npudoctor.rules.sections', ('host', 'python', 'packages', 'cann', 'driver', 'environment', 'libraries', 'devices', 'container', 'hccl', 'hygiene', 'tunables', 'host_limits', 'frameworks', 'deep', 'access'), (), True),
     ('npudoctor.rules.stack_libraries', ('devices', 'environment', 'libraries'), ('libraries',), False),
-    ('npudoctor.rules.tunables', ('devices', 'hccl', 'host_limits', 'packages', 'tunables'), ('tunables',), False),
+    ('npudoctor.rules.tunables', ('container', 'devices', 'hccl', 'host_limits', 'packages', 'tunables'), ('tunables',), False),
     ('npudoctor.rules.visibility', ('container', 'devices'), ('devices',), False),
     ('npudoctor.rules.visibility_vars', ('cann', 'container', 'devices', 'driver', 'packages'), ('devices',), False),
 )

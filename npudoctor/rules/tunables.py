@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from npudoctor.engine import RuleContext
 
-READS = ("devices", "hccl", "host_limits", "packages", "tunables")
+READS = ("container", "devices", "hccl", "host_limits", "packages", "tunables")
 ONLY_WITH = ("tunables",)
 
 REJECTED = codes.get("ENV008")
