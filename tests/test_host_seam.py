@@ -61,6 +61,8 @@ ALLOWED: Dict[Tuple[str, str], Tuple[int, str]] = {
     ("npudoctor/snapshot.py", "os.listdir"): (1, "clean_stale_temp: npudoctor's own temp files in its output dir"),
     ("npudoctor/parsers/elf.py", "SymbolIndex.open"): (1, "npudoctor's own classmethod (opens via open_regular)"),
     ("npudoctor/cluster/inputs.py", "os.listdir"): (1, "a directory given to compare: listed, files read capped"),
+    ("npudoctor/lint/run.py", "os.walk"): (1, "a source tree given to lint: listed, files read capped"),
+    ("npudoctor/lint/fix.py", "os.fdopen"): (1, "lint --fix: the temporary file npudoctor creates itself"),
     ("npudoctor/triage/scan.py", "os.walk"): (1, "a log directory given to triage: listed, files read capped"),
     # plan/ belongs to `plan verify`'s owner (bundles npudoctor builds, wheels it downloads):
     ("npudoctor/plan/bundle.py", "os.listdir"): (2, "the bundle's wheels directory npudoctor writes"),

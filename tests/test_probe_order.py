@@ -115,6 +115,8 @@ def test_the_order_follows_the_declarations():
         "container",
         "hccl",
         "hygiene",
+        "tunables",
+        "host_limits",
         "frameworks",
         "deep",
     }

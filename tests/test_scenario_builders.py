@@ -49,7 +49,14 @@ def _differences(built: Path, committed: Path) -> List[str]:
 
 
 @pytest.mark.parametrize(
-    "builder", ["build_cann_scenarios", "build_case_scenarios", "build_health_scenarios", "build_framework_scenarios"]
+    "builder",
+    [
+        "build_cann_scenarios",
+        "build_case_scenarios",
+        "build_health_scenarios",
+        "build_framework_scenarios",
+        "build_tunables_scenarios",
+    ],
 )
 def test_builder_reproduces_the_committed_scenarios(
     builder: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -27,10 +27,12 @@ if TYPE_CHECKING:  # imported on first use (below): a command defines only the v
     from npudoctor.facts.environment import EnvironmentFacts
     from npudoctor.facts.frameworks import FrameworksFacts
     from npudoctor.facts.hccl import HcclFacts
+    from npudoctor.facts.host_limits import HostLimitsFacts
     from npudoctor.facts.hygiene import HygieneFacts
     from npudoctor.facts.runtime_env import LibrariesFacts
     from npudoctor.facts.stack import CannFacts, DriverFacts
     from npudoctor.facts.system import AccessFacts, HostFacts, PackagesFacts, PythonFacts
+    from npudoctor.facts.tunables import TunablesFacts
 
 #: ``canonical_name`` remembered: the same few hundred project names recur in every snapshot.
 _canonical = lru_cache(maxsize=4096)(canonical_name)
@@ -48,6 +50,8 @@ _WHERE: Dict[str, Tuple[str, str]] = {
     "container": ("container", "ContainerFacts"),
     "hccl": ("hccl", "HcclFacts"),
     "hygiene": ("hygiene", "HygieneFacts"),
+    "tunables": ("tunables", "TunablesFacts"),
+    "host_limits": ("host_limits", "HostLimitsFacts"),
     "frameworks": ("frameworks", "FrameworksFacts"),
     "deep": ("deep", "DeepFacts"),
     "access": ("system", "AccessFacts"),
@@ -191,6 +195,14 @@ class Facts:
     @property
     def hygiene(self) -> HygieneFacts:
         return self._view("hygiene")  # type: ignore[no-any-return]
+
+    @property
+    def tunables(self) -> TunablesFacts:
+        return self._view("tunables")  # type: ignore[no-any-return]
+
+    @property
+    def host_limits(self) -> HostLimitsFacts:
+        return self._view("host_limits")  # type: ignore[no-any-return]
 
     @property
     def frameworks(self) -> FrameworksFacts:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from dataclasses import field
-from typing import TYPE_CHECKING, Any, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Tuple
 
 if sys.version_info >= (3, 11):
     from typing import dataclass_transform
@@ -32,7 +32,7 @@ else:
 if TYPE_CHECKING:
     from dataclasses import Field
 
-__all__ = ["View", "field", "is_view", "view_fields"]
+__all__ = ["View", "doc", "field", "is_view", "view_fields"]
 
 
 @dataclass_transform(frozen_default=True, field_specifiers=(field,))
@@ -44,6 +44,11 @@ class View:
         doc = cls.__dict__.get("__doc__")
         dataclasses.dataclass(frozen=True)(cls)
         cls.__doc__ = doc  # the schema describes a view by its docstring, not by a made-up signature
+
+
+def doc(text: str) -> Dict[str, str]:
+    """The ``metadata`` of a field described by ``text`` in the schema."""
+    return {"doc": text}
 
 
 def view_fields(cls: type) -> Tuple[Field[Any], ...]:

@@ -4,24 +4,20 @@ capabilities and the driver pieces mounted into it."""
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Tuple
+from typing import Optional, Tuple
 
-from npudoctor.facts._view import View, field
-
-
-def _doc(text: str) -> Dict[str, str]:
-    return {"doc": text}
+from npudoctor.facts._view import View, doc, field
 
 
 class Mount(View):
     """A driver piece a container needs."""
 
     path: str = ""
-    exists: Optional[bool] = field(default=None, metadata=_doc("None: not recorded, or cannot be told"))
+    exists: Optional[bool] = field(default=None, metadata=doc("None: not recorded, or cannot be told"))
     what: Optional[str] = None
     required: bool = False
     unreadable: Optional[str] = field(
-        default=None, metadata=_doc("why presence cannot be told (permission denied, symlink loop)")
+        default=None, metadata=doc("why presence cannot be told (permission denied, symlink loop)")
     )
 
 
@@ -34,19 +30,19 @@ class DeviceCgroup(View):
 class Launcher(View):
     """What started the diagnosed environment (systemd, Slurm, Ray) and the variable that says so."""
 
-    name: str = field(default="", metadata=_doc('"systemd" | "slurm" | "ray"'))
+    name: str = field(default="", metadata=doc('"systemd" | "slurm" | "ray"'))
     evidence: Optional[str] = None
-    unit: Optional[str] = field(default=None, metadata=_doc("systemd: the service its cgroup names"))
+    unit: Optional[str] = field(default=None, metadata=doc("systemd: the service its cgroup names"))
 
 
 class Capabilities(View):
     """The capability sets and effective ids of ``/proc/self/status`` (as read: hex masks)."""
 
     source: Optional[str] = None
-    cap_eff: Optional[str] = field(default=None, metadata=_doc('CapEff, hex as read ("0000000000000000")'))
+    cap_eff: Optional[str] = field(default=None, metadata=doc('CapEff, hex as read ("0000000000000000")'))
     cap_prm: Optional[str] = None
     cap_bnd: Optional[str] = None
-    uid: Optional[int] = field(default=None, metadata=_doc("effective uid (second field of Uid:)"))
+    uid: Optional[int] = field(default=None, metadata=doc("effective uid (second field of Uid:)"))
     gid: Optional[int] = None
     groups: Tuple[int, ...] = ()
 
@@ -56,10 +52,10 @@ class ContainerFacts(View):
 
     world: Optional[str] = field(
         default=None,
-        metadata=_doc('"build" | "pod" | "container" | "host" (None: snapshots from before it was recorded)'),
+        metadata=doc('"build" | "pod" | "container" | "host" (None: snapshots from before it was recorded)'),
     )
     launched_by: Tuple[Launcher, ...] = ()
-    build_markers: Tuple[str, ...] = field(default=(), metadata=_doc("why this looks like an image build step"))
+    build_markers: Tuple[str, ...] = field(default=(), metadata=doc("why this looks like an image build step"))
     capabilities: Optional[Capabilities] = None
 
     in_container: bool = False

@@ -6,24 +6,20 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
-from npudoctor.facts._view import View, field
-
-
-def _doc(text: str) -> Dict[str, str]:
-    return {"doc": text}
+from npudoctor.facts._view import View, doc, field
 
 
 class DeepStep(View):
     """One step of the child (import_torch, import_torch_npu, is_available, ...)."""
 
     name: str = ""
-    status: Optional[str] = field(default=None, metadata=_doc('"ok" | "failed" | "skipped" | "running"'))
-    duration: Optional[float] = field(default=None, metadata=_doc("seconds"))
+    status: Optional[str] = field(default=None, metadata=doc('"ok" | "failed" | "skipped" | "running"'))
+    duration: Optional[float] = field(default=None, metadata=doc("seconds"))
     error_type: Optional[str] = None
     error: Optional[str] = None
     traceback: Optional[str] = None
-    value: JSON = field(default=None, metadata=_doc("what the step returned (step-specific JSON)"))
-    reason: Optional[str] = field(default=None, metadata=_doc("why it was skipped"))
+    value: JSON = field(default=None, metadata=doc("what the step returned (step-specific JSON)"))
+    reason: Optional[str] = field(default=None, metadata=doc("why it was skipped"))
 
 
 class DeepDevice(View):
@@ -31,8 +27,8 @@ class DeepDevice(View):
 
     index: Optional[int] = None
     name: Optional[str] = None
-    tensor_op: Optional[str] = field(default=None, metadata=_doc('"ok" or the error'))
-    synchronize: Optional[str] = field(default=None, metadata=_doc('"ok" or the error'))
+    tensor_op: Optional[str] = field(default=None, metadata=doc('"ok" or the error'))
+    synchronize: Optional[str] = field(default=None, metadata=doc('"ok" or the error'))
 
 
 class DeepSignature(View):
@@ -48,17 +44,17 @@ class DeepSignature(View):
 class DeepFacts(View):
     """torch and torch_npu really imported in a child process, with a deadline."""
 
-    ran: Optional[bool] = field(default=None, metadata=_doc("False: not run (see reason); None: not recorded"))
-    reason: Optional[str] = field(default=None, metadata=_doc("why it was not run (or could not start)"))
-    torch_installed: Optional[bool] = field(default=None, metadata=_doc("False: not run, no torch to import"))
+    ran: Optional[bool] = field(default=None, metadata=doc("False: not run (see reason); None: not recorded"))
+    reason: Optional[str] = field(default=None, metadata=doc("why it was not run (or could not start)"))
+    torch_installed: Optional[bool] = field(default=None, metadata=doc("False: not run, no torch to import"))
     interpreter: Optional[str] = None
-    timeout: Optional[float] = field(default=None, metadata=_doc("the deadline (s)"))
-    duration: Optional[float] = field(default=None, metadata=_doc("wall time (s)"))
+    timeout: Optional[float] = field(default=None, metadata=doc("the deadline (s)"))
+    duration: Optional[float] = field(default=None, metadata=doc("wall time (s)"))
     outcome: Optional[str] = field(
-        default=None, metadata=_doc('"ok" | "failed" | "crashed" | "timed_out" | "exited" | "not_run" | "error"')
+        default=None, metadata=doc('"ok" | "failed" | "crashed" | "timed_out" | "exited" | "not_run" | "error"')
     )
     returncode: Optional[int] = None
-    signal: Optional[str] = field(default=None, metadata=_doc('"SIGSEGV" when killed by a signal'))
+    signal: Optional[str] = field(default=None, metadata=doc('"SIGSEGV" when killed by a signal'))
     hung_step: Optional[str] = None
     crashed_step: Optional[str] = None
     steps: Tuple[DeepStep, ...] = ()
@@ -72,7 +68,7 @@ class DeepFacts(View):
     output_truncated: Optional[bool] = None
     torch_version: Optional[str] = None
     torch_npu_version: Optional[str] = None
-    cann: Optional[str] = field(default=None, metadata=_doc("torch.version.cann"))
+    cann: Optional[str] = field(default=None, metadata=doc("torch.version.cann"))
     is_available: Optional[bool] = None
     device_count: Optional[int] = None
     devices: Tuple[DeepDevice, ...] = ()

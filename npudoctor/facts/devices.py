@@ -6,12 +6,8 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
-from npudoctor.facts._view import View, field
+from npudoctor.facts._view import View, doc, field
 from npudoctor.facts.system import Identity
-
-
-def _doc(text: str) -> Dict[str, str]:
-    return {"doc": text}
 
 
 def _var(name: str) -> Dict[str, str]:
@@ -24,50 +20,50 @@ class NpuSmiCommand(View):
     argv: Tuple[str, ...] = ()
     returncode: Optional[int] = None
     timed_out: bool = False
-    error: Optional[str] = field(default=None, metadata=_doc("why it could not be started"))
-    duration: Optional[float] = field(default=None, metadata=_doc("seconds"))
-    parsed: bool = field(default=False, metadata=_doc("its output gave what was asked"))
-    cpu_s: Optional[float] = field(default=None, metadata=_doc("CPU seconds it had used when killed for its deadline"))
+    error: Optional[str] = field(default=None, metadata=doc("why it could not be started"))
+    duration: Optional[float] = field(default=None, metadata=doc("seconds"))
+    parsed: bool = field(default=False, metadata=doc("its output gave what was asked"))
+    cpu_s: Optional[float] = field(default=None, metadata=doc("CPU seconds it had used when killed for its deadline"))
     state: Optional[str] = field(
-        default=None, metadata=_doc('its process state when killed ("D": blocked in the kernel, "R": runnable)')
+        default=None, metadata=doc('its process state when killed ("D": blocked in the kernel, "R": runnable)')
     )
     cpu_pressure: Optional[float] = field(
         default=None,
-        metadata=_doc("percent of its run it could be starved of CPU (node PSI plus cgroup throttling), when killed"),
+        metadata=doc("percent of its run it could be starved of CPU (node PSI plus cgroup throttling), when killed"),
     )
 
 
 class NpuSmi(View):
     """How ``npu-smi`` answered (or why it was not run)."""
 
-    path: Optional[str] = field(default=None, metadata=_doc("found on PATH"))
+    path: Optional[str] = field(default=None, metadata=doc("found on PATH"))
     searched: Optional[Tuple[str, ...]] = field(
-        default=None, metadata=_doc("PATH entries of the diagnosed environment (None: not recorded)")
+        default=None, metadata=doc("PATH entries of the diagnosed environment (None: not recorded)")
     )
-    available: bool = field(default=False, metadata=_doc("the device table parsed"))
-    error: Optional[str] = field(default=None, metadata=_doc("how the command failed, for people"))
+    available: bool = field(default=False, metadata=doc("the device table parsed"))
+    error: Optional[str] = field(default=None, metadata=doc("how the command failed, for people"))
     cause: Optional[str] = field(
         default=None,
-        metadata=_doc(
+        metadata=doc(
             '"not-installed" | "hung" | "cut-short" | "crashed" | "dcmi" | "permission" | "loader" | "driver" | "disabled" | "unparsed"'
         ),
     )
-    code: Optional[int] = field(default=None, metadata=_doc("DCMI return code (-8005, -8020, ...)"))
-    message: Optional[str] = field(default=None, metadata=_doc("the npu-smi error line"))
-    signal: Optional[str] = field(default=None, metadata=_doc('the signal that killed npu-smi ("SIGSEGV")'))
-    version: Optional[str] = field(default=None, metadata=_doc("npu-smi tool version"))
-    driver_version: Optional[str] = field(default=None, metadata=_doc('the table header\'s "Version:"'))
-    layout: Optional[str] = field(default=None, metadata=_doc('"910" | "310" | None'))
+    code: Optional[int] = field(default=None, metadata=doc("DCMI return code (-8005, -8020, ...)"))
+    message: Optional[str] = field(default=None, metadata=doc("the npu-smi error line"))
+    signal: Optional[str] = field(default=None, metadata=doc('the signal that killed npu-smi ("SIGSEGV")'))
+    version: Optional[str] = field(default=None, metadata=doc("npu-smi tool version"))
+    driver_version: Optional[str] = field(default=None, metadata=doc('the table header\'s "Version:"'))
+    layout: Optional[str] = field(default=None, metadata=doc('"910" | "310" | None'))
     truncated: bool = False
     commands: Tuple[NpuSmiCommand, ...] = ()
-    raw: Optional[str] = field(default=None, metadata=_doc("first 64 KiB of `npu-smi info`"))
+    raw: Optional[str] = field(default=None, metadata=doc("first 64 KiB of `npu-smi info`"))
 
 
 class HealthDetail(View):
     """``npu-smi info -t health`` of a chip that is not OK."""
 
     status: Optional[str] = None
-    error_codes: Tuple[str, ...] = field(default=(), metadata=_doc('hex codes ("80E3A203")'))
+    error_codes: Tuple[str, ...] = field(default=(), metadata=doc('hex codes ("80E3A203")'))
     information: Optional[str] = None
 
 
@@ -76,22 +72,22 @@ class Chip(View):
 
     npu_id: Optional[int] = None
     chip_id: Optional[int] = None
-    phy_id: Optional[int] = field(default=None, metadata=_doc("A3 Phy-ID column, or from `info -m`"))
-    device_id: Optional[int] = field(default=None, metadata=_doc("310-class Device column"))
-    logic_id: Optional[int] = field(default=None, metadata=_doc("310-class Device column, or from `info -m`"))
-    name: Optional[str] = field(default=None, metadata=_doc('"910B3", "Ascend910", "310P3"'))
-    health: Optional[str] = field(default=None, metadata=_doc("raw: OK | Warning | Alarm | Critical | ..."))
-    power_w: Optional[float] = field(default=None, metadata=_doc("None for NA or -"))
+    phy_id: Optional[int] = field(default=None, metadata=doc("A3 Phy-ID column, or from `info -m`"))
+    device_id: Optional[int] = field(default=None, metadata=doc("310-class Device column"))
+    logic_id: Optional[int] = field(default=None, metadata=doc("310-class Device column, or from `info -m`"))
+    name: Optional[str] = field(default=None, metadata=doc('"910B3", "Ascend910", "310P3"'))
+    health: Optional[str] = field(default=None, metadata=doc("raw: OK | Warning | Alarm | Critical | ..."))
+    power_w: Optional[float] = field(default=None, metadata=doc("None for NA or -"))
     temp_c: Optional[float] = None
     hugepages_used: Optional[int] = None
     hugepages_total: Optional[int] = None
     aicore_pct: Optional[float] = None
-    memory_used_mb: Optional[int] = field(default=None, metadata=_doc("DDR"))
+    memory_used_mb: Optional[int] = field(default=None, metadata=doc("DDR"))
     memory_total_mb: Optional[int] = None
-    hbm_used_mb: Optional[int] = field(default=None, metadata=_doc("None on 310-class"))
+    hbm_used_mb: Optional[int] = field(default=None, metadata=doc("None on 310-class"))
     hbm_total_mb: Optional[int] = None
-    bus_id: Optional[str] = field(default=None, metadata=_doc("raw: may be NA or masked"))
-    soc_version: Optional[str] = field(default=None, metadata=_doc("measured (A3 `-t board`), else None"))
+    bus_id: Optional[str] = field(default=None, metadata=doc("raw: may be NA or masked"))
+    soc_version: Optional[str] = field(default=None, metadata=doc("measured (A3 `-t board`), else None"))
     soc_source: Optional[str] = None
     health_detail: Optional[HealthDetail] = None
 
@@ -104,21 +100,21 @@ class NpuProcess(View):
     pid: Optional[int] = None
     name: Optional[str] = None
     memory_mb: Optional[int] = None
-    container_pid: Optional[int] = field(default=None, metadata=_doc("26.x wide layout only"))
+    container_pid: Optional[int] = field(default=None, metadata=doc("26.x wide layout only"))
 
 
 class Topology(View):
     """``npu-smi info -t topo``: NPU-to-NPU links and CPU affinity (map keys are NPU ids)."""
 
-    npus: Tuple[int, ...] = field(default=(), metadata=_doc("ids in header order"))
+    npus: Tuple[int, ...] = field(default=(), metadata=doc("ids in header order"))
     links: Dict[str, Dict[str, str]] = field(
-        default_factory=dict, metadata=_doc("npu → peer → X | HCCS | SIO | UB | PIX | PXB | PHB | SYS | NA")
+        default_factory=dict, metadata=doc("npu → peer → X | HCCS | SIO | UB | PIX | PXB | PHB | SYS | NA")
     )
-    affinity: Dict[str, str] = field(default_factory=dict, metadata=_doc('npu → "144-167"'))
+    affinity: Dict[str, str] = field(default_factory=dict, metadata=doc('npu → "144-167"'))
     affinity_cpus: Dict[str, Tuple[int, ...]] = field(default_factory=dict)
     link_types: Tuple[str, ...] = ()
-    all_fabric: bool = field(default=False, metadata=_doc("every pair on HCCS/SIO/UB"))
-    islands: Tuple[Tuple[int, ...], ...] = field(default=(), metadata=_doc("groups joined by fabric or PIX links"))
+    all_fabric: bool = field(default=False, metadata=doc("every pair on HCCS/SIO/UB"))
+    islands: Tuple[Tuple[int, ...], ...] = field(default=(), metadata=doc("groups joined by fabric or PIX links"))
     legend: bool = False
 
 
@@ -126,16 +122,16 @@ class DeviceNode(View):
     """A device node (``/dev/davinciN`` or a control node) and its owner and mode."""
 
     path: str = ""
-    kind: Optional[str] = field(default=None, metadata=_doc('"chip" | "control"'))
+    kind: Optional[str] = field(default=None, metadata=doc('"chip" | "control"'))
     exists: bool = False
     char_device: Optional[bool] = None
     uid: Optional[int] = None
     gid: Optional[int] = None
     owner: Optional[str] = None
     group: Optional[str] = None
-    mode: Optional[str] = field(default=None, metadata=_doc('"0660"'))
+    mode: Optional[str] = field(default=None, metadata=doc('"0660"'))
     accessible_by_identity: Optional[bool] = None
-    rdev: Tuple[int, ...] = field(default=(), metadata=_doc("[major, minor] of a character device"))
+    rdev: Tuple[int, ...] = field(default=(), metadata=doc("[major, minor] of a character device"))
 
 
 class Visibility(View):
@@ -158,15 +154,15 @@ class DevicesFacts(View):
     npu_smi: NpuSmi = field(default_factory=NpuSmi)
     chips: Tuple[Chip, ...] = ()
     processes: Tuple[NpuProcess, ...] = ()
-    idle_npus: Tuple[int, ...] = field(default=(), metadata=_doc("npu ids npu-smi says run no process"))
+    idle_npus: Tuple[int, ...] = field(default=(), metadata=doc("npu ids npu-smi says run no process"))
     topology: Optional[Topology] = None
     nodes: Tuple[DeviceNode, ...] = ()
     nodes_error: Optional[str] = field(
-        default=None, metadata=_doc("why the device nodes could not be looked at (/dev refused)")
+        default=None, metadata=doc("why the device nodes could not be looked at (/dev refused)")
     )
     visibility: Visibility = field(default_factory=Visibility)
-    ray: Tuple[str, ...] = field(default=(), metadata=_doc("names of the RAY_* variables set"))
+    ray: Tuple[str, ...] = field(default=(), metadata=doc("names of the RAY_* variables set"))
     visible_count: Optional[int] = field(
-        default=None, metadata=_doc("chips npu-smi lists, else /dev/davinciN nodes, else None")
+        default=None, metadata=doc("chips npu-smi lists, else /dev/davinciN nodes, else None")
     )
     identity: Identity = field(default_factory=Identity)

@@ -6,11 +6,7 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
-from npudoctor.facts._view import View, field
-
-
-def _doc(text: str) -> Dict[str, str]:
-    return {"doc": text}
+from npudoctor.facts._view import View, doc, field
 
 
 class EnvToolkit(View):
@@ -44,10 +40,10 @@ class Expected(View):
     """What ``set_env.sh`` of the toolkit (and NNAL's) would set (read, never run)."""
 
     toolkit: Optional[str] = None
-    method: Optional[str] = field(default=None, metadata=_doc('"set_env.sh" | "set_env.sh (rebased)" | "documented"'))
+    method: Optional[str] = field(default=None, metadata=doc('"set_env.sh" | "set_env.sh (rebased)" | "documented"'))
     script: Optional[str] = None
     unsupported: Tuple[UnsupportedLine, ...] = ()
-    fallback: Optional[str] = field(default=None, metadata=_doc("why the documented variables were used"))
+    fallback: Optional[str] = field(default=None, metadata=doc("why the documented variables were used"))
     variables: Dict[str, str] = field(default_factory=dict)
     added: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
     nnal: Optional[ExpectedNnal] = None
@@ -59,7 +55,7 @@ class PathRead(View):
 
     resolved: Optional[str] = None
     exists: Optional[bool] = None
-    is_dir: Optional[bool] = field(default=None, metadata=_doc("None: not recorded (older snapshots)"))
+    is_dir: Optional[bool] = field(default=None, metadata=doc("None: not recorded (older snapshots)"))
 
 
 class ToolkitPython(View):
@@ -94,7 +90,7 @@ class EnvironmentFacts(View):
     set_env_script: Optional[str] = None
     current: Dict[str, str] = field(default_factory=dict)
     paths: Dict[str, PathRead] = field(
-        default_factory=dict, metadata=_doc("how the root resolves each value compared (rules/_env_vars.py)")
+        default_factory=dict, metadata=doc("how the root resolves each value compared (rules/_env_vars.py)")
     )
     toolkit_python: Optional[ToolkitPython] = None
     nnal: Optional[EnvNnal] = None

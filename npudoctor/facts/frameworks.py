@@ -7,11 +7,7 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
-from npudoctor.facts._view import View, field
-
-
-def _doc(text: str) -> Dict[str, str]:
-    return {"doc": text}
+from npudoctor.facts._view import View, doc, field
 
 
 class BuildInfo(View):
@@ -19,7 +15,7 @@ class BuildInfo(View):
 
     path: Optional[str] = None
     values: Dict[str, JSON] = field(
-        default_factory=dict, metadata=_doc("literal assignments: __device_type__, __soc_version__, ...")
+        default_factory=dict, metadata=doc("literal assignments: __device_type__, __soc_version__, ...")
     )
     error: Optional[str] = None
 
@@ -29,8 +25,8 @@ class Description(View):
 
     metadata: Optional[str] = None
     version: Optional[str] = None
-    row: Optional[str] = field(default=None, metadata=_doc("the table row, cells joined with ' | '"))
-    cann: Optional[str] = field(default=None, metadata=_doc("the CANN that row names"))
+    row: Optional[str] = field(default=None, metadata=doc("the table row, cells joined with ' | '"))
+    cann: Optional[str] = field(default=None, metadata=doc("the CANN that row names"))
     error: Optional[str] = None
 
 
@@ -40,11 +36,11 @@ class CudaEvidence(View):
     name: Optional[str] = None
     version: Optional[str] = None
     dist_info: Optional[str] = None
-    files: Tuple[str, ...] = field(default=(), metadata=_doc("RECORD paths of CUDA libraries or the data's patterns"))
+    files: Tuple[str, ...] = field(default=(), metadata=doc("RECORD paths of CUDA libraries or the data's patterns"))
     needed: Dict[str, Tuple[str, ...]] = field(
-        default_factory=dict, metadata=_doc("extension module (RECORD path) -> CUDA DT_NEEDED names")
+        default_factory=dict, metadata=doc("extension module (RECORD path) -> CUDA DT_NEEDED names")
     )
-    checked: int = field(default=0, metadata=_doc("extension modules whose DT_NEEDED was read"))
+    checked: int = field(default=0, metadata=doc("extension modules whose DT_NEEDED was read"))
 
 
 class FrameworksFacts(View):

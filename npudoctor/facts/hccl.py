@@ -7,11 +7,7 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
-from npudoctor.facts._view import View, field
-
-
-def _doc(text: str) -> Dict[str, str]:
-    return {"doc": text}
+from npudoctor.facts._view import View, doc, field
 
 
 class InContainer(View):
@@ -28,19 +24,19 @@ class HccnConf(View):
     present: bool = False
     error: Optional[str] = None
     devices: Dict[str, Dict[str, str]] = field(
-        default_factory=dict, metadata=_doc('device id → {"address", "netmask", "gateway", ...}')
+        default_factory=dict, metadata=doc('device id → {"address", "netmask", "gateway", ...}')
     )
-    other: Dict[str, str] = field(default_factory=dict, metadata=_doc("lines without a _N suffix"))
+    other: Dict[str, str] = field(default_factory=dict, metadata=doc("lines without a _N suffix"))
     elided: bool = False
     unparsed: Tuple[str, ...] = ()
-    duplicates: Tuple[Tuple[str, ...], ...] = field(default=(), metadata=_doc("[key, device id] given twice"))
+    duplicates: Tuple[Tuple[str, ...], ...] = field(default=(), metadata=doc("[key, device id] given twice"))
     lossy: Optional[bool] = None
 
 
 class RankDevice(View):
     """One device entry of a rank table server."""
 
-    invalid: bool = field(default=False, metadata=_doc("the entry is not an object"))
+    invalid: bool = field(default=False, metadata=doc("the entry is not an object"))
     device_id: Optional[int] = None
     device_id_raw: Optional[str] = None
     device_ip: Optional[str] = None
@@ -53,7 +49,7 @@ class RankServer(View):
     """One ``server_list`` entry of a rank table."""
 
     index: Optional[int] = None
-    invalid: bool = field(default=False, metadata=_doc("the entry is not an object"))
+    invalid: bool = field(default=False, metadata=doc("the entry is not an object"))
     server_id: Optional[str] = None
     host_ip: Optional[str] = None
     container_ip: Optional[str] = None
@@ -77,15 +73,15 @@ class RankTable(View):
     variable: Optional[str] = None
     read_error: Optional[str] = None
     lossy: Optional[bool] = None
-    ok: bool = field(default=False, metadata=_doc("a rank table could be read"))
-    error: Optional[str] = field(default=None, metadata=_doc("why it could not be parsed"))
+    ok: bool = field(default=False, metadata=doc("a rank table could be read"))
+    error: Optional[str] = field(default=None, metadata=doc("why it could not be parsed"))
     truncated: bool = False
     strict_json: bool = False
-    tolerated: Tuple[str, ...] = field(default=(), metadata=_doc('"comments" | "elisions" | "trailing commas"'))
+    tolerated: Tuple[str, ...] = field(default=(), metadata=doc('"comments" | "elisions" | "trailing commas"'))
     version: Optional[str] = None
     status: Optional[str] = None
     server_count: Optional[int] = None
-    server_count_raw: JSON = field(default=None, metadata=_doc("the declared value as written"))
+    server_count_raw: JSON = field(default=None, metadata=doc("the declared value as written"))
     servers: Tuple[RankServer, ...] = ()
     server_list_missing: bool = False
     super_pods: Tuple[SuperPod, ...] = ()
@@ -96,7 +92,7 @@ class LocalAddress(View):
     """An address of this node."""
 
     interface: Optional[str] = None
-    family: Optional[str] = field(default=None, metadata=_doc('"ipv4" | "ipv6"'))
+    family: Optional[str] = field(default=None, metadata=doc('"ipv4" | "ipv6"'))
     address: Optional[str] = None
 
 
@@ -121,8 +117,8 @@ class HccnToolDevice(View):
     """What ``hccn_tool`` said about one device."""
 
     ip: Optional[HccnIp] = None
-    link: Optional[str] = field(default=None, metadata=_doc('"UP" | "DOWN" | None'))
-    commands: Tuple[str, ...] = field(default=(), metadata=_doc("how each call ended"))
+    link: Optional[str] = field(default=None, metadata=doc('"UP" | "DOWN" | None'))
+    commands: Tuple[str, ...] = field(default=(), metadata=doc("how each call ended"))
 
 
 class HccnTool(View):
@@ -136,7 +132,7 @@ class HccnTool(View):
 class MasterProbe(View):
     """One bounded TCP connect to MASTER_ADDR:MASTER_PORT (``--probe-master``)."""
 
-    reachable: Optional[bool] = field(default=None, metadata=_doc("None: the probe record does not say"))
+    reachable: Optional[bool] = field(default=None, metadata=doc("None: the probe record does not say"))
     error: Optional[str] = None
     seconds: Optional[float] = None
     timeout: Optional[float] = None
@@ -163,12 +159,12 @@ class HcclFacts(View):
     """HCCL variables, hccn.conf, the rank table, this node's addresses, hccn_tool, the master."""
 
     variables: Dict[str, str] = field(
-        default_factory=dict, metadata=_doc("HCCL_*, launcher and visibility variables that are set")
+        default_factory=dict, metadata=doc("HCCL_*, launcher and visibility variables that are set")
     )
     in_container: InContainer = field(default_factory=InContainer)
-    dev_nodes: Tuple[int, ...] = field(default=(), metadata=_doc("N of the /dev/davinciN nodes present"))
-    hccn_conf: Optional[HccnConf] = field(default=None, metadata=_doc("None: not recorded (an older snapshot)"))
-    rank_table: Optional[RankTable] = field(default=None, metadata=_doc("None when RANK_TABLE_FILE is unset"))
+    dev_nodes: Tuple[int, ...] = field(default=(), metadata=doc("N of the /dev/davinciN nodes present"))
+    hccn_conf: Optional[HccnConf] = field(default=None, metadata=doc("None: not recorded (an older snapshot)"))
+    rank_table: Optional[RankTable] = field(default=None, metadata=doc("None when RANK_TABLE_FILE is unset"))
     local: Local = field(default_factory=Local)
     hccn_tool: HccnTool = field(default_factory=HccnTool)
     master: Master = field(default_factory=Master)

@@ -9,12 +9,7 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
-from npudoctor.facts._view import View, field
-
-
-def _doc(text: str) -> Dict[str, str]:
-    return {"doc": text}
-
+from npudoctor.facts._view import View, doc, field
 
 # --- libraries ---------------------------------------------------------------------------
 
@@ -39,7 +34,7 @@ class ElfObject(View):
     rpath: Tuple[str, ...] = ()
     runpath: Tuple[str, ...] = ()
     version_needs: Dict[str, Tuple[str, ...]] = field(
-        default_factory=dict, metadata=_doc("library → the symbol versions needed from it")
+        default_factory=dict, metadata=doc("library → the symbol versions needed from it")
     )
     error: Optional[str] = None
 
@@ -48,19 +43,19 @@ class FoundAt(View):
     """Where a missing library is on disk."""
 
     path: str = ""
-    where: str = field(default="", metadata=_doc('"selected toolkit", "driver", "NNAL ...", "CANN <version> ..."'))
-    usable: bool = field(default=True, metadata=_doc("the loader could use it (right architecture and class)"))
+    where: str = field(default="", metadata=doc('"selected toolkit", "driver", "NNAL ...", "CANN <version> ..."'))
+    usable: bool = field(default=True, metadata=doc("the loader could use it (right architecture and class)"))
 
 
 class Loader(View):
     """The dynamic loader's search path of the diagnosed machine."""
 
     ld_library_path: Tuple[str, ...] = ()
-    cache: JSON = field(default=None, metadata=_doc('ld.so.cache: {"path", "format", "entries", "error"}'))
+    cache: JSON = field(default=None, metadata=doc('ld.so.cache: {"path", "format", "entries", "error"}'))
     conf_dirs: Tuple[str, ...] = ()
     default_dirs: Tuple[str, ...] = ()
     hwcaps: Tuple[str, ...] = field(
-        default=(), metadata=_doc("glibc-hwcaps subdirectories searched first in each directory (x86-64-v3, ...)")
+        default=(), metadata=doc("glibc-hwcaps subdirectories searched first in each directory (x86-64-v3, ...)")
     )
 
 
@@ -68,8 +63,8 @@ class Resolution(View):
     """How one ``DT_NEEDED`` entry resolves, as ``ld.so`` would."""
 
     name: str = ""
-    needed_by: Tuple[str, ...] = field(default=(), metadata=_doc("the objects whose DT_NEEDED names it"))
-    status: Optional[str] = field(default=None, metadata=_doc('"found" | "torch" | "missing" | "system-unknown"'))
+    needed_by: Tuple[str, ...] = field(default=(), metadata=doc("the objects whose DT_NEEDED names it"))
+    status: Optional[str] = field(default=None, metadata=doc('"found" | "torch" | "missing" | "system-unknown"'))
     path: Optional[str] = None
     via: Optional[str] = None
     found_at: Tuple[FoundAt, ...] = ()
@@ -80,7 +75,7 @@ class Glibc(View):
     provided: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
     providers: Dict[str, Optional[str]] = field(default_factory=dict)
     defined: Dict[str, Tuple[str, ...]] = field(
-        default_factory=dict, metadata=_doc("every symbol version each provider defines")
+        default_factory=dict, metadata=doc("every symbol version each provider defines")
     )
     root_has_libc: Optional[bool] = None
 
@@ -97,12 +92,12 @@ class SymbolCheck(View):
     package: Optional[str] = None
     links: Tuple[str, ...] = ()
     unresolved: Tuple[str, ...] = field(
-        default=(), metadata=_doc("an extension's DT_NEEDED entries that do not resolve after import torch_npu")
+        default=(), metadata=doc("an extension's DT_NEEDED entries that do not resolve after import torch_npu")
     )
     abi: Optional[bool] = field(
-        default=None, metadata=_doc("a torch extension's C++11 ABI, from the torch names it imports; None: unknown")
+        default=None, metadata=doc("a torch extension's C++11 ABI, from the torch names it imports; None: unknown")
     )
-    abi_symbol: Optional[str] = field(default=None, metadata=_doc("the mangled name that decided abi"))
+    abi_symbol: Optional[str] = field(default=None, metadata=doc("the mangled name that decided abi"))
 
 
 class Symbols(View):
@@ -111,7 +106,7 @@ class Symbols(View):
     cann: Optional[SymbolCheck] = None
     extensions: Tuple[SymbolCheck, ...] = ()
     torch_extensions: Tuple[SymbolCheck, ...] = field(
-        default=(), metadata=_doc("modules linking torch's libraries, other than torch's and torch_npu's own")
+        default=(), metadata=doc("modules linking torch's libraries, other than torch's and torch_npu's own")
     )
 
 
@@ -121,24 +116,24 @@ class StackObject(View):
 
     path: str = ""
     where: Optional[str] = field(
-        default=None, metadata=_doc('"toolkit lib64" | "toolkit bin" | "NNAL" | "driver" | "npu-smi" | "extension"')
+        default=None, metadata=doc('"toolkit lib64" | "toolkit bin" | "NNAL" | "driver" | "npu-smi" | "extension"')
     )
-    unresolved: Tuple[str, ...] = field(default=(), metadata=_doc("DT_NEEDED names found on no loader path"))
+    unresolved: Tuple[str, ...] = field(default=(), metadata=doc("DT_NEEDED names found on no loader path"))
     version_needs: Dict[str, Tuple[str, ...]] = field(
-        default_factory=dict, metadata=_doc("base-system library → the highest version needed of each family")
+        default_factory=dict, metadata=doc("base-system library → the highest version needed of each family")
     )
-    error: Optional[str] = field(default=None, metadata=_doc("why the file is not a loadable ELF file here"))
+    error: Optional[str] = field(default=None, metadata=doc("why the file is not a loadable ELF file here"))
 
 
 class Shadowed(View):
     """A library of CANN, NNAL or the driver the loader finds first in another place."""
 
     name: str = ""
-    taken: str = field(default="", metadata=_doc("the copy the loader takes"))
-    via: Optional[str] = field(default=None, metadata=_doc('"LD_LIBRARY_PATH" | "ld.so.cache" | "default dirs" | ...'))
-    copies: Tuple[str, ...] = field(default=(), metadata=_doc("the owner's files of that name"))
+    taken: str = field(default="", metadata=doc("the copy the loader takes"))
+    via: Optional[str] = field(default=None, metadata=doc('"LD_LIBRARY_PATH" | "ld.so.cache" | "default dirs" | ...'))
+    copies: Tuple[str, ...] = field(default=(), metadata=doc("the owner's files of that name"))
     needed_by: Tuple[str, ...] = ()
-    taken_by: Optional[str] = field(default=None, metadata=_doc('"<dist> <version>" whose RECORD lists the copy'))
+    taken_by: Optional[str] = field(default=None, metadata=doc('"<dist> <version>" whose RECORD lists the copy'))
 
 
 class ElfCacheUse(View):
@@ -159,11 +154,11 @@ class Backend(View):
     """One device backend torch imports itself (entry point of group torch.backends)."""
 
     name: Optional[str] = None
-    value: Optional[str] = field(default=None, metadata=_doc('the entry point, "module:attr"'))
+    value: Optional[str] = field(default=None, metadata=doc('the entry point, "module:attr"'))
     dist: Optional[str] = None
     version: Optional[str] = None
     package_dir: Optional[str] = None
-    modules: Tuple[str, ...] = field(default=(), metadata=_doc("the package's own native modules, followed"))
+    modules: Tuple[str, ...] = field(default=(), metadata=doc("the package's own native modules, followed"))
     unresolved: Tuple[Unresolved, ...] = ()
     error: Optional[str] = None
 
@@ -174,9 +169,9 @@ class Autoload(View):
     group: Optional[str] = None
     torch_version: Optional[str] = None
     enabled: Optional[bool] = field(
-        default=None, metadata=_doc("whether this torch autoloads in this environment; None: unknown torch version")
+        default=None, metadata=doc("whether this torch autoloads in this environment; None: unknown torch version")
     )
-    variable: Optional[str] = field(default=None, metadata=_doc("TORCH_DEVICE_BACKEND_AUTOLOAD's value, or None"))
+    variable: Optional[str] = field(default=None, metadata=doc("TORCH_DEVICE_BACKEND_AUTOLOAD's value, or None"))
     backends: Tuple[Backend, ...] = ()
 
 
@@ -184,9 +179,9 @@ class Located(View):
     """Where libraries found on no loader path are on disk after all (a bounded walk)."""
 
     names: Dict[str, Tuple[str, ...]] = field(
-        default_factory=dict, metadata=_doc("library -> its copies in the usual places; empty: none there")
+        default_factory=dict, metadata=doc("library -> its copies in the usual places; empty: none there")
     )
-    complete: Optional[bool] = field(default=None, metadata=_doc("False: the walk stopped early"))
+    complete: Optional[bool] = field(default=None, metadata=doc("False: the walk stopped early"))
 
 
 class LibrariesFacts(View):
@@ -206,11 +201,11 @@ class LibrariesFacts(View):
     stack: Tuple[StackObject, ...] = ()
     stack_ld_library_path: Tuple[str, ...] = field(
         default=(),
-        metadata=_doc("LD_LIBRARY_PATH the stack was resolved with: the environment's, then what set_env.sh adds"),
+        metadata=doc("LD_LIBRARY_PATH the stack was resolved with: the environment's, then what set_env.sh adds"),
     )
     stack_shadowed: Tuple[Shadowed, ...] = ()
     stack_found_at: Dict[str, Tuple[FoundAt, ...]] = field(
-        default_factory=dict, metadata=_doc("where the stack's unresolved libraries are on disk")
+        default_factory=dict, metadata=doc("where the stack's unresolved libraries are on disk")
     )
     elf_cache: Optional[ElfCacheUse] = None
     atb_plugin: Optional[str] = None

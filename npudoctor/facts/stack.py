@@ -6,11 +6,7 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
-from npudoctor.facts._view import View, field
-
-
-def _doc(text: str) -> Dict[str, str]:
-    return {"doc": text}
+from npudoctor.facts._view import View, doc, field
 
 
 class FileError(View):
@@ -23,15 +19,15 @@ class FileError(View):
 class Kernels(View):
     """The operator kernels (opp_kernel package) installed in a toolkit."""
 
-    socs: Tuple[str, ...] = field(default=(), metadata=_doc('kernel directories ("ascend910b", "ascend310p", ...)'))
+    socs: Tuple[str, ...] = field(default=(), metadata=doc('kernel directories ("ascend910b", "ascend310p", ...)'))
     configs: Tuple[str, ...] = ()
     version: Optional[str] = None
     inner_version: Optional[str] = field(
-        default=None, metadata=_doc('Version= of opp_kernel/version.info ("7.6.0.1.220")')
+        default=None, metadata=doc('Version= of opp_kernel/version.info ("7.6.0.1.220")')
     )
     requires: Dict[str, str] = field(
         default_factory=dict,
-        metadata=_doc('required_package_<pkg>_version of opp_kernel/version.info (">=7.6, <=8.2")'),
+        metadata=doc('required_package_<pkg>_version of opp_kernel/version.info (">=7.6, <=8.2")'),
     )
     source: Optional[str] = None
     installed: bool = False
@@ -42,18 +38,18 @@ class Toolkit(View):
 
     path: str = ""
     resolved: Optional[str] = None
-    kind: Optional[str] = field(default=None, metadata=_doc('"toolkit" | "nnae" | "cann"'))
-    version: Optional[str] = field(default=None, metadata=_doc('public CANN version ("8.0.0", "8.2.RC1")'))
+    kind: Optional[str] = field(default=None, metadata=doc('"toolkit" | "nnae" | "cann"'))
+    version: Optional[str] = field(default=None, metadata=doc('public CANN version ("8.0.0", "8.2.RC1")'))
     inner_version: Optional[str] = None
     compatible_version: Tuple[str, ...] = field(
-        default=(), metadata=_doc("driver lines (V100R001Cxx) its ascend_toolkit_install.info accepts")
+        default=(), metadata=doc("driver lines (V100R001Cxx) its ascend_toolkit_install.info accepts")
     )
     requires: Dict[str, str] = field(
-        default_factory=dict, metadata=_doc("required_package_<pkg>_version of toolkit/version.info")
+        default_factory=dict, metadata=doc("required_package_<pkg>_version of toolkit/version.info")
     )
     arch: Optional[str] = None
     source: Optional[str] = None
-    versions: Dict[str, str] = field(default_factory=dict, metadata=_doc("source path → version read there"))
+    versions: Dict[str, str] = field(default_factory=dict, metadata=doc("source path → version read there"))
     components: Dict[str, str] = field(default_factory=dict)
     found_via: Optional[str] = None
     aliases: Tuple[str, ...] = ()
@@ -61,7 +57,7 @@ class Toolkit(View):
     kernels: Kernels = field(default_factory=Kernels)
     errors: Tuple[FileError, ...] = ()
     set_env: Optional[str] = None
-    install_info: JSON = field(default=None, metadata=_doc("key/values of the <arch>-linux install info file"))
+    install_info: JSON = field(default=None, metadata=doc("key/values of the <arch>-linux install info file"))
 
 
 class Nnal(View):
@@ -123,13 +119,13 @@ class Driver(View):
 
     path: Optional[str] = None
     exists: bool = False
-    version: Optional[str] = field(default=None, metadata=_doc('"24.1.rc2.2"'))
+    version: Optional[str] = field(default=None, metadata=doc('"24.1.rc2.2"'))
     package_version: Optional[str] = None
     innerversion: Optional[str] = None
     ascendhal_version: Optional[str] = None
-    compatible_version: Tuple[str, ...] = field(default=(), metadata=_doc("CANN lines it accepts (V100R001Cxx)"))
+    compatible_version: Tuple[str, ...] = field(default=(), metadata=doc("CANN lines it accepts (V100R001Cxx)"))
     compatible_version_fw: Tuple[Tuple[str, ...], ...] = field(
-        default=(), metadata=_doc("firmware ranges [low, high] it accepts")
+        default=(), metadata=doc("firmware ranges [low, high] it accepts")
     )
     source: Optional[str] = None
     found_via: Optional[str] = None
@@ -144,9 +140,9 @@ class Firmware(View):
     exists: bool = False
     version: Optional[str] = None
     package_version: Optional[str] = None
-    firmware_version: Optional[str] = field(default=None, metadata=_doc("firmware_version= of version.info"))
+    firmware_version: Optional[str] = field(default=None, metadata=doc("firmware_version= of version.info"))
     compatible_version_drv: Tuple[Tuple[str, ...], ...] = field(
-        default=(), metadata=_doc('driver ranges [low, high] it accepts; a high end ending in "." is a prefix')
+        default=(), metadata=doc('driver ranges [low, high] it accepts; a high end ending in "." is a prefix')
     )
     source: Optional[str] = None
     found_via: Optional[str] = None

@@ -8,12 +8,8 @@ from functools import cached_property
 from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
-from npudoctor.facts._view import View, field
+from npudoctor.facts._view import View, doc, field
 from npudoctor.parsers.metadata import canonical_name
-
-
-def _doc(text: str) -> Dict[str, str]:
-    return {"doc": text}
 
 
 class OsRelease(View):
@@ -31,7 +27,7 @@ class Identity(View):
     uid: Optional[int] = None
     gid: Optional[int] = None
     groups: Tuple[int, ...] = ()
-    group_names: Dict[str, str] = field(default_factory=dict, metadata=_doc("gid (as a string) → group name"))
+    group_names: Dict[str, str] = field(default_factory=dict, metadata=doc("gid (as a string) → group name"))
     name: Optional[str] = None
     has_passwd_entry: Optional[bool] = None
     source: Optional[str] = None
@@ -42,7 +38,7 @@ class AccessFacts(View):
     unreadable is not absent.  ``denied`` holds the first component refused on each path
     (a directory it may not search or list, or a file it may not read)."""
 
-    uid: Optional[int] = field(default=None, metadata=_doc("effective uid of the probing process"))
+    uid: Optional[int] = field(default=None, metadata=doc("effective uid of the probing process"))
     gid: Optional[int] = None
     denied: Tuple[str, ...] = ()
 
@@ -59,10 +55,10 @@ class AccessFacts(View):
 class HostFacts(View):
     """Architecture, OS, glibc, host name and the judged account."""
 
-    arch: Optional[str] = field(default=None, metadata=_doc('"aarch64" | "x86_64" | None'))
+    arch: Optional[str] = field(default=None, metadata=doc('"aarch64" | "x86_64" | None'))
     arch_source: Optional[str] = None
     os: OsRelease = field(default_factory=OsRelease)
-    glibc: Optional[str] = field(default=None, metadata=_doc('"2.31"'))
+    glibc: Optional[str] = field(default=None, metadata=doc('"2.31"'))
     hostname: Optional[str] = None
     cwd: Optional[str] = None
     identity: Identity = field(default_factory=Identity)
@@ -93,15 +89,15 @@ class PythonFacts(View):
     """The target interpreter (``source``: "live" | "--python" | "root")."""
 
     source: Optional[str] = None
-    requested: Optional[str] = field(default=None, metadata=_doc('the --python given (source "--python")'))
-    error: Optional[str] = field(default=None, metadata=_doc("why the interpreter could not be inspected"))
+    requested: Optional[str] = field(default=None, metadata=doc('the --python given (source "--python")'))
+    error: Optional[str] = field(default=None, metadata=doc("why the interpreter could not be inspected"))
     version: Optional[str] = None
     version_info: Tuple[int, ...] = ()
     version_source: Optional[str] = None
-    releaselevel: Optional[str] = field(default=None, metadata=_doc('"final" | "candidate" | ... (live only)'))
+    releaselevel: Optional[str] = field(default=None, metadata=doc('"final" | "candidate" | ... (live only)'))
     implementation: Optional[str] = None
     machine: Optional[str] = None
-    bits: Optional[int] = field(default=None, metadata=_doc("pointer size: 64 | 32 (live only)"))
+    bits: Optional[int] = field(default=None, metadata=doc("pointer size: 64 | 32 (live only)"))
     machine_source: Optional[str] = None
     executable: Optional[str] = None
     prefix: Optional[str] = None
@@ -114,9 +110,9 @@ class PythonFacts(View):
     site_packages: Tuple[str, ...] = ()
     user_site: Optional[str] = None
     user_site_enabled: Optional[bool] = None
-    sys_path: Tuple[str, ...] = field(default=(), metadata=_doc('import order ("" = current directory)'))
+    sys_path: Tuple[str, ...] = field(default=(), metadata=doc('import order ("" = current directory)'))
     glibc: Optional[str] = None
-    soabi: Optional[str] = field(default=None, metadata=_doc('"cpython-311-x86_64-linux-gnu" (live only)'))
+    soabi: Optional[str] = field(default=None, metadata=doc('"cpython-311-x86_64-linux-gnu" (live only)'))
     cwd: Optional[str] = None
     cwd_source: Optional[str] = None
     shadowing: Dict[str, Shadowing] = field(default_factory=dict)
@@ -191,17 +187,17 @@ class PackagesFacts(View):
     """Installed distributions of the target interpreter."""
 
     installed: Dict[str, Tuple[Distribution, ...]] = field(
-        default_factory=dict, metadata=_doc("canonical name → records in sys.path order (the first one is imported)")
+        default_factory=dict, metadata=doc("canonical name → records in sys.path order (the first one is imported)")
     )
     duplicates: Tuple[Duplicate, ...] = ()
     modules: Dict[str, Optional[str]] = field(default_factory=dict)
     scanned: Tuple[str, ...] = ()
     count: Optional[int] = None
     errors: Tuple[str, ...] = ()
-    indexed_only: int = field(default=0, metadata=_doc("records from the directory name alone (huge site dirs)"))
+    indexed_only: int = field(default=0, metadata=doc("records from the directory name alone (huge site dirs)"))
     interpreter: JSON = None
     pip_config: PipConfig = field(default_factory=PipConfig)
-    skipped: Optional[str] = field(default=None, metadata=_doc("why nothing was scanned (no interpreter)"))
+    skipped: Optional[str] = field(default=None, metadata=doc("why nothing was scanned (no interpreter)"))
 
     def records(self, *names: str) -> Tuple[Distribution, ...]:
         """Every record of the projects ``names`` (any spelling: ``torch_npu`` =

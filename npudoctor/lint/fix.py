@@ -13,8 +13,10 @@ import os
 import tempfile
 from typing import Dict, List, Tuple
 
+from npudoctor.hostio import read_capped_text
 from npudoctor.lint.model import Edit, LintFinding
 from npudoctor.lint.rules import FIXABLE
+from npudoctor.lint.run import MAX_FILE_BYTES
 
 
 def edits_by_file(findings: List[LintFinding]) -> Dict[str, List[Edit]]:
@@ -45,8 +47,9 @@ def plan(findings: List[LintFinding]) -> List[Tuple[str, str, str]]:
     for path, edits in sorted(edits_by_file(findings).items()):
         if os.path.islink(path):
             continue
-        with open(path, encoding="utf-8-sig") as fh:
-            old = fh.read()
+        old = read_capped_text(path, MAX_FILE_BYTES, what="source file")
+        if old.startswith("\ufeff"):
+            old = old[1:]
         new = apply(old, edits)
         if new != old:
             out.append((path, old, new))

@@ -14,6 +14,7 @@ import os
 import stat
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
+from npudoctor.hostio import read_capped
 from npudoctor.lint import python as pylint
 from npudoctor.lint import shell
 from npudoctor.lint.knowledge import LintKnowledge, load
@@ -109,11 +110,10 @@ def _read(path: str) -> str:
     if st.st_size > MAX_FILE_BYTES:
         raise _Unreadable(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB: not read")
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)
+        raw, over = read_capped(path, MAX_FILE_BYTES, whole=True)  # a FIFO swapped in is refused, never waited on
     except OSError as exc:
         raise _Unreadable(f"cannot read it: {exc.strerror}") from None
-    if len(raw) > MAX_FILE_BYTES:
+    if over:
         raise _Unreadable(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB: not read")
     try:
         return raw.decode("utf-8-sig")

@@ -23,8 +23,9 @@ Section ``hccl``::
                    older snapshots carry here is ignored)
     local         {"available": bool, "reason": str|None, "interfaces": [name],
                    "addresses": [{"interface", "family": "ipv4"|"ipv6", "address"}],
-                   "source": "psutil.net_if_addrs()"}; under --root: available False (the
-                   diagnosed machine's live addresses cannot be seen from a directory)
+                   "source": "psutil.net_if_addrs()"}; under --root read from the root's
+                   files (probes/netfiles.py: /sys/class/net, /proc/net/fib_trie with
+                   /proc/net/route, /proc/net/if_inet6), available False when it has none
     hccn_tool     {"path": str|None, "error": str|None, "devices": {"3": {"ip": {"ipaddr",
                    "netmask"}, "link": "UP"|"DOWN"|None, "commands": [str]}}}: run only
                    when hccn_tool is on PATH, for the devices of hccn.conf (at most 16),
@@ -49,7 +50,9 @@ import time
 from typing import Any, Dict, List, Optional
 
 from npudoctor.engine import ProbeContext
+from npudoctor.host import Host
 from npudoctor.parsers.hccn import parse_hccn_conf, parse_ip, parse_link
+from npudoctor.parsers.netfiles import fib_trie_local, if_inet6, interface_of, routes
 from npudoctor.parsers.numbers import to_int
 from npudoctor.parsers.ranktable import parse_ranktable
 
@@ -132,15 +135,48 @@ def _dev_nodes(ctx: ProbeContext) -> List[int]:
     return sorted(ids)
 
 
-def _local(ctx: ProbeContext) -> Dict[str, Any]:
-    if not ctx.host.live:
+def local_from_files(host: Host) -> Dict[str, Any]:
+    """This node's interfaces and addresses from the root's files (``--root``)."""
+    interfaces = sorted(host.listdir("/sys/class/net"))
+    fib = host.read_text("/proc/net/fib_trie").text
+    route = host.read_text("/proc/net/route").text
+    inet6 = host.read_text("/proc/net/if_inet6").text
+    if not interfaces and fib is None and inet6 is None:
         return {
             "available": False,
-            "reason": "under --root the diagnosed machine's network addresses cannot be seen",
+            "reason": "under --root the root has none of /sys/class/net, /proc/net/fib_trie, /proc/net/if_inet6",
             "interfaces": [],
             "addresses": [],
             "source": None,
         }
+    table = routes(route or "")
+    addresses: List[Dict[str, str]] = []
+    for addr in fib_trie_local(fib or ""):
+        name = "lo" if addr.startswith("127.") else interface_of(addr, table)
+        addresses.append({"interface": name or "", "family": "ipv4", "address": addr})
+    addresses.extend(if_inet6(inet6 or ""))
+    used = [
+        p
+        for p, text in (
+            ("/sys/class/net", interfaces),
+            ("/proc/net/fib_trie", fib),
+            ("/proc/net/route", route),
+            ("/proc/net/if_inet6", inet6),
+        )
+        if text
+    ]
+    return {
+        "available": True,
+        "reason": None,
+        "interfaces": interfaces,
+        "addresses": addresses,
+        "source": ", ".join(used),
+    }
+
+
+def _local(ctx: ProbeContext) -> Dict[str, Any]:
+    if not ctx.host.live:
+        return local_from_files(ctx.host)
     try:
         import psutil
 

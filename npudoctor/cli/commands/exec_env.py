@@ -5,7 +5,7 @@
 
 import json
 import sys
-from typing import List, Optional
+from typing import Any, List, Optional, Tuple
 
 import typer
 from typing_extensions import Annotated
@@ -19,8 +19,9 @@ from npudoctor.cli.commands._common import (
     PythonOpt,
     RootOpt,
     UserOpt,
+    environment,
 )
-from npudoctor.cli.request import ExitStatus, MachineRequest
+from npudoctor.cli.request import Environment, ExitStatus, MachineRequest
 
 EXEC_HELP = """Run CMD in the CANN environment, after the quick health checks.
 
@@ -48,6 +49,11 @@ environment `npudoctor exec` runs commands in; nothing when it is already source
 --from FILE plans from a snapshot written by `npudoctor collect` (the set_env.sh
 evaluation it recorded); --env-file FILE starts from that environment instead of this
 shell's; --user computes the login environment of that account.
+
+--recommend prints instead the lines that fix every runtime-tunable finding of `check`
+(ENV008-ENV011: a setting torch_npu rejects, misreads or ignores, a debugging switch left
+on, a CUDA/NCCL variable nothing reads), as shell lines, or with --format dockerfile / pod
+as Dockerfile ENV lines or a pod-spec fragment.
 
 Exit codes: 0 printed; 1 no CANN toolkit found (nothing printed); 2 usage error
 (e.g. --root is not a directory)."""
@@ -94,6 +100,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("env", help=ENV_HELP)
     def env(
+        ctx: typer.Context,
         root: RootOpt = None,
         python: PythonOpt = None,
         user: Annotated[
@@ -108,8 +115,22 @@ def register(app: typer.Typer) -> None:
         no_commands: NoCommandsOpt = False,
         from_file: FromOpt = None,
         as_json: JsonOpt = False,
+        recommend: Annotated[
+            bool, typer.Option("--recommend", help="Print the settings that fix the runtime-tunable findings.")
+        ] = False,
+        form: Annotated[
+            str,
+            typer.Option("--format", metavar="shell|dockerfile|pod", help="The form of --recommend's lines."),
+        ] = "shell",
     ) -> None:
         from npudoctor.runtime.environment import LaunchError, export_lines, plan_environment
+
+        if recommend:
+            request = (root, python, user, env_file, no_commands, from_file)
+            raise typer.Exit(_recommend(environment(ctx), request, form))
+        if form != "shell":
+            print("npudoctor env: --format needs --recommend", file=sys.stderr)
+            raise typer.Exit(ExitStatus.USAGE)
 
         machine = MachineRequest(
             root=root,
@@ -133,3 +154,28 @@ def register(app: typer.Typer) -> None:
             for line in export_lines(plan):
                 print(line)
         raise typer.Exit(ExitStatus.PROBLEMS if plan.method == "none" else ExitStatus.OK)
+
+
+def _recommend(env: Environment, options: Tuple[Any, ...], form: str) -> ExitStatus:
+    """``env --recommend``: ``options`` are the machine options as parsed (root, python,
+    user, env_file, no_commands, from)."""
+    from npudoctor.cli.machine import machine_request
+    from npudoctor.cli.request import UsageError
+    from npudoctor.runtime.recommend import FORMS, recommend, render
+
+    if form not in FORMS:
+        env.stderr.write(f"npudoctor env: --format {form}: use shell, dockerfile or pod\n")
+        return ExitStatus.USAGE
+    try:
+        request = machine_request(*options)
+        steps, findings = recommend(request, env.environ)
+    except UsageError as exc:
+        env.stderr.write(f"npudoctor: {exc}\n")
+        return ExitStatus.USAGE
+    for finding in findings:
+        env.stderr.write(f"# npudoctor: {finding.code} {finding.title}\n")
+    if not steps:
+        env.stderr.write("# npudoctor: no runtime-tunable setting to change\n")
+    for line in render(steps, form):
+        env.stdout.write(line + "\n")
+    return ExitStatus.OK

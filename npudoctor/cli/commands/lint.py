@@ -97,7 +97,8 @@ class Progress:
     def __call__(self, files: int) -> None:
         if (self.shown and files % 50) or self.env.clock() - self.start < PROGRESS_AFTER:
             return
-        self.env.stderr.write(f"\rnpudoctor lint: {files} linted")
+        self.env.stderr.write("\r")  # alone: the escaping of every output keeps a lone carriage return
+        self.env.stderr.write(f"npudoctor lint: {files} linted")
         self.env.stderr.flush()
         self.shown = True
 

@@ -1,0 +1,68 @@
+"""Typed views of the ``host_limits`` section (``npudoctor/probes/host_limits.py``): the host
+limits training needs (shared memory, memlock, THP, memory, CPUs and quotas), read from files."""
+
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+from npudoctor.facts._view import View, doc, field
+
+
+class ShmMount(View):
+    """The /dev/shm mount line."""
+
+    source: Optional[str] = None
+    fstype: Optional[str] = None
+    size_bytes: Optional[int] = field(default=None, metadata=doc("None: no size= (tmpfs default: half the RAM)"))
+    options: Optional[str] = None
+
+
+class ProcessLimits(View):
+    """Resource limits of /proc/self/limits (-1: unlimited)."""
+
+    source: Optional[str] = None
+    memlock_soft: Optional[int] = None
+    memlock_hard: Optional[int] = None
+    nofile_soft: Optional[int] = None
+    nofile_hard: Optional[int] = None
+
+
+class ThpMode(View):
+    source: Optional[str] = None
+    mode: Optional[str] = field(default=None, metadata=doc('"always" | "madvise" | "never"'))
+
+
+class AllowedCpus(View):
+    """``Cpus_allowed_list`` of /proc/self/status (the cpuset the process may run on)."""
+
+    source: Optional[str] = None
+    allowed_list: Optional[str] = None
+    allowed_count: Optional[int] = None
+
+
+class OnlineCpus(View):
+    """``/sys/devices/system/cpu/online``."""
+
+    source: Optional[str] = None
+    cpu_list: Optional[str] = None
+    count: Optional[int] = None
+
+
+class CpuQuota(View):
+    """The cgroup CPU quota (cpu.max, or v1 cfs_quota_us / cfs_period_us)."""
+
+    source: Optional[str] = None
+    cores: Optional[float] = field(default=None, metadata=doc("None: no quota"))
+
+
+class HostLimitsFacts(View):
+    """Host readiness read from files (probes/host_limits.py)."""
+
+    cpus: Optional[AllowedCpus] = None
+    online: Optional[OnlineCpus] = None
+    cpu_quota: Optional[CpuQuota] = None
+    shm: Optional[ShmMount] = None
+    limits: Optional[ProcessLimits] = None
+    thp: Optional[ThpMode] = None
+    mem_total_bytes: Optional[int] = None
+    errors: Dict[str, str] = field(default_factory=dict)

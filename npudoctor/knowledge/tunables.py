@@ -1,0 +1,327 @@
+"""Runtime tunables (issue 33): the records of ``knowledge/data/tunables.toml`` and the
+parsers that read a value the way its reader does.
+
+* :func:`strtol` is C's ``strtol(value, nullptr, 10)``: leading blanks and a sign, then the
+  leading digits; text without digits reads as 0.  torch_npu reads its numeric options so
+  (``OptionsManager.cpp``), hence ``TASK_QUEUE_ENABLE=true`` is 0: the queue is off.
+* :func:`alloc_tokens` splits ``PYTORCH_NPU_ALLOC_CONF`` as the allocator's lexer does: on
+  ``,`` ``:`` ``[`` ``]``, blanks dropped, keys case-sensitive.
+* :func:`since_ok` tells whether a torch_npu pip version knows an allocator key, from the
+  first version of each release line that does.
+
+The records are plain frozen dataclasses, loaded once per process from the compiled twin.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+
+from npudoctor import tomlread
+
+if TYPE_CHECKING:
+    from packaging.version import Version
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One ``[[variable]]`` (field meanings in the data file's header)."""
+
+    name: str
+    reader: str
+    grammar: str
+    default: str
+    source: str
+    values: Tuple[int, ...] = ()
+    words: Tuple[str, ...] = ()
+    outside: str = "warning"
+    text: str = "warning"
+    off_note: str = ""
+    on_note: str = ""
+    on_severity: str = ""
+    chips: Tuple[str, ...] = ()
+    minimum: Optional[int] = None
+    maximum: Optional[int] = None
+    verbose: Tuple[int, ...] = ()
+    unit_mb: bool = False
+    above: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class AllocKey:
+    """One ``[[alloc_key]]`` of PYTORCH_NPU_ALLOC_CONF."""
+
+    name: str
+    value: str
+    since: Tuple[str, ...]
+    source: str
+    minimum: Optional[int] = None
+    maximum: Optional[int] = None
+    words: Tuple[str, ...] = ()
+    needs_expandable: bool = False
+    conflicts_expandable: bool = False
+
+
+@dataclass(frozen=True)
+class Twin:
+    """One ``[[twin]]``: a CUDA-named variable and the variable the NPU stack reads."""
+
+    name: str
+    npu: str
+    same_value: bool
+    source: str
+
+
+@dataclass(frozen=True)
+class Table:
+    """The whole data file."""
+
+    variables: Dict[str, Variable]
+    alloc_keys: Dict[str, AllocKey]
+    twins: Dict[str, Twin]
+    not_judged: Dict[str, str]
+    reference: Tuple[str, ...]
+    reference_source: str
+    retrieved: str
+    context: Tuple[str, ...] = ()
+
+
+def data_path() -> str:
+    """Path of the bundled tunables.toml."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "tunables.toml")
+
+
+def _opt_int(value: Any) -> Optional[int]:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _strs(values: Any) -> Tuple[str, ...]:
+    return tuple(str(v) for v in (values or ()))
+
+
+def parse_table(doc: Dict[str, Any]) -> Table:
+    """The records of a parsed tunables.toml (``KeyError``/``ValueError`` when malformed)."""
+    variables = {}
+    for raw in doc.get("variable", []):
+        var = Variable(
+            name=str(raw["name"]),
+            reader=str(raw["reader"]),
+            grammar=str(raw["grammar"]),
+            default=str(raw.get("default", "")),
+            source=str(raw.get("source", "")),
+            values=tuple(int(v) for v in raw.get("values", ())),
+            words=_strs(raw.get("words")),
+            outside=str(raw.get("outside", "warning")),
+            text=str(raw.get("text", "warning")),
+            off_note=str(raw.get("off_note", "")),
+            on_note=str(raw.get("on_note", "")),
+            on_severity=str(raw.get("on_severity", "")),
+            chips=_strs(raw.get("chips")),
+            minimum=_opt_int(raw.get("min")),
+            maximum=_opt_int(raw.get("max")),
+            verbose=tuple(int(v) for v in raw.get("verbose", ())),
+            unit_mb=bool(raw.get("unit_mb", False)),
+            above=str(raw.get("above", "")),
+            note=str(raw.get("note", "")),
+        )
+        variables[var.name] = var
+    keys = {}
+    for raw in doc.get("alloc_key", []):
+        key = AllocKey(
+            name=str(raw["name"]),
+            value=str(raw["value"]),
+            since=_strs(raw.get("since")),
+            source=str(raw.get("source", "")),
+            minimum=_opt_int(raw.get("min")),
+            maximum=_opt_int(raw.get("max")),
+            words=_strs(raw.get("words")),
+            needs_expandable=bool(raw.get("needs_expandable", False)),
+            conflicts_expandable=bool(raw.get("conflicts_expandable", False)),
+        )
+        keys[key.name] = key
+    twins = {}
+    for raw in doc.get("twin", []):
+        twin = Twin(str(raw["name"]), str(raw["npu"]), bool(raw.get("same_value", False)), str(raw.get("source", "")))
+        twins[twin.name] = twin
+    not_judged = {str(n): str(raw.get("reason", "")) for raw in doc.get("not_judged", []) for n in raw.get("names", ())}
+    ref = doc.get("reference", {})
+    return Table(
+        variables=variables,
+        alloc_keys=keys,
+        twins=twins,
+        not_judged=not_judged,
+        reference=_strs(ref.get("torch_npu")),
+        reference_source=str(ref.get("torch_npu_source", "")),
+        retrieved=str(doc.get("retrieved", "")),
+        context=_strs(doc.get("context", {}).get("names")),
+    )
+
+
+_CACHE: Dict[str, Table] = {}
+
+
+def table() -> Table:
+    """The bundled table, loaded once per process."""
+    if "t" not in _CACHE:
+        _CACHE["t"] = parse_table(tomlread.load_bundled(data_path()))
+    return _CACHE["t"]
+
+
+def watched_names() -> Tuple[str, ...]:
+    """Every variable the tunables probe records: judged variables, CUDA-named twins, their
+    NPU counterparts and the context variables."""
+    t = table()
+    return tuple(sorted(set(t.variables) | set(t.twins) | {tw.npu for tw in t.twins.values()} | set(t.context)))
+
+
+# --------------------------------------------------------------------------- readers
+def strtol(value: str) -> Tuple[int, bool]:
+    """``strtol(value, nullptr, 10)`` and whether the whole text was a number (``False``:
+    trailing text was ignored, or there were no digits and the result is 0)."""
+    text = value.lstrip(" \t\n\r\f\v")
+    sign = 1
+    i = 0
+    if text[:1] in ("+", "-"):
+        sign = -1 if text[0] == "-" else 1
+        i = 1
+    j = i
+    while j < len(text) and "0" <= text[j] <= "9":
+        j += 1
+    if j == i:
+        return 0, False
+    return sign * int(text[i:j]), j == len(text)
+
+
+def alloc_tokens(value: str) -> List[str]:
+    """The allocator lexer's tokens: separators ``, : [ ]`` are tokens of their own, runs of
+    other non-blank characters are words, blanks are dropped."""
+    out: List[str] = []
+    word = ""
+    for ch in value:
+        if ch in ",:[]":
+            if word:
+                out.append(word)
+                word = ""
+            out.append(ch)
+        elif ch in " \t\n\r":
+            if word:
+                out.append(word)
+                word = ""
+        else:
+            word += ch
+    if word:
+        out.append(word)
+    return out
+
+
+def alloc_pairs(value: str) -> Tuple[List[Tuple[str, str]], List[str]]:
+    """``key:value`` pairs of an allocator option list, in order, and what could not be
+    read as such (a key without ``:value``, a stray separator).  A bracketed list value
+    (``[...]``) is kept as its text."""
+    toks = alloc_tokens(value)
+    pairs: List[Tuple[str, str]] = []
+    bad: List[str] = []
+    i = 0
+    while i < len(toks):
+        tok = toks[i]
+        if tok == ",":
+            i += 1
+            continue
+        if tok in ":[]":
+            bad.append(tok)
+            i += 1
+            continue
+        if i + 2 < len(toks) and toks[i + 1] == ":":
+            if toks[i + 2] == "[":
+                end = i + 3
+                while end < len(toks) and toks[end] != "]":
+                    end += 1
+                pairs.append((tok, "".join(toks[i + 2 : end + 1])))
+                i = end + 1
+            else:
+                pairs.append((tok, toks[i + 2]))
+                i += 3
+            continue
+        bad.append(tok)
+        i += 1
+    return pairs, bad
+
+
+def _release(v: Version) -> Tuple[int, ...]:
+    return tuple(v.release[:3])
+
+
+#: The oldest torch_npu line the allocator-key table speaks for (the 2.1.0 line: the
+#: first with max_split_size_mb, garbage_collection_threshold and expandable_segments).
+OLDEST_LINE = (2, 1, 0)
+
+
+def since_ok(version: Optional[str], since: Tuple[str, ...]) -> Optional[bool]:
+    """Whether torch_npu ``version`` knows a key first shipped in ``since`` (the first pip
+    version of each release line that has it).  A line listed: at or after its floor; a line
+    newer than every listed one: yes; another line: no.  ``None``: the version is unknown,
+    or older than the oldest line the table speaks for (:data:`OLDEST_LINE`)."""
+    if not version or not since:
+        return None
+    from packaging.version import InvalidVersion, Version  # only when an allocator key is judged
+
+    try:
+        have = Version(version.split("+")[0])
+        floors = [Version(s) for s in since]
+    except InvalidVersion:
+        return None
+    if _release(have) < OLDEST_LINE:
+        return None
+    for floor in floors:
+        if _release(floor) == _release(have):
+            return have >= floor
+    return _release(have) > max(_release(f) for f in floors)
+
+
+def float_value(text: str) -> Optional[float]:
+    """``stod``-like: a decimal number, or ``None``."""
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+#: Most CPUs a list may name (a longer list is treated as malformed).
+MAX_CPUS = 1 << 16
+
+
+def cpu_set(text: str) -> Optional[List[int]]:
+    """The CPUs of a list such as ``0-3,8`` in ascending order (``None`` when malformed)."""
+    out: List[int] = []
+    for part in text.strip().split(","):
+        low, sep, high = part.strip().partition("-")
+        if not low.isdigit() or (sep and not high.isdigit()):
+            return None
+        first, last = int(low), int(high) if sep else int(low)
+        if last < first or last >= MAX_CPUS or len(out) + last - first >= MAX_CPUS:
+            return None
+        out.extend(range(first, last + 1))
+    return sorted(set(out))
+
+
+def affinity_parts(value: str) -> Tuple[Optional[int], Dict[int, Tuple[int, int]], List[str]]:
+    """CPU_AFFINITY_CONF as torch_npu splits it: the mode (``None`` when not 0, 1 or 2),
+    the explicit ``npuN:a-b`` ranges by N, and the parts that are malformed (a range with
+    a > b, a part that is neither ``npuN:a-b`` nor ``key:0|1``)."""
+    parts = [p.strip() for p in value.split(",")]
+    mode = int(parts[0]) if parts[0] in ("0", "1", "2") else None
+    ranges: Dict[int, Tuple[int, int]] = {}
+    bad: List[str] = [] if mode is not None else [parts[0]]
+    for part in parts[1:]:
+        key, sep, rest = part.partition(":")
+        if key.startswith("npu") and key[3:].isdigit() and sep:
+            low, dash, high = rest.partition("-")
+            if low.isdigit() and dash and high.isdigit() and int(low) <= int(high):
+                ranges[int(key[3:])] = (int(low), int(high))
+                continue
+        elif sep and key and rest in ("0", "1"):
+            continue
+        bad.append(part)
+    return mode, ranges, bad

@@ -1,0 +1,195 @@
+"""Host readiness (issue 33): /dev/shm size, locked-memory and open-files limits, THP.
+
+Reads ``host_limits`` (probes/host_limits.py: files, live and under ``--root`` alike) and
+``container`` (the world the process runs in, so the fix is phrased for docker, a pod, a
+systemd service or the host).  Codes HOST006 (small /dev/shm), HOST007 (small memlock),
+HOST008 (low open-files limit), HOST009 (THP never), HOST010 (OpenMP threads x ranks
+over the allowed cores).  Healthy facts stay quiet: a host's
+/dev/shm without ``size=`` (half the RAM), unlimited or raised limits.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from npudoctor.findings import Finding
+from npudoctor.knowledge import codes
+from npudoctor.knowledge.tunables import strtol
+from npudoctor.remedies import Command, Export, PodSpecField, Remedy, SystemdSetting
+from npudoctor.rules import rule
+from npudoctor.rules._world import systemd_unit, world
+
+if TYPE_CHECKING:
+    from typing import Iterable, List, Optional, Tuple, Union
+
+    from npudoctor.engine import RuleContext
+
+READS = ("container", "devices", "host_limits", "tunables")
+ONLY_WITH = ("host_limits",)
+
+SHM_SMALL = codes.get("HOST006")
+MEMLOCK_SMALL = codes.get("HOST007")
+NOFILE_LOW = codes.get("HOST008")
+THP_NEVER = codes.get("HOST009")
+OMP_OVER = codes.get("HOST010")
+
+#: Below this /dev/shm is too small for a training job (DeepSpeed env_report's threshold).
+SHM_MIN = 512 << 20
+#: Below this the locked-memory limit is one of the small defaults (64 KiB, 8 MiB).
+MEMLOCK_MIN = 64 << 20
+#: At or below this the open-files limit is the login default range.
+NOFILE_MIN = 4096
+
+
+def _size(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.0f} {unit}"
+    return f"{n} bytes"
+
+
+@rule
+def shm_size(ctx: RuleContext) -> Iterable[Finding]:
+    """HOST006: /dev/shm smaller than 512 MiB."""
+    shm = ctx.view.host_limits.shm
+    if shm is None or shm.size_bytes is None or shm.size_bytes >= SHM_MIN:
+        return
+    where = world(ctx)
+    fix: List[Union[Remedy, str]]
+    if where == "pod":
+        fix = [
+            PodSpecField("volumes", "[{name: dshm, emptyDir: {medium: Memory, sizeLimit: 16Gi}}]"),
+            PodSpecField("containers[0].volumeMounts", "[{name: dshm, mountPath: /dev/shm}]"),
+        ]
+    elif where in ("container", "build"):
+        fix = ["Recreate the container with `docker run --shm-size=16g` (or `--ipc=host` to share the host's)"]
+    else:
+        fix = [
+            Command(("mount", "-o", "remount,size=16G", "/dev/shm"), note="as root; add size= to /etc/fstab to keep it")
+        ]
+    yield SHM_SMALL.finding(
+        title=f"/dev/shm is {_size(shm.size_bytes)}: DataLoader workers die with a bus error when it fills",
+        evidence=[
+            f"{shm.source}: /dev/shm {shm.fstype or ''} {shm.options or ''}".rstrip(),
+            f"below {_size(SHM_MIN)} (DeepSpeed env_report's threshold; Docker's default is 64 MB)",
+            f"runs in: {where}",
+        ],
+        fix=fix,
+        subject="/dev/shm",
+        data={"size_bytes": shm.size_bytes},
+    )
+
+
+@rule
+def memlock_limit(ctx: RuleContext) -> Iterable[Finding]:
+    """HOST007: RLIMIT_MEMLOCK below 64 MiB."""
+    lim = ctx.view.host_limits.limits
+    if lim is None or lim.memlock_soft is None or lim.memlock_soft < 0 or lim.memlock_soft >= MEMLOCK_MIN:
+        return
+    where = world(ctx)
+    unit = systemd_unit(ctx)
+    fix: List[Union[Remedy, str]]
+    if unit:
+        fix = [SystemdSetting(unit, "LimitMEMLOCK", "infinity", note=f"then systemctl restart {unit}")]
+    elif where == "pod":
+        fix = [
+            SystemdSetting(
+                "containerd.service", "LimitMEMLOCK", "infinity", note="on each node: the runtime's limit is the pod's"
+            )
+        ]
+    elif where in ("container", "build"):
+        fix = ["Recreate the container with `docker run --ulimit memlock=-1`"]
+    else:
+        fix = ["Add `* - memlock unlimited` to a file in /etc/security/limits.d/ and log in again"]
+    hard = "unlimited" if lim.memlock_hard == -1 else _size(lim.memlock_hard or 0)
+    yield MEMLOCK_SMALL.finding(
+        title=f"The locked-memory limit is {_size(lim.memlock_soft)}: pinned memory and RDMA registration fail",
+        evidence=[f"{lim.source}: Max locked memory soft {lim.memlock_soft} bytes, hard {hard}", f"runs in: {where}"],
+        fix=fix,
+        severity="warning" if where in ("container", "pod", "build") or unit else "info",
+        subject="memlock",
+        data={"soft": lim.memlock_soft, "hard": lim.memlock_hard},
+    )
+
+
+@rule
+def nofile_limit(ctx: RuleContext) -> Iterable[Finding]:
+    """HOST008: RLIMIT_NOFILE soft limit at or below 4096."""
+    lim = ctx.view.host_limits.limits
+    if lim is None or lim.nofile_soft is None or lim.nofile_soft < 0 or lim.nofile_soft > NOFILE_MIN:
+        return
+    hard = lim.nofile_hard
+    fix: List[Union[Remedy, str]] = []
+    if hard is not None and (hard < 0 or hard > lim.nofile_soft):
+        fix.append(Command(("ulimit", "-n", "65536" if hard < 0 or hard > 65536 else str(hard))))
+    elif systemd_unit(ctx):
+        fix.append(SystemdSetting(str(systemd_unit(ctx)), "LimitNOFILE", "65536"))
+    else:
+        fix.append("Raise it where the process starts: `docker run --ulimit nofile=65536:65536` or limits.d")
+    yield NOFILE_LOW.finding(
+        title=f"The open-files limit is {lim.nofile_soft}: many DataLoader workers run out of file descriptors",
+        evidence=[f"{lim.source}: Max open files soft {lim.nofile_soft}, hard {'unlimited' if hard == -1 else hard}"],
+        fix=fix,
+        subject="nofile",
+    )
+
+
+@rule
+def thp_mode(ctx: RuleContext) -> Iterable[Finding]:
+    """HOST009: transparent huge pages [never]."""
+    thp = ctx.view.host_limits.thp
+    if thp is None or thp.mode != "never":
+        return
+    yield THP_NEVER.finding(
+        title="Transparent huge pages are off ([never])",
+        evidence=[
+            f"{thp.source}: [never]",
+            "msprechecker presets/default.yaml sys.transparent_hugepage expects always",
+        ],
+        fix=["On the host, as root: echo always > /sys/kernel/mm/transparent_hugepage/enabled"],
+        subject="thp",
+    )
+
+
+def _whole(raw: Optional[str]) -> Optional[int]:
+    if raw is None:
+        return None
+    number, whole = strtol(raw)
+    return number if whole and number > 0 else None
+
+
+@rule
+def omp_threads(ctx: RuleContext) -> Iterable[Finding]:
+    """HOST010: OMP_NUM_THREADS x ranks per node above the cores the process may use."""
+    env = ctx.view.tunables.variables
+    threads = _whole(env.get("OMP_NUM_THREADS"))
+    if threads is None:
+        return
+    limits = ctx.view.host_limits
+    bounds: List[Tuple[float, str]] = []
+    if limits.cpus is not None and limits.cpus.allowed_count:
+        bounds.append(
+            (float(limits.cpus.allowed_count), f"{limits.cpus.source}: Cpus_allowed_list {limits.cpus.allowed_list}")
+        )
+    if limits.cpu_quota is not None and limits.cpu_quota.cores:
+        bounds.append(
+            (limits.cpu_quota.cores, f"{limits.cpu_quota.source}: a quota of {limits.cpu_quota.cores:g} CPUs")
+        )
+    if not bounds:
+        return
+    cores, where = min(bounds)
+    ranks = _whole(env.get("LOCAL_WORLD_SIZE"))
+    rank_source = f"LOCAL_WORLD_SIZE={ranks}"
+    if ranks is None:
+        chips = len(ctx.view.devices.chips)
+        ranks, rank_source = (chips, f"{chips} NPU chip(s) (npu-smi): one rank each") if chips else (1, "one process")
+    if threads * ranks <= cores:
+        return
+    per_rank = max(1, int(cores // ranks))
+    yield OMP_OVER.finding(
+        title=f"OMP_NUM_THREADS={threads} x {ranks} rank(s) = {threads * ranks} threads on {cores:g} CPUs",
+        evidence=[f"OMP_NUM_THREADS={threads}", rank_source, where],
+        fix=[Export("OMP_NUM_THREADS", str(per_rank), note=f"at most {cores:g} CPUs / {ranks} rank(s)")],
+        subject="OMP_NUM_THREADS",
+        data={"threads": threads, "ranks": ranks, "cores": cores},
+    )

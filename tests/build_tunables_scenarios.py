@@ -1,0 +1,174 @@
+"""(Re)build the runtime-tunables and host-readiness scenarios ``tests/scenarios/tun-*``
+(issue 33): one container of an 8 x 910B3 node as in tests/build_health_scenarios.py (CANN
+8.0.0 sourced, torch_npu 2.1.0.post10, the real `npu-smi info` capture), with one setting
+wrong per scenario, and one healthy scenario with many correct non-default settings.
+
+    python tests/build_tunables_scenarios.py        # rewrites the tun-* folders
+
+Host-readiness facts are files of the root: ``proc/self/mountinfo`` (the kernel's format;
+Docker's /dev/shm is ``size=65536k``), ``proc/self/limits``, ``proc/self/status``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import Dict, List
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+from build_cann_scenarios import toml_value, write  # noqa: E402
+from build_health_scenarios import HEALTHY_CAPTURE, container_root, npu_smi_replay, sourced_env  # noqa: E402
+
+OUT = HERE / "scenarios"
+
+MOUNTINFO = (
+    "612 540 0:52 / / rw,relatime master:290 - overlay overlay rw,lowerdir=/l,upperdir=/u,workdir=/w\n"
+    "613 612 0:55 / /dev rw,nosuid - tmpfs tmpfs rw,size=65536k,mode=755\n"
+    "619 613 0:60 / /dev/shm rw,nosuid,nodev,noexec,relatime - tmpfs shm rw,size={shm}\n"
+)
+LIMITS = (
+    "Limit                     Soft Limit           Hard Limit           Units     \n"
+    "Max open files            {nofile:<20} {nofile:<20} files     \n"
+    "Max locked memory         {memlock:<20} {memlock:<20} bytes     \n"
+)
+STATUS = "Name:\tpython3\nCpus_allowed_list:\t{cpus}\nMems_allowed_list:\t0-3\n"
+
+NO_TUNABLE = ["ENV008", "ENV009", "ENV010", "ENV011", "ENV012"]
+NO_HOST = ["HOST006", "HOST007", "HOST008", "HOST009", "HOST010"]
+
+
+def host_files(
+    root: Path, shm: str = "16777216k", memlock: str = "unlimited", nofile: str = "1048576", cpus: str = "0-191"
+) -> None:
+    write(root, "proc/self/mountinfo", MOUNTINFO.format(shm=shm))
+    write(root, "proc/self/limits", LIMITS.format(memlock=memlock, nofile=nofile))
+    write(root, "proc/self/status", STATUS.format(cpus=cpus))
+    write(root, "sys/devices/system/cpu/online", "0-191\n")
+
+
+def scenario(name: str, title: str, source: str, env: Dict[str, str], expect: Dict[str, object]) -> Path:
+    """``OUT/name`` with its scenario.toml (``[scenario]``, ``[env]``, ``[expect]``)."""
+    path = OUT / name
+    if path.exists():
+        shutil.rmtree(path)
+    (path / "root").mkdir(parents=True)
+    lines = ["[scenario]", f"title = {toml_value(title)}", f"source = {toml_value(source)}", "", "[env]"]
+    lines += [f"{k} = {toml_value(v)}" for k, v in env.items()]
+    lines += ["", "[expect]"] + [f"{k} = {toml_value(v)}" for k, v in expect.items()]
+    (path / "scenario.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    write(path / "root", "etc/hostname", "npu-train-0\n")
+    return path
+
+
+def build() -> List[str]:
+    base = dict({"HOME": "/root"}, **sourced_env())
+    built: List[str] = []
+
+    def make(name: str, title: str, source: str, env: Dict[str, str], expect: Dict[str, object], **host: str) -> Path:
+        s = scenario(name, title, source, dict(base, **env), expect)
+        container_root(s / "root")
+        host_files(s / "root", **host)
+        npu_smi_replay(s, HEALTHY_CAPTURE)
+        built.append(name)
+        return s
+
+    make(
+        "tun-910b3-healthy-tuned",
+        "healthy container with many correct non-default runtime settings: nothing to report about them",
+        "Ascend/pytorch environment-variable reference (TASK_QUEUE_ENABLE, PYTORCH_NPU_ALLOC_CONF, ...); "
+        "CANN environment-variable reference (HCCL_BUFFSIZE, HCCL_CONNECT_TIMEOUT)",
+        {
+            "TASK_QUEUE_ENABLE": "2",
+            "PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True",
+            "MULTI_STREAM_MEMORY_REUSE": "2",
+            "STREAMS_PER_DEVICE": "32",
+            "HCCL_BUFFSIZE": "400",
+            "HCCL_CONNECT_TIMEOUT": "1800",
+            "ACL_OP_COMPILER_CACHE_MODE": "enable",
+            "INF_NAN_MODE_ENABLE": "1",
+            "ASCEND_LAUNCH_BLOCKING": "0",
+            "OMP_NUM_THREADS": "8",
+            "LOCAL_WORLD_SIZE": "8",
+            "CPU_AFFINITY_CONF": "2",
+            "HCCL_EXEC_TIMEOUT": "1800",
+            "HCCL_EVENT_TIMEOUT": "3600",
+        },
+        {"exit": 0, "absent": NO_TUNABLE + NO_HOST},
+    )
+    make(
+        "tun-task-queue-enable-true",
+        "TASK_QUEUE_ENABLE=true: torch_npu reads it with strtol as 0 and switches the task queue off",
+        "torch_npu OptionsManager::GetTaskQueueEnable (strtol); TASK_QUEUE_ENABLE.md",
+        {"TASK_QUEUE_ENABLE": "true"},
+        {"exit": 0, "codes": ["ENV009"], "absent": ["ENV008"]},
+    )
+    make(
+        "tun-inf-nan-mode-0-on-a2",
+        "INF_NAN_MODE_ENABLE=0 on Atlas A2 without INF_NAN_MODE_FORCE_DISABLE=1: refused at init",
+        "INF_NAN_MODE_ENABLE.md (A2/A3 intercept saturation mode)",
+        {"INF_NAN_MODE_ENABLE": "0"},
+        {"exit": 1, "codes": ["ENV008"]},
+    )
+    make(
+        "tun-alloc-conf-key-too-new",
+        "PYTORCH_NPU_ALLOC_CONF names segment_size_mb, which torch_npu 2.1.0.post10 does not know",
+        "PYTORCH_NPU_ALLOC_CONF.md (segment_size_mb: torch_npu 7.2.0.1); 'Unrecognized CachingAllocator option'",
+        {"PYTORCH_NPU_ALLOC_CONF": "expandable_segments:True,segment_size_mb:64"},
+        {"exit": 1, "codes": ["ENV008"]},
+    )
+    make(
+        "tun-cuda-named-variables",
+        "a script ported from CUDA keeps PYTORCH_CUDA_ALLOC_CONF and NCCL_SOCKET_IFNAME: nothing reads them",
+        "modelscope/ms-swift#8141; gpustack/gpustack PR#3311",
+        {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", "NCCL_SOCKET_IFNAME": "eth0"},
+        {"exit": 0, "codes": ["ENV011"]},
+    )
+    make(
+        "tun-hccl-buffsize-in-bytes",
+        "HCCL_BUFFSIZE given in bytes (copied from NCCL_BUFFSIZE): 4194304 MB twice per communicator",
+        "CANN environment-variable reference, HCCL_BUFFSIZE (MB)",
+        {"HCCL_BUFFSIZE": "4194304"},
+        {"exit": 1, "codes": ["ENV008"]},
+    )
+    make(
+        "tun-cpu-affinity-outside-cpuset",
+        "CPU_AFFINITY_CONF=1 in a container limited to CPUs 0-47 of 192: the default ranges of NPUs 2-7 "
+        "lie outside the cpuset, so torch_npu binds nothing",
+        "CPU_AFFINITY_CONF.md (default ranges split all CPUs over the NPUs; Docker may change the mapping)",
+        {"CPU_AFFINITY_CONF": "1"},
+        {"exit": 0, "codes": ["ENV009"]},
+        cpus="0-47",
+    )
+    make(
+        "tun-hccl-connect-timeout-out-of-range",
+        "HCCL_CONNECT_TIMEOUT=60 in a single-process run: below the documented range [120, 7200]",
+        "CANN environment-variable reference, HCCL_CONNECT_TIMEOUT",
+        {"HCCL_CONNECT_TIMEOUT": "60"},
+        {"exit": 0, "codes": ["ENV009"], "absent": ["HCCL013"]},
+    )
+    make(
+        "tun-hccl-event-timeout-below-exec",
+        "HCCL_EVENT_TIMEOUT=600 with HCCL_EXEC_TIMEOUT=1800: the event wait gives up first",
+        "HCCL_EVENT_TIMEOUT.md (must be greater than HCCL_EXEC_TIMEOUT)",
+        {"HCCL_EVENT_TIMEOUT": "600", "HCCL_EXEC_TIMEOUT": "1800"},
+        {"exit": 0, "codes": ["ENV009"]},
+    )
+    make(
+        "tun-docker-default-shm-and-memlock",
+        "container started without --shm-size and --ulimit memlock: 64 MB /dev/shm, 64 KiB memlock",
+        "DeepSpeed env_report get_shm_size; vllm-project/vllm-ascend#8113; LMCache/LMCache-Ascend#5",
+        {"OMP_NUM_THREADS": "4"},
+        {"exit": 0, "codes": ["HOST006", "HOST007"]},
+        shm="65536k",
+        memlock="65536",
+    )
+    return built
+
+
+if __name__ == "__main__":
+    for name in build():
+        print("built", OUT / name)

@@ -1,0 +1,141 @@
+"""Host readiness (issue 33): /dev/shm, memlock, open files, THP read from the files of a
+root (the same reads as live), judged with the world the process runs in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from npudoctor.engine import Options, collect, evaluate
+from npudoctor.host import Host
+from npudoctor.probes import host_limits
+
+#: /proc/self/mountinfo lines of a Docker container with its default 64 MB /dev/shm (the
+#: shape of the kernel's show_mountinfo: the `/dev` tmpfs is a different mount).
+DOCKER_MOUNTINFO = (
+    "612 540 0:52 / / rw,relatime master:290 - overlay overlay rw,lowerdir=/l,upperdir=/u,workdir=/w\n"
+    "613 612 0:55 / /dev rw,nosuid - tmpfs tmpfs rw,size=65536k,mode=755\n"
+    "619 613 0:60 / /dev/shm rw,nosuid,nodev,noexec,relatime - tmpfs shm rw,size=65536k\n"
+)
+HOST_MOUNTINFO = "25 24 0:23 / /dev/shm rw,nosuid,nodev - tmpfs tmpfs rw,inode64\n"
+LIMITS = (
+    "Limit                     Soft Limit           Hard Limit           Units     \n"
+    "Max open files            {nofile_soft:<20} {nofile_hard:<20} files     \n"
+    "Max locked memory         {memlock_soft:<20} {memlock_hard:<20} bytes     \n"
+)
+
+
+def _root(tmp_path: Path, mountinfo: str, docker: bool = False, thp: str = "always [madvise] never", **limits) -> Path:
+    root = tmp_path / "root"
+    (root / "proc/self").mkdir(parents=True)
+    (root / "proc/self/mountinfo").write_text(mountinfo)
+    values = {"nofile_soft": 1048576, "nofile_hard": 1048576, "memlock_soft": "unlimited", "memlock_hard": "unlimited"}
+    values.update(limits)
+    (root / "proc/self/limits").write_text(LIMITS.format(**values))
+    thp_dir = root / "sys/kernel/mm/transparent_hugepage"
+    thp_dir.mkdir(parents=True)
+    (thp_dir / "enabled").write_text(thp + "\n")
+    (root / "proc/meminfo").write_text("MemTotal:       65843600 kB\nMemFree:        1000 kB\n")
+    if docker:
+        (root / ".dockerenv").write_text("")
+    return root
+
+
+def _judge(root: Path):
+    snap = collect(Host(root=str(root), environ={"PATH": "/usr/bin:/bin"}), Options())
+    found = [f for f in evaluate(snap, None, Options()) if f.code in ("HOST006", "HOST007", "HOST008", "HOST009")]
+    return snap, found
+
+
+def test_parsers():
+    assert host_limits.parse_size("65536k") == 64 << 20
+    assert host_limits.parse_size("16g") == 16 << 30
+    assert host_limits.parse_size("50%") is None
+    assert host_limits.parse_mountinfo_shm(DOCKER_MOUNTINFO) == ("tmpfs", "rw,size=65536k")
+    assert host_limits.parse_thp("always madvise [never]") == "never"
+    limits = host_limits.parse_limits(
+        LIMITS.format(nofile_soft=1024, nofile_hard=4096, memlock_soft=65536, memlock_hard="unlimited")
+    )
+    assert limits == {"nofile_soft": 1024, "nofile_hard": 4096, "memlock_soft": 65536, "memlock_hard": -1}
+
+
+def test_docker_default_shm_and_memlock(tmp_path):
+    snap, found = _judge(_root(tmp_path, DOCKER_MOUNTINFO, docker=True, memlock_soft=65536, memlock_hard=65536))
+    facts = snap.facts["host_limits"]
+    assert facts["shm"]["size_bytes"] == 64 << 20 and facts["shm"]["source"] == "/proc/self/mountinfo"
+    assert facts["mem_total_bytes"] == 65843600 * 1024
+    shm = next(f for f in found if f.code == "HOST006")
+    assert shm.severity == "warning" and shm.title.startswith("/dev/shm is 64 MiB")
+    assert shm.evidence[0].startswith("/proc/self/mountinfo: /dev/shm")
+    assert any("--shm-size=16g" in line for line in shm.fix)
+    mem = next(f for f in found if f.code == "HOST007")
+    assert mem.severity == "warning" and "64 KiB" in mem.title
+    assert any("--ulimit memlock=-1" in line for line in mem.fix)
+    assert mem.evidence[0].startswith("/proc/self/limits:")
+
+
+def test_healthy_host_stays_quiet(tmp_path):
+    # a host's /dev/shm without size= (half the RAM), unlimited memlock, raised nofile, THP madvise
+    snap, found = _judge(_root(tmp_path, HOST_MOUNTINFO))
+    assert snap.facts["host_limits"]["shm"]["size_bytes"] is None
+    assert found == []
+
+
+def test_large_container_shm_is_quiet(tmp_path):
+    mountinfo = DOCKER_MOUNTINFO.replace("shm rw,size=65536k", "shm rw,size=16777216k")
+    assert _judge(_root(tmp_path, mountinfo, docker=True))[1] == []
+
+
+def test_low_nofile_and_thp_never(tmp_path):
+    _, found = _judge(
+        _root(tmp_path, HOST_MOUNTINFO, thp="always madvise [never]", nofile_soft=1024, nofile_hard=524288)
+    )
+    by = {f.code: f for f in found}
+    assert sorted(by) == ["HOST008", "HOST009"]
+    assert by["HOST008"].severity == "info" and by["HOST008"].fix == ["ulimit -n 65536"]
+    assert by["HOST009"].evidence[0] == "/sys/kernel/mm/transparent_hugepage/enabled: [never]"
+
+
+def test_missing_files_are_facts_not_errors(tmp_path):
+    root = tmp_path / "empty"
+    root.mkdir()
+    snap, found = _judge(root)
+    facts = snap.facts["host_limits"]
+    assert facts["shm"] is None and facts["limits"] is None
+    assert facts["errors"]["/proc/self/limits"] == "not found"
+    assert found == []
+
+
+def test_omp_threads_times_ranks_over_the_cpuset(tmp_path):
+    root = _root(tmp_path, HOST_MOUNTINFO)
+    (root / "proc/self/status").write_text("Name:\tpython\nCpus_allowed_list:\t0-7,16-23\nMems_allowed_list:\t0\n")
+    cg = root / "sys/fs/cgroup"
+    cg.mkdir(parents=True)
+    (cg / "cpu.max").write_text("max 100000\n")
+    env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "10", "LOCAL_WORLD_SIZE": "8"}
+    snap = collect(Host(root=str(root), environ=env), Options())
+    assert snap.facts["host_limits"]["cpus"] == {
+        "source": "/proc/self/status",
+        "allowed_list": "0-7,16-23",
+        "allowed_count": 16,
+    }
+    assert snap.facts["host_limits"]["cpu_quota"] == {"source": "/sys/fs/cgroup/cpu.max", "cores": None}
+    (f,) = [f for f in evaluate(snap, None, Options()) if f.code == "HOST010"]
+    assert f.title == "OMP_NUM_THREADS=10 x 8 rank(s) = 80 threads on 16 CPUs"
+    assert f.severity == "info" and f.fix[0].startswith("export OMP_NUM_THREADS=2")
+    # a cgroup quota of 4 CPUs is the tighter bound
+    (cg / "cpu.max").write_text("400000 100000\n")
+    env["OMP_NUM_THREADS"] = "1"
+    env["LOCAL_WORLD_SIZE"] = "2"
+    snap = collect(Host(root=str(root), environ=env), Options())
+    assert [f.code for f in evaluate(snap, None, Options()) if f.code == "HOST010"] == []
+    env["LOCAL_WORLD_SIZE"] = "8"
+    snap = collect(Host(root=str(root), environ=env), Options())
+    (f,) = [f for f in evaluate(snap, None, Options()) if f.code == "HOST010"]
+    assert "/sys/fs/cgroup/cpu.max: a quota of 4 CPUs" in f.evidence and f.fix[0].startswith("export OMP_NUM_THREADS=1")
+
+
+def test_cpu_list_parser():
+    assert host_limits.count_cpu_list("0-3,8,10-11") == 7
+    assert host_limits.count_cpu_list("3-1") is None
+    assert host_limits.count_cpu_list("0-99999999") is None
+    assert host_limits.parse_cpu_max("250000 100000") == 2.5
