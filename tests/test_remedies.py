@@ -303,3 +303,15 @@ def test_one_list_of_package_names_for_rules_and_planner():
     assert drv["firmware"] == firmware_file(firmware_for_driver("24.1.rc2") or "", "910b").filename
     assert set_env_script("8.5.0") == "/usr/local/Ascend/cann/set_env.sh"
     assert set_env_script("8.3.RC1") == "/usr/local/Ascend/ascend-toolkit/set_env.sh"
+
+
+def test_docker_flags_for_the_host_limits_a_container_is_started_with() -> None:
+    step = DockerFlags(
+        shm_size="16g", ulimits=("memlock=-1", "nofile=65536:65536"), lead="recreate the container with: "
+    )
+    assert shell(step) == "recreate the container with: --shm-size=16g --ulimit memlock=-1 --ulimit nofile=65536:65536"
+    assert dockerfile([step]) == [
+        "# docker run flags for this image: recreate the container with: "
+        "--shm-size=16g --ulimit memlock=-1 --ulimit nofile=65536:65536"
+    ]
+    assert to_dict(step)["shm_size"] == "16g" and to_dict(step)["ulimits"] == ["memlock=-1", "nofile=65536:65536"]

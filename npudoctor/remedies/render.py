@@ -151,6 +151,8 @@ def docker_words(step: DockerFlags) -> List[str]:
     standard vllm-ascend command (samples/docker-run_vllm-ascend_standard-device-mounts.sh.txt)."""
     flags = [f"--runtime {quote(step.runtime)}"] if step.runtime else []
     flags += [f"--cap-add {quote(c)}" for c in step.cap_add]
+    flags += [f"--shm-size={quote(step.shm_size)}"] if step.shm_size else []
+    flags += [f"--ulimit {quote(u)}" for u in step.ulimits]
     flags += [f"--device /dev/davinci{i}" for i in step.devices]
     flags += [f"--device {quote(c)}" for c in step.control]
     ro = ":ro" if step.read_only else ""

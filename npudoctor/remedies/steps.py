@@ -162,8 +162,9 @@ class DockerFlags:
     ``--device`` per path of ``control``, ``-v m:m`` per path of ``mounts``, ``-e K=V``
     per pair of ``env`` (``-v m:m:ro`` with ``read_only``), ``--runtime R`` for ``runtime``
     (the Ascend Docker Runtime registers as ``ascend``) and ``--cap-add C`` per name of
-    ``cap_add``.  ``pick_device`` adds prose asking for one free NPU's node when the id is
-    not known."""
+    ``cap_add``, ``--shm-size S`` for ``shm_size`` (``"16g"``) and ``--ulimit U`` per limit of
+    ``ulimits`` (``"memlock=-1"``).  ``pick_device`` adds prose asking for one free NPU's node
+    when the id is not known."""
 
     devices: Tuple[int, ...] = ()
     control: Tuple[str, ...] = ()
@@ -173,6 +174,8 @@ class DockerFlags:
     read_only: bool = False
     runtime: Optional[str] = None
     cap_add: Tuple[str, ...] = ()
+    shm_size: Optional[str] = None
+    ulimits: Tuple[str, ...] = ()
     lead: str = ""
     note: str = ""
 

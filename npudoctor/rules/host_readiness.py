@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.tunables import strtol
-from npudoctor.remedies import Command, Export, PodSpecField, Remedy, SystemdSetting
+from npudoctor.remedies import Command, DockerFlags, Export, PodSpecField, Remedy, SystemdSetting
 from npudoctor.rules import rule
 from npudoctor.rules._world import systemd_unit, world
 
@@ -62,7 +62,13 @@ def shm_size(ctx: RuleContext) -> Iterable[Finding]:
             PodSpecField("containers[0].volumeMounts", "[{name: dshm, mountPath: /dev/shm}]"),
         ]
     elif where in ("container", "build"):
-        fix = ["Recreate the container with `docker run --shm-size=16g` (or `--ipc=host` to share the host's)"]
+        fix = [
+            DockerFlags(
+                shm_size="16g",
+                lead="recreate the container with your usual `docker run` arguments and: ",
+                note="or --ipc=host to share the host's",
+            )
+        ]
     else:
         fix = [
             Command(("mount", "-o", "remount,size=16G", "/dev/shm"), note="as root; add size= to /etc/fstab to keep it")
@@ -98,7 +104,11 @@ def memlock_limit(ctx: RuleContext) -> Iterable[Finding]:
             )
         ]
     elif where in ("container", "build"):
-        fix = ["Recreate the container with `docker run --ulimit memlock=-1`"]
+        fix = [
+            DockerFlags(
+                ulimits=("memlock=-1",), lead="recreate the container with your usual `docker run` arguments and: "
+            )
+        ]
     else:
         fix = ["Add `* - memlock unlimited` to a file in /etc/security/limits.d/ and log in again"]
     hard = "unlimited" if lim.memlock_hard == -1 else _size(lim.memlock_hard or 0)
