@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
-from npudoctor.knowledge.frameworks import TABLE, rows_for
+from npudoctor.knowledge.frameworks import rows_for, table
 from npudoctor.knowledge.grades import severity
 from npudoctor.knowledge.matrix.addons import kernels_verdict, nnal_verdict
 from npudoctor.knowledge.packages import NNAL_SET_ENV
@@ -269,7 +269,7 @@ def _framework_for_cann(project: str, cann: str) -> Optional[str]:
     """The newest release of ``project`` in the built-in table whose documented CANN is
     ``cann`` or older (a release made for the CANN in use), as an installable version."""
     best = None
-    for row in TABLE:
+    for row in table():
         if row.project != project or not row.cann_min or cann_less(cann, row.cann_min) is not False:
             continue
         spec = row.versions[0]
