@@ -441,3 +441,25 @@ def test_cann003_accepts_the_dev_build_a_framework_itself_requires():
 def test_official_autumn_2026_stacks_are_no_cann003_finding(torch, torch_npu, cann):
     pk = {"torch": [rec("torch", torch)], "torch-npu": [rec("torch_npu", torch_npu)]}
     assert "CANN003" not in codes(snap(toolkits=[dict(TK, version=cann)], packages=pk))
+
+
+def test_any_framework_pinning_the_dev_build_makes_it_that_frameworks_requirement():
+    # PKG001 and CANN003 both accept a dev torch_npu build that an installed framework's own
+    # Requires-Dist pins, whichever framework it is (here MindSpeed), and name it
+    tk = dict(TK, version="8.3.RC1")
+    dev = {"torch": [rec("torch", "2.7.1")], "torch-npu": [rec("torch_npu", "2.7.1.dev20250724")]}
+    alone = codes(snap(toolkits=[tk], packages=dev))
+    assert alone["PKG001"].severity == "warning"
+    assert alone["PKG001"].fix == ["for a supported stack use torch_npu 2.7.1, the official build of the same base"]
+    pin = ["torch-npu==2.7.1.dev20250724; platform_machine == 'aarch64'"]
+    pinned = dict(dev, mindspeed=[rec("mindspeed", "0.12.1", requires_dist=pin)])
+    found = codes(snap(toolkits=[tk], packages=pinned))
+    for code in ("PKG001", "CANN003"):
+        f = found[code]
+        assert f.severity == "info" and f.fix == [], code
+        assert f.title.startswith("torch_npu 2.7.1.dev20250724 is the unofficial build mindspeed 0.12.1 requires"), code
+        assert "Requires-Dist `torch-npu==2.7.1.dev20250724" in f.evidence[-1], code
+    # a pin on another build, or a range, does not excuse it
+    for other in (["torch-npu==2.7.1"], ["torch-npu>=2.7.1.dev20250101"]):
+        loose = dict(dev, mindspeed=[rec("mindspeed", "0.12.1", requires_dist=other)])
+        assert codes(snap(toolkits=[tk], packages=loose))["PKG001"].severity == "warning", other
