@@ -482,7 +482,7 @@ BROKEN = [
     ("torch_npu_requirements.toml", "row without date", _drop(["row", 2, "checked_on"]), "checked_on"),
     ("torch_npu_requirements.toml", "bad specifier", _set(["row", 0, "versions"], ["=>0.7.1"]), "specifier"),
     ("torch_npu_requirements.toml", "bad CANN", _set(["row", 0, "cann_min"], "8.0"), "not a CANN"),
-    ("torch_npu_requirements.toml", "empty row", _set(["row", 12, "torch_npu"], ""), "says nothing"),
+    ("torch_npu_requirements.toml", "empty row", _set(["row", -2, "torch_npu"], ""), "says nothing"),
 ]
 
 
@@ -504,3 +504,28 @@ def test_requirement_rows_load_as_the_rules_read_them():
     assert (row.torch_npu, row.cann_min) == ("2.5.1", "8.0.0")
     (mindie,) = rows_for("mindie", "2.1.RC1.B010")
     assert (mindie.torch_npu, mindie.ext, mindie.cann_min) == (None, "7.1.0", "8.2.RC1")
+
+
+@pytest.mark.parametrize(
+    "release, torch_npu, cann",
+    [
+        # the per-release rows of vllm-ascend's versioning policy: release candidates carry
+        # their own builds, not those of the final release they precede
+        ("0.9.1rc1", "2.5.1.post1.dev20250528", "8.1.RC1"),
+        ("0.9.1rc3", "2.5.1.post1", "8.2.RC1"),
+        ("0.9.1", "2.5.1.post1", "8.2.RC1"),
+        ("0.9.2rc1", "2.5.1.post1.dev20250619", "8.1.RC1"),
+        ("0.11.0rc0", "2.7.1.dev20250724", "8.2.RC1"),
+        ("0.11.0rc1", "2.7.1", "8.3.RC1"),
+        ("0.11.0rc2", "2.7.1", "8.3.RC2"),
+        ("0.11.0rc3", "2.7.1.post1", "8.3.RC2"),
+        ("0.11.0", "2.7.1.post1", "8.3.RC2"),
+        ("0.12.0rc1", "2.8.0", "8.3.RC2"),
+        ("0.8.5rc1", "2.5.1", "8.1.RC1"),
+    ],
+)
+def test_vllm_ascend_release_candidates_have_their_own_rows(release, torch_npu, cann):
+    from npudoctor.knowledge.frameworks import rows_for
+
+    (row,) = rows_for("vllm-ascend", release)
+    assert (row.torch_npu, row.cann_min) == (torch_npu, cann)
