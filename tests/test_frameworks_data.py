@@ -324,7 +324,7 @@ def prerelease_problems(data: Dict[str, Any]) -> List[str]:
 
 # ---------------------------------------------------------------- torch_npu_requirements.toml
 
-REQUIREMENT_PROJECTS = ("vllm-ascend", "mindie", "atb-models")
+REQUIREMENT_PROJECTS = ("vllm-ascend", "triton-ascend", "mindie", "atb-models")
 
 
 def requirements_problems(data: Dict[str, Any]) -> List[str]:
@@ -345,7 +345,7 @@ def requirements_problems(data: Dict[str, Any]) -> List[str]:
         if not isinstance(versions, list) or not versions:
             out.append(f"{where}: no versions")
             continue
-        if r.get("project") == "vllm-ascend":
+        if r.get("project") in ("vllm-ascend", "triton-ascend"):
             for spec in versions:
                 try:
                     SpecifierSet(spec)
@@ -482,7 +482,7 @@ BROKEN = [
     ("torch_npu_requirements.toml", "row without date", _drop(["row", 2, "checked_on"]), "checked_on"),
     ("torch_npu_requirements.toml", "bad specifier", _set(["row", 0, "versions"], ["=>0.7.1"]), "specifier"),
     ("torch_npu_requirements.toml", "bad CANN", _set(["row", 0, "cann_min"], "8.0"), "not a CANN"),
-    ("torch_npu_requirements.toml", "empty row", _set(["row", -2, "torch_npu"], ""), "says nothing"),
+    ("torch_npu_requirements.toml", "empty row", _set(["row", -4, "torch_npu"], ""), "says nothing"),
 ]
 
 

@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from packaging.version import Version
 
 
+#: Projects of the data that are pip distributions (their rows hold PEP 440 specifiers).
+PIP_PROJECTS = ("vllm-ascend", "triton-ascend")
+
+
 @dataclass(frozen=True)
 class FrameworkRow:
     """One ``[[row]]``: releases ``versions`` of ``project`` (``vllm-ascend``: PEP 440
@@ -81,7 +85,7 @@ def _pep440(text: Optional[str]) -> Optional[Version]:
 
 
 def rows_for(project: str, version: Optional[str]) -> List[FrameworkRow]:
-    """The rows of ``project`` that cover ``version`` (normally one).  vllm-ascend rows
+    """The rows of ``project`` that cover ``version`` (normally one).  Rows of pip projects
     match by PEP 440 specifier (a local ``+g…`` tag and ``.devN`` of a source checkout
     count as the release they precede: ``0.8.4rc2.dev4+g5442b46`` -> ``0.8.4rc2``);
     MindIE / ATB-models rows match the release part of the version.info spelling
@@ -89,7 +93,7 @@ def rows_for(project: str, version: Optional[str]) -> List[FrameworkRow]:
     if not version:
         return []
     out: List[FrameworkRow] = []
-    if project == "vllm-ascend":
+    if project in PIP_PROJECTS:
         from packaging.specifiers import SpecifierSet
 
         v = _pep440(version)
