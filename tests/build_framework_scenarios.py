@@ -1,5 +1,5 @@
 """(Re)build the scenarios of issue 16 (frameworks): torch without torch_npu, a vllm-ascend
-build for another chip, CUDA-only distributions.
+build for another chip, a vllm-ascend release made for another CANN, CUDA-only distributions.
 
     python tests/build_framework_scenarios.py          # rewrites the fw-* folders
 
@@ -124,6 +124,37 @@ def build_info_scenarios(built: List[str]) -> None:
         built.append(s.name)
 
 
+def framework_cann_scenario(built: List[str]) -> None:
+    """vllm-ascend 0.11.0rc2 (its versioning policy: Stable CANN 8.3.RC2, torch_npu 2.7.1) on an
+    otherwise paired torch 2.7.1 / torch_npu 2.7.1 / CANN 8.2.RC1 stack: a framework release made
+    for another CANN.  The fix names the CANN it needs, or the release made for the CANN in use."""
+    sp, t = site("3.10"), tag("3.10")
+    s = scenario(
+        "fw-vllm-ascend-0.11.0rc2-on-cann-8.2.RC1",
+        "vllm-ascend 0.11.0rc2 (made for CANN 8.3.RC2) with torch_npu 2.7.1 on CANN 8.2.RC1, 8x 910B3",
+        "vllm-project/vllm-ascend docs/source/community/versioning_policy.md 'Release compatibility matrix': "
+        "v0.11.0rc2 -> Stable CANN 8.3.RC2, PyTorch/torch_npu 2.7.1 / 2.7.1; v0.10.0rc1 -> CANN 8.2.RC1",
+        ENV,
+        codes=["CANN012"],
+        absent=["PKG001", "CANN003", "PKG050", "PKG051", "PKG052"],
+        findings=[
+            {
+                "match": [
+                    "vllm-ascend 0\\.11\\.0rc2 needs CANN 8\\.3\\.RC2 or newer, but CANN 8\\.2\\.RC1 is in use",
+                    "install vllm-ascend 0\\.10\\.0rc1 \\(made for it\\)",
+                ],
+            }
+        ],
+    )
+    r = paired_910b3(s)
+    dist(r, "torch", "2.7.1", tag=t, site=sp)
+    dist(r, "torch_npu", "2.7.1", requires=["torch==2.7.1", "pyyaml", "setuptools"], tag=t, site=sp)
+    dist(r, "vllm", "0.11.0", requires=["torch==2.8.0"], tag="py3-none-any", site=sp)
+    dist(r, "vllm_ascend", "0.11.0rc2", requires=["torch-npu==2.7.1", "torch==2.7.1"], tag=t, site=sp)
+    deps(r, sp)
+    built.append(s.name)
+
+
 def build() -> List[str]:
     built: List[str] = []
 
@@ -155,6 +186,7 @@ def build() -> List[str]:
     built.append(s.name)
 
     build_info_scenarios(built)
+    framework_cann_scenario(built)
 
     # ------------------------------------------------------------------ CUDA-only distributions
     sp, t = site("3.10"), tag("3.10")

@@ -441,3 +441,41 @@ def test_cann003_accepts_the_dev_build_a_framework_itself_requires():
 def test_official_autumn_2026_stacks_are_no_cann003_finding(torch, torch_npu, cann):
     pk = {"torch": [rec("torch", torch)], "torch-npu": [rec("torch_npu", torch_npu)]}
     assert "CANN003" not in codes(snap(toolkits=[dict(TK, version=cann)], packages=pk))
+
+
+def test_any_framework_pinning_the_dev_build_makes_it_that_frameworks_requirement():
+    # PKG001 and CANN003 both accept a dev torch_npu build that an installed framework's own
+    # Requires-Dist pins, whichever framework it is (here MindSpeed), and name it
+    tk = dict(TK, version="8.3.RC1")
+    dev = {"torch": [rec("torch", "2.7.1")], "torch-npu": [rec("torch_npu", "2.7.1.dev20250724")]}
+    alone = codes(snap(toolkits=[tk], packages=dev))
+    assert alone["PKG001"].severity == "warning"
+    assert alone["PKG001"].fix == ["for a supported stack use torch_npu 2.7.1, the official build of the same base"]
+    pin = ["torch-npu==2.7.1.dev20250724; platform_machine == 'aarch64'"]
+    pinned = dict(dev, mindspeed=[rec("mindspeed", "0.12.1", requires_dist=pin)])
+    found = codes(snap(toolkits=[tk], packages=pinned))
+    for code in ("PKG001", "CANN003"):
+        f = found[code]
+        assert f.severity == "info" and f.fix == [], code
+        assert f.title.startswith("torch_npu 2.7.1.dev20250724 is the unofficial build mindspeed 0.12.1 requires"), code
+        assert "Requires-Dist `torch-npu==2.7.1.dev20250724" in f.evidence[-1], code
+    # a pin on another build, or a range, does not excuse it
+    for other in (["torch-npu==2.7.1"], ["torch-npu>=2.7.1.dev20250101"]):
+        loose = dict(dev, mindspeed=[rec("mindspeed", "0.12.1", requires_dist=other)])
+        assert codes(snap(toolkits=[tk], packages=loose))["PKG001"].severity == "warning", other
+
+
+def test_triton_ascend_release_made_for_a_newer_cann_is_one_finding_naming_the_right_release():
+    # triton-ascend's installation guide: 3.2.0 -> CANN 8.5.0; 3.2.0rc4 -> CANN 8.3.RC2 / 8.3.RC1
+    pk = {
+        "torch": [rec("torch", "2.7.1")],
+        "torch-npu": [rec("torch_npu", "2.7.1")],
+        "triton-ascend": [rec("triton_ascend", "3.2.0")],
+    }
+    f = codes(snap(toolkits=[dict(TK, version="8.3.RC2")], packages=pk))["CANN012"]
+    assert f.title == "triton-ascend 3.2.0 needs CANN 8.5.0 or newer, but CANN 8.3.RC2 is in use"
+    assert any("install triton-ascend 3.2.0rc4 (made for it)" in str(step) for step in f.fix)
+    assert any("triton-lang/triton-ascend docs/en/installation_guide.md" in line for line in f.evidence)
+    # the release made for the CANN in use is quiet
+    pk["triton-ascend"] = [rec("triton_ascend", "3.2.0rc4")]
+    assert "CANN012" not in codes(snap(toolkits=[dict(TK, version="8.3.RC2")], packages=pk))

@@ -3,6 +3,7 @@
 cuda_only.toml              CUDA-only distributions and how to recognise them
 framework_support.toml      framework support per Ascend chip family, build-info formats
 prerelease_torch_npu.toml   pre-release torch_npu wheels and the CANN their METADATA names
+torch_npu_requirements.toml what a framework release needs (torch_npu, extension line, CANN)
 
 Each file has a checker that returns a list of problems; the tests assert the real files
 have none, and that deliberately broken copies of them do (so the checks can fail).
@@ -321,12 +322,51 @@ def prerelease_problems(data: Dict[str, Any]) -> List[str]:
     return out
 
 
+# ---------------------------------------------------------------- torch_npu_requirements.toml
+
+REQUIREMENT_PROJECTS = ("vllm-ascend", "triton-ascend", "mindie", "atb-models")
+
+
+def requirements_problems(data: Dict[str, Any]) -> List[str]:
+    out: List[str] = []
+    if data.get("schema") != 1:
+        out.append("schema is not 1")
+    rows = data.get("row")
+    if not isinstance(rows, list) or not rows:
+        return out + ["no [[row]]"]
+    for n, r in enumerate(rows):
+        where = f"row {n} ({r.get('project')} {r.get('versions')})"
+        out += _sources(where, r)
+        if r.get("project") not in REQUIREMENT_PROJECTS:
+            out.append(f"{where}: project {r.get('project')!r} not in {REQUIREMENT_PROJECTS}")
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(r.get("checked_on", ""))):
+            out.append(f"{where}: checked_on {r.get('checked_on')!r} is not YYYY-MM-DD")
+        versions = r.get("versions")
+        if not isinstance(versions, list) or not versions:
+            out.append(f"{where}: no versions")
+            continue
+        if r.get("project") in ("vllm-ascend", "triton-ascend"):
+            for spec in versions:
+                try:
+                    SpecifierSet(spec)
+                except InvalidSpecifier:
+                    out.append(f"{where}: {spec!r} is not a PEP 440 specifier")
+        if r.get("torch_npu"):
+            out += _version(where, r["torch_npu"])
+        if r.get("cann_min") and not CANN_VERSION.match(r["cann_min"]):
+            out.append(f"{where}: cann_min {r['cann_min']!r} is not a CANN version")
+        if not (r.get("torch_npu") or r.get("ext") or r.get("cann_min")):
+            out.append(f"{where}: says nothing (no torch_npu, ext or cann_min)")
+    return out
+
+
 # ---------------------------------------------------------------- tests
 
 CHECKERS: Dict[str, Callable[[Dict[str, Any]], List[str]]] = {
     "cuda_only.toml": cuda_only_problems,
     "framework_support.toml": framework_support_problems,
     "prerelease_torch_npu.toml": prerelease_problems,
+    "torch_npu_requirements.toml": requirements_problems,
 }
 
 
@@ -438,6 +478,11 @@ BROKEN = [
     ("prerelease_torch_npu.toml", "alpha flag wrong", _set(["build", 3, "cann_named_prerelease"], False), "disagrees"),
     ("prerelease_torch_npu.toml", "base line wrong", _set(["build", 3, "base_line"], "2.4.1"), "base_line"),
     ("prerelease_torch_npu.toml", "no sources", _set(["build", 3, "sources"], []), "no sources"),
+    ("torch_npu_requirements.toml", "row without sources", _drop(["row", 2, "sources"]), "no sources"),
+    ("torch_npu_requirements.toml", "row without date", _drop(["row", 2, "checked_on"]), "checked_on"),
+    ("torch_npu_requirements.toml", "bad specifier", _set(["row", 0, "versions"], ["=>0.7.1"]), "specifier"),
+    ("torch_npu_requirements.toml", "bad CANN", _set(["row", 0, "cann_min"], "8.0"), "not a CANN"),
+    ("torch_npu_requirements.toml", "empty row", _set(["row", -4, "torch_npu"], ""), "says nothing"),
 ]
 
 
@@ -447,3 +492,40 @@ def test_checker_reports_a_broken_copy(name, what, edit, expect):
     edit(data)
     problems = CHECKERS[name](data)
     assert any(expect in p for p in problems), problems
+
+
+def test_requirement_rows_load_as_the_rules_read_them():
+    from npudoctor.knowledge.frameworks import rows_for, table
+
+    assert len(table()) == len(load("torch_npu_requirements.toml")["row"])
+    assert all(row.sources and row.checked_on for row in table())
+    # an exact release row wins over the range that holds it
+    (row,) = rows_for("vllm-ascend", "0.8.4rc2.dev4+g5442b46")
+    assert (row.torch_npu, row.cann_min) == ("2.5.1", "8.0.0")
+    (mindie,) = rows_for("mindie", "2.1.RC1.B010")
+    assert (mindie.torch_npu, mindie.ext, mindie.cann_min) == (None, "7.1.0", "8.2.RC1")
+
+
+@pytest.mark.parametrize(
+    "release, torch_npu, cann",
+    [
+        # the per-release rows of vllm-ascend's versioning policy: release candidates carry
+        # their own builds, not those of the final release they precede
+        ("0.9.1rc1", "2.5.1.post1.dev20250528", "8.1.RC1"),
+        ("0.9.1rc3", "2.5.1.post1", "8.2.RC1"),
+        ("0.9.1", "2.5.1.post1", "8.2.RC1"),
+        ("0.9.2rc1", "2.5.1.post1.dev20250619", "8.1.RC1"),
+        ("0.11.0rc0", "2.7.1.dev20250724", "8.2.RC1"),
+        ("0.11.0rc1", "2.7.1", "8.3.RC1"),
+        ("0.11.0rc2", "2.7.1", "8.3.RC2"),
+        ("0.11.0rc3", "2.7.1.post1", "8.3.RC2"),
+        ("0.11.0", "2.7.1.post1", "8.3.RC2"),
+        ("0.12.0rc1", "2.8.0", "8.3.RC2"),
+        ("0.8.5rc1", "2.5.1", "8.1.RC1"),
+    ],
+)
+def test_vllm_ascend_release_candidates_have_their_own_rows(release, torch_npu, cann):
+    from npudoctor.knowledge.frameworks import rows_for
+
+    (row,) = rows_for("vllm-ascend", release)
+    assert (row.torch_npu, row.cann_min) == (torch_npu, cann)

@@ -1,100 +1,78 @@
-"""Built-in table of frameworks built on torch_npu whose own metadata does not say which
-torch_npu build or CANN they need (kinds K01 and K05).
+"""What a framework built on torch_npu needs (torch_npu build, Ascend Extension line, oldest
+CANN) where its own metadata does not say it (kinds K01 and K05).
 
-vllm-ascend up to 0.9.0 was installed next to a torch_npu that pip could not fetch (dev
-builds from a download link), so its ``Requires-Dist`` names no torch-npu; MindIE and its
-ATB models are ``.run``/tar packages with only a ``version.info``.  What they need comes
-from their documentation, listed per row in ``source``.  Rules use this table only where
-the package's own ``Requires-Dist`` does not pin torch-npu (metadata first).
-
-Rows (:class:`FrameworkRow`):
-
-    project    canonical name: "vllm-ascend" (a pip distribution), "mindie" or
-               "atb-models" (version.info facts of the cann probe)
-    versions   PEP 440 specifier (vllm-ascend) or the list of MindIE release spellings
-    torch_npu  the documented torch_npu build ("2.5.1.dev20250218"), or None
-    ext        Ascend Extension for PyTorch version the release ships with ("7.1.0"):
-               the torch_npu builds of that extension line (matrix ``ext_version``)
-    cann_min   oldest CANN the release works on ("8.1.RC1"), or None
-    source     where the row comes from
+Data: ``npudoctor/knowledge/data/frameworks/torch_npu_requirements.toml`` (every row with its
+sources and the date they were read).  Rules use these rows only where the package's own
+``Requires-Dist`` does not pin torch-npu (metadata first).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, NamedTuple, Optional, Tuple
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+
+from npudoctor import tomlread
 
 if TYPE_CHECKING:
     from packaging.version import Version
 
-VERSIONING = (
-    "vllm-project/vllm-ascend docs/source/community/versioning_policy.md 'Release compatibility matrix' (REPORT §7)"
-)
+
+#: Projects of the data that are pip distributions (their rows hold PEP 440 specifiers).
+PIP_PROJECTS = ("vllm-ascend", "triton-ascend")
 
 
-class FrameworkRow(NamedTuple):
+@dataclass(frozen=True)
+class FrameworkRow:
+    """One ``[[row]]``: releases ``versions`` of ``project`` (``vllm-ascend``: PEP 440
+    specifiers; ``mindie`` / ``atb-models``: version.info release spellings) need torch_npu
+    ``torch_npu`` (or a build of Ascend Extension line ``ext``) and CANN ``cann_min`` or newer;
+    ``None`` where the sources say nothing.  ``sources`` were read on ``checked_on``."""
+
     project: str
     versions: Tuple[str, ...]
     torch_npu: Optional[str]
     ext: Optional[str]
     cann_min: Optional[str]
-    source: str
+    sources: Tuple[str, ...]
+    checked_on: str
+
+    @property
+    def source(self) -> str:
+        """The sources as one line."""
+        return "; ".join(self.sources)
 
 
-TABLE: Tuple[FrameworkRow, ...] = (
-    FrameworkRow(
-        "vllm-ascend",
-        (">=0.7.1rc1,<0.7.3rc1",),
-        "2.5.1.dev20250218",
-        None,
-        "8.0.0",
-        "vllm-ascend v0.7.1rc1 release note ('relies on an unreleased torch_npu version', installed by hand); "
-        "vllm-ascend#340 ('unpaired version of torch-npu'), #152 (2.5.1.dev20250218); #380 "
-        "('vllm-ascend only work on >=CANN8.0')",
-    ),
-    FrameworkRow(
-        "vllm-ascend",
-        ("==0.7.3rc1", "==0.7.3rc2"),
-        "2.5.1.dev20250308",
-        None,
-        "8.0.0",
-        "vllm-ascend v0.7.3rc1 installation.md (CANN >= 8.0.0, torch-npu >= 2.5.1.dev20250308) and release note "
-        "('Bump torch_npu version to dev20250308')",
-    ),
-    FrameworkRow("vllm-ascend", (">=0.7.3,<0.9.1rc1",), "2.5.1", None, "8.1.RC1", VERSIONING + ": v0.7.3 - v0.9.0rc2"),
-    FrameworkRow("vllm-ascend", ("==0.8.4rc2",), "2.5.1", None, "8.0.0", VERSIONING + ": v0.8.4rc2 -> CANN 8.0.0"),
-    FrameworkRow("vllm-ascend", (">=0.9.1,<0.10.0rc1",), "2.5.1.post1", None, "8.2.RC1", VERSIONING + ": v0.9.1"),
-    FrameworkRow(
-        "vllm-ascend", (">=0.10.0rc1,<0.11.0rc1",), "2.7.1.dev20250724", None, "8.2.RC1", VERSIONING + ": v0.10.x"
-    ),
-    FrameworkRow("vllm-ascend", (">=0.11.0,<0.12.0rc1",), "2.7.1.post1", None, "8.3.RC2", VERSIONING + ": v0.11.0"),
-    FrameworkRow("vllm-ascend", (">=0.13.0,<0.14.0rc1",), "2.8.0.post2", None, "8.5.0", VERSIONING + ": v0.13.0"),
-    FrameworkRow(
-        "vllm-ascend", (">=0.14.0rc1,<0.20.0rc1",), "2.9.0", None, "8.5.0", VERSIONING + ": v0.14.0rc1 - v0.19.1rc1"
-    ),
-    FrameworkRow(
-        "vllm-ascend", (">=0.20.2rc1,<0.23.0rc1",), "2.10.0", None, "9.0.0", VERSIONING + ": v0.20.2rc1 - v0.22.1rc1"
-    ),
-    FrameworkRow("vllm-ascend", ("==0.23.0rc1",), "2.10.0.post2", None, "9.0.1", VERSIONING + ": v0.23.0rc1"),
-    FrameworkRow("vllm-ascend", ("==0.23.0",), "2.10.0.post4", None, "9.1.0", VERSIONING + ": v0.23.0"),
-    FrameworkRow(
-        "atb-models",
-        ("1.0.RC2",),
-        "2.1.0.post5",
-        None,
-        None,
-        "Ascend/pytorch#37: Ascend-mindie-atb-models 1.0.RC2 calls torch_npu.dynamo.torchair.get_npu_backend, "
-        "missing in 2.1.0.post4; the reporter's fix was torch_npu 2.1.0.post5",
-    ),
-    FrameworkRow(
-        "mindie",
-        ("2.1.RC1",),
-        None,
-        "7.1.0",
-        "8.2.RC1",
-        "MindIE 2.1.RC1 release note (hiascend mindie/21RC1 releasenote_0004): CANN 8.2.RC1, Ascend Extension "
-        "for PyTorch 7.1.0 (REPORT §3.2)",
-    ),
-)
+def data_path() -> str:
+    """Path of the bundled torch_npu_requirements.toml."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.join(here, "data", "frameworks", "torch_npu_requirements.toml")
+
+
+_CACHE: Dict[str, Tuple[FrameworkRow, ...]] = {}
+
+
+def _opt(value: Any) -> Optional[str]:
+    return str(value) if value else None
+
+
+def table() -> Tuple[FrameworkRow, ...]:
+    """Every row of the data, in file order (oldest release first per project)."""
+    if "rows" not in _CACHE:
+        doc = tomlread.load_bundled(data_path())
+        _CACHE["rows"] = tuple(
+            FrameworkRow(
+                project=str(r["project"]),
+                versions=tuple(str(v) for v in r.get("versions", ())),
+                torch_npu=_opt(r.get("torch_npu")),
+                ext=_opt(r.get("ext")),
+                cann_min=_opt(r.get("cann_min")),
+                sources=tuple(str(s) for s in r.get("sources", ())),
+                checked_on=str(r.get("checked_on", "")),
+            )
+            for r in doc.get("row", [])
+        )
+    return _CACHE["rows"]
 
 
 def _pep440(text: Optional[str]) -> Optional[Version]:
@@ -107,7 +85,7 @@ def _pep440(text: Optional[str]) -> Optional[Version]:
 
 
 def rows_for(project: str, version: Optional[str]) -> List[FrameworkRow]:
-    """The rows of ``project`` that cover ``version`` (normally one).  vllm-ascend rows
+    """The rows of ``project`` that cover ``version`` (normally one).  Rows of pip projects
     match by PEP 440 specifier (a local ``+g…`` tag and ``.devN`` of a source checkout
     count as the release they precede: ``0.8.4rc2.dev4+g5442b46`` -> ``0.8.4rc2``);
     MindIE / ATB-models rows match the release part of the version.info spelling
@@ -115,21 +93,21 @@ def rows_for(project: str, version: Optional[str]) -> List[FrameworkRow]:
     if not version:
         return []
     out: List[FrameworkRow] = []
-    if project == "vllm-ascend":
+    if project in PIP_PROJECTS:
         from packaging.specifiers import SpecifierSet
 
         v = _pep440(version)
         if v is None:
             return []
         plain = _pep440(str(v.public).split(".dev")[0]) or v
-        for row in TABLE:
+        for row in table():
             if row.project == project and any(plain in SpecifierSet(s, prereleases=True) for s in row.versions):
                 out.append(row)
         # an exact release row ("==0.8.4rc2") wins over the range that holds it
         out.sort(key=lambda row: not any(x.startswith("==") for x in row.versions))
         return out[:1]
     text = str(version).upper()
-    for row in TABLE:
+    for row in table():
         if row.project != project:
             continue
         for spelled in row.versions:

@@ -11,15 +11,12 @@ a toolkit (kernels/ops, NNAL/ATB, frameworks released for a CANN) are judged in
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes, grades
-from npudoctor.knowledge.frameworks import rows_for
 from npudoctor.knowledge.grades import Grade
-from npudoctor.knowledge.matrix.model import _pep440
 from npudoctor.knowledge.prerelease import metadata_verdict
-from npudoctor.parsers.metadata import requirements_on
 from npudoctor.plan.fit import MismatchPlan, driver_fit, driver_shortfall, hdk_for
 from npudoctor.remedies import Command
 from npudoctor.rules import rule
@@ -38,6 +35,7 @@ from npudoctor.rules._cannfacts import (
 )
 from npudoctor.rules._cannsteps import Step, install, nnal_set_env, set_env_step, toolkit_line
 from npudoctor.rules._pyfacts import CPU_INDEX, pip_install
+from npudoctor.rules._required import framework_requiring
 from npudoctor.rules.overview import npu_stack_present
 
 if TYPE_CHECKING:
@@ -379,31 +377,6 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
         subject="torch_npu",
         data=data,
     )
-
-
-def framework_requiring(ctx: RuleContext, torch_npu: str) -> Optional[Tuple[str, str]]:
-    """``("vllm-ascend 0.10.1", why)`` when an installed framework requires exactly this
-    torch_npu build: its own ``Requires-Dist`` pins it, else the framework table names it
-    (:mod:`npudoctor.knowledge.frameworks`, for releases whose metadata names no
-    torch-npu); ``None`` otherwise."""
-    want = _pep440(torch_npu)
-    if want is None:
-        return None
-    rec = ctx.view.packages.first("vllm-ascend")
-    if rec is None or not rec.version:
-        return None
-    who = f"vllm-ascend {rec.version}"
-    reqs = requirements_on(list(rec.requires_dist), "torch-npu")
-    for req in reqs:
-        pinned = [s.version for s in req.specifier if s.operator in ("==", "===")]
-        if any(_pep440(p) == want for p in pinned):
-            return who, f"Requires-Dist `{req}` in {rec.metadata_source or 'its METADATA'}"
-    if reqs:
-        return None
-    for row in rows_for("vllm-ascend", str(rec.version)):
-        if row.torch_npu and _pep440(row.torch_npu) == want:
-            return who, row.source
-    return None
 
 
 def _cann003_fix(ctx: RuleContext, plan: MismatchPlan) -> List[Step]:

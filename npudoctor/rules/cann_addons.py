@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
-from npudoctor.knowledge.frameworks import TABLE, rows_for
+from npudoctor.knowledge.frameworks import PIP_PROJECTS, rows_for, table
 from npudoctor.knowledge.grades import severity
 from npudoctor.knowledge.matrix.addons import kernels_verdict, nnal_verdict
 from npudoctor.knowledge.packages import NNAL_SET_ENV
@@ -249,12 +249,13 @@ def atb_abi(ctx: RuleContext) -> Iterable[Finding]:
 
 
 def _frameworks_installed(ctx: RuleContext) -> List[Tuple[str, str, str, str]]:
-    """``(project, label, version, where)`` of each framework release found: vllm-ascend
-    from its dist-info, MindIE and ATB models from their version.info (cann facts)."""
+    """``(project, label, version, where)`` of each framework release found: vllm-ascend and
+    triton-ascend from their dist-info, MindIE and ATB models from their version.info (cann facts)."""
     out: List[Tuple[str, str, str, str]] = []
-    for rec in ctx.view.packages.records("vllm-ascend", "vllm_ascend")[:1]:
-        if rec.version:
-            out.append(("vllm-ascend", "vllm-ascend", rec.version, rec.dist_info or rec.location or ""))
+    for project in PIP_PROJECTS:
+        rec = ctx.view.packages.first(project)
+        if rec is not None and rec.version:
+            out.append((project, project, rec.version, rec.dist_info or rec.location or ""))
     cann = ctx.view.cann
     for fact, project, label in (
         (cann.mindie, "mindie", "MindIE"),
@@ -269,7 +270,7 @@ def _framework_for_cann(project: str, cann: str) -> Optional[str]:
     """The newest release of ``project`` in the built-in table whose documented CANN is
     ``cann`` or older (a release made for the CANN in use), as an installable version."""
     best = None
-    for row in TABLE:
+    for row in table():
         if row.project != project or not row.cann_min or cann_less(cann, row.cann_min) is not False:
             continue
         spec = row.versions[0]
@@ -306,8 +307,14 @@ def framework_cann(ctx: RuleContext) -> Iterable[Finding]:
             set_env_step(None, need),
             nnal_set_env(note=f"CANN {need} for {label} {version}"),
         ]
-        older = _framework_for_cann(project, cv) if project == "vllm-ascend" else None
-        if older:
+        older = _framework_for_cann(project, cv) if project in PIP_PROJECTS else None
+        if older and project != "vllm-ascend":
+            fix.append(
+                pip_install(
+                    ctx, f"{project}=={older}", lead=f"or keep CANN {cv} and install {project} {older} (made for it): "
+                )
+            )
+        elif older:
             fix.append(
                 pip_install(
                     ctx,

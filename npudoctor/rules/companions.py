@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Iterable, List, NamedTuple, Optional, Tuple
 from npudoctor.engine import RuleContext
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
-from npudoctor.knowledge.frameworks import TABLE, FrameworkRow, npu_fits, rows_for
+from npudoctor.knowledge.frameworks import FrameworkRow, npu_fits, rows_for, table
 from npudoctor.parsers.metadata import canonical_name, requirements_on, satisfies
 from npudoctor.rules import rule
 from npudoctor.rules._pkgfit import Fix, cpu_index
@@ -256,7 +256,7 @@ def _vllm_ascend_on_pypi(ctx: RuleContext, installed: str, torch_version: str) -
     """``(vllm-ascend version, torch_npu, CANN minimum)``: the oldest table release whose torch_npu
     is on PyPI and built for the installed torch (same X.Y.Z), or ``None``."""
     rel_t = release(torch_version or installed)
-    for row in TABLE:
+    for row in table():
         if row.project != "vllm-ascend" or not row.torch_npu or not _on_pypi(ctx, row.torch_npu):
             continue
         rel_npu = release(row.torch_npu)

@@ -52,6 +52,7 @@ from npudoctor.rules._pyfacts import (
     python_exe,
     release,
 )
+from npudoctor.rules._required import framework_requiring
 
 READS = ("cann", "host", "packages", "python")
 ONLY_WITH = ("packages",)
@@ -225,6 +226,19 @@ def _unofficial_pairing(
     verdict = torch_verdict(row, version, torch_version, requires, npu.metadata_source)
     sev = grades.severity(verdict)
     if sev is None or verdict.grade is not Grade.SAME_LINE:
+        return
+    required = framework_requiring(ctx, version)
+    if required is not None:
+        # the framework's own requirement: switching to an official build would break it
+        who, why = required
+        yield TORCH_PAIR.finding(
+            title=f"torch_npu {version} is the unofficial build {who} requires; torch {torch_version} fits it",
+            evidence=[describe(npu), f"evidence: {verdict.describe()}", f"{who} requires torch_npu {version} ({why})"],
+            fix=[],
+            subject="torch_npu",
+            severity="info",
+            data=dict(_grade_data(verdict), required_by=who),
+        )
         return
     official = f"torch_npu {row.torch_npu}" if row is not None else f"an official torch_npu {base}"
     yield TORCH_PAIR.finding(

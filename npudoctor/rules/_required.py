@@ -1,0 +1,53 @@
+"""Which installed framework requires a given torch_npu build (issue 29).
+
+A framework may pin a dev or otherwise unofficial torch_npu build; that build is then the
+framework's requirement, and "switch to the official build" would break the framework.  The
+framework's own ``Requires-Dist`` speaks first (any installed distribution pinning torch-npu
+with ``==``); where a release's metadata names no torch-npu, the framework table
+(:mod:`npudoctor.knowledge.frameworks`: vllm-ascend releases, MindIE and its ATB models) names
+the build its documentation requires.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, List, Optional, Tuple
+
+from npudoctor.knowledge.frameworks import rows_for
+from npudoctor.knowledge.matrix.model import _pep440
+from npudoctor.parsers.metadata import canonical_name, requirements_on
+
+if TYPE_CHECKING:
+    from npudoctor.engine import RuleContext
+
+
+def framework_requiring(ctx: RuleContext, torch_npu: str) -> Optional[Tuple[str, str]]:
+    """``("vllm-ascend 0.10.1", why)`` when an installed framework requires exactly the
+    torch_npu build ``torch_npu``; ``None`` otherwise (also when a framework pins another
+    build: that one is judged elsewhere)."""
+    want = _pep440(torch_npu)
+    if want is None:
+        return None
+    table_projects: List[Tuple[str, str, str]] = []
+    for rec in ctx.view.packages.effective():
+        name = canonical_name(rec.name or "")
+        if name == "torch-npu" or not rec.version:
+            continue
+        reqs = requirements_on(list(rec.requires_dist), "torch-npu")
+        for req in reqs:
+            pinned = [s.version for s in req.specifier if s.operator in ("==", "===")]
+            if any(_pep440(p) == want for p in pinned):
+                return f"{rec.name} {rec.version}", f"Requires-Dist `{req}` in {rec.metadata_source or 'its METADATA'}"
+        if name == "vllm-ascend" and not reqs:
+            table_projects.append(("vllm-ascend", "vllm-ascend", str(rec.version)))
+    cann = ctx.view.cann
+    for fact, project, label in (
+        (cann.mindie, "mindie", "MindIE"),
+        (cann.atb_models, "atb-models", "MindIE ATB models"),
+    ):
+        if fact is not None and fact.version:
+            table_projects.append((project, label, str(fact.version)))
+    for project, label, version in table_projects:
+        for row in rows_for(project, version):
+            if row.torch_npu and _pep440(row.torch_npu) == want:
+                return f"{label} {version}", row.source
+    return None
