@@ -1,0 +1,58 @@
+"""The triage plan (``npudoctor/knowledge/_signatures_plan.py``): the signature anchors and the
+gate plan derived at build time are current and give what deriving them at start-up gives."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from npudoctor.knowledge import _signatures_plan as plan
+from npudoctor.knowledge.signatures import load_kb
+from npudoctor.triage.gate import gate_for, plan_pivots
+from npudoctor.triage.scan import FRAME_ANCHOR
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_plan_is_current() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "gen_triage_plan.py")], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_packaged_signatures_are_loaded_from_the_plan_without_parsing_a_pattern() -> None:
+    planned, derived = load_kb(), load_kb(use_plan=False)
+    assert len(planned.entries) >= 60
+    assert all(not e.parsed for e in planned.entries)
+    assert all(len(e.parsed) == len(e.patterns) for e in derived.entries)
+    assert [e.anchors for e in planned.entries] == [e.anchors for e in derived.entries]
+    assert planned.anchors == derived.anchors and planned.code_gates == derived.code_gates
+    libgomp = next(e for e in planned.entries if e.id == "libgomp-static-tls")
+    assert libgomp.anchors == [[b": cannot allocate memory in static TLS block"]]
+    line = b"/opt/env/lib/libgomp.so.1: cannot allocate memory in static TLS block"
+    assert libgomp.match_bytes(line) == {"lib": "/opt/env/lib/libgomp.so.1"}
+
+
+def test_the_scanner_gate_comes_from_the_plan_and_equals_one_planned_anew() -> None:
+    kb = load_kb()
+    gate = gate_for(kb, (FRAME_ANCHOR,))
+    assert gate.groups is plan.GROUPS
+    members: dict = {}
+    assert plan_pivots(list(kb.anchors) + [FRAME_ANCHOR], kb.code_gates, members) == plan.GROUPS
+    assert members == plan.MEMBERS
+
+
+def test_a_signature_changed_since_the_plan_is_parsed_at_load(tmp_path: Path) -> None:
+    """Another file (or a pattern the plan does not hold) is derived as before."""
+    src = Path(load_kb().path).read_text(encoding="utf-8")
+    changed = src.replace(": cannot allocate memory in static TLS block", ": cannot allocate memory in static TLS", 1)
+    assert changed != src
+    path = tmp_path / "signatures.toml"
+    path.write_text(changed, encoding="utf-8")
+    kb = load_kb(str(path))
+    libgomp = next(e for e in kb.entries if e.id == "libgomp-static-tls")
+    assert libgomp.parsed and libgomp.anchors == [[b": cannot allocate memory in static TLS"]]
+    gate = gate_for(kb, (FRAME_ANCHOR,))
+    assert gate.groups is not plan.GROUPS
