@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from npudoctor import lazyre
 from npudoctor.findings import Finding
 from npudoctor.host import read_capped_text
+from npudoctor.knowledge._signatures_plan import KB_ANCHORS as PLANNED_ANCHORS
 from npudoctor.knowledge._signatures_plan import PATTERNS as PLANNED_PATTERNS
 from npudoctor.knowledge.error_codes import OfficialCode, lookup_label, official_text
 from npudoctor.knowledge.error_codes import lookup as lookup_official
@@ -580,13 +581,20 @@ def load_kb(path: Optional[str] = None, use_plan: bool = True) -> KnowledgeBase:
     # Candidate lines are found with plain substring search (bytes.find runs at memory
     # speed; one big regex alternation ran at under 1 MB/s): the anchors of every pattern
     # plus those of the generic error shapes.  An anchor containing another is redundant.
-    pool = sorted(
-        {a for e in entries for lits in e.anchors for a in lits} | set(GENERIC_ANCHORS), key=lambda a: (len(a), a)
+    planned_whole = len(plan) == len(entries) and all(e.id in plan and not e.parsed for e in entries)
+    pool = (
+        []
+        if planned_whole
+        else sorted(
+            {a for e in entries for lits in e.anchors for a in lits} | set(GENERIC_ANCHORS), key=lambda a: (len(a), a)
+        )
     )
     anchors: List[bytes] = []
     for a in pool:
         if not any(b in a for b in anchors):
             anchors.append(a)
+    if planned_whole:  # the plan holds the pool's outcome for exactly these patterns
+        anchors = list(PLANNED_ANCHORS)
     kinds = raw.get("kinds", {})
     if not isinstance(kinds, dict) or not all(_KIND_RX.match(k) and isinstance(v, str) for k, v in kinds.items()):
         raise KBError(f"{path}: [kinds] must map K01..K22 to one line each")
