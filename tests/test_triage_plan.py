@@ -1,15 +1,19 @@
-"""The triage plan (``npudoctor/knowledge/_signatures_plan.py``): the signature anchors and the
-gate plan derived at build time are current and give what deriving them at start-up gives."""
+"""Triage's start-up: the plan (``npudoctor/knowledge/_signatures_plan.py``: the signature
+anchors and the gate plan derived at build time) is current and gives what deriving them at
+start-up gives; a triage without facts builds no facts view."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+from npudoctor.facts import Facts
 from npudoctor.knowledge import _signatures_plan as plan
 from npudoctor.knowledge.signatures import load_kb
 from npudoctor.triage.gate import gate_for, plan_pivots
+from npudoctor.triage.rank import display_values
 from npudoctor.triage.scan import FRAME_ANCHOR
 
 REPO = Path(__file__).resolve().parent.parent
@@ -56,3 +60,40 @@ def test_a_signature_changed_since_the_plan_is_parsed_at_load(tmp_path: Path) ->
     assert libgomp.parsed and libgomp.anchors == [[b": cannot allocate memory in static TLS"]]
     gate = gate_for(kb, (FRAME_ANCHOR,))
     assert gate.groups is not plan.GROUPS
+
+
+def test_a_triage_without_facts_builds_no_facts_view(tmp_path: Path) -> None:
+    """``--no-facts``: the placeholders take their defaults from the absent sections, and the
+    view modules (dataclasses of every probe's facts) are never imported."""
+    log = tmp_path / "train.log"
+    log.write_text(
+        "step 1\nImportError: libhccl.so: cannot open shared object file: No such file or directory\n",
+        encoding="utf-8",
+    )
+    code = (
+        "import sys\n"
+        "from npudoctor.entry import main\n"
+        "try:\n"
+        f"    main([{'triage'!r}, {str(log)!r}, '--no-facts', '--json'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "sys.stderr.write(' '.join(sorted(m for m in sys.modules if m.startswith('npudoctor.facts.'))))\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "HOME": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    doc = json.loads(proc.stdout)
+    assert "cann-library-not-found" in json.dumps(doc)
+    imported = proc.stderr.split()
+    assert "npudoctor.facts.stack" not in imported and "npudoctor.facts.system" not in imported, imported
+
+
+def test_display_values_of_absent_sections_are_the_defaults() -> None:
+    assert display_values(Facts({})) == {
+        "python": "python",
+        "toolkit_set_env": "/usr/local/Ascend/ascend-toolkit/set_env.sh",
+        "cann_version": "(none)",
+        "hccl_connect_timeout": "",
+        "hccl_exec_timeout": "",
+    }
+    given = display_values(Facts({"python": {"executable": "/opt/py/bin/python3"}}))
+    assert given["python"] == "/opt/py/bin/python3"
