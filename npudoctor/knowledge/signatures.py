@@ -582,19 +582,14 @@ def load_kb(path: Optional[str] = None, use_plan: bool = True) -> KnowledgeBase:
     # speed; one big regex alternation ran at under 1 MB/s): the anchors of every pattern
     # plus those of the generic error shapes.  An anchor containing another is redundant.
     planned_whole = len(plan) == len(entries) and all(e.id in plan and not e.parsed for e in entries)
-    pool = (
-        []
-        if planned_whole
-        else sorted(
-            {a for e in entries for lits in e.anchors for a in lits} | set(GENERIC_ANCHORS), key=lambda a: (len(a), a)
-        )
-    )
     anchors: List[bytes] = []
-    for a in pool:
-        if not any(b in a for b in anchors):
-            anchors.append(a)
-    if planned_whole:  # the plan holds the pool's outcome for exactly these patterns
+    if planned_whole:  # the plan holds the outcome of the pool below for exactly these patterns
         anchors = list(PLANNED_ANCHORS)
+    else:
+        pool = {a for e in entries for lits in e.anchors for a in lits} | set(GENERIC_ANCHORS)
+        for a in sorted(pool, key=lambda a: (len(a), a)):
+            if not any(b in a for b in anchors):
+                anchors.append(a)
     kinds = raw.get("kinds", {})
     if not isinstance(kinds, dict) or not all(_KIND_RX.match(k) and isinstance(v, str) for k, v in kinds.items()):
         raise KBError(f"{path}: [kinds] must map K01..K22 to one line each")
