@@ -28,6 +28,7 @@ SCRIPTS = REPO / "scripts"
 #: ``(script in scripts/, what it writes)``, in the order they run.
 GENERATORS: Tuple[Tuple[str, str], ...] = (
     ("gen_compiled_data.py", "npudoctor/knowledge/**/*.toml.compiled.json"),
+    ("gen_triage_plan.py", "npudoctor/knowledge/_signatures_plan.py"),
     ("gen_matrix.py", "npudoctor/knowledge/matrix/compiled.jsonl"),
     ("gen_registry.py", "npudoctor/_registry.py"),
     ("gen_schema.py", "docs/schema/*.schema.json"),

@@ -113,3 +113,69 @@ def test_the_cache_keeps_this_runs_entries_and_a_bounded_tail_of_older_ones(tmp_
     assert any(key.startswith(str(lib)) for key in kept)  # this run's entry
     old = [key for key in kept if key.startswith("walk:/old/")]
     assert 0 < len(old) < 40 and old == [f"walk:/old/{i:02d}" for i in range(len(old))]
+
+
+def _image_copy(tree: Path, scratch: Path) -> None:
+    """Copy ``tree`` out and back the way an image layer carries it: same paths, sizes and
+    modes, new inodes, mtimes cut to whole seconds (the layers' tar keeps no fraction)."""
+    shutil.copytree(tree, scratch, symlinks=True)
+    shutil.rmtree(tree)
+    shutil.copytree(scratch, tree, symlinks=True)
+    for dirpath, _dirnames, filenames in os.walk(tree, topdown=False):
+        for name in filenames + [""]:
+            path = os.path.join(dirpath, name) if name else dirpath
+            st = os.stat(path)
+            whole = st.st_mtime_ns // 1_000_000_000 * 1_000_000_000
+            os.utime(path, ns=(st.st_atime_ns, whole))
+
+
+def test_a_cache_filled_before_an_image_copy_answers_after_it(tmp_path):
+    """The cache baked into an image by a check at build time (NPUDOCTOR_CACHE_DIR) is
+    used whole by a container of the image: nothing of it depends on inodes or on the
+    fraction of a second the image's layers drop."""
+    root = tmp_path / "root"
+    torch = root / SITE / "torch"
+    _so(torch / "lib" / "libc10.so")
+    _so(root / SITE / "numpy" / "_core" / "_multiarray_umath.cpython-311-x86_64-linux-gnu.so")
+    rec = _record(root, ["torch/lib/libc10.so"])
+    lib = str(torch / "lib" / "libc10.so")
+    for path in (torch / "lib", lib):  # a fraction of a second the copy will drop
+        os.utime(path, ns=(1_700_000_000_123_456_789, 1_700_000_000_123_456_789))
+    host = Host(root=str(root), environ={})
+    cache_file = str(tmp_path / "baked" / "elf-v1.json")
+
+    build = ElfCache(cache_file)
+    fresh = _walk(root, build)
+    facts = frameworks._record_facts(host, rec, build)
+    soname = build.read(lib).soname
+    assert build.misses == 4 and soname
+    build.save()
+
+    inode = os.stat(torch / "lib").st_ino
+    _image_copy(root, tmp_path / "layer")
+    assert os.stat(torch / "lib").st_ino != inode
+    assert os.stat(lib).st_mtime_ns == 1_700_000_000_000_000_000
+
+    run = ElfCache(cache_file)
+    assert _walk(root, run) == fresh
+    assert frameworks._record_facts(host, rec, run) == facts
+    assert run.read(lib).soname == soname
+    assert (run.hits, run.misses) == (4, 0)
+
+    # a change the copy did not make is still seen: a new library in torch/lib
+    _so(torch / "lib" / "libnew.so")
+    changed = ElfCache(cache_file)
+    assert ("/" + SITE + "/torch/lib/libnew.so", "torch") in _walk(root, changed)
+    assert changed.misses == 1
+
+
+def test_an_mtime_holds_exactly_or_cut_to_whole_seconds():
+    from npudoctor.probes._elfcache import same_mtime
+
+    second = 1_000_000_000
+    assert same_mtime(5 * second + 7, 5 * second + 7)
+    assert same_mtime(5 * second + 7, 5 * second)  # kept before an image copy, seen after it
+    assert same_mtime(5 * second, 5 * second + 7)
+    assert not same_mtime(5 * second + 7, 5 * second + 8)  # both exact and different
+    assert not same_mtime(5 * second + 7, 6 * second)
+    assert not same_mtime(None, 5 * second) and not same_mtime(True, 1)

@@ -83,11 +83,13 @@ def test_plan_prefers_rare_pivots():
 
 
 def test_every_pattern_compiles_on_first_use():
-    # the bytes patterns are parsed (validated) at load and compiled when first tried
-    kb = load_kb()
-    for entry in kb.entries:
-        assert entry.match_bytes(b"") is None or entry.match_bytes(b"") == {}
-        assert len(entry.compiled) == len(entry.patterns) == len(entry.parsed)
+    # the bytes patterns are parsed (validated) when the plan is made, or at load without
+    # one, and compiled when first tried
+    for kb in (load_kb(), load_kb(use_plan=False)):
+        for entry in kb.entries:
+            assert entry.match_bytes(b"") is None or entry.match_bytes(b"") == {}
+            assert len(entry.compiled) == len(entry.patterns)
+            assert len(entry.parsed) == (0 if kb is load_kb() else len(entry.patterns))
 
 
 def test_anchors_in_names_exactly_the_anchors_a_line_holds():

@@ -24,6 +24,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from npudoctor import lazyre
 from npudoctor.findings import Finding
 from npudoctor.host import read_capped_text
+from npudoctor.knowledge._signatures_plan import KB_ANCHORS as PLANNED_ANCHORS
+from npudoctor.knowledge._signatures_plan import PATTERNS as PLANNED_PATTERNS
 from npudoctor.knowledge.error_codes import OfficialCode, lookup_label, official_text
 from npudoctor.knowledge.error_codes import lookup as lookup_official
 from npudoctor.knowledge.error_codes import tables as official_tables
@@ -199,15 +201,19 @@ class Entry:
     #: the bytes patterns, compiled on first use (:meth:`match_bytes`) from ``parsed``: a triage
     #: only ever tries the entries whose anchors a candidate line holds
     compiled: List[Any] = field(default_factory=list, repr=False)
-    #: the parses of the bytes patterns (made once at load, for validation and the anchors)
+    #: the parses of the bytes patterns (made at load for validation and the anchors; empty
+    #: when the anchors come from the build-time plan)
     parsed: List[Any] = field(default_factory=list, repr=False)
     #: per pattern, literals one of which every match contains (see :func:`required_literals`)
     anchors: List[List[bytes]] = field(default_factory=list, repr=False)
 
     def match_bytes(self, line: bytes) -> Optional[Dict[str, str]]:
         """Captures (possibly empty dict) when a pattern matches ``line``, else ``None``."""
-        if len(self.compiled) < len(self.parsed):
-            self.compiled = [_compile_parsed(p) for p in self.parsed]
+        if len(self.compiled) < len(self.patterns):
+            if self.parsed:
+                self.compiled = [_compile_parsed(p) for p in self.parsed]
+            else:
+                self.compiled = [re.compile(p.encode("utf-8"), re.M) for p in self.patterns]
         for rx, anchors in zip(self.compiled, self.anchors):
             if anchors and not any(a in line for a in anchors):
                 continue
@@ -388,7 +394,7 @@ def fill(text: str, values: Mapping[str, str]) -> str:
         return text
 
 
-_KB_CACHE: Dict[str, KnowledgeBase] = {}
+_KB_CACHE: Dict[Tuple[str, bool], KnowledgeBase] = {}
 
 
 def default_kb_path() -> str:
@@ -440,7 +446,9 @@ def _cause(c: Mapping[str, Any], where: str) -> Cause:
     )
 
 
-def _entry(item: Mapping[str, Any], where: str) -> Entry:
+def _entry(
+    item: Mapping[str, Any], where: str, planned: Optional[Sequence[Tuple[str, Tuple[bytes, ...]]]] = None
+) -> Entry:
     severity = item.get("severity", "error")
     if severity not in SEVERITIES:
         raise KBError(f"{where}: severity {severity!r} not in {SEVERITIES}")
@@ -467,6 +475,11 @@ def _entry(item: Mapping[str, Any], where: str) -> Entry:
         codes={str(k): str(v) for k, v in dict(item.get("codes", {})).items()},
         unlisted=str(item.get("unlisted", "")),
     )
+    if planned is not None and [p for p, _ in planned] == patterns:
+        # derived and checked when the plan was generated: the patterns are compiled on
+        # first use, and only those of the signatures a log's lines call for
+        entry.anchors = [list(a) for _, a in planned]
+        return entry
     for p in patterns:
         try:
             # parsed once: the literals are read off the parse the compiled pattern is built from
@@ -525,21 +538,29 @@ def _code_gates(entries: Sequence[Entry]) -> List[bytes]:
     return list(dict.fromkeys(gates))
 
 
-def load_kb(path: Optional[str] = None) -> KnowledgeBase:
+def load_kb(path: Optional[str] = None, use_plan: bool = True) -> KnowledgeBase:
     """Load and validate the signatures (default: the packaged ``signatures.toml``).
 
     Raises :class:`KBError` for a malformed or unreadable file: duplicate or non-kebab ids,
     bad regexes, patterns without a literal anchor, unknown severities, kinds outside
     K01..K22, malformed finding codes, unknown cause keys.  Cached per path.
+
+    The packaged file's patterns are not parsed here when ``use_plan``: their anchors come
+    from the plan ``scripts/gen_triage_plan.py`` derived (and validated) at build time,
+    for every pattern still equal to the plan's.
     """
     path = path or default_kb_path()
-    if path in _KB_CACHE:
-        return _KB_CACHE[path]
+    key = (path, use_plan)
+    if key in _KB_CACHE:
+        return _KB_CACHE[key]
+    plan: Mapping[str, Sequence[Tuple[str, Tuple[bytes, ...]]]] = {}
     try:
         if path == default_kb_path():  # package data: through its compiled twin
             from npudoctor.tomlread import load_bundled
 
             raw = load_bundled(path)
+            if use_plan:
+                plan = PLANNED_PATTERNS
         else:
             raw = _toml_loads(read_capped_text(path, 8 << 20, what="error knowledge base"))
     except (OSError, ValueError) as exc:
@@ -554,17 +575,21 @@ def load_kb(path: Optional[str] = None) -> KnowledgeBase:
         if eid in seen:
             raise KBError(f"{where}: duplicate id")
         seen.add(eid)
-        entries.append(_entry(item, where))
+        entries.append(_entry(item, where, plan.get(eid)))
     if not entries:
         raise KBError(f"{path}: no entries")
     # Candidate lines are found with plain substring search (bytes.find runs at memory
     # speed; one big regex alternation ran at under 1 MB/s): the anchors of every pattern
     # plus those of the generic error shapes.  An anchor containing another is redundant.
-    pool = sorted({a for e in entries for lits in e.anchors for a in lits} | set(GENERIC_ANCHORS), key=len)
+    planned_whole = len(plan) == len(entries) and all(e.id in plan and not e.parsed for e in entries)
     anchors: List[bytes] = []
-    for a in pool:
-        if not any(b in a for b in anchors):
-            anchors.append(a)
+    if planned_whole:  # the plan holds the outcome of the pool below for exactly these patterns
+        anchors = list(PLANNED_ANCHORS)
+    else:
+        pool = {a for e in entries for lits in e.anchors for a in lits} | set(GENERIC_ANCHORS)
+        for a in sorted(pool, key=lambda a: (len(a), a)):
+            if not any(b in a for b in anchors):
+                anchors.append(a)
     kinds = raw.get("kinds", {})
     if not isinstance(kinds, dict) or not all(_KIND_RX.match(k) and isinstance(v, str) for k, v in kinds.items()):
         raise KBError(f"{path}: [kinds] must map K01..K22 to one line each")
@@ -579,5 +604,5 @@ def load_kb(path: Optional[str] = None) -> KnowledgeBase:
         kinds=dict(kinds),
         code_gates=_code_gates(entries),
     )
-    _KB_CACHE[path] = kb
+    _KB_CACHE[key] = kb
     return kb

@@ -1,11 +1,16 @@
 """An on-disk cache of parsed ELF facts (issue 14: keep the library audit fast).
 
 A file's :class:`~npudoctor.parsers.elf.ElfInfo` is kept under the key (real path, size,
-mtime in ns): a changed file has another key and is read again.  The cache lives in the
-user cache directory (``$NPUDOCTOR_CACHE_DIR``, else ``platformdirs.user_cache_dir``:
-``~/.cache/npudoctor/elf-v1.json``), is written atomically, and a missing, unreadable or
-malformed cache is ignored (the files are read again).  ``NPUDOCTOR_ELF_CACHE=0`` turns it
-off.  At most :data:`MAX_ENTRIES` entries are kept: those used by the last run, then earlier
+mtime in whole seconds) with the mtime in ns beside it: a changed file has another key or
+another mtime and is read again.  Nothing in the key or the checks depends on where the
+file lives on disk (no inode, no device): the layers of a container image keep paths, sizes
+and mtimes but cut the mtimes to whole seconds (see :func:`same_mtime`), so a cache filled
+by a ``check`` while the image is built answers the containers started from it.  The cache
+lives in the user cache directory (``$NPUDOCTOR_CACHE_DIR``, else
+``platformdirs.user_cache_dir``: ``~/.cache/npudoctor/elf-v1.json``), is written
+atomically, and a missing, unreadable or malformed cache is ignored (the files are read
+again); one that cannot be written (a read-only directory baked into an image) is only
+read.  ``NPUDOCTOR_ELF_CACHE=0`` turns it off.  At most :data:`MAX_ENTRIES` entries are kept: those used by the last run, then earlier
 ones, most recently used first, up to :data:`KEEP_OLD_BYTES` of JSON.
 
 Besides ELF facts it keeps other facts parsed from files, each valid only while those files
@@ -13,7 +18,7 @@ are unchanged (issue 18: a warm ``check`` reads no ELF file, RECORD or package t
 :meth:`ElfCache.derived` -- a value computed from one file (a RECORD's paths of interest),
 keyed by a kind naming the computation and the file's path, size and mtime; and
 :meth:`ElfCache.lookup` / :meth:`ElfCache.store` for records the caller validates itself (a
-package directory's walk, valid while each directory keeps its mtime and inode).  No verdict
+package directory's walk, valid while each directory keeps its size and mtime).  No verdict
 is ever cached.
 
 Not a probe: a helper of :mod:`npudoctor.probes.libraries` and
@@ -37,6 +42,20 @@ KEEP_OLD_BYTES = 1 << 20
 #: Biggest cache file read (bytes); a bigger one is ignored.
 MAX_BYTES = 32 << 20
 _FIELDS = ("machine", "bits", "soname", "needed", "rpath", "runpath", "version_needs", "version_defs", "error")
+
+
+def same_mtime(kept_ns: Any, now_ns: int) -> bool:
+    """Whether an mtime kept in the cache (ns) still holds for a file or directory whose
+    mtime is now ``now_ns``: equal, or equal in whole seconds when one of the two has no
+    fraction of a second -- the tar layers of a container image keep only whole seconds
+    (Docker and BuildKit truncate the mtimes they write), so a file copied into an image
+    is unchanged although its mtime lost its fraction."""
+    if not isinstance(kept_ns, int) or isinstance(kept_ns, bool):
+        return False
+    if kept_ns == now_ns:
+        return True
+    second = 1_000_000_000
+    return kept_ns // second == now_ns // second and (kept_ns % second == 0 or now_ns % second == 0)
 
 
 def default_path() -> Optional[str]:
@@ -67,28 +86,40 @@ class ElfCache:
         if path:
             self.old = _load(path)
 
-    def _key(self, path: str, kind: str) -> Optional[str]:
+    def _key(self, path: str, kind: str) -> Tuple[Optional[str], int]:
+        """``(key, mtime in ns)`` of the file ``path`` (key ``None`` when it cannot be stat'ed)."""
         try:
             st = os.stat(path)
         except OSError:
-            return None
-        return f"{kind}{path}\0{st.st_size}\0{st.st_mtime_ns}"
+            return None, 0
+        return f"{kind}{path}\0{st.st_size}\0{st.st_mtime_ns // 1_000_000_000}", st.st_mtime_ns
 
-    def _get(self, key: Optional[str]) -> Any:
+    def _get(self, key: Optional[str], ns: Any) -> Any:
+        """The record under ``key`` made when the file(s) had the mtime(s) ``ns`` (an int,
+        or a list of ints for several files), or ``None``."""
         if key is None:
             return None
         rec = self.used.get(key)
         if rec is None:
             rec = self.old.get(key)
-        if isinstance(rec, dict):
-            self.hits += 1
-            self.used[key] = rec
-            return rec
-        return None
+        if not isinstance(rec, dict):
+            return None
+        kept = rec.get("ns")
+        if isinstance(ns, list):
+            fresh = isinstance(kept, list) and len(kept) == len(ns) and all(map(same_mtime, kept, ns))
+        else:
+            fresh = same_mtime(kept, ns)
+        if not fresh:
+            return None
+        self.hits += 1
+        self.used[key] = rec
+        return rec
 
-    def _put(self, key: Optional[str], rec: Dict[str, Any]) -> None:
+    def _put(self, key: Optional[str], rec: Dict[str, Any], ns: Any = None) -> None:
         self.misses += 1
         if key is not None:
+            if ns is not None:
+                rec["ns"] = ns
             self.used[key] = rec
             self.dirty = True
 
@@ -111,13 +142,13 @@ class ElfCache:
         (:func:`~npudoctor.parsers.elf.dynamic_symbols`), cached like :meth:`read`."""
         from npudoctor.parsers.elf import dynamic_symbols
 
-        key = self._key(path, "U\0")
-        rec = self._get(key)
+        key, ns = self._key(path, "U\0")
+        rec = self._get(key, ns)
         if rec is not None and isinstance(rec.get("undefined"), list):
             err = rec.get("error")
             return {str(n) for n in rec["undefined"]}, err if isinstance(err, str) else None
         _d, undef, err = dynamic_symbols(path)
-        self._put(key, {"undefined": sorted(undef), "error": err})
+        self._put(key, {"undefined": sorted(undef), "error": err}, ns)
         return undef, err
 
     def derived(self, kind: str, path: str, compute: Callable[[], Any]) -> Any:
@@ -125,13 +156,13 @@ class ElfCache:
         RECORD lists that matter to a probe) -- cached under ``kind`` (which names the
         computation and the data it depends on) and the file's (path, size, mtime).  A
         ``None`` result is not kept (an unreadable file is tried again)."""
-        key = self._key(path, kind + "\0")
-        rec = self._get(key)
+        key, ns = self._key(path, kind + "\0")
+        rec = self._get(key, ns)
         if rec is not None and "value" in rec:
             return rec["value"]
         value = compute()
         if value is not None:
-            self._put(key, {"value": value})
+            self._put(key, {"value": value}, ns)
         return value
 
     def missing(self, names: Iterable[str], libraries: List[str]) -> Tuple[List[str], List[str]]:
@@ -140,28 +171,27 @@ class ElfCache:
         from npudoctor.parsers.elf import missing_symbols
 
         wanted = sorted(set(names))
-        keys = [self._key(p, "") for p in libraries]
+        stamps = [self._key(p, "") for p in libraries]
+        ns = [n for _k, n in stamps]
         key = None
-        if all(k is not None for k in keys):
-            digest = hashlib.sha256("\n".join(wanted + ["--"] + [str(k) for k in keys]).encode()).hexdigest()
+        if all(k is not None for k, _n in stamps):
+            digest = hashlib.sha256("\n".join(wanted + ["--"] + [str(k) for k, _n in stamps]).encode()).hexdigest()
             key = "M\0" + digest
-        rec = self._get(key)
+        rec = self._get(key, ns)
         if rec is not None and isinstance(rec.get("missing"), list) and isinstance(rec.get("problems"), list):
             return [str(n) for n in rec["missing"]], [str(n) for n in rec["problems"]]
         missing, problems = missing_symbols(wanted, libraries)
-        self._put(key, {"missing": list(missing), "problems": list(problems)})
+        self._put(key, {"missing": list(missing), "problems": list(problems)}, ns)
         return missing, problems
 
     def read(self, path: str) -> ElfInfo:
         """The ELF facts of the real file ``path`` (from the cache when its size and mtime
         match); never raises."""
-        try:
-            st = os.stat(path)
-        except OSError:
+        key, ns = self._key(path, "")
+        if key is None:
             return read_elf(path)
-        key = f"{path}\0{st.st_size}\0{st.st_mtime_ns}"
         rec = self.used.get(key) or self.old.get(key)
-        if rec is not None:
+        if isinstance(rec, dict) and same_mtime(rec.get("ns"), ns):
             info = _info(path, rec)
             if info is not None:
                 self.hits += 1
@@ -169,7 +199,7 @@ class ElfCache:
                 return info
         self.misses += 1
         info = read_elf(path)
-        self.used[key] = {f: getattr(info, f) for f in _FIELDS}
+        self.used[key] = {**{f: getattr(info, f) for f in _FIELDS}, "ns": ns}
         self.dirty = True
         return info
 

@@ -35,6 +35,7 @@ import re
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from npudoctor.host import Host
+from npudoctor.probes._elfcache import same_mtime
 from npudoctor.probes._ldso import VERSIONED_RE, Resolver, expand_origin, highest
 
 #: torch's own libraries: a module linking one of them is a torch extension, whose C++ ABI
@@ -112,7 +113,7 @@ def _walk(
     the packages that may link the NPU stack, or (``big``) of the big packages that do not
     (torch, numpy, scipy, ...: read only for their symbol versions).  ``cache``: an
     :class:`~npudoctor.probes._elfcache.ElfCache` keeping each package directory's walk,
-    reused while every directory walked keeps its mtime and inode (torch: ~900 directories)."""
+    reused while every directory walked keeps its size and mtime (torch: ~900 directories)."""
     found: List[Tuple[str, str]] = []
     walked = 0
     for site in site_dirs(facts):
@@ -156,17 +157,30 @@ _TREE_LIMIT = MAX_WALK + 1
 
 
 def _stamp(path: str) -> Optional[List[int]]:
+    """``[mtime in ns, size]`` of a directory: what an image copy keeps (no inode)."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return [st.st_mtime_ns, st.st_ino]
+    return [st.st_mtime_ns, st.st_size]
+
+
+def _unchanged(path: str, kept: Any) -> bool:
+    """Whether the directory ``path`` still has the ``kept`` stamp (see :func:`same_mtime`)."""
+    now = _stamp(path)
+    return (
+        now is not None
+        and isinstance(kept, list)
+        and len(kept) == 2
+        and kept[1] == now[1]
+        and same_mtime(kept[0], now[0])
+    )
 
 
 def _tree(host: Host, base: str, cache: Any) -> Optional[Tuple[List[str], int]]:
     """``(shared objects relative to base, entries counted)`` of the walk of the package
     directory ``base``, from ``cache`` while every directory of the last walk has the same
-    (mtime, inode) -- a directory's mtime changes whenever an entry is added, removed or
+    (mtime, size) -- a directory's mtime changes whenever an entry is added, removed or
     renamed in it -- else walked (up to :data:`_TREE_LIMIT` entries) and kept; ``None``
     when the directory cannot be walked whole (a refusal, too many entries)."""
     try:
@@ -177,7 +191,7 @@ def _tree(host: Host, base: str, cache: Any) -> Optional[Tuple[List[str], int]]:
     rec = cache.lookup(key)
     if isinstance(rec, dict) and isinstance(rec.get("dirs"), list) and isinstance(rec.get("so"), list):
         try:
-            if all(_stamp(os.path.join(top, str(rel)) if rel else top) == list(st) for rel, st in rec["dirs"]):
+            if all(_unchanged(os.path.join(top, str(rel)) if rel else top, st) for rel, st in rec["dirs"]):
                 cache.hit(key, rec)
                 return [str(p) for p in rec["so"]], int(rec["count"])
         except (TypeError, ValueError, KeyError):

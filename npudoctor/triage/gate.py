@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Pattern, Sequence, Set, Tuple
 
+from npudoctor.knowledge import _signatures_plan as plan
 from npudoctor.knowledge.signatures import KnowledgeBase
 
 __all__ = ["Gate", "gate_for", "plan_pivots"]
@@ -161,9 +162,17 @@ def _alternation(rests: Sequence[bytes]) -> bytes:
 class Gate:
     """The compiled gate of one knowledge base (see the module doc)."""
 
-    def __init__(self, anchors: Sequence[bytes], code_gates: Sequence[bytes] = ()) -> None:
+    def __init__(
+        self,
+        anchors: Sequence[bytes],
+        code_gates: Sequence[bytes] = (),
+        planned: Optional[Tuple[Dict[int, List[bytes]], Dict[int, List[bytes]]]] = None,
+    ) -> None:
         members: Dict[int, List[bytes]] = {}
-        self.groups = plan_pivots(anchors, code_gates, members)
+        if planned is not None:  # (groups, members) planned at build time for these anchors
+            self.groups, members = planned
+        else:
+            self.groups = plan_pivots(anchors, code_gates, members)
         #: per group: the pivot byte and ``<pivot>(?:rest1|rest2|...)``
         self.regexes: List[Tuple[bytes, Pattern[bytes]]] = [
             (bytes([pivot]), re.compile(re.escape(bytes([pivot])) + _alternation(rests)))
@@ -244,5 +253,9 @@ def gate_for(kb: KnowledgeBase, extra: Tuple[bytes, ...] = ()) -> Gate:
     key = (kb.path, id(kb), extra)
     gate = _GATES.get(key)
     if gate is None:
-        gate = _GATES[key] = Gate(list(kb.anchors) + list(extra), kb.code_gates)
+        anchors = list(kb.anchors) + list(extra)
+        planned = None
+        if tuple(anchors) == plan.GATE_ANCHORS and tuple(kb.code_gates) == plan.CODE_GATES:
+            planned = (plan.GROUPS, plan.MEMBERS)
+        gate = _GATES[key] = Gate(anchors, kb.code_gates, planned)
     return gate

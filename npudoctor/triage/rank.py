@@ -70,9 +70,10 @@ def display_values(facts: Facts) -> Dict[str, str]:
     """Values that fill the texts' placeholders, read from the typed views: ``python`` (the
     interpreter's path, else ``python``), ``toolkit`` (the selected CANN path, when known),
     ``toolkit_set_env`` (its set_env.sh) and ``cann_version`` (``(none)`` when unknown).
-    Read, never judged."""
-    py = facts.python.executable
-    tk = _selected_toolkit(facts)
+    Read, never judged.  A section not in the snapshot (``triage --no-facts``) gives the
+    defaults without building its view (whose module a triage need not import)."""
+    py = facts.python.executable if facts.present("python") else None
+    tk = _selected_toolkit(facts) if facts.present("cann") else None
     values = {"python": py or "python", "toolkit_set_env": _set_env_of(tk)}
     if tk is not None and tk.path:
         values["toolkit"] = tk.path
