@@ -64,6 +64,12 @@ class Request:
     cann: Optional[str] = None
     python: Optional[str] = None
     allow_driver_upgrade: bool = False
+    newest: bool = False  # no target: the newest set, not the site's own torch line
+
+    @property
+    def targeted(self) -> bool:
+        """Whether a torch_npu, torch or CANN version was asked for."""
+        return bool(self.torch_npu or self.torch or self.cann)
 
     def describe(self) -> str:
         parts = []
@@ -71,7 +77,9 @@ class Request:
             value = getattr(self, key)
             if value:
                 parts.append(f"--{key.replace('_', '-')} {value}")
-        return " ".join(parts) or "no target (newest set the site supports)"
+        if self.newest and not self.targeted:
+            parts.append("--newest (newest set the site supports)")
+        return " ".join(parts) or "no target (the site's torch line when it fits; --newest for the newest set)"
 
 
 _XY_RE = lazyre.pattern(r"^(\d+)\.(\d+)")

@@ -31,8 +31,10 @@ install.sh and INSTALL.md.  --dry-run resolves and lists the wheels, downloads n
 without --output nor --dry-run only the plan is printed (no index is asked).
 
 Target: any of --torch-npu X (that exact build), --torch X (any build of that torch line),
---cann X, --python X.Y; none = the newest set the site's chip and driver support.  A driver
-upgrade is refused unless --allow-driver-upgrade.
+--cann X, --python X.Y; none = the site's own torch line (and its official CANN pairing) when a
+build of it fits, else the newest set the site's chip and driver support, saying why;
+--newest asks for the newest set.  Official pairings are preferred over declared
+compatibility.  A driver upgrade is refused unless --allow-driver-upgrade.
 
 Exit codes: 0 a plan was made (and the bundle written); 1 no set fits (with the reasons and
 the nearest sets), or the wheels could not be fetched; 2 usage error."""
@@ -139,6 +141,10 @@ def register(app: typer.Typer) -> None:
         allow_driver_upgrade: Annotated[
             bool, typer.Option("--allow-driver-upgrade", help="Accept a set that needs a newer NPU driver.")
         ] = False,
+        newest: Annotated[
+            bool,
+            typer.Option("--newest", help="With no target: the newest set, not the site's own torch line."),
+        ] = False,
         dry_run: Annotated[
             bool, typer.Option("--dry-run", help="Print the plan and the wheels with sizes; download nothing.")
         ] = False,
@@ -192,6 +198,7 @@ def register(app: typer.Typer) -> None:
             cann=cann,
             python=python,
             allow_driver_upgrade=allow_driver_upgrade,
+            newest=newest,
             dry_run=dry_run,
             output=output,
             index_url=index_url,
@@ -244,6 +251,7 @@ def run_plan(
     cann: Optional[str] = None,
     python: Optional[str] = None,
     allow_driver_upgrade: bool = False,
+    newest: bool = False,
     dry_run: bool = False,
     output: Optional[str] = None,
     index_url: Optional[str] = None,
@@ -281,7 +289,9 @@ def run_plan(
         except ValueError as exc:
             raise fail_usage(str(exc), env) from None
     try:
-        res = resolve(site, Request(torch_npu, torch, cann, python, allow_driver_upgrade), matrix, catalog)
+        res = resolve(
+            site, Request(torch_npu, torch, cann, python, allow_driver_upgrade, newest=newest), matrix, catalog
+        )
     except PlanError as exc:
         raise fail_usage(str(exc), env) from None
     doc: Dict[str, Any] = res.to_dict()
