@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from npudoctor.host import read_capped_text
-from npudoctor.plan.bundle_text import MANIFEST, REQUIREMENTS, SUMS, install_md, install_sh, requirements_text
+from npudoctor.plan.bundle_text import MANIFEST, REQUIREMENTS, SITE, SUMS, install_md, install_sh, requirements_text
 from npudoctor.plan.closure import ResolveError, Sources, Target, Wheel, cuda_reason, fill_sizes, resolve_wheels
 from npudoctor.plan.files import PackageFile
 from npudoctor.plan.model import Plan
@@ -71,6 +71,7 @@ class BundleOptions:
     env: Optional[Dict[str, str]] = None
     timeout: float = 3600.0
     progress: bool = False
+    site_file: Optional[str] = None  # the site snapshot, copied in as site.json
 
 
 @dataclass
@@ -351,11 +352,18 @@ def make_bundle(
     _write(os.path.join(out, REQUIREMENTS), requirements_text(plan, files))
     _write(os.path.join(out, "install.sh"), install_sh(plan, site, cann_files, pending), 0o755)
     _write(os.path.join(out, "INSTALL.md"), install_md(plan, site, cann_files, pending))
-    for rel, why_text in (
+    scripts = [
         (REQUIREMENTS, "hash-pinned requirements: pip install --no-index --require-hashes"),
         ("install.sh", "offline installer"),
         ("INSTALL.md", "instructions for humans"),
-    ):
+    ]
+    if opts.site_file:
+        dest = os.path.join(out, SITE)
+        if not (os.path.exists(dest) and os.path.samefile(opts.site_file, dest)):
+            shutil.copyfile(opts.site_file, dest)
+            os.chmod(dest, 0o644)
+        scripts.append((SITE, "the site snapshot this plan was made for (plan verify --for site.json)"))
+    for rel, why_text in scripts:
         path = os.path.join(out, rel)
         files.append(
             {"path": rel, "size": os.path.getsize(path), "sha256": sha256_file(path), "kind": "script", "why": why_text}

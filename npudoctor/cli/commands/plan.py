@@ -2,6 +2,7 @@
 
 import json
 import os
+import shlex
 from typing import Any, Dict, List, Optional
 
 import typer
@@ -319,6 +320,7 @@ def run_plan(
         cann_dir=cann_dir,
         fetch_cann=fetch_cann,
         progress=env.stderr_isatty and not as_json,
+        site_file=site_path,
     )
 
     def log(msg: str) -> None:
@@ -361,6 +363,7 @@ def run_plan(
         "pending": result.pending,
         "files": len(result.files),
     }
+    doc["bundle"]["installable"] = not result.pending
     if as_json:
         echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
     else:
@@ -370,9 +373,17 @@ def run_plan(
             f"({len(result.downloaded)} downloaded, {len(result.kept)} kept from a previous run)",
         )
         for p in result.pending:
-            echo(out, f"  still to download: {p['filename']} ({p['kind']}) {p.get('url') or ''} — {p.get('reason')}")
+            echo(out, f"  missing: {p['filename']} ({p['kind']}) {p.get('url') or ''} — {p.get('reason')}")
+    if result.pending:
+        names = ", ".join(str(p["filename"]) for p in result.pending)
         echo(
-            out,
-            f"next: copy {result.output} to the site; there: npudoctor plan verify DIR --for site.json; bash install.sh",
+            env.stderr,
+            f"npudoctor: the bundle cannot install: {len(result.pending)} package(s) missing ({names}); "
+            "download them and re-run with --cann-dir DIR (or --fetch-cann)",
         )
+        return ExitStatus.PROBLEMS
+    if not as_json:
+        where = shlex.quote(result.output)
+        echo(out, f"next: copy {result.output} to the site; there, from that directory:")
+        echo(out, f"$ cd {where} && npudoctor plan verify . --for site.json && sudo bash install.sh")
     return ExitStatus.OK
