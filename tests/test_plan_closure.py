@@ -205,7 +205,8 @@ def test_x86_torch_2_12_comes_from_the_cpu_index(index, tmp_path):
 
 
 def test_progress_bar_when_stderr_is_a_terminal(index, tmp_path):
-    """stderr on a pseudo-terminal: rich draws the download bar there."""
+    """stderr on a pseudo-terminal: rich draws a spinner for each phase and the download bar
+    there."""
     import pty
 
     master, slave = pty.openpty()
@@ -228,6 +229,15 @@ def test_progress_bar_when_stderr_is_a_terminal(index, tmp_path):
     assert proc.returncode == 1, stdout  # no CANN .run packages given: the bundle cannot install
     shown = b"".join(chunks).decode("utf-8", "replace")
     assert "wheels" in shown and "━" in shown
+    # every phase before the downloads says what it does, from the start, in order
+    order = [
+        shown.index("planning: reading the compatibility matrix and the site snapshot"),
+        shown.index("planning: judging torch_npu builds against the site"),
+        shown.index("wheels: asking pip for CPython 3.10 on aarch64"),
+        shown.index("wheels: reading the sizes of "),
+        shown.index("━"),
+    ]
+    assert order == sorted(order)
 
 
 def test_torch_for_an_ascend_site_is_a_cpu_build():

@@ -40,7 +40,7 @@ from npudoctor.plan.closure import ResolveError, Sources, Target, Wheel, cuda_re
 from npudoctor.plan.files import PackageFile
 from npudoctor.plan.model import Plan
 from npudoctor.plan.site import Site
-from npudoctor.plan.transfer import check_run_file, copy_checked, fetch_url, progress_bar, sha256_file
+from npudoctor.plan.transfer import check_run_file, copy_checked, fetch_url, phase, progress_bar, sha256_file
 from npudoctor.snapshot import atomic_write, now_iso
 
 
@@ -133,10 +133,12 @@ def resolve_plan_wheels(plan: Plan, site: Site, opts: BundleOptions) -> List[Whe
     sources = wheel_sources(plan, opts)
     env = dict(opts.env if opts.env is not None else os.environ)
     try:
-        wheels = resolve_wheels(plan.requirements, target, sources, opts.pip, env, opts.timeout)
+        with phase(opts.progress, f"wheels: asking pip for CPython {plan.python} on {plan.arch}"):
+            wheels = resolve_wheels(plan.requirements, target, sources, opts.pip, env, opts.timeout)
     except ResolveError as exc:
         raise BundleError(str(exc), exc.details) from None
-    fill_sizes(wheels, sources.auth_for)
+    with phase(opts.progress, f"wheels: reading the sizes of {len(wheels)} files"):
+        fill_sizes(wheels, sources.auth_for)
     return wheels
 
 

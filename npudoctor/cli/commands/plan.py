@@ -269,6 +269,7 @@ def run_plan(
     Returns OK (a plan was made, and the bundle written) or PROBLEMS (no set fits, or the
     bundle could not be made); raises ``typer.Exit`` with USAGE for usage errors."""
     from npudoctor.plan.resolve import PlanError, Request, resolve
+    from npudoctor.plan.transfer import phase
     from npudoctor.plan.wheels import WheelCatalog
 
     out = env.stdout
@@ -276,25 +277,28 @@ def run_plan(
         raise fail_usage("give the site snapshot: npudoctor plan --for site.json (made with `npudoctor collect`)", env)
     if cann_dir and not os.path.isdir(cann_dir):
         raise fail_usage(f"--cann-dir {cann_dir}: not a directory", env)
-    try:
-        matrix, error = load_matrix_or_none(matrix_path)
-    except UsageError as exc:
-        raise fail_usage(str(exc), env) from None
-    if matrix is None:
-        raise fail_usage(f"the compatibility matrix cannot be loaded: {error}", env)
-    site = _load_site(site_path, matrix, env)
-    catalog = None
-    if pypi_json:
+    # --dry-run and --output go on to ask pip: their progress starts now, on a terminal
+    progress = bool(dry_run or output) and env.stderr_isatty and not as_json
+    with phase(progress, "planning: reading the compatibility matrix and the site snapshot"):
         try:
-            catalog = WheelCatalog.from_pypi_json(pypi_json)
-        except ValueError as exc:
+            matrix, error = load_matrix_or_none(matrix_path)
+        except UsageError as exc:
             raise fail_usage(str(exc), env) from None
-    try:
-        res = resolve(
-            site, Request(torch_npu, torch, cann, python, allow_driver_upgrade, newest=newest), matrix, catalog
-        )
-    except PlanError as exc:
-        raise fail_usage(str(exc), env) from None
+        if matrix is None:
+            raise fail_usage(f"the compatibility matrix cannot be loaded: {error}", env)
+        site = _load_site(site_path, matrix, env)
+        catalog = None
+        if pypi_json:
+            try:
+                catalog = WheelCatalog.from_pypi_json(pypi_json)
+            except ValueError as exc:
+                raise fail_usage(str(exc), env) from None
+    request = Request(torch_npu, torch, cann, python, allow_driver_upgrade, newest=newest)
+    with phase(progress, "planning: judging torch_npu builds against the site"):
+        try:
+            res = resolve(site, request, matrix, catalog)
+        except PlanError as exc:
+            raise fail_usage(str(exc), env) from None
     doc: Dict[str, Any] = res.to_dict()
     doc["matrix"] = dict(matrix.provenance)
     if not as_json:
@@ -319,7 +323,7 @@ def run_plan(
         torch_index_url=torch_index_url,
         cann_dir=cann_dir,
         fetch_cann=fetch_cann,
-        progress=env.stderr_isatty and not as_json,
+        progress=progress,
         site_file=site_path,
     )
 
