@@ -39,13 +39,13 @@ def torch_requirement(torch: str, torch_npu: str, arch: str) -> Tuple[str, Optio
     CPU index's ``X+cpu`` satisfies.  aarch64: PyPI (CPU-only) up to 2.10, the CPU index from
     :data:`~npudoctor.plan.model.AARCH64_CPU_INDEX_FROM` on (PyPI's aarch64 wheels are CUDA
     builds after 2.10)."""
-    from packaging.version import Version
+    from npudoctor.knowledge.versions import pep440
 
     if arch == "x86_64":
-        if Version(torch) < Version(PLAIN_TORCH_FROM):
+        if pep440(torch) < pep440(PLAIN_TORCH_FROM):
             return f"torch=={torch}+cpu", TORCH_CPU_INDEX
         return f"torch=={torch}", TORCH_CPU_INDEX
-    if Version(torch) >= Version(AARCH64_CPU_INDEX_FROM):
+    if pep440(torch) >= pep440(AARCH64_CPU_INDEX_FROM):
         return f"torch=={torch}", TORCH_CPU_INDEX
     return f"torch=={torch}", None
 

@@ -56,10 +56,12 @@ __all__ = [
 
 # --------------------------------------------------------------------------- helpers
 def _vkey(text: str) -> Any:
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import InvalidVersion
+
+    from npudoctor.knowledge.versions import pep440
 
     try:
-        return (1, Version(text))
+        return (1, pep440(text))
     except InvalidVersion:
         return (0, text)
 
