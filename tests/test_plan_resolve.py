@@ -237,6 +237,7 @@ def test_help_documents_exit_codes():
     assert proc.returncode == 0
     text = " ".join(proc.stdout.split())
     assert "0 a plan was made" in text and "1 no set fits" in text and "2 usage error" in text
+    assert "or the bundle cannot install" in text and "--newest" in text
     proc = npudoctor("plan", "verify", "--help")
     assert proc.returncode == 0 and "Exit codes" in proc.stdout
 

@@ -37,8 +37,9 @@ build of it fits, else the newest set the site's chip and driver support, saying
 --newest asks for the newest set.  Official pairings are preferred over declared
 compatibility.  A driver upgrade is refused unless --allow-driver-upgrade.
 
-Exit codes: 0 a plan was made (and the bundle written); 1 no set fits (with the reasons and
-the nearest sets), or the wheels could not be fetched; 2 usage error."""
+Exit codes: 0 a plan was made (and the bundle written, complete); 1 no set fits (with the
+reasons and the nearest sets), the wheels could not be fetched, or the bundle cannot install
+(a CANN/driver .run package it needs is missing: each is named); 2 usage error."""
 
 VERIFY_HELP = """Verify a bundle on the intranet machine: every file present and inside DIR (no
 absolute path, '..' or symlink out), sha256 matching the manifest, SHA256SUMS agreeing with
