@@ -140,6 +140,17 @@ def test_x86_bundle_contents_manifest_and_pins(x86_bundle):
     assert leftovers == []
     assert os.access(out / "install.sh", os.X_OK)
     assert "bundle written to" in x86_bundle["stdout"]
+    # the site snapshot travels with the bundle; next: and INSTALL.md name real paths
+    assert (out / "site.json").read_bytes() == X86_PY311.read_bytes()
+    assert listed["site.json"]["sha256"] == sha(out / "site.json")
+    assert x86_bundle["stdout"].endswith(
+        f"next: copy {out} to the site; there, from that directory:\n"
+        f"$ cd {out} && npudoctor plan verify . --for site.json && sudo bash install.sh\n"
+    )
+    install_md = (out / "INSTALL.md").read_text()
+    assert "/path/to" not in install_md and "DIR" not in install_md
+    assert "bash install.sh --skip-driver --python /usr/local/bin/python3.11\n" in install_md
+    assert "/usr/local/bin/python3.11 -m pip install --no-index" in install_md
 
 
 def test_x86_bundle_installs_offline_into_a_fresh_venv(x86_bundle, tmp_path):
@@ -239,7 +250,10 @@ def test_aarch64_py310_bundle_is_installable_for_the_target(index, tmp_path):
     resolver for that platform, offline."""
     out = tmp_path / "bundle"
     proc = run_plan(A64_PY310, out, index, "--torch-npu", "2.7.1.post8")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # no --cann-dir: the wheels are written, but the bundle cannot install; exit 1 naming each
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "npudoctor: the bundle cannot install: 3 package(s) missing (" in proc.stderr
+    assert "next:" not in proc.stdout
     wheels = sorted(p.name for p in (out / "wheels").iterdir())
     assert "torch_npu-2.7.1.post8-cp310-cp310-manylinux_2_28_aarch64.whl" in wheels
     assert "torch-2.7.1-cp310-cp310-manylinux_2_28_aarch64.whl" in wheels  # plain torch on aarch64

@@ -183,7 +183,9 @@ def test_dry_run_lists_wheels_with_sizes_and_total_and_downloads_nothing(index, 
 def test_aarch64_torch_2_10_bundle_has_no_cuda_wheel_and_is_listed_before_download(index, tmp_path):
     out = tmp_path / "bundle"
     proc = plan(A64_PY310, index, "--torch-npu", "2.10.0.post4", out=out)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # the wheels are all there; the CANN .run packages were not given: it cannot install
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "npudoctor: the bundle cannot install: 3 package(s) missing (Ascend-cann-toolkit_" in proc.stderr
     wheels = sorted(p.name for p in (out / "wheels").iterdir())
     assert "torch-2.10.0-cp310-cp310-manylinux_2_28_aarch64.whl" in wheels
     assert not any(w.startswith(("nvidia", "triton")) or "x86_64" in w for w in wheels)
@@ -203,7 +205,8 @@ def test_x86_torch_2_12_comes_from_the_cpu_index(index, tmp_path):
 
 
 def test_progress_bar_when_stderr_is_a_terminal(index, tmp_path):
-    """stderr on a pseudo-terminal: rich draws the download bar there."""
+    """stderr on a pseudo-terminal: rich draws a spinner for each phase and the download bar
+    there."""
     import pty
 
     master, slave = pty.openpty()
@@ -223,9 +226,18 @@ def test_progress_bar_when_stderr_is_a_terminal(index, tmp_path):
         chunks.append(data)
     stdout, _ = proc.communicate(timeout=600)
     os.close(master)
-    assert proc.returncode == 0, stdout
+    assert proc.returncode == 1, stdout  # no CANN .run packages given: the bundle cannot install
     shown = b"".join(chunks).decode("utf-8", "replace")
     assert "wheels" in shown and "━" in shown
+    # every phase before the downloads says what it does, from the start, in order
+    order = [
+        shown.index("planning: reading the compatibility matrix and the site snapshot"),
+        shown.index("planning: judging torch_npu builds against the site"),
+        shown.index("wheels: asking pip for CPython 3.10 on aarch64"),
+        shown.index("wheels: reading the sizes of "),
+        shown.index("━"),
+    ]
+    assert order == sorted(order)
 
 
 def test_torch_for_an_ascend_site_is_a_cpu_build():

@@ -86,8 +86,8 @@ def test_live_collect_holds_what_the_planner_needs(tmp_path):
     assert "devices.chips" in site.missing and site.chips == []
 
 
-def test_aarch64_py39_910B3_driver_24_1_rc2_default(matrix):
-    code, doc = plan_json(A64_PY39)
+def test_aarch64_py39_910B3_driver_24_1_rc2_newest(matrix):
+    code, doc = plan_json(A64_PY39, "--newest")
     assert code == 0
     plan = doc["plan"]
     assert plan["python"] == "3.9" and plan["arch"] == "aarch64"
@@ -107,6 +107,43 @@ def test_aarch64_py39_910B3_driver_24_1_rc2_default(matrix):
     chipped = [p["filename"] for p in plan["packages"] if p["kind"] in ("kernels", "ops")]
     assert chipped and "910b" in chipped[0] and chipped[0].endswith("_linux-aarch64.run")
     assert "numpy" in plan["numpy"] and plan["numpy"] in plan["requirements"]
+
+
+def test_no_target_keeps_the_sites_torch_line_and_its_official_pairing(matrix):
+    """The site runs torch 2.1.0 + torch_npu 2.1.0.post10 on CANN 8.0.0 (driver 24.1.rc2):
+    with no target the plan stays on that line and CANN rather than moving two torch lines
+    and a CANN release forward; --newest moves forward."""
+    code, doc = plan_json(A64_PY39)
+    assert code == 0
+    plan = doc["plan"]
+    assert (plan["torch"], plan["cann"]) == ("2.1.0", "8.0.0")
+    assert plan["torch_npu"].startswith("2.1.0")
+    assert matrix.cann_fit(matrix.find_torch_npu(plan["torch_npu"]), "8.0.0") == "paired"
+    assert plan["reasons"][0] == (
+        "torch 2.1.0 line kept: the site's (torch 2.1.0, torch_npu 2.1.0.post10); --newest plans the newest set"
+    )
+    assert plan["driver"]["action"] == "keep"
+    assert all(r.startswith("not torch_npu 2.1.0") for r in doc["rejected"])
+    code, newest = plan_json(A64_PY39, "--newest")
+    assert code == 0 and newest["plan"]["torch"] != "2.1.0"
+
+
+def test_no_target_moves_off_a_torch_line_that_does_not_fit_and_says_why(tmp_path):
+    """A site whose torch line (1.5.0) has no wheel on PyPI: the newest set, with the reason."""
+    doc = json.loads(A64_PY39.read_text())
+    for rec in doc["facts"]["packages"]["installed"]["torch"]:
+        rec["version"] = "1.5.0"
+    site = tmp_path / "old.json"
+    site.write_text(json.dumps(doc))
+    code, out = plan_json(site)
+    assert code == 0
+    first = out["plan"]["reasons"][0]
+    assert first.startswith(
+        "moving off the site's torch 1.5.0 line (torch 1.5.0, torch_npu 2.1.0.post10): torch_npu 1.5.0"
+    )
+    assert "has no wheel on PyPI" in first
+    _, newest = plan_json(A64_PY39, "--newest")
+    assert out["plan"]["torch_npu"] == newest["plan"]["torch_npu"]
 
 
 def test_x86_64_py312_torch_cpu_pin_follows_the_torch_line():
@@ -200,6 +237,7 @@ def test_help_documents_exit_codes():
     assert proc.returncode == 0
     text = " ".join(proc.stdout.split())
     assert "0 a plan was made" in text and "1 no set fits" in text and "2 usage error" in text
+    assert "or the bundle cannot install" in text and "--newest" in text
     proc = npudoctor("plan", "verify", "--help")
     assert proc.returncode == 0 and "Exit codes" in proc.stdout
 

@@ -15,6 +15,7 @@ from npudoctor.knowledge.versions import (
     UnorderableVersion,
     parse_cann,
     parse_driver,
+    tokens,
     version_in,
 )
 
@@ -190,3 +191,21 @@ def test_fuzz_parsers_only_raise_invalid_version(text):
         assert v.compare(v) in (0, None)
         c = v.compare("8.0.0")
         assert c in (-1, 0, 1, None)
+
+
+def test_versions_are_parsed_once_per_string():
+    """The planner judges the same matrix versions hundreds of thousands of times: each
+    string is parsed once and the same (immutable) object handed back."""
+    from npudoctor.knowledge.matrix.model import _pep440
+    from npudoctor.knowledge.versions import pep440
+
+    assert parse_cann("8.0.RC3") is parse_cann("8.0.RC3")
+    assert parse_cann("8.0.RC3") == CannVersion("8.0.rc3")
+    assert parse_cann("not a version") is None and parse_cann(None) is None
+    assert pep440("2.1.0.post3") is pep440("2.1.0.post3")
+    assert str(pep440("2.1.0.post3")) == "2.1.0.post3"
+    assert _pep440("2.1.0+cpu") is _pep440("2.1.0+cpu") and str(_pep440("2.1.0+cpu")) == "2.1.0"
+    assert _pep440("1.11.0.rc2 (beta)") is not None and str(_pep440("1.11.0.rc2 (beta)")) == "1.11.0rc2"
+    assert tokens("9.0.0-beta.2") == ["9", "0", "0", "beta", "2"]
+    tokens("8.0.0").append("x")  # a caller's list is its own
+    assert tokens("8.0.0") == ["8", "0", "0"]

@@ -37,6 +37,8 @@ from npudoctor import lazyre
 if TYPE_CHECKING:
     from typing import Any, Iterable, List, Optional, Tuple
 
+    from packaging.version import Version
+
 __all__ = [
     "InvalidVersion",
     "UnorderableVersion",
@@ -46,6 +48,7 @@ __all__ = [
     "parse_driver",
     "version_in",
     "tokens",
+    "pep440",
 ]
 
 
@@ -107,7 +110,13 @@ def _clean(text: object, prefixes: Tuple[str, ...]) -> str:
 def tokens(text: str) -> List[str]:
     """Lower-case components of a version split on ``.``, ``-`` and ``_``
     (``"9.0.0-beta.2"`` -> ``["9", "0", "0", "beta", "2"]``)."""
-    return [t for t in _SPLIT.split(text.strip().lower()) if t != ""]
+    return list(_tokens(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _tokens(text: str) -> Tuple[str, ...]:
+    # cached: the planner compares the same few hundred matrix versions many times over
+    return tuple(t for t in _SPLIT.split(text.strip().lower()) if t != "")
 
 
 def _pre_tail(parts: List[str], text: str) -> Tuple[int, int, List[int]]:
@@ -364,11 +373,33 @@ class DriverVersion(_Base):
 
 
 def parse_cann(text: object) -> Optional[CannVersion]:
-    """``CannVersion(text)`` or ``None`` for anything unparseable; never raises."""
+    """``CannVersion(text)`` or ``None`` for anything unparseable; never raises.  A
+    string is parsed once: the result is cached (a version is never changed after
+    it is made)."""
+    if isinstance(text, str):
+        return _parse_cann_str(text)
     try:
         return CannVersion(text)  # type: ignore[arg-type]
     except (InvalidVersion, TypeError):
         return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cann_str(text: str) -> Optional[CannVersion]:
+    try:
+        return CannVersion(text)
+    except InvalidVersion:
+        return None
+
+
+@functools.lru_cache(maxsize=8192)
+def pep440(text: str) -> Version:
+    """``packaging.version.Version(text)``, parsed once per string (cached; a
+    ``Version`` is immutable); raises ``packaging.version.InvalidVersion`` as it does.
+    The planner judges the same few hundred torch / torch_npu versions many times."""
+    from packaging.version import Version
+
+    return Version(text)
 
 
 def parse_driver(text: object) -> Optional[DriverVersion]:

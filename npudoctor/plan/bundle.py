@@ -35,12 +35,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from npudoctor.host import read_capped_text
-from npudoctor.plan.bundle_text import MANIFEST, REQUIREMENTS, SUMS, install_md, install_sh, requirements_text
+from npudoctor.plan.bundle_text import MANIFEST, REQUIREMENTS, SITE, SUMS, install_md, install_sh, requirements_text
 from npudoctor.plan.closure import ResolveError, Sources, Target, Wheel, cuda_reason, fill_sizes, resolve_wheels
 from npudoctor.plan.files import PackageFile
 from npudoctor.plan.model import Plan
 from npudoctor.plan.site import Site
-from npudoctor.plan.transfer import check_run_file, copy_checked, fetch_url, progress_bar, sha256_file
+from npudoctor.plan.transfer import check_run_file, copy_checked, fetch_url, phase, progress_bar, sha256_file
 from npudoctor.snapshot import atomic_write, now_iso
 
 
@@ -71,6 +71,7 @@ class BundleOptions:
     env: Optional[Dict[str, str]] = None
     timeout: float = 3600.0
     progress: bool = False
+    site_file: Optional[str] = None  # the site snapshot, copied in as site.json
 
 
 @dataclass
@@ -132,10 +133,12 @@ def resolve_plan_wheels(plan: Plan, site: Site, opts: BundleOptions) -> List[Whe
     sources = wheel_sources(plan, opts)
     env = dict(opts.env if opts.env is not None else os.environ)
     try:
-        wheels = resolve_wheels(plan.requirements, target, sources, opts.pip, env, opts.timeout)
+        with phase(opts.progress, f"wheels: asking pip for CPython {plan.python} on {plan.arch}"):
+            wheels = resolve_wheels(plan.requirements, target, sources, opts.pip, env, opts.timeout)
     except ResolveError as exc:
         raise BundleError(str(exc), exc.details) from None
-    fill_sizes(wheels, sources.auth_for)
+    with phase(opts.progress, f"wheels: reading the sizes of {len(wheels)} files"):
+        fill_sizes(wheels, sources.auth_for)
     return wheels
 
 
@@ -351,11 +354,18 @@ def make_bundle(
     _write(os.path.join(out, REQUIREMENTS), requirements_text(plan, files))
     _write(os.path.join(out, "install.sh"), install_sh(plan, site, cann_files, pending), 0o755)
     _write(os.path.join(out, "INSTALL.md"), install_md(plan, site, cann_files, pending))
-    for rel, why_text in (
+    scripts = [
         (REQUIREMENTS, "hash-pinned requirements: pip install --no-index --require-hashes"),
         ("install.sh", "offline installer"),
         ("INSTALL.md", "instructions for humans"),
-    ):
+    ]
+    if opts.site_file:
+        dest = os.path.join(out, SITE)
+        if not (os.path.exists(dest) and os.path.samefile(opts.site_file, dest)):
+            shutil.copyfile(opts.site_file, dest)
+            os.chmod(dest, 0o644)
+        scripts.append((SITE, "the site snapshot this plan was made for (plan verify --for site.json)"))
+    for rel, why_text in scripts:
         path = os.path.join(out, rel)
         files.append(
             {"path": rel, "size": os.path.getsize(path), "sha256": sha256_file(path), "kind": "script", "why": why_text}

@@ -17,6 +17,15 @@ from npudoctor.snapshot import now_iso
 MANIFEST = "manifest.json"
 REQUIREMENTS = "requirements.txt"
 SUMS = "SHA256SUMS"
+SITE = "site.json"
+
+
+def site_python(plan: Plan, site: Site) -> str:
+    """The interpreter to install into: the site's own (its path from the snapshot) when
+    the plan is for its Python, else ``pythonX.Y`` as found on the site's PATH."""
+    if site.executable and site.python == plan.python:
+        return site.executable
+    return f"python{plan.python}"
 
 
 def requirements_text(plan: Plan, files: List[Dict[str, Any]]) -> str:
@@ -89,6 +98,7 @@ def install_md(
     plan: Plan, site: Site, cann_files: List[Tuple[PackageFile, str, str]], pending: List[Dict[str, Any]]
 ) -> str:
     """INSTALL.md: the plan and the steps for a human."""
+    python = site_python(plan, site)
     lines = [
         f"# Offline install: torch_npu {plan.torch_npu} for CPython {plan.python} on {plan.arch}",
         "",
@@ -117,10 +127,12 @@ def install_md(
         "",
         "## Install (on the intranet machine)",
         "",
+        "From this directory (`site.json` is the snapshot the plan was made for):",
+        "",
         "```bash",
         "npudoctor plan verify . --for site.json   # optional: all files present, hashes, tags fit",
         "sudo bash install.sh                       # driver/firmware need root",
-        "bash install.sh --skip-driver --python /path/to/python" + plan.python,
+        f"bash install.sh --skip-driver --python {python}",
         "bash install.sh --skip-cann                # Python packages only",
         "```",
         "",
@@ -132,7 +144,7 @@ def install_md(
         "Manual Python step:",
         "",
         "```bash",
-        f"python{plan.python} -m pip install --no-index --find-links wheels --require-hashes -r requirements.txt",
+        f"{python} -m pip install --no-index --find-links wheels --require-hashes -r requirements.txt",
         "```",
         "",
     ]

@@ -39,13 +39,13 @@ def torch_requirement(torch: str, torch_npu: str, arch: str) -> Tuple[str, Optio
     CPU index's ``X+cpu`` satisfies.  aarch64: PyPI (CPU-only) up to 2.10, the CPU index from
     :data:`~npudoctor.plan.model.AARCH64_CPU_INDEX_FROM` on (PyPI's aarch64 wheels are CUDA
     builds after 2.10)."""
-    from packaging.version import Version
+    from npudoctor.knowledge.versions import pep440
 
     if arch == "x86_64":
-        if Version(torch) < Version(PLAIN_TORCH_FROM):
+        if pep440(torch) < pep440(PLAIN_TORCH_FROM):
             return f"torch=={torch}+cpu", TORCH_CPU_INDEX
         return f"torch=={torch}", TORCH_CPU_INDEX
-    if Version(torch) >= Version(AARCH64_CPU_INDEX_FROM):
+    if pep440(torch) >= pep440(AARCH64_CPU_INDEX_FROM):
         return f"torch=={torch}", TORCH_CPU_INDEX
     return f"torch=={torch}", None
 
@@ -64,6 +64,12 @@ class Request:
     cann: Optional[str] = None
     python: Optional[str] = None
     allow_driver_upgrade: bool = False
+    newest: bool = False  # no target: the newest set, not the site's own torch line
+
+    @property
+    def targeted(self) -> bool:
+        """Whether a torch_npu, torch or CANN version was asked for."""
+        return bool(self.torch_npu or self.torch or self.cann)
 
     def describe(self) -> str:
         parts = []
@@ -71,7 +77,9 @@ class Request:
             value = getattr(self, key)
             if value:
                 parts.append(f"--{key.replace('_', '-')} {value}")
-        return " ".join(parts) or "no target (newest set the site supports)"
+        if self.newest and not self.targeted:
+            parts.append("--newest (newest set the site supports)")
+        return " ".join(parts) or "no target (the site's torch line when it fits; --newest for the newest set)"
 
 
 _XY_RE = lazyre.pattern(r"^(\d+)\.(\d+)")

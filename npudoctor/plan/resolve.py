@@ -56,10 +56,12 @@ __all__ = [
 
 # --------------------------------------------------------------------------- helpers
 def _vkey(text: str) -> Any:
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import InvalidVersion
+
+    from npudoctor.knowledge.versions import pep440
 
     try:
-        return (1, Version(text))
+        return (1, pep440(text))
     except InvalidVersion:
         return (0, text)
 
@@ -280,7 +282,8 @@ class Resolver:
         res = Resolution(self.request, self.site)
         rows, why_none = self.selected_rows()
         judged = [self.judge(r) for r in rows]
-        chosen = next((c for c in judged if c.ok), None)
+        pool, note = self._pool(judged)
+        chosen = self._prefer_paired(pool)
         if chosen is None:
             if why_none:
                 res.reasons.append(why_none)
@@ -293,13 +296,52 @@ class Resolver:
                 res.reasons.append("no torch_npu build matches the request")
             res.alternatives = self.alternatives(rows)
             return res
-        for cand in judged:
+        for cand in pool:
             if cand is chosen:
                 break
             if cand.problems and len(res.rejected) < 5:
                 res.rejected.append(f"not torch_npu {cand.row.torch_npu}: {cand.problems[0]}")
         res.plan = self.build_plan(chosen, res)
+        if note:
+            res.plan.reasons.insert(0, note)
         return res
+
+    def _site_line(self) -> Optional[str]:
+        """The torch line installed on the site, when no target was asked and not --newest."""
+        if self.request.targeted or self.request.newest:
+            return None
+        torch = self.site.packages.get("torch")
+        return canonical_version(torch) if torch else None
+
+    def _pool(self, judged: List[Candidate]) -> Tuple[List[Candidate], str]:
+        """The candidates to choose from (newest first) and why: with no target the site's
+        own torch line when a build of it fits (moving forward only with --newest or when
+        no build of that line fits the site, saying why); else every judged row."""
+        line = self._site_line()
+        if line is None:
+            return judged, ""
+        same = [c for c in judged if canonical_version(c.row.torch) == line]
+        installed = f"torch {self.site.packages.get('torch')}"
+        if self.site.packages.get("torch-npu"):
+            installed += f", torch_npu {self.site.packages['torch-npu']}"
+        if any(c.ok for c in same):
+            return same, f"torch {line} line kept: the site's ({installed}); --newest plans the newest set"
+        if same:
+            why = "; ".join(same[0].problems) or "no build of it fits"
+        else:
+            why = f"no torch_npu build for torch {line} is in the compatibility matrix"
+        return judged, f"moving off the site's torch {line} line ({installed}): {why}"
+
+    @staticmethod
+    def _prefer_paired(pool: List[Candidate]) -> Optional[Candidate]:
+        """The first fitting candidate, or a build of the same torch line officially paired
+        with its CANN when the first is only declared compatible (official pairings first)."""
+        first = next((c for c in pool if c.ok), None)
+        if first is None or first.cann_fit == "paired":
+            return first
+        line = canonical_version(first.row.torch)
+        paired = (c for c in pool if c.ok and c.cann_fit == "paired" and canonical_version(c.row.torch) == line)
+        return next(paired, first)
 
     def _variant(self, request: Request) -> Resolver:
         other = Resolver.__new__(Resolver)
@@ -393,7 +435,7 @@ class Resolver:
             first_ok(free, free.selected_rows()[0], f"with another CANN than {req.cann}")
         if req.torch_npu or req.torch:
             free = self._variant(
-                Request(cann=req.cann, python=req.python, allow_driver_upgrade=req.allow_driver_upgrade)
+                Request(cann=req.cann, python=req.python, allow_driver_upgrade=req.allow_driver_upgrade, newest=True)
             )
             first_ok(free, free.selected_rows()[0], "newest set for this site (another torch line)")
         if not (req.torch_npu or req.torch or req.cann):
@@ -450,9 +492,11 @@ class Resolver:
                 f"that works with CANN {req.cann}"
             )
         else:
+            line = self._site_line()
+            of_line = f" of the site's torch {line} line" if line == canonical_version(row.torch) else ""
             reasons.append(
-                f"torch_npu {row.torch_npu}: the newest build with a {self._py_tag(cand.python)} wheel for {arch} "
-                + self._basis()
+                f"torch_npu {row.torch_npu}: the newest build{of_line} with a {self._py_tag(cand.python)} wheel "
+                f"for {arch} " + self._basis()
             )
         if site.arch_source and site.arch_source != "host.arch":
             reasons.append(f"architecture {arch}: from {site.arch_source}; the snapshot has no host.arch")

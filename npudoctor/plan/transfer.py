@@ -31,9 +31,15 @@ def sha256_file(path: str, progress: Optional[Callable[[int], None]] = None) -> 
     return h.hexdigest()
 
 
-def progress_bar(enabled: bool) -> Any:
+# Column widths of the transfer bar: 24 + 12 + 19 + 11 + 8 and four separating spaces make
+# 78, so that the bar fits an 80-column terminal and the figures are never cut.
+_DESC_WIDTH = 24
+
+
+def progress_bar(enabled: bool, console: Any = None) -> Any:
     """A rich Progress for byte transfers drawn on stderr (None when disabled: the caller
-    enables it only when stderr is a terminal)."""
+    enables it only when stderr is a terminal).  Its columns have fixed widths that fit
+    80 columns; a long file name is shortened (with an ellipsis), the figures never are."""
     if not enabled:
         return None
     from rich.console import Console
@@ -45,16 +51,34 @@ def progress_bar(enabled: bool) -> Any:
         TimeRemainingColumn,
         TransferSpeedColumn,
     )
+    from rich.table import Column
+
+    def fixed(width: int) -> Column:
+        return Column(width=width, no_wrap=True, overflow="ellipsis")
 
     return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
+        TextColumn("{task.description}", table_column=fixed(_DESC_WIDTH)),
+        BarColumn(bar_width=12, table_column=fixed(12)),
+        DownloadColumn(table_column=Column(min_width=19, no_wrap=True, justify="right")),
+        TransferSpeedColumn(table_column=Column(min_width=11, no_wrap=True, justify="right")),
+        TimeRemainingColumn(table_column=Column(min_width=8, no_wrap=True)),
+        console=console if console is not None else Console(stderr=True),
         transient=False,
+        expand=False,
     )
+
+
+@contextlib.contextmanager
+def phase(enabled: bool, text: str) -> Any:
+    """A spinner with ``text`` on stderr while a phase that can take seconds runs (resolving
+    the set, asking pip, reading sizes); nothing when disabled (stderr not a terminal)."""
+    if not enabled:
+        yield
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status(text, spinner="line"):
+        yield
 
 
 def copy_checked(src: str, dest: str, progress: Any = None) -> str:

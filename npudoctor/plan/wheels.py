@@ -34,10 +34,12 @@ _LEGACY = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 
 def canonical_version(text: str) -> str:
     """PEP 440 normal form without local tag (``"2.1.0.rc1"`` → ``"2.1.0rc1"``); the text
     itself when it is not PEP 440."""
-    from packaging.version import InvalidVersion, Version
+    from packaging.version import InvalidVersion
+
+    from npudoctor.knowledge.versions import pep440
 
     try:
-        return Version(text).public
+        return pep440(text).public
     except InvalidVersion:
         return text.strip()
 

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shlex
 from typing import Any, Dict, List, Optional
 
 import typer
@@ -31,11 +32,14 @@ install.sh and INSTALL.md.  --dry-run resolves and lists the wheels, downloads n
 without --output nor --dry-run only the plan is printed (no index is asked).
 
 Target: any of --torch-npu X (that exact build), --torch X (any build of that torch line),
---cann X, --python X.Y; none = the newest set the site's chip and driver support.  A driver
-upgrade is refused unless --allow-driver-upgrade.
+--cann X, --python X.Y; none = the site's own torch line (and its official CANN pairing) when a
+build of it fits, else the newest set the site's chip and driver support, saying why;
+--newest asks for the newest set.  Official pairings are preferred over declared
+compatibility.  A driver upgrade is refused unless --allow-driver-upgrade.
 
-Exit codes: 0 a plan was made (and the bundle written); 1 no set fits (with the reasons and
-the nearest sets), or the wheels could not be fetched; 2 usage error."""
+Exit codes: 0 a plan was made (and the bundle written, complete); 1 no set fits (with the
+reasons and the nearest sets), the wheels could not be fetched, or the bundle cannot install
+(a CANN/driver .run package it needs is missing: each is named); 2 usage error."""
 
 VERIFY_HELP = """Verify a bundle on the intranet machine: every file present and inside DIR (no
 absolute path, '..' or symlink out), sha256 matching the manifest, SHA256SUMS agreeing with
@@ -139,6 +143,10 @@ def register(app: typer.Typer) -> None:
         allow_driver_upgrade: Annotated[
             bool, typer.Option("--allow-driver-upgrade", help="Accept a set that needs a newer NPU driver.")
         ] = False,
+        newest: Annotated[
+            bool,
+            typer.Option("--newest", help="With no target: the newest set, not the site's own torch line."),
+        ] = False,
         dry_run: Annotated[
             bool, typer.Option("--dry-run", help="Print the plan and the wheels with sizes; download nothing.")
         ] = False,
@@ -192,6 +200,7 @@ def register(app: typer.Typer) -> None:
             cann=cann,
             python=python,
             allow_driver_upgrade=allow_driver_upgrade,
+            newest=newest,
             dry_run=dry_run,
             output=output,
             index_url=index_url,
@@ -244,6 +253,7 @@ def run_plan(
     cann: Optional[str] = None,
     python: Optional[str] = None,
     allow_driver_upgrade: bool = False,
+    newest: bool = False,
     dry_run: bool = False,
     output: Optional[str] = None,
     index_url: Optional[str] = None,
@@ -260,6 +270,7 @@ def run_plan(
     Returns OK (a plan was made, and the bundle written) or PROBLEMS (no set fits, or the
     bundle could not be made); raises ``typer.Exit`` with USAGE for usage errors."""
     from npudoctor.plan.resolve import PlanError, Request, resolve
+    from npudoctor.plan.transfer import phase
     from npudoctor.plan.wheels import WheelCatalog
 
     out = env.stdout
@@ -267,23 +278,28 @@ def run_plan(
         raise fail_usage("give the site snapshot: npudoctor plan --for site.json (made with `npudoctor collect`)", env)
     if cann_dir and not os.path.isdir(cann_dir):
         raise fail_usage(f"--cann-dir {cann_dir}: not a directory", env)
-    try:
-        matrix, error = load_matrix_or_none(matrix_path)
-    except UsageError as exc:
-        raise fail_usage(str(exc), env) from None
-    if matrix is None:
-        raise fail_usage(f"the compatibility matrix cannot be loaded: {error}", env)
-    site = _load_site(site_path, matrix, env)
-    catalog = None
-    if pypi_json:
+    # --dry-run and --output go on to ask pip: their progress starts now, on a terminal
+    progress = bool(dry_run or output) and env.stderr_isatty and not as_json
+    with phase(progress, "planning: reading the compatibility matrix and the site snapshot"):
         try:
-            catalog = WheelCatalog.from_pypi_json(pypi_json)
-        except ValueError as exc:
+            matrix, error = load_matrix_or_none(matrix_path)
+        except UsageError as exc:
             raise fail_usage(str(exc), env) from None
-    try:
-        res = resolve(site, Request(torch_npu, torch, cann, python, allow_driver_upgrade), matrix, catalog)
-    except PlanError as exc:
-        raise fail_usage(str(exc), env) from None
+        if matrix is None:
+            raise fail_usage(f"the compatibility matrix cannot be loaded: {error}", env)
+        site = _load_site(site_path, matrix, env)
+        catalog = None
+        if pypi_json:
+            try:
+                catalog = WheelCatalog.from_pypi_json(pypi_json)
+            except ValueError as exc:
+                raise fail_usage(str(exc), env) from None
+    request = Request(torch_npu, torch, cann, python, allow_driver_upgrade, newest=newest)
+    with phase(progress, "planning: judging torch_npu builds against the site"):
+        try:
+            res = resolve(site, request, matrix, catalog)
+        except PlanError as exc:
+            raise fail_usage(str(exc), env) from None
     doc: Dict[str, Any] = res.to_dict()
     doc["matrix"] = dict(matrix.provenance)
     if not as_json:
@@ -308,7 +324,8 @@ def run_plan(
         torch_index_url=torch_index_url,
         cann_dir=cann_dir,
         fetch_cann=fetch_cann,
-        progress=env.stderr_isatty and not as_json,
+        progress=progress,
+        site_file=site_path,
     )
 
     def log(msg: str) -> None:
@@ -351,6 +368,7 @@ def run_plan(
         "pending": result.pending,
         "files": len(result.files),
     }
+    doc["bundle"]["installable"] = not result.pending
     if as_json:
         echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
     else:
@@ -360,9 +378,17 @@ def run_plan(
             f"({len(result.downloaded)} downloaded, {len(result.kept)} kept from a previous run)",
         )
         for p in result.pending:
-            echo(out, f"  still to download: {p['filename']} ({p['kind']}) {p.get('url') or ''} — {p.get('reason')}")
+            echo(out, f"  missing: {p['filename']} ({p['kind']}) {p.get('url') or ''} — {p.get('reason')}")
+    if result.pending:
+        names = ", ".join(str(p["filename"]) for p in result.pending)
         echo(
-            out,
-            f"next: copy {result.output} to the site; there: npudoctor plan verify DIR --for site.json; bash install.sh",
+            env.stderr,
+            f"npudoctor: the bundle cannot install: {len(result.pending)} package(s) missing ({names}); "
+            "download them and re-run with --cann-dir DIR (or --fetch-cann)",
         )
+        return ExitStatus.PROBLEMS
+    if not as_json:
+        where = shlex.quote(result.output)
+        echo(out, f"next: copy {result.output} to the site; there, from that directory:")
+        echo(out, f"$ cd {where} && npudoctor plan verify . --for site.json && sudo bash install.sh")
     return ExitStatus.OK

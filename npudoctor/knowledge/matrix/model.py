@@ -4,12 +4,13 @@ shared by its schema check (:mod:`.schema`), queries (:mod:`.queries`) and loade
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
-from npudoctor.knowledge.versions import parse_cann, parse_driver, tokens, version_in
+from npudoctor.knowledge.versions import parse_cann, parse_driver, pep440, tokens, version_in
 
 if TYPE_CHECKING:  # packaging is imported when first needed (start-up time of health)
     from typing import Any, Dict, Iterable, List, Optional, Tuple
@@ -44,18 +45,25 @@ def _valid_date(text: str) -> bool:
 def _pep440(text: str) -> Optional[Version]:
     """``packaging.version.Version`` of a torch/torch_npu version, local tag dropped;
     "1.11.0.rc2 (beta)" is read as 1.11.0rc2.  ``None`` when not PEP 440."""
-    from packaging.version import InvalidVersion, Version
-
     if not isinstance(text, str):
         return None
+    return _pep440_str(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _pep440_str(text: str) -> Optional[Version]:
+    # cached: the planner asks for the same rows' versions hundreds of thousands of times
+    from packaging.version import InvalidVersion
+
     clean = re.sub(r"[（(].*?[)）]", "", text).strip()
     try:
-        v = Version(clean)
+        v = pep440(clean)
     except (InvalidVersion, ValueError):  # ValueError: a number too long for int() (4,300+ digits)
         return None
-    return Version(v.public)
+    return pep440(v.public)
 
 
+@functools.lru_cache(maxsize=8192)
 def _same_cann(a: str, b: str) -> bool:
     """Whether two CANN version strings name the same release: equal as
     :class:`CannVersion`, or a legacy community re-release (``8.0.RC3.beta1`` ==
