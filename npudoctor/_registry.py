@@ -89,7 +89,7 @@ RULE_MODULES = (
     ('npudoctor.rules.hccl', ('container', 'devices', 'hccl'), ('hccl',), False),
     ('npudoctor.rules.health', ('devices',), (), False),
     ('npudoctor.rules.host', ('cann', 'hygiene', 'packages'), ('hygiene',), False),
-    ('npudoctor.rules.host_readiness', ('container', 'devices', 'host_limits', 'tunables'), ('host_limits',), False),
+    ('npudoctor.rules.host_readiness', ('cann', 'container', 'devices', 'driver', 'host_limits', 'packages', 'tunables'), ('host_limits',), False),
     ('npudoctor.rules.libraries', ('cann', 'environment', 'host', 'libraries', 'python'), ('libraries',), False),
     ('npudoctor.rules.library_symbols', ('cann', 'libraries', 'packages', 'python'), ('libraries',), False),
     ('npudoctor.rules.matrix', (), (), True),
@@ -99,7 +99,7 @@ RULE_MODULES = (
     ('npudoctor.rules.python_env', ('cann', 'host', 'packages', 'python'), ('python',), False),
     ('npudoctor.rules.sections', ('host', 'python', 'packages', 'cann', 'driver', 'environment', 'libraries', 'devices', 'container', 'hccl', 'hygiene', 'tunables', 'host_limits', 'frameworks', 'deep', 'access'), (), True),
     ('npudoctor.rules.stack_libraries', ('devices', 'environment', 'libraries'), ('libraries',), False),
-    ('npudoctor.rules.tunables', ('container', 'devices', 'hccl', 'host_limits', 'packages', 'tunables'), ('tunables',), False),
+    ('npudoctor.rules.tunables', ('cann', 'container', 'devices', 'driver', 'hccl', 'host_limits', 'packages', 'tunables'), ('tunables',), False),
     ('npudoctor.rules.visibility', ('container', 'devices'), ('devices',), False),
     ('npudoctor.rules.visibility_vars', ('cann', 'container', 'devices', 'driver', 'packages'), ('devices',), False),
 )

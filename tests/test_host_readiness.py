@@ -24,7 +24,14 @@ LIMITS = (
 )
 
 
-def _root(tmp_path: Path, mountinfo: str, docker: bool = False, thp: str = "always [madvise] never", **limits) -> Path:
+def _root(
+    tmp_path: Path,
+    mountinfo: str,
+    docker: bool = False,
+    thp: str = "always [madvise] never",
+    npu: bool = True,
+    **limits: object,
+) -> Path:
     root = tmp_path / "root"
     (root / "proc/self").mkdir(parents=True)
     (root / "proc/self/mountinfo").write_text(mountinfo)
@@ -37,6 +44,9 @@ def _root(tmp_path: Path, mountinfo: str, docker: bool = False, thp: str = "alwa
     (root / "proc/meminfo").write_text("MemTotal:       65843600 kB\nMemFree:        1000 kB\n")
     if docker:
         (root / ".dockerenv").write_text("")
+    if npu:  # an NPU machine: the limits matter only where NPU work runs
+        (root / "dev").mkdir()
+        (root / "dev/davinci0").write_text("")
     return root
 
 
@@ -71,6 +81,15 @@ def test_docker_default_shm_and_memlock(tmp_path):
     assert mem.severity == "warning" and "64 KiB" in mem.title
     assert any("--ulimit memlock=-1" in line for line in mem.fix)
     assert mem.evidence[0].startswith("/proc/self/limits:")
+
+
+def test_a_machine_without_an_npu_stack_hears_nothing_of_its_limits(tmp_path):
+    """Docker's 64 MB /dev/shm and 64 KiB memlock on a machine with no NPU stack (HOST050):
+    the limits are for NPU training, so nothing is said of them."""
+    _snap, found = _judge(
+        _root(tmp_path, DOCKER_MOUNTINFO, docker=True, npu=False, memlock_soft=65536, memlock_hard=65536)
+    )
+    assert found == []
 
 
 def test_healthy_host_stays_quiet(tmp_path):

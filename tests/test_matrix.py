@@ -426,7 +426,9 @@ def test_wheel_ships_the_matrix(tmp_path):
         timeout=60,
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == [str(target / "npudoctor" / "_matrix"), "2026-12-01", "torch-npu-torch-mismatch"]
+    retrieved = load_from(str(REPO / "matrix"), "file").provenance["retrieved"]  # the checkout's own data
+    assert retrieved >= "2026-12-06"
+    assert out.stdout.splitlines() == [str(target / "npudoctor" / "_matrix"), retrieved, "torch-npu-torch-mismatch"]
 
 
 def test_hdk_statement_fields_are_validated():

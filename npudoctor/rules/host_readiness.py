@@ -17,6 +17,7 @@ from npudoctor.knowledge import codes
 from npudoctor.knowledge.tunables import strtol
 from npudoctor.remedies import Command, DockerFlags, Export, PodSpecField, Remedy, SystemdSetting
 from npudoctor.rules import rule
+from npudoctor.rules._devfacts import stack_present
 from npudoctor.rules._world import systemd_unit, world
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 
     from npudoctor.engine import RuleContext
 
-READS = ("container", "devices", "host_limits", "tunables")
+READS = ("cann", "container", "devices", "driver", "host_limits", "packages", "tunables")
 ONLY_WITH = ("host_limits",)
 
 SHM_SMALL = codes.get("HOST006")
@@ -51,6 +52,8 @@ def _size(n: int) -> str:
 @rule
 def shm_size(ctx: RuleContext) -> Iterable[Finding]:
     """HOST006: /dev/shm smaller than 512 MiB."""
+    if not stack_present(ctx):
+        return  # limits for NPU training: a machine without an NPU stack (HOST050) hears nothing of them
     shm = ctx.view.host_limits.shm
     if shm is None or shm.size_bytes is None or shm.size_bytes >= SHM_MIN:
         return
@@ -89,6 +92,8 @@ def shm_size(ctx: RuleContext) -> Iterable[Finding]:
 @rule
 def memlock_limit(ctx: RuleContext) -> Iterable[Finding]:
     """HOST007: RLIMIT_MEMLOCK below 64 MiB."""
+    if not stack_present(ctx):
+        return  # limits for NPU training: a machine without an NPU stack (HOST050) hears nothing of them
     lim = ctx.view.host_limits.limits
     if lim is None or lim.memlock_soft is None or lim.memlock_soft < 0 or lim.memlock_soft >= MEMLOCK_MIN:
         return
@@ -125,6 +130,8 @@ def memlock_limit(ctx: RuleContext) -> Iterable[Finding]:
 @rule
 def nofile_limit(ctx: RuleContext) -> Iterable[Finding]:
     """HOST008: RLIMIT_NOFILE soft limit at or below 4096."""
+    if not stack_present(ctx):
+        return  # limits for NPU training: a machine without an NPU stack (HOST050) hears nothing of them
     lim = ctx.view.host_limits.limits
     if lim is None or lim.nofile_soft is None or lim.nofile_soft < 0 or lim.nofile_soft > NOFILE_MIN:
         return
@@ -147,6 +154,8 @@ def nofile_limit(ctx: RuleContext) -> Iterable[Finding]:
 @rule
 def thp_mode(ctx: RuleContext) -> Iterable[Finding]:
     """HOST009: transparent huge pages [never]."""
+    if not stack_present(ctx):
+        return  # limits for NPU training: a machine without an NPU stack (HOST050) hears nothing of them
     thp = ctx.view.host_limits.thp
     if thp is None or thp.mode != "never":
         return
@@ -171,6 +180,8 @@ def _whole(raw: Optional[str]) -> Optional[int]:
 @rule
 def omp_threads(ctx: RuleContext) -> Iterable[Finding]:
     """HOST010: OMP_NUM_THREADS x ranks per node above the cores the process may use."""
+    if not stack_present(ctx):
+        return  # limits for NPU training: a machine without an NPU stack (HOST050) hears nothing of them
     env = ctx.view.tunables.variables
     threads = _whole(env.get("OMP_NUM_THREADS"))
     if threads is None:

@@ -27,7 +27,7 @@ from npudoctor.knowledge.tunables import (
 from npudoctor.remedies import Command, Remedy
 from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import package_chip
-from npudoctor.rules._devfacts import package_version
+from npudoctor.rules._devfacts import package_version, stack_present
 from npudoctor.rules._hccl_job import job_shape
 from npudoctor.rules._world import env_fix
 
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from npudoctor.engine import RuleContext
 
-READS = ("container", "devices", "hccl", "host_limits", "packages", "tunables")
+READS = ("cann", "container", "devices", "driver", "hccl", "host_limits", "packages", "tunables")
 ONLY_WITH = ("tunables",)
 
 REJECTED = codes.get("ENV008")
@@ -481,6 +481,8 @@ def _twins(ctx: RuleContext, env: Dict[str, str]) -> Iterable[Finding]:
 @rule
 def runtime_tunables(ctx: RuleContext) -> Iterable[Finding]:
     """ENV008-ENV012: the runtime tunables set, read as torch_npu/CANN/HCCL read them."""
+    if not stack_present(ctx):
+        return  # settings the NPU stack reads: a machine without one (HOST050) hears nothing of them
     env = dict(ctx.view.tunables.variables)
     if not env:
         return
