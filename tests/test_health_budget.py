@@ -72,3 +72,26 @@ def test_a_budget_that_runs_out_answers_with_what_was_judged_without_judging_aga
     assert doc["finished"] == AREAS_BEFORE_DEVICES
     assert list(doc["unknown"]) == ["devices and the areas after it"]
     assert "budget ran out while probing devices" in doc["unknown"]["devices and the areas after it"]
+
+
+def test_npu_smi_may_use_the_probes_whole_share_of_the_budget(tmp_path: Path) -> None:
+    # a 3 s budget (the shipped readiness probe's): an npu-smi that answers after 2 s gets
+    # its answer read (under a 60 % command share it was cut short at 1.8 s: unknown)
+    from npudoctor.engine import Options, collect
+    from npudoctor.host import Host
+
+    scenario = prepare(REPO / "tests/scenarios/health-910b3-8npu-healthy", tmp_path)
+    table = scenario / "bin/npu-smi-info_910B3_23.0.7_8npu_noproc.txt"
+    (scenario / "bin/npu-smi").unlink()
+    write_script(scenario / "bin", "npu-smi", f'sleep 2\ncat "{table}"\n')
+    budget = Budget(3.0)
+    env = environment(scenario, tomllib.loads((scenario / "scenario.toml").read_text()))
+    host = Host(str(scenario / "root"), env)
+    try:
+        options = Options(quick=True, command_timeout=budget.command_timeout(), deadline=budget.probe_deadline())
+        snapshot = collect(host, options, sections=["host", "devices"])
+    finally:
+        host.close()
+    devices = snapshot.facts["devices"]
+    assert devices["npu_smi"].get("available") is True, devices["npu_smi"]
+    assert len(devices["chips"]) == 8
