@@ -8,7 +8,7 @@
 # checks, then execs the command; the HEALTHCHECK marks the container unhealthy when devices,
 # driver mounts, chip health or the CANN pairing go wrong (exit 0/1 only).
 # Budget and timeouts hold on a saturated node: health answers within its 10 s budget, counted
-# from process start (what it could not finish is "unknown", exit 0).  npu-smi gets 60 % of it,
+# from process start (what it could not finish is "unknown", exit 0).  npu-smi gets 85 % of it,
 # more than its hang threshold (5 s without an answer: a slow npu-smi, or one waiting for
 # another's lock, is not hung), so a wedged driver is seen as a hang (unhealthy), not only as
 # "unknown"; Docker's --timeout=15s leaves room for a starved start-up, and --retries=3 needs

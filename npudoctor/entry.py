@@ -52,11 +52,13 @@ def _end_children_on_exit() -> None:
     """On SIGTERM, and at exit, kill the process groups of the commands still running
     (npu-smi, hccn_tool, the judged python): each runs in its own group, so the signal that
     ends npudoctor would not reach them.  (``health`` and ``npd`` answer SIGTERM
-    themselves; ``exec`` replaces itself, which resets the handler.)"""
+    themselves; ``exec`` replaces itself, which resets the handler.)  The exit status is
+    ``ExitStatus.INTERRUPTED`` (130), one of the documented set, not the shell's 128 + 15."""
     import atexit
     import os
     import signal
 
+    from npudoctor.cli.status import ExitStatus
     from npudoctor.hostproc import end_all
 
     def on_sigterm(signum: int, _frame: object) -> None:
@@ -64,7 +66,7 @@ def _end_children_on_exit() -> None:
         with contextlib.suppress(Exception):
             sys.stderr.write("npudoctor: stopped by SIGTERM\n")
             sys.stderr.flush()
-        os._exit(128 + signum)
+        os._exit(int(ExitStatus.INTERRUPTED))
 
     with contextlib.suppress(ValueError):  # not the main thread (an embedding caller): leave signals alone
         signal.signal(signal.SIGTERM, on_sigterm)

@@ -101,22 +101,39 @@ def kill_tree(pid: int) -> None:
             os.kill(target, signal.SIGKILL)
 
 
+#: Longest time, seconds, :func:`reap_orphans` goes on ending orphans that keep appearing
+#: (a grandchild that forks and exits in a loop) or waits for one that will not die (D state).
+REAP_FOR = 1.0
+
+
 def reap_orphans(since: Optional[int]) -> int:
     """End the processes re-parented to npudoctor (a subreaper: :func:`become_subreaper`)
     that were born at or after ``since`` (clock ticks since boot, the start of the command
     that just ended) and that no running :meth:`npudoctor.host.Host.run` nor :func:`track` knows --
-    grandchildren left behind by a command -- with their descendants, and reap them.
-    Returns how many were ended; never raises."""
+    grandchildren left behind by a command -- with their process group and descendants, and
+    reap them; again until no new one appears (one that forks and exits in a loop re-parents
+    its child to npudoctor each time; killing its whole group at once ends them all), for at
+    most :data:`REAP_FOR` seconds.  Returns how many were ended; never raises."""
     if not _SUBREAPER or not _SUBREAPER[0] or since is None:
         return 0
-    with SPAWN_LOCK:
-        known = set(RUNNING) | _TRACKED
-        orphans = [p for p in _children(os.getpid()) if p not in known and (starttime(p) or -1) >= since]
-    for pid in orphans:
-        kill_tree(pid)
-    waiting = set(orphans)
-    give_up = time.monotonic() + 0.5  # one that will not die (D state) is left, not waited for
-    while waiting and time.monotonic() < give_up:
+    ended: Set[int] = set()
+    waiting: Set[int] = set()
+    own_group = os.getpgrp()
+    give_up = time.monotonic() + REAP_FOR
+    while time.monotonic() < give_up:
+        with SPAWN_LOCK:
+            known = set(RUNNING) | _TRACKED
+            orphans = [
+                p for p in _children(os.getpid()) if p not in known and p not in ended and (starttime(p) or -1) >= since
+            ]
+        for pid in orphans:
+            with contextlib.suppress(OSError):
+                group = os.getpgid(pid)
+                if group != own_group:
+                    os.killpg(group, signal.SIGKILL)  # the orphan and every process of its group
+            kill_tree(pid)
+        ended.update(orphans)
+        waiting.update(orphans)
         for pid in list(waiting):
             try:
                 done, _status = os.waitpid(pid, os.WNOHANG)
@@ -124,9 +141,10 @@ def reap_orphans(since: Optional[int]) -> int:
                 done = pid  # not ours to reap after all
             if done:
                 waiting.discard(pid)
-        if waiting:
-            time.sleep(0.01)
-    return len(orphans)
+        if not orphans and not waiting:
+            break
+        time.sleep(0.01)
+    return len(ended)
 
 
 #: Pids of children started outside :meth:`npudoctor.host.Host.run` that orphan reaping must leave alone.

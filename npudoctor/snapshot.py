@@ -39,6 +39,10 @@ SNAPSHOT_LIMIT = 64 << 20
 #: Most JSON values a snapshot may hold (objects, arrays and members): a real one holds tens
 #: of thousands; the bound keeps parsing a hostile file of tiny objects within memory.
 SNAPSHOT_VALUES = 2_000_000
+#: Deepest nesting of objects and arrays a snapshot may hold: a real one nests about six
+#: levels (the facts of a section, a record, its fields); redaction and the typed views
+#: walk what is parsed, so a hostile depth is refused before parsing.
+SNAPSHOT_DEPTH = 64
 
 
 class SnapshotError(ValueError):
@@ -124,7 +128,9 @@ class Snapshot:
         if truncated:
             raise SnapshotError(f"snapshot {path} is over {SNAPSHOT_LIMIT >> 20} MB")
         try:
-            raw = jsontext.loads(data.decode("utf-8", errors="replace"), max_values=SNAPSHOT_VALUES)
+            raw = jsontext.loads(
+                data.decode("utf-8", errors="replace"), max_values=SNAPSHOT_VALUES, max_depth=SNAPSHOT_DEPTH
+            )
         except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
             raise SnapshotError(f"snapshot {path} is not valid JSON: {exc}") from None
         try:

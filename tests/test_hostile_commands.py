@@ -4,8 +4,11 @@ Real scripts on PATH; every npudoctor run is a process bounded by a timeout."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -185,3 +188,59 @@ def test_e2e_npu_smi_killed_by_sigsegv_is_an_error_not_a_healthy_table(tmp_path:
     health = _measured(["health", "--root", str(SCENARIO / "root"), "--timeout", "5"], _env(bin_dir), tmp_path)
     assert health["rc"] == 1, health
     assert "DEV005" in str(health["out"]) + str(health["err"])
+
+
+LOOPER_C = r"""
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+/* forks and exits in a loop (each child is re-parented to the subreaper), appending
+   "PGID GENERATION" to argv[1] every 64 generations: no process listing can see a pid that
+   lives microseconds, the file's growth can.  Gives up by itself after 20 s so that a
+   failed test leaves no lasting load. */
+int main(int argc, char **argv) {
+    time_t start = time(NULL);
+    unsigned long generation = 0;
+    if (argc < 2) return 2;
+    while (time(NULL) < start + 20) {
+        pid_t pid = fork();
+        if (pid > 0) _exit(0);
+        if (pid < 0) { usleep(1000); continue; }
+        if (++generation % 64 == 0) {
+            char line[64];
+            int fd = open(argv[1], O_WRONLY | O_CREAT | O_APPEND, 0600);
+            snprintf(line, sizeof line, "%d %lu\n", (int)getpgrp(), generation);
+            if (fd >= 0) { if (write(fd, line, strlen(line)) < 0) {} close(fd); }
+        }
+    }
+    return 0;
+}
+"""
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.exists() else 0
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_run_leaves_no_orphan_that_forks_and_exits_in_a_loop(tmp_path: Path) -> None:
+    # each generation forks and exits at once: its child is re-parented to npudoctor (the
+    # subreaper) again and again, so one pass over the orphans misses the next one
+    (tmp_path / "looper.c").write_text(LOOPER_C)
+    looper, count = tmp_path / "looper", tmp_path / "generations"
+    subprocess.run(["gcc", "-O1", "-o", str(looper), str(tmp_path / "looper.c")], check=True)
+    # the command waits until the looper runs on its own (setsid) before it ends
+    daemon = write_script(tmp_path, "daemon", f"setsid {looper} {count} >/dev/null 2>&1 &\nsleep 0.3\necho table\n")
+    try:
+        result = Host().run([str(daemon)], timeout=5)
+        assert result.stdout == "table\n"
+        time.sleep(0.3)  # a kill that missed one shows as a file still growing
+        before = _size(count)
+        time.sleep(0.5)
+        assert _size(count) == before, "a generation of the looper escaped the subreaper"
+    finally:  # never leave a fork loop on the machine, whatever the outcome
+        if count.exists():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                os.killpg(int(count.read_text().split()[0]), signal.SIGKILL)

@@ -43,7 +43,7 @@ def test_a_blown_budget_names_the_step_and_kills_the_commands_left_running():
 def test_shares_of_the_budget():
     budget = Budget(10, started=100.0)
     assert budget.probe_deadline() == 108.5
-    assert budget.command_timeout() == 6.0
+    assert budget.command_timeout() == budget.seconds * 0.85  # npu-smi may use the probes' whole share
     assert Budget(0.01).command_timeout() == 0.1
 
 

@@ -16,7 +16,7 @@ from npudoctor.host import Host
 from npudoctor.knowledge.versions import malformed_version
 from npudoctor.parsers.ldcache import LD_CONF_MAX_FILES, LD_CONF_MAX_LINES, parse_ld_conf
 from npudoctor.parsers.set_env import MAX_VALUE, evaluate
-from npudoctor.snapshot import SNAPSHOT_LIMIT, SNAPSHOT_VALUES, Snapshot, SnapshotError
+from npudoctor.snapshot import SNAPSHOT_DEPTH, SNAPSHOT_LIMIT, SNAPSHOT_VALUES, Snapshot, SnapshotError
 
 
 def test_a_doubling_set_env_stays_small_and_is_reported() -> None:
@@ -163,6 +163,27 @@ def test_a_snapshot_of_tiny_objects_is_refused_by_count_not_parsed(tmp_path: Pat
     assert peak < 64 << 20  # the text itself (~4 MB, as str) and no parsed objects
     compared = npudoctor("compare", str(many), str(many), env={"PATH": "/usr/bin:/bin"})
     assert "more than 2000000 values" in compared.stdout + compared.stderr
+
+
+def test_a_deeply_nested_snapshot_is_refused_before_parsing(tmp_path: Path) -> None:
+    # 500 levels parse with json (under the recursion limit) but would meet every walk of
+    # the facts later; the bound is on nesting, not on bytes or values
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"schema_version": 1, "facts": {"x": ' + "[" * 500 + "]" * 500 + "}}")
+    with pytest.raises(SnapshotError, match=f"nested 502 levels deep \\(more than {SNAPSHOT_DEPTH}\\)"):
+        Snapshot.load(str(deep))
+    compared = npudoctor("compare", str(deep), str(deep), env={"PATH": "/usr/bin:/bin"})
+    assert "nested 502 levels deep" in compared.stdout + compared.stderr
+    assert "Traceback" not in compared.stdout + compared.stderr
+
+
+def test_brackets_inside_strings_are_not_nesting() -> None:
+    from npudoctor.parsers.jsontext import depth, loads
+
+    text = '{"a": "[[[[{{{{ \\" ]]]", "b": [[1]]}'
+    assert depth(text) == 3
+    assert loads(text, max_depth=3) == {"a": '[[[[{{{{ " ]]]', "b": [[1]]}
+    assert depth("7") == 0
 
 
 def _bundle(tmp_path: Path, files: List[Dict[str, object]]) -> Path:

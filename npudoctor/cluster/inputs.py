@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 from npudoctor.host import read_capped
 from npudoctor.parsers import jsontext
-from npudoctor.snapshot import SNAPSHOT_LIMIT, SNAPSHOT_VALUES
+from npudoctor.snapshot import SNAPSHOT_DEPTH, SNAPSHOT_LIMIT, SNAPSHOT_VALUES
 
 #: Files given at least this many, the reading is spread over worker processes.
 PARALLEL_MIN = 256
@@ -127,7 +127,7 @@ def _json(data: bytes) -> Any:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         text = data.decode("utf-8", errors="replace")
-    return jsontext.loads(text, max_values=SNAPSHOT_VALUES)
+    return jsontext.loads(text, max_values=SNAPSHOT_VALUES, max_depth=SNAPSHOT_DEPTH)
 
 
 def _lines(label: str, data: bytes) -> Iterator[Tuple[str, Any]]:

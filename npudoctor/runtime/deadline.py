@@ -28,8 +28,12 @@ if TYPE_CHECKING:
 OVER_BUDGET_CODE = "HOST090"
 #: Share of the budget after which probes give up (the rest is for rules and the answer).
 PROBE_SHARE = 0.85
-#: Share of the budget one external command may take.
-COMMAND_SHARE = 0.6
+#: Share of the budget one external command may take: all the probes' share.  ``npu-smi``
+#: is the one slow command of a real node and the rest waits for it anyway (the file
+#: probes run while it runs, the rules of the finished areas are judged beside it), so
+#: cutting it earlier than the probes' deadline would only turn a slow answer into an
+#: unknown one.
+COMMAND_SHARE = PROBE_SHARE
 #: Shortest command timeout handed to probes, seconds.
 MIN_COMMAND_TIMEOUT = 0.1
 #: Longest wait of :func:`run_within` between two looks at pending signal handlers, seconds.

@@ -99,7 +99,7 @@ def quick_checks(plan: EnvPlan, request: ExecRequest) -> CheckResult:
 
     def evidence() -> List[Any]:
         # before the commands are killed and the work moves on
-        cut.update(step=budget.step, facts=dict(progress.facts))
+        cut.update(step=budget.step, facts=progress.freeze())
         return list(TIMED_OUT) + running_commands(pressure, time.monotonic() - sampled)
 
     quick = QuickRequest(machine=request.machine, environ=plan.environ, ignore=tuple(request.ignore), progress=progress)

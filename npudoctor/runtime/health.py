@@ -258,7 +258,7 @@ class _Watch:
         Also freezes ``cut``: the sections finished and the step, as they are now, before
         the commands are killed (the probe thread goes on with a killed npu-smi)."""
         if self.progress is not None:
-            self.cut = (dict(self.progress.facts), self.budget.step)
+            self.cut = (self.progress.freeze(), self.budget.step)
         from npudoctor.hostproc import TIMED_OUT, running_commands
 
         return list(TIMED_OUT) + running_commands(self.pressure, time.monotonic() - self.sampled)
@@ -305,11 +305,11 @@ def timed_out_verdict(watch: _Watch, evidence: Sequence[Any], how: str) -> Dict[
     """The answer when the budget ``ran out`` (``how``) or SIGTERM came before the work
     finished: unhealthy for an npu-smi that hung (:func:`_hung_npu_smi`); else unhealthy
     for a failing finding of an area that had finished
-    (:func:`npudoctor.runtime.quick.finished_findings`: what was found before the budget
-    ran out stands), the unfinished areas named ``unknown``; else the last finished verdict
+    (:func:`npudoctor.runtime.quick.finished_findings`: what was judged before the budget
+    ran out stands; nothing is judged at the deadline), the unfinished areas named ``unknown``; else the last finished verdict
     younger than ``--fallback-ttl`` (the documented policy); else ``{"status": "unknown",
     "unknown": {area: reason}, "findings": [of the finished areas]}`` -- exit 0."""
-    from npudoctor.runtime.quick import finished_findings, unfinished
+    from npudoctor.runtime.quick import LOAD_GRACE, finished_findings, unfinished
 
     budget, options = watch.budget, watch.options
     hung = _hung_npu_smi(evidence)
@@ -317,7 +317,11 @@ def timed_out_verdict(watch: _Watch, evidence: Sequence[Any], how: str) -> Dict[
         return _unhealthy(hung, duration_s=round(budget.elapsed(), 3))
     facts, step = watch.cut if watch.cut is not None else (None, budget.step)
     gaps = unfinished(budget, how, watch.pressure_share(), step)
-    findings, done = finished_findings(watch.progress, options.ignore, facts)
+    # the verdict of the areas judged beside the probes: nothing is judged again here (a
+    # budget that ran out has no time left); a SIGTERM before the deadline may wait for
+    # the judging under way, never past the deadline
+    wait = min(LOAD_GRACE, budget.remaining()) if facts is not None else 0.0
+    findings, done = finished_findings(watch.progress, options.ignore, facts, wait)
     levels = ("error", "warning") if options.fail_on == "warning" else ("error",)
     failing = [printable(f"{f.code} {f.title}") for f in findings if f.severity in levels]
     if failing:

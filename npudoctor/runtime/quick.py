@@ -48,14 +48,31 @@ class QuickRequest:
 @dataclass
 class Progress:
     """What a running :func:`evaluate_quick` has done so far, shared with the thread that
-    waits for it (so that a budget that runs out still judges the areas that finished):
-    ``facts`` (each section as its probe returns), ``options`` (the engine's), ``loaded``
-    (``{"matrix": Matrix}`` once loaded), ``loader`` (the thread loading rules and matrix)."""
+    waits for it (so that a budget that runs out still answers for the areas that
+    finished): ``facts`` (each section as its probe returns), ``options`` (the engine's),
+    ``loaded`` (``{"matrix": Matrix}`` once loaded), ``loader`` (the thread loading rules
+    and matrix, then judging the areas as they finish), ``judged`` (the areas judged so far
+    and their findings, replaced as one tuple: a reader never sees half of it),
+    ``changed`` (set when a section finished or the evaluation ended), ``ended`` (the
+    evaluation finished or gave up: the loader stops judging), ``cut`` (see
+    :meth:`freeze`)."""
 
     facts: Dict[str, Any] = field(default_factory=dict)
     options: Any = None
     loaded: Dict[str, Any] = field(default_factory=dict)
     loader: Optional[threading.Thread] = None
+    judged: Tuple[List[str], List[Any]] = ([], [])
+    changed: threading.Event = field(default_factory=threading.Event)
+    ended: bool = False
+    cut: Optional[Dict[str, Any]] = None
+
+    def freeze(self) -> Dict[str, Any]:
+        """The sections finished now, kept as ``cut`` (called by the waiter when the budget
+        runs out or SIGTERM comes, before the commands are killed and the probes move on):
+        the judging beside the probes judges these once more if it had not, then stops."""
+        self.cut = dict(self.facts)
+        self.changed.set()
+        return self.cut
 
 
 @dataclass
@@ -153,6 +170,8 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
 
     def progress(section: str) -> None:
         budget.step = f"probing {section}"
+        if shared is not None:
+            shared.changed.set()  # the section before it finished: judge it beside the probes
 
     options.progress = progress
     # Parsing the matrix (TOML + validation) and importing the rule modules cost more
@@ -162,6 +181,12 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
     loaded: Dict[str, Any] = {}
 
     def load() -> None:
+        try:
+            _load()
+        finally:
+            ready.set()
+
+    def _load() -> None:
         with contextlib.suppress(Exception):  # evaluate() imports them again and reports a failure
             load_rules(planned_sections(options))  # the modules the quick sections need
         try:
@@ -170,7 +195,11 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
             loaded["error"] = exc
         except Exception as exc:  # a matrix bug must not cost the verdict
             loaded["error"] = MatrixError(f"{type(exc).__name__}: {exc}")
+        ready.set()
+        if shared is not None:
+            _judge_as_they_finish(shared, list(request.ignore))
 
+    ready = threading.Event()
     loader = threading.Thread(target=load, name="npudoctor-quick-matrix", daemon=True)
     if shared is not None:
         shared.loaded, shared.loader = loaded, loader
@@ -192,9 +221,17 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
             if problem:
                 raise ValueError(problem)
         host = Host(root=machine.root or "/", environ=environ, commands=machine.commands)
-        snapshot = collect(host, options)
+        try:
+            snapshot = collect(host, options)
+        finally:
+            if shared is not None:  # the judging beside the probes stops
+                shared.ended = True
+                shared.changed.set()
+    if shared is not None:
+        shared.ended = True
+        shared.changed.set()
     budget.step = "loading the matrix"
-    loader.join()
+    ready.wait()
     if "error" in loaded and request.matrix:
         raise ValueError(str(loaded["error"]))
     budget.step = "judging"
@@ -217,47 +254,79 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
     )
 
 
-#: Seconds a cut-short check still waits for the rules and matrix being loaded, to judge
-#: the areas that finished (the loader runs beside the probes and is usually done).
+def _finished_areas(facts: Mapping[str, Any], options: Any) -> List[str]:
+    from npudoctor.findings import AREAS
+
+    return [a for a in AREAS if a in facts and (not options.only or a in options.only) and a not in options.skip]
+
+
+def _judge_as_they_finish(progress: Progress, ignore: List[str]) -> None:
+    """In the loader thread, once rules and matrix are loaded: judge the areas finished so
+    far (every rule on the sections collected, ``only`` = those areas, as ``--only`` would)
+    each time another section finishes, until the probes end, and keep the latest verdict in
+    ``progress.judged``.  The probes mostly wait for ``npu-smi`` meanwhile, so this costs
+    the run no time, and a budget that runs out answers with this verdict at once instead of
+    judging again past the deadline.  Never raises."""
+    import dataclasses
+
+    from npudoctor.config import load_ignores
+    from npudoctor.engine import evaluate
+    from npudoctor.snapshot import Snapshot, now_iso
+
+    try:
+        ignores = list(ignore) + load_ignores()[0]
+        options = progress.options
+        while True:
+            progress.changed.wait()
+            progress.changed.clear()
+            cut = progress.cut
+            if progress.ended and cut is None:  # the evaluation judges for itself
+                return
+            facts = dict(progress.facts if cut is None else cut)  # the probe thread may still add one
+            done = _finished_areas(facts, options)
+            if done and done != progress.judged[0]:
+                judged = dataclasses.replace(options, only=set(done), progress=None, collected=None)
+                snapshot = Snapshot(facts=facts, target={"mode": "partial"}, node="", created=now_iso())
+                progress.judged = (done, evaluate(snapshot, progress.loaded.get("matrix"), judged, ignore=ignores))
+            if cut is not None:
+                return
+    except Exception:  # a verdict of the finished areas is a bonus; the full one still comes
+        return
+
+
+#: Longest wait, seconds, of a check stopped before its deadline (SIGTERM) for the judging
+#: of the areas finished at the cut, already under way beside the probes; never past the
+#: deadline.
 LOAD_GRACE = 0.5
 
 
 def finished_findings(
-    progress: Optional[Progress], ignore: Sequence[str] = (), facts: Optional[Mapping[str, Any]] = None
+    progress: Optional[Progress],
+    ignore: Sequence[str] = (),
+    facts: Optional[Mapping[str, Any]] = None,
+    wait: float = 0.0,
 ) -> Tuple[List[Any], List[str]]:
-    """The findings of the areas an unfinished :func:`evaluate_quick` had finished probing
-    (its ``progress``), and those areas.  Every rule runs on the sections collected so far
-    with ``only`` = those areas (as ``--only`` would: what is not finished is not judged),
-    so an error found before the budget ran out still counts.  ``([], [])`` when nothing
-    finished, or the rules and matrix are still not loaded after :data:`LOAD_GRACE`
-    seconds more (loading them now would spend time the budget no longer has);
-    ``ignore``: codes or names to drop; ``facts``: the sections as they were at the cut
-    (default: ``progress.facts`` now).  Never raises."""
-    from npudoctor.findings import AREAS
+    """The findings of the areas an unfinished :func:`evaluate_quick` had judged (its
+    ``progress``, judged beside the probes: :func:`_judge_as_they_finish`), and those
+    areas, so an error found before the budget ran out still counts.  Nothing is judged
+    here: a budget that ran out has no time left for it.  ``facts``: the sections at the
+    cut; when the judging lags behind them, it is waited for up to ``wait`` seconds (a
+    SIGTERM before the deadline; ``0`` when the budget ran out).  ``([], [])`` when no
+    area was judged; ``ignore``: codes or names to drop as well.  Never raises."""
+    import time
 
-    if progress is None or progress.options is None:
+    if progress is None:
         return [], []
-    facts = dict(progress.facts if facts is None else facts)  # the probe thread may still add one
-    options = progress.options
-    done = [a for a in AREAS if a in facts and (not options.only or a in options.only) and a not in options.skip]
-    if not done or progress.loader is None:
-        return [], done
-    progress.loader.join(LOAD_GRACE)
-    if progress.loader.is_alive():
-        return [], done
-    try:
-        import dataclasses
-
-        from npudoctor.config import load_ignores
-        from npudoctor.engine import evaluate
-        from npudoctor.snapshot import Snapshot, now_iso
-
-        judged = dataclasses.replace(options, only=set(done), progress=None, collected=None)
-        snapshot = Snapshot(facts=facts, target={"mode": "partial"}, node="", created=now_iso())
-        ignores, _errors = load_ignores()
-        return evaluate(snapshot, progress.loaded.get("matrix"), judged, ignore=list(ignore) + ignores), done
-    except Exception:  # the answer of a cut-short check must still come
-        return [], []
+    if facts is not None and progress.options is not None and wait > 0:
+        want = set(_finished_areas(facts, progress.options))
+        until = time.monotonic() + wait
+        while not want <= set(progress.judged[0]) and time.monotonic() < until:
+            if progress.loader is None or not progress.loader.is_alive():
+                break
+            time.sleep(0.01)
+    done, findings = progress.judged
+    dropped = {i.strip().upper() for i in ignore if i.strip()}
+    return [f for f in findings if f.code.upper() not in dropped and f.name.upper() not in dropped], list(done)
 
 
 def unfinished(

@@ -1,0 +1,97 @@
+"""The health budget is a hard deadline including in-process judging: when it runs out,
+the verdict of the areas already judged (beside the probes, while npu-smi is awaited)
+is answered at once, and nothing is judged again.  The deadline is injected (the
+budget is shrunk to the time already spent) and npu-smi is a stand-in blocked on a
+lock the test holds; nothing asserts a time."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import tomllib
+from scenario_runner import REPO, environment, prepare
+from shellscript import write_script
+
+import npudoctor.engine
+from npudoctor.runtime.deadline import Budget
+from npudoctor.runtime.health import _Watch, evaluate_health, timed_out_verdict
+from npudoctor.runtime.healthopts import options_from_values, parse_values
+
+SCENARIO = REPO / "tests/scenarios/health-env-not-sourced"
+AREAS_BEFORE_DEVICES = ["python", "packages", "cann", "environment", "driver", "container", "host"]
+
+
+def test_a_budget_that_runs_out_answers_with_what_was_judged_without_judging_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scenario = prepare(SCENARIO, tmp_path)
+    lock = tmp_path / "dcmi.lock"
+    (scenario / "bin/npu-smi").unlink()
+    table = scenario / "bin/npu-smi-info_910B3_23.0.7_8npu_noproc.txt"
+    write_script(scenario / "bin", "npu-smi", f'exec flock "{lock}" cat "{table}"\n')
+    for key in list(os.environ):
+        monkeypatch.delenv(key)
+    for key, value in environment(scenario, tomllib.loads((scenario / "scenario.toml").read_text())).items():
+        monkeypatch.setenv(key, value)
+    options = options_from_values(parse_values(["--root", str(scenario / "root"), "--timeout", "600"]))
+    budget = Budget(600)
+    watch = _Watch(options, budget, None, None, time.monotonic())
+    from npudoctor.runtime.quick import Progress
+
+    watch.progress = Progress()
+    progress = watch.progress
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # npu-smi waits on it: the devices probe never ends
+        worker = threading.Thread(target=evaluate_health, args=(options, budget, progress), daemon=True)
+        worker.start()
+        # the areas before devices are judged beside the probes while npu-smi is awaited
+        for _ in range(2000):  # a bound on the wait, not a timing assertion
+            if getattr(progress, "judged", ([],))[0] == AREAS_BEFORE_DEVICES:
+                break
+            time.sleep(0.01)
+        assert budget.step == "probing devices"
+
+        def judging_again(*args: object, **kwargs: object) -> None:
+            raise AssertionError("judged again at the deadline")
+
+        # a tripwire: at the deadline nothing may run the rules again
+        monkeypatch.setattr(npudoctor.engine, "evaluate", judging_again)
+        budget.seconds = budget.elapsed()  # the injected deadline: now
+        doc = timed_out_verdict(watch, watch.evidence(), "ran out")
+        from npudoctor.runtime.deadline import kill_children
+
+        kill_children()
+    worker.join(60)
+    assert doc["status"] == "unhealthy", doc
+    assert [p.split()[0] for p in doc["problems"]] == ["ENV001"]
+    assert doc["finished"] == AREAS_BEFORE_DEVICES
+    assert list(doc["unknown"]) == ["devices and the areas after it"]
+    assert "budget ran out while probing devices" in doc["unknown"]["devices and the areas after it"]
+
+
+def test_npu_smi_may_use_the_probes_whole_share_of_the_budget(tmp_path: Path) -> None:
+    # a 3 s budget (the shipped readiness probe's): an npu-smi that answers after 2 s gets
+    # its answer read (under a 60 % command share it was cut short at 1.8 s: unknown)
+    from npudoctor.engine import Options, collect
+    from npudoctor.host import Host
+
+    scenario = prepare(REPO / "tests/scenarios/health-910b3-8npu-healthy", tmp_path)
+    table = scenario / "bin/npu-smi-info_910B3_23.0.7_8npu_noproc.txt"
+    (scenario / "bin/npu-smi").unlink()
+    write_script(scenario / "bin", "npu-smi", f'sleep 2\ncat "{table}"\n')
+    budget = Budget(3.0)
+    env = environment(scenario, tomllib.loads((scenario / "scenario.toml").read_text()))
+    host = Host(str(scenario / "root"), env)
+    try:
+        options = Options(quick=True, command_timeout=budget.command_timeout(), deadline=budget.probe_deadline())
+        snapshot = collect(host, options, sections=["host", "devices"])
+    finally:
+        host.close()
+    devices = snapshot.facts["devices"]
+    assert devices["npu_smi"].get("available") is True, devices["npu_smi"]
+    assert len(devices["chips"]) == 8
