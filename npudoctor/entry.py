@@ -33,7 +33,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 def _main(argv: Optional[List[str]]) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if "health" in args:
-        from npudoctor.cli.terminal import take_color_flags
+        from npudoctor.session.terminal import take_color_flags
 
         words, _flag = take_color_flags(args)  # health's output is plain: the flag changes nothing
         if words and words[0] == "health":

@@ -226,8 +226,8 @@ def test_env_no_commands_reaches_the_probes(monkeypatch):
     """``env`` runs a command only for a live ``--python`` (torch's ABI for NNAL), which a
     test machine cannot stage; this shows --no-commands reaches the Host the probes use."""
     import npudoctor.engine
-    from npudoctor.cli.request import MachineRequest
     from npudoctor.runtime.environment import plan_environment
+    from npudoctor.session.request import MachineRequest
 
     seen = []
 

@@ -22,9 +22,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
 
-from npudoctor.cli.request import MachineRequest
 from npudoctor.facts import Facts
 from npudoctor.facts._typed import dump
+from npudoctor.session.request import MachineRequest
 
 if TYPE_CHECKING:
     from npudoctor.facts.environment import EnvToolkit

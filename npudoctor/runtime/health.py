@@ -48,12 +48,12 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from npudoctor.cli.request import ExitStatus
 from npudoctor.runtime.deadline import Budget, process_started, run_within
 from npudoctor.runtime.healthcache import cache_path as _cache_path
 from npudoctor.runtime.healthcache import read_cache as _read_cache
 from npudoctor.runtime.healthopts import HealthOptions, options_from_values, parse_values
 from npudoctor.runtime.lines import printable
+from npudoctor.session.request import ExitStatus
 
 if TYPE_CHECKING:
     from typing import Any, Dict, Optional, Sequence, Tuple

@@ -15,9 +15,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
-from npudoctor.cli.request import MachineRequest
 from npudoctor.facts import Facts
 from npudoctor.runtime.deadline import Budget
+from npudoctor.session.request import MachineRequest
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class QuickResult:
     of the areas probed but not judged, :func:`npudoctor.facts.coverage.unchecked`, within
     ``--only``/``--skip``), ``python_choice`` (without ``--python``: which interpreter was
     judged and why, when npudoctor runs from a venv of its own or an active environment
-    was chosen over its own -- :func:`npudoctor.cli.pyselect.default_choice`; else
+    was chosen over its own -- :func:`npudoctor.session.pyselect.default_choice`; else
     ``None``)."""
 
     findings: List[Any]
@@ -126,11 +126,11 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
         raise ValueError(f"--root {machine.root}: not a directory")
     python, choice = machine.python, None
     if python:
-        from npudoctor.cli.pyselect import resolve
+        from npudoctor.session.pyselect import resolve
 
         python = resolve(python, machine.root)  # a venv/conda directory or env name: its bin/python
     elif not machine.root and not machine.from_file:
-        from npudoctor.cli.pyselect import default_choice
+        from npudoctor.session.pyselect import default_choice
 
         # like check: from npudoctor's own venv (pipx), the active venv/conda env is judged
         python, choice = default_choice(diagnosed_environ(machine, request.environ))

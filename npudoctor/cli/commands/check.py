@@ -29,8 +29,8 @@ from npudoctor.cli.commands._common import (
     usage_failure,
     warn,
 )
-from npudoctor.cli.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest, UsageError
 from npudoctor.redact import conceal, conceal_text
+from npudoctor.session.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest, UsageError
 
 CHECK_HELP = """Probe the NPU software stack, judge it against the compatibility matrix and
 print findings with fix-it commands.

@@ -27,8 +27,8 @@ from npudoctor.cli.commands._common import (
     snapshot_for,
     usage_failure,
 )
-from npudoctor.cli.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest, UsageError
 from npudoctor.redact import conceal
+from npudoctor.session.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest, UsageError
 
 SECTIONS = ("host", "python", "packages", "devices", "container")
 AREAS = ("devices", "container")

@@ -19,7 +19,7 @@ from npudoctor.cli.commands._common import (
     machine_request,
     snapshot_for,
 )
-from npudoctor.cli.request import Environment, ExitStatus, UsageError
+from npudoctor.session.request import Environment, ExitStatus, UsageError
 
 LINT_HELP = """Find the CUDA-isms in Python files, notebooks (.ipynb code cells), shell launch
 scripts (.sh, .bash) and launcher configs (.yaml, .yml, .json) that break or silently degrade on an Ascend NPU: .cuda() and "cuda:N",

@@ -22,8 +22,8 @@ from npudoctor.cli.commands._common import (
     machine_request,
     snapshot_for,
 )
-from npudoctor.cli.request import Environment, ExitStatus, MachineRequest, UsageError
 from npudoctor.host import open_regular
+from npudoctor.session.request import Environment, ExitStatus, MachineRequest, UsageError
 
 TRIAGE_HELP = """Find the known error signatures in logs (training/inference output, CANN plog
 files or directories of them, a pasted traceback; '-' reads stdin), group repeats, and rank

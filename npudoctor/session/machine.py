@@ -1,5 +1,5 @@
 """The Typer-free half of the machine commands: the one helper that turns the machine options
-into a :class:`~npudoctor.cli.request.MachineRequest`, the code that turns a request into a
+into a :class:`~npudoctor.session.request.MachineRequest`, the code that turns a request into a
 snapshot (live, ``--root``, ``--python``, ``--from``) and a matrix, and how a command ends
 on a usage error.  Typer-free because ``health`` and ``exec`` use it too; the Typer options
 are in :mod:`npudoctor.cli.commands._common`, which re-exports these names.
@@ -11,7 +11,7 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from npudoctor.cli.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest, UsageError
+from npudoctor.session.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest, UsageError
 
 if TYPE_CHECKING:
     from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
@@ -103,7 +103,7 @@ def snapshot_for(
         snap = load_snapshot(request.from_file)
         snap.target = dict(snap.target, mode="from", **{"from": request.from_file})
         return snap
-    from npudoctor.cli import pyselect
+    from npudoctor.session import pyselect
 
     own = os.environ if environ is None else environ
     python, choice = request.python, None
