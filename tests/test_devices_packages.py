@@ -19,7 +19,8 @@ from clirun import npudoctor
 from scenario_runner import environment, prepare
 
 from npudoctor.cli.commands.devices import AREAS, SECTIONS
-from npudoctor.engine import Options, evaluate
+from npudoctor.context import Options
+from npudoctor.engine import evaluate
 from npudoctor.facts.system import PackagesFacts
 from npudoctor.parsers.metadata import canonical_name
 from npudoctor.probes import packages

@@ -41,7 +41,7 @@ from npudoctor.rules._pyfacts import CPU_INDEX, pip_install
 from npudoctor.rules.overview import npu_stack_present
 
 if TYPE_CHECKING:
-    from npudoctor.engine import RuleContext
+    from npudoctor.context import RuleContext
     from npudoctor.knowledge.matrix import Matrix
 
 READS = ("cann", "devices", "driver", "frameworks", "host", "packages", "python")

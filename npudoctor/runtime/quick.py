@@ -114,7 +114,8 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
     anything else the engine raises propagates.
     """
     from npudoctor.config import load_ignores
-    from npudoctor.engine import Options, collect, evaluate, load_rules, planned_sections
+    from npudoctor.context import Options
+    from npudoctor.engine import collect, evaluate, load_rules, planned_sections
     from npudoctor.host import Host
     from npudoctor.knowledge.matrix import MatrixError, load_matrix
 

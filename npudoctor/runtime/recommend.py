@@ -55,7 +55,8 @@ def recommend(
     request: MachineRequest, environ: Optional[Mapping[str, str]] = None
 ) -> Tuple[List[Remedy], List[Finding]]:
     """Probe and judge the machine of ``request``; the tunable steps and the findings they fix."""
-    from npudoctor.engine import Options, evaluate
+    from npudoctor.context import Options
+    from npudoctor.engine import evaluate
     from npudoctor.session.machine import load_matrix_or_none, snapshot_for
 
     options: Any = Options()

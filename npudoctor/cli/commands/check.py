@@ -66,7 +66,8 @@ def run_check(
     :func:`npudoctor.report.build.exit_status`).  Raises :class:`UsageError` for bad options
     or unreadable inputs."""
     from npudoctor.config import load_ignore_entries
-    from npudoctor.engine import Options, evaluate
+    from npudoctor.context import Options
+    from npudoctor.engine import evaluate
     from npudoctor.knowledge.codes import lookup
     from npudoctor.report.build import document, exit_status
 
@@ -193,7 +194,7 @@ def collect_snapshot(
     redacted unless ``redact`` is false, to ``output`` (``-`` or ``request.json``: to
     ``env.stdout``).  Returns OK; raises :class:`UsageError` for bad options or an
     unwritable output."""
-    from npudoctor.engine import Options
+    from npudoctor.context import Options
     from npudoctor.snapshot import atomic_write
     from npudoctor.snapshot import redact as redact_snapshot
 

@@ -39,7 +39,8 @@ def gather(request: MachineRequest, matrix_path: Optional[str] = None, environ: 
     "container", "findings"}`` (the sections as their typed views read them, every declared
     field present; each chip with what the current matrix says it is).  ``environ``: npudoctor's own environment (``None``: this
     process's), replaced by the request's ``--env-file``.  Raises :class:`UsageError`."""
-    from npudoctor.engine import Options, evaluate
+    from npudoctor.context import Options
+    from npudoctor.engine import evaluate
 
     # the packages its rules judge by name read in full, the rest indexed by directory name
     options = Options(user=request.user, matrix_path=matrix_path, only=set(AREAS), index_packages=True)

@@ -62,7 +62,8 @@ class MachineAdvice:
 def machine_advice(root: Optional[str], python: Optional[str], from_: Optional[str], env: Environment) -> MachineAdvice:
     """Read the Python packages and devices of the machine and judge them with the rules;
     raises :class:`UsageError`."""
-    from npudoctor.engine import Options, evaluate
+    from npudoctor.context import Options
+    from npudoctor.engine import evaluate
     from npudoctor.facts import Facts
 
     request = machine_request(root, python, None, None, False, from_, False)

@@ -97,7 +97,8 @@ def judge(
     engine raises propagates (the caller answers "unknown")."""
     from npudoctor.cli.commands._common import load_matrix_or_none, snapshot_for
     from npudoctor.config import load_ignores
-    from npudoctor.engine import Options, evaluate
+    from npudoctor.context import Options
+    from npudoctor.engine import evaluate
     from npudoctor.facts.coverage import unchecked
     from npudoctor.runtime.quick import areas
 

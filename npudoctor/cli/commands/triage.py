@@ -63,7 +63,8 @@ def _facts(
     """
     if no_facts:
         return {}, [], "none", "no-facts"
-    from npudoctor.engine import Options, evaluate
+    from npudoctor.context import Options
+    from npudoctor.engine import evaluate
     from npudoctor.rules.overview import npu_stack_present
 
     options = Options()
