@@ -33,7 +33,7 @@ from typing import Any, Dict, List, Mapping, Optional, TextIO, Tuple
 
 from npudoctor.runtime.deadline import Budget, run_within
 from npudoctor.runtime.environment import EnvPlan, LaunchError, plan_environment
-from npudoctor.runtime.lines import printable
+from npudoctor.runtime.printable import printable
 from npudoctor.runtime.quick import Progress, QuickRequest, evaluate_quick, finished_findings, unfinished
 from npudoctor.session.request import ExitStatus, MachineRequest
 
