@@ -56,11 +56,9 @@ def recommend(
 ) -> Tuple[List[Remedy], List[Finding]]:
     """Probe and judge the machine of ``request``; the tunable steps and the findings they fix."""
     from npudoctor.context import Options
-    from npudoctor.engine import evaluate
-    from npudoctor.session.machine import load_matrix_or_none, snapshot_for
+    from npudoctor.session.machine import judge
 
     options: Any = Options()
-    snapshot = snapshot_for(request, options, environ=environ)
-    matrix, _error = load_matrix_or_none(None)
-    findings = [f for f in evaluate(snapshot, matrix, options) if f.code in TUNABLE_CODES]
+    _snapshot, judged = judge(request, options, environ=environ)
+    findings = [f for f in judged if f.code in TUNABLE_CODES]
     return steps_of(findings), findings

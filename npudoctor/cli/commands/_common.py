@@ -17,6 +17,7 @@ from typing_extensions import Annotated
 from npudoctor.session.machine import (
     diagnosed_environ,
     echo,
+    judge,
     load_matrix_or_none,
     load_snapshot,
     machine_request,
@@ -43,6 +44,7 @@ __all__ = [  # the Typer options and helpers below, and the Typer-free helpers t
     "echo",
     "environment",
     "fail_usage",
+    "judge",
     "load_matrix_or_none",
     "load_snapshot",
     "machine_request",

@@ -22,6 +22,7 @@ from npudoctor.cli.commands._common import (
     VerboseOpt,
     environment,
     fail_usage,
+    judge,
     load_matrix_or_none,
     load_snapshot,
     machine_request,
@@ -67,7 +68,6 @@ def run_check(
     or unreadable inputs."""
     from npudoctor.config import load_ignore_entries
     from npudoctor.context import Options
-    from npudoctor.engine import evaluate
     from npudoctor.knowledge.codes import lookup
     from npudoctor.report.build import document, exit_status
 
@@ -78,18 +78,20 @@ def run_check(
             env.stderr.write(f"  probing {step}…\n")
 
         options.progress = progress
-    snapshot = snapshot_for(request, options, environ=env.environ)
-    matrix, matrix_error = load_matrix_or_none(matrix_path)
-    if matrix is not None:
-        snapshot.matrix = dict(matrix.provenance)
-    else:
-        snapshot.matrix = {"error": matrix_error}
     config_entries, config_errors = load_ignore_entries(environ=dict(env.environ))
     config_ignores = [code for code, _where in config_entries]
+    ignored: List[Any] = []
+    snapshot, findings = judge(
+        request,
+        options,
+        environ=env.environ,
+        matrix_path=matrix_path,
+        ignore=list(ignore or []) + config_ignores,
+        ignored=ignored,
+        record_matrix=True,
+    )
     for err in config_errors:
         warn(env, err)
-    ignored: List[Any] = []
-    findings = evaluate(snapshot, matrix, options, ignore=list(ignore or []) + config_ignores, ignored=ignored)
     origins = [(code, "--ignore") for code in ignore or []] + config_entries
     for code, where in origins:
         if lookup(code) is None:

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, NoReturn, Optional, Sequence
+from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 import typer
 from typing_extensions import Annotated
@@ -95,21 +95,25 @@ def judge(
     busy node) is NPD_UNKNOWN, or PROBLEMS when ``require_checked`` names it.  Raises
     :class:`npudoctor.session.request.UsageError` for bad options; anything else the
     engine raises propagates (the caller answers "unknown")."""
-    from npudoctor.cli.commands._common import load_matrix_or_none, snapshot_for
+    from npudoctor.cli.commands._common import judge, load_matrix_or_none
     from npudoctor.config import load_ignores
     from npudoctor.context import Options
-    from npudoctor.engine import evaluate
     from npudoctor.facts.coverage import unchecked
     from npudoctor.runtime.quick import areas
 
     required = set(areas(list(require_checked)))
     options = Options(deadline=budget.probe_deadline(), command_timeout=min(5.0, budget.seconds / 3), pid=pid)
     budget.step = "computing the node's environment"
-    snapshot = snapshot_for(machine, options, environ=node_environ(machine, pid))
-    matrix, _err = load_matrix_or_none(None)
     config_ignores, _errs = load_ignores()
-    budget.step = "judging"
-    findings = evaluate(snapshot, matrix, options, ignore=list(ignore) + config_ignores)
+
+    def matrix() -> Tuple[Any, Optional[str]]:
+        loaded = load_matrix_or_none(None)
+        budget.step = "judging"
+        return loaded
+
+    snapshot, findings = judge(
+        machine, options, environ=node_environ(machine, pid), matrix=matrix, ignore=list(ignore) + config_ignores
+    )
     levels = ("error",) if severity == "error" else ("error", "warning")
     problems = [f for f in findings if f.severity in levels and f.code != "HOST099"]
     internal = [f for f in findings if f.code == "HOST099"]

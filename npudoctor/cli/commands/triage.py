@@ -18,9 +18,8 @@ from npudoctor.cli.commands._common import (
     UserOpt,
     environment,
     fail_usage,
-    load_matrix_or_none,
+    judge,
     machine_request,
-    snapshot_for,
 )
 from npudoctor.host import open_regular
 from npudoctor.session.request import Environment, ExitStatus, MachineRequest, UsageError
@@ -64,16 +63,20 @@ def _facts(
     if no_facts:
         return {}, [], "none", "no-facts"
     from npudoctor.context import Options
-    from npudoctor.engine import evaluate
     from npudoctor.rules.overview import npu_stack_present
 
     options = Options()
-    snapshot = snapshot_for(request, options, environ=env.environ)
     mode = "from" if request.from_file else ("root" if request.root else ("python" if request.python else "live"))
-    if mode == "live" and not npu_stack_present(snapshot):
+    live = mode == "live"
+    snapshot, findings = judge(
+        request,
+        options,
+        environ=env.environ,
+        matrix_path=matrix_path,
+        worth_judging=npu_stack_present if live else None,
+    )
+    if live and not npu_stack_present(snapshot):
         return {}, [], mode, "no-npu-stack"
-    matrix, _error = load_matrix_or_none(matrix_path)
-    findings = evaluate(snapshot, matrix, options)
     return snapshot.facts, findings, mode, None
 
 
