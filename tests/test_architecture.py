@@ -134,6 +134,26 @@ def test_nothing_below_the_command_line_imports_it():
     )
 
 
+#: Modules that collect a snapshot themselves (import :func:`npudoctor.engine.collect`):
+#: the one request service, and exec's environment plan, which reads the ``host`` and
+#: ``cann`` sections without judging them.  May only shrink.
+ALLOWED_COLLECTORS: FrozenSet[str] = frozenset({"npudoctor.session.machine", "npudoctor.runtime.environment"})
+
+
+def collectors(package_dir: pathlib.Path) -> Set[str]:
+    """Modules of the package (but the engine) that import ``npudoctor.engine.collect``."""
+    found = set()
+    for module, path in module_files(package_dir).items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        if module != "npudoctor.engine" and "npudoctor.engine.collect" in _imported_names(module, path, tree):
+            found.add(module)
+    return found
+
+
+def test_one_request_service_collects_snapshots():
+    assert collectors(PACKAGE) == ALLOWED_COLLECTORS
+
+
 def test_the_upward_import_check_sees_a_function_level_import(tmp_path):
     files = {
         "__init__.py": "",
