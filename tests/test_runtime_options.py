@@ -251,7 +251,7 @@ def test_env_from_prints_the_snapshots_exports(unsourced, tmp_path):
     assert sorted(replayed) == sorted(live)
     assert "(from the snapshot)" in proc.stderr
     assert run(unsourced, "env", "--from", str(snap), "--root", "ROOT").returncode == 2
-    # one policy for every command (cli/request.py MachineRequest.replay_conflict): an option
+    # one policy for every command (session/request.py MachineRequest.replay_conflict): an option
     # --from would silently ignore is refused, --no-commands included
     refused = run(unsourced, "env", "--from", str(snap), "--no-commands")
     assert refused.returncode == 2 and "cannot be combined with --no-commands" in refused.stderr
