@@ -45,9 +45,9 @@ SCANNED = (
     'npudoctor.rules.overview',
     'npudoctor.rules.packages',
     'npudoctor.rules.python_env',
-    'npudoctor.rules.sections',
     'npudoctor.rules.stack_libraries',
     'npudoctor.rules.tunables',
+    'npudoctor.rules.unreadable_facts',
     'npudoctor.rules.visibility',
     'npudoctor.rules.visibility_vars',
 )
@@ -97,9 +97,9 @@ RULE_MODULES = (
     ('npudoctor.rules.overview', ('cann', 'devices', 'driver', 'packages'), ('cann', 'driver'), False),
     ('npudoctor.rules.packages', ('cann', 'host', 'packages', 'python'), ('packages',), False),
     ('npudoctor.rules.python_env', ('cann', 'host', 'packages', 'python'), ('python',), False),
-    ('npudoctor.rules.sections', ('host', 'python', 'packages', 'cann', 'driver', 'environment', 'libraries', 'devices', 'container', 'hccl', 'hygiene', 'tunables', 'host_limits', 'frameworks', 'deep', 'access'), (), True),
     ('npudoctor.rules.stack_libraries', ('devices', 'environment', 'libraries'), ('libraries',), False),
     ('npudoctor.rules.tunables', ('cann', 'container', 'devices', 'driver', 'hccl', 'host_limits', 'packages', 'tunables'), ('tunables',), False),
+    ('npudoctor.rules.unreadable_facts', ('host', 'python', 'packages', 'cann', 'driver', 'environment', 'libraries', 'devices', 'container', 'hccl', 'hygiene', 'tunables', 'host_limits', 'frameworks', 'deep', 'access'), (), True),
     ('npudoctor.rules.visibility', ('container', 'devices'), ('devices',), False),
     ('npudoctor.rules.visibility_vars', ('cann', 'container', 'devices', 'driver', 'packages'), ('devices',), False),
 )
@@ -130,9 +130,9 @@ RULE_AREAS = (
     ('npudoctor.rules.overview', ('host',)),
     ('npudoctor.rules.packages', ('packages',)),
     ('npudoctor.rules.python_env', ('python',)),
-    ('npudoctor.rules.sections', ('host',)),
     ('npudoctor.rules.stack_libraries', ('libraries',)),
     ('npudoctor.rules.tunables', ('environment',)),
+    ('npudoctor.rules.unreadable_facts', ('host',)),
     ('npudoctor.rules.visibility', ('devices',)),
     ('npudoctor.rules.visibility_vars', ('devices',)),
 )
@@ -230,11 +230,11 @@ RULES = (
     'python_env.interpreter_inspected',
     'python_env.torch_npu_shadowed',
     'python_env.python_coverage',
-    'sections.unreadable_sections',
     'stack_libraries.stack_not_loadable',
     'stack_libraries.library_shadowed',
     'stack_libraries.stack_unreadable',
     'tunables.runtime_tunables',
+    'unreadable_facts.unreadable_sections',
     'visibility.visibility',
     'visibility_vars.ascend_visible_devices_value',
     'visibility_vars.look_alike_variables',
@@ -249,6 +249,6 @@ POSTPROCESSORS = (
     'deep.cross_reference',
     'order.fix_order',
     'order.fold_symptoms',
-    'sections.no_stack_needs_readable_sections',
+    'unreadable_facts.no_stack_needs_readable_sections',
 )
 # fmt: on

@@ -33,7 +33,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 def _main(argv: Optional[List[str]]) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if "health" in args:
-        from npudoctor.cli.terminal import take_color_flags
+        from npudoctor.session.terminal import take_color_flags
 
         words, _flag = take_color_flags(args)  # health's output is plain: the flag changes nothing
         if words and words[0] == "health":
@@ -58,8 +58,8 @@ def _end_children_on_exit() -> None:
     import os
     import signal
 
-    from npudoctor.cli.status import ExitStatus
     from npudoctor.hostproc import end_all
+    from npudoctor.session.status import ExitStatus
 
     def on_sigterm(signum: int, _frame: object) -> None:
         end_all()

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Optional
 
 from npudoctor.cli import run
-from npudoctor.cli.request import Environment
+from npudoctor.session.request import Environment
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """Rules of the house that a test can hold: no import cycles among npudoctor's modules
 (imports inside functions count: they close the loop at run time), and no module over
-600 lines (a module that long is several things).
+600 lines (a module that long is several things), and nothing below the command line
+(:mod:`npudoctor.cli`) imports it.
 
 Each rule has an explicit allow-list of today's exceptions, which may only shrink: an
 entry that no longer applies fails the test too, so that it is deleted with the fix."""
@@ -107,6 +108,65 @@ def test_no_import_cycles_beyond_the_allow_list():
     assert new == [], "import cycles (function-level imports count):\n" + "\n".join(new)
     gone = sorted(" <-> ".join(sorted(c)) for c in ALLOWED_CYCLES - cycles)
     assert gone == [], "these cycles are gone: delete them from ALLOWED_CYCLES:\n" + "\n".join(gone)
+
+
+#: The entry points above the command line: the console entry (which reaches ``health``
+#: before Typer) and ``python -m npudoctor``.  They may import :mod:`npudoctor.cli`.
+ENTRY_POINTS: FrozenSet[str] = frozenset({"npudoctor.entry", "npudoctor.__main__"})
+
+
+def upward_imports_of_cli(graph: Dict[str, Set[str]]) -> List[str]:
+    """``"importer -> imported"`` for every module outside ``npudoctor.cli`` (and not an
+    entry point) that imports ``npudoctor.cli`` or one of its modules."""
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        if module != "npudoctor.cli" and not module.startswith("npudoctor.cli.") and module not in ENTRY_POINTS
+        for target in targets
+        if target == "npudoctor.cli" or target.startswith("npudoctor.cli.")
+    )
+
+
+def test_nothing_below_the_command_line_imports_it():
+    upward = upward_imports_of_cli(import_graph(PACKAGE))
+    assert upward == [], (
+        "modules below npudoctor.cli import it (move what they need to npudoctor.session):\n" + "\n".join(upward)
+    )
+
+
+#: Modules that collect a snapshot themselves (import :func:`npudoctor.engine.collect`):
+#: the one request service, and exec's environment plan, which reads the ``host`` and
+#: ``cann`` sections without judging them.  May only shrink.
+ALLOWED_COLLECTORS: FrozenSet[str] = frozenset({"npudoctor.session.machine", "npudoctor.runtime.environment"})
+
+
+def collectors(package_dir: pathlib.Path) -> Set[str]:
+    """Modules of the package (but the engine) that import ``npudoctor.engine.collect``."""
+    found = set()
+    for module, path in module_files(package_dir).items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        if module != "npudoctor.engine" and "npudoctor.engine.collect" in _imported_names(module, path, tree):
+            found.add(module)
+    return found
+
+
+def test_one_request_service_collects_snapshots():
+    assert collectors(PACKAGE) == ALLOWED_COLLECTORS
+
+
+def test_the_upward_import_check_sees_a_function_level_import(tmp_path):
+    files = {
+        "__init__.py": "",
+        "cli/__init__.py": "",
+        "cli/request.py": "X = 1\n",
+        "runtime/__init__.py": "",
+        "runtime/quick.py": "def f():\n    from npudoctor.cli.request import X\n    return X\n",
+    }
+    pkg = tmp_path / "npudoctor"
+    for name, text in files.items():
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text(text, encoding="utf-8")
+    assert upward_imports_of_cli(import_graph(pkg)) == ["npudoctor.runtime.quick -> npudoctor.cli.request"]
 
 
 def test_no_module_over_600_lines_beyond_the_allow_list():

@@ -11,7 +11,7 @@ import pytest
 from build_cann_scenarios import AS, cann85, classic_toolkit, fixture, link, mkdir, nnal, write
 from clirun import npudoctor
 
-from npudoctor.engine import Options, ProbeContext
+from npudoctor.context import Options, ProbeContext
 from npudoctor.host import Host
 from npudoctor.probes import cann as cann_probe
 

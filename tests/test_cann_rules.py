@@ -7,7 +7,8 @@ import copy
 
 import pytest
 
-from npudoctor.engine import Options, evaluate
+from npudoctor.context import Options
+from npudoctor.engine import evaluate
 from npudoctor.knowledge.matrix import load_matrix
 from npudoctor.knowledge.packages import kernels_file
 from npudoctor.plan.files import cann_packages

@@ -7,7 +7,7 @@ import io
 from typing import List, Tuple
 
 from npudoctor.cli import run
-from npudoctor.cli.request import Environment
+from npudoctor.session.request import Environment
 
 
 def _run(argv: List[str], columns: str = "80") -> Tuple[int, str, str]:
@@ -60,7 +60,7 @@ def test_builtin_sha256_is_hashlibs() -> None:
 def test_every_exit_status_is_its_own_member_with_its_own_name() -> None:
     """Two meanings that share an exit code (npd's unknown and a usage error, both 2) are two
     members: neither prints as the other."""
-    from npudoctor.cli.status import COMMAND_STATUSES, ExitStatus
+    from npudoctor.session.status import COMMAND_STATUSES, ExitStatus
 
     assert ExitStatus.NPD_UNKNOWN is not ExitStatus.USAGE
     assert (ExitStatus.NPD_UNKNOWN.name, int(ExitStatus.NPD_UNKNOWN)) == ("NPD_UNKNOWN", 2)

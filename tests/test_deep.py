@@ -14,7 +14,7 @@ from pathlib import Path
 
 from strict_facts import undeclared
 
-from npudoctor.engine import Options, ProbeContext
+from npudoctor.context import Options, ProbeContext
 from npudoctor.facts import Facts
 from npudoctor.host import Host
 from npudoctor.probes import deep

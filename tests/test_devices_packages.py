@@ -19,11 +19,12 @@ from clirun import npudoctor
 from scenario_runner import environment, prepare
 
 from npudoctor.cli.commands.devices import AREAS, SECTIONS
-from npudoctor.cli.machine import load_matrix_or_none, machine_request, snapshot_for
-from npudoctor.engine import Options, evaluate
+from npudoctor.context import Options
+from npudoctor.engine import evaluate
 from npudoctor.facts.system import PackagesFacts
 from npudoctor.parsers.metadata import canonical_name
 from npudoctor.probes import packages
+from npudoctor.session.machine import load_matrix_or_none, machine_request, snapshot_for
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 ALL = sorted(p for p in SCENARIOS.iterdir() if (p / "root").is_dir() and (p / "scenario.toml").is_file())

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from build_cann_scenarios import AS, cann85, fixture, write
 
-from npudoctor.engine import Options, ProbeContext, collect, evaluate
+from npudoctor.context import Options, ProbeContext
+from npudoctor.engine import collect, evaluate
 from npudoctor.host import Host
 from npudoctor.knowledge.matrix import load_matrix
 from npudoctor.parsers.info_files import format_ranges

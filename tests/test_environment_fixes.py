@@ -181,7 +181,8 @@ def test_toolkit_arch_from_install_info_or_the_one_arch_dir(tmp_path):
 
 
 def _env_findings(env: Dict[str, Any]) -> List[Any]:
-    from npudoctor.engine import Options, evaluate
+    from npudoctor.context import Options
+    from npudoctor.engine import evaluate
     from npudoctor.knowledge.matrix import load_matrix
     from npudoctor.snapshot import Snapshot
 

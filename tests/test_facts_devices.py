@@ -12,7 +12,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 import jsonschema
 from strict_facts import undeclared
 
-from npudoctor.engine import Options, ProbeContext
+from npudoctor.context import Options, ProbeContext
 from npudoctor.facts import Facts, facts_schema
 from npudoctor.facts.devices import HealthDetail, NpuProcess
 from npudoctor.host import DEFAULT_TIMEOUT, CommandResult, Host

@@ -12,7 +12,7 @@ from typing import Mapping, Optional, Sequence
 
 from strict_facts import undeclared
 
-from npudoctor.engine import Options, ProbeContext
+from npudoctor.context import Options, ProbeContext
 from npudoctor.facts import Facts
 from npudoctor.facts.hccl import HccnIp
 from npudoctor.host import DEFAULT_TIMEOUT, CommandResult, Host

@@ -16,7 +16,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import pytest
 from clirun import npudoctor
 
-from npudoctor.engine import Options, RuleContext, collect, evaluate
+from npudoctor.context import Options, RuleContext
+from npudoctor.engine import collect, evaluate
 from npudoctor.host import Host
 from npudoctor.knowledge.grades import severity
 from npudoctor.knowledge.matrix import load_matrix

@@ -13,7 +13,8 @@ import psutil
 import pytest
 from clirun import npudoctor
 
-from npudoctor.engine import Options, collect, evaluate
+from npudoctor.context import Options
+from npudoctor.engine import collect, evaluate
 from npudoctor.facts import Facts
 from npudoctor.host import Host
 from npudoctor.rules._hccl_job import job_shape

@@ -77,7 +77,8 @@ def test_a_budget_that_runs_out_answers_with_what_was_judged_without_judging_aga
 def test_npu_smi_may_use_the_probes_whole_share_of_the_budget(tmp_path: Path) -> None:
     # a 3 s budget (the shipped readiness probe's): an npu-smi that answers after 2 s gets
     # its answer read (under a 60 % command share it was cut short at 1.8 s: unknown)
-    from npudoctor.engine import Options, collect
+    from npudoctor.context import Options
+    from npudoctor.engine import collect
     from npudoctor.host import Host
 
     scenario = prepare(REPO / "tests/scenarios/health-910b3-8npu-healthy", tmp_path)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from npudoctor.engine import Options, collect, evaluate
+from npudoctor.context import Options
+from npudoctor.engine import collect, evaluate
 from npudoctor.host import Host
 from npudoctor.probes import host_limits
 

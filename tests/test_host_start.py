@@ -14,7 +14,8 @@ import pytest
 from shellscript import write_script
 
 from npudoctor import hostproc
-from npudoctor.engine import Options, collect
+from npudoctor.context import Options
+from npudoctor.engine import collect
 from npudoctor.host import Host
 
 REPO = Path(__file__).resolve().parent.parent

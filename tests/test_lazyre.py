@@ -28,9 +28,7 @@ PACKAGE = ROOT / "npudoctor"
 ALLOWED_EAGER: Dict[str, int] = {
     # canonical_name's pattern: used at import (the packages probe's names judged by name).
     "npudoctor/parsers/metadata.py": 1,
-    # The extension and library scans (another engineer's files; their patterns run per
-    # file of a site-packages walk).
-    "npudoctor/probes/_extensions.py": 4,
+    # The library scan: its patterns run per file of a site-packages walk.
     "npudoctor/probes/libraries.py": 4,
     # The triage scanner's normaliser runs per grouped log line; triage is not imported by
     # health or check, and its patterns are used on every triage run.

@@ -8,7 +8,8 @@ from typing import Any, Dict, List
 
 import pytest
 
-from npudoctor.engine import Options, evaluate
+from npudoctor.context import Options
+from npudoctor.engine import evaluate
 from npudoctor.facts.runtime_env import FoundAt, Resolution
 from npudoctor.knowledge.matrix import load_matrix
 from npudoctor.rules._libowners import (

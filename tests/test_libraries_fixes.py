@@ -10,7 +10,8 @@ from typing import Any, Dict, List, Optional
 import pytest
 from scenario_runner import REPO, prepare, run_check
 
-from npudoctor.engine import Options, evaluate
+from npudoctor.context import Options
+from npudoctor.engine import evaluate
 from npudoctor.knowledge.matrix import load_matrix
 from npudoctor.knowledge.toolchain import gcc_for
 from npudoctor.snapshot import Snapshot

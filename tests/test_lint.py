@@ -287,7 +287,7 @@ def _run_with(env_kwargs: Dict[str, Any], *argv: Any) -> Tuple[int, str, str]:
     import io
 
     from npudoctor.cli import run
-    from npudoctor.cli.request import Environment
+    from npudoctor.session.request import Environment
 
     out, err = io.StringIO(), io.StringIO()
     env = Environment(stdout=out, stderr=err, environ=dict(os.environ), **env_kwargs)

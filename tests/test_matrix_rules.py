@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from npudoctor.engine import Options, RuleContext, evaluate
+from npudoctor.context import Options, RuleContext
+from npudoctor.engine import evaluate
 from npudoctor.knowledge.matrix import bundled_dir, load_from
 from npudoctor.rules.matrix import not_in_matrix, not_in_matrix_finding, refresh_hint
 from npudoctor.snapshot import Snapshot

@@ -5,7 +5,8 @@ stays informational."""
 
 from __future__ import annotations
 
-from npudoctor.engine import Options, evaluate
+from npudoctor.context import Options
+from npudoctor.engine import evaluate
 from npudoctor.knowledge.matrix import load_matrix
 from npudoctor.snapshot import Snapshot
 

@@ -12,7 +12,8 @@ from typing import Any, Dict
 import pytest
 from elfbuild import elf_world_fixture  # noqa: F401  (session fixture elf_world)
 
-from npudoctor.engine import Options, evaluate
+from npudoctor.context import Options
+from npudoctor.engine import evaluate
 from npudoctor.knowledge.matrix import load_matrix
 from npudoctor.parsers.npu_smi import parse_error
 from npudoctor.snapshot import Snapshot

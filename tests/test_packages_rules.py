@@ -310,7 +310,8 @@ def test_malformed_python_and_package_facts_are_read_not_crashed_on():
     """The rules read the typed views: an ``environments`` entry that is not an object
     (it made python_env.interpreter_inspected raise before, reported as HOST099) and a
     package record that is not an object are left out, the rest is judged."""
-    from npudoctor.engine import Options, evaluate
+    from npudoctor.context import Options
+    from npudoctor.engine import evaluate
     from npudoctor.snapshot import Snapshot
 
     facts = {

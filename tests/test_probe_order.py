@@ -12,16 +12,8 @@ from typing import Dict, Set
 
 import pytest
 
-from npudoctor.engine import (
-    FactsView,
-    Options,
-    ProbeContext,
-    ProbeOrderError,
-    ProbeSpec,
-    probe_order,
-    probe_specs,
-    select_probes,
-)
+from npudoctor.context import FactsView, Options, ProbeContext
+from npudoctor.engine import ProbeOrderError, ProbeSpec, probe_order, probe_specs, select_probes
 from npudoctor.host import Host
 from tests.scenario_runner import environment, prepare, tomllib
 

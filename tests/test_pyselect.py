@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from clirun import npudoctor  # noqa: E402
 
-from npudoctor.cli import pyselect  # noqa: E402
+from npudoctor.session import pyselect  # noqa: E402
 
 BASE_PYTHON = getattr(sys, "_base_executable", None) or sys.executable
 

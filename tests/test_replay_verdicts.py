@@ -12,7 +12,8 @@ from typing import Any, Dict, List
 
 import pytest
 
-from npudoctor.engine import Options, evaluate
+from npudoctor.context import Options
+from npudoctor.engine import evaluate
 from npudoctor.knowledge.matrix import load_matrix
 from npudoctor.rules.devices import chip_identity
 from npudoctor.snapshot import Snapshot

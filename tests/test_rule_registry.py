@@ -23,7 +23,7 @@ import pytest
 from clirun import npudoctor
 from scenario_runner import REPO, SHARED_SCENARIOS, environment, prepare, scenario_dirs, tomllib
 
-from npudoctor import engine
+from npudoctor import context, engine
 from npudoctor.facts import SECTIONS, Facts
 
 SCENARIOS = scenario_dirs(REPO / "tests" / "scenarios", REPO / "examples", SHARED_SCENARIOS)
@@ -156,7 +156,7 @@ COLLECT = engine.collect
 def _recording(snapshots: List[Any]) -> Callable[..., Any]:
     """:func:`engine.collect`, keeping a copy of each snapshot it makes."""
 
-    def collect(host: Any, options: engine.Options, sections: Any = None) -> Any:
+    def collect(host: Any, options: context.Options, sections: Any = None) -> Any:
         snapshot = COLLECT(host, options, sections)
         snapshots.append(copy.deepcopy(snapshot))
         return snapshot
@@ -169,7 +169,7 @@ def _replaying(snapshots: List[Any]) -> Callable[..., Any]:
     the same facts: a hung npu-smi's measured CPU starvation differs run to run)."""
     queue = list(snapshots)
 
-    def collect(host: Any, options: engine.Options, sections: Any = None) -> Any:
+    def collect(host: Any, options: context.Options, sections: Any = None) -> Any:
         snapshot = copy.deepcopy(queue.pop(0))
         if options.collected is not None:
             options.collected.update(snapshot.facts)
@@ -284,17 +284,17 @@ def test_a_module_says_nothing_without_its_only_with_sections(runs, monkeypatch)
     for scenario, doc in runs.docs.items():
         for module, only, _post in pruned:
             without = Snapshot.from_dict(dict(doc, facts={k: v for k, v in doc["facts"].items() if k not in only}))
-            ctx = engine.RuleContext(without, matrix, engine.Options())
+            ctx = context.RuleContext(without, matrix, context.Options())
             for name, func in npudoctor.rules.RULES:
                 if name.split(".", 1)[0] == module:
                     assert not list(func(ctx) or ()), f"{scenario}: {name} speaks without {only}"
         for only, modules in groups.items():
             # judged without these modules' post-processors, each of them changes nothing
             without = Snapshot.from_dict(dict(doc, facts={k: v for k, v in doc["facts"].items() if k not in only}))
-            ctx = engine.RuleContext(without, matrix, engine.Options())
+            ctx = context.RuleContext(without, matrix, context.Options())
             others = [(n, f) for n, f in every if n.split(".", 1)[0] not in modules]
             monkeypatch.setattr(npudoctor.rules, "POSTPROCESSORS", others)
-            judged = engine.evaluate(without, matrix, engine.Options())
+            judged = engine.evaluate(without, matrix, context.Options())
             for name, post in every:
                 if name.split(".", 1)[0] in modules:
                     assert post(ctx, list(judged)) == judged, f"{scenario}: {name} acts without {only}"
@@ -374,7 +374,7 @@ def test_the_findings_keep_the_registry_order_whatever_was_imported_first(runs, 
 
     matrix = load_matrix(None)
     snapshots = [Snapshot.from_dict(runs.docs[name]) for name in sorted(runs.docs)[:20]]
-    before = [engine.evaluate(s, matrix, engine.Options()) for s in snapshots]
+    before = [engine.evaluate(s, matrix, context.Options()) for s in snapshots]
     monkeypatch.setattr(npudoctor.rules, "RULES", list(reversed(npudoctor.rules.RULES)))
     monkeypatch.setattr(npudoctor.rules, "POSTPROCESSORS", list(reversed(npudoctor.rules.POSTPROCESSORS)))
-    assert [engine.evaluate(s, matrix, engine.Options()) for s in snapshots] == before
+    assert [engine.evaluate(s, matrix, context.Options()) for s in snapshots] == before

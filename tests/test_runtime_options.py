@@ -226,8 +226,8 @@ def test_env_no_commands_reaches_the_probes(monkeypatch):
     """``env`` runs a command only for a live ``--python`` (torch's ABI for NNAL), which a
     test machine cannot stage; this shows --no-commands reaches the Host the probes use."""
     import npudoctor.engine
-    from npudoctor.cli.request import MachineRequest
     from npudoctor.runtime.environment import plan_environment
+    from npudoctor.session.request import MachineRequest
 
     seen = []
 
@@ -251,7 +251,7 @@ def test_env_from_prints_the_snapshots_exports(unsourced, tmp_path):
     assert sorted(replayed) == sorted(live)
     assert "(from the snapshot)" in proc.stderr
     assert run(unsourced, "env", "--from", str(snap), "--root", "ROOT").returncode == 2
-    # one policy for every command (cli/request.py MachineRequest.replay_conflict): an option
+    # one policy for every command (session/request.py MachineRequest.replay_conflict): an option
     # --from would silently ignore is refused, --no-commands included
     refused = run(unsourced, "env", "--from", str(snap), "--no-commands")
     assert refused.returncode == 2 and "cannot be combined with --no-commands" in refused.stderr

@@ -20,7 +20,8 @@ from clirun import npudoctor
 from scenario_runner import environment
 from shellscript import write_script
 
-from npudoctor.engine import Options, collect, evaluate
+from npudoctor.context import Options
+from npudoctor.engine import collect, evaluate
 from npudoctor.facts.coverage import not_checked
 from npudoctor.host import Host
 from npudoctor.probes.devices import HANG_AFTER

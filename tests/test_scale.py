@@ -81,7 +81,8 @@ def test_a_huge_site_packages_reads_record_files_only_for_named_cuda_distributio
     """Over FULL_READ_LIMIT distributions the frameworks probe does not read every RECORD
     (100,000 of them cost seconds): a distribution the CUDA-only data names is still
     recognised from its files, an unnamed one's RECORD is left unread, and the facts say so."""
-    from npudoctor.engine import Options, collect
+    from npudoctor.context import Options
+    from npudoctor.engine import collect
 
     site = tmp_path / SITE.lstrip("/")
     site.mkdir(parents=True)

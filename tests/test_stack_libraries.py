@@ -253,7 +253,8 @@ def test_second_check_reuses_every_parsed_file_and_says_the_same(tmp_path):
 def test_an_npu_smi_that_failed_in_the_loader_is_dev004_alone(elf_world, tmp_path):
     import subprocess
 
-    from npudoctor.engine import Options, evaluate
+    from npudoctor.context import Options
+    from npudoctor.engine import evaluate
     from npudoctor.knowledge.matrix import load_matrix
     from npudoctor.parsers.npu_smi import parse_error
     from npudoctor.snapshot import Snapshot

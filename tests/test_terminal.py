@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from clirun import npudoctor  # noqa: E402
 from scenario_runner import environment  # noqa: E402
 
-from npudoctor.cli.request import Environment, take_color_flags  # noqa: E402
+from npudoctor.session.request import Environment, take_color_flags  # noqa: E402
 
 SCENARIOS = Path(__file__).parent / "scenarios"
 EXAMPLES = Path(__file__).parent.parent / "examples"

@@ -144,7 +144,7 @@ def test_progress_line_on_a_terminal_only(tmp_path, monkeypatch):
 
     import npudoctor.report.triage as report
     from npudoctor.cli.commands.triage import run_triage
-    from npudoctor.cli.request import Environment, MachineRequest
+    from npudoctor.session.request import Environment, MachineRequest
 
     log = tmp_path / "big.log"
     log.write_bytes(b"[INFO] step 1 loss=1.0\n" * 200000 + b"ERR02005 DIST internal error\n")

@@ -106,7 +106,7 @@ def test_truncated_and_corrupt_archives_are_named(tmp_path):
 def _peak_rss_kib(path: Path) -> tuple:
     code = (
         "import resource,sys;from npudoctor.cli.commands.triage import run_triage;"
-        "from npudoctor.cli.request import MachineRequest;"
+        "from npudoctor.session.request import MachineRequest;"
         f"rc=run_triage([{str(path)!r}],MachineRequest(json=True),no_facts=True);"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,file=sys.stderr)"
     )

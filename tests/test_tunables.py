@@ -11,7 +11,8 @@ from build_cann_scenarios import fixture, write
 from stacktree import build_root
 
 from npudoctor import tomlread
-from npudoctor.engine import Options, collect, evaluate
+from npudoctor.context import Options
+from npudoctor.engine import collect, evaluate
 from npudoctor.host import Host
 from npudoctor.knowledge import tunables
 from npudoctor.knowledge.matrix import load_matrix

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from npudoctor import engine
+from npudoctor import context, engine
 from npudoctor.probes._warm import Warming
 from npudoctor.probes.python import later_imports
 
@@ -76,7 +76,7 @@ def test_no_name_no_thread():
 
 
 def test_later_imports_are_the_later_probes_psutil_and_the_planned_rule_modules():
-    options = engine.Options(python="/usr/bin/python3")
+    options = context.Options(python="/usr/bin/python3")
     names = later_imports(options)
     specs = engine.select_probes(engine.probe_specs(), options)
     sections = [s.section for s in specs]

@@ -1,9 +1,9 @@
-"""The command line: options → one :class:`~npudoctor.cli.request.MachineRequest` → one
-function per command → one :class:`~npudoctor.cli.request.ExitStatus`.
+"""The command line: options → one :class:`~npudoctor.session.request.MachineRequest` → one
+function per command → one :class:`~npudoctor.session.request.ExitStatus`.
 
 ``app`` (the Typer application) lives in :mod:`npudoctor.cli.app`; importing this package
 does not import Typer (``health`` starts without it).  :func:`run` runs one command line
-in-process against an injected :class:`~npudoctor.cli.request.Environment`: the console
+in-process against an injected :class:`~npudoctor.session.request.Environment`: the console
 entry point uses it with the real process surroundings, tests with string buffers.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from npudoctor.cli.terminal import Environment, take_color_flags
+from npudoctor.session.terminal import Environment, take_color_flags
 
 if TYPE_CHECKING:
     from typing import Optional, Sequence
@@ -27,7 +27,7 @@ def run(argv: Sequence[str], env: Optional[Environment] = None) -> int:
     the Click context (``ctx.obj``); Typer's own help and usage messages, which Click
     writes to ``sys.stdout``/``sys.stderr``, are redirected to ``env.stdout``/``env.stderr``
     for the duration.  ``--color``/``--no-color`` are taken out of ``argv`` first, wherever
-    they stand (:func:`~npudoctor.cli.request.take_color_flags`).  ``SystemExit`` becomes its status; an unexpected exception becomes
+    they stand (:func:`~npudoctor.session.request.take_color_flags`).  ``SystemExit`` becomes its status; an unexpected exception becomes
     :attr:`ExitStatus.INTERNAL` with a short "please report" line on ``env.stderr``
     (``NPUDOCTOR_DEBUG`` set in ``env.environ``: the exception propagates).  Never raises
     ``SystemExit``.
@@ -49,7 +49,7 @@ def run(argv: Sequence[str], env: Optional[Environment] = None) -> int:
         with contextlib.redirect_stdout(env.stdout), contextlib.redirect_stderr(env.stderr):
             app(args=list(argv), prog_name="npudoctor", standalone_mode=True, obj=env)
     except SystemExit as exc:
-        from npudoctor.cli.status import ExitStatus
+        from npudoctor.session.status import ExitStatus
 
         code = exc.code
         if code is None:
@@ -59,14 +59,14 @@ def run(argv: Sequence[str], env: Optional[Environment] = None) -> int:
         env.stderr.write(f"{code}\n")
         return int(ExitStatus.PROBLEMS)
     except KeyboardInterrupt:
-        from npudoctor.cli.status import ExitStatus
+        from npudoctor.session.status import ExitStatus
 
         env.stderr.write("npudoctor: interrupted\n")
         return int(ExitStatus.INTERRUPTED)
     except Exception as exc:  # the last line of defence: never a bare traceback
         if env.environ.get("NPUDOCTOR_DEBUG"):
             raise
-        from npudoctor.cli.status import ExitStatus
+        from npudoctor.session.status import ExitStatus
 
         env.stderr.write(f"npudoctor failed: {type(exc).__name__}: {exc}\n{PLEASE_REPORT}\n")
         return int(ExitStatus.INTERNAL)

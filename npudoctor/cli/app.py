@@ -1,6 +1,6 @@
 """The Typer application.  Thin: options → request → probes → rules → report → exit status.
 Run it with :func:`npudoctor.cli.run` (which hands the command its
-:class:`~npudoctor.cli.request.Environment` as the Click context object).
+:class:`~npudoctor.session.request.Environment` as the Click context object).
 
 Commands live in :mod:`npudoctor.cli.commands` (one module per family, each with
 ``register(app)``); a run registers only the module of its command (:func:`prepare`,
@@ -16,7 +16,7 @@ import typer
 
 from npudoctor import __version__
 from npudoctor.cli.commands._common import environment
-from npudoctor.cli.request import ExitStatus
+from npudoctor.session.request import ExitStatus
 
 app = typer.Typer(
     name="npudoctor",

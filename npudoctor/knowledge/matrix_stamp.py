@@ -13,7 +13,7 @@ import os
 import re
 from typing import Dict
 
-from npudoctor import userdirs
+from npudoctor import lazyre, userdirs
 
 #: Name of the refreshed matrix file inside the cache directory (JSON: the same document
 #: as the TOML files, read ~30x faster than TOML by the C JSON parser).
@@ -21,7 +21,7 @@ CACHE_FILE = "matrix.json"
 #: Environment variable overriding the user cache directory (tests, read-only homes).
 CACHE_ENV = "NPUDOCTOR_CACHE_DIR"
 
-_META_RETRIEVED = re.compile(r'^\[meta\][^\[]*?^retrieved\s*=\s*"([0-9]{4}-[0-9]{2}-[0-9]{2})"', re.M | re.S)
+_META_RETRIEVED = lazyre.pattern(r'^\[meta\][^\[]*?^retrieved\s*=\s*"([0-9]{4}-[0-9]{2}-[0-9]{2})"', re.M | re.S)
 _JSON_FIELD = r'"{name}":\s*"((?:[^"\\]|\\.)*)"'
 
 

@@ -21,6 +21,7 @@ import ast
 import re
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
+from npudoctor import lazyre
 from npudoctor.lint import rules
 from npudoctor.lint.knowledge import LintKnowledge
 from npudoctor.lint.model import Edit
@@ -31,7 +32,7 @@ _CUDNN_FLAGS = {"benchmark", "deterministic", "enabled", "allow_tf32"}
 #: Other device types: a literal collection that names one of them beside "cuda" enumerates
 #: device types (a table of backends), it does not place anything on CUDA.
 _OTHER_DEVICES = {"cpu", "xpu", "npu", "mps", "hpu", "mlu", "musa", "xla", "meta", "sdaa", "mtia", "ipu"}
-_HCCL_LITERAL = re.compile(r"""['"]hccl['"]""", re.IGNORECASE)
+_HCCL_LITERAL = lazyre.pattern(r"""['"]hccl['"]""", re.IGNORECASE)
 _EXIT = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _SEED_OK = {
     "torch.manual_seed",

@@ -8,9 +8,9 @@ import json
 from typing import Any, Dict, List
 
 from npudoctor import __version__
-from npudoctor.cli.status import ExitStatus
 from npudoctor.lint.model import LintFinding, LintResult
 from npudoctor.lint.rules import lint_codes
+from npudoctor.session.status import ExitStatus
 
 SCHEMA_VERSION = 1
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

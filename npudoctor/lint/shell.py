@@ -4,18 +4,18 @@ the NPU variable (written for both stacks) is not reported for the CUDA one."""
 
 from __future__ import annotations
 
-import re
 from typing import List, Optional, Tuple
 
+from npudoctor import lazyre
 from npudoctor.lint.knowledge import LintKnowledge
 from npudoctor.lint.rules import visible_devices_problem
 
 VISIBLE = "ASCEND_RT_VISIBLE_DEVICES"
-_VALUE = re.compile(r"""("[^"]*"|'[^']*'|[^\s;&|)]*)""")
+_VALUE = lazyre.pattern(r"""("[^"]*"|'[^']*'|[^\s;&|)]*)""")
 
-_ASSIGN = re.compile(r"(?:^|[\s;&|(])(?:export\s+|env\s+)?([A-Z][A-Z0-9_]*)=")
-_BACKEND = re.compile(r"backend[=\s]+[\"']?(nccl)\b")
-_WORD = re.compile(r"[A-Za-z0-9_.-]+")
+_ASSIGN = lazyre.pattern(r"(?:^|[\s;&|(])(?:export\s+|env\s+)?([A-Z][A-Z0-9_]*)=")
+_BACKEND = lazyre.pattern(r"backend[=\s]+[\"']?(nccl)\b")
+_WORD = lazyre.pattern(r"[A-Za-z0-9_.-]+")
 
 
 def strip_comment(line: str) -> str:
@@ -112,22 +112,22 @@ def scan_lines(
     return out
 
 
-_CONFIG_BACKEND = re.compile(
+_CONFIG_BACKEND = lazyre.pattern(
     r"""["']?(?:backend|dist_backend|dist-backend|distributed_backend|ddp_backend)["']?\s*[:=]\s*["']?(nccl)\b"""
 )
-_CONFIG_DEVICE = re.compile(
+_CONFIG_DEVICE = lazyre.pattern(
     r"""["']?(?:device|device_type|accelerator)["']?\s*[:=]\s*["']?(cuda(?::\d+)?)["']?\s*,?\s*$"""
 )
-_CONFIG_ENV_KEY = re.compile(r"""(?:^|[\s{,\-])["']?([A-Z][A-Z0-9_]*)["']?\s*[:=]""")
-_CONFIG_ENV_NAME = re.compile(r"""\bname\s*:\s*["']?([A-Z][A-Z0-9_]*)""")
+_CONFIG_ENV_KEY = lazyre.pattern(r"""(?:^|[\s{,\-])["']?([A-Z][A-Z0-9_]*)["']?\s*[:=]""")
+_CONFIG_ENV_NAME = lazyre.pattern(r"""\bname\s*:\s*["']?([A-Z][A-Z0-9_]*)""")
 
 
-_CONFIG_BF16 = re.compile(
+_CONFIG_BF16 = lazyre.pattern(
     r"""["']?(?:bf16|torch_dtype|dtype|compute_dtype|mixed_precision)["']?\s*[:=]\s*(?:\{\s*["']?enabled["']?\s*:\s*)?["']?(true|True|bfloat16|bf16)\b"""
 )
 
 
-_CONFIG_VISIBLE = re.compile(r"""["']?ASCEND_RT_VISIBLE_DEVICES["']?\s*[:=]\s*("[^"]*"|'[^']*'|[^\s,}#]+)""")
+_CONFIG_VISIBLE = lazyre.pattern(r"""["']?ASCEND_RT_VISIBLE_DEVICES["']?\s*[:=]\s*("[^"]*"|'[^']*'|[^\s,}#]+)""")
 
 
 def scan_config(

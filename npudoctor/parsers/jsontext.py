@@ -17,6 +17,8 @@ import re
 from itertools import accumulate
 from typing import TYPE_CHECKING
 
+from npudoctor import lazyre
+
 if TYPE_CHECKING:
     from typing import Any, Optional
 
@@ -31,9 +33,9 @@ def _int(text: str) -> int:
 
 
 #: A JSON string literal (its escapes included): what :func:`depth` skips.
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_STRING = lazyre.pattern(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 #: What is not a bracket, once strings are gone.
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_NOT_BRACKET = lazyre.pattern(r"[^\[\]{}]+")
 
 
 def depth(text: str) -> int:

@@ -31,20 +31,20 @@ from __future__ import annotations
 
 import os
 import posixpath
-import re
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
+from npudoctor import lazyre
 from npudoctor.host import Host
 from npudoctor.probes._elfcache import same_mtime
 from npudoctor.probes._ldso import VERSIONED_RE, Resolver, expand_origin, highest
 
 #: torch's own libraries: a module linking one of them is a torch extension, whose C++ ABI
 #: and torch symbols are checked against the installed torch (``torch_extensions``).
-TORCH_LINK_RE = re.compile(r"^(?!libtorch_npu)(libtorch[a-z0-9_]*|libc10(?!_npu)[a-z0-9_]*)\.so$")
+TORCH_LINK_RE = lazyre.pattern(r"^(?!libtorch_npu)(libtorch[a-z0-9_]*|libc10(?!_npu)[a-z0-9_]*)\.so$")
 #: The NPU libraries whose linking makes a site-packages .so an NPU extension.
 NPU_LINKS = ("libtorch_npu.so", "libascendcl.so", "libhccl.so", "libatb.so", "libopapi.so")
 #: Base-system libraries (unknowable when the root holds no libc).
-SYSTEM_LIB_RE = re.compile(
+SYSTEM_LIB_RE = lazyre.pattern(
     r"^(libc|libm|libpthread|libdl|librt|libutil|libresolv|libanl|libnsl|libmvec|ld-linux[-a-z0-9_]*|ld64)\.so(\.[0-9]+)*$"
     r"|^(libstdc\+\+|libgcc_s|libgomp|libatomic)\.so(\.[0-9]+)*$"
 )
@@ -56,11 +56,11 @@ RECORD_LIMIT = 8 << 20
 MAX_OWNED = 400
 MAX_WALK = 20000
 
-NPU_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:7c10_npu|6at_npu|9torch_npu|3op_api|7op_plugin)(?:[0-9]|[A-Z])")
-ATB_SYM_RE = re.compile(r"^_Z(?:T[VIST])?N?K?(?:3atb|3Mki|6AsdOps)(?:[0-9]|[A-Z])")
+NPU_SYM_RE = lazyre.pattern(r"^_Z(?:T[VIST])?N?K?(?:7c10_npu|6at_npu|9torch_npu|3op_api|7op_plugin)(?:[0-9]|[A-Z])")
+ATB_SYM_RE = lazyre.pattern(r"^_Z(?:T[VIST])?N?K?(?:3atb|3Mki|6AsdOps)(?:[0-9]|[A-Z])")
 #: Symbols of the CANN / NNAL family an extension may import: ``acl*`` (libascendcl,
 #: libnnopbase), ``aclnn*`` (libopapi), ``Hccl*`` (libhccl) and ATB's C++ API (libatb).
-CANN_EXT_SYM_RE = re.compile(r"^(?:acl[a-zA-Z]|Hccl|hccl[A-Z])|" + ATB_SYM_RE.pattern[1:])
+CANN_EXT_SYM_RE = lazyre.pattern(r"^(?:acl[a-zA-Z]|Hccl|hccl[A-Z])|" + ATB_SYM_RE.pattern[1:])
 
 _SKIP_TOP = {
     "torch",

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from npudoctor.engine import Options, ProbeContext
+from npudoctor.context import Options, ProbeContext
 from npudoctor.host import Host
 from npudoctor.parsers.procstatus import parse_proc_status
 

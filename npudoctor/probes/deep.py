@@ -61,7 +61,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional
 
-from npudoctor.engine import ProbeContext
+from npudoctor.context import ProbeContext
 from npudoctor.hostproc import track
 from npudoctor.parsers import jsontext
 

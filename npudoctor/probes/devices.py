@@ -57,7 +57,7 @@ import time
 from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
-from npudoctor.engine import ProbeContext
+from npudoctor.context import ProbeContext
 from npudoctor.facts.coverage import HANG_AFTER
 from npudoctor.parsers.accounts import parse_group, parse_passwd
 from npudoctor.parsers.npu_smi import (

@@ -35,7 +35,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any, Dict, Optional
 
-from npudoctor.engine import ProbeContext
+from npudoctor.context import ProbeContext
 from npudoctor.host import Host
 from npudoctor.parsers.info_files import ascend_install_info, driver_version_info, firmware_version_info
 

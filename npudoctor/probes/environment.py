@@ -47,7 +47,7 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor import lazyre
-from npudoctor.engine import ProbeContext
+from npudoctor.context import ProbeContext
 from npudoctor.host import Host
 from npudoctor.probes import mapping
 

@@ -34,7 +34,7 @@ import posixpath
 import time
 from typing import Any, Dict, List, Optional
 
-from npudoctor.engine import ProbeContext
+from npudoctor.context import ProbeContext
 from npudoctor.host import Host
 from npudoctor.knowledge.cuda_only import CUDA_LIBRARY, entry_for, files_source, interesting_file
 from npudoctor.parsers.build_info import python_constants, torch_npu_description_row

@@ -49,7 +49,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional
 
-from npudoctor.engine import ProbeContext
+from npudoctor.context import ProbeContext
 from npudoctor.host import Host
 from npudoctor.parsers.hccn import parse_hccn_conf, parse_ip, parse_link
 from npudoctor.parsers.netfiles import fib_trie_local, if_inet6, interface_of, routes

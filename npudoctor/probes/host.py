@@ -21,7 +21,7 @@ import os
 import struct
 from typing import TYPE_CHECKING
 
-from npudoctor.engine import ProbeContext
+from npudoctor.context import ProbeContext
 from npudoctor.host import Host
 from npudoctor.parsers.accounts import parse_group, parse_passwd
 from npudoctor.parsers.numbers import to_int

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from npudoctor.engine import ProbeContext
+from npudoctor.context import ProbeContext
 
 if TYPE_CHECKING:
     from typing import Any, Dict, Optional, Tuple

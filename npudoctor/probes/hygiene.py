@@ -30,7 +30,7 @@ import stat as stat_mod
 import threading
 from typing import Any, Dict, List, Optional
 
-from npudoctor.engine import ProbeContext
+from npudoctor.context import ProbeContext
 from npudoctor.host import Host
 from npudoctor.parsers.df import parse_df
 

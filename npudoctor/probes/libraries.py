@@ -88,7 +88,7 @@ import re
 import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from npudoctor.engine import ProbeContext
+from npudoctor.context import ProbeContext
 from npudoctor.host import Host
 from npudoctor.parsers.cxxabi import module_cxx11_abi, torch_cxx11_abi
 from npudoctor.probes import _inventory, mapping

@@ -54,7 +54,7 @@ from __future__ import annotations
 import posixpath
 from typing import TYPE_CHECKING
 
-from npudoctor.engine import ProbeContext
+from npudoctor.context import ProbeContext
 from npudoctor.host import Host
 from npudoctor.knowledge.versions import malformed_version
 from npudoctor.parsers import jsontext

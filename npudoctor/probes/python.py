@@ -56,7 +56,7 @@ import re
 from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
-from npudoctor.engine import ProbeContext
+from npudoctor.context import ProbeContext
 from npudoctor.host import Host
 from npudoctor.parsers import jsontext
 

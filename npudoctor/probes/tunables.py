@@ -14,7 +14,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any, Dict
 
-from npudoctor.engine import ProbeContext
+from npudoctor.context import ProbeContext
 from npudoctor.knowledge.tunables import table, watched_names
 
 SECTION = "tunables"

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from npudoctor.cli.request import ExitStatus
 from npudoctor.findings import Finding, counts
+from npudoctor.session.request import ExitStatus
 from npudoctor.snapshot import Snapshot
 
 

@@ -19,7 +19,7 @@ from npudoctor.rules.matrix import REFRESH_CMD, refresh_hint
 if TYPE_CHECKING:
     from typing import List, Optional, Tuple
 
-    from npudoctor.engine import RuleContext
+    from npudoctor.context import RuleContext
     from npudoctor.knowledge.matrix import Chip as MatrixChip
     from npudoctor.knowledge.matrix import Matrix, TorchNpuRow
     from npudoctor.plan.fit import MismatchPlan

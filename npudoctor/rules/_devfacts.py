@@ -17,7 +17,7 @@ from npudoctor.rules.overview import npu_stack_present
 if TYPE_CHECKING:
     from typing import Iterable, List, Optional, Tuple
 
-    from npudoctor.engine import RuleContext
+    from npudoctor.context import RuleContext
 
 #: The control nodes every NPU container needs besides its /dev/davinciN.
 CONTROL_NODES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")

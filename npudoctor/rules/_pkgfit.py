@@ -14,7 +14,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from npudoctor.engine import RuleContext
+from npudoctor.context import RuleContext
 from npudoctor.facts.system import Distribution
 from npudoctor.parsers.metadata import requirements_on, satisfies
 from npudoctor.remedies import Command, PipUninstall, Remedy

@@ -12,7 +12,7 @@ import re
 import shlex
 from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Tuple, TypeVar
 
-from npudoctor.engine import RuleContext
+from npudoctor.context import RuleContext
 from npudoctor.facts.system import Distribution
 from npudoctor.findings import Finding
 from npudoctor.parsers.metadata import marker_environment

@@ -17,7 +17,7 @@ from npudoctor.knowledge.matrix.model import _pep440
 from npudoctor.parsers.metadata import canonical_name, requirements_on
 
 if TYPE_CHECKING:
-    from npudoctor.engine import RuleContext
+    from npudoctor.context import RuleContext
 
 
 def framework_requiring(ctx: RuleContext, torch_npu: str) -> Optional[Tuple[str, str]]:

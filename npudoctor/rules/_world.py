@@ -26,7 +26,7 @@ from npudoctor.rules._devfacts import CONTROL_NODES
 if TYPE_CHECKING:
     from typing import List, Optional, Sequence, Union
 
-    from npudoctor.engine import RuleContext
+    from npudoctor.context import RuleContext
 
 #: Capability bit numbers (linux/capability.h).
 CAP_DAC_OVERRIDE = 1

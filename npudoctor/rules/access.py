@@ -18,7 +18,7 @@ import re
 from typing import Dict, Iterable, List, Set
 
 from npudoctor import lazyre
-from npudoctor.engine import RuleContext
+from npudoctor.context import RuleContext
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.access import BLIND, HOME_DIR, KIND_PATHS, SHARED_PARENTS

@@ -39,7 +39,7 @@ from npudoctor.rules._required import framework_requiring
 from npudoctor.rules.overview import npu_stack_present
 
 if TYPE_CHECKING:
-    from npudoctor.engine import RuleContext
+    from npudoctor.context import RuleContext
     from npudoctor.knowledge.matrix import Matrix
 
 READS = ("cann", "devices", "driver", "frameworks", "host", "packages", "python")

@@ -36,7 +36,7 @@ from npudoctor.rules._env_vars import sourced
 from npudoctor.rules._pyfacts import pip_install
 
 if TYPE_CHECKING:
-    from npudoctor.engine import RuleContext
+    from npudoctor.context import RuleContext
     from npudoctor.facts.stack import Toolkit
 
 READS = ("cann", "devices", "environment", "host", "libraries", "packages", "python")

@@ -23,7 +23,7 @@ from npudoctor.rules._world import CAP_DAC_OVERRIDE, denied_without_dac_override
 if TYPE_CHECKING:
     from typing import Iterable, List, Union
 
-    from npudoctor.engine import RuleContext
+    from npudoctor.context import RuleContext
 
 READS = ("container",)
 ONLY_WITH = ("container",)

@@ -25,7 +25,7 @@ from npudoctor.rules.matrix import refresh_hint
 if TYPE_CHECKING:
     from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-    from npudoctor.engine import RuleContext
+    from npudoctor.context import RuleContext
     from npudoctor.knowledge.matrix import Matrix
 
 READS = ("cann", "devices", "packages")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Iterable, List, NamedTuple, Optional, Tuple
 
-from npudoctor.engine import RuleContext
+from npudoctor.context import RuleContext
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.frameworks import FrameworkRow, npu_fits, rows_for, table

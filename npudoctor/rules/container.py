@@ -24,7 +24,7 @@ from npudoctor.rules._world import HOST_MOUNTS, host_mounts_fix, passthrough_fix
 if TYPE_CHECKING:
     from typing import Iterable, List, Optional, Sequence, Union
 
-    from npudoctor.engine import RuleContext
+    from npudoctor.context import RuleContext
 
 READS = ("cann", "container", "devices", "driver", "packages")
 ONLY_WITH = ("container",)

@@ -23,7 +23,7 @@ from npudoctor.rules._world import passthrough_fix, world
 if TYPE_CHECKING:
     from typing import Iterable, List
 
-    from npudoctor.engine import RuleContext
+    from npudoctor.context import RuleContext
 
 READS = ("cann", "container", "devices", "driver", "packages")
 ONLY_WITH = ("container",)

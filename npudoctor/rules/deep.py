@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional, TypedDict
 
-from npudoctor.engine import RuleContext
+from npudoctor.context import RuleContext
 from npudoctor.facts.deep import DeepFacts, DeepStep
 from npudoctor.findings import AREAS, Finding
 from npudoctor.knowledge import codes

@@ -36,7 +36,7 @@ from npudoctor.rules._devfacts import (
 if TYPE_CHECKING:
     from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
 
-    from npudoctor.engine import RuleContext
+    from npudoctor.context import RuleContext
     from npudoctor.knowledge.matrix import Chip as MatrixChip
     from npudoctor.knowledge.matrix import Matrix
 

@@ -35,7 +35,7 @@ from npudoctor.rules.devices import chip_identity
 if TYPE_CHECKING:
     from typing import Dict, Iterable, List, Optional, Tuple
 
-    from npudoctor.engine import RuleContext
+    from npudoctor.context import RuleContext
 
 READS = ("cann", "container", "devices", "driver", "host", "packages", "python")
 

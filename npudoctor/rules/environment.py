@@ -6,7 +6,7 @@ from __future__ import annotations
 import posixpath
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from npudoctor.engine import RuleContext
+from npudoctor.context import RuleContext
 from npudoctor.facts.environment import EnvironmentFacts, EnvNnal, EnvToolkit
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Set, Tuple
 
-from npudoctor.engine import RuleContext
+from npudoctor.context import RuleContext
 from npudoctor.findings import Finding
 from npudoctor.knowledge import chip_support, codes, cuda_only
 from npudoctor.parsers.metadata import canonical_name, parse_requirement

@@ -23,7 +23,7 @@ from npudoctor.rules._hccl_job import job_shape
 from npudoctor.rules._ranktable import layout_problems
 
 if TYPE_CHECKING:
-    from npudoctor.engine import RuleContext
+    from npudoctor.context import RuleContext
 
 READS = ("container", "devices", "hccl")
 ONLY_WITH = ("hccl",)

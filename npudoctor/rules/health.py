@@ -12,7 +12,7 @@ from npudoctor.rules import rule
 if TYPE_CHECKING:
     from typing import Iterable, Tuple
 
-    from npudoctor.engine import RuleContext
+    from npudoctor.context import RuleContext
 
 READS = ("devices",)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import posixpath
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from npudoctor.engine import RuleContext
+from npudoctor.context import RuleContext
 from npudoctor.facts.hygiene import DiskTarget
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes

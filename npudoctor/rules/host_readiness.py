@@ -23,7 +23,7 @@ from npudoctor.rules._world import systemd_unit, world
 if TYPE_CHECKING:
     from typing import Iterable, List, Optional, Tuple, Union
 
-    from npudoctor.engine import RuleContext
+    from npudoctor.context import RuleContext
 
 READS = ("cann", "container", "devices", "driver", "host_limits", "packages", "tunables")
 ONLY_WITH = ("host_limits",)

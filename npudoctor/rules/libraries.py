@@ -10,7 +10,7 @@ import posixpath
 import re
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-from npudoctor.engine import RuleContext
+from npudoctor.context import RuleContext
 from npudoctor.facts.runtime_env import LibrariesFacts, Resolution
 from npudoctor.findings import Code, Finding
 from npudoctor.knowledge import codes

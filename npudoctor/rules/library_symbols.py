@@ -9,7 +9,7 @@ import posixpath
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from npudoctor import lazyre
-from npudoctor.engine import RuleContext
+from npudoctor.context import RuleContext
 from npudoctor.facts.runtime_env import LibrariesFacts, SymbolCheck, Symbols
 from npudoctor.findings import Code, Finding
 from npudoctor.knowledge import codes

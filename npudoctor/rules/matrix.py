@@ -25,7 +25,7 @@ from npudoctor.rules import postprocess, rule
 if TYPE_CHECKING:
     from typing import Any, Dict, Iterable, List, Mapping, Optional
 
-    from npudoctor.engine import RuleContext
+    from npudoctor.context import RuleContext
     from npudoctor.knowledge.matrix import Matrix
 
 READS = ()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from npudoctor.engine import RuleContext
+from npudoctor.context import RuleContext
 from npudoctor.findings import SEVERITIES, Finding
 from npudoctor.knowledge import codes
 from npudoctor.rules import postprocess

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import abc
 from typing import TYPE_CHECKING
 
-from npudoctor.engine import RuleContext
+from npudoctor.context import RuleContext
 from npudoctor.facts import Facts
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from npudoctor.engine import RuleContext
+from npudoctor.context import RuleContext
 from npudoctor.facts.system import Distribution
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes, grades

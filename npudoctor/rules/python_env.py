@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple, Union
 
 from npudoctor import lazyre
-from npudoctor.engine import RuleContext
+from npudoctor.context import RuleContext
 from npudoctor.facts.system import Distribution
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes, grades

@@ -9,7 +9,7 @@ from __future__ import annotations
 import posixpath
 from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
-from npudoctor.engine import RuleContext
+from npudoctor.context import RuleContext
 from npudoctor.facts.runtime_env import FoundAt, LibrariesFacts, Resolution
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes

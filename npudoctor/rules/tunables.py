@@ -34,7 +34,7 @@ from npudoctor.rules._world import env_fix
 if TYPE_CHECKING:
     from typing import Dict, Iterable, List, Optional, Tuple, Union
 
-    from npudoctor.engine import RuleContext
+    from npudoctor.context import RuleContext
 
 READS = ("cann", "container", "devices", "driver", "hccl", "host_limits", "packages", "tunables")
 ONLY_WITH = ("tunables",)

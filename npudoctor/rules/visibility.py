@@ -32,7 +32,7 @@ from npudoctor.rules._devfacts import (
 if TYPE_CHECKING:
     from typing import Iterable, List, Optional, Tuple, Union
 
-    from npudoctor.engine import RuleContext
+    from npudoctor.context import RuleContext
 
 READS = ("container", "devices")
 ONLY_WITH = ("devices",)

@@ -31,7 +31,7 @@ from npudoctor.rules._world import env_fix, systemd_unit, world
 if TYPE_CHECKING:
     from typing import Iterable, List, Optional, Tuple, Union
 
-    from npudoctor.engine import RuleContext
+    from npudoctor.context import RuleContext
 
 READS = ("cann", "container", "devices", "driver", "packages")
 ONLY_WITH = ("devices",)

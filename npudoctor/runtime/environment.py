@@ -22,9 +22,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
 
-from npudoctor.cli.request import MachineRequest
 from npudoctor.facts import Facts
 from npudoctor.facts._typed import dump
+from npudoctor.session.request import MachineRequest
 
 if TYPE_CHECKING:
     from npudoctor.facts.environment import EnvToolkit
@@ -160,7 +160,8 @@ def plan_environment(machine: Optional[MachineRequest] = None, environ: Optional
     installs (they end up in ``notes``/``unsupported``).
     """
     from npudoctor.cann_env import expected_environment, nnal_variables
-    from npudoctor.engine import Options, collect
+    from npudoctor.context import Options
+    from npudoctor.engine import collect
     from npudoctor.host import Host
     from npudoctor.runtime.quick import diagnosed_environ
 
@@ -370,7 +371,8 @@ def _abi_of(atb_home: Optional[str]) -> Optional[int]:
 
 def _torch_abi(host: Any, python: Optional[str]) -> Optional[bool]:
     """torch's C++11 ABI flag from its libc10.so (no import), or ``None``."""
-    from npudoctor.engine import Options, collect
+    from npudoctor.context import Options
+    from npudoctor.engine import collect
     from npudoctor.probes.environment import torch_cxx11_abi
 
     try:

@@ -12,7 +12,7 @@ any script of the machine:
    command keeps npudoctor's pid, receives the signals sent to it and its exit status is
    the container's (signal and exit pass-through without a forwarding parent).
 
-Exit statuses (:class:`~npudoctor.cli.request.ExitStatus`, as coreutils ``env(1)``):
+Exit statuses (:class:`~npudoctor.session.request.ExitStatus`, as coreutils ``env(1)``):
 ``EXEC_REFUSED`` (125) when npudoctor refuses (``--strict`` and errors) or cannot prepare,
 ``EXEC_CANNOT_RUN`` (126) when the command is found but cannot be executed,
 ``EXEC_NOT_FOUND`` (127) when it is not found; otherwise the command's own status.
@@ -31,11 +31,11 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, TextIO, Tuple
 
-from npudoctor.cli.request import ExitStatus, MachineRequest
 from npudoctor.runtime.deadline import Budget, run_within
 from npudoctor.runtime.environment import EnvPlan, LaunchError, plan_environment
-from npudoctor.runtime.lines import printable
+from npudoctor.runtime.printable import printable
 from npudoctor.runtime.quick import Progress, QuickRequest, evaluate_quick, finished_findings, unfinished
+from npudoctor.session.request import ExitStatus, MachineRequest
 
 #: Default budget (seconds) of the quick checks before the command starts.
 DEFAULT_CHECK_TIMEOUT = 5.0

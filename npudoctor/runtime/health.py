@@ -19,7 +19,7 @@ Contract (Docker ``HEALTHCHECK`` and Kubernetes exec probes):
   named workload's (``--pid``, ``--env-file``, ``--exec-env``), else chosen by where the
   process runs -- its own in a container, pod or build step, or under systemd/Slurm/Ray;
   on a host node the node's, what its CANN ``set_env.sh`` would set
-  (:mod:`npudoctor.runtime.judged`);
+  (:mod:`npudoctor.runtime.workload_env`);
 * ``--timeout SECONDS`` is one total budget measured from the start of the process
   (interpreter start-up included; default 0.9 s, inside Kubernetes' 1 s default probe
   timeout).  When it runs out the check answers with what it has: the areas that
@@ -48,12 +48,12 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from npudoctor.cli.request import ExitStatus
 from npudoctor.runtime.deadline import Budget, process_started, run_within
 from npudoctor.runtime.healthcache import cache_path as _cache_path
 from npudoctor.runtime.healthcache import read_cache as _read_cache
 from npudoctor.runtime.healthopts import HealthOptions, options_from_values, parse_values
-from npudoctor.runtime.lines import printable
+from npudoctor.runtime.printable import printable
+from npudoctor.session.request import ExitStatus
 
 if TYPE_CHECKING:
     from typing import Any, Dict, Optional, Sequence, Tuple
@@ -81,8 +81,8 @@ def evaluate_health(options: HealthOptions, budget: Budget, progress: Optional[P
     ``ValueError`` for a bad option found while working (the caller reports it as a bad
     option); anything else propagates.
     """
-    from npudoctor.runtime.judged import judged_environment
     from npudoctor.runtime.quick import QuickRequest, QuickResult, areas, evaluate_quick
+    from npudoctor.runtime.workload_env import judged_environment
 
     budget.step = "choosing the environment to judge"
     environ, judged = judged_environment(options.machine, options.pid, options.exec_env)

@@ -10,7 +10,7 @@ import time
 from typing import TYPE_CHECKING
 
 from npudoctor.hostio import read_capped_text
-from npudoctor.runtime.lines import printable, verdict_problem
+from npudoctor.runtime.printable import printable, verdict_problem
 
 if TYPE_CHECKING:
     from typing import Any, Dict, Optional, Tuple
@@ -56,7 +56,7 @@ def read_cache(path: str, ttl: float) -> Tuple[Optional[Dict[str, Any]], Optiona
     (deep nesting and numbers over 100 digits are a clear error, not a RecursionError);
     a file of another owner or writable by others is not trusted; an entry that is not a
     printable string (ANSI escapes, control characters, another type) refuses the whole
-    file (:func:`~npudoctor.runtime.lines.verdict_problem`), so nothing of it is echoed."""
+    file (:func:`~npudoctor.runtime.printable.verdict_problem`), so nothing of it is echoed."""
     from npudoctor.parsers.jsontext import loads
 
     try:

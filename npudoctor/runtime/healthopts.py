@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from npudoctor.cli.request import ExitStatus, MachineRequest
+from npudoctor.session.request import ExitStatus, MachineRequest
 
 if TYPE_CHECKING:
     import argparse

@@ -2,7 +2,9 @@
 
 ``npudoctor health`` and ``npudoctor exec`` both call :func:`evaluate_quick` with a typed
 :class:`QuickRequest`; ``health`` turns the result into its verdict, ``exec`` into lines on
-stderr before it starts the workload.
+stderr before it starts the workload.  The machine is judged by the one request service,
+:func:`npudoctor.session.machine.judge`; what is added here is the budget (the matrix and
+rules load beside the probes, the areas finished before a cut are still judged).
 
 This module imports neither Typer nor rich (``health`` runs every few seconds).
 """
@@ -15,9 +17,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
-from npudoctor.cli.request import MachineRequest
 from npudoctor.facts import Facts
 from npudoctor.runtime.deadline import Budget
+from npudoctor.session.request import MachineRequest
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ class QuickResult:
     of the areas probed but not judged, :func:`npudoctor.facts.coverage.unchecked`, within
     ``--only``/``--skip``), ``python_choice`` (without ``--python``: which interpreter was
     judged and why, when npudoctor runs from a venv of its own or an active environment
-    was chosen over its own -- :func:`npudoctor.cli.pyselect.default_choice`; else
+    was chosen over its own -- :func:`npudoctor.session.pyselect.default_choice`; else
     ``None``)."""
 
     findings: List[Any]
@@ -131,29 +133,14 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
     anything else the engine raises propagates.
     """
     from npudoctor.config import load_ignores
-    from npudoctor.engine import Options, collect, evaluate, load_rules, planned_sections
-    from npudoctor.host import Host
+    from npudoctor.context import Options
+    from npudoctor.engine import load_rules, planned_sections
     from npudoctor.knowledge.matrix import MatrixError, load_matrix
+    from npudoctor.session.machine import judge
+    from npudoctor.session.terminal import UsageError
 
     machine = request.machine
-    conflict = machine.replay_conflict()
-    if conflict:
-        raise ValueError(conflict)
-    if machine.root and not os.path.isdir(machine.root):
-        raise ValueError(f"--root {machine.root}: not a directory")
-    python, choice = machine.python, None
-    if python:
-        from npudoctor.cli.pyselect import resolve
-
-        python = resolve(python, machine.root)  # a venv/conda directory or env name: its bin/python
-    elif not machine.root and not machine.from_file:
-        from npudoctor.cli.pyselect import default_choice
-
-        # like check: from npudoctor's own venv (pipx), the active venv/conda env is judged
-        python, choice = default_choice(diagnosed_environ(machine, request.environ))
     options = Options(
-        python=python,
-        user=machine.user,
         quick=True,
         command_timeout=budget.command_timeout(),
         deadline=budget.probe_deadline(),
@@ -203,40 +190,35 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
     loader = threading.Thread(target=load, name="npudoctor-quick-matrix", daemon=True)
     if shared is not None:
         shared.loaded, shared.loader = loaded, loader
-    loader.start()
-    if machine.from_file:
-        from npudoctor.snapshot import Snapshot, SnapshotError
 
-        budget.step = "reading the snapshot"
-        try:
-            snapshot = Snapshot.load(machine.from_file)
-        except SnapshotError as exc:
-            raise ValueError(str(exc)) from None
-    else:
-        environ = diagnosed_environ(machine, request.environ)
-        if machine.user:
-            from npudoctor.probes.host import user_problem
+    def probes_ended() -> None:
+        if shared is not None:  # the judging beside the probes stops: the evaluation judges now
+            shared.ended = True
+            shared.changed.set()
 
-            problem = user_problem(Host(root=machine.root or "/", environ=environ), machine.user)
-            if problem:
-                raise ValueError(problem)
-        host = Host(root=machine.root or "/", environ=environ, commands=machine.commands)
-        try:
-            snapshot = collect(host, options)
-        finally:
-            if shared is not None:  # the judging beside the probes stops
-                shared.ended = True
-                shared.changed.set()
-    if shared is not None:
-        shared.ended = True
-        shared.changed.set()
-    budget.step = "loading the matrix"
-    ready.wait()
-    if "error" in loaded and request.matrix:
-        raise ValueError(str(loaded["error"]))
-    budget.step = "judging"
+    def matrix() -> Tuple[Any, Optional[str]]:
+        probes_ended()
+        budget.step = "loading the matrix"
+        ready.wait()  # not the loader thread: after loading it judged the areas as they finished
+        if "error" in loaded and request.matrix:
+            raise ValueError(str(loaded["error"]))
+        budget.step = "judging"
+        return loaded.get("matrix"), None
+
     ignores, _errors = load_ignores()
-    findings = evaluate(snapshot, loaded.get("matrix"), options, ignore=list(request.ignore) + ignores)
+    try:
+        # the environment probed and choosing the interpreter: the caller's, else the --env-file's
+        workload = None if machine.from_file else diagnosed_environ(machine, request.environ)
+        loader.start()
+        if machine.from_file:
+            budget.step = "reading the snapshot"
+        snapshot, findings = judge(
+            machine, options, workload=workload, matrix=matrix, ignore=list(request.ignore) + ignores
+        )
+    except UsageError as exc:
+        raise ValueError(str(exc)) from None
+    finally:
+        probes_ended()
     from npudoctor.facts.coverage import unchecked
 
     view = Facts(snapshot.facts)
@@ -250,7 +232,7 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
         chips=len(view.devices.chips),
         summary=_summary(view),
         unchecked=gaps,
-        python_choice=choice,
+        python_choice=None if machine.from_file else snapshot.target.get("python_choice"),
     )
 
 

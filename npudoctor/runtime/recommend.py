@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-    from npudoctor.cli.request import MachineRequest
     from npudoctor.findings import Finding
     from npudoctor.remedies import Remedy
+    from npudoctor.session.request import MachineRequest
 
 #: The codes whose fixes are environment settings of the runtime tunables.
 TUNABLE_CODES = ("ENV008", "ENV009", "ENV010", "ENV011")
@@ -55,11 +55,10 @@ def recommend(
     request: MachineRequest, environ: Optional[Mapping[str, str]] = None
 ) -> Tuple[List[Remedy], List[Finding]]:
     """Probe and judge the machine of ``request``; the tunable steps and the findings they fix."""
-    from npudoctor.cli.machine import load_matrix_or_none, snapshot_for
-    from npudoctor.engine import Options, evaluate
+    from npudoctor.context import Options
+    from npudoctor.session.machine import judge
 
     options: Any = Options()
-    snapshot = snapshot_for(request, options, environ=environ)
-    matrix, _error = load_matrix_or_none(None)
-    findings = [f for f in evaluate(snapshot, matrix, options) if f.code in TUNABLE_CODES]
+    _snapshot, judged = judge(request, options, environ=environ)
+    findings = [f for f in judged if f.code in TUNABLE_CODES]
     return steps_of(findings), findings

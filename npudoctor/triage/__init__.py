@@ -42,7 +42,8 @@ def findings_on(facts: Mapping[str, Any], matrix: Any = None) -> List[Finding]:
     """The rule findings on ``facts`` (a snapshot's ``facts`` dict): every rule of
     :func:`npudoctor.engine.evaluate` with default options and ``matrix`` (``None``: the
     bundled/cached matrix, or no matrix when it cannot be loaded)."""
-    from npudoctor.engine import Options, evaluate
+    from npudoctor.context import Options
+    from npudoctor.engine import evaluate
     from npudoctor.knowledge.matrix import MatrixError, load_matrix
     from npudoctor.snapshot import Snapshot
 

@@ -19,7 +19,8 @@ def _largest_scenario() -> Dict[str, Any]:
     sys.path[:0] = [str(REPO), str(REPO / "tests")]
     from scenario_runner import environment, scenario_dirs
 
-    from npudoctor.engine import Options, collect
+    from npudoctor.context import Options
+    from npudoctor.engine import collect
     from npudoctor.host import Host
 
     try:

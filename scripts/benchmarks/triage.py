@@ -99,7 +99,7 @@ def _gzip_run(path: str) -> str:
         shutil.copyfileobj(src, dst, 1 << 20)
     code = (
         "import resource,sys;from npudoctor.cli.commands.triage import run_triage;"
-        "from npudoctor.cli.request import MachineRequest;"
+        "from npudoctor.session.request import MachineRequest;"
         f"run_triage([{gz!r}],MachineRequest(json=True),no_facts=True);"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,file=sys.stderr)"
     )

@@ -1,11 +1,11 @@
 """Options shared by every command that looks at a machine (the Typer half).  The one helper
-that turns them into a :class:`~npudoctor.cli.request.MachineRequest` and the code that turns
-a request into a snapshot and a matrix live in the Typer-free :mod:`npudoctor.cli.machine`
+that turns them into a :class:`~npudoctor.session.request.MachineRequest` and the code that turns
+a request into a snapshot and a matrix live in the Typer-free :mod:`npudoctor.session.machine`
 (re-exported here), which ``health`` and ``exec`` use too.
 
 Commands use the ``Annotated`` aliases below so that ``check``, ``collect``, ``devices``
 and ``triage`` spell the machine options the same way; each takes a ``typer.Context``
-whose ``obj`` is the :class:`~npudoctor.cli.request.Environment` it writes to (see
+whose ``obj`` is the :class:`~npudoctor.session.request.Environment` it writes to (see
 :func:`npudoctor.cli.run`).
 """
 
@@ -14,9 +14,10 @@ from typing import List, Optional
 import typer
 from typing_extensions import Annotated
 
-from npudoctor.cli.machine import (
+from npudoctor.session.machine import (
     diagnosed_environ,
     echo,
+    judge,
     load_matrix_or_none,
     load_snapshot,
     machine_request,
@@ -25,7 +26,7 @@ from npudoctor.cli.machine import (
     usage_failure,
     warn,
 )
-from npudoctor.cli.request import DEFAULT_DEADLINE, Environment
+from npudoctor.session.request import DEFAULT_DEADLINE, Environment
 
 __all__ = [  # the Typer options and helpers below, and the Typer-free helpers the commands import from here
     "DeadlineOpt",
@@ -43,6 +44,7 @@ __all__ = [  # the Typer options and helpers below, and the Typer-free helpers t
     "echo",
     "environment",
     "fail_usage",
+    "judge",
     "load_matrix_or_none",
     "load_snapshot",
     "machine_request",

@@ -22,6 +22,7 @@ from npudoctor.cli.commands._common import (
     VerboseOpt,
     environment,
     fail_usage,
+    judge,
     load_matrix_or_none,
     load_snapshot,
     machine_request,
@@ -29,8 +30,8 @@ from npudoctor.cli.commands._common import (
     usage_failure,
     warn,
 )
-from npudoctor.cli.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest, UsageError
 from npudoctor.redact import conceal, conceal_text
+from npudoctor.session.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest, UsageError
 
 CHECK_HELP = """Probe the NPU software stack, judge it against the compatibility matrix and
 print findings with fix-it commands.
@@ -66,7 +67,7 @@ def run_check(
     :func:`npudoctor.report.build.exit_status`).  Raises :class:`UsageError` for bad options
     or unreadable inputs."""
     from npudoctor.config import load_ignore_entries
-    from npudoctor.engine import Options, evaluate
+    from npudoctor.context import Options
     from npudoctor.knowledge.codes import lookup
     from npudoctor.report.build import document, exit_status
 
@@ -77,18 +78,20 @@ def run_check(
             env.stderr.write(f"  probing {step}…\n")
 
         options.progress = progress
-    snapshot = snapshot_for(request, options, environ=env.environ)
-    matrix, matrix_error = load_matrix_or_none(matrix_path)
-    if matrix is not None:
-        snapshot.matrix = dict(matrix.provenance)
-    else:
-        snapshot.matrix = {"error": matrix_error}
     config_entries, config_errors = load_ignore_entries(environ=dict(env.environ))
     config_ignores = [code for code, _where in config_entries]
+    ignored: List[Any] = []
+    snapshot, findings = judge(
+        request,
+        options,
+        environ=env.environ,
+        matrix_path=matrix_path,
+        ignore=list(ignore or []) + config_ignores,
+        ignored=ignored,
+        record_matrix=True,
+    )
     for err in config_errors:
         warn(env, err)
-    ignored: List[Any] = []
-    findings = evaluate(snapshot, matrix, options, ignore=list(ignore or []) + config_ignores, ignored=ignored)
     origins = [(code, "--ignore") for code in ignore or []] + config_entries
     for code, where in origins:
         if lookup(code) is None:
@@ -193,7 +196,7 @@ def collect_snapshot(
     redacted unless ``redact`` is false, to ``output`` (``-`` or ``request.json``: to
     ``env.stdout``).  Returns OK; raises :class:`UsageError` for bad options or an
     unwritable output."""
-    from npudoctor.engine import Options
+    from npudoctor.context import Options
     from npudoctor.snapshot import atomic_write
     from npudoctor.snapshot import redact as redact_snapshot
 

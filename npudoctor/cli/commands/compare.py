@@ -8,7 +8,7 @@ import typer
 from typing_extensions import Annotated
 
 from npudoctor.cli.commands._common import JsonOpt, environment, fail_usage
-from npudoctor.cli.request import Environment, ExitStatus, UsageError
+from npudoctor.session.request import Environment, ExitStatus, UsageError
 
 COMPARE_HELP = """Compare the snapshots of several nodes (written by `npudoctor collect`): one
 stack fingerprint per node (Python, torch, torch_npu, CANN toolkit/kernels/NNAL, driver,

@@ -7,7 +7,7 @@ Only the ``host``, ``python``, ``packages``, ``devices`` and ``container`` probe
 """
 
 import json
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import typer
 
@@ -22,13 +22,13 @@ from npudoctor.cli.commands._common import (
     RootOpt,
     UserOpt,
     environment,
+    judge,
     load_matrix_or_none,
     machine_request,
-    snapshot_for,
     usage_failure,
 )
-from npudoctor.cli.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest, UsageError
 from npudoctor.redact import conceal
+from npudoctor.session.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest, UsageError
 
 SECTIONS = ("host", "python", "packages", "devices", "container")
 AREAS = ("devices", "container")
@@ -39,11 +39,18 @@ def gather(request: MachineRequest, matrix_path: Optional[str] = None, environ: 
     "container", "findings"}`` (the sections as their typed views read them, every declared
     field present; each chip with what the current matrix says it is).  ``environ``: npudoctor's own environment (``None``: this
     process's), replaced by the request's ``--env-file``.  Raises :class:`UsageError`."""
-    from npudoctor.engine import Options, evaluate
+    from npudoctor.context import Options
 
     # the packages its rules judge by name read in full, the rest indexed by directory name
     options = Options(user=request.user, matrix_path=matrix_path, only=set(AREAS), index_packages=True)
-    snapshot = snapshot_for(request, options, sections=SECTIONS, environ=environ)
+    used: List[Any] = []  # the matrix judged with: it also names each chip below
+
+    def matrix() -> Tuple[Any, Optional[str]]:
+        loaded, error = load_matrix_or_none(matrix_path)
+        used.append(loaded)
+        return loaded, error
+
+    snapshot, findings = judge(request, options, sections=SECTIONS, environ=environ, matrix=matrix)
     mode = snapshot.target.get("mode")
     source = {"from": f"snapshot {request.from_file}", "root": f"root {snapshot.target.get('root')}"}.get(
         str(mode), "this machine"
@@ -52,13 +59,11 @@ def gather(request: MachineRequest, matrix_path: Optional[str] = None, environ: 
     from npudoctor.facts._typed import dump
     from npudoctor.rules.devices import chip_identity
 
-    matrix, _err = load_matrix_or_none(matrix_path)
-    findings = evaluate(snapshot, matrix, options)
     facts = Facts(snapshot.facts)
     devices = dump(facts.devices)  # the devices view in the snapshot's shape
     # what each chip is: the rules' judgement with the current matrix
     devices["chips"] = [
-        dict(chip, **{k: v for k, v in chip_identity(matrix, chip).items() if k != "known"})
+        dict(chip, **{k: v for k, v in chip_identity(used[0], chip).items() if k != "known"})
         for chip in devices["chips"]
     ]
     return {

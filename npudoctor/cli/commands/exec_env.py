@@ -1,7 +1,7 @@
 """``npudoctor exec`` (a container entrypoint) and ``npudoctor env``: options → a
-:class:`~npudoctor.cli.request.MachineRequest` → :func:`npudoctor.runtime.exec.run_exec` /
+:class:`~npudoctor.session.request.MachineRequest` → :func:`npudoctor.runtime.exec.run_exec` /
 :func:`npudoctor.runtime.environment.plan_environment` → an
-:class:`~npudoctor.cli.request.ExitStatus`."""
+:class:`~npudoctor.session.request.ExitStatus`."""
 
 import json
 import sys
@@ -21,7 +21,7 @@ from npudoctor.cli.commands._common import (
     UserOpt,
     environment,
 )
-from npudoctor.cli.request import Environment, ExitStatus, MachineRequest
+from npudoctor.session.request import Environment, ExitStatus, MachineRequest
 
 EXEC_HELP = """Run CMD in the CANN environment, after the quick health checks.
 
@@ -159,9 +159,9 @@ def register(app: typer.Typer) -> None:
 def _recommend(env: Environment, options: Tuple[Any, ...], form: str) -> ExitStatus:
     """``env --recommend``: ``options`` are the machine options as parsed (root, python,
     user, env_file, no_commands, from)."""
-    from npudoctor.cli.machine import machine_request
-    from npudoctor.cli.request import UsageError
     from npudoctor.runtime.recommend import FORMS, recommend, render
+    from npudoctor.session.machine import machine_request
+    from npudoctor.session.request import UsageError
 
     if form not in FORMS:
         env.stderr.write(f"npudoctor env: --format {form}: use shell, dockerfile or pod\n")

@@ -15,11 +15,10 @@ from npudoctor.cli.commands._common import (
     RootOpt,
     environment,
     fail_usage,
-    load_matrix_or_none,
+    judge,
     machine_request,
-    snapshot_for,
 )
-from npudoctor.cli.request import Environment, ExitStatus, UsageError
+from npudoctor.session.request import Environment, ExitStatus, UsageError
 
 LINT_HELP = """Find the CUDA-isms in Python files, notebooks (.ipynb code cells), shell launch
 scripts (.sh, .bash) and launcher configs (.yaml, .yml, .json) that break or silently degrade on an Ascend NPU: .cuda() and "cuda:N",
@@ -62,14 +61,13 @@ class MachineAdvice:
 def machine_advice(root: Optional[str], python: Optional[str], from_: Optional[str], env: Environment) -> MachineAdvice:
     """Read the Python packages and devices of the machine and judge them with the rules;
     raises :class:`UsageError`."""
-    from npudoctor.engine import Options, evaluate
+    from npudoctor.context import Options
     from npudoctor.facts import Facts
 
     request = machine_request(root, python, None, None, False, from_, False)
     options = Options()
-    snapshot = snapshot_for(request, options, sections=["python", "packages", "devices"], environ=env.environ)
-    matrix, _error = load_matrix_or_none(None)
-    no_bf16 = next((f.title for f in evaluate(snapshot, matrix, options) if f.code == "DEV041"), None)
+    snapshot, findings = judge(request, options, sections=["python", "packages", "devices"], environ=env.environ)
+    no_bf16 = next((f.title for f in findings if f.code == "DEV041"), None)
     facts = Facts(snapshot.facts)
     npus = len(facts.devices.chips) or None
     dist = facts.packages.torch_npu

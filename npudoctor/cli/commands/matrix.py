@@ -7,7 +7,7 @@ import typer
 from typing_extensions import Annotated
 
 from npudoctor.cli.commands._common import JsonOpt, MatrixOpt, echo, environment, fail_usage
-from npudoctor.cli.request import Environment, ExitStatus
+from npudoctor.session.request import Environment, ExitStatus
 
 matrix_app = typer.Typer(
     name="matrix",

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, NoReturn, Optional, Sequence
+from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 import typer
 from typing_extensions import Annotated
@@ -29,7 +29,7 @@ from npudoctor.cli.commands._common import (
     RootOpt,
     UserOpt,
 )
-from npudoctor.cli.request import ExitStatus, MachineRequest
+from npudoctor.session.request import ExitStatus, MachineRequest
 
 MAX_MESSAGE = 80
 #: Seconds of the --timeout kept for the answer and a stuck probe.
@@ -93,22 +93,27 @@ def judge(
     (``pid``: a workload process); the verdict in NPD's terms.  An area that was probed but
     not checked (:func:`npudoctor.facts.coverage.unchecked`: no npu-smi, a timeout on a
     busy node) is NPD_UNKNOWN, or PROBLEMS when ``require_checked`` names it.  Raises
-    :class:`npudoctor.cli.request.UsageError` for bad options; anything else the
+    :class:`npudoctor.session.request.UsageError` for bad options; anything else the
     engine raises propagates (the caller answers "unknown")."""
-    from npudoctor.cli.commands._common import load_matrix_or_none, snapshot_for
+    from npudoctor.cli.commands._common import judge, load_matrix_or_none
     from npudoctor.config import load_ignores
-    from npudoctor.engine import Options, evaluate
+    from npudoctor.context import Options
     from npudoctor.facts.coverage import unchecked
     from npudoctor.runtime.quick import areas
 
     required = set(areas(list(require_checked)))
     options = Options(deadline=budget.probe_deadline(), command_timeout=min(5.0, budget.seconds / 3), pid=pid)
     budget.step = "computing the node's environment"
-    snapshot = snapshot_for(machine, options, environ=node_environ(machine, pid))
-    matrix, _err = load_matrix_or_none(None)
     config_ignores, _errs = load_ignores()
-    budget.step = "judging"
-    findings = evaluate(snapshot, matrix, options, ignore=list(ignore) + config_ignores)
+
+    def matrix() -> Tuple[Any, Optional[str]]:
+        loaded = load_matrix_or_none(None)
+        budget.step = "judging"
+        return loaded
+
+    snapshot, findings = judge(
+        machine, options, environ=node_environ(machine, pid), matrix=matrix, ignore=list(ignore) + config_ignores
+    )
     levels = ("error",) if severity == "error" else ("error", "warning")
     problems = [f for f in findings if f.severity in levels and f.code != "HOST099"]
     internal = [f for f in findings if f.code == "HOST099"]
@@ -136,9 +141,9 @@ def node_environ(machine: MachineRequest, pid: Optional[int]) -> Optional[Dict[s
     ENV findings are about a workload and never about the agent's own process.  ``--python``
     alone names an interpreter, not an environment: it is judged in the node's.  ``None``
     for ``--from`` (the snapshot's).  Raises
-    :class:`~npudoctor.cli.request.UsageError` for a bad ``--pid``/``--root``."""
-    from npudoctor.cli.request import UsageError
+    :class:`~npudoctor.session.request.UsageError` for a bad ``--pid``/``--root``."""
     from npudoctor.runtime.environment import LaunchError, pid_environ, plan_environment
+    from npudoctor.session.request import UsageError
 
     if machine.from_file or machine.env_file:
         return None
@@ -227,9 +232,9 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
     ) -> None:
-        from npudoctor.cli.request import UsageError
         from npudoctor.runtime.deadline import Budget, process_started, run_within
         from npudoctor.runtime.quick import areas
+        from npudoctor.session.request import UsageError
 
         # NPD passes its own environment to plugins: NPUDOCTOR_PYTHON names the workloads'
         # interpreter where the plugin config cannot (deploy/k8s/npd/daemonset.yaml).

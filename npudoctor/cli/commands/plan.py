@@ -16,7 +16,7 @@ from npudoctor.cli.commands._common import (
     fail_usage,
     load_matrix_or_none,
 )
-from npudoctor.cli.request import Environment, ExitStatus, UsageError
+from npudoctor.session.request import Environment, ExitStatus, UsageError
 
 PLAN_HELP = """Plan an offline (intranet) install for the machine of a site snapshot.
 

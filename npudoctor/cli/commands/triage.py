@@ -18,12 +18,11 @@ from npudoctor.cli.commands._common import (
     UserOpt,
     environment,
     fail_usage,
-    load_matrix_or_none,
+    judge,
     machine_request,
-    snapshot_for,
 )
-from npudoctor.cli.request import Environment, ExitStatus, MachineRequest, UsageError
 from npudoctor.host import open_regular
+from npudoctor.session.request import Environment, ExitStatus, MachineRequest, UsageError
 
 TRIAGE_HELP = """Find the known error signatures in logs (training/inference output, CANN plog
 files or directories of them, a pasted traceback; '-' reads stdin), group repeats, and rank
@@ -63,16 +62,21 @@ def _facts(
     """
     if no_facts:
         return {}, [], "none", "no-facts"
-    from npudoctor.engine import Options, evaluate
+    from npudoctor.context import Options
     from npudoctor.rules.overview import npu_stack_present
 
     options = Options()
-    snapshot = snapshot_for(request, options, environ=env.environ)
     mode = "from" if request.from_file else ("root" if request.root else ("python" if request.python else "live"))
-    if mode == "live" and not npu_stack_present(snapshot):
+    live = mode == "live"
+    snapshot, findings = judge(
+        request,
+        options,
+        environ=env.environ,
+        matrix_path=matrix_path,
+        worth_judging=npu_stack_present if live else None,
+    )
+    if live and not npu_stack_present(snapshot):
         return {}, [], mode, "no-npu-stack"
-    matrix, _error = load_matrix_or_none(matrix_path)
-    findings = evaluate(snapshot, matrix, options)
     return snapshot.facts, findings, mode, None
 
 

@@ -20,10 +20,10 @@ No Typer or rich here: ``health`` resolves ``--python`` too, before Typer is imp
 from __future__ import annotations
 
 import os
-import re
 import sys
 from typing import TYPE_CHECKING
 
+from npudoctor import lazyre
 from npudoctor.hostio import open_regular
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 _NAMES = ("bin/python", "bin/python3")
 #: File names of Python interpreters (``python``, ``python3.10``, ``python3.13t``, ``pypy3``):
 #: a file so named is taken as one (a pyenv shim or a wrapper script is one too).
-_INTERPRETER_NAME = re.compile(r"(?:python|pypy)[0-9.]*[a-z]?(?:\.exe)?")
+_INTERPRETER_NAME = lazyre.pattern(r"(?:python|pypy)[0-9.]*[a-z]?(?:\.exe)?")
 #: Names every CPython executable holds in its symbol table (``Py_BytesMain`` from Python
 #: 3.8, ``Py_Main`` before; linked statically or against libpython).
 _ENTRY_POINTS = (b"Py_BytesMain", b"Py_Main")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from npudoctor.engine import RuleContext
+from npudoctor.context import RuleContext
 from npudoctor.facts import SECTIONS
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes

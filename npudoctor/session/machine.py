@@ -1,7 +1,7 @@
 """The Typer-free half of the machine commands: the one helper that turns the machine options
-into a :class:`~npudoctor.cli.request.MachineRequest`, the code that turns a request into a
-snapshot (live, ``--root``, ``--python``, ``--from``) and a matrix, and how a command ends
-on a usage error.  Typer-free because ``health`` and ``exec`` use it too; the Typer options
+into a :class:`~npudoctor.session.request.MachineRequest`, the one service that turns a
+request into a snapshot (live, ``--root``, ``--python``, ``--from``) and findings
+(:func:`judge`), and how a command ends on a usage error.  Typer-free because ``health`` and ``exec`` use it too; the Typer options
 are in :mod:`npudoctor.cli.commands._common`, which re-exports these names.
 """
 
@@ -11,10 +11,10 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from npudoctor.cli.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest, UsageError
+from npudoctor.session.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest, UsageError
 
 if TYPE_CHECKING:
-    from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+    from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 
 def machine_request(
@@ -90,20 +90,25 @@ def snapshot_for(
     options: Any,
     sections: Optional[Sequence[str]] = None,
     environ: Optional[Mapping[str, str]] = None,
+    workload: Optional[Mapping[str, str]] = None,
 ) -> Any:
     """Collect (or load, with ``--from``) the snapshot; ``sections`` limits the probes
     run (see :func:`npudoctor.engine.collect`); ``environ`` as for :func:`make_host`.
-    Sets ``options.python`` and ``options.user`` from the request.  Raises
+    ``workload``: the diagnosed environment when the caller decided it (``health`` and
+    ``exec``: the workload's or the node's); it is probed, and without ``--python`` it
+    chooses the interpreter; default: ``environ`` replaced by the ``--env-file``.  Sets
+    ``options.python`` and ``options.user`` from the request.  Raises
     :class:`UsageError`."""
     from npudoctor.engine import collect
 
+    conflict = request.replay_conflict()
+    if conflict:
+        raise UsageError(conflict)
     if request.from_file:
-        if request.root or request.python:
-            raise UsageError("--from replays a snapshot; it cannot be combined with --root or --python")
         snap = load_snapshot(request.from_file)
         snap.target = dict(snap.target, mode="from", **{"from": request.from_file})
         return snap
-    from npudoctor.cli import pyselect
+    from npudoctor.session import pyselect
 
     own = os.environ if environ is None else environ
     python, choice = request.python, None
@@ -113,8 +118,16 @@ def snapshot_for(
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     elif not request.root:
-        python, choice = pyselect.default_choice(own)
-    host = make_host(request, environ)
+        python, choice = pyselect.default_choice(own if workload is None else workload)
+    if workload is None:
+        host = make_host(request, environ)
+    else:
+        from npudoctor.host import Host
+
+        root = request.root or "/"
+        if not os.path.isdir(root):
+            raise UsageError(f"--root {root}: not a directory")
+        host = Host(root=root, environ=dict(workload), commands=request.commands)
     if request.user:
         from npudoctor.probes.host import user_problem
 
@@ -143,6 +156,45 @@ def load_matrix_or_none(path: Optional[str]) -> Tuple[Any, Optional[str]]:
         if path:
             raise UsageError(str(exc)) from None
         return None, str(exc)
+
+
+def judge(
+    request: MachineRequest,
+    options: Any,
+    *,
+    sections: Optional[Sequence[str]] = None,
+    environ: Optional[Mapping[str, str]] = None,
+    workload: Optional[Mapping[str, str]] = None,
+    matrix_path: Optional[str] = None,
+    matrix: Optional[Callable[[], Tuple[Any, Optional[str]]]] = None,
+    ignore: Sequence[str] = (),
+    ignored: Optional[List[Any]] = None,
+    record_matrix: bool = False,
+    worth_judging: Optional[Callable[[Any], bool]] = None,
+) -> Tuple[Any, List[Any]]:
+    """The one service of every command that judges a machine (``check``, ``devices``,
+    ``triage``, ``npd``, ``health``, ``exec``): request -> Host -> snapshot -> findings.
+
+    The snapshot is collected (or replayed) by :func:`snapshot_for` (``sections``,
+    ``environ``, ``workload`` as there); the matrix comes from ``matrix`` once the
+    snapshot is in (a callable returning ``(matrix, None)`` or ``(None, reason)``: the
+    quick evaluation loads it beside the probes), else from :func:`load_matrix_or_none`
+    of ``matrix_path``.  ``record_matrix``: the snapshot records the matrix's provenance
+    (or why none loaded), as ``check`` reports it.  ``ignore``/``ignored`` as for
+    :func:`npudoctor.engine.evaluate`.  ``worth_judging``: when it says a snapshot is not
+    worth judging (``triage`` on a machine without an NPU stack), no matrix is loaded and
+    the findings are empty.  Returns ``(snapshot, findings)``; raises :class:`UsageError`
+    for a bad option."""
+    from npudoctor.engine import evaluate
+
+    snapshot = snapshot_for(request, options, sections=sections, environ=environ, workload=workload)
+    if worth_judging is not None and not worth_judging(snapshot):
+        return snapshot, []
+    loaded, error = matrix() if matrix is not None else load_matrix_or_none(matrix_path)
+    if record_matrix:
+        snapshot.matrix = dict(loaded.provenance) if loaded is not None else {"error": error}
+    findings = evaluate(snapshot, loaded, options, ignore=list(ignore), ignored=ignored)
+    return snapshot, findings
 
 
 def usage_failure(message: str, env: Environment) -> ExitStatus:

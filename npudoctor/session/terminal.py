@@ -1,7 +1,7 @@
 """npudoctor's own surroundings -- :class:`Environment` (streams, terminal facts, clock) -- and
 the colour options every command accepts (:func:`take_color_flags`), :class:`UsageError`.
 
-Kept apart from :mod:`npudoctor.cli.request` (which re-exports these names) because the
+Kept apart from :mod:`npudoctor.session.request` (which re-exports these names) because the
 console entry takes the colour options out of ``health``'s command line with
 :func:`take_color_flags` before anything else is imported.
 """

@@ -8,11 +8,11 @@ how it ends.
   commands run in-process in tests (the idea of HTTPie's ``httpie/context.py``).
 - :class:`ExitStatus`: the one enum of exit statuses, one member per meaning; each command
   decides its status in one place and returns a member of it
-  (:data:`npudoctor.cli.status.COMMAND_STATUSES`: which command may end with which).
+  (:data:`npudoctor.session.status.COMMAND_STATUSES`: which command may end with which).
 
 This module imports neither Typer nor rich: ``health`` uses it before Typer is imported.
 :class:`Environment`, :class:`UsageError` and the colour options live in
-:mod:`npudoctor.cli.terminal`, :class:`ExitStatus` in :mod:`npudoctor.cli.status` (both
+:mod:`npudoctor.session.terminal`, :class:`ExitStatus` in :mod:`npudoctor.session.status` (both
 re-exported here).
 """
 
@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from npudoctor.cli.status import ExitStatus
-from npudoctor.cli.terminal import COLOR_FLAGS, Environment, UsageError, take_color_flags
+from npudoctor.session.status import ExitStatus
+from npudoctor.session.terminal import COLOR_FLAGS, Environment, UsageError, take_color_flags
 
 if TYPE_CHECKING:
     from typing import Dict, Mapping, Optional

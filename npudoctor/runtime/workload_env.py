@@ -10,7 +10,7 @@ import os
 from dataclasses import replace
 from typing import Dict, Optional, Tuple
 
-from npudoctor.cli.request import MachineRequest
+from npudoctor.session.request import MachineRequest
 
 #: Launchers whose process environment is a workload's even on a host node
 #: (``container.launched_by``: systemd's Environment=, a Slurm job's, a Ray worker's).

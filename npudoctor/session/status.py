@@ -1,4 +1,4 @@
-"""The one enum of exit statuses (re-exported by :mod:`npudoctor.cli.request`) and the one
+"""The one enum of exit statuses (re-exported by :mod:`npudoctor.session.request`) and the one
 table of which statuses each command may end with (:data:`COMMAND_STATUSES`)."""
 
 from __future__ import annotations
