@@ -6,67 +6,78 @@ lock the test holds; nothing asserts a time."""
 
 from __future__ import annotations
 
-import fcntl
-import os
-import threading
-import time
+import json
+import subprocess
+import sys
 from pathlib import Path
 
-import pytest
 import tomllib
 from scenario_runner import REPO, environment, prepare
 from shellscript import write_script
 
-import npudoctor.engine
 from npudoctor.runtime.deadline import Budget
-from npudoctor.runtime.health import _Watch, evaluate_health, timed_out_verdict
-from npudoctor.runtime.healthopts import options_from_values, parse_values
 
 SCENARIO = REPO / "tests/scenarios/health-env-not-sourced"
 AREAS_BEFORE_DEVICES = ["python", "packages", "cann", "environment", "driver", "container", "host"]
 
 
-def test_a_budget_that_runs_out_answers_with_what_was_judged_without_judging_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+#: The run, in a fresh interpreter (no state of other tests' runs in this process): health
+#: evaluates in a thread while npu-smi waits on the test's lock; once the areas before
+#: devices are judged beside the probes, the deadline is injected (the budget shrunk to the
+#: time spent) with a tripwire on the rules, and the verdict at the cut is printed as JSON.
+_RUN = """
+import fcntl, json, sys, threading, time
+import npudoctor.engine
+from npudoctor.runtime.deadline import Budget, kill_children
+from npudoctor.runtime.health import _Watch, evaluate_health, timed_out_verdict
+from npudoctor.runtime.healthopts import options_from_values, parse_values
+from npudoctor.runtime.quick import Progress
+
+root, lock, want = sys.argv[1], sys.argv[2], sys.argv[3].split(",")
+options = options_from_values(parse_values(["--root", root, "--timeout", "600"]))
+budget = Budget(600)
+watch = _Watch(options, budget, None, None, time.monotonic())
+watch.progress = progress = Progress()
+with open(lock, "w") as held:
+    fcntl.flock(held, fcntl.LOCK_EX)  # npu-smi waits on it: the devices probe never ends
+    worker = threading.Thread(target=evaluate_health, args=(options, budget, progress), daemon=True)
+    worker.start()
+    for _ in range(2000):  # a bound on the wait, not a timing assertion
+        if progress.judged[0] == want:
+            break
+        time.sleep(0.01)
+    judged, step = list(progress.judged[0]), budget.step
+
+    def judging_again(*args, **kwargs):
+        raise AssertionError("judged again at the deadline")
+
+    npudoctor.engine.evaluate = judging_again  # a tripwire: nothing may run the rules again
+    budget.seconds = budget.elapsed()  # the injected deadline: now
+    doc = timed_out_verdict(watch, watch.evidence(), "ran out")
+    kill_children()
+print(json.dumps({"judged": judged, "step": step, "doc": doc}))
+"""
+
+
+def test_a_budget_that_runs_out_answers_with_what_was_judged_without_judging_again(tmp_path: Path) -> None:
     scenario = prepare(SCENARIO, tmp_path)
     lock = tmp_path / "dcmi.lock"
     (scenario / "bin/npu-smi").unlink()
     table = scenario / "bin/npu-smi-info_910B3_23.0.7_8npu_noproc.txt"
     write_script(scenario / "bin", "npu-smi", f'exec flock "{lock}" cat "{table}"\n')
-    for key in list(os.environ):
-        monkeypatch.delenv(key)
-    for key, value in environment(scenario, tomllib.loads((scenario / "scenario.toml").read_text())).items():
-        monkeypatch.setenv(key, value)
-    options = options_from_values(parse_values(["--root", str(scenario / "root"), "--timeout", "600"]))
-    budget = Budget(600)
-    watch = _Watch(options, budget, None, None, time.monotonic())
-    from npudoctor.runtime.quick import Progress
-
-    watch.progress = Progress()
-    progress = watch.progress
-    with open(lock, "w") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)  # npu-smi waits on it: the devices probe never ends
-        worker = threading.Thread(target=evaluate_health, args=(options, budget, progress), daemon=True)
-        worker.start()
-        # the areas before devices are judged beside the probes while npu-smi is awaited
-        for _ in range(2000):  # a bound on the wait, not a timing assertion
-            if getattr(progress, "judged", ([],))[0] == AREAS_BEFORE_DEVICES:
-                break
-            time.sleep(0.01)
-        assert budget.step == "probing devices"
-
-        def judging_again(*args: object, **kwargs: object) -> None:
-            raise AssertionError("judged again at the deadline")
-
-        # a tripwire: at the deadline nothing may run the rules again
-        monkeypatch.setattr(npudoctor.engine, "evaluate", judging_again)
-        budget.seconds = budget.elapsed()  # the injected deadline: now
-        doc = timed_out_verdict(watch, watch.evidence(), "ran out")
-        from npudoctor.runtime.deadline import kill_children
-
-        kill_children()
-    worker.join(60)
+    env = dict(environment(scenario, tomllib.loads((scenario / "scenario.toml").read_text())), PYTHONPATH=str(REPO))
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUN, str(scenario / "root"), str(lock), ",".join(AREAS_BEFORE_DEVICES)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.splitlines()[-1])
+    # the areas before devices were judged beside the probes while npu-smi was awaited
+    assert (out["judged"], out["step"]) == (AREAS_BEFORE_DEVICES, "probing devices")
+    doc = out["doc"]
     assert doc["status"] == "unhealthy", doc
     assert [p.split()[0] for p in doc["problems"]] == ["ENV001"]
     assert doc["finished"] == AREAS_BEFORE_DEVICES
