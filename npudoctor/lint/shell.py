@@ -50,6 +50,58 @@ def _visible(
     ]
 
 
+def _backend(number: int, col: int) -> Tuple[int, int, str, str, str, Optional[str]]:
+    """LNT002: ``nccl`` named as the distributed backend."""
+    return (
+        number,
+        col,
+        "LNT002",
+        'backend "nccl" is NVIDIA\'s collective library; the NPU backend is "hccl"',
+        "use hccl",
+        None,
+    )
+
+
+def _env_var(
+    number: int, col: int, name: str, knowledge: LintKnowledge, whole: str
+) -> List[Tuple[int, int, str, str, str, Optional[str]]]:
+    """LNT013: a CUDA- or NCCL-named variable set, unless the text sets its NPU twin too."""
+    var = knowledge.env_var(name)
+    if var is None or (var.npu and var.npu in whole):
+        return []
+    if var.npu:
+        return [(number, col, "LNT013", f"{name} is read by the CUDA stack only", f"use {var.npu}", None)]
+    return [
+        (
+            number,
+            col,
+            "LNT013",
+            f"{name} configures NCCL; HCCL does not read it",
+            "remove it, or set the HCCL_* variable that matches",
+            "info",
+        )
+    ]
+
+
+def _tools(number: int, line: str, knowledge: LintKnowledge) -> List[Tuple[int, int, str, str, str, Optional[str]]]:
+    """LNT014: NVIDIA's command-line tools named on the line."""
+    out: List[Tuple[int, int, str, str, str, Optional[str]]] = []
+    for m in _WORD.finditer(line):
+        npu = knowledge.commands.get(m.group(0))
+        if npu is not None:
+            out.append(
+                (
+                    number,
+                    m.start(),
+                    "LNT014",
+                    f"{m.group(0)} is an NVIDIA tool, absent on an Ascend host",
+                    npu or "remove it (no NPU counterpart)",
+                    None,
+                )
+            )
+    return out
+
+
 def scan_lines(
     lines: List[str], knowledge: LintKnowledge, whole: str, npus: Optional[int] = None
 ) -> List[Tuple[int, int, str, str, str, Optional[str]]]:
@@ -65,50 +117,10 @@ def scan_lines(
             if name == VISIBLE:
                 value = _VALUE.match(line, m.end())
                 out.extend(_visible(number, m.start(1), value.group(1) if value else "", npus))
-            var = knowledge.env_var(name)
-            if var is None:
-                continue
-            if var.npu and var.npu in whole:
-                continue
-            if var.npu:
-                out.append(
-                    (number, m.start(1), "LNT013", f"{name} is read by the CUDA stack only", f"use {var.npu}", None)
-                )
-            else:
-                out.append(
-                    (
-                        number,
-                        m.start(1),
-                        "LNT013",
-                        f"{name} configures NCCL; HCCL does not read it",
-                        "remove it, or set the HCCL_* variable that matches",
-                        "info",
-                    )
-                )
+            out.extend(_env_var(number, m.start(1), name, knowledge, whole))
         for m in _BACKEND.finditer(line):
-            out.append(
-                (
-                    number,
-                    m.start(1),
-                    "LNT002",
-                    'backend "nccl" is NVIDIA\'s collective library; the NPU backend is "hccl"',
-                    "use hccl",
-                    None,
-                )
-            )
-        for m in _WORD.finditer(line):
-            npu = knowledge.commands.get(m.group(0))
-            if npu is not None:
-                out.append(
-                    (
-                        number,
-                        m.start(),
-                        "LNT014",
-                        f"{m.group(0)} is an NVIDIA tool, absent on an Ascend host",
-                        npu or "remove it (no NPU counterpart)",
-                        None,
-                    )
-                )
+            out.append(_backend(number, m.start(1)))
+        out.extend(_tools(number, line, knowledge))
     return out
 
 
@@ -147,16 +159,7 @@ def scan_config(
             continue
         m = _CONFIG_BACKEND.search(line)
         if m:
-            out.append(
-                (
-                    number,
-                    m.start(1),
-                    "LNT002",
-                    'backend "nccl" is NVIDIA\'s collective library; the NPU backend is "hccl"',
-                    "use hccl",
-                    None,
-                )
-            )
+            out.append(_backend(number, m.start(1)))
         m = _CONFIG_VISIBLE.search(line)
         if m:
             out.extend(_visible(number, m.start(), m.group(1), npus))
@@ -185,42 +188,6 @@ def scan_config(
                 )
             )
         for m in list(_CONFIG_ENV_KEY.finditer(line)) + list(_CONFIG_ENV_NAME.finditer(line)):
-            var = knowledge.env_var(m.group(1))
-            if var is None or (var.npu and var.npu in whole):
-                continue
-            if var.npu:
-                out.append(
-                    (
-                        number,
-                        m.start(1),
-                        "LNT013",
-                        f"{m.group(1)} is read by the CUDA stack only",
-                        f"use {var.npu}",
-                        None,
-                    )
-                )
-            else:
-                out.append(
-                    (
-                        number,
-                        m.start(1),
-                        "LNT013",
-                        f"{m.group(1)} configures NCCL; HCCL does not read it",
-                        "remove it, or set the HCCL_* variable that matches",
-                        "info",
-                    )
-                )
-        for m in _WORD.finditer(line):
-            npu = knowledge.commands.get(m.group(0))
-            if npu is not None:
-                out.append(
-                    (
-                        number,
-                        m.start(),
-                        "LNT014",
-                        f"{m.group(0)} is an NVIDIA tool, absent on an Ascend host",
-                        npu or "remove it (no NPU counterpart)",
-                        None,
-                    )
-                )
+            out.extend(_env_var(number, m.start(1), m.group(1), knowledge, whole))
+        out.extend(_tools(number, line, knowledge))
     return sorted(set(out))
