@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections import defaultdict
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
@@ -37,13 +38,22 @@ COMMANDS = (
 
 
 class Reads:
-    """Sections asked of any :class:`Facts` while a rule module's function runs."""
+    """Sections asked of any :class:`Facts` while a rule module's function runs, in the
+    thread that runs it (health judges beside its probe threads, which read facts too)."""
 
     def __init__(self) -> None:
-        self.current: Optional[str] = None
+        self._running = threading.local()
         self.by_module: Dict[str, Set[str]] = defaultdict(set)
         #: areas of the findings each module's rules reported
         self.areas: Dict[str, Set[str]] = defaultdict(set)
+
+    @property
+    def current(self) -> Optional[str]:
+        return getattr(self._running, "module", None)
+
+    @current.setter
+    def current(self, module: Optional[str]) -> None:
+        self._running.module = module
 
     def note(self, section: str) -> None:
         if self.current is not None:
