@@ -328,9 +328,11 @@ def test_health_and_devices_import_only_what_they_run(tmp_path):
         "file=sys.stderr)\n"
     )
     loaded: Dict[str, List[str]] = {}
-    for command in ("health", "devices"):
+    # a generous budget: health ends its process when its budget runs out, which a loaded
+    # machine can make it do before the list is printed
+    for command, extra in (("health", ["--timeout", "120"]), ("devices", [])):
         proc = subprocess.run(
-            [sys.executable, "-c", code, command, "--root", str(scenario / "root")],
+            [sys.executable, "-c", code, command, "--root", str(scenario / "root"), *extra],
             env=dict(environment(scenario, spec), PYTHONPATH=str(REPO)),
             capture_output=True,
             text=True,

@@ -38,7 +38,7 @@ def test_health_path_imports_neither_typer_nor_rich(tmp_path):
     code = (
         "import sys, json\n"
         "from npudoctor.entry import main\n"
-        "rc = main(['health', '--root', sys.argv[1], '--json'])\n"
+        "rc = main(['health', '--root', sys.argv[1], '--json', '--timeout', '120'])\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'rich', 'click', 'requests', 'elftools'))\n"
         "print(json.dumps({'rc': rc, 'heavy': heavy}))\n"
     )

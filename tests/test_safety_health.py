@@ -66,7 +66,9 @@ def test_an_npu_smi_asleep_on_a_machine_wide_lock_is_unknown_not_hung(tmp_path: 
         doc = _health(scenario)
     assert doc["status"] != "unhealthy", doc
     assert "DEV001" not in json.dumps(doc)
-    reason = (doc.get("not_checked") or doc.get("unknown") or {}).get("devices", "")
+    unknown = doc.get("not_checked") or doc.get("unknown") or {}
+    # on a loaded machine the budget can run out before any area ends: "all areas"
+    reason = unknown.get("devices") or unknown.get("all areas", "")
     assert "stopped by the time budget" in reason or "budget" in reason, doc
 
 

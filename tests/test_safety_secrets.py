@@ -112,8 +112,9 @@ def test_no_planted_secret_in_any_output(tmp_path: Path, name: str) -> None:
     state.mkdir()
     proc_env = {**env, "PYTHONPATH": str(REPO), "XDG_RUNTIME_DIR": str(state)}
     for label, args in {
-        "health": ["health", "--root", root, "--verbose"],
-        "health --json": ["health", "--root", root, "--json", "--cache-ttl", "60"],
+        # a generous budget: a run cut short by a loaded machine writes no --cache-ttl file
+        "health": ["health", "--root", root, "--verbose", "--timeout", "120"],
+        "health --json": ["health", "--root", root, "--json", "--cache-ttl", "60", "--timeout", "120"],
         "exec": ["exec", "--root", root, "--", "/bin/true"],
         "npd": ["npd", "--root", root],  # npd ends its process (os._exit): not in-process
         "npd --json": ["npd", "--root", root, "--json"],
