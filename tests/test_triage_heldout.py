@@ -17,7 +17,7 @@ import os
 import warnings
 
 import pytest
-from test_triage_corpus import CORPUS_DIR, FIGURES, UPDATE_ENV, load_corpus, predict, report, score
+from test_triage_corpus import CORPUS_DIR, FIGURES, REPO, UPDATE_ENV, load_corpus, predict, report, score, tomllib
 
 HELDOUT = CORPUS_DIR / "heldout.toml"
 BASELINE = CORPUS_DIR / "heldout_baseline.json"
@@ -30,8 +30,12 @@ def test_heldout_is_well_formed_and_held_out():
     known = [e for e in lines if e["label"] not in ("unknown", "context")]
     assert len(known) >= 40, "at least 40 error lines with a settled cause"
     assert len({e["source"] for e in lines}) >= 25
+    held_out = {e["source"] for e in lines}
     corpus_sources = {e["source"] for e in load_corpus()}
-    assert not {e["source"] for e in lines} & corpus_sources, "a held-out report is already in the corpus"
+    assert not held_out & corpus_sources, "a held-out report is already in the corpus"
+    with open(REPO / "npudoctor" / "knowledge" / "signatures.toml", "rb") as fh:
+        cited = {s for entry in tomllib.load(fh)["entry"] for s in entry.get("sources", [])}
+    assert not held_out & cited, "a signature cites a held-out report: its lines are no longer held out"
     for e in lines:
         assert e["source"].startswith("https://"), e
         assert e["text"].strip() and "\n" not in e["text"], e
