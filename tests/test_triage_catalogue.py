@@ -71,6 +71,15 @@ LINES = [
         ("--shm-size",),
     ),
     (
+        # PaddlePaddle's wording of the same failure (PaddlePaddle/PaddleSpeech#790)
+        "ERROR: Unexpected BUS error encountered in DataLoader worker. This might be caused by insufficient shared"
+        " memory (shm), please check whether use_shared_memory is set and storage space in /dev/shm is enough",
+        "dataloader-shared-memory",
+        "msg:shm-exhausted",
+        "error",
+        ("--shm-size", "/dev/shm"),
+    ),
+    (
         "RuntimeError: unable to write to file </torch_8289_606636967_0>: No space left on device (28)",
         "dataloader-shared-memory",
         "msg:shm-exhausted",
