@@ -185,6 +185,16 @@ LINES = [
         "warning",
         ("npu-smi info -t info-vnpu", "ASCEND_RUNTIME_OPTIONS=VIRTUAL"),
     ),
+    # npu-smi's own wording (printed by npu-smi set -t create-vnpu), and the device plugin's with a code
+    ("create vnpu failed.", "vnpu-create-failed", "msg:vnpu-create-failed", "error", ("info-vnpu", "create-vnpu")),
+    (
+        "create vnpu failed. card_id = 0, device_id = 0, vdev_id = 4294967295, vfg_id = 4294967295,"
+        " template_name = vir04. err is -8255",
+        "vnpu-dcmi-code",
+        "dcmi:-8255",
+        "warning",
+        ("npu-smi info -t info-vnpu",),
+    ),
     (
         "EZ9999: [PID: 775] 2025-02-16-12:18:25.258.321 Cannot find bin of op Range, integral key"
         " 0/1/|int64/ND/int64/ND/int64/ND/int64/ND/.",

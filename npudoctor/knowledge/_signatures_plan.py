@@ -321,7 +321,11 @@ PATTERNS: Dict[str, Tuple[Tuple[str, Tuple[bytes, ...]], ...]] = {
         ('(?:error code(?: is|:|\\s*=)?|errno:|result\\s*=|ErrCode=|\\bacl\\w+ error)\\s*(?P<code>[135]61\\d{3})\\b', (b'error code', b'errno:', b'result', b'ErrCode=', b' error')),
     ),
     'vnpu-dcmi-code': (
-        ('\\b(?:vNPU|vnpu|VNPU|vDev|vdev|vDevice|vdevice|virtual device)\\b[^\\n]*?(?:retCode|ret is|error code(?: is)?|ret\\s*=)\\s*:?\\s*(?P<code>-8\\d{3})\\b', (b'vNPU', b'vnpu', b'VNPU', b'vDev', b'vdev', b'vDevice', b'vdevice', b'virtual device')),
+        ('\\b(?:vNPU|vnpu|VNPU|vDev|vdev|vDevice|vdevice|virtual device)\\b[^\\n]*?(?:retCode|ret is|err is|error code(?: is)?|ret\\s*=)\\s*:?\\s*(?P<code>-8\\d{3})\\b', (b'vNPU', b'vnpu', b'VNPU', b'vDev', b'vdev', b'vDevice', b'vdevice', b'virtual device')),
+    ),
+    'vnpu-create-failed': (
+        ('create vnpu failed', (b'create vnpu failed',)),
+        ('create virtual device failed', (b'create virtual device failed',)),
     ),
     'dcmi-code': (
         ('(?:ret is|error code(?: is|:)?|ret\\s*=)\\s*(?P<code>-8\\d{3})\\b', (b'ret is', b'error code', b'ret')),
