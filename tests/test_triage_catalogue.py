@@ -71,6 +71,15 @@ LINES = [
         ("--shm-size",),
     ),
     (
+        # PaddlePaddle's wording of the same failure (PaddlePaddle/PaddleSpeech#790)
+        "ERROR: Unexpected BUS error encountered in DataLoader worker. This might be caused by insufficient shared"
+        " memory (shm), please check whether use_shared_memory is set and storage space in /dev/shm is enough",
+        "dataloader-shared-memory",
+        "msg:shm-exhausted",
+        "error",
+        ("--shm-size", "/dev/shm"),
+    ),
+    (
         "RuntimeError: unable to write to file </torch_8289_606636967_0>: No space left on device (28)",
         "dataloader-shared-memory",
         "msg:shm-exhausted",
@@ -139,6 +148,68 @@ LINES = [
         "error",
         ("upgrade the driver and firmware",),
     ),
+    (
+        "RuntimeError: Expected all tensors to be on the same device. Expected NPU tensor, please check whether the"
+        " input tensor device is correct.",
+        "cpu-tensor-on-npu-op",
+        "msg:cpu-tensor-on-npu",
+        "error",
+        ("tensor.to('npu')", "register_buffer"),
+    ),
+    (
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cpu and npu:0!",
+        "cpu-tensor-on-npu-op",
+        "msg:cpu-tensor-on-npu",
+        "error",
+        ("tensor.to('npu')",),
+    ),
+    (
+        "te 0.4.0 requires cloudpickle, which is not installed.",
+        "cann-pip-requirement-missing",
+        "msg:cann-pip-requirement",
+        "error",
+        ("-m pip install cloudpickle",),
+    ),
+    (
+        "OpenBLAS blas_thread_init: pthread_create failed for thread 34 of 64: Operation not permitted",
+        "thread-create-not-permitted",
+        "msg:thread-limit",
+        "error",
+        ("20.10.10", "--security-opt seccomp=unconfined"),
+    ),
+    (
+        "[2026-04-28 07:59:11.955139][WARN]     261     dcmi/dcmi.go:1466    get cur vDev's activity info failed, err:"
+        " retCode: -8255",
+        "vnpu-dcmi-code",
+        "dcmi:-8255",
+        "warning",
+        ("npu-smi info -t info-vnpu", "ASCEND_RUNTIME_OPTIONS=VIRTUAL"),
+    ),
+    # npu-smi's own wording (printed by npu-smi set -t create-vnpu), and the device plugin's with a code
+    ("create vnpu failed.", "vnpu-create-failed", "msg:vnpu-create-failed", "error", ("info-vnpu", "create-vnpu")),
+    (
+        "create vnpu failed. card_id = 0, device_id = 0, vdev_id = 4294967295, vfg_id = 4294967295,"
+        " template_name = vir04. err is -8255",
+        "vnpu-dcmi-code",
+        "dcmi:-8255",
+        "warning",
+        ("npu-smi info -t info-vnpu",),
+    ),
+    (
+        "EZ9999: [PID: 775] 2025-02-16-12:18:25.258.321 Cannot find bin of op Range, integral key"
+        " 0/1/|int64/ND/int64/ND/int64/ND/int64/ND/.",
+        "op-binary-not-found",
+        "msg:op-no-binary",
+        "error",
+        ("kernels/ops package", "float16"),
+    ),
+    (
+        "[ERROR] 2025-05-15-11:58:25 (PID:6688, Device:-1, RankID:-1) ERR99999 UNKNOWN applicaiton exception",
+        "pta-code",
+        "pta:ERR99999",
+        "error",
+        ("Python traceback above it",),
+    ),
 ]
 
 
@@ -176,6 +247,8 @@ BENIGN = [
     "[2023-09-13 10:20:36,763] torch.distributed.run: [WARNING] Setting OMP_NUM_THREADS environment variable for each"
     " process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal"
     " performance in your application as needed. ",
+    "op-compile-tool 0.1.0 requires getopt, which is not installed.",
+    "op-compile-tool 0.1.0 requires multiprocessing, which is not installed.",
 ]
 
 
@@ -187,6 +260,7 @@ def test_benign_lines_make_no_error_claim():
         "npu-cpu-fallback-notice",
         "torchair-not-compiled-notice",
         "transfer-to-npu-notice",
+        "cann-pip-stdlib-requirement",
     }
     assert doc["first_error"] is None and doc["verdict"] is None
 
@@ -195,5 +269,34 @@ def test_every_new_label_is_explained():
     kb = load_kb()
     for _line, entry_id, label, _severity, _words in LINES:
         page = kb.explain(label)
-        assert page is not None and page["what"] == "signature", label
+        # a code (dcmi:-8255, pta:ERR99999) is explained by its entry in the code tables
+        expected = "error code" if label.startswith(("dcmi:", "pta:")) else "signature"
+        assert page is not None and page["what"] == expected, label
         assert kb.explain(entry_id) is not None
+
+
+#: Lines that look like a family's but whose own words rule its cause out: they must not be named
+#: with it (two NPUs, no CPU tensor; a thread limit, not a refused system call; a requirement
+#: that is not the toolkit's).
+LOOK_ALIKES = [
+    (
+        "('Expected all tensors to be on the same device, but found at least two devices, npu:7 and npu:0! (when"
+        " checking argument for argument src in method wrapper__npu_dtype_cast_)',)",
+        "cpu-tensor-on-npu-op",
+    ),
+    (
+        "OpenBLAS blas_thread_init: pthread_create failed for thread 50 of 64: Resource temporarily unavailable",
+        "thread-create-not-permitted",
+    ),
+    ("conda-repo-cli 1.0.75 requires requests_mock, which is not installed.", "cann-pip-requirement-missing"),
+    (
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
+        "cpu-tensor-on-npu-op",
+    ),
+]
+
+
+@pytest.mark.parametrize("line, entry_id", LOOK_ALIKES, ids=[x[1] for x in LOOK_ALIKES])
+def test_look_alikes_are_not_given_the_familys_cause(line, entry_id):
+    doc = triage_text(line + "\n")
+    assert entry_id not in {g["id"] for g in doc["known"]}

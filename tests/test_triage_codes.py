@@ -34,6 +34,8 @@ def _named(line):
         "[EVENT] PROFILING(205664,python):2024-10-22-17:51:37.933.319 [msprof.cc:79] >>> (tid:507015) called",
         " iteration      182/  250000 | consumed samples:       186368 | learning rate: 1.365E-05",
         "[W compiler_depend.ts:123] Warning: something harmless happened (function operator())",
+        # "error N" names a code only after an ACL API name
+        "INFO 08-05 10:00:01 [metrics.py:20] request error 507011 times retried",
     ],
 )
 def test_counters_stay_unknown(line):
@@ -58,6 +60,17 @@ def test_counters_stay_unknown(line):
         ),
         ("[ERROR] 2026-08-25-11:59:04 (PID:12002, Device:0, RankID:-1) ERR02005 DIST internal error", "pta:ERR02005"),
         ("[PID: 704] 2026-05-08-03:20:31.862.990 Invalid_Argument(EL0003): The argument is invalid.", "cann:EL0003"),
+        # the code after "error code" without "is", and after the ACL API that returned it (titles of
+        # vllm-project/vllm-ascend#9824 and #11514)
+        (
+            "GLM5.1-w8a8在commit@2e94f 拉Prefill服务，出现算子报错aclnnInplaceFillScalar failed, error code 507015",
+            "acl:507015",
+        ),
+        ("Bug: NPU Graph crash with aclnnScatterNdUpdate error 507011 when concurrency > max_num_seqs", "acl:507011"),
+        (
+            "[ERROR] 2025-06-18-06:55:12 (PID:4251, Device:-1, RankID:-1) ERR99999 UNKNOWN applicaiton exception",
+            "pta:ERR99999",
+        ),
     ],
 )
 def test_innermost_code_wins(line, expected):

@@ -80,6 +80,8 @@ ID_LABELS = {
     "dcmi-8005-init-failed": "dcmi:-8005",
     "no-space-left": "sys:no-space",
     "process-crashed": "sys:crash",
+    "torch-npu-attribute-missing": "msg:torch-npu-attribute-missing",
+    "owner-mismatch-warning": "msg:owner-mismatch",
 }
 
 _ID_CODE = (
@@ -127,8 +129,8 @@ def record_label(record: Dict[str, Any]) -> str:
 # ----------------------------------------------------------------------------- corpus
 
 
-def load_corpus() -> List[Dict[str, str]]:
-    with open(LINES, "rb") as fh:
+def load_corpus(path: Path = LINES) -> List[Dict[str, str]]:
+    with open(path, "rb") as fh:
         doc = tomllib.load(fh)
     lines = doc["line"]
     for entry in lines:
