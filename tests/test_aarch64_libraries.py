@@ -10,8 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from armworld import LIB64, SITE, TOOLKIT, arm_world_fixture  # noqa: F401  (session fixture arm_world)
-from elfbuild import (
+from builders.armworld import LIB64, SITE, TOOLKIT, arm_world_fixture  # noqa: F401  (session fixture arm_world)
+from builders.elfbuild import (
     EXTENSION_SOURCE,
     GLIBCXX_STUB_MAP,
     GLIBCXX_STUB_SOURCE,
@@ -22,7 +22,7 @@ from elfbuild import (
     extension_name,
     toolchain,
 )
-from realc10 import TORCH_CHECK_FAIL, real_c10_fixture  # noqa: F401  (session fixture real_c10)
+from builders.realc10 import TORCH_CHECK_FAIL, real_c10_fixture  # noqa: F401  (session fixture real_c10)
 from scenario_runner import prepare, run_check
 
 from npudoctor.parsers.cxxabi import torch_cxx11_abi
@@ -374,7 +374,7 @@ def test_c10_abi_of_an_aarch64_libc10(arm_world, tmp_path, abi):
     ``c10::detail::torchCheckFail(…, std::string const&)``: ``…RKSs`` with
     ``-D_GLIBCXX_USE_CXX11_ABI=0``, ``…RKNSt7__cxx1112basic_string…`` with ``=1``; the
     whole check reads it from the tree's torch/lib/libc10.so."""
-    from elfbuild import C10_SOURCE
+    from builders.elfbuild import C10_SOURCE
 
     scenario = _scenario(arm_world, tmp_path)
     c10 = scenario / "root" / SITE / "torch/lib/libc10.so"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from stacktree import build_root, need
+from builders.stacktree import build_root, need
 
 from npudoctor.snapshot import pseudonym
 

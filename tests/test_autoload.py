@@ -1,7 +1,7 @@
 """torch's autoloaded device backends (entry points ``torch.backends``): ``import torch``
 imports each registered backend itself (torch 2.5+, unless TORCH_DEVICE_BACKEND_AUTOLOAD
 says otherwise) and fails on the first whose native modules cannot load (LIB012).  Real
-gcc builds on the first-day site of tests/npusite.py, where torch_npu (registered too) fails
+gcc builds on the first-day site of tests/builders/npusite.py, where torch_npu (registered too) fails
 only because CANN is absent: its LIB012 folds under LIB001 / CANN001."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from elfbuild import ElfBuilder, extension_name
-from npusite import SITE, first_day
+from builders.elfbuild import ElfBuilder, extension_name
+from builders.npusite import SITE, first_day
 from scenario_runner import run_check
 
 from npudoctor.knowledge.torch_autoload import autoload

@@ -1,5 +1,5 @@
 """The cann probe against real directory trees (built from tests/fixtures samples by
-tests/build_cann_scenarios.py helpers), including bad input: truncated, garbled,
+tests/builders/build_cann_scenarios.py helpers), including bad input: truncated, garbled,
 non-UTF-8 and unreadable info files, symlink loops and an empty root."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from build_cann_scenarios import AS, cann85, classic_toolkit, fixture, link, mkdir, nnal, write
+from builders.build_cann_scenarios import AS, cann85, classic_toolkit, fixture, link, mkdir, nnal, write
 from clirun import npudoctor
 
 from npudoctor.context import Options, ProbeContext

@@ -1,6 +1,6 @@
 """Focused tests of the pieces added for the K01/K05/K09 case scenarios: the framework
 table (npudoctor/rules/_frameworks.py) and the pip configuration facts (K09).  The
-end-to-end checks are the case<NN>-* scenarios (tests/build_case_scenarios.py)."""
+end-to-end checks are the case<NN>-* scenarios (tests/builders/build_case_scenarios.py)."""
 
 from __future__ import annotations
 

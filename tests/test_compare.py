@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from stacktree import build_root, collect
-from stacktree import npudoctor_inprocess as npudoctor
+from builders.stacktree import build_root, collect
+from builders.stacktree import npudoctor_inprocess as npudoctor
 
 from npudoctor.cluster.compare import compare, compare_inputs, fingerprint
 from npudoctor.cluster.inputs import iter_inputs

@@ -2,7 +2,7 @@
 NPU is one finding (CTR006) in that world's terms; root without CAP_DAC_OVERRIDE cannot
 open 0660 nodes it does not own (DEV021, the npu-smi -8005 folded under it).
 
-Each test builds the container of tests/build_health_scenarios.py (real toolkit files, real
+Each test builds the container of tests/builders/build_health_scenarios.py (real toolkit files, real
 dist-info, real npu-smi captures replayed by an executable on PATH) with exactly one
 problem, and runs ``npudoctor check --root`` in-process.  /proc/self/status files are real
 captures (tests/fixtures/proc_status/README.md).
@@ -15,9 +15,9 @@ import os
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-import build_health_scenarios as hs
 import pytest
-from build_cann_scenarios import fixture, write
+from builders import build_health_scenarios as hs
+from builders.build_cann_scenarios import fixture, write
 from clirun import npudoctor
 
 HERE = Path(__file__).resolve().parent

@@ -13,8 +13,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from elfbuild import elf_world_fixture  # noqa: F401  (session fixture elf_world)
-from realc10 import TORCH_CHECK_FAIL, real_c10_fixture  # noqa: F401  (session fixture real_c10)
+from builders.elfbuild import elf_world_fixture  # noqa: F401  (session fixture elf_world)
+from builders.realc10 import TORCH_CHECK_FAIL, real_c10_fixture  # noqa: F401  (session fixture real_c10)
 from scenario_runner import failures, prepare, run_check
 
 from npudoctor.parsers.cxxabi import torch_cxx11_abi

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from build_cann_scenarios import AS, cann85, fixture, write
+from builders.build_cann_scenarios import AS, cann85, fixture, write
 
 from npudoctor.context import Options, ProbeContext
 from npudoctor.engine import collect, evaluate

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from npudoctor.parsers.elf import SymbolIndex, dynamic_symbols, missing_symbols, read_elf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from elf_build import build_so, have_gcc  # noqa: E402
+from builders.elf_build import build_so, have_gcc  # noqa: E402
 
 needs_gcc = pytest.mark.skipif(not have_gcc(), reason="gcc not available")
 
@@ -104,12 +104,12 @@ def test_fuzz_random_bytes_with_elf_magic(tmp_path_factory, blob):
 
 
 def _real_torch_npu_lib():
-    from realwheel import cache_dir
+    from builders.realwheel import cache_dir
 
     site = cache_dir() / "lib" / "python3.11" / "site-packages"
     lib = site / "torch_npu" / "lib" / "libtorch_npu.so"
     if not (cache_dir() / ".complete").is_file() or not lib.is_file():
-        pytest.skip("real torch_npu wheel venv not built (python tests/realwheel.py)")
+        pytest.skip("real torch_npu wheel venv not built (python tests/builders/realwheel.py)")
     return site
 
 

@@ -1,10 +1,10 @@
 """The ELF fixtures of issue 14, checked with binutils and the loader, and today's parser on them.
 
-* ``tests/elfbuild.py`` builds real libraries and executables (``elf_world``): every
+* ``tests/builders/elfbuild.py`` builds real libraries and executables (``elf_world``): every
   property it claims is checked here with ``readelf``/``nm``, and the loader-visible
   ones (missing library, version not found, undefined symbol, RPATH vs RUNPATH order)
   by really loading the files (``ctypes`` in a child process, or running them).
-* ``tests/realc10.py`` brings real ``libc10.so`` of both C++ ABIs (``real_c10``).
+* ``tests/builders/realc10.py`` brings real ``libc10.so`` of both C++ ABIs (``real_c10``).
 * ``npudoctor.parsers.elf`` must read all of them as binutils does and give an error
   string, never an exception, on empty, non-ELF, truncated and foreign files.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
 
 import pytest
-from elfbuild import (
+from builders.elfbuild import (
     OPAPI_SOURCE,
     OPAPI_USER_SOURCE,
     ElfBuilder,
@@ -30,7 +30,7 @@ from elfbuild import (
     extension_name,
     toolchain,
 )
-from realc10 import PINS, TORCH_CHECK_FAIL, real_c10_fixture  # noqa: F401  (session fixture real_c10)
+from builders.realc10 import PINS, TORCH_CHECK_FAIL, real_c10_fixture  # noqa: F401  (session fixture real_c10)
 
 from npudoctor.parsers.elf import SymbolIndex, dynamic_symbols, is_elf, missing_symbols, read_elf
 

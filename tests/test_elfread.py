@@ -1,7 +1,7 @@
 """The small ELF reader (npudoctor/parsers/elfread.py) answers exactly as pyelftools does:
 every fact read_elf, dynamic_symbols and SymbolIndex take from it is compared with the
 pyelftools path (``fast=False``) on real files -- this machine's x86_64 and aarch64 system
-libraries and programs, files built with gcc / g++ (tests/elfbuild.py), the real torch /
+libraries and programs, files built with gcc / g++ (tests/builders/elfbuild.py), the real torch /
 torch_npu / numpy libraries of the realwheel venv -- and on corrupted copies of a real
 library, where the reader must hand the file to pyelftools (same error text) or agree."""
 
@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import List
 
 import pytest
-from elfbuild import elf_world_fixture  # noqa: F401  (session fixture elf_world)
+from builders.elfbuild import elf_world_fixture  # noqa: F401  (session fixture elf_world)
+from builders.realwheel import realwheel_venv  # noqa: F401  (session fixture)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from realwheel import realwheel_venv  # noqa: F401  (session fixture)
 
 from npudoctor.parsers import elfread
 from npudoctor.parsers.elf import SymbolIndex, dynamic_symbols, read_elf

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from elfbuild import EXTENSION_SOURCE, elf_world_fixture, extension_name  # noqa: F401  (session fixture elf_world)
+from builders.elfbuild import EXTENSION_SOURCE, elf_world_fixture, extension_name  # noqa: F401  (session fixture elf_world)
 from scenario_runner import prepare, run_check
 
 SCENARIO = Path(__file__).resolve().parent / "scenarios" / "k03-extension-other-torch-npu"

@@ -11,8 +11,8 @@ import shutil
 import subprocess
 from typing import Any, Dict, List
 
-from elfbuild import ElfBuilder
-from npusite import SITE, first_day
+from builders.elfbuild import ElfBuilder
+from builders.npusite import SITE, first_day
 from scenario_runner import run_check
 
 from npudoctor.findings import Finding

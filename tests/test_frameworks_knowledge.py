@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from builders.realwheel import realwheel_venv  # noqa: F401  (session fixture)
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from realwheel import realwheel_venv  # noqa: F401  (session fixture)
 
 from npudoctor.knowledge import chip_support, cuda_only
 from npudoctor.knowledge.grades import Grade

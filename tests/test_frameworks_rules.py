@@ -1,5 +1,5 @@
 """Issue 16 rules through the CLI (``check --json``, in-process) on real trees: each test starts
-from a clean, officially paired scenario of tests/build_framework_scenarios.py (910B3, CANN
+from a clean, officially paired scenario of tests/builders/build_framework_scenarios.py (910B3, CANN
 8.2.RC1, NNAL, torch/torch_npu/vllm-ascend with their dist-info) and adds exactly one thing.
 
 PKG050 torch without torch_npu, PKG051 a vllm-ascend build for another chip, PKG052 CUDA-only
@@ -21,9 +21,9 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS / "fixtures"))
 
-from build_cann_scenarios import dist, write  # noqa: E402
-from build_framework_scenarios import record  # noqa: E402
-from elf_build import build_so  # noqa: E402
+from builders.build_cann_scenarios import dist, write  # noqa: E402
+from builders.build_framework_scenarios import record  # noqa: E402
+from builders.elf_build import build_so  # noqa: E402
 from scenario_runner import prepare, run_check  # noqa: E402
 
 SCENARIOS = TESTS / "scenarios"
@@ -274,7 +274,7 @@ def _matrix_without(tmp_path: Path, version: str) -> Path:
 def test_a_prerelease_the_matrix_lacks_is_judged_by_its_own_metadata(
     tmp_path: Path, cann_dir: str, info: str, grade: str, severity: str
 ) -> None:
-    from build_cann_scenarios import classic_toolkit
+    from builders.build_cann_scenarios import classic_toolkit
 
     s = _clean(tmp_path)
     r = s / "root"

@@ -1,4 +1,4 @@
-"""`npudoctor health` on the health-* scenarios (tests/build_health_scenarios.py) through the
+"""`npudoctor health` on the health-* scenarios (tests/builders/build_health_scenarios.py) through the
 CLI, as Docker's HEALTHCHECK and Kubernetes' exec probes run it: exit 0/1 only, one short
 line per problem, within the budget, never a traceback."""
 

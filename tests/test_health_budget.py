@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import tomllib
+from builders.shellscript import write_script
 from scenario_runner import REPO, environment, prepare
-from shellscript import write_script
 
 from npudoctor.runtime.deadline import Budget
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import List
 
 import pytest
-from shellscript import write_script
+from builders.shellscript import write_script
 
 from npudoctor import hostproc
 from npudoctor.context import Options

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
-from shellscript import write_script
+from builders.shellscript import write_script
 
 from npudoctor.host import OUTPUT_LIMIT, Host
 

@@ -97,7 +97,7 @@ def test_torch_npu_without_310b_adds_no_edge_warning(tmp_path):
 
 # --------------------------------------------------------------------------- K16
 def test_runc_default_list_allows_no_npu_node():
-    defaults = (FIXTURES / "make_k13_k22_scenarios.py").read_text()
+    defaults = (FIXTURES.parent / "builders" / "make_k13_k22_scenarios.py").read_text()
     block = defaults.split('RUNC_DEFAULT_DEVICES_LIST = """', 1)[1].split('"""', 1)[0]
     assert _only_runc_defaults(block.splitlines())
     assert not _only_runc_defaults(block.splitlines() + ["c 236:0 rwm"])

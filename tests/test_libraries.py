@@ -11,7 +11,7 @@ import pytest
 from clirun import npudoctor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from elf_build import build_so, have_gcc  # noqa: E402
+from builders.elf_build import build_so, have_gcc  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not have_gcc(), reason="gcc not available")
 SITE = "usr/lib/python3/dist-packages"

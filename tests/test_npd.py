@@ -9,7 +9,7 @@ import stat
 import time
 from pathlib import Path
 
-from stacktree import clean_env, npudoctor
+from builders.stacktree import clean_env, npudoctor
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 HEALTHY = Path(__file__).resolve().parent.parent / "examples" / "healthy-910b3"

@@ -10,7 +10,7 @@ import subprocess
 from typing import Any, Dict
 
 import pytest
-from elfbuild import elf_world_fixture  # noqa: F401  (session fixture elf_world)
+from builders.elfbuild import elf_world_fixture  # noqa: F401  (session fixture elf_world)
 
 from npudoctor.context import Options
 from npudoctor.engine import evaluate

@@ -1,4 +1,4 @@
-"""Bundles made with real pip from a local package index (tests/index_builder.py) served
+"""Bundles made with real pip from a local package index (tests/builders/index_builder.py) served
 on 127.0.0.1, installed offline into a fresh venv, proven installable for aarch64, and
 verified (tampering, missing wheels, wrong site)."""
 
@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from builders.index_builder import build_index, default_dists, pypi_json_path, serve
 from clirun import npudoctor
-from index_builder import build_index, default_dists, pypi_json_path, serve
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "plan"
 PYPI = FIX / "pypi-torch-npu.json"

@@ -3,7 +3,7 @@ architecture, torch's CPU build from the PyTorch CPU index, never a CUDA wheel; 
 list with sizes and total before anything is downloaded.
 
 The PyTorch CPU index is unreachable from our machines: it is a local PEP 503 index
-(tests/index_builder.py, real wheels) served on 127.0.0.1, next to a local "PyPI" that also
+(tests/builders/index_builder.py, real wheels) served on 127.0.0.1, next to a local "PyPI" that also
 holds the CUDA stand-ins a wrong resolution would bundle."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from index_builder import build_index, default_dists, pypi_json_path, serve
+from builders.index_builder import build_index, default_dists, pypi_json_path, serve
 
 from npudoctor.plan.closure import (
     ResolveError,
@@ -290,7 +290,7 @@ def test_conflicts_backtrack_to_an_older_parent_and_requires_python_is_held(tmp_
     taken (pip's own resolver would backtrack the same way).  The newest ``graphs`` needs
     Python >= 3.11, which pip does not hold against --python-version for a link without
     that metadata: the site's 3.10 gets the older release."""
-    from index_builder import Dist, build_index
+    from builders.index_builder import Dist, build_index
 
     cp = "cp310-cp310-manylinux_2_17_x86_64.manylinux2014_x86_64"
     dists = [

@@ -2,7 +2,7 @@
 manifest, extra files, bad manifests a clear exit 1.
 
 The bundle is made once with real pip from local PEP 503 trees given as ``file://`` URLs
-(PyPI and the PyTorch CPU index: tests/index_builder.py), with stand-in ``.run`` packages
+(PyPI and the PyTorch CPU index: tests/builders/index_builder.py), with stand-in ``.run`` packages
 from --cann-dir; each test edits a copy."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+from builders.index_builder import build_index, default_dists, pypi_json_path
 from clirun import npudoctor
-from index_builder import build_index, default_dists, pypi_json_path
 
 from npudoctor.plan.files import HDK_PAGE, driver_packages
 

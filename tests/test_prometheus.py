@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from stacktree import build_root, clean_env
-from stacktree import npudoctor_inprocess as npudoctor
+from builders.stacktree import build_root, clean_env
+from builders.stacktree import npudoctor_inprocess as npudoctor
 
 from npudoctor.findings import AREAS, SEVERITIES, Finding
 from npudoctor.report.prometheus import render

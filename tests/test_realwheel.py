@@ -1,5 +1,5 @@
 """Real wheels: torch 2.13.0 (CPU build) + torch_npu 2.13.0 from PyPI in a Python 3.11 venv
-(tests/realwheel.py builds and caches it), inspected with `npudoctor check --python`."""
+(tests/builders/realwheel.py builds and caches it), inspected with `npudoctor check --python`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from realwheel import realwheel_venv  # noqa: F401  (session fixture)
+from builders.realwheel import realwheel_venv  # noqa: F401  (session fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +59,7 @@ def test_fixture_keeps_pip_indexes_when_the_cpu_index_is_unreachable(tmp_path):
     that does not exist, no network needed) leaves pip's own indexes."""
     import sys as _sys
 
-    from realwheel import CPU_INDEX, REQUIREMENTS, cpu_index_reachable, install_argv
+    from builders.realwheel import CPU_INDEX, REQUIREMENTS, cpu_index_reachable, install_argv
 
     assert cpu_index_reachable(_sys.executable, index=(tmp_path / "no-index").as_uri(), timeout=5) is False
     assert install_argv("py", cpu_index=False) == [

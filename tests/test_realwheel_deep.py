@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from realwheel import realwheel_venv  # noqa: F401  (session fixture)
+from builders.realwheel import realwheel_venv  # noqa: F401  (session fixture)
 
 from npudoctor.facts import Facts
 from npudoctor.rules.deep import deep_signatures

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from realwheel import realwheel_venv  # noqa: F401  (session fixture)
+from builders.realwheel import realwheel_venv  # noqa: F401  (session fixture)
 
 pytestmark = pytest.mark.slow
 

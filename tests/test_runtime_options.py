@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Dict, Optional
 
 import pytest
-from build_cann_scenarios import nnal as add_nnal
+from builders.build_cann_scenarios import nnal as add_nnal
 from scenario_runner import REPO, environment, prepare
 
 try:

@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 import tomllib
+from builders.shellscript import write_script
 from clirun import npudoctor
 from scenario_runner import environment
-from shellscript import write_script
 
 from npudoctor.report.escape import SafeStream, visible
 

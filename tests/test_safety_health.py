@@ -16,9 +16,9 @@ from typing import Dict
 
 import pytest
 import tomllib
+from builders.shellscript import write_script
 from clirun import npudoctor
 from scenario_runner import environment
-from shellscript import write_script
 
 from npudoctor.context import Options
 from npudoctor.engine import collect, evaluate

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Dict
 
 import pytest
+from builders.shellscript import write_script
 from clirun import npudoctor
-from shellscript import write_script
 
 from npudoctor.host import Host
 

@@ -1,6 +1,6 @@
 """The scenario builders still reproduce the committed trees byte for byte.
 
-tests/build_{cann,case,health}_scenarios.py write tests/scenarios/<name>/; a scenario edited
+tests/builders/build_{cann,case,health,framework,tunables}_scenarios.py write tests/scenarios/<name>/; a scenario edited
 by hand (or a builder changed without rebuilding) would make the committed tree and the code
 that justifies it drift apart.  Each builder runs here into a temporary directory and every
 file, symlink and executable bit of what it builds is compared with the committed copy.
@@ -61,8 +61,8 @@ def _differences(built: Path, committed: Path) -> List[str]:
 def test_builder_reproduces_the_committed_scenarios(
     builder: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cann = importlib.import_module("build_cann_scenarios")
-    module = importlib.import_module(builder)
+    cann = importlib.import_module("builders.build_cann_scenarios")
+    module = importlib.import_module(f"builders.{builder}")
     monkeypatch.setattr(cann, "OUT", tmp_path)
     if hasattr(module, "OUT"):
         monkeypatch.setattr(module, "OUT", tmp_path)

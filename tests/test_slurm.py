@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from stacktree import build_root
+from builders.stacktree import build_root
 
 from npudoctor.snapshot import pseudonym
 

@@ -1,6 +1,6 @@
 """The library audit of the whole NPU stack (issue 14): the toolkit's programs and libraries,
 the driver's npu-smi, NNAL, and every extension module of the interpreter, over real ELF
-files built here (tests/elfbuild.py) and this machine's own libc/libm/libstdc++ copied into
+files built here (tests/builders/elfbuild.py) and this machine's own libc/libm/libstdc++ copied into
 the scenario root.  Scenario k03 (torch_npu 2.1.0 on CANN 8.0.0, a real-ELF stack) carries
 the rest; each test adds exactly one problem."""
 
@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from elfbuild import elf_world_fixture  # noqa: F401  (session fixture elf_world)
+from builders.elfbuild import elf_world_fixture  # noqa: F401  (session fixture elf_world)
 from scenario_runner import prepare, run_check
 
 from npudoctor.probes._elfcache import ElfCache, default_path

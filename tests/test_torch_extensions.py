@@ -1,7 +1,7 @@
 """Modules of site-packages that link torch's libraries, judged as the loader will: the C++
 ABI of the torch names each imports against the one torch's libc10.so exports (LIB010), and
 those names against torch's exports (LIB011).  Real g++ builds on the first-day site of
-tests/npusite.py (torch's libc10.so there is C++11-ABI); each problem is checked against
+tests/builders/npusite.py (torch's libc10.so there is C++11-ABI); each problem is checked against
 glibc's own loader too (``ldd -r``: ld.so lists the module's libraries and binds every
 symbol), which reports the undefined symbol the audit predicts."""
 
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from elfbuild import C10_SOURCE, ElfBuilder, extension_name
-from npusite import SITE, first_day
+from builders.elfbuild import C10_SOURCE, ElfBuilder, extension_name
+from builders.npusite import SITE, first_day
 from scenario_runner import run_check
 
 from npudoctor.parsers.cxxabi import module_cxx11_abi

@@ -4,7 +4,7 @@ SoC (PKG051) -- ties the log to that finding in ``npudoctor triage`` even where 
 a code; and the operator-package SoC mismatch line is a signature confirmed by PKG051.
 
 The machines are the real scenario trees (tests/scenarios, built by
-tests/build_framework_scenarios.py); the log lines are copied verbatim from the public reports
+tests/builders/build_framework_scenarios.py); the log lines are copied verbatim from the public reports
 named beside each excerpt."""
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ import stat
 from pathlib import Path
 
 import pytest
-from build_cann_scenarios import fixture, write
-from stacktree import build_root
+from builders.build_cann_scenarios import fixture, write
+from builders.stacktree import build_root
 
 from npudoctor import tomlread
 from npudoctor.context import Options

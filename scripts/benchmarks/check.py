@@ -1,7 +1,7 @@
 """``npudoctor check --python <full real torch_npu install>`` against ``python -c "import
 torch"`` (target: median ratio <= 0.15 in every mode but --deep, cold and warm).
 
-The install is the venv of tests/realwheel.py (real torch 2.13.0 CPU + torch_npu 2.13.0,
+The install is the venv of tests/builders/realwheel.py (real torch 2.13.0 CPU + torch_npu 2.13.0,
 with ``libtorch_npu.so`` and its symbol checks), reused when it was already built
 (``$TMPDIR/npudoctor-realwheel-<hash>/.complete``); it is never built here (a
 multi-hundred-MB download does not belong in a benchmark) -- without it, only the
@@ -46,7 +46,7 @@ def torch_python() -> Optional[Path]:
     """The realwheel venv's interpreter when that venv is complete, else ``None``."""
     sys.path.insert(0, str(REPO / "tests"))
     try:
-        import realwheel
+        from builders import realwheel
     except Exception:
         return None
     finally:
@@ -151,7 +151,7 @@ def run(repeat: int) -> List[str]:
     lines.append(fig(f"check --root {SCENARIO.name}", runs["root"]))
     lines.append(fig("same, npu-smi takes 0.3 s", runs["root, npu-smi 0.3 s"]))
     if not live:
-        why = torch_error or "the tests/realwheel.py venv is not built here"
+        why = torch_error or "the tests/builders/realwheel.py venv is not built here"
         lines.append(f"import torch: {why}; check --python not measured")
         return lines
     torch = runs["torch"]

@@ -1,7 +1,7 @@
 """(Re)build the scenarios of issue 16 (frameworks): torch without torch_npu, a vllm-ascend
 build for another chip, a vllm-ascend release made for another CANN, CUDA-only distributions.
 
-    python tests/build_framework_scenarios.py          # rewrites the fw-* folders
+    python tests/builders/build_framework_scenarios.py          # rewrites the fw-* folders
 
 Each tree is an officially paired stack on a captured 910B3 machine (npu-smi table
 npu-smi-info_910B3_24.1.rc1.b030_8npu_devices_only.txt, driver 24.1.rc2.2, CANN 8.2.RC1 toolkit
@@ -18,11 +18,10 @@ import sys
 from pathlib import Path
 from typing import Dict, Iterable, List, Tuple
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE / "fixtures"))
 
-from build_cann_scenarios import (  # noqa: E402
+from builders.build_cann_scenarios import (  # noqa: E402
     HOME_ENV,
     classic_toolkit,
     dist,
@@ -32,8 +31,8 @@ from build_cann_scenarios import (  # noqa: E402
     scenario,
     write,
 )
-from build_case_scenarios import SOURCED_FULL, deps, site, tag  # noqa: E402
-from elf_build import build_so  # noqa: E402
+from builders.build_case_scenarios import SOURCED_FULL, deps, site, tag  # noqa: E402
+from builders.elf_build import build_so  # noqa: E402
 
 NPU_SMI = "npu-smi-info_910B3_24.1.rc1.b030_8npu_devices_only.txt"
 #: The toolkit's and NNAL's set_env.sh applied (NNAL's names its cxx_abi_0 directory).

@@ -14,7 +14,7 @@ from typing import Any, Dict, Optional
 import clirun
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def build_root(

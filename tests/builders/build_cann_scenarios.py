@@ -1,7 +1,7 @@
 """(Re)build the CANN / driver scenarios in tests/scenarios/ from the real samples in
 tests/fixtures/ (copied from ../shared/samples, file names kept).
 
-    python tests/build_cann_scenarios.py          # rewrites the scenario folders it owns
+    python tests/builders/build_cann_scenarios.py          # rewrites the scenario folders it owns
 
 Trees follow the real layouts (../shared/samples/INDEX.md §4 and §9):
 
@@ -25,7 +25,7 @@ import stat
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/
 FIX = HERE / "fixtures"
 OUT = HERE / "scenarios"
 AS = "usr/local/Ascend"

@@ -1,9 +1,9 @@
 """(Re)build the scenarios of the handed cases of kinds K01-K12 (../shared/cases/cases.md)
 that no other builder covers, from the real samples in tests/fixtures/.
 
-    python tests/build_case_scenarios.py          # rewrites the case<NN>-* folders
+    python tests/builders/build_case_scenarios.py          # rewrites the case<NN>-* folders
 
-Trees reuse the layouts of tests/build_cann_scenarios.py (classic ``ascend-toolkit``
+Trees reuse the layouts of tests/builders/build_cann_scenarios.py (classic ``ascend-toolkit``
 with ``latest`` of relative symlinks, the 8.5+ ``cann-<ver>`` layout, NNAL with
 ``atb/cxx_abi_{0,1}``).  Files marked ``EDITED_`` in tests/fixtures are real samples with
 one value changed (named in the scenario's source line).  Each scenario.toml is written
@@ -17,11 +17,10 @@ import sys
 from pathlib import Path
 from typing import List
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE / "fixtures"))
 
-from build_cann_scenarios import (  # noqa: E402
+from builders.build_cann_scenarios import (  # noqa: E402
     AS,
     HOME_ENV,
     SOURCED_800,
@@ -35,7 +34,7 @@ from build_cann_scenarios import (  # noqa: E402
     scenario,
     write,
 )
-from elf_build import build_so  # noqa: E402
+from builders.elf_build import build_so  # noqa: E402
 
 #: The CANN Python dependencies (REPORT §6.2 install command), so that PKG006 stays quiet
 #: where a case is about something else.

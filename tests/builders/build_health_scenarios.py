@@ -1,7 +1,7 @@
 """(Re)build the container health-check scenarios ``tests/scenarios/health-*`` from the real
 samples in tests/fixtures/ (copied from ../shared/samples, file names kept).
 
-    python tests/build_health_scenarios.py        # rewrites the health-* folders
+    python tests/builders/build_health_scenarios.py        # rewrites the health-* folders
 
 Every scenario is one container of an 8-card Atlas 800T A2 (910B3) node, built like the
 official CANN images run with the standard device mounts
@@ -40,11 +40,11 @@ import sys
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from build_cann_scenarios import classic_toolkit, dist, fixture, toml_value, write  # noqa: E402
+from builders.build_cann_scenarios import classic_toolkit, dist, fixture, toml_value, write  # noqa: E402
 
 OUT = HERE / "scenarios"
 AS = "usr/local/Ascend"

@@ -1,9 +1,9 @@
 """(Re)build the runtime-tunables and host-readiness scenarios ``tests/scenarios/tun-*``
-(issue 33): one container of an 8 x 910B3 node as in tests/build_health_scenarios.py (CANN
+(issue 33): one container of an 8 x 910B3 node as in tests/builders/build_health_scenarios.py (CANN
 8.0.0 sourced, torch_npu 2.1.0.post10, the real `npu-smi info` capture), with one setting
 wrong per scenario, and one healthy scenario with many correct non-default settings.
 
-    python tests/build_tunables_scenarios.py        # rewrites the tun-* folders
+    python tests/builders/build_tunables_scenarios.py        # rewrites the tun-* folders
 
 Host-readiness facts are files of the root: ``proc/self/mountinfo`` (the kernel's format;
 Docker's /dev/shm is ``size=65536k``), ``proc/self/limits``, ``proc/self/status``.
@@ -16,12 +16,12 @@ import sys
 from pathlib import Path
 from typing import Dict, List
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from build_cann_scenarios import toml_value, write  # noqa: E402
-from build_health_scenarios import HEALTHY_CAPTURE, container_root, npu_smi_replay, sourced_env  # noqa: E402
+from builders.build_cann_scenarios import toml_value, write  # noqa: E402
+from builders.build_health_scenarios import HEALTHY_CAPTURE, container_root, npu_smi_replay, sourced_env  # noqa: E402
 
 OUT = HERE / "scenarios"
 

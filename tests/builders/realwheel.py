@@ -139,5 +139,5 @@ def realwheel_venv() -> RealVenv:
     return build()
 
 
-if __name__ == "__main__":  # warm the cache: python tests/realwheel.py
+if __name__ == "__main__":  # warm the cache: python tests/builders/realwheel.py
     print(build().path)

@@ -15,7 +15,7 @@ extracted file is the cache; ``KEEP_WHEELS=1`` keeps the wheels).  A finished
 extraction is marked by ``<version>/.complete``; concurrent sessions serialize on a lock.
 
 Tests use the session fixture ``real_c10`` (import :func:`real_c10_fixture`) and are marked ``slow``, as the
-repository marks its other pip-from-PyPI tests (``tests/realwheel.py``): PyPI is
+repository marks its other pip-from-PyPI tests (``tests/builders/realwheel.py``): PyPI is
 reachable wherever the project runs, CI included, so they run by default; ``network``
 is kept for tests that reach other sites and is off unless ``--run-network``.  When pip
 cannot download (offline) the fixture skips instead of failing.  See
@@ -163,6 +163,6 @@ def real_c10_fixture() -> Dict[str, Path]:
     return files
 
 
-if __name__ == "__main__":  # warm the cache: python tests/realc10.py
+if __name__ == "__main__":  # warm the cache: python tests/builders/realc10.py
     for k in PINS:
         print(k, fetch(k))

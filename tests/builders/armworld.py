@@ -42,9 +42,10 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
-from elfbuild import C10_SOURCE, MAIN_SOURCE, TORCH_NPU_SOURCE, ElfBuilder, extension_name, toolchain
 
-HERE = Path(__file__).resolve().parent
+from builders.elfbuild import C10_SOURCE, MAIN_SOURCE, TORCH_NPU_SOURCE, ElfBuilder, extension_name, toolchain
+
+HERE = Path(__file__).resolve().parents[1]  # tests/
 FIXTURES = HERE / "fixtures"
 K03 = HERE / "scenarios" / "k03-extension-other-torch-npu"
 #: The cross toolchain's aarch64 glibc / libstdc++ (Debian 12 arm64 builds).
@@ -219,9 +220,9 @@ def build_arm_scenario(b: ElfBuilder, dest: Path) -> Dict[str, Path]:
     )
     _write(
         dest / "scenario.toml",
-        "# built by tests/armworld.py\n[scenario]\n"
+        "# built by tests/builders/armworld.py\n[scenario]\n"
         'title = "aarch64 CANN 8.0.0 + torch_npu 2.1.0.post10 machine (control)"\n'
-        'source = "issue 14; tests/armworld.py"\n\n' + toml_env(sourced_env()),
+        'source = "issue 14; tests/builders/armworld.py"\n\n' + toml_env(sourced_env()),
     )
     return w
 

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Sequence
 
 import pytest
-from elfbuild import C10_SOURCE, TORCH_NPU_SOURCE, ElfBuilder, extension_name, toolchain
 from scenario_runner import REPO, prepare
+
+from builders.elfbuild import C10_SOURCE, TORCH_NPU_SOURCE, ElfBuilder, extension_name, toolchain
 
 SCEN = REPO / "tests" / "scenarios"
 SITE = "usr/local/lib/python3.10/site-packages"

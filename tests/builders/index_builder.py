@@ -77,7 +77,7 @@ def build_wheel(dist: Dist, directory: Path) -> Path:
         "Metadata-Version: 2.1",
         f"Name: {dist.name}",
         f"Version: {dist.version}",
-        "Summary: test stand-in built by tests/index_builder.py",
+        "Summary: test stand-in built by tests/builders/index_builder.py",
     ]
     if dist.requires_python:
         meta.append(f"Requires-Python: {dist.requires_python}")
@@ -324,7 +324,7 @@ def serve(directory: Path) -> Iterator[str]:
 
 def pypi_json_path() -> Path:
     """The recorded PyPI JSON copied into the fixtures."""
-    return Path(__file__).resolve().parent / "fixtures" / "plan" / "pypi-torch-npu.json"
+    return Path(__file__).resolve().parents[1] / "fixtures" / "plan" / "pypi-torch-npu.json"
 
 
 if __name__ == "__main__":  # build a universe for manual experiments

@@ -503,7 +503,7 @@ def elf_builder_for_fixture(tmp_path_factory: pytest.TempPathFactory):
     return get
 
 
-if __name__ == "__main__":  # python tests/elfbuild.py DIR: build the world there and list it
+if __name__ == "__main__":  # python tests/builders/elfbuild.py DIR: build the world there and list it
     import sys
 
     for arch in ("x86_64", "aarch64", "i686"):
