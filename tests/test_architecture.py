@@ -224,3 +224,76 @@ def test_no_version_literal_in_rules():
     written into a rule (issue 13): version tables live in knowledge/ or matrix/."""
     found = [hit for path in sorted((PACKAGE / "rules").glob("*.py")) for hit in _version_literals(path)]
     assert found == []
+
+
+#: The longest function (``def`` line to last line, decorators aside): a longer one is
+#: several things, split by concept (issue 27).
+MAX_FUNCTION_LINES = 100
+
+#: Functions over :data:`MAX_FUNCTION_LINES` being split by concept in parallel branches,
+#: as ``"path under npudoctor/:qualified name"``.  The allow-list is to be emptied: an entry
+#: that no longer applies fails the test, so that it is deleted with the split.
+ALLOWED_LONG_FUNCTIONS: FrozenSet[str] = frozenset(
+    {
+        "probes/libraries.py:_probe",
+        "rules/libraries.py:not_loadable",
+        "probes/_extensions.py:scan",
+        "probes/cann.py:toolkit_record",
+        "rules/cann.py:torch_npu_cann",
+        "rules/visibility.py:visibility",
+        "rules/packages.py:torch_pairing",
+        "report/devices.py:draw",
+    }
+)
+
+
+def long_functions(package_dir: pathlib.Path, limit: int = MAX_FUNCTION_LINES) -> Dict[str, int]:
+    """``{"path:qualified.name": lines}`` of every function (nested ones and methods
+    included) whose ``end_lineno - lineno + 1`` is over ``limit``."""
+    found: Dict[str, int] = {}
+
+    def visit(node: ast.AST, where: str, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = prefix + child.name
+                if not isinstance(child, ast.ClassDef):
+                    lines = (child.end_lineno or child.lineno) - child.lineno + 1
+                    if lines > limit:
+                        found[f"{where}:{name}"] = lines
+                visit(child, where, name + ".")
+            else:
+                visit(child, where, prefix)
+
+    for path in sorted(package_dir.rglob("*.py")):
+        visit(
+            ast.parse(path.read_text(encoding="utf-8"), filename=str(path)),
+            path.relative_to(package_dir).as_posix(),
+            "",
+        )
+    return found
+
+
+def test_no_function_over_100_lines_beyond_the_allow_list():
+    found = long_functions(PACKAGE)
+    new = sorted(f"{name} ({lines} lines)" for name, lines in found.items() if name not in ALLOWED_LONG_FUNCTIONS)
+    assert new == [], f"functions over {MAX_FUNCTION_LINES} lines: split them by concept:\n" + "\n".join(new)
+    gone = sorted(ALLOWED_LONG_FUNCTIONS - set(found))
+    assert gone == [], "these functions are no longer too long: delete them from ALLOWED_LONG_FUNCTIONS:\n" + "\n".join(
+        gone
+    )
+
+
+def test_the_length_check_counts_every_function(tmp_path):
+    body = "".join(f"    x{i} = {i}\n" for i in range(98))
+    pkg = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "at_limit.py": "def f():\n" + body + "    return 0\n",  # 100 lines
+            "sub/over.py": "class C:\n    async def m(self):\n        def inner():\n"
+            + "".join("    " * 3 + f"y{i} = {i}\n" for i in range(99))
+            + "            return 0\n"
+            + "        return inner\n",
+        },
+    )
+    assert long_functions(pkg) == {"sub/over.py:C.m.inner": 101, "sub/over.py:C.m": 103}

@@ -246,12 +246,43 @@ def compare(items: Iterable[Tuple[str, Any]]) -> Dict[str, Any]:
         drift        bool: some node differs, a field is split, a snapshot is unreadable,
                      or one node label has snapshots with different stacks
     """
-    # Streaming: each snapshot is reduced to its fingerprint as it arrives and only that is
-    # kept, interned (a fleet holds few distinct stacks, so each distinct fingerprint is one
-    # dict however many nodes share it); per snapshot one small tuple remains (its label,
-    # source, created and the number of its fingerprint).  Memory grows by that tuple per
-    # snapshot, never by a snapshot's facts.
     fps = _Interned()
+    readable, unreadable, repeated = _read_stream(items, fps)
+    nodes, duplicates = _one_per_node(readable, fps.table)
+    table = fps.table
+    # Per-field aggregates over the distinct fingerprints, each weighed by its nodes.
+    weight: Counter[int] = Counter(number for _n, _s, number in nodes)
+    fields = sorted(
+        {f for number in weight for f, v in table[number].items() if v is not None and not f.startswith("_")},
+        key=_field_key,
+    )
+    majority, split = _majorities(fields, weight, table, nodes)
+    differing, unknown, same = _node_verdicts(nodes, _fingerprint_verdicts(fields, weight, table, majority), split)
+    return {
+        "nodes": len(nodes),
+        "fields": fields,
+        "majority": majority,
+        "majority_nodes": same,
+        "split": split,
+        "differing": differing,
+        "unknown": unknown,
+        "unreadable": unreadable,
+        "repeated": repeated,
+        "duplicates": duplicates,
+        "drift": bool(differing or split or unreadable or any(not d["identical"] for d in duplicates)),
+    }
+
+
+def _read_stream(
+    items: Iterable[Tuple[str, Any]], fps: _Interned
+) -> Tuple[List[Tuple[Optional[str], str, int, str]], List[Dict[str, str]], List[Dict[str, str]]]:
+    """Reduce each input to its fingerprint as it arrives (interned in ``fps``): returns
+    ``(readable, unreadable, repeated)``, a readable snapshot as ``(label, source,
+    fingerprint number, created)``."""
+    # Streaming: only the fingerprint is kept, interned (a fleet holds few distinct stacks,
+    # so each distinct fingerprint is one dict however many nodes share it); per snapshot
+    # one small tuple remains (its label, source, created and the number of its
+    # fingerprint).  Memory grows by that tuple per snapshot, never by a snapshot's facts.
     readable: List[Tuple[Optional[str], str, int, str]] = []
     unreadable: List[Dict[str, str]] = []
     repeated: List[Dict[str, str]] = []
@@ -271,16 +302,17 @@ def compare(items: Iterable[Tuple[str, Any]]) -> Dict[str, Any]:
             continue
         contents[content] = source
         readable.append((got.label, source, number, got.created))
-    del contents
-    nodes, duplicates = _one_per_node(readable, fps.table)
-    table = fps.table
+    return readable, unreadable, repeated
 
-    # Per-field aggregates over the distinct fingerprints, each weighed by its nodes.
-    weight: Counter[int] = Counter(number for _n, _s, number in nodes)
-    fields = sorted(
-        {f for number in weight for f, v in table[number].items() if v is not None and not f.startswith("_")},
-        key=_field_key,
-    )
+
+def _majorities(
+    fields: List[str],
+    weight: Counter[int],
+    table: List[Dict[str, Optional[str]]],
+    nodes: List[Tuple[str, str, int]],
+) -> Tuple[Dict[str, str], List[Dict[str, Any]]]:
+    """The value held by more than half of the nodes that know each field, and the
+    fields without one (``split``, with the nodes holding each value)."""
     majority: Dict[str, str] = {}
     split: List[Dict[str, Any]] = []
     for field in fields:
@@ -300,7 +332,13 @@ def compare(items: Iterable[Tuple[str, Any]]) -> Dict[str, Any]:
                 if v is not None:
                     groups.setdefault(v, []).append(name)
             split.append({"field": field, "values": dict(sorted(groups.items()))})
-    # What each distinct fingerprint differs in and does not tell, judged once.
+    return majority, split
+
+
+def _fingerprint_verdicts(
+    fields: List[str], weight: Counter[int], table: List[Dict[str, Optional[str]]], majority: Dict[str, str]
+) -> Dict[int, Tuple[List[Dict[str, str]], List[str]]]:
+    """What each distinct fingerprint differs in and does not tell, judged once."""
     verdicts: Dict[int, Tuple[List[Dict[str, str]], List[str]]] = {}
     for number in weight:
         fp = table[number]
@@ -313,6 +351,15 @@ def compare(items: Iterable[Tuple[str, Any]]) -> Dict[str, Any]:
             elif field in majority and value != majority[field]:
                 diffs.append({"field": field, "value": value, "majority": majority[field]})
         verdicts[number] = (diffs, missing)
+    return verdicts
+
+
+def _node_verdicts(
+    nodes: List[Tuple[str, str, int]],
+    verdicts: Dict[int, Tuple[List[Dict[str, str]], List[str]]],
+    split: List[Dict[str, Any]],
+) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]], int]:
+    """``(differing, unknown, majority_nodes)``: the verdict of each node's fingerprint."""
     differing: List[Dict[str, Any]] = []
     unknown: List[Dict[str, Any]] = []
     same = 0
@@ -324,19 +371,7 @@ def compare(items: Iterable[Tuple[str, Any]]) -> Dict[str, Any]:
             same += 1
         if missing:
             unknown.append({"node": name, "fields": list(missing)})
-    return {
-        "nodes": len(nodes),
-        "fields": fields,
-        "majority": majority,
-        "majority_nodes": same,
-        "split": split,
-        "differing": differing,
-        "unknown": unknown,
-        "unreadable": unreadable,
-        "repeated": repeated,
-        "duplicates": duplicates,
-        "drift": bool(differing or split or unreadable or any(not d["identical"] for d in duplicates)),
-    }
+    return differing, unknown, same
 
 
 class _Interned:

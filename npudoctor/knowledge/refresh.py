@@ -36,7 +36,7 @@ import ipaddress
 import os
 import shutil
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 from urllib.parse import unquote, urlparse
 
 from npudoctor.host import read_capped
@@ -50,6 +50,9 @@ from npudoctor.knowledge.matrix import (
     merge_documents,
     validate,
 )
+
+if TYPE_CHECKING:
+    from npudoctor.parsers.official import MarkdownResult
 
 #: Where the official documents live.  Each source is a tuple of mirror URLs tried in order
 #: until one answers: the GitHub mirror first, then gitcode (where Ascend/pytorch and
@@ -303,6 +306,53 @@ def _key(version: str) -> str:
     return str(v) if v is not None else version
 
 
+@dataclass(frozen=True)
+class _Table:
+    """The ``torch_npu`` rows of the document being merged, indexed once and kept up to
+    date (merging stays linear), with the changes said so far."""
+
+    data: Dict[str, Any]
+    rows: List[Dict[str, Any]]
+    replace: bool
+    idx: Dict[str, int] = field(default_factory=dict)
+    line_ranges: Dict[str, Tuple[List[str], str]] = field(default_factory=dict)
+    changes: List[str] = field(default_factory=list)
+
+    def inherited_range(self, ext: str) -> Tuple[List[str], str]:
+        """line_range of ``ext``, once per line: a row added with it leaves it unchanged."""
+        from npudoctor.knowledge.refresh_merge import line_range
+
+        if ext not in self.line_ranges:
+            self.line_ranges[ext] = line_range(self.rows, ext, self.data.get("release_tag", []))
+        found, src = self.line_ranges[ext]
+        return list(found), src
+
+    def upsert(self, version: str, values: Dict[str, Any], new_defaults: Dict[str, Any]) -> None:
+        """Update the row of ``version`` with ``values``, or add it over ``new_defaults``."""
+        k = _key(version)
+        if k in self.idx:
+            row = self.rows[self.idx[k]]
+            if not self.replace and "cann" in values:
+                values["cann"] = list(values["cann"]) + [c for c in row.get("cann") or [] if c not in values["cann"]]
+            diff = [f for f, v in values.items() if row.get(f) != v and f not in ("retrieved", "source")]
+            if diff:
+                self.changes.append(
+                    f"changed torch_npu {row['torch_npu']}: "
+                    + ", ".join(f"{f} {row.get(f)!r} -> {values[f]!r}" for f in diff)
+                )
+            row.update(values)
+        else:
+            row = dict(new_defaults)
+            row.update(values)
+            row["torch_npu"] = version
+            self.rows.append(row)
+            self.idx[k] = len(self.rows) - 1
+            self.changes.append(
+                f"added torch_npu {version} (torch {row.get('torch')}, CANN {', '.join(row.get('cann', [])) or '?'}, "
+                f"{row.get('status')})"
+            )
+
+
 def merge(
     base: Dict[str, Any],
     parsed: List[Tuple[str, str, Any]],
@@ -329,157 +379,153 @@ def merge(
     Returns ``(document, human-readable changes)``."""
     from packaging.version import Version
 
-    from npudoctor.knowledge.refresh_merge import apply_cann_notes, apply_declared, line_range, row_line
+    from npudoctor.parsers.official import MarkdownResult
 
     data = copy.deepcopy(base)
     rows: List[Dict[str, Any]] = data.setdefault("torch_npu", [])
-    changes: List[str] = []
-
-    idx = _index(rows)  # kept up to date below: one index, not one per row (merging stays linear)
-    line_ranges: Dict[str, Tuple[List[str], str]] = {}
-
-    def inherited_range(ext: str) -> Tuple[List[str], str]:
-        """line_range of ``ext``, once per line: a row added with it leaves it unchanged."""
-        if ext not in line_ranges:
-            line_ranges[ext] = line_range(rows, ext, data.get("release_tag", []))
-        found, src = line_ranges[ext]
-        return list(found), src
-
-    def upsert(version: str, values: Dict[str, Any], new_defaults: Dict[str, Any]) -> None:
-        k = _key(version)
-        if k in idx:
-            row = rows[idx[k]]
-            if not replace and "cann" in values:
-                values["cann"] = list(values["cann"]) + [c for c in row.get("cann") or [] if c not in values["cann"]]
-            diff = [f for f, v in values.items() if row.get(f) != v and f not in ("retrieved", "source")]
-            if diff:
-                changes.append(
-                    f"changed torch_npu {row['torch_npu']}: "
-                    + ", ".join(f"{f} {row.get(f)!r} -> {values[f]!r}" for f in diff)
-                )
-            row.update(values)
-        else:
-            row = dict(new_defaults)
-            row.update(values)
-            row["torch_npu"] = version
-            rows.append(row)
-            idx[k] = len(rows) - 1
-            changes.append(
-                f"added torch_npu {version} (torch {row.get('torch')}, CANN {', '.join(row.get('cann', [])) or '?'}, "
-                f"{row.get('status')})"
-            )
-
-    from npudoctor.parsers.official import MarkdownResult, ext_version_from_branch
-
+    table = _Table(data=data, rows=rows, replace=replace, idx=_index(rows))
     # COMPATIBILITY-style sources first, so that their sections win over README rows
     ordered = sorted(parsed, key=lambda p: 0 if (p[1] == "markdown" and p[2].layout == "compatibility") else 1)
     seen_in_compat: Set[str] = set()
     for source, kind, result in ordered:
-        if kind != "markdown" or not isinstance(result, MarkdownResult):
-            continue
-        for r in result.rows:
-            k = _key(r.torch_npu)
-            values: Dict[str, Any] = {"torch": r.torch, "source": source, "retrieved": today}
-            canns = [r.cann] + [c for c in r.cann_also if c != r.cann]
-            ranges = [c for c in canns if _is_range(c)]
-            if ranges:
-                # 'CANN 9.1.X' (COMPATIBILITY.md, TorchNPU 26.1.1): a range the release notes
-                # settle, not one paired release: a declared set of the row
-                idx_now = _index(rows)
-                known = rows[idx_now[k]].get("cann_compatible", []) if k in idx_now else []
-                values["cann_compatible"] = list(known) + [c for c in ranges if c not in known]
-            if [c for c in canns if not _is_range(c)]:
-                values["cann"] = [c for c in canns if not _is_range(c)]
-            if r.branch:
-                values["branch"] = r.branch
-            ext = r.ext_version or ext_version_from_branch(r.branch)
-            if r.ext_version:
-                values["ext_version"] = r.ext_version
-            if r.section in ("active", "historical"):
-                values["status"] = r.section
-                seen_in_compat.add(k)
-            elif k in seen_in_compat:
-                continue  # the COMPATIBILITY table of this refresh already set this row
-            pre = False
-            try:
-                pre = Version(r.torch_npu).is_prerelease and not ext
-            except Exception:
-                pre = False
-            inherited, inherited_src = inherited_range(ext)
-            defaults = {
-                "cann": [],
-                "branch": "",
-                "cann_compatible": inherited + [c for c in ranges if c not in inherited],
-                "python_doc": [],
-                "python": {"aarch64": [], "x86_64": []},
-                "status": "prerelease" if pre else "historical",
-                "ext_version": ext,
-            }
-            if inherited_src:
-                defaults["cann_compatible_source"] = f"inherited from its extension line {ext}: {inherited_src}"
-            upsert(r.torch_npu, values, defaults)
-        # documented Python per PyTorch line
-        for torch, pys in result.python_lines.items():
-            for line in data.setdefault("torch_line", []):
-                if _pep440(str(line.get("torch"))) == _pep440(torch):
-                    if line.get("python_doc") != pys and result.layout == "compatibility":
-                        changes.append(f"changed PyTorch {torch} documented Python: {line.get('python_doc')} -> {pys}")
-                        line["python_doc"] = pys
-                        line["retrieved"] = today
-                    break
+        if kind == "markdown" and isinstance(result, MarkdownResult):
+            _merge_mapping_rows(table, source, result, today, seen_in_compat)
+            _merge_python_lines(table, result, today)
     for source, kind, result in parsed:
-        if kind != "pypi":
+        if kind == "pypi":
+            _merge_pypi(table, source, result, today)
+    _merge_notes(table, parsed, today, warnings if warnings is not None else {})
+    rows.sort(key=lambda r: _pep440(str(r.get("torch_npu"))) or Version("0"), reverse=True)
+    return data, table.changes
+
+
+def _merge_mapping_rows(
+    table: _Table, source: str, result: MarkdownResult, today: str, seen_in_compat: Set[str]
+) -> None:
+    """The rows of one mapping table (COMPATIBILITY.md or a README) into ``table``;
+    ``seen_in_compat`` holds the rows a COMPATIBILITY section of this refresh set."""
+    from packaging.version import Version
+
+    from npudoctor.parsers.official import ext_version_from_branch
+
+    for r in result.rows:
+        k = _key(r.torch_npu)
+        values: Dict[str, Any] = {"torch": r.torch, "source": source, "retrieved": today}
+        canns = [r.cann] + [c for c in r.cann_also if c != r.cann]
+        ranges = [c for c in canns if _is_range(c)]
+        if ranges:
+            # 'CANN 9.1.X' (COMPATIBILITY.md, TorchNPU 26.1.1): a range the release notes
+            # settle, not one paired release: a declared set of the row
+            idx_now = _index(table.rows)
+            known = table.rows[idx_now[k]].get("cann_compatible", []) if k in idx_now else []
+            values["cann_compatible"] = list(known) + [c for c in ranges if c not in known]
+        if [c for c in canns if not _is_range(c)]:
+            values["cann"] = [c for c in canns if not _is_range(c)]
+        if r.branch:
+            values["branch"] = r.branch
+        ext = r.ext_version or ext_version_from_branch(r.branch)
+        if r.ext_version:
+            values["ext_version"] = r.ext_version
+        if r.section in ("active", "historical"):
+            values["status"] = r.section
+            seen_in_compat.add(k)
+        elif k in seen_in_compat:
+            continue  # the COMPATIBILITY table of this refresh already set this row
+        pre = False
+        try:
+            pre = Version(r.torch_npu).is_prerelease and not ext
+        except Exception:
+            pre = False
+        inherited, inherited_src = table.inherited_range(ext)
+        defaults = {
+            "cann": [],
+            "branch": "",
+            "cann_compatible": inherited + [c for c in ranges if c not in inherited],
+            "python_doc": [],
+            "python": {"aarch64": [], "x86_64": []},
+            "status": "prerelease" if pre else "historical",
+            "ext_version": ext,
+        }
+        if inherited_src:
+            defaults["cann_compatible_source"] = f"inherited from its extension line {ext}: {inherited_src}"
+        table.upsert(r.torch_npu, values, defaults)
+
+
+def _merge_python_lines(table: _Table, result: MarkdownResult, today: str) -> None:
+    """The documented Python of each PyTorch line (from a COMPATIBILITY table only)."""
+    for torch, pys in result.python_lines.items():
+        for line in table.data.setdefault("torch_line", []):
+            if _pep440(str(line.get("torch"))) == _pep440(torch):
+                if line.get("python_doc") != pys and result.layout == "compatibility":
+                    table.changes.append(
+                        f"changed PyTorch {torch} documented Python: {line.get('python_doc')} -> {pys}"
+                    )
+                    line["python_doc"] = pys
+                    line["retrieved"] = today
+                break
+
+
+def _merge_pypi(table: _Table, source: str, result: Dict[str, Any], today: str) -> None:
+    """PyPI's Python versions and platform tags onto every row, and a row for each version
+    no table lists."""
+    from packaging.version import Version
+
+    from npudoctor.knowledge.refresh_merge import row_line
+
+    on_pypi = {_key(v): rel for v, rel in result.items()}
+    for row in table.rows:
+        rel = on_pypi.get(_key(str(row.get("torch_npu"))))
+        py = rel.python if rel else {"aarch64": [], "x86_64": []}
+        tags = rel.platform_tags if rel else {}
+        if row.get("python") != py:
+            table.changes.append(f"changed torch_npu {row['torch_npu']}: python {row.get('python')} -> {py}")
+            row["python"] = py
+        if tags:
+            row["platform_tags"] = tags
+        elif "platform_tags" in row:
+            del row["platform_tags"]
+    known = _index(table.rows)
+    for version, rel in sorted(result.items(), key=lambda kv: _pep440(kv[0]) or Version("0")):
+        if _key(version) in known:
             continue
-        on_pypi = {_key(v): rel for v, rel in result.items()}
-        for row in rows:
-            rel = on_pypi.get(_key(str(row.get("torch_npu"))))
-            py = rel.python if rel else {"aarch64": [], "x86_64": []}
-            tags = rel.platform_tags if rel else {}
-            if row.get("python") != py:
-                changes.append(f"changed torch_npu {row['torch_npu']}: python {row.get('python')} -> {py}")
-                row["python"] = py
-            if tags:
-                row["platform_tags"] = tags
-            elif "platform_tags" in row:
-                del row["platform_tags"]
-        known = _index(rows)
-        for version, rel in sorted(result.items(), key=lambda kv: _pep440(kv[0]) or Version("0")):
-            if _key(version) in known:
-                continue
-            v = _pep440(version)
-            ext = row_line({"torch_npu": version}, data.get("release_tag", []))
-            inherited, inherited_src = inherited_range(ext)
-            row = {
-                "torch_npu": version,
-                "torch": v.base_version if v is not None else version,
-                "cann": [],
-                "cann_compatible": inherited,
-                "python_doc": [],
-                "python": rel.python,
-                "platform_tags": rel.platform_tags,
-                "status": "prerelease" if (v is not None and v.is_prerelease) else "unmapped",
-                "note": "on PyPI, in no official mapping table: CANN pairing undocumented",
-                "source": source,
-                "retrieved": today,
-            }
-            if ext:
-                row["ext_version"] = ext
-            if inherited_src:
-                row["cann_compatible_source"] = f"inherited from its extension line {ext}: {inherited_src}"
-            rows.append(row)
-            changes.append(f"added torch_npu {version} from PyPI ({row['status']})")
-    notes_warn = warnings if warnings is not None else {}
+        v = _pep440(version)
+        ext = row_line({"torch_npu": version}, table.data.get("release_tag", []))
+        inherited, inherited_src = table.inherited_range(ext)
+        row = {
+            "torch_npu": version,
+            "torch": v.base_version if v is not None else version,
+            "cann": [],
+            "cann_compatible": inherited,
+            "python_doc": [],
+            "python": rel.python,
+            "platform_tags": rel.platform_tags,
+            "status": "prerelease" if (v is not None and v.is_prerelease) else "unmapped",
+            "note": "on PyPI, in no official mapping table: CANN pairing undocumented",
+            "source": source,
+            "retrieved": today,
+        }
+        if ext:
+            row["ext_version"] = ext
+        if inherited_src:
+            row["cann_compatible_source"] = f"inherited from its extension line {ext}: {inherited_src}"
+        table.rows.append(row)
+        table.changes.append(f"added torch_npu {version} from PyPI ({row['status']})")
+
+
+def _merge_notes(table: _Table, parsed: List[Tuple[str, str, Any]], today: str, warnings: Dict[str, List[str]]) -> None:
+    """The declared ranges of TorchNPU release notes and the CANN release notes."""
+    from npudoctor.knowledge.refresh_merge import apply_cann_notes, apply_declared
+    from npudoctor.parsers.official import MarkdownResult
+
     for source, kind, result in parsed:
         if kind == "markdown" and isinstance(result, MarkdownResult) and result.declared:
-            ch, wa = apply_declared(data, result.declared, source, today)
+            ch, wa = apply_declared(table.data, result.declared, source, today)
         elif kind == "cann_notes":
-            ch, wa = apply_cann_notes(data, result, source, today)
+            ch, wa = apply_cann_notes(table.data, result, source, today)
         else:
             continue
-        changes.extend(ch)
-        notes_warn.setdefault(source, []).extend(wa)
-    rows.sort(key=lambda r: _pep440(str(r.get("torch_npu"))) or Version("0"), reverse=True)
-    return data, changes
+        table.changes.extend(ch)
+        warnings.setdefault(source, []).extend(wa)
 
 
 # ---------------------------------------------------------------- writing
@@ -540,21 +586,7 @@ def refresh(
         for s in (sources or list(DEFAULT_SOURCES) + cann_note_sources(base.data))
     ]
     reports = res.sources
-    parsed: List[Tuple[str, str, Any]] = []
-    for group in groups:
-        try:
-            src, text, tried = fetch_first(group, timeout=timeout)
-        except SourceError as exc:
-            reports.append(SourceReport(source=" | ".join(group), ok=False, error=str(exc)))
-            continue
-        try:
-            kind, result, report = parse_source(src, text)
-        except SourceError as exc:
-            reports.append(SourceReport(source=src, ok=False, error=str(exc), tried=tried))
-            continue
-        report.tried = tried
-        reports.append(report)
-        parsed.append((src, kind, result))
+    parsed = _fetch_and_parse(groups, timeout, reports)
     if not parsed:
         res.error = "no source could be read; the matrix in use is unchanged"
         return res
@@ -568,16 +600,7 @@ def refresh(
     for rep in reports:
         rep.warnings.extend(notes_warnings.get(rep.source, []))
     data["metas"] = [m for m in data.get("metas", []) if not m.get("refreshed")]
-    data["meta"] = {
-        "name": "refreshed",
-        "source": "npudoctor matrix refresh: " + ", ".join(s.source for s in reports if s.ok),
-        "retrieved": day,
-        "refreshed": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
-        "refreshed_from": [s.source for s in reports if s.ok],
-        "failed_sources": [s.source for s in reports if not s.ok],
-        "base_sha256": base.provenance.get("sha256", ""),
-        "sources": [f"{s.source} (sha256 {s.sha256[:16]})" for s in reports if s.ok],
-    }
+    data["meta"] = _refreshed_meta(reports, day, base.provenance.get("sha256", ""))
     res.changes = changes
     problems = validate(_as_loaded(data), where="refreshed matrix")
     if problems:
@@ -594,14 +617,57 @@ def refresh(
         )
         return res
     res.data = data
-    if dry_run:
-        return res
+    if not dry_run:
+        _write_checked(res, data, directory or cache_dir())
+    return res
+
+
+def _fetch_and_parse(
+    groups: List[Tuple[str, ...]], timeout: Tuple[float, float], reports: List[SourceReport]
+) -> List[Tuple[str, str, Any]]:
+    """``(source, kind, result)`` of every group of mirrors that was read and parsed; a
+    report per group (failed or not) goes to ``reports``."""
+    parsed: List[Tuple[str, str, Any]] = []
+    for group in groups:
+        try:
+            src, text, tried = fetch_first(group, timeout=timeout)
+        except SourceError as exc:
+            reports.append(SourceReport(source=" | ".join(group), ok=False, error=str(exc)))
+            continue
+        try:
+            kind, result, report = parse_source(src, text)
+        except SourceError as exc:
+            reports.append(SourceReport(source=src, ok=False, error=str(exc), tried=tried))
+            continue
+        report.tried = tried
+        reports.append(report)
+        parsed.append((src, kind, result))
+    return parsed
+
+
+def _refreshed_meta(reports: List[SourceReport], day: str, base_sha256: str) -> Dict[str, Any]:
+    """The ``meta`` table of a refreshed matrix: where this refresh read, and what failed."""
+    return {
+        "name": "refreshed",
+        "source": "npudoctor matrix refresh: " + ", ".join(s.source for s in reports if s.ok),
+        "retrieved": day,
+        "refreshed": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+        "refreshed_from": [s.source for s in reports if s.ok],
+        "failed_sources": [s.source for s in reports if not s.ok],
+        "base_sha256": base_sha256,
+        "sources": [f"{s.source} (sha256 {s.sha256[:16]})" for s in reports if s.ok],
+    }
+
+
+def _write_checked(res: RefreshResult, data: Dict[str, Any], directory: str) -> None:
+    """Write the cache in ``directory`` and load it back; on failure ``res.error`` says
+    why, ``res.written`` is None and a bad file gives way to the previous copy."""
     try:
-        res.written, res.previous = write_cache(_for_disk(data), directory or cache_dir())
+        res.written, res.previous = write_cache(_for_disk(data), directory)
     except OSError as exc:
-        res.error = f"cannot write the matrix cache in {directory or cache_dir()}: {exc.strerror or exc}"
+        res.error = f"cannot write the matrix cache in {directory}: {exc.strerror or exc}"
         res.written = None
-        return res
+        return
     try:  # the file we wrote must load back exactly as the loader will read it
         load_from(res.written, "cache")
     except MatrixError as exc:
@@ -609,7 +675,6 @@ def refresh(
             shutil.copyfile(res.previous, res.written)
         res.error = f"the written matrix did not load back ({exc}); previous copy restored"
         res.written = None
-    return res
 
 
 def _for_disk(data: Dict[str, Any]) -> Dict[str, Any]:

@@ -138,21 +138,7 @@ def parse_info(text: str) -> Dict[str, Any]:
     ``hbm_total_mb`` (None on 310-class), ``bus_id`` (raw: may be ``NA`` or masked).
     Never raises.
     """
-    out: Dict[str, Any] = {
-        "version": None,
-        "driver_version": None,
-        "layout": None,
-        "second_id": None,
-        "chips": [],
-        "processes": [],
-        "idle_npus": [],
-        "process_section": False,
-        "container_pid_column": False,
-        "header": False,
-        "truncated": False,
-        "elided": False,
-        "error": None,
-    }
+    out = _empty_info()
     if not isinstance(text, str) or not text:
         return out
     chips: List[Dict[str, Any]] = out["chips"]
@@ -174,46 +160,14 @@ def parse_info(text: str) -> Dict[str, Any]:
         if cells is None:
             continue
         last_table_line = "row"
-        joined = " ".join(cells)
-        vm = _VERSION_RE.search(joined)
-        if vm:
-            out["version"], out["driver_version"] = vm.group(1), vm.group(2)
-            continue
-        nm = _NO_PROC.search(joined)
-        if nm:
-            in_processes = True
-            out["process_section"] = True
-            out["idle_npus"].append(int(nm.group(1)))
-            continue
-        if any(c.lower().startswith("process id") for c in cells):
-            in_processes = True
-            out["process_section"] = True
-            if any("container" in c.lower() for c in cells):
-                out["container_pid_column"] = True
-            continue
-        first = cells[0]
-        if first.startswith("NPU") and "Name" in first:
-            out["header"] = True
-            continue
-        if first.startswith("Chip") and len(cells) >= 2 and "Bus" in cells[1]:
-            out["header"] = True
-            if "Phy" in first:
-                out["second_id"] = "phy_id"
-            elif "Device" in first:
-                out["second_id"] = "device"
-            layout_hint = cells[2] if len(cells) > 2 else ""
-            out["layout"] = "910" if "HBM" in layout_hint else "310"
+        heading = _info_heading(cells, out)
+        if heading:
+            in_processes = in_processes or heading == "processes"
             continue
         if len(cells) >= 4:
-            proc = _process_row(cells)
-            if proc is not None:
-                in_processes = True
-                out["process_section"] = True
-                if len(cells) >= 5:
-                    out["container_pid_column"] = True
-                out["processes"].append(proc)
+            in_processes = _info_process_row(cells, out) or in_processes
             continue
-        if len(cells) != 3 or in_processes and not _ROW1_C0.match(first):
+        if len(cells) != 3 or in_processes and not _ROW1_C0.match(cells[0]):
             continue
         row1 = _device_row1(cells)
         if row1 is not None:
@@ -222,19 +176,92 @@ def parse_info(text: str) -> Dict[str, Any]:
             pending = row1
             in_processes = False
             continue
-        if pending is not None and _ROW2_C0.match(first):
+        if pending is not None and _ROW2_C0.match(cells[0]):
             _device_row2(cells, pending, out)
             chips.append(pending)
             pending = None
     if pending is not None:
         chips.append(pending)
+    _conclude_info(text, out, last_table_line)
+    return out
+
+
+def _empty_info() -> Dict[str, Any]:
+    """What :func:`parse_info` returns for a text without a table."""
+    return {
+        "version": None,
+        "driver_version": None,
+        "layout": None,
+        "second_id": None,
+        "chips": [],
+        "processes": [],
+        "idle_npus": [],
+        "process_section": False,
+        "container_pid_column": False,
+        "header": False,
+        "truncated": False,
+        "elided": False,
+        "error": None,
+    }
+
+
+def _info_heading(cells: List[str], out: Dict[str, Any]) -> str:
+    """Record a line that is not a row of the table into ``out``: the version line, a
+    "No running processes" line, the process table's header, the column headers.
+    Returns "processes" when the line opens the process section, "heading" for another
+    such line, "" for a table row."""
+    joined = " ".join(cells)
+    vm = _VERSION_RE.search(joined)
+    if vm:
+        out["version"], out["driver_version"] = vm.group(1), vm.group(2)
+        return "heading"
+    nm = _NO_PROC.search(joined)
+    if nm:
+        out["process_section"] = True
+        out["idle_npus"].append(int(nm.group(1)))
+        return "processes"
+    if any(c.lower().startswith("process id") for c in cells):
+        out["process_section"] = True
+        if any("container" in c.lower() for c in cells):
+            out["container_pid_column"] = True
+        return "processes"
+    first = cells[0]
+    if first.startswith("NPU") and "Name" in first:
+        out["header"] = True
+        return "heading"
+    if first.startswith("Chip") and len(cells) >= 2 and "Bus" in cells[1]:
+        out["header"] = True
+        if "Phy" in first:
+            out["second_id"] = "phy_id"
+        elif "Device" in first:
+            out["second_id"] = "device"
+        layout_hint = cells[2] if len(cells) > 2 else ""
+        out["layout"] = "910" if "HBM" in layout_hint else "310"
+        return "heading"
+    return ""
+
+
+def _info_process_row(cells: List[str], out: Dict[str, Any]) -> bool:
+    """Record a row of the process table into ``out``; False when the line is not one."""
+    proc = _process_row(cells)
+    if proc is None:
+        return False
+    out["process_section"] = True
+    if len(cells) >= 5:
+        out["container_pid_column"] = True
+    out["processes"].append(proc)
+    return True
+
+
+def _conclude_info(text: str, out: Dict[str, Any], last_table_line: str) -> None:
+    """The layout when no header named it, whether the table was cut short, and the
+    error a text without chips says."""
+    chips = out["chips"]
     if chips and out["layout"] is None:
         out["layout"] = "910" if any(c.get("hbm_total_mb") is not None for c in chips) else "310"
     if chips or out["process_section"]:
         out["truncated"] = last_table_line != "border" and out["header"]
-    err = parse_error(text) if not chips else None
-    out["error"] = err
-    return out
+    out["error"] = parse_error(text) if not chips else None
 
 
 def _device_row1(cells: List[str]) -> Optional[Dict[str, Any]]:

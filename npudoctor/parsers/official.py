@@ -276,77 +276,11 @@ def parse_markdown(text: str) -> MarkdownResult:
         kinds = _resolve_kinds([_header_kind(h) for h in tb.header])
         seen_headers.append(" | ".join(_clean_value(h) for h in tb.header))
         if "torch" in kinds and "python" in kinds and "cann" not in kinds and "torch_npu" not in kinds:
-            ti, pi = kinds.index("torch"), kinds.index("python")
-            for r in tb.rows:
-                if len(r) <= max(ti, pi):
-                    continue
-                m = re.search(r"([0-9]+\.[0-9]+\.[0-9]+)", _clean_value(r[ti]))
-                if m:
-                    result.python_lines[m.group(1)] = _python_versions(r[pi])
+            _read_python_lines(tb, kinds, result)
             continue
-        # the branch column may be left out when the product version is given (COMPATIBILITY.md
-        # from TorchNPU 26.1.1 on: TorchNPU版本 | TorchNPU安装包版本 | PyTorch版本 | CANN版本)
-        need: Tuple[str, ...] = ("torch_npu", "torch", "cann", "branch")
-        if "branch" not in kinds and "ext_version" in kinds:
-            need = ("torch_npu", "torch", "cann")
-        if not all(k in kinds for k in need):
-            declared_table = kinds[:2] == ["torch_npu", "cann"] and bool(result.declared)
-            if sum(k in kinds for k in need) >= 2 and "ext_version" not in kinds and not declared_table:
-                missing = [k for k in need if k not in kinds]
-                result.warnings.append(
-                    f"table at line {tb.line} looks like a mapping table but has no column for {', '.join(missing)} "
-                    f"(headers: {seen_headers[-1]})"
-                )
-            continue
-        if kinds.count("torch_npu") > 1:
-            cols = [_clean_value(h) for h, k in zip(tb.header, kinds) if k == "torch_npu"]
-            raise OfficialParseError(
-                f"table at line {tb.line}: ambiguous columns {' and '.join(repr(c) for c in cols)}: both read as the "
-                "torch_npu version and neither names the package (安装包/package/wheel); refused"
-            )
-        idx = {k: kinds.index(k) for k in need}
-        # a release note's table: product version and branch next to the package
-        notes = "ext_version" in kinds and "branch" in kinds
-        cann_first = idx["cann"] == 0 and not notes
-        if not result.layout:
-            result.layout = "release_notes" if notes else ("readme" if cann_first else "compatibility")
-        current_cann = ""
-        for r in tb.rows:
-            if len(r) < len(tb.header):
-                r = r + [""] * (len(tb.header) - len(r))
-            cann = _norm_cann(r[idx["cann"]])
-            if cann:
-                current_cann = cann
-            elif cann_first:
-                cann = current_cann
-            pkg, note = _norm_pkg(r[idx["torch_npu"]])
-            torch = _clean_value(r[idx["torch"]])
-            branch = _clean_value(r[idx["branch"]]) if "branch" in idx else ""
-            if not (pkg and torch and cann and (branch or "branch" not in idx)):
-                result.warnings.append(f"table at line {tb.line}: incomplete row skipped: {' | '.join(r)}")
-                continue
-            section = "release_notes" if notes else ("readme" if cann_first else tb.section)
-            if _release_clash(pkg, torch) == "line":
-                raise OfficialParseError(
-                    f"table at line {tb.line}, row '{' | '.join(_clean_value(c) for c in r)}': torch_npu cell "
-                    f"{pkg!r} is not a build for the PyTorch cell {torch!r} (another major version: a product "
-                    "version read as the package?); refused"
-                )
-
-            ext = _clean_value(r[kinds.index("ext_version")]) if "ext_version" in kinds else ""
-            also = [c for c in _cann_editions(r[idx["cann"]]) if c != cann]
-            result.rows.append(
-                MappingRow(
-                    torch_npu=pkg,
-                    torch=torch,
-                    cann=cann,
-                    branch=branch,
-                    section=section,
-                    note=note,
-                    ext_version=ext,
-                    cann_also=also,
-                )
-            )
+        need = _mapping_columns(tb, kinds, result, seen_headers[-1])
+        if need:
+            _read_mapping_rows(tb, kinds, need, result)
     if not result.rows and result.declared:
         result.layout = result.layout or "release_notes"
         return result
@@ -358,6 +292,92 @@ def parse_markdown(text: str) -> MarkdownResult:
             )
         raise OfficialParseError("no Markdown table found in the document")
     return result
+
+
+def _read_python_lines(tb: _Table, kinds: List[str], result: MarkdownResult) -> None:
+    """The "PyTorch and Python" table: the documented Pythons of each PyTorch line."""
+    ti, pi = kinds.index("torch"), kinds.index("python")
+    for r in tb.rows:
+        if len(r) <= max(ti, pi):
+            continue
+        m = re.search(r"([0-9]+\.[0-9]+\.[0-9]+)", _clean_value(r[ti]))
+        if m:
+            result.python_lines[m.group(1)] = _python_versions(r[pi])
+
+
+def _mapping_columns(tb: _Table, kinds: List[str], result: MarkdownResult, headers: str) -> Tuple[str, ...]:
+    """The columns a mapping table needs, when ``tb`` is one (else ``()``, with a warning
+    for a table that looks like one but lacks a column).  Raises
+    :class:`OfficialParseError` when two columns read as the torch_npu version."""
+    # the branch column may be left out when the product version is given (COMPATIBILITY.md
+    # from TorchNPU 26.1.1 on: TorchNPU版本 | TorchNPU安装包版本 | PyTorch版本 | CANN版本)
+    need: Tuple[str, ...] = ("torch_npu", "torch", "cann", "branch")
+    if "branch" not in kinds and "ext_version" in kinds:
+        need = ("torch_npu", "torch", "cann")
+    if not all(k in kinds for k in need):
+        declared_table = kinds[:2] == ["torch_npu", "cann"] and bool(result.declared)
+        if sum(k in kinds for k in need) >= 2 and "ext_version" not in kinds and not declared_table:
+            missing = [k for k in need if k not in kinds]
+            result.warnings.append(
+                f"table at line {tb.line} looks like a mapping table but has no column for {', '.join(missing)} "
+                f"(headers: {headers})"
+            )
+        return ()
+    if kinds.count("torch_npu") > 1:
+        cols = [_clean_value(h) for h, k in zip(tb.header, kinds) if k == "torch_npu"]
+        raise OfficialParseError(
+            f"table at line {tb.line}: ambiguous columns {' and '.join(repr(c) for c in cols)}: both read as the "
+            "torch_npu version and neither names the package (安装包/package/wheel); refused"
+        )
+    return need
+
+
+def _read_mapping_rows(tb: _Table, kinds: List[str], need: Tuple[str, ...], result: MarkdownResult) -> None:
+    """The rows of a mapping table (and the document's layout, from its first one).
+    Raises :class:`OfficialParseError` for a torch_npu cell of another PyTorch line."""
+    idx = {k: kinds.index(k) for k in need}
+    # a release note's table: product version and branch next to the package
+    notes = "ext_version" in kinds and "branch" in kinds
+    cann_first = idx["cann"] == 0 and not notes
+    if not result.layout:
+        result.layout = "release_notes" if notes else ("readme" if cann_first else "compatibility")
+    current_cann = ""
+    for r in tb.rows:
+        if len(r) < len(tb.header):
+            r = r + [""] * (len(tb.header) - len(r))
+        cann = _norm_cann(r[idx["cann"]])
+        if cann:
+            current_cann = cann
+        elif cann_first:
+            cann = current_cann
+        pkg, note = _norm_pkg(r[idx["torch_npu"]])
+        torch = _clean_value(r[idx["torch"]])
+        branch = _clean_value(r[idx["branch"]]) if "branch" in idx else ""
+        if not (pkg and torch and cann and (branch or "branch" not in idx)):
+            result.warnings.append(f"table at line {tb.line}: incomplete row skipped: {' | '.join(r)}")
+            continue
+        section = "release_notes" if notes else ("readme" if cann_first else tb.section)
+        if _release_clash(pkg, torch) == "line":
+            raise OfficialParseError(
+                f"table at line {tb.line}, row '{' | '.join(_clean_value(c) for c in r)}': torch_npu cell "
+                f"{pkg!r} is not a build for the PyTorch cell {torch!r} (another major version: a product "
+                "version read as the package?); refused"
+            )
+
+        ext = _clean_value(r[kinds.index("ext_version")]) if "ext_version" in kinds else ""
+        also = [c for c in _cann_editions(r[idx["cann"]]) if c != cann]
+        result.rows.append(
+            MappingRow(
+                torch_npu=pkg,
+                torch=torch,
+                cann=cann,
+                branch=branch,
+                section=section,
+                note=note,
+                ext_version=ext,
+                cann_also=also,
+            )
+        )
 
 
 def _declared_ranges(text: str, tables: List[_Table], result: MarkdownResult) -> None:

@@ -183,10 +183,42 @@ def parse_ranktable(text: str) -> Dict[str, Any]:
         "super_pods": [],
         "rank_count": 0,
     }
+    read, raw = _read_json(text, result)
+    if not read:
+        return result
+    if not isinstance(raw, dict):
+        result["error"] = f"the top level is a JSON {type(raw).__name__}, not an object"
+        return result
+    result["ok"] = True
+    result["version"] = _text(raw.get("version"))
+    result["status"] = _text(raw.get("status"))
+    result["server_count_raw"] = raw.get("server_count")
+    result["server_count"] = _as_int(raw.get("server_count"))
+    servers = raw.get("server_list")
+    if isinstance(servers, list):
+        result["servers"].extend(_server(index, server) for index, server in enumerate(servers))
+    else:
+        result["server_list_missing"] = True
+    pods = raw.get("super_pod_list")
+    for pod in pods if isinstance(pods, list) else []:
+        if isinstance(pod, dict):
+            members = pod.get("server_list")
+            ids = (
+                [_text(s.get("server_id")) for s in members if isinstance(s, dict)] if isinstance(members, list) else []
+            )
+            result["super_pods"].append({"super_pod_id": _text(pod.get("super_pod_id")), "server_ids": ids})
+    result["rank_count"] = sum(len(s["devices"]) for s in result["servers"])
+    return result
+
+
+def _read_json(text: str, result: Dict[str, Any]) -> Tuple[bool, Any]:
+    """``(True, value)`` of the JSON text, read strictly or once comments, elisions and
+    trailing commas are removed (``result``'s ``strict_json`` and ``tolerated`` say which);
+    ``(False, None)`` with ``result``'s ``error`` and ``truncated`` set when it cannot be read."""
     if not text.strip():
         result["error"] = "the file is empty"
         result["truncated"] = True
-        return result
+        return False, None
     try:
         raw = jsontext.loads(text)
         result["strict_json"] = True
@@ -208,65 +240,43 @@ def parse_ranktable(text: str) -> Dict[str, Any]:
                     message += " (after removing " + ", ".join(removed) + ")"
             result["error"] = message
             result["truncated"] = truncated
-            return result
+            return False, None
         result["tolerated"] = removed
     except RecursionError:
         result["error"] = "not valid JSON: nested too deeply"
-        return result
-    if not isinstance(raw, dict):
-        result["error"] = f"the top level is a JSON {type(raw).__name__}, not an object"
-        return result
-    result["ok"] = True
-    result["version"] = _text(raw.get("version"))
-    result["status"] = _text(raw.get("status"))
-    result["server_count_raw"] = raw.get("server_count")
-    result["server_count"] = _as_int(raw.get("server_count"))
-    servers = raw.get("server_list")
-    if isinstance(servers, list):
-        for index, server in enumerate(servers):
-            if not isinstance(server, dict):
-                result["servers"].append({"index": index, "invalid": True, "devices": []})
-                continue
-            devices: List[Dict[str, Any]] = []
-            raw_devices = server.get("device")
-            for dev in raw_devices if isinstance(raw_devices, list) else []:
-                if not isinstance(dev, dict):
-                    devices.append({"invalid": True})
-                    continue
-                devices.append(
-                    {
-                        "device_id": _as_int(dev.get("device_id")),
-                        "device_id_raw": _text(dev.get("device_id")),
-                        "device_ip": _text(dev.get("device_ip")),
-                        "rank_id": _as_int(dev.get("rank_id")),
-                        "rank_id_raw": _text(dev.get("rank_id")),
-                        "super_device_id": _text(dev.get("super_device_id")),
-                    }
-                )
-            result["servers"].append(
-                {
-                    "index": index,
-                    "server_id": _text(server.get("server_id")),
-                    "host_ip": _text(server.get("host_ip")),
-                    "container_ip": _text(server.get("container_ip")),
-                    "host_nic_ip": _text(server.get("host_nic_ip")),
-                    "hardware_type": _text(server.get("hardware_type")),
-                    "devices": devices,
-                    "has_device_list": isinstance(raw_devices, list),
-                }
-            )
-    else:
-        result["server_list_missing"] = True
-    pods = raw.get("super_pod_list")
-    for pod in pods if isinstance(pods, list) else []:
-        if isinstance(pod, dict):
-            members = pod.get("server_list")
-            ids = (
-                [_text(s.get("server_id")) for s in members if isinstance(s, dict)] if isinstance(members, list) else []
-            )
-            result["super_pods"].append({"super_pod_id": _text(pod.get("super_pod_id")), "server_ids": ids})
-    result["rank_count"] = sum(len(s["devices"]) for s in result["servers"])
-    return result
+        return False, None
+    return True, raw
+
+
+def _server(index: int, server: Any) -> Dict[str, Any]:
+    """The record of one ``server_list`` entry and its devices."""
+    if not isinstance(server, dict):
+        return {"index": index, "invalid": True, "devices": []}
+    raw_devices = server.get("device")
+    return {
+        "index": index,
+        "server_id": _text(server.get("server_id")),
+        "host_ip": _text(server.get("host_ip")),
+        "container_ip": _text(server.get("container_ip")),
+        "host_nic_ip": _text(server.get("host_nic_ip")),
+        "hardware_type": _text(server.get("hardware_type")),
+        "devices": [_device(dev) for dev in (raw_devices if isinstance(raw_devices, list) else [])],
+        "has_device_list": isinstance(raw_devices, list),
+    }
+
+
+def _device(dev: Any) -> Dict[str, Any]:
+    """The record of one ``device`` entry of a server."""
+    if not isinstance(dev, dict):
+        return {"invalid": True}
+    return {
+        "device_id": _as_int(dev.get("device_id")),
+        "device_id_raw": _text(dev.get("device_id")),
+        "device_ip": _text(dev.get("device_ip")),
+        "rank_id": _as_int(dev.get("rank_id")),
+        "rank_id_raw": _text(dev.get("rank_id")),
+        "super_device_id": _text(dev.get("super_device_id")),
+    }
 
 
 def server_addresses(server: Dict[str, Any]) -> List[str]:

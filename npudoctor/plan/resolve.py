@@ -473,15 +473,47 @@ class Resolver:
         return "cp" + python.replace(".", "")
 
     def build_plan(self, cand: Candidate, res: Resolution) -> Plan:
-        from npudoctor.plan.files import cann_packages, driver_packages, package_chip
-
-        row, site, req = cand.row, self.site, self.request
-        arch = self.arch
+        row, site = cand.row, self.site
         assert cand.cann is not None and cand.driver is not None
-        torch_req, torch_index = torch_requirement(row.torch, row.torch_npu, arch)
+        torch_req, torch_index = torch_requirement(row.torch, row.torch_npu, self.arch)
         reasons: List[str] = []
         warnings: List[str] = []
-        # torch_npu
+        self._why_torch_npu(cand, res, reasons)
+        reasons.append(self._why_torch(row, torch_req, torch_index))
+        self._why_python(cand, reasons, warnings)
+        keep = bool(site.cann) and site.cann == cand.cann
+        self._why_cann(cand, keep, reasons)
+        self._why_driver(cand, reasons, warnings)
+        numpy_req, deps = self._python_requirements(cand, reasons)
+        pchip, packages = self._packages(cand, keep, warnings)
+        if site.missing:
+            warnings.append("the snapshot lacks: " + ", ".join(site.missing))
+        return Plan(
+            torch_npu=row.torch_npu,
+            torch=row.torch,
+            torch_requirement=torch_req,
+            torch_index=torch_index,
+            python=cand.python,
+            arch=self.arch,
+            glibc=site.glibc,
+            cann=cand.cann,
+            cann_action="keep" if keep else "install",
+            cann_fit=cand.cann_fit,
+            numpy=numpy_req,
+            python_deps=deps,
+            driver=cand.driver,
+            chip=self.chip_name,
+            chip_family=self.family,
+            package_chip=pchip,
+            packages=packages,
+            reasons=reasons,
+            warnings=warnings,
+            row_source=row.source,
+        )
+
+    def _why_torch_npu(self, cand: Candidate, res: Resolution, reasons: List[str]) -> None:
+        """Why this torch_npu build (and the architecture, and the builds passed over)."""
+        row, req, arch = cand.row, self.request, self.arch
         if req.torch_npu:
             reasons.append(f"torch_npu {row.torch_npu}: asked for with --torch-npu")
         elif req.torch:
@@ -498,25 +530,29 @@ class Resolver:
                 f"torch_npu {row.torch_npu}: the newest build{of_line} with a {self._py_tag(cand.python)} wheel "
                 f"for {arch} " + self._basis()
             )
-        if site.arch_source and site.arch_source != "host.arch":
-            reasons.append(f"architecture {arch}: from {site.arch_source}; the snapshot has no host.arch")
+        if self.site.arch_source and self.site.arch_source != "host.arch":
+            reasons.append(f"architecture {arch}: from {self.site.arch_source}; the snapshot has no host.arch")
         if res.rejected:
             reasons.append("newer builds passed over: " + "; ".join(res.rejected))
-        # torch
+
+    def _why_torch(self, row: Any, torch_req: str, torch_index: Optional[str]) -> str:
+        """Why this torch requirement, and the index it comes from."""
         if torch_index and torch_req.endswith("+cpu"):
-            reasons.append(
+            return (
                 f"{torch_req}: torch_npu {row.torch_npu}'s x86_64 wheel requires the +cpu torch build "
                 f"(Requires-Dist), which comes from the PyTorch CPU index {torch_index}"
             )
-        elif torch_index:
-            reasons.append(
+        if torch_index:
+            return (
                 f"{torch_req}: the torch build torch_npu {row.torch_npu} requires (Requires-Dist), the CPU build "
-                f"from the PyTorch CPU index {torch_index} (torch from the default index is a CUDA build on {arch})"
+                f"from the PyTorch CPU index {torch_index} (torch from the default index is a CUDA build on {self.arch})"
             )
-        else:
-            reasons.append(f"{torch_req}: the torch build torch_npu {row.torch_npu} requires (Requires-Dist)")
-        # python
-        if req.python:
+        return f"{torch_req}: the torch build torch_npu {row.torch_npu} requires (Requires-Dist)"
+
+    def _why_python(self, cand: Candidate, reasons: List[str], warnings: List[str]) -> None:
+        """Why this Python, the wheel file, and what the site's interpreter and glibc leave open."""
+        site = self.site
+        if self.request.python:
             reasons.append(f"Python {cand.python}: asked for with --python")
             if site.python and site.python != cand.python:
                 warnings.append(
@@ -526,14 +562,16 @@ class Resolver:
         else:
             where = f" at {site.executable}" if site.executable else ""
             reasons.append(f"Python {cand.python}: the site's interpreter{where}")
-        wheel = self.catalog.wheel(row.torch_npu, cand.python, arch)
+        wheel = self.catalog.wheel(cand.row.torch_npu, cand.python, self.arch)
         if wheel is not None and wheel.filename:
             reasons.append(f"wheel {wheel.filename} ({self.catalog.source})")
         if not site.glibc:
             warnings.append("the snapshot has no glibc version; wheels were chosen assuming glibc 2.28")
-        # CANN
-        keep = bool(site.cann) and site.cann == cand.cann
-        if req.cann:
+
+    def _why_cann(self, cand: Candidate, keep: bool, reasons: List[str]) -> None:
+        """Why this CANN (``keep``: the site's own), and the CANN it replaces."""
+        row = cand.row
+        if self.request.cann:
             reasons.append(f"CANN {cand.cann}: asked for with --cann ({cand.cann_fit} with torch_npu {row.torch_npu})")
         elif keep:
             reasons.append(
@@ -551,10 +589,14 @@ class Resolver:
                 f"CANN {cand.cann}: no CANN is officially paired with torch_npu {row.torch_npu}; "
                 f"its line is declared compatible with {', '.join(row.cann_compatible)}"
             )
-        if site.cann and not keep:
-            reasons.append(f"replaces the site's CANN {site.cann}")
-        # driver
+        if self.site.cann and not keep:
+            reasons.append(f"replaces the site's CANN {self.site.cann}")
+
+    @staticmethod
+    def _why_driver(cand: Candidate, reasons: List[str], warnings: List[str]) -> None:
+        """What happens to the driver: kept, upgraded, or unknown (a warning)."""
         drv = cand.driver
+        assert drv is not None
         if drv.action == "keep":
             reasons.append(f"driver {drv.installed}: {drv.fit} with CANN {cand.cann}; no driver change")
         elif drv.action == "upgrade":
@@ -570,7 +612,10 @@ class Resolver:
                 warnings.append(
                     f"the snapshot has no driver version; CANN {cand.cann} needs Ascend HDK {need} — check with npu-smi"
                 )
-        # numpy and deps
+
+    def _python_requirements(self, cand: Candidate, reasons: List[str]) -> Tuple[str, List[str]]:
+        """The numpy requirement and the Python dependencies of the chosen CANN."""
+        assert cand.cann is not None
         numpy_spec = None
         try:
             numpy_spec = self.matrix.numpy_spec(cand.cann, cand.python)
@@ -587,7 +632,14 @@ class Resolver:
             deps = []
         if deps:
             reasons.append(f"CANN Python dependencies: {', '.join(deps)}")
-        # chip and packages
+        return numpy_req, deps
+
+    def _packages(self, cand: Candidate, keep: bool, warnings: List[str]) -> Tuple[Optional[str], List[Any]]:
+        """The package chip and the CANN (unless kept) and driver (if upgraded) packages."""
+        from npudoctor.plan.files import cann_packages, driver_packages, package_chip
+
+        assert cand.cann is not None and cand.driver is not None
+        drv, arch = cand.driver, self.arch
         pchip = package_chip(self.family, getattr(self.chip_info, "kernels_package_chip", None))
         packages: List[Any] = []
         if not keep:
@@ -605,30 +657,7 @@ class Resolver:
         for p in packages:
             if not p.verified_name:
                 warnings.append(f"{p.filename}: this file-name pattern is not confirmed for {pchip} chips")
-        if site.missing:
-            warnings.append("the snapshot lacks: " + ", ".join(site.missing))
-        return Plan(
-            torch_npu=row.torch_npu,
-            torch=row.torch,
-            torch_requirement=torch_req,
-            torch_index=torch_index,
-            python=cand.python,
-            arch=arch,
-            glibc=site.glibc,
-            cann=cand.cann,
-            cann_action="keep" if keep else "install",
-            cann_fit=cand.cann_fit,
-            numpy=numpy_req,
-            python_deps=deps,
-            driver=drv,
-            chip=self.chip_name,
-            chip_family=self.family,
-            package_chip=pchip,
-            packages=packages,
-            reasons=reasons,
-            warnings=warnings,
-            row_source=row.source,
-        )
+        return pchip, packages
 
 
 def resolve(site: Site, request: Request, matrix: Any, catalog: Optional[WheelCatalog] = None) -> Resolution:

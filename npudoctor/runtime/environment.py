@@ -20,7 +20,7 @@ import os
 import posixpath
 import shlex
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from npudoctor.facts import Facts
 from npudoctor.facts._typed import dump
@@ -29,6 +29,7 @@ from npudoctor.session.request import MachineRequest
 if TYPE_CHECKING:
     from npudoctor.facts.environment import EnvToolkit
     from npudoctor.facts.stack import Nnal, Toolkit
+    from npudoctor.host import Host
     from npudoctor.snapshot import Snapshot
 
 #: ``:``-lists that set_env.sh scripts prepend to (cleaned after composition).
@@ -159,11 +160,8 @@ def plan_environment(machine: Optional[MachineRequest] = None, environ: Optional
     ``from_file``, ``from_file`` with another machine option); never raises for odd
     installs (they end up in ``notes``/``unsupported``).
     """
-    from npudoctor.cann_env import expected_environment, nnal_variables
     from npudoctor.context import Options
     from npudoctor.engine import collect
-    from npudoctor.host import Host
-    from npudoctor.runtime.quick import diagnosed_environ
 
     machine = machine or MachineRequest()
     conflict = machine.replay_conflict()
@@ -176,7 +174,34 @@ def plan_environment(machine: Optional[MachineRequest] = None, environ: Optional
             return plan_from_snapshot(Snapshot.load(machine.from_file))
         except SnapshotError as exc:
             raise LaunchError(str(exc)) from None
-    root, python = machine.root, machine.python
+    host, base = _machine_host(machine, environ)
+    options = Options(python=machine.python, quick=True, command_timeout=10.0)
+    facts = Facts(collect(host, options, sections=("host", "cann")).facts)
+    selected = facts.cann.selected
+    if selected is None or not selected.path:
+        return _no_toolkit(base)
+    label = f"CANN {selected.version or '(version unknown)'} at {selected.path}"
+    abi: Optional[bool] = None
+    nnal = facts.cann.nnal
+    if nnal is not None and nnal.path:
+        abi = _torch_abi(host, machine.python)
+    else:
+        nnal = None
+    if toolkit_sourced(host, base, selected.path):
+        return _kept_plan(host, base, selected, nnal, abi, label)
+    # `$(arch)` in set_env.sh: this machine's; under --root without system binaries the
+    # toolkit's own arch (its <arch>-linux install info) stands in for it.
+    arch = facts.host.arch or selected.arch or "x86_64"
+    return _applied_plan(host, base, selected, nnal, abi, arch, label)
+
+
+def _machine_host(machine: MachineRequest, environ: Optional[Mapping[str, str]]) -> Tuple[Host, Dict[str, str]]:
+    """The Host of the machine options and the environment it starts from (the
+    ``--user``'s login when one is given).  Raises :class:`LaunchError` for a bad option."""
+    from npudoctor.host import Host
+    from npudoctor.runtime.quick import diagnosed_environ
+
+    root = machine.root
     if root and not os.path.isdir(root):
         raise LaunchError(f"--root {root}: not a directory")
     try:
@@ -185,39 +210,44 @@ def plan_environment(machine: Optional[MachineRequest] = None, environ: Optional
         raise LaunchError(str(exc)) from None
     if machine.user:
         base = _account_environ(Host(root=root or "/", environ=base), machine.user, base)
-    host = Host(root=root or "/", environ=base, commands=machine.commands)
-    options = Options(python=python, quick=True, command_timeout=10.0)
-    facts = Facts(collect(host, options, sections=("host", "cann")).facts)
-    selected = facts.cann.selected
-    if selected is None or not selected.path:
-        return _no_toolkit(base)
+    return Host(root=root or "/", environ=base, commands=machine.commands), base
+
+
+def _kept_plan(
+    host: Host, base: Dict[str, str], selected: Toolkit, nnal: Optional[Nnal], abi: Optional[bool], label: str
+) -> EnvPlan:
+    """The plan for an environment that has the toolkit sourced: kept as is, NNAL added
+    when its set_env.sh has not been sourced."""
+    from npudoctor.cann_env import nnal_variables
+
+    plan = EnvPlan(environ=dict(base), base=base, method="kept", toolkit=selected, nnal=nnal)
+    plan.notes.append(f"{label}: already sourced in this environment, kept")
+    if nnal is not None and not nnal_sourced(base):
+        nv = nnal_variables(host, nnal.path, abi)
+        env = dict(base)
+        env.update(nv["set"])
+        for name, entries in nv["prepend"].items():
+            env[name] = ":".join(list(entries) + _split(base.get(name)))
+        plan.environ = _cleaned(env, base)
+        plan.nnal_abi = nv.get("abi") if nv.get("abi") is not None else _abi_of(nv.get("atb_home"))
+        plan.script = nv.get("script")
+        plan.notes.append(f"NNAL {nnal.version or ''} added from {nv.get('script') or nnal.path}".strip())
+    return plan
+
+
+def _applied_plan(
+    host: Host,
+    base: Dict[str, str],
+    selected: Toolkit,
+    nnal: Optional[Nnal],
+    abi: Optional[bool],
+    arch: str,
+    label: str,
+) -> EnvPlan:
+    """The plan that applies the toolkit's (and NNAL's) set_env.sh, read and interpreted."""
+    from npudoctor.cann_env import expected_environment
+
     tk_path = selected.path
-    label = f"CANN {selected.version or '(version unknown)'} at {tk_path}"
-    # `$(arch)` in set_env.sh: this machine's; under --root without system binaries the
-    # toolkit's own arch (its <arch>-linux install info) stands in for it.
-    arch = facts.host.arch or selected.arch or "x86_64"
-    abi: Optional[bool] = None
-    nnal = facts.cann.nnal
-    if nnal is not None and nnal.path:
-        abi = _torch_abi(host, python)
-    else:
-        nnal = None
-
-    if toolkit_sourced(host, base, tk_path):
-        plan = EnvPlan(environ=dict(base), base=base, method="kept", toolkit=selected, nnal=nnal)
-        plan.notes.append(f"{label}: already sourced in this environment, kept")
-        if nnal is not None and not nnal_sourced(base):
-            nv = nnal_variables(host, nnal.path, abi)
-            env = dict(base)
-            env.update(nv["set"])
-            for name, entries in nv["prepend"].items():
-                env[name] = ":".join(list(entries) + _split(base.get(name)))
-            plan.environ = _cleaned(env, base)
-            plan.nnal_abi = nv.get("abi") if nv.get("abi") is not None else _abi_of(nv.get("atb_home"))
-            plan.script = nv.get("script")
-            plan.notes.append(f"NNAL {nnal.version or ''} added from {nv.get('script') or nnal.path}".strip())
-        return plan
-
     exp = expected_environment(
         host,
         tk_path,

@@ -15,11 +15,16 @@ import contextlib
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from npudoctor.facts import Facts
 from npudoctor.runtime.deadline import Budget
 from npudoctor.session.request import MachineRequest
+
+if TYPE_CHECKING:
+    from npudoctor.context import Options
+    from npudoctor.findings import Finding
+    from npudoctor.snapshot import Snapshot
 
 
 @dataclass(frozen=True)
@@ -133,61 +138,15 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
     anything else the engine raises propagates.
     """
     from npudoctor.config import load_ignores
-    from npudoctor.context import Options
-    from npudoctor.engine import load_rules, planned_sections
-    from npudoctor.knowledge.matrix import MatrixError, load_matrix
     from npudoctor.session.machine import judge
     from npudoctor.session.terminal import UsageError
 
     machine = request.machine
-    options = Options(
-        quick=True,
-        command_timeout=budget.command_timeout(),
-        deadline=budget.probe_deadline(),
-        only=set(areas(sorted(request.only))),
-        skip=set(areas(sorted(request.skip))),
-        require_devices=request.require,
-        matrix_path=request.matrix,
-        pid=request.pid,
-    )
+    options = _quick_options(request, budget)
     shared = request.progress
-    if shared is not None:
-        options.collected = shared.facts
-        shared.options = options
-
-    def progress(section: str) -> None:
-        budget.step = f"probing {section}"
-        if shared is not None:
-            shared.changed.set()  # the section before it finished: judge it beside the probes
-
-    options.progress = progress
-    # Parsing the matrix (TOML + validation) and importing the rule modules cost more
-    # than all quick probes together; they run while the probes wait for npu-smi, so
-    # that a slow npu-smi does not push them (and the finding that names npu-smi) past
-    # the budget.
     loaded: Dict[str, Any] = {}
-
-    def load() -> None:
-        try:
-            _load()
-        finally:
-            ready.set()
-
-    def _load() -> None:
-        with contextlib.suppress(Exception):  # evaluate() imports them again and reports a failure
-            load_rules(planned_sections(options))  # the modules the quick sections need
-        try:
-            loaded["matrix"] = load_matrix(request.matrix)
-        except MatrixError as exc:
-            loaded["error"] = exc
-        except Exception as exc:  # a matrix bug must not cost the verdict
-            loaded["error"] = MatrixError(f"{type(exc).__name__}: {exc}")
-        ready.set()
-        if shared is not None:
-            _judge_as_they_finish(shared, list(request.ignore))
-
     ready = threading.Event()
-    loader = threading.Thread(target=load, name="npudoctor-quick-matrix", daemon=True)
+    loader = _loader_thread(request, options, loaded, ready)
     if shared is not None:
         shared.loaded, shared.loader = loaded, loader
 
@@ -219,6 +178,81 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
         raise ValueError(str(exc)) from None
     finally:
         probes_ended()
+    return _quick_result(snapshot, findings, options, machine)
+
+
+def _quick_options(request: QuickRequest, budget: Budget) -> Options:
+    """The options of a quick run: the budget's deadlines, the areas asked for, and the
+    progress callback that names the section being probed (and wakes the judging beside
+    the probes)."""
+    from npudoctor.context import Options
+
+    options = Options(
+        quick=True,
+        command_timeout=budget.command_timeout(),
+        deadline=budget.probe_deadline(),
+        only=set(areas(sorted(request.only))),
+        skip=set(areas(sorted(request.skip))),
+        require_devices=request.require,
+        matrix_path=request.matrix,
+        pid=request.pid,
+    )
+    shared = request.progress
+    if shared is not None:
+        options.collected = shared.facts
+        shared.options = options
+
+    def progress(section: str) -> None:
+        budget.step = f"probing {section}"
+        if shared is not None:
+            shared.changed.set()  # the section before it finished: judge it beside the probes
+
+    options.progress = progress
+    return options
+
+
+def _loader_thread(
+    request: QuickRequest, options: Options, loaded: Dict[str, Any], ready: threading.Event
+) -> threading.Thread:
+    """The thread (not started) that imports the rule modules, loads the matrix into
+    ``loaded`` (or the error as ``loaded["error"]``), sets ``ready``, then judges the areas
+    as they finish when the run shares its progress."""
+    from npudoctor.engine import load_rules, planned_sections
+    from npudoctor.knowledge.matrix import MatrixError, load_matrix
+
+    # Parsing the matrix (TOML + validation) and importing the rule modules cost more
+    # than all quick probes together; they run while the probes wait for npu-smi, so
+    # that a slow npu-smi does not push them (and the finding that names npu-smi) past
+    # the budget.
+    shared = request.progress
+
+    def load() -> None:
+        try:
+            _load()
+        finally:
+            ready.set()
+
+    def _load() -> None:
+        with contextlib.suppress(Exception):  # evaluate() imports them again and reports a failure
+            load_rules(planned_sections(options))  # the modules the quick sections need
+        try:
+            loaded["matrix"] = load_matrix(request.matrix)
+        except MatrixError as exc:
+            loaded["error"] = exc
+        except Exception as exc:  # a matrix bug must not cost the verdict
+            loaded["error"] = MatrixError(f"{type(exc).__name__}: {exc}")
+        ready.set()
+        if shared is not None:
+            _judge_as_they_finish(shared, list(request.ignore))
+
+    return threading.Thread(target=load, name="npudoctor-quick-matrix", daemon=True)
+
+
+def _quick_result(
+    snapshot: Snapshot, findings: List[Finding], options: Options, machine: MachineRequest
+) -> QuickResult:
+    """The findings with what health reports beside them: chips, the stack summary and
+    the areas not checked (within ``--only``/``--skip``)."""
     from npudoctor.facts.coverage import unchecked
 
     view = Facts(snapshot.facts)

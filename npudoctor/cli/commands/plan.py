@@ -3,7 +3,7 @@
 import json
 import os
 import shlex
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import typer
 from typing_extensions import Annotated
@@ -129,6 +129,13 @@ def register(app: typer.Typer) -> None:
         add_completion=False,
         rich_markup_mode=None,
     )
+    _add_plan(plan_app)
+    _add_verify(plan_app)
+    app.add_typer(plan_app, name="plan")
+
+
+def _add_plan(plan_app: typer.Typer) -> None:
+    """``npudoctor plan`` itself: the callback of the ``plan`` group, its options declared together."""
 
     @plan_app.callback(invoke_without_command=True, help=PLAN_HELP)
     def plan(
@@ -215,6 +222,10 @@ def register(app: typer.Typer) -> None:
         )
         raise typer.Exit(code)
 
+
+def _add_verify(plan_app: typer.Typer) -> None:
+    """``npudoctor plan verify``."""
+
     @plan_app.command("verify", help=VERIFY_HELP)
     def verify(
         ctx: typer.Context,
@@ -224,24 +235,26 @@ def register(app: typer.Typer) -> None:
         ] = None,
         as_json: JsonOpt = False,
     ) -> None:
-        from npudoctor.plan.verify import verify_bundle
+        raise typer.Exit(run_verify(environment(ctx), directory, for_, as_json))
 
-        env = environment(ctx)
-        out = env.stdout
-        if not os.path.isdir(directory):
-            raise fail_usage(f"{directory}: not a directory", env)
-        site = _load_site(for_, None, env) if for_ else None
-        report = verify_bundle(directory, site)
-        if as_json:
-            echo(out, json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
-        else:
-            echo(out, f"bundle {directory}: {report.checked} files checked")
-            for p in report.problems:
-                echo(out, f"  {p.severity.upper():7} {p.kind:12} {p.message}")
-            echo(out, "OK: complete, intact" + (" and fits the site" if site else "") if report.ok else "FAILED")
-        raise typer.Exit(ExitStatus.OK if report.ok else ExitStatus.PROBLEMS)
 
-    app.add_typer(plan_app, name="plan")
+def run_verify(env: Environment, directory: str, site_path: Optional[str], as_json: bool) -> ExitStatus:
+    """Verify the bundle in ``directory`` (and that it fits the site of ``site_path``)."""
+    from npudoctor.plan.verify import verify_bundle
+
+    out = env.stdout
+    if not os.path.isdir(directory):
+        raise fail_usage(f"{directory}: not a directory", env)
+    site = _load_site(site_path, None, env) if site_path else None
+    report = verify_bundle(directory, site)
+    if as_json:
+        echo(out, json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        echo(out, f"bundle {directory}: {report.checked} files checked")
+        for p in report.problems:
+            echo(out, f"  {p.severity.upper():7} {p.kind:12} {p.message}")
+        echo(out, "OK: complete, intact" + (" and fits the site" if site else "") if report.ok else "FAILED")
+    return ExitStatus.OK if report.ok else ExitStatus.PROBLEMS
 
 
 def run_plan(
@@ -271,7 +284,6 @@ def run_plan(
     bundle could not be made); raises ``typer.Exit`` with USAGE for usage errors."""
     from npudoctor.plan.resolve import PlanError, Request, resolve
     from npudoctor.plan.transfer import phase
-    from npudoctor.plan.wheels import WheelCatalog
 
     out = env.stdout
     if not site_path:
@@ -281,19 +293,7 @@ def run_plan(
     # --dry-run and --output go on to ask pip: their progress starts now, on a terminal
     progress = bool(dry_run or output) and env.stderr_isatty and not as_json
     with phase(progress, "planning: reading the compatibility matrix and the site snapshot"):
-        try:
-            matrix, error = load_matrix_or_none(matrix_path)
-        except UsageError as exc:
-            raise fail_usage(str(exc), env) from None
-        if matrix is None:
-            raise fail_usage(f"the compatibility matrix cannot be loaded: {error}", env)
-        site = _load_site(site_path, matrix, env)
-        catalog = None
-        if pypi_json:
-            try:
-                catalog = WheelCatalog.from_pypi_json(pypi_json)
-            except ValueError as exc:
-                raise fail_usage(str(exc), env) from None
+        matrix, site, catalog = _load_inputs(env, site_path, matrix_path, pypi_json)
     request = Request(torch_npu, torch, cann, python, allow_driver_upgrade, newest=newest)
     with phase(progress, "planning: judging torch_npu builds against the site"):
         try:
@@ -306,15 +306,15 @@ def run_plan(
         _print_resolution(res, env.stdout)
     if res.plan is None:
         if as_json:
-            echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
+            _echo_json(out, doc)
         return ExitStatus.PROBLEMS
     if not output and not dry_run:
         if as_json:
-            echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
+            _echo_json(out, doc)
         else:
             echo(out, "\n(no --output DIR: nothing resolved or downloaded; --dry-run lists the wheels)")
         return ExitStatus.OK
-    from npudoctor.plan.bundle import BundleError, BundleOptions, make_bundle, resolve_plan_wheels
+    from npudoctor.plan.bundle import BundleOptions
 
     opts = BundleOptions(
         output=output or "",
@@ -327,6 +327,43 @@ def run_plan(
         progress=progress,
         site_file=site_path,
     )
+    return _bundle(env, res.plan, site, opts, doc, dry_run=dry_run, as_json=as_json)
+
+
+def _echo_json(out: Any, doc: Dict[str, Any]) -> None:
+    echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
+
+
+def _load_inputs(
+    env: Environment, site_path: str, matrix_path: Optional[str], pypi_json: Optional[str]
+) -> Tuple[Any, Any, Any]:
+    """The matrix, the site of the snapshot and the wheel catalogue (None: the matrix's
+    listing); an input that cannot be read is a usage error."""
+    from npudoctor.plan.wheels import WheelCatalog
+
+    try:
+        matrix, error = load_matrix_or_none(matrix_path)
+    except UsageError as exc:
+        raise fail_usage(str(exc), env) from None
+    if matrix is None:
+        raise fail_usage(f"the compatibility matrix cannot be loaded: {error}", env)
+    site = _load_site(site_path, matrix, env)
+    catalog = None
+    if pypi_json:
+        try:
+            catalog = WheelCatalog.from_pypi_json(pypi_json)
+        except ValueError as exc:
+            raise fail_usage(str(exc), env) from None
+    return matrix, site, catalog
+
+
+def _bundle(
+    env: Environment, plan: Any, site: Any, opts: Any, doc: Dict[str, Any], *, dry_run: bool, as_json: bool
+) -> ExitStatus:
+    """Resolve the wheels of ``plan`` and list them; unless ``dry_run``, write the bundle."""
+    from npudoctor.plan.bundle import BundleError, make_bundle, resolve_plan_wheels
+
+    out = env.stdout
 
     def log(msg: str) -> None:
         echo(env.stderr, f"npudoctor: {msg}")
@@ -337,29 +374,35 @@ def run_plan(
             echo(env.stderr, f"  {line}")
         if as_json:
             doc["bundle"] = {"error": str(exc), "details": exc.details}
-            echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
+            _echo_json(out, doc)
         return ExitStatus.PROBLEMS
 
     try:
-        wheels = resolve_plan_wheels(res.plan, site, opts)
+        wheels = resolve_plan_wheels(plan, site, opts)
     except BundleError as exc:
         return failed(exc)
     doc["wheels"] = [w.to_dict() for w in wheels]
     doc["wheels_total_bytes"] = sum(w.size or 0 for w in wheels)
     if not as_json:
-        _print_wheels(wheels, res.plan, out)
+        _print_wheels(wheels, plan, out)
     if dry_run:
         if as_json:
-            echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
+            _echo_json(out, doc)
         else:
             echo(out, "\n(--dry-run: nothing downloaded)")
         return ExitStatus.OK
     try:
-        result = make_bundle(res.plan, site, opts, log=log, wheels=wheels)
+        result = make_bundle(plan, site, opts, log=log, wheels=wheels)
     except BundleError as exc:
         return failed(exc)
     except OSError as exc:
-        raise fail_usage(f"cannot write the bundle to {output}: {exc.strerror or exc}", env) from None
+        raise fail_usage(f"cannot write the bundle to {opts.output}: {exc.strerror or exc}", env) from None
+    return _report_bundle(env, result, doc, as_json)
+
+
+def _report_bundle(env: Environment, result: Any, doc: Dict[str, Any], as_json: bool) -> ExitStatus:
+    """Say what the written bundle holds, the packages it misses, and the next step."""
+    out = env.stdout
     doc["bundle"] = {
         "output": result.output,
         "manifest": result.manifest,
@@ -370,7 +413,7 @@ def run_plan(
     }
     doc["bundle"]["installable"] = not result.pending
     if as_json:
-        echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
+        _echo_json(out, doc)
     else:
         echo(
             out,

@@ -249,6 +249,16 @@ def torch_npu_cann(
             recommend=recommend,
         )
     line_name = f"TorchNPU {line_key(st.ext)}" if st.ext else f"torch_npu {st.build}"
+    listed = _listed_verdict(st, cann, v, line_name, recommend)
+    if listed is not None:
+        return listed
+    return _unlisted_verdict(st, v, line_name, known_lines, recommend)
+
+
+def _listed_verdict(st: LineStatement, cann: str, v: CannVersion, line_name: str, recommend: str) -> Optional[Verdict]:
+    """The verdict when the line lists CANN ``v``: paired, declared, a hotfix or
+    pre-release of a listed CANN, or a later release of a listed CANN line; else None."""
+    unofficial = st.unofficial
 
     def works(grade: Grade, source: str) -> Verdict:
         if unofficial or (st.inherited and grade in (Grade.PAIRED, Grade.DECLARED)):
@@ -270,9 +280,8 @@ def torch_npu_cann(
             f"CANN {v.text} is {kind} of CANN {core}, which the {line_name} line lists ({st.source})",
             unofficial=unofficial,
         )
-    concrete = _concrete(listed)
     mine = _line(v.text)
-    same = [c for c in concrete if _line(c.text) == mine]
+    same = [c for c in _concrete(listed) if _line(c.text) == mine]
     base = parse_cann(core) or v
     if same and all(base.compare(c) in (0, 1) for c in same):
         newest = max(same)
@@ -284,6 +293,19 @@ def torch_npu_cann(
             else st.source,
             unofficial=unofficial,
         )
+    return None
+
+
+def _unlisted_verdict(
+    st: LineStatement, v: CannVersion, line_name: str, known_lines: Set[Tuple[int, int]], recommend: str
+) -> Verdict:
+    """The verdict for a CANN the line does not list: incompatible when older than every
+    declared CANN or far beyond the newest documented one, else undocumented (with the
+    documented window)."""
+    unofficial = st.unofficial
+    concrete = _concrete(st.paired + st.declared)
+    mine = _line(v.text)
+    base = parse_cann(_core(v)) or v
     if not concrete or mine is None:
         return Verdict(
             Grade.UNDOCUMENTED,
