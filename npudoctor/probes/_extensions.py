@@ -191,8 +191,11 @@ def _tree(host: Host, base: str, cache: Any) -> Optional[Tuple[List[str], int]]:
     rec = cache.lookup(key)
     if isinstance(rec, dict) and isinstance(rec.get("dirs"), list) and isinstance(rec.get("so"), list):
         try:
-            if all(_unchanged(os.path.join(top, str(rel)) if rel else top, st) for rel, st in rec["dirs"]):
+            if key in cache.fresh or all(
+                _unchanged(os.path.join(top, str(rel)) if rel else top, st) for rel, st in rec["dirs"]
+            ):
                 cache.hit(key, rec)
+                cache.fresh.add(key)
                 return [str(p) for p in rec["so"]], int(rec["count"])
         except (TypeError, ValueError, KeyError):
             pass
@@ -217,6 +220,7 @@ def _tree(host: Host, base: str, cache: Any) -> Optional[Tuple[List[str], int]]:
     if len(host.denied) != denied:
         return None
     cache.store(key, {"dirs": dirs, "so": so, "count": count})
+    cache.fresh.add(key)
     return so, count
 
 
