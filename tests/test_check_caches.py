@@ -64,6 +64,30 @@ def test_a_package_walk_is_reused_until_a_directory_changes(tmp_path):
     assert _walk(root, fourth) == fresh
 
 
+def test_a_package_walk_is_checked_once_per_run(tmp_path):
+    """The extension scan and the library search walk the same packages: within one run
+    (one ElfCache) a walk already checked is answered without checking its directories
+    again -- one consistent picture per run -- and the next run sees what changed since."""
+    root = tmp_path / "root"
+    torch = root / SITE / "torch"
+    _so(torch / "lib" / "libc10.so")
+    cache_file = str(tmp_path / "cache" / "elf-v1.json")
+    first = ElfCache(cache_file)
+    before = _walk(root, first)
+    assert before == [("/" + SITE + "/torch/lib/libc10.so", "torch")]
+    first.save()
+
+    run = ElfCache(cache_file)
+    assert _walk(root, run) == before and (run.hits, run.misses) == (1, 0)
+    _so(torch / "lib" / "sub" / "libnew.so")  # changed after this run checked the walk
+    assert _walk(root, run) == before and (run.hits, run.misses) == (2, 0)
+    run.save()
+
+    later = ElfCache(cache_file)
+    assert _walk(root, later) == before + [("/" + SITE + "/torch/lib/sub/libnew.so", "torch")]
+    assert (later.hits, later.misses) == (0, 1)
+
+
 def _record(root: Path, lines: list) -> dict:
     dist = root / SITE / "torch-2.6.0.dist-info"
     dist.mkdir(parents=True, exist_ok=True)

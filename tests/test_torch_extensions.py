@@ -120,3 +120,49 @@ def test_module_abi_from_the_torch_names_it_imports():
     # libstdc++'s own names and torch names without a std::string say nothing
     assert module_cxx11_abi(["_ZNSsC1Ev", "_ZN2at6TensorC1Ev"]) == (None, None)
     assert module_cxx11_abi([old, new]) == (None, None)
+
+
+#: An old-ABI C++ extension whose only torch name takes no std::string (the ``const char*``
+#: overload of torchCheckFail): its torch interface shows no ABI, and it loads on either torch.
+NO_STRING_EXT = """\
+#include <string>
+namespace c10 { namespace detail {
+void torchCheckFail(const char* func, const char* file, unsigned line, const char* msg);
+} }
+void npudoctor_ext_plain(void) {
+  std::string local("m");
+  c10::detail::torchCheckFail("f", "file.cpp", 1, local.c_str());
+}
+"""
+#: A pure-C extension module that links libc10.so and imports no C++ name from it.
+PURE_C_EXT = "int PyInit__C(void) { return 0; }\n"
+
+
+def test_module_whose_abi_cannot_be_determined_gives_no_abi_finding(tmp_path):
+    scenario, site, b = _site(tmp_path)
+    c10 = site / "torch/lib/libc10.so"
+    stripped = b.build(
+        site / "nostring_ext" / extension_name("_C", python="310"),
+        NO_STRING_EXT,
+        lang="c++",
+        needed=[c10],
+        flags=["-D_GLIBCXX_USE_CXX11_ABI=0"],
+    )
+    strip = shutil.which("strip")
+    if strip is None:
+        pytest.skip("no strip (binutils) here")
+    subprocess.run([strip, "--strip-all", str(stripped)], check=True, timeout=60)
+    sections = subprocess.run(["readelf", "-S", str(stripped)], capture_output=True, text=True, timeout=60).stdout
+    assert ".dynsym" in sections and ".symtab" not in sections  # stripped: only the dynamic symbols are left
+    pure_c = b.build(site / "purec_ext" / extension_name("_C", python="310"), PURE_C_EXT, needed=[c10])
+    for module in (stripped, pure_c):
+        said = _loader_says(module, site / "torch/lib")
+        assert "libc10.so =>" in said and "undefined symbol" not in said
+    run = run_check(scenario)
+    assert run.doc is not None, run.stderr[-2000:]
+    checks = {c["package"]: c for c in run.doc["facts"]["libraries"]["symbols"]["torch_extensions"]}
+    assert (checks["nostring_ext"]["abi"], checks["nostring_ext"]["abi_symbol"]) == (None, None)
+    assert checks["nostring_ext"]["checked"] == 1 and checks["nostring_ext"]["missing_count"] == 0
+    assert (checks["purec_ext"]["abi"], checks["purec_ext"]["checked"]) == (None, 0)
+    assert run.doc["facts"]["libraries"]["torch_cxx11_abi"] is True  # torch's own ABI is known
+    assert _codes(run.doc, "LIB010", "LIB011") == []

@@ -83,6 +83,9 @@ class ElfCache:
         self.hits = 0
         self.misses = 0
         self.dirty = False
+        #: Keys of the records found valid or made in this run: a directory walk that two
+        #: audits share (the extension scan, the library search) is checked once per run.
+        self.fresh: Set[str] = set()
         if path:
             self.old = _load(path)
 

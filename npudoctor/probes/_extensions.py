@@ -191,8 +191,11 @@ def _tree(host: Host, base: str, cache: Any) -> Optional[Tuple[List[str], int]]:
     rec = cache.lookup(key)
     if isinstance(rec, dict) and isinstance(rec.get("dirs"), list) and isinstance(rec.get("so"), list):
         try:
-            if all(_unchanged(os.path.join(top, str(rel)) if rel else top, st) for rel, st in rec["dirs"]):
+            if key in cache.fresh or all(
+                _unchanged(os.path.join(top, str(rel)) if rel else top, st) for rel, st in rec["dirs"]
+            ):
                 cache.hit(key, rec)
+                cache.fresh.add(key)
                 return [str(p) for p in rec["so"]], int(rec["count"])
         except (TypeError, ValueError, KeyError):
             pass
@@ -217,6 +220,7 @@ def _tree(host: Host, base: str, cache: Any) -> Optional[Tuple[List[str], int]]:
     if len(host.denied) != denied:
         return None
     cache.store(key, {"dirs": dirs, "so": so, "count": count})
+    cache.fresh.add(key)
     return so, count
 
 
@@ -332,8 +336,9 @@ def scan(
     :func:`torch_extension_record` of every shared object walked (the big packages'
     included, torch's own excepted) that links torch's libraries."""
 
-    from npudoctor.parsers.elf import dynamic_symbols, read_elf
+    from npudoctor.parsers.elf import read_elf
 
+    reader = read or read_elf
     out: List[Dict[str, Any]] = []
     has_libc = resolver is not None and bool(resolver.search("libc.so.6", [], [])[0])
     owned = dict(owned or {})
@@ -345,7 +350,7 @@ def scan(
         if expired():
             errors.append("extension checks stopped early (time budget)")
             break
-        info = (read or read_elf)(real(path))
+        info = reader(real(path))
         if versions is not None and (path, top) not in extra:
             _versions_of(path, info, versions)
         if torch_extensions is not None and torch_libs:
@@ -357,48 +362,23 @@ def scan(
                 if rec is not None:
                     out.append(rec)
             continue
-        if undefined is not None:
-            undef, err = undefined(real(path))
-        else:
-            _d, undef, err = dynamic_symbols(real(path))
+        undef, err = _undefined(real(path), undefined)
         if err:
             errors.append(f"{path}: {err}")
             continue
+        providers, unresolved = _providers(host, path, info, resolver, loaded, has_libc)
         res: Dict[str, Any] = {
             "object": path,
             "package": top,
             "links": links,
-            "unresolved": [],
+            "unresolved": unresolved,
             "checked": 0,
             "missing_count": 0,
             "missing": [],
             "error": None,
             "against": [],
         }
-        providers: Dict[str, str] = {}
-        origin = posixpath.dirname(host.resolve(path))
-        rpath = expand_origin(info.rpath, origin) if not info.runpath else []
-        runpath = expand_origin(info.runpath, origin)
-        for name in info.needed:
-            if name in loaded:
-                providers[name] = loaded[name]
-                continue
-            found = resolver.search(name, rpath, runpath)[0] if resolver is not None else None
-            if found:
-                providers[name] = found
-            elif has_libc or not SYSTEM_LIB_RE.match(name):
-                res["unresolved"].append(name)
-        parts = []
-        if "libtorch_npu.so" in links:
-            parts.append(check(path, {s for s in undef if NPU_SYM_RE.match(s)}, npu_libs))
-        if any(n != "libtorch_npu.so" and providers.get(n) for n in links):
-            # acl* / aclnn* / Hccl* / ATB symbols bind to whatever the process has loaded
-            # (ld.so's global scope): the libraries import torch_npu loaded, then its own
-            against: List[str] = []
-            for cand in list(loaded.values()) + [providers[n] for n in info.needed if n in providers]:
-                if cand not in against and not SYSTEM_LIB_RE.match(posixpath.basename(cand)):
-                    against.append(cand)
-            parts.append(check(path, {s for s in undef if CANN_EXT_SYM_RE.match(s)}, against))
+        parts = _symbol_parts(path, info, links, undef, providers, npu_libs, loaded, check)
         for part in parts:
             res["checked"] += part["checked"]
             res["missing_count"] += part["missing_count"]
@@ -408,15 +388,104 @@ def scan(
                 res["error"] = part["error"]
         out.append(res)
     if versions is not None:
-        for path, _top in _walk(host, facts, real, expired, errors, big=True, cache=cache)[:MAX_VERSIONED]:
-            if expired():
-                errors.append("symbol-version checks of extension modules stopped early (time budget)")
-                break
-            info = (read or read_elf)(real(path))
-            _versions_of(path, info, versions)
-            if torch_extensions is not None and torch_libs and _top != "torch":
-                _torch_ext(path, _top, info, torch_libs, real, check, undefined, torch_extensions, errors)
+        _big_packages(
+            host, facts, real, expired, errors, reader, versions, cache, torch_libs, torch_extensions, check, undefined
+        )
     return out
+
+
+def _undefined(
+    path: str, undefined: Optional[Callable[[str], Tuple[Set[str], Optional[str]]]]
+) -> Tuple[Set[str], Optional[str]]:
+    """The strong undefined symbols of the file at real ``path`` and the error reading them,
+    by the caller's ``undefined`` (cached) or the ELF reader's."""
+    if undefined is not None:
+        return undefined(path)
+    from npudoctor.parsers.elf import dynamic_symbols
+
+    _d, undef, err = dynamic_symbols(path)
+    return undef, err
+
+
+def _providers(
+    host: Host,
+    path: str,
+    info: Any,
+    resolver: Optional[Resolver],
+    loaded: Dict[str, str],
+    has_libc: bool,
+) -> Tuple[Dict[str, str], List[str]]:
+    """Each ``DT_NEEDED`` entry of the module at ``path`` resolved after ``import
+    torch_npu``: ``{name: path}`` of those found (loaded already, or by the loader's
+    search), and the names that will not resolve (a base-system library only when the root
+    holds a libc to judge by)."""
+    providers: Dict[str, str] = {}
+    unresolved: List[str] = []
+    origin = posixpath.dirname(host.resolve(path))
+    rpath = expand_origin(info.rpath, origin) if not info.runpath else []
+    runpath = expand_origin(info.runpath, origin)
+    for name in info.needed:
+        if name in loaded:
+            providers[name] = loaded[name]
+            continue
+        found = resolver.search(name, rpath, runpath)[0] if resolver is not None else None
+        if found:
+            providers[name] = found
+        elif has_libc or not SYSTEM_LIB_RE.match(name):
+            unresolved.append(name)
+    return providers, unresolved
+
+
+def _symbol_parts(
+    path: str,
+    info: Any,
+    links: List[str],
+    undef: Set[str],
+    providers: Dict[str, str],
+    npu_libs: List[str],
+    loaded: Dict[str, str],
+    check: Callable[[str, Set[str], List[str]], Dict[str, Any]],
+) -> List[Dict[str, Any]]:
+    """The symbol checks of one module: its torch_npu names against torch_npu's libraries,
+    its CANN / ATB names against what the process has loaded."""
+    parts = []
+    if "libtorch_npu.so" in links:
+        parts.append(check(path, {s for s in undef if NPU_SYM_RE.match(s)}, npu_libs))
+    if any(n != "libtorch_npu.so" and providers.get(n) for n in links):
+        # acl* / aclnn* / Hccl* / ATB symbols bind to whatever the process has loaded
+        # (ld.so's global scope): the libraries import torch_npu loaded, then its own
+        against: List[str] = []
+        for cand in list(loaded.values()) + [providers[n] for n in info.needed if n in providers]:
+            if cand not in against and not SYSTEM_LIB_RE.match(posixpath.basename(cand)):
+                against.append(cand)
+        parts.append(check(path, {s for s in undef if CANN_EXT_SYM_RE.match(s)}, against))
+    return parts
+
+
+def _big_packages(
+    host: Host,
+    facts: Dict[str, Any],
+    real: Callable[[str], str],
+    expired: Callable[[], bool],
+    errors: List[str],
+    reader: Callable[[str], Any],
+    versions: List[Dict[str, Any]],
+    cache: Optional[Any],
+    torch_libs: Optional[List[str]],
+    torch_extensions: Optional[List[Dict[str, Any]]],
+    check: Callable[[str, Set[str], List[str]], Dict[str, Any]],
+    undefined: Optional[Callable[[str], Tuple[Set[str], Optional[str]]]],
+) -> None:
+    """The symbol versions (into ``versions``) and torch links (into ``torch_extensions``)
+    of the big packages' modules, which the extension walk skips."""
+    for path, top in _walk(host, facts, real, expired, errors, big=True, cache=cache)[:MAX_VERSIONED]:
+        if expired():
+            errors.append("symbol-version checks of extension modules stopped early (time budget)")
+            break
+        info = reader(real(path))
+        _versions_of(path, info, versions)
+        if torch_extensions is not None and torch_libs and top != "torch":
+            _torch_ext(path, top, info, torch_libs, real, check, undefined, torch_extensions, errors)
 
 
 def _torch_ext(
@@ -434,14 +503,10 @@ def _torch_ext(
     (:func:`~npudoctor.parsers.cxxabi.module_cxx11_abi`, ``abi``/``abi_symbol``) and its
     undefined torch names against the exports of ``torch_libs`` (a :func:`scan` check)."""
     from npudoctor.parsers.cxxabi import TORCH_NAME, module_cxx11_abi
-    from npudoctor.parsers.elf import dynamic_symbols
 
     if info.error or not any(TORCH_LINK_RE.match(n) for n in info.needed):
         return
-    if undefined is not None:
-        undef, err = undefined(real(path))
-    else:
-        _d, undef, err = dynamic_symbols(real(path))
+    undef, err = _undefined(real(path), undefined)
     if err:
         errors.append(f"{path}: {err}")
         return

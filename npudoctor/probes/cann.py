@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor import lazyre
@@ -190,15 +191,65 @@ def toolkit_record(host: Host, path: str, found_via: str) -> Dict[str, Any]:
     toolkit record (shape in the module docstring).  Never raises."""
     path = host.display(path)
     errors: List[Dict[str, str]] = []
-    versions: Dict[str, str] = {}
-    version: Optional[str] = None
-    source: Optional[str] = None
+    installed = _install_infos(host, path, errors)
+    cfg, components, cfg_versions, cfg_stated = _version_cfg(host, path, errors)
+    comp_versions, comp_stated, requires = _component_infos(host, path, errors)
+    resolved = _real_install_dir(host, path)
+    # the first statement found, in this order, is the toolkit's version
+    stated = installed.stated or cfg_stated or comp_stated or _dir_name_version(resolved)
+    opp = _join(path, "opp")
+    return {
+        "path": path,
+        "resolved": resolved,
+        "kind": _kind(resolved, path, installed.package_name),
+        "version": stated.version if stated else None,
+        "inner_version": stated.inner if stated else None,
+        "compatible_version": installed.accepts,
+        "requires": requires,
+        "arch": installed.arch,
+        "source": stated.source if stated else None,
+        "versions": {**installed.versions, **cfg_versions, **comp_versions},
+        "components": components,
+        "found_via": found_via,
+        "aliases": [found_via] if found_via != path else [path],
+        "opp_path": opp if host.is_dir(opp) else None,
+        "kernels": _kernels(host, path, errors, cfg),
+        "errors": errors,
+        "set_env": _set_env(host, path),
+    }
+
+
+@dataclass(frozen=True)
+class _Stated:
+    """One statement of a toolkit's version: the version, where it is said (a file, or the
+    install directory's name) and the inner (build) version said with it."""
+
+    version: str
+    source: str
     inner: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class _InstallInfo:
+    """What a toolkit's ``<arch>-linux/ascend_*_install.info`` files say: each file's
+    version, the first readable one's statement, package name and compatible versions, and
+    the architecture (that file's, else the directory's)."""
+
+    versions: Dict[str, str]
+    stated: Optional[_Stated]
+    package_name: Optional[str]
+    accepts: List[str]
+    arch: Optional[str]
+
+
+def _install_infos(host: Host, path: str, errors: List[Dict[str, str]]) -> _InstallInfo:
+    """The :class:`_InstallInfo` of the toolkit at ``path``; unreadable or garbled files
+    go to ``errors``."""
+    versions: Dict[str, str] = {}
+    stated: Optional[_Stated] = None
     arch: Optional[str] = None
     package_name: Optional[str] = None
     accepts: List[str] = []
-    requires: Dict[str, str] = {}
-
     for adir in _arch_dirs(host, path):
         for info_path in host.glob(adir, prefix="ascend_", suffix="_install.info"):
             text = _read(host, info_path, errors)
@@ -209,15 +260,22 @@ def toolkit_record(host: Host, path: str, found_via: str) -> Dict[str, Any]:
                 errors.append({"path": info_path, "error": "no version= line (truncated or garbled)"})
                 continue
             versions[info_path] = info["version"]
-            if version is None:
-                version, source = info["version"], info_path
-                inner = info["innerversion"]
+            if stated is None:
+                stated = _Stated(info["version"], info_path, info["innerversion"])
                 package_name = info["package_name"]
                 accepts = list(info["compatible_version"])
                 arch = _ARCH_ALIASES.get((info["arch"] or "").lower())
         if arch is None:
             arch = _ARCH_ALIASES.get(posixpath.basename(adir)[: -len("-linux")].lower())
+    return _InstallInfo(versions, stated, package_name, accepts, arch)
 
+
+def _version_cfg(
+    host: Host, path: str, errors: List[Dict[str, str]]
+) -> Tuple[Dict[str, Any], Dict[str, Any], Dict[str, str], Optional[_Stated]]:
+    """The toolkit's ``version.cfg``: parsed, each package's running public version, and
+    the toolkit's (or runtime's) running version as ``{file: version}`` and as a
+    statement."""
     cfg_path = _join(path, "version.cfg")
     cfg_text = _read(host, cfg_path, errors)
     cfg = parse_version_cfg(cfg_text) if cfg_text is not None else {}
@@ -230,11 +288,20 @@ def toolkit_record(host: Host, path: str, found_via: str) -> Dict[str, Any]:
     }
     tk_running = (cfg.get("toolkit") or cfg.get("runtime") or {}).get("running") or []
     if tk_running and tk_running[0].get("public"):
-        versions[cfg_path] = tk_running[0]["public"]
-        if version is None:
-            version, source = tk_running[0]["public"], cfg_path
-            inner = tk_running[0].get("inner")
+        public = tk_running[0]["public"]
+        return cfg, components, {cfg_path: public}, _Stated(public, cfg_path, tk_running[0].get("inner"))
+    return cfg, components, {}, None
 
+
+def _component_infos(
+    host: Host, path: str, errors: List[Dict[str, str]]
+) -> Tuple[Dict[str, str], Optional[_Stated], Dict[str, str]]:
+    """The ``<component>/version.info`` files (toolkit, opp, runtime, compiler): each
+    file's version, the first readable one's statement, and the versions of other
+    packages the toolkit's file requires."""
+    versions: Dict[str, str] = {}
+    stated: Optional[_Stated] = None
+    requires: Dict[str, str] = {}
     for component in ("toolkit", "opp", "runtime", "compiler"):
         info_path = _join(path, component, "version.info")
         text = _read(host, info_path, errors)
@@ -247,45 +314,29 @@ def toolkit_record(host: Host, path: str, found_via: str) -> Dict[str, Any]:
         if component == "toolkit":
             requires = dict(info["required"])
         versions[info_path] = info["version_dir"]
-        if version is None:
-            version, source = info["version_dir"], info_path
-            inner = inner or info["version"]
+        if stated is None:
+            stated = _Stated(info["version_dir"], info_path, info["version"])
+    return versions, stated, requires
 
-    resolved = _real_install_dir(host, path)
-    if version is None:
-        name = posixpath.basename(resolved)
-        guess = name[len("cann-") :] if name.startswith("cann-") else name
-        if _VERSION_DIR.match(guess):
-            version, source = guess, f"directory name {resolved}"
 
-    opp = _join(path, "opp")
-    set_env = None
+def _dir_name_version(resolved: str) -> Optional[_Stated]:
+    """The version an install directory's name states (``8.0.0``, ``cann-8.5.0``), if any."""
+    name = posixpath.basename(resolved)
+    guess = name[len("cann-") :] if name.startswith("cann-") else name
+    if _VERSION_DIR.match(guess):
+        return _Stated(guess, f"directory name {resolved}")
+    return None
+
+
+def _set_env(host: Host, path: str) -> Optional[str]:
+    """The toolkit's ``set_env.sh`` (for ``.../latest``, also the one beside it), if any."""
     candidates = [_join(path, "set_env.sh")]
     if posixpath.basename(path) == "latest":
         candidates.append(_join(posixpath.dirname(path), "set_env.sh"))
     for candidate in candidates:
         if host.is_file(candidate):
-            set_env = candidate
-            break
-    return {
-        "path": path,
-        "resolved": resolved,
-        "kind": _kind(resolved, path, package_name),
-        "version": version,
-        "inner_version": inner,
-        "compatible_version": accepts,
-        "requires": requires,
-        "arch": arch,
-        "source": source,
-        "versions": versions,
-        "components": components,
-        "found_via": found_via,
-        "aliases": [found_via] if found_via != path else [path],
-        "opp_path": opp if host.is_dir(opp) else None,
-        "kernels": _kernels(host, path, errors, cfg),
-        "errors": errors,
-        "set_env": set_env,
-    }
+            return candidate
+    return None
 
 
 def _ascend_roots(host: Host) -> List[Tuple[str, str]]:

@@ -202,49 +202,19 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
 
 def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
     host = ctx.host
-
-    def read_elf(path: str) -> Any:
-        return cache.read(path)
-
     facts = ctx.facts
     env_facts = mapping(facts.get("environment"))
     errors: List[str] = []
     tnpu, torch = _torch_npu_dir(host, facts)
     out: Dict[str, Any] = {"torch_npu": tnpu, "torch": torch, "errors": errors}
-
-    abi = None
-    abi_source = None
-    if torch and torch.get("lib_dir"):
-        lib = posixpath.join(torch["lib_dir"], "libc10.so")
-        data, _e, _t = host.read_bytes(lib, limit=64 << 20)
-        if data and data[:4] == b"\x7fELF":
-            abi, abi_source = torch_cxx11_abi(data)[0], lib
-    out["torch_cxx11_abi"] = abi
-    out["abi_source"] = abi_source
+    out["torch_cxx11_abi"], out["abi_source"] = _torch_abi(host, torch)
     if tnpu is None:
-        arch = (facts.get("host") or {}).get("arch") or env_facts.get("arch") or "x86_64"
-        ld_path = [posixpath.normpath(p) for p in host.env_paths("LD_LIBRARY_PATH") if p.startswith("/")]
-        resolver = Resolver(host, arch, 64, ld_path)
-        out["autoload"] = autoload_record(
-            host,
-            facts,
-            torch,
-            resolver,
-            _torch_libs(host, torch),
-            cache.read,
-            lambda p: _real(host, p),
-            _expired(start),
-        )
-        _stack(host, facts, env_facts, resolver, {}, set(), cache, out, start + TIME_BUDGET, errors)
+        _without_torch_npu(host, facts, env_facts, torch, cache, out, start, errors)
         out["duration"] = round(_now() - start, 3)
         return out
 
     pkg = tnpu["package_dir"]
-    roots = host.glob(pkg, prefix="_C", suffix=".so")
-    libtorch_npu = posixpath.join(pkg, "lib", "libtorch_npu.so")
-    if host.is_file(libtorch_npu):
-        roots.append(libtorch_npu)
-    atb_plugin = posixpath.join(pkg, "lib", "libop_plugin_atb.so")
+    roots, libtorch_npu, atb_plugin = _roots(host, pkg)
     out["atb_plugin"] = atb_plugin if host.is_file(atb_plugin) else None
     out["roots"] = list(roots)
     if not roots:
@@ -252,24 +222,16 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         out["duration"] = round(_now() - start, 3)
         return out
 
-    first = read_elf(_real(host, roots[0]))
-    # The loader is the machine's (its /bin/sh, or this process when live); torch_npu's own
-    # files tell it only when the machine's architecture is unknown.
-    machine = (facts.get("host") or {}).get("arch")
-    arch = machine or first.machine or env_facts.get("arch") or "x86_64"
-    bits = first.bits if first.machine == arch and first.bits else 64
-    # Each directory once, first place kept: the loader's answer is the same, and a
-    # 15,000-entry LD_LIBRARY_PATH of a few hundred directories is searched as those.
-    ld_path = list(dict.fromkeys(posixpath.normpath(p) for p in host.env_paths("LD_LIBRARY_PATH") if p.startswith("/")))
-    resolver = Resolver(host, arch, bits, ld_path)
+    first = cache.read(_real(host, roots[0]))
+    resolver = _resolver(host, facts, env_facts, first)
     out["loader"] = {
-        "ld_library_path": ld_path,
+        "ld_library_path": resolver.ld_library_path,
         "cache": resolver.cache_info,
         "conf_dirs": resolver.conf_dirs,
         "default_dirs": resolver.default_dirs,
         "hwcaps": resolver.hwcaps,
     }
-    if not first.error and (first.machine != arch or first.bits != bits):
+    if not first.error and (first.machine != resolver.arch or first.bits != resolver.bits):
         # pip installs wheels of the interpreter's platform: torch_npu's WHEEL tag rule says
         # which wheel this is; its load chain cannot be judged against this machine's loader
         errors.append(
@@ -286,70 +248,199 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
     out["autoload"] = autoload_record(
         host, facts, torch, resolver, loaded, cache.read, lambda p: _real(host, p), _expired(start)
     )
-
-    objects: Dict[str, Any] = {}
-    resolution: Dict[str, Dict[str, Any]] = {}
-    queue: List[Tuple[str, List[str], bool]] = [(r, [], False) for r in roots]
-    if out["atb_plugin"]:
-        queue.append((atb_plugin, [], True))
     deadline = start + TIME_BUDGET
-    while queue:
-        path, parent_rpaths, optional = queue.pop(0)
-        if path in objects:
-            continue
-        if len(objects) >= MAX_OBJECTS or _now() > deadline:
-            errors.append(f"stopped following dependencies after {len(objects)} files (time/size budget)")
-            break
-        info = read_elf(_real(host, path))
-        objects[path] = info
+    walk = _LoadWalk(host, resolver, cache, loaded, torch_libs, root_has_libc, deadline, errors)
+    walk.follow(roots, atb_plugin if out["atb_plugin"] else None)
+    objects, resolution = walk.objects, walk.resolution
+    _note_found_at(host, resolver, resolution, _search_dirs(facts, env_facts))
+    keep = ("soname", "needed", "rpath", "runpath", "version_needs", "error")
+    out["objects"] = [
+        dict({k: v for k, v in info.to_dict().items() if k in keep}, path=p) for p, info in objects.items()
+    ]
+    out["resolution"] = sorted(resolution.values(), key=lambda r: (r["status"] != "missing", r["name"]))
+    out["missing"] = sorted(r["name"] for r in resolution.values() if r["status"] == "missing" and not r["optional"])
+    out["glibc"] = _glibc_check(host, resolver, objects, resolution, root_has_libc, cache.read)
+    out["symbols"] = _symbol_checks(
+        host, pkg, roots, libtorch_npu, atb_plugin, torch_libs, resolution, facts, env_facts, deadline, errors, cache
+    )
+    versions, foreign = _extension_checks(host, facts, pkg, resolver, walk, cache, out, errors)
+    out["located"] = located_record(host, facts, out, lambda: _now() > deadline, cache)
+    versions += foreign
+    _stack(host, facts, env_facts, resolver, loaded, set(objects), cache, out, deadline, errors, versions)
+    out["duration"] = round(_now() - start, 3)
+    return out
+
+
+def _torch_abi(host: Host, torch: Optional[Dict[str, Any]]) -> Tuple[Optional[bool], Optional[str]]:
+    """torch's C++11 ABI from the mangling of ``libc10.so``'s own exports, and that file."""
+    if torch and torch.get("lib_dir"):
+        lib = posixpath.join(torch["lib_dir"], "libc10.so")
+        data, _e, _t = host.read_bytes(lib, limit=64 << 20)
+        if data and data[:4] == b"\x7fELF":
+            return torch_cxx11_abi(data)[0], lib
+    return None, None
+
+
+def _without_torch_npu(
+    host: Host,
+    facts: Dict[str, Any],
+    env_facts: Dict[str, Any],
+    torch: Optional[Dict[str, Any]],
+    cache: ElfCache,
+    out: Dict[str, Any],
+    start: float,
+    errors: List[str],
+) -> None:
+    """``autoload`` and the stack's records of ``out`` when torch_npu is not installed."""
+    arch = (facts.get("host") or {}).get("arch") or env_facts.get("arch") or "x86_64"
+    ld_path = [posixpath.normpath(p) for p in host.env_paths("LD_LIBRARY_PATH") if p.startswith("/")]
+    resolver = Resolver(host, arch, 64, ld_path)
+    out["autoload"] = autoload_record(
+        host,
+        facts,
+        torch,
+        resolver,
+        _torch_libs(host, torch),
+        cache.read,
+        lambda p: _real(host, p),
+        _expired(start),
+    )
+    _stack(host, facts, env_facts, resolver, {}, set(), cache, out, start + TIME_BUDGET, errors)
+
+
+def _roots(host: Host, pkg: str) -> Tuple[List[str], str, str]:
+    """torch_npu's binaries checked first (its ``_C*.so`` extension and
+    ``lib/libtorch_npu.so`` when present), that library's path and its ATB plugin's path."""
+    roots = host.glob(pkg, prefix="_C", suffix=".so")
+    libtorch_npu = posixpath.join(pkg, "lib", "libtorch_npu.so")
+    if host.is_file(libtorch_npu):
+        roots.append(libtorch_npu)
+    return roots, libtorch_npu, posixpath.join(pkg, "lib", "libop_plugin_atb.so")
+
+
+def _resolver(host: Host, facts: Dict[str, Any], env_facts: Dict[str, Any], first: Any) -> Resolver:
+    """The machine's loader, with the environment's ``LD_LIBRARY_PATH``."""
+    # The loader is the machine's (its /bin/sh, or this process when live); torch_npu's own
+    # files tell it only when the machine's architecture is unknown.
+    machine = (facts.get("host") or {}).get("arch")
+    arch = machine or first.machine or env_facts.get("arch") or "x86_64"
+    bits = first.bits if first.machine == arch and first.bits else 64
+    # Each directory once, first place kept: the loader's answer is the same, and a
+    # 15,000-entry LD_LIBRARY_PATH of a few hundred directories is searched as those.
+    ld_path = list(dict.fromkeys(posixpath.normpath(p) for p in host.env_paths("LD_LIBRARY_PATH") if p.startswith("/")))
+    return Resolver(host, arch, bits, ld_path)
+
+
+class _LoadWalk:
+    """torch_npu's load chain followed the way ``ld.so`` maps it: ``objects`` (path -> ELF
+    facts of each file mapped) and ``resolution`` (one record per ``DT_NEEDED`` name)."""
+
+    def __init__(
+        self,
+        host: Host,
+        resolver: Resolver,
+        cache: ElfCache,
+        loaded: Dict[str, str],
+        torch_libs: List[str],
+        root_has_libc: bool,
+        deadline: float,
+        errors: List[str],
+    ) -> None:
+        self.host = host
+        self.resolver = resolver
+        self.cache = cache
+        self.loaded = loaded
+        self.torch_libs = torch_libs
+        self.root_has_libc = root_has_libc
+        self.deadline = deadline
+        self.errors = errors
+        self.objects: Dict[str, Any] = {}
+        self.resolution: Dict[str, Dict[str, Any]] = {}
+
+    def follow(self, roots: List[str], atb_plugin: Optional[str]) -> None:
+        """Map ``roots`` (and the lazily-loaded ``atb_plugin``, its needs optional) and every
+        library they pull, within :data:`MAX_OBJECTS` files and the deadline."""
+        queue: List[Tuple[str, List[str], bool]] = [(r, [], False) for r in roots]
+        if atb_plugin:
+            queue.append((atb_plugin, [], True))
+        while queue:
+            path, parent_rpaths, optional = queue.pop(0)
+            if path in self.objects:
+                continue
+            if len(self.objects) >= MAX_OBJECTS or _now() > self.deadline:
+                self.errors.append(f"stopped following dependencies after {len(self.objects)} files (time/size budget)")
+                break
+            queue += self._map(path, parent_rpaths, optional)
+
+    def _map(self, path: str, parent_rpaths: List[str], optional: bool) -> List[Tuple[str, List[str], bool]]:
+        """Map one file and resolve its ``DT_NEEDED`` entries; the libraries to map next."""
+        info = self.cache.read(_real(self.host, path))
+        self.objects[path] = info
         if info.error:
-            errors.append(f"{path}: {info.error}")
-            continue
-        if info.soname and info.soname not in loaded:
-            loaded[info.soname] = path
-        origin = posixpath.dirname(host.resolve(path))
+            self.errors.append(f"{path}: {info.error}")
+            return []
+        if info.soname and info.soname not in self.loaded:
+            self.loaded[info.soname] = path
+        origin = posixpath.dirname(self.host.resolve(path))
         own_rpath = expand_origin(info.rpath, origin) if not info.runpath else []
         chain = own_rpath + parent_rpaths
         runpath = expand_origin(info.runpath, origin)
+        nxt: List[Tuple[str, List[str], bool]] = []
         for name in info.needed:
-            rec = resolution.get(name)
-            if rec is None:
-                rec = {
-                    "name": name,
-                    "needed_by": [],
-                    "status": None,
-                    "path": None,
-                    "via": None,
-                    "found_at": [],
-                    "optional": optional,
-                }
-                resolution[name] = rec
-            if path not in rec["needed_by"]:
-                rec["needed_by"].append(path)
-            if not optional:
-                rec["optional"] = False
+            rec = self._record(name, path, optional)
             if rec["status"] in ("found", "torch"):
                 continue
-            if name in loaded and name not in ("libc.so.6",):
-                rec.update(
-                    status="torch" if loaded[name] in torch_libs else "found", path=loaded[name], via="already loaded"
-                )
-                continue
-            if TORCH_LIB_RE.match(name) and torch_libs:
-                rec.update(status="torch", path=None, via="import torch")
-                continue
-            found, via = resolver.search(name, chain, runpath)
-            if found:
-                rec.update(status="found", path=found, via=via)
-                loaded.setdefault(name, found)
-                if not SYSTEM_LIB_RE.match(name):
-                    queue.append((found, chain if not info.runpath else [], optional))
-            elif SYSTEM_LIB_RE.match(name) and not root_has_libc:
-                rec.update(status="system-unknown")
-            else:
-                rec["status"] = "missing"
+            found = self._resolve(rec, chain, runpath)
+            if found and not SYSTEM_LIB_RE.match(name):
+                nxt.append((found, chain if not info.runpath else [], optional))
+        return nxt
 
-    search_dirs = _search_dirs(facts, env_facts)
+    def _record(self, name: str, needed_by: str, optional: bool) -> Dict[str, Any]:
+        """The resolution record of ``name``, ``needed_by`` added to it."""
+        rec = self.resolution.get(name)
+        if rec is None:
+            rec = {
+                "name": name,
+                "needed_by": [],
+                "status": None,
+                "path": None,
+                "via": None,
+                "found_at": [],
+                "optional": optional,
+            }
+            self.resolution[name] = rec
+        if needed_by not in rec["needed_by"]:
+            rec["needed_by"].append(needed_by)
+        if not optional:
+            rec["optional"] = False
+        return rec
+
+    def _resolve(self, rec: Dict[str, Any], chain: List[str], runpath: List[str]) -> Optional[str]:
+        """Set ``rec``'s status the way the loader answers; the path of a library newly found."""
+        name = rec["name"]
+        if name in self.loaded and name not in ("libc.so.6",):
+            status = "torch" if self.loaded[name] in self.torch_libs else "found"
+            rec.update(status=status, path=self.loaded[name], via="already loaded")
+            return None
+        if TORCH_LIB_RE.match(name) and self.torch_libs:
+            rec.update(status="torch", path=None, via="import torch")
+            return None
+        found, via = self.resolver.search(name, chain, runpath)
+        if found:
+            rec.update(status="found", path=found, via=via)
+            self.loaded.setdefault(name, found)
+            return found
+        if SYSTEM_LIB_RE.match(name) and not self.root_has_libc:
+            rec.update(status="system-unknown")
+        else:
+            rec["status"] = "missing"
+        return None
+
+
+def _note_found_at(
+    host: Host, resolver: Resolver, resolution: Dict[str, Dict[str, Any]], search_dirs: List[Tuple[str, str]]
+) -> None:
+    """Add to each missing or found library's ``found_at`` where it is on disk."""
     for rec in resolution.values():
         if rec["status"] not in ("missing", "found") or SYSTEM_LIB_RE.match(rec["name"]):
             continue
@@ -357,16 +448,23 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
             cand = posixpath.join(d, rec["name"])
             if host.is_file(cand):
                 rec["found_at"].append({"path": cand, "where": label, "usable": resolver.usable(cand)})
-    keep = ("soname", "needed", "rpath", "runpath", "version_needs", "error")
-    out["objects"] = [
-        dict({k: v for k, v in info.to_dict().items() if k in keep}, path=p) for p, info in objects.items()
-    ]
-    out["resolution"] = sorted(resolution.values(), key=lambda r: (r["status"] != "missing", r["name"]))
-    out["missing"] = sorted(r["name"] for r in resolution.values() if r["status"] == "missing" and not r["optional"])
-    out["glibc"] = _glibc_check(host, resolver, objects, resolution, root_has_libc, read_elf)
-    out["symbols"] = _symbol_checks(
-        host, pkg, roots, libtorch_npu, atb_plugin, torch_libs, resolution, facts, env_facts, deadline, errors, cache
-    )
+
+
+def _extension_checks(
+    host: Host,
+    facts: Dict[str, Any],
+    pkg: str,
+    resolver: Resolver,
+    walk: _LoadWalk,
+    cache: ElfCache,
+    out: Dict[str, Any],
+    errors: List[str],
+) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+    """``symbols.extensions`` and ``symbols.torch_extensions`` of ``out``: every other module
+    linking torch_npu / CANN / NNAL or torch's libraries (after ``import torch_npu``).
+    Returns the extension modules' version needs of base-system libraries and the records
+    of modules of another architecture (one unreadable-file record each, not judged)."""
+    objects, loaded, deadline = walk.objects, walk.loaded, walk.deadline
     versions: List[Dict[str, Any]] = []
     torch_extensions: List[Dict[str, Any]] = []
     # K03: third-party extensions linking torch_npu / CANN / NNAL libraries (after import torch_npu)
@@ -376,34 +474,30 @@ def _probe(ctx: ProbeContext, start: float, cache: ElfCache) -> Dict[str, Any]:
         host.glob(posixpath.join(pkg, "lib"), suffix=".so"),
         resolver,
         loaded,
-        resolution,
+        walk.resolution,
         lambda: _now() > deadline,
         lambda p: _real(host, p),
         lambda obj, names, against: _check(obj, names, against, lambda p: _real(host, p), cache),
         errors,
-        read=read_elf,
+        read=cache.read,
         undefined=cache.undefined,
         versions=versions,
         owned={p: d for p, d in npu_package_files(host, facts, cache).items() if p not in objects},
         cache=cache,
-        torch_libs=torch_libs,
+        torch_libs=walk.torch_libs,
         torch_extensions=torch_extensions,
     )
     out["symbols"]["torch_extensions"] = torch_extensions
 
     def elf_of(p: str) -> Any:
-        return read_elf(_real(host, p))
+        return cache.read(_real(host, p))
 
     # extension modules of another architecture: one unreadable-file record each, not judged
     out["symbols"]["extensions"], foreign = _inventory.split_foreign(
         out["symbols"]["extensions"], "object", resolver, elf_of
     )
     versions, more = _inventory.split_foreign(versions, "path", resolver, elf_of)
-    out["located"] = located_record(host, facts, out, lambda: _now() > deadline, cache)
-    versions += [r for r in more if r["path"] not in {f["path"] for f in foreign}] + foreign
-    _stack(host, facts, env_facts, resolver, loaded, set(objects), cache, out, deadline, errors, versions)
-    out["duration"] = round(_now() - start, 3)
-    return out
+    return versions, [r for r in more if r["path"] not in {f["path"] for f in foreign}] + foreign
 
 
 def _torch_libs(host: Host, torch: Optional[Dict[str, Any]]) -> Dict[str, str]:

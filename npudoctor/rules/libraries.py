@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from npudoctor.context import RuleContext
@@ -257,15 +258,35 @@ def not_loadable(
     libraries were resolved with when it is not the environment's own (the stack audit's,
     set up as set_env.sh sets it); the evidence prints it."""
     libs = ctx.view.libraries
-    script = _set_env_script(ctx)
-    has_toolkit = cann_present(ctx)
-    env = ctx.view.environment
-    driver = (env.expected.driver if env.expected is not None else None) or "/usr/local/Ascend/driver"
     ld = libs.loader.ld_library_path if libs.loader is not None else ()
     if ld_path is not None:
         ld = ld_path
     names = [r.name for r in items]
     optional = all(r.optional for r in items)
+    evidence = _unresolved_evidence(libs, items)
+    label = "LD_LIBRARY_PATH as set_env.sh sets it: " if ld_path is not None else "LD_LIBRARY_PATH="
+    cause = _cause(ctx, key, items)
+    evidence += list(cause.located)
+    evidence.append(label + (":".join(ld) if ld else "(unset)"))
+    evidence += list(cause.evidence)
+    title = cause.title
+    if optional:
+        title += " (needed only when ATB operators are used)"
+    owners = sorted({owner(r) for r in items})
+    evidence.append("owner: " + ", ".join(owners))
+    because = cause.because
+    return code.finding(
+        title=title,
+        evidence=evidence,
+        fix=list(cause.fix),
+        severity="warning" if optional else severity,
+        subject=key,
+        data=dict({"libraries": names, "owners": owners}, **({"because": because} if because else {})),
+    )
+
+
+def _unresolved_evidence(libs: LibrariesFacts, items: List[Resolution]) -> List[str]:
+    """One line per library that will not resolve: who needs it and where it is on disk."""
     evidence = []
     for r in items:
         by = ", ".join(_short(p, libs) for p in r.needed_by)
@@ -281,110 +302,173 @@ def not_loadable(
         evidence.append(
             f"{r.name} needed by {by}: not in RPATH/RUNPATH, LD_LIBRARY_PATH, ld.so.cache or default dirs{where}"
         )
-    label = "LD_LIBRARY_PATH as set_env.sh sets it: " if ld_path is not None else "LD_LIBRARY_PATH="
-    evidence.append(label + (":".join(ld) if ld else "(unset)"))
-    fix: List[FixLine]
+    return evidence
+
+
+@dataclass(frozen=True)
+class _Cause:
+    """Why one group of libraries will not load, as its owner must hear it: the title, the
+    fix, the code it folds under (``because``), where else the libraries are on disk
+    (``located``: evidence before the loader path line) and further ``evidence`` after it."""
+
+    title: str
+    fix: Tuple[FixLine, ...]
     because: Optional[str] = None
+    located: Tuple[str, ...] = ()
+    evidence: Tuple[str, ...] = ()
+
+
+def _is_are(names: List[str]) -> str:
+    return "is" if len(names) == 1 else "are"
+
+
+def _driver_dir(ctx: RuleContext) -> str:
+    env = ctx.view.environment
+    return (env.expected.driver if env.expected is not None else None) or "/usr/local/Ascend/driver"
+
+
+def _cause(ctx: RuleContext, key: str, items: List[Resolution]) -> _Cause:
+    """The :class:`_Cause` of the group ``key`` (:func:`group_of`)."""
+    names = [r.name for r in items]
     if key == "toolkit":
-        title = (
-            f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the CANN toolkit but not on the loader path"
-        )
-        fix = [SourceFile(script)] if script else [_prepend_ld(_found_dirs(items, "selected toolkit"))]
-        because = "ENV001"  # set_env.sh not sourced: folded under it when reported
-    elif key == "driver":
-        title = f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in the NPU driver but not on the loader path"
-        fix = [_prepend_ld([f"{driver}/lib64", f"{driver}/lib64/common", f"{driver}/lib64/driver"])]
-        if script:
-            fix.append(SourceFile(script, lead="or: "))
-    elif key == "nnal":
-        title = (
-            f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} in NNAL but nnal/atb/set_env.sh is not sourced"
-        )
-        nnal_script = _nnal_script(ctx)
-        because = "ENV005"  # nnal/atb/set_env.sh not sourced: folded under it when reported (and as severe)
-        if nnal_script:
-            fix = [SourceFile(nnal_script, note="after torch is installed")]
-        else:
-            home = env.nnal.expected_atb_home if env.nnal is not None else None
-            fix = (
-                [Export("ATB_HOME_PATH", home), _prepend_ld([f"{home}/lib"])]
-                if home
-                else [_prepend_ld(_found_dirs(items, "NNAL")[:1])]
-            )
-    elif key == "other-cann":
-        title = f"{', '.join(names)} exist only in another CANN install than the one in use"
-        fix = [SourceFile(script)] if script else []
-        fix.append("Install the missing CANN component for the toolkit in use")
-    elif key == "nnal-missing":
-        title = f"{', '.join(names)} cannot be loaded: NNAL (ATB) is not installed"
-        fix = [
-            InstallPackage(
-                "nnal",
-                cann_version(ctx),
-                arch=_arch(ctx),
-                unknown="the same CANN version as the toolkit",
-                lead="Install NNAL of the same CANN version as the toolkit: ",
-            ),
-            SourceFile(NNAL_SET_ENV, note="after torch is installed"),
-        ]
-        if not has_toolkit:
-            because = "CANN001"  # NNAL comes with the CANN release that is missing altogether
-    elif key == "driver-missing":
-        where = "in this container" if in_container(ctx) else "on this machine"
-        ships = (
-            f"{', '.join(names)} cannot be loaded: {'it ships' if len(names) == 1 else 'they ship'} with the NPU driver"
-        )
-        installed = ctx.view.driver.driver
-        if installed.exists:
-            # version.info is there: an incomplete driver (or a partial mount), not a missing one
-            title = (
-                f"{ships}, but the driver {installed.version or ''} at {driver} lacks "
-                f"{'it' if len(names) == 1 else 'them'} ({'a partial mount' if in_container(ctx) else 'an incomplete install'})"
-            ).replace("driver  at", "driver at")
-            evidence.append(f"driver version.info: {installed.path}")
-        else:
-            title = f"{ships}, which is not {'mounted' if in_container(ctx) else 'installed'} {where}"
-        fix = _driver_missing_fix(ctx, driver)
-        if installed.exists and not in_container(ctx):
-            fix[0] = (
-                "Reinstall the NPU driver on this host (the Ascend HDK npu-driver .run package of version "
-                f"{installed.version or 'the installed one'}): its lib64 lacks {', '.join(names)}"
-            )
-        if not installed.exists:
-            because = "CTR002" if in_container(ctx) else "DRV001"  # folded when that is reported
-    elif has_toolkit or key[len("missing:") :] not in (TOOLKIT, KERNELS, "unknown"):
-        who = key[len("missing:") :]
-        title = (
-            f"{', '.join(names)} cannot be loaded and {'is' if len(names) == 1 else 'are'} not on disk (owner: {who})"
-        )
-        fix = _missing_fix(ctx, who, names, script)
-        elsewhere, placed = where_on_disk(libs, names, "torch_npu")
-        if placed and isinstance(placed[0], PrependPath):
-            # in none of the stack's directories, but elsewhere on disk (the wider search)
-            title = (
-                f"{', '.join(names)} cannot be loaded: on disk, but in no directory on the loader path (owner: {who})"
-            )
-            fix = placed + fix
-        evidence[-1:-1] = elsewhere
+        return _cause_off_path_toolkit(ctx, items, names)
+    if key == "driver":
+        return _cause_off_path_driver(ctx, names)
+    if key == "nnal":
+        return _cause_nnal_not_sourced(ctx, items, names)
+    if key == "other-cann":
+        return _cause_other_cann(ctx, names)
+    if key == "nnal-missing":
+        return _cause_nnal_missing(ctx, names)
+    if key == "driver-missing":
+        return _cause_driver_missing(ctx, names)
+    if cann_present(ctx) or key[len("missing:") :] not in (TOOLKIT, KERNELS, "unknown"):
+        return _cause_not_on_disk(ctx, key[len("missing:") :], names)
+    return _cause_no_toolkit(names)
+
+
+def _cause_off_path_toolkit(ctx: RuleContext, items: List[Resolution], names: List[str]) -> _Cause:
+    """In the selected toolkit, off the loader path: set_env.sh not sourced."""
+    script = _set_env_script(ctx)
+    return _Cause(
+        title=f"{', '.join(names)} {_is_are(names)} in the CANN toolkit but not on the loader path",
+        fix=(SourceFile(script),) if script else (_prepend_ld(_found_dirs(items, "selected toolkit")),),
+        because="ENV001",  # set_env.sh not sourced: folded under it when reported
+    )
+
+
+def _cause_off_path_driver(ctx: RuleContext, names: List[str]) -> _Cause:
+    """In the driver's directories, off the loader path."""
+    driver = _driver_dir(ctx)
+    script = _set_env_script(ctx)
+    fix: List[FixLine] = [_prepend_ld([f"{driver}/lib64", f"{driver}/lib64/common", f"{driver}/lib64/driver"])]
+    if script:
+        fix.append(SourceFile(script, lead="or: "))
+    return _Cause(
+        title=f"{', '.join(names)} {_is_are(names)} in the NPU driver but not on the loader path", fix=tuple(fix)
+    )
+
+
+def _cause_nnal_not_sourced(ctx: RuleContext, items: List[Resolution], names: List[str]) -> _Cause:
+    """In NNAL, whose set_env.sh is not sourced."""
+    nnal_script = _nnal_script(ctx)
+    fix: List[FixLine]
+    if nnal_script:
+        fix = [SourceFile(nnal_script, note="after torch is installed")]
     else:
-        title = f"{', '.join(names)} cannot be loaded: no CANN toolkit is installed"
-        because = "CANN001"  # folded under "no CANN toolkit" when that is reported
-        fix = [
+        env = ctx.view.environment
+        home = env.nnal.expected_atb_home if env.nnal is not None else None
+        fix = (
+            [Export("ATB_HOME_PATH", home), _prepend_ld([f"{home}/lib"])]
+            if home
+            else [_prepend_ld(_found_dirs(items, "NNAL")[:1])]
+        )
+    return _Cause(
+        title=f"{', '.join(names)} {_is_are(names)} in NNAL but nnal/atb/set_env.sh is not sourced",
+        fix=tuple(fix),
+        because="ENV005",  # nnal/atb/set_env.sh not sourced: folded under it when reported (and as severe)
+    )
+
+
+def _cause_other_cann(ctx: RuleContext, names: List[str]) -> _Cause:
+    """Only in another CANN install than the one in use."""
+    script = _set_env_script(ctx)
+    fix: List[FixLine] = [SourceFile(script)] if script else []
+    fix.append("Install the missing CANN component for the toolkit in use")
+    return _Cause(title=f"{', '.join(names)} exist only in another CANN install than the one in use", fix=tuple(fix))
+
+
+def _cause_nnal_missing(ctx: RuleContext, names: List[str]) -> _Cause:
+    """NNAL (ATB) is not installed."""
+    fix = (
+        InstallPackage(
+            "nnal",
+            cann_version(ctx),
+            arch=_arch(ctx),
+            unknown="the same CANN version as the toolkit",
+            lead="Install NNAL of the same CANN version as the toolkit: ",
+        ),
+        SourceFile(NNAL_SET_ENV, note="after torch is installed"),
+    )
+    return _Cause(
+        title=f"{', '.join(names)} cannot be loaded: NNAL (ATB) is not installed",
+        fix=fix,
+        # NNAL comes with the CANN release that is missing altogether
+        because=None if cann_present(ctx) else "CANN001",
+    )
+
+
+def _cause_driver_missing(ctx: RuleContext, names: List[str]) -> _Cause:
+    """The driver's libraries are not on disk: not installed / mounted, or incomplete."""
+    driver = _driver_dir(ctx)
+    container = in_container(ctx)
+    where = "in this container" if container else "on this machine"
+    ships = f"{', '.join(names)} cannot be loaded: {'it ships' if len(names) == 1 else 'they ship'} with the NPU driver"
+    installed = ctx.view.driver.driver
+    evidence: Tuple[str, ...] = ()
+    if installed.exists:
+        # version.info is there: an incomplete driver (or a partial mount), not a missing one
+        title = (
+            f"{ships}, but the driver {installed.version or ''} at {driver} lacks "
+            f"{'it' if len(names) == 1 else 'them'} ({'a partial mount' if container else 'an incomplete install'})"
+        ).replace("driver  at", "driver at")
+        evidence = (f"driver version.info: {installed.path}",)
+    else:
+        title = f"{ships}, which is not {'mounted' if container else 'installed'} {where}"
+    fix = _driver_missing_fix(ctx, driver)
+    if installed.exists and not container:
+        fix[0] = (
+            "Reinstall the NPU driver on this host (the Ascend HDK npu-driver .run package of version "
+            f"{installed.version or 'the installed one'}): its lib64 lacks {', '.join(names)}"
+        )
+    because = None if installed.exists else "CTR002" if container else "DRV001"  # folded when that is reported
+    return _Cause(title=title, fix=tuple(fix), because=because, evidence=evidence)
+
+
+def _cause_not_on_disk(ctx: RuleContext, who: str, names: List[str]) -> _Cause:
+    """Not in the stack's directories; owned by ``who``.  The wider search may still find
+    them elsewhere on disk: then the fix puts that directory on the loader path."""
+    libs = ctx.view.libraries
+    title = f"{', '.join(names)} cannot be loaded and {_is_are(names)} not on disk (owner: {who})"
+    fix = _missing_fix(ctx, who, names, _set_env_script(ctx))
+    elsewhere, placed = where_on_disk(libs, names, "torch_npu")
+    if placed and isinstance(placed[0], PrependPath):
+        # in none of the stack's directories, but elsewhere on disk (the wider search)
+        title = f"{', '.join(names)} cannot be loaded: on disk, but in no directory on the loader path (owner: {who})"
+        fix = placed + fix
+    return _Cause(title=title, fix=tuple(fix), located=tuple(elsewhere))
+
+
+def _cause_no_toolkit(names: List[str]) -> _Cause:
+    """A CANN library while no CANN toolkit is installed at all."""
+    return _Cause(
+        title=f"{', '.join(names)} cannot be loaded: no CANN toolkit is installed",
+        fix=(
             "Install the CANN toolkit that matches torch_npu (its Ascend-cann-toolkit .run package with --install; "
             "see `npudoctor explain CANN001`)",
             SourceFile(set_env_script(None), note=f"CANN 8.5+: {CANN_LAYOUT_SET_ENV}"),
-        ]
-    if optional:
-        title += " (needed only when ATB operators are used)"
-    owners = sorted({owner(r) for r in items})
-    evidence.append("owner: " + ", ".join(owners))
-    return code.finding(
-        title=title,
-        evidence=evidence,
-        fix=fix,
-        severity="warning" if optional else severity,
-        subject=key,
-        data=dict({"libraries": names, "owners": owners}, **({"because": because} if because else {})),
+        ),
+        because="CANN001",  # folded under "no CANN toolkit" when that is reported
     )
 
 
