@@ -235,10 +235,6 @@ MAX_FUNCTION_LINES = 100
 #: that no longer applies fails the test, so that it is deleted with the split.
 ALLOWED_LONG_FUNCTIONS: FrozenSet[str] = frozenset(
     {
-        "probes/libraries.py:_probe",
-        "rules/libraries.py:not_loadable",
-        "probes/_extensions.py:scan",
-        "probes/cann.py:toolkit_record",
         "rules/cann.py:torch_npu_cann",
         "rules/visibility.py:visibility",
         "rules/packages.py:torch_pairing",
