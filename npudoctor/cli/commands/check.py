@@ -61,9 +61,10 @@ def run_check(
     deep_timeout: float = 120.0,
     probe_master: bool = False,
     prometheus: bool = False,
+    quiet: bool = False,
 ) -> ExitStatus:
     """Run a full check, write it to ``env.stdout`` (text, or JSON with ``request.json``,
-    Markdown, Prometheus) and return the exit status (OK/PROBLEMS, decided by
+    Markdown, Prometheus; ``quiet``: the text of the errors and warnings only) and return the exit status (OK/PROBLEMS, decided by
     :func:`npudoctor.report.build.exit_status`).  Raises :class:`UsageError` for bad options
     or unreadable inputs."""
     from npudoctor.config import load_ignore_entries
@@ -127,6 +128,7 @@ def run_check(
             color=env.color(),
             width=env.wrap_width(),
             ignored=[f.code for f in ignored],
+            quiet=quiet,
         )
         env.stdout.write(conceal_text(buffer.getvalue()))
     return status
@@ -152,6 +154,7 @@ def check_command(
     probe_master: bool = False,
     deadline: float = DEFAULT_DEADLINE,
     fmt: Optional[str] = None,
+    quiet: bool = False,
 ) -> ExitStatus:
     """``npudoctor check`` with its options as parsed (keyword names: the Typer command's
     parameters; ``fmt`` is ``--format``): check the combination of the output options, build
@@ -166,6 +169,12 @@ def check_command(
             if as_json or markdown:
                 raise UsageError("--format cannot be combined with --json or --markdown")
             as_json, markdown = fmt == "json", fmt == "markdown"
+        if quiet and (as_json or markdown or fmt not in (None, "text")):
+            raise UsageError(
+                "--quiet shortens the text report; it cannot be combined with --json, --markdown or --format"
+            )
+        if quiet and verbose:
+            raise UsageError("--quiet and --verbose are mutually exclusive")
         request = machine_request(root, python, user, env_file, no_commands, from_, as_json, deadline)
         return run_check(
             request,
@@ -179,6 +188,7 @@ def check_command(
             deep_timeout=deep_timeout,
             probe_master=probe_master,
             prometheus=fmt == "prometheus",
+            quiet=quiet,
         )
     except UsageError as exc:
         return usage_failure(str(exc), env)
@@ -249,6 +259,15 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
         markdown: Annotated[bool, typer.Option("--markdown", help="Print a redacted Markdown report.")] = False,
         verbose: VerboseOpt = False,
+        quiet: Annotated[
+            bool,
+            typer.Option(
+                "--quiet",
+                "-q",
+                help="Print only the errors and warnings with their fixes: no headline, summary or notes "
+                "(a clean run prints nothing); the exit code is the same.",
+            ),
+        ] = False,
         strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too.")] = False,
         ignore: IgnoreOpt = None,
         no_commands: NoCommandsOpt = False,
@@ -291,6 +310,7 @@ def register(app: typer.Typer) -> None:
             probe_master=probe_master,
             deadline=deadline,
             fmt=fmt,
+            quiet=quiet,
         )
         raise typer.Exit(code)
 
