@@ -252,11 +252,15 @@ def _heading(dev: Dict[str, Any], source: Any, view: Any, terminal: bool) -> Non
 
 def _no_chips(dev: Dict[str, Any], view: Any) -> None:
     """Why there is no chip table, and the chip device nodes present anyway."""
+    from npudoctor.report.wrapping import wrap
+
     why = (dev.get("npu_smi") or {}).get("error") or "npu-smi listed no chip"
     nodes = [n["path"] for n in dev.get("nodes") or [] if n.get("exists") and n.get("kind") == "chip"]
-    view.text([(f"  no chip table: {why}", "")])
-    if nodes:
-        view.text([(f"  device nodes present: {', '.join(nodes)}", "")])
+    said = [("  no chip table: ", why)] + ([("  device nodes present: ", ", ".join(nodes))] if nodes else [])
+    for lead, text in said:  # wrapped between words, the rows after the first indented
+        rows = [text] if view.soft_wrap else wrap(text, view.width, first=len(lead), indent=4)
+        for n, row in enumerate(rows):
+            view.text([(lead + row if n == 0 else row, "")], wrap=False)
 
 
 def _columns(chips: List[Dict[str, Any]], hbm: bool, procs: bool, width: int) -> List[str]:

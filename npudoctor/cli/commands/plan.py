@@ -63,42 +63,64 @@ def _load_site(path: str, matrix: Any, env: Environment) -> Any:
     return site_from_snapshot(snap, source=path, matrix=matrix)
 
 
-def _print_resolution(res: Any, out: Any) -> None:
+def _say(out: Any, text: str, width: Optional[int], lead: str = "", indent: int = 0) -> None:
+    """``lead`` + ``text`` wrapped to ``width`` columns (words never split; the rows after the
+    first indented by ``indent``); not wrapped when ``width`` is ``None`` (piped, no COLUMNS).
+    A leading newline stays a blank line before it."""
+    from npudoctor.report.wrapping import wrap
+
+    blank = text.startswith("\n")
+    if blank:
+        echo(out, "")
+    text = text.lstrip("\n")
+    rows = [text] if width is None else wrap(text, width, first=len(lead), indent=indent)
+    for n, row in enumerate(rows):
+        echo(out, lead + row if n == 0 else row)
+
+
+def _print_resolution(res: Any, out: Any, width: Optional[int] = None) -> None:
+    """The site, the request and the plan (or why none fits) with its reasons, wrapped to
+    ``width`` columns."""
     site = res.site
     chip = site.chip
     arch = site.arch or "?"
     if site.arch and site.arch_source and site.arch_source != "host.arch":
         arch += f" (from {site.arch_source.split(' ')[0]})"
-    echo(
+    _say(
         out,
         f"site: {site.node or 'unknown node'} — {arch}, glibc {site.glibc or '?'}, "
         f"Python {site.python_full or site.python or '?'}, CANN {site.cann or 'none'}, "
         f"driver {site.driver or '?'}, chip {chip.name + ' x' + str(chip.count) if chip else '?'}",
+        width,
+        indent=4,
     )
-    echo(out, f"asked: {res.request.describe()}")
+    _say(out, f"asked: {res.request.describe()}", width, indent=4)
     if res.plan is None:
         echo(out, "\nno install set fits:")
         for r in res.reasons:
-            echo(out, f"  - {r}")
+            _say(out, str(r), width, "  - ", 4)
         if res.alternatives:
             echo(out, "\nnearest sets that fit:")
             for a in res.alternatives:
-                echo(out, f"  - {a}")
+                _say(out, str(a), width, "  - ", 4)
         else:
             echo(out, "\nno nearby set fits this site either")
         return
     p = res.plan
-    echo(
-        out, f"\nplan: torch_npu {p.torch_npu} + {p.torch_requirement} on CPython {p.python} ({p.arch}), CANN {p.cann}"
+    _say(
+        out,
+        f"\nplan: torch_npu {p.torch_npu} + {p.torch_requirement} on CPython {p.python} ({p.arch}), CANN {p.cann}",
+        width,
+        indent=4,
     )
     echo(out, "\nwhy:")
     for r in p.reasons:
-        echo(out, f"  - {r}")
+        _say(out, str(r), width, "  - ", 4)
     if p.warnings:
         echo(out, "\nwarnings:")
         for w in p.warnings:
-            echo(out, f"  - {w}")
-    echo(out, "\npip requirements: " + " ".join(p.requirements))
+            _say(out, str(w), width, "  - ", 4)
+    _say(out, "\npip requirements: " + " ".join(p.requirements), width, indent=4)
     if p.packages:
         echo(out, "\nCANN / driver packages:")
         for pkg in p.packages:
@@ -303,7 +325,7 @@ def run_plan(
     doc: Dict[str, Any] = res.to_dict()
     doc["matrix"] = dict(matrix.provenance)
     if not as_json:
-        _print_resolution(res, env.stdout)
+        _print_resolution(res, env.stdout, env.wrap_width())
     if res.plan is None:
         if as_json:
             echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
@@ -312,7 +334,9 @@ def run_plan(
         if as_json:
             echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
         else:
-            echo(out, "\n(no --output DIR: nothing resolved or downloaded; --dry-run lists the wheels)")
+            _say(
+                out, "\n(no --output DIR: nothing resolved or downloaded; --dry-run lists the wheels)", env.wrap_width()
+            )
         return ExitStatus.OK
     from npudoctor.plan.bundle import BundleError, BundleOptions, make_bundle, resolve_plan_wheels
 
