@@ -117,9 +117,9 @@ def devices_command(
         return usage_failure(str(exc), env)
 
 
-DEVICES_HELP = """Show the NPU chips: health, power, temperature, AICore, memory/HBM, processes and
-topology (from npu-smi), the device nodes and their permissions, and the device and
-container findings (codes DEV*, CTR*).  --user judges device-node access for that account,
+DEVICES_HELP = """Show the NPU chips, their device nodes and the device and container findings.
+For each chip: health, power, temperature, AICore, memory/HBM, processes and topology (from
+npu-smi); the device nodes with their permissions; the findings have codes DEV* and CTR*.  --user judges device-node access for that account,
 --env-file judges the visibility variables of that file, --python the packages of that
 interpreter (e.g. vllm-ascend on a 310P), --no-commands runs no npu-smi.
 

@@ -41,7 +41,8 @@ Exit codes: 0 a plan was made (and the bundle written, complete); 1 no set fits 
 reasons and the nearest sets), the wheels could not be fetched, or the bundle cannot install
 (a CANN/driver .run package it needs is missing: each is named); 2 usage error."""
 
-VERIFY_HELP = """Verify a bundle on the intranet machine: every file present and inside DIR (no
+VERIFY_HELP = """Verify a bundle on the intranet machine: complete, unaltered and fit for the site.
+Checked: every file present and inside DIR (no
 absolute path, '..' or symlink out), sha256 matching the manifest, SHA256SUMS agreeing with
 it, every pinned wheel there, every .run package the plan needs (CANN toolkit, kernels/ops,
 NNAL, driver, firmware) there — else named with where to get it — files the manifest does
