@@ -29,6 +29,18 @@ class HealthCommand(TyperCommand):
         with formatter.section("Options"):
             formatter.write_dl(rows)
 
+    def shell_complete(self, ctx: Any, incomplete: str) -> List[Any]:
+        """Shell completion of health's options (its parser's, which Click does not see)."""
+        from typer._click.shell_completion import CompletionItem
+
+        items: List[Any] = list(super().shell_complete(ctx, incomplete))
+        if incomplete.startswith("-"):
+            for names, text in help_rows():
+                for name in (part.split(" ")[0] for part in names.split(", ")):
+                    if name.startswith(incomplete):
+                        items.append(CompletionItem(name, help=text))
+        return items
+
 
 def register(app: typer.Typer) -> None:
     @app.command(
