@@ -233,6 +233,7 @@ def draw(data: Dict[str, Any], view: Any, *, terminal: bool, color: bool) -> Non
     if vis:
         view.text([("Visibility: ", "bold"), ("  ".join(f"{k}={v}" for k, v in vis.items()), "")])
     _findings(data.get("findings") or [], view, terminal, color)
+    _ignored(data.get("ignored") or [], view)
 
 
 def _heading(dev: Dict[str, Any], source: Any, view: Any, terminal: bool) -> None:
@@ -391,3 +392,14 @@ def _findings(findings: List[Dict[str, Any]], view: Any, terminal: bool, color: 
         lines += [Line([(r, "")]) for r in rows[1:]]
         lines += fix_lines(f, room, 6)
         view.raw("".join(paint(line) + "\n" for line in lines))
+
+
+def _ignored(entries: List[Dict[str, Any]], view: Any) -> None:
+    """The findings left out by ``.npudoctor.toml``, each with what silenced it."""
+    from npudoctor.config import ignored_line
+    from npudoctor.report.wrapping import wrap
+
+    line = ignored_line(entries)
+    if line:
+        for row in [line] if view.soft_wrap else wrap(line, view.width, indent=4):
+            view.text([(row, "dim")], wrap=False)

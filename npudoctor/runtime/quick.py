@@ -86,13 +86,15 @@ class QuickResult:
     ``--only``/``--skip``), ``python_choice`` (without ``--python``: which interpreter was
     judged and why, when npudoctor runs from a venv of its own or an active environment
     was chosen over its own -- :func:`npudoctor.session.pyselect.default_choice`; else
-    ``None``)."""
+    ``None``), ``ignored`` (the findings left out by ``--ignore`` or ``.npudoctor.toml``, as
+    ``check --json`` lists them: :func:`npudoctor.config.silenced`)."""
 
     findings: List[Any]
     chips: int = 0
     summary: str = ""
     unchecked: Dict[str, str] = field(default_factory=dict)
     python_choice: Optional[str] = None
+    ignored: List[Dict[str, str]] = field(default_factory=list)
 
     def failing(self, fail_on: str = "error") -> List[Any]:
         """Findings of severity ``error`` (``fail_on="warning"``: and ``warning``)."""
@@ -132,7 +134,7 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
     or ``--from`` file, a ``--matrix`` that cannot be loaded, ``--from`` with ``--root``);
     anything else the engine raises propagates.
     """
-    from npudoctor.config import load_ignores
+    from npudoctor.config import load_ignore_entries, silenced
     from npudoctor.context import Options
     from npudoctor.engine import load_rules, planned_sections
     from npudoctor.knowledge.matrix import MatrixError, load_matrix
@@ -205,7 +207,9 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
         budget.step = "judging"
         return loaded.get("matrix"), None
 
-    ignores, _errors = load_ignores()
+    entries, _errors = load_ignore_entries()
+    origins = [(code, "--ignore") for code in request.ignore] + entries
+    ignored: List[Any] = []
     try:
         # the environment probed and choosing the interpreter: the caller's, else the --env-file's
         workload = None if machine.from_file else diagnosed_environ(machine, request.environ)
@@ -213,7 +217,7 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
         if machine.from_file:
             budget.step = "reading the snapshot"
         snapshot, findings = judge(
-            machine, options, workload=workload, matrix=matrix, ignore=list(request.ignore) + ignores
+            machine, options, workload=workload, matrix=matrix, ignore=[c for c, _ in origins], ignored=ignored
         )
     except UsageError as exc:
         raise ValueError(str(exc)) from None
@@ -233,6 +237,7 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
         summary=_summary(view),
         unchecked=gaps,
         python_choice=None if machine.from_file else snapshot.target.get("python_choice"),
+        ignored=silenced(ignored, origins),
     )
 
 

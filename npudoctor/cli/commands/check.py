@@ -3,7 +3,7 @@ findings (text, JSON, Markdown or Prometheus), ``collect`` writes the snapshot."
 
 import io
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
 import typer
 from typing_extensions import Annotated
@@ -67,7 +67,7 @@ def run_check(
     Markdown, Prometheus; ``quiet``: the text of the errors and warnings only) and return the exit status (OK/PROBLEMS, decided by
     :func:`npudoctor.report.build.exit_status`).  Raises :class:`UsageError` for bad options
     or unreadable inputs."""
-    from npudoctor.config import load_ignore_entries
+    from npudoctor.config import load_ignore_entries, silenced
     from npudoctor.context import Options
     from npudoctor.knowledge.codes import lookup
     from npudoctor.report.build import document, exit_status
@@ -101,12 +101,7 @@ def run_check(
     status = exit_status(findings, strict)
     # secrets never leave in any form: --json says a secret is set, not what it is
     if request.json:
-        by: Dict[str, str] = {}
-        for code, where in reversed(origins):  # the first entry naming a code says why
-            known = lookup(code)
-            by[known.code if known is not None else code] = where
-        silenced = [{"code": f.code, "title": f.title, "by": by.get(f.code, "--ignore")} for f in ignored]
-        doc = conceal(document(snapshot, findings, strict, silenced))
+        doc = conceal(document(snapshot, findings, strict, silenced(ignored, origins)))
         env.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     elif prometheus:
         from npudoctor.report.prometheus import render as render_prom
