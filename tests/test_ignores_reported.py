@@ -1,5 +1,5 @@
 """``.npudoctor.toml`` ignores are reported by every command that judges (issue 31), as
-``check`` reports them: ``devices``, ``health`` and ``npd`` leave the silenced findings out,
+``check`` reports them: ``devices``, ``health``, ``npd`` and ``exec`` leave the silenced findings out,
 say so in their text and list them in their JSON (``ignored``: code, title and what silenced
 it).  ``triage`` does not silence: a finding only confirms or refutes a cause there.
 
@@ -88,3 +88,12 @@ def test_npd_says_what_it_ignored(tmp_path: Path, project: Path) -> None:
     text = _process(args[:-1], _env(tmp_path), project)
     assert text.returncode == 0 and text.stdout.startswith("npudoctor: NPU stack OK (")
     assert text.stdout.rstrip().endswith("; ignored: DEV002)")
+
+
+def test_exec_says_what_it_ignored_unless_quiet(tmp_path: Path, project: Path) -> None:
+    args = ["exec", "--root", str(BUSY / "root"), "--", "true"]
+    loud = _process(args, _env(tmp_path), project)
+    assert loud.returncode == 0 and "DEV002 npu-smi" not in loud.stderr
+    assert f"npudoctor: ignored: DEV002 (by {project / '.npudoctor.toml'}:2)" in loud.stderr.splitlines()
+    quiet = _process(["exec", "-q", *args[1:]], _env(tmp_path), project)
+    assert quiet.returncode == 0 and "ignored" not in quiet.stderr
