@@ -130,17 +130,24 @@ def _print_resolution(res: Any, out: Any, width: Optional[int] = None) -> None:
                 echo(out, f"             {pkg.url}")
 
 
-def _print_wheels(wheels: Any, plan: Any, out: Any) -> None:
-    """The resolved wheels with their sizes and the total (before anything is downloaded)."""
+def _print_wheels(wheels: Any, plan: Any, out: Any, width: Optional[int] = None) -> None:
+    """The resolved wheels with their sizes and the total (before anything is downloaded):
+    one row each; below ``width`` columns a row that does not fit is stacked, its file name
+    on the next line (a file name is never cut)."""
     from npudoctor.plan.closure import human_size
 
     unknown = sum(1 for w in wheels if w.size is None)
     total = human_size(sum(w.size or 0 for w in wheels))
     more = f", {unknown} of unknown size" if unknown else ""
-    echo(out, f"\nwheels for CPython {plan.python} on {plan.arch} ({len(wheels)}, {total} in total{more}):")
-    width = max((len(f"{w.name} {w.version}") for w in wheels), default=0)
+    _say(out, f"\nwheels for CPython {plan.python} on {plan.arch} ({len(wheels)}, {total} in total{more}):", width)
+    name_width = max((len(f"{w.name} {w.version}") for w in wheels), default=0)
     for w in wheels:
-        echo(out, f"  {f'{w.name} {w.version}':{width}}  {human_size(w.size):>9}  {w.filename}")
+        head = f"  {f'{w.name} {w.version}':{name_width}}  {human_size(w.size):>9}"
+        if width is not None and len(head) + 2 + len(w.filename) > width:
+            echo(out, head.rstrip())
+            echo(out, f"      {w.filename}")
+        else:
+            echo(out, f"{head}  {w.filename}")
 
 
 def register(app: typer.Typer) -> None:
@@ -372,7 +379,7 @@ def run_plan(
     doc["wheels"] = [w.to_dict() for w in wheels]
     doc["wheels_total_bytes"] = sum(w.size or 0 for w in wheels)
     if not as_json:
-        _print_wheels(wheels, res.plan, out)
+        _print_wheels(wheels, res.plan, out, env.wrap_width())
     if dry_run:
         if as_json:
             echo(out, json.dumps(doc, indent=2, ensure_ascii=False))
