@@ -12,7 +12,7 @@ A malformed file is reported (``errors``) and otherwise ignored.
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from npudoctor import tomlread as _toml
 from npudoctor import userdirs
@@ -87,3 +87,22 @@ def load_ignore_entries(
             continue
         ignores.extend((code, f"{path}:{_line_of(text, code)}") for code in raw)
     return ignores, errors
+
+
+def silenced(ignored: Sequence[Any], origins: Sequence[Tuple[str, str]]) -> List[Dict[str, str]]:
+    """The ``ignored`` list of a command's JSON: each finding left out (``ignored``, as the
+    judging collected them) as ``{"code", "title", "by"}``, ``by`` naming what silenced it:
+    the first of ``origins`` (``(code or name, "FILE:LINE" or "--ignore")``) naming its code
+    or name."""
+    out: List[Dict[str, str]] = []
+    for f in ignored:
+        names = {str(f.code).upper(), str(f.name).upper()}
+        by = next((where for code, where in origins if code.strip().upper() in names), "--ignore")
+        out.append({"code": f.code, "title": f.title, "by": by})
+    return out
+
+
+def ignored_line(entries: Sequence[Dict[str, str]]) -> str:
+    """One line saying which findings were ignored and by what (empty when none):
+    ``ignored: PKG007 (by /srv/app/.npudoctor.toml:2), DRV002 (by --ignore)``."""
+    return "ignored: " + ", ".join(f"{e['code']} (by {e['by']})" for e in entries) if entries else ""

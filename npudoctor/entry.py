@@ -1,7 +1,8 @@
 """Console entry point.
 
 ``npudoctor health …`` is dispatched before Typer/rich are imported (it runs every
-few seconds in containers and may exit only 0 or 1).  Everything else goes to the
+few seconds in containers and may exit only 0 or 1); its ``--help`` goes to the Typer app,
+which lists its options in the layout of every other command.  Everything else goes to the
 Typer app through :func:`npudoctor.cli.run` (an unexpected exception becomes exit 3 with
 a short "please report" line instead of a traceback; ``NPUDOCTOR_DEBUG=1`` shows it).
 """
@@ -38,7 +39,7 @@ def _main(argv: Optional[List[str]]) -> int:
         words, _flag = take_color_flags(args)  # health's output is plain: the flag changes nothing
         if words and words[0] == "health":
             args = words
-    if args and args[0] == "health":
+    if args and args[0] == "health" and not {"-h", "--help"} & set(args[1:]):
         from npudoctor.runtime.health import main as health_main
 
         return health_main(args[1:])

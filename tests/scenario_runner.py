@@ -105,8 +105,22 @@ def _finding_text(f: Dict[str, Any]) -> str:
     return "\n".join([f.get("title", "")] + list(f.get("evidence", [])) + list(f.get("fix", [])))
 
 
+def top_level(findings: List[Dict[str, Any]]) -> List[str]:
+    """The codes of the top-level findings of a ``check --json`` list: those the report shows
+    as findings of their own, not folded under their cause
+    (:func:`npudoctor.report.build.folded_under`)."""
+    from npudoctor.findings import Finding
+    from npudoctor.report.build import folded_under
+
+    records = [Finding.from_dict(f) for f in findings]
+    folded = {id(f) for group in folded_under(records).values() for f in group}
+    return [f.code for f in records if id(f) not in folded]
+
+
 def failures(run: Run) -> List[str]:
-    """What the run got wrong against ``[expect]`` (empty list: all expectations met)."""
+    """What the run got wrong against ``[expect]`` (empty list: all expectations met).
+    ``top_level = N``: the number of top-level findings (:func:`top_level`: folded
+    symptoms not counted); every scenario of this repository states it."""
     problems: List[str] = []
     expect = run.spec.get("expect", {})
     if run.doc is None:
@@ -120,6 +134,13 @@ def failures(run: Run) -> List[str]:
     for code in expect.get("absent", []):
         if code in codes:
             problems.append(f"code {code} reported but must be absent")
+    if "top_level" in expect:
+        top = top_level(findings)
+        if len(top) != expect["top_level"]:
+            problems.append(
+                f"{len(top)} top-level findings ({', '.join(top) or 'none'}), expected {expect['top_level']} "
+                f"(folded symptoms not counted; findings: {summary})"
+            )
     if "exit" in expect and run.returncode != expect["exit"]:
         problems.append(f"exit {run.returncode}, expected {expect['exit']} (findings: {summary})")
     for want in expect.get("finding", []):

@@ -238,7 +238,6 @@ ALLOWED_LONG_FUNCTIONS: FrozenSet[str] = frozenset(
         "rules/cann.py:torch_npu_cann",
         "rules/visibility.py:visibility",
         "rules/packages.py:torch_pairing",
-        "report/devices.py:draw",
     }
 )
 

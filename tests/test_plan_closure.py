@@ -51,12 +51,12 @@ def index(tmp_path_factory):
         yield {"pypi": f"{url}/pypi/simple", "cpu": f"{url}/torch-cpu/simple", "files": built.files}
 
 
-def plan(site: Path, index, *args: str, out: Path = None):
+def plan(site: Path, index, *args: str, out: Path = None, **env: str):
     argv = [sys.executable, "-m", "npudoctor", "plan", "--for", str(site), "--pypi-json", str(PYPI),
             "--index-url", index["pypi"], "--torch-index-url", index["cpu"], *args]  # fmt: skip
     if out is not None:
         argv += ["--output", str(out)]
-    return subprocess.run(argv, capture_output=True, text=True, env=pip_env(), timeout=600)
+    return subprocess.run(argv, capture_output=True, text=True, env=dict(pip_env(), **env), timeout=600)
 
 
 # --------------------------------------------------------------------------- markers
@@ -178,6 +178,11 @@ def test_dry_run_lists_wheels_with_sizes_and_total_and_downloads_nothing(index, 
     assert line.split()[:4] == ["torch", "2.11.0+cpu", *human_size(files[line.split()[-1]].stat().st_size).split()]
     assert "(--dry-run: nothing downloaded)" in text.stdout
     assert list(tmp_path.iterdir()) == []
+    # below its width the list stacks: the file name on its own line, never cut
+    narrow = plan(A64_PY310, index, "--torch-npu", "2.11.0", "--dry-run", COLUMNS="60").stdout.splitlines()
+    at = narrow.index("      torch-2.11.0+cpu-cp310-cp310-manylinux_2_28_aarch64.whl")
+    assert narrow[at - 1].split()[:2] == ["torch", "2.11.0+cpu"] and len(narrow[at - 1]) <= 60
+    assert all(len(x) <= 60 for x in narrow if len(x.split()) > 1)
 
 
 def test_aarch64_torch_2_10_bundle_has_no_cuda_wheel_and_is_listed_before_download(index, tmp_path):

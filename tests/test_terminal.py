@@ -90,7 +90,7 @@ def test_help_lists_health_and_h_works_for_every_command():
         result = npudoctor(command, "-h", env={"PATH": "/usr/bin:/bin"})
         assert result.returncode == 0 and "Usage: npudoctor " in result.stdout, command
     health = npudoctor("health", "-h", env={"PATH": "/usr/bin:/bin"})
-    assert health.returncode == 0 and "usage: npudoctor health" in health.stdout
+    assert health.returncode == 0 and "Usage: npudoctor health [OPTIONS]" in health.stdout
 
 
 def test_ignored_findings_are_counted_and_bad_config_codes_name_file_and_line(tmp_path):

@@ -10,19 +10,55 @@ Commands live in :mod:`npudoctor.cli.commands` (one module per family, each with
 
 import importlib
 import os
+import re
 from typing import Dict, List, Optional, Sequence
 
 import typer
+from typer._click.core import Context
+from typer._click.exceptions import NoSuchOption
+from typer.core import TyperGroup
 
 from npudoctor import __version__
 from npudoctor.cli.commands._common import environment
 from npudoctor.session.request import ExitStatus
+from npudoctor.session.terminal import close_options
+
+
+def _suggest(exc: NoSuchOption) -> NoSuchOption:
+    """``exc`` saying which of its own command's options the unknown one is probably a
+    misspelling of (:func:`close_options`), or none (Click's guesses compare the dashes too)."""
+    ctx = exc.ctx
+    names = [n for p in ctx.command.get_params(ctx) for n in (*p.opts, *p.secondary_opts)] if ctx else []
+    near = close_options(exc.option_name, names)
+    if near:
+        exc.message += ". Did you mean " + " or ".join(near) + "?"
+    exc.possibilities = None
+    return exc
+
+
+class Group(TyperGroup):
+    """npudoctor's command group: an unknown option is answered with suggestions from the
+    options of the command it was given to (:func:`_suggest`)."""
+
+    def parse_args(self, ctx: Context, args: List[str]) -> List[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except NoSuchOption as exc:
+            raise _suggest(exc) from None
+
+    def invoke(self, ctx: Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except NoSuchOption as exc:
+            raise _suggest(exc) from None
+
 
 app = typer.Typer(
+    cls=Group,
     name="npudoctor",
     help="Diagnose PyTorch on Huawei Ascend NPUs: Python, torch, torch_npu, CANN, driver, devices.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion: Typer imports their code anyway
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -99,10 +135,40 @@ def register(modules: Sequence[str]) -> None:
         _REGISTERED.append(name)
 
 
+#: The end of a first sentence: a full stop (not of "e.g." or "i.e.") before a space or the end.
+_SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)\.(?=\s|$)")
+
+
+def first_sentence(text: Optional[str]) -> str:
+    """The first sentence of a command's help, whole, on one line: what ``npudoctor --help``
+    lists for it (Click would cut it to a few words)."""
+    paragraph = " ".join((text or "").strip().split("\n\n")[0].split())
+    end = _SENTENCE_END.search(paragraph)
+    return paragraph[: end.end()] if end else paragraph
+
+
+def _short_helps(typer_app: typer.Typer) -> None:
+    """Give every command and command group of ``typer_app`` (and of its groups) its first
+    sentence as the short help its group lists."""
+    for command in typer_app.registered_commands:
+        if command.short_help is None:
+            doc = command.help if isinstance(command.help, str) else getattr(command.callback, "__doc__", None)
+            command.short_help = first_sentence(doc)
+    for group in typer_app.registered_groups:
+        sub = group.typer_instance
+        if sub is None:
+            continue
+        if not isinstance(group.short_help, str):
+            helptext = group.help if isinstance(group.help, str) else sub.info.help
+            group.short_help = first_sentence(helptext if isinstance(helptext, str) else None)
+        _short_helps(sub)
+
+
 def prepare(argv: Sequence[str]) -> typer.Typer:
     """:data:`app` with the commands ``argv`` needs registered: the module of the command it
     names, or every module (help, a misspelt command, no command)."""
     command = next((word for word in argv if not word.startswith("-")), None)
     module = COMMAND_MODULES.get(command or "")
     register([module] if module is not None else _all_modules())
+    _short_helps(app)
     return app

@@ -215,136 +215,191 @@ def render(data: Dict[str, Any], out: TextIO, *, terminal: bool = False, width: 
 
 
 def draw(data: Dict[str, Any], view: Any, *, terminal: bool, color: bool) -> None:
-    """Draw the device view on ``view`` (a :class:`_Plain` or :class:`_Rich`)."""
+    """Draw the device view on ``view`` (a :class:`_Plain` or :class:`_Rich`): the heading,
+    the chips (or why there is no chip table), the processes, the topology, the visibility
+    variables and the findings."""
     dev = data.get("devices") or {}
-    smi = dev.get("npu_smi") or {}
+    _heading(dev, data.get("source"), view, terminal)
     chips: List[Dict[str, Any]] = dev.get("chips") or []
+    if not chips:
+        _no_chips(dev, view)
+    else:
+        procs = dev.get("processes") or []
+        _chips(chips, procs, view)
+        if procs:
+            _processes(procs, view)
+    _topology(dev.get("topology") or {}, view)
+    vis = {k: v for k, v in (dev.get("visibility") or {}).items() if v is not None}
+    if vis:
+        view.text([("Visibility: ", "bold"), ("  ".join(f"{k}={v}" for k, v in vis.items()), "")])
+    _findings(data.get("findings") or [], view, terminal, color)
+    _ignored(data.get("ignored") or [], view)
+
+
+def _heading(dev: Dict[str, Any], source: Any, view: Any, terminal: bool) -> None:
+    """``NPU devices · npu-smi V (driver D) · SOURCE``, wrapped on a terminal."""
+    from npudoctor.report.layout import wrap
+
+    smi = dev.get("npu_smi") or {}
     head = "NPU devices"
     if smi.get("version"):
         head += f" · npu-smi {smi['version']}"
         if smi.get("driver_version") and smi.get("driver_version") != smi.get("version"):
             head += f" (driver {smi['driver_version']})"
-    head += f" · {data.get('source')}"
-    from npudoctor.report.layout import wrap as _wrap
-
-    for row in _wrap(head, view.width, indent=2) if terminal else [head]:
+    head += f" · {source}"
+    for row in wrap(head, view.width, indent=2) if terminal else [head]:
         view.text([(row, "bold")], wrap=False)
-    if not chips:
-        why = smi.get("error") or "npu-smi listed no chip"
-        nodes = [n["path"] for n in dev.get("nodes") or [] if n.get("exists") and n.get("kind") == "chip"]
-        view.text([(f"  no chip table: {why}", "")])
-        if nodes:
-            view.text([(f"  device nodes present: {', '.join(nodes)}", "")])
-    else:
-        procs = dev.get("processes") or []
-        count: Dict[Any, int] = {}
-        for p in procs:
-            key = (p.get("npu_id"), p.get("chip_id"))
-            count[key] = count.get(key, 0) + 1
-        hbm = any(c.get("hbm_total_mb") for c in chips)
-        width = view.width
-        cols = ["NPU", "Chip", "Logic", "Name", "Health", "Power", "Temp", "AICore", "HBM MB" if hbm else "Memory MB"]
-        if width >= 100:
-            cols.append("Bus-Id")
-        if count:
-            cols.append("Procs")
-        if width < 90 or not any(c.get("logic_id") is not None for c in chips):
-            cols.remove("Logic")
-        right = [col for col in cols if col not in ("Name", "Health", "Bus-Id")]
-        rows: List[Any] = []
-        for c in chips:
-            name = str(c.get("name") or "?")
-            if width >= 90 and c.get("soc_version") and c.get("soc_version") != f"Ascend{name}":
-                name += f" ({c['soc_version']})"
-            elif width >= 90 and c.get("family"):
-                name += f" [{c['family']}]"
-            health = str(c.get("health") or "?")
-            used, total = (
-                (c.get("hbm_used_mb"), c.get("hbm_total_mb"))
-                if hbm
-                else (c.get("memory_used_mb"), c.get("memory_total_mb"))
-            )
-            n = count.get((c.get("npu_id"), c.get("chip_id")), 0)
-            cells: Dict[str, Any] = {
-                "NPU": _fmt(c.get("npu_id")),
-                "Chip": _fmt(c.get("chip_id")),
-                "Logic": _fmt(c.get("logic_id")),
-                "Name": name,
-                "Power": f"{c['power_w']:.1f}W" if isinstance(c.get("power_w"), (int, float)) else "-",
-                "Temp": _fmt(c.get("temp_c"), "°C"),
-                "AICore": _fmt(c.get("aicore_pct"), "%"),
-                "Bus-Id": str(c.get("bus_id") or "-"),
-                "Procs": str(n) if n else "",
-            }
-            cells["HBM MB"] = cells["Memory MB"] = _mem(used, total)
-            styled = {col: (text, "") for col, text in cells.items()}
-            styled["Health"] = (health, _HEALTH_STYLE.get(health.upper(), "yellow"))
-            cells["Health"] = health
-            rows.append((cols, cells, [styled[col] for col in cols]))
-        if not view.table(cols, right, [r[2] for r in rows], fit=True):
-            # a terminal too narrow for the table: one chip a block, no cell cut
-            for cols_, cells_, _styled in rows:
-                items = [f"NPU {cells_['NPU']} chip {cells_['Chip']}: {cells_['Name']}"]
-                items += [f"{col} {cells_[col]}" for col in cols_ if col not in ("NPU", "Chip", "Name")]
-                for row in _pack(items, view.width, "  ", "    "):
-                    view.text([(row, "")], wrap=False)
-        if procs:
-            view.text([("Processes", "bold")])
-            prows = [
-                [
-                    (_fmt(p.get("npu_id")), ""),
-                    (_fmt(p.get("chip_id")), ""),
-                    (_fmt(p.get("pid")), ""),
-                    (str(p.get("name") or ""), ""),
-                    (_fmt(p.get("memory_mb"), " MB"), ""),
-                    (_fmt(p.get("container_pid")), ""),
-                ]
-                for p in procs
-            ]
-            view.table(("NPU", "Chip", "PID", "Name", "Memory", "PID in container"), (), prows, fit=False)
-    topo = dev.get("topology") or {}
-    if topo.get("npus"):
-        if topo.get("all_fabric"):
-            line = f"all {len(topo['npus'])} NPUs linked by {'/'.join(topo.get('link_types') or [])}"
-        else:
-            islands = " ".join("[" + ",".join(map(str, g)) + "]" for g in topo.get("islands") or [])
-            line = f"islands {islands}; links {'/'.join(topo.get('link_types') or [])}"
-        view.text([("Topology: ", "bold"), (line, "")])
-        by_cpus: Dict[str, List[str]] = {}
-        for npu, cpus in (topo.get("affinity") or {}).items():
-            by_cpus.setdefault(cpus, []).append(npu)
-        if by_cpus:
-            groups = [f"NPU {','.join(v)} → {k}" for k, v in by_cpus.items()]
-            line = "  CPU affinity: " + "; ".join(groups)
-            if view.soft_wrap or len(line) <= view.width:
-                view.text([(line, "")])
-            else:  # a narrow terminal: one group a line rather than a CPU range split in two
-                view.text([("  CPU affinity:", "")])
-                for group in groups:
-                    view.text([(f"    {group}", "")], wrap=False)
-    vis = {k: v for k, v in (dev.get("visibility") or {}).items() if v is not None}
-    if vis:
-        view.text([("Visibility: ", "bold"), ("  ".join(f"{k}={v}" for k, v in vis.items()), "")])
-    findings = data.get("findings") or []
-    if findings:
-        from npudoctor.findings import Finding
-        from npudoctor.report.layout import Line, Painter, fix_lines, wrap
 
-        view.text([("Findings", "bold")])
-        paint = Painter(color)
-        room = view.width
-        for raw in findings:
-            f = Finding.from_dict(raw)
-            if not terminal:
-                view.text([(f"  {f.code} ", _SEV_STYLE.get(f.severity, "")), (f"{f.severity}: {f.title}", "")])
-                for fix in f.fix:
-                    view.text([(f"      → {fix}", "dim")], wrap=False)
-                continue
-            head = f"  {f.code} {f.severity}: "
-            rows_ = wrap(f.title, room, first=len(head), indent=len(head))
-            lines = [Line([(f"  {f.code} ", _SEV_STYLE.get(f.severity, "")), (f"{f.severity}: {rows_[0]}", "")])]
-            lines += [Line([(r, "")]) for r in rows_[1:]]
-            lines += fix_lines(f, room, 6)
-            view.raw("".join(paint(line) + "\n" for line in lines))
+
+def _no_chips(dev: Dict[str, Any], view: Any) -> None:
+    """Why there is no chip table, and the chip device nodes present anyway."""
+    from npudoctor.report.wrapping import wrap
+
+    why = (dev.get("npu_smi") or {}).get("error") or "npu-smi listed no chip"
+    nodes = [n["path"] for n in dev.get("nodes") or [] if n.get("exists") and n.get("kind") == "chip"]
+    said = [("  no chip table: ", why)] + ([("  device nodes present: ", ", ".join(nodes))] if nodes else [])
+    for lead, text in said:  # wrapped between words, the rows after the first indented
+        rows = [text] if view.soft_wrap else wrap(text, view.width, first=len(lead), indent=4)
+        for n, row in enumerate(rows):
+            view.text([(lead + row if n == 0 else row, "")], wrap=False)
+
+
+def _columns(chips: List[Dict[str, Any]], hbm: bool, procs: bool, width: int) -> List[str]:
+    """The chip table's columns for ``width``: Logic from 90 columns, Bus-Id from 100."""
+    cols = ["NPU", "Chip", "Logic", "Name", "Health", "Power", "Temp", "AICore", "HBM MB" if hbm else "Memory MB"]
+    if width >= 100:
+        cols.append("Bus-Id")
+    if procs:
+        cols.append("Procs")
+    if width < 90 or not any(c.get("logic_id") is not None for c in chips):
+        cols.remove("Logic")
+    return cols
+
+
+def _cells(c: Dict[str, Any], hbm: bool, procs: int, width: int) -> Dict[str, str]:
+    """The text of every column of one chip's row."""
+    name = str(c.get("name") or "?")
+    if width >= 90 and c.get("soc_version") and c.get("soc_version") != f"Ascend{name}":
+        name += f" ({c['soc_version']})"
+    elif width >= 90 and c.get("family"):
+        name += f" [{c['family']}]"
+    used, total = (
+        (c.get("hbm_used_mb"), c.get("hbm_total_mb")) if hbm else (c.get("memory_used_mb"), c.get("memory_total_mb"))
+    )
+    cells = {
+        "NPU": _fmt(c.get("npu_id")),
+        "Chip": _fmt(c.get("chip_id")),
+        "Logic": _fmt(c.get("logic_id")),
+        "Name": name,
+        "Health": str(c.get("health") or "?"),
+        "Power": f"{c['power_w']:.1f}W" if isinstance(c.get("power_w"), (int, float)) else "-",
+        "Temp": _fmt(c.get("temp_c"), "°C"),
+        "AICore": _fmt(c.get("aicore_pct"), "%"),
+        "Bus-Id": str(c.get("bus_id") or "-"),
+        "Procs": str(procs) if procs else "",
+    }
+    cells["HBM MB"] = cells["Memory MB"] = _mem(used, total)
+    return cells
+
+
+def _chips(chips: List[Dict[str, Any]], procs: List[Dict[str, Any]], view: Any) -> None:
+    """The chip table; on a terminal too narrow for it, one chip a block (no cell cut)."""
+    count: Dict[Any, int] = {}
+    for p in procs:
+        key = (p.get("npu_id"), p.get("chip_id"))
+        count[key] = count.get(key, 0) + 1
+    hbm = any(c.get("hbm_total_mb") for c in chips)
+    cols = _columns(chips, hbm, bool(count), view.width)
+    right = [col for col in cols if col not in ("Name", "Health", "Bus-Id")]
+    rows = [_cells(c, hbm, count.get((c.get("npu_id"), c.get("chip_id")), 0), view.width) for c in chips]
+
+    def styled(cells: Dict[str, str], col: str) -> Any:
+        health = cells["Health"]
+        return (health, _HEALTH_STYLE.get(health.upper(), "yellow")) if col == "Health" else (cells[col], "")
+
+    if view.table(cols, right, [[styled(cells, col) for col in cols] for cells in rows], fit=True):
+        return
+    for cells in rows:
+        items = [f"NPU {cells['NPU']} chip {cells['Chip']}: {cells['Name']}"]
+        items += [f"{col} {cells[col]}" for col in cols if col not in ("NPU", "Chip", "Name")]
+        for row in _pack(items, view.width, "  ", "    "):
+            view.text([(row, "")], wrap=False)
+
+
+def _processes(procs: List[Dict[str, Any]], view: Any) -> None:
+    """The processes npu-smi lists on the chips."""
+    view.text([("Processes", "bold")])
+    prows = [
+        [
+            (_fmt(p.get("npu_id")), ""),
+            (_fmt(p.get("chip_id")), ""),
+            (_fmt(p.get("pid")), ""),
+            (str(p.get("name") or ""), ""),
+            (_fmt(p.get("memory_mb"), " MB"), ""),
+            (_fmt(p.get("container_pid")), ""),
+        ]
+        for p in procs
+    ]
+    view.table(("NPU", "Chip", "PID", "Name", "Memory", "PID in container"), (), prows, fit=False)
+
+
+def _topology(topo: Dict[str, Any], view: Any) -> None:
+    """The links between the NPUs and their CPU affinity (one group a line when narrow)."""
+    if not topo.get("npus"):
+        return
+    if topo.get("all_fabric"):
+        line = f"all {len(topo['npus'])} NPUs linked by {'/'.join(topo.get('link_types') or [])}"
     else:
+        islands = " ".join("[" + ",".join(map(str, g)) + "]" for g in topo.get("islands") or [])
+        line = f"islands {islands}; links {'/'.join(topo.get('link_types') or [])}"
+    view.text([("Topology: ", "bold"), (line, "")])
+    by_cpus: Dict[str, List[str]] = {}
+    for npu, cpus in (topo.get("affinity") or {}).items():
+        by_cpus.setdefault(cpus, []).append(npu)
+    if not by_cpus:
+        return
+    groups = [f"NPU {','.join(v)} → {k}" for k, v in by_cpus.items()]
+    line = "  CPU affinity: " + "; ".join(groups)
+    if view.soft_wrap or len(line) <= view.width:
+        view.text([(line, "")])
+    else:  # a narrow terminal: one group a line rather than a CPU range split in two
+        view.text([("  CPU affinity:", "")])
+        for group in groups:
+            view.text([(f"    {group}", "")], wrap=False)
+
+
+def _findings(findings: List[Dict[str, Any]], view: Any, terminal: bool, color: bool) -> None:
+    """The findings of the device and container rules with their fixes, or that there is none."""
+    if not findings:
         view.text([("No device or container problems found.", "green")])
+        return
+    from npudoctor.findings import Finding
+    from npudoctor.report.layout import Line, Painter, fix_lines, wrap
+
+    view.text([("Findings", "bold")])
+    paint = Painter(color)
+    room = view.width
+    for raw in findings:
+        f = Finding.from_dict(raw)
+        if not terminal:
+            view.text([(f"  {f.code} ", _SEV_STYLE.get(f.severity, "")), (f"{f.severity}: {f.title}", "")])
+            for fix in f.fix:
+                view.text([(f"      → {fix}", "dim")], wrap=False)
+            continue
+        head = f"  {f.code} {f.severity}: "
+        rows = wrap(f.title, room, first=len(head), indent=len(head))
+        lines = [Line([(f"  {f.code} ", _SEV_STYLE.get(f.severity, "")), (f"{f.severity}: {rows[0]}", "")])]
+        lines += [Line([(r, "")]) for r in rows[1:]]
+        lines += fix_lines(f, room, 6)
+        view.raw("".join(paint(line) + "\n" for line in lines))
+
+
+def _ignored(entries: List[Dict[str, Any]], view: Any) -> None:
+    """The findings left out by ``.npudoctor.toml``, each with what silenced it."""
+    from npudoctor.config import ignored_line
+    from npudoctor.report.wrapping import wrap
+
+    line = ignored_line(entries)
+    if line:
+        for row in [line] if view.soft_wrap else wrap(line, view.width, indent=4):
+            view.text([(row, "dim")], wrap=False)

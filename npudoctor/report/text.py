@@ -90,6 +90,21 @@ def is_routine(f: Finding) -> bool:
     return f.severity == "info" and bool(f.data.get("routine"))
 
 
+def _quiet(findings: Sequence[Finding], cols: int, paint: Painter) -> str:
+    """The text of ``check -q``: each error and warning that is a root cause (its folded
+    symptoms are not repeated) with its fix, those in a fix order first in that order."""
+    folded = {id(f) for group in folded_under(findings).values() for f in group}
+    chosen = [f for f in findings if id(f) not in folded and f.severity in ("error", "warning")]
+    first = fix_list(chosen) if has_dependencies(chosen) else []
+    lines: List[Line] = []
+    said: Dict[Tuple[str, ...], str] = {}
+    for f in first + [f for f in chosen if f not in first]:
+        lines += _finding(f, cols, False, indent=0, same_as=said.get(tuple(f.fix)))
+        if f.fix:
+            said.setdefault(tuple(f.fix), f.code)
+    return "".join(paint(line) + "\n" for line in lines)
+
+
 def render(
     snapshot: Snapshot,
     findings: Sequence[Finding],
@@ -98,13 +113,20 @@ def render(
     color: Optional[bool] = None,
     width: Optional[int] = None,
     ignored: Sequence[str] = (),
+    quiet: bool = False,
 ) -> None:
     """Write the report to ``file`` (default: stdout).  ``verbose`` adds evidence and the
     matrix provenance; ``color`` colours it (ANSI, standard colours) or not (``None``: no
     colour); ``width``: columns to wrap prose to (default 80; commands are never broken);
-    ``ignored``: the codes of findings silenced by ``.npudoctor.toml`` / ``--ignore``."""
+    ``ignored``: the codes of findings silenced by ``.npudoctor.toml`` / ``--ignore``;
+    ``quiet``: only the errors and warnings with their fixes (no headline, no summary, no
+    notes, no closing line: a clean run prints nothing)."""
     import sys
 
+    out = file if file is not None else sys.stdout
+    if quiet:
+        out.write(_quiet(findings, max(40, width) if width else 1_000_000, Painter(bool(color))))
+        return
     cols = max(40, width) if width else 1_000_000
     paint = Painter(bool(color))
     lines: List[Line] = [Line([(r, "bold")]) for r in wrap(_headline(snapshot), cols, indent=2)]
@@ -166,5 +188,4 @@ def render(
     if routine:
         tail += f" ({len(routine)} routine note(s) not shown: -v shows them.)"
     lines += [Line([])] + [Line([(r, "")]) for r in wrap(tail, cols)]
-    out = file if file is not None else sys.stdout
     out.write("".join(paint(line) + "\n" for line in lines))

@@ -75,10 +75,41 @@ def _where(group: Dict[str, Any], many_sources: bool) -> str:
     return f"{src}line {first['line']} … {last['source']}:{last['line']}"
 
 
+#: First words of a ``fix:`` line that is (or starts with) a shell command: never wrapped.
+_COMMAND_WORDS = frozenset(
+    [
+        "export",
+        "source",
+        "unset",
+        "docker",
+        "pip",
+        "pip3",
+        "python",
+        "python3",
+        "cd",
+        "conda",
+        "ldconfig",
+        "npu-smi",
+        "sudo",
+        "chmod",
+        "bash",
+    ]
+)
+
+
+def _command_fix(body: str) -> bool:
+    """Whether ``body`` is a ``fix:`` line holding a command (``fix: export …``) rather
+    than prose, or a backquoted command."""
+    if not body.startswith("fix: "):
+        return False
+    words = body[5:].split()
+    return not words or words[0] in _COMMAND_WORDS or words[0].startswith(("./", "/")) or "`" in body
+
+
 class _Wrapped:
     """A text stream that wraps the prose lines written to it to ``width`` columns (a
     continuation row indented four columns past its line's own indent); quoted log lines
-    (indented by four) and ``fix:`` lines, which may hold commands, are written whole."""
+    (indented by four) and ``fix:`` lines that start with a command are written whole."""
 
     def __init__(self, out: IO[str], width: int) -> None:
         self.out, self.width, self.pending = out, width, ""
@@ -91,7 +122,7 @@ class _Wrapped:
         for line in lines:
             body = line.lstrip(" ")
             lead = len(line) - len(body)
-            if len(line) <= self.width or lead == 4 or body.startswith(("fix: ", "$ ")):
+            if len(line) <= self.width or lead == 4 or body.startswith("$ ") or _command_fix(body):
                 self.out.write(line + "\n")
                 continue
             rows = wrap(body, self.width, first=lead, indent=lead + 4)

@@ -70,12 +70,14 @@ class CheckResult:
     failed, or an npu-smi hung on a node not starved of CPU -- an error; ``unknown``:
     ``{area: reason}`` the budget left unfinished, which is not an error: unknown is not
     unhealthy, as for ``npudoctor health``); ``python_choice``: which interpreter was judged
-    without ``--python`` (see :class:`npudoctor.runtime.quick.QuickResult`)."""
+    without ``--python``; ``ignored``: the findings left out by ``--ignore`` or
+    ``.npudoctor.toml`` (both as in :class:`npudoctor.runtime.quick.QuickResult`)."""
 
     findings: List[Any] = field(default_factory=list)
     failure: Optional[str] = None
     unknown: Dict[str, str] = field(default_factory=dict)
     python_choice: Optional[str] = None
+    ignored: List[Dict[str, str]] = field(default_factory=list)
 
     @property
     def errors(self) -> int:
@@ -124,12 +126,16 @@ def quick_checks(plan: EnvPlan, request: ExecRequest) -> CheckResult:
     if outcome.error is not None or outcome.value is None:
         exc = outcome.error
         return CheckResult(failure=f"npudoctor failed: {type(exc).__name__}: {exc}")
-    return CheckResult(findings=list(outcome.value.findings), python_choice=outcome.value.python_choice)
+    value = outcome.value
+    return CheckResult(findings=list(value.findings), python_choice=value.python_choice, ignored=list(value.ignored))
 
 
 def finding_lines(result: CheckResult, quiet: bool = False) -> List[str]:
     """One line per finding (``quiet``: errors only; routine notes never: they inform no
-    decision at a container's start), terminal-safe."""
+    decision at a container's start), then what was ignored (not with ``quiet``),
+    terminal-safe."""
+    from npudoctor.config import ignored_line
+
     lines = []
     for f in result.findings:
         if (quiet and f.severity != "error") or (f.severity == "info" and f.data.get("routine")):
@@ -139,6 +145,8 @@ def finding_lines(result: CheckResult, quiet: bool = False) -> List[str]:
         lines.append(printable(f"npudoctor: error {result.failure}"))
     for area, reason in result.unknown.items():
         lines.append(printable(f"npudoctor: unknown: {area} ({reason})"))
+    if result.ignored and not quiet:
+        lines.append(printable(f"npudoctor: {ignored_line(result.ignored)}"))
     return lines
 
 

@@ -115,6 +115,7 @@ def evaluate_health(options: HealthOptions, budget: Budget, progress: Optional[P
         "summary": result.summary,
         "not_checked": dict(result.unchecked),
         "environment": judged,
+        "ignored": result.ignored,
     }
     if result.python_choice:
         doc["python_choice"] = result.python_choice
@@ -139,6 +140,8 @@ def _unhealthy(line: str, **extra: Any) -> Dict[str, Any]:
 def _emit(doc: Dict[str, Any], as_json: bool) -> ExitStatus:
     """Print the verdict; the one place that decides health's exit status (``"unknown"``
     is exit 0: what could not be finished never makes the answer unhealthy by itself)."""
+    from npudoctor.config import ignored_line
+
     healthy = doc["status"] in ("healthy", "unknown")
     if as_json:
         print(json.dumps(doc, ensure_ascii=False))
@@ -150,10 +153,17 @@ def _emit(doc: Dict[str, Any], as_json: bool) -> ExitStatus:
         elif healthy:
             summary = f": {doc['summary']}" if doc.get("summary") else ""
             gaps = "; ".join(f"{area}: {reason}" for area, reason in (doc.get("not_checked") or {}).items())
-            print(printable(f"healthy{summary}{'; not checked: ' + gaps if gaps else ''}{age}"))
+            said = ignored_line(doc.get("ignored") or [])
+            print(
+                printable(
+                    f"healthy{summary}{'; not checked: ' + gaps if gaps else ''}{'; ' + said if said else ''}{age}"
+                )
+            )
         else:
             for line in doc["problems"]:
                 print(f"unhealthy: {line}{age}")
+            if doc.get("ignored"):
+                print(printable(ignored_line(doc["ignored"])))
     sys.stdout.flush()
     return ExitStatus.OK if healthy else ExitStatus.PROBLEMS
 

@@ -4,7 +4,8 @@ typed :class:`HealthOptions` made of what it read.
 ``health`` runs every few seconds in containers and keeps its own contract (exit 0 or 1
 only: Docker reserves 2), so :mod:`npudoctor.entry` dispatches it here before Typer is
 imported; every other command goes through the Typer app.  ``npudoctor health`` in the
-Typer app (listed in ``--help``) hands its words to the same parser."""
+Typer app (listed in ``--help``) hands its words to the same parser; ``health --help`` is
+answered by the Typer app (help is not on the probe path), from :func:`help_rows`."""
 
 from __future__ import annotations
 
@@ -17,15 +18,16 @@ from npudoctor.session.request import ExitStatus, MachineRequest
 
 if TYPE_CHECKING:
     import argparse
-    from typing import Any, Dict, NoReturn, Optional, Sequence, Tuple
+    from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 DEFAULT_TIMEOUT = 0.9
 
-DESCRIPTION = (
-    "Fast container health check: devices visible and openable, driver files mounted, "
-    "chips healthy, CANN environment applied, torch/torch_npu/CANN paired. "
-    "Exit codes: 0 healthy, 1 unhealthy (also for bad options, internal errors and timeouts)."
-)
+#: What ``health`` does, said once for ``npudoctor --help``, ``health --help`` and argparse.
+DESCRIPTION = """Fast container health check for Docker HEALTHCHECK and Kubernetes probes.  It
+checks that the devices are visible and openable, the driver files mounted, the chips healthy,
+the CANN environment applied and torch/torch_npu/CANN paired.
+
+Exit codes: 0 healthy; 1 unhealthy (also for bad options, internal errors and timeouts)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,10 +36,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message: str) -> NoReturn:
+            if message.startswith("unrecognized arguments: "):
+                from npudoctor.session.terminal import close_options
+
+                known = [o for action in self._actions for o in action.option_strings]
+                unknown = next((w for w in message.split(": ", 1)[1].split() if w.startswith("--")), "")
+                near = close_options(unknown, known) if unknown else []
+                if near:
+                    message += f" (did you mean {' or '.join(near)}?)"
             print(f"unhealthy: bad health-check option: {message}")
             sys.exit(ExitStatus.PROBLEMS)
 
-    parser = _Parser(prog="npudoctor health", description=DESCRIPTION)
+    parser = _Parser(
+        prog="npudoctor health", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add = parser.add_argument
     add("--root", metavar="DIR", help="inspect DIR as if it were /")
     add("--python", metavar="PATH", help="inspect this interpreter's packages")
@@ -103,6 +115,23 @@ def build_parser() -> argparse.ArgumentParser:
         "(default 0: answer unknown)",
     )
     return parser
+
+
+def help_rows() -> List[Tuple[str, str]]:
+    """The options of :func:`build_parser` as (names and metavar, help) rows for the help
+    of the Typer command (:mod:`npudoctor.cli.commands.health`), the layout of every other
+    command's help: each help a sentence, capitalised and ending with a full stop."""
+    rows: List[Tuple[str, str]] = []
+    for action in build_parser()._actions:
+        if not action.option_strings or action.dest == "help":
+            continue
+        term = ", ".join(action.option_strings)
+        if action.nargs != 0:
+            choices = "[" + "|".join(map(str, action.choices)) + "]" if action.choices else None
+            term += f" {action.metavar or choices or action.dest.upper()}"
+        text = str(action.help or "")
+        rows.append((term, text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")))
+    return rows
 
 
 def parse_values(argv: Sequence[str]) -> Dict[str, Any]:

@@ -91,13 +91,15 @@ class QuickResult:
     ``--only``/``--skip``), ``python_choice`` (without ``--python``: which interpreter was
     judged and why, when npudoctor runs from a venv of its own or an active environment
     was chosen over its own -- :func:`npudoctor.session.pyselect.default_choice`; else
-    ``None``)."""
+    ``None``), ``ignored`` (the findings left out by ``--ignore`` or ``.npudoctor.toml``, as
+    ``check --json`` lists them: :func:`npudoctor.config.silenced`)."""
 
     findings: List[Any]
     chips: int = 0
     summary: str = ""
     unchecked: Dict[str, str] = field(default_factory=dict)
     python_choice: Optional[str] = None
+    ignored: List[Dict[str, str]] = field(default_factory=list)
 
     def failing(self, fail_on: str = "error") -> List[Any]:
         """Findings of severity ``error`` (``fail_on="warning"``: and ``warning``)."""
@@ -137,7 +139,7 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
     or ``--from`` file, a ``--matrix`` that cannot be loaded, ``--from`` with ``--root``);
     anything else the engine raises propagates.
     """
-    from npudoctor.config import load_ignores
+    from npudoctor.config import load_ignore_entries, silenced
     from npudoctor.session.machine import judge
     from npudoctor.session.terminal import UsageError
 
@@ -164,7 +166,9 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
         budget.step = "judging"
         return loaded.get("matrix"), None
 
-    ignores, _errors = load_ignores()
+    entries, _errors = load_ignore_entries()
+    origins = [(code, "--ignore") for code in request.ignore] + entries
+    ignored: List[Any] = []
     try:
         # the environment probed and choosing the interpreter: the caller's, else the --env-file's
         workload = None if machine.from_file else diagnosed_environ(machine, request.environ)
@@ -172,13 +176,15 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
         if machine.from_file:
             budget.step = "reading the snapshot"
         snapshot, findings = judge(
-            machine, options, workload=workload, matrix=matrix, ignore=list(request.ignore) + ignores
+            machine, options, workload=workload, matrix=matrix, ignore=[c for c, _ in origins], ignored=ignored
         )
     except UsageError as exc:
         raise ValueError(str(exc)) from None
     finally:
         probes_ended()
-    return _quick_result(snapshot, findings, options, machine)
+    result = _quick_result(snapshot, findings, options, machine)
+    result.ignored = silenced(ignored, origins)
+    return result
 
 
 def _quick_options(request: QuickRequest, budget: Budget) -> Options:

@@ -189,3 +189,19 @@ def take_color_flags(argv: Sequence[str]) -> Tuple[List[str], Optional[bool]]:
             seen_exec = True
         out.append(word)
     return out, flag
+
+
+def close_options(word: str, options: Sequence[str]) -> List[str]:
+    """The ``options`` that the unknown option ``word`` is probably a misspelling of, best
+    first: an abbreviation of one (``--deep-t`` of ``--deep-timeout``) or a close spelling,
+    compared without the leading dashes, which every option shares (with them, ``--bogus``
+    looks like ``--user``)."""
+    import difflib
+
+    name = word.split("=", 1)[0].lstrip("-")
+    if not name:
+        return []
+    by_name = {option.lstrip("-"): option for option in options if option.startswith("--")}
+    prefixed = [by_name[n] for n in sorted(by_name) if len(name) >= 3 and n.startswith(name)]
+    close = [by_name[n] for n in difflib.get_close_matches(name, list(by_name), n=3, cutoff=0.66)]
+    return list(dict.fromkeys(prefixed + close))[:3]

@@ -8,6 +8,10 @@ The ``devices`` command runs against tests/scenarios/health-910b3-8npu-healthy (
 Also reported, without a target here: ``devices --json`` (no table) and ``check`` on the
 same root (its target, 0.15x ``import torch``, is measured by the ``check`` benchmark).
 
+With ``NPUDOCTOR_BENCH_BASELINE=DIR`` (a checkout of an earlier commit) the same rounds also
+run ``--version``, ``devices --help`` and ``devices`` as ``python -m npudoctor`` from this
+checkout and from DIR, paired.
+
 Each command runs as users run it: the ``npudoctor`` console script (a launcher like the one
 pip writes, with this checkout first on ``sys.path``), as the health benchmark does;
 ``devices (-m)`` is the same run as ``python -m npudoctor devices`` (runpy adds a little)."""
@@ -50,6 +54,7 @@ def run(repeat: int) -> List[str]:
             "import typer": [sys.executable, "-c", "import typer"],  # the floor of every Typer command
             "--version": npd + ["--version"],
             "--help": npd + ["--help"],
+            "devices --help": npd + ["devices", "--help"],
             "explain PKG007": npd + ["explain", "PKG007"],
             "devices": npd + ["devices", "--root", str(scenario / "root")],
             "devices (-m)": [sys.executable, "-m", "npudoctor", "devices", "--root", str(scenario / "root")],
@@ -59,8 +64,12 @@ def run(repeat: int) -> List[str]:
         }
         # run from this checkout (-m puts the working directory first on sys.path)
         runs = {name: (argv, env, str(REPO)) for name, argv in commands.items()}
-        if baseline:  # that checkout's own code: -m from its directory
+        if baseline:  # that checkout's own code: -m from its directory, paired with this one's -m
             dash_m = [sys.executable, "-m", "npudoctor"]  # compare with "devices (-m)"
+            for words in (["--version"], ["devices", "--help"]):
+                name = " ".join(words) + " (-m)"
+                runs[name] = (dash_m + words, env, str(REPO))
+                runs[f"baseline {name}"] = (dash_m + words, env, baseline)
             runs["baseline devices (-m)"] = (dash_m + commands["devices"][1:], env, baseline)
             runs["baseline devices 320 (-m)"] = (dash_m + commands["devices 320"][1:], env, baseline)
         cpu: Dict[str, List[float]] = {}

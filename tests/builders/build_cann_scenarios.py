@@ -25,6 +25,8 @@ import stat
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional
 
+from builders.scenario_top_level import expect_lines
+
 HERE = Path(__file__).resolve().parents[1]  # tests/
 FIX = HERE / "fixtures"
 OUT = HERE / "scenarios"
@@ -209,7 +211,7 @@ def scenario(
     (path / "root").mkdir(parents=True)
     lines = ["[scenario]", f"title = {toml_value(title)}", f"source = {toml_value(source)}", "", "[env]"]
     lines += [f"{k} = {toml_value(v)}" for k, v in env.items()]
-    lines += ["", "[expect]"]
+    lines += ["", "[expect]"] + expect_lines(name)
     if codes:
         lines.append(f"codes = {toml_value(list(codes))}")
     if absent:

@@ -45,6 +45,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 from builders.build_cann_scenarios import classic_toolkit, dist, fixture, toml_value, write  # noqa: E402
+from builders.scenario_top_level import expect_lines  # noqa: E402
 
 OUT = HERE / "scenarios"
 AS = "usr/local/Ascend"
@@ -175,7 +176,7 @@ def scenario(
     (path / "root").mkdir(parents=True)
     lines = ["[scenario]", f"title = {toml_value(title)}", f"source = {toml_value(source)}", "", "[env]"]
     lines += [f"{k} = {toml_value(v)}" for k, v in env.items()]
-    lines += ["", "[expect]"] + [f"{k} = {toml_value(v)}" for k, v in expect.items()]
+    lines += ["", "[expect]"] + expect_lines(name) + [f"{k} = {toml_value(v)}" for k, v in expect.items()]
     for f in findings:
         lines += ["", "[[expect.finding]]"] + [f"{k} = {toml_value(v)}" for k, v in f.items()]
     for h in health:

@@ -22,6 +22,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from builders.build_cann_scenarios import toml_value, write  # noqa: E402
 from builders.build_health_scenarios import HEALTHY_CAPTURE, container_root, npu_smi_replay, sourced_env  # noqa: E402
+from builders.scenario_top_level import expect_lines  # noqa: E402
 
 OUT = HERE / "scenarios"
 
@@ -58,7 +59,7 @@ def scenario(name: str, title: str, source: str, env: Dict[str, str], expect: Di
     (path / "root").mkdir(parents=True)
     lines = ["[scenario]", f"title = {toml_value(title)}", f"source = {toml_value(source)}", "", "[env]"]
     lines += [f"{k} = {toml_value(v)}" for k, v in env.items()]
-    lines += ["", "[expect]"] + [f"{k} = {toml_value(v)}" for k, v in expect.items()]
+    lines += ["", "[expect]"] + expect_lines(name) + [f"{k} = {toml_value(v)}" for k, v in expect.items()]
     (path / "scenario.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     write(path / "root", "etc/hostname", "npu-train-0\n")
     return path

@@ -3,7 +3,7 @@ findings (text, JSON, Markdown or Prometheus), ``collect`` writes the snapshot."
 
 import io
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
 import typer
 from typing_extensions import Annotated
@@ -61,12 +61,13 @@ def run_check(
     deep_timeout: float = 120.0,
     probe_master: bool = False,
     prometheus: bool = False,
+    quiet: bool = False,
 ) -> ExitStatus:
     """Run a full check, write it to ``env.stdout`` (text, or JSON with ``request.json``,
-    Markdown, Prometheus) and return the exit status (OK/PROBLEMS, decided by
+    Markdown, Prometheus; ``quiet``: the text of the errors and warnings only) and return the exit status (OK/PROBLEMS, decided by
     :func:`npudoctor.report.build.exit_status`).  Raises :class:`UsageError` for bad options
     or unreadable inputs."""
-    from npudoctor.config import load_ignore_entries
+    from npudoctor.config import load_ignore_entries, silenced
     from npudoctor.context import Options
     from npudoctor.knowledge.codes import lookup
     from npudoctor.report.build import document, exit_status
@@ -100,12 +101,7 @@ def run_check(
     status = exit_status(findings, strict)
     # secrets never leave in any form: --json says a secret is set, not what it is
     if request.json:
-        by: Dict[str, str] = {}
-        for code, where in reversed(origins):  # the first entry naming a code says why
-            known = lookup(code)
-            by[known.code if known is not None else code] = where
-        silenced = [{"code": f.code, "title": f.title, "by": by.get(f.code, "--ignore")} for f in ignored]
-        doc = conceal(document(snapshot, findings, strict, silenced))
+        doc = conceal(document(snapshot, findings, strict, silenced(ignored, origins)))
         env.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     elif prometheus:
         from npudoctor.report.prometheus import render as render_prom
@@ -127,6 +123,7 @@ def run_check(
             color=env.color(),
             width=env.wrap_width(),
             ignored=[f.code for f in ignored],
+            quiet=quiet,
         )
         env.stdout.write(conceal_text(buffer.getvalue()))
     return status
@@ -152,6 +149,7 @@ def check_command(
     probe_master: bool = False,
     deadline: float = DEFAULT_DEADLINE,
     fmt: Optional[str] = None,
+    quiet: bool = False,
 ) -> ExitStatus:
     """``npudoctor check`` with its options as parsed (keyword names: the Typer command's
     parameters; ``fmt`` is ``--format``): check the combination of the output options, build
@@ -166,6 +164,12 @@ def check_command(
             if as_json or markdown:
                 raise UsageError("--format cannot be combined with --json or --markdown")
             as_json, markdown = fmt == "json", fmt == "markdown"
+        if quiet and (as_json or markdown or fmt not in (None, "text")):
+            raise UsageError(
+                "--quiet shortens the text report; it cannot be combined with --json, --markdown or --format"
+            )
+        if quiet and verbose:
+            raise UsageError("--quiet and --verbose are mutually exclusive")
         request = machine_request(root, python, user, env_file, no_commands, from_, as_json, deadline)
         return run_check(
             request,
@@ -179,6 +183,7 @@ def check_command(
             deep_timeout=deep_timeout,
             probe_master=probe_master,
             prometheus=fmt == "prometheus",
+            quiet=quiet,
         )
     except UsageError as exc:
         return usage_failure(str(exc), env)
@@ -249,6 +254,15 @@ def register(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
         markdown: Annotated[bool, typer.Option("--markdown", help="Print a redacted Markdown report.")] = False,
         verbose: VerboseOpt = False,
+        quiet: Annotated[
+            bool,
+            typer.Option(
+                "--quiet",
+                "-q",
+                help="Print only the errors and warnings with their fixes: no headline, summary or notes "
+                "(a clean run prints nothing); the exit code is the same.",
+            ),
+        ] = False,
         strict: Annotated[bool, typer.Option("--strict", help="Exit 1 on warnings too.")] = False,
         ignore: IgnoreOpt = None,
         no_commands: NoCommandsOpt = False,
@@ -291,6 +305,7 @@ def register(app: typer.Typer) -> None:
             probe_master=probe_master,
             deadline=deadline,
             fmt=fmt,
+            quiet=quiet,
         )
         raise typer.Exit(code)
 

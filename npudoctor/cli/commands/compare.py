@@ -10,8 +10,8 @@ from typing_extensions import Annotated
 from npudoctor.cli.commands._common import JsonOpt, environment, fail_usage
 from npudoctor.session.request import Environment, ExitStatus, UsageError
 
-COMPARE_HELP = """Compare the snapshots of several nodes (written by `npudoctor collect`): one
-stack fingerprint per node (Python, torch, torch_npu, CANN toolkit/kernels/NNAL, driver,
+COMPARE_HELP = """Compare the snapshots of several nodes (written by `npudoctor collect`).  It
+shows one stack fingerprint per node (Python, torch, torch_npu, CANN toolkit/kernels/NNAL, driver,
 firmware, chips, HCCL and visibility variables), the majority, and each node that differs.
 
 SNAPSHOT may be a file (one snapshot, or JSON lines), a directory (its *.json and *.jsonl

@@ -7,7 +7,7 @@ Only the ``host``, ``python``, ``packages``, ``devices`` and ``container`` probe
 """
 
 import json
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import typer
 
@@ -26,6 +26,7 @@ from npudoctor.cli.commands._common import (
     load_matrix_or_none,
     machine_request,
     usage_failure,
+    warn,
 )
 from npudoctor.redact import conceal
 from npudoctor.session.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest, UsageError
@@ -34,11 +35,20 @@ SECTIONS = ("host", "python", "packages", "devices", "container")
 AREAS = ("devices", "container")
 
 
-def gather(request: MachineRequest, matrix_path: Optional[str] = None, environ: Any = None) -> Dict[str, Any]:
+def gather(
+    request: MachineRequest,
+    matrix_path: Optional[str] = None,
+    environ: Any = None,
+    ignores: Sequence[Tuple[str, str]] = (),
+) -> Dict[str, Any]:
     """Collect (or replay) the device facts and judge them: ``{"source", "devices",
-    "container", "findings"}`` (the sections as their typed views read them, every declared
-    field present; each chip with what the current matrix says it is).  ``environ``: npudoctor's own environment (``None``: this
-    process's), replaced by the request's ``--env-file``.  Raises :class:`UsageError`."""
+    "container", "findings", "ignored"}`` (the sections as their typed views read them, every
+    declared field present; each chip with what the current matrix says it is; the device
+    and container findings left out by ``ignores``, ``(code or name, where)`` as
+    :func:`npudoctor.config.load_ignore_entries` reads ``.npudoctor.toml``, listed as ``check
+    --json`` lists them).  ``environ``: npudoctor's own environment (``None``: this process's),
+    replaced by the request's ``--env-file``.  Raises :class:`UsageError`."""
+    from npudoctor.config import silenced
     from npudoctor.context import Options
 
     # the packages its rules judge by name read in full, the rest indexed by directory name
@@ -50,7 +60,16 @@ def gather(request: MachineRequest, matrix_path: Optional[str] = None, environ: 
         used.append(loaded)
         return loaded, error
 
-    snapshot, findings = judge(request, options, sections=SECTIONS, environ=environ, matrix=matrix)
+    ignored: List[Any] = []
+    snapshot, findings = judge(
+        request,
+        options,
+        sections=SECTIONS,
+        environ=environ,
+        matrix=matrix,
+        ignore=[code for code, _where in ignores],
+        ignored=ignored,
+    )
     mode = snapshot.target.get("mode")
     source = {"from": f"snapshot {request.from_file}", "root": f"root {snapshot.target.get('root')}"}.get(
         str(mode), "this machine"
@@ -71,6 +90,7 @@ def gather(request: MachineRequest, matrix_path: Optional[str] = None, environ: 
         "devices": devices,
         "container": dump(facts.container),
         "findings": [f.to_dict() for f in findings if f.area in AREAS],
+        "ignored": silenced([f for f in ignored if f.area in AREAS], ignores),
     }
 
 
@@ -81,8 +101,14 @@ def status(data: Dict[str, Any]) -> ExitStatus:
 
 def run_devices(request: MachineRequest, env: Environment, matrix_path: Optional[str] = None) -> ExitStatus:
     """Gather, print (the table, or JSON with ``request.json``) to ``env.stdout`` and return
-    the exit status.  Raises :class:`UsageError`."""
-    data = conceal(gather(request, matrix_path, environ=env.environ))  # secrets never leave
+    the exit status.  Codes in ``.npudoctor.toml`` are left out and said so.  Raises
+    :class:`UsageError`."""
+    from npudoctor.config import load_ignore_entries
+
+    ignores, errors = load_ignore_entries(environ=dict(env.environ))
+    for error in errors:
+        warn(env, error)
+    data = conceal(gather(request, matrix_path, environ=env.environ, ignores=ignores))  # secrets never leave
     if request.json:
         env.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     else:
@@ -117,9 +143,9 @@ def devices_command(
         return usage_failure(str(exc), env)
 
 
-DEVICES_HELP = """Show the NPU chips: health, power, temperature, AICore, memory/HBM, processes and
-topology (from npu-smi), the device nodes and their permissions, and the device and
-container findings (codes DEV*, CTR*).  --user judges device-node access for that account,
+DEVICES_HELP = """Show the NPU chips, their device nodes and the device and container findings.
+For each chip: health, power, temperature, AICore, memory/HBM, processes and topology (from
+npu-smi); the device nodes with their permissions; the findings have codes DEV* and CTR*.  --user judges device-node access for that account,
 --env-file judges the visibility variables of that file, --python the packages of that
 interpreter (e.g. vllm-ascend on a 310P), --no-commands runs no npu-smi.
 

@@ -20,8 +20,9 @@ from npudoctor.cli.commands._common import (
 )
 from npudoctor.session.request import Environment, ExitStatus, UsageError
 
-LINT_HELP = """Find the CUDA-isms in Python files, notebooks (.ipynb code cells), shell launch
-scripts (.sh, .bash) and launcher configs (.yaml, .yml, .json) that break or silently degrade on an Ascend NPU: .cuda() and "cuda:N",
+LINT_HELP = """Find the CUDA-isms that break or silently degrade on an Ascend NPU in code and launch files.
+It reads Python files, notebooks (.ipynb code cells), shell launch scripts (.sh, .bash) and
+launcher configs (.yaml, .yml, .json) and finds .cuda() and "cuda:N",
 torch.cuda.* calls, backend "nccl", torch.cuda.amp, torch.load without map_location, cuDNN
 flags, CUDA graphs, CUDA-only libraries, CPU fallback behind torch.cuda.is_available(),
 CUDA_VISIBLE_DEVICES / NCCL_* / nvidia-smi in launch scripts. Each finding carries the NPU fix;

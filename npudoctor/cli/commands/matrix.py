@@ -18,7 +18,8 @@ matrix_app = typer.Typer(
     rich_markup_mode=None,
 )
 
-REFRESH_HELP = """Fetch the official mapping table (Ascend/pytorch COMPATIBILITY.en.md), the
+REFRESH_HELP = """Refresh the matrix from the official tables, release notes and PyPI.  Fetch the
+official mapping table (Ascend/pytorch COMPATIBILITY.en.md), the
 TorchNPU release notes (declared CANN ranges), the CANN release notes of the newest CANN
 releases the matrix knows (CANN <-> Ascend HDK pairing, lists and Y/N grids) and the PyPI JSON
 of torch-npu, merge them into the matrix in use (the last refresh, else the bundled matrix), so
@@ -39,7 +40,8 @@ Exit codes: 0 every source refreshed (or --dry-run ran); 1 some sources failed, 
 written; 2 usage error; 3 nothing written (no official table readable, result invalid, a known
 row would be dropped, cache not writable) - the matrix in use is unchanged."""
 
-SHOW_HELP = """Show matrix rows: torch_npu package, PyTorch, the officially paired CANN,
+SHOW_HELP = """Show the matrix rows, one torch_npu build each, with what pairs with it.  Columns:
+torch_npu package, PyTorch, the officially paired CANN,
 branch, table (whether the official mapping table lists the row: active, historical,
 release-notes-only, unmapped, prerelease), support (the lifecycle of the PyTorch line from
 SUPPORT.md: development, maintenance, "EOL since <date>", as of today or the matrix's

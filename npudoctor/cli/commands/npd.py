@@ -72,12 +72,14 @@ def message_for(problems: List[Any]) -> str:
 @dataclass
 class Verdict:
     """npd's answer: ``status`` (``OK``, ``PROBLEMS`` or ``NPD_UNKNOWN``), the message,
-    the problem findings and the areas not checked with the reason (``--json``)."""
+    the problem findings, the areas not checked with the reason and the findings left out
+    by ``--ignore``/``.npudoctor.toml`` with what silenced each (``--json``)."""
 
     status: ExitStatus
     message: str
     problems: List[Any] = field(default_factory=list)
     not_checked: Dict[str, str] = field(default_factory=dict)
+    ignored: List[Dict[str, str]] = field(default_factory=list)
 
 
 def judge(
@@ -96,7 +98,7 @@ def judge(
     :class:`npudoctor.session.request.UsageError` for bad options; anything else the
     engine raises propagates (the caller answers "unknown")."""
     from npudoctor.cli.commands._common import judge, load_matrix_or_none
-    from npudoctor.config import load_ignores
+    from npudoctor.config import load_ignore_entries, silenced
     from npudoctor.context import Options
     from npudoctor.facts.coverage import unchecked
     from npudoctor.runtime.quick import areas
@@ -104,7 +106,8 @@ def judge(
     required = set(areas(list(require_checked)))
     options = Options(deadline=budget.probe_deadline(), command_timeout=min(5.0, budget.seconds / 3), pid=pid)
     budget.step = "computing the node's environment"
-    config_ignores, _errs = load_ignores()
+    origins = [(code, "--ignore") for code in ignore] + load_ignore_entries()[0]
+    ignored: List[Any] = []
 
     def matrix() -> Tuple[Any, Optional[str]]:
         loaded = load_matrix_or_none(None)
@@ -112,25 +115,37 @@ def judge(
         return loaded
 
     snapshot, findings = judge(
-        machine, options, environ=node_environ(machine, pid), matrix=matrix, ignore=list(ignore) + config_ignores
+        machine,
+        options,
+        environ=node_environ(machine, pid),
+        matrix=matrix,
+        ignore=[code for code, _where in origins],
+        ignored=ignored,
     )
+    said = silenced(ignored, origins)
     levels = ("error",) if severity == "error" else ("error", "warning")
     problems = [f for f in findings if f.severity in levels and f.code != "HOST099"]
     internal = [f for f in findings if f.code == "HOST099"]
     if problems:
-        return Verdict(ExitStatus.PROBLEMS, message_for(problems), problems)
+        return Verdict(ExitStatus.PROBLEMS, message_for(problems), problems, ignored=said)
     if internal:
-        return Verdict(ExitStatus.NPD_UNKNOWN, f"npudoctor: a check failed internally ({internal[0].subject})")
+        why = f"npudoctor: a check failed internally ({internal[0].subject})"
+        return Verdict(ExitStatus.NPD_UNKNOWN, why, ignored=said)
     gaps = unchecked(snapshot.facts)
     must = {a: r for a, r in gaps.items() if a in required}
     if must:
         area, reason = next(iter(must.items()))
-        return Verdict(ExitStatus.PROBLEMS, f"{area} not checked: {reason}", not_checked=gaps)
+        return Verdict(ExitStatus.PROBLEMS, f"{area} not checked: {reason}", not_checked=gaps, ignored=said)
     if gaps:
         area, reason = next(iter(gaps.items()))
         more = f" (+{len(gaps) - 1} more)" if len(gaps) > 1 else ""
-        return Verdict(ExitStatus.NPD_UNKNOWN, f"not checked: {area}: {reason}{more}", not_checked=gaps)
-    return Verdict(ExitStatus.OK, f"npudoctor: NPU stack OK ({budget.elapsed():.1f} s)")
+        return Verdict(ExitStatus.NPD_UNKNOWN, f"not checked: {area}: {reason}{more}", not_checked=gaps, ignored=said)
+    codes = ", ".join(sorted({e["code"] for e in said}))
+    return Verdict(
+        ExitStatus.OK,
+        f"npudoctor: NPU stack OK ({budget.elapsed():.1f} s{'; ignored: ' + codes if codes else ''})",
+        ignored=said,
+    )
 
 
 def node_environ(machine: MachineRequest, pid: Optional[int]) -> Optional[Dict[str, str]]:
@@ -165,6 +180,7 @@ def _answer(verdict: Verdict, as_json: bool) -> NoReturn:
             "message": message,
             "problems": [f.to_dict() for f in verdict.problems],
             "not_checked": dict(verdict.not_checked),
+            "ignored": list(verdict.ignored),
         }
         sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
     else:

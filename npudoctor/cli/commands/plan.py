@@ -41,7 +41,8 @@ Exit codes: 0 a plan was made (and the bundle written, complete); 1 no set fits 
 reasons and the nearest sets), the wheels could not be fetched, or the bundle cannot install
 (a CANN/driver .run package it needs is missing: each is named); 2 usage error."""
 
-VERIFY_HELP = """Verify a bundle on the intranet machine: every file present and inside DIR (no
+VERIFY_HELP = """Verify a bundle on the intranet machine: complete, unaltered and fit for the site.
+Checked: every file present and inside DIR (no
 absolute path, '..' or symlink out), sha256 matching the manifest, SHA256SUMS agreeing with
 it, every pinned wheel there, every .run package the plan needs (CANN toolkit, kernels/ops,
 NNAL, driver, firmware) there — else named with where to get it — files the manifest does
@@ -63,42 +64,64 @@ def _load_site(path: str, matrix: Any, env: Environment) -> Any:
     return site_from_snapshot(snap, source=path, matrix=matrix)
 
 
-def _print_resolution(res: Any, out: Any) -> None:
+def _say(out: Any, text: str, width: Optional[int], lead: str = "", indent: int = 0) -> None:
+    """``lead`` + ``text`` wrapped to ``width`` columns (words never split; the rows after the
+    first indented by ``indent``); not wrapped when ``width`` is ``None`` (piped, no COLUMNS).
+    A leading newline stays a blank line before it."""
+    from npudoctor.report.wrapping import wrap
+
+    blank = text.startswith("\n")
+    if blank:
+        echo(out, "")
+    text = text.lstrip("\n")
+    rows = [text] if width is None else wrap(text, width, first=len(lead), indent=indent)
+    for n, row in enumerate(rows):
+        echo(out, lead + row if n == 0 else row)
+
+
+def _print_resolution(res: Any, out: Any, width: Optional[int] = None) -> None:
+    """The site, the request and the plan (or why none fits) with its reasons, wrapped to
+    ``width`` columns."""
     site = res.site
     chip = site.chip
     arch = site.arch or "?"
     if site.arch and site.arch_source and site.arch_source != "host.arch":
         arch += f" (from {site.arch_source.split(' ')[0]})"
-    echo(
+    _say(
         out,
         f"site: {site.node or 'unknown node'} — {arch}, glibc {site.glibc or '?'}, "
         f"Python {site.python_full or site.python or '?'}, CANN {site.cann or 'none'}, "
         f"driver {site.driver or '?'}, chip {chip.name + ' x' + str(chip.count) if chip else '?'}",
+        width,
+        indent=4,
     )
-    echo(out, f"asked: {res.request.describe()}")
+    _say(out, f"asked: {res.request.describe()}", width, indent=4)
     if res.plan is None:
         echo(out, "\nno install set fits:")
         for r in res.reasons:
-            echo(out, f"  - {r}")
+            _say(out, str(r), width, "  - ", 4)
         if res.alternatives:
             echo(out, "\nnearest sets that fit:")
             for a in res.alternatives:
-                echo(out, f"  - {a}")
+                _say(out, str(a), width, "  - ", 4)
         else:
             echo(out, "\nno nearby set fits this site either")
         return
     p = res.plan
-    echo(
-        out, f"\nplan: torch_npu {p.torch_npu} + {p.torch_requirement} on CPython {p.python} ({p.arch}), CANN {p.cann}"
+    _say(
+        out,
+        f"\nplan: torch_npu {p.torch_npu} + {p.torch_requirement} on CPython {p.python} ({p.arch}), CANN {p.cann}",
+        width,
+        indent=4,
     )
     echo(out, "\nwhy:")
     for r in p.reasons:
-        echo(out, f"  - {r}")
+        _say(out, str(r), width, "  - ", 4)
     if p.warnings:
         echo(out, "\nwarnings:")
         for w in p.warnings:
-            echo(out, f"  - {w}")
-    echo(out, "\npip requirements: " + " ".join(p.requirements))
+            _say(out, str(w), width, "  - ", 4)
+    _say(out, "\npip requirements: " + " ".join(p.requirements), width, indent=4)
     if p.packages:
         echo(out, "\nCANN / driver packages:")
         for pkg in p.packages:
@@ -107,17 +130,24 @@ def _print_resolution(res: Any, out: Any) -> None:
                 echo(out, f"             {pkg.url}")
 
 
-def _print_wheels(wheels: Any, plan: Any, out: Any) -> None:
-    """The resolved wheels with their sizes and the total (before anything is downloaded)."""
+def _print_wheels(wheels: Any, plan: Any, out: Any, width: Optional[int] = None) -> None:
+    """The resolved wheels with their sizes and the total (before anything is downloaded):
+    one row each; below ``width`` columns a row that does not fit is stacked, its file name
+    on the next line (a file name is never cut)."""
     from npudoctor.plan.closure import human_size
 
     unknown = sum(1 for w in wheels if w.size is None)
     total = human_size(sum(w.size or 0 for w in wheels))
     more = f", {unknown} of unknown size" if unknown else ""
-    echo(out, f"\nwheels for CPython {plan.python} on {plan.arch} ({len(wheels)}, {total} in total{more}):")
-    width = max((len(f"{w.name} {w.version}") for w in wheels), default=0)
+    _say(out, f"\nwheels for CPython {plan.python} on {plan.arch} ({len(wheels)}, {total} in total{more}):", width)
+    name_width = max((len(f"{w.name} {w.version}") for w in wheels), default=0)
     for w in wheels:
-        echo(out, f"  {f'{w.name} {w.version}':{width}}  {human_size(w.size):>9}  {w.filename}")
+        head = f"  {f'{w.name} {w.version}':{name_width}}  {human_size(w.size):>9}"
+        if width is not None and len(head) + 2 + len(w.filename) > width:
+            echo(out, head.rstrip())
+            echo(out, f"      {w.filename}")
+        else:
+            echo(out, f"{head}  {w.filename}")
 
 
 def register(app: typer.Typer) -> None:
@@ -303,7 +333,7 @@ def run_plan(
     doc: Dict[str, Any] = res.to_dict()
     doc["matrix"] = dict(matrix.provenance)
     if not as_json:
-        _print_resolution(res, env.stdout)
+        _print_resolution(res, env.stdout, env.wrap_width())
     if res.plan is None:
         if as_json:
             _echo_json(out, doc)
@@ -312,7 +342,9 @@ def run_plan(
         if as_json:
             _echo_json(out, doc)
         else:
-            echo(out, "\n(no --output DIR: nothing resolved or downloaded; --dry-run lists the wheels)")
+            _say(
+                out, "\n(no --output DIR: nothing resolved or downloaded; --dry-run lists the wheels)", env.wrap_width()
+            )
         return ExitStatus.OK
     from npudoctor.plan.bundle import BundleOptions
 
@@ -384,7 +416,7 @@ def _bundle(
     doc["wheels"] = [w.to_dict() for w in wheels]
     doc["wheels_total_bytes"] = sum(w.size or 0 for w in wheels)
     if not as_json:
-        _print_wheels(wheels, plan, out)
+        _print_wheels(wheels, plan, out, env.wrap_width())
     if dry_run:
         if as_json:
             _echo_json(out, doc)

@@ -24,10 +24,10 @@ from npudoctor.cli.commands._common import (
 from npudoctor.host import open_regular
 from npudoctor.session.request import Environment, ExitStatus, MachineRequest, UsageError
 
-TRIAGE_HELP = """Find the known error signatures in logs (training/inference output, CANN plog
-files or directories of them, a pasted traceback; '-' reads stdin), group repeats, and rank
-the likely causes of each by the facts of this machine (or of --root DIR / --python PATH /
---from SNAPSHOT). Error-looking lines that match no known signature are listed as unknown.
+TRIAGE_HELP = """Find the known error signatures in logs and rank the likely causes of each.
+The logs: training/inference output, CANN plog files or directories of them, a pasted
+traceback ('-' reads stdin); repeats are grouped, and causes are ranked by the facts of this
+machine (or of --root DIR / --python PATH / --from SNAPSHOT). Error-looking lines that match no known signature are listed as unknown.
 Logs are streamed: memory stays constant however large they are. Logs compressed with
 gzip, xz or bzip2 (app.log.gz, plog-*.log.xz) are read as streams; a binary file is named
 as skipped, a truncated or corrupt archive as read up to the damage.
