@@ -1,9 +1,15 @@
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# Widths are each test's own choice: a COLUMNS or LINES of the terminal pytest runs in (or
+# the 80 columns pytest-xdist's workers are given) must not change what commands print.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"

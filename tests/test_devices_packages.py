@@ -64,12 +64,12 @@ def _judge(scenario: Path, index: bool, asked: List[str]) -> Tuple[Dict[str, Any
 
 
 #: What differs between two runs of the same npu-smi: its wall-clock duration (also in DEV001's
-#: text, "did not answer within 5.1 s": counted from its start, before the file probes ran) and,
+#: text, "did not answer within 5.1 s", or "killed after 2.1 s" when stopped by a deadline) and,
 #: for one killed at its deadline, the CPU time it had used, its state and the CPU pressure
 #: measured while it hung (also in DEV001's evidence line "when killed: state S, 0.01 s of CPU used, ...",
 #: whose parts vary with what was read when: a process caught in state D gets "(blocked in the kernel)").
 _MEASURED = ("duration", "cpu_pressure", "cpu_s", "state")
-_MEASURED_RE = re.compile(r"when killed: .*|within [0-9.]+ s")
+_MEASURED_RE = re.compile(r"when killed: .*|(?:within|after) [0-9.]+ s")
 
 
 def _measured(match: re.Match[str]) -> str:
