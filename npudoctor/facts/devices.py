@@ -166,3 +166,8 @@ class DevicesFacts(View):
         default=None, metadata=doc("chips npu-smi lists, else /dev/davinciN nodes, else None")
     )
     identity: Identity = field(default_factory=Identity)
+
+    @property
+    def named_chips(self) -> Tuple[Chip, ...]:
+        """The chips npu-smi listed that have a name."""
+        return tuple(c for c in self.chips if c.name)

@@ -17,10 +17,11 @@ from npudoctor.knowledge.matrix.model import _pep440
 from npudoctor.parsers.metadata import canonical_name, requirements_on
 
 if TYPE_CHECKING:
-    from npudoctor.context import RuleContext
+    from npudoctor.facts.stack import CannFacts
+    from npudoctor.facts.system import PackagesFacts
 
 
-def framework_requiring(ctx: RuleContext, torch_npu: str) -> Optional[Tuple[str, str]]:
+def framework_requiring(packages: PackagesFacts, cann: CannFacts, torch_npu: str) -> Optional[Tuple[str, str]]:
     """``("vllm-ascend 0.10.1", why)`` when an installed framework requires exactly the
     torch_npu build ``torch_npu``; ``None`` otherwise (also when a framework pins another
     build: that one is judged elsewhere)."""
@@ -28,7 +29,7 @@ def framework_requiring(ctx: RuleContext, torch_npu: str) -> Optional[Tuple[str,
     if want is None:
         return None
     table_projects: List[Tuple[str, str, str]] = []
-    for rec in ctx.view.packages.effective():
+    for rec in packages.effective():
         name = canonical_name(rec.name or "")
         if name == "torch-npu" or not rec.version:
             continue
@@ -39,7 +40,6 @@ def framework_requiring(ctx: RuleContext, torch_npu: str) -> Optional[Tuple[str,
                 return f"{rec.name} {rec.version}", f"Requires-Dist `{req}` in {rec.metadata_source or 'its METADATA'}"
         if name == "vllm-ascend" and not reqs:
             table_projects.append(("vllm-ascend", "vllm-ascend", str(rec.version)))
-    cann = ctx.view.cann
     for fact, project, label in (
         (cann.mindie, "mindie", "MindIE"),
         (cann.atb_models, "atb-models", "MindIE ATB models"),

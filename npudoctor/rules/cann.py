@@ -25,13 +25,11 @@ from npudoctor.rules._cannfacts import (
     cann_plan,
     host_arch,
     installed_driver,
-    installed_torch,
     missing_statement_line,
     nnal_needed,
     not_in_matrix_line,
     package_chip,
     python_tag,
-    torch_npu_record,
 )
 from npudoctor.rules._cannsteps import Step, install, nnal_set_env, set_env_step, toolkit_line
 from npudoctor.rules._pyfacts import CPU_INDEX, pip_install
@@ -66,8 +64,8 @@ def no_cann(ctx: RuleContext) -> Iterable[Finding]:
         return  # not probed, or the facts cannot say "none"
     if not npu_stack_present(ctx.snapshot):
         return  # HOST050 says it calmly
-    tnpu = torch_npu_record(ctx)
-    arch = host_arch(ctx)
+    tnpu = ctx.view.packages.torch_npu
+    arch = host_arch(ctx.view.host, ctx.view.packages)
     evidence = ["no CANN toolkit found; looked in: " + ", ".join(cann.searched[:10])]
     for var in ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH"):
         fact = cann.env.get(var)
@@ -116,13 +114,13 @@ def no_cann(ctx: RuleContext) -> Iterable[Finding]:
                     f"torch_npu {near.torch_npu} with CANN {cann_ver} ({near.source})"
                 )
     unknown = f"the CANN version paired with torch_npu {tver} (its release notes name it)"
-    chip = package_chip(ctx)
+    chip = package_chip(ctx.matrix, ctx.view.devices)
     fix: List[Step] = [
         install("toolkit", cann_ver, arch, unknown=unknown),
         install("kernels", cann_ver, arch, chip, unknown=unknown),
         set_env_step(None, cann_ver),
     ]
-    if nnal_needed(ctx)[0]:
+    if nnal_needed(ctx.view.packages, ctx.view.cann)[0]:
         fix.append(install("nnal", cann_ver, arch, unknown=unknown))
         fix.append(nnal_set_env())
     yield NO_CANN.finding(
@@ -233,7 +231,7 @@ def older_selected(ctx: RuleContext) -> Iterable[Finding]:
     ]
     evidence += ["also installed: " + toolkit_line(t) for t in toolkits if t not in (selected, newest)]
     severity = "warning"
-    tnpu = torch_npu_record(ctx)
+    tnpu = ctx.view.packages.torch_npu
     if tnpu is not None and ctx.matrix is not None:
         fit_sel = _fit(ctx.matrix, str(tnpu.version), sver)
         fit_new = _fit(ctx.matrix, str(tnpu.version), nver)
@@ -272,7 +270,7 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
     paired with the installed CANN; documented incompatible -> error naming the window that
     works.  Severity from :func:`npudoctor.knowledge.grades.severity`."""
     tk = ctx.view.cann.selected
-    tnpu = torch_npu_record(ctx)
+    tnpu = ctx.view.packages.torch_npu
     matrix = ctx.matrix
     if tk is None or not tk.version or tnpu is None or matrix is None:
         return
@@ -284,7 +282,7 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
         f"torch_npu {tver} from {tnpu.dist_info or tnpu.location}",
         toolkit_line(tk),
     ]
-    verdict = matrix.cann_verdict(tver, cver, installed_torch(ctx))
+    verdict = matrix.cann_verdict(tver, cver, ctx.view.packages.torch_version)
     own = ctx.view.frameworks.torch_npu_description
     if own is not None and matrix.find_torch_npu(tver) is None:
         # a pre-release / dev build the matrix has no row for: the CANN its own METADATA names
@@ -308,7 +306,7 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
     row = matrix.find_torch_npu(tver)
     if verdict.grade is Grade.SAME_LINE:
         title = f"torch_npu {tver} on CANN {cver}: the same release line as a documented pairing"
-        required = framework_requiring(ctx, tver) if verdict.unofficial else None
+        required = framework_requiring(ctx.view.packages, ctx.view.cann, tver) if verdict.unofficial else None
         if required is not None:
             # the framework's own requirement: switching to an official build would break it
             who, why = required
@@ -346,7 +344,7 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
         )
     if verdict.window:
         evidence.append(f"known to work: {verdict.window}")
-    plan = cann_plan(ctx)
+    plan = cann_plan(ctx.matrix, ctx.view.cann, ctx.view.packages, ctx.view.python, ctx.view.host)
     fix = _cann003_fix(ctx, plan) if plan else []
     data.update(
         paired=paired,
@@ -390,19 +388,21 @@ def _cann003_fix(ctx: RuleContext, plan: MismatchPlan) -> List[Step]:
         what = f"torch_npu {keep.torch_npu} is {'paired' if keep.fit == 'paired' else 'declared compatible'} with CANN {cver}"
         npu_req = f"torch-npu=={keep.torch_npu}"
         if keep.torch_changes:
-            _py, plat = python_tag(ctx)
+            _py, plat = python_tag(ctx.view.python, ctx.view.host, ctx.view.packages)
             torch_req = f"torch=={keep.torch}" + ("+cpu" if plat == "x86_64" else "")
             head = f"option A (preferred: keep CANN {cver}; {what} and built for torch {keep.torch}): "
             if plat == "x86_64":
-                out.append(pip_install(ctx, torch_req, index=CPU_INDEX, lead=head))
-                out.append(pip_install(ctx, npu_req, lead="  "))
+                out.append(pip_install(ctx.view.python, torch_req, index=CPU_INDEX, lead=head))
+                out.append(pip_install(ctx.view.python, npu_req, lead="  "))
             else:
-                out.append(pip_install(ctx, torch_req, npu_req, lead=head))
+                out.append(pip_install(ctx.view.python, torch_req, npu_req, lead=head))
         else:
             out.append(
-                pip_install(ctx, npu_req, lead=f"option A (preferred: keep CANN {cver} and your torch; {what}): ")
+                pip_install(
+                    ctx.view.python, npu_req, lead=f"option A (preferred: keep CANN {cver} and your torch; {what}): "
+                )
             )
-    driver = installed_driver(ctx)
+    driver = installed_driver(ctx.view.driver, ctx.view.devices)
     short = driver_shortfall(ctx.matrix, cver, driver) if keep is not None and driver else None
     if short:
         hdk = hdk_for(ctx.matrix, cver)
@@ -413,14 +413,14 @@ def _cann003_fix(ctx: RuleContext, plan: MismatchPlan) -> List[Step]:
             + " (DRV002)"
         )
     if move:
-        arch = host_arch(ctx)
+        arch = host_arch(ctx.view.host, ctx.view.packages)
         head = (
             f"option B (install CANN {move}, the one torch_npu {tver} is paired with): "
             if keep is not None
             else f"install CANN {move}, the one torch_npu {tver} is paired with (no torch_npu build for CANN {cver} in the matrix): "
         )
         out.append(install("toolkit", move, arch, lead=head))
-        out.append(install("kernels", move, arch, package_chip(ctx), lead="  "))
+        out.append(install("kernels", move, arch, package_chip(ctx.matrix, ctx.view.devices), lead="  "))
         out.append(set_env_step(None, move, lead="  "))
         hdk = hdk_for(ctx.matrix, move)
         fit: Optional[str] = driver_fit(ctx.matrix, move, driver) if driver else None

@@ -58,7 +58,7 @@ def companion_pins(ctx: RuleContext) -> Iterable[Finding]:
     packages = ctx.view.packages
     if packages.first("torch-npu") is None and not any(packages.first(c) for c in ("vllm-ascend", "mindie-turbo")):
         return
-    env = marker_env(ctx)
+    env = marker_env(ctx.view.python, ctx.view.host)
     has_vllm_ascend = packages.first("vllm-ascend") is not None
     targets = ("torch", "torch-npu", "torchvision", "torchaudio")
     for rec in packages.effective():
@@ -81,14 +81,20 @@ def companion_pins(ctx: RuleContext) -> Iterable[Finding]:
                 wanted = f"{target}{req.specifier}"
                 have = f"{target} {installed} is installed" if installed else f"{target} is not installed"
                 fix: List[Fix] = [
-                    pip_install(ctx, wanted, index=cpu_index(wanted, platform(ctx)) if target != "torch-npu" else None)
+                    pip_install(
+                        ctx.view.python,
+                        wanted,
+                        index=cpu_index(wanted, platform(ctx.view.python, ctx.view.host))
+                        if target != "torch-npu"
+                        else None,
+                    )
                 ]
                 if name == "vllm-ascend":
                     vllm = _installed_version(ctx, "vllm")
                     fix = [
-                        pip_install(ctx, f"vllm=={vllm}" if vllm else "vllm", note="vllm first"),
+                        pip_install(ctx.view.python, f"vllm=={vllm}" if vllm else "vllm", note="vllm first"),
                         pip_install(
-                            ctx,
+                            ctx.view.python,
                             f"vllm-ascend=={rec.version}",
                             note="then vllm-ascend: it re-pins torch/torch_npu",
                         ),
@@ -149,7 +155,7 @@ def _companion_without_torch_npu(ctx: RuleContext, torch_version: str) -> Iterab
                 f"{label} {version} needs torch_npu {want}: built-in table, {rows[0].source}",
             ],
             fix=[
-                pip_install(ctx, *reqs, index=None)
+                pip_install(ctx.view.python, *reqs, index=None)
                 if _on_pypi(ctx, want)
                 else f"install the torch_npu {want} wheel that {label} {version}'s installation guide links (not on PyPI)"
             ],
@@ -165,14 +171,14 @@ def _documented_npu(ctx: RuleContext, row: FrameworkRow, torch_version: str) -> 
     if not row.ext:
         return None
     ext = row.ext
-    for r in ask(ctx, lambda m: m.rows_for_torch(torch_version)) or []:
+    for r in ask(ctx.matrix, lambda m: m.rows_for_torch(torch_version)) or []:
         if str(r.ext_version).lower() == str(ext).lower():
             return str(r.torch_npu)
     return None
 
 
 def _npu_row(ctx: RuleContext, version: str) -> Optional[TorchNpuRow]:
-    return ask(ctx, lambda m: m.find_torch_npu(version))
+    return ask(ctx.matrix, lambda m: m.find_torch_npu(version))
 
 
 def _on_pypi(ctx: RuleContext, version: str) -> bool:
@@ -224,18 +230,18 @@ def companion_table(ctx: RuleContext) -> Iterable[Finding]:
             reqs.insert(0, f"torch=={torch_needed}")
         fix: List[Fix]
         if _on_pypi(ctx, want):
-            fix = [pip_install(ctx, *reqs, index=None)]
+            fix = [pip_install(ctx.view.python, *reqs, index=None)]
         else:
             fix = [
                 f"install the torch_npu {want} wheel that {label} {version}'s installation guide links "
-                f"(not on PyPI): download it, then pip-install the downloaded .whl file with {python_exe(ctx)} -m pip"
+                f"(not on PyPI): download it, then pip-install the downloaded .whl file with {python_exe(ctx.view.python)} -m pip"
             ]
         if project == "vllm-ascend":
             newer = _vllm_ascend_on_pypi(ctx, installed, tv)
             if newer:
                 fix.append(
                     pip_install(
-                        ctx,
+                        ctx.view.python,
                         "vllm==" + newer[0].split("rc")[0],
                         lead=f"or move to vllm-ascend {newer[0]}, whose torch_npu {newer[1]} is on PyPI"
                         + (f" (it needs CANN >= {newer[2]})" if newer[2] else "")
@@ -243,7 +249,9 @@ def companion_table(ctx: RuleContext) -> Iterable[Finding]:
                         note="vllm first",
                     )
                 )
-                fix.append(pip_install(ctx, "vllm-ascend==" + newer[0], "torch-npu==" + newer[1], lead="  then "))
+                fix.append(
+                    pip_install(ctx.view.python, "vllm-ascend==" + newer[0], "torch-npu==" + newer[1], lead="  then ")
+                )
         yield COMPANION.finding(
             title=f"{label} {version} needs torch_npu {want}, but torch_npu {installed} is installed",
             evidence=evidence,

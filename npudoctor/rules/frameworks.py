@@ -24,15 +24,12 @@ from npudoctor.rules._pkgfit import Fix, cpu_index
 from npudoctor.rules._pyfacts import (
     CPU_INDEX,
     ask,
-    cann_present,
-    cann_version,
     describe,
     interpreter,
     marker_env,
     pip_install,
     pip_uninstall,
     platform,
-    python_short,
     release,
 )
 from npudoctor.rules.devices import chip_identity
@@ -70,7 +67,7 @@ def _final(row: TorchNpuRow) -> bool:
 
 def _grade(ctx: RuleContext, row: TorchNpuRow, cann: str) -> Optional[str]:
     """The grade (``Grade`` value) of ``row`` on CANN ``cann``, ``None`` without a matrix."""
-    verdict = ask(ctx, lambda m: m.cann_verdict(row.torch_npu, cann))
+    verdict = ask(ctx.matrix, lambda m: m.cann_verdict(row.torch_npu, cann))
     return None if verdict is None else verdict.grade.value
 
 
@@ -87,10 +84,10 @@ def torch_without_torch_npu(ctx: RuleContext) -> Iterable[Finding]:
     if any(True for _ in index_mirror(ctx)):
         return  # PKG008: pip's mirror lacks torch-npu; it names the build for this torch (one cause)
     tv = str(torch.version)
-    py = python_short(ctx) or ""
-    plat = platform(ctx)
-    cann = cann_version(ctx)
-    rows = [r for r in (ask(ctx, lambda m: m.rows_for_torch(tv)) or []) if r.on_pypi and _final(r)]
+    py = ctx.view.python.short or ""
+    plat = platform(ctx.view.python, ctx.view.host)
+    cann = ctx.view.cann.version
+    rows = [r for r in (ask(ctx.matrix, lambda m: m.rows_for_torch(tv)) or []) if r.on_pypi and _final(r)]
     evidence = [describe(torch), "no torch_npu dist-info in the target interpreter: torch sees no NPU"]
     title = f"torch {tv} is installed but torch_npu is not: torch cannot use the NPUs"
     where = f"Python {py}" + (f" on {plat}" if plat else "")
@@ -103,7 +100,7 @@ def torch_without_torch_npu(ctx: RuleContext) -> Iterable[Finding]:
         yield NO_NPU.finding(title=title, evidence=evidence, fix=fix, subject="torch:torch-npu")
         return
     for_py = [r for r in rows if py and py in r.pythons(plat)]
-    if not for_py and cann_present(ctx):
+    if not for_py and ctx.view.cann.present:
         return  # PY001 says which Python has a torch_npu wheel for this torch
     for r in rows:
         if r not in for_py:
@@ -168,8 +165,8 @@ def _install_npu(ctx: RuleContext, torch_npu: str, plat: Optional[str]) -> PipIn
     """``pip install torch-npu==X``; on x86_64 with the PyTorch CPU index as an extra index,
     since torch_npu's x86_64 wheels pin the CPU build ``torch==X.Y.Z+cpu`` (torch_npu README)."""
     if plat == "x86_64":
-        return PipInstall(interpreter(ctx), (f"torch-npu=={torch_npu}",), extra_index_url=CPU_INDEX)
-    return pip_install(ctx, f"torch-npu=={torch_npu}")
+        return PipInstall(interpreter(ctx.view.python), (f"torch-npu=={torch_npu}",), extra_index_url=CPU_INDEX)
+    return pip_install(ctx.view.python, f"torch-npu=={torch_npu}")
 
 
 def _families(ctx: RuleContext) -> Dict[str, str]:
@@ -235,7 +232,7 @@ def _installed_requires(ctx: RuleContext, requires: Tuple[str, ...]) -> List[str
         if name is not None and not cuda_only.requirement_of_interest(name):
             continue
         if env is None:
-            env = marker_env(ctx)
+            env = marker_env(ctx.view.python, ctx.view.host)
         req = parse_requirement(text)
         if req is not None and applicable(req, env):
             out.append(canonical_name(req.name))
@@ -308,7 +305,7 @@ def cuda_only_distributions(ctx: RuleContext) -> Iterable[Finding]:
         if j.entry is not None:
             line += f" -- {j.entry.why.split('. ')[0]}."
         evidence.append(line)
-    fix: List[Fix] = [pip_uninstall(ctx, *names)]
+    fix: List[Fix] = [pip_uninstall(ctx.view.python, *names)]
     torch = next((j for j in found if j.name == "torch"), None)
     if torch is not None:
         base = ".".join(str(x) for x in (release(torch.version) or ())[:3])
@@ -316,15 +313,18 @@ def cuda_only_distributions(ctx: RuleContext) -> Iterable[Finding]:
             spec = f"torch=={base}"
             fix.append(
                 pip_install(
-                    ctx,
+                    ctx.view.python,
                     spec,
-                    index=cpu_index(spec, platform(ctx)) or "https://download.pytorch.org/whl/cpu",
+                    index=cpu_index(spec, platform(ctx.view.python, ctx.view.host))
+                    or "https://download.pytorch.org/whl/cpu",
                     note="the CPU build torch_npu is made for",
                 )
             )
     if any(j.name == "triton" for j in found):
         fix.append(
-            pip_install(ctx, "triton-ascend", options=("--force-reinstall", "--no-deps"), note="restore its files")
+            pip_install(
+                ctx.view.python, "triton-ascend", options=("--force-reinstall", "--no-deps"), note="restore its files"
+            )
         )
     for j in found:
         if j.entry is not None and j.entry.npu_replacement and j.name != "torch":

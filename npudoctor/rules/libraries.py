@@ -28,10 +28,9 @@ from npudoctor.remedies import (
     SourceFile,
 )
 from npudoctor.rules import rule
-from npudoctor.rules._devfacts import in_container
 from npudoctor.rules._env_vars import recorded_set_env_script
 from npudoctor.rules._libowners import DRIVER, KERNELS, NNAL, OS, TOOLKIT, TORCH, TORCH_NPU, owner, owner_of_path
-from npudoctor.rules._pyfacts import cann_present, cann_version, interpreter
+from npudoctor.rules._pyfacts import interpreter
 from npudoctor.rules._symbol_versions import TooNew
 from npudoctor.rules._symbol_versions import too_new as needed_too_new
 
@@ -190,7 +189,7 @@ def _driver_missing_fix(ctx: RuleContext, driver: str) -> List[FixLine]:
     """The driver's libraries are not on disk: in a container they come from mounting the
     host's driver; on a host from installing the driver package."""
     dirs = [f"{driver}/lib64", f"{driver}/lib64/common", f"{driver}/lib64/driver"]
-    if in_container(ctx):
+    if ctx.view.container.in_container:
         return [
             DockerFlags(
                 mounts=(driver,),
@@ -258,7 +257,7 @@ def not_loadable(
     set up as set_env.sh sets it); the evidence prints it."""
     libs = ctx.view.libraries
     script = _set_env_script(ctx)
-    has_toolkit = cann_present(ctx)
+    has_toolkit = ctx.view.cann.present
     env = ctx.view.environment
     driver = (env.expected.driver if env.expected is not None else None) or "/usr/local/Ascend/driver"
     ld = libs.loader.ld_library_path if libs.loader is not None else ()
@@ -320,7 +319,7 @@ def not_loadable(
         fix = [
             InstallPackage(
                 "nnal",
-                cann_version(ctx),
+                ctx.view.cann.version,
                 arch=_arch(ctx),
                 unknown="the same CANN version as the toolkit",
                 lead="Install NNAL of the same CANN version as the toolkit: ",
@@ -330,7 +329,7 @@ def not_loadable(
         if not has_toolkit:
             because = "CANN001"  # NNAL comes with the CANN release that is missing altogether
     elif key == "driver-missing":
-        where = "in this container" if in_container(ctx) else "on this machine"
+        where = "in this container" if ctx.view.container.in_container else "on this machine"
         ships = (
             f"{', '.join(names)} cannot be loaded: {'it ships' if len(names) == 1 else 'they ship'} with the NPU driver"
         )
@@ -339,19 +338,19 @@ def not_loadable(
             # version.info is there: an incomplete driver (or a partial mount), not a missing one
             title = (
                 f"{ships}, but the driver {installed.version or ''} at {driver} lacks "
-                f"{'it' if len(names) == 1 else 'them'} ({'a partial mount' if in_container(ctx) else 'an incomplete install'})"
+                f"{'it' if len(names) == 1 else 'them'} ({'a partial mount' if ctx.view.container.in_container else 'an incomplete install'})"
             ).replace("driver  at", "driver at")
             evidence.append(f"driver version.info: {installed.path}")
         else:
-            title = f"{ships}, which is not {'mounted' if in_container(ctx) else 'installed'} {where}"
+            title = f"{ships}, which is not {'mounted' if ctx.view.container.in_container else 'installed'} {where}"
         fix = _driver_missing_fix(ctx, driver)
-        if installed.exists and not in_container(ctx):
+        if installed.exists and not ctx.view.container.in_container:
             fix[0] = (
                 "Reinstall the NPU driver on this host (the Ascend HDK npu-driver .run package of version "
                 f"{installed.version or 'the installed one'}): its lib64 lacks {', '.join(names)}"
             )
         if not installed.exists:
-            because = "CTR002" if in_container(ctx) else "DRV001"  # folded when that is reported
+            because = "CTR002" if ctx.view.container.in_container else "DRV001"  # folded when that is reported
     elif has_toolkit or key[len("missing:") :] not in (TOOLKIT, KERNELS, "unknown"):
         who = key[len("missing:") :]
         title = (
@@ -571,7 +570,9 @@ def autoload_breaks_import_torch(ctx: RuleContext) -> Iterable[Finding]:
             + [
                 Export(data.variable, "0", lead="or, to import torch without its backends meanwhile: "),
                 PipUninstall(
-                    interpreter(ctx), (str(backend.dist),), lead=f"or, when {backend.dist} is not used here: "
+                    interpreter(ctx.view.python),
+                    (str(backend.dist),),
+                    lead=f"or, when {backend.dist} is not used here: ",
                 ),
             ],
             subject=str(backend.dist),

@@ -22,9 +22,7 @@ from npudoctor.rules import rule
 from npudoctor.rules._devfacts import (
     chip_nodes,
     docker_flags,
-    in_container,
     node_numbers,
-    package_version,
     parse_id_list,
     stack_present,
 )
@@ -87,7 +85,7 @@ def visibility(ctx: RuleContext) -> Iterable[Finding]:
             if ray:
                 _add_ray_context(finding, ray, vis)
             yield finding
-    elif rt is not None and (count or nodes or stack_present(ctx) or package_version(ctx, "torch-npu")):
+    elif rt is not None and (count or nodes or stack_present(ctx.view) or ctx.view.packages.version_of("torch-npu")):
         finding = RT_VISIBLE_INVALID.finding(
             title="ASCEND_RT_VISIBLE_DEVICES is set but empty: no NPU is visible to this process "
             "(torch.npu.is_available() is False)",
@@ -120,7 +118,7 @@ def visibility(ctx: RuleContext) -> Iterable[Finding]:
             and sorted(set(ids)) == sorted(nodes)
             and sorted(nodes) != list(range(len(nodes)))
             and rt is None
-            and (in_container(ctx) or ctx.view.container.kubernetes)
+            and (ctx.view.container.in_container or ctx.view.container.kubernetes)
             # exactly the nodes it names, in ascending order, outside Kubernetes: it did its job
             # (issue 15); the observed failure (HAMi#1894) was a pod, with 4,3
             and (ctx.view.container.kubernetes or ids != sorted(ids))
@@ -155,7 +153,7 @@ def visibility(ctx: RuleContext) -> Iterable[Finding]:
                 ],
             )
     cuda = vis.cuda_visible_devices
-    if cuda is not None and cuda.strip() and (rt is None or not rt.strip()) and (count or stack_present(ctx)):
+    if cuda is not None and cuda.strip() and (rt is None or not rt.strip()) and (count or stack_present(ctx.view)):
         yield CUDA_VISIBLE.finding(
             title=f"CUDA_VISIBLE_DEVICES={cuda} is set but has no effect on NPUs",
             evidence=[f"CUDA_VISIBLE_DEVICES={cuda}", "ASCEND_RT_VISIBLE_DEVICES is not set"],
