@@ -43,13 +43,13 @@ from npudoctor.host import read_capped
 from npudoctor.knowledge.matrix import (
     CACHE_FILE,
     MatrixError,
-    _pep440,
     cache_dir,
     load_from,
     load_uncached,
     merge_documents,
     validate,
 )
+from npudoctor.knowledge.versions import pep440_public
 
 #: Where the official documents live.  Each source is a tuple of mirror URLs tried in order
 #: until one answers: the GitHub mirror first, then gitcode (where Ascend/pytorch and
@@ -287,7 +287,7 @@ def parse_source(source: str, text: str) -> Tuple[str, Any, SourceReport]:
 def _index(rows: List[Dict[str, Any]]) -> Dict[str, int]:
     out: Dict[str, int] = {}
     for i, r in enumerate(rows):
-        v = _pep440(str(r.get("torch_npu", "")))
+        v = pep440_public(str(r.get("torch_npu", "")))
         out[str(v) if v is not None else str(r.get("torch_npu"))] = i
     return out
 
@@ -299,7 +299,7 @@ def _is_range(cann: str) -> bool:
 
 
 def _key(version: str) -> str:
-    v = _pep440(version)
+    v = pep440_public(version)
     return str(v) if v is not None else version
 
 
@@ -421,7 +421,7 @@ def merge(
         # documented Python per PyTorch line
         for torch, pys in result.python_lines.items():
             for line in data.setdefault("torch_line", []):
-                if _pep440(str(line.get("torch"))) == _pep440(torch):
+                if pep440_public(str(line.get("torch"))) == pep440_public(torch):
                     if line.get("python_doc") != pys and result.layout == "compatibility":
                         changes.append(f"changed PyTorch {torch} documented Python: {line.get('python_doc')} -> {pys}")
                         line["python_doc"] = pys
@@ -443,10 +443,10 @@ def merge(
             elif "platform_tags" in row:
                 del row["platform_tags"]
         known = _index(rows)
-        for version, rel in sorted(result.items(), key=lambda kv: _pep440(kv[0]) or Version("0")):
+        for version, rel in sorted(result.items(), key=lambda kv: pep440_public(kv[0]) or Version("0")):
             if _key(version) in known:
                 continue
-            v = _pep440(version)
+            v = pep440_public(version)
             ext = row_line({"torch_npu": version}, data.get("release_tag", []))
             inherited, inherited_src = inherited_range(ext)
             row = {
@@ -478,7 +478,7 @@ def merge(
             continue
         changes.extend(ch)
         notes_warn.setdefault(source, []).extend(wa)
-    rows.sort(key=lambda r: _pep440(str(r.get("torch_npu"))) or Version("0"), reverse=True)
+    rows.sort(key=lambda r: pep440_public(str(r.get("torch_npu"))) or Version("0"), reverse=True)
     return data, changes
 
 

@@ -7,11 +7,8 @@ matrix.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
-from npudoctor.knowledge.versions import CannVersion
-from npudoctor.knowledge.versions import parse_cann as _parse_cann
 from npudoctor.rules.matrix import REFRESH_CMD, refresh_hint
 
 if TYPE_CHECKING:
@@ -25,53 +22,6 @@ if TYPE_CHECKING:
     from npudoctor.plan.fit import MismatchPlan
 
 _ARCHES = ("aarch64", "x86_64")
-
-
-def parse_cann(text: Optional[str]) -> Optional[CannVersion]:
-    """A :class:`npudoctor.knowledge.versions.CannVersion`, or ``None`` for garbage."""
-    if not text:
-        return None
-    try:
-        return _parse_cann(text)
-    except Exception:
-        return None
-
-
-def cann_less(a: Optional[str], b: Optional[str]) -> Optional[bool]:
-    """``a < b`` for CANN version strings; ``None`` when unknowable (T builds, garbage)."""
-    va, vb = parse_cann(a), parse_cann(b)
-    if va is None or vb is None:
-        return None
-    try:
-        return bool(va < vb)
-    except (ValueError, TypeError):
-        return None
-
-
-def same_release(a: Optional[str], b: Optional[str]) -> Optional[bool]:
-    """Whether two CANN version strings name the same release (``8.2.RC1`` == ``8.2.rc1``;
-    a ``.B150`` build suffix is ignored).  ``None`` when one is missing."""
-    if not a or not b:
-        return None
-
-    def norm(v: str) -> str:
-        return re.sub(r"\.b[0-9]+$", "", v.strip().lower())
-
-    if norm(a) == norm(b):
-        return True
-    va, vb = parse_cann(norm(a)), parse_cann(norm(b))
-    if va is not None and vb is not None:
-        try:
-            return bool(va == vb)
-        except (ValueError, TypeError):
-            pass
-    return False
-
-
-def major_minor(version: Optional[str]) -> Optional[Tuple[int, int]]:
-    """``"8.2.RC1"`` -> ``(8, 2)``; ``None`` if it does not start with two numbers."""
-    m = re.match(r"^\s*([0-9]{1,18})\.([0-9]{1,18})(?![0-9])", version or "")
-    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def host_arch(host: HostFacts, packages: PackagesFacts) -> Optional[str]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tupl
 
 from npudoctor.facts.stack import CannFacts
 from npudoctor.facts.system import Distribution, HostFacts, PackagesFacts, PythonFacts
+from npudoctor.knowledge.versions import pep440_local, pep440_release
 from npudoctor.parsers.metadata import requirements_on, satisfies
 from npudoctor.remedies import Command, PipUninstall, Remedy
 from npudoctor.rules._pyfacts import (
@@ -24,11 +25,9 @@ from npudoctor.rules._pyfacts import (
     base_interpreter,
     best_torch_npu,
     interpreter,
-    local,
     marker_env,
     pip_install,
     platform,
-    release,
 )
 
 if TYPE_CHECKING:
@@ -70,7 +69,7 @@ def wanted_from_release(matrix: Optional[Matrix], plat: Optional[str], npu: Dist
     else the release rule; ``None`` when its version does not parse."""
     expected = matrix_torch_for(matrix, npu.version or "")
     if expected is None:
-        rel = release(npu.version)
+        rel = pep440_release(npu.version)
         expected = ".".join(str(x) for x in rel[:3]) if rel else None
     if expected is None:
         return None
@@ -114,9 +113,9 @@ def want_torch(matrix: Optional[Matrix], packages: PackagesFacts, py: PythonFact
     wanted = wanted_from_release(matrix, plat, npu)
     if wanted is None:
         return None
-    expected = release(wanted.split("==", 1)[1])
+    expected = pep440_release(wanted.split("==", 1)[1])
     return Want(
-        lambda rec: expected is not None and (release(rec.version) or ())[:3] == expected[:3],
+        lambda rec: expected is not None and (pep440_release(rec.version) or ())[:3] == expected[:3],
         wanted,
         cpu_index(wanted, plat),
         f"torch_npu {npu.version} goes with {wanted} (compatibility matrix / torch_npu X.Y.Z[.postN] rule)",
@@ -138,7 +137,7 @@ def _want_torch_npu(
         if reqs:
             return _fits(tv, reqs)
         paired = matrix_torch_for(matrix, rec.version or "")
-        return bool(paired) and (release(paired) or ())[:3] == (release(tv) or ())[:3]
+        return bool(paired) and (pep440_release(paired) or ())[:3] == (pep440_release(tv) or ())[:3]
 
     alt = npu_for_torch(matrix, py, host, cann, tv)
     return Want(
@@ -291,7 +290,7 @@ def cleanup(
 
 
 def _torch_minor_plus_15(torch_version: str) -> Optional[str]:
-    rel = release(torch_version)
+    rel = pep440_release(torch_version)
     if not rel or len(rel) < 2 or rel[0] != 2:
         return None
     return f"0.{rel[1] + 15}"
@@ -303,7 +302,7 @@ def _vision_wanted(name: str, tv: str) -> str:
     if name == "torchvision":
         want = _torch_minor_plus_15(tv)
         return f"torchvision=={want}.*" if want else "torchvision"
-    rel_t = release(tv)
+    rel_t = pep440_release(tv)
     return f"torchaudio=={rel_t[0]}.{rel_t[1]}.*" if rel_t and len(rel_t) >= 2 else "torchaudio"
 
 
@@ -319,7 +318,7 @@ def vision_fit(name: str, rec: Distribution, tv: str, env: Dict[str, str]) -> Tu
         if not unmet:
             return True, [], wanted
         return False, [f"{name} {version} requires `{unmet[0]}` (Requires-Dist)"], wanted
-    rel_t, rel_x = release(tv), release(version)
+    rel_t, rel_x = pep440_release(tv), pep440_release(version)
     if not rel_t or not rel_x:
         return None, [], wanted
     if name == "torchvision":
@@ -337,7 +336,7 @@ def vision_fit(name: str, rec: Distribution, tv: str, env: Dict[str, str]) -> Tu
 def vision_index(plat: Optional[str], packages: PackagesFacts, tv: str) -> Optional[str]:
     """The pip index of the torchvision/torchaudio for torch ``tv`` (the CPU index for
     ``+cpu`` torch, or platform ``plat`` x86_64 with torch_npu)."""
-    on_cpu = local(tv) == "cpu" or (plat == "x86_64" and packages.first("torch-npu") is not None)
+    on_cpu = pep440_local(tv) == "cpu" or (plat == "x86_64" and packages.first("torch-npu") is not None)
     return CPU_INDEX if on_cpu else None
 
 

@@ -8,9 +8,8 @@ matrix does not know".
 
 from __future__ import annotations
 
-import re
 import shlex
-from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Tuple, TypeVar
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Tuple, TypeVar
 
 from npudoctor.facts.system import Distribution, HostFacts, PythonFacts
 from npudoctor.parsers.metadata import marker_environment
@@ -117,53 +116,6 @@ def row_python(row: Optional[TorchNpuRow], plat: Optional[str]) -> List[str]:
     if row is None or not plat:
         return []
     return [str(v) for v in row.pythons(plat)]
-
-
-def release(version: Optional[str]) -> Optional[Tuple[int, ...]]:
-    """``(2, 1, 0)`` of a PEP 440 version string (local/post parts dropped)."""
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(str(version)).release
-    except (InvalidVersion, TypeError):
-        return None
-
-
-def local(version: Optional[str]) -> Optional[str]:
-    """The local tag of a PEP 440 version (``"cpu"`` of ``2.1.0+cpu``), or ``None``."""
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(str(version)).local
-    except (InvalidVersion, TypeError):
-        return None
-
-
-def python_sorted(versions: Iterable[str]) -> List[str]:
-    """``["3.8", "3.9", "3.10", "3.11"]``: Python versions in numeric order (``"3.10"``
-    after ``"3.9"``), duplicates and unparseable entries dropped."""
-    out = {}
-    for v in versions:
-        m = re.match(r"^([0-9]{1,18})\.([0-9]{1,18})$", str(v).strip())
-        if m:
-            out[(int(m.group(1)), int(m.group(2)))] = f"{m.group(1)}.{m.group(2)}"
-    return [out[k] for k in sorted(out)]
-
-
-def within_range(versions: List[str], spec_text: Optional[str]) -> List[str]:
-    """The Python versions of ``versions`` inside a pip-style range (``">=3.7,<3.12"``,
-    e.g. a CANN's supported Pythons from ``matrix.cann_python_range``); all of them when
-    the range is unknown or unparseable, or when none would remain."""
-    if not spec_text:
-        return list(versions)
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
-    try:
-        spec = SpecifierSet(str(spec_text))
-    except InvalidSpecifier:
-        return list(versions)
-    kept = [v for v in versions if spec.contains(v + ".0", prereleases=True)]
-    return kept or list(versions)
 
 
 def best_torch_npu(

@@ -17,11 +17,11 @@ from npudoctor.findings import Finding
 from npudoctor.knowledge import codes, grades
 from npudoctor.knowledge.grades import Grade
 from npudoctor.knowledge.prerelease import metadata_verdict
+from npudoctor.knowledge.versions import cann_less
 from npudoctor.plan.fit import MismatchPlan, driver_fit, driver_shortfall, hdk_for
 from npudoctor.remedies import Command
 from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import (
-    cann_less,
     cann_plan,
     host_arch,
     installed_driver,

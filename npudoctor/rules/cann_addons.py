@@ -19,16 +19,10 @@ from npudoctor.knowledge.frameworks import PIP_PROJECTS, rows_for, table
 from npudoctor.knowledge.grades import severity
 from npudoctor.knowledge.matrix.addons import kernels_verdict, nnal_verdict
 from npudoctor.knowledge.packages import NNAL_SET_ENV
+from npudoctor.knowledge.versions import cann_less, parse_cann
 from npudoctor.remedies import Remedy, SourceFile
 from npudoctor.rules import rule
-from npudoctor.rules._cannfacts import (
-    cann_less,
-    chip_info,
-    host_arch,
-    nnal_needed,
-    package_chip,
-    parse_cann,
-)
+from npudoctor.rules._cannfacts import chip_info, host_arch, nnal_needed, package_chip
 from npudoctor.rules._cannsteps import Step, install, nnal_set_env, set_env_step, toolkit_line
 from npudoctor.rules._env_vars import sourced
 from npudoctor.rules._pyfacts import pip_install

@@ -17,10 +17,11 @@ from npudoctor.context import RuleContext
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.frameworks import FrameworkRow, npu_fits, rows_for, table
+from npudoctor.knowledge.versions import pep440_release
 from npudoctor.parsers.metadata import canonical_name, requirements_on, satisfies
 from npudoctor.rules import rule
 from npudoctor.rules._pkgfit import Fix, cpu_index
-from npudoctor.rules._pyfacts import ask, describe, marker_env, pip_install, platform, python_exe, release
+from npudoctor.rules._pyfacts import ask, describe, marker_env, pip_install, platform, python_exe
 
 if TYPE_CHECKING:
     from npudoctor.knowledge.matrix import TorchNpuRow
@@ -145,7 +146,7 @@ def _companion_without_torch_npu(ctx: RuleContext, torch_version: str) -> Iterab
         want = _documented_npu(ctx, rows[0], torch_version) if rows else None
         if not want:
             continue
-        torch_needed = ".".join(str(x) for x in (release(want) or ())[:3])
+        torch_needed = ".".join(str(x) for x in (pep440_release(want) or ())[:3])
         reqs = ([f"torch=={torch_needed}"] if torch_needed and not torch_version else []) + [f"torch-npu=={want}"]
         yield COMPANION.finding(
             title=f"{label} {version} needs torch_npu {want}, but torch_npu is not installed",
@@ -208,7 +209,7 @@ def companion_table(ctx: RuleContext) -> Iterable[Finding]:
         want = _documented_npu(ctx, row, tv or installed)
         if not want or npu_fits(installed, want) is not False:
             continue
-        rel_i, rel_w = release(installed), release(want)
+        rel_i, rel_w = pep440_release(installed), pep440_release(want)
         if rel_i and rel_w and rel_i[:3] != rel_w[:3]:
             why = f"torch_npu {installed} is another release line than {want}"
         elif "rc" in installed or "a" in installed.split(".")[-1] or "b" in installed.split(".")[-1]:
@@ -225,7 +226,7 @@ def companion_table(ctx: RuleContext) -> Iterable[Finding]:
         ]
         torch_needed = ".".join(str(x) for x in (rel_w or ())[:3])
         reqs = [f"torch-npu=={want}"]
-        rel_t = release(tv)
+        rel_t = pep440_release(tv)
         if torch_needed and rel_t and rel_w is not None and rel_t[:3] != rel_w[:3]:
             reqs.insert(0, f"torch=={torch_needed}")
         fix: List[Fix]
@@ -263,11 +264,11 @@ def companion_table(ctx: RuleContext) -> Iterable[Finding]:
 def _vllm_ascend_on_pypi(ctx: RuleContext, installed: str, torch_version: str) -> Optional[Tuple[str, str, str]]:
     """``(vllm-ascend version, torch_npu, CANN minimum)``: the oldest table release whose torch_npu
     is on PyPI and built for the installed torch (same X.Y.Z), or ``None``."""
-    rel_t = release(torch_version or installed)
+    rel_t = pep440_release(torch_version or installed)
     for row in table():
         if row.project != "vllm-ascend" or not row.torch_npu or not _on_pypi(ctx, row.torch_npu):
             continue
-        rel_npu = release(row.torch_npu)
+        rel_npu = pep440_release(row.torch_npu)
         if rel_t and rel_npu and rel_npu[:3] != rel_t[:3]:
             continue
         m = re.search(r"(?:==|>=)\s*([0-9][0-9A-Za-z.]*)", row.versions[0])

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Set, Tuple
 from npudoctor.context import RuleContext
 from npudoctor.findings import Finding
 from npudoctor.knowledge import chip_support, codes, cuda_only
+from npudoctor.knowledge.versions import pep440_release
 from npudoctor.parsers.metadata import canonical_name, parse_requirement
 from npudoctor.remedies.steps import PipInstall
 from npudoctor.rules import rule
@@ -30,7 +31,6 @@ from npudoctor.rules._pyfacts import (
     pip_install,
     pip_uninstall,
     platform,
-    release,
 )
 from npudoctor.rules.devices import chip_identity
 from npudoctor.rules.packages import index_mirror
@@ -308,7 +308,7 @@ def cuda_only_distributions(ctx: RuleContext) -> Iterable[Finding]:
     fix: List[Fix] = [pip_uninstall(ctx.view.python, *names)]
     torch = next((j for j in found if j.name == "torch"), None)
     if torch is not None:
-        base = ".".join(str(x) for x in (release(torch.version) or ())[:3])
+        base = ".".join(str(x) for x in (pep440_release(torch.version) or ())[:3])
         if base:
             spec = f"torch=={base}"
             fix.append(

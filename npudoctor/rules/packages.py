@@ -22,6 +22,7 @@ from npudoctor.knowledge.frameworks import NUMPY1_RELEASES
 from npudoctor.knowledge.grades import Grade, Verdict
 from npudoctor.knowledge.matrix.verdicts import split_build
 from npudoctor.knowledge.matrix.verdicts import torch_pairing as torch_verdict
+from npudoctor.knowledge.versions import pep440_release
 from npudoctor.parsers.metadata import canonical_name, requirements_on, satisfies
 from npudoctor.rules import rule
 from npudoctor.rules._pkgfit import (
@@ -47,7 +48,6 @@ from npudoctor.rules._pyfacts import (
     pip_install,
     platform,
     python_exe,
-    release,
 )
 from npudoctor.rules._required import framework_requiring
 from npudoctor.rules.matrix import not_in_matrix
@@ -131,7 +131,7 @@ def torch_pairing(ctx: RuleContext) -> Iterable[Finding]:
         verdict = torch_verdict(None, str(npu.version or ""), tv, [(str(unmet[0]), False)])
         evidence.append(f"torch_npu {npu.version} requires `{unmet[0]}` (Requires-Dist in its METADATA)")
         evidence.append(f"evidence: {verdict.describe()}")
-        same_release = any(release(tv) == release(s.version) for s in unmet[0].specifier)
+        same_release = any(pep440_release(tv) == pep440_release(s.version) for s in unmet[0].specifier)
         if same_release and "+" in spec:
             title = (
                 f"torch {tv} is not the build torch_npu {npu.version} needs ({wanted}): install torch from {CPU_INDEX}"
@@ -164,13 +164,13 @@ def torch_pairing(ctx: RuleContext) -> Iterable[Finding]:
     expected = matrix_torch_for(ctx.matrix, npu.version or "")
     source = "the compatibility matrix"
     if expected is None:
-        rel = release(npu.version)
+        rel = pep440_release(npu.version)
         if rel is None:
             return
         expected = ".".join(str(x) for x in rel[:3])
         source = "the version rule (torch_npu X.Y.Z[.postN] goes with torch X.Y.Z)"
         yield from not_in_matrix(ctx, "torch_npu", str(npu.version), evidence=[describe(npu)])
-    rel_tv, rel_expected = release(tv), release(expected)
+    rel_tv, rel_expected = pep440_release(tv), pep440_release(expected)
     if rel_tv is None or rel_expected is None:
         return
     if rel_tv[:3] == rel_expected[:3]:

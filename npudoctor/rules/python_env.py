@@ -16,20 +16,10 @@ from npudoctor.context import RuleContext
 from npudoctor.facts.system import Distribution
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes, grades
+from npudoctor.knowledge.versions import pep440_release, python_sorted, pythons_within
 from npudoctor.remedies import Command, Interpreter, PipInstall
 from npudoctor.rules import rule
-from npudoctor.rules._pyfacts import (
-    CPU_INDEX,
-    ask,
-    best_torch_npu,
-    describe,
-    pip_install,
-    platform,
-    python_sorted,
-    release,
-    row_python,
-    within_range,
-)
+from npudoctor.rules._pyfacts import CPU_INDEX, ask, best_torch_npu, describe, pip_install, platform, row_python
 
 if TYPE_CHECKING:
     from npudoctor.knowledge.matrix import TorchNpuRow
@@ -144,7 +134,7 @@ def _recommend_python(ctx: RuleContext, versions: Iterable[str]) -> Optional[str
     ordered = python_sorted(versions)
     cv = ctx.view.cann.version
     rng = ask(ctx.matrix, lambda m: m.cann_python_range(cv)) if cv else None
-    ordered = within_range(ordered, rng)
+    ordered = pythons_within(ordered, rng)
     return ordered[-1] if ordered else None
 
 
@@ -181,7 +171,7 @@ def _npu_row(ctx: RuleContext, version: str) -> Optional[TorchNpuRow]:
 
 
 def _torch_release(version: Optional[str]) -> Optional[str]:
-    rel = release(version or "")
+    rel = pep440_release(version or "")
     return ".".join(str(x) for x in rel[:3]) if rel else None
 
 

@@ -5,17 +5,15 @@ shared by its schema check (:mod:`.schema`), queries (:mod:`.queries`) and loade
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
-from npudoctor.knowledge.versions import parse_cann, parse_driver, pep440, tokens, version_in
+from npudoctor.knowledge.versions import parse_cann, parse_driver, pep440_public, tokens, version_in
 
 if TYPE_CHECKING:  # packaging is imported when first needed (start-up time of health)
     from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-    from packaging.version import Version
 
 SCHEMA_VERSION = 1
 PLATFORMS = ("aarch64", "x86_64")
@@ -42,25 +40,6 @@ def _valid_date(text: str) -> bool:
 
 
 # ------------------------------------------------------------------ normalisation helpers
-def _pep440(text: str) -> Optional[Version]:
-    """``packaging.version.Version`` of a torch/torch_npu version, local tag dropped;
-    "1.11.0.rc2 (beta)" is read as 1.11.0rc2.  ``None`` when not PEP 440."""
-    if not isinstance(text, str):
-        return None
-    return _pep440_str(text)
-
-
-@functools.lru_cache(maxsize=4096)
-def _pep440_str(text: str) -> Optional[Version]:
-    # cached: the planner asks for the same rows' versions hundreds of thousands of times
-    from packaging.version import InvalidVersion
-
-    clean = re.sub(r"[（(].*?[)）]", "", text).strip()
-    try:
-        v = pep440(clean)
-    except (InvalidVersion, ValueError):  # ValueError: a number too long for int() (4,300+ digits)
-        return None
-    return pep440(v.public)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -125,7 +104,7 @@ class TorchNpuRow:
     @property
     def version(self) -> Any:
         """``packaging`` Version of the package (``None`` if not PEP 440)."""
-        return _pep440(self.torch_npu)
+        return pep440_public(self.torch_npu)
 
     @property
     def on_pypi(self) -> bool:
