@@ -11,7 +11,7 @@ a toolkit (kernels/ops, NNAL/ATB, frameworks released for a CANN) are judged in
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes, grades
@@ -38,6 +38,8 @@ from npudoctor.rules.overview import npu_stack_present
 
 if TYPE_CHECKING:
     from npudoctor.context import RuleContext
+    from npudoctor.facts.frameworks import FrameworksFacts
+    from npudoctor.knowledge.grades import Verdict
     from npudoctor.knowledge.matrix import Matrix
 
 READS = ("cann", "devices", "driver", "frameworks", "host", "packages", "python")
@@ -278,21 +280,15 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
     cver = tk.version
     if not tver:
         return
-    evidence = [
-        f"torch_npu {tver} from {tnpu.dist_info or tnpu.location}",
-        toolkit_line(tk),
-    ]
-    verdict = matrix.cann_verdict(tver, cver, ctx.view.packages.torch_version)
-    own = ctx.view.frameworks.torch_npu_description
-    if own is not None and matrix.find_torch_npu(tver) is None:
-        # a pre-release / dev build the matrix has no row for: the CANN its own METADATA names
-        # speaks first, not its base line's pairing (issue 16); the official build to prefer stays
-        mine = metadata_verdict(tver, own.cann, own.row, cver)
-        if mine is not None:
-            verdict = dataclasses.replace(mine, recommend=verdict.recommend)
+    verdict = _torch_npu_verdict(matrix, tver, cver, ctx.view.packages.torch_version, ctx.view.frameworks)
     sev = grades.severity(verdict)
     if sev is None:
         return
+    evidence = [
+        f"torch_npu {tver} from {tnpu.dist_info or tnpu.location}",
+        toolkit_line(tk),
+        f"evidence: {verdict.describe()}",
+    ]
     data: Dict[str, Any] = {
         "torch_npu": tver,
         "cann": cver,
@@ -302,38 +298,83 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
         "window": verdict.window,
         "recommend": verdict.recommend,
     }
-    evidence.append(f"evidence: {verdict.describe()}")
-    row = matrix.find_torch_npu(tver)
     if verdict.grade is Grade.SAME_LINE:
-        title = f"torch_npu {tver} on CANN {cver}: the same release line as a documented pairing"
         required = framework_requiring(ctx.view.packages, ctx.view.cann, tver) if verdict.unofficial else None
-        if required is not None:
-            # the framework's own requirement: switching to an official build would break it
-            who, why = required
-            data["required_by"] = who
-            yield TORCH_NPU_CANN.finding(
-                title=f"torch_npu {tver} is the unofficial build {who} requires; on CANN {cver} it follows the "
-                "release line of its base",
-                evidence=[*evidence, f"{who} requires torch_npu {tver} ({why})"],
-                fix=[],
-                severity="info",
-                subject="torch_npu",
-                data=data,
-            )
-            return
-        if verdict.unofficial:
-            title = f"torch_npu {tver} is an unofficial build; on CANN {cver} it follows the release line of its base"
-        yield TORCH_NPU_CANN.finding(
-            title=title,
-            evidence=evidence,
-            fix=[f"prefer an official build: torch_npu {verdict.recommend}"]
-            if verdict.unofficial and verdict.recommend
-            else [],
-            severity=sev,
+        yield _same_line(tver, cver, verdict, sev, required, evidence, data)
+    else:
+        yield _not_paired(ctx, matrix, tver, cver, verdict, sev, evidence, data)
+
+
+def _torch_npu_verdict(
+    matrix: Matrix, tver: str, cver: str, torch: Optional[str], frameworks: FrameworksFacts
+) -> Verdict:
+    """The matrix's verdict on torch_npu ``tver`` with CANN ``cver``; for a pre-release or
+    dev build the matrix has no row for, the CANN its own METADATA names speaks first, not
+    its base line's pairing (issue 16); the official build to prefer stays the matrix's."""
+    verdict = matrix.cann_verdict(tver, cver, torch)
+    own = frameworks.torch_npu_description
+    if own is not None and matrix.find_torch_npu(tver) is None:
+        mine = metadata_verdict(tver, own.cann, own.row, cver)
+        if mine is not None:
+            verdict = dataclasses.replace(mine, recommend=verdict.recommend)
+    return verdict
+
+
+def _same_line(
+    tver: str,
+    cver: str,
+    verdict: Verdict,
+    sev: str,
+    required: Optional[Tuple[str, str]],
+    evidence: List[str],
+    data: Dict[str, Any],
+) -> Finding:
+    """CANN003 for a build on the release line of a documented pairing: an info when a
+    framework installed here requires exactly this unofficial build (``required``: who and
+    why; switching to an official build would break it), else ``sev`` with, for an
+    unofficial build, the official one to prefer."""
+    if required is not None:
+        who, why = required
+        data["required_by"] = who
+        return TORCH_NPU_CANN.finding(
+            title=f"torch_npu {tver} is the unofficial build {who} requires; on CANN {cver} it follows the "
+            "release line of its base",
+            evidence=[*evidence, f"{who} requires torch_npu {tver} ({why})"],
+            fix=[],
+            severity="info",
             subject="torch_npu",
             data=data,
         )
-        return
+    title = f"torch_npu {tver} on CANN {cver}: the same release line as a documented pairing"
+    if verdict.unofficial:
+        title = f"torch_npu {tver} is an unofficial build; on CANN {cver} it follows the release line of its base"
+    return TORCH_NPU_CANN.finding(
+        title=title,
+        evidence=evidence,
+        fix=[f"prefer an official build: torch_npu {verdict.recommend}"]
+        if verdict.unofficial and verdict.recommend
+        else [],
+        severity=sev,
+        subject="torch_npu",
+        data=data,
+    )
+
+
+def _not_paired(
+    ctx: RuleContext,
+    matrix: Matrix,
+    tver: str,
+    cver: str,
+    verdict: Verdict,
+    sev: str,
+    evidence: List[str],
+    data: Dict[str, Any],
+) -> Finding:
+    """CANN003 for a pairing the matrix does not document (a warning naming the build
+    paired with the installed CANN, or the refresh when the matrix lacks the row or its
+    statement) or documents as incompatible (an error): the evidence names the row's
+    pairings and the window known to work, the fix the ways out of the one solver."""
+    row = matrix.find_torch_npu(tver)
     paired = list(row.cann) if row is not None else []
     if row is not None:
         compatible = list(row.cann_compatible)
@@ -344,37 +385,32 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
         )
     if verdict.window:
         evidence.append(f"known to work: {verdict.window}")
-    plan = cann_plan(ctx.matrix, ctx.view.cann, ctx.view.packages, ctx.view.python, ctx.view.host)
+    plan = cann_plan(matrix, ctx.view.cann, ctx.view.packages, ctx.view.python, ctx.view.host)
     fix = _cann003_fix(ctx, plan) if plan else []
     data.update(
         paired=paired,
         keep_cann=plan.keep_dict() if plan else None,
         move_to_cann=plan.move_to if plan else None,
     )
-    if verdict.grade is Grade.UNDOCUMENTED:
-        if row is None:
-            title = (
-                f"torch_npu {tver} is not in the compatibility matrix; its CANN pairing is not documented either way"
-            )
-            fix = fix or [not_in_matrix_line(f"torch_npu {tver}")]
-        else:
-            title = f"torch_npu {tver} with CANN {cver} is not documented either way" + (
-                f"; the build paired with CANN {cver} is torch_npu {verdict.recommend}" if verdict.recommend else ""
-            )
-            fix = fix or [missing_statement_line(matrix, tver, cver, row)]
-        yield TORCH_NPU_CANN.finding(
-            title=title, evidence=evidence, fix=fix, severity=sev, subject="torch_npu", data=data
+    if verdict.grade is not Grade.UNDOCUMENTED:
+        return TORCH_NPU_CANN.finding(
+            title=f"torch_npu {tver} does not work with CANN {cver}"
+            + (f" (it is paired with CANN {paired[0]})" if paired else ""),
+            evidence=evidence,
+            fix=fix,
+            severity=sev,
+            subject="torch_npu",
+            data=data,
         )
-        return
-    yield TORCH_NPU_CANN.finding(
-        title=f"torch_npu {tver} does not work with CANN {cver}"
-        + (f" (it is paired with CANN {paired[0]})" if paired else ""),
-        evidence=evidence,
-        fix=fix,
-        severity=sev,
-        subject="torch_npu",
-        data=data,
-    )
+    if row is None:
+        title = f"torch_npu {tver} is not in the compatibility matrix; its CANN pairing is not documented either way"
+        fix = fix or [not_in_matrix_line(f"torch_npu {tver}")]
+    else:
+        title = f"torch_npu {tver} with CANN {cver} is not documented either way" + (
+            f"; the build paired with CANN {cver} is torch_npu {verdict.recommend}" if verdict.recommend else ""
+        )
+        fix = fix or [missing_statement_line(matrix, tver, cver, row)]
+    return TORCH_NPU_CANN.finding(title=title, evidence=evidence, fix=fix, severity=sev, subject="torch_npu", data=data)
 
 
 def _cann003_fix(ctx: RuleContext, plan: MismatchPlan) -> List[Step]:

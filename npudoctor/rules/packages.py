@@ -12,7 +12,7 @@ cleanup lines, are in :mod:`npudoctor.rules._pkgfit`.
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.context import RuleContext
 from npudoctor.facts.system import Distribution
@@ -51,6 +51,9 @@ from npudoctor.rules._pyfacts import (
 )
 from npudoctor.rules._required import framework_requiring
 from npudoctor.rules.matrix import not_in_matrix
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 READS = ("cann", "host", "packages", "python")
 ONLY_WITH = ("packages",)
@@ -101,66 +104,94 @@ def torch_pairing(ctx: RuleContext) -> Iterable[Finding]:
         return
     torch = packages.first("torch")
     plat = platform(ctx.view.python, ctx.view.host)
-    env = marker_env(ctx.view.python, ctx.view.host)
-    reqs = torch_requirements(npu, env)
-    fix: List[Fix]
+    reqs = torch_requirements(npu, marker_env(ctx.view.python, ctx.view.host))
     if torch is None:
-        spec = str(reqs[0].specifier) if reqs else None
-        wanted = (
-            f"torch{spec}" if spec else wanted_from_release(ctx.matrix, platform(ctx.view.python, ctx.view.host), npu)
+        yield _no_torch(ctx, npu, reqs, plat)
+    elif reqs:
+        yield from _against_requires_dist(ctx, npu, torch, reqs, plat)
+    else:
+        yield from _against_release(ctx, npu, torch, plat)
+
+
+def _no_torch(ctx: RuleContext, npu: Distribution, reqs: List[Requirement], plat: Optional[str]) -> Finding:
+    """PKG002: torch_npu without torch; the fix installs the torch its Requires-Dist names,
+    else the one of the matrix / release rule."""
+    spec = str(reqs[0].specifier) if reqs else None
+    wanted = f"torch{spec}" if spec else wanted_from_release(ctx.matrix, plat, npu)
+    return NO_TORCH.finding(
+        title=f"torch_npu {npu.version} is installed but torch is not",
+        evidence=[describe(npu)] + ([f"torch_npu requires {wanted} (Requires-Dist)"] if spec else []),
+        fix=[pip_install(ctx.view.python, wanted, index=cpu_index(wanted, plat))] if wanted else [],
+        subject="torch",
+    )
+
+
+def _keep_torch_fix(ctx: RuleContext, torch_version: str) -> List[Fix]:
+    """The alternative fix line that keeps torch and installs the torch_npu the matrix
+    builds for it (none when the matrix names none)."""
+    alt = npu_for_torch(ctx.matrix, ctx.view.python, ctx.view.host, ctx.view.cann, torch_version)
+    if not alt:
+        return []
+    return [
+        pip_install(
+            ctx.view.python,
+            "torch-npu==" + alt,
+            lead=f"or keep torch {torch_version} and install the torch_npu built for it: ",
         )
-        yield NO_TORCH.finding(
-            title=f"torch_npu {npu.version} is installed but torch is not",
-            evidence=[describe(npu)] + ([f"torch_npu requires {wanted} (Requires-Dist)"] if spec else []),
-            fix=[pip_install(ctx.view.python, wanted, index=cpu_index(wanted, plat))] if wanted else [],
-            subject="torch",
-        )
-        return
+    ]
+
+
+def _against_requires_dist(
+    ctx: RuleContext, npu: Distribution, torch: Distribution, reqs: List[Requirement], plat: Optional[str]
+) -> Iterable[Finding]:
+    """PKG001 from torch_npu's own Requires-Dist on torch: quiet (or the unofficial-build
+    note) when torch meets it or a sibling dist-info in torch's directory does (PKG003
+    names it); else the torch it needs, from the CPU index when only the local tag differs."""
     tv = torch.version or ""
-    evidence = [describe(npu), describe(torch)]
-    if reqs:
-        unmet = [r for r in reqs if satisfies(tv, r.specifier) is False]
-        if not unmet:
-            yield from _unofficial_pairing(ctx, npu, tv, [(str(reqs[0]), True)])
-            return
-        siblings = [r for r in packages.records("torch")[1:] if r.location == torch.location and r.version]
-        if any(all(satisfies(str(s.version), r.specifier) for r in reqs) for s in siblings):
-            return  # two torch dist-infos in one dir, one fits: PKG003 says which to clean
-        spec = str(unmet[0].specifier)
-        wanted = f"torch{spec}"
-        verdict = torch_verdict(None, str(npu.version or ""), tv, [(str(unmet[0]), False)])
-        evidence.append(f"torch_npu {npu.version} requires `{unmet[0]}` (Requires-Dist in its METADATA)")
-        evidence.append(f"evidence: {verdict.describe()}")
-        same_release = any(pep440_release(tv) == pep440_release(s.version) for s in unmet[0].specifier)
-        if same_release and "+" in spec:
-            title = (
-                f"torch {tv} is not the build torch_npu {npu.version} needs ({wanted}): install torch from {CPU_INDEX}"
-            )
-        else:
-            title = f"torch {tv} does not match torch_npu {npu.version} (it requires {wanted})"
-        fix = [pip_install(ctx.view.python, wanted, index=cpu_index(wanted, plat))]
-        hidden = _hidden_fit(ctx, evidence)
-        if hidden is not None:
-            fix = hidden
-        alt = npu_for_torch(ctx.matrix, ctx.view.python, ctx.view.host, ctx.view.cann, tv)
-        if alt and not same_release and hidden is None:
-            fix.append(
-                pip_install(
-                    ctx.view.python,
-                    "torch-npu==" + alt,
-                    lead=f"or keep torch {tv} and install the torch_npu built for it: ",
-                )
-            )
-        yield TORCH_PAIR.finding(
-            title=title,
-            evidence=evidence,
-            fix=fix,
-            subject="torch",
-            severity=grades.severity(verdict) or "error",
-            data=_grade_data(verdict),
-        )
+    unmet = [r for r in reqs if satisfies(tv, r.specifier) is False]
+    if not unmet:
+        yield from _unofficial_pairing(ctx, npu, tv, [(str(reqs[0]), True)])
         return
-    # No Requires-Dist on torch (source builds, egg-info): the matrix, then the release rule.
+    siblings = [r for r in ctx.view.packages.records("torch")[1:] if r.location == torch.location and r.version]
+    if any(all(satisfies(str(s.version), r.specifier) for r in reqs) for s in siblings):
+        return  # two torch dist-infos in one dir, one fits: PKG003 says which to clean
+    spec = str(unmet[0].specifier)
+    wanted = f"torch{spec}"
+    verdict = torch_verdict(None, str(npu.version or ""), tv, [(str(unmet[0]), False)])
+    evidence = [
+        describe(npu),
+        describe(torch),
+        f"torch_npu {npu.version} requires `{unmet[0]}` (Requires-Dist in its METADATA)",
+        f"evidence: {verdict.describe()}",
+    ]
+    same_release = any(pep440_release(tv) == pep440_release(s.version) for s in unmet[0].specifier)
+    if same_release and "+" in spec:
+        title = f"torch {tv} is not the build torch_npu {npu.version} needs ({wanted}): install torch from {CPU_INDEX}"
+    else:
+        title = f"torch {tv} does not match torch_npu {npu.version} (it requires {wanted})"
+    fix: List[Fix] = [pip_install(ctx.view.python, wanted, index=cpu_index(wanted, plat))]
+    hidden = _hidden_fit(ctx, evidence)
+    if hidden is not None:
+        fix = hidden
+    elif not same_release:
+        fix.extend(_keep_torch_fix(ctx, tv))
+    yield TORCH_PAIR.finding(
+        title=title,
+        evidence=evidence,
+        fix=fix,
+        subject="torch",
+        severity=grades.severity(verdict) or "error",
+        data=_grade_data(verdict),
+    )
+
+
+def _against_release(
+    ctx: RuleContext, npu: Distribution, torch: Distribution, plat: Optional[str]
+) -> Iterable[Finding]:
+    """PKG001 for a torch_npu with no Requires-Dist on torch (source builds, egg-info): the
+    torch the matrix pairs it with, else the release rule (torch_npu X.Y.Z[.postN] goes
+    with torch X.Y.Z, and MTX003 says the matrix lacks it)."""
+    tv = torch.version or ""
     expected = matrix_torch_for(ctx.matrix, npu.version or "")
     source = "the compatibility matrix"
     if expected is None:
@@ -176,26 +207,23 @@ def torch_pairing(ctx: RuleContext) -> Iterable[Finding]:
     if rel_tv[:3] == rel_expected[:3]:
         yield from _unofficial_pairing(ctx, npu, tv, [])
         return
-    evidence.append(f"torch_npu {npu.version} has no Requires-Dist on torch; {source} pairs it with torch {expected}")
+    evidence = [
+        describe(npu),
+        describe(torch),
+        f"torch_npu {npu.version} has no Requires-Dist on torch; {source} pairs it with torch {expected}",
+    ]
     row = ask(ctx.matrix, lambda m: m.find_torch_npu(split_build(str(npu.version or ""))[0]))
     verdict = torch_verdict(row, str(npu.version or ""), tv)
     if row is None:
         verdict = Verdict(Grade.INCOMPATIBLE, f"{source} pairs torch_npu {npu.version} with torch {expected}")
     evidence.append(f"evidence: {verdict.describe()}")
     wanted = f"torch=={expected}" + ("+cpu" if plat == "x86_64" else "")
-    fix = [pip_install(ctx.view.python, wanted, index=cpu_index(wanted, plat))]
+    fix: List[Fix] = [pip_install(ctx.view.python, wanted, index=cpu_index(wanted, plat))]
     hidden = _hidden_fit(ctx, evidence)
     if hidden is not None:
         fix = hidden
-    alt = npu_for_torch(ctx.matrix, ctx.view.python, ctx.view.host, ctx.view.cann, tv)
-    if alt and hidden is None:
-        fix.append(
-            pip_install(
-                ctx.view.python,
-                "torch-npu==" + alt,
-                lead=f"or keep torch {tv} and install the torch_npu built for it: ",
-            )
-        )
+    else:
+        fix.extend(_keep_torch_fix(ctx, tv))
     yield TORCH_PAIR.finding(
         title=f"torch {tv} does not match torch_npu {npu.version} (built for torch {expected})",
         evidence=evidence,
