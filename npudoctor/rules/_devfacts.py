@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from typing import Iterable, List, Optional, Tuple
 
     from npudoctor.facts import Facts
-    from npudoctor.facts.environment import EnvironmentFacts
 
 #: The control nodes every NPU container needs besides its /dev/davinciN.
 CONTROL_NODES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
@@ -121,15 +120,16 @@ def shorten_path_list(entries: List[str], limit: int = PATH_TEXT_LIMIT) -> str:
     return ":".join(shown) + f" … (+{len(entries) - len(shown)} more)"
 
 
-def searched_path_text(smi: NpuSmi, environment: EnvironmentFacts) -> str:
+def searched_path_text(smi: NpuSmi, facts: Facts) -> str:
     """The evidence line naming the PATH that was searched for npu-smi.
 
     Source: ``devices.npu_smi.searched`` (the diagnosed environment's PATH entries);
-    snapshots from before that key fall back to the PATH of ``environment.current``.
-    Returns e.g. ``PATH searched: /usr/bin:/bin``."""
+    snapshots from before that key fall back to the PATH of ``environment.current``
+    (the only case that reads the environment section of ``facts``: ``devices`` does not
+    collect it).  Returns e.g. ``PATH searched: /usr/bin:/bin``."""
     entries = list(smi.searched) if smi.searched is not None else None
     if entries is None:
-        current = environment.current.get("PATH")
+        current = facts.environment.current.get("PATH")
         if current is None:
             return "PATH searched: not recorded in this snapshot"
         entries = [p for p in current.split(":") if p]

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from npudoctor.context import RuleContext
 
-READS = ("container",)
+READS = ("container", "devices")
 ONLY_WITH = ("container",)
 
 NODE_PERMISSION = codes.get("DEV021")

@@ -64,7 +64,7 @@ def _smi_evidence(ctx: RuleContext, smi: NpuSmi) -> List[str]:
     error = smi.error
     out = [error if error.lower().startswith(("npu-smi", "`npu-smi")) else f"npu-smi: {error}"]
     if smi.cause == "not-installed":
-        out.append(searched_path_text(smi, ctx.view.environment))
+        out.append(searched_path_text(smi, ctx.view))
     return out
 
 

@@ -250,7 +250,7 @@ def npu_smi_state(ctx: RuleContext) -> Iterable[Finding]:
         if not stack_present(ctx.view) or ctx.view.container.in_container:
             return  # nothing NPU here (calm), or the container rules say which mount is missing
         yield NPU_SMI_MISSING.finding(
-            evidence=[smi.error or "npu-smi not found", searched_path_text(smi, ctx.view.environment)],
+            evidence=[smi.error or "npu-smi not found", searched_path_text(smi, ctx.view)],
             fix=[
                 PrependPath("PATH", ("/usr/local/bin", "/usr/local/sbin"), note="where the driver installs npu-smi"),
                 "If it is not there either: install the NPU driver package (Ascend HDK npu-driver)",

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from npudoctor.facts.frameworks import CudaEvidence
     from npudoctor.knowledge.matrix import TorchNpuRow
 
-READS = ("cann", "devices", "driver", "frameworks", "packages", "python")
+READS = ("cann", "devices", "driver", "frameworks", "host", "packages", "python")
 ONLY_WITH = ("packages",)
 
 NO_NPU = codes.get("PKG050")

@@ -19,7 +19,7 @@ from npudoctor.rules import rule
 from npudoctor.rules._libowners import DRIVER, KERNELS, NNAL, TOOLKIT, owner_of_name
 from npudoctor.rules.libraries import FixLine, _arch, _short, where_on_disk
 
-READS = ("cann", "libraries", "packages", "python")
+READS = ("cann", "host", "libraries", "packages", "python")
 ONLY_WITH = ("libraries",)
 #: A LIB005 of modules that fail only because no CANN is installed names CANN001 in
 #: ``data["because"]`` (folded under it when reported).
