@@ -234,8 +234,8 @@ def test_the_version_helpers_of_every_kind_live_here_and_never_raise():
     assert v.major_minor("8.2.RC1") == (8, 2) and v.major_minor("82") is None and v.major_minor(None) is None
     assert v.cann_less("8.0.RC3", "8.0.0") is True and v.cann_less("8.0.T63", "8.0.0") is None
     assert v.cann_less("8.0.0", None) is None
-    assert v.same_cann_release("8.2.RC1", "8.2.rc1.B150") is True and v.same_cann_release("8.2.RC1", "8.3.RC1") is False
-    assert v.same_cann_release("8.2.RC1", "") is None
+    assert v.same_cann("8.0.RC3.beta1", "8.0.RC3") and v.same_cann("8.2.RC1", "8.2.rc1")
+    assert not v.same_cann("8.2.RC1", "8.3.RC1") and not v.same_cann("8.2.RC1.beta1", "8.2.RC1")
     assert v.cann_key("8.0.RC3") < v.cann_key("8.0.0") and v.cann_key("garbage") == (0, 0, 0)
     assert v.symbol_versions(["GLIBCXX_3.4.9", "GLIBCXX_3.4.30", "GLIBC_2.17", "GLIBCXX_3.4.9"], "GLIBCXX") == [
         "GLIBCXX_3.4.9",

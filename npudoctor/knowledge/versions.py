@@ -67,7 +67,7 @@ __all__ = [
     "major_minor",
     "cann_key",
     "cann_less",
-    "same_cann_release",
+    "same_cann",
     "symbol_version_key",
     "symbol_versions",
 ]
@@ -605,23 +605,21 @@ def cann_less(a: Optional[str], b: Optional[str]) -> Optional[bool]:
         return None
 
 
-def same_cann_release(a: Optional[str], b: Optional[str]) -> Optional[bool]:
-    """Whether two CANN version strings name the same release (``8.2.RC1`` == ``8.2.rc1``;
-    a ``.B150`` build suffix is ignored).  ``None`` when one is missing."""
-    if not a or not b:
-        return None
-
-    def norm(v: str) -> str:
-        return re.sub(r"\.b[0-9]+$", "", v.strip().lower())
-
-    if norm(a) == norm(b):
+@functools.lru_cache(maxsize=8192)
+def same_cann(a: str, b: str) -> bool:
+    """Whether two CANN version strings name the same release: equal as
+    :class:`CannVersion`, or a legacy community re-release (``8.0.RC3.beta1`` ==
+    commercial ``8.0.RC3``, CANN <= 8.0; REPORT.md §3.6).  Cached: the matrix compares
+    the same few hundred versions many times over."""
+    va, vb = parse_cann(a), parse_cann(b)
+    if va is None or vb is None:
+        return tokens(a) == tokens(b)
+    if va.compare(vb) == 0:
         return True
-    va, vb = parse_cann(norm(a)), parse_cann(norm(b))
-    if va is not None and vb is not None:
-        try:
-            return bool(va == vb)
-        except (ValueError, TypeError):
-            pass
+    for x, y in ((va, vb), (vb, va)):
+        community = any(t.startswith("beta") for t in tokens(x.text)) and (x.major, x.minor) <= (8, 0)
+        if community and x.orderable and not y.is_prerelease and x.release == y.release:
+            return True
     return False
 
 

@@ -4,12 +4,11 @@ shared by its schema check (:mod:`.schema`), queries (:mod:`.queries`) and loade
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
-from npudoctor.knowledge.versions import parse_cann, parse_driver, pep440_public, tokens, version_in
+from npudoctor.knowledge.versions import parse_driver, pep440_public, same_cann, tokens, version_in
 
 if TYPE_CHECKING:  # packaging is imported when first needed (start-up time of health)
     from typing import Any, Dict, Iterable, List, Optional, Tuple
@@ -42,23 +41,6 @@ def _valid_date(text: str) -> bool:
 # ------------------------------------------------------------------ normalisation helpers
 
 
-@functools.lru_cache(maxsize=8192)
-def _same_cann(a: str, b: str) -> bool:
-    """Whether two CANN version strings name the same release: equal as
-    :class:`CannVersion`, or a legacy community re-release (``8.0.RC3.beta1`` ==
-    commercial ``8.0.RC3``, CANN <= 8.0; REPORT.md §3.6)."""
-    va, vb = parse_cann(a), parse_cann(b)
-    if va is None or vb is None:
-        return tokens(a) == tokens(b)
-    if va.compare(vb) == 0:
-        return True
-    for x, y in ((va, vb), (vb, va)):
-        community = any(t.startswith("beta") for t in tokens(x.text)) and (x.major, x.minor) <= (8, 0)
-        if community and x.orderable and not y.is_prerelease and x.release == y.release:
-            return True
-    return False
-
-
 def _cann_in(cann: str, entries: Iterable[str]) -> bool:
     """``cann`` equals one of ``entries`` or matches a wildcard entry (``8.5.X``)."""
     for e in entries:
@@ -66,7 +48,7 @@ def _cann_in(cann: str, entries: Iterable[str]) -> bool:
         if last and last[0] in ("x", "*"):
             if version_in(cann, [e]):
                 return True
-        elif _same_cann(cann, e):
+        elif same_cann(cann, e):
             return True
     return False
 

@@ -18,12 +18,11 @@ from npudoctor.knowledge.matrix.model import (
     _hdk_norm,
     _hdk_sort_key,
     _newest_first,
-    _same_cann,
     _torch_npu_row,
     _unique_hdk,
     _valid_date,
 )
-from npudoctor.knowledge.versions import parse_cann, pep440_public, tokens
+from npudoctor.knowledge.versions import parse_cann, pep440_public, same_cann, tokens
 
 if TYPE_CHECKING:
     import datetime as _dt
@@ -344,7 +343,7 @@ class Matrix:
         """The ``[[cann]]`` row of this CANN release (community ``.beta1`` re-releases of
         CANN <= 8.0 map to their commercial release), or ``None``."""
         for r in self.cann_rows:
-            if _same_cann(cann, r.get("version", "")):
+            if same_cann(cann, r.get("version", "")):
                 return r
         return None
 
