@@ -48,11 +48,6 @@ _COMPANIONS = frozenset(
 )
 
 
-def _installed_version(ctx: RuleContext, name: str) -> Optional[str]:
-    rec = ctx.view.packages.first(name)
-    return str(rec.version) if rec and rec.version else None
-
-
 @rule
 def companion_pins(ctx: RuleContext) -> Iterable[Finding]:
     """K01: vllm-ascend, MindIE, … pins on torch/torch_npu/torchvision/torchaudio."""
@@ -72,7 +67,7 @@ def companion_pins(ctx: RuleContext) -> Iterable[Finding]:
             continue
         for target in targets:
             for req in requirements_on(reqs_all, target, env):
-                installed = _installed_version(ctx, target)
+                installed = ctx.view.packages.version_of(target)
                 if installed is not None and satisfies(installed, req.specifier) is not False:
                     continue
                 if installed is None and target != "torch-npu":
@@ -91,7 +86,7 @@ def companion_pins(ctx: RuleContext) -> Iterable[Finding]:
                     )
                 ]
                 if name == "vllm-ascend":
-                    vllm = _installed_version(ctx, "vllm")
+                    vllm = ctx.view.packages.version_of("vllm")
                     fix = [
                         pip_install(ctx.view.python, f"vllm=={vllm}" if vllm else "vllm", note="vllm first"),
                         pip_install(

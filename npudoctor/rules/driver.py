@@ -40,10 +40,6 @@ FIRMWARE_DRIVER = codes.get("DRV003")
 DRIVER_UNREADABLE = codes.get("DRV004")
 
 
-def _in_container(ctx: RuleContext) -> bool:
-    return ctx.view.container.in_container
-
-
 def _hdk_chip(ctx: RuleContext) -> Optional[str]:
     """The chip part of the HDK package names (``910b``, ``310p``, ``910``) for this
     machine's NPUs (devices facts + matrix, see :func:`package_chip`), or ``None``."""
@@ -136,7 +132,7 @@ def driver_missing(ctx: RuleContext) -> Iterable[Finding]:
     if hdk:
         selected = cann.selected.version if cann.selected is not None else None
         evidence.append(f"matrix: the CANN {selected} in use is paired with Ascend HDK {hdk}")
-    if _in_container(ctx):
+    if ctx.view.container.in_container:
         yield NO_DRIVER.finding(
             title="The host's NPU driver is not mounted into this container",
             evidence=evidence,
@@ -208,7 +204,7 @@ def driver_cann(ctx: RuleContext) -> Iterable[Finding]:
     judged = driver_verdict(ctx, cann, version)
     if judged is None:
         return
-    container = _in_container(ctx)
+    container = ctx.view.container.in_container
     sev = judged.severity(always_report=container)
     if sev is None:
         return
