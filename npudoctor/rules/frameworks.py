@@ -220,19 +220,17 @@ def framework_build_chip(ctx: RuleContext) -> Iterable[Finding]:
     )
 
 
-def _installed_requires(ctx: RuleContext, requires: Tuple[str, ...]) -> List[str]:
-    """Canonical names of the requirements that apply to the judged interpreter, among
-    those :func:`cuda_only.judge` can count (the others are not parsed)."""
+def _installed_requires(env: Dict[str, str], requires: Tuple[str, ...]) -> List[str]:
+    """Canonical names of the requirements that apply to the judged interpreter (its PEP 508
+    marker environment ``env``), among those :func:`cuda_only.judge` can count (the others
+    are not parsed)."""
     from npudoctor.parsers.metadata import applicable, requirement_name
 
-    env = None
     out: List[str] = []
     for text in requires:
         name = requirement_name(text)
         if name is not None and not cuda_only.requirement_of_interest(name):
             continue
-        if env is None:
-            env = marker_env(ctx.view.python, ctx.view.host)
         req = parse_requirement(text)
         if req is not None and applicable(req, env):
             out.append(canonical_name(req.name))
@@ -279,6 +277,7 @@ def cuda_only_distributions(ctx: RuleContext) -> Iterable[Finding]:
     found: List[cuda_only.Judgement] = []
     modules: Dict[str, None] = {}
     libraries: Dict[str, None] = {}
+    env = marker_env(ctx.view.python, ctx.view.host)  # once: the rule asks per distribution
     for key in sorted(installed):
         rec = packages.first(key)
         if rec is None:
@@ -287,7 +286,7 @@ def cuda_only_distributions(ctx: RuleContext) -> Iterable[Finding]:
         judged = cuda_only.judge(
             key,
             str(rec.version or ""),
-            _installed_requires(ctx, tuple(rec.requires_dist)),
+            _installed_requires(env, tuple(rec.requires_dist)),
             list(ev.files) if ev is not None else [],
             {k: list(v) for k, v in ev.needed.items()} if ev is not None else {},
             installed,
