@@ -122,7 +122,8 @@ def test_package_and_python_reading_helpers() -> None:
 def test_derived_facts_are_properties_of_their_section() -> None:
     """Facts derived from one section are properties of its view (the rules' helpers take
     views): the interpreter every fix names, torch's version, any project's version, the
-    CANN in use, the named chips, where the process runs and the service that started it."""
+    CANN in use, the named chips, the /dev/davinciN nodes and their numbers, where the
+    process runs and the service that started it."""
     facts = Facts(
         {
             "python": {"version": "3.11.4", "requested": "/opt/py/bin/python3"},
@@ -144,6 +145,20 @@ def test_derived_facts_are_properties_of_their_section() -> None:
     assert facts.packages.version_of("numpy") is None
     assert facts.cann.version == "8.0.0" and facts.cann.present
     assert [c.name for c in facts.devices.named_chips] == ["910B3"]
+    nodes = Facts(
+        {
+            "devices": {
+                "nodes": [
+                    {"path": "/dev/davinci3", "kind": "chip", "exists": True},
+                    {"path": "/dev/davinci1", "kind": "chip", "exists": False},
+                    {"path": "/dev/davinci_manager", "kind": "control", "exists": True},
+                    {"path": "/dev/davinci", "kind": "chip", "exists": True},
+                ]
+            }
+        }
+    ).devices
+    assert [n.path for n in nodes.chip_nodes] == ["/dev/davinci3", "/dev/davinci"]
+    assert nodes.node_numbers == (3,) and nodes.nodes[2].number is None
     assert facts.container.runs_in == "pod" and facts.container.systemd_unit == "train.service"
     bare = Facts({"packages": {"installed": {"torch": [{"name": "torch"}]}}, "container": {"in_container": True}})
     assert bare.packages.torch_version == "" and Facts({}).packages.torch_version is None

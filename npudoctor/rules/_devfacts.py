@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from npudoctor.facts.devices import DeviceNode, DevicesFacts, NpuSmi
+from npudoctor.facts.devices import DevicesFacts, NpuSmi
 from npudoctor.facts.system import HostFacts, Identity
 from npudoctor.remedies import DockerFlags
 from npudoctor.rules.overview import npu_stack_present
@@ -29,22 +29,6 @@ def stack_present(facts: Facts) -> bool:
     dev = facts.devices
     own = bool(dev.chips) or bool(dev.nodes) or bool(dev.npu_smi.path)
     return own or bool(npu_stack_present(facts))
-
-
-def chip_nodes(dev: DevicesFacts) -> List[DeviceNode]:
-    """The ``/dev/davinciN`` nodes that exist."""
-    return [n for n in dev.nodes if n.kind == "chip" and n.exists]
-
-
-def node_number(node: DeviceNode) -> Optional[int]:
-    """N of ``/dev/davinciN``, or ``None`` for another path."""
-    m = re.search(r"davinci((?<![0-9])[0-9]{1,18})$", node.path)
-    return int(m.group(1)) if m else None
-
-
-def node_numbers(dev: DevicesFacts) -> List[int]:
-    """N of every existing ``/dev/davinciN`` node, in the probe's order."""
-    return [n for n in (node_number(x) for x in chip_nodes(dev)) if n is not None]
 
 
 def judged_identity(devices: DevicesFacts, host: HostFacts) -> Optional[Identity]:

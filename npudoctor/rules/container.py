@@ -18,7 +18,7 @@ from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.remedies import DockerFlags, Pipeline, Prose, Remedy
 from npudoctor.rules import postprocess, rule
-from npudoctor.rules._devfacts import chip_nodes, docker_flags, parse_id_list, searched_path_text, stack_present
+from npudoctor.rules._devfacts import docker_flags, parse_id_list, searched_path_text, stack_present
 from npudoctor.rules._world import HOST_MOUNTS, host_mounts_fix, passthrough_fix
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def container_devices(ctx: RuleContext) -> Iterable[Finding]:
     if not container.in_container or not _npu_intended(ctx) or ctx.view.state("devices") == "absent":
         return  # devices not probed (`health --skip devices`): no evidence either way
     dev = ctx.view.devices
-    if chip_nodes(dev) or dev.chips or dev.nodes_error:
+    if dev.chip_nodes or dev.chips or dev.nodes_error:
         return  # nodes present, or /dev could not be looked at (refused is not absent)
     wanted = dev.visibility.ascend_visible_devices
     ids: List[int] = parse_id_list(wanted)[0] if wanted else []

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.rules import postprocess, rule
-from npudoctor.rules._devfacts import chip_nodes, parse_id_list, stack_present
+from npudoctor.rules._devfacts import parse_id_list, stack_present
 from npudoctor.rules._world import passthrough_fix
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def npu_not_given(ctx: RuleContext) -> Iterable[Finding]:
     if ctx.view.state("driver") == "absent":
         return
     dev = ctx.view.devices
-    if chip_nodes(dev) or dev.chips or not _driver_absent(ctx):
+    if dev.chip_nodes or dev.chips or not _driver_absent(ctx):
         return
     torch_npu = ctx.view.packages.version_of("torch-npu")
     c = ctx.view.container

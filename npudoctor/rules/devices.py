@@ -24,10 +24,8 @@ from npudoctor.parsers.numbers import to_int
 from npudoctor.remedies import Command, DockerFlags, Pipeline, PrependPath, Prose, Remedy
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import (
-    chip_nodes,
     docker_flags,
     judged_identity,
-    node_numbers,
     searched_path_text,
     stack_present,
 )
@@ -223,7 +221,7 @@ def npu_smi_state(ctx: RuleContext) -> Iterable[Finding]:
         )
     elif cause == "busy":
         code = smi.code
-        nodes = [n.path for n in chip_nodes(dev)]
+        nodes = [n.path for n in dev.chip_nodes]
         fix: List[Union[Remedy, str]] = [
             "On the host: `npu-smi info` and look at the process table; stop the container or "
             "process that holds this NPU (`docker ps` names it, then `docker stop` with that name)",
@@ -407,7 +405,7 @@ def device_nodes(ctx: RuleContext) -> Iterable[Finding]:
         return  # the nodes could not be looked at: nothing is known missing (area not checked)
     nodes = dev.nodes
     chips = dev.chips
-    present_chips = chip_nodes(dev)
+    present_chips = dev.chip_nodes
     if not present_chips and not chips:
         return  # no NPU here, or a container without devices (container rules)
     missing = [n.path for n in nodes if n.kind == "control" and not n.exists]
@@ -415,7 +413,7 @@ def device_nodes(ctx: RuleContext) -> Iterable[Finding]:
     if not missing and not no_chip_nodes:
         return
     container = ctx.view.container.in_container
-    ids = node_numbers(dev)
+    ids = list(dev.node_numbers)
     evidence = []
     if no_chip_nodes:
         evidence.append(f"npu-smi lists {len(chips)} chip(s) but no /dev/davinciN node exists")

@@ -20,7 +20,6 @@ from npudoctor.knowledge.versions import pep440_release
 from npudoctor.parsers.metadata import canonical_name, parse_requirement
 from npudoctor.remedies.steps import PipInstall
 from npudoctor.rules import rule
-from npudoctor.rules._devfacts import chip_nodes
 from npudoctor.rules._pkgfit import Fix, cpu_index
 from npudoctor.rules._pyfacts import (
     CPU_INDEX,
@@ -51,7 +50,7 @@ def npu_machine(ctx: RuleContext) -> bool:
     """An NPU machine: NPU chips seen by npu-smi, ``/dev/davinciN`` nodes, an npu-smi on
     PATH, or the NPU driver installed (or mounted)."""
     dev = ctx.view.devices
-    return bool(dev.chips or chip_nodes(dev) or dev.npu_smi.path or ctx.view.driver.driver.exists)
+    return bool(dev.chips or dev.chip_nodes or dev.npu_smi.path or ctx.view.driver.driver.exists)
 
 
 def _span(pythons: List[str]) -> str:

@@ -20,9 +20,7 @@ from npudoctor.parsers.ranktable import id_ranges
 from npudoctor.remedies import Command, Export, Remedy
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import (
-    chip_nodes,
     docker_flags,
-    node_numbers,
     parse_id_list,
     stack_present,
 )
@@ -44,7 +42,7 @@ DEVICE_ID_INVALID = codes.get("DEV033")
 def _visible_count(dev: DevicesFacts) -> Optional[int]:
     if dev.visible_count is not None:
         return dev.visible_count
-    return len(dev.chips) or len(chip_nodes(dev)) or None
+    return len(dev.chips) or len(dev.chip_nodes) or None
 
 
 def _visible_evidence(dev: DevicesFacts, rt: Optional[str], rt_ids: Optional[List[int]], nodes: List[int]) -> List[str]:
@@ -74,7 +72,7 @@ def visibility(ctx: RuleContext) -> Iterable[Finding]:
     """DEV030-DEV033: the visible-device variables against the devices actually visible."""
     dev = ctx.view.devices
     count = _visible_count(dev)
-    nodes = node_numbers(dev)
+    nodes = list(dev.node_numbers)
     rt = dev.visibility.ascend_rt_visible_devices
     found, rt_ids = _rt_visible(ctx, rt, count, nodes)
     yield from found

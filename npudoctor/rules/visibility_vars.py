@@ -25,7 +25,7 @@ from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.remedies import Remedy
 from npudoctor.rules import rule
-from npudoctor.rules._devfacts import chip_nodes, node_numbers, stack_present
+from npudoctor.rules._devfacts import stack_present
 from npudoctor.rules._world import env_fix
 
 if TYPE_CHECKING:
@@ -66,9 +66,9 @@ def ascend_visible_devices_value(ctx: RuleContext) -> Iterable[Finding]:
         return
     where = ctx.view.container.runs_in
     contained = where in ("container", "pod", "build")
-    nodes = node_numbers(dev)
+    nodes = list(dev.node_numbers)
     if raw.strip() == "":
-        if contained and not chip_nodes(dev):
+        if contained and not dev.chip_nodes:
             return  # no NPU at all: CTR001/CTR006 own it and name the empty value
         if nodes:
             effect = (
