@@ -227,19 +227,8 @@ def test_no_version_literal_in_rules():
 
 
 #: The longest function (``def`` line to last line, decorators aside): a longer one is
-#: several things, split by concept (issue 27).
+#: several things, split by concept.
 MAX_FUNCTION_LINES = 100
-
-#: Functions over :data:`MAX_FUNCTION_LINES` being split by concept in parallel branches,
-#: as ``"path under npudoctor/:qualified name"``.  The allow-list is to be emptied: an entry
-#: that no longer applies fails the test, so that it is deleted with the split.
-ALLOWED_LONG_FUNCTIONS: FrozenSet[str] = frozenset(
-    {
-        "rules/cann.py:torch_npu_cann",
-        "rules/visibility.py:visibility",
-        "rules/packages.py:torch_pairing",
-    }
-)
 
 
 def long_functions(package_dir: pathlib.Path, limit: int = MAX_FUNCTION_LINES) -> Dict[str, int]:
@@ -268,14 +257,9 @@ def long_functions(package_dir: pathlib.Path, limit: int = MAX_FUNCTION_LINES) -
     return found
 
 
-def test_no_function_over_100_lines_beyond_the_allow_list():
-    found = long_functions(PACKAGE)
-    new = sorted(f"{name} ({lines} lines)" for name, lines in found.items() if name not in ALLOWED_LONG_FUNCTIONS)
-    assert new == [], f"functions over {MAX_FUNCTION_LINES} lines: split them by concept:\n" + "\n".join(new)
-    gone = sorted(ALLOWED_LONG_FUNCTIONS - set(found))
-    assert gone == [], "these functions are no longer too long: delete them from ALLOWED_LONG_FUNCTIONS:\n" + "\n".join(
-        gone
-    )
+def test_no_function_over_100_lines():
+    found = sorted(f"{name} ({lines} lines)" for name, lines in long_functions(PACKAGE).items())
+    assert found == [], f"functions over {MAX_FUNCTION_LINES} lines: split them by concept:\n" + "\n".join(found)
 
 
 def test_the_length_check_counts_every_function(tmp_path):

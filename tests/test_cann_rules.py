@@ -107,6 +107,11 @@ def test_overview_helper():
     assert npu_stack_present(snap(packages={"torch-npu": [rec("torch_npu", "2.7.1")]})) is True
     assert npu_stack_present(snap(chips=["910B3"])) is True
     assert npu_stack_present({"facts": {"driver": {"driver": {"exists": True, "path": "/x"}}}}) is True
+    # the typed facts a rule holds (ctx.view), read as they are rather than converted again
+    from npudoctor.facts import Facts
+
+    assert npu_stack_present(Facts(snap(toolkits=[TK]).facts)) is True
+    assert npu_stack_present(Facts(snap().facts)) is False
 
 
 def test_plain_machine_only_host050():

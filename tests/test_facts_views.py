@@ -117,3 +117,60 @@ def test_package_and_python_reading_helpers() -> None:
     assert facts.python.short == "3.11" and facts.python.requested == "/opt/py/bin/python3"
     assert Facts({"python": {"version_info": [3, 9, 1], "version": "3.10.0"}}).python.short == "3.9"
     assert Facts({"python": {"version": "weird"}}).python.short is None
+
+
+def test_derived_facts_are_properties_of_their_section() -> None:
+    """Facts derived from one section are properties of its view (the rules' helpers take
+    views): the interpreter every fix names, torch's version, any project's version, the
+    CANN in use, the named chips, the /dev/davinciN nodes and their numbers, where the
+    process runs and the service that started it."""
+    facts = Facts(
+        {
+            "python": {"version": "3.11.4", "requested": "/opt/py/bin/python3"},
+            "packages": {
+                "installed": {
+                    "torch": [{"name": "torch", "version": "2.1.0+cpu"}],
+                    "torch-npu": [{"name": "torch_npu"}],
+                }
+            },
+            "cann": {"toolkits": [{"path": "/a", "version": "8.0.0"}], "selected": {"path": "/a", "version": "8.0.0"}},
+            "devices": {"chips": [{"npu_id": 0, "name": "910B3"}, {"npu_id": 1}]},
+            "container": {"kubernetes": True, "launched_by": [{"name": "systemd", "unit": "train.service"}]},
+        }
+    )
+    assert facts.python.interpreter_path == "/opt/py/bin/python3"
+    assert facts.packages.torch_version == "2.1.0+cpu"
+    assert facts.packages.version_of("Torch") == "2.1.0+cpu"
+    assert facts.packages.version_of("torch_npu") is None  # installed, but its metadata names no version
+    assert facts.packages.version_of("numpy") is None
+    assert facts.cann.version == "8.0.0" and facts.cann.present
+    assert [c.name for c in facts.devices.named_chips] == ["910B3"]
+    nodes = Facts(
+        {
+            "devices": {
+                "nodes": [
+                    {"path": "/dev/davinci3", "kind": "chip", "exists": True},
+                    {"path": "/dev/davinci1", "kind": "chip", "exists": False},
+                    {"path": "/dev/davinci_manager", "kind": "control", "exists": True},
+                    {"path": "/dev/davinci", "kind": "chip", "exists": True},
+                ]
+            }
+        }
+    ).devices
+    assert [n.path for n in nodes.chip_nodes] == ["/dev/davinci3", "/dev/davinci"]
+    assert nodes.node_numbers == (3,) and nodes.nodes[2].number is None
+    assert facts.container.runs_in == "pod" and facts.container.systemd_unit == "train.service"
+    bare = Facts({"packages": {"installed": {"torch": [{"name": "torch"}]}}, "container": {"in_container": True}})
+    assert bare.packages.torch_version == "" and Facts({}).packages.torch_version is None
+    assert bare.cann.version is None and not bare.cann.present
+    assert bare.container.runs_in == "container" and bare.container.systemd_unit is None
+    assert Facts({}).container.runs_in == "host"
+    assert Facts({"container": {"world": "build", "kubernetes": True}}).container.runs_in == "build"
+    prefixes = {
+        "/v/bin/python": {"prefix": "/v/", "is_venv": True},
+        "/usr/bin/python3.10": {"prefix": "/usr/local", "version": "3.10.2", "site_packages": ["/x/dist-packages"]},
+        "/opt/p/bin/python3.12": {"prefix": "/opt/p", "version": "3.12.1"},
+        "python3": {},
+    }
+    for path, python in prefixes.items():
+        assert Facts({"python": python}).python.interpreter_path == path

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npudoctor.facts.devices import DeviceNode
+from npudoctor.knowledge.versions import major_minor, python_sorted
 from npudoctor.parsers.accounts import parse_group, parse_passwd
 from npudoctor.parsers.df import parse_df
 from npudoctor.parsers.numbers import numbers_in, to_int
@@ -21,9 +22,7 @@ from npudoctor.parsers.release_notes import html_tables
 from npudoctor.probes import _ldso
 from npudoctor.probes.python import _parse_version
 from npudoctor.rules import _world
-from npudoctor.rules._cannfacts import major_minor
-from npudoctor.rules._devfacts import node_number, parse_id_list
-from npudoctor.rules._pyfacts import python_sorted
+from npudoctor.rules._devfacts import parse_id_list
 from npudoctor.rules.libraries import _vkey
 from npudoctor.rules.python_env import _glibc_tuple
 from npudoctor.rules.visibility import _check_rt
@@ -73,7 +72,7 @@ CASES: List[Tuple[str, Callable[[Any], Any], Tuple[Any, Any], List[Tuple[Any, An
     ("CANN major.minor", major_minor, ("8.2.RC1", (8, 2)), [(LONG + ".1", None), ("8." + LONG, None), ("٨.٢", None)]),
     (
         "/dev/davinciN",
-        lambda p: node_number(_node(p)),
+        lambda p: _node(p).number,
         ("/dev/davinci3", 3),
         [("/dev/davinci" + LONG, None), ("/dev/davinci" + ARABIC, None)],
     ),

@@ -196,16 +196,49 @@ def test_fuzz_parsers_only_raise_invalid_version(text):
 def test_versions_are_parsed_once_per_string():
     """The planner judges the same matrix versions hundreds of thousands of times: each
     string is parsed once and the same (immutable) object handed back."""
-    from npudoctor.knowledge.matrix.model import _pep440
-    from npudoctor.knowledge.versions import pep440
+    from npudoctor.knowledge.versions import pep440, pep440_public
 
     assert parse_cann("8.0.RC3") is parse_cann("8.0.RC3")
     assert parse_cann("8.0.RC3") == CannVersion("8.0.rc3")
     assert parse_cann("not a version") is None and parse_cann(None) is None
     assert pep440("2.1.0.post3") is pep440("2.1.0.post3")
     assert str(pep440("2.1.0.post3")) == "2.1.0.post3"
-    assert _pep440("2.1.0+cpu") is _pep440("2.1.0+cpu") and str(_pep440("2.1.0+cpu")) == "2.1.0"
-    assert _pep440("1.11.0.rc2 (beta)") is not None and str(_pep440("1.11.0.rc2 (beta)")) == "1.11.0rc2"
+    assert pep440_public("2.1.0+cpu") is pep440_public("2.1.0+cpu") and str(pep440_public("2.1.0+cpu")) == "2.1.0"
+    assert pep440_public("1.11.0.rc2 (beta)") is not None and str(pep440_public("1.11.0.rc2 (beta)")) == "1.11.0rc2"
     assert tokens("9.0.0-beta.2") == ["9", "0", "0", "beta", "2"]
     tokens("8.0.0").append("x")  # a caller's list is its own
     assert tokens("8.0.0") == ["8", "0", "0"]
+
+
+def test_the_version_helpers_of_every_kind_live_here_and_never_raise():
+    """PEP 440, Python X.Y, CANN and ELF symbol-version helpers, one name each, in this
+    module; a version of absurd length is "not a version", never a ValueError."""
+    from npudoctor.knowledge import versions as v
+
+    huge = "2." + "9" * 5000
+    assert v.pep440_release("2.1.0.post10+cpu") == (2, 1, 0)
+    assert v.pep440_release("2.1.0+cpu") == (2, 1, 0) and v.pep440_release("garbage") is None
+    assert v.pep440_release(None) is None and v.pep440_release(huge) is None
+    assert v.pep440_local("2.1.0+cpu") == "cpu" and v.pep440_local("2.1.0") is None and v.pep440_local(huge) is None
+    assert str(v.parse_pep440("2.1.0+cpu")) == "2.1.0+cpu" and v.parse_pep440(huge) is None
+    assert v.canonical_version("2.1.0.rc1+cpu") == "2.1.0rc1" and v.canonical_version(" odd ") == "odd"
+    assert v.canonical_version(huge) == huge
+    assert v.pep440_prerelease("2.5.1rc1") and v.pep440_prerelease("2.6.0.dev20250101")
+    assert not v.pep440_prerelease("2.5.1.post2") and not v.pep440_prerelease("garbage")
+    assert sorted(["2.10.0", "x", "2.9.0"], key=v.pep440_key) == ["x", "2.9.0", "2.10.0"]
+    assert v.release_prefix("2.4.0+cpu") == (2, 4) == v.release_prefix("2.4") and v.release_prefix("v2") is None
+    assert sorted(["3.10", "3.9", "x"], key=v.python_key) == ["x", "3.9", "3.10"]
+    assert v.python_sorted(["3.10", "3.9", "3.9", "3", "3.11 "]) == ["3.9", "3.10", "3.11"]
+    assert v.pythons_within(["3.8", "3.9", "3.12"], ">=3.9,<3.12") == ["3.9"]
+    assert v.pythons_within(["3.8"], ">=3.9") == ["3.8"] and v.pythons_within(["3.8"], "not a range") == ["3.8"]
+    assert v.major_minor("8.2.RC1") == (8, 2) and v.major_minor("82") is None and v.major_minor(None) is None
+    assert v.cann_less("8.0.RC3", "8.0.0") is True and v.cann_less("8.0.T63", "8.0.0") is None
+    assert v.cann_less("8.0.0", None) is None
+    assert v.same_cann("8.0.RC3.beta1", "8.0.RC3") and v.same_cann("8.2.RC1", "8.2.rc1")
+    assert not v.same_cann("8.2.RC1", "8.3.RC1") and not v.same_cann("8.2.RC1.beta1", "8.2.RC1")
+    assert v.cann_key("8.0.RC3") < v.cann_key("8.0.0") and v.cann_key("garbage") == (0, 0, 0)
+    assert v.symbol_versions(["GLIBCXX_3.4.9", "GLIBCXX_3.4.30", "GLIBC_2.17", "GLIBCXX_3.4.9"], "GLIBCXX") == [
+        "GLIBCXX_3.4.9",
+        "GLIBCXX_3.4.30",
+    ]
+    assert v.symbol_version_key("GLIBC_PRIVATE") == (0,)

@@ -67,3 +67,21 @@ class ContainerFacts(View):
     npu_smi_paths: Tuple[str, ...] = ()
     device_cgroup: Optional[DeviceCgroup] = None
     privileged: Optional[bool] = None
+
+    @property
+    def runs_in(self) -> str:
+        """``"build"``, ``"pod"``, ``"container"`` or ``"host"``: ``world``, else (snapshots
+        from before the probe recorded it) what ``kubernetes`` / ``in_container`` say."""
+        if self.world:
+            return self.world
+        if self.kubernetes:
+            return "pod"
+        return "container" if self.in_container else "host"
+
+    @property
+    def systemd_unit(self) -> Optional[str]:
+        """The systemd service that started the diagnosed process, when it is known."""
+        for launcher in self.launched_by:
+            if launcher.name == "systemd" and launcher.unit:
+                return launcher.unit
+        return None

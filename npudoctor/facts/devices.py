@@ -4,6 +4,7 @@ chip and process records from :func:`npudoctor.parsers.npu_smi.parse_info`, the 
 
 from __future__ import annotations
 
+import re
 from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._view import View, doc, field
@@ -133,6 +134,12 @@ class DeviceNode(View):
     accessible_by_identity: Optional[bool] = None
     rdev: Tuple[int, ...] = field(default=(), metadata=doc("[major, minor] of a character device"))
 
+    @property
+    def number(self) -> Optional[int]:
+        """N of ``/dev/davinciN``, or ``None`` for another path."""
+        m = re.search(r"davinci((?<![0-9])[0-9]{1,18})$", self.path)
+        return int(m.group(1)) if m else None
+
 
 class Visibility(View):
     """The visible-device variables as set (rules validate them)."""
@@ -166,3 +173,18 @@ class DevicesFacts(View):
         default=None, metadata=doc("chips npu-smi lists, else /dev/davinciN nodes, else None")
     )
     identity: Identity = field(default_factory=Identity)
+
+    @property
+    def chip_nodes(self) -> Tuple[DeviceNode, ...]:
+        """The ``/dev/davinciN`` nodes that exist."""
+        return tuple(n for n in self.nodes if n.kind == "chip" and n.exists)
+
+    @property
+    def node_numbers(self) -> Tuple[int, ...]:
+        """N of every existing ``/dev/davinciN`` node, in the probe's order."""
+        return tuple(n for n in (x.number for x in self.chip_nodes) if n is not None)
+
+    @property
+    def named_chips(self) -> Tuple[Chip, ...]:
+        """The chips npu-smi listed that have a name."""
+        return tuple(c for c in self.chips if c.name)

@@ -105,6 +105,17 @@ class CannFacts(View):
     atb_models: Optional[Product] = None
     searched: Tuple[str, ...] = ()
 
+    @property
+    def version(self) -> Optional[str]:
+        """Version of the CANN toolkit in use (``selected``), or ``None``."""
+        sel = self.selected
+        return (sel.version or None) if sel is not None else None
+
+    @property
+    def present(self) -> bool:
+        """Whether any CANN toolkit was found."""
+        return bool(self.selected is not None or self.toolkits)
+
 
 class InstallInfo(View):
     """/etc/ascend_install.info (keys lower-cased)."""

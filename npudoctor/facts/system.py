@@ -134,6 +134,34 @@ class PythonFacts(View):
         m = re.match(r"^([0-9]+)\.([0-9]+)", self.version or "")
         return f"{m.group(1)}.{m.group(2)}" if m else None
 
+    @property
+    def interpreter_path(self) -> str:
+        """The interpreter every fix names (a path as on the diagnosed machine, unquoted):
+        one answer for all rules, so PKG001..PKG007 and PY00x never disagree.
+
+        ``executable`` (the live/``--python`` interpreter, or the one found under
+        ``--root``: ``/usr/local/python3.10.14/bin/python3.10``, ``<venv>/bin/python3.10``),
+        else ``--python`` as given, else (``--root`` trees that leave the binary out) the
+        interpreter every such prefix has: ``<prefix>/bin/python`` of a venv or conda env
+        (``python -m venv`` and conda's python package create it),
+        ``<prefix>/bin/pythonX.Y`` of any other prefix whose ``lib/pythonX.Y`` was found
+        (CPython's install creates it: ``/usr/local/python3.11.13/bin/python3.11``) --
+        ``/usr/bin/pythonX.Y`` for Debian's ``dist-packages`` under /usr or /usr/local --, else
+        ``python3`` (the interpreter is unknown).
+        """
+        exe = self.executable or self.requested
+        prefix = (self.prefix or "").rstrip("/")
+        if not exe and prefix:
+            short = self.short
+            dist_packages = any(d.endswith("/dist-packages") for d in self.site_packages)
+            if self.is_venv or self.conda_prefix:
+                exe = prefix + "/bin/python"
+            elif short and prefix in ("/usr", "/usr/local") and dist_packages:
+                exe = f"/usr/bin/python{short}"  # Debian/Ubuntu: /usr/local/lib/pythonX.Y/dist-packages is /usr/bin's
+            elif short:
+                exe = f"{prefix}/bin/python{short}"
+        return exe or "python3"
+
 
 class Distribution(View):
     """One installed distribution (a ``.dist-info`` or ``.egg-info``), from metadata only."""
@@ -228,6 +256,19 @@ class PackagesFacts(View):
     def torch_npu(self) -> Optional[Distribution]:
         """The torch_npu record ``import torch_npu`` sees, or ``None``."""
         return self.first("torch-npu")
+
+    @property
+    def torch_version(self) -> Optional[str]:
+        """The installed torch version (``2.1.0+cpu``; ``""`` when its metadata names none),
+        or ``None`` when torch is not installed."""
+        torch = self.first("torch")
+        return (torch.version or "") if torch is not None else None
+
+    def version_of(self, name: str) -> Optional[str]:
+        """The version of the installed project ``name`` (any spelling), or ``None`` when
+        it is not installed or its metadata names no version."""
+        record = self.first(name)
+        return record.version if record is not None and record.version else None
 
     def effective(self) -> Tuple[Distribution, ...]:
         """The record ``import`` sees of every installed project (the first of each)."""

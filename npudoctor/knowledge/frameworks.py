@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from npudoctor import tomlread
+from npudoctor.knowledge.versions import parse_pep440
 
 if TYPE_CHECKING:
-    from packaging.version import Version
+    pass
 
 
 #: Projects of the data that are pip distributions (their rows hold PEP 440 specifiers).
@@ -75,15 +76,6 @@ def table() -> Tuple[FrameworkRow, ...]:
     return _CACHE["rows"]
 
 
-def _pep440(text: Optional[str]) -> Optional[Version]:
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(str(text))
-    except (InvalidVersion, TypeError, ValueError):  # ValueError: a number of 4,300+ digits
-        return None
-
-
 def rows_for(project: str, version: Optional[str]) -> List[FrameworkRow]:
     """The rows of ``project`` that cover ``version`` (normally one).  Rows of pip projects
     match by PEP 440 specifier (a local ``+g…`` tag and ``.devN`` of a source checkout
@@ -96,10 +88,10 @@ def rows_for(project: str, version: Optional[str]) -> List[FrameworkRow]:
     if project in PIP_PROJECTS:
         from packaging.specifiers import SpecifierSet
 
-        v = _pep440(version)
+        v = parse_pep440(version)
         if v is None:
             return []
-        plain = _pep440(str(v.public).split(".dev")[0]) or v
+        plain = parse_pep440(str(v.public).split(".dev")[0]) or v
         for row in table():
             if row.project == project and any(plain in SpecifierSet(s, prereleases=True) for s in row.versions):
                 out.append(row)
@@ -127,7 +119,7 @@ def npu_fits(installed: str, documented: str) -> Optional[bool]:
     build -> False; a dev build against a dev build -> by date; a dev build against a
     final/post build, or a final against a dev build -> ``None``; finals and posts -> by
     post number."""
-    a, b = _pep440(installed), _pep440(documented)
+    a, b = parse_pep440(installed), parse_pep440(documented)
     if a is None or b is None:
         return None
     if a.release != b.release:

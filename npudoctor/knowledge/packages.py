@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from npudoctor.knowledge.versions import parse_cann
+from npudoctor.knowledge.versions import major_minor, parse_cann
 
 if TYPE_CHECKING:
     from typing import Dict, Optional, Tuple
@@ -88,11 +88,6 @@ def normalize_chip(chip: str) -> str:
     return "A3" if chip.lower() == "a3" else chip.lower()
 
 
-def _major_minor(version: str) -> Tuple[int, int]:
-    m = re.match(r"^\s*([0-9]{1,18})\.([0-9]{1,18})(?![0-9])", version)
-    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
-
-
 def is_ops_era(cann: str) -> bool:
     """Whether CANN ``cann`` ships an ``ops`` package instead of ``kernels``: 8.5.0 and
     later, except the 8.5.0.alphaNNN builds (see the module docstring for the source).
@@ -103,7 +98,7 @@ def is_ops_era(cann: str) -> bool:
             return False
         cmp = ver.compare("8.5.0-alpha.0")
         return cmp is not None and cmp >= 0
-    return _major_minor(cann) >= (8, 5)
+    return (major_minor(cann) or (0, 0)) >= (8, 5)
 
 
 def _kernels_without_arch(cann: str) -> bool:
@@ -113,7 +108,7 @@ def _kernels_without_arch(cann: str) -> bool:
         cmp = ver.compare("8.0.RC3")
         if cmp is not None:
             return cmp < 0
-    mm = _major_minor(cann)
+    mm = major_minor(cann) or (0, 0)
     return mm < (8, 0) or (mm == (8, 0) and re.match(r"^8\.0\.rc[12]\b", cann.lower()) is not None)
 
 
@@ -181,7 +176,7 @@ def set_env_script(cann: Optional[str]) -> str:
     """Where a fresh install of CANN ``cann`` puts its set_env.sh:
     ``/usr/local/Ascend/cann/set_env.sh`` from 8.5 (the 8.5 layout, REPORT.md §3.5),
     else ``/usr/local/Ascend/ascend-toolkit/set_env.sh``."""
-    if cann and _major_minor(cann) >= (8, 5):
+    if cann and (major_minor(cann) or (0, 0)) >= (8, 5):
         return CANN_LAYOUT_SET_ENV
     return TOOLKIT_LAYOUT_SET_ENV
 

@@ -43,13 +43,13 @@ from npudoctor.host import read_capped
 from npudoctor.knowledge.matrix import (
     CACHE_FILE,
     MatrixError,
-    _pep440,
     cache_dir,
     load_from,
     load_uncached,
     merge_documents,
     validate,
 )
+from npudoctor.knowledge.versions import pep440_public
 
 if TYPE_CHECKING:
     from npudoctor.parsers.official import MarkdownResult
@@ -290,7 +290,7 @@ def parse_source(source: str, text: str) -> Tuple[str, Any, SourceReport]:
 def _index(rows: List[Dict[str, Any]]) -> Dict[str, int]:
     out: Dict[str, int] = {}
     for i, r in enumerate(rows):
-        v = _pep440(str(r.get("torch_npu", "")))
+        v = pep440_public(str(r.get("torch_npu", "")))
         out[str(v) if v is not None else str(r.get("torch_npu"))] = i
     return out
 
@@ -302,7 +302,7 @@ def _is_range(cann: str) -> bool:
 
 
 def _key(version: str) -> str:
-    v = _pep440(version)
+    v = pep440_public(version)
     return str(v) if v is not None else version
 
 
@@ -395,7 +395,7 @@ def merge(
         if kind == "pypi":
             _merge_pypi(table, source, result, today)
     _merge_notes(table, parsed, today, warnings if warnings is not None else {})
-    rows.sort(key=lambda r: _pep440(str(r.get("torch_npu"))) or Version("0"), reverse=True)
+    rows.sort(key=lambda r: pep440_public(str(r.get("torch_npu"))) or Version("0"), reverse=True)
     return data, table.changes
 
 
@@ -455,7 +455,7 @@ def _merge_python_lines(table: _Table, result: MarkdownResult, today: str) -> No
     """The documented Python of each PyTorch line (from a COMPATIBILITY table only)."""
     for torch, pys in result.python_lines.items():
         for line in table.data.setdefault("torch_line", []):
-            if _pep440(str(line.get("torch"))) == _pep440(torch):
+            if pep440_public(str(line.get("torch"))) == pep440_public(torch):
                 if line.get("python_doc") != pys and result.layout == "compatibility":
                     table.changes.append(
                         f"changed PyTorch {torch} documented Python: {line.get('python_doc')} -> {pys}"
@@ -485,10 +485,10 @@ def _merge_pypi(table: _Table, source: str, result: Dict[str, Any], today: str) 
         elif "platform_tags" in row:
             del row["platform_tags"]
     known = _index(table.rows)
-    for version, rel in sorted(result.items(), key=lambda kv: _pep440(kv[0]) or Version("0")):
+    for version, rel in sorted(result.items(), key=lambda kv: pep440_public(kv[0]) or Version("0")):
         if _key(version) in known:
             continue
-        v = _pep440(version)
+        v = pep440_public(version)
         ext = row_line({"torch_npu": version}, table.data.get("release_tag", []))
         inherited, inherited_src = table.inherited_range(ext)
         row = {

@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from npudoctor.knowledge.matrix.model import _cann_in, _pep440
-from npudoctor.knowledge.versions import parse_cann, parse_driver
+from npudoctor.knowledge.matrix.model import _cann_in
+from npudoctor.knowledge.versions import parse_cann, parse_driver, pep440_public
 
 __all__ = ["row_line", "line_range", "apply_declared", "apply_cann_notes", "dropped"]
 
@@ -58,9 +58,9 @@ def row_line(row: Dict[str, Any], tags: List[Dict[str, Any]]) -> str:
     ext = str(row.get("ext_version") or "") or ext_version_from_branch(str(row.get("branch") or ""))
     if ext:
         return ext
-    want = _pep440(str(row.get("torch_npu", "")))
+    want = pep440_public(str(row.get("torch_npu", "")))
     for t in tags:
-        if want is not None and _pep440(str(t.get("torch_npu", ""))) == want and t.get("ext_version"):
+        if want is not None and pep440_public(str(t.get("torch_npu", ""))) == want and t.get("ext_version"):
             return str(t["ext_version"])
     return ""
 

@@ -1,7 +1,11 @@
-"""Ordering of CANN versions and of NPU driver / firmware / HDK versions.
+"""Every version helper of npudoctor: the ordering of CANN versions and of NPU driver /
+firmware / HDK versions, and the parsing and comparison of the other kinds.
 
-Python package versions (torch, torch_npu, numpy) are PEP 440 and use ``packaging``;
-CANN and the Ascend HDK use their own schemes, which this module orders.
+Python package versions (torch, torch_npu, numpy) are PEP 440 and use ``packaging``
+(imported when first needed: :func:`parse_pep440`, :func:`pep440_public`, …); Python
+versions ``X.Y`` have :func:`python_key` and :func:`python_sorted`; ELF symbol versions
+(``GLIBCXX_3.4.30``) :func:`symbol_versions`.  CANN and the Ascend HDK use their own
+schemes, which this module orders.
 
 CANN (``CannVersion``), as observed in the CANN release notes, the torch_npu mapping
 tables and the installed ``ascend_toolkit_install.info`` / ``version.cfg`` files
@@ -49,6 +53,23 @@ __all__ = [
     "version_in",
     "tokens",
     "pep440",
+    "parse_pep440",
+    "pep440_public",
+    "canonical_version",
+    "pep440_release",
+    "pep440_local",
+    "pep440_prerelease",
+    "pep440_key",
+    "release_prefix",
+    "python_key",
+    "python_sorted",
+    "pythons_within",
+    "major_minor",
+    "cann_key",
+    "cann_less",
+    "same_cann",
+    "symbol_version_key",
+    "symbol_versions",
 ]
 
 
@@ -441,3 +462,178 @@ def version_in(text: str, patterns: Iterable[str]) -> bool:
         elif mine == theirs:
             return True
     return False
+
+
+# ------------------------------------------------------------------ PEP 440 (torch, torch_npu, numpy)
+
+
+def parse_pep440(text: object) -> Optional[Version]:
+    """``packaging.version.Version(text)`` (local tag kept), or ``None`` when ``text`` is
+    not a PEP 440 version; never raises (``packaging`` refuses a number of 4,300+ digits
+    with a plain ``ValueError``)."""
+    from packaging.version import InvalidVersion
+
+    try:
+        return pep440(str(text))
+    except (InvalidVersion, TypeError, ValueError):
+        return None
+
+
+def pep440_public(text: object) -> Optional[Version]:
+    """The public part of a torch/torch_npu version (local tag dropped); "1.11.0.rc2
+    (beta)" is read as 1.11.0rc2.  ``None`` when not PEP 440; never raises."""
+    if not isinstance(text, str):
+        return None
+    return _pep440_public(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _pep440_public(text: str) -> Optional[Version]:
+    # cached: the planner asks for the same rows' versions hundreds of thousands of times
+    clean = re.sub(r"[（(].*?[)）]", "", text).strip()
+    v = parse_pep440(clean)
+    return pep440(v.public) if v is not None else None
+
+
+def canonical_version(text: str) -> str:
+    """PEP 440 normal form without local tag (``"2.1.0.rc1"`` → ``"2.1.0rc1"``); the text
+    itself (stripped) when it is not PEP 440."""
+    v = parse_pep440(text)
+    return v.public if v is not None else text.strip()
+
+
+def pep440_release(version: Optional[str]) -> Optional[Tuple[int, ...]]:
+    """``(2, 1, 0)`` of a PEP 440 version string (local/post parts dropped), or ``None``."""
+    v = parse_pep440(version) if version is not None else None
+    return v.release if v is not None else None
+
+
+def pep440_local(version: Optional[str]) -> Optional[str]:
+    """The local tag of a PEP 440 version (``"cpu"`` of ``2.1.0+cpu``), or ``None``."""
+    v = parse_pep440(version) if version is not None else None
+    return v.local if v is not None else None
+
+
+def pep440_prerelease(version: str) -> bool:
+    """Whether ``version`` is an rc / alpha / beta / dev build (``False`` when it is not
+    PEP 440)."""
+    v = parse_pep440(version)
+    return v is not None and (v.is_prerelease or v.is_devrelease)
+
+
+def pep440_key(text: str) -> Tuple[int, Any]:
+    """Sort key of a PEP 440 version: every PEP 440 version after every other text, each
+    kind in its own order."""
+    v = parse_pep440(text)
+    return (1, v) if v is not None else (0, text)
+
+
+def release_prefix(text: str) -> Optional[Tuple[int, ...]]:
+    """``"2.4.0+cpu"`` → ``(2, 4)``: the leading release numbers, trailing zeros dropped
+    (so ``2.4`` and ``2.4.0`` compare equal); ``None`` when ``text`` starts with no number."""
+    m = re.match(r"^\s*(\d+(?:\.\d+)*)", text or "")
+    if not m:
+        return None
+    parts = [int(x) for x in m.group(1).split(".")]
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
+
+
+# ------------------------------------------------------------------ Python X.Y
+
+
+def python_key(python: str) -> Tuple[int, ...]:
+    """Sort key of ``"3.10"`` (``(0,)`` for text that is not dotted numbers)."""
+    try:
+        return tuple(int(p) for p in python.split("."))
+    except ValueError:
+        return (0,)
+
+
+def python_sorted(versions: Iterable[str]) -> List[str]:
+    """``["3.8", "3.9", "3.10", "3.11"]``: Python versions in numeric order (``"3.10"``
+    after ``"3.9"``), duplicates and unparseable entries dropped."""
+    out = {}
+    for v in versions:
+        m = re.match(r"^([0-9]{1,18})\.([0-9]{1,18})$", str(v).strip())
+        if m:
+            out[(int(m.group(1)), int(m.group(2)))] = f"{m.group(1)}.{m.group(2)}"
+    return [out[k] for k in sorted(out)]
+
+
+def pythons_within(versions: List[str], spec_text: Optional[str]) -> List[str]:
+    """The Python versions of ``versions`` inside a pip-style range (``">=3.7,<3.12"``,
+    e.g. a CANN's supported Pythons from ``matrix.cann_python_range``); all of them when
+    the range is unknown or unparseable, or when none would remain."""
+    if not spec_text:
+        return list(versions)
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        spec = SpecifierSet(str(spec_text))
+    except InvalidSpecifier:
+        return list(versions)
+    kept = [v for v in versions if spec.contains(v + ".0", prereleases=True)]
+    return kept or list(versions)
+
+
+# ------------------------------------------------------------------ CANN comparisons
+
+
+def major_minor(version: Optional[str]) -> Optional[Tuple[int, int]]:
+    """``"8.2.RC1"`` -> ``(8, 2)``; ``None`` if it does not start with two numbers."""
+    m = re.match(r"^\s*([0-9]{1,18})\.([0-9]{1,18})(?![0-9])", version or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def cann_key(text: str) -> Tuple[Any, ...]:
+    """Sort key of a CANN version (``(0, 0, 0)`` when it is not one or its place is not
+    known)."""
+    v = parse_cann(text)
+    return v._key if v is not None and v.orderable else (0, 0, 0)
+
+
+def cann_less(a: Optional[str], b: Optional[str]) -> Optional[bool]:
+    """``a < b`` for CANN version strings; ``None`` when unknowable (T builds, garbage)."""
+    va, vb = parse_cann(a), parse_cann(b)
+    if va is None or vb is None:
+        return None
+    try:
+        return bool(va < vb)
+    except (ValueError, TypeError):
+        return None
+
+
+@functools.lru_cache(maxsize=8192)
+def same_cann(a: str, b: str) -> bool:
+    """Whether two CANN version strings name the same release: equal as
+    :class:`CannVersion`, or a legacy community re-release (``8.0.RC3.beta1`` ==
+    commercial ``8.0.RC3``, CANN <= 8.0; REPORT.md §3.6).  Cached: the matrix compares
+    the same few hundred versions many times over."""
+    va, vb = parse_cann(a), parse_cann(b)
+    if va is None or vb is None:
+        return tokens(a) == tokens(b)
+    if va.compare(vb) == 0:
+        return True
+    for x, y in ((va, vb), (vb, va)):
+        community = any(t.startswith("beta") for t in tokens(x.text)) and (x.major, x.minor) <= (8, 0)
+        if community and x.orderable and not y.is_prerelease and x.release == y.release:
+            return True
+    return False
+
+
+# ------------------------------------------------------------------ ELF symbol versions
+
+
+def symbol_version_key(name: str) -> Tuple[int, ...]:
+    """Sort key of a symbol version name: ``GLIBCXX_3.4.30`` → ``(3, 4, 30)`` (a
+    non-numeric part, as in ``GLIBC_PRIVATE``, counts 0)."""
+    tail = name.split("_", 1)[-1]
+    return tuple(int(p) if p.isascii() and p.isdecimal() and len(p) <= 9 else 0 for p in tail.split("."))
+
+
+def symbol_versions(names: List[str], family: str) -> List[str]:
+    """The distinct symbol version names of one family (``GLIBC``: ``GLIBC_*``) in
+    ascending order."""
+    return sorted({n for n in names if n.startswith(family + "_")}, key=symbol_version_key)

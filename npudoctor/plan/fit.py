@@ -11,12 +11,10 @@ COMPATIBILITY.md and release notes, CANN release notes).  A matrix query that ra
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
-from npudoctor.knowledge.matrix.model import _pep440
-from npudoctor.knowledge.versions import parse_cann
+from npudoctor.knowledge.versions import parse_cann, pep440_public, release_prefix
 
 if TYPE_CHECKING:  # the matrix is passed in by the caller that loaded it
     from npudoctor.knowledge.matrix import Matrix, TorchNpuRow
@@ -50,18 +48,6 @@ class MismatchPlan:
         from dataclasses import asdict  # here: dataclasses costs ~7 ms of every start (issue 18)
 
         return asdict(self.keep_cann) if self.keep_cann is not None else None
-
-
-def pep440_release(text: str) -> Optional[Tuple[int, ...]]:
-    """``"2.4.0+cpu"`` → ``(2, 4)``: the leading release numbers, trailing zeros dropped
-    (so ``2.4`` and ``2.4.0`` compare equal); ``None`` when ``text`` starts with no number."""
-    m = re.match(r"^\s*(\d+(?:\.\d+)*)", text or "")
-    if not m:
-        return None
-    parts = [int(x) for x in m.group(1).split(".")]
-    while len(parts) > 1 and parts[-1] == 0:
-        parts.pop()
-    return tuple(parts)
 
 
 def hdk_for(matrix: Optional[Matrix], cann: str) -> Optional[str]:
@@ -133,7 +119,7 @@ def keep_cann_build(
     already there)."""
     if matrix is None:
         return None
-    mine = _pep440(installed) if installed else None
+    mine = pep440_public(installed) if installed else None
     try:
         rows = [
             r for r in matrix.fits(python=python, platform=platform, cann=cann) if mine is None or r.version != mine
@@ -154,7 +140,7 @@ def keep_cann_build(
         except Exception:
             extra = []
         rows = sorted(rows + extra, key=lambda r: rows.index(r) if r in rows else len(rows))
-    want = pep440_release(str(torch or "").split("+")[0])
+    want = release_prefix(str(torch or "").split("+")[0])
     ranked: List[Tuple[int, int, TorchNpuRow, str]] = []
     for i, row in enumerate(rows):  # newest first
         try:
@@ -163,7 +149,7 @@ def keep_cann_build(
                 fit = "paired"  # paired with the release this pre-release belongs to
         except Exception:
             continue
-        same_torch = want is not None and pep440_release(str(row.torch)) == want
+        same_torch = want is not None and release_prefix(str(row.torch)) == want
         rank = (0 if same_torch else 2) + (0 if fit == "paired" else 1)
         ranked.append((rank, i, row, fit))
     if not ranked:
@@ -205,7 +191,7 @@ def mismatch_plan(
             torch_npu=str(krow.torch_npu),
             torch=str(krow.torch),
             fit=kfit,
-            torch_changes=pep440_release(str(torch or "").split("+")[0]) != pep440_release(str(krow.torch)),
+            torch_changes=release_prefix(str(torch or "").split("+")[0]) != release_prefix(str(krow.torch)),
         )
     paired = [str(c) for c in row.cann or []]
     return MismatchPlan(torch_npu=torch_npu, cann=cann, keep_cann=keep_info, move_to=paired[0] if paired else None)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
+from npudoctor.knowledge.versions import cann_key, canonical_version, pep440_key, python_key
 from npudoctor.plan.fit import hdk_for
 from npudoctor.plan.model import (
     _STATUS_RANK,
@@ -34,7 +35,7 @@ from npudoctor.plan.model import (
     torch_requirement,
 )
 from npudoctor.plan.site import Site
-from npudoctor.plan.wheels import WheelCatalog, canonical_version, describe_pythons, py_key
+from npudoctor.plan.wheels import WheelCatalog, describe_pythons
 
 #: The planner's data types live in :mod:`npudoctor.plan.model`; imported here by their users.
 __all__ = [
@@ -55,22 +56,6 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- helpers
-def _vkey(text: str) -> Any:
-    from packaging.version import InvalidVersion
-
-    from npudoctor.knowledge.versions import pep440
-
-    try:
-        return (1, pep440(text))
-    except InvalidVersion:
-        return (0, text)
-
-
-def _cann_key(text: str) -> Any:
-    from npudoctor.knowledge.versions import parse_cann
-
-    v = parse_cann(text)
-    return v._key if v is not None and v.orderable else (0, 0, 0)  # noqa: SLF001 - ordering key
 
 
 def _known_canns(matrix: Any) -> List[str]:
@@ -79,7 +64,7 @@ def _known_canns(matrix: Any) -> List[str]:
     for row in matrix.torch_npu_rows:
         for c in row.cann or []:
             seen.setdefault(c, None)
-    return sorted(seen, key=_cann_key, reverse=True)
+    return sorted(seen, key=cann_key, reverse=True)
 
 
 class Resolver:
@@ -126,7 +111,7 @@ class Resolver:
         """Matrix rows ordered newest first (status breaks ties)."""
         rows = list(self.matrix.torch_npu_rows)
         rows.sort(
-            key=lambda r: (bool(r.cann), _vkey(canonical_version(r.torch_npu)), -_STATUS_RANK.get(r.status, 5)),
+            key=lambda r: (bool(r.cann), pep440_key(canonical_version(r.torch_npu)), -_STATUS_RANK.get(r.status, 5)),
             reverse=True,
         )
         return rows
@@ -396,7 +381,7 @@ class Resolver:
                 )
         # 2. the asked builds with another Python
         for row in asked[:3]:
-            for py in sorted(self.catalog.pythons(row.torch_npu, self.arch), key=py_key, reverse=True):
+            for py in sorted(self.catalog.pythons(row.torch_npu, self.arch), key=python_key, reverse=True):
                 if py == self.python:
                     continue
                 cand = self.judge(row, python=py)
@@ -442,7 +427,7 @@ class Resolver:
             for row in asked:
                 if len(out) >= limit:
                     break
-                for py in sorted(self.catalog.pythons(row.torch_npu, self.arch), key=py_key, reverse=True):
+                for py in sorted(self.catalog.pythons(row.torch_npu, self.arch), key=python_key, reverse=True):
                     cand = self.judge(row, python=py)
                     if cand.ok:
                         add(cand, f"newest set with Python {py} (plan with --python {py})")

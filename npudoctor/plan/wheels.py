@@ -23,33 +23,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from npudoctor import lazyre
+from npudoctor.knowledge.versions import canonical_version, python_key
 
 if TYPE_CHECKING:
     from npudoctor.knowledge.matrix import Matrix
 
 _MANYLINUX = lazyre.pattern(r"^manylinux_(\d+)_(\d+)_(.+)$")
 _LEGACY = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
-
-
-def canonical_version(text: str) -> str:
-    """PEP 440 normal form without local tag (``"2.1.0.rc1"`` → ``"2.1.0rc1"``); the text
-    itself when it is not PEP 440."""
-    from packaging.version import InvalidVersion
-
-    from npudoctor.knowledge.versions import pep440
-
-    try:
-        return pep440(text).public
-    except InvalidVersion:
-        return text.strip()
-
-
-def py_key(python: str) -> Tuple[int, ...]:
-    """Sort key of ``"3.10"``."""
-    try:
-        return tuple(int(p) for p in python.split("."))
-    except ValueError:
-        return (0,)
 
 
 def platform_glibc(platform: str) -> Optional[Tuple[Tuple[int, int], str]]:
@@ -197,7 +177,7 @@ class WheelCatalog:
     def pythons(self, version: str, arch: str) -> List[str]:
         """CPython versions with a wheel for ``version`` on ``arch``, ascending."""
         found = {f.python for f in self._files.get(canonical_version(version), []) if f.arch == arch}
-        return sorted(found, key=py_key)
+        return sorted(found, key=python_key)
 
     def wheel(self, version: str, python: str, arch: str) -> Optional[WheelFile]:
         """The wheel for (version, python, arch), the least demanding one if several."""

@@ -37,6 +37,7 @@ from typing import Any, Dict, List, Optional
 from npudoctor.context import ProbeContext
 from npudoctor.host import Host
 from npudoctor.knowledge.cuda_only import CUDA_LIBRARY, entry_for, files_source, interesting_file
+from npudoctor.knowledge.versions import pep440_prerelease
 from npudoctor.parsers.build_info import python_constants, torch_npu_description_row
 from npudoctor.parsers.metadata import canonical_name
 from npudoctor.probes._elfcache import ElfCache, default_path
@@ -88,18 +89,6 @@ def _description(host: Host, rec: Dict[str, Any]) -> Dict[str, Any]:
     if found is not None:
         out["row"], out["cann"] = found
     return out
-
-
-def _prerelease(version: str) -> bool:
-    """rc / alpha / beta / dev builds: those whose description row is looked up (a final
-    version would also match the PyTorch column of other rows)."""
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        v = Version(version)
-    except InvalidVersion:
-        return False
-    return v.is_prerelease or v.is_devrelease
 
 
 def _record_paths(host: Host, rec: Dict[str, Any]) -> Optional[List[str]]:
@@ -213,7 +202,7 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
                 continue
             if name == "vllm-ascend":
                 out["vllm_ascend"] = _vllm_ascend(host, rec)
-            elif name == "torch-npu" and _prerelease(str(rec.get("version") or "")):
+            elif name == "torch-npu" and pep440_prerelease(str(rec.get("version") or "")):
                 out["torch_npu_description"] = _description(host, rec)
             found = _cuda_record(host, rec, budget, errors, cache)
             if found is not None:

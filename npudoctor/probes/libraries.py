@@ -90,6 +90,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 from npudoctor.context import ProbeContext
 from npudoctor.host import Host
+from npudoctor.knowledge.versions import symbol_versions
 from npudoctor.parsers.cxxabi import module_cxx11_abi, torch_cxx11_abi
 from npudoctor.probes import _inventory, mapping
 from npudoctor.probes._autoload import autoload_record
@@ -180,15 +181,6 @@ def _search_dirs(facts: Dict[str, Any], env: Dict[str, Any]) -> List[Tuple[str, 
             seen.add(d)
             uniq.append((d, label))
     return uniq
-
-
-def _versions(names: List[str], prefix: str) -> List[str]:
-    return sorted({n for n in names if n.startswith(prefix + "_")}, key=_vkey)
-
-
-def _vkey(name: str) -> Tuple[int, ...]:
-    tail = name.split("_", 1)[-1]
-    return tuple(int(p) if p.isascii() and p.isdecimal() and len(p) <= 9 else 0 for p in tail.split("."))
 
 
 def probe(ctx: ProbeContext) -> Dict[str, Any]:
@@ -601,9 +593,9 @@ def _glibc_check(
         info = read_elf(_real(host, path))
         provided[lib] = info.version_defs
     summary = {
-        "GLIBC": _versions(provided.get("libc.so.6", []), "GLIBC")[-1:],
-        "GLIBCXX": _versions(provided.get("libstdc++.so.6", []), "GLIBCXX")[-1:],
-        "CXXABI": _versions(provided.get("libstdc++.so.6", []), "CXXABI")[-1:],
+        "GLIBC": symbol_versions(provided.get("libc.so.6", []), "GLIBC")[-1:],
+        "GLIBCXX": symbol_versions(provided.get("libstdc++.so.6", []), "GLIBCXX")[-1:],
+        "CXXABI": symbol_versions(provided.get("libstdc++.so.6", []), "CXXABI")[-1:],
     }
     return {"providers": providers, "provided": summary, "defined": provided, "root_has_libc": root_has_libc}
 

@@ -1,25 +1,22 @@
 """Facts shared by the CANN and driver rules (not a rule module: the leading underscore
 keeps it out of rule discovery): the installed torch_npu and torch, CANN version
 comparisons, the machine's architecture and package chip type, the installed driver and
-the torch_npu/CANN mismatch plan, read from the typed facts views (``ctx.view``) and the
+the torch_npu/CANN mismatch plan, from the typed facts views each helper is given and the
 matrix.
 """
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
-from npudoctor.facts.devices import Chip
-from npudoctor.facts.system import Distribution
-from npudoctor.knowledge.versions import CannVersion
-from npudoctor.knowledge.versions import parse_cann as _parse_cann
 from npudoctor.rules.matrix import REFRESH_CMD, refresh_hint
 
 if TYPE_CHECKING:
     from typing import List, Optional, Tuple
 
-    from npudoctor.context import RuleContext
+    from npudoctor.facts.devices import DevicesFacts
+    from npudoctor.facts.stack import CannFacts, DriverFacts
+    from npudoctor.facts.system import HostFacts, PackagesFacts, PythonFacts
     from npudoctor.knowledge.matrix import Chip as MatrixChip
     from npudoctor.knowledge.matrix import Matrix, TorchNpuRow
     from npudoctor.plan.fit import MismatchPlan
@@ -27,71 +24,12 @@ if TYPE_CHECKING:
 _ARCHES = ("aarch64", "x86_64")
 
 
-def torch_npu_record(ctx: RuleContext) -> Optional[Distribution]:
-    """The installed torch_npu record (the one ``import torch_npu`` sees), or ``None``."""
-    return ctx.view.packages.torch_npu
-
-
-def installed_torch(ctx: RuleContext) -> Optional[str]:
-    """The installed torch version (``2.1.0+cpu``; ``""`` when its metadata names none),
-    or ``None`` when torch is not installed."""
-    torch = ctx.view.packages.first("torch")
-    return (torch.version or "") if torch is not None else None
-
-
-def parse_cann(text: Optional[str]) -> Optional[CannVersion]:
-    """A :class:`npudoctor.knowledge.versions.CannVersion`, or ``None`` for garbage."""
-    if not text:
-        return None
-    try:
-        return _parse_cann(text)
-    except Exception:
-        return None
-
-
-def cann_less(a: Optional[str], b: Optional[str]) -> Optional[bool]:
-    """``a < b`` for CANN version strings; ``None`` when unknowable (T builds, garbage)."""
-    va, vb = parse_cann(a), parse_cann(b)
-    if va is None or vb is None:
-        return None
-    try:
-        return bool(va < vb)
-    except (ValueError, TypeError):
-        return None
-
-
-def same_release(a: Optional[str], b: Optional[str]) -> Optional[bool]:
-    """Whether two CANN version strings name the same release (``8.2.RC1`` == ``8.2.rc1``;
-    a ``.B150`` build suffix is ignored).  ``None`` when one is missing."""
-    if not a or not b:
-        return None
-
-    def norm(v: str) -> str:
-        return re.sub(r"\.b[0-9]+$", "", v.strip().lower())
-
-    if norm(a) == norm(b):
-        return True
-    va, vb = parse_cann(norm(a)), parse_cann(norm(b))
-    if va is not None and vb is not None:
-        try:
-            return bool(va == vb)
-        except (ValueError, TypeError):
-            pass
-    return False
-
-
-def major_minor(version: Optional[str]) -> Optional[Tuple[int, int]]:
-    """``"8.2.RC1"`` -> ``(8, 2)``; ``None`` if it does not start with two numbers."""
-    m = re.match(r"^\s*([0-9]{1,18})\.([0-9]{1,18})(?![0-9])", version or "")
-    return (int(m.group(1)), int(m.group(2))) if m else None
-
-
-def host_arch(ctx: RuleContext) -> Optional[str]:
+def host_arch(host: HostFacts, packages: PackagesFacts) -> Optional[str]:
     """Machine architecture from the host facts, else the torch_npu wheel tag."""
-    arch = ctx.view.host.arch
+    arch = host.arch
     if arch in _ARCHES:
         return arch
-    rec = torch_npu_record(ctx)
+    rec = packages.torch_npu
     for tag in rec.wheel_tags if rec is not None else ():
         if "aarch64" in tag:
             return "aarch64"
@@ -103,58 +41,54 @@ def host_arch(ctx: RuleContext) -> Optional[str]:
 # ---------------------------------------------------------------- devices
 
 
-def chips(ctx: RuleContext) -> List[Chip]:
-    """The chips npu-smi listed that have a name."""
-    return [c for c in ctx.view.devices.chips if c.name]
-
-
-def chip_info(ctx: RuleContext, name: str) -> Optional[MatrixChip]:
+def chip_info(matrix: Optional[Matrix], name: str) -> Optional[MatrixChip]:
     """``matrix.chip(name)`` or ``None`` (no matrix, unknown chip)."""
-    if ctx.matrix is None:
+    if matrix is None:
         return None
-    return ctx.matrix.chip(name)
+    return matrix.chip(name)
 
 
-def package_chip(ctx: RuleContext) -> Optional[str]:
+def package_chip(matrix: Optional[Matrix], devices: DevicesFacts) -> Optional[str]:
     """The chip part of the package names (``910b``, ``310p``, ``910``, ``A3``) for the
     NPU chips of this machine, or ``None`` when no chip is known.
 
     From ``devices.chips[*].name`` via ``matrix.chip(name).kernels_package_chip``
     (chips.toml, REPORT.md §5); a chip the matrix does not list is unknown here (what a chip
     is, is judged with the current matrix, never taken from an older snapshot)."""
-    for chip in chips(ctx):
-        info = chip_info(ctx, str(chip.name))
+    for chip in devices.named_chips:
+        info = chip_info(matrix, str(chip.name))
         if info is not None and info.kernels_package_chip:
             return info.kernels_package_chip
     return None
 
 
-def driver_version(ctx: RuleContext) -> Tuple[Optional[str], Optional[str]]:
+def driver_version(driver: DriverFacts, devices: DevicesFacts) -> Tuple[Optional[str], Optional[str]]:
     """``(version, source)`` of the NPU driver: driver/version.info, else the npu-smi
     table header; ``(None, None)`` when neither names one."""
-    drv = ctx.view.driver.driver
+    drv = driver.driver
     if drv.version:
         return drv.version, str(drv.source)
-    smi = ctx.view.devices.npu_smi
+    smi = devices.npu_smi
     if smi.driver_version:
         return smi.driver_version, "npu-smi info (table header)"
     return None, None
 
 
-def installed_driver(ctx: RuleContext) -> Optional[str]:
+def installed_driver(driver: DriverFacts, devices: DevicesFacts) -> Optional[str]:
     """The installed NPU driver version: driver/version.info, else the npu-smi header."""
-    return driver_version(ctx)[0]
+    return driver_version(driver, devices)[0]
 
 
 # ---------------------------------------------------------------- python, matrix
 
 
-def python_tag(ctx: RuleContext) -> Tuple[Optional[str], Optional[str]]:
+def python_tag(py: PythonFacts, host: HostFacts, packages: PackagesFacts) -> Tuple[Optional[str], Optional[str]]:
     """``(python "3.10", platform "aarch64"|"x86_64")`` of the target interpreter, each
-    ``None`` when unknown (the interpreter's machine first, then the host arch)."""
-    machine = ctx.view.python.machine or ctx.view.host.arch
+    ``None`` when unknown (the interpreter's machine first, then the host arch, then the
+    torch_npu wheel tag)."""
+    machine = py.machine or host.arch
     plat = {"arm64": "aarch64", "amd64": "x86_64", "AMD64": "x86_64"}.get(machine or "", machine)
-    return ctx.view.python.short, (plat if plat in _ARCHES else host_arch(ctx))
+    return py.short, (plat if plat in _ARCHES else host_arch(host, packages))
 
 
 def not_in_matrix_line(what: str) -> str:
@@ -177,32 +111,33 @@ def missing_statement_line(matrix: Matrix, torch_npu: str, cann: str, row: Optio
     )
 
 
-def cann_plan(ctx: RuleContext) -> Optional[MismatchPlan]:
+def cann_plan(
+    matrix: Optional[Matrix], cann: CannFacts, packages: PackagesFacts, python: PythonFacts, host: HostFacts
+) -> Optional[MismatchPlan]:
     """The ways out of a torch_npu/CANN mismatch (CANN003) for this machine, from the
     one solver (:func:`npudoctor.plan.fit.mismatch_plan`), or ``None`` (no selected CANN
     version, no torch_npu, no mismatch)."""
-    tk = ctx.view.cann.selected
-    tnpu = torch_npu_record(ctx)
+    tk = cann.selected
+    tnpu = packages.torch_npu
     if tk is None or not tk.version or tnpu is None:
         return None
-    py, plat = python_tag(ctx)
+    py, plat = python_tag(python, host, packages)
     from npudoctor.plan.fit import mismatch_plan  # here: the solver only when there is a mismatch to plan
 
-    return mismatch_plan(ctx.matrix, tnpu.version or "", tk.version, installed_torch(ctx), py, plat)
+    return mismatch_plan(matrix, tnpu.version or "", tk.version, packages.torch_version, py, plat)
 
 
 #: Distributions that link NNAL's libatb.so (keys of ``packages.installed``).
 _NEEDS_NNAL = ("vllm-ascend", "vllm_ascend", "mindie", "mindie-turbo", "mindie_turbo", "mindie-llm", "mindie_llm")
 
 
-def nnal_needed(ctx: RuleContext) -> Tuple[bool, List[str]]:
+def nnal_needed(packages: PackagesFacts, cann: CannFacts) -> Tuple[bool, List[str]]:
     """Whether this machine needs NNAL (ATB), and why: a distribution that links
     libatb.so, ``ATB_HOME_PATH`` set, or MindIE installed."""
     reasons: List[str] = []
     for name in _NEEDS_NNAL:
-        for rec in ctx.view.packages.records(name):
+        for rec in packages.records(name):
             reasons.append(f"{rec.name or name} {rec.version} is installed (it links NNAL's libatb.so)")
-    cann = ctx.view.cann
     env = cann.env.get("ATB_HOME_PATH")
     if env is not None and env.value:
         reasons.append(f"ATB_HOME_PATH={env.value} is set")

@@ -1,6 +1,6 @@
 """Device facts shared by the device, visibility, chip and container rules (not a rule
 module: the leading underscore keeps it out of rule discovery).  Everything is read from
-the typed views (``ctx.view.devices``, ``ctx.view.container``, ``ctx.view.host``); the
+the typed views each helper is given (devices, host, environment); the
 ``docker run`` flags remedy and the parsing of device-id lists live here too.
 """
 
@@ -9,63 +9,35 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from npudoctor.facts.devices import DeviceNode, DevicesFacts, NpuSmi
-from npudoctor.facts.system import Identity
+from npudoctor.facts.devices import DevicesFacts, NpuSmi
+from npudoctor.facts.system import HostFacts, Identity
 from npudoctor.remedies import DockerFlags
 from npudoctor.rules.overview import npu_stack_present
 
 if TYPE_CHECKING:
     from typing import Iterable, List, Optional, Tuple
 
-    from npudoctor.context import RuleContext
+    from npudoctor.facts import Facts
 
 #: The control nodes every NPU container needs besides its /dev/davinciN.
 CONTROL_NODES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
 
 
-def stack_present(ctx: RuleContext) -> bool:
+def stack_present(facts: Facts) -> bool:
     """True when there is something NPU-related here: chips, device nodes or an npu-smi
     on PATH in the devices view, or :func:`npudoctor.rules.overview.npu_stack_present`."""
-    dev = ctx.view.devices
+    dev = facts.devices
     own = bool(dev.chips) or bool(dev.nodes) or bool(dev.npu_smi.path)
-    return own or bool(npu_stack_present(ctx.snapshot))
+    return own or bool(npu_stack_present(facts))
 
 
-def in_container(ctx: RuleContext) -> bool:
-    """Whether the container probe found this runs in a container."""
-    return ctx.view.container.in_container
-
-
-def chip_nodes(dev: DevicesFacts) -> List[DeviceNode]:
-    """The ``/dev/davinciN`` nodes that exist."""
-    return [n for n in dev.nodes if n.kind == "chip" and n.exists]
-
-
-def node_number(node: DeviceNode) -> Optional[int]:
-    """N of ``/dev/davinciN``, or ``None`` for another path."""
-    m = re.search(r"davinci((?<![0-9])[0-9]{1,18})$", node.path)
-    return int(m.group(1)) if m else None
-
-
-def node_numbers(dev: DevicesFacts) -> List[int]:
-    """N of every existing ``/dev/davinciN`` node, in the probe's order."""
-    return [n for n in (node_number(x) for x in chip_nodes(dev)) if n is not None]
-
-
-def judged_identity(ctx: RuleContext) -> Optional[Identity]:
+def judged_identity(devices: DevicesFacts, host: HostFacts) -> Optional[Identity]:
     """The account whose device access is judged: the devices view's identity, else the
     host's; ``None`` when neither snapshot section recorded one."""
-    for ident in (ctx.view.devices.identity, ctx.view.host.identity):
+    for ident in (devices.identity, host.identity):
         if ident != Identity():
             return ident
     return None
-
-
-def package_version(ctx: RuleContext, name: str) -> Optional[str]:
-    """The version of the installed distribution ``name`` (any spelling), or ``None``
-    when it is not installed or its metadata names no version."""
-    record = ctx.view.packages.first(name)
-    return record.version if record is not None and record.version else None
 
 
 def parse_id_list(raw: str) -> Tuple[List[int], List[str]]:
@@ -132,15 +104,16 @@ def shorten_path_list(entries: List[str], limit: int = PATH_TEXT_LIMIT) -> str:
     return ":".join(shown) + f" … (+{len(entries) - len(shown)} more)"
 
 
-def searched_path_text(ctx: RuleContext, smi: NpuSmi) -> str:
+def searched_path_text(smi: NpuSmi, facts: Facts) -> str:
     """The evidence line naming the PATH that was searched for npu-smi.
 
     Source: ``devices.npu_smi.searched`` (the diagnosed environment's PATH entries);
-    snapshots from before that key fall back to the PATH of ``environment.current``.
-    Returns e.g. ``PATH searched: /usr/bin:/bin``."""
+    snapshots from before that key fall back to the PATH of ``environment.current``
+    (the only case that reads the environment section of ``facts``: ``devices`` does not
+    collect it).  Returns e.g. ``PATH searched: /usr/bin:/bin``."""
     entries = list(smi.searched) if smi.searched is not None else None
     if entries is None:
-        current = ctx.view.environment.current.get("PATH")
+        current = facts.environment.current.get("PATH")
         if current is None:
             return "PATH searched: not recorded in this snapshot"
         entries = [p for p in current.split(":") if p]

@@ -14,8 +14,9 @@ import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from npudoctor.context import RuleContext
-from npudoctor.facts.system import Distribution
+from npudoctor.facts.stack import CannFacts
+from npudoctor.facts.system import Distribution, HostFacts, PackagesFacts, PythonFacts
+from npudoctor.knowledge.versions import pep440_local, pep440_release
 from npudoctor.parsers.metadata import requirements_on, satisfies
 from npudoctor.remedies import Command, PipUninstall, Remedy
 from npudoctor.rules._pyfacts import (
@@ -23,19 +24,16 @@ from npudoctor.rules._pyfacts import (
     ask,
     base_interpreter,
     best_torch_npu,
-    cann_present,
-    cann_version,
     interpreter,
-    local,
     marker_env,
     pip_install,
     platform,
-    python_path,
-    release,
 )
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
+
+    from npudoctor.knowledge.matrix import Matrix
 
 #: One line of a finding's fix: a remedy, or prose.
 Fix = Union[Remedy, str]
@@ -51,29 +49,31 @@ def torch_requirements(rec: Distribution, env: Dict[str, str]) -> List[Requireme
     return requirements_on(list(rec.requires_dist), "torch", env)
 
 
-def matrix_torch_for(ctx: RuleContext, torch_npu_version: str) -> Optional[str]:
+def matrix_torch_for(matrix: Optional[Matrix], torch_npu_version: str) -> Optional[str]:
     """The torch the matrix pairs with torch_npu ``torch_npu_version``, or ``None``."""
-    row = ask(ctx, lambda m: m.find_torch_npu(torch_npu_version))
+    row = ask(matrix, lambda m: m.find_torch_npu(torch_npu_version))
     torch = row.torch if row is not None else None
     return str(torch) if torch else None
 
 
-def npu_for_torch(ctx: RuleContext, torch_version: str) -> Optional[str]:
+def npu_for_torch(
+    matrix: Optional[Matrix], py: PythonFacts, host: HostFacts, cann: CannFacts, torch_version: str
+) -> Optional[str]:
     """The torch_npu the matrix pairs with ``torch_version`` for this Python/platform
     (:func:`npudoctor.rules._pyfacts.best_torch_npu`)."""
-    return best_torch_npu(ctx, torch_version, ctx.view.python.short)
+    return best_torch_npu(matrix, torch_version, py.short, platform(py, host), cann.version or "")
 
 
-def wanted_from_release(ctx: RuleContext, npu: Distribution) -> Optional[str]:
-    """``torch==X.Y.Z[+cpu]`` for torch_npu ``npu`` from the matrix, else the release
-    rule; ``None`` when its version does not parse."""
-    expected = matrix_torch_for(ctx, npu.version or "")
+def wanted_from_release(matrix: Optional[Matrix], plat: Optional[str], npu: Distribution) -> Optional[str]:
+    """``torch==X.Y.Z[+cpu]`` for torch_npu ``npu`` on platform ``plat`` from the matrix,
+    else the release rule; ``None`` when its version does not parse."""
+    expected = matrix_torch_for(matrix, npu.version or "")
     if expected is None:
-        rel = release(npu.version)
+        rel = pep440_release(npu.version)
         expected = ".".join(str(x) for x in rel[:3]) if rel else None
     if expected is None:
         return None
-    return f"torch=={expected}" + ("+cpu" if platform(ctx) == "x86_64" else "")
+    return f"torch=={expected}" + ("+cpu" if plat == "x86_64" else "")
 
 
 @dataclass(frozen=True)
@@ -95,71 +95,74 @@ def _fits(version: Optional[str], reqs: List[Requirement]) -> bool:
     return bool(reqs) and all(satisfies(version or "", r.specifier) is True for r in reqs)
 
 
-def want_torch(ctx: RuleContext) -> Optional[Want]:
+def want_torch(matrix: Optional[Matrix], packages: PackagesFacts, py: PythonFacts, host: HostFacts) -> Optional[Want]:
     """torch: what torch_npu's Requires-Dist names, else the matrix / release rule."""
-    npu = ctx.view.packages.first("torch-npu")
+    npu = packages.first("torch-npu")
     if npu is None:
         return None
-    reqs = torch_requirements(npu, marker_env(ctx))
+    plat = platform(py, host)
+    reqs = torch_requirements(npu, marker_env(py, host))
     if reqs:
         spec = ",".join(str(r.specifier) for r in reqs)
         return Want(
             lambda rec: _fits(rec.version, reqs),
             f"torch{spec}",
-            cpu_index(spec, platform(ctx)),
+            cpu_index(spec, plat),
             f"torch_npu {npu.version} requires `{reqs[0]}` (Requires-Dist in its METADATA)",
         )
-    wanted = wanted_from_release(ctx, npu)
+    wanted = wanted_from_release(matrix, plat, npu)
     if wanted is None:
         return None
-    expected = release(wanted.split("==", 1)[1])
+    expected = pep440_release(wanted.split("==", 1)[1])
     return Want(
-        lambda rec: expected is not None and (release(rec.version) or ())[:3] == expected[:3],
+        lambda rec: expected is not None and (pep440_release(rec.version) or ())[:3] == expected[:3],
         wanted,
-        cpu_index(wanted, platform(ctx)),
+        cpu_index(wanted, plat),
         f"torch_npu {npu.version} goes with {wanted} (compatibility matrix / torch_npu X.Y.Z[.postN] rule)",
     )
 
 
-def _want_torch_npu(ctx: RuleContext) -> Optional[Want]:
+def _want_torch_npu(
+    matrix: Optional[Matrix], packages: PackagesFacts, py: PythonFacts, host: HostFacts, cann: CannFacts
+) -> Optional[Want]:
     """torch_npu: a copy whose Requires-Dist (or matrix row) fits the installed torch."""
-    torch = ctx.view.packages.first("torch")
+    torch = packages.first("torch")
     if torch is None:
         return None
     tv = torch.version or ""
-    env = marker_env(ctx)
+    env = marker_env(py, host)
 
     def accepts(rec: Distribution) -> bool:
         reqs = torch_requirements(rec, env)
         if reqs:
             return _fits(tv, reqs)
-        paired = matrix_torch_for(ctx, rec.version or "")
-        return bool(paired) and (release(paired) or ())[:3] == (release(tv) or ())[:3]
+        paired = matrix_torch_for(matrix, rec.version or "")
+        return bool(paired) and (pep440_release(paired) or ())[:3] == (pep440_release(tv) or ())[:3]
 
-    alt = npu_for_torch(ctx, tv)
+    alt = npu_for_torch(matrix, py, host, cann, tv)
     return Want(
         accepts, f"torch-npu=={alt}" if alt else None, None, f"torch {tv} is installed ({torch.metadata_source})"
     )
 
 
-def _want_vision(ctx: RuleContext, name: str) -> Optional[Want]:
+def _want_vision(packages: PackagesFacts, py: PythonFacts, host: HostFacts, name: str) -> Optional[Want]:
     """torchvision/torchaudio: the copy built for the installed torch."""
-    torch = ctx.view.packages.first("torch")
+    torch = packages.first("torch")
     if torch is None:
         return None
     tv = torch.version or ""
-    env = marker_env(ctx)
+    env = marker_env(py, host)
     _fit, _ev, wanted = vision_fit(name, Distribution(version=""), tv, env)
     return Want(
         lambda rec: vision_fit(name, rec, tv, env)[0] is True,
         wanted,
-        vision_index(ctx, tv),
+        vision_index(platform(py, host), packages, tv),
         f"torch {tv} is installed ({torch.metadata_source})",
     )
 
 
-def _want_numpy(ctx: RuleContext) -> Optional[Want]:
-    target = numpy_target(ctx)
+def _want_numpy(matrix: Optional[Matrix], packages: PackagesFacts, py: PythonFacts, cann: CannFacts) -> Optional[Want]:
+    target = numpy_target(matrix, packages, py, cann)
     if target is None:
         return None
     spec_text, reason = target
@@ -172,17 +175,19 @@ def _want_numpy(ctx: RuleContext) -> Optional[Want]:
     return Want(lambda rec: satisfies(rec.version or "", spec) is True, f"numpy{spec}", None, reason)
 
 
-def want(ctx: RuleContext, name: str) -> Optional[Want]:
+def want(
+    name: str, matrix: Optional[Matrix], packages: PackagesFacts, py: PythonFacts, host: HostFacts, cann: CannFacts
+) -> Optional[Want]:
     """What the stack needs of project ``name`` (torch, torch-npu, torchvision,
     torchaudio, numpy), or ``None`` when it cannot say."""
     if name == "torch":
-        return want_torch(ctx)
+        return want_torch(matrix, packages, py, host)
     if name == "torch-npu":
-        return _want_torch_npu(ctx)
+        return _want_torch_npu(matrix, packages, py, host, cann)
     if name in ("torchvision", "torchaudio"):
-        return _want_vision(ctx, name)
+        return _want_vision(packages, py, host, name)
     if name == "numpy":
-        return _want_numpy(ctx)
+        return _want_numpy(matrix, packages, py, cann)
     return None
 
 
@@ -192,9 +197,7 @@ def _user_home(location: str) -> Optional[str]:
     return head if sep and head.startswith("/") else None
 
 
-def _remove_command(
-    ctx: RuleContext, name: str, rec: Distribution, keep_user_site: bool, same_dir: int
-) -> PipUninstall:
+def _remove_command(py: PythonFacts, name: str, rec: Distribution, keep_user_site: bool, same_dir: int) -> PipUninstall:
     """The remedy that uninstalls exactly ``rec`` (a copy of ``name``).
 
     ``pip uninstall`` removes the first copy on the running interpreter's sys.path (its
@@ -210,7 +213,6 @@ def _remove_command(
       interpreter with ``-s``;
     * any other directory (PYTHONPATH, a .pth entry): ``PYTHONPATH=<dir>`` puts it first.
     """
-    py = ctx.view.python
     loc = rec.location or ""
     what = f"{rec.name} {rec.version}"
     if same_dir > 1:
@@ -221,7 +223,7 @@ def _remove_command(
     if rec.user_site:
         home = _user_home(loc)
         return PipUninstall(
-            base_interpreter(ctx, env=(("HOME", home),) if home else ()),
+            base_interpreter(py, env=(("HOME", home),) if home else ()),
             (name,),
             site=loc,
             note=f"pip removes the first copy on sys.path, the user site's: {what} in {loc}",
@@ -229,21 +231,21 @@ def _remove_command(
     if site_dir and (in_env or not py.is_venv):
         if keep_user_site:
             return PipUninstall(
-                interpreter(ctx, flags=("-s",)),
+                interpreter(py, flags=("-s",)),
                 (name,),
                 site=loc,
                 note=f"-s hides the user site: removes {what} in {loc}",
             )
-        return PipUninstall(interpreter(ctx), (name,), site=loc, note=f"removes {what} in {loc}")
+        return PipUninstall(interpreter(py), (name,), site=loc, note=f"removes {what} in {loc}")
     if site_dir:
         return PipUninstall(
-            base_interpreter(ctx, flags=("-s",)),
+            base_interpreter(py, flags=("-s",)),
             (name,),
             site=loc,
             note=f"the base interpreter (pip in the venv refuses): removes {what} in {loc}",
         )
     return PipUninstall(
-        base_interpreter(ctx, flags=("-s",), env=(("PYTHONPATH", loc),)),
+        base_interpreter(py, flags=("-s",), env=(("PYTHONPATH", loc),)),
         (name,),
         site=loc,
         note=f"PYTHONPATH puts {loc} first: removes {what} there",
@@ -251,7 +253,7 @@ def _remove_command(
 
 
 def cleanup(
-    ctx: RuleContext, name: str, recs: Sequence[Distribution], wanted: Optional[Want]
+    py: PythonFacts, name: str, recs: Sequence[Distribution], wanted: Optional[Want]
 ) -> Tuple[List[Fix], Optional[Distribution]]:
     """Fix lines that leave exactly one good copy of ``name``, and the copy kept (or
     ``None`` when every copy goes and ``wanted.requirement`` is installed afresh).
@@ -270,25 +272,25 @@ def cleanup(
             break
     keep_user = bool(keeper is not None and keeper.user_site)
     fix: List[Fix] = [
-        _remove_command(ctx, name, r, keep_user, per_dir[str(r.location)]) for r in recs if r is not keeper
+        _remove_command(py, name, r, keep_user, per_dir[str(r.location)]) for r in recs if r is not keeper
     ]
     if keeper is not None:
         fix.append(
             Command(
-                (python_path(ctx), "-m", "pip", "show", name),
+                (py.interpreter_path, "-m", "pip", "show", name),
                 note=f"must now show Version: {keeper.version}, Location: {keeper.location}",
             )
         )
         return fix, keeper
     if wanted is not None and wanted.requirement:
-        fix.append(pip_install(ctx, wanted.requirement, index=wanted.index))
+        fix.append(pip_install(py, wanted.requirement, index=wanted.index))
     else:
-        fix.append(pip_install(ctx, name + "==" + str(recs[0].version), note="or the version you want"))
+        fix.append(pip_install(py, name + "==" + str(recs[0].version), note="or the version you want"))
     return fix, None
 
 
 def _torch_minor_plus_15(torch_version: str) -> Optional[str]:
-    rel = release(torch_version)
+    rel = pep440_release(torch_version)
     if not rel or len(rel) < 2 or rel[0] != 2:
         return None
     return f"0.{rel[1] + 15}"
@@ -300,7 +302,7 @@ def _vision_wanted(name: str, tv: str) -> str:
     if name == "torchvision":
         want = _torch_minor_plus_15(tv)
         return f"torchvision=={want}.*" if want else "torchvision"
-    rel_t = release(tv)
+    rel_t = pep440_release(tv)
     return f"torchaudio=={rel_t[0]}.{rel_t[1]}.*" if rel_t and len(rel_t) >= 2 else "torchaudio"
 
 
@@ -316,7 +318,7 @@ def vision_fit(name: str, rec: Distribution, tv: str, env: Dict[str, str]) -> Tu
         if not unmet:
             return True, [], wanted
         return False, [f"{name} {version} requires `{unmet[0]}` (Requires-Dist)"], wanted
-    rel_t, rel_x = release(tv), release(version)
+    rel_t, rel_x = pep440_release(tv), pep440_release(version)
     if not rel_t or not rel_x:
         return None, [], wanted
     if name == "torchvision":
@@ -331,39 +333,41 @@ def vision_fit(name: str, rec: Distribution, tv: str, env: Dict[str, str]) -> Tu
     return False, [f"rule: torchaudio X.Y goes with torch X.Y -> torchaudio {rel_t[0]}.{rel_t[1]}.x"], wanted
 
 
-def vision_index(ctx: RuleContext, tv: str) -> Optional[str]:
+def vision_index(plat: Optional[str], packages: PackagesFacts, tv: str) -> Optional[str]:
     """The pip index of the torchvision/torchaudio for torch ``tv`` (the CPU index for
-    ``+cpu`` torch, or x86_64 with torch_npu)."""
-    on_cpu = local(tv) == "cpu" or (platform(ctx) == "x86_64" and ctx.view.packages.first("torch-npu") is not None)
+    ``+cpu`` torch, or platform ``plat`` x86_64 with torch_npu)."""
+    on_cpu = pep440_local(tv) == "cpu" or (plat == "x86_64" and packages.first("torch-npu") is not None)
     return CPU_INDEX if on_cpu else None
 
 
-def _numpy_spec(ctx: RuleContext, cann: str, python: str) -> Optional[str]:
-    return ask(ctx, lambda m: m.numpy_spec(cann, python))
+def _numpy_spec(matrix: Optional[Matrix], cann: str, python: str) -> Optional[str]:
+    return ask(matrix, lambda m: m.numpy_spec(cann, python))
 
 
-def numpy_target(ctx: RuleContext) -> Optional[Tuple[str, str]]:
+def numpy_target(
+    matrix: Optional[Matrix], packages: PackagesFacts, python: PythonFacts, cann: CannFacts
+) -> Optional[Tuple[str, str]]:
     """``(numpy specifier, evidence line)`` for the interpreter: the range the installed
     CANN needs with this Python (matrix ``numpy_spec``, REPORT §6.2); with no CANN
     version known, the range of the CANN the matrix pairs with the installed torch_npu
     (its row's ``cann``).  ``None`` when neither is documented."""
-    py = ctx.view.python.short
+    py = python.short
     if not py:
         return None
-    cv = cann_version(ctx)
+    cv = cann.version
     if cv:
-        spec = _numpy_spec(ctx, cv, py)
+        spec = _numpy_spec(matrix, cv, py)
         if spec:
             return str(spec), f"CANN {cv} with Python {py} needs numpy{spec} (compatibility matrix, REPORT §6.2)"
         return None
-    npu = ctx.view.packages.first("torch-npu")
+    npu = packages.first("torch-npu")
     if npu is None:
         return None
-    row = ask(ctx, lambda m: m.find_torch_npu(npu.version or ""))
+    row = ask(matrix, lambda m: m.find_torch_npu(npu.version or ""))
     for paired in list(row.cann if row is not None else []):
-        spec = _numpy_spec(ctx, str(paired), py)
+        spec = _numpy_spec(matrix, str(paired), py)
         if spec:
-            state = "the installed CANN's version is unknown" if cann_present(ctx) else "no CANN is installed"
+            state = "the installed CANN's version is unknown" if cann.present else "no CANN is installed"
             return str(spec), (
                 f"{state}: numpy{spec} is what CANN {paired}, the CANN the compatibility matrix pairs with "
                 f"torch_npu {npu.version}, needs with Python {py}"

@@ -13,33 +13,33 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from npudoctor.knowledge.frameworks import rows_for
-from npudoctor.knowledge.matrix.model import _pep440
+from npudoctor.knowledge.versions import pep440_public
 from npudoctor.parsers.metadata import canonical_name, requirements_on
 
 if TYPE_CHECKING:
-    from npudoctor.context import RuleContext
+    from npudoctor.facts.stack import CannFacts
+    from npudoctor.facts.system import PackagesFacts
 
 
-def framework_requiring(ctx: RuleContext, torch_npu: str) -> Optional[Tuple[str, str]]:
+def framework_requiring(packages: PackagesFacts, cann: CannFacts, torch_npu: str) -> Optional[Tuple[str, str]]:
     """``("vllm-ascend 0.10.1", why)`` when an installed framework requires exactly the
     torch_npu build ``torch_npu``; ``None`` otherwise (also when a framework pins another
     build: that one is judged elsewhere)."""
-    want = _pep440(torch_npu)
+    want = pep440_public(torch_npu)
     if want is None:
         return None
     table_projects: List[Tuple[str, str, str]] = []
-    for rec in ctx.view.packages.effective():
+    for rec in packages.effective():
         name = canonical_name(rec.name or "")
         if name == "torch-npu" or not rec.version:
             continue
         reqs = requirements_on(list(rec.requires_dist), "torch-npu")
         for req in reqs:
             pinned = [s.version for s in req.specifier if s.operator in ("==", "===")]
-            if any(_pep440(p) == want for p in pinned):
+            if any(pep440_public(p) == want for p in pinned):
                 return f"{rec.name} {rec.version}", f"Requires-Dist `{req}` in {rec.metadata_source or 'its METADATA'}"
         if name == "vllm-ascend" and not reqs:
             table_projects.append(("vllm-ascend", "vllm-ascend", str(rec.version)))
-    cann = ctx.view.cann
     for fact, project, label in (
         (cann.mindie, "mindie", "MindIE"),
         (cann.atb_models, "atb-models", "MindIE ATB models"),
@@ -48,6 +48,6 @@ def framework_requiring(ctx: RuleContext, torch_npu: str) -> Optional[Tuple[str,
             table_projects.append((project, label, str(fact.version)))
     for project, label, version in table_projects:
         for row in rows_for(project, version):
-            if row.torch_npu and _pep440(row.torch_npu) == want:
+            if row.torch_npu and pep440_public(row.torch_npu) == want:
                 return f"{label} {version}", row.source
     return None

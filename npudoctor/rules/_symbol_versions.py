@@ -11,18 +11,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple, TypedDict
 
 from npudoctor.facts.runtime_env import LibrariesFacts
-
-
-def version_key(name: str) -> Tuple[int, ...]:
-    """Sort key of a version name: ``GLIBCXX_3.4.30`` → ``(3, 4, 30)`` (a non-numeric
-    part, as in ``GLIBC_PRIVATE``, counts 0)."""
-    tail = name.split("_", 1)[-1]
-    return tuple(int(p) if p.isascii() and p.isdecimal() and len(p) <= 9 else 0 for p in tail.split("."))
-
-
-def family_versions(names: List[str], family: str) -> List[str]:
-    """The distinct names of one family (``GLIBC``: ``GLIBC_*``) in ascending order."""
-    return sorted({n for n in names if n.startswith(family + "_")}, key=version_key)
+from npudoctor.knowledge.versions import symbol_versions
 
 
 class TooNew(TypedDict):
@@ -60,7 +49,7 @@ def too_new(libs: LibrariesFacts) -> List[TooNew]:
                 if v in have or (path, lib, v) in seen:
                     continue
                 seen.add((path, lib, v))
-                highest = family_versions(list(provided), v.split("_", 1)[0])
+                highest = symbol_versions(list(provided), v.split("_", 1)[0])
                 out.append(
                     {
                         "library": lib,

@@ -1,4 +1,4 @@
-"""Where the diagnosed process runs (``ctx.view.container.world``), what its capabilities let
+"""Where the diagnosed process runs (:attr:`ContainerFacts.runs_in`), what its capabilities let
 it open, and the fix that gives it the NPU in that world's terms (not a rule module: the
 leading underscore keeps it out of rule discovery).
 
@@ -17,16 +17,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from npudoctor.facts.container import Capabilities
-from npudoctor.facts.devices import DeviceNode
+from npudoctor.facts.container import Capabilities, ContainerFacts
+from npudoctor.facts.devices import DeviceNode, DevicesFacts
 from npudoctor.parsers.numbers import to_int
 from npudoctor.remedies import DockerFlags, Export, PodSpecField, Remedy, SystemdSetting
 from npudoctor.rules._devfacts import CONTROL_NODES
 
 if TYPE_CHECKING:
     from typing import List, Optional, Sequence, Union
-
-    from npudoctor.context import RuleContext
 
 #: Capability bit numbers (linux/capability.h).
 CAP_DAC_OVERRIDE = 1
@@ -38,17 +36,6 @@ HOST_MOUNTS = ("/usr/local/Ascend/driver", "/usr/local/dcmi", "/usr/local/bin/np
 
 #: The Ascend device plugin's resource for 910-class NPUs (deploy/k8s/training-pod.yaml).
 POD_RESOURCE = "huawei.com/Ascend910"
-
-
-def world(ctx: RuleContext) -> str:
-    """``"build"``, ``"pod"``, ``"container"`` or ``"host"``; snapshots from before the
-    probe recorded it fall back on ``in_container`` / ``kubernetes``."""
-    c = ctx.view.container
-    if c.world:
-        return c.world
-    if c.kubernetes:
-        return "pod"
-    return "container" if c.in_container else "host"
 
 
 def mask(value: Optional[str]) -> Optional[int]:
@@ -65,14 +52,14 @@ def has_cap(value: Optional[str], bit: int) -> Optional[bool]:
     return None if m is None else bool(m & (1 << bit))
 
 
-def judged_caps(ctx: RuleContext) -> Optional[Capabilities]:
+def judged_caps(container: ContainerFacts, devices: DevicesFacts) -> Optional[Capabilities]:
     """The capabilities of the judged process: the container probe's read of
     ``/proc/self/status`` when the judged account is that process's (same effective uid),
     else None (``--user`` judges another account, whose capabilities are not known)."""
-    caps = ctx.view.container.capabilities
+    caps = container.capabilities
     if caps is None or caps.uid is None:
         return None
-    ident = ctx.view.devices.identity
+    ident = devices.identity
     if ident.uid is not None and ident.uid != caps.uid:
         return None
     return caps
@@ -90,27 +77,27 @@ def _class_access(uid: int, gid: Optional[int], groups: Sequence[int], node: Dev
     return mode & 0o006 == 0o006
 
 
-def denied_without_dac_override(ctx: RuleContext) -> List[DeviceNode]:
+def denied_without_dac_override(container: ContainerFacts, devices: DevicesFacts) -> List[DeviceNode]:
     """Existing NPU nodes that a root process without CAP_DAC_OVERRIDE in its effective set
     cannot open read+write: the kernel then checks the mode bits for uid 0 like for any
     other uid (capabilities(7): CAP_DAC_OVERRIDE "bypass file read, write, and execute
     permission checks").  Empty when the process is not root, holds the capability, or its
     capabilities are unknown."""
-    caps = judged_caps(ctx)
+    caps = judged_caps(container, devices)
     if caps is None or caps.uid != 0 or has_cap(caps.cap_eff, CAP_DAC_OVERRIDE) is not False:
         return []
     out = []
-    for node in ctx.view.devices.nodes:
+    for node in devices.nodes:
         if node.exists and _class_access(0, caps.gid, caps.groups, node) is False:
             out.append(node)
     return out
 
 
-def passthrough_fix(ctx: RuleContext, ids: Sequence[int]) -> List[Union[Remedy, str]]:
-    """How to give this container/pod/build the NPU, in its world's terms: NPU ids
-    ``ids`` (0 when unknown), control nodes and the host's driver mounts."""
+def passthrough_fix(where: str, ids: Sequence[int]) -> List[Union[Remedy, str]]:
+    """How to give this container/pod/build the NPU, in the terms of its world ``where``
+    (:attr:`ContainerFacts.runs_in`): NPU ids ``ids`` (0 when unknown), control nodes and
+    the host's driver mounts."""
     ids = list(ids) or [0]
-    where = world(ctx)
     visible = ",".join(str(i) for i in ids)
     if where == "pod":
         return [
@@ -157,11 +144,11 @@ def _volume_name(path: str) -> str:
     ].lower()
 
 
-def host_mounts_fix(ctx: RuleContext, paths: Sequence[str], lead: str) -> List[Union[Remedy, str]]:
-    """The fix that mounts the host's ``paths`` into this container: ``docker run -v``
-    flags (``lead`` first), or in a pod the ``hostPath`` volumes and ``volumeMounts`` that
-    deploy/k8s/training-pod.yaml uses."""
-    if world(ctx) != "pod":
+def host_mounts_fix(where: str, paths: Sequence[str], lead: str) -> List[Union[Remedy, str]]:
+    """The fix that mounts the host's ``paths`` into this container (world ``where``,
+    :attr:`ContainerFacts.runs_in`): ``docker run -v`` flags (``lead`` first), or in a pod
+    the ``hostPath`` volumes and ``volumeMounts`` that deploy/k8s/training-pod.yaml uses."""
+    if where != "pod":
         return [DockerFlags(mounts=tuple(paths), lead=lead)]
     volumes = ", ".join(f"{{name: {_volume_name(p)}, hostPath: {{path: {p}}}}}" for p in paths)
     mounts = ", ".join(f"{{name: {_volume_name(p)}, mountPath: {p}, readOnly: true}}" for p in paths)
@@ -171,18 +158,10 @@ def host_mounts_fix(ctx: RuleContext, paths: Sequence[str], lead: str) -> List[U
     ]
 
 
-def systemd_unit(ctx: RuleContext) -> Optional[str]:
-    """The systemd service that started the diagnosed process, when it is known."""
-    for launcher in ctx.view.container.launched_by:
-        if launcher.name == "systemd" and launcher.unit:
-            return launcher.unit
-    return None
-
-
-def env_fix(ctx: RuleContext, var: str, value: str, note: str = "") -> Union[Export, SystemdSetting]:
+def env_fix(unit: Optional[str], var: str, value: str, note: str = "") -> Union[Export, SystemdSetting]:
     """Set ``var=value`` where the diagnosed process gets its environment: the service's
-    ``Environment=`` (a drop-in) when systemd started it, else ``export`` in the shell."""
-    unit = systemd_unit(ctx)
+    ``Environment=`` (a drop-in) when systemd started it (``unit``,
+    :attr:`ContainerFacts.systemd_unit`), else ``export`` in the shell."""
     if unit:
         return SystemdSetting(
             unit,

@@ -11,27 +11,25 @@ a toolkit (kernels/ops, NNAL/ATB, frameworks released for a CANN) are judged in
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes, grades
 from npudoctor.knowledge.grades import Grade
 from npudoctor.knowledge.prerelease import metadata_verdict
+from npudoctor.knowledge.versions import cann_less
 from npudoctor.plan.fit import MismatchPlan, driver_fit, driver_shortfall, hdk_for
 from npudoctor.remedies import Command
 from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import (
-    cann_less,
     cann_plan,
     host_arch,
     installed_driver,
-    installed_torch,
     missing_statement_line,
     nnal_needed,
     not_in_matrix_line,
     package_chip,
     python_tag,
-    torch_npu_record,
 )
 from npudoctor.rules._cannsteps import Step, install, nnal_set_env, set_env_step, toolkit_line
 from npudoctor.rules._pyfacts import CPU_INDEX, pip_install
@@ -40,6 +38,8 @@ from npudoctor.rules.overview import npu_stack_present
 
 if TYPE_CHECKING:
     from npudoctor.context import RuleContext
+    from npudoctor.facts.frameworks import FrameworksFacts
+    from npudoctor.knowledge.grades import Verdict
     from npudoctor.knowledge.matrix import Matrix
 
 READS = ("cann", "devices", "driver", "frameworks", "host", "packages", "python")
@@ -66,8 +66,8 @@ def no_cann(ctx: RuleContext) -> Iterable[Finding]:
         return  # not probed, or the facts cannot say "none"
     if not npu_stack_present(ctx.snapshot):
         return  # HOST050 says it calmly
-    tnpu = torch_npu_record(ctx)
-    arch = host_arch(ctx)
+    tnpu = ctx.view.packages.torch_npu
+    arch = host_arch(ctx.view.host, ctx.view.packages)
     evidence = ["no CANN toolkit found; looked in: " + ", ".join(cann.searched[:10])]
     for var in ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH"):
         fact = cann.env.get(var)
@@ -116,13 +116,13 @@ def no_cann(ctx: RuleContext) -> Iterable[Finding]:
                     f"torch_npu {near.torch_npu} with CANN {cann_ver} ({near.source})"
                 )
     unknown = f"the CANN version paired with torch_npu {tver} (its release notes name it)"
-    chip = package_chip(ctx)
+    chip = package_chip(ctx.matrix, ctx.view.devices)
     fix: List[Step] = [
         install("toolkit", cann_ver, arch, unknown=unknown),
         install("kernels", cann_ver, arch, chip, unknown=unknown),
         set_env_step(None, cann_ver),
     ]
-    if nnal_needed(ctx)[0]:
+    if nnal_needed(ctx.view.packages, ctx.view.cann)[0]:
         fix.append(install("nnal", cann_ver, arch, unknown=unknown))
         fix.append(nnal_set_env())
     yield NO_CANN.finding(
@@ -233,7 +233,7 @@ def older_selected(ctx: RuleContext) -> Iterable[Finding]:
     ]
     evidence += ["also installed: " + toolkit_line(t) for t in toolkits if t not in (selected, newest)]
     severity = "warning"
-    tnpu = torch_npu_record(ctx)
+    tnpu = ctx.view.packages.torch_npu
     if tnpu is not None and ctx.matrix is not None:
         fit_sel = _fit(ctx.matrix, str(tnpu.version), sver)
         fit_new = _fit(ctx.matrix, str(tnpu.version), nver)
@@ -272,7 +272,7 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
     paired with the installed CANN; documented incompatible -> error naming the window that
     works.  Severity from :func:`npudoctor.knowledge.grades.severity`."""
     tk = ctx.view.cann.selected
-    tnpu = torch_npu_record(ctx)
+    tnpu = ctx.view.packages.torch_npu
     matrix = ctx.matrix
     if tk is None or not tk.version or tnpu is None or matrix is None:
         return
@@ -280,21 +280,15 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
     cver = tk.version
     if not tver:
         return
-    evidence = [
-        f"torch_npu {tver} from {tnpu.dist_info or tnpu.location}",
-        toolkit_line(tk),
-    ]
-    verdict = matrix.cann_verdict(tver, cver, installed_torch(ctx))
-    own = ctx.view.frameworks.torch_npu_description
-    if own is not None and matrix.find_torch_npu(tver) is None:
-        # a pre-release / dev build the matrix has no row for: the CANN its own METADATA names
-        # speaks first, not its base line's pairing (issue 16); the official build to prefer stays
-        mine = metadata_verdict(tver, own.cann, own.row, cver)
-        if mine is not None:
-            verdict = dataclasses.replace(mine, recommend=verdict.recommend)
+    verdict = _torch_npu_verdict(matrix, tver, cver, ctx.view.packages.torch_version, ctx.view.frameworks)
     sev = grades.severity(verdict)
     if sev is None:
         return
+    evidence = [
+        f"torch_npu {tver} from {tnpu.dist_info or tnpu.location}",
+        toolkit_line(tk),
+        f"evidence: {verdict.describe()}",
+    ]
     data: Dict[str, Any] = {
         "torch_npu": tver,
         "cann": cver,
@@ -304,38 +298,83 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
         "window": verdict.window,
         "recommend": verdict.recommend,
     }
-    evidence.append(f"evidence: {verdict.describe()}")
-    row = matrix.find_torch_npu(tver)
     if verdict.grade is Grade.SAME_LINE:
-        title = f"torch_npu {tver} on CANN {cver}: the same release line as a documented pairing"
-        required = framework_requiring(ctx, tver) if verdict.unofficial else None
-        if required is not None:
-            # the framework's own requirement: switching to an official build would break it
-            who, why = required
-            data["required_by"] = who
-            yield TORCH_NPU_CANN.finding(
-                title=f"torch_npu {tver} is the unofficial build {who} requires; on CANN {cver} it follows the "
-                "release line of its base",
-                evidence=[*evidence, f"{who} requires torch_npu {tver} ({why})"],
-                fix=[],
-                severity="info",
-                subject="torch_npu",
-                data=data,
-            )
-            return
-        if verdict.unofficial:
-            title = f"torch_npu {tver} is an unofficial build; on CANN {cver} it follows the release line of its base"
-        yield TORCH_NPU_CANN.finding(
-            title=title,
-            evidence=evidence,
-            fix=[f"prefer an official build: torch_npu {verdict.recommend}"]
-            if verdict.unofficial and verdict.recommend
-            else [],
-            severity=sev,
+        required = framework_requiring(ctx.view.packages, ctx.view.cann, tver) if verdict.unofficial else None
+        yield _same_line(tver, cver, verdict, sev, required, evidence, data)
+    else:
+        yield _not_paired(ctx, matrix, tver, cver, verdict, sev, evidence, data)
+
+
+def _torch_npu_verdict(
+    matrix: Matrix, tver: str, cver: str, torch: Optional[str], frameworks: FrameworksFacts
+) -> Verdict:
+    """The matrix's verdict on torch_npu ``tver`` with CANN ``cver``; for a pre-release or
+    dev build the matrix has no row for, the CANN its own METADATA names speaks first, not
+    its base line's pairing (issue 16); the official build to prefer stays the matrix's."""
+    verdict = matrix.cann_verdict(tver, cver, torch)
+    own = frameworks.torch_npu_description
+    if own is not None and matrix.find_torch_npu(tver) is None:
+        mine = metadata_verdict(tver, own.cann, own.row, cver)
+        if mine is not None:
+            verdict = dataclasses.replace(mine, recommend=verdict.recommend)
+    return verdict
+
+
+def _same_line(
+    tver: str,
+    cver: str,
+    verdict: Verdict,
+    sev: str,
+    required: Optional[Tuple[str, str]],
+    evidence: List[str],
+    data: Dict[str, Any],
+) -> Finding:
+    """CANN003 for a build on the release line of a documented pairing: an info when a
+    framework installed here requires exactly this unofficial build (``required``: who and
+    why; switching to an official build would break it), else ``sev`` with, for an
+    unofficial build, the official one to prefer."""
+    if required is not None:
+        who, why = required
+        data["required_by"] = who
+        return TORCH_NPU_CANN.finding(
+            title=f"torch_npu {tver} is the unofficial build {who} requires; on CANN {cver} it follows the "
+            "release line of its base",
+            evidence=[*evidence, f"{who} requires torch_npu {tver} ({why})"],
+            fix=[],
+            severity="info",
             subject="torch_npu",
             data=data,
         )
-        return
+    title = f"torch_npu {tver} on CANN {cver}: the same release line as a documented pairing"
+    if verdict.unofficial:
+        title = f"torch_npu {tver} is an unofficial build; on CANN {cver} it follows the release line of its base"
+    return TORCH_NPU_CANN.finding(
+        title=title,
+        evidence=evidence,
+        fix=[f"prefer an official build: torch_npu {verdict.recommend}"]
+        if verdict.unofficial and verdict.recommend
+        else [],
+        severity=sev,
+        subject="torch_npu",
+        data=data,
+    )
+
+
+def _not_paired(
+    ctx: RuleContext,
+    matrix: Matrix,
+    tver: str,
+    cver: str,
+    verdict: Verdict,
+    sev: str,
+    evidence: List[str],
+    data: Dict[str, Any],
+) -> Finding:
+    """CANN003 for a pairing the matrix does not document (a warning naming the build
+    paired with the installed CANN, or the refresh when the matrix lacks the row or its
+    statement) or documents as incompatible (an error): the evidence names the row's
+    pairings and the window known to work, the fix the ways out of the one solver."""
+    row = matrix.find_torch_npu(tver)
     paired = list(row.cann) if row is not None else []
     if row is not None:
         compatible = list(row.cann_compatible)
@@ -346,37 +385,32 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
         )
     if verdict.window:
         evidence.append(f"known to work: {verdict.window}")
-    plan = cann_plan(ctx)
+    plan = cann_plan(matrix, ctx.view.cann, ctx.view.packages, ctx.view.python, ctx.view.host)
     fix = _cann003_fix(ctx, plan) if plan else []
     data.update(
         paired=paired,
         keep_cann=plan.keep_dict() if plan else None,
         move_to_cann=plan.move_to if plan else None,
     )
-    if verdict.grade is Grade.UNDOCUMENTED:
-        if row is None:
-            title = (
-                f"torch_npu {tver} is not in the compatibility matrix; its CANN pairing is not documented either way"
-            )
-            fix = fix or [not_in_matrix_line(f"torch_npu {tver}")]
-        else:
-            title = f"torch_npu {tver} with CANN {cver} is not documented either way" + (
-                f"; the build paired with CANN {cver} is torch_npu {verdict.recommend}" if verdict.recommend else ""
-            )
-            fix = fix or [missing_statement_line(matrix, tver, cver, row)]
-        yield TORCH_NPU_CANN.finding(
-            title=title, evidence=evidence, fix=fix, severity=sev, subject="torch_npu", data=data
+    if verdict.grade is not Grade.UNDOCUMENTED:
+        return TORCH_NPU_CANN.finding(
+            title=f"torch_npu {tver} does not work with CANN {cver}"
+            + (f" (it is paired with CANN {paired[0]})" if paired else ""),
+            evidence=evidence,
+            fix=fix,
+            severity=sev,
+            subject="torch_npu",
+            data=data,
         )
-        return
-    yield TORCH_NPU_CANN.finding(
-        title=f"torch_npu {tver} does not work with CANN {cver}"
-        + (f" (it is paired with CANN {paired[0]})" if paired else ""),
-        evidence=evidence,
-        fix=fix,
-        severity=sev,
-        subject="torch_npu",
-        data=data,
-    )
+    if row is None:
+        title = f"torch_npu {tver} is not in the compatibility matrix; its CANN pairing is not documented either way"
+        fix = fix or [not_in_matrix_line(f"torch_npu {tver}")]
+    else:
+        title = f"torch_npu {tver} with CANN {cver} is not documented either way" + (
+            f"; the build paired with CANN {cver} is torch_npu {verdict.recommend}" if verdict.recommend else ""
+        )
+        fix = fix or [missing_statement_line(matrix, tver, cver, row)]
+    return TORCH_NPU_CANN.finding(title=title, evidence=evidence, fix=fix, severity=sev, subject="torch_npu", data=data)
 
 
 def _cann003_fix(ctx: RuleContext, plan: MismatchPlan) -> List[Step]:
@@ -390,19 +424,21 @@ def _cann003_fix(ctx: RuleContext, plan: MismatchPlan) -> List[Step]:
         what = f"torch_npu {keep.torch_npu} is {'paired' if keep.fit == 'paired' else 'declared compatible'} with CANN {cver}"
         npu_req = f"torch-npu=={keep.torch_npu}"
         if keep.torch_changes:
-            _py, plat = python_tag(ctx)
+            _py, plat = python_tag(ctx.view.python, ctx.view.host, ctx.view.packages)
             torch_req = f"torch=={keep.torch}" + ("+cpu" if plat == "x86_64" else "")
             head = f"option A (preferred: keep CANN {cver}; {what} and built for torch {keep.torch}): "
             if plat == "x86_64":
-                out.append(pip_install(ctx, torch_req, index=CPU_INDEX, lead=head))
-                out.append(pip_install(ctx, npu_req, lead="  "))
+                out.append(pip_install(ctx.view.python, torch_req, index=CPU_INDEX, lead=head))
+                out.append(pip_install(ctx.view.python, npu_req, lead="  "))
             else:
-                out.append(pip_install(ctx, torch_req, npu_req, lead=head))
+                out.append(pip_install(ctx.view.python, torch_req, npu_req, lead=head))
         else:
             out.append(
-                pip_install(ctx, npu_req, lead=f"option A (preferred: keep CANN {cver} and your torch; {what}): ")
+                pip_install(
+                    ctx.view.python, npu_req, lead=f"option A (preferred: keep CANN {cver} and your torch; {what}): "
+                )
             )
-    driver = installed_driver(ctx)
+    driver = installed_driver(ctx.view.driver, ctx.view.devices)
     short = driver_shortfall(ctx.matrix, cver, driver) if keep is not None and driver else None
     if short:
         hdk = hdk_for(ctx.matrix, cver)
@@ -413,14 +449,14 @@ def _cann003_fix(ctx: RuleContext, plan: MismatchPlan) -> List[Step]:
             + " (DRV002)"
         )
     if move:
-        arch = host_arch(ctx)
+        arch = host_arch(ctx.view.host, ctx.view.packages)
         head = (
             f"option B (install CANN {move}, the one torch_npu {tver} is paired with): "
             if keep is not None
             else f"install CANN {move}, the one torch_npu {tver} is paired with (no torch_npu build for CANN {cver} in the matrix): "
         )
         out.append(install("toolkit", move, arch, lead=head))
-        out.append(install("kernels", move, arch, package_chip(ctx), lead="  "))
+        out.append(install("kernels", move, arch, package_chip(ctx.matrix, ctx.view.devices), lead="  "))
         out.append(set_env_step(None, move, lead="  "))
         hdk = hdk_for(ctx.matrix, move)
         fit: Optional[str] = driver_fit(ctx.matrix, move, driver) if driver else None

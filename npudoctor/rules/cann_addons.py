@@ -19,18 +19,10 @@ from npudoctor.knowledge.frameworks import PIP_PROJECTS, rows_for, table
 from npudoctor.knowledge.grades import severity
 from npudoctor.knowledge.matrix.addons import kernels_verdict, nnal_verdict
 from npudoctor.knowledge.packages import NNAL_SET_ENV
+from npudoctor.knowledge.versions import cann_less, parse_cann
 from npudoctor.remedies import Remedy, SourceFile
 from npudoctor.rules import rule
-from npudoctor.rules._cannfacts import (
-    cann_less,
-    chip_info,
-    chips,
-    host_arch,
-    nnal_needed,
-    package_chip,
-    parse_cann,
-    torch_npu_record,
-)
+from npudoctor.rules._cannfacts import chip_info, host_arch, nnal_needed, package_chip
 from npudoctor.rules._cannsteps import Step, install, nnal_set_env, set_env_step, toolkit_line
 from npudoctor.rules._env_vars import sourced
 from npudoctor.rules._pyfacts import pip_install
@@ -76,21 +68,21 @@ def kernels_for_chip(ctx: RuleContext) -> Iterable[Finding]:
     kernels = tk.kernels
     ver = tk.version
     unknown = "the CANN toolkit in use"
-    arch = host_arch(ctx) or tk.arch
+    arch = host_arch(ctx.view.host, ctx.view.packages) or tk.arch
     present = sorted(set(kernels.socs) | set(kernels.configs))
     kdir = f"{tk.opp_path or tk.path + '/opp'}/built-in/op_impl/ai_core/tbe/kernel"
     wanted: Dict[str, List[str]] = {}
     pkg_chip: Dict[str, Optional[str]] = {}
-    found = chips(ctx)
+    found = ctx.view.devices.named_chips
     for chip in found:
         name = str(chip.name)
-        info = chip_info(ctx, name)
+        info = chip_info(ctx.matrix, name)
         if info is not None and info.kernels_dir:
             wanted.setdefault(info.kernels_dir, []).append(name)
             pkg_chip[info.kernels_dir] = info.kernels_package_chip
     set_env = _applied_env(ctx, tk)
     if not wanted:
-        if not present and not found and torch_npu_record(ctx) is not None:
+        if not present and not found and ctx.view.packages.torch_npu is not None:
             yield KERNELS_MISSING.finding(
                 title=f"No CANN kernels package is installed in CANN {ver or '(unknown version)'} at {tk.path}",
                 evidence=[
@@ -150,7 +142,15 @@ def kernels_version(ctx: RuleContext) -> Iterable[Finding]:
     yield KERNELS_VERSION.finding(
         title=f"Kernels package {kver} with CANN toolkit {ver}: {v.describe()}",
         evidence=evidence,
-        fix=_applied_env(ctx, tk) + [install("kernels", ver, host_arch(ctx) or tk.arch, package_chip(ctx))],
+        fix=_applied_env(ctx, tk)
+        + [
+            install(
+                "kernels",
+                ver,
+                host_arch(ctx.view.host, ctx.view.packages) or tk.arch,
+                package_chip(ctx.matrix, ctx.view.devices),
+            )
+        ],
         severity=sev,
         data={"toolkit": ver, "kernels": kver, "grade": v.grade.value, "source": v.source},
     )
@@ -162,12 +162,12 @@ def nnal_missing(ctx: RuleContext) -> Iterable[Finding]:
     cann = ctx.view.cann
     if ctx.view.state("cann") != "ok" or cann.nnal_all:
         return  # not probed, or the facts cannot say "none"
-    needed, reasons = nnal_needed(ctx)
+    needed, reasons = nnal_needed(ctx.view.packages, ctx.view.cann)
     if not needed:
         return
     tk = cann.selected
     ver = tk.version if tk is not None else None
-    arch = host_arch(ctx) or (tk.arch if tk is not None else None)
+    arch = host_arch(ctx.view.host, ctx.view.packages) or (tk.arch if tk is not None else None)
     evidence = reasons + [
         "no NNAL found: looked for nnal/atb/latest/version.info under /usr/local/Ascend, ~/Ascend, /home/*/Ascend"
     ]
@@ -199,7 +199,7 @@ def nnal_version(ctx: RuleContext) -> Iterable[Finding]:
     if sev is None:
         return
     ver = tk.version
-    arch = host_arch(ctx) or tk.arch
+    arch = host_arch(ctx.view.host, ctx.view.packages) or tk.arch
     yield NNAL_VERSION.finding(
         title=f"NNAL {nnal.version} with CANN toolkit {ver}: {v.describe()}",
         evidence=[
@@ -290,7 +290,7 @@ def framework_cann(ctx: RuleContext) -> Iterable[Finding]:
     have = parse_cann(cv)
     if have is None:
         return
-    arch = host_arch(ctx)
+    arch = host_arch(ctx.view.host, ctx.view.packages)
     for project, label, version, where in _frameworks_installed(ctx):
         rows = rows_for(project, version)
         if not rows or not rows[0].cann_min:
@@ -302,7 +302,7 @@ def framework_cann(ctx: RuleContext) -> Iterable[Finding]:
             continue
         fix: List[Step] = [
             install("toolkit", need, arch),
-            install("kernels", need, arch, package_chip(ctx)),
+            install("kernels", need, arch, package_chip(ctx.matrix, ctx.view.devices)),
             install("nnal", need, arch),
             set_env_step(None, need),
             nnal_set_env(note=f"CANN {need} for {label} {version}"),
@@ -311,19 +311,21 @@ def framework_cann(ctx: RuleContext) -> Iterable[Finding]:
         if older and project != "vllm-ascend":
             fix.append(
                 pip_install(
-                    ctx, f"{project}=={older}", lead=f"or keep CANN {cv} and install {project} {older} (made for it): "
+                    ctx.view.python,
+                    f"{project}=={older}",
+                    lead=f"or keep CANN {cv} and install {project} {older} (made for it): ",
                 )
             )
         elif older:
             fix.append(
                 pip_install(
-                    ctx,
+                    ctx.view.python,
                     f"vllm=={older.split('rc')[0]}",
                     lead=f"or keep CANN {cv} and install vllm-ascend {older} (made for it): ",
                     note="vllm first",
                 )
             )
-            fix.append(pip_install(ctx, f"vllm-ascend=={older}", lead="  then "))
+            fix.append(pip_install(ctx.view.python, f"vllm-ascend=={older}", lead="  then "))
         yield FRAMEWORK_CANN.finding(
             title=f"{label} {version} needs CANN {need} or newer, but CANN {cv} is in use",
             evidence=[

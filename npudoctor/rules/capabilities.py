@@ -18,14 +18,14 @@ from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.remedies import DockerFlags, PodSpecField, Remedy
 from npudoctor.rules import postprocess, rule
-from npudoctor.rules._world import CAP_DAC_OVERRIDE, denied_without_dac_override, has_cap, judged_caps, world
+from npudoctor.rules._world import CAP_DAC_OVERRIDE, denied_without_dac_override, has_cap, judged_caps
 
 if TYPE_CHECKING:
     from typing import Iterable, List, Union
 
     from npudoctor.context import RuleContext
 
-READS = ("container",)
+READS = ("container", "devices")
 ONLY_WITH = ("container",)
 
 NODE_PERMISSION = codes.get("DEV021")
@@ -35,8 +35,8 @@ DEVICE_BUSY = codes.get("DEV002")
 @rule
 def root_without_dac_override(ctx: RuleContext) -> Iterable[Finding]:
     """DEV021: root without CAP_DAC_OVERRIDE cannot open nodes its mode bits deny to uid 0."""
-    denied = denied_without_dac_override(ctx)
-    caps = judged_caps(ctx)
+    denied = denied_without_dac_override(ctx.view.container, ctx.view.devices)
+    caps = judged_caps(ctx.view.container, ctx.view.devices)
     if not denied or caps is None:
         return
     node = denied[0]
@@ -54,7 +54,7 @@ def root_without_dac_override(ctx: RuleContext) -> Iterable[Finding]:
         "that drops ALL)",
     ]
     fix: List[Union[Remedy, str]]
-    if world(ctx) == "pod":
+    if ctx.view.container.runs_in == "pod":
         fix = [
             PodSpecField(
                 "containers[0].securityContext.capabilities.add",

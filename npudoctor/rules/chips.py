@@ -18,7 +18,6 @@ from npudoctor.knowledge import codes
 from npudoctor.knowledge.socs import EDGE_FAMILIES, SOC_FIRST_EXT
 from npudoctor.knowledge.versions import parse_cann
 from npudoctor.rules import rule
-from npudoctor.rules._devfacts import package_version
 from npudoctor.rules.devices import chip_identity
 from npudoctor.rules.matrix import refresh_hint
 
@@ -94,7 +93,7 @@ def _frameworks(ctx: RuleContext) -> List[Tuple[str, Optional[str]]]:
         ("triton-ascend", "triton-ascend"),
     ):
         if ctx.view.packages.first(dist) is not None:
-            out.append((framework, package_version(ctx, dist)))
+            out.append((framework, ctx.view.packages.version_of(dist)))
     mindie = ctx.view.cann.mindie
     if mindie is not None:
         out.append(("mindie", mindie.version))
@@ -155,7 +154,7 @@ def chip_support(ctx: RuleContext) -> Iterable[Finding]:
         name = chip.name or ""
         if name and name not in seen:
             seen[name] = chip_identity(ctx.matrix, chip)
-    torch_npu = package_version(ctx, "torch-npu")
+    torch_npu = ctx.view.packages.version_of("torch-npu")
     frameworks = _frameworks(ctx)
     for name, ident in sorted(seen.items()):
         family = ident.get("family")

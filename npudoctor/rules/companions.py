@@ -17,10 +17,11 @@ from npudoctor.context import RuleContext
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.frameworks import FrameworkRow, npu_fits, rows_for, table
+from npudoctor.knowledge.versions import pep440_release
 from npudoctor.parsers.metadata import canonical_name, requirements_on, satisfies
 from npudoctor.rules import rule
 from npudoctor.rules._pkgfit import Fix, cpu_index
-from npudoctor.rules._pyfacts import ask, describe, marker_env, pip_install, platform, python_exe, release
+from npudoctor.rules._pyfacts import ask, describe, marker_env, pip_install, platform, python_exe
 
 if TYPE_CHECKING:
     from npudoctor.knowledge.matrix import TorchNpuRow
@@ -47,18 +48,13 @@ _COMPANIONS = frozenset(
 )
 
 
-def _installed_version(ctx: RuleContext, name: str) -> Optional[str]:
-    rec = ctx.view.packages.first(name)
-    return str(rec.version) if rec and rec.version else None
-
-
 @rule
 def companion_pins(ctx: RuleContext) -> Iterable[Finding]:
     """K01: vllm-ascend, MindIE, … pins on torch/torch_npu/torchvision/torchaudio."""
     packages = ctx.view.packages
     if packages.first("torch-npu") is None and not any(packages.first(c) for c in ("vllm-ascend", "mindie-turbo")):
         return
-    env = marker_env(ctx)
+    env = marker_env(ctx.view.python, ctx.view.host)
     has_vllm_ascend = packages.first("vllm-ascend") is not None
     targets = ("torch", "torch-npu", "torchvision", "torchaudio")
     for rec in packages.effective():
@@ -71,7 +67,7 @@ def companion_pins(ctx: RuleContext) -> Iterable[Finding]:
             continue
         for target in targets:
             for req in requirements_on(reqs_all, target, env):
-                installed = _installed_version(ctx, target)
+                installed = ctx.view.packages.version_of(target)
                 if installed is not None and satisfies(installed, req.specifier) is not False:
                     continue
                 if installed is None and target != "torch-npu":
@@ -81,14 +77,20 @@ def companion_pins(ctx: RuleContext) -> Iterable[Finding]:
                 wanted = f"{target}{req.specifier}"
                 have = f"{target} {installed} is installed" if installed else f"{target} is not installed"
                 fix: List[Fix] = [
-                    pip_install(ctx, wanted, index=cpu_index(wanted, platform(ctx)) if target != "torch-npu" else None)
+                    pip_install(
+                        ctx.view.python,
+                        wanted,
+                        index=cpu_index(wanted, platform(ctx.view.python, ctx.view.host))
+                        if target != "torch-npu"
+                        else None,
+                    )
                 ]
                 if name == "vllm-ascend":
-                    vllm = _installed_version(ctx, "vllm")
+                    vllm = ctx.view.packages.version_of("vllm")
                     fix = [
-                        pip_install(ctx, f"vllm=={vllm}" if vllm else "vllm", note="vllm first"),
+                        pip_install(ctx.view.python, f"vllm=={vllm}" if vllm else "vllm", note="vllm first"),
                         pip_install(
-                            ctx,
+                            ctx.view.python,
                             f"vllm-ascend=={rec.version}",
                             note="then vllm-ascend: it re-pins torch/torch_npu",
                         ),
@@ -139,7 +141,7 @@ def _companion_without_torch_npu(ctx: RuleContext, torch_version: str) -> Iterab
         want = _documented_npu(ctx, rows[0], torch_version) if rows else None
         if not want:
             continue
-        torch_needed = ".".join(str(x) for x in (release(want) or ())[:3])
+        torch_needed = ".".join(str(x) for x in (pep440_release(want) or ())[:3])
         reqs = ([f"torch=={torch_needed}"] if torch_needed and not torch_version else []) + [f"torch-npu=={want}"]
         yield COMPANION.finding(
             title=f"{label} {version} needs torch_npu {want}, but torch_npu is not installed",
@@ -149,7 +151,7 @@ def _companion_without_torch_npu(ctx: RuleContext, torch_version: str) -> Iterab
                 f"{label} {version} needs torch_npu {want}: built-in table, {rows[0].source}",
             ],
             fix=[
-                pip_install(ctx, *reqs, index=None)
+                pip_install(ctx.view.python, *reqs, index=None)
                 if _on_pypi(ctx, want)
                 else f"install the torch_npu {want} wheel that {label} {version}'s installation guide links (not on PyPI)"
             ],
@@ -165,14 +167,14 @@ def _documented_npu(ctx: RuleContext, row: FrameworkRow, torch_version: str) -> 
     if not row.ext:
         return None
     ext = row.ext
-    for r in ask(ctx, lambda m: m.rows_for_torch(torch_version)) or []:
+    for r in ask(ctx.matrix, lambda m: m.rows_for_torch(torch_version)) or []:
         if str(r.ext_version).lower() == str(ext).lower():
             return str(r.torch_npu)
     return None
 
 
 def _npu_row(ctx: RuleContext, version: str) -> Optional[TorchNpuRow]:
-    return ask(ctx, lambda m: m.find_torch_npu(version))
+    return ask(ctx.matrix, lambda m: m.find_torch_npu(version))
 
 
 def _on_pypi(ctx: RuleContext, version: str) -> bool:
@@ -202,7 +204,7 @@ def companion_table(ctx: RuleContext) -> Iterable[Finding]:
         want = _documented_npu(ctx, row, tv or installed)
         if not want or npu_fits(installed, want) is not False:
             continue
-        rel_i, rel_w = release(installed), release(want)
+        rel_i, rel_w = pep440_release(installed), pep440_release(want)
         if rel_i and rel_w and rel_i[:3] != rel_w[:3]:
             why = f"torch_npu {installed} is another release line than {want}"
         elif "rc" in installed or "a" in installed.split(".")[-1] or "b" in installed.split(".")[-1]:
@@ -219,23 +221,23 @@ def companion_table(ctx: RuleContext) -> Iterable[Finding]:
         ]
         torch_needed = ".".join(str(x) for x in (rel_w or ())[:3])
         reqs = [f"torch-npu=={want}"]
-        rel_t = release(tv)
+        rel_t = pep440_release(tv)
         if torch_needed and rel_t and rel_w is not None and rel_t[:3] != rel_w[:3]:
             reqs.insert(0, f"torch=={torch_needed}")
         fix: List[Fix]
         if _on_pypi(ctx, want):
-            fix = [pip_install(ctx, *reqs, index=None)]
+            fix = [pip_install(ctx.view.python, *reqs, index=None)]
         else:
             fix = [
                 f"install the torch_npu {want} wheel that {label} {version}'s installation guide links "
-                f"(not on PyPI): download it, then pip-install the downloaded .whl file with {python_exe(ctx)} -m pip"
+                f"(not on PyPI): download it, then pip-install the downloaded .whl file with {python_exe(ctx.view.python)} -m pip"
             ]
         if project == "vllm-ascend":
             newer = _vllm_ascend_on_pypi(ctx, installed, tv)
             if newer:
                 fix.append(
                     pip_install(
-                        ctx,
+                        ctx.view.python,
                         "vllm==" + newer[0].split("rc")[0],
                         lead=f"or move to vllm-ascend {newer[0]}, whose torch_npu {newer[1]} is on PyPI"
                         + (f" (it needs CANN >= {newer[2]})" if newer[2] else "")
@@ -243,7 +245,9 @@ def companion_table(ctx: RuleContext) -> Iterable[Finding]:
                         note="vllm first",
                     )
                 )
-                fix.append(pip_install(ctx, "vllm-ascend==" + newer[0], "torch-npu==" + newer[1], lead="  then "))
+                fix.append(
+                    pip_install(ctx.view.python, "vllm-ascend==" + newer[0], "torch-npu==" + newer[1], lead="  then ")
+                )
         yield COMPANION.finding(
             title=f"{label} {version} needs torch_npu {want}, but torch_npu {installed} is installed",
             evidence=evidence,
@@ -255,11 +259,11 @@ def companion_table(ctx: RuleContext) -> Iterable[Finding]:
 def _vllm_ascend_on_pypi(ctx: RuleContext, installed: str, torch_version: str) -> Optional[Tuple[str, str, str]]:
     """``(vllm-ascend version, torch_npu, CANN minimum)``: the oldest table release whose torch_npu
     is on PyPI and built for the installed torch (same X.Y.Z), or ``None``."""
-    rel_t = release(torch_version or installed)
+    rel_t = pep440_release(torch_version or installed)
     for row in table():
         if row.project != "vllm-ascend" or not row.torch_npu or not _on_pypi(ctx, row.torch_npu):
             continue
-        rel_npu = release(row.torch_npu)
+        rel_npu = pep440_release(row.torch_npu)
         if rel_t and rel_npu and rel_npu[:3] != rel_t[:3]:
             continue
         m = re.search(r"(?:==|>=)\s*([0-9][0-9A-Za-z.]*)", row.versions[0])

@@ -18,8 +18,8 @@ from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.remedies import DockerFlags, Pipeline, Prose, Remedy
 from npudoctor.rules import postprocess, rule
-from npudoctor.rules._devfacts import chip_nodes, docker_flags, parse_id_list, searched_path_text, stack_present
-from npudoctor.rules._world import HOST_MOUNTS, host_mounts_fix, passthrough_fix, world
+from npudoctor.rules._devfacts import docker_flags, parse_id_list, searched_path_text, stack_present
+from npudoctor.rules._world import HOST_MOUNTS, host_mounts_fix, passthrough_fix
 
 if TYPE_CHECKING:
     from typing import Iterable, List, Optional, Sequence, Union
@@ -45,7 +45,7 @@ _RECREATE = "Recreate the container with: "
 
 
 def _npu_intended(ctx: RuleContext) -> bool:
-    return stack_present(ctx) or bool(ctx.view.devices.visibility.ascend_visible_devices)
+    return stack_present(ctx.view) or bool(ctx.view.devices.visibility.ascend_visible_devices)
 
 
 def _mount(container: ContainerFacts, path: str) -> Optional[Mount]:
@@ -64,7 +64,7 @@ def _smi_evidence(ctx: RuleContext, smi: NpuSmi) -> List[str]:
     error = smi.error
     out = [error if error.lower().startswith(("npu-smi", "`npu-smi")) else f"npu-smi: {error}"]
     if smi.cause == "not-installed":
-        out.append(searched_path_text(ctx, smi))
+        out.append(searched_path_text(smi, ctx.view))
     return out
 
 
@@ -75,16 +75,18 @@ def container_devices(ctx: RuleContext) -> Iterable[Finding]:
     if not container.in_container or not _npu_intended(ctx) or ctx.view.state("devices") == "absent":
         return  # devices not probed (`health --skip devices`): no evidence either way
     dev = ctx.view.devices
-    if chip_nodes(dev) or dev.chips or dev.nodes_error:
+    if dev.chip_nodes or dev.chips or dev.nodes_error:
         return  # nodes present, or /dev could not be looked at (refused is not absent)
     wanted = dev.visibility.ascend_visible_devices
     ids: List[int] = parse_id_list(wanted)[0] if wanted else []
     evidence = ["no /dev/davinciN node in this container"]
     evidence += container.evidence
-    if world(ctx) == "pod":
+    if ctx.view.container.runs_in == "pod":
         if wanted is not None:
             evidence.append(f"ASCEND_VISIBLE_DEVICES={wanted!r}: the Ascend runtime mounted no NPU for this pod")
-        yield NO_DEVICES.finding(evidence=evidence, fix=passthrough_fix(ctx, ids), data={"world": "pod"})
+        yield NO_DEVICES.finding(
+            evidence=evidence, fix=passthrough_fix(ctx.view.container.runs_in, ids), data={"world": "pod"}
+        )
         return
     fix: List[Union[Remedy, str]] = [docker_flags(ids or [0], mounts=(), lead="Recreate the container with: ")]
     if wanted:
@@ -126,7 +128,7 @@ def container_mounts(ctx: RuleContext) -> Iterable[Finding]:
             ev.append("ASCEND_RUNTIME_OPTIONS contains NODRV: the Ascend runtime was told not to mount the driver")
         yield DRIVER_NOT_MOUNTED.finding(
             evidence=ev,
-            fix=host_mounts_fix(ctx, _MOUNT_DRIVER, lead=_RECREATE)
+            fix=host_mounts_fix(ctx.view.container.runs_in, _MOUNT_DRIVER, lead=_RECREATE)
             + (["Or drop NODRV from ASCEND_RUNTIME_OPTIONS"] if nodrv else []),
             data={"mounts": list(_MOUNT_DRIVER)},
         )
@@ -142,7 +144,7 @@ def container_mounts(ctx: RuleContext) -> Iterable[Finding]:
         yield TOOLS_NOT_MOUNTED.finding(
             title="not mounted into this container: " + ", ".join(missing_tools),
             evidence=[f"{p}: not present" for p in missing_tools] + _smi_evidence(ctx, smi),
-            fix=host_mounts_fix(ctx, missing_tools, lead=_RECREATE)
+            fix=host_mounts_fix(ctx.view.container.runs_in, missing_tools, lead=_RECREATE)
             + (
                 ["(npu-smi lives in /usr/local/sbin on some hosts: mount /usr/local/sbin/npu-smi at the same path)"]
                 if not has_smi
@@ -156,7 +158,7 @@ def container_mounts(ctx: RuleContext) -> Iterable[Finding]:
         yield INSTALL_INFO_MISSING.finding(
             evidence=["/etc/ascend_install.info: not present"]
             + ([f"CANN {cann_major}.x set_env.sh reads it"] if cann_major and cann_major >= 9 else []),
-            fix=host_mounts_fix(ctx, ["/etc/ascend_install.info"], lead=_RECREATE),
+            fix=host_mounts_fix(ctx.view.container.runs_in, ["/etc/ascend_install.info"], lead=_RECREATE),
             severity="warning" if cann_major and cann_major >= 9 else "info",
             data={"mounts": ["/etc/ascend_install.info"]},
         )
@@ -187,13 +189,13 @@ def one_recreate_line(ctx: RuleContext, findings: List[Finding]) -> List[Finding
     merged = codes.get(root.code).finding(
         title=root.title,
         evidence=root.evidence,
-        fix=host_mounts_fix(ctx, paths, lead=_RECREATE) + notes,
+        fix=host_mounts_fix(ctx.view.container.runs_in, paths, lead=_RECREATE) + notes,
         severity=root.severity,
         subject=root.subject,
         data=dict(root.data, mounts=paths, mounts_of=[f.code for f in mounting]),
         after=root.after,
     )
-    if world(ctx) == "pod":
+    if ctx.view.container.runs_in == "pod":
         pointer = f"Mounted by the pod spec's volumes of {root.code}: one pod spec edit mounts all of them"
     else:
         pointer = f"Mounted by the `docker run` flags of {root.code}: one recreated container mounts all of them"
@@ -313,7 +315,7 @@ def _point_to_npu_not_given(ctx: RuleContext, findings: List[Finding], mounting:
     """With CTR006 reported in a docker-style container: each mount finding whose paths the
     explicit flags of CTR006's fix mount (:data:`npudoctor.rules._world.HOST_MOUNTS`)
     points to that one ``docker run`` line instead of printing its own recreate line."""
-    if world(ctx) != "container":
+    if ctx.view.container.runs_in != "container":
         return findings
     replaced = {}
     for f in mounting:

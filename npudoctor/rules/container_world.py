@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.rules import postprocess, rule
-from npudoctor.rules._devfacts import chip_nodes, package_version, parse_id_list, stack_present
-from npudoctor.rules._world import passthrough_fix, world
+from npudoctor.rules._devfacts import parse_id_list, stack_present
+from npudoctor.rules._world import passthrough_fix
 
 if TYPE_CHECKING:
     from typing import Iterable, List
@@ -57,15 +57,15 @@ def _driver_absent(ctx: RuleContext) -> bool:
 def npu_not_given(ctx: RuleContext) -> Iterable[Finding]:
     """CTR006: in a container, pod or build stage with an NPU stack, neither device nodes
     nor the host's driver are there."""
-    where = world(ctx)
-    if where not in _WHERE or not stack_present(ctx) or ctx.view.state("devices") == "absent":
+    where = ctx.view.container.runs_in
+    if where not in _WHERE or not stack_present(ctx.view) or ctx.view.state("devices") == "absent":
         return
     if ctx.view.state("driver") == "absent":
         return
     dev = ctx.view.devices
-    if chip_nodes(dev) or dev.chips or not _driver_absent(ctx):
+    if dev.chip_nodes or dev.chips or not _driver_absent(ctx):
         return
-    torch_npu = package_version(ctx, "torch-npu")
+    torch_npu = ctx.view.packages.version_of("torch-npu")
     c = ctx.view.container
     evidence = [
         "no /dev/davinciN node and none of /dev/davinci_manager, /dev/devmm_svm, /dev/hisi_hdc"
@@ -109,7 +109,7 @@ def npu_not_given(ctx: RuleContext) -> Iterable[Finding]:
     yield NO_NPU_GIVEN.finding(
         title=title,
         evidence=evidence,
-        fix=passthrough_fix(ctx, ids),
+        fix=passthrough_fix(ctx.view.container.runs_in, ids),
         severity="error" if torch_npu else "warning",
         subject=where,
         data={"world": where},
@@ -143,7 +143,7 @@ def fold_into_npu_not_given(ctx: RuleContext, findings: List[Finding]) -> List[F
     and at least as severe)."""
     root = next((f for f in findings if f.code == NO_NPU_GIVEN.code), None)
     test = _consequence
-    if root is None and world(ctx) in _WHERE:
+    if root is None and ctx.view.container.runs_in in _WHERE:
         root = next((f for f in findings if f.code == "CTR002"), None)
         test = _driver_consequence
     if root is None:

@@ -24,11 +24,8 @@ from npudoctor.parsers.numbers import to_int
 from npudoctor.remedies import Command, DockerFlags, Pipeline, PrependPath, Prose, Remedy
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import (
-    chip_nodes,
     docker_flags,
-    in_container,
     judged_identity,
-    node_numbers,
     searched_path_text,
     stack_present,
 )
@@ -159,7 +156,7 @@ def _npu_smi_loader(ctx: RuleContext, smi: NpuSmi, evidence: List[str]) -> Findi
     driver = (env.expected.driver if env.expected is not None else None) or "/usr/local/Ascend/driver"
     dirs = (f"{driver}/lib64", f"{driver}/lib64/common", f"{driver}/lib64/driver")
     fix: List[Union[Remedy, str]] = []
-    if in_container(ctx):
+    if ctx.view.container.in_container:
         fix.append(DockerFlags(mounts=(driver,), read_only=True, lead="Mount the host's driver libraries too: "))
     fix.append(PrependPath("LD_LIBRARY_PATH", dirs))
     fix.append(
@@ -224,7 +221,7 @@ def npu_smi_state(ctx: RuleContext) -> Iterable[Finding]:
         )
     elif cause == "busy":
         code = smi.code
-        nodes = [n.path for n in chip_nodes(dev)]
+        nodes = [n.path for n in dev.chip_nodes]
         fix: List[Union[Remedy, str]] = [
             "On the host: `npu-smi info` and look at the process table; stop the container or "
             "process that holds this NPU (`docker ps` names it, then `docker stop` with that name)",
@@ -237,7 +234,9 @@ def npu_smi_state(ctx: RuleContext) -> Iterable[Finding]:
             title=f"npu-smi cannot open the NPU (ret {code}): the device is busy or not accessible",
             evidence=[f"`npu-smi info` printed: {smi.message or smi.error}"]
             + (
-                [f"device nodes in this {'container' if in_container(ctx) else 'machine'}: {', '.join(nodes)}"]
+                [
+                    f"device nodes in this {'container' if ctx.view.container.in_container else 'machine'}: {', '.join(nodes)}"
+                ]
                 if nodes
                 else []
             ),
@@ -246,10 +245,10 @@ def npu_smi_state(ctx: RuleContext) -> Iterable[Finding]:
             data={"code": code},
         )
     elif cause == "not-installed":
-        if not stack_present(ctx) or in_container(ctx):
+        if not stack_present(ctx.view) or ctx.view.container.in_container:
             return  # nothing NPU here (calm), or the container rules say which mount is missing
         yield NPU_SMI_MISSING.finding(
-            evidence=[smi.error or "npu-smi not found", searched_path_text(ctx, smi)],
+            evidence=[smi.error or "npu-smi not found", searched_path_text(smi, ctx.view)],
             fix=[
                 PrependPath("PATH", ("/usr/local/bin", "/usr/local/sbin"), note="where the driver installs npu-smi"),
                 "If it is not there either: install the NPU driver package (Ascend HDK npu-driver)",
@@ -406,15 +405,15 @@ def device_nodes(ctx: RuleContext) -> Iterable[Finding]:
         return  # the nodes could not be looked at: nothing is known missing (area not checked)
     nodes = dev.nodes
     chips = dev.chips
-    present_chips = chip_nodes(dev)
+    present_chips = dev.chip_nodes
     if not present_chips and not chips:
         return  # no NPU here, or a container without devices (container rules)
     missing = [n.path for n in nodes if n.kind == "control" and not n.exists]
     no_chip_nodes = not present_chips and bool(chips)
     if not missing and not no_chip_nodes:
         return
-    container = in_container(ctx)
-    ids = node_numbers(dev)
+    container = ctx.view.container.in_container
+    ids = list(dev.node_numbers)
     evidence = []
     if no_chip_nodes:
         evidence.append(f"npu-smi lists {len(chips)} chip(s) but no /dev/davinciN node exists")
@@ -451,7 +450,7 @@ def device_nodes(ctx: RuleContext) -> Iterable[Finding]:
 @rule
 def node_permissions(ctx: RuleContext) -> Iterable[Finding]:
     """DEV021: the judged account cannot read+write some existing device node."""
-    ident = judged_identity(ctx)
+    ident = judged_identity(ctx.view.devices, ctx.view.host)
     denied = [n for n in ctx.view.devices.nodes if n.exists and n.accessible_by_identity is False]
     if not denied or ident is None:
         return
@@ -477,7 +476,7 @@ def node_permissions(ctx: RuleContext) -> Iterable[Finding]:
         joined = DEVICE_OWNER
     if ident.name and ident.has_passwd_entry and joined not in _PRIVILEGED_GROUPS and ident.name != joined:
         fix.append(Command(("usermod", "-aG", joined, ident.name), note="then log in again"))
-    if in_container(ctx) or not ident.has_passwd_entry:
+    if ctx.view.container.in_container or not ident.has_passwd_entry:
         fix.append(
             Prose(
                 f"Run the container as the device owner: --user {node.uid}:{node.gid} "
@@ -497,11 +496,11 @@ def node_permissions(ctx: RuleContext) -> Iterable[Finding]:
 @rule
 def passwd_entry(ctx: RuleContext) -> Iterable[Finding]:
     """DEV022: a non-root UID with no passwd entry, where NPUs are in use."""
-    ident = judged_identity(ctx)
+    ident = judged_identity(ctx.view.devices, ctx.view.host)
     # (has_passwd_entry None: not recorded, as a missing key was read before the views)
     if ident is None or ident.has_passwd_entry is not False or ident.uid in (0, None):
         return
-    if not stack_present(ctx):
+    if not stack_present(ctx.view):
         return
     uid, gid = ident.uid, ident.gid
     yield NO_PASSWD.finding(

@@ -19,15 +19,7 @@ from npudoctor.knowledge.packages import firmware_for_driver
 from npudoctor.parsers.info_files import format_ranges
 from npudoctor.remedies import Command, InstallPackage, Reboot
 from npudoctor.rules import rule
-from npudoctor.rules._cannfacts import (
-    cann_plan,
-    chips,
-    driver_version,
-    host_arch,
-    not_in_matrix_line,
-    package_chip,
-    torch_npu_record,
-)
+from npudoctor.rules._cannfacts import cann_plan, driver_version, host_arch, not_in_matrix_line, package_chip
 from npudoctor.rules._cannsteps import Step
 from npudoctor.rules._world import host_mounts_fix
 from npudoctor.rules.devices import chip_identity
@@ -48,14 +40,10 @@ FIRMWARE_DRIVER = codes.get("DRV003")
 DRIVER_UNREADABLE = codes.get("DRV004")
 
 
-def _in_container(ctx: RuleContext) -> bool:
-    return ctx.view.container.in_container
-
-
 def _hdk_chip(ctx: RuleContext) -> Optional[str]:
     """The chip part of the HDK package names (``910b``, ``310p``, ``910``) for this
     machine's NPUs (devices facts + matrix, see :func:`package_chip`), or ``None``."""
-    chip = package_chip(ctx)
+    chip = package_chip(ctx.matrix, ctx.view.devices)
     return chip.lower() if chip else None
 
 
@@ -80,7 +68,7 @@ def _driver(ctx: RuleContext, version: Optional[str], lead: str = "", unknown: s
     return InstallPackage(
         "driver",
         version.lower() if version else None,
-        arch=host_arch(ctx),
+        arch=host_arch(ctx.view.host, ctx.view.packages),
         chip=_hdk_chip(ctx),
         unknown=unknown,
         lead=lead,
@@ -90,7 +78,7 @@ def _driver(ctx: RuleContext, version: Optional[str], lead: str = "", unknown: s
 def _move_note(ctx: RuleContext, driver: Optional[str]) -> Optional[str]:
     """The driver-side view of CANN003's option B (move to the CANN torch_npu is paired
     with), so DRV001/DRV002 and CANN003 say the same thing; ``None`` without a mismatch."""
-    plan = cann_plan(ctx)
+    plan = cann_plan(ctx.matrix, ctx.view.cann, ctx.view.packages, ctx.view.python, ctx.view.host)
     if plan is None or not plan.move_to:
         return None
     from npudoctor.plan.fit import driver_fit, hdk_for  # here: only with a mismatch planned
@@ -127,11 +115,11 @@ def driver_missing(ctx: RuleContext) -> Iterable[Finding]:
     if ctx.view.state("driver") == "absent":
         return
     drv = ctx.view.driver.driver
-    version, _src = driver_version(ctx)
+    version, _src = driver_version(ctx.view.driver, ctx.view.devices)
     if drv.exists or version:
         return
     cann = ctx.view.cann
-    tnpu = torch_npu_record(ctx)
+    tnpu = ctx.view.packages.torch_npu
     toolkits = cann.toolkits
     if not toolkits and tnpu is None:
         return  # nothing that needs a driver (no stack: HOST050; CANN001 covers the rest)
@@ -144,13 +132,13 @@ def driver_missing(ctx: RuleContext) -> Iterable[Finding]:
     if hdk:
         selected = cann.selected.version if cann.selected is not None else None
         evidence.append(f"matrix: the CANN {selected} in use is paired with Ascend HDK {hdk}")
-    if _in_container(ctx):
+    if ctx.view.container.in_container:
         yield NO_DRIVER.finding(
             title="The host's NPU driver is not mounted into this container",
             evidence=evidence,
             fix=list(
                 host_mounts_fix(
-                    ctx,
+                    ctx.view.container.runs_in,
                     ("/usr/local/Ascend/driver", "/etc/ascend_install.info"),
                     lead="Recreate the container with these docker run flags added: ",
                 )
@@ -178,7 +166,7 @@ def _machine_chip(ctx: RuleContext) -> Tuple[Optional[str], Optional[str]]:
     """``(family, chip name)`` of this machine's first NPU chip npu-smi names, the family from
     :func:`npudoctor.rules.devices.chip_identity` (``None`` when unknown), the name as the
     matrix spells it (``"Ascend 910B4"`` → ``"910B4"``) for the documented floors."""
-    for chip in chips(ctx):
+    for chip in ctx.view.devices.named_chips:
         family = chip_identity(ctx.matrix, chip).get("family")
         known = ctx.matrix.chip(str(chip.name)) if ctx.matrix is not None else None
         return (str(family) if family else None), (known.name if known is not None else str(chip.name))
@@ -209,14 +197,14 @@ def driver_cann(ctx: RuleContext) -> Iterable[Finding]:
     AUDIT §1 and §7): severity from ``grades.severity``; in a container the host driver ↔
     image CANN relation is always reported."""
     tk = ctx.view.cann.selected
-    version, source = driver_version(ctx)
+    version, source = driver_version(ctx.view.driver, ctx.view.devices)
     if tk is None or not tk.version or not version:
         return
     cann = tk.version
     judged = driver_verdict(ctx, cann, version)
     if judged is None:
         return
-    container = _in_container(ctx)
+    container = ctx.view.container.in_container
     sev = judged.severity(always_report=container)
     if sev is None:
         return

@@ -170,10 +170,6 @@ def _method_line(env: EnvironmentFacts) -> List[str]:
     return lines
 
 
-def _torch_npu_installed(ctx: RuleContext) -> bool:
-    return ctx.view.packages.torch_npu is not None
-
-
 def _missing_paths(env: EnvironmentFacts, name: str) -> Tuple[str, ...]:
     """The directories set_env.sh would add to ``name`` that it lacks now (judged by
     :func:`npudoctor.rules._env_vars.missing_paths`)."""
@@ -189,7 +185,7 @@ def set_env_not_sourced(ctx: RuleContext) -> Iterable[Finding]:
     if tk is None or sourced(env) is not False:
         return
     script = _script(env)
-    severity = "error" if _torch_npu_installed(ctx) else "warning"
+    severity = "error" if ctx.view.packages.torch_npu is not None else "warning"
     missing_ld = _missing_paths(env, "LD_LIBRARY_PATH")
     evidence = [_toolkit_line(env, ctx.view.cann.selected_via)]
     missing_vars = variable_state(env, ctx.view.cann).missing_vars

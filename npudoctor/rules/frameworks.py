@@ -16,24 +16,20 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Set, Tuple
 from npudoctor.context import RuleContext
 from npudoctor.findings import Finding
 from npudoctor.knowledge import chip_support, codes, cuda_only
+from npudoctor.knowledge.versions import pep440_release
 from npudoctor.parsers.metadata import canonical_name, parse_requirement
 from npudoctor.remedies.steps import PipInstall
 from npudoctor.rules import rule
-from npudoctor.rules._devfacts import chip_nodes
 from npudoctor.rules._pkgfit import Fix, cpu_index
 from npudoctor.rules._pyfacts import (
     CPU_INDEX,
     ask,
-    cann_present,
-    cann_version,
     describe,
     interpreter,
     marker_env,
     pip_install,
     pip_uninstall,
     platform,
-    python_short,
-    release,
 )
 from npudoctor.rules.devices import chip_identity
 from npudoctor.rules.packages import index_mirror
@@ -42,7 +38,7 @@ if TYPE_CHECKING:
     from npudoctor.facts.frameworks import CudaEvidence
     from npudoctor.knowledge.matrix import TorchNpuRow
 
-READS = ("cann", "devices", "driver", "frameworks", "packages", "python")
+READS = ("cann", "devices", "driver", "frameworks", "host", "packages", "python")
 ONLY_WITH = ("packages",)
 
 NO_NPU = codes.get("PKG050")
@@ -54,7 +50,7 @@ def npu_machine(ctx: RuleContext) -> bool:
     """An NPU machine: NPU chips seen by npu-smi, ``/dev/davinciN`` nodes, an npu-smi on
     PATH, or the NPU driver installed (or mounted)."""
     dev = ctx.view.devices
-    return bool(dev.chips or chip_nodes(dev) or dev.npu_smi.path or ctx.view.driver.driver.exists)
+    return bool(dev.chips or dev.chip_nodes or dev.npu_smi.path or ctx.view.driver.driver.exists)
 
 
 def _span(pythons: List[str]) -> str:
@@ -70,7 +66,7 @@ def _final(row: TorchNpuRow) -> bool:
 
 def _grade(ctx: RuleContext, row: TorchNpuRow, cann: str) -> Optional[str]:
     """The grade (``Grade`` value) of ``row`` on CANN ``cann``, ``None`` without a matrix."""
-    verdict = ask(ctx, lambda m: m.cann_verdict(row.torch_npu, cann))
+    verdict = ask(ctx.matrix, lambda m: m.cann_verdict(row.torch_npu, cann))
     return None if verdict is None else verdict.grade.value
 
 
@@ -87,10 +83,10 @@ def torch_without_torch_npu(ctx: RuleContext) -> Iterable[Finding]:
     if any(True for _ in index_mirror(ctx)):
         return  # PKG008: pip's mirror lacks torch-npu; it names the build for this torch (one cause)
     tv = str(torch.version)
-    py = python_short(ctx) or ""
-    plat = platform(ctx)
-    cann = cann_version(ctx)
-    rows = [r for r in (ask(ctx, lambda m: m.rows_for_torch(tv)) or []) if r.on_pypi and _final(r)]
+    py = ctx.view.python.short or ""
+    plat = platform(ctx.view.python, ctx.view.host)
+    cann = ctx.view.cann.version
+    rows = [r for r in (ask(ctx.matrix, lambda m: m.rows_for_torch(tv)) or []) if r.on_pypi and _final(r)]
     evidence = [describe(torch), "no torch_npu dist-info in the target interpreter: torch sees no NPU"]
     title = f"torch {tv} is installed but torch_npu is not: torch cannot use the NPUs"
     where = f"Python {py}" + (f" on {plat}" if plat else "")
@@ -103,7 +99,7 @@ def torch_without_torch_npu(ctx: RuleContext) -> Iterable[Finding]:
         yield NO_NPU.finding(title=title, evidence=evidence, fix=fix, subject="torch:torch-npu")
         return
     for_py = [r for r in rows if py and py in r.pythons(plat)]
-    if not for_py and cann_present(ctx):
+    if not for_py and ctx.view.cann.present:
         return  # PY001 says which Python has a torch_npu wheel for this torch
     for r in rows:
         if r not in for_py:
@@ -168,8 +164,8 @@ def _install_npu(ctx: RuleContext, torch_npu: str, plat: Optional[str]) -> PipIn
     """``pip install torch-npu==X``; on x86_64 with the PyTorch CPU index as an extra index,
     since torch_npu's x86_64 wheels pin the CPU build ``torch==X.Y.Z+cpu`` (torch_npu README)."""
     if plat == "x86_64":
-        return PipInstall(interpreter(ctx), (f"torch-npu=={torch_npu}",), extra_index_url=CPU_INDEX)
-    return pip_install(ctx, f"torch-npu=={torch_npu}")
+        return PipInstall(interpreter(ctx.view.python), (f"torch-npu=={torch_npu}",), extra_index_url=CPU_INDEX)
+    return pip_install(ctx.view.python, f"torch-npu=={torch_npu}")
 
 
 def _families(ctx: RuleContext) -> Dict[str, str]:
@@ -223,19 +219,17 @@ def framework_build_chip(ctx: RuleContext) -> Iterable[Finding]:
     )
 
 
-def _installed_requires(ctx: RuleContext, requires: Tuple[str, ...]) -> List[str]:
-    """Canonical names of the requirements that apply to the judged interpreter, among
-    those :func:`cuda_only.judge` can count (the others are not parsed)."""
+def _installed_requires(env: Dict[str, str], requires: Tuple[str, ...]) -> List[str]:
+    """Canonical names of the requirements that apply to the judged interpreter (its PEP 508
+    marker environment ``env``), among those :func:`cuda_only.judge` can count (the others
+    are not parsed)."""
     from npudoctor.parsers.metadata import applicable, requirement_name
 
-    env = None
     out: List[str] = []
     for text in requires:
         name = requirement_name(text)
         if name is not None and not cuda_only.requirement_of_interest(name):
             continue
-        if env is None:
-            env = marker_env(ctx)
         req = parse_requirement(text)
         if req is not None and applicable(req, env):
             out.append(canonical_name(req.name))
@@ -282,6 +276,7 @@ def cuda_only_distributions(ctx: RuleContext) -> Iterable[Finding]:
     found: List[cuda_only.Judgement] = []
     modules: Dict[str, None] = {}
     libraries: Dict[str, None] = {}
+    env = marker_env(ctx.view.python, ctx.view.host)  # once: the rule asks per distribution
     for key in sorted(installed):
         rec = packages.first(key)
         if rec is None:
@@ -290,7 +285,7 @@ def cuda_only_distributions(ctx: RuleContext) -> Iterable[Finding]:
         judged = cuda_only.judge(
             key,
             str(rec.version or ""),
-            _installed_requires(ctx, tuple(rec.requires_dist)),
+            _installed_requires(env, tuple(rec.requires_dist)),
             list(ev.files) if ev is not None else [],
             {k: list(v) for k, v in ev.needed.items()} if ev is not None else {},
             installed,
@@ -308,23 +303,26 @@ def cuda_only_distributions(ctx: RuleContext) -> Iterable[Finding]:
         if j.entry is not None:
             line += f" -- {j.entry.why.split('. ')[0]}."
         evidence.append(line)
-    fix: List[Fix] = [pip_uninstall(ctx, *names)]
+    fix: List[Fix] = [pip_uninstall(ctx.view.python, *names)]
     torch = next((j for j in found if j.name == "torch"), None)
     if torch is not None:
-        base = ".".join(str(x) for x in (release(torch.version) or ())[:3])
+        base = ".".join(str(x) for x in (pep440_release(torch.version) or ())[:3])
         if base:
             spec = f"torch=={base}"
             fix.append(
                 pip_install(
-                    ctx,
+                    ctx.view.python,
                     spec,
-                    index=cpu_index(spec, platform(ctx)) or "https://download.pytorch.org/whl/cpu",
+                    index=cpu_index(spec, platform(ctx.view.python, ctx.view.host))
+                    or "https://download.pytorch.org/whl/cpu",
                     note="the CPU build torch_npu is made for",
                 )
             )
     if any(j.name == "triton" for j in found):
         fix.append(
-            pip_install(ctx, "triton-ascend", options=("--force-reinstall", "--no-deps"), note="restore its files")
+            pip_install(
+                ctx.view.python, "triton-ascend", options=("--force-reinstall", "--no-deps"), note="restore its files"
+            )
         )
     for j in found:
         if j.entry is not None and j.entry.npu_replacement and j.name != "torch":

@@ -17,7 +17,6 @@ from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.remedies import Command, Export, PrependPath, Prose, Remedy
 from npudoctor.rules import rule
-from npudoctor.rules._pyfacts import cann_present
 
 READS = ("cann", "hygiene", "packages")
 ONLY_WITH = ("hygiene",)
@@ -89,7 +88,7 @@ def _not_writable(disk: List[DiskTarget]) -> Iterable[Finding]:
 
 
 def _stack(ctx: RuleContext) -> bool:
-    return cann_present(ctx) or ctx.view.packages.torch_npu is not None
+    return ctx.view.cann.present or ctx.view.packages.torch_npu is not None
 
 
 def _gib(value: int) -> str:

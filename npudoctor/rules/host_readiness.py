@@ -18,7 +18,6 @@ from npudoctor.knowledge.tunables import strtol
 from npudoctor.remedies import Command, DockerFlags, Export, PodSpecField, Remedy, SystemdSetting
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import stack_present
-from npudoctor.rules._world import systemd_unit, world
 
 if TYPE_CHECKING:
     from typing import Iterable, List, Optional, Tuple, Union
@@ -52,12 +51,12 @@ def _size(n: int) -> str:
 @rule
 def shm_size(ctx: RuleContext) -> Iterable[Finding]:
     """HOST006: /dev/shm smaller than 512 MiB."""
-    if not stack_present(ctx):
+    if not stack_present(ctx.view):
         return  # limits for NPU training: a machine without an NPU stack (HOST050) hears nothing of them
     shm = ctx.view.host_limits.shm
     if shm is None or shm.size_bytes is None or shm.size_bytes >= SHM_MIN:
         return
-    where = world(ctx)
+    where = ctx.view.container.runs_in
     fix: List[Union[Remedy, str]]
     if where == "pod":
         fix = [
@@ -92,13 +91,13 @@ def shm_size(ctx: RuleContext) -> Iterable[Finding]:
 @rule
 def memlock_limit(ctx: RuleContext) -> Iterable[Finding]:
     """HOST007: RLIMIT_MEMLOCK below 64 MiB."""
-    if not stack_present(ctx):
+    if not stack_present(ctx.view):
         return  # limits for NPU training: a machine without an NPU stack (HOST050) hears nothing of them
     lim = ctx.view.host_limits.limits
     if lim is None or lim.memlock_soft is None or lim.memlock_soft < 0 or lim.memlock_soft >= MEMLOCK_MIN:
         return
-    where = world(ctx)
-    unit = systemd_unit(ctx)
+    where = ctx.view.container.runs_in
+    unit = ctx.view.container.systemd_unit
     fix: List[Union[Remedy, str]]
     if unit:
         fix = [SystemdSetting(unit, "LimitMEMLOCK", "infinity", note=f"then systemctl restart {unit}")]
@@ -130,7 +129,7 @@ def memlock_limit(ctx: RuleContext) -> Iterable[Finding]:
 @rule
 def nofile_limit(ctx: RuleContext) -> Iterable[Finding]:
     """HOST008: RLIMIT_NOFILE soft limit at or below 4096."""
-    if not stack_present(ctx):
+    if not stack_present(ctx.view):
         return  # limits for NPU training: a machine without an NPU stack (HOST050) hears nothing of them
     lim = ctx.view.host_limits.limits
     if lim is None or lim.nofile_soft is None or lim.nofile_soft < 0 or lim.nofile_soft > NOFILE_MIN:
@@ -139,8 +138,8 @@ def nofile_limit(ctx: RuleContext) -> Iterable[Finding]:
     fix: List[Union[Remedy, str]] = []
     if hard is not None and (hard < 0 or hard > lim.nofile_soft):
         fix.append(Command(("ulimit", "-n", "65536" if hard < 0 or hard > 65536 else str(hard))))
-    elif systemd_unit(ctx):
-        fix.append(SystemdSetting(str(systemd_unit(ctx)), "LimitNOFILE", "65536"))
+    elif ctx.view.container.systemd_unit:
+        fix.append(SystemdSetting(str(ctx.view.container.systemd_unit), "LimitNOFILE", "65536"))
     else:
         fix.append("Raise it where the process starts: `docker run --ulimit nofile=65536:65536` or limits.d")
     yield NOFILE_LOW.finding(
@@ -154,7 +153,7 @@ def nofile_limit(ctx: RuleContext) -> Iterable[Finding]:
 @rule
 def thp_mode(ctx: RuleContext) -> Iterable[Finding]:
     """HOST009: transparent huge pages [never]."""
-    if not stack_present(ctx):
+    if not stack_present(ctx.view):
         return  # limits for NPU training: a machine without an NPU stack (HOST050) hears nothing of them
     thp = ctx.view.host_limits.thp
     if thp is None or thp.mode != "never":
@@ -180,7 +179,7 @@ def _whole(raw: Optional[str]) -> Optional[int]:
 @rule
 def omp_threads(ctx: RuleContext) -> Iterable[Finding]:
     """HOST010: OMP_NUM_THREADS x ranks per node above the cores the process may use."""
-    if not stack_present(ctx):
+    if not stack_present(ctx.view):
         return  # limits for NPU training: a machine without an NPU stack (HOST050) hears nothing of them
     env = ctx.view.tunables.variables
     threads = _whole(env.get("OMP_NUM_THREADS"))

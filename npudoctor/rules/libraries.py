@@ -29,10 +29,9 @@ from npudoctor.remedies import (
     SourceFile,
 )
 from npudoctor.rules import rule
-from npudoctor.rules._devfacts import in_container
 from npudoctor.rules._env_vars import recorded_set_env_script
 from npudoctor.rules._libowners import DRIVER, KERNELS, NNAL, OS, TOOLKIT, TORCH, TORCH_NPU, owner, owner_of_path
-from npudoctor.rules._pyfacts import cann_present, cann_version, interpreter
+from npudoctor.rules._pyfacts import interpreter
 from npudoctor.rules._symbol_versions import TooNew
 from npudoctor.rules._symbol_versions import too_new as needed_too_new
 
@@ -191,7 +190,7 @@ def _driver_missing_fix(ctx: RuleContext, driver: str) -> List[FixLine]:
     """The driver's libraries are not on disk: in a container they come from mounting the
     host's driver; on a host from installing the driver package."""
     dirs = [f"{driver}/lib64", f"{driver}/lib64/common", f"{driver}/lib64/driver"]
-    if in_container(ctx):
+    if ctx.view.container.in_container:
         return [
             DockerFlags(
                 mounts=(driver,),
@@ -342,7 +341,7 @@ def _cause(ctx: RuleContext, key: str, items: List[Resolution]) -> _Cause:
         return _cause_nnal_missing(ctx, names)
     if key == "driver-missing":
         return _cause_driver_missing(ctx, names)
-    if cann_present(ctx) or key[len("missing:") :] not in (TOOLKIT, KERNELS, "unknown"):
+    if ctx.view.cann.present or key[len("missing:") :] not in (TOOLKIT, KERNELS, "unknown"):
         return _cause_not_on_disk(ctx, key[len("missing:") :], names)
     return _cause_no_toolkit(names)
 
@@ -403,7 +402,7 @@ def _cause_nnal_missing(ctx: RuleContext, names: List[str]) -> _Cause:
     fix = (
         InstallPackage(
             "nnal",
-            cann_version(ctx),
+            ctx.view.cann.version,
             arch=_arch(ctx),
             unknown="the same CANN version as the toolkit",
             lead="Install NNAL of the same CANN version as the toolkit: ",
@@ -414,14 +413,14 @@ def _cause_nnal_missing(ctx: RuleContext, names: List[str]) -> _Cause:
         title=f"{', '.join(names)} cannot be loaded: NNAL (ATB) is not installed",
         fix=fix,
         # NNAL comes with the CANN release that is missing altogether
-        because=None if cann_present(ctx) else "CANN001",
+        because=None if ctx.view.cann.present else "CANN001",
     )
 
 
 def _cause_driver_missing(ctx: RuleContext, names: List[str]) -> _Cause:
     """The driver's libraries are not on disk: not installed / mounted, or incomplete."""
     driver = _driver_dir(ctx)
-    container = in_container(ctx)
+    container = ctx.view.container.in_container
     where = "in this container" if container else "on this machine"
     ships = f"{', '.join(names)} cannot be loaded: {'it ships' if len(names) == 1 else 'they ship'} with the NPU driver"
     installed = ctx.view.driver.driver
@@ -655,7 +654,9 @@ def autoload_breaks_import_torch(ctx: RuleContext) -> Iterable[Finding]:
             + [
                 Export(data.variable, "0", lead="or, to import torch without its backends meanwhile: "),
                 PipUninstall(
-                    interpreter(ctx), (str(backend.dist),), lead=f"or, when {backend.dist} is not used here: "
+                    interpreter(ctx.view.python),
+                    (str(backend.dist),),
+                    lead=f"or, when {backend.dist} is not used here: ",
                 ),
             ],
             subject=str(backend.dist),

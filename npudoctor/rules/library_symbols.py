@@ -17,10 +17,9 @@ from npudoctor.knowledge.packages import NNAL_SET_ENV
 from npudoctor.remedies import InstallPackage, PrependPath, SourceFile
 from npudoctor.rules import rule
 from npudoctor.rules._libowners import DRIVER, KERNELS, NNAL, TOOLKIT, owner_of_name
-from npudoctor.rules._pyfacts import cann_present, cann_version
 from npudoctor.rules.libraries import FixLine, _arch, _short, where_on_disk
 
-READS = ("cann", "libraries", "packages", "python")
+READS = ("cann", "host", "libraries", "packages", "python")
 ONLY_WITH = ("libraries",)
 #: A LIB005 of modules that fail only because no CANN is installed names CANN001 in
 #: ``data["because"]`` (folded under it when reported).
@@ -87,7 +86,7 @@ def _torch_pin(ctx: RuleContext) -> Tuple[Optional[str], str]:
             continue
         if req.marker is not None:
             try:
-                if not req.marker.evaluate(marker_env(ctx)):
+                if not req.marker.evaluate(marker_env(ctx.view.python, ctx.view.host)):
                     continue
             except Exception:
                 pass
@@ -118,14 +117,14 @@ def _torch_fix(ctx: RuleContext, installed: Optional[str]) -> Tuple[List[FixLine
     if pin is None:
         return ["Install the torch release torch_npu was built for (its METADATA Requires-Dist names it)"], []
     wanted = pin
-    if platform(ctx) == "x86_64" and "+" not in wanted:
+    if platform(ctx.view.python, ctx.view.host) == "x86_64" and "+" not in wanted:
         wanted += "+cpu"
     try:
         same = installed is not None and Version(installed) == Version(wanted)
     except InvalidVersion:
         same = False
     cmd = pip_install(
-        ctx,
+        ctx.view.python,
         f"torch=={wanted}",
         index=CPU_INDEX if wanted.endswith("+cpu") else None,
         options=("--force-reinstall", "--no-deps") if same else (),
@@ -158,7 +157,7 @@ def _built_for(ctx: RuleContext, pkg: str) -> FixLine:
             specs = list(req.specifier)
             if canonical_name(req.name) == "torch-npu" and len(specs) == 1 and specs[0].operator in ("==", "==="):
                 return pip_install(
-                    ctx,
+                    ctx.view.python,
                     f"torch-npu=={specs[0].version}",
                     lead=f"or install the torch_npu {pkg} was built for (its Requires-Dist: {text}): ",
                 )
@@ -249,7 +248,7 @@ def extension_symbols(ctx: RuleContext) -> Iterable[Finding]:
     libs = ctx.view.libraries
     nv = _torch_npu_version(libs)
     no_cann: Dict[str, List[SymbolCheck]] = {}
-    has_cann = cann_present(ctx)
+    has_cann = ctx.view.cann.present
     for check in _symbols(libs).extensions:
         if not check.missing_count and not check.unresolved:
             continue
@@ -266,7 +265,7 @@ def extension_symbols(ctx: RuleContext) -> Iterable[Finding]:
             fix.append(
                 InstallPackage(
                     "nnal",
-                    cann_version(ctx),
+                    ctx.view.cann.version,
                     arch=_arch(ctx),
                     unknown="the same CANN version as the toolkit",
                     lead="or, when it was built for the NNAL of the installed CANN, install that NNAL: ",

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
-from npudoctor.knowledge.matrix.model import _pep440
-from npudoctor.knowledge.versions import parse_cann
+from npudoctor.knowledge.versions import parse_cann, pep440_public
 from npudoctor.remedies import Command
 from npudoctor.rules import postprocess, rule
 
@@ -82,7 +81,7 @@ def newer_than_data(matrix: Matrix, kind: str, version: Optional[str]) -> bool:
     if not version:
         return False
     if kind == "torch_npu":
-        mine = _pep440(version)
+        mine = pep440_public(version)
         known = [r.version for r in matrix.torch_npu_rows if r.version is not None]
         return mine is not None and bool(known) and all(mine > v for v in known)
     if kind == "CANN":

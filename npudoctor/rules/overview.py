@@ -24,14 +24,16 @@ ONLY_WITH = ("cann", "driver")
 
 NO_NPU_STACK = codes.get("HOST050")
 
-#: What :func:`stack_evidence` accepts: a snapshot, a rule context, a snapshot document
-#: (``{"facts": {...}}``) or a facts object.
+#: What :func:`stack_evidence` accepts: a snapshot, a rule context, its typed facts, a
+#: snapshot document (``{"facts": {...}}``) or a facts object.
 if TYPE_CHECKING:
-    Source = Union[Snapshot, RuleContext, Mapping[str, object]]
+    Source = Union[Snapshot, RuleContext, Facts, Mapping[str, object]]
 
 
 def _view(source: Source) -> Facts:
     """The typed facts of ``source`` (see :data:`Source`)."""
+    if isinstance(source, Facts):
+        return source
     if isinstance(source, RuleContext):
         return source.view
     if isinstance(source, Snapshot):

@@ -12,7 +12,7 @@ cleanup lines, are in :mod:`npudoctor.rules._pkgfit`.
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.context import RuleContext
 from npudoctor.facts.system import Distribution
@@ -22,6 +22,7 @@ from npudoctor.knowledge.frameworks import NUMPY1_RELEASES
 from npudoctor.knowledge.grades import Grade, Verdict
 from npudoctor.knowledge.matrix.verdicts import split_build
 from npudoctor.knowledge.matrix.verdicts import torch_pairing as torch_verdict
+from npudoctor.knowledge.versions import pep440_release
 from npudoctor.parsers.metadata import canonical_name, requirements_on, satisfies
 from npudoctor.rules import rule
 from npudoctor.rules._pkgfit import (
@@ -42,17 +43,17 @@ from npudoctor.rules._pyfacts import (
     CPU_INDEX,
     ask,
     best_torch_npu,
-    cann_present,
-    cann_version,
     describe,
     marker_env,
-    not_in_matrix,
     pip_install,
     platform,
     python_exe,
-    release,
 )
 from npudoctor.rules._required import framework_requiring
+from npudoctor.rules.matrix import not_in_matrix
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 READS = ("cann", "host", "packages", "python")
 ONLY_WITH = ("packages",)
@@ -102,94 +103,127 @@ def torch_pairing(ctx: RuleContext) -> Iterable[Finding]:
     if npu is None:
         return
     torch = packages.first("torch")
-    plat = platform(ctx)
-    env = marker_env(ctx)
-    reqs = torch_requirements(npu, env)
-    fix: List[Fix]
+    plat = platform(ctx.view.python, ctx.view.host)
+    reqs = torch_requirements(npu, marker_env(ctx.view.python, ctx.view.host))
     if torch is None:
-        spec = str(reqs[0].specifier) if reqs else None
-        wanted = f"torch{spec}" if spec else wanted_from_release(ctx, npu)
-        yield NO_TORCH.finding(
-            title=f"torch_npu {npu.version} is installed but torch is not",
-            evidence=[describe(npu)] + ([f"torch_npu requires {wanted} (Requires-Dist)"] if spec else []),
-            fix=[pip_install(ctx, wanted, index=cpu_index(wanted, plat))] if wanted else [],
-            subject="torch",
+        yield _no_torch(ctx, npu, reqs, plat)
+    elif reqs:
+        yield from _against_requires_dist(ctx, npu, torch, reqs, plat)
+    else:
+        yield from _against_release(ctx, npu, torch, plat)
+
+
+def _no_torch(ctx: RuleContext, npu: Distribution, reqs: List[Requirement], plat: Optional[str]) -> Finding:
+    """PKG002: torch_npu without torch; the fix installs the torch its Requires-Dist names,
+    else the one of the matrix / release rule."""
+    spec = str(reqs[0].specifier) if reqs else None
+    wanted = f"torch{spec}" if spec else wanted_from_release(ctx.matrix, plat, npu)
+    return NO_TORCH.finding(
+        title=f"torch_npu {npu.version} is installed but torch is not",
+        evidence=[describe(npu)] + ([f"torch_npu requires {wanted} (Requires-Dist)"] if spec else []),
+        fix=[pip_install(ctx.view.python, wanted, index=cpu_index(wanted, plat))] if wanted else [],
+        subject="torch",
+    )
+
+
+def _keep_torch_fix(ctx: RuleContext, torch_version: str) -> List[Fix]:
+    """The alternative fix line that keeps torch and installs the torch_npu the matrix
+    builds for it (none when the matrix names none)."""
+    alt = npu_for_torch(ctx.matrix, ctx.view.python, ctx.view.host, ctx.view.cann, torch_version)
+    if not alt:
+        return []
+    return [
+        pip_install(
+            ctx.view.python,
+            "torch-npu==" + alt,
+            lead=f"or keep torch {torch_version} and install the torch_npu built for it: ",
         )
-        return
+    ]
+
+
+def _against_requires_dist(
+    ctx: RuleContext, npu: Distribution, torch: Distribution, reqs: List[Requirement], plat: Optional[str]
+) -> Iterable[Finding]:
+    """PKG001 from torch_npu's own Requires-Dist on torch: quiet (or the unofficial-build
+    note) when torch meets it or a sibling dist-info in torch's directory does (PKG003
+    names it); else the torch it needs, from the CPU index when only the local tag differs."""
     tv = torch.version or ""
-    evidence = [describe(npu), describe(torch)]
-    if reqs:
-        unmet = [r for r in reqs if satisfies(tv, r.specifier) is False]
-        if not unmet:
-            yield from _unofficial_pairing(ctx, npu, tv, [(str(reqs[0]), True)])
-            return
-        siblings = [r for r in packages.records("torch")[1:] if r.location == torch.location and r.version]
-        if any(all(satisfies(str(s.version), r.specifier) for r in reqs) for s in siblings):
-            return  # two torch dist-infos in one dir, one fits: PKG003 says which to clean
-        spec = str(unmet[0].specifier)
-        wanted = f"torch{spec}"
-        verdict = torch_verdict(None, str(npu.version or ""), tv, [(str(unmet[0]), False)])
-        evidence.append(f"torch_npu {npu.version} requires `{unmet[0]}` (Requires-Dist in its METADATA)")
-        evidence.append(f"evidence: {verdict.describe()}")
-        same_release = any(release(tv) == release(s.version) for s in unmet[0].specifier)
-        if same_release and "+" in spec:
-            title = (
-                f"torch {tv} is not the build torch_npu {npu.version} needs ({wanted}): install torch from {CPU_INDEX}"
-            )
-        else:
-            title = f"torch {tv} does not match torch_npu {npu.version} (it requires {wanted})"
-        fix = [pip_install(ctx, wanted, index=cpu_index(wanted, plat))]
-        hidden = _hidden_fit(ctx, evidence)
-        if hidden is not None:
-            fix = hidden
-        alt = npu_for_torch(ctx, tv)
-        if alt and not same_release and hidden is None:
-            fix.append(
-                pip_install(
-                    ctx, "torch-npu==" + alt, lead=f"or keep torch {tv} and install the torch_npu built for it: "
-                )
-            )
-        yield TORCH_PAIR.finding(
-            title=title,
-            evidence=evidence,
-            fix=fix,
-            subject="torch",
-            severity=grades.severity(verdict) or "error",
-            data=_grade_data(verdict),
-        )
+    unmet = [r for r in reqs if satisfies(tv, r.specifier) is False]
+    if not unmet:
+        yield from _unofficial_pairing(ctx, npu, tv, [(str(reqs[0]), True)])
         return
-    # No Requires-Dist on torch (source builds, egg-info): the matrix, then the release rule.
-    expected = matrix_torch_for(ctx, npu.version or "")
+    siblings = [r for r in ctx.view.packages.records("torch")[1:] if r.location == torch.location and r.version]
+    if any(all(satisfies(str(s.version), r.specifier) for r in reqs) for s in siblings):
+        return  # two torch dist-infos in one dir, one fits: PKG003 says which to clean
+    spec = str(unmet[0].specifier)
+    wanted = f"torch{spec}"
+    verdict = torch_verdict(None, str(npu.version or ""), tv, [(str(unmet[0]), False)])
+    evidence = [
+        describe(npu),
+        describe(torch),
+        f"torch_npu {npu.version} requires `{unmet[0]}` (Requires-Dist in its METADATA)",
+        f"evidence: {verdict.describe()}",
+    ]
+    same_release = any(pep440_release(tv) == pep440_release(s.version) for s in unmet[0].specifier)
+    if same_release and "+" in spec:
+        title = f"torch {tv} is not the build torch_npu {npu.version} needs ({wanted}): install torch from {CPU_INDEX}"
+    else:
+        title = f"torch {tv} does not match torch_npu {npu.version} (it requires {wanted})"
+    fix: List[Fix] = [pip_install(ctx.view.python, wanted, index=cpu_index(wanted, plat))]
+    hidden = _hidden_fit(ctx, evidence)
+    if hidden is not None:
+        fix = hidden
+    elif not same_release:
+        fix.extend(_keep_torch_fix(ctx, tv))
+    yield TORCH_PAIR.finding(
+        title=title,
+        evidence=evidence,
+        fix=fix,
+        subject="torch",
+        severity=grades.severity(verdict) or "error",
+        data=_grade_data(verdict),
+    )
+
+
+def _against_release(
+    ctx: RuleContext, npu: Distribution, torch: Distribution, plat: Optional[str]
+) -> Iterable[Finding]:
+    """PKG001 for a torch_npu with no Requires-Dist on torch (source builds, egg-info): the
+    torch the matrix pairs it with, else the release rule (torch_npu X.Y.Z[.postN] goes
+    with torch X.Y.Z, and MTX003 says the matrix lacks it)."""
+    tv = torch.version or ""
+    expected = matrix_torch_for(ctx.matrix, npu.version or "")
     source = "the compatibility matrix"
     if expected is None:
-        rel = release(npu.version)
+        rel = pep440_release(npu.version)
         if rel is None:
             return
         expected = ".".join(str(x) for x in rel[:3])
         source = "the version rule (torch_npu X.Y.Z[.postN] goes with torch X.Y.Z)"
-        yield from not_in_matrix(ctx, "torch_npu", str(npu.version), [describe(npu)])
-    rel_tv, rel_expected = release(tv), release(expected)
+        yield from not_in_matrix(ctx, "torch_npu", str(npu.version), evidence=[describe(npu)])
+    rel_tv, rel_expected = pep440_release(tv), pep440_release(expected)
     if rel_tv is None or rel_expected is None:
         return
     if rel_tv[:3] == rel_expected[:3]:
         yield from _unofficial_pairing(ctx, npu, tv, [])
         return
-    evidence.append(f"torch_npu {npu.version} has no Requires-Dist on torch; {source} pairs it with torch {expected}")
-    row = ask(ctx, lambda m: m.find_torch_npu(split_build(str(npu.version or ""))[0]))
+    evidence = [
+        describe(npu),
+        describe(torch),
+        f"torch_npu {npu.version} has no Requires-Dist on torch; {source} pairs it with torch {expected}",
+    ]
+    row = ask(ctx.matrix, lambda m: m.find_torch_npu(split_build(str(npu.version or ""))[0]))
     verdict = torch_verdict(row, str(npu.version or ""), tv)
     if row is None:
         verdict = Verdict(Grade.INCOMPATIBLE, f"{source} pairs torch_npu {npu.version} with torch {expected}")
     evidence.append(f"evidence: {verdict.describe()}")
     wanted = f"torch=={expected}" + ("+cpu" if plat == "x86_64" else "")
-    fix = [pip_install(ctx, wanted, index=cpu_index(wanted, plat))]
+    fix: List[Fix] = [pip_install(ctx.view.python, wanted, index=cpu_index(wanted, plat))]
     hidden = _hidden_fit(ctx, evidence)
     if hidden is not None:
         fix = hidden
-    alt = npu_for_torch(ctx, tv)
-    if alt and hidden is None:
-        fix.append(
-            pip_install(ctx, "torch-npu==" + alt, lead=f"or keep torch {tv} and install the torch_npu built for it: ")
-        )
+    else:
+        fix.extend(_keep_torch_fix(ctx, tv))
     yield TORCH_PAIR.finding(
         title=f"torch {tv} does not match torch_npu {npu.version} (built for torch {expected})",
         evidence=evidence,
@@ -219,15 +253,15 @@ def _unofficial_pairing(
     unofficial (a warning: AUDIT §7 (e), issue 13)."""
     version = str(npu.version or "")
     base, unofficial = split_build(version)
-    published = ask(ctx, lambda m: m.find_torch_npu(version))
+    published = ask(ctx.matrix, lambda m: m.find_torch_npu(version))
     if not unofficial or (published is not None and published.on_pypi):
         return  # an official build, or a pre-release Ascend published on PyPI (2.5.1rc1)
-    row = ask(ctx, lambda m: m.find_torch_npu(base))
+    row = ask(ctx.matrix, lambda m: m.find_torch_npu(base))
     verdict = torch_verdict(row, version, torch_version, requires, npu.metadata_source)
     sev = grades.severity(verdict)
     if sev is None or verdict.grade is not Grade.SAME_LINE:
         return
-    required = framework_requiring(ctx, version)
+    required = framework_requiring(ctx.view.packages, ctx.view.cann, version)
     if required is not None:
         # the framework's own requirement: switching to an official build would break it
         who, why = required
@@ -257,7 +291,7 @@ def _hidden_fit(ctx: RuleContext, evidence: List[str]) -> Optional[List[Fix]]:
     remove the shadowing copy, not to reinstall: the PKG003 cleanup lines.  Appends the
     evidence line; ``None`` when no hidden copy fits."""
     recs = ctx.view.packages.records("torch")
-    wanted = want_torch(ctx)
+    wanted = want_torch(ctx.matrix, ctx.view.packages, ctx.view.python, ctx.view.host)
     if wanted is None or len(recs) < 2:
         return None
     hidden = [r for r in recs[1:] if r.location != recs[0].location and wanted.accepts(r)]
@@ -266,7 +300,7 @@ def _hidden_fit(ctx: RuleContext, evidence: List[str]) -> Optional[List[Fix]]:
     evidence.append(
         f"torch {hidden[0].version} in {hidden[0].location} fits, but import takes {recs[0].dist_info} first"
     )
-    fix, _keeper = cleanup(ctx, "torch", recs, wanted)
+    fix, _keeper = cleanup(ctx.view.python, "torch", recs, wanted)
     return fix
 
 
@@ -289,8 +323,8 @@ def duplicate_installs(ctx: RuleContext) -> Iterable[Finding]:
         else:
             note = f"import takes the first on sys.path: {effective.dist_info}"
         evidence = where + [note]
-        wanted = want(ctx, name)
-        fix, keeper = cleanup(ctx, name, recs, wanted)
+        wanted = want(name, ctx.matrix, ctx.view.packages, ctx.view.python, ctx.view.host, ctx.view.cann)
+        fix, keeper = cleanup(ctx.view.python, name, recs, wanted)
         if wanted is not None:
             evidence.append(wanted.reason)
         if keeper is not None:
@@ -313,8 +347,8 @@ def torchvision_torchaudio(ctx: RuleContext) -> Iterable[Finding]:
     if torch is None:
         return
     tv = torch.version or ""
-    env = marker_env(ctx)
-    index = vision_index(ctx, tv)
+    env = marker_env(ctx.view.python, ctx.view.host)
+    index = vision_index(platform(ctx.view.python, ctx.view.host), ctx.view.packages, tv)
     for name in ("torchvision", "torchaudio"):
         rec = ctx.view.packages.first(name)
         if rec is None:
@@ -325,19 +359,19 @@ def torchvision_torchaudio(ctx: RuleContext) -> Iterable[Finding]:
         yield TORCHVISION.finding(
             title=f"{name} {rec.version} is not built for torch {tv} (install {wanted})",
             evidence=[describe(rec), describe(torch)] + why,
-            fix=[pip_install(ctx, wanted, index=index)],
+            fix=[pip_install(ctx.view.python, wanted, index=index)],
             subject=name,
         )
 
 
 def _import_name(ctx: RuleContext, dist: str) -> Optional[str]:
-    return ask(ctx, lambda m: m.import_name(dist))
+    return ask(ctx.matrix, lambda m: m.import_name(dist))
 
 
 def _cann_deps(ctx: RuleContext) -> Dict[str, str]:
     """``{pip name: import name}`` the CANN in use needs (matrix first)."""
-    cv = cann_version(ctx)
-    names = ask(ctx, lambda m: m.cann_python_deps(cv))
+    cv = ctx.view.cann.version
+    names = ask(ctx.matrix, lambda m: m.cann_python_deps(cv))
     if not names:
         return dict(DEFAULT_CANN_DEPS)
     out: Dict[str, str] = {}
@@ -353,7 +387,7 @@ def cann_python_deps(ctx: RuleContext) -> Iterable[Finding]:
     """K06: the CANN Python dependencies in the torch_npu interpreter."""
     pkgs = ctx.view.packages
     npu = pkgs.first("torch-npu")
-    cann = cann_present(ctx)
+    cann = ctx.view.cann.present
     if npu is None and not cann:
         return
     if not pkgs.scanned:
@@ -371,15 +405,15 @@ def cann_python_deps(ctx: RuleContext) -> Iterable[Finding]:
         missing.append(pip_name)
     if not missing:
         return
-    numpy = numpy_target(ctx) if "numpy" in missing else None
+    numpy = numpy_target(ctx.matrix, ctx.view.packages, ctx.view.python, ctx.view.cann) if "numpy" in missing else None
     install = [f"numpy{numpy[0]}" if (m == "numpy" and numpy) else m for m in missing]
-    cv = cann_version(ctx)
+    cv = ctx.view.cann.version
     where = (
         f"CANN {cv}"
         if cv
         else ("the CANN toolkit" if cann else f"CANN (which torch_npu {npu.version if npu else None} runs on)")
     )
-    evidence = [f"not installed in {python_exe(ctx)}: {', '.join(missing)}"]
+    evidence = [f"not installed in {python_exe(ctx.view.python)}: {', '.join(missing)}"]
     evidence.append(f"searched: {', '.join(pkgs.scanned)}")
     if npu is not None:
         evidence.append(describe(npu))
@@ -395,7 +429,7 @@ def cann_python_deps(ctx: RuleContext) -> Iterable[Finding]:
     yield CANN_DEPS.finding(
         title=title,
         evidence=evidence,
-        fix=[pip_install(ctx, *install)],
+        fix=[pip_install(ctx.view.python, *install)],
         severity="error" if cann else "info",
         subject="cann-python-deps",
     )
@@ -405,7 +439,7 @@ def _needing_numpy2(ctx: RuleContext, version: str, installed_fits: bool = False
     """``"NAME VERSION requires `numpy>=2`"`` of each installed package whose numpy
     requirement admits no NumPy 1.x release: those the installed ``version`` satisfies
     (``installed_fits``: they pulled it in) or, else, those it does not satisfy."""
-    env = marker_env(ctx)
+    env = marker_env(ctx.view.python, ctx.view.host)
     out = []
     for rec in ctx.view.packages.effective():
         for req in requirements_on(list(rec.requires_dist), "numpy", env):
@@ -422,12 +456,12 @@ def _needing_numpy2(ctx: RuleContext, version: str, installed_fits: bool = False
 def numpy_major(ctx: RuleContext) -> Iterable[Finding]:
     """K07: numpy >= 2 where the CANN/Python pair needs numpy < 2 (matrix.numpy_spec)."""
     numpy = ctx.view.packages.first("numpy")
-    cv = cann_version(ctx)
+    cv = ctx.view.cann.version
     py = ctx.view.python.short
     if numpy is None or not cv or not py:
         return
     version = numpy.version or ""
-    spec_text = ask(ctx, lambda m: m.numpy_spec(cv, py))
+    spec_text = ask(ctx.matrix, lambda m: m.numpy_spec(cv, py))
     if not spec_text:
         return
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -436,7 +470,7 @@ def numpy_major(ctx: RuleContext) -> Iterable[Finding]:
         spec = SpecifierSet(str(spec_text))
     except InvalidSpecifier:
         return
-    verdict = ask(ctx, lambda m: m.numpy_verdict(version, cv, py))
+    verdict = ask(ctx.matrix, lambda m: m.numpy_verdict(version, cv, py))
     if satisfies(version, spec) is not False:
         stranded = _needing_numpy2(ctx, version)
         if stranded:
@@ -472,7 +506,7 @@ def numpy_major(ctx: RuleContext) -> Iterable[Finding]:
         evidence.append(f"evidence: {verdict.describe()}")
     pullers = _needing_numpy2(ctx, version, installed_fits=True)
     evidence += pullers
-    fix: List[Fix] = [pip_install(ctx, f"numpy{spec}")]
+    fix: List[Fix] = [pip_install(ctx.view.python, f"numpy{spec}")]
     if pullers:
         fix.append(
             "then pin the packages above to releases that accept NumPy 1.x (they pulled NumPy 2 in), "
@@ -504,7 +538,7 @@ def index_mirror(ctx: RuleContext) -> Iterable[Finding]:
     if ctx.view.packages.first("torch-npu") is not None:
         return
     torch = ctx.view.packages.first("torch")
-    if torch is None and not cann_present(ctx):
+    if torch is None and not ctx.view.cann.present:
         return
     conf = ctx.view.packages.pip_config
     index = conf.index_url
@@ -517,20 +551,24 @@ def index_mirror(ctx: RuleContext) -> Iterable[Finding]:
     if any((urlparse(u).hostname or "").lower() in _PYPI_HOSTS for u in extras):
         return  # PyPI is searched too
     py = ctx.view.python.short
-    plat = platform(ctx)
+    plat = platform(ctx.view.python, ctx.view.host)
     tv = (torch.version if torch is not None else None) or ""
     evidence = [f"pip index: {index} (from {conf.index_source})"]
     if extras:
         evidence.append("extra indexes: " + ", ".join(extras))
     evidence.append("torch_npu is not installed" + (f"; {describe(torch)}" if torch else ""))
-    wanted = best_torch_npu(ctx, tv, py) if tv else None
+    wanted = (
+        best_torch_npu(ctx.matrix, tv, py, platform(ctx.view.python, ctx.view.host), ctx.view.cann.version or "")
+        if tv
+        else None
+    )
     where = f"Python {py or '?'} on {plat or 'this platform'}"
     fix: List[Fix]
     if wanted:
         evidence.append(f"PyPI has torch_npu {wanted} for torch {tv.split('+')[0]} and {where} (compatibility matrix)")
-        fix = [pip_install(ctx, f"torch-npu=={wanted}", index=PYPI_INDEX)]
+        fix = [pip_install(ctx.view.python, f"torch-npu=={wanted}", index=PYPI_INDEX)]
     else:
-        rows = ask(ctx, lambda m: m.fits(python=py, platform=plat)) or []
+        rows = ask(ctx.matrix, lambda m: m.fits(python=py, platform=plat)) or []
         names = [str(r.torch_npu) for r in rows[:5]]
         if names:
             evidence.append(f"PyPI has torch_npu wheels for {where}: {', '.join(names)} (compatibility matrix)")
@@ -538,7 +576,7 @@ def index_mirror(ctx: RuleContext) -> Iterable[Finding]:
             evidence.append(f"the compatibility matrix knows no torch_npu wheel for {where} (see PY001)")
         fix = [
             pip_install(
-                ctx,
+                ctx.view.python,
                 "torch-npu",
                 index=PYPI_INDEX,
                 note="the newest torch_npu with a wheel for this Python; pin a release from `npudoctor matrix show` to pick another",

@@ -16,23 +16,10 @@ from npudoctor.context import RuleContext
 from npudoctor.facts.system import Distribution
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes, grades
+from npudoctor.knowledge.versions import pep440_release, python_sorted, pythons_within
 from npudoctor.remedies import Command, Interpreter, PipInstall
 from npudoctor.rules import rule
-from npudoctor.rules._pyfacts import (
-    CPU_INDEX,
-    ask,
-    best_torch_npu,
-    cann_present,
-    cann_version,
-    describe,
-    pip_install,
-    platform,
-    python_path,
-    python_sorted,
-    release,
-    row_python,
-    within_range,
-)
+from npudoctor.rules._pyfacts import CPU_INDEX, ask, best_torch_npu, describe, pip_install, platform, row_python
 
 if TYPE_CHECKING:
     from npudoctor.knowledge.matrix import TorchNpuRow
@@ -85,7 +72,7 @@ def _glibc_tuple(text: Optional[str]) -> Optional[Tuple[int, int]]:
 
 
 def _npu_context(ctx: RuleContext) -> bool:
-    return ctx.view.packages.first("torch-npu") is not None or cann_present(ctx)
+    return ctx.view.packages.first("torch-npu") is not None or ctx.view.cann.present
 
 
 @rule
@@ -110,7 +97,12 @@ def interpreter_inspected(ctx: RuleContext) -> Iterable[Finding]:
     yield NOT_INSPECTED.finding(
         title=f"Could not inspect {py.requested or py.executable or 'the interpreter'}",
         evidence=[error],
-        fix=[Command((python_path(ctx), "-c", "import sys; print(sys.version)"), note="must print the version")],
+        fix=[
+            Command(
+                (ctx.view.python.interpreter_path, "-c", "import sys; print(sys.version)"),
+                note="must print the version",
+            )
+        ],
     )
 
 
@@ -140,9 +132,9 @@ def _recommend_python(ctx: RuleContext, versions: Iterable[str]) -> Optional[str
     """The newest of ``versions`` (numeric order) that the installed CANN supports too
     (matrix ``cann_python_range``), or ``None``."""
     ordered = python_sorted(versions)
-    cv = cann_version(ctx)
-    rng = ask(ctx, lambda m: m.cann_python_range(cv)) if cv else None
-    ordered = within_range(ordered, rng)
+    cv = ctx.view.cann.version
+    rng = ask(ctx.matrix, lambda m: m.cann_python_range(cv)) if cv else None
+    ordered = pythons_within(ordered, rng)
     return ordered[-1] if ordered else None
 
 
@@ -162,7 +154,7 @@ def _new_env_fix(
     new_env = Interpreter("python")
     torch_req = f"torch=={torch}" if torch else None
     npu_req = f"torch-npu=={npu}" if npu else None
-    if torch_req and platform(ctx) == "x86_64" and "+" not in torch_req:
+    if torch_req and platform(ctx.view.python, ctx.view.host) == "x86_64" and "+" not in torch_req:
         lines.append(PipInstall(new_env, (f"{torch_req}+cpu",), index_url=CPU_INDEX))
         if npu_req:
             lines.append(PipInstall(new_env, (npu_req,)))
@@ -175,11 +167,11 @@ def _new_env_fix(
 
 def _npu_row(ctx: RuleContext, version: str) -> Optional[TorchNpuRow]:
     """The matrix row of torch_npu ``version`` (``None``: no matrix, or not in it)."""
-    return ask(ctx, lambda m: m.find_torch_npu(version))
+    return ask(ctx.matrix, lambda m: m.find_torch_npu(version))
 
 
 def _torch_release(version: Optional[str]) -> Optional[str]:
-    rel = release(version or "")
+    rel = pep440_release(version or "")
     return ".".join(str(x) for x in rel[:3]) if rel else None
 
 
@@ -190,21 +182,27 @@ def python_coverage(ctx: RuleContext) -> Iterable[Finding]:
     short = py.short
     if not short or py.error:
         return
-    plat = platform(ctx)
+    plat = platform(ctx.view.python, ctx.view.host)
     npu = ctx.view.packages.first("torch-npu")
     if npu is not None:
         yield from _installed_wheel(ctx, npu, short, plat)
         return
-    if not cann_present(ctx):
+    if not ctx.view.cann.present:
         return
     torch = ctx.view.packages.first("torch")
-    rows = ask(ctx, lambda m: m.fits(python=short, platform=plat))
+    rows = ask(ctx.matrix, lambda m: m.fits(python=short, platform=plat))
     if rows is None:
         return
     if not rows:
-        every = ask(ctx, lambda m: m.fits(platform=plat)) or []
+        every = ask(ctx.matrix, lambda m: m.fits(platform=plat)) or []
         target = _recommend_python(ctx, [v for r in every for v in row_python(r, plat)])
-        pick = best_torch_npu(ctx, None, target) if target else None
+        pick = (
+            best_torch_npu(
+                ctx.matrix, None, target, platform(ctx.view.python, ctx.view.host), ctx.view.cann.version or ""
+            )
+            if target
+            else None
+        )
         pair = _npu_row(ctx, pick) if pick else None
         yield PY_NOT_COVERED.finding(
             title=f"No torch_npu wheel exists for Python {short} on {plat}"
@@ -226,24 +224,30 @@ def python_coverage(ctx: RuleContext) -> Iterable[Finding]:
         return
     if torch is not None:
         tv = str(torch.version)
-        with_torch = ask(ctx, lambda m: m.fits(torch=tv, python=short, platform=plat))
-        any_torch = ask(ctx, lambda m: m.fits(torch=tv))
+        with_torch = ask(ctx.matrix, lambda m: m.fits(torch=tv, python=short, platform=plat))
+        any_torch = ask(ctx.matrix, lambda m: m.fits(torch=tv))
         if with_torch == [] and any_torch:
             versions = python_sorted({v for r in any_torch for v in row_python(r, plat)})
             target = _recommend_python(ctx, versions)
-            pick = best_torch_npu(ctx, tv, target) if target else None
+            pick = (
+                best_torch_npu(
+                    ctx.matrix, tv, target, platform(ctx.view.python, ctx.view.host), ctx.view.cann.version or ""
+                )
+                if target
+                else None
+            )
             evidence = [
                 describe(torch),
                 f"torch_npu for torch {_torch_release(tv)} has wheels for Python {', '.join(versions) or '?'}"
                 " (compatibility matrix, PyPI wheels)",
             ]
-            cv = cann_version(ctx)
-            rng = ask(ctx, lambda m: m.cann_python_range(cv)) if cv else None
+            cv = ctx.view.cann.version
+            rng = ask(ctx.matrix, lambda m: m.cann_python_range(cv)) if cv else None
             if rng:
                 evidence.append(f"CANN {cv} supports Python {rng} (compatibility matrix)")
             if pick:
                 pick_row = _npu_row(ctx, pick) if cv else None
-                fit = ask(ctx, lambda m: m.cann_fit(pick_row, cv)) if cv and pick_row is not None else None
+                fit = ask(ctx.matrix, lambda m: m.cann_fit(pick_row, cv)) if cv and pick_row is not None else None
                 paired = f", paired with CANN {cv}" if fit == "paired" else ""
                 evidence.append(
                     f"torch_npu {pick} is the release for torch {_torch_release(tv)} on Python {target}{paired}"
@@ -254,7 +258,7 @@ def python_coverage(ctx: RuleContext) -> Iterable[Finding]:
                 evidence=evidence,
                 fix=_new_env_fix(ctx, target, _torch_release(tv), pick)
                 if target
-                else [pip_install(ctx, "torch-npu", note="with a torch release that has a wheel")],
+                else [pip_install(ctx.view.python, "torch-npu", note="with a torch release that has a wheel")],
                 severity="warning",
             )
 
@@ -281,7 +285,7 @@ def _installed_wheel(ctx: RuleContext, npu: Distribution, short: str, plat: Opti
                 evidence=[describe(npu), f"WHEEL Tag: {tag}"] + problems,
                 fix=[
                     pip_install(
-                        ctx,
+                        ctx.view.python,
                         f"torch-npu=={npu.version}",
                         options=("--force-reinstall",),
                         note="lets pip pick the wheel for this interpreter (if one exists)",
@@ -294,7 +298,7 @@ def _installed_wheel(ctx: RuleContext, npu: Distribution, short: str, plat: Opti
     pys = python_sorted(row_python(row, plat))
     if pys and short not in pys:
         target = _recommend_python(ctx, pys)
-        verdict = ask(ctx, lambda m: m.python_verdict(str(npu.version or ""), short, plat))
+        verdict = ask(ctx.matrix, lambda m: m.python_verdict(str(npu.version or ""), short, plat))
         yield PY_NOT_COVERED.finding(
             title=f"torch_npu {npu.version} has no wheel for Python {short} (only {', '.join(pys)})",
             evidence=[

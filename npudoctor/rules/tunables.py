@@ -27,7 +27,7 @@ from npudoctor.knowledge.tunables import (
 from npudoctor.remedies import Command, Remedy
 from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import package_chip
-from npudoctor.rules._devfacts import package_version, stack_present
+from npudoctor.rules._devfacts import stack_present
 from npudoctor.rules._hccl_job import job_shape
 from npudoctor.rules._world import env_fix
 
@@ -60,7 +60,7 @@ def _src(var: Variable) -> str:
 def _fix(ctx: RuleContext, var: Variable, value: Optional[str] = None) -> List[Union[Remedy, str]]:
     if value is None:
         return [_unset(var.name)]
-    return [env_fix(ctx, var.name, value)]
+    return [env_fix(ctx.view.container.systemd_unit, var.name, value)]
 
 
 def _choice(ctx: RuleContext, var: Variable, raw: str) -> Iterable[Finding]:
@@ -296,7 +296,11 @@ def _affinity(ctx: RuleContext, var: Variable, raw: str) -> Iterable[Finding]:
     fix: List[Union[Remedy, str]] = []
     better = _affinity_fix(mode, allowed, npus) if npus else None
     if better:
-        fix.append(env_fix(ctx, var.name, better, note="ranges inside the CPUs this process may use"))
+        fix.append(
+            env_fix(
+                ctx.view.container.systemd_unit, var.name, better, note="ranges inside the CPUs this process may use"
+            )
+        )
     else:
         fix.append(f"Give each NPU an npuN:a-b range inside the allowed CPUs {cpus.allowed_list}")
     evidence = [f"CPU_AFFINITY_CONF={raw!r}", f"{cpus.source}: Cpus_allowed_list {cpus.allowed_list}"]
@@ -333,7 +337,11 @@ def _above(ctx: RuleContext, var: Variable, raw: str, env: Dict[str, str]) -> It
         + (" (never)" if never else "")
         + ": the stream wait gives up before the collective reports its own timeout",
         evidence=[f"{var.name}={raw!r}", f"{var.above}={other_raw!r}", _src(var)],
-        fix=[env_fix(ctx, var.name, "0" if never else str(other + 60), note=f"above {var.above}")],
+        fix=[
+            env_fix(
+                ctx.view.container.systemd_unit, var.name, "0" if never else str(other + 60), note=f"above {var.above}"
+            )
+        ],
         subject=var.name,
     )
 
@@ -462,7 +470,14 @@ def _twins(ctx: RuleContext, env: Dict[str, str]) -> Iterable[Finding]:
         npu_set = twin.npu in env
         fix: List[Union[Remedy, str]] = []
         if not npu_set and twin.same_value and value.strip():
-            fix.append(env_fix(ctx, twin.npu, value, note=f"the variable the NPU stack reads instead of {name}"))
+            fix.append(
+                env_fix(
+                    ctx.view.container.systemd_unit,
+                    twin.npu,
+                    value,
+                    note=f"the variable the NPU stack reads instead of {name}",
+                )
+            )
         fix.append(_unset(name))
         yield CUDA_NAMED.finding(
             title=f"{name}={value} has no effect on Ascend NPUs"
@@ -481,14 +496,14 @@ def _twins(ctx: RuleContext, env: Dict[str, str]) -> Iterable[Finding]:
 @rule
 def runtime_tunables(ctx: RuleContext) -> Iterable[Finding]:
     """ENV008-ENV012: the runtime tunables set, read as torch_npu/CANN/HCCL read them."""
-    if not stack_present(ctx):
+    if not stack_present(ctx.view):
         return  # settings the NPU stack reads: a machine without one (HOST050) hears nothing of them
     env = dict(ctx.view.tunables.variables)
     if not env:
         return
     t = table()
-    torch_npu = package_version(ctx, "torch_npu")
-    chip = package_chip(ctx)
+    torch_npu = ctx.view.packages.version_of("torch_npu")
+    chip = package_chip(ctx.matrix, ctx.view.devices)
     for name in sorted(env):
         var = t.variables.get(name)
         if var is None:

@@ -20,11 +20,7 @@ from npudoctor.parsers.ranktable import id_ranges
 from npudoctor.remedies import Command, Export, Remedy
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import (
-    chip_nodes,
     docker_flags,
-    in_container,
-    node_numbers,
-    package_version,
     parse_id_list,
     stack_present,
 )
@@ -46,7 +42,7 @@ DEVICE_ID_INVALID = codes.get("DEV033")
 def _visible_count(dev: DevicesFacts) -> Optional[int]:
     if dev.visible_count is not None:
         return dev.visible_count
-    return len(dev.chips) or len(chip_nodes(dev)) or None
+    return len(dev.chips) or len(dev.chip_nodes) or None
 
 
 def _visible_evidence(dev: DevicesFacts, rt: Optional[str], rt_ids: Optional[List[int]], nodes: List[int]) -> List[str]:
@@ -75,108 +71,143 @@ def _visible_evidence(dev: DevicesFacts, rt: Optional[str], rt_ids: Optional[Lis
 def visibility(ctx: RuleContext) -> Iterable[Finding]:
     """DEV030-DEV033: the visible-device variables against the devices actually visible."""
     dev = ctx.view.devices
-    vis = dev.visibility
     count = _visible_count(dev)
-    nodes = node_numbers(dev)
-    rt = vis.ascend_rt_visible_devices
+    nodes = list(dev.node_numbers)
+    rt = dev.visibility.ascend_rt_visible_devices
+    found, rt_ids = _rt_visible(ctx, rt, count, nodes)
+    yield from found
+    yield from _ascend_visible(ctx, rt, nodes)
+    yield from _cuda_visible(ctx, rt, count)
+    yield from _device_id(dev, rt, rt_ids, count, nodes)
+
+
+def _rt_visible(
+    ctx: RuleContext, rt: Optional[str], count: Optional[int], nodes: List[int]
+) -> Tuple[List[Finding], Optional[List[int]]]:
+    """DEV030 for ASCEND_RT_VISIBLE_DEVICES (ids that are not visible, or set and empty
+    where there is an NPU stack), with Ray's part when Ray started the process; and the
+    device ids CANN takes from it (``None`` when it is unset or empty)."""
+    dev = ctx.view.devices
+    vis = dev.visibility
     ray = list(dev.ray)
-    rt_ids: Optional[List[int]] = None
     if rt is not None and rt.strip() != "":
         finding, rt_ids = _check_rt(rt, count, nodes)
-        if finding is not None:
-            if ray:
-                _add_ray_context(finding, ray, vis)
-            yield finding
-    elif rt is not None and (count or nodes or stack_present(ctx) or package_version(ctx, "torch-npu")):
-        finding = RT_VISIBLE_INVALID.finding(
-            title="ASCEND_RT_VISIBLE_DEVICES is set but empty: no NPU is visible to this process "
-            "(torch.npu.is_available() is False)",
-            evidence=[f"ASCEND_RT_VISIBLE_DEVICES={rt!r} (set, empty: an empty device list)"]
-            + _visible_evidence(dev, None, None, nodes)
-            + [
-                "an empty list selects no device; vLLM/vllm-ascend refuse it outright ('ASCEND_RT_VISIBLE_DEVICES is "
-                "set to empty string, which means Ascend NPU support is disabled')"
-            ],
-            fix=[
-                Command(("unset", "ASCEND_RT_VISIBLE_DEVICES")),
-                Export(
-                    "ASCEND_RT_VISIBLE_DEVICES",
-                    ",".join(str(i) for i in range(count or 1)),
-                    lead="or: ",
-                    note="0-based ids of the visible devices",
-                ),
-            ],
-            data={"effective": []},
-        )
+        if finding is None:
+            return [], rt_ids
         if ray:
             _add_ray_context(finding, ray, vis)
-        yield finding
-    av = vis.ascend_visible_devices
-    if av and (rt is None or rt.strip() == "") and nodes:
-        ids, _bad = parse_id_list(av)
-        if (
-            av.strip().lower() not in ("void", "")
-            and ids
-            and sorted(set(ids)) == sorted(nodes)
-            and sorted(nodes) != list(range(len(nodes)))
-            and rt is None
-            and (in_container(ctx) or ctx.view.container.kubernetes)
-            # exactly the nodes it names, in ascending order, outside Kubernetes: it did its job
-            # (issue 15); the observed failure (HAMi#1894) was a pod, with 4,3
-            and (ctx.view.container.kubernetes or ids != sorted(ids))
-        ):
-            yield _non_first_cards(ctx, av, ids, nodes)
-        if av.strip().lower() not in ("void", "") and ids and sorted(set(ids)) != sorted(nodes):
-            extra = sorted(set(nodes) - set(ids))
-            yield VISIBLE_RUNTIME_ONLY.finding(
-                title=f"ASCEND_VISIBLE_DEVICES={av} but this process sees /dev/davinci{{{','.join(map(str, nodes))}}}: "
-                f"torch_npu will use logical devices 0..{len(nodes) - 1} of those",
-                evidence=[
-                    f"ASCEND_VISIBLE_DEVICES={av} (read only by the Ascend Docker Runtime)",
-                    "device nodes present: " + ", ".join(f"/dev/davinci{n}" for n in nodes),
-                    "ASCEND_RT_VISIBLE_DEVICES is not set",
+        return [finding], rt_ids
+    if rt is None or not (count or nodes or stack_present(ctx.view) or ctx.view.packages.version_of("torch-npu")):
+        return [], None
+    finding = RT_VISIBLE_INVALID.finding(
+        title="ASCEND_RT_VISIBLE_DEVICES is set but empty: no NPU is visible to this process "
+        "(torch.npu.is_available() is False)",
+        evidence=[f"ASCEND_RT_VISIBLE_DEVICES={rt!r} (set, empty: an empty device list)"]
+        + _visible_evidence(dev, None, None, nodes)
+        + [
+            "an empty list selects no device; vLLM/vllm-ascend refuse it outright ('ASCEND_RT_VISIBLE_DEVICES is "
+            "set to empty string, which means Ascend NPU support is disabled')"
+        ],
+        fix=[
+            Command(("unset", "ASCEND_RT_VISIBLE_DEVICES")),
+            Export(
+                "ASCEND_RT_VISIBLE_DEVICES",
+                ",".join(str(i) for i in range(count or 1)),
+                lead="or: ",
+                note="0-based ids of the visible devices",
+            ),
+        ],
+        data={"effective": []},
+    )
+    if ray:
+        _add_ray_context(finding, ray, vis)
+    return [finding], None
+
+
+def _ascend_visible(ctx: RuleContext, rt: Optional[str], nodes: List[int]) -> Iterable[Finding]:
+    """ASCEND_VISIBLE_DEVICES (read only by the Ascend Docker Runtime) without
+    ASCEND_RT_VISIBLE_DEVICES: the non-first cards of a pod, and DEV031 when the nodes this
+    process sees are not the ones it names."""
+    av = ctx.view.devices.visibility.ascend_visible_devices
+    if not av or not (rt is None or rt.strip() == "") or not nodes:
+        return
+    ids, _bad = parse_id_list(av)
+    if (
+        av.strip().lower() not in ("void", "")
+        and ids
+        and sorted(set(ids)) == sorted(nodes)
+        and sorted(nodes) != list(range(len(nodes)))
+        and rt is None
+        and (ctx.view.container.in_container or ctx.view.container.kubernetes)
+        # exactly the nodes it names, in ascending order, outside Kubernetes: it did its job
+        # (issue 15); the observed failure (HAMi#1894) was a pod, with 4,3
+        and (ctx.view.container.kubernetes or ids != sorted(ids))
+    ):
+        yield _non_first_cards(ctx, av, ids, nodes)
+    if av.strip().lower() not in ("void", "") and ids and sorted(set(ids)) != sorted(nodes):
+        extra = sorted(set(nodes) - set(ids))
+        yield VISIBLE_RUNTIME_ONLY.finding(
+            title=f"ASCEND_VISIBLE_DEVICES={av} but this process sees /dev/davinci{{{','.join(map(str, nodes))}}}: "
+            f"torch_npu will use logical devices 0..{len(nodes) - 1} of those",
+            evidence=[
+                f"ASCEND_VISIBLE_DEVICES={av} (read only by the Ascend Docker Runtime)",
+                "device nodes present: " + ", ".join(f"/dev/davinci{n}" for n in nodes),
+                "ASCEND_RT_VISIBLE_DEVICES is not set",
+            ]
+            + ([f"nodes not listed in ASCEND_VISIBLE_DEVICES: {extra}"] if extra else [])
+            + (
+                [
+                    "it had no effect: every node it names is here and more besides, so the NPUs were mapped by "
+                    "other means (--device, --privileged or a device plugin), not chosen by it"
                 ]
-                + ([f"nodes not listed in ASCEND_VISIBLE_DEVICES: {extra}"] if extra else [])
-                + (
-                    [
-                        "it had no effect: every node it names is here and more besides, so the NPUs were mapped by "
-                        "other means (--device, --privileged or a device plugin), not chosen by it"
-                    ]
-                    if extra and set(ids) <= set(nodes)
-                    else []
+                if extra and set(ids) <= set(nodes)
+                else []
+            ),
+            fix=[
+                docker_flags(sorted(set(ids)), control=[], lead="Mount only the allocated devices: "),
+                Export(
+                    "ASCEND_RT_VISIBLE_DEVICES",
+                    ",".join(str(i) for i, n in enumerate(sorted(nodes)) if n in set(ids)),
+                    lead="Or set, for the process: ",
                 ),
-                fix=[
-                    docker_flags(sorted(set(ids)), control=[], lead="Mount only the allocated devices: "),
-                    Export(
-                        "ASCEND_RT_VISIBLE_DEVICES",
-                        ",".join(str(i) for i, n in enumerate(sorted(nodes)) if n in set(ids)),
-                        lead="Or set, for the process: ",
-                    ),
-                ],
-            )
-    cuda = vis.cuda_visible_devices
-    if cuda is not None and cuda.strip() and (rt is None or not rt.strip()) and (count or stack_present(ctx)):
+            ],
+        )
+
+
+def _cuda_visible(ctx: RuleContext, rt: Optional[str], count: Optional[int]) -> Iterable[Finding]:
+    """DEV032: CUDA_VISIBLE_DEVICES set for an NPU process that has no
+    ASCEND_RT_VISIBLE_DEVICES (it selects nothing on an NPU)."""
+    cuda = ctx.view.devices.visibility.cuda_visible_devices
+    if cuda is not None and cuda.strip() and (rt is None or not rt.strip()) and (count or stack_present(ctx.view)):
         yield CUDA_VISIBLE.finding(
             title=f"CUDA_VISIBLE_DEVICES={cuda} is set but has no effect on NPUs",
             evidence=[f"CUDA_VISIBLE_DEVICES={cuda}", "ASCEND_RT_VISIBLE_DEVICES is not set"],
             fix=[Export("ASCEND_RT_VISIBLE_DEVICES", cuda)],
         )
-    did = vis.ascend_device_id
-    if did is not None and did.strip() != "":
-        limit = len(rt_ids) if rt_ids else count
-        bad = None
-        if to_int(did) is None or did.strip().startswith("-"):
-            bad = f"ASCEND_DEVICE_ID={did!r} is not a non-negative integer"
-        elif limit is not None and int(did) >= limit:
-            scope = "ASCEND_RT_VISIBLE_DEVICES" if rt_ids else "the visible devices"
-            bad = f"ASCEND_DEVICE_ID={did} but {scope} give only {limit} device(s) (indices 0..{limit - 1})"
-        if bad:
-            yield DEVICE_ID_INVALID.finding(
-                title=bad,
-                evidence=[f"ASCEND_DEVICE_ID={did!r}" if not did.strip().isdecimal() else f"ASCEND_DEVICE_ID={did}"]
-                + _visible_evidence(dev, rt, rt_ids, nodes),
-                fix=[Export("ASCEND_DEVICE_ID", "0", note="an index into the visible devices")],
-            )
+
+
+def _device_id(
+    dev: DevicesFacts, rt: Optional[str], rt_ids: Optional[List[int]], count: Optional[int], nodes: List[int]
+) -> Iterable[Finding]:
+    """DEV033: ASCEND_DEVICE_ID that is not an index into the visible devices (those of
+    ASCEND_RT_VISIBLE_DEVICES when it gives some, else every visible one)."""
+    did = dev.visibility.ascend_device_id
+    if did is None or did.strip() == "":
+        return
+    limit = len(rt_ids) if rt_ids else count
+    bad = None
+    if to_int(did) is None or did.strip().startswith("-"):
+        bad = f"ASCEND_DEVICE_ID={did!r} is not a non-negative integer"
+    elif limit is not None and int(did) >= limit:
+        scope = "ASCEND_RT_VISIBLE_DEVICES" if rt_ids else "the visible devices"
+        bad = f"ASCEND_DEVICE_ID={did} but {scope} give only {limit} device(s) (indices 0..{limit - 1})"
+    if bad:
+        yield DEVICE_ID_INVALID.finding(
+            title=bad,
+            evidence=[f"ASCEND_DEVICE_ID={did!r}" if not did.strip().isdecimal() else f"ASCEND_DEVICE_ID={did}"]
+            + _visible_evidence(dev, rt, rt_ids, nodes),
+            fix=[Export("ASCEND_DEVICE_ID", "0", note="an index into the visible devices")],
+        )
 
 
 def _add_ray_context(finding: Finding, ray: List[str], vis: Visibility) -> None:

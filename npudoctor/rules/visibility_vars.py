@@ -25,8 +25,8 @@ from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.remedies import Remedy
 from npudoctor.rules import rule
-from npudoctor.rules._devfacts import chip_nodes, node_numbers, stack_present
-from npudoctor.rules._world import env_fix, systemd_unit, world
+from npudoctor.rules._devfacts import stack_present
+from npudoctor.rules._world import env_fix
 
 if TYPE_CHECKING:
     from typing import Iterable, List, Optional, Tuple, Union
@@ -62,13 +62,13 @@ def ascend_visible_devices_value(ctx: RuleContext) -> Iterable[Finding]:
     """DEV031: ASCEND_VISIBLE_DEVICES set but empty, or malformed."""
     dev = ctx.view.devices
     raw = dev.visibility.ascend_visible_devices
-    if raw is None or not (stack_present(ctx) or dev.nodes):
+    if raw is None or not (stack_present(ctx.view) or dev.nodes):
         return
-    where = world(ctx)
+    where = ctx.view.container.runs_in
     contained = where in ("container", "pod", "build")
-    nodes = node_numbers(dev)
+    nodes = list(dev.node_numbers)
     if raw.strip() == "":
-        if contained and not chip_nodes(dev):
+        if contained and not dev.chip_nodes:
             return  # no NPU at all: CTR001/CTR006 own it and name the empty value
         if nodes:
             effect = (
@@ -130,7 +130,7 @@ LOOK_ALIKES: Tuple[Tuple[str, str, str], ...] = (
 def look_alike_variables(ctx: RuleContext) -> Iterable[Finding]:
     """DEV034: NPU_/HIP_/ROCR_VISIBLE_DEVICES set where NPUs are used: nothing reads them."""
     dev = ctx.view.devices
-    if not (stack_present(ctx) or dev.nodes):
+    if not (stack_present(ctx.view) or dev.nodes):
         return
     vis = dev.visibility
     found = [(name, getattr(vis, attr), whose) for name, attr, whose in LOOK_ALIKES if getattr(vis, attr)]
@@ -149,9 +149,14 @@ def look_alike_variables(ctx: RuleContext) -> Iterable[Finding]:
     fix: List[Union[Remedy, str]] = []
     if not rt_set and all(re.match(r"^[0-9]+$", t.strip()) for t in value.split(",")):
         fix.append(
-            env_fix(ctx, "ASCEND_RT_VISIBLE_DEVICES", value, note="the variable CANN reads (0-based, ascending)")
+            env_fix(
+                ctx.view.container.systemd_unit,
+                "ASCEND_RT_VISIBLE_DEVICES",
+                value,
+                note="the variable CANN reads (0-based, ascending)",
+            )
         )
-    unit = systemd_unit(ctx)
+    unit = ctx.view.container.systemd_unit
     if unit:
         fix.append(f"Remove {', '.join(n for n, _, _ in found)} from the Environment= of {unit}")
     else:

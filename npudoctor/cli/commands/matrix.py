@@ -245,9 +245,9 @@ def _rows_by_key(m: Any) -> Dict[Tuple[str, str], Dict[str, Any]]:
         for r in m.data.get(table, []):
             k = str(r.get(kf))
             if table == "torch_npu":
-                from npudoctor.knowledge.matrix import _pep440
+                from npudoctor.knowledge.versions import pep440_public
 
-                v = _pep440(k)
+                v = pep440_public(k)
                 k = str(v) if v is not None else k
             out[(table, k)] = r
     return out

@@ -37,7 +37,6 @@ from npudoctor.knowledge.matrix.model import (
     MatrixError,
     TorchNpuRow,
     _newest_first,
-    _pep440,
 )
 from npudoctor.knowledge.matrix.queries import Matrix
 from npudoctor.knowledge.matrix.schema import validate
@@ -56,7 +55,6 @@ __all__ = [
     "MatrixError",
     "TorchNpuRow",
     "_newest_first",
-    "_pep440",
     "bundled_dir",
     "cache_dir",
     "cache_path",

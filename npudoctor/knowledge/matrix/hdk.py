@@ -33,8 +33,7 @@ from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 from npudoctor.knowledge.grades import Grade, Verdict, severity
-from npudoctor.knowledge.matrix.model import _same_cann
-from npudoctor.knowledge.versions import DriverVersion, parse_cann, parse_driver, tokens, version_in
+from npudoctor.knowledge.versions import DriverVersion, parse_cann, parse_driver, same_cann, tokens, version_in
 from npudoctor.parsers.info_files import format_ranges, ranges_contain
 
 if TYPE_CHECKING:
@@ -412,8 +411,8 @@ class HdkJudge:
         return [
             p
             for p in self.matrix.table("install_pairing")
-            if _same_cann(str(p.get("cann", "")), cann)
-            or (row_version and _same_cann(str(p.get("cann", "")), row_version))
+            if same_cann(str(p.get("cann", "")), cann)
+            or (row_version and same_cann(str(p.get("cann", "")), row_version))
         ]
 
     def _tested(self, cann: str, row_version: str, d: DriverVersion) -> Optional[Verdict]:

@@ -4,18 +4,15 @@ shared by its schema check (:mod:`.schema`), queries (:mod:`.queries`) and loade
 
 from __future__ import annotations
 
-import functools
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
-from npudoctor.knowledge.versions import parse_cann, parse_driver, pep440, tokens, version_in
+from npudoctor.knowledge.versions import parse_driver, pep440_public, same_cann, tokens, version_in
 
 if TYPE_CHECKING:  # packaging is imported when first needed (start-up time of health)
     from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-    from packaging.version import Version
 
 SCHEMA_VERSION = 1
 PLATFORMS = ("aarch64", "x86_64")
@@ -42,42 +39,6 @@ def _valid_date(text: str) -> bool:
 
 
 # ------------------------------------------------------------------ normalisation helpers
-def _pep440(text: str) -> Optional[Version]:
-    """``packaging.version.Version`` of a torch/torch_npu version, local tag dropped;
-    "1.11.0.rc2 (beta)" is read as 1.11.0rc2.  ``None`` when not PEP 440."""
-    if not isinstance(text, str):
-        return None
-    return _pep440_str(text)
-
-
-@functools.lru_cache(maxsize=4096)
-def _pep440_str(text: str) -> Optional[Version]:
-    # cached: the planner asks for the same rows' versions hundreds of thousands of times
-    from packaging.version import InvalidVersion
-
-    clean = re.sub(r"[（(].*?[)）]", "", text).strip()
-    try:
-        v = pep440(clean)
-    except (InvalidVersion, ValueError):  # ValueError: a number too long for int() (4,300+ digits)
-        return None
-    return pep440(v.public)
-
-
-@functools.lru_cache(maxsize=8192)
-def _same_cann(a: str, b: str) -> bool:
-    """Whether two CANN version strings name the same release: equal as
-    :class:`CannVersion`, or a legacy community re-release (``8.0.RC3.beta1`` ==
-    commercial ``8.0.RC3``, CANN <= 8.0; REPORT.md §3.6)."""
-    va, vb = parse_cann(a), parse_cann(b)
-    if va is None or vb is None:
-        return tokens(a) == tokens(b)
-    if va.compare(vb) == 0:
-        return True
-    for x, y in ((va, vb), (vb, va)):
-        community = any(t.startswith("beta") for t in tokens(x.text)) and (x.major, x.minor) <= (8, 0)
-        if community and x.orderable and not y.is_prerelease and x.release == y.release:
-            return True
-    return False
 
 
 def _cann_in(cann: str, entries: Iterable[str]) -> bool:
@@ -87,7 +48,7 @@ def _cann_in(cann: str, entries: Iterable[str]) -> bool:
         if last and last[0] in ("x", "*"):
             if version_in(cann, [e]):
                 return True
-        elif _same_cann(cann, e):
+        elif same_cann(cann, e):
             return True
     return False
 
@@ -125,7 +86,7 @@ class TorchNpuRow:
     @property
     def version(self) -> Any:
         """``packaging`` Version of the package (``None`` if not PEP 440)."""
-        return _pep440(self.torch_npu)
+        return pep440_public(self.torch_npu)
 
     @property
     def on_pypi(self) -> bool:

@@ -18,13 +18,11 @@ from npudoctor.knowledge.matrix.model import (
     _hdk_norm,
     _hdk_sort_key,
     _newest_first,
-    _pep440,
-    _same_cann,
     _torch_npu_row,
     _unique_hdk,
     _valid_date,
 )
-from npudoctor.knowledge.versions import parse_cann, tokens
+from npudoctor.knowledge.versions import parse_cann, pep440_public, same_cann, tokens
 
 if TYPE_CHECKING:
     import datetime as _dt
@@ -129,7 +127,7 @@ class Matrix:
     def find_torch_npu(self, version: str) -> Optional[TorchNpuRow]:
         """The row of this exact torch_npu version (PEP 440 normalised: ``2.1.0rc1`` ==
         ``2.1.0.rc1``; a local tag ``+git…`` is ignored), or ``None``."""
-        want = _pep440(version)
+        want = pep440_public(version)
         if want is None:
             return None
         for row in self.torch_npu_rows:
@@ -139,10 +137,10 @@ class Matrix:
 
     def rows_for_torch(self, torch_version: str) -> List[TorchNpuRow]:
         """Rows whose torch is ``torch_version`` (``2.1.0+cpu`` matches ``2.1.0``), newest first."""
-        want = _pep440(torch_version)
+        want = pep440_public(torch_version)
         if want is None:
             return []
-        return _newest_first([r for r in self.torch_npu_rows if _pep440(r.torch) == want])
+        return _newest_first([r for r in self.torch_npu_rows if pep440_public(r.torch) == want])
 
     def rows_for_cann(self, cann: str) -> List[TorchNpuRow]:
         """Rows whose official pairing (the mapping table's CANN column) is ``cann``,
@@ -200,7 +198,7 @@ class Matrix:
         others: List[TorchNpuRow] = []
         if row is not None:
             others = [r for r in self.fits(python=python, platform=platform) if r.on_pypi]
-            same = [r for r in others if _pep440(r.torch) == _pep440(row.torch)]
+            same = [r for r in others if pep440_public(r.torch) == pep440_public(row.torch)]
             others = same + [r for r in others if r not in same]
         return _verdicts.python_wheels(row, python, platform, others)
 
@@ -233,8 +231,8 @@ class Matrix:
         ``paired`` or ``compatible`` (:meth:`cann_fit`)."""
         rows = [r for r in self.torch_npu_rows if r.status != "prerelease"]
         if torch:
-            want = _pep440(torch)
-            rows = [r for r in rows if _pep440(r.torch) == want]
+            want = pep440_public(torch)
+            rows = [r for r in rows if pep440_public(r.torch) == want]
         if python:
             py = ".".join(python.strip().split(".")[:2])
             rows = [r for r in rows if py in r.pythons(platform)]
@@ -255,10 +253,10 @@ class Matrix:
 
     def torch_line(self, torch: str) -> Optional[Dict[str, Any]]:
         """The ``[[torch_line]]`` row (lifecycle, documented Python) of a PyTorch version."""
-        want = _pep440(torch)
+        want = pep440_public(torch)
         lines: List[Dict[str, Any]] = self.table("torch_line")
         for r in lines:
-            if _pep440(r.get("torch", "")) == want:
+            if pep440_public(r.get("torch", "")) == want:
                 return r
         return None
 
@@ -334,9 +332,9 @@ class Matrix:
         row = self.find_torch_npu(torch_npu)
         if row and row.ext_version:
             return row.ext_version
-        want = _pep440(torch_npu)
+        want = pep440_public(torch_npu)
         for t in self.table("release_tag"):
-            if want is not None and _pep440(t.get("torch_npu", "")) == want and t.get("ext_version"):
+            if want is not None and pep440_public(t.get("torch_npu", "")) == want and t.get("ext_version"):
                 return str(t["ext_version"])
         return None
 
@@ -345,7 +343,7 @@ class Matrix:
         """The ``[[cann]]`` row of this CANN release (community ``.beta1`` re-releases of
         CANN <= 8.0 map to their commercial release), or ``None``."""
         for r in self.cann_rows:
-            if _same_cann(cann, r.get("version", "")):
+            if same_cann(cann, r.get("version", "")):
                 return r
         return None
 
@@ -516,10 +514,10 @@ class Matrix:
             return None
         if torch_npu is None:
             return True
-        v = _pep440(torch_npu)
+        v = pep440_public(torch_npu)
         if v is None:
             return None
-        firsts = [x for x in (_pep440(s) for s in fam.since_torch_npu) if x is not None]
+        firsts = [x for x in (pep440_public(s) for s in fam.since_torch_npu) if x is not None]
         if not firsts:
             return None
         for first in firsts:

@@ -6,8 +6,8 @@ import re
 from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
-from npudoctor.knowledge.matrix.model import PLATFORMS, SCHEMA_VERSION, STATUSES, _pep440, _valid_date
-from npudoctor.knowledge.versions import parse_cann, parse_driver
+from npudoctor.knowledge.matrix.model import PLATFORMS, SCHEMA_VERSION, STATUSES, _valid_date
+from npudoctor.knowledge.versions import parse_cann, parse_driver, pep440_public
 
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Tuple
@@ -225,7 +225,7 @@ def _check_values(table: str, row: Dict[str, Any], label: str) -> List[str]:
         out.append(f"{label}: field 'source' is empty")
     if table == "torch_npu":
         for f in ("torch_npu", "torch"):
-            if isinstance(row.get(f), str) and _pep440(row[f]) is None:
+            if isinstance(row.get(f), str) and pep440_public(row[f]) is None:
                 out.append(f"{label}: field '{f}' is not a version: {row[f]!r}")
         if isinstance(row.get("status"), str) and row["status"] not in STATUSES:
             out.append(f"{label}: field 'status' must be one of {', '.join(STATUSES)}, got {row['status']!r}")

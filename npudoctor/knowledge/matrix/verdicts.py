@@ -21,8 +21,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from npudoctor.knowledge.grades import Grade, Verdict
-from npudoctor.knowledge.matrix.model import TorchNpuRow, _cann_in, _newest_first, _pep440
-from npudoctor.knowledge.versions import CannVersion, parse_cann, tokens
+from npudoctor.knowledge.matrix.model import TorchNpuRow, _cann_in, _newest_first
+from npudoctor.knowledge.versions import CannVersion, parse_cann, pep440_public, tokens
 
 if TYPE_CHECKING:
     from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -67,7 +67,7 @@ def _row_ext(row: TorchNpuRow, tags: Sequence[Dict[str, Any]]) -> str:
         return row.ext_version
     want = row.version
     for t in tags:
-        if want is not None and _pep440(str(t.get("torch_npu", ""))) == want and t.get("ext_version"):
+        if want is not None and pep440_public(str(t.get("torch_npu", ""))) == want and t.get("ext_version"):
             return str(t["ext_version"])
     if "-" in row.branch:
         return row.branch.split("-", 1)[1]
@@ -76,9 +76,9 @@ def _row_ext(row: TorchNpuRow, tags: Sequence[Dict[str, Any]]) -> str:
 
 def _tag_ext(version: str, tags: Sequence[Dict[str, Any]]) -> Tuple[str, str]:
     """``(ext_version, tag)`` of a tag-built torch_npu version, or ``("", "")``."""
-    want = _pep440(version)
+    want = pep440_public(version)
     for t in tags:
-        if want is not None and _pep440(str(t.get("torch_npu", ""))) == want and t.get("ext_version"):
+        if want is not None and pep440_public(str(t.get("torch_npu", ""))) == want and t.get("ext_version"):
             return str(t["ext_version"]), str(t.get("tag", ""))
     return "", ""
 
@@ -128,7 +128,7 @@ def line_statement(
     base, unofficial = split_build(torch_npu)
 
     def find(version: str) -> Optional[TorchNpuRow]:
-        want = _pep440(version)
+        want = pep440_public(version)
         return next((r for r in rows if want is not None and r.version == want), None)
 
     row = find(torch_npu)
@@ -366,9 +366,9 @@ def recommend_build(builds: Sequence[TorchNpuRow], torch: Optional[str]) -> str:
     for torch 2.5.1 is: torch must change to 2.13.0)"``); ``""`` without builds."""
     if not builds:
         return ""
-    want = _pep440(str(torch).split("+")[0]) if torch else None
+    want = pep440_public(str(torch).split("+")[0]) if torch else None
     for r in builds:
-        if want is None or _pep440(r.torch) == want:
+        if want is None or pep440_public(r.torch) == want:
             return f"{r.torch_npu} (paired with CANN {', '.join(r.cann)})"
     r0 = builds[0]
     return (
@@ -381,7 +381,7 @@ def paired_builds(rows: Sequence[TorchNpuRow], cann: str, torch: Optional[str], 
     """Official torch_npu rows paired with ``cann`` (else with the newest paired release of
     its X.Y line not newer than it), the ones built for ``torch`` first, newest first;
     ``exclude`` (the installed build) is left out."""
-    ex = _pep440(exclude) if exclude else None
+    ex = pep440_public(exclude) if exclude else None
     v = parse_cann(cann)
     pool = [
         r for r in rows if r.cann and r.status in ("active", "historical", "release-notes-only") and r.version != ex
@@ -398,10 +398,10 @@ def paired_builds(rows: Sequence[TorchNpuRow], cann: str, torch: Optional[str], 
         if same:
             best = max(c for c, _ in same)
             hits = [r for c, r in same if c.compare(best) == 0]
-    want = _pep440(str(torch).split("+")[0]) if torch else None
+    want = pep440_public(str(torch).split("+")[0]) if torch else None
     ordered = _newest_first(hits)
-    return [r for r in ordered if want is not None and _pep440(r.torch) == want] + [
-        r for r in ordered if want is None or _pep440(r.torch) != want
+    return [r for r in ordered if want is not None and pep440_public(r.torch) == want] + [
+        r for r in ordered if want is None or pep440_public(r.torch) != want
     ]
 
 
@@ -419,7 +419,7 @@ def torch_pairing(
     label ``+cpu`` is ignored).  rc/dev/``+git`` builds that fit are same release line,
     unofficial."""
     _base, unofficial = split_build(torch_npu)
-    tv = _pep440(str(torch).split("+")[0])
+    tv = pep440_public(str(torch).split("+")[0])
     if requires:
         text, ok = requires[0]
         where = f" in {metadata_source}" if metadata_source else " in its METADATA"
@@ -434,7 +434,7 @@ def torch_pairing(
             Grade.UNDOCUMENTED, f"torch_npu {torch_npu} is not in the compatibility matrix and names no torch"
         )
     src = f"the official pairing table builds torch_npu {row.torch_npu} for PyTorch {row.torch} ({row.source})"
-    if tv is not None and _pep440(row.torch) == tv:
+    if tv is not None and pep440_public(row.torch) == tv:
         if unofficial:
             return Verdict(
                 Grade.SAME_LINE, src, unofficial=True, recommend=f"{row.torch_npu} (official build of the same base)"
