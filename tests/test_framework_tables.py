@@ -123,14 +123,29 @@ def test_mindspeed_llm_made_for_a_newer_cann_is_one_finding_without_a_pip_instal
 def test_a_release_newer_than_the_table_is_a_warning_naming_the_data_date(tmp_path: Path) -> None:
     s = _clean(tmp_path)
     dist(s / "root", "lmdeploy", "0.17.0", requires=["transformers"], tag=T, site=SP)
-    got = [f for f in _findings(s) if f["code"] == "MTX003" and "lmdeploy" in f["title"]]
-    assert len(got) == 1, got
-    f = got[0]
+    f = _only(_findings(s), "MTX003")
     assert f["severity"] == "warning"
-    assert "lmdeploy 0.17.0 is newer than" in f["title"] and "data of 2026-12-06" in f["title"]
-    assert "npudoctor matrix refresh" in f["title"]
-    assert any("built-in framework table (torch_npu_requirements.toml)" in e for e in f["evidence"])
+    assert f["title"] == (
+        "lmdeploy 0.17.0 is newer than the built-in lmdeploy table (data of 2026-12-06): "
+        "the torch, torch_npu and CANN it needs are not checked"
+    )
+    assert f["data"]["newer_than_data"] is True
     assert any(line.startswith("npudoctor matrix refresh") for line in f["fix"])
+    assert any("requirements/runtime_ascend.txt per release tag" in line for line in f["fix"])
+
+
+def test_mindspeed_core_versions_are_not_ordered_so_any_unknown_one_is_a_warning(tmp_path: Path) -> None:
+    # core_r0.14.0 installs as 0.14.1: below the 1.1.0 of 1.0.RC2, yet no release the table knows
+    s = _clean(tmp_path)
+    dist(s / "root", "mindspeed", "0.14.1", requires=["einops"], tag="py3-none-any", site=SP)
+    findings = _findings(s)
+    f = _only(findings, "MTX003")
+    assert f["severity"] == "warning"
+    assert f["title"].startswith(
+        "MindSpeed Core 0.14.1 is not in the built-in MindSpeed Core table (data of 2026-12-06)"
+    )
+    assert f["data"]["newer_than_data"] is False
+    assert "PKG004" not in [x["code"] for x in findings]
 
 
 # ---------------------------------------------------------------- DEV040 DeepSpeed

@@ -69,6 +69,10 @@ class Project:
     install: str
     identify: str
     policy: str
+    #: False when installed versions are not in release order (MindSpeed Core's 1.0.RC2
+    #: installs as 1.1.0, later releases as 0.6.0 .. 0.12.1): "newer than the data" cannot be
+    #: told, so any version without a row is unknown.
+    ordered: bool = True
 
 
 _CACHE: Dict[str, Any] = {}
@@ -119,6 +123,7 @@ def project(name: str) -> Optional[Project]:
         install=str(raw.get("install", "")),
         identify=str(raw.get("identify", "")),
         policy=str(raw.get("policy", "")),
+        ordered=bool(raw.get("ordered", True)),
     )
 
 

@@ -31,7 +31,7 @@ from npudoctor.knowledge.grades import Grade
 from npudoctor.parsers.metadata import requirements_on
 from npudoctor.rules import rule
 from npudoctor.rules._pyfacts import ask, describe, pip_install, release
-from npudoctor.rules.matrix import not_in_matrix_finding
+from npudoctor.rules.matrix import NOT_IN_MATRIX, REFRESH_CMD
 
 if TYPE_CHECKING:
     from npudoctor.context import RuleContext
@@ -218,25 +218,40 @@ def _torch_outside(
 
 @rule
 def framework_newer_than_table(ctx: RuleContext) -> Iterable[Finding]:
-    """MTX003 (warning): a framework release newer than every row of the built-in table; its
-    torch / torch_npu / CANN cannot be checked until the data knows it."""
+    """MTX003 (warning): a framework release the built-in table does not know -- newer than
+    every row, or, for a project whose installed versions are not in release order
+    (MindSpeed Core), any version without a row.  Its torch / torch_npu / CANN needs are not
+    checked; the warning names the data's date."""
     for name in PIP_PROJECTS:
         rec = ctx.view.packages.first(name)
-        if rec is None or not rec.version or not newer_than_rows(name, str(rec.version)):
+        if rec is None or not rec.version:
             continue
         proj = project(name)
+        version = str(rec.version)
+        newer = newer_than_rows(name, version)
+        unknown = proj is not None and not proj.ordered and not rows_for(name, version)
+        if not (newer or unknown):
+            continue
         label = proj.label if proj is not None else name
         when = checked_on(name)
-        yield not_in_matrix_finding(
-            label,
-            str(rec.version),
-            evidence=[f"{label} {rec.version} from {rec.metadata_source or rec.dist_info or 'its dist-info'}"]
-            + ([f"its published table: {proj.policy}"] if proj is not None and proj.policy else []),
+        what = "newer than" if newer else "not in"
+        evidence = [
+            f"{label} {version} from {rec.metadata_source or rec.dist_info or 'its dist-info'}",
+            f"built-in framework table (torch_npu_requirements.toml), read {when}: {what} its {label} rows",
+        ]
+        if proj is not None and proj.identify:
+            evidence.append(f"how the release is told: {proj.identify}")
+        yield NOT_IN_MATRIX.finding(
+            title=f"{label} {version} is {what} the built-in {label} table (data of {when}): "
+            "the torch, torch_npu and CANN it needs are not checked",
+            evidence=evidence,
+            fix=[
+                f"Check {label} {version}'s own version table by hand"
+                + (f": {proj.policy}" if proj is not None and proj.policy else ""),
+                f"{REFRESH_CMD}   # refreshes the torch_npu / CANN matrix; framework tables come with npudoctor "
+                "releases (pip install -U npudoctor)",
+            ],
             severity="warning",
-            provenance={
-                "source": "built-in framework table (torch_npu_requirements.toml)",
-                "origin": "bundled",
-                "retrieved": when,
-            },
-            newer=True,
+            subject=f"{label} {version}",
+            data={"kind": label, "version": version, "newer_than_data": newer},
         )
