@@ -177,7 +177,7 @@ def framework_table_scenario(built: List[str]) -> None:
                 "severity": ["error"],
                 "match": [
                     "lmdeploy 0\\.9\\.2 requires torch-npu==2\\.3\\.1 on Ascend, but torch_npu 2\\.5\\.1\\.post1 is installed",
-                    "-m pip install lmdeploy==0\\.16\\.0",
+                    "LMDEPLOY_TARGET_DEVICE=ascend .*-m pip install git\\+https://github\\.com/InternLM/lmdeploy\\.git@v0\\.16\\.0",
                 ],
             }
         ],

@@ -68,7 +68,13 @@ def test_lmdeploy_outside_its_ascend_requirement_names_the_release_that_admits_t
     assert f["severity"] == "error"
     assert f["title"] == "lmdeploy 0.9.2 requires torch-npu==2.3.1 on Ascend, but torch_npu 2.5.1.post1 is installed"
     assert any("requirements/runtime_ascend.txt at v0.7.0 .. v0.9.2.post1" in e for e in f["evidence"])
-    assert any(line.endswith("-m pip install lmdeploy==0.16.0") for line in f["fix"]), f["fix"]
+    # the PyPI wheel is the CUDA build: the Ascend build of 0.16.0 is installed as its docs say
+    assert any(
+        ": LMDEPLOY_TARGET_DEVICE=ascend " in line
+        and line.endswith("-m pip install git+https://github.com/InternLM/lmdeploy.git@v0.16.0")
+        for line in f["fix"]
+    ), f["fix"]
+    assert not any("lmdeploy==" in line for line in f["fix"])
 
 
 def test_lmdeploy_inside_its_requirement_is_quiet(tmp_path: Path) -> None:
@@ -96,8 +102,8 @@ def test_mindspeed_core_for_another_torch_names_the_branch_made_for_this_one(tmp
     assert f["data"]["grade"] == "undocumented"
     assert any(line.endswith("-m pip install torch==2.1.0") for line in f["fix"]), f["fix"]
     assert (
-        "or keep torch 2.5.1: MindSpeed Core 2.1.0_core_r0.12.1 .. 26.1.0_core_r0.12.1 is made for it "
-        "(check out its 2.1.0_core_r0.12.1 .. 26.1.0_core_r0.12.1 branch and reinstall it (pip install -e))"
+        "or keep torch 2.5.1: MindSpeed Core 2.1.0_core_r0.12.1 .. 26.1.0_core_r0.12.1 is made for it: "
+        "check out its 2.1.0_core_r0.12.1 .. 26.1.0_core_r0.12.1 branch and reinstall it (pip install -e)"
     ) in f["fix"]
     assert not any("pip install mindspeed" in line for line in f["fix"])
 

@@ -73,6 +73,10 @@ class Project:
     #: installs as 1.1.0, later releases as 0.6.0 .. 0.12.1): "newer than the data" cannot be
     #: told, so any version without a row is unknown.
     ordered: bool = True
+    #: how a "source" project's documents install release {release}: environment pairs and
+    #: the pip requirement ("" = not documented as one pip command).
+    install_env: Tuple[Tuple[str, str], ...] = ()
+    install_requirement: str = ""
 
 
 _CACHE: Dict[str, Any] = {}
@@ -124,6 +128,8 @@ def project(name: str) -> Optional[Project]:
         identify=str(raw.get("identify", "")),
         policy=str(raw.get("policy", "")),
         ordered=bool(raw.get("ordered", True)),
+        install_env=tuple((str(k), str(v)) for k, v in dict(raw.get("install_env", {})).items()),
+        install_requirement=str(raw.get("install_requirement", "")),
     )
 
 

@@ -29,8 +29,9 @@ from npudoctor.knowledge.frameworks import (
 )
 from npudoctor.knowledge.grades import Grade
 from npudoctor.parsers.metadata import requirements_on
+from npudoctor.remedies import Command
 from npudoctor.rules import rule
-from npudoctor.rules._pyfacts import ask, describe, pip_install, release
+from npudoctor.rules._pyfacts import ask, describe, pip_install, python_path, release
 from npudoctor.rules.matrix import NOT_IN_MATRIX, REFRESH_CMD
 
 if TYPE_CHECKING:
@@ -95,6 +96,19 @@ def _npu_of_ext(ctx: RuleContext, ext: Optional[str], torch_xyz: str) -> Optiona
     return None
 
 
+def _install_release(ctx: RuleContext, name: str, release_name: str, lead: str) -> Fix:
+    """The step installing release ``release_name`` of ``name`` as its documents do: pip for
+    a PyPI project, the documented source install (lmdeploy's LMDEPLOY_TARGET_DEVICE=ascend
+    pip install git+…@vX), else the branch to check out."""
+    proj = project(name)
+    if proj is not None and proj.install == "pypi":
+        return pip_install(ctx, f"{name}=={release_name}", lead=lead)
+    if proj is not None and proj.install_requirement:
+        requirement = proj.install_requirement.replace("{release}", release_name)
+        return Command((python_path(ctx), "-m", "pip", "install", requirement), env=proj.install_env, lead=lead)
+    return f"{lead}check out its {release_name} branch and reinstall it (pip install -e)"
+
+
 @rule
 def framework_stack_table(ctx: RuleContext) -> Iterable[Finding]:
     """PKG004: a MindSpeed / MindSpeed-LLM / lmdeploy release made for another torch or
@@ -115,17 +129,16 @@ def framework_stack_table(ctx: RuleContext) -> Iterable[Finding]:
         row, label, version = rows[0], proj.label, str(rec.version)
         where = f"{label} {version} from {rec.metadata_source or rec.dist_info or 'its dist-info'}"
         if npu is not None and row.torch_npu_spec and nv and _in_spec(nv, row.torch_npu_spec) is False:
-            yield _npu_outside(ctx, name, proj.install, row, label, version, where, nv, describe(npu))
+            yield _npu_outside(ctx, name, row, label, version, where, nv, describe(npu))
             continue
         torch_xyz = _xyz(tv)
         if torch is not None and row.torch and torch_xyz and torch_xyz not in row.torch:
-            yield _torch_outside(ctx, name, proj.install, row, label, version, where, tv, torch_xyz, describe(torch))
+            yield _torch_outside(ctx, name, row, label, version, where, tv, torch_xyz, describe(torch))
 
 
 def _npu_outside(
     ctx: RuleContext,
     name: str,
-    install: str,
     row: FrameworkRow,
     label: str,
     version: str,
@@ -135,12 +148,13 @@ def _npu_outside(
 ) -> Finding:
     other = _release_for_npu(name, nv)
     fix: List[Fix] = []
-    if other is not None and install == "pypi":
+    if other is not None:
         fix.append(
-            pip_install(
+            _install_release(
                 ctx,
-                f"{name}=={_spelled(other)}",
-                lead=f"keep torch_npu {nv} and install {label} {_spelled(other)}, whose Ascend requirements admit it "
+                name,
+                _spelled(other),
+                f"keep torch_npu {nv} and install {label} {_spelled(other)}, whose Ascend requirements admit it "
                 f"(torch-npu{other.torch_npu_spec}): ",
             )
         )
@@ -165,7 +179,6 @@ def _npu_outside(
 def _torch_outside(
     ctx: RuleContext,
     name: str,
-    install: str,
     row: FrameworkRow,
     label: str,
     version: str,
@@ -190,12 +203,11 @@ def _torch_outside(
         fix.append(f"then the torch_npu build for torch {want} paired with your CANN (`npudoctor plan` names it)")
     other = _release_for_torch(name, torch_xyz)
     if other is not None:
-        how = (
-            f"pip-install {name}=={_spelled(other)}"
-            if install == "pypi"
-            else f"check out its {_spelled(other)} branch and reinstall it (pip install -e)"
+        fix.append(
+            _install_release(
+                ctx, name, _spelled(other), f"or keep torch {tv}: {label} {_spelled(other)} is made for it: "
+            )
         )
-        fix.append(f"or keep torch {tv}: {label} {_spelled(other)} is made for it ({how})")
     else:
         fix.append(f"no {label} release in the built-in table is made for torch {torch_xyz}")
     return COMPANION.finding(
