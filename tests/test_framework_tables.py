@@ -123,6 +123,16 @@ def test_mindspeed_llm_made_for_a_newer_cann_is_one_finding_without_a_pip_instal
     assert "PKG004" not in [x["code"] for x in findings]  # torch 2.7.1 is the one its table names
 
 
+def test_triton_ascend_3_2_2_is_bound_to_cann_9_1_0(tmp_path: Path) -> None:
+    # 'Triton-Ascend版本与CANN版本强绑定': MindSpeed-LLM 26.1.0 and vllm-ascend v0.23.0 pair 3.2.2 with 9.1.0
+    s = _clean(tmp_path)
+    dist(s / "root", "triton_ascend", "3.2.2", tag=T, site=SP)
+    findings = _findings(s)
+    f = _only(findings, "CANN012")
+    assert f["title"] == "triton-ascend 3.2.2 needs CANN 9.1.0 or newer, but CANN 8.2.RC1 is in use"
+    assert "MTX003" not in [x["code"] for x in findings]
+
+
 # ---------------------------------------------------------------- newer than the data
 
 
