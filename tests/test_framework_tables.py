@@ -150,6 +150,21 @@ def test_a_release_newer_than_the_table_is_a_warning_naming_the_data_date(tmp_pa
     assert any("requirements/runtime_ascend.txt per release tag" in line for line in f["fix"])
 
 
+def test_a_newer_release_pinning_torch_npu_itself_says_only_its_cann_is_unchecked(tmp_path: Path) -> None:
+    # v0.24.0rc1 is tagged but not in the versioning policy; its pin here is the installed build, so
+    # that only the missing table row is in question
+    s = _clean(tmp_path)
+    sp = s / "root" / SP
+    shutil.rmtree(sp / "vllm_ascend-0.9.1.dist-info")
+    dist(s / "root", "vllm_ascend", "0.24.0rc1", requires=["torch-npu==2.5.1.post1", "torch>=2.5.1"], tag=T, site=SP)
+    f = _only([x for x in _findings(s) if "vllm-ascend" in x["title"]], "MTX003")
+    assert f["severity"] == "warning"
+    assert f["title"] == (
+        "vllm-ascend 0.24.0rc1 is newer than the built-in vllm-ascend table (data of 2026-12-06): "
+        "the CANN it needs is not checked (its own torch-npu pin is)"
+    )
+
+
 def test_mindspeed_core_versions_are_not_ordered_so_any_unknown_one_is_a_warning(tmp_path: Path) -> None:
     # core_r0.14.0 installs as 0.14.1: below the 1.1.0 of 1.0.RC2, yet no release the table knows
     s = _clean(tmp_path)

@@ -14,6 +14,7 @@ Facts read (views): ``packages`` (dist-info of the frameworks, torch, torch_npu)
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Iterable, List, Optional
 
 from npudoctor.findings import Finding
@@ -80,8 +81,6 @@ def _release_for_npu(name: str, torch_npu: str) -> Optional[FrameworkRow]:
 
 def _spelled(row: FrameworkRow) -> str:
     """The release a row names, as a user installs it (``0.16.0`` of ``>=0.12.1,<=0.16.0``)."""
-    import re
-
     bounds = [m for spec in row.versions for m in re.findall(r"(?:==|<=)\s*([0-9][0-9A-Za-z.]*)", spec)]
     return row.release or (bounds[-1] if bounds else ", ".join(row.versions))
 
@@ -253,9 +252,14 @@ def framework_newer_than_table(ctx: RuleContext) -> Iterable[Finding]:
         ]
         if proj is not None and proj.identify:
             evidence.append(f"how the release is told: {proj.identify}")
+        pinned = bool(requirements_on(list(rec.requires_dist), "torch-npu"))
+        unchecked = (
+            "the CANN it needs is not checked (its own torch-npu pin is)"
+            if pinned
+            else ("the torch, torch_npu and CANN it needs are not checked")
+        )
         yield NOT_IN_MATRIX.finding(
-            title=f"{label} {version} is {what} the built-in {label} table (data of {when}): "
-            "the torch, torch_npu and CANN it needs are not checked",
+            title=f"{label} {version} is {what} the built-in {label} table (data of {when}): {unchecked}",
             evidence=evidence,
             fix=[
                 f"Check {label} {version}'s own version table by hand"
