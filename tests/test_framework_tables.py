@@ -205,3 +205,12 @@ def test_a_build_for_another_chip_names_the_image_for_this_one(tmp_path: Path) -
     s = prepare(SCENARIOS / "fw-vllm-ascend-310p-build-on-910b3", tmp_path)
     f = _only(_findings(s), "PKG051")
     assert "the image quay.io/ascend/vllm-ascend:v0.9.1 (CANN 8.2.RC1, torch_npu 2.5.1.post1)" in f["fix"][0]
+
+
+def test_a_vllm_ascend_release_for_a_newer_cann_names_its_image_and_the_cann_it_carries(tmp_path: Path) -> None:
+    s = prepare(SCENARIOS / "fw-vllm-ascend-0.11.0rc2-on-cann-8.2.RC1", tmp_path)
+    f = _only(_findings(s), "CANN012")
+    assert (
+        "or run vllm-ascend 0.11.0rc2 in its image quay.io/ascend/vllm-ascend:v0.11.0rc2, whose base image "
+        "carries CANN 8.3.RC2 (mount the host's driver into it)"
+    ) in f["fix"]

@@ -139,3 +139,12 @@ def newest_with(family: str) -> Optional[ImageRelease]:
         if best is None or v > best[0]:
             best = (v, rel)
     return best[1] if best else None
+
+
+def family_of_package_chip(package_chip: Optional[str]) -> Optional[str]:
+    """The image family of a CANN package chip name (``A3`` -> ``910_93``); ``None`` when
+    no vllm-ascend image is built for it."""
+    if not package_chip:
+        return None
+    value = dict(_doc().get("package_chip_family", {})).get(package_chip)
+    return str(value) if value else None

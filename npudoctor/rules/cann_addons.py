@@ -14,7 +14,7 @@ import re
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Finding
-from npudoctor.knowledge import codes
+from npudoctor.knowledge import codes, vllm_images
 from npudoctor.knowledge.frameworks import PIP_PROJECTS, rows_for, table
 from npudoctor.knowledge.frameworks import project as framework_project
 from npudoctor.knowledge.grades import severity
@@ -290,6 +290,20 @@ def _release_name(project: str, version: str) -> str:
     return rows[0].release or version if rows else version
 
 
+def _vllm_image(version: str, chip: Optional[str]) -> Optional[str]:
+    """ "or run the image …" for vllm-ascend ``version`` on this chip, with the CANN its base
+    image carries (vllm_ascend_images.toml); ``None`` when that release has no such image."""
+    family = vllm_images.family_of_package_chip(chip)
+    image = vllm_images.image_for(version, family) if family else None
+    rel = vllm_images.release_of(version)
+    if not image or rel is None or family is None:
+        return None
+    return (
+        f"or run vllm-ascend {version} in its image {image}, whose base image carries CANN {rel.cann_for(family)} "
+        "(mount the host's driver into it)"
+    )
+
+
 @rule
 def framework_cann(ctx: RuleContext) -> Iterable[Finding]:
     """CANN012: vllm-ascend / MindIE release older CANN than it documents (K05)."""
@@ -341,6 +355,10 @@ def framework_cann(ctx: RuleContext) -> Iterable[Finding]:
                 )
             )
             fix.append(pip_install(ctx, f"vllm-ascend=={older}", lead="  then "))
+        if project == "vllm-ascend":
+            image = _vllm_image(version, package_chip(ctx))
+            if image:
+                fix.append(image)
         yield FRAMEWORK_CANN.finding(
             title=f"{label} {version} needs CANN {need} or newer, but CANN {cv} is in use",
             evidence=[
