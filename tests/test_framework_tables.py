@@ -214,3 +214,12 @@ def test_a_vllm_ascend_release_for_a_newer_cann_names_its_image_and_the_cann_it_
         "or run vllm-ascend 0.11.0rc2 in its image quay.io/ascend/vllm-ascend:v0.11.0rc2, whose base image "
         "carries CANN 8.3.RC2 (mount the host's driver into it)"
     ) in f["fix"]
+
+
+def test_unreadable_versions_are_not_judged_and_never_crash(tmp_path: Path) -> None:
+    s = _clean(tmp_path)
+    dist(s / "root", "lmdeploy", "not-a-version", requires=["transformers"], tag=T, site=SP)
+    dist(s / "root", "mindspeed_llm", "9" * 200, requires=["einops"], tag="py3-none-any", site=SP)
+    codes = [f["code"] for f in _findings(s)]
+    assert "HOST099" not in codes
+    assert "PKG004" not in codes and "MTX003" not in codes
