@@ -485,3 +485,20 @@ def test_triton_ascend_release_made_for_a_newer_cann_is_one_finding_naming_the_r
     # the release made for the CANN in use is quiet
     pk["triton-ascend"] = [rec("triton_ascend", "3.2.0rc4")]
     assert "CANN012" not in codes(snap(toolkits=[dict(TK, version="8.3.RC2")], packages=pk))
+
+
+def test_a_source_installed_framework_for_a_newer_cann_names_the_branch_made_for_this_one():
+    # MindSpeed-LLM's version table: 2.3.0 -> CANN 8.5.0, 2.2.0 -> CANN 8.3.RC1; it is installed
+    # from a git checkout, so the alternative is a branch, never `pip install mindspeed-llm==…`
+    pk = {
+        "torch": [rec("torch", "2.7.1")],
+        "torch-npu": [rec("torch_npu", "2.7.1")],
+        "mindspeed-llm": [rec("mindspeed_llm", "2.3.0")],
+    }
+    f = codes(snap(toolkits=[dict(TK, version="8.3.RC1")], packages=pk))["CANN012"]
+    assert f.title == "MindSpeed-LLM 2.3.0 needs CANN 8.5.0 or newer, but CANN 8.3.RC1 is in use"
+    assert (
+        "or keep CANN 8.3.RC1 and use MindSpeed-LLM 2.2.0 (made for it): check out that branch and reinstall it"
+        in f.fix
+    )
+    assert not any("pip install" in line and "mindspeed" in line for line in f.fix)

@@ -31,7 +31,18 @@ DATA = Path(__file__).resolve().parent.parent / "npudoctor" / "knowledge" / "dat
 
 # The fixed vocabulary, kept here on purpose: a file that invents a chip family fails.
 CHIP_FAMILIES = ("910b", "910_93", "310p", "310b", "910", "950")
-FRAMEWORKS = ("vllm-ascend", "mindie", "mindspeed", "torchair", "apex-npu", "triton-ascend", "atb-models")
+FRAMEWORKS = (
+    "vllm-ascend",
+    "mindie",
+    "mindspeed",
+    "torchair",
+    "apex-npu",
+    "triton-ascend",
+    "atb-models",
+    "deepspeed",
+    "lmdeploy",
+    "sglang",
+)
 SUPPORT_STATUS = ("supported", "experimental", "unsupported", "not-stated")
 CONFIDENCE = ("stated", "inferred")
 SEVERITY = ("error", "warning")
@@ -324,7 +335,19 @@ def prerelease_problems(data: Dict[str, Any]) -> List[str]:
 
 # ---------------------------------------------------------------- torch_npu_requirements.toml
 
-REQUIREMENT_PROJECTS = ("vllm-ascend", "triton-ascend", "mindie", "atb-models")
+REQUIREMENT_PROJECTS = (
+    "vllm-ascend",
+    "triton-ascend",
+    "mindspeed",
+    "mindspeed-llm",
+    "lmdeploy",
+    "mindie",
+    "atb-models",
+)
+PIP_REQUIREMENT_PROJECTS = ("vllm-ascend", "triton-ascend", "mindspeed", "mindspeed-llm", "lmdeploy")
+#: Every framework of the assignment: a table of rows or an [[unstated]] entry saying why none.
+ASSIGNED = ("vllm-ascend", "mindspeed", "mindspeed-llm", "mindie", "torchair", "deepspeed", "lmdeploy", "sglang")
+INSTALL_KINDS = ("pypi", "source", "run-package")
 
 
 def requirements_problems(data: Dict[str, Any]) -> List[str]:
@@ -345,7 +368,7 @@ def requirements_problems(data: Dict[str, Any]) -> List[str]:
         if not isinstance(versions, list) or not versions:
             out.append(f"{where}: no versions")
             continue
-        if r.get("project") in ("vllm-ascend", "triton-ascend"):
+        if r.get("project") in PIP_REQUIREMENT_PROJECTS:
             for spec in versions:
                 try:
                     SpecifierSet(spec)
@@ -355,8 +378,92 @@ def requirements_problems(data: Dict[str, Any]) -> List[str]:
             out += _version(where, r["torch_npu"])
         if r.get("cann_min") and not CANN_VERSION.match(r["cann_min"]):
             out.append(f"{where}: cann_min {r['cann_min']!r} is not a CANN version")
-        if not (r.get("torch_npu") or r.get("ext") or r.get("cann_min")):
-            out.append(f"{where}: says nothing (no torch_npu, ext or cann_min)")
+        for t in r.get("torch", []):
+            if not re.fullmatch(r"\d+\.\d+\.\d+", str(t)):
+                out.append(f"{where}: torch {t!r} is not an X.Y.Z release")
+        if r.get("torch_npu_spec"):
+            try:
+                SpecifierSet(r["torch_npu_spec"])
+            except InvalidSpecifier:
+                out.append(f"{where}: torch_npu_spec {r['torch_npu_spec']!r} is not a PEP 440 specifier")
+        if not (r.get("torch_npu") or r.get("ext") or r.get("cann_min") or r.get("torch") or r.get("torch_npu_spec")):
+            out.append(f"{where}: says nothing (no torch_npu, ext, cann_min, torch or torch_npu_spec)")
+    projects = data.get("project", {})
+    for name in sorted({r.get("project") for r in rows}):
+        meta = projects.get(name)
+        if not isinstance(meta, dict):
+            out.append(f"project {name!r} has rows but no [project.{name}] table")
+            continue
+        if meta.get("install") not in INSTALL_KINDS:
+            out.append(f"[project.{name}]: install {meta.get('install')!r} not in {INSTALL_KINDS}")
+        for key in ("label", "identify", "policy"):
+            if not _text(meta.get(key)):
+                out.append(f"[project.{name}]: empty {key}")
+    unstated = data.get("unstated", [])
+    for n, u in enumerate(unstated):
+        where = f"unstated #{n} ({u.get('project')})"
+        out += _sources(where, u)
+        if not _text(u.get("says")):
+            out.append(f"{where}: empty says")
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(u.get("checked_on", ""))):
+            out.append(f"{where}: checked_on {u.get('checked_on')!r} is not YYYY-MM-DD")
+    covered = {r.get("project") for r in rows} | {u.get("project") for u in unstated}
+    out += [
+        f"framework {name!r} has neither rows nor an [[unstated]] entry" for name in ASSIGNED if name not in covered
+    ]
+    return out
+
+
+# ---------------------------------------------------------------- vllm_ascend_images.toml
+
+IMAGE_FAMILIES = ("910b", "910_93", "310p", "950")
+#: The CANN 9.x pre-release spelling of the image tags (cann:9.1.0-beta.1-310p-...).
+IMAGE_BETA = re.compile(r"^\d+\.\d+\.\d+-(alpha|beta)\.\d+$")
+
+
+def images_problems(data: Dict[str, Any]) -> List[str]:
+    out: List[str] = []
+    if data.get("schema") != 1:
+        out.append("schema is not 1")
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(data.get("checked_on", ""))):
+        out.append("checked_on is not YYYY-MM-DD")
+    out += _sources("images", data)
+    variants = data.get("variant", [])
+    suffixes = [v.get("suffix") for v in variants]
+    if len(set(suffixes)) != len(suffixes):
+        out.append(f"duplicate variant suffixes {suffixes}")
+    for v in variants:
+        if v.get("family") not in IMAGE_FAMILIES:
+            out.append(f"variant {v.get('suffix')!r}: family {v.get('family')!r} not in {IMAGE_FAMILIES}")
+        if v.get("os") not in ("Ubuntu", "openEuler"):
+            out.append(f"variant {v.get('suffix')!r}: os {v.get('os')!r}")
+        if not _text(v.get("source")):
+            out.append(f"variant {v.get('suffix')!r}: no source")
+    for fam in IMAGE_FAMILIES:
+        if not any(v.get("family") == fam and v.get("os") == "Ubuntu" for v in variants):
+            out.append(f"no Ubuntu variant for {fam}")
+    tags = [r.get("tag") for r in data.get("release", [])]
+    if len(set(tags)) != len(tags):
+        out.append("duplicate release tags")
+    for r in data.get("release", []):
+        where = f"release {r.get('tag')}"
+        try:
+            Version(str(r.get("tag", "")).lstrip("v"))
+        except InvalidVersion:
+            out.append(f"{where}: tag is not v<PEP 440 version>")
+        if not re.fullmatch(r"[0-9a-f]{12}", str(r.get("commit", ""))):
+            out.append(f"{where}: commit is not 12 hex digits")
+        cann = r.get("cann")
+        if not isinstance(cann, dict) or "910b" not in cann:
+            out.append(f"{where}: no CANN for the 910b image")
+            continue
+        for fam, ver in cann.items():
+            if fam not in IMAGE_FAMILIES:
+                out.append(f"{where}: family {fam!r} not in {IMAGE_FAMILIES}")
+            if not (CANN_VERSION.match(str(ver)) or IMAGE_BETA.match(str(ver))):
+                out.append(f"{where}: CANN {ver!r} of {fam} is not a CANN version")
+        if r.get("torch_npu"):
+            out += _version(where, r["torch_npu"])
     return out
 
 
@@ -367,6 +474,7 @@ CHECKERS: Dict[str, Callable[[Dict[str, Any]], List[str]]] = {
     "framework_support.toml": framework_support_problems,
     "prerelease_torch_npu.toml": prerelease_problems,
     "torch_npu_requirements.toml": requirements_problems,
+    "vllm_ascend_images.toml": images_problems,
 }
 
 
@@ -482,7 +590,29 @@ BROKEN = [
     ("torch_npu_requirements.toml", "row without date", _drop(["row", 2, "checked_on"]), "checked_on"),
     ("torch_npu_requirements.toml", "bad specifier", _set(["row", 0, "versions"], ["=>0.7.1"]), "specifier"),
     ("torch_npu_requirements.toml", "bad CANN", _set(["row", 0, "cann_min"], "8.0"), "not a CANN"),
-    ("torch_npu_requirements.toml", "empty row", _set(["row", -4, "torch_npu"], ""), "says nothing"),
+    (
+        "torch_npu_requirements.toml",
+        "empty row",
+        _set(
+            ["row", 0],
+            {"project": "vllm-ascend", "versions": ["==0.7.1rc1"], "sources": ["x"], "checked_on": "2026-12-06"},
+        ),
+        "says nothing",
+    ),
+    ("torch_npu_requirements.toml", "torch not X.Y.Z", _set(["row", -1, "torch"], ["2.7"]), "X.Y.Z"),
+    (
+        "torch_npu_requirements.toml",
+        "bad torch_npu spec",
+        _set(["row", -1, "torch_npu_spec"], "=>2.3.1"),
+        "torch_npu_spec",
+    ),
+    ("torch_npu_requirements.toml", "no project table", _drop(["project", "lmdeploy"]), "no [project.lmdeploy]"),
+    ("torch_npu_requirements.toml", "bad install kind", _set(["project", "mindspeed", "install"], "git"), "install"),
+    ("torch_npu_requirements.toml", "framework left out", _set(["unstated"], []), "neither rows nor"),
+    ("vllm_ascend_images.toml", "CANN misspelt", _set(["release", 0, "cann", "910b"], "8.0"), "not a CANN"),
+    ("vllm_ascend_images.toml", "unknown family", _set(["variant", 2, "family"], "a3"), "not in"),
+    ("vllm_ascend_images.toml", "short commit", _set(["release", 3, "commit"], "abc"), "12 hex"),
+    ("vllm_ascend_images.toml", "duplicate tag", _set(["release", 1, "tag"], "v0.7.1rc1"), "duplicate release"),
 ]
 
 

@@ -67,7 +67,10 @@ def test_chip_support_answers_what_the_sources_say() -> None:
     assert chip_support.support_for("vllm-ascend", "910B", "0.9.1").status == "supported"  # type: ignore[union-attr]
     assert chip_support.support_for("vllm-ascend", "310B", "0.23.0").status == "unsupported"  # type: ignore[union-attr]
     assert chip_support.support_for("mindie", "910_93", "2.1.RC1.B152").status == "supported"  # type: ignore[union-attr]
-    assert chip_support.support_for("mindspeed", "950", "1.0.0") is None  # no row: not documented either way
+    assert chip_support.support_for("mindspeed", "950", "1.0.0").status == "supported"  # type: ignore[union-attr]
+    assert chip_support.support_for("sglang", "310P", "0.5.0") is None  # no row: not documented either way
+    assert chip_support.support_for("deepspeed", "910B", "0.10.0").status == "unsupported"  # type: ignore[union-attr]
+    assert chip_support.support_for("deepspeed", "910B", "0.10.1").status == "supported"  # type: ignore[union-attr]
     assert chip_support.newest_supported("vllm-ascend", "310p").first_version == "0.14.0rc1"  # type: ignore[union-attr]
     assert chip_support.vllm_ascend_family("A3", None) == "910_93"
     assert chip_support.vllm_ascend_family(None, "ASCEND910_9391") == "910_93"

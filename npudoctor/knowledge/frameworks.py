@@ -2,13 +2,16 @@
 CANN) where its own metadata does not say it (kinds K01 and K05).
 
 Data: ``npudoctor/knowledge/data/frameworks/torch_npu_requirements.toml`` (every row with its
-sources and the date they were read).  Rules use these rows only where the package's own
+sources and the date they were read; per project how its installed release is told and how it
+is installed) and ``vllm_ascend_images.toml`` (the vllm-ascend container images and the CANN,
+torch and torch_npu each carries).  Rules use the rows only where the package's own
 ``Requires-Dist`` does not pin torch-npu (metadata first).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
@@ -20,7 +23,7 @@ if TYPE_CHECKING:
 
 
 #: Projects of the data that are pip distributions (their rows hold PEP 440 specifiers).
-PIP_PROJECTS = ("vllm-ascend", "triton-ascend")
+PIP_PROJECTS = ("vllm-ascend", "triton-ascend", "mindspeed", "mindspeed-llm", "lmdeploy")
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,12 @@ class FrameworkRow:
     cann_min: Optional[str]
     sources: Tuple[str, ...]
     checked_on: str
+    #: torch releases (X.Y.Z) the release's own version table names; () = not stated.
+    torch: Tuple[str, ...] = ()
+    #: PEP 440 specifier on torch-npu from the release's requirement file; None = none.
+    torch_npu_spec: Optional[str] = None
+    #: the published release name(s) where the installed version does not spell it.
+    release: Optional[str] = None
 
     @property
     def source(self) -> str:
@@ -50,7 +59,35 @@ def data_path() -> str:
     return os.path.join(here, "data", "frameworks", "torch_npu_requirements.toml")
 
 
-_CACHE: Dict[str, Tuple[FrameworkRow, ...]] = {}
+@dataclass(frozen=True)
+class Project:
+    """One ``[project.NAME]`` table: the name the framework's documents use, how it is
+    installed (``"pypi"``, ``"source"``, ``"run-package"``), how its installed release is
+    told, and the published table the rows follow."""
+
+    name: str
+    label: str
+    install: str
+    identify: str
+    policy: str
+    #: False when installed versions are not in release order (MindSpeed Core's 1.0.RC2
+    #: installs as 1.1.0, later releases as 0.6.0 .. 0.12.1): "newer than the data" cannot be
+    #: told, so any version without a row is unknown.
+    ordered: bool = True
+    #: how a "source" project's documents install release {release}: environment pairs and
+    #: the pip requirement ("" = not documented as one pip command).
+    install_env: Tuple[Tuple[str, str], ...] = ()
+    install_requirement: str = ""
+
+
+_CACHE: Dict[str, Any] = {}
+
+
+def _document() -> Dict[str, Any]:
+    if "doc" not in _CACHE:
+        _CACHE["doc"] = tomlread.load_bundled(data_path())
+    doc: Dict[str, Any] = _CACHE["doc"]
+    return doc
 
 
 def _opt(value: Any) -> Optional[str]:
@@ -60,7 +97,7 @@ def _opt(value: Any) -> Optional[str]:
 def table() -> Tuple[FrameworkRow, ...]:
     """Every row of the data, in file order (oldest release first per project)."""
     if "rows" not in _CACHE:
-        doc = tomlread.load_bundled(data_path())
+        doc = _document()
         _CACHE["rows"] = tuple(
             FrameworkRow(
                 project=str(r["project"]),
@@ -70,10 +107,57 @@ def table() -> Tuple[FrameworkRow, ...]:
                 cann_min=_opt(r.get("cann_min")),
                 sources=tuple(str(s) for s in r.get("sources", ())),
                 checked_on=str(r.get("checked_on", "")),
+                torch=tuple(str(t) for t in r.get("torch", ())),
+                torch_npu_spec=_opt(r.get("torch_npu_spec")),
+                release=_opt(r.get("release")),
             )
             for r in doc.get("row", [])
         )
-    return _CACHE["rows"]
+    rows: Tuple[FrameworkRow, ...] = _CACHE["rows"]
+    return rows
+
+
+def project(name: str) -> Optional[Project]:
+    """The ``[project.NAME]`` table of ``name``; ``None`` for a project the data lacks."""
+    raw = _document().get("project", {}).get(name)
+    if not isinstance(raw, dict):
+        return None
+    return Project(
+        name=name,
+        label=str(raw.get("label", name)),
+        install=str(raw.get("install", "")),
+        identify=str(raw.get("identify", "")),
+        policy=str(raw.get("policy", "")),
+        ordered=bool(raw.get("ordered", True)),
+        install_env=tuple((str(k), str(v)) for k, v in dict(raw.get("install_env", {})).items()),
+        install_requirement=str(raw.get("install_requirement", "")),
+    )
+
+
+def checked_on(project_name: str) -> str:
+    """The newest date the rows of ``project_name`` were read ("" when it has none)."""
+    return max((r.checked_on for r in table() if r.project == project_name), default="")
+
+
+def newer_than_rows(project_name: str, version: Optional[str]) -> bool:
+    """Whether ``version`` of a pip project is newer than every release its rows name (a
+    release the data predates), counting a ``.devN`` / local build as the release it
+    precedes.  ``False`` when a row covers it or nothing is comparable."""
+    if project_name not in PIP_PROJECTS or rows_for(project_name, version):
+        return False
+    v = parse_pep440(version)
+    if v is None:
+        return False
+    plain = parse_pep440(str(v.public).split(".dev")[0]) or v
+    named = [
+        parse_pep440(m)
+        for r in table()
+        if r.project == project_name
+        for spec in r.versions
+        for m in re.findall(r"[0-9][0-9A-Za-z.]*", spec)
+    ]
+    known = [n for n in named if n is not None]
+    return bool(known) and all(plain > n for n in known)
 
 
 def rows_for(project: str, version: Optional[str]) -> List[FrameworkRow]:

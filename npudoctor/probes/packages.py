@@ -103,10 +103,13 @@ MODULES = {
 }
 
 #: Other projects rules look up by name: the frameworks of the chip-support data
-#: (rules/chips.py ``_frameworks``, DEV040) and those linking NNAL's libatb.so
+#: (rules/chips.py ``_frameworks``, DEV040), of the framework tables
+#: (rules/framework_tables.py) and those linking NNAL's libatb.so
 #: (rules/_cannfacts.py ``_NEEDS_NNAL``).  tests/test_devices_packages.py checks that every
 #: name the devices rules ask for is read in full.
-JUDGED = frozenset({"mindspeed", "torchair", "triton-ascend", "mindie-llm"})
+JUDGED = frozenset(
+    {"mindspeed", "mindspeed-llm", "torchair", "triton-ascend", "mindie-llm", "deepspeed", "lmdeploy", "sglang"}
+)
 
 #: Projects rules judge by name: their METADATA is always read.
 _BY_NAME = frozenset(INTEREST | JUDGED | {canonical_name(n) for n in MODULES.values()})

@@ -14,8 +14,9 @@ import re
 from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Finding
-from npudoctor.knowledge import codes
+from npudoctor.knowledge import codes, vllm_images
 from npudoctor.knowledge.frameworks import PIP_PROJECTS, rows_for, table
+from npudoctor.knowledge.frameworks import project as framework_project
 from npudoctor.knowledge.grades import severity
 from npudoctor.knowledge.matrix.addons import kernels_verdict, nnal_verdict
 from npudoctor.knowledge.packages import NNAL_SET_ENV
@@ -255,7 +256,9 @@ def _frameworks_installed(ctx: RuleContext) -> List[Tuple[str, str, str, str]]:
     for project in PIP_PROJECTS:
         rec = ctx.view.packages.first(project)
         if rec is not None and rec.version:
-            out.append((project, project, rec.version, rec.dist_info or rec.location or ""))
+            proj = framework_project(project)
+            label = proj.label if proj is not None else project
+            out.append((project, label, rec.version, rec.dist_info or rec.location or ""))
     cann = ctx.view.cann
     for fact, project, label in (
         (cann.mindie, "mindie", "MindIE"),
@@ -278,6 +281,27 @@ def _framework_for_cann(project: str, cann: str) -> Optional[str]:
         if m:
             best = m.group(1)  # rows are oldest first: the last fitting one is the newest
     return best
+
+
+def _release_name(project: str, version: str) -> str:
+    """The published release name of the table row ``version`` of ``project`` (MindSpeed
+    rows name their branches), else ``version``."""
+    rows = rows_for(project, version)
+    return rows[0].release or version if rows else version
+
+
+def _vllm_image(version: str, chip: Optional[str]) -> Optional[str]:
+    """ "or run the image …" for vllm-ascend ``version`` on this chip, with the CANN its base
+    image carries (vllm_ascend_images.toml); ``None`` when that release has no such image."""
+    family = vllm_images.family_of_package_chip(chip)
+    image = vllm_images.image_for(version, family) if family else None
+    rel = vllm_images.release_of(version)
+    if not image or rel is None or family is None:
+        return None
+    return (
+        f"or run vllm-ascend {version} in its image {image}, whose base image carries CANN {rel.cann_for(family)} "
+        "(mount the host's driver into it)"
+    )
 
 
 @rule
@@ -307,8 +331,15 @@ def framework_cann(ctx: RuleContext) -> Iterable[Finding]:
             set_env_step(None, need),
             nnal_set_env(note=f"CANN {need} for {label} {version}"),
         ]
+        proj = framework_project(project)
+        pypi = proj is not None and proj.install == "pypi"
         older = _framework_for_cann(project, cv) if project in PIP_PROJECTS else None
-        if older and project != "vllm-ascend":
+        if older and not pypi:
+            branch = _release_name(project, older)
+            fix.append(
+                f"or keep CANN {cv} and use {label} {branch} (made for it): check out that branch and reinstall it"
+            )
+        elif older and project != "vllm-ascend":
             fix.append(
                 pip_install(
                     ctx.view.python,
@@ -326,6 +357,10 @@ def framework_cann(ctx: RuleContext) -> Iterable[Finding]:
                 )
             )
             fix.append(pip_install(ctx.view.python, f"vllm-ascend=={older}", lead="  then "))
+        if project == "vllm-ascend":
+            image = _vllm_image(version, package_chip(ctx.matrix, ctx.view.devices))
+            if image:
+                fix.append(image)
         yield FRAMEWORK_CANN.finding(
             title=f"{label} {version} needs CANN {need} or newer, but CANN {cv} is in use",
             evidence=[

@@ -91,6 +91,9 @@ def _frameworks(ctx: RuleContext) -> List[Tuple[str, Optional[str]]]:
         ("mindspeed", "mindspeed"),
         ("torchair", "torchair"),
         ("triton-ascend", "triton-ascend"),
+        ("deepspeed", "deepspeed"),
+        ("lmdeploy", "lmdeploy"),
+        ("sglang", "sglang"),
     ):
         if ctx.view.packages.first(dist) is not None:
             out.append((framework, ctx.view.packages.version_of(dist)))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Set, Tuple
 
 from npudoctor.context import RuleContext
 from npudoctor.findings import Finding
-from npudoctor.knowledge import chip_support, codes, cuda_only
+from npudoctor.knowledge import chip_support, codes, cuda_only, vllm_images
 from npudoctor.knowledge.versions import pep440_release
 from npudoctor.parsers.metadata import canonical_name, parse_requirement
 from npudoctor.remedies.steps import PipInstall
@@ -179,6 +179,24 @@ def _families(ctx: RuleContext) -> Dict[str, str]:
     return out
 
 
+def _image_text(version: str, family: str) -> str:
+    """The vllm-ascend image of ``version`` built for chip ``family`` with what it carries
+    (vllm_ascend_images.toml), or the newest release that has an image for the family."""
+    fam = family.lower()
+    image = vllm_images.image_for(version, fam)
+    rel = vllm_images.release_of(version)
+    if image is not None and rel is not None:
+        return f"the image {image} (CANN {rel.cann_for(fam)}, torch_npu {rel.torch_npu or 'installed by hand'})"
+    last = vllm_images.newest_with(fam)
+    if last is None:
+        return f"no vllm-ascend image is built for {family} (vllm_ascend_images.toml, read {vllm_images.checked_on()})"
+    return (
+        f"release {version} has no {family} image; the newest release with one is "
+        f"{vllm_images.image_for(last.tag[1:], fam)} (CANN {last.cann_for(fam)}, "
+        f"torch_npu {last.torch_npu or 'installed by hand'})"
+    )
+
+
 @rule
 def framework_build_chip(ctx: RuleContext) -> Iterable[Finding]:
     """PKG051: vllm-ascend's recorded build target (``_build_info.py``) against the chip
@@ -210,7 +228,7 @@ def framework_build_chip(ctx: RuleContext) -> Iterable[Finding]:
             f"its custom kernels are compiled for that SoC ({chip_support.build_info_source('vllm-ascend')})",
         ],
         fix=[
-            f"Reinstall vllm-ascend {rec.version} built for {target}: the vllm-ascend container image for {target}, or a "
+            f"Reinstall vllm-ascend {rec.version} built for {target}: {_image_text(str(rec.version), target)}, or a "
             f"source build with SOC_VERSION set to this chip's SoC (vllm-ascend setup.py records it in _build_info.py)"
         ],
         subject=f"vllm-ascend:{target}",

@@ -154,6 +154,41 @@ def framework_cann_scenario(built: List[str]) -> None:
     built.append(s.name)
 
 
+def framework_table_scenario(built: List[str]) -> None:
+    """lmdeploy 0.9.2 (its requirements/runtime_ascend.txt: torch-npu==2.3.1; the PyPI wheel is
+    built for CUDA, so its METADATA does not carry the pin) beside the paired torch 2.5.1 /
+    torch_npu 2.5.1.post1 / CANN 8.2.RC1 stack: a framework release made for another
+    torch_npu, named by its own table; the fix names the release whose requirement admits the
+    installed build."""
+    sp, t = site("3.10"), tag("3.10")
+    s = scenario(
+        "fw-lmdeploy-0.9.2-beside-torch-npu-2.5.1.post1",
+        "lmdeploy 0.9.2 (Ascend requirements torch-npu==2.3.1) with torch 2.5.1 / torch_npu 2.5.1.post1 on "
+        "CANN 8.2.RC1, 8x 910B3",
+        "InternLM/lmdeploy requirements/runtime_ascend.txt at v0.9.2 (torch-npu==2.3.1) and v0.12.1 .. v0.16.0 "
+        "(torch-npu>=2.3.1,<2.10.0); torch_npu_requirements.toml",
+        ENV,
+        codes=["PKG004"],
+        absent=["PKG001", "CANN003", "CANN012", "PKG050", "PKG052"],
+        exit_code=1,
+        findings=[
+            {
+                "severity": ["error"],
+                "match": [
+                    "lmdeploy 0\\.9\\.2 requires torch-npu==2\\.3\\.1 on Ascend, but torch_npu 2\\.5\\.1\\.post1 is installed",
+                    "LMDEPLOY_TARGET_DEVICE=ascend .*-m pip install git\\+https://github\\.com/InternLM/lmdeploy\\.git@v0\\.16\\.0",
+                ],
+            }
+        ],
+    )
+    r = paired_910b3(s)
+    dist(r, "torch", "2.5.1", tag=t, site=sp)
+    dist(r, "torch_npu", "2.5.1.post1", requires=["torch==2.5.1", "pyyaml", "setuptools"], tag=t, site=sp)
+    dist(r, "lmdeploy", "0.9.2", requires=["transformers"], tag=t, site=sp)
+    deps(r, sp)
+    built.append(s.name)
+
+
 def build() -> List[str]:
     built: List[str] = []
 
@@ -186,6 +221,7 @@ def build() -> List[str]:
 
     build_info_scenarios(built)
     framework_cann_scenario(built)
+    framework_table_scenario(built)
 
     # ------------------------------------------------------------------ CUDA-only distributions
     sp, t = site("3.10"), tag("3.10")

@@ -22,6 +22,7 @@ TOP_LEVEL: Dict[str, Tuple[int, int]] = {
     "case25-training-launcher-without-cann-pythonpath": (3, 0),
     "case27-atb-cxx-abi-1-with-old-abi-torch": (4, 1),
     "fw-cuda-flash-attn-transformer-engine-beside-torch-npu": (2, 0),
+    "fw-lmdeploy-0.9.2-beside-torch-npu-2.5.1.post1": (2, 0),
     "fw-torch-2.6.0-python-3.12-no-torch-npu": (2, 0),
     "fw-vllm-ascend-0.11.0rc2-on-cann-8.2.RC1": (2, 0),
     "fw-vllm-ascend-310p-build-on-910b3": (2, 0),

@@ -1,0 +1,276 @@
+"""Frameworks judged against their own published version tables (issue 29).
+
+MindSpeed Core, MindSpeed-LLM and lmdeploy's Ascend backend publish which torch / torch_npu
+each release is made for, but their installed metadata does not pin torch-npu (source installs;
+lmdeploy's PyPI wheel is built for CUDA).  The rows of
+``knowledge/data/frameworks/torch_npu_requirements.toml`` say it instead: an installed release
+made for another torch or torch_npu is one PKG004 finding naming the build it needs (or the
+release made for what is installed).  The CANN floor of the same rows is judged by
+``cann_addons.framework_cann`` (CANN012).  A framework release newer than every row is a
+warning (MTX003) naming the data's date, never an error: the data predates it.
+
+Facts read (views): ``packages`` (dist-info of the frameworks, torch, torch_npu).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Iterable, List, Optional
+
+from npudoctor.findings import Finding
+from npudoctor.knowledge import codes
+from npudoctor.knowledge.frameworks import (
+    PIP_PROJECTS,
+    FrameworkRow,
+    checked_on,
+    newer_than_rows,
+    project,
+    rows_for,
+    table,
+)
+from npudoctor.knowledge.grades import Grade
+from npudoctor.knowledge.versions import pep440_release
+from npudoctor.parsers.metadata import requirements_on
+from npudoctor.remedies import Command
+from npudoctor.rules import rule
+from npudoctor.rules._pyfacts import ask, describe, pip_install
+from npudoctor.rules.matrix import NOT_IN_MATRIX, REFRESH_CMD
+
+if TYPE_CHECKING:
+    from npudoctor.context import RuleContext
+    from npudoctor.rules._pkgfit import Fix
+
+READS = ("packages", "python")
+
+COMPANION = codes.get("PKG004")
+
+#: Projects whose rows name torch / torch_npu and that no other rule judges by table.
+TABLE_PROJECTS = ("mindspeed", "mindspeed-llm", "lmdeploy")
+
+
+def _xyz(version: Optional[str]) -> str:
+    """``2.7.1`` of ``2.7.1+cpu`` / ``2.7.1.post2`` ("" when unparsable)."""
+    rel = pep440_release(version)
+    return ".".join(str(x) for x in rel[:3]) if rel else ""
+
+
+def _in_spec(version: str, spec: str) -> Optional[bool]:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(version) in SpecifierSet(spec, prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return None
+
+
+def _named(row: FrameworkRow, label: str, version: str) -> str:
+    return f"{label} {version}" + (f" (release {row.release})" if row.release else "")
+
+
+def _release_for_torch(name: str, torch_xyz: str) -> Optional[FrameworkRow]:
+    """The newest row of ``name`` whose table names torch ``torch_xyz``."""
+    fitting = [r for r in table() if r.project == name and torch_xyz in r.torch]
+    return fitting[-1] if fitting else None
+
+
+def _release_for_npu(name: str, torch_npu: str) -> Optional[FrameworkRow]:
+    """The newest row of ``name`` whose torch-npu requirement admits ``torch_npu``."""
+    fitting = [r for r in table() if r.project == name and r.torch_npu_spec and _in_spec(torch_npu, r.torch_npu_spec)]
+    return fitting[-1] if fitting else None
+
+
+def _spelled(row: FrameworkRow) -> str:
+    """The release a row names, as a user installs it (``0.16.0`` of ``>=0.12.1,<=0.16.0``)."""
+    bounds = [m for spec in row.versions for m in re.findall(r"(?:==|<=)\s*([0-9][0-9A-Za-z.]*)", spec)]
+    return row.release or (bounds[-1] if bounds else ", ".join(row.versions))
+
+
+def _npu_of_ext(ctx: RuleContext, ext: Optional[str], torch_xyz: str) -> Optional[str]:
+    """The torch_npu build of Ascend Extension line ``ext`` for torch ``torch_xyz`` (matrix)."""
+    if not ext:
+        return None
+    for r in ask(ctx.matrix, lambda m: m.rows_for_torch(torch_xyz)) or []:
+        if str(r.ext_version).lower() == ext.lower():
+            return str(r.torch_npu)
+    return None
+
+
+def _install_release(ctx: RuleContext, name: str, release_name: str, lead: str) -> Fix:
+    """The step installing release ``release_name`` of ``name`` as its documents do: pip for
+    a PyPI project, the documented source install (lmdeploy's LMDEPLOY_TARGET_DEVICE=ascend
+    pip install git+…@vX), else the branch to check out."""
+    proj = project(name)
+    if proj is not None and proj.install == "pypi":
+        return pip_install(ctx.view.python, f"{name}=={release_name}", lead=lead)
+    if proj is not None and proj.install_requirement:
+        requirement = proj.install_requirement.replace("{release}", release_name)
+        return Command(
+            (ctx.view.python.interpreter_path, "-m", "pip", "install", requirement), env=proj.install_env, lead=lead
+        )
+    return f"{lead}check out its {release_name} branch and reinstall it (pip install -e)"
+
+
+@rule
+def framework_stack_table(ctx: RuleContext) -> Iterable[Finding]:
+    """PKG004: a MindSpeed / MindSpeed-LLM / lmdeploy release made for another torch or
+    torch_npu (its own version table), when its metadata does not pin torch-npu."""
+    packages = ctx.view.packages
+    torch = packages.first("torch")
+    npu = packages.first("torch-npu")
+    tv = str(torch.version) if torch is not None and torch.version else ""
+    nv = str(npu.version) if npu is not None and npu.version else ""
+    for name in TABLE_PROJECTS:
+        rec = packages.first(name)
+        if rec is None or not rec.version or requirements_on(list(rec.requires_dist), "torch-npu"):
+            continue
+        rows = rows_for(name, str(rec.version))
+        proj = project(name)
+        if not rows or proj is None:
+            continue
+        row, label, version = rows[0], proj.label, str(rec.version)
+        where = f"{label} {version} from {rec.metadata_source or rec.dist_info or 'its dist-info'}"
+        if npu is not None and row.torch_npu_spec and nv and _in_spec(nv, row.torch_npu_spec) is False:
+            yield _npu_outside(ctx, name, row, label, version, where, nv, describe(npu))
+            continue
+        torch_xyz = _xyz(tv)
+        if torch is not None and row.torch and torch_xyz and torch_xyz not in row.torch:
+            yield _torch_outside(ctx, name, row, label, version, where, tv, torch_xyz, describe(torch))
+
+
+def _npu_outside(
+    ctx: RuleContext,
+    name: str,
+    row: FrameworkRow,
+    label: str,
+    version: str,
+    where: str,
+    nv: str,
+    npu_line: str,
+) -> Finding:
+    other = _release_for_npu(name, nv)
+    fix: List[Fix] = []
+    if other is not None:
+        fix.append(
+            _install_release(
+                ctx,
+                name,
+                _spelled(other),
+                f"keep torch_npu {nv} and install {label} {_spelled(other)}, whose Ascend requirements admit it "
+                f"(torch-npu{other.torch_npu_spec}): ",
+            )
+        )
+    fix.append(
+        f"or install a torch_npu build inside {label} {version}'s requirement torch-npu{row.torch_npu_spec} "
+        "together with its torch and CANN (`npudoctor plan` names the set)"
+    )
+    return COMPANION.finding(
+        title=f"{label} {version} requires torch-npu{row.torch_npu_spec} on Ascend, but torch_npu {nv} is installed",
+        evidence=[
+            where,
+            npu_line,
+            f"{label} {version} requires torch-npu{row.torch_npu_spec} (built-in table: {row.source})",
+            "its PyPI METADATA does not carry this pin (the wheel is built for CUDA), so pip did not enforce it",
+        ],
+        fix=fix,
+        subject=f"{name}:torch-npu",
+        data={"grade": Grade.INCOMPATIBLE.value, "framework": name, "version": version},
+    )
+
+
+def _torch_outside(
+    ctx: RuleContext,
+    name: str,
+    row: FrameworkRow,
+    label: str,
+    version: str,
+    where: str,
+    tv: str,
+    torch_xyz: str,
+    torch_line: str,
+) -> Finding:
+    want = row.torch[-1]
+    npu_build = _npu_of_ext(ctx, row.ext, want)
+    reqs = [f"torch=={want}"] + ([f"torch-npu=={npu_build}"] if npu_build else [])
+    fix: List[Fix] = [
+        pip_install(
+            ctx.view.python,
+            *reqs,
+            lead=f"install the torch {want} stack {label} {version} is made for"
+            + (f" (Ascend Extension for PyTorch {row.ext})" if row.ext else "")
+            + ": ",
+        )
+    ]
+    if not npu_build:
+        fix.append(f"then the torch_npu build for torch {want} paired with your CANN (`npudoctor plan` names it)")
+    other = _release_for_torch(name, torch_xyz)
+    if other is not None:
+        fix.append(
+            _install_release(
+                ctx, name, _spelled(other), f"or keep torch {tv}: {label} {_spelled(other)} is made for it: "
+            )
+        )
+    else:
+        fix.append(f"no {label} release in the built-in table is made for torch {torch_xyz}")
+    return COMPANION.finding(
+        title=f"{_named(row, label, version)} is made for torch {', '.join(row.torch)}, but torch {tv} is installed",
+        evidence=[
+            where,
+            torch_line,
+            f"{label} {version} documents torch {', '.join(row.torch)}"
+            + (f", Ascend Extension for PyTorch {row.ext}" if row.ext else "")
+            + (f", CANN {row.cann_min}" if row.cann_min else "")
+            + f" (built-in table: {row.source})",
+            f"torch {torch_xyz} is not among them: undocumented, not a documented failure",
+        ],
+        fix=fix,
+        severity="warning",
+        subject=f"{name}:torch",
+        data={"grade": Grade.UNDOCUMENTED.value, "framework": name, "version": version},
+    )
+
+
+@rule
+def framework_newer_than_table(ctx: RuleContext) -> Iterable[Finding]:
+    """MTX003 (warning): a framework release the built-in table does not know -- newer than
+    every row, or, for a project whose installed versions are not in release order
+    (MindSpeed Core), any version without a row.  Its torch / torch_npu / CANN needs are not
+    checked; the warning names the data's date."""
+    for name in PIP_PROJECTS:
+        rec = ctx.view.packages.first(name)
+        if rec is None or not rec.version:
+            continue
+        proj = project(name)
+        version = str(rec.version)
+        newer = newer_than_rows(name, version)
+        unknown = proj is not None and not proj.ordered and not rows_for(name, version)
+        if not (newer or unknown):
+            continue
+        label = proj.label if proj is not None else name
+        when = checked_on(name)
+        what = "newer than" if newer else "not in"
+        evidence = [
+            f"{label} {version} from {rec.metadata_source or rec.dist_info or 'its dist-info'}",
+            f"built-in framework table (torch_npu_requirements.toml), read {when}: {what} its {label} rows",
+        ]
+        if proj is not None and proj.identify:
+            evidence.append(f"how the release is told: {proj.identify}")
+        pinned = bool(requirements_on(list(rec.requires_dist), "torch-npu"))
+        unchecked = (
+            "the CANN it needs is not checked (its own torch-npu pin is)"
+            if pinned
+            else ("the torch, torch_npu and CANN it needs are not checked")
+        )
+        yield NOT_IN_MATRIX.finding(
+            title=f"{label} {version} is {what} the built-in {label} table (data of {when}): {unchecked}",
+            evidence=evidence,
+            fix=[
+                f"Check {label} {version}'s own version table by hand"
+                + (f": {proj.policy}" if proj is not None and proj.policy else ""),
+                f"{REFRESH_CMD}   # refreshes the torch_npu / CANN matrix; framework tables come with npudoctor "
+                "releases (pip install -U npudoctor)",
+            ],
+            severity="warning",
+            subject=f"{label} {version}",
+            data={"kind": label, "version": version, "newer_than_data": newer},
+        )

@@ -1,0 +1,1 @@
+# NNAL set_env.sh (content not captured)
