@@ -20,13 +20,17 @@ from npudoctor.knowledge.tunables import (
     alloc_pairs,
     cpu_set,
     float_value,
+    hccl_mode,
+    hccl_number,
+    hccl_range,
+    hccl_range_problem,
     since_ok,
     strtol,
     table,
 )
 from npudoctor.remedies import Command, Remedy
 from npudoctor.rules import rule
-from npudoctor.rules._cannfacts import package_chip
+from npudoctor.rules._cannfacts import chips, package_chip
 from npudoctor.rules._devfacts import package_version, stack_present
 from npudoctor.rules._hccl_job import job_shape
 from npudoctor.rules._world import env_fix
@@ -452,6 +456,65 @@ def _alloc(ctx: RuleContext, var: Variable, raw: str, torch_npu: Optional[str]) 
         )
 
 
+def _hccl_range(
+    ctx: RuleContext, var: Variable, raw: str, chip: Optional[str], env: Dict[str, str]
+) -> Iterable[Finding]:
+    """An HCCL number against its range on the installed chip in the HCCL_OP_EXPANSION_MODE
+    in effect ([[hccl_range]])."""
+    exec_timeout = var.name == "HCCL_EXEC_TIMEOUT"
+    parsed = hccl_number(raw, var.number_format)
+    if parsed is None:
+        if exec_timeout:
+            return  # HCCL011 owns a malformed timeout
+        yield (REJECTED if var.outside == "error" else MISREAD).finding(
+            title=f"{var.name}={raw} is not a whole number: HCCL refuses it at communicator init (EI0001)",
+            evidence=[f"{var.name}={raw!r}", _src(var)],
+            fix=_fix(ctx, var, var.default),
+            severity=var.outside,
+            subject=var.name,
+        )
+        return
+    number, decimals = parsed
+    if exec_timeout and number == 0:
+        return  # HCCL012 owns 0
+    given_mode = env.get("HCCL_OP_EXPANSION_MODE")
+    if chip is None:
+        defaults = {m.default for m in table().hccl_modes.values()}
+        flagged = [
+            f"{', '.join(rec.chips) or 'any chip'}: {claim}"
+            for rec in table().hccl_ranges
+            if rec.name == var.name
+            and (not rec.modes or (given_mode in rec.modes if given_mode else bool(defaults & set(rec.modes))))
+            for claim, _ in [hccl_range_problem(rec, number, decimals) or ("", None)]
+            if claim
+        ]
+        if flagged:
+            yield VERSION_UNKNOWN.finding(
+                title=f"{var.name}={raw}: its range depends on the chip, which is unknown here",
+                evidence=[f"{var.name}={raw!r}", *flagged[:4], _src(var)],
+                subject=var.name,
+                data={"value": raw},
+            )
+        return
+    mode, how = hccl_mode(chip, given_mode)
+    rec = hccl_range(var.name, chip, mode)
+    problem = hccl_range_problem(rec, number, decimals) if rec is not None else None
+    if rec is None or problem is None:
+        return
+    claim, instead = problem
+    severity = "warning" if claim.startswith("acts as") else var.outside
+    names = sorted({str(c.name) for c in chips(ctx) if c.name})
+    judged = f"judged against {', '.join(names) or 'the installed chip'} ({chip} in the matrix); {how}"
+    yield (REJECTED if severity == "error" else MISREAD).finding(
+        title=f"{var.name}={raw} {claim}",
+        evidence=[f"{var.name}={raw!r}", judged, f"{rec.source}; {_src(var)}"],
+        fix=_fix(ctx, var, instead if instead is not None else var.default),
+        severity=severity,
+        subject=var.name,
+        data={"value": raw, "chip": chip, "mode": mode},
+    )
+
+
 def _twins(ctx: RuleContext, env: Dict[str, str]) -> Iterable[Finding]:
     t = table()
     for name in sorted(t.twins):
@@ -516,6 +579,8 @@ def runtime_tunables(ctx: RuleContext) -> Iterable[Finding]:
             yield from _dir_parent(ctx, var)
         elif var.grammar == "above":
             yield from _above(ctx, var, raw, env)
+        elif var.grammar == "hccl_range":
+            yield from _hccl_range(ctx, var, raw, chip, env)
         elif var.grammar == "alloc" and raw.strip():
             yield from _alloc(ctx, var, raw, torch_npu)
     yield from _inf_nan(ctx, env, chip)
