@@ -466,3 +466,8 @@ def test_async_error_handling_accepts_the_newer_modes(tmp_path):
     assert _judge(tmp_path / "ok", env) == []
     f = _one(_judge(tmp_path / "bad", {"TORCH_HCCL_ASYNC_ERROR_HANDLING": "4"}), "ENV008")
     assert "not one of 0, 1, 2, 3" in f.title
+    # 2 and 3 arrived with torch_npu 7.3.0 (2.6.0.post5 on the 2.6.0 line)
+    old = _judge(tmp_path / "old", {"HCCL_ASYNC_ERROR_HANDLING": "2"}, torch_npu="2.6.0.post4")
+    f = _one(old, "ENV008")
+    assert f.title == "HCCL_ASYNC_ERROR_HANDLING=2: torch_npu 2.6.0.post4 accepts only 0, 1 and refuses it at start"
+    assert f.fix == ["export HCCL_ASYNC_ERROR_HANDLING=1"]

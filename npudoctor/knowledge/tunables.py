@@ -48,6 +48,8 @@ class Variable:
     above: str = ""
     note: str = ""
     number_format: str = "int"
+    newer_values: Tuple[int, ...] = ()
+    newer_since: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,8 @@ def parse_table(doc: Dict[str, Any]) -> Table:
             above=str(raw.get("above", "")),
             note=str(raw.get("note", "")),
             number_format=str(raw.get("format", "int")),
+            newer_values=tuple(int(v) for v in raw.get("newer_values", ())),
+            newer_since=_strs(raw.get("newer_since")),
         )
         variables[var.name] = var
     keys = {}

@@ -67,9 +67,24 @@ def _fix(ctx: RuleContext, var: Variable, value: Optional[str] = None) -> List[U
     return [env_fix(ctx, var.name, value)]
 
 
-def _choice(ctx: RuleContext, var: Variable, raw: str) -> Iterable[Finding]:
+def _choice(ctx: RuleContext, var: Variable, raw: str, torch_npu: Optional[str]) -> Iterable[Finding]:
     number, whole = strtol(raw)
     accepted = ", ".join(str(v) for v in var.values)
+    if number in var.newer_values and since_ok(torch_npu, var.newer_since) is False:
+        older = ", ".join(str(v) for v in var.values if v not in var.newer_values)
+        yield REJECTED.finding(
+            title=f"{var.name}={raw}: torch_npu {torch_npu} accepts only {older} and refuses it at start",
+            evidence=[
+                f"{var.name}={raw!r} reads as {number} (strtol)",
+                f"{number} is accepted from torch_npu {' / '.join(var.newer_since)} on; installed: {torch_npu}",
+                _src(var),
+            ],
+            fix=_fix(ctx, var, var.default),
+            severity="error",
+            subject=var.name,
+            data={"value": raw, "read_as": number, "torch_npu": torch_npu},
+        )
+        return
     if number not in var.values:
         sev = var.outside
         code = REJECTED if sev == "error" else MISREAD
@@ -558,7 +573,7 @@ def runtime_tunables(ctx: RuleContext) -> Iterable[Finding]:
             continue
         raw = env[name]
         if var.grammar == "choice":
-            yield from _choice(ctx, var, raw)
+            yield from _choice(ctx, var, raw, torch_npu)
         elif var.grammar == "bool":
             yield from _bool(ctx, var, raw, chip, env)
         elif var.grammar == "word" and raw not in var.words:
