@@ -219,6 +219,8 @@ RULES = (
     'host_readiness.nofile_limit',
     'host_readiness.thp_mode',
     'host_readiness.omp_threads',
+    'host_readiness.overcommit_strict',
+    'host_readiness.cpu_governor',
     'libraries.libraries_not_loadable',
     'libraries.glibcxx_too_old',
     'libraries.autoload_breaks_import_torch',

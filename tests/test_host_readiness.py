@@ -53,8 +53,29 @@ def _root(
 
 def _judge(root: Path):
     snap = collect(Host(root=str(root), environ={"PATH": "/usr/bin:/bin"}), Options())
-    found = [f for f in evaluate(snap, None, Options()) if f.code in ("HOST006", "HOST007", "HOST008", "HOST009")]
+    found = [f for f in evaluate(snap, None, Options()) if f.code in CODES]
     return snap, found
+
+
+CODES = ("HOST006", "HOST007", "HOST008", "HOST009", "HOST011", "HOST012")
+MEMINFO = (
+    "MemTotal:       65843600 kB\nMemFree:        1000 kB\nCommitLimit:    32921800 kB\nCommitted_AS:   30000000 kB\n"
+)
+
+
+def _sysctl(root: Path, overcommit: int, ratio: int = 50) -> None:
+    vm = root / "proc/sys/vm"
+    vm.mkdir(parents=True)
+    (vm / "overcommit_memory").write_text(f"{overcommit}\n")
+    (vm / "overcommit_ratio").write_text(f"{ratio}\n")
+    (root / "proc/meminfo").write_text(MEMINFO)
+
+
+def _governors(root: Path, *names: str) -> None:
+    for i, name in enumerate(names):
+        policy = root / f"sys/devices/system/cpu/cpufreq/policy{i * 4}"
+        policy.mkdir(parents=True)
+        (policy / "scaling_governor").write_text(name + "\n")
 
 
 def test_parsers():
@@ -159,3 +180,52 @@ def test_cpu_list_parser():
     assert host_limits.count_cpu_list("3-1") is None
     assert host_limits.count_cpu_list("0-99999999") is None
     assert host_limits.parse_cpu_max("250000 100000") == 2.5
+
+
+def test_strict_overcommit(tmp_path):
+    root = _root(tmp_path, HOST_MOUNTINFO)
+    _sysctl(root, 2)
+    snap, found = _judge(root)
+    assert snap.facts["host_limits"]["overcommit"] == {
+        "source": "/proc/sys/vm/overcommit_memory",
+        "mode": 2,
+        "ratio": 50,
+        "commit_limit_bytes": 32921800 * 1024,
+        "committed_bytes": 30000000 * 1024,
+    }
+    (f,) = found
+    assert f.code == "HOST011" and f.severity == "warning"
+    assert f.evidence[:3] == [
+        "/proc/sys/vm/overcommit_memory: 2 (strict accounting)",
+        "/proc/sys/vm/overcommit_ratio: 50 (% of RAM counted, plus swap)",
+        "/proc/meminfo: CommitLimit 31 GiB, Committed_AS 29 GiB",
+    ]
+    assert f.fix[0].startswith("sysctl -w vm.overcommit_memory=0")
+
+
+def test_heuristic_and_always_overcommit_are_quiet(tmp_path):
+    for mode in (0, 1):
+        root = _root(tmp_path / str(mode), HOST_MOUNTINFO)
+        _sysctl(root, mode)
+        assert _judge(root)[1] == []
+
+
+def test_cpu_governor(tmp_path):
+    root = _root(tmp_path / "save", HOST_MOUNTINFO)
+    _governors(root, "powersave", "powersave", "performance")
+    snap, found = _judge(root)
+    assert snap.facts["host_limits"]["governors"] == {
+        "source": "/sys/devices/system/cpu/cpufreq/policy*/scaling_governor",
+        "counts": {"powersave": 2, "performance": 1},
+        "policies": 3,
+    }
+    (f,) = found
+    assert f.code == "HOST012" and f.severity == "info"
+    assert f.title == "CPU frequency governor: powersave on 2 of 3 cpufreq policies, not performance"
+    assert f.fix[0].startswith("cpupower frequency-set -g performance")
+    root = _root(tmp_path / "perf", HOST_MOUNTINFO)
+    _governors(root, "performance", "performance")
+    assert _judge(root)[1] == []
+    # no cpufreq at all (a VM, a container without the host's sysfs): nothing to judge
+    snap, found = _judge(_root(tmp_path / "none", HOST_MOUNTINFO))
+    assert snap.facts["host_limits"]["governors"] is None and found == []

@@ -4,7 +4,8 @@ Reads ``host_limits`` (probes/host_limits.py: files, live and under ``--root`` a
 ``container`` (the world the process runs in, so the fix is phrased for docker, a pod, a
 systemd service or the host).  Codes HOST006 (small /dev/shm), HOST007 (small memlock),
 HOST008 (low open-files limit), HOST009 (THP never), HOST010 (OpenMP threads x ranks
-over the allowed cores).  Healthy facts stay quiet: a host's
+over the allowed cores), HOST011 (strict memory overcommit), HOST012 (CPU governor not
+performance).  Healthy facts stay quiet: a host's
 /dev/shm without ``size=`` (half the RAM), unlimited or raised limits.
 """
 
@@ -33,6 +34,8 @@ MEMLOCK_SMALL = codes.get("HOST007")
 NOFILE_LOW = codes.get("HOST008")
 THP_NEVER = codes.get("HOST009")
 OMP_OVER = codes.get("HOST010")
+OVERCOMMIT_STRICT = codes.get("HOST011")
+GOVERNOR = codes.get("HOST012")
 
 #: Below this /dev/shm is too small for a training job (DeepSpeed env_report's threshold).
 SHM_MIN = 512 << 20
@@ -213,4 +216,54 @@ def omp_threads(ctx: RuleContext) -> Iterable[Finding]:
         fix=[Export("OMP_NUM_THREADS", str(per_rank), note=f"at most {cores:g} CPUs / {ranks} rank(s)")],
         subject="OMP_NUM_THREADS",
         data={"threads": threads, "ranks": ranks, "cores": cores},
+    )
+
+
+@rule
+def overcommit_strict(ctx: RuleContext) -> Iterable[Finding]:
+    """HOST011: vm.overcommit_memory=2."""
+    if not stack_present(ctx):
+        return  # limits for NPU training: a machine without an NPU stack (HOST050) hears nothing of them
+    oc = ctx.view.host_limits.overcommit
+    if oc is None or oc.mode != 2:
+        return
+    evidence = [f"{oc.source}: 2 (strict accounting)"]
+    if oc.ratio is not None:
+        evidence.append(f"/proc/sys/vm/overcommit_ratio: {oc.ratio} (% of RAM counted, plus swap)")
+    if oc.commit_limit_bytes is not None:
+        used = f", Committed_AS {_size(oc.committed_bytes)}" if oc.committed_bytes is not None else ""
+        evidence.append(f"/proc/meminfo: CommitLimit {_size(oc.commit_limit_bytes)}{used}")
+    evidence.append(f"runs in: {world(ctx)} (vm.* is the host's setting)")
+    yield OVERCOMMIT_STRICT.finding(
+        title="vm.overcommit_memory=2: DataLoader forks and large mappings fail with ENOMEM at CommitLimit",
+        evidence=evidence,
+        fix=[
+            Command(
+                ("sysctl", "-w", "vm.overcommit_memory=0"),
+                note="as root on the host; add vm.overcommit_memory = 0 to a file in /etc/sysctl.d/ to keep it",
+            )
+        ],
+        subject="vm.overcommit_memory",
+        data={"ratio": oc.ratio, "commit_limit_bytes": oc.commit_limit_bytes},
+    )
+
+
+@rule
+def cpu_governor(ctx: RuleContext) -> Iterable[Finding]:
+    """HOST012: cpufreq policies whose governor is not performance."""
+    if not stack_present(ctx):
+        return  # limits for NPU training: a machine without an NPU stack (HOST050) hears nothing of them
+    gov = ctx.view.host_limits.governors
+    if gov is None:
+        return
+    others = {name: n for name, n in gov.counts.items() if name != "performance"}
+    if not others:
+        return
+    shown = ", ".join(f"{name} on {n}" for name, n in sorted(others.items(), key=lambda kv: (-kv[1], kv[0])))
+    yield GOVERNOR.finding(
+        title=f"CPU frequency governor: {shown} of {gov.policies} cpufreq policies, not performance",
+        evidence=[f"{gov.source}: " + ", ".join(f"{k} x{v}" for k, v in sorted(gov.counts.items()))],
+        fix=[Command(("cpupower", "frequency-set", "-g", "performance"), note="as root on the host")],
+        subject="cpufreq",
+        data={"counts": dict(gov.counts)},
     )
