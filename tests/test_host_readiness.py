@@ -3,7 +3,10 @@ root (the same reads as live), judged with the world the process runs in."""
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
+
+from build_cann_scenarios import fixture, write
 
 from npudoctor.context import Options
 from npudoctor.engine import collect, evaluate
@@ -57,7 +60,7 @@ def _judge(root: Path):
     return snap, found
 
 
-CODES = ("HOST006", "HOST007", "HOST008", "HOST009", "HOST011", "HOST012")
+CODES = ("HOST006", "HOST007", "HOST008", "HOST009", "HOST011", "HOST012", "HOST013")
 MEMINFO = (
     "MemTotal:       65843600 kB\nMemFree:        1000 kB\nCommitLimit:    32921800 kB\nCommitted_AS:   30000000 kB\n"
 )
@@ -229,3 +232,81 @@ def test_cpu_governor(tmp_path):
     # no cpufreq at all (a VM, a container without the host's sysfs): nothing to judge
     snap, found = _judge(_root(tmp_path / "none", HOST_MOUNTINFO))
     assert snap.facts["host_limits"]["governors"] is None and found == []
+
+
+A2_TABLE = "npu-smi-info_910B3_24.1.rc1.b030_8npu_devices_only.txt"
+#: Where the eight NPUs of the A2 table hang: two per NUMA node of a four-node host.
+A2_NUMA = {"c1": 3, "c2": 3, "81": 2, "82": 2, "01": 0, "02": 0, "41": 1, "42": 1}
+
+
+def _numa_root(tmp_path: Path, allowed: str, docker: bool = False):
+    """A four-node host with the A2 table's eight NPUs, and ``allowed`` as the process's
+    cpuset; `npu-smi info` replays the capture from a directory outside the root."""
+    root = _root(tmp_path, HOST_MOUNTINFO, docker=docker)
+    (root / "proc/self/status").write_text(f"Name:\tpython\nCpus_allowed_list:\t{allowed}\n")
+    for node in range(4):
+        d = root / f"sys/devices/system/node/node{node}"
+        d.mkdir(parents=True)
+        (d / "cpulist").write_text(f"{node * 48}-{node * 48 + 47}\n")
+    for bus, node in A2_NUMA.items():
+        d = root / f"sys/bus/pci/devices/0000:{bus}:00.0"
+        d.mkdir(parents=True)
+        (d / "numa_node").write_text(f"{node}\n")
+    bindir = tmp_path / "bin"
+    write(bindir, "npu-smi-info.txt", fixture(A2_TABLE))
+    script = write(
+        bindir,
+        "npu-smi",
+        '#!/bin/sh\nif [ "$*" = "info" ]; then cat "$(dirname "$0")/npu-smi-info.txt"; exit 0; fi\nexit 1\n',
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    snap = collect(Host(root=str(root), environ={"PATH": f"{bindir}:/usr/bin:/bin"}), Options())
+    return snap, [f for f in evaluate(snap, None, Options()) if f.code in CODES]
+
+
+def test_cpuset_away_from_every_npu(tmp_path):
+    # every node of this host has NPUs, so a cpuset inside any one node is near some of them
+    snap, found = _numa_root(tmp_path / "near", "0-15")
+    assert snap.facts["numa"]["nodes"]["3"] == "144-191"
+    assert {n["bus_id"]: n["numa_node"] for n in snap.facts["numa"]["npus"]} == {
+        f"0000:{bus}:00.0": node for bus, node in A2_NUMA.items()
+    }
+    assert found == []
+
+
+def test_cpuset_on_a_node_without_npus(tmp_path):
+    root_dir = tmp_path / "away"
+    snap, _ = _numa_root(root_dir, "48-63", docker=True)
+    # move node 1's two NPUs to node 0: node 1 now has CPUs but no NPU
+    for bus in ("41", "42"):
+        (root_dir / f"root/sys/bus/pci/devices/0000:{bus}:00.0/numa_node").write_text("0\n")
+    env = {"PATH": f"{root_dir / 'bin'}:/usr/bin:/bin"}
+    snap = collect(Host(root=str(root_dir / "root"), environ=env), Options())
+    (f,) = [f for f in evaluate(snap, None, Options()) if f.code == "HOST013"]
+    assert f.severity == "warning"
+    assert f.title == "The CPUs this process may use (48-63) are on NUMA node 1; its NPUs are on node 0, 2, 3"
+    assert f.evidence[0] == "/proc/self/status: Cpus_allowed_list 48-63"
+    assert f.evidence[1] == (
+        "/sys/bus/pci/devices/<bus id>/numa_node of the NPUs: node 0: 0000:01:00.0, 0000:02:00.0, "
+        "0000:41:00.0, 0000:42:00.0; node 2: 0000:81:00.0, 0000:82:00.0; node 3: 0000:c1:00.0, 0000:c2:00.0"
+    )
+    assert "/sys/devices/system/node/node1/cpulist: 48-95" in f.evidence
+    assert f.fix == ["Recreate the container with --cpuset-cpus=0-47,96-191 (NUMA node 0, 2, 3, where its NPUs are)"]
+
+
+def test_single_node_and_unknown_numa_stay_quiet(tmp_path):
+    root_dir = tmp_path / "one"
+    _numa_root(root_dir, "48-63")
+    for node in (1, 2, 3):
+        (root_dir / f"root/sys/devices/system/node/node{node}/cpulist").unlink()
+        (root_dir / f"root/sys/devices/system/node/node{node}").rmdir()
+    env = {"PATH": f"{root_dir / 'bin'}:/usr/bin:/bin"}
+    snap = collect(Host(root=str(root_dir / "root"), environ=env), Options())
+    assert [f for f in evaluate(snap, None, Options()) if f.code == "HOST013"] == []
+    # numa_node -1 (no firmware data) everywhere: nothing to compare
+    root_dir = tmp_path / "minus"
+    _numa_root(root_dir, "48-63")
+    for bus in A2_NUMA:
+        (root_dir / f"root/sys/bus/pci/devices/0000:{bus}:00.0/numa_node").write_text("-1\n")
+    snap = collect(Host(root=str(root_dir / "root"), environ={"PATH": f"{root_dir / 'bin'}:/usr/bin:/bin"}), Options())
+    assert [f for f in evaluate(snap, None, Options()) if f.code == "HOST013"] == []

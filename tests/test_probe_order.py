@@ -109,6 +109,7 @@ def test_the_order_follows_the_declarations():
         "hygiene",
         "tunables",
         "host_limits",
+        "numa",
         "frameworks",
         "deep",
     }

@@ -5,7 +5,7 @@ Reads ``host_limits`` (probes/host_limits.py: files, live and under ``--root`` a
 systemd service or the host).  Codes HOST006 (small /dev/shm), HOST007 (small memlock),
 HOST008 (low open-files limit), HOST009 (THP never), HOST010 (OpenMP threads x ranks
 over the allowed cores), HOST011 (strict memory overcommit), HOST012 (CPU governor not
-performance).  Healthy facts stay quiet: a host's
+performance), HOST013 (the allowed CPUs on no NUMA node of the NPUs).  Healthy facts stay quiet: a host's
 /dev/shm without ``size=`` (half the RAM), unlimited or raised limits.
 """
 
@@ -15,18 +15,18 @@ from typing import TYPE_CHECKING
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
-from npudoctor.knowledge.tunables import strtol
+from npudoctor.knowledge.tunables import cpu_set, strtol
 from npudoctor.remedies import Command, DockerFlags, Export, PodSpecField, Remedy, SystemdSetting
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import stack_present
 from npudoctor.rules._world import systemd_unit, world
 
 if TYPE_CHECKING:
-    from typing import Iterable, List, Optional, Tuple, Union
+    from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
 
     from npudoctor.context import RuleContext
 
-READS = ("cann", "container", "devices", "driver", "host_limits", "packages", "tunables")
+READS = ("cann", "container", "devices", "driver", "host_limits", "numa", "packages", "tunables")
 ONLY_WITH = ("host_limits",)
 
 SHM_SMALL = codes.get("HOST006")
@@ -36,6 +36,7 @@ THP_NEVER = codes.get("HOST009")
 OMP_OVER = codes.get("HOST010")
 OVERCOMMIT_STRICT = codes.get("HOST011")
 GOVERNOR = codes.get("HOST012")
+NUMA_AWAY = codes.get("HOST013")
 
 #: Below this /dev/shm is too small for a training job (DeepSpeed env_report's threshold).
 SHM_MIN = 512 << 20
@@ -266,4 +267,75 @@ def cpu_governor(ctx: RuleContext) -> Iterable[Finding]:
         fix=[Command(("cpupower", "frequency-set", "-g", "performance"), note="as root on the host")],
         subject="cpufreq",
         data={"counts": dict(gov.counts)},
+    )
+
+
+def _ranges(cpus: List[int]) -> str:
+    """``0-3,8`` for [0, 1, 2, 3, 8]."""
+    out: List[str] = []
+    for cpu in cpus:
+        if out and cpu == int(out[-1].rpartition("-")[2]) + 1:
+            out[-1] = f"{out[-1].partition('-')[0]}-{cpu}"
+        else:
+            out.append(str(cpu))
+    return ",".join(out)
+
+
+@rule
+def numa_placement(ctx: RuleContext) -> Iterable[Finding]:
+    """HOST013: the CPUs this process may use share no NUMA node with its NPUs."""
+    if not stack_present(ctx):
+        return  # limits for NPU training: a machine without an NPU stack (HOST050) hears nothing of them
+    numa = ctx.view.numa
+    allowed_facts = ctx.view.host_limits.cpus
+    if allowed_facts is None or not allowed_facts.allowed_list or len(numa.nodes) < 2:
+        return
+    allowed = set(cpu_set(allowed_facts.allowed_list) or ())
+    node_cpus: Dict[int, Set[int]] = {}
+    for number, text in numa.nodes.items():
+        cpus = cpu_set(text) if text else None
+        if number.isdigit() and cpus:
+            node_cpus[int(number)] = set(cpus)
+    npu_nodes = sorted({n.numa_node for n in numa.npus if n.numa_node is not None and n.numa_node in node_cpus})
+    if not allowed or not npu_nodes:
+        return
+    allowed_nodes = sorted(n for n, cpus in node_cpus.items() if cpus & allowed)
+    if set(allowed_nodes) & set(npu_nodes):
+        return
+    near = sorted(set().union(*(node_cpus[n] for n in npu_nodes)))
+    where = world(ctx)
+    nodes_text = ", ".join(str(n) for n in npu_nodes)
+    fix: List[Union[Remedy, str]]
+    if where in ("container", "build"):
+        fix = [
+            f"Recreate the container with --cpuset-cpus={_ranges(near)} (NUMA node {nodes_text}, where its NPUs are)"
+        ]
+    elif where == "pod":
+        fix = [
+            "On the node: kubelet --cpu-manager-policy=static with --topology-manager-policy=single-numa-node, "
+            "and whole-CPU requests equal to limits, so the pod's CPUs are placed with its NPUs"
+        ]
+    else:
+        fix = [
+            f"Start the job on the NPUs' node: numactl --cpunodebind={nodes_text} --membind={nodes_text} <your command>"
+        ]
+    yield NUMA_AWAY.finding(
+        title=f"The CPUs this process may use ({allowed_facts.allowed_list}) are on NUMA node "
+        f"{', '.join(str(n) for n in allowed_nodes)}; its NPUs are on node {nodes_text}",
+        evidence=[
+            f"{allowed_facts.source}: Cpus_allowed_list {allowed_facts.allowed_list}",
+            "/sys/bus/pci/devices/<bus id>/numa_node of the NPUs: "
+            + "; ".join(
+                f"node {node}: " + ", ".join(str(n.bus_id) for n in numa.npus if n.numa_node == node)
+                for node in npu_nodes
+            ),
+            *(
+                f"/sys/devices/system/node/node{n}/cpulist: {numa.nodes[str(n)]}"
+                for n in sorted(allowed_nodes + npu_nodes)
+            ),
+            f"runs in: {where}",
+        ],
+        fix=fix,
+        subject="numa",
+        data={"allowed_nodes": allowed_nodes, "npu_nodes": npu_nodes},
     )
