@@ -235,11 +235,13 @@ def test_cpu_governor(tmp_path):
 
 
 A2_TABLE = "npu-smi-info_910B3_24.1.rc1.b030_8npu_devices_only.txt"
+#: The CPU affinity npu-smi gives the eight NPUs of a 910B3 host: 144-167, 96-119, 0-23, 48-71.
+A2_TOPO = "topo_910B3_8npu_allHCCS_24.1.rc1.txt"
 #: Where the eight NPUs of the A2 table hang: two per NUMA node of a four-node host.
 A2_NUMA = {"c1": 3, "c2": 3, "81": 2, "82": 2, "01": 0, "02": 0, "41": 1, "42": 1}
 
 
-def _numa_root(tmp_path: Path, allowed: str, docker: bool = False):
+def _numa_root(tmp_path: Path, allowed: str, docker: bool = False, topo: bool = False):
     """A four-node host with the A2 table's eight NPUs, and ``allowed`` as the process's
     cpuset; `npu-smi info` replays the capture from a directory outside the root."""
     root = _root(tmp_path, HOST_MOUNTINFO, docker=docker)
@@ -254,10 +256,14 @@ def _numa_root(tmp_path: Path, allowed: str, docker: bool = False):
         (d / "numa_node").write_text(f"{node}\n")
     bindir = tmp_path / "bin"
     write(bindir, "npu-smi-info.txt", fixture(A2_TABLE))
+    write(bindir, "npu-smi-topo.txt", fixture(A2_TOPO) if topo else "")
     script = write(
         bindir,
         "npu-smi",
-        '#!/bin/sh\nif [ "$*" = "info" ]; then cat "$(dirname "$0")/npu-smi-info.txt"; exit 0; fi\nexit 1\n',
+        '#!/bin/sh\nd="$(dirname "$0")"\n'
+        'if [ "$*" = "info" ]; then cat "$d/npu-smi-info.txt"; exit 0; fi\n'
+        'if [ "$*" = "info -t topo" ] && [ -s "$d/npu-smi-topo.txt" ]; then cat "$d/npu-smi-topo.txt"; exit 0; fi\n'
+        "exit 1\n",
     )
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     snap = collect(Host(root=str(root), environ={"PATH": f"{bindir}:/usr/bin:/bin"}), Options())
@@ -291,7 +297,7 @@ def test_cpuset_on_a_node_without_npus(tmp_path):
         "0000:41:00.0, 0000:42:00.0; node 2: 0000:81:00.0, 0000:82:00.0; node 3: 0000:c1:00.0, 0000:c2:00.0"
     )
     assert "/sys/devices/system/node/node1/cpulist: 48-95" in f.evidence
-    assert f.fix == ["Recreate the container with --cpuset-cpus=0-47,96-191 (NUMA node 0, 2, 3, where its NPUs are)"]
+    assert f.fix == ["Recreate the container with --cpuset-cpus=0-47,96-191 (the CPUs next to its NPUs)"]
 
 
 def test_single_node_and_unknown_numa_stay_quiet(tmp_path):
@@ -310,3 +316,18 @@ def test_single_node_and_unknown_numa_stay_quiet(tmp_path):
         (root_dir / f"root/sys/bus/pci/devices/0000:{bus}:00.0/numa_node").write_text("-1\n")
     snap = collect(Host(root=str(root_dir / "root"), environ={"PATH": f"{root_dir / 'bin'}:/usr/bin:/bin"}), Options())
     assert [f for f in evaluate(snap, None, Options()) if f.code == "HOST013"] == []
+
+
+def test_cpuset_outside_the_npus_cpu_affinity(tmp_path):
+    """npu-smi's CPU Affinity column speaks first: a cpuset of CPUs 24-47 is next to no NPU
+    of the real 910B3 capture, although sysfs puts every node near some NPU."""
+    snap, found = _numa_root(tmp_path / "away", "24-47", docker=True, topo=True)
+    assert snap.facts["devices"]["topology"]["affinity"]["0"] == "144-167"
+    (f,) = [f for f in found if f.code == "HOST013"]
+    assert f.title == (
+        "The CPUs this process may use (24-47) are outside the CPU affinity of every NPU (npu-smi info -t topo)"
+    )
+    assert f.evidence[1].startswith("npu-smi info -t topo, CPU Affinity: NPU0 144-167; NPU1 144-167; NPU2 96-119")
+    assert f.fix == ["Recreate the container with --cpuset-cpus=0-23,48-71,96-119,144-167 (the CPUs next to its NPUs)"]
+    _snap, found = _numa_root(tmp_path / "near", "0-15", docker=True, topo=True)
+    assert [f for f in found if f.code == "HOST013"] == []

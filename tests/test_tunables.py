@@ -17,6 +17,7 @@ from npudoctor.engine import collect, evaluate
 from npudoctor.host import Host
 from npudoctor.knowledge import tunables
 from npudoctor.knowledge.matrix import load_matrix
+from npudoctor.parsers.numbers import strtol
 
 A2_TABLE = "npu-smi-info_910B3_24.1.rc1.b030_8npu_devices_only.txt"
 A3_TABLE = "npu-smi-info_A3_Ascend910_910_93_24.1.rc3.7_8npu16chip_noproc.txt"
@@ -96,10 +97,13 @@ def test_table_record_shapes():
         ("2x", (2, False)),
         ("-3", (-3, True)),
         ("", (0, False)),
+        ("9" * 5000, ((1 << 63) - 1, True)),  # clamped like C, never Python's digit limit
+        ("-" + "9" * 40 + "x", (-(1 << 63), False)),
+        ("007", (7, True)),
     ],
 )
 def test_strtol(text, expected):
-    assert tunables.strtol(text) == expected
+    assert strtol(text) == expected
 
 
 def test_alloc_pairs_tokenise_like_torch_npu():

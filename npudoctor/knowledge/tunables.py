@@ -1,9 +1,8 @@
 """Runtime tunables (issue 33): the records of ``knowledge/data/tunables.toml`` and the
 parsers that read a value the way its reader does.
 
-* :func:`strtol` is C's ``strtol(value, nullptr, 10)``: leading blanks and a sign, then the
-  leading digits; text without digits reads as 0.  torch_npu reads its numeric options so
-  (``OptionsManager.cpp``), hence ``TASK_QUEUE_ENABLE=true`` is 0: the queue is off.
+* :func:`npudoctor.parsers.numbers.strtol` (C's ``strtol``) is how torch_npu reads its numeric
+  options (``OptionsManager.cpp``), hence ``TASK_QUEUE_ENABLE=true`` is 0: the queue is off.
 * :func:`alloc_tokens` splits ``PYTORCH_NPU_ALLOC_CONF`` as the allocator's lexer does: on
   ``,`` ``:`` ``[`` ``]``, blanks dropped, keys case-sensitive.
 * :func:`since_ok` tells whether a torch_npu pip version knows an allocator key, from the
@@ -252,23 +251,6 @@ def watched_names() -> Tuple[str, ...]:
 
 
 # --------------------------------------------------------------------------- readers
-def strtol(value: str) -> Tuple[int, bool]:
-    """``strtol(value, nullptr, 10)`` and whether the whole text was a number (``False``:
-    trailing text was ignored, or there were no digits and the result is 0)."""
-    text = value.lstrip(" \t\n\r\f\v")
-    sign = 1
-    i = 0
-    if text[:1] in ("+", "-"):
-        sign = -1 if text[0] == "-" else 1
-        i = 1
-    j = i
-    while j < len(text) and "0" <= text[j] <= "9":
-        j += 1
-    if j == i:
-        return 0, False
-    return sign * int(text[i:j]), j == len(text)
-
-
 def alloc_tokens(value: str) -> List[str]:
     """The allocator lexer's tokens: separators ``, : [ ]`` are tokens of their own, runs of
     other non-blank characters are words, blanks are dropped."""

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
-from npudoctor.knowledge.tunables import cpu_set, strtol
+from npudoctor.parsers.numbers import strtol
+from npudoctor.parsers.topo import parse_cpus
 from npudoctor.remedies import Command, DockerFlags, Export, PodSpecField, Remedy, SystemdSetting
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import stack_present
@@ -281,61 +282,88 @@ def _ranges(cpus: List[int]) -> str:
     return ",".join(out)
 
 
-@rule
-def numa_placement(ctx: RuleContext) -> Iterable[Finding]:
-    """HOST013: the CPUs this process may use share no NUMA node with its NPUs."""
-    if not stack_present(ctx):
-        return  # limits for NPU training: a machine without an NPU stack (HOST050) hears nothing of them
+def _pci_placement(ctx: RuleContext, allowed: Set[int]) -> Optional[Tuple[str, List[int], List[str], str]]:
+    """From sysfs: ``(claim, CPUs of the NPUs' nodes, evidence, numactl node list)`` when the
+    allowed CPUs are on no NUMA node of the NPUs; else ``None``."""
     numa = ctx.view.numa
-    allowed_facts = ctx.view.host_limits.cpus
-    if allowed_facts is None or not allowed_facts.allowed_list or len(numa.nodes) < 2:
-        return
-    allowed = set(cpu_set(allowed_facts.allowed_list) or ())
     node_cpus: Dict[int, Set[int]] = {}
     for number, text in numa.nodes.items():
-        cpus = cpu_set(text) if text else None
+        cpus = parse_cpus(text) if text else None
         if number.isdigit() and cpus:
             node_cpus[int(number)] = set(cpus)
     npu_nodes = sorted({n.numa_node for n in numa.npus if n.numa_node is not None and n.numa_node in node_cpus})
-    if not allowed or not npu_nodes:
-        return
+    if len(node_cpus) < 2 or not npu_nodes:
+        return None
     allowed_nodes = sorted(n for n, cpus in node_cpus.items() if cpus & allowed)
     if set(allowed_nodes) & set(npu_nodes):
-        return
-    near = sorted(set().union(*(node_cpus[n] for n in npu_nodes)))
-    where = world(ctx)
+        return None
     nodes_text = ", ".join(str(n) for n in npu_nodes)
+    evidence = [
+        "/sys/bus/pci/devices/<bus id>/numa_node of the NPUs: "
+        + "; ".join(
+            f"node {node}: " + ", ".join(str(n.bus_id) for n in numa.npus if n.numa_node == node) for node in npu_nodes
+        ),
+        *(f"/sys/devices/system/node/node{n}/cpulist: {numa.nodes[str(n)]}" for n in sorted(allowed_nodes + npu_nodes)),
+    ]
+    claim = f"are on NUMA node {', '.join(str(n) for n in allowed_nodes)}; its NPUs are on node {nodes_text}"
+    near = sorted(set().union(*(node_cpus[n] for n in npu_nodes)))
+    return claim, near, evidence, ",".join(str(n) for n in npu_nodes)
+
+
+def _topo_placement(ctx: RuleContext, allowed: Set[int]) -> Optional[Tuple[str, List[int], List[str], str]]:
+    """The same from the CPU Affinity column of `npu-smi info -t topo`."""
+    topo = ctx.view.devices.topology
+    if topo is None or not topo.affinity_cpus:
+        return None
+    near_set: Set[int] = set()
+    for cpus in topo.affinity_cpus.values():
+        near_set.update(cpus)
+    if not near_set or near_set & allowed:
+        return None
+    shown = "; ".join(f"NPU{npu} {text}" for npu, text in list(topo.affinity.items())[:8])
+    more = f" (and {len(topo.affinity) - 8} more)" if len(topo.affinity) > 8 else ""
+    evidence = [f"npu-smi info -t topo, CPU Affinity: {shown}{more}"]
+    return "are outside the CPU affinity of every NPU (npu-smi info -t topo)", sorted(near_set), evidence, ""
+
+
+@rule
+def numa_placement(ctx: RuleContext) -> Iterable[Finding]:
+    """HOST013: the CPUs this process may use share no NUMA node with its NPUs (npu-smi's
+    CPU affinity when it has one, else the PCI functions' NUMA nodes)."""
+    if not stack_present(ctx):
+        return  # limits for NPU training: a machine without an NPU stack (HOST050) hears nothing of them
+    allowed_facts = ctx.view.host_limits.cpus
+    if allowed_facts is None or not allowed_facts.allowed_list:
+        return
+    allowed = set(parse_cpus(allowed_facts.allowed_list) or ())
+    if not allowed:
+        return
+    topo = ctx.view.devices.topology
+    found = _topo_placement(ctx, allowed) if topo is not None and topo.affinity_cpus else _pci_placement(ctx, allowed)
+    if found is None:
+        return
+    claim, near, evidence, nodes = found
+    where = world(ctx)
     fix: List[Union[Remedy, str]]
     if where in ("container", "build"):
-        fix = [
-            f"Recreate the container with --cpuset-cpus={_ranges(near)} (NUMA node {nodes_text}, where its NPUs are)"
-        ]
+        fix = [f"Recreate the container with --cpuset-cpus={_ranges(near)} (the CPUs next to its NPUs)"]
     elif where == "pod":
         fix = [
             "On the node: kubelet --cpu-manager-policy=static with --topology-manager-policy=single-numa-node, "
             "and whole-CPU requests equal to limits, so the pod's CPUs are placed with its NPUs"
         ]
+    elif nodes:
+        fix = [f"Start the job on the NPUs' node: numactl --cpunodebind={nodes} --membind={nodes} <your command>"]
     else:
-        fix = [
-            f"Start the job on the NPUs' node: numactl --cpunodebind={nodes_text} --membind={nodes_text} <your command>"
-        ]
+        fix = [f"Start the job on the CPUs next to its NPUs: taskset -c {_ranges(near)} <your command>"]
     yield NUMA_AWAY.finding(
-        title=f"The CPUs this process may use ({allowed_facts.allowed_list}) are on NUMA node "
-        f"{', '.join(str(n) for n in allowed_nodes)}; its NPUs are on node {nodes_text}",
+        title=f"The CPUs this process may use ({allowed_facts.allowed_list}) {claim}",
         evidence=[
             f"{allowed_facts.source}: Cpus_allowed_list {allowed_facts.allowed_list}",
-            "/sys/bus/pci/devices/<bus id>/numa_node of the NPUs: "
-            + "; ".join(
-                f"node {node}: " + ", ".join(str(n.bus_id) for n in numa.npus if n.numa_node == node)
-                for node in npu_nodes
-            ),
-            *(
-                f"/sys/devices/system/node/node{n}/cpulist: {numa.nodes[str(n)]}"
-                for n in sorted(allowed_nodes + npu_nodes)
-            ),
+            *evidence,
             f"runs in: {where}",
         ],
         fix=fix,
         subject="numa",
-        data={"allowed_nodes": allowed_nodes, "npu_nodes": npu_nodes},
+        data={"near": _ranges(near)},
     )

@@ -25,9 +25,9 @@ from npudoctor.knowledge.tunables import (
     hccl_range,
     hccl_range_problem,
     since_ok,
-    strtol,
     table,
 )
+from npudoctor.parsers.numbers import strtol
 from npudoctor.remedies import Command, Remedy
 from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import chips, package_chip
