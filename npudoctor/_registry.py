@@ -64,7 +64,7 @@ PROBES = (
     ('npudoctor.probes.frameworks', 'frameworks', ('packages',), False, False, False),
     ('npudoctor.probes.hccl', 'hccl', ('host', 'container'), False, False, True),
     ('npudoctor.probes.host', 'host', (), True, False, False),
-    ('npudoctor.probes.host_limits', 'host_limits', (), False, False, False),
+    ('npudoctor.probes.host_limits', 'host_limits', (), True, False, False),
     ('npudoctor.probes.hygiene', 'hygiene', ('host', 'python'), False, False, True),
     ('npudoctor.probes.libraries', 'libraries', ('host', 'python', 'packages', 'cann', 'environment'), False, False, False),
     ('npudoctor.probes.numa', 'numa', ('devices',), False, False, False),

@@ -3,6 +3,7 @@ root (the same reads as live), judged with the world the process runs in."""
 
 from __future__ import annotations
 
+import json
 import stat
 from pathlib import Path
 
@@ -316,6 +317,31 @@ def test_single_node_and_unknown_numa_stay_quiet(tmp_path):
         (root_dir / f"root/sys/bus/pci/devices/0000:{bus}:00.0/numa_node").write_text("-1\n")
     snap = collect(Host(root=str(root_dir / "root"), environ={"PATH": f"{root_dir / 'bin'}:/usr/bin:/bin"}), Options())
     assert [f for f in evaluate(snap, None, Options()) if f.code == "HOST013"] == []
+
+
+def test_health_reads_shm_and_memlock(tmp_path):
+    """`health` judges the limits that change while a node runs: a container recreated with
+    Docker's 64 MB /dev/shm and 64 KiB memlock; warnings, so the node stays healthy."""
+    from scenario_runner import prepare
+    from test_health import HEALTHY, health
+
+    scenario = prepare(HEALTHY, tmp_path)
+    root = scenario / "root"
+    (root / "proc/self").mkdir(parents=True)
+    (root / "proc/self/mountinfo").write_text(DOCKER_MOUNTINFO)
+    (root / "proc/self/limits").write_text(
+        LIMITS.format(nofile_soft=1048576, nofile_hard=1048576, memlock_soft=65536, memlock_hard=65536)
+    )
+    (root / "proc/sys/vm").mkdir(parents=True)
+    (root / "proc/sys/vm/overcommit_memory").write_text("2\n")  # check's, not health's
+    (root / ".dockerenv").write_text("")
+    proc = health(scenario, "--json", "--timeout", "5")
+    assert proc.returncode == 0, proc.stdout
+    doc = json.loads(proc.stdout)
+    assert doc["status"] == "healthy"
+    found = {f["code"]: f for f in doc["findings"] if f["code"].startswith("HOST0")}
+    assert sorted(found) == ["HOST006", "HOST007"]
+    assert found["HOST006"]["severity"] == "warning" and found["HOST006"]["title"].startswith("/dev/shm is 64 MiB")
 
 
 def test_cpuset_outside_the_npus_cpu_affinity(tmp_path):

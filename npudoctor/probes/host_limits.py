@@ -1,7 +1,8 @@
 """Host readiness: the limits a training process meets, read from files (issue 33).
 
 Read live and under ``--root`` alike through the Host seam (a rebuilt root carries these
-files as plain copies); each fact names the file it came from.
+files as plain copies); each fact names the file it came from.  ``health`` (``quick``)
+reads ``shm`` and ``limits`` only: the other keys are absent then.
 
 Section ``host_limits``::
 
@@ -36,6 +37,10 @@ if TYPE_CHECKING:
 
 SECTION = "host_limits"
 NEEDS = ()
+#: ``health`` reads the limits that change while a node runs (the /dev/shm mount and the
+#: process limits: a restarted container may come back with Docker's defaults); the rest of
+#: the section is read by ``check`` only.
+QUICK = True
 
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 THP_PATH = "/sys/kernel/mm/transparent_hugepage/enabled"
@@ -225,6 +230,9 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         errors["/proc/self/limits"] = read.error or "unreadable"
     else:
         out["limits"] = {"source": "/proc/self/limits", **parse_limits(read.text)}
+    if ctx.options.quick:
+        out["errors"] = errors
+        return out
 
     read = host.read_text(THP_PATH)
     if read.text is None:
