@@ -133,10 +133,11 @@ def _judge(
     torch_npu: str = "2.6.0.post5",
     chip_table: Optional[str] = A2_TABLE,
     codes: Tuple[str, ...] = ENV_CODES,
+    cann: str = "8.0.0",
 ):
     """The findings of ``codes`` on a real tree; ``chip_table`` is the replayed `npu-smi
     info` (``None``: an npu-smi that prints nothing, so the chip is unknown)."""
-    root = build_root(tmp_path / "root", "node1", torch_npu=torch_npu)
+    root = build_root(tmp_path / "root", "node1", torch_npu=torch_npu, cann=cann)
     bindir = tmp_path / "bin"
     write(bindir, "npu-smi-info.txt", fixture(chip_table) if chip_table else "")
     script = write(
@@ -419,9 +420,17 @@ def test_exec_timeout_per_chip_and_mode(tmp_path):
     assert "HCCL_EXEC_TIMEOUT.md" in f.evidence[2] and "retrieved 2026-12-06" in f.evidence[2]
     assert "[0, 2147483647] whole seconds" in f.evidence[2]
     assert "(range [0, 2147483647])" in f.title
-    # the same value in AIV mode on an A2, and in the A3's default AI_CPU mode: valid
-    assert _judge(tmp_path / "aiv", {"HCCL_EXEC_TIMEOUT": "0.5", "HCCL_OP_EXPANSION_MODE": "AIV"}) == []
-    assert _judge(tmp_path / "a3", {"HCCL_EXEC_TIMEOUT": "0.05"}, chip_table=A3_TABLE) == []
+    # the same value in AIV mode on an A2, and in the A3's default AI_CPU mode: valid with the
+    # CANN 9.0.0 reference, which first documents ten-millisecond values
+    aiv = {"HCCL_EXEC_TIMEOUT": "0.5", "HCCL_OP_EXPANSION_MODE": "AIV"}
+    assert _judge(tmp_path / "aiv", aiv, cann="9.0.0") == []
+    assert _judge(tmp_path / "a3", {"HCCL_EXEC_TIMEOUT": "0.05"}, chip_table=A3_TABLE, cann="9.0.0") == []
+    # with CANN 8.0.0, whose reference gives whole seconds: a warning, not a claim of refusal
+    f = _one(_judge(tmp_path / "a3-old", {"HCCL_EXEC_TIMEOUT": "0.05"}, chip_table=A3_TABLE), "ENV009")
+    assert f.severity == "warning"
+    assert f.title == (
+        "HCCL_EXEC_TIMEOUT=0.05: decimals are documented from CANN 9.0.0 on; CANN 8.0.0's reference gives whole seconds"
+    )
     # AIV mode caps the timeout at 1091 s
     f = _one(_judge(tmp_path / "cap", {"HCCL_EXEC_TIMEOUT": "1800", "HCCL_OP_EXPANSION_MODE": "AIV"}), "ENV009")
     assert f.title.startswith("HCCL_EXEC_TIMEOUT=1800 acts as 1091") and f.fix == ["export HCCL_EXEC_TIMEOUT=1091"]
@@ -446,7 +455,7 @@ def test_exec_timeout_with_unknown_chip_is_an_info(tmp_path):
 
 def test_exec_timeout_decimals_are_not_hccl011(tmp_path):
     hccl = ("HCCL011",) + ENV_CODES
-    assert _judge(tmp_path / "a3", {"HCCL_EXEC_TIMEOUT": "0.05"}, chip_table=A3_TABLE, codes=hccl) == []
+    assert _judge(tmp_path / "a3", {"HCCL_EXEC_TIMEOUT": "0.05"}, chip_table=A3_TABLE, codes=hccl, cann="9.0.0") == []
     f = _one(_judge(tmp_path / "bad", {"HCCL_EXEC_TIMEOUT": "1.234"}, codes=hccl), "HCCL011")
     assert f.severity == "error" and "at most 2 decimals" in f.title
 

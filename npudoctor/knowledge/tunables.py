@@ -91,6 +91,7 @@ class HcclRange:
     cap: bool = False
     floor: Optional[int] = None
     multiple_of: Optional[int] = None
+    decimals_since_cann: str = ""
 
 
 @dataclass(frozen=True)
@@ -213,6 +214,7 @@ def parse_table(doc: Dict[str, Any]) -> Table:
             cap=bool(raw.get("cap", False)),
             floor=_opt_int(raw.get("floor")),
             multiple_of=_opt_int(raw.get("multiple_of")),
+            decimals_since_cann=str(raw.get("decimals_since_cann", "")),
         )
         for raw in doc.get("hccl_range", [])
     )

@@ -30,9 +30,10 @@ from npudoctor.knowledge.tunables import (
 from npudoctor.parsers.numbers import strtol
 from npudoctor.remedies import Command, Remedy
 from npudoctor.rules import rule
-from npudoctor.rules._cannfacts import chips, package_chip
+from npudoctor.rules._cannfacts import cann_less, chips, package_chip
 from npudoctor.rules._devfacts import package_version, stack_present
 from npudoctor.rules._hccl_job import job_shape
+from npudoctor.rules._pyfacts import cann_version
 from npudoctor.rules._world import env_fix
 
 if TYPE_CHECKING:
@@ -513,8 +514,25 @@ def _hccl_range(
         return
     mode, how = hccl_mode(chip, given_mode)
     rec = hccl_range(var.name, chip, mode)
-    problem = hccl_range_problem(rec, number, decimals) if rec is not None else None
-    if rec is None or problem is None:
+    if rec is None:
+        return
+    if decimals and rec.decimals and rec.decimals_since_cann:
+        cann = cann_version(ctx)
+        older = cann_less(cann, rec.decimals_since_cann)
+        if older is not False:
+            judged = f"CANN {cann}" if cann else "the CANN version is unknown"
+            yield (MISREAD if older else VERSION_UNKNOWN).finding(
+                title=f"{var.name}={raw}: decimals are documented from CANN {rec.decimals_since_cann} on; "
+                + (f"CANN {cann}'s reference gives whole seconds" if older else "the installed CANN is unknown"),
+                evidence=[f"{var.name}={raw!r}", f"judged against {judged}; {how}", f"{rec.source}; {_src(var)}"],
+                fix=_fix(ctx, var, str(max(1, int(number)))) if older else [],
+                severity="warning" if older else "info",
+                subject=var.name,
+                data={"value": raw, "cann": cann},
+            )
+            return
+    problem = hccl_range_problem(rec, number, decimals)
+    if problem is None:
         return
     claim, instead = problem
     severity = "warning" if claim.startswith("acts as") else var.outside
