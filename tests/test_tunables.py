@@ -484,3 +484,38 @@ def test_async_error_handling_accepts_the_newer_modes(tmp_path):
     f = _one(old, "ENV008")
     assert f.title == "HCCL_ASYNC_ERROR_HANDLING=2: torch_npu 2.6.0.post4 accepts only 0, 1 and refuses it at start"
     assert f.fix == ["export HCCL_ASYNC_ERROR_HANDLING=1"]
+
+
+def test_env_recommend_fixes_the_hccl_ranges(tmp_path):
+    """On an A2 (the replayed capture) in AIV mode: the printed lines bring every HCCL number
+    into its range, and the re-check is clean."""
+    from clirun import npudoctor
+
+    root = build_root(tmp_path / "root", "node1", torch_npu="2.6.0.post5")
+    bindir = tmp_path / "bin"
+    write(bindir, "npu-smi-info.txt", fixture(A2_TABLE))
+    script = write(
+        bindir,
+        "npu-smi",
+        '#!/bin/sh\nif [ "$*" = "info" ]; then cat "$(dirname "$0")/npu-smi-info.txt"; exit 0; fi\nexit 1\n',
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    bad = {
+        "HCCL_OP_EXPANSION_MODE": "AIV",
+        "HCCL_EXEC_TIMEOUT": "1800",
+        "HCCL_RDMA_SL": "9",
+        "HCCL_RDMA_TC": "130",
+        "HCCL_RDMA_TIMEOUT": "3",
+    }
+    environ = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": "/root", **bad}
+    proc = npudoctor("env", "--recommend", "--root", str(root), env=environ)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines == [
+        "export HCCL_EXEC_TIMEOUT=1091",
+        "export HCCL_RDMA_SL=7",
+        "export HCCL_RDMA_TC=128",
+        "export HCCL_RDMA_TIMEOUT=5",
+    ]
+    snap = collect(Host(root=str(root), environ=_apply(environ, lines)), Options())
+    assert [f.code for f in evaluate(snap, load_matrix(), Options()) if f.code in ENV_CODES + ("HCCL011",)] == []
