@@ -65,7 +65,7 @@ _CODE_RE = lazyre.pattern(r"^[A-Z]{2,5}[0-9]{3}$")
 _NAME_RE = lazyre.pattern(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 #: Snapshot sections that are not areas of their own (their findings use an area above).
-EXTRA_SECTIONS = ("hygiene", "tunables", "host_limits")
+EXTRA_SECTIONS = ("hygiene", "tunables", "host_limits", "numa")
 
 _CONTROL = {c: "?" for c in range(32) if c not in (9, 10)}
 _CONTROL.update({0x7F: "?", 0x1B: "?"})

@@ -1,6 +1,6 @@
 """Frameworks judged against their own published version tables (issue 29), through the CLI
 (``check --json``, in-process) on real trees.  Each test starts from the officially paired
-910B3 scenario of tests/build_framework_scenarios.py (CANN 8.2.RC1, torch 2.5.1 / torch_npu
+910B3 scenario of tests/builders/build_framework_scenarios.py (CANN 8.2.RC1, torch 2.5.1 / torch_npu
 2.5.1.post1, vllm-ascend 0.9.1 built for 910B) and adds exactly one framework dist-info, written
 the way pip writes it.
 
@@ -22,7 +22,7 @@ from typing import Any, Dict, List
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS / "fixtures"))
 
-from build_cann_scenarios import dist  # noqa: E402
+from builders.build_cann_scenarios import dist  # noqa: E402
 from scenario_runner import prepare, run_check  # noqa: E402
 
 SCENARIOS = TESTS / "scenarios"

@@ -3,7 +3,11 @@ root (the same reads as live), judged with the world the process runs in."""
 
 from __future__ import annotations
 
+import json
+import stat
 from pathlib import Path
+
+from builders.build_cann_scenarios import fixture, write
 
 from npudoctor.context import Options
 from npudoctor.engine import collect, evaluate
@@ -53,8 +57,29 @@ def _root(
 
 def _judge(root: Path):
     snap = collect(Host(root=str(root), environ={"PATH": "/usr/bin:/bin"}), Options())
-    found = [f for f in evaluate(snap, None, Options()) if f.code in ("HOST006", "HOST007", "HOST008", "HOST009")]
+    found = [f for f in evaluate(snap, None, Options()) if f.code in CODES]
     return snap, found
+
+
+CODES = ("HOST006", "HOST007", "HOST008", "HOST009", "HOST011", "HOST012", "HOST013")
+MEMINFO = (
+    "MemTotal:       65843600 kB\nMemFree:        1000 kB\nCommitLimit:    32921800 kB\nCommitted_AS:   30000000 kB\n"
+)
+
+
+def _sysctl(root: Path, overcommit: int, ratio: int = 50) -> None:
+    vm = root / "proc/sys/vm"
+    vm.mkdir(parents=True)
+    (vm / "overcommit_memory").write_text(f"{overcommit}\n")
+    (vm / "overcommit_ratio").write_text(f"{ratio}\n")
+    (root / "proc/meminfo").write_text(MEMINFO)
+
+
+def _governors(root: Path, *names: str) -> None:
+    for i, name in enumerate(names):
+        policy = root / f"sys/devices/system/cpu/cpufreq/policy{i * 4}"
+        policy.mkdir(parents=True)
+        (policy / "scaling_governor").write_text(name + "\n")
 
 
 def test_parsers():
@@ -159,3 +184,176 @@ def test_cpu_list_parser():
     assert host_limits.count_cpu_list("3-1") is None
     assert host_limits.count_cpu_list("0-99999999") is None
     assert host_limits.parse_cpu_max("250000 100000") == 2.5
+
+
+def test_strict_overcommit(tmp_path):
+    root = _root(tmp_path, HOST_MOUNTINFO)
+    _sysctl(root, 2)
+    snap, found = _judge(root)
+    assert snap.facts["host_limits"]["overcommit"] == {
+        "source": "/proc/sys/vm/overcommit_memory",
+        "mode": 2,
+        "ratio": 50,
+        "commit_limit_bytes": 32921800 * 1024,
+        "committed_bytes": 30000000 * 1024,
+    }
+    (f,) = found
+    assert f.code == "HOST011" and f.severity == "warning"
+    assert f.evidence[:3] == [
+        "/proc/sys/vm/overcommit_memory: 2 (strict accounting)",
+        "/proc/sys/vm/overcommit_ratio: 50 (% of RAM counted, plus swap)",
+        "/proc/meminfo: CommitLimit 31 GiB, Committed_AS 29 GiB",
+    ]
+    assert f.fix[0].startswith("sysctl -w vm.overcommit_memory=0")
+
+
+def test_heuristic_and_always_overcommit_are_quiet(tmp_path):
+    for mode in (0, 1):
+        root = _root(tmp_path / str(mode), HOST_MOUNTINFO)
+        _sysctl(root, mode)
+        assert _judge(root)[1] == []
+
+
+def test_cpu_governor(tmp_path):
+    root = _root(tmp_path / "save", HOST_MOUNTINFO)
+    _governors(root, "powersave", "powersave", "performance")
+    snap, found = _judge(root)
+    assert snap.facts["host_limits"]["governors"] == {
+        "source": "/sys/devices/system/cpu/cpufreq/policy*/scaling_governor",
+        "counts": {"powersave": 2, "performance": 1},
+        "policies": 3,
+    }
+    (f,) = found
+    assert f.code == "HOST012" and f.severity == "info"
+    assert f.title == "CPU frequency governor: powersave on 2 of 3 cpufreq policies, not performance"
+    assert f.fix[0].startswith("cpupower frequency-set -g performance")
+    root = _root(tmp_path / "perf", HOST_MOUNTINFO)
+    _governors(root, "performance", "performance")
+    assert _judge(root)[1] == []
+    # no cpufreq at all (a VM, a container without the host's sysfs): nothing to judge
+    snap, found = _judge(_root(tmp_path / "none", HOST_MOUNTINFO))
+    assert snap.facts["host_limits"]["governors"] is None and found == []
+
+
+A2_TABLE = "npu-smi-info_910B3_24.1.rc1.b030_8npu_devices_only.txt"
+#: The CPU affinity npu-smi gives the eight NPUs of a 910B3 host: 144-167, 96-119, 0-23, 48-71.
+A2_TOPO = "topo_910B3_8npu_allHCCS_24.1.rc1.txt"
+#: Where the eight NPUs of the A2 table hang: two per NUMA node of a four-node host.
+A2_NUMA = {"c1": 3, "c2": 3, "81": 2, "82": 2, "01": 0, "02": 0, "41": 1, "42": 1}
+
+
+def _numa_root(tmp_path: Path, allowed: str, docker: bool = False, topo: bool = False):
+    """A four-node host with the A2 table's eight NPUs, and ``allowed`` as the process's
+    cpuset; `npu-smi info` replays the capture from a directory outside the root."""
+    root = _root(tmp_path, HOST_MOUNTINFO, docker=docker)
+    (root / "proc/self/status").write_text(f"Name:\tpython\nCpus_allowed_list:\t{allowed}\n")
+    for node in range(4):
+        d = root / f"sys/devices/system/node/node{node}"
+        d.mkdir(parents=True)
+        (d / "cpulist").write_text(f"{node * 48}-{node * 48 + 47}\n")
+    for bus, node in A2_NUMA.items():
+        d = root / f"sys/bus/pci/devices/0000:{bus}:00.0"
+        d.mkdir(parents=True)
+        (d / "numa_node").write_text(f"{node}\n")
+    bindir = tmp_path / "bin"
+    write(bindir, "npu-smi-info.txt", fixture(A2_TABLE))
+    write(bindir, "npu-smi-topo.txt", fixture(A2_TOPO) if topo else "")
+    script = write(
+        bindir,
+        "npu-smi",
+        '#!/bin/sh\nd="$(dirname "$0")"\n'
+        'if [ "$*" = "info" ]; then cat "$d/npu-smi-info.txt"; exit 0; fi\n'
+        'if [ "$*" = "info -t topo" ] && [ -s "$d/npu-smi-topo.txt" ]; then cat "$d/npu-smi-topo.txt"; exit 0; fi\n'
+        "exit 1\n",
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    snap = collect(Host(root=str(root), environ={"PATH": f"{bindir}:/usr/bin:/bin"}), Options())
+    return snap, [f for f in evaluate(snap, None, Options()) if f.code in CODES]
+
+
+def test_cpuset_away_from_every_npu(tmp_path):
+    # every node of this host has NPUs, so a cpuset inside any one node is near some of them
+    snap, found = _numa_root(tmp_path / "near", "0-15")
+    assert snap.facts["numa"]["nodes"]["3"] == "144-191"
+    assert {n["bus_id"]: n["numa_node"] for n in snap.facts["numa"]["npus"]} == {
+        f"0000:{bus}:00.0": node for bus, node in A2_NUMA.items()
+    }
+    assert found == []
+
+
+def test_cpuset_on_a_node_without_npus(tmp_path):
+    root_dir = tmp_path / "away"
+    snap, _ = _numa_root(root_dir, "48-63", docker=True)
+    # move node 1's two NPUs to node 0: node 1 now has CPUs but no NPU
+    for bus in ("41", "42"):
+        (root_dir / f"root/sys/bus/pci/devices/0000:{bus}:00.0/numa_node").write_text("0\n")
+    env = {"PATH": f"{root_dir / 'bin'}:/usr/bin:/bin"}
+    snap = collect(Host(root=str(root_dir / "root"), environ=env), Options())
+    (f,) = [f for f in evaluate(snap, None, Options()) if f.code == "HOST013"]
+    assert f.severity == "warning"
+    assert f.title == "The CPUs this process may use (48-63) are on NUMA node 1; its NPUs are on node 0, 2, 3"
+    assert f.evidence[0] == "/proc/self/status: Cpus_allowed_list 48-63"
+    assert f.evidence[1] == (
+        "/sys/bus/pci/devices/<bus id>/numa_node of the NPUs: node 0: 0000:01:00.0, 0000:02:00.0, "
+        "0000:41:00.0, 0000:42:00.0; node 2: 0000:81:00.0, 0000:82:00.0; node 3: 0000:c1:00.0, 0000:c2:00.0"
+    )
+    assert "/sys/devices/system/node/node1/cpulist: 48-95" in f.evidence
+    assert f.fix == ["Recreate the container with --cpuset-cpus=0-47,96-191 (the CPUs next to its NPUs)"]
+
+
+def test_single_node_and_unknown_numa_stay_quiet(tmp_path):
+    root_dir = tmp_path / "one"
+    _numa_root(root_dir, "48-63")
+    for node in (1, 2, 3):
+        (root_dir / f"root/sys/devices/system/node/node{node}/cpulist").unlink()
+        (root_dir / f"root/sys/devices/system/node/node{node}").rmdir()
+    env = {"PATH": f"{root_dir / 'bin'}:/usr/bin:/bin"}
+    snap = collect(Host(root=str(root_dir / "root"), environ=env), Options())
+    assert [f for f in evaluate(snap, None, Options()) if f.code == "HOST013"] == []
+    # numa_node -1 (no firmware data) everywhere: nothing to compare
+    root_dir = tmp_path / "minus"
+    _numa_root(root_dir, "48-63")
+    for bus in A2_NUMA:
+        (root_dir / f"root/sys/bus/pci/devices/0000:{bus}:00.0/numa_node").write_text("-1\n")
+    snap = collect(Host(root=str(root_dir / "root"), environ={"PATH": f"{root_dir / 'bin'}:/usr/bin:/bin"}), Options())
+    assert [f for f in evaluate(snap, None, Options()) if f.code == "HOST013"] == []
+
+
+def test_health_reads_shm_and_memlock(tmp_path):
+    """`health` judges the limits that change while a node runs: a container recreated with
+    Docker's 64 MB /dev/shm and 64 KiB memlock; warnings, so the node stays healthy."""
+    from scenario_runner import prepare
+    from test_health import HEALTHY, health
+
+    scenario = prepare(HEALTHY, tmp_path)
+    root = scenario / "root"
+    (root / "proc/self").mkdir(parents=True)
+    (root / "proc/self/mountinfo").write_text(DOCKER_MOUNTINFO)
+    (root / "proc/self/limits").write_text(
+        LIMITS.format(nofile_soft=1048576, nofile_hard=1048576, memlock_soft=65536, memlock_hard=65536)
+    )
+    (root / "proc/sys/vm").mkdir(parents=True)
+    (root / "proc/sys/vm/overcommit_memory").write_text("2\n")  # check's, not health's
+    (root / ".dockerenv").write_text("")
+    proc = health(scenario, "--json", "--timeout", "5")
+    assert proc.returncode == 0, proc.stdout
+    doc = json.loads(proc.stdout)
+    assert doc["status"] == "healthy"
+    found = {f["code"]: f for f in doc["findings"] if f["code"].startswith("HOST0")}
+    assert sorted(found) == ["HOST006", "HOST007"]
+    assert found["HOST006"]["severity"] == "warning" and found["HOST006"]["title"].startswith("/dev/shm is 64 MiB")
+
+
+def test_cpuset_outside_the_npus_cpu_affinity(tmp_path):
+    """npu-smi's CPU Affinity column speaks first: a cpuset of CPUs 24-47 is next to no NPU
+    of the real 910B3 capture, although sysfs puts every node near some NPU."""
+    snap, found = _numa_root(tmp_path / "away", "24-47", docker=True, topo=True)
+    assert snap.facts["devices"]["topology"]["affinity"]["0"] == "144-167"
+    (f,) = [f for f in found if f.code == "HOST013"]
+    assert f.title == (
+        "The CPUs this process may use (24-47) are outside the CPU affinity of every NPU (npu-smi info -t topo)"
+    )
+    assert f.evidence[1].startswith("npu-smi info -t topo, CPU Affinity: NPU0 144-167; NPU1 144-167; NPU2 96-119")
+    assert f.fix == ["Recreate the container with --cpuset-cpus=0-23,48-71,96-119,144-167 (the CPUs next to its NPUs)"]
+    _snap, found = _numa_root(tmp_path / "near", "0-15", docker=True, topo=True)
+    assert [f for f in found if f.code == "HOST013"] == []

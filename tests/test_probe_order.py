@@ -109,6 +109,7 @@ def test_the_order_follows_the_declarations():
         "hygiene",
         "tunables",
         "host_limits",
+        "numa",
         "frameworks",
         "deep",
     }
@@ -158,7 +159,17 @@ def test_subsets_pull_in_what_they_need():
     assert chosen(only={"libraries"}) == ["cann", "host", "python", "packages", "environment", "libraries"]
     # health: the quick probes, closed under NEEDS.
     quick = chosen(quick=True)
-    assert quick == ["cann", "container", "driver", "host", "python", "packages", "environment", "devices"]
+    assert quick == [
+        "cann",
+        "container",
+        "driver",
+        "host",
+        "host_limits",  # /dev/shm and the process limits: they change while a node runs
+        "python",
+        "packages",
+        "environment",
+        "devices",
+    ]
     by = {s.section: s for s in specs}
     assert all(set(by[q].needs) <= set(quick) for q in quick)
     assert chosen(quick=True, only={"environment", "packages"}) == ["cann", "host", "python", "packages", "environment"]

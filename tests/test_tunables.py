@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import stat
 from pathlib import Path
+from typing import Optional, Tuple
 
 import pytest
 from builders.build_cann_scenarios import fixture, write
@@ -16,8 +17,12 @@ from npudoctor.engine import collect, evaluate
 from npudoctor.host import Host
 from npudoctor.knowledge import tunables
 from npudoctor.knowledge.matrix import load_matrix
+from npudoctor.parsers.numbers import strtol
 
 A2_TABLE = "npu-smi-info_910B3_24.1.rc1.b030_8npu_devices_only.txt"
+A3_TABLE = "npu-smi-info_A3_Ascend910_910_93_24.1.rc3.7_8npu16chip_noproc.txt"
+DUO_TABLE = "npu-smi-info_310P3-Duo_25.2.0_1card2chip_noproc.txt"
+ENV_CODES = ("ENV008", "ENV009", "ENV010", "ENV011", "ENV012")
 
 
 # --------------------------------------------------------------------------- the table
@@ -35,11 +40,21 @@ def test_every_record_names_its_source():
 
 def test_every_documented_variable_is_judged_or_listed():
     t = tunables.table()
-    assert t.reference_source.startswith("https://github.com/Ascend/pytorch/")
-    assert len(t.reference) >= 40
+    by_name = {ref.name: ref for ref in t.references}
+    torch_ref = by_name["Ascend/pytorch environment-variable reference"]
+    hccl_ref = by_name["HCCL environment-variable reference (CANN, collective communication)"]
+    assert torch_ref.source.startswith("https://github.com/Ascend/pytorch/")
+    assert hccl_ref.source.startswith("https://github.com/hicann/hccl/")
+    # the lists as published at the recorded commits (49 and 37 pages)
+    assert (len(torch_ref.names), len(hccl_ref.names)) == (49, 37)
+    assert {"TORCH_HCCL_ASYNC_ERROR_HANDLING", "TORCH_NPU_LAZY_FUSION"} <= set(torch_ref.names)
+    assert {"HCCL_EXEC_TIMEOUT", "HCCL_RDMA_TIMEOUT", "HCCL_OP_EXPANSION_MODE"} <= set(hccl_ref.names)
     judged = set(t.variables) | set(t.twins)
-    missing = [n for n in t.reference if n not in judged and n not in t.not_judged]
-    assert missing == []
+    for ref in t.references:
+        assert ref.source.strip() and ref.retrieved == "2026-12-06" and ref.names, ref.name
+        assert len(set(ref.names)) == len(ref.names), ref.name
+        missing = [n for n in ref.names if n not in judged and n not in t.not_judged]
+        assert missing == [], ref.name
     # nothing is both judged and listed as not judged
     assert sorted(judged & set(t.not_judged)) == []
 
@@ -57,10 +72,19 @@ def test_table_record_shapes():
             "affinity",
             "dir_parent",
             "above",
+            "hccl_range",
         ), raw["name"]
         assert raw.get("outside", "warning") in ("error", "warning"), raw["name"]
         if raw["grammar"] == "choice":
             assert int(raw["default"]) in raw["values"], raw["name"]
+        if raw["grammar"] == "hccl_range":
+            assert any(r["name"] == raw["name"] for r in doc["hccl_range"]), raw["name"]
+    t = tunables.table()
+    for rec in t.hccl_ranges:
+        assert t.variables[rec.name].grammar == "hccl_range" and rec.source.strip(), rec.name
+        assert rec.minimum <= rec.maximum and set(rec.chips) <= {"910", "910b", "A3", "310p", "950"}, rec.name
+    for chip, modes in t.hccl_modes.items():
+        assert modes.default in modes.modes and modes.source.startswith("https://"), chip
 
 
 # --------------------------------------------------------------------------- readers
@@ -73,10 +97,13 @@ def test_table_record_shapes():
         ("2x", (2, False)),
         ("-3", (-3, True)),
         ("", (0, False)),
+        ("9" * 5000, ((1 << 63) - 1, True)),  # clamped like C, never Python's digit limit
+        ("-" + "9" * 40 + "x", (-(1 << 63), False)),
+        ("007", (7, True)),
     ],
 )
 def test_strtol(text, expected):
-    assert tunables.strtol(text) == expected
+    assert strtol(text) == expected
 
 
 def test_alloc_pairs_tokenise_like_torch_npu():
@@ -100,10 +127,19 @@ def test_since_ok_per_release_line():
 
 
 # --------------------------------------------------------------------------- rules
-def _judge(tmp_path: Path, env: dict, torch_npu: str = "2.6.0.post5", chip_table: str = A2_TABLE):
-    root = build_root(tmp_path / "root", "node1", torch_npu=torch_npu)
+def _judge(
+    tmp_path: Path,
+    env: dict,
+    torch_npu: str = "2.6.0.post5",
+    chip_table: Optional[str] = A2_TABLE,
+    codes: Tuple[str, ...] = ENV_CODES,
+    cann: str = "8.0.0",
+):
+    """The findings of ``codes`` on a real tree; ``chip_table`` is the replayed `npu-smi
+    info` (``None``: an npu-smi that prints nothing, so the chip is unknown)."""
+    root = build_root(tmp_path / "root", "node1", torch_npu=torch_npu, cann=cann)
     bindir = tmp_path / "bin"
-    write(bindir, "npu-smi-info.txt", fixture(chip_table))
+    write(bindir, "npu-smi-info.txt", fixture(chip_table) if chip_table else "")
     script = write(
         bindir,
         "npu-smi",
@@ -112,11 +148,7 @@ def _judge(tmp_path: Path, env: dict, torch_npu: str = "2.6.0.post5", chip_table
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     environ = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": "/root", **env}
     snap = collect(Host(root=str(root), environ=environ), Options())
-    return [
-        f
-        for f in evaluate(snap, load_matrix(), Options())
-        if f.code in ("ENV008", "ENV009", "ENV010", "ENV011", "ENV012")
-    ]
+    return [f for f in evaluate(snap, load_matrix(), Options()) if f.code in codes]
 
 
 def _one(found, code):
@@ -359,3 +391,131 @@ def test_event_timeout_must_exceed_exec_timeout(tmp_path):
     assert _judge(tmp_path / "c", {"HCCL_EVENT_TIMEOUT": "3600", "HCCL_EXEC_TIMEOUT": "1800"}) == []
     assert _judge(tmp_path / "d", {"HCCL_EVENT_TIMEOUT": "0", "HCCL_EXEC_TIMEOUT": "1800"}) == []
     assert _judge(tmp_path / "e", {"HCCL_EVENT_TIMEOUT": "600"}) == []
+
+
+# --------------------------------------------------------------------------- HCCL ranges per chip and mode
+@pytest.mark.parametrize(
+    "text, form, expected",
+    [
+        ("1800", "int", (1800.0, 0)),
+        ("0.05", "decimal2", (0.05, 2)),
+        ("0.05", "int", None),
+        ("1.234", "decimal2", None),
+        (".5", "decimal2", None),
+        ("5.", "decimal2", None),
+        (" 5", "int", None),
+        ("-1", "int", None),
+        ("1e3", "decimal2", None),
+    ],
+)
+def test_hccl_number_reads_like_hccl(text, form, expected):
+    assert tunables.hccl_number(text, form) == expected
+
+
+def test_exec_timeout_per_chip_and_mode(tmp_path):
+    # Atlas A2 in its default HOST mode: whole seconds only
+    f = _one(_judge(tmp_path / "a2", {"HCCL_EXEC_TIMEOUT": "0.5"}), "ENV009")
+    assert f.severity == "warning" and f.title.startswith("HCCL_EXEC_TIMEOUT=0.5 has decimals")
+    assert "HCCL_OP_EXPANSION_MODE unset: the default HOST" in f.evidence[1] and "910b" in f.evidence[1]
+    assert "HCCL_EXEC_TIMEOUT.md" in f.evidence[2] and "retrieved 2026-12-06" in f.evidence[2]
+    assert "[0, 2147483647] whole seconds" in f.evidence[2]
+    assert "(range [0, 2147483647])" in f.title
+    # the same value in AIV mode on an A2, and in the A3's default AI_CPU mode: valid with the
+    # CANN 9.0.0 reference, which first documents ten-millisecond values
+    aiv = {"HCCL_EXEC_TIMEOUT": "0.5", "HCCL_OP_EXPANSION_MODE": "AIV"}
+    assert _judge(tmp_path / "aiv", aiv, cann="9.0.0") == []
+    assert _judge(tmp_path / "a3", {"HCCL_EXEC_TIMEOUT": "0.05"}, chip_table=A3_TABLE, cann="9.0.0") == []
+    # with CANN 8.0.0, whose reference gives whole seconds: a warning, not a claim of refusal
+    f = _one(_judge(tmp_path / "a3-old", {"HCCL_EXEC_TIMEOUT": "0.05"}, chip_table=A3_TABLE), "ENV009")
+    assert f.severity == "warning"
+    assert f.title == (
+        "HCCL_EXEC_TIMEOUT=0.05: decimals are documented from CANN 9.0.0 on; CANN 8.0.0's reference gives whole seconds"
+    )
+    # AIV mode caps the timeout at 1091 s
+    f = _one(_judge(tmp_path / "cap", {"HCCL_EXEC_TIMEOUT": "1800", "HCCL_OP_EXPANSION_MODE": "AIV"}), "ENV009")
+    assert f.title.startswith("HCCL_EXEC_TIMEOUT=1800 acts as 1091") and f.fix == ["export HCCL_EXEC_TIMEOUT=1091"]
+    # a mode the A2 does not support falls back to HOST, where 1800 is fine
+    assert _judge(tmp_path / "bad-mode", {"HCCL_EXEC_TIMEOUT": "1800", "HCCL_OP_EXPANSION_MODE": "CCU_MS"}) == []
+    assert _judge(tmp_path / "host", {"HCCL_EXEC_TIMEOUT": "7200"}) == []
+
+
+def test_exec_timeout_on_atlas_inference(tmp_path):
+    f = _one(_judge(tmp_path / "big", {"HCCL_EXEC_TIMEOUT": "20000"}, chip_table=DUO_TABLE), "ENV009")
+    assert "outside the documented range (0, 17340]" in f.title and f.fix == ["export HCCL_EXEC_TIMEOUT=17340"]
+    f = _one(_judge(tmp_path / "small", {"HCCL_EXEC_TIMEOUT": "30"}, chip_table=DUO_TABLE), "ENV009")
+    assert f.title.startswith("HCCL_EXEC_TIMEOUT=30 acts as 68")
+    assert _judge(tmp_path / "ok", {"HCCL_EXEC_TIMEOUT": "1836"}, chip_table=DUO_TABLE) == []
+
+
+def test_exec_timeout_with_unknown_chip_is_an_info(tmp_path):
+    f = _one(_judge(tmp_path / "big", {"HCCL_EXEC_TIMEOUT": "20000"}, chip_table=None), "ENV012")
+    assert f.severity == "info" and "910, 310p: is outside the documented range (0, 17340]" in f.evidence
+    assert _judge(tmp_path / "ok", {"HCCL_EXEC_TIMEOUT": "1800"}, chip_table=None) == []
+
+
+def test_exec_timeout_decimals_are_not_hccl011(tmp_path):
+    hccl = ("HCCL011",) + ENV_CODES
+    assert _judge(tmp_path / "a3", {"HCCL_EXEC_TIMEOUT": "0.05"}, chip_table=A3_TABLE, codes=hccl, cann="9.0.0") == []
+    f = _one(_judge(tmp_path / "bad", {"HCCL_EXEC_TIMEOUT": "1.234"}, codes=hccl), "HCCL011")
+    assert f.severity == "error" and "at most 2 decimals" in f.title
+
+
+def test_rdma_ranges(tmp_path):
+    f = _one(_judge(tmp_path / "a2", {"HCCL_RDMA_TIMEOUT": "22"}), "ENV009")
+    assert "outside the documented range [5, 20]" in f.title and f.fix == ["export HCCL_RDMA_TIMEOUT=20"]
+    assert _judge(tmp_path / "duo", {"HCCL_RDMA_TIMEOUT": "22"}, chip_table=DUO_TABLE) == []
+    f = _one(_judge(tmp_path / "sl", {"HCCL_RDMA_SL": "9"}), "ENV008")
+    assert f.severity == "error" and "[0, 7]" in f.title
+    f = _one(_judge(tmp_path / "tc", {"HCCL_RDMA_TC": "130"}), "ENV009")
+    assert "not a multiple of 4" in f.title and f.fix == ["export HCCL_RDMA_TC=128"]
+    f = _one(_judge(tmp_path / "cnt", {"HCCL_RDMA_RETRY_CNT": "three"}), "ENV009")
+    assert "not a whole number" in f.title
+    quiet = {"HCCL_RDMA_TC": "132", "HCCL_RDMA_SL": "4", "HCCL_RDMA_RETRY_CNT": "7", "HCCL_RDMA_TIMEOUT": "18"}
+    assert _judge(tmp_path / "ok", quiet) == []
+
+
+def test_async_error_handling_accepts_the_newer_modes(tmp_path):
+    env = {"TORCH_HCCL_ASYNC_ERROR_HANDLING": "2", "HCCL_ASYNC_ERROR_HANDLING": "3", "TORCH_HCCL_DESYNC_DEBUG": "1"}
+    assert _judge(tmp_path / "ok", env) == []
+    f = _one(_judge(tmp_path / "bad", {"TORCH_HCCL_ASYNC_ERROR_HANDLING": "4"}), "ENV008")
+    assert "not one of 0, 1, 2, 3" in f.title
+    # 2 and 3 arrived with torch_npu 7.3.0 (2.6.0.post5 on the 2.6.0 line)
+    old = _judge(tmp_path / "old", {"HCCL_ASYNC_ERROR_HANDLING": "2"}, torch_npu="2.6.0.post4")
+    f = _one(old, "ENV008")
+    assert f.title == "HCCL_ASYNC_ERROR_HANDLING=2: torch_npu 2.6.0.post4 accepts only 0, 1 and refuses it at start"
+    assert f.fix == ["export HCCL_ASYNC_ERROR_HANDLING=1"]
+
+
+def test_env_recommend_fixes_the_hccl_ranges(tmp_path):
+    """On an A2 (the replayed capture) in AIV mode: the printed lines bring every HCCL number
+    into its range, and the re-check is clean."""
+    from clirun import npudoctor
+
+    root = build_root(tmp_path / "root", "node1", torch_npu="2.6.0.post5")
+    bindir = tmp_path / "bin"
+    write(bindir, "npu-smi-info.txt", fixture(A2_TABLE))
+    script = write(
+        bindir,
+        "npu-smi",
+        '#!/bin/sh\nif [ "$*" = "info" ]; then cat "$(dirname "$0")/npu-smi-info.txt"; exit 0; fi\nexit 1\n',
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    bad = {
+        "HCCL_OP_EXPANSION_MODE": "AIV",
+        "HCCL_EXEC_TIMEOUT": "1800",
+        "HCCL_RDMA_SL": "9",
+        "HCCL_RDMA_TC": "130",
+        "HCCL_RDMA_TIMEOUT": "3",
+    }
+    environ = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": "/root", **bad}
+    proc = npudoctor("env", "--recommend", "--root", str(root), env=environ)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines == [
+        "export HCCL_EXEC_TIMEOUT=1091",
+        "export HCCL_RDMA_SL=7",
+        "export HCCL_RDMA_TC=128",
+        "export HCCL_RDMA_TIMEOUT=5",
+    ]
+    snap = collect(Host(root=str(root), environ=_apply(environ, lines)), Options())
+    assert [f.code for f in evaluate(snap, load_matrix(), Options()) if f.code in ENV_CODES + ("HCCL011",)] == []

@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # imported on first use (below): a command defines only the v
     from npudoctor.facts.hccl import HcclFacts
     from npudoctor.facts.host_limits import HostLimitsFacts
     from npudoctor.facts.hygiene import HygieneFacts
+    from npudoctor.facts.numa import NumaFacts
     from npudoctor.facts.runtime_env import LibrariesFacts
     from npudoctor.facts.stack import CannFacts, DriverFacts
     from npudoctor.facts.system import AccessFacts, HostFacts, PackagesFacts, PythonFacts
@@ -52,6 +53,7 @@ _WHERE: Dict[str, Tuple[str, str]] = {
     "hygiene": ("hygiene", "HygieneFacts"),
     "tunables": ("tunables", "TunablesFacts"),
     "host_limits": ("host_limits", "HostLimitsFacts"),
+    "numa": ("numa", "NumaFacts"),
     "frameworks": ("frameworks", "FrameworksFacts"),
     "deep": ("deep", "DeepFacts"),
     "access": ("system", "AccessFacts"),
@@ -203,6 +205,10 @@ class Facts:
     @property
     def host_limits(self) -> HostLimitsFacts:
         return self._view("host_limits")  # type: ignore[no-any-return]
+
+    @property
+    def numa(self) -> NumaFacts:
+        return self._view("numa")  # type: ignore[no-any-return]
 
     @property
     def frameworks(self) -> FrameworksFacts:

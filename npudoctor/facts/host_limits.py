@@ -55,6 +55,24 @@ class CpuQuota(View):
     cores: Optional[float] = field(default=None, metadata=doc("None: no quota"))
 
 
+class Overcommit(View):
+    """The kernel's memory-commit policy (/proc/sys/vm) with /proc/meminfo's commit figures."""
+
+    source: Optional[str] = None
+    mode: Optional[int] = field(default=None, metadata=doc("vm.overcommit_memory: 0 heuristic, 1 always, 2 strict"))
+    ratio: Optional[int] = field(default=None, metadata=doc("vm.overcommit_ratio (percent of RAM under mode 2)"))
+    commit_limit_bytes: Optional[int] = field(default=None, metadata=doc("CommitLimit of /proc/meminfo"))
+    committed_bytes: Optional[int] = field(default=None, metadata=doc("Committed_AS of /proc/meminfo"))
+
+
+class Governors(View):
+    """The cpufreq governors of the CPU frequency policies."""
+
+    source: Optional[str] = None
+    counts: Dict[str, int] = field(default_factory=dict, metadata=doc("governor name -> policies using it"))
+    policies: int = 0
+
+
 class HostLimitsFacts(View):
     """Host readiness read from files (probes/host_limits.py)."""
 
@@ -65,4 +83,6 @@ class HostLimitsFacts(View):
     limits: Optional[ProcessLimits] = None
     thp: Optional[ThpMode] = None
     mem_total_bytes: Optional[int] = None
+    overcommit: Optional[Overcommit] = None
+    governors: Optional[Governors] = None
     errors: Dict[str, str] = field(default_factory=dict)

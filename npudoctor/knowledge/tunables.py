@@ -1,9 +1,8 @@
 """Runtime tunables (issue 33): the records of ``knowledge/data/tunables.toml`` and the
 parsers that read a value the way its reader does.
 
-* :func:`strtol` is C's ``strtol(value, nullptr, 10)``: leading blanks and a sign, then the
-  leading digits; text without digits reads as 0.  torch_npu reads its numeric options so
-  (``OptionsManager.cpp``), hence ``TASK_QUEUE_ENABLE=true`` is 0: the queue is off.
+* :func:`npudoctor.parsers.numbers.strtol` (C's ``strtol``) is how torch_npu reads its numeric
+  options (``OptionsManager.cpp``), hence ``TASK_QUEUE_ENABLE=true`` is 0: the queue is off.
 * :func:`alloc_tokens` splits ``PYTORCH_NPU_ALLOC_CONF`` as the allocator's lexer does: on
   ``,`` ``:`` ``[`` ``]``, blanks dropped, keys case-sensitive.
 * :func:`since_ok` tells whether a torch_npu pip version knows an allocator key, from the
@@ -15,7 +14,7 @@ The records are plain frozen dataclasses, loaded once per process from the compi
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from npudoctor import tomlread
@@ -47,6 +46,9 @@ class Variable:
     unit_mb: bool = False
     above: str = ""
     note: str = ""
+    number_format: str = "int"
+    newer_values: Tuple[int, ...] = ()
+    newer_since: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,45 @@ class Twin:
 
 
 @dataclass(frozen=True)
+class HcclRange:
+    """One ``[[hccl_range]]``: the values an HCCL variable takes on some chips and modes."""
+
+    name: str
+    source: str
+    minimum: float
+    maximum: float
+    chips: Tuple[str, ...] = ()
+    modes: Tuple[str, ...] = ()
+    min_open: bool = False
+    decimals: int = 0
+    cap: bool = False
+    floor: Optional[int] = None
+    multiple_of: Optional[int] = None
+    decimals_since_cann: str = ""
+
+
+@dataclass(frozen=True)
+class HcclModes:
+    """One ``[hccl_mode.<chip>]``: the HCCL_OP_EXPANSION_MODE values a chip supports."""
+
+    chip: str
+    default: str
+    modes: Tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One ``[[reference]]``: the variables an official reference documents."""
+
+    name: str
+    source: str
+    retrieved: str
+    names: Tuple[str, ...]
+    commit: str = ""
+
+
+@dataclass(frozen=True)
 class Table:
     """The whole data file."""
 
@@ -82,10 +123,11 @@ class Table:
     alloc_keys: Dict[str, AllocKey]
     twins: Dict[str, Twin]
     not_judged: Dict[str, str]
-    reference: Tuple[str, ...]
-    reference_source: str
+    references: Tuple[Reference, ...]
     retrieved: str
     context: Tuple[str, ...] = ()
+    hccl_ranges: Tuple[HcclRange, ...] = ()
+    hccl_modes: Dict[str, HcclModes] = field(default_factory=dict)
 
 
 def data_path() -> str:
@@ -125,6 +167,9 @@ def parse_table(doc: Dict[str, Any]) -> Table:
             unit_mb=bool(raw.get("unit_mb", False)),
             above=str(raw.get("above", "")),
             note=str(raw.get("note", "")),
+            number_format=str(raw.get("format", "int")),
+            newer_values=tuple(int(v) for v in raw.get("newer_values", ())),
+            newer_since=_strs(raw.get("newer_since")),
         )
         variables[var.name] = var
     keys = {}
@@ -146,14 +191,45 @@ def parse_table(doc: Dict[str, Any]) -> Table:
         twin = Twin(str(raw["name"]), str(raw["npu"]), bool(raw.get("same_value", False)), str(raw.get("source", "")))
         twins[twin.name] = twin
     not_judged = {str(n): str(raw.get("reason", "")) for raw in doc.get("not_judged", []) for n in raw.get("names", ())}
-    ref = doc.get("reference", {})
+    references = tuple(
+        Reference(
+            name=str(raw["name"]),
+            source=str(raw.get("source", "")),
+            retrieved=str(raw.get("retrieved", "")),
+            names=_strs(raw.get("names")),
+            commit=str(raw.get("commit", "")),
+        )
+        for raw in doc.get("reference", [])
+    )
+    ranges = tuple(
+        HcclRange(
+            name=str(raw["name"]),
+            source=str(raw.get("source", "")),
+            minimum=float(raw["min"]),
+            maximum=float(raw["max"]),
+            chips=_strs(raw.get("chips")),
+            modes=_strs(raw.get("modes")),
+            min_open=bool(raw.get("min_open", False)),
+            decimals=int(raw.get("decimals", 0)),
+            cap=bool(raw.get("cap", False)),
+            floor=_opt_int(raw.get("floor")),
+            multiple_of=_opt_int(raw.get("multiple_of")),
+            decimals_since_cann=str(raw.get("decimals_since_cann", "")),
+        )
+        for raw in doc.get("hccl_range", [])
+    )
+    modes = {
+        str(chip): HcclModes(str(chip), str(raw["default"]), _strs(raw.get("modes")), str(raw.get("source", "")))
+        for chip, raw in doc.get("hccl_mode", {}).items()
+    }
     return Table(
         variables=variables,
         alloc_keys=keys,
         twins=twins,
         not_judged=not_judged,
-        reference=_strs(ref.get("torch_npu")),
-        reference_source=str(ref.get("torch_npu_source", "")),
+        references=references,
+        hccl_ranges=ranges,
+        hccl_modes=modes,
         retrieved=str(doc.get("retrieved", "")),
         context=_strs(doc.get("context", {}).get("names")),
     )
@@ -177,23 +253,6 @@ def watched_names() -> Tuple[str, ...]:
 
 
 # --------------------------------------------------------------------------- readers
-def strtol(value: str) -> Tuple[int, bool]:
-    """``strtol(value, nullptr, 10)`` and whether the whole text was a number (``False``:
-    trailing text was ignored, or there were no digits and the result is 0)."""
-    text = value.lstrip(" \t\n\r\f\v")
-    sign = 1
-    i = 0
-    if text[:1] in ("+", "-"):
-        sign = -1 if text[0] == "-" else 1
-        i = 1
-    j = i
-    while j < len(text) and "0" <= text[j] <= "9":
-        j += 1
-    if j == i:
-        return 0, False
-    return sign * int(text[i:j]), j == len(text)
-
-
 def alloc_tokens(value: str) -> List[str]:
     """The allocator lexer's tokens: separators ``, : [ ]`` are tokens of their own, runs of
     other non-blank characters are words, blanks are dropped."""
@@ -325,3 +384,68 @@ def affinity_parts(value: str) -> Tuple[Optional[int], Dict[int, Tuple[int, int]
             continue
         bad.append(part)
     return mode, ranges, bad
+
+
+# --------------------------------------------------------------------------- HCCL numbers
+def hccl_number(value: str, number_format: str) -> Optional[Tuple[float, int]]:
+    """An HCCL variable's value as HCCL reads it: ``(number, decimal places)``, or ``None``
+    when HCCL refuses the text (EI0001).  ``int``: digits only (``IsAllDigit``);
+    ``decimal2``: digits with at most one point and two decimals after it
+    (``ParseExecTimeout``'s format check).  No blanks, signs or exponents in either."""
+    whole, dot, frac = value.partition(".")
+    if not whole.isdigit() or not whole.isascii():
+        return None
+    if not dot:
+        return float(int(whole)), 0
+    if number_format != "decimal2" or not frac.isdigit() or not frac.isascii() or len(frac) > 2:
+        return None
+    return float(f"{whole}.{frac}"), len(frac)
+
+
+def hccl_mode(chip: Optional[str], given: Optional[str]) -> Tuple[Optional[str], str]:
+    """``(mode in effect, how it was chosen)`` for ``chip`` with HCCL_OP_EXPANSION_MODE
+    ``given`` (``None``: unset).  A chip without a mode table: ``(None, ...)``."""
+    modes = table().hccl_modes.get(chip or "")
+    if modes is None:
+        return None, "the mode does not change this chip's range"
+    if given is None:
+        return modes.default, f"HCCL_OP_EXPANSION_MODE unset: the default {modes.default}"
+    if given in modes.modes:
+        return given, f"HCCL_OP_EXPANSION_MODE={given}"
+    return modes.default, f"HCCL_OP_EXPANSION_MODE={given} is not supported here: the default {modes.default}"
+
+
+def hccl_range(name: str, chip: str, mode: Optional[str]) -> Optional[HcclRange]:
+    """The first ``[[hccl_range]]`` of ``name`` for ``chip`` in ``mode`` (records without
+    chips or modes match any), or ``None``."""
+    for rec in table().hccl_ranges:
+        if rec.name != name or (rec.chips and chip not in rec.chips):
+            continue
+        if rec.modes and mode not in rec.modes:
+            continue
+        return rec
+    return None
+
+
+def hccl_range_problem(rec: HcclRange, number: float, decimals: int) -> Optional[Tuple[str, Optional[str]]]:
+    """What HCCL makes of ``number`` under ``rec``: ``(claim, value to set instead)``, or
+    ``None`` when the value is inside the range."""
+
+    def shown(x: float) -> str:
+        return str(int(x)) if x.is_integer() else f"{x:.2f}".rstrip("0")
+
+    low, high = shown(rec.minimum), shown(rec.maximum)
+    bounds = f"{'(' if rec.min_open else '['}{low}, {high}]"
+    if rec.cap and (number == 0 or number > rec.maximum):
+        return f"acts as {high} (the range here is {bounds}; 0 or more than {high} is treated as {high})", high
+    if decimals > rec.decimals:
+        return f"has decimals, but only whole numbers are documented here (range {bounds})", shown(float(int(number)))
+    if number > rec.maximum or number < rec.minimum or (rec.min_open and number == rec.minimum):
+        return f"is outside the documented range {bounds}", high if number > rec.maximum else low
+    if rec.floor is not None and number < rec.floor:
+        return f"acts as {rec.floor} (a value below {rec.floor} is treated as {rec.floor})", str(rec.floor)
+    if rec.multiple_of and int(number) % rec.multiple_of:
+        return f"is not a multiple of {rec.multiple_of} (range {bounds})", str(
+            int(number) // rec.multiple_of * rec.multiple_of
+        )
+    return None

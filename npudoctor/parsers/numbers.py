@@ -18,7 +18,7 @@ from npudoctor import lazyre
 if TYPE_CHECKING:
     from typing import Any, Dict, Optional, Pattern, Tuple
 
-__all__ = ["DIGITS", "MAX_DIGITS", "numbers_in", "to_int"]
+__all__ = ["DIGITS", "MAX_DIGITS", "numbers_in", "strtol", "to_int"]
 
 #: Longest run of digits read as a number (10**18 fits every id, size and counter we read).
 MAX_DIGITS = 18
@@ -50,3 +50,31 @@ def numbers_in(text: str) -> Tuple[int, ...]:
     """The runs of 1..18 ASCII digits in ``text``, as ints (``"8.0.RC2.b010"`` -> ``(8, 0, 2,
     10)``); longer runs are left out, Unicode digits are not digits here."""
     return tuple(int(m) for m in _RUN.findall(text))
+
+
+#: ``LONG_MAX`` of an LP64 C library: what ``strtol`` gives for a larger number.
+LONG_MAX = (1 << 63) - 1
+
+
+def strtol(value: str) -> Tuple[int, bool]:
+    """C's ``strtol(value, nullptr, 10)`` and whether the whole text was a number.
+
+    Leading blanks and one sign, then the leading ASCII digits; text without digits reads as
+    0, a number beyond ``long`` is clamped to ``LONG_MAX`` (``LONG_MIN``) as C does.  The
+    flag is ``False`` when trailing text was ignored or there were no digits."""
+    text = value.lstrip(" \t\n\r\f\v")
+    sign = 1
+    i = 0
+    if text[:1] in ("+", "-"):
+        sign = -1 if text[0] == "-" else 1
+        i = 1
+    j = i
+    while j < len(text) and "0" <= text[j] <= "9":
+        j += 1
+    if j == i:
+        return 0, False
+    digits = text[i:j].lstrip("0") or "0"
+    magnitude = int(digits) if len(digits) <= MAX_DIGITS else LONG_MAX + 1
+    if sign > 0:
+        return min(magnitude, LONG_MAX), j == len(text)
+    return -min(magnitude, LONG_MAX + 1), j == len(text)

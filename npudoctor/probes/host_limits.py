@@ -1,7 +1,8 @@
 """Host readiness: the limits a training process meets, read from files (issue 33).
 
 Read live and under ``--root`` alike through the Host seam (a rebuilt root carries these
-files as plain copies); each fact names the file it came from.
+files as plain copies); each fact names the file it came from.  ``health`` (``quick``)
+reads ``shm`` and ``limits`` only: the other keys are absent then.
 
 Section ``host_limits``::
 
@@ -17,6 +18,11 @@ Section ``host_limits``::
                 (torch_npu's default binding ranges split these CPUs, not the allowed ones)
     cpu_quota  None | {"source": path of cpu.max (cgroup v2) or cpu.cfs_quota_us (v1), "cores":
                 float | None (None: no quota, "max" / -1)}
+    overcommit None | {"source": "/proc/sys/vm/overcommit_memory", "mode": 0 | 1 | 2 | None,
+                "ratio": int | None (overcommit_ratio), "commit_limit_bytes", "committed_bytes":
+                CommitLimit and Committed_AS of /proc/meminfo, or None}
+    governors  None (no cpufreq policy) | {"source": the scaling_governor pattern read,
+                "counts": {governor: policies}, "policies": int}
     errors     {path: reason} for the files that could not be read
 """
 
@@ -31,6 +37,10 @@ if TYPE_CHECKING:
 
 SECTION = "host_limits"
 NEEDS = ()
+#: ``health`` reads the limits that change while a node runs (the /dev/shm mount and the
+#: process limits: a restarted container may come back with Docker's defaults); the rest of
+#: the section is read by ``check`` only.
+QUICK = True
 
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 THP_PATH = "/sys/kernel/mm/transparent_hugepage/enabled"
@@ -110,13 +120,43 @@ def parse_thp(text: str) -> Optional[str]:
     return text[start + 1 : end].strip() or None
 
 
-def parse_mem_total(text: str) -> Optional[int]:
+def parse_meminfo(text: str, key: str) -> Optional[int]:
+    """A ``kB`` line of /proc/meminfo (``MemTotal``, ``CommitLimit``, ...) in bytes."""
     for line in text.splitlines():
-        if line.startswith("MemTotal:"):
+        if line.startswith(key + ":"):
             parts = line.split()
             if len(parts) >= 2 and parts[1].isdigit():
                 return int(parts[1]) * 1024
     return None
+
+
+def parse_mem_total(text: str) -> Optional[int]:
+    return parse_meminfo(text, "MemTotal")
+
+
+def _small_int(text: Optional[str]) -> Optional[int]:
+    value = (text or "").strip()
+    return int(value) if value.isdigit() and len(value) <= 9 else None
+
+
+#: Where the cpufreq policies live (one scaling_governor per policy; a policy may cover
+#: several CPUs, so one read per policy, not per CPU).
+CPUFREQ_DIR = "/sys/devices/system/cpu/cpufreq"
+#: Most policies read (a larger machine is judged on these).
+MAX_POLICIES = 1024
+
+
+def _governors(host: Any) -> Optional[Dict[str, Any]]:
+    policies = host.glob(CPUFREQ_DIR, prefix="policy")[:MAX_POLICIES]
+    counts: Dict[str, int] = {}
+    for policy in policies:
+        text = host.read_text(policy + "/scaling_governor", limit=64).text
+        name = (text or "").strip()
+        if name and name.isprintable() and len(name) <= 32:
+            counts[name] = counts.get(name, 0) + 1
+    if not counts:
+        return None
+    return {"source": CPUFREQ_DIR + "/policy*/scaling_governor", "counts": counts, "policies": sum(counts.values())}
 
 
 #: Most CPUs a range list may name before it is treated as malformed.
@@ -190,6 +230,9 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         errors["/proc/self/limits"] = read.error or "unreadable"
     else:
         out["limits"] = {"source": "/proc/self/limits", **parse_limits(read.text)}
+    if ctx.options.quick:
+        out["errors"] = errors
+        return out
 
     read = host.read_text(THP_PATH)
     if read.text is None:
@@ -198,10 +241,24 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         out["thp"] = {"source": THP_PATH, "mode": parse_thp(read.text)}
 
     read = host.read_text("/proc/meminfo")
-    if read.text is None:
+    meminfo = read.text
+    if meminfo is None:
         errors["/proc/meminfo"] = read.error or "unreadable"
     else:
-        out["mem_total_bytes"] = parse_mem_total(read.text)
+        out["mem_total_bytes"] = parse_mem_total(meminfo)
+    mode = host.read_text("/proc/sys/vm/overcommit_memory").text
+    out["overcommit"] = (
+        None
+        if mode is None
+        else {
+            "source": "/proc/sys/vm/overcommit_memory",
+            "mode": _small_int(mode),
+            "ratio": _small_int(host.read_text("/proc/sys/vm/overcommit_ratio").text),
+            "commit_limit_bytes": parse_meminfo(meminfo, "CommitLimit") if meminfo else None,
+            "committed_bytes": parse_meminfo(meminfo, "Committed_AS") if meminfo else None,
+        }
+    )
+    out["governors"] = _governors(host)
     out["cpus"] = _cpus(host, errors)
     online = host.read_text("/sys/devices/system/cpu/online").text
     if online is not None:

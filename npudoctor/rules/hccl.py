@@ -396,6 +396,9 @@ def hccl_network_variables(ctx: RuleContext) -> Iterable[Finding]:
 
 
 _INT = lazyre.pattern(r"^\s*[0-9]{1,18}\s*$")
+#: HCCL_EXEC_TIMEOUT as HCCL reads it: at most two decimals (alg_env_config.cc
+#: ParseExecTimeout); whether decimals are honoured on this chip and mode is ENV009's.
+_EXEC = lazyre.pattern(r"^\s*[0-9]{1,18}(\.[0-9]{1,2})?\s*$")
 
 
 @rule
@@ -403,11 +406,12 @@ def hccl_timeouts(ctx: RuleContext) -> Iterable[Finding]:
     """HCCL011-HCCL013: timeout variables (cases 48, K19)."""
     variables = ctx.view.hccl.variables
     multi, reasons = _multi_node(ctx)
-    for name in ("HCCL_CONNECT_TIMEOUT", "HCCL_EXEC_TIMEOUT"):
+    for name, form in (("HCCL_CONNECT_TIMEOUT", _INT), ("HCCL_EXEC_TIMEOUT", _EXEC)):
         value = variables.get(name)
-        if value is not None and not _INT.match(value):
+        if value is not None and not form.match(value):
             yield TIMEOUT_INVALID.finding(
-                title=f"{name}={value!r} is not a whole number of seconds",
+                title=f"{name}={value!r} is not "
+                + ("a whole number of seconds" if form is _INT else "a number of seconds with at most 2 decimals"),
                 evidence=[f"{name}={value} (environment)"],
                 fix=[
                     Export(name, "900" if name == "HCCL_CONNECT_TIMEOUT" else "1800", note="same value on every rank")

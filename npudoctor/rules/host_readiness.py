@@ -4,7 +4,8 @@ Reads ``host_limits`` (probes/host_limits.py: files, live and under ``--root`` a
 ``container`` (the world the process runs in, so the fix is phrased for docker, a pod, a
 systemd service or the host).  Codes HOST006 (small /dev/shm), HOST007 (small memlock),
 HOST008 (low open-files limit), HOST009 (THP never), HOST010 (OpenMP threads x ranks
-over the allowed cores).  Healthy facts stay quiet: a host's
+over the allowed cores), HOST011 (strict memory overcommit), HOST012 (CPU governor not
+performance), HOST013 (the allowed CPUs on no NUMA node of the NPUs).  Healthy facts stay quiet: a host's
 /dev/shm without ``size=`` (half the RAM), unlimited or raised limits.
 """
 
@@ -14,17 +15,18 @@ from typing import TYPE_CHECKING
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
-from npudoctor.knowledge.tunables import strtol
+from npudoctor.parsers.numbers import strtol
+from npudoctor.parsers.topo import parse_cpus
 from npudoctor.remedies import Command, DockerFlags, Export, PodSpecField, Remedy, SystemdSetting
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import stack_present
 
 if TYPE_CHECKING:
-    from typing import Iterable, List, Optional, Tuple, Union
+    from typing import Dict, Iterable, List, Optional, Set, Tuple, Union
 
     from npudoctor.context import RuleContext
 
-READS = ("cann", "container", "devices", "driver", "host_limits", "packages", "tunables")
+READS = ("cann", "container", "devices", "driver", "host_limits", "numa", "packages", "tunables")
 ONLY_WITH = ("host_limits",)
 
 SHM_SMALL = codes.get("HOST006")
@@ -32,6 +34,9 @@ MEMLOCK_SMALL = codes.get("HOST007")
 NOFILE_LOW = codes.get("HOST008")
 THP_NEVER = codes.get("HOST009")
 OMP_OVER = codes.get("HOST010")
+OVERCOMMIT_STRICT = codes.get("HOST011")
+GOVERNOR = codes.get("HOST012")
+NUMA_AWAY = codes.get("HOST013")
 
 #: Below this /dev/shm is too small for a training job (DeepSpeed env_report's threshold).
 SHM_MIN = 512 << 20
@@ -212,4 +217,152 @@ def omp_threads(ctx: RuleContext) -> Iterable[Finding]:
         fix=[Export("OMP_NUM_THREADS", str(per_rank), note=f"at most {cores:g} CPUs / {ranks} rank(s)")],
         subject="OMP_NUM_THREADS",
         data={"threads": threads, "ranks": ranks, "cores": cores},
+    )
+
+
+@rule
+def overcommit_strict(ctx: RuleContext) -> Iterable[Finding]:
+    """HOST011: vm.overcommit_memory=2."""
+    if not stack_present(ctx.view):
+        return  # limits for NPU training: a machine without an NPU stack (HOST050) hears nothing of them
+    oc = ctx.view.host_limits.overcommit
+    if oc is None or oc.mode != 2:
+        return
+    evidence = [f"{oc.source}: 2 (strict accounting)"]
+    if oc.ratio is not None:
+        evidence.append(f"/proc/sys/vm/overcommit_ratio: {oc.ratio} (% of RAM counted, plus swap)")
+    if oc.commit_limit_bytes is not None:
+        used = f", Committed_AS {_size(oc.committed_bytes)}" if oc.committed_bytes is not None else ""
+        evidence.append(f"/proc/meminfo: CommitLimit {_size(oc.commit_limit_bytes)}{used}")
+    evidence.append(f"runs in: {ctx.view.container.runs_in} (vm.* is the host's setting)")
+    yield OVERCOMMIT_STRICT.finding(
+        title="vm.overcommit_memory=2: DataLoader forks and large mappings fail with ENOMEM at CommitLimit",
+        evidence=evidence,
+        fix=[
+            Command(
+                ("sysctl", "-w", "vm.overcommit_memory=0"),
+                note="as root on the host; add vm.overcommit_memory = 0 to a file in /etc/sysctl.d/ to keep it",
+            )
+        ],
+        subject="vm.overcommit_memory",
+        data={"ratio": oc.ratio, "commit_limit_bytes": oc.commit_limit_bytes},
+    )
+
+
+@rule
+def cpu_governor(ctx: RuleContext) -> Iterable[Finding]:
+    """HOST012: cpufreq policies whose governor is not performance."""
+    if not stack_present(ctx.view):
+        return  # limits for NPU training: a machine without an NPU stack (HOST050) hears nothing of them
+    gov = ctx.view.host_limits.governors
+    if gov is None:
+        return
+    others = {name: n for name, n in gov.counts.items() if name != "performance"}
+    if not others:
+        return
+    shown = ", ".join(f"{name} on {n}" for name, n in sorted(others.items(), key=lambda kv: (-kv[1], kv[0])))
+    yield GOVERNOR.finding(
+        title=f"CPU frequency governor: {shown} of {gov.policies} cpufreq policies, not performance",
+        evidence=[f"{gov.source}: " + ", ".join(f"{k} x{v}" for k, v in sorted(gov.counts.items()))],
+        fix=[Command(("cpupower", "frequency-set", "-g", "performance"), note="as root on the host")],
+        subject="cpufreq",
+        data={"counts": dict(gov.counts)},
+    )
+
+
+def _ranges(cpus: List[int]) -> str:
+    """``0-3,8`` for [0, 1, 2, 3, 8]."""
+    out: List[str] = []
+    for cpu in cpus:
+        if out and cpu == int(out[-1].rpartition("-")[2]) + 1:
+            out[-1] = f"{out[-1].partition('-')[0]}-{cpu}"
+        else:
+            out.append(str(cpu))
+    return ",".join(out)
+
+
+def _pci_placement(ctx: RuleContext, allowed: Set[int]) -> Optional[Tuple[str, List[int], List[str], str]]:
+    """From sysfs: ``(claim, CPUs of the NPUs' nodes, evidence, numactl node list)`` when the
+    allowed CPUs are on no NUMA node of the NPUs; else ``None``."""
+    numa = ctx.view.numa
+    node_cpus: Dict[int, Set[int]] = {}
+    for number, text in numa.nodes.items():
+        cpus = parse_cpus(text) if text else None
+        if number.isdigit() and cpus:
+            node_cpus[int(number)] = set(cpus)
+    npu_nodes = sorted({n.numa_node for n in numa.npus if n.numa_node is not None and n.numa_node in node_cpus})
+    if len(node_cpus) < 2 or not npu_nodes:
+        return None
+    allowed_nodes = sorted(n for n, cpus in node_cpus.items() if cpus & allowed)
+    if set(allowed_nodes) & set(npu_nodes):
+        return None
+    nodes_text = ", ".join(str(n) for n in npu_nodes)
+    evidence = [
+        "/sys/bus/pci/devices/<bus id>/numa_node of the NPUs: "
+        + "; ".join(
+            f"node {node}: " + ", ".join(str(n.bus_id) for n in numa.npus if n.numa_node == node) for node in npu_nodes
+        ),
+        *(f"/sys/devices/system/node/node{n}/cpulist: {numa.nodes[str(n)]}" for n in sorted(allowed_nodes + npu_nodes)),
+    ]
+    claim = f"are on NUMA node {', '.join(str(n) for n in allowed_nodes)}; its NPUs are on node {nodes_text}"
+    near = sorted(set().union(*(node_cpus[n] for n in npu_nodes)))
+    return claim, near, evidence, ",".join(str(n) for n in npu_nodes)
+
+
+def _topo_placement(ctx: RuleContext, allowed: Set[int]) -> Optional[Tuple[str, List[int], List[str], str]]:
+    """The same from the CPU Affinity column of `npu-smi info -t topo`."""
+    topo = ctx.view.devices.topology
+    if topo is None or not topo.affinity_cpus:
+        return None
+    near_set: Set[int] = set()
+    for cpus in topo.affinity_cpus.values():
+        near_set.update(cpus)
+    if not near_set or near_set & allowed:
+        return None
+    shown = "; ".join(f"NPU{npu} {text}" for npu, text in list(topo.affinity.items())[:8])
+    more = f" (and {len(topo.affinity) - 8} more)" if len(topo.affinity) > 8 else ""
+    evidence = [f"npu-smi info -t topo, CPU Affinity: {shown}{more}"]
+    return "are outside the CPU affinity of every NPU (npu-smi info -t topo)", sorted(near_set), evidence, ""
+
+
+@rule
+def numa_placement(ctx: RuleContext) -> Iterable[Finding]:
+    """HOST013: the CPUs this process may use share no NUMA node with its NPUs (npu-smi's
+    CPU affinity when it has one, else the PCI functions' NUMA nodes)."""
+    if not stack_present(ctx.view):
+        return  # limits for NPU training: a machine without an NPU stack (HOST050) hears nothing of them
+    allowed_facts = ctx.view.host_limits.cpus
+    if allowed_facts is None or not allowed_facts.allowed_list:
+        return
+    allowed = set(parse_cpus(allowed_facts.allowed_list) or ())
+    if not allowed:
+        return
+    topo = ctx.view.devices.topology
+    found = _topo_placement(ctx, allowed) if topo is not None and topo.affinity_cpus else _pci_placement(ctx, allowed)
+    if found is None:
+        return
+    claim, near, evidence, nodes = found
+    where = ctx.view.container.runs_in
+    fix: List[Union[Remedy, str]]
+    if where in ("container", "build"):
+        fix = [f"Recreate the container with --cpuset-cpus={_ranges(near)} (the CPUs next to its NPUs)"]
+    elif where == "pod":
+        fix = [
+            "On the node: kubelet --cpu-manager-policy=static with --topology-manager-policy=single-numa-node, "
+            "and whole-CPU requests equal to limits, so the pod's CPUs are placed with its NPUs"
+        ]
+    elif nodes:
+        fix = [f"Start the job on the NPUs' node: numactl --cpunodebind={nodes} --membind={nodes} <your command>"]
+    else:
+        fix = [f"Start the job on the CPUs next to its NPUs: taskset -c {_ranges(near)} <your command>"]
+    yield NUMA_AWAY.finding(
+        title=f"The CPUs this process may use ({allowed_facts.allowed_list}) {claim}",
+        evidence=[
+            f"{allowed_facts.source}: Cpus_allowed_list {allowed_facts.allowed_list}",
+            *evidence,
+            f"runs in: {where}",
+        ],
+        fix=fix,
+        subject="numa",
+        data={"near": _ranges(near)},
     )

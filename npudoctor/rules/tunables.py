@@ -20,10 +20,15 @@ from npudoctor.knowledge.tunables import (
     alloc_pairs,
     cpu_set,
     float_value,
+    hccl_mode,
+    hccl_number,
+    hccl_range,
+    hccl_range_problem,
     since_ok,
-    strtol,
     table,
 )
+from npudoctor.knowledge.versions import cann_less
+from npudoctor.parsers.numbers import strtol
 from npudoctor.remedies import Command, Remedy
 from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import package_chip
@@ -63,9 +68,24 @@ def _fix(ctx: RuleContext, var: Variable, value: Optional[str] = None) -> List[U
     return [env_fix(ctx.view.container.systemd_unit, var.name, value)]
 
 
-def _choice(ctx: RuleContext, var: Variable, raw: str) -> Iterable[Finding]:
+def _choice(ctx: RuleContext, var: Variable, raw: str, torch_npu: Optional[str]) -> Iterable[Finding]:
     number, whole = strtol(raw)
     accepted = ", ".join(str(v) for v in var.values)
+    if number in var.newer_values and since_ok(torch_npu, var.newer_since) is False:
+        older = ", ".join(str(v) for v in var.values if v not in var.newer_values)
+        yield REJECTED.finding(
+            title=f"{var.name}={raw}: torch_npu {torch_npu} accepts only {older} and refuses it at start",
+            evidence=[
+                f"{var.name}={raw!r} reads as {number} (strtol)",
+                f"{number} is accepted from torch_npu {' / '.join(var.newer_since)} on; installed: {torch_npu}",
+                _src(var),
+            ],
+            fix=_fix(ctx, var, var.default),
+            severity="error",
+            subject=var.name,
+            data={"value": raw, "read_as": number, "torch_npu": torch_npu},
+        )
+        return
     if number not in var.values:
         sev = var.outside
         code = REJECTED if sev == "error" else MISREAD
@@ -460,6 +480,82 @@ def _alloc(ctx: RuleContext, var: Variable, raw: str, torch_npu: Optional[str]) 
         )
 
 
+def _hccl_range(
+    ctx: RuleContext, var: Variable, raw: str, chip: Optional[str], env: Dict[str, str]
+) -> Iterable[Finding]:
+    """An HCCL number against its range on the installed chip in the HCCL_OP_EXPANSION_MODE
+    in effect ([[hccl_range]])."""
+    exec_timeout = var.name == "HCCL_EXEC_TIMEOUT"
+    parsed = hccl_number(raw, var.number_format)
+    if parsed is None:
+        if exec_timeout:
+            return  # HCCL011 owns a malformed timeout
+        yield (REJECTED if var.outside == "error" else MISREAD).finding(
+            title=f"{var.name}={raw} is not a whole number: HCCL refuses it at communicator init (EI0001)",
+            evidence=[f"{var.name}={raw!r}", _src(var)],
+            fix=_fix(ctx, var, var.default),
+            severity=var.outside,
+            subject=var.name,
+        )
+        return
+    number, decimals = parsed
+    if exec_timeout and number == 0:
+        return  # HCCL012 owns 0
+    given_mode = env.get("HCCL_OP_EXPANSION_MODE")
+    if chip is None:
+        defaults = {m.default for m in table().hccl_modes.values()}
+        flagged = [
+            f"{', '.join(rec.chips) or 'any chip'}: {claim}"
+            for rec in table().hccl_ranges
+            if rec.name == var.name
+            and (not rec.modes or (given_mode in rec.modes if given_mode else bool(defaults & set(rec.modes))))
+            for claim, _ in [hccl_range_problem(rec, number, decimals) or ("", None)]
+            if claim
+        ]
+        if flagged:
+            yield VERSION_UNKNOWN.finding(
+                title=f"{var.name}={raw}: its range depends on the chip, which is unknown here",
+                evidence=[f"{var.name}={raw!r}", *flagged[:4], _src(var)],
+                subject=var.name,
+                data={"value": raw},
+            )
+        return
+    mode, how = hccl_mode(chip, given_mode)
+    rec = hccl_range(var.name, chip, mode)
+    if rec is None:
+        return
+    if decimals and rec.decimals and rec.decimals_since_cann:
+        cann = ctx.view.cann.version
+        older = cann_less(cann, rec.decimals_since_cann)
+        if older is not False:
+            judged = f"CANN {cann}" if cann else "the CANN version is unknown"
+            yield (MISREAD if older else VERSION_UNKNOWN).finding(
+                title=f"{var.name}={raw}: decimals are documented from CANN {rec.decimals_since_cann} on; "
+                + (f"CANN {cann}'s reference gives whole seconds" if older else "the installed CANN is unknown"),
+                evidence=[f"{var.name}={raw!r}", f"judged against {judged}; {how}", f"{rec.source}; {_src(var)}"],
+                fix=_fix(ctx, var, str(max(1, int(number)))) if older else [],
+                severity="warning" if older else "info",
+                subject=var.name,
+                data={"value": raw, "cann": cann},
+            )
+            return
+    problem = hccl_range_problem(rec, number, decimals)
+    if problem is None:
+        return
+    claim, instead = problem
+    severity = "warning" if claim.startswith("acts as") else var.outside
+    names = sorted({str(c.name) for c in ctx.view.devices.named_chips if c.name})
+    judged = f"judged against {', '.join(names) or 'the installed chip'} ({chip} in the matrix); {how}"
+    yield (REJECTED if severity == "error" else MISREAD).finding(
+        title=f"{var.name}={raw} {claim}",
+        evidence=[f"{var.name}={raw!r}", judged, f"{rec.source}; {_src(var)}"],
+        fix=_fix(ctx, var, instead if instead is not None else var.default),
+        severity=severity,
+        subject=var.name,
+        data={"value": raw, "chip": chip, "mode": mode},
+    )
+
+
 def _twins(ctx: RuleContext, env: Dict[str, str]) -> Iterable[Finding]:
     t = table()
     for name in sorted(t.twins):
@@ -510,7 +606,7 @@ def runtime_tunables(ctx: RuleContext) -> Iterable[Finding]:
             continue
         raw = env[name]
         if var.grammar == "choice":
-            yield from _choice(ctx, var, raw)
+            yield from _choice(ctx, var, raw, torch_npu)
         elif var.grammar == "bool":
             yield from _bool(ctx, var, raw, chip, env)
         elif var.grammar == "word" and raw not in var.words:
@@ -531,6 +627,8 @@ def runtime_tunables(ctx: RuleContext) -> Iterable[Finding]:
             yield from _dir_parent(ctx, var)
         elif var.grammar == "above":
             yield from _above(ctx, var, raw, env)
+        elif var.grammar == "hccl_range":
+            yield from _hccl_range(ctx, var, raw, chip, env)
         elif var.grammar == "alloc" and raw.strip():
             yield from _alloc(ctx, var, raw, torch_npu)
     yield from _inf_nan(ctx, env, chip)

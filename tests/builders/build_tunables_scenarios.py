@@ -6,7 +6,9 @@ wrong per scenario, and one healthy scenario with many correct non-default setti
     python tests/builders/build_tunables_scenarios.py        # rewrites the tun-* folders
 
 Host-readiness facts are files of the root: ``proc/self/mountinfo`` (the kernel's format;
-Docker's /dev/shm is ``size=65536k``), ``proc/self/limits``, ``proc/self/status``.
+Docker's /dev/shm is ``size=65536k``), ``proc/self/limits``, ``proc/self/status``,
+``proc/sys/vm/overcommit_*``, one ``scaling_governor`` per cpufreq policy, the NUMA nodes'
+``cpulist`` and the NPUs' PCI ``numa_node`` (the capture's bus ids; two NPUs per node).
 """
 
 from __future__ import annotations
@@ -39,16 +41,32 @@ LIMITS = (
 STATUS = "Name:\tpython3\nCpus_allowed_list:\t{cpus}\nMems_allowed_list:\t0-3\n"
 
 NO_TUNABLE = ["ENV008", "ENV009", "ENV010", "ENV011", "ENV012"]
-NO_HOST = ["HOST006", "HOST007", "HOST008", "HOST009", "HOST010"]
+NO_HOST = ["HOST006", "HOST007", "HOST008", "HOST009", "HOST010", "HOST011", "HOST012", "HOST013"]
+#: The NUMA node of each NPU of the healthy capture (bus ids as npu-smi prints them); node 1
+#: holds none, so a cpuset on node 1 is away from every NPU.
+NPU_NODES = {"C1": 3, "C2": 3, "81": 2, "82": 2, "01": 0, "02": 0, "41": 0, "42": 0}
 
 
 def host_files(
-    root: Path, shm: str = "16777216k", memlock: str = "unlimited", nofile: str = "1048576", cpus: str = "0-191"
+    root: Path,
+    shm: str = "16777216k",
+    memlock: str = "unlimited",
+    nofile: str = "1048576",
+    cpus: str = "0-191",
+    overcommit: str = "0",
+    governor: str = "performance",
 ) -> None:
     write(root, "proc/self/mountinfo", MOUNTINFO.format(shm=shm))
     write(root, "proc/self/limits", LIMITS.format(memlock=memlock, nofile=nofile))
     write(root, "proc/self/status", STATUS.format(cpus=cpus))
     write(root, "sys/devices/system/cpu/online", "0-191\n")
+    write(root, "proc/sys/vm/overcommit_memory", overcommit + "\n")
+    write(root, "proc/sys/vm/overcommit_ratio", "50\n")
+    for node in range(4):
+        write(root, f"sys/devices/system/node/node{node}/cpulist", f"{node * 48}-{node * 48 + 47}\n")
+        write(root, f"sys/devices/system/cpu/cpufreq/policy{node * 48}/scaling_governor", governor + "\n")
+    for bus, node in NPU_NODES.items():
+        write(root, f"sys/bus/pci/devices/0000:{bus.lower()}:00.0/numa_node", f"{node}\n")
 
 
 def scenario(name: str, title: str, source: str, env: Dict[str, str], expect: Dict[str, object]) -> Path:
@@ -97,6 +115,10 @@ def build() -> List[str]:
             "CPU_AFFINITY_CONF": "2",
             "HCCL_EXEC_TIMEOUT": "1800",
             "HCCL_EVENT_TIMEOUT": "3600",
+            "HCCL_RDMA_TC": "132",
+            "HCCL_RDMA_SL": "4",
+            "HCCL_RDMA_TIMEOUT": "18",
+            "HCCL_ASYNC_ERROR_HANDLING": "1",
         },
         {"exit": 0, "absent": NO_TUNABLE + NO_HOST},
     )
@@ -166,6 +188,38 @@ def build() -> List[str]:
         {"exit": 0, "codes": ["HOST006", "HOST007"]},
         shm="65536k",
         memlock="65536",
+    )
+    make(
+        "tun-hccl-exec-timeout-aiv-cap",
+        "HCCL_EXEC_TIMEOUT=1800 with HCCL_OP_EXPANSION_MODE=AIV on Atlas A2: AIV mode caps it at 1091 s",
+        "hicann/hccl docs/zh/user_guide/hccl_env/HCCL_EXEC_TIMEOUT.md (AIV: [0, 1091], larger values act as 1091)",
+        {"HCCL_EXEC_TIMEOUT": "1800", "HCCL_OP_EXPANSION_MODE": "AIV"},
+        {"exit": 0, "codes": ["ENV009"], "absent": ["ENV008", "HCCL011"]},
+    )
+    make(
+        "tun-hccl-rdma-sl-out-of-range",
+        "HCCL_RDMA_SL=9: outside [0, 7], HCCL refuses it at communicator init (EI0001)",
+        "hicann/hccl docs/zh/user_guide/hccl_env/HCCL_RDMA_SL.md; fault_diagnosis/env_config_error_EI0001.md",
+        {"HCCL_RDMA_SL": "9"},
+        {"exit": 1, "codes": ["ENV008"]},
+    )
+    make(
+        "tun-host-overcommit-strict-powersave",
+        "a host with vm.overcommit_memory=2 and the powersave cpufreq governor",
+        "kernel Documentation/mm/overcommit-accounting.rst; aws-samples/aws-eda-slurm-cluster#38; "
+        "CANN 8.5.0 installation guide, BIOS power policy",
+        {},
+        {"exit": 0, "codes": ["HOST011", "HOST012"]},
+        overcommit="2",
+        governor="powersave",
+    )
+    make(
+        "tun-cpuset-away-from-npus",
+        "a container pinned to CPUs 48-71 (NUMA node 1) while every NPU of this host sits on node 0, 2 or 3",
+        "Ascend/pytorch CPU_AFFINITY_CONF.md (binding avoids cross-NUMA access)",
+        {},
+        {"exit": 0, "codes": ["HOST013"]},
+        cpus="48-71",
     )
     return built
 
