@@ -10,7 +10,11 @@ What is silent (the code is right, or not code):
   finding) and imports inside ``try: ... except ImportError``;
 * device-agnostic code (``.to(device)``, ``torch.accelerator``, ``device_type`` variables),
   comparisons ``x.device.type == "cuda"``;
-* docstrings, comments, and the text of log, print, warning and exception messages;
+* docstrings, comments, and the text of log, print, warning and exception messages (the
+  expressions interpolated into an f-string are code, and are linted);
+* reads of cuDNN flags (``if cudnn.benchmark:``; only setting one is reported), CUDA variables
+  read with a fallback (``os.getenv("CUDA_VISIBLE_DEVICES", "0")``), and "cuda" given to a str
+  method that searches or cuts text (``device.replace("cuda:", "")``);
 * with ``torch_npu.contrib.transfer_to_npu`` imported: what it remaps (its documented limits are
   still reported, LNT015).
 """
@@ -32,6 +36,26 @@ _CUDNN_FLAGS = {"benchmark", "deterministic", "enabled", "allow_tf32"}
 #: Other device types: a literal collection that names one of them beside "cuda" enumerates
 #: device types (a table of backends), it does not place anything on CUDA.
 _OTHER_DEVICES = {"cpu", "xpu", "npu", "mps", "hpu", "mlu", "musa", "xla", "meta", "sdaa", "mtia", "ipu"}
+#: str methods whose arguments are patterns searched in (or cut from) a string.
+_STRING_SEARCH = {
+    "replace",
+    "startswith",
+    "endswith",
+    "split",
+    "rsplit",
+    "strip",
+    "lstrip",
+    "rstrip",
+    "removeprefix",
+    "removesuffix",
+    "find",
+    "rfind",
+    "index",
+    "rindex",
+    "count",
+    "partition",
+    "rpartition",
+}
 _HCCL_LITERAL = lazyre.pattern(r"""['"]hccl['"]""", re.IGNORECASE)
 _EXIT = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _SEED_OK = {
@@ -433,6 +457,11 @@ class _Scan(ast.NodeVisitor):
             )
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        # the text is a message or a device string; the interpolated expressions are code
+        # (f"{torch.cuda.max_memory_allocated()}" calls CUDA's allocator even inside a log call)
+        for part in node.values:
+            if isinstance(part, ast.FormattedValue):
+                self.visit(part.value)
         if id(node) in self.skip or self.message_depth or self.compare_depth or self.transfer:
             return
         first = node.values[0] if node.values else None
@@ -464,6 +493,13 @@ class _Scan(ast.NodeVisitor):
             return
         func = node.func
         q = self.qual(func)
+        if isinstance(func, ast.Attribute) and func.attr in _STRING_SEARCH:
+            # "cuda:" searched, stripped or split off a string is text handling, not a device
+            # (only the pattern of replace: its replacement is a new string)
+            args = node.args[:1] if func.attr == "replace" else node.args
+            self.skip.update(id(a) for a in args if isinstance(a, ast.Constant))
+        if q in ("os.getenv", "os.environ.get") and len(node.args) == 2 and isinstance(node.args[0], ast.Constant):
+            self.skip.add(id(node.args[0]))  # a read with a fallback: the code copes with its absence
         if isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant):
             value = func.value.value
             if isinstance(value, str) and value.startswith("cuda:") and not (self.message_depth or self.transfer):
@@ -528,7 +564,7 @@ class _Scan(ast.NodeVisitor):
             return
         if q.startswith("torch.backends.cudnn.") or q.startswith("torch.backends.cuda.matmul."):
             flag = q.split(".")[-1]
-            if flag in _CUDNN_FLAGS:
+            if flag in _CUDNN_FLAGS and isinstance(node.ctx, ast.Store):  # a read is a test, not a setting
                 fix = (
                     "torch.use_deterministic_algorithms(True)"
                     if flag == "deterministic"
