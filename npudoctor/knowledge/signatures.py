@@ -198,6 +198,8 @@ class Entry:
     codes: Dict[str, str] = field(default_factory=dict)
     #: the family's meaning for a code not in ``codes``
     unlisted: str = ""
+    #: the lint codes whose rules find the CUDA-ism behind this line in the user's code
+    lint: List[str] = field(default_factory=list)
     #: the bytes patterns, compiled on first use (:meth:`match_bytes`) from ``parsed``: a triage
     #: only ever tries the entries whose anchors a candidate line holds
     compiled: List[Any] = field(default_factory=list, repr=False)
@@ -474,6 +476,7 @@ def _entry(
         label=str(item.get("label", "")),
         codes={str(k): str(v) for k, v in dict(item.get("codes", {})).items()},
         unlisted=str(item.get("unlisted", "")),
+        lint=_codes(item, where, "lint"),
     )
     if planned is not None and [p for p, _ in planned] == patterns:
         # derived and checked when the plan was generated: the patterns are compiled on

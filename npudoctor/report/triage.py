@@ -190,6 +190,10 @@ def _render_text(result: Dict[str, Any], out: IO[str]) -> None:
         if not g["conclusion"] and g["fix"] and not after:  # a crash's line above says what to fix
             for f in g["fix"]:
                 out.write(f"  fix: {f}\n")
+        if g.get("lint"):
+            # the CUDA-ism behind the line is in the code: lint finds it there
+            out.write(f"  in the code: npudoctor lint finds it ({', '.join(g['lint'])}); in the project directory:\n")
+            out.write("    $ npudoctor lint .\n")
     if result.get("tied"):
         out.write("\nThe log runs through what these findings on this machine are about:\n")
         for t in result["tied"]:
