@@ -460,3 +460,24 @@ def test_a_cuda_variable_read_with_a_fallback_is_not_reported(tmp_path: Path) ->
     )
     _code, doc = _lint(tmp_path, "a.py", text)
     assert _codes(doc) == [(4, "LNT013"), (5, "LNT013")]
+
+
+def test_float64_is_reported_where_the_code_asks_for_float64_tensors(tmp_path: Path) -> None:
+    text = (
+        "import numpy as np\nimport torch\n"
+        "a = torch.arange(0, 8, 2, dtype=torch.float64, device=pos.device)\n"
+        "b = x.to(torch.double)\n"
+        "c = x.double()\n"
+        "torch.set_default_dtype(torch.float64)\n"
+        "d = np.zeros(3, dtype=np.float64)\n"
+        "if x.dtype == torch.float64:\n    pass\n"
+        "freqs_dtype = torch.float32 if is_npu else torch.float64\n"
+        "e = torch.arange(4, dtype=freqs_dtype)\n"
+        "if is_torch_npu_available():\n    f = t.double()\n"
+        "g = np.double(3)\n"
+    )
+    code, doc = _lint(tmp_path, "a.py", text)
+    assert _codes(doc) == [(3, "LNT019"), (4, "LNT019"), (5, "LNT019"), (6, "LNT019")]
+    assert code == 0  # a warning: which operators take float64 depends on the operator
+    assert {f["severity"] for f in doc["findings"]} == {"warning"}
+    assert "DT_DOUBLE" in doc["findings"][0]["message"] and "float32" in doc["findings"][0]["fix"]

@@ -27,6 +27,11 @@ _LINES = {
         'import torch\nstate = torch.load("ckpt.pt")\n',
         "LNT005",
     ),
+    "aclnn-dtype-float64-unsupported": (
+        b"EZ1001: self not implemented for DT_DOUBLE, should be in dtype support list [DT_FLOAT16,DT_FLOAT,].\n",
+        "import torch\nfreqs = torch.arange(0, 64, 2, dtype=torch.float64)\n",
+        "LNT019",
+    ),
 }
 
 

@@ -530,6 +530,7 @@ class _Scan(ast.NodeVisitor):
                 "transfer_to_npu masks torch.jit.script: the function runs as plain Python",
                 "drop the scripting, or migrate with the tool (msFmkTransplt) instead of transfer_to_npu",
             )
+        self._float64(node, q)
         if isinstance(func, ast.Attribute) and func.attr == "to" and self.transfer:
             for arg in list(node.args) + [k.value for k in node.keywords if k.arg == "memory_format"]:
                 if self.qual(arg) == "torch.channels_last":
@@ -548,6 +549,31 @@ class _Scan(ast.NodeVisitor):
                     "enabled=torch.npu.is_available()",
                 )
         self.generic_visit(node)
+
+    def _float64(self, node: ast.Call, q: Optional[str]) -> None:
+        """float64 asked for: ``dtype=torch.float64``, ``.to(torch.double)``, ``.double()``,
+        ``torch.set_default_dtype(torch.float64)`` (a comparison or NumPy's float64 is not)."""
+        f64 = self.k.float64
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in f64.methods and q is None and not node.args:
+            self._f64(node, f".{func.attr}()")
+            return
+        candidates = [k.value for k in node.keywords if k.arg == "dtype"]
+        if (isinstance(func, ast.Attribute) and func.attr == "to" and q is None) or q in f64.dtype_calls:
+            candidates.extend(node.args)
+        for value in candidates:
+            name = self.qual(value)
+            if name in f64.dtypes:
+                self._f64(value, name)
+
+    def _f64(self, node: ast.AST, what: str) -> None:
+        self.add(
+            node,
+            "LNT019",
+            f"{what} makes float64 tensors: many NPU operators have no float64 kernel "
+            "(EZ1001 ... not implemented for DT_DOUBLE)",
+            "float32 (dtype=torch.float32, .float()) for tensors on the NPU, or keep the float64 math on the CPU",
+        )
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if id(node) in self.skip:
@@ -724,6 +750,8 @@ def _may_hit(low: str, knowledge: LintKnowledge) -> bool:
         or "transfer_to_npu" in low
         or "ascend_rt_visible_devices" in low
         or ("torch" in low and "load" in low)
+        or "float64" in low
+        or "double" in low
     ):
         return True
     words = list(knowledge.libraries) + list(knowledge.commands) + [v.name.rstrip("*") for v in knowledge.env]

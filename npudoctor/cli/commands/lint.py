@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 LINT_HELP = """Find the CUDA-isms in Python files, notebooks (.ipynb code cells), shell launch
 scripts (.sh, .bash) and launcher configs (.yaml, .yml, .json) that break or silently degrade on an Ascend NPU: .cuda() and "cuda:N",
 torch.cuda.* calls, backend "nccl", torch.cuda.amp, torch.load without map_location, cuDNN
-flags, CUDA graphs, CUDA-only libraries, CPU fallback behind torch.cuda.is_available(),
+flags, CUDA graphs, float64 tensors, CUDA-only libraries, CPU fallback behind torch.cuda.is_available(),
 CUDA_VISIBLE_DEVICES / NCCL_* / nvidia-smi in launch scripts. Each finding carries the NPU fix;
 `npudoctor explain LNTnnn` says more. Directories are walked without following links, skipping
 .git, virtual environments and node_modules.
