@@ -481,3 +481,21 @@ def test_float64_is_reported_where_the_code_asks_for_float64_tensors(tmp_path: P
     assert code == 0  # a warning: which operators take float64 depends on the operator
     assert {f["severity"] for f in doc["findings"]} == {"warning"}
     assert "DT_DOUBLE" in doc["findings"][0]["message"] and "float32" in doc["findings"][0]["fix"]
+
+
+def test_float64_chosen_into_a_dtype_variable_is_reported_where_it_is_chosen(tmp_path: Path) -> None:
+    text = (
+        "import torch\n"
+        "def rope(ids, dim):\n"
+        "    is_mps = ids.device.type == 'mps'\n"
+        "    freqs_dtype = torch.float32 if is_mps else torch.float64\n"
+        "    a = torch.arange(0, dim, 2, dtype=freqs_dtype)\n"
+        "    b = torch.arange(0, dim, 2, dtype=freqs_dtype)\n"
+        "    return a, b\n"
+        "def acc(preds):\n"
+        "    p = preds.detach().cpu().double()\n"
+        "    return p\n"
+    )
+    _code, doc = _lint(tmp_path, "a.py", text)
+    assert _codes(doc) == [(4, "LNT019")]
+    assert doc["findings"][0]["message"].startswith("torch.float64 makes float64 tensors")

@@ -83,6 +83,11 @@ def _mentions_npu(node: ast.AST) -> bool:
     return False
 
 
+def _on_cpu(node: ast.AST) -> bool:
+    """Whether ``node`` is a tensor just moved to the CPU (``x.cpu()``, ``x.detach().cpu()``)."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "cpu"
+
+
 def _is_device_string(text: str) -> bool:
     if text == "cuda":
         return True
@@ -122,6 +127,7 @@ class _Scan(ast.NodeVisitor):
         self.top_level: Set[int] = set()
         self.libraries_seen: Set[str] = set()
         self.knows_hccl = False
+        self.f64_names: Dict[str, ast.AST] = {}
 
     # -- helpers ---------------------------------------------------------------------------
     def qual(self, node: ast.AST) -> Optional[str]:
@@ -307,6 +313,9 @@ class _Scan(ast.NodeVisitor):
             return  # CUDA = "cuda": a named constant of a device-type table
         if self._cuda_available_test(node.value):
             self.cuda_flags.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        chosen = self._f64_choice(node.value)
+        if chosen is not None:  # a dtype variable: reported where it is given as a dtype
+            self.f64_names.update((t.id, chosen) for t in node.targets if isinstance(t, ast.Name))
         self.generic_visit(node)
 
     def visit_BoolOp(self, node: ast.BoolOp) -> None:
@@ -556,7 +565,8 @@ class _Scan(ast.NodeVisitor):
         f64 = self.k.float64
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in f64.methods and q is None and not node.args:
-            self._f64(node, f".{func.attr}()")
+            if not _on_cpu(func.value):
+                self._f64(node, f".{func.attr}()")
             return
         candidates = [k.value for k in node.keywords if k.arg == "dtype"]
         if (isinstance(func, ast.Attribute) and func.attr == "to" and q is None) or q in f64.dtype_calls:
@@ -565,6 +575,18 @@ class _Scan(ast.NodeVisitor):
             name = self.qual(value)
             if name in f64.dtypes:
                 self._f64(value, name)
+            elif isinstance(value, ast.Name) and value.id in self.f64_names:
+                where = self.f64_names.pop(value.id)  # reported once, where float64 is chosen
+                self._f64(where, str(self.qual(where)))
+
+    def _f64_choice(self, value: ast.AST) -> Optional[ast.AST]:
+        """The float64 dtype node that ``value`` gives (``torch.float64``, or an arm of a
+        conditional expression whose test does not look at the NPU), else ``None``."""
+        if self.qual(value) in self.k.float64.dtypes:
+            return value
+        if isinstance(value, ast.IfExp) and not (self.has_npu and _mentions_npu(value.test)):
+            return self._f64_choice(value.body) or self._f64_choice(value.orelse)
+        return None
 
     def _f64(self, node: ast.AST, what: str) -> None:
         self.add(
