@@ -66,3 +66,11 @@ def test_a_line_not_caused_by_code_names_no_lint_rule(tmp_path: Path) -> None:
     (group,) = json.loads(npudoctor("triage", "--no-facts", "--json", log, text=False).stdout)["known"]
     assert group["lint"] == []
     assert "npudoctor lint" not in npudoctor("triage", "--no-facts", log, text=False).stdout.decode()
+
+
+def test_explain_of_a_signature_names_its_lint_codes() -> None:
+    res = npudoctor("explain", "nccl-not-built")
+    assert "found in the code by `npudoctor lint`: LNT002\n" in res.stdout
+    page = json.loads(npudoctor("explain", "--json", "cuda-checkpoint-on-npu").stdout)
+    assert page["lint"] == ["LNT005"]
+    assert "npudoctor lint" not in npudoctor("explain", "npu-out-of-memory").stdout

@@ -281,7 +281,8 @@ class KnowledgeBase:
         signature id (``acl-code``), a label (``acl:507033``, ``loader:version-not-found``)
         or an error code (``507033``, ``EZ9999``, ``ERR02005``).  Keys: ``what`` ("kind",
         "signature", "error code"), ``name``, ``title``, ``explain``, ``sources``, ``entry``
-        (the signature id, or ``None`` for a kind)."""
+        (the signature id, or ``None`` for a kind) and, for a signature, ``lint`` (the lint codes
+        that find its cause in code)."""
         key = name.strip()
         if _KIND_RX.match(key.upper()) and key.upper() in self.kinds:
             kind = key.upper()
@@ -307,6 +308,7 @@ class KnowledgeBase:
                 "explain": _PLACEHOLDER.sub(r"<\1>", fill(entry.meaning, _NO_MACHINE)) + official_text(official),
                 "sources": ([official.source] if official else []) + list(entry.sources),
                 "entry": entry.id,
+                "lint": list(entry.lint),
             }
         code = key.split(":", 1)[-1].strip()
         code = code.upper() if code[:1].isalpha() else code
