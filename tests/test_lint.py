@@ -414,3 +414,88 @@ def test_ascend_visible_devices_values_the_runtime_reads_only_in_part(tmp_path: 
     assert "the machine has 1 NPU(s): the runtime keeps only 0" in found[0]["message"]
     py = _write(tmp_path / "v.py", 'import os\nos.environ["ASCEND_RT_VISIBLE_DEVICES"] = "2,0"\n')
     assert [f["code"] for f in json.loads(npudoctor("lint", "--json", py).stdout)["findings"]] == ["LNT018"]
+
+
+def test_code_inside_an_f_string_is_linted_even_in_a_log_call(tmp_path: Path) -> None:
+    text = (
+        "import logging\nimport torch\nlog = logging.getLogger()\n"
+        'log.info(f"peak: {torch.cuda.max_memory_allocated() / 1e9:.02f} GB on cuda:0")\n'
+        'name = f"{torch.cuda.get_device_name()}"\n'
+    )
+    _code, doc = _lint(tmp_path, "a.py", text)
+    assert _codes(doc) == [(4, "LNT003"), (5, "LNT003")]
+    assert doc["findings"][0]["fix"] == "torch.npu.max_memory_allocated"
+
+
+def test_cudnn_flags_are_reported_where_set_not_where_read(tmp_path: Path) -> None:
+    text = (
+        "import torch\nimport torch.backends.cudnn as cudnn\n"
+        "if torch.backends.cudnn.benchmark:\n    pass\n"
+        "fast = cudnn.deterministic\n"
+        "cudnn.benchmark = True\n"
+    )
+    _code, doc = _lint(tmp_path, "a.py", text)
+    assert _codes(doc) == [(6, "LNT006")]
+
+
+def test_cuda_text_searched_or_cut_from_a_string_is_not_a_device(tmp_path: Path) -> None:
+    text = (
+        "def pick(device):\n"
+        '    device = device.replace("cuda:", "").strip()\n'
+        '    if device.startswith("cuda"):\n        pass\n'
+        '    a, _, b = device.partition("cuda:")\n'
+        '    return device.replace("npu", "cuda")\n'
+    )
+    _code, doc = _lint(tmp_path, "a.py", text)
+    assert _codes(doc) == [(6, "LNT001")]
+
+
+def test_a_cuda_variable_read_with_a_fallback_is_not_reported(tmp_path: Path) -> None:
+    text = (
+        "import os\n"
+        'label = os.getenv("CUDA_VISIBLE_DEVICES", "0")\n'
+        'also = os.environ.get("NCCL_DEBUG", "WARN")\n'
+        'os.environ["CUDA_VISIBLE_DEVICES"] = "0"\n'
+        'ids = os.environ["CUDA_VISIBLE_DEVICES"].split(",")\n'
+    )
+    _code, doc = _lint(tmp_path, "a.py", text)
+    assert _codes(doc) == [(4, "LNT013"), (5, "LNT013")]
+
+
+def test_float64_is_reported_where_the_code_asks_for_float64_tensors(tmp_path: Path) -> None:
+    text = (
+        "import numpy as np\nimport torch\n"
+        "a = torch.arange(0, 8, 2, dtype=torch.float64, device=pos.device)\n"
+        "b = x.to(torch.double)\n"
+        "c = x.double()\n"
+        "torch.set_default_dtype(torch.float64)\n"
+        "d = np.zeros(3, dtype=np.float64)\n"
+        "if x.dtype == torch.float64:\n    pass\n"
+        "freqs_dtype = torch.float32 if is_npu else torch.float64\n"
+        "e = torch.arange(4, dtype=freqs_dtype)\n"
+        "if is_torch_npu_available():\n    f = t.double()\n"
+        "g = np.double(3)\n"
+    )
+    code, doc = _lint(tmp_path, "a.py", text)
+    assert _codes(doc) == [(3, "LNT019"), (4, "LNT019"), (5, "LNT019"), (6, "LNT019")]
+    assert code == 0  # a warning: which operators take float64 depends on the operator
+    assert {f["severity"] for f in doc["findings"]} == {"warning"}
+    assert "DT_DOUBLE" in doc["findings"][0]["message"] and "float32" in doc["findings"][0]["fix"]
+
+
+def test_float64_chosen_into_a_dtype_variable_is_reported_where_it_is_chosen(tmp_path: Path) -> None:
+    text = (
+        "import torch\n"
+        "def rope(ids, dim):\n"
+        "    is_mps = ids.device.type == 'mps'\n"
+        "    freqs_dtype = torch.float32 if is_mps else torch.float64\n"
+        "    a = torch.arange(0, dim, 2, dtype=freqs_dtype)\n"
+        "    b = torch.arange(0, dim, 2, dtype=freqs_dtype)\n"
+        "    return a, b\n"
+        "def acc(preds):\n"
+        "    p = preds.detach().cpu().double()\n"
+        "    return p\n"
+    )
+    _code, doc = _lint(tmp_path, "a.py", text)
+    assert _codes(doc) == [(4, "LNT019")]
+    assert doc["findings"][0]["message"].startswith("torch.float64 makes float64 tensors")

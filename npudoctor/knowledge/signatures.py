@@ -198,6 +198,8 @@ class Entry:
     codes: Dict[str, str] = field(default_factory=dict)
     #: the family's meaning for a code not in ``codes``
     unlisted: str = ""
+    #: the lint codes whose rules find the CUDA-ism behind this line in the user's code
+    lint: List[str] = field(default_factory=list)
     #: the bytes patterns, compiled on first use (:meth:`match_bytes`) from ``parsed``: a triage
     #: only ever tries the entries whose anchors a candidate line holds
     compiled: List[Any] = field(default_factory=list, repr=False)
@@ -279,7 +281,8 @@ class KnowledgeBase:
         signature id (``acl-code``), a label (``acl:507033``, ``loader:version-not-found``)
         or an error code (``507033``, ``EZ9999``, ``ERR02005``).  Keys: ``what`` ("kind",
         "signature", "error code"), ``name``, ``title``, ``explain``, ``sources``, ``entry``
-        (the signature id, or ``None`` for a kind)."""
+        (the signature id, or ``None`` for a kind) and, for a signature, ``lint`` (the lint codes
+        that find its cause in code)."""
         key = name.strip()
         if _KIND_RX.match(key.upper()) and key.upper() in self.kinds:
             kind = key.upper()
@@ -305,6 +308,7 @@ class KnowledgeBase:
                 "explain": _PLACEHOLDER.sub(r"<\1>", fill(entry.meaning, _NO_MACHINE)) + official_text(official),
                 "sources": ([official.source] if official else []) + list(entry.sources),
                 "entry": entry.id,
+                "lint": list(entry.lint),
             }
         code = key.split(":", 1)[-1].strip()
         code = code.upper() if code[:1].isalpha() else code
@@ -474,6 +478,7 @@ def _entry(
         label=str(item.get("label", "")),
         codes={str(k): str(v) for k, v in dict(item.get("codes", {})).items()},
         unlisted=str(item.get("unlisted", "")),
+        lint=_codes(item, where, "lint"),
     )
     if planned is not None and [p for p, _ in planned] == patterns:
         # derived and checked when the plan was generated: the patterns are compiled on

@@ -43,6 +43,16 @@ class Library:
 
 
 @dataclass(frozen=True)
+class Float64:
+    """What asks for float64 tensors: the dtypes by qualified name, the tensor methods that
+    convert to it, and the calls whose positional argument is a dtype."""
+
+    dtypes: Tuple[str, ...]
+    methods: Tuple[str, ...]
+    dtype_calls: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class LintKnowledge:
     cuda_api: Dict[str, str]
     graphs: Dict[str, str]
@@ -50,6 +60,7 @@ class LintKnowledge:
     env: Tuple[EnvVar, ...]
     commands: Dict[str, str]
     libraries: Dict[str, Library]
+    float64: Float64
 
     def amp_for(self, torch_npu: Optional[Tuple[int, int]]) -> Optional[AmpApi]:
         """The AMP API of the torch_npu release line ``torch_npu``; ``None`` when unknown."""
@@ -109,6 +120,7 @@ def load() -> LintKnowledge:
         return _CACHE[0]
     doc = tomlread.load_bundled(data_path())
     libraries = [_library(raw) for raw in doc.get("library", [])]
+    f64 = dict(doc.get("float64") or {})
     knowledge = LintKnowledge(
         cuda_api=_strings(doc.get("cuda_api")),
         graphs=_strings(doc.get("graphs")),
@@ -118,6 +130,11 @@ def load() -> LintKnowledge:
         env=tuple(EnvVar(str(e["name"]), str(e.get("npu", ""))) for e in doc.get("env", [])),
         commands={str(c["name"]): str(c.get("npu", "")) for c in doc.get("command", [])},
         libraries={lib.module: lib for lib in libraries},
+        float64=Float64(
+            dtypes=tuple(str(x) for x in f64.get("dtypes", [])),
+            methods=tuple(str(x) for x in f64.get("methods", [])),
+            dtype_calls=tuple(str(x) for x in f64.get("dtype_calls", [])),
+        ),
     )
     _CACHE.append(knowledge)
     return knowledge

@@ -10,7 +10,11 @@ What is silent (the code is right, or not code):
   finding) and imports inside ``try: ... except ImportError``;
 * device-agnostic code (``.to(device)``, ``torch.accelerator``, ``device_type`` variables),
   comparisons ``x.device.type == "cuda"``;
-* docstrings, comments, and the text of log, print, warning and exception messages;
+* docstrings, comments, and the text of log, print, warning and exception messages (the
+  expressions interpolated into an f-string are code, and are linted);
+* reads of cuDNN flags (``if cudnn.benchmark:``; only setting one is reported), CUDA variables
+  read with a fallback (``os.getenv("CUDA_VISIBLE_DEVICES", "0")``), and "cuda" given to a str
+  method that searches or cuts text (``device.replace("cuda:", "")``);
 * with ``torch_npu.contrib.transfer_to_npu`` imported: what it remaps (its documented limits are
   still reported, LNT015).
 """
@@ -32,6 +36,26 @@ _CUDNN_FLAGS = {"benchmark", "deterministic", "enabled", "allow_tf32"}
 #: Other device types: a literal collection that names one of them beside "cuda" enumerates
 #: device types (a table of backends), it does not place anything on CUDA.
 _OTHER_DEVICES = {"cpu", "xpu", "npu", "mps", "hpu", "mlu", "musa", "xla", "meta", "sdaa", "mtia", "ipu"}
+#: str methods whose arguments are patterns searched in (or cut from) a string.
+_STRING_SEARCH = {
+    "replace",
+    "startswith",
+    "endswith",
+    "split",
+    "rsplit",
+    "strip",
+    "lstrip",
+    "rstrip",
+    "removeprefix",
+    "removesuffix",
+    "find",
+    "rfind",
+    "index",
+    "rindex",
+    "count",
+    "partition",
+    "rpartition",
+}
 _HCCL_LITERAL = lazyre.pattern(r"""['"]hccl['"]""", re.IGNORECASE)
 _EXIT = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _SEED_OK = {
@@ -57,6 +81,11 @@ def _mentions_npu(node: ast.AST) -> bool:
         if "npu" in text.lower() or "ascend" in text.lower():
             return True
     return False
+
+
+def _on_cpu(node: ast.AST) -> bool:
+    """Whether ``node`` is a tensor just moved to the CPU (``x.cpu()``, ``x.detach().cpu()``)."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "cpu"
 
 
 def _is_device_string(text: str) -> bool:
@@ -98,6 +127,7 @@ class _Scan(ast.NodeVisitor):
         self.top_level: Set[int] = set()
         self.libraries_seen: Set[str] = set()
         self.knows_hccl = False
+        self.f64_names: Dict[str, ast.AST] = {}
 
     # -- helpers ---------------------------------------------------------------------------
     def qual(self, node: ast.AST) -> Optional[str]:
@@ -283,6 +313,9 @@ class _Scan(ast.NodeVisitor):
             return  # CUDA = "cuda": a named constant of a device-type table
         if self._cuda_available_test(node.value):
             self.cuda_flags.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        chosen = self._f64_choice(node.value)
+        if chosen is not None:  # a dtype variable: reported where it is given as a dtype
+            self.f64_names.update((t.id, chosen) for t in node.targets if isinstance(t, ast.Name))
         self.generic_visit(node)
 
     def visit_BoolOp(self, node: ast.BoolOp) -> None:
@@ -433,6 +466,11 @@ class _Scan(ast.NodeVisitor):
             )
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        # the text is a message or a device string; the interpolated expressions are code
+        # (f"{torch.cuda.max_memory_allocated()}" calls CUDA's allocator even inside a log call)
+        for part in node.values:
+            if isinstance(part, ast.FormattedValue):
+                self.visit(part.value)
         if id(node) in self.skip or self.message_depth or self.compare_depth or self.transfer:
             return
         first = node.values[0] if node.values else None
@@ -464,6 +502,13 @@ class _Scan(ast.NodeVisitor):
             return
         func = node.func
         q = self.qual(func)
+        if isinstance(func, ast.Attribute) and func.attr in _STRING_SEARCH:
+            # "cuda:" searched, stripped or split off a string is text handling, not a device
+            # (only the pattern of replace: its replacement is a new string)
+            args = node.args[:1] if func.attr == "replace" else node.args
+            self.skip.update(id(a) for a in args if isinstance(a, ast.Constant))
+        if q in ("os.getenv", "os.environ.get") and len(node.args) == 2 and isinstance(node.args[0], ast.Constant):
+            self.skip.add(id(node.args[0]))  # a read with a fallback: the code copes with its absence
         if isinstance(func, ast.Attribute) and func.attr == "format" and isinstance(func.value, ast.Constant):
             value = func.value.value
             if isinstance(value, str) and value.startswith("cuda:") and not (self.message_depth or self.transfer):
@@ -494,6 +539,7 @@ class _Scan(ast.NodeVisitor):
                 "transfer_to_npu masks torch.jit.script: the function runs as plain Python",
                 "drop the scripting, or migrate with the tool (msFmkTransplt) instead of transfer_to_npu",
             )
+        self._float64(node, q)
         if isinstance(func, ast.Attribute) and func.attr == "to" and self.transfer:
             for arg in list(node.args) + [k.value for k in node.keywords if k.arg == "memory_format"]:
                 if self.qual(arg) == "torch.channels_last":
@@ -513,6 +559,44 @@ class _Scan(ast.NodeVisitor):
                 )
         self.generic_visit(node)
 
+    def _float64(self, node: ast.Call, q: Optional[str]) -> None:
+        """float64 asked for: ``dtype=torch.float64``, ``.to(torch.double)``, ``.double()``,
+        ``torch.set_default_dtype(torch.float64)`` (a comparison or NumPy's float64 is not)."""
+        f64 = self.k.float64
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in f64.methods and q is None and not node.args:
+            if not _on_cpu(func.value):
+                self._f64(node, f".{func.attr}()")
+            return
+        candidates = [k.value for k in node.keywords if k.arg == "dtype"]
+        if (isinstance(func, ast.Attribute) and func.attr == "to" and q is None) or q in f64.dtype_calls:
+            candidates.extend(node.args)
+        for value in candidates:
+            name = self.qual(value)
+            if name in f64.dtypes:
+                self._f64(value, name)
+            elif isinstance(value, ast.Name) and value.id in self.f64_names:
+                where = self.f64_names.pop(value.id)  # reported once, where float64 is chosen
+                self._f64(where, str(self.qual(where)))
+
+    def _f64_choice(self, value: ast.AST) -> Optional[ast.AST]:
+        """The float64 dtype node that ``value`` gives (``torch.float64``, or an arm of a
+        conditional expression whose test does not look at the NPU), else ``None``."""
+        if self.qual(value) in self.k.float64.dtypes:
+            return value
+        if isinstance(value, ast.IfExp) and not (self.has_npu and _mentions_npu(value.test)):
+            return self._f64_choice(value.body) or self._f64_choice(value.orelse)
+        return None
+
+    def _f64(self, node: ast.AST, what: str) -> None:
+        self.add(
+            node,
+            "LNT019",
+            f"{what} makes float64 tensors: many NPU operators have no float64 kernel "
+            "(EZ1001 ... not implemented for DT_DOUBLE)",
+            "float32 (dtype=torch.float32, .float()) for tensors on the NPU, or keep the float64 math on the CPU",
+        )
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if id(node) in self.skip:
             return
@@ -528,7 +612,7 @@ class _Scan(ast.NodeVisitor):
             return
         if q.startswith("torch.backends.cudnn.") or q.startswith("torch.backends.cuda.matmul."):
             flag = q.split(".")[-1]
-            if flag in _CUDNN_FLAGS:
+            if flag in _CUDNN_FLAGS and isinstance(node.ctx, ast.Store):  # a read is a test, not a setting
                 fix = (
                     "torch.use_deterministic_algorithms(True)"
                     if flag == "deterministic"
@@ -688,6 +772,8 @@ def _may_hit(low: str, knowledge: LintKnowledge) -> bool:
         or "transfer_to_npu" in low
         or "ascend_rt_visible_devices" in low
         or ("torch" in low and "load" in low)
+        or "float64" in low
+        or "double" in low
     ):
         return True
     words = list(knowledge.libraries) + list(knowledge.commands) + [v.name.rstrip("*") for v in knowledge.env]

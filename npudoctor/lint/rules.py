@@ -37,6 +37,7 @@ def lint_codes() -> Dict[str, Code]:
             codes.get("LNT016"),
             codes.get("LNT017"),
             codes.get("LNT018"),
+            codes.get("LNT019"),
         )
     }
 

@@ -146,6 +146,61 @@ def render_text(result: Dict[str, Any], out: IO[str], width: Optional[int] = Non
         _render_text(result, out)
 
 
+def _write_signature(out: IO[str], g: Dict[str, Any], many: bool, ranked: bool) -> None:
+    """One known signature's block: its line, meaning, the official entry, the line it
+    follows, the causes ranked for this machine and the fix."""
+    times = f" ×{g['count']}" if g["count"] > 1 else ""
+    # the signature id, and its label where it has one: `npudoctor explain` takes either
+    label = f" {g['label']}" if g.get("label") and g["label"] != g["id"] else ""
+    out.write(f"\n{_MARK.get(g['severity'], '?')} {g['title']}{times}  [{g['id']}{label}, {_where(g, many)}]\n")
+    out.write(f"    {g['sample']}\n")
+    out.write(f"  means: {g['meaning']}\n")
+    official = g.get("official")
+    if official:
+        # said once: the summary when the title does not already give it, the solution when
+        # it is not already the fix printed below
+        summary = official["summary"] if official["summary"] not in g["title"] else ""
+        solution = official["solution"] if g["conclusion"] or g["fix"] != [official["solution"]] else ""
+        if summary or official["cause"] or solution:
+            out.write(f"  official {official['family']} {official['code']}" + (f": {summary}\n" if summary else ":\n"))
+            if official["cause"]:
+                out.write(f"    possible cause: {official['cause']}\n")
+            if solution:
+                out.write(f"    solution: {solution}\n")
+    if g["severity"] == "noise":
+        return
+    after = g.get("after")
+    if after:
+        src = f"{after['source']}:" if many else ""
+        out.write(f"  after {src}line {after['line']}: {after['text'][:160]}\n")
+        if after.get("id"):
+            out.write(f"  it follows {after['id']} (above): fix that one first\n")
+        else:
+            out.write("  the line above is the last warning/error before the crash: start there\n")
+    elif g["follow_on"]:
+        out.write("  usually a follow-on error: the first error above it is the one to fix\n")
+    for i, c in enumerate(g["causes"]):
+        if i == 0 and c["status"] == "cause":
+            out.write(f"  → {c['here']}\n")
+            for e in c["evidence"]:
+                out.write(f"      evidence: {e}\n")
+            for f in c["fix"]:
+                out.write(f"      fix: {f}\n")
+        else:
+            label = f": {c['label']}" if ranked or c["status"] != "unknown" else ""
+            out.write(f"  - {c['text']}{label}")
+            if c["evidence"] and c["status"] in ("ruled_out", "cause", "no_sign"):
+                out.write(f" ({'; '.join(c['evidence'][:2])})")
+            out.write("\n")
+    if not g["conclusion"] and g["fix"] and not after:  # a crash's line above says what to fix
+        for f in g["fix"]:
+            out.write(f"  fix: {f}\n")
+    if g.get("lint"):
+        # the CUDA-ism behind the line is in the code: lint finds it there
+        out.write(f"  in the code: npudoctor lint finds it ({', '.join(g['lint'])}); in the project directory:\n")
+        out.write("    $ npudoctor lint .\n")
+
+
 def _render_text(result: Dict[str, Any], out: IO[str]) -> None:
     sources = result["sources"]
     many = len(sources) > 1
@@ -173,54 +228,7 @@ def _render_text(result: Dict[str, Any], out: IO[str]) -> None:
         else:
             out.write("\nNothing was scanned: no input is a text log.\n")
     for g in known:
-        times = f" ×{g['count']}" if g["count"] > 1 else ""
-        # the signature id, and its label where it has one: `npudoctor explain` takes either
-        label = f" {g['label']}" if g.get("label") and g["label"] != g["id"] else ""
-        out.write(f"\n{_MARK.get(g['severity'], '?')} {g['title']}{times}  [{g['id']}{label}, {_where(g, many)}]\n")
-        out.write(f"    {g['sample']}\n")
-        out.write(f"  means: {g['meaning']}\n")
-        official = g.get("official")
-        if official:
-            # said once: the summary when the title does not already give it, the solution when
-            # it is not already the fix printed below
-            summary = official["summary"] if official["summary"] not in g["title"] else ""
-            solution = official["solution"] if g["conclusion"] or g["fix"] != [official["solution"]] else ""
-            if summary or official["cause"] or solution:
-                out.write(
-                    f"  official {official['family']} {official['code']}" + (f": {summary}\n" if summary else ":\n")
-                )
-                if official["cause"]:
-                    out.write(f"    possible cause: {official['cause']}\n")
-                if solution:
-                    out.write(f"    solution: {solution}\n")
-        if g["severity"] == "noise":
-            continue
-        after = g.get("after")
-        if after:
-            src = f"{after['source']}:" if many else ""
-            out.write(f"  after {src}line {after['line']}: {after['text'][:160]}\n")
-            if after.get("id"):
-                out.write(f"  it follows {after['id']} (above): fix that one first\n")
-            else:
-                out.write("  the line above is the last warning/error before the crash: start there\n")
-        elif g["follow_on"]:
-            out.write("  usually a follow-on error: the first error above it is the one to fix\n")
-        for i, c in enumerate(g["causes"]):
-            if i == 0 and c["status"] == "cause":
-                out.write(f"  → {c['here']}\n")
-                for e in c["evidence"]:
-                    out.write(f"      evidence: {e}\n")
-                for f in c["fix"]:
-                    out.write(f"      fix: {f}\n")
-            else:
-                label = f": {c['label']}" if ranked or c["status"] != "unknown" else ""
-                out.write(f"  - {c['text']}{label}")
-                if c["evidence"] and c["status"] in ("ruled_out", "cause", "no_sign"):
-                    out.write(f" ({'; '.join(c['evidence'][:2])})")
-                out.write("\n")
-        if not g["conclusion"] and g["fix"] and not after:  # a crash's line above says what to fix
-            for f in g["fix"]:
-                out.write(f"  fix: {f}\n")
+        _write_signature(out, g, many, ranked)
     if result.get("tied"):
         out.write("\nThe log runs through what these findings on this machine are about:\n")
         for t in result["tied"]:

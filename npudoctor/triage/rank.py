@@ -234,6 +234,7 @@ def rank_group(group: Group, findings: Sequence[Finding], facts: Optional[Mappin
         "causes": judged,
         "conclusion": top["here"] if top is not None and concluded else None,
         "fix": fix,
+        "lint": list(entry.lint),
         "official": _official_record(official),
         "sources": ([official.source] if official is not None else []) + list(entry.sources),
         "after": (

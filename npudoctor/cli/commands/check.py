@@ -3,7 +3,8 @@ findings (text, JSON, Markdown or Prometheus), ``collect`` writes the snapshot."
 
 import io
 import json
-from typing import Any, List, Optional
+import os
+from typing import Any, Dict, List, Optional
 
 import typer
 from typing_extensions import Annotated
@@ -36,6 +37,9 @@ from npudoctor.session.request import DEFAULT_DEADLINE, Environment, ExitStatus,
 CHECK_HELP = """Probe the NPU software stack, judge it against the compatibility matrix and
 print findings with fix-it commands.
 
+With --workload DIR the project's code and launch scripts are linted too (`npudoctor lint`,
+advice by this machine's torch_npu and chip); its findings count like the others.
+
 Exit codes: 0 no errors; 1 errors found (or warnings with --strict); 2 usage error;
 3 npudoctor itself failed."""
 
@@ -62,6 +66,7 @@ def run_check(
     probe_master: bool = False,
     prometheus: bool = False,
     quiet: bool = False,
+    workload: Optional[List[str]] = None,
 ) -> ExitStatus:
     """Run a full check, write it to ``env.stdout`` (text, or JSON with ``request.json``,
     Markdown, Prometheus; ``quiet``: the text of the errors and warnings only) and return the exit status (OK/PROBLEMS, decided by
@@ -93,6 +98,8 @@ def run_check(
     )
     for err in config_errors:
         warn(env, err)
+    if workload:
+        findings = findings + _lint_workload(workload, snapshot.facts, findings, ignore, config_ignores, env, request)
     origins = [(code, "--ignore") for code in ignore or []] + config_entries
     for code, where in origins:
         if lookup(code) is None:
@@ -129,6 +136,34 @@ def run_check(
     return status
 
 
+def _lint_workload(
+    paths: List[str],
+    facts: Dict[str, Any],
+    findings: List[Any],
+    ignore: Optional[List[str]],
+    config_ignores: List[str],
+    env: Environment,
+    request: MachineRequest,
+) -> List[Any]:
+    """``--workload``: lint the project at ``paths`` with the advice of the machine just judged
+    (its torch_npu, its chip's bfloat16, its NPU count); the lint findings, area ``lint``, less
+    the ignored codes."""
+    from npudoctor.knowledge.codes import lookup
+    from npudoctor.lint.machine import advice_from, as_findings
+    from npudoctor.lint.run import lint_paths
+
+    advice = advice_from(facts, findings)
+    result = lint_paths(paths, torch_npu=advice.torch_npu, no_bf16=advice.no_bf16, npus=advice.npus)
+    known = [lookup(code) for code in list(ignore or []) + config_ignores]
+    skipped = {c.code for c in known if c is not None}
+    if not request.json:
+        env.stderr.write(
+            f"npudoctor check: linted {result.files} file(s) of the workload ({advice.said}): "
+            f"{len(result.findings)} finding(s)\n"
+        )
+    return [f for f in as_findings(result) if f.code not in skipped]
+
+
 def check_command(
     env: Environment,
     *,
@@ -150,6 +185,7 @@ def check_command(
     deadline: float = DEFAULT_DEADLINE,
     fmt: Optional[str] = None,
     quiet: bool = False,
+    workload: Optional[List[str]] = None,
 ) -> ExitStatus:
     """``npudoctor check`` with its options as parsed (keyword names: the Typer command's
     parameters; ``fmt`` is ``--format``): check the combination of the output options, build
@@ -170,6 +206,9 @@ def check_command(
             )
         if quiet and verbose:
             raise UsageError("--quiet and --verbose are mutually exclusive")
+        missing = [p for p in workload or [] if not os.path.isdir(p)]
+        if missing:
+            raise UsageError(f"--workload {missing[0]}: not a directory")
         request = machine_request(root, python, user, env_file, no_commands, from_, as_json, deadline)
         return run_check(
             request,
@@ -184,6 +223,7 @@ def check_command(
             probe_master=probe_master,
             prometheus=fmt == "prometheus",
             quiet=quiet,
+            workload=workload,
         )
     except UsageError as exc:
         return usage_failure(str(exc), env)
@@ -243,6 +283,12 @@ Exit codes: 0 written; 2 usage error; 3 npudoctor failed."""
 
 
 def register(app: typer.Typer) -> None:
+    """Add ``check`` and ``collect`` to ``app``."""
+    _register_check(app)
+    _register_collect(app)
+
+
+def _register_check(app: typer.Typer) -> None:
     @app.command(help=CHECK_HELP)
     def check(
         ctx: typer.Context,
@@ -285,6 +331,15 @@ def register(app: typer.Typer) -> None:
                 help="text, json, markdown or prometheus (node_exporter textfile collector).",
             ),
         ] = None,
+        workload: Annotated[
+            Optional[List[str]],
+            typer.Option(
+                "--workload",
+                metavar="DIR",
+                help="Also lint the project in DIR for CUDA-isms (as `npudoctor lint`, with this machine's "
+                "facts); its findings join the report under 'lint'. Repeatable.",
+            ),
+        ] = None,
     ) -> None:
         code = check_command(
             environment(ctx),
@@ -306,9 +361,12 @@ def register(app: typer.Typer) -> None:
             deadline=deadline,
             fmt=fmt,
             quiet=quiet,
+            workload=workload,
         )
         raise typer.Exit(code)
 
+
+def _register_collect(app: typer.Typer) -> None:
     @app.command(help=COLLECT_HELP)
     def collect(
         ctx: typer.Context,

@@ -88,6 +88,8 @@ def _explain_triage_label(env: Environment, name: str, as_json: bool) -> ExitSta
     out.write(f"{page['name']} ({page['what']})\n{page['title']}\n\n{page['explain'].strip()}\n")
     if page["entry"] and page["entry"] != page["name"]:
         out.write(f"triage signature: {page['entry']}\n")
+    if page.get("lint"):
+        out.write(f"found in the code by `npudoctor lint`: {', '.join(page['lint'])}\n")
     for src in page["sources"]:
         out.write(f"source: {src}\n")
     return ExitStatus.OK

@@ -2,8 +2,7 @@
 NPU fix (:mod:`npudoctor.lint`)."""
 
 import os
-from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 from typing_extensions import Annotated
@@ -20,11 +19,14 @@ from npudoctor.cli.commands._common import (
 )
 from npudoctor.session.request import Environment, ExitStatus, UsageError
 
+if TYPE_CHECKING:
+    from npudoctor.lint.machine import MachineAdvice
+
 LINT_HELP = """Find the CUDA-isms that break or silently degrade on an Ascend NPU in code and launch files.
 It reads Python files, notebooks (.ipynb code cells), shell launch scripts (.sh, .bash) and
 launcher configs (.yaml, .yml, .json) and finds .cuda() and "cuda:N",
 torch.cuda.* calls, backend "nccl", torch.cuda.amp, torch.load without map_location, cuDNN
-flags, CUDA graphs, CUDA-only libraries, CPU fallback behind torch.cuda.is_available(),
+flags, CUDA graphs, float64 tensors, CUDA-only libraries, CPU fallback behind torch.cuda.is_available(),
 CUDA_VISIBLE_DEVICES / NCCL_* / nvidia-smi in launch scripts. Each finding carries the NPU fix;
 `npudoctor explain LNTnnn` says more. Directories are walked without following links, skipping
 .git, virtual environments and node_modules.
@@ -38,46 +40,17 @@ Exit codes: 0 no error found; 1 errors (or warnings with --strict); 2 usage erro
 FORMATS = ("text", "json", "sarif", "github")
 
 
-def _version(text: Optional[str]) -> Optional[Tuple[int, int]]:
-    if text is None:
-        return None
-    parts = text.split(".")
-    if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
-        raise ValueError(f"--torch-npu {text!r}: give a release line like 2.1 or 2.6.0")
-    return int(parts[0]), int(parts[1])
-
-
-@dataclass(frozen=True)
-class MachineAdvice:
-    """What lint takes from the machine of ``--root``/``--python``/``--from``: the torch_npu
-    release line (AMP advice), the chip without bfloat16 (the title of the rules' DEV041
-    finding, the one judge of it), and what was found, for the user."""
-
-    torch_npu: Optional[Tuple[int, int]]
-    no_bf16: Optional[str]
-    said: str
-    npus: Optional[int] = None
-
-
-def machine_advice(root: Optional[str], python: Optional[str], from_: Optional[str], env: Environment) -> MachineAdvice:
+def machine_advice(
+    root: Optional[str], python: Optional[str], from_: Optional[str], env: Environment
+) -> "MachineAdvice":
     """Read the Python packages and devices of the machine and judge them with the rules;
     raises :class:`UsageError`."""
     from npudoctor.context import Options
-    from npudoctor.facts import Facts
+    from npudoctor.lint.machine import advice_from
 
     request = machine_request(root, python, None, None, False, from_, False)
-    options = Options()
-    snapshot, findings = judge(request, options, sections=["python", "packages", "devices"], environ=env.environ)
-    no_bf16 = next((f.title for f in findings if f.code == "DEV041"), None)
-    facts = Facts(snapshot.facts)
-    npus = len(facts.devices.chips) or None
-    dist = facts.packages.torch_npu
-    if dist is None or not dist.version:
-        return MachineAdvice(None, no_bf16, "torch_npu is not installed on that machine", npus)
-    try:
-        return MachineAdvice(_version(dist.version), no_bf16, f"torch_npu {dist.version} installed", npus)
-    except ValueError:
-        return MachineAdvice(None, no_bf16, f"torch_npu version {dist.version!r} not understood", npus)
+    snapshot, findings = judge(request, Options(), sections=["python", "packages", "devices"], environ=env.environ)
+    return advice_from(snapshot.facts, findings)
 
 
 #: Seconds a run goes before a terminal gets a progress line (small trees stay quiet).
@@ -136,6 +109,7 @@ def register(app: typer.Typer) -> None:
         python: PythonOpt = None,
         from_: FromOpt = None,
     ) -> None:
+        from npudoctor.lint.machine import release_line
         from npudoctor.lint.report import exit_status, render
         from npudoctor.lint.run import lint_paths
 
@@ -149,7 +123,7 @@ def register(app: typer.Typer) -> None:
         if missing:
             raise fail_usage(f"no such file or directory: {', '.join(missing)}", env)
         try:
-            line = _version(torch_npu)
+            line = release_line(torch_npu)
             if (root or python or from_) and torch_npu:
                 raise UsageError(
                     "--torch-npu names the release line; it cannot be combined with --root/--python/--from"
