@@ -10,16 +10,15 @@ Commands live in :mod:`npudoctor.cli.commands` (one module per family, each with
 
 import importlib
 import os
-import re
 from typing import Dict, List, Optional, Sequence
 
 import typer
-from typer._click.core import Context
-from typer._click.exceptions import NoSuchOption
 from typer.core import TyperGroup
 
 from npudoctor import __version__
+from npudoctor.cli._click import Context, NoSuchOption
 from npudoctor.cli.commands._common import environment
+from npudoctor.lazyre import pattern
 from npudoctor.session.request import ExitStatus
 from npudoctor.session.terminal import close_options
 
@@ -136,7 +135,7 @@ def register(modules: Sequence[str]) -> None:
 
 
 #: The end of a first sentence: a full stop (not of "e.g." or "i.e.") before a space or the end.
-_SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)\.(?=\s|$)")
+_SENTENCE_END = pattern(r"(?<!e\.g)(?<!i\.e)\.(?=\s|$)")
 
 
 def first_sentence(text: Optional[str]) -> str:

@@ -13,10 +13,10 @@ Section ``numa``::
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from npudoctor.context import ProbeContext
+from npudoctor.lazyre import pattern
 
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional
@@ -29,7 +29,7 @@ NODE_DIR = "/sys/devices/system/node"
 MAX_NODES = 64
 #: Most NPU functions looked up.
 MAX_NPUS = 64
-_BDF = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+_BDF = pattern(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
 
 
 def _numa_node(text: Optional[str]) -> Optional[int]:

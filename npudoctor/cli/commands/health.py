@@ -31,7 +31,10 @@ class HealthCommand(TyperCommand):
 
     def shell_complete(self, ctx: Any, incomplete: str) -> List[Any]:
         """Shell completion of health's options (its parser's, which Click does not see)."""
-        from typer._click.shell_completion import CompletionItem
+        try:
+            from typer._click.shell_completion import CompletionItem
+        except ImportError:  # Typer before 0.26 (Python 3.8): Click is its own distribution
+            from click.shell_completion import CompletionItem  # type: ignore[import-not-found,no-redef,unused-ignore]
 
         items: List[Any] = list(super().shell_complete(ctx, incomplete))
         if incomplete.startswith("-"):
