@@ -502,3 +502,25 @@ def test_a_source_installed_framework_for_a_newer_cann_names_the_branch_made_for
         in f.fix
     )
     assert not any("pip install" in line and "mindspeed" in line for line in f.fix)
+
+
+def test_vllm_ascend_0_16_to_0_19_document_cann_8_5_1_and_8_5_0_under_them_is_a_warning():
+    # vllm-ascend versioning policy (tags v0.17.0rc1 ... v0.19.1rc1, main): v0.14.0rc1/v0.15.0rc1
+    # -> Stable CANN 8.5.0; v0.16.0rc1 ... v0.19.1rc1 -> 8.5.1 (their Dockerfiles: cann:8.5.1)
+    pk = {
+        "torch": [rec("torch", "2.9.0")],
+        "torch-npu": [rec("torch_npu", "2.9.0")],
+        "vllm-ascend": [rec("vllm_ascend", "0.17.0rc1")],
+    }
+    assert "CANN012" not in codes(snap(toolkits=[dict(TK, version="8.5.1")], packages=pk))
+    f = codes(snap(toolkits=[dict(TK, version="8.5.0")], packages=pk))["CANN012"]
+    assert f.title == (
+        "vllm-ascend 0.17.0rc1 needs CANN 8.5.1 or newer, but CANN 8.5.0 is in use (same 8.5 release line)"
+    )
+    assert f.severity == "warning"
+    assert any("Dockerfile at v0.16.0rc1" in line for line in f.evidence)
+    # another release line stays an error
+    assert codes(snap(toolkits=[dict(TK, version="8.3.RC2")], packages=pk))["CANN012"].severity == "error"
+    # the releases before 0.16 document 8.5.0: quiet on it
+    pk["vllm-ascend"] = [rec("vllm_ascend", "0.15.0rc1")]
+    assert "CANN012" not in codes(snap(toolkits=[dict(TK, version="8.5.0")], packages=pk))

@@ -184,7 +184,8 @@ def test_devices_piped_300i_duo_findings_on_one_line(tmp_path):
     assert [ln.split()[:4] for ln in lines[3:5]] == [["1792", "0", "0", "310P3"], ["1792", "1", "1", "310P3"]]
     assert "  DEV040 error: vllm-ascend 0.9.1 does not support 310P3 (family 310P)" in lines
     assert "      → Use float16: torch_dtype=torch.float16 / --dtype float16 / fp16: true, bf16: false" in lines
-    assert all(ln.startswith(("NPU", " ", "─", "1792", "Findings")) for ln in lines), lines
+    assert "Product line: 310P3 → Atlas inference products" in lines
+    assert all(ln.startswith(("NPU", " ", "─", "1792", "Findings", "Product line: ")) for ln in lines), lines
 
 
 def test_npu_smi_not_found_names_the_path_searched(tmp_path):

@@ -116,6 +116,7 @@ def test_measured_soc_version_is_kept_and_matrix_lookups_are_redone(matrix):
         "family": "910_93",
         "bf16": True,
         "kernels_dir": "ascend910_93",
+        "product_line": "Atlas A3 training products / Atlas A3 inference products",
         "known": True,
     }
     assert chip_identity(matrix, {"name": "910B3"})["soc_source"] == "matrix (npu-smi Name)"

@@ -226,6 +226,7 @@ def draw(data: Dict[str, Any], view: Any, *, terminal: bool, color: bool) -> Non
     else:
         procs = dev.get("processes") or []
         _chips(chips, procs, view)
+        _product_lines(chips, view)
         if procs:
             _processes(procs, view)
     _topology(dev.get("topology") or {}, view)
@@ -324,6 +325,25 @@ def _chips(chips: List[Dict[str, Any]], procs: List[Dict[str, Any]], view: Any) 
         items += [f"{col} {cells[col]}" for col in cols if col not in ("NPU", "Chip", "Name")]
         for row in _pack(items, view.width, "  ", "    "):
             view.text([(row, "")], wrap=False)
+
+
+def _product_lines(chips: List[Dict[str, Any]], view: Any) -> None:
+    """``Product line: 910B3 → Atlas A2 training products / …``: the official product series
+    of each chip name the matrix records one for (matrix/chips.toml), once a name."""
+    lines: Dict[str, str] = {}
+    for c in chips:
+        name, line = str(c.get("name") or ""), c.get("product_line")
+        if name and line and name not in lines:
+            lines[name] = str(line)
+    if not lines:
+        return
+    from npudoctor.report.wrapping import wrap
+
+    lead = "Product line: "
+    text = "; ".join(f"{name} → {line}" for name, line in lines.items())
+    rows = [text] if view.soft_wrap else wrap(text, view.width, first=len(lead), indent=2)
+    for n, row in enumerate(rows):  # wrapped between words, the rows after the first indented
+        view.text([(lead, "bold"), (row, "")] if n == 0 else [(row, "")], wrap=False)
 
 
 def _processes(procs: List[Dict[str, Any]], view: Any) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from npudoctor.facts import Facts
 from npudoctor.facts.coverage import unchecked
@@ -40,11 +40,13 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def _summary_lines(safe: Snapshot, findings: Sequence[Finding]) -> List[str]:
+def _summary_lines(
+    safe: Snapshot, findings: Sequence[Finding], product_lines: Optional[Mapping[str, str]] = None
+) -> List[str]:
     """The per-area summary of the text report as a table: mark (✓ ! ✗ –), area, what
     was found (:func:`npudoctor.report.summary.area_lines`)."""
     out = ["| | area | found |", "|---|---|---|"]
-    for item in area_lines(safe.facts, findings):
+    for item in area_lines(safe.facts, findings, product_lines):
         out.append(f"| {item.mark} | {_cell(item.title)} | {_cell(item.found) or '—'} |")
     return out
 
@@ -90,7 +92,7 @@ def _fix_block(f: Finding) -> List[str]:
     return out
 
 
-def render(snapshot: Snapshot, findings: Sequence[Finding]) -> str:
+def render(snapshot: Snapshot, findings: Sequence[Finding], product_lines: Optional[Mapping[str, str]] = None) -> str:
     """The Markdown text (personal data removed with :func:`redact`): the per-area summary
     table, the stack's versions, one row per root-cause finding with its follow-on
     symptoms folded under it (``because of``: :func:`npudoctor.report.build.folded_under`,
@@ -111,7 +113,7 @@ def render(snapshot: Snapshot, findings: Sequence[Finding]) -> str:
         "",
         tally + ".",
         "",
-        *_summary_lines(safe, findings),
+        *_summary_lines(safe, findings, product_lines),
         "",
         "| component | version |",
         "|---|---|",

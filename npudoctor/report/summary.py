@@ -11,7 +11,7 @@ read, and the judgement is the rules' findings.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from npudoctor.facts import Facts
 from npudoctor.facts.coverage import not_checked
@@ -95,14 +95,19 @@ def _driver(facts: Facts) -> str:
     return ", ".join(bits)
 
 
-def _devices(facts: Facts) -> str:
+def _devices(facts: Facts, product_lines: Optional[Mapping[str, str]] = None) -> str:
+    """``8 × 910B3 (Atlas A2 training products / …)``: the chips by name, each with its
+    official product line when ``product_lines`` (npu-smi Name -> line) names one."""
     dev = facts.devices
     names: Dict[str, int] = {}
     for chip in dev.chips:
         name = str(chip.name or "unknown chip")
         names[name] = names.get(name, 0) + 1
     if names:
-        return ", ".join(f"{n} × {name}" for name, n in names.items())
+        lines = product_lines or {}
+        return ", ".join(
+            f"{n} × {name}" + (f" ({lines[name]})" if lines.get(name) else "") for name, n in names.items()
+        )
     nodes = sum(1 for n in dev.nodes if n.kind == "chip" and n.exists)
     return f"{nodes} /dev/davinci node(s), chips not listed" if nodes else "no NPU chip found"
 
@@ -155,9 +160,12 @@ def _state(items: Sequence[Finding]) -> Optional[str]:
     return None
 
 
-def area_lines(facts_raw: Dict[str, Any], findings: Sequence[Finding]) -> List[AreaLine]:
+def area_lines(
+    facts_raw: Dict[str, Any], findings: Sequence[Finding], product_lines: Optional[Mapping[str, str]] = None
+) -> List[AreaLine]:
     """The summary lines of a check over a snapshot's ``facts`` (a mapping) and its
-    ``findings``, in the report's area order.  The deep probe's and the code lint's lines
+    ``findings``, in the report's area order; ``product_lines``: the official product line
+    of each chip name (:func:`npudoctor.rules.devices.product_lines`), named beside the chips.  The deep probe's and the code lint's lines
     appear only when they ran or were asked for; the quiet areas (HCCL, host hygiene, matrix, libraries) only
     with findings.  Never raises on malformed facts (a view that cannot be read gives an
     empty ``found``)."""
@@ -174,7 +182,7 @@ def area_lines(facts_raw: Dict[str, Any], findings: Sequence[Finding]) -> List[A
         found = ""
         if area in facts_raw and area in _FOUND:
             try:
-                found = _FOUND[area](facts)
+                found = _devices(facts, product_lines) if area == "devices" else _FOUND[area](facts)
             except (AttributeError, TypeError, ValueError):  # pragma: no cover - views never raise
                 found = ""
         if state is None and area == "environment" and facts_raw.get("cann") and Facts(facts_raw).cann.selected is None:

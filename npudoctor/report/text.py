@@ -10,7 +10,7 @@ golden tests).  Lines are built by :mod:`npudoctor.report.layout`.
 
 from __future__ import annotations
 
-from typing import IO, Dict, List, Optional, Sequence, Tuple
+from typing import IO, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from npudoctor.facts import Facts
 from npudoctor.findings import Finding, counts
@@ -36,9 +36,11 @@ def _headline(snapshot: Snapshot) -> str:
     return f"npudoctor {snapshot.npudoctor_version} — {where.get(mode, mode)}{extra}"
 
 
-def _summary(snapshot: Snapshot, findings: Sequence[Finding], width: int) -> List[Line]:
+def _summary(
+    snapshot: Snapshot, findings: Sequence[Finding], width: int, product_lines: Optional[Mapping[str, str]] = None
+) -> List[Line]:
     out: List[Line] = [Line([("Summary", "bold")])]
-    for item in area_lines(snapshot.facts, findings):
+    for item in area_lines(snapshot.facts, findings, product_lines):
         head = f"  {item.mark} {item.title}" + (": " if item.found else "")
         style = STATE_STYLE[item.state]
         rows = wrap(item.found, width, first=len(head), indent=6) if item.found else [""]
@@ -114,13 +116,15 @@ def render(
     width: Optional[int] = None,
     ignored: Sequence[str] = (),
     quiet: bool = False,
+    product_lines: Optional[Mapping[str, str]] = None,
 ) -> None:
     """Write the report to ``file`` (default: stdout).  ``verbose`` adds evidence and the
     matrix provenance; ``color`` colours it (ANSI, standard colours) or not (``None``: no
     colour); ``width``: columns to wrap prose to (default 80; commands are never broken);
     ``ignored``: the codes of findings silenced by ``.npudoctor.toml`` / ``--ignore``;
     ``quiet``: only the errors and warnings with their fixes (no headline, no summary, no
-    notes, no closing line: a clean run prints nothing)."""
+    notes, no closing line: a clean run prints nothing); ``product_lines``: the official
+    product line of each chip name, named in the summary beside the chips."""
     import sys
 
     out = file if file is not None else sys.stdout
@@ -134,7 +138,7 @@ def render(
     if isinstance(choice, str) and choice:
         lines += [Line([(r, "dim")]) for r in wrap(f"Python: {choice}", cols, indent=2)]
     lines.append(Line([]))
-    lines += _summary(snapshot, findings, cols)
+    lines += _summary(snapshot, findings, cols, product_lines)
     folded: Dict[str, List[Finding]] = folded_under(findings)
     hidden = {id(f) for group in folded.values() for f in group}
     shown = [f for f in findings if id(f) not in hidden]

@@ -361,13 +361,25 @@ def framework_cann(ctx: RuleContext) -> Iterable[Finding]:
             image = _vllm_image(version, package_chip(ctx.matrix, ctx.view.devices))
             if image:
                 fix.append(image)
+        evidence = [
+            f"{label} {version} from {where}",
+            toolkit_line(tk),
+            f"{label} {version} documents CANN {need} (built-in table: {row.source})",
+        ]
+        wanted = parse_cann(need)
+        same_line = wanted is not None and have.base == wanted.base
+        if same_line:
+            # an older release of the documented X.Y line (8.5.0 under 8.5.1): not documented
+            # either way, so a warning, never an error (AUDIT §7 (b))
+            evidence.append(
+                f"CANN {cv} is an older release of the same {have.base} line: "
+                "not documented either way, not a documented failure"
+            )
         yield FRAMEWORK_CANN.finding(
-            title=f"{label} {version} needs CANN {need} or newer, but CANN {cv} is in use",
-            evidence=[
-                f"{label} {version} from {where}",
-                toolkit_line(tk),
-                f"{label} {version} documents CANN {need} (built-in table: {row.source})",
-            ],
+            title=f"{label} {version} needs CANN {need} or newer, but CANN {cv} is in use"
+            + (f" (same {have.base} release line)" if same_line else ""),
+            evidence=evidence,
             fix=fix,
+            severity="warning" if same_line else None,
             subject=f"{project}:cann",
         )

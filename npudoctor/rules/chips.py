@@ -5,7 +5,8 @@ supported families).  What a chip *is* comes from
 ``ctx.view.devices.chips`` and ``ctx.view.packages``.  Root-cause kind K18
 (../shared/cases/kinds.md).
 
-Codes DEV040–DEV042.
+Codes DEV040–DEV042, and CANN013 (a CANN older than the first release that supports the
+chip's product line, ``[[cann_floor]]`` of ``matrix/chips.toml``).
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from npudoctor.findings import Finding
 from npudoctor.knowledge import chip_support as chip_support_data
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.socs import EDGE_FAMILIES, SOC_FIRST_EXT
-from npudoctor.knowledge.versions import parse_cann
+from npudoctor.knowledge.versions import cann_less, parse_cann
 from npudoctor.rules import rule
+from npudoctor.rules._cannfacts import host_arch
+from npudoctor.rules._cannsteps import install, set_env_step, toolkit_line
 from npudoctor.rules.devices import chip_identity
 from npudoctor.rules.matrix import refresh_hint
 
@@ -25,15 +28,17 @@ if TYPE_CHECKING:
     from typing import Any, Dict, Iterable, List, Optional, Tuple
 
     from npudoctor.context import RuleContext
-    from npudoctor.knowledge.matrix import Matrix
+    from npudoctor.knowledge.matrix import CannFloor, Matrix
+    from npudoctor.knowledge.matrix import Chip as MatrixChip
 
-READS = ("cann", "devices", "packages")
+READS = ("cann", "devices", "host", "packages")
 ONLY_WITH = ("devices",)
 
 
 CHIP_UNSUPPORTED = codes.get("DEV040")
 NO_BF16 = codes.get("DEV041")
 CHIP_UNKNOWN = codes.get("DEV042")
+CANN_PREDATES_PRODUCT = codes.get("CANN013")
 
 
 def soc_known_to_torch_npu(matrix: Optional[Matrix], soc: str, torch_npu: str) -> Optional[bool]:
@@ -247,3 +252,66 @@ def chip_support(ctx: RuleContext) -> Iterable[Finding]:
                 )
         for framework, version in frameworks:
             yield from _framework_on_chip(framework, version, name, str(family))
+
+
+def _floor_finding(ctx: RuleContext, name: str, chip: MatrixChip, floor: CannFloor) -> Optional[Finding]:
+    """CANN013 when the selected toolkit is older than ``floor`` (a beta of the floor release
+    counts as it); ``None`` otherwise or when either version cannot be ordered."""
+    tk = ctx.view.cann.selected
+    if tk is None or not tk.version:
+        return None
+    have = parse_cann(tk.version)
+    if have is None or cann_less(have.release, floor.cann) is not True:
+        return None
+    product = floor.product
+    line = f"npu-smi Name {name} → family {chip.family}" + (
+        f", product line {chip.product_line}" if chip.product_line else ""
+    )
+    statement = (
+        f"first supporting CANN release of {product}: {floor.cann} "
+        + ("(an official note requires it" if floor.statement == "requires" else "(its release notes add the support")
+        + (f"; the chip → product link is an inference: {floor.note}" if floor.chips_inferred else "")
+        + f") -- source: {floor.source}"
+    )
+    if floor.documented_unsupported:
+        title = f"CANN {tk.version} does not support {product} ({name}); first supporting release {floor.cann}"
+        severity = "error"
+    else:
+        title = f"CANN {tk.version} predates the support of {product} ({name}): first supporting release {floor.cann}"
+        severity = "warning"
+    arch = host_arch(ctx.view.host, ctx.view.packages)
+    return CANN_PREDATES_PRODUCT.finding(
+        title=title,
+        evidence=[line, toolkit_line(tk), statement],
+        fix=[
+            install("toolkit", floor.cann, arch, lead=f"Install CANN {floor.cann} or newer (one the HDK supports): "),
+            set_env_step(None, floor.cann),
+        ],
+        severity=severity,
+        subject=f"{name}:cann",
+        data={"first_supporting": floor.cann, "product": product, "statement": floor.statement},
+    )
+
+
+@rule
+def cann_product_floor(ctx: RuleContext) -> Iterable[Finding]:
+    """CANN013: the CANN in use is older than the first release supporting the product line
+    of an NPU chip of this machine (one finding per chip name and floor)."""
+    if ctx.matrix is None or not ctx.view.devices.chips:
+        return
+    seen: Dict[str, bool] = {}
+    for rec in ctx.view.devices.chips:
+        name = str(rec.name or "")
+        if not name or name in seen:
+            continue
+        seen[name] = True
+        try:
+            chip = ctx.matrix.chip(name)
+        except Exception:  # a matrix that cannot answer leaves the chip unknown (DEV042)
+            chip = None
+        if chip is None:
+            continue
+        for floor in ctx.matrix.floors_for(chip):
+            found = _floor_finding(ctx, name, chip, floor)
+            if found is not None:
+                yield found

@@ -92,7 +92,8 @@ def chip_identity(matrix: Optional[Matrix], chip: Union[Chip, Mapping[str, Any]]
     a mapping, is read through the same view first; ``name`` is the npu-smi Name;
     ``soc_version`` with a ``soc_source`` is kept when npu-smi measured it, e.g.
     ``-t board`` for A3).  Returns ``{"soc_version", "soc_source", "family", "bf16",
-    "kernels_dir", "known"}``: family/bf16/kernels_dir always come from
+    "kernels_dir", "product_line", "known"}``: family/bf16/kernels_dir/product_line (the
+    official product series, ``None`` when not recorded) always come from
     ``matrix.chip(name)`` (identity fields an older snapshot stored are ignored), so a
     replayed snapshot is judged with the current matrix; ``known`` is False when the
     matrix does not list the chip (or there is no matrix).  Never raises.
@@ -112,10 +113,23 @@ def chip_identity(matrix: Optional[Matrix], chip: Union[Chip, Mapping[str, Any]]
     out["family"] = info.family if info is not None else None
     out["bf16"] = info.bf16 if info is not None else None
     out["kernels_dir"] = info.kernels_dir if info is not None else None
+    out["product_line"] = (info.product_line or None) if info is not None else None
     if not soc and info is not None and info.soc_version:
         out["soc_version"] = info.soc_version
         out["soc_source"] = "matrix (npu-smi Name)"
     out["known"] = out["family"] is not None
+    return out
+
+
+def product_lines(matrix: Optional[Matrix], chips: Iterable[Union[Chip, Mapping[str, Any]]]) -> Dict[str, str]:
+    """``{npu-smi Name: official product line}`` of the chips the matrix records a product
+    line for (matrix/chips.toml), in the order first seen; ``{}`` without a matrix."""
+    out: Dict[str, str] = {}
+    for chip in chips:
+        line = chip_identity(matrix, chip).get("product_line")
+        name = chip.name if isinstance(chip, Chip) else chip.get("name")
+        if name and line and str(name) not in out:
+            out[str(name)] = str(line)
     return out
 
 

@@ -117,7 +117,7 @@ def run_check(
     elif markdown:
         from npudoctor.report.markdown import render as render_md
 
-        env.stdout.write(conceal_text(render_md(snapshot, findings)))
+        env.stdout.write(conceal_text(render_md(snapshot, findings, _product_lines(snapshot, matrix_path))))
     else:
         from npudoctor.report.text import render
 
@@ -131,6 +131,7 @@ def run_check(
             width=env.wrap_width(),
             ignored=[f.code for f in ignored],
             quiet=quiet,
+            product_lines=_product_lines(snapshot, matrix_path),
         )
         env.stdout.write(conceal_text(buffer.getvalue()))
     return status
@@ -397,3 +398,14 @@ def _register_collect(app: typer.Typer) -> None:
         except UsageError as exc:
             raise fail_usage(str(exc), env) from None
         raise typer.Exit(code)
+
+
+def _product_lines(snapshot: Any, matrix_path: Optional[str]) -> Dict[str, str]:
+    """The official product line of each chip name of the snapshot, from the matrix the
+    judgement used (loaded once per process); ``{}`` without a matrix."""
+    from npudoctor.facts import Facts
+    from npudoctor.rules.devices import product_lines
+    from npudoctor.session.machine import load_matrix_or_none
+
+    matrix, _why = load_matrix_or_none(matrix_path)
+    return product_lines(matrix, Facts(snapshot.facts).devices.chips)

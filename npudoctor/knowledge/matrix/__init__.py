@@ -7,7 +7,8 @@ The matrix is TOML (``schema_version = 1``), one or several files merged:
   documented Python per PyTorch line), ``[[release_tag]]`` (git tag -> package version);
 * ``cann.toml``: ``[[cann]]`` rows (HDK pairing/compatibility/minimum, Python range, numpy
   bound per Python), ``[[install_pairing]]`` (tested driver/firmware), ``[[python_dep]]``;
-* ``chips.toml``: ``[[family]]`` and ``[[chip]]`` rows.
+* ``chips.toml``: ``[[family]]`` and ``[[chip]]`` rows (with their official product line),
+  ``[[cann_floor]]`` (the first CANN release of a product line).
 
 Every file has a ``[meta]`` table (``name``, ``source``, ``retrieved`` = YYYY-MM-DD) and every
 row a ``source`` and ``retrieved``.  The facts come from ``../shared/matrix/REPORT.md``
@@ -31,6 +32,7 @@ from npudoctor.knowledge.matrix.model import (
     PLATFORMS,
     SCHEMA_VERSION,
     STATUSES,
+    CannFloor,
     Chip,
     DriverRequirement,
     Family,
@@ -48,6 +50,7 @@ __all__ = [
     "PLATFORMS",
     "SCHEMA_VERSION",
     "STATUSES",
+    "CannFloor",
     "Chip",
     "DriverRequirement",
     "Family",

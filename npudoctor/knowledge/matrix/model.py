@@ -156,6 +156,9 @@ class Chip:
     kernels_package_chip: str
     note: str = ""
     source: str = ""
+    #: the official product series (its own row's, else its family's; ``""`` = not recorded)
+    product_line: str = ""
+    product_line_source: str = ""
 
 
 @dataclass
@@ -174,6 +177,44 @@ class Family:
     since_ext: str = ""
     note: str = ""
     source: str = ""
+    #: the official product series name (``"Atlas A2 training products / Atlas A2 inference
+    #: products"``) and the product models of the family; ``""`` = not recorded
+    product_line: str = ""
+    product_line_source: str = ""
+    products: str = ""
+
+
+@dataclass(frozen=True)
+class CannFloor:
+    """A ``[[cann_floor]]`` row: the first CANN release (``cann``) that supports
+    ``product`` -- a chip family, or only its ``chips`` (npu-smi Names) when given.
+    ``statement``: ``"requires"`` (an official note requires CANN >= ``cann``: an older one
+    is documented unsupported) or ``"first-supported"`` (the release notes of ``cann``
+    announce the support: an older one predates it); ``chips_inferred``: the link from the
+    chips to the product is an inference, not a statement."""
+
+    family: str
+    chips: Tuple[str, ...]
+    product: str
+    cann: str
+    statement: str
+    chips_inferred: bool
+    note: str
+    source: str
+    retrieved: str
+
+    @property
+    def documented_unsupported(self) -> bool:
+        """Whether a CANN older than the floor is documented unsupported (an error), not
+        only older than the first announced support (a warning)."""
+        return self.statement == "requires" and not self.chips_inferred
+
+    def covers(self, chip: Chip) -> bool:
+        """Whether the floor applies to ``chip`` (its family, and one of ``chips`` when the
+        row names some)."""
+        if chip.family != self.family:
+            return False
+        return not self.chips or any(c.lower() == chip.name.lower() for c in self.chips)
 
 
 # ------------------------------------------------------------------ helpers of the queries

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -10,6 +11,7 @@ from npudoctor.knowledge.grades import Grade, Verdict
 from npudoctor.knowledge.matrix import verdicts as _verdicts
 from npudoctor.knowledge.matrix.hdk import DriverVerdict, HdkJudge, Packages
 from npudoctor.knowledge.matrix.model import (
+    CannFloor,
     Chip,
     DriverRequirement,
     Family,
@@ -77,6 +79,9 @@ class Matrix:
                 since_ext=r.get("since_ext", ""),
                 note=r.get("note", ""),
                 source=r.get("source", ""),
+                product_line=r.get("product_line", ""),
+                product_line_source=r.get("product_line_source", ""),
+                products=r.get("products", ""),
             )
             out[fam.family] = fam
         return out
@@ -97,9 +102,34 @@ class Matrix:
                     kernels_package_chip=family.package_chip if family else "",
                     note=r.get("note", "") or (family.note if family else ""),
                     source=r.get("source", ""),
+                    product_line=r.get("product_line", "") or (family.product_line if family else ""),
+                    product_line_source=r.get("product_line_source", "")
+                    or (family.product_line_source if family else ""),
                 )
             )
         return out
+
+    @cached_property
+    def cann_floors(self) -> List[CannFloor]:
+        """The ``[[cann_floor]]`` rows: the first CANN release of each product line."""
+        return [
+            CannFloor(
+                family=r["family"],
+                chips=tuple(r.get("chips", [])),
+                product=r["product"],
+                cann=r["cann"],
+                statement=r["statement"],
+                chips_inferred=bool(r.get("chips_inferred", False)),
+                note=r.get("note", ""),
+                source=r.get("source", ""),
+                retrieved=r.get("retrieved", ""),
+            )
+            for r in self.table("cann_floor")
+        ]
+
+    def floors_for(self, chip: Chip) -> List[CannFloor]:
+        """The CANN floors that apply to ``chip`` (:meth:`CannFloor.covers`), in data order."""
+        return [f for f in self.cann_floors if f.covers(chip)]
 
     @cached_property
     def _deps(self) -> List[Dict[str, Any]]:
@@ -493,9 +523,19 @@ class Matrix:
                 if c.name.lower() == cand.lower() or (c.soc_version and c.soc_version.lower() == cand.lower()):
                     return c
         if squashed.lower().startswith("ascend950"):
-            for c in self.chips:
-                if c.family == "950":
-                    return c
+            family950 = [c for c in self.chips if c.family == "950"]
+            for c in sorted(family950, key=lambda c: len(c.name), reverse=True):
+                if squashed.lower().startswith(c.name.lower()):
+                    return c  # a board name of a known 950 chip ("Ascend950DT_9582")
+            if family950:
+                # another 950-family name: the family is known, the chip's own product is not
+                fam = self.families.get("950")
+                return dataclasses.replace(
+                    family950[0],
+                    name=raw,
+                    product_line=fam.product_line if fam else "",
+                    product_line_source=fam.product_line_source if fam else "",
+                )
         return None
 
     def family_supported(self, family: str, torch_npu: Optional[str]) -> Optional[bool]:

@@ -134,6 +134,9 @@ _SCHEMA: Dict[str, Dict[str, Tuple[str, bool]]] = {
         "supported": (_STR, True),
         "since_torch_npu": (_LIST, False),
         "since_ext": (_STR, False),
+        "product_line": (_STR, False),
+        "product_line_source": (_STR, False),
+        "product_line_retrieved": (_STR, False),
         "note": (_STR, False),
         "source": (_STR, True),
         "retrieved": (_STR, True),
@@ -142,11 +145,28 @@ _SCHEMA: Dict[str, Dict[str, Tuple[str, bool]]] = {
         "name": (_STR, True),
         "soc_version": (_STR, True),
         "family": (_STR, True),
+        "product_line": (_STR, False),
+        "product_line_source": (_STR, False),
+        "product_line_retrieved": (_STR, False),
+        "note": (_STR, False),
+        "source": (_STR, True),
+        "retrieved": (_STR, True),
+    },
+    "cann_floor": {
+        "family": (_STR, True),
+        "chips": (_LIST, False),
+        "product": (_STR, True),
+        "cann": (_STR, True),
+        "statement": (_STR, True),
+        "chips_inferred": (_BOOL, False),
         "note": (_STR, False),
         "source": (_STR, True),
         "retrieved": (_STR, True),
     },
 }
+#: ``[[cann_floor]]`` statements: an official requirement (older CANN documented unsupported)
+#: or a release announcing the support (older CANN predates it).
+FLOOR_STATEMENTS = ("requires", "first-supported")
 _KEY_FIELD = {
     "torch_npu": "torch_npu",
     "torch_line": "torch",
@@ -159,6 +179,7 @@ _KEY_FIELD = {
     "python_dep": "dist",
     "family": "family",
     "chip": "name",
+    "cann_floor": "product",
 }
 
 
@@ -213,7 +234,33 @@ def validate(data: Dict[str, Any], where: str = "matrix", partial: bool = False)
                 if name not in fields:
                     problems.append(f"{label}: unknown field '{name}'")
             problems.extend(_check_values(table, row, label))
+    problems.extend(_check_floor_refs(data, where))
     return problems
+
+
+def _check_floor_refs(data: Dict[str, Any], where: str) -> List[str]:
+    """Each ``[[cann_floor]]`` names a ``[[family]]`` and chips of that family (when the
+    document holds those tables: a partial document may carry the floors alone)."""
+    floors = data.get("cann_floor")
+    families = data.get("family")
+    chips = data.get("chip")
+    if not isinstance(floors, list) or not isinstance(families, list) or not isinstance(chips, list):
+        return []
+    known = {r.get("family") for r in families if isinstance(r, dict)}
+    family_of = {r.get("name"): r.get("family") for r in chips if isinstance(r, dict)}
+    out: List[str] = []
+    for i, row in enumerate(floors, 1):
+        if not isinstance(row, dict):
+            continue
+        label = f"{where}: [[cann_floor]] row {i} (product = {row.get('product', '?')})"
+        fam = row.get("family")
+        if fam not in known:
+            out.append(f"{label}: field 'family' names no [[family]] row: {fam!r}")
+            continue
+        for name in row.get("chips", []) if isinstance(row.get("chips"), list) else []:
+            if family_of.get(name) != fam:
+                out.append(f"{label}: field 'chips' holds {name!r}, not a [[chip]] of family {fam!r}")
+    return out
 
 
 def _check_values(table: str, row: Dict[str, Any], label: str) -> List[str]:
@@ -272,6 +319,33 @@ def _check_values(table: str, row: Dict[str, Any], label: str) -> List[str]:
             out.append(f"{label}: field 'driver' is not a driver version: {row['driver']!r}")
     elif table == "python_dep" and isinstance(row.get("spec"), str) and row["spec"] and not _spec_ok(row["spec"]):
         out.append(f"{label}: field 'spec' is not a version range: {row['spec']!r}")
+    elif table in ("family", "chip"):
+        out.extend(_check_product_line(row, label))
+    elif table == "cann_floor":
+        if isinstance(row.get("cann"), str) and parse_cann(row["cann"]) is None:
+            out.append(f"{label}: field 'cann' is not a CANN version: {row['cann']!r}")
+        if isinstance(row.get("statement"), str) and row["statement"] not in FLOOR_STATEMENTS:
+            out.append(
+                f"{label}: field 'statement' must be one of {', '.join(FLOOR_STATEMENTS)}, got {row['statement']!r}"
+            )
+    return out
+
+
+def _check_product_line(row: Dict[str, Any], label: str) -> List[str]:
+    """A ``product_line`` of a ``[[family]]`` or ``[[chip]]`` row carries its source and
+    retrieval date (knowledge is data with provenance)."""
+    out: List[str] = []
+    if not row.get("product_line"):
+        for f in ("product_line_source", "product_line_retrieved"):
+            if f in row:
+                out.append(f"{label}: field '{f}' without 'product_line'")
+        return out
+    src = row.get("product_line_source")
+    if not (isinstance(src, str) and src.strip()):
+        out.append(f"{label}: field 'product_line' needs 'product_line_source'")
+    when = row.get("product_line_retrieved")
+    if not (isinstance(when, str) and _valid_date(when)):
+        out.append(f"{label}: field 'product_line' needs 'product_line_retrieved' (a date YYYY-MM-DD)")
     return out
 
 
