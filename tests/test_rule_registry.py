@@ -224,6 +224,7 @@ def test_devices_skips_the_rule_modules_of_other_areas():
 RULE_TESTS = sorted(p.name for p in (REPO / "tests").glob("test_*_rules.py")) + [
     "test_libraries.py",
     "test_libraries_fixes.py",
+    "test_chips_catalogue.py",
 ]
 
 
