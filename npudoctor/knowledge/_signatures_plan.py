@@ -58,6 +58,9 @@ PATTERNS: Dict[str, Tuple[Tuple[str, Tuple[bytes, ...]], ...]] = {
     'no-module-cann-dependency': (
         ("No module named '(?P<module>decorator|attr|attrs|psutil|absl|cloudpickle|ml_dtypes|scipy|tornado|sympy|cffi|google\\.protobuf|google|yaml|pathlib2|numpy)(?:\\.[\\w.]+)?", (b"No module named '",)),
     ),
+    'no-module-named': (
+        ("(?:ModuleNotFoundError|ImportError): No module named '(?P<module>[A-Za-z_][\\w.]{0,200})'(?:$|[^\\w.])", (b": No module named '",)),
+    ),
     'cann-pip-stdlib-requirement': (
         ('op-compile-tool \\S+ requires (?:getopt|inspect|multiprocessing), which is not installed', (b', which is not installed',)),
     ),
