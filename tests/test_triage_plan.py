@@ -14,7 +14,7 @@ from npudoctor.knowledge import _signatures_plan as plan
 from npudoctor.knowledge.signatures import load_kb
 from npudoctor.triage.gate import gate_for, plan_pivots
 from npudoctor.triage.rank import display_values
-from npudoctor.triage.scan import FRAME_ANCHOR
+from npudoctor.triage.scan import FRAME_ANCHOR, Scanner, entry_candidates
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -46,6 +46,19 @@ def test_the_scanner_gate_comes_from_the_plan_and_equals_one_planned_anew() -> N
     members: dict = {}
     assert plan_pivots(list(kb.anchors) + [FRAME_ANCHOR], kb.code_gates, members) == plan.GROUPS
     assert members == plan.MEMBERS
+
+
+def test_the_scanner_s_candidates_come_from_the_plan_and_equal_those_worked_out_anew() -> None:
+    kb = load_kb()
+    assert kb.planned and not load_kb(use_plan=False).planned
+    sc = Scanner(kb)
+    assert sc._by_anchor is plan.CANDIDATES
+    always, candidates = entry_candidates(kb.entries, tuple(kb.anchors) + (FRAME_ANCHOR,))
+    assert (always, candidates) == (plan.ALWAYS, plan.CANDIDATES)
+    assert tuple(e.id for e in kb.entries) == plan.ENTRY_IDS
+    # another knowledge base works its candidates out at start
+    other = Scanner(load_kb(use_plan=False))
+    assert other._by_anchor is not plan.CANDIDATES and other._by_anchor == plan.CANDIDATES
 
 
 def test_a_signature_changed_since_the_plan_is_parsed_at_load(tmp_path: Path) -> None:

@@ -286,6 +286,8 @@ class KnowledgeBase:
     #: toolkit's import names under a site-packages directory (the ``[frames]`` table)
     cann_frames: List[str] = field(default_factory=list)
     cann_packages: List[str] = field(default_factory=list)
+    #: True when every entry's anchors come from the build-time plan (the packaged file)
+    planned: bool = False
 
     def explain(self, name: str) -> Optional[Dict[str, Any]]:
         """What a label triage prints means, or ``None``: a root-cause kind (``K10``), a
@@ -628,6 +630,7 @@ def load_kb(path: Optional[str] = None, use_plan: bool = True) -> KnowledgeBase:
         code_gates=_code_gates(entries),
         cann_frames=_strs(frames, f"{path}: [frames]", "cann"),
         cann_packages=_strs(frames, f"{path}: [frames]", "cann_packages"),
+        planned=planned_whole,
     )
     _KB_CACHE[key] = kb
     return kb

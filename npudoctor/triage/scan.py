@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import io
 import os
-import re
 from dataclasses import dataclass
-from typing import IO, Any, Callable, Dict, List, Optional, Tuple, Type
+from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 from npudoctor import lazyre
+from npudoctor.knowledge import _signatures_plan as plan
 from npudoctor.knowledge.signatures import MAX_LINE, Entry, KnowledgeBase
 from npudoctor.triage.evidence import FRAME_ANCHOR, PATH_ANCHOR, frame_owner, frame_package, frame_path, path_package
 from npudoctor.triage.gate import gate_for
@@ -122,9 +122,9 @@ class SourceStats:
 
 
 _NORMALIZE = [
-    (re.compile(r"0x[0-9a-fA-F]+"), "0x#"),
-    (re.compile(r"[0-9]+"), "#"),
-    (re.compile(r"\s+"), " "),
+    (lazyre.pattern(r"0x[0-9a-fA-F]+"), "0x#"),
+    (lazyre.pattern(r"[0-9]+"), "#"),
+    (lazyre.pattern(r"\s+"), " "),
 ]
 
 
@@ -193,6 +193,27 @@ def _read_errors() -> Tuple[Type[BaseException], ...]:
     return errors + (lzma.LZMAError,)
 
 
+def entry_candidates(
+    entries: Sequence[Entry], gate_anchors: Sequence[bytes]
+) -> Tuple[Tuple[int, ...], Dict[bytes, Tuple[Tuple[int, Optional[bytes]], ...]]]:
+    """Which entries a line can match, from the gate's anchors it holds: the indexes of the
+    entries with a pattern that has no anchor (tried on every candidate line), and per gate
+    anchor the (entry index, its longer anchor to look for, or ``None`` when the gate's anchor
+    is the entry's) of the entries whose anchors contain it.  An entry's own anchor always
+    contains one of the gate's (the gate keeps the shortest of nested ones)."""
+    always: List[int] = []
+    by_anchor: Dict[bytes, List[Tuple[int, Optional[bytes]]]] = {}
+    for i, entry in enumerate(entries):
+        for anchors in entry.anchors or [[]]:
+            if not anchors:
+                always.append(i)
+            for a in anchors:
+                for g in gate_anchors:
+                    if g in a:
+                        by_anchor.setdefault(g, []).append((i, None if g == a else a))
+    return tuple(always), {g: tuple(v) for g, v in by_anchor.items()}
+
+
 def _normalize(text: str) -> str:
     for rx, repl in _NORMALIZE:
         text = rx.sub(repl, text)
@@ -222,20 +243,12 @@ class Scanner:
         #: top-level packages or extension modules whose files error lines name (an import
         #: error, a loader message) -> first place (capped with the frames)
         self.named: Dict[str, Place] = {}
-        # which entries a line can match, from the gate's anchors it holds: an entry's own
-        # anchor always contains one of the gate's (the gate keeps the shortest of nested ones)
-        # (entry, its longer anchor to look for, or None when the gate's anchor is the entry's)
-        gate_anchors = list(kb.anchors) + [FRAME_ANCHOR]
-        always: List[int] = []
-        by_anchor: Dict[bytes, List[Tuple[int, Optional[bytes]]]] = {}
-        for i, entry in enumerate(kb.entries):
-            for anchors in entry.anchors or [[]]:
-                if not anchors:
-                    always.append(i)
-                for a in anchors:
-                    for g in gate_anchors:
-                        if g in a:
-                            by_anchor.setdefault(g, []).append((i, None if g == a else a))
+        gate_anchors = tuple(kb.anchors) + (FRAME_ANCHOR,)
+        if kb.planned and gate_anchors == plan.GATE_ANCHORS and tuple(e.id for e in kb.entries) == plan.ENTRY_IDS:
+            # the packaged signatures: worked out at build time (scripts/gen_triage_plan.py)
+            always, by_anchor = plan.ALWAYS, plan.CANDIDATES
+        else:
+            always, by_anchor = entry_candidates(kb.entries, gate_anchors)
         self._always = frozenset(always)
         self._by_anchor = by_anchor
         #: the last error line of the current stream (a crash line follows it)
