@@ -23,7 +23,6 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from npudoctor import lazyre
 from npudoctor.findings import Finding
-from npudoctor.host import read_capped_text
 from npudoctor.knowledge._signatures_plan import KB_ANCHORS as PLANNED_ANCHORS
 from npudoctor.knowledge._signatures_plan import PATTERNS as PLANNED_PATTERNS
 from npudoctor.knowledge.error_codes import OfficialCode, lookup_label, official_text
@@ -584,6 +583,8 @@ def load_kb(path: Optional[str] = None, use_plan: bool = True) -> KnowledgeBase:
             if use_plan:
                 plan = PLANNED_PATTERNS
         else:
+            from npudoctor.host import read_capped_text  # another file only: not on the packaged path
+
             raw = _toml_loads(read_capped_text(path, 8 << 20, what="error knowledge base"))
     except (OSError, ValueError) as exc:
         raise KBError(f"cannot read the error knowledge base {path}: {exc}") from None
