@@ -347,3 +347,14 @@ def test_signatures_ship_inside_the_package():
     path = Path(default_kb_path()).resolve()
     assert path.is_file() and package in path.parents
     assert not (package / "data").exists()
+
+
+def test_fill_keeps_unknown_placeholders_and_reads_format_specs() -> None:
+    from npudoctor.knowledge.signatures import fill
+
+    values = {"module": "scipy", "n": "7"}
+    assert fill("{module} is missing; {python} -m pip install {module}", values) == (
+        "scipy is missing; {python} -m pip install scipy"
+    )
+    assert fill("[{n:>3}] {{literal}}", values) == "[  7] {literal}"
+    assert fill("an unbalanced { brace", values) == "an unbalanced { brace"

@@ -115,14 +115,15 @@ def test_display_values_of_absent_sections_are_the_defaults() -> None:
 def test_scanning_imports_no_host_or_process_machinery() -> None:
     """The packaged signatures are read through their compiled twin: loading them and building
     the scanner imports neither npudoctor.host nor subprocess (the deep rules and ``explain``
-    load the signatures too; the triage command imports the host to open its logs)."""
+    load the signatures too; the triage command imports the host to open its logs), nor the
+    string module (placeholders are filled with str.format_map)."""
     code = (
         "import sys\n"
         "import npudoctor.triage\n"
         "from npudoctor.knowledge.signatures import load_kb\n"
         "from npudoctor.triage.scan import Scanner\n"
         "Scanner(load_kb())\n"
-        "print(' '.join(m for m in ('npudoctor.host', 'npudoctor.hostproc', 'subprocess') if m in sys.modules))\n"
+        "print(' '.join(m for m in ('npudoctor.host', 'npudoctor.hostproc', 'subprocess', 'string') if m in sys.modules))\n"
     )
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)

@@ -16,7 +16,6 @@ failed import) and the deep rules (which static findings explain a deep failure)
 from __future__ import annotations
 
 import re
-import string
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -395,18 +394,18 @@ class KnowledgeBase:
         return out
 
 
-class _Fill(string.Formatter):
-    def get_value(self, key: Any, args: Any, kwargs: Any) -> Any:
-        if isinstance(key, str) and key in kwargs:
-            return kwargs[key]
-        return "{" + str(key) + "}"
+class _Kept(Dict[str, str]):
+    """Placeholder values; a name not among them is kept as it was written (``{name}``)."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
 
 
 def fill(text: str, values: Mapping[str, str]) -> str:
     """``text`` with ``{name}`` placeholders replaced from ``values`` (unknown ones kept)."""
     try:
-        return _Fill().vformat(text, (), dict(values))
-    except (ValueError, IndexError):
+        return text.format_map(_Kept(values))
+    except (ValueError, IndexError, KeyError, AttributeError):
         return text
 
 
