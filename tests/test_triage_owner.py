@@ -106,6 +106,16 @@ def test_a_cann_requirement_under_another_package_is_that_package_s() -> None:
     assert group["captures"]["in_package"] == "pycircstat"
     assert "the owner is pycircstat" in group["conclusion"]
     assert "CANN" not in group["title"] + group["conclusion"] + " ".join(group["fix"])
+    # the frame rules the other owners out, and says so
+    statuses = {c["text"].split(" (")[0]: (c["status"], c["evidence"]) for c in group["causes"]}
+    assert statuses == {
+        "an installed package": ("cause", ["the log line states it: in_package=pycircstat"]),
+        "the CANN toolkit's own Python code": (
+            "ruled_out",
+            ["the traceback's last frame names another owner: in_package=pycircstat"],
+        ),
+        "the user's own code": ("ruled_out", ["the traceback's last frame names another owner: in_package=pycircstat"]),
+    }
     bare = _first("ModuleNotFoundError: No module named 'decorator'\n")
     assert bare["id"] == "no-module-cann-dependency"
 
