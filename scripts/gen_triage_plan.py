@@ -5,7 +5,8 @@ before it reads a line, worked out here once instead of at every start-up.
 It holds, per signature, each pattern with the literals one of which every match contains
 (read off the parsed regex by :func:`npudoctor.knowledge.signatures.required_literals`), and
 the scanner's gate plan (the pivot bytes and the regex source of each group, see
-:func:`npudoctor.triage.gate.plan_pivots`).  Parsing every pattern and planning the gate were
+:func:`npudoctor.triage.gate.plan_pivots`), and which signatures each gate anchor calls for
+(:func:`npudoctor.triage.scan.entry_candidates`).  Parsing every pattern and planning the gate were
 most of triage's start-up work; a module is read back from its ``.pyc`` at the cost of an
 import.  At run time a signature whose patterns differ from the plan's is parsed as before,
 and a gate for other anchors is planned as before, so a stale plan costs time, never answers.
@@ -30,7 +31,7 @@ if str(REPO) not in sys.path:  # run as a script from anywhere: this checkout's 
     sys.path.insert(0, str(REPO))
 from npudoctor.knowledge.signatures import load_kb  # noqa: E402
 from npudoctor.triage.gate import plan_pivots  # noqa: E402
-from npudoctor.triage.scan import FRAME_ANCHOR  # noqa: E402
+from npudoctor.triage.scan import FRAME_ANCHOR, entry_candidates  # noqa: E402
 
 TARGET = REPO / "npudoctor" / "knowledge" / "_signatures_plan.py"
 
@@ -49,7 +50,7 @@ def render() -> str:
         "edit.  The literal anchors of each signature pattern and the scanner's gate plan (see the",
         'script)."""',
         "",
-        "from typing import Dict, List, Tuple",
+        "from typing import Dict, List, Optional, Tuple",
         "",
         "#: signature id -> its patterns, each with the literals one of which every match holds",
         "PATTERNS: Dict[str, Tuple[Tuple[str, Tuple[bytes, ...]], ...]] = {",
@@ -78,6 +79,17 @@ def render() -> str:
     lines.append("MEMBERS: Dict[int, List[bytes]] = {")
     for pivot, anchors in members.items():
         lines.append(f"    {pivot}: {anchors!r},")
+    lines.append("}")
+    always, candidates = entry_candidates(kb.entries, gate_anchors)
+    lines.append("")
+    lines.append("#: the entry ids, in match order, that ALWAYS and CANDIDATES index")
+    lines.append(f"ENTRY_IDS: Tuple[str, ...] = {tuple(e.id for e in kb.entries)!r}")
+    lines.append("#: the entries tried on every candidate line (a pattern without an anchor)")
+    lines.append(f"ALWAYS: Tuple[int, ...] = {always!r}")
+    lines.append("#: gate anchor -> (entry index, its longer anchor or None) (``entry_candidates``)")
+    lines.append("CANDIDATES: Dict[bytes, Tuple[Tuple[int, Optional[bytes]], ...]] = {")
+    for anchor, pairs in candidates.items():
+        lines.append(f"    {anchor!r}: {pairs!r},")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from npudoctor.knowledge.signatures import KBError, load_kb, required_literals
+from npudoctor.knowledge.signatures import FRAME_OWNERS, KBError, load_kb, required_literals
+from npudoctor.triage.scan import NO_MODULE
 
 KB = load_kb()
 
@@ -230,7 +231,10 @@ def test_entries_are_complete():
             assert c.text and c.here and c.fix, e.id
             # a cause is decided by finding codes (or stated by the line), never by a check of its own
             assert not set(c.confirmed_by) & set(c.refuted_by), e.id
-            assert all(name in "".join(e.patterns) for name in c.stated_by), (e.id, c.stated_by)
+            # (or, for an import error, the owner the traceback's last frame names: the scanner's)
+            assert all(
+                name in "".join(e.patterns) or (e.label == NO_MODULE and name in FRAME_OWNERS) for name in c.stated_by
+            ), (e.id, c.stated_by)
             # a cause's kind is one its entry lists (the ranking tie-break order)
             assert not c.kind or c.kind in e.kinds, (e.id, c.kind)
 
@@ -343,3 +347,14 @@ def test_signatures_ship_inside_the_package():
     path = Path(default_kb_path()).resolve()
     assert path.is_file() and package in path.parents
     assert not (package / "data").exists()
+
+
+def test_fill_keeps_unknown_placeholders_and_reads_format_specs() -> None:
+    from npudoctor.knowledge.signatures import fill
+
+    values = {"module": "scipy", "n": "7"}
+    assert fill("{module} is missing; {python} -m pip install {module}", values) == (
+        "scipy is missing; {python} -m pip install scipy"
+    )
+    assert fill("[{n:>3}] {{literal}}", values) == "[  7] {literal}"
+    assert fill("an unbalanced { brace", values) == "an unbalanced { brace"

@@ -30,9 +30,6 @@ ALLOWED_EAGER: Dict[str, int] = {
     "npudoctor/parsers/metadata.py": 1,
     # The library scan: its patterns run per file of a site-packages walk.
     "npudoctor/probes/libraries.py": 4,
-    # The triage scanner's normaliser runs per grouped log line; triage is not imported by
-    # health or check, and its patterns are used on every triage run.
-    "npudoctor/triage/scan.py": 3,
 }
 
 

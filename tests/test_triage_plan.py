@@ -14,7 +14,7 @@ from npudoctor.knowledge import _signatures_plan as plan
 from npudoctor.knowledge.signatures import load_kb
 from npudoctor.triage.gate import gate_for, plan_pivots
 from npudoctor.triage.rank import display_values
-from npudoctor.triage.scan import FRAME_ANCHOR
+from npudoctor.triage.scan import FRAME_ANCHOR, Scanner, entry_candidates
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -46,6 +46,19 @@ def test_the_scanner_gate_comes_from_the_plan_and_equals_one_planned_anew() -> N
     members: dict = {}
     assert plan_pivots(list(kb.anchors) + [FRAME_ANCHOR], kb.code_gates, members) == plan.GROUPS
     assert members == plan.MEMBERS
+
+
+def test_the_scanner_s_candidates_come_from_the_plan_and_equal_those_worked_out_anew() -> None:
+    kb = load_kb()
+    assert kb.planned and not load_kb(use_plan=False).planned
+    sc = Scanner(kb)
+    assert sc._by_anchor is plan.CANDIDATES
+    always, candidates = entry_candidates(kb.entries, tuple(kb.anchors) + (FRAME_ANCHOR,))
+    assert (always, candidates) == (plan.ALWAYS, plan.CANDIDATES)
+    assert tuple(e.id for e in kb.entries) == plan.ENTRY_IDS
+    # another knowledge base works its candidates out at start
+    other = Scanner(load_kb(use_plan=False))
+    assert other._by_anchor is not plan.CANDIDATES and other._by_anchor == plan.CANDIDATES
 
 
 def test_a_signature_changed_since_the_plan_is_parsed_at_load(tmp_path: Path) -> None:
@@ -97,3 +110,22 @@ def test_display_values_of_absent_sections_are_the_defaults() -> None:
     }
     given = display_values(Facts({"python": {"executable": "/opt/py/bin/python3"}}))
     assert given["python"] == "/opt/py/bin/python3"
+
+
+def test_scanning_imports_no_host_or_process_machinery() -> None:
+    """The packaged signatures are read through their compiled twin: loading them and building
+    the scanner imports neither npudoctor.host nor subprocess (the deep rules and ``explain``
+    load the signatures too; the triage command imports the host to open its logs), nor the
+    string module (placeholders are filled with str.format_map)."""
+    code = (
+        "import sys\n"
+        "import npudoctor.triage\n"
+        "from npudoctor.knowledge.signatures import load_kb\n"
+        "from npudoctor.triage.scan import Scanner\n"
+        "Scanner(load_kb())\n"
+        "print(' '.join(m for m in ('npudoctor.host', 'npudoctor.hostproc', 'subprocess', 'string') if m in sys.modules))\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == []

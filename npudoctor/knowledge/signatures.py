@@ -16,14 +16,12 @@ failed import) and the deep rules (which static findings explain a deep failure)
 from __future__ import annotations
 
 import re
-import string
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from npudoctor import lazyre
 from npudoctor.findings import Finding
-from npudoctor.host import read_capped_text
 from npudoctor.knowledge._signatures_plan import KB_ANCHORS as PLANNED_ANCHORS
 from npudoctor.knowledge._signatures_plan import PATTERNS as PLANNED_PATTERNS
 from npudoctor.knowledge.error_codes import OfficialCode, lookup_label, official_text
@@ -66,6 +64,8 @@ GENERIC_ANCHORS = (
 _KIND_RX = lazyre.pattern(r"^K(0[1-9]|1[0-9]|2[0-2])$")
 _CODE_RX = lazyre.pattern(r"^[A-Z]{2,5}[0-9]{3}$")
 _ID_RX = lazyre.pattern(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+#: The owners the last frame of a traceback may name (captures of an import error line).
+FRAME_OWNERS = ("in_cann", "in_package", "in_code")
 _CAUSE_KEYS = {"kind", "text", "here", "fix", "confirmed_by", "refuted_by", "stated_by"}
 
 
@@ -200,6 +200,11 @@ class Entry:
     unlisted: str = ""
     #: the lint codes whose rules find the CUDA-ism behind this line in the user's code
     lint: List[str] = field(default_factory=list)
+    #: for an import error: the owners (``in_cann``, ``in_package``, ``in_code``: see
+    #: :func:`npudoctor.triage.evidence.frame_owner`) the traceback's last frame may name for
+    #: this entry to claim the line; empty: any.  A line whose frame names another owner is
+    #: left to the next entry (a CANN dependency missing under the user's own code is theirs)
+    frame_owners: List[str] = field(default_factory=list)
     #: the bytes patterns, compiled on first use (:meth:`match_bytes`) from ``parsed``: a triage
     #: only ever tries the entries whose anchors a candidate line holds
     compiled: List[Any] = field(default_factory=list, repr=False)
@@ -275,6 +280,12 @@ class KnowledgeBase:
     code_gates: List[bytes] = field(default_factory=list)
     #: the root-cause kinds causes print (``K01`` -> one line), from the ``[kinds]`` table
     kinds: Dict[str, str] = field(default_factory=dict)
+    #: substrings of a traceback frame's path that place it in the CANN toolkit's code, and the
+    #: toolkit's import names under a site-packages directory (the ``[frames]`` table)
+    cann_frames: List[str] = field(default_factory=list)
+    cann_packages: List[str] = field(default_factory=list)
+    #: True when every entry's anchors come from the build-time plan (the packaged file)
+    planned: bool = False
 
     def explain(self, name: str) -> Optional[Dict[str, Any]]:
         """What a label triage prints means, or ``None``: a root-cause kind (``K10``), a
@@ -383,18 +394,18 @@ class KnowledgeBase:
         return out
 
 
-class _Fill(string.Formatter):
-    def get_value(self, key: Any, args: Any, kwargs: Any) -> Any:
-        if isinstance(key, str) and key in kwargs:
-            return kwargs[key]
-        return "{" + str(key) + "}"
+class _Kept(Dict[str, str]):
+    """Placeholder values; a name not among them is kept as it was written (``{name}``)."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
 
 
 def fill(text: str, values: Mapping[str, str]) -> str:
     """``text`` with ``{name}`` placeholders replaced from ``values`` (unknown ones kept)."""
     try:
-        return _Fill().vformat(text, (), dict(values))
-    except (ValueError, IndexError):
+        return text.format_map(_Kept(values))
+    except (ValueError, IndexError, KeyError, AttributeError):
         return text
 
 
@@ -479,7 +490,11 @@ def _entry(
         codes={str(k): str(v) for k, v in dict(item.get("codes", {})).items()},
         unlisted=str(item.get("unlisted", "")),
         lint=_codes(item, where, "lint"),
+        frame_owners=_strs(item, where, "frame_owners"),
     )
+    unknown_owners = sorted(set(entry.frame_owners) - set(FRAME_OWNERS))
+    if unknown_owners:
+        raise KBError(f"{where}: frame_owners {unknown_owners} not in {FRAME_OWNERS}")
     if planned is not None and [p for p, _ in planned] == patterns:
         # derived and checked when the plan was generated: the patterns are compiled on
         # first use, and only those of the signatures a log's lines call for
@@ -567,6 +582,8 @@ def load_kb(path: Optional[str] = None, use_plan: bool = True) -> KnowledgeBase:
             if use_plan:
                 plan = PLANNED_PATTERNS
         else:
+            from npudoctor.host import read_capped_text  # another file only: not on the packaged path
+
             raw = _toml_loads(read_capped_text(path, 8 << 20, what="error knowledge base"))
     except (OSError, ValueError) as exc:
         raise KBError(f"cannot read the error knowledge base {path}: {exc}") from None
@@ -601,6 +618,9 @@ def load_kb(path: Optional[str] = None, use_plan: bool = True) -> KnowledgeBase:
     used = {k for e in entries for k in e.kinds} | {c.kind for e in entries for c in e.causes if c.kind}
     if used - set(kinds):
         raise KBError(f"{path}: kinds {sorted(used - set(kinds))} are used but not described in [kinds]")
+    frames = raw.get("frames", {})
+    if not isinstance(frames, dict):
+        raise KBError(f"{path}: [frames] must be a table")
     kb = KnowledgeBase(
         entries=entries,
         path=path,
@@ -608,6 +628,9 @@ def load_kb(path: Optional[str] = None, use_plan: bool = True) -> KnowledgeBase:
         generic=re.compile(GENERIC_ERROR.encode(), re.M),
         kinds=dict(kinds),
         code_gates=_code_gates(entries),
+        cann_frames=_strs(frames, f"{path}: [frames]", "cann"),
+        cann_packages=_strs(frames, f"{path}: [frames]", "cann_packages"),
+        planned=planned_whole,
     )
     _KB_CACHE[key] = kb
     return kb

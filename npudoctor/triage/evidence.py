@@ -16,7 +16,17 @@ from typing import Any, Dict, List, Optional, Sequence
 from npudoctor import lazyre
 from npudoctor.findings import Finding
 
-__all__ = ["FRAME_ANCHOR", "PATH_ANCHOR", "frame_package", "lib_names", "names_of", "path_package", "tie"]
+__all__ = [
+    "FRAME_ANCHOR",
+    "PATH_ANCHOR",
+    "frame_owner",
+    "frame_package",
+    "frame_path",
+    "lib_names",
+    "names_of",
+    "path_package",
+    "tie",
+]
 
 #: Every traceback frame line holds this.
 FRAME_ANCHOR = b'File "'
@@ -28,6 +38,8 @@ _SITE_RX = lazyre.pattern(r"/(?:site|dist)-packages/(?P<top>[A-Za-z_][\w.\-]{0,2
 #: message): ``ImportError: /…/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so:
 #: undefined symbol: …``, ``OSError: …/nvidia/cudnn/lib/libcudnn.so.9: cannot open shared object file``.
 _ERROR_WORDS = (b"Error", b"error:", b"cannot open shared object file", b"undefined symbol")
+#: A file of the standard library (``/usr/lib/python3.10/...``) outside site-/dist-packages.
+_STDLIB_RX = lazyre.pattern(r"/lib(?:64)?/python[23](?:\.[0-9]+)?/")
 _SO_RX = lazyre.pattern(r"(?P<lib>lib[\w+\-]+\.so)(?:[0-9.]*)")
 
 
@@ -38,6 +50,35 @@ def frame_package(line: bytes) -> Optional[str]:
     if m is None:
         return None
     return _top_of(m.group("path").decode("utf-8", "replace"))
+
+
+def frame_path(line: bytes) -> Optional[str]:
+    """The file of a traceback frame ``line`` (``File "/x/y.py", line 3, in f`` -> ``/x/y.py``),
+    ``""`` for a frame of the import machinery (``<frozen importlib._bootstrap>``,
+    ``.../importlib/__init__.py``: it never owns the module it failed to find), or ``None``
+    when the line is no frame."""
+    m = _FRAME_RX.search(line)
+    if m is None:
+        return None
+    path = m.group("path").decode("utf-8", "replace")
+    if path.startswith("<") or "/importlib/" in path:
+        return ""
+    return path
+
+
+def frame_owner(path: str, cann_frames: Sequence[str], cann_packages: Sequence[str]) -> Dict[str, str]:
+    """Who owns the code of the frame at ``path``, as a capture: ``in_cann`` (the CANN toolkit's
+    Python code: a path holding one of ``cann_frames``, or a site-packages package among
+    ``cann_packages``), ``in_package`` (the import name of another installed package) or
+    ``in_code`` (the user's own file); nothing for a file of the standard library.  Paths are kept to their last 200 characters."""
+    top = _top_of(path)
+    if top is None and _STDLIB_RX.search(path):
+        return {}  # the standard library: the frame names no owner
+    if any(marker in path for marker in cann_frames) or (top is not None and top in cann_packages):
+        return {"in_cann": path[-200:]}
+    if top is not None:
+        return {"in_package": top}
+    return {"in_code": path[-200:]}
 
 
 def path_package(line: bytes) -> Optional[str]:

@@ -30,7 +30,7 @@ from npudoctor.facts.coverage import not_checked
 from npudoctor.findings import Finding
 from npudoctor.knowledge.codes import registry
 from npudoctor.knowledge.error_codes import OfficialCode, lookup_in_text, lookup_label
-from npudoctor.knowledge.signatures import Cause, fill
+from npudoctor.knowledge.signatures import FRAME_OWNERS, Cause, fill
 from npudoctor.triage.evidence import lib_names, names_of, tie
 from npudoctor.triage.scan import Group, Scanner
 
@@ -141,6 +141,15 @@ def _about_line(findings: Sequence[Finding], captures: Mapping[str, str]) -> Lis
     return out
 
 
+def _other_owner(cause: Cause, captures: Mapping[str, str]) -> str:
+    """For a cause stated by the owner of an import error (``in_cann``, ``in_package``,
+    ``in_code``): the other owner the line's last traceback frame names (``in_package=trl``),
+    which rules the cause out; ``""`` otherwise."""
+    if not cause.stated_by or not set(cause.stated_by) <= set(FRAME_OWNERS):
+        return ""
+    return ", ".join(f"{k}={captures[k]}" for k in FRAME_OWNERS if k not in cause.stated_by and captures.get(k))
+
+
 def judge_cause(
     cause: Cause,
     findings: Sequence[Finding],
@@ -163,9 +172,13 @@ def judge_cause(
     confirming: List[Finding] = []
     evidence: List[str] = []
     confirmed = _about_line(cause.confirming(findings), captures)
+    owner = _other_owner(cause, captures)
     if cause.stated(captures):
         status = "cause"
         evidence = ["the log line states it: " + ", ".join(f"{n}={captures[n]}" for n in cause.stated_by)]
+    elif owner:
+        status = "ruled_out"
+        evidence = [f"the traceback's last frame names another owner: {owner}"]
     elif cause.refuting(findings):
         status = "ruled_out"
         evidence = [f"{f.code}: {f.title}" for f in cause.refuting(findings)]

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import io
 import os
-import re
 from dataclasses import dataclass
-from typing import IO, Any, Callable, Dict, List, Optional, Tuple, Type
+from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 from npudoctor import lazyre
+from npudoctor.knowledge import _signatures_plan as plan
 from npudoctor.knowledge.signatures import MAX_LINE, Entry, KnowledgeBase
-from npudoctor.triage.evidence import FRAME_ANCHOR, PATH_ANCHOR, frame_package, path_package
+from npudoctor.triage.evidence import FRAME_ANCHOR, PATH_ANCHOR, frame_owner, frame_package, frame_path, path_package
 from npudoctor.triage.gate import gate_for
 
 #: Bytes read from a log per step.
@@ -62,6 +62,11 @@ SNIFF = 8192
 WARNING_RX = lazyre.pattern(rb"Warning|WARN|warning:")
 #: How far back from a crash line a warning is looked for (bytes of the same chunk).
 LOOKBACK = 64 << 10
+#: How many lines an import error may follow the last traceback frame it is read with (the
+#: frame, its source line, a caret line, the error; a few more for wrapped pastes).
+FRAME_LINES = 4
+#: The label of the import errors whose owner the last frame names.
+NO_MODULE = "python:no-module"
 
 
 @dataclass
@@ -117,9 +122,9 @@ class SourceStats:
 
 
 _NORMALIZE = [
-    (re.compile(r"0x[0-9a-fA-F]+"), "0x#"),
-    (re.compile(r"[0-9]+"), "#"),
-    (re.compile(r"\s+"), " "),
+    (lazyre.pattern(r"0x[0-9a-fA-F]+"), "0x#"),
+    (lazyre.pattern(r"[0-9]+"), "#"),
+    (lazyre.pattern(r"\s+"), " "),
 ]
 
 
@@ -188,6 +193,27 @@ def _read_errors() -> Tuple[Type[BaseException], ...]:
     return errors + (lzma.LZMAError,)
 
 
+def entry_candidates(
+    entries: Sequence[Entry], gate_anchors: Sequence[bytes]
+) -> Tuple[Tuple[int, ...], Dict[bytes, Tuple[Tuple[int, Optional[bytes]], ...]]]:
+    """Which entries a line can match, from the gate's anchors it holds: the indexes of the
+    entries with a pattern that has no anchor (tried on every candidate line), and per gate
+    anchor the (entry index, its longer anchor to look for, or ``None`` when the gate's anchor
+    is the entry's) of the entries whose anchors contain it.  An entry's own anchor always
+    contains one of the gate's (the gate keeps the shortest of nested ones)."""
+    always: List[int] = []
+    by_anchor: Dict[bytes, List[Tuple[int, Optional[bytes]]]] = {}
+    for i, entry in enumerate(entries):
+        for anchors in entry.anchors or [[]]:
+            if not anchors:
+                always.append(i)
+            for a in anchors:
+                for g in gate_anchors:
+                    if g in a:
+                        by_anchor.setdefault(g, []).append((i, None if g == a else a))
+    return tuple(always), {g: tuple(v) for g, v in by_anchor.items()}
+
+
 def _normalize(text: str) -> str:
     for rx, repl in _NORMALIZE:
         text = rx.sub(repl, text)
@@ -217,20 +243,12 @@ class Scanner:
         #: top-level packages or extension modules whose files error lines name (an import
         #: error, a loader message) -> first place (capped with the frames)
         self.named: Dict[str, Place] = {}
-        # which entries a line can match, from the gate's anchors it holds: an entry's own
-        # anchor always contains one of the gate's (the gate keeps the shortest of nested ones)
-        # (entry, its longer anchor to look for, or None when the gate's anchor is the entry's)
-        gate_anchors = list(kb.anchors) + [FRAME_ANCHOR]
-        always: List[int] = []
-        by_anchor: Dict[bytes, List[Tuple[int, Optional[bytes]]]] = {}
-        for i, entry in enumerate(kb.entries):
-            for anchors in entry.anchors or [[]]:
-                if not anchors:
-                    always.append(i)
-                for a in anchors:
-                    for g in gate_anchors:
-                        if g in a:
-                            by_anchor.setdefault(g, []).append((i, None if g == a else a))
+        gate_anchors = tuple(kb.anchors) + (FRAME_ANCHOR,)
+        if kb.planned and gate_anchors == plan.GATE_ANCHORS and tuple(e.id for e in kb.entries) == plan.ENTRY_IDS:
+            # the packaged signatures: worked out at build time (scripts/gen_triage_plan.py)
+            always, by_anchor = plan.ALWAYS, plan.CANDIDATES
+        else:
+            always, by_anchor = entry_candidates(kb.entries, gate_anchors)
         self._always = frozenset(always)
         self._by_anchor = by_anchor
         #: the last error line of the current stream (a crash line follows it)
@@ -238,10 +256,22 @@ class Scanner:
         #: the block being examined, where its span starts, and the start of the current line
         #: (to look back from a crash line for a warning; see :meth:`_warning_before`)
         self._view: Tuple[bytes, int, int] = (b"", 0, 0)
+        #: the last traceback frame of the current stream: its line number and the file of the
+        #: last frame outside the import machinery (one slot)
+        self._frame: Optional[Tuple[int, str]] = None
 
     # -- lines
     def _line(self, raw: bytes, stats: SourceStats, lineno: int) -> None:
         raw = raw.rstrip(b"\r")
+        if FRAME_ANCHOR in raw:
+            path = frame_path(raw)
+            if path:
+                self._frame = (lineno, path)
+            elif path is not None and self._frame is not None:
+                # a frame of the import machinery: the owner stays the frame that called it,
+                # as long as the frames follow one another
+                near = lineno - self._frame[0] <= FRAME_LINES
+                self._frame = (lineno, self._frame[1]) if near else None
         if PATH_ANCHOR in raw and len(self.frames) + len(self.named) < MAX_FRAMES:
             # a traceback frame, or an import/loader error naming a file of a distribution
             package = frame_package(raw) if FRAME_ANCHOR in raw else None
@@ -263,6 +293,12 @@ class Scanner:
             caps = entry.match_bytes(raw)
             if caps is None:
                 continue
+            if entry.label == NO_MODULE and self._frame is not None and 0 < lineno - self._frame[0] <= FRAME_LINES:
+                # the owner of an import error is the code of the frame it was raised in
+                owner = frame_owner(self._frame[1], self.kb.cann_frames, self.kb.cann_packages)
+                if entry.frame_owners and owner and not set(owner) & set(entry.frame_owners):
+                    continue  # another owner's import error: a later entry's line
+                caps.update(owner)
             key = (entry.id, tuple(sorted(caps.items())))
             place = Place(stats.name, lineno)
             crash = entry.label == "sys:crash"
@@ -354,6 +390,7 @@ class Scanner:
         self.sources.append(stats)
         self._gate.reset()
         self._last = None
+        self._frame = None
         tail = b""
         base = 0
         skipping = False

@@ -11,6 +11,8 @@ recorded in docs/performance.md (target: at most 10x).  The machine may be share
 runs grep and triage back to back and the ratio reported is the median of the rounds' ratios.
 The same log compressed with gzip is triaged once more, in a child that reports its own peak
 RSS: a compressed log is read as a stream under the same bounds (issue 28).
+``NPUDOCTOR_BENCH_BASELINE=DIR`` (a checkout of an earlier commit) adds that checkout's console
+script to the 1 MiB rounds and its start-up work, interleaved with this one's.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 from typing import List
+
+#: The checkout this benchmark belongs to (measured, whatever npudoctor the interpreter has).
+REPO = Path(__file__).resolve().parents[2]
 
 _LINES = [
     b"[INFO] 2025-08-05 10:00:00 step 1200/90000 loss=1.2345 lr=2.0e-05 grad_norm=0.98 tokens/s=12345\n",
@@ -67,27 +72,42 @@ def _time(argv: List[str], stdout: int) -> float:
     return time.perf_counter() - start
 
 
-def _startup() -> str:
+def _startup(rounds: int = 5) -> List[str]:
     """Start-up work of a triage, in a fresh interpreter, as CPU time (steady on a loaded
     machine): importing the triage modules (``npudoctor.findings``, which every command
     imports, is loaded first and not counted), then loading the signatures and compiling the
-    gate (no log read).  Best of 5 interpreters."""
+    gate (no log read).  Best and median of ``rounds`` interpreters, with this checkout first on
+    ``sys.path``; with ``NPUDOCTOR_BENCH_BASELINE`` (another checkout) that one's too, the two
+    alternating in each round."""
     code = (
         "import time; c=time.process_time; import npudoctor.findings; t0=c(); "
         "import npudoctor.triage; from npudoctor.triage.scan import Scanner; t1=c(); "
         "from npudoctor.knowledge.signatures import load_kb; Scanner(load_kb()); t2=c(); "
         "print(t1-t0, t2-t1)"
     )
-    runs = []
-    for _ in range(5):
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-        imports, work = (float(x) for x in out.split())
-        runs.append((imports + work, imports, work))
-    total, imports, work = min(runs)
-    return (
-        f"start-up work (CPU, best of 5): {total * 1000:.0f} ms = importing the triage modules "
-        f"{imports * 1000:.0f} ms + loading the signatures and compiling the gate {work * 1000:.0f} ms"
-    )
+    trees = {"this checkout": str(REPO)}
+    baseline = os.environ.get("NPUDOCTOR_BENCH_BASELINE")
+    if baseline:
+        trees["baseline " + baseline] = baseline
+    runs: dict = {name: [] for name in trees}
+    for i in range(rounds):
+        order = list(trees.items())
+        for name, tree in order if i % 2 == 0 else order[::-1]:
+            env = dict(os.environ, PYTHONPATH=tree)
+            argv = [sys.executable, "-c", code]
+            out = subprocess.run(argv, capture_output=True, text=True, check=True, env=env, cwd=tree).stdout
+            imports, work = (float(x) for x in out.split())
+            runs[name].append((imports + work, imports, work))
+    lines = []
+    for name, got in runs.items():
+        total, imports, work = min(got)
+        med = statistics.median(r[0] for r in got)
+        lines.append(
+            f"start-up work (CPU, best of {rounds}), {name}: {total * 1000:.1f} ms = importing the triage modules "
+            f"{imports * 1000:.1f} ms + loading the signatures and compiling the gate {work * 1000:.1f} ms; "
+            f"median {med * 1000:.1f} ms"
+        )
+    return lines
 
 
 def _gzip_run(path: str) -> str:
@@ -120,16 +140,20 @@ def _small(repeat: int) -> List[str]:
     ratio to grep and the CPU time beyond the interpreter's own start."""
     from bench import launcher, rounds
 
-    repo = Path(__file__).resolve().parents[2]
+    baseline = os.environ.get("NPUDOCTOR_BENCH_BASELINE")
     with tempfile.TemporaryDirectory(prefix="npudoctor-bench-triage-") as tmp:
         path = os.path.join(tmp, "train.log")
         _generate(path, 1 << 20)
-        npd = str(launcher(Path(tmp), repo))
+        npd = str(launcher(Path(tmp), REPO))
         commands = {
             "pass": ([sys.executable, "-c", "pass"], None, None),
             "grep": (GREP + [path], None, None),
             "triage": ([npd, "triage", path, "--no-facts", "--json"], None, None),
         }
+        if baseline:  # the same console script over the other checkout, in the same rounds
+            os.mkdir(os.path.join(tmp, "baseline"))
+            base = str(launcher(Path(tmp) / "baseline", Path(baseline)))
+            commands["baseline"] = ([base, "triage", path, "--no-facts", "--json"], None, None)
         if shutil.which("grep") is None:
             del commands["grep"]
         runs = rounds(commands, max(5, repeat))
@@ -140,6 +164,13 @@ def _small(repeat: int) -> List[str]:
         f"{statistics.median(r.cpu for r in tri) * 1000:.0f} ms CPU; python -c pass "
         f"{statistics.median(r.cpu for r in floor) * 1000:.0f} ms CPU",
     ]
+    if "baseline" in runs:
+        base = runs["baseline"]
+        lines.append(
+            f"baseline {baseline}, same rounds: triage median {statistics.median(r.wall for r in base) * 1000:.0f} ms"
+            f" wall, {statistics.median(r.cpu for r in base) * 1000:.0f} ms CPU (min {min(r.cpu for r in base) * 1000:.0f};"
+            f" this checkout's min {min(r.cpu for r in tri) * 1000:.0f})"
+        )
     if "grep" in runs:
         grep = runs["grep"]
         lines.append(
@@ -156,7 +187,7 @@ def run(repeat: int) -> List[str]:
     small = _small(repeat)
     size = int(os.environ.get("NPUDOCTOR_BENCH_TRIAGE_MB", "256")) << 20
     if not size:
-        return small + [_startup()]
+        return small + _startup(max(5, repeat * 3))
     fd, path = tempfile.mkstemp(prefix="npudoctor-bench-", suffix=".log")
     os.close(fd)
     try:
@@ -187,7 +218,7 @@ def run(repeat: int) -> List[str]:
             ]
         else:
             lines.append("grep not installed: no comparison")
-        lines += [f"peak RSS of the child processes: {peak_mib:.1f} MiB", _gzip_run(path), _startup()]
+        lines += [f"peak RSS of the child processes: {peak_mib:.1f} MiB", _gzip_run(path)] + _startup()
         if hasattr(os, "getloadavg"):
             lines.append(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
         return small + lines
