@@ -1,6 +1,6 @@
 """Facts shared by the CANN and driver rules (not a rule module: the leading underscore
 keeps it out of rule discovery): the installed torch_npu and torch, CANN version
-comparisons, the machine's architecture and package chip type, the installed driver and
+comparisons, a toolkit's evidence line, the machine's architecture and package chip type, the installed driver and
 the torch_npu/CANN mismatch plan, from the typed facts views each helper is given and the
 matrix.
 """
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from typing import List, Optional, Tuple
 
     from npudoctor.facts.devices import DevicesFacts
-    from npudoctor.facts.stack import CannFacts, DriverFacts
+    from npudoctor.facts.stack import CannFacts, DriverFacts, Toolkit
     from npudoctor.facts.system import HostFacts, PackagesFacts, PythonFacts
     from npudoctor.knowledge.matrix import Chip as MatrixChip
     from npudoctor.knowledge.matrix import Matrix, TorchNpuRow
@@ -36,6 +36,14 @@ def host_arch(host: HostFacts, packages: PackagesFacts) -> Optional[str]:
         if "x86_64" in tag:
             return "x86_64"
     return None
+
+
+def toolkit_line(tk: Toolkit) -> str:
+    """``CANN 8.0.0 at /usr/local/Ascend/ascend-toolkit/latest (via …), read from …``: the
+    evidence line naming one toolkit install."""
+    via = tk.found_via
+    how = f" (via {via})" if via and via != tk.path else ""
+    return f"CANN {tk.version or '(unknown version)'} at {tk.path}{how}, read from {tk.source}"
 
 
 # ---------------------------------------------------------------- devices

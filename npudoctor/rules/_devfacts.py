@@ -12,15 +12,13 @@ from typing import TYPE_CHECKING
 from npudoctor.facts.devices import DevicesFacts, NpuSmi
 from npudoctor.facts.system import HostFacts, Identity
 from npudoctor.remedies import DockerFlags
+from npudoctor.remedies.world import CONTROL_NODES
 from npudoctor.rules.overview import npu_stack_present
 
 if TYPE_CHECKING:
     from typing import Iterable, List, Optional, Tuple
 
     from npudoctor.facts import Facts
-
-#: The control nodes every NPU container needs besides its /dev/davinciN.
-CONTROL_NODES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
 
 
 def stack_present(facts: Facts) -> bool:

@@ -19,16 +19,8 @@ from npudoctor.facts.system import Distribution, HostFacts, PackagesFacts, Pytho
 from npudoctor.knowledge.versions import pep440_local, pep440_release
 from npudoctor.parsers.metadata import requirements_on, satisfies
 from npudoctor.remedies import Command, PipUninstall, Remedy
-from npudoctor.rules._pyfacts import (
-    CPU_INDEX,
-    ask,
-    base_interpreter,
-    best_torch_npu,
-    interpreter,
-    marker_env,
-    pip_install,
-    platform,
-)
+from npudoctor.remedies.python import CPU_INDEX, base_interpreter, interpreter, pip_install
+from npudoctor.rules._pyfacts import ask, best_torch_npu, marker_env, platform
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement

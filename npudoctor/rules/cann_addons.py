@@ -22,11 +22,11 @@ from npudoctor.knowledge.matrix.addons import kernels_verdict, nnal_verdict
 from npudoctor.knowledge.packages import NNAL_SET_ENV
 from npudoctor.knowledge.versions import cann_less, parse_cann
 from npudoctor.remedies import Remedy, SourceFile
+from npudoctor.remedies.cann import Step, install, nnal_set_env, set_env_step
+from npudoctor.remedies.python import pip_install
 from npudoctor.rules import rule
-from npudoctor.rules._cannfacts import chip_info, host_arch, nnal_needed, package_chip
-from npudoctor.rules._cannsteps import Step, install, nnal_set_env, set_env_step, toolkit_line
+from npudoctor.rules._cannfacts import chip_info, host_arch, nnal_needed, package_chip, toolkit_line
 from npudoctor.rules._env_vars import sourced
-from npudoctor.rules._pyfacts import pip_install
 
 if TYPE_CHECKING:
     from npudoctor.context import RuleContext

@@ -18,10 +18,10 @@ from npudoctor.knowledge.matrix.hdk import DriverVerdict, Packages, driver_firmw
 from npudoctor.knowledge.packages import firmware_for_driver
 from npudoctor.parsers.info_files import format_ranges
 from npudoctor.remedies import Command, InstallPackage, Reboot
+from npudoctor.remedies.cann import Step
+from npudoctor.remedies.world import host_mounts_fix
 from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import cann_plan, driver_version, host_arch, not_in_matrix_line, package_chip
-from npudoctor.rules._cannsteps import Step
-from npudoctor.rules._world import host_mounts_fix
 from npudoctor.rules.devices import chip_identity
 
 if TYPE_CHECKING:

@@ -28,10 +28,10 @@ from npudoctor.remedies import (
     Remedy,
     SourceFile,
 )
+from npudoctor.remedies.python import interpreter
 from npudoctor.rules import rule
 from npudoctor.rules._env_vars import recorded_set_env_script
 from npudoctor.rules._libowners import DRIVER, KERNELS, NNAL, OS, TOOLKIT, TORCH, TORCH_NPU, owner, owner_of_path
-from npudoctor.rules._pyfacts import interpreter
 from npudoctor.rules._symbol_versions import TooNew
 from npudoctor.rules._symbol_versions import too_new as needed_too_new
 
