@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes, grades
+from npudoctor.knowledge.chips import package_chip
 from npudoctor.knowledge.grades import Grade
 from npudoctor.knowledge.prerelease import metadata_verdict
 from npudoctor.knowledge.versions import cann_less
@@ -30,7 +31,6 @@ from npudoctor.rules._cannfacts import (
     missing_statement_line,
     nnal_needed,
     not_in_matrix_line,
-    package_chip,
     python_tag,
     toolkit_line,
 )

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes, vllm_images
+from npudoctor.knowledge.chips import matrix_chip, package_chip
 from npudoctor.knowledge.frameworks import PIP_PROJECTS, rows_for, table
 from npudoctor.knowledge.frameworks import project as framework_project
 from npudoctor.knowledge.grades import severity
@@ -25,7 +26,7 @@ from npudoctor.remedies import Remedy, SourceFile
 from npudoctor.remedies.cann import Step, install, nnal_set_env, set_env_step
 from npudoctor.remedies.python import pip_install
 from npudoctor.rules import rule
-from npudoctor.rules._cannfacts import chip_info, host_arch, nnal_needed, package_chip, toolkit_line
+from npudoctor.rules._cannfacts import host_arch, nnal_needed, toolkit_line
 from npudoctor.rules._env_vars import sourced
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def kernels_for_chip(ctx: RuleContext) -> Iterable[Finding]:
     found = ctx.view.devices.named_chips
     for chip in found:
         name = str(chip.name)
-        info = chip_info(ctx.matrix, name)
+        info = matrix_chip(ctx.matrix, name)
         if info is not None and info.kernels_dir:
             wanted.setdefault(info.kernels_dir, []).append(name)
             pkg_chip[info.kernels_dir] = info.kernels_package_chip
