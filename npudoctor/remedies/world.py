@@ -15,7 +15,7 @@ prestart hook mounts the devices and the host's driver libraries into the contai
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Union
+from typing import Iterable, List, Optional, Sequence, Union
 
 from npudoctor.remedies.steps import DockerFlags, Export, PodSpecField, Remedy, SystemdSetting
 
@@ -27,6 +27,26 @@ HOST_MOUNTS = ("/usr/local/Ascend/driver", "/usr/local/dcmi", "/usr/local/bin/np
 
 #: The Ascend device plugin's resource for 910-class NPUs (deploy/k8s/training-pod.yaml).
 POD_RESOURCE = "huawei.com/Ascend910"
+
+
+def docker_flags(
+    device_ids: Iterable[int],
+    control: Iterable[str] = CONTROL_NODES,
+    mounts: Iterable[str] = (),
+    lead: str = "",
+    pick_device: bool = False,
+) -> DockerFlags:
+    """The ``docker run`` flags remedy for these devices, control nodes and mounts
+    (rendered in the order of the standard vllm-ascend command by
+    :func:`npudoctor.remedies.render.docker_words`); ``pick_device`` when the NPU to add
+    is not known (prose asks for a free one)."""
+    return DockerFlags(
+        devices=tuple(int(i) for i in device_ids),
+        control=tuple(control),
+        mounts=tuple(mounts),
+        lead=lead,
+        pick_device=pick_device,
+    )
 
 
 def passthrough_fix(where: str, ids: Sequence[int]) -> List[Union[Remedy, str]]:

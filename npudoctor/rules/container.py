@@ -17,9 +17,9 @@ from npudoctor.facts.devices import NpuSmi
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.remedies import DockerFlags, Pipeline, Prose, Remedy
-from npudoctor.remedies.world import HOST_MOUNTS, host_mounts_fix, passthrough_fix
+from npudoctor.remedies.world import HOST_MOUNTS, docker_flags, host_mounts_fix, passthrough_fix
 from npudoctor.rules import postprocess, rule
-from npudoctor.rules._devfacts import docker_flags, parse_id_list, searched_path_text, stack_present
+from npudoctor.rules._devfacts import parse_id_list, searched_path_text, stack_present
 
 if TYPE_CHECKING:
     from typing import Iterable, List, Optional, Sequence, Union

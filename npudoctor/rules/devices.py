@@ -21,9 +21,9 @@ from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.parsers.numbers import to_int
 from npudoctor.remedies import Command, DockerFlags, Pipeline, PrependPath, Prose, Remedy
+from npudoctor.remedies.world import docker_flags
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import (
-    docker_flags,
     judged_identity,
     searched_path_text,
     stack_present,
