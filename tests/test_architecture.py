@@ -126,6 +126,41 @@ def test_nothing_below_the_command_line_imports_it():
     )
 
 
+def imports_of_rules_from_remedies(graph: Dict[str, Set[str]], package: str = "npudoctor") -> List[str]:
+    """``"importer -> imported"`` for every module of ``<package>.remedies`` that imports
+    ``<package>.rules`` or one of its modules: remedies are below the rules that use them
+    (a step builder takes views and values, and judges nothing)."""
+    below, above = f"{package}.remedies", f"{package}.rules"
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        if module == below or module.startswith(below + ".")
+        for target in targets
+        if target == above or target.startswith(above + ".")
+    )
+
+
+def test_remedies_do_not_import_rules():
+    assert imports_of_rules_from_remedies(import_graph(PACKAGE)) == []
+
+
+def test_the_remedies_check_sees_an_import_of_a_rule_helper(tmp_path):
+    files = {
+        "__init__.py": "",
+        "rules/__init__.py": "",
+        "rules/_devfacts.py": "NODES = ()\n",
+        "remedies/__init__.py": "",
+        "remedies/world.py": "from npudoctor.rules._devfacts import NODES\n",
+    }
+    pkg = tmp_path / "npudoctor"
+    for name, text in files.items():
+        (pkg / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / name).write_text(text, encoding="utf-8")
+    assert imports_of_rules_from_remedies(import_graph(pkg)) == [
+        "npudoctor.remedies.world -> npudoctor.rules._devfacts"
+    ]
+
+
 #: Modules that collect a snapshot themselves (import :func:`npudoctor.engine.collect`):
 #: the one request service, and exec's environment plan, which reads the ``host`` and
 #: ``cann`` sections without judging them.  May only shrink.

@@ -13,10 +13,10 @@ import pytest
 
 from npudoctor.context import Options
 from npudoctor.engine import evaluate
+from npudoctor.knowledge.chips import product_lines
 from npudoctor.knowledge.matrix import Matrix, bundled_dir, load_from, validate
 from npudoctor.report import devices as devices_view
 from npudoctor.report.summary import area_lines
-from npudoctor.rules.devices import product_lines
 from npudoctor.snapshot import Snapshot
 
 A2 = "Atlas A2 training products / Atlas A2 inference products"

@@ -16,7 +16,8 @@ from npudoctor.facts._typed import load
 from npudoctor.facts.devices import DevicesFacts
 from npudoctor.probes.devices import can_access
 from npudoctor.remedies import shell
-from npudoctor.rules._devfacts import docker_flags, parse_id_list, shorten_path_list
+from npudoctor.remedies.world import docker_flags
+from npudoctor.rules._devfacts import parse_id_list, shorten_path_list
 from npudoctor.rules.visibility import _check_rt, _visible_evidence
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"

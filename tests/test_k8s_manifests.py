@@ -61,10 +61,10 @@ def test_plugin_config_and_daemonset_agree():
 def test_daemonset_can_run_the_hosts_npu_smi():
     """npd checks the chips with the host's npu-smi run in its pod (nothing under --root is
     executed): the pod mounts every host path a container needs for it (the same list the
-    passthrough fix names, rules/_world.HOST_MOUNTS, from the standard vllm-ascend docker run)
+    passthrough fix names, remedies/world.HOST_MOUNTS, from the standard vllm-ascend docker run)
     at the same path, read-only, with a checked hostPath type, and is privileged for the device
     nodes (a device-plugin resource would take NPUs from the workloads)."""
-    from npudoctor.rules._world import HOST_MOUNTS
+    from npudoctor.remedies.world import HOST_MOUNTS
 
     ds = next(d for d in docs() if d["kind"] == "DaemonSet")
     spec = ds["spec"]["template"]["spec"]

@@ -13,17 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npudoctor.facts.devices import DeviceNode
-from npudoctor.knowledge.versions import major_minor, python_sorted
+from npudoctor.knowledge.versions import major_minor, python_release, python_sorted, symbol_version_key
 from npudoctor.parsers.accounts import parse_group, parse_passwd
 from npudoctor.parsers.df import parse_df
 from npudoctor.parsers.numbers import numbers_in, to_int
 from npudoctor.parsers.procstatus import _ids
 from npudoctor.parsers.release_notes import html_tables
 from npudoctor.probes import _ldso
-from npudoctor.probes.python import _parse_version
 from npudoctor.rules import _world
 from npudoctor.rules._devfacts import parse_id_list
-from npudoctor.rules.libraries import _vkey
 from npudoctor.rules.python_env import _glibc_tuple
 from npudoctor.rules.visibility import _check_rt
 
@@ -94,7 +92,12 @@ CASES: List[Tuple[str, Callable[[Any], Any], Tuple[Any, Any], List[Tuple[Any, An
         [(["3." + LONG, "3.9"], ["3.9"]), ([f"3.{ARABIC}"], [])],
     ),
     ("glibc version", _glibc_tuple, ("2.31", (2, 31)), [("2." + LONG, None), ("٢.٣١", None)]),
-    ("libstdc++ GCC sort key", _vkey, ("11.2.0", (11, 2, 0)), [("11." + LONG, (11,)), (f"1{ARABIC}", (1,))]),
+    (
+        "symbol version and GCC sort key",
+        symbol_version_key,
+        ("11.2.0", (11, 2, 0)),
+        [("11." + LONG, (11, 0)), (f"1{ARABIC}", (0,)), (f"GLIBCXX_3.4.{LONG}", (3, 4, 0))],
+    ),
     ("capability mask", _world.mask, ("3f", 63), [(ARABIC, None), ("f" * 65, None)]),
     (
         "device node mode",
@@ -102,7 +105,7 @@ CASES: List[Tuple[str, Callable[[Any], Any], Tuple[Any, Any], List[Tuple[Any, An
         ("0660", True),
         [("0999", None), (SUPER, None), (LONG, None), ("٠٦٦٠", None)],
     ),
-    ("interpreter version", _parse_version, ("3.10.12", [3, 10, 12]), [("3." + LONG, None), ("٣.١٠", None)]),
+    ("interpreter version", python_release, ("3.10.12", [3, 10, 12]), [("3." + LONG, None), ("٣.١٠", None)]),
     ("cgroup id lists", _ids, ("0 5", [0, 5]), [(f"0 {ARABIC} {SUPER} {LONG} 5", [0, 5])]),
     (
         "highest symbol version",
@@ -172,9 +175,9 @@ def test_to_int_never_raises_and_accepts_only_ascii(text: str) -> None:
 def test_parsers_of_numbers_never_raise(text: str) -> None:
     major_minor(text)
     parse_id_list(text)
-    _parse_version(text)
+    python_release(text)
     _glibc_tuple(text)
-    _vkey(text)
+    symbol_version_key(text)
     _ids(text)
     numbers_in(text)
 

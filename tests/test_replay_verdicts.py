@@ -14,8 +14,8 @@ import pytest
 
 from npudoctor.context import Options
 from npudoctor.engine import evaluate
+from npudoctor.knowledge.chips import chip_identity
 from npudoctor.knowledge.matrix import load_matrix
-from npudoctor.rules.devices import chip_identity
 from npudoctor.snapshot import Snapshot
 
 

@@ -242,3 +242,30 @@ def test_the_version_helpers_of_every_kind_live_here_and_never_raise():
         "GLIBCXX_3.4.30",
     ]
     assert v.symbol_version_key("GLIBC_PRIVATE") == (0,)
+
+
+def test_the_helpers_moved_from_probes_parsers_and_lint():
+    """The version helpers that lived in the python probe, the info-file and build-info
+    parsers, the lint data and the tunables table, each under one name here."""
+    from npudoctor.knowledge import versions as v
+
+    assert v.python_release("3.11.4 (main, Jun  7 2023)") == [3, 11, 4]
+    assert v.python_release(" 3.9") == [3, 9] and v.python_release("3") is None
+    assert v.python_release("3.123456789012") is None and v.python_release("") is None
+    assert v.pep440_normal(" 2.1.0.RC1 ") == "2.1.0rc1" and v.pep440_normal("2.1.0+CPU") == "2.1.0+cpu"
+    assert v.pep440_normal(" Not-A-Version ") == "not-a-version"
+    huge = "2." + "9" * 5000  # packaging refuses it with a plain ValueError: never a traceback
+    assert v.pep440_normal(huge) == huge
+    assert v.pep440_line(v.pep440("2.1.0.post10")) == (2, 1, 0) and v.pep440_line(v.pep440("2.1")) == (2, 1)
+    assert v.range_bound_key("23.0.rc3") < v.range_bound_key("23.0.0") < v.range_bound_key("23.0.1")  # type: ignore[operator]
+    assert v.range_bound_key("24.1.rc1.b030") == ((1, 24), (1, 1), (0, 1), (1, 30))
+    assert v.range_bound_key("24.1.T3") is None and v.range_bound_key("9" * 21) is None
+    assert sorted(["GLIBCXX_3.4.30", "GLIBCXX_3.4.9"], key=v.symbol_version_key) == ["GLIBCXX_3.4.9", "GLIBCXX_3.4.30"]
+    assert max(["9.1.0", "11.1.0", "10.2.0"], key=v.symbol_version_key) == "11.1.0"  # GCC releases
+
+
+def test_a_torch_npu_version_with_a_huge_number_is_unknown_to_the_tunables_table():
+    from npudoctor.knowledge.tunables import since_ok
+
+    assert since_ok("2." + "9" * 5000, ("2.1.0",)) is None
+    assert since_ok("2.7.1", ("2.7.1.post1", "not a version")) is None

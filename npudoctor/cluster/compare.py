@@ -152,7 +152,7 @@ def fingerprint(facts: Mapping[str, Any]) -> Dict[str, Optional[str]]:
     if devices is not None:
         # The npu-smi Name is the fact compared; what a chip *is* (its family) is knowledge
         # the rules judge with the current matrix, and a family an older snapshot stored is
-        # ignored (rules/devices.py chip_identity).
+        # ignored (knowledge/chips.py chip_identity).
         kinds: Counter[str] = Counter(chip.name or "?" for chip in devices.chips)
         fp["chips"] = ", ".join(f"{n} x {k}" for k, n in sorted(kinds.items())) if kinds else NONE
     else:

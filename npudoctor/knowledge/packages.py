@@ -46,16 +46,6 @@ INSTALL_ORDER: Tuple[str, ...] = ("driver", "firmware", "toolkit", "kernels", "o
 #: Kinds that are CANN packages (the others are Ascend HDK packages).
 CANN_KINDS: Tuple[str, ...] = ("toolkit", "kernels", "ops", "nnal")
 
-#: chip family (Matrix.chip().family) → package chip type (REPORT.md §4.3).
-FAMILY_PACKAGE_CHIP: Dict[str, str] = {
-    "910": "910",
-    "910B": "910b",
-    "910_93": "A3",
-    "310P": "310p",
-    "310B": "310b",
-    "950": "950",
-}
-
 #: Package chip types, for prose when the chip of a machine is not known.
 PACKAGE_CHIPS: Tuple[str, ...] = ("910b", "910", "310p", "A3")
 

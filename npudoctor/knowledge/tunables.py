@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor import tomlread
-
-if TYPE_CHECKING:
-    from packaging.version import Version
+from npudoctor.knowledge.versions import parse_pep440, pep440_line
 
 
 @dataclass(frozen=True)
@@ -308,10 +306,6 @@ def alloc_pairs(value: str) -> Tuple[List[Tuple[str, str]], List[str]]:
     return pairs, bad
 
 
-def _release(v: Version) -> Tuple[int, ...]:
-    return tuple(v.release[:3])
-
-
 #: The oldest torch_npu line the allocator-key table speaks for (the 2.1.0 line: the
 #: first with max_split_size_mb, garbage_collection_threshold and expandable_segments).
 OLDEST_LINE = (2, 1, 0)
@@ -324,19 +318,17 @@ def since_ok(version: Optional[str], since: Tuple[str, ...]) -> Optional[bool]:
     or older than the oldest line the table speaks for (:data:`OLDEST_LINE`)."""
     if not version or not since:
         return None
-    from packaging.version import InvalidVersion, Version  # only when an allocator key is judged
-
-    try:
-        have = Version(version.split("+")[0])
-        floors = [Version(s) for s in since]
-    except InvalidVersion:
+    have = parse_pep440(version.split("+")[0])
+    parsed = [parse_pep440(s) for s in since]
+    floors = [f for f in parsed if f is not None]
+    if have is None or len(floors) != len(parsed):
         return None
-    if _release(have) < OLDEST_LINE:
+    if pep440_line(have) < OLDEST_LINE:
         return None
     for floor in floors:
-        if _release(floor) == _release(have):
+        if pep440_line(floor) == pep440_line(have):
             return have >= floor
-    return _release(have) > max(_release(f) for f in floors)
+    return pep440_line(have) > max(pep440_line(f) for f in floors)
 
 
 def float_value(text: str) -> Optional[float]:

@@ -3,8 +3,9 @@ firmware / HDK versions, and the parsing and comparison of the other kinds.
 
 Python package versions (torch, torch_npu, numpy) are PEP 440 and use ``packaging``
 (imported when first needed: :func:`parse_pep440`, :func:`pep440_public`, …); Python
-versions ``X.Y`` have :func:`python_key` and :func:`python_sorted`; ELF symbol versions
-(``GLIBCXX_3.4.30``) :func:`symbol_versions`.  CANN and the Ascend HDK use their own
+versions ``X.Y`` have :func:`python_key`, :func:`python_sorted` and :func:`python_release`;
+ELF symbol versions (``GLIBCXX_3.4.30``) :func:`symbol_versions`; the ``[low, high]`` ranges
+of version.info files :func:`range_bound_key`.  CANN and the Ascend HDK use their own
 schemes, which this module orders.
 
 CANN (``CannVersion``), as observed in the CANN release notes, the torch_npu mapping
@@ -61,6 +62,10 @@ __all__ = [
     "pep440_prerelease",
     "pep440_key",
     "release_prefix",
+    "pep440_normal",
+    "pep440_line",
+    "range_bound_key",
+    "python_release",
     "python_key",
     "python_sorted",
     "pythons_within",
@@ -540,7 +545,52 @@ def release_prefix(text: str) -> Optional[Tuple[int, ...]]:
     return tuple(parts)
 
 
+def pep440_normal(text: str) -> str:
+    """PEP 440 normal form, local tag kept (``"2.1.0.rc1"`` → ``"2.1.0rc1"``, ``"2.1.0+CPU"``
+    → ``"2.1.0+cpu"``); the text itself stripped and lower-cased when it is not PEP 440."""
+    v = parse_pep440(text.strip())
+    return str(v) if v is not None else text.strip().lower()
+
+
+def pep440_line(version: Version) -> Tuple[int, ...]:
+    """The release line of a parsed PEP 440 version: its first three release numbers
+    (``2.1.0.post10`` → ``(2, 1, 0)``; ``2.1`` → ``(2, 1)``)."""
+    return tuple(version.release[:3])
+
+
+def range_bound_key(version: str) -> Optional[Tuple[Tuple[int, int], ...]]:
+    """Sort key of a dotted driver/firmware/CANN version as the ``[low, high]`` ranges of
+    version.info files write them: numbers compare as numbers, ``rcN`` sorts below the final
+    ``0`` of its line (``23.0.rc3 < 23.0.0``), a ``bNNN`` part counts as the number ``NNN``.
+    ``None`` for any other part (or one over 20 characters)."""
+    key: List[Tuple[int, int]] = []
+    for part in version.strip().lower().split("."):
+        if len(part) > 20 or not part.isascii():
+            return None
+        if part.isdecimal():
+            key.append((1, int(part)))
+        elif part.startswith("rc") and part[2:].isdecimal():
+            key.append((0, int(part[2:])))
+        elif part.startswith("b") and part[1:].isdecimal():
+            key.append((1, int(part[1:])))
+        elif part == "":
+            continue
+        else:
+            return None
+    return tuple(key) if key else None
+
+
 # ------------------------------------------------------------------ Python X.Y
+
+
+def python_release(text: str) -> Optional[List[int]]:
+    """``[3, 11, 4]`` of a Python version text (``"3.11.4"``, ``"3.11"``, ``"3.11.4 (main,
+    …)"`` as pyvenv.cfg writes it): the leading two or three numbers, ``None`` when it does
+    not start with ``X.Y``."""
+    m = re.match(r"^\s*([0-9]{1,9})\.([0-9]{1,9})(?:\.([0-9]{1,9}))?(?![0-9])", text or "")
+    if not m:
+        return None
+    return [int(g) for g in m.groups() if g is not None]
 
 
 def python_key(python: str) -> Tuple[int, ...]:

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor import tomlread
 from npudoctor.knowledge import cuda_only
+from npudoctor.knowledge.versions import major_minor
 
 
 @dataclass(frozen=True)
@@ -90,8 +91,12 @@ def _strings(table: Any) -> Dict[str, str]:
 
 
 def _version(text: str) -> Tuple[int, int]:
-    major, minor = text.split(".")[:2]
-    return int(major), int(minor)
+    """``(major, minor)`` of a release line the lint data names (``min = "2.3"``); the data
+    is checked at build time, so a line that is not ``X.Y`` is an error in the data."""
+    line = major_minor(text)
+    if line is None:
+        raise ValueError(f"lint data: {text!r} is not a release line X.Y")
+    return line
 
 
 def _library(raw: Dict[str, Any]) -> Library:

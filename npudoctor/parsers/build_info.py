@@ -28,6 +28,7 @@ import re
 from typing import Dict, List, Optional, Tuple, Union
 
 from npudoctor import lazyre
+from npudoctor.knowledge.versions import pep440_normal
 
 Literal = Union[str, bool, int, float, None]
 
@@ -52,17 +53,10 @@ def python_constants(text: str) -> Dict[str, Literal]:
     return out
 
 
+#: The grammar of a README cell ("CANN 8.0.RC1"), not a version helper: the versions it
+#: finds compare with :func:`npudoctor.knowledge.versions.pep440_normal`.
 _CANN_RE = lazyre.pattern(r"CANN\s*([0-9][0-9A-Za-z.\-]*)", re.IGNORECASE)
 _TAG_RE = lazyre.pattern(r"<[^>]+>")
-
-
-def _norm(version: str) -> str:
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return str(Version(version.strip()))
-    except InvalidVersion:
-        return version.strip().lower()
 
 
 def _rows(text: str) -> List[List[str]]:
@@ -83,7 +77,7 @@ def torch_npu_description_row(text: str, version: str) -> Optional[Tuple[str, Op
     adapter column names ``version``; ``cann`` is the CANN named in that row or, when its
     CANN cell is empty, in the nearest row above that names one (``None`` when none does).
     ``None`` when no row names the version.  Never raises."""
-    want = _norm(version)
+    want = pep440_normal(version)
     last_cann: Optional[str] = None
     for cells in _rows(text):
         if not cells:
@@ -97,6 +91,6 @@ def torch_npu_description_row(text: str, version: str) -> Optional[Tuple[str, Op
             last_cann = cells[0].split()[0]
         # any cell after the CANN one: HTML rows under a rowspan CANN cell lack that cell; a
         # pre-release version never equals the PyTorch column (2.4.0rc1 vs 2.4.0)
-        if len(cells) >= 3 and any(_norm(c) == want for c in cells[1:] if c):
+        if len(cells) >= 3 and any(pep440_normal(c) == want for c in cells[1:] if c):
             return " | ".join(cells), last_cann
     return None

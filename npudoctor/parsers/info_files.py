@@ -30,6 +30,7 @@ import re
 from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
+from npudoctor.knowledge.versions import range_bound_key
 
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
@@ -126,26 +127,6 @@ def parse_ranges(value: Optional[str]) -> List[Tuple[str, str]]:
     return out
 
 
-def _num_key(version: str) -> Optional[Tuple[Tuple[int, int], ...]]:
-    """Sort key of a dotted version for range tests: numbers compare as numbers,
-    ``rcN`` sorts below the final ``0`` of its line (``23.0.rc3 < 23.0.0``)."""
-    key: List[Tuple[int, int]] = []
-    for part in version.strip().lower().split("."):
-        if len(part) > 20 or not part.isascii():
-            return None
-        if part.isdecimal():
-            key.append((1, int(part)))
-        elif part.startswith("rc") and part[2:].isdecimal():
-            key.append((0, int(part[2:])))
-        elif part.startswith("b") and part[1:].isdecimal():
-            key.append((1, int(part[1:])))
-        elif part == "":
-            continue
-        else:
-            return None
-    return tuple(key) if key else None
-
-
 def range_contains(low: str, high: str, version: str) -> Optional[bool]:
     """Whether ``version`` lies in the range ``[low, high]`` of a version.info file.
 
@@ -165,11 +146,11 @@ def range_contains(low: str, high: str, version: str) -> Optional[bool]:
         if ver == lo or ver == prefix[:-1] or ver.startswith(prefix):
             return True
         hi = prefix[:-1]
-        vk, lk, hk = _num_key(ver), _num_key(lo), _num_key(hi)
+        vk, lk, hk = range_bound_key(ver), range_bound_key(lo), range_bound_key(hi)
         if vk is None or lk is None or hk is None:
             return False if vk is not None else None
         return lk <= vk[: len(lk)] and vk[: len(hk)] <= hk
-    vk, lk, hk = _num_key(ver), _num_key(lo), _num_key(hi)
+    vk, lk, hk = range_bound_key(ver), range_bound_key(lo), range_bound_key(hi)
     if vk is None or lk is None or hk is None:
         return None
     return lk <= vk[: len(lk)] and vk[: len(hk)] <= hk

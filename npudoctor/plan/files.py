@@ -15,11 +15,10 @@ from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional
 
 from npudoctor.knowledge import packages as names
-from npudoctor.knowledge.packages import FAMILY_PACKAGE_CHIP, FIRMWARE_FOR_DRIVER, INSTALL_ORDER
+from npudoctor.knowledge.packages import FIRMWARE_FOR_DRIVER, INSTALL_ORDER
 from npudoctor.knowledge.versions import CannVersion, parse_cann, parse_driver
 
 __all__ = [
-    "FAMILY_PACKAGE_CHIP",
     "FIRMWARE_FOR_DRIVER",
     "INSTALL_ORDER",
     "PackageFile",
@@ -46,14 +45,6 @@ class PackageFile:
 
     def to_dict(self) -> Dict[str, object]:
         return asdict(self)
-
-
-def package_chip(family: Optional[str], kernels_package_chip: Optional[str] = None) -> Optional[str]:
-    """Package chip type for a family (``"910B"`` → ``"910b"``); ``kernels_package_chip``
-    from the matrix wins when given."""
-    if kernels_package_chip:
-        return kernels_package_chip
-    return FAMILY_PACKAGE_CHIP.get(family or "")
 
 
 def _cann_dir(version: str) -> str:

@@ -621,11 +621,13 @@ class Resolver:
 
     def _packages(self, cand: Candidate, keep: bool, warnings: List[str]) -> Tuple[Optional[str], List[Any]]:
         """The package chip and the CANN (unless kept) and driver (if upgraded) packages."""
-        from npudoctor.plan.files import cann_packages, driver_packages, package_chip
+        from npudoctor.knowledge.chips import family_package_chip
+        from npudoctor.plan.files import cann_packages, driver_packages
 
         assert cand.cann is not None and cand.driver is not None
         drv, arch = cand.driver, self.arch
-        pchip = package_chip(self.family, getattr(self.chip_info, "kernels_package_chip", None))
+        known = getattr(self.chip_info, "kernels_package_chip", None)
+        pchip = known or family_package_chip(self.matrix, self.family)
         packages: List[Any] = []
         if not keep:
             try:

@@ -164,15 +164,11 @@ def site_arch(facts: Facts) -> Tuple[Optional[str], Optional[str]]:
 
 def _chip_identity(matrix: Optional[Matrix], chip: DeviceChip) -> Tuple[Optional[str], Optional[str]]:
     """``(family, soc_version)`` of a chip judged now by the current matrix
-    (:func:`npudoctor.rules.devices.chip_identity`: a SoC npu-smi measured is kept, the
+    (:func:`npudoctor.knowledge.chips.chip_identity`: a SoC npu-smi measured is kept, the
     family always comes from the matrix; a family an older snapshot stored is ignored)."""
-    from npudoctor.rules.devices import chip_identity
+    from npudoctor.knowledge.chips import chip_identity
 
-    # The mapping form: what chip_identity reads of a record (it takes the view, too, once
-    # rules/devices.py reads the devices view).
-    identity = chip_identity(
-        matrix, {"name": chip.name, "soc_version": chip.soc_version, "soc_source": chip.soc_source}
-    )
+    identity = chip_identity(matrix, chip)
     family, soc = identity.get("family"), identity.get("soc_version")
     return (family if isinstance(family, str) else None), (soc if isinstance(soc, str) else None)
 

@@ -38,7 +38,7 @@ Section ``devices``::
     identity    the judged account (copied from facts["host"]["identity"])
 
 What a chip *is* (family, bf16, kernels folder, SoC name) is knowledge, not a fact: the
-rules look it up in the matrix on every run (:func:`npudoctor.rules.devices.chip_identity`),
+rules look it up in the matrix on every run (:func:`npudoctor.knowledge.chips.chip_identity`),
 so this probe never loads the matrix, and the ``family``/``bf16``/``kernels_dir`` (and
 matrix-sourced ``soc_version``) that older snapshots carry are ignored.  A3 chips (Name
 ``Ascend910`` with a Phy-ID column) get a measured soc_version from ``npu-smi info -t board

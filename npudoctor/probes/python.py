@@ -52,12 +52,12 @@ from __future__ import annotations
 
 import os
 import posixpath
-import re
 from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 from npudoctor.context import ProbeContext
 from npudoctor.host import Host
+from npudoctor.knowledge.versions import python_release
 from npudoctor.parsers import jsontext
 
 if TYPE_CHECKING:
@@ -70,6 +70,9 @@ QUICK = True
 #: Seconds the target interpreter may take to answer (a cold conda env on NFS is slow).
 PROBE_TIMEOUT = 20.0
 
+#: Grammars of file and directory names (``lib/python3.11``, ``/usr/local/python3.11.4``,
+#: ``conda-meta/python-3.11.4-*.json``), not version helpers: the text they read is
+#: ``knowledge.versions.python_release``'s.
 _PYDIR_RE = lazyre.pattern(r"^python([0-9]{1,9})\.([0-9]{1,9})t?$")
 _USR_LOCAL_PY_RE = lazyre.pattern(r"^python([0-9]{1,9})\.([0-9]{1,9})(?:\.([0-9]{1,9}))?$")
 _CONDA_PY_RE = lazyre.pattern(r"^python-([0-9]{1,9})\.([0-9]{1,9})\.([0-9]{1,9})-")
@@ -205,13 +208,6 @@ def _conda_python_version(host: Host, prefix: str) -> Optional[List[int]]:
     return None
 
 
-def _parse_version(text: str) -> Optional[List[int]]:
-    m = re.match(r"^\s*([0-9]{1,9})\.([0-9]{1,9})(?:\.([0-9]{1,9}))?(?![0-9])", text or "")
-    if not m:
-        return None
-    return [int(g) for g in m.groups() if g is not None]
-
-
 def _has(host: Host, dirs: List[str], name: str) -> bool:
     prefix = name + "-"
     for d in dirs:
@@ -233,13 +229,13 @@ def _environment(host: Host, prefix: str, kind: str) -> Optional[Dict[str, Any]]
     version: Optional[List[int]] = None
     version_source = None
     if cfg:
-        version = _parse_version(cfg.get("version") or cfg.get("version_info") or "")
+        version = python_release(cfg.get("version") or cfg.get("version_info") or "")
         version_source = f"{posixpath.join(prefix, 'pyvenv.cfg')}" if version else None
     if version is None and conda:
         version = _conda_python_version(host, prefix)
         version_source = f"{posixpath.join(prefix, 'conda-meta')}/python-*.json" if version else None
     if version is None and kind == "usr-local-python":
-        version = _parse_version(posixpath.basename(prefix)[len("python") :])
+        version = python_release(posixpath.basename(prefix)[len("python") :])
         version_source = f"directory name {prefix}" if version else None
     if libver is not None and (version is None or version[:2] != libver):
         version = libver

@@ -1,6 +1,6 @@
 """Facts shared by the CANN and driver rules (not a rule module: the leading underscore
 keeps it out of rule discovery): the installed torch_npu and torch, CANN version
-comparisons, the machine's architecture and package chip type, the installed driver and
+comparisons, a toolkit's evidence line, the machine's architecture, the installed driver and
 the torch_npu/CANN mismatch plan, from the typed facts views each helper is given and the
 matrix.
 """
@@ -15,9 +15,8 @@ if TYPE_CHECKING:
     from typing import List, Optional, Tuple
 
     from npudoctor.facts.devices import DevicesFacts
-    from npudoctor.facts.stack import CannFacts, DriverFacts
+    from npudoctor.facts.stack import CannFacts, DriverFacts, Toolkit
     from npudoctor.facts.system import HostFacts, PackagesFacts, PythonFacts
-    from npudoctor.knowledge.matrix import Chip as MatrixChip
     from npudoctor.knowledge.matrix import Matrix, TorchNpuRow
     from npudoctor.plan.fit import MismatchPlan
 
@@ -38,28 +37,12 @@ def host_arch(host: HostFacts, packages: PackagesFacts) -> Optional[str]:
     return None
 
 
-# ---------------------------------------------------------------- devices
-
-
-def chip_info(matrix: Optional[Matrix], name: str) -> Optional[MatrixChip]:
-    """``matrix.chip(name)`` or ``None`` (no matrix, unknown chip)."""
-    if matrix is None:
-        return None
-    return matrix.chip(name)
-
-
-def package_chip(matrix: Optional[Matrix], devices: DevicesFacts) -> Optional[str]:
-    """The chip part of the package names (``910b``, ``310p``, ``910``, ``A3``) for the
-    NPU chips of this machine, or ``None`` when no chip is known.
-
-    From ``devices.chips[*].name`` via ``matrix.chip(name).kernels_package_chip``
-    (chips.toml, REPORT.md §5); a chip the matrix does not list is unknown here (what a chip
-    is, is judged with the current matrix, never taken from an older snapshot)."""
-    for chip in devices.named_chips:
-        info = chip_info(matrix, str(chip.name))
-        if info is not None and info.kernels_package_chip:
-            return info.kernels_package_chip
-    return None
+def toolkit_line(tk: Toolkit) -> str:
+    """``CANN 8.0.0 at /usr/local/Ascend/ascend-toolkit/latest (via …), read from …``: the
+    evidence line naming one toolkit install."""
+    via = tk.found_via
+    how = f" (via {via})" if via and via != tk.path else ""
+    return f"CANN {tk.version or '(unknown version)'} at {tk.path}{how}, read from {tk.source}"
 
 
 def driver_version(driver: DriverFacts, devices: DevicesFacts) -> Tuple[Optional[str], Optional[str]]:

@@ -1,7 +1,7 @@
 """Device facts shared by the device, visibility, chip and container rules (not a rule
 module: the leading underscore keeps it out of rule discovery).  Everything is read from
-the typed views each helper is given (devices, host, environment); the
-``docker run`` flags remedy and the parsing of device-id lists live here too.
+the typed views each helper is given (devices, host, environment); the parsing of
+device-id lists lives here too (the ``docker run`` flags remedy: :mod:`npudoctor.remedies.world`).
 """
 
 from __future__ import annotations
@@ -11,16 +11,12 @@ from typing import TYPE_CHECKING
 
 from npudoctor.facts.devices import DevicesFacts, NpuSmi
 from npudoctor.facts.system import HostFacts, Identity
-from npudoctor.remedies import DockerFlags
 from npudoctor.rules.overview import npu_stack_present
 
 if TYPE_CHECKING:
-    from typing import Iterable, List, Optional, Tuple
+    from typing import List, Optional, Tuple
 
     from npudoctor.facts import Facts
-
-#: The control nodes every NPU container needs besides its /dev/davinciN.
-CONTROL_NODES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
 
 
 def stack_present(facts: Facts) -> bool:
@@ -63,26 +59,6 @@ def parse_id_list(raw: str) -> Tuple[List[int], List[str]]:
             continue
         ids.extend(range(lo, hi + 1))
     return ids, bad
-
-
-def docker_flags(
-    device_ids: Iterable[int],
-    control: Iterable[str] = CONTROL_NODES,
-    mounts: Iterable[str] = (),
-    lead: str = "",
-    pick_device: bool = False,
-) -> DockerFlags:
-    """The ``docker run`` flags remedy for these devices, control nodes and mounts
-    (rendered in the order of the standard vllm-ascend command by
-    :func:`npudoctor.remedies.render.docker_words`); ``pick_device`` when the NPU to add
-    is not known (prose asks for a free one)."""
-    return DockerFlags(
-        devices=tuple(int(i) for i in device_ids),
-        control=tuple(control),
-        mounts=tuple(mounts),
-        lead=lead,
-        pick_device=pick_device,
-    )
 
 
 #: Longest PATH shown whole in evidence (characters); longer ones keep their first entries.

@@ -1,5 +1,6 @@
 """Which copy of a stack project the rest of the stack needs, and the fix lines that
-leave exactly that copy (not a rule module: shared by the package rules).
+leave exactly that copy (not a rule module: shared by the package rules; each copy's
+uninstall step is :func:`npudoctor.remedies.python.uninstall_copy`).
 
 The torch <-> torch_npu pairing uses torch_npu's own ``Requires-Dist`` first (it carries
 the ``+cpu`` local tag on x86_64 up to 2.11.0: REPORT §2), the matrix second, and the
@@ -10,7 +11,6 @@ PKG005; numpy follows the range the CANN in use needs (matrix ``numpy_spec``).
 
 from __future__ import annotations
 
-import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -18,17 +18,9 @@ from npudoctor.facts.stack import CannFacts
 from npudoctor.facts.system import Distribution, HostFacts, PackagesFacts, PythonFacts
 from npudoctor.knowledge.versions import pep440_local, pep440_release
 from npudoctor.parsers.metadata import requirements_on, satisfies
-from npudoctor.remedies import Command, PipUninstall, Remedy
-from npudoctor.rules._pyfacts import (
-    CPU_INDEX,
-    ask,
-    base_interpreter,
-    best_torch_npu,
-    interpreter,
-    marker_env,
-    pip_install,
-    platform,
-)
+from npudoctor.remedies import Command, Remedy
+from npudoctor.remedies.python import CPU_INDEX, pip_install, uninstall_copy
+from npudoctor.rules._pyfacts import ask, best_torch_npu, marker_env, platform
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
@@ -191,67 +183,6 @@ def want(
     return None
 
 
-def _user_home(location: str) -> Optional[str]:
-    """``/home/dev`` of ``/home/dev/.local/lib/python3.10/site-packages``."""
-    head, sep, _tail = location.partition("/.local/lib/")
-    return head if sep and head.startswith("/") else None
-
-
-def _remove_command(py: PythonFacts, name: str, rec: Distribution, keep_user_site: bool, same_dir: int) -> PipUninstall:
-    """The remedy that uninstalls exactly ``rec`` (a copy of ``name``).
-
-    ``pip uninstall`` removes the first copy on the running interpreter's sys.path (its
-    RECORD lists every file, console scripts included), so the command picks the
-    interpreter and flags that put ``rec`` first (checked with real pip 23 on CPython
-    3.8, tests/test_packages_rules.py):
-
-    * user site: the non-venv interpreter (pip in a venv refuses "outside environment")
-      with ``HOME`` of that user site -- the user site precedes every site dir there;
-    * the environment's own site dir: the target interpreter, with ``-s`` (no user site
-      on sys.path) when a user-site copy is kept;
-    * a system site dir seen by a venv (include-system-site-packages): the base
-      interpreter with ``-s``;
-    * any other directory (PYTHONPATH, a .pth entry): ``PYTHONPATH=<dir>`` puts it first.
-    """
-    loc = rec.location or ""
-    what = f"{rec.name} {rec.version}"
-    if same_dir > 1:
-        what = f"one of the {same_dir} {rec.name} dist-infos"
-    prefix = (py.prefix or "").rstrip("/")
-    in_env = bool(prefix) and loc.startswith(prefix + "/")
-    site_dir = posixpath.basename(loc.rstrip("/")) in ("site-packages", "dist-packages")
-    if rec.user_site:
-        home = _user_home(loc)
-        return PipUninstall(
-            base_interpreter(py, env=(("HOME", home),) if home else ()),
-            (name,),
-            site=loc,
-            note=f"pip removes the first copy on sys.path, the user site's: {what} in {loc}",
-        )
-    if site_dir and (in_env or not py.is_venv):
-        if keep_user_site:
-            return PipUninstall(
-                interpreter(py, flags=("-s",)),
-                (name,),
-                site=loc,
-                note=f"-s hides the user site: removes {what} in {loc}",
-            )
-        return PipUninstall(interpreter(py), (name,), site=loc, note=f"removes {what} in {loc}")
-    if site_dir:
-        return PipUninstall(
-            base_interpreter(py, flags=("-s",)),
-            (name,),
-            site=loc,
-            note=f"the base interpreter (pip in the venv refuses): removes {what} in {loc}",
-        )
-    return PipUninstall(
-        base_interpreter(py, flags=("-s",), env=(("PYTHONPATH", loc),)),
-        (name,),
-        site=loc,
-        note=f"PYTHONPATH puts {loc} first: removes {what} there",
-    )
-
-
 def cleanup(
     py: PythonFacts, name: str, recs: Sequence[Distribution], wanted: Optional[Want]
 ) -> Tuple[List[Fix], Optional[Distribution]]:
@@ -271,9 +202,7 @@ def cleanup(
             keeper = r
             break
     keep_user = bool(keeper is not None and keeper.user_site)
-    fix: List[Fix] = [
-        _remove_command(py, name, r, keep_user, per_dir[str(r.location)]) for r in recs if r is not keeper
-    ]
+    fix: List[Fix] = [uninstall_copy(py, name, r, keep_user, per_dir[str(r.location)]) for r in recs if r is not keeper]
     if keeper is not None:
         fix.append(
             Command(

@@ -15,11 +15,14 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes, grades
+from npudoctor.knowledge.chips import package_chip
 from npudoctor.knowledge.grades import Grade
 from npudoctor.knowledge.prerelease import metadata_verdict
 from npudoctor.knowledge.versions import cann_less
 from npudoctor.plan.fit import MismatchPlan, driver_fit, driver_shortfall, hdk_for
 from npudoctor.remedies import Command
+from npudoctor.remedies.cann import Step, install, nnal_set_env, set_env_step
+from npudoctor.remedies.python import CPU_INDEX, pip_install
 from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import (
     cann_plan,
@@ -28,11 +31,9 @@ from npudoctor.rules._cannfacts import (
     missing_statement_line,
     nnal_needed,
     not_in_matrix_line,
-    package_chip,
     python_tag,
+    toolkit_line,
 )
-from npudoctor.rules._cannsteps import Step, install, nnal_set_env, set_env_step, toolkit_line
-from npudoctor.rules._pyfacts import CPU_INDEX, pip_install
 from npudoctor.rules._required import framework_requiring
 from npudoctor.rules.overview import npu_stack_present
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes, vllm_images
+from npudoctor.knowledge.chips import matrix_chip, package_chip
 from npudoctor.knowledge.frameworks import PIP_PROJECTS, rows_for, table
 from npudoctor.knowledge.frameworks import project as framework_project
 from npudoctor.knowledge.grades import severity
@@ -22,11 +23,11 @@ from npudoctor.knowledge.matrix.addons import kernels_verdict, nnal_verdict
 from npudoctor.knowledge.packages import NNAL_SET_ENV
 from npudoctor.knowledge.versions import cann_less, parse_cann
 from npudoctor.remedies import Remedy, SourceFile
+from npudoctor.remedies.cann import Step, install, nnal_set_env, set_env_step
+from npudoctor.remedies.python import pip_install
 from npudoctor.rules import rule
-from npudoctor.rules._cannfacts import chip_info, host_arch, nnal_needed, package_chip
-from npudoctor.rules._cannsteps import Step, install, nnal_set_env, set_env_step, toolkit_line
+from npudoctor.rules._cannfacts import host_arch, nnal_needed, toolkit_line
 from npudoctor.rules._env_vars import sourced
-from npudoctor.rules._pyfacts import pip_install
 
 if TYPE_CHECKING:
     from npudoctor.context import RuleContext
@@ -77,7 +78,7 @@ def kernels_for_chip(ctx: RuleContext) -> Iterable[Finding]:
     found = ctx.view.devices.named_chips
     for chip in found:
         name = str(chip.name)
-        info = chip_info(ctx.matrix, name)
+        info = matrix_chip(ctx.matrix, name)
         if info is not None and info.kernels_dir:
             wanted.setdefault(info.kernels_dir, []).append(name)
             pkg_chip[info.kernels_dir] = info.kernels_package_chip

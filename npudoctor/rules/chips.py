@@ -1,7 +1,7 @@
 """Rules about chip support: the npu-smi chip names against the matrix (unknown chips, no
 bfloat16) and against the installed torch_npu and vllm-ascend (SoC tables, edge SoCs,
 supported families).  What a chip *is* comes from
-:func:`npudoctor.rules.devices.chip_identity` with the current matrix.  Reads
+:func:`npudoctor.knowledge.chips.chip_identity` with the current matrix.  Reads
 ``ctx.view.devices.chips`` and ``ctx.view.packages``.  Root-cause kind K18
 (../shared/cases/kinds.md).
 
@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 from npudoctor.findings import Finding
 from npudoctor.knowledge import chip_support as chip_support_data
 from npudoctor.knowledge import codes
+from npudoctor.knowledge.chips import chip_identity
 from npudoctor.knowledge.socs import EDGE_FAMILIES, SOC_FIRST_EXT
 from npudoctor.knowledge.versions import cann_less, parse_cann
+from npudoctor.remedies.cann import install, set_env_step
 from npudoctor.rules import rule
-from npudoctor.rules._cannfacts import host_arch
-from npudoctor.rules._cannsteps import install, set_env_step, toolkit_line
-from npudoctor.rules.devices import chip_identity
+from npudoctor.rules._cannfacts import host_arch, toolkit_line
 from npudoctor.rules.matrix import refresh_hint
 
 if TYPE_CHECKING:

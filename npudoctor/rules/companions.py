@@ -19,9 +19,10 @@ from npudoctor.knowledge import codes
 from npudoctor.knowledge.frameworks import FrameworkRow, npu_fits, rows_for, table
 from npudoctor.knowledge.versions import pep440_release
 from npudoctor.parsers.metadata import canonical_name, requirements_on, satisfies
+from npudoctor.remedies.python import pip_install
 from npudoctor.rules import rule
 from npudoctor.rules._pkgfit import Fix, cpu_index
-from npudoctor.rules._pyfacts import ask, describe, marker_env, pip_install, platform, python_exe
+from npudoctor.rules._pyfacts import ask, describe, marker_env, platform, python_exe
 
 if TYPE_CHECKING:
     from npudoctor.knowledge.matrix import TorchNpuRow

@@ -17,9 +17,9 @@ from npudoctor.facts.devices import NpuSmi
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.remedies import DockerFlags, Pipeline, Prose, Remedy
+from npudoctor.remedies.world import HOST_MOUNTS, docker_flags, host_mounts_fix, passthrough_fix
 from npudoctor.rules import postprocess, rule
-from npudoctor.rules._devfacts import docker_flags, parse_id_list, searched_path_text, stack_present
-from npudoctor.rules._world import HOST_MOUNTS, host_mounts_fix, passthrough_fix
+from npudoctor.rules._devfacts import parse_id_list, searched_path_text, stack_present
 
 if TYPE_CHECKING:
     from typing import Iterable, List, Optional, Sequence, Union
@@ -313,7 +313,7 @@ def _covered(path: str, mounts: Sequence[str]) -> bool:
 
 def _point_to_npu_not_given(ctx: RuleContext, findings: List[Finding], mounting: List[Finding]) -> List[Finding]:
     """With CTR006 reported in a docker-style container: each mount finding whose paths the
-    explicit flags of CTR006's fix mount (:data:`npudoctor.rules._world.HOST_MOUNTS`)
+    explicit flags of CTR006's fix mount (:data:`npudoctor.remedies.world.HOST_MOUNTS`)
     points to that one ``docker run`` line instead of printing its own recreate line."""
     if ctx.view.container.runs_in != "container":
         return findings

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.remedies.world import passthrough_fix
 from npudoctor.rules import postprocess, rule
 from npudoctor.rules._devfacts import parse_id_list, stack_present
-from npudoctor.rules._world import passthrough_fix
 
 if TYPE_CHECKING:
     from typing import Iterable, List

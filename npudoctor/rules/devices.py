@@ -1,5 +1,5 @@
 """Rules about NPU devices: npu-smi answers, chip health, busy devices, device nodes and
-their permissions, and the topology; what a chip *is* (:func:`chip_identity`).
+their permissions, and the topology (what a chip *is*: :mod:`npudoctor.knowledge.chips`).
 
 Reads ``ctx.view.devices`` (npudoctor/probes/devices.py), ``ctx.view.container`` and the
 judged account (``devices.identity``, else ``host.identity``).  The visible-device
@@ -15,27 +15,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
-from npudoctor.facts._typed import load
 from npudoctor.facts.coverage import starved
 from npudoctor.facts.devices import Chip, NpuProcess, NpuSmi, NpuSmiCommand
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.parsers.numbers import to_int
 from npudoctor.remedies import Command, DockerFlags, Pipeline, PrependPath, Prose, Remedy
+from npudoctor.remedies.world import docker_flags
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import (
-    docker_flags,
     judged_identity,
     searched_path_text,
     stack_present,
 )
 
 if TYPE_CHECKING:
-    from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple, Union
+    from typing import Dict, Iterable, List, Optional, Tuple, Union
 
     from npudoctor.context import RuleContext
-    from npudoctor.knowledge.matrix import Chip as MatrixChip
-    from npudoctor.knowledge.matrix import Matrix
 
 READS = ("cann", "container", "devices", "driver", "host", "packages")
 
@@ -78,59 +75,6 @@ def _chip_label(chip: Chip) -> str:
     if chip.chip_id is not None:
         label += f" chip {chip.chip_id}"
     return label
-
-
-#: ``soc_source`` prefix of a soc_version an older devices probe looked up in the matrix
-#: (not measured): such a value is looked up again, with the current matrix.
-_MATRIX_SOURCE = "matrix"
-
-
-def chip_identity(matrix: Optional[Matrix], chip: Union[Chip, Mapping[str, Any]]) -> Dict[str, Any]:
-    """What the matrix knows about one ``devices.chips`` record, judged now.
-
-    ``matrix``: the loaded matrix or ``None``; ``chip``: the record's view (a raw record,
-    a mapping, is read through the same view first; ``name`` is the npu-smi Name;
-    ``soc_version`` with a ``soc_source`` is kept when npu-smi measured it, e.g.
-    ``-t board`` for A3).  Returns ``{"soc_version", "soc_source", "family", "bf16",
-    "kernels_dir", "product_line", "known"}``: family/bf16/kernels_dir/product_line (the
-    official product series, ``None`` when not recorded) always come from
-    ``matrix.chip(name)`` (identity fields an older snapshot stored are ignored), so a
-    replayed snapshot is judged with the current matrix; ``known`` is False when the
-    matrix does not list the chip (or there is no matrix).  Never raises.
-    """
-    if not isinstance(chip, Chip):
-        chip = load(Chip, chip)[0]
-    soc, source = chip.soc_version, chip.soc_source
-    if soc and source and source.startswith(_MATRIX_SOURCE):
-        soc = source = None
-    info: Optional[MatrixChip] = None
-    if matrix is not None:
-        try:
-            info = matrix.chip(chip.name or "")
-        except Exception:  # a matrix that cannot answer leaves the chip unknown
-            info = None
-    out: Dict[str, Any] = {"soc_version": soc, "soc_source": source if soc else None}
-    out["family"] = info.family if info is not None else None
-    out["bf16"] = info.bf16 if info is not None else None
-    out["kernels_dir"] = info.kernels_dir if info is not None else None
-    out["product_line"] = (info.product_line or None) if info is not None else None
-    if not soc and info is not None and info.soc_version:
-        out["soc_version"] = info.soc_version
-        out["soc_source"] = "matrix (npu-smi Name)"
-    out["known"] = out["family"] is not None
-    return out
-
-
-def product_lines(matrix: Optional[Matrix], chips: Iterable[Union[Chip, Mapping[str, Any]]]) -> Dict[str, str]:
-    """``{npu-smi Name: official product line}`` of the chips the matrix records a product
-    line for (matrix/chips.toml), in the order first seen; ``{}`` without a matrix."""
-    out: Dict[str, str] = {}
-    for chip in chips:
-        line = chip_identity(matrix, chip).get("product_line")
-        name = chip.name if isinstance(chip, Chip) else chip.get("name")
-        if name and line and str(name) not in out:
-            out[str(name)] = str(line)
-    return out
 
 
 # --------------------------------------------------------------------------- rules

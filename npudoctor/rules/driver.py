@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.knowledge.chips import chip_identity, matrix_chip, package_chip
 from npudoctor.knowledge.grades import Grade, severity
 from npudoctor.knowledge.matrix.hdk import DriverVerdict, Packages, driver_firmware
 from npudoctor.knowledge.packages import firmware_for_driver
 from npudoctor.parsers.info_files import format_ranges
 from npudoctor.remedies import Command, InstallPackage, Reboot
+from npudoctor.remedies.cann import Step
+from npudoctor.remedies.world import host_mounts_fix
 from npudoctor.rules import rule
-from npudoctor.rules._cannfacts import cann_plan, driver_version, host_arch, not_in_matrix_line, package_chip
-from npudoctor.rules._cannsteps import Step
-from npudoctor.rules._world import host_mounts_fix
-from npudoctor.rules.devices import chip_identity
+from npudoctor.rules._cannfacts import cann_plan, driver_version, host_arch, not_in_matrix_line
 
 if TYPE_CHECKING:
     from typing import Dict, Iterable, List, Optional, Tuple
@@ -164,11 +164,11 @@ def driver_missing(ctx: RuleContext) -> Iterable[Finding]:
 
 def _machine_chip(ctx: RuleContext) -> Tuple[Optional[str], Optional[str]]:
     """``(family, chip name)`` of this machine's first NPU chip npu-smi names, the family from
-    :func:`npudoctor.rules.devices.chip_identity` (``None`` when unknown), the name as the
+    :func:`npudoctor.knowledge.chips.chip_identity` (``None`` when unknown), the name as the
     matrix spells it (``"Ascend 910B4"`` → ``"910B4"``) for the documented floors."""
     for chip in ctx.view.devices.named_chips:
         family = chip_identity(ctx.matrix, chip).get("family")
-        known = ctx.matrix.chip(str(chip.name)) if ctx.matrix is not None else None
+        known = matrix_chip(ctx.matrix, str(chip.name))
         return (str(family) if family else None), (known.name if known is not None else str(chip.name))
     return None, None
 

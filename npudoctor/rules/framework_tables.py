@@ -32,8 +32,9 @@ from npudoctor.knowledge.grades import Grade
 from npudoctor.knowledge.versions import pep440_release
 from npudoctor.parsers.metadata import requirements_on
 from npudoctor.remedies import Command
+from npudoctor.remedies.python import pip_install
 from npudoctor.rules import rule
-from npudoctor.rules._pyfacts import ask, describe, pip_install
+from npudoctor.rules._pyfacts import ask, describe
 from npudoctor.rules.matrix import NOT_IN_MATRIX, REFRESH_CMD
 
 if TYPE_CHECKING:

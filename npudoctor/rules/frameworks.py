@@ -16,22 +16,14 @@ from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Set, Tuple
 from npudoctor.context import RuleContext
 from npudoctor.findings import Finding
 from npudoctor.knowledge import chip_support, codes, cuda_only, vllm_images
+from npudoctor.knowledge.chips import chip_identity
 from npudoctor.knowledge.versions import pep440_release
 from npudoctor.parsers.metadata import canonical_name, parse_requirement
+from npudoctor.remedies.python import CPU_INDEX, interpreter, pip_install, pip_uninstall
 from npudoctor.remedies.steps import PipInstall
 from npudoctor.rules import rule
 from npudoctor.rules._pkgfit import Fix, cpu_index
-from npudoctor.rules._pyfacts import (
-    CPU_INDEX,
-    ask,
-    describe,
-    interpreter,
-    marker_env,
-    pip_install,
-    pip_uninstall,
-    platform,
-)
-from npudoctor.rules.devices import chip_identity
+from npudoctor.rules._pyfacts import ask, describe, marker_env, platform
 from npudoctor.rules.packages import index_mirror
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from npudoctor.findings import Code, Finding
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.packages import CANN_LAYOUT_SET_ENV, NNAL_SET_ENV, set_env_script
 from npudoctor.knowledge.toolchain import DISTRO_GCC, gcc_for
-from npudoctor.parsers.numbers import numbers_in
+from npudoctor.knowledge.versions import symbol_version_key
 from npudoctor.remedies import (
     Command,
     DockerFlags,
@@ -28,10 +28,10 @@ from npudoctor.remedies import (
     Remedy,
     SourceFile,
 )
+from npudoctor.remedies.python import interpreter
 from npudoctor.rules import rule
 from npudoctor.rules._env_vars import recorded_set_env_script
 from npudoctor.rules._libowners import DRIVER, KERNELS, NNAL, OS, TOOLKIT, TORCH, TORCH_NPU, owner, owner_of_path
-from npudoctor.rules._pyfacts import interpreter
 from npudoctor.rules._symbol_versions import TooNew
 from npudoctor.rules._symbol_versions import too_new as needed_too_new
 
@@ -471,10 +471,6 @@ def _cause_no_toolkit(names: List[str]) -> _Cause:
     )
 
 
-def _vkey(version: str) -> Tuple[int, ...]:
-    return numbers_in(version)
-
-
 def _conda_prefix(ctx: RuleContext, provider: str) -> Optional[str]:
     """The conda env the target interpreter runs in (``python.conda_prefix``), or the one
     the too-old library comes from (``<prefix>/lib/libstdc++.so.6`` of a known conda
@@ -493,7 +489,7 @@ def _libstdcxx_fix(ctx: RuleContext, provider: str, versions: List[str]) -> List
     env; otherwise the OS's libstdc++ (the Ubuntu toolchain PPA on Ubuntu), a newer base
     image, or a newer GCC runtime put first on the loader path."""
     gccs = [g for g in (gcc_for(v) for v in versions) if g]
-    gcc = max(gccs, key=_vkey) if gccs else None
+    gcc = max(gccs, key=symbol_version_key) if gccs else None
     major = int(gcc.split(".")[0]) if gcc else None
     need = ", ".join(versions)
     runtime = f"GCC >= {gcc}" if gcc else "a newer GCC"
@@ -553,7 +549,7 @@ def glibcxx_too_old(ctx: RuleContext) -> Iterable[Finding]:
         by_lib.setdefault(key, []).append(t)
     for items in by_lib.values():
         lib = items[0]["library"]
-        versions = sorted({t["version"] for t in items}, key=_vkey)
+        versions = sorted({t["version"] for t in items}, key=symbol_version_key)
         provider = str(items[0]["provider"])
         evidence = [f"{_short(t['needed_by'], libs)} needs {t['version']} from {t['library']}" for t in items[:10]]
         if len(items) > 10:
@@ -567,7 +563,9 @@ def glibcxx_too_old(ctx: RuleContext) -> Iterable[Finding]:
         if "stdc++" in lib:
             gccs = [g for g in (gcc_for(v) for v in versions) if g]
             if gccs:
-                evidence.append(f"{versions[-1]} first came with the libstdc++ of GCC {max(gccs, key=_vkey)}")
+                evidence.append(
+                    f"{versions[-1]} first came with the libstdc++ of GCC {max(gccs, key=symbol_version_key)}"
+                )
             fix = _libstdcxx_fix(ctx, provider, versions)
         else:
             why = "torch_npu wheels are manylinux builds" if who == ["torch_npu"] else f"the OS owns {provider}"

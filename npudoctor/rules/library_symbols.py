@@ -111,7 +111,8 @@ def _torch_fix(ctx: RuleContext, installed: Optional[str]) -> Tuple[List[FixLine
     the same number is the CUDA build and does not export the same symbols)."""
     from packaging.version import InvalidVersion, Version
 
-    from npudoctor.rules._pyfacts import CPU_INDEX, pip_install, platform
+    from npudoctor.remedies.python import CPU_INDEX, pip_install
+    from npudoctor.rules._pyfacts import platform
 
     pin, source = _torch_pin(ctx)
     if pin is None:
@@ -146,7 +147,7 @@ def _built_for(ctx: RuleContext, pkg: str) -> FixLine:
     from packaging.requirements import InvalidRequirement, Requirement
 
     from npudoctor.parsers.metadata import canonical_name
-    from npudoctor.rules._pyfacts import pip_install
+    from npudoctor.remedies.python import pip_install
 
     for rec in ctx.view.packages.records(canonical_name(pkg))[:1]:
         for text in rec.requires_dist:

@@ -24,6 +24,7 @@ from npudoctor.knowledge.matrix.verdicts import split_build
 from npudoctor.knowledge.matrix.verdicts import torch_pairing as torch_verdict
 from npudoctor.knowledge.versions import pep440_release
 from npudoctor.parsers.metadata import canonical_name, requirements_on, satisfies
+from npudoctor.remedies.python import CPU_INDEX, pip_install
 from npudoctor.rules import rule
 from npudoctor.rules._pkgfit import (
     Fix,
@@ -39,16 +40,7 @@ from npudoctor.rules._pkgfit import (
     want_torch,
     wanted_from_release,
 )
-from npudoctor.rules._pyfacts import (
-    CPU_INDEX,
-    ask,
-    best_torch_npu,
-    describe,
-    marker_env,
-    pip_install,
-    platform,
-    python_exe,
-)
+from npudoctor.rules._pyfacts import ask, best_torch_npu, describe, marker_env, platform, python_exe
 from npudoctor.rules._required import framework_requiring
 from npudoctor.rules.matrix import not_in_matrix
 

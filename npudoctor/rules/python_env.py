@@ -18,8 +18,9 @@ from npudoctor.findings import Finding
 from npudoctor.knowledge import codes, grades
 from npudoctor.knowledge.versions import pep440_release, python_sorted, pythons_within
 from npudoctor.remedies import Command, Interpreter, PipInstall
+from npudoctor.remedies.python import CPU_INDEX, pip_install
 from npudoctor.rules import rule
-from npudoctor.rules._pyfacts import CPU_INDEX, ask, best_torch_npu, describe, pip_install, platform, row_python
+from npudoctor.rules._pyfacts import ask, best_torch_npu, describe, platform, row_python
 
 if TYPE_CHECKING:
     from npudoctor.knowledge.matrix import TorchNpuRow

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.knowledge.chips import package_chip
 from npudoctor.knowledge.tunables import (
     AllocKey,
     Variable,
@@ -30,11 +31,10 @@ from npudoctor.knowledge.tunables import (
 from npudoctor.knowledge.versions import cann_less
 from npudoctor.parsers.numbers import strtol
 from npudoctor.remedies import Command, Remedy
+from npudoctor.remedies.world import env_fix
 from npudoctor.rules import rule
-from npudoctor.rules._cannfacts import package_chip
 from npudoctor.rules._devfacts import stack_present
 from npudoctor.rules._hccl_job import job_shape
-from npudoctor.rules._world import env_fix
 
 if TYPE_CHECKING:
     from typing import Dict, Iterable, List, Optional, Tuple, Union

@@ -18,9 +18,9 @@ from npudoctor.knowledge import codes
 from npudoctor.parsers.numbers import to_int
 from npudoctor.parsers.ranktable import id_ranges
 from npudoctor.remedies import Command, Export, Remedy
+from npudoctor.remedies.world import docker_flags
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import (
-    docker_flags,
     parse_id_list,
     stack_present,
 )

@@ -10,7 +10,7 @@
   other vendors' variables that neither the CANN runtime, torch_npu nor the Ascend runtime
   reads (CANN reads ASCEND_RT_VISIBLE_DEVICES; CUDA_VISIBLE_DEVICES is DEV032).
 
-Reads ``ctx.view.devices`` (visibility, nodes) and the world (rules/_world.py).  Codes DEV031
+Reads ``ctx.view.devices`` (visibility, nodes) and the world (remedies/world.py).  Codes DEV031
 (empty / malformed ASCEND_VISIBLE_DEVICES: it selects no device) and DEV034 (look-alikes).
 A DeepSpeed launch line (``--num_gpus`` / ``--include``) is not a fact npudoctor records.
 """
@@ -24,9 +24,9 @@ from npudoctor import lazyre
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.remedies import Remedy
+from npudoctor.remedies.world import env_fix
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import stack_present
-from npudoctor.rules._world import env_fix
 
 if TYPE_CHECKING:
     from typing import Iterable, List, Optional, Tuple, Union

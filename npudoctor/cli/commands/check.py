@@ -404,7 +404,7 @@ def _product_lines(snapshot: Any, matrix_path: Optional[str]) -> Dict[str, str]:
     """The official product line of each chip name of the snapshot, from the matrix the
     judgement used (loaded once per process); ``{}`` without a matrix."""
     from npudoctor.facts import Facts
-    from npudoctor.rules.devices import product_lines
+    from npudoctor.knowledge.chips import product_lines
     from npudoctor.session.machine import load_matrix_or_none
 
     matrix, _why = load_matrix_or_none(matrix_path)

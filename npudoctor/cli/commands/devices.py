@@ -76,11 +76,11 @@ def gather(
     )
     from npudoctor.facts import Facts
     from npudoctor.facts._typed import dump
-    from npudoctor.rules.devices import chip_identity
+    from npudoctor.knowledge.chips import chip_identity
 
     facts = Facts(snapshot.facts)
     devices = dump(facts.devices)  # the devices view in the snapshot's shape
-    # what each chip is: the rules' judgement with the current matrix
+    # what each chip is, judged with the current matrix
     devices["chips"] = [
         dict(chip, **{k: v for k, v in chip_identity(used[0], chip).items() if k != "known"})
         for chip in devices["chips"]

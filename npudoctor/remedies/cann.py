@@ -1,6 +1,6 @@
-"""Evidence lines and remedy steps shared by the CANN rules (``cann.py``,
-``cann_addons.py``): a toolkit's description, installing an Ascend package, applying a
-toolkit's or NNAL's environment.  Not a rule module (leading underscore).
+"""Remedy steps of the Ascend software stack, shared by the CANN and driver rules:
+installing an Ascend package, applying a toolkit's or NNAL's environment.  They take a
+toolkit view and values, and judge nothing.
 
 Package file names and install order follow the official offline packages
 (../shared/matrix/REPORT.md §5): toolkit -> kernels/ops -> ``source set_env.sh`` -> NNAL.
@@ -12,7 +12,7 @@ from typing import Optional, Union
 
 from npudoctor.facts.stack import Toolkit
 from npudoctor.knowledge.packages import NNAL_SET_ENV, set_env_script
-from npudoctor.remedies import ComputedEnv, InstallPackage, Remedy, SourceFile
+from npudoctor.remedies.steps import ComputedEnv, InstallPackage, Remedy, SourceFile
 
 #: One fix step: a structured remedy, or a line of prose.
 Step = Union[Remedy, str]
@@ -53,11 +53,3 @@ def install(
 def nnal_set_env(note: str = "") -> SourceFile:
     """``source`` NNAL's ATB set_env.sh."""
     return SourceFile(NNAL_SET_ENV, note=note)
-
-
-def toolkit_line(tk: Toolkit) -> str:
-    """``CANN 8.0.0 at /usr/local/Ascend/ascend-toolkit/latest (via …), read from …``: the
-    evidence line naming one toolkit install."""
-    via = tk.found_via
-    how = f" (via {via})" if via and via != tk.path else ""
-    return f"CANN {tk.version or '(unknown version)'} at {tk.path}{how}, read from {tk.source}"
