@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from typing import Any, Dict, List
+from urllib.parse import quote
 
 from npudoctor import __version__
 from npudoctor.lint.model import LintFinding, LintResult
@@ -62,6 +63,14 @@ def as_json(result: LintResult) -> Dict[str, Any]:
     }
 
 
+def _uri(path: str) -> str:
+    """A path as the URI reference SARIF's ``artifactLocation.uri`` must be (RFC 3986): "/"
+    separators, every other byte outside the unreserved set percent-encoded (a space, "#", "%",
+    ":" or non-ASCII letter in a file name would otherwise break or change the URI); a file
+    name that is not UTF-8 keeps its own bytes."""
+    return quote(path.replace("\\", "/"), safe="/", errors="surrogateescape")
+
+
 def sarif(result: LintResult) -> Dict[str, Any]:
     table = lint_codes()
     used = sorted({f.code for f in result.findings})
@@ -84,9 +93,7 @@ def sarif(result: LintResult) -> Dict[str, Any]:
             "ruleIndex": index[f.code],
             "level": _SARIF_LEVEL[f.severity],
             "message": {"text": f"{f.message.rstrip('.')}. Fix: {f.fix}"},
-            "locations": [
-                {"physicalLocation": {"artifactLocation": {"uri": f.path.replace("\\", "/")}, "region": region}}
-            ],
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(f.path)}, "region": region}}],
         }
 
     return {
