@@ -16,6 +16,7 @@ from clirun import npudoctor
 
 from npudoctor.cli import run
 from npudoctor.parsers import jsontext
+from npudoctor.redact import SECRET, conceal, conceal_text
 from npudoctor.report.jsonout import PIECE, write_json
 from npudoctor.session.request import Environment
 from npudoctor.snapshot import SNAPSHOT_LIMIT, SNAPSHOT_MEMORY, Snapshot, SnapshotError
@@ -143,3 +144,25 @@ def test_compare_reads_no_more_of_standard_input_than_the_cap(tmp_path: Path) ->
     run(["compare", "-"], environment)
     assert "over 64 MB" in out.getvalue() + err.getvalue()
     assert data.tell() == SNAPSHOT_LIMIT + 1
+
+
+def test_concealing_a_long_value_keeps_no_mark_per_character() -> None:
+    # every output line goes through conceal_text: the "NAME": "value" pattern repeated an
+    # alternation per character of the value (a 64 MB string in check --json took 13 GB)
+    long = "a" * (2 * MIB)
+    line = f'  "x": "{long}",\n  "token": "hf_{"B" * 30}", "y": \'{long}\' --z={long}\n'
+    assert _peak(lambda: conceal_text(line)) < 24 * MIB
+    out = conceal_text(line)
+    assert "hf_BBB" not in out and out.count(long) == 3
+
+
+def test_conceal_copies_only_what_it_changes() -> None:
+    # check --json concealed a copy of every container of the facts while the snapshot
+    # held the originals: two copies of a document at the value bound (506 MB)
+    rows = [{"k": f"{i:x}", "path": f"/opt/{i}"} for i in range(100_000)]
+    doc = {"facts": {"rows": rows, "env": {"PATH": "/usr/bin", "HF_TOKEN": "hf_" + "C" * 30}}}
+    out = conceal(doc)
+    assert out["facts"]["env"]["HF_TOKEN"] == SECRET and doc["facts"]["env"]["HF_TOKEN"].startswith("hf_")
+    assert out["facts"]["rows"] is rows  # nothing in it changed: not copied
+    assert conceal(rows) is rows
+    assert _peak(lambda: conceal(rows)) < MIB

@@ -39,7 +39,8 @@ def _int(text: str) -> int:
 _ESCAPE = lazyre.pattern(r"\\.", re.DOTALL)
 #: A JSON string literal once its escapes are gone: what :func:`depth` then skips.  One
 #: repeated character class, which the regex engine matches without keeping a mark per
-#: character (an alternation repeated per character would: about 120 bytes each).
+#: character (an alternation repeated per character would: memory in proportion to the
+#: string's length).
 _STRING = lazyre.pattern(r'"[^"]*"')
 #: What is not a bracket, once strings are gone.
 _NOT_BRACKET = lazyre.pattern(r"[^\[\]{}]+")
