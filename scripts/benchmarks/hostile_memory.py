@@ -373,6 +373,40 @@ def build_from_past_caps(work: Path) -> Tuple[List[str], Optional[Path], int]:
     return ["check", "--from", str(many)], None, many.stat().st_size
 
 
+def _long_string(path: Path, wide: bool) -> int:
+    """A snapshot of one string as long as the size cap lets it be; ``wide``: one of its
+    characters is past U+FFFF (four bytes for every character once decoded)."""
+    tail = "\U0001f600" if wide else ""
+    head = '{"schema_version": 1, "node": "n1", "facts": {"x": "'
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(head + "a" * (SNAPSHOT_LIMIT - 1024) + tail + '"}}')
+    return path.stat().st_size
+
+
+def _tiny_objects(path: Path) -> int:
+    """A snapshot of one-member objects holding distinct short strings, just under the
+    value bound: the most parsed objects per byte the bounds let through."""
+    items = (SNAPSHOT_VALUES - 100) // 2  # each object counts its "{" and a ","
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write('{"schema_version": 1, "node": "n1", "facts": {"x": [')
+        fh.write(",".join(f'{{"k":"{i:x}"}}' for i in range(items)))
+        fh.write("]}}")
+    return path.stat().st_size
+
+
+def _snapshot_case(
+    command: List[str], make: Callable[[Path], int]
+) -> Callable[[Path], Tuple[List[str], Optional[Path], int]]:
+    def build(work: Path) -> Tuple[List[str], Optional[Path], int]:
+        path = work / "snap.json"
+        size = make(path)
+        if command[0] == "compare":
+            return ["compare", str(path), *command[1:]], None, size
+        return ["check", "--from", str(path), *command[1:]], None, size
+
+    return build
+
+
 def build_from_deep(work: Path) -> Tuple[List[str], Optional[Path], int]:
     deep = work / "deep.json"
     deep.write_text(
@@ -534,6 +568,18 @@ CASES: List[Case] = [
     Case("compare-dir", "dir of 8 near-cap snapshots (hard links)", build_compare_dir_near_cap),
     Case("compare-past-caps", "320 MB sparse, 2M+ values, 100k deep, 667k lines", build_compare_past_caps),
     Case("from-near-cap", "check --from a near-cap snapshot", build_from_near_cap),
+    Case("from-long-string", "one 64 MB string", _snapshot_case(["check", "--json"], lambda p: _long_string(p, False))),
+    Case("compare-long-string", "one 64 MB string", _snapshot_case(["compare"], lambda p: _long_string(p, False))),
+    Case(
+        "from-wide-string",
+        "64 MB string, one U+1F600",
+        _snapshot_case(["check", "--json"], lambda p: _long_string(p, True)),
+    ),
+    Case(
+        "compare-wide-string", "64 MB string, one U+1F600", _snapshot_case(["compare"], lambda p: _long_string(p, True))
+    ),
+    Case("from-tiny-objects", "1M one-member objects", _snapshot_case(["check", "--json"], _tiny_objects)),
+    Case("compare-tiny-objects", "1M one-member objects", _snapshot_case(["compare", "--json"], _tiny_objects)),
     Case("from-past-values", "check --from 2M+ tiny objects", build_from_past_caps),
     Case("from-deep", "check --from 64,000-deep nesting", build_from_deep),
     Case("triage-huge", "512 MiB log, an error every 21 lines", build_triage_huge),
