@@ -166,3 +166,25 @@ def test_conceal_copies_only_what_it_changes() -> None:
     assert out["facts"]["rows"] is rows  # nothing in it changed: not copied
     assert conceal(rows) is rows
     assert _peak(lambda: conceal(rows)) < MIB
+
+
+def _notebook(code: str) -> str:
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": code}
+    return json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def test_lint_does_not_parse_more_code_than_its_bound(tmp_path: Path) -> None:
+    # under the 4 MiB file cap, one dense expression took 490 MB to parse (a directory of
+    # such files 543 MB): the code parsed is bounded, not only the bytes read
+    from npudoctor.lint.run import MAX_CODE_CHARS, MAX_FILE_BYTES
+
+    dense = "x = [" + "torch.cuda.device_count(), " * (MAX_CODE_CHARS // 27 + 100) + "]\n"
+    assert MAX_CODE_CHARS < len(dense) < MAX_FILE_BYTES
+    (tmp_path / "dense.py").write_text(dense)
+    (tmp_path / "dense.ipynb").write_text(_notebook(dense))
+    (tmp_path / "ok.py").write_text("import torch\nx = torch.zeros(1).cuda()\n")
+    res = npudoctor("lint", "--json", tmp_path)
+    found = {(Path(f["path"]).name, f["code"]): f["message"] for f in json.loads(res.stdout)["findings"]}
+    for name in ("dense.py", "dense.ipynb"):
+        assert found[(name, "LNT016")].endswith("more than 2 MiB of Python code: not parsed"), found
+    assert any(name == "ok.py" for name, _code in found)  # the rest is linted
