@@ -656,7 +656,7 @@ def measure(argv: Sequence[str], env: Dict[str, str], cwd: Path, err_path: Path)
         fh.seek(max(0, os.path.getsize(err_path) - (256 << 10)))
         tail = fh.read()
     with open(err_path.with_name("stdout"), "rb") as fh:
-        first = fh.read(4096).decode("utf-8", "replace").partition("\n")[0][:100]
+        first = fh.read(4096).decode("utf-8", "replace").partition("\n")[0][:40]
     return Result(rc, maxrss, wall, b"Traceback (most recent call last)" in tail, hung.is_set(), first)
 
 
