@@ -33,6 +33,7 @@ This module imports no other npudoctor module.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from typing import TYPE_CHECKING
@@ -79,10 +80,14 @@ _QUERY = lazyre.pattern(r"([?&;])([A-Za-z0-9_.-]+)=([^&#\s\"'<>\\]+)")
 _QUERY_SECRETS = {"sig", "signature", "x-amz-signature", "x-goog-signature", "pwd", "pass"}
 #: ``NAME=value``, ``NAME: value``, ``"NAME": "value"``, ``--name value`` where NAME is secret-like.
 #: The value is a quoted string (double, single, or with escaped double quotes inside a JSON
-#: string), spaces included, or an unquoted word.
+#: string), spaces included, or an unquoted word; each written as runs of one character class
+#: between escapes, never as an alternation repeated per character (the regex engine keeps
+#: a mark per repetition of a group: memory in proportion to the value's length).
 _ASSIGNMENT = lazyre.pattern(
     r"""(?P<name>(?<![\w-])-{0,2}[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>["']?[ \t]*[:=][ \t]*)"""
-    r"""(?P<value>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|\\"(?:[^"\\\n]|\\[^"\n])*\\"|(?:[^\s"',;\\]|\\(?!"))+)"""
+    r"""(?P<value>"[^"\\\n]*(?:\\.[^"\\\n]*)*"|'[^'\n]*'"""
+    r'|\\"[^"\\\n]*(?:\\[^"\n][^"\\\n]*)*\\"'
+    r"""|(?:[^\s"',;\\]|\\(?!"))[^\s"',;\\]*(?:\\(?!")[^\s"',;\\]*)*)"""
 )
 #: Unquoted words that are an authorization scheme, not the secret (:data:`_HEADER` hides it).
 _SCHEMES = {"bearer", "basic", "digest", "token", "negotiate"}
@@ -234,16 +239,41 @@ def _assignment(m: re.Match[str]) -> str:
 
 
 def conceal(value: Any, key: str = "") -> Any:
-    """A copy of a JSON-able value with every secret concealed (see :func:`conceal_text`):
-    the value of a secret-named key becomes :data:`SECRET` (when it is non-empty: an empty
-    one stays empty, so "set but empty" still shows), other strings are scanned."""
+    """``value`` (JSON-able) with every secret concealed (see :func:`conceal_text`): the
+    value of a secret-named key becomes :data:`SECRET` (when it is non-empty: an empty one
+    stays empty, so "set but empty" still shows), other strings are scanned.
+
+    Copy on write: a dict or list in which nothing changed is returned itself, not copied,
+    so concealing a large document holds one copy of what changed, not two of everything
+    (callers use the result in place of the value, never both)."""
     if isinstance(value, dict):  # keys too: a PATH entry or a URL may be a key
-        return {conceal_text(k) if isinstance(k, str) else k: _conceal_item(str(k), v) for k, v in value.items()}
+        changed: Optional[Dict[Any, Any]] = None
+        for i, (k, v) in enumerate(value.items()):
+            new_key = conceal_text(k) if isinstance(k, str) else k
+            new_value = _conceal_item(str(k), v)
+            if changed is None and not (_same(new_key, k) and _same(new_value, v)):
+                changed = dict(itertools.islice(value.items(), i))
+            if changed is not None:
+                changed[new_key] = new_value
+        return value if changed is None else changed
     if isinstance(value, list):
-        return [conceal(v, key) for v in value]
+        items: Optional[List[Any]] = None
+        for i, v in enumerate(value):
+            new_value = conceal(v, key)
+            if items is None and not _same(new_value, v):
+                items = value[:i]
+            if items is not None:
+                items.append(new_value)
+        return value if items is None else items
     if isinstance(value, str):
         return conceal_text(value)
     return value
+
+
+def _same(new: Any, old: Any) -> bool:
+    """Whether :func:`conceal` left ``old`` as it was (a string may come back equal but
+    rebuilt; a container comes back itself when unchanged)."""
+    return new is old or (type(new) is str and type(old) is str and new == old)
 
 
 def _conceal_item(key: str, value: Any) -> Any:

@@ -36,6 +36,10 @@ READABLE_SCHEMAS = (1,)
 #: Largest snapshot file read (bytes): a node's snapshot is a few megabytes; a file over
 #: this size is refused from its size, before any of it is read.
 SNAPSHOT_LIMIT = 64 << 20
+#: Most memory the text of a snapshot may take once decoded (bytes): the same bound as the
+#: file's size, so that a file of ASCII text holding one character past U+FFFF (four bytes
+#: for every character of the decoded text) cannot grow fourfold.
+SNAPSHOT_MEMORY = SNAPSHOT_LIMIT
 #: Most JSON values a snapshot may hold (objects, arrays and members): a real one holds tens
 #: of thousands; the bound keeps parsing a hostile file of tiny objects within memory.
 SNAPSHOT_VALUES = 2_000_000
@@ -43,6 +47,15 @@ SNAPSHOT_VALUES = 2_000_000
 #: levels (the facts of a section, a record, its fields); redaction and the typed views
 #: walk what is parsed, so a hostile depth is refused before parsing.
 SNAPSHOT_DEPTH = 64
+
+
+def too_wide(memory: int) -> str:
+    """Why a snapshot whose text takes ``memory`` bytes (over :data:`SNAPSHOT_MEMORY`) is
+    not read."""
+    return (
+        f"would take {memory >> 20} MB in memory as text (more than {SNAPSHOT_MEMORY >> 20} MB:"
+        " a character past U+00FF widens every character of the text to 2 or 4 bytes); not read"
+    )
 
 
 class SnapshotError(ValueError):
@@ -127,12 +140,16 @@ class Snapshot:
             raise SnapshotError(f"cannot read snapshot {path}: {exc.strerror or exc}") from None
         if truncated:
             raise SnapshotError(f"snapshot {path} is over {SNAPSHOT_LIMIT >> 20} MB")
+        memory = jsontext.text_memory(data)
+        if memory > SNAPSHOT_MEMORY:
+            raise SnapshotError(f"snapshot {path} {too_wide(memory)}")
+        text = data.decode("utf-8", errors="replace")
+        del data  # the bytes are not needed while the text is parsed
         try:
-            raw = jsontext.loads(
-                data.decode("utf-8", errors="replace"), max_values=SNAPSHOT_VALUES, max_depth=SNAPSHOT_DEPTH
-            )
+            raw = jsontext.loads(text, max_values=SNAPSHOT_VALUES, max_depth=SNAPSHOT_DEPTH)
         except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
             raise SnapshotError(f"snapshot {path} is not valid JSON: {exc}") from None
+        del text  # nor the text while the parsed facts are read
         try:
             return cls.from_dict(raw)
         except SnapshotError as exc:

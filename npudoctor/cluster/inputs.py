@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 from npudoctor.host import read_capped
 from npudoctor.parsers import jsontext
-from npudoctor.snapshot import SNAPSHOT_DEPTH, SNAPSHOT_LIMIT, SNAPSHOT_VALUES
+from npudoctor.snapshot import SNAPSHOT_DEPTH, SNAPSHOT_LIMIT, SNAPSHOT_MEMORY, SNAPSHOT_VALUES, too_wide
 
 #: Files given at least this many, the reading is spread over worker processes.
 PARALLEL_MIN = 256
@@ -81,6 +81,10 @@ def _file(path: str, named: bool) -> Iterator[Tuple[str, Any]]:
         return
     if truncated:
         yield path, f"cannot read: over {SNAPSHOT_LIMIT >> 20} MB"
+        return
+    memory = jsontext.text_memory(data)
+    if memory > SNAPSHOT_MEMORY:
+        yield path, too_wide(memory)
         return
     yield from _documents(path, data)
 
@@ -165,6 +169,10 @@ def _plan(paths: Iterable[str], stdin: Optional[Any]) -> List[Tuple[str, Any]]:
             )
             if len(data) > SNAPSHOT_LIMIT:
                 out.append(("stdin", f"cannot read: over {SNAPSHOT_LIMIT >> 20} MB"))
+                continue
+            memory = jsontext.text_memory(data)
+            if memory > SNAPSHOT_MEMORY:
+                out.append(("stdin", too_wide(memory)))
                 continue
             out.extend(_documents("stdin", data))
             continue

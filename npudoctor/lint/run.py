@@ -1,7 +1,7 @@
 """``lint_paths``: walk the given files and directories, lint each file, return the findings.
 
-Bounded: a file over :data:`MAX_FILE_BYTES` is one LNT016 finding, at most :data:`MAX_FILES`
-files are read, directories are walked without following links (no loop), files reached
+Bounded: a file over :data:`MAX_FILE_BYTES`, or holding more than :data:`MAX_CODE_CHARS` of
+Python code, is one LNT016 finding, at most :data:`MAX_FILES` files are read, directories are walked without following links (no loop), files reached
 through a link that leaves the given path are skipped, and ``.git``, virtual environments
 (a ``pyvenv.cfg``), ``node_modules``, caches and ``.github`` (CI of the project's own runners)
 are not entered.  Nothing is executed."""
@@ -23,6 +23,11 @@ from npudoctor.lint.rules import FIXABLE, lint_codes
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_FILES = 100_000
+#: Most characters of Python code parsed from one file (a notebook: its code cells joined).
+#: The interpreter's parser holds about a hundred times the code's size while it builds the
+#: tree of a dense file, so a bound on the file's bytes alone lets one file cost gigabytes;
+#: hand-written modules are far below this, generated ones above it are not linted.
+MAX_CODE_CHARS = 2 * 1024 * 1024
 PYTHON = (".py", ".pyw")
 SHELL = (".sh", ".bash")
 NOTEBOOK = (".ipynb",)
@@ -122,6 +127,8 @@ def _read(path: str) -> str:
 
 
 def _parse(text: str) -> ast.AST:
+    if len(text) > MAX_CODE_CHARS:
+        raise _Unreadable(f"more than {MAX_CODE_CHARS // (1024 * 1024)} MiB of Python code: not parsed")
     try:
         return ast.parse(text)
     except SyntaxError as exc:

@@ -12,8 +12,10 @@ matrix copy goes through it.
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
+import sys
 from itertools import accumulate
 from typing import TYPE_CHECKING
 
@@ -32,8 +34,14 @@ def _int(text: str) -> int:
     return int(text)
 
 
-#: A JSON string literal (its escapes included): what :func:`depth` skips.
-_STRING = lazyre.pattern(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+#: A backslash escape (a backslash and the character after it): what :func:`depth` removes
+#: first.
+_ESCAPE = lazyre.pattern(r"\\.", re.DOTALL)
+#: A JSON string literal once its escapes are gone: what :func:`depth` then skips.  One
+#: repeated character class, which the regex engine matches without keeping a mark per
+#: character (an alternation repeated per character would: memory in proportion to the
+#: string's length).
+_STRING = lazyre.pattern(r'"[^"]*"')
 #: What is not a bracket, once strings are gone.
 _NOT_BRACKET = lazyre.pattern(r"[^\[\]{}]+")
 
@@ -41,11 +49,37 @@ _NOT_BRACKET = lazyre.pattern(r"[^\[\]{}]+")
 def depth(text: str) -> int:
     """The deepest nesting of objects and arrays in JSON ``text`` (``0`` for a scalar),
     brackets inside strings ignored; measured without parsing (so without recursion).
-    Linear in ``text`` and in the number of brackets."""
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    Linear in ``text`` and in the number of brackets, in time and in memory (a few copies
+    of ``text`` at most, whatever its strings hold)."""
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", _ESCAPE.sub("", text)))
     if not brackets:
         return 0
     return max(0, max(accumulate(1 if c in "[{" else -1 for c in brackets)))
+
+
+#: Bytes decoded at a time by :func:`text_memory`.
+_PIECE = 1 << 20
+
+
+def text_memory(data: bytes) -> int:
+    """The bytes the characters of ``data`` (UTF-8, decoded with replacement) take in
+    memory as one text, measured by decoding a piece at a time: Python stores every
+    character of a text in the width of its widest one (1, 2 or 4 bytes), so one character
+    past U+FFFF in otherwise ASCII ``data`` makes the text four times the size of the bytes,
+    and what parsing builds from it (its strings) as much again: a cap on the bytes read
+    does not bound that, this measure does."""
+    if data.isascii():
+        return len(data)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    view = memoryview(data)
+    chars = width = 0
+    for start in range(0, len(data), _PIECE):
+        piece = decoder.decode(view[start : start + _PIECE], final=start + _PIECE >= len(data))
+        if piece:
+            chars += len(piece)
+            # the width of this piece's characters: what one more copy of them adds
+            width = max(width, (sys.getsizeof(piece * 2) - sys.getsizeof(piece)) // len(piece))
+    return chars * width
 
 
 def loads(text: str, max_values: Optional[int] = None, max_depth: Optional[int] = None) -> Any:

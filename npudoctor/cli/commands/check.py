@@ -2,7 +2,6 @@
 findings (text, JSON, Markdown or Prometheus), ``collect`` writes the snapshot."""
 
 import io
-import json
 import os
 from typing import Any, Dict, List, Optional
 
@@ -32,6 +31,7 @@ from npudoctor.cli.commands._common import (
     warn,
 )
 from npudoctor.redact import conceal, conceal_text
+from npudoctor.report.jsonout import write_json
 from npudoctor.session.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest, UsageError
 
 CHECK_HELP = """Probe the NPU software stack, judge it against the compatibility matrix and
@@ -109,7 +109,7 @@ def run_check(
     # secrets never leave in any form: --json says a secret is set, not what it is
     if request.json:
         doc = conceal(document(snapshot, findings, strict, silenced(ignored, origins)))
-        env.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        write_json(env.stdout, doc)
     elif prometheus:
         from npudoctor.report.prometheus import render as render_prom
 

@@ -1,13 +1,13 @@
 """``npudoctor compare SNAPSHOT…``: drift across the nodes of a cluster."""
 
 import io
-import json
 from typing import Any, Dict, List, Optional
 
 import typer
 from typing_extensions import Annotated
 
 from npudoctor.cli.commands._common import JsonOpt, environment, fail_usage
+from npudoctor.report.jsonout import write_json
 from npudoctor.session.request import Environment, ExitStatus, UsageError
 
 COMPARE_HELP = """Compare the snapshots of several nodes (written by `npudoctor collect`).  It
@@ -38,12 +38,14 @@ def run_compare(env: Environment, paths: List[str], as_json: bool = False, limit
     Raises :class:`UsageError` for a missing path, no input or no snapshot at all."""
     from npudoctor.cluster.compare import compare_inputs
     from npudoctor.cluster.inputs import CompareInputError
+    from npudoctor.snapshot import SNAPSHOT_LIMIT
 
     stdin: Optional[Any] = None
     if not paths and env.stdin_isatty:
         raise UsageError("give snapshot files or a directory, or pipe JSON lines on stdin")
     if not paths or "-" in paths:
-        stdin = io.StringIO(env.stdin.read().decode("utf-8", errors="replace"))
+        # one byte past the cap is enough to refuse it (never the whole of a pipe)
+        stdin = io.StringIO(env.stdin.read(SNAPSHOT_LIMIT + 1).decode("utf-8", errors="replace"))
     try:
         report = compare_inputs(paths, stdin=stdin)
     except CompareInputError as exc:
@@ -51,7 +53,7 @@ def run_compare(env: Environment, paths: List[str], as_json: bool = False, limit
     if report["nodes"] == 0 and not report["unreadable"]:
         raise UsageError("no snapshot found in the input")
     if as_json:
-        env.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        write_json(env.stdout, report)
     else:
         from npudoctor.report.compare import render
 

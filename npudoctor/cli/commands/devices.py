@@ -6,7 +6,6 @@ Only the ``host``, ``python``, ``packages``, ``devices`` and ``container`` probe
 ``check --json``.  The table is drawn by :mod:`npudoctor.report.devices`.
 """
 
-import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import typer
@@ -29,6 +28,7 @@ from npudoctor.cli.commands._common import (
     warn,
 )
 from npudoctor.redact import conceal
+from npudoctor.report.jsonout import write_json
 from npudoctor.session.request import DEFAULT_DEADLINE, Environment, ExitStatus, MachineRequest, UsageError
 
 SECTIONS = ("host", "python", "packages", "devices", "container")
@@ -110,7 +110,7 @@ def run_devices(request: MachineRequest, env: Environment, matrix_path: Optional
         warn(env, error)
     data = conceal(gather(request, matrix_path, environ=env.environ, ignores=ignores))  # secrets never leave
     if request.json:
-        env.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        write_json(env.stdout, data)
     else:
         from npudoctor.report.devices import render
 

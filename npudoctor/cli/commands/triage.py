@@ -1,6 +1,5 @@
 """``npudoctor triage LOG...``: explain the errors in logs with the facts of this machine."""
 
-import json
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -22,6 +21,7 @@ from npudoctor.cli.commands._common import (
     machine_request,
 )
 from npudoctor.host import open_regular
+from npudoctor.report.jsonout import write_json
 from npudoctor.session.request import Environment, ExitStatus, MachineRequest, UsageError
 
 TRIAGE_HELP = """Find the known error signatures in logs and rank the likely causes of each.
@@ -148,7 +148,7 @@ def run_triage(
 
         doc = {"schema_version": 1, "npudoctor_version": __version__, "exit_code": int(status)}
         doc.update(result)
-        env.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        write_json(env.stdout, doc)
     else:
         render_text(result, env.stdout, env.wrap_width())
     return status
