@@ -62,8 +62,9 @@ def _run(tree: Path, budget: float) -> Dict[str, object]:
     return {"overrun": wall - budget, "rc": proc.returncode, "out": proc.stdout.strip()[:100]}
 
 
-def main() -> int:
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+def run(rounds: int) -> List[str]:
+    """``rounds`` runs per budget beside the CPU hogs; the lines to print."""
+    lines: List[str] = []
     hogs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(HOGS)]
     results: Dict[float, List[Dict[str, object]]] = {b: [] for b in BUDGETS}
     try:
@@ -76,17 +77,25 @@ def main() -> int:
         for hog in hogs:
             hog.kill()
             hog.wait()
-    print(f"{HOGS} CPU hogs on {os.cpu_count()} CPUs, {rounds} rounds per budget")
+    lines.append(f"{HOGS} CPU hogs on {os.cpu_count()} CPUs, {rounds} rounds per budget")
     worst = 0.0
     for budget, runs in results.items():
         overruns = sorted(float(r["overrun"]) for r in runs)  # type: ignore[arg-type]
         worst = max(worst, overruns[-1])
         answers = sorted({str(r["out"]).split(" (")[0] for r in runs})
-        print(
+        lines.append(
             f"--timeout {budget:g}: overrun median {overruns[len(overruns) // 2]:.3f} s, "
             f"worst {overruns[-1]:.3f} s; exit {sorted({r['rc'] for r in runs})}; {answers}"
         )
-    print(f"target <= {TARGET_S} s past the budget: {'met' if worst <= TARGET_S else 'NOT met'} (worst {worst:.3f} s)")
+    lines.append(
+        f"target <= {TARGET_S} s past the budget: {'met' if worst <= TARGET_S else 'NOT met'} (worst {worst:.3f} s)"
+    )
+    return lines
+
+
+def main() -> int:
+    for line in run(int(sys.argv[1]) if len(sys.argv) > 1 else 5):
+        print(line)
     return 0
 
 
