@@ -53,6 +53,18 @@ def twin_document(raw: bytes, data: Dict[str, Any]) -> str:
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
 
 
+_LOADED: Dict[str, Dict[str, Any]] = {}
+
+
+def bundled_document(path: str) -> Dict[str, Any]:
+    """:func:`load_bundled`, read once per process and shared by every reader (package data
+    does not change while npudoctor runs); callers must not change what it returns."""
+    doc = _LOADED.get(path)
+    if doc is None:
+        doc = _LOADED[path] = load_bundled(path)
+    return doc
+
+
 def load_bundled(path: str) -> Dict[str, Any]:
     """Parse one of npudoctor's own TOML data files (package data, never a file of the
     judged machine): its compiled twin (``path`` + :data:`COMPILED_SUFFIX`, JSON made by

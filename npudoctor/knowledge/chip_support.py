@@ -41,14 +41,11 @@ def data_path() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "frameworks", "framework_support.toml")
 
 
-_CACHE: Dict[str, Any] = {}
-
-
 def _doc() -> Dict[str, Any]:
-    if "doc" not in _CACHE:
-        _CACHE["doc"] = tomlread.load_bundled(data_path())
-    doc: Dict[str, Any] = _CACHE["doc"]
-    return doc
+    return tomlread.bundled_document(data_path())
+
+
+_CACHE: Dict[str, Any] = {}
 
 
 def rows() -> Tuple[Support, ...]:

@@ -84,10 +84,7 @@ _CACHE: Dict[str, Any] = {}
 
 
 def _document() -> Dict[str, Any]:
-    if "doc" not in _CACHE:
-        _CACHE["doc"] = tomlread.load_bundled(data_path())
-    doc: Dict[str, Any] = _CACHE["doc"]
-    return doc
+    return tomlread.bundled_document(data_path())
 
 
 def _opt(value: Any) -> Optional[str]:

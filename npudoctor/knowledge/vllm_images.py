@@ -52,14 +52,8 @@ def data_path() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "frameworks", "vllm_ascend_images.toml")
 
 
-_CACHE: Dict[str, Any] = {}
-
-
 def _doc() -> Dict[str, Any]:
-    if "doc" not in _CACHE:
-        _CACHE["doc"] = tomlread.load_bundled(data_path())
-    doc: Dict[str, Any] = _CACHE["doc"]
-    return doc
+    return tomlread.bundled_document(data_path())
 
 
 def repository() -> str:
