@@ -6,11 +6,11 @@ rule's :class:`RuleContext`.  The orchestrator that builds them is :mod:`npudoct
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from npudoctor.facts import Facts
 from npudoctor.host import Host
+from npudoctor.record import MutableRecord, field
 from npudoctor.snapshot import Snapshot
 
 if TYPE_CHECKING:  # the matrix package is imported by whoever loads a matrix, not by the engine
@@ -23,8 +23,7 @@ else:
     _Sections = dict
 
 
-@dataclass
-class Options:
+class Options(MutableRecord):
     """What the user asked for, as probes and rules see it.
 
     ``python``: path of the interpreter to inspect (``--python``), ``None`` for the
@@ -69,8 +68,7 @@ class Options:
         return max(0.05, min(default, self.deadline - time.monotonic()))
 
 
-@dataclass
-class ProbeContext:
+class ProbeContext(MutableRecord):
     """What a probe gets: the host, the options and the sections it declared in
     ``NEEDS`` (a :class:`FactsView` during :func:`collect`; tests may pass a plain dict)."""
 
@@ -102,8 +100,7 @@ class FactsView(_Sections):
         return super().__contains__(key)
 
 
-@dataclass
-class RuleContext:
+class RuleContext(MutableRecord):
     """What a rule gets: the snapshot, the matrix (``None`` if it failed to load) and
     the options.  ``view`` is the typed, read-only view of the facts
     (:class:`npudoctor.facts.Facts`, built once per context): the only way rules read facts."""
@@ -111,7 +108,7 @@ class RuleContext:
     snapshot: Snapshot
     matrix: Optional[Matrix]
     options: Options
-    _view: Optional[Facts] = field(default=None, repr=False, compare=False)
+    _view: Optional[Facts] = None
 
     @property
     def view(self) -> Facts:

@@ -35,13 +35,13 @@ from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING
 
 from npudoctor.context import FactsView, Options, ProbeContext, RuleContext
 from npudoctor.findings import Finding
 from npudoctor.host import Host
+from npudoctor.record import Record
 from npudoctor.snapshot import Snapshot, now_iso
 
 if TYPE_CHECKING:
@@ -100,8 +100,7 @@ class ProbeOrderError(ValueError):
     the probes and sections)."""
 
 
-@dataclass(frozen=True)
-class ProbeSpec:
+class ProbeSpec(Record):
     """One probe module's declarations: ``section`` (the record it writes), ``needs``
     (the sections it reads), the ``quick``/``deep``/``slow`` flags and ``probe``."""
 

@@ -15,10 +15,10 @@ released, a code keeps its meaning forever (retire it, never reuse it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
+from npudoctor.record import MutableRecord, Record, field
 
 if TYPE_CHECKING:  # the remedies are imported by the rules that make findings, not by readers of codes
     from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
@@ -85,8 +85,7 @@ class RegistryError(ValueError):
     """A code is malformed (a programming error, found by tests)."""
 
 
-@dataclass(frozen=True)
-class Code:
+class Code(Record):
     """A stable finding code with its default severity and long explanation.
 
     ``kinds`` names the root-cause kinds of ``cases/kinds.md`` (``K01``…) it covers.
@@ -160,8 +159,7 @@ class Code:
         )
 
 
-@dataclass
-class Finding:
+class Finding(MutableRecord):
     """One problem (or notable fact) found on the diagnosed machine.
 
     The JSON form (:meth:`to_dict`) is the public contract: ``code``, ``name``,

@@ -12,8 +12,9 @@ import errno
 import os
 import signal
 import stat as stat_mod
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from npudoctor.record import MutableRecord
 
 if TYPE_CHECKING:
     from typing import BinaryIO, Callable, Dict, Iterator, List, Optional, Tuple
@@ -23,8 +24,7 @@ if TYPE_CHECKING:
 DEFAULT_READ_LIMIT = 1 << 20
 
 
-@dataclass
-class FileRead:
+class FileRead(MutableRecord):
     """The outcome of reading one file of the diagnosed machine.
 
     ``path`` is the path on the diagnosed machine; ``text`` is ``None`` when the read
@@ -45,8 +45,7 @@ class FileRead:
         return self.text is not None
 
 
-@dataclass
-class CommandResult:
+class CommandResult(MutableRecord):
     """The outcome of one command run through :meth:`Host.run`.
 
     ``returncode`` is ``None`` when the command did not finish (``timed_out``) or could

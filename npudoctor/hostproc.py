@@ -17,8 +17,9 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from npudoctor.record import MutableRecord
 
 if TYPE_CHECKING:
     from typing import Dict, List, Optional, Sequence, Set, Tuple
@@ -363,8 +364,7 @@ def running_commands(pressure_since: Optional[int], window: float) -> List[Dict[
     return out
 
 
-@dataclass(eq=False)  # a process handle: compared and hashed by identity
-class Started:
+class Started(MutableRecord, eq=False):
     """A child that :meth:`npudoctor.host.Host.run` or ``start`` began: the result to fill,
     the process (``None`` once collected), when it began (monotonic seconds), its start
     time in clock ticks (the orphans born since are its own), the CPU pressure counter then

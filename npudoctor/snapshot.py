@@ -17,12 +17,12 @@ import json
 import os
 import stat
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from npudoctor import __version__
 from npudoctor.host import read_capped
 from npudoctor.parsers import jsontext
+from npudoctor.record import MutableRecord, field
 
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional
@@ -62,8 +62,7 @@ class SnapshotError(ValueError):
     """A snapshot file could not be read: not JSON, wrong schema, missing keys."""
 
 
-@dataclass
-class Snapshot:
+class Snapshot(MutableRecord):
     """Facts about one machine plus where and when they were gathered.
 
     ``target`` says what was looked at: ``{"mode": "live"|"root"|"from", "root": str,

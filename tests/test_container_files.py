@@ -138,7 +138,17 @@ run()
 
 #: Distributions npudoctor's commands import, copied into the test venv as ``pip install
 #: --no-compile`` would leave them (sources only).
-_DEPS = ("typer", "click", "annotated_doc", "shellingham", "typing_extensions", "packaging", "psutil", "rich")
+_DEPS = (
+    "typer",
+    "click",
+    "annotated_doc",
+    "shellingham",
+    "typing_extensions",
+    "msgspec",
+    "packaging",
+    "psutil",
+    "rich",
+)
 
 
 @pytest.mark.slow

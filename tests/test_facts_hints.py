@@ -1,11 +1,10 @@
-"""The views are standard frozen dataclasses and their conversion plans come from
+"""The views are frozen records (``npudoctor.record.Record``) and their conversion plans come from
 ``typing.get_type_hints``: every view's annotations resolve in its own module, and the
 annotation forms the converters accept (``Sequence``, ``Mapping``, ``X | None``, quoted
 names, inherited fields) convert and describe themselves as JSON Schema."""
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import pathlib
 import sys
@@ -15,7 +14,8 @@ from typing import Any, Dict, List, get_type_hints
 import pytest
 
 from npudoctor.facts import _typed
-from npudoctor.facts._view import View, view_fields
+from npudoctor.facts._view import View, field_docs, view_fields
+from npudoctor.record import Record
 
 FACTS = pathlib.Path(_typed.__file__).resolve().parent
 
@@ -34,16 +34,16 @@ def _every_view() -> List[type]:
     return seen
 
 
-def test_every_view_is_a_frozen_dataclass_whose_hints_resolve_in_its_module():
+def test_every_view_is_a_frozen_record_whose_hints_resolve_in_its_module():
     views = _every_view()
     assert len(views) >= 80  # ninety-odd views today
     for cls in views:
-        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, cls  # type: ignore[attr-defined]
+        assert issubclass(cls, Record), cls
         names = [f.name for f in view_fields(cls)]
         assert list(_typed._hints(cls)) == names, cls
         assert _typed._hints(cls) == {k: v for k, v in get_type_hints(cls).items() if k in names}, cls
         made = cls()
-        with pytest.raises(dataclasses.FrozenInstanceError):
+        with pytest.raises(AttributeError, match="immutable"):
             setattr(made, names[0], None)
         assert _typed.load(cls, {})[0] == made, cls
 
@@ -109,3 +109,22 @@ def test_an_annotation_the_views_do_not_use_is_refused(monkeypatch):
     )
     with pytest.raises(TypeError, match="unsupported annotation"):
         _typed.load(ns["Odd"], {"s": [1]})
+
+
+def test_field_docs_are_the_attribute_docstrings_of_the_view_and_its_bases(monkeypatch):
+    from npudoctor.facts.devices import NpuSmiCommand, Visibility
+
+    docs = field_docs(NpuSmiCommand)
+    assert docs["duration"] == "seconds"
+    assert docs["parsed"] == "its output gave what was asked"
+    assert "argv" not in docs  # undocumented fields have no entry
+    (key,) = [f.encode_name for f in view_fields(Visibility) if f.name == "ascend_rt_visible_devices"]
+    assert key == "ASCEND_RT_VISIBLE_DEVICES"
+    assert field_docs(Visibility)["ascend_rt_visible_devices"].startswith("raw value of ASCEND_RT_VISIBLE_DEVICES")
+    # a view defined where there is no source file is described without field docs
+    ns = _module(
+        monkeypatch,
+        "npudoctor_test_views_nosource",
+        'from npudoctor.facts._view import View\nclass Q(View):\n    n: int = 0\n    """a count"""\n',
+    )
+    assert field_docs(ns["Q"]) == {}

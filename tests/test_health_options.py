@@ -4,7 +4,6 @@ argparse's exit 2."""
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 import sys
 from typing import List
@@ -12,6 +11,7 @@ from typing import List
 import pytest
 from scenario_runner import REPO
 
+from npudoctor.record import replace
 from npudoctor.runtime import healthopts as health
 
 
@@ -45,7 +45,7 @@ def test_parsed_values_are_the_typed_options() -> None:
         machine=health.MachineRequest(root="/r", json=True), only=("devices",), require=8, pid=7
     )
     assert options.problem() is None
-    assert dataclasses.replace(options, exec_env=True).problem() == (
+    assert replace(options, exec_env=True).problem() == (
         "--pid names the workload's environment: not with --exec-env, --env-file or --from"
     )
     assert health.options_from_values(health.parse_values([])) == health.HealthOptions()

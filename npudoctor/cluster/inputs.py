@@ -12,11 +12,11 @@ from __future__ import annotations
 import os
 import sys
 import zlib
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from npudoctor.host import read_capped
 from npudoctor.parsers import jsontext
+from npudoctor.record import Record
 from npudoctor.snapshot import SNAPSHOT_DEPTH, SNAPSHOT_LIMIT, SNAPSHOT_MEMORY, SNAPSHOT_VALUES, too_wide
 
 #: Files given at least this many, the reading is spread over worker processes.
@@ -29,16 +29,14 @@ class CompareInputError(ValueError):
     """A path given to compare does not exist or cannot be listed (a usage error)."""
 
 
-@dataclass(frozen=True)
-class Repeated:
+class Repeated(Record):
     """The value :func:`iter_inputs` yields for a file already read (``first``: the
     source name it was read under)."""
 
     first: str
 
 
-@dataclass(frozen=True)
-class Document:
+class Document(Record):
     """A snapshot as :func:`iter_inputs` read it: the parsed JSON ``data`` and ``key``,
     the length and CRC-32 of its bytes (:meth:`read`).  Two documents with the same key
     whose node, ``created`` and fingerprint also agree are one snapshot read twice (a copy
@@ -196,8 +194,7 @@ def _plan(paths: Iterable[str], stdin: Optional[Any]) -> List[Tuple[str, Any]]:
     return out
 
 
-@dataclass(frozen=True)
-class _FileTask:
+class _FileTask(Record):
     path: str
     named: bool
 

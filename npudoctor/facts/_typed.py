@@ -22,10 +22,9 @@ from __future__ import annotations
 import collections.abc
 import sys
 import types
-from dataclasses import MISSING
 from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get_type_hints
 
-from npudoctor.facts._view import is_view, view_fields
+from npudoctor.facts._view import field_docs, is_view, view_fields
 
 if TYPE_CHECKING:
     from typing import Callable, Dict, FrozenSet, List, Optional, Tuple, Type, TypeVar
@@ -318,22 +317,14 @@ def _mapping(value: Any) -> Converter:
 
 
 class _Plan:
-    """How to build one view class: per field its name, JSON key, converter and default."""
+    """How to build one view class: per field its name, JSON key and converter."""
 
     def __init__(self, cls: type) -> None:
         self.cls = cls
         hints = _hints(cls)
         self.fields: List[Tuple[str, str, Converter]] = []
-        #: Plain defaults (shared: views are read-only) and default factories (called per view).
-        self.constants: Dict[str, Any] = {}
-        self.factories: List[Tuple[str, Callable[[], Any]]] = []
         for f in view_fields(cls):
-            key = f.metadata.get("key", f.name)
-            self.fields.append((f.name, key, _compile(hints[f.name])))
-            if f.default_factory is not MISSING:
-                self.factories.append((f.name, f.default_factory))
-            else:
-                self.constants[f.name] = None if f.default is MISSING else f.default
+            self.fields.append((f.name, f.encode_name, _compile(hints[f.name])))
         self.declared = frozenset(key for _n, key, _c in self.fields)
 
     def build(
@@ -349,20 +340,7 @@ class _Plan:
                 value = conv(raw[key], path, key, problems, depth)
                 if value is not _MISSING:
                     values[name] = value
-        return self._new(values)
-
-    def _new(self, values: Dict[str, Any]) -> Any:
-        """An instance holding ``values`` and the defaults of the other fields; the result
-        equals ``cls(**values)`` (the plan has the defaults at hand, so the instance's
-        attributes are filled in one update instead of one frozen assignment per field)."""
-        obj: Any = object.__new__(self.cls)
-        attrs = obj.__dict__
-        attrs.update(self.constants)
-        for name, factory in self.factories:
-            if name not in values:
-                attrs[name] = factory()
-        attrs.update(values)
-        return obj
+        return self.cls(**values)
 
 
 _PLANS: Dict[type, _Plan] = {}
@@ -428,7 +406,7 @@ def _describe(tp: Any) -> str:
 def schema_of(tp: Any, defs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """JSON Schema (draft 2020-12) of a view annotation (a view class, a ``typing``
     construct); nested view classes go to ``defs`` (``$defs``) and are referenced by name.
-    Field docs come from ``field(metadata={"doc": ...})``."""
+    Field docs are the views' attribute docstrings (:func:`~npudoctor.facts._view.field_docs`)."""
     defs = defs if defs is not None else {}
     kind, args = _kind(tp)
     if kind == "any":
@@ -450,10 +428,11 @@ def schema_of(tp: Any, defs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
             defs[name] = {}  # placeholder: recursion guard
             hints = _hints(tp)
             props: Dict[str, Any] = {}
+            docs = field_docs(tp)
             for field in view_fields(tp):
-                key = field.metadata.get("key", field.name)
+                key = field.encode_name
                 prop = schema_of(hints[field.name], defs)
-                doc = field.metadata.get("doc")
+                doc = docs.get(field.name)
                 if doc:
                     prop = dict(prop, description=doc)
                 props[key] = prop
@@ -470,8 +449,7 @@ def schema_of(tp: Any, defs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
 
 def dump(value: Any) -> Any:
     """The JSON value of a view (the inverse of :func:`load`): a view becomes an
-    object with every declared field under its snapshot key (``field(metadata={"key":
-    ...})``), tuples become lists, maps and open-ended :data:`JSON` values are copied.  For
+    object with every declared field under its snapshot key (``field(name=...)``), tuples become lists, maps and open-ended :data:`JSON` values are copied.  For
     outputs that publish facts (``devices --json``) in the snapshot's own shape."""
     if is_view(type(value)):
         return {key: dump(getattr(value, name)) for name, key, _conv in _plan(type(value)).fields}

@@ -1,61 +1,68 @@
-"""The base of every facts view: a subclass of :class:`View` is a standard frozen dataclass.
+"""The base of every facts view: a :class:`View` is a :class:`~npudoctor.record.Record`.
 
 Declare a view as::
 
     class Toolkit(View):
         path: str = ""
         kernels: Kernels = field(default_factory=Kernels)
-        version: Optional[str] = field(default=None, metadata={"doc": '"8.0.0"'})
+        version: Optional[str] = None
+        \"\"\"public CANN version ("8.0.0")\"\"\"
 
-:class:`View` applies ``dataclasses.dataclass(frozen=True)`` to each subclass when it is
-defined (the base-class form of PEP 681's ``dataclass_transform``, which tells type checkers
-the same), so ``dataclasses.fields``, ``replace`` and ``asdict`` work on every view and
-:func:`field` is :func:`dataclasses.field`.  The base exists so that a view cannot forget
-the decorator and so the converters know a view from any other class (:func:`is_view`).
-
-Every field needs a default (views describe facts that may be absent).  ``metadata`` may
-hold ``doc`` (schema description) and ``key`` (the JSON key, when it differs from the name).
+Every field needs a default (views describe facts that may be absent).  The string on the
+line after a field documents it in the snapshot schema; ``field(name=...)`` gives the JSON
+key when it differs from the attribute.  The base exists so the converters know a view from
+any other record (:func:`is_view`).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import sys
-from dataclasses import field
-from typing import TYPE_CHECKING, Any, Dict, Tuple
+import ast
+import inspect
+import textwrap
+from typing import Dict, Tuple
 
-if sys.version_info >= (3, 11):
-    from typing import dataclass_transform
-else:
-    from typing_extensions import dataclass_transform
+from msgspec.structs import FieldInfo, fields
 
-if TYPE_CHECKING:
-    from dataclasses import Field
+from npudoctor.record import Record, field
 
-__all__ = ["View", "doc", "field", "is_view", "view_fields"]
+__all__ = ["View", "field", "field_docs", "is_view", "view_fields"]
 
 
-@dataclass_transform(frozen_default=True, field_specifiers=(field,))
-class View:
-    """Base of the facts views: each subclass is a ``dataclass(frozen=True)``."""
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        doc = cls.__dict__.get("__doc__")
-        dataclasses.dataclass(frozen=True)(cls)
-        cls.__doc__ = doc  # the schema describes a view by its docstring, not by a made-up signature
+class View(Record):
+    """Base of the facts views (frozen records)."""
 
 
-def doc(text: str) -> Dict[str, str]:
-    """The ``metadata`` of a field described by ``text`` in the schema."""
-    return {"doc": text}
-
-
-def view_fields(cls: type) -> Tuple[Field[Any], ...]:
+def view_fields(cls: type) -> Tuple[FieldInfo, ...]:
     """The declared fields of a view class, in declaration order (base classes' first)."""
-    return dataclasses.fields(cls)
+    return fields(cls)
 
 
 def is_view(tp: object) -> bool:
     """Whether ``tp`` is a view class."""
     return isinstance(tp, type) and issubclass(tp, View) and tp is not View
+
+
+def field_docs(cls: type) -> Dict[str, str]:
+    """The attribute docstrings of ``cls`` and its bases (field name → text), read from the
+    source: for the schema, built by ``scripts/``, never on a command's path."""
+    docs: Dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not is_view(klass):
+            continue
+        try:
+            source = inspect.getsource(klass)
+        except (OSError, TypeError):  # defined where no source file is (exec'd code)
+            continue
+        body = ast.parse(textwrap.dedent(source)).body[0]
+        if not isinstance(body, ast.ClassDef):
+            continue
+        for prev, node in zip(body.body, body.body[1:]):
+            if (
+                isinstance(prev, ast.AnnAssign)
+                and isinstance(prev.target, ast.Name)
+                and isinstance(node, ast.Expr)
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
+            ):
+                docs[prev.target.id] = node.value.value
+    return docs

@@ -6,19 +6,19 @@ from __future__ import annotations
 
 from typing import Optional, Tuple
 
-from npudoctor.facts._view import View, doc, field
+from npudoctor.facts._view import View
 
 
 class Mount(View):
     """A driver piece a container needs."""
 
     path: str = ""
-    exists: Optional[bool] = field(default=None, metadata=doc("None: not recorded, or cannot be told"))
+    exists: Optional[bool] = None
+    """None: not recorded, or cannot be told"""
     what: Optional[str] = None
     required: bool = False
-    unreadable: Optional[str] = field(
-        default=None, metadata=doc("why presence cannot be told (permission denied, symlink loop)")
-    )
+    unreadable: Optional[str] = None
+    """why presence cannot be told (permission denied, symlink loop)"""
 
 
 class DeviceCgroup(View):
@@ -30,19 +30,23 @@ class DeviceCgroup(View):
 class Launcher(View):
     """What started the diagnosed environment (systemd, Slurm, Ray) and the variable that says so."""
 
-    name: str = field(default="", metadata=doc('"systemd" | "slurm" | "ray"'))
+    name: str = ""
+    '"systemd" | "slurm" | "ray"'
     evidence: Optional[str] = None
-    unit: Optional[str] = field(default=None, metadata=doc("systemd: the service its cgroup names"))
+    unit: Optional[str] = None
+    """systemd: the service its cgroup names"""
 
 
 class Capabilities(View):
     """The capability sets and effective ids of ``/proc/self/status`` (as read: hex masks)."""
 
     source: Optional[str] = None
-    cap_eff: Optional[str] = field(default=None, metadata=doc('CapEff, hex as read ("0000000000000000")'))
+    cap_eff: Optional[str] = None
+    """CapEff, hex as read ("0000000000000000")"""
     cap_prm: Optional[str] = None
     cap_bnd: Optional[str] = None
-    uid: Optional[int] = field(default=None, metadata=doc("effective uid (second field of Uid:)"))
+    uid: Optional[int] = None
+    """effective uid (second field of Uid:)"""
     gid: Optional[int] = None
     groups: Tuple[int, ...] = ()
 
@@ -50,12 +54,11 @@ class Capabilities(View):
 class ContainerFacts(View):
     """Are we inside a container, which runtime, and are the driver files mounted."""
 
-    world: Optional[str] = field(
-        default=None,
-        metadata=doc('"build" | "pod" | "container" | "host" (None: snapshots from before it was recorded)'),
-    )
+    world: Optional[str] = None
+    """"build" | "pod" | "container" | "host" (None: snapshots from before it was recorded)"""
     launched_by: Tuple[Launcher, ...] = ()
-    build_markers: Tuple[str, ...] = field(default=(), metadata=doc("why this looks like an image build step"))
+    build_markers: Tuple[str, ...] = ()
+    """why this looks like an image build step"""
     capabilities: Optional[Capabilities] = None
 
     in_container: bool = False

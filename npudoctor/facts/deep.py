@@ -6,20 +6,24 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
-from npudoctor.facts._view import View, doc, field
+from npudoctor.facts._view import View, field
 
 
 class DeepStep(View):
     """One step of the child (import_torch, import_torch_npu, is_available, ...)."""
 
     name: str = ""
-    status: Optional[str] = field(default=None, metadata=doc('"ok" | "failed" | "skipped" | "running"'))
-    duration: Optional[float] = field(default=None, metadata=doc("seconds"))
+    status: Optional[str] = None
+    '"ok" | "failed" | "skipped" | "running"'
+    duration: Optional[float] = None
+    """seconds"""
     error_type: Optional[str] = None
     error: Optional[str] = None
     traceback: Optional[str] = None
-    value: JSON = field(default=None, metadata=doc("what the step returned (step-specific JSON)"))
-    reason: Optional[str] = field(default=None, metadata=doc("why it was skipped"))
+    value: JSON = None
+    """what the step returned (step-specific JSON)"""
+    reason: Optional[str] = None
+    """why it was skipped"""
 
 
 class DeepDevice(View):
@@ -27,8 +31,10 @@ class DeepDevice(View):
 
     index: Optional[int] = None
     name: Optional[str] = None
-    tensor_op: Optional[str] = field(default=None, metadata=doc('"ok" or the error'))
-    synchronize: Optional[str] = field(default=None, metadata=doc('"ok" or the error'))
+    tensor_op: Optional[str] = None
+    """"ok" or the error"""
+    synchronize: Optional[str] = None
+    """"ok" or the error"""
 
 
 class DeepSignature(View):
@@ -44,17 +50,22 @@ class DeepSignature(View):
 class DeepFacts(View):
     """torch and torch_npu really imported in a child process, with a deadline."""
 
-    ran: Optional[bool] = field(default=None, metadata=doc("False: not run (see reason); None: not recorded"))
-    reason: Optional[str] = field(default=None, metadata=doc("why it was not run (or could not start)"))
-    torch_installed: Optional[bool] = field(default=None, metadata=doc("False: not run, no torch to import"))
+    ran: Optional[bool] = None
+    """False: not run (see reason); None: not recorded"""
+    reason: Optional[str] = None
+    """why it was not run (or could not start)"""
+    torch_installed: Optional[bool] = None
+    """False: not run, no torch to import"""
     interpreter: Optional[str] = None
-    timeout: Optional[float] = field(default=None, metadata=doc("the deadline (s)"))
-    duration: Optional[float] = field(default=None, metadata=doc("wall time (s)"))
-    outcome: Optional[str] = field(
-        default=None, metadata=doc('"ok" | "failed" | "crashed" | "timed_out" | "exited" | "not_run" | "error"')
-    )
+    timeout: Optional[float] = None
+    """the deadline (s)"""
+    duration: Optional[float] = None
+    """wall time (s)"""
+    outcome: Optional[str] = None
+    '"ok" | "failed" | "crashed" | "timed_out" | "exited" | "not_run" | "error"'
     returncode: Optional[int] = None
-    signal: Optional[str] = field(default=None, metadata=doc('"SIGSEGV" when killed by a signal'))
+    signal: Optional[str] = None
+    """"SIGSEGV" when killed by a signal"""
     hung_step: Optional[str] = None
     crashed_step: Optional[str] = None
     steps: Tuple[DeepStep, ...] = ()
@@ -68,7 +79,8 @@ class DeepFacts(View):
     output_truncated: Optional[bool] = None
     torch_version: Optional[str] = None
     torch_npu_version: Optional[str] = None
-    cann: Optional[str] = field(default=None, metadata=doc("torch.version.cann"))
+    cann: Optional[str] = None
+    """torch.version.cann"""
     is_available: Optional[bool] = None
     device_count: Optional[int] = None
     devices: Tuple[DeepDevice, ...] = ()

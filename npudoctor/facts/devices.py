@@ -7,12 +7,8 @@ from __future__ import annotations
 import re
 from typing import Dict, Optional, Tuple
 
-from npudoctor.facts._view import View, doc, field
+from npudoctor.facts._view import View, field
 from npudoctor.facts.system import Identity
-
-
-def _var(name: str) -> Dict[str, str]:
-    return {"key": name, "doc": f'raw value of {name} (None: unset; "": set but empty)'}
 
 
 class NpuSmiCommand(View):
@@ -21,50 +17,57 @@ class NpuSmiCommand(View):
     argv: Tuple[str, ...] = ()
     returncode: Optional[int] = None
     timed_out: bool = False
-    error: Optional[str] = field(default=None, metadata=doc("why it could not be started"))
-    duration: Optional[float] = field(default=None, metadata=doc("seconds"))
-    parsed: bool = field(default=False, metadata=doc("its output gave what was asked"))
-    cpu_s: Optional[float] = field(default=None, metadata=doc("CPU seconds it had used when killed for its deadline"))
-    state: Optional[str] = field(
-        default=None, metadata=doc('its process state when killed ("D": blocked in the kernel, "R": runnable)')
-    )
-    cpu_pressure: Optional[float] = field(
-        default=None,
-        metadata=doc("percent of its run it could be starved of CPU (node PSI plus cgroup throttling), when killed"),
-    )
+    error: Optional[str] = None
+    """why it could not be started"""
+    duration: Optional[float] = None
+    """seconds"""
+    parsed: bool = False
+    """its output gave what was asked"""
+    cpu_s: Optional[float] = None
+    """CPU seconds it had used when killed for its deadline"""
+    state: Optional[str] = None
+    """its process state when killed ("D": blocked in the kernel, "R": runnable)"""
+    cpu_pressure: Optional[float] = None
+    """percent of its run it could be starved of CPU (node PSI plus cgroup throttling), when killed"""
 
 
 class NpuSmi(View):
     """How ``npu-smi`` answered (or why it was not run)."""
 
-    path: Optional[str] = field(default=None, metadata=doc("found on PATH"))
-    searched: Optional[Tuple[str, ...]] = field(
-        default=None, metadata=doc("PATH entries of the diagnosed environment (None: not recorded)")
-    )
-    available: bool = field(default=False, metadata=doc("the device table parsed"))
-    error: Optional[str] = field(default=None, metadata=doc("how the command failed, for people"))
-    cause: Optional[str] = field(
-        default=None,
-        metadata=doc(
-            '"not-installed" | "hung" | "cut-short" | "crashed" | "dcmi" | "permission" | "loader" | "driver" | "disabled" | "unparsed"'
-        ),
-    )
-    code: Optional[int] = field(default=None, metadata=doc("DCMI return code (-8005, -8020, ...)"))
-    message: Optional[str] = field(default=None, metadata=doc("the npu-smi error line"))
-    signal: Optional[str] = field(default=None, metadata=doc('the signal that killed npu-smi ("SIGSEGV")'))
-    version: Optional[str] = field(default=None, metadata=doc("npu-smi tool version"))
-    driver_version: Optional[str] = field(default=None, metadata=doc('the table header\'s "Version:"'))
-    layout: Optional[str] = field(default=None, metadata=doc('"910" | "310" | None'))
+    path: Optional[str] = None
+    """found on PATH"""
+    searched: Optional[Tuple[str, ...]] = None
+    """PATH entries of the diagnosed environment (None: not recorded)"""
+    available: bool = False
+    """the device table parsed"""
+    error: Optional[str] = None
+    """how the command failed, for people"""
+    cause: Optional[str] = None
+    '"not-installed" | "hung" | "cut-short" | "crashed" | "dcmi" | "permission" | "loader" | "driver" | "disabled" | "unparsed"'
+    code: Optional[int] = None
+    """DCMI return code (-8005, -8020, ...)"""
+    message: Optional[str] = None
+    """the npu-smi error line"""
+    signal: Optional[str] = None
+    """the signal that killed npu-smi ("SIGSEGV")"""
+    version: Optional[str] = None
+    """npu-smi tool version"""
+    driver_version: Optional[str] = None
+    'the table header\'s "Version:"'
+    layout: Optional[str] = None
+    """"910" | "310" | None"""
     truncated: bool = False
     commands: Tuple[NpuSmiCommand, ...] = ()
-    raw: Optional[str] = field(default=None, metadata=doc("first 64 KiB of `npu-smi info`"))
+    raw: Optional[str] = None
+    """first 64 KiB of `npu-smi info`"""
 
 
 class HealthDetail(View):
     """``npu-smi info -t health`` of a chip that is not OK."""
 
     status: Optional[str] = None
-    error_codes: Tuple[str, ...] = field(default=(), metadata=doc('hex codes ("80E3A203")'))
+    error_codes: Tuple[str, ...] = ()
+    """hex codes ("80E3A203")"""
     information: Optional[str] = None
 
 
@@ -73,22 +76,32 @@ class Chip(View):
 
     npu_id: Optional[int] = None
     chip_id: Optional[int] = None
-    phy_id: Optional[int] = field(default=None, metadata=doc("A3 Phy-ID column, or from `info -m`"))
-    device_id: Optional[int] = field(default=None, metadata=doc("310-class Device column"))
-    logic_id: Optional[int] = field(default=None, metadata=doc("310-class Device column, or from `info -m`"))
-    name: Optional[str] = field(default=None, metadata=doc('"910B3", "Ascend910", "310P3"'))
-    health: Optional[str] = field(default=None, metadata=doc("raw: OK | Warning | Alarm | Critical | ..."))
-    power_w: Optional[float] = field(default=None, metadata=doc("None for NA or -"))
+    phy_id: Optional[int] = None
+    """A3 Phy-ID column, or from `info -m`"""
+    device_id: Optional[int] = None
+    """310-class Device column"""
+    logic_id: Optional[int] = None
+    """310-class Device column, or from `info -m`"""
+    name: Optional[str] = None
+    '"910B3", "Ascend910", "310P3"'
+    health: Optional[str] = None
+    """raw: OK | Warning | Alarm | Critical | ..."""
+    power_w: Optional[float] = None
+    """None for NA or -"""
     temp_c: Optional[float] = None
     hugepages_used: Optional[int] = None
     hugepages_total: Optional[int] = None
     aicore_pct: Optional[float] = None
-    memory_used_mb: Optional[int] = field(default=None, metadata=doc("DDR"))
+    memory_used_mb: Optional[int] = None
+    """DDR"""
     memory_total_mb: Optional[int] = None
-    hbm_used_mb: Optional[int] = field(default=None, metadata=doc("None on 310-class"))
+    hbm_used_mb: Optional[int] = None
+    """None on 310-class"""
     hbm_total_mb: Optional[int] = None
-    bus_id: Optional[str] = field(default=None, metadata=doc("raw: may be NA or masked"))
-    soc_version: Optional[str] = field(default=None, metadata=doc("measured (A3 `-t board`), else None"))
+    bus_id: Optional[str] = None
+    """raw: may be NA or masked"""
+    soc_version: Optional[str] = None
+    """measured (A3 `-t board`), else None"""
     soc_source: Optional[str] = None
     health_detail: Optional[HealthDetail] = None
 
@@ -101,21 +114,25 @@ class NpuProcess(View):
     pid: Optional[int] = None
     name: Optional[str] = None
     memory_mb: Optional[int] = None
-    container_pid: Optional[int] = field(default=None, metadata=doc("26.x wide layout only"))
+    container_pid: Optional[int] = None
+    """26.x wide layout only"""
 
 
 class Topology(View):
     """``npu-smi info -t topo``: NPU-to-NPU links and CPU affinity (map keys are NPU ids)."""
 
-    npus: Tuple[int, ...] = field(default=(), metadata=doc("ids in header order"))
-    links: Dict[str, Dict[str, str]] = field(
-        default_factory=dict, metadata=doc("npu → peer → X | HCCS | SIO | UB | PIX | PXB | PHB | SYS | NA")
-    )
-    affinity: Dict[str, str] = field(default_factory=dict, metadata=doc('npu → "144-167"'))
+    npus: Tuple[int, ...] = ()
+    """ids in header order"""
+    links: Dict[str, Dict[str, str]] = field(default_factory=dict)
+    """npu → peer → X | HCCS | SIO | UB | PIX | PXB | PHB | SYS | NA"""
+    affinity: Dict[str, str] = field(default_factory=dict)
+    'npu → "144-167"'
     affinity_cpus: Dict[str, Tuple[int, ...]] = field(default_factory=dict)
     link_types: Tuple[str, ...] = ()
-    all_fabric: bool = field(default=False, metadata=doc("every pair on HCCS/SIO/UB"))
-    islands: Tuple[Tuple[int, ...], ...] = field(default=(), metadata=doc("groups joined by fabric or PIX links"))
+    all_fabric: bool = False
+    """every pair on HCCS/SIO/UB"""
+    islands: Tuple[Tuple[int, ...], ...] = ()
+    """groups joined by fabric or PIX links"""
     legend: bool = False
 
 
@@ -123,16 +140,19 @@ class DeviceNode(View):
     """A device node (``/dev/davinciN`` or a control node) and its owner and mode."""
 
     path: str = ""
-    kind: Optional[str] = field(default=None, metadata=doc('"chip" | "control"'))
+    kind: Optional[str] = None
+    '"chip" | "control"'
     exists: bool = False
     char_device: Optional[bool] = None
     uid: Optional[int] = None
     gid: Optional[int] = None
     owner: Optional[str] = None
     group: Optional[str] = None
-    mode: Optional[str] = field(default=None, metadata=doc('"0660"'))
+    mode: Optional[str] = None
+    '"0660"'
     accessible_by_identity: Optional[bool] = None
-    rdev: Tuple[int, ...] = field(default=(), metadata=doc("[major, minor] of a character device"))
+    rdev: Tuple[int, ...] = ()
+    """[major, minor] of a character device"""
 
     @property
     def number(self) -> Optional[int]:
@@ -144,15 +164,24 @@ class DeviceNode(View):
 class Visibility(View):
     """The visible-device variables as set (rules validate them)."""
 
-    ascend_rt_visible_devices: Optional[str] = field(default=None, metadata=_var("ASCEND_RT_VISIBLE_DEVICES"))
-    ascend_visible_devices: Optional[str] = field(default=None, metadata=_var("ASCEND_VISIBLE_DEVICES"))
-    ascend_device_id: Optional[str] = field(default=None, metadata=_var("ASCEND_DEVICE_ID"))
-    cuda_visible_devices: Optional[str] = field(default=None, metadata=_var("CUDA_VISIBLE_DEVICES"))
-    ascend_runtime_options: Optional[str] = field(default=None, metadata=_var("ASCEND_RUNTIME_OPTIONS"))
-    ray_noset: Optional[str] = field(default=None, metadata=_var("RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"))
-    npu_visible_devices: Optional[str] = field(default=None, metadata=_var("NPU_VISIBLE_DEVICES"))
-    hip_visible_devices: Optional[str] = field(default=None, metadata=_var("HIP_VISIBLE_DEVICES"))
-    rocr_visible_devices: Optional[str] = field(default=None, metadata=_var("ROCR_VISIBLE_DEVICES"))
+    ascend_rt_visible_devices: Optional[str] = field(default=None, name="ASCEND_RT_VISIBLE_DEVICES")
+    """raw value of ASCEND_RT_VISIBLE_DEVICES (None: unset; "": set but empty)"""
+    ascend_visible_devices: Optional[str] = field(default=None, name="ASCEND_VISIBLE_DEVICES")
+    """raw value of ASCEND_VISIBLE_DEVICES (None: unset; "": set but empty)"""
+    ascend_device_id: Optional[str] = field(default=None, name="ASCEND_DEVICE_ID")
+    """raw value of ASCEND_DEVICE_ID (None: unset; "": set but empty)"""
+    cuda_visible_devices: Optional[str] = field(default=None, name="CUDA_VISIBLE_DEVICES")
+    """raw value of CUDA_VISIBLE_DEVICES (None: unset; "": set but empty)"""
+    ascend_runtime_options: Optional[str] = field(default=None, name="ASCEND_RUNTIME_OPTIONS")
+    """raw value of ASCEND_RUNTIME_OPTIONS (None: unset; "": set but empty)"""
+    ray_noset: Optional[str] = field(default=None, name="RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES")
+    """raw value of RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES (None: unset; "": set but empty)"""
+    npu_visible_devices: Optional[str] = field(default=None, name="NPU_VISIBLE_DEVICES")
+    """raw value of NPU_VISIBLE_DEVICES (None: unset; "": set but empty)"""
+    hip_visible_devices: Optional[str] = field(default=None, name="HIP_VISIBLE_DEVICES")
+    """raw value of HIP_VISIBLE_DEVICES (None: unset; "": set but empty)"""
+    rocr_visible_devices: Optional[str] = field(default=None, name="ROCR_VISIBLE_DEVICES")
+    """raw value of ROCR_VISIBLE_DEVICES (None: unset; "": set but empty)"""
 
 
 class DevicesFacts(View):
@@ -161,17 +190,17 @@ class DevicesFacts(View):
     npu_smi: NpuSmi = field(default_factory=NpuSmi)
     chips: Tuple[Chip, ...] = ()
     processes: Tuple[NpuProcess, ...] = ()
-    idle_npus: Tuple[int, ...] = field(default=(), metadata=doc("npu ids npu-smi says run no process"))
+    idle_npus: Tuple[int, ...] = ()
+    """npu ids npu-smi says run no process"""
     topology: Optional[Topology] = None
     nodes: Tuple[DeviceNode, ...] = ()
-    nodes_error: Optional[str] = field(
-        default=None, metadata=doc("why the device nodes could not be looked at (/dev refused)")
-    )
+    nodes_error: Optional[str] = None
+    """why the device nodes could not be looked at (/dev refused)"""
     visibility: Visibility = field(default_factory=Visibility)
-    ray: Tuple[str, ...] = field(default=(), metadata=doc("names of the RAY_* variables set"))
-    visible_count: Optional[int] = field(
-        default=None, metadata=doc("chips npu-smi lists, else /dev/davinciN nodes, else None")
-    )
+    ray: Tuple[str, ...] = ()
+    """names of the RAY_* variables set"""
+    visible_count: Optional[int] = None
+    """chips npu-smi lists, else /dev/davinciN nodes, else None"""
     identity: Identity = field(default_factory=Identity)
 
     @property

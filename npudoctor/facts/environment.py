@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
-from npudoctor.facts._view import View, doc, field
+from npudoctor.facts._view import View, field
 
 
 class EnvToolkit(View):
@@ -40,10 +40,12 @@ class Expected(View):
     """What ``set_env.sh`` of the toolkit (and NNAL's) would set (read, never run)."""
 
     toolkit: Optional[str] = None
-    method: Optional[str] = field(default=None, metadata=doc('"set_env.sh" | "set_env.sh (rebased)" | "documented"'))
+    method: Optional[str] = None
+    '"set_env.sh" | "set_env.sh (rebased)" | "documented"'
     script: Optional[str] = None
     unsupported: Tuple[UnsupportedLine, ...] = ()
-    fallback: Optional[str] = field(default=None, metadata=doc("why the documented variables were used"))
+    fallback: Optional[str] = None
+    """why the documented variables were used"""
     variables: Dict[str, str] = field(default_factory=dict)
     added: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
     nnal: Optional[ExpectedNnal] = None
@@ -55,7 +57,8 @@ class PathRead(View):
 
     resolved: Optional[str] = None
     exists: Optional[bool] = None
-    is_dir: Optional[bool] = field(default=None, metadata=doc("None: not recorded (older snapshots)"))
+    is_dir: Optional[bool] = None
+    """None: not recorded (older snapshots)"""
 
 
 class ToolkitPython(View):
@@ -89,9 +92,8 @@ class EnvironmentFacts(View):
     arch_source: Optional[str] = None
     set_env_script: Optional[str] = None
     current: Dict[str, str] = field(default_factory=dict)
-    paths: Dict[str, PathRead] = field(
-        default_factory=dict, metadata=doc("how the root resolves each value compared (rules/_env_vars.py)")
-    )
+    paths: Dict[str, PathRead] = field(default_factory=dict)
+    """how the root resolves each value compared (rules/_env_vars.py)"""
     toolkit_python: Optional[ToolkitPython] = None
     nnal: Optional[EnvNnal] = None
     torch_cxx11_abi: Optional[bool] = None

@@ -7,16 +7,15 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
-from npudoctor.facts._view import View, doc, field
+from npudoctor.facts._view import View, field
 
 
 class BuildInfo(View):
     """A generated Python file of a framework build (``vllm_ascend/_build_info.py``)."""
 
     path: Optional[str] = None
-    values: Dict[str, JSON] = field(
-        default_factory=dict, metadata=doc("literal assignments: __device_type__, __soc_version__, ...")
-    )
+    values: Dict[str, JSON] = field(default_factory=dict)
+    """literal assignments: __device_type__, __soc_version__, ..."""
     error: Optional[str] = None
 
 
@@ -25,8 +24,10 @@ class Description(View):
 
     metadata: Optional[str] = None
     version: Optional[str] = None
-    row: Optional[str] = field(default=None, metadata=doc("the table row, cells joined with ' | '"))
-    cann: Optional[str] = field(default=None, metadata=doc("the CANN that row names"))
+    row: Optional[str] = None
+    """the table row, cells joined with ' | '"""
+    cann: Optional[str] = None
+    """the CANN that row names"""
     error: Optional[str] = None
 
 
@@ -36,11 +37,12 @@ class CudaEvidence(View):
     name: Optional[str] = None
     version: Optional[str] = None
     dist_info: Optional[str] = None
-    files: Tuple[str, ...] = field(default=(), metadata=doc("RECORD paths of CUDA libraries or the data's patterns"))
-    needed: Dict[str, Tuple[str, ...]] = field(
-        default_factory=dict, metadata=doc("extension module (RECORD path) -> CUDA DT_NEEDED names")
-    )
-    checked: int = field(default=0, metadata=doc("extension modules whose DT_NEEDED was read"))
+    files: Tuple[str, ...] = ()
+    """RECORD paths of CUDA libraries or the data's patterns"""
+    needed: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+    """extension module (RECORD path) -> CUDA DT_NEEDED names"""
+    checked: int = 0
+    """extension modules whose DT_NEEDED was read"""
 
 
 class FrameworksFacts(View):

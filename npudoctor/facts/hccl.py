@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
-from npudoctor.facts._view import View, doc, field
+from npudoctor.facts._view import View, field
 
 
 class InContainer(View):
@@ -23,20 +23,22 @@ class HccnConf(View):
     path: Optional[str] = None
     present: bool = False
     error: Optional[str] = None
-    devices: Dict[str, Dict[str, str]] = field(
-        default_factory=dict, metadata=doc('device id → {"address", "netmask", "gateway", ...}')
-    )
-    other: Dict[str, str] = field(default_factory=dict, metadata=doc("lines without a _N suffix"))
+    devices: Dict[str, Dict[str, str]] = field(default_factory=dict)
+    """device id → {"address", "netmask", "gateway", ...}"""
+    other: Dict[str, str] = field(default_factory=dict)
+    """lines without a _N suffix"""
     elided: bool = False
     unparsed: Tuple[str, ...] = ()
-    duplicates: Tuple[Tuple[str, ...], ...] = field(default=(), metadata=doc("[key, device id] given twice"))
+    duplicates: Tuple[Tuple[str, ...], ...] = ()
+    """[key, device id] given twice"""
     lossy: Optional[bool] = None
 
 
 class RankDevice(View):
     """One device entry of a rank table server."""
 
-    invalid: bool = field(default=False, metadata=doc("the entry is not an object"))
+    invalid: bool = False
+    """the entry is not an object"""
     device_id: Optional[int] = None
     device_id_raw: Optional[str] = None
     device_ip: Optional[str] = None
@@ -49,7 +51,8 @@ class RankServer(View):
     """One ``server_list`` entry of a rank table."""
 
     index: Optional[int] = None
-    invalid: bool = field(default=False, metadata=doc("the entry is not an object"))
+    invalid: bool = False
+    """the entry is not an object"""
     server_id: Optional[str] = None
     host_ip: Optional[str] = None
     container_ip: Optional[str] = None
@@ -73,15 +76,19 @@ class RankTable(View):
     variable: Optional[str] = None
     read_error: Optional[str] = None
     lossy: Optional[bool] = None
-    ok: bool = field(default=False, metadata=doc("a rank table could be read"))
-    error: Optional[str] = field(default=None, metadata=doc("why it could not be parsed"))
+    ok: bool = False
+    """a rank table could be read"""
+    error: Optional[str] = None
+    """why it could not be parsed"""
     truncated: bool = False
     strict_json: bool = False
-    tolerated: Tuple[str, ...] = field(default=(), metadata=doc('"comments" | "elisions" | "trailing commas"'))
+    tolerated: Tuple[str, ...] = ()
+    '"comments" | "elisions" | "trailing commas"'
     version: Optional[str] = None
     status: Optional[str] = None
     server_count: Optional[int] = None
-    server_count_raw: JSON = field(default=None, metadata=doc("the declared value as written"))
+    server_count_raw: JSON = None
+    """the declared value as written"""
     servers: Tuple[RankServer, ...] = ()
     server_list_missing: bool = False
     super_pods: Tuple[SuperPod, ...] = ()
@@ -92,7 +99,8 @@ class LocalAddress(View):
     """An address of this node."""
 
     interface: Optional[str] = None
-    family: Optional[str] = field(default=None, metadata=doc('"ipv4" | "ipv6"'))
+    family: Optional[str] = None
+    '"ipv4" | "ipv6"'
     address: Optional[str] = None
 
 
@@ -117,8 +125,10 @@ class HccnToolDevice(View):
     """What ``hccn_tool`` said about one device."""
 
     ip: Optional[HccnIp] = None
-    link: Optional[str] = field(default=None, metadata=doc('"UP" | "DOWN" | None'))
-    commands: Tuple[str, ...] = field(default=(), metadata=doc("how each call ended"))
+    link: Optional[str] = None
+    """"UP" | "DOWN" | None"""
+    commands: Tuple[str, ...] = ()
+    """how each call ended"""
 
 
 class HccnTool(View):
@@ -132,7 +142,8 @@ class HccnTool(View):
 class MasterProbe(View):
     """One bounded TCP connect to MASTER_ADDR:MASTER_PORT (``--probe-master``)."""
 
-    reachable: Optional[bool] = field(default=None, metadata=doc("None: the probe record does not say"))
+    reachable: Optional[bool] = None
+    """None: the probe record does not say"""
     error: Optional[str] = None
     seconds: Optional[float] = None
     timeout: Optional[float] = None
@@ -158,13 +169,15 @@ class Whitelist(View):
 class HcclFacts(View):
     """HCCL variables, hccn.conf, the rank table, this node's addresses, hccn_tool, the master."""
 
-    variables: Dict[str, str] = field(
-        default_factory=dict, metadata=doc("HCCL_*, launcher and visibility variables that are set")
-    )
+    variables: Dict[str, str] = field(default_factory=dict)
+    """HCCL_*, launcher and visibility variables that are set"""
     in_container: InContainer = field(default_factory=InContainer)
-    dev_nodes: Tuple[int, ...] = field(default=(), metadata=doc("N of the /dev/davinciN nodes present"))
-    hccn_conf: Optional[HccnConf] = field(default=None, metadata=doc("None: not recorded (an older snapshot)"))
-    rank_table: Optional[RankTable] = field(default=None, metadata=doc("None when RANK_TABLE_FILE is unset"))
+    dev_nodes: Tuple[int, ...] = ()
+    """N of the /dev/davinciN nodes present"""
+    hccn_conf: Optional[HccnConf] = None
+    """None: not recorded (an older snapshot)"""
+    rank_table: Optional[RankTable] = None
+    """None when RANK_TABLE_FILE is unset"""
     local: Local = field(default_factory=Local)
     hccn_tool: HccnTool = field(default_factory=HccnTool)
     master: Master = field(default_factory=Master)

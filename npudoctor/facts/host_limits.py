@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Dict, Optional
 
-from npudoctor.facts._view import View, doc, field
+from npudoctor.facts._view import View, field
 
 
 class ShmMount(View):
@@ -13,7 +13,8 @@ class ShmMount(View):
 
     source: Optional[str] = None
     fstype: Optional[str] = None
-    size_bytes: Optional[int] = field(default=None, metadata=doc("None: no size= (tmpfs default: half the RAM)"))
+    size_bytes: Optional[int] = None
+    """None: no size= (tmpfs default: half the RAM)"""
     options: Optional[str] = None
 
 
@@ -29,7 +30,8 @@ class ProcessLimits(View):
 
 class ThpMode(View):
     source: Optional[str] = None
-    mode: Optional[str] = field(default=None, metadata=doc('"always" | "madvise" | "never"'))
+    mode: Optional[str] = None
+    '"always" | "madvise" | "never"'
 
 
 class AllowedCpus(View):
@@ -52,24 +54,30 @@ class CpuQuota(View):
     """The cgroup CPU quota (cpu.max, or v1 cfs_quota_us / cfs_period_us)."""
 
     source: Optional[str] = None
-    cores: Optional[float] = field(default=None, metadata=doc("None: no quota"))
+    cores: Optional[float] = None
+    """None: no quota"""
 
 
 class Overcommit(View):
     """The kernel's memory-commit policy (/proc/sys/vm) with /proc/meminfo's commit figures."""
 
     source: Optional[str] = None
-    mode: Optional[int] = field(default=None, metadata=doc("vm.overcommit_memory: 0 heuristic, 1 always, 2 strict"))
-    ratio: Optional[int] = field(default=None, metadata=doc("vm.overcommit_ratio (percent of RAM under mode 2)"))
-    commit_limit_bytes: Optional[int] = field(default=None, metadata=doc("CommitLimit of /proc/meminfo"))
-    committed_bytes: Optional[int] = field(default=None, metadata=doc("Committed_AS of /proc/meminfo"))
+    mode: Optional[int] = None
+    """vm.overcommit_memory: 0 heuristic, 1 always, 2 strict"""
+    ratio: Optional[int] = None
+    """vm.overcommit_ratio (percent of RAM under mode 2)"""
+    commit_limit_bytes: Optional[int] = None
+    """CommitLimit of /proc/meminfo"""
+    committed_bytes: Optional[int] = None
+    """Committed_AS of /proc/meminfo"""
 
 
 class Governors(View):
     """The cpufreq governors of the CPU frequency policies."""
 
     source: Optional[str] = None
-    counts: Dict[str, int] = field(default_factory=dict, metadata=doc("governor name -> policies using it"))
+    counts: Dict[str, int] = field(default_factory=dict)
+    """governor name -> policies using it"""
     policies: int = 0
 
 

@@ -5,20 +5,22 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
-from npudoctor.facts._view import View, doc, field
+from npudoctor.facts._view import View, field
 
 
 class NpuNuma(View):
     """One NPU's PCI function and its NUMA node."""
 
     bus_id: Optional[str] = None
-    numa_node: Optional[int] = field(default=None, metadata=doc("-1: the firmware gave none; None: unreadable"))
+    numa_node: Optional[int] = None
+    """-1: the firmware gave none; None: unreadable"""
     source: Optional[str] = None
 
 
 class NumaFacts(View):
     """NUMA nodes and the NPUs' place among them, read from sysfs (probes/numa.py)."""
 
-    nodes: Dict[str, str] = field(default_factory=dict, metadata=doc("node number -> cpulist"))
+    nodes: Dict[str, str] = field(default_factory=dict)
+    """node number -> cpulist"""
     npus: Tuple[NpuNuma, ...] = ()
     errors: Dict[str, str] = field(default_factory=dict)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
-from npudoctor.facts._view import View, doc, field
+from npudoctor.facts._view import View, field
 
 # --- libraries ---------------------------------------------------------------------------
 
@@ -33,9 +33,8 @@ class ElfObject(View):
     needed: Tuple[str, ...] = ()
     rpath: Tuple[str, ...] = ()
     runpath: Tuple[str, ...] = ()
-    version_needs: Dict[str, Tuple[str, ...]] = field(
-        default_factory=dict, metadata=doc("library → the symbol versions needed from it")
-    )
+    version_needs: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+    """library → the symbol versions needed from it"""
     error: Optional[str] = None
 
 
@@ -43,28 +42,32 @@ class FoundAt(View):
     """Where a missing library is on disk."""
 
     path: str = ""
-    where: str = field(default="", metadata=doc('"selected toolkit", "driver", "NNAL ...", "CANN <version> ..."'))
-    usable: bool = field(default=True, metadata=doc("the loader could use it (right architecture and class)"))
+    where: str = ""
+    '"selected toolkit", "driver", "NNAL ...", "CANN <version> ..."'
+    usable: bool = True
+    """the loader could use it (right architecture and class)"""
 
 
 class Loader(View):
     """The dynamic loader's search path of the diagnosed machine."""
 
     ld_library_path: Tuple[str, ...] = ()
-    cache: JSON = field(default=None, metadata=doc('ld.so.cache: {"path", "format", "entries", "error"}'))
+    cache: JSON = None
+    """ld.so.cache: {"path", "format", "entries", "error"}"""
     conf_dirs: Tuple[str, ...] = ()
     default_dirs: Tuple[str, ...] = ()
-    hwcaps: Tuple[str, ...] = field(
-        default=(), metadata=doc("glibc-hwcaps subdirectories searched first in each directory (x86-64-v3, ...)")
-    )
+    hwcaps: Tuple[str, ...] = ()
+    """glibc-hwcaps subdirectories searched first in each directory (x86-64-v3, ...)"""
 
 
 class Resolution(View):
     """How one ``DT_NEEDED`` entry resolves, as ``ld.so`` would."""
 
     name: str = ""
-    needed_by: Tuple[str, ...] = field(default=(), metadata=doc("the objects whose DT_NEEDED names it"))
-    status: Optional[str] = field(default=None, metadata=doc('"found" | "torch" | "missing" | "system-unknown"'))
+    needed_by: Tuple[str, ...] = ()
+    """the objects whose DT_NEEDED names it"""
+    status: Optional[str] = None
+    '"found" | "torch" | "missing" | "system-unknown"'
     path: Optional[str] = None
     via: Optional[str] = None
     found_at: Tuple[FoundAt, ...] = ()
@@ -74,9 +77,8 @@ class Resolution(View):
 class Glibc(View):
     provided: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
     providers: Dict[str, Optional[str]] = field(default_factory=dict)
-    defined: Dict[str, Tuple[str, ...]] = field(
-        default_factory=dict, metadata=doc("every symbol version each provider defines")
-    )
+    defined: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+    """every symbol version each provider defines"""
     root_has_libc: Optional[bool] = None
 
 
@@ -91,13 +93,12 @@ class SymbolCheck(View):
     error: Optional[str] = None
     package: Optional[str] = None
     links: Tuple[str, ...] = ()
-    unresolved: Tuple[str, ...] = field(
-        default=(), metadata=doc("an extension's DT_NEEDED entries that do not resolve after import torch_npu")
-    )
-    abi: Optional[bool] = field(
-        default=None, metadata=doc("a torch extension's C++11 ABI, from the torch names it imports; None: unknown")
-    )
-    abi_symbol: Optional[str] = field(default=None, metadata=doc("the mangled name that decided abi"))
+    unresolved: Tuple[str, ...] = ()
+    """an extension's DT_NEEDED entries that do not resolve after import torch_npu"""
+    abi: Optional[bool] = None
+    """a torch extension's C++11 ABI, from the torch names it imports; None: unknown"""
+    abi_symbol: Optional[str] = None
+    """the mangled name that decided abi"""
 
 
 class Symbols(View):
@@ -105,9 +106,8 @@ class Symbols(View):
     atb: Optional[SymbolCheck] = None
     cann: Optional[SymbolCheck] = None
     extensions: Tuple[SymbolCheck, ...] = ()
-    torch_extensions: Tuple[SymbolCheck, ...] = field(
-        default=(), metadata=doc("modules linking torch's libraries, other than torch's and torch_npu's own")
-    )
+    torch_extensions: Tuple[SymbolCheck, ...] = ()
+    """modules linking torch's libraries, other than torch's and torch_npu's own"""
 
 
 class StackObject(View):
@@ -115,25 +115,29 @@ class StackObject(View):
     extension module of the interpreter, with what the loader would say about it."""
 
     path: str = ""
-    where: Optional[str] = field(
-        default=None, metadata=doc('"toolkit lib64" | "toolkit bin" | "NNAL" | "driver" | "npu-smi" | "extension"')
-    )
-    unresolved: Tuple[str, ...] = field(default=(), metadata=doc("DT_NEEDED names found on no loader path"))
-    version_needs: Dict[str, Tuple[str, ...]] = field(
-        default_factory=dict, metadata=doc("base-system library → the highest version needed of each family")
-    )
-    error: Optional[str] = field(default=None, metadata=doc("why the file is not a loadable ELF file here"))
+    where: Optional[str] = None
+    '"toolkit lib64" | "toolkit bin" | "NNAL" | "driver" | "npu-smi" | "extension"'
+    unresolved: Tuple[str, ...] = ()
+    """DT_NEEDED names found on no loader path"""
+    version_needs: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+    """base-system library → the highest version needed of each family"""
+    error: Optional[str] = None
+    """why the file is not a loadable ELF file here"""
 
 
 class Shadowed(View):
     """A library of CANN, NNAL or the driver the loader finds first in another place."""
 
     name: str = ""
-    taken: str = field(default="", metadata=doc("the copy the loader takes"))
-    via: Optional[str] = field(default=None, metadata=doc('"LD_LIBRARY_PATH" | "ld.so.cache" | "default dirs" | ...'))
-    copies: Tuple[str, ...] = field(default=(), metadata=doc("the owner's files of that name"))
+    taken: str = ""
+    """the copy the loader takes"""
+    via: Optional[str] = None
+    """"LD_LIBRARY_PATH" | "ld.so.cache" | "default dirs" | ..."""
+    copies: Tuple[str, ...] = ()
+    """the owner's files of that name"""
     needed_by: Tuple[str, ...] = ()
-    taken_by: Optional[str] = field(default=None, metadata=doc('"<dist> <version>" whose RECORD lists the copy'))
+    taken_by: Optional[str] = None
+    """"<dist> <version>" whose RECORD lists the copy"""
 
 
 class ElfCacheUse(View):
@@ -154,11 +158,13 @@ class Backend(View):
     """One device backend torch imports itself (entry point of group torch.backends)."""
 
     name: Optional[str] = None
-    value: Optional[str] = field(default=None, metadata=doc('the entry point, "module:attr"'))
+    value: Optional[str] = None
+    'the entry point, "module:attr"'
     dist: Optional[str] = None
     version: Optional[str] = None
     package_dir: Optional[str] = None
-    modules: Tuple[str, ...] = field(default=(), metadata=doc("the package's own native modules, followed"))
+    modules: Tuple[str, ...] = ()
+    """the package's own native modules, followed"""
     unresolved: Tuple[Unresolved, ...] = ()
     error: Optional[str] = None
 
@@ -168,20 +174,20 @@ class Autoload(View):
 
     group: Optional[str] = None
     torch_version: Optional[str] = None
-    enabled: Optional[bool] = field(
-        default=None, metadata=doc("whether this torch autoloads in this environment; None: unknown torch version")
-    )
-    variable: Optional[str] = field(default=None, metadata=doc("TORCH_DEVICE_BACKEND_AUTOLOAD's value, or None"))
+    enabled: Optional[bool] = None
+    """whether this torch autoloads in this environment; None: unknown torch version"""
+    variable: Optional[str] = None
+    """TORCH_DEVICE_BACKEND_AUTOLOAD's value, or None"""
     backends: Tuple[Backend, ...] = ()
 
 
 class Located(View):
     """Where libraries found on no loader path are on disk after all (a bounded walk)."""
 
-    names: Dict[str, Tuple[str, ...]] = field(
-        default_factory=dict, metadata=doc("library -> its copies in the usual places; empty: none there")
-    )
-    complete: Optional[bool] = field(default=None, metadata=doc("False: the walk stopped early"))
+    names: Dict[str, Tuple[str, ...]] = field(default_factory=dict)
+    """library -> its copies in the usual places; empty: none there"""
+    complete: Optional[bool] = None
+    """False: the walk stopped early"""
 
 
 class LibrariesFacts(View):
@@ -199,14 +205,11 @@ class LibrariesFacts(View):
     glibc: Optional[Glibc] = None
     symbols: Optional[Symbols] = None
     stack: Tuple[StackObject, ...] = ()
-    stack_ld_library_path: Tuple[str, ...] = field(
-        default=(),
-        metadata=doc("LD_LIBRARY_PATH the stack was resolved with: the environment's, then what set_env.sh adds"),
-    )
+    stack_ld_library_path: Tuple[str, ...] = ()
+    """LD_LIBRARY_PATH the stack was resolved with: the environment's, then what set_env.sh adds"""
     stack_shadowed: Tuple[Shadowed, ...] = ()
-    stack_found_at: Dict[str, Tuple[FoundAt, ...]] = field(
-        default_factory=dict, metadata=doc("where the stack's unresolved libraries are on disk")
-    )
+    stack_found_at: Dict[str, Tuple[FoundAt, ...]] = field(default_factory=dict)
+    """where the stack's unresolved libraries are on disk"""
     elf_cache: Optional[ElfCacheUse] = None
     atb_plugin: Optional[str] = None
     autoload: Optional[Autoload] = None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
-from npudoctor.facts._view import View, doc, field
+from npudoctor.facts._view import View, field
 
 
 class FileError(View):
@@ -19,16 +19,14 @@ class FileError(View):
 class Kernels(View):
     """The operator kernels (opp_kernel package) installed in a toolkit."""
 
-    socs: Tuple[str, ...] = field(default=(), metadata=doc('kernel directories ("ascend910b", "ascend310p", ...)'))
+    socs: Tuple[str, ...] = ()
+    """kernel directories ("ascend910b", "ascend310p", ...)"""
     configs: Tuple[str, ...] = ()
     version: Optional[str] = None
-    inner_version: Optional[str] = field(
-        default=None, metadata=doc('Version= of opp_kernel/version.info ("7.6.0.1.220")')
-    )
-    requires: Dict[str, str] = field(
-        default_factory=dict,
-        metadata=doc('required_package_<pkg>_version of opp_kernel/version.info (">=7.6, <=8.2")'),
-    )
+    inner_version: Optional[str] = None
+    """Version= of opp_kernel/version.info ("7.6.0.1.220")"""
+    requires: Dict[str, str] = field(default_factory=dict)
+    """required_package_<pkg>_version of opp_kernel/version.info (">=7.6, <=8.2")"""
     source: Optional[str] = None
     installed: bool = False
 
@@ -38,18 +36,19 @@ class Toolkit(View):
 
     path: str = ""
     resolved: Optional[str] = None
-    kind: Optional[str] = field(default=None, metadata=doc('"toolkit" | "nnae" | "cann"'))
-    version: Optional[str] = field(default=None, metadata=doc('public CANN version ("8.0.0", "8.2.RC1")'))
+    kind: Optional[str] = None
+    '"toolkit" | "nnae" | "cann"'
+    version: Optional[str] = None
+    """public CANN version ("8.0.0", "8.2.RC1")"""
     inner_version: Optional[str] = None
-    compatible_version: Tuple[str, ...] = field(
-        default=(), metadata=doc("driver lines (V100R001Cxx) its ascend_toolkit_install.info accepts")
-    )
-    requires: Dict[str, str] = field(
-        default_factory=dict, metadata=doc("required_package_<pkg>_version of toolkit/version.info")
-    )
+    compatible_version: Tuple[str, ...] = ()
+    """driver lines (V100R001Cxx) its ascend_toolkit_install.info accepts"""
+    requires: Dict[str, str] = field(default_factory=dict)
+    """required_package_<pkg>_version of toolkit/version.info"""
     arch: Optional[str] = None
     source: Optional[str] = None
-    versions: Dict[str, str] = field(default_factory=dict, metadata=doc("source path → version read there"))
+    versions: Dict[str, str] = field(default_factory=dict)
+    """source path → version read there"""
     components: Dict[str, str] = field(default_factory=dict)
     found_via: Optional[str] = None
     aliases: Tuple[str, ...] = ()
@@ -57,7 +56,8 @@ class Toolkit(View):
     kernels: Kernels = field(default_factory=Kernels)
     errors: Tuple[FileError, ...] = ()
     set_env: Optional[str] = None
-    install_info: JSON = field(default=None, metadata=doc("key/values of the <arch>-linux install info file"))
+    install_info: JSON = None
+    """key/values of the <arch>-linux install info file"""
 
 
 class Nnal(View):
@@ -130,14 +130,15 @@ class Driver(View):
 
     path: Optional[str] = None
     exists: bool = False
-    version: Optional[str] = field(default=None, metadata=doc('"24.1.rc2.2"'))
+    version: Optional[str] = None
+    '"24.1.rc2.2"'
     package_version: Optional[str] = None
     innerversion: Optional[str] = None
     ascendhal_version: Optional[str] = None
-    compatible_version: Tuple[str, ...] = field(default=(), metadata=doc("CANN lines it accepts (V100R001Cxx)"))
-    compatible_version_fw: Tuple[Tuple[str, ...], ...] = field(
-        default=(), metadata=doc("firmware ranges [low, high] it accepts")
-    )
+    compatible_version: Tuple[str, ...] = ()
+    """CANN lines it accepts (V100R001Cxx)"""
+    compatible_version_fw: Tuple[Tuple[str, ...], ...] = ()
+    """firmware ranges [low, high] it accepts"""
     source: Optional[str] = None
     found_via: Optional[str] = None
     lib64: Optional[bool] = None
@@ -151,10 +152,10 @@ class Firmware(View):
     exists: bool = False
     version: Optional[str] = None
     package_version: Optional[str] = None
-    firmware_version: Optional[str] = field(default=None, metadata=doc("firmware_version= of version.info"))
-    compatible_version_drv: Tuple[Tuple[str, ...], ...] = field(
-        default=(), metadata=doc('driver ranges [low, high] it accepts; a high end ending in "." is a prefix')
-    )
+    firmware_version: Optional[str] = None
+    """firmware_version= of version.info"""
+    compatible_version_drv: Tuple[Tuple[str, ...], ...] = ()
+    """driver ranges [low, high] it accepts; a high end ending in "." is a prefix"""
     source: Optional[str] = None
     found_via: Optional[str] = None
     error: Optional[str] = None

@@ -8,7 +8,7 @@ from functools import cached_property
 from typing import Dict, Optional, Tuple
 
 from npudoctor.facts._typed import JSON
-from npudoctor.facts._view import View, doc, field
+from npudoctor.facts._view import View, field
 from npudoctor.parsers.metadata import canonical_name
 
 
@@ -27,7 +27,8 @@ class Identity(View):
     uid: Optional[int] = None
     gid: Optional[int] = None
     groups: Tuple[int, ...] = ()
-    group_names: Dict[str, str] = field(default_factory=dict, metadata=doc("gid (as a string) → group name"))
+    group_names: Dict[str, str] = field(default_factory=dict)
+    """gid (as a string) → group name"""
     name: Optional[str] = None
     has_passwd_entry: Optional[bool] = None
     source: Optional[str] = None
@@ -38,7 +39,8 @@ class AccessFacts(View):
     unreadable is not absent.  ``denied`` holds the first component refused on each path
     (a directory it may not search or list, or a file it may not read)."""
 
-    uid: Optional[int] = field(default=None, metadata=doc("effective uid of the probing process"))
+    uid: Optional[int] = None
+    """effective uid of the probing process"""
     gid: Optional[int] = None
     denied: Tuple[str, ...] = ()
 
@@ -55,10 +57,12 @@ class AccessFacts(View):
 class HostFacts(View):
     """Architecture, OS, glibc, host name and the judged account."""
 
-    arch: Optional[str] = field(default=None, metadata=doc('"aarch64" | "x86_64" | None'))
+    arch: Optional[str] = None
+    """"aarch64" | "x86_64" | None"""
     arch_source: Optional[str] = None
     os: OsRelease = field(default_factory=OsRelease)
-    glibc: Optional[str] = field(default=None, metadata=doc('"2.31"'))
+    glibc: Optional[str] = None
+    '"2.31"'
     hostname: Optional[str] = None
     cwd: Optional[str] = None
     identity: Identity = field(default_factory=Identity)
@@ -89,15 +93,19 @@ class PythonFacts(View):
     """The target interpreter (``source``: "live" | "--python" | "root")."""
 
     source: Optional[str] = None
-    requested: Optional[str] = field(default=None, metadata=doc('the --python given (source "--python")'))
-    error: Optional[str] = field(default=None, metadata=doc("why the interpreter could not be inspected"))
+    requested: Optional[str] = None
+    """the --python given (source "--python")"""
+    error: Optional[str] = None
+    """why the interpreter could not be inspected"""
     version: Optional[str] = None
     version_info: Tuple[int, ...] = ()
     version_source: Optional[str] = None
-    releaselevel: Optional[str] = field(default=None, metadata=doc('"final" | "candidate" | ... (live only)'))
+    releaselevel: Optional[str] = None
+    """"final" | "candidate" | ... (live only)"""
     implementation: Optional[str] = None
     machine: Optional[str] = None
-    bits: Optional[int] = field(default=None, metadata=doc("pointer size: 64 | 32 (live only)"))
+    bits: Optional[int] = None
+    """pointer size: 64 | 32 (live only)"""
     machine_source: Optional[str] = None
     executable: Optional[str] = None
     prefix: Optional[str] = None
@@ -110,9 +118,11 @@ class PythonFacts(View):
     site_packages: Tuple[str, ...] = ()
     user_site: Optional[str] = None
     user_site_enabled: Optional[bool] = None
-    sys_path: Tuple[str, ...] = field(default=(), metadata=doc('import order ("" = current directory)'))
+    sys_path: Tuple[str, ...] = ()
+    """import order ("" = current directory)"""
     glibc: Optional[str] = None
-    soabi: Optional[str] = field(default=None, metadata=doc('"cpython-311-x86_64-linux-gnu" (live only)'))
+    soabi: Optional[str] = None
+    """"cpython-311-x86_64-linux-gnu" (live only)"""
     cwd: Optional[str] = None
     cwd_source: Optional[str] = None
     shadowing: Dict[str, Shadowing] = field(default_factory=dict)
@@ -211,21 +221,22 @@ class PipConfig(View):
     errors: Tuple[str, ...] = ()
 
 
-class PackagesFacts(View):
+class PackagesFacts(View, dict=True):  # dict: for the cached index (_by_project)
     """Installed distributions of the target interpreter."""
 
-    installed: Dict[str, Tuple[Distribution, ...]] = field(
-        default_factory=dict, metadata=doc("canonical name → records in sys.path order (the first one is imported)")
-    )
+    installed: Dict[str, Tuple[Distribution, ...]] = field(default_factory=dict)
+    """canonical name → records in sys.path order (the first one is imported)"""
     duplicates: Tuple[Duplicate, ...] = ()
     modules: Dict[str, Optional[str]] = field(default_factory=dict)
     scanned: Tuple[str, ...] = ()
     count: Optional[int] = None
     errors: Tuple[str, ...] = ()
-    indexed_only: int = field(default=0, metadata=doc("records from the directory name alone (huge site dirs)"))
+    indexed_only: int = 0
+    """records from the directory name alone (huge site dirs)"""
     interpreter: JSON = None
     pip_config: PipConfig = field(default_factory=PipConfig)
-    skipped: Optional[str] = field(default=None, metadata=doc("why nothing was scanned (no interpreter)"))
+    skipped: Optional[str] = None
+    """why nothing was scanned (no interpreter)"""
 
     def records(self, *names: str) -> Tuple[Distribution, ...]:
         """Every record of the projects ``names`` (any spelling: ``torch_npu`` =

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Dict, Optional
 
-from npudoctor.facts._view import View, doc, field
+from npudoctor.facts._view import View, field
 
 
 class TunableDir(View):
@@ -19,5 +19,7 @@ class TunableDir(View):
 class TunablesFacts(View):
     """The runtime tunables set in the diagnosed environment (probes/tunables.py)."""
 
-    variables: Dict[str, str] = field(default_factory=dict, metadata=doc("watched variables that are set"))
-    dirs: Dict[str, TunableDir] = field(default_factory=dict, metadata=doc("directories created with one mkdir"))
+    variables: Dict[str, str] = field(default_factory=dict)
+    """watched variables that are set"""
+    dirs: Dict[str, TunableDir] = field(default_factory=dict)
+    """directories created with one mkdir"""

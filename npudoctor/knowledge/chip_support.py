@@ -9,17 +9,16 @@ compared case-insensitively with the data's lower-case spelling.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from npudoctor import tomlread
+from npudoctor.record import Record
 
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Tuple
 
 
-@dataclass(frozen=True)
-class Support:
+class Support(Record):
     """One ``[[support]]`` row: ``framework`` on chip ``family`` has ``status``
     (``supported`` | ``experimental`` | ``unsupported`` | ``not-stated``) for the
     releases in ``versions`` (a PEP 440 specifier; ``""`` = every release);

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Pattern, Sequence, Tuple
 
 from npudoctor import lazyre, tomlread
 from npudoctor.lazyre import LazyPattern
+from npudoctor.record import Record
 
 #: A CUDA / NVIDIA library or the CUDA half of torch, as a ``DT_NEEDED`` entry or a file name.
 #: CUDA wheels bundle renamed copies (``libcudart-45da57e3.so.11.0``, torchopt#46), hence the
@@ -44,8 +44,7 @@ CUDA_LOCAL = lazyre.pattern(r"^cu\d+")
 CUDA_REQUIREMENT = lazyre.pattern(r"^(nvidia-[a-z0-9-]+|cuda-(toolkit|bindings|python|core|pathfinder|tile))$")
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(Record):
     """One ``[[entry]]`` of cuda_only.toml (see its header for the fields).  Its patterns
     are :class:`~npudoctor.lazyre.LazyPattern`: compiled when first used, so a run compiles
     only those it matches with (names, files and requirements are matched through one
@@ -196,8 +195,7 @@ def requirement_of_interest(canonical: str) -> bool:
     return bool(CUDA_REQUIREMENT.match(canonical)) or _REQUIRED[0].fullmatch(canonical) is not None
 
 
-@dataclass(frozen=True)
-class Judgement:
+class Judgement(Record):
     """Why an installed distribution counts as CUDA-only.
 
     ``entry``: the data entry naming it, or ``None`` (recognised by generic evidence only);

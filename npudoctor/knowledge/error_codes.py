@@ -21,10 +21,10 @@ process; triage looks a code up with one dict access.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from npudoctor import lazyre
+from npudoctor.record import Record
 
 #: Folder of the tables.
 TABLES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "error_codes")
@@ -41,8 +41,7 @@ class ErrorCodesError(ValueError):
     """A table is malformed (a packaging bug; found by the tests)."""
 
 
-@dataclass(frozen=True)
-class OfficialCode:
+class OfficialCode(Record):
     """One code of an official table."""
 
     family: str

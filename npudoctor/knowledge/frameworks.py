@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from npudoctor import tomlread
 from npudoctor.knowledge.versions import parse_pep440
+from npudoctor.record import Record
 
 if TYPE_CHECKING:
     pass
@@ -26,8 +26,7 @@ if TYPE_CHECKING:
 PIP_PROJECTS = ("vllm-ascend", "triton-ascend", "mindspeed", "mindspeed-llm", "lmdeploy")
 
 
-@dataclass(frozen=True)
-class FrameworkRow:
+class FrameworkRow(Record):
     """One ``[[row]]``: releases ``versions`` of ``project`` (``vllm-ascend``: PEP 440
     specifiers; ``mindie`` / ``atb-models``: version.info release spellings) need torch_npu
     ``torch_npu`` (or a build of Ascend Extension line ``ext``) and CANN ``cann_min`` or newer;
@@ -59,8 +58,7 @@ def data_path() -> str:
     return os.path.join(here, "data", "frameworks", "torch_npu_requirements.toml")
 
 
-@dataclass(frozen=True)
-class Project:
+class Project(Record):
     """One ``[project.NAME]`` table: the name the framework's documents use, how it is
     installed (``"pypi"``, ``"source"``, ``"run-package"``), how its installed release is
     told, and the published table the rows follow."""

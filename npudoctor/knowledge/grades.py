@@ -32,9 +32,10 @@ turns "none" into "info".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
+
+from npudoctor.record import Record
 
 if TYPE_CHECKING:
     from typing import Optional
@@ -71,8 +72,7 @@ _WORDS = {
 }
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(Record):
     """One graded judgement of a version pairing.
 
     ``grade``: the evidence grade.  ``source``: where it comes from, in words ("the driver's

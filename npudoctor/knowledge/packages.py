@@ -32,10 +32,10 @@ has a **kernels** package, and 8.5.0 (and its betas and later releases) an **ops
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from npudoctor.knowledge.versions import major_minor, parse_cann
+from npudoctor.record import Record
 
 if TYPE_CHECKING:
     from typing import Dict, Optional, Tuple
@@ -62,8 +62,7 @@ FIRMWARE_FOR_DRIVER: Dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class PackageName:
+class PackageName(Record):
     """The file name of one package: ``kind`` (``toolkit`` | ``kernels`` | ``ops`` |
     ``nnal`` | ``driver`` | ``firmware``), ``filename``, and ``verified`` (False when the
     name pattern is not confirmed by a source for this chip/version)."""

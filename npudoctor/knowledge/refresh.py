@@ -35,7 +35,6 @@ import hashlib
 import ipaddress
 import os
 import shutil
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple, Union
 from urllib.parse import unquote, urlparse
 
@@ -50,6 +49,7 @@ from npudoctor.knowledge.matrix import (
     validate,
 )
 from npudoctor.knowledge.versions import pep440_public
+from npudoctor.record import MutableRecord, Record, field
 
 if TYPE_CHECKING:
     from npudoctor.parsers.official import MarkdownResult
@@ -91,8 +91,7 @@ class SourceError(Exception):
     """One source could not be fetched or parsed (message says which and why)."""
 
 
-@dataclass
-class SourceReport:
+class SourceReport(MutableRecord):
     """Outcome of one source: ``ok``, ``kind`` (markdown/pypi), ``summary`` or ``error``."""
 
     source: str
@@ -106,8 +105,7 @@ class SourceReport:
     sha256: str = ""
 
 
-@dataclass
-class RefreshResult:
+class RefreshResult(MutableRecord):
     """What a refresh did.  ``written`` is the cache file (None for dry runs or when
     nothing was written); ``changes`` lists added/changed rows; ``error`` is set when no
     new matrix was produced."""
@@ -306,8 +304,7 @@ def _key(version: str) -> str:
     return str(v) if v is not None else version
 
 
-@dataclass(frozen=True)
-class _Table:
+class _Table(Record):
     """The ``torch_npu`` rows of the document being merged, indexed once and kept up to
     date (merging stays linear), with the changes said so far."""
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from npudoctor import lazyre
@@ -28,6 +27,7 @@ from npudoctor.knowledge.error_codes import OfficialCode, lookup_label, official
 from npudoctor.knowledge.error_codes import lookup as lookup_official
 from npudoctor.knowledge.error_codes import tables as official_tables
 from npudoctor.knowledge.kinds import KB_PATH
+from npudoctor.record import MutableRecord, field
 
 #: Longest line examined (bytes); the rest of a longer line is skipped.
 MAX_LINE = 64 << 10
@@ -144,8 +144,7 @@ def _serious(findings: Sequence[Finding], codes: Sequence[str]) -> List[Finding]
     return [f for f in findings if f.code in codes and f.severity in ("error", "warning")]
 
 
-@dataclass
-class Cause:
+class Cause(MutableRecord):
     """A candidate cause of a signature (``[[entry.causes]]`` in signatures.toml).
 
     ``confirmed_by``: finding codes whose error/warning findings confirm the cause;
@@ -176,8 +175,7 @@ class Cause:
         return bool(self.stated_by) and all(captures.get(name) for name in self.stated_by)
 
 
-@dataclass
-class Entry:
+class Entry(MutableRecord):
     """One signature of the knowledge base (``[[entry]]`` in signatures.toml)."""
 
     id: str
@@ -207,12 +205,12 @@ class Entry:
     frame_owners: List[str] = field(default_factory=list)
     #: the bytes patterns, compiled on first use (:meth:`match_bytes`) from ``parsed``: a triage
     #: only ever tries the entries whose anchors a candidate line holds
-    compiled: List[Any] = field(default_factory=list, repr=False)
+    compiled: List[Any] = field(default_factory=list)
     #: the parses of the bytes patterns (made at load for validation and the anchors; empty
     #: when the anchors come from the build-time plan)
-    parsed: List[Any] = field(default_factory=list, repr=False)
+    parsed: List[Any] = field(default_factory=list)
     #: per pattern, literals one of which every match contains (see :func:`required_literals`)
-    anchors: List[List[bytes]] = field(default_factory=list, repr=False)
+    anchors: List[List[bytes]] = field(default_factory=list)
 
     def match_bytes(self, line: bytes) -> Optional[Dict[str, str]]:
         """Captures (possibly empty dict) when a pattern matches ``line``, else ``None``."""
@@ -240,7 +238,7 @@ class Entry:
                 return {k: v for k, v in m.groupdict().items() if v is not None}
         return None
 
-    _text_rx: Optional[List[Any]] = field(default=None, repr=False, init=False, compare=False)
+    _text_rx: Optional[List[Any]] = None
 
     def official(self, code: str) -> Optional[OfficialCode]:
         """The entry of the official code tables for ``code`` of this family (the family is
@@ -265,8 +263,7 @@ class Entry:
         return out
 
 
-@dataclass
-class KnowledgeBase:
+class KnowledgeBase(MutableRecord):
     """The parsed signatures file: ``entries`` in match order and the combined prefilter
     (``anchors``: byte strings one of which every candidate line holds; ``generic``: the
     compiled :data:`GENERIC_ERROR` over bytes)."""

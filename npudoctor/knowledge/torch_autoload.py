@@ -6,14 +6,13 @@ imports the registered backends itself."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Dict, Mapping, Optional, Tuple
 
 from npudoctor import tomlread
+from npudoctor.record import Record
 
 
-@dataclass(frozen=True)
-class Autoload:
+class Autoload(Record):
     """The facts of the data file (see its header)."""
 
     group: str

@@ -14,15 +14,14 @@ The records are plain frozen dataclasses, loaded once per process from the compi
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor import tomlread
 from npudoctor.knowledge.versions import parse_pep440, pep440_line
+from npudoctor.record import Record, field
 
 
-@dataclass(frozen=True)
-class Variable:
+class Variable(Record):
     """One ``[[variable]]`` (field meanings in the data file's header)."""
 
     name: str
@@ -49,8 +48,7 @@ class Variable:
     newer_since: Tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class AllocKey:
+class AllocKey(Record):
     """One ``[[alloc_key]]`` of PYTORCH_NPU_ALLOC_CONF."""
 
     name: str
@@ -64,8 +62,7 @@ class AllocKey:
     conflicts_expandable: bool = False
 
 
-@dataclass(frozen=True)
-class Twin:
+class Twin(Record):
     """One ``[[twin]]``: a CUDA-named variable and the variable the NPU stack reads."""
 
     name: str
@@ -74,8 +71,7 @@ class Twin:
     source: str
 
 
-@dataclass(frozen=True)
-class HcclRange:
+class HcclRange(Record):
     """One ``[[hccl_range]]``: the values an HCCL variable takes on some chips and modes."""
 
     name: str
@@ -92,8 +88,7 @@ class HcclRange:
     decimals_since_cann: str = ""
 
 
-@dataclass(frozen=True)
-class HcclModes:
+class HcclModes(Record):
     """One ``[hccl_mode.<chip>]``: the HCCL_OP_EXPANSION_MODE values a chip supports."""
 
     chip: str
@@ -102,8 +97,7 @@ class HcclModes:
     source: str
 
 
-@dataclass(frozen=True)
-class Reference:
+class Reference(Record):
     """One ``[[reference]]``: the variables an official reference documents."""
 
     name: str
@@ -113,8 +107,7 @@ class Reference:
     commit: str = ""
 
 
-@dataclass(frozen=True)
-class Table:
+class Table(Record):
     """The whole data file."""
 
     variables: Dict[str, Variable]

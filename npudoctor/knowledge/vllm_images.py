@@ -9,14 +9,13 @@ sources and date in the file).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
 from npudoctor import tomlread
+from npudoctor.record import Record
 
 
-@dataclass(frozen=True)
-class Variant:
+class Variant(Record):
     """One tag suffix (``"-a3"``): the chip family and OS its image is built for."""
 
     suffix: str
@@ -26,8 +25,7 @@ class Variant:
     dockerfile: str
 
 
-@dataclass(frozen=True)
-class ImageRelease:
+class ImageRelease(Record):
     """The images of one release tag: ``cann`` maps each chip family that has an image to
     the CANN of its base image; ``torch`` / ``torch_npu`` come from requirements.txt
     (``""`` = not pinned there); ``policy`` is false for a tag the versioning policy does

@@ -7,16 +7,15 @@ packages) and ``lint`` (imports) give the same advice."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor import tomlread
 from npudoctor.knowledge import cuda_only
 from npudoctor.knowledge.versions import major_minor
+from npudoctor.record import Record
 
 
-@dataclass(frozen=True)
-class AmpApi:
+class AmpApi(Record):
     """The mixed-precision API of torch_npu release lines ``>= min`` (a ``(major, minor)``)."""
 
     min: Tuple[int, int]
@@ -24,8 +23,7 @@ class AmpApi:
     grad_scaler: str
 
 
-@dataclass(frozen=True)
-class EnvVar:
+class EnvVar(Record):
     """A variable only the CUDA stack reads; ``npu`` is the one the NPU stack reads ("" none).
     ``name`` ending in ``*`` is a prefix."""
 
@@ -33,8 +31,7 @@ class EnvVar:
     npu: str
 
 
-@dataclass(frozen=True)
-class Library:
+class Library(Record):
     """A CUDA-only library by its top-level import name."""
 
     module: str
@@ -43,8 +40,7 @@ class Library:
     npu_replacement: str
 
 
-@dataclass(frozen=True)
-class Float64:
+class Float64(Record):
     """What asks for float64 tensors: the dtypes by qualified name, the tensor methods that
     convert to it, and the calls whose positional argument is a dtype."""
 
@@ -53,8 +49,7 @@ class Float64:
     dtype_calls: Tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class LintKnowledge:
+class LintKnowledge(Record):
     cuda_api: Dict[str, str]
     graphs: Dict[str, str]
     amp: Tuple[AmpApi, ...]

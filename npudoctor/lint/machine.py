@@ -4,17 +4,16 @@ report (area ``lint``), for ``check --workload DIR``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
 from npudoctor.facts import Facts
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.lint.model import LintResult
+from npudoctor.record import Record
 
 
-@dataclass(frozen=True)
-class MachineAdvice:
+class MachineAdvice(Record):
     """What lint takes from the machine of ``--root``/``--python``/``--from``: the torch_npu
     release line (AMP advice), the chip without bfloat16 (the title of the rules' DEV041
     finding, the one judge of it), and what was found, for the user."""

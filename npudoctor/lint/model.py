@@ -3,12 +3,12 @@ unambiguous rewrite (``--fix``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from npudoctor.record import MutableRecord, Record, field
 
-@dataclass(frozen=True)
-class Edit:
+
+class Edit(Record):
     """Replace ``old`` by ``new`` at ``line`` (1-based), columns ``col`` to ``end_col``
     (0-based, characters of that line)."""
 
@@ -19,8 +19,7 @@ class Edit:
     new: str
 
 
-@dataclass(frozen=True)
-class LintFinding:
+class LintFinding(Record):
     """A CUDA-ism (or an unreadable file) at ``path`` lines ``line``..``end_line``."""
 
     path: str
@@ -56,8 +55,7 @@ class LintFinding:
         return out
 
 
-@dataclass
-class LintResult:
+class LintResult(MutableRecord):
     """What one run found: the findings (sorted) and the number of files linted."""
 
     findings: List[LintFinding] = field(default_factory=list)

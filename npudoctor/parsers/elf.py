@@ -26,17 +26,16 @@ import contextlib
 import mmap
 import os
 import struct
-from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple, Type
 
 from npudoctor.host import open_regular
+from npudoctor.record import MutableRecord, field
 
 #: e_machine → ``uname -m`` name.
 MACHINES = {"EM_X86_64": "x86_64", "EM_AARCH64": "aarch64", "EM_386": "i686", "EM_ARM": "arm"}
 
 
-@dataclass
-class ElfInfo:
+class ElfInfo(MutableRecord):
     """Dynamic-linking facts of one ELF file.
 
     ``path``: the file read (a path of this machine); ``machine``: ``x86_64`` /

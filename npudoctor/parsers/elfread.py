@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import mmap
 import struct
-from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple, Type
+
+from npudoctor.record import Record
 
 #: e_machine → ``uname -m`` name (EM_386 3, EM_ARM 40, EM_X86_64 62, EM_AARCH64 183).
 MACHINES = {3: "i686", 40: "arm", 62: "x86_64", 183: "aarch64"}
@@ -50,8 +51,7 @@ class Unsupported(Exception):
     """The file needs the general reader (pyelftools): not an error of the file."""
 
 
-@dataclass(frozen=True)
-class Section:
+class Section(Record):
     """One section header: ``name``, ``type``, ``offset``, ``size``, ``link``, ``info``,
     ``entsize`` (bytes and indices as in the file)."""
 

@@ -26,8 +26,9 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 import struct
-from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Set, Tuple
+
+from npudoctor.record import MutableRecord, field
 
 OLD_MAGIC = b"ld.so-1.7.0"
 NEW_MAGIC = b"glibc-ld.so.cache1.1"
@@ -47,8 +48,7 @@ ARCH_FLAGS = {
 }
 
 
-@dataclass
-class CacheEntry:
+class CacheEntry(MutableRecord):
     """One ``soname → path`` line of the cache (``ldconfig -p`` shows the same)."""
 
     soname: str
@@ -60,8 +60,7 @@ class CacheEntry:
         return ARCH_FLAGS.get(self.flags & FLAG_ARCH_MASK, f"flags {self.flags:#x}")
 
 
-@dataclass
-class LdCache:
+class LdCache(MutableRecord):
     """A parsed ``ld.so.cache``: ``format`` is ``"new"``, ``"old"`` or ``"compat"``
     (old and new tables in one file); ``error`` is set (and ``entries`` empty or
     partial) when the file is malformed."""
@@ -157,8 +156,7 @@ def parse_ld_cache(data: bytes) -> LdCache:
     return LdCache(error="not an ld.so.cache (unknown magic)")
 
 
-@dataclass
-class LdConf:
+class LdConf(MutableRecord):
     """Directories listed by ``/etc/ld.so.conf`` and its includes, in order.
 
     ``files``: the configuration files read; ``errors``: unreadable includes.

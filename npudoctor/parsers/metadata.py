@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import io
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 from npudoctor.parsers.numbers import to_int
+from npudoctor.record import Record
 
 if TYPE_CHECKING:
     from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple
@@ -196,8 +196,7 @@ _SIMPLE_REQUIREMENT_RE = lazyre.pattern(
 )
 
 
-@dataclass(frozen=True)
-class SimpleRequirement:
+class SimpleRequirement(Record):
     """What :class:`packaging.requirements.Requirement` holds for a requirement that is a
     name and version specifiers only: ``name``, ``specifier`` (a ``SpecifierSet``),
     ``extras`` (empty), ``marker`` and ``url`` (``None``).  Made without importing

@@ -18,7 +18,6 @@ Pure functions: text in, data out; malformed input gives :class:`OfficialParseEr
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from npudoctor import lazyre
@@ -26,6 +25,7 @@ from npudoctor.parsers import jsontext
 from npudoctor.parsers._official_base import OfficialParseError
 from npudoctor.parsers._official_base import cells as _cells
 from npudoctor.parsers.release_notes import is_cann_notes, parse_compat_grid, parse_compat_list
+from npudoctor.record import MutableRecord, field
 
 __all__ = [
     "OfficialParseError",
@@ -41,8 +41,7 @@ __all__ = [
 ]
 
 
-@dataclass
-class MappingRow:
+class MappingRow(MutableRecord):
     """One row of a torch_npu mapping table.  ``section``: ``active`` / ``historical``
     (COMPATIBILITY.md) or ``readme`` (release-branch README, no such split)."""
 
@@ -58,8 +57,7 @@ class MappingRow:
     cann_also: List[str] = field(default_factory=list)
 
 
-@dataclass
-class MarkdownResult:
+class MarkdownResult(MutableRecord):
     """What a Markdown document holds: mapping ``rows``, documented Python per PyTorch
     line (``python_lines``: torch -> ["3.9", ...]), ``layout`` (``compatibility`` or
     ``readme``) and ``warnings`` (e.g. merge-conflict markers left in the document)."""
@@ -199,8 +197,7 @@ def ext_version_from_branch(branch: str) -> str:
     return m.group(1) if m else ""
 
 
-@dataclass
-class _Table:
+class _Table(MutableRecord):
     header: List[str]
     rows: List[List[str]]
     line: int
@@ -402,8 +399,7 @@ def _declared_ranges(text: str, tables: List[_Table], result: MarkdownResult) ->
 
 
 # ---------------------------------------------------------------- PyPI JSON
-@dataclass
-class PypiRelease:
+class PypiRelease(MutableRecord):
     """Wheels of one torch-npu version: ``python`` platform -> ["3.10", ...];
     ``platform_tags`` platform -> ["manylinux_2_28", "manylinux_2_17.manylinux2014"]."""
 

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple, Union
 
 from npudoctor import lazyre
 from npudoctor.parsers._official_base import OfficialParseError
 from npudoctor.parsers._official_base import cells as pipe_cells
+from npudoctor.record import MutableRecord, field
 
 __all__ = [
     "HtmlTable",
@@ -47,8 +47,7 @@ _CANN_PAT = lazyre.pattern(
 )
 
 
-@dataclass
-class HtmlTable:
+class HtmlTable(MutableRecord):
     """One HTML ``<table>``: ``header_rows`` (cell texts of each ``<th>`` row, colspans
     expanded), ``rows`` (cell texts of each body row), ``caption`` (the non-empty line just
     before the table) and ``heading`` (the Markdown heading it sits under)."""
@@ -151,8 +150,7 @@ def grid_values(table: HtmlTable) -> Dict[str, Dict[str, bool]]:
     return out
 
 
-@dataclass
-class CannNotes:
+class CannNotes(MutableRecord):
     """What one CANN release note declares.
 
     ``version``: the CANN the note is for; ``paired``: CANN -> [HDK] of the one-HDK

@@ -6,12 +6,12 @@ interpreted."""
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Tuple
 
+from npudoctor.record import MutableRecord, field
 
-@dataclass
-class SetEnvResult:
+
+class SetEnvResult(MutableRecord):
     """What sourcing a script would do.
 
     ``variables``: final values of every variable the script assigned (name → value);

@@ -31,7 +31,6 @@ import os
 import shutil
 import sys
 import zipfile
-from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from npudoctor.host import read_capped_text
@@ -41,6 +40,7 @@ from npudoctor.plan.files import PackageFile
 from npudoctor.plan.model import Plan
 from npudoctor.plan.site import Site
 from npudoctor.plan.transfer import check_run_file, copy_checked, fetch_url, phase, progress_bar, sha256_file
+from npudoctor.record import MutableRecord, field
 from npudoctor.snapshot import atomic_write, now_iso
 
 
@@ -53,8 +53,7 @@ class BundleError(RuntimeError):
         self.details = list(details)
 
 
-@dataclass
-class BundleOptions:
+class BundleOptions(MutableRecord):
     """How to fetch.  ``index_url``/``extra_index_urls``/``find_links`` are passed to pip
     as given; ``torch_index_url`` replaces the PyTorch CPU index of the plan (x86_64 +cpu
     builds).  ``pip`` is the command prefix running pip; ``env`` the environment of pip
@@ -74,8 +73,7 @@ class BundleOptions:
     site_file: Optional[str] = None  # the site snapshot, copied in as site.json
 
 
-@dataclass
-class BundleResult:
+class BundleResult(MutableRecord):
     """What was written."""
 
     output: str

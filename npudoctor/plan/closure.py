@@ -27,12 +27,12 @@ import re
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from npudoctor import lazyre
 from npudoctor.host import read_capped_text
 from npudoctor.plan.wheels import platform_tags
+from npudoctor.record import MutableRecord, field
 
 #: Distributions that exist only for NVIDIA GPUs: CUDA runtime/library wheels and the CUDA
 #: builds of triton (Ascend's is ``triton-ascend``).  Names are PEP 503-normalised.
@@ -57,8 +57,7 @@ class ResolveError(RuntimeError):
         self.versions = list(versions)
 
 
-@dataclass
-class Target:
+class Target(MutableRecord):
     """The site's interpreter: CPython ``python`` ("3.10"), ``arch``, ``glibc`` (None =
     assume 2.28, see :func:`~npudoctor.plan.wheels.platform_tags`)."""
 
@@ -68,8 +67,7 @@ class Target:
     python_full: Optional[str] = None
 
 
-@dataclass
-class Sources:
+class Sources(MutableRecord):
     """Where pip looks: the default index (pip's own configuration when ``index_url`` is
     None), extra indexes, find-links, and the index torch alone comes from."""
 
@@ -105,8 +103,7 @@ class Sources:
         return out
 
 
-@dataclass
-class Wheel:
+class Wheel(MutableRecord):
     """One resolved wheel: canonical ``name``, ``version``, file name, where pip found it,
     its sha256 (from the index), size in bytes (None until :func:`fill_sizes`, or unknown)
     and who needs it."""
@@ -176,12 +173,11 @@ def _wanted(requirement: Any, env: Dict[str, str], extras: Set[str]) -> bool:
     return any(requirement.marker.evaluate(dict(env, extra=extra)) for extra in sorted(extras | {""}))
 
 
-@dataclass
-class _Need:
+class _Need(MutableRecord):
     spec: Any
     extras: Set[str]
     required_by: List[str]
-    by_parent: Dict[str, Any] = field(default_factory=dict)  # parent -> its specifier on this name
+    by_parent: Dict[str, Any] = field(default_factory=dict)
 
 
 def _walk(top: Sequence[Any], chosen: Dict[str, Wheel], env: Dict[str, str]) -> Dict[str, _Need]:

@@ -11,12 +11,12 @@ firmware, toolkit, kernels/ops, ``source set_env.sh``, NNAL.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional
 
 from npudoctor.knowledge import packages as names
 from npudoctor.knowledge.packages import FIRMWARE_FOR_DRIVER, INSTALL_ORDER
 from npudoctor.knowledge.versions import CannVersion, parse_cann, parse_driver
+from npudoctor.record import MutableRecord, asdict
 
 __all__ = [
     "FIRMWARE_FOR_DRIVER",
@@ -31,8 +31,7 @@ DOWNLOAD_PAGE = "https://www.hiascend.com/developer/download/community/result?mo
 HDK_PAGE = "https://www.hiascend.com/hardware/firmware-drivers/community"
 
 
-@dataclass
-class PackageFile:
+class PackageFile(MutableRecord):
     """One ``.run`` package of the plan."""
 
     kind: str  # driver | firmware | toolkit | kernels | ops | nnal

@@ -11,17 +11,16 @@ COMPATIBILITY.md and release notes, CANN release notes).  A matrix query that ra
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from npudoctor.knowledge.versions import parse_cann, pep440_public, release_prefix
+from npudoctor.record import Record, asdict
 
 if TYPE_CHECKING:  # the matrix is passed in by the caller that loaded it
     from npudoctor.knowledge.matrix import Matrix, TorchNpuRow
 
 
-@dataclass(frozen=True)
-class KeepCann:
+class KeepCann(Record):
     """Option A of a mismatch: keep the CANN and install ``torch_npu`` (built for
     ``torch``), which is ``fit`` (``paired`` | ``compatible``) with it; ``torch_changes``
     when the installed torch is not the one that build needs."""
@@ -32,8 +31,7 @@ class KeepCann:
     torch_changes: bool
 
 
-@dataclass(frozen=True)
-class MismatchPlan:
+class MismatchPlan(Record):
     """The two ways out of a torch_npu/CANN mismatch: the installed pair (``torch_npu``,
     ``cann``), option A (``keep_cann``, preferred when the matrix has such a build) and
     option B (``move_to``: the CANN the installed torch_npu is paired with)."""
@@ -45,8 +43,6 @@ class MismatchPlan:
 
     def keep_dict(self) -> Optional[Dict[str, Any]]:
         """Option A as a plain dict (finding data), or ``None``."""
-        from dataclasses import asdict  # here: dataclasses costs ~7 ms of every start (issue 18)
-
         return asdict(self.keep_cann) if self.keep_cann is not None else None
 
 

@@ -5,11 +5,11 @@ solver that fills them is :mod:`npudoctor.plan.resolve`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor import lazyre
 from npudoctor.plan.site import Site
+from npudoctor.record import MutableRecord, asdict, field
 
 #: PyTorch CPU wheel index: torch ``X+cpu`` builds that x86_64 torch_npu wheels pin up to
 #: torch 2.11.x (REPORT.md §2 "Requires-Dist of sampled wheels"; torch_npu README
@@ -55,8 +55,7 @@ class PlanError(ValueError):
     cannot be assumed).  Exit 2 in the CLI."""
 
 
-@dataclass
-class Request:
+class Request(MutableRecord):
     """What the user asked for (all optional)."""
 
     torch_npu: Optional[str] = None
@@ -107,8 +106,7 @@ def hdk_versions(paired: List[str], compatible: List[str]) -> List[str]:
     return out
 
 
-@dataclass
-class DriverStep:
+class DriverStep(MutableRecord):
     """What the plan needs from the NPU driver.  ``required``: the Ascend HDK versions the
     CANN accepts (see :func:`hdk_versions`: paired first, then the compatible ones newest
     first, each once)."""
@@ -121,8 +119,7 @@ class DriverStep:
     source: str = ""
 
 
-@dataclass
-class Plan:
+class Plan(MutableRecord):
     """One consistent set, with the reason for every choice (``reasons``) and the things
     the user must know (``warnings``)."""
 
@@ -180,7 +177,7 @@ class Plan:
             "numpy": self.numpy,
             "python_deps": list(self.python_deps),
             "requirements": self.requirements,
-            "driver": vars(self.driver).copy(),
+            "driver": asdict(self.driver),
             "chip": self.chip,
             "chip_family": self.chip_family,
             "package_chip": self.package_chip,
@@ -191,8 +188,7 @@ class Plan:
         }
 
 
-@dataclass
-class Candidate:
+class Candidate(MutableRecord):
     """A matrix row judged for the site."""
 
     row: Any
@@ -214,16 +210,15 @@ class Candidate:
         return f"torch_npu {self.row.torch_npu} (torch {self.row.torch}{cann}, Python {self.python})"
 
 
-@dataclass
-class Resolution:
+class Resolution(MutableRecord):
     """The result: a plan, or why none fits and the nearest sets that do."""
 
     request: Request
     site: Site
     plan: Optional[Plan] = None
-    reasons: List[str] = field(default_factory=list)  # why nothing fits
+    reasons: List[str] = field(default_factory=list)
     alternatives: List[str] = field(default_factory=list)
-    rejected: List[str] = field(default_factory=list)  # newer sets passed over, with why
+    rejected: List[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -232,7 +227,7 @@ class Resolution:
     def to_dict(self) -> Dict[str, Any]:
         return {
             "ok": self.ok,
-            "request": vars(self.request).copy(),
+            "request": asdict(self.request),
             "site": self.site.summary(),
             "plan": self.plan.to_dict() if self.plan else None,
             "reasons": list(self.reasons),

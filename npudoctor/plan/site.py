@@ -32,13 +32,13 @@ and the planner says what it had to assume.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor import lazyre
 from npudoctor.facts import Facts
 from npudoctor.facts.devices import Chip as DeviceChip
 from npudoctor.knowledge.matrix import Matrix
+from npudoctor.record import MutableRecord, field
 from npudoctor.snapshot import Snapshot
 
 _PY_RE = lazyre.pattern(r"^(\d+)\.(\d+)(?:\.(\d+))?")
@@ -63,8 +63,7 @@ def python_xy(value: Any) -> Optional[str]:
     return None
 
 
-@dataclass
-class Chip:
+class Chip(MutableRecord):
     """One NPU chip model found on the site (``name`` as in the npu-smi Name column)."""
 
     name: str
@@ -73,8 +72,7 @@ class Chip:
     count: int = 1
 
 
-@dataclass
-class Site:
+class Site(MutableRecord):
     """What the planner knows about the target machine.  ``missing`` lists the
     snapshot keys that were absent (``"host.glibc"``...)."""
 
@@ -85,7 +83,7 @@ class Site:
     python: Optional[str] = None  # "3.9"
     python_full: Optional[str] = None  # "3.9.18"
     executable: Optional[str] = None
-    packages: Dict[str, str] = field(default_factory=dict)  # canonical name -> version
+    packages: Dict[str, str] = field(default_factory=dict)
     cann: Optional[str] = None
     cann_path: Optional[str] = None
     driver: Optional[str] = None

@@ -29,7 +29,6 @@ import json
 import os
 import re
 import stat
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set
 
 from npudoctor import lazyre
@@ -40,10 +39,10 @@ from npudoctor.plan.files import HDK_PAGE
 from npudoctor.plan.site import Site
 from npudoctor.plan.transfer import sha256_file
 from npudoctor.plan.wheels import supported_tags
+from npudoctor.record import MutableRecord, field
 
 
-@dataclass
-class Problem:
+class Problem(MutableRecord):
     """One thing wrong with the bundle.  ``kind``: missing | changed | size | unlisted |
     unpinned | incompatible | python | pending | manifest | sums."""
 
@@ -56,8 +55,7 @@ class Problem:
         return {"kind": self.kind, "path": self.path, "message": self.message, "severity": self.severity}
 
 
-@dataclass
-class VerifyReport:
+class VerifyReport(MutableRecord):
     directory: str
     checked: int = 0
     problems: List[Problem] = field(default_factory=list)

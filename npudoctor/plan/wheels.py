@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from npudoctor import lazyre
 from npudoctor.knowledge.versions import canonical_version, python_key
+from npudoctor.record import MutableRecord
 
 if TYPE_CHECKING:
     from npudoctor.knowledge.matrix import Matrix
@@ -81,8 +81,7 @@ def supported_tags(python: str, arch: str, glibc: Optional[str]) -> List[Any]:
     return out
 
 
-@dataclass
-class WheelFile:
+class WheelFile(MutableRecord):
     """One torch_npu wheel file."""
 
     filename: str

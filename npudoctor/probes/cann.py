@@ -64,7 +64,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from npudoctor import lazyre
@@ -77,6 +76,7 @@ from npudoctor.parsers.info_files import (
     parse_version_cfg,
     toolkit_install_info,
 )
+from npudoctor.record import Record
 
 SECTION = "cann"
 NEEDS = ()
@@ -219,8 +219,7 @@ def toolkit_record(host: Host, path: str, found_via: str) -> Dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class _Stated:
+class _Stated(Record):
     """One statement of a toolkit's version: the version, where it is said (a file, or the
     install directory's name) and the inner (build) version said with it."""
 
@@ -229,8 +228,7 @@ class _Stated:
     inner: Optional[str] = None
 
 
-@dataclass(frozen=True)
-class _InstallInfo:
+class _InstallInfo(Record):
     """What a toolkit's ``<arch>-linux/ascend_*_install.info`` files say: each file's
     version, the first readable one's statement, package name and compatible versions, and
     the architecture (that file's, else the directory's)."""

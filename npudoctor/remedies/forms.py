@@ -7,9 +7,10 @@ in a pod spec) becomes a comment there, so nothing a rule recommends is lost.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any, Dict, List, Sequence
+
+import msgspec
 
 from npudoctor.remedies.render import command, docker_words, shell
 from npudoctor.remedies.steps import (
@@ -27,7 +28,7 @@ from npudoctor.remedies.steps import (
 
 
 def _plain(value: Any) -> Any:
-    """Tuples (and nested dataclasses) as JSON-ready lists and dicts."""
+    """Tuples as JSON-ready lists, in the dicts ``msgspec.to_builtins`` made of the records."""
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     if isinstance(value, dict):
@@ -40,7 +41,7 @@ def to_dict(remedy: Remedy) -> Dict[str, Any]:
     of a remedy (the items of a finding's ``remedies`` list in ``check --json``).
     ``command`` is the bare pasteable part of the line (no lead, no note; the flags of a
     ``docker-flags`` step), ``None`` when the step is prose."""
-    fields = _plain(dataclasses.asdict(remedy))
+    fields = _plain(msgspec.to_builtins(remedy))
     out: Dict[str, Any] = {"kind": KINDS[type(remedy)], "shell": shell(remedy), "command": command(remedy)}
     out.update(fields)
     return out

@@ -7,12 +7,12 @@ the :class:`InstallScript` from a plan; this module is the only place that write
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
 from typing import List, Sequence, Tuple, Union
 
+from npudoctor.record import Record
 
-@dataclass(frozen=True)
-class BundledPackage:
+
+class BundledPackage(Record):
     """A ``.run`` package in the bundle: ``kind`` (driver | firmware | toolkit | kernels |
     ops | nnal), ``file`` relative to the bundle, installer ``args``."""
 
@@ -21,8 +21,7 @@ class BundledPackage:
     args: str
 
 
-@dataclass(frozen=True)
-class MissingPackage:
+class MissingPackage(Record):
     """A ``.run`` package the bundle lacks: ``filename`` and the ``url`` to fetch it from."""
 
     kind: str
@@ -30,8 +29,7 @@ class MissingPackage:
     url: str
 
 
-@dataclass(frozen=True)
-class InstallScript:
+class InstallScript(Record):
     """Everything ``install.sh`` says: the target (CPython ``python`` on ``arch``), the
     Python set, the packages in install order, the set_env.sh candidates of the toolkit
     and of NNAL (first existing one is sourced), and the names of the checksum and

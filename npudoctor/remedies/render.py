@@ -10,10 +10,10 @@ and what is unknown.
 from __future__ import annotations
 
 import shlex
-from dataclasses import replace
 from typing import List, Optional, Tuple
 
 from npudoctor.knowledge import packages as pk
+from npudoctor.record import replace
 from npudoctor.remedies.steps import (
     Command,
     ComputedEnv,

@@ -11,15 +11,15 @@ instead of a command with a placeholder in it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional, Tuple, Union
+
+from npudoctor.record import Record
 
 #: ``(name, value)`` pairs of environment variables set for one command.
 EnvPairs = Tuple[Tuple[str, str], ...]
 
 
-@dataclass(frozen=True)
-class Interpreter:
+class Interpreter(Record):
     """How to run a Python interpreter: ``executable`` (a path as on the diagnosed
     machine, unquoted; ``python3`` when unknown), interpreter ``flags`` (``("-s",)``: no
     user site), and ``env`` pairs put before it (``HOME=/home/dev``, ``PYTHONPATH=/x``)."""
@@ -29,8 +29,7 @@ class Interpreter:
     env: EnvPairs = ()
 
 
-@dataclass(frozen=True)
-class InstallPackage:
+class InstallPackage(Record):
     """Install the Ascend offline package ``package`` (``toolkit`` | ``kernels`` (the
     renderer picks ``ops`` for CANN 8.5.0+) | ``nnal`` | ``driver`` | ``firmware``)
     ``version`` for ``arch`` (``aarch64`` | ``x86_64``; ``None``: ``$(uname -m)`` at run
@@ -50,8 +49,7 @@ class InstallPackage:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class SourceFile:
+class SourceFile(Record):
     """``source path [args]`` (a set_env.sh)."""
 
     path: str
@@ -60,8 +58,7 @@ class SourceFile:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class ComputedEnv:
+class ComputedEnv(Record):
     """Apply the environment npudoctor computes for a toolkit that has no set_env.sh
     (``eval "$(npudoctor env)"``), with ``ASCEND_TOOLKIT_HOME`` exported first when
     ``toolkit_home`` is given."""
@@ -71,8 +68,7 @@ class ComputedEnv:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class Export:
+class Export(Record):
     """``export VAR=value`` (``value`` is literal text, quoted by the renderer; a
     ``value`` of ``None`` means the value is not known and is described by ``unknown``)."""
 
@@ -83,8 +79,7 @@ class Export:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class PrependPath:
+class PrependPath(Record):
     """Put ``entries`` in front of the list variable ``var`` (``LD_LIBRARY_PATH``,
     ``PYTHONPATH``, ``PATH``), never replacing the user's value; an unset variable gets
     no trailing ``:`` (an empty entry means the current directory to ld.so and Python)."""
@@ -95,8 +90,7 @@ class PrependPath:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class PipInstall:
+class PipInstall(Record):
     """``<interpreter> -m pip install SPEC... [--index-url I] [--extra-index-url E] [options]``
     (``options``: pip options such as ``--force-reinstall``, ``--no-deps``)."""
 
@@ -109,8 +103,7 @@ class PipInstall:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class PipUninstall:
+class PipUninstall(Record):
     """``<interpreter> -m pip uninstall -y NAME...``; ``site`` is the directory the copy
     removed lives in (data for reports; the interpreter's flags and env decide which
     copy pip removes)."""
@@ -122,8 +115,7 @@ class PipUninstall:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class RunFile:
+class RunFile(Record):
     """Run an executable file: ``chmod +x path && ./path args`` (a relative ``path``) or
     ``path args`` (an absolute one)."""
 
@@ -133,8 +125,7 @@ class RunFile:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(Record):
     """A plain command given as argv (each word quoted by the renderer), with ``env``
     pairs before it."""
 
@@ -144,8 +135,7 @@ class Command:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class Pipeline:
+class Pipeline(Record):
     """Commands given as argv (each word quoted by the renderer) joined with ``|``, the
     last one's output sent to the file ``stdout`` when given (``> /dev/null``):
     ``dmesg | grep -i davinci | tail -50``."""
@@ -156,8 +146,7 @@ class Pipeline:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class DockerFlags:
+class DockerFlags(Record):
     """``docker run`` flags: ``--device /dev/davinciN`` per id of ``devices``,
     ``--device`` per path of ``control``, ``-v m:m`` per path of ``mounts``, ``-e K=V``
     per pair of ``env`` (``-v m:m:ro`` with ``read_only``), ``--runtime R`` for ``runtime``
@@ -180,8 +169,7 @@ class DockerFlags:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class PodSpecField:
+class PodSpecField(Record):
     """A field of a Kubernetes pod spec: ``path`` dotted from the pod's ``spec``
     (``securityContext.runAsUser``, ``containers[0].env``) and its ``value``."""
 
@@ -191,8 +179,7 @@ class PodSpecField:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class SystemdSetting:
+class SystemdSetting(Record):
     """``key=value`` in section ``section`` of systemd unit ``unit`` (a drop-in)."""
 
     unit: str
@@ -203,16 +190,14 @@ class SystemdSetting:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class Reboot:
+class Reboot(Record):
     """Reboot the machine (after a driver or firmware install)."""
 
     lead: str = ""
     note: str = ""
 
 
-@dataclass(frozen=True)
-class Prose:
+class Prose(Record):
     """A step said in words (no command)."""
 
     text: str

@@ -11,10 +11,10 @@ added without a remedy) is wrapped as words.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from npudoctor.findings import Finding
+from npudoctor.record import MutableRecord, field
 from npudoctor.report.wrapping import wrap as wrap  # re-exported: the reports wrap with it
 
 if TYPE_CHECKING:
@@ -24,8 +24,7 @@ if TYPE_CHECKING:
 _SGR = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 
 
-@dataclass
-class Line:
+class Line(MutableRecord):
     """One output line: ``segments`` of ``(text, style)``; a style is space-separated
     words of :data:`_SGR` (``"bold red"``) or empty."""
 

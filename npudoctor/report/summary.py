@@ -10,19 +10,18 @@ read, and the judgement is the rules' findings.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from npudoctor.facts import Facts
 from npudoctor.facts.coverage import not_checked
 from npudoctor.findings import AREA_TITLES, AREAS, Finding
+from npudoctor.record import Record
 
 #: Marks of the summary, by state.
 MARKS = {"error": "✗", "warning": "!", "ok": "✓", "unchecked": "–"}
 
 
-@dataclass(frozen=True)
-class AreaLine:
+class AreaLine(Record):
     """One summary line: ``area`` (a key of :data:`npudoctor.findings.AREAS`), ``state``
     (``"error" | "warning" | "ok" | "unchecked"``), ``title`` (the area's title for
     people) and ``found`` (what was found there, or why it was not checked; may be

@@ -14,12 +14,12 @@ existence is unknown is not claimed missing)."""
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple, TypedDict
 
 from npudoctor.cann_env import cann_root
 from npudoctor.facts.environment import EnvironmentFacts, EnvToolkit
 from npudoctor.facts.stack import CannFacts, Toolkit
+from npudoctor.record import MutableRecord, field
 
 #: set_env.sh's own scalar variables, judged unset / custom / stale.
 SCALAR_VARS = ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "ASCEND_AICPU_PATH", "TOOLCHAIN_HOME")
@@ -47,8 +47,7 @@ class Stale(TypedDict):
     exists: Optional[bool]
 
 
-@dataclass
-class VariableState:
+class VariableState(MutableRecord):
     """``missing_vars``: expected scalar variables that are unset; ``differs``: the
     scalars set to a custom value (:class:`Differs`); ``stale``: variables or path entries
     pointing into another CANN install than the selected one (:class:`Stale`)."""

@@ -11,13 +11,13 @@ PKG005; numpy follows the range the CANN in use needs (matrix ``numpy_spec``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from npudoctor.facts.stack import CannFacts
 from npudoctor.facts.system import Distribution, HostFacts, PackagesFacts, PythonFacts
 from npudoctor.knowledge.versions import pep440_local, pep440_release
 from npudoctor.parsers.metadata import requirements_on, satisfies
+from npudoctor.record import Record
 from npudoctor.remedies import Command, Remedy
 from npudoctor.remedies.python import CPU_INDEX, pip_install, uninstall_copy
 from npudoctor.rules._pyfacts import ask, best_torch_npu, marker_env, platform
@@ -68,8 +68,7 @@ def wanted_from_release(matrix: Optional[Matrix], plat: Optional[str], npu: Dist
     return f"torch=={expected}" + ("+cpu" if plat == "x86_64" else "")
 
 
-@dataclass(frozen=True)
-class Want:
+class Want(Record):
     """Which copy of a stack project the rest of the stack needs.
 
     ``accepts(record) -> bool``; ``requirement``: what to ``pip install`` when no

@@ -10,7 +10,6 @@ a toolkit (kernels/ops, NNAL/ATB, frameworks released for a CANN) are judged in
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Finding
@@ -20,6 +19,7 @@ from npudoctor.knowledge.grades import Grade
 from npudoctor.knowledge.prerelease import metadata_verdict
 from npudoctor.knowledge.versions import cann_less
 from npudoctor.plan.fit import MismatchPlan, driver_fit, driver_shortfall, hdk_for
+from npudoctor.record import replace
 from npudoctor.remedies import Command
 from npudoctor.remedies.cann import Step, install, nnal_set_env, set_env_step
 from npudoctor.remedies.python import CPU_INDEX, pip_install
@@ -317,7 +317,7 @@ def _torch_npu_verdict(
     if own is not None and matrix.find_torch_npu(tver) is None:
         mine = metadata_verdict(tver, own.cann, own.row, cver)
         if mine is not None:
-            verdict = dataclasses.replace(mine, recommend=verdict.recommend)
+            verdict = replace(mine, recommend=verdict.recommend)
     return verdict
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from npudoctor.context import RuleContext
@@ -18,6 +17,7 @@ from npudoctor.knowledge import codes
 from npudoctor.knowledge.packages import CANN_LAYOUT_SET_ENV, NNAL_SET_ENV, set_env_script
 from npudoctor.knowledge.toolchain import DISTRO_GCC, gcc_for
 from npudoctor.knowledge.versions import symbol_version_key
+from npudoctor.record import Record
 from npudoctor.remedies import (
     Command,
     DockerFlags,
@@ -304,8 +304,7 @@ def _unresolved_evidence(libs: LibrariesFacts, items: List[Resolution]) -> List[
     return evidence
 
 
-@dataclass(frozen=True)
-class _Cause:
+class _Cause(Record):
     """Why one group of libraries will not load, as its owner must hear it: the title, the
     fix, the code it folds under (``because``), where else the libraries are on disk
     (``located``: evidence before the loader path line) and further ``evidence`` after it."""

@@ -19,11 +19,11 @@ from __future__ import annotations
 import os
 import posixpath
 import shlex
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from npudoctor.facts import Facts
 from npudoctor.facts._typed import dump
+from npudoctor.record import MutableRecord, field
 from npudoctor.session.request import MachineRequest
 
 if TYPE_CHECKING:
@@ -41,8 +41,7 @@ class LaunchError(Exception):
     ``--env-file`` or ``--from``, or ``--from`` combined with options it cannot honour."""
 
 
-@dataclass
-class EnvPlan:
+class EnvPlan(MutableRecord):
     """The environment a command will run in, and why.
 
     ``environ``: the complete environment (name -> value).  ``base``: the environment it

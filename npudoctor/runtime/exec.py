@@ -28,9 +28,9 @@ import os
 import signal
 import sys
 import time
-from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, TextIO, Tuple
 
+from npudoctor.record import MutableRecord, Record, field, replace
 from npudoctor.runtime.deadline import Budget, run_within
 from npudoctor.runtime.environment import EnvPlan, LaunchError, plan_environment
 from npudoctor.runtime.printable import printable
@@ -44,8 +44,7 @@ DEFAULT_CHECK_TIMEOUT = 5.0
 CHECK_GRACE = 1.0
 
 
-@dataclass(frozen=True)
-class ExecRequest:
+class ExecRequest(Record):
     """What ``npudoctor exec`` was asked to do.
 
     ``command``: the command and its arguments.  ``machine``: ``--root --python --user
@@ -63,8 +62,7 @@ class ExecRequest:
     ignore: Tuple[str, ...] = ()
 
 
-@dataclass
-class CheckResult:
+class CheckResult(MutableRecord):
     """The quick checks run before the command: their findings
     (:class:`npudoctor.findings.Finding`) or why there are none (``failure``: npudoctor
     failed, or an npu-smi hung on a node not starved of CPU -- an error; ``unknown``:

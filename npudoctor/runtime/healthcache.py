@@ -37,10 +37,12 @@ def cache_path(options: Any) -> str:
 
     base = state_dir()
     # the budget and the cache policies do not change what is judged: one verdict for all
-    from dataclasses import asdict, replace
+    import msgspec
+
+    from npudoctor.record import replace
 
     judged = replace(options, timeout=_KEY_TIMEOUT, cache_ttl=0.0, fallback_ttl=0.0, verbose=False)
-    what = asdict(judged)
+    what = msgspec.to_builtins(judged)
     # without --python the active virtualenv / conda environment is judged: another one is
     # another verdict (pyselect.default_choice)
     what["active_env"] = [os.environ.get(name, "") for name in ACTIVE_ENV_VARS]

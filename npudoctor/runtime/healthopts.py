@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from npudoctor.record import Record, field
 from npudoctor.session.request import ExitStatus, MachineRequest
 
 if TYPE_CHECKING:
@@ -140,8 +140,7 @@ def parse_values(argv: Sequence[str]) -> Dict[str, Any]:
     return vars(build_parser().parse_args(list(argv)))
 
 
-@dataclass(frozen=True)
-class HealthOptions:
+class HealthOptions(Record):
     """``npudoctor health``'s options, typed.
 
     ``machine``: ``--root --python --user --env-file --no-commands --from --json``.

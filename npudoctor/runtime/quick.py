@@ -14,10 +14,10 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from npudoctor.facts import Facts
+from npudoctor.record import MutableRecord, Record, field, replace
 from npudoctor.runtime.deadline import Budget
 from npudoctor.session.request import MachineRequest
 
@@ -27,8 +27,7 @@ if TYPE_CHECKING:
     from npudoctor.snapshot import Snapshot
 
 
-@dataclass(frozen=True)
-class QuickRequest:
+class QuickRequest(Record):
     """What to evaluate.
 
     ``machine``: the machine options (``--root --python --user --env-file --no-commands
@@ -49,11 +48,10 @@ class QuickRequest:
     ignore: Tuple[str, ...] = ()
     matrix: Optional[str] = None
     pid: Optional[int] = None
-    progress: Optional[Progress] = field(default=None, compare=False)
+    progress: Optional[Progress] = None
 
 
-@dataclass
-class Progress:
+class Progress(MutableRecord):
     """What a running :func:`evaluate_quick` has done so far, shared with the thread that
     waits for it (so that a budget that runs out still answers for the areas that
     finished): ``facts`` (each section as its probe returns), ``options`` (the engine's),
@@ -82,8 +80,7 @@ class Progress:
         return self.cut
 
 
-@dataclass
-class QuickResult:
+class QuickResult(MutableRecord):
     """The evaluation: ``findings`` (:class:`npudoctor.findings.Finding`, sorted),
     ``chips`` (NPU chips seen by ``npu-smi info``), ``summary`` (``"8 NPU chip(s), CANN
     8.0.0, torch_npu 2.1.0.post10"``, possibly empty), ``unchecked`` (``{area: reason}``
@@ -289,8 +286,6 @@ def _judge_as_they_finish(progress: Progress, ignore: List[str]) -> None:
     ``progress.judged``.  The probes mostly wait for ``npu-smi`` meanwhile, so this costs
     the run no time, and a budget that runs out answers with this verdict at once instead of
     judging again past the deadline.  Never raises."""
-    import dataclasses
-
     from npudoctor.config import load_ignores
     from npudoctor.engine import evaluate
     from npudoctor.snapshot import Snapshot, now_iso
@@ -307,7 +302,7 @@ def _judge_as_they_finish(progress: Progress, ignore: List[str]) -> None:
             facts = dict(progress.facts if cut is None else cut)  # the probe thread may still add one
             done = _finished_areas(facts, options)
             if done and done != progress.judged[0]:
-                judged = dataclasses.replace(options, only=set(done), progress=None, collected=None)
+                judged = replace(options, only=set(done), progress=None, collected=None)
                 snapshot = Snapshot(facts=facts, target={"mode": "partial"}, node="", created=now_iso())
                 progress.judged = (done, evaluate(snapshot, progress.loaded.get("matrix"), judged, ignore=ignores))
             if cut is not None:

@@ -7,9 +7,9 @@ set).  Chosen from where the process runs (the markers of ``container.world``,
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from typing import Dict, Optional, Tuple
 
+from npudoctor.record import replace
 from npudoctor.session.request import MachineRequest
 
 #: Launchers whose process environment is a workload's even on a host node

@@ -18,9 +18,9 @@ re-exported here).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from npudoctor.record import Record
 from npudoctor.session.status import ExitStatus
 from npudoctor.session.terminal import COLOR_FLAGS, Environment, UsageError, take_color_flags
 
@@ -43,8 +43,7 @@ __all__ = [
 DEFAULT_DEADLINE = 15.0
 
 
-@dataclass(frozen=True)
-class MachineRequest:
+class MachineRequest(Record):
     """The machine a command looks at, and how.
 
     ``root``: a directory seen as ``/`` (``None``: this machine).  ``python``: the

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import io
 import os
-from dataclasses import dataclass
 from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 from npudoctor import lazyre
 from npudoctor.knowledge import _signatures_plan as plan
 from npudoctor.knowledge.signatures import MAX_LINE, Entry, KnowledgeBase
+from npudoctor.record import MutableRecord
 from npudoctor.triage.evidence import FRAME_ANCHOR, PATH_ANCHOR, frame_owner, frame_package, frame_path, path_package
 from npudoctor.triage.gate import gate_for
 
@@ -69,14 +69,12 @@ FRAME_LINES = 4
 NO_MODULE = "python:no-module"
 
 
-@dataclass
-class Place:
+class Place(MutableRecord):
     source: str
     line: int
 
 
-@dataclass
-class Preceding:
+class Preceding(MutableRecord):
     """The warning or error line just before a crash line (what the crash follows)."""
 
     place: Place
@@ -85,8 +83,7 @@ class Preceding:
     entry: Optional[str] = None
 
 
-@dataclass
-class Group:
+class Group(MutableRecord):
     """Repeats of one signature with the same captures."""
 
     entry: Entry
@@ -99,8 +96,7 @@ class Group:
     after: Optional[Preceding] = None
 
 
-@dataclass
-class UnknownGroup:
+class UnknownGroup(MutableRecord):
     key: str
     count: int
     first: Place
@@ -108,8 +104,7 @@ class UnknownGroup:
     sample: str
 
 
-@dataclass
-class SourceStats:
+class SourceStats(MutableRecord):
     name: str
     lines: int = 0
     bytes: int = 0

@@ -13,7 +13,6 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 import typer
@@ -29,6 +28,7 @@ from npudoctor.cli.commands._common import (
     RootOpt,
     UserOpt,
 )
+from npudoctor.record import MutableRecord, field
 from npudoctor.session.request import ExitStatus, MachineRequest
 
 MAX_MESSAGE = 80
@@ -69,8 +69,7 @@ def message_for(problems: List[Any]) -> str:
     return shorten(head + tail)
 
 
-@dataclass
-class Verdict:
+class Verdict(MutableRecord):
     """npd's answer: ``status`` (``OK``, ``PROBLEMS`` or ``NPD_UNKNOWN``), the message,
     the problem findings, the areas not checked with the reason and the findings left out
     by ``--ignore``/``.npudoctor.toml`` with what silenced each (``--json``)."""

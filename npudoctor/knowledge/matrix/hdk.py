@@ -28,13 +28,13 @@ A CANN row without HDK statements inherits its release line's (``8.2.RC2`` → `
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 from npudoctor.knowledge.grades import Grade, Verdict, severity
 from npudoctor.knowledge.versions import DriverVersion, parse_cann, parse_driver, same_cann, tokens, version_in
 from npudoctor.parsers.info_files import format_ranges, ranges_contain
+from npudoctor.record import Record
 
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, Union
@@ -55,8 +55,7 @@ _WILD = lazyre.pattern(r"^([0-9]+)\.([0-9]+)\.[Xx*]$")
 _HDK_KEYS = ("hdk_paired", "hdk_compatible", "hdk_grid", "hdk_products")
 
 
-@dataclass(frozen=True)
-class Packages:
+class Packages(Record):
     """What the installed packages say about themselves: the toolkit's ``innerversion`` and
     ``compatible_version`` (driver lines it accepts), the driver's ``Innerversion`` and
     ``compatible_version`` (CANN lines it accepts).  Empty when a file lacks them."""
@@ -67,8 +66,7 @@ class Packages:
     driver_accepts: Tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class DriverVerdict:
+class DriverVerdict(Record):
     """A CANN ↔ driver :class:`Verdict` and whether the policy rates it mildly (AUDIT §7 (c)/(d):
     an undocumented driver newer by ≤ ~1 year, or one HDK release older on the same product
     line, is ``info`` rather than ``warning``)."""

@@ -4,11 +4,11 @@ shared by its schema check (:mod:`.schema`), queries (:mod:`.queries`) and loade
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
 from npudoctor.knowledge.versions import parse_driver, pep440_public, same_cann, tokens, version_in
+from npudoctor.record import MutableRecord, Record, field
 
 if TYPE_CHECKING:  # packaging is imported when first needed (start-up time of health)
     from typing import Any, Dict, Iterable, List, Optional, Tuple
@@ -60,8 +60,7 @@ def _python_key(py: str) -> Tuple[int, ...]:
         return (0,)
 
 
-@dataclass
-class TorchNpuRow:
+class TorchNpuRow(MutableRecord):
     """One torch_npu package version.  ``python``: platform -> CPython versions with a
     wheel on PyPI (empty when not on PyPI); ``cann``: officially paired CANN;
     ``cann_compatible``: CANN versions/patterns declared compatible with the line;
@@ -120,8 +119,7 @@ class TorchNpuRow:
         }
 
 
-@dataclass
-class DriverRequirement:
+class DriverRequirement(MutableRecord):
     """What a CANN version needs from the NPU driver (Ascend HDK).  ``paired``: HDK
     releases officially matched; ``compatible``: versions/patterns declared compatible,
     without repeats and without the paired ones, newest first (``25.5.X`` sorts as the
@@ -143,8 +141,7 @@ class DriverRequirement:
         return _unique_hdk(list(self.paired) + list(self.compatible))
 
 
-@dataclass
-class Chip:
+class Chip(MutableRecord):
     """An NPU chip as named by npu-smi.  ``soc_version`` is ``None`` when it needs the
     Chip Name + NPU Name of ``npu-smi info -t board`` (A3, 950)."""
 
@@ -161,8 +158,7 @@ class Chip:
     product_line_source: str = ""
 
 
-@dataclass
-class Family:
+class Family(MutableRecord):
     """A chip family (``910``, ``910B``, ``910_93``, ``310P``, ``310B``, ``310``, ``950``)."""
 
     family: str
@@ -184,8 +180,7 @@ class Family:
     products: str = ""
 
 
-@dataclass(frozen=True)
-class CannFloor:
+class CannFloor(Record):
     """A ``[[cann_floor]]`` row: the first CANN release (``cann``) that supports
     ``product`` -- a chip family, or only its ``chips`` (npu-smi Names) when given.
     ``statement``: ``"requires"`` (an official note requires CANN >= ``cann``: an older one

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -25,6 +24,7 @@ from npudoctor.knowledge.matrix.model import (
     _valid_date,
 )
 from npudoctor.knowledge.versions import parse_cann, pep440_public, same_cann, tokens
+from npudoctor.record import replace
 
 if TYPE_CHECKING:
     import datetime as _dt
@@ -530,7 +530,7 @@ class Matrix:
             if family950:
                 # another 950-family name: the family is known, the chip's own product is not
                 fam = self.families.get("950")
-                return dataclasses.replace(
+                return replace(
                     family950[0],
                     name=raw,
                     product_line=fam.product_line if fam else "",

@@ -1,0 +1,44 @@
+"""The one record mechanism: every record of npudoctor derives from :class:`Record`.
+
+A record is a `msgspec <https://jcristharif.com/msgspec/structs.html>`_ ``Struct``: declared
+by annotated fields with defaults, constructed by position or keyword, compared and hashed by
+value, printed with its fields, and frozen; a record that changes after it is made derives from
+:class:`MutableRecord` instead.  :func:`field` takes a ``default`` or a ``default_factory`` (and ``name``, the
+key under which the field is written when it differs from the attribute).  A field is
+documented by a string literal on the line after it (an attribute docstring), which the
+snapshot schema reads from the source.  ``replace``, ``asdict`` and ``fields`` are
+``msgspec.structs``'.
+
+Why not :mod:`dataclasses`: on the Python versions npudoctor runs on (3.8-3.12),
+``dataclass(frozen=True)`` compiles six methods per class with ``exec`` at import, about
+1.5 ms a class; ``health`` and ``devices`` define a hundred records, which was half of a
+run.  A ``Struct`` class is built in C (under 0.1 ms) and its instances are smaller and
+faster to make.  The measurements are in ``docs/performance.md``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import msgspec
+from msgspec import field
+from msgspec.structs import asdict, fields, replace
+
+if sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:
+    from typing_extensions import dataclass_transform
+
+__all__ = ["MutableRecord", "Record", "asdict", "field", "fields", "replace"]
+
+
+# frozen_default: type checkers learn that subclasses inherit ``frozen`` (msgspec's own stubs
+# declare no default, so every subclass would be read as mutable)
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
+class Record(msgspec.Struct, frozen=True):
+    """Base of every immutable record: a frozen ``msgspec.Struct``, hashable when its fields are."""
+
+
+class MutableRecord(msgspec.Struct):
+    """Base of the records that change after they are made (progress, accumulators, plans
+    being built): not hashable, compared by value."""
