@@ -39,7 +39,7 @@ def test_every_view_is_a_frozen_record_whose_hints_resolve_in_its_module():
     assert len(views) >= 80  # ninety-odd views today
     for cls in views:
         assert issubclass(cls, Record), cls
-        names = [f.name for f in view_fields(cls)]
+        names = [name for name, _key in view_fields(cls)]
         assert list(_typed._hints(cls)) == names, cls
         assert _typed._hints(cls) == {k: v for k, v in get_type_hints(cls).items() if k in names}, cls
         made = cls()
@@ -118,7 +118,7 @@ def test_field_docs_are_the_attribute_docstrings_of_the_view_and_its_bases(monke
     assert docs["duration"] == "seconds"
     assert docs["parsed"] == "its output gave what was asked"
     assert "argv" not in docs  # undocumented fields have no entry
-    (key,) = [f.encode_name for f in view_fields(Visibility) if f.name == "ascend_rt_visible_devices"]
+    (key,) = [key for name, key in view_fields(Visibility) if name == "ascend_rt_visible_devices"]
     assert key == "ASCEND_RT_VISIBLE_DEVICES"
     assert field_docs(Visibility)["ascend_rt_visible_devices"].startswith("raw value of ASCEND_RT_VISIBLE_DEVICES")
     # a view defined where there is no source file is described without field docs

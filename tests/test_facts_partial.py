@@ -50,7 +50,7 @@ def test_views_built_without_init_equal_the_views_built_with_it() -> None:
 
     for name in ("host", "packages", "devices"):
         view = Facts(RAW)._view(name)
-        rebuilt = type(view)(**{f.name: getattr(view, f.name) for f in view_fields(type(view))})
+        rebuilt = type(view)(**{name: getattr(view, name) for name, _key in view_fields(type(view))})
         assert rebuilt == view and repr(rebuilt) == repr(view), name
 
 

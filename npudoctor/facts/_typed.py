@@ -87,7 +87,7 @@ def _hints(cls: type) -> Dict[str, Any]:
     hints = _HINTS.get(cls)
     if hints is None:
         every = get_type_hints(cls)
-        hints = _HINTS[cls] = {f.name: every[f.name] for f in view_fields(cls)}
+        hints = _HINTS[cls] = {name: every[name] for name, _key in view_fields(cls)}
     return hints
 
 
@@ -323,8 +323,8 @@ class _Plan:
         self.cls = cls
         hints = _hints(cls)
         self.fields: List[Tuple[str, str, Converter]] = []
-        for f in view_fields(cls):
-            self.fields.append((f.name, f.encode_name, _compile(hints[f.name])))
+        for name, key in view_fields(cls):
+            self.fields.append((name, key, _compile(hints[name])))
         self.declared = frozenset(key for _n, key, _c in self.fields)
 
     def build(
@@ -429,10 +429,9 @@ def schema_of(tp: Any, defs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
             hints = _hints(tp)
             props: Dict[str, Any] = {}
             docs = field_docs(tp)
-            for field in view_fields(tp):
-                key = field.encode_name
-                prop = schema_of(hints[field.name], defs)
-                doc = docs.get(field.name)
+            for attr, key in view_fields(tp):
+                prop = schema_of(hints[attr], defs)
+                doc = docs.get(attr)
                 if doc:
                     prop = dict(prop, description=doc)
                 props[key] = prop

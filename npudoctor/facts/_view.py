@@ -19,9 +19,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from typing import Dict, Tuple
-
-from msgspec.structs import FieldInfo, fields
+from typing import Dict, Tuple, Type
 
 from npudoctor.record import Record, field
 
@@ -32,9 +30,11 @@ class View(Record):
     """Base of the facts views (frozen records)."""
 
 
-def view_fields(cls: type) -> Tuple[FieldInfo, ...]:
-    """The declared fields of a view class, in declaration order (base classes' first)."""
-    return fields(cls)
+def view_fields(cls: Type[View]) -> Tuple[Tuple[str, str], ...]:
+    """``(attribute, JSON key)`` of each declared field of a view class, in declaration order
+    (base classes' first), read from the class (``msgspec.structs.fields`` would resolve every
+    annotation on each call)."""
+    return tuple(zip(cls.__struct_fields__, cls.__struct_encode_fields__))
 
 
 def is_view(tp: object) -> bool:
