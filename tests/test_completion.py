@@ -26,7 +26,13 @@ def _run(args: List[str], **env: str) -> subprocess.CompletedProcess:
 def test_help_offers_completion_and_the_bash_script_is_shown() -> None:
     helptext = _run(["--help"]).stdout
     assert "--install-completion" in helptext and "--show-completion" in helptext
-    script = _run(["--show-completion", "bash"])
+    # --show-completion is a flag: Typer names the shell it runs under (shellingham reads the
+    # parent processes), so it runs under bash as a user's would; the test's own parents vary
+    script = subprocess.run(
+        ["bash", "-c", '"$0" -m npudoctor --show-completion; exit $?', sys.executable],
+        capture_output=True, text=True, timeout=120,
+        env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
     assert script.returncode == 0, script.stderr
     assert "_NPUDOCTOR_COMPLETE=complete_bash" in script.stdout
     assert "complete -o default -F _npudoctor_completion npudoctor" in script.stdout
