@@ -221,7 +221,7 @@ class PipConfig(View):
     errors: Tuple[str, ...] = ()
 
 
-class PackagesFacts(View, dict=True):  # dict: for the cached index (_by_project)
+class PackagesFacts(View, dict=True):  # dict: for the cached index (by_project)
     """Installed distributions of the target interpreter."""
 
     installed: Dict[str, Tuple[Distribution, ...]] = field(default_factory=dict)
@@ -246,7 +246,7 @@ class PackagesFacts(View, dict=True):  # dict: for the cached index (_by_project
             want = canonical_name(name)
             if want not in seen:
                 seen.append(want)
-        return tuple(rec for want in seen for rec in self._by_project.get(want, ()))
+        return tuple(rec for want in seen for rec in self.by_project.get(want, ()))
 
     def first(self, name: str) -> Optional[Distribution]:
         """The record ``import`` would see for project ``name`` (any spelling), or ``None``."""
@@ -254,7 +254,7 @@ class PackagesFacts(View, dict=True):  # dict: for the cached index (_by_project
         return records[0] if records else None
 
     @cached_property
-    def _by_project(self) -> Dict[str, Tuple[Distribution, ...]]:
+    def by_project(self) -> Dict[str, Tuple[Distribution, ...]]:
         """Records per canonical project name, built once (keys written under another
         spelling, e.g. by an older snapshot, are folded in)."""
         out: Dict[str, Tuple[Distribution, ...]] = {}

@@ -19,6 +19,7 @@ Every parser tolerates garbage: it never raises, and returns what it could read.
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 from typing import TYPE_CHECKING
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 _NAME_RE = re.compile(r"[-_.]+")  # used at import (canonical names of the packages probe)
 
 
+@functools.lru_cache(maxsize=8192)  # asked several times per installed distribution by the rules
 def canonical_name(name: str) -> str:
     """PEP 503 normalised project name: ``Torch_NPU`` -> ``torch-npu``."""
     return _NAME_RE.sub("-", name.strip()).lower()

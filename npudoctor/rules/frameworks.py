@@ -281,16 +281,15 @@ def cuda_only_distributions(ctx: RuleContext) -> Iterable[Finding]:
     packages = ctx.view.packages
     if packages.first("torch-npu") is None and not npu_machine(ctx):
         return
-    installed: Set[str] = {canonical_name(k) for k in packages.installed}
+    by_project = packages.by_project
+    installed: Set[str] = set(by_project)
     evidence_of = {canonical_name(e.name or ""): e for e in ctx.view.frameworks.cuda}
     found: List[cuda_only.Judgement] = []
     modules: Dict[str, None] = {}
     libraries: Dict[str, None] = {}
     env = marker_env(ctx.view.python, ctx.view.host)  # once: the rule asks per distribution
     for key in sorted(installed):
-        rec = packages.first(key)
-        if rec is None:
-            continue
+        rec = by_project[key][0]
         ev = evidence_of.get(key)
         judged = cuda_only.judge(
             key,
