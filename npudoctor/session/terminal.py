@@ -12,24 +12,9 @@ import io
 import os
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import BinaryIO, Callable, List, Mapping, Optional, Sequence, TextIO, Tuple
 
-if TYPE_CHECKING:
-    from typing import Any, BinaryIO, Callable, List, Mapping, Optional, Sequence, TextIO, Tuple
-
-#: The attributes of an :class:`Environment`, in the order of its constructor.
-_ENVIRONMENT_FIELDS = (
-    "stdout",
-    "stderr",
-    "environ",
-    "stdout_isatty",
-    "width",
-    "clock",
-    "stdin",
-    "stdin_isatty",
-    "stderr_isatty",
-    "color_flag",
-)
+from npudoctor.record import MutableRecord, field
 
 
 def _is_tty(stream: TextIO) -> bool:
@@ -52,7 +37,7 @@ def _columns(environ: Mapping[str, str], default: int = 80) -> int:
         return default
 
 
-class Environment:
+class Environment(MutableRecord):
     """npudoctor's own surroundings (never the diagnosed machine's: that is the Host).
 
     ``stdout``/``stderr``: where output goes.  ``environ``: npudoctor's own process
@@ -64,42 +49,16 @@ class Environment:
     ``--no-color`` (False) given on the command line, ``None`` when neither was.
     """
 
-    def __init__(
-        self,
-        stdout: TextIO,
-        stderr: TextIO,
-        environ: Optional[Mapping[str, str]] = None,
-        stdout_isatty: bool = False,
-        width: int = 80,
-        clock: Callable[[], float] = time.monotonic,
-        stdin: Optional[BinaryIO] = None,
-        stdin_isatty: bool = False,
-        stderr_isatty: bool = False,
-        color_flag: Optional[bool] = None,
-    ) -> None:
-        self.stdout = stdout
-        self.stderr = stderr
-        self.environ: Mapping[str, str] = {} if environ is None else environ
-        self.stdout_isatty = stdout_isatty
-        self.width = width
-        self.clock = clock
-        self.stdin: BinaryIO = io.BytesIO() if stdin is None else stdin
-        self.stdin_isatty = stdin_isatty
-        self.stderr_isatty = stderr_isatty
-        self.color_flag = color_flag
-
-    def _fields(self) -> Tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in _ENVIRONMENT_FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Environment) or other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._fields() == other._fields()
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
-
-    def __repr__(self) -> str:
-        return f"Environment({', '.join(f'{n}={getattr(self, n)!r}' for n in _ENVIRONMENT_FIELDS)})"
+    stdout: TextIO
+    stderr: TextIO
+    environ: Mapping[str, str] = field(default_factory=dict)
+    stdout_isatty: bool = False
+    width: int = 80
+    clock: Callable[[], float] = time.monotonic
+    stdin: BinaryIO = field(default_factory=io.BytesIO)
+    stdin_isatty: bool = False
+    stderr_isatty: bool = False
+    color_flag: Optional[bool] = None
 
     @classmethod
     def from_process(cls) -> Environment:
