@@ -1,5 +1,8 @@
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # the 80 columns pytest-xdist's workers are given) must not change what commands print.
 for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
+
+# The user's cache (a refreshed matrix, ELF facts) is not the tests' input: every command a
+# test runs in-process or passes this environment on to reads an empty cache of its own.
+os.environ["NPUDOCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="npudoctor-test-cache-")
+atexit.register(shutil.rmtree, os.environ["NPUDOCTOR_CACHE_DIR"], True)
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
