@@ -46,6 +46,7 @@ class Variable(Record):
     number_format: str = "int"
     newer_values: Tuple[int, ...] = ()
     newer_since: Tuple[str, ...] = ()
+    outside_acts_as: str = ""
 
 
 class AllocKey(Record):
@@ -161,6 +162,7 @@ def parse_table(doc: Dict[str, Any]) -> Table:
             number_format=str(raw.get("format", "int")),
             newer_values=tuple(int(v) for v in raw.get("newer_values", ())),
             newer_since=_strs(raw.get("newer_since")),
+            outside_acts_as=str(raw.get("outside_acts_as", "")),
         )
         variables[var.name] = var
     keys = {}

@@ -205,15 +205,24 @@ def _int_range(ctx: RuleContext, var: Variable, raw: str) -> Iterable[Finding]:
     number, whole = strtol(raw)
     low, high = var.minimum or 0, var.maximum
     if not whole or high is None or low <= number <= high:
-        return  # not a whole number: HCCL011 owns it
-    if number < low:
+        return  # not a whole number: HCCL011 owns HCCL's; CANN's atoi/stoull readers take the leading digits
+    if number < low and var.name == "HCCL_CONNECT_TIMEOUT":
         shape = job_shape(ctx.view.hccl, ctx.view.devices)
         if shape["multi_process"]["value"] or shape["multi_node"]["value"]:
             return  # HCCL013 gives the job-shape advice
+    instead = str(low if number < low else high)
+    claim = ""
+    if var.outside_acts_as == "default":
+        instead = var.default
+        claim = f": {var.reader} uses the default {var.default} instead"
+    elif var.outside_acts_as == "max" and number > high:
+        claim = f": {var.reader} caps it at {high}"
+    elif var.outside_acts_as == "max":
+        instead = var.default
     yield MISREAD.finding(
-        title=f"{var.name}={raw} is outside the documented range [{low}, {high}]",
+        title=f"{var.name}={raw} is outside the documented range [{low}, {high}]{claim}",
         evidence=[f"{var.name}={raw!r}", _src(var)],
-        fix=_fix(ctx, var, str(low if number < low else high)),
+        fix=_fix(ctx, var, instead),
         severity=var.outside,
         subject=var.name,
         data={"value": raw},
