@@ -57,6 +57,17 @@ def test_every_documented_variable_is_judged_or_listed():
     assert prof_ref.source.startswith("https://github.com/hicann/oam-tools/") and len(prof_ref.commit) == 40
     # the GE reference's README lists 18 pages (图编译 10, 算子编译 4, 图执行 2, to be deprecated 2)
     assert (len(ge_ref.names), sorted(prof_ref.names)) == (18, ["PROFILING_MODE", "PROFILING_OPTIONS"])
+    # the CANN 9.0.0 list's other sections, one reference each
+    cann900 = {r.name.split(": ", 1)[1]: r for r in t.references if r.name.startswith("CANN 9.0.0 ")}
+    assert {name: len(r.names) for name, r in cann900.items()} == {
+        "resources": 4,
+        "operator execution": 1,
+        "fault-information collection and exception dump": 3,
+        "TF Adapter": 19,
+        "AOE tuning": 3,
+        "AMCT model compression": 4,
+    }
+    assert all("canncommercial/900/maintenref/envvar/envref_07_0001.html" in r.source for r in cann900.values())
     assert {"TE_PARALLEL_COMPILER", "ASCEND_REMAIN_CACHE_SIZE_RATIO"} <= set(t.variables)
     judged = set(t.variables) | set(t.twins)
     for ref in t.references:
@@ -82,6 +93,7 @@ def test_table_record_shapes():
             "dir_parent",
             "above",
             "hccl_range",
+            "set",
         ), raw["name"]
         assert raw.get("outside", "warning") in ("error", "warning"), raw["name"]
         assert raw.get("outside_acts_as", "") in ("", "default", "max"), raw["name"]
@@ -287,6 +299,18 @@ def test_cann_operator_compile_and_cache_ranges(tmp_path):
         "ASCEND_MAX_OP_CACHE_SIZE": "-1",
     }
     assert _judge(tmp_path / "ok", quiet) == []
+
+
+def test_fault_collection_path_left_set(tmp_path):
+    f = _one(_judge(tmp_path / "on", {"NPU_COLLECT_PATH": "/data/npu_collect"}), "ENV010")
+    assert f.severity == "info" and f.title.startswith(
+        "NPU_COLLECT_PATH=/data/npu_collect is set: CANN writes exception"
+    )
+    assert f.fix == ["unset NPU_COLLECT_PATH"] and any("envref_07_0163" in e for e in f.evidence)
+    assert _judge(tmp_path / "empty", {"NPU_COLLECT_PATH": ""}) == []
+    assert (
+        _judge(tmp_path / "dump", {"ASCEND_DUMP_PATH": "/data/dump", "ASCEND_DUMP_SCENE": "aic_err_brief_dump"}) == []
+    )
 
 
 def test_range_below_minimum_is_judged_in_a_multi_process_job(tmp_path):

@@ -632,6 +632,14 @@ def runtime_tunables(ctx: RuleContext) -> Iterable[Finding]:
             yield from _int_range(ctx, var, raw)
         elif var.grammar == "affinity":
             yield from _affinity(ctx, var, raw)
+        elif var.grammar == "set" and raw.strip():
+            yield DEBUG.finding(
+                title=f"{name}={raw} is set: {var.on_note}",
+                evidence=[f"{name}={raw!r}", _src(var)],
+                fix=[_unset(name)],
+                severity=var.on_severity or "info",
+                subject=name,
+            )
         elif var.grammar == "dir_parent":
             yield from _dir_parent(ctx, var)
         elif var.grammar == "above":

@@ -248,6 +248,13 @@ def build() -> List[str]:
         {"ACLNN_CACHE_LIMIT": "50000000"},
         {"exit": 0, "codes": ["ENV009"], "absent": ["ENV008"]},
     )
+    make(
+        "tun-npu-collect-path-left-set",
+        "NPU_COLLECT_PATH left set after a fault was reproduced: exception dumps stay on",
+        "CANN environment-variable reference NPU_COLLECT_PATH (canncommercial/900 envref_07_0163)",
+        {"NPU_COLLECT_PATH": "/data/npu_collect"},
+        {"exit": 0, "codes": ["ENV010"], "absent": ["ENV008", "ENV009"]},
+    )
     return built
 
 
