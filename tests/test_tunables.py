@@ -557,6 +557,32 @@ def test_async_error_handling_accepts_the_newer_modes(tmp_path):
     assert f.fix == ["export HCCL_ASYNC_ERROR_HANDLING=1"]
 
 
+def test_env_recommend_fixes_the_cann_settings(tmp_path):
+    """The printed lines for the CANN compile, cache and fault-collection settings make the
+    re-check clean."""
+    from clirun import npudoctor
+
+    root = build_root(tmp_path / "root", "node1", torch_npu="2.6.0.post5")
+    bad = {
+        "TE_PARALLEL_COMPILER": "64",
+        "ASCEND_REMAIN_CACHE_SIZE_RATIO": "150",
+        "ACLNN_CACHE_LIMIT": "20000000",
+        "NPU_COLLECT_PATH": "/data/npu_collect",
+    }
+    environ = {"PATH": "/usr/bin:/bin", "HOME": "/root", **bad}
+    proc = npudoctor("env", "--recommend", "--root", str(root), env=environ)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines == [
+        "export ACLNN_CACHE_LIMIT=10000000",
+        "export ASCEND_REMAIN_CACHE_SIZE_RATIO=50",
+        "unset NPU_COLLECT_PATH",
+        "export TE_PARALLEL_COMPILER=32",
+    ]
+    snap = collect(Host(root=str(root), environ=_apply(environ, lines)), Options())
+    assert [f.code for f in evaluate(snap, load_matrix(), Options()) if f.code in ENV_CODES] == []
+
+
 def test_env_recommend_fixes_the_hccl_ranges(tmp_path):
     """On an A2 (the replayed capture) in AIV mode: the printed lines bring every HCCL number
     into its range, and the re-check is clean."""
