@@ -68,7 +68,7 @@ def test_every_documented_variable_is_judged_or_listed():
         "AMCT model compression": 4,
     }
     assert all("canncommercial/900/maintenref/envvar/envref_07_0001.html" in r.source for r in cann900.values())
-    assert {"TE_PARALLEL_COMPILER", "ASCEND_REMAIN_CACHE_SIZE_RATIO"} <= set(t.variables)
+    assert {"TE_PARALLEL_COMPILER", "ASCEND_REMAIN_CACHE_SIZE_RATIO", "ASCEND_MAX_OP_CACHE_SIZE"} <= set(t.variables)
     judged = set(t.variables) | set(t.twins)
     for ref in t.references:
         assert ref.source.strip() and ref.retrieved == "2026-12-06" and ref.names, ref.name
@@ -97,6 +97,7 @@ def test_table_record_shapes():
         ), raw["name"]
         assert raw.get("outside", "warning") in ("error", "warning"), raw["name"]
         assert raw.get("outside_acts_as", "") in ("", "default", "max"), raw["name"]
+        assert all(raw["min"] <= v <= raw["max"] for v in raw.get("excluded", ())), raw["name"]
         if raw.get("outside_acts_as"):
             assert raw["grammar"] == "int_range" and raw["min"] <= int(raw["default"]) <= raw["max"], raw["name"]
         if raw["grammar"] == "choice":
@@ -289,6 +290,14 @@ def test_cann_operator_compile_and_cache_ranges(tmp_path):
         "ASCEND_REMAIN_CACHE_SIZE_RATIO=150 is outside the documented range [0, 100]: CANN uses the default 50 instead"
     )
     assert f.fix == ["export ASCEND_REMAIN_CACHE_SIZE_RATIO=50"]
+    # 0 does not switch the compile cache off: CANN replaces it by 500 MB
+    f = _one(_judge(tmp_path / "size0", {"ASCEND_MAX_OP_CACHE_SIZE": "0"}), "ENV009")
+    assert f.title == (
+        "ASCEND_MAX_OP_CACHE_SIZE=0 is outside the documented range [-1, 2147483646] except 0: "
+        "CANN uses the default 500 instead"
+    )
+    assert f.fix == ["export ASCEND_MAX_OP_CACHE_SIZE=500"]
+    assert _one(_judge(tmp_path / "size-2", {"ASCEND_MAX_OP_CACHE_SIZE": "-2"}), "ENV009").severity == "warning"
     # the aclnn cache is capped at 10000000 entries
     f = _one(_judge(tmp_path / "aclnn", {"ACLNN_CACHE_LIMIT": "20000000"}), "ENV009")
     assert f.title.endswith(": CANN caps it at 10000000") and f.fix == ["export ACLNN_CACHE_LIMIT=10000000"]
@@ -299,6 +308,8 @@ def test_cann_operator_compile_and_cache_ranges(tmp_path):
         "ASCEND_MAX_OP_CACHE_SIZE": "-1",
     }
     assert _judge(tmp_path / "ok", quiet) == []
+    quiet = {"ASCEND_MAX_OP_CACHE_SIZE": "2048"}
+    assert _judge(tmp_path / "ok2", quiet) == []
 
 
 def test_fault_collection_path_left_set(tmp_path):

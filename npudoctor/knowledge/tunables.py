@@ -47,6 +47,7 @@ class Variable(Record):
     newer_values: Tuple[int, ...] = ()
     newer_since: Tuple[str, ...] = ()
     outside_acts_as: str = ""
+    excluded: Tuple[int, ...] = ()
 
 
 class AllocKey(Record):
@@ -163,6 +164,7 @@ def parse_table(doc: Dict[str, Any]) -> Table:
             newer_values=tuple(int(v) for v in raw.get("newer_values", ())),
             newer_since=_strs(raw.get("newer_since")),
             outside_acts_as=str(raw.get("outside_acts_as", "")),
+            excluded=tuple(int(v) for v in raw.get("excluded", ())),
         )
         variables[var.name] = var
     keys = {}

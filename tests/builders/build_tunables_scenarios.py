@@ -122,6 +122,7 @@ def build() -> List[str]:
             "TE_PARALLEL_COMPILER": "16",
             "ASCEND_REMAIN_CACHE_SIZE_RATIO": "80",
             "ACLNN_CACHE_LIMIT": "100000",
+            "ASCEND_MAX_OP_CACHE_SIZE": "-1",
         },
         {"exit": 0, "absent": NO_TUNABLE + NO_HOST},
     )
@@ -246,6 +247,14 @@ def build() -> List[str]:
         "CANN environment-variable reference ACLNN_CACHE_LIMIT (envref_07_0031); "
         "hicann/opbase op_cache.cpp GetCacheSizeLimit",
         {"ACLNN_CACHE_LIMIT": "50000000"},
+        {"exit": 0, "codes": ["ENV009"], "absent": ["ENV008"]},
+    )
+    make(
+        "tun-max-op-cache-size-zero",
+        "ASCEND_MAX_OP_CACHE_SIZE=0 meant as 'no compile cache': CANN refuses 0 and keeps 500 MB",
+        "hicann/ge docs/zh/user_guides/env_vars/ASCEND_MAX_OP_CACHE_SIZE.md; "
+        "te_cache_space_manager.cc GetCacheSpaceMaxSizeCfg ('it should be -1 or [1, 2147483647)')",
+        {"ASCEND_MAX_OP_CACHE_SIZE": "0"},
         {"exit": 0, "codes": ["ENV009"], "absent": ["ENV008"]},
     )
     make(

@@ -64,6 +64,7 @@ TOP_LEVEL: Dict[str, Tuple[int, int]] = {
     "tun-hccl-rdma-sl-out-of-range": (3, 0),
     "tun-host-overcommit-strict-powersave": (4, 0),
     "tun-inf-nan-mode-0-on-a2": (3, 0),
+    "tun-max-op-cache-size-zero": (3, 0),
     "tun-npu-collect-path-left-set": (3, 0),
     "tun-remain-cache-ratio-out-of-range": (3, 0),
     "tun-task-queue-enable-true": (3, 0),
