@@ -49,6 +49,26 @@ def test_every_documented_variable_is_judged_or_listed():
     assert (len(torch_ref.names), len(hccl_ref.names)) == (49, 37)
     assert {"TORCH_HCCL_ASYNC_ERROR_HANDLING", "TORCH_NPU_LAZY_FUSION"} <= set(torch_ref.names)
     assert {"HCCL_EXEC_TIMEOUT", "HCCL_RDMA_TIMEOUT", "HCCL_OP_EXPANSION_MODE"} <= set(hccl_ref.names)
+    ge_ref = by_name[
+        "CANN graph-engine environment-variable reference (graph compilation, operator compilation, graph execution)"
+    ]
+    prof_ref = by_name["CANN profiling environment-variable reference"]
+    assert ge_ref.source.startswith("https://github.com/hicann/ge/") and len(ge_ref.commit) == 40
+    assert prof_ref.source.startswith("https://github.com/hicann/oam-tools/") and len(prof_ref.commit) == 40
+    # the GE reference's README lists 18 pages (图编译 10, 算子编译 4, 图执行 2, to be deprecated 2)
+    assert (len(ge_ref.names), sorted(prof_ref.names)) == (18, ["PROFILING_MODE", "PROFILING_OPTIONS"])
+    # the CANN 9.0.0 list's other sections, one reference each
+    cann900 = {r.name.split(": ", 1)[1]: r for r in t.references if r.name.startswith("CANN 9.0.0 ")}
+    assert {name: len(r.names) for name, r in cann900.items()} == {
+        "resources": 4,
+        "operator execution": 1,
+        "fault-information collection and exception dump": 3,
+        "TF Adapter": 19,
+        "AOE tuning": 3,
+        "AMCT model compression": 4,
+    }
+    assert all("canncommercial/900/maintenref/envvar/envref_07_0001.html" in r.source for r in cann900.values())
+    assert {"TE_PARALLEL_COMPILER", "ASCEND_REMAIN_CACHE_SIZE_RATIO", "ASCEND_MAX_OP_CACHE_SIZE"} <= set(t.variables)
     judged = set(t.variables) | set(t.twins)
     for ref in t.references:
         assert ref.source.strip() and ref.retrieved == "2026-12-06" and ref.names, ref.name
@@ -73,8 +93,13 @@ def test_table_record_shapes():
             "dir_parent",
             "above",
             "hccl_range",
+            "set",
         ), raw["name"]
         assert raw.get("outside", "warning") in ("error", "warning"), raw["name"]
+        assert raw.get("outside_acts_as", "") in ("", "default", "max"), raw["name"]
+        assert all(raw["min"] <= v <= raw["max"] for v in raw.get("excluded", ())), raw["name"]
+        if raw.get("outside_acts_as"):
+            assert raw["grammar"] == "int_range" and raw["min"] <= int(raw["default"]) <= raw["max"], raw["name"]
         if raw["grammar"] == "choice":
             assert int(raw["default"]) in raw["values"], raw["name"]
         if raw["grammar"] == "hccl_range":
@@ -249,6 +274,63 @@ def test_hccl_connect_timeout_range(tmp_path):
     # a multi-process job: HCCL013 owns the short timeout
     assert _judge(tmp_path / "c", {"HCCL_CONNECT_TIMEOUT": "60", "WORLD_SIZE": "8", "LOCAL_WORLD_SIZE": "8"}) == []
     assert _judge(tmp_path / "d", {"HCCL_CONNECT_TIMEOUT": "1800"}) == []
+
+
+def test_cann_operator_compile_and_cache_ranges(tmp_path):
+    f = _one(_judge(tmp_path / "te", {"TE_PARALLEL_COMPILER": "64"}), "ENV009")
+    assert f.severity == "warning" and f.title == "TE_PARALLEL_COMPILER=64 is outside the documented range [1, 32]"
+    assert f.fix == ["export TE_PARALLEL_COMPILER=32"]
+    assert any("ParallelCompilerProcessesNumCheck" in e and "retrieved 2026-12-06" in e for e in f.evidence)
+    assert _one(_judge(tmp_path / "te0", {"TE_PARALLEL_COMPILER": "0"}), "ENV009").fix == [
+        "export TE_PARALLEL_COMPILER=1"
+    ]
+    # outside [0, 100] CANN falls back to 50: the fix is that default, not the nearest bound
+    f = _one(_judge(tmp_path / "ratio", {"ASCEND_REMAIN_CACHE_SIZE_RATIO": "150"}), "ENV009")
+    assert f.title == (
+        "ASCEND_REMAIN_CACHE_SIZE_RATIO=150 is outside the documented range [0, 100]: CANN uses the default 50 instead"
+    )
+    assert f.fix == ["export ASCEND_REMAIN_CACHE_SIZE_RATIO=50"]
+    # 0 does not switch the compile cache off: CANN replaces it by 500 MB
+    f = _one(_judge(tmp_path / "size0", {"ASCEND_MAX_OP_CACHE_SIZE": "0"}), "ENV009")
+    assert f.title == (
+        "ASCEND_MAX_OP_CACHE_SIZE=0 is outside the documented range [-1, 2147483646] except 0: "
+        "CANN uses the default 500 instead"
+    )
+    assert f.fix == ["export ASCEND_MAX_OP_CACHE_SIZE=500"]
+    assert _one(_judge(tmp_path / "size-2", {"ASCEND_MAX_OP_CACHE_SIZE": "-2"}), "ENV009").severity == "warning"
+    # the aclnn cache is capped at 10000000 entries
+    f = _one(_judge(tmp_path / "aclnn", {"ACLNN_CACHE_LIMIT": "20000000"}), "ENV009")
+    assert f.title.endswith(": CANN caps it at 10000000") and f.fix == ["export ACLNN_CACHE_LIMIT=10000000"]
+    quiet = {
+        "TE_PARALLEL_COMPILER": "16",
+        "ASCEND_REMAIN_CACHE_SIZE_RATIO": "80",
+        "ACLNN_CACHE_LIMIT": "0",
+        "ASCEND_MAX_OP_CACHE_SIZE": "-1",
+    }
+    assert _judge(tmp_path / "ok", quiet) == []
+    quiet = {"ASCEND_MAX_OP_CACHE_SIZE": "2048"}
+    assert _judge(tmp_path / "ok2", quiet) == []
+
+
+def test_fault_collection_path_left_set(tmp_path):
+    f = _one(_judge(tmp_path / "on", {"NPU_COLLECT_PATH": "/data/npu_collect"}), "ENV010")
+    assert f.severity == "info" and f.title.startswith(
+        "NPU_COLLECT_PATH=/data/npu_collect is set: CANN writes exception"
+    )
+    assert f.fix == ["unset NPU_COLLECT_PATH"] and any("envref_07_0163" in e for e in f.evidence)
+    assert _judge(tmp_path / "empty", {"NPU_COLLECT_PATH": ""}) == []
+    assert (
+        _judge(tmp_path / "dump", {"ASCEND_DUMP_PATH": "/data/dump", "ASCEND_DUMP_SCENE": "aic_err_brief_dump"}) == []
+    )
+
+
+def test_range_below_minimum_is_judged_in_a_multi_process_job(tmp_path):
+    """Only HCCL_CONNECT_TIMEOUT hands a short value in a multi-process job to HCCL013; any
+    other range is judged whatever the job shape."""
+    job = {"WORLD_SIZE": "8", "LOCAL_WORLD_SIZE": "8"}
+    f = _one(_judge(tmp_path / "aclnn", {"ACLNN_CACHE_LIMIT": "-1", **job}), "ENV009")
+    assert f.fix == ["export ACLNN_CACHE_LIMIT=10000"]
+    assert _one(_judge(tmp_path / "te", {"TE_PARALLEL_COMPILER": "0", **job}), "ENV009").severity == "warning"
 
 
 def test_debug_switch_left_on(tmp_path):
@@ -484,6 +566,32 @@ def test_async_error_handling_accepts_the_newer_modes(tmp_path):
     f = _one(old, "ENV008")
     assert f.title == "HCCL_ASYNC_ERROR_HANDLING=2: torch_npu 2.6.0.post4 accepts only 0, 1 and refuses it at start"
     assert f.fix == ["export HCCL_ASYNC_ERROR_HANDLING=1"]
+
+
+def test_env_recommend_fixes_the_cann_settings(tmp_path):
+    """The printed lines for the CANN compile, cache and fault-collection settings make the
+    re-check clean."""
+    from clirun import npudoctor
+
+    root = build_root(tmp_path / "root", "node1", torch_npu="2.6.0.post5")
+    bad = {
+        "TE_PARALLEL_COMPILER": "64",
+        "ASCEND_REMAIN_CACHE_SIZE_RATIO": "150",
+        "ACLNN_CACHE_LIMIT": "20000000",
+        "NPU_COLLECT_PATH": "/data/npu_collect",
+    }
+    environ = {"PATH": "/usr/bin:/bin", "HOME": "/root", **bad}
+    proc = npudoctor("env", "--recommend", "--root", str(root), env=environ)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines == [
+        "export ACLNN_CACHE_LIMIT=10000000",
+        "export ASCEND_REMAIN_CACHE_SIZE_RATIO=50",
+        "unset NPU_COLLECT_PATH",
+        "export TE_PARALLEL_COMPILER=32",
+    ]
+    snap = collect(Host(root=str(root), environ=_apply(environ, lines)), Options())
+    assert [f.code for f in evaluate(snap, load_matrix(), Options()) if f.code in ENV_CODES] == []
 
 
 def test_env_recommend_fixes_the_hccl_ranges(tmp_path):

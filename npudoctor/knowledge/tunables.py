@@ -46,6 +46,8 @@ class Variable(Record):
     number_format: str = "int"
     newer_values: Tuple[int, ...] = ()
     newer_since: Tuple[str, ...] = ()
+    outside_acts_as: str = ""
+    excluded: Tuple[int, ...] = ()
 
 
 class AllocKey(Record):
@@ -161,6 +163,8 @@ def parse_table(doc: Dict[str, Any]) -> Table:
             number_format=str(raw.get("format", "int")),
             newer_values=tuple(int(v) for v in raw.get("newer_values", ())),
             newer_since=_strs(raw.get("newer_since")),
+            outside_acts_as=str(raw.get("outside_acts_as", "")),
+            excluded=tuple(int(v) for v in raw.get("excluded", ())),
         )
         variables[var.name] = var
     keys = {}

@@ -204,16 +204,28 @@ def _inf_nan(ctx: RuleContext, env: Dict[str, str], chip: Optional[str]) -> Iter
 def _int_range(ctx: RuleContext, var: Variable, raw: str) -> Iterable[Finding]:
     number, whole = strtol(raw)
     low, high = var.minimum or 0, var.maximum
-    if not whole or high is None or low <= number <= high:
-        return  # not a whole number: HCCL011 owns it
-    if number < low:
+    if not whole or high is None or (low <= number <= high and number not in var.excluded):
+        return  # not a whole number: HCCL011 owns HCCL's; CANN's atoi/stoull readers take the leading digits
+    if number < low and var.name == "HCCL_CONNECT_TIMEOUT":
         shape = job_shape(ctx.view.hccl, ctx.view.devices)
         if shape["multi_process"]["value"] or shape["multi_node"]["value"]:
             return  # HCCL013 gives the job-shape advice
+    documented = f"range [{low}, {high}]"
+    if var.excluded:
+        documented += " except " + ", ".join(str(v) for v in var.excluded)
+    instead = str(low if number < low else high)
+    claim = ""
+    if var.outside_acts_as == "default":
+        instead = var.default
+        claim = f": {var.reader} uses the default {var.default} instead"
+    elif var.outside_acts_as == "max" and number > high:
+        claim = f": {var.reader} caps it at {high}"
+    elif var.outside_acts_as == "max":
+        instead = var.default
     yield MISREAD.finding(
-        title=f"{var.name}={raw} is outside the documented range [{low}, {high}]",
+        title=f"{var.name}={raw} is outside the documented {documented}{claim}",
         evidence=[f"{var.name}={raw!r}", _src(var)],
-        fix=_fix(ctx, var, str(low if number < low else high)),
+        fix=_fix(ctx, var, instead),
         severity=var.outside,
         subject=var.name,
         data={"value": raw},
@@ -623,6 +635,14 @@ def runtime_tunables(ctx: RuleContext) -> Iterable[Finding]:
             yield from _int_range(ctx, var, raw)
         elif var.grammar == "affinity":
             yield from _affinity(ctx, var, raw)
+        elif var.grammar == "set" and raw.strip():
+            yield DEBUG.finding(
+                title=f"{name}={raw} is set: {var.on_note}",
+                evidence=[f"{name}={raw!r}", _src(var)],
+                fix=[_unset(name)],
+                severity=var.on_severity or "info",
+                subject=name,
+            )
         elif var.grammar == "dir_parent":
             yield from _dir_parent(ctx, var)
         elif var.grammar == "above":

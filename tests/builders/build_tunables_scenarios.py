@@ -119,6 +119,10 @@ def build() -> List[str]:
             "HCCL_RDMA_SL": "4",
             "HCCL_RDMA_TIMEOUT": "18",
             "HCCL_ASYNC_ERROR_HANDLING": "1",
+            "TE_PARALLEL_COMPILER": "16",
+            "ASCEND_REMAIN_CACHE_SIZE_RATIO": "80",
+            "ACLNN_CACHE_LIMIT": "100000",
+            "ASCEND_MAX_OP_CACHE_SIZE": "-1",
         },
         {"exit": 0, "absent": NO_TUNABLE + NO_HOST},
     )
@@ -220,6 +224,45 @@ def build() -> List[str]:
         {},
         {"exit": 0, "codes": ["HOST013"]},
         cpus="48-71",
+    )
+    make(
+        "tun-te-parallel-compiler-out-of-range",
+        "TE_PARALLEL_COMPILER=64: above the 1 to 32 operator compile processes GE accepts",
+        "hicann/ge docs/zh/user_guides/env_vars/TE_PARALLEL_COMPILER.md; "
+        "python_adapter_manager.cc ParallelCompilerProcessesNumCheck (valid_range [1, 32])",
+        {"TE_PARALLEL_COMPILER": "64"},
+        {"exit": 0, "codes": ["ENV009"], "absent": ["ENV008"]},
+    )
+    make(
+        "tun-remain-cache-ratio-out-of-range",
+        "ASCEND_REMAIN_CACHE_SIZE_RATIO=150: not a percentage, CANN keeps the default 50 when it trims the cache",
+        "hicann/ge docs/zh/user_guides/env_vars/ASCEND_REMAIN_CACHE_SIZE_RATIO.md; "
+        "te_cache_space_manager.cc GetCacheRemainSizeRadio",
+        {"ASCEND_REMAIN_CACHE_SIZE_RATIO": "150"},
+        {"exit": 0, "codes": ["ENV009"], "absent": ["ENV008"]},
+    )
+    make(
+        "tun-aclnn-cache-limit-capped",
+        "ACLNN_CACHE_LIMIT=50000000: above the documented 10000000 entries, the aclnn cache is capped there",
+        "CANN environment-variable reference ACLNN_CACHE_LIMIT (envref_07_0031); "
+        "hicann/opbase op_cache.cpp GetCacheSizeLimit",
+        {"ACLNN_CACHE_LIMIT": "50000000"},
+        {"exit": 0, "codes": ["ENV009"], "absent": ["ENV008"]},
+    )
+    make(
+        "tun-max-op-cache-size-zero",
+        "ASCEND_MAX_OP_CACHE_SIZE=0 meant as 'no compile cache': CANN refuses 0 and keeps 500 MB",
+        "hicann/ge docs/zh/user_guides/env_vars/ASCEND_MAX_OP_CACHE_SIZE.md; "
+        "te_cache_space_manager.cc GetCacheSpaceMaxSizeCfg ('it should be -1 or [1, 2147483647)')",
+        {"ASCEND_MAX_OP_CACHE_SIZE": "0"},
+        {"exit": 0, "codes": ["ENV009"], "absent": ["ENV008"]},
+    )
+    make(
+        "tun-npu-collect-path-left-set",
+        "NPU_COLLECT_PATH left set after a fault was reproduced: exception dumps stay on",
+        "CANN environment-variable reference NPU_COLLECT_PATH (canncommercial/900 envref_07_0163)",
+        {"NPU_COLLECT_PATH": "/data/npu_collect"},
+        {"exit": 0, "codes": ["ENV010"], "absent": ["ENV008", "ENV009"]},
     )
     return built
 

@@ -51,6 +51,7 @@ TOP_LEVEL: Dict[str, Tuple[int, int]] = {
     "no-cann-plain-machine": (1, 0),
     "no-cann-torch-npu-installed": (3, 1),
     "tun-910b3-healthy-tuned": (2, 0),
+    "tun-aclnn-cache-limit-capped": (3, 0),
     "tun-alloc-conf-key-too-new": (3, 0),
     "tun-cpu-affinity-outside-cpuset": (3, 0),
     "tun-cpuset-away-from-npus": (3, 0),
@@ -63,7 +64,11 @@ TOP_LEVEL: Dict[str, Tuple[int, int]] = {
     "tun-hccl-rdma-sl-out-of-range": (3, 0),
     "tun-host-overcommit-strict-powersave": (4, 0),
     "tun-inf-nan-mode-0-on-a2": (3, 0),
+    "tun-max-op-cache-size-zero": (3, 0),
+    "tun-npu-collect-path-left-set": (3, 0),
+    "tun-remain-cache-ratio-out-of-range": (3, 0),
     "tun-task-queue-enable-true": (3, 0),
+    "tun-te-parallel-compiler-out-of-range": (3, 0),
 }
 
 
