@@ -16,6 +16,7 @@ from npudoctor.snapshot import Snapshot
 if TYPE_CHECKING:  # the matrix package is imported by whoever loads a matrix, not by the engine
     from typing import Any, Callable, Dict, Optional, Sequence, Set
 
+    from npudoctor.facts import SharedViews
     from npudoctor.knowledge.matrix import Matrix
 
     _Sections = Dict[str, Any]
@@ -108,10 +109,12 @@ class RuleContext(MutableRecord):
     snapshot: Snapshot
     matrix: Optional[Matrix]
     options: Options
+    shared: Optional[SharedViews] = None
+    """views of earlier snapshots of this run to reuse (:data:`npudoctor.facts.SharedViews`)"""
     _view: Optional[Facts] = None
 
     @property
     def view(self) -> Facts:
         if self._view is None:
-            self._view = Facts(self.snapshot.facts)
+            self._view = Facts(self.snapshot.facts, self.shared)
         return self._view

@@ -47,6 +47,7 @@ from npudoctor.snapshot import Snapshot, now_iso
 if TYPE_CHECKING:
     from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
+    from npudoctor.facts import SharedViews
     from npudoctor.knowledge.matrix import Matrix
 
 
@@ -388,10 +389,12 @@ def evaluate(
     options: Options,
     ignore: Iterable[str] = (),
     ignored: Optional[List[Finding]] = None,
+    shared: Optional[SharedViews] = None,
 ) -> List[Finding]:
     """Run the rules of the modules the snapshot's sections need (:func:`rule_modules`),
     in the order importing every module registers them; return findings sorted by area,
-    severity and code.
+    severity and code.  ``shared``: views of earlier snapshots of this run to reuse
+    (:data:`npudoctor.facts.SharedViews`).
 
     Codes (or names) in ``ignore`` are dropped (appended to ``ignored`` when given, so a
     report can say how many were silenced).  A rule that raises becomes a finding
@@ -406,7 +409,7 @@ def evaluate(
         if reg is None
         else (_selected(RULES, reg.RULES, modules), _selected(POSTPROCESSORS, reg.POSTPROCESSORS, modules))
     )
-    ctx = RuleContext(snapshot=snapshot, matrix=matrix, options=options)
+    ctx = RuleContext(snapshot=snapshot, matrix=matrix, options=options, shared=shared)
     findings: List[Finding] = []
     for name, func in rules:
         try:

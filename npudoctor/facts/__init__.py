@@ -93,17 +93,34 @@ class _Sections(_SectionsBase):
 SECTIONS: Mapping[str, Any] = _Sections()
 
 
-class Facts:
-    """Typed access to ``snapshot.facts`` (a JSON object of sections)."""
+if TYPE_CHECKING:
+    #: Views shared by the :class:`Facts` of one run's successive snapshots (the quick path
+    #: judges the sections finished so far several times, then all of them): section name
+    #: -> ``(raw section, (view, problems))``, reused while a snapshot holds that same raw
+    #: section (a probe's result is never changed once stored).
+    SharedViews = Dict[str, Tuple[Any, Tuple[Any, Problems]]]
 
-    def __init__(self, raw: Mapping[str, Any]) -> None:
+
+class Facts:
+    """Typed access to ``snapshot.facts`` (a JSON object of sections); ``shared``: see
+    :data:`SharedViews`."""
+
+    def __init__(self, raw: Mapping[str, Any], shared: Optional[SharedViews] = None) -> None:
         self._raw = raw if isinstance(raw, abc.Mapping) else {}
         self._views: Dict[str, Tuple[Any, Problems]] = {}
+        self._shared = shared
 
     def _view(self, name: str) -> Any:
         cached = self._views.get(name)
         if cached is None:
-            cached = load(SECTIONS[name], self._raw.get(name, {}))
+            section = self._raw.get(name, {})
+            kept = self._shared.get(name) if self._shared is not None else None
+            if kept is not None and kept[0] is section:
+                cached = kept[1]
+            else:
+                cached = load(SECTIONS[name], section)
+                if self._shared is not None:
+                    self._shared[name] = (section, cached)
             self._views[name] = cached
         return cached[0]
 

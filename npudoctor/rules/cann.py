@@ -65,7 +65,7 @@ def no_cann(ctx: RuleContext) -> Iterable[Finding]:
     cann = ctx.view.cann
     if ctx.view.state("cann") != "ok" or cann.toolkits:
         return  # not probed, or the facts cannot say "none"
-    if not npu_stack_present(ctx.snapshot):
+    if not npu_stack_present(ctx):
         return  # HOST050 says it calmly
     tnpu = ctx.view.packages.torch_npu
     arch = host_arch(ctx.view.host, ctx.view.packages)

@@ -70,6 +70,9 @@ class Progress(MutableRecord):
     changed: threading.Event = field(default_factory=threading.Event)
     ended: bool = False
     cut: Optional[Dict[str, Any]] = None
+    shared: Dict[str, Any] = field(default_factory=dict)
+    """the sections' views, converted once for every judging of this run
+    (:data:`npudoctor.facts.SharedViews`)"""
 
     def freeze(self) -> Dict[str, Any]:
         """The sections finished now, kept as ``cut`` (called by the waiter when the budget
@@ -173,13 +176,19 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
         if machine.from_file:
             budget.step = "reading the snapshot"
         snapshot, findings = judge(
-            machine, options, workload=workload, matrix=matrix, ignore=[c for c, _ in origins], ignored=ignored
+            machine,
+            options,
+            workload=workload,
+            matrix=matrix,
+            ignore=[c for c, _ in origins],
+            ignored=ignored,
+            shared=shared.shared if shared is not None else None,
         )
     except UsageError as exc:
         raise ValueError(str(exc)) from None
     finally:
         probes_ended()
-    result = _quick_result(snapshot, findings, options, machine)
+    result = _quick_result(snapshot, findings, options, machine, shared.shared if shared is not None else None)
     result.ignored = silenced(ignored, origins)
     return result
 
@@ -252,13 +261,17 @@ def _loader_thread(
 
 
 def _quick_result(
-    snapshot: Snapshot, findings: List[Finding], options: Options, machine: MachineRequest
+    snapshot: Snapshot,
+    findings: List[Finding],
+    options: Options,
+    machine: MachineRequest,
+    shared: Optional[Dict[str, Any]] = None,
 ) -> QuickResult:
     """The findings with what health reports beside them: chips, the stack summary and
     the areas not checked (within ``--only``/``--skip``)."""
     from npudoctor.facts.coverage import unchecked
 
-    view = Facts(snapshot.facts)
+    view = Facts(snapshot.facts, shared)
     gaps = {
         area: reason
         for area, reason in unchecked(snapshot.facts).items()
@@ -304,7 +317,10 @@ def _judge_as_they_finish(progress: Progress, ignore: List[str]) -> None:
             if done and done != progress.judged[0]:
                 judged = replace(options, only=set(done), progress=None, collected=None)
                 snapshot = Snapshot(facts=facts, target={"mode": "partial"}, node="", created=now_iso())
-                progress.judged = (done, evaluate(snapshot, progress.loaded.get("matrix"), judged, ignore=ignores))
+                findings = evaluate(
+                    snapshot, progress.loaded.get("matrix"), judged, ignore=ignores, shared=progress.shared
+                )
+                progress.judged = (done, findings)
             if cut is not None:
                 return
     except Exception:  # a verdict of the finished areas is a bonus; the full one still comes

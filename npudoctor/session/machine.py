@@ -171,6 +171,7 @@ def judge(
     ignored: Optional[List[Any]] = None,
     record_matrix: bool = False,
     worth_judging: Optional[Callable[[Any], bool]] = None,
+    shared: Optional[Dict[str, Any]] = None,
 ) -> Tuple[Any, List[Any]]:
     """The one service of every command that judges a machine (``check``, ``devices``,
     ``triage``, ``npd``, ``health``, ``exec``): request -> Host -> snapshot -> findings.
@@ -183,7 +184,8 @@ def judge(
     (or why none loaded), as ``check`` reports it.  ``ignore``/``ignored`` as for
     :func:`npudoctor.engine.evaluate`.  ``worth_judging``: when it says a snapshot is not
     worth judging (``triage`` on a machine without an NPU stack), no matrix is loaded and
-    the findings are empty.  Returns ``(snapshot, findings)``; raises :class:`UsageError`
+    the findings are empty.  ``shared``: views of earlier snapshots of this run to reuse
+    (:data:`npudoctor.facts.SharedViews`).  Returns ``(snapshot, findings)``; raises :class:`UsageError`
     for a bad option."""
     from npudoctor.engine import evaluate
 
@@ -193,7 +195,7 @@ def judge(
     loaded, error = matrix() if matrix is not None else load_matrix_or_none(matrix_path)
     if record_matrix:
         snapshot.matrix = dict(loaded.provenance) if loaded is not None else {"error": error}
-    findings = evaluate(snapshot, loaded, options, ignore=list(ignore), ignored=ignored)
+    findings = evaluate(snapshot, loaded, options, ignore=list(ignore), ignored=ignored, shared=shared)
     return snapshot, findings
 
 
