@@ -8,14 +8,13 @@ all run in linear time (safe on garbage, fuzzed in ``tests/test_fuzz_parsers.py`
 
 The ``info`` table is parsed by its *grammar*, not by column offsets: every table line
 is split on ``|`` into cells and each cell is matched by content.  This covers the
-layouts of ``../shared/samples/INDEX.md`` §1 and §11 — 910-class (27/15/52), legacy
+layouts of the captured tables — 910-class (27/15/52), legacy
 22.0.4 (22/15/52), 310-class with ``Chip  Device`` (31/17/54, 19/17/54, 20/12/54),
 300I Duo (two chips per NPU id), A3 with ``Chip  Phy-ID`` (two chips per NPU, the
 second with power ``-``), the 26.x wide layout with ``Process id in container``
 (27/15/70) — plus trailing spaces, TAB or space indentation, shell prompts, log lines
 and Markdown fences around the table, ``...`` elisions, rows-only excerpts and tables
-cut short.  Sources of the formats: the captured outputs in ``../shared/samples``
-(copied into ``tests/fixtures``).
+cut short.  Sources of the formats: the captured outputs in ``tests/fixtures``.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 PLAIN_TORCH_FROM = "2.12.0"
 #: First torch line whose aarch64 wheel on PyPI is a CUDA build: up to 2.10 PyPI's aarch64
 #: torch is CPU-only (pytorch/pytorch#160162, #168065), from 2.11 the CPU build comes from
-#: :data:`TORCH_CPU_INDEX` (issue 16, measured).
+#: :data:`TORCH_CPU_INDEX` (as measured on PyPI's files).
 AARCH64_CPU_INDEX_FROM = "2.11.0"
 #: Row status order of preference when several rows are equally new.
 _STATUS_RANK = {"active": 0, "historical": 1, "release-notes-only": 2, "unmapped": 3, "prerelease": 4}

@@ -4,9 +4,9 @@ glibc each one needs.
 Two sources:
 
 * :meth:`WheelCatalog.from_pypi_json` — a PyPI JSON API document for the project
-  ``torch-npu`` (``https://pypi.org/pypi/torch-npu/json``, or the recorded copy
-  ``../shared/matrix/official/pypi-torch-npu.json``).  Wheel file names carry the exact
-  CPython and platform tags (REPORT.md §2), so the glibc a wheel needs is known
+  ``torch-npu`` (``https://pypi.org/pypi/torch-npu/json``, or a recorded copy such as
+  ``tests/fixtures/plan/pypi-torch-npu.json``).  Wheel file names carry the exact
+  CPython and platform tags (as PyPI lists them), so the glibc a wheel needs is known
   (``manylinux_2_28`` → glibc ≥ 2.28, PEP 600).
 * :meth:`WheelCatalog.from_matrix` — the ``python`` field of the matrix rows (the same
   PyPI listing, recorded when the matrix was built); no platform tags, so no glibc check.
