@@ -1,4 +1,4 @@
-"""The rest of the NPU stack's ELF files (issue 14): the CANN toolkit's libraries and
+"""The rest of the NPU stack's ELF files: the CANN toolkit's libraries and
 programs, NNAL's ATB libraries, the driver's libraries and ``npu-smi``.
 
 Found by walking the directories of the installs the other probes found (the selected
