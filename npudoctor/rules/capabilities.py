@@ -7,7 +7,8 @@ fails with the DCMI codes that otherwise mean "device busy" (-8005/-8020), so th
 finding (DEV002) is folded into the permission finding (DEV021): one cause, one finding.
 
 Reads ``ctx.view.container.capabilities`` (``/proc/self/status``), ``ctx.view.devices``
-(nodes, npu-smi, identity).  Root-cause kind K17 (../shared/cases/kinds.md).
+(nodes, npu-smi, identity).  Root-cause kind K17 (the ``[kinds]`` table of
+``knowledge/signatures.toml``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Reads ``ctx.view.devices`` (npudoctor/probes/devices.py), ``ctx.view.container``
 judged account (``devices.identity``, else ``host.identity``).  The visible-device
 variables are judged in rules/visibility.py, chip support in rules/chips.py, shared device
 facts live in rules/_devfacts.py.  Root-cause kinds: K13, K15, K16, K17, K18
-(../shared/cases/kinds.md).
+(the ``[kinds]`` table of ``knowledge/signatures.toml``).
 
 Codes DEV001–DEV059 belong to the device rule modules (DEV090+ to rules/health.py).
 """

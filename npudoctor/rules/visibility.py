@@ -2,7 +2,8 @@
 ASCEND_VISIBLE_DEVICES (read only by the Ascend Docker Runtime), CUDA_VISIBLE_DEVICES and
 ASCEND_DEVICE_ID, against the devices this process actually sees, and what Ray does to
 them.  Reads ``ctx.view.devices`` (``visibility``, ``ray``, chips and nodes) and
-``ctx.view.container``.  Root-cause kinds K15, K17 (../shared/cases/kinds.md).
+``ctx.view.container``.  Root-cause kinds K15, K17
+(the ``[kinds]`` table of ``knowledge/signatures.toml``).
 
 Codes DEV030–DEV033.
 """
@@ -140,7 +141,7 @@ def _ascend_visible(ctx: RuleContext, rt: Optional[str], nodes: List[int]) -> It
         and rt is None
         and (ctx.view.container.in_container or ctx.view.container.kubernetes)
         # exactly the nodes it names, in ascending order, outside Kubernetes: it did its job
-        # (issue 15); the observed failure (HAMi#1894) was a pod, with 4,3
+        # the observed failure (HAMi#1894) was a pod, with 4,3
         and (ctx.view.container.kubernetes or ids != sorted(ids))
     ):
         yield _non_first_cards(ctx, av, ids, nodes)
