@@ -5,10 +5,9 @@ Rules (through :mod:`npudoctor.remedies`) and the planner (:mod:`npudoctor.plan.
 both name packages with these functions, so a fix line and an install bundle never
 disagree on a file name.
 
-Source: ``../shared/matrix/REPORT.md`` §5 "Offline package file names" (retrieved
-2026-11; Ascend/docs ``_static/package_info.js``, ``Ascend/cann-container-image``
-Dockerfiles, hiascend mindsdk/730 mxindexfrug_0009, conda channel ``ascend``) and §3.3
-(driver ↔ firmware builds of the community install helper):
+Sources (retrieved 2026-11): Ascend/docs ``_static/package_info.js``,
+``Ascend/cann-container-image`` Dockerfiles, hiascend mindsdk/730 mxindexfrug_0009, conda
+channel ``ascend``, and the driver ↔ firmware builds of the community install helper:
 
 * toolkit  ``Ascend-cann-toolkit_{ver}_linux-{arch}.run`` (arch ``aarch64``/``x86_64``)
 * kernels  ≤ 8.0.RC2 ``Ascend-cann-kernels-{chip}_{ver}_linux.run`` (no arch);

@@ -9,8 +9,7 @@ of version.info files :func:`range_bound_key`.  CANN and the Ascend HDK use thei
 schemes, which this module orders.
 
 CANN (``CannVersion``), as observed in the CANN release notes, the torch_npu mapping
-tables and the installed ``ascend_toolkit_install.info`` / ``version.cfg`` files
-(``../shared/matrix/REPORT.md`` §3.6, ``../shared/samples/INDEX.md`` §10):
+tables and the installed ``ascend_toolkit_install.info`` / ``version.cfg`` files:
 
 * legacy scheme ``X.Y.RCn`` then ``X.Y.Z``: ``8.0.RC1 < 8.0.RC2 < 8.0.RC3 < 8.0.0 < 8.1.RC1``;
   hotfixes ``6.3.RC3.1`` sort after ``6.3.RC3``;
@@ -336,8 +335,9 @@ class DriverVersion(_Base):
     ``26.0.RC1``, ``6.0.rc1.2``, firmware ``7.7.0.1.231``.
 
     ``RC`` is case-insensitive.  A leading ``Ascend HDK `` is accepted.  Source of the
-    forms: ``../shared/samples/INDEX.md`` §10 and REPORT.md §3.6 (torch_npu's
-    ``DriverVersionToNum`` accepts the same shapes).  Raises :class:`InvalidVersion`.
+    forms: the captured ``npu-smi`` outputs and ``version.info`` files in ``tests/fixtures``
+    and the HDK release names of ``Ascend/docs`` (torch_npu's ``DriverVersionToNum`` accepts
+    the same shapes).  Raises :class:`InvalidVersion`.
     """
 
     _kind_name = "driver"

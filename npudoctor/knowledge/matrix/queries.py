@@ -148,7 +148,7 @@ class Matrix:
         ret = self.provenance.get("retrieved")
         if not isinstance(ret, str) or not _valid_date(ret):
             return None
-        import datetime as _dt  # here: ~1.5 ms of every start otherwise (issue 18)
+        import datetime as _dt  # here, not on every start: only a date to age needs it
 
         today = today or _dt.date.today()
         return (today - _dt.date.fromisoformat(ret)).days
