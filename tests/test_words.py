@@ -28,7 +28,12 @@ WORDS: Tuple[Tuple[str, re.Pattern[str]], ...] = (
     ),
     (
         "a path outside the repository",
-        re.compile(r"\.\./shared\b|(?<![\w*.])/work/|\bshared/(?:matrix|samples|cases)/"),
+        re.compile(
+            r"\.\./shared\b|(?<![\w*.])/work/|\bshared/(?:matrix|samples|cases)/|(?<![\w/])samples/"
+            # the research notes beside the repository, by name: the facts they hold are cited
+            # by their own sources (AUDIT's severity policy is named "AUDIT §7", without a path)
+            r"|\b(?:REPORT|INDEX|AUDIT|kinds|cases)\.md\b|\bREPORT §"
+        ),
     ),
 )
 
@@ -68,7 +73,7 @@ LIMIT = 3
 class A:
     """Policy in ../shared/matrix/AUDIT.md."""
 
-    def f(self) -> str:
+    def f(self) -> str:  # K16 (cases/kinds.md), the severity policy (AUDIT §7)
         # a comment with 0.012 ms/MiB
         text = "issue 7 in a string that is code"
         return text + "/work/x"
@@ -82,6 +87,7 @@ def g() -> None:
         (1, "an issue number"),
         (6, "a time figure"),
         (10, "a path outside the repository"),
+        (12, "a path outside the repository"),
         (13, "a time figure"),
     ]
 

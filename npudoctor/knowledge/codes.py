@@ -7,7 +7,7 @@ Each area has one TOML file with one table per code::
     area = "packages"                     # one of findings.AREAS; equals the file's name
     severity = "error"                    # error | warning | info (the default of its findings)
     title = "torch and torch_npu are not a matched set"
-    kinds = ["K01"]                       # optional: root-cause kinds of cases/kinds.md
+    kinds = ["K01"]                       # optional: root-cause kinds (signatures.toml [kinds])
     symptom_of = ["CTR002"]               # optional: codes whose problem causes this one
     explain = \"\"\"…what, why, how to fix (``npudoctor explain PKG001``)…\"\"\"
 

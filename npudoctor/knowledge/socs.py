@@ -22,6 +22,6 @@ SOC_FIRST_EXT: Dict[str, str] = {
 
 #: Edge SoC families: torch_npu's SoC table lists them, but the torch_npu install guide
 #: (v2.7.1-26.x installation_description.md, "Supported hardware products") marks
-#: "Atlas 200I/500 A2 inference" x, and the field reports (Ascend/pytorch#57, case 33;
+#: "Atlas 200I/500 A2 inference" x, and the field reports (Ascend/pytorch#57;
 #: llama.cpp#10719 `SOC_VERSION ascend310b1 does not support`) show frameworks rejecting them.
 EDGE_FAMILIES = ("310B",)

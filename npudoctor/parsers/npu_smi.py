@@ -346,7 +346,7 @@ def parse_error(text: str) -> Optional[Dict[str, Any]]:
     "dcmi" (a DCMI return code was printed: ``code``) | "not-installed" | "permission" |
     "loader" (the loader could not find a library npu-smi needs: ``library``),
     "message": the line}``.  The *presence of a* ``dcmi … ret is -NNNN`` *line* is the
-    signal (INDEX.md §11), not the exit status.  ``DrvMngGetConsoleLogLevel failed``
+    signal (as the captured outputs show), not the exit status.  ``DrvMngGetConsoleLogLevel failed``
     lines and ``[EVENT] PROFILING`` noise are ignored.  What a DCMI code means (-8005,
     -8020: the device is busy) is the rules' knowledge
     (:data:`npudoctor.rules.devices.DCMI_CODES`).  Never raises.
@@ -504,7 +504,7 @@ def parse_board(text: str) -> Dict[str, Any]:
     """``npu-smi info -t board -i N [-c C]`` → the fields plus ``soc_version`` when the
     output allows it.
 
-    ``soc_version`` follows the ATC documentation (REPORT.md §4.2): A3 = ``Chip Name`` +
+    ``soc_version`` follows the ATC ``--soc_version`` documentation: A3 = ``Chip Name`` +
     ``_`` + ``NPU Name`` (``Ascend910_9391``); otherwise ``Chip Type`` + ``Chip Name``
     (``Ascend`` + ``910B3``).  Masked values (``xxx``) give None."""
     kv = parse_kv(text)

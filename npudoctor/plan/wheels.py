@@ -56,7 +56,7 @@ def platform_tags(arch: str, glibc: Optional[str]) -> List[str]:
     """The platform tags a Linux ``arch`` machine with ``glibc`` accepts, best first, for
     ``pip download --platform`` (pip does not expand ``manylinux_2_X`` by itself).
 
-    Unknown glibc: assume 2.28 (the floor of current torch_npu wheels, REPORT.md §2) —
+    Unknown glibc: assume 2.28 (the floor of current torch_npu wheels on PyPI) —
     the caller must say so.  ``manylinux2014``/``2010``/``1`` aliases are included."""
     version = parse_glibc(glibc) or (2, 28)
     major, minor = version

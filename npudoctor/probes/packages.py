@@ -82,7 +82,7 @@ INTEREST = frozenset(
     {"torch", "torch-npu", "torchvision", "torchaudio", "numpy", "vllm", "vllm-ascend", "mindie-turbo", "mindie"}
 )
 
-#: Import names checked on disk: CANN Python dependencies (REPORT §6.2 / kinds K06) and
+#: Import names checked on disk: CANN Python dependencies (CANN install guides / kind K06) and
 #: numpy.  Keys are import names, values the pip distribution names.
 MODULES = {
     "numpy": "numpy",

@@ -58,7 +58,7 @@ NO_PASSWD = codes.get("DEV022")
 TOPOLOGY = codes.get("DEV050")
 
 #: Alarm/error codes of `npu-smi info -t health` whose meaning is known.
-#: 80E3A203: samples/npu-smi-info-t-health_310B4_23.0.0_Alarm_80E3A203.txt — "node type=LPM,
+#: 80E3A203: tests/fixtures/npu-smi-info-t-health_310B4_23.0.0_Alarm_80E3A203.txt — "node type=LPM,
 #: sensor type=Chip Hardware, event state=The function of obtaining the current is abnormal"
 #: on a 310B4 development board; the board still computes (the current sensor cannot be read).
 KNOWN_HEALTH_CODES: Dict[str, Tuple[bool, str]] = {

@@ -68,8 +68,8 @@ NUMPY2 = codes.get("PKG007")
 #: Projects whose duplicates matter for the NPU stack.
 _STACK = ("torch", "torch-npu", "torchvision", "torchaudio", "numpy")
 
-#: CANN Python dependencies when the matrix cannot say (REPORT §6.2 install command and
-#: kinds.md K06).  Values are the import names.
+#: CANN Python dependencies when the matrix cannot say (the pip command of the CANN install
+#: guides, and root-cause kind K06).  Values are the import names.
 DEFAULT_CANN_DEPS = {
     "decorator": "decorator",
     "attrs": "attr",

@@ -244,7 +244,7 @@ def _add_ray_context(finding: Finding, ray: List[str], vis: Visibility) -> None:
 def _non_first_cards(ctx: RuleContext, av: str, ids: List[int], nodes: List[int]) -> Finding:
     """DEV031 for a device plugin that mounted exactly the allocated, non-first NPUs
     (ASCEND_VISIBLE_DEVICES=4,3 with /dev/davinci3, /dev/davinci4) and set no
-    ASCEND_RT_VISIBLE_DEVICES: Project-HAMi/HAMi#1894 (case 45) saw `open device 1 failed,
+    ASCEND_RT_VISIBLE_DEVICES: Project-HAMi/HAMi#1894 saw `open device 1 failed,
     runtime result = 507033` / E39007 there, while the first cards (0,1) worked."""
     kube = ctx.view.container.kubernetes
     ascending = ids == sorted(ids)
