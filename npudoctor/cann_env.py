@@ -13,7 +13,7 @@ How the values are obtained, in order:
    toolkit asked for (``ascend-toolkit/set_env.sh`` hard-codes ``.../latest``), its
    values are *rebased* onto the requested toolkit;
 2. without a readable script: the variables the CANN documentation lists (sample
-   ``set_env_toolkit_8.0.0.sh.txt``; ``samples/INDEX.md`` §9):
+   ``tests/fixtures/set_env_toolkit_8.0.0.sh.txt``):
    ``ASCEND_TOOLKIT_HOME``, ``ASCEND_HOME_PATH``, ``ASCEND_AICPU_PATH``,
    ``ASCEND_OPP_PATH``, ``TOOLCHAIN_HOME``, ``LD_LIBRARY_PATH`` += ``<driver>/lib64``,
    ``<driver>/lib64/common``, ``<driver>/lib64/driver``, ``<toolkit>/lib64``,
@@ -86,9 +86,9 @@ def set_env_candidates(toolkit_path: str) -> List[str]:
     1. ``<toolkit>/set_env.sh``: the CANN 8.5+ layout (``cann-<ver>/set_env.sh``, and
        through the ``cann`` and ``ascend-toolkit/latest`` symlinks);
     2. for a ``cann`` / ``cann-<ver>`` toolkit: the sibling ``cann/set_env.sh`` and the
-       compatibility entry point ``ascend-toolkit/set_env.sh`` (samples INDEX.md §9,
-       layout 2: "The env files are /usr/local/Ascend/cann/set_env.sh (or
-       cann-<ver>/set_env.sh), and ascend-toolkit/set_env.sh still works");
+       compatibility entry point ``ascend-toolkit/set_env.sh`` (the 8.5+ layout of
+       the official CANN images: ``/usr/local/Ascend/cann/set_env.sh`` or
+       ``cann-<ver>/set_env.sh``, and ``ascend-toolkit/set_env.sh`` still works);
     3. ``<toolkit>/../set_env.sh``: the classic ``ascend-toolkit/set_env.sh`` next to
        ``ascend-toolkit/{latest,<ver>}`` (and ``nnae/set_env.sh``).
     """

@@ -41,7 +41,7 @@ class Options(MutableRecord):
     probe returns (a caller whose budget runs out judges what was finished).
     ``index_packages``: the ``packages`` probe reads the metadata of the distributions rules
     judge by name only and indexes the rest by directory name, as a quick run does
-    (``devices``: its time must not grow with the distributions installed, issue 18).
+    (``devices``: its time must not grow with the distributions installed).
     """
 
     python: Optional[str] = None

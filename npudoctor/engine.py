@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 def module_names(package: str) -> List[str]:
     """The public modules of ``package`` (``"npudoctor.rules"``), sorted: every ``*.py``
     in its directories whose name does not start with ``_`` (importing the package, not
-    them; pkgutil, which would say the same, costs ~8 ms to import)."""
+    them; pkgutil, which would say the same, is a costly import: docs/performance.md)."""
     pkg = importlib.import_module(package)
     names = {
         name[:-3]
@@ -314,7 +314,7 @@ def _selected(
 
 def _crash(exc: Exception) -> str:
     """What ``_errors`` records of a probe that raised: the exception and its last frames."""
-    import traceback  # only for a probe that crashed (~1 ms of every start otherwise)
+    import traceback  # only for a probe that crashed, not on every start
 
     return f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}"
 
@@ -377,7 +377,7 @@ def collect(host: Host, options: Options, sections: Optional[Sequence[str]] = No
     }
     hostname = str(facts.get("host", {}).get("hostname") or "") if isinstance(facts.get("host"), dict) else ""
     if not hostname and host.live:
-        import socket  # live runs only (~2 ms of every start otherwise)
+        import socket  # live runs only, not on every start
 
         hostname = socket.gethostname()
     return Snapshot(facts=facts, target=target, node=hostname, created=now_iso())

@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # the remedies are imported by the rules that make findings, 
 SEVERITIES = ("error", "warning", "info")
 _SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 
-#: Areas, in the order the report shows them (the check order of cases/kinds.md).
+#: Areas, in the order the report shows them (the check order of the root-cause kinds).
 AREAS = (
     "python",
     "packages",
@@ -88,7 +88,8 @@ class RegistryError(ValueError):
 class Code(Record):
     """A stable finding code with its default severity and long explanation.
 
-    ``kinds`` names the root-cause kinds of ``cases/kinds.md`` (``K01``…) it covers.
+    ``kinds`` names the root-cause kinds (``K01``…, the ``[kinds]`` table of
+    ``knowledge/signatures.toml``) it covers.
     ``symptom_of`` names codes whose problem causes this one: when a finding of one of
     them is reported (at least as severe), a finding of this code is a follow-on symptom
     folded under it (``data["because"]``, set by ``rules/order.py``).

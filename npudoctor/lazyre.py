@@ -1,8 +1,8 @@
 """Regular expressions compiled on first use.
 
 A module-level ``re.compile`` runs on every import of its module, whether or not the
-pattern is used in that run: ``npudoctor health`` imported ~130 of them (15-25 ms of a
-~150 ms run on a 2-core machine).  :func:`pattern` returns a :class:`LazyPattern` instead:
+pattern is used in that run: ``npudoctor health`` imported over a hundred of them, a tenth
+or more of its run (docs/performance.md).  :func:`pattern` returns a :class:`LazyPattern` instead:
 it holds the regex and its flags and compiles them when a method or attribute of the
 pattern is first asked for.  From then on the compiled pattern's own bound methods are
 stored on the object, so a call costs one instance-dict lookup, as a plain

@@ -10,10 +10,10 @@ snapshot schema reads from the source.  ``replace``, ``asdict`` and ``fields`` a
 ``msgspec.structs``'.
 
 Why not :mod:`dataclasses`: on the Python versions npudoctor runs on (3.8-3.12),
-``dataclass(frozen=True)`` compiles six methods per class with ``exec`` at import, about
-1.5 ms a class; ``health`` and ``devices`` define a hundred records, which was half of a
-run.  A ``Struct`` class is built in C (under 0.1 ms) and its instances are smaller and
-faster to make.  The measurements are in ``docs/performance.md``.
+``dataclass(frozen=True)`` compiles six methods per class with ``exec`` at import;
+``health`` and ``devices`` define a hundred records, which was half of a run.  A ``Struct``
+class is built in C, many times faster, and its instances are smaller and faster to make.
+The measurements are in ``docs/performance.md``.
 """
 
 from __future__ import annotations

@@ -285,7 +285,7 @@ def _conceal_item(key: str, value: Any) -> Any:
 def _sha256(data: bytes) -> Any:
     """A SHA-256 hash object of ``data`` (``digest()``, ``hexdigest()``), by the
     interpreter's built-in implementation when it has one (the same digest): ``hashlib``
-    loads OpenSSL first, ~2 ms of every ``devices`` run (issue 18)."""
+    loads OpenSSL first, which every ``devices`` run would pay for (docs/performance.md)."""
     import importlib
 
     for name in ("_sha2", "_sha256"):  # CPython 3.12+, CPython 3.8-3.11
@@ -378,7 +378,7 @@ class Redactor:
         """A stable pseudonymous IPv4 address in ``10.0.0.0/8``: the ``/24`` of the address
         maps to one pseudonymous ``/24`` and the last octet is kept.  Loopback, unspecified,
         netmask-like and link-local addresses are kept as they are."""
-        import ipaddress  # here: ~1 ms of every start otherwise (issue 18)
+        import ipaddress  # here, not on every start: only an address to replace needs it
 
         try:
             addr = ipaddress.IPv4Address(text)

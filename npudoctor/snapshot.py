@@ -117,7 +117,7 @@ class Snapshot(MutableRecord):
             raise SnapshotError("empty snapshot: 'facts' holds no section (was it written by `npudoctor collect`?)")
         # A section that is not an object is not a reason to refuse the rest: the typed views
         # (npudoctor.facts) read it as "malformed" and HOST005 says it could not be read
-        # (issue 20: a malformed section is a "could not read" fact, not a refusal).
+        # (a malformed section is a "could not read" fact, not a refusal).
         return cls(
             facts=facts,
             target=dict(raw.get("target") or {}),

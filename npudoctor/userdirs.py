@@ -1,8 +1,8 @@
 """npudoctor's per-user directories (cache, config), as ``platformdirs`` names them.
 
 Every ``health`` run asks for both (is there a refreshed matrix in the cache? a config file
-silencing codes?), and importing platformdirs costs 4-13 ms on the 2-core machine
-(pathlib, tempfile, its platform classes), a tenth of a health run.  So the common Linux
+silencing codes?), and importing platformdirs (pathlib, tempfile, its platform classes)
+was a tenth of a health run (docs/performance.md).  So the common Linux
 case is answered here: no ``$XDG_CACHE_HOME`` / ``$XDG_CONFIG_HOME`` and an absolute
 ``$HOME`` give ``$HOME/.cache/npudoctor`` and ``$HOME/.config/npudoctor``, which is what
 every platformdirs release since 2.5 (the floor in pyproject.toml) answers there (its Unix

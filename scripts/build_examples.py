@@ -4,8 +4,8 @@
 Each example starts from the healthy 8 x 910B3 container of
 ``tests/scenarios/health-910b3-8npu-healthy`` (real npu-smi capture, CANN 8.0.0
 install info and set_env.sh, driver version.info, torch 2.1.0 + torch_npu 2.1.0.post10)
-and changes exactly one thing, taken from a real failure report in
-``../shared/cases/cases.md``.  Every example is a scenario (scenario.toml + root/ + bin/)
+and changes exactly one thing, taken from a real failure report (each example names its
+source).  Every example is a scenario (scenario.toml + root/ + bin/)
 so the test suite runs it, plus an ``env`` file for ``--env-file``::
 
     cd examples/numpy-2-with-cann-8.0
@@ -80,7 +80,7 @@ EXAMPLES: Dict[str, Dict[str, object]] = {
         "source": "npu-smi capture: vllm-project/vllm-ascend#198; CANN files: ../shared/samples",
         "change": lambda e: None,
         # numpy 1.26.4 is inside the < 2 CANN 8.0.0 needs but newer than the 1.19.2-1.24 its
-        # install guide names: "not documented either way", an info (issue 13 grid nc-03)
+        # install guide names: "not documented either way", an info (grades grid row nc-03)
         "expect": {
             "exit": 0,
             "absent": ["ENV001", "PKG001", "DEV002"],

@@ -3,8 +3,8 @@
 under ``npudoctor/knowledge`` (finding codes, triage signatures, framework data): the
 parsed document and the SHA-256 of the TOML bytes it came from.  At run time
 :func:`npudoctor.tomlread.load_bundled` reads the twin instead of parsing the TOML while the
-hash matches (issue 18).  The compatibility matrix has its own compiled form
-(``scripts/gen_matrix.py``: merged and validated).
+hash matches (parsing TOML at every start is what it saves).  The compatibility matrix has
+its own compiled form (``scripts/gen_matrix.py``: merged and validated).
 
 Usage::
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write ``docs/grades.md`` (how npudoctor grades a version combination) from the evidence grid.
 
-The page is generated from ``tests/fixtures/grades/grid.toml`` (issue 13): for every grade of
+The page is generated from ``tests/fixtures/grades/grid.toml``: for every grade of
 :class:`npudoctor.knowledge.grades.Grade` it gives what the grade means in plain words, a worked
 example taken from a grid row (named by its id; the script fails when that row is missing or
 has another grade, so the page cannot drift from the grid), the severity the grid's rows of

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Write ``npudoctor/_registry.py``: what every probe and rule module declares, so that a run
-imports only the modules it runs (issue 18).
+imports only the modules it runs.
 
 The registry holds, from the modules themselves (imported here, in a fresh interpreter):
 

@@ -46,7 +46,7 @@ class CudaEvidence(View):
 
 
 class FrameworksFacts(View):
-    """What frameworks record about their own build, and CUDA evidence (issue 16)."""
+    """What frameworks record about their own build, and CUDA evidence."""
 
     vllm_ascend: Optional[BuildInfo] = None
     torch_npu_description: Optional[Description] = None

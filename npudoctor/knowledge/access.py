@@ -1,4 +1,4 @@
-"""What npudoctor cannot conclude when a path could not be read (issue 20: unreadable is
+"""What npudoctor cannot conclude when a path could not be read (unreadable is
 not absent), used by :mod:`npudoctor.rules.access`.
 
 ``BLIND`` maps a kind of refused path to the finding codes that conclude from absence (or

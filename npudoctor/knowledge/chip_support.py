@@ -1,5 +1,5 @@
-"""Framework support per Ascend chip family, and the chip family a framework build records
-(issue 16).  Data: ``npudoctor/knowledge/data/frameworks/framework_support.toml`` (every row
+"""Framework support per Ascend chip family, and the chip family a framework build records.
+Data: ``npudoctor/knowledge/data/frameworks/framework_support.toml`` (every row
 with its sources, checked 2026-12-01).
 
 Chip families are the matrix's (``matrix/chips.toml``: ``910B``, ``910_93``, ``310P``, ...),

@@ -86,7 +86,7 @@ def package_chip(matrix: Optional[Matrix], devices: DevicesFacts) -> Optional[st
     NPU chips of this machine, or ``None`` when no chip is known.
 
     From ``devices.chips[*].name`` via ``matrix.chip(name).kernels_package_chip``
-    (chips.toml, REPORT.md §5); a chip the matrix does not list is unknown here."""
+    (chips.toml); a chip the matrix does not list is unknown here."""
     for chip in devices.named_chips:
         info = matrix_chip(matrix, str(chip.name))
         if info is not None and info.kernels_package_chip:

@@ -7,13 +7,13 @@ Each area has one TOML file with one table per code::
     area = "packages"                     # one of findings.AREAS; equals the file's name
     severity = "error"                    # error | warning | info (the default of its findings)
     title = "torch and torch_npu are not a matched set"
-    kinds = ["K01"]                       # optional: root-cause kinds of cases/kinds.md
+    kinds = ["K01"]                       # optional: root-cause kinds (signatures.toml [kinds])
     symptom_of = ["CTR002"]               # optional: codes whose problem causes this one
     explain = \"\"\"…what, why, how to fix (``npudoctor explain PKG001``)…\"\"\"
 
 A code is ``PREFIX`` + three digits, and its prefix names its area (``PKG`` → packages,
 see :data:`PREFIXES`), so :func:`get` parses only the one file that holds the code: a rule
-module costs the parse of its own area's file (about 0.5 ms), once per process.
+module costs the parse of its own area's file, once per process.
 :func:`all_codes`, :func:`lookup` and :func:`registry` read every file and also check that
 names are unique across files.  Any malformed entry raises :class:`CodesError` naming the
 file and the code; ``tests/test_codes.py`` loads everything, so a bad edit fails the tests.

@@ -1,4 +1,4 @@
-"""CUDA-only Python distributions in an Ascend NPU environment (issue 16): the data of
+"""CUDA-only Python distributions in an Ascend NPU environment: the data of
 ``npudoctor/knowledge/data/frameworks/cuda_only.toml`` and the one judgement of whether an
 installed distribution is a CUDA-only build, from its OWN metadata and files.
 
@@ -129,7 +129,7 @@ def entry_for(canonical: str) -> Optional[Entry]:
     """The entry naming the distribution ``canonical`` (PEP 503 name), or ``None``: the
     first entry in data order with a name pattern that matches all of it.  One combined
     pattern (a named group per entry) is tried instead of every pattern in turn: a
-    site-packages of 100,000 distributions is asked about each (issue 20's scale)."""
+    site-packages of 100,000 distributions is asked about each."""
     found = entries()
     if not _NAMED:
         groups = "|".join(
@@ -162,7 +162,7 @@ def files_pattern() -> Pattern[str]:
     """One pattern, the alternation of every :func:`file_patterns` pattern (built once per
     process): ``files_pattern().fullmatch(p)`` matches exactly when one of them fully matches
     ``p`` (fullmatch backtracks into every alternative).  A RECORD of torch is ~15,000 paths;
-    one match each instead of one per pattern (issue 18)."""
+    one match each instead of one per pattern."""
     if not _FILES:
         _FILES.append(re.compile(files_source()))
     return _FILES[0]
@@ -170,7 +170,7 @@ def files_pattern() -> Pattern[str]:
 
 def files_source() -> str:
     """The regex text of :func:`files_pattern`, without compiling it (a cache key; compiling
-    the alternation costs ~8 ms, needed only when a RECORD is read)."""
+    the alternation is costly, and needed only when a RECORD is read)."""
     return "|".join(f"(?:{p.pattern})" for p in file_patterns()) or "(?!)"
 
 
@@ -188,7 +188,7 @@ def requirement_of_interest(canonical: str) -> bool:
     """Whether a requirement on the project ``canonical`` (PEP 503 name) can count in
     :func:`judge`: it matches :data:`CUDA_REQUIREMENT` or fully matches an entry's
     ``requires_dist`` pattern (their alternation, built once).  Callers parse and evaluate
-    only these (a requirement is parsed with packaging, ~0.1 ms each)."""
+    only these (parsing a requirement with packaging is the costly step)."""
     if not _REQUIRED:
         alternatives = "|".join(f"(?:{p.pattern})" for e in entries() for p in e.requires_dist)
         _REQUIRED.append(re.compile(alternatives or "(?!)"))

@@ -1,5 +1,5 @@
-"""Compatibility verdicts graded by evidence (issue 13; policy: ../shared/matrix/AUDIT.md §7,
-refined by the issue).
+"""Compatibility verdicts graded by evidence (the severity policy, AUDIT §7, as refined for
+npudoctor).
 
 Every pairing judgement (torch ↔ torch_npu, torch_npu ↔ CANN, CANN ↔ kernels/NNAL, CANN ↔
 driver, driver ↔ firmware, Python ↔ wheels, numpy ↔ CANN) returns a :class:`Verdict`: a
@@ -109,8 +109,8 @@ def severity(verdict: Verdict, always_report: bool = False, mild: bool = False) 
     CANN relation in a container).  ``mild``: an undocumented combination that the policy
     rates ``info`` rather than ``warning`` (AUDIT §7 (c): a driver newer than every
     documented HDK by ≤ ~1 year; (d): one HDK release older on the same product line).
-    Source: AUDIT §7 and issue 13's refinement (a newer CANN with no statement is a
-    warning; an error needs an explicit N, a floor, a far-outside window or a failure)."""
+    Source: the severity policy (AUDIT §7) as refined for npudoctor (a newer CANN with no
+    statement is a warning; an error needs an explicit N, a floor, a far-outside window or a failure)."""
     grade = verdict.grade
     if grade in (Grade.PAIRED, Grade.DECLARED):
         return "info" if always_report else None

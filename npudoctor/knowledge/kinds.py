@@ -1,5 +1,5 @@
 """The root-cause kinds (``K01``..``K22``) by name, for every output that prints a kind
-label (issue 19: never a bare ``K10``).  Read from the ``[kinds]`` table of the packaged
+label (never a bare ``K10``).  Read from the ``[kinds]`` table of the packaged
 ``signatures.toml`` without building and validating every triage signature
 (:func:`npudoctor.knowledge.signatures.load_kb` validates the same table; the tests load it).
 """

@@ -1,5 +1,5 @@
 """Python distributions that are part of the NPU stack: their shared objects are audited
-by the library check even when they link no NPU library directly (issue 14).
+by the library check even when they link no NPU library directly.
 
 A ``.so`` such a distribution installs (its ``RECORD``) is loaded by the NPU workload
 (vllm-ascend's custom kernels, triton-ascend's compiler libraries, torchair's graph

@@ -5,10 +5,9 @@ Rules (through :mod:`npudoctor.remedies`) and the planner (:mod:`npudoctor.plan.
 both name packages with these functions, so a fix line and an install bundle never
 disagree on a file name.
 
-Source: ``../shared/matrix/REPORT.md`` §5 "Offline package file names" (retrieved
-2026-11; Ascend/docs ``_static/package_info.js``, ``Ascend/cann-container-image``
-Dockerfiles, hiascend mindsdk/730 mxindexfrug_0009, conda channel ``ascend``) and §3.3
-(driver ↔ firmware builds of the community install helper):
+Sources (retrieved 2026-11): Ascend/docs ``_static/package_info.js``,
+``Ascend/cann-container-image`` Dockerfiles, hiascend mindsdk/730 mxindexfrug_0009, conda
+channel ``ascend``, and the driver ↔ firmware builds of the community install helper:
 
 * toolkit  ``Ascend-cann-toolkit_{ver}_linux-{arch}.run`` (arch ``aarch64``/``x86_64``)
 * kernels  ≤ 8.0.RC2 ``Ascend-cann-kernels-{chip}_{ver}_linux.run`` (no arch);
@@ -21,11 +20,11 @@ Dockerfiles, hiascend mindsdk/730 mxindexfrug_0009, conda channel ``ascend``) an
 * driver   ``Ascend-hdk-{chip}-npu-driver_{drv}_linux-{arch}.run``, arch ``aarch64``/``x86-64``
 * firmware ``Ascend-hdk-{chip}-npu-firmware_{fw}.run`` (no arch; its own 5-part numbering)
 
-Kernels vs ops for the 8.5.0 alphas: REPORT.md §5 table rows "CANN kernels, 8.0.RC3 –
+Kernels vs ops for the 8.5.0 alphas: the sources above list "CANN kernels, 8.0.RC3 –
 8.3.RC2 (and 8.5.0.alphaNNN)" with the example ``Ascend-cann-kernels-910b_8.5.0.alpha002_linux-aarch64.run``,
 "CANN kernels for A3 … (and 8.5.0.alphaNNN)", and "CANN ops (replaces kernels from
 8.5.0)"; the conda channel ``ascend`` ships legacy ``cann-kernels-*`` "up to
-8.5.0.alpha002" (REPORT.md §5, "Other distribution channels").  So CANN 8.5.0.alpha001
+8.5.0.alpha002" (anaconda.org/ascend).  So CANN 8.5.0.alpha001
 has a **kernels** package, and 8.5.0 (and its betas and later releases) an **ops** one.
 """
 
@@ -40,7 +39,7 @@ from npudoctor.record import Record
 if TYPE_CHECKING:
     from typing import Dict, Optional, Tuple
 
-#: Package kinds in the order the official images install them (REPORT.md §5).
+#: Package kinds in the order the official images install them.
 INSTALL_ORDER: Tuple[str, ...] = ("driver", "firmware", "toolkit", "kernels", "ops", "nnal")
 
 #: Kinds that are CANN packages (the others are Ascend HDK packages).
@@ -50,8 +49,8 @@ CANN_KINDS: Tuple[str, ...] = ("toolkit", "kernels", "ops", "nnal")
 PACKAGE_CHIPS: Tuple[str, ...] = ("910b", "910", "310p", "A3")
 
 #: driver → firmware build installed together by the Ascend community install helper
-#: (REPORT.md §3.3, Ascend/docs _static/package_info.js).  Firmware numbers of newer HDKs
-#: are not published in any source read (REPORT.md §9).
+#: (Ascend/docs _static/package_info.js).  Firmware numbers of newer HDKs are not
+#: published in any source read.
 FIRMWARE_FOR_DRIVER: Dict[str, str] = {
     "25.0.rc1.1": "7.7.0.1.231",
     "24.1.rc2": "7.3.0.1.231",
@@ -156,19 +155,19 @@ def firmware_for_driver(driver: str) -> Optional[str]:
     return FIRMWARE_FOR_DRIVER.get(driver.lower())
 
 
-#: set_env.sh of the 8.5+ ``cann`` layout (REPORT.md §3.5) and of the classic ``ascend-toolkit`` one.
+#: set_env.sh of the 8.5+ ``cann`` layout and of the classic ``ascend-toolkit`` one.
 CANN_LAYOUT_SET_ENV = "/usr/local/Ascend/cann/set_env.sh"
 TOOLKIT_LAYOUT_SET_ENV = "/usr/local/Ascend/ascend-toolkit/set_env.sh"
 
 
 def set_env_script(cann: Optional[str]) -> str:
     """Where a fresh install of CANN ``cann`` puts its set_env.sh:
-    ``/usr/local/Ascend/cann/set_env.sh`` from 8.5 (the 8.5 layout, REPORT.md §3.5),
+    ``/usr/local/Ascend/cann/set_env.sh`` from 8.5 (the 8.5 layout of the official images),
     else ``/usr/local/Ascend/ascend-toolkit/set_env.sh``."""
     if cann and (major_minor(cann) or (0, 0)) >= (8, 5):
         return CANN_LAYOUT_SET_ENV
     return TOOLKIT_LAYOUT_SET_ENV
 
 
-#: NNAL's ATB environment script (REPORT.md §3.5).
+#: NNAL's ATB environment script (the official images).
 NNAL_SET_ENV = "/usr/local/Ascend/nnal/atb/set_env.sh"

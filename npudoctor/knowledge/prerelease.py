@@ -1,5 +1,5 @@
-"""Pre-release and dev torch_npu builds judged by the CANN their OWN wheel metadata names
-(issue 16), for builds the matrix has no row for (mirror builds, or an rc newer than the
+"""Pre-release and dev torch_npu builds judged by the CANN their OWN wheel metadata names,
+for builds the matrix has no row for (mirror builds, or an rc newer than the
 bundled matrix).
 
 A torch_npu wheel's description (its README, the METADATA body) has a table row for the

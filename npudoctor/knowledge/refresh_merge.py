@@ -1,4 +1,4 @@
-"""The parts of ``matrix refresh``'s merge that carry declared windows (issue 13, item 5).
+"""The parts of ``matrix refresh``'s merge that carry declared windows.
 
 * :func:`apply_declared` — a TorchNPU release note's "版本兼容性说明" (extension line ->
   CANN versions declared compatible) added to ``cann_compatible`` of every row of that line;

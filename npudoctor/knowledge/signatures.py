@@ -1,8 +1,8 @@
 """The triage signatures: known error messages, what they mean and which findings decide their causes.
 
 The data is ``signatures.toml`` beside this module (its header documents the format).  Each
-signature (:class:`Entry`) has regex patterns, a meaning, the root-cause kinds (``K01``..``K22``
-of ``cases/kinds.md``) and ranked candidate causes (:class:`Cause`).  A cause names the finding
+signature (:class:`Entry`) has regex patterns, a meaning, the root-cause kinds (``K01``..``K22``,
+its ``[kinds]`` table) and ranked candidate causes (:class:`Cause`).  A cause names the finding
 codes of the rules that confirm it (``confirmed_by``) and optionally those that refute it
 (``refuted_by``); a cause may also be stated by the log line itself (``stated_by``: captures
 whose presence in the matched line establishes it).  Nothing here looks at a machine: the

@@ -10,8 +10,7 @@ if TYPE_CHECKING:
 #: SoC names that torch_npu learned after its first 2.1/1.11 releases: the extension line
 #: (release-branch suffix, e.g. v2.1.0-6.0.rc1) whose SoC table first lists them.  Older
 #: builds raise ``Unsupported soc version: <name>`` at ``import torch_npu``/first device use.
-#: Source: torch_npu NpuVariables.cpp per release branch (../shared/matrix/REPORT.md §4.1
-#: "History in torch_npu branches"): 310B4 added in -6.0.rc1, 910B4-1 in -6.0.rc2, 310P5/310P7
+#: Source: torch_npu's NpuVariables.cpp, read on each release branch: 310B4 added in -6.0.rc1, 910B4-1 in -6.0.rc2, 310P5/310P7
 #: and Ascend910_9362 in -7.0.0.
 SOC_FIRST_EXT: Dict[str, str] = {
     "Ascend310B4": "6.0.rc1",
@@ -23,6 +22,6 @@ SOC_FIRST_EXT: Dict[str, str] = {
 
 #: Edge SoC families: torch_npu's SoC table lists them, but the torch_npu install guide
 #: (v2.7.1-26.x installation_description.md, "Supported hardware products") marks
-#: "Atlas 200I/500 A2 inference" x, and the field reports (Ascend/pytorch#57, case 33;
+#: "Atlas 200I/500 A2 inference" x, and the field reports (Ascend/pytorch#57;
 #: llama.cpp#10719 `SOC_VERSION ascend310b1 does not support`) show frameworks rejecting them.
 EDGE_FAMILIES = ("310B",)

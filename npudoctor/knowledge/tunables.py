@@ -1,4 +1,4 @@
-"""Runtime tunables (issue 33): the records of ``knowledge/data/tunables.toml`` and the
+"""Runtime tunables: the records of ``knowledge/data/tunables.toml`` and the
 parsers that read a value the way its reader does.
 
 * :func:`npudoctor.parsers.numbers.strtol` (C's ``strtol``) is how torch_npu reads its numeric

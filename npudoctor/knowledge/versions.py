@@ -9,8 +9,7 @@ of version.info files :func:`range_bound_key`.  CANN and the Ascend HDK use thei
 schemes, which this module orders.
 
 CANN (``CannVersion``), as observed in the CANN release notes, the torch_npu mapping
-tables and the installed ``ascend_toolkit_install.info`` / ``version.cfg`` files
-(``../shared/matrix/REPORT.md`` §3.6, ``../shared/samples/INDEX.md`` §10):
+tables and the installed ``ascend_toolkit_install.info`` / ``version.cfg`` files:
 
 * legacy scheme ``X.Y.RCn`` then ``X.Y.Z``: ``8.0.RC1 < 8.0.RC2 < 8.0.RC3 < 8.0.0 < 8.1.RC1``;
   hotfixes ``6.3.RC3.1`` sort after ``6.3.RC3``;
@@ -272,7 +271,7 @@ class CannVersion(_Base):
     the original text.  Raises :class:`InvalidVersion` for anything else (including
     5-part inner versions such as ``7.6.0.1.220``).  Comparisons raise
     :class:`UnorderableVersion` when the order is unknowable; :meth:`compare` returns
-    ``None`` instead.  Order source: CANN release notes naming (REPORT.md §3.6).
+    ``None`` instead.  Order source: the naming of the CANN release notes.
     """
 
     _kind_name = "CANN"
@@ -336,8 +335,9 @@ class DriverVersion(_Base):
     ``26.0.RC1``, ``6.0.rc1.2``, firmware ``7.7.0.1.231``.
 
     ``RC`` is case-insensitive.  A leading ``Ascend HDK `` is accepted.  Source of the
-    forms: ``../shared/samples/INDEX.md`` §10 and REPORT.md §3.6 (torch_npu's
-    ``DriverVersionToNum`` accepts the same shapes).  Raises :class:`InvalidVersion`.
+    forms: the captured ``npu-smi`` outputs and ``version.info`` files in ``tests/fixtures``
+    and the HDK release names of ``Ascend/docs`` (torch_npu's ``DriverVersionToNum`` accepts
+    the same shapes).  Raises :class:`InvalidVersion`.
     """
 
     _kind_name = "driver"
@@ -450,7 +450,7 @@ def version_in(text: str, patterns: Iterable[str]) -> bool:
     matches ``"8.0.RC3"``) or a wildcard whose last component is ``X``/``x``/``*``
     (``"8.5.X"`` matches ``8.5.0``, ``8.5.1``, ``8.5.0-beta.1``; ``"25.5.X"`` matches
     ``25.5.1``).  Wildcards are the notation of the official release-note tables
-    (CANN "版本兼容性说明", REPORT.md §1.5/§3.1).  Never raises."""
+    (the "版本兼容性说明" of the TorchNPU and CANN release notes).  Never raises."""
     if not isinstance(text, str) or not text.strip():
         return False
     mine = tokens(_strip_prefix(text))
@@ -659,8 +659,8 @@ def cann_less(a: Optional[str], b: Optional[str]) -> Optional[bool]:
 def same_cann(a: str, b: str) -> bool:
     """Whether two CANN version strings name the same release: equal as
     :class:`CannVersion`, or a legacy community re-release (``8.0.RC3.beta1`` ==
-    commercial ``8.0.RC3``, CANN <= 8.0; REPORT.md §3.6).  Cached: the matrix compares
-    the same few hundred versions many times over."""
+    commercial ``8.0.RC3``, CANN <= 8.0, per the MindStudio and hiascend release notes).
+    Cached: the matrix compares the same few hundred versions many times over."""
     va, vb = parse_cann(a), parse_cann(b)
     if va is None or vb is None:
         return tokens(a) == tokens(b)

@@ -1,4 +1,4 @@
-"""Pure parsers of what frameworks record about their own build (issue 16).
+"""Pure parsers of what frameworks record about their own build.
 
 * :func:`python_constants` -- module-level ``NAME = <literal>`` assignments of a generated
   Python file such as ``vllm_ascend/_build_info.py``::

@@ -1,6 +1,6 @@
-"""A small reader of the ELF structures the library audit needs (issue 18: keep ``check``
-fast on a full torch_npu install; pyelftools costs ~50 ms to import and seconds on
-``libtorch_npu.so``'s ~100,000 dynamic symbols).
+"""A small reader of the ELF structures the library audit needs (to keep ``check`` fast on
+a full torch_npu install: pyelftools is a costly import and takes seconds on
+``libtorch_npu.so``'s ~100,000 dynamic symbols; docs/performance.md).
 
 It reads, with :mod:`struct` over a read-only memory map: the ELF header, the program and
 section headers, the ``.dynamic`` section's ``DT_NEEDED`` / ``DT_SONAME`` / ``DT_RPATH`` /

@@ -1,6 +1,6 @@
 """``/etc/hccn.conf`` and ``hccn_tool`` outputs: the NPU NIC (RoCE) configuration of a node.
 
-Sources (captures in ``../shared/samples/``, see its INDEX.md):
+Sources (captures in ``tests/fixtures/``):
 
 * ``hccn.conf_910B1_8nic_elided-by-author_anonymized.txt`` -- ``/etc/hccn.conf`` holds one
   ``<key>_<device id>=<value>`` line per setting: ``address_N``, ``netmask_N``, ``netdetect_N``,

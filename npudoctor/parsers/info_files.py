@@ -3,7 +3,7 @@ and firmware packages install.  Pure functions: text in, data out; they never ra
 malformed input (a garbled or truncated file gives fewer keys, and the callers record
 what is missing).
 
-Formats (samples in ``tests/fixtures/``, described in ``../shared/samples/INDEX.md`` §4):
+Formats (samples in ``tests/fixtures/``):
 
 * ``key=value`` files -- ``<toolkit>/<arch>-linux/ascend_toolkit_install.info``
   (``version=8.0.0``, ``innerversion=V100R001C20SPC001B251``,

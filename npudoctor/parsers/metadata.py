@@ -125,7 +125,7 @@ def parse_wheel(text: str) -> Dict[str, Any]:
 def parse_record(text: str) -> List[Dict[str, Any]]:
     """Rows of a ``RECORD`` file: ``[{"path", "hash" (str or None), "size" (int or
     None)}]``.  Rows without a path are skipped; a malformed size is ``None``."""
-    import csv  # here: only RECORD files need it (issue 18)
+    import csv  # here, not on every start: only RECORD files need it
 
     rows: List[Dict[str, Any]] = []
     try:
@@ -305,7 +305,7 @@ def requirements_on(requires_dist: List[str], name: str, environment: Optional[M
     out = []
     for text in requires_dist or []:
         if requirement_name(text) not in (want, None):
-            continue  # names another project (or none): not parsed (packaging costs ~0.1 ms each)
+            continue  # names another project (or none): not parsed (packaging's parse is the cost)
         req = parse_requirement(text)
         if req is None or canonical_name(req.name) != want:
             continue

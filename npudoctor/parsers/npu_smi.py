@@ -8,14 +8,13 @@ all run in linear time (safe on garbage, fuzzed in ``tests/test_fuzz_parsers.py`
 
 The ``info`` table is parsed by its *grammar*, not by column offsets: every table line
 is split on ``|`` into cells and each cell is matched by content.  This covers the
-layouts of ``../shared/samples/INDEX.md`` §1 and §11 — 910-class (27/15/52), legacy
+layouts of the captured tables — 910-class (27/15/52), legacy
 22.0.4 (22/15/52), 310-class with ``Chip  Device`` (31/17/54, 19/17/54, 20/12/54),
 300I Duo (two chips per NPU id), A3 with ``Chip  Phy-ID`` (two chips per NPU, the
 second with power ``-``), the 26.x wide layout with ``Process id in container``
 (27/15/70) — plus trailing spaces, TAB or space indentation, shell prompts, log lines
 and Markdown fences around the table, ``...`` elisions, rows-only excerpts and tables
-cut short.  Sources of the formats: the captured outputs in ``../shared/samples``
-(copied into ``tests/fixtures``).
+cut short.  Sources of the formats: the captured outputs in ``tests/fixtures``.
 """
 
 from __future__ import annotations
@@ -347,7 +346,7 @@ def parse_error(text: str) -> Optional[Dict[str, Any]]:
     "dcmi" (a DCMI return code was printed: ``code``) | "not-installed" | "permission" |
     "loader" (the loader could not find a library npu-smi needs: ``library``),
     "message": the line}``.  The *presence of a* ``dcmi … ret is -NNNN`` *line* is the
-    signal (INDEX.md §11), not the exit status.  ``DrvMngGetConsoleLogLevel failed``
+    signal (as the captured outputs show), not the exit status.  ``DrvMngGetConsoleLogLevel failed``
     lines and ``[EVENT] PROFILING`` noise are ignored.  What a DCMI code means (-8005,
     -8020: the device is busy) is the rules' knowledge
     (:data:`npudoctor.rules.devices.DCMI_CODES`).  Never raises.
@@ -505,7 +504,7 @@ def parse_board(text: str) -> Dict[str, Any]:
     """``npu-smi info -t board -i N [-c C]`` → the fields plus ``soc_version`` when the
     output allows it.
 
-    ``soc_version`` follows the ATC documentation (REPORT.md §4.2): A3 = ``Chip Name`` +
+    ``soc_version`` follows the ATC ``--soc_version`` documentation: A3 = ``Chip Name`` +
     ``_`` + ``NPU Name`` (``Ascend910_9391``); otherwise ``Chip Type`` + ``Chip Name``
     (``Ascend`` + ``910B3``).  Masked values (``xxx``) give None."""
     kv = parse_kv(text)

@@ -5,7 +5,7 @@ digits ``str.isdigit()`` admits (``"²"``), and refuses strings of more than 4,3
 ``ValueError`` (Python 3.11+; CVE-2020-10735).  ``\\d`` in a ``str`` pattern matches every
 Unicode decimal digit.  A number npudoctor reads from the judged machine is therefore taken
 only as ASCII digits of a bounded length; anything else is "not a number" (``None``), never an
-exception and never a misread (issue 20).
+exception and never a misread.
 """
 
 from __future__ import annotations

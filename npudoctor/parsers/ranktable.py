@@ -2,7 +2,7 @@
 structure.  Judging the layout (duplicate ranks, gaps, bad device IPs, ...) is the rules'
 job: :func:`npudoctor.rules._ranktable.layout_problems`, behind HCCL001-HCCL005.
 
-Sources of the format (recorded in ``../shared/samples/INDEX.md``):
+Sources of the format (the captures are in ``tests/fixtures/``):
 
 * **1.0** -- MindSpore distributed-training docs (``ranktable_v1.0_1server_8p_mindspore-doc.json``)
   and the MindCluster "hccl.json File Description" (A2 form with ``container_ip`` and
@@ -127,7 +127,7 @@ def is_ipv4(value: Optional[str]) -> bool:
     """True for a dotted-quad IPv4 address (``"192.1.27.6"``)."""
     if not value:
         return False
-    import ipaddress  # here: ~1 ms of every start otherwise (issue 18)
+    import ipaddress  # here, not on every start: only a rank table's addresses need it
 
     try:
         return isinstance(ipaddress.ip_address(value), ipaddress.IPv4Address)

@@ -25,8 +25,8 @@ The tokenizer is :mod:`npudoctor.parsers.shell_lex`, the result and interpreter 
 Anything else is recorded in :attr:`SetEnvResult.unsupported` (line number, text) and
 skipped, so the result is always a best effort plus an honest list of what was not
 understood.  The source of the format: ``set_env_toolkit_8.0.0.sh.txt`` (CANN 8.0.0
-``ascend-toolkit/set_env.sh``) and the CANN 8.5/9.x layout notes in
-``samples/INDEX.md`` §9.
+``ascend-toolkit/set_env.sh``) and the CANN 8.5/9.x layouts of the
+official CANN container images.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Parser of ``npu-smi info -t topo``: the NPU-to-NPU link matrix and CPU affinity.
 
-Format (samples ``topo_*`` in ``../shared/samples``, INDEX.md §2 and §11): a header
+Format (samples ``topo_*`` in ``tests/fixtures/``): a header
 line of ``NPU<id>`` names (led by a TAB or spaces; ids may be non-contiguous) ending in
 ``CPU Affinity``; one row per NPU: ``NPU<id>`` then one link token per header column
 (``X`` self, ``HCCS``, ``PIX``, ``PXB``, ``PHB``, ``SYS``, ``SIO``, ``UB``, ``NA``) and

@@ -1,6 +1,6 @@
 """The offline install planner: ``npudoctor plan`` and ``npudoctor plan verify``.
 
-Flow (issue 6): ``npudoctor collect -o site.json`` on the air-gapped machine →
+Flow: ``npudoctor collect -o site.json`` on the air-gapped machine →
 ``npudoctor plan --for site.json`` on a connected machine (:mod:`.resolve` chooses one
 consistent set with the matrix, :mod:`.bundle` fetches it with pip and writes the bundle)
 → carry the directory in → ``npudoctor plan verify DIR --for site.json`` (:mod:`.verify`)

@@ -53,7 +53,8 @@ def requirements_text(plan: Plan, files: List[Dict[str, Any]]) -> str:
 
 
 def _set_env_candidates(plan: Plan, site: Site) -> Tuple[List[str], List[str]]:
-    """Where set_env.sh of the toolkit and of NNAL will be after install (REPORT.md §3.5)."""
+    """Where set_env.sh of the toolkit and of NNAL will be after install (the layouts of
+    the official CANN images)."""
     toolkit = []
     if plan.cann_action == "keep" and site.cann_path:
         base = site.cann_path.rstrip("/")

@@ -3,7 +3,7 @@
 pip evaluates environment markers (``platform_machine``, ``python_version``…) for the
 interpreter it runs under, whatever ``--platform``/``--python-version`` say: torch 2.10.0
 marks its ``nvidia-*`` requirements ``platform_machine == "x86_64"``, so a plan made on an
-x86_64 machine for an aarch64 site bundled 2.9 GB of CUDA wheels (issue 16, measured).  So pip
+x86_64 machine for an aarch64 site bundled 2.9 GB of CUDA wheels (measured).  So pip
 only picks files here: :func:`resolve_wheels` asks it, one round at a time and with
 ``--no-deps``, which wheel satisfies each requirement (``pip install --dry-run --report``
 for the site's CPython, ABI and platform tags), reads each chosen wheel's ``Requires-Dist``

@@ -2,7 +2,8 @@
 :class:`PackageFile` entries of a plan.
 
 The file names themselves come from the one list in :mod:`npudoctor.knowledge.packages`
-(the rules' fix lines use the same one).  URL layout (``../shared/matrix/REPORT.md`` §5):
+(the rules' fix lines use the same one).  URL layout (Ascend's download host, as the
+official CANN container images and ``Ascend/docs`` name it):
 ``https://ascend-repo.obs.cn-east-2.myhuaweicloud.com/CANN/CANN%20{ver}/{file}`` and
 ``…/Ascend%20HDK/Ascend%20HDK%20{HDK}/{file}``; the official image builds send
 ``Referer: https://www.hiascend.com/``.  Install order of the official images: driver,

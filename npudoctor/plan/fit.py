@@ -50,7 +50,7 @@ def hdk_for(matrix: Optional[Matrix], cann: str) -> Optional[str]:
     """The Ascend HDK to install for CANN ``cann``: the one the matrix pairs with it (its own
     row's or its release line's), else the newest HDK it lists as compatible (a version, not
     a ``25.5.X`` pattern), else its documented floor; ``None`` (no matrix, CANN unknown).
-    A tested install combination is never a floor (issue 13)."""
+    A tested install combination is never a floor."""
     try:
         req = matrix.driver_requirement(cann) if matrix is not None else None
     except Exception:
@@ -82,7 +82,7 @@ def driver_shortfall(matrix: Optional[Matrix], cann: str, driver: str) -> Option
     ``"incompatible"`` (documented incompatible: an explicit N, a documented floor, far older
     than every documented HDK), ``"older"`` (not documented either way and older than every
     HDK documented for it), or ``None`` (it works, is newer, or no matrix/answer).  Source:
-    :meth:`Matrix.driver_verdict` (issue 13)."""
+    :meth:`Matrix.driver_verdict`."""
     if matrix is None:
         return None
     try:

@@ -12,20 +12,20 @@ from npudoctor.plan.site import Site
 from npudoctor.record import MutableRecord, asdict, field
 
 #: PyTorch CPU wheel index: torch ``X+cpu`` builds that x86_64 torch_npu wheels pin up to
-#: torch 2.11.x (REPORT.md §2 "Requires-Dist of sampled wheels"; torch_npu README
+#: torch 2.11.x (the Requires-Dist of sampled wheels on PyPI; torch_npu README
 #: "For x86: pip3 install torch==2.6.0+cpu --index-url https://download.pytorch.org/whl/cpu").
 #: torch for an Ascend site is always a CPU build: on x86_64 PyPI's torch is a CUDA build
 #: (it requires nvidia-* wheels), so x86_64 torch always comes from this index.
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-#: First torch line whose x86_64 torch_npu wheel pins plain ``torch==X`` (REPORT.md §2).
+#: First torch line whose x86_64 torch_npu wheel pins plain ``torch==X`` (the wheels on PyPI).
 PLAIN_TORCH_FROM = "2.12.0"
 #: First torch line whose aarch64 wheel on PyPI is a CUDA build: up to 2.10 PyPI's aarch64
 #: torch is CPU-only (pytorch/pytorch#160162, #168065), from 2.11 the CPU build comes from
-#: :data:`TORCH_CPU_INDEX` (issue 16, measured).
+#: :data:`TORCH_CPU_INDEX` (as measured on PyPI's files).
 AARCH64_CPU_INDEX_FROM = "2.11.0"
 #: Row status order of preference when several rows are equally new.
 _STATUS_RANK = {"active": 0, "historical": 1, "release-notes-only": 2, "unmapped": 3, "prerelease": 4}
-#: torch_npu's own documented Python dependencies (REPORT.md §6.1: README "pip3 install
+#: torch_npu's own documented Python dependencies (its README: "pip3 install
 #: pyyaml", "pip3 install setuptools").
 TORCH_NPU_EXTRA = ("pyyaml", "setuptools")
 
@@ -35,7 +35,7 @@ def torch_requirement(torch: str, torch_npu: str, arch: str) -> Tuple[str, Optio
 
     torch for an Ascend site is a CPU build.  x86_64: always the PyTorch CPU index (PyPI's
     x86_64 torch is a CUDA build); its wheels pin the ``+cpu`` local build up to torch 2.11.x
-    and plain ``torch==X`` from 2.12.0 (REPORT.md §2, METADATA of sampled wheels), which the
+    and plain ``torch==X`` from 2.12.0 (the METADATA of sampled wheels on PyPI), which the
     CPU index's ``X+cpu`` satisfies.  aarch64: PyPI (CPU-only) up to 2.10, the CPU index from
     :data:`~npudoctor.plan.model.AARCH64_CPU_INDEX_FROM` on (PyPI's aarch64 wheels are CUDA
     builds after 2.10)."""

@@ -11,7 +11,7 @@ Every matrix row is judged as a candidate: a list of *problems* (no wheel for th
 Python/arch, glibc too old, chip not supported, no CANN the driver accepts, ...).  The
 first candidate without problems, newest first, is the plan; when none fits,
 :class:`Resolution` carries the reasons for the asked-for rows and the nearest sets that
-do fit.  Facts and their sources: REPORT.md §1–§3, §6 (through the matrix), §2 (PyPI wheels).
+do fit.  Facts come from the matrix (each row with its official source) and PyPI's torch_npu wheels.
 """
 
 from __future__ import annotations

@@ -128,10 +128,10 @@ def fetch_url(
     auth: Optional[Tuple[str, str]] = None,
 ) -> str:
     """Download ``url`` to ``dest`` via ``dest + '.part'``, by default with ``Referer:
-    https://www.hiascend.com/`` (what Ascend's download host expects, REPORT.md §5; None
-    sends none); ``auth`` = (user, password) for HTTP basic auth; resumes a previous ``.part``
-    with an HTTP Range request.  ``file:`` URLs are copied.  Returns the sha256.  Raises
-    ``OSError`` (network errors included)."""
+    https://www.hiascend.com/`` (what Ascend's download host expects, as the official image
+    builds send it; None sends none); ``auth`` = (user, password) for HTTP basic auth;
+    resumes a previous ``.part`` with an HTTP Range request.  ``file:`` URLs are copied.
+    Returns the sha256.  Raises ``OSError`` (network errors included)."""
     import requests
 
     if url.startswith("file:"):

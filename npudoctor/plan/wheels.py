@@ -4,9 +4,9 @@ glibc each one needs.
 Two sources:
 
 * :meth:`WheelCatalog.from_pypi_json` — a PyPI JSON API document for the project
-  ``torch-npu`` (``https://pypi.org/pypi/torch-npu/json``, or the recorded copy
-  ``../shared/matrix/official/pypi-torch-npu.json``).  Wheel file names carry the exact
-  CPython and platform tags (REPORT.md §2), so the glibc a wheel needs is known
+  ``torch-npu`` (``https://pypi.org/pypi/torch-npu/json``, or a recorded copy such as
+  ``tests/fixtures/plan/pypi-torch-npu.json``).  Wheel file names carry the exact
+  CPython and platform tags (as PyPI lists them), so the glibc a wheel needs is known
   (``manylinux_2_28`` → glibc ≥ 2.28, PEP 600).
 * :meth:`WheelCatalog.from_matrix` — the ``python`` field of the matrix rows (the same
   PyPI listing, recorded when the matrix was built); no platform tags, so no glibc check.
@@ -56,7 +56,7 @@ def platform_tags(arch: str, glibc: Optional[str]) -> List[str]:
     """The platform tags a Linux ``arch`` machine with ``glibc`` accepts, best first, for
     ``pip download --platform`` (pip does not expand ``manylinux_2_X`` by itself).
 
-    Unknown glibc: assume 2.28 (the floor of current torch_npu wheels, REPORT.md §2) —
+    Unknown glibc: assume 2.28 (the floor of current torch_npu wheels on PyPI) —
     the caller must say so.  ``manylinux2014``/``2010``/``1`` aliases are included."""
     version = parse_glibc(glibc) or (2, 28)
     major, minor = version

@@ -1,4 +1,4 @@
-"""An on-disk cache of parsed ELF facts (issue 14: keep the library audit fast).
+"""An on-disk cache of parsed ELF facts (to keep the library audit fast).
 
 A file's :class:`~npudoctor.parsers.elf.ElfInfo` is kept under the key (real path, size,
 mtime in whole seconds) with the mtime in ns beside it: a changed file has another key or
@@ -14,7 +14,7 @@ read.  ``NPUDOCTOR_ELF_CACHE=0`` turns it off.  At most :data:`MAX_ENTRIES` entr
 ones, most recently used first, up to :data:`KEEP_OLD_BYTES` of JSON.
 
 Besides ELF facts it keeps other facts parsed from files, each valid only while those files
-are unchanged (issue 18: a warm ``check`` reads no ELF file, RECORD or package tree again):
+are unchanged (a warm ``check`` reads no ELF file, RECORD or package tree again):
 :meth:`ElfCache.derived` -- a value computed from one file (a RECORD's paths of interest),
 keyed by a kind naming the computation and the file's path, size and mtime; and
 :meth:`ElfCache.lookup` / :meth:`ElfCache.store` for records the caller validates itself (a
@@ -36,8 +36,9 @@ from npudoctor.parsers.elf import ElfInfo, read_elf
 
 FILE = "elf-v1.json"
 MAX_ENTRIES = 6000
-#: JSON bytes of entries kept from earlier runs besides this run's own (issue 18: the file
-#: is parsed on every check, ~7 ms per MB; tests and many environments would grow it).
+#: JSON bytes of entries kept from earlier runs besides this run's own (the file is parsed
+#: on every check, a cost that grows with its size: docs/performance.md; tests and many
+#: environments would grow it).
 KEEP_OLD_BYTES = 1 << 20
 #: Biggest cache file read (bytes); a bigger one is ignored.
 MAX_BYTES = 32 << 20

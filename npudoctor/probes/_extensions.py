@@ -1,4 +1,4 @@
-"""Third-party extensions of the judged interpreter that link the NPU stack (issue 14).
+"""Third-party extensions of the judged interpreter that link the NPU stack.
 
 Every ``.so`` under the interpreter's site-packages (found by walking, never from a list of
 file names; torch, torch_npu and big non-NPU packages are skipped) whose ``DT_NEEDED``

@@ -1,4 +1,4 @@
-"""The rest of the NPU stack's ELF files (issue 14): the CANN toolkit's libraries and
+"""The rest of the NPU stack's ELF files: the CANN toolkit's libraries and
 programs, NNAL's ATB libraries, the driver's libraries and ``npu-smi``.
 
 Found by walking the directories of the installs the other probes found (the selected
@@ -72,7 +72,7 @@ def places(host: Host, facts: Dict[str, Any], env: Dict[str, Any]) -> List[Tuple
         out.append((posixpath.join(tk, "lib64"), "toolkit lib64", True))
         # set_env.sh puts these on LD_LIBRARY_PATH too (CANN 8.0 set_env.sh: lib64/plugin/opskernel,
         # lib64/plugin/nnengine, opp/built-in/op_impl/ai_core/tbe/op_tiling/lib/linux/$(arch);
-        # CANN 8.3 / 9.0 images: .../op_tiling itself -- samples/set_env_toolkit_8.0.0.sh.txt, INDEX.md)
+        # CANN 8.3 / 9.0 images: .../op_tiling itself -- tests/fixtures/set_env_toolkit_8.0.0.sh.txt)
         for sub in ("opskernel", "nnengine"):
             out.append((posixpath.join(tk, "lib64", "plugin", sub), "toolkit lib64", True))
         tiling = posixpath.join(tk, "opp", "built-in", "op_impl", "ai_core", "tbe", "op_tiling")

@@ -1,8 +1,8 @@
-"""Imports made while npudoctor waits for a child process (issue 18).
+"""Imports made while npudoctor waits for a child process.
 
-``check --python`` waits ~15-20 ms for the target interpreter to answer; this process sleeps
-in ``poll`` meanwhile.  The modules the rest of the run imports anyway -- the probe modules
-still to run, psutil (the ``hccl`` probe's local addresses), the rule modules of the
+``check --python`` waits for the target interpreter to answer (docs/performance.md); this
+process sleeps in ``poll`` meanwhile.  The modules the rest of the run imports anyway -- the
+probe modules still to run, psutil (the ``hccl`` probe's local addresses), the rule modules of the
 planned sections -- can be imported in that time by a helper thread: :class:`Warming`.
 
 Why this changes nothing but the wall-clock time:

@@ -9,8 +9,8 @@ Section ``container``::
                    ``kubepods`` cgroup)
     evidence       [str]  why we think so ("/.dockerenv exists", "/proc/1/cgroup: …kubepods…")
     mounts         [{"path", "exists" (None: cannot tell, see "unreadable"), "what", "required": bool}] — the driver pieces a
-                   container needs (samples/docker-run_vllm-ascend_standard-device-mounts.sh.txt
-                   and INDEX.md §8 "Manual device passthrough"):
+                   container needs (tests/fixtures/docker-run_vllm-ascend_standard-device-mounts.sh.txt
+                   and the official notes on manual device passthrough):
                    /usr/local/Ascend/driver/lib64, /usr/local/Ascend/driver/version.info,
                    /usr/local/dcmi, npu-smi (/usr/local/bin or /usr/local/sbin),
                    /etc/ascend_install.info

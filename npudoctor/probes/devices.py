@@ -42,7 +42,7 @@ rules look it up in the matrix on every run (:func:`npudoctor.knowledge.chips.ch
 so this probe never loads the matrix, and the ``family``/``bf16``/``kernels_dir`` (and
 matrix-sourced ``soc_version``) that older snapshots carry are ignored.  A3 chips (Name
 ``Ascend910`` with a Phy-ID column) get a measured soc_version from ``npu-smi info -t board
--i N -c C`` (Chip Name + "_" + NPU Name, REPORT.md §4.2).
+-i N -c C`` (Chip Name + "_" + NPU Name, the ATC ``--soc_version`` documentation).
 
 npu-smi commands run one at a time through ``ctx.host.run`` with the overall deadline
 (``ctx.options.remaining``); once one times out no further npu-smi command runs.
@@ -80,7 +80,7 @@ SLOW = True
 QUICK = True
 
 #: Control nodes every NPU process needs besides /dev/davinciN (Ascend docs, the
-#: standard `docker run` of vllm-ascend: samples/docker-run_vllm-ascend_standard-device-mounts.sh.txt).
+#: standard `docker run` of vllm-ascend: tests/fixtures/docker-run_vllm-ascend_standard-device-mounts.sh.txt).
 CONTROL_NODES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
 
 VISIBILITY_VARS = (

@@ -1,5 +1,5 @@
 """What installed frameworks record about their own build, and the CUDA evidence of every
-installed distribution (issue 16).  Nothing is imported or executed.
+installed distribution.  Nothing is imported or executed.
 
 Section ``frameworks``.  Reads, through the Host:
 
@@ -184,7 +184,7 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
     errors: List[str] = []
     out: Dict[str, Any] = {"vllm_ascend": None, "torch_npu_description": None, "cuda": [], "errors": errors}
     budget: Dict[str, Any] = {"so": 0, "until": time.monotonic() + ctx.options.remaining(TIME_BUDGET)}
-    # a site-packages so big that the packages probe only indexed it (issue 20's scale): the
+    # a site-packages so big that the packages probe only indexed it (100,000 distributions): the
     # RECORD of a distribution is read only when the CUDA-only data names it or its METADATA
     # was read (the distributions rules judge by name)
     indexed_only = packages.get("indexed_only") if isinstance(packages, dict) else None

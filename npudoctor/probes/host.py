@@ -195,7 +195,7 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         parsed = parse_os_release(release.text or "")
         os_info.update({k: parsed.get(k) for k in ("id", "version_id", "pretty_name")})
     if host.live:
-        import socket  # live runs only: ~2 ms of a --root or --from start
+        import socket  # live runs only: not on a --root or --from start
 
         hostname = socket.gethostname()
     else:

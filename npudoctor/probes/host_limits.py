@@ -1,4 +1,4 @@
-"""Host readiness: the limits a training process meets, read from files (issue 33).
+"""Host readiness: the limits a training process meets, read from files.
 
 Read live and under ``--root`` alike through the Host seam (a rebuilt root carries these
 files as plain copies); each fact names the file it came from.  ``health`` (``quick``)

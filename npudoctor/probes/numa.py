@@ -1,5 +1,5 @@
-"""NUMA placement: the CPUs of each NUMA node and the NUMA node of each NPU's PCI function
-(issue 33), read from sysfs, live and under ``--root`` alike.
+"""NUMA placement: the CPUs of each NUMA node and the NUMA node of each NPU's PCI function,
+read from sysfs, live and under ``--root`` alike.
 
 Section ``numa``::
 

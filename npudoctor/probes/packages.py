@@ -82,7 +82,7 @@ INTEREST = frozenset(
     {"torch", "torch-npu", "torchvision", "torchaudio", "numpy", "vllm", "vllm-ascend", "mindie-turbo", "mindie"}
 )
 
-#: Import names checked on disk: CANN Python dependencies (REPORT §6.2 / kinds K06) and
+#: Import names checked on disk: CANN Python dependencies (CANN install guides / kind K06) and
 #: numpy.  Keys are import names, values the pip distribution names.
 MODULES = {
     "numpy": "numpy",
@@ -359,7 +359,7 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
     cwd = python.get("cwd")
     paths = [p for p in python.get("sys_path") or [] if isinstance(p, str) and p and p != cwd]
     # health (quick) and devices (index_packages) read the metadata of the distributions
-    # judged by name only: their time must not grow with the number installed (issue 18);
+    # judged by name only: their time must not grow with the number installed;
     # check reads them all
     limit = 0 if ctx.options.quick or ctx.options.index_packages else FULL_READ_LIMIT
     result = scan(ctx.host, paths, python.get("user_site"), limit)

@@ -85,7 +85,7 @@ _CONDA_HOME_NAMES = ("miniconda3", "anaconda3", "miniforge3", "mambaforge", "min
 # ------------------------------------------------------------------ the script
 #: The marker the probe script prints before its JSON (its ``MARK``; repeated here so that
 #: reading a reply does not import the script module, which imports platform, site and
-#: sysconfig: ~4 ms of ``check --python``; tests/test_python_probe.py checks they agree).
+#: sysconfig, a cost ``check --python`` would pay; tests/test_python_probe.py checks they agree).
 MARK = "NPUDOCTOR-PYPROBE-JSON:"
 
 

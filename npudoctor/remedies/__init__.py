@@ -4,7 +4,7 @@ place to shell (:mod:`.render`: the ``fix`` lines), Dockerfile, pod spec and Mar
 
 Rules build remedies and never format shell themselves.  The renderers are imported when
 first used (a rule module needs the steps only, and a run without a remedy to show never
-renders one: ``devices``, issue 18).
+renders one: ``devices``).
 """
 
 from __future__ import annotations

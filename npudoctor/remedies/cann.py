@@ -2,8 +2,9 @@
 installing an Ascend package, applying a toolkit's or NNAL's environment.  They take a
 toolkit view and values, and judge nothing.
 
-Package file names and install order follow the official offline packages
-(../shared/matrix/REPORT.md §5): toolkit -> kernels/ops -> ``source set_env.sh`` -> NNAL.
+Package file names and install order follow the official offline packages, as the
+official CANN container images install them: toolkit -> kernels/ops -> ``source
+set_env.sh`` -> NNAL.
 """
 
 from __future__ import annotations

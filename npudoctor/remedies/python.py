@@ -13,7 +13,7 @@ from npudoctor.facts.system import Distribution, PythonFacts
 from npudoctor.remedies.steps import Interpreter, PipInstall, PipUninstall
 
 #: Where the CPU builds of torch/torchvision/torchaudio live (the x86_64 torch_npu wheels
-#: pin ``torch==X+cpu``; REPORT §2 and the torch_npu README install lines).
+#: pin ``torch==X+cpu``: their METADATA on PyPI and the torch_npu README install lines).
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 

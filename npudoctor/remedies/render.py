@@ -148,7 +148,7 @@ def install_command(step: InstallPackage) -> Optional[str]:
 
 def docker_words(step: DockerFlags) -> List[str]:
     """The ``docker run`` flags of a :class:`DockerFlags` step, in the order of the
-    standard vllm-ascend command (samples/docker-run_vllm-ascend_standard-device-mounts.sh.txt)."""
+    standard vllm-ascend command (tests/fixtures/docker-run_vllm-ascend_standard-device-mounts.sh.txt)."""
     flags = [f"--runtime {quote(step.runtime)}"] if step.runtime else []
     flags += [f"--cap-add {quote(c)}" for c in step.cap_add]
     flags += [f"--shm-size={quote(step.shm_size)}"] if step.shm_size else []

@@ -5,12 +5,13 @@ judge nothing.
 Worlds: ``"build"`` (a BuildKit ``RUN`` step), ``"pod"`` (Kubernetes), ``"container"``
 (docker, podman, containerd), ``"host"``.  Fixes: ``docker run`` flags (the Ascend Docker
 Runtime, ``--runtime ascend -e ASCEND_VISIBLE_DEVICES=N``, or the explicit list of the
-standard vllm-ascend command: samples/docker-run_vllm-ascend_standard-device-mounts.sh.txt
-and INDEX.md §8 "Manual device passthrough"), pod-spec fields (``runtimeClassName``, the
-device plugin's ``huawei.com/Ascend910`` resource: deploy/k8s/training-pod.yaml), and for a
-build stage the words "mounted from the host at run time".  Never "install the driver"
-inside an image: the driver belongs to the host (AUDIT §0, Ascend Docker Runtime docs: its
-prestart hook mounts the devices and the host's driver libraries into the container).
+standard vllm-ascend command,
+tests/fixtures/docker-run_vllm-ascend_standard-device-mounts.sh.txt, and the official notes
+on manual device passthrough), pod-spec fields (``runtimeClassName``, the device plugin's
+``huawei.com/Ascend910`` resource: deploy/k8s/training-pod.yaml), and for a build stage
+the words "mounted from the host at run time".  Never "install the driver" inside an image:
+the driver belongs to the host (AUDIT §0, Ascend Docker Runtime docs: its prestart hook
+mounts the devices and the host's driver libraries into the container).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from npudoctor.remedies.steps import DockerFlags, Export, PodSpecField, Remedy, 
 #: The control nodes every NPU container needs besides its /dev/davinciN.
 CONTROL_NODES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
 
-#: What a container needs from the host besides the device nodes (INDEX.md §8).
+#: What a container needs from the host besides the device nodes (the official notes on
+#: manual device passthrough).
 HOST_MOUNTS = ("/usr/local/Ascend/driver", "/usr/local/dcmi", "/usr/local/bin/npu-smi", "/etc/ascend_install.info")
 
 #: The Ascend device plugin's resource for 910-class NPUs (deploy/k8s/training-pod.yaml).

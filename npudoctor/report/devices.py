@@ -4,7 +4,7 @@ The ``--json`` form is the data itself (see :func:`npudoctor.cli.commands.device
 
 The view is laid out here (:class:`_Plain`: the layout and colour codes rich gives a
 ``SIMPLE_HEAD`` table of ``no_wrap`` columns and styled lines, byte for byte), so a run
-does not import rich (~18 ms of a ~120 ms run, issue 18).  A line that rich would
+does not import rich (a seventh of a run: docs/performance.md).  A line that rich would
 word-wrap on a terminal, a table it would shrink, or a character whose width is not one
 column is left to rich (:class:`_Rich`, the same calls).  Every text is literal: no rich
 markup or emoji codes (a bus id ``0000:AB:00.0`` stays as it is, an error message with

@@ -1,7 +1,7 @@
 """Prose wrapped to a width with words never split (:func:`wrap`), re-exported by
 :mod:`npudoctor.report.layout`.  Kept apart because ``npudoctor explain`` wraps its page with
-it and needs nothing else of the layout (which imports ``dataclasses`` and the findings;
-issue 18)."""
+it and needs nothing else of the layout (which imports ``dataclasses`` and the
+findings)."""
 
 from __future__ import annotations
 

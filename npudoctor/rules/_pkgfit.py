@@ -3,7 +3,7 @@ leave exactly that copy (not a rule module: shared by the package rules; each co
 uninstall step is :func:`npudoctor.remedies.python.uninstall_copy`).
 
 The torch <-> torch_npu pairing uses torch_npu's own ``Requires-Dist`` first (it carries
-the ``+cpu`` local tag on x86_64 up to 2.11.0: REPORT §2), the matrix second, and the
+the ``+cpu`` local tag on x86_64 up to 2.11.0, as on PyPI), the matrix second, and the
 release-number rule (torch_npu X.Y.Z[.postN] goes with torch X.Y.Z) last.
 torchvision/torchaudio follow their ``Requires-Dist`` on torch, else the release rules of
 PKG005; numpy follows the range the CANN in use needs (matrix ``numpy_spec``).
@@ -276,7 +276,7 @@ def numpy_target(
     matrix: Optional[Matrix], packages: PackagesFacts, python: PythonFacts, cann: CannFacts
 ) -> Optional[Tuple[str, str]]:
     """``(numpy specifier, evidence line)`` for the interpreter: the range the installed
-    CANN needs with this Python (matrix ``numpy_spec``, REPORT §6.2); with no CANN
+    CANN needs with this Python (matrix ``numpy_spec``, from the CANN install guides); with no CANN
     version known, the range of the CANN the matrix pairs with the installed torch_npu
     (its row's ``cann``).  ``None`` when neither is documented."""
     py = python.short

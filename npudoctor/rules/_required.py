@@ -1,4 +1,4 @@
-"""Which installed framework requires a given torch_npu build (issue 29).
+"""Which installed framework requires a given torch_npu build.
 
 A framework may pin a dev or otherwise unofficial torch_npu build; that build is then the
 framework's requirement, and "switch to the official build" would break the framework.  The

@@ -1,4 +1,4 @@
-"""Unreadable is not absent (issue 20): paths the probing account was refused.
+"""Unreadable is not absent: paths the probing account was refused.
 
 Code ``HOST004`` (area host).  Facts read: ``access`` (``engine.collect`` records every path
 the Host was refused, as the first component refused on the way), ``python`` (its prefix and

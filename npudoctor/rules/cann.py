@@ -267,8 +267,8 @@ def _fit(matrix: Matrix, torch_npu: str, cann: str) -> str:
 
 @rule
 def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
-    """CANN003: torch_npu vs the selected CANN, graded by evidence (issue 13;
-    :meth:`Matrix.cann_verdict`): paired or declared compatible -> no finding; same release
+    """CANN003: torch_npu vs the selected CANN, graded by evidence
+    (:meth:`Matrix.cann_verdict`): paired or declared compatible -> no finding; same release
     line -> info (warning for an unofficial build); undocumented -> warning naming the build
     paired with the installed CANN; documented incompatible -> error naming the window that
     works.  Severity from :func:`npudoctor.knowledge.grades.severity`."""
@@ -311,7 +311,7 @@ def _torch_npu_verdict(
 ) -> Verdict:
     """The matrix's verdict on torch_npu ``tver`` with CANN ``cver``; for a pre-release or
     dev build the matrix has no row for, the CANN its own METADATA names speaks first, not
-    its base line's pairing (issue 16); the official build to prefer stays the matrix's."""
+    its base line's pairing; the official build to prefer stays the matrix's."""
     verdict = matrix.cann_verdict(tver, cver, torch)
     own = frameworks.torch_npu_description
     if own is not None and matrix.find_torch_npu(tver) is None:

@@ -2,12 +2,13 @@
 opens a node whatever its mode only with CAP_DAC_OVERRIDE in its effective set
 (capabilities(7)); a container started with ``--cap-drop ALL`` (or a pod with
 ``securityContext.capabilities.drop: [ALL]``) runs root processes with CapEff 0, and
-``/dev/davinci*`` (HwHiAiUser:HwHiAiUser 0660, INDEX.md §8) cannot be opened.  npu-smi then
+``/dev/davinci*`` (HwHiAiUser:HwHiAiUser 0660) cannot be opened.  npu-smi then
 fails with the DCMI codes that otherwise mean "device busy" (-8005/-8020), so the busy
 finding (DEV002) is folded into the permission finding (DEV021): one cause, one finding.
 
 Reads ``ctx.view.container.capabilities`` (``/proc/self/status``), ``ctx.view.devices``
-(nodes, npu-smi, identity).  Root-cause kind K17 (../shared/cases/kinds.md).
+(nodes, npu-smi, identity).  Root-cause kind K17 (the ``[kinds]`` table of
+``knowledge/signatures.toml``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ bfloat16) and against the installed torch_npu and vllm-ascend (SoC tables, edge 
 supported families).  What a chip *is* comes from
 :func:`npudoctor.knowledge.chips.chip_identity` with the current matrix.  Reads
 ``ctx.view.devices.chips`` and ``ctx.view.packages``.  Root-cause kind K18
-(../shared/cases/kinds.md).
+(the ``[kinds]`` table of ``knowledge/signatures.toml``).
 
 Codes DEV040–DEV042, and CANN013 (a CANN older than the first release that supports the
 chip's product line, ``[[cann_floor]]`` of ``matrix/chips.toml``).
@@ -53,10 +53,10 @@ def soc_known_to_torch_npu(matrix: Optional[Matrix], soc: str, torch_npu: str) -
     first_ext = SOC_FIRST_EXT.get(soc)
     if not first_ext or matrix is None:
         return None
-    rows = matrix.torch_npu_rows  # decoded only for a SoC with a first line (issue 18)
+    rows = matrix.torch_npu_rows  # decoded only for a SoC with a first line
     if not rows:
         return None
-    from packaging.version import InvalidVersion, Version  # ~1.2 ms, for a torch_npu to judge only
+    from packaging.version import InvalidVersion, Version  # only for a torch_npu to judge
 
     try:
         want = Version(Version(torch_npu).public)

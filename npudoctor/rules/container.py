@@ -1,10 +1,11 @@
 """Rules about container plumbing for NPUs: device nodes passed in, driver files and tools
 mounted, the device cgroup.  Reads ``facts["container"]`` (npudoctor/probes/container.py)
-and ``facts["devices"]`` through the typed views (``ctx.view``).  Root-cause kind K16 (../shared/cases/kinds.md).
+and ``facts["devices"]`` through the typed views (``ctx.view``).  Root-cause kind K16
+(the ``[kinds]`` table of ``knowledge/signatures.toml``).
 
 The exact flags come from the standard vllm-ascend ``docker run``
-(samples/docker-run_vllm-ascend_standard-device-mounts.sh.txt) and INDEX.md §8
-"Manual device passthrough".  Codes CTR001–CTR049.
+(tests/fixtures/docker-run_vllm-ascend_standard-device-mounts.sh.txt) and the official
+notes on manual device passthrough.  Codes CTR001–CTR049.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ devices present but the driver not mounted, CTR002 is that one finding: DRV001's
 form ("the host's NPU driver is not mounted") and driver-library LIB findings fold into it.
 
 Reads ``ctx.view.container`` (world, mounts), ``ctx.view.devices`` (nodes) and
-``ctx.view.driver``.  Root-cause kind K16 (../shared/cases/kinds.md).
+``ctx.view.driver``.  Root-cause kind K16 (the ``[kinds]`` table of ``knowledge/signatures.toml``).
 """
 
 from __future__ import annotations

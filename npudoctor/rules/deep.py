@@ -288,7 +288,7 @@ def explaining_findings(deep: DeepFacts, statics: List[Finding]) -> List[Finding
 def _proven_broken(finding: Finding, failure: str) -> None:
     """A compatibility finding graded from the documents (``data["grade"]``) that the deep
     probe's failure confirms becomes "proven broken": the import failed here, so the
-    combination is an error whatever the documents said (issue 13, AUDIT §7)."""
+    combination is an error whatever the documents said (the severity policy, AUDIT §7)."""
     grade = finding.data.get("grade")
     if not isinstance(grade, str) or grade == Grade.BROKEN.value:
         return

@@ -5,7 +5,7 @@ Reads ``ctx.view.devices`` (npudoctor/probes/devices.py), ``ctx.view.container``
 judged account (``devices.identity``, else ``host.identity``).  The visible-device
 variables are judged in rules/visibility.py, chip support in rules/chips.py, shared device
 facts live in rules/_devfacts.py.  Root-cause kinds: K13, K15, K16, K17, K18
-(../shared/cases/kinds.md).
+(the ``[kinds]`` table of ``knowledge/signatures.toml``).
 
 Codes DEV001–DEV059 belong to the device rule modules (DEV090+ to rules/health.py).
 """
@@ -58,7 +58,7 @@ NO_PASSWD = codes.get("DEV022")
 TOPOLOGY = codes.get("DEV050")
 
 #: Alarm/error codes of `npu-smi info -t health` whose meaning is known.
-#: 80E3A203: samples/npu-smi-info-t-health_310B4_23.0.0_Alarm_80E3A203.txt — "node type=LPM,
+#: 80E3A203: tests/fixtures/npu-smi-info-t-health_310B4_23.0.0_Alarm_80E3A203.txt — "node type=LPM,
 #: sensor type=Chip Hardware, event state=The function of obtaining the current is abnormal"
 #: on a 310B4 development board; the board still computes (the current sensor cannot be read).
 KNOWN_HEALTH_CODES: Dict[str, Tuple[bool, str]] = {

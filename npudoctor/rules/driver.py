@@ -2,7 +2,7 @@
 (``npudoctor/probes/driver.py``), the selected CANN toolkit (``cann.selected``), the
 npu-smi header (``devices.npu_smi.driver_version``) and ``container.in_container``.
 
-Codes ``DRV001``-``DRV004``.  Driver/firmware package names follow REPORT.md §5:
+Codes ``DRV001``-``DRV004``.  Driver/firmware package names follow the official offline packages:
 ``Ascend-hdk-<chip>-npu-driver_<ver>_linux-<aarch64|x86-64>.run`` and
 ``Ascend-hdk-<chip>-npu-firmware_<fw>.run``.
 """
@@ -49,7 +49,7 @@ def _hdk_chip(ctx: RuleContext) -> Optional[str]:
 
 def _firmware(ctx: RuleContext, hdk: Optional[str], lead: str = "", note: str = "") -> InstallPackage:
     """The firmware step of Ascend HDK ``hdk`` (file ``Ascend-hdk-<chip>-npu-firmware_<fw>.run``,
-    REPORT.md §5): its build number is published for a few drivers only
+    as Ascend publishes it): its build number is published for a few drivers only
     (knowledge/packages.py), else the step is prose naming the HDK."""
     fw = firmware_for_driver(hdk) if hdk else None
     what = f"Ascend HDK {hdk}" if hdk else "the same Ascend HDK"

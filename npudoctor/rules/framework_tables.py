@@ -1,4 +1,4 @@
-"""Frameworks judged against their own published version tables (issue 29).
+"""Frameworks judged against their own published version tables.
 
 MindSpeed Core, MindSpeed-LLM and lmdeploy's Ascend backend publish which torch / torch_npu
 each release is made for, but their installed metadata does not pin torch-npu (source installs;

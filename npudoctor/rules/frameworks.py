@@ -1,4 +1,4 @@
-"""Rules on Python frameworks in an NPU environment (issue 16): torch without torch_npu
+"""Rules on Python frameworks in an NPU environment: torch without torch_npu
 (PKG050), a framework build for another chip family (PKG051), CUDA-only distributions
 (PKG052) and a pre-release torch_npu judged by the CANN its own metadata names (PKG053).
 

@@ -1,4 +1,4 @@
-"""HCCL and multi-node rules (kind K19 of cases/kinds.md; cases 47 and 48).
+"""HCCL and multi-node rules (root-cause kind K19).
 
 Facts read through the typed views: ``ctx.view.hccl`` (npudoctor/probes/hccl.py) and the
 device list of ``ctx.view.devices`` (``chips``; probes/devices.py) to know which physical
@@ -403,7 +403,7 @@ _EXEC = lazyre.pattern(r"^\s*[0-9]{1,18}(\.[0-9]{1,2})?\s*$")
 
 @rule
 def hccl_timeouts(ctx: RuleContext) -> Iterable[Finding]:
-    """HCCL011-HCCL013: timeout variables (cases 48, K19)."""
+    """HCCL011-HCCL013: timeout variables (kind K19)."""
     variables = ctx.view.hccl.variables
     multi, reasons = _multi_node(ctx)
     for name, form in (("HCCL_CONNECT_TIMEOUT", _INT), ("HCCL_EXEC_TIMEOUT", _EXEC)):
@@ -468,7 +468,7 @@ def _container_evidence(ctx: RuleContext, h: HcclFacts) -> str:
 
 @rule
 def hccn_conf_present(ctx: RuleContext) -> Iterable[Finding]:
-    """HCCL014-HCCL015: /etc/hccn.conf for multi-node jobs (case 47)."""
+    """HCCL014-HCCL015: /etc/hccn.conf for multi-node jobs."""
     h = ctx.view.hccl
     conf = h.hccn_conf
     if conf is None:

@@ -1,4 +1,4 @@
-"""Host readiness (issue 33): /dev/shm size, locked-memory and open-files limits, THP.
+"""Host readiness: /dev/shm size, locked-memory and open-files limits, THP.
 
 Reads ``host_limits`` (probes/host_limits.py: files, live and under ``--root`` alike) and
 ``container`` (the world the process runs in, so the fix is phrased for docker, a pod, a

@@ -1,7 +1,7 @@
 """The order in which fixes must be applied when several layers of the stack are broken.
 
 Ascend's own install order is driver and firmware → CANN toolkit → kernels/ops and
-NNAL → ``set_env.sh`` → Python packages (REPORT.md §5; the offline installer and the
+NNAL → ``set_env.sh`` → Python packages (the official images; the offline installer and the
 CANN install guides follow it).  A fix in an earlier layer changes what the later ones
 must be: a new CANN brings its own ``set_env.sh``, numpy bound and kernels, a sourced
 environment changes which shared libraries resolve, and the deep probe is only worth

@@ -68,8 +68,8 @@ NUMPY2 = codes.get("PKG007")
 #: Projects whose duplicates matter for the NPU stack.
 _STACK = ("torch", "torch-npu", "torchvision", "torchaudio", "numpy")
 
-#: CANN Python dependencies when the matrix cannot say (REPORT §6.2 install command and
-#: kinds.md K06).  Values are the import names.
+#: CANN Python dependencies when the matrix cannot say (the pip command of the CANN install
+#: guides, and root-cause kind K06).  Values are the import names.
 DEFAULT_CANN_DEPS = {
     "decorator": "decorator",
     "attrs": "attr",
@@ -227,7 +227,7 @@ def _against_release(
 
 
 def _grade_data(verdict: Verdict) -> Dict[str, object]:
-    """The finding data of a graded verdict (issue 13): grade, source, window, unofficial."""
+    """The finding data of a graded verdict: grade, source, window, unofficial."""
     return {
         "grade": verdict.grade.value,
         "source": verdict.source,
@@ -242,7 +242,7 @@ def _unofficial_pairing(
 ) -> Iterable[Finding]:
     """PKG001 for a torch that fits an rc/dev/``+git`` torch_npu build (not a pre-release
     with wheels on PyPI): same release line as the official build of its base, named
-    unofficial (a warning: AUDIT §7 (e), issue 13)."""
+    unofficial (a warning: the severity policy, AUDIT §7 (e))."""
     version = str(npu.version or "")
     base, unofficial = split_build(version)
     published = ask(ctx.matrix, lambda m: m.find_torch_npu(version))

@@ -1,4 +1,4 @@
-"""Rules over the rest of the NPU stack's ELF files (issue 14): libraries and programs of
+"""Rules over the rest of the NPU stack's ELF files: libraries and programs of
 the toolkit, NNAL, the driver and npu-smi that need a library found on no loader path
 (LIB007), a library of CANN / NNAL / the driver shadowed by another copy found first
 (LIB008), and stack files that could not be read (LIB009).  Symbol-version needs of these

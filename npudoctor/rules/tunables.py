@@ -1,4 +1,4 @@
-"""Runtime tunables judged the way their reader reads them (issue 33).
+"""Runtime tunables judged the way their reader reads them.
 
 Reads the ``tunables`` section (probes/tunables.py), the installed torch_npu (``packages``)
 and the chip (``devices`` with the matrix); the records, their grammar and sources are in

@@ -1,4 +1,4 @@
-"""Sections of the facts that could not be read (issue 20: typed validation at the boundary).
+"""Sections of the facts that could not be read (typed validation at the boundary).
 
 Code ``HOST005`` (area host).  Facts read: every section's state through ``ctx.view.state``
 and ``ctx.view.problems`` (the typed views of :mod:`npudoctor.facts` keep what fits and record

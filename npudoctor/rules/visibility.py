@@ -2,7 +2,8 @@
 ASCEND_VISIBLE_DEVICES (read only by the Ascend Docker Runtime), CUDA_VISIBLE_DEVICES and
 ASCEND_DEVICE_ID, against the devices this process actually sees, and what Ray does to
 them.  Reads ``ctx.view.devices`` (``visibility``, ``ray``, chips and nodes) and
-``ctx.view.container``.  Root-cause kinds K15, K17 (../shared/cases/kinds.md).
+``ctx.view.container``.  Root-cause kinds K15, K17
+(the ``[kinds]`` table of ``knowledge/signatures.toml``).
 
 Codes DEV030–DEV033.
 """
@@ -140,7 +141,7 @@ def _ascend_visible(ctx: RuleContext, rt: Optional[str], nodes: List[int]) -> It
         and rt is None
         and (ctx.view.container.in_container or ctx.view.container.kubernetes)
         # exactly the nodes it names, in ascending order, outside Kubernetes: it did its job
-        # (issue 15); the observed failure (HAMi#1894) was a pod, with 4,3
+        # the observed failure (HAMi#1894) was a pod, with 4,3
         and (ctx.view.container.kubernetes or ids != sorted(ids))
     ):
         yield _non_first_cards(ctx, av, ids, nodes)
@@ -243,7 +244,7 @@ def _add_ray_context(finding: Finding, ray: List[str], vis: Visibility) -> None:
 def _non_first_cards(ctx: RuleContext, av: str, ids: List[int], nodes: List[int]) -> Finding:
     """DEV031 for a device plugin that mounted exactly the allocated, non-first NPUs
     (ASCEND_VISIBLE_DEVICES=4,3 with /dev/davinci3, /dev/davinci4) and set no
-    ASCEND_RT_VISIBLE_DEVICES: Project-HAMi/HAMi#1894 (case 45) saw `open device 1 failed,
+    ASCEND_RT_VISIBLE_DEVICES: Project-HAMi/HAMi#1894 saw `open device 1 failed,
     runtime result = 507033` / E39007 there, while the first cards (0,1) worked."""
     kube = ctx.view.container.kubernetes
     ascending = ids == sorted(ids)

@@ -1,4 +1,4 @@
-"""Visible-device variables judged by who reads them and when (issue 15).
+"""Visible-device variables judged by who reads them and when.
 
 * ``ASCEND_VISIBLE_DEVICES`` is read by the Ascend Docker Runtime's prestart hook, before
   the container's process starts (ascend-docker-runtime README: it mounts the NPUs it names

@@ -5,12 +5,12 @@ families, a code shape starting with a literal byte (``E[A-Z0-9]\\d{4}``); the g
 shapes add theirs (``rror``, ``ailed`` ...).  A line is a candidate when it holds one of them.
 
 Finding them is the whole cost of a triage on a large log, so it is planned for CPython: a
-``bytes.find`` of one byte is ``memchr`` (~0.012 ms/MiB in cache), an ``re`` pattern whose first
-item is one literal byte is one pass at ~0.4 ms/MiB, while an alternation of many literals, or
-one starting with a set of bytes, is tried at every position (10-100 ms/MiB).  So the anchors
-are grouped by a *pivot* byte each contains, chosen by a greedy set cover weighing how common
-each byte is in log text against the cost of finding it (:func:`_cost`), and each group is one
-regex ``<pivot>(?:rest1(?<=anchor1)|rest2(?<=anchor2)|...)``.  :meth:`Gate.starts` finds a rare
+``bytes.find`` of one byte is ``memchr``, far cheaper than any ``re`` pass; an ``re`` pattern
+whose first item is one literal byte is one pass, while an alternation of many literals, or one
+starting with a set of bytes, is tried at every position, tens to hundreds of times slower.  So
+the anchors are grouped by a *pivot* byte each contains, chosen by a greedy set cover weighing
+how common each byte is in log text against the cost of finding it (:func:`_cost`), and each
+group is one regex ``<pivot>(?:rest1(?<=anchor1)|rest2(?<=anchor2)|...)``.  :meth:`Gate.starts` finds a rare
 pivot with ``memchr`` and tries the group's regex at each hit, and switches to ``re`` passes
 where a pivot turns out frequent (docs/performance.md has the figures).  The candidates are
 exactly the lines holding an anchor or a code shape;

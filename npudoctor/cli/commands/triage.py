@@ -137,7 +137,7 @@ def run_triage(
     result["unranked"] = unranked
     # Sections of the facts that could not be read (wrong-typed values, a section that is
     # not an object): said as check says it (HOST005), so that "no sign of it here" is
-    # never read as a conclusion drawn from facts that were dropped (issue 20).
+    # never read as a conclusion drawn from facts that were dropped.
     result["facts_unreadable"] = [
         {"code": f.code, "title": f.title, "evidence": list(f.evidence)} for f in findings if f.code == "HOST005"
     ]

@@ -11,8 +11,8 @@ The matrix is TOML (``schema_version = 1``), one or several files merged:
   ``[[cann_floor]]`` (the first CANN release of a product line).
 
 Every file has a ``[meta]`` table (``name``, ``source``, ``retrieved`` = YYYY-MM-DD) and every
-row a ``source`` and ``retrieved``.  The facts come from ``../shared/matrix/REPORT.md``
-(official Ascend/pytorch tables, CANN release notes, PyPI); each row cites its own source.
+row a ``source`` and ``retrieved``.  The facts come from the official
+Ascend/pytorch tables, the CANN release notes and PyPI; each row cites its own source.
 
 ``load_matrix(path=None)`` returns the matrix in use: ``path`` (a .toml file or a directory
 of them) if given; else the refreshed copy in the user cache (``npudoctor matrix refresh``)

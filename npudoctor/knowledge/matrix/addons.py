@@ -1,4 +1,4 @@
-"""CANN ↔ kernels/ops and CANN ↔ NNAL verdicts (issue 13).
+"""CANN ↔ kernels/ops and CANN ↔ NNAL verdicts.
 
 Evidence, strongest first: the same release (paired); the packages' own statements — the
 toolkit's ``toolkit/version.info`` ``required_package_opp_kernel_version`` and the kernels'

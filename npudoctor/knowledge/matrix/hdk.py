@@ -1,4 +1,4 @@
-"""CANN ↔ driver (Ascend HDK) and driver ↔ firmware verdicts (issue 13; policy: AUDIT §1, §7).
+"""CANN ↔ driver (Ascend HDK) and driver ↔ firmware verdicts (policy: AUDIT §1; the severity policy, AUDIT §7).
 
 The judgement returns a :class:`~npudoctor.knowledge.grades.Verdict` with its source in words.
 Order of the evidence, strongest first:

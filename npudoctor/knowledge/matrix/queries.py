@@ -148,7 +148,7 @@ class Matrix:
         ret = self.provenance.get("retrieved")
         if not isinstance(ret, str) or not _valid_date(ret):
             return None
-        import datetime as _dt  # here: ~1.5 ms of every start otherwise (issue 18)
+        import datetime as _dt  # here, not on every start: only a date to age needs it
 
         today = today or _dt.date.today()
         return (today - _dt.date.fromisoformat(ret)).days
@@ -476,7 +476,8 @@ class Matrix:
     def numpy_spec(self, cann: str, python: str) -> Optional[str]:
         """pip specifier for numpy that this CANN needs with this Python, e.g.
         ``">=1.19.2,<2"`` (CANN 8.0.0), ``">2.1"`` (CANN 8.5.0 + Python 3.13),
-        ``">=1.19.2"`` (9.x, no upper bound); ``None`` when undocumented.  REPORT.md §6.2."""
+        ``">=1.19.2"`` (9.x, no upper bound); ``None`` when undocumented.  Source: the CANN
+        install guides."""
         req = self.numpy_requirement(cann, python)
         return req[0] if req else None
 
@@ -541,8 +542,9 @@ class Matrix:
     def family_supported(self, family: str, torch_npu: Optional[str]) -> Optional[bool]:
         """Whether torch_npu (a package version; ``None`` = any current release) supports
         a chip family.  ``None`` when the sources conflict (legacy 310) or the family is
-        unknown.  From REPORT.md §1.8/§4.4: A3 (``910_93``) from the 6.0.rc3 line
-        (2.1.0.post8, 2.3.1.post2, 2.4.0 and every later line), 950 from 26.0.0."""
+        unknown.  From torch_npu's README hardware tables and SoC table per branch: A3
+        (``910_93``) from the 6.0.rc3 line (2.1.0.post8, 2.3.1.post2, 2.4.0 and every later
+        line), 950 from 26.0.0."""
         fam = self.families.get(family)
         if fam is None:
             return None

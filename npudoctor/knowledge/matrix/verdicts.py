@@ -1,8 +1,8 @@
-"""Graded verdicts of the Python-side pairings (issue 13): torch_npu ↔ CANN, torch ↔ torch_npu,
+"""Graded verdicts of the Python-side pairings: torch_npu ↔ CANN, torch ↔ torch_npu,
 Python ↔ torch_npu wheels and numpy ↔ CANN, each a :class:`~npudoctor.knowledge.grades.Verdict`.
 
 The functions work on matrix rows and plain data (no :class:`Matrix` import: the matrix's
-queries call them).  Policy (AUDIT §2, §7 as refined by issue 13):
+queries call them).  Policy (AUDIT §2, and the severity policy of AUDIT §7 as refined):
 
 * the release line is settled first: an alpha, beta, hotfix or maintenance release of a paired
   or declared CANN (``8.0.RC2.alpha003``, ``8.0.RC3.20``, ``8.2.RC2`` next to ``8.2.RC1``) is
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 #: CANN X.Y lines beyond the nearest declared version from which a newer CANN is "far
-#: outside every documented window" (AUDIT §7 (a), issue 13).
+#: outside every documented window" (the severity policy, AUDIT §7 (a)).
 FAR_LINES = 3
 
 
