@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from packaging.specifiers import SpecifierSet
 
+from npudoctor.parsers import metadata as metadata_mod
 from npudoctor.parsers.df import parse_df
 from npudoctor.parsers.metadata import (
     canonical_name,
@@ -207,3 +208,23 @@ def test_real_simple_requirements_skip_packagings_parser():
     assert isinstance(parse_requirement("pyyaml"), SimpleRequirement)
     marked = parse_requirement("nvidia-nccl-cu12==2.21.5; platform_system == 'Linux'")
     assert marked is not None and not isinstance(marked, SimpleRequirement) and marked.marker is not None
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.text(alphabet="ab_-.019py", max_size=14),
+    st.sampled_from([".dist-info", ".egg-info", ".dist-info", "", ".egg-info/"]),
+)
+def test_split_dist_dir_answers_as_its_general_pattern(stem, suffix):
+    """The name-version fast path agrees with the pattern for every directory name."""
+    import re
+
+    dirname = stem + suffix
+    general = re.compile(metadata_mod._DIST_DIR_RE.pattern).match(dirname)
+    if not dirname.endswith((".dist-info", ".egg-info")):
+        expected = (None, None)
+    elif general:
+        expected = (general.group("name"), general.group("version"))
+    else:
+        expected = (dirname.rsplit(".", 1)[0] or None, None)
+    assert metadata_mod.split_dist_dir(dirname) == expected

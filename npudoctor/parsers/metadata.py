@@ -183,6 +183,10 @@ def split_dist_dir(dirname: str) -> Tuple[Optional[str], Optional[str]]:
     anything that is not a metadata directory name."""
     if not (dirname.endswith(".dist-info") or dirname.endswith(".egg-info")):
         return None, None
+    stem = dirname[: dirname.rindex(".")]
+    name, _sep, version = stem.partition("-")
+    if name and version[:1].isdigit() and "-" not in version:  # what pip writes: name-version
+        return name, version
     m = _DIST_DIR_RE.match(dirname)
     if m:
         return m.group("name"), m.group("version")
