@@ -57,6 +57,8 @@ def _module(monkeypatch: pytest.MonkeyPatch, name: str, source: str) -> Dict[str
 
 @pytest.mark.parametrize("future", [False, True], ids=["annotations-as-objects", "annotations-as-text"])
 def test_sequence_mapping_quoted_and_inherited_fields_convert(monkeypatch, future):
+    if future and sys.version_info < (3, 9):
+        pytest.skip("Python 3.8's get_type_hints leaves a quoted name inside a text annotation unresolved")
     # A view module with or without ``from __future__ import annotations``: a subclass adding
     # fields, abstract collection types, quoted annotations and a name the module defines.
     ns = _module(
