@@ -45,11 +45,18 @@ class FrameworkRow(Record):
     torch_npu_spec: Optional[str] = None
     #: the published release name(s) where the installed version does not spell it.
     release: Optional[str] = None
+    #: ``(torch X.Y.Z, extension line)`` pairs where the release's table names a line per torch.
+    ext_by_torch: Tuple[Tuple[str, str], ...] = ()
 
     @property
     def source(self) -> str:
         """The sources as one line."""
         return "; ".join(self.sources)
+
+    def ext_for(self, torch_xyz: str) -> Optional[str]:
+        """The Ascend Extension for PyTorch line the release names for torch ``torch_xyz``
+        (``X.Y.Z``): its per-torch line where it names one, else ``ext``."""
+        return dict(self.ext_by_torch).get(torch_xyz, self.ext)
 
 
 def data_path() -> str:
@@ -105,6 +112,7 @@ def table() -> Tuple[FrameworkRow, ...]:
                 torch=tuple(str(t) for t in r.get("torch", ())),
                 torch_npu_spec=_opt(r.get("torch_npu_spec")),
                 release=_opt(r.get("release")),
+                ext_by_torch=tuple((str(t), str(e)) for t, e in dict(r.get("ext_by_torch", {})).items()),
             )
             for r in doc.get("row", [])
         )

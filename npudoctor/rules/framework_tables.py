@@ -191,14 +191,15 @@ def _torch_outside(
     torch_line: str,
 ) -> Finding:
     want = row.torch[-1]
-    npu_build = _npu_of_ext(ctx, row.ext, want)
+    ext = row.ext_for(want)
+    npu_build = _npu_of_ext(ctx, ext, want)
     reqs = [f"torch=={want}"] + ([f"torch-npu=={npu_build}"] if npu_build else [])
     fix: List[Fix] = [
         pip_install(
             ctx.view.python,
             *reqs,
             lead=f"install the torch {want} stack {label} {version} is made for"
-            + (f" (Ascend Extension for PyTorch {row.ext})" if row.ext else "")
+            + (f" (Ascend Extension for PyTorch {ext})" if ext else "")
             + ": ",
         )
     ]
