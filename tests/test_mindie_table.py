@@ -5,7 +5,8 @@ torch_npu dist-info, and MindIE's ``mindie/latest/version.info`` as its .run pac
 Rows (npudoctor/knowledge/data/frameworks/torch_npu_requirements.toml, sources there):
 2.1.RC2 -> CANN 8.2.RC2, extension 7.1.0; 2.2.RC1 -> CANN 8.3.RC2, 7.2.0; 2.3.0 -> CANN 8.5.0,
 torch 2.1.0 -> 7.2.0 and torch 2.6.0 -> 7.3.0; 3.0.0 -> CANN 8.5.1 (8.5.0 and 9.0.0 also Y),
-torch 2.9.0 -> 7.3.0 and torch 2.1.0 -> 7.2.0; 3.1.0 and 3.2.0 -> CANN 9.0.0 or newer.
+torch 2.9.0 -> 7.3.0 and torch 2.1.0 -> 7.2.0; 3.1.0 and 3.2.0 -> CANN 9.0.0 or newer; before 2.1.RC1:
+1.0.RC2 -> CANN 8.0.RC2 (torch 1.11.0 or 2.1.0 only), 1.0.RC3 -> 8.0.RC3, 1.0.0 -> 8.0.0.
 
 A stack on an official row gives no MindIE finding; off it, one finding names the build.
 """
@@ -56,6 +57,8 @@ def _mindie_findings(root: Path) -> List[Dict[str, Any]]:
         ("3.0.0", "9.0.0", "2.1.0", "2.1.0.post17"),
         ("3.1.0", "9.0.1", "2.9.0", "2.9.0.post2"),
         ("3.2.0", "9.2.0", "2.10.0", "2.10.0.post6"),
+        ("1.0.RC2", "8.0.RC2", "2.1.0", "2.1.0.post6"),
+        ("1.0.0", "8.0.0", "2.1.0", "2.1.0.post10"),
     ],
 )
 def test_an_official_mindie_stack_gives_no_mindie_finding(
@@ -76,6 +79,7 @@ def test_an_official_mindie_stack_gives_no_mindie_finding(
         ),
         ("3.0.0", "8.3.RC2", "error", "MindIE 3.0.0 needs CANN 8.5.0 or newer, but CANN 8.3.RC2 is in use"),
         ("3.1.0", "8.5.1", "error", "MindIE 3.1.0 needs CANN 9.0.0 or newer, but CANN 8.5.1 is in use"),
+        ("1.0.RC2", "7.0.0", "error", "MindIE 1.0.RC2 needs CANN 8.0.RC2 or newer, but CANN 7.0.0 is in use"),
     ],
 )
 def test_mindie_on_an_older_cann_names_the_cann_its_release_documents(
@@ -110,3 +114,13 @@ def test_mindie_beside_a_torch_its_packages_are_not_built_for_is_a_warning(tmp_p
     assert (f["code"], f["severity"]) == ("PKG004", "warning")
     assert f["title"] == "MindIE 2.3.0 is made for torch 2.1.0, 2.6.0, but torch 2.7.1 is installed"
     assert any("torch==2.6.0" in line and "torch-npu==2.6.0.post5" in line for line in f["fix"]), f["fix"]
+
+
+def test_mindie_1_0_rc2_beside_a_torch_it_does_not_support_names_the_torch_it_does(tmp_path: Path) -> None:
+    # its install guide: 'only 1.11.0 and 2.1.0 are supported'; no extension line is named, so the
+    # torch_npu build is left to the matrix (`npudoctor plan`)
+    (f,) = _mindie_findings(_stack(tmp_path, "1.0.RC2", "8.0.RC2", "2.3.1", "2.3.1"))
+    assert (f["code"], f["severity"]) == ("PKG004", "warning")
+    assert f["title"] == "MindIE 1.0.RC2 is made for torch 1.11.0, 2.1.0, but torch 2.3.1 is installed"
+    assert any("torch==2.1.0" in line for line in f["fix"]), f["fix"]
+    assert any("npudoctor plan" in line for line in f["fix"]), f["fix"]
