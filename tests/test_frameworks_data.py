@@ -381,6 +381,8 @@ def requirements_problems(data: Dict[str, Any]) -> List[str]:
         for t in r.get("torch", []):
             if not re.fullmatch(r"\d+\.\d+\.\d+", str(t)):
                 out.append(f"{where}: torch {t!r} is not an X.Y.Z release")
+        for build in r.get("torch_npu_also", []):
+            out += _version(where, build)
         by_torch = r.get("ext_by_torch", {})
         if not isinstance(by_torch, dict):
             out.append(f"{where}: ext_by_torch is not a table")

@@ -47,6 +47,8 @@ class FrameworkRow(Record):
     release: Optional[str] = None
     #: ``(torch X.Y.Z, extension line)`` pairs where the release's table names a line per torch.
     ext_by_torch: Tuple[Tuple[str, str], ...] = ()
+    #: torch_npu builds another official page of the release names: accepted, never proposed.
+    torch_npu_also: Tuple[str, ...] = ()
 
     @property
     def source(self) -> str:
@@ -113,6 +115,7 @@ def table() -> Tuple[FrameworkRow, ...]:
                 torch_npu_spec=_opt(r.get("torch_npu_spec")),
                 release=_opt(r.get("release")),
                 ext_by_torch=tuple((str(t), str(e)) for t, e in dict(r.get("ext_by_torch", {})).items()),
+                torch_npu_also=tuple(str(v) for v in r.get("torch_npu_also", ())),
             )
             for r in doc.get("row", [])
         )

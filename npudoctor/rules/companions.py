@@ -18,7 +18,7 @@ from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.frameworks import FrameworkRow, npu_fits, rows_for, table
 from npudoctor.knowledge.grades import Grade
-from npudoctor.knowledge.versions import pep440_release
+from npudoctor.knowledge.versions import pep440_public, pep440_release
 from npudoctor.parsers.metadata import canonical_name, requirements_on, satisfies
 from npudoctor.remedies.python import pip_install
 from npudoctor.rules import rule
@@ -217,6 +217,8 @@ def companion_table(ctx: RuleContext) -> Iterable[Finding]:
         want = _documented_npu(ctx, row, tv or installed)
         if not want or npu_fits(installed, want) is not False:
             continue
+        if any(pep440_public(installed) == pep440_public(also) for also in row.torch_npu_also):
+            continue  # another official page of the release names this build
         ext = None if row.torch_npu else row.ext_for(_xyz(tv or installed))
         rel_i, rel_w = pep440_release(installed), pep440_release(want)
         if rel_i and rel_w and rel_i[:3] != rel_w[:3]:
