@@ -130,3 +130,25 @@ def test_mindie_1_0_rc2_beside_a_torch_it_does_not_support_names_the_torch_it_do
     assert f["title"] == "MindIE 1.0.RC2 is made for torch 1.11.0, 2.1.0, but torch 2.3.1 is installed"
     assert any("torch==2.1.0" in line for line in f["fix"]), f["fix"]
     assert any("npudoctor plan" in line for line in f["fix"]), f["fix"]
+
+
+def test_a_mindie_newer_than_the_table_is_a_warning_naming_the_data_date(tmp_path: Path) -> None:
+    proc = npudoctor_inprocess(
+        "check", "--root", str(_stack(tmp_path, "3.3.0", "9.2.0", "2.10.0", "2.10.0.post7")), "--json"
+    )
+    (f,) = [f for f in json.loads(proc.stdout)["findings"] if f["code"] == "MTX003"]
+    assert f["severity"] == "warning"
+    assert f["title"] == (
+        "MindIE 3.3.0 is newer than the built-in MindIE table (data of 2026-12-06): "
+        "the torch, torch_npu and CANN it needs are not checked"
+    )
+    assert any("mindie/latest/version.info" in e for e in f["evidence"]), f["evidence"]
+
+
+@pytest.mark.parametrize("mindie", ["3.1.0", "2.0.RC1"])
+def test_a_mindie_the_table_covers_or_predates_gives_no_data_warning(tmp_path: Path, mindie: str) -> None:
+    # 2.0.RC1 has no row but is older than the newest one: unknown, yet not "newer than the data"
+    proc = npudoctor_inprocess(
+        "check", "--root", str(_stack(tmp_path, mindie, "9.2.0", "2.10.0", "2.10.0.post7")), "--json"
+    )
+    assert "MTX003" not in [f["code"] for f in json.loads(proc.stdout)["findings"]]

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 
 #: Projects of the data that are pip distributions (their rows hold PEP 440 specifiers).
 PIP_PROJECTS = ("vllm-ascend", "triton-ascend", "mindspeed", "mindspeed-llm", "lmdeploy")
+#: .run-package projects whose release spellings (``2.1.RC1``, ``3.0.0``) order as PEP 440
+#: versions do (``2.1rc1`` < ``2.1rc2`` < ``2.3.0``), so "newer than every row" can be told.
+ORDERED_RUN_PACKAGES = ("mindie",)
 
 
 class FrameworkRow(Record):
@@ -149,7 +152,7 @@ def newer_than_rows(project_name: str, version: Optional[str]) -> bool:
     """Whether ``version`` of a pip project is newer than every release its rows name (a
     release the data predates), counting a ``.devN`` / local build as the release it
     precedes.  ``False`` when a row covers it or nothing is comparable."""
-    if project_name not in PIP_PROJECTS or rows_for(project_name, version):
+    if project_name not in PIP_PROJECTS + ORDERED_RUN_PACKAGES or rows_for(project_name, version):
         return False
     v = parse_pep440(version)
     if v is None:
