@@ -152,3 +152,16 @@ def test_a_mindie_the_table_covers_or_predates_gives_no_data_warning(tmp_path: P
         "check", "--root", str(_stack(tmp_path, mindie, "9.2.0", "2.10.0", "2.10.0.post7")), "--json"
     )
     assert "MTX003" not in [f["code"] for f in json.loads(proc.stdout)["findings"]]
+
+
+@pytest.mark.parametrize(
+    "version, status",
+    [("2.1.RC1", "not-stated"), ("2.3.0", "not-stated"), ("3.0.0", "not-stated"), ("3.1.0", "supported")],
+)
+def test_mindie_on_the_950_family_follows_the_3_1_0_notes(version: str, status: str) -> None:
+    # the version the rule sees is version.info's release part (2.1.RC1 -> PEP 440 2.1rc1)
+    from npudoctor.knowledge import chip_support
+
+    row = chip_support.support_for("mindie", "950", version)
+    assert row is not None and row.status == status
+    assert chip_support.first_supporting("mindie", "950").first_version == "3.1.0"  # type: ignore[union-attr]
