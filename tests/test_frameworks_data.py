@@ -381,6 +381,19 @@ def requirements_problems(data: Dict[str, Any]) -> List[str]:
         for t in r.get("torch", []):
             if not re.fullmatch(r"\d+\.\d+\.\d+", str(t)):
                 out.append(f"{where}: torch {t!r} is not an X.Y.Z release")
+        for build in r.get("torch_npu_also", []):
+            out += _version(where, build)
+        by_torch = r.get("ext_by_torch", {})
+        if not isinstance(by_torch, dict):
+            out.append(f"{where}: ext_by_torch is not a table")
+            by_torch = {}
+        for t, line in by_torch.items():
+            if not re.fullmatch(r"\d+\.\d+\.\d+", str(t)):
+                out.append(f"{where}: ext_by_torch key {t!r} is not an X.Y.Z release")
+            if not _text(line):
+                out.append(f"{where}: ext_by_torch {t!r} names no extension line")
+            if r.get("torch") and t not in r["torch"]:
+                out.append(f"{where}: ext_by_torch names torch {t} its torch list lacks")
         if r.get("torch_npu_spec"):
             try:
                 SpecifierSet(r["torch_npu_spec"])
@@ -600,6 +613,12 @@ BROKEN = [
         "says nothing",
     ),
     ("torch_npu_requirements.toml", "torch not X.Y.Z", _set(["row", -1, "torch"], ["2.7"]), "X.Y.Z"),
+    (
+        "torch_npu_requirements.toml",
+        "extension line per torch outside the torch list",
+        lambda d: next(r for r in d["row"] if r.get("ext_by_torch")).update(ext_by_torch={"2.7.1": "7.3.0"}),
+        "its torch list lacks",
+    ),
     (
         "torch_npu_requirements.toml",
         "bad torch_npu spec",

@@ -63,7 +63,8 @@ def test_official_rows_by_value(m):
 def test_rows_for_torch_and_fits(m):
     assert [r.torch_npu for r in m.rows_for_torch("2.4.0+cpu")][:3] == ["2.4.0.post4", "2.4.0.post3", "2.4.0.post2"]
     fits = m.fits(torch="2.7.1", python="3.13", platform="x86_64", cann="9.0.0")
-    assert [r.torch_npu for r in fits] == ["2.7.1.post10", "2.7.1.post8", "2.7.1.post6", "2.7.1.post4"]
+    # 2.7.1.post11 is the TorchNPU 26.2.0 package: its notes declare 26.2.X compatible with 9.0.X
+    assert [r.torch_npu for r in fits] == ["2.7.1.post11", "2.7.1.post10", "2.7.1.post8", "2.7.1.post6", "2.7.1.post4"]
     assert m.fits(torch="2.6.0", python="3.12", platform="aarch64") == [m.find_torch_npu("2.6.0.post5")]
     # 2.10.0.post6 has no cp311 wheel... for x86_64 it has cp310/cp311 only
     assert m.find_torch_npu("2.10.0.post6").pythons("x86_64") == ["3.10", "3.11"]
@@ -78,9 +79,11 @@ def test_cann_fit(m):
     assert m.cann_fit(r, "8.0.T63") == "unknown"
     assert m.cann_fit(r, "garbage") == "unknown"
     assert m.cann_fit(m.find_torch_npu("2.7.1.post8"), "8.5.1") == "compatible"  # 26.1.X: 8.5.X
-    # a build of master: its own README names CANN 9.1.0; nothing else is documented
-    assert m.cann_fit(m.find_torch_npu("2.14.0"), "9.1.0") == "paired"
-    assert m.cann_fit(m.find_torch_npu("2.14.0"), "9.2.0") == "unknown"
+    # the TorchNPU 26.2.0 package for torch 2.14.0: paired with CANN 9.2.0 by the release notes;
+    # 9.1.0 (what its wheel's README names) is inside the 26.2.X line's declared 8.5.X-9.2.X
+    assert m.cann_fit(m.find_torch_npu("2.14.0"), "9.2.0") == "paired"
+    assert m.cann_fit(m.find_torch_npu("2.14.0"), "9.1.0") == "compatible"
+    assert m.cann_fit(m.find_torch_npu("2.7.1.post11"), "9.2.0") == "paired"
     # community re-release names of CANN <= 8.0
     assert [r.torch_npu for r in m.rows_for_cann("8.0.RC3.beta1")] == ["2.4.0", "2.3.1.post2", "2.1.0.post8"]
 
@@ -205,7 +208,7 @@ def test_chips_and_families(m):
 
 
 def test_newest_for(m):
-    assert m.newest_for("910B", "aarch64", "3.11").torch_npu == "2.13.0"  # TorchNPU 26.2.0
+    assert m.newest_for("910B", "aarch64", "3.11").torch_npu == "2.14.0"  # TorchNPU 26.2.0, torch 2.14.0
     assert m.newest_for("910B", "x86_64", "3.8").torch_npu == "2.4.0.post4"
     # driver 24.1.rc2 is ruled out by CANN 9.1.X (grid N for 25.0.X and older) but not by 9.0.0
     # (undocumented, within about a year of 25.0.X): the newest pairing it leaves is CANN 9.0.0's

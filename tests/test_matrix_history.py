@@ -21,7 +21,8 @@ HISTORY = tomllib.loads((Path(__file__).parent / "fixtures" / "official" / "hist
 
 #: pairings published after the clone the history was generated from (2026-08-21), each with
 #: its source: COMPATIBILITY.md's TorchNPU 26.1.1 rows ('CANN 9.1.X') and the 26.2.0 release
-#: notes (2.9.0.post9 <-> CANN 9.2.0; 2.13.0 from branch v2.13.0-26.2.0 per its own README)
+#: notes' package table (every 26.2.0 package <-> CANN 9.2.0)
+NOTES_26_2 = "TorchNPU 26.2.0 release notes (Ascend/pytorch docs/zh/release_notes.md, commit 04937a13212a)"
 RECENT = [
     ("2.12.0.post2", "2.12.0", "9.1.1", "COMPATIBILITY.md 26.1.1: CANN 9.1.X"),
     ("2.11.0.post2", "2.11.0", "9.1.1", "COMPATIBILITY.md 26.1.1: CANN 9.1.X"),
@@ -30,10 +31,16 @@ RECENT = [
     ("2.7.1.post10", "2.7.1", "9.1.0", "COMPATIBILITY.md 26.1.1: CANN 9.1.X"),
     ("2.9.0.post9", "2.9.0", "9.2.0", "TorchNPU 26.2.0 release notes"),
     ("2.13.0", "2.13.0", "9.2.0", "TorchNPU 26.2.0 release notes + the wheel's README (v2.13.0-26.2.0)"),
+    ("2.7.1.post11", "2.7.1", "9.2.0", NOTES_26_2),
+    ("2.10.0.post7", "2.10.0", "9.2.0", NOTES_26_2),
+    ("2.11.0.post3", "2.11.0", "9.2.0", NOTES_26_2),
+    ("2.12.0.post3", "2.12.0", "9.2.0", NOTES_26_2),
+    ("2.14.0", "2.14.0", "9.2.0", NOTES_26_2),
 ]
-#: compatibility cells of the TorchNPU 26.2.0 release notes' grid ('Y'), recorded in
-#: tests/fixtures/grades/grid.toml (tc-05, tc-06)
-RECENT_DECLARED = [("7.3.X", "9.2.X"), ("26.1.X", "9.2.X")]
+#: every cell of the TorchNPU 26.2.0 release notes' compatibility grid (all 'Y')
+RECENT_DECLARED = [
+    (line, cann) for line in ("7.3.X", "26.0.X", "26.1.X", "26.2.X") for cann in ("8.5.X", "9.0.X", "9.1.X", "9.2.X")
+]
 
 PAIRINGS = [(p["torch_npu"], p["torch"], p["cann"], p["source"]) for p in HISTORY["pairing"]] + RECENT
 DECLARED = [(d["line"], d["cann"]) for d in HISTORY["declared"]] + RECENT_DECLARED

@@ -229,14 +229,15 @@ def test_dry_run_and_diff(server, cache, tmp_path):
     dry = cli("matrix", "refresh", "--dry-run", "--source", str(edited), cache_dir=cache)
     assert dry.returncode == 0, dry.stdout + dry.stderr
     assert "changed torch_npu 2.12.0: cann ['9.1.0'] -> ['9.1.1', '9.1.0']" in dry.stdout  # accumulates
-    assert "added torch_npu 2.14.0 (torch 2.14.0, CANN 9.2.0, active)" not in dry.stdout  # 2.14.0 exists (PyPI row)
-    assert "changed torch_npu 2.14.0:" in dry.stdout and "status 'unmapped' -> 'active'" in dry.stdout
+    assert "added torch_npu 2.14.0 (torch 2.14.0, CANN 9.2.0, active)" not in dry.stdout  # 2.14.0 exists
+    # its row (the 26.2.0 release notes) already pairs CANN 9.2.0: only the status moves
+    assert "changed torch_npu 2.14.0: status 'release-notes-only' -> 'active'" in dry.stdout
     assert not (cache / "matrix.json").exists()
     assert cli("matrix", "refresh", "--source", str(edited), cache_dir=cache).returncode == 0
     diff = cli("matrix", "diff", cache_dir=cache)
     assert diff.returncode == 1
     assert "~ [torch_npu] 2.12.0: cann ['9.1.0'] -> ['9.1.1', '9.1.0']" in diff.stdout
-    assert "~ [torch_npu] 2.14.0: cann ['9.1.0'] -> ['9.2.0', '9.1.0']" in diff.stdout
+    assert "~ [torch_npu] 2.14.0: status 'release-notes-only' -> 'active'" in diff.stdout
     same = cli("matrix", "diff", str(cache / "matrix.json"), str(cache / "matrix.json"), cache_dir=cache)
     assert same.returncode == 0
     assert cli("matrix", "diff", "only-one", cache_dir=cache).returncode == 2

@@ -181,9 +181,11 @@ def test_unknown_versions_are_never_an_error():
     m = load_matrix()
     assert m.cann_verdict("9.9.9", "8.5.0").grade.value == "undocumented"
     assert m.cann_verdict("2.9.0", "8.0.T63").grade.value == "undocumented"
-    # a build of master: only its own README names a CANN (9.1.0); anything else is undocumented
-    assert m.cann_verdict("2.14.0", "9.1.0").grade.value == "paired"
-    assert m.cann_verdict("2.14.0", "9.2.0").grade.value == "undocumented"
+    # a TorchNPU 26.2.0 package: paired with 9.2.0, declared compatible with 8.5.X-9.2.X; 8.3.RC1 is
+    # outside the declared set and not a documented failure either
+    assert m.cann_verdict("2.14.0", "9.2.0").grade.value == "paired"
+    assert m.cann_verdict("2.14.0", "9.1.0").grade.value == "declared-compatible"
+    assert m.cann_verdict("2.14.0", "8.3.RC1").grade.value != "paired"
 
 
 def test_the_planner_never_proposes_the_installed_build():

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 
 #: Projects of the data that are pip distributions (their rows hold PEP 440 specifiers).
 PIP_PROJECTS = ("vllm-ascend", "triton-ascend", "mindspeed", "mindspeed-llm", "lmdeploy")
+#: .run-package projects whose release spellings (``2.1.RC1``, ``3.0.0``) order as PEP 440
+#: versions do (``2.1rc1`` < ``2.1rc2`` < ``2.3.0``), so "newer than every row" can be told.
+ORDERED_RUN_PACKAGES = ("mindie",)
 
 
 class FrameworkRow(Record):
@@ -45,11 +48,20 @@ class FrameworkRow(Record):
     torch_npu_spec: Optional[str] = None
     #: the published release name(s) where the installed version does not spell it.
     release: Optional[str] = None
+    #: ``(torch X.Y.Z, extension line)`` pairs where the release's table names a line per torch.
+    ext_by_torch: Tuple[Tuple[str, str], ...] = ()
+    #: torch_npu builds another official page of the release names: accepted, never proposed.
+    torch_npu_also: Tuple[str, ...] = ()
 
     @property
     def source(self) -> str:
         """The sources as one line."""
         return "; ".join(self.sources)
+
+    def ext_for(self, torch_xyz: str) -> Optional[str]:
+        """The Ascend Extension for PyTorch line the release names for torch ``torch_xyz``
+        (``X.Y.Z``): its per-torch line where it names one, else ``ext``."""
+        return dict(self.ext_by_torch).get(torch_xyz, self.ext)
 
 
 def data_path() -> str:
@@ -105,6 +117,8 @@ def table() -> Tuple[FrameworkRow, ...]:
                 torch=tuple(str(t) for t in r.get("torch", ())),
                 torch_npu_spec=_opt(r.get("torch_npu_spec")),
                 release=_opt(r.get("release")),
+                ext_by_torch=tuple((str(t), str(e)) for t, e in dict(r.get("ext_by_torch", {})).items()),
+                torch_npu_also=tuple(str(v) for v in r.get("torch_npu_also", ())),
             )
             for r in doc.get("row", [])
         )
@@ -138,7 +152,7 @@ def newer_than_rows(project_name: str, version: Optional[str]) -> bool:
     """Whether ``version`` of a pip project is newer than every release its rows name (a
     release the data predates), counting a ``.devN`` / local build as the release it
     precedes.  ``False`` when a row covers it or nothing is comparable."""
-    if project_name not in PIP_PROJECTS or rows_for(project_name, version):
+    if project_name not in PIP_PROJECTS + ORDERED_RUN_PACKAGES or rows_for(project_name, version):
         return False
     v = parse_pep440(version)
     if v is None:

@@ -7,15 +7,16 @@ lmdeploy's PyPI wheel is built for CUDA).  The rows of
 made for another torch or torch_npu is one PKG004 finding naming the build it needs (or the
 release made for what is installed).  The CANN floor of the same rows is judged by
 ``cann_addons.framework_cann`` (CANN012).  A framework release newer than every row is a
-warning (MTX003) naming the data's date, never an error: the data predates it.
+warning (MTX003) naming the data's date, never an error: the data predates it -- MindIE
+included, told by its version.info.
 
-Facts read (views): ``packages`` (dist-info of the frameworks, torch, torch_npu).
+Facts read (views): ``packages`` (dist-info of the frameworks, torch, torch_npu), ``cann.mindie``.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Iterable, List, Optional
+from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from npudoctor.context import RuleContext
     from npudoctor.rules._pkgfit import Fix
 
-READS = ("packages", "python")
+READS = ("cann", "packages", "python")
 
 COMPANION = codes.get("PKG004")
 
@@ -191,14 +192,15 @@ def _torch_outside(
     torch_line: str,
 ) -> Finding:
     want = row.torch[-1]
-    npu_build = _npu_of_ext(ctx, row.ext, want)
+    ext = row.ext_for(want)
+    npu_build = _npu_of_ext(ctx, ext, want)
     reqs = [f"torch=={want}"] + ([f"torch-npu=={npu_build}"] if npu_build else [])
     fix: List[Fix] = [
         pip_install(
             ctx.view.python,
             *reqs,
             lead=f"install the torch {want} stack {label} {version} is made for"
-            + (f" (Ascend Extension for PyTorch {row.ext})" if row.ext else "")
+            + (f" (Ascend Extension for PyTorch {ext})" if ext else "")
             + ": ",
         )
     ]
@@ -234,15 +236,20 @@ def _torch_outside(
 @rule
 def framework_newer_than_table(ctx: RuleContext) -> Iterable[Finding]:
     """MTX003 (warning): a framework release the built-in table does not know -- newer than
-    every row, or, for a project whose installed versions are not in release order
-    (MindSpeed Core), any version without a row.  Its torch / torch_npu / CANN needs are not
+    every row (pip projects, and MindIE from its version.info), or, for a project whose
+    installed versions are not in release order (MindSpeed Core), any version without a row.  Its torch / torch_npu / CANN needs are not
     checked; the warning names the data's date."""
+    found: List[Tuple[str, str, str, bool]] = []
     for name in PIP_PROJECTS:
         rec = ctx.view.packages.first(name)
-        if rec is None or not rec.version:
-            continue
+        if rec is not None and rec.version:
+            pinned = bool(requirements_on(list(rec.requires_dist), "torch-npu"))
+            found.append((name, str(rec.version), rec.metadata_source or rec.dist_info or "its dist-info", pinned))
+    mindie = ctx.view.cann.mindie
+    if mindie is not None and mindie.version:
+        found.append(("mindie", str(mindie.version), str(mindie.source or mindie.path or "its version.info"), False))
+    for name, version, where, pinned in found:
         proj = project(name)
-        version = str(rec.version)
         newer = newer_than_rows(name, version)
         unknown = proj is not None and not proj.ordered and not rows_for(name, version)
         if not (newer or unknown):
@@ -251,12 +258,11 @@ def framework_newer_than_table(ctx: RuleContext) -> Iterable[Finding]:
         when = checked_on(name)
         what = "newer than" if newer else "not in"
         evidence = [
-            f"{label} {version} from {rec.metadata_source or rec.dist_info or 'its dist-info'}",
+            f"{label} {version} from {where}",
             f"built-in framework table (torch_npu_requirements.toml), read {when}: {what} its {label} rows",
         ]
         if proj is not None and proj.identify:
             evidence.append(f"how the release is told: {proj.identify}")
-        pinned = bool(requirements_on(list(rec.requires_dist), "torch-npu"))
         unchecked = (
             "the CANN it needs is not checked (its own torch-npu pin is)"
             if pinned
