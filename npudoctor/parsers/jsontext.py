@@ -36,17 +36,16 @@ def _int(text: str) -> int:
     return int(text)
 
 
-#: Digits kept, every other byte a space: a run of more than :data:`MAX_INT_DIGITS` digits
-#: is then one substring search away.
-_DIGITS_ONLY = bytes(b if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+#: Every digit a ``0``, every other byte a space: a run of more than :data:`MAX_INT_DIGITS`
+#: digits is then one substring search away.
+_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
 _LONG_DIGITS = b"0" * (MAX_INT_DIGITS + 1)
-_DIGIT_RUNS = bytes.maketrans(b"123456789", b"000000000")
 
 
 def _long_digits(data: bytes) -> bool:
     """Whether ``data`` holds a run of more than :data:`MAX_INT_DIGITS` digits (in a number
     or a string: only then are integers read one by one, to refuse a long one clearly)."""
-    return _LONG_DIGITS in data.translate(_DIGITS_ONLY).translate(_DIGIT_RUNS)
+    return _LONG_DIGITS in data.translate(_DIGITS_AS_ZERO)
 
 
 #: A backslash escape (a backslash and the byte after it): what :func:`depth` removes first.
@@ -67,7 +66,13 @@ def depth(text: str) -> int:
     brackets inside strings ignored; measured without parsing (so without recursion).
     Linear in ``text`` and in the number of brackets, in time and in memory (a few copies
     of ``text`` at most, whatever its strings hold)."""
-    marks = _ESCAPE.sub(b"", text.encode("utf-8", "surrogatepass")).translate(None, _NOT_MARKS)
+    return _depth(text.encode("utf-8", "surrogatepass"))
+
+
+def _depth(data: bytes) -> int:
+    """:func:`depth` of the UTF-8 bytes of a text (its brackets, quotes and backslashes are
+    the text's: no other character's encoding holds an ASCII byte)."""
+    marks = _ESCAPE.sub(b"", data).translate(None, _NOT_MARKS)
     if marks.count(b'"') % 2 == 0:
         # every string closed: two quotes side by side are an empty string, or the end of
         # one and the start of the next (which then read as one string): no bracket outside
@@ -126,16 +131,17 @@ def loads(text: str, max_values: Optional[int] = None, max_depth: Optional[int] 
     ``max_depth``: refuse, before parsing, objects and arrays nested deeper than this
     (:func:`depth`): whatever walks the parsed value later (redaction, the typed views,
     rules) must not meet a nesting that exhausts the interpreter's stack."""
+    data = text.encode("utf-8", "surrogatepass")  # the scans below read bytes (one per character here)
     if max_values is not None:
-        count = text.count("{") + text.count("[") + text.count(",")
+        count = data.count(b"{") + data.count(b"[") + data.count(b",")
         if count > max_values:
             raise json.JSONDecodeError(f"more than {max_values} values (up to {count})", text, 0)
     if max_depth is not None:
-        deepest = depth(text)
+        deepest = _depth(data)
         if deepest > max_depth:
             raise json.JSONDecodeError(f"nested {deepest} levels deep (more than {max_depth})", text, 0)
     try:
-        if _long_digits(text.encode("utf-8", "surrogatepass")):
+        if _long_digits(data):
             return json.loads(text, parse_int=_int)
         try:
             # msgspec's parser (about twice as fast); what only the standard one reads
