@@ -36,6 +36,24 @@ def _cwd(path: Optional[Any]) -> Iterator[None]:
         os.chdir(before)
 
 
+@contextlib.contextmanager
+def _own_settings(env: Optional[Mapping[str, str]]) -> Iterator[None]:
+    """npudoctor reads its own settings (``NPUDOCTOR_CACHE_DIR``, ``NPUDOCTOR_ELF_CACHE``…)
+    from the process environment, which in a process is ``env``: for the call, this
+    process's environment carries ``env``'s ``NPUDOCTOR_*`` variables too."""
+    own = {k: v for k, v in (env or {}).items() if k.startswith("NPUDOCTOR_")}
+    saved = {k: os.environ.get(k) for k in own}
+    os.environ.update(own)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def npudoctor(
     *argv: Any,
     env: Optional[Mapping[str, str]] = None,
@@ -47,7 +65,8 @@ def npudoctor(
     timeout: Optional[float] = None,
 ) -> Result:
     """``npudoctor ARGV…`` in-process.  ``env``: npudoctor's environment (and so the
-    diagnosed one in live mode; default ``os.environ``); ``input``: standard input (str or
+    diagnosed one in live mode; default ``os.environ``; its ``NPUDOCTOR_*`` settings are
+    also put in ``os.environ`` for the call); ``input``: standard input (str or
     bytes); ``tty``: stdout is a terminal ``width`` columns wide; ``text=False``: stdout
     and stderr as UTF-8 bytes (like ``subprocess.run`` without ``text``).  ``timeout`` is
     accepted for symmetry with ``subprocess.run`` and ignored (commands keep their own
@@ -62,7 +81,7 @@ def npudoctor(
         width=width,
         stdin=io.BytesIO(data),
     )
-    with _cwd(cwd):
+    with _cwd(cwd), _own_settings(env):
         code = run([str(a) for a in argv], environment)
     if text:
         return Result(code, out.getvalue(), err.getvalue())

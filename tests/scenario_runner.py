@@ -3,9 +3,9 @@
     env -i PATH="<scenario>/bin:/usr/bin:/bin" <[env] pairs> \
         <python> -m npudoctor check --root <scenario>/root --json
 
-By default the command runs in-process (:func:`npudoctor.cli.run` with that environment
-injected and the scenario as the working directory): the same command line, without a
-Python start per scenario.  ``run_check(..., process=True)`` runs the real process.
+The command runs in-process (:func:`npudoctor.cli.run` with that environment injected and
+the scenario as the working directory): the same command line, without a Python start per
+scenario.
 
 Scenarios may add a ``[setup]`` table that this runner applies to a *copy* of the
 scenario before running (real owners and modes cannot live in git):
@@ -21,8 +21,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -77,23 +75,12 @@ def environment(scenario: Path, spec: Dict[str, Any]) -> Dict[str, str]:
     return env
 
 
-def run_check(scenario: Path, extra: Optional[List[str]] = None, timeout: float = 120, process: bool = False) -> Run:
-    """Run ``check --json`` on a prepared scenario (in-process unless ``process``; the
-    ``timeout`` applies to the process)."""
+def run_check(scenario: Path, extra: Optional[List[str]] = None) -> Run:
+    """Run ``check --json`` on a prepared scenario, in-process."""
     spec = tomllib.loads((scenario / "scenario.toml").read_text(encoding="utf-8"))
     args = ["check", "--root", str(scenario / "root"), "--json"]
     args += list(spec.get("setup", {}).get("args", [])) + list(extra or [])
-    if process:
-        proc: Any = subprocess.run(
-            [sys.executable, "-m", "npudoctor", *args],
-            env=environment(scenario, spec),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            cwd=str(scenario),
-        )
-    else:
-        proc = npudoctor(*args, env=environment(scenario, spec), cwd=scenario)
+    proc = npudoctor(*args, env=environment(scenario, spec), cwd=scenario)
     try:
         doc = json.loads(proc.stdout)
     except ValueError:

@@ -1,7 +1,7 @@
 """Shell completion (issue 31): Typer's ``--install-completion``/``--show-completion`` are on,
 and a completion request answers the commands, each command's options and ``health``'s
 (whose options its own parser reads).  Real processes: the shell's request arrives in the
-environment of a fresh ``npudoctor``."""
+environment of a fresh ``npudoctor`` (the help that offers completion runs in-process)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List
 
+import clirun
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -24,7 +25,7 @@ def _run(args: List[str], **env: str) -> subprocess.CompletedProcess:
 
 
 def test_help_offers_completion_and_the_bash_script_is_shown() -> None:
-    helptext = _run(["--help"]).stdout
+    helptext = clirun.npudoctor("--help", env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}).stdout
     assert "--install-completion" in helptext and "--show-completion" in helptext
     # --show-completion is a flag: Typer names the shell it runs under (shellingham reads the
     # parent processes), so it runs under bash as a user's would; the test's own parents vary

@@ -406,6 +406,7 @@ def _health(scenario: Path, *args: str) -> Dict[str, Any]:
     import sys
 
     env = dict(ENV, PATH=f"{scenario}/bin:/usr/bin:/bin", PYTHONPATH=str(HERE.parent))
+    # A process: health counts its budget from the start of its process and leaves with os._exit.
     argv = [sys.executable, "-m", "npudoctor", "health", "--root", str(scenario / "root"), "--json", "--timeout", "20"]
     proc = subprocess.run([*argv, *args], env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode in (0, 1) and "Traceback" not in proc.stderr, proc.stderr

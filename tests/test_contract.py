@@ -82,6 +82,7 @@ def test_collect_then_check_from_round_trip(tmp_path, empty_root):
     assert doc["facts"]["host"] == snap["facts"]["host"]
 
 
+# e2e: the exit status of a real process (the console entry's sys.exit), as a shell sees it
 @pytest.mark.parametrize("run", [npudoctor, npudoctor_process], ids=["in-process", "e2e"])
 def test_usage_errors_exit_2_without_traceback(tmp_path, empty_root, run):
     bad_from = tmp_path / "garbage.json"

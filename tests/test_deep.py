@@ -12,6 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import clirun
 from strict_facts import undeclared
 
 from npudoctor.context import Options, ProbeContext
@@ -65,6 +66,8 @@ def _fake(tmp_path: Path, torch_npu_body: str) -> Path:
 
 
 def check_deep(site: Path, *extra: str, timeout: float = 120):
+    # A process: without --python npudoctor judges the interpreter it runs in, whose
+    # PYTHONPATH here holds the fake torch; --deep imports it in a child that may hang or die.
     # This checkout's npudoctor, not whichever one the interpreter has installed.
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{site}{os.pathsep}{REPO}", "HOME": "/root"}
     start = time.monotonic()
@@ -184,11 +187,7 @@ def test_root_mode_records_that_nothing_can_run(tmp_path):
     ctx = ProbeContext(host=Host(root=str(root)), options=Options(deep=True), facts={})
     facts = deep.probe(ctx)
     assert facts["ran"] is False and facts["outcome"] == "not_run" and "--root" in facts["reason"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "check", "--deep", "--root", str(root), "--json"],
-        capture_output=True,
-        timeout=120,
-    )
+    proc = clirun.npudoctor("check", "--deep", "--root", str(root), "--json")
     doc = json.loads(proc.stdout)
     assert [f["code"] for f in _deep_findings(doc)] == ["DEEP007"]
 

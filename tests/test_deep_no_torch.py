@@ -34,6 +34,7 @@ def _site(env: Path) -> Path:
 
 
 def _check_deep(env: Path):
+    # A process, as the rule for real venvs and wheels keeps it (docs/architecture.md, Tests).
     proc = subprocess.run(
         [sys.executable, "-m", "npudoctor", "check", "--deep", "--python", _python(env), "--json"],
         capture_output=True,

@@ -1,6 +1,7 @@
-"""`npudoctor exec` (the container entrypoint) and `npudoctor env`, through the CLI in
-subprocesses, on the health-* scenarios whose toolkit carries the real CANN 8.0.0
-set_env.sh (tests/fixtures/set_env_toolkit_8.0.0.sh.txt)."""
+"""`npudoctor exec` (the container entrypoint) and `npudoctor env`, through the CLI, on the
+health-* scenarios whose toolkit carries the real CANN 8.0.0 set_env.sh
+(tests/fixtures/set_env_toolkit_8.0.0.sh.txt).  ``env`` and the help run in-process;
+``exec`` runs as a process, which it replaces with the workload."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
+import clirun
 import pytest
 from builders.build_cann_scenarios import nnal as add_nnal
 from scenario_runner import REPO, environment, prepare
@@ -36,8 +38,14 @@ def _env(scenario: Path, extra: Optional[Dict[str, str]] = None) -> Dict[str, st
 
 
 def npudoctor(scenario: Path, *args: str, extra: Optional[Dict[str, str]] = None, **kw) -> subprocess.CompletedProcess:
+    """``python -m npudoctor ARGS`` as a process (for ``exec``: it replaces its process)."""
     argv = [sys.executable, "-m", "npudoctor", *args]
     return subprocess.run(argv, env=_env(scenario, extra), capture_output=True, text=True, timeout=120, **kw)
+
+
+def env_command(scenario: Path, *args: str, extra: Optional[Dict[str, str]] = None) -> clirun.Result:
+    """``npudoctor env ARGS`` in-process in the scenario's environment."""
+    return clirun.npudoctor("env", *args, env=_env(scenario, extra))
 
 
 def sourced_for_real(scenario: Path) -> Dict[str, str]:
@@ -67,9 +75,10 @@ def unsourced(tmp_path) -> Path:
 
 def test_env_lines_equal_really_sourcing_set_env_sh(unsourced):
     real = sourced_for_real(unsourced)
+    lines = env_command(unsourced, "--root", str(unsourced / "root"))
+    assert lines.returncode == 0, lines.stderr
     proc = subprocess.run(
-        ["sh", "-c", f'eval "$("{sys.executable}" -m npudoctor env --root "$1")" && "{sys.executable}" -c "$2"']
-        + ["sh", str(unsourced / "root"), DUMP_ENV],
+        ["sh", "-c", f'eval "$1" && "{sys.executable}" -c "$2"', "sh", lines.stdout, DUMP_ENV],
         env=_env(unsourced),
         capture_output=True,
         text=True,
@@ -85,12 +94,12 @@ def test_env_lines_equal_really_sourcing_set_env_sh(unsourced):
         # variable was unset; npudoctor drops it, the rest is identical and in order.
         assert ours[name] == ":".join(_entries(real[name])), name
     assert real["LD_LIBRARY_PATH"].endswith(":") and not ours["LD_LIBRARY_PATH"].endswith(":")
-    assert "# npudoctor: CANN 8.0.0 at /usr/local/Ascend/ascend-toolkit/latest" in proc.stderr
+    assert "# npudoctor: CANN 8.0.0 at /usr/local/Ascend/ascend-toolkit/latest" in lines.stderr
 
 
 def test_env_quotes_values_for_the_shell(unsourced):
     weird = "/opt/it's here/$HOME;rm -rf x"
-    proc = npudoctor(unsourced, "env", "--root", str(unsourced / "root"), extra={"PYTHONPATH": weird})
+    proc = env_command(unsourced, "--root", str(unsourced / "root"), extra={"PYTHONPATH": weird})
     assert proc.returncode == 0
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("export PYTHONPATH="))
     out = subprocess.run(["sh", "-c", line + '\nprintf %s "$PYTHONPATH"'], capture_output=True, text=True, timeout=10)
@@ -99,24 +108,24 @@ def test_env_quotes_values_for_the_shell(unsourced):
 
 def test_env_json_and_already_sourced(tmp_path):
     healthy = prepare(SCEN / "health-910b3-8npu-healthy", tmp_path)
-    proc = npudoctor(healthy, "env", "--root", str(healthy / "root"), "--json")
+    proc = env_command(healthy, "--root", str(healthy / "root"), "--json")
     assert proc.returncode == 0
     doc = json.loads(proc.stdout)
     assert doc["method"] == "kept" and doc["set"] == {} and doc["toolkit"]["version"] == "8.0.0"
-    assert npudoctor(healthy, "env", "--root", str(healthy / "root")).stdout == ""
+    assert env_command(healthy, "--root", str(healthy / "root")).stdout == ""
 
 
 def test_env_without_toolkit_and_with_a_bad_root(tmp_path):
     (tmp_path / "empty").mkdir()
-    proc = npudoctor(SCEN / "health-env-not-sourced", "env", "--root", str(tmp_path / "empty"))
+    proc = env_command(SCEN / "health-env-not-sourced", "--root", str(tmp_path / "empty"))
     assert proc.returncode == 1 and proc.stdout == "" and "no CANN toolkit found" in proc.stderr
-    proc = npudoctor(SCEN / "health-env-not-sourced", "env", "--root", str(tmp_path / "nope"))
+    proc = env_command(SCEN / "health-env-not-sourced", "--root", str(tmp_path / "nope"))
     assert proc.returncode == 2 and "not a directory" in proc.stderr
 
 
 def test_env_adds_nnal(unsourced):
     add_nnal(unsourced / "root", "8.0.T63", "nnal_atb_version.info_8.0.T63_indented.txt", abi_dirs=("cxx_abi_1",))
-    doc = json.loads(npudoctor(unsourced, "env", "--root", str(unsourced / "root"), "--json").stdout)
+    doc = json.loads(env_command(unsourced, "--root", str(unsourced / "root"), "--json").stdout)
     home = "/usr/local/Ascend/nnal/atb/latest/atb/cxx_abi_1"
     assert doc["set"]["ATB_HOME_PATH"] == home
     assert doc["set"]["LD_LIBRARY_PATH"].startswith(f"{home}/lib:")
@@ -244,15 +253,11 @@ def test_exec_strict_refuses_when_the_checks_blow_their_budget(tmp_path):
 
 
 def test_exec_help_documents_exit_codes():
-    proc = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "exec", "--help"], capture_output=True, text=True, timeout=60
-    )
+    proc = clirun.npudoctor("exec", "--help")
     assert proc.returncode == 0
     for text in ("125", "126", "127", "exit status"):
         assert text in proc.stdout
-    proc = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "env", "--help"], capture_output=True, text=True, timeout=60
-    )
+    proc = clirun.npudoctor("env", "--help")
     assert "Exit codes: 0 printed; 1 no CANN toolkit found" in " ".join(proc.stdout.split())
 
 

@@ -1,8 +1,10 @@
-"""Golden text of ``check`` on a real terminal (issue 19): a pty of 60, 80 and 120 columns
-(the window size set with ``TIOCSWINSZ``, no ``COLUMNS``), with colour (a terminal) and
-without (``NO_COLOR=1``).  The expected text lives in ``tests/golden/``; it changes only
-when the test runs with ``NPUDOCTOR_UPDATE_GOLDEN=1`` (then the files are rewritten and
-``docs/img/check.svg`` must be regenerated with ``python scripts/gen_check_svg.py``).
+"""Golden text of ``check`` on a terminal (issue 19): 60, 80 and 120 columns, with colour
+(a terminal) and without (``NO_COLOR=1``), run in-process with the terminal injected
+(:mod:`clirun`: ``tty=True``, ``width``).  The expected text lives in ``tests/golden/``; it
+changes only when the test runs with ``NPUDOCTOR_UPDATE_GOLDEN=1`` (then the files are
+rewritten and ``docs/img/check.svg`` must be regenerated with ``python scripts/gen_check_svg.py``).
+``test_e2e_*`` runs ``python -m npudoctor`` on a real pty (the window size set with
+``TIOCSWINSZ``, no ``COLUMNS``) and expects the same files: the process finds its terminal.
 
 Each scenario is collected once (``collect --no-redact``) and replayed with ``check --from
 snapshot.json`` from its directory, so the headline does not carry the checkout's path.
@@ -20,6 +22,7 @@ import termios
 from pathlib import Path
 
 import pytest
+from clirun import npudoctor
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).parent / "golden"
@@ -62,14 +65,9 @@ def snapshots(tmp_path_factory: pytest.TempPathFactory) -> dict:
     out = {}
     for name, scenario in SCENARIOS.items():
         where = tmp_path_factory.mktemp(name)
-        subprocess.run(
-            [sys.executable, "-m", "npudoctor", "collect", "--root", str(scenario / "root"), "--no-redact"]
-            + ["-o", str(where / "snapshot.json")],
-            env=_env(scenario),
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
+        argv = ["collect", "--root", str(scenario / "root"), "--no-redact", "-o", str(where / "snapshot.json")]
+        result = npudoctor(*argv, env=_env(scenario))
+        assert result.returncode == 0, result.stderr
         out[name] = where
     return out
 
@@ -79,8 +77,10 @@ def snapshots(tmp_path_factory: pytest.TempPathFactory) -> dict:
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_check_golden_text_on_a_terminal(snapshots: dict, name: str, columns: int, colour: str):
     extra = {"NO_COLOR": "1"} if colour == "plain" else {}
-    argv = [sys.executable, "-m", "npudoctor", "check", "--from", "snapshot.json"]
-    text = run_in_pty(argv, snapshots[name], _env(SCENARIOS[name], **extra), columns)
+    env = _env(SCENARIOS[name], **extra)
+    result = npudoctor("check", "--from", "snapshot.json", env=env, cwd=snapshots[name], tty=True, width=columns)
+    assert result.returncode in (0, 1), result.stderr
+    text = result.stdout
     assert ("\x1b[" in text) is (colour == "color")
     plain = text if colour == "plain" else _strip(text)
     for line in plain.splitlines():
@@ -95,15 +95,23 @@ def test_check_golden_text_on_a_terminal(snapshots: dict, name: str, columns: in
     assert text == golden.read_text(encoding="utf-8")
 
 
+@pytest.mark.parametrize(("columns", "colour"), [(60, "color"), (120, "plain")])
+def test_e2e_check_on_a_real_pty(snapshots: dict, columns: int, colour: str):
+    """A process on a pty: it reads its width from the terminal (``TIOCSWINSZ``, no
+    ``COLUMNS``) and colours only there; the text is the golden one."""
+    name = "container-no-cann"
+    extra = {"NO_COLOR": "1"} if colour == "plain" else {}
+    argv = [sys.executable, "-m", "npudoctor", "check", "--from", "snapshot.json"]
+    text = run_in_pty(argv, snapshots[name], _env(SCENARIOS[name], **extra), columns)
+    assert text == (GOLDEN / f"check-{name}-{columns}-{colour}.txt").read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_check_golden_markdown(snapshots: dict, name: str):
     """``check --markdown`` (the text pasted into a bug report): the per-area summary table
     (✓ ! ✗ – and what was found) and the follow-on symptoms folded under their cause, as
     in the text report; changed only with NPUDOCTOR_UPDATE_GOLDEN=1."""
-    argv = [sys.executable, "-m", "npudoctor", "check", "--from", "snapshot.json", "--markdown"]
-    proc = subprocess.run(
-        argv, cwd=str(snapshots[name]), env=_env(SCENARIOS[name]), capture_output=True, text=True, timeout=120
-    )
+    proc = npudoctor("check", "--from", "snapshot.json", "--markdown", cwd=snapshots[name], env=_env(SCENARIOS[name]))
     assert proc.returncode in (0, 1), proc.stderr
     text = proc.stdout
     assert "| | area | found |" in text and "\x1b[" not in text
@@ -118,10 +126,9 @@ def test_check_golden_markdown(snapshots: dict, name: str):
 def test_markdown_folds_the_symptoms_under_their_cause(snapshots: dict):
     """The container scenario's driver symptoms are rows under CTR002, not findings of
     their own, and the summary says the driver area is ✗ because of CTR002."""
-    argv = [sys.executable, "-m", "npudoctor", "check", "--from", "snapshot.json", "--markdown"]
     name = "container-no-cann"
-    text = subprocess.run(
-        argv, cwd=str(snapshots[name]), env=_env(SCENARIOS[name]), capture_output=True, text=True, timeout=120
+    text = npudoctor(
+        "check", "--from", "snapshot.json", "--markdown", cwd=snapshots[name], env=_env(SCENARIOS[name])
     ).stdout
     lines = text.splitlines()
     assert "| ✗ | Driver and firmware | no driver found (/usr/local/Ascend/driver); because of CTR002 |" in lines

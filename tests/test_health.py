@@ -45,7 +45,8 @@ def health(
 ) -> subprocess.CompletedProcess:
     """`python -m npudoctor health --root <scenario>/root ARGS` in the scenario's environment;
     the result carries ``cpu`` (CPU seconds, user and system, of health and the children it
-    waited for)."""
+    waited for).  A process: health counts its budget from the start of its process, leaves
+    with ``os._exit`` when it runs out, and its exit status is what Docker sees."""
     run_env = environment(scenario, _spec(scenario))
     run_env.update(env or {})
     before = resource.getrusage(resource.RUSAGE_CHILDREN)

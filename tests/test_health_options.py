@@ -62,6 +62,7 @@ def test_parsed_values_are_the_typed_options() -> None:
     ],
 )
 def test_usage_errors_are_still_unhealthy_with_argparse_words(argv: List[str], line: str) -> None:
+    # A process: health's own argparse entry (before Typer) and the exit status Docker sees.
     proc = subprocess.run(
         [sys.executable, "-m", "npudoctor", "health", *argv],
         env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},

@@ -37,6 +37,7 @@ def _listed(helptext: str) -> Dict[str, str]:
 
 
 def test_health_help_has_the_layout_of_the_other_commands() -> None:
+    # A process: the console entry dispatches health before Typer, but not health --help.
     proc = subprocess.run(
         [sys.executable, "-m", "npudoctor", "health", "--help"],
         capture_output=True,

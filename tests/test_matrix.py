@@ -9,6 +9,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from clirun import npudoctor
 
 from npudoctor.knowledge.matrix import MatrixError, bundled_dir, load_from, load_matrix, validate
 
@@ -301,13 +302,7 @@ def test_non_utf8_and_missing(tmp_path):
 
 def test_cli_show_cann_800_lists_the_three_official_packages(tmp_path):
     env = dict(os.environ, NPUDOCTOR_CACHE_DIR=str(tmp_path / "cache"))
-    out = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "matrix", "show", "--cann", "8.0.0"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    out = npudoctor("matrix", "show", "--cann", "8.0.0", env=env)
     assert out.returncode == 0, out.stderr
     lines = [line.split()[0] for line in out.stdout.splitlines()[1:] if line.strip()]
     assert lines == ["2.4.0.post2", "2.3.1.post4", "2.1.0.post10"]
@@ -324,21 +319,13 @@ def test_cli_show_cann_800_lists_the_three_official_packages(tmp_path):
         "active",
         "EOL since 2025-12-30 (sources disagree)",
     ]
-    miss = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "matrix", "show", "--torch-npu", "9.9.9"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    miss = npudoctor("matrix", "show", "--torch-npu", "9.9.9", env=env)
     assert miss.returncode == 1
 
 
 def test_cli_verify(tmp_path):
     env = dict(os.environ, NPUDOCTOR_CACHE_DIR=str(tmp_path / "cache"))
-    run = lambda *a: subprocess.run(  # noqa: E731
-        [sys.executable, "-m", "npudoctor", "matrix", "verify", *a], capture_output=True, text=True, env=env, timeout=60
-    )
+    run = lambda *a: npudoctor("matrix", "verify", *a, env=env)  # noqa: E731
     ok = run(bundled_dir())
     assert ok.returncode == 0 and "valid" in ok.stdout and "101 torch_npu" in ok.stdout
     bad = _write(tmp_path, "schema_version = 1\n" + GOOD_ROW.replace('status = "active"', 'status = "live"'))
@@ -352,9 +339,7 @@ def test_cli_verify_without_file_checks_the_matrix_in_use(tmp_path):
     saying which (and whether the cache copy is the one in use)."""
     cache = tmp_path / "cache"
     env = dict(os.environ, NPUDOCTOR_CACHE_DIR=str(cache))
-    run = lambda: subprocess.run(  # noqa: E731
-        [sys.executable, "-m", "npudoctor", "matrix", "verify"], capture_output=True, text=True, env=env, timeout=60
-    )
+    run = lambda: npudoctor("matrix", "verify", env=env)  # noqa: E731
     res = run()
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines()[:2] == [

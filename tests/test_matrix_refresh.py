@@ -9,14 +9,13 @@ import hashlib
 import json
 import os
 import re
-import subprocess
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from clirun import npudoctor
 
 from npudoctor.knowledge.matrix import bundled_dir, load_from, load_matrix
 from npudoctor.knowledge.refresh import fetch, refresh
@@ -82,10 +81,8 @@ def cache(tmp_path, monkeypatch):
 
 
 def cli(*args, cache_dir):
-    env = dict(os.environ, NPUDOCTOR_CACHE_DIR=str(cache_dir))
-    return subprocess.run(
-        [sys.executable, "-m", "npudoctor", *args], capture_output=True, text=True, env=env, timeout=120
-    )
+    """``npudoctor ARGS…`` in-process, its cache in ``cache_dir``."""
+    return npudoctor(*args, env=dict(os.environ, NPUDOCTOR_CACHE_DIR=str(cache_dir)))
 
 
 def test_refresh_reproduces_the_compatibility_document(server, cache):

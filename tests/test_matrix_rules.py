@@ -2,11 +2,10 @@
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from clirun import npudoctor
 
 from npudoctor.context import Options, RuleContext
 from npudoctor.engine import evaluate
@@ -38,13 +37,7 @@ def _codes(snapshot, matrix):
 def test_old_matrix_is_reported_through_check(tmp_path):
     path = _old_matrix(tmp_path, "2025-10-01")
     env = dict(os.environ, NPUDOCTOR_CACHE_DIR=str(tmp_path / "cache"))
-    res = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "check", "--json", "--matrix", path],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    res = npudoctor("check", "--json", "--matrix", path, env=env)
     doc = json.loads(res.stdout)
     mtx = [f for f in doc["findings"] if f["code"] == "MTX002"]
     assert len(mtx) == 1

@@ -156,6 +156,7 @@ def _private_prefix(tmp_path: Path) -> Path:
 
 
 def _check(python: str, env: dict, cwd: Path):
+    # A process, as the rule for real venvs and wheels keeps it (docs/architecture.md, Tests).
     env = {k: v for k, v in env.items() if k != "PYTHONHOME"}
     prefix = Path(env.get("NPD_TEST_PREFIX", ""))
     if env.get("NPD_TEST_PREFIX"):

@@ -44,31 +44,14 @@ def index(tmp_path_factory):
         yield {"pypi": f"{url}/pypi/simple", "cpu": f"{url}/torch-cpu/simple", "root": root}
 
 
-def run_plan(site: Path, out: Path, index, *args: str, cwd=None):
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "npudoctor",
-            "plan",
-            "--for",
-            str(site),
-            "--pypi-json",
-            str(PYPI),
-            "--index-url",
-            index["pypi"],
-            "--torch-index-url",
-            index["cpu"],
-            "--output",
-            str(out),
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        env=pip_env(),
-        timeout=600,
-        cwd=cwd,
-    )
+def run_plan(site: Path, out: Path, index, *args: str, cwd=None, **env: str):
+    """``npudoctor plan --for SITE … --output OUT ARGS`` in-process, pip in :func:`pip_env`
+    (plus ``env``)."""
+    return npudoctor(
+        "plan", "--for", str(site), "--pypi-json", str(PYPI), "--index-url", index["pypi"],
+        "--torch-index-url", index["cpu"], "--output", str(out), *args,
+        env=dict(pip_env(), **env), cwd=cwd,
+    )  # fmt: skip
 
 
 def verify(directory: Path, *args: str):
@@ -92,11 +75,7 @@ def x86_bundle(index, tmp_path_factory):
     """torch_npu 2.6.0 for an x86_64 / CPython 3.11 site, with the CANN .run files copied
     in from --cann-dir."""
     base = tmp_path_factory.mktemp("x86")
-    dry = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "plan", "--for", str(X86_PY311), "--torch-npu", "2.6.0",
-         "--json", "--pypi-json", str(PYPI)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    dry = npudoctor("plan", "--for", str(X86_PY311), "--torch-npu", "2.6.0", "--json", "--pypi-json", str(PYPI))
     assert dry.returncode == 0, dry.stderr
     plan = json.loads(dry.stdout)["plan"]
     cann_dir = base / "downloads"
@@ -302,6 +281,16 @@ def test_wheel_missing_from_the_index_fails_clearly(index, tmp_path):
     assert "torch_npu==2.7.1.post8" in proc.stderr or "torch-npu" in proc.stderr.lower()
     assert not (out / "manifest.json").exists()
     assert not (out / ".staging").exists()
+
+
+def test_pip_runs_in_the_environment_npudoctor_was_given(index, tmp_path):
+    """pip runs in npudoctor's own environment (the one the command was handed, in-process
+    too), not in the test process's: a PIP_NO_INDEX=1 there turns the index off."""
+    out = tmp_path / "bundle"
+    proc = run_plan(X86_PY311, out, index, "--torch-npu", "2.6.0", PIP_NO_INDEX="1")
+    assert proc.returncode == 1
+    assert "pip could not download the wheels for Python 3.11 on x86_64" in proc.stderr, proc.stderr
+    assert not (out / "manifest.json").exists()
 
 
 def test_bad_run_file_in_cann_dir_is_rejected(index, tmp_path, x86_bundle):

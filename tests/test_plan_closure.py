@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from builders.index_builder import build_index, default_dists, pypi_json_path, serve
+from clirun import npudoctor
 
 from npudoctor.plan.closure import (
     ResolveError,
@@ -52,11 +53,12 @@ def index(tmp_path_factory):
 
 
 def plan(site: Path, index, *args: str, out: Path = None, **env: str):
-    argv = [sys.executable, "-m", "npudoctor", "plan", "--for", str(site), "--pypi-json", str(PYPI),
+    """``npudoctor plan --for SITE … ARGS`` in-process, pip in :func:`pip_env` (plus ``env``)."""
+    argv = ["plan", "--for", str(site), "--pypi-json", str(PYPI),
             "--index-url", index["pypi"], "--torch-index-url", index["cpu"], *args]  # fmt: skip
     if out is not None:
         argv += ["--output", str(out)]
-    return subprocess.run(argv, capture_output=True, text=True, env=dict(pip_env(), **env), timeout=600)
+    return npudoctor(*argv, env=dict(pip_env(), **env))
 
 
 # --------------------------------------------------------------------------- markers
@@ -211,7 +213,7 @@ def test_x86_torch_2_12_comes_from_the_cpu_index(index, tmp_path):
 
 def test_progress_bar_when_stderr_is_a_terminal(index, tmp_path):
     """stderr on a pseudo-terminal: rich draws a spinner for each phase and the download bar
-    there."""
+    there.  (A process: rich finds the terminal on the real stderr.)"""
     import pty
 
     master, slave = pty.openpty()

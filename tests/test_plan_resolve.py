@@ -6,7 +6,6 @@ against that file, not hard-coded."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -72,9 +71,7 @@ def test_live_collect_holds_what_the_planner_needs(tmp_path):
     """`npudoctor collect -o site.json` on this (NPU-less) machine: arch, glibc, Python
     and packages are there; the NPU facts are reported missing, not invented."""
     out = tmp_path / "site.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "collect", "-o", str(out)], capture_output=True, text=True, timeout=120
-    )
+    proc = npudoctor("collect", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     site = site_from_snapshot(Snapshot.load(str(out)))
     import platform

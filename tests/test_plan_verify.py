@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -48,12 +47,11 @@ def bundle(tmp_path_factory) -> Path:
     for pkg in json.loads(plan.stdout)["plan"]["packages"]:
         (cann_dir / pkg["filename"]).write_text(FAKE_RUN.format(name=pkg["kind"]))
     out = base / "bundle"
-    proc = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "plan", "--for", str(X86_PY311), "--pypi-json", str(PYPI),
-         "--torch-npu", "2.6.0", "--index-url", (base / "index" / "pypi" / "simple").as_uri(),
-         "--torch-index-url", (base / "index" / "torch-cpu" / "simple").as_uri(), "--cann-dir", str(cann_dir),
-         "--output", str(out)],
-        capture_output=True, text=True, env=pip_env(), timeout=600,
+    proc = npudoctor(
+        "plan", "--for", str(X86_PY311), "--pypi-json", str(PYPI),
+        "--torch-npu", "2.6.0", "--index-url", (base / "index" / "pypi" / "simple").as_uri(),
+        "--torch-index-url", (base / "index" / "torch-cpu" / "simple").as_uri(), "--cann-dir", str(cann_dir),
+        "--output", str(out), env=pip_env(),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out

@@ -23,6 +23,7 @@ VERSIONS = ["3.7.16", "3.8.18", "3.9.18", "3.10.13", "3.12.1", "3.13.0"]
 
 
 def check(*args: str, cwd: Path = None, env: dict = None, timeout: float = 120):
+    # A process, as the rule for real venvs and wheels keeps it (docs/architecture.md, Tests).
     proc = subprocess.run(
         [sys.executable, "-m", "npudoctor", "check", "--json", *args],
         capture_output=True,

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def report(realwheel_venv, tmp_path_factory):  # noqa: F811
     cwd = tmp_path_factory.mktemp("realwheel-cwd")
+    # A process, as the rule for real venvs and wheels keeps it (docs/architecture.md, Tests).
     proc = subprocess.run(
         [sys.executable, "-m", "npudoctor", "check", "--python", str(realwheel_venv.python), "--json"],
         capture_output=True,

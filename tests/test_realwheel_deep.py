@@ -20,6 +20,7 @@ pytestmark = pytest.mark.slow
 
 def test_deep_probe_on_the_real_wheel(realwheel_venv, tmp_path):  # noqa: F811
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    # A process, as the rule for real venvs and wheels keeps it (docs/architecture.md, Tests).
     start = time.monotonic()
     proc = subprocess.run(
         [

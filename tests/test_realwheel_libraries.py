@@ -17,6 +17,7 @@ pytestmark = pytest.mark.slow
 
 
 def _check(venv) -> dict:
+    # A process, as the rule for real venvs and wheels keeps it (docs/architecture.md, Tests).
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ASCEND_", "ATB_"))}
     env.pop("LD_LIBRARY_PATH", None)
     proc = subprocess.run(

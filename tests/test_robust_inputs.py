@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -49,15 +48,9 @@ def test_a_broken_cache_copy_does_not_cost_a_command(tmp_path: Path, broken: str
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "matrix.json").write_text(broken)
-    env = dict(os.environ, NPUDOCTOR_CACHE_DIR=str(cache), PYTHONPATH=str(REPO))
+    env = dict(os.environ, NPUDOCTOR_CACHE_DIR=str(cache))
     root = REPO / "tests/scenarios/k10-stale-other-cann/root"
-    proc = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "check", "--root", str(root), "--no-commands", "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    proc = clirun.npudoctor("check", "--root", str(root), "--no-commands", "--json", env=env)
     assert "Traceback" not in proc.stderr
     assert proc.returncode == 1, proc.stderr
     codes = {f["code"] for f in json.loads(proc.stdout)["findings"]}

@@ -73,6 +73,7 @@ def test_npu_smi_chip_names_are_printed_escaped(tmp_path: Path) -> None:
 def test_health_prints_chip_names_escaped(tmp_path: Path) -> None:
     scenario = _scenario(tmp_path)
     env = {**_env(scenario), "PYTHONPATH": str(REPO)}
+    # A process: health counts its budget from the start of its process and leaves with os._exit.
     proc = subprocess.run(
         [sys.executable, "-m", "npudoctor", "health", "--root", str(scenario / "root"), "--json"],
         env=env,

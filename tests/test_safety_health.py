@@ -46,6 +46,7 @@ def _env(scenario: Path) -> Dict[str, str]:
 
 
 def _health(scenario: Path, *args: str) -> dict:
+    # A process: health counts its budget from the start of its process and leaves with os._exit.
     proc = subprocess.run(
         [sys.executable, "-m", "npudoctor", "health", "--root", str(scenario / "root"), "--json", *args],
         env=_env(scenario),
@@ -150,6 +151,7 @@ def test_a_dev_that_cannot_be_listed_is_not_checked_not_missing(tmp_path: Path) 
         (dev / "davinci0").write_text("")
         dev.chmod(0o700)
         env = {**_env(scenario), "HOME": str(base)}
+        # a process: it runs as another account (setpriv)
         proc = subprocess.run(
             ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "npudoctor"]
             + ["check", "--root", str(scenario / "root"), "--json"],
@@ -181,6 +183,7 @@ def _alive(pid: int) -> bool:
 def test_sigterm_during_a_probe_leaves_no_process(tmp_path: Path, command: list) -> None:
     pidfile = tmp_path / "npu-smi.pid"
     scenario = _scenario(tmp_path, f"echo $$ > \"{pidfile}\"\nsh -c 'sleep 600' &\nexec sleep 600\n")
+    # a process: it receives SIGTERM and must leave no process group behind
     proc = subprocess.Popen(
         [sys.executable, "-m", "npudoctor", *command, "--root", str(scenario / "root")],
         env=_env(scenario),

@@ -111,6 +111,7 @@ def test_no_planted_secret_in_any_output(tmp_path: Path, name: str) -> None:
     state = tmp_path / "state"
     state.mkdir()
     proc_env = {**env, "PYTHONPATH": str(REPO), "XDG_RUNTIME_DIR": str(state)}
+    # processes: health and npd leave with os._exit, exec replaces its process
     for label, args in {
         # a generous budget: a run cut short by a loaded machine writes no --cache-ttl file
         "health": ["health", "--root", root, "--verbose", "--timeout", "120"],

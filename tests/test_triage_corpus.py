@@ -2,7 +2,7 @@
 
 The corpus (``tests/fixtures/triage_corpus/lines.toml``) holds log lines copied from public
 reports, each with the label a precise triage should give it.  This test writes the lines to a
-log, runs the CLI on it (``python -m npudoctor triage LOG --json --no-facts``, from the repository
+log, runs the CLI on it (``npudoctor triage LOG --json --no-facts``, in-process, from the repository
 root), maps the JSON it prints back to one prediction per line, and scores the predictions:
 
 * precision       lines named correctly / lines triage named (any known signature)
@@ -24,14 +24,13 @@ import hashlib
 import json
 import os
 import re
-import subprocess
-import sys
 import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
+from clirun import npudoctor
 
 try:
     import tomllib  # type: ignore[import-not-found]
@@ -158,13 +157,7 @@ def test_corpus_is_well_formed():
 
 def run_triage(texts: List[str], log: Path) -> Dict[str, Any]:
     log.write_text("\n".join(texts) + "\n", encoding="utf-8")
-    proc = subprocess.run(
-        [sys.executable, "-m", "npudoctor", "triage", str(log), "--json", "--no-facts"],
-        cwd=str(REPO),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = npudoctor("triage", str(log), "--json", "--no-facts", cwd=REPO)
     assert proc.returncode in (0, 1), f"triage failed ({proc.returncode}): {proc.stderr[-2000:]}"
     return json.loads(proc.stdout)
 

@@ -142,8 +142,9 @@ def register(app: typer.Typer) -> None:
             json=as_json,
         )
         try:
-            plan = plan_environment(machine)
-        except LaunchError as exc:
+            # the starting environment: the --env-file's, else npudoctor's own (injected)
+            plan = plan_environment(machine, machine.workload_environ(environment(ctx).environ))
+        except (LaunchError, ValueError) as exc:  # ValueError: an unreadable or malformed --env-file
             print(f"npudoctor: {exc}", file=sys.stderr)
             raise typer.Exit(ExitStatus.USAGE) from None
         if machine.json:

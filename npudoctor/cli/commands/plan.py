@@ -358,6 +358,7 @@ def run_plan(
         fetch_cann=fetch_cann,
         progress=progress,
         site_file=site_path,
+        env=dict(env.environ),  # pip runs in npudoctor's own (injected) environment
     )
     return _bundle(env, res.plan, site, opts, doc, dry_run=dry_run, as_json=as_json)
 
