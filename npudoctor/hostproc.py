@@ -416,5 +416,13 @@ def end_all() -> None:
     finally:
         if locked:
             SPAWN_LOCK.release()
+    # a command forked while the signal came (its Popen not yet returned, so not in RUNNING:
+    # the child may already be running): every child of this process that leads a process
+    # group of its own is one of the commands npudoctor started
+    own_group = os.getpgrp()
+    for child in _children(os.getpid()):
+        with contextlib.suppress(OSError):
+            if child not in pids and os.getpgid(child) == child != own_group:
+                pids.append(child)
     for pid in pids:
         kill_tree(pid)

@@ -88,3 +88,29 @@ def test_hung_command_that_ignores_sigterm_is_killed_within_deadline(tmp_path):
     assert res.timed_out and res.returncode is None
     assert elapsed < 3.0
     assert "no answer" in res.describe()
+
+
+def test_end_all_kills_a_command_forked_before_it_was_counted():
+    """SIGTERM may come while a command's Popen has not returned (the child already runs,
+    RUNNING does not hold it yet): end_all still ends every child that leads a process group
+    of its own, and leaves a child in npudoctor's own group alone."""
+    import subprocess
+    import sys
+
+    script = (
+        "import subprocess, sys\n"
+        "from npudoctor import hostproc\n"
+        "quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "own = subprocess.Popen(['sleep', '600'], start_new_session=True, **quiet)  # not in RUNNING\n"
+        "kept = subprocess.Popen(['sleep', '600'], **quiet)  # npudoctor's own group: not a command\n"
+        "hostproc.end_all()\n"
+        "try:\n"
+        "    code = own.wait(timeout=10)\n"
+        "except subprocess.TimeoutExpired:\n"
+        "    own.kill()\n"
+        "    code = 'alive'\n"
+        "print(code, kept.poll())\n"
+        "kept.kill()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["-9", "None"], out.stderr
