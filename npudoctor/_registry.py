@@ -230,6 +230,7 @@ RULES = (
     'host_readiness.overcommit_strict',
     'host_readiness.cpu_governor',
     'host_readiness.numa_placement',
+    'host_readiness.kernel_release',
     'libraries.libraries_not_loadable',
     'libraries.glibcxx_too_old',
     'libraries.autoload_breaks_import_torch',

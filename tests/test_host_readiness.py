@@ -61,7 +61,7 @@ def _judge(root: Path):
     return snap, found
 
 
-CODES = ("HOST006", "HOST007", "HOST008", "HOST009", "HOST011", "HOST012", "HOST013")
+CODES = ("HOST006", "HOST007", "HOST008", "HOST009", "HOST011", "HOST012", "HOST013", "HOST014")
 MEMINFO = (
     "MemTotal:       65843600 kB\nMemFree:        1000 kB\nCommitLimit:    32921800 kB\nCommitted_AS:   30000000 kB\n"
 )
@@ -357,3 +357,75 @@ def test_cpuset_outside_the_npus_cpu_affinity(tmp_path):
     assert f.fix == ["Recreate the container with --cpuset-cpus=0-23,48-71,96-119,144-167 (the CPUs next to its NPUs)"]
     _snap, found = _numa_root(tmp_path / "near", "0-15", docker=True, topo=True)
     assert [f for f in found if f.code == "HOST013"] == []
+
+
+#: Releases as `uname -r` prints them on real hosts, with what msprechecker's Version reads.
+RELEASES = {
+    "4.19.90-24.4.v2101.ky10.aarch64": (4, 19, 90),  # Kylin V10
+    "5.10.0-60.18.0.50.oe2203.aarch64": (5, 10, 0),  # openEuler 22.03
+    "5.15.0-91-generic": (5, 15, 0),  # Ubuntu 22.04
+    "3.10.0-1160.el7.x86_64": (3, 10, 0),  # CentOS 7
+    "5.4.0-150-generic": (5, 4, 0),  # Ubuntu 20.04
+    "4.19.90-2107.6.0.0192.8.oe1.bclinux.aarch64": (4, 19, 90),  # BC-Linux (openEuler 20.03)
+    "6.8": (6, 8, 0),
+}
+
+
+def test_kernel_release_is_read_as_msprechecker_reads_it():
+    from npudoctor.knowledge.versions import kernel_release
+
+    assert {text: kernel_release(text) for text in RELEASES} == RELEASES
+    for text in ("", "   ", "linux", "5", "5-rc1", "12345.1.0"):
+        assert kernel_release(text) is None, text
+
+
+def test_the_kernel_minimum_is_data_with_its_source():
+    from npudoctor.knowledge.host_readiness import kernel_floor
+
+    floor = kernel_floor()
+    assert floor.minimum == "5.10" and floor.severity == "low" and floor.retrieved == "2026-12-06"
+    assert floor.cited == "msprechecker 0.4.0 presets/default.yaml sys.release"
+    assert "pypi.org/project/msprechecker/0.4.0" in floor.source and "Version('5.10')" in floor.source
+    assert [floor.older(text) for text in RELEASES] == [True, False, False, True, True, True, False]
+    assert floor.older("garbage") is None
+
+
+def _kernel_root(tmp_path: Path, release: str, **kw: object) -> Path:
+    root = _root(tmp_path, HOST_MOUNTINFO, **kw)  # type: ignore[arg-type]
+    (root / "proc/sys/kernel").mkdir(parents=True)
+    (root / "proc/sys/kernel/osrelease").write_text(release + "\n")
+    return root
+
+
+def test_an_old_host_kernel_is_a_note(tmp_path):
+    snap, found = _judge(_kernel_root(tmp_path / "ky10", "4.19.90-24.4.v2101.ky10.aarch64"))
+    assert snap.facts["host_limits"]["kernel"] == {
+        "source": "/proc/sys/kernel/osrelease",
+        "release": "4.19.90-24.4.v2101.ky10.aarch64",
+    }
+    (f,) = found
+    assert f.code == "HOST014" and f.severity == "info"
+    assert f.title == (
+        "The host kernel 4.19.90-24.4.v2101.ky10.aarch64 is older than 5.10, "
+        "the release msprechecker expects for faster CPU dispatch"
+    )
+    assert f.evidence[0] == "/proc/sys/kernel/osrelease: 4.19.90-24.4.v2101.ky10.aarch64"
+    assert f.evidence[1].startswith("msprechecker 0.4.0 presets/default.yaml sys.release: at least 5.10, severity low")
+    assert f.fix == ["Upgrade this host's kernel to 5.10 or later (the operating system's kernel package, then reboot)"]
+    # inside a container the kernel is the host's: the fix says so
+    _snap, found = _judge(_kernel_root(tmp_path / "el7", "3.10.0-1160.el7.x86_64", docker=True))
+    (f,) = found
+    assert f.title.startswith("The host kernel 3.10.0-1160.el7.x86_64 is older than 5.10")
+    assert f.fix[0].startswith("Upgrade the kernel of the host this container runs on to 5.10 or later")
+
+
+def test_new_unknown_or_unreadable_kernels_are_quiet(tmp_path):
+    for i, release in enumerate(("5.10.0-60.18.0.50.oe2203.aarch64", "5.15.0-91-generic", "not a release", "")):
+        snap, found = _judge(_kernel_root(tmp_path / str(i), release))
+        assert found == [], release
+    assert snap.facts["host_limits"]["kernel"] is None  # an empty file is no release
+    # no osrelease in the root (an image's filesystem): nothing judged
+    snap, found = _judge(_root(tmp_path / "none", HOST_MOUNTINFO))
+    assert snap.facts["host_limits"]["kernel"] is None and found == []
+    # an old kernel on a machine without an NPU stack: nothing said
+    assert _judge(_kernel_root(tmp_path / "cpu", "4.19.90-24.4.v2101.ky10.aarch64", npu=False))[1] == []

@@ -81,6 +81,14 @@ class Governors(View):
     policies: int = 0
 
 
+class KernelRelease(View):
+    """The running kernel's release (/proc/sys/kernel/osrelease)."""
+
+    source: Optional[str] = None
+    release: Optional[str] = None
+    """as `uname -r` prints it, e.g. 5.10.0-60.18.0.50.oe2203.aarch64"""
+
+
 class HostLimitsFacts(View):
     """Host readiness read from files (probes/host_limits.py)."""
 
@@ -93,4 +101,5 @@ class HostLimitsFacts(View):
     mem_total_bytes: Optional[int] = None
     overcommit: Optional[Overcommit] = None
     governors: Optional[Governors] = None
+    kernel: Optional[KernelRelease] = None
     errors: Dict[str, str] = field(default_factory=dict)

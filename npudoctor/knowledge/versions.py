@@ -580,6 +580,21 @@ def range_bound_key(version: str) -> Optional[Tuple[Tuple[int, int], ...]]:
     return tuple(key) if key else None
 
 
+# ------------------------------------------------------------------ Linux kernel releases
+
+
+def kernel_release(text: Optional[str]) -> Optional[Tuple[int, int, int]]:
+    """``(major, minor, patch)`` of a kernel release as ``uname -r`` prints it, read the way
+    msprechecker's ``Version`` reads it: the leading ``X.Y`` and an optional ``.Z`` (0 when
+    absent), the distribution's suffix ignored (``5.4.0-150-generic`` -> ``(5, 4, 0)``,
+    ``4.19.90-24.4.v2101.ky10.aarch64`` -> ``(4, 19, 90)``); ``None`` when the text does not
+    start with ``X.Y``."""
+    m = re.match(r"^\s*([0-9]{1,4})\.([0-9]{1,4})(?![0-9])(?:\.([0-9]{1,4})(?![0-9]))?", text or "")
+    if not m:
+        return None
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
 # ------------------------------------------------------------------ Python X.Y
 
 

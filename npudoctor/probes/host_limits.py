@@ -23,6 +23,8 @@ Section ``host_limits``::
                 CommitLimit and Committed_AS of /proc/meminfo, or None}
     governors  None (no cpufreq policy) | {"source": the scaling_governor pattern read,
                 "counts": {governor: policies}, "policies": int}
+    kernel     None (no /proc/sys/kernel/osrelease: a rebuilt root often has none) |
+               {"source": "/proc/sys/kernel/osrelease", "release": the text `uname -r` prints}
     errors     {path: reason} for the files that could not be read
 """
 
@@ -44,6 +46,8 @@ QUICK = True
 
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 THP_PATH = "/sys/kernel/mm/transparent_hugepage/enabled"
+#: The running kernel's release (the host's, inside a container too: it shares the kernel).
+OSRELEASE_PATH = "/proc/sys/kernel/osrelease"
 _LIMIT_ROWS = {"Max locked memory": "memlock", "Max open files": "nofile"}
 
 
@@ -210,6 +214,14 @@ def _cpu_quota(host: Any) -> Optional[Dict[str, Any]]:
     return {"source": "/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "cores": cores}
 
 
+def _kernel(host: Any) -> Optional[Dict[str, Any]]:
+    text = host.read_text(OSRELEASE_PATH, limit=256).text
+    release = (text or "").strip()
+    if not release or not release.isprintable():
+        return None
+    return {"source": OSRELEASE_PATH, "release": release}
+
+
 def probe(ctx: ProbeContext) -> Dict[str, Any]:
     host = ctx.host
     errors: Dict[str, str] = {}
@@ -267,5 +279,6 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
     else:
         out["online"] = None
     out["cpu_quota"] = _cpu_quota(host)
+    out["kernel"] = _kernel(host)
     out["errors"] = errors
     return out

@@ -5,7 +5,8 @@ Reads ``host_limits`` (probes/host_limits.py: files, live and under ``--root`` a
 systemd service or the host).  Codes HOST006 (small /dev/shm), HOST007 (small memlock),
 HOST008 (low open-files limit), HOST009 (THP never), HOST010 (OpenMP threads x ranks
 over the allowed cores), HOST011 (strict memory overcommit), HOST012 (CPU governor not
-performance), HOST013 (the allowed CPUs on no NUMA node of the NPUs).  Healthy facts stay quiet: a host's
+performance), HOST013 (the allowed CPUs on no NUMA node of the NPUs), HOST014 (a host
+kernel older than msprechecker's minimum).  Healthy facts stay quiet: a host's
 /dev/shm without ``size=`` (half the RAM), unlimited or raised limits.
 """
 
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
+from npudoctor.knowledge.host_readiness import kernel_floor
 from npudoctor.parsers.numbers import strtol
 from npudoctor.parsers.topo import parse_cpus
 from npudoctor.remedies import Command, DockerFlags, Export, PodSpecField, Remedy, SystemdSetting
@@ -37,6 +39,7 @@ OMP_OVER = codes.get("HOST010")
 OVERCOMMIT_STRICT = codes.get("HOST011")
 GOVERNOR = codes.get("HOST012")
 NUMA_AWAY = codes.get("HOST013")
+KERNEL_OLD = codes.get("HOST014")
 
 #: Below this /dev/shm is too small for a training job (DeepSpeed env_report's threshold).
 SHM_MIN = 512 << 20
@@ -365,4 +368,45 @@ def numa_placement(ctx: RuleContext) -> Iterable[Finding]:
         fix=fix,
         subject="numa",
         data={"near": _ranges(near)},
+    )
+
+
+@rule
+def kernel_release(ctx: RuleContext) -> Iterable[Finding]:
+    """HOST014: the running kernel is older than msprechecker's default preset expects."""
+    if not stack_present(ctx.view):
+        return  # limits for NPU training: a machine without an NPU stack (HOST050) hears nothing of them
+    kernel = ctx.view.host_limits.kernel
+    if kernel is None or not kernel.release:
+        return
+    floor = kernel_floor()
+    if not floor.older(kernel.release):
+        return  # a newer kernel, or a release that cannot be read: nothing to say
+    where = ctx.view.container.runs_in
+    fix: List[Union[Remedy, str]]
+    if where in ("container", "pod", "build"):
+        fix = [
+            f"Upgrade the kernel of the host this {where} runs on to {floor.minimum} or later "
+            "(the host operating system's kernel package, then reboot the node), "
+            "or run the job on a node with a newer kernel"
+        ]
+    else:
+        fix = [
+            f"Upgrade this host's kernel to {floor.minimum} or later "
+            "(the operating system's kernel package, then reboot)"
+        ]
+    yield KERNEL_OLD.finding(
+        title=(
+            f"The host kernel {kernel.release} is older than {floor.minimum}, "
+            f"the release {floor.package} expects for faster CPU dispatch"
+        ),
+        evidence=[
+            f"{kernel.source}: {kernel.release}",
+            f"{floor.cited}: at least {floor.minimum}, severity {floor.severity} "
+            f"({floor.reason_en}; retrieved {floor.retrieved})",
+            f"runs in: {where}",
+        ],
+        fix=fix,
+        subject="kernel",
+        data={"release": kernel.release, "minimum": floor.minimum},
     )

@@ -8,7 +8,8 @@ wrong per scenario, and one healthy scenario with many correct non-default setti
 Host-readiness facts are files of the root: ``proc/self/mountinfo`` (the kernel's format;
 Docker's /dev/shm is ``size=65536k``), ``proc/self/limits``, ``proc/self/status``,
 ``proc/sys/vm/overcommit_*``, one ``scaling_governor`` per cpufreq policy, the NUMA nodes'
-``cpulist`` and the NPUs' PCI ``numa_node`` (the capture's bus ids; two NPUs per node).
+``cpulist`` and the NPUs' PCI ``numa_node`` (the capture's bus ids; two NPUs per node),
+``proc/sys/kernel/osrelease`` (the host's kernel release, where a scenario sets one).
 """
 
 from __future__ import annotations
@@ -41,9 +42,12 @@ LIMITS = (
 STATUS = "Name:\tpython3\nCpus_allowed_list:\t{cpus}\nMems_allowed_list:\t0-3\n"
 
 NO_TUNABLE = ["ENV008", "ENV009", "ENV010", "ENV011", "ENV012"]
-NO_HOST = ["HOST006", "HOST007", "HOST008", "HOST009", "HOST010", "HOST011", "HOST012", "HOST013"]
+NO_HOST = ["HOST006", "HOST007", "HOST008", "HOST009", "HOST010", "HOST011", "HOST012", "HOST013", "HOST014"]
 #: The NUMA node of each NPU of the healthy capture (bus ids as npu-smi prints them); node 1
 #: holds none, so a cpuset on node 1 is away from every NPU.
+#: The kernel release of a real 910B3 host (vllm-ascend collect_env, Python platform:
+#: Linux-5.10.0-60.139.0.166.oe2203.aarch64-aarch64-with-glibc2.35): openEuler 22.03.
+KERNEL_510 = "5.10.0-60.139.0.166.oe2203.aarch64"
 NPU_NODES = {"C1": 3, "C2": 3, "81": 2, "82": 2, "01": 0, "02": 0, "41": 0, "42": 0}
 
 
@@ -55,6 +59,7 @@ def host_files(
     cpus: str = "0-191",
     overcommit: str = "0",
     governor: str = "performance",
+    kernel: str = "",
 ) -> None:
     write(root, "proc/self/mountinfo", MOUNTINFO.format(shm=shm))
     write(root, "proc/self/limits", LIMITS.format(memlock=memlock, nofile=nofile))
@@ -67,6 +72,8 @@ def host_files(
         write(root, f"sys/devices/system/cpu/cpufreq/policy{node * 48}/scaling_governor", governor + "\n")
     for bus, node in NPU_NODES.items():
         write(root, f"sys/bus/pci/devices/0000:{bus.lower()}:00.0/numa_node", f"{node}\n")
+    if kernel:
+        write(root, "proc/sys/kernel/osrelease", kernel + "\n")
 
 
 def scenario(name: str, title: str, source: str, env: Dict[str, str], expect: Dict[str, object]) -> Path:
@@ -125,6 +132,7 @@ def build() -> List[str]:
             "ASCEND_MAX_OP_CACHE_SIZE": "-1",
         },
         {"exit": 0, "absent": NO_TUNABLE + NO_HOST},
+        kernel=KERNEL_510,
     )
     make(
         "tun-task-queue-enable-true",
@@ -216,6 +224,15 @@ def build() -> List[str]:
         {"exit": 0, "codes": ["HOST011", "HOST012"]},
         overcommit="2",
         governor="powersave",
+    )
+    make(
+        "tun-host-kernel-4.19",
+        "a container on a host running kernel 4.19 (BC-Linux on openEuler 20.03): msprechecker expects 5.10",
+        "msprechecker 0.4.0 presets/default.yaml sys.release (ge 5.10, severity low); "
+        "the release of a real 910B2 host (llamafactory-cli env, Platform: Linux-4.19.90-2107.6.0.0192.8.oe1...)",
+        {},
+        {"exit": 0, "codes": ["HOST014"], "absent": ["HOST006", "HOST007", "HOST011", "HOST012", "HOST013"]},
+        kernel="4.19.90-2107.6.0.0192.8.oe1.bclinux.aarch64",
     )
     make(
         "tun-cpuset-away-from-npus",

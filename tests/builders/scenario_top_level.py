@@ -62,6 +62,7 @@ TOP_LEVEL: Dict[str, Tuple[int, int]] = {
     "tun-hccl-event-timeout-below-exec": (3, 0),
     "tun-hccl-exec-timeout-aiv-cap": (3, 0),
     "tun-hccl-rdma-sl-out-of-range": (3, 0),
+    "tun-host-kernel-4.19": (3, 0),
     "tun-host-overcommit-strict-powersave": (4, 0),
     "tun-inf-nan-mode-0-on-a2": (3, 0),
     "tun-max-op-cache-size-zero": (3, 0),
