@@ -513,6 +513,13 @@ def pep440_release(version: Optional[str]) -> Optional[Tuple[int, ...]]:
     return v.release if v is not None else None
 
 
+def release_xyz(version: Optional[str]) -> str:
+    """``2.7.1`` of ``2.7.1+cpu`` / ``2.7.1.post2``: the first three release numbers
+    (``""`` when unparsable)."""
+    rel = pep440_release(version)
+    return ".".join(str(x) for x in rel[:3]) if rel else ""
+
+
 def pep440_local(version: Optional[str]) -> Optional[str]:
     """The local tag of a PEP 440 version (``"cpu"`` of ``2.1.0+cpu``), or ``None``."""
     v = parse_pep440(version) if version is not None else None

@@ -15,23 +15,20 @@ from typing import TYPE_CHECKING, Iterable, List, NamedTuple, Optional, Tuple
 
 from npudoctor.context import RuleContext
 from npudoctor.findings import Finding
-from npudoctor.knowledge import codes
-from npudoctor.knowledge.frameworks import FrameworkRow, npu_fits, rows_for, table
-from npudoctor.knowledge.grades import Grade
-from npudoctor.knowledge.versions import pep440_public, pep440_release
+from npudoctor.knowledge.frameworks import npu_fits, rows_for, table
+from npudoctor.knowledge.versions import pep440_public, pep440_release, release_xyz
 from npudoctor.parsers.metadata import canonical_name, requirements_on, satisfies
 from npudoctor.remedies.python import pip_install
 from npudoctor.rules import rule
 from npudoctor.rules._pkgfit import Fix, cpu_index
 from npudoctor.rules._pyfacts import ask, describe, marker_env, platform, python_exe
+from npudoctor.rules._torchstack import COMPANION, documented_npu, torch_not_documented
 
 if TYPE_CHECKING:
-    from npudoctor.facts.system import Distribution
     from npudoctor.knowledge.matrix import TorchNpuRow
 
 READS = ("cann", "host", "packages", "python")
 
-COMPANION = codes.get("PKG004")
 
 #: Projects whose pins on the stack are checked (besides any package that names torch-npu).
 _COMPANIONS = frozenset(
@@ -141,7 +138,7 @@ def _companion_without_torch_npu(ctx: RuleContext, torch_version: str) -> Iterab
     nothing NPU-related can run (the pinned case is judged by ``companion_pins``)."""
     for project, label, version, where, pins in _framework_releases(ctx):
         rows = rows_for(project, version) if not pins else []
-        want = _documented_npu(ctx, rows[0], torch_version) if rows else None
+        want = documented_npu(ctx.matrix, rows[0], torch_version) if rows else None
         if not want:
             continue
         torch_needed = ".".join(str(x) for x in (pep440_release(want) or ())[:3])
@@ -160,27 +157,6 @@ def _companion_without_torch_npu(ctx: RuleContext, torch_version: str) -> Iterab
             ],
             subject=f"{project}:torch-npu",
         )
-
-
-def _xyz(version: str) -> str:
-    """``2.6.0`` of ``2.6.0+cpu`` / ``2.6.0.post3`` ("" when unparsable)."""
-    rel = pep440_release(version)
-    return ".".join(str(x) for x in rel[:3]) if rel else ""
-
-
-def _documented_npu(ctx: RuleContext, row: FrameworkRow, torch_version: str) -> Optional[str]:
-    """The torch_npu build a table row names: its own ``torch_npu``, or the build of its
-    Ascend Extension for PyTorch line (matrix ``ext_version``; the line the row names for
-    this torch, if it names one per torch) for the installed torch."""
-    if row.torch_npu:
-        return str(row.torch_npu)
-    ext = row.ext_for(_xyz(torch_version))
-    if not ext:
-        return None
-    for r in ask(ctx.matrix, lambda m: m.rows_for_torch(torch_version)) or []:
-        if str(r.ext_version).lower() == str(ext).lower():
-            return str(r.torch_npu)
-    return None
 
 
 def _npu_row(ctx: RuleContext, version: str) -> Optional[TorchNpuRow]:
@@ -211,15 +187,17 @@ def companion_table(ctx: RuleContext) -> Iterable[Finding]:
         if not rows:
             continue
         row = rows[0]
-        if row.torch and torch is not None and _xyz(tv) and _xyz(tv) not in row.torch:
-            yield _torch_not_documented(ctx, row, label, version, where, torch)
+        if row.torch and torch is not None and release_xyz(tv) and release_xyz(tv) not in row.torch:
+            seen = [f"{label} {version} from {where}", describe(torch)]
+            view = ctx.view
+            yield torch_not_documented(ctx.matrix, view.python, view.host, row, label, version, seen, tv)
             continue
-        want = _documented_npu(ctx, row, tv or installed)
+        want = documented_npu(ctx.matrix, row, tv or installed)
         if not want or npu_fits(installed, want) is not False:
             continue
         if any(pep440_public(installed) == pep440_public(also) for also in row.torch_npu_also):
             continue  # another official page of the release names this build
-        ext = None if row.torch_npu else row.ext_for(_xyz(tv or installed))
+        ext = None if row.torch_npu else row.ext_for(release_xyz(tv or installed))
         rel_i, rel_w = pep440_release(installed), pep440_release(want)
         if rel_i and rel_w and rel_i[:3] != rel_w[:3]:
             why = f"torch_npu {installed} is another release line than {want}"
@@ -270,47 +248,6 @@ def companion_table(ctx: RuleContext) -> Iterable[Finding]:
             fix=fix,
             subject=f"{project}:torch-npu",
         )
-
-
-def _torch_not_documented(
-    ctx: RuleContext, row: FrameworkRow, label: str, version: str, where: str, torch: Distribution
-) -> Finding:
-    """A .run framework release (MindIE) whose own table names the torch releases its
-    packages are built for, beside another torch: not documented either way, so a warning
-    naming the documented torch and its torch_npu build."""
-    tv = str(torch.version or "")
-    want = row.torch[-1]
-    build = _documented_npu(ctx, row, want)
-    ext = row.ext_for(want)
-    reqs = [f"torch=={want}"] + ([f"torch-npu=={build}"] if build else [])
-    fix: List[Fix] = [
-        pip_install(
-            ctx.view.python,
-            *reqs,
-            index=cpu_index(reqs[0], platform(ctx.view.python, ctx.view.host)),
-            lead=f"install the torch {want} stack {label} {version} is made for"
-            + (f" (Ascend Extension for PyTorch {ext})" if ext else "")
-            + ": ",
-        )
-    ]
-    if not build:
-        fix.append(f"then the torch_npu build for torch {want} paired with your CANN (`npudoctor plan` names it)")
-    return COMPANION.finding(
-        title=f"{label} {version} is made for torch {', '.join(row.torch)}, but torch {tv} is installed",
-        evidence=[
-            f"{label} {version} from {where}",
-            describe(torch),
-            f"{label} {version} documents torch {', '.join(row.torch)}"
-            + (f", Ascend Extension for PyTorch {row.ext}" if row.ext else "")
-            + (f", CANN {row.cann_min}" if row.cann_min else "")
-            + f" (built-in table: {row.source})",
-            f"torch {_xyz(tv)} is not among them: undocumented, not a documented failure",
-        ],
-        fix=fix,
-        severity="warning",
-        subject=f"{row.project}:torch",
-        data={"grade": Grade.UNDOCUMENTED.value, "framework": row.project, "version": version},
-    )
 
 
 def _vllm_ascend_on_pypi(ctx: RuleContext, installed: str, torch_version: str) -> Optional[Tuple[str, str, str]]:

@@ -19,7 +19,6 @@ import re
 from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 
 from npudoctor.findings import Finding
-from npudoctor.knowledge import codes
 from npudoctor.knowledge.frameworks import (
     PIP_PROJECTS,
     FrameworkRow,
@@ -30,12 +29,13 @@ from npudoctor.knowledge.frameworks import (
     table,
 )
 from npudoctor.knowledge.grades import Grade
-from npudoctor.knowledge.versions import pep440_release
+from npudoctor.knowledge.versions import release_xyz
 from npudoctor.parsers.metadata import requirements_on
 from npudoctor.remedies import Command
 from npudoctor.remedies.python import pip_install
 from npudoctor.rules import rule
-from npudoctor.rules._pyfacts import ask, describe
+from npudoctor.rules._pyfacts import describe
+from npudoctor.rules._torchstack import COMPANION, torch_not_documented
 from npudoctor.rules.matrix import NOT_IN_MATRIX, REFRESH_CMD
 
 if TYPE_CHECKING:
@@ -44,16 +44,9 @@ if TYPE_CHECKING:
 
 READS = ("cann", "packages", "python")
 
-COMPANION = codes.get("PKG004")
 
 #: Projects whose rows name torch / torch_npu and that no other rule judges by table.
 TABLE_PROJECTS = ("mindspeed", "mindspeed-llm", "lmdeploy")
-
-
-def _xyz(version: Optional[str]) -> str:
-    """``2.7.1`` of ``2.7.1+cpu`` / ``2.7.1.post2`` ("" when unparsable)."""
-    rel = pep440_release(version)
-    return ".".join(str(x) for x in rel[:3]) if rel else ""
 
 
 def _in_spec(version: str, spec: str) -> Optional[bool]:
@@ -86,16 +79,6 @@ def _spelled(row: FrameworkRow) -> str:
     """The release a row names, as a user installs it (``0.16.0`` of ``>=0.12.1,<=0.16.0``)."""
     bounds = [m for spec in row.versions for m in re.findall(r"(?:==|<=)\s*([0-9][0-9A-Za-z.]*)", spec)]
     return row.release or (bounds[-1] if bounds else ", ".join(row.versions))
-
-
-def _npu_of_ext(ctx: RuleContext, ext: Optional[str], torch_xyz: str) -> Optional[str]:
-    """The torch_npu build of Ascend Extension line ``ext`` for torch ``torch_xyz`` (matrix)."""
-    if not ext:
-        return None
-    for r in ask(ctx.matrix, lambda m: m.rows_for_torch(torch_xyz)) or []:
-        if str(r.ext_version).lower() == ext.lower():
-            return str(r.torch_npu)
-    return None
 
 
 def _install_release(ctx: RuleContext, name: str, release_name: str, lead: str) -> Fix:
@@ -135,7 +118,7 @@ def framework_stack_table(ctx: RuleContext) -> Iterable[Finding]:
         if npu is not None and row.torch_npu_spec and nv and _in_spec(nv, row.torch_npu_spec) is False:
             yield _npu_outside(ctx, name, row, label, version, where, nv, describe(npu))
             continue
-        torch_xyz = _xyz(tv)
+        torch_xyz = release_xyz(tv)
         if torch is not None and row.torch and torch_xyz and torch_xyz not in row.torch:
             yield _torch_outside(ctx, name, row, label, version, where, tv, torch_xyz, describe(torch))
 
@@ -191,45 +174,24 @@ def _torch_outside(
     torch_xyz: str,
     torch_line: str,
 ) -> Finding:
-    want = row.torch[-1]
-    ext = row.ext_for(want)
-    npu_build = _npu_of_ext(ctx, ext, want)
-    reqs = [f"torch=={want}"] + ([f"torch-npu=={npu_build}"] if npu_build else [])
-    fix: List[Fix] = [
-        pip_install(
-            ctx.view.python,
-            *reqs,
-            lead=f"install the torch {want} stack {label} {version} is made for"
-            + (f" (Ascend Extension for PyTorch {ext})" if ext else "")
-            + ": ",
-        )
-    ]
-    if not npu_build:
-        fix.append(f"then the torch_npu build for torch {want} paired with your CANN (`npudoctor plan` names it)")
     other = _release_for_torch(name, torch_xyz)
-    if other is not None:
-        fix.append(
-            _install_release(
-                ctx, name, _spelled(other), f"or keep torch {tv}: {label} {_spelled(other)} is made for it: "
-            )
-        )
-    else:
-        fix.append(f"no {label} release in the built-in table is made for torch {torch_xyz}")
-    return COMPANION.finding(
-        title=f"{_named(row, label, version)} is made for torch {', '.join(row.torch)}, but torch {tv} is installed",
-        evidence=[
-            where,
-            torch_line,
-            f"{label} {version} documents torch {', '.join(row.torch)}"
-            + (f", Ascend Extension for PyTorch {row.ext}" if row.ext else "")
-            + (f", CANN {row.cann_min}" if row.cann_min else "")
-            + f" (built-in table: {row.source})",
-            f"torch {torch_xyz} is not among them: undocumented, not a documented failure",
-        ],
-        fix=fix,
-        severity="warning",
-        subject=f"{name}:torch",
-        data={"grade": Grade.UNDOCUMENTED.value, "framework": name, "version": version},
+    alternative: Fix = (
+        _install_release(ctx, name, _spelled(other), f"or keep torch {tv}: {label} {_spelled(other)} is made for it: ")
+        if other is not None
+        else f"no {label} release in the built-in table is made for torch {torch_xyz}"
+    )
+    view = ctx.view
+    return torch_not_documented(
+        ctx.matrix,
+        view.python,
+        view.host,
+        row,
+        label,
+        version,
+        [where, torch_line],
+        tv,
+        named=_named(row, label, version),
+        alternatives=[alternative],
     )
 
 
