@@ -525,8 +525,6 @@ _PYPI_HOSTS = ("pypi.org", "pypi.python.org", "files.pythonhosted.org")
 @rule
 def index_mirror(ctx: RuleContext) -> Iterable[Finding]:
     """K09: torch_npu missing while pip's index is a mirror (pip configuration facts)."""
-    from urllib.parse import urlparse
-
     if ctx.view.packages.first("torch-npu") is not None:
         return
     torch = ctx.view.packages.first("torch")
@@ -536,6 +534,8 @@ def index_mirror(ctx: RuleContext) -> Iterable[Finding]:
     index = conf.index_url
     if not index:
         return
+    from urllib.parse import urlparse  # here: only a configured index is parsed
+
     host = (urlparse(index).hostname or "").lower()
     if not host or any(host == h or host.endswith("." + h) for h in _PYPI_HOSTS):
         return
