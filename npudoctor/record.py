@@ -2,9 +2,10 @@
 
 A record is a `msgspec <https://jcristharif.com/msgspec/structs.html>`_ ``Struct``: declared
 by annotated fields with defaults, constructed by position or keyword, compared and hashed by
-value, printed with its fields, and frozen; a record that changes after it is made derives from
-:class:`MutableRecord` instead.  :func:`field` takes a ``default`` or a ``default_factory`` (and ``name``, the
-key under which the field is written when it differs from the attribute).  A field is
+value, printed with its fields, and frozen; a record that changes after it is made derives
+from :class:`MutableRecord` instead.  :func:`field` takes a ``default`` or a
+``default_factory`` (and ``name``, the key under which the field is written when it differs
+from the attribute).  A field is
 documented by a string literal on the line after it (an attribute docstring), which the
 snapshot schema reads from the source.  ``replace``, ``asdict`` and ``fields`` are
 ``msgspec.structs``'.

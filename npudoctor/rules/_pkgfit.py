@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tupl
 
 from npudoctor.facts.stack import CannFacts
 from npudoctor.facts.system import Distribution, HostFacts, PackagesFacts, PythonFacts
-from npudoctor.knowledge.versions import pep440_local, pep440_release
+from npudoctor.knowledge.versions import pep440_local, pep440_release, release_xyz
 from npudoctor.parsers.metadata import requirements_on, satisfies
 from npudoctor.record import Record
 from npudoctor.remedies import Command, Remedy
@@ -61,8 +61,7 @@ def wanted_from_release(matrix: Optional[Matrix], plat: Optional[str], npu: Dist
     else the release rule; ``None`` when its version does not parse."""
     expected = matrix_torch_for(matrix, npu.version or "")
     if expected is None:
-        rel = pep440_release(npu.version)
-        expected = ".".join(str(x) for x in rel[:3]) if rel else None
+        expected = release_xyz(npu.version) or None
     if expected is None:
         return None
     return f"torch=={expected}" + ("+cpu" if plat == "x86_64" else "")

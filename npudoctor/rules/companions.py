@@ -141,7 +141,7 @@ def _companion_without_torch_npu(ctx: RuleContext, torch_version: str) -> Iterab
         want = documented_npu(ctx.matrix, rows[0], torch_version) if rows else None
         if not want:
             continue
-        torch_needed = ".".join(str(x) for x in (pep440_release(want) or ())[:3])
+        torch_needed = release_xyz(want)
         reqs = ([f"torch=={torch_needed}"] if torch_needed and not torch_version else []) + [f"torch-npu=={want}"]
         yield COMPANION.finding(
             title=f"{label} {version} needs torch_npu {want}, but torch_npu is not installed",
@@ -213,7 +213,7 @@ def companion_table(ctx: RuleContext) -> Iterable[Finding]:
             + f": built-in table, {row.source}",
             why,
         ]
-        torch_needed = ".".join(str(x) for x in (rel_w or ())[:3])
+        torch_needed = release_xyz(want)
         reqs = [f"torch-npu=={want}"]
         rel_t = pep440_release(tv)
         if torch_needed and rel_t and rel_w is not None and rel_t[:3] != rel_w[:3]:

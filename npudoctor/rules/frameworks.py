@@ -17,7 +17,7 @@ from npudoctor.context import RuleContext
 from npudoctor.findings import Finding
 from npudoctor.knowledge import chip_support, codes, cuda_only, vllm_images
 from npudoctor.knowledge.chips import chip_identity
-from npudoctor.knowledge.versions import pep440_release
+from npudoctor.knowledge.versions import release_xyz
 from npudoctor.parsers.metadata import canonical_name, parse_requirement
 from npudoctor.remedies.python import CPU_INDEX, interpreter, pip_install, pip_uninstall
 from npudoctor.remedies.steps import PipInstall
@@ -315,7 +315,7 @@ def cuda_only_distributions(ctx: RuleContext) -> Iterable[Finding]:
     fix: List[Fix] = [pip_uninstall(ctx.view.python, *names)]
     torch = next((j for j in found if j.name == "torch"), None)
     if torch is not None:
-        base = ".".join(str(x) for x in (pep440_release(torch.version) or ())[:3])
+        base = release_xyz(torch.version)
         if base:
             spec = f"torch=={base}"
             fix.append(

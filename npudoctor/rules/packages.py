@@ -22,7 +22,7 @@ from npudoctor.knowledge.frameworks import NUMPY1_RELEASES
 from npudoctor.knowledge.grades import Grade, Verdict
 from npudoctor.knowledge.matrix.verdicts import split_build
 from npudoctor.knowledge.matrix.verdicts import torch_pairing as torch_verdict
-from npudoctor.knowledge.versions import pep440_release
+from npudoctor.knowledge.versions import pep440_release, release_xyz
 from npudoctor.parsers.metadata import canonical_name, requirements_on, satisfies
 from npudoctor.remedies.python import CPU_INDEX, pip_install
 from npudoctor.rules import rule
@@ -187,10 +187,9 @@ def _against_release(
     expected = matrix_torch_for(ctx.matrix, npu.version or "")
     source = "the compatibility matrix"
     if expected is None:
-        rel = pep440_release(npu.version)
-        if rel is None:
+        expected = release_xyz(npu.version)
+        if not expected:
             return
-        expected = ".".join(str(x) for x in rel[:3])
         source = "the version rule (torch_npu X.Y.Z[.postN] goes with torch X.Y.Z)"
         yield from not_in_matrix(ctx, "torch_npu", str(npu.version), evidence=[describe(npu)])
     rel_tv, rel_expected = pep440_release(tv), pep440_release(expected)

@@ -16,7 +16,7 @@ from npudoctor.context import RuleContext
 from npudoctor.facts.system import Distribution
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes, grades
-from npudoctor.knowledge.versions import pep440_release, python_sorted, pythons_within
+from npudoctor.knowledge.versions import python_sorted, pythons_within, release_xyz
 from npudoctor.remedies import Command, Interpreter, PipInstall
 from npudoctor.remedies.python import CPU_INDEX, pip_install
 from npudoctor.rules import rule
@@ -172,8 +172,7 @@ def _npu_row(ctx: RuleContext, version: str) -> Optional[TorchNpuRow]:
 
 
 def _torch_release(version: Optional[str]) -> Optional[str]:
-    rel = pep440_release(version or "")
-    return ".".join(str(x) for x in rel[:3]) if rel else None
+    return release_xyz(version) or None
 
 
 @rule
