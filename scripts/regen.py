@@ -31,6 +31,7 @@ GENERATORS: Tuple[Tuple[str, str], ...] = (
     ("gen_triage_plan.py", "npudoctor/knowledge/_signatures_plan.py"),
     ("gen_matrix.py", "npudoctor/knowledge/matrix/compiled.jsonl"),
     ("gen_registry.py", "npudoctor/_registry.py"),
+    ("gen_view_nodes.py", "npudoctor/facts/_view_nodes.py"),
     ("gen_schema.py", "docs/schema/*.schema.json"),
     ("gen_grades_doc.py", "docs/grades.md"),
     ("gen_check_svg.py", "docs/img/check.svg"),

@@ -41,7 +41,9 @@ def test_every_view_is_a_frozen_record_whose_hints_resolve_in_its_module():
         assert issubclass(cls, Record), cls
         names = [name for name, _key in view_fields(cls)]
         assert list(_typed._hints(cls)) == names, cls
-        assert _typed._hints(cls) == {k: v for k, v in get_type_hints(cls).items() if k in names}, cls
+        assert _typed._hints(cls) == _typed.resolve_hints(cls, by_name=True), cls  # the generated table
+        hints = get_type_hints(cls)
+        assert _typed.resolve_hints(cls) == {k: _typed.node_of(hints[k]) for k in names}, cls
         made = cls()
         with pytest.raises(AttributeError, match="immutable"):
             setattr(made, names[0], None)
@@ -130,3 +132,31 @@ def test_field_docs_are_the_attribute_docstrings_of_the_view_and_its_bases(monke
         'from npudoctor.facts._view import View\nclass Q(View):\n    n: int = 0\n    """a count"""\n',
     )
     assert field_docs(ns["Q"]) == {}
+
+
+def test_the_generated_view_nodes_are_current():
+    """``npudoctor/facts/_view_nodes.py`` is what its generator makes of the views now."""
+    import importlib.util
+
+    path = pathlib.Path(__file__).resolve().parent.parent / "scripts" / "gen_view_nodes.py"
+    spec = importlib.util.spec_from_file_location("gen_view_nodes", path)
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    assert gen.render() == gen.OUTPUT.read_text(encoding="utf-8"), "run: python scripts/regen.py"
+
+
+def test_a_view_the_table_lists_with_other_fields_is_resolved_at_run_time(monkeypatch):
+    """A stale entry (a field added since the table was made) is not trusted."""
+    from npudoctor.facts import _view_nodes
+    from npudoctor.facts.container import Capabilities
+
+    name = f"{Capabilities.__module__}.{Capabilities.__qualname__}"
+    monkeypatch.setitem(_view_nodes.NODES, name, (("source", ("leaf", "int")),))
+    monkeypatch.delitem(_typed._HINTS, Capabilities, raising=False)
+    hints = _typed._hints(Capabilities)
+    assert hints["source"] == ("union", (("leaf", "str"), ("leaf", "null")))
+    assert hints["groups"] == ("tuple", ("leaf", "int"))
+    view, problems = _typed.load(Capabilities, {"source": "/proc/1/status", "groups": [1, "x"]})
+    assert (view.source, view.groups) == ("/proc/1/status", (1,))
+    assert problems.as_list() == ["groups[1]: expected int, got str"]

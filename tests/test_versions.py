@@ -269,3 +269,45 @@ def test_a_torch_npu_version_with_a_huge_number_is_unknown_to_the_tunables_table
 
     assert since_ok("2." + "9" * 5000, ("2.1.0",)) is None
     assert since_ok("2.7.1", ("2.7.1.post1", "not a version")) is None
+
+
+# The ranges of CANN's own version.info files (samples of 8.0.0, 8.2.RC1, 8.3.RC2 and 8.5.0
+# installs in the shared captures): a bare line or comparisons joined by commas.
+@pytest.mark.parametrize(
+    "spec, line, holds",
+    [
+        ('">=7.6, <=8.2"', "7.6", True),
+        ('">=7.6, <=8.2"', "8.2", True),
+        ('">=7.6, <=8.2"', "8.3", False),
+        ('">=7.6, <=8.2"', "7.5", False),
+        (">=7.6, <=8.3", "8.3", True),
+        ('"8.2"', "8.2", True),
+        ('"8.2"', "8.2.0", True),
+        ('"8.5"', "8.2", False),
+        (">7.6", "7.6", False),
+        ("<8.2", "8.10", False),
+        ("!=8.1", "8.2", True),
+        ("==8.2", "8.2", True),
+        (">= 7.6 ,<= 8.2", "8.0", True),
+    ],
+)
+def test_component_line_holds_reads_version_info_ranges(spec, line, holds):
+    from packaging.specifiers import SpecifierSet
+
+    from npudoctor.knowledge.versions import component_line_holds
+
+    assert component_line_holds(spec, line) is holds
+    text = spec.strip('"')
+    oracle = SpecifierSet(f"=={text}" if text[0].isdecimal() else text)
+    assert (line in oracle) is holds  # what PEP 440 ranges say of the same text
+
+
+@pytest.mark.parametrize(
+    "spec, line",
+    [("", "8.2"), (">=7.6", None), (">=7.6", ""), ("~=7.6", "7.6"), (">=7.6, <=x", "7.6"),
+     (">=7.6", "8.2.RC1"), (">=7.6,", "7.6"), (">=" + "9" * 5000, "7.6"), (">=7.6", "7" * 5000)],
+)  # fmt: skip
+def test_component_line_holds_is_unknown_for_other_text(spec, line):
+    from npudoctor.knowledge.versions import component_line_holds
+
+    assert component_line_holds(spec, line) is None

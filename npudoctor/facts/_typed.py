@@ -7,9 +7,14 @@ Supported annotations (as :func:`typing.get_type_hints` resolves them): ``str``,
 ``float``, ``bool``, ``Optional[X]`` (or ``Union``), ``Tuple[X, ...]`` and ``Sequence[X]`` (a
 JSON list, read-only), ``List[X]``, ``Dict[str, X]`` and ``Mapping[str, X]``,
 ``Literal[...]``, nested view classes, and :data:`JSON` (``Any``: any JSON value, kept as is,
-for open-ended data such as a parsed file's key/values).  Each annotation is compiled once
-into a converter (a view class into a plan of its fields: JSON key, converter, default), so
-converting a value costs no type introspection (``scripts/bench.py facts``).
+for open-ended data such as a parsed file's key/values).  Each annotation is reduced to a
+*node* (:func:`node_of`: a small tuple such as ``("list", ("leaf", "str"))``) and each node is
+compiled once into a converter (a view class into a plan of its fields: JSON key, converter),
+so converting a value costs no type introspection.  The nodes of the package's own views are
+generated (``npudoctor/facts/_view_nodes.py``, ``scripts/regen.py``): resolving annotations
+with :func:`typing.get_type_hints` evaluates each annotation's text, the largest part of
+converting a section the first time in a short command; a view the table does not know (or
+knows with other fields) is resolved at run time the same way the generator does.
 
 Validation is lenient in the direction a replayed or older snapshot needs: unknown keys are
 ignored, missing keys take the field's default, and a value of the wrong type becomes the
@@ -73,48 +78,79 @@ class Problems:
         return list(self.items)
 
 
-_HINTS: Dict[type, Dict[str, Any]] = {}
+if TYPE_CHECKING:
+    #: What an annotation is to the converters: ``("any",)``, ``("leaf", "str" | "int" |
+    #: "float" | "bool" | "null")``, ``("union", (node, ...))``, ``("literal", (value, ...))``,
+    #: ``("list" | "tuple", item node)``, ``("dict", value node)`` (keys are strings) or
+    #: ``("view", cls)`` (a view class, or its qualified name in the generated table).
+    Node = Tuple[Any, ...]
+
+_HINTS: Dict[type, Dict[str, Node]] = {}
 
 #: ``X | Y`` (Python 3.10+) is a union too.
 _UNION_TYPES: Tuple[Any, ...] = (Union, types.UnionType) if sys.version_info >= (3, 10) else (Union,)
 _SEQUENCES = (list, tuple, collections.abc.Sequence)
 _MAPPINGS = (dict, collections.abc.Mapping)
+_LEAF_NAMES = {str: "str", int: "int", float: "float", bool: "bool", _NONE: "null"}
 
 
-def _hints(cls: type) -> Dict[str, Any]:
-    """The annotations of a view class's fields, resolved by :func:`typing.get_type_hints`
-    (the views' modules import the names their annotations use); read once per class."""
+def _hints(cls: type) -> Dict[str, Node]:
+    """The nodes of a view class's fields (field name → node), read once per class: from
+    the generated table when it knows the class with these fields, else resolved here
+    (:func:`resolve_hints`)."""
     hints = _HINTS.get(cls)
     if hints is None:
-        every = get_type_hints(cls)
-        hints = _HINTS[cls] = {name: every[name] for name, _key in view_fields(cls)}
+        from npudoctor.facts._view_nodes import NODES
+
+        names = tuple(name for name, _key in view_fields(cls))
+        known = NODES.get(f"{cls.__module__}.{cls.__qualname__}")
+        if known is not None and tuple(name for name, _node in known) == names:
+            hints = dict(known)
+        else:
+            hints = resolve_hints(cls)
+        _HINTS[cls] = hints
     return hints
 
 
-def _kind(tp: Any) -> Tuple[str, Tuple[Any, ...]]:
-    """What a resolved annotation is to the converters: ``("any", ())``, ``("union",
-    alternatives)``, ``("literal", values)``, ``("list" | "tuple", (item,))``, ``("dict",
-    (key, value))``, ``("view", (cls,))`` or ``("leaf", (type,))``.  Raises ``TypeError``
-    for an annotation the views do not use."""
+def resolve_hints(cls: type, by_name: bool = False) -> Dict[str, Node]:
+    """The nodes of a view class's fields, from :func:`typing.get_type_hints` (the views'
+    modules import the names their annotations use).  ``by_name``: view classes as their
+    qualified names (what the generated table holds)."""
+    every = get_type_hints(cls)
+    return {name: node_of(every[name], by_name) for name, _key in view_fields(cls)}
+
+
+def node_of(tp: Any, by_name: bool = False) -> Node:
+    """The node of a resolved annotation (see ``Node``).  Raises ``TypeError`` for an
+    annotation the views do not use."""
     if tp is Any:
-        return "any", ()
-    if tp is None or tp is _NONE:
-        return "leaf", (_NONE,)
+        return ("any",)
+    if tp is None or tp in _LEAF_NAMES:
+        return ("leaf", _LEAF_NAMES[_NONE if tp is None else tp])
     origin, args = get_origin(tp), get_args(tp)
     if origin in _UNION_TYPES:
-        return "union", args
+        return ("union", tuple(node_of(a, by_name) for a in args))
     if origin is Literal:
-        return "literal", args
+        return ("literal", tuple(args))
     if origin in _SEQUENCES or tp in (list, tuple):
         items = [a for a in args if a is not Ellipsis]
-        return ("list" if origin is list or tp is list else "tuple"), (items[0] if items else Any,)
+        kind = "list" if origin is list or tp is list else "tuple"
+        return (kind, node_of(items[0] if items else Any, by_name))
     if origin in _MAPPINGS or tp is dict:
-        return "dict", (args if len(args) == 2 else (str, Any))
+        return ("dict", node_of(args[1] if len(args) == 2 else Any, by_name))
     if is_view(tp):
-        return "view", (tp,)
-    if tp in _LEAVES:
-        return "leaf", (tp,)
+        return ("view", f"{tp.__module__}.{tp.__qualname__}" if by_name else tp)
     raise TypeError(f"unsupported annotation {tp!r} in a facts view")
+
+
+def _view_class(ref: Any) -> type:
+    """The class of a ``("view", ref)`` node: the class itself, or its qualified name."""
+    if isinstance(ref, str):
+        import importlib
+
+        module, _dot, name = ref.rpartition(".")
+        return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+    return ref  # type: ignore[no-any-return]
 
 
 def _type_name(value: object) -> str:
@@ -172,12 +208,13 @@ def _is_bool(raw: Any) -> bool:
     return isinstance(raw, bool)
 
 
-#: Leaf type → (fits, coerce or None).
-_LEAVES: Dict[Any, Tuple[Callable[[Any], bool], Optional[Callable[[Any], Any]]]] = {
-    str: (_is_str, None),
-    int: (_is_int, None),
-    float: (_is_number, float),
-    bool: (_is_bool, None),
+#: Leaf name → (fits, coerce or None).
+_LEAVES: Dict[str, Tuple[Callable[[Any], bool], Optional[Callable[[Any], Any]]]] = {
+    "str": (_is_str, None),
+    "int": (_is_int, None),
+    "float": (_is_number, float),
+    "bool": (_is_bool, None),
+    "null": (lambda raw: raw is None, None),
 }
 
 
@@ -185,19 +222,18 @@ def _any(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any
     return raw
 
 
-def _compile(tp: Any) -> Converter:
-    """The converter of annotation ``tp`` (resolved, :func:`_hints`), built once per
-    annotation (the per-class field plans, the leaf checks and the messages are decided
-    here, not per value)."""
-    conv = _CONVERTERS.get(tp)
+def _compile(node: Node) -> Converter:
+    """The converter of ``node`` (:func:`_hints`), built once per node (the per-class field
+    plans, the leaf checks and the messages are decided here, not per value)."""
+    conv = _CONVERTERS.get(node)
     if conv is None:
-        conv = _make(tp)
-        _CONVERTERS[tp] = conv
+        conv = _make(node)
+        _CONVERTERS[node] = conv
     return conv
 
 
-def _leaf(tp: Any, expected: str) -> Converter:
-    fits, coerce = _LEAVES[tp]
+def _leaf(name: str, expected: str) -> Converter:
+    fits, coerce = _LEAVES[name]
 
     def leaf(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any:
         if fits(raw):
@@ -208,14 +244,14 @@ def _leaf(tp: Any, expected: str) -> Converter:
     return leaf
 
 
-def _make(tp: Any) -> Converter:
-    kind, args = _kind(tp)
+def _make(node: Node) -> Converter:
+    kind = node[0]
     if kind == "any":
         return _any
     if kind == "union":
-        return _union(tp, args)
+        return _union(node)
     if kind == "literal":
-        choices = args
+        choices = node[1]
         message = f"expected one of {list(choices)}, got "
 
         def literal(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any:
@@ -226,20 +262,23 @@ def _make(tp: Any) -> Converter:
 
         return literal
     if kind in ("list", "tuple"):
-        return _sequence(args[0], kind == "tuple")
+        return _sequence(node[1], kind == "tuple")
     if kind == "dict":
-        return _mapping(args[1])
+        return _mapping(node[1])
     if kind == "view":
-        return _record(tp)
-    return _leaf(tp, _describe(tp))
+        return _record(_view_class(node[1]))
+    return _leaf(node[1], _describe(node))
 
 
-def _union(tp: Any, args: Tuple[Any, ...]) -> Converter:
-    nullable = _NONE in args
-    options = [a for a in args if a is not _NONE]
-    expected = f"expected {_describe(tp)}, got "
-    if len(options) == 1 and options[0] in _LEAVES:  # Optional[str] and friends: no trial run
-        fits, coerce = _LEAVES[options[0]]
+_NULL = ("leaf", "null")
+
+
+def _union(node: Node) -> Converter:
+    nullable = _NULL in node[1]
+    options = [a for a in node[1] if a != _NULL]
+    expected = f"expected {_describe(node)}, got "
+    if len(options) == 1 and options[0][0] == "leaf":  # Optional[str] and friends: no trial run
+        fits, coerce = _LEAVES[options[0][1]]
 
         def optional_leaf(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any:
             if raw is None and nullable:
@@ -273,7 +312,7 @@ def _too_deep(parent: str, key: Any, problems: Problems) -> Any:
     return _MISSING
 
 
-def _sequence(item: Any, as_tuple: bool) -> Converter:
+def _sequence(item: Node, as_tuple: bool) -> Converter:
     conv = _compile(item)  # a view class compiles lazily: recursion is fine
 
     def sequence(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any:
@@ -296,7 +335,7 @@ def _sequence(item: Any, as_tuple: bool) -> Converter:
     return sequence
 
 
-def _mapping(value: Any) -> Converter:
+def _mapping(value: Node) -> Converter:
     conv = _compile(value)
 
     def mapping(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any:
@@ -387,63 +426,69 @@ def load(
     if plan is not None or is_view(cls):
         return (plan or _plan(cls)).build(raw, "", problems, 0, only), problems
     # A section that is a plain map (``_errors``): a dict in, a dict out, never _MISSING.
-    return _compile(cls)(raw, "", _ROOT, problems, 0), problems
+    return _compile(node_of(cls))(raw, "", _ROOT, problems, 0), problems
 
 
-def _describe(tp: Any) -> str:
-    kind, args = _kind(tp)
+def _describe(node: Node) -> str:
+    kind = str(node[0])
     if kind == "union":
-        return " or ".join(_describe(a) for a in args)
+        return " or ".join(_describe(a) for a in node[1])
     if kind in ("list", "tuple"):
         return "list"
     if kind in ("dict", "view"):
         return "object"
-    if tp is _NONE or tp is None:
-        return "null"
-    return getattr(tp, "__name__", str(tp))
+    if kind == "leaf":
+        return str(node[1])
+    if kind == "literal":
+        return f"one of {list(node[1])}"
+    return kind
+
+
+_SCHEMA_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "null": "null"}
 
 
 def schema_of(tp: Any, defs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """JSON Schema (draft 2020-12) of a view annotation (a view class, a ``typing``
     construct); nested view classes go to ``defs`` (``$defs``) and are referenced by name.
     Field docs are the views' attribute docstrings (:func:`~npudoctor.facts._view.field_docs`)."""
-    defs = defs if defs is not None else {}
-    kind, args = _kind(tp)
+    return _schema(node_of(tp), {} if defs is None else defs)
+
+
+def _schema(node: Node, defs: Dict[str, Any]) -> Dict[str, Any]:
+    kind = node[0]
     if kind == "any":
         return {}
     if kind == "union":
-        parts = [schema_of(a, defs) for a in args]
+        parts = [_schema(a, defs) for a in node[1]]
         if all(set(p) == {"type"} and isinstance(p["type"], str) for p in parts):
             return {"type": [p["type"] for p in parts]}  # Optional[str] → ["string", "null"]
         return {"anyOf": parts}
     if kind == "literal":
-        return {"enum": list(args)}
+        return {"enum": list(node[1])}
     if kind in ("list", "tuple"):
-        return {"type": "array", "items": schema_of(args[0], defs)}
+        return {"type": "array", "items": _schema(node[1], defs)}
     if kind == "dict":
-        return {"type": "object", "additionalProperties": schema_of(args[1], defs)}
+        return {"type": "object", "additionalProperties": _schema(node[1], defs)}
     if kind == "view":
-        name = tp.__name__
+        cls = _view_class(node[1])
+        name = cls.__name__
         if name not in defs:
             defs[name] = {}  # placeholder: recursion guard
-            hints = _hints(tp)
+            hints = _hints(cls)
             props: Dict[str, Any] = {}
-            docs = field_docs(tp)
-            for attr, key in view_fields(tp):
-                prop = schema_of(hints[attr], defs)
+            docs = field_docs(cls)
+            for attr, key in view_fields(cls):
+                prop = _schema(hints[attr], defs)
                 doc = docs.get(attr)
                 if doc:
                     prop = dict(prop, description=doc)
                 props[key] = prop
             entry: Dict[str, Any] = {"type": "object", "properties": props}
-            if tp.__doc__:
-                entry["description"] = " ".join(tp.__doc__.split())
+            if cls.__doc__:
+                entry["description"] = " ".join(cls.__doc__.split())
             defs[name] = entry
         return {"$ref": f"#/$defs/{name}"}
-    if args == (_NONE,):
-        return {"type": "null"}
-    simple = {str: "string", int: "integer", float: "number", bool: "boolean"}
-    return {"type": simple[tp]}
+    return {"type": _SCHEMA_TYPES[node[1]]}
 
 
 def dump(value: Any) -> Any:

@@ -64,6 +64,7 @@ __all__ = [
     "pep440_normal",
     "pep440_line",
     "range_bound_key",
+    "component_line_holds",
     "python_release",
     "python_key",
     "python_sorted",
@@ -585,6 +586,36 @@ def range_bound_key(version: str) -> Optional[Tuple[Tuple[int, int], ...]]:
         else:
             return None
     return tuple(key) if key else None
+
+
+_LINE_CLAUSE = lazyre.pattern(r"(>=|<=|==|!=|>|<)?\s*([0-9]{1,6}(?:\.[0-9]{1,6}){0,3})")
+
+
+def component_line_holds(spec: Optional[str], line: Optional[str]) -> Optional[bool]:
+    """Whether a CANN ``required_package_<pkg>_version`` range holds component line
+    ``line`` (``"7.6"``).  The ranges are what CANN's own version.info files write: a bare
+    line (``"8.2"``: that line) or comparisons joined by commas (``">=7.6, <=8.2"``), lines
+    compared number by number (``8.2`` is ``8.2.0``).  ``None`` when either is absent or
+    not in that form."""
+    if not spec or not line:
+        return None
+    own = _LINE_CLAUSE.fullmatch(line.strip())
+    if own is None or own.group(1):
+        return None
+    have = tuple(int(n) for n in own.group(2).split("."))
+    holds = True
+    for clause in spec.strip().strip('"').split(","):
+        m = _LINE_CLAUSE.fullmatch(clause.strip())
+        if m is None:
+            return None
+        want = tuple(int(n) for n in m.group(2).split("."))
+        width = max(len(have), len(want))
+        a, b = have + (0,) * (width - len(have)), want + (0,) * (width - len(want))
+        op = m.group(1) or "=="
+        holds = holds and {
+            ">=": a >= b, "<=": a <= b, "==": a == b, "!=": a != b, ">": a > b, "<": a < b
+        }[op]  # fmt: skip
+    return holds
 
 
 # ------------------------------------------------------------------ Linux kernel releases

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Protocol, Tuple
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
 from npudoctor.knowledge.grades import Grade, Verdict
-from npudoctor.knowledge.versions import parse_cann, version_in
+from npudoctor.knowledge.versions import component_line_holds, parse_cann, version_in
 
 
 class CannRows(Protocol):
@@ -44,19 +42,6 @@ def _component(inner: Optional[str], public: Optional[str]) -> Optional[str]:
     return None
 
 
-def _holds(spec: Optional[str], component: Optional[str]) -> Optional[bool]:
-    """Whether range ``spec`` (``">=7.6, <=8.2"`` or ``"8.2"``) holds component line ``component``."""
-    if not spec or not component:
-        return None
-    text = spec.strip().strip('"')
-    if text and text[0].isdecimal():
-        text = f"=={text}"
-    try:
-        return component in SpecifierSet(text)
-    except InvalidSpecifier:
-        return None
-
-
 def kernels_verdict(
     matrix: CannRows,
     toolkit: str,
@@ -76,7 +61,7 @@ def kernels_verdict(
     t_comp = _component(None, toolkit)
     t_spec = (toolkit_requires or {}).get("opp_kernel")
     k_spec = (kernels_requires or {}).get("toolkit")
-    t_says, k_says = _holds(t_spec, k_comp), _holds(k_spec, t_comp)
+    t_says, k_says = component_line_holds(t_spec, k_comp), component_line_holds(k_spec, t_comp)
     if k_says is False:
         return Verdict(
             Grade.INCOMPATIBLE,
