@@ -168,3 +168,19 @@ def test_an_unknown_chip_is_said_once_per_fix() -> None:
     assert sum("unknown here: npu-smi lists no chip of a known type" in line for line in fix) == 1
     assert any(line.startswith("install the NPU firmware") and "for the same NPU chip type" in line for line in fix)
     assert [r["shell"] for r in _finding(doc, "DRV001")["remedies"]] == fix
+
+
+def test_the_numpy_range_names_the_matrix_row_it_comes_from() -> None:
+    """numpy 2 with CANN 8.2.RC1: the evidence cites the CANN row's own source, not a
+    document the user does not have."""
+    s = SCENARIOS / "k07-numpy-2-with-cann-8.2.RC1"
+    doc = json.loads(npudoctor("check", "--root", str(s / "root"), "--json", env={"PATH": "/usr/bin:/bin"}).stdout)
+    from npudoctor.knowledge.matrix import load_matrix
+
+    row = load_matrix().cann_row("8.0.0")  # 8.2.RC1 has no numpy range of its own
+    assert row is not None and row["source"] and not load_matrix().cann_row("8.2.RC1").get("numpy")
+    line = next(e for e in _finding(doc, "PKG007")["evidence"] if "needs numpy" in e)
+    assert line == (
+        "CANN 8.2.RC1 with Python 3.10 needs numpy<2,>=1.19.2 (compatibility matrix: none documented for "
+        f"8.2.RC1; the newest release before it, CANN 8.0.0: {row['source']})"
+    )

@@ -271,6 +271,23 @@ def _numpy_spec(matrix: Optional[Matrix], cann: str, python: str) -> Optional[st
     return ask(matrix, lambda m: m.numpy_spec(cann, python))
 
 
+def numpy_need(matrix: Optional[Matrix], cann: str, python: str) -> Optional[Tuple[str, str]]:
+    """``(numpy specifier, source)``: the range CANN ``cann`` needs with Python ``python`` and
+    the matrix row it comes from (matrix ``numpy_requirement``: ``"CANN 8.0.0: <source>"``,
+    said to be another release's when ``cann`` has no range of its own); ``None`` when
+    undocumented."""
+    req = ask(matrix, lambda m: m.numpy_requirement(cann, python))
+    if not req:
+        return None
+    spec, source, exact = req
+    return str(spec), str(source) if exact else f"none documented for {cann}; the newest release before it, {source}"
+
+
+def numpy_need_line(cann: str, python: str, spec: str, source: str) -> str:
+    """The evidence line of :func:`numpy_need`."""
+    return f"CANN {cann} with Python {python} needs numpy{spec} (compatibility matrix: {source})"
+
+
 def numpy_target(
     matrix: Optional[Matrix], packages: PackagesFacts, python: PythonFacts, cann: CannFacts
 ) -> Optional[Tuple[str, str]]:
@@ -283,10 +300,8 @@ def numpy_target(
         return None
     cv = cann.version
     if cv:
-        spec = _numpy_spec(matrix, cv, py)
-        if spec:
-            return str(spec), f"CANN {cv} with Python {py} needs numpy{spec} (compatibility matrix, REPORT §6.2)"
-        return None
+        need = numpy_need(matrix, cv, py)
+        return need if need is None else (need[0], numpy_need_line(cv, py, *need))
     npu = packages.first("torch-npu")
     if npu is None:
         return None

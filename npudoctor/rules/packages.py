@@ -32,6 +32,8 @@ from npudoctor.rules._pkgfit import (
     cpu_index,
     matrix_torch_for,
     npu_for_torch,
+    numpy_need,
+    numpy_need_line,
     numpy_target,
     torch_requirements,
     vision_fit,
@@ -452,9 +454,10 @@ def numpy_major(ctx: RuleContext) -> Iterable[Finding]:
     if numpy is None or not cv or not py:
         return
     version = numpy.version or ""
-    spec_text = ask(ctx.matrix, lambda m: m.numpy_spec(cv, py))
-    if not spec_text:
+    need = numpy_need(ctx.matrix, cv, py)
+    if need is None:
         return
+    spec_text, source = need
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     try:
@@ -492,7 +495,7 @@ def numpy_major(ctx: RuleContext) -> Iterable[Finding]:
                 data=dict(_grade_data(verdict), routine=sev == "info" and satisfies(version, spec) is True),
             )
         return
-    evidence = [describe(numpy), f"CANN {cv} with Python {py} needs numpy{spec} (compatibility matrix, REPORT §6.2)"]
+    evidence = [describe(numpy), numpy_need_line(cv, py, str(spec), source)]
     if verdict is not None:
         evidence.append(f"evidence: {verdict.describe()}")
     pullers = _needing_numpy2(ctx, version, installed_fits=True)
