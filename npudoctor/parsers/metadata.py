@@ -224,9 +224,11 @@ def parse_requirement(text: str) -> Optional[Any]:
     :class:`SimpleRequirement` with the same name and specifier when the string is only a
     name and specifiers; property-tested against packaging), or ``None`` when it does not
     parse.  Old-style ``torch (==2.1.0+cpu)`` is accepted."""
+    from packaging.specifiers import InvalidSpecifier  # also what some packaging releases' Requirement raises
+
     simple = _SIMPLE_REQUIREMENT_RE.fullmatch(text or "")
     if simple:
-        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+        from packaging.specifiers import SpecifierSet
 
         try:
             return SimpleRequirement(simple.group(1), SpecifierSet(simple.group(2) or ""))
@@ -236,13 +238,13 @@ def parse_requirement(text: str) -> Optional[Any]:
 
     try:
         return Requirement(text)
-    except InvalidRequirement:
+    except (InvalidRequirement, InvalidSpecifier):
         pass
     m = re.match(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*\(([^)]*)\)\s*(;.*)?$", text or "")
     if m:
         try:
             return Requirement(f"{m.group(1)}{m.group(2).replace(' ', '')}{m.group(3) or ''}")
-        except InvalidRequirement:
+        except (InvalidRequirement, InvalidSpecifier):
             return None
     return None
 

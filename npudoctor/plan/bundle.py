@@ -144,6 +144,7 @@ def resolve_plan_wheels(plan: Plan, site: Site, opts: BundleOptions) -> List[Whe
 def _why_wheels(plan: Plan, wheels: Dict[str, str]) -> Dict[str, str]:
     """Reason per wheel file: the top-level requirement it satisfies, or who requires it."""
     from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.specifiers import InvalidSpecifier
     from packaging.utils import canonicalize_name
 
     meta: Dict[str, Tuple[str, str, List[str]]] = {}
@@ -161,7 +162,7 @@ def _why_wheels(plan: Plan, wheels: Dict[str, str]) -> Dict[str, str]:
     for req in plan.requirements:
         try:
             project = str(canonicalize_name(Requirement(req).name))
-        except InvalidRequirement:
+        except (InvalidRequirement, InvalidSpecifier):
             continue
         top[project] = reasons.get(project) or (
             f"{req}: CANN {plan.cann} Python dependency" if req in plan.python_deps else f"{req}: torch_npu docs"
@@ -171,7 +172,7 @@ def _why_wheels(plan: Plan, wheels: Dict[str, str]) -> Dict[str, str]:
         for r in reqs:
             try:
                 parsed = Requirement(r)
-            except InvalidRequirement:
+            except (InvalidRequirement, InvalidSpecifier):
                 continue
             if parsed.marker is not None and "extra" in str(parsed.marker):
                 continue

@@ -184,6 +184,7 @@ def _walk(top: Sequence[Any], chosen: Dict[str, Wheel], env: Dict[str, str]) -> 
     """The closure of ``top`` over the wheels chosen so far: per canonical name, the combined
     specifier, extras and the parents that need it (``"plan"`` for top-level requirements)."""
     from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.specifiers import InvalidSpecifier
     from packaging.utils import canonicalize_name
 
     needs: Dict[str, _Need] = {}
@@ -211,7 +212,7 @@ def _walk(top: Sequence[Any], chosen: Dict[str, Wheel], env: Dict[str, str]) -> 
         for text in wheel.requires:
             try:
                 dep = Requirement(text)
-            except InvalidRequirement:
+            except (InvalidRequirement, InvalidSpecifier):
                 raise ResolveError(f"{wheel.filename} has an invalid Requires-Dist: {text!r}") from None
             if _wanted(dep, env, need.extras):
                 queue.append((dep, name))
@@ -335,7 +336,7 @@ def resolve_wheels(
 
     try:
         top = [Requirement(r) for r in requirements]
-    except InvalidRequirement as exc:
+    except (InvalidRequirement, InvalidSpecifier) as exc:
         raise ResolveError(f"invalid requirement: {exc}") from None
     menv = marker_environment(target)
     top = [r for r in top if _wanted(r, menv, set())]
@@ -418,13 +419,13 @@ def _culprit(exc: ResolveError, needs: Dict[str, _Need], chosen: Dict[str, Wheel
     specifier, one of the versions pip saw satisfies all the others.  None when the conflict
     is with the plan's own requirements (or pip did not list versions)."""
     from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.specifiers import SpecifierSet
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.utils import canonicalize_name
     from packaging.version import InvalidVersion, Version
 
     try:
         name = str(canonicalize_name(Requirement(exc.failed).name))
-    except InvalidRequirement:
+    except (InvalidRequirement, InvalidSpecifier):
         return None
     need = needs.get(name)
     versions = []

@@ -150,12 +150,13 @@ class Plan(MutableRecord):
         reqs = [self.torch_requirement, f"torch_npu=={self.torch_npu}", self.numpy]
         seen = {"torch", "torch-npu", "numpy"}
         from packaging.requirements import InvalidRequirement, Requirement
+        from packaging.specifiers import InvalidSpecifier
         from packaging.utils import canonicalize_name
 
         for dep in list(TORCH_NPU_EXTRA) + list(self.python_deps):
             try:
                 name = canonicalize_name(Requirement(dep).name)
-            except InvalidRequirement:
+            except (InvalidRequirement, InvalidSpecifier):
                 continue
             if name not in seen:
                 seen.add(name)

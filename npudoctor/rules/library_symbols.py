@@ -69,6 +69,7 @@ def _torch_pin(ctx: RuleContext) -> Tuple[Optional[str], str]:
     evaluated for the target interpreter), else the rule that torch_npu X.Y.Z[.postN]
     goes with torch X.Y.Z.  ``(None, "")`` without torch_npu."""
     from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.specifiers import InvalidSpecifier
     from packaging.version import InvalidVersion, Version
 
     from npudoctor.parsers.metadata import canonical_name
@@ -80,7 +81,7 @@ def _torch_pin(ctx: RuleContext) -> Tuple[Optional[str], str]:
     for text in npu.requires_dist:
         try:
             req = Requirement(text)
-        except InvalidRequirement:
+        except (InvalidRequirement, InvalidSpecifier):
             continue
         if canonical_name(req.name) != "torch":
             continue
@@ -145,6 +146,7 @@ def _built_for(ctx: RuleContext, pkg: str) -> FixLine:
     torch_npu it was built for -- the exact pin of its own ``Requires-Dist: torch-npu==X``
     (a pip command for the target interpreter) when it has one, else said in words."""
     from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.specifiers import InvalidSpecifier
 
     from npudoctor.parsers.metadata import canonical_name
     from npudoctor.remedies.python import pip_install
@@ -153,7 +155,7 @@ def _built_for(ctx: RuleContext, pkg: str) -> FixLine:
         for text in rec.requires_dist:
             try:
                 req = Requirement(text)
-            except InvalidRequirement:
+            except (InvalidRequirement, InvalidSpecifier):
                 continue
             specs = list(req.specifier)
             if canonical_name(req.name) == "torch-npu" and len(specs) == 1 and specs[0].operator in ("==", "==="):
