@@ -160,3 +160,32 @@ def test_a_view_the_table_lists_with_other_fields_is_resolved_at_run_time(monkey
     view, problems = _typed.load(Capabilities, {"source": "/proc/1/status", "groups": [1, "x"]})
     assert (view.source, view.groups) == ("/proc/1/status", (1,))
     assert problems.as_list() == ["groups[1]: expected int, got str"]
+
+
+def test_values_taken_as_they_are_keep_every_check(monkeypatch):
+    """A field whose value already has its type is taken without its converter; the
+    converter still decides everything else: a bool is not an int, an int in a float field
+    becomes a float, a str subclass is a str, and a problem deep inside says where."""
+    ns = _module(
+        monkeypatch,
+        "npudoctor_test_as_is",
+        "from typing import Dict, Optional, Tuple\n"
+        "from npudoctor.facts._view import View, field\n"
+        "class Leaf(View):\n"
+        "    n: int = 0\n"
+        "    x: float = 0.0\n"
+        "    s: Optional[str] = None\n"
+        "    tags: Tuple[str, ...] = ()\n"
+        "class Top(View):\n"
+        "    leaves: Dict[str, Tuple[Leaf, ...]] = field(default_factory=dict)\n",
+    )
+
+    class Text(str):
+        pass
+
+    raw = {"leaves": {"a": [{"n": True, "x": 2, "s": Text("t"), "tags": ["p", Text("q")]}, {"tags": ["r", 3]}]}}
+    view, problems = _typed.load(ns["Top"], raw)
+    first, second = view.leaves["a"]
+    assert (first.n, first.x, type(first.x), first.s, first.tags) == (0, 2.0, float, "t", ("p", "q"))
+    assert second.tags == ("r",)
+    assert problems.as_list() == ["leaves.a[0].n: expected int, got bool", "leaves.a[1].tags[1]: expected str, got int"]

@@ -56,9 +56,9 @@ class Problems:
         #: Also report keys the view does not declare (the contract test's mode).
         self.strict = strict
 
-    def add(self, path: str, message: str) -> None:
+    def add(self, path: Path, message: str) -> None:
         if len(self.items) < self.LIMIT:
-            self.items.append(f"{path or '<section>'}: {message}")
+            self.items.append(f"{_text(path) or '<section>'}: {message}")
         else:
             self.dropped += 1
 
@@ -169,10 +169,25 @@ def _type_name(value: object) -> str:
     return type(value).__name__
 
 
-def _sub(path: str, key: object) -> str:
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    return f"{path}.{key}" if path else str(key)
+if TYPE_CHECKING:
+    #: Where a value is: ``""`` (the section), or ``(parent, key)`` pairs spelt out as
+    #: ``"chips[2].hbm_used_mb"`` (:func:`_text`) only when a problem is recorded there.
+    Path = Union[str, Tuple[Any, Any]]
+
+
+def _text(path: Path) -> str:
+    if isinstance(path, str):
+        return path
+    keys = []
+    while not isinstance(path, str):
+        path, key = path
+        keys.append(key)
+    for key in reversed(keys):
+        if isinstance(key, int):
+            path = f"{path}[{key}]"
+        else:
+            path = f"{path}.{key}" if path else str(key)
+    return path
 
 
 _MISSING = object()
@@ -183,13 +198,13 @@ if TYPE_CHECKING:
     #: A compiled converter: ``(raw, parent_path, key, problems, depth)`` → the value, or
     #: ``_MISSING`` with a problem recorded at ``parent_path`` + ``key``.  Paths are only turned
     #: into strings for containers and for problems, never for a leaf that fits.
-    Converter = Callable[[Any, str, Any, Problems, int], Any]
+    Converter = Callable[[Any, Path, Any, Problems, int], Any]
 
 _CONVERTERS: Dict[Any, Converter] = {}
 
 
-def _path(parent: str, key: Any) -> str:
-    return parent if key is _ROOT else _sub(parent, key)
+def _path(parent: Path, key: Any) -> Path:
+    return parent if key is _ROOT else (parent, key)
 
 
 def _is_int(raw: Any) -> bool:
@@ -218,7 +233,7 @@ _LEAVES: Dict[str, Tuple[Callable[[Any], bool], Optional[Callable[[Any], Any]]]]
 }
 
 
-def _any(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any:
+def _any(raw: Any, parent: Path, key: Any, problems: Problems, depth: int) -> Any:
     return raw
 
 
@@ -235,7 +250,7 @@ def _compile(node: Node) -> Converter:
 def _leaf(name: str, expected: str) -> Converter:
     fits, coerce = _LEAVES[name]
 
-    def leaf(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any:
+    def leaf(raw: Any, parent: Path, key: Any, problems: Problems, depth: int) -> Any:
         if fits(raw):
             return coerce(raw) if coerce is not None else raw
         problems.add(_path(parent, key), f"expected {expected}, got {_type_name(raw)}")
@@ -254,7 +269,7 @@ def _make(node: Node) -> Converter:
         choices = node[1]
         message = f"expected one of {list(choices)}, got "
 
-        def literal(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any:
+        def literal(raw: Any, parent: Path, key: Any, problems: Problems, depth: int) -> Any:
             if any(raw == choice and type(raw) is type(choice) for choice in choices):
                 return raw
             problems.add(_path(parent, key), message + _short(raw))
@@ -280,7 +295,7 @@ def _union(node: Node) -> Converter:
     if len(options) == 1 and options[0][0] == "leaf":  # Optional[str] and friends: no trial run
         fits, coerce = _LEAVES[options[0][1]]
 
-        def optional_leaf(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any:
+        def optional_leaf(raw: Any, parent: Path, key: Any, problems: Problems, depth: int) -> Any:
             if raw is None and nullable:
                 return None
             if fits(raw):
@@ -291,7 +306,7 @@ def _union(node: Node) -> Converter:
         return optional_leaf
     convs = [_compile(a) for a in options]
 
-    def union(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any:
+    def union(raw: Any, parent: Path, key: Any, problems: Problems, depth: int) -> Any:
         if raw is None and nullable:
             return None
         for conv in convs:
@@ -307,21 +322,36 @@ def _union(node: Node) -> Converter:
     return union
 
 
-def _too_deep(parent: str, key: Any, problems: Problems) -> Any:
+def _too_deep(parent: Path, key: Any, problems: Problems) -> Any:
     problems.add(_path(parent, key), f"nested deeper than {MAX_DEPTH} levels")
     return _MISSING
 
 
+_TYPES = {"str": str, "int": int, "float": float, "bool": bool, "null": _NONE}
+
+
+def _as_is(node: Node) -> FrozenSet[type]:
+    """The types of a value that ``node``'s converter returns unchanged, without a problem
+    (``Optional[str]``: ``str`` and ``None``): a plan takes such a value without calling
+    the converter.  Empty for the nodes whose converters build something."""
+    if node[0] == "leaf" and node[1] != "float":  # a float field makes an int a float
+        return frozenset((_TYPES[node[1]],))
+    if node[0] == "union" and all(a[0] == "leaf" and a[1] != "float" for a in node[1]):
+        return frozenset(_TYPES[a[1]] for a in node[1])
+    return frozenset()
+
+
 def _sequence(item: Node, as_tuple: bool) -> Converter:
     conv = _compile(item)  # a view class compiles lazily: recursion is fine
+    as_is = _as_is(item)
 
-    def sequence(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any:
+    def sequence(raw: Any, parent: Path, key: Any, problems: Problems, depth: int) -> Any:
         if depth > MAX_DEPTH:
             return _too_deep(parent, key, problems)
         if not isinstance(raw, list):
             problems.add(_path(parent, key), f"expected list, got {_type_name(raw)}")
             return _MISSING
-        if conv is _any:
+        if conv is _any or (as_is and all(type(x) in as_is for x in raw)):
             out = list(raw)
         else:
             path = _path(parent, key)
@@ -338,7 +368,7 @@ def _sequence(item: Node, as_tuple: bool) -> Converter:
 def _mapping(value: Node) -> Converter:
     conv = _compile(value)
 
-    def mapping(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any:
+    def mapping(raw: Any, parent: Path, key: Any, problems: Problems, depth: int) -> Any:
         if depth > MAX_DEPTH:
             return _too_deep(parent, key, problems)
         if not isinstance(raw, dict):
@@ -361,22 +391,25 @@ class _Plan:
     def __init__(self, cls: type) -> None:
         self.cls = cls
         hints = _hints(cls)
-        self.fields: List[Tuple[str, str, Converter]] = []
+        self.fields: List[Tuple[str, str, Converter, FrozenSet[type]]] = []
         for name, key in view_fields(cls):
-            self.fields.append((name, key, _compile(hints[name])))
-        self.declared = frozenset(key for _n, key, _c in self.fields)
+            node = hints[name]
+            self.fields.append((name, key, _compile(node), _as_is(node)))
+        self.declared = frozenset(key for _n, key, _c, _a in self.fields)
 
     def build(
-        self, raw: Dict[str, Any], path: str, problems: Problems, depth: int, only: Optional[FrozenSet[str]] = None
+        self, raw: Dict[str, Any], path: Path, problems: Problems, depth: int, only: Optional[FrozenSet[str]] = None
     ) -> Any:
         if problems.strict:
             for key in raw:
                 if key not in self.declared:
-                    problems.add(_sub(path, key), f"not declared in {self.cls.__name__}")
+                    problems.add((path, key), f"not declared in {self.cls.__name__}")
         values: Dict[str, Any] = {}
-        for name, key, conv in self.fields:
+        for name, key, conv, as_is in self.fields:
             if key in raw and (only is None or name in only):
-                value = conv(raw[key], path, key, problems, depth)
+                value = raw[key]
+                if type(value) not in as_is:
+                    value = conv(value, path, key, problems, depth)
                 if value is not _MISSING:
                     values[name] = value
         return self.cls(**values)
@@ -393,7 +426,7 @@ def _plan(cls: type) -> _Plan:
 
 
 def _record(cls: type) -> Converter:
-    def record(raw: Any, parent: str, key: Any, problems: Problems, depth: int) -> Any:
+    def record(raw: Any, parent: Path, key: Any, problems: Problems, depth: int) -> Any:
         if depth > MAX_DEPTH:
             return _too_deep(parent, key, problems)
         if not isinstance(raw, dict):
@@ -496,7 +529,7 @@ def dump(value: Any) -> Any:
     object with every declared field under its snapshot key (``field(name=...)``), tuples become lists, maps and open-ended :data:`JSON` values are copied.  For
     outputs that publish facts (``devices --json``) in the snapshot's own shape."""
     if is_view(type(value)):
-        return {key: dump(getattr(value, name)) for name, key, _conv in _plan(type(value)).fields}
+        return {key: dump(getattr(value, name)) for name, key, _conv, _as_is in _plan(type(value)).fields}
     if isinstance(value, (tuple, list)):
         return [dump(item) for item in value]
     if isinstance(value, dict):
