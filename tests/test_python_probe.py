@@ -232,3 +232,26 @@ def test_root_sys_path_follows_site_py_order(tmp_path):
     assert doc["facts"]["packages"]["installed"]["numpy"][0]["version"] == "2.1.0"
     py = _root_check(root, {"HOME": "/home/dev", "PYTHONNOUSERSITE": "1"})["facts"]["python"]
     assert py["user_site_enabled"] is False and order[1] not in py["sys_path"]
+
+
+def _wheel(site: Path, dist: str, tag: str) -> None:
+    info = site / f"{dist}.dist-info"
+    info.mkdir(parents=True)
+    (info / "WHEEL").write_text(
+        f"Wheel-Version: 1.0\nGenerator: bdist_wheel (0.41.2)\nRoot-Is-Purelib: false\nTag: {tag}\n"
+    )
+
+
+def test_the_architecture_is_read_from_torch_before_hundreds_of_pure_wheels(tmp_path):
+    """Under --root the architecture comes from the wheels' platform tags: torch's (a
+    binary wheel) is read first, however many pure-Python wheels sort before it."""
+    from npudoctor.host import Host
+    from npudoctor.probes.python import arch_from_wheels
+
+    site = tmp_path / "usr/lib/python3.10/site-packages"
+    for i in range(250):
+        _wheel(site, f"aaa_pure_{i:03d}-1.0", "py3-none-any")
+    _wheel(site, "torch-2.1.0", "cp310-cp310-manylinux_2_17_aarch64.manylinux2014_aarch64")
+    host = Host(root=str(tmp_path))
+    assert arch_from_wheels(host, ["/usr/lib/python3.10/site-packages"]) == "aarch64"
+    assert arch_from_wheels(host, ["/usr/lib/python3.10/site-packages"], limit=1) == "aarch64"

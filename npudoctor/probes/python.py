@@ -372,15 +372,20 @@ def _select(envs: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     return envs[0]
 
 
+#: Distributions whose wheels are built per architecture, read first (``torch-2.1.0.dist-info``).
+_BINARY_FIRST = ("torch", "torch_npu", "numpy")
+
+
 def arch_from_wheels(host: Host, site_dirs: List[str], limit: int = 200) -> Optional[str]:
     """The CPU architecture named by the platform tags of installed wheels
     (``…manylinux_2_17_aarch64`` -> ``"aarch64"``), or ``None``; pure-Python wheels are
-    skipped.  Used under --root when no system binary shows the ELF machine."""
+    skipped, and the wheels of :data:`_BINARY_FIRST` are read before the others.  Used
+    under --root when no system binary shows the ELF machine."""
     seen = 0
     for d in site_dirs:
-        for entry in host.listdir(d):
-            if not entry.endswith(".dist-info"):
-                continue
+        entries = [e for e in host.listdir(d) if e.endswith(".dist-info")]
+        entries.sort(key=lambda e: e.split("-", 1)[0].lower() not in _BINARY_FIRST)  # stable: the rest keep their order
+        for entry in entries:
             seen += 1
             if seen > limit:
                 return None
