@@ -127,9 +127,11 @@ def _pycache_dir(args: List[str]) -> Optional[str]:
         base = os.environ.get("NPUDOCTOR_CACHE_DIR") or user_cache_dir()
     except Exception:  # platformdirs could not name one: no cache
         return None
+    if not os.path.isabs(base):  # one per working directory would be no cache
+        return None
     path = os.path.realpath(os.path.join(base, PYCACHE))
     root = _root_option(args)
-    if not os.path.isabs(path) or (root is not None and _inside(path, root)):
+    if root is not None and _inside(path, root):
         return None
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -193,10 +193,25 @@ def test_the_cache_directory_is_made_private(tmp_path: Path, monkeypatch: pytest
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
 
 
+def test_a_relative_cache_directory_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NPUDOCTOR_CACHE_DIR", "cache")
+    assert _pycache_dir(["devices"]) is None
+    assert not (tmp_path / "cache").exists()
+
+
 def test_a_cache_directory_others_may_write_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Python runs whatever ``.pyc`` it finds under the prefix."""
     (tmp_path / PYCACHE).mkdir()
     (tmp_path / PYCACHE).chmod(0o777)
+    monkeypatch.setenv("NPUDOCTOR_CACHE_DIR", str(tmp_path))
+    assert _pycache_dir(["devices"]) is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a directory another uid owns")
+def test_a_cache_directory_another_user_owns_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / PYCACHE).mkdir(mode=0o700)
+    os.chown(tmp_path / PYCACHE, 65534, 65534)
     monkeypatch.setenv("NPUDOCTOR_CACHE_DIR", str(tmp_path))
     assert _pycache_dir(["devices"]) is None
 
