@@ -96,7 +96,9 @@ def keep_bytecode(args: List[str]) -> Optional[str]:
     library's too), so the prefix is set only when npudoctor's own ``.pyc`` is missing and
     cannot be written; the user's choice wins: ``PYTHONPYCACHEPREFIX`` / ``-X
     pycache_prefix`` and ``PYTHONDONTWRITEBYTECODE`` / ``-B`` leave everything as it is.
-    What ran before this step (``npudoctor/__init__``, this module) is compiled each time.
+    The first run with the prefix compiles the standard library modules it imports as well,
+    so it costs more than a run without; what is imported before the prefix is set
+    (``npudoctor/__init__``, this module, :mod:`npudoctor.userdirs`) is compiled every time.
 
     The directory is ``$NPUDOCTOR_CACHE_DIR/pycache``, else ``pycache`` in the user cache
     directory (``~/.cache/npudoctor/pycache``), created mode 0700.  Python would run any
