@@ -24,7 +24,10 @@ env.<NAME>          HCCL_* variables (``hccl.variables``; HCCL_IF_IP is per node
 
 Every section is read through the typed views (:class:`npudoctor.facts.Facts`), only the
 fields compared (``Facts.fields_of``, ``Facts.packages_of``): a value of the wrong type
-reads as unknown (``None``) or as its section's default.  A value is a string; ``"(none)"`` means the section ran and found nothing (package not
+reads as unknown (``None``) or as its section's default.  A snapshot file is first read
+in one pass for only those fields (:func:`quick`: msgspec skips the rest of the bytes
+without building it); one it cannot read so -- odd types, a bound passed, not JSON -- is
+parsed whole and read as above, with the same result.  A value is a string; ``"(none)"`` means the section ran and found nothing (package not
 installed, variable unset); ``None`` means unknown (the section is absent from that
 snapshot) and is never counted as drift.
 
@@ -285,8 +288,8 @@ def entry(source: str, item: Any) -> Union[Read, Repeated, str]:
 
 def compare_inputs(paths: Sequence[str], stdin: Optional[Any] = None, workers: Optional[int] = None) -> Dict[str, Any]:
     """:func:`compare` of the snapshots in ``paths`` (see
-    :func:`npudoctor.cluster.inputs.iter_inputs`); many files are read and fingerprinted
-    in ``workers`` processes (:func:`npudoctor.cluster.inputs.iter_converted`).  Raises
+    :func:`npudoctor.cluster.inputs.iter_inputs`), each read in one pass where it can be
+    (:func:`quick`); many files are read and fingerprinted in ``workers`` processes (:func:`npudoctor.cluster.inputs.iter_converted`).  Raises
     :class:`CompareInputError` for a path that does not exist."""
     return compare(iter_converted(paths, entry, stdin=stdin, workers=workers, quick=quick))
 

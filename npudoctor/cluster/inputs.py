@@ -4,7 +4,9 @@ and standard input, each file read once (through the Host's capped, FIFO-safe
 CPUs that are idle -- read, parsed and reduced to what compare needs in worker processes, so
 that 10,000 snapshots take about the time of parsing them on one CPU divided by the idle
 CPUs.  What a snapshot is reduced to is the caller's ``convert`` function
-(:func:`npudoctor.cluster.compare.entry`); this module knows nothing of fingerprints.
+(:func:`npudoctor.cluster.compare.entry`), or its ``quick`` reader of the bytes
+(:func:`npudoctor.cluster.compare.quick`) tried first; this module knows nothing of
+fingerprints.
 """
 
 from __future__ import annotations
