@@ -7,7 +7,9 @@ deeply") and integers longer than :data:`MAX_INT_DIGITS` digits (Python 3.11+ re
 ``int()`` of more than 4,300 digits with a ``ValueError`` from deep inside the scanner; no
 value npudoctor reads -- a size, a port, a rank, a device id -- comes near 100 digits).
 Every reader of a rank table, snapshot, ``direct_url.json``, probe reply, compare input or
-matrix copy goes through it.
+matrix copy goes through it; a reader that decodes bytes with a typed msgspec decoder
+instead (compare's one pass over each snapshot) first asks :func:`plain` whether ``loads``
+would have read them without a refusal.
 """
 
 from __future__ import annotations
