@@ -27,9 +27,9 @@ fields compared (``Facts.fields_of``, ``Facts.packages_of``): a value of the wro
 reads as unknown (``None``) or as its section's default.  A snapshot file is first read
 in one pass for only those fields (:func:`quick`: msgspec skips the rest of the bytes
 without building it); one it cannot read so -- odd types, a bound passed, not JSON -- is
-parsed whole and read as above, with the same result.  A value is a string; ``"(none)"`` means the section ran and found nothing (package not
-installed, variable unset); ``None`` means unknown (the section is absent from that
-snapshot) and is never counted as drift.
+parsed whole and read as above, with the same result.  A value is a string; ``"(none)"``
+means the section ran and found nothing (package not installed, variable unset); ``None``
+means unknown (the section is absent from that snapshot) and is never counted as drift.
 
 The majority of a field is the value held by more than half of the nodes that know it; a
 field without one is *split*.  Nodes are named by the snapshot's ``node`` label (host name
@@ -289,8 +289,9 @@ def entry(source: str, item: Any) -> Union[Read, Repeated, str]:
 def compare_inputs(paths: Sequence[str], stdin: Optional[Any] = None, workers: Optional[int] = None) -> Dict[str, Any]:
     """:func:`compare` of the snapshots in ``paths`` (see
     :func:`npudoctor.cluster.inputs.iter_inputs`), each read in one pass where it can be
-    (:func:`quick`); many files are read and fingerprinted in ``workers`` processes (:func:`npudoctor.cluster.inputs.iter_converted`).  Raises
-    :class:`CompareInputError` for a path that does not exist."""
+    (:func:`quick`); many files are read and fingerprinted in ``workers`` processes
+    (:func:`npudoctor.cluster.inputs.iter_converted`).  Raises :class:`CompareInputError`
+    for a path that does not exist."""
     return compare(iter_converted(paths, entry, stdin=stdin, workers=workers, quick=quick))
 
 
