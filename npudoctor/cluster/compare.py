@@ -24,9 +24,12 @@ env.<NAME>          HCCL_* variables (``hccl.variables``; HCCL_IF_IP is per node
 
 Every section is read through the typed views (:class:`npudoctor.facts.Facts`), only the
 fields compared (``Facts.fields_of``, ``Facts.packages_of``): a value of the wrong type
-reads as unknown (``None``) or as its section's default.  A value is a string; ``"(none)"`` means the section ran and found nothing (package not
-installed, variable unset); ``None`` means unknown (the section is absent from that
-snapshot) and is never counted as drift.
+reads as unknown (``None``) or as its section's default.  A snapshot file is first read
+in one pass for only those fields (:func:`quick`: msgspec skips the rest of the bytes
+without building it); one it cannot read so -- odd types, a bound passed, not JSON -- is
+parsed whole and read as above, with the same result.  A value is a string; ``"(none)"``
+means the section ran and found nothing (package not installed, variable unset); ``None``
+means unknown (the section is absent from that snapshot) and is never counted as drift.
 
 The majority of a field is the value held by more than half of the nodes that know it; a
 field without one is *split*.  Nodes are named by the snapshot's ``node`` label (host name
@@ -52,16 +55,45 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from functools import lru_cache
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Protocol,
+    Sequence,
+    Tuple,
+    Union,
+)
 
-from npudoctor.cluster.inputs import Document, Repeated, iter_converted
+from npudoctor.cluster.inputs import Document, Repeated, byte_key, iter_converted
 from npudoctor.facts import Facts
+from npudoctor.facts.partial import Reader
+from npudoctor.parsers import jsontext
+from npudoctor.snapshot import SNAPSHOT_DEPTH, SNAPSHOT_VALUES
 
 if TYPE_CHECKING:
     from npudoctor.facts.devices import DevicesFacts, Visibility
     from npudoctor.facts.hccl import HcclFacts
     from npudoctor.facts.stack import CannFacts, DriverFacts
-    from npudoctor.facts.system import HostFacts, PythonFacts
+    from npudoctor.facts.system import HostFacts, PackagesFacts, PythonFacts
+
+
+class Sections(Protocol):
+    """What the fingerprint asks of a snapshot's facts: :class:`npudoctor.facts.Facts`
+    (parsed JSON) and :class:`npudoctor.facts.partial.PartialFacts` (decoded bytes)."""
+
+    def present(self, name: str) -> bool: ...
+
+    def fields_of(self, name: str, *fields: str) -> Any: ...
+
+    def packages_of(self, *names: str) -> PackagesFacts: ...
+
 
 NONE = "(none)"
 
@@ -71,6 +103,19 @@ VISIBILITY_VARS = ("ASCEND_RT_VISIBLE_DEVICES", "ASCEND_VISIBLE_DEVICES", "CUDA_
 PER_NODE_VARS = ("HCCL_IF_IP",)
 #: Packages compared, by canonical name → field name.
 PACKAGES = (("torch", "torch"), ("torch-npu", "torch_npu"), ("torchvision", "torchvision"), ("numpy", "numpy"))
+
+#: The top-level fields of each section the fingerprint reads (``Facts.fields_of``): all
+#: that :func:`quick` decodes of a snapshot, besides the packages' records.
+READS: Dict[str, Tuple[str, ...]] = {
+    "host": ("arch",),
+    "python": ("version", "implementation"),
+    "cann": ("selected", "nnal"),
+    "driver": ("driver", "firmware"),
+    "devices": ("chips", "visibility"),
+    "hccl": ("variables",),
+}
+#: The fields of a package record the fingerprint reads.
+RECORD_FIELDS = ("version",)
 
 #: Field display order.
 ORDER = (
@@ -89,7 +134,7 @@ ORDER = (
 )
 
 
-def _packages(view: Facts) -> Dict[str, Optional[str]]:
+def _packages(view: Sections) -> Dict[str, Optional[str]]:
     """The compared packages' fields (``None``: no packages section).  Only the records of
     the compared projects are converted: the view of every installed distribution (150 and
     more on a training node) would cost more than the rest of the fingerprint together."""
@@ -110,13 +155,18 @@ def fingerprint(facts: Mapping[str, Any]) -> Dict[str, Optional[str]]:
     """The stack fingerprint of one snapshot's ``facts`` (see the module docstring), read
     through the typed views (:class:`npudoctor.facts.Facts`).  Never raises on odd facts:
     a field of the wrong type reads as unknown."""
-    view = Facts(facts)
+    return _fingerprint(Facts(facts))
+
+
+def _fingerprint(view: Sections) -> Dict[str, Optional[str]]:
+    """The fingerprint of the sections ``view`` reads (only the fields :data:`READS` and
+    :data:`RECORD_FIELDS` name)."""
     fp: Dict[str, Optional[str]] = {}
-    host: HostFacts = view.fields_of("host", "arch")
+    host: HostFacts = view.fields_of("host", *READS["host"])
     fp["arch"] = host.arch if view.present("host") else None
 
     if view.present("python"):
-        py: PythonFacts = view.fields_of("python", "version", "implementation")
+        py: PythonFacts = view.fields_of("python", *READS["python"])
         version = py.version
         if version and py.implementation and py.implementation.lower() != "cpython":
             version = f"{py.implementation} {version}"
@@ -127,7 +177,7 @@ def fingerprint(facts: Mapping[str, Any]) -> Dict[str, Optional[str]]:
     fp.update(_packages(view))
 
     if view.present("cann"):
-        cann: CannFacts = view.fields_of("cann", "selected", "nnal")
+        cann: CannFacts = view.fields_of("cann", *READS["cann"])
         sel = cann.selected
         fp["cann.toolkit"] = (sel.version or "?") if sel else NONE
         kernels = sel.kernels if sel else None
@@ -141,14 +191,14 @@ def fingerprint(facts: Mapping[str, Any]) -> Dict[str, Optional[str]]:
         fp["cann.toolkit"] = fp["cann.kernels"] = fp["cann.nnal"] = None
 
     if view.present("driver"):
-        drv: DriverFacts = view.fields_of("driver", "driver", "firmware")
+        drv: DriverFacts = view.fields_of("driver", *READS["driver"])
         fp["driver"] = drv.driver.version or NONE
         fp["firmware"] = drv.firmware.version or NONE
     else:
         fp["driver"] = fp["firmware"] = None
 
     devices_known = view.present("devices")
-    devices: Optional[DevicesFacts] = view.fields_of("devices", "chips", "visibility") if devices_known else None
+    devices: Optional[DevicesFacts] = view.fields_of("devices", *READS["devices"]) if devices_known else None
     if devices is not None:
         # The npu-smi Name is the fact compared; what a chip *is* (its family) is knowledge
         # the rules judge with the current matrix, and a family an older snapshot stored is
@@ -161,7 +211,7 @@ def fingerprint(facts: Mapping[str, Any]) -> Dict[str, Optional[str]]:
     hccl_known = view.present("hccl")
     variables: Dict[str, str] = {}
     if hccl_known:
-        hccl: HcclFacts = view.fields_of("hccl", "variables")
+        hccl: HcclFacts = view.fields_of("hccl", *READS["hccl"])
         variables = hccl.variables
     for name, value in variables.items():
         if name.startswith("HCCL_") and name not in PER_NODE_VARS:
@@ -200,6 +250,27 @@ class Read(NamedTuple):
     fingerprint: Dict[str, Optional[str]]
 
 
+@lru_cache(maxsize=None)
+def _reader() -> Reader:
+    return Reader(READS, RECORD_FIELDS)
+
+
+def quick(data: bytes) -> Optional[Read]:
+    """The :class:`Read` of one snapshot's JSON bytes, decoded in one pass for only the
+    fields the fingerprint reads (:class:`npudoctor.facts.partial.Reader`); ``None`` when
+    the bytes are not a plain, well-typed snapshot of a supported schema -- past a bound of
+    :func:`npudoctor.parsers.jsontext.loads`, not JSON msgspec reads, a value of another
+    type than its view declares, no ``facts`` object, another ``schema_version`` -- and
+    must be read as :func:`entry` reads them (which says why, or reads the odd values as
+    unknown).  What it returns for a snapshot is what :func:`entry` returns for it."""
+    if not jsontext.plain(data, SNAPSHOT_VALUES, SNAPSHOT_DEPTH):
+        return None
+    doc = _reader().read(data)
+    if doc is None or doc.schema_version != 1:
+        return None
+    return Read(byte_key(data), doc.node or None, doc.created or "", _fingerprint(doc.facts))
+
+
 def entry(source: str, item: Any) -> Union[Read, Repeated, str]:
     """One input reduced to what :func:`compare` needs: a :class:`Read`, the
     :class:`Repeated` as given, or an error string (unreadable, not a snapshot, an
@@ -217,10 +288,11 @@ def entry(source: str, item: Any) -> Union[Read, Repeated, str]:
 
 def compare_inputs(paths: Sequence[str], stdin: Optional[Any] = None, workers: Optional[int] = None) -> Dict[str, Any]:
     """:func:`compare` of the snapshots in ``paths`` (see
-    :func:`npudoctor.cluster.inputs.iter_inputs`); many files are read and fingerprinted
-    in ``workers`` processes (:func:`npudoctor.cluster.inputs.iter_converted`).  Raises
-    :class:`CompareInputError` for a path that does not exist."""
-    return compare(iter_converted(paths, entry, stdin=stdin, workers=workers))
+    :func:`npudoctor.cluster.inputs.iter_inputs`), each read in one pass where it can be
+    (:func:`quick`); many files are read and fingerprinted in ``workers`` processes
+    (:func:`npudoctor.cluster.inputs.iter_converted`).  Raises :class:`CompareInputError`
+    for a path that does not exist."""
+    return compare(iter_converted(paths, entry, stdin=stdin, workers=workers, quick=quick))
 
 
 def compare(items: Iterable[Tuple[str, Any]]) -> Dict[str, Any]:

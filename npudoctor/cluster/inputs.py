@@ -4,7 +4,9 @@ and standard input, each file read once (through the Host's capped, FIFO-safe
 CPUs that are idle -- read, parsed and reduced to what compare needs in worker processes, so
 that 10,000 snapshots take about the time of parsing them on one CPU divided by the idle
 CPUs.  What a snapshot is reduced to is the caller's ``convert`` function
-(:func:`npudoctor.cluster.compare.entry`); this module knows nothing of fingerprints.
+(:func:`npudoctor.cluster.compare.entry`), or its ``quick`` reader of the bytes
+(:func:`npudoctor.cluster.compare.quick`) tried first; this module knows nothing of
+fingerprints.
 """
 
 from __future__ import annotations
@@ -49,7 +51,24 @@ class Document(Record):
     @classmethod
     def read(cls, data: Any, raw: bytes) -> Document:
         """The document of ``data`` parsed from the bytes ``raw``."""
-        return cls(data, len(raw) << 32 | zlib.crc32(raw))  # one int: compare keeps one per snapshot
+        return cls(data, byte_key(raw))
+
+
+def byte_key(raw: bytes) -> int:
+    """The key of a document's bytes (:class:`Document`): their length and CRC-32, as one
+    int (compare keeps one per snapshot)."""
+    return len(raw) << 32 | zlib.crc32(raw)
+
+
+#: A reader that reduces one document's bytes to its converted value in one pass, or
+#: declines with ``None`` (the bytes are then parsed as JSON and converted as usual).
+Quick = Callable[[bytes], Any]
+
+
+class _Converted(Record):
+    """The value a :data:`Quick` reader gave for one document: passed on unconverted."""
+
+    value: Any
 
 
 def iter_inputs(paths: Iterable[str], stdin: Optional[Any] = None) -> Iterator[Tuple[str, Any]]:
@@ -69,7 +88,7 @@ def iter_inputs(paths: Iterable[str], stdin: Optional[Any] = None) -> Iterator[T
             yield source, item
 
 
-def _file(path: str, named: bool) -> Iterator[Tuple[str, Any]]:
+def _file(path: str, named: bool, quick: Optional[Quick] = None) -> Iterator[Tuple[str, Any]]:
     """The documents of one input file; a FIFO or device found in a directory is refused
     (a FIFO named on the command line, as ``<(…)``, is read)."""
     try:
@@ -84,16 +103,23 @@ def _file(path: str, named: bool) -> Iterator[Tuple[str, Any]]:
     if memory > SNAPSHOT_MEMORY:
         yield path, too_wide(memory)
         return
-    yield from _documents(path, data)
+    yield from _documents(path, data, quick)
 
 
-def _documents(label: str, data: bytes) -> Iterator[Tuple[str, Any]]:
+def _documents(label: str, data: bytes, quick: Optional[Quick] = None) -> Iterator[Tuple[str, Any]]:
     """The documents of one input: one JSON document, or JSON Lines -- when the first
     line that is not blank is a JSON document of its own.  A pretty-printed document cut
     short (its first line ``{`` is not one) is one error for the input, saying where it
-    ends, not one "not valid JSON" per line.  Blank input holds no document."""
+    ends, not one "not valid JSON" per line.  Blank input holds no document.  ``quick``:
+    tried first on the whole input and on each line (a value it gives is yielded as
+    :class:`_Converted`)."""
     if not data.strip():
         return
+    if quick is not None:
+        done = quick(data)
+        if done is not None:
+            yield label, _Converted(done)
+            return
     try:
         yield label, Document.read(_json(data), data)
         return
@@ -101,7 +127,7 @@ def _documents(label: str, data: bytes) -> Iterator[Tuple[str, Any]]:
         error = exc
     first = next((line for line in data.splitlines() if line.strip()), b"")
     if data.count(b"\n") > 1 and _is_document(first):
-        yield from _lines(label, data)
+        yield from _lines(label, data, quick)
         return
     position, message = getattr(error, "pos", None), str(getattr(error, "msg", ""))
     # the parser stopped at the end, or in a string never closed (it reached the end)
@@ -132,7 +158,7 @@ def _json(data: bytes) -> Any:
     return jsontext.loads(text, max_values=SNAPSHOT_VALUES, max_depth=SNAPSHOT_DEPTH)
 
 
-def _lines(label: str, data: bytes) -> Iterator[Tuple[str, Any]]:
+def _lines(label: str, data: bytes, quick: Optional[Quick]) -> Iterator[Tuple[str, Any]]:
     count = data.count(b"{") + data.count(b"[") + data.count(b",")
     if count > SNAPSHOT_VALUES:  # all the lines' documents are kept: one bound for them all
         yield label, f"not read: more than {SNAPSHOT_VALUES} JSON values in all (up to {count})"
@@ -141,13 +167,17 @@ def _lines(label: str, data: bytes) -> Iterator[Tuple[str, Any]]:
         if not line.strip():
             continue
         where = f"{label}:{number}"
+        done = quick(line) if quick is not None else None
+        if done is not None:
+            yield where, _Converted(done)
+            continue
         try:
             yield where, Document.read(_json(line), line)
         except (ValueError, RecursionError) as exc:
             yield where, f"not valid JSON: {exc}"
 
 
-def _plan(paths: Iterable[str], stdin: Optional[Any]) -> List[Tuple[str, Any]]:
+def _plan(paths: Iterable[str], stdin: Optional[Any], quick: Optional[Quick] = None) -> List[Tuple[str, Any]]:
     """The inputs in order, as :func:`iter_inputs` would read them, without reading the
     files: ``(source, item)`` pairs whose item is ``_FileTask`` for a file still to read."""
     out: List[Tuple[str, Any]] = []
@@ -172,7 +202,7 @@ def _plan(paths: Iterable[str], stdin: Optional[Any]) -> List[Tuple[str, Any]]:
             if memory > SNAPSHOT_MEMORY:
                 out.append(("stdin", too_wide(memory)))
                 continue
-            out.extend(_documents("stdin", data))
+            out.extend(_documents("stdin", data, quick))
             continue
         if os.path.isdir(path):
             try:
@@ -199,9 +229,13 @@ class _FileTask(Record):
     named: bool
 
 
-def _convert_file(job: Tuple[str, bool, Callable[[str, Any], Any]]) -> List[Tuple[str, Any]]:
-    path, named, convert = job
-    return [(source, convert(source, item)) for source, item in _file(path, named)]
+def _convert(convert: Callable[[str, Any], Any], source: str, item: Any) -> Any:
+    return item.value if isinstance(item, _Converted) else convert(source, item)
+
+
+def _convert_file(job: Tuple[str, bool, Callable[[str, Any], Any], Optional[Quick]]) -> List[Tuple[str, Any]]:
+    path, named, convert, quick = job
+    return [(source, _convert(convert, source, item)) for source, item in _file(path, named, quick)]
 
 
 def workers_for(count: int, cpus: Optional[int] = None, load: Optional[float] = None) -> int:
@@ -231,13 +265,16 @@ def iter_converted(
     convert: Callable[[str, Any], Any],
     stdin: Optional[Any] = None,
     workers: Optional[int] = None,
+    quick: Optional[Quick] = None,
 ) -> Iterator[Tuple[str, Any]]:
     """``(source, convert(source, item))`` for every input of :func:`iter_inputs`, in the
-    same order; a :class:`Repeated` is passed through unconverted.  Files are read and
-    converted in ``workers`` processes (default :func:`workers_for`; ``convert`` must be a
-    module-level function) -- on Linux by ``fork``; where a pool cannot start, in this
-    process.  Raises :class:`CompareInputError` as :func:`iter_inputs` does."""
-    plan = _plan(paths, stdin)
+    same order; a :class:`Repeated` is passed through unconverted.  ``quick``: a reader of
+    one document's bytes tried before they are parsed (:data:`Quick`): what it gives is
+    passed on as the converted value.  Files are read and converted in ``workers``
+    processes (default :func:`workers_for`; ``convert`` and ``quick`` must be module-level
+    functions) -- on Linux by ``fork``; where a pool cannot start, in this process.  Raises
+    :class:`CompareInputError` as :func:`iter_inputs` does."""
+    plan = _plan(paths, stdin, quick)
     tasks = [item for _s, item in plan if isinstance(item, _FileTask)]
     count = workers if workers is not None else workers_for(len(tasks))
     results: Iterator[List[Tuple[str, Any]]]
@@ -249,7 +286,7 @@ def iter_converted(
             pool = multiprocessing.get_context("fork").Pool(count)
         except (OSError, ValueError, ImportError):
             pool = None
-    jobs = ((t.path, t.named, convert) for t in tasks)
+    jobs = ((t.path, t.named, convert, quick) for t in tasks)
     if pool is not None:
         results = pool.imap(_convert_file, jobs, chunksize=16)
     else:
@@ -261,7 +298,7 @@ def iter_converted(
             elif isinstance(item, Repeated):
                 yield source, item
             else:
-                yield source, convert(source, item)
+                yield source, _convert(convert, source, item)
     finally:
         if pool is not None:
             pool.terminate()

@@ -7,7 +7,9 @@ deeply") and integers longer than :data:`MAX_INT_DIGITS` digits (Python 3.11+ re
 ``int()`` of more than 4,300 digits with a ``ValueError`` from deep inside the scanner; no
 value npudoctor reads -- a size, a port, a rank, a device id -- comes near 100 digits).
 Every reader of a rank table, snapshot, ``direct_url.json``, probe reply, compare input or
-matrix copy goes through it.
+matrix copy goes through it; a reader that decodes bytes with a typed msgspec decoder
+instead (compare's one pass over each snapshot) first asks :func:`plain` whether ``loads``
+would have read them without a refusal.
 """
 
 from __future__ import annotations
@@ -42,9 +44,20 @@ _DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
 _LONG_DIGITS = b"0" * (MAX_INT_DIGITS + 1)
 
 
+#: Every how many bytes :func:`_long_digits` looks first: a run of more than
+#: :data:`MAX_INT_DIGITS` digits covers at least ``(MAX_INT_DIGITS + 1) // _STRIDE``
+#: consecutive bytes of ``data[::_STRIDE]``.
+_STRIDE = 25
+_SAMPLED_RUN = b"0" * ((MAX_INT_DIGITS + 1) // _STRIDE)
+
+
 def _long_digits(data: bytes) -> bool:
     """Whether ``data`` holds a run of more than :data:`MAX_INT_DIGITS` digits (in a number
-    or a string: only then are integers read one by one, to refuse a long one clearly)."""
+    or a string: only then are integers read one by one, to refuse a long one clearly).
+    Every 25th byte is looked at first: without a run of digits among them (a snapshot,
+    whose longest runs are hashes and ids) no long run can be there."""
+    if _SAMPLED_RUN not in data[::_STRIDE].translate(_DIGITS_AS_ZERO):
+        return False
     return _LONG_DIGITS in data.translate(_DIGITS_AS_ZERO)
 
 
@@ -72,7 +85,9 @@ def depth(text: str) -> int:
 def _depth(data: bytes) -> int:
     """:func:`depth` of the UTF-8 bytes of a text (its brackets, quotes and backslashes are
     the text's: no other character's encoding holds an ASCII byte)."""
-    marks = _ESCAPE.sub(b"", data).translate(None, _NOT_MARKS)
+    if b"\\" in data:  # a snapshot seldom holds one: the regex pass only when it does
+        data = _ESCAPE.sub(b"", data)
+    marks = data.translate(None, _NOT_MARKS)
     if marks.count(b'"') % 2 == 0:
         # every string closed: two quotes side by side are an empty string, or the end of
         # one and the start of the next (which then read as one string): no bracket outside
@@ -119,6 +134,30 @@ def text_memory(data: bytes) -> int:
     return chars * width
 
 
+def _refusal(data: bytes, max_values: Optional[int], max_depth: Optional[int]) -> Optional[str]:
+    """Why :func:`loads` refuses JSON ``data`` before parsing it (see there), or ``None``."""
+    # every value counted is one byte of the text: a text of no more bytes than the bound
+    # cannot hold more, and is not counted (three passes over it)
+    if max_values is not None and len(data) > max_values:
+        count = data.count(b"{") + data.count(b"[") + data.count(b",")
+        if count > max_values:
+            return f"more than {max_values} values (up to {count})"
+    if max_depth is not None:
+        deepest = _depth(data)
+        if deepest > max_depth:
+            return f"nested {deepest} levels deep (more than {max_depth})"
+    return None
+
+
+def plain(data: bytes, max_values: Optional[int] = None, max_depth: Optional[int] = None) -> bool:
+    """Whether :func:`loads` would read the UTF-8 JSON ``data`` with no bound refused
+    (``max_values``, ``max_depth``) and no integer read one digit run at a time: then a
+    msgspec decoder may read ``data`` itself, and its only errors are malformed JSON
+    (``msgspec.DecodeError``), a value of another type than asked for
+    (``msgspec.ValidationError``) or, past every bound here, ``RecursionError``."""
+    return _refusal(data, max_values, max_depth) is None and not _long_digits(data)
+
+
 def loads(text: str, max_values: Optional[int] = None, max_depth: Optional[int] = None) -> Any:
     """Parse ``text`` as JSON.  Raises only :class:`json.JSONDecodeError` (a ``ValueError``):
     malformed JSON as ``json.loads`` says, "nested too deeply", or "a number of N digits".
@@ -132,14 +171,9 @@ def loads(text: str, max_values: Optional[int] = None, max_depth: Optional[int] 
     (:func:`depth`): whatever walks the parsed value later (redaction, the typed views,
     rules) must not meet a nesting that exhausts the interpreter's stack."""
     data = text.encode("utf-8", "surrogatepass")  # the scans below read bytes (one per character here)
-    if max_values is not None:
-        count = data.count(b"{") + data.count(b"[") + data.count(b",")
-        if count > max_values:
-            raise json.JSONDecodeError(f"more than {max_values} values (up to {count})", text, 0)
-    if max_depth is not None:
-        deepest = _depth(data)
-        if deepest > max_depth:
-            raise json.JSONDecodeError(f"nested {deepest} levels deep (more than {max_depth})", text, 0)
+    refused = _refusal(data, max_values, max_depth)
+    if refused is not None:
+        raise json.JSONDecodeError(refused, text, 0)
     try:
         if _long_digits(data):
             return json.loads(text, parse_int=_int)
