@@ -11,37 +11,22 @@ without ``CAP_DAC_OVERRIDE``: they can write only where the modes allow, like a 
 from __future__ import annotations
 
 import compileall
-import importlib.util
 import os
 import shutil
 import stat
 import subprocess
-import sys
 from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
 import tomllib
+from builders.sourcevenv import source_venv
 from scenario_runner import environment
 
 from npudoctor.entry import PYCACHE, _pycache_dir
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIO = REPO / "tests" / "scenarios" / "health-910b3-8npu-healthy"
-#: npudoctor's dependencies that its commands import (copied into the venv when installed
-#: here: typer releases differ in what they need)
-DEPS = (
-    "typer",
-    "click",
-    "annotated_doc",
-    "shellingham",
-    "typing_extensions",
-    "msgspec",
-    "packaging",
-    "psutil",
-    "rich",
-    "platformdirs",
-)
 _DAC = "-dac_override,-dac_read_search"
 AS_USER = [] if os.geteuid() != 0 else ["setpriv", f"--bounding-set={_DAC}", f"--inh-caps={_DAC}"]
 needs_user = pytest.mark.skipif(
@@ -72,19 +57,7 @@ BEFORE_PREFIX = ["npudoctor", "npudoctor.entry", "npudoctor.userdirs"]
 def _install(tmp: Path, compiled: bool) -> Tuple[Path, Path]:
     """A venv holding npudoctor and its dependencies, with ``.pyc`` for every module
     (``compiled``) or none, its site-packages read-only; ``(venv, site-packages)``."""
-    venv = tmp / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-    (site,) = venv.glob("lib/python*/site-packages")
-    shutil.copytree(REPO / "npudoctor", site / "npudoctor", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in DEPS:
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.origin is None:
-            continue
-        origin = Path(spec.origin)
-        if origin.name == "__init__.py":
-            shutil.copytree(origin.parent, site / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(origin, site / origin.name)
+    venv, site = source_venv(tmp / "venv")
     if compiled:
         assert compileall.compile_dir(str(site), quiet=1)
     assert any(site.rglob("*.pyc")) is compiled

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from builders.sourcevenv import source_venv
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -136,20 +137,6 @@ from npudoctor.entry import run
 run()
 """
 
-#: Distributions npudoctor's commands import, copied into the test venv as ``pip install
-#: --no-compile`` would leave them (sources only).
-_DEPS = (
-    "typer",
-    "click",
-    "annotated_doc",
-    "shellingham",
-    "typing_extensions",
-    "msgspec",
-    "packaging",
-    "psutil",
-    "rich",
-)
-
 
 @pytest.mark.slow
 def test_the_image_compiles_every_module_its_commands_import(tmp_path):
@@ -158,24 +145,9 @@ def test_the_image_compiles_every_module_its_commands_import(tmp_path):
     module the image's commands import then has its ``.pyc``.  An empty
     ``PYTHONPYCACHEPREFIX`` stands for a machine where no ``.pyc`` exists anywhere (the
     standard library included); the step and the commands run with the same prefix."""
-    import importlib.util
-    import sys
-
     text = (REPO / "Dockerfile").read_text()
     steps = re.findall(r"^RUN (python3 .*compileall.*)$", text, re.M)
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-    (site,) = venv.glob("lib/python*/site-packages")
-    shutil.copytree(REPO / "npudoctor", site / "npudoctor", ignore=shutil.ignore_patterns("__pycache__"))
-    for name in _DEPS:
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.origin is None:
-            continue
-        origin = Path(spec.origin)
-        if origin.name == "__init__.py":
-            shutil.copytree(origin.parent, site / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(origin, site / origin.name)
+    venv, _site = source_venv(tmp_path / "venv")
     env = {
         "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
         "HOME": str(tmp_path),

@@ -5,7 +5,6 @@ names, inherited fields) convert and describe themselves as JSON Schema."""
 
 from __future__ import annotations
 
-import importlib
 import pathlib
 import sys
 import types
@@ -14,24 +13,26 @@ from typing import Any, Dict, List, get_type_hints
 import pytest
 
 from npudoctor.facts import _typed
-from npudoctor.facts._view import View, field_docs, view_fields
+from npudoctor.facts._view import field_docs, view_fields
 from npudoctor.record import Record
 
 FACTS = pathlib.Path(_typed.__file__).resolve().parent
 
 
+def _generator() -> Any:
+    """``scripts/gen_view_nodes.py`` as a module (it lists every view and writes their nodes)."""
+    import importlib.util
+
+    path = pathlib.Path(__file__).resolve().parent.parent / "scripts" / "gen_view_nodes.py"
+    spec = importlib.util.spec_from_file_location("gen_view_nodes", path)
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    return gen
+
+
 def _every_view() -> List[type]:
-    for path in sorted(FACTS.glob("*.py")):
-        if path.stem != "__init__":
-            importlib.import_module(f"npudoctor.facts.{path.stem}")
-    seen: List[type] = []
-    todo = list(View.__subclasses__())
-    while todo:
-        cls = todo.pop()
-        if cls not in seen:
-            seen.append(cls)
-            todo.extend(cls.__subclasses__())
-    return seen
+    return list(_generator().views())
 
 
 def test_every_view_is_a_frozen_record_whose_hints_resolve_in_its_module():
@@ -136,13 +137,7 @@ def test_field_docs_are_the_attribute_docstrings_of_the_view_and_its_bases(monke
 
 def test_the_generated_view_nodes_are_current():
     """``npudoctor/facts/_view_nodes.py`` is what its generator makes of the views now."""
-    import importlib.util
-
-    path = pathlib.Path(__file__).resolve().parent.parent / "scripts" / "gen_view_nodes.py"
-    spec = importlib.util.spec_from_file_location("gen_view_nodes", path)
-    assert spec is not None and spec.loader is not None
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
+    gen = _generator()
     assert gen.render() == gen.OUTPUT.read_text(encoding="utf-8"), "run: python scripts/regen.py"
 
 

@@ -1,0 +1,48 @@
+"""A venv holding this checkout's npudoctor and the dependencies its commands import, as
+sources only: what ``pip install --no-compile`` (or uv's default) leaves, without pip.
+
+The dependencies are copied from the test interpreter (their releases differ in what they
+need, so the ones installed here are the ones that work with this checkout)."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Tuple
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: npudoctor's dependencies that its commands import.
+DEPS = (
+    "typer",
+    "click",
+    "annotated_doc",
+    "shellingham",
+    "typing_extensions",
+    "msgspec",
+    "packaging",
+    "psutil",
+    "rich",
+    "platformdirs",
+)
+
+
+def source_venv(directory: Path) -> Tuple[Path, Path]:
+    """``(venv, site-packages)``: a new venv at ``directory`` with npudoctor and :data:`DEPS`
+    copied in without any ``__pycache__``."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(directory)], check=True, timeout=120)
+    (site,) = directory.glob("lib/python*/site-packages")
+    shutil.copytree(REPO / "npudoctor", site / "npudoctor", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in DEPS:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            continue
+        origin = Path(spec.origin)
+        if origin.name == "__init__.py":
+            shutil.copytree(origin.parent, site / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(origin, site / origin.name)
+    return directory, site
