@@ -233,6 +233,8 @@ def judge(
     (``apex 0.1+ascend``, bitsandbytes with its CPU library).  Never raises."""
     entry = entry_for(canonical)
     local = local_part(version)
+    if entry is None and not needed and not CUDA_LOCAL.match(local) and not any(map(CUDA_REQUIREMENT.match, requires)):
+        return None  # no entry names it and nothing of its own shows a CUDA build (most distributions)
     if entry is not None:
         if entry.not_if_local_version is not None and entry.not_if_local_version.fullmatch(local):
             return None
