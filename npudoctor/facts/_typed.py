@@ -139,6 +139,8 @@ def node_of(tp: Any, by_name: bool = False) -> Node:
     if origin in _MAPPINGS or tp is dict:
         return ("dict", node_of(args[1] if len(args) == 2 else Any, by_name))
     if is_view(tp):
+        if by_name and "." in tp.__qualname__:  # its name would not lead back to it
+            raise TypeError(f"view class {tp.__qualname__} is not defined at module level")
         return ("view", f"{tp.__module__}.{tp.__qualname__}" if by_name else tp)
     raise TypeError(f"unsupported annotation {tp!r} in a facts view")
 
