@@ -164,3 +164,38 @@ def test_real_torch_npu_wheel_dt_needed():
     assert ext
     cinfo = read_elf(str(site / "torch_npu" / ext[0]))
     assert cinfo.needed[0] == "libtorch_npu.so" and "libhccl.so" in cinfo.needed
+
+
+@needs_gcc
+def test_undefined_only_reading_agrees_with_the_whole_table(tmp_path):
+    """``want_defined=False`` (what the extension audit asks) skips decoding the exports yet
+    gives the same undefined names, and the same answer on a table whose exported name lies
+    past the file's last NUL (the whole reading refuses that file too)."""
+    import struct
+
+    from npudoctor.parsers.elfread import Elf
+
+    lib = build_so(
+        str(tmp_path / "libext.so"),
+        "libext.so",
+        defines=[f"_ZN3ext4def{i}Ev" for i in range(40)],
+        undefined=["_ZN3c104warnEv", "aclInit", "_ZN5torch3jit5traceEv"],
+    )
+    whole = dynamic_symbols(lib)
+    only = dynamic_symbols(lib, want_defined=False)
+    assert whole[2] is None and only[2] is None
+    assert only[1] == whole[1] and {"_ZN3c104warnEv", "aclInit", "_ZN5torch3jit5traceEv"} <= only[1]
+    assert only[0] == set() and "_ZN3ext4def7Ev" in whole[0]
+    data = bytearray(Path(lib).read_bytes())
+    elf = Elf(bytes(data))
+    dynsym = elf.section(".dynsym")
+    assert dynsym is not None
+    for i in range(dynsym.size // dynsym.entsize):
+        at = dynsym.offset + i * dynsym.entsize
+        if struct.unpack_from("<H", data, at + 6)[0] != 0:  # st_shndx of a 64-bit symbol: defined
+            struct.pack_into("<I", data, at, len(data) + 10)  # its st_name past the end
+            break
+    bad = tmp_path / "libbad.so"
+    bad.write_bytes(bytes(data))
+    whole_bad, only_bad = dynamic_symbols(str(bad)), dynamic_symbols(str(bad), want_defined=False)
+    assert only_bad[1:] == whole_bad[1:] == (whole[1], None)  # pyelftools reads it, as before

@@ -288,12 +288,15 @@ def _dt_verneed(elf: Any, dynamic: Any) -> Dict[str, List[str]]:
     return out
 
 
-def dynamic_symbols(path: str, fast: bool = True) -> Tuple[Set[str], Set[str], Optional[str]]:
+def dynamic_symbols(
+    path: str, fast: bool = True, want_defined: bool = True
+) -> Tuple[Set[str], Set[str], Optional[str]]:
     """``(defined, undefined_strong, error)`` names of the ``.dynsym`` table (the small
     reader when it answers for the file and ``fast``, else pyelftools).
 
     Weak undefined symbols are left out of ``undefined_strong`` (the loader does not
     require them).  ``error`` is ``None`` or a reason; the sets are then empty.
+    ``want_defined`` false: only the undefined names are read (``defined`` is empty).
     """
     from npudoctor.parsers.elfread import FALLBACK
 
@@ -305,7 +308,7 @@ def dynamic_symbols(path: str, fast: bool = True) -> Tuple[Set[str], Set[str], O
                 with _fast_elf(fh) as quick:
                     if quick is not None:
                         try:
-                            got_defined, got_undefined = quick.dynsym()
+                            got_defined, got_undefined = quick.dynsym(want_defined)
                             return got_defined, got_undefined, None
                         except FALLBACK:
                             pass
@@ -323,7 +326,7 @@ def dynamic_symbols(path: str, fast: bool = True) -> Tuple[Set[str], Set[str], O
                 if sym["st_shndx"] == "SHN_UNDEF":
                     if sym["st_info"]["bind"] != "STB_WEAK":
                         undefined.add(name)
-                else:
+                elif want_defined:
                     defined.add(name)
     except OSError as exc:
         return set(), set(), exc.strerror or str(exc)
