@@ -381,6 +381,9 @@ class SymbolIndex:
         self._chains_off = self._buckets_off + nbuckets * 4
         if nbuckets == 0 or bloom_size == 0:
             raise ValueError("empty GNU hash table")
+        self._bloom_word = struct.Struct(endian + word).unpack_from
+        self._u32 = struct.Struct(endian + "I").unpack_from
+        self._sym = struct.Struct(endian + ("IBBH" if bits == 64 else "IIIBBH")).unpack_from
 
     @classmethod
     def open(cls, path: str, fast: bool = True) -> Tuple[Optional[SymbolIndex], Optional[str]]:
@@ -465,39 +468,40 @@ class SymbolIndex:
         except (struct.error, ValueError, IndexError):
             return False
 
-    def defines_hashed(self, raw: bytes, h: int) -> bool:
-        """:meth:`defines` of the UTF-8 name ``raw`` whose :func:`gnu_hash` is ``h`` (a name
-        looked up in several libraries is hashed once)."""
-        try:
-            return self._defines(raw, h)
-        except (struct.error, ValueError, IndexError):
-            return False
-
     def _defines(self, raw: bytes, h: Optional[int] = None) -> bool:
         if h is None:
             h = gnu_hash(raw)
         wbits = self._word_bytes * 8
-        (bloom,) = struct.unpack_from(
-            self._e + self._word, self._mm, self._bloom_off + ((h // wbits) % self._bloom_size) * self._word_bytes
-        )
+        (bloom,) = self._bloom_word(self._mm, self._bloom_off + ((h // wbits) % self._bloom_size) * self._word_bytes)
         if not (bloom >> (h % wbits)) & (bloom >> ((h >> self._shift) % wbits)) & 1:
             return False
-        (idx,) = struct.unpack_from(self._e + "I", self._mm, self._buckets_off + (h % self._nbuckets) * 4)
+        (idx,) = self._u32(self._mm, self._buckets_off + (h % self._nbuckets) * 4)
         if idx == 0 or idx < self._symoffset:
             return False
         while True:
-            (chain,) = struct.unpack_from(self._e + "I", self._mm, self._chains_off + (idx - self._symoffset) * 4)
+            (chain,) = self._u32(self._mm, self._chains_off + (idx - self._symoffset) * 4)
             if (chain | 1) == (h | 1):
-                sym_off = self._symtab + idx * self._sym_size
-                if self._bits == 64:
-                    st_name, st_info, _o, st_shndx = struct.unpack_from(self._e + "IBBH", self._mm, sym_off)
-                else:
-                    st_name, _v, _s, st_info, _o, st_shndx = struct.unpack_from(self._e + "IIIBBH", self._mm, sym_off)
+                sym = self._sym(self._mm, self._symtab + idx * self._sym_size)
+                st_name, st_info, st_shndx = (sym[0], sym[1], sym[3]) if self._bits == 64 else (sym[0], sym[3], sym[5])
                 if st_shndx != 0 and (st_info >> 4) != 0 and self._is_name_at(self._strtab + st_name, raw):
                     return True
             if chain & 1:
                 return False
             idx += 1
+
+    def not_defined(self, names: Iterable[Tuple[str, Optional[Tuple[bytes, int]]]]) -> Set[str]:
+        """Which of ``names`` -- ``(name, (UTF-8 bytes, GNU hash) or None)`` pairs, ``None``
+        for a name no string table holds -- the library does not export (one call for a
+        whole list: thousands of names are asked of each provider)."""
+        out: Set[str] = set()
+        for name, hashed in names:
+            try:
+                found = hashed is not None and self._defines(*hashed)
+            except (struct.error, ValueError, IndexError):
+                found = False
+            if not found:
+                out.add(name)
+        return out
 
     def close(self) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -518,10 +522,6 @@ def _hashed(name: str) -> Optional[Tuple[bytes, int]]:
     except UnicodeEncodeError:
         return None
     return (raw, gnu_hash(raw)) if raw and b"\0" not in raw else None
-
-
-def _defined_in(index: SymbolIndex, hashed: Optional[Tuple[bytes, int]]) -> bool:
-    return hashed is not None and index.defines_hashed(*hashed)
 
 
 def missing_symbols(names: Iterable[str], libraries: Iterable[str]) -> Tuple[List[str], List[str]]:
@@ -548,7 +548,7 @@ def missing_symbols(names: Iterable[str], libraries: Iterable[str]) -> Tuple[Lis
         with index:
             for n in [n for n in wanted if n not in hashed]:
                 hashed[n] = _hashed(n)
-            wanted = {n for n in wanted if not _defined_in(index, hashed[n])}
+            wanted = index.not_defined((n, hashed[n]) for n in wanted)
     return sorted(wanted), problems
 
 
