@@ -41,7 +41,9 @@ from typing import TYPE_CHECKING
 from npudoctor import lazyre
 
 if TYPE_CHECKING:
-    from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+    from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+
+    from npudoctor.lazyre import LazyPattern
 
 #: What a concealed secret value becomes.
 SECRET = "<redacted>"
@@ -193,15 +195,64 @@ def conceal_text(text: str) -> str:
     has_option = "--" in out
     if not has_option and "=" not in out and ":" not in out:
         return out
+    sub = _sub_named if len(out) >= LINEWISE and "\n" in out else _sub
     if ":" in out and _may_hold_header(out):
-        out = _HEADER.sub(_header, out)
+        out = sub(_HEADER, _header, out)
     if "=" in out and ("?" in out or "&" in out):
-        out = _QUERY.sub(_query, out)
+        out = sub(_QUERY, _query, out)
     if has_option:
-        out = _OPTION.sub(_assignment, out)
+        out = sub(_OPTION, _assignment, out)
     if "=" not in out and ":" not in out:
         return out
-    return _ASSIGNMENT.sub(_assignment, out)
+    return sub(_ASSIGNMENT, _assignment, out)
+
+
+#: Characters of text from which :func:`conceal_text` substitutes names line by line.
+LINEWISE = 16 << 10
+#: Words of which every secret-like name holds one in :func:`folded` form
+#: (:data:`SECRET_NAME`'s alternatives; ``sig`` for :data:`_QUERY_SECRETS`), and so every
+#: credential header name (``Authorization``, ``Cookie``, ``X-…Token|Key|Auth…``).
+NAME_WORDS = ("token", "secret", "pass", "credential", "key", "auth", "pwd", "cookie", "session", "sig")
+
+
+def folded(text: str) -> str:
+    """``text`` in lower case, with the letters that an ignore-case pattern takes for an
+    ASCII ``i`` or ``s`` (dotted and dotless I, long s) written as those: a word any case of
+    which an ignore-case pattern matches in ``text`` is a substring of ``folded(text)`` (its
+    lines stay its lines: no line break is made or lost)."""
+    return text.replace("\u0130", "i").replace("\u0131", "i").replace("\u017f", "s").lower()
+
+
+def _sub(pattern: LazyPattern[str], repl: Callable[[re.Match[str]], str], text: str) -> str:
+    return pattern.sub(repl, text)
+
+
+def _sub_named(pattern: LazyPattern[str], repl: Callable[[re.Match[str]], str], text: str) -> str:
+    """``pattern.sub(repl, text)`` for the name-keyed substitutions (:data:`_HEADER`,
+    :data:`_QUERY`, :data:`_OPTION`, :data:`_ASSIGNMENT`), run only on the lines holding
+    one of :data:`NAME_WORDS`: no match of theirs crosses a line (none matches a line
+    break; a line's start or end is, for their lookarounds, what a line break is), and a
+    match changes nothing unless its name is secret-like, so a line without such a word is
+    left as it is either way.  A 120 KB ``check --json`` document holds a few such lines."""
+    low = folded(text)
+    hits: List[int] = []
+    for word in NAME_WORDS:
+        at = low.find(word)
+        while at >= 0:
+            hits.append(at)
+            at = low.find(word, at + 1)
+    if not hits:
+        return text
+    marked: Set[int] = set()
+    line = prev = 0
+    for at in sorted(hits):  # the line of each word: line breaks counted once in all
+        line += low.count("\n", prev, at)
+        prev = at
+        marked.add(line)
+    lines = text.split("\n")
+    for i in marked:
+        lines[i] = pattern.sub(repl, lines[i])
+    return "\n".join(lines)
 
 
 def _may_hold_header(text: str) -> bool:
