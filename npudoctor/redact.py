@@ -571,10 +571,21 @@ class Redactor:
                     self._texts.clear()  # a remembered text may hold this address
 
 
+_NAME_SEPARATORS = lazyre.pattern(r"[_.\-]+")
+#: Parts of the names :func:`_names_address` was asked about (a snapshot's keys repeat: the
+#: same few hundred field names thousands of times); cleared at :data:`_NAME_MEMO_MAX`.
+_NAME_PARTS: Dict[str, Tuple[str, ...]] = {}
+
+
 def _names_address(name: str, words: Set[str] = _ADDRESS_PARTS) -> bool:
     """Whether a key or variable ``name`` names an address (one of its parts is in
     ``words``)."""
-    return any(p in words for p in re.split(r"[_.\-]+", name.lower()))
+    parts = _NAME_PARTS.get(name)
+    if parts is None:
+        if len(_NAME_PARTS) >= _NAME_MEMO_MAX:
+            _NAME_PARTS.clear()
+        parts = _NAME_PARTS[name] = tuple(_NAME_SEPARATORS.split(name.lower()))
+    return any(p in words for p in parts)
 
 
 def _expects_address(text: str, start: int, end: int) -> bool:

@@ -454,3 +454,26 @@ def test_a_collected_snapshot_keeps_four_part_versions(tmp_path: Path) -> None:
     assert [r["version"] for r in snap["facts"]["packages"]["installed"]["opencv-python-headless"]] == ["4.11.0.86"]
     again = npudoctor("check", "--from", str(out), env={"PATH": "/usr/bin:/bin"}, width=200)
     assert "opencv_python_headless 4.11.0.86 requires numpy>=2" in again.stdout
+
+
+def test_names_address_from_its_memo() -> None:
+    """A name's parts are split once and remembered: the answer is the split's, first and
+    later, for both word sets, and the memo never outgrows its bound."""
+    from npudoctor import redact as r
+
+    names = ["HCCL_IF_IP", "MASTER_ADDR", "device_ip", "hostname", "server-id", "torch.version", "IpAddr", "x"]
+    plain = {n: re.split(r"[_.\-]+", n.lower()) for n in names}
+    for _round in range(2):
+        for n in names:
+            assert r._names_address(n) == any(p in r._ADDRESS_PARTS for p in plain[n])
+            assert r._names_address(n, r._ADDRESS_WORDS) == any(p in r._ADDRESS_WORDS for p in plain[n])
+    assert [n for n in names if r._names_address(n)] == [
+        "HCCL_IF_IP",
+        "MASTER_ADDR",
+        "device_ip",
+        "server-id",
+        "IpAddr",
+    ]
+    for i in range(r._NAME_MEMO_MAX + 10):
+        r._names_address(f"k{i}")
+    assert len(r._NAME_PARTS) <= r._NAME_MEMO_MAX
