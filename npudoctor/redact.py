@@ -233,7 +233,31 @@ def _sub_named(pattern: LazyPattern[str], repl: Callable[[re.Match[str]], str], 
     one of :data:`NAME_WORDS`: no match of theirs crosses a line (none matches a line
     break; a line's start or end is, for their lookarounds, what a line break is), and a
     match changes nothing unless its name is secret-like, so a line without such a word is
-    left as it is either way.  A 120 KB ``check --json`` document holds a few such lines."""
+    left as it is either way.  A 120 KB ``check --json`` document holds a few such lines.
+    The text is taken in blocks of whole lines of about :data:`BLOCK` characters (a
+    block's folded copy and lines are all it holds besides the output); a block of one
+    line longer than :data:`BLOCK_MAX` is substituted whole, as a short text is."""
+    if len(text) <= BLOCK:
+        return _sub_block(pattern, repl, text)
+    out: List[str] = []
+    start = 0
+    while start < len(text):
+        cut = text.find("\n", start + BLOCK)
+        end = len(text) if cut < 0 else cut + 1
+        block = text[start:end]
+        out.append(pattern.sub(repl, block) if len(block) > BLOCK_MAX else _sub_block(pattern, repl, block))
+        del block
+        start = end
+    return "".join(out)
+
+
+#: Characters of one block of :func:`_sub_named`, and of its longest block (one line).
+BLOCK = 64 << 10
+BLOCK_MAX = 1 << 20
+
+
+def _sub_block(pattern: LazyPattern[str], repl: Callable[[re.Match[str]], str], text: str) -> str:
+    """:func:`_sub_named` of one block."""
     low = folded(text)
     hits: List[int] = []
     for word in NAME_WORDS:

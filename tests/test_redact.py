@@ -118,12 +118,15 @@ def test_long_text_is_concealed_line_by_line_as_whole() -> None:
     got = conceal_text(doc)
     assert got == _secret_substitutions(doc)
     assert got != doc and SECRET in got
-    old = r.LINEWISE
+    old = r.LINEWISE, r.BLOCK, r.BLOCK_MAX
     try:
+        # hundreds of blocks of whole lines, some longer than the longest block (taken whole)
+        r.BLOCK, r.BLOCK_MAX = 200, 260
+        assert conceal_text(doc) == got
         r.LINEWISE = 1 << 40
         assert conceal_text(doc) == got
     finally:
-        r.LINEWISE = old
+        r.LINEWISE, r.BLOCK, r.BLOCK_MAX = old
 
 
 @pytest.mark.parametrize(
