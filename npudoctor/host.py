@@ -287,9 +287,12 @@ class Host:
         def refused(exc: OSError) -> None:
             self._note(base, exc)
 
+        prefix = top if top.endswith(os.sep) else top + os.sep
+        shown = base if base.endswith("/") else base + "/"
         for dirpath, dirnames, filenames in walk_tree(top, refused):
-            rel = os.path.relpath(dirpath, top)
-            yield (base if rel == "." else posixpath.join(base, rel.replace(os.sep, "/"))), dirnames, filenames
+            # walk_tree joins names onto ``top``: the part after it is the relative path
+            rel = dirpath[len(prefix) :] if dirpath.startswith(prefix) else os.path.relpath(dirpath, top)
+            yield (base if dirpath == top or rel == "." else shown + rel.replace(os.sep, "/")), dirnames, filenames
 
     def glob(self, directory: str, prefix: str = "", suffix: str = "") -> List[str]:
         """Paths (of the diagnosed machine) of entries in ``directory`` whose names

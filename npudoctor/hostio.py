@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from npudoctor.record import MutableRecord
 
 if TYPE_CHECKING:
-    from typing import BinaryIO, Callable, Dict, Iterator, List, Optional, Tuple
+    from typing import BinaryIO, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 #: Largest file read by default (bytes).  Version and info files are tiny; logs are
 #: streamed elsewhere and never read through this call.
@@ -225,21 +225,27 @@ def walk_tree(top: str, onerror: Callable[[OSError], None]) -> Iterator[Tuple[st
     stack = [top]
     while stack:
         dirpath = stack.pop()
+        dirnames: List[str] = []
+        filenames: List[str] = []
+        links: Set[str] = set()
         try:
             with os.scandir(dirpath) as it:
-                entries = [(e.name, _is_dir(e), e.is_symlink()) for e in it]
+                for entry in it:  # one pass; the type from the directory entry where it says
+                    try:
+                        is_dir = entry.is_dir()
+                    except OSError:
+                        is_dir = False
+                    if is_dir:
+                        dirnames.append(entry.name)
+                        if entry.is_symlink():
+                            links.add(entry.name)
+                    else:
+                        filenames.append(entry.name)
         except OSError as exc:
             onerror(exc)
             continue
-        dirnames = sorted(name for name, is_dir, _link in entries if is_dir)
-        filenames = sorted(name for name, is_dir, _link in entries if not is_dir)
-        links = {name for name, _dir, link in entries if link}
+        dirnames.sort()
+        filenames.sort()
         yield dirpath, dirnames, filenames
-        stack.extend(os.path.join(dirpath, d) for d in reversed(dirnames) if d not in links)
-
-
-def _is_dir(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
+        prefix = dirpath if dirpath.endswith(os.sep) else dirpath + os.sep
+        stack.extend(prefix + d for d in reversed(dirnames) if d not in links)

@@ -41,7 +41,9 @@ from typing import TYPE_CHECKING
 from npudoctor import lazyre
 
 if TYPE_CHECKING:
-    from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+    from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+
+    from npudoctor.lazyre import LazyPattern
 
 #: What a concealed secret value becomes.
 SECRET = "<redacted>"
@@ -193,15 +195,88 @@ def conceal_text(text: str) -> str:
     has_option = "--" in out
     if not has_option and "=" not in out and ":" not in out:
         return out
+    sub = _sub_named if len(out) >= LINEWISE and "\n" in out else _sub
     if ":" in out and _may_hold_header(out):
-        out = _HEADER.sub(_header, out)
+        out = sub(_HEADER, _header, out)
     if "=" in out and ("?" in out or "&" in out):
-        out = _QUERY.sub(_query, out)
+        out = sub(_QUERY, _query, out)
     if has_option:
-        out = _OPTION.sub(_assignment, out)
+        out = sub(_OPTION, _assignment, out)
     if "=" not in out and ":" not in out:
         return out
-    return _ASSIGNMENT.sub(_assignment, out)
+    return sub(_ASSIGNMENT, _assignment, out)
+
+
+#: Characters of text from which :func:`conceal_text` substitutes names line by line.
+LINEWISE = 16 << 10
+#: Words of which every secret-like name holds one in :func:`folded` form
+#: (:data:`SECRET_NAME`'s alternatives; ``sig`` for :data:`_QUERY_SECRETS`), and so every
+#: credential header name (``Authorization``, ``Cookie``, ``X-…Token|Key|Auth…``).
+NAME_WORDS = ("token", "secret", "pass", "credential", "key", "auth", "pwd", "cookie", "session", "sig")
+
+
+def folded(text: str) -> str:
+    """``text`` in lower case, with the letters that an ignore-case pattern takes for an
+    ASCII ``i`` or ``s`` (dotted and dotless I, long s) written as those: a word any case of
+    which an ignore-case pattern matches in ``text`` is a substring of ``folded(text)`` (its
+    lines stay its lines: no line break is made or lost)."""
+    return text.replace("\u0130", "i").replace("\u0131", "i").replace("\u017f", "s").lower()
+
+
+def _sub(pattern: LazyPattern[str], repl: Callable[[re.Match[str]], str], text: str) -> str:
+    return pattern.sub(repl, text)
+
+
+def _sub_named(pattern: LazyPattern[str], repl: Callable[[re.Match[str]], str], text: str) -> str:
+    """``pattern.sub(repl, text)`` for the name-keyed substitutions (:data:`_HEADER`,
+    :data:`_QUERY`, :data:`_OPTION`, :data:`_ASSIGNMENT`), run only on the lines holding
+    one of :data:`NAME_WORDS`: no match of theirs crosses a line (none matches a line
+    break; a line's start or end is, for their lookarounds, what a line break is), and a
+    match changes nothing unless its name is secret-like, so a line without such a word is
+    left as it is either way.  A 120 KB ``check --json`` document holds a few such lines.
+    The text is taken in blocks of whole lines of about :data:`BLOCK` characters (a
+    block's folded copy and lines are all it holds besides the output); a block of one
+    line longer than :data:`BLOCK_MAX` is substituted whole, as a short text is."""
+    if len(text) <= BLOCK:
+        return _sub_block(pattern, repl, text)
+    out: List[str] = []
+    start = 0
+    while start < len(text):
+        cut = text.find("\n", start + BLOCK)
+        end = len(text) if cut < 0 else cut + 1
+        block = text[start:end]
+        out.append(pattern.sub(repl, block) if len(block) > BLOCK_MAX else _sub_block(pattern, repl, block))
+        del block
+        start = end
+    return "".join(out)
+
+
+#: Characters of one block of :func:`_sub_named`, and of its longest block (one line).
+BLOCK = 64 << 10
+BLOCK_MAX = 1 << 20
+
+
+def _sub_block(pattern: LazyPattern[str], repl: Callable[[re.Match[str]], str], text: str) -> str:
+    """:func:`_sub_named` of one block."""
+    low = folded(text)
+    hits: List[int] = []
+    for word in NAME_WORDS:
+        at = low.find(word)
+        while at >= 0:
+            hits.append(at)
+            at = low.find(word, at + 1)
+    if not hits:
+        return text
+    marked: Set[int] = set()
+    line = prev = 0
+    for at in sorted(hits):  # the line of each word: line breaks counted once in all
+        line += low.count("\n", prev, at)
+        prev = at
+        marked.add(line)
+    lines = text.split("\n")
+    for i in marked:
+        lines[i] = pattern.sub(repl, lines[i])
+    return "\n".join(lines)
 
 
 def _may_hold_header(text: str) -> bool:
@@ -520,10 +595,21 @@ class Redactor:
                     self._texts.clear()  # a remembered text may hold this address
 
 
+_NAME_SEPARATORS = lazyre.pattern(r"[_.\-]+")
+#: Parts of the names :func:`_names_address` was asked about (a snapshot's keys repeat: the
+#: same few hundred field names thousands of times); cleared at :data:`_NAME_MEMO_MAX`.
+_NAME_PARTS: Dict[str, Tuple[str, ...]] = {}
+
+
 def _names_address(name: str, words: Set[str] = _ADDRESS_PARTS) -> bool:
     """Whether a key or variable ``name`` names an address (one of its parts is in
     ``words``)."""
-    return any(p in words for p in re.split(r"[_.\-]+", name.lower()))
+    parts = _NAME_PARTS.get(name)
+    if parts is None:
+        if len(_NAME_PARTS) >= _NAME_MEMO_MAX:
+            _NAME_PARTS.clear()
+        parts = _NAME_PARTS[name] = tuple(_NAME_SEPARATORS.split(name.lower()))
+    return any(p in words for p in parts)
 
 
 def _expects_address(text: str, start: int, end: int) -> bool:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from npudoctor.parsers.elf import SymbolIndex, dynamic_symbols, missing_symbols, read_elf
+from npudoctor.parsers.elf import SymbolIndex, dynamic_symbols, gnu_hash, missing_symbols, read_elf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 from builders.elf_build import build_so, have_gcc  # noqa: E402
@@ -70,6 +70,45 @@ def test_gnu_hash_lookup_agrees_with_full_scan(tmp_path):
     assert missing == ["absent_symbol"] and problems == []
 
 
+def _gnu_hash_bytewise(name: bytes) -> int:
+    h = 5381
+    for c in name:
+        h = (h * 33 + c) & 0xFFFFFFFF
+    return h
+
+
+def test_gnu_hash_values():
+    # published values (https://flapenguin.me/elf-dt-gnu-hash, the hash of bfd_elf_gnu_hash)
+    assert gnu_hash(b"") == 0x00001505
+    assert gnu_hash(b"printf") == 0x156B2BB8
+    assert gnu_hash(b"exit") == 0x7C967E3F
+    assert gnu_hash(b"syscall") == 0xBAC212A0
+    # eight bytes a step: every length around the step, every byte value, long mangled names
+    for n in range(0, 41):
+        name = bytes((i * 37 + n) % 256 for i in range(n))
+        assert gnu_hash(name) == _gnu_hash_bytewise(name), n
+    long = b"_ZN3c106detail14torchCheckFailEPKcS2_jRKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE" * 7
+    assert gnu_hash(long) == _gnu_hash_bytewise(long)
+
+
+@needs_gcc
+def test_missing_symbols_over_several_libraries_agrees_with_dynsym(tmp_path):
+    """Names spread over three libraries, each name hashed once for all of them: the answer
+    is what reading every library's whole .dynsym gives."""
+    libs, defined = [], set()
+    for k in range(3):
+        names = [f"_ZN5torch3lib{k}4sym{i}Ev" for i in range(150)] + [f"short{k}_{i}" for i in range(9)]
+        libs.append(build_so(str(tmp_path / f"libt{k}.so"), f"libt{k}.so", defines=names))
+        defined |= dynamic_symbols(libs[-1])[0]
+    asked = sorted(defined)[::3] + ["_ZN5torch3lib9absentEv", "absent", "\udcff", "nul\0name", ""]
+    missing, problems = missing_symbols(asked, libs)
+    assert problems == []
+    assert missing == sorted(set(asked) - defined)
+    assert missing_symbols(sorted(defined), libs) == ([], [])
+    first_two = dynamic_symbols(libs[0])[0] | dynamic_symbols(libs[1])[0]
+    assert missing_symbols(sorted(defined), libs[:2])[0] == sorted(defined - first_two)
+
+
 def test_not_elf_and_missing_file(tmp_path):
     text = tmp_path / "libfake.so"
     text.write_text("INPUT(-lfoo)\n")  # a linker script named .so
@@ -125,3 +164,38 @@ def test_real_torch_npu_wheel_dt_needed():
     assert ext
     cinfo = read_elf(str(site / "torch_npu" / ext[0]))
     assert cinfo.needed[0] == "libtorch_npu.so" and "libhccl.so" in cinfo.needed
+
+
+@needs_gcc
+def test_undefined_only_reading_agrees_with_the_whole_table(tmp_path):
+    """``want_defined=False`` (what the extension audit asks) skips decoding the exports yet
+    gives the same undefined names, and the same answer on a table whose exported name lies
+    past the file's last NUL (the whole reading refuses that file too)."""
+    import struct
+
+    from npudoctor.parsers.elfread import Elf
+
+    lib = build_so(
+        str(tmp_path / "libext.so"),
+        "libext.so",
+        defines=[f"_ZN3ext4def{i}Ev" for i in range(40)],
+        undefined=["_ZN3c104warnEv", "aclInit", "_ZN5torch3jit5traceEv"],
+    )
+    whole = dynamic_symbols(lib)
+    only = dynamic_symbols(lib, want_defined=False)
+    assert whole[2] is None and only[2] is None
+    assert only[1] == whole[1] and {"_ZN3c104warnEv", "aclInit", "_ZN5torch3jit5traceEv"} <= only[1]
+    assert only[0] == set() and "_ZN3ext4def7Ev" in whole[0]
+    data = bytearray(Path(lib).read_bytes())
+    elf = Elf(bytes(data))
+    dynsym = elf.section(".dynsym")
+    assert dynsym is not None
+    for i in range(dynsym.size // dynsym.entsize):
+        at = dynsym.offset + i * dynsym.entsize
+        if struct.unpack_from("<H", data, at + 6)[0] != 0:  # st_shndx of a 64-bit symbol: defined
+            struct.pack_into("<I", data, at, len(data) + 10)  # its st_name past the end
+            break
+    bad = tmp_path / "libbad.so"
+    bad.write_bytes(bytes(data))
+    whole_bad, only_bad = dynamic_symbols(str(bad)), dynamic_symbols(str(bad), want_defined=False)
+    assert only_bad[1:] == whole_bad[1:] == (whole[1], None)  # pyelftools reads it, as before

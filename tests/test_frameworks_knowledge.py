@@ -154,6 +154,10 @@ _FILE_CASES = (
     "nvidia/cublas/lib/libcublas.so.12/x",
     "torch/lib/libc10.so",
     "torch_npu/lib/libtorch_npu.so",
+    "a/b/c/libcudnn_ops.so.9",
+    "libnccl.so.2",
+    "lib/libcuda.so/x.py",
+    "nvidia/nccl/lib/libnccl.so.2.bak",
     "",
 )
 

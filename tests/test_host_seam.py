@@ -156,3 +156,40 @@ def test_host_walk_gives_paths_of_the_judged_machine(tmp_path: Path) -> None:
         ("/usr/lib/python3/site-packages/torch_npu/lib", [], ["libtorch_npu.so"]),
     ]
     assert list(Host(root=str(tmp_path)).walk("/nowhere")) == []
+
+
+def test_host_walk_lists_what_os_walk_lists(tmp_path: Path) -> None:
+    """The walk's one-pass listing and its relative paths: the same directories, in the same
+    (top-down, sorted) order, the same names as ``os.walk`` without following links, for a
+    judged root and for the live machine (``/``, where every path is its own)."""
+    import os
+
+    from npudoctor.host import Host
+
+    top = tmp_path / "usr/lib/site-packages/torch"
+    for rel in ("lib", "lib/sub/deeper", "_C", "a b", "tests/x"):
+        (top / rel).mkdir(parents=True, exist_ok=True)
+    for rel in ("lib/libtorch.so", "lib/sub/deeper/libx.so.1", "_C/mod.so", "a b/f", "tests/x/t.so", "__init__.py"):
+        (top / rel).write_bytes(b"x")
+    (top / "link-dir").symlink_to(top / "lib")  # a directory, not descended into
+    (top / "link-file").symlink_to(top / "__init__.py")
+    (top / "dangling").symlink_to(top / "nowhere")
+
+    def expected(real_top: Path, shown: str) -> list:
+        out = []
+        for dirpath, dirnames, filenames in os.walk(real_top):
+            dirnames.sort()
+            rel = os.path.relpath(dirpath, real_top)
+            out.append((shown if rel == "." else f"{shown}/{rel}", dirnames[:], sorted(filenames)))
+        return out
+
+    judged = list(Host(root=str(tmp_path)).walk("/usr/lib/site-packages/torch"))
+    assert judged == expected(top, "/usr/lib/site-packages/torch")
+    assert (
+        "/usr/lib/site-packages/torch",
+        ["_C", "a b", "lib", "link-dir", "tests"],
+        ["__init__.py", "dangling", "link-file"],
+    ) in judged
+    live = list(Host(root="/").walk(str(top)))
+    assert live == expected(top, str(top))
+    assert list(Host(root=str(tmp_path)).walk("/usr/lib/site-packages/torch/")) == judged

@@ -91,6 +91,87 @@ def test_skipped_substitutions_change_nothing(text: str) -> None:
     assert Redactor().text(text) == _every_substitution(Redactor(), text)
 
 
+def _secret_substitutions(text: str) -> str:
+    """conceal_text's substitutions, each run unconditionally over the whole text (its oracle)."""
+    from npudoctor import redact as r
+
+    out = r._URL_USERINFO.sub(lambda m: f"{m.group(1)}{SECRET}@", text)
+    out = r._BEARER.sub(lambda m: f"{m.group(1)}{SECRET}", r._TOKENS.sub(SECRET, out))
+    out = r._QUERY.sub(r._query, r._HEADER.sub(r._header, out))
+    return r._ASSIGNMENT.sub(r._assignment, r._OPTION.sub(r._assignment, out))
+
+
+def test_long_text_is_concealed_line_by_line_as_whole() -> None:
+    """Past LINEWISE characters the name-keyed substitutions run only on the lines holding
+    a NAME_WORDS word: a JSON document of filler lines with every corpus case and mark line
+    among them comes out as the whole-text substitutions make it, and as the short-text
+    path (no line skipped) does."""
+    from npudoctor import redact as r
+
+    filler = [f'    "site_{i}": ["/usr/lib/python3/x{i}.so", {i}, "torch 2.13.0+cpu", "a=b: c"],' for i in range(900)]
+    texts = [c["text"] for c in CORPUS] + _MARK_LINES
+    lines = []
+    for i, text in enumerate(texts):
+        lines += filler[i * 20 : i * 20 + 20] + [text]
+    doc = "\n".join(lines + filler[len(texts) * 20 :]) + "\n"
+    assert len(doc) > r.LINEWISE
+    got = conceal_text(doc)
+    assert got == _secret_substitutions(doc)
+    assert got != doc and SECRET in got
+    old = r.LINEWISE, r.BLOCK, r.BLOCK_MAX
+    try:
+        # hundreds of blocks of whole lines, some longer than the longest block (taken whole)
+        r.BLOCK, r.BLOCK_MAX = 200, 260
+        assert conceal_text(doc) == got
+        r.LINEWISE = 1 << 40
+        assert conceal_text(doc) == got
+    finally:
+        r.LINEWISE, r.BLOCK, r.BLOCK_MAX = old
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "GITHUB_TOKEN",
+        "my_secret",
+        "DB_PASSWORD",
+        "x-passwd",
+        "GPG_PASSPHRASE",
+        "AWS_CREDENTIALS",
+        "OPENAI_API_KEY",
+        "ACCESS-KEY",
+        "PRIVATEKEY",
+        "ssh_key",
+        "KEY",
+        "AUTH",
+        "X_PASS",
+        "pass",
+        "DB_PWD",
+        "ACCOUNTKEY",
+        "Cookie",
+        "SESSION_ID",
+        "sig",
+        "signature",
+        "x-amz-signature",
+        "\u017fecret",
+        "pa\u017f\u017f",
+        "AUTHOR\u0130ZATION",
+        "author\u0131zation",
+        "coo\u212aie",
+        "X-Api-Token",
+    ],
+)
+def test_every_secret_name_holds_a_name_word(name: str) -> None:
+    """The line-by-line path's premise: a name SECRET_NAME, _QUERY_SECRETS or _HEADER takes
+    for a secret holds a NAME_WORDS word once folded (ignore-case letters included)."""
+    from npudoctor import redact as r
+
+    secret = bool(r.SECRET_NAME.search(name)) or name.lower() in r._QUERY_SECRETS
+    secret = secret or bool(r._HEADER.search(f"{name}: value"))
+    assert secret, name
+    assert any(w in r.folded(name) for w in r.NAME_WORDS), name
+
+
 def test_pseudonyms_are_stable_and_salted() -> None:
     one, two = _redactor(), _redactor()
     assert one.text("alice@gpu-node-17 10.1.2.3") == two.text("alice@gpu-node-17 10.1.2.3")
@@ -376,3 +457,26 @@ def test_a_collected_snapshot_keeps_four_part_versions(tmp_path: Path) -> None:
     assert [r["version"] for r in snap["facts"]["packages"]["installed"]["opencv-python-headless"]] == ["4.11.0.86"]
     again = npudoctor("check", "--from", str(out), env={"PATH": "/usr/bin:/bin"}, width=200)
     assert "opencv_python_headless 4.11.0.86 requires numpy>=2" in again.stdout
+
+
+def test_names_address_from_its_memo() -> None:
+    """A name's parts are split once and remembered: the answer is the split's, first and
+    later, for both word sets, and the memo never outgrows its bound."""
+    from npudoctor import redact as r
+
+    names = ["HCCL_IF_IP", "MASTER_ADDR", "device_ip", "hostname", "server-id", "torch.version", "IpAddr", "x"]
+    plain = {n: re.split(r"[_.\-]+", n.lower()) for n in names}
+    for _round in range(2):
+        for n in names:
+            assert r._names_address(n) == any(p in r._ADDRESS_PARTS for p in plain[n])
+            assert r._names_address(n, r._ADDRESS_WORDS) == any(p in r._ADDRESS_WORDS for p in plain[n])
+    assert [n for n in names if r._names_address(n)] == [
+        "HCCL_IF_IP",
+        "MASTER_ADDR",
+        "device_ip",
+        "server-id",
+        "IpAddr",
+    ]
+    for i in range(r._NAME_MEMO_MAX + 10):
+        r._names_address(f"k{i}")
+    assert len(r._NAME_PARTS) <= r._NAME_MEMO_MAX

@@ -31,10 +31,11 @@ from npudoctor.record import Record
 #: CUDA wheels bundle renamed copies (``libcudart-45da57e3.so.11.0``, torchopt#46), hence the
 #: optional ``-<hash>``.  Source: the readelf lists of cuda_only.toml (xformers 0.0.35,
 #: auto-gptq 0.7.1, bitsandbytes 0.50.2) and TransformerEngine#3381 (libcuda.so.1).
-CUDA_LIBRARY: LazyPattern[str] = lazyre.pattern(
-    r"^lib(cuda|cudart|cublas|cublasLt|cudnn\w*|cufft\w*|curand|cusolver\w*|cusparse\w*|nccl|nvrtc\w*|"
-    r"nvToolsExt|nvJitLink|c10_cuda|torch_cuda\w*)(-[0-9a-f]{8})?\.so(\.\d+)*$"
+CUDA_LIBRARY_NAME = (
+    r"lib(cuda|cudart|cublas|cublasLt|cudnn\w*|cufft\w*|curand|cusolver\w*|cusparse\w*|nccl|nvrtc\w*|"
+    r"nvToolsExt|nvJitLink|c10_cuda|torch_cuda\w*)(-[0-9a-f]{8})?\.so(\.\d+)*"
 )
+CUDA_LIBRARY: LazyPattern[str] = lazyre.pattern(f"^{CUDA_LIBRARY_NAME}$")
 
 #: A local version that marks a CUDA build (``2.6.0+cu124``, ``0.21.0+cu121``); the PyTorch
 #: index's own spelling (download.pytorch.org/whl/cu124).
@@ -48,7 +49,7 @@ class Entry(Record):
     """One ``[[entry]]`` of cuda_only.toml (see its header for the fields).  Its patterns
     are :class:`~npudoctor.lazyre.LazyPattern`: compiled when first used, so a run compiles
     only those it matches with (names, files and requirements are matched through one
-    alternation of their texts: :func:`entry_for`, :func:`files_pattern`,
+    alternation of their texts: :func:`entry_for`, :func:`interesting_file`,
     :func:`requirement_of_interest`)."""
 
     id: str
@@ -155,30 +156,25 @@ def file_patterns() -> Tuple[LazyPattern[str], ...]:
     return tuple(out)
 
 
-_FILES: List[Pattern[str]] = []
-
-
-def files_pattern() -> Pattern[str]:
-    """One pattern, the alternation of every :func:`file_patterns` pattern (built once per
-    process): ``files_pattern().fullmatch(p)`` matches exactly when one of them fully matches
-    ``p`` (fullmatch backtracks into every alternative).  A RECORD of torch is ~15,000 paths;
-    one match each instead of one per pattern."""
-    if not _FILES:
-        _FILES.append(re.compile(files_source()))
-    return _FILES[0]
-
-
 def files_source() -> str:
-    """The regex text of :func:`files_pattern`, without compiling it (a cache key; compiling
-    the alternation is costly, and needed only when a RECORD is read)."""
+    """The alternation of every :func:`file_patterns` pattern, as regex text: it fully matches
+    a path exactly when one of them does (fullmatch backtracks into every alternative).  A
+    cache key as it is; compiled (in :func:`interesting_file`) only when a RECORD is read."""
     return "|".join(f"(?:{p.pattern})" for p in file_patterns()) or "(?!)"
 
 
+_INTERESTING: List[Pattern[str]] = []
+
+
 def interesting_file(path: str) -> bool:
-    """Whether a RECORD path is worth recording: it matches a data pattern or its file name
-    is a CUDA library (``nvidia/cuda_runtime/lib/libcudart.so.12``)."""
-    base = path.rsplit("/", 1)[-1]
-    return bool(base.startswith("lib") and CUDA_LIBRARY.match(base)) or files_pattern().fullmatch(path) is not None
+    """Whether a RECORD path (one line's, so without a line break) is worth recording: it
+    matches a data pattern or its file name is a CUDA library
+    (``nvidia/cuda_runtime/lib/libcudart.so.12``).  One match of one pattern: the data
+    patterns' alternation (:func:`files_source`) or any directories then a
+    :data:`CUDA_LIBRARY_NAME` (which holds no ``/``: the last component), built once."""
+    if not _INTERESTING:
+        _INTERESTING.append(re.compile(f"{files_source()}|(?:.*/)?(?:{CUDA_LIBRARY_NAME})"))
+    return _INTERESTING[0].fullmatch(path) is not None
 
 
 _REQUIRED: List[Pattern[str]] = []

@@ -288,12 +288,15 @@ def _dt_verneed(elf: Any, dynamic: Any) -> Dict[str, List[str]]:
     return out
 
 
-def dynamic_symbols(path: str, fast: bool = True) -> Tuple[Set[str], Set[str], Optional[str]]:
+def dynamic_symbols(
+    path: str, fast: bool = True, want_defined: bool = True
+) -> Tuple[Set[str], Set[str], Optional[str]]:
     """``(defined, undefined_strong, error)`` names of the ``.dynsym`` table (the small
     reader when it answers for the file and ``fast``, else pyelftools).
 
     Weak undefined symbols are left out of ``undefined_strong`` (the loader does not
     require them).  ``error`` is ``None`` or a reason; the sets are then empty.
+    ``want_defined`` false: only the undefined names are read (``defined`` is empty).
     """
     from npudoctor.parsers.elfread import FALLBACK
 
@@ -305,7 +308,7 @@ def dynamic_symbols(path: str, fast: bool = True) -> Tuple[Set[str], Set[str], O
                 with _fast_elf(fh) as quick:
                     if quick is not None:
                         try:
-                            got_defined, got_undefined = quick.dynsym()
+                            got_defined, got_undefined = quick.dynsym(want_defined)
                             return got_defined, got_undefined, None
                         except FALLBACK:
                             pass
@@ -323,7 +326,7 @@ def dynamic_symbols(path: str, fast: bool = True) -> Tuple[Set[str], Set[str], O
                 if sym["st_shndx"] == "SHN_UNDEF":
                     if sym["st_info"]["bind"] != "STB_WEAK":
                         undefined.add(name)
-                else:
+                elif want_defined:
                     defined.add(name)
     except OSError as exc:
         return set(), set(), exc.strerror or str(exc)
@@ -332,11 +335,22 @@ def dynamic_symbols(path: str, fast: bool = True) -> Tuple[Set[str], Set[str], O
     return defined, undefined, None
 
 
+_MASK32 = 0xFFFFFFFF
+#: Powers of 33 for :func:`gnu_hash`'s eight-byte steps.
+_P = [33**k for k in range(9)]
+
+
 def gnu_hash(name: bytes) -> int:
-    """The GNU hash (``DT_GNU_HASH``) of a symbol name: h = h*33 + c, from 5381."""
+    """The GNU hash (``DT_GNU_HASH``) of a symbol name: h = h*33 + c, from 5381, modulo
+    2**32.  Eight bytes per step (h*33**8 + c0*33**7 + ... + c7): the same value in a
+    quarter of the Python-level steps (a ``check`` hashes thousands of names)."""
     h = 5381
-    for c in name:
-        h = (h * 33 + c) & 0xFFFFFFFF
+    cut = len(name) - len(name) % 8
+    p1, p2, p3, p4, p5, p6, p7, p8 = _P[1:]
+    for c0, c1, c2, c3, c4, c5, c6, c7 in struct.iter_unpack("8B", name[:cut]):
+        h = (h * p8 + c0 * p7 + c1 * p6 + c2 * p5 + c3 * p4 + c4 * p3 + c5 * p2 + c6 * p1 + c7) & _MASK32
+    for c in name[cut:]:
+        h = (h * 33 + c) & _MASK32
     return h
 
 
@@ -367,6 +381,9 @@ class SymbolIndex:
         self._chains_off = self._buckets_off + nbuckets * 4
         if nbuckets == 0 or bloom_size == 0:
             raise ValueError("empty GNU hash table")
+        self._bloom_word = struct.Struct(endian + word).unpack_from
+        self._u32 = struct.Struct(endian + "I").unpack_from
+        self._sym = struct.Struct(endian + ("IBBH" if bits == 64 else "IIIBBH")).unpack_from
 
     @classmethod
     def open(cls, path: str, fast: bool = True) -> Tuple[Optional[SymbolIndex], Optional[str]]:
@@ -438,9 +455,11 @@ class SymbolIndex:
         except (OSError, OverflowError) as exc:
             return None, f"read error: {exc}"
 
-    def _name_at(self, off: int) -> bytes:
-        end = self._mm.find(b"\0", off)
-        return self._mm[off:end] if end >= 0 else b""
+    def _is_name_at(self, off: int, raw: bytes) -> bool:
+        """Whether the NUL-terminated string at ``off`` is ``raw`` (compares ``len(raw) + 1``
+        bytes, never scans for the NUL of a long name)."""
+        end = off + len(raw)
+        return self._mm[off:end] == raw and self._mm[end : end + 1] == b"\0"
 
     def defines(self, name: str) -> bool:
         """True when the library exports ``name`` (defined, non-local dynamic symbol)."""
@@ -449,30 +468,40 @@ class SymbolIndex:
         except (struct.error, ValueError, IndexError):
             return False
 
-    def _defines(self, raw: bytes) -> bool:
-        h = gnu_hash(raw)
+    def _defines(self, raw: bytes, h: Optional[int] = None) -> bool:
+        if h is None:
+            h = gnu_hash(raw)
         wbits = self._word_bytes * 8
-        (bloom,) = struct.unpack_from(
-            self._e + self._word, self._mm, self._bloom_off + ((h // wbits) % self._bloom_size) * self._word_bytes
-        )
+        (bloom,) = self._bloom_word(self._mm, self._bloom_off + ((h // wbits) % self._bloom_size) * self._word_bytes)
         if not (bloom >> (h % wbits)) & (bloom >> ((h >> self._shift) % wbits)) & 1:
             return False
-        (idx,) = struct.unpack_from(self._e + "I", self._mm, self._buckets_off + (h % self._nbuckets) * 4)
+        (idx,) = self._u32(self._mm, self._buckets_off + (h % self._nbuckets) * 4)
         if idx == 0 or idx < self._symoffset:
             return False
         while True:
-            (chain,) = struct.unpack_from(self._e + "I", self._mm, self._chains_off + (idx - self._symoffset) * 4)
+            (chain,) = self._u32(self._mm, self._chains_off + (idx - self._symoffset) * 4)
             if (chain | 1) == (h | 1):
-                sym_off = self._symtab + idx * self._sym_size
-                if self._bits == 64:
-                    st_name, st_info, _o, st_shndx = struct.unpack_from(self._e + "IBBH", self._mm, sym_off)
-                else:
-                    st_name, _v, _s, st_info, _o, st_shndx = struct.unpack_from(self._e + "IIIBBH", self._mm, sym_off)
-                if st_shndx != 0 and (st_info >> 4) != 0 and self._name_at(self._strtab + st_name) == raw:
+                sym = self._sym(self._mm, self._symtab + idx * self._sym_size)
+                st_name, st_info, st_shndx = (sym[0], sym[1], sym[3]) if self._bits == 64 else (sym[0], sym[3], sym[5])
+                if st_shndx != 0 and (st_info >> 4) != 0 and self._is_name_at(self._strtab + st_name, raw):
                     return True
             if chain & 1:
                 return False
             idx += 1
+
+    def not_defined(self, names: Iterable[Tuple[str, Optional[Tuple[bytes, int]]]]) -> Set[str]:
+        """Which of ``names`` -- ``(name, (UTF-8 bytes, GNU hash) or None)`` pairs, ``None``
+        for a name no string table holds -- the library does not export (one call for a
+        whole list: thousands of names are asked of each provider)."""
+        out: Set[str] = set()
+        for name, hashed in names:
+            try:
+                found = hashed is not None and self._defines(*hashed)
+            except (struct.error, ValueError, IndexError):
+                found = False
+            if not found:
+                out.add(name)
+        return out
 
     def close(self) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -485,6 +514,16 @@ class SymbolIndex:
         self.close()
 
 
+def _hashed(name: str) -> Optional[Tuple[bytes, int]]:
+    """``(UTF-8 bytes, GNU hash)`` of a symbol name, or ``None`` for a name no ELF string
+    table can hold (a lone surrogate, a NUL): no library defines it."""
+    try:
+        raw = name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return None
+    return (raw, gnu_hash(raw)) if raw and b"\0" not in raw else None
+
+
 def missing_symbols(names: Iterable[str], libraries: Iterable[str]) -> Tuple[List[str], List[str]]:
     """Which of ``names`` none of ``libraries`` (real paths) export.
 
@@ -492,6 +531,7 @@ def missing_symbols(names: Iterable[str], libraries: Iterable[str]) -> Tuple[Lis
     be indexed (they are then scanned fully through ``.dynsym``)."""
     wanted = set(names)
     problems: List[str] = []
+    hashed: Dict[str, Optional[Tuple[bytes, int]]] = {}  # name -> (UTF-8, GNU hash), once for all libraries
     for lib in libraries:
         if not wanted:
             break
@@ -506,7 +546,9 @@ def missing_symbols(names: Iterable[str], libraries: Iterable[str]) -> Tuple[Lis
             wanted -= defined
             continue
         with index:
-            wanted = {n for n in wanted if not index.defines(n)}
+            for n in [n for n in wanted if n not in hashed]:
+                hashed[n] = _hashed(n)
+            wanted = index.not_defined((n, hashed[n]) for n in wanted)
     return sorted(wanted), problems
 
 

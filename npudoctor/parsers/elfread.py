@@ -238,9 +238,10 @@ class Elf:
                     pos += nxt
         return needs, defs
 
-    def dynsym(self) -> Tuple[Set[str], Set[str]]:
+    def dynsym(self, want_defined: bool = True) -> Tuple[Set[str], Set[str]]:
         """``(defined, undefined strong)`` names of ``.dynsym`` (empty names skipped;
-        ``STB_WEAK`` undefined ones left out)."""
+        ``STB_WEAK`` undefined ones left out).  ``want_defined`` false: the defined names are
+        neither looked up nor decoded (an empty set; a library exports tens of thousands)."""
         sec = self.section(".dynsym")
         if sec is None or sec.type != _SHT_DYNSYM:
             raise Unsupported("no SHT_DYNSYM .dynsym")
@@ -256,7 +257,12 @@ class Elf:
             raise Unsupported("odd symbol size")
         table = mm[sec.offset : sec.offset + sec.size]
         find = mm.find
+        last_nul = mm.rfind(b"\0")  # a name starting after it has no end (as find() would say)
         for sym in struct.iter_unpack(fmt, table):
+            if sym[shndx_at] != 0 and not want_defined:
+                if strtab + sym[name_at] > last_nul:
+                    raise Unsupported("symbol name outside the file")
+                continue
             start = strtab + sym[name_at]
             end = find(b"\0", start)
             if end < 0:

@@ -151,7 +151,7 @@ class ElfCache:
         if rec is not None and isinstance(rec.get("undefined"), list):
             err = rec.get("error")
             return {str(n) for n in rec["undefined"]}, err if isinstance(err, str) else None
-        _d, undef, err = dynamic_symbols(path)
+        _d, undef, err = dynamic_symbols(path, want_defined=False)
         self._put(key, {"undefined": sorted(undef), "error": err}, ns)
         return undef, err
 

@@ -403,7 +403,7 @@ def _undefined(
         return undefined(path)
     from npudoctor.parsers.elf import dynamic_symbols
 
-    _d, undef, err = dynamic_symbols(path)
+    _d, undef, err = dynamic_symbols(path, want_defined=False)
     return undef, err
 
 

@@ -12,7 +12,7 @@ kernels) are not descended into; the walk stops after :data:`MAX_ENTRIES` entrie
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from npudoctor.host import Host
 from npudoctor.probes._extensions import SYSTEM_LIB_RE, _tree, site_dirs
@@ -82,45 +82,6 @@ def locate(
                 complete = False
                 break
     return found, complete
-    walked = 0
-    sites = site_dirs(facts)
-    seen_dirs: Set[str] = set()
-    if cache is not None:
-        for site in sites:
-            for top in host.listdir(site):
-                base = posixpath.join(site, top)
-                if top.endswith((".dist-info", ".egg-info")) or not host.is_dir(base) or host.readlink(base):
-                    continue
-                tree = _tree(host, base, cache)
-                if tree is None:
-                    continue
-                for rel in tree[0]:
-                    name = posixpath.basename(rel)
-                    if name in wanted and len(found[name]) < MAX_COPIES:
-                        found[name].append(posixpath.join(host.display(base), rel))
-                seen_dirs.add(host.display(base))
-    bases = list(dict.fromkeys(list(sites) + list(PLACES)))
-    for base in bases:
-        if not host.is_dir(base):
-            continue
-        if base in seen_dirs:
-            continue
-        for dirpath, dirnames, filenames in host.walk(base):
-            walked += len(dirnames) + len(filenames)
-            dirnames[:] = [
-                d
-                for d in dirnames
-                if d not in PRUNE
-                and not d.endswith((".dist-info", ".egg-info"))
-                and posixpath.join(dirpath, d) not in seen_dirs
-            ]
-            for f in filenames:
-                if f in wanted and len(found[f]) < MAX_COPIES:
-                    found[f].append(posixpath.join(dirpath, f))
-            if walked > MAX_ENTRIES or expired():
-                return found, False
-        seen_dirs.add(host.display(base))
-    return found, True
 
 
 def located_record(

@@ -121,7 +121,11 @@ def _record_facts(host: Host, rec: Dict[str, Any], cache: ElfCache) -> Optional[
         paths = _record_paths(host, rec)
         if paths is None:
             return None
-        so = [p for p in paths if (p.endswith(".so") or ".so." in p.rsplit("/", 1)[-1]) and not p.startswith("..")]
+        so = [
+            p
+            for p in paths  # ".so" in p first: one substring test rules out nearly every path
+            if ".so" in p and (p.endswith(".so") or ".so." in p.rsplit("/", 1)[-1]) and not p.startswith("..")
+        ]
         return {"files": [p for p in paths if interesting_file(p)][:MAX_FILES], "so": so[: MAX_SO_PER_DIST + 1]}
 
     if rec.get("kind") != "dist-info":

@@ -18,6 +18,10 @@ Modes: plain, ``--json``, ``--markdown``, each measured
   ``check`` filled before the rounds, as the Dockerfile bakes it into an image (its
   entries hold after an image copy: no inode, whole-second mtimes).
 
+``NPUDOCTOR_BENCH_BASELINE=DIR`` (a checkout of an earlier commit) adds that checkout's
+console script in the same rounds, every mode and state (its own baked cache), so that a
+change is measured paired under the same load.
+
 ``import torch`` runs with ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` (torch >= 2.5 would import
 the installed torch_npu, which cannot load without CANN here).  ``check --root`` of
 tests/scenarios/health-910b3-8npu-healthy (a whole container) is reported too, with its replay
@@ -27,6 +31,8 @@ rotated each round; figures are medians of wall-clock and of CPU time.
 
 from __future__ import annotations
 
+import compileall
+import os
 import shutil
 import subprocess
 import sys
@@ -84,6 +90,12 @@ def run(repeat: int) -> List[str]:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         npd = str(launcher(base, REPO))
+        checkouts = {"": npd}  # suffix of the task names -> console script
+        baseline = os.environ.get("NPUDOCTOR_BENCH_BASELINE")
+        if baseline:
+            compileall.compile_dir(str(Path(baseline) / "npudoctor"), quiet=1)
+            (base / "baseline").mkdir()
+            checkouts[" [baseline]"] = str(launcher(base / "baseline", Path(baseline)))
         scenario = base / SCENARIO.name
         shutil.copytree(SCENARIO, scenario, symlinks=True)
         slow = _delayed_scenario(scenario)
@@ -113,17 +125,19 @@ def run(repeat: int) -> List[str]:
             else:
                 commands["torch"] = (torch_argv, torch_env, None)
         live = "torch" in commands
-        baked_dir = base / "baked-cache"
-        if live:  # what the Dockerfile's build-time check leaves in the image
-            bake_env = dict(live_env, HOME=str(base / "home-bake"), NPUDOCTOR_CACHE_DIR=str(baked_dir))
-            subprocess.run([npd, "check", "--python", str(tpy)], env=bake_env, capture_output=True, check=False)
+        baked: Dict[str, Path] = {}  # per checkout: what the Dockerfile's build-time check leaves in the image
+        for i, (suffix, script) in enumerate(checkouts.items() if live else ()):
+            baked[suffix] = base / f"baked-cache-{i}"
+            bake_env = dict(live_env, HOME=str(base / f"home-bake-{i}"), NPUDOCTOR_CACHE_DIR=str(baked[suffix]))
+            subprocess.run([script, "check", "--python", str(tpy)], env=bake_env, capture_output=True, check=False)
         for argv, env, cwd in commands.values():  # caches and page cache in place
             measure(argv, env=env, cwd=cwd)
         runs: Dict[str, List[Run]] = {name: [] for name in commands}
         cold: Dict[str, List[Run]] = {}
         warm_runs: Dict[str, List[Run]] = {}
-        baked: Dict[str, List[Run]] = {}
-        tasks = list(commands) + ([mode for mode, _extra in MODES] if live else [])
+        baked_runs: Dict[str, List[Run]] = {}
+        checks = {mode + suffix: (mode, suffix) for suffix in checkouts for mode, _extra in MODES} if live else {}
+        tasks = list(commands) + list(checks)
         for r in range(repeat):  # one run of each per round, the order rotated by one each round
             for task in tasks[r % len(tasks) :] + tasks[: r % len(tasks)]:
                 if task in commands:
@@ -131,16 +145,17 @@ def run(repeat: int) -> List[str]:
                     runs[task].append(measure(argv, env=env, cwd=cwd))
                     continue
                 # check's first run in a new HOME (no file-facts cache), then the next one
-                fresh = base / f"home-{task.strip('-')}-{r}"
+                mode, suffix = checks[task]
+                fresh = base / "home-fresh"
                 fresh.mkdir()
                 env = dict(live_env, HOME=str(fresh))
-                argv = [npd, "check", "--python", str(tpy), *dict(MODES)[task]]
+                argv = [checkouts[suffix], "check", "--python", str(tpy), *dict(MODES)[mode]]
                 cold.setdefault(task, []).append(measure(argv, env=env))
                 warm_runs.setdefault(task, []).append(measure(argv, env=env))
                 shutil.rmtree(fresh, ignore_errors=True)
                 fresh.mkdir()
-                env = dict(live_env, HOME=str(fresh), NPUDOCTOR_CACHE_DIR=str(baked_dir))
-                baked.setdefault(task, []).append(measure(argv, env=env))
+                env = dict(live_env, HOME=str(fresh), NPUDOCTOR_CACHE_DIR=str(baked[suffix]))
+                baked_runs.setdefault(task, []).append(measure(argv, env=env))
                 shutil.rmtree(fresh, ignore_errors=True)
 
     def fig(name: str, rs: List[Run]) -> str:
@@ -158,14 +173,15 @@ def run(repeat: int) -> List[str]:
     lines.append(fig('python -c "import torch"', torch) + f"  ({tpy}, TORCH_DEVICE_BACKEND_AUTOLOAD=0)")
     met = True
     t_wall, t_cpu = median([r.wall for r in torch]), median([r.cpu for r in torch])
-    for mode, _extra in MODES:
-        states = (("cold (new HOME)", cold[mode]), ("warm", warm_runs[mode]), ("baked image cache", baked[mode]))
+    for task, (mode, suffix) in checks.items():
+        states = (("cold (new HOME)", cold[task]), ("warm", warm_runs[task]), ("baked image cache", baked_runs[task]))
         for state, got in states:
             ratio = median([r.wall for r in got]) / t_wall
             cpu_ratio = median([r.cpu for r in got]) / t_cpu
-            met = met and ratio <= TARGET_RATIO
+            met = met and (ratio <= TARGET_RATIO or bool(suffix))
             lines.append(
-                fig(f"check --python {mode} {state}", got) + f" = {ratio:.3f}x import torch (CPU {cpu_ratio:.3f}x)"
+                fig(f"check --python {mode} {state}{suffix}", got)
+                + f" = {ratio:.3f}x import torch (CPU {cpu_ratio:.3f}x)"
             )
     verdict = "met" if met else "NOT met"
     lines.append(f"target: cold and warm <= {TARGET_RATIO:g}x import torch in every mode: {verdict}")
