@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import List, Optional
 
-#: The per-user directory of compiled modules, under npudoctor's cache directory.
+#: The directory of compiled modules under npudoctor's cache directory, one per user
+#: (``pycache-<uid>``): an ``NPUDOCTOR_CACHE_DIR`` may be shared by every account of an image.
 PYCACHE = "pycache"
 
 
@@ -100,8 +101,8 @@ def keep_bytecode(args: List[str]) -> Optional[str]:
     so it costs more than a run without; what is imported before the prefix is set
     (``npudoctor/__init__``, this module, :mod:`npudoctor.userdirs`) is compiled every time.
 
-    The directory is ``$NPUDOCTOR_CACHE_DIR/pycache``, else ``pycache`` in the user cache
-    directory (``~/.cache/npudoctor/pycache``), created mode 0700.  Python would run any
+    The directory is ``$NPUDOCTOR_CACHE_DIR/pycache-<uid>``, else ``pycache-<uid>`` in the user
+    cache directory (``~/.cache/npudoctor/pycache-1000``), created mode 0700.  Python would run any
     ``.pyc`` found there, so a directory this user does not own, one others may write, and
     one inside the tree ``--root`` names (npudoctor writes nothing into what it judges) are
     not used; neither is one that cannot be created or written: Python's default stays."""
@@ -131,7 +132,7 @@ def _pycache_dir(args: List[str]) -> Optional[str]:
         return None
     if not os.path.isabs(base):  # one per working directory would be no cache
         return None
-    path = os.path.realpath(os.path.join(base, PYCACHE))
+    path = os.path.realpath(os.path.join(base, f"{PYCACHE}-{os.geteuid()}"))
     root = _root_option(args)
     if root is not None and _inside(path, root):
         return None

@@ -11,6 +11,7 @@ without ``CAP_DAC_OVERRIDE``: they can write only where the modes allow, like a 
 from __future__ import annotations
 
 import compileall
+import contextlib
 import os
 import shutil
 import stat
@@ -24,6 +25,8 @@ from builders.sourcevenv import source_venv
 from scenario_runner import environment
 
 from npudoctor.entry import PYCACHE, _pycache_dir
+
+MINE = f"{PYCACHE}-{os.geteuid()}"  # this account's directory of compiled modules
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIO = REPO / "tests" / "scenarios" / "health-910b3-8npu-healthy"
@@ -108,7 +111,7 @@ def test_a_read_only_install_without_bytecode_runs_compiled_from_the_second_run(
     venv, site = _install(tmp_path, compiled=False)
     try:
         env = _env(tmp_path)
-        cache = tmp_path / "home" / ".cache" / "npudoctor" / PYCACHE
+        cache = tmp_path / "home" / ".cache" / "npudoctor" / MINE
         prefix, first = _devices(tmp_path, venv, env, 1)
         assert prefix == str(cache)
         assert stat.S_IMODE(cache.stat().st_mode) == 0o700
@@ -162,7 +165,7 @@ def test_the_users_own_bytecode_choice_is_kept(tmp_path: Path) -> None:
 def test_the_cache_directory_is_made_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NPUDOCTOR_CACHE_DIR", str(tmp_path / "cache"))
     path = _pycache_dir(["devices"])
-    assert path == str(tmp_path / "cache" / PYCACHE)
+    assert path == str(tmp_path / "cache" / MINE)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o700
 
 
@@ -175,18 +178,35 @@ def test_a_relative_cache_directory_is_not_used(tmp_path: Path, monkeypatch: pyt
 
 def test_a_cache_directory_others_may_write_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Python runs whatever ``.pyc`` it finds under the prefix."""
-    (tmp_path / PYCACHE).mkdir()
-    (tmp_path / PYCACHE).chmod(0o777)
+    (tmp_path / MINE).mkdir()
+    (tmp_path / MINE).chmod(0o777)
     monkeypatch.setenv("NPUDOCTOR_CACHE_DIR", str(tmp_path))
     assert _pycache_dir(["devices"]) is None
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a directory another uid owns")
 def test_a_cache_directory_another_user_owns_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / PYCACHE).mkdir(mode=0o700)
-    os.chown(tmp_path / PYCACHE, 65534, 65534)
+    (tmp_path / MINE).mkdir(mode=0o700)
+    os.chown(tmp_path / MINE, 65534, 65534)
     monkeypatch.setenv("NPUDOCTOR_CACHE_DIR", str(tmp_path))
     assert _pycache_dir(["devices"]) is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make a directory another uid owns")
+def test_accounts_sharing_a_cache_directory_each_have_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An image's ``NPUDOCTOR_CACHE_DIR`` serves every account it runs as: the first one's
+    private directory does not keep the next from caching."""
+    other = tmp_path / f"{PYCACHE}-65534"
+    other.mkdir(mode=0o700)
+    os.chown(other, 65534, 65534)
+    for name in (PYCACHE, f"{PYCACHE}-65534"):
+        with contextlib.suppress(FileExistsError):
+            (tmp_path / name).mkdir(mode=0o700)
+            os.chown(tmp_path / name, 65534, 65534)
+    monkeypatch.setenv("NPUDOCTOR_CACHE_DIR", str(tmp_path))
+    assert _pycache_dir(["devices"]) == str(tmp_path / MINE)
 
 
 def test_no_cache_directory_inside_the_judged_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -197,4 +217,4 @@ def test_no_cache_directory_inside_the_judged_root(tmp_path: Path, monkeypatch: 
     assert _pycache_dir(["check", f"--root={root}", "--json"]) is None
     assert not (root / "var").exists()
     # the live system as the root (``--root /``) is where the user's cache lives
-    assert _pycache_dir(["check", "--root", "/"]) == str(root / "var" / "cache" / "npudoctor" / PYCACHE)
+    assert _pycache_dir(["check", "--root", "/"]) == str(root / "var" / "cache" / "npudoctor" / MINE)
