@@ -87,6 +87,24 @@ def test_split_and_unknown(snaps):
     assert report["duplicates"] == []
 
 
+def test_the_summary_line_accounts_for_every_node(snaps):
+    """Each node is counted once in the first line: matching, differing, not telling a
+    field, or agreeing with the majority wherever one exists (a split field has none)."""
+    from npudoctor.report.compare import render
+
+    two = compare([("a", snaps["base-a"]), ("c", snaps["cann"])])
+    assert render(two).splitlines()[0] == (
+        "Compared 2 node(s): 0 match the majority, 0 differ, 2 agree wherever there is a majority, "
+        "1 field(s) split, 0 unreadable."
+    )
+    partial = json.loads(json.dumps(snaps["base-b"]))
+    del partial["facts"]["driver"]
+    told = compare([("a", snaps["base-a"]), ("b", partial)])
+    assert render(told).splitlines()[0] == (
+        "Compared 2 node(s): 1 match the majority, 0 differ, 1 do not tell every field, 0 field(s) split, 0 unreadable."
+    )
+
+
 def test_cli_files_directory_and_stdin(snaps, tmp_path):
     d = tmp_path / "snaps"
     d.mkdir()

@@ -14,9 +14,16 @@ def render(report: Dict[str, Any], limit: int = 50) -> str:
     lines: List[str] = []
     n = report["nodes"]
     differing = report["differing"]
+    same = report["majority_nodes"]
+    differ = {d["node"] for d in differing}
+    partial = len({u["node"] for u in report["unknown"]} - differ)  # no difference, some field untold
+    counts = [f"{same} match the majority", f"{len(differing)} differ"]
+    if partial:
+        counts.append(f"{partial} do not tell every field")
+    if n - same - len(differing) - partial > 0:  # every field told and none differs, but one is split
+        counts.append(f"{n - same - len(differing) - partial} agree wherever there is a majority")
     lines.append(
-        f"Compared {n} node(s): {report['majority_nodes']} match the majority, "
-        f"{len(differing)} differ, {len(report['split'])} field(s) split, "
+        f"Compared {n} node(s): {', '.join(counts)}, {len(report['split'])} field(s) split, "
         f"{len(report['unreadable'])} unreadable."
     )
     if report["majority"]:
