@@ -147,7 +147,8 @@ class Snapshot(MutableRecord):
         try:
             raw = jsontext.loads(text, max_values=SNAPSHOT_VALUES, max_depth=SNAPSHOT_DEPTH)
         except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
-            raise SnapshotError(f"snapshot {path} is not valid JSON: {exc}") from None
+            why = jsontext.describe(exc, text) if isinstance(exc, ValueError) else "nested too deeply"
+            raise SnapshotError(f"snapshot {path} is not valid JSON: {why}") from None
         del text  # nor the text while the parsed facts are read
         try:
             return cls.from_dict(raw)

@@ -88,3 +88,28 @@ def test_depth_is_the_nesting_outside_strings(text):
 def test_depth_of_deep_and_unbalanced_nesting(levels):
     for text in ("[" * levels + "]" * levels, '{"a":' * levels + "1" + "}" * levels, "[" * levels, "]" * levels):
         assert jsontext.depth(text) == _depth_by_regexes(text)
+
+
+def test_check_from_and_compare_say_the_same_of_a_bad_snapshot(tmp_path):
+    """A truncated, empty or refused snapshot is described in the same words by ``check
+    --from`` (Snapshot.load) and ``compare``; a refusal names no position."""
+    import pytest
+
+    from npudoctor.cluster.compare import compare_inputs
+    from npudoctor.snapshot import Snapshot, SnapshotError
+
+    doc = '{\n  "schema_version": 1,\n  "facts": {\n    "host": {"arch": "aarch64"}\n  }\n}\n'
+    cases = {
+        "cut.json": (doc[:40], "the document ends early, at line 4 (truncated?)"),
+        "empty.json": ("\n", "the file is empty"),
+        "deep.json": ("[" * 100 + "]" * 100, "nested 100 levels deep (more than 64)"),
+        "bad.json": ('{"a": 1,, "b": 2}', "line 1 column 9: Expecting property name enclosed in double quotes"),
+    }
+    for name, (text, why) in cases.items():
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises(SnapshotError) as caught:
+            Snapshot.load(str(path))
+        assert str(caught.value) == f"snapshot {path} is not valid JSON: {why}"
+        report = compare_inputs([str(path)], workers=1)
+        assert report["unreadable"] == [{"source": str(path), "error": f"not valid JSON: {why}"}]

@@ -103,6 +103,9 @@ def _file(path: str, named: bool, quick: Optional[Quick] = None) -> Iterator[Tup
     if memory > SNAPSHOT_MEMORY:
         yield path, too_wide(memory)
         return
+    if not data.strip():  # a node whose collect wrote nothing must not drop out unseen
+        yield path, "not valid JSON: the file is empty"
+        return
     yield from _documents(path, data, quick)
 
 
@@ -110,9 +113,9 @@ def _documents(label: str, data: bytes, quick: Optional[Quick] = None) -> Iterat
     """The documents of one input: one JSON document, or JSON Lines -- when the first
     line that is not blank is a JSON document of its own.  A pretty-printed document cut
     short (its first line ``{`` is not one) is one error for the input, saying where it
-    ends, not one "not valid JSON" per line.  Blank input holds no document.  ``quick``:
-    tried first on the whole input and on each line (a value it gives is yielded as
-    :class:`_Converted`)."""
+    ends, not one "not valid JSON" per line.  Blank input holds no document (a blank file
+    is an error of its reader).  ``quick``: tried first on the whole input and on each line
+    (a value it gives is yielded as :class:`_Converted`)."""
     if not data.strip():
         return
     if quick is not None:
@@ -129,14 +132,12 @@ def _documents(label: str, data: bytes, quick: Optional[Quick] = None) -> Iterat
     if data.count(b"\n") > 1 and _is_document(first):
         yield from _lines(label, data, quick)
         return
-    position, message = getattr(error, "pos", None), str(getattr(error, "msg", ""))
-    # the parser stopped at the end, or in a string never closed (it reached the end)
-    rest = data.decode("utf-8", errors="replace")[position:] if isinstance(position, int) else "x"
-    if not rest.strip() or message.startswith("Unterminated string"):
-        lines = data.count(b"\n") + (not data.endswith(b"\n"))
-        yield label, f"not valid JSON: the document ends early, at line {lines} (truncated?)"
-    else:
-        yield label, f"not valid JSON: {error}"
+    why = (
+        jsontext.describe(error, data.decode("utf-8", errors="replace"))
+        if isinstance(error, ValueError)
+        else "nested too deeply"
+    )
+    yield label, f"not valid JSON: {why}"
 
 
 def _is_document(line: bytes) -> bool:

@@ -32,6 +32,27 @@ if TYPE_CHECKING:
 MAX_INT_DIGITS = 100
 
 
+class Refused(json.JSONDecodeError):
+    """JSON :func:`loads` refuses to read whole (too many values, nested too deeply, a
+    number too long): the message says why, with no position (it is about the whole text)."""
+
+    def __str__(self) -> str:
+        return self.msg
+
+
+def describe(exc: ValueError, text: str) -> str:
+    """Words for an error of :func:`loads` on ``text``, the same for every reader: an empty
+    text, a text that ends early (a truncated file: the parser ran out of input), a refusal
+    (:class:`Refused`), or the line and column of malformed JSON."""
+    if not text.strip():
+        return "the file is empty"
+    if isinstance(exc, Refused) or not isinstance(exc, json.JSONDecodeError):
+        return str(exc)
+    if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+        return f"the document ends early, at line {exc.lineno} (truncated?)"
+    return f"line {exc.lineno} column {exc.colno}: {exc.msg}"
+
+
 def _int(text: str) -> int:
     if len(text) - (text[:1] == "-") > MAX_INT_DIGITS:
         raise ValueError(f"a number of {len(text)} digits (more than {MAX_INT_DIGITS})")
@@ -173,7 +194,7 @@ def loads(text: str, max_values: Optional[int] = None, max_depth: Optional[int] 
     data = text.encode("utf-8", "surrogatepass")  # the scans below read bytes (one per character here)
     refused = _refusal(data, max_values, max_depth)
     if refused is not None:
-        raise json.JSONDecodeError(refused, text, 0)
+        raise Refused(refused, text, 0)
     try:
         if _long_digits(data):
             return json.loads(text, parse_int=_int)
@@ -187,6 +208,6 @@ def loads(text: str, max_values: Optional[int] = None, max_depth: Optional[int] 
     except json.JSONDecodeError:
         raise
     except RecursionError:
-        raise json.JSONDecodeError("nested too deeply", text, 0) from None
+        raise Refused("nested too deeply", text, 0) from None
     except ValueError as exc:
-        raise json.JSONDecodeError(str(exc), text, 0) from None
+        raise Refused(str(exc), text, 0) from None
