@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -42,6 +43,18 @@ def test_every_shipped_code_loads_and_is_well_formed():
         assert c.title.strip() and c.explain.strip()
     assert found["HOST099"].name == "npudoctor-internal-error"
     assert found["PKG001"].kinds == ("K01",)
+
+
+#: The project's working documents (its audit and research notes, section marks): a user of
+#: `npudoctor explain` has none of them, so an explanation cites the official page instead.
+INTERNAL_DOCUMENT = re.compile(r"\bREPORT\b|REPORT\.md|\bAUDIT\b|\bINDEX\b|§")
+
+
+def test_explanations_cite_no_document_the_user_lacks():
+    cited = [f"{code}: {m.group(0)}" for code, c in load_all().items() for m in INTERNAL_DOCUMENT.finditer(c.explain)]
+    assert cited == []
+    pkg007 = load_all()["PKG007"].explain
+    assert "https://www.hiascend.com/document/detail/en/canncommercial/850/softwareinst/instg/instg_0045.html" in pkg007
 
 
 def test_parse_codes_builds_codes_from_text():

@@ -58,6 +58,6 @@ def test_undocumented_pairing_becomes_proven_broken_by_the_deep_import(tmp_path)
     assert cann003["severity"] == "error"
     assert cann003["data"]["grade"] == "proven-broken" and cann003["data"]["grade_was"] == "undocumented"
     assert "MsprofSysCycleTime" in cann003["data"]["source"]
-    assert any(e.startswith("evidence: proven broken (the deep probe: ") for e in cann003["evidence"])
+    assert any(e.startswith("proven broken (the deep probe: ") for e in cann003["evidence"])
     deep = next(f for f in after["findings"] if f["code"] == "DEEP002")
     assert deep["severity"] == "info" and "CANN003" in deep["data"]["explained_by"]

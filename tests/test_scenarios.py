@@ -43,6 +43,9 @@ def test_scenario(scenario, tmp_path):
     assert not bad, "\n".join([f"scenario {scenario}: fix lines that are not pasteable:"] + bad)
     for f in findings:  # the structured remedies render to the fix lines (rules may append prose after)
         assert [r["shell"] for r in f.get("remedies", [])] == f["fix"][: len(f.get("remedies", []))], f["code"]
+    # every report labels each evidence line itself ("evidence: …"): a line never carries the label
+    labelled = [f"{f['code']}: {e}" for f in findings for e in f.get("evidence", []) if e.startswith("evidence:")]
+    assert not labelled, "\n".join([f"scenario {scenario}: evidence lines that repeat the label:"] + labelled)
 
 
 def test_placeholder_pattern():
@@ -68,5 +71,5 @@ def test_top_level_counts_the_findings_the_report_shows_on_their_own(tmp_path):
     wrong = dataclasses.replace(run, spec={"expect": {"top_level": 5}})
     assert failures(wrong) == [
         "4 top-level findings (PKG007, CANN004, ENV003, DRV001), expected 5 (folded symptoms not counted; "
-        "findings: PKG007:error, CANN004:warning, ENV003:warning, DRV001:error, DEV003:warning)"
+        "findings: PKG007:warning, CANN004:warning, ENV003:warning, DRV001:error, DEV003:warning)"
     ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,24 @@ def test_live_run_without_npu_stack_lists_causes_unranked(no_stack_here):
     assert "running in a container" not in text and "possible (not checked)" not in text
     assert "  - CANN's Python dependencies (decorator, attrs, sympy, ...) are missing\n" in text
     assert "Verdict:" not in text
+
+
+def test_no_stack_note_only_where_there_are_causes_to_rank(no_stack_here, tmp_path):
+    """The note says the causes are listed unranked: a log with no known signature (empty,
+    binary, or only unknown lines) has no causes, so the note is not printed."""
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    elf = tmp_path / "core.log"
+    with open(sys.executable, "rb") as fh:  # a real ELF executable
+        elf.write_bytes(fh.read(1 << 16))
+    for log in (empty, elf):
+        proc = _run("triage", str(log))
+        assert "this machine has no Ascend NPU stack" not in proc.stdout, proc.stdout
+        assert "causes are listed unranked" not in proc.stdout
+        doc = json.loads(_run("triage", str(log), "--json").stdout)
+        assert doc["known"] == [] and doc["unranked"] == "no-npu-stack"  # the JSON keeps the fact
+    # with a known signature the note stays
+    assert "this machine has no Ascend NPU stack" in _run("triage", str(EH9999)).stdout
 
 
 def test_npu_root_tree_keeps_the_ranking(no_stack_here):

@@ -143,12 +143,35 @@ def test_binary_file_is_named_as_skipped(tmp_path):
     with open(sys.executable, "rb") as fh:  # a real ELF executable
         elf.write_bytes(fh.read(1 << 16))
     out = npudoctor("triage", str(elf), "--no-facts")
-    assert out.returncode == 0
+    # no input is a text log: nothing could be read, the help's "2 usage error (unreadable log)"
+    assert out.returncode == 2
     assert f"{elf}: skipped: a binary file, not a text log" in out.stdout
+    assert "Nothing was scanned: no input is a text log." in out.stdout
     assert "No known error signature" not in out.stdout
-    doc = json.loads(npudoctor("triage", str(elf), "--no-facts", "--json").stdout)
+    proc = npudoctor("triage", str(elf), "--no-facts", "--json")
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 2 and doc["exit_code"] == 2
     assert doc["sources"][0]["skipped"] == "a binary file, not a text log"
     assert doc["sources"][0]["lines"] == 0
+    # beside a text log the binary one is skipped and the run judges what it read
+    text = tmp_path / "app.log"
+    text.write_text("epoch 1 done\n")
+    both = npudoctor("triage", str(elf), str(text), "--no-facts")
+    assert both.returncode == 0 and "No known error signature and no error-looking line found." in both.stdout
+    error = tmp_path / "err.log"
+    error.write_text("ImportError: libhccl.so: cannot open shared object file\n")
+    assert npudoctor("triage", str(elf), str(error), "--no-facts").returncode == 1
+
+
+def test_empty_log_is_read_and_finds_nothing(tmp_path):
+    """An empty file is a readable log with no lines (a run that printed nothing): exit 0,
+    "nothing found" -- not the binary case."""
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    out = npudoctor("triage", str(empty), "--no-facts")
+    assert out.returncode == 0
+    assert "No known error signature and no error-looking line found." in out.stdout
+    assert "skipped" not in out.stdout and "Nothing was scanned" not in out.stdout
 
 
 def test_stray_nul_bytes_do_not_make_a_log_binary():

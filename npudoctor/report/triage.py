@@ -206,9 +206,11 @@ def _render_text(result: Dict[str, Any], out: IO[str]) -> None:
     many = len(sources) > 1
     names = ", ".join(f"{s['name']} ({s['lines']} lines)" for s in sources)
     out.write(f"npudoctor triage: {names}\n")
-    if result.get("unranked") == "no-npu-stack":
+    # whether causes are ranked matters only where a known signature has causes to rank
+    causes = any(g.get("causes") for g in result["known"])
+    if causes and result.get("unranked") == "no-npu-stack":
         out.write(f"  note: {NO_STACK_NOTE};\n        {NO_STACK_HINT}\n")
-    elif result.get("facts_from") == "none":
+    elif causes and result.get("facts_from") == "none":
         out.write("  (no facts gathered: causes are not ranked for this machine)\n")
     for f in result.get("facts_unreadable") or ():
         out.write(f"  ! {f['code']} {f['title']}\n")

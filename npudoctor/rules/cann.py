@@ -288,7 +288,7 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
     evidence = [
         f"torch_npu {tver} from {tnpu.dist_info or tnpu.location}",
         toolkit_line(tk),
-        f"evidence: {verdict.describe()}",
+        verdict.describe(),
     ]
     data: Dict[str, Any] = {
         "torch_npu": tver,

@@ -295,7 +295,7 @@ def _proven_broken(finding: Finding, failure: str) -> None:
     finding.data["grade_was"] = grade
     finding.data["grade"] = Grade.BROKEN.value
     finding.data["source"] = f"the deep probe: {failure}"
-    finding.evidence.append(f"evidence: {Grade.BROKEN.words} (the deep probe: {failure})")
+    finding.evidence.append(f"{Grade.BROKEN.words} (the deep probe: {failure})")
     finding.severity = severity(Verdict(Grade.BROKEN, failure)) or "error"
 
 

@@ -156,7 +156,7 @@ def _against_requires_dist(
         describe(npu),
         describe(torch),
         f"torch_npu {npu.version} requires `{unmet[0]}` (Requires-Dist in its METADATA)",
-        f"evidence: {verdict.describe()}",
+        verdict.describe(),
     ]
     same_release = any(pep440_release(tv) == pep440_release(s.version) for s in unmet[0].specifier)
     if same_release and "+" in spec:
@@ -209,7 +209,7 @@ def _against_release(
     verdict = torch_verdict(row, str(npu.version or ""), tv)
     if row is None:
         verdict = Verdict(Grade.INCOMPATIBLE, f"{source} pairs torch_npu {npu.version} with torch {expected}")
-    evidence.append(f"evidence: {verdict.describe()}")
+    evidence.append(verdict.describe())
     wanted = f"torch=={expected}" + ("+cpu" if plat == "x86_64" else "")
     fix: List[Fix] = [pip_install(ctx.view.python, wanted, index=cpu_index(wanted, plat))]
     hidden = _hidden_fit(ctx, evidence)
@@ -260,7 +260,7 @@ def _unofficial_pairing(
         who, why = required
         yield TORCH_PAIR.finding(
             title=f"torch_npu {version} is the unofficial build {who} requires; torch {torch_version} fits it",
-            evidence=[describe(npu), f"evidence: {verdict.describe()}", f"{who} requires torch_npu {version} ({why})"],
+            evidence=[describe(npu), verdict.describe(), f"{who} requires torch_npu {version} ({why})"],
             fix=[],
             subject="torch_npu",
             severity="info",
@@ -270,7 +270,7 @@ def _unofficial_pairing(
     official = f"torch_npu {row.torch_npu}" if row is not None else f"an official torch_npu {base}"
     yield TORCH_PAIR.finding(
         title=f"torch_npu {version} is an unofficial build of {base}; torch {torch_version} fits it",
-        evidence=[describe(npu), f"evidence: {verdict.describe()}"],
+        evidence=[describe(npu), verdict.describe()],
         fix=[f"for a supported stack use {official}, the official build of the same base"],
         subject="torch_npu",
         severity=sev,
@@ -487,7 +487,7 @@ def numpy_major(ctx: RuleContext) -> Iterable[Finding]:
             # inside the range CANN needs but beyond what its install guide names: a note
             yield NUMPY2.finding(
                 title=f"numpy {version} with CANN {cv} on Python {py}: {verdict.grade.words}",
-                evidence=[describe(numpy), f"evidence: {verdict.describe()}"],
+                evidence=[describe(numpy), verdict.describe()],
                 fix=[],
                 subject="numpy",
                 severity=sev,
@@ -495,9 +495,13 @@ def numpy_major(ctx: RuleContext) -> Iterable[Finding]:
                 data=dict(_grade_data(verdict), routine=sev == "info" and satisfies(version, spec) is True),
             )
         return
-    evidence = [describe(numpy), numpy_need_line(cv, py, str(spec), source)]
+    inferred = verdict is not None and verdict.grade is Grade.UNDOCUMENTED
+    evidence = [describe(numpy)]
+    if not inferred:
+        evidence.append(numpy_need_line(cv, py, str(spec), source))
     if verdict is not None:
-        evidence.append(f"evidence: {verdict.describe()}")
+        # an inferred range: the verdict names the borrowed range and its source (said once)
+        evidence.append(verdict.describe())
     pullers = _needing_numpy2(ctx, version, installed_fits=True)
     evidence += pullers
     fix: List[Fix] = [pip_install(ctx.view.python, f"numpy{spec}")]
@@ -506,7 +510,11 @@ def numpy_major(ctx: RuleContext) -> Iterable[Finding]:
             "then pin the packages above to releases that accept NumPy 1.x (they pulled NumPy 2 in), "
             "or install them before torch_npu and re-run the numpy pin"
         )
-    title = f"numpy {version} is installed but CANN {cv} on Python {py} needs numpy{spec}"
+    if inferred:
+        # the range is an older release's: said as such, never as this CANN's own statement
+        title = f"numpy {version} is installed but the CANN release before {cv} needs numpy{spec} on Python {py}"
+    else:
+        title = f"numpy {version} is installed but CANN {cv} on Python {py} needs numpy{spec}"
     if pullers:
         title += f" ({pullers[0].split(' requires')[0]} requires numpy>=2)"
     yield NUMPY2.finding(

@@ -306,7 +306,7 @@ def _installed_wheel(ctx: RuleContext, npu: Distribution, short: str, plat: Opti
                 f"Python {py.version} at {py.executable}",
                 f"PyPI wheels for {plat}: cp" + ", cp".join(p.replace(".", "") for p in pys),
             ]
-            + ([f"evidence: {verdict.describe()}"] if verdict is not None else [])
+            + ([verdict.describe()] if verdict is not None else [])
             + ([f"known to work: {verdict.window}"] if verdict is not None and verdict.window else []),
             fix=_new_env_fix(ctx, target, _torch_release(row.torch if row is not None else None), str(npu.version))
             if target

@@ -42,7 +42,8 @@ variables) instead of this shell's; --user judges device access for that account
 --no-commands runs no npu-smi; --no-facts probes nothing (no machine option then).
 
 Exit codes: 0 no known error found (noise, warnings and unknown lines do not count);
-1 known errors found; 2 usage error (unreadable log, bad options)."""
+1 known errors found; 2 usage error (unreadable log: missing, not permitted, or no input a
+text log; bad options)."""
 
 
 def _facts(
@@ -90,7 +91,8 @@ def run_triage(
 ) -> ExitStatus:
     """Scan ``logs`` (``-``: ``env.stdin``) and write the result (text, or JSON with
     ``request.json``) to ``env.stdout`` (default: the process's surroundings); returns the
-    exit status (PROBLEMS when a known error was found).  Raises :class:`UsageError` for
+    exit status (PROBLEMS when a known error was found, USAGE when no input is a text log:
+    every one was skipped as binary; an empty log is read, and finds nothing).  Raises :class:`UsageError` for
     unreadable logs or bad options."""
     from npudoctor.report.triage import PROGRESS_MIN_BYTES, ProgressLine, conceal_result, render_text
     from npudoctor.triage import Scanner, iter_log_files, load_kb, rank
@@ -143,6 +145,10 @@ def run_triage(
     ]
     result = conceal_result(result)  # log lines quoted may carry tokens and passwords
     status = ExitStatus.PROBLEMS if result["summary"]["known_errors"] else ExitStatus.OK
+    if all(src.get("skipped") for src in result["sources"]):
+        # no input is a text log (each one binary): nothing could be read, the help's
+        # "unreadable log" -- the report still names each input and why it was skipped
+        status = ExitStatus.USAGE
     if request.json:
         from npudoctor import __version__
 

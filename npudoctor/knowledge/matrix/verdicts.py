@@ -492,7 +492,11 @@ def numpy_cann(numpy: str, spec: str, source: str, exact: bool, tested_max: str 
     """How installed ``numpy`` fits the range ``spec`` (pip specifier) the CANN in use needs
     with this Python (``source``: the CANN row's; ``exact``: the row is the CANN's own, not
     an older release's used as fallback).  ``tested_max``: the newest numpy the install guide
-    names (``1.24``): a numpy inside ``spec`` but newer is *undocumented* (info)."""
+    names (``1.24``): a numpy inside ``spec`` but newer is *undocumented* (info).
+
+    A range borrowed from an older release (``exact`` False) is an inference, never a
+    statement about this CANN: a numpy outside it is *undocumented* (a warning naming the
+    borrowed range, AUDIT §7 (e)), not *documented incompatible*."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.version import InvalidVersion, Version
 
@@ -505,10 +509,11 @@ def numpy_cann(numpy: str, spec: str, source: str, exact: bool, tested_max: str 
     src = f"{who}needs numpy{spec} ({source})"
     if not exact:
         src = f"{who}has no numpy statement of its own; the nearest older documented CANN needs numpy{spec} ({source})"
-    if not ok:
-        return Verdict(Grade.INCOMPATIBLE, src, window=f"numpy{spec}" + (f" with CANN {cann}" if cann else ""))
+    window = f"numpy{spec}" + (f" with CANN {cann}" if cann else "")
     if not exact:
-        return Verdict(Grade.UNDOCUMENTED, src)
+        return Verdict(Grade.UNDOCUMENTED, src, window="" if ok else window)
+    if not ok:
+        return Verdict(Grade.INCOMPATIBLE, src, window=window)
     if tested_max:
         try:
             top = Version(tested_max)
