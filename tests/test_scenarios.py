@@ -21,13 +21,16 @@ PLACEHOLDER = re.compile(r"<[A-Za-z][^<>]*>")
 ELLIPSIS = re.compile(r"(?<!')\.\.\.(?!')")
 
 
-#: A fix line that is a shell command line: it starts with a command (after an ``or``/``or:``
-#: and ``VAR=value`` words), or carries a shell comment (``cmd   # why``).
+#: A fix line that is or holds a shell command line: it starts with a command (after an
+#: ``or``/``or:`` and ``VAR=value`` words), names one with its arguments after a colon
+#: (``e.g. old caches: rm -rf DIR``), or carries a shell comment (``cmd   # why``).
 COMMAND_WORDS = (
     "apt-get|apt|yum|dnf|conda|pip3?|python[0-9.]*|hccn_tool|npu-smi|export|unset|source|chmod|chown|cd|"
     "ldconfig|docker|kubectl|systemctl|rm|mkdir|ln|sed|bash|sh|\\.|add-apt-repository"
 )
-COMMAND_LINE = re.compile(rf"^(?:or:?\s+)?(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*(?:{COMMAND_WORDS})(?:\s|$)|\S\s+#\s")
+COMMAND_LINE = re.compile(
+    rf"^(?:or:?\s+)?(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*(?:{COMMAND_WORDS})(?:\s|$)|:\s+(?:{COMMAND_WORDS})\s+\S|\S\s+#\s"
+)
 
 
 def prose_commands(findings: List[Dict[str, Any]]) -> List[str]:
@@ -97,7 +100,10 @@ def test_command_line_pattern():
     assert not said("Stop the jobs that hold the NPUs, then run npu-smi again:")
     assert not said("In the image: RUN groupadd -g 1000 npu && useradd -u 1000 -g 1000 -m npu")
     assert not said("or install the torch_npu release built for torch 2.1.0")
-    assert not said("free space on / (e.g. old caches: rm -rf /root/ascend/kernel_meta*)")
+    assert said("free space on / (e.g. old caches: rm -rf /root/ascend/kernel_meta*)")
+    assert said("Or keep Ray from rewriting it: export RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1 and set it")
+    assert not said("Free space on /, e.g. by removing old caches (/root/ascend/kernel_meta* and ~/ascend/log/debug)")
+    assert not said("Stop the jobs on this NPU and collect `dmesg` and /var/log/npu/")
 
 
 def test_top_level_counts_the_findings_the_report_shows_on_their_own(tmp_path):

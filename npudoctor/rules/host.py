@@ -153,7 +153,8 @@ def cann_disk_space(ctx: RuleContext) -> Iterable[Finding]:
             title=f"Only {_gib(free)} free for {rec.purpose} at {path}",
             evidence=evidence,
             fix=[
-                f"free space on {rec.mount or rec.checked} (e.g. old caches: rm -rf {path}/kernel_meta* ~/ascend/log/debug)",
+                f"Free space on {rec.mount or rec.checked}, e.g. by removing old caches ({path}/kernel_meta* "
+                "and ~/ascend/log/debug)",
                 Command(
                     (
                         "export",
