@@ -77,7 +77,7 @@ PROBES = (
 # (module, READS, ONLY_WITH, has post-processors)
 RULE_MODULES = (
     ('npudoctor.rules.access', ('access', 'environment', 'python'), ('access',), True),
-    ('npudoctor.rules.cann', ('cann', 'devices', 'driver', 'frameworks', 'host', 'packages', 'python'), ('cann',), False),
+    ('npudoctor.rules.cann', ('cann', 'container', 'devices', 'driver', 'frameworks', 'host', 'packages', 'python'), ('cann',), False),
     ('npudoctor.rules.cann_addons', ('cann', 'devices', 'environment', 'host', 'libraries', 'packages', 'python'), ('cann',), False),
     ('npudoctor.rules.capabilities', ('container', 'devices'), ('container',), True),
     ('npudoctor.rules.chips', ('cann', 'devices', 'host', 'packages'), ('devices',), False),

@@ -184,6 +184,18 @@ class Finding(MutableRecord):
     confirmed_by: List[str] = field(default_factory=list)
     remedies: List[Dict[str, Any]] = field(default_factory=list)
 
+    def add_fix(self, *steps: Union[Remedy, str]) -> None:
+        """Append ``steps`` (remedies, or prose as a string) to a finding already made: their
+        lines to ``fix`` and, while every earlier line has its remedy, their remedies too."""
+        from npudoctor.remedies import Prose, shell_lines, to_dict
+
+        items = [Prose(s) if isinstance(s, str) else s for s in steps]
+        lines = [clean_text(line) for line in shell_lines(items)]
+        aligned = len(self.remedies) == len(self.fix)
+        self.fix.extend(lines)
+        if aligned:
+            self.remedies.extend(dict(to_dict(r), shell=line) for r, line in zip(items, lines))
+
     def sort_key(self) -> tuple[int, int, str, str]:
         area = AREAS.index(self.area) if self.area in AREAS else len(AREAS)
         return (area, _SEVERITY_RANK[self.severity], self.code, self.subject or "")

@@ -241,8 +241,9 @@ def test_extension_built_against_another_torch_npu(arm_world, tmp_path):
         "provider: libtorch_npu.so of torch_npu 2.1.0.post10 (the one import torch_npu loads)",
     ]
     assert f["fix"] == [
-        "Rebuild npu_ext against the installed torch_npu 2.1.0.post10 (pip install --no-build-isolation "
-        "--no-binary npu_ext --no-deps --force-reinstall npu_ext, or from source)",
+        "Rebuild npu_ext against the installed torch_npu 2.1.0.post10 (or from its source tree): "
+        "/usr/local/python3.11.13/bin/python3.11 -m pip install npu_ext --no-build-isolation --no-binary npu_ext "
+        "--no-deps --force-reinstall",
         "or install the torch_npu release npu_ext was built for (its release notes or requirements name it)",
     ]
     (check,) = run.doc["facts"]["libraries"]["symbols"]["extensions"]

@@ -524,3 +524,33 @@ def test_vllm_ascend_0_16_to_0_19_document_cann_8_5_1_and_8_5_0_under_them_is_a_
     # the releases before 0.16 document 8.5.0: quiet on it
     pk["vllm-ascend"] = [rec("vllm_ascend", "0.15.0rc1")]
     assert "CANN012" not in codes(snap(toolkits=[dict(TK, version="8.5.0")], packages=pk))
+
+
+@pytest.mark.parametrize(
+    "name, noun, where",
+    [
+        ("hccl-clean-two-nodes", "container", "docker container"),
+        ("k16-container-no-devices", "container", "docker container"),
+        ("case41-k8s-cpu-manager-static-device-cgroup", "pod's container", "containerd pod's container"),
+        ("dev-npu-smi-not-found-host", None, None),
+    ],
+)
+def test_no_cann_and_no_torch_npu_says_what_is_true_where_it_runs(name, noun, where, tmp_path):
+    """Neither CANN nor torch_npu: "fine on a host that runs CANN in containers" is said on a
+    host only; inside a container the note names the container and what a job there needs."""
+    from scenario_runner import REPO, prepare, run_check
+
+    run = run_check(prepare(REPO / "tests" / "scenarios" / name, tmp_path))
+    (f,) = [f for f in run.doc["findings"] if f["code"] == "CANN001"]
+    assert f["severity"] == "info"
+    text = "\n".join([f["title"], *f["evidence"]])
+    if noun is None:
+        assert (
+            f["title"] == "No CANN toolkit installed (no torch_npu either; fine on a host that runs CANN in containers)"
+        )
+        assert "container facts" not in text
+    else:
+        assert "on a host" not in text
+        assert f["title"].startswith(f"No CANN toolkit in this {noun} (no torch_npu either): ")
+        assert "needs CANN and torch_npu in the image" in f["title"]
+        assert f"npudoctor runs in a {where} (container facts: " in text

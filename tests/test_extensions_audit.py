@@ -106,8 +106,9 @@ def test_extension_pinning_its_torch_npu_names_the_provider_and_the_two_ways_out
     )
     assert "provider: libtorch_npu.so of torch_npu 2.1.0.post10 (the one import torch_npu loads)" in f["evidence"]
     assert f["fix"] == [
-        "Rebuild npu_ext2 against the installed torch_npu 2.1.0.post10 (pip install --no-build-isolation "
-        "--no-binary npu_ext2 --no-deps --force-reinstall npu_ext2, or from source)",
+        "Rebuild npu_ext2 against the installed torch_npu 2.1.0.post10 (or from its source tree): "
+        "/usr/local/python3.11.13/bin/python3.11 -m pip install npu_ext2 --no-build-isolation --no-binary npu_ext2 "
+        "--no-deps --force-reinstall",
         "or install the torch_npu npu_ext2 was built for (its Requires-Dist: torch-npu==2.1.0.post12): "
         "/usr/local/python3.11.13/bin/python3.11 -m pip install torch-npu==2.1.0.post12",
     ]

@@ -151,6 +151,23 @@ def test_an_installer_for_an_unknown_chip_is_a_command_for_one_named_chip() -> N
     assert f"```sh\nchmod +x {run} && ./{run} --install  # for 910b\n" in md
 
 
+def test_the_toolchain_ppa_for_an_old_libstdcxx_is_one_command_in_every_form() -> None:
+    """lib-glibcxx-too-old (Ubuntu): the PPA install is a ``$`` line printed whole, an ``sh``
+    block in Markdown and a ``command`` remedy in JSON; the other ways stay prose."""
+    s = SCENARIOS / "lib-glibcxx-too-old"
+    want = (
+        "apt-get update && apt-get install -y software-properties-common && "
+        "add-apt-repository -y ppa:ubuntu-toolchain-r/test && apt-get update && apt-get install -y libstdc++6"
+    )
+    doc = json.loads(_run(s, "--json").stdout)
+    remedies = _finding(doc, "LIB002")["remedies"]
+    assert [(r["kind"], r["command"]) for r in remedies][0] == ("command", want)
+    assert [r["kind"] for r in remedies[1:]] == ["prose", "prose"]
+    assert any(line.startswith(want + "  # ") for line in _dollar_lines(_run(s).stdout))
+    md = _run(s, "--markdown").stdout
+    assert f"```sh\n{want}  # the toolchain PPA's libstdc++6 comes from a newer GCC\n```" in md
+
+
 def test_npu_smi_missing_folds_under_the_missing_driver() -> None:
     """npu-smi ships with the driver: with no driver, DEV003 is its symptom (one root cause,
     one finding); with a driver, DEV003 stands alone (see the devices tests)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from clirun import npudoctor
 from scenario_runner import REPO, environment, prepare, run_check
 
@@ -63,3 +64,39 @@ def test_framework_without_torch_npu_and_cann_is_an_error_not_fine(tmp_path):
     assert by_code["CANN001"]["severity"] == "error" and "fine" not in by_code["CANN001"]["title"]
     assert by_code["CANN007"]["data"]["superseded_by"] == "CANN001"
     assert run.returncode == 1
+
+
+@pytest.mark.parametrize(
+    "name, header, steps",
+    [
+        ("lib-driver-not-on-loader-path", "(packages → shared libraries)", ["PKG006", "LIB001"]),
+        ("lib-glibcxx-too-old", "(packages → shared libraries)", ["PKG006", "LIB002"]),
+        ("k03-extension-other-torch-npu", "(packages → shared libraries)", ["PKG006", "LIB005"]),
+        ("lib-k01-torch-symbols", "(packages → shared libraries)", ["PKG001", "PKG006", "LIB003"]),
+        ("k05-torch-npu-2.10-on-cann-8.0.0", "(driver → CANN → packages)", ["DRV001", "CANN003", "PKG006"]),
+    ],
+)
+def test_the_header_of_the_fix_list_says_the_order_of_its_steps(name, header, steps, tmp_path):
+    """The header names the layers of the listed fixes in the list's own order (a library
+    fix after the packages): it never claims an order the steps do not follow."""
+    scenario = prepare(REPO / "tests/scenarios" / name, tmp_path)
+    env = environment(scenario, run_check(scenario).spec)
+    text = npudoctor("check", "--root", str(scenario / "root"), env=env, width=200).stdout
+    tail = text[text.index("\nFix in this order\n") + 1 :].splitlines()
+    assert tail[1] == header, tail
+    assert [line.split()[1] for line in tail[2:] if re.match(r"^\s+\d+\. ", line)] == steps
+    md = npudoctor("check", "--root", str(scenario / "root"), "--markdown", env=env).stdout
+    assert f"Fix in this order {header}:" in md
+
+
+def test_a_fix_in_no_layer_is_named_as_such_in_the_header():
+    from npudoctor.findings import Finding
+    from npudoctor.report.build import order_header
+
+    def f(code):
+        return Finding(code=code, name="x", severity="error", area="x", title="t")
+
+    assert order_header([f("DRV001"), f("HOST002")]) == "driver → other fixes"
+    assert order_header([f("ENV001"), f("ENV003"), f("PKG001"), f("LIB001"), f("DEEP001")]) == (
+        "set_env.sh → packages → shared libraries → import check"
+    )

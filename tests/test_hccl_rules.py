@@ -162,7 +162,13 @@ def test_hccn_tool_differs_and_link_down(tmp_path, fixture_text):
     diff = [f for f in found if f.code == "HCCL019"]
     assert [f.subject for f in diff] == ["0", "7"]
     assert "address_0=198.51.137.205" in diff[0].title
-    assert [f.severity for f in found if f.code == "HCCL020"] == ["warning", "warning"]
+    # the netmask of /etc/hccn.conf completes the command (no <M> placeholder)
+    assert [r["command"] for r in diff[0].remedies] == [
+        "hccn_tool -i 0 -ip -s address 198.51.137.205 netmask 255.255.0.0"
+    ]
+    down = [f for f in found if f.code == "HCCL020"]
+    assert [f.severity for f in down] == ["warning", "warning"]
+    assert [r["command"] for r in down[0].remedies] == ["hccn_tool -i 0 -link -g"]
 
 
 def test_hung_hccn_tool_is_bounded(tmp_path):

@@ -141,6 +141,17 @@ def test_empty_rt_visible_without_ray_says_no_ray(tmp_path):
     ]
 
 
+def test_keeping_ray_from_rewriting_the_variable_is_an_export(tmp_path):
+    """The Ray worker: the steps added for Ray keep their remedies, and the export that keeps
+    Ray away is a command (``$`` line), its condition said in the comment."""
+    run = run_check(prepare(SCENARIOS / "case46-ray-worker-empty-rt-visible-devices", tmp_path))
+    (dev030,) = _findings(run, "DEV030")
+    assert [r["shell"] for r in dev030["remedies"]] == dev030["fix"]
+    assert [r["kind"] for r in dev030["remedies"]][-2:] == ["prose", "export"]
+    assert dev030["remedies"][-1]["command"] == "export RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1"
+    assert dev030["remedies"][-1]["note"].startswith("then set ASCEND_RT_VISIBLE_DEVICES yourself")
+
+
 def test_ray_with_noset_blames_the_launcher(tmp_path):
     scenario = prepare(SCENARIOS / "case46-ray-worker-empty-rt-visible-devices", tmp_path)
     _set_env(scenario, ASCEND_RT_VISIBLE_DEVICES="1,0", RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES="1")

@@ -146,6 +146,16 @@ CPU = "https://download.pytorch.org/whl/cpu"
             "/usr/bin/python3.10 -c 'import sys; print(sys.version)'  # must print the version",
         ),
         (
+            Command(
+                ("apt-get", "update"),
+                then=(("add-apt-repository", "-y", "ppa:x/y z"), ("apt-get", "install", "-y", "libstdc++6")),
+                lead="on Ubuntu: ",
+                note="then check again",
+            ),
+            "on Ubuntu: apt-get update && add-apt-repository -y 'ppa:x/y z' && apt-get install -y libstdc++6"
+            "  # then check again",
+        ),
+        (
             DockerFlags(devices=(0, 1), control=("/dev/davinci_manager",), mounts=("/usr/local/Ascend/driver",)),
             "--device /dev/davinci0 --device /dev/davinci1 --device /dev/davinci_manager "
             "-v /usr/local/Ascend/driver:/usr/local/Ascend/driver",

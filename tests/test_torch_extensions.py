@@ -79,7 +79,11 @@ def test_old_abi_extension_on_cxx11_torch_is_one_lib010(tmp_path):
         f"{extension_name('_C', python='310')}, {extension_name('_ops', python='310')} (oldabi_ext) were built "
         "with the old C++ ABI; torch 2.7.1 uses the C++11 one"
     )
-    assert f["fix"][0].startswith("Rebuild oldabi_ext against the installed torch 2.7.1 (pip install")
+    assert f["remedies"][0]["kind"] == "pip-install" and f["remedies"][0]["command"] == (
+        "/usr/local/bin/python3.10 -m pip install oldabi_ext --no-build-isolation --no-binary oldabi_ext "
+        "--no-deps --force-reinstall"
+    )
+    assert f["fix"][0].startswith("Rebuild oldabi_ext against the installed torch 2.7.1 (or from its source tree): ")
     assert any("imports _ZN3c106detail14torchCheckFailEPKcS2_jRKSs" in line for line in f["evidence"])
 
 

@@ -203,7 +203,8 @@ def command(remedy: Remedy) -> Optional[str]:
             return quote(remedy.path) + args
         return f"chmod +x {quote(remedy.path)} && ./{quote(remedy.path)}{args}"
     if isinstance(remedy, Command):
-        return " ".join(_env(remedy.env) + [quote(a) for a in remedy.argv])
+        words = [" ".join(_env(remedy.env) + [quote(a) for a in remedy.argv])]
+        return " && ".join(words + [" ".join(quote(a) for a in argv) for argv in remedy.then])
     if isinstance(remedy, Pipeline):
         line = " | ".join(" ".join(quote(a) for a in stage) for stage in remedy.stages)
         return line + (f" > {quote(remedy.stdout)}" if remedy.stdout else "")

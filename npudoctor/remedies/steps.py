@@ -127,10 +127,12 @@ class RunFile(Record):
 
 class Command(Record):
     """A plain command given as argv (each word quoted by the renderer), with ``env``
-    pairs before it."""
+    pairs before it, and the commands of ``then`` run after it, each only when the one
+    before succeeded (joined with ``&&``: ``apt-get update && apt-get install -y P``)."""
 
     argv: Tuple[str, ...]
     env: EnvPairs = ()
+    then: Tuple[Tuple[str, ...], ...] = ()
     lead: str = ""
     note: str = ""
 

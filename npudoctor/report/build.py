@@ -79,6 +79,22 @@ def fix_list(findings: Sequence[Finding]) -> List[Finding]:
     return [f for f in chain + rest if f.severity == "error" and f.fix and f.data.get("superseded_by") not in codes]
 
 
+def order_header(ordered: Sequence[Finding]) -> str:
+    """The header of the fix list ``ordered`` (:func:`fix_list`): the layer of each listed
+    fix (:data:`npudoctor.rules.order.LAYERS`: ``driver``, ..., ``shared libraries``; ``other
+    fixes`` for a code in no layer), in the order the list has them, each said once in a row:
+    ``packages → shared libraries``.  It says the list's own order, whatever its fixes are."""
+    from npudoctor.rules.order import LAYER_NAMES, layer_of
+
+    names: List[str] = []
+    for f in ordered:
+        layer = layer_of(f.code)
+        name = LAYER_NAMES[layer] if layer >= 0 else "other fixes"
+        if not names or names[-1] != name:
+            names.append(name)
+    return " → ".join(names)
+
+
 def has_dependencies(findings: Sequence[Finding]) -> bool:
     codes = {f.code for f in findings}
     return any(set(f.after) & codes for f in findings)

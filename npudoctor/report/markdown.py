@@ -10,7 +10,7 @@ from npudoctor.facts.coverage import unchecked
 from npudoctor.findings import AREA_TITLES, Finding, counts
 from npudoctor.redact import Redactor, conceal_text
 from npudoctor.remedies.render import example
-from npudoctor.report.build import fix_list, folded_under, has_dependencies
+from npudoctor.report.build import fix_list, folded_under, has_dependencies, order_header
 from npudoctor.report.layout import command_of, remedy_for
 from npudoctor.report.summary import area_lines
 from npudoctor.snapshot import Snapshot, redact, redactor_for
@@ -140,7 +140,7 @@ def render(snapshot: Snapshot, findings: Sequence[Finding], product_lines: Optio
             out.append("")
         ordered = fix_list(shown) if has_dependencies(shown) else []
         if len(ordered) > 1:
-            out += ["Fix in this order (driver → CANN → kernels/NNAL → set_env.sh → packages):", ""]
+            out += [f"Fix in this order ({order_header(ordered)}):", ""]
             out += [f"{n}. `{f.code}` {f.title}" for n, f in enumerate(ordered, start=1)]
             out.append("")
         out.append("</details>")

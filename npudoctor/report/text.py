@@ -14,7 +14,7 @@ from typing import IO, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from npudoctor.facts import Facts
 from npudoctor.findings import Finding, counts
-from npudoctor.report.build import fix_list, folded_under, has_dependencies
+from npudoctor.report.build import fix_list, folded_under, has_dependencies, order_header
 from npudoctor.report.layout import Line, Painter, fix_lines, wrap
 from npudoctor.report.summary import area_lines
 from npudoctor.snapshot import Snapshot
@@ -167,7 +167,7 @@ def render(
         lines += [Line([])] + [Line([(r, "dim")]) for r in wrap(text, cols)]
     if steps:
         lines += [Line([]), Line([("Fix in this order", "bold")])]
-        lines += [Line([(r, "dim")]) for r in wrap("(driver → CANN → kernels/NNAL → set_env.sh → packages)", cols)]
+        lines += [Line([(r, "dim")]) for r in wrap(f"({order_header(ordered)})", cols)]
         for n, f in enumerate(ordered, start=1):
             head = f"  {n}. {f.code} "
             rows = wrap(f.title, cols, first=len(head), indent=FIX_INDENT)

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from npudoctor.knowledge.grades import Verdict
     from npudoctor.knowledge.matrix import Matrix
 
-READS = ("cann", "devices", "driver", "frameworks", "host", "packages", "python")
+READS = ("cann", "container", "devices", "driver", "frameworks", "host", "packages", "python")
 ONLY_WITH = ("cann",)
 
 NO_CANN = codes.get("CANN001")
@@ -57,6 +57,33 @@ UNREADABLE = codes.get("CANN010")
 ARCH_MISMATCH = codes.get("CANN011")
 
 _ARCHES = ("aarch64", "x86_64")
+
+
+#: How the note about no CANN and no torch_npu names where npudoctor runs (container facts
+#: ``runs_in``), when that is not the host.
+_INSIDE = {"container": "container", "pod": "pod's container", "build": "image build"}
+
+
+def _nothing_installed(ctx: RuleContext, evidence: List[str]) -> Finding:
+    """CANN001 as a note: neither CANN nor torch_npu.  On a host that is fine when the jobs
+    run in containers; inside a container (or an image build) the host's CANN is not this
+    one's, so the note says what a PyTorch job here would need."""
+    runs_in = ctx.view.container.runs_in if ctx.view.state("container") == "ok" else "host"
+    inside = _INSIDE.get(runs_in)
+    if inside is None:
+        return NO_CANN.finding(
+            title="No CANN toolkit installed (no torch_npu either; fine on a host that runs CANN in containers)",
+            evidence=evidence,
+            severity="info",
+        )
+    container = ctx.view.container
+    where = f"runs in a {container.runtime} {inside}" if container.runtime else f"runs in a {inside}"
+    return NO_CANN.finding(
+        title=f"No CANN toolkit in this {inside} (no torch_npu either): fine if no PyTorch job runs on the NPUs "
+        "here; one that does needs CANN and torch_npu in the image (or CANN mounted from the host)",
+        evidence=evidence + [f"npudoctor {where} (container facts: {'; '.join(container.evidence[:2]) or runs_in})"],
+        severity="info",
+    )
 
 
 @rule
@@ -93,11 +120,7 @@ def no_cann(ctx: RuleContext) -> Iterable[Finding]:
         )
         return
     if tnpu is None:
-        yield NO_CANN.finding(
-            title="No CANN toolkit installed (no torch_npu either; fine on a host that runs CANN in containers)",
-            evidence=evidence,
-            severity="info",
-        )
+        yield _nothing_installed(ctx, evidence)
         return
     tver = tnpu.version or ""
     evidence.insert(0, f"torch_npu {tver} installed in {tnpu.location}")

@@ -12,12 +12,12 @@ import ipaddress
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Set, Tuple, Union
 
 from npudoctor import lazyre
-from npudoctor.facts.hccl import HcclFacts, RankServer
+from npudoctor.facts.hccl import HcclFacts, HccnConf, RankServer
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.parsers.numbers import to_int
 from npudoctor.parsers.ranktable import is_ip
-from npudoctor.remedies import Command, DockerFlags, Export, Pipeline, Remedy
+from npudoctor.remedies import Command, DockerFlags, Export, Pipeline, Prose, Remedy
 from npudoctor.rules import rule
 from npudoctor.rules._hccl_job import job_shape
 from npudoctor.rules._ranktable import layout_problems
@@ -285,8 +285,12 @@ def rank_table_this_node(ctx: RuleContext) -> Iterable[Finding]:
                     f"/etc/hccn.conf addresses: {', '.join(f'address_{k}={v}' for k, v in conf.items()) or 'none'}",
                 ],
                 fix=[
-                    f"hccn_tool -i {dev_id} -ip -g   # on the host: the NIC address of device {dev_id}",
-                    f"hccn_tool -i {dev_id} -ip -s address {ip} netmask <netmask>   # if {ip} is the intended address",
+                    Command(
+                        ("hccn_tool", "-i", str(dev_id), "-ip", "-g"),
+                        note=f"on the host: the NIC address of device {dev_id}",
+                    ),
+                    f"If {ip} is the intended address, set it on the host with hccn_tool's -ip -s for device "
+                    f"{dev_id} (address {ip} and the netmask of that network); it writes /etc/hccn.conf",
                 ],
                 subject=str(dev_id),
             )
@@ -299,10 +303,25 @@ def rank_table_this_node(ctx: RuleContext) -> Iterable[Finding]:
                 ],
                 fix=[
                     f'Set "device_ip": "{want}" for device_id {dev_id} of server {label} in {path}',
-                    f"hccn_tool -i {dev_id} -ip -g   # confirm the live address on the host",
+                    Command(("hccn_tool", "-i", str(dev_id), "-ip", "-g"), note="confirm the live address on the host"),
                 ],
                 subject=str(dev_id),
             )
+
+
+def _set_address(dev: object, address: str, conf: Optional[HccnConf], live_mask: Optional[str]) -> Remedy:
+    """``hccn_tool -i DEV -ip -s address A netmask M`` with the netmask /etc/hccn.conf (else
+    hccn_tool) gives for the device; prose when neither gives one."""
+    mask = (conf.devices.get(str(dev), {}).get("netmask") if conf is not None else None) or live_mask
+    if not mask:
+        return Prose(
+            f"Set address {address} on the NPU NIC of device {dev} with hccn_tool's -ip -s and the netmask of "
+            "that network, or correct /etc/hccn.conf"
+        )
+    return Command(
+        ("hccn_tool", "-i", str(dev), "-ip", "-s", "address", address, "netmask", mask),
+        note="or correct /etc/hccn.conf",
+    )
 
 
 def _ids(values: Iterable[int]) -> str:
@@ -490,7 +509,8 @@ def hccn_conf_present(ctx: RuleContext) -> Iterable[Finding]:
             ]
         else:
             fix = [
-                "Configure each NPU NIC on the host: hccn_tool -i <N> -ip -s address <A> netmask <M> (writes /etc/hccn.conf)",
+                "Configure each NPU NIC on the host: hccn_tool's -ip -s with the device id, its address and netmask "
+                "(it writes /etc/hccn.conf)",
             ]
         yield HCCN_MISSING.finding(
             title="/etc/hccn.conf is missing "
@@ -506,7 +526,7 @@ def hccn_conf_present(ctx: RuleContext) -> Iterable[Finding]:
         yield HCCN_MISSING.finding(
             title=f"/etc/hccn.conf cannot be read: {conf.error}",
             evidence=[f"/etc/hccn.conf: {conf.error}"],
-            fix=["chmod 644 /etc/hccn.conf   # on the host, or mount it readable"],
+            fix=[Command(("chmod", "644", "/etc/hccn.conf"), note="on the host, or mount it readable")],
         )
         return
     if conf.elided:
@@ -522,7 +542,11 @@ def hccn_conf_present(ctx: RuleContext) -> Iterable[Finding]:
                     f"devices here ({source}): {_ids(sorted(visible))}",
                     f"address_N in /etc/hccn.conf: {_ids(sorted(have)) or 'none'}",
                 ],
-                fix=[f"hccn_tool -i {i} -ip -s address <A> netmask <M>   # on the host" for i in missing],
+                fix=[
+                    f"On the host, give the NPU NIC of device {i} its address and netmask with hccn_tool's -ip -s "
+                    "(it writes /etc/hccn.conf)"
+                    for i in missing
+                ],
             )
 
 
@@ -582,14 +606,19 @@ def hccn_tool_state(ctx: RuleContext) -> Iterable[Finding]:
             yield HCCN_TOOL_DIFFERS.finding(
                 title=f"Device {dev}: hccn_tool reports {ip}, /etc/hccn.conf says address_{dev}={want}",
                 evidence=[f"`hccn_tool -i {dev} -ip -g`: ipaddr:{ip}", f"/etc/hccn.conf: address_{dev}={want}"],
-                fix=[f"hccn_tool -i {dev} -ip -s address {want} netmask <M>   # or correct /etc/hccn.conf"],
+                fix=[_set_address(dev, want, h.hccn_conf, record.ip.netmask if record.ip is not None else None)],
                 subject=str(dev),
             )
         if record.link == "DOWN":
             yield LINK_DOWN.finding(
                 title=f"Device {dev}: NPU NIC link is DOWN",
                 evidence=[f"`hccn_tool -i {dev} -link -g`: link status: DOWN"],
-                fix=[f"hccn_tool -i {dev} -link -g   # after checking cable, optics and switch port"],
+                fix=[
+                    Command(
+                        ("hccn_tool", "-i", str(dev), "-link", "-g"),
+                        note="after checking cable, optics and switch port",
+                    )
+                ],
                 severity="warning" if multi else "info",
                 subject=str(dev),
             )

@@ -153,8 +153,17 @@ def cann_disk_space(ctx: RuleContext) -> Iterable[Finding]:
             title=f"Only {_gib(free)} free for {rec.purpose} at {path}",
             evidence=evidence,
             fix=[
-                f"free space on {rec.mount or rec.checked} (e.g. old caches: rm -rf {path}/kernel_meta* ~/ascend/log/debug)",
-                "or: export ASCEND_CACHE_PATH=/data/ascend/cache ASCEND_WORK_PATH=/data/ascend/work ASCEND_PROCESS_LOG_PATH=/data/ascend/log   # a larger writable disk",
+                f"Free space on {rec.mount or rec.checked}, e.g. by removing old caches ({path}/kernel_meta* "
+                "and ~/ascend/log/debug)",
+                Command(
+                    (
+                        "export",
+                        "ASCEND_CACHE_PATH=/data/ascend/cache",
+                        "ASCEND_WORK_PATH=/data/ascend/work",
+                        "ASCEND_PROCESS_LOG_PATH=/data/ascend/log",
+                    ),
+                    lead="or put CANN's cache, work and log directories on a larger writable disk (/data in this example): ",
+                ),
             ],
             severity=severity,
             subject=str(path),

@@ -504,9 +504,16 @@ def _libstdcxx_fix(ctx: RuleContext, provider: str, versions: List[str]) -> List
     fix: List[FixLine] = []
     if (ctx.view.host.os.id or "").lower() == "ubuntu":
         fix.append(
-            "apt-get update && apt-get install -y software-properties-common && "
-            "add-apt-repository -y ppa:ubuntu-toolchain-r/test && apt-get update && apt-get install -y libstdc++6"
-            "  # the toolchain PPA's libstdc++6 comes from a newer GCC"
+            Command(
+                ("apt-get", "update"),
+                then=(
+                    ("apt-get", "install", "-y", "software-properties-common"),
+                    ("add-apt-repository", "-y", "ppa:ubuntu-toolchain-r/test"),
+                    ("apt-get", "update"),
+                    ("apt-get", "install", "-y", "libstdc++6"),
+                ),
+                note="the toolchain PPA's libstdc++6 comes from a newer GCC",
+            )
         )
     images = [name for name, g in DISTRO_GCC if major is not None and g >= major]
     fix.append(

@@ -14,7 +14,8 @@ from npudoctor.facts.runtime_env import LibrariesFacts, SymbolCheck, Symbols
 from npudoctor.findings import Code, Finding
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.packages import NNAL_SET_ENV
-from npudoctor.remedies import InstallPackage, PrependPath, SourceFile
+from npudoctor.record import replace
+from npudoctor.remedies import InstallPackage, PipInstall, PrependPath, SourceFile
 from npudoctor.rules import rule
 from npudoctor.rules._libowners import DRIVER, KERNELS, NNAL, TOOLKIT, owner_of_name
 from npudoctor.rules.libraries import FixLine, _arch, _short, where_on_disk
@@ -141,6 +142,23 @@ def _symbols(libs: LibrariesFacts) -> Symbols:
     return libs.symbols if libs.symbols is not None else Symbols()
 
 
+def _rebuild(ctx: RuleContext, pkg: str, against: str, isolation: bool = True, note: str = "") -> PipInstall:
+    """Rebuild the extension ``pkg`` from its source distribution against the installed
+    ``against`` (``torch_npu 2.1.0.post10``): pip with ``--no-binary`` for the target
+    interpreter, ``--no-build-isolation`` (when ``isolation``) so the build sees the
+    installed torch/torch_npu instead of a fresh copy in an isolated build environment."""
+    from npudoctor.remedies.python import pip_install
+
+    options = ("--no-build-isolation",) if isolation else ()
+    return pip_install(
+        ctx.view.python,
+        pkg,
+        options=options + ("--no-binary", pkg, "--no-deps", "--force-reinstall"),
+        lead=f"Rebuild {pkg} against the installed {against} (or from its source tree): ",
+        note=note,
+    )
+
+
 def _built_for(ctx: RuleContext, pkg: str) -> FixLine:
     """The other way out for an extension built against another torch_npu: install the
     torch_npu it was built for -- the exact pin of its own ``Requires-Dist: torch-npu==X``
@@ -261,7 +279,7 @@ def extension_symbols(ctx: RuleContext) -> Iterable[Finding]:
         pkg = check.package
         name = posixpath.basename(str(check.object))
         fix: List[FixLine] = [
-            f"Rebuild {pkg} against the installed torch_npu {nv} and CANN (pip install --no-binary {pkg} --no-deps --force-reinstall {pkg}, or from source)",
+            _rebuild(ctx, str(pkg), f"torch_npu {nv} and CANN", isolation=False),
             f"or install the {pkg} build made for this torch_npu/CANN",
         ]
         if any(_ATB_RE.match(sym) for sym in check.missing):
@@ -281,11 +299,7 @@ def extension_symbols(ctx: RuleContext) -> Iterable[Finding]:
                 # every missing name is torch_npu's: the provider is the installed torch_npu
                 title = f"{name} ({pkg}) was built against another torch_npu than the installed torch_npu {nv}"
                 extra.append(f"provider: libtorch_npu.so of torch_npu {nv} (the one import torch_npu loads)")
-                fix = [
-                    f"Rebuild {pkg} against the installed torch_npu {nv} (pip install --no-build-isolation "
-                    f"--no-binary {pkg} --no-deps --force-reinstall {pkg}, or from source)",
-                    _built_for(ctx, str(pkg)),
-                ]
+                fix = [_rebuild(ctx, str(pkg), f"torch_npu {nv}"), _built_for(ctx, str(pkg))]
             yield from _symbol_finding(EXT_SYMBOLS, check, libs, title, fix, extra or None)
             continue
         owners = sorted({owner_of_name(n) or "unknown" for n in check.unresolved})
@@ -388,10 +402,7 @@ def torch_extensions(ctx: RuleContext) -> Iterable[Finding]:
     for (pkg, kind), checks in by_pkg.items():
         names = [posixpath.basename(str(c.object)) for c in checks]
         shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-        rebuild = (
-            f"Rebuild {pkg} against the installed torch {tv} (pip install --no-build-isolation --no-binary {pkg} "
-            f"--no-deps --force-reinstall {pkg}, or from source): its build takes the ABI and symbols from torch"
-        )
+        rebuild = _rebuild(ctx, pkg, f"torch {tv}", note="its build takes the ABI and symbols from torch")
         evidence = [
             f"{_short(str(c.object), libs)}: {c.missing_count} of {c.checked} torch symbols not exported by torch's "
             "libraries"
@@ -428,7 +439,7 @@ def torch_extensions(ctx: RuleContext) -> Iterable[Finding]:
             title=f"{shown} ({pkg}) {'was' if len(names) == 1 else 'were'} built against another torch than the "
             f"installed torch {tv}",
             evidence=evidence,
-            fix=[f"Install the {pkg} build made for torch {tv}", "or " + rebuild[0].lower() + rebuild[1:]],
+            fix=[f"Install the {pkg} build made for torch {tv}", replace(rebuild, lead="or r" + rebuild.lead[1:])],
             subject=pkg,
             data=dict(
                 {"package": pkg, "modules": names},

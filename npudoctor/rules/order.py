@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 
 READS = ()
 
-#: Layers in fix order; a code belongs to the first layer whose prefixes match it.
+#: Layers in fix order; a code belongs to the first layer whose prefixes match it.  A
+#: library fix comes after the packages: a reinstalled torch, torch_npu or extension
+#: brings other binaries, whose needs are then the ones to meet.
 LAYERS = (
     ("DRV",),
     ("CANN001", "CANN002", "CANN003", "CANN010", "CANN011", "CANN012"),
@@ -34,6 +36,10 @@ LAYERS = (
     ("LIB",),
     ("DEEP",),
 )
+
+
+#: What each layer of :data:`LAYERS` is called in the header of the fix list.
+LAYER_NAMES = ("driver", "CANN", "kernels/NNAL", "set_env.sh", "packages", "shared libraries", "import check")
 
 
 def layer_of(code: str) -> int:

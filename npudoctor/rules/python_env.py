@@ -9,7 +9,7 @@ CPython versions with a PyPI wheel), ``fits``.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Iterable, List, Optional, Tuple
 
 from npudoctor import lazyre
 from npudoctor.context import RuleContext
@@ -17,7 +17,8 @@ from npudoctor.facts.system import Distribution
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes, grades
 from npudoctor.knowledge.versions import python_sorted, pythons_within, release_xyz
-from npudoctor.remedies import Command, Interpreter, PipInstall
+from npudoctor.record import replace
+from npudoctor.remedies import Command, Interpreter, PipInstall, Remedy
 from npudoctor.remedies.python import CPU_INDEX, pip_install
 from npudoctor.rules import rule
 from npudoctor.rules._pyfacts import ask, best_torch_npu, describe, platform, row_python
@@ -124,7 +125,7 @@ def torch_npu_shadowed(ctx: RuleContext) -> Iterable[Finding]:
         yield SHADOWED.finding(
             title=f"The {name} source tree in {py.cwd} shadows the installed {name}",
             evidence=evidence,
-            fix=[f"cd ~   # any directory without a {name}/ folder, then run again"],
+            fix=[Command(("cd",), note=f"your home directory, or any other without a {name}/ folder; then run again")],
             subject=name,
         )
 
@@ -139,19 +140,21 @@ def _recommend_python(ctx: RuleContext, versions: Iterable[str]) -> Optional[str
     return ordered[-1] if ordered else None
 
 
-def _new_env_fix(
-    ctx: RuleContext, version: str, torch: Optional[str], npu: Optional[str]
-) -> List[Union[str, PipInstall]]:
+def _new_env_fix(ctx: RuleContext, version: str, torch: Optional[str], npu: Optional[str]) -> List[Remedy]:
     """Remedies that create a Python ``version`` environment and install the
     torch/torch_npu pair in it (``python`` there is the new environment's, activated by
     the first line).  On x86_64 torch comes from the CPU index (torch_npu pins ``+cpu``)."""
-    conda = f"conda create -n npu python={version} -y && conda activate npu"
-    venv = f"python{version} -m venv ~/npu-venv && . ~/npu-venv/bin/activate"
-    lines: List[Union[str, PipInstall]]
+    conda = Command(("conda", "create", "-n", "npu", f"python={version}", "-y"), then=(("conda", "activate", "npu"),))
+    lines: List[Remedy]
     if ctx.view.python.conda_prefix:
         lines = [conda]
     else:
-        lines = [f"{venv}  # no python{version} on this machine? {conda}"]
+        venv = Command(
+            ("cd",),
+            then=((f"python{version}", "-m", "venv", "npu-venv"), (".", "npu-venv/bin/activate")),
+            note="a venv in your home directory",
+        )
+        lines = [venv, replace(conda, lead=f"or, with no python{version} on this machine: ")]
     new_env = Interpreter("python")
     torch_req = f"torch=={torch}" if torch else None
     npu_req = f"torch-npu=={npu}" if npu else None

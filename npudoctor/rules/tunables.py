@@ -30,7 +30,7 @@ from npudoctor.knowledge.tunables import (
 )
 from npudoctor.knowledge.versions import cann_less
 from npudoctor.parsers.numbers import strtol
-from npudoctor.remedies import Command, Remedy
+from npudoctor.remedies import Command, Export, Remedy
 from npudoctor.remedies.world import env_fix
 from npudoctor.rules import rule
 from npudoctor.rules._devfacts import stack_present
@@ -178,7 +178,7 @@ def _inf_nan(ctx: RuleContext, env: Dict[str, str], chip: Optional[str]) -> Iter
                 ],
                 fix=[
                     _unset("INF_NAN_MODE_ENABLE"),
-                    "or, to keep saturation mode on purpose: export INF_NAN_MODE_FORCE_DISABLE=1",
+                    Export("INF_NAN_MODE_FORCE_DISABLE", "1", lead="or, to keep saturation mode on purpose: "),
                 ],
                 subject="INF_NAN_MODE_ENABLE",
             )

@@ -224,20 +224,22 @@ def _add_ray_context(finding: Finding, ray: List[str], vis: Visibility) -> None:
             f"RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES={noset}: Ray leaves the variable alone, so the "
             "value comes from your launcher or environment"
         )
-        finding.fix.append("Fix the value your launcher exports for each worker (or unset it and let Ray assign NPUs)")
+        finding.add_fix("Fix the value your launcher exports for each worker (or unset it and let Ray assign NPUs)")
         return
     finding.evidence.append(
         "Ray rewrites ASCEND_RT_VISIBLE_DEVICES for each worker to the NPU ids the task/actor was given "
         "('' when it asked for no NPU resource, e.g. num_gpus instead of resources={'NPU': n}, or a "
         "`ray job submit` driver: ray#59063)"
     )
-    finding.fix.extend(
-        [
-            'Ray: request NPUs for the task/actor, e.g. @ray.remote(resources={"NPU": 1}), on nodes started '
-            "with ray start --resources='{\"NPU\": 8}'",
-            "Or keep Ray from rewriting it: export RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1 and set "
-            "ASCEND_RT_VISIBLE_DEVICES yourself (unique, ascending, 0-based)",
-        ]
+    finding.add_fix(
+        'Ray: request NPUs for the task/actor, e.g. @ray.remote(resources={"NPU": 1}), on nodes started '
+        "with ray start --resources='{\"NPU\": 8}'",
+        Export(
+            "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES",
+            "1",
+            lead="Or keep Ray from rewriting it: ",
+            note="then set ASCEND_RT_VISIBLE_DEVICES yourself (unique, ascending, 0-based)",
+        ),
     )
 
 
