@@ -354,7 +354,7 @@ def test_package_chip_comes_from_the_current_matrix_never_from_a_stored_family()
     fix = codes(snap(toolkits=[TK], packages=pk))["CANN003"].fix
     assert fix[2] == (
         "  install the CANN ops package 9.0.0 for this machine's NPU chip type "
-        "(unknown here: npu-smi lists no chip of a known type; one of 910b, 910, 310p or A3); for 910b: "
+        "(unknown here: no NPU chip of a known type was seen; one of 910b, 910, 310p or A3); for 910b: "
         "chmod +x Ascend-cann-910b-ops_9.0.0_linux-aarch64.run && ./Ascend-cann-910b-ops_9.0.0_linux-aarch64.run --install"
     )
 

@@ -168,7 +168,7 @@ def test_firmware_ranges_for_humans_and_firmware_line_with_chip(tmp_path):
     # the firmware build of HDK 25.3.rc1 is not published: prose instead of `<fw>` in a command
     assert drv003.fix[0] == (
         "install the NPU firmware of Ascend HDK 25.3.rc1 (its .run file name carries its own build number) "
-        "for this machine's NPU chip type (unknown here: npu-smi lists no chip of a known type; one of 910b, 310p or 910), run with --full"
+        "for this machine's NPU chip type (unknown here: no NPU chip of a known type was seen; one of 910b, 310p or 910), run with --full"
     )
     snap.facts.setdefault("devices", {})["chips"] = [{"name": "310P3"}]
     (drv003,) = [f for f in evaluate(snap, load_matrix(), Options()) if f.code == "DRV003"]

@@ -79,7 +79,7 @@ CPU = "https://download.pytorch.org/whl/cpu"
         (
             InstallPackage("kernels", "9.0.0", arch="aarch64", chip=None),
             "install the CANN ops package 9.0.0 for this machine's NPU chip type "
-            "(unknown here: npu-smi lists no chip of a known type; one of 910b, 910, 310p or A3); for 910b: "
+            "(unknown here: no NPU chip of a known type was seen; one of 910b, 910, 310p or A3); for 910b: "
             "chmod +x Ascend-cann-910b-ops_9.0.0_linux-aarch64.run && ./Ascend-cann-910b-ops_9.0.0_linux-aarch64.run --install",
         ),
         (
@@ -245,7 +245,7 @@ def test_markdown():
     assert text.splitlines() == [
         "- option A (keep CANN 8.0.RC1): `/usr/local/python3.10.14/bin/python3.10 -m pip install "
         "torch-npu==2.1.0.post4` (one pip line)",
-        "- install the CANN ops package 9.0.0 for this machine's NPU chip type (unknown here: npu-smi lists no chip of a known type; "
+        "- install the CANN ops package 9.0.0 for this machine's NPU chip type (unknown here: no NPU chip of a known type was seen; "
         "one of 910b, 910, 310p or A3); for 910b: "
         "chmod +x Ascend-cann-910b-ops_9.0.0_linux-aarch64.run && ./Ascend-cann-910b-ops_9.0.0_linux-aarch64.run --install",
         "- then reboot",

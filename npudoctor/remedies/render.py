@@ -256,7 +256,7 @@ def shell(remedy: Remedy) -> str:
 #: How an install step says the chip type is unknown; said once per fix list (then
 #: :data:`SAME_CHIP`).
 UNKNOWN_CHIP = (
-    " for this machine's NPU chip type (unknown here: npu-smi lists no chip of a known type; one of {choices})"
+    " for this machine's NPU chip type (unknown here: no NPU chip of a known type was seen; one of {choices})"
 )
 SAME_CHIP = " for the same NPU chip type"
 
