@@ -12,8 +12,10 @@ from scenario_runner import REPO, prepare, run_check
 
 from npudoctor.context import Options
 from npudoctor.engine import evaluate
+from npudoctor.findings import Finding
 from npudoctor.knowledge.matrix import load_matrix
 from npudoctor.knowledge.toolchain import gcc_for
+from npudoctor.report.build import fix_list
 from npudoctor.snapshot import Snapshot
 
 SCEN = REPO / "tests" / "scenarios"
@@ -60,6 +62,13 @@ def test_torch_symbols_fix_is_the_exact_pip_command_from_requires_dist(tmp_path)
         f"torch_npu needs torch 2.1.0+cpu: Requires-Dist: torch (==2.1.0+cpu) ({SITE}/torch_npu-2.1.0.post10.dist-info/METADATA)"
         in f["evidence"]
     )
+    # The symbols prove PKG001's mismatch: one cause, one fix. LIB003 folds under PKG001
+    # and the fix list prints the pip command once.
+    pairing = _one(doc["findings"], "PKG001")
+    assert pairing["fix"][0] == f["fix"][0]
+    assert f["data"]["because"] == "PKG001"
+    listed = [g.code for g in fix_list([Finding.from_dict(g) for g in doc["findings"]])]
+    assert "PKG001" in listed and "LIB003" not in listed, listed
 
 
 @pytest.mark.parametrize(
