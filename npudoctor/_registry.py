@@ -87,7 +87,7 @@ RULE_MODULES = (
     ('npudoctor.rules.deep', ('deep',), ('deep',), True),
     ('npudoctor.rules.devices', ('cann', 'container', 'devices', 'driver', 'host', 'packages'), (), False),
     ('npudoctor.rules.driver', ('cann', 'container', 'devices', 'driver', 'host', 'packages', 'python'), (), False),
-    ('npudoctor.rules.environment', ('cann', 'environment', 'packages'), ('environment',), False),
+    ('npudoctor.rules.environment', ('cann', 'environment', 'libraries', 'packages'), ('environment',), False),
     ('npudoctor.rules.framework_tables', ('cann', 'packages', 'python'), (), False),
     ('npudoctor.rules.frameworks', ('cann', 'devices', 'driver', 'frameworks', 'host', 'packages', 'python'), ('packages',), False),
     ('npudoctor.rules.hccl', ('container', 'devices', 'hccl'), ('hccl',), False),
