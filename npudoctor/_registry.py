@@ -131,7 +131,7 @@ RULE_AREAS = (
     ('npudoctor.rules.libraries', ('cann', 'environment', 'libraries', 'driver', 'container')),
     ('npudoctor.rules.library_symbols', ('cann', 'libraries')),
     ('npudoctor.rules.matrix', ('matrix',)),
-    ('npudoctor.rules.order', ('cann',)),
+    ('npudoctor.rules.order', ('cann', 'environment')),
     ('npudoctor.rules.overview', ('host',)),
     ('npudoctor.rules.packages', ('packages',)),
     ('npudoctor.rules.python_env', ('python',)),

@@ -63,3 +63,26 @@ def test_framework_without_torch_npu_and_cann_is_an_error_not_fine(tmp_path):
     assert by_code["CANN001"]["severity"] == "error" and "fine" not in by_code["CANN001"]["title"]
     assert by_code["CANN007"]["data"]["superseded_by"] == "CANN001"
     assert run.returncode == 1
+
+
+def test_kernels_install_after_set_env_sh_sources_it_once(tmp_path):
+    # case 23: set_env.sh never sourced, kernels missing. The kernels installer needs the
+    # toolkit's environment (Ascend/docs pull request 69): ENV001's `source` comes first
+    # and the kernels step does not print it again.
+    scenario = prepare(REPO / "tests/scenarios/case23-toolkit-sourced-never-kernels-missing", tmp_path)
+    run = run_check(scenario)
+    by_code = {f["code"]: f for f in run.doc["findings"]}
+    source = "source /usr/local/Ascend/ascend-toolkit/set_env.sh"
+    assert by_code["ENV001"]["fix"][0] == source
+    assert by_code["ENV001"]["after"] == []
+    kernels = by_code["CANN004"]
+    assert kernels["severity"] == "error" and kernels["after"] == ["ENV001"]
+    assert source not in kernels["fix"]
+    assert kernels["fix"][0] == "in the shell where the toolkit's environment is applied (ENV001's fix):"
+    assert kernels["remedies"][0]["kind"] == "prose" and kernels["remedies"][1]["kind"] == "install-package"
+
+    proc = npudoctor("check", "--root", str(scenario / "root"), env=environment(scenario, run.spec))
+    tail = proc.stdout[proc.stdout.index("Fix in this order") :]
+    steps = [line.split()[1] for line in tail.splitlines()[1:] if re.match(r"^\s+\d+\. ", line)]
+    assert steps[:2] == ["ENV001", "CANN004"], tail
+    assert tail.count("$ " + source) == 1, tail

@@ -85,7 +85,38 @@ def fix_order(ctx: RuleContext, findings: List[Finding]) -> List[Finding]:
     for f in fixable:
         earlier = [c for layer, codes in sorted(by_layer.items()) if layer < layer_of(f.code) for c in codes]
         f.after = list(dict.fromkeys(f.after + earlier))
+    _source_once(fixable)
     return findings
+
+
+#: The finding whose fix applies the toolkit's environment when nothing of it is in effect.
+APPLIES_ENV = "ENV001"
+
+
+def _source_once(fixable: List[Finding]) -> None:
+    """An add-on install (kernels/ops, NNAL) whose fix starts by applying the toolkit's
+    environment -- the kernels installer needs it, so set_env.sh is sourced right after the
+    toolkit (Ascend/docs pull request 69, "Before installing kernels, make sure you source
+    set_env.sh") -- while ENV001 reports that environment not applied, with that same
+    first line: ENV001 goes first and the add-on's step refers to it instead of printing
+    the line again (one cause, one command)."""
+    from npudoctor.remedies import Prose, shell_lines, to_dict
+
+    env = next((f for f in fixable if f.code == APPLIES_ENV), None)
+    if env is None or not env.fix:
+        return
+    addon = layer_of("CANN004")
+    for f in fixable:
+        if layer_of(f.code) != addon or not f.fix or f.fix[0] != env.fix[0]:
+            continue
+        step = Prose(f"in the shell where the toolkit's environment is applied ({APPLIES_ENV}'s fix):")
+        line = shell_lines([step])[0]
+        aligned = bool(f.remedies) and f.remedies[0].get("shell") == f.fix[0]
+        f.fix = [line] + f.fix[1:]
+        if aligned:
+            f.remedies = [dict(to_dict(step), shell=line)] + f.remedies[1:]
+        f.after = [c for c in f.after if c != APPLIES_ENV] + [APPLIES_ENV]
+        env.after = [c for c in env.after if c != f.code]
 
 
 @postprocess
