@@ -86,3 +86,18 @@ def test_kernels_install_after_set_env_sh_sources_it_once(tmp_path):
     steps = [line.split()[1] for line in tail.splitlines()[1:] if re.match(r"^\s+\d+\. ", line)]
     assert steps[:2] == ["ENV001", "CANN004"], tail
     assert tail.count("$ " + source) == 1, tail
+
+
+def test_nnal_install_leaves_sourcing_its_set_env_sh_to_env005(tmp_path):
+    # NNAL of another release (CANN008) and its set_env.sh not sourced (ENV005): the
+    # reinstall is followed by ENV005's `source`, printed once, not in both fixes.
+    scenario = prepare(REPO / "tests/scenarios/k04-nnal-8.2.RC1-on-toolkit-8.0.0", tmp_path)
+    run = run_check(scenario)
+    by_code = {f["code"]: f for f in run.doc["findings"]}
+    source = "source /usr/local/Ascend/nnal/atb/set_env.sh"
+    assert by_code["ENV005"]["remedies"][0]["command"] == source
+    assert "CANN008" in by_code["ENV005"]["after"] and "ENV005" not in by_code["CANN008"]["after"]
+    nnal = by_code["CANN008"]
+    assert [r.get("command") for r in nnal["remedies"]].count(source) == 0
+    assert nnal["fix"][-1] == "then apply NNAL's environment (ENV005's fix)"
+    assert nnal["remedies"][0]["kind"] == "install-package"
