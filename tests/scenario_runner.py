@@ -104,6 +104,26 @@ def top_level(findings: List[Dict[str, Any]]) -> List[str]:
     return [f.code for f in records if id(f) not in folded]
 
 
+def repeated_commands(findings: List[Dict[str, Any]]) -> List[str]:
+    """The commands the ordered fix list (:func:`npudoctor.report.build.fix_list`) prints
+    in more than one step: one cause has one fix, and a command run twice in order can
+    undo the step before it (a second ``pip uninstall`` removes the copy the first kept)."""
+    from npudoctor.findings import Finding
+    from npudoctor.report.build import fix_list
+
+    first: Dict[str, str] = {}
+    out: List[str] = []
+    for f in fix_list([Finding.from_dict(f) for f in findings]):
+        for line, remedy in zip(f.fix, f.remedies):
+            command = remedy.get("command")
+            if not command:
+                continue  # prose is said where it belongs
+            if command in first and first[command] != f.code:
+                out.append(f"{first[command]} and {f.code} both print `{line}`")
+            first.setdefault(command, f.code)
+    return out
+
+
 def failures(run: Run) -> List[str]:
     """What the run got wrong against ``[expect]`` (empty list: all expectations met).
     ``top_level = N``: the number of top-level findings (:func:`top_level`: folded
@@ -128,6 +148,7 @@ def failures(run: Run) -> List[str]:
                 f"{len(top)} top-level findings ({', '.join(top) or 'none'}), expected {expect['top_level']} "
                 f"(folded symptoms not counted; findings: {summary})"
             )
+    problems.extend(f"the fix list repeats a command: {r}" for r in repeated_commands(findings))
     if "exit" in expect and run.returncode != expect["exit"]:
         problems.append(f"exit {run.returncode}, expected {expect['exit']} (findings: {summary})")
     for want in expect.get("finding", []):

@@ -105,7 +105,9 @@ def test_a_fix_already_applied_is_not_offered_again() -> None:
     env = environment(s, spec)
     before = json.loads(_run(s, "--json").stdout)
     assert "ENV001" in [f["code"] for f in before["findings"]]
-    assert any(r["kind"] == "source" for r in _finding(before, "CANN004")["remedies"])
+    # ENV001 sources set_env.sh; the kernels step refers to it instead of sourcing it again
+    assert [r["kind"] for r in _finding(before, "CANN004")["remedies"]] == ["prose", "install-package"]
+    assert _finding(before, "ENV001")["remedies"][0]["kind"] == "source"
     printed = npudoctor("env", "--root", str(s / "root"), env=env)
     assert printed.returncode == 0, printed.stderr
     for line in printed.stdout.splitlines():

@@ -69,10 +69,12 @@ def test_framework_without_torch_npu_and_cann_is_an_error_not_fine(tmp_path):
 @pytest.mark.parametrize(
     "name, header, steps",
     [
-        ("lib-driver-not-on-loader-path", "(packages → shared libraries)", ["PKG006", "LIB001"]),
+        # LIB001 folds under ENV003 (the loader path left out the driver's directories)
+        ("lib-driver-not-on-loader-path", "(set_env.sh → packages)", ["ENV003", "PKG006"]),
         ("lib-glibcxx-too-old", "(packages → shared libraries)", ["PKG006", "LIB002"]),
         ("k03-extension-other-torch-npu", "(packages → shared libraries)", ["PKG006", "LIB005"]),
-        ("lib-k01-torch-symbols", "(packages → shared libraries)", ["PKG001", "PKG006", "LIB003"]),
+        # LIB003 folds under PKG001 (the missing symbols prove the same torch mismatch)
+        ("lib-k01-torch-symbols", "(packages)", ["PKG001", "PKG006"]),
         ("k05-torch-npu-2.10-on-cann-8.0.0", "(driver → CANN → packages)", ["DRV001", "CANN003", "PKG006"]),
     ],
 )
@@ -100,3 +102,41 @@ def test_a_fix_in_no_layer_is_named_as_such_in_the_header():
     assert order_header([f("ENV001"), f("ENV003"), f("PKG001"), f("LIB001"), f("DEEP001")]) == (
         "set_env.sh → packages → shared libraries → import check"
     )
+
+
+def test_kernels_install_after_set_env_sh_sources_it_once(tmp_path):
+    # case 23: set_env.sh never sourced, kernels missing. The kernels installer needs the
+    # toolkit's environment (Ascend/docs pull request 69): ENV001's `source` comes first
+    # and the kernels step does not print it again.
+    scenario = prepare(REPO / "tests/scenarios/case23-toolkit-sourced-never-kernels-missing", tmp_path)
+    run = run_check(scenario)
+    by_code = {f["code"]: f for f in run.doc["findings"]}
+    source = "source /usr/local/Ascend/ascend-toolkit/set_env.sh"
+    assert by_code["ENV001"]["fix"][0] == source
+    assert by_code["ENV001"]["after"] == []
+    kernels = by_code["CANN004"]
+    assert kernels["severity"] == "error" and kernels["after"] == ["ENV001"]
+    assert source not in kernels["fix"]
+    assert kernels["fix"][0] == "in the shell where the toolkit's environment is applied (ENV001's fix):"
+    assert kernels["remedies"][0]["kind"] == "prose" and kernels["remedies"][1]["kind"] == "install-package"
+
+    proc = npudoctor("check", "--root", str(scenario / "root"), env=environment(scenario, run.spec))
+    tail = proc.stdout[proc.stdout.index("Fix in this order") :]
+    steps = [line.split()[1] for line in tail.splitlines()[1:] if re.match(r"^\s+\d+\. ", line)]
+    assert steps[:2] == ["ENV001", "CANN004"], tail
+    assert tail.count("$ " + source) == 1, tail
+
+
+def test_nnal_install_leaves_sourcing_its_set_env_sh_to_env005(tmp_path):
+    # NNAL of another release (CANN008) and its set_env.sh not sourced (ENV005): the
+    # reinstall is followed by ENV005's `source`, printed once, not in both fixes.
+    scenario = prepare(REPO / "tests/scenarios/k04-nnal-8.2.RC1-on-toolkit-8.0.0", tmp_path)
+    run = run_check(scenario)
+    by_code = {f["code"]: f for f in run.doc["findings"]}
+    source = "source /usr/local/Ascend/nnal/atb/set_env.sh"
+    assert by_code["ENV005"]["remedies"][0]["command"] == source
+    assert "CANN008" in by_code["ENV005"]["after"] and "ENV005" not in by_code["CANN008"]["after"]
+    nnal = by_code["CANN008"]
+    assert [r.get("command") for r in nnal["remedies"]].count(source) == 0
+    assert nnal["fix"][-1] == "then apply NNAL's environment (ENV005's fix)"
+    assert nnal["remedies"][0]["kind"] == "install-package"

@@ -12,8 +12,10 @@ from scenario_runner import REPO, prepare, run_check
 
 from npudoctor.context import Options
 from npudoctor.engine import evaluate
+from npudoctor.findings import Finding
 from npudoctor.knowledge.matrix import load_matrix
 from npudoctor.knowledge.toolchain import gcc_for
+from npudoctor.report.build import fix_list
 from npudoctor.snapshot import Snapshot
 
 SCEN = REPO / "tests" / "scenarios"
@@ -60,6 +62,13 @@ def test_torch_symbols_fix_is_the_exact_pip_command_from_requires_dist(tmp_path)
         f"torch_npu needs torch 2.1.0+cpu: Requires-Dist: torch (==2.1.0+cpu) ({SITE}/torch_npu-2.1.0.post10.dist-info/METADATA)"
         in f["evidence"]
     )
+    # The symbols prove PKG001's mismatch: one cause, one fix. LIB003 folds under PKG001
+    # and the fix list prints the pip command once.
+    pairing = _one(doc["findings"], "PKG001")
+    assert pairing["fix"][0] == f["fix"][0]
+    assert f["data"]["because"] == "PKG001"
+    listed = [g.code for g in fix_list([Finding.from_dict(g) for g in doc["findings"]])]
+    assert "PKG001" in listed and "LIB003" not in listed, listed
 
 
 @pytest.mark.parametrize(
@@ -196,3 +205,30 @@ def test_nnal_libraries_fold_under_nnal_set_env_only_when_as_severe(tmp_path):
     for f in libs:
         folded = f["data"].get("because") == "ENV005"
         assert folded == (rank[env5[0]["severity"]] <= rank[f["severity"]]), (f["severity"], env5[0]["severity"])
+
+
+def test_driver_libraries_off_a_partly_applied_loader_path_fold_under_it(tmp_path):
+    # set_env.sh's variables copied without the driver's directories: ENV003 names the
+    # directories, LIB001 observes that libascend_hal.so and libc_sec.so lie only there.
+    # One cause, one finding: ENV003 is an error (observed) and LIB001 folds under it.
+    doc = _scenario("lib-driver-not-on-loader-path", tmp_path)
+    env3 = _one(doc["findings"], "ENV003")
+    lib = _one(doc["findings"], "LIB001")
+    assert env3["severity"] == "error"
+    assert (
+        "libascend_hal.so, libc_sec.so will not load: they lie in these directories only (LIB001)" in env3["evidence"]
+    )
+    assert lib["data"]["because"] == "ENV003"
+    listed = [g.code for g in fix_list([Finding.from_dict(g) for g in doc["findings"]])]
+    assert "ENV003" in listed and "LIB001" not in listed, listed
+    export = "export LD_LIBRARY_PATH=/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64/common:"
+    assert [line for g in doc["findings"] if g["code"] == "ENV003" for line in g["fix"] if line.startswith(export)]
+
+
+def test_a_partly_applied_loader_path_without_an_observed_failure_stays_a_warning(tmp_path):
+    # the driver's directories are missing from LD_LIBRARY_PATH, but no library is observed
+    # failing for it (no Python stack to resolve): unknown is not broken
+    doc = _scenario("k14-container-cann-8.5-host-driver-24.1", tmp_path)
+    env3 = _one(doc["findings"], "ENV003")
+    assert env3["severity"] == "warning"
+    assert not any("will not load" in e for e in env3["evidence"])

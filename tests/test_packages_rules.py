@@ -20,6 +20,9 @@ import pytest
 from clirun import npudoctor
 from scenario_runner import REPO, prepare, run_check
 
+from npudoctor.findings import Finding
+from npudoctor.report.build import fix_list
+
 SCENARIOS = REPO / "tests" / "scenarios"
 PYENV38 = Path("/root/.pyenv/versions/3.8.18")
 
@@ -70,6 +73,11 @@ def test_user_site_torch_is_removed_and_the_env_torch_kept(tmp_path):
     assert "Version: 2.1.0, Location: /usr/local/python3.10.14/lib/python3.10/site-packages" in dup["fix"][1]
     pairing = _one(doc, "PKG001")
     assert pairing["fix"] == dup["fix"]  # PKG001 says the same: remove the shadowing copy
+    # One cause, one fix: the mismatch is a symptom of the shadowing copy, folded under
+    # PKG003, so the fix list does not uninstall torch twice (the second would remove 2.1.0).
+    assert pairing["data"]["because"] == "PKG003"
+    listed = [f.code for f in fix_list([Finding.from_dict(f) for f in doc["findings"]])]
+    assert "PKG003" in listed and "PKG001" not in listed, listed
     assert any("torch 2.1.0 in /usr/local/python3.10.14" in e and "fits" in e for e in pairing["evidence"])
     # Nothing reinstalls the torch PKG001 says does not match.
     assert not any("2.3.1" in line.split("  #")[0] for f in doc["findings"] for line in f["fix"])

@@ -14,12 +14,15 @@ existence is unknown is not claimed missing)."""
 from __future__ import annotations
 
 import posixpath
-from typing import Dict, Iterable, List, Optional, Tuple, TypedDict
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple, TypedDict
 
 from npudoctor.cann_env import cann_root
 from npudoctor.facts.environment import EnvironmentFacts, EnvToolkit
 from npudoctor.facts.stack import CannFacts, Toolkit
 from npudoctor.record import MutableRecord, field
+
+if TYPE_CHECKING:
+    from npudoctor.facts.runtime_env import Resolution
 
 #: set_env.sh's own scalar variables, judged unset / custom / stale.
 SCALAR_VARS = ("ASCEND_TOOLKIT_HOME", "ASCEND_HOME_PATH", "ASCEND_OPP_PATH", "ASCEND_AICPU_PATH", "TOOLCHAIN_HOME")
@@ -237,6 +240,19 @@ def missing_paths(env: EnvironmentFacts) -> Dict[str, Tuple[str, ...]]:
         if absent:
             out[name] = absent
     return out
+
+
+def off_missing_dirs(env: EnvironmentFacts, unresolved: Iterable[Resolution]) -> Tuple[str, ...]:
+    """The names of the ``unresolved`` libraries (resolutions the loader will not find)
+    that are on disk in a directory set_env.sh adds to ``LD_LIBRARY_PATH`` and the
+    environment lacks now (:func:`missing_paths`, the directories ENV003 names), when
+    set_env.sh was sourced or copied (:func:`sourced`).  Pure."""
+    if not sourced(env):
+        return ()
+    dirs = {_norm(d) for d in missing_paths(env).get("LD_LIBRARY_PATH") or ()}
+    return tuple(
+        r.name for r in unresolved if any(f.usable and _norm(posixpath.dirname(f.path)) in dirs for f in r.found_at)
+    )
 
 
 def nnal_lib_on_path(env: EnvironmentFacts) -> Optional[bool]:

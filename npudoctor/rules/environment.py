@@ -12,9 +12,16 @@ from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.remedies import ComputedEnv, Export, PrependPath, Remedy, SourceFile
 from npudoctor.rules import rule
-from npudoctor.rules._env_vars import missing_paths, nnal_lib_on_path, recorded_set_env_script, sourced, variable_state
+from npudoctor.rules._env_vars import (
+    missing_paths,
+    nnal_lib_on_path,
+    off_missing_dirs,
+    recorded_set_env_script,
+    sourced,
+    variable_state,
+)
 
-READS = ("cann", "environment", "packages")
+READS = ("cann", "environment", "libraries", "packages")
 ONLY_WITH = ("environment",)
 
 #: A fix line: a structured remedy or prose.
@@ -345,6 +352,16 @@ def loader_path_incomplete(ctx: RuleContext) -> Iterable[Finding]:
     if missing_vars:
         evidence.append("unset: " + ", ".join(missing_vars))
     evidence += _method_line(env)
+    # an observed failure makes it an error: libraries the loader does not find lie in
+    # exactly these directories (LIB001 names them and folds under this finding)
+    # (only when the libraries were probed: health does not, and reads no library view)
+    probed = ctx.view.present("libraries")
+    unresolved = (
+        [r for r in ctx.view.libraries.resolution if r.status == "missing" and not r.optional] if probed else []
+    )
+    unloaded = off_missing_dirs(env, unresolved)
+    if unloaded:
+        evidence.append(f"{', '.join(unloaded)} will not load: they lie in these directories only (LIB001)")
     script = _script(env)
     exports = _export_lines(env, missing_vars, {"LD_LIBRARY_PATH": list(missing)})
     fix = _source_or(script, exports)
@@ -357,6 +374,7 @@ def loader_path_incomplete(ctx: RuleContext) -> Iterable[Finding]:
         + " (set_env.sh only partly applied)",
         evidence=evidence,
         fix=fix,
+        severity="error" if unloaded else None,
     )
 
 

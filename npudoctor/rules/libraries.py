@@ -30,14 +30,14 @@ from npudoctor.remedies import (
 )
 from npudoctor.remedies.python import interpreter
 from npudoctor.rules import rule
-from npudoctor.rules._env_vars import recorded_set_env_script
+from npudoctor.rules._env_vars import off_missing_dirs, recorded_set_env_script
 from npudoctor.rules._libowners import DRIVER, KERNELS, NNAL, OS, TOOLKIT, TORCH, TORCH_NPU, owner, owner_of_path
 from npudoctor.rules._symbol_versions import TooNew
 from npudoctor.rules._symbol_versions import too_new as needed_too_new
 
 READS = ("cann", "environment", "host", "libraries", "python")
 ONLY_WITH = ("libraries",)
-#: A LIB finding names CANN001, CTR002, DRV001, ENV001 or ENV005 in ``data["because"]`` (kept
+#: A LIB finding names CANN001, CTR002, DRV001, ENV001, ENV003 or ENV005 in ``data["because"]`` (kept
 #: when reported).
 FOLDS = {"libraries": ("cann", "container", "driver", "environment")}
 
@@ -331,7 +331,7 @@ def _cause(ctx: RuleContext, key: str, items: List[Resolution]) -> _Cause:
     if key == "toolkit":
         return _cause_off_path_toolkit(ctx, items, names)
     if key == "driver":
-        return _cause_off_path_driver(ctx, names)
+        return _cause_off_path_driver(ctx, items, names)
     if key == "nnal":
         return _cause_nnal_not_sourced(ctx, items, names)
     if key == "other-cann":
@@ -355,15 +355,20 @@ def _cause_off_path_toolkit(ctx: RuleContext, items: List[Resolution], names: Li
     )
 
 
-def _cause_off_path_driver(ctx: RuleContext, names: List[str]) -> _Cause:
-    """In the driver's directories, off the loader path."""
+def _cause_off_path_driver(ctx: RuleContext, items: List[Resolution], names: List[str]) -> _Cause:
+    """In the driver's directories, off the loader path.  When set_env.sh was applied
+    only in part and its missing LD_LIBRARY_PATH entries are where these libraries lie,
+    that is the one cause: ENV003 names them and gives the same fix (folded under it)."""
     driver = _driver_dir(ctx)
     script = _set_env_script(ctx)
     fix: List[FixLine] = [_prepend_ld([f"{driver}/lib64", f"{driver}/lib64/common", f"{driver}/lib64/driver"])]
     if script:
         fix.append(SourceFile(script, lead="or: "))
+    partly = set(off_missing_dirs(ctx.view.environment, items)) == set(names)
     return _Cause(
-        title=f"{', '.join(names)} {_is_are(names)} in the NPU driver but not on the loader path", fix=tuple(fix)
+        title=f"{', '.join(names)} {_is_are(names)} in the NPU driver but not on the loader path",
+        fix=tuple(fix),
+        because="ENV003" if partly else None,
     )
 
 

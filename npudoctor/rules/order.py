@@ -20,7 +20,7 @@ from npudoctor.knowledge import codes
 from npudoctor.rules import postprocess
 
 if TYPE_CHECKING:
-    from typing import Dict, List, Tuple
+    from typing import Dict, List, Optional, Tuple
 
 READS = ()
 
@@ -91,7 +91,57 @@ def fix_order(ctx: RuleContext, findings: List[Finding]) -> List[Finding]:
     for f in fixable:
         earlier = [c for layer, codes in sorted(by_layer.items()) if layer < layer_of(f.code) for c in codes]
         f.after = list(dict.fromkeys(f.after + earlier))
+    _source_once(fixable)
     return findings
+
+
+#: The findings whose fix applies an environment that is not in effect -- the toolkit's
+#: set_env.sh (ENV001), NNAL's (ENV005) -- and where an add-on install (kernels/ops, NNAL)
+#: needs that step: ``before`` it (the kernels installer needs the toolkit's environment:
+#: Ascend/docs pull request 69, "Before installing kernels, make sure you source
+#: set_env.sh") or ``after`` it (NNAL's set_env.sh applies what the NNAL install put there).
+APPLIES_ENV = {"ENV001": ("before", "the toolkit's environment"), "ENV005": ("after", "NNAL's environment")}
+
+
+def _command(f: Finding, index: int) -> Optional[str]:
+    """The command of fix line ``index`` of ``f`` (without its comment), or ``None`` for prose."""
+    if index < len(f.remedies) and f.remedies[index].get("shell") == f.fix[index]:
+        command = f.remedies[index].get("command")
+        return command if isinstance(command, str) else None
+    return None
+
+
+def _source_once(fixable: List[Finding]) -> None:
+    """An add-on install whose fix prints the same command as the fix of a reported
+    :data:`APPLIES_ENV` finding (the environment not applied): the add-on's step refers to
+    that finding instead of printing the command again (one cause, one command), and the
+    two go in the order the add-on needs."""
+    from npudoctor.remedies import Prose, shell_lines, to_dict
+
+    addon = layer_of("CANN004")
+    for env in fixable:
+        when, what = APPLIES_ENV.get(env.code, ("", ""))
+        command = _command(env, 0) if when and env.fix else None
+        if command is None:
+            continue
+        for f in fixable:
+            if layer_of(f.code) != addon:
+                continue
+            hit = next((i for i in range(len(f.fix)) if _command(f, i) == command), None)
+            if hit is None:
+                continue
+            if when == "before":
+                text = f"in the shell where {what} is applied ({env.code}'s fix):"
+                f.after = [c for c in f.after if c != env.code] + [env.code]
+                env.after = [c for c in env.after if c != f.code]
+            else:
+                text = f"then apply {what} ({env.code}'s fix)"
+                env.after = [c for c in env.after if c != f.code] + [f.code]
+                f.after = [c for c in f.after if c != env.code]
+            step = Prose(text)
+            line = shell_lines([step])[0]
+            f.fix = f.fix[:hit] + [line] + f.fix[hit + 1 :]
+            f.remedies = f.remedies[:hit] + [dict(to_dict(step), shell=line)] + f.remedies[hit + 1 :]
 
 
 @postprocess

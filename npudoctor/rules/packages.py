@@ -175,7 +175,7 @@ def _against_requires_dist(
         fix=fix,
         subject="torch",
         severity=grades.severity(verdict) or "error",
-        data=_grade_data(verdict),
+        data=_shadowed(_grade_data(verdict), hidden),
     )
 
 
@@ -223,7 +223,7 @@ def _against_release(
         fix=fix,
         subject="torch",
         severity=grades.severity(verdict) or "error",
-        data=_grade_data(verdict),
+        data=_shadowed(_grade_data(verdict), hidden),
     )
 
 
@@ -236,6 +236,14 @@ def _grade_data(verdict: Verdict) -> Dict[str, object]:
         "unofficial": verdict.unofficial,
         "recommend": verdict.recommend,
     }
+
+
+def _shadowed(data: Dict[str, object], hidden: Optional[List[Fix]]) -> Dict[str, object]:
+    """``data`` of a PKG001 whose fitting torch is hidden behind another copy
+    (:func:`_hidden_fit` gave the fix): the shadowing copy is the cause, and PKG003 (the
+    same package installed twice) reports it with the same cleanup lines, so this one
+    names it in ``because`` and folds under it when it is reported."""
+    return dict(data, because=DUPLICATE.code) if hidden is not None else data
 
 
 def _unofficial_pairing(
