@@ -21,6 +21,7 @@ from typing import Dict, List, Tuple
 
 import pytest
 import tomllib
+from builders.sourcevenv import NO_PYC_REPORTER as REPORTER
 from builders.sourcevenv import source_venv
 from scenario_runner import environment
 
@@ -36,23 +37,6 @@ needs_user = pytest.mark.skipif(
     bool(AS_USER) and shutil.which("setpriv") is None, reason="as root, needs setpriv to honour file modes"
 )
 
-#: Runs the console script's code, then writes: the number of modules, ``sys.pycache_prefix``,
-#: and the modules whose ``.pyc`` (where the import system looked for it) does not exist:
-#: those were compiled from source in this run.
-REPORTER = """
-import atexit, os, sys
-def report(out=sys.argv[1]):
-    missing = sorted(
-        name for name, module in list(sys.modules.items())
-        if getattr(module, "__cached__", None) and not os.path.exists(module.__cached__)
-    )
-    with open(out, "w") as fh:
-        fh.write("%d\\n%s\\n" % (len(sys.modules), sys.pycache_prefix) + "\\n".join(missing))
-atexit.register(report)
-sys.argv = ["npudoctor"] + sys.argv[2:]
-from npudoctor.entry import run
-run()
-"""
 #: What runs before the prefix can be set: compiled on every run of an install without bytecode.
 BEFORE_PREFIX = ["npudoctor", "npudoctor.entry", "npudoctor.userdirs"]
 

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from builders.sourcevenv import source_venv
+from builders.sourcevenv import NO_PYC_REPORTER, source_venv
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -120,23 +120,6 @@ IMAGE_COMMANDS = (
     ["triage", "train.log", "--no-facts"],
 )
 
-#: Runs npudoctor with argv[2:] and writes to argv[1] every imported module whose bytecode
-#: file is missing (its ``__cached__`` path does not exist).
-_NO_PYC_REPORTER = """
-import atexit, os, sys
-def report(out=sys.argv[1]):
-    missing = sorted(
-        name for name, module in list(sys.modules.items())
-        if getattr(module, "__cached__", None) and not os.path.exists(module.__cached__)
-    )
-    with open(out, "w") as fh:
-        fh.write("%d\\n" % len(sys.modules) + "\\n".join(missing))
-atexit.register(report)
-sys.argv = ["npudoctor"] + sys.argv[2:]
-from npudoctor.entry import run
-run()
-"""
-
 
 @pytest.mark.slow
 def test_the_image_compiles_every_module_its_commands_import(tmp_path):
@@ -163,9 +146,9 @@ def test_the_image_compiles_every_module_its_commands_import(tmp_path):
     for n, argv in enumerate(IMAGE_COMMANDS):
         out = tmp_path / f"missing-{n}.txt"
         subprocess.run(
-            [str(venv / "bin/python3"), "-c", _NO_PYC_REPORTER, str(out), *argv],
+            [str(venv / "bin/python3"), "-c", NO_PYC_REPORTER, str(out), *argv],
             env=run_env, cwd=tmp_path, timeout=300, capture_output=True,
         )  # fmt: skip
-        imported, *missing = out.read_text().splitlines()
+        imported, _prefix, *missing = out.read_text().splitlines()
         assert int(imported) > 100, argv
         assert missing == [], (argv, missing)

@@ -46,3 +46,22 @@ def source_venv(directory: Path) -> Tuple[Path, Path]:
         else:
             shutil.copy2(origin, site / origin.name)
     return directory, site
+
+
+#: Runs the console script's code with ``argv[2:]``, then writes to ``argv[1]``: the number of
+#: modules imported, ``sys.pycache_prefix``, and the modules whose ``.pyc`` (where the import
+#: system looked for it) does not exist: those were compiled from source in this run.
+NO_PYC_REPORTER = """
+import atexit, os, sys
+def report(out=sys.argv[1]):
+    missing = sorted(
+        name for name, module in list(sys.modules.items())
+        if getattr(module, "__cached__", None) and not os.path.exists(module.__cached__)
+    )
+    with open(out, "w") as fh:
+        fh.write("%d\\n%s\\n" % (len(sys.modules), sys.pycache_prefix) + "\\n".join(missing))
+atexit.register(report)
+sys.argv = ["npudoctor"] + sys.argv[2:]
+from npudoctor.entry import run
+run()
+"""
