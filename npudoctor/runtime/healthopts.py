@@ -10,7 +10,6 @@ answered by the Typer app (help is not on the probe path), from :func:`help_rows
 from __future__ import annotations
 
 import math
-import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -31,17 +30,6 @@ the CANN environment applied and torch/torch_npu/CANN paired.
 Exit codes: 0 healthy; 1 unhealthy (also for bad options, internal errors and timeouts)."""
 
 
-def _columns() -> int:
-    """The terminal's width as ``shutil.get_terminal_size`` reads it (``COLUMNS``, else the
-    terminal of stdout, else 80).  Given to argparse's formatter, which would otherwise
-    import ``shutil`` (and the compression modules it imports) for every parser it builds:
-    a cost on every health run, of which only ``--help`` prints anything."""
-    try:
-        return int(os.environ.get("COLUMNS", "0")) or os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-    except (ValueError, OSError, AttributeError):
-        return 80
-
-
 def build_parser() -> argparse.ArgumentParser:
     """health's parser.  A usage problem is reported as *unhealthy* (exit 1), never exit 2."""
     import argparse
@@ -59,12 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
             print(f"unhealthy: bad health-check option: {message}")
             sys.exit(ExitStatus.PROBLEMS)
 
-    columns = _columns()
-
-    def formatter(prog: str) -> argparse.HelpFormatter:
-        return argparse.RawDescriptionHelpFormatter(prog, width=columns - 2)  # what argparse takes
-
-    parser = _Parser(prog="npudoctor health", description=DESCRIPTION, formatter_class=formatter)
+    parser = _Parser(
+        prog="npudoctor health", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add = parser.add_argument
     add("--root", metavar="DIR", help="inspect DIR as if it were /")
     add("--python", metavar="PATH", help="inspect this interpreter's packages")
