@@ -48,9 +48,15 @@ def describe(exc: ValueError, text: str) -> str:
         return "the file is empty"
     if isinstance(exc, Refused) or not isinstance(exc, json.JSONDecodeError):
         return str(exc)
-    if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+    if ends_early(exc, text):
         return f"the document ends early, at line {exc.lineno} (truncated?)"
     return f"line {exc.lineno} column {exc.colno}: {exc.msg}"
+
+
+def ends_early(exc: json.JSONDecodeError, text: str) -> bool:
+    """Whether the parser of ``text`` ran out of input (a truncated file): it stopped at the
+    end, or inside a string never closed."""
+    return exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
 
 
 def _int(text: str) -> int:

@@ -98,7 +98,7 @@ def _strip_comments(text: str) -> Tuple[str, List[str]]:
 def _json_error(text: str, exc: json.JSONDecodeError) -> Tuple[str, bool]:
     """A message for a JSON error, and whether it looks like a truncated file (the parser
     ran out of input)."""
-    truncated = exc.pos >= len(text.rstrip()) or "Unterminated string" in exc.msg
+    truncated = jsontext.ends_early(exc, text)
     where = f"line {exc.lineno} column {exc.colno}"
     if truncated:
         return f"the JSON ends early at {where} (truncated file?): {exc.msg}", True

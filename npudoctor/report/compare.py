@@ -20,8 +20,9 @@ def render(report: Dict[str, Any], limit: int = 50) -> str:
     counts = [f"{same} match the majority", f"{len(differing)} differ"]
     if partial:
         counts.append(f"{partial} do not tell every field")
-    if n - same - len(differing) - partial > 0:  # every field told and none differs, but one is split
-        counts.append(f"{n - same - len(differing) - partial} agree wherever there is a majority")
+    undecided = n - same - len(differing) - partial  # every field told, none differs, one is split
+    if undecided > 0:
+        counts.append(f"{undecided} agree wherever there is a majority")
     lines.append(
         f"Compared {n} node(s): {', '.join(counts)}, {len(report['split'])} field(s) split, "
         f"{len(report['unreadable'])} unreadable."
