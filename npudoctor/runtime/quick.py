@@ -292,13 +292,21 @@ def _finished_areas(facts: Mapping[str, Any], options: Any) -> List[str]:
     return [a for a in AREAS if a in facts and (not options.only or a in options.only) and a not in options.skip]
 
 
+#: Seconds with no section finished after which the judging beside the probes judges the
+#: areas finished so far: the probes are waiting on a command then (``npu-smi`` mostly).
+#: While sections finish faster than this, judging them would only take the interpreter
+#: from the probes, and the evaluation judges them all at the end anyway.
+QUIET = 0.03
+
+
 def _judge_as_they_finish(progress: Progress, ignore: List[str]) -> None:
     """In the loader thread, once rules and matrix are loaded: judge the areas finished so
     far (every rule on the sections collected, ``only`` = those areas, as ``--only`` would)
-    each time another section finishes, until the probes end, and keep the latest verdict in
-    ``progress.judged``.  The probes mostly wait for ``npu-smi`` meanwhile, so this costs
-    the run no time, and a budget that runs out answers with this verdict at once instead of
-    judging again past the deadline.  Never raises."""
+    whenever the probes have finished no section for :data:`QUIET` seconds, until they end,
+    and keep the latest verdict in ``progress.judged``.  The probes wait for ``npu-smi``
+    then, so this costs the run no time, and a budget that runs out answers with this
+    verdict at once instead of judging again past the deadline; a cut (:meth:`Progress.freeze`)
+    is judged at once.  Never raises."""
     from npudoctor.config import load_ignores
     from npudoctor.engine import evaluate
     from npudoctor.snapshot import Snapshot, now_iso
@@ -309,6 +317,8 @@ def _judge_as_they_finish(progress: Progress, ignore: List[str]) -> None:
         while True:
             progress.changed.wait()
             progress.changed.clear()
+            while progress.cut is None and not progress.ended and progress.changed.wait(QUIET):
+                progress.changed.clear()  # another section finished: the probes are busy
             cut = progress.cut
             if progress.ended and cut is None:  # the evaluation judges for itself
                 return
