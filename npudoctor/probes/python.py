@@ -61,7 +61,7 @@ from npudoctor.knowledge.versions import python_release
 from npudoctor.parsers import jsontext
 
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Tuple
+    from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 SECTION = "python"
 NEEDS = ("host",)
@@ -208,13 +208,16 @@ def _conda_python_version(host: Host, prefix: str) -> Optional[List[int]]:
     return None
 
 
-def _has(host: Host, dirs: List[str], name: str) -> bool:
-    prefix = name + "-"
+def _installed(host: Host, dirs: List[str], names: Sequence[str]) -> Set[str]:
+    """Which of ``names`` (distribution names as their metadata directories spell them,
+    ``torch_npu``) have a ``*.dist-info`` or ``*.egg-info`` in ``dirs``; each directory is
+    listed once, however many names are asked for."""
+    found: Set[str] = set()
     for d in dirs:
         for entry in host.listdir(d):
-            if entry.startswith(prefix) and entry.endswith((".dist-info", ".egg-info")):
-                return True
-    return False
+            if entry.endswith((".dist-info", ".egg-info")):
+                found.update(n for n in names if entry.startswith(n + "-"))
+    return found
 
 
 def _environment(host: Host, prefix: str, kind: str) -> Optional[Dict[str, Any]]:
@@ -264,8 +267,9 @@ def _environment(host: Host, prefix: str, kind: str) -> Optional[Dict[str, Any]]
         "pyvenv_cfg": cfg or None,
         "conda": conda,
     }
-    env["has_torch"] = _has(host, site_dirs, "torch")
-    env["has_torch_npu"] = _has(host, site_dirs, "torch_npu") or _has(host, site_dirs, "torch-npu")
+    installed = _installed(host, site_dirs, ("torch", "torch_npu", "torch-npu"))
+    env["has_torch"] = "torch" in installed
+    env["has_torch_npu"] = bool(installed & {"torch_npu", "torch-npu"})
     return env
 
 
