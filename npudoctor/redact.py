@@ -180,7 +180,8 @@ def conceal_text(text: str) -> str:
 
     Each substitution runs only when ``text`` holds the literal characters every match of
     its pattern contains (``@`` for URL credentials, a token prefix, ``--`` for an option,
-    ``:`` or ``=`` for an assignment): skipping it otherwise changes nothing."""
+    ``:`` or ``=`` for an assignment, and for every name-keyed one a word of
+    :data:`NAME_WORDS`): skipping it otherwise changes nothing."""
     if not text:
         return text
     out = text
@@ -195,6 +196,10 @@ def conceal_text(text: str) -> str:
     has_option = "--" in out
     if not has_option and "=" not in out and ":" not in out:
         return out
+    if len(out) < LINEWISE:  # a longer text is looked at block by block (_sub_named)
+        low = folded(out)
+        if not any(word in low for word in NAME_WORDS):
+            return out  # no name in it is secret-like: the name-keyed substitutions change nothing
     sub = _sub_named if len(out) >= LINEWISE and "\n" in out else _sub
     if ":" in out and _may_hold_header(out):
         out = sub(_HEADER, _header, out)
