@@ -107,3 +107,42 @@ def test_npu_smi_may_use_the_probes_whole_share_of_the_budget(tmp_path: Path) ->
     devices = snapshot.facts["devices"]
     assert devices["npu_smi"].get("available") is True, devices["npu_smi"]
     assert len(devices["chips"]) == 8
+
+
+#: A whole run in a fresh interpreter with the quiet spell that starts a judging beside the
+#: probes made longer than any run: every judging is counted by the kind of snapshot judged.
+_QUIET_RUN = """
+import json, sys
+import npudoctor.engine, npudoctor.runtime.quick
+from npudoctor.runtime.deadline import Budget
+from npudoctor.runtime.health import evaluate_health
+from npudoctor.runtime.healthopts import options_from_values, parse_values
+from npudoctor.runtime.quick import Progress
+
+npudoctor.runtime.quick.QUIET = 600.0
+judged = []
+evaluate = npudoctor.engine.evaluate
+
+def counted(snapshot, *args, **kwargs):
+    judged.append(snapshot.target.get("mode"))
+    return evaluate(snapshot, *args, **kwargs)
+
+npudoctor.engine.evaluate = counted
+options = options_from_values(parse_values(["--root", sys.argv[1], "--timeout", "600"]))
+progress = Progress()
+doc = evaluate_health(options, Budget(600), progress)
+print(json.dumps({"judged": judged, "beside": list(progress.judged[0]), "status": doc["status"]}))
+"""
+
+
+def test_sections_that_finish_one_after_another_are_judged_once_at_the_end(tmp_path: Path) -> None:
+    # npu-smi answers at once: no section waits, so nothing is judged beside the probes; the
+    # end of the probes wakes the judging thread (a run that ended it no sooner would hang)
+    scenario = prepare(REPO / "tests/scenarios/health-910b3-8npu-healthy", tmp_path)
+    env = dict(environment(scenario, tomllib.loads((scenario / "scenario.toml").read_text())), PYTHONPATH=str(REPO))
+    proc = subprocess.run(
+        [sys.executable, "-c", _QUIET_RUN, str(scenario / "root")], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.splitlines()[-1])
+    assert out == {"judged": ["root"], "beside": [], "status": "healthy"}
