@@ -1,13 +1,14 @@
 """``npudoctor health`` on a vLLM-sized container: median <= 12x ``python -c pass`` with
 320 installed distributions and 8 NPUs, flat as distributions grow (at 1,000 within 15 % of
-the time at 100, and within 10 % of the time with only the scenario's own distributions).  Every run judges anew (health keeps nothing between runs by default).
+the time at 100, and within 10 % of the time with only the scenario's own distributions).
+Every run judges anew (health keeps nothing between runs by default).
 
 The tree is tests/scenarios/health-910b3-8npu-healthy (8 x 910B3, CANN 8.0.0 sourced,
 torch_npu 2.1.0.post10; its ``bin/npu-smi`` prints the real capture at once), copied to a
 temporary directory four times, with real ``*.dist-info`` directories (METADATA with
 requirements, WHEEL, INSTALLER, RECORD, top_level.txt) added to its site-packages until it
-holds 100, 320 and 1,000 distributions (none added to the first copy).  Measured in one run, interleaved so that machine
-load hits all alike: ``<python> -c pass`` (the floor: interpreter start) and ``npudoctor
+holds 100, 320 and 1,000 distributions (none added to the first copy).  Measured in one
+run, interleaved so that machine load hits all alike: ``<python> -c pass`` (the floor: interpreter start) and ``npudoctor
 health --root R`` on each tree -- the console script as Docker's HEALTHCHECK runs it (a
 launcher like the one pip writes, with this checkout first on ``sys.path``; ``-m`` adds
 runpy's start-up).  ``NPUDOCTOR_BENCH_BASELINE=/path/to/other/checkout`` adds that
