@@ -8,8 +8,9 @@ torch_npu 2.1.0.post10; its ``bin/npu-smi`` prints the real capture at once), co
 temporary directory four times, with real ``*.dist-info`` directories (METADATA with
 requirements, WHEEL, INSTALLER, RECORD, top_level.txt) added to its site-packages until it
 holds 100, 320 and 1,000 distributions (none added to the first copy).  Measured in one
-run, interleaved so that machine load hits all alike: ``<python> -c pass`` (the floor: interpreter start) and ``npudoctor
-health --root R`` on each tree -- the console script as Docker's HEALTHCHECK runs it (a
+run, interleaved so that machine load hits all alike: ``<python> -c pass`` (the floor:
+interpreter start) and ``npudoctor health --root R`` on each tree -- the console script as
+Docker's HEALTHCHECK runs it (a
 launcher like the one pip writes, with this checkout first on ``sys.path``; ``-m`` adds
 runpy's start-up).  ``NPUDOCTOR_BENCH_BASELINE=/path/to/other/checkout`` adds that
 checkout's health on the 320-distribution tree to the same rounds (before/after).  Also
