@@ -10,9 +10,8 @@ requirements, WHEEL, INSTALLER, RECORD, top_level.txt) added to its site-package
 holds 100, 320 and 1,000 distributions (none added to the first copy).  Measured in one
 run, interleaved so that machine load hits all alike: ``<python> -c pass`` (the floor:
 interpreter start) and ``npudoctor health --root R`` on each tree -- the console script as
-Docker's HEALTHCHECK runs it (a
-launcher like the one pip writes, with this checkout first on ``sys.path``; ``-m`` adds
-runpy's start-up).  ``NPUDOCTOR_BENCH_BASELINE=/path/to/other/checkout`` adds that
+Docker's HEALTHCHECK runs it (a launcher like the one pip writes, with this checkout first
+on ``sys.path``; ``-m`` adds runpy's start-up).  ``NPUDOCTOR_BENCH_BASELINE=/path/to/other/checkout`` adds that
 checkout's health on the 320-distribution tree to the same rounds (before/after).  Also
 reported: health's own clock and where its imports go (``-X importtime``).
 """
