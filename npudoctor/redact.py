@@ -41,9 +41,8 @@ from typing import TYPE_CHECKING
 from npudoctor import lazyre
 
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Set, Tuple
+    from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 
-    from npudoctor.lazyre import LazyPattern
 
 #: What a concealed secret value becomes.
 SECRET = "<redacted>"
@@ -158,9 +157,9 @@ SYSTEM_ACCOUNTS = {
 _SECRET_NAMES: Dict[str, bool] = {}
 _NAME_MEMO_MAX = 4096
 
-#: Literal text every match of :data:`_TOKENS` contains (its alternatives' fixed prefixes:
-#: ``github_pat_`` starts with ``gh``); text holding none of them cannot match.
-_TOKEN_MARKS = ("hf_", "gh", "AKIA", "ASIA", "xox", "sk-")
+#: Literal text every match of :data:`_TOKENS` contains (each alternative's fixed prefix);
+#: text holding none of them cannot match.
+_TOKEN_MARKS = ("hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "ASIA", "xox", "sk-")
 
 
 def _is_secret_name(name: str) -> bool:
@@ -181,7 +180,15 @@ def conceal_text(text: str) -> str:
     Each substitution runs only when ``text`` holds the literal characters every match of
     its pattern contains (``@`` for URL credentials, a token prefix, ``--`` for an option,
     ``:`` or ``=`` for an assignment, and for every name-keyed one a word of
-    :data:`NAME_WORDS`): skipping it otherwise changes nothing."""
+    :data:`NAME_WORDS`): skipping it otherwise changes nothing.  A text of
+    :data:`LINEWISE` characters or more is concealed line by line (:func:`_by_lines`)."""
+    if len(text) >= LINEWISE and "\n" in text:
+        return _by_lines(text)
+    return _conceal(text)
+
+
+def _conceal(text: str) -> str:
+    """:func:`conceal_text` of one text, every substitution over the whole of it."""
     if not text:
         return text
     out = text
@@ -196,28 +203,30 @@ def conceal_text(text: str) -> str:
     has_option = "--" in out
     if not has_option and "=" not in out and ":" not in out:
         return out
-    if len(out) < LINEWISE:  # a longer text is looked at block by block (_sub_named)
+    if len(out) < LINEWISE:  # (a folded copy of a longer line would double what it holds)
         low = folded(out)
         if not any(word in low for word in NAME_WORDS):
             return out  # no name in it is secret-like: the name-keyed substitutions change nothing
-    sub = _sub_named if len(out) >= LINEWISE and "\n" in out else _sub
     if ":" in out and _may_hold_header(out):
-        out = sub(_HEADER, _header, out)
+        out = _HEADER.sub(_header, out)
     if "=" in out and ("?" in out or "&" in out):
-        out = sub(_QUERY, _query, out)
+        out = _QUERY.sub(_query, out)
     if has_option:
-        out = sub(_OPTION, _assignment, out)
+        out = _OPTION.sub(_assignment, out)
     if "=" not in out and ":" not in out:
         return out
-    return sub(_ASSIGNMENT, _assignment, out)
+    return _ASSIGNMENT.sub(_assignment, out)
 
 
-#: Characters of text from which :func:`conceal_text` substitutes names line by line.
+#: Characters of text from which :func:`conceal_text` works line by line.
 LINEWISE = 16 << 10
 #: Words of which every secret-like name holds one in :func:`folded` form
 #: (:data:`SECRET_NAME`'s alternatives; ``sig`` for :data:`_QUERY_SECRETS`), and so every
 #: credential header name (``Authorization``, ``Cookie``, ``X-…Token|Key|Auth…``).
 NAME_WORDS = ("token", "secret", "pass", "credential", "key", "auth", "pwd", "cookie", "session", "sig")
+#: Literal text of which every match of a substitution that is not name-keyed holds one
+#: (:data:`_URL_USERINFO`, :data:`_TOKENS`, :data:`_BEARER`).
+_MARKS = ("@", "Bearer", *_TOKEN_MARKS)
 
 
 def folded(text: str) -> str:
@@ -228,59 +237,52 @@ def folded(text: str) -> str:
     return text.replace("\u0130", "i").replace("\u0131", "i").replace("\u017f", "s").lower()
 
 
-def _sub(pattern: LazyPattern[str], repl: Callable[[re.Match[str]], str], text: str) -> str:
-    return pattern.sub(repl, text)
-
-
-def _sub_named(pattern: LazyPattern[str], repl: Callable[[re.Match[str]], str], text: str) -> str:
-    """``pattern.sub(repl, text)`` for the name-keyed substitutions (:data:`_HEADER`,
-    :data:`_QUERY`, :data:`_OPTION`, :data:`_ASSIGNMENT`), run only on the lines holding
-    one of :data:`NAME_WORDS`: no match of theirs crosses a line (none matches a line
-    break; a line's start or end is, for their lookarounds, what a line break is), and a
-    match changes nothing unless its name is secret-like, so a line without such a word is
-    left as it is either way.  A 120 KB ``check --json`` document holds a few such lines.
-    The text is taken in blocks of whole lines of about :data:`BLOCK` characters (a
-    block's folded copy and lines are all it holds besides the output); a block of one
-    line longer than :data:`BLOCK_MAX` is substituted whole, as a short text is."""
-    if len(text) <= BLOCK:
-        return _sub_block(pattern, repl, text)
+def _by_lines(text: str) -> str:
+    """:func:`_conceal` of each line of ``text`` that holds a word of :data:`NAME_WORDS` or a
+    mark of :data:`_MARKS`; the other lines as they are.  The same as :func:`_conceal` of the
+    whole text: no match of any substitution crosses a line (none matches a line break; a
+    line's start or end is, for their lookarounds, what a line break is), and a line holding
+    no word and no mark is one every substitution leaves as it is.  A 120 KB ``check --json``
+    document holds a few such lines.  The text is taken in blocks of whole lines of about
+    :data:`BLOCK` characters (a block's folded copy and lines are all it holds besides the
+    output); a block of one line longer than :data:`BLOCK_MAX` is concealed whole."""
     out: List[str] = []
     start = 0
     while start < len(text):
         cut = text.find("\n", start + BLOCK)
         end = len(text) if cut < 0 else cut + 1
         block = text[start:end]
-        out.append(pattern.sub(repl, block) if len(block) > BLOCK_MAX else _sub_block(pattern, repl, block))
+        out.append(_conceal(block) if len(block) > BLOCK_MAX else _block_by_lines(block))
         del block
         start = end
     return "".join(out)
 
 
-#: Characters of one block of :func:`_sub_named`, and of its longest block (one line).
+#: Characters of one block of :func:`_by_lines`, and of its longest block (one line).
 BLOCK = 64 << 10
 BLOCK_MAX = 1 << 20
 
 
-def _sub_block(pattern: LazyPattern[str], repl: Callable[[re.Match[str]], str], text: str) -> str:
-    """:func:`_sub_named` of one block."""
-    low = folded(text)
+def _block_by_lines(text: str) -> str:
+    """:func:`_by_lines` of one block."""
     hits: List[int] = []
-    for word in NAME_WORDS:
-        at = low.find(word)
-        while at >= 0:
-            hits.append(at)
-            at = low.find(word, at + 1)
+    for within, needles in ((folded(text), NAME_WORDS), (text, _MARKS)):
+        at_lines: List[int] = []
+        for needle in needles:
+            at = within.find(needle)
+            while at >= 0:
+                at_lines.append(at)
+                at = within.find(needle, at + 1)
+        line = prev = 0
+        for at in sorted(at_lines):  # the line of each hit: line breaks counted once in all
+            line += within.count("\n", prev, at)
+            prev = at
+            hits.append(line)
     if not hits:
         return text
-    marked: Set[int] = set()
-    line = prev = 0
-    for at in sorted(hits):  # the line of each word: line breaks counted once in all
-        line += low.count("\n", prev, at)
-        prev = at
-        marked.add(line)
     lines = text.split("\n")
-    for i in marked:
-        lines[i] = pattern.sub(repl, lines[i])
+    for i in set(hits):
+        lines[i] = _conceal(lines[i])
     return "\n".join(lines)
 
 

@@ -50,6 +50,7 @@ def test_corpus(case: Dict[str, Any]) -> None:
 _MARK_LINES = [
     "--password hunter2 --verbose",
     "ghp_ABCDEFGHIJKLMNOPQRSTUVWX0123 in a log",
+    "cloned with github_pat_11ABCDEFG0123456789_ABCDEFGHIJKLMNOPQRSTUVWXYZ",
     "sk-ABCDEFGHIJKLMNOPQRSTUVWXYZ",
     "peer 192.168.20.31 and 2001:db8::7",
     "via fe80::1",
@@ -102,10 +103,10 @@ def _secret_substitutions(text: str) -> str:
 
 
 def test_long_text_is_concealed_line_by_line_as_whole() -> None:
-    """Past LINEWISE characters the name-keyed substitutions run only on the lines holding
-    a NAME_WORDS word: a JSON document of filler lines with every corpus case and mark line
-    among them comes out as the whole-text substitutions make it, and as the short-text
-    path (no line skipped) does."""
+    """Past LINEWISE characters the substitutions run only on the lines holding a
+    NAME_WORDS word or a mark: a JSON document of filler lines with every corpus case and
+    mark line among them comes out as the whole-text substitutions make it, and as the
+    short-text path (no line skipped) does."""
     from npudoctor import redact as r
 
     filler = [f'    "site_{i}": ["/usr/lib/python3/x{i}.so", {i}, "torch 2.13.0+cpu", "a=b: c"],' for i in range(900)]
