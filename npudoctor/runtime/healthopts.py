@@ -47,15 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
             print(f"unhealthy: bad health-check option: {message}")
             sys.exit(ExitStatus.PROBLEMS)
 
-    class _Formatter(argparse.RawDescriptionHelpFormatter):
-        # argparse makes a formatter for every option added (to check its metavar), and by
-        # default each asks shutil for the terminal's width: an import costing more than the
-        # parsing.  This parser never prints its help or usage (``--help`` goes to the Typer
-        # app, a usage error is health's own line), so a fixed width changes no output.
-        def __init__(self, prog: str) -> None:
-            super().__init__(prog, width=100)
-
-    parser = _Parser(prog="npudoctor health", description=DESCRIPTION, formatter_class=_Formatter)
+    parser = _Parser(
+        prog="npudoctor health", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add = parser.add_argument
     add("--root", metavar="DIR", help="inspect DIR as if it were /")
     add("--python", metavar="PATH", help="inspect this interpreter's packages")
