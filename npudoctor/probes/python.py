@@ -61,7 +61,7 @@ from npudoctor.knowledge.versions import python_release
 from npudoctor.parsers import jsontext
 
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+    from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 SECTION = "python"
 NEEDS = ("host",)
@@ -162,6 +162,25 @@ def _checked(python: str, facts: Dict[str, Any]) -> Dict[str, Any]:
 
 
 # ------------------------------------------------------------- --root discovery
+if TYPE_CHECKING:
+    #: Lists a directory of the diagnosed machine: sorted entry names (``Host.listdir``).
+    Listdir = Callable[[str], List[str]]
+
+
+def _listed_once(host: Host) -> Listdir:
+    """``host.listdir`` remembering each directory's entries for one run of the probe: the
+    discovery reads a site directory three times (torch's metadata, the ``*.pth`` files,
+    the wheel tags), and one of thousands of entries takes a millisecond to list."""
+    listed: Dict[str, List[str]] = {}
+
+    def listdir(directory: str) -> List[str]:
+        if directory not in listed:
+            listed[directory] = host.listdir(directory)
+        return listed[directory]
+
+    return listdir
+
+
 def _version_from_libdirs(host: Host, prefix: str) -> Tuple[Optional[List[int]], List[str]]:
     """Highest ``lib*/pythonX.Y`` under ``prefix`` that has site-/dist-packages, and
     those package dirs."""
@@ -208,19 +227,20 @@ def _conda_python_version(host: Host, prefix: str) -> Optional[List[int]]:
     return None
 
 
-def _installed(host: Host, dirs: List[str], names: Sequence[str]) -> Set[str]:
+def _installed(listdir: Listdir, dirs: List[str], names: Sequence[str]) -> Set[str]:
     """Which of ``names`` (distribution names as their metadata directories spell them,
     ``torch_npu``) have a ``*.dist-info`` or ``*.egg-info`` in ``dirs``; each directory is
     listed once, however many names are asked for."""
     found: Set[str] = set()
+    heads = tuple(n + "-" for n in names)
     for d in dirs:
-        for entry in host.listdir(d):
-            if entry.endswith((".dist-info", ".egg-info")):
+        for entry in listdir(d):
+            if entry.startswith(heads) and entry.endswith((".dist-info", ".egg-info")):
                 found.update(n for n in names if entry.startswith(n + "-"))
     return found
 
 
-def _environment(host: Host, prefix: str, kind: str) -> Optional[Dict[str, Any]]:
+def _environment(host: Host, prefix: str, kind: str, listdir: Listdir) -> Optional[Dict[str, Any]]:
     """One environment under ``prefix`` (of the diagnosed machine), or ``None`` when
     there is no Python there."""
     prefix = host.display(prefix)
@@ -267,13 +287,15 @@ def _environment(host: Host, prefix: str, kind: str) -> Optional[Dict[str, Any]]
         "pyvenv_cfg": cfg or None,
         "conda": conda,
     }
-    installed = _installed(host, site_dirs, ("torch", "torch_npu", "torch-npu"))
+    installed = _installed(listdir, site_dirs, ("torch", "torch_npu", "torch-npu"))
     env["has_torch"] = "torch" in installed
     env["has_torch_npu"] = bool(installed & {"torch_npu", "torch-npu"})
     return env
 
 
-def discover_environments(host: Host, python: Optional[str] = None) -> List[Dict[str, Any]]:
+def discover_environments(
+    host: Host, python: Optional[str] = None, listdir: Optional[Listdir] = None
+) -> List[Dict[str, Any]]:
     """Python environments inside the root, in the order they are preferred.
 
     Looked for (scenarios/README.md "Python packages are found from…"): the prefix of
@@ -281,7 +303,7 @@ def discover_environments(host: Host, python: Optional[str] = None) -> List[Dict
     ``/usr/local/pythonX.Y.Z`` (official CANN images), conda installations
     (``/opt/conda``, ``~/miniconda3`` …) and their ``envs/*``, ``/usr/local`` and
     ``/usr``.  Each is a dict (see :func:`_environment`); duplicates (same prefix)
-    are dropped.
+    are dropped.  ``listdir``: how a site directory is listed (default ``host.listdir``).
     """
     cands: List[Tuple[str, str]] = []
     if python:
@@ -314,7 +336,7 @@ def discover_environments(host: Host, python: Optional[str] = None) -> List[Dict
         if key in seen:
             continue
         seen.add(key)
-        env = _environment(host, prefix, kind)
+        env = _environment(host, prefix, kind, listdir or host.listdir)
         if env is not None:
             env["found_by"] = kind
             out.append(env)
@@ -343,11 +365,14 @@ def _merge_system(envs: List[Dict[str, Any]], chosen: Dict[str, Any]) -> List[st
     return dirs
 
 
-def _pth_paths(host: Host, site_dir: str) -> List[str]:
+def _pth_paths(host: Host, site_dir: str, listdir: Listdir) -> List[str]:
     """Directories added by ``*.pth`` files of a site dir (``import`` lines skipped)."""
     out: List[str] = []
-    for pth in host.glob(site_dir, suffix=".pth"):
-        read = host.read_text(pth, limit=64 << 10)
+    shown = host.display(site_dir)
+    for name in listdir(site_dir):
+        if not name.endswith(".pth"):
+            continue
+        read = host.read_text(posixpath.join(shown, name), limit=64 << 10)
         for line in (read.text or "").splitlines():
             line = line.strip()
             if not line or line.startswith("#") or line.startswith("import ") or line.startswith("import\t"):
@@ -380,14 +405,17 @@ def _select(envs: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
 _BINARY_FIRST = ("torch", "torch_npu", "numpy")
 
 
-def arch_from_wheels(host: Host, site_dirs: List[str], limit: int = 200) -> Optional[str]:
+def arch_from_wheels(
+    host: Host, site_dirs: List[str], limit: int = 200, listdir: Optional[Listdir] = None
+) -> Optional[str]:
     """The CPU architecture named by the platform tags of installed wheels
     (``…manylinux_2_17_aarch64`` -> ``"aarch64"``), or ``None``; pure-Python wheels are
     skipped, and the wheels of :data:`_BINARY_FIRST` are read before the others.  Used
-    under --root when no system binary shows the ELF machine."""
+    under --root when no system binary shows the ELF machine.  ``listdir``: how a site
+    directory is listed (default ``host.listdir``)."""
     seen = 0
     for d in site_dirs:
-        entries = [e for e in host.listdir(d) if e.endswith(".dist-info")]
+        entries = [e for e in (listdir or host.listdir)(d) if e.endswith(".dist-info")]
         entries.sort(key=lambda e: e.split("-", 1)[0].lower() not in _BINARY_FIRST)  # stable: the rest keep their order
         for entry in entries:
             seen += 1
@@ -406,7 +434,8 @@ def arch_from_wheels(host: Host, site_dirs: List[str], limit: int = 200) -> Opti
 
 def _root_facts(ctx: ProbeContext) -> Dict[str, Any]:
     host = ctx.host
-    envs = discover_environments(host, ctx.options.python)
+    listdir = _listed_once(host)
+    envs = discover_environments(host, ctx.options.python, listdir)
     chosen = _select(envs)
     summary = [
         {k: env[k] for k in ("prefix", "kind", "version", "site_packages", "has_torch", "has_torch_npu")}
@@ -441,13 +470,13 @@ def _root_facts(ctx: ProbeContext) -> Dict[str, Any]:
     for d in ordered:
         if d not in sys_path:
             sys_path.append(d)
-        for extra in _pth_paths(host, d):
+        for extra in _pth_paths(host, d, listdir):
             if extra not in sys_path:
                 sys_path.append(extra)
     machine = host_facts.get("arch")
     machine_source = "host.arch"
     if not machine:
-        machine = arch_from_wheels(host, site_dirs)
+        machine = arch_from_wheels(host, site_dirs, listdir=listdir)
         machine_source = "WHEEL platform tags of installed packages" if machine else "unknown"
     base_prefix = chosen["prefix"]
     base_executable = None
