@@ -21,9 +21,35 @@ from __future__ import annotations
 
 import sys
 
-import msgspec
-from msgspec import field
-from msgspec.structs import asdict, fields, replace
+
+def _import_msgspec() -> None:
+    """Import msgspec without letting it import ``typing_extensions`` (on Python 3.11+).
+
+    Why a start-up step: msgspec imports ``typing_extensions`` when it is first imported,
+    only to prefer its ``get_type_hints`` to the standard one; ``typing_extensions`` in turn
+    imports :mod:`inspect` (with ``ast``, ``dis`` and ``tokenize``).  ``health`` imports
+    nothing else of that, and those modules were about a twentieth of its run
+    (``docs/performance.md``).  From Python 3.11 on the standard ``get_type_hints``
+    resolves everything a record declares (``typing`` has ``Required``, ``NotRequired``
+    and ``include_extras``), so msgspec is imported with ``typing_extensions`` marked
+    unimportable, and the mark is removed at once: a later ``import typing_extensions``
+    (the Typer commands') works as usual.  Nothing changes when ``typing_extensions`` is
+    already imported, on older Pythons (``dataclass_transform`` below needs it there), or
+    when msgspec is already imported."""
+    if sys.version_info < (3, 11) or "typing_extensions" in sys.modules or "msgspec" in sys.modules:
+        return
+    sys.modules["typing_extensions"] = None  # type: ignore[assignment]  # msgspec falls back to typing
+    try:
+        import msgspec  # noqa: F401
+    finally:
+        del sys.modules["typing_extensions"]
+
+
+_import_msgspec()
+
+import msgspec  # noqa: E402
+from msgspec import field  # noqa: E402
+from msgspec.structs import asdict, fields, replace  # noqa: E402
 
 if sys.version_info >= (3, 11):
     from typing import dataclass_transform

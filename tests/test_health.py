@@ -305,6 +305,45 @@ def test_health_does_not_import_typer_or_rich(tmp_path):
     assert not heavy, heavy
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="msgspec is imported as usual before Python 3.11")
+def test_health_leaves_typing_extensions_and_inspect_out(tmp_path):
+    """msgspec is imported without ``typing_extensions`` (``record._import_msgspec``) and the
+    views' source reader imports ``inspect`` only when a schema is built: a health run ends
+    with neither module imported (nor ``ast``, which ``inspect`` brings)."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    listing = tmp_path / "modules.txt"
+    (hook / "sitecustomize.py").write_text(
+        "import atexit, sys\n"
+        f"atexit.register(lambda: open({str(listing)!r}, 'w').write('\\n'.join(sorted(sys.modules))))\n"
+    )
+    proc = health(prepare(HEALTHY, tmp_path / "s"), "--timeout", BUDGET, env={"PYTHONPATH": str(hook)})
+    assert proc.returncode == 0, proc.stdout
+    imported = set(listing.read_text().split())
+    assert {"msgspec", "npudoctor.facts._view", "npudoctor.runtime.health"} <= imported
+    assert not {"typing_extensions", "inspect", "ast"} & imported
+
+
+def test_records_judge_alike_whether_msgspec_saw_typing_extensions_or_not():
+    """The views' typed conversion resolves the same types with the standard
+    ``get_type_hints`` as with ``typing_extensions``': one fresh interpreter each way."""
+    probe = (
+        "import sys\n"
+        "{pre}"
+        "from npudoctor.facts.devices import DevicesFacts\n"
+        "import msgspec\n"
+        "print(msgspec.convert({{'chips': [{{'npu_id': 3, 'name': '910B3', 'power_w': 93.5}}]}}, DevicesFacts))\n"
+        "print('typing_extensions' in sys.modules)\n"
+    )
+    seen = []
+    for pre in ("", "import typing_extensions\n"):
+        out = subprocess.run([sys.executable, "-c", probe.format(pre=pre)], capture_output=True, text=True, cwd=REPO)
+        assert out.returncode == 0, out.stderr
+        seen.append(out.stdout.splitlines())
+    assert seen[0][0] == seen[1][0] and "Chip(npu_id=3, " in seen[0][0] and "power_w=93.5" in seen[0][0]
+    assert [s[1] for s in seen] == [str(sys.version_info < (3, 11)), "True"]
+
+
 def test_exec_env_judges_the_environment_the_entrypoint_applies(tmp_path):
     """In an image whose ENTRYPOINT is `npudoctor exec`, the HEALTHCHECK process does not
     inherit the CANN variables exec applied; `--exec-env` judges those instead."""

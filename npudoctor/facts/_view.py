@@ -16,9 +16,6 @@ any other record (:func:`is_view`).
 
 from __future__ import annotations
 
-import ast
-import inspect
-import textwrap
 from typing import Dict, Tuple, Type
 
 from npudoctor.record import Record, field
@@ -45,6 +42,10 @@ def is_view(tp: object) -> bool:
 def field_docs(cls: type) -> Dict[str, str]:
     """The attribute docstrings of ``cls`` and its bases (field name → text), read from the
     source: for the schema, built by ``scripts/``, never on a command's path."""
+    import ast
+    import inspect
+    import textwrap
+
     docs: Dict[str, str] = {}
     for klass in reversed(cls.__mro__):
         if not is_view(klass):
