@@ -9,10 +9,10 @@ whose ``obj`` is the :class:`~npudoctor.session.request.Environment` it writes t
 :func:`npudoctor.cli.run`).
 """
 
+import sys
 from typing import List, Optional
 
 import typer
-from typing_extensions import Annotated
 
 from npudoctor.session.machine import (
     diagnosed_environ,
@@ -28,7 +28,13 @@ from npudoctor.session.machine import (
 )
 from npudoctor.session.request import DEFAULT_DEADLINE, Environment
 
+if sys.version_info >= (3, 9):
+    from typing import Annotated
+else:  # Python 3.8: the backport (a dependency there)
+    from typing_extensions import Annotated
+
 __all__ = [  # the Typer options and helpers below, and the Typer-free helpers the commands import from here
+    "Annotated",
     "DeadlineOpt",
     "EnvFileOpt",
     "FromOpt",

@@ -6,9 +6,9 @@ import os
 from typing import Any, Dict, List, Optional
 
 import typer
-from typing_extensions import Annotated
 
 from npudoctor.cli.commands._common import (
+    Annotated,
     DeadlineOpt,
     EnvFileOpt,
     FromOpt,

@@ -4,9 +4,8 @@ import io
 from typing import Any, Dict, List, Optional
 
 import typer
-from typing_extensions import Annotated
 
-from npudoctor.cli.commands._common import JsonOpt, environment, fail_usage
+from npudoctor.cli.commands._common import Annotated, JsonOpt, environment, fail_usage
 from npudoctor.report.jsonout import write_json
 from npudoctor.session.request import Environment, ExitStatus, UsageError
 

@@ -8,9 +8,9 @@ import sys
 from typing import Any, List, Optional, Tuple
 
 import typer
-from typing_extensions import Annotated
 
 from npudoctor.cli.commands._common import (
+    Annotated,
     EnvFileOpt,
     FromOpt,
     IgnoreOpt,

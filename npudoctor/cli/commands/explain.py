@@ -5,9 +5,8 @@ import json
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
 import typer
-from typing_extensions import Annotated
 
-from npudoctor.cli.commands._common import JsonOpt, environment, fail_usage
+from npudoctor.cli.commands._common import Annotated, JsonOpt, environment, fail_usage
 from npudoctor.session.request import Environment, ExitStatus, UsageError
 
 if TYPE_CHECKING:

@@ -5,9 +5,9 @@ import os
 from typing import TYPE_CHECKING, List, Optional
 
 import typer
-from typing_extensions import Annotated
 
 from npudoctor.cli.commands._common import (
+    Annotated,
     FromOpt,
     JsonOpt,
     PythonOpt,

@@ -4,9 +4,8 @@ import json
 from typing import Any, Dict, List, Optional, Tuple
 
 import typer
-from typing_extensions import Annotated
 
-from npudoctor.cli.commands._common import JsonOpt, MatrixOpt, echo, environment, fail_usage
+from npudoctor.cli.commands._common import Annotated, JsonOpt, MatrixOpt, echo, environment, fail_usage
 from npudoctor.session.request import Environment, ExitStatus
 
 matrix_app = typer.Typer(

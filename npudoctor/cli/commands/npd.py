@@ -16,9 +16,9 @@ import time
 from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple
 
 import typer
-from typing_extensions import Annotated
 
 from npudoctor.cli.commands._common import (
+    Annotated,
     EnvFileOpt,
     FromOpt,
     IgnoreOpt,

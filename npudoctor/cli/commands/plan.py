@@ -6,9 +6,9 @@ import shlex
 from typing import Any, Dict, List, Optional, Tuple
 
 import typer
-from typing_extensions import Annotated
 
 from npudoctor.cli.commands._common import (
+    Annotated,
     JsonOpt,
     MatrixOpt,
     echo,

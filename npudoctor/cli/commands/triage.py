@@ -4,9 +4,9 @@ import os
 from typing import Any, Dict, List, Optional, Tuple
 
 import typer
-from typing_extensions import Annotated
 
 from npudoctor.cli.commands._common import (
+    Annotated,
     EnvFileOpt,
     FromOpt,
     JsonOpt,
