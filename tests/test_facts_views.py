@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any, Dict, List, Tuple
 
 import clirun
 import jsonschema
@@ -16,7 +17,7 @@ import pytest
 from scenario_runner import REPO, environment, scenario_dirs
 from strict_facts import undeclared
 
-from npudoctor.facts import Facts
+from npudoctor.facts import SECTIONS, Facts, _typed
 from npudoctor.snapshot import Snapshot, redact
 
 try:
@@ -46,6 +47,83 @@ def test_every_scenario_fits_the_views_and_round_trips_through_the_schemas(scena
     doc = json.loads(replay.stdout)
     CHECK.validate(doc)
     assert doc["target"]["mode"] == "from" and doc["facts"] == snap["facts"]
+    _assert_msgspec_converts_as_the_plans(snap["facts"])
+
+
+def _sections_both_ways(facts: Dict[str, Any], bulk: int) -> Dict[str, Tuple[Any, List[str]]]:
+    """Every section of ``facts`` as its view and problems, with lists and maps of view
+    records of ``bulk`` entries or more converted by msgspec (:data:`_typed.BULK`)."""
+    saved = _typed.BULK
+    _typed.BULK = bulk
+    try:
+        return {
+            name: (lambda got: (got[0], got[1].as_list()))(_typed.load(SECTIONS[name], raw))
+            for name, raw in facts.items()
+        }
+    finally:
+        _typed.BULK = saved
+
+
+def _assert_msgspec_converts_as_the_plans(facts: Dict[str, Any]) -> None:
+    """msgspec (every container of view records, however short) and the field plans alone
+    make equal views and problems of a real snapshot's sections."""
+    assert _sections_both_ways(facts, 1) == _sections_both_ways(facts, 1 << 30)
+
+
+def _distributions(count: int) -> Dict[str, Any]:
+    """A ``packages`` section of ``count`` installed distributions shaped as the probe writes them."""
+    site = "/usr/local/lib/python3.10/site-packages"
+    return {
+        "installed": {
+            f"pkg-{i}": [
+                {
+                    "name": f"pkg-{i}",
+                    "version": f"1.{i}.0",
+                    "location": site,
+                    "dist_info": f"{site}/pkg_{i}-1.{i}.0.dist-info",
+                    "kind": "dist-info",
+                    "requires_dist": ["numpy>=1.21", 'torch==2.1.0; extra == "npu"'],
+                    "requires_python": ">=3.8",
+                    "wheel_tags": ["py3-none-any"],
+                    "installer": "pip",
+                    "user_site": False,
+                    "editable": False,
+                    "metadata_error": None,
+                    "direct_url": {"url": "file:///wheels", "dir_info": {}} if i % 7 == 0 else None,
+                }
+            ]
+            for i in range(count)
+        },
+        "count": count,
+    }
+
+
+def test_a_long_packages_section_is_converted_by_msgspec_as_the_plans_would() -> None:
+    section = _distributions(300)
+    fast, plans = (
+        _sections_both_ways({"packages": section}, _typed.BULK),
+        _sections_both_ways({"packages": section}, 1 << 30),
+    )
+    assert fast == plans and fast["packages"][1] == []
+    view = fast["packages"][0]
+    assert view.installed["pkg-7"][0].direct_url == {"url": "file:///wheels", "dir_info": {}}
+    assert view.installed["pkg-299"][0].requires_dist == ("numpy>=1.21", 'torch==2.1.0; extra == "npu"')
+    kept = [t for t in _typed._BULK_TYPES.values() if t is not None]  # the node msgspec was given
+    assert any("Distribution" in repr(t[0]) for t in kept)
+
+
+def test_a_wrong_value_in_a_long_section_is_found_as_the_plans_find_it() -> None:
+    section = _distributions(300)
+    section["installed"]["pkg-57"][0]["version"] = 57
+    section["installed"]["pkg-90"][0]["wheel_tags"] = "py3-none-any"
+    fast = _sections_both_ways({"packages": section}, _typed.BULK)
+    assert fast == _sections_both_ways({"packages": section}, 1 << 30)
+    view, problems = fast["packages"]
+    assert problems == [
+        "installed.pkg-57[0].version: expected str or null, got int",
+        "installed.pkg-90[0].wheel_tags: expected list, got str",
+    ]
+    assert view.installed["pkg-57"][0].version is None and view.installed["pkg-58"][0].version == "1.58.0"
 
 
 def test_a_malformed_section_is_a_could_not_read_fact_not_a_crash() -> None:

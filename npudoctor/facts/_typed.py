@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get
 from npudoctor.facts._view import field_docs, is_view, view_fields
 
 if TYPE_CHECKING:
-    from typing import Callable, Dict, FrozenSet, List, Optional, Tuple, Type, TypeVar
+    from typing import Callable, Dict, FrozenSet, List, Optional, Set, Tuple, Type, TypeVar
 
     T = TypeVar("T")
 
@@ -343,9 +343,114 @@ def _as_is(node: Node) -> FrozenSet[type]:
     return frozenset()
 
 
+#: Entries from which a list or map holding view records is first offered to
+#: :func:`_bulk` (a record costs the field plans about five times what it costs msgspec;
+#: msgspec's first use of a class costs about what a hundred records do).
+BULK = 64
+#: Node -> ``(the annotation msgspec converts it as, its nesting)``, or ``None``: the node
+#: is not for msgspec.
+_BULK_TYPES: Dict[Any, Optional[Tuple[Any, int]]] = {}
+
+
+def _bulk(node: Node, raw: Any, problems: Problems, depth: int) -> Any:
+    """``raw`` (a list or map of :data:`BULK` entries or more, of the container ``node``)
+    converted in one ``msgspec.convert`` call when every value in it is what its view
+    declares: then the result is the one the field plans build.  ``_MISSING`` otherwise
+    (a value of another type: the plans convert it and record the problem), in the
+    contract test's strict mode, and for nodes msgspec would not convert as the plans do
+    (:func:`_bulk_type`)."""
+    if node not in _BULK_TYPES:
+        _BULK_TYPES[node] = _bulk_type(node)
+    found = _BULK_TYPES[node]
+    if found is None or problems.strict or depth + found[1] > MAX_DEPTH:
+        return _MISSING
+    import msgspec
+
+    try:
+        return msgspec.convert(raw, found[0])
+    except msgspec.ValidationError:
+        return _MISSING
+    except Exception:  # msgspec refuses the type itself: the plans convert this node from now on
+        _BULK_TYPES[node] = None
+        return _MISSING
+
+
+def _bulk_type(node: Node) -> Optional[Tuple[Any, int]]:
+    """``(annotation, nesting)`` of ``node`` for msgspec when it holds a view and msgspec's
+    reading of every annotation inside matches the plans' (:func:`_exact`); else ``None``."""
+    try:
+        tp = _annotation(node)
+        exact = _exact(tp, set()) if tp is not None else None
+    except Exception:  # an annotation msgspec cannot resolve: not for msgspec
+        return None
+    if exact is None or not exact[1]:
+        return None
+    return tp, exact[0]
+
+
+def _annotation(node: Node) -> Any:
+    """The type a container node stands for (``("tuple", X)``: ``Tuple[X, ...]``)."""
+    from typing import Dict, List, Tuple
+
+    kind = node[0]
+    if kind == "any":
+        return Any
+    if kind == "leaf":
+        return {v: k for k, v in _LEAF_NAMES.items()}[node[1]]
+    if kind == "view":
+        return _view_class(node[1])
+    if kind == "union":
+        args = [_annotation(a) for a in node[1]]
+        return None if None in args else Union[tuple(args)]
+    inner: Any = _annotation(node[1]) if kind in ("list", "tuple", "dict") else None
+    if inner is None:
+        return None  # a literal, or inside one
+    if kind == "list":
+        return List[inner]
+    if kind == "tuple":
+        return Tuple[inner, ...]
+    return Dict[str, inner]
+
+
+def _exact(tp: Any, seen: Set[type]) -> Optional[Tuple[int, bool]]:
+    """``(nesting, holds a view)`` when msgspec converts a JSON value of the annotation
+    ``tp`` (a view's fields as msgspec resolves them) as the plans do: leaves, ``Any``,
+    ``Optional`` and unions of leaves and at most one view, ``Tuple[X, ...]``, ``List[X]``,
+    ``Dict[str, X]`` and views that do not contain themselves; ``None`` for anything else
+    (a ``Sequence`` field, which msgspec makes a list and the plans a tuple; a literal)."""
+    if tp is Any or tp is None or tp in _LEAF_NAMES:
+        return (0, False)
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in _UNION_TYPES:
+        parts = [_exact(a, seen) for a in args]
+        if any(p is None for p in parts) or sum(is_view(a) for a in args) > 1:
+            return None
+        if any(not is_view(a) and a not in _LEAF_NAMES and a is not None for a in args):
+            return None
+    elif origin is tuple and len(args) == 2 and args[1] is Ellipsis or origin is list and len(args) == 1:
+        parts = [_exact(args[0], seen)]
+    elif origin is dict and len(args) == 2 and args[0] is str:
+        parts = [_exact(args[1], seen)]
+    elif is_view(tp) and tp not in seen:
+        from npudoctor.record import fields
+
+        seen.add(tp)
+        parts = [_exact(f.type, seen) for f in fields(tp)]
+        seen.discard(tp)
+        if any(p is None for p in parts):
+            return None
+        return (1 + max((p[0] for p in parts if p is not None), default=0), True)
+    else:
+        return None
+    if any(p is None for p in parts):
+        return None
+    return (1 + max(p[0] for p in parts if p is not None), any(p[1] for p in parts if p is not None))
+
+
 def _sequence(item: Node, as_tuple: bool) -> Converter:
     conv = _compile(item)  # a view class compiles lazily: recursion is fine
     as_is = _as_is(item)
+    node = ("tuple" if as_tuple else "list", item)
 
     def sequence(raw: Any, parent: Path, key: Any, problems: Problems, depth: int) -> Any:
         if depth > MAX_DEPTH:
@@ -353,6 +458,10 @@ def _sequence(item: Node, as_tuple: bool) -> Converter:
         if not isinstance(raw, list):
             problems.add(_path(parent, key), f"expected list, got {_type_name(raw)}")
             return _MISSING
+        if len(raw) >= BULK and not as_is:
+            done = _bulk(node, raw, problems, depth)
+            if done is not _MISSING:
+                return done
         if conv is _any or (as_is and all(type(x) in as_is for x in raw)):
             out = list(raw)
         else:
@@ -369,6 +478,7 @@ def _sequence(item: Node, as_tuple: bool) -> Converter:
 
 def _mapping(value: Node) -> Converter:
     conv = _compile(value)
+    node = ("dict", value)
 
     def mapping(raw: Any, parent: Path, key: Any, problems: Problems, depth: int) -> Any:
         if depth > MAX_DEPTH:
@@ -376,6 +486,10 @@ def _mapping(value: Node) -> Converter:
         if not isinstance(raw, dict):
             problems.add(_path(parent, key), f"expected object, got {_type_name(raw)}")
             return _MISSING
+        if len(raw) >= BULK and conv is not _any:
+            done = _bulk(node, raw, problems, depth)
+            if done is not _MISSING:
+                return done
         path = _path(parent, key)
         result: Dict[str, Any] = {}
         for name, item in raw.items():
