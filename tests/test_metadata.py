@@ -109,6 +109,14 @@ def test_requirements_on_evaluates_markers():
     assert canonical_name("Torch_NPU") == "torch-npu"
 
 
+def test_canonical_names_fold_runs_of_separators_as_pep_503_says():
+    from packaging.utils import canonicalize_name
+
+    names = ["Torch_NPU", "zope.interface", "a__b", "a._-b", " spaced ", "--x--", "A.B_C-D", "torch-npu", "vLLM_Ascend"]
+    assert [canonical_name(n) for n in names] == [canonicalize_name(n.strip()) for n in names]
+    assert canonical_name("a._-b") == "a-b" and canonical_name("--x--") == "-x-"
+
+
 def test_df_posix_output():
     rows = parse_df(
         "Filesystem     1024-blocks     Used Available Capacity Mounted on\n"

@@ -37,7 +37,10 @@ _NAME_RE = re.compile(r"[-_.]+")  # used at import (canonical names of the packa
 @functools.lru_cache(maxsize=8192)  # asked several times per installed distribution by the rules
 def canonical_name(name: str) -> str:
     """PEP 503 normalised project name: ``Torch_NPU`` -> ``torch-npu``."""
-    return _NAME_RE.sub("-", name.strip()).lower()
+    dashed = name.strip().replace("_", "-").replace(".", "-")
+    if "--" not in dashed:  # no run of separators to fold (nearly every name): no regex
+        return dashed.lower()
+    return _NAME_RE.sub("-", dashed).lower()
 
 
 def parse_headers(text: str) -> List[Tuple[str, str]]:

@@ -294,7 +294,7 @@ def cuda_only_distributions(ctx: RuleContext) -> Iterable[Finding]:
         judged = cuda_only.judge(
             key,
             str(rec.version or ""),
-            _installed_requires(env, tuple(rec.requires_dist)),
+            _installed_requires(env, tuple(rec.requires_dist)) if rec.requires_dist else [],
             list(ev.files) if ev is not None else [],
             {k: list(v) for k, v in ev.needed.items()} if ev is not None else {},
             installed,
