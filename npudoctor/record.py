@@ -35,7 +35,8 @@ def _import_msgspec() -> None:
     unimportable, and the mark is removed at once: a later ``import typing_extensions``
     (the Typer commands') works as usual.  Nothing changes when ``typing_extensions`` is
     already imported, on older Pythons (``dataclass_transform`` below needs it there), or
-    when msgspec is already imported."""
+    when msgspec is already imported.  Another thread importing ``typing_extensions``
+    during that one import would fail; npudoctor imports this module before it starts any."""
     if sys.version_info < (3, 11) or "typing_extensions" in sys.modules or "msgspec" in sys.modules:
         return
     sys.modules["typing_extensions"] = None  # type: ignore[assignment]  # msgspec falls back to typing

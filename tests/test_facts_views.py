@@ -252,3 +252,13 @@ def test_derived_facts_are_properties_of_their_section() -> None:
     }
     for path, python in prefixes.items():
         assert Facts({"python": python}).python.interpreter_path == path
+
+
+def test_an_integer_too_large_for_a_float_field_is_a_problem_not_a_crash() -> None:
+    huge = 10**400  # what json.loads gives for a 401-digit integer
+    chips = [{"npu_id": i, "name": "910B3", "power_w": huge if i == 3 else 93.5} for i in range(70)]
+    for bulk in (_typed.BULK, 1 << 30):  # the 70 chips go to msgspec first, or to the plans only
+        views = _sections_both_ways({"devices": {"chips": chips}}, bulk)
+        view, problems = views["devices"]
+        assert problems == ["chips[3].power_w: expected float or null, got int"]
+        assert view.chips[3].power_w is None and view.chips[4].power_w == 93.5

@@ -214,7 +214,15 @@ def _is_int(raw: Any) -> bool:
 
 
 def _is_number(raw: Any) -> bool:
-    return isinstance(raw, (int, float)) and not isinstance(raw, bool)
+    if isinstance(raw, float):
+        return True
+    if not isinstance(raw, int) or isinstance(raw, bool):
+        return False
+    try:  # an int of 309 digits or more has no float: a problem, not an OverflowError later
+        float(raw)
+    except OverflowError:
+        return False
+    return True
 
 
 def _is_str(raw: Any) -> bool:
@@ -368,10 +376,10 @@ def _bulk(node: Node, raw: Any, problems: Problems, depth: int) -> Any:
 
     try:
         return msgspec.convert(raw, found[0])
-    except msgspec.ValidationError:
-        return _MISSING
-    except Exception:  # msgspec refuses the type itself: the plans convert this node from now on
+    except TypeError:  # msgspec refuses the type itself: the plans convert this node from now on
         _BULK_TYPES[node] = None
+        return _MISSING
+    except Exception:  # a value it does not take (``ValidationError``; older msgspec: others)
         return _MISSING
 
 

@@ -139,7 +139,7 @@ def indexed_record(
         "name": name,
         "version": version,
         "location": location,
-        "dist_info": f"{location.rstrip('/')}/{entry}",  # (posixpath.join: the same, slower)
+        "dist_info": location + entry if location.endswith("/") else f"{location}/{entry}",  # posixpath.join's
         "kind": "dist-info" if entry.endswith(".dist-info") else "egg-info",
         "metadata": None,
         "requires_dist": [],
