@@ -39,6 +39,7 @@ import re
 from typing import TYPE_CHECKING
 
 from npudoctor import lazyre
+from npudoctor.digest import sha256, sha256_hex
 
 if TYPE_CHECKING:
     from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
@@ -364,28 +365,12 @@ def _conceal_item(key: str, value: Any) -> Any:
     return conceal(value, key)
 
 
-def _sha256(data: bytes) -> Any:
-    """A SHA-256 hash object of ``data`` (``digest()``, ``hexdigest()``), by the
-    interpreter's built-in implementation when it has one (the same digest): ``hashlib``
-    loads OpenSSL first, which every ``devices`` run would pay for (docs/performance.md)."""
-    import importlib
-
-    for name in ("_sha2", "_sha256"):  # CPython 3.12+, CPython 3.8-3.11
-        try:
-            return importlib.import_module(name).sha256(data)
-        except (ImportError, AttributeError):
-            continue
-    import hashlib  # another interpreter
-
-    return hashlib.sha256(data)
-
-
 def pseudonym(text: str, kind: str = "node", salt: str = "") -> str:
     """A stable, non-reversible label ``<kind>-<8 hex>`` for a host or user name.  Without
     a salt the label of a host name is the one :func:`npudoctor.snapshot.pseudonym` always
     gave (``node-…``)."""
     material = (salt + "\0" + text) if salt else text
-    return f"{kind}-" + str(_sha256(material.encode("utf-8", "replace")).hexdigest())[:8]
+    return f"{kind}-" + sha256_hex(material.encode("utf-8", "replace"))[:8]
 
 
 def site_salt(environ: Optional[Mapping[str, str]] = None) -> str:
@@ -469,7 +454,7 @@ class Redactor:
         if addr.is_loopback or addr.is_unspecified or addr.is_link_local or _netmask(text) or addr.is_multicast:
             return text
         octets = text.split(".")
-        digest = _sha256((self.salt + "\0v4\0" + ".".join(octets[:3])).encode()).digest()
+        digest = sha256((self.salt + "\0v4\0" + ".".join(octets[:3])).encode()).digest()
         return f"10.{digest[0]}.{digest[1]}.{int(octets[3])}"
 
     def ipv6(self, text: str) -> str:
@@ -483,7 +468,7 @@ class Redactor:
             return text
         if addr.is_loopback or addr.is_unspecified:
             return text
-        digest = _sha256((self.salt + "\0v6\0" + addr.exploded).encode()).hexdigest()
+        digest = sha256((self.salt + "\0v6\0" + addr.exploded).encode()).hexdigest()
         return str(ipaddress.IPv6Address(int("fd" + digest[:30], 16)))
 
     def text(self, text: str, address: bool = False) -> str:

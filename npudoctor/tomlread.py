@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from npudoctor.digest import sha256_hex
+
 if TYPE_CHECKING:
     from typing import Any, Dict
 
@@ -35,13 +37,6 @@ def loads(text: str) -> Dict[str, Any]:
 #: Suffix of the compiled twin of a bundled TOML file (``signatures.toml`` →
 #: ``signatures.toml.compiled.json``), made by ``scripts/gen_compiled_data.py --write``.
 COMPILED_SUFFIX = ".compiled.json"
-
-
-def sha256_hex(raw: bytes) -> str:
-    """The SHA-256 of ``raw``, in hex."""
-    import hashlib
-
-    return hashlib.sha256(raw).hexdigest()
 
 
 def twin_document(raw: bytes, data: Dict[str, Any]) -> str:

@@ -4,6 +4,8 @@ registers only the module of its command."""
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 from typing import List, Tuple
 
 from npudoctor.cli import run
@@ -51,10 +53,26 @@ def test_help_lists_every_command_in_one_order_after_a_single_command_ran() -> N
 def test_builtin_sha256_is_hashlibs() -> None:
     import hashlib
 
-    from npudoctor.tomlread import sha256_hex
+    from npudoctor.digest import sha256, sha256_hex
 
     for raw in (b"", b"ignore = []\n", bytes(range(256)) * 300):
         assert sha256_hex(raw) == hashlib.sha256(raw).hexdigest()
+        assert sha256(raw).digest() == hashlib.sha256(raw).digest()
+    assert type(sha256(b"")).__module__ != "_hashlib"  # the built-in module, not OpenSSL's
+
+
+def test_the_modules_that_hash_on_a_commands_path_leave_openssl_unloaded() -> None:
+    code = (
+        "import sys\n"
+        "from npudoctor.probes import _elfcache, frameworks\n"
+        "from npudoctor.runtime import healthcache\n"
+        "from npudoctor.knowledge.matrix import load\n"
+        "from npudoctor import redact\n"
+        "assert redact.pseudonym('node-a') == redact.pseudonym('node-a')\n"
+        "print(sorted(m for m in ('hashlib', '_hashlib') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_every_exit_status_is_its_own_member_with_its_own_name() -> None:

@@ -27,11 +27,11 @@ Not a probe: a helper of :mod:`npudoctor.probes.libraries` and
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
+from npudoctor.digest import sha256_hex
 from npudoctor.parsers.elf import ElfInfo, read_elf
 
 FILE = "elf-v1.json"
@@ -179,7 +179,7 @@ class ElfCache:
         ns = [n for _k, n in stamps]
         key = None
         if all(k is not None for k, _n in stamps):
-            digest = hashlib.sha256("\n".join(wanted + ["--"] + [str(k) for k, _n in stamps]).encode()).hexdigest()
+            digest = sha256_hex("\n".join(wanted + ["--"] + [str(k) for k, _n in stamps]).encode())
             key = "M\0" + digest
         rec = self._get(key, ns)
         if rec is not None and isinstance(rec.get("missing"), list) and isinstance(rec.get("problems"), list):

@@ -29,12 +29,12 @@ Keys::
 
 from __future__ import annotations
 
-import hashlib
 import posixpath
 import time
 from typing import Any, Dict, List, Optional
 
 from npudoctor.context import ProbeContext
+from npudoctor.digest import sha256_hex
 from npudoctor.host import Host
 from npudoctor.knowledge.cuda_only import CUDA_LIBRARY, entry_for, files_source, interesting_file
 from npudoctor.knowledge.versions import pep440_prerelease
@@ -108,7 +108,7 @@ def _kind() -> str:
     data's file patterns and the caps, so a changed npudoctor does not reuse an old one."""
     if not _KIND:
         spec = f"{files_source()}\0{CUDA_LIBRARY.pattern}\0{MAX_FILES}\0{MAX_SO_PER_DIST}"
-        _KIND.append("record:" + hashlib.sha256(spec.encode("utf-8")).hexdigest()[:16])
+        _KIND.append("record:" + sha256_hex(spec.encode("utf-8"))[:16])
     return _KIND[0]
 
 

@@ -33,7 +33,7 @@ def cache_path(options: Any) -> str:
     """The ``--cache-ttl`` file of a run with ``options`` (a
     :class:`npudoctor.runtime.healthopts.HealthOptions`): one verdict for every budget,
     cache policy and verbosity (they do not change what is judged)."""
-    import hashlib
+    from npudoctor.digest import sha256_hex
 
     base = state_dir()
     # the budget and the cache policies do not change what is judged: one verdict for all
@@ -46,7 +46,7 @@ def cache_path(options: Any) -> str:
     # without --python the active virtualenv / conda environment is judged: another one is
     # another verdict (pyselect.default_choice)
     what["active_env"] = [os.environ.get(name, "") for name in ACTIVE_ENV_VARS]
-    key = hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
+    key = sha256_hex(json.dumps(what, sort_keys=True).encode())[:16]
     return os.path.join(base, f"npudoctor-health-{os.getuid()}-{key}.json")
 
 

@@ -7,6 +7,7 @@ import json
 import os
 from typing import TYPE_CHECKING
 
+from npudoctor.digest import sha256_hex
 from npudoctor.host import read_capped
 from npudoctor.knowledge.matrix.model import SCHEMA_VERSION, MatrixError, _valid_date
 from npudoctor.knowledge.matrix.queries import Matrix
@@ -15,7 +16,6 @@ from npudoctor.knowledge.matrix_stamp import bundled_dir as bundled_dir  # re-ex
 from npudoctor.knowledge.matrix_stamp import cache_dir as cache_dir
 from npudoctor.knowledge.matrix_stamp import cache_path as cache_path
 from npudoctor.parsers import jsontext
-from npudoctor.tomlread import sha256_hex
 
 if TYPE_CHECKING:
     from typing import Any, Dict, Iterable, List, Optional, Tuple
