@@ -423,36 +423,34 @@ def _annotation(node: Node) -> Any:
 def _exact(tp: Any, seen: Set[type]) -> Optional[Tuple[int, bool]]:
     """``(nesting, holds a view)`` when msgspec converts a JSON value of the annotation
     ``tp`` (a view's fields as msgspec resolves them) as the plans do: leaves, ``Any``,
-    ``Optional`` and unions of leaves and at most one view, ``Tuple[X, ...]``, ``List[X]``,
+    ``Optional[X]``, unions of leaves and at most one view, ``Tuple[X, ...]``, ``List[X]``,
     ``Dict[str, X]`` and views that do not contain themselves; ``None`` for anything else
     (a ``Sequence`` field, which msgspec makes a list and the plans a tuple; a literal)."""
     if tp is Any or tp is None or tp in _LEAF_NAMES:
         return (0, False)
     origin, args = get_origin(tp), get_args(tp)
     if origin in _UNION_TYPES:
-        parts = [_exact(a, seen) for a in args]
-        if any(p is None for p in parts) or sum(is_view(a) for a in args) > 1:
+        others = [a for a in args if a is not _NONE]  # Optional[X]: None, else X's reading
+        if len(others) > 1 and (
+            sum(map(is_view, others)) > 1 or any(not is_view(a) and a not in _LEAF_NAMES for a in others)
+        ):
             return None
-        if any(not is_view(a) and a not in _LEAF_NAMES and a is not None for a in args):
-            return None
-    elif origin is tuple and len(args) == 2 and args[1] is Ellipsis or origin is list and len(args) == 1:
-        parts = [_exact(args[0], seen)]
+        inner = list(args)
+    elif (origin is tuple and args[1:] == (Ellipsis,)) or (origin is list and len(args) == 1):
+        inner = [args[0]]
     elif origin is dict and len(args) == 2 and args[0] is str:
-        parts = [_exact(args[1], seen)]
+        inner = [args[1]]
     elif is_view(tp) and tp not in seen:
         from npudoctor.record import fields
 
-        seen.add(tp)
-        parts = [_exact(f.type, seen) for f in fields(tp)]
-        seen.discard(tp)
-        if any(p is None for p in parts):
-            return None
-        return (1 + max((p[0] for p in parts if p is not None), default=0), True)
+        inner, seen = [f.type for f in fields(tp)], seen | {tp}
     else:
         return None
-    if any(p is None for p in parts):
+    found = [_exact(a, seen) for a in inner]
+    parts = [p for p in found if p is not None]
+    if len(parts) < len(found):
         return None
-    return (1 + max(p[0] for p in parts if p is not None), any(p[1] for p in parts if p is not None))
+    return 1 + max((p[0] for p in parts), default=0), is_view(tp) or any(p[1] for p in parts)
 
 
 def _sequence(item: Node, as_tuple: bool) -> Converter:
