@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Set, Tuple
 
 import clirun
 import jsonschema
@@ -48,6 +48,19 @@ def test_every_scenario_fits_the_views_and_round_trips_through_the_schemas(scena
     CHECK.validate(doc)
     assert doc["target"]["mode"] == "from" and doc["facts"] == snap["facts"]
     _assert_msgspec_converts_as_the_plans(snap["facts"])
+    report = clirun.npudoctor("check", "--from", str(out), "--markdown", env=env)
+    assert report.returncode in (0, 1), report.stderr
+    hidden = _strings(snap) - _strings(redact(Snapshot.from_dict(snap)).to_dict())  # what redaction removes
+    assert [s for s in sorted(hidden) if len(s) >= 3 and s in report.stdout] == []
+
+
+def _strings(value: Any) -> Set[str]:
+    """Every string of a JSON value, keys too."""
+    if isinstance(value, dict):
+        return {k for k in value if isinstance(k, str)}.union(*(_strings(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_strings(v) for v in value))
+    return {value} if isinstance(value, str) else set()
 
 
 def _sections_both_ways(facts: Dict[str, Any], bulk: int) -> Dict[str, Tuple[Any, List[str]]]:

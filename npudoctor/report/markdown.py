@@ -13,7 +13,7 @@ from npudoctor.remedies.render import example
 from npudoctor.report.build import fix_list, folded_under, has_dependencies, order_header
 from npudoctor.report.layout import command_of, remedy_for
 from npudoctor.report.summary import area_lines
-from npudoctor.snapshot import Snapshot, redact, redactor_for
+from npudoctor.snapshot import Snapshot, redactor_for
 
 
 def _stack_lines(snapshot: Snapshot) -> List[str]:
@@ -41,12 +41,12 @@ def _cell(text: str) -> str:
 
 
 def _summary_lines(
-    safe: Snapshot, findings: Sequence[Finding], product_lines: Optional[Mapping[str, str]] = None
+    snapshot: Snapshot, findings: Sequence[Finding], product_lines: Optional[Mapping[str, str]] = None
 ) -> List[str]:
     """The per-area summary of the text report as a table: mark (✓ ! ✗ –), area, what
     was found (:func:`npudoctor.report.summary.area_lines`)."""
     out = ["| | area | found |", "|---|---|---|"]
-    for item in area_lines(safe.facts, findings, product_lines):
+    for item in area_lines(snapshot.facts, findings, product_lines):
         out.append(f"| {item.mark} | {_cell(item.title)} | {_cell(item.found) or '—'} |")
     return out
 
@@ -93,14 +93,21 @@ def _fix_block(f: Finding) -> List[str]:
 
 
 def render(snapshot: Snapshot, findings: Sequence[Finding], product_lines: Optional[Mapping[str, str]] = None) -> str:
-    """The Markdown text (personal data removed with :func:`redact`): the per-area summary
-    table, the stack's versions, one row per root-cause finding with its follow-on
-    symptoms folded under it (``because of``: :func:`npudoctor.report.build.folded_under`,
-    as in the text report), evidence and fixes of the root causes (symptoms listed under
-    their cause, without fixes), the ordered fix list when fixes depend on each other, and
-    the areas not checked."""
+    """The Markdown text: the per-area summary table, the stack's versions, one row per
+    root-cause finding with its follow-on symptoms folded under it (``because of``:
+    :func:`npudoctor.report.build.folded_under`, as in the text report), evidence and fixes
+    of the root causes (symptoms listed under their cause, without fixes), the ordered fix
+    list when fixes depend on each other, and the areas not checked.
+
+    Personal data and secrets are removed from the finished lines
+    (:func:`redact_text_lines`, with the redactor of :func:`npudoctor.snapshot.redactor_for`,
+    which knows the snapshot's host and user names and addresses): the findings quote facts
+    verbatim, and so does every line drawn from the facts here (versions, paths, chip
+    names, reasons), none of them from a key whose value the snapshot's redaction treats
+    apart (a secret-named key, a host or user name), so redacting the snapshot first
+    would change nothing the report shows.  ``tests/test_facts_views.py`` checks that no
+    scenario's report shows what the snapshot's redaction removes."""
     redactor = redactor_for(snapshot)
-    safe = redact(snapshot, redactor=redactor)
     folded: Dict[str, List[Finding]] = folded_under(findings)
     hidden = {id(f) for group in folded.values() for f in group}
     shown = [f for f in findings if id(f) not in hidden]
@@ -109,15 +116,15 @@ def render(snapshot: Snapshot, findings: Sequence[Finding], product_lines: Optio
     if hidden:
         tally += f", {len(hidden)} follow-on finding(s) folded under their cause"
     out = [
-        f"### npudoctor {safe.npudoctor_version} report",
+        f"### npudoctor {snapshot.npudoctor_version} report",
         "",
         tally + ".",
         "",
-        *_summary_lines(safe, findings, product_lines),
+        *_summary_lines(snapshot, findings, product_lines),
         "",
         "| component | version |",
         "|---|---|",
-        *_stack_lines(safe),
+        *_stack_lines(snapshot),
         "",
     ]
     if shown:
@@ -144,7 +151,7 @@ def render(snapshot: Snapshot, findings: Sequence[Finding], product_lines: Optio
             out += [f"{n}. `{f.code}` {f.title}" for n, f in enumerate(ordered, start=1)]
             out.append("")
         out.append("</details>")
-    gaps = unchecked(safe.facts)
+    gaps = unchecked(snapshot.facts)
     if gaps:
         out += ["", "Not checked (neither a problem nor a clean bill):", ""]
         out += [f"- {AREA_TITLES[a]}: {reason.replace('|', '/')}" for a, reason in gaps.items()]
