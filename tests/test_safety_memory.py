@@ -121,6 +121,25 @@ def test_write_json_writes_the_text_of_json_dumps_in_pieces_of_whole_lines() -> 
     assert out.longest < PIECE + 200
 
 
+def test_write_json_writes_a_small_document_at_once_as_json_dumps_would() -> None:
+    doc = {
+        "facts": {"chips": [{"npu_id": i, "name": "910B3", "power_w": 93.5 + i, "hbm": None} for i in range(8)]},
+        "text": 'ctl \x00\x1b[2J \b\f\n\r\t "q" \\ ü 😀 \u2028 </x>',
+        "empty": [{}, [], ""],
+        "big": 2**70,
+        "flags": [True, False, None],
+        1: "an int key",
+    }
+    out = _Recording()
+    write_json(out, doc)
+    assert out.getvalue() == json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    assert out.longest == len(out.getvalue())  # one write
+    odd = {"x": "lone \ud800 surrogate", "n": 1e-05}  # msgspec refuses the first: json writes both
+    out = _Recording()
+    write_json(out, odd)
+    assert out.getvalue() == json.dumps(odd, indent=2, ensure_ascii=False) + "\n"
+
+
 def test_check_json_from_a_large_snapshot_is_written_in_pieces(tmp_path: Path) -> None:
     # json.dumps kept every token of the document, then the whole text was concealed and
     # escaped at once: several copies of a near-cap document (733 MB for a 62 MB snapshot)
