@@ -79,7 +79,7 @@ def module_cxx11_abi(undefined: Iterable[str]) -> Tuple[Optional[bool], Optional
             continue
         if _CXX11_STRING in name:
             new = new or name
-        elif _OLD_STRING.search(name):
+        elif "Ss" in name and _OLD_STRING.search(name):  # (every match holds "Ss": most names skip the search)
             old = old or name
     if new and not old:
         return True, new
