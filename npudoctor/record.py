@@ -33,7 +33,7 @@ def _import_msgspec() -> None:
     resolves everything a record declares (``typing`` has ``Required``, ``NotRequired``
     and ``include_extras``), so msgspec is imported with ``typing_extensions`` marked
     unimportable, and the mark is removed at once: a later ``import typing_extensions``
-    (the Typer commands') works as usual.  Nothing changes when ``typing_extensions`` is
+    works as usual.  Nothing changes when ``typing_extensions`` is
     already imported, on older Pythons (``dataclass_transform`` below needs it there), or
     when msgspec is already imported.  Another thread importing ``typing_extensions``
     during that one import would fail; npudoctor imports this module before it starts any."""

@@ -397,7 +397,8 @@ def _bulk_type(node: Node) -> Optional[Tuple[Any, int]]:
 
 
 def _annotation(node: Node) -> Any:
-    """The type a container node stands for (``("tuple", X)``: ``Tuple[X, ...]``)."""
+    """The annotation a node stands for (``("tuple", X)``: ``Tuple[X, ...]``), or ``None``
+    when it holds a literal."""
     from typing import Dict, List, Tuple
 
     kind = node[0]

@@ -139,7 +139,7 @@ def indexed_record(
         "name": name,
         "version": version,
         "location": location,
-        "dist_info": location + entry if location.endswith("/") else f"{location}/{entry}",  # posixpath.join's
+        "dist_info": location + entry if location.endswith("/") else f"{location}/{entry}",  # = posixpath.join, cheaper
         "kind": "dist-info" if entry.endswith(".dist-info") else "egg-info",
         "metadata": None,
         "requires_dist": [],

@@ -233,6 +233,8 @@ def _installed_requires(env: Dict[str, str], requires: Tuple[str, ...]) -> List[
     """Canonical names of the requirements that apply to the judged interpreter (its PEP 508
     marker environment ``env``), among those :func:`cuda_only.judge` can count (the others
     are not parsed)."""
+    if not requires:  # most distributions, asked one by one: not even the import below
+        return []
     from npudoctor.parsers.metadata import applicable, requirement_name
 
     out: List[str] = []
@@ -294,7 +296,7 @@ def cuda_only_distributions(ctx: RuleContext) -> Iterable[Finding]:
         judged = cuda_only.judge(
             key,
             str(rec.version or ""),
-            _installed_requires(env, tuple(rec.requires_dist)) if rec.requires_dist else [],
+            _installed_requires(env, tuple(rec.requires_dist)),
             list(ev.files) if ev is not None else [],
             {k: list(v) for k, v in ev.needed.items()} if ev is not None else {},
             installed,
