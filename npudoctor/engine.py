@@ -377,9 +377,7 @@ def collect(host: Host, options: Options, sections: Optional[Sequence[str]] = No
     }
     hostname = str(facts.get("host", {}).get("hostname") or "") if isinstance(facts.get("host"), dict) else ""
     if not hostname and host.live:
-        import socket  # live runs only, not on every start
-
-        hostname = socket.gethostname()
+        hostname = os.uname().nodename  # gethostname(2)'s answer
     return Snapshot(facts=facts, target=target, node=hostname, created=now_iso())
 
 

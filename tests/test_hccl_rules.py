@@ -57,6 +57,24 @@ def test_live_local_addresses_and_if_ip(tmp_path):
     assert [f.title for f in bad if f.code == "HCCL009"] == ["HCCL_IF_IP=eth0 is not an IP address"]
 
 
+def test_addresses_read_only_when_a_variable_names_one(tmp_path):
+    """Nothing is compared with this node's addresses unless RANK_TABLE_FILE, MASTER_ADDR,
+    HCCL_IF_IP or HCCL_SOCKET_IFNAME is set: then they are not read (live: no psutil)."""
+    snap, found = run(base_env(tmp_path, HCCL_CONNECT_TIMEOUT="600", MASTER_ADDR=" "))
+    local = snap.facts["hccl"]["local"]
+    assert local == {
+        "available": False,
+        "reason": "not read: none of RANK_TABLE_FILE, MASTER_ADDR, HCCL_IF_IP, HCCL_SOCKET_IFNAME is set",
+        "interfaces": [],
+        "addresses": [],
+        "source": None,
+    }
+    assert codes(found) == []
+    for name, value in (("MASTER_ADDR", "127.0.0.1"), ("RANK_TABLE_FILE", str(tmp_path / "none.json"))):
+        snap, _ = run(base_env(tmp_path, **{name: value}))
+        assert snap.facts["hccl"]["local"]["source"] == "psutil.net_if_addrs()", name
+
+
 @pytest.mark.skipif(LOOPBACK_IF is None, reason="no loopback interface with 127.0.0.1")
 def test_socket_ifname(tmp_path):
     _, found = run(base_env(tmp_path, HCCL_SOCKET_IFNAME="nosuchnic9"))

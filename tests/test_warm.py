@@ -77,7 +77,7 @@ def test_no_name_no_thread():
 
 def test_later_imports_are_the_later_probes_psutil_and_the_planned_rule_modules():
     options = context.Options(python="/usr/bin/python3")
-    names = later_imports(options)
+    names = later_imports(options, {"MASTER_ADDR": "192.0.2.1"})
     specs = engine.select_probes(engine.probe_specs(), options)
     sections = [s.section for s in specs]
     probes = [s.module for s in specs[sections.index("python") + 1 :]]
@@ -85,3 +85,5 @@ def test_later_imports_are_the_later_probes_psutil_and_the_planned_rule_modules(
     assert names[len(probes)] == "psutil"
     assert names[len(probes) + 1 :] == engine.rule_modules(sections + list(engine.EXTRA_SECTIONS))
     assert "npudoctor.rules.hccl" in names and "npudoctor.probes.cann" not in names
+    # psutil only when the hccl probe will read this node's addresses
+    assert later_imports(options, {"MASTER_ADDR": " "}) == [n for n in names if n != "psutil"]

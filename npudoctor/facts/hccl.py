@@ -105,10 +105,12 @@ class LocalAddress(View):
 
 
 class Local(View):
-    """This node's network addresses (not available under --root)."""
+    """This node's network addresses, read only when a variable names an address or
+    interface to compare with them (``probes/hccl.py``'s ``ADDRESS_VARS``)."""
 
     available: bool = False
     reason: Optional[str] = None
+    """Why they are not available: not read (no such variable), or not readable"""
     interfaces: Tuple[str, ...] = ()
     addresses: Tuple[LocalAddress, ...] = ()
     source: Optional[str] = None

@@ -25,7 +25,9 @@ Section ``hccl``::
                    "addresses": [{"interface", "family": "ipv4"|"ipv6", "address"}],
                    "source": "psutil.net_if_addrs()"}; under --root read from the root's
                    files (probes/netfiles.py: /sys/class/net, /proc/net/fib_trie with
-                   /proc/net/route, /proc/net/if_inet6), available False when it has none
+                   /proc/net/route, /proc/net/if_inet6), available False when it has none.
+                   Read only when one of :data:`ADDRESS_VARS` is set (else available
+                   False, the reason says so): nothing else is compared with them
     hccn_tool     {"path": str|None, "error": str|None, "devices": {"3": {"ip": {"ipaddr",
                    "netmask"}, "link": "UP"|"DOWN"|None, "commands": [str]}}}: run only
                    when hccn_tool is on PATH, for the devices of hccn.conf (at most 16),
@@ -44,10 +46,9 @@ carry here are ignored.
 from __future__ import annotations
 
 import re
-import socket
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 from npudoctor.context import ProbeContext
 from npudoctor.host import Host
@@ -90,6 +91,11 @@ LAUNCH_VARS = (
     "SLURM_JOB_NUM_NODES",
     "SLURM_NODEID",
 )
+#: What the rules compare with this node's own addresses: the servers of the rank table,
+#: the launcher's MASTER_ADDR, HCCL_IF_IP and HCCL_SOCKET_IFNAME (rules/hccl.py,
+#: rules/_hccl_job.py).  When none is set the addresses are not read: nothing would use
+#: them, and reading them on a live machine imports psutil.
+ADDRESS_VARS = ("RANK_TABLE_FILE", "MASTER_ADDR", "HCCL_IF_IP", "HCCL_SOCKET_IFNAME")
 VISIBILITY_VARS = ("ASCEND_RT_VISIBLE_DEVICES", "ASCEND_VISIBLE_DEVICES", "ASCEND_DEVICE_ID", "CUDA_VISIBLE_DEVICES")
 
 
@@ -174,9 +180,25 @@ def local_from_files(host: Host) -> Dict[str, Any]:
     }
 
 
+def addresses_needed(environ: Mapping[str, str]) -> bool:
+    """Whether a variable of ``environ`` names something to compare with this node's
+    addresses (:data:`ADDRESS_VARS`)."""
+    return any((environ.get(name) or "").strip() for name in ADDRESS_VARS)
+
+
 def _local(ctx: ProbeContext) -> Dict[str, Any]:
+    if not addresses_needed(ctx.host.environ):
+        return {
+            "available": False,
+            "reason": "not read: none of " + ", ".join(ADDRESS_VARS) + " is set",
+            "interfaces": [],
+            "addresses": [],
+            "source": None,
+        }
     if not ctx.host.live:
         return local_from_files(ctx.host)
+    import socket  # with psutil, only where the addresses are read
+
     try:
         import psutil
 
@@ -272,6 +294,8 @@ def connect_once(addr: str, port: int, timeout: float) -> Dict[str, Any]:
     """One TCP connect to ``addr:port`` with a hard deadline of ``timeout`` seconds (name
     resolution included: it runs in a daemon thread that is abandoned on timeout).  Returns
     ``{"reachable": bool, "error": str|None, "seconds": float, "timeout": float}``."""
+    import socket  # only with --probe-master
+
     result: Dict[str, Any] = {"reachable": False, "error": None}
     start = time.monotonic()
 

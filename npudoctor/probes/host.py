@@ -195,9 +195,7 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
         parsed = parse_os_release(release.text or "")
         os_info.update({k: parsed.get(k) for k in ("id", "version_id", "pretty_name")})
     if host.live:
-        import socket  # live runs only: not on a --root or --from start
-
-        hostname = socket.gethostname()
+        hostname = os.uname().nodename  # what gethostname(2) answers: glibc reads it from uname
     else:
         first = (host.read_text("/etc/hostname").text or "").strip().splitlines()[0:1]
         hostname = first[0] if first else ""

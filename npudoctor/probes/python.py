@@ -61,7 +61,7 @@ from npudoctor.knowledge.versions import python_release
 from npudoctor.parsers import jsontext
 
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+    from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 SECTION = "python"
 NEEDS = ("host",)
@@ -116,11 +116,12 @@ def parse_script_output(stdout: str) -> Tuple[Optional[Dict[str, Any]], Optional
     return None, "the interpreter printed no probe result"
 
 
-def later_imports(options: Any) -> List[str]:
+def later_imports(options: Any, environ: Mapping[str, str]) -> List[str]:
     """The modules a run with ``options`` imports after this probe: the probe modules after
-    ``python`` in probe order, psutil (the ``hccl`` probe's local addresses) and the rule
-    modules of the planned sections in registry order.  :func:`_run_target` imports them
-    while the target interpreter runs (:class:`npudoctor.probes._warm.Warming`)."""
+    ``python`` in probe order, psutil (when the ``hccl`` probe reads this node's addresses
+    with the diagnosed ``environ``) and the rule modules of the planned sections in
+    registry order.  :func:`_run_target` imports them while the target interpreter runs
+    (:class:`npudoctor.probes._warm.Warming`)."""
     from npudoctor import engine
 
     specs = engine.select_probes(engine.probe_specs(), options)
@@ -128,7 +129,10 @@ def later_imports(options: Any) -> List[str]:
     after = specs[sections.index(SECTION) + 1 :] if SECTION in sections else []
     names = [s.module for s in after]
     if any(s.section == "hccl" for s in after):
-        names.append("psutil")
+        from npudoctor.probes.hccl import addresses_needed
+
+        if addresses_needed(environ):
+            names.append("psutil")
     return names + engine.rule_modules(sections + list(engine.EXTRA_SECTIONS))
 
 
@@ -136,7 +140,7 @@ def _run_target(ctx: ProbeContext, python: str) -> Dict[str, Any]:
     from npudoctor.probes._warm import Warming
 
     timeout = ctx.options.remaining(max(PROBE_TIMEOUT, ctx.options.command_timeout))
-    with Warming(later_imports(ctx.options)):
+    with Warming(later_imports(ctx.options, ctx.host.environ)):
         result = ctx.host.run([python, "-c", script_source()], timeout=timeout)
     if result.error or result.timed_out:
         return {"error": f"{python}: {result.outcome()}"}
