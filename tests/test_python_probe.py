@@ -19,6 +19,7 @@ from clirun import npudoctor
 from npudoctor.probes.python import parse_script_output, script_source
 
 PYENV = Path("/root/.pyenv/versions")
+REPO = Path(__file__).resolve().parent.parent
 VERSIONS = ["3.7.16", "3.8.18", "3.9.18", "3.10.13", "3.12.1", "3.13.0"]
 
 
@@ -92,6 +93,47 @@ def test_probe_script_in_each_python(version, tmp_path):
     rec = packages["installed"]["pip"][0]
     assert rec["location"].startswith(str(PYENV / version))
     assert rec["wheel_tags"] == ["py3-none-any"] or rec["kind"] == "egg-info" or rec["wheel_tags"] == []
+
+
+#: Run inside an interpreter: the probe script's answers beside the standard library's.
+_ALIKE = """
+import json, platform, sys
+path = sys.argv[1]
+ns = {"__name__": "pyprobe"}
+exec(compile(open(path).read(), path, "exec"), ns)
+facts = ns["collect"]()
+odd = {"q": "a\\"b\\\\c\\n\\x00\\u00e9\\u2028\\ud800\\U0001f600", "n": [0, -7, 2 ** 70, True, None, []], "e": {}, "t": ("x",)}
+print(json.dumps([
+    ns["dumps"](facts) == json.dumps(facts),
+    ns["dumps"](odd) == json.dumps(odd),
+    ns["dumps"]({"f": 1.5, 3: "x"}) == json.dumps({"f": 1.5, 3: "x"}),
+    facts["version"] == platform.python_version(),
+    facts["machine"] == platform.machine(),
+]))
+"""
+
+
+@pytest.mark.parametrize("version", ["2.7.18", "3.6.15"] + VERSIONS + ["3.11.7"])
+def test_probe_script_answers_as_json_and_platform_would(version):
+    """The script writes its line without importing ``json`` and reads the version and
+    machine without ``platform``: the same text and values as theirs, in each interpreter
+    (floats and non-string keys go through ``json.dumps`` itself)."""
+    python = PYENV / version / "bin" / "python"
+    if not python.exists():
+        pytest.skip(f"pyenv {version} not installed")
+    path = str(REPO / "npudoctor" / "probes" / "pyprobe_script.py")
+    out = subprocess.run([str(python), "-c", _ALIKE, path], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [True] * 5
+
+
+def test_probe_script_imports_neither_json_nor_platform(tmp_path):
+    """What ``check --python`` waits for: the script's own imports stay small."""
+    script = (REPO / "npudoctor" / "probes" / "pyprobe_script.py").read_text()
+    probe = script + "\nprint(sorted({'json', 'platform', 're', 'enum'} & set(sys.modules)))\n"
+    out = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines()[-1] == "[]"
+    assert out.stdout.startswith("NPUDOCTOR-PYPROBE-JSON:{")
 
 
 def test_script_output_parsing():

@@ -10,11 +10,11 @@ torch, torch_npu or any site package.
 Output (``--python`` mode): one line ``NPUDOCTOR-PYPROBE-JSON:<json>`` on stdout, so that
 noise printed by ``.pth`` files or ``sitecustomize`` does not break parsing.  Keys::
 
-    version        "3.10.12"            platform.python_version()
+    version        "3.10.12"            platform.python_version() (read from sys.version)
     version_info   [3, 10, 12]          sys.version_info[:3]
     releaselevel   "final"
     implementation "cpython"            sys.implementation.name
-    machine        "x86_64"|"aarch64"   platform.machine()
+    machine        "x86_64"|"aarch64"   platform.machine() (os.uname()'s machine)
     bits           64                   pointer size
     executable     sys.executable
     prefix, base_prefix, exec_prefix
@@ -28,11 +28,13 @@ noise printed by ``.pth`` files or ``sitecustomize`` does not break parsing.  Ke
     glibc          "2.31" | None        os.confstr("CS_GNU_LIBC_VERSION")
     soabi          "cpython-310-x86_64-linux-gnu" | None
     cwd            os.getcwd()
+
+The script imports neither ``json`` nor ``platform`` unless it must: they import ``re``
+and ``enum``, which were most of the script's run (``check --python`` waits for it).  The
+JSON line is written by :func:`dumps` with the standard library's own string encoder.
 """
 
-import json
 import os
-import platform
 import site
 import struct
 import sys
@@ -42,9 +44,22 @@ import sysconfig
 # MYPY as true): the module must also run where there is no typing module (Python 2.7).
 MYPY = False
 if MYPY:
-    from typing import Any, Dict, List, Optional, Tuple  # noqa: F401 (used in type comments)
+    from typing import Any, Callable, Dict, List, Optional, Tuple  # noqa: F401 (used in type comments)
 
 MARK = "NPUDOCTOR-PYPROBE-JSON:"
+
+
+def _c_quote():
+    # type: () -> Optional[Callable[[str], str]]
+    """The C string encoder of ``json`` (``None`` on an interpreter without it)."""
+    try:
+        from _json import encode_basestring_ascii
+    except ImportError:
+        return None
+    return encode_basestring_ascii
+
+
+_quote = _c_quote()
 
 
 def _glibc():
@@ -57,6 +72,8 @@ def _glibc():
     if len(parts) == 2 and parts[0] == "glibc":
         return parts[1]
     try:
+        import platform
+
         lib, ver = platform.libc_ver()
     except Exception:
         return None
@@ -95,6 +112,45 @@ def _user_site():
     return path if isinstance(path, str) else None
 
 
+def _version():
+    # type: () -> str
+    """``platform.python_version()``: the first word of ``sys.version`` (its leading run
+    of letters, digits, ``_``, ``.`` and ``+``), with a patch level added when it has none."""
+    head = sys.version.split()[0] if sys.version.split() else ""
+    end = 0
+    while end < len(head) and (head[end].isalnum() or head[end] in "_.+"):
+        end += 1
+    word = head[:end]
+    if not word[:1].isdigit():
+        import platform
+
+        return platform.python_version()
+    parts = word.split(".")
+    if len(parts) == 2:
+        parts.append("0")
+    return ".".join(parts)
+
+
+def _machine():
+    # type: () -> str
+    """``platform.machine()``: the machine field of ``os.uname()``."""
+    if not hasattr(os, "uname"):
+        import platform
+
+        return platform.machine()
+    return os.uname()[4]
+
+
+def _implementation():
+    # type: () -> str
+    impl = getattr(sys, "implementation", None)
+    if impl is not None:
+        return str(impl.name)
+    import platform
+
+    return platform.python_implementation().lower()
+
+
 def _conda(prefix):
     # type: (str) -> Tuple[Optional[str], Optional[str]]
     if not os.path.isdir(os.path.join(prefix, "conda-meta")):
@@ -109,7 +165,6 @@ def collect():
     # type: () -> Dict[str, Any]
     """Facts about the running interpreter (a JSON-ready dict, keys in the module doc)."""
     info = sys.version_info
-    impl = getattr(sys, "implementation", None)
     base_prefix = getattr(sys, "base_prefix", None) or getattr(sys, "real_prefix", None) or sys.prefix
     real_prefix = getattr(sys, "real_prefix", None)
     conda_prefix, conda_env = _conda(sys.prefix)
@@ -122,11 +177,11 @@ def collect():
     except Exception:
         soabi = None
     return {
-        "version": platform.python_version(),
+        "version": _version(),
         "version_info": [info[0], info[1], info[2]],
         "releaselevel": info[3],
-        "implementation": impl.name if impl is not None else platform.python_implementation().lower(),
-        "machine": platform.machine() or None,
+        "implementation": _implementation(),
+        "machine": _machine() or None,
         "bits": struct.calcsize("P") * 8,
         "executable": sys.executable or None,
         "prefix": sys.prefix,
@@ -145,13 +200,53 @@ def collect():
     }
 
 
+def _encode(value):
+    # type: (Any) -> str
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_encode(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(_string(key) + ": " + _encode(item) for key, item in value.items()) + "}"
+    return _string(value)
+
+
+def _string(value):
+    # type: (Any) -> str
+    """A JSON string (``TypeError`` for anything but a str)."""
+    if _quote is None:
+        raise TypeError("no C encoder")
+    return _quote(value)
+
+
+def dumps(value):
+    # type: (Any) -> str
+    """``json.dumps(value)``, the same text, for the values :func:`collect` returns (None,
+    bools, ints, strings, lists and dicts with string keys); ``json.dumps`` itself for
+    anything else or where the C encoder is missing."""
+    if _quote is not None:
+        try:
+            return _encode(value)
+        except TypeError:
+            pass
+    import json
+
+    return json.dumps(value)
+
+
 def main():
     # type: () -> None
     try:
         facts = collect()
     except Exception as exc:  # report, never die silently
         facts = {"error": type(exc).__name__ + ": " + str(exc)}
-    sys.stdout.write(MARK + json.dumps(facts) + "\n")
+    sys.stdout.write(MARK + dumps(facts) + "\n")
     sys.stdout.flush()
 
 

@@ -140,8 +140,11 @@ def _run_target(ctx: ProbeContext, python: str) -> Dict[str, Any]:
     from npudoctor.probes._warm import Warming
 
     timeout = ctx.options.remaining(max(PROBE_TIMEOUT, ctx.options.command_timeout))
+    argv = [python, "-c", script_source()]
+    # started before the helper thread, whose imports would hold up the spawn
+    ctx.host.start(argv)
     with Warming(later_imports(ctx.options, ctx.host.environ)):
-        result = ctx.host.run([python, "-c", script_source()], timeout=timeout)
+        result = ctx.host.run(argv, timeout=timeout)
     if result.error or result.timed_out:
         return {"error": f"{python}: {result.outcome()}"}
     facts, reason = parse_script_output(result.stdout)
