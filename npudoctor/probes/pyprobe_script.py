@@ -116,7 +116,8 @@ def _version():
     # type: () -> str
     """``platform.python_version()``: the first word of ``sys.version`` (its leading run
     of letters, digits, ``_``, ``.`` and ``+``), with a patch level added when it has none."""
-    head = sys.version.split()[0] if sys.version.split() else ""
+    words = sys.version.split()
+    head = words[0] if words else ""
     end = 0
     while end < len(head) and (head[end].isalnum() or head[end] in "_.+"):
         end += 1
