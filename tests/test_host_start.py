@@ -46,6 +46,18 @@ def _lines(log: Path) -> List[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
+def _cmdline(pid: int) -> str:
+    """``/proc/PID/cmdline`` of a child, waiting (at most 5 s) while it is still empty: the
+    kernel closes the close-on-exec pipe that ends ``Popen`` before it sets the new
+    program's arguments, so a child read at once under load may show none yet."""
+    deadline = time.monotonic() + 5.0
+    while True:
+        text = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        if text or time.monotonic() > deadline:
+            return text
+        time.sleep(0.01)
+
+
 def _alive(pid: int) -> bool:
     """Whether ``pid`` is a process that has not ended (a zombie has ended)."""
     try:
@@ -159,7 +171,7 @@ def test_a_started_command_nobody_waits_on_is_not_among_the_running_ones(tmp_pat
         running = [" ".join(c["argv"]) for c in hostproc.running_commands(None, 1.0)]
         assert not [c for c in running if str(hang) in c], running
         alive = [p for p in hostproc.RUNNING if _alive(p)]  # yet it runs, and SIGTERM handling ends it
-        assert [p for p in alive if str(hang) in Path(f"/proc/{p}/cmdline").read_bytes().decode()]
+        assert [p for p in alive if str(hang) in _cmdline(p)]
     finally:
         host.close()
     result = host.run([str(hang), "info"], timeout=0.2)  # a run that waits on it: listed while it waits
