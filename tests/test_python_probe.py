@@ -127,6 +127,19 @@ def test_probe_script_answers_as_json_and_platform_would(version):
     assert json.loads(out.stdout) == [True] * 5
 
 
+def test_probe_script_that_cannot_write_its_facts_says_why(tmp_path):
+    """Python 2 cannot write a ``sys.path`` entry that is not UTF-8 as JSON: the script
+    answers with that reason instead of printing nothing."""
+    python = PYENV / "2.7.18" / "bin" / "python"
+    if not python.exists():
+        pytest.skip("pyenv 2.7.18 not installed")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(tmp_path) + "/x\udcff"}
+    _rc, doc = check("--python", str(python), cwd=tmp_path, env=env)
+    assert doc["facts"]["python"]["error"] == (
+        f"{python} (exit 0): probe script failed: the facts could not be written as JSON: UnicodeDecodeError"
+    )
+
+
 def test_probe_script_imports_neither_json_nor_platform(tmp_path):
     """What ``check --python`` waits for: the script's own imports stay small."""
     script = (REPO / "npudoctor" / "probes" / "pyprobe_script.py").read_text()

@@ -7,7 +7,7 @@ Section ``host``::
     arch_source  where arch came from
     os         {"id", "version_id", "pretty_name", "source"} from /etc/os-release
     glibc      "2.31" | None (live: confstr; --root: the libc-X.Y.so name, if any)
-    hostname   str (live: socket.gethostname(); --root: /etc/hostname)
+    hostname   str (live: os.uname()'s nodename, gethostname's answer; --root: /etc/hostname)
     cwd        working directory of the diagnosed process (live, or --root: None)
     identity   {"uid", "gid", "groups", "name", "has_passwd_entry", "source"}
                the account whose access is judged (--user, else $USER in the root,

@@ -115,7 +115,9 @@ def _user_site():
 def _version():
     # type: () -> str
     """``platform.python_version()``: the first word of ``sys.version`` (its leading run
-    of letters, digits, ``_``, ``.`` and ``+``), with a patch level added when it has none."""
+    of letters, digits, ``_``, ``.`` and ``+``), with a patch level added when it has none.
+    Where ``platform`` cannot parse ``sys.version`` (a build's own spelling of the rest of
+    it), this still answers with the version its first word gives."""
     words = sys.version.split()
     head = words[0] if words else ""
     end = 0
@@ -247,7 +249,11 @@ def main():
         facts = collect()
     except Exception as exc:  # report, never die silently
         facts = {"error": type(exc).__name__ + ": " + str(exc)}
-    sys.stdout.write(MARK + dumps(facts) + "\n")
+    try:
+        line = dumps(facts)
+    except Exception as exc:  # Python 2: a byte string that is not UTF-8 (in sys.path, say)
+        line = dumps({"error": "the facts could not be written as JSON: " + type(exc).__name__})
+    sys.stdout.write(MARK + line + "\n")
     sys.stdout.flush()
 
 
