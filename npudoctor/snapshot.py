@@ -156,7 +156,9 @@ class Snapshot(MutableRecord):
             raise SnapshotError(f"{path}: {exc}") from None
 
     def to_json(self, indent: Optional[int] = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, sort_keys=False, ensure_ascii=False)
+        """The snapshot as JSON text, UTF-8 encodable whatever bytes its paths and variables
+        hold (:func:`npudoctor.parsers.jsontext.utf8`)."""
+        return jsontext.utf8(json.dumps(self.to_dict(), indent=indent, sort_keys=False, ensure_ascii=False))
 
 
 def now_iso() -> str:

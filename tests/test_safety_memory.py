@@ -137,7 +137,13 @@ def test_write_json_writes_a_small_document_at_once_as_json_dumps_would() -> Non
     odd = {"x": "lone \ud800 surrogate", "n": 1e-05}  # msgspec refuses the first: json writes both
     out = _Recording()
     write_json(out, odd)
-    assert out.getvalue() == json.dumps(odd, indent=2, ensure_ascii=False) + "\n"
+    # the surrogate (an undecodable byte of a path, as Python holds it) as its escape
+    assert out.getvalue() == json.dumps(odd, indent=2, ensure_ascii=False).replace("\ud800", "\\ud800") + "\n"
+    assert json.loads(out.getvalue().encode("utf-8")) == odd
+    # the one helper every JSON writer of user bytes uses (health --json, snapshots)
+    text = json.dumps({"p": "/opt/x\udcff", "q": "ü"}, ensure_ascii=False)
+    assert jsontext.utf8(text) == '{"p": "/opt/x\\udcff", "q": "ü"}'
+    assert jsontext.utf8("ü") == "ü"
 
 
 def test_check_json_from_a_large_snapshot_is_written_in_pieces(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ the working directory in the root, not a PATH taken from the image's ``--env-fil
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Dict
 
@@ -64,3 +65,22 @@ def test_which_skips_relative_entries_and_the_root(tmp_path: Path) -> None:
     assert Host(str(root), {"PATH": "usr/bin:."}).which("npu-smi") is None
     assert Host(str(root), {}).run([str(root / "usr/bin/npu-smi")]).error
     assert _ran(tmp_path) == []
+
+
+def test_bytes_that_are_not_utf8_in_a_variable_are_written_and_read_back(tmp_path: Path) -> None:
+    """A path in a variable that is not UTF-8 (Python holds its bytes as lone surrogates):
+    ``collect -o`` writes the snapshot (UTF-8, the bytes as ``\\udcXX`` escapes) instead of
+    failing, ``check --json`` writes a UTF-8 document, and ``check --from`` reads the
+    snapshot back with the same value."""
+    odd = str(tmp_path) + "/lib\udcff"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LD_LIBRARY_PATH": odd}
+    snap = tmp_path / "snap.json"
+    written = npudoctor("collect", "-o", str(snap), env=env)
+    assert written.returncode == 0, written.stderr
+    text = snap.read_bytes().decode("utf-8")  # strict: the file is UTF-8
+    assert "lib\\udcff" in text
+    shown = npudoctor("check", "--json", env=env, text=False)
+    assert shown.stdout.decode("utf-8").count("lib\\udcff") >= 1
+    replayed = npudoctor("check", "--from", str(snap), "--json", env={"PATH": "/usr/bin:/bin"})
+    doc = json.loads(replayed.stdout)
+    assert doc["facts"]["environment"]["current"]["LD_LIBRARY_PATH"] == odd

@@ -40,6 +40,18 @@ class Refused(json.JSONDecodeError):
         return self.msg
 
 
+def utf8(text: str) -> str:
+    """JSON ``text`` written with ``ensure_ascii=False``, made encodable as UTF-8: a lone
+    surrogate (how Python holds the bytes of a path or variable that are not UTF-8; only a
+    JSON string holds one) becomes its ``\\udcXX`` escape, as ``backslashreplace`` spells
+    it, which :func:`loads` reads back as the same string."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 def describe(exc: ValueError, text: str) -> str:
     """Words for an error of :func:`loads` on ``text``, the same for every reader: an empty
     text, a text that ends early (a truncated file: the parser ran out of input), a refusal

@@ -7,8 +7,10 @@ how a float with an exponent is spelt (``1e16`` for ``1e+16``, ``0.00001`` for `
 same numbers) and a NaN or infinity (``null``, where ``json`` writes ``NaN``, which is not
 JSON), in a twentieth of the time (``indent`` turns ``json``'s C encoder off).  A document
 whose compact text is over :data:`PIECE` bytes, or which msgspec cannot encode (a lone
-surrogate in a string), is written by ``json``'s encoder in pieces of about :data:`PIECE`
-characters, each cut at the end of a line: for the facts of a snapshot near the size bounds
+surrogate in a string: the bytes of a path or variable that are not UTF-8), is written by
+``json``'s encoder in pieces of about :data:`PIECE` characters, a lone surrogate written as
+its ``\\uXXXX`` escape (so that the text stays UTF-8, and ``json.loads`` gives the string
+back), each piece cut at the end of a line: for the facts of a snapshot near the size bounds
 of ``check --from`` and ``compare`` the whole text would be several copies of the output at
 once, and what the stream's concealer and escaper see is whole lines, as with one write (no
 pattern of theirs crosses a line).
@@ -31,6 +33,8 @@ def write_json(stream: TextIO, doc: Any) -> None:
     :data:`PIECE` characters."""
     import msgspec
 
+    from npudoctor.parsers.jsontext import utf8
+
     try:
         compact = msgspec.json.encode(doc)
     except Exception:  # what msgspec cannot write (a lone surrogate): json's encoder below
@@ -49,8 +53,8 @@ def write_json(stream: TextIO, doc: Any) -> None:
             text = "".join(held)
             cut = text.rfind("\n") + 1
             if cut:
-                stream.write(text[:cut])
+                stream.write(utf8(text[:cut]))
                 text = text[cut:]
             held, size = [text], len(text)
     held.append("\n")
-    stream.write("".join(held))
+    stream.write(utf8("".join(held)))

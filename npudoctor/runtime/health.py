@@ -144,7 +144,9 @@ def _emit(doc: Dict[str, Any], as_json: bool) -> ExitStatus:
 
     healthy = doc["status"] in ("healthy", "unknown")
     if as_json:
-        print(json.dumps(doc, ensure_ascii=False))
+        from npudoctor.parsers.jsontext import utf8
+
+        print(utf8(json.dumps(doc, ensure_ascii=False)))
     else:
         age = f" (cached result, {doc['cache_age_s']} s old)" if "cache_age_s" in doc else ""
         if doc["status"] == "unknown":
