@@ -203,8 +203,8 @@ def collect():
     }
 
 
-def _encode(value):
-    # type: (Any) -> str
+def _encode(value, quote):
+    # type: (Any, Callable[[str], str]) -> str
     if value is None:
         return "null"
     if value is True:
@@ -214,18 +214,10 @@ def _encode(value):
     if isinstance(value, int):
         return int.__repr__(value)
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_encode(item) for item in value) + "]"
+        return "[" + ", ".join(_encode(item, quote) for item in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(_string(key) + ": " + _encode(item) for key, item in value.items()) + "}"
-    return _string(value)
-
-
-def _string(value):
-    # type: (Any) -> str
-    """A JSON string (``TypeError`` for anything but a str)."""
-    if _quote is None:
-        raise TypeError("no C encoder")
-    return _quote(value)
+        return "{" + ", ".join(quote(key) + ": " + _encode(item, quote) for key, item in value.items()) + "}"
+    return quote(value)  # a str; anything else raises TypeError
 
 
 def dumps(value):
@@ -235,7 +227,7 @@ def dumps(value):
     anything else or where the C encoder is missing."""
     if _quote is not None:
         try:
-            return _encode(value)
+            return _encode(value, _quote)
         except TypeError:
             pass
     import json
