@@ -255,8 +255,9 @@ def test_cann003_option_a_keeps_cann_with_paired_torch_npu_then_option_b():
         "torch 2.4.0): /opt/conda/envs/npu/bin/python -m pip install torch==2.4.0 torch-npu==2.4.0.post2",
         "option B (install CANN 9.0.0, the one torch_npu 2.10.0 is paired with): "
         "chmod +x Ascend-cann-toolkit_9.0.0_linux-aarch64.run && ./Ascend-cann-toolkit_9.0.0_linux-aarch64.run --install",
-        "  chmod +x Ascend-cann-910b-ops_9.0.0_linux-aarch64.run && ./Ascend-cann-910b-ops_9.0.0_linux-aarch64.run --install",
+        # the toolkit's environment before the ops installer (vllm-ascend#144)
         "  source /usr/local/Ascend/cann/set_env.sh",
+        "  chmod +x Ascend-cann-910b-ops_9.0.0_linux-aarch64.run && ./Ascend-cann-910b-ops_9.0.0_linux-aarch64.run --install",
         "  and the NPU driver + firmware of Ascend HDK 26.0.RC1, which CANN 9.0.0 needs; then reboot",
     ]
     assert f.data["keep_cann"] == {
@@ -323,7 +324,8 @@ def test_cann003_option_a_on_x86_changes_torch_from_the_cpu_index_and_flags_the_
         "to Ascend HDK 25.5.0 (DRV002)",
     ]
     assert fix[3].startswith("option B (install CANN 8.0.0, the one torch_npu 2.1.0.post10 is paired with): ")
-    assert fix[4] == (
+    assert fix[4] == "  source /usr/local/Ascend/ascend-toolkit/set_env.sh"
+    assert fix[5] == (
         "  chmod +x Ascend-cann-kernels-310p_8.0.0_linux-x86_64.run && "
         "./Ascend-cann-kernels-310p_8.0.0_linux-x86_64.run --install"
     )
@@ -347,12 +349,12 @@ def test_package_chip_comes_from_the_current_matrix_never_from_a_stored_family()
     pk = {"torch": [rec("torch", "2.10.0")], "torch-npu": [rec("torch_npu", "2.10.0")]}
     known = {"name": "910B3"}
     fix = codes(snap(toolkits=[TK], packages=pk, chips=[known]))["CANN003"].fix
-    assert "  chmod +x Ascend-cann-910b-ops_9.0.0_linux-aarch64.run && " in fix[2]
+    assert "  chmod +x Ascend-cann-910b-ops_9.0.0_linux-aarch64.run && " in fix[3]
     stale = {"name": "910B9", "family": "910B"}
     fix = codes(snap(toolkits=[TK], packages=pk, chips=[stale]))["CANN003"].fix
-    assert fix[2].startswith("  install the CANN ops package 9.0.0 for this machine's NPU chip type (unknown here")
+    assert fix[3].startswith("  install the CANN ops package 9.0.0 for this machine's NPU chip type (unknown here")
     fix = codes(snap(toolkits=[TK], packages=pk))["CANN003"].fix
-    assert fix[2] == (
+    assert fix[3] == (
         "  install the CANN ops package 9.0.0 for this machine's NPU chip type "
         "(unknown here: no NPU chip of a known type was seen; one of 910b, 910, 310p or A3); for 910b: "
         "chmod +x Ascend-cann-910b-ops_9.0.0_linux-aarch64.run && ./Ascend-cann-910b-ops_9.0.0_linux-aarch64.run --install"
@@ -485,6 +487,26 @@ def test_triton_ascend_release_made_for_a_newer_cann_is_one_finding_naming_the_r
     # the release made for the CANN in use is quiet
     pk["triton-ascend"] = [rec("triton_ascend", "3.2.0rc4")]
     assert "CANN012" not in codes(snap(toolkits=[dict(TK, version="8.3.RC2")], packages=pk))
+
+
+def test_a_whole_cann_release_is_installed_with_the_toolkit_environment_applied_first():
+    """CANN012 installs the release triton-ascend 3.2.0 documents.  The toolkit's set_env.sh
+    is sourced right after the toolkit, before the ops and NNAL installers that need it
+    (vllm-ascend#144 and its installation guide; the CANN images source it before
+    NNAL), and NNAL's own set_env.sh last."""
+    pk = {
+        "torch": [rec("torch", "2.7.1")],
+        "torch-npu": [rec("torch_npu", "2.7.1")],
+        "triton-ascend": [rec("triton_ascend", "3.2.0")],
+    }
+    f = codes(snap(toolkits=[dict(TK, version="8.3.RC2")], packages=pk, chips=["910B3"]))["CANN012"]
+    assert f.fix[:5] == [
+        "chmod +x Ascend-cann-toolkit_8.5.0_linux-aarch64.run && ./Ascend-cann-toolkit_8.5.0_linux-aarch64.run --install",
+        "source /usr/local/Ascend/cann/set_env.sh",
+        "chmod +x Ascend-cann-910b-ops_8.5.0_linux-aarch64.run && ./Ascend-cann-910b-ops_8.5.0_linux-aarch64.run --install",
+        "chmod +x Ascend-cann-nnal_8.5.0_linux-aarch64.run && ./Ascend-cann-nnal_8.5.0_linux-aarch64.run --install",
+        "source /usr/local/Ascend/nnal/atb/set_env.sh  # CANN 8.5.0 for triton-ascend 3.2.0",
+    ]
 
 
 def test_a_source_installed_framework_for_a_newer_cann_names_the_branch_made_for_this_one():

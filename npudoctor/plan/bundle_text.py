@@ -138,7 +138,7 @@ def install_md(
         "```",
         "",
         "Steps of install.sh: verify `SHA256SUMS`; driver, firmware (reboot afterwards when the "
-        "firmware changed); toolkit; kernels/ops; `source set_env.sh`; NNAL; "
+        "firmware changed); toolkit; `source set_env.sh`; kernels/ops; NNAL; "
         "`pip install --no-index --find-links wheels --require-hashes -r requirements.txt`; "
         "`npudoctor check`.",
         "",

@@ -6,8 +6,9 @@ The file names themselves come from the one list in :mod:`npudoctor.knowledge.pa
 official CANN container images and ``Ascend/docs`` name it):
 ``https://ascend-repo.obs.cn-east-2.myhuaweicloud.com/CANN/CANN%20{ver}/{file}`` and
 ``…/Ascend%20HDK/Ascend%20HDK%20{HDK}/{file}``; the official image builds send
-``Referer: https://www.hiascend.com/``.  Install order of the official images: driver,
-firmware, toolkit, kernels/ops, ``source set_env.sh``, NNAL.
+``Referer: https://www.hiascend.com/``.  Install order: driver,
+firmware, toolkit, ``source set_env.sh``, kernels/ops, NNAL
+(:mod:`npudoctor.remedies.cann` gives the sources).
 """
 
 from __future__ import annotations

@@ -2,14 +2,19 @@
 installing an Ascend package, applying a toolkit's or NNAL's environment.  They take a
 toolkit view and values, and judge nothing.
 
-Package file names and install order follow the official offline packages, as the
-official CANN container images install them: toolkit -> kernels/ops -> ``source
-set_env.sh`` -> NNAL.
+Package file names follow the official offline packages.  A whole release is installed in
+the order that works in one shell (:func:`release_steps`): toolkit, ``source`` its
+set_env.sh, kernels/ops, NNAL, ``source`` NNAL's set_env.sh.  Sources: vllm-ascend's
+installation guide (``docs/source/installation.md``, "Install CANN manually") sources the
+toolkit's set_env.sh right after the toolkit; in vllm-ascend#144 the kernels
+installer failed in a shell that had not, and an Ascend engineer's fix was to source it
+first (the guide was corrected in Ascend/docs pull request 69); the official CANN
+container images source it before installing NNAL.
 """
 
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import List, Optional, Union
 
 from npudoctor.facts.stack import Toolkit
 from npudoctor.knowledge.packages import NNAL_SET_ENV, set_env_script
@@ -54,3 +59,30 @@ def install(
 def nnal_set_env(note: str = "") -> SourceFile:
     """``source`` NNAL's ATB set_env.sh."""
     return SourceFile(NNAL_SET_ENV, note=note)
+
+
+def release_steps(
+    version: Optional[str],
+    arch: Optional[str],
+    chip: Optional[str],
+    nnal: bool,
+    unknown: str = "",
+    lead: str = "",
+    note: str = "",
+) -> List[Step]:
+    """The steps that install CANN ``version`` whole (see the module docstring for the
+    order and its sources): toolkit (``lead`` before it; later steps are indented by two
+    spaces when there is one), the toolkit's set_env.sh, kernels/ops for ``chip``, and,
+    when ``nnal``, NNAL and its set_env.sh (``note`` after that ``source``)."""
+    rest = "  " if lead else ""
+    steps: List[Step] = [
+        install("toolkit", version, arch, lead=lead, unknown=unknown),
+        set_env_step(None, version, lead=rest),
+        install("kernels", version, arch, chip, lead=rest, unknown=unknown),
+    ]
+    if nnal:
+        steps += [
+            install("nnal", version, arch, lead=rest, unknown=unknown),
+            SourceFile(NNAL_SET_ENV, lead=rest, note=note),
+        ]
+    return steps

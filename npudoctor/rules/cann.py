@@ -21,7 +21,7 @@ from npudoctor.knowledge.versions import cann_less
 from npudoctor.plan.fit import MismatchPlan, driver_fit, driver_shortfall, hdk_for
 from npudoctor.record import replace
 from npudoctor.remedies import Command
-from npudoctor.remedies.cann import Step, install, nnal_set_env, set_env_step
+from npudoctor.remedies.cann import Step, install, release_steps, set_env_step
 from npudoctor.remedies.python import CPU_INDEX, pip_install
 from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import (
@@ -141,14 +141,7 @@ def no_cann(ctx: RuleContext) -> Iterable[Finding]:
                 )
     unknown = f"the CANN version paired with torch_npu {tver} (its release notes name it)"
     chip = package_chip(ctx.matrix, ctx.view.devices)
-    fix: List[Step] = [
-        install("toolkit", cann_ver, arch, unknown=unknown),
-        install("kernels", cann_ver, arch, chip, unknown=unknown),
-        set_env_step(None, cann_ver),
-    ]
-    if nnal_needed(ctx.view.packages, ctx.view.cann)[0]:
-        fix.append(install("nnal", cann_ver, arch, unknown=unknown))
-        fix.append(nnal_set_env())
+    fix = release_steps(cann_ver, arch, chip, nnal_needed(ctx.view.packages, ctx.view.cann)[0], unknown=unknown)
     yield NO_CANN.finding(
         title=f"torch_npu {tver} is installed but no CANN toolkit is"
         + (
@@ -479,9 +472,7 @@ def _cann003_fix(ctx: RuleContext, plan: MismatchPlan) -> List[Step]:
             if keep is not None
             else f"install CANN {move}, the one torch_npu {tver} is paired with (no torch_npu build for CANN {cver} in the matrix): "
         )
-        out.append(install("toolkit", move, arch, lead=head))
-        out.append(install("kernels", move, arch, package_chip(ctx.matrix, ctx.view.devices), lead="  "))
-        out.append(set_env_step(None, move, lead="  "))
+        out += release_steps(move, arch, package_chip(ctx.matrix, ctx.view.devices), False, lead=head)
         hdk = hdk_for(ctx.matrix, move)
         fit: Optional[str] = driver_fit(ctx.matrix, move, driver) if driver else None
         short = driver_shortfall(ctx.matrix, move, driver) if driver else None

@@ -23,7 +23,7 @@ from npudoctor.knowledge.matrix.addons import kernels_verdict, nnal_verdict
 from npudoctor.knowledge.packages import NNAL_SET_ENV
 from npudoctor.knowledge.versions import cann_less, parse_cann
 from npudoctor.remedies import Remedy, SourceFile
-from npudoctor.remedies.cann import Step, install, nnal_set_env, set_env_step
+from npudoctor.remedies.cann import install, nnal_set_env, release_steps, set_env_step
 from npudoctor.remedies.python import pip_install
 from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import host_arch, nnal_needed, toolkit_line
@@ -325,13 +325,9 @@ def framework_cann(ctx: RuleContext) -> Iterable[Finding]:
         # a beta/alpha of the documented release counts as it (8.0.0.beta1 for ">= 8.0.0")
         if cann_less(have.release, need) is not True:
             continue
-        fix: List[Step] = [
-            install("toolkit", need, arch),
-            install("kernels", need, arch, package_chip(ctx.matrix, ctx.view.devices)),
-            install("nnal", need, arch),
-            set_env_step(None, need),
-            nnal_set_env(note=f"CANN {need} for {label} {version}"),
-        ]
+        fix = release_steps(
+            need, arch, package_chip(ctx.matrix, ctx.view.devices), True, note=f"CANN {need} for {label} {version}"
+        )
         proj = framework_project(project)
         pypi = proj is not None and proj.install == "pypi"
         older = _framework_for_cann(project, cv) if project in PIP_PROJECTS else None

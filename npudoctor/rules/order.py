@@ -1,8 +1,9 @@
 """The order in which fixes must be applied when several layers of the stack are broken.
 
 Ascend's own install order is driver and firmware → CANN toolkit → kernels/ops and
-NNAL → ``set_env.sh`` → Python packages (the official images; the offline installer and the
-CANN install guides follow it).  A fix in an earlier layer changes what the later ones
+NNAL → ``set_env.sh`` → Python packages, the toolkit's ``set_env.sh`` being sourced already
+before kernels/ops and NNAL are installed (:data:`APPLIES_ENV`,
+:func:`npudoctor.remedies.cann.release_steps`).  A fix in an earlier layer changes what the later ones
 must be: a new CANN brings its own ``set_env.sh``, numpy bound and kernels, a sourced
 environment changes which shared libraries resolve, and the deep probe is only worth
 re-running at the end.  This post-processor records that order in each finding's
