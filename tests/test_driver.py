@@ -193,3 +193,28 @@ def test_firmware_ranges_for_humans_and_firmware_line_with_chip(tmp_path):
 )
 def test_format_ranges(ranges, text):
     assert format_ranges(ranges) == text
+
+
+def test_driver_missing_before_any_cann_names_the_hdk_of_the_cann_cann001_installs(tmp_path):
+    """torch_npu 2.7.1, no CANN, no driver: CANN001 installs the CANN the matrix pairs with
+    that torch_npu, so DRV001's driver is the HDK the matrix pairs with that CANN -- a
+    driver file and firmware of a named HDK, not "the HDK your CANN pairs with"."""
+    from scenario_runner import REPO, prepare, run_check
+
+    from npudoctor.plan.fit import hdk_for
+
+    run = run_check(prepare(REPO / "tests/scenarios/no-cann-torch-npu-installed", tmp_path))
+    by_code = {f["code"]: f for f in run.doc["findings"]}
+    row = load_matrix().find_torch_npu("2.7.1")
+    assert row is not None and row.cann[0] == "8.3.RC1"
+    assert by_code["CANN001"]["title"].endswith("(it needs CANN 8.3.RC1)")
+    hdk = hdk_for(load_matrix(), "8.3.RC1")
+    assert hdk == "25.3.RC1"
+    drv = by_code["DRV001"]
+    assert drv["evidence"][-1] == (
+        "matrix: CANN 8.3.RC1, the one torch_npu 2.7.1 is paired with (CANN001 installs it), "
+        "is paired with Ascend HDK 25.3.RC1"
+    )
+    assert "Ascend-hdk-910b-npu-driver_25.3.rc1_linux-aarch64.run --full" in drv["fix"][0]
+    assert drv["fix"][1].startswith("install the NPU firmware of Ascend HDK 25.3.RC1 ")
+    assert not any("your CANN" in line for line in drv["fix"])

@@ -18,7 +18,7 @@ from scenario_runner import run_check
 from npudoctor.findings import Finding
 from npudoctor.knowledge.matrix import load_matrix
 from npudoctor.report.summary import area_lines
-from npudoctor.rules.cann import nearest_pairing
+from npudoctor.rules._cannfacts import nearest_pairing
 
 
 def _shown(doc: Dict[str, Any], severity: str) -> List[Dict[str, Any]]:

@@ -94,6 +94,37 @@ def missing_statement_line(matrix: Matrix, torch_npu: str, cann: str, row: Optio
     )
 
 
+def nearest_pairing(matrix: Matrix, torch_npu: str) -> Optional[TorchNpuRow]:
+    """For a torch_npu the official tables do not pair with a CANN (a ``.postN`` build,
+    a release newer than the tables), the officially paired row nearest below it: of its
+    own torch line when there is one (``2.12.0.post3`` -> ``2.12.0``), else the newest
+    paired release older than it (``2.13.0`` -> ``2.12.0``); ``None`` when none is older."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        want = Version(torch_npu)
+    except InvalidVersion:
+        return None
+    older = [r for r in matrix.torch_npu_rows if r.cann and r.version is not None and r.version < want]
+    if not older:
+        return None
+    line = [r for r in older if r.version.release[:2] == want.release[:2] and not r.version.is_prerelease]
+    released = [r for r in older if not r.version.is_prerelease] or older
+    return max(line or released, key=lambda r: r.version)
+
+
+def cann_pairing(matrix: Matrix, torch_npu: str) -> Tuple[Optional[TorchNpuRow], bool]:
+    """The official row that names the CANN to install for ``torch_npu`` -- its own row
+    when that pairs it with a CANN, else :func:`nearest_pairing` -- and whether it is the
+    nearest one; ``(None, False)`` when neither is there.  CANN001 installs that row's CANN;
+    DRV001 names the HDK paired with it."""
+    row = matrix.find_torch_npu(torch_npu)
+    if row is not None and row.cann:
+        return row, False
+    near = nearest_pairing(matrix, torch_npu)
+    return near, near is not None
+
+
 def cann_plan(
     matrix: Optional[Matrix], cann: CannFacts, packages: PackagesFacts, python: PythonFacts, host: HostFacts
 ) -> Optional[MismatchPlan]:

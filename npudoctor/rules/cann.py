@@ -25,6 +25,7 @@ from npudoctor.remedies.cann import Step, install, release_steps, set_env_step
 from npudoctor.remedies.python import CPU_INDEX, pip_install
 from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import (
+    cann_pairing,
     cann_plan,
     host_arch,
     installed_driver,
@@ -126,19 +127,17 @@ def no_cann(ctx: RuleContext) -> Iterable[Finding]:
     evidence.insert(0, f"torch_npu {tver} installed in {tnpu.location}")
     cann_ver = None
     nearest = ""
-    if ctx.matrix is not None:
-        row = ctx.matrix.find_torch_npu(tver)
-        if row is not None and row.cann:
-            cann_ver = row.cann[0]
-            evidence.append(f"torch_npu {tver} is paired with CANN {cann_ver} ({row.source})")
+    row, is_nearest = cann_pairing(ctx.matrix, tver) if ctx.matrix is not None else (None, False)
+    if row is not None:
+        cann_ver = row.cann[0]
+        if is_nearest:
+            nearest = row.torch_npu
+            evidence.append(
+                f"torch_npu {tver} is in no official pairing table yet; the nearest paired release is "
+                f"torch_npu {row.torch_npu} with CANN {cann_ver} ({row.source})"
+            )
         else:
-            near = nearest_pairing(ctx.matrix, tver)
-            if near is not None:
-                cann_ver, nearest = near.cann[0], near.torch_npu
-                evidence.append(
-                    f"torch_npu {tver} is in no official pairing table yet; the nearest paired release is "
-                    f"torch_npu {near.torch_npu} with CANN {cann_ver} ({near.source})"
-                )
+            evidence.append(f"torch_npu {tver} is paired with CANN {cann_ver} ({row.source})")
     unknown = f"the CANN version paired with torch_npu {tver} (its release notes name it)"
     chip = package_chip(ctx.matrix, ctx.view.devices)
     fix = release_steps(cann_ver, arch, chip, nnal_needed(ctx.view.packages, ctx.view.cann)[0], unknown=unknown)
@@ -153,25 +152,6 @@ def no_cann(ctx: RuleContext) -> Iterable[Finding]:
         fix=fix,
         data=dict({"torch_npu": tver, "cann": cann_ver}, **({"paired_by": nearest} if nearest else {})),
     )
-
-
-def nearest_pairing(matrix: Matrix, torch_npu: str) -> Optional[Any]:
-    """For a torch_npu the official tables do not pair with a CANN (a ``.postN`` build,
-    a release newer than the tables), the officially paired row nearest below it: of its
-    own torch line when there is one (``2.12.0.post3`` -> ``2.12.0``), else the newest
-    paired release older than it (``2.13.0`` -> ``2.12.0``); ``None`` when none is older."""
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        want = Version(torch_npu)
-    except InvalidVersion:
-        return None
-    older = [r for r in matrix.torch_npu_rows if r.cann and r.version is not None and r.version < want]
-    if not older:
-        return None
-    line = [r for r in older if r.version.release[:2] == want.release[:2] and not r.version.is_prerelease]
-    released = [r for r in older if not r.version.is_prerelease] or older
-    return max(line or released, key=lambda r: r.version)
 
 
 @rule

@@ -22,7 +22,7 @@ from npudoctor.remedies import Command, InstallPackage, Reboot
 from npudoctor.remedies.cann import Step
 from npudoctor.remedies.world import host_mounts_fix
 from npudoctor.rules import rule
-from npudoctor.rules._cannfacts import cann_plan, driver_version, host_arch, not_in_matrix_line
+from npudoctor.rules._cannfacts import cann_pairing, cann_plan, driver_version, host_arch, not_in_matrix_line
 
 if TYPE_CHECKING:
     from typing import Dict, Iterable, List, Optional, Tuple
@@ -129,9 +129,23 @@ def driver_missing(ctx: RuleContext) -> Iterable[Finding]:
     if toolkits:
         evidence.append(f"CANN {toolkits[0].version} at {toolkits[0].path}")
     hdk = _paired_hdk(ctx)
+    unknown = "the Ascend HDK your CANN's release notes pair with it"
     if hdk:
         selected = cann.selected.version if cann.selected is not None else None
         evidence.append(f"matrix: the CANN {selected} in use is paired with Ascend HDK {hdk}")
+    elif not toolkits and tnpu is not None and ctx.matrix is not None:
+        # no CANN yet: the one CANN001 installs (the torch_npu's pairing) decides the HDK
+        row, _nearest = cann_pairing(ctx.matrix, tnpu.version or "")
+        if row is not None:
+            from npudoctor.plan.fit import hdk_for
+
+            hdk = hdk_for(ctx.matrix, row.cann[0])
+            unknown = f"the Ascend HDK that CANN {row.cann[0]}'s release notes pair with it"
+            if hdk:
+                evidence.append(
+                    f"matrix: CANN {row.cann[0]}, the one torch_npu {row.torch_npu} is paired with "
+                    f"(CANN001 installs it), is paired with Ascend HDK {hdk}"
+                )
     if ctx.view.container.in_container:
         yield NO_DRIVER.finding(
             title="The host's NPU driver is not mounted into this container",
@@ -147,7 +161,7 @@ def driver_missing(ctx: RuleContext) -> Iterable[Finding]:
         )
         return
     fix: List[Step] = [
-        _driver(ctx, hdk, unknown="the Ascend HDK your CANN's release notes pair with it"),
+        _driver(ctx, hdk, unknown=unknown),
         _firmware(ctx, hdk),
         Reboot(),
     ]
