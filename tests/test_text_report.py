@@ -68,6 +68,19 @@ def test_not_checked_area_has_a_dash_and_the_reason():
     assert "  – CANN environment (set_env.sh): not checked: no CANN toolkit to set up" in text
 
 
+def test_an_area_with_nothing_installed_is_a_dash_never_a_tick():
+    """A container given neither a driver nor a CANN, with nothing in it that needs them:
+    no finding judges the driver or CANN lines, but "no driver found" beside a ✓ reads as
+    a driver that is fine, next to CTR002's error about its missing mounts."""
+    summary = check_text(SCENARIOS / "k16-container-driver-not-mounted").split("\n\nFindings")[0]
+    assert "  – Driver and firmware: no driver found (/usr/local/Ascend/driver)" in summary.splitlines()
+    assert "  – CANN toolkit, kernels and NNAL: no CANN toolkit found" in summary.splitlines()
+    assert "✓" not in summary
+    plain = check_text(SCENARIOS / "no-cann-plain-machine").split("\n\nFindings")[0]
+    assert "  – Python packages: no torch, no torch_npu" in plain.splitlines()
+    assert "  ✓ Python interpreter: 3.10 (/usr/local/lib/python3.10/site-packages)" in plain.splitlines()
+
+
 def test_fix_order_list_replaces_the_per_finding_fixes():
     """With an ordered fix list, each fix is printed once: the finding points at its step."""
     text = check_text(EXAMPLES / "torch-npu-torch-mismatch")

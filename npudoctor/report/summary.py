@@ -1,6 +1,6 @@
 """The summary of a check: one line per area, in the style of ``flutter doctor`` -- a mark
-(✓ no problem, ! warnings, ✗ errors, – not checked) and what was found there (versions,
-paths, chips), read from the typed facts views.
+(✓ no problem, ! warnings, ✗ errors, – not checked or nothing installed there to judge) and
+what was found there (versions, paths, chips), read from the typed facts views.
 
 The mark of an area is the worst severity among its findings; an area without an error or
 a warning whose facts were not looked at (:func:`npudoctor.facts.coverage.not_checked`) is
@@ -148,6 +148,24 @@ _FOUND: Dict[str, Callable[[Facts], str]] = {
 _QUIET = {"hccl", "host", "matrix", "libraries"}
 
 
+def _nothing_there(facts: Facts, area: str) -> bool:
+    """Whether the facts of ``area`` say nothing of it is installed (no torch and no
+    torch_npu, no CANN toolkit, no driver, no NPU chip or device node): with no finding
+    about it, its line is "–" with what was looked for, never a ✓ (nothing was judged)."""
+    if area == "packages":
+        pkgs = facts.packages_of("torch", "torch_npu")
+        return pkgs.first("torch") is None and pkgs.first("torch_npu") is None
+    if area == "cann":
+        return facts.cann.selected is None and not facts.cann.toolkits
+    if area == "driver":
+        drv = facts.driver.driver
+        return not drv.exists and not drv.version
+    if area == "devices":
+        dev = facts.devices
+        return not dev.chips and not any(n.kind == "chip" and n.exists for n in dev.nodes)
+    return False
+
+
 def _state(items: Sequence[Finding]) -> Optional[str]:
     """The worst severity of ``items`` that is an error or a warning, counting a failure
     another finding explains (the deep probe's, reported as a note with
@@ -192,6 +210,9 @@ def area_lines(
             found = ""
         if state is None and reason:
             out.append(AreaLine(area, "unchecked", AREA_TITLES[area], f"not checked: {reason}"))
+            continue
+        if state is None and area in facts_raw and _nothing_there(facts, area):
+            out.append(AreaLine(area, "unchecked", AREA_TITLES[area], found))
             continue
         explained = [str(c) for f in items for c in f.data.get("explained_by") or () if f.data.get("severity_was")]
         if explained:
