@@ -81,6 +81,19 @@ def test_an_area_with_nothing_installed_is_a_dash_never_a_tick():
     assert "  ✓ Python interpreter: 3.10 (/usr/local/lib/python3.10/site-packages)" in plain.splitlines()
 
 
+def test_npu_smi_that_cannot_open_a_device_in_a_container_without_nodes_is_folded():
+    """No /dev/davinci* in the container (CTR001): npu-smi's -8005 (DEV002, "busy or not
+    accessible", with fixes about other containers holding the NPU) is that cause's
+    symptom, folded under it with no fix of its own."""
+    scenario = SCENARIOS / "health-devices-not-passed"
+    by_code = {f["code"]: f for f in check_json(scenario)["findings"]}
+    assert by_code["DEV002"]["severity"] == by_code["CTR001"]["severity"] == "error"
+    assert by_code["DEV002"]["data"]["because"] == "CTR001"
+    text = check_text(scenario)
+    assert "because of this (CTR001), also:\n        ✗ DEV002 npu-smi cannot open the NPU (ret -8005)" in text
+    assert "docker stop" not in text
+
+
 def test_fix_order_list_replaces_the_per_finding_fixes():
     """With an ordered fix list, each fix is printed once: the finding points at its step."""
     text = check_text(EXAMPLES / "torch-npu-torch-mismatch")
