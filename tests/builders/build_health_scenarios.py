@@ -229,7 +229,7 @@ def build() -> List[str]:
         "health-devices-not-passed",
         "container started without the --device flags: no /dev/davinci*, npu-smi cannot open the DCMI layer",
         "gpustack/gpustack#1432 (case 39); npu-smi error: error_npu-smi_dcmi-8005_in-container_g_conLogLevel.txt",
-        {"exit": 1, "codes": ["CTR001"]},
+        {"exit": 1, "codes": ["CTR001", "DEV002"]},
         [{"exit": 1, "match": ["^unhealthy: CTR001 "]}],
         capture=None,
         devices=False,

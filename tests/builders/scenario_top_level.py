@@ -30,7 +30,7 @@ TOP_LEVEL: Dict[str, Tuple[int, int]] = {
     "health-910b3-8npu-healthy": (2, 0),
     "health-chip-alarm": (3, 0),
     "health-chip-critical": (3, 0),
-    "health-devices-not-passed": (4, 0),
+    "health-devices-not-passed": (3, 1),
     "health-driver-not-mounted": (2, 3),
     "health-env-not-sourced": (3, 0),
     "health-npu-smi-garbled": (3, 0),
