@@ -218,3 +218,30 @@ def test_driver_missing_before_any_cann_names_the_hdk_of_the_cann_cann001_instal
     assert "Ascend-hdk-910b-npu-driver_25.3.rc1_linux-aarch64.run --full" in drv["fix"][0]
     assert drv["fix"][1].startswith("install the NPU firmware of Ascend HDK 25.3.RC1 ")
     assert not any("your CANN" in line for line in drv["fix"])
+
+
+def test_driver_known_only_from_npu_smi_is_used_and_judged_against_the_cann_to_install(tmp_path):
+    """case 46's host: npu-smi's header says driver 23.0.7, the driver directory has no
+    version.info, no CANN is installed.  The version npu-smi gives is the driver's (summary,
+    DRV004 only a note), and CANN001's install of CANN 8.1.RC1 starts with the HDK that CANN
+    needs, because the matrix documents none as old as 23.0.7 for it."""
+    from clirun import npudoctor
+    from scenario_runner import REPO, environment, prepare, run_check
+
+    scenario = prepare(REPO / "tests/scenarios/case46-ray-worker-empty-rt-visible-devices", tmp_path)
+    run = run_check(scenario)
+    by_code = {f["code"]: f for f in run.doc["findings"]}
+    note = by_code["DRV004"]
+    assert note["severity"] == "info"
+    assert note["title"] == (
+        "/usr/local/Ascend/driver/version.info: not found; npu-smi reports driver 23.0.7, which the driver checks use"
+    )
+    cann = by_code["CANN001"]
+    assert cann["title"].endswith("(it needs CANN 8.1.RC1)")
+    assert cann["fix"][0] == (
+        "first the NPU driver + firmware of Ascend HDK 25.0.RC1, which CANN 8.1.RC1 needs "
+        "(driver 23.0.7 is older than every HDK documented for it), and a reboot; then:"
+    )
+    assert "the installed driver 23.0.7 does not fit CANN 8.1.RC1 (matrix)" in cann["evidence"]
+    text = npudoctor("check", "--root", str(scenario / "root"), env=environment(scenario, run.spec)).stdout
+    assert "  ✓ Driver and firmware: driver 23.0.7 (npu-smi)" in text.splitlines()

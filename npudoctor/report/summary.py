@@ -85,9 +85,11 @@ def _environment(facts: Facts) -> str:
 
 def _driver(facts: Facts) -> str:
     drv = facts.driver
-    if not drv.driver.exists and not drv.driver.version:
+    smi = facts.devices.npu_smi.driver_version
+    if not drv.driver.exists and not drv.driver.version and not smi:
         return "no driver found (/usr/local/Ascend/driver)"
-    bits = [f"driver {drv.driver.version or 'version unknown'}"]
+    version = drv.driver.version or (f"{smi} (npu-smi)" if smi else "version unknown")
+    bits = [f"driver {version}"]
     fw = drv.firmware
     if fw.exists or fw.version:
         bits.append(f"firmware {fw.version or 'version unknown'}")
@@ -159,7 +161,7 @@ def _nothing_there(facts: Facts, area: str) -> bool:
         return facts.cann.selected is None and not facts.cann.toolkits
     if area == "driver":
         drv = facts.driver.driver
-        return not drv.exists and not drv.version
+        return not drv.exists and not drv.version and not facts.devices.npu_smi.driver_version
     if area == "devices":
         dev = facts.devices
         return not dev.chips and not any(n.kind == "chip" and n.exists for n in dev.nodes)

@@ -141,6 +141,13 @@ def no_cann(ctx: RuleContext) -> Iterable[Finding]:
     unknown = f"the CANN version paired with torch_npu {tver} (its release notes name it)"
     chip = package_chip(ctx.matrix, ctx.view.devices)
     fix = release_steps(cann_ver, arch, chip, nnal_needed(ctx.view.packages, ctx.view.cann)[0], unknown=unknown)
+    driver = installed_driver(ctx.view.driver, ctx.view.devices)
+    if driver and cann_ver and driver_shortfall(ctx.matrix, cann_ver, driver):
+        # a driver is there (no driver at all: DRV001 names the HDK) but too old for this CANN
+        line = _hdk_for_new_cann(ctx, cann_ver, driver, first=True)
+        if line:
+            fix.insert(0, line)
+            evidence.append(f"the installed driver {driver} does not fit CANN {cann_ver} (matrix)")
     yield NO_CANN.finding(
         title=f"torch_npu {tver} is installed but no CANN toolkit is"
         + (
@@ -453,17 +460,30 @@ def _cann003_fix(ctx: RuleContext, plan: MismatchPlan) -> List[Step]:
             else f"install CANN {move}, the one torch_npu {tver} is paired with (no torch_npu build for CANN {cver} in the matrix): "
         )
         out += release_steps(move, arch, package_chip(ctx.matrix, ctx.view.devices), False, lead=head)
-        hdk = hdk_for(ctx.matrix, move)
-        fit: Optional[str] = driver_fit(ctx.matrix, move, driver) if driver else None
-        short = driver_shortfall(ctx.matrix, move, driver) if driver else None
-        if driver and fit in ("paired", "compatible"):
-            out.append(f"  the installed driver {driver} already fits CANN {move}")
-        elif hdk:
-            note = {
-                "incompatible": f" (driver {driver} does not fit it)",
-                "older": f" (driver {driver} is older than every HDK documented for it)",
-            }.get(short or "", "")
-            out.append(
-                f"  and the NPU driver + firmware of Ascend HDK {hdk}, which CANN {move} needs{note}; then reboot"
-            )
+        hdk_line = _hdk_for_new_cann(ctx, move, driver)
+        if hdk_line:
+            out.append(hdk_line)
     return out
+
+
+def _hdk_for_new_cann(ctx: RuleContext, cann: str, driver: Optional[str], first: bool = False) -> Optional[str]:
+    """The line about the driver for a CANN ``cann`` about to be installed over the
+    installed ``driver`` (``None``: none known): that it already fits, or the HDK to install
+    with why -- a continuation line, or (``first``) the step before the CANN packages;
+    ``None`` when the matrix names no HDK for ``cann``."""
+    hdk = hdk_for(ctx.matrix, cann)
+    fit: Optional[str] = driver_fit(ctx.matrix, cann, driver) if driver else None
+    if driver and fit in ("paired", "compatible"):
+        return f"  the installed driver {driver} already fits CANN {cann}"
+    if not hdk:
+        return None
+    short = driver_shortfall(ctx.matrix, cann, driver) if driver else None
+    note = {
+        "incompatible": f" (driver {driver} does not fit it)",
+        "older": f" (driver {driver} is older than every HDK documented for it)",
+    }.get(short or "", "")
+    if first:
+        return (
+            f"first the NPU driver + firmware of Ascend HDK {hdk}, which CANN {cann} needs{note}, and a reboot; then:"
+        )
+    return f"  and the NPU driver + firmware of Ascend HDK {hdk}, which CANN {cann} needs{note}; then reboot"

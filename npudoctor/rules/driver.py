@@ -319,10 +319,21 @@ def firmware_driver(ctx: RuleContext) -> Iterable[Finding]:
 
 @rule
 def driver_unreadable(ctx: RuleContext) -> Iterable[Finding]:
-    """DRV004: version files present but unreadable/garbled."""
+    """DRV004: version files unreadable, garbled, or (driver's) missing from its directory;
+    a note only when npu-smi names the driver version instead."""
     facts = ctx.view.driver
+    smi = ctx.view.devices.npu_smi.driver_version
     for kind, rec in (("driver", facts.driver), ("firmware", facts.firmware)):
-        if rec.error:
+        missing = f"{rec.path}/version.info: not found"
+        if kind == "driver" and rec.error == missing and smi:
+            # the file is absent, not garbled, and npu-smi names the version: the checks use it
+            yield DRIVER_UNREADABLE.finding(
+                title=f"{missing}; npu-smi reports driver {smi}, which the driver checks use",
+                evidence=[missing, f"npu-smi info (table header): driver {smi}"],
+                severity="info",
+                subject=kind,
+            )
+        elif rec.error:
             yield DRIVER_UNREADABLE.finding(
                 title=f"The {kind} version cannot be read: {rec.error}",
                 evidence=[rec.error],
