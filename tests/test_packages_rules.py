@@ -120,6 +120,24 @@ def test_py001_recommends_the_newest_covered_python_with_runnable_commands(tmp_p
     assert cov["fix"][1].startswith("or, with no python3.11 on this machine: conda create")
 
 
+def test_py004_a_wheel_for_another_python_is_never_replaced_by_one_that_does_not_exist(tmp_path):
+    """k08: torch_npu 2.1.0's cp310 wheel unpacked into Python 3.11.  The matrix lists 2.1.0
+    for Python 3.8-3.10 only, so `pip install torch-npu==2.1.0 --force-reinstall` would find
+    no wheel: the fix is a Python 3.10 environment, or the newest torch 2.1.0 build that
+    has a cp311 wheel (with the CANN it is paired with)."""
+    doc = _scenario("k08-torch-npu-cp310-wheel-in-python-3.11", tmp_path)
+    tag = _one(doc, "PY004")
+    assert "torch_npu 2.1.0 has wheels for Python 3.8, 3.9, 3.10 only (compatibility matrix)" in tag["evidence"]
+    assert [r["command"] for r in tag["remedies"]] == [
+        "cd && python3.10 -m venv npu-venv && . npu-venv/bin/activate",
+        "conda create -n npu python=3.10 -y && conda activate npu",
+        "python -m pip install torch==2.1.0 torch-npu==2.1.0",
+        "/usr/local/python3.11.9/bin/python3.11 -m pip install torch-npu==2.1.0.post17",
+    ]
+    assert tag["fix"][-1].endswith("# paired with CANN 8.3.RC1")
+    assert not any("--force-reinstall" in line for line in tag["fix"])
+
+
 def test_py001_explain_has_no_version_table():
     proc = npudoctor("explain", "PY001")
     assert proc.returncode == 0, proc.stderr
@@ -295,15 +313,19 @@ MY_SCENARIOS = sorted(
 @pytest.mark.parametrize("name", MY_SCENARIOS)
 def test_every_pip_line_names_one_interpreter(name, tmp_path):
     """PKG001..PKG007, PY00x and the CANN rules name the same interpreter in their pip
-    lines (the one helper, _pyfacts.python_exe); PY001's lines run in a new environment."""
+    lines (the one helper, _pyfacts.python_exe); PY001's lines run in a new environment,
+    and so does the plain `python` of a fix that creates one (PY004's other Python)."""
     doc = _scenario(name, tmp_path)
     used = set()
     for f in doc["findings"]:
         if f["code"] == "PY001":
             continue
+        new_env = any("-m venv" in line or "conda create" in line for line in f["fix"])
         for line in f["fix"]:
             for part in line.split("  #", 1)[0].split("&&"):
                 argv = [a for a in shlex.split(part.split(": ", 1)[-1]) if "=" not in a or a.startswith("-")]
+                if new_env and argv[:1] == ["python"]:
+                    continue
                 if argv[1:3] == ["-m", "pip"] or argv[1:4] == ["-s", "-m", "pip"]:
                     used.add(argv[0])
     assert len(used) <= 1, used

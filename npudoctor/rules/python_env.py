@@ -283,17 +283,11 @@ def _installed_wheel(ctx: RuleContext, npu: Distribution, short: str, plat: Opti
             need = min(g for g, _a in plats)
             problems.append(f"needs glibc >= {need[0]}.{need[1]}, the system has {glibc[0]}.{glibc[1]}")
         if problems:
+            extra, fix = _wheel_fix(ctx, npu, short, plat)
             yield WHEEL_PLATFORM.finding(
                 title=f"torch_npu {npu.version} wheel ({tag}) does not fit: {problems[0]}",
-                evidence=[describe(npu), f"WHEEL Tag: {tag}"] + problems,
-                fix=[
-                    pip_install(
-                        ctx.view.python,
-                        f"torch-npu=={npu.version}",
-                        options=("--force-reinstall",),
-                        note="lets pip pick the wheel for this interpreter (if one exists)",
-                    )
-                ],
+                evidence=[describe(npu), f"WHEEL Tag: {tag}"] + problems + extra,
+                fix=fix,
                 subject=str(tag),
             )
         return
@@ -319,3 +313,43 @@ def _installed_wheel(ctx: RuleContext, npu: Distribution, short: str, plat: Opti
             if verdict is not None
             else None,
         )
+
+
+def _wheel_fix(ctx: RuleContext, npu: Distribution, short: str, plat: Optional[str]) -> Tuple[List[str], List[Remedy]]:
+    """``(evidence, fix)`` for an installed torch_npu wheel built for another interpreter or
+    machine: reinstalling the same release lets pip pick its wheel for this interpreter --
+    unless the matrix says the release has none for Python ``short``; then a Python it has
+    wheels for (a new environment), or the newest build of the same torch with a wheel for
+    ``short`` (paired with its own CANN)."""
+    reinstall = pip_install(
+        ctx.view.python,
+        f"torch-npu=={npu.version}",
+        options=("--force-reinstall",),
+        note="lets pip pick the wheel for this interpreter",
+    )
+    row = _npu_row(ctx, npu.version or "")
+    pys = python_sorted(row_python(row, plat)) if row is not None else []
+    if row is None or not pys:
+        return [], [replace(reinstall, note=reinstall.note + " (if one exists)")]
+    if short in pys:
+        return [], [reinstall]
+    evidence = [f"torch_npu {npu.version} has wheels for Python {', '.join(pys)} only (compatibility matrix)"]
+    fix: List[Remedy] = []
+    target = _recommend_python(ctx, pys)
+    if target:
+        fix += _new_env_fix(ctx, target, _torch_release(row.torch), str(npu.version))
+    same_torch = ask(ctx.matrix, lambda m: m.rows_for_torch(row.torch)) or []
+    alt = next((r for r in same_torch if short in row_python(r, plat) and r.cann), None)
+    if alt is not None:
+        evidence.append(
+            f"torch_npu {alt.torch_npu} (torch {alt.torch}, paired with CANN {alt.cann[0]}) has a wheel for Python {short}"
+        )
+        fix.append(
+            pip_install(
+                ctx.view.python,
+                f"torch-npu=={alt.torch_npu}",
+                lead=f"or keep Python {short} with torch_npu {alt.torch_npu}, built for the same torch: ",
+                note=f"paired with CANN {alt.cann[0]}",
+            )
+        )
+    return evidence, fix or [reinstall]
