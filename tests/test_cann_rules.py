@@ -194,6 +194,10 @@ def test_nnal_needed_and_version():
     pk = {"vllm-ascend": [rec("vllm_ascend", "0.9.1")]}
     f = codes(snap(toolkits=[TK], packages=pk))["CANN007"]
     assert "Ascend-cann-nnal_8.0.0_linux-aarch64.run" in " ".join(f.fix)
+    # the one vllm-ascend record is one reason, whichever spellings of its name are looked up
+    assert [e for e in f.evidence if "vllm_ascend" in e] == [
+        "vllm_ascend 0.9.1 is installed (it links NNAL's libatb.so)"
+    ]
     assert "CANN007" not in codes(snap(toolkits=[TK]))  # nobody needs it
     nnal = {
         "path": "/usr/local/Ascend/nnal/atb",

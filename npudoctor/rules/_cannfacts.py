@@ -142,16 +142,17 @@ def cann_plan(
 
 
 #: Distributions that link NNAL's libatb.so (keys of ``packages.installed``).
-_NEEDS_NNAL = ("vllm-ascend", "vllm_ascend", "mindie", "mindie-turbo", "mindie_turbo", "mindie-llm", "mindie_llm")
+_NEEDS_NNAL = ("vllm-ascend", "mindie", "mindie-turbo", "mindie-llm")  # any spelling matches (records)
 
 
 def nnal_needed(packages: PackagesFacts, cann: CannFacts) -> Tuple[bool, List[str]]:
     """Whether this machine needs NNAL (ATB), and why: a distribution that links
     libatb.so, ``ATB_HOME_PATH`` set, or MindIE installed."""
-    reasons: List[str] = []
-    for name in _NEEDS_NNAL:
-        for rec in packages.records(name):
-            reasons.append(f"{rec.name or name} {rec.version} is installed (it links NNAL's libatb.so)")
+    reasons = [
+        f"{rec.name or name} {rec.version} is installed (it links NNAL's libatb.so)"
+        for name in _NEEDS_NNAL
+        for rec in packages.records(name)
+    ]
     env = cann.env.get("ATB_HOME_PATH")
     if env is not None and env.value:
         reasons.append(f"ATB_HOME_PATH={env.value} is set")
