@@ -53,6 +53,14 @@ def test_a_new_cann_release_covers_the_kernels_and_nnal_of_the_old_one(tmp_path)
 
     listed = [f.code for f in fix_list([Finding.from_dict(f) for f in run.doc["findings"]])]
     assert "CANN012" in listed and "CANN007" not in listed
+    # NNAL 8.0.0 is still the fix with CANN012's other option (keep CANN 8.0.0): kept, and
+    # its last line says the new release's install makes it unneeded
+    assert by_code["CANN007"]["fix"][0].startswith("chmod +x Ascend-cann-nnal_8.0.0_linux-aarch64.run")
+    assert by_code["CANN007"]["fix"][-1] == (
+        "not needed if you install the whole CANN release that CANN012's fix names "
+        "(its kernels/ops and NNAL come with it)"
+    )
+    assert by_code["CANN007"]["remedies"][-1]["kind"] == "prose"
 
 
 def test_framework_without_torch_npu_and_cann_is_an_error_not_fine(tmp_path):

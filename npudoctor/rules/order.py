@@ -85,6 +85,12 @@ def fix_order(ctx: RuleContext, findings: List[Finding]) -> List[Finding]:
         for f in findings:
             if f.code in COVERED_BY_NEW_CANN:
                 f.data["superseded_by"] = replacing
+                if f.fix:
+                    _append_prose(
+                        f,
+                        f"not needed if you install the whole CANN release that {replacing}'s fix names "
+                        "(its kernels/ops and NNAL come with it)",
+                    )
     fixable = [f for f in findings if f.fix and f.severity != "info" and layer_of(f.code) >= 0]
     by_layer: Dict[int, List[str]] = {}
     for f in fixable:
@@ -94,6 +100,16 @@ def fix_order(ctx: RuleContext, findings: List[Finding]) -> List[Finding]:
         f.after = list(dict.fromkeys(f.after + earlier))
     _source_once(fixable)
     return findings
+
+
+def _append_prose(f: Finding, text: str) -> None:
+    """Add the prose line ``text`` to the end of ``f``'s fix (its text and its remedies)."""
+    from npudoctor.remedies import Prose, shell_lines, to_dict
+
+    step = Prose(text)
+    line = shell_lines([step])[0]
+    f.fix = f.fix + [line]
+    f.remedies = f.remedies + [dict(to_dict(step), shell=line)]
 
 
 #: The findings whose fix applies an environment that is not in effect -- the toolkit's
