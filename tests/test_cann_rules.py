@@ -303,7 +303,7 @@ def test_cann003_option_a_keeps_torch_when_a_build_exists_x86_driver_facts():
     # 24.1.rc2 is two HDK releases before 24.1.0, the oldest HDK documented for CANN 8.3.RC1
     # (MindSDK 7.2.RC1): not documented either way, so "older than", not "does not fit" (issue 13)
     assert f.fix[-1] == (
-        "  and the NPU driver + firmware of Ascend HDK 25.3.RC1, which CANN 8.3.RC1 needs"
+        "  and the NPU driver + firmware of Ascend HDK 25.3.RC1, the one CANN 8.3.RC1 is documented with"
         " (driver 24.1.rc2 is older than every HDK documented for it); then reboot"
     )
     assert len(f.fix) == 5

@@ -239,9 +239,25 @@ def test_driver_known_only_from_npu_smi_is_used_and_judged_against_the_cann_to_i
     cann = by_code["CANN001"]
     assert cann["title"].endswith("(it needs CANN 8.1.RC1)")
     assert cann["fix"][0] == (
-        "first the NPU driver + firmware of Ascend HDK 25.0.RC1, which CANN 8.1.RC1 needs "
+        "first the NPU driver + firmware of Ascend HDK 25.0.RC1, the one CANN 8.1.RC1 is documented with "
         "(driver 23.0.7 is older than every HDK documented for it), and a reboot; then:"
     )
     assert "the installed driver 23.0.7 does not fit CANN 8.1.RC1 (matrix)" in cann["evidence"]
     text = npudoctor("check", "--root", str(scenario / "root"), env=environment(scenario, run.spec)).stdout
     assert "  ✓ Driver and firmware: driver 23.0.7 (npu-smi)" in text.splitlines()
+
+
+def test_a_framework_that_needs_a_newer_cann_names_the_hdk_when_the_driver_is_older(tmp_path):
+    """vllm-ascend 0.11.0rc2 on CANN 8.2.RC1 with driver 24.1.rc2.2: CANN012 moves to CANN
+    8.3.RC2, whose documented HDKs are all newer than that driver, so its fix starts with
+    that HDK (a driver not documented either way: "documented with", not "needs")."""
+    from scenario_runner import REPO, prepare, run_check
+
+    run = run_check(prepare(REPO / "tests/scenarios/fw-vllm-ascend-0.11.0rc2-on-cann-8.2.RC1", tmp_path))
+    (f,) = [f for f in run.doc["findings"] if f["code"] == "CANN012"]
+    assert f["title"] == "vllm-ascend 0.11.0rc2 needs CANN 8.3.RC2 or newer, but CANN 8.2.RC1 is in use"
+    assert f["fix"][0] == (
+        "first the NPU driver + firmware of Ascend HDK 25.3.RC1, the one CANN 8.3.RC2 is documented with "
+        "(driver 24.1.rc2.2 is older than every HDK documented for it), and a reboot; then:"
+    )
+    assert f["fix"][1].startswith("chmod +x Ascend-cann-toolkit_8.3.RC2_linux-aarch64.run")

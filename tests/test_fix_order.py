@@ -57,7 +57,7 @@ def test_a_new_cann_release_covers_the_kernels_and_nnal_of_the_old_one(tmp_path)
     # its last line says the new release's install makes it unneeded
     assert by_code["CANN007"]["fix"][0].startswith("chmod +x Ascend-cann-nnal_8.0.0_linux-aarch64.run")
     assert by_code["CANN007"]["fix"][-1] == (
-        "not needed if you install the whole CANN release that CANN012's fix names "
+        "not needed if you install the whole CANN release that the fix of CANN012 names "
         "(its kernels/ops and NNAL come with it)"
     )
     assert by_code["CANN007"]["remedies"][-1]["kind"] == "prose"

@@ -159,3 +159,30 @@ def nnal_needed(packages: PackagesFacts, cann: CannFacts) -> Tuple[bool, List[st
     if cann.mindie is not None:
         reasons.append(f"MindIE {cann.mindie.version} is installed at {cann.mindie.path}")
     return bool(reasons), reasons
+
+
+def driver_for_new_cann(
+    matrix: Optional[Matrix], cann: str, driver: Optional[str], first: bool = False
+) -> Optional[str]:
+    """The line about the driver for a CANN ``cann`` about to be installed over the
+    installed ``driver`` (``None``: none known): that it already fits, or the HDK to install
+    with why -- a continuation line, or (``first``) the step before the CANN packages;
+    ``None`` when the matrix names no HDK for ``cann``."""
+    from npudoctor.plan.fit import driver_fit, driver_shortfall, hdk_for
+
+    hdk = hdk_for(matrix, cann)
+    fit: Optional[str] = driver_fit(matrix, cann, driver) if driver else None
+    if driver and fit in ("paired", "compatible"):
+        return f"  the installed driver {driver} already fits CANN {cann}"
+    if not hdk:
+        return None
+    short = driver_shortfall(matrix, cann, driver) if driver else None
+    note = {
+        "incompatible": f" (driver {driver} does not fit it)",
+        "older": f" (driver {driver} is older than every HDK documented for it)",
+    }.get(short or "", "")
+    # an older driver is not documented either way: the HDK is what CANN is documented with
+    why = f"the one CANN {cann} is documented with" if short == "older" else f"which CANN {cann} needs"
+    if first:
+        return f"first the NPU driver + firmware of Ascend HDK {hdk}, {why}{note}, and a reboot; then:"
+    return f"  and the NPU driver + firmware of Ascend HDK {hdk}, {why}{note}; then reboot"

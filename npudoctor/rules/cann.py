@@ -18,7 +18,7 @@ from npudoctor.knowledge.chips import package_chip
 from npudoctor.knowledge.grades import Grade
 from npudoctor.knowledge.prerelease import metadata_verdict
 from npudoctor.knowledge.versions import cann_less
-from npudoctor.plan.fit import MismatchPlan, driver_fit, driver_shortfall, hdk_for
+from npudoctor.plan.fit import MismatchPlan, driver_shortfall, hdk_for
 from npudoctor.record import replace
 from npudoctor.remedies import Command
 from npudoctor.remedies.cann import Step, install, release_steps, set_env_step
@@ -27,6 +27,7 @@ from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import (
     cann_pairing,
     cann_plan,
+    driver_for_new_cann,
     host_arch,
     installed_driver,
     missing_statement_line,
@@ -144,7 +145,7 @@ def no_cann(ctx: RuleContext) -> Iterable[Finding]:
     driver = installed_driver(ctx.view.driver, ctx.view.devices)
     if driver and cann_ver and driver_shortfall(ctx.matrix, cann_ver, driver):
         # a driver is there (no driver at all: DRV001 names the HDK) but too old for this CANN
-        line = _hdk_for_new_cann(ctx, cann_ver, driver, first=True)
+        line = driver_for_new_cann(ctx.matrix, cann_ver, driver, first=True)
         if line:
             fix.insert(0, line)
             evidence.append(f"the installed driver {driver} does not fit CANN {cann_ver} (matrix)")
@@ -460,30 +461,7 @@ def _cann003_fix(ctx: RuleContext, plan: MismatchPlan) -> List[Step]:
             else f"install CANN {move}, the one torch_npu {tver} is paired with (no torch_npu build for CANN {cver} in the matrix): "
         )
         out += release_steps(move, arch, package_chip(ctx.matrix, ctx.view.devices), False, lead=head)
-        hdk_line = _hdk_for_new_cann(ctx, move, driver)
+        hdk_line = driver_for_new_cann(ctx.matrix, move, driver)
         if hdk_line:
             out.append(hdk_line)
     return out
-
-
-def _hdk_for_new_cann(ctx: RuleContext, cann: str, driver: Optional[str], first: bool = False) -> Optional[str]:
-    """The line about the driver for a CANN ``cann`` about to be installed over the
-    installed ``driver`` (``None``: none known): that it already fits, or the HDK to install
-    with why -- a continuation line, or (``first``) the step before the CANN packages;
-    ``None`` when the matrix names no HDK for ``cann``."""
-    hdk = hdk_for(ctx.matrix, cann)
-    fit: Optional[str] = driver_fit(ctx.matrix, cann, driver) if driver else None
-    if driver and fit in ("paired", "compatible"):
-        return f"  the installed driver {driver} already fits CANN {cann}"
-    if not hdk:
-        return None
-    short = driver_shortfall(ctx.matrix, cann, driver) if driver else None
-    note = {
-        "incompatible": f" (driver {driver} does not fit it)",
-        "older": f" (driver {driver} is older than every HDK documented for it)",
-    }.get(short or "", "")
-    if first:
-        return (
-            f"first the NPU driver + firmware of Ascend HDK {hdk}, which CANN {cann} needs{note}, and a reboot; then:"
-        )
-    return f"  and the NPU driver + firmware of Ascend HDK {hdk}, which CANN {cann} needs{note}; then reboot"

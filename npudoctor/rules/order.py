@@ -88,7 +88,7 @@ def fix_order(ctx: RuleContext, findings: List[Finding]) -> List[Finding]:
                 if f.fix:
                     _append_prose(
                         f,
-                        f"not needed if you install the whole CANN release that {replacing}'s fix names "
+                        f"not needed if you install the whole CANN release that the fix of {replacing} names "
                         "(its kernels/ops and NNAL come with it)",
                     )
     fixable = [f for f in findings if f.fix and f.severity != "info" and layer_of(f.code) >= 0]
