@@ -101,7 +101,9 @@ def test_stale_other_cann_without_script_gives_the_cleaned_values(tmp_path):
     partial = _one(doc, "ENV003")
     assert partial["title"] == (
         "LD_LIBRARY_PATH lacks the toolkit's lib64/plugin/opskernel and lib64/plugin/nnengine "
-        "(/usr/local/Ascend/cann-8.5.0) (set_env.sh only partly applied)"
+        "(/usr/local/Ascend/cann-8.5.0); CANN variables unset: TOOLCHAIN_HOME "
+        # no set_env.sh to name: the fix exports what it would have set (both parts of the title)
+        "(the toolkit's environment only partly applied)"
     )
     assert partial["fix"] == [
         "export TOOLCHAIN_HOME=/usr/local/Ascend/cann-8.5.0/toolkit",
@@ -129,8 +131,8 @@ def test_partial_loader_path_title_names_the_driver_directories(tmp_path):
     doc = _run("k14-container-cann-8.5-host-driver-24.1", tmp_path)
     f = _one(doc, "ENV003")
     assert f["title"] == (
-        "LD_LIBRARY_PATH lacks the driver's lib64 and lib64/driver (/usr/local/Ascend/driver) "
-        "(set_env.sh only partly applied)"
+        "LD_LIBRARY_PATH lacks the driver's lib64 and lib64/driver (/usr/local/Ascend/driver); "
+        "CANN variables unset: ASCEND_AICPU_PATH, TOOLCHAIN_HOME (set_env.sh only partly applied)"
     )
     assert f["fix"] == [
         "source /usr/local/Ascend/cann/set_env.sh",

@@ -365,13 +365,12 @@ def loader_path_incomplete(ctx: RuleContext) -> Iterable[Finding]:
     script = _script(env)
     exports = _export_lines(env, missing_vars, {"LD_LIBRARY_PATH": list(missing)})
     fix = _source_or(script, exports)
+    what = ([f"LD_LIBRARY_PATH lacks {_describe_dirs(env, missing)}"] if missing else []) + (
+        ["CANN variables unset: " + ", ".join(missing_vars)] if missing_vars else []
+    )
+    how = "set_env.sh only partly applied" if script else "the toolkit's environment only partly applied"
     yield LOADER_PATH.finding(
-        title=(
-            f"LD_LIBRARY_PATH lacks {_describe_dirs(env, missing)}"
-            if missing
-            else "CANN variables unset: " + ", ".join(missing_vars)
-        )
-        + " (set_env.sh only partly applied)",
+        title="; ".join(what) + f" ({how})",
         evidence=evidence,
         fix=fix,
         severity="error" if unloaded else None,
