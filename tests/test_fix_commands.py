@@ -205,3 +205,8 @@ def test_the_numpy_range_names_the_matrix_row_it_comes_from() -> None:
         f"CANN needs numpy>=1.19.2,<2 (CANN 8.0.0: {row['source']}))"
     ) in evidence
     assert not any("REPORT" in line for line in evidence)
+    # the title says whose range it is too: this CANN's is unknown, an older one's is borrowed
+    assert _finding(doc, "PKG007")["title"].startswith(
+        "numpy 2.0.2 is installed; CANN 8.2.RC1 documents no numpy bound, and the nearest older CANN "
+        "that does needs numpy<2,>=1.19.2 on Python 3.10"
+    )

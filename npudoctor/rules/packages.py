@@ -520,7 +520,10 @@ def numpy_major(ctx: RuleContext) -> Iterable[Finding]:
         )
     if inferred:
         # the range is an older release's: said as such, never as this CANN's own statement
-        title = f"numpy {version} is installed but the CANN release before {cv} needs numpy{spec} on Python {py}"
+        title = (
+            f"numpy {version} is installed; CANN {cv} documents no numpy bound, and the nearest older CANN "
+            f"that does needs numpy{spec} on Python {py}"
+        )
     else:
         title = f"numpy {version} is installed but CANN {cv} on Python {py} needs numpy{spec}"
     if pullers:
