@@ -166,3 +166,13 @@ def test_an_identical_fix_of_several_findings_is_said_once():
     assert text.count("$ mkdir -p /data/ascend-log") == 1
     assert "fix: the same as HOST003's above" in text
     assert "free space on /data" in text
+
+
+def test_a_device_in_use_is_not_told_to_run_privileged():
+    """npu-smi's -8020 ("the device is used"): the fixes free or change the device; the
+    maintainers' --privileged workaround is for -8005 (cannot open), not for a device
+    another process holds."""
+    (busy,) = [f for f in check_json(SCENARIOS / "k15-dcmi-8020-device-used")["findings"] if f["code"] == "DEV002"]
+    assert "(ret -8020)" in busy["title"]
+    assert not any("--privileged" in line for line in busy["fix"])
+    assert busy["fix"][0].startswith("On the host: `npu-smi info` and look at the process table")

@@ -184,9 +184,10 @@ def npu_smi_state(ctx: RuleContext) -> Iterable[Finding]:
             "On the host: `npu-smi info` and look at the process table; stop the container or "
             "process that holds this NPU (`docker ps` names it, then `docker stop` with that name)",
             docker_flags([], lead="Or start this container with a free device: ", pick_device=True),
-            "Or start it with `--privileged` (the maintainers' workaround for -8005 in containers)",
         ]
         if code == -8005:
+            # -8020 says the device is in use: no privilege gives it a second owner
+            fix.append("Or start it with `--privileged` (the maintainers' workaround for -8005 in containers)")
             fix.append("If the driver or firmware was just upgraded: reboot the server")
         yield DEVICE_BUSY.finding(
             title=f"npu-smi cannot open the NPU (ret {code}): the device is busy or not accessible",
