@@ -157,13 +157,15 @@ def test_older_selected_and_t_builds_unordered():
     f = codes(snap(toolkits=[old, new], selected=0))["CANN002"]
     assert "8.0.0" in f.title and "8.2.RC1" in f.title
     # no set_env.sh next to that toolkit: never tell to source a script that is not there
+    # a choice offered, not a repair: the line says so before the command
     assert f.fix == [
+        "if you mean to use CANN 8.2.RC1 instead: "
         'export ASCEND_TOOLKIT_HOME=/usr/local/Ascend/ascend-toolkit/8.2.RC1 && eval "$(npudoctor env)"'
         "  # no set_env.sh next to this toolkit: npudoctor computes what it would set"
     ]
     with_script = dict(new, set_env="/usr/local/Ascend/ascend-toolkit/8.2.RC1/set_env.sh")
     assert codes(snap(toolkits=[old, with_script], selected=0))["CANN002"].fix == [
-        "source /usr/local/Ascend/ascend-toolkit/8.2.RC1/set_env.sh"
+        "if you mean to use CANN 8.2.RC1 instead: source /usr/local/Ascend/ascend-toolkit/8.2.RC1/set_env.sh"
     ]
     assert "CANN002" not in codes(snap(toolkits=[old, new], selected=1))
     tbuild = dict(TK, version="8.0.T63", resolved="/x/t")

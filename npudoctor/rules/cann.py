@@ -251,7 +251,8 @@ def older_selected(ctx: RuleContext) -> Iterable[Finding]:
     yield OLDER_SELECTED.finding(
         title=f"CANN {sver} is in use but CANN {nver} is also installed",
         evidence=evidence,
-        fix=[set_env_step(newest)],
+        # a choice, not a repair: the environment fixes of this report are for the CANN in use
+        fix=[set_env_step(newest, lead=f"if you mean to use CANN {nver} instead: ")],
         severity=severity,
         data={"selected": sver, "newest": nver},
     )
