@@ -80,13 +80,15 @@ _BEARER = lazyre.pattern(r"\b(Bearer[ \t]+)[A-Za-z0-9._~+/=-]{8,}")
 _QUERY = lazyre.pattern(r"([?&;])([A-Za-z0-9_.-]+)=([^&#\s\"'<>\\]+)")
 #: Query parameter names that carry a credential though not named like a secret.
 _QUERY_SECRETS = {"sig", "signature", "x-amz-signature", "x-goog-signature", "pwd", "pass"}
-#: ``NAME=value``, ``NAME: value``, ``"NAME": "value"``, ``--name value`` where NAME is secret-like.
-#: The value is a quoted string (double, single, or with escaped double quotes inside a JSON
-#: string), spaces included, or an unquoted word; each written as runs of one character class
-#: between escapes, never as an alternation repeated per character (the regex engine keeps
-#: a mark per repetition of a group: memory in proportion to the value's length).
-_ASSIGNMENT = lazyre.pattern(
-    r"""(?P<name>(?<![\w-])-{0,2}[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>["']?[ \t]*[:=][ \t]*)"""
+#: The name and separator of ``NAME=value``, ``NAME: value``, ``"NAME": "value"``, ``--name
+#: value``.  A name does not start after ``?`` or ``&`` (a URL's query: :data:`_QUERY`'s).
+_NAME_SEP = lazyre.pattern(r"""(?P<name>(?<![\w?&-])-{0,2}[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>["']?[ \t]*[:=][ \t]*)""")
+#: The value after a secret-like name: a quoted string (double, single, or with escaped double
+#: quotes inside a JSON string), spaces included, or an unquoted word; each written as runs of
+#: one character class between escapes, never as an alternation repeated per character (the
+#: regex engine keeps a mark per repetition of a group: memory in proportion to the value's
+#: length).
+_VALUE = lazyre.pattern(
     r"""(?P<value>"[^"\\\n]*(?:\\.[^"\\\n]*)*"|'[^'\n]*'"""
     r'|\\"[^"\\\n]*(?:\\[^"\n][^"\\\n]*)*\\"'
     r"""|(?:[^\s"',;\\]|\\(?!"))[^\s"',;\\]*(?:\\(?!")[^\s"',;\\]*)*)"""
@@ -216,7 +218,7 @@ def _conceal(text: str) -> str:
         out = _OPTION.sub(_assignment, out)
     if "=" not in out and ":" not in out:
         return out
-    return _ASSIGNMENT.sub(_assignment, out)
+    return _assignments(out)
 
 
 #: Characters of text from which :func:`conceal_text` works line by line.
@@ -305,20 +307,57 @@ def _query(m: re.Match[str]) -> str:
 
 
 def _assignment(m: re.Match[str]) -> str:
-    """``NAME=value`` with the value concealed when NAME is secret-like; quotes kept.  A
+    """``--name value`` (:data:`_OPTION`) with the value concealed when the name is secret-like."""
+    value = _concealed_value(m.group("name"), m.group("sep"), m.group("value"))
+    return m.group(0) if value is None else f"{m.group('name')}{m.group('sep')}{value}"
+
+
+def _assignments(text: str) -> str:
+    """``text`` with the value of every ``NAME=value``, ``NAME: value`` or ``"NAME": "value"``
+    whose NAME is secret-like concealed (:func:`_concealed_value`).  What follows any other
+    name is read on as text, never skipped as its value: it may hold an assignment itself
+    (``ERROR: HF_TOKEN=…``, ``ERROR: password: …``, ``JAVA_OPTS=-Dpassword=…``).  Each name
+    is matched once and a value only after a secret-like name, so the work is linear in the
+    text however the assignments nest."""
+    pieces: List[str] = []
+    last = pos = 0
+    while True:
+        m = _NAME_SEP.search(text, pos)
+        if m is None:
+            break
+        pos = m.end()
+        name = m.group("name")
+        if not _is_secret_name(name.lstrip("-")):
+            continue
+        v = _VALUE.match(text, pos)
+        if v is None:
+            continue
+        value = _concealed_value(name, m.group("sep"), v.group(0))
+        if value is not None:
+            pieces += (text[last:pos], value)
+            last = v.end()
+        pos = v.end()
+    if not pieces:
+        return text
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def _concealed_value(name: str, sep: str, value: str) -> Optional[str]:
+    """What the ``value`` of ``name`` becomes (quotes kept), or ``None`` to keep it: a name
+    that is not secret-like, a value already concealed, an authorization scheme word.  A
     JSON key (``"NAME": 3``) keeps a value that is not a string: concealing it would break
     the document, and a number or an object is not a secret's text."""
-    value, sep = m.group("value"), m.group("sep")
-    if not _is_secret_name(m.group("name").lstrip("-")):
-        return m.group(0)
+    if not _is_secret_name(name.lstrip("-")):
+        return None
     for quote in ('\\"', '"', "'"):
         if value.startswith(quote) and len(value) >= 2 * len(quote):
             if value[len(quote) : -len(quote)] == SECRET:
-                return m.group(0)
-            return f"{m.group('name')}{sep}{quote}{SECRET}{quote}"
+                return None
+            return f"{quote}{SECRET}{quote}"
     if value == SECRET or value.lower() in _SCHEMES or sep.startswith('"'):
-        return m.group(0)
-    return f"{m.group('name')}{sep}{SECRET}"
+        return None
+    return SECRET
 
 
 def conceal(value: Any, key: str = "") -> Any:

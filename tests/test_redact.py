@@ -70,7 +70,7 @@ def _every_substitution(redactor: Redactor, text: str) -> str:
     out = r._URL_USERINFO.sub(lambda m: f"{m.group(1)}{SECRET}@", text)
     out = r._BEARER.sub(lambda m: f"{m.group(1)}{SECRET}", r._TOKENS.sub(SECRET, out))
     out = r._QUERY.sub(r._query, r._HEADER.sub(r._header, out))
-    out = r._ASSIGNMENT.sub(r._assignment, r._OPTION.sub(r._assignment, out))
+    out = r._assignments(r._OPTION.sub(r._assignment, out))
     out = r._HOME_LIKE.sub(lambda m: f"{m.group(1)}/{redactor._user_token(m.group(2))}", out)
     if redactor._user_re is not None:
         out = redactor._user_re.sub(lambda m: redactor.user(m.group(0)), out)
@@ -99,7 +99,7 @@ def _secret_substitutions(text: str) -> str:
     out = r._URL_USERINFO.sub(lambda m: f"{m.group(1)}{SECRET}@", text)
     out = r._BEARER.sub(lambda m: f"{m.group(1)}{SECRET}", r._TOKENS.sub(SECRET, out))
     out = r._QUERY.sub(r._query, r._HEADER.sub(r._header, out))
-    return r._ASSIGNMENT.sub(r._assignment, r._OPTION.sub(r._assignment, out))
+    return r._assignments(r._OPTION.sub(r._assignment, out))
 
 
 def test_long_text_is_concealed_line_by_line_as_whole() -> None:

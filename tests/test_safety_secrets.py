@@ -37,6 +37,9 @@ LEAKS = (
     "cookiePLANT",
     "qtokenPLANT",
     "quoted PLANT spaces",
+    "logtokPLANT",
+    "logpwPLANT",
+    "optsPLANT",
 )
 INDEX = "https://alice:S3cr3t@tail-after-at@pypi.example.org/simple"
 PLANTED_ENV = {
@@ -49,6 +52,7 @@ PLANTED_ENV = {
     "AZURE_STORAGE_CONNECTION_STRING": "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=akPLANT==;E=x",
     "HTTP_COOKIE_LINE": "Cookie: sid=cookiePLANT; theme=dark",
     "DB_PASSWORD": "quoted PLANT spaces",
+    "LAUNCH_OPTS": "-Xmx2g -Dpassword=optsPLANT",
 }
 LOG = f"""\
 pip install torch_npu --index-url {INDEX}
@@ -58,6 +62,8 @@ DOCKER_PASS=dockpassPLANT MYSQL_PWD=mysqlpwdPLANT AccountKey=akPLANT==
 Cookie: sid=cookiePLANT; theme=dark
 ImportError: libhccl.so: cannot open shared object file: No such file or directory (index {INDEX} Cookie: sid=cookiePLANT; t=1)
 [ERROR] 2024-06-20-10:41:32 (PID:59450, Device:-1, RankID:-1) ERR00008 PTA resource not found
+ERROR: HF_TOKEN=logtokPLANT bad
+ERROR: password: logpwPLANT
 """
 
 
