@@ -81,8 +81,9 @@ _QUERY = lazyre.pattern(r"([?&;])([A-Za-z0-9_.-]+)=([^&#\s\"'<>\\]+)")
 #: Query parameter names that carry a credential though not named like a secret.
 _QUERY_SECRETS = {"sig", "signature", "x-amz-signature", "x-goog-signature", "pwd", "pass"}
 #: The name and separator of ``NAME=value``, ``NAME: value``, ``"NAME": "value"``, ``--name
-#: value``.  A name does not start after ``?`` or ``&`` (a URL's query: :data:`_QUERY`'s).
-_NAME_SEP = lazyre.pattern(r"""(?P<name>(?<![\w?&-])-{0,2}[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>["']?[ \t]*[:=][ \t]*)""")
+#: value``.  A name does not start inside a path or after a dot (``/etc/passwd: line 3`` names
+#: a file, not a password), nor after ``?`` or ``&`` (a URL's query: :data:`_QUERY`'s).
+_NAME_SEP = lazyre.pattern(r"""(?P<name>(?<![\w./?&-])-{0,2}[A-Za-z_][A-Za-z0-9_.-]*)(?P<sep>["']?[ \t]*[:=][ \t]*)""")
 #: The value after a secret-like name: a quoted string (double, single, or with escaped double
 #: quotes inside a JSON string), spaces included, or an unquoted word; each written as runs of
 #: one character class between escapes, never as an alternation repeated per character (the
@@ -93,6 +94,8 @@ _VALUE = lazyre.pattern(
     r'|\\"[^"\\\n]*(?:\\[^"\n][^"\\\n]*)*\\"'
     r"""|(?:[^\s"',;\\]|\\(?!"))[^\s"',;\\]*(?:\\(?!")[^\s"',;\\]*)*)"""
 )
+#: A name that is a file's (``no-passwd-entry.log:line 1``, ``auth_token.py:42:``): not a key.
+_FILE_NAME = lazyre.pattern(r"\.(?:log|txt|out|err|gz|xz|bz2|json|ya?ml|toml|conf|cfg|ini|py|sh)$", re.I)
 #: Unquoted words that are an authorization scheme, not the secret (:data:`_HEADER` hides it).
 _SCHEMES = {"bearer", "basic", "digest", "token", "negotiate"}
 _OPTION = lazyre.pattern(
@@ -327,7 +330,7 @@ def _assignments(text: str) -> str:
             break
         pos = m.end()
         name = m.group("name")
-        if not _is_secret_name(name.lstrip("-")):
+        if not _is_secret_name(name.lstrip("-")) or _FILE_NAME.search(name):
             continue
         v = _VALUE.match(text, pos)
         if v is None:

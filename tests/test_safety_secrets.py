@@ -162,6 +162,35 @@ def test_secret_shapes_are_concealed(text: str, kept: str, gone: str) -> None:
     assert gone not in out and kept in out and SECRET in out
 
 
+ATB = "ImportError: libatb.so: cannot open shared object file: No such file or directory\n"
+
+
+def test_triage_conceals_a_secret_right_after_a_word_and_keeps_paths(tmp_path: Path) -> None:
+    """A secret-named assignment right after a word and its colon (``ERROR: HF_TOKEN=…``) is
+    concealed like one after a space, in triage's text and JSON; a path or a log's file name
+    holding ``passwd`` before a colon names no secret and is printed as it is."""
+    (tmp_path / "no-passwd-entry.log").write_text(ATB)
+    (tmp_path / "tok.log").write_text(
+        "ERROR: HF_TOKEN=hf_abcdefghijklmnop bad\n"
+        "ERROR: API_KEY=sk-abcdef123456 bad\n"
+        "ERROR: password: hunter2\n"
+        "ERROR: cannot read /etc/passwd: line 3 is malformed\n"
+    )
+    logs = ("no-passwd-entry.log", "tok.log")
+    text = npudoctor("triage", "--no-facts", *logs, cwd=tmp_path)
+    doc = json.loads(npudoctor("triage", "--no-facts", "--json", *logs, cwd=tmp_path).stdout)
+    assert sorted(u["text"] for u in doc["unknown"]) == [
+        f"ERROR: API_KEY={SECRET} bad",
+        f"ERROR: HF_TOKEN={SECRET} bad",
+        "ERROR: cannot read /etc/passwd: line 3 is malformed",
+        f"ERROR: password: {SECRET}",
+    ]
+    for secret in ("hf_abcdefghijklmnop", "sk-abcdef123456", "hunter2"):
+        assert secret not in text.stdout
+    assert "[atb-library-not-found loader:cannot-open, no-passwd-entry.log:line 1]" in text.stdout
+    assert "tok.log:line 4: ERROR: cannot read /etc/passwd: line 3 is malformed" in text.stdout
+
+
 def test_pwd_and_json_structure_stay() -> None:
     assert conceal_text("PWD=/work/x OLDPWD=/tmp") == "PWD=/work/x OLDPWD=/tmp"
     doc = {"auth": {"method": "none"}, "api_key_count": 3, "HF_TOKEN": "x"}
