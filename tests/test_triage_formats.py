@@ -6,10 +6,12 @@ crash lines linked to the warning/error just before them, and no internal kind i
 from __future__ import annotations
 
 import bz2
+import codecs
 import gzip
 import io
 import json
 import lzma
+import random
 import re
 import subprocess
 import sys
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from clirun import npudoctor
 
-from npudoctor.triage import Scanner, load_kb, rank
+from npudoctor.triage import CHUNK, Scanner, load_kb, rank
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -172,6 +174,61 @@ def test_empty_log_is_read_and_finds_nothing(tmp_path):
     assert out.returncode == 0
     assert "No known error signature and no error-looking line found." in out.stdout
     assert "skipped" not in out.stdout and "Nothing was scanned" not in out.stdout
+
+
+def test_a_log_after_a_copytruncate_hole_of_nuls_is_read(tmp_path):
+    """logrotate's copytruncate empties a log that a process goes on writing at its offset:
+    the file starts with that many NUL bytes, then the text.  The NULs are dropped, the text
+    is read (line numbers its own), whether the hole is 4 KiB or longer than a read step."""
+    for hole in (4096, 3 * CHUNK + 5):
+        path = tmp_path / f"train-{hole}.log"
+        path.write_bytes(b"\0" * hole + LOG)
+        proc = npudoctor("triage", str(path), "--no-facts", "--json")
+        assert proc.returncode == 1, proc.stdout
+        doc = json.loads(proc.stdout)
+        (src,) = doc["sources"]
+        assert (src["skipped"], src["lines"], src["bytes"]) == (None, 6, hole + len(LOG))
+        (group,) = doc["known"]
+        assert (group["id"], group["count"], group["first"]["line"]) == ("ei0006-socket-timeout", 3, 2)
+        assert group["sample"].startswith("[ERROR] HCCL(1234,python)")
+
+
+def test_a_utf16_log_with_its_bom_is_read(tmp_path):
+    """A log a Windows shell redirected (PowerShell's ``>`` writes UTF-16 with a byte order
+    mark, CRLF line ends) is read as the text it holds, in either byte order."""
+    text = LOG.decode().replace("\n", "\r\n") + "ImportError: libatb.so: cannot open shared object file: 无此文件\r\n"
+    for encoding in ("utf-16-le", "utf-16-be"):
+        bom = codecs.BOM_UTF16_LE if encoding == "utf-16-le" else codecs.BOM_UTF16_BE
+        path = tmp_path / f"run-{encoding}.log"
+        path.write_bytes(bom + text.encode(encoding))
+        proc = npudoctor("triage", str(path), "--no-facts", "--json")
+        assert proc.returncode == 1, proc.stdout
+        doc = json.loads(proc.stdout)
+        assert (doc["sources"][0]["skipped"], doc["sources"][0]["lines"]) == (None, 7)
+        assert [(g["id"], g["count"], g["first"]["line"]) for g in doc["known"]] == [
+            ("ei0006-socket-timeout", 3, 2),
+            ("atb-library-not-found", 1, 7),
+        ]
+        assert doc["known"][1]["sample"] == "ImportError: libatb.so: cannot open shared object file: 无此文件"
+
+
+def test_random_bytes_and_executables_stay_binary_with_or_without_a_hole(tmp_path):
+    """Random bytes (one in ten a control byte) and an ELF executable are still skipped, also
+    behind a run of NULs or a UTF-16 byte order mark; latin-1 text that starts like one is read."""
+    rng = random.Random(20261206)
+    with open(sys.executable, "rb") as fh:
+        elf = fh.read(1 << 16)
+    inputs = [bytes(rng.getrandbits(8) for _ in range(size)) for size in (512, 8192, 1 << 16)]
+    inputs += [b"\0" * 4096 + inputs[1], codecs.BOM_UTF16_LE + inputs[1], elf]
+    for i, data in enumerate(inputs):
+        path = tmp_path / f"blob{i}.log"
+        path.write_bytes(data)
+        doc = json.loads(npudoctor("triage", str(path), "--no-facts", "--json").stdout)
+        assert doc["sources"][0]["skipped"] == "a binary file, not a text log", i
+    latin = tmp_path / "latin.log"
+    latin.write_bytes("ÿþ garbage\n".encode("latin-1") + LOG)
+    doc = json.loads(npudoctor("triage", str(latin), "--no-facts", "--json").stdout)
+    assert [(g["id"], g["first"]["line"]) for g in doc["known"]] == [("ei0006-socket-timeout", 3)]
 
 
 def test_stray_nul_bytes_do_not_make_a_log_binary():

@@ -1,14 +1,16 @@
 """The streaming scanner: find the known signatures in logs in constant memory.
 
 :class:`Scanner` streams any number of logs (training/inference output, CANN plog files,
-a pasted traceback): fixed-size binary chunks, lines capped at :data:`MAX_LINE` bytes, a
-substring prefilter (the anchors of every pattern) to find candidate lines, and bounded
-group tables (repeats are counted with first/last line numbers, never stored).  It only
-finds and counts; :mod:`npudoctor.triage.rank` says what the finds mean on a machine.
+a pasted traceback; UTF-16 told by its byte order mark; NUL bytes dropped): fixed-size
+binary chunks, lines capped at :data:`MAX_LINE` bytes, a substring prefilter (the anchors
+of every pattern) to find candidate lines, and bounded group tables (repeats are counted
+with first/last line numbers, never stored).  It only finds and counts;
+:mod:`npudoctor.triage.rank` says what the finds mean on a machine.
 """
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
 from typing import IO, Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
@@ -57,6 +59,11 @@ _BINARY_MAGIC = (b"\x7fELF", b"PK\x03\x04", b"\x89PNG", b"\xff\xd8\xff", b"%PDF"
 _CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\x0c\x08\x1b") + b"\x7f"
 #: Bytes of a stream examined to tell a binary file from a log.
 SNIFF = 8192
+#: NUL bytes in a row that are a hole in a log, not its text: what logrotate's copytruncate
+#: leaves where a process goes on writing at its offset, a block lost in a crash.
+_NUL_RUN = lazyre.pattern(rb"\0{8,}")
+#: Byte order marks of UTF-16 (a log a Windows shell redirected, as PowerShell's ``>`` does).
+UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 #: Markers of a warning line: the line before a crash may be one (linked, never counted).
 #: Looked for only backwards from a crash line, so that warning lines cost nothing to a scan.
 WARNING_RX = lazyre.pattern(rb"Warning|WARN|warning:")
@@ -125,13 +132,26 @@ _NORMALIZE = [
 
 def looks_binary(head: bytes) -> bool:
     """True when ``head`` (the first bytes of a stream) is not text: a known binary format,
-    or more than one byte in ten a control byte no log holds (stray NULs in a log pass)."""
+    or more than one byte in twenty a control byte no log holds (random bytes hold one in
+    ten).  A run of :data:`_NUL_RUN` NULs is a hole, not a byte of the file's own, and is
+    not counted (the scanner drops NULs: :meth:`Scanner.feed`)."""
     if not head:
         return False
     if head.startswith(_BINARY_MAGIC):
         return True
-    control = len(head) - len(head.translate(None, _CONTROL))
-    return control * 10 > len(head)
+    text = _NUL_RUN.sub(b"", head)
+    control = len(text) - len(text.translate(None, _CONTROL))
+    return control * 20 > len(text)
+
+
+def is_utf16(head: bytes) -> bool:
+    """Whether ``head`` (the first bytes of a stream) is UTF-16 text: a byte order mark, and
+    one character in four or more ASCII (a NUL byte beside each: digits, spaces, punctuation
+    and line ends, which a log in any script holds) -- not latin-1 text that starts ``ÿþ``."""
+    if not head.startswith(UTF16_BOMS):
+        return False
+    high = head[3::2] if head.startswith(codecs.BOM_UTF16_LE) else head[2::2]
+    return high.count(0) * 4 >= len(high)
 
 
 class _Rejoined(io.RawIOBase):
@@ -398,9 +418,17 @@ class Scanner:
                 stats.compressed = kind
                 reader = _decompressor(kind, io.BufferedReader(_Rejoined(data, stream)))
                 data = reader.read(CHUNK) or b""
-            if looks_binary(data[:SNIFF]):
+            if is_utf16(data[:SNIFF]):  # read as the UTF-8 it means
+                reader = codecs.EncodedFile(io.BufferedReader(_Rejoined(data, reader)), "utf-8", "utf-16", "replace")
+                data = reader.read(CHUNK) or b""
+            while data and not data.lstrip(b"\0"):
+                # NULs only: the hole at the start of a log that logrotate's copytruncate
+                # emptied while a process went on writing it at its offset
+                stats.bytes += len(data)
+                data = reader.read(CHUNK) or b""
+            if looks_binary(data.lstrip(b"\0")[:SNIFF]):
                 stats.skipped = "a binary file, not a text log"
-                stats.bytes = len(data)
+                stats.bytes += len(data)
                 return stats
             first = True
             while True:
@@ -412,6 +440,7 @@ class Scanner:
                 stats.bytes += len(data)
                 if progress is not None:
                     progress(stats.bytes)
+                data = data.replace(b"\0", b"")  # NULs are no text (a hole, padding): dropped
                 if skipping:
                     idx = data.find(b"\n")
                     if idx < 0:
