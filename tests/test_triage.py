@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from clirun import Result, npudoctor
 
-from npudoctor.triage import CHUNK, MAX_UNKNOWN, Scanner, load_kb, rank
+from npudoctor.triage import CHUNK, MAX_LINE, MAX_UNKNOWN, Scanner, load_kb, rank
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TOOLKIT = "/usr/local/Ascend/ascend-toolkit/latest"
@@ -362,6 +362,49 @@ def test_scanner_giant_line_without_newline_is_bounded():
     assert sc.sources[0].long_lines == 1
     assert next(g for g in sc.groups.values() if g.entry.id == "dcmi-8020-device-used").first.line == 2
     assert all(len(g.sample) <= 600 for g in sc.groups.values())
+
+
+def _progress_bar(steps: int) -> bytes:
+    """A tqdm bar redrawn ``steps`` times on one line, as a log captures it (``\\r`` each time)."""
+    return b"".join(
+        b"\rLoading safetensors checkpoint shards: %3d%% Completed | %d/%d [00:%02d<00:00, 1.2it/s]"
+        % (i * 100 // steps, i, steps, i % 60)
+        for i in range(steps)
+    )
+
+
+def test_an_error_printed_over_a_long_progress_bar_is_found():
+    """A 1.7 MB line of progress-bar redraws ending in an error (as a terminal shows it: the
+    text after the last carriage return) is read there: the error is found on its line; the
+    line counts as long, and what is kept of it stays within the line bound."""
+    bar = _progress_bar(20000)
+    assert len(bar) > 1_500_000
+    atb = b"ImportError: libatb.so: cannot open shared object file: No such file or directory"
+    for end in (b"\n", b"\r\n"):
+        sc = _scan(b"step 1\n" + bar + b"\r" + atb + end + b"ret is -8020\n")
+        found = sorted((g.entry.id, g.first.line, g.sample) for g in sc.groups.values())
+        assert found == [
+            ("atb-library-not-found", 2, atb.decode()),
+            ("dcmi-8020-device-used", 3, "ret is -8020"),
+        ]
+        assert (sc.sources[0].lines, sc.sources[0].long_lines) == (3, 1)
+    # after the last carriage return, more than the line bound: not kept, not read
+    sc = _scan(bar + b"\r" + b"x" * (MAX_LINE + 1) + atb + b"\nret is -8020\n")
+    assert [g.entry.id for g in sc.groups.values()] == ["dcmi-8020-device-used"]
+
+
+def test_long_lines_read_in_part_are_said_in_the_text(tmp_path):
+    """The text view says how many lines were read only in part (a line cut between two read
+    steps, longer than the line bound), and the command that splits them."""
+    log = tmp_path / "train.log"
+    log.write_bytes(b"A" * (CHUNK + 10) + b"\nImportError: libatb.so: cannot open shared object file\n")
+    out = npudoctor("triage", log.name, "--no-facts", cwd=tmp_path).stdout
+    kib = MAX_LINE >> 10
+    assert (
+        f"  ! train.log: 1 line over {kib} KiB read in part (its first {kib} KiB and the text after its last carriage"
+        " return); split long lines to read them whole:\n"
+        "    $ cat train.log | tr '\\r' '\\n' | fold -w 60000 | npudoctor triage -\n"
+    ) in out
 
 
 def test_scanner_unknown_table_is_capped():

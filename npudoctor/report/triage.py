@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import IO, Any, Callable, Dict, Optional
 
+from npudoctor.knowledge.signatures import MAX_LINE
 from npudoctor.redact import conceal
 
 #: Why the causes are not ranked, by reason (the ``unranked`` key of ``--json``).
@@ -201,6 +203,26 @@ def _write_signature(out: IO[str], g: Dict[str, Any], many: bool, ranked: bool) 
         out.write("    $ npudoctor lint .\n")
 
 
+#: Compressed logs: the command that writes their text.
+_CAT = {"gzip": "zcat", "xz": "xzcat", "bzip2": "bzcat"}
+
+
+def _write_long_lines(out: IO[str], source: Dict[str, Any]) -> None:
+    """Say that ``source``'s lines over :data:`MAX_LINE` bytes were read in part (the JSON's
+    ``long_lines``), and the command that splits them so that all of them is read."""
+    n, kib, name = source["long_lines"], MAX_LINE >> 10, source["name"]
+    read = f"its first {kib} KiB" if n == 1 else f"the first {kib} KiB of each"
+    out.write(
+        f"  ! {name}: {n} line{'s' if n > 1 else ''} over {kib} KiB read in part ({read} and the text after its "
+        "last carriage return); split long lines to read them whole:\n"
+    )
+    split = "tr '\\r' '\\n' | fold -w 60000 | npudoctor triage -"
+    if name == "<stdin>":
+        out.write(f"    $ <the same input> | {split}\n")
+    else:
+        out.write(f"    $ {_CAT.get(source.get('compressed') or '', 'cat')} {shlex.quote(name)} | {split}\n")
+
+
 def _render_text(result: Dict[str, Any], out: IO[str]) -> None:
     sources = result["sources"]
     many = len(sources) > 1
@@ -222,6 +244,8 @@ def _render_text(result: Dict[str, Any], out: IO[str]) -> None:
             out.write(f"  ! {s['name']}: skipped: {s['skipped']}\n")
         elif s.get("error"):
             out.write(f"  ! {s['name']}: read stopped: {s['error']}\n")
+        if s.get("long_lines"):
+            _write_long_lines(out, s)
     known = result["known"]
     scanned = [s for s in sources if not s.get("skipped")]
     if not known and not result["unknown"]:

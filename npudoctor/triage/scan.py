@@ -394,6 +394,13 @@ class Scanner:
             self._line(block[start:end], stats, counted + 1)
         return counted - base + count(b"\n", counted_pos, hi)
 
+    def _cut(self, line: bytes, base: int, stats: SourceStats) -> Optional[bytes]:
+        """Examine the first :data:`MAX_LINE` bytes of an over-long ``line`` (line ``base`` + 1,
+        the rest of it still to come) and start :func:`_last_shown` on what follows them."""
+        stats.long_lines += 1
+        self._block(line[:MAX_LINE], base, stats)
+        return _last_shown(None, line[MAX_LINE:])
+
     def feed(self, name: str, stream: IO[bytes], progress: Optional[Callable[[int], None]] = None) -> SourceStats:
         """Scan one binary stream to its end.  Read errors end the stream and are
         recorded in the returned stats (never raised).  ``progress`` is called after each
@@ -409,6 +416,7 @@ class Scanner:
         tail = b""
         base = 0
         skipping = False
+        shown: Optional[bytes] = None  # of the over-long line being skipped: see _last_shown
         read_errors = _read_errors()
         try:
             reader: Any = stream  # the log, or the decompressing stream over it
@@ -444,7 +452,11 @@ class Scanner:
                 if skipping:
                     idx = data.find(b"\n")
                     if idx < 0:
+                        shown = _last_shown(shown, data)
                         continue
+                    shown = _last_shown(shown, data[:idx].rstrip(b"\r"))
+                    if shown:
+                        self._block(shown, base, stats)
                     data = data[idx + 1 :]
                     base += 1
                     skipping = False
@@ -452,8 +464,7 @@ class Scanner:
                 if cut < 0:
                     tail = tail + data if tail else data
                     if len(tail) > MAX_LINE:
-                        stats.long_lines += 1
-                        self._block(tail[:MAX_LINE], base, stats)
+                        shown = self._cut(tail, base, stats)
                         tail = b""
                         skipping = True
                     continue
@@ -465,8 +476,7 @@ class Scanner:
                 base += self._block(data, base, stats, lo, cut + 1)
                 tail = data[cut + 1 :]
                 if len(tail) > MAX_LINE:
-                    stats.long_lines += 1
-                    self._block(tail[:MAX_LINE], base, stats)
+                    shown = self._cut(tail, base, stats)
                     tail = b""
                     skipping = True
         except read_errors as exc:
@@ -478,9 +488,24 @@ class Scanner:
             self._block(tail, base, stats)
             base += 1
         elif skipping:
+            if shown:
+                self._block(shown, base, stats)
             base += 1
         stats.lines = base
         return stats
+
+
+def _last_shown(shown: Optional[bytes], piece: bytes) -> Optional[bytes]:
+    """What an over-long line shows last on a terminal, after the next ``piece`` of it: the
+    text after its last carriage return (a progress bar redrawn with ``\\r`` hundreds of times,
+    and the error printed over it), at most :data:`MAX_LINE` bytes; ``None`` when no carriage
+    return has come since the cut, or the text after it is longer than that."""
+    cr = piece.rfind(b"\r")
+    if cr >= 0:
+        shown = piece[cr + 1 :]
+    elif shown is not None:
+        shown += piece
+    return shown if shown is None or len(shown) <= MAX_LINE else None
 
 
 def iter_log_files(path: str) -> List[str]:
