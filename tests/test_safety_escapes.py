@@ -6,6 +6,7 @@ command, through :class:`npudoctor.report.escape.SafeStream`."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -104,3 +105,25 @@ def test_triage_quotes_log_lines_escaped(tmp_path: Path) -> None:
         _clean(result.stderr)
     assert "libhccl.so" in npudoctor("triage", str(log), env={"PATH": "/usr/bin:/bin"}).stdout
     assert os.path.exists(log)
+
+
+def test_triage_quotes_coloured_log_lines_without_their_colours(tmp_path: Path) -> None:
+    """A coloured log (vLLM's logger, an unclosed red, a window title, a concealed span) is
+    quoted as a terminal shows it: no escape sequence of the log reaches triage's text or
+    JSON, piped or not, and a line with colours is grouped with the same line without."""
+    log = tmp_path / "serve.log"
+    log.write_text(
+        "\x1b[31mERROR\x1b[0m 05-09 08:06:34 [engine.py:448] \x1b[1mImportError: libatb.so: cannot open"
+        " shared object file: No such file or directory\x1b[0m\n"
+        "\x1b[31mERROR: worker 3 exited \x1b]0;title\x07\x1b[8mcode 1\n"
+        "ERROR: worker 3 exited code 1\n"
+    )
+    for args, tty in (([], False), ([], True), (["--json"], False)):
+        out = npudoctor("triage", str(log), "--no-facts", *args, tty=tty, width=200).stdout
+        assert "\x1b" not in out and "\\u001b" not in out, out
+    doc = json.loads(npudoctor("triage", str(log), "--no-facts", "--json").stdout)
+    assert [g["sample"] for g in doc["known"]] == [
+        "ERROR 05-09 08:06:34 [engine.py:448] ImportError: libatb.so: cannot open shared object file:"
+        " No such file or directory"
+    ]
+    assert [(u["text"], u["count"]) for u in doc["unknown"]] == [("ERROR: worker 3 exited code 1", 2)]

@@ -64,6 +64,9 @@ SNIFF = 8192
 _NUL_RUN = lazyre.pattern(rb"\0{8,}")
 #: Byte order marks of UTF-16 (a log a Windows shell redirected, as PowerShell's ``>`` does).
 UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+#: A terminal's escape sequence: colours and cursor moves (CSI), a title (OSC, ended by BEL or
+#: ST), and the two- and three-byte ones (``ESC ( B``, ``ESC 7``).
+_ESCAPE = lazyre.pattern(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)|[ -/]*[0-~])")
 #: Markers of a warning line: the line before a crash may be one (linked, never counted).
 #: Looked for only backwards from a crash line, so that warning lines cost nothing to a scan.
 WARNING_RX = lazyre.pattern(rb"Warning|WARN|warning:")
@@ -142,6 +145,12 @@ def looks_binary(head: bytes) -> bool:
     text = _NUL_RUN.sub(b"", head)
     control = len(text) - len(text.translate(None, _CONTROL))
     return control * 20 > len(text)
+
+
+def _plain(line: bytes) -> bytes:
+    """``line`` as a terminal shows it: its escape sequences (colours a logger wrote, an
+    unclosed one too, a window title) left out, so that what triage quotes holds none."""
+    return _ESCAPE.sub(b"", line) if b"\x1b" in line else line
 
 
 def is_utf16(head: bytes) -> bool:
@@ -277,7 +286,7 @@ class Scanner:
 
     # -- lines
     def _line(self, raw: bytes, stats: SourceStats, lineno: int) -> None:
-        raw = raw.rstrip(b"\r")
+        raw = _plain(raw.rstrip(b"\r"))
         if FRAME_ANCHOR in raw:
             path = frame_path(raw)
             if path:
@@ -370,7 +379,7 @@ class Scanner:
                 break
             line = block[begin:end]
             if WARNING_RX.search(line):
-                text = line[: SAMPLE_CHARS * 4].decode("utf-8", "replace").strip()[:SAMPLE_CHARS]
+                text = _plain(line[: SAMPLE_CHARS * 4]).decode("utf-8", "replace").strip()[:SAMPLE_CHARS]
                 return Preceding(Place(source, n), text)
             end = begin - 1
         return last
