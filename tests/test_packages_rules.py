@@ -378,3 +378,25 @@ def test_malformed_python_and_package_facts_are_read_not_crashed_on():
         "torch 2.2.0 does not match torch_npu 2.1.0.post10 (it requires torch==2.1.0)"
     ]
     assert not [f for f in findings if f.code == "HOST099"]
+
+
+def test_a_project_whose_every_record_is_malformed_crashes_no_rule():
+    """``packages.installed.torch`` holding only ``null`` (a hand-edited or damaged
+    snapshot): the packages view drops the record, leaving the project with none; the
+    CUDA-only judgement skips it instead of raising (HOST099 before)."""
+    from npudoctor.context import Options
+    from npudoctor.engine import evaluate
+    from npudoctor.snapshot import Snapshot
+
+    facts = {
+        "python": {"version": "3.10.12", "version_info": [3, 10, 12], "executable": "/usr/bin/python3"},
+        "packages": {
+            "installed": {
+                "torch": [None],
+                "torch-npu": [{"name": "torch_npu", "version": "2.1.0.post10", "dist_info": "/s/t"}],
+            }
+        },
+    }
+    findings = evaluate(Snapshot(facts=facts), None, Options())
+    assert [f.title for f in findings if f.code == "HOST099"] == []
+    assert "PKG052" not in {f.code for f in findings}

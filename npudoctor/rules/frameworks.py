@@ -291,6 +291,8 @@ def cuda_only_distributions(ctx: RuleContext) -> Iterable[Finding]:
     libraries: Dict[str, None] = {}
     env = marker_env(ctx.view.python, ctx.view.host)  # once: the rule asks per distribution
     for key in sorted(installed):
+        if not by_project[key]:
+            continue  # only malformed records of it (the packages view dropped them)
         rec = by_project[key][0]
         ev = evidence_of.get(key)
         judged = cuda_only.judge(
