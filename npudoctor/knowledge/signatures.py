@@ -66,7 +66,7 @@ _CODE_RX = lazyre.pattern(r"^[A-Z]{2,5}[0-9]{3}$")
 _ID_RX = lazyre.pattern(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 #: The owners the last frame of a traceback may name (captures of an import error line).
 FRAME_OWNERS = ("in_cann", "in_package", "in_code")
-_CAUSE_KEYS = {"kind", "text", "here", "fix", "confirmed_by", "refuted_by", "stated_by"}
+_CAUSE_KEYS = {"kind", "text", "here", "fix", "confirmed_by", "refuted_by", "stated_by", "subjects"}
 
 
 def _sre() -> Tuple[Any, Any]:
@@ -144,6 +144,13 @@ def _serious(findings: Sequence[Finding], codes: Sequence[str]) -> List[Finding]
     return [f for f in findings if f.code in codes and f.severity in ("error", "warning")]
 
 
+def _about(finding: Finding, subjects: Mapping[str, Sequence[str]]) -> bool:
+    """Whether ``finding`` counts for a cause whose ``subjects`` limit some codes to the
+    findings about some subjects (a duplicate torch, not a duplicate numpy)."""
+    wanted = subjects.get(finding.code)
+    return wanted is None or (finding.subject or "") in wanted
+
+
 class Cause(MutableRecord):
     """A candidate cause of a signature (``[[entry.causes]]`` in signatures.toml).
 
@@ -151,7 +158,9 @@ class Cause(MutableRecord):
     ``refuted_by``: finding codes whose findings (any severity) show it is not the cause;
     ``stated_by``: capture names; when every one was captured from the matched line, the
     line itself states the cause (no fact is needed).  A cause with none of the three is a
-    fact-free statement that always stays "possible".
+    fact-free statement that always stays "possible".  ``subjects``: for some of those
+    codes, the finding subjects that count (a code that judges several packages, such as
+    PKG003, confirms a torch/torch_npu mismatch only for torch or torch_npu).
     """
 
     kind: str
@@ -161,14 +170,17 @@ class Cause(MutableRecord):
     confirmed_by: List[str] = field(default_factory=list)
     refuted_by: List[str] = field(default_factory=list)
     stated_by: List[str] = field(default_factory=list)
+    subjects: Dict[str, List[str]] = field(default_factory=dict)
 
     def confirming(self, findings: Sequence[Finding]) -> List[Finding]:
-        """The error/warning findings of ``findings`` whose code is in ``confirmed_by``, in order."""
-        return _serious(findings, self.confirmed_by)
+        """The error/warning findings of ``findings`` whose code is in ``confirmed_by`` (and
+        whose subject ``subjects`` allows), in order."""
+        return [f for f in _serious(findings, self.confirmed_by) if _about(f, self.subjects)]
 
     def refuting(self, findings: Sequence[Finding]) -> List[Finding]:
-        """The findings of ``findings`` (any severity) whose code is in ``refuted_by``, in order."""
-        return [f for f in findings if f.code in self.refuted_by]
+        """The findings of ``findings`` (any severity) whose code is in ``refuted_by`` (and
+        whose subject ``subjects`` allows), in order."""
+        return [f for f in findings if f.code in self.refuted_by and _about(f, self.subjects)]
 
     def stated(self, captures: Mapping[str, str]) -> bool:
         """True when the matched line's ``captures`` hold every name of ``stated_by``."""
@@ -447,6 +459,7 @@ def _cause(c: Mapping[str, Any], where: str) -> Cause:
     both = sorted(set(confirmed_by) & set(refuted_by))
     if both:
         raise KBError(f"{where}: {both} both confirm and refute one cause")
+    subjects = _subjects(c, where, confirmed_by + refuted_by)
     return Cause(
         kind=kind,
         text=str(c.get("text", "")),
@@ -455,7 +468,24 @@ def _cause(c: Mapping[str, Any], where: str) -> Cause:
         confirmed_by=confirmed_by,
         refuted_by=refuted_by,
         stated_by=_strs(c, where, "stated_by"),
+        subjects=subjects,
     )
+
+
+def _subjects(c: Mapping[str, Any], where: str, codes: Sequence[str]) -> Dict[str, List[str]]:
+    """A cause's ``subjects`` table: each key one of its ``codes``, each value the subjects
+    (strings) of the findings of that code that count."""
+    raw = c.get("subjects", {})
+    if not isinstance(raw, dict):
+        raise KBError(f"{where}: subjects must be a table of code = [subjects]")
+    out: Dict[str, List[str]] = {}
+    for code, names in raw.items():
+        if code not in codes:
+            raise KBError(f"{where}: subjects names {code!r}, which the cause neither confirms nor refutes by")
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+            raise KBError(f"{where}: subjects.{code} must be a non-empty list of strings")
+        out[str(code)] = list(names)
+    return out
 
 
 def _entry(

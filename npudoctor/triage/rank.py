@@ -112,6 +112,16 @@ def _judged(cause: Cause, facts: Mapping[str, Any]) -> bool:
     return True
 
 
+def _findings_fix(found: Sequence[Finding]) -> List[str]:
+    """The fix lines of ``found`` in order: each finding's lines whole (a cleanup may run one
+    command twice, once per copy it removes), a line an earlier finding gave left out."""
+    out: List[str] = []
+    for f in found:
+        earlier = set(out)
+        out.extend(x for x in f.fix if x not in earlier)
+    return out
+
+
 def _finding_lines(found: Sequence[Finding]) -> List[str]:
     out: List[str] = []
     for f in found:
@@ -194,7 +204,7 @@ def judge_cause(
         status = "unknown"
     # The rules write the remedies: a confirmed cause's fix is its findings' fix; the
     # cause's own steps are the fallback (stated causes, findings without a fix).
-    fix = list(dict.fromkeys(x for f in confirming for x in f.fix)) or [fill(x, filled) for x in cause.fix]
+    fix = _findings_fix(confirming) or [fill(x, filled) for x in cause.fix]
     return {
         "kind": cause.kind or None,
         "text": cause.text,

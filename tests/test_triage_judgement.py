@@ -1,0 +1,70 @@
+"""What triage concludes for real logs replayed on the scenarios of the machines they came from.
+
+Each log is the error text of a public report (the scenario's ``source`` names it, or the
+comment beside it does); triage runs in-process on the scenario's root and environment, as
+``env -i PATH=<scenario>/bin <[env]> npudoctor triage LOG --root <scenario>/root`` would.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Dict, Tuple
+
+from clirun import npudoctor
+from scenario_runner import environment
+
+from npudoctor.engine import load_rules
+from npudoctor.knowledge.codes import registry
+from npudoctor.triage import triage_text
+
+try:
+    import tomllib
+except ImportError:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[no-redef]
+
+HERE = Path(__file__).resolve().parent
+SCENARIOS = HERE / "scenarios"
+
+#: Ascend/pytorch#35 (an env upgraded in place, torch and torch_npu not a matched set).
+UNDEFINED_TORCH_SYMBOL = "libtorch_npu.so: undefined symbol: _ZN5torch10ValueErrorC1EPKcz\n"
+
+
+def triage(name: str, log: str, tmp_path: Path, *args: str) -> Tuple[Dict[str, Any], str]:
+    """The ``--json`` result and the text view of ``triage`` over ``log`` on scenario ``name``."""
+    scenario = SCENARIOS / name
+    spec = tomllib.loads((scenario / "scenario.toml").read_text(encoding="utf-8"))
+    path = tmp_path / "run.log"
+    path.write_text(log, encoding="utf-8")
+    env = environment(scenario, spec)
+    base = ("triage", str(path), "--root", str(scenario / "root"), *args)
+    doc = json.loads(npudoctor(*base, "--json", env=env).stdout)
+    text = npudoctor(*base, env=env).stdout
+    return doc, text
+
+
+def group(doc: Dict[str, Any], entry_id: str) -> Dict[str, Any]:
+    return next(g for g in doc["known"] if g["id"] == entry_id)
+
+
+def test_two_torch_dist_infos_confirm_that_torch_and_torch_npu_are_not_a_matched_set(tmp_path):
+    """``check`` on the upgraded env reports PKG003 (torch 2.1.0 and 2.2.0 side by side):
+    that finding is what proves the mismatch there, and its cleanup is the fix, both
+    uninstall lines kept (each removes one dist-info)."""
+    doc, text = triage("k01-upgraded-env-two-torch-dist-infos", UNDEFINED_TORCH_SYMBOL, tmp_path)
+    top = group(doc, "undefined-symbol-torch")["causes"][0]
+    assert top["kind"] == "K01" and top["status"] == "cause", top
+    assert top["findings"] == ["PKG003"]
+    uninstall = [f for f in top["fix"] if "pip uninstall -y torch" in f]
+    assert len(uninstall) == 2 and top["fix"][-1].endswith("pip install torch==2.2.0"), top["fix"]
+    assert "no sign of it here (no PKG001" not in text
+    assert doc["verdict"] == top["here"]
+
+
+def test_a_duplicate_numpy_does_not_confirm_a_torch_mismatch():
+    """PKG003 judges numpy too: a second numpy says nothing of torch and torch_npu."""
+    load_rules()
+    numpy_twice = registry()["PKG003"].finding(title="numpy is installed 2 times (1.26.4, 2.0.0)", subject="numpy")
+    result = triage_text(UNDEFINED_TORCH_SYMBOL, {}, [numpy_twice])
+    cause = next(c for c in result["known"][0]["causes"] if c["kind"] == "K01")
+    assert cause["status"] != "cause" and cause["findings"] == [], cause
