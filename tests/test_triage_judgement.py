@@ -68,3 +68,37 @@ def test_a_duplicate_numpy_does_not_confirm_a_torch_mismatch():
     result = triage_text(UNDEFINED_TORCH_SYMBOL, {}, [numpy_twice])
     cause = next(c for c in result["known"][0]["causes"] if c["kind"] == "K01")
     assert cause["status"] != "cause" and cause["findings"] == [], cause
+
+
+#: vllm-project/vllm-ascend PR 472: the opaque 500001 that numpy 2 caused under CANN 8.0.0.
+NUMPY2_500001 = (
+    "SetPrecisionMode:… AclSetCompileopt(aclCompileOpt::ACL_PRECISION_MODE, precision_mode), error code is 500001\n"
+    "ERR00100 PTA call acl api failed\n"
+    "The internal ACL of the system is incorrect.\n"
+)
+
+
+def test_causes_the_facts_rule_out_carry_no_fix(tmp_path):
+    """With CANN 9.0.0 numpy 2 is fine (no PKG007), the CANN deps are there (no PKG006) and
+    set_env.sh is applied: every cause of the 500001 shows no sign here, so none of their
+    fixes is printed (no `pip install 'numpy<2'` under "no sign of it here")."""
+    doc, text = triage("k07-control-numpy-2-with-cann-9.0.0", NUMPY2_500001, tmp_path)
+    g = group(doc, "acl-500001")
+    assert {c["status"] for c in g["causes"]} == {"no_sign"}, g["causes"]
+    assert g["fix"] == [] and g["conclusion"] is None
+    assert "numpy<2" not in text and "fix:" not in text.split("✗ PTA")[0], text
+
+
+def test_a_cause_the_facts_rule_out_loses_its_step_of_the_signature_fix():
+    """Where one cause is judged absent and the others are not checked, the signature's fix
+    keeps only the steps of the causes still possible."""
+    load_rules()
+    facts = {"packages": {"scanned": ["/usr/lib/python3/dist-packages"], "installed": {}}}
+    result = triage_text(NUMPY2_500001.splitlines()[0] + "\n", facts, [])
+    g = result["known"][0]
+    statuses = {c["kind"]: c["status"] for c in g["causes"]}
+    absent = [c for c in g["causes"] if c["status"] in ("no_sign", "ruled_out")]
+    assert absent and any(c["status"] == "unknown" for c in g["causes"]), statuses
+    for c in absent:
+        assert not set(c["fix"]) & set(g["fix"]), (c, g["fix"])
+    assert not any("pip install" in f for f in g["fix"]), g["fix"]

@@ -217,6 +217,17 @@ def judge_cause(
     }
 
 
+def _open_fix(steps: Sequence[str], judged: Sequence[Dict[str, Any]], values: Mapping[str, str]) -> List[str]:
+    """The signature's own fix (``steps``, filled with ``values``) for a line no cause
+    concludes: without the steps of the causes the facts show absent (``no_sign``,
+    ``ruled_out``), and none at all when every cause was judged absent (its fix would
+    be the fix of a cause ruled out)."""
+    if judged and all(j["status"] in ("no_sign", "ruled_out") for j in judged):
+        return []
+    absent = {x for j in judged if j["status"] in ("no_sign", "ruled_out") for x in j["fix"]}
+    return [x for x in (fill(s, values) for s in steps) if x not in absent]
+
+
 def rank_group(group: Group, findings: Sequence[Finding], facts: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """The JSON record of one group with its causes ranked (``causes``: best first, ties
     in KB order; ``conclusion``: the top cause's ``here`` when it is ``cause``)."""
@@ -235,7 +246,7 @@ def rank_group(group: Group, findings: Sequence[Finding], facts: Optional[Mappin
     if official is None:
         # a line a message signature claimed may still carry a CANN code of the tables
         official = lookup_in_text(group.sample)
-    fix = top["fix"] if top is not None and concluded else [fill(x, values) for x in entry.fix]
+    fix = top["fix"] if top is not None and concluded else _open_fix(entry.fix, judged, values)
     if official is not None and official.solution and not concluded and (entry.codes or entry.unlisted):
         # a code family's generic advice gives way to the official solution of the code
         fix = [official.solution]
