@@ -305,6 +305,21 @@ def test_bad_kb_is_rejected(tmp_path):
     vague.write_text('[[entry]]\nid = "x"\npatterns = ["\\\\d+ fa?il"]\n', encoding="utf-8")
     with pytest.raises(KBError, match="no literal"):
         load_kb(str(vague))
+    subjects = tmp_path / "subjects.toml"
+    subjects.write_text(
+        '[[entry]]\nid = "x"\npatterns = ["abc"]\n[[entry.causes]]\nkind = "K01"\n'
+        'confirmed_by = ["PKG001"]\nsubjects = { PKG003 = ["torch"] }\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(KBError, match="neither confirms nor refutes"):
+        load_kb(str(subjects))
+    decided = tmp_path / "decided.toml"
+    decided.write_text(
+        '[[entry]]\nid = "x"\npatterns = ["abc"]\n[[entry.decided_by]]\nentry = "y"\nkinds = ["K14"]\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(KBError, match="not an entry decided by nothing"):
+        load_kb(str(decided))
 
 
 @pytest.mark.parametrize(

@@ -102,3 +102,38 @@ def test_a_cause_the_facts_rule_out_loses_its_step_of_the_signature_fix():
     for c in absent:
         assert not set(c["fix"]) & set(g["fix"]), (c, g["fix"])
     assert not any("pip install" in f for f in g["fix"]), g["fix"]
+
+
+#: vllm-project/vllm-ascend issue 4284: 507033 with the device's E30006 (OPP verify failed).
+OPP_507033 = (
+    "c10_npu::SetDevice(device_id_), error code is 507033\n"
+    "ERR00100 PTA call acl api failed\n"
+    "E30006: … Failed to verify the OPP\n"
+    "Start aicpu executor failed, retCode=0x7020009\n"
+)
+CASE45 = "case45-hami-non-first-npus-no-rt-visible"
+
+
+def test_the_e_code_in_the_log_decides_the_507033_verdict(tmp_path):
+    """On a machine whose visible-device variables are inconsistent (DEV031), a 507033 that
+    the log ties to E30006 (the device rejected the OPP) is not blamed on the device mapping:
+    the E-code decides between the causes, and neither of E30006's causes shows here, so
+    there is no verdict (and none naming E39007, which this log does not hold)."""
+    doc, text = triage(CASE45, OPP_507033, tmp_path)
+    causes = {c["kind"]: c for c in group(doc, "acl-507033-set-device")["causes"]}
+    assert causes["K18"]["status"] == "ruled_out", causes["K18"]
+    assert causes["K18"]["evidence"] == ["the log's E30006 at line 3 points to K14/K12"]
+    assert causes["K15"]["status"] == "ruled_out"
+    assert group(doc, "acl-507033-set-device")["conclusion"] is None
+    assert doc["verdict"] is None and "E39007" not in text.split("means:")[-1], text
+
+
+def test_with_e39007_the_device_mapping_stays_the_cause_and_the_verdict_names_no_absent_code(tmp_path):
+    log = (SCENARIOS / CASE45 / "logs" / "run.log").read_text(encoding="utf-8")
+    doc, _ = triage(CASE45, log, tmp_path)
+    top = group(doc, "acl-507033-set-device")["causes"][0]
+    assert top["kind"] == "K18" and top["status"] == "cause" and top["findings"] == ["DEV031"]
+    only_507033 = "".join(line + "\n" for line in log.splitlines() if "E39007" not in line)
+    doc, _ = triage(CASE45, only_507033, tmp_path)
+    assert doc["verdict"] and "DEV031" in group(doc, "acl-507033-set-device")["causes"][0]["findings"]
+    assert "E39007" not in doc["verdict"], doc["verdict"]

@@ -187,6 +187,14 @@ class Cause(MutableRecord):
         return bool(self.stated_by) and all(captures.get(name) for name in self.stated_by)
 
 
+class Decision(MutableRecord):
+    """``[[entry.decided_by]]``: when the log also holds a line of signature ``entry`` (an
+    E-code whose causes are known), the causes of this signature are among ``kinds``."""
+
+    entry: str
+    kinds: List[str]
+
+
 class Entry(MutableRecord):
     """One signature of the knowledge base (``[[entry]]`` in signatures.toml)."""
 
@@ -215,6 +223,9 @@ class Entry(MutableRecord):
     #: this entry to claim the line; empty: any.  A line whose frame names another owner is
     #: left to the next entry (a CANN dependency missing under the user's own code is theirs)
     frame_owners: List[str] = field(default_factory=list)
+    #: the signatures whose lines, when the log holds one, narrow this one's causes to some
+    #: kinds (a 507033 next to E30006 comes from the OPP, not from the device mapping)
+    decided_by: List[Decision] = field(default_factory=list)
     #: the bytes patterns, compiled on first use (:meth:`match_bytes`) from ``parsed``: a triage
     #: only ever tries the entries whose anchors a candidate line holds
     compiled: List[Any] = field(default_factory=list)
@@ -518,6 +529,7 @@ def _entry(
         unlisted=str(item.get("unlisted", "")),
         lint=_codes(item, where, "lint"),
         frame_owners=_strs(item, where, "frame_owners"),
+        decided_by=_decisions(item, where),
     )
     unknown_owners = sorted(set(entry.frame_owners) - set(FRAME_OWNERS))
     if unknown_owners:
@@ -545,6 +557,31 @@ def _entry(
         gate = code_group(p) if family else None
         entry.anchors.append([] if gate and gate[:1].isalnum() else literals or [])
     return entry
+
+
+def _decisions(item: Mapping[str, Any], where: str) -> List[Decision]:
+    raw = item.get("decided_by", [])
+    if not isinstance(raw, list) or not all(isinstance(d, dict) for d in raw):
+        raise KBError(f"{where}: decided_by must be a list of tables")
+    out = []
+    for d in raw:
+        if set(d) != {"entry", "kinds"} or not isinstance(d["entry"], str):
+            raise KBError(f"{where}: each decided_by names an entry and its kinds")
+        kinds = _strs(d, where, "kinds")
+        if not kinds or not all(_KIND_RX.match(k) for k in kinds):
+            raise KBError(f"{where}: decided_by kinds must be K01..K22")
+        out.append(Decision(entry=d["entry"], kinds=kinds))
+    return out
+
+
+def _check_decisions(entries: Sequence[Entry], path: str) -> None:
+    """Each ``decided_by`` names another entry, one that is decided by nothing itself."""
+    by_id = {e.id: e for e in entries}
+    for e in entries:
+        for d in e.decided_by:
+            target = by_id.get(d.entry)
+            if target is None or target is e or target.decided_by:
+                raise KBError(f"{path}: {e.id}: decided_by {d.entry!r} is not an entry decided by nothing")
 
 
 _PLACEHOLDER = lazyre.pattern(r"\{(\w+)\}")
@@ -627,6 +664,7 @@ def load_kb(path: Optional[str] = None, use_plan: bool = True) -> KnowledgeBase:
         entries.append(_entry(item, where, plan.get(eid)))
     if not entries:
         raise KBError(f"{path}: no entries")
+    _check_decisions(entries, path)
     # Candidate lines are found with plain substring search (bytes.find runs at memory
     # speed; one big regex alternation ran at under 1 MB/s): the anchors of every pattern
     # plus those of the generic error shapes.  An anchor containing another is redundant.

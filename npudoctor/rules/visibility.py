@@ -274,7 +274,7 @@ def _non_first_cards(ctx: RuleContext, av: str, ids: List[int], nodes: List[int]
         )
     return VISIBLE_RUNTIME_ONLY.finding(
         title=f"ASCEND_VISIBLE_DEVICES={av} selects non-first NPUs and ASCEND_RT_VISIBLE_DEVICES is unset: "
-        "the runtime can open the wrong physical device (507033 / E39007)",
+        "the runtime can open the wrong physical device",
         evidence=evidence,
         fix=fix,
         severity="warning" if kube or not ascending else "info",

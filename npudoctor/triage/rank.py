@@ -30,7 +30,7 @@ from npudoctor.facts.coverage import not_checked
 from npudoctor.findings import Finding
 from npudoctor.knowledge.codes import registry
 from npudoctor.knowledge.error_codes import OfficialCode, lookup_in_text, lookup_label
-from npudoctor.knowledge.signatures import FRAME_OWNERS, Cause, fill
+from npudoctor.knowledge.signatures import FRAME_OWNERS, Cause, Decision, fill
 from npudoctor.triage.evidence import lib_names, names_of, tie
 from npudoctor.triage.scan import Group, Scanner
 
@@ -228,12 +228,57 @@ def _open_fix(steps: Sequence[str], judged: Sequence[Dict[str, Any]], values: Ma
     return [x for x in (fill(s, values) for s in steps) if x not in absent]
 
 
-def rank_group(group: Group, findings: Sequence[Finding], facts: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+def _code_of(record: Dict[str, Any]) -> str:
+    """How a ranked group is named in another group's evidence: its code (``E30006``), else its id."""
+    label = record.get("label") or ""
+    return label.partition(":")[2] or record["id"]
+
+
+def _decide(judged: List[Dict[str, Any]], decision: Decision, decider: Dict[str, Any]) -> None:
+    """Narrow ``judged`` (one group's causes) by the line of another signature the log holds
+    (``decider``, the ranked record of ``decision.entry``): a cause of a kind outside
+    ``decision.kinds`` is ruled out, whatever the facts say of it; a cause of the kind the
+    decider concluded takes that conclusion when the facts alone did not."""
+    code, line = _code_of(decider), decider["first"]["line"]
+    top = decider["causes"][0] if decider["causes"] else None
+    for j in judged:
+        if j["kind"] not in decision.kinds:
+            j.update(
+                status="ruled_out",
+                label=STATUS_LABEL["ruled_out"],
+                here=None,
+                evidence=[f"the log's {code} at line {line} points to {'/'.join(decision.kinds)}"],
+                findings=[],
+                fix=[],
+            )
+        elif j["status"] != "cause" and top is not None and top["status"] == "cause" and top["kind"] == j["kind"]:
+            j.update(
+                status="cause",
+                label=STATUS_LABEL["cause"],
+                here=top["here"],
+                evidence=[f"the log's {code} at line {line} shows it"] + list(top["evidence"]),
+                findings=list(top["findings"]),
+                fix=list(top["fix"]),
+            )
+
+
+def rank_group(
+    group: Group,
+    findings: Sequence[Finding],
+    facts: Optional[Mapping[str, Any]] = None,
+    decided: Optional[Dict[str, Dict[str, Any]]] = None,
+) -> Dict[str, Any]:
     """The JSON record of one group with its causes ranked (``causes``: best first, ties
-    in KB order; ``conclusion``: the top cause's ``here`` when it is ``cause``)."""
+    in KB order; ``conclusion``: the top cause's ``here`` when it is ``cause``).
+    ``decided``: the ranked records of the other groups of the log by signature id (the
+    first of each, in log order), for an entry whose ``decided_by`` names one of them."""
     entry = group.entry
     base = display_values(Facts(facts or {}))
     judged = [judge_cause(c, findings, group.captures, base, facts) for c in entry.causes]
+    # the first line of the log that decides, when several could
+    decision = next((d for eid in (decided or {}) for d in entry.decided_by if d.entry == eid), None)
+    if decision is not None and decided is not None:
+        _decide(judged, decision, decided[decision.entry])
     order = {id(j): i for i, j in enumerate(judged)}
     judged.sort(key=lambda j: (-_STATUS_SCORE[j["status"]], order[id(j)]))
     top = judged[0] if judged else None
@@ -331,7 +376,16 @@ def rank(
     what the log lines state themselves concludes).
     """
     groups = sorted(scanner.groups.values(), key=lambda g: (_source_index(scanner, g.first.source), g.first.line))
-    known: List[Dict[str, Any]] = [rank_group(g, findings, facts) for g in groups]
+    # first the groups no other line decides, then those the lines of the first decide
+    ranked = {id(g): rank_group(g, findings, facts) for g in groups if not g.entry.decided_by}
+    deciders: Dict[str, Dict[str, Any]] = {}
+    for g in groups:
+        if id(g) in ranked:
+            deciders.setdefault(g.entry.id, ranked[id(g)])
+    for g in groups:
+        if g.entry.decided_by:
+            ranked[id(g)] = rank_group(g, findings, facts, deciders)
+    known: List[Dict[str, Any]] = [ranked[id(g)] for g in groups]
     unknown: List[Dict[str, Any]] = [
         {
             "text": u.sample,
