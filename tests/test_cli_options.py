@@ -244,23 +244,34 @@ def test_triage_python_takes_that_interpreters_facts(k13):
     assert json.loads(live.stdout)["facts_from"] == "python"
 
 
-def test_triage_user_judges_that_accounts_access(k17):
-    assert _causes(k17.json("triage", str(VIS_LOG)), "acl-207004-device-unavailable")["K17"] == "no_sign"
-    doc = k17.json("triage", str(VIS_LOG), "--user", "alice")
+@pytest.fixture(scope="module")
+def no_device_log(tmp_path_factory) -> str:
+    """The 207004 lines of VIS_LOG without its EE1001 lines: those state the cause, which
+    then decides the 207004 whatever the facts say, and these tests are about the facts."""
+    head = VIS_LOG.read_text(encoding="utf-8").splitlines(keepends=True)[:3]
+    assert "207004" in head[0] and not any("ASCEND_RT_VISIBLE_DEVICES" in line for line in head)
+    path = tmp_path_factory.mktemp("log") / "207004.log"
+    path.write_text("".join(head), encoding="utf-8")
+    return str(path)
+
+
+def test_triage_user_judges_that_accounts_access(k17, no_device_log):
+    assert _causes(k17.json("triage", no_device_log), "acl-207004-device-unavailable")["K17"] == "no_sign"
+    doc = k17.json("triage", no_device_log, "--user", "alice")
     assert _causes(doc, "acl-207004-device-unavailable")["K17"] == "cause"
 
 
-def test_triage_env_file_judges_that_environment(dev8, vis_env_file):
-    assert _causes(dev8.json("triage", str(VIS_LOG)), "acl-207004-device-unavailable")["K18"] == "no_sign"
-    doc = dev8.json("triage", str(VIS_LOG), "--env-file", str(vis_env_file))
+def test_triage_env_file_judges_that_environment(dev8, vis_env_file, no_device_log):
+    assert _causes(dev8.json("triage", no_device_log), "acl-207004-device-unavailable")["K18"] == "no_sign"
+    doc = dev8.json("triage", no_device_log, "--env-file", str(vis_env_file))
     group = next(g for g in doc["known"] if g["id"] == "acl-207004-device-unavailable")
     assert _causes(doc, "acl-207004-device-unavailable")["K18"] == "cause"
     assert "ASCEND_RT_VISIBLE_DEVICES='9' is invalid" in group["conclusion"]  # DEV030's own words
 
 
-def test_triage_no_commands_runs_no_npu_smi(dev8):
-    assert _causes(dev8.json("triage", str(VIS_LOG)), "acl-207004-device-unavailable")["K15"] == "no_sign"
-    doc = dev8.json("triage", str(VIS_LOG), "--no-commands")
+def test_triage_no_commands_runs_no_npu_smi(dev8, no_device_log):
+    assert _causes(dev8.json("triage", no_device_log), "acl-207004-device-unavailable")["K15"] == "no_sign"
+    doc = dev8.json("triage", no_device_log, "--no-commands")
     assert _causes(doc, "acl-207004-device-unavailable")["K15"] == "unknown"
 
 

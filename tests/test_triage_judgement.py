@@ -122,7 +122,7 @@ def test_the_e_code_in_the_log_decides_the_507033_verdict(tmp_path):
     doc, text = triage(CASE45, OPP_507033, tmp_path)
     causes = {c["kind"]: c for c in group(doc, "acl-507033-set-device")["causes"]}
     assert causes["K18"]["status"] == "ruled_out", causes["K18"]
-    assert causes["K18"]["evidence"] == ["the log's E30006 at line 3 points to K14/K12"]
+    assert causes["K18"]["evidence"] == ["the log's E30006 at line 3 points to another cause"]
     assert causes["K15"]["status"] == "ruled_out"
     assert group(doc, "acl-507033-set-device")["conclusion"] is None
     assert doc["verdict"] is None and "E39007" not in text.split("means:")[-1], text
@@ -137,3 +137,37 @@ def test_with_e39007_the_device_mapping_stays_the_cause_and_the_verdict_names_no
     doc, _ = triage(CASE45, only_507033, tmp_path)
     assert doc["verdict"] and "DEV031" in group(doc, "acl-507033-set-device")["causes"][0]["findings"]
     assert "E39007" not in doc["verdict"], doc["verdict"]
+
+
+#: gpustack issue 3352: ASCEND_RT_VISIBLE_DEVICES=4 in a container that sees 2 NPUs.
+VISIBLE_207004 = (HERE / "fixtures" / "error_torch_npu_207004_ASCEND_RT_VISIBLE_DEVICES-out-of-range.txt").read_text(
+    encoding="utf-8"
+)
+
+
+def test_what_the_line_states_is_never_denied_by_the_facts_of_another_machine(tmp_path):
+    """Replayed on a healthy 8-NPU host (no ASCEND_RT_VISIBLE_DEVICES, no DEV030), the EE1001
+    lines still state their cause: no cause of theirs says "no sign of it here", and the
+    207004 and 107001 around them follow what line 5 states, their other causes ruled out."""
+    doc, text = triage("dev-8npu-910b3-healthy", VISIBLE_207004, tmp_path)
+    for g in doc["known"]:
+        assert not [c for c in g["causes"] if c["kind"] == "K18" and c["status"] != "cause"], g
+    for g in (g for g in doc["known"] if g["id"] == "visible-devices-out-of-range"):
+        assert [c["status"] for c in g["causes"]] == ["cause"], g["causes"]
+    for entry_id in ("acl-207004-device-unavailable", "acl-107001-open-device"):
+        top = group(doc, entry_id)["causes"][0]
+        assert top["status"] == "cause" and top["evidence"][0] == "the log's EE1001 at line 5 states it", top
+        assert "2 device(s) are visible" in top["here"]
+    assert "ASCEND_RT_VISIBLE_DEVICES names devices this process cannot see: no sign" not in text
+
+
+def test_a_stated_cause_the_facts_confirm_shows_the_finding_and_its_fix(tmp_path):
+    """In the container the log came from, DEV030 agrees with the line: one cause, with the
+    line's statement, the finding as evidence and the finding's runnable fix."""
+    log = (SCENARIOS / "k18-rt-visible-host-ids-in-container" / "logs" / "run.log").read_text(encoding="utf-8")
+    doc, _ = triage("k18-rt-visible-host-ids-in-container", log, tmp_path)
+    g = group(doc, "visible-devices-out-of-range")
+    assert len(g["causes"]) == 1, g["causes"]
+    top = g["causes"][0]
+    assert top["findings"] == ["DEV030"] and top["evidence"][0] == "the log line states it: value=4, high=2"
+    assert top["fix"] == ["export ASCEND_RT_VISIBLE_DEVICES=0  # unique, ascending, 0-based ids of the visible devices"]

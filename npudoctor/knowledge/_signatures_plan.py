@@ -82,7 +82,7 @@ PATTERNS: Dict[str, Tuple[Tuple[str, Tuple[bytes, ...]], ...]] = {
     ),
     'visible-devices-out-of-range': (
         ('set ASCEND_RT_VISIBLE_DEVICES:(?P<value>\\S+) error, input data rang\\[(?P<low>\\d+)-(?P<high>\\d+)\\)', (b'set ASCEND_RT_VISIBLE_DEVICES:',)),
-        ('Set visible device failed, invalid device=\\d+, input visible devices:(?P<value>\\S+)', (b'Set visible device failed, invalid device=',)),
+        ('Set visible device failed, invalid device=(?P<device>\\d+), input visible devices:(?P<value>\\S+)', (b'Set visible device failed, invalid device=',)),
     ),
     'npu-not-available': (
         ('NPU device is not available or visible', (b'NPU device is not available or visible',)),

@@ -3,7 +3,8 @@
 Triage judges nothing itself.  A cause (``[[entry.causes]]`` of
 ``npudoctor/knowledge/signatures.toml``) is
 
-* ``cause``      -- the matched log line states it (``stated_by`` captures present), or an
+* ``cause``      -- the matched log line states it (``stated_by`` captures present; findings
+                    of its ``confirmed_by`` codes add their evidence and fix), or an
                     error/warning finding of a code in its ``confirmed_by`` was made (when
                     the line names the library it is about, a finding naming libraries
                     counts only if it names that one);
@@ -11,6 +12,10 @@ Triage judges nothing itself.  A cause (``[[entry.causes]]`` of
 * ``no_sign``    -- the rules behind its ``confirmed_by`` codes ran over the facts they
                     read (their areas' sections are present) and made no such finding;
 * ``unknown``    -- otherwise ("possible (not checked)": no facts, or a fact-free cause).
+
+A line of another signature the log holds may decide (``decided_by``): causes of other kinds
+are ruled out, and one of the kind that line concluded takes its conclusion.  Once a cause
+concludes, the other causes of its kind are not listed (one root cause).
 
 The findings are those of :func:`npudoctor.engine.evaluate` over the same facts, so triage
 and ``npudoctor check`` cannot disagree.  Facts are read only for display values (the
@@ -36,6 +41,9 @@ from npudoctor.triage.scan import Group, Scanner
 
 if TYPE_CHECKING:
     from npudoctor.facts.stack import Toolkit
+
+#: The evidence of a cause the matched line states (its captures follow).
+STATED = "the log line states it: "
 
 _STATUS_SCORE = {"cause": 3, "unknown": 1, "no_sign": 0, "ruled_out": -1}
 
@@ -184,8 +192,13 @@ def judge_cause(
     confirmed = _about_line(cause.confirming(findings), captures)
     owner = _other_owner(cause, captures)
     if cause.stated(captures):
+        # the line says it; findings of the cause's codes on these facts agree and write the fix
         status = "cause"
-        evidence = ["the log line states it: " + ", ".join(f"{n}={captures[n]}" for n in cause.stated_by)]
+        evidence = [STATED + ", ".join(f"{n}={captures[n]}" for n in cause.stated_by)]
+        confirming = confirmed
+        evidence.extend(_finding_lines(confirming))
+        if confirming:
+            filled["finding"] = confirming[0].title
     elif owner:
         status = "ruled_out"
         evidence = [f"the traceback's last frame names another owner: {owner}"]
@@ -247,7 +260,7 @@ def _decide(judged: List[Dict[str, Any]], decision: Decision, decider: Dict[str,
                 status="ruled_out",
                 label=STATUS_LABEL["ruled_out"],
                 here=None,
-                evidence=[f"the log's {code} at line {line} points to {'/'.join(decision.kinds)}"],
+                evidence=[f"the log's {code} at line {line} points to another cause"],
                 findings=[],
                 fix=[],
             )
@@ -256,7 +269,8 @@ def _decide(judged: List[Dict[str, Any]], decision: Decision, decider: Dict[str,
                 status="cause",
                 label=STATUS_LABEL["cause"],
                 here=top["here"],
-                evidence=[f"the log's {code} at line {line} shows it"] + list(top["evidence"]),
+                evidence=[f"the log's {code} at line {line} states it"]
+                + [e for e in top["evidence"] if not e.startswith(STATED)],
                 findings=list(top["findings"]),
                 fix=list(top["fix"]),
             )
@@ -282,6 +296,10 @@ def rank_group(
     order = {id(j): i for i, j in enumerate(judged)}
     judged.sort(key=lambda j: (-_STATUS_SCORE[j["status"]], order[id(j)]))
     top = judged[0] if judged else None
+    if top is not None and top["status"] == "cause" and top["kind"]:
+        # one root cause: the other causes of its kind say the same (or, unconfirmed, would
+        # seem to deny what the top one shows); those ruled out for a reason of their own stay
+        judged = [top] + [j for j in judged[1:] if j["kind"] != top["kind"] or j["status"] == "ruled_out"]
     concluded = top is not None and top["status"] == "cause"
     own = entry.values(group.captures)
     values = dict(base)
