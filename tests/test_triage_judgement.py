@@ -171,3 +171,33 @@ def test_a_stated_cause_the_facts_confirm_shows_the_finding_and_its_fix(tmp_path
     top = g["causes"][0]
     assert top["findings"] == ["DEV030"] and top["evidence"][0] == "the log line states it: value=4, high=2"
     assert top["fix"] == ["export ASCEND_RT_VISIBLE_DEVICES=0  # unique, ascending, 0-based ids of the visible devices"]
+
+
+def _scenario_log(name: str) -> str:
+    return (SCENARIOS / name / "logs" / "run.log").read_text(encoding="utf-8")
+
+
+def test_a_finding_behind_several_lines_is_said_once(tmp_path):
+    """Four blocks of the k18 log come from DEV030: its sentence is said in the first block
+    (and the verdict), the later blocks point back to it; the EE1001 meaning and official
+    entry are said once for its two lines."""
+    name = "k18-rt-visible-host-ids-in-container"
+    doc, text = triage(name, _scenario_log(name), tmp_path)
+    sentence = "ASCEND_RT_VISIBLE_DEVICES='4' is invalid"
+    assert (
+        text.count(sentence) == 2 and text.splitlines()[-1].startswith("Verdict:") and sentence in text.splitlines()[-1]
+    )
+    assert text.count("→ the same cause as lines 1–9 above (DEV030)") == 3, text
+    assert text.count("official cann EE1001") == 1 and text.count("means: as for line 5 above") == 1
+    assert text.count("export ASCEND_RT_VISIBLE_DEVICES=0") == 1
+    assert len([g for g in doc["known"] if g["conclusion"]]) == 4  # the JSON keeps every record whole
+
+
+def test_a_graded_verdict_is_said_once_under_each_conclusion(tmp_path):
+    """DRV002's title carries its verdict and source, and so does one of its evidence lines:
+    triage quotes it once, and the three blocks it explains print it once."""
+    name = "case37-e30006-opp-verify-container-cann-8.5-driver-24.1"
+    _, text = triage(name, _scenario_log(name), tmp_path)
+    assert text.count("not documented either way") == 1, text
+    assert text.count("evidence: DRV002:") == 1 and text.count("upgrade the host's driver") == 1
+    assert text.count("→ the same cause as lines 1–3 above (DRV002)") == 2

@@ -148,16 +148,22 @@ def render_text(result: Dict[str, Any], out: IO[str], width: Optional[int] = Non
         _render_text(result, out)
 
 
-def _write_signature(out: IO[str], g: Dict[str, Any], many: bool, ranked: bool) -> None:
+def _write_signature(out: IO[str], g: Dict[str, Any], many: bool, ranked: bool, said: Dict[Any, str]) -> None:
     """One known signature's block: its line, meaning, the official entry, the line it
-    follows, the causes ranked for this machine and the fix."""
+    follows, the causes ranked for this machine and the fix.  ``said``: what earlier blocks
+    wrote (a meaning, an official entry, a cause, a fix) -> where; each is written once, a
+    later block pointing back to it."""
     times = f" ×{g['count']}" if g["count"] > 1 else ""
+    place = _where(g, many)
     # the signature id, and its label where it has one: `npudoctor explain` takes either
     label = f" {g['label']}" if g.get("label") and g["label"] != g["id"] else ""
-    out.write(f"\n{_MARK.get(g['severity'], '?')} {g['title']}{times}  [{g['id']}{label}, {_where(g, many)}]\n")
+    out.write(f"\n{_MARK.get(g['severity'], '?')} {g['title']}{times}  [{g['id']}{label}, {place}]\n")
     out.write(f"    {g['sample']}\n")
-    out.write(f"  means: {g['meaning']}\n")
+    seen = said.setdefault(("means", g["meaning"]), place)
+    out.write(f"  means: {g['meaning']}\n" if seen == place else f"  means: as for {seen} above\n")
     official = g.get("official")
+    if official and said.setdefault(("official", official["family"], official["code"]), place) != place:
+        official = None
     if official:
         # said once: the summary when the title does not already give it, the solution when
         # it is not already the fix printed below
@@ -183,20 +189,20 @@ def _write_signature(out: IO[str], g: Dict[str, Any], many: bool, ranked: bool) 
         out.write("  usually a follow-on error: the first error above it is the one to fix\n")
     for i, c in enumerate(g["causes"]):
         if i == 0 and c["status"] == "cause":
-            out.write(f"  → {c['here']}\n")
-            for e in c["evidence"]:
-                out.write(f"      evidence: {e}\n")
-            for f in c["fix"]:
-                out.write(f"      fix: {f}\n")
-        else:
-            label = f": {c['label']}" if ranked or c["status"] != "unknown" else ""
-            out.write(f"  - {c['text']}{label}")
-            if c["evidence"] and c["status"] in ("ruled_out", "cause", "no_sign"):
-                out.write(f" ({'; '.join(c['evidence'][:2])})")
-            out.write("\n")
+            _write_conclusion(out, c, place, said)
+            continue
+        label = f": {c['label']}" if ranked or c["status"] != "unknown" else ""
+        line = f"  - {c['text']}{label}"
+        if c["evidence"] and c["status"] in ("ruled_out", "cause", "no_sign"):
+            line += f" ({'; '.join(c['evidence'][:2])})"
+        if said.setdefault(("line", line), place) == place:
+            out.write(line + "\n")
     if not g["conclusion"] and g["fix"] and not after:  # a crash's line above says what to fix
-        for f in g["fix"]:
+        seen = said.setdefault(("fix", tuple(g["fix"])), place)
+        for f in g["fix"] if seen == place else ():
             out.write(f"  fix: {f}\n")
+        if seen != place:
+            out.write(f"  fix: as for {seen} above\n")
     if g.get("lint"):
         # the CUDA-ism behind the line is in the code: lint finds it there
         out.write(f"  in the code: npudoctor lint finds it ({', '.join(g['lint'])}); in the project directory:\n")
@@ -221,6 +227,25 @@ def _write_long_lines(out: IO[str], source: Dict[str, Any]) -> None:
         out.write(f"    $ <the same input> | {split}\n")
     else:
         out.write(f"    $ {_CAT.get(source.get('compressed') or '', 'cat')} {shlex.quote(name)} | {split}\n")
+
+
+def _write_conclusion(out: IO[str], c: Dict[str, Any], place: str, said: Dict[Any, str]) -> None:
+    """The cause concluded for a block: in full the first time, else (the same findings,
+    or the same conclusion stated by a line) a pointer to the block that said it."""
+    key = ("cause", tuple(c["findings"])) if c["findings"] else ("cause", c["here"], tuple(c["fix"]))
+    seen = said.setdefault(key, place)
+    if seen != place:
+        codes = f" ({', '.join(c['findings'])})" if c["findings"] else ""
+        out.write(f"  → the same cause as {seen} above{codes}\n")
+        return
+    out.write(f"  → {c['here']}\n")
+    for e in c["evidence"]:
+        code, _, title = e.partition(": ")
+        if code in c["findings"] and title and title in c["here"]:
+            e = f"{code}, as quoted above"  # the conclusion quotes the finding's title
+        out.write(f"      evidence: {e}\n")
+    for f in c["fix"]:
+        out.write(f"      fix: {f}\n")
 
 
 def _render_text(result: Dict[str, Any], out: IO[str]) -> None:
@@ -253,8 +278,9 @@ def _render_text(result: Dict[str, Any], out: IO[str]) -> None:
             out.write("\nNo known error signature and no error-looking line found.\n")
         else:
             out.write("\nNothing was scanned: no input is a text log.\n")
+    said: Dict[Any, str] = {}
     for g in known:
-        _write_signature(out, g, many, ranked)
+        _write_signature(out, g, many, ranked, said)
     if result.get("tied"):
         out.write("\nThe log runs through what these findings on this machine are about:\n")
         for t in result["tied"]:

@@ -131,11 +131,19 @@ def _findings_fix(found: Sequence[Finding]) -> List[str]:
 
 
 def _finding_lines(found: Sequence[Finding]) -> List[str]:
+    """Each finding's ``CODE: title`` and its evidence lines, each said once: a line already
+    given, or one whose statement the title already makes (a graded verdict's
+    ``words: source`` under a title ending in ``words (source)``), is left out."""
     out: List[str] = []
     for f in found:
         out.append(f"{f.code}: {f.title}")
-        out.extend(e for e in f.evidence if e not in out)
+        out.extend(e for e in f.evidence if e not in out and not _in_title(e, f.title))
     return out
+
+
+def _in_title(line: str, title: str) -> bool:
+    said = line.partition(": ")[2] or line
+    return len(said) >= 20 and said in title
 
 
 #: Captures naming the one library a loader line is about (``lib``: "cannot open shared
