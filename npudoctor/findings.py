@@ -64,6 +64,21 @@ AREA_TITLES = {
 _CODE_RE = lazyre.pattern(r"^[A-Z]{2,5}[0-9]{3}$")
 _NAME_RE = lazyre.pattern(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
+_FIX_OF = lazyre.pattern(r"\(([A-Z]{2,5}[0-9]{3})'s fix\)")
+
+
+def fix_of(code: str) -> str:
+    """How a fix line points to the fix of the finding ``code`` instead of repeating its
+    command (``(ENV005's fix)``): the report prints that finding's fix."""
+    return f"({code}'s fix)"
+
+
+def fix_referred(line: str) -> Optional[str]:
+    """The code whose fix the fix ``line`` points to (:func:`fix_of`), or ``None``."""
+    m = _FIX_OF.search(line)
+    return m.group(1) if m else None
+
+
 #: Snapshot sections that are not areas of their own (their findings use an area above).
 EXTRA_SECTIONS = ("hygiene", "tunables", "host_limits", "numa")
 

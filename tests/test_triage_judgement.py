@@ -201,3 +201,14 @@ def test_a_graded_verdict_is_said_once_under_each_conclusion(tmp_path):
     assert text.count("not documented either way") == 1, text
     assert text.count("evidence: DRV002:") == 1 and text.count("upgrade the host's driver") == 1
     assert text.count("→ the same cause as lines 1–3 above (DRV002)") == 2
+
+
+def test_a_fix_that_points_to_a_finding_triage_does_not_print_gives_its_command(tmp_path):
+    """check writes NNAL's install as "then apply NNAL's environment (ENV005's fix)" beside
+    ENV005; triage prints no ENV005 block, so the cause's fix carries ENV005's command."""
+    log = "ImportError: libatb.so: undefined symbol: _ZN3atb5Probe17IsTensorDumpEnableEv\n"
+    doc, _ = triage("k04-nnal-8.2.RC1-on-toolkit-8.0.0", log, tmp_path)
+    top = group(doc, "undefined-symbol-atb")["causes"][0]
+    assert top["status"] == "cause" and top["findings"] == ["CANN008"], top
+    assert not [f for f in top["fix"] if "'s fix" in f], top["fix"]
+    assert top["fix"][1] == "source /usr/local/Ascend/nnal/atb/set_env.sh  # after torch is installed", top["fix"]

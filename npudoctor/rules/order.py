@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from npudoctor.context import RuleContext
-from npudoctor.findings import SEVERITIES, Finding
+from npudoctor.findings import SEVERITIES, Finding, fix_of
 from npudoctor.knowledge import codes
 from npudoctor.rules import postprocess
 
@@ -148,11 +148,11 @@ def _source_once(fixable: List[Finding]) -> None:
             if hit is None:
                 continue
             if when == "before":
-                text = f"in the shell where {what} is applied ({env.code}'s fix):"
+                text = f"in the shell where {what} is applied {fix_of(env.code)}:"
                 f.after = [c for c in f.after if c != env.code] + [env.code]
                 env.after = [c for c in env.after if c != f.code]
             else:
-                text = f"then apply {what} ({env.code}'s fix)"
+                text = f"then apply {what} {fix_of(env.code)}"
                 env.after = [c for c in env.after if c != f.code] + [f.code]
                 f.after = [c for c in f.after if c != env.code]
             step = Prose(text)

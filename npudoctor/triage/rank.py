@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
 
 from npudoctor.facts import Facts
 from npudoctor.facts.coverage import not_checked
-from npudoctor.findings import Finding
+from npudoctor.findings import Finding, fix_referred
 from npudoctor.knowledge.codes import registry
 from npudoctor.knowledge.error_codes import OfficialCode, lookup_in_text, lookup_label
 from npudoctor.knowledge.signatures import FRAME_OWNERS, Cause, Decision, fill
@@ -120,13 +120,20 @@ def _judged(cause: Cause, facts: Mapping[str, Any]) -> bool:
     return True
 
 
-def _findings_fix(found: Sequence[Finding]) -> List[str]:
+def _findings_fix(found: Sequence[Finding], every: Sequence[Finding] = ()) -> List[str]:
     """The fix lines of ``found`` in order: each finding's lines whole (a cleanup may run one
-    command twice, once per copy it removes), a line an earlier finding gave left out."""
+    command twice, once per copy it removes), a line an earlier finding gave left out.  A
+    line that points to another finding's fix (``then apply NNAL's environment (ENV005's
+    fix)``) gives that finding's lines, found among ``every`` (triage prints no other
+    finding's fix to point to)."""
+    by_code = {f.code: f for f in every}
     out: List[str] = []
     for f in found:
         earlier = set(out)
-        out.extend(x for x in f.fix if x not in earlier)
+        for x in f.fix:
+            referred = by_code.get(fix_referred(x) or "")
+            lines = list(referred.fix) if referred is not None and referred.fix else [x]
+            out.extend(y for y in lines if y not in earlier)
     return out
 
 
@@ -225,7 +232,7 @@ def judge_cause(
         status = "unknown"
     # The rules write the remedies: a confirmed cause's fix is its findings' fix; the
     # cause's own steps are the fallback (stated causes, findings without a fix).
-    fix = _findings_fix(confirming) or [fill(x, filled) for x in cause.fix]
+    fix = _findings_fix(confirming, findings) or [fill(x, filled) for x in cause.fix]
     return {
         "kind": cause.kind or None,
         "text": cause.text,
