@@ -4,6 +4,8 @@ it recognises every error code and message of the handed cases and captured samp
 from __future__ import annotations
 
 import re
+import shlex
+from typing import Optional
 
 import pytest
 from hypothesis import given, settings
@@ -373,3 +375,57 @@ def test_fill_keeps_unknown_placeholders_and_reads_format_specs() -> None:
     )
     assert fill("[{n:>3}] {{literal}}", values) == "[  7] {literal}"
     assert fill("an unbalanced { brace", values) == "an unbalanced { brace"
+
+
+def _not_runnable(line: str) -> Optional[str]:
+    """Why the fix ``line``, which starts with a command word, does not run as printed
+    (``None`` when it does): a placeholder (``<...>``, ``...``, ``==X``), prose after the
+    command, or words a shell would take as more arguments.  A note goes after ``  # ``."""
+    from npudoctor.report.triage import _COMMAND_WORDS
+
+    words = line.split()
+    if not words or (words[0] not in _COMMAND_WORDS and words[0] != "{python}"):
+        return None
+    command = line.split("  # ", 1)[0]
+    unquoted = re.sub(r"'[^']*'", "''", command)
+    bad = [c for c in ("<", ">", "...", "(", ")", ",", "`", "==X") if c in unquoted]
+    if bad:
+        return f"holds {bad}"
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        return str(exc)
+    if argv[0] in ("export", "unset") and not all(re.match(r"^[A-Z_][A-Z0-9_]*(=.*)?$", a) for a in argv[1:]):
+        return "an export/unset with words that are no variables"
+    if argv[0] in ("cd", "source") and len(argv) != 2:
+        return f"{argv[0]} with {len(argv) - 1} arguments"
+    if argv[0] in ("{python}", "python", "python3") and argv[1:2] == ["-c"]:
+        return "a check, not a fix"
+    return None
+
+
+def test_every_fix_that_starts_like_a_command_runs_as_printed():
+    """A signature's fix line is either a command that runs as printed (its note after
+    ``  # ``) or prose: never ``export X=<indices below 2>``, ``pip install torch==X`` or a
+    command followed by words the shell would take as arguments."""
+    found = []
+    for e in KB.entries:
+        for fix in list(e.fix) + [f for c in e.causes for f in c.fix]:
+            why = _not_runnable(fix)
+            if why:
+                found.append(f"{e.id}: {fix!r}: {why}")
+    assert found == [], "\n".join(found)
+
+
+def test_the_runnable_check_finds_what_the_trial_saw():
+    for line in (
+        "export ASCEND_RT_VISIBLE_DEVICES=<0-based indices below 2>  (or unset it)",
+        "pip install torch==X torch_npu==X(.postN) as a documented pair in a clean env",
+        "{python} -m pip install 'torchvision==0.<torch minor + 15>.*' (CPU build)",
+        "python -c 'import tbe.common'",
+        "source {toolkit_set_env} in the launcher's environment",
+        "unset ASCEND_RT_VISIBLE_DEVICES, or export it as unique ascending 0-based ids",
+    ):
+        assert _not_runnable(line), line
+    assert _not_runnable("{python} -m pip install 'numpy<2'") is None
+    assert _not_runnable("export HCCL_CONNECT_TIMEOUT=900  # the same on every rank") is None
