@@ -262,12 +262,15 @@ def _code_of(record: Dict[str, Any]) -> str:
     return label.partition(":")[2] or record["id"]
 
 
-def _decide(judged: List[Dict[str, Any]], decision: Decision, decider: Dict[str, Any]) -> None:
+def _decide(judged: List[Dict[str, Any]], decision: Decision, decider: Dict[str, Any], source: str) -> None:
     """Narrow ``judged`` (one group's causes) by the line of another signature the log holds
     (``decider``, the ranked record of ``decision.entry``): a cause of a kind outside
     ``decision.kinds`` is ruled out, whatever the facts say of it; a cause of the kind the
-    decider concluded takes that conclusion when the facts alone did not."""
+    decider concluded takes that conclusion when the facts alone did not.  ``source``: the
+    input of the group judged (a decider in another one is named with its input)."""
     code, line = _code_of(decider), decider["first"]["line"]
+    if decider["first"]["source"] != source:  # the line of another input
+        line = f"{decider['first']['source']}:{line}"
     top = decider["causes"][0] if decider["causes"] else None
     for j in judged:
         if j["kind"] not in decision.kinds:
@@ -307,7 +310,7 @@ def rank_group(
     # the first line of the log that decides, when several could
     decision = next((d for eid in (decided or {}) for d in entry.decided_by if d.entry == eid), None)
     if decision is not None and decided is not None:
-        _decide(judged, decision, decided[decision.entry])
+        _decide(judged, decision, decided[decision.entry], group.first.source)
     order = {id(j): i for i, j in enumerate(judged)}
     judged.sort(key=lambda j: (-_STATUS_SCORE[j["status"]], order[id(j)]))
     top = judged[0] if judged else None
