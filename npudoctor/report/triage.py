@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from typing import IO, Any, Callable, Dict, Optional
+from typing import IO, Any, Callable, Dict, Optional, Set
 
 from npudoctor.knowledge.signatures import MAX_LINE
 from npudoctor.redact import conceal
@@ -185,6 +185,10 @@ def _write_signature(out: IO[str], g: Dict[str, Any], many: bool, ranked: bool, 
             out.write(f"  it follows {after['id']} (above): fix that one first\n")
         else:
             out.write("  the line above is the last warning/error before the crash: start there\n")
+    elif g["follow_on"] and g.get("first_error_line", True):
+        out.write(
+            "  usually a follow-on error, and no error line comes before it here: the error it follows is not in this log\n"
+        )
     elif g["follow_on"]:
         out.write("  usually a follow-on error: the first error above it is the one to fix\n")
     for i, c in enumerate(g["causes"]):
@@ -227,6 +231,17 @@ def _write_long_lines(out: IO[str], source: Dict[str, Any]) -> None:
         out.write(f"    $ <the same input> | {split}\n")
     else:
         out.write(f"    $ {_CAT.get(source.get('compressed') or '', 'cat')} {shlex.quote(name)} | {split}\n")
+
+
+def _first_error_lines(result: Dict[str, Any]) -> Set[int]:
+    """The ``id()`` of each known group that no error or warning line (known or not) comes
+    before in its source: nothing above it for a follow-on error to follow."""
+    known = [g for g in result["known"] if g["severity"] != "noise"]
+    first: Dict[str, int] = {}
+    for item in known + list(result["unknown"]):
+        where = item["first"]
+        first[where["source"]] = min(first.get(where["source"], where["line"]), where["line"])
+    return {id(g) for g in known if g["first"]["line"] <= first[g["first"]["source"]]}
 
 
 def _write_conclusion(out: IO[str], c: Dict[str, Any], place: str, said: Dict[Any, str]) -> None:
@@ -279,8 +294,9 @@ def _render_text(result: Dict[str, Any], out: IO[str]) -> None:
         else:
             out.write("\nNothing was scanned: no input is a text log.\n")
     said: Dict[Any, str] = {}
+    firsts = _first_error_lines(result)
     for g in known:
-        _write_signature(out, g, many, ranked, said)
+        _write_signature(out, dict(g, first_error_line=id(g) in firsts), many, ranked, said)
     if result.get("tied"):
         out.write("\nThe log runs through what these findings on this machine are about:\n")
         for t in result["tied"]:
