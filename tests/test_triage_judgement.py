@@ -31,11 +31,16 @@ UNDEFINED_TORCH_SYMBOL = "libtorch_npu.so: undefined symbol: _ZN5torch10ValueErr
 
 
 def triage(name: str, log: str, tmp_path: Path, *args: str) -> Tuple[Dict[str, Any], str]:
-    """The ``--json`` result and the text view of ``triage`` over ``log`` on scenario ``name``."""
-    scenario = SCENARIOS / name
-    spec = tomllib.loads((scenario / "scenario.toml").read_text(encoding="utf-8"))
+    """The ``--json`` result and the text view of ``triage`` over ``log`` on scenario ``name``
+    (``name`` empty: with ``--no-facts``)."""
     path = tmp_path / "run.log"
     path.write_text(log, encoding="utf-8")
+    if not name:
+        base: Tuple[str, ...] = ("triage", str(path), "--no-facts", *args)
+        env = {"PATH": "/usr/bin:/bin"}
+        return json.loads(npudoctor(*base, "--json", env=env).stdout), npudoctor(*base, env=env).stdout
+    scenario = SCENARIOS / name
+    spec = tomllib.loads((scenario / "scenario.toml").read_text(encoding="utf-8"))
     env = environment(scenario, spec)
     base = ("triage", str(path), "--root", str(scenario / "root"), *args)
     doc = json.loads(npudoctor(*base, "--json", env=env).stdout)
@@ -212,3 +217,26 @@ def test_a_fix_that_points_to_a_finding_triage_does_not_print_gives_its_command(
     assert top["status"] == "cause" and top["findings"] == ["CANN008"], top
     assert not [f for f in top["fix"] if "'s fix" in f], top["fix"]
     assert top["fix"][1] == "source /usr/local/Ascend/nnal/atb/set_env.sh  # after torch is installed", top["fix"]
+
+
+def test_a_follow_on_error_with_nothing_above_it_does_not_point_above(tmp_path):
+    """EH9999 opens the log: there is no error above it to fix first."""
+    log = "EH9999: Inner Error!\n"
+    _, text = triage("", log, tmp_path)
+    assert "the first error above it" not in text
+    assert "no error line comes before it here" in text
+    _, text = triage("", "ERR00100 PTA call acl api failed\n" + log, tmp_path)
+    assert "the first error above it is the one to fix" in text
+
+
+def test_cann_help_lines_under_a_logger_prefix_are_not_unknown_errors(tmp_path):
+    """vLLM prefixes every line of CANN's message with its own ``ERROR … [file:line]``
+    (the prefix of the HAMi report's worker); CANN's indented ``Solution:`` and
+    ``TraceBack (most recent call last):`` lines are help, not errors, with the prefix or
+    without; the failure lines under them still count."""
+    prefix = "(Worker pid=6871) ERROR [multiproc_executor.py:800] "
+    cann = _scenario_log("k18-rt-visible-host-ids-in-container").splitlines()[4:9]
+    assert cann[1].strip().startswith("Solution:") and cann[2].strip().startswith("TraceBack")
+    doc, _ = triage("", "".join(prefix + line + "\n" for line in cann), tmp_path)
+    assert [u["text"] for u in doc["unknown"]] == [], doc["unknown"]
+    assert {g["id"] for g in doc["known"]} == {"visible-devices-out-of-range", "acl-207004-device-unavailable"}

@@ -36,9 +36,12 @@ MAX_LINE = 64 << 10
 SEVERITIES = ("error", "warning", "noise")
 
 #: Lines that look like errors but match no known signature (listed as unknown, not guessed).
+#: A logger's ERROR before one of CANN's indented help lines (vLLM's ``ERROR ... [engine.py:448]
+#:     Solution: 1.Check...``) is the level of the whole block, not a sign of its own.
 GENERIC_ERROR = (
     r"^[ \t]*(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)(?::|$)"
-    r"|\[ERROR\]|\bERROR\b|\bFATAL\b|\bFatal\b"
+    r"|(?:\[ERROR\]|\bERROR\b)(?!.*\][ \t]+(?:Solution:|Possible Cause:|TraceBack \(most recent call last\):))"
+    r"|\bFATAL\b|\bFatal\b"
     r"|\bE[A-Z0-9][0-9]{4}\b|\bERR[0-9]{5}\b"
     r"|error code is -?[0-9]+|runtime result = -?[0-9]+|ret is -[0-9]+"
     r"|\bfailed\b|\bFailed\b|\bcore dumped\b"
