@@ -240,3 +240,12 @@ def test_cann_help_lines_under_a_logger_prefix_are_not_unknown_errors(tmp_path):
     doc, _ = triage("", "".join(prefix + line + "\n" for line in cann), tmp_path)
     assert [u["text"] for u in doc["unknown"]] == [], doc["unknown"]
     assert {g["id"] for g in doc["known"]} == {"visible-devices-out-of-range", "acl-207004-device-unavailable"}
+
+
+def test_a_cause_line_said_above_is_counted_not_repeated(tmp_path):
+    """Replayed on case 45's machine, the 507033, E30006 and AICPU lines of case 37 share
+    causes: each cause line is written once, a later block counts the ones said above."""
+    _, text = triage(CASE45, OPP_507033, tmp_path)
+    assert text.count("the host driver/firmware is older than the CANN in use: no sign of it here") == 1, text
+    assert "  - 1 more cause(s) judged as for line 1 above\n" in text
+    assert "  - 2 more cause(s) judged as for line 1 and line 3 above\n" in text

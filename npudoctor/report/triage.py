@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shlex
-from typing import IO, Any, Callable, Dict, Optional, Set
+from typing import IO, Any, Callable, Dict, List, Optional, Set
 
 from npudoctor.knowledge.signatures import MAX_LINE
 from npudoctor.redact import conceal
@@ -191,6 +191,7 @@ def _write_signature(out: IO[str], g: Dict[str, Any], many: bool, ranked: bool, 
         )
     elif g["follow_on"]:
         out.write("  usually a follow-on error: the first error above it is the one to fix\n")
+    repeated: List[str] = []
     for i, c in enumerate(g["causes"]):
         if i == 0 and c["status"] == "cause":
             _write_conclusion(out, c, place, said)
@@ -199,8 +200,14 @@ def _write_signature(out: IO[str], g: Dict[str, Any], many: bool, ranked: bool, 
         line = f"  - {c['text']}{label}"
         if c["evidence"] and c["status"] in ("ruled_out", "cause", "no_sign"):
             line += f" ({'; '.join(c['evidence'][:2])})"
-        if said.setdefault(("line", line), place) == place:
+        seen = said.setdefault(("line", line), place)
+        if seen == place:
             out.write(line + "\n")
+        else:
+            repeated.append(seen)
+    if repeated:
+        places = " and ".join(dict.fromkeys(repeated))
+        out.write(f"  - {len(repeated)} more cause(s) judged as for {places} above\n")
     if not g["conclusion"] and g["fix"] and not after:  # a crash's line above says what to fix
         seen = said.setdefault(("fix", tuple(g["fix"])), place)
         for f in g["fix"] if seen == place else ():
