@@ -249,3 +249,13 @@ def test_a_cause_line_said_above_is_counted_not_repeated(tmp_path):
     assert text.count("the host driver/firmware is older than the CANN in use: no sign of it here") == 1, text
     assert "  - 1 more cause(s) judged as for line 1 above\n" in text
     assert "  - 2 more cause(s) judged as for line 1 and line 3 above\n" in text
+
+
+def test_a_cause_the_log_rules_out_loses_its_step_of_the_signature_fix():
+    """Without facts, a 507033 next to E30006 keeps the OPP/driver step of its fix and drops
+    the device-mapping one: the E-code rules that cause out."""
+    result = triage_text(OPP_507033)
+    g = next(g for g in result["known"] if g["id"] == "acl-507033-set-device")
+    assert g["conclusion"] is None
+    assert not [f for f in g["fix"] if "ASCEND_RT_VISIBLE_DEVICES" in f], g["fix"]
+    assert any("align the container's CANN" in f for f in g["fix"]), g["fix"]

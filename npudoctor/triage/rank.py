@@ -280,7 +280,6 @@ def _decide(judged: List[Dict[str, Any]], decision: Decision, decider: Dict[str,
                 here=None,
                 evidence=[f"the log's {code} at line {line} points to another cause"],
                 findings=[],
-                fix=[],
             )
         elif j["status"] != "cause" and top is not None and top["status"] == "cause" and top["kind"] == j["kind"]:
             j.update(
