@@ -565,7 +565,9 @@ class Redactor:
         return "".join(pieces)
 
     def _user_token(self, name: str) -> str:
-        return name if name.lower() in SYSTEM_ACCOUNTS or name.startswith("user-") else self.user(name)
+        # a glob (``/home/*/Ascend``: where npudoctor looked) names no user
+        keep = name.lower() in SYSTEM_ACCOUNTS or name.startswith("user-") or any(c in name for c in "*?[")
+        return name if keep else self.user(name)
 
     def value(self, value: Any, key: str = "", address: bool = False) -> Any:
         """A copy of a JSON-able value redacted throughout, keys like values (a PATH entry

@@ -189,6 +189,15 @@ def test_pseudonyms_are_stable_and_salted() -> None:
     assert ipaddress.IPv6Address(v6) in ipaddress.IPv6Network("fd00::/8") and v6 == two.ipv6("2001:db8::7")
 
 
+def test_a_glob_in_a_home_path_is_no_user_name() -> None:
+    """``/home/*/Ascend`` is where npudoctor looked for NNAL, not a user's home: kept as
+    written, while a real user's home in the same text is still replaced."""
+    one = _redactor()
+    text = one.text("looked under ~/Ascend, /home/*/Ascend and /home/alice/Ascend")
+    assert "/home/*/Ascend" in text
+    assert "alice" not in text and "/home/user-" in text
+
+
 def test_conceal_says_a_secret_is_set_not_what_it_is() -> None:
     doc = {"vars": {"ASCEND_API_TOKEN": "abc", "EMPTY_TOKEN": "", "PATH": "/bin"}, "n": [{"password": "x"}]}
     assert conceal(doc) == {
