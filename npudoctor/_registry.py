@@ -78,7 +78,7 @@ PROBES = (
 RULE_MODULES = (
     ('npudoctor.rules.access', ('access', 'environment', 'python'), ('access',), True),
     ('npudoctor.rules.cann', ('cann', 'container', 'devices', 'driver', 'frameworks', 'host', 'packages', 'python'), ('cann',), False),
-    ('npudoctor.rules.cann_addons', ('cann', 'devices', 'environment', 'host', 'libraries', 'packages', 'python'), ('cann',), False),
+    ('npudoctor.rules.cann_addons', ('cann', 'devices', 'driver', 'environment', 'host', 'libraries', 'packages', 'python'), ('cann',), False),
     ('npudoctor.rules.capabilities', ('container', 'devices'), ('container',), True),
     ('npudoctor.rules.chips', ('cann', 'devices', 'host', 'packages'), ('devices',), False),
     ('npudoctor.rules.companions', ('cann', 'host', 'packages', 'python'), (), False),

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from npudoctor.context import RuleContext
     from npudoctor.facts.stack import Toolkit
 
-READS = ("cann", "devices", "environment", "host", "libraries", "packages", "python")
+READS = ("cann", "devices", "driver", "environment", "host", "libraries", "packages", "python")
 ONLY_WITH = ("cann",)
 
 KERNELS_MISSING = codes.get("CANN004")
