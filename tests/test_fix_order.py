@@ -148,3 +148,13 @@ def test_nnal_install_leaves_sourcing_its_set_env_sh_to_env005(tmp_path):
     assert [r.get("command") for r in nnal["remedies"]].count(source) == 0
     assert nnal["fix"][-1] == "then apply NNAL's environment (ENV005's fix)"
     assert nnal["remedies"][0]["kind"] == "install-package"
+
+
+def test_a_fix_that_is_only_another_findings_environment_has_no_dangling_then(tmp_path):
+    """k11: ATB_HOME_PATH names a directory that does not exist (CANN009), whose whole fix is
+    sourcing NNAL's set_env.sh -- ENV005's command, printed there once.  The pointer is
+    the only line of CANN009's fix: "apply …", not "then apply …" after nothing."""
+    scenario = prepare(REPO / "tests/scenarios/k11-atb-home-abi-dir-missing", tmp_path)
+    by_code = {f["code"]: f for f in run_check(scenario).doc["findings"]}
+    assert by_code["CANN009"]["fix"] == ["apply NNAL's environment (ENV005's fix)"]
+    assert by_code["ENV005"]["fix"][0].startswith("source /usr/local/Ascend/nnal/atb/set_env.sh")

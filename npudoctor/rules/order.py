@@ -152,7 +152,8 @@ def _source_once(fixable: List[Finding]) -> None:
                 f.after = [c for c in f.after if c != env.code] + [env.code]
                 env.after = [c for c in env.after if c != f.code]
             else:
-                text = f"then apply {what} {fix_of(env.code)}"
+                # "then" only after a step of this fix (CANN009's whole fix is that environment)
+                text = f"{'then apply' if hit else 'apply'} {what} {fix_of(env.code)}"
                 env.after = [c for c in env.after if c != f.code] + [f.code]
                 f.after = [c for c in f.after if c != env.code]
             step = Prose(text)
