@@ -86,8 +86,9 @@ def fix_order(ctx: RuleContext, findings: List[Finding]) -> List[Finding]:
             if f.code in COVERED_BY_NEW_CANN:
                 f.data["superseded_by"] = replacing
                 if f.fix:
-                    _append_prose(
+                    _put_prose(
                         f,
+                        len(f.fix),
                         f"not needed if you install the whole CANN release that the fix of {replacing} names "
                         "(its kernels/ops and NNAL come with it)",
                     )
@@ -102,14 +103,15 @@ def fix_order(ctx: RuleContext, findings: List[Finding]) -> List[Finding]:
     return findings
 
 
-def _append_prose(f: Finding, text: str) -> None:
-    """Add the prose line ``text`` to the end of ``f``'s fix (its text and its remedies)."""
+def _put_prose(f: Finding, index: int, text: str) -> None:
+    """Make line ``index`` of ``f``'s fix (its text and its remedy) the prose ``text``: the
+    line there is replaced, or, at ``len(f.fix)``, the line is added at the end."""
     from npudoctor.remedies import Prose, shell_lines, to_dict
 
     step = Prose(text)
     line = shell_lines([step])[0]
-    f.fix = f.fix + [line]
-    f.remedies = f.remedies + [dict(to_dict(step), shell=line)]
+    f.fix = f.fix[:index] + [line] + f.fix[index + 1 :]
+    f.remedies = f.remedies[:index] + [dict(to_dict(step), shell=line)] + f.remedies[index + 1 :]
 
 
 #: The findings whose fix applies an environment that is not in effect -- the toolkit's
@@ -133,8 +135,6 @@ def _source_once(fixable: List[Finding]) -> None:
     :data:`APPLIES_ENV` finding (the environment not applied): the add-on's step refers to
     that finding instead of printing the command again (one cause, one command), and the
     two go in the order the add-on needs."""
-    from npudoctor.remedies import Prose, shell_lines, to_dict
-
     addon = layer_of("CANN004")
     for env in fixable:
         when, what = APPLIES_ENV.get(env.code, ("", ""))
@@ -156,10 +156,7 @@ def _source_once(fixable: List[Finding]) -> None:
                 text = f"{'then apply' if hit else 'apply'} {what} {fix_of(env.code)}"
                 env.after = [c for c in env.after if c != f.code] + [f.code]
                 f.after = [c for c in f.after if c != env.code]
-            step = Prose(text)
-            line = shell_lines([step])[0]
-            f.fix = f.fix[:hit] + [line] + f.fix[hit + 1 :]
-            f.remedies = f.remedies[:hit] + [dict(to_dict(step), shell=line)] + f.remedies[hit + 1 :]
+            _put_prose(f, hit, text)
 
 
 @postprocess
