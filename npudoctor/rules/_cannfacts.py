@@ -161,19 +161,13 @@ def nnal_needed(packages: PackagesFacts, cann: CannFacts) -> Tuple[bool, List[st
     return bool(reasons), reasons
 
 
-def driver_for_new_cann(
-    matrix: Optional[Matrix], cann: str, driver: Optional[str], first: bool = False
-) -> Optional[str]:
-    """The line about the driver for a CANN ``cann`` about to be installed over the
-    installed ``driver`` (``None``: none known): that it already fits, or the HDK to install
-    with why -- a continuation line, or (``first``) the step before the CANN packages;
-    ``None`` when the matrix names no HDK for ``cann``."""
-    from npudoctor.plan.fit import driver_fit, driver_shortfall, hdk_for
+def _hdk_words(matrix: Optional[Matrix], cann: str, driver: Optional[str]) -> Optional[str]:
+    """``Ascend HDK 25.3.RC1, which CANN 8.3.RC2 needs (driver … does not fit it)``: the HDK
+    the matrix names for ``cann`` and why, given the installed ``driver`` (``None``: none
+    known); ``None`` when the matrix names no HDK for ``cann``."""
+    from npudoctor.plan.fit import driver_shortfall, hdk_for
 
     hdk = hdk_for(matrix, cann)
-    fit: Optional[str] = driver_fit(matrix, cann, driver) if driver else None
-    if driver and fit in ("paired", "compatible"):
-        return f"  the installed driver {driver} already fits CANN {cann}"
     if not hdk:
         return None
     short = driver_shortfall(matrix, cann, driver) if driver else None
@@ -183,6 +177,28 @@ def driver_for_new_cann(
     }.get(short or "", "")
     # an older driver is not documented either way: the HDK is what CANN is documented with
     why = f"the one CANN {cann} is documented with" if short == "older" else f"which CANN {cann} needs"
-    if first:
-        return f"first the NPU driver + firmware of Ascend HDK {hdk}, {why}{note}, and a reboot; then:"
-    return f"  and the NPU driver + firmware of Ascend HDK {hdk}, {why}{note}; then reboot"
+    return f"Ascend HDK {hdk}, {why}{note}"
+
+
+def driver_for_new_cann(matrix: Optional[Matrix], cann: str, driver: Optional[str]) -> Optional[str]:
+    """The continuation line about the driver for a CANN ``cann`` about to be installed
+    over the installed ``driver`` (``None``: none known): that it already fits, or the HDK
+    to install with why; ``None`` when the matrix names no HDK for ``cann``."""
+    from npudoctor.plan.fit import driver_fit
+
+    if driver and driver_fit(matrix, cann, driver) in ("paired", "compatible"):
+        return f"  the installed driver {driver} already fits CANN {cann}"
+    words = _hdk_words(matrix, cann, driver)
+    return f"  and the NPU driver + firmware of {words}; then reboot" if words else None
+
+
+def driver_upgrade_first(matrix: Optional[Matrix], cann: str, driver: Optional[str]) -> Optional[str]:
+    """The step before installing CANN ``cann`` when the installed ``driver`` falls short of
+    it (:func:`~npudoctor.plan.fit.driver_shortfall`), naming the HDK to install first;
+    ``None`` with no driver (DRV001 names the HDK then), one that fits, or no HDK known."""
+    from npudoctor.plan.fit import driver_shortfall
+
+    if not driver or not driver_shortfall(matrix, cann, driver):
+        return None
+    words = _hdk_words(matrix, cann, driver)
+    return f"first the NPU driver + firmware of {words}, and a reboot; then:" if words else None

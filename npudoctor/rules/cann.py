@@ -28,6 +28,7 @@ from npudoctor.rules._cannfacts import (
     cann_pairing,
     cann_plan,
     driver_for_new_cann,
+    driver_upgrade_first,
     host_arch,
     installed_driver,
     missing_statement_line,
@@ -143,12 +144,10 @@ def no_cann(ctx: RuleContext) -> Iterable[Finding]:
     chip = package_chip(ctx.matrix, ctx.view.devices)
     fix = release_steps(cann_ver, arch, chip, nnal_needed(ctx.view.packages, ctx.view.cann)[0], unknown=unknown)
     driver = installed_driver(ctx.view.driver, ctx.view.devices)
-    if driver and cann_ver and driver_shortfall(ctx.matrix, cann_ver, driver):
-        # a driver is there (no driver at all: DRV001 names the HDK) but too old for this CANN
-        line = driver_for_new_cann(ctx.matrix, cann_ver, driver, first=True)
-        if line:
-            fix.insert(0, line)
-            evidence.append(f"the installed driver {driver} does not fit CANN {cann_ver} (matrix)")
+    first = driver_upgrade_first(ctx.matrix, cann_ver, driver) if cann_ver else None
+    if first:
+        fix.insert(0, first)
+        evidence.append(f"the installed driver {driver} does not fit CANN {cann_ver} (matrix)")
     yield NO_CANN.finding(
         title=f"torch_npu {tver} is installed but no CANN toolkit is"
         + (

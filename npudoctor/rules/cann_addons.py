@@ -22,12 +22,11 @@ from npudoctor.knowledge.grades import severity
 from npudoctor.knowledge.matrix.addons import kernels_verdict, nnal_verdict
 from npudoctor.knowledge.packages import NNAL_SET_ENV
 from npudoctor.knowledge.versions import cann_less, parse_cann
-from npudoctor.plan.fit import driver_shortfall
 from npudoctor.remedies import Remedy, SourceFile
 from npudoctor.remedies.cann import install, nnal_set_env, release_steps, set_env_step
 from npudoctor.remedies.python import pip_install
 from npudoctor.rules import rule
-from npudoctor.rules._cannfacts import driver_for_new_cann, host_arch, installed_driver, nnal_needed, toolkit_line
+from npudoctor.rules._cannfacts import driver_upgrade_first, host_arch, installed_driver, nnal_needed, toolkit_line
 from npudoctor.rules._env_vars import sourced
 
 if TYPE_CHECKING:
@@ -329,10 +328,9 @@ def framework_cann(ctx: RuleContext) -> Iterable[Finding]:
         fix = release_steps(
             need, arch, package_chip(ctx.matrix, ctx.view.devices), True, note=f"CANN {need} for {label} {version}"
         )
-        driver = installed_driver(ctx.view.driver, ctx.view.devices)
-        driver_line = driver_for_new_cann(ctx.matrix, need, driver, first=True) if driver else None
-        if driver_line and driver_shortfall(ctx.matrix, need, str(driver)):
-            fix.insert(0, driver_line)
+        first = driver_upgrade_first(ctx.matrix, need, installed_driver(ctx.view.driver, ctx.view.devices))
+        if first:
+            fix.insert(0, first)
         proj = framework_project(project)
         pypi = proj is not None and proj.install == "pypi"
         older = _framework_for_cann(project, cv) if project in PIP_PROJECTS else None
