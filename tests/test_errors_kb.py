@@ -271,57 +271,39 @@ def test_cause_kinds_match_the_findings_that_decide_them():
         assert "ENV004" in codes and "ENV003" not in codes, entry_id
 
 
-def test_bad_kb_is_rejected(tmp_path):
-    bad = tmp_path / "errors.toml"
-    bad.write_text('[[entry]]\nid = "x"\npatterns = ["(unclosed"]\nmeaning = "m"\n', encoding="utf-8")
-    with pytest.raises(KBError, match="bad regex"):
-        load_kb(str(bad))
-    dup = tmp_path / "dup.toml"
-    dup.write_text(
-        '[[entry]]\nid = "x"\npatterns = ["abc"]\n[[entry]]\nid = "x"\npatterns = ["bcd"]\n', encoding="utf-8"
-    )
-    with pytest.raises(KBError, match="duplicate"):
-        load_kb(str(dup))
-    check = tmp_path / "check.toml"
-    check.write_text(
-        '[[entry]]\nid = "x"\npatterns = ["abc"]\n[[entry.causes]]\nkind = "K01"\ncheck = "nope"\n', encoding="utf-8"
-    )
-    with pytest.raises(KBError, match="unknown cause key"):
-        load_kb(str(check))
-    both = tmp_path / "both.toml"
-    both.write_text(
+#: A knowledge file the loader must refuse, and the words of its refusal.
+BAD_KB = [
+    ('[[entry]]\nid = "x"\npatterns = ["(unclosed"]\nmeaning = "m"\n', "bad regex"),
+    ('[[entry]]\nid = "x"\npatterns = ["abc"]\n[[entry]]\nid = "x"\npatterns = ["bcd"]\n', "duplicate"),
+    ('[[entry]]\nid = "x"\npatterns = ["abc"]\n[[entry.causes]]\nkind = "K01"\ncheck = "nope"\n', "unknown cause key"),
+    (
         '[[entry]]\nid = "x"\npatterns = ["abc"]\n[[entry.causes]]\nkind = "K01"\n'
         'confirmed_by = ["PKG001"]\nrefuted_by = ["PKG001"]\n',
-        encoding="utf-8",
-    )
-    with pytest.raises(KBError, match="both confirm and refute"):
-        load_kb(str(both))
-    code = tmp_path / "code.toml"
-    code.write_text(
+        "both confirm and refute",
+    ),
+    (
         '[[entry]]\nid = "x"\npatterns = ["abc"]\n[[entry.causes]]\nkind = "K01"\nconfirmed_by = ["pkg1"]\n',
-        encoding="utf-8",
-    )
-    with pytest.raises(KBError, match="not a finding code"):
-        load_kb(str(code))
-    vague = tmp_path / "vague.toml"
-    vague.write_text('[[entry]]\nid = "x"\npatterns = ["\\\\d+ fa?il"]\n', encoding="utf-8")
-    with pytest.raises(KBError, match="no literal"):
-        load_kb(str(vague))
-    subjects = tmp_path / "subjects.toml"
-    subjects.write_text(
+        "not a finding code",
+    ),
+    ('[[entry]]\nid = "x"\npatterns = ["\\\\d+ fa?il"]\n', "no literal"),
+    (
         '[[entry]]\nid = "x"\npatterns = ["abc"]\n[[entry.causes]]\nkind = "K01"\n'
         'confirmed_by = ["PKG001"]\nsubjects = { PKG003 = ["torch"] }\n',
-        encoding="utf-8",
-    )
-    with pytest.raises(KBError, match="neither confirms nor refutes"):
-        load_kb(str(subjects))
-    decided = tmp_path / "decided.toml"
-    decided.write_text(
+        "neither confirms nor refutes",
+    ),
+    (
         '[[entry]]\nid = "x"\npatterns = ["abc"]\n[[entry.decided_by]]\nentry = "y"\nkinds = ["K14"]\n',
-        encoding="utf-8",
-    )
-    with pytest.raises(KBError, match="not an entry decided by nothing"):
-        load_kb(str(decided))
+        "not an entry decided by nothing",
+    ),
+]
+
+
+@pytest.mark.parametrize("text,refusal", BAD_KB)
+def test_bad_kb_is_rejected(text, refusal, tmp_path):
+    bad = tmp_path / "errors.toml"
+    bad.write_text(text, encoding="utf-8")
+    with pytest.raises(KBError, match=refusal):
+        load_kb(str(bad))
 
 
 @pytest.mark.parametrize(
