@@ -1,6 +1,7 @@
 """The bundled matrix: provenance, schema check, and the queries rules use."""
 
 import datetime
+import json
 import os
 import shutil
 import subprocess
@@ -323,6 +324,37 @@ def test_cli_show_cann_800_lists_the_three_official_packages(tmp_path):
     assert miss.returncode == 1
 
 
+def test_cli_show_says_why_no_row_matches_and_refuses_what_is_no_cann_version(tmp_path):
+    env = dict(os.environ, NPUDOCTOR_CACHE_DIR=str(tmp_path / "cache"))
+    none = npudoctor("matrix", "show", "--torch", "2.12.0", "--cann", "8.2.RC1", env=env)
+    assert none.returncode == 1
+    assert none.stderr.strip().splitlines()[-1] == (
+        "no torch_npu build in the matrix matches --torch 2.12.0 --cann 8.2.RC1;"
+        " add --compatible for the rows declared compatible with it"
+    )
+    bad = npudoctor("matrix", "show", "--cann", "banana", env=env)
+    assert bad.returncode == 2
+    assert "--cann banana: not a CANN version" in bad.stderr
+
+
+def test_cli_show_platform_alone_keeps_the_builds_with_a_wheel_for_it(tmp_path):
+    env = dict(os.environ, NPUDOCTOR_CACHE_DIR=str(tmp_path / "cache"))
+    everything = npudoctor("matrix", "show", "--json", env=env)
+    arm = npudoctor("matrix", "show", "--platform", "aarch64", "--json", env=env)
+    rows = json.loads(everything.stdout)["rows"]
+    kept = [r["torch_npu"] for r in json.loads(arm.stdout)["rows"]]
+    assert kept == [r["torch_npu"] for r in rows if r["python"].get("aarch64")]
+    assert 0 < len(kept) < len(rows)
+
+
+def test_cli_show_a_row_without_one_paired_cann_shows_its_declared_set(tmp_path):
+    env = dict(os.environ, NPUDOCTOR_CACHE_DIR=str(tmp_path / "cache"), COLUMNS="300")
+    out = npudoctor("matrix", "show", "--torch-npu", "2.12.0.post2", env=env)
+    assert out.returncode == 0, out.stderr
+    row = [c.strip() for c in out.stdout.splitlines()[1].split("  ") if c.strip()]
+    assert row[:3] == ["2.12.0.post2", "2.12.0", "compatible: 8.5.X to 9.2.X"]
+
+
 def test_cli_verify(tmp_path):
     env = dict(os.environ, NPUDOCTOR_CACHE_DIR=str(tmp_path / "cache"))
     run = lambda *a: npudoctor("matrix", "verify", *a, env=env)  # noqa: E731
@@ -496,3 +528,12 @@ def test_a_maintenance_release_inherits_its_line_as_same_release_line(m):
     assert "CANN 8.5.1 is on its release line" in v.verdict.source
     assert m.driver_verdict("8.5.1", "25.3.rc1").verdict.grade.value == "declared-compatible"
     assert m.driver_verdict("8.5.0", "25.5.0").verdict.grade.value == "paired"
+
+
+def test_declared_cann_lines_are_a_range_only_when_no_known_line_is_left_out():
+    from npudoctor.cli.commands.matrix import _declared_lines
+
+    known = {(8, 3), (8, 5), (9, 0), (9, 1), (9, 2)}
+    assert _declared_lines(["8.5.X", "9.0.X", "9.1.X", "9.2.X"], known) == "8.5.X to 9.2.X"
+    assert _declared_lines(["8.5.X", "9.1.X", "9.2.X"], known) == "8.5.X, 9.1.X, 9.2.X"
+    assert _declared_lines(["8.5.X", "9.0.X"], known) == "8.5.X, 9.0.X"

@@ -1,7 +1,7 @@
 """``npudoctor matrix``: refresh, show, diff and verify the compatibility matrix."""
 
 import json
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import typer
 
@@ -90,7 +90,12 @@ def show(
     cann: Annotated[Optional[str], typer.Option("--cann", metavar="X", help="CANN version (official pairing).")] = None,
     python: Annotated[Optional[str], typer.Option("--python", metavar="X.Y", help="CPython with a wheel.")] = None,
     platform: Annotated[
-        Optional[str], typer.Option("--platform", metavar="ARCH", help="aarch64 or x86_64 (with --python).")
+        Optional[str],
+        typer.Option(
+            "--platform",
+            metavar="ARCH",
+            help="aarch64 or x86_64: builds with a wheel for it (for --python's version when given).",
+        ),
     ] = None,
     compatible: Annotated[
         bool, typer.Option("--compatible", help="With --cann: also rows whose line is declared compatible.")
@@ -103,6 +108,10 @@ def show(
         raise fail_usage(f"--platform {platform}: use aarch64 or x86_64", env)
     if python and not python.replace(".", "").isdecimal():
         raise fail_usage(f"--python {python}: give a version like 3.10", env)
+    from npudoctor.knowledge.versions import parse_cann
+
+    if cann and parse_cann(cann) is None:
+        raise fail_usage(f"--cann {cann}: not a CANN version (give one like 8.2.RC1 or 9.1.0)", env)
     m = _load(matrix, env)
     rows = list(m.torch_npu_rows)
     if torch_npu:
@@ -117,6 +126,8 @@ def show(
     if python:
         py = ".".join(python.split(".")[:2])
         rows = [r for r in rows if py in r.pythons(platform)]
+    elif platform:  # the builds with a wheel for that platform, any Python
+        rows = [r for r in rows if r.python.get(platform)]
     from npudoctor.knowledge.matrix import _newest_first
 
     rows = _newest_first(rows)
@@ -129,7 +140,24 @@ def show(
         echo(env.stdout, json.dumps(out, indent=2, ensure_ascii=False))
     else:
         _print_rows(env, rows, m, cann)
+    if not rows:
+        given = {"--torch-npu": torch_npu, "--torch": torch, "--cann": cann, "--python": python, "--platform": platform}
+        asked = " ".join(f"{k} {v}" for k, v in given.items() if v)
+        hint = "; add --compatible for the rows declared compatible with it" if cann and not compatible else ""
+        echo(env.stderr, f"no torch_npu build in the matrix matches {asked}{hint}")
     raise typer.Exit(ExitStatus.OK if rows else ExitStatus.PROBLEMS)
+
+
+def _declared_lines(declared: List[str], known: Set[Tuple[int, int]]) -> str:
+    """``8.5.X to 9.2.X`` when ``declared`` (CANN lines such as ``8.5.X``) holds every line
+    the matrix knows from its first to its last, else the lines themselves."""
+    from npudoctor.knowledge.versions import major_minor
+
+    lines = [line for line in map(major_minor, declared) if line is not None]
+    whole = len(declared) > 2 and len(lines) == len(declared) and lines == sorted(lines)
+    if whole and sorted(k for k in known if lines[0] <= k <= lines[-1]) == lines:
+        return f"{declared[0]} to {declared[-1]}"
+    return ", ".join(declared)
 
 
 def _print_rows(env: Environment, rows: List[Any], m: Any, cann: Optional[str]) -> None:
@@ -139,6 +167,8 @@ def _print_rows(env: Environment, rows: List[Any], m: Any, cann: Optional[str]) 
         c = ", ".join(r.cann) or "-"
         if cann and m.cann_fit(r, cann) == "compatible":
             c += f" (compatible: {cann})"
+        elif not r.cann and r.cann_compatible:  # no one paired release: the declared set
+            c = "compatible: " + _declared_lines(r.cann_compatible, m.known_cann_lines())
         table.append((r.torch_npu, r.torch, c, r.branch or "-", r.status, m.support(r)["text"], _py_text(r)))
     widths = [max(len(str(row[i])) for row in table) for i in range(len(header) - 1)]
     lines = ["  ".join(str(v).ljust(w) for v, w in zip(row, widths)) + "  " + str(row[-1]) for row in table]
