@@ -561,6 +561,7 @@ def build() -> List[str]:
         kernels=["ascend910b"],
     )
     write(s / "root", ".dockerenv", "")
+    mkdir(s / "root", "dev")  # the container's /dev, without the NPU nodes (CTR001)
     driver(s / "root", "driver_version.info_24.1.rc2.2.txt")
     built.append(s.name)
 

@@ -8,9 +8,9 @@ official CANN images run with the standard device mounts
 (samples/docker-run_vllm-ascend_standard-device-mounts.sh.txt):
 
 * ``/.dockerenv``; ``/dev/davinci0-7``, ``/dev/davinci_manager``, ``/dev/devmm_svm``,
-  ``/dev/hisi_hdc``; the host's driver (``/usr/local/Ascend/driver`` with the real
-  ``version.info`` 24.1.rc2.2), ``/usr/local/dcmi``, ``/usr/local/bin/npu-smi`` and
-  ``/etc/ascend_install.info`` mounted in;
+  ``/dev/hisi_hdc`` (without the devices: a ``/dev`` that holds none of them); the host's
+  driver (``/usr/local/Ascend/driver`` with the real ``version.info`` 24.1.rc2.2),
+  ``/usr/local/dcmi``, ``/usr/local/bin/npu-smi`` and ``/etc/ascend_install.info`` mounted in;
 * the classic CANN 8.0.0 toolkit (real ``ascend_toolkit_install.info``, real
   ``set_env.sh``, ascend910b kernels), Python 3.10 with torch 2.1.0 + torch_npu
   2.1.0.post10 and the Python packages CANN needs -- the matrix pairs torch_npu
@@ -44,7 +44,7 @@ HERE = Path(__file__).resolve().parents[1]  # tests/
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from builders.build_cann_scenarios import classic_toolkit, dist, fixture, toml_value, write  # noqa: E402
+from builders.build_cann_scenarios import classic_toolkit, dist, fixture, mkdir, toml_value, write  # noqa: E402
 from builders.scenario_top_level import expect_lines  # noqa: E402
 
 OUT = HERE / "scenarios"
@@ -141,6 +141,8 @@ def container_root(root: Path, *, devices: bool = True, driver: bool = True) -> 
             write(root, f"dev/davinci{n}", "")
         for node in ("davinci_manager", "devmm_svm", "hisi_hdc"):
             write(root, f"dev/{node}", "")
+    else:
+        mkdir(root, "dev")  # every container has a /dev: here one without the NPU nodes
     if driver:
         write(root, f"{AS}/driver/version.info", fixture("driver_version.info_24.1.rc2.2.txt"))
         write(root, f"{AS}/driver/lib64/driver/libascend_hal.so", "")
