@@ -134,6 +134,22 @@ def test_pod_without_ascend_runtime_is_said_in_pod_spec_terms(tmp_path: Path) ->
     )
 
 
+def test_container_tree_without_dev_is_not_judged_without_npu(tmp_path: Path) -> None:
+    """A container's files captured without its /dev (every running container has one): its
+    device nodes are unknown, so neither CTR006 nor CTR001 says they are missing; the
+    driver that is not there is still CTR002."""
+    s = _container(tmp_path / "c", devices=False, driver=False)
+    (s / "root/dev/.keep").unlink()
+    (s / "root/dev").rmdir()
+    doc = _check(s)
+    assert doc["facts"]["devices"]["nodes_error"] == "device nodes not judged: the tree holds no /dev"
+    assert not {"CTR006", "CTR001", "DEV020"} & set(_codes(doc))
+    assert "CTR002" in _root_codes(doc)
+    assert doc["not_checked"]["devices"] == (
+        "npu-smi: command not found on PATH; device nodes not judged: the tree holds no /dev"
+    )
+
+
 def test_container_with_devices_but_no_driver_keeps_the_mount_findings(tmp_path: Path) -> None:
     """Devices passed, driver not mounted: not CTR006 (the existing CTR002 says which mounts)."""
     s = _container(tmp_path / "c", driver=False)

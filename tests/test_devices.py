@@ -237,3 +237,48 @@ def test_shorten_path_list():
     text = shorten_path_list(long, limit=60)
     assert text == "/opt/tool00/bin:/opt/tool01/bin:/opt/tool02/bin … (+27 more)"
     assert shorten_path_list(["/" + "x" * 300, "/bin"], limit=60) == "/" + "x" * 300 + " … (+1 more)"
+
+
+HOST_TREE = SCENARIOS / "case23-toolkit-sourced-never-kernels-missing"
+
+
+def test_host_tree_without_dev_leaves_the_device_nodes_unjudged(tmp_path):
+    """A --root tree of a host's files captured without /dev (npu-smi replays 8 chips): the
+    nodes are unknown, not missing -- no DEV020, and the report says why they were not judged."""
+    scenario = prepare(HOST_TREE, tmp_path)
+    assert not (scenario / "root/dev").exists()
+    run = run_check(scenario)
+    devices = run.doc["facts"]["devices"]
+    assert devices["nodes_error"] == "device nodes not judged: the tree holds no /dev"
+    assert devices["nodes"] == []
+    assert len(devices["chips"]) == 8
+    assert "DEV020" not in [f["code"] for f in run.doc["findings"]]
+    env = dict(environment(scenario, run.spec), COLUMNS="200")
+    text = npudoctor("check", "--root", str(scenario / "root"), env=env).stdout
+    assert (
+        "  ✓ NPU devices: 8 × 910B3 (Atlas A2 training products / Atlas A2 inference products); "
+        "device nodes not judged: the tree holds no /dev"
+    ) in text.splitlines()
+
+
+def test_host_tree_with_dev_but_no_npu_nodes_still_gets_dev020(tmp_path):
+    """The same host with a /dev that holds no NPU node: npu-smi sees 8 chips, so the
+    nodes are missing (the driver is not loaded), as before."""
+    scenario = prepare(HOST_TREE, tmp_path)
+    (scenario / "root/dev").mkdir()
+    (scenario / "root/dev/null").write_text("")  # a plain file: not an NPU node
+    run = run_check(scenario)
+    devices = run.doc["facts"]["devices"]
+    assert "nodes_error" not in devices
+    assert [(n["path"], n["exists"]) for n in devices["nodes"]] == [
+        ("/dev/davinci_manager", False),
+        ("/dev/devmm_svm", False),
+        ("/dev/hisi_hdc", False),
+    ]
+    (f,) = [f for f in run.doc["findings"] if f["code"] == "DEV020"]
+    assert f["severity"] == "error"
+    assert f["title"] == "NPU device nodes missing: /dev/davinci_manager, /dev/devmm_svm, /dev/hisi_hdc"
+    assert f["evidence"] == [
+        "npu-smi lists 8 chip(s) but no /dev/davinciN node exists",
+        "missing: /dev/davinci_manager, /dev/devmm_svm, /dev/hisi_hdc",
+    ]

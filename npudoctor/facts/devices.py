@@ -195,7 +195,7 @@ class DevicesFacts(View):
     topology: Optional[Topology] = None
     nodes: Tuple[DeviceNode, ...] = ()
     nodes_error: Optional[str] = None
-    """why the device nodes could not be looked at (/dev refused)"""
+    """why the device nodes could not be looked at (/dev refused, or a --root tree without /dev)"""
     visibility: Visibility = field(default_factory=Visibility)
     ray: Tuple[str, ...] = ()
     """names of the RAY_* variables set"""

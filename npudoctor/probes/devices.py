@@ -24,7 +24,9 @@ Section ``devices``::
     processes   [{"npu_id", "chip_id", "pid", "name", "memory_mb", "container_pid"}]
     idle_npus   [npu ids that npu-smi says run no process]
     topology    parse_topo() result of `npu-smi info -t topo`, or None
-    nodes_error why the device nodes could not be looked at (absent: they could)
+    nodes_error why the device nodes could not be looked at (absent: they could): /dev
+                 refused, or a --root tree that holds no /dev at all (a capture of a
+                 host's files made without its device nodes: their absence is unknown)
     nodes       [{"path", "exists", "kind": "chip"|"control", "char_device", "uid", "gid",
                  "owner", "group", "mode": "0660", "accessible_by_identity": bool|None}]
     visibility  {"ASCEND_RT_VISIBLE_DEVICES": str|None, "ASCEND_VISIBLE_DEVICES": …,
@@ -82,6 +84,9 @@ QUICK = True
 #: Control nodes every NPU process needs besides /dev/davinciN (Ascend docs, the
 #: standard `docker run` of vllm-ascend: tests/fixtures/docker-run_vllm-ascend_standard-device-mounts.sh.txt).
 CONTROL_NODES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
+
+#: ``nodes_error`` of a ``--root`` tree without /dev: nothing is known of its device nodes.
+NO_DEV = "device nodes not judged: the tree holds no /dev"
 
 VISIBILITY_VARS = (
     "ASCEND_RT_VISIBLE_DEVICES",
@@ -374,9 +379,14 @@ def probe(ctx: ProbeContext) -> Dict[str, Any]:
     for chip in out["chips"]:
         chip.setdefault("soc_version", None)
     denied = len(ctx.host.denied)
-    out["nodes"] = _nodes(ctx, identity, bool(out["chips"]))
+    # every live system and every container has a /dev: a tree without one was captured
+    # without its device nodes, and says nothing about them
+    has_dev = ctx.host.live or ctx.host.is_dir("/dev")
+    out["nodes"] = _nodes(ctx, identity, bool(out["chips"])) if has_dev else []
     if len(ctx.host.denied) > denied:  # refused is not absent: no node is judged missing
         out["nodes_error"] = "cannot look at /dev: permission denied (" + ", ".join(sorted(ctx.host.denied)) + ")"
+    elif not has_dev:
+        out["nodes_error"] = NO_DEV
     chip_nodes = [n for n in out["nodes"] if n["kind"] == "chip" and n["exists"]]
     if out["chips"]:
         out["visible_count"] = len(out["chips"])

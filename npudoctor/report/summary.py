@@ -98,7 +98,8 @@ def _driver(facts: Facts) -> str:
 
 def _devices(facts: Facts, product_lines: Optional[Mapping[str, str]] = None) -> str:
     """``8 × 910B3 (Atlas A2 training products / …)``: the chips by name, each with its
-    official product line when ``product_lines`` (npu-smi Name -> line) names one."""
+    official product line when ``product_lines`` (npu-smi Name -> line) names one, and why
+    the device nodes were not looked at when they were not."""
     dev = facts.devices
     names: Dict[str, int] = {}
     for chip in dev.chips:
@@ -106,9 +107,10 @@ def _devices(facts: Facts, product_lines: Optional[Mapping[str, str]] = None) ->
         names[name] = names.get(name, 0) + 1
     if names:
         lines = product_lines or {}
-        return ", ".join(
+        chips = ", ".join(
             f"{n} × {name}" + (f" ({lines[name]})" if lines.get(name) else "") for name, n in names.items()
         )
+        return f"{chips}; {dev.nodes_error}" if dev.nodes_error else chips
     nodes = sum(1 for n in dev.nodes if n.kind == "chip" and n.exists)
     return f"{nodes} /dev/davinci node(s), chips not listed" if nodes else "no NPU chip found"
 

@@ -63,8 +63,8 @@ def npu_not_given(ctx: RuleContext) -> Iterable[Finding]:
     if ctx.view.state("driver") == "absent":
         return
     dev = ctx.view.devices
-    if dev.chip_nodes or dev.chips or not _driver_absent(ctx):
-        return
+    if dev.chip_nodes or dev.chips or dev.nodes_error or not _driver_absent(ctx):
+        return  # nodes present, or /dev could not be looked at (unknown is not absent)
     torch_npu = ctx.view.packages.version_of("torch-npu")
     c = ctx.view.container
     evidence = [
