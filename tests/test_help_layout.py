@@ -104,3 +104,31 @@ def test_health_suggests_from_its_own_options_and_stays_unhealthy() -> None:
     result = npudoctor("health", "--tmeout", "1", env=ENV)
     assert result.returncode == 1
     assert "bad health-check option: unrecognized arguments: --tmeout 1 (did you mean --timeout?)" in result.stdout
+
+
+def _option_helps(command, path: List[str]):
+    for param in command.params:
+        text = (getattr(param, "help", None) or "").strip()
+        if getattr(param, "param_type_name", "") == "option" and text:
+            yield " ".join(path), param.opts[0], text
+    for name, sub in (getattr(command, "commands", None) or {}).items():
+        yield from _option_helps(sub, path + [name])
+
+
+def test_every_option_help_ends_as_a_sentence() -> None:
+    """Each option's help, in every command, ends with its full stop (npd's --pid and
+    --require-checked did not)."""
+    from typer.main import get_command
+
+    from npudoctor.cli.app import prepare
+
+    helps = list(_option_helps(get_command(prepare([])), ["npudoctor"]))
+    assert len(helps) > 100
+    assert [(c, o, t) for c, o, t in helps if not t.endswith((".", ")"))] == []
+
+
+def test_plan_usage_shows_that_planning_takes_no_subcommand() -> None:
+    result = npudoctor("plan", "--help", env=ENV)
+    assert result.stdout.splitlines()[0] == "Usage: npudoctor plan [OPTIONS] [verify ARGS...]"
+    npd = " ".join(npudoctor("npd", "--help", env=ENV).stdout.split())
+    assert "Without --python: $NPUDOCTOR_PYTHON, else the active VIRTUAL_ENV/CONDA_PREFIX" in npd

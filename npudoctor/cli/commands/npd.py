@@ -47,7 +47,8 @@ the problem findings, for other agents).  --from FILE judges a snapshot written 
 The node is judged in the environment its CANN set_env.sh would set (as `npudoctor env`
 computes it), never in this agent's own; a workload's environment with --env-file or --pid.
 An area that could not be checked (no npu-smi, a timeout on a busy node) answers 2, or 1
-with --require-checked AREA.  --python defaults to $NPUDOCTOR_PYTHON."""
+with --require-checked AREA.  Without --python: $NPUDOCTOR_PYTHON, else the
+active VIRTUAL_ENV/CONDA_PREFIX, else npudoctor's own interpreter."""
 
 
 def shorten(text: str, limit: int = MAX_MESSAGE) -> str:
@@ -233,8 +234,8 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--pid",
                 metavar="PID",
-                help="judge the environment of this workload process (/proc/PID/environ; under --root, "
-                "the root's /proc) instead of the node's set_env.sh environment",
+                help="Judge the environment of this workload process (/proc/PID/environ; under --root, "
+                "the root's /proc) instead of the node's set_env.sh environment.",
             ),
         ] = None,
         require_checked: Annotated[
@@ -242,8 +243,8 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--require-checked",
                 metavar="AREA",
-                help="an area that must be checked: not checked (no npu-smi, a timeout) is a problem (exit 1) "
-                "instead of unknown (exit 2); repeatable",
+                help="An area that must be checked: not checked (no npu-smi, a timeout) is a problem (exit 1) "
+                "instead of unknown (exit 2); repeatable.",
             ),
         ] = None,
     ) -> None:

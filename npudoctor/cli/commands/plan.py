@@ -156,6 +156,7 @@ def register(app: typer.Typer) -> None:
         help=PLAN_HELP,
         invoke_without_command=True,
         no_args_is_help=False,
+        subcommand_metavar="[verify ARGS...]",  # planning itself takes no subcommand
         add_completion=False,
         rich_markup_mode=None,
     )
