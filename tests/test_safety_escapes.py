@@ -18,13 +18,18 @@ from builders.shellscript import write_script
 from clirun import npudoctor
 from scenario_runner import environment
 
-from npudoctor.report.escape import SafeStream, visible
+from npudoctor.report.escape import SafeStream, quoted, visible
 
 REPO = Path(__file__).resolve().parent.parent
 HEALTHY = REPO / "tests/scenarios/health-910b3-8npu-healthy"
 OSC52 = "\x1b]52;c;ZXZpbA==\x07"
 CLEAR = "\x1b[2J"
-HOSTILE = (OSC52, CLEAR, "\x9b2J", "\u202e")
+#: A colour code (magenta background, no style of npudoctor's own): the stream keeps colour
+#: codes, so a value that carries one must have been quoted before it reached the stream.
+PAINT = "\x1b[45m"
+HOSTILE = (OSC52, CLEAR, "\x9b2J", "\u202e", PAINT)
+CUDA_NAMED = REPO / "tests/scenarios/tun-cuda-named-variables"
+RAY_WORKER = REPO / "tests/scenarios/case46-ray-worker-empty-rt-visible-devices"
 
 
 def _clean(text: str) -> None:
@@ -39,7 +44,7 @@ def _scenario(tmp_path: Path) -> Path:
     table = scenario / "bin/npu-smi-info_910B3_23.0.7_8npu_noproc.txt"
     text = table.read_text()
     assert "910B3" in text
-    table.write_text(text.replace("910B3", f"910B3{OSC52}{CLEAR}\u202e", 1))
+    table.write_text(text.replace("910B3", f"910B3{OSC52}{CLEAR}{PAINT}\u202e", 1))
     return scenario
 
 
@@ -59,16 +64,61 @@ def test_visible_escapes_controls_and_keeps_own_colours() -> None:
     assert out.getvalue() == "\rline\\u001b[2J\n"
 
 
+def test_quoted_escapes_colour_codes_too() -> None:
+    assert quoted(f"eth0{PAINT}x\x1b[0m") == "eth0\\u001b[45mx\\u001b[0m"
+    assert quoted(f"a{OSC52}\r\x9b\u202e\n\tb") == "a\\u001b]52;c;ZXZpbA==\\u0007\\u000d\\u009b\\u202e\n\tb"
+    assert quoted("910B3 · 64 GB") == "910B3 · 64 GB"
+
+
 def test_npu_smi_chip_names_are_printed_escaped(tmp_path: Path) -> None:
     scenario = _scenario(tmp_path)
     env = _env(scenario)
     root = str(scenario / "root")
-    for args in (["devices"], ["check", "--verbose"], ["check", "--markdown"], ["check", "--json"]):
-        result = npudoctor(*args, "--root", root, env=env)
+    for args, tty in (
+        (["devices"], False),
+        (["devices", "--color"], True),
+        (["check", "--verbose"], False),
+        (["check", "--verbose", "--color"], True),
+        (["check", "--markdown"], False),
+        (["check", "--json"], False),
+    ):
+        result = npudoctor(*args, "--root", root, env=env, tty=tty, width=200)
         _clean(result.stdout)
         _clean(result.stderr)
     shown = npudoctor("devices", "--root", root, env=env).stdout
-    assert "910B3\\u001b]52;c;ZXZpbA==" in shown
+    assert "910B3\\u001b]52;c;ZXZpbA==\\u0007\\u001b[2J\\u001b[45m\\u202e" in shown
+    report = npudoctor("check", "--root", root, env=env).stdout
+    assert "910B3\\u001b]52;c;ZXZpbA==\\u0007\\u001b[2J\\u001b[45m\\u202e" in report
+
+
+def test_environment_values_are_quoted_without_their_colours() -> None:
+    """A variable's value quoted in a fix command or a summary is printed with its colour
+    codes escaped, in the text report (plain, coloured, quiet), the Markdown report and the
+    device view; npudoctor's own colours stay."""
+    env = {**_env(CUDA_NAMED), "NCCL_SOCKET_IFNAME": f"eth0{PAINT}"}
+    root = str(CUDA_NAMED / "root")
+    for args, tty in (
+        ([], False),
+        (["--color"], True),
+        (["-q", "--color"], True),
+        (["--markdown"], False),
+    ):
+        out = npudoctor("check", *args, "--root", root, env=env, tty=tty, width=200).stdout
+        _clean(out)
+        assert "export HCCL_SOCKET_IFNAME='eth0\\u001b[45m'" in out, (args, out)
+        if "--color" in args:
+            assert "\x1b[2m$ \x1b[0m\x1b[1mexport HCCL_SOCKET_IFNAME='eth0\\u001b[45m'\x1b[0m" in out
+    plain = npudoctor("check", "--root", root, env=env).stdout
+    assert (
+        "        $ export HCCL_SOCKET_IFNAME='eth0\\u001b[45m'"
+        "  # the variable the NPU stack reads instead of NCCL_SOCKET_IFNAME\n"
+    ) in plain
+    env = {**_env(RAY_WORKER), "ASCEND_RT_VISIBLE_DEVICES": f"0{PAINT}"}
+    for args, tty in (([], False), (["--color"], True)):
+        out = npudoctor("devices", *args, "--root", str(RAY_WORKER / "root"), env=env, tty=tty, width=200).stdout
+        _clean(out)
+        assert "ASCEND_RT_VISIBLE_DEVICES=0\\u001b[45m" in out, out
+        assert ("\x1b[1mVisibility: " in out) == ("--color" in args)
 
 
 def test_health_prints_chip_names_escaped(tmp_path: Path) -> None:

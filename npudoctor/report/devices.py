@@ -91,6 +91,15 @@ if TYPE_CHECKING:
 _NARROW = frozenset("°→·─")
 
 
+def _quoted(text: str) -> str:
+    """``text`` with its control characters escaped, colour codes included: a chip name or a
+    variable's value from the judged machine cannot recolour the terminal (the view's own
+    colours are added around it)."""
+    from npudoctor.report.escape import quoted
+
+    return quoted(text)
+
+
 class _Unplain(Exception):
     """The plain layout cannot promise rich's output for this view: draw it with rich."""
 
@@ -119,6 +128,7 @@ class _Plain:
 
     @staticmethod
     def _check(text: str) -> str:
+        text = _quoted(text)
         if not all(" " <= ch <= "~" or ch in _NARROW for ch in text):
             raise _Unplain(text)
         return text
@@ -174,9 +184,9 @@ class _Rich:
         from rich.text import Text
 
         first, style = parts[0]
-        text = Text(first, style=style)
+        text = Text(_quoted(first), style=style)
         for t, style in parts[1:]:
-            text = text + Text(t, style=style)
+            text = text + Text(_quoted(t), style=style)
         return text
 
     def text(self, parts: Sequence[Part], wrap: bool = True) -> None:

@@ -8,7 +8,9 @@ point and by :func:`npudoctor.cli.run`), so no report, message or quote needs to
 to escape: each control character is written as ``\\uXXXX`` (valid inside a JSON string
 too, where it means the same character).  Kept as they are: newline, tab, the colour codes
 npudoctor writes itself (SGR ``ESC [ … m`` without concealment) and a carriage return
-written alone (the triage progress line)."""
+written alone (the triage progress line).  A colour code inside a quoted value is
+npudoctor's to escape before it reaches the stream: the reports quote every value with
+:func:`quoted`."""
 
 from __future__ import annotations
 
@@ -31,6 +33,15 @@ _SGR = lazyre.pattern(r"\x1b\[([0-9;]{0,24})m")
 
 def _escape(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group(0)):04x}"
+
+
+def quoted(text: str) -> str:
+    """``text`` quoted from the judged machine (an environment value, a file's contents, a
+    command's output) as a report prints it: every unsafe character written as ``\\uXXXX``,
+    the ESC of a colour code too.  :class:`SafeStream` keeps colour codes, since it cannot
+    tell npudoctor's own from those a value carries; a renderer quotes each value with this
+    before it adds its own colours, so that a value cannot recolour the terminal."""
+    return _UNSAFE.sub(_escape, text)
 
 
 def visible(text: str) -> str:

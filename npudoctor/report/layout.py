@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from npudoctor.findings import Finding
 from npudoctor.record import MutableRecord, field
+from npudoctor.report.escape import quoted
 from npudoctor.report.wrapping import wrap as wrap  # re-exported: the reports wrap with it
 
 if TYPE_CHECKING:
@@ -38,16 +39,19 @@ class Line(MutableRecord):
 
 class Painter:
     """Turns a :class:`Line` into text: with ``color``, each styled segment wrapped in ANSI
-    SGR codes; without, the plain text.  Trailing spaces are dropped either way."""
+    SGR codes; without, the plain text.  Trailing spaces are dropped either way.  The text
+    of a segment may quote the judged machine (a variable's value in a command, a chip
+    name): its control characters, colour codes included, are escaped
+    (:func:`npudoctor.report.escape.quoted`), so the only colours printed are the styles'."""
 
     def __init__(self, color: bool) -> None:
         self.color = color
 
     def __call__(self, line: Line) -> str:
         if not self.color:
-            return line.text.rstrip()
+            return quoted(line.text).rstrip()
         out = []
-        segments = list(line.segments)
+        segments = [(quoted(text), style) for text, style in line.segments]
         while segments and not segments[-1][0].strip():
             segments.pop()
         if segments:

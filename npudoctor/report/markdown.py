@@ -11,6 +11,7 @@ from npudoctor.findings import AREA_TITLES, Finding, counts
 from npudoctor.redact import Redactor, conceal_text
 from npudoctor.remedies.render import example
 from npudoctor.report.build import fix_list, folded_under, has_dependencies, order_header
+from npudoctor.report.escape import quoted
 from npudoctor.report.layout import command_of, remedy_for
 from npudoctor.report.summary import area_lines
 from npudoctor.snapshot import Snapshot, redactor_for
@@ -106,7 +107,11 @@ def render(snapshot: Snapshot, findings: Sequence[Finding], product_lines: Optio
     names, reasons), none of them from a key whose value the snapshot's redaction treats
     apart (a secret-named key, a host or user name), so redacting the snapshot first
     would change nothing the report shows.  ``tests/test_facts_views.py`` checks that no
-    scenario's report shows what the snapshot's redaction removes."""
+    scenario's report shows what the snapshot's redaction removes.
+
+    The finished text has its control characters escaped, colour codes included
+    (:func:`npudoctor.report.escape.quoted`): a Markdown report has no colours of its own,
+    and a value it quotes cannot recolour the terminal it is printed on."""
     redactor = redactor_for(snapshot)
     folded: Dict[str, List[Finding]] = folded_under(findings)
     hidden = {id(f) for group in folded.values() for f in group}
@@ -155,7 +160,7 @@ def render(snapshot: Snapshot, findings: Sequence[Finding], product_lines: Optio
     if gaps:
         out += ["", "Not checked (neither a problem nor a clean bill):", ""]
         out += [f"- {AREA_TITLES[a]}: {reason.replace('|', '/')}" for a, reason in gaps.items()]
-    return "\n".join(redact_text_lines(out, snapshot, redactor)) + "\n"
+    return quoted("\n".join(redact_text_lines(out, snapshot, redactor))) + "\n"
 
 
 #: Account names that say nothing about a person (left as they are in reports).
