@@ -212,6 +212,35 @@ def test_a_utf16_log_with_its_bom_is_read(tmp_path):
         assert doc["known"][1]["sample"] == "ImportError: libatb.so: cannot open shared object file: 无此文件"
 
 
+def test_a_utf8_bom_is_not_quoted(tmp_path):
+    """A log saved with a UTF-8 byte order mark (Notepad, PowerShell's utf8 encoding) is read
+    without it: its first line is quoted as it reads, from a file, gzipped or from stdin."""
+    text = FIXTURES.joinpath("error_import-torch_npu_libhccl-not-found_PTA-ERR00008.txt").read_bytes()
+    first = text.decode().splitlines()[0]
+    assert first.startswith("ImportError: libhccl.so: cannot open shared object file")
+    data = codecs.BOM_UTF8 + text
+    plain, packed = tmp_path / "run.log", tmp_path / "run.log.gz"
+    plain.write_bytes(data)
+    packed.write_bytes(gzip.compress(data))
+    for args, stdin in (([str(plain)], None), ([str(packed)], None), (["-"], data)):
+        doc = json.loads(npudoctor("triage", *args, "--no-facts", "--json", input=stdin).stdout)
+        assert (doc["sources"][0]["lines"], doc["sources"][0]["bytes"]) == (2, len(data))
+        assert [(g["id"], g["first"]["line"], g["sample"]) for g in doc["known"]][0] == (
+            "cann-library-not-found",
+            1,
+            first,
+        )
+    shown = npudoctor("triage", str(plain), "--no-facts").stdout
+    assert "\ufeff" not in shown
+    assert f"\n    {first}\n" in shown
+    unknown = tmp_path / "unknown.log"
+    unknown.write_bytes(codecs.BOM_UTF8 + b"RuntimeError: worker 3 exited with code 1\n")
+    doc = json.loads(npudoctor("triage", str(unknown), "--no-facts", "--json").stdout)
+    assert [(u["text"], u["first"]["line"]) for u in doc["unknown"]] == [
+        ("RuntimeError: worker 3 exited with code 1", 1)
+    ]
+
+
 def test_random_bytes_and_executables_stay_binary_with_or_without_a_hole(tmp_path):
     """Random bytes (one in ten a control byte) and an ELF executable are still skipped, also
     behind a run of NULs or a UTF-16 byte order mark; latin-1 text that starts like one is read."""

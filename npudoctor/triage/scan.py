@@ -1,10 +1,10 @@
 """The streaming scanner: find the known signatures in logs in constant memory.
 
 :class:`Scanner` streams any number of logs (training/inference output, CANN plog files,
-a pasted traceback; UTF-16 told by its byte order mark; NUL bytes dropped): fixed-size
-binary chunks, lines capped at :data:`MAX_LINE` bytes, a substring prefilter (the anchors
-of every pattern) to find candidate lines, and bounded group tables (repeats are counted
-with first/last line numbers, never stored).  It only finds and counts;
+a pasted traceback; UTF-16 told by its byte order mark, a UTF-8 one dropped; NUL bytes
+dropped): fixed-size binary chunks, lines capped at :data:`MAX_LINE` bytes, a substring
+prefilter (the anchors of every pattern) to find candidate lines, and bounded group tables
+(repeats are counted with first/last line numbers, never stored).  It only finds and counts;
 :mod:`npudoctor.triage.rank` says what the finds mean on a machine.
 """
 
@@ -435,9 +435,14 @@ class Scanner:
                 stats.compressed = kind
                 reader = _decompressor(kind, io.BufferedReader(_Rejoined(data, stream)))
                 data = reader.read(CHUNK) or b""
-            if is_utf16(data[:SNIFF]):  # read as the UTF-8 it means
+            if is_utf16(data[:SNIFF]):  # read as the UTF-8 it means (the codec drops the mark)
                 reader = codecs.EncodedFile(io.BufferedReader(_Rejoined(data, reader)), "utf-8", "utf-16", "replace")
                 data = reader.read(CHUNK) or b""
+            elif data.startswith(codecs.BOM_UTF8):
+                # a UTF-8 byte order mark (Notepad, PowerShell's utf8 encoding): not text of
+                # the first line, which would be quoted with an invisible U+FEFF in front
+                stats.bytes += len(codecs.BOM_UTF8)
+                data = data[len(codecs.BOM_UTF8) :] or reader.read(CHUNK) or b""
             while data and not data.lstrip(b"\0"):
                 # NULs only: the hole at the start of a log that logrotate's copytruncate
                 # emptied while a process went on writing it at its offset
