@@ -261,3 +261,26 @@ def test_a_framework_that_needs_a_newer_cann_names_the_hdk_when_the_driver_is_ol
         "(driver 24.1.rc2.2 is older than every HDK documented for it), and a reboot; then:"
     )
     assert f["fix"][1].startswith("chmod +x Ascend-cann-toolkit_8.3.RC2_linux-aarch64.run")
+
+
+def test_the_driver_verdict_is_said_once(tmp_path):
+    """k14 (a CANN 8.5.0 image on a host driver 24.1.rc2.2): DRV002's title says the verdict
+    and what it rests on; the evidence lists the facts without saying the verdict again."""
+    import tomllib
+    from clirun import npudoctor
+    from scenario_runner import REPO, environment, prepare
+
+    scenario = prepare(REPO / "tests/scenarios/k14-container-cann-8.5-host-driver-24.1", tmp_path)
+    env = environment(scenario, tomllib.loads((scenario / "scenario.toml").read_text()))
+    out = npudoctor("check", "-v", "--root", str(scenario / "root"), env=env).stdout
+    block = out[out.index("  ! DRV002 ") : out.index("      fix:", out.index("  ! DRV002 "))].splitlines()
+    assert block == [
+        "  ! DRV002 Driver 24.1.rc2.2 with CANN 8.5.0 (host driver, image CANN): not documented either way"
+        " (older than every HDK documented for CANN 8.5.0, within about a year (the oldest HDK documented"
+        " for CANN 8.5.0 is 25.0.X))",
+        "      evidence: driver 24.1.rc2.2 from /usr/local/Ascend/driver/version.info",
+        "      evidence: CANN 8.5.0 at /usr/local/Ascend/cann-8.5.0"
+        " (from /usr/local/Ascend/cann-8.5.0/aarch64-linux/ascend_toolkit_install.info)",
+        "      evidence: matrix: CANN 8.5.0 is paired with HDK 25.5.0; works with 25.5.X, 25.3.X, 25.2.X, 25.0.X",
+        "      evidence: documented to work: Ascend HDK 25.5.X, 25.3.X, 25.2.X, 25.0.X; paired 25.5.0",
+    ]

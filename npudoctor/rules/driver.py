@@ -230,7 +230,7 @@ def driver_cann(ctx: RuleContext) -> Iterable[Finding]:
         if req.compatible:
             line += f"; works with {', '.join(req.compatible)}"
         evidence.append(line)
-    evidence.append(f"{v.grade.words}: {v.source}")
+    # the verdict and its source are the title's (v.describe()): said once, not again here
     if v.window:
         evidence.append(f"documented to work: {v.window}")
     data: Dict[str, object] = {"driver": version, "cann": cann, "grade": v.grade.value, "source": v.source}
