@@ -138,7 +138,8 @@ def kernels_version(ctx: RuleContext) -> Iterable[Finding]:
     sev = severity(v)
     if sev is None:
         return
-    evidence = [toolkit_line(tk), f"kernels {kver} from {tk.kernels.source}", f"{v.grade.words}: {v.source}"]
+    # the verdict and its source are the title's (v.describe()): said once, not again here
+    evidence = [toolkit_line(tk), f"kernels {kver} from {tk.kernels.source}"]
     if v.window:
         evidence.append(f"documented to work: {v.window}")
     yield KERNELS_VERSION.finding(
@@ -207,8 +208,7 @@ def nnal_version(ctx: RuleContext) -> Iterable[Finding]:
         evidence=[
             toolkit_line(tk),
             f"NNAL/ATB {nnal.build or nnal.version} from {nnal.source}",
-            f"{v.grade.words}: {v.source}",
-        ],
+        ],  # the verdict and its source are the title's (v.describe()): said once
         fix=_applied_env(ctx, tk) + [install("nnal", ver, arch), nnal_set_env()],
         severity=sev,
         data={"toolkit": ver, "nnal": nnal.version, "grade": v.grade.value, "source": v.source},

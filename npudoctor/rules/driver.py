@@ -301,7 +301,7 @@ def firmware_driver(ctx: RuleContext) -> Iterable[Finding]:
         evidence.append("driver accepts firmware " + format_ranges(drv_ranges))
     if fw_ranges:
         evidence.append("firmware accepts drivers " + format_ranges(fw_ranges))
-    evidence.append(f"{v.grade.words}: {v.source}")
+    # the verdict and its source are the title's (v.describe()): said once, not again here
     if v.window:
         evidence.append(f"documented to work: {v.window}")
     yield FIRMWARE_DRIVER.finding(
