@@ -2,7 +2,8 @@
 where lint found a backend value, ``.cuda()`` → ``.npu()``, ``"cuda:N"`` → ``"npu:N"``,
 ``map_location="cpu"`` added to ``torch.load``, ``torch.cuda.amp.autocast``/``GradScaler``
 → the AMP API of the torch_npu line (only when it is known: ``--torch-npu`` or a machine) -- to
-Python files, formatting preserved (a text edit at the columns of the finding).  A file is
+Python files, formatting preserved (a text edit at the columns of the finding) and written in
+the encoding the file was read in (its coding declaration, its byte-order mark).  A file is
 written atomically (a temporary file beside it, then ``os.replace``), never through a
 symbolic link, and only when it parsed (a file with an LNT016 finding has no edits)."""
 
@@ -13,10 +14,13 @@ import os
 import tempfile
 from typing import Dict, List, Tuple
 
-from npudoctor.hostio import read_capped_text
+from npudoctor.hostio import read_capped
 from npudoctor.lint.model import Edit, LintFinding
 from npudoctor.lint.rules import FIXABLE
-from npudoctor.lint.run import MAX_FILE_BYTES
+from npudoctor.lint.run import MAX_FILE_BYTES, decode_python
+
+#: ``(path, old text, new text, encoding)`` of a file the rewrites change.
+Change = Tuple[str, str, str, str]
 
 
 def edits_by_file(findings: List[LintFinding]) -> Dict[str, List[Edit]]:
@@ -41,43 +45,48 @@ def apply(text: str, edits: List[Edit]) -> str:
     return "".join(lines)
 
 
-def plan(findings: List[LintFinding]) -> List[Tuple[str, str, str]]:
-    """``(path, old text, new text)`` of each file the rewrites change."""
+def plan(findings: List[LintFinding]) -> List[Change]:
+    """The :data:`Change` of each file the rewrites change (a file that no longer reads as
+    it did when it was linted is left alone)."""
     out = []
     for path, edits in sorted(edits_by_file(findings).items()):
         if os.path.islink(path):
             continue
-        old = read_capped_text(path, MAX_FILE_BYTES, what="source file")
-        if old.startswith("\ufeff"):
-            old = old[1:]
+        raw, over = read_capped(path, MAX_FILE_BYTES, whole=True)
+        if over:
+            continue
+        try:
+            old, encoding = decode_python(raw)
+        except ValueError:
+            continue
         new = apply(old, edits)
         if new != old:
-            out.append((path, old, new))
+            out.append((path, old, new, encoding))
     return out
 
 
-def diff(changes: List[Tuple[str, str, str]]) -> str:
+def diff(changes: List[Change]) -> str:
     return "".join(
         "".join(
             difflib.unified_diff(
                 old.splitlines(True), new.splitlines(True), "a/" + path.lstrip("/"), "b/" + path.lstrip("/")
             )
         )
-        for path, old, new in changes
+        for path, old, new, _encoding in changes
     )
 
 
-def write(changes: List[Tuple[str, str, str]]) -> int:
-    """Write each changed file atomically; the number written."""
+def write(changes: List[Change]) -> int:
+    """Write each changed file atomically, in its encoding; the number written."""
     written = 0
-    for path, _old, new in changes:
+    for path, _old, new, encoding in changes:
         if os.path.islink(path):
             continue
         directory = os.path.dirname(os.path.abspath(path))
         mode = os.stat(path).st_mode & 0o7777
         fd, tmp = tempfile.mkstemp(prefix=".npudoctor-fix-", dir=directory)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            with os.fdopen(fd, "w", encoding=encoding, newline="") as fh:
                 fh.write(new)
             os.chmod(tmp, mode)
             os.replace(tmp, path)

@@ -16,6 +16,8 @@ from npudoctor.session.status import ExitStatus
 SCHEMA_VERSION = 1
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+#: The code of a file that could not be linted.
+UNREADABLE = "LNT016"
 
 
 def exit_status(result: LintResult, strict: bool = False) -> ExitStatus:
@@ -31,7 +33,9 @@ def _summary(result: LintResult) -> str:
     files = f"{result.files} file{'s' if result.files != 1 else ''}"
     if not result.findings:
         return f"No CUDA-isms found in {files}.\n"
-    return f"{c['error']} error(s), {c['warning']} warning(s), {c['info']} note(s) in {files}.\n"
+    unread = len({f.path for f in result.findings if f.code == UNREADABLE})
+    not_linted = f"; {unread} not linted (LNT016)" if unread else ""
+    return f"{c['error']} error(s), {c['warning']} warning(s), {c['info']} note(s) in {files}{not_linted}.\n"
 
 
 def text(result: LintResult) -> str:

@@ -4,14 +4,17 @@ Bounded: a file over :data:`MAX_FILE_BYTES`, or holding more than :data:`MAX_COD
 Python code, is one LNT016 finding, at most :data:`MAX_FILES` files are read, directories are walked without following links (no loop), files reached
 through a link that leaves the given path are skipped, and ``.git``, virtual environments
 (a ``pyvenv.cfg``), ``node_modules``, caches and ``.github`` (CI of the project's own runners)
-are not entered.  Nothing is executed."""
+are not entered.  Nothing is executed.  Python sources are decoded as Python decodes them (a
+coding declaration, else UTF-8); the other files lint reads are UTF-8."""
 
 from __future__ import annotations
 
 import ast
+import io
 import json
 import os
 import stat
+import tokenize
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from npudoctor.hostio import read_capped
@@ -50,8 +53,17 @@ SKIP_DIRS = {
 }
 
 
+#: The fix of a file that cannot be linted, unless the reason names a better one.
+UNREADABLE_FIX = "fix the file, or exclude it"
+ENCODING_FIX = "declare its encoding on line 1 or 2 (# -*- coding: gbk -*-), or save it as UTF-8"
+
+
 class _Unreadable(Exception):
-    """A file that cannot be linted, and why."""
+    """A file that cannot be linted, and why (``fix``: what the user can do)."""
+
+    def __init__(self, why: str, fix: str = UNREADABLE_FIX) -> None:
+        super().__init__(why)
+        self.fix = fix
 
 
 def kind_of(path: str) -> Optional[str]:
@@ -105,7 +117,7 @@ def walk(paths: Sequence[str]) -> Iterator[str]:
                 yield given
 
 
-def _read(path: str) -> str:
+def _read_bytes(path: str) -> bytes:
     try:
         st = os.stat(path)
     except OSError as exc:
@@ -120,10 +132,50 @@ def _read(path: str) -> str:
         raise _Unreadable(f"cannot read it: {exc.strerror}") from None
     if over:
         raise _Unreadable(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB: not read")
+    return raw
+
+
+def _read(path: str) -> str:
+    raw = _read_bytes(path)
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise _Unreadable(f"not UTF-8 (byte {exc.start})") from None
+
+
+def decode_python(raw: bytes) -> Tuple[str, str]:
+    """``(text, encoding)`` of Python source bytes, decoded as Python decodes them (PEP 263,
+    PEP 3120): a UTF-8 byte-order mark, else a coding declaration on line 1 or 2, else UTF-8.
+    A mark gives ``utf-8-sig``, so text written back in ``encoding`` keeps it.  Raises
+    ``ValueError`` saying why the bytes are not Python source text (an encoding Python does not
+    know, bytes that are not in the encoding)."""
+    try:
+        encoding, _lines = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError as exc:
+        message = str(exc.msg)
+        if message.startswith("unknown encoding"):
+            declared = message.rpartition(": ")[2]
+            raise ValueError(f"declares the encoding {declared!r}, which Python does not know") from None
+        if message.startswith("encoding problem"):
+            raise ValueError("starts with a UTF-8 byte-order mark but declares another encoding") from None
+        raise ValueError("not UTF-8 (line 1 or 2) and declares no encoding") from None
+    try:
+        return raw.decode(encoding), encoding
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        said = (
+            "not UTF-8 and declares no encoding"
+            if encoding in ("utf-8", "utf-8-sig")
+            else f"not {encoding} as declared"
+        )
+        raise ValueError(f"{said} (line {line}, byte {exc.start})") from None
+
+
+def _read_python(path: str) -> str:
+    try:
+        return decode_python(_read_bytes(path))[0]
+    except ValueError as exc:
+        raise _Unreadable(str(exc), ENCODING_FIX) from None
 
 
 def _parse(text: str) -> ast.AST:
@@ -147,9 +199,21 @@ def _python(
     lines = text.splitlines()
     tree = _parse(text)
     try:
-        return pylint.scan(tree, lines, k, torch_npu, no_bf16, npus)
+        return _columns(pylint.scan(tree, lines, k, torch_npu, no_bf16, npus), lines)
     except RecursionError:
         raise _Unreadable("nested too deeply to lint") from None
+
+
+def _columns(raws: List[Raw], lines: List[str]) -> List[Raw]:
+    """``raws`` with their columns in characters of the line (the parser counts UTF-8 bytes,
+    which differ from characters on a line holding non-ASCII text)."""
+    out = []
+    for raw in raws:
+        line, col = raw[0], raw[2]
+        if 0 < line <= len(lines) and col and not lines[line - 1].isascii():
+            col = len(lines[line - 1].encode("utf-8")[:col].decode("utf-8", errors="ignore"))
+        out.append(raw[:2] + (col,) + raw[3:])
+    return out
 
 
 def _shell(text: str, k: LintKnowledge, npus: Optional[int]) -> List[Raw]:
@@ -193,7 +257,7 @@ def _notebook(
     except _Unreadable as exc:
         raise _Unreadable(f"a code cell {exc}") from None
     try:
-        raws = pylint.scan(tree, code_lines, k, torch_npu, no_bf16, npus)
+        raws = _columns(pylint.scan(tree, code_lines, k, torch_npu, no_bf16, npus), code_lines)
     except RecursionError:
         raise _Unreadable("a code cell is nested too deeply to lint") from None
     for raw in raws:
@@ -217,7 +281,7 @@ def lint_file(
     kind = kind_of(path) or "python"
     severity = {c: code.severity for c, code in lint_codes().items()}
     try:
-        text = _read(path)
+        text = _read_python(path) if kind == "python" else _read(path)
         lines = text.splitlines()
         if kind == "notebook":
             cells = _notebook(text, k, torch_npu, no_bf16, npus)
@@ -232,11 +296,7 @@ def lint_file(
         else:
             raws = _shell(text, k, npus)
     except _Unreadable as exc:
-        return [
-            LintFinding(
-                path, 1, 1, 0, "LNT016", severity["LNT016"], f"not linted: {exc}", "fix the file, or exclude it", ""
-            )
-        ]
+        return [LintFinding(path, 1, 1, 0, "LNT016", severity["LNT016"], f"not linted: {exc}", exc.fix, "")]
     return [_finding(path, raw, severity, lines[raw[0] - 1] if 0 < raw[0] <= len(lines) else "") for raw in raws]
 
 

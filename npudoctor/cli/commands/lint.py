@@ -35,6 +35,10 @@ With --root DIR, --python PATH or --from SNAPSHOT the advice follows that machin
 precision API of its installed torch_npu (only the Python packages are read; nothing is run
 inside --root). Without them, or --torch-npu X.Y, the advice states its assumption.
 
+A file that cannot be read, decoded or parsed is not linted: it is one LNT016 warning,
+counted in the summary ("N not linted"), so --strict fails on it. Python files are decoded
+as Python decodes them (a coding declaration such as "# -*- coding: gbk -*-", else UTF-8).
+
 Exit codes: 0 no error found; 1 errors (or warnings with --strict); 2 usage error."""
 
 FORMATS = ("text", "json", "sarif", "github")
