@@ -75,3 +75,134 @@ def test_fix_writes_a_gbk_file_back_in_gbk_and_keeps_a_byte_order_mark(tmp_path:
     npudoctor("lint", "--fix", tmp_path)
     assert (tmp_path / "train.py").read_bytes() == GBK.replace(".cuda()", ".npu()").encode("gbk")
     assert (tmp_path / "bom.py").read_bytes() == b"\xef\xbb\xbfm = m.npu()\n"
+
+
+# -- files classified by name and content --------------------------------------------------
+
+DOCKERFILE = """\
+# syntax=docker/dockerfile:1
+FROM --platform=linux/amd64 nvidia/cuda:12.1.0-cudnn8-devel-ubuntu22.04 AS build
+ENV CUDA_VISIBLE_DEVICES=0
+ENV PYTORCH_CUDA_ALLOC_CONF expandable_segments:True
+RUN pip install --no-cache-dir torch==2.1.0 \\
+    --extra-index-url https://download.pytorch.org/whl/cu121 && \\
+    pip install flash-attn==2.5.8 --no-build-isolation
+RUN nvidia-smi
+FROM nvcr.io/nvidia/pytorch:24.01-py3
+"""
+
+REQUIREMENTS = """\
+--extra-index-url https://download.pytorch.org/whl/cu121
+torch==2.1.0+cu121
+nvidia-cudnn-cu12==8.9.2.26
+flash-attn>=2.5  # attention
+bitsandbytes
+cupy-cuda12x
+transformers>=4.40
+triton
+torch-npu==2.1.0
+"""
+
+
+def _where(doc: Dict[str, Any]) -> List[Any]:
+    return [(Path(f["path"]).name, f["line"], f["column"], f["code"], f["severity"]) for f in _findings(doc)]
+
+
+def test_a_dockerfile_is_linted_as_one(tmp_path: Path) -> None:
+    (tmp_path / "Dockerfile").write_text(DOCKERFILE)
+    doc = _json(tmp_path / "Dockerfile")
+    assert _where(doc) == [
+        ("Dockerfile", 2, 29, "LNT021", "error"),
+        ("Dockerfile", 3, 5, "LNT013", "warning"),
+        ("Dockerfile", 4, 5, "LNT013", "warning"),
+        ("Dockerfile", 6, 31, "LNT020", "error"),
+        ("Dockerfile", 7, 17, "LNT020", "error"),
+        ("Dockerfile", 8, 5, "LNT014", "error"),
+        ("Dockerfile", 9, 6, "LNT021", "error"),
+    ]
+    base = _findings(doc)[0]
+    assert base["message"] == "FROM nvidia/cuda:12.1.0-cudnn8-devel-ubuntu22.04: NVIDIA's CUDA image"
+    assert "quay.io/ascend/cann:<CANN>-" in base["fix"]  # the repository's data names it; no tag is made up
+    assert _findings(doc)[4]["message"].startswith("flash-attn is CUDA-only: ")
+    assert _findings(doc)[4]["fix"].startswith("on the NPU: torch_npu.npu_fusion_attention")
+
+
+def test_a_requirements_file_is_linted_for_cuda_only_packages(tmp_path: Path) -> None:
+    (tmp_path / "requirements-train.txt").write_text(REQUIREMENTS)
+    doc = _json(tmp_path / "requirements-train.txt")
+    assert [(f["line"], f["code"], f["severity"]) for f in _findings(doc)] == [
+        (1, "LNT020", "error"),
+        (2, "LNT020", "error"),
+        (3, "LNT020", "warning"),
+        (4, "LNT020", "error"),
+        (5, "LNT020", "warning"),
+        (6, "LNT020", "error"),
+    ]
+    messages = [f["message"] for f in _findings(doc)]
+    assert messages[0] == "the PyTorch CUDA wheel index (cu121): torch resolves to a CUDA build"
+    assert messages[1] == "torch==2.1.0+cu121 is a CUDA build (local version +cu121)"
+    assert [m.split(" is ")[0] for m in messages[2:]] == [
+        "nvidia-cudnn-cu12",
+        "flash-attn",
+        "bitsandbytes",
+        "cupy-cuda12x",
+    ]
+
+
+def test_scripts_without_a_suffix_follow_their_shebang(tmp_path: Path) -> None:
+    (tmp_path / "run").write_text("#!/bin/bash\nexport CUDA_VISIBLE_DEVICES=0,1\npip install xformers\n")
+    (tmp_path / "train").write_text("#!/usr/bin/env python3\nm = m.cuda()\n")
+    (tmp_path / "tool").write_text('#!/usr/bin/perl\nprint "cuda";\n')
+    doc = _json(tmp_path / "run", tmp_path / "train")
+    assert _where(doc) == [
+        ("run", 2, 8, "LNT013", "warning"),
+        ("run", 3, 13, "LNT020", "error"),
+        ("train", 2, 5, "LNT001", "error"),
+    ]
+    (f,) = _findings(_json(tmp_path / "tool"))
+    assert f["code"] == "LNT016" and f["message"].startswith(
+        "not linted: a script for another interpreter (#!/usr/bin/perl)"
+    )
+
+
+def test_a_directory_walk_includes_them_by_name_and_shebang(tmp_path: Path) -> None:
+    (tmp_path / "docker").mkdir()
+    (tmp_path / "docker" / "Dockerfile.a3").write_text("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n")
+    (tmp_path / "requirements.txt").write_text("flash-attn\n")
+    (tmp_path / "constraints.txt").write_text("cupy-cuda12x==13.0\n")
+    (tmp_path / "run").write_text("#!/bin/sh\nnvidia-smi\n")
+    (tmp_path / "NOTES").write_text("nvidia-smi and flash-attn\n")  # no shebang, no known name: not read
+    (tmp_path / "notes.txt").write_text("flash-attn\n")
+    doc = _json(tmp_path)
+    assert sorted((str(Path(f["path"]).relative_to(tmp_path)), f["code"]) for f in _findings(doc)) == [
+        ("constraints.txt", "LNT020"),
+        ("docker/Dockerfile.a3", "LNT021"),
+        ("requirements.txt", "LNT020"),
+        ("run", "LNT014"),
+    ]
+    assert doc["files"] == 4
+
+
+def test_k8s_gpu_requests_and_nccl_in_a_command_list(tmp_path: Path) -> None:
+    (tmp_path / "job.yaml").write_text(
+        "spec:\n"
+        "  containers:\n"
+        "    - name: train\n"
+        '      command: ["torchrun", "--backend", "nccl", "train.py"]\n'
+        "      args:\n"
+        "        - --dist-backend\n"
+        '        - "nccl"\n'
+        "      resources:\n"
+        "        limits:\n"
+        "          nvidia.com/gpu: 8\n"
+    )
+    doc = _json(tmp_path / "job.yaml")
+    assert [(f["line"], f["column"], f["code"]) for f in _findings(doc)] == [
+        (4, 43, "LNT002"),
+        (7, 12, "LNT002"),
+        (10, 11, "LNT022"),
+    ]
+    assert (
+        _findings(doc)[2]["fix"]
+        == "request the Ascend device plugin's resource (huawei.com/Ascend910: 8 for 910-class NPUs)"
+    )

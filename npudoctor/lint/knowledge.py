@@ -1,6 +1,6 @@
 """The data of ``npudoctor lint``: ``npudoctor/knowledge/data/lint.toml`` (torch.cuda API names,
 CUDA graph APIs, the AMP API by torch_npu release line, launch-script variables and commands,
-CUDA-only libraries) read once into frozen records.  Library entries that name a
+CUDA-only libraries, CUDA base images) read once into frozen records.  Library entries that name a
 ``cuda_only.toml`` entry take its reason and NPU replacement from there, so ``check`` (installed
 packages) and ``lint`` (imports) give the same advice."""
 
@@ -49,6 +49,13 @@ class Float64(Record):
     dtype_calls: Tuple[str, ...]
 
 
+class Image(Record):
+    """A CUDA base image: ``pattern`` fully matches a FROM line's image reference."""
+
+    pattern: str
+    what: str
+
+
 class LintKnowledge(Record):
     cuda_api: Dict[str, str]
     graphs: Dict[str, str]
@@ -57,6 +64,8 @@ class LintKnowledge(Record):
     commands: Dict[str, str]
     libraries: Dict[str, Library]
     float64: Float64
+    images: Tuple[Image, ...]
+    npu_base_image: str
 
     def amp_for(self, torch_npu: Optional[Tuple[int, int]]) -> Optional[AmpApi]:
         """The AMP API of the torch_npu release line ``torch_npu``; ``None`` when unknown."""
@@ -135,6 +144,8 @@ def load() -> LintKnowledge:
             methods=tuple(str(x) for x in f64.get("methods", [])),
             dtype_calls=tuple(str(x) for x in f64.get("dtype_calls", [])),
         ),
+        images=tuple(Image(str(i["pattern"]), str(i["what"])) for i in doc.get("image", [])),
+        npu_base_image=str(dict(doc.get("base_image") or {}).get("npu", "")),
     )
     _CACHE.append(knowledge)
     return knowledge

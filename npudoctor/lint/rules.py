@@ -38,6 +38,9 @@ def lint_codes() -> Dict[str, Code]:
             codes.get("LNT017"),
             codes.get("LNT018"),
             codes.get("LNT019"),
+            codes.get("LNT020"),
+            codes.get("LNT021"),
+            codes.get("LNT022"),
         )
     }
 

@@ -1,4 +1,6 @@
 """``lint_paths``: walk the given files and directories, lint each file, return the findings.
+A file's kind comes from its name (:func:`kind_of`), else from its shebang; a file given by
+name that neither names is read as Python.
 
 Bounded: a file over :data:`MAX_FILE_BYTES`, or holding more than :data:`MAX_CODE_CHARS` of
 Python code, is one LNT016 finding, at most :data:`MAX_FILES` files are read, directories are walked without following links (no loop), files reached
@@ -17,9 +19,10 @@ import stat
 import tokenize
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
+from npudoctor import lazyre
 from npudoctor.hostio import read_capped
+from npudoctor.lint import installs, shell
 from npudoctor.lint import python as pylint
-from npudoctor.lint import shell
 from npudoctor.lint.knowledge import LintKnowledge, load
 from npudoctor.lint.model import LintFinding, LintResult
 from npudoctor.lint.rules import FIXABLE, lint_codes
@@ -35,6 +38,9 @@ PYTHON = (".py", ".pyw")
 SHELL = (".sh", ".bash")
 NOTEBOOK = (".ipynb",)
 CONFIG = (".yaml", ".yml", ".json")
+DOCKERFILES = ("dockerfile", "containerfile")
+DOCKERFILE_SUFFIXES = (".dockerfile", ".containerfile")
+REQUIREMENTS = ("requirements", "constraints")
 SKIP_DIRS = {
     ".git",
     ".hg",
@@ -67,7 +73,11 @@ class _Unreadable(Exception):
 
 
 def kind_of(path: str) -> Optional[str]:
-    low = path.lower()
+    """What ``path`` is by its name: ``python``, ``shell``, ``notebook``, ``config``,
+    ``dockerfile`` (``Dockerfile``, ``Containerfile``, ``Dockerfile.a3``, ``x.dockerfile``)
+    or ``requirements`` (``requirements*.txt``, ``constraints*.txt``, ``requirements*.in``);
+    ``None`` when the name does not say."""
+    low = os.path.basename(path).lower()
     if low.endswith(PYTHON):
         return "python"
     if low.endswith(SHELL):
@@ -76,7 +86,37 @@ def kind_of(path: str) -> Optional[str]:
         return "notebook"
     if low.endswith(CONFIG):
         return "config"
+    if low in DOCKERFILES or low.startswith(tuple(d + "." for d in DOCKERFILES)) or low.endswith(DOCKERFILE_SUFFIXES):
+        return "dockerfile"
+    if low.startswith(REQUIREMENTS) and low.endswith((".txt", ".in")):
+        return "requirements"
     return None
+
+
+_SHEBANG = lazyre.pattern(rb"#![ \t]*(\S+)(?:[ \t]+(\S+))?(?:[ \t]+(\S+))?")
+_SHELLS = {"sh", "bash", "dash", "ksh", "zsh", "ash"}
+
+
+def _shebang(path: str) -> Tuple[Optional[str], str]:
+    """The kind a file's shebang line names (``shell``, ``python``, ``None`` for another
+    interpreter or none) and that line ("" none): ``#!/bin/bash``, ``#!/usr/bin/env python3``,
+    ``#!/usr/bin/env -S python3 -u``."""
+    try:
+        head, _over = read_capped(path, 256)
+    except OSError:
+        return None, ""
+    m = _SHEBANG.match(head.split(b"\n", 1)[0])
+    if m is None:
+        return None, ""
+    words = [os.path.basename(w.decode("utf-8", "replace")) for w in m.groups() if w]
+    if words[0] == "env":
+        words = [w for w in words[1:] if not w.startswith("-")] or [""]
+    program, line = words[0], m.group(0).decode("utf-8", "replace")
+    if program in _SHELLS:
+        return "shell", line
+    if program == "python" or (program.startswith("python") and program[6:].replace(".", "").isdigit()):
+        return "python", line
+    return None, line
 
 
 def _inside(path: str, root: str) -> bool:
@@ -85,8 +125,9 @@ def _inside(path: str, root: str) -> bool:
 
 
 def walk(paths: Sequence[str]) -> Iterator[str]:
-    """The lintable files under ``paths`` (a file given explicitly is linted whatever its
-    suffix is not: only known suffixes), each once, in a stable order."""
+    """The lintable files under ``paths``, each once, in a stable order: a file given
+    explicitly whatever its name; in a directory, files of a kind lint knows by name
+    (:func:`kind_of`) and files without a suffix whose shebang names a shell or Python."""
     seen = set()
     count = 0
     for given in paths:
@@ -100,8 +141,10 @@ def walk(paths: Sequence[str]) -> Iterator[str]:
                 )
                 for name in sorted(filenames):
                     full = os.path.join(dirpath, name)
-                    if kind_of(name) is None or not _inside(full, root):
+                    if not _inside(full, root):
                         continue
+                    if kind_of(name) is None and ("." in name or _shebang(full)[0] is None):
+                        continue  # a script without a suffix is linted when its shebang names a shell or Python
                     real = os.path.realpath(full)
                     if real in seen:
                         continue
@@ -217,10 +260,11 @@ def _columns(raws: List[Raw], lines: List[str]) -> List[Raw]:
 
 
 def _shell(text: str, k: LintKnowledge, npus: Optional[int]) -> List[Raw]:
-    return [
-        (ln, ln, col, code, msg, fix, (), sev)
-        for ln, col, code, msg, fix, sev in shell.scan_lines(text.splitlines(), k, text, npus)
-    ]
+    return _raws(installs.scan_shell(text.splitlines(), k, text, npus))
+
+
+def _raws(hits: List[installs.Hit]) -> List[Raw]:
+    return [(ln, ln, col, code, msg, fix, (), sev) for ln, col, code, msg, fix, sev in hits]
 
 
 def _notebook(
@@ -265,7 +309,7 @@ def _notebook(
         out.append((cell, (at, at + raw[1] - raw[0], raw[2], raw[3], raw[4], raw[5], (), raw[7])))
     whole = text
     for cell, at, body in shell_lines:
-        for _ln, col, code, msg, fix, sev in shell.scan_lines([body], k, whole, npus):
+        for _ln, col, code, msg, fix, sev in installs.scan_shell([body], k, whole, npus):
             out.append((cell, (at, at, col, code, msg, fix, (), sev)))
     return out
 
@@ -278,21 +322,40 @@ def lint_file(
     npus: Optional[int] = None,
 ) -> List[LintFinding]:
     """The findings of one file (an unreadable file is one LNT016 finding)."""
-    kind = kind_of(path) or "python"
+    kind = kind_of(path)
+    shebang = ""
+    if kind is None:
+        kind, shebang = _shebang(path)
     severity = {c: code.severity for c, code in lint_codes().items()}
     try:
+        if kind is None and shebang:
+            raise _Unreadable(
+                f"a script for another interpreter ({shebang}); lint reads Python, shell scripts,"
+                " notebooks, configs, Dockerfiles and requirements files",
+                "lint the files it runs, or exclude it",
+            )
+        guessed = kind is None
+        kind = kind or "python"
         text = _read_python(path) if kind == "python" else _read(path)
         lines = text.splitlines()
         if kind == "notebook":
             cells = _notebook(text, k, torch_npu, no_bf16, npus)
             return [_finding(path, raw, severity, "", cell) for cell, raw in cells]
         if kind == "python":
-            raws = _python(text, k, torch_npu, no_bf16, npus)
+            try:
+                raws = _python(text, k, torch_npu, no_bf16, npus)
+            except _Unreadable as exc:
+                if not guessed:
+                    raise
+                raise _Unreadable(
+                    f"neither its name nor a shebang says what it is, and as Python it {exc}", exc.fix
+                ) from None
         elif kind == "config":
-            raws = [
-                (ln, ln, col, code, msg, fix, (), sev)
-                for ln, col, code, msg, fix, sev in shell.scan_config(lines, k, text, no_bf16, npus)
-            ]
+            raws = _raws(shell.scan_config(lines, k, text, no_bf16, npus))
+        elif kind == "dockerfile":
+            raws = _raws(installs.scan_dockerfile(lines, k, text, npus))
+        elif kind == "requirements":
+            raws = _raws(installs.scan_requirements(lines, k))
         else:
             raws = _shell(text, k, npus)
     except _Unreadable as exc:

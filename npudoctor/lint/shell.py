@@ -9,6 +9,7 @@ from typing import List, Optional, Tuple
 from npudoctor import lazyre
 from npudoctor.lint.knowledge import LintKnowledge
 from npudoctor.lint.rules import visible_devices_problem
+from npudoctor.remedies.world import POD_RESOURCE
 
 VISIBLE = "ASCEND_RT_VISIBLE_DEVICES"
 _VALUE = lazyre.pattern(r"""("[^"]*"|'[^']*'|[^\s;&|)]*)""")
@@ -62,7 +63,7 @@ def _backend(number: int, col: int) -> Tuple[int, int, str, str, str, Optional[s
     )
 
 
-def _env_var(
+def env_var(
     number: int, col: int, name: str, knowledge: LintKnowledge, whole: str
 ) -> List[Tuple[int, int, str, str, str, Optional[str]]]:
     """LNT013: a CUDA- or NCCL-named variable set, unless the text sets its NPU twin too."""
@@ -117,7 +118,7 @@ def scan_lines(
             if name == VISIBLE:
                 value = _VALUE.match(line, m.end())
                 out.extend(_visible(number, m.start(1), value.group(1) if value else "", npus))
-            out.extend(_env_var(number, m.start(1), name, knowledge, whole))
+            out.extend(env_var(number, m.start(1), name, knowledge, whole))
         for m in _BACKEND.finditer(line):
             out.append(_backend(number, m.start(1)))
         out.extend(_tools(number, line, knowledge))
@@ -139,6 +140,26 @@ _CONFIG_BF16 = lazyre.pattern(
 )
 
 
+#: A Kubernetes resource request or limit of NVIDIA GPUs.
+_CONFIG_GPU = lazyre.pattern(r"""["']?(nvidia\.com/gpu)["']?\s*:\s*["']?(\d+)""")
+#: A backend option and its value as items of a command list: ``["--backend", "nccl"]``.
+_CONFIG_LIST_BACKEND = lazyre.pattern(r"""["']--?(?:dist[-_])?backend["']\s*,\s*["']?(nccl)\b""")
+_CONFIG_ITEM = lazyre.pattern(r"""\s*-\s+["']?([^"'\s]+)["']?\s*$""")
+_BACKEND_OPTIONS = {"--backend", "-backend", "--dist-backend", "--dist_backend"}
+
+
+def gpu_resource(number: int, col: int, count: str) -> Tuple[int, int, str, str, str, Optional[str]]:
+    """LNT022: ``nvidia.com/gpu: N`` requested."""
+    return (
+        number,
+        col,
+        "LNT022",
+        f"nvidia.com/gpu: {count} asks NVIDIA's device plugin for GPUs; an Ascend node has none",
+        f"request the Ascend device plugin's resource ({POD_RESOURCE}: {count} for 910-class NPUs)",
+        None,
+    )
+
+
 _CONFIG_VISIBLE = lazyre.pattern(r"""["']?ASCEND_RT_VISIBLE_DEVICES["']?\s*[:=]\s*("[^"]*"|'[^']*'|[^\s,}#]+)""")
 
 
@@ -150,16 +171,25 @@ def scan_config(
     npus: Optional[int] = None,
 ) -> List[Tuple[int, int, str, str, str, Optional[str]]]:
     """YAML or JSON launcher configs (Kubernetes env lists, Hydra/Lightning/DeepSpeed-style
-    keys): the distributed backend, the device and the environment variables they set, and
-    commands they run, as for shell scripts."""
+    keys): the distributed backend (a key, or an option and its value in a command list), the
+    device, NVIDIA GPU resource requests, and the environment variables they set and commands
+    they run, as for shell scripts."""
     out: List[Tuple[int, int, str, str, str, Optional[str]]] = []
+    item = ""  # the previous item of a block list (``- --backend``)
     for number, raw in enumerate(lines, 1):
         line = strip_comment(raw) if not raw.lstrip().startswith(("{", "[", '"')) else raw
         if not line.strip():
             continue
-        m = _CONFIG_BACKEND.search(line)
+        m = _CONFIG_BACKEND.search(line) or _CONFIG_LIST_BACKEND.search(line)
         if m:
             out.append(_backend(number, m.start(1)))
+        m = _CONFIG_ITEM.match(line)
+        if m and m.group(1) == "nccl" and item in _BACKEND_OPTIONS:
+            out.append(_backend(number, m.start(1)))
+        item = m.group(1) if m else ""
+        m = _CONFIG_GPU.search(line)
+        if m:
+            out.append(gpu_resource(number, m.start(1), m.group(2)))
         m = _CONFIG_VISIBLE.search(line)
         if m:
             out.extend(_visible(number, m.start(), m.group(1), npus))
@@ -188,6 +218,6 @@ def scan_config(
                 )
             )
         for m in list(_CONFIG_ENV_KEY.finditer(line)) + list(_CONFIG_ENV_NAME.finditer(line)):
-            out.extend(_env_var(number, m.start(1), m.group(1), knowledge, whole))
+            out.extend(env_var(number, m.start(1), m.group(1), knowledge, whole))
         out.extend(_tools(number, line, knowledge))
     return sorted(set(out))

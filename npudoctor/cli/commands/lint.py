@@ -23,11 +23,15 @@ if TYPE_CHECKING:
     from npudoctor.lint.machine import MachineAdvice
 
 LINT_HELP = """Find the CUDA-isms that break or silently degrade on an Ascend NPU in code and launch files.
-It reads Python files, notebooks (.ipynb code cells), shell launch scripts (.sh, .bash) and
-launcher configs (.yaml, .yml, .json) and finds .cuda() and "cuda:N",
+It reads Python files, notebooks (.ipynb code cells), shell launch scripts (.sh, .bash, or a
+shell or Python shebang without a suffix), launcher and Kubernetes configs (.yaml, .yml, .json),
+Dockerfiles (Dockerfile, Containerfile, *.dockerfile) and requirements files (requirements*.txt,
+constraints*.txt) and finds .cuda() and "cuda:N",
 torch.cuda.* calls, backend "nccl", torch.cuda.amp, torch.load without map_location, cuDNN
 flags, CUDA graphs, float64 tensors, CUDA-only libraries, CPU fallback behind torch.cuda.is_available(),
-CUDA_VISIBLE_DEVICES / NCCL_* / nvidia-smi in launch scripts. Each finding carries the NPU fix;
+CUDA_VISIBLE_DEVICES / NCCL_* / nvidia-smi in launch scripts, CUDA-only packages and the
+PyTorch CUDA wheel index in requirements and pip install lines, CUDA base images, and
+nvidia.com/gpu resource requests. Each finding carries the NPU fix;
 `npudoctor explain LNTnnn` says more. Directories are walked without following links, skipping
 .git, virtual environments and node_modules.
 
