@@ -206,3 +206,61 @@ def test_k8s_gpu_requests_and_nccl_in_a_command_list(tmp_path: Path) -> None:
         _findings(doc)[2]["fix"]
         == "request the Ascend device plugin's resource (huawei.com/Ascend910: 8 for 910-class NPUs)"
     )
+
+
+# -- notebooks: where a finding is, in every output form ------------------------------------
+
+
+def _notebook(tmp_path: Path) -> Path:
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "source": ["# training\n"]},
+            {
+                "cell_type": "code",
+                "source": ["%env CUDA_VISIBLE_DEVICES=0\n", "import torch\n", "m = m.cuda()\n", "  !nvidia-smi\n"],
+            },
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps(nb, indent=1))
+    return path
+
+
+def test_notebook_findings_carry_their_cell_in_github_and_sarif_output(tmp_path: Path) -> None:
+    from tests.sarif_2_1_0 import violations
+
+    path = _notebook(tmp_path)
+    github = npudoctor("lint", "--format", "github", path).stdout.splitlines()
+    assert (
+        github[1]
+        == f"::error file={path},title=LNT001::cell 2, line 3: .cuda() moves to a CUDA device. Fix: .npu() or .to(device)"
+    )
+    assert not any(",line=" in line for line in github)  # no line of the JSON text is claimed
+    doc = json.loads(npudoctor("lint", "--format", "sarif", path).stdout)
+    assert violations(doc) == []
+    result = doc["runs"][0]["results"][1]
+    assert result["message"]["text"] == "cell 2, line 3: .cuda() moves to a CUDA device. Fix: .npu() or .to(device)"
+    (location,) = result["locations"]
+    assert "region" not in location["physicalLocation"]
+    assert location["logicalLocations"] == [{"name": "cell 2"}]
+    assert location["properties"] == {"cell": 2, "cellRegion": {"startLine": 3, "endLine": 3, "startColumn": 5}}
+
+
+def test_notebook_env_magic_is_flagged_and_text_output_shows_the_source(tmp_path: Path) -> None:
+    path = _notebook(tmp_path)
+    doc = _json(path)
+    assert [(f["cell"], f["line"], f["column"], f["code"], f["source"]) for f in _findings(doc)] == [
+        (2, 1, 6, "LNT013", "%env CUDA_VISIBLE_DEVICES=0"),
+        (2, 3, 5, "LNT001", "m = m.cuda()"),
+        (2, 4, 4, "LNT014", "!nvidia-smi"),
+    ]
+    text = npudoctor("lint", path).stdout.splitlines()
+    assert text[1:4] == [
+        "  cell 2, 1:6  warning  LNT013  CUDA_VISIBLE_DEVICES is read by the CUDA stack only",
+        "      | %env CUDA_VISIBLE_DEVICES=0",
+        "      fix: use ASCEND_RT_VISIBLE_DEVICES",
+    ]
+    assert text[5] == "      | m = m.cuda()"

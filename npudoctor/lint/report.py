@@ -1,6 +1,7 @@
 """Render a :class:`~npudoctor.lint.model.LintResult`: text grouped by file with the source
 line, JSON (``schema_version`` 1, a ``findings`` list), SARIF 2.1.0 (code-scanning UIs) and
-GitHub Actions workflow annotations.  The exit policy is :func:`exit_status`, in one place."""
+GitHub Actions workflow annotations (a notebook finding names its cell in each of them).  The
+exit policy is :func:`exit_status`, in one place."""
 
 from __future__ import annotations
 
@@ -92,13 +93,21 @@ def sarif(result: LintResult) -> Dict[str, Any]:
 
     def one(f: LintFinding) -> Dict[str, Any]:
         region: Dict[str, Any] = {"startLine": f.line, "endLine": max(f.end_line, f.line), "startColumn": f.col + 1}
-        return {
+        physical: Dict[str, Any] = {"artifactLocation": {"uri": _uri(f.path)}}
+        location: Dict[str, Any] = {"physicalLocation": physical}
+        if f.cell is None:
+            physical["region"] = region
+        else:  # lines count in the cell, not in the notebook's JSON: no region of the file is claimed
+            location["logicalLocations"] = [{"name": f"cell {f.cell}"}]
+            location["properties"] = {"cell": f.cell, "cellRegion": region}
+        out: Dict[str, Any] = {
             "ruleId": f.code,
             "ruleIndex": index[f.code],
             "level": _SARIF_LEVEL[f.severity],
-            "message": {"text": f"{f.message.rstrip('.')}. Fix: {f.fix}"},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(f.path)}, "region": region}}],
+            "message": {"text": f"{_where(f)}{f.message.rstrip('.')}. Fix: {f.fix}"},
+            "locations": [location],
         }
+        return out
 
     return {
         "$schema": SARIF_SCHEMA,
@@ -125,14 +134,25 @@ def _escape(value: str, prop: bool = False) -> str:
     return value
 
 
+def _where(f: LintFinding) -> str:
+    """``cell N, line L: `` before the message of a notebook finding ("" for other files)."""
+    return f"cell {f.cell}, line {f.line}: " if f.cell is not None else ""
+
+
 def github(result: LintResult) -> str:
-    """One GitHub Actions workflow command per finding (``::error file=…,line=…::…``)."""
+    """One GitHub Actions workflow command per finding (``::error file=…,line=…::…``); a
+    notebook finding names its cell and line in the message and is annotated on the file
+    (its lines count in the cell, not in the notebook's JSON)."""
     level = {"error": "error", "warning": "warning", "info": "notice"}
     out = []
     for f in result.findings:
-        props = f"file={_escape(f.path, True)},line={f.line},endLine={max(f.end_line, f.line)},col={f.col + 1},title={f.code}"
+        if f.cell is None:
+            at = f",line={f.line},endLine={max(f.end_line, f.line)},col={f.col + 1}"
+        else:
+            at = ""
+        props = f"file={_escape(f.path, True)}{at},title={f.code}"
         message = f.message.rstrip(".")
-        out.append(f"::{level[f.severity]} {props}::{_escape(f'{message}. Fix: {f.fix}')}")
+        out.append(f"::{level[f.severity]} {props}::{_escape(f'{_where(f)}{message}. Fix: {f.fix}')}")
     return "".join(line + "\n" for line in out)
 
 

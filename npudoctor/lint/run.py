@@ -17,7 +17,7 @@ import json
 import os
 import stat
 import tokenize
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from npudoctor import lazyre
 from npudoctor.hostio import read_capped
@@ -280,7 +280,8 @@ def _notebook(
         raise _Unreadable("not a notebook (no JSON object with a list of cells)") from None
     code_lines: List[str] = []
     where: List[Tuple[int, int]] = []  # (cell, line in cell) of each line of code_lines
-    shell_lines: List[Tuple[int, int, str]] = []
+    shell_lines: List[Tuple[int, int, int, str]] = []  # (cell, line, column of the command, command)
+    out: List[Tuple[int, Raw]] = []
     for number, cell in enumerate(cells, 1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
@@ -289,13 +290,16 @@ def _notebook(
         for i, line in enumerate(src.splitlines(), 1):
             stripped = line.lstrip()
             if stripped.startswith("!"):
-                shell_lines.append((number, i, stripped[1:]))
+                shell_lines.append((number, i, len(line) - len(stripped) + 1, stripped[1:]))
                 line = ""
             elif stripped.startswith("%"):
+                m = _MAGIC_ENV.match(line)
+                if m:  # %env NAME=value sets the kernel's environment, as os.environ does
+                    for _ln, col, code, msg, fix, sev in shell.env_var(i, m.start(1), m.group(1), k, text):
+                        out.append((number, (i, i, col, code, msg, fix, (), sev)))
                 line = ""
             code_lines.append(line)
             where.append((number, i))
-    out: List[Tuple[int, Raw]] = []
     try:
         tree = _parse("\n".join(code_lines))
     except _Unreadable as exc:
@@ -308,9 +312,26 @@ def _notebook(
         cell, at = where[raw[0] - 1] if 0 < raw[0] <= len(where) else (0, raw[0])
         out.append((cell, (at, at + raw[1] - raw[0], raw[2], raw[3], raw[4], raw[5], (), raw[7])))
     whole = text
-    for cell, at, body in shell_lines:
+    for cell, at, start, body in shell_lines:
         for _ln, col, code, msg, fix, sev in installs.scan_shell([body], k, whole, npus):
-            out.append((cell, (at, at, col, code, msg, fix, (), sev)))
+            out.append((cell, (at, at, start + col, code, msg, fix, (), sev)))
+    return out
+
+
+#: IPython's ``%env NAME=value`` / ``%env NAME value`` / ``%set_env NAME=value``.
+_MAGIC_ENV = lazyre.pattern(r"\s*%(?:env|set_env)\s+([A-Za-z_][A-Za-z0-9_]*)\s*[=\s]")
+
+
+def _cell_lines(text: str) -> Dict[Tuple[int, int], str]:
+    """``(cell, line) -> source line`` of a notebook's code cells (its text already parsed
+    once by :func:`_notebook`)."""
+    out: Dict[Tuple[int, int], str] = {}
+    for number, cell in enumerate(json.loads(text)["cells"], 1):
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            source = cell.get("source", "")
+            src = "".join(str(s) for s in source) if isinstance(source, list) else str(source)
+            for i, line in enumerate(src.splitlines(), 1):
+                out[(number, i)] = line
     return out
 
 
@@ -340,7 +361,8 @@ def lint_file(
         lines = text.splitlines()
         if kind == "notebook":
             cells = _notebook(text, k, torch_npu, no_bf16, npus)
-            return [_finding(path, raw, severity, "", cell) for cell, raw in cells]
+            sources = _cell_lines(text) if cells else {}
+            return [_finding(path, raw, severity, sources.get((cell, raw[0]), ""), cell) for cell, raw in cells]
         if kind == "python":
             try:
                 raws = _python(text, k, torch_npu, no_bf16, npus)
