@@ -264,3 +264,25 @@ def test_notebook_env_magic_is_flagged_and_text_output_shows_the_source(tmp_path
         "      fix: use ASCEND_RT_VISIBLE_DEVICES",
     ]
     assert text[5] == "      | m = m.cuda()"
+
+
+# -- --diff and --fix ------------------------------------------------------------------------
+
+
+def test_diff_is_a_preview_with_the_documented_exit_status(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("m = m.cuda()\n")
+    res = npudoctor("lint", "--diff", tmp_path / "a.py")
+    assert res.stdout.endswith("-m = m.cuda()\n+m = m.npu()\n")
+    assert res.returncode == 1  # "1 errors": the preview wrote nothing, the error stands
+    assert (tmp_path / "a.py").read_text() == "m = m.cuda()\n"
+    (tmp_path / "w.py").write_text("import torch\nx = torch.load('a.pt')\n")
+    assert npudoctor("lint", "--diff", tmp_path / "w.py").returncode == 0
+    assert npudoctor("lint", "--diff", "--strict", tmp_path / "w.py").returncode == 1
+
+
+def test_fix_with_diff_or_diff_with_json_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("m = m.cuda()\n")
+    res = npudoctor("lint", "--fix", "--diff", tmp_path / "a.py")
+    assert res.returncode == 2 and "--diff previews the rewrites and writes nothing; --fix writes them" in res.stderr
+    assert (tmp_path / "a.py").read_text() == "m = m.cuda()\n"
+    assert npudoctor("lint", "--diff", "--json", tmp_path / "a.py").returncode == 2

@@ -111,7 +111,11 @@ def register(app: typer.Typer) -> None:
             ),
         ] = False,
         show_diff: Annotated[
-            bool, typer.Option("--diff", help="Print the rewrites as a unified diff; write nothing.")
+            bool,
+            typer.Option(
+                "--diff",
+                help="Print the rewrites --fix would make as a unified diff; write nothing (exit status as without it).",
+            ),
         ] = False,
         root: RootOpt = None,
         python: PythonOpt = None,
@@ -127,6 +131,10 @@ def register(app: typer.Typer) -> None:
             raise fail_usage(f"--format {output_format!r}: choose one of {', '.join(FORMATS)}", env)
         if as_json and output_format not in ("text", "json"):
             raise fail_usage("--json and --format cannot be combined", env)
+        if show_diff and fix:
+            raise fail_usage("--diff previews the rewrites and writes nothing; --fix writes them: give one", env)
+        if show_diff and form != "text":
+            raise fail_usage("--diff prints a unified diff; it cannot be combined with --json or --format", env)
         missing = [p for p in paths if not os.path.lexists(p)]
         if missing:
             raise fail_usage(f"no such file or directory: {', '.join(missing)}", env)
@@ -151,9 +159,9 @@ def register(app: typer.Typer) -> None:
             from npudoctor.lint import fix as fixer
 
             changes = fixer.plan(result.findings)
-            if show_diff:
+            if show_diff:  # a preview: the findings stand, and the exit status says so
                 env.stdout.write(fixer.diff(changes))
-                raise typer.Exit(int(ExitStatus.OK))
+                raise typer.Exit(int(exit_status(result, strict)))
             fixer.write(changes)
             result = lint_paths(paths, torch_npu=line, no_bf16=no_bf16, npus=npus)
         env.stdout.write(render(result, form))
