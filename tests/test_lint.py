@@ -278,9 +278,9 @@ def test_without_torch_npu_under_root_the_advice_states_its_assumption(tmp_path:
     (tmp_path / "a.py").write_text("import torch\ns = torch.cuda.amp.GradScaler()\n")
     res = npudoctor("lint", "--json", "--root", tmp_path / "root", tmp_path / "a.py")
     assert "torch_npu version not known" in json.loads(res.stdout)["findings"][0]["fix"]
-    assert res.stderr == "npudoctor lint: torch_npu is not installed on that machine\n"
-    both = npudoctor("lint", "--torch-npu", "2.6", "--root", tmp_path / "root", tmp_path / "a.py")
-    assert both.returncode == 2
+    assert res.stderr.startswith("npudoctor lint: torch_npu is not installed on that machine; give --torch-npu")
+    both = npudoctor("lint", "--json", "--torch-npu", "2.6", "--root", tmp_path / "root", tmp_path / "a.py")
+    assert both.returncode == 0  # the machine does not name the line: --torch-npu does
 
 
 def _run_with(env_kwargs: Dict[str, Any], *argv: Any) -> Tuple[int, str, str]:

@@ -286,3 +286,26 @@ def test_fix_with_diff_or_diff_with_json_is_refused(tmp_path: Path) -> None:
     assert res.returncode == 2 and "--diff previews the rewrites and writes nothing; --fix writes them" in res.stderr
     assert (tmp_path / "a.py").read_text() == "m = m.cuda()\n"
     assert npudoctor("lint", "--diff", "--json", tmp_path / "a.py").returncode == 2
+
+
+# -- --torch-npu beside a machine --------------------------------------------------------------
+
+
+def test_with_a_machine_the_advice_names_what_works_in_that_mode(tmp_path: Path) -> None:
+    from tests.test_lint import _root_with_torch_npu
+
+    (tmp_path / "bare").mkdir()
+    (tmp_path / "a.py").write_text("import torch\ns = torch.cuda.amp.GradScaler()\n")
+    res = npudoctor("lint", "--json", "--root", tmp_path / "bare", tmp_path / "a.py")
+    assert res.stderr == (
+        "npudoctor lint: torch_npu is not installed on that machine;"
+        " give --torch-npu X.Y for the AMP advice of the torch_npu it will run with\n"
+    )
+    assert "give --torch-npu" in json.loads(res.stdout)["findings"][0]["fix"]
+    res = npudoctor("lint", "--json", "--torch-npu", "2.6", "--root", tmp_path / "bare", tmp_path / "a.py")
+    assert res.stderr == "npudoctor lint: torch_npu is not installed on that machine; AMP advice for --torch-npu 2.6\n"
+    assert json.loads(res.stdout)["findings"][0]["fix"] == 'torch.amp.GradScaler("npu")'
+    root = _root_with_torch_npu(tmp_path / "root", "2.1.0")
+    res = npudoctor("lint", "--torch-npu", "2.6", "--root", root, tmp_path / "a.py")
+    assert res.returncode == 2
+    assert "--torch-npu 2.6: that machine says torch_npu 2.1.0 installed; the AMP advice follows it" in res.stderr

@@ -37,7 +37,8 @@ nvidia.com/gpu resource requests. Each finding carries the NPU fix;
 
 With --root DIR, --python PATH or --from SNAPSHOT the advice follows that machine: the mixed
 precision API of its installed torch_npu (only the Python packages are read; nothing is run
-inside --root). Without them, or --torch-npu X.Y, the advice states its assumption.
+inside --root). Without them the advice follows --torch-npu X.Y, or states its assumption; with
+them --torch-npu names the line only when that machine has no torch_npu lint can read.
 
 A file that cannot be read, decoded or parsed is not linted: it is one LNT016 warning,
 counted in the summary ("N not linted"), so --strict fails on it. Python files are decoded
@@ -140,15 +141,23 @@ def register(app: typer.Typer) -> None:
             raise fail_usage(f"no such file or directory: {', '.join(missing)}", env)
         try:
             line = release_line(torch_npu)
-            if (root or python or from_) and torch_npu:
-                raise UsageError(
-                    "--torch-npu names the release line; it cannot be combined with --root/--python/--from"
-                )
             no_bf16, npus = None, None
             if root or python or from_:
                 advice = machine_advice(root, python, from_, env)
-                line, no_bf16, npus = advice.torch_npu, advice.no_bf16, advice.npus
-                env.stderr.write(f"npudoctor lint: {advice.said}\n")
+                no_bf16, npus = advice.no_bf16, advice.npus
+                said = advice.said
+                if advice.torch_npu is not None:
+                    if torch_npu:
+                        raise UsageError(
+                            f"--torch-npu {torch_npu}: that machine says {advice.said}; the AMP advice follows it"
+                            " (leave out --torch-npu, or lint without --root/--python/--from)"
+                        )
+                    line = advice.torch_npu
+                elif torch_npu:
+                    said += f"; AMP advice for --torch-npu {torch_npu}"
+                else:  # the only way to name the line in this mode
+                    said += "; give --torch-npu X.Y for the AMP advice of the torch_npu it will run with"
+                env.stderr.write(f"npudoctor lint: {said}\n")
         except (ValueError, UsageError) as exc:
             raise fail_usage(str(exc), env) from None
         progress = Progress(env) if env.stderr_isatty else None
