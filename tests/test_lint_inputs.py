@@ -309,3 +309,15 @@ def test_with_a_machine_the_advice_names_what_works_in_that_mode(tmp_path: Path)
     res = npudoctor("lint", "--torch-npu", "2.6", "--root", root, tmp_path / "a.py")
     assert res.returncode == 2
     assert "--torch-npu 2.6: that machine says torch_npu 2.1.0 installed; the AMP advice follows it" in res.stderr
+
+
+# -- hostile file names --------------------------------------------------------------------------
+
+
+def test_control_characters_in_file_names_keep_the_text_output_one_line_per_file(tmp_path: Path) -> None:
+    (tmp_path / "a\nFAKE.py").write_text("m = m.cuda()\n")
+    (tmp_path / "b\t\x1b[2Jc.py").write_text("m = m.cuda()\n")
+    lines = npudoctor("lint", tmp_path).stdout.splitlines()
+    headers = [line for line in lines if not line.startswith(" ") and line and "error(s)" not in line]
+    assert headers == [f"{tmp_path}/a\\u000aFAKE.py", f"{tmp_path}/b\\u0009\\u001b[2Jc.py"]
+    assert len(lines) == 11  # 4 lines a file, a blank line after each, the summary
