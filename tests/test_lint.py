@@ -102,6 +102,47 @@ def test_amp_advice_follows_the_torch_npu_line(tmp_path: Path) -> None:
     assert "torch_npu version not known" in unknown["findings"][0]["fix"]
 
 
+_CUSTOM_FUNCTION = (
+    "import torch\n"
+    "\n"
+    "\n"
+    "class ScaledSoftmax(torch.autograd.Function):\n"
+    "    @staticmethod\n"
+    "    @torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)\n"
+    "    def forward(ctx, x, scale):\n"
+    "        y = torch.softmax(x * scale, dim=-1)\n"
+    "        ctx.save_for_backward(y)\n"
+    "        return y\n"
+    "\n"
+    "    @staticmethod\n"
+    "    @torch.cuda.amp.custom_bwd\n"
+    "    def backward(ctx, grad):\n"
+    "        (y,) = ctx.saved_tensors\n"
+    "        return y * (grad - (grad * y).sum(-1, keepdim=True)), None\n"
+)
+
+
+def test_amp_decorators_get_a_decorator_by_the_torch_npu_line(tmp_path: Path) -> None:
+    _c, new = _lint(tmp_path, "softmax.py", _CUSTOM_FUNCTION, "--torch-npu", "2.6")
+    _c, mid = _lint(tmp_path, "softmax.py", _CUSTOM_FUNCTION, "--torch-npu", "2.3")
+    _c, unknown = _lint(tmp_path, "softmax.py", _CUSTOM_FUNCTION)
+    assert _codes(new) == [(6, "LNT004"), (13, "LNT004")]
+    assert [f["fix"] for f in new["findings"]] == [
+        'torch.amp.custom_fwd(device_type="npu")',
+        'torch.amp.custom_bwd(device_type="npu")',
+    ]
+    assert [f["fix"] for f in mid["findings"]] == ["torch_npu.npu.amp.custom_fwd", "torch_npu.npu.amp.custom_bwd"]
+    assert unknown["findings"][0]["fix"] == (
+        'torch.amp.custom_fwd(device_type="npu") with torch_npu >= 2.4, else torch_npu.npu.amp.custom_fwd '
+        "(torch_npu version not known: give --torch-npu)"
+    )
+    assert "cast_inputs" in new["findings"][0]["message"] and "autocast(" not in new["findings"][0]["fix"]
+    path = tmp_path / "softmax.py"
+    diff = npudoctor("lint", "--diff", "--torch-npu", "2.6", path).stdout
+    assert '+    @torch.amp.custom_fwd(device_type="npu", cast_inputs=torch.float32)\n' in diff
+    assert '+    @torch.amp.custom_bwd(device_type="npu")\n' in diff
+
+
 def test_transfer_to_npu_silences_what_it_remaps_but_not_its_limits(tmp_path: Path) -> None:
     text = (
         "import torch\nfrom torch_npu.contrib import transfer_to_npu\n"

@@ -16,11 +16,15 @@ from npudoctor.record import Record
 
 
 class AmpApi(Record):
-    """The mixed-precision API of torch_npu release lines ``>= min`` (a ``(major, minor)``)."""
+    """The mixed-precision API of torch_npu release lines ``>= min`` (a ``(major, minor)``):
+    the autocast context, the gradient scaler, and the decorators of a custom autograd
+    Function's forward and backward."""
 
     min: Tuple[int, int]
     autocast: str
     grad_scaler: str
+    custom_fwd: str
+    custom_bwd: str
 
 
 class EnvVar(Record):
@@ -75,6 +79,19 @@ class LintKnowledge(Record):
             if torch_npu >= api.min:
                 return api
         return None
+
+    def amp_unknown(self, pick: str) -> str:
+        """The advice for the AMP API ``pick`` (an :class:`AmpApi` field) when the torch_npu
+        line is not known: the newest spelling with the first line that has it, else the
+        oldest."""
+        rows = sorted(self.amp, key=lambda a: a.min, reverse=True)
+        new, old = str(getattr(rows[0], pick)), str(getattr(rows[-1], pick))
+        if new == old:
+            return new
+        since = min(a.min for a in rows if getattr(a, pick) == new)
+        return (
+            f"{new} with torch_npu >= {since[0]}.{since[1]}, else {old} (torch_npu version not known: give --torch-npu)"
+        )
 
     def env_var(self, name: str) -> Optional[EnvVar]:
         for var in self.env:
@@ -134,7 +151,14 @@ def load() -> LintKnowledge:
         cuda_api=_strings(doc.get("cuda_api")),
         graphs=_strings(doc.get("graphs")),
         amp=tuple(
-            AmpApi(_version(str(a["min"])), str(a["autocast"]), str(a["grad_scaler"])) for a in doc.get("amp", [])
+            AmpApi(
+                _version(str(a["min"])),
+                str(a["autocast"]),
+                str(a["grad_scaler"]),
+                str(a["custom_fwd"]),
+                str(a["custom_bwd"]),
+            )
+            for a in doc.get("amp", [])
         ),
         env=tuple(EnvVar(str(e["name"]), str(e.get("npu", ""))) for e in doc.get("env", [])),
         commands={str(c["name"]): str(c.get("npu", "")) for c in doc.get("command", [])},

@@ -56,6 +56,21 @@ _STRING_SEARCH = {
     "partition",
     "rpartition",
 }
+#: The AMP API each torch.cuda.amp name maps to (a field of the lint knowledge's AmpApi).
+_AMP_PICK = {
+    "autocast": "autocast",
+    "GradScaler": "grad_scaler",
+    "custom_fwd": "custom_fwd",
+    "custom_bwd": "custom_bwd",
+}
+#: What a torch.cuda.amp name does on the NPU ({} is the name as called).
+_AMP_MESSAGE = {
+    "": "{} is CUDA's mixed precision: disabled on the NPU, training runs in float32",
+    "custom_fwd": "{} reads CUDA's autocast state, which is off on the NPU: under NPU autocast its cast_inputs "
+    "is not applied and backward does not get forward's autocast state",
+    "custom_bwd": "{} replays CUDA's autocast state, which is off on the NPU: backward does not run in "
+    "forward's NPU autocast state",
+}
 _HCCL_LITERAL = lazyre.pattern(r"""['"]hccl['"]""", re.IGNORECASE)
 _EXIT = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _SEED_OK = {
@@ -128,6 +143,7 @@ class _Scan(ast.NodeVisitor):
         self.libraries_seen: Set[str] = set()
         self.knows_hccl = False
         self.f64_names: Dict[str, ast.AST] = {}
+        self.decorators: Set[int] = set()
 
     # -- helpers ---------------------------------------------------------------------------
     def qual(self, node: ast.AST) -> Optional[str]:
@@ -274,6 +290,7 @@ class _Scan(ast.NodeVisitor):
     def _decorators(self, node: ast.AST) -> None:
         """Strings in decorators are metadata (``@pytest.mark.runs_on(["cuda"])``), not placements."""
         for deco in getattr(node, "decorator_list", ()):
+            self.decorators.add(id(deco))
             self.skip.update(id(n) for n in ast.walk(deco) if isinstance(n, (ast.Constant, ast.JoinedStr)))
         self.generic_visit(node)
 
@@ -693,35 +710,18 @@ class _Scan(ast.NodeVisitor):
             return
         api = self.k.amp_for(self.torch_npu)
         what = rest.split(".")[-1]
-        if api is not None:
-            fix = (
-                api.grad_scaler
-                if what == "GradScaler"
-                else api.autocast
-                if what == "autocast"
-                else f"the NPU AMP API ({api.autocast})"
-            )
+        pick = _AMP_PICK.get(what)
+        if pick is None:
+            fix = f"the NPU AMP API ({api.autocast})" if api is not None else self.k.amp_unknown("autocast")
         else:
-            new, old = (
-                sorted(self.k.amp, key=lambda a: a.min, reverse=True)[0],
-                sorted(self.k.amp, key=lambda a: a.min)[0],
-            )
-            pick = "grad_scaler" if what == "GradScaler" else "autocast"
-            fix = (
-                f"{getattr(new, pick)} with torch_npu >= {new.min[0]}.{new.min[1]}, else {getattr(old, pick)} "
-                "(torch_npu version not known: give --torch-npu)"
-            )
+            fix = str(getattr(api, pick)) if api is not None else self.k.amp_unknown(pick)
         edit = None
-        if api is not None and what in ("autocast", "GradScaler"):
-            call = api.grad_scaler if what == "GradScaler" else api.autocast
+        if api is not None and pick is not None:
+            call = str(getattr(api, pick))
             edit = rules.rename_call(node, self.lines, f"torch.cuda.{rest}", call)
-        self.add(
-            node,
-            "LNT004",
-            f"torch.cuda.{rest} is CUDA's mixed precision: disabled on the NPU, training runs in float32",
-            fix,
-            edit,
-        )
+            if edit is None and id(node) in self.decorators and pick.startswith("custom_"):
+                edit = rules.replace_node(node, self.lines, call)  # a bare @torch.cuda.amp.custom_fwd
+        self.add(node, "LNT004", _AMP_MESSAGE.get(what, _AMP_MESSAGE[""]).format(f"torch.cuda.{rest}"), fix, edit)
 
 
 Raw = Tuple[int, int, int, str, str, str, Tuple[Edit, ...], Optional[str]]
