@@ -128,12 +128,15 @@ def test_amp_decorators_get_a_decorator_by_the_torch_npu_line(tmp_path: Path) ->
     _c, unknown = _lint(tmp_path, "softmax.py", _CUSTOM_FUNCTION)
     assert _codes(new) == [(6, "LNT004"), (13, "LNT004")]
     assert [f["fix"] for f in new["findings"]] == [
-        'torch.amp.custom_fwd(device_type="npu")',
+        'torch.amp.custom_fwd(device_type="npu", cast_inputs=torch.float32)',
         'torch.amp.custom_bwd(device_type="npu")',
     ]
-    assert [f["fix"] for f in mid["findings"]] == ["torch_npu.npu.amp.custom_fwd", "torch_npu.npu.amp.custom_bwd"]
-    assert unknown["findings"][0]["fix"] == (
-        'torch.amp.custom_fwd(device_type="npu") with torch_npu >= 2.4, else torch_npu.npu.amp.custom_fwd '
+    assert [f["fix"] for f in mid["findings"]] == [
+        "torch_npu.npu.amp.custom_fwd(cast_inputs=torch.float32)",
+        "torch_npu.npu.amp.custom_bwd",
+    ]
+    assert unknown["findings"][1]["fix"] == (
+        'torch.amp.custom_bwd(device_type="npu") with torch_npu >= 2.4, else torch_npu.npu.amp.custom_bwd '
         "(torch_npu version not known: give --torch-npu)"
     )
     assert "cast_inputs" in new["findings"][0]["message"] and "autocast(" not in new["findings"][0]["fix"]
@@ -141,6 +144,55 @@ def test_amp_decorators_get_a_decorator_by_the_torch_npu_line(tmp_path: Path) ->
     diff = npudoctor("lint", "--diff", "--torch-npu", "2.6", path).stdout
     assert '+    @torch.amp.custom_fwd(device_type="npu", cast_inputs=torch.float32)\n' in diff
     assert '+    @torch.amp.custom_bwd(device_type="npu")\n' in diff
+
+
+_FP32_EVAL = (
+    "import torch\n"
+    "\n"
+    "\n"
+    "def evaluate(model, loader):\n"
+    "    model.eval()\n"
+    "    with torch.no_grad(), torch.cuda.amp.autocast(enabled=False):\n"
+    "        return [model(x.float()) for x in loader]\n"
+    "\n"
+    "\n"
+    "def train_step(model, batch, scaler):\n"
+    "    with torch.cuda.amp.autocast(True, torch.bfloat16):\n"
+    "        loss = model(batch)\n"
+    "    scaler.scale(loss).backward()\n"
+    "\n"
+    "\n"
+    "scaler = torch.cuda.amp.GradScaler(2.0**14, growth_interval=500)\n"
+    "fwd = torch.cuda.amp.custom_fwd(forward_impl, cast_inputs=torch.float32)\n"
+)
+
+
+def test_amp_replacements_keep_the_arguments_of_the_call(tmp_path: Path) -> None:
+    _c, new = _lint(tmp_path, "train.py", _FP32_EVAL, "--torch-npu", "2.6")
+    _c, old = _lint(tmp_path, "train.py", _FP32_EVAL, "--torch-npu", "2.1")
+    _c, unknown = _lint(tmp_path, "train.py", _FP32_EVAL)
+    assert [f["fix"] for f in new["findings"]] == [
+        'torch.amp.autocast("npu", enabled=False)',
+        'torch.amp.autocast("npu", enabled=True, dtype=torch.bfloat16)',  # the device comes first: named
+        'torch.amp.GradScaler("npu", 2.0**14, growth_interval=500)',
+        'torch.amp.custom_fwd(forward_impl, device_type="npu", cast_inputs=torch.float32)',
+    ]
+    assert [f["fix"] for f in old["findings"]][:2] == [
+        "torch.npu.amp.autocast(enabled=False)",
+        "torch.npu.amp.autocast(enabled=True, dtype=torch.bfloat16)",
+    ]
+    assert unknown["findings"][0]["fix"] == (
+        'torch.amp.autocast("npu", enabled=False) with torch_npu >= 2.3, else torch.npu.amp.autocast(enabled=False) '
+        "(torch_npu version not known: give --torch-npu)"
+    )
+    assert "not the NPU's" in new["findings"][0]["message"]  # the region was meant to stay float32
+    path = tmp_path / "train.py"
+    diff = npudoctor("lint", "--diff", "--torch-npu", "2.6", path).stdout
+    assert '+    with torch.no_grad(), torch.amp.autocast("npu", enabled=False):\n' in diff
+    assert '+    with torch.amp.autocast("npu", enabled=True, dtype=torch.bfloat16):\n' in diff
+    assert '+fwd = torch.amp.custom_fwd(forward_impl, device_type="npu", cast_inputs=torch.float32)\n' in diff
+    old_diff = npudoctor("lint", "--diff", "--torch-npu", "2.1", path).stdout
+    assert "+    with torch.npu.amp.autocast(True, torch.bfloat16):\n" in old_diff  # same parameters: kept as written
 
 
 def test_transfer_to_npu_silences_what_it_remaps_but_not_its_limits(tmp_path: Path) -> None:

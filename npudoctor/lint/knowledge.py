@@ -7,7 +7,7 @@ packages) and ``lint`` (imports) give the same advice."""
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from npudoctor import tomlread
 from npudoctor.knowledge import cuda_only
@@ -80,15 +80,16 @@ class LintKnowledge(Record):
                 return api
         return None
 
-    def amp_unknown(self, pick: str) -> str:
+    def amp_unknown(self, pick: str, spell: Callable[[str], str] = str) -> str:
         """The advice for the AMP API ``pick`` (an :class:`AmpApi` field) when the torch_npu
         line is not known: the newest spelling with the first line that has it, else the
-        oldest."""
+        oldest; ``spell`` turns an API as the data spells it into the text advised (the
+        user's arguments added)."""
         rows = sorted(self.amp, key=lambda a: a.min, reverse=True)
-        new, old = str(getattr(rows[0], pick)), str(getattr(rows[-1], pick))
+        new, old = spell(str(getattr(rows[0], pick))), spell(str(getattr(rows[-1], pick)))
         if new == old:
             return new
-        since = min(a.min for a in rows if getattr(a, pick) == new)
+        since = min(a.min for a in rows if spell(str(getattr(a, pick))) == new)
         return (
             f"{new} with torch_npu >= {since[0]}.{since[1]}, else {old} (torch_npu version not known: give --torch-npu)"
         )

@@ -63,6 +63,8 @@ _AMP_PICK = {
     "custom_fwd": "custom_fwd",
     "custom_bwd": "custom_bwd",
 }
+#: torch.cuda.amp.autocast's positional parameters, in order.
+_AUTOCAST_ARGS = ("enabled", "dtype", "cache_enabled")
 #: What a torch.cuda.amp name does on the NPU ({} is the name as called).
 _AMP_MESSAGE = {
     "": "{} is CUDA's mixed precision: disabled on the NPU, training runs in float32",
@@ -101,6 +103,12 @@ def _mentions_npu(node: ast.AST) -> bool:
 def _on_cpu(node: ast.AST) -> bool:
     """Whether ``node`` is a tensor just moved to the CPU (``x.cpu()``, ``x.detach().cpu()``)."""
     return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "cpu"
+
+
+def _turns_off(call: ast.Call) -> bool:
+    """Whether an autocast call says ``enabled=False`` (by keyword or as its first argument)."""
+    values = [k.value for k in call.keywords if k.arg == "enabled"] + list(call.args[:1])
+    return any(isinstance(v, ast.Constant) and v.value is False for v in values)
 
 
 def _is_device_string(text: str) -> bool:
@@ -144,6 +152,7 @@ class _Scan(ast.NodeVisitor):
         self.knows_hccl = False
         self.f64_names: Dict[str, ast.AST] = {}
         self.decorators: Set[int] = set()
+        self.calls: Dict[int, ast.Call] = {}  # a called function's node -> its call
 
     # -- helpers ---------------------------------------------------------------------------
     def qual(self, node: ast.AST) -> Optional[str]:
@@ -512,6 +521,7 @@ class _Scan(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         if id(node) in self.skip:
             return
+        self.calls[id(node.func)] = node
         if self._message_call(node):
             self.message_depth += 1
             self.generic_visit(node)
@@ -705,23 +715,75 @@ class _Scan(ast.NodeVisitor):
     def _bf16(self, node: ast.AST) -> None:
         self.add(node, "LNT017", f"bfloat16 on this machine: {self.no_bf16}", "use float16 (torch.float16, fp16=True)")
 
+    def _segment(self, node: ast.AST) -> Optional[str]:
+        """The source text of a one-line ``node`` (``None`` when it spans lines)."""
+        text = ast.get_source_segment(self.text, node)
+        return None if text is None or "\n" in text else text
+
+    def _amp_call(self, call: ast.Call, api: str, pick: str) -> Optional[str]:
+        """``api`` (an AMP API as the lint data spells it: ``torch.amp.autocast("npu")``,
+        ``torch_npu.npu.amp.custom_fwd``) called with the arguments of ``call``, the
+        torch.cuda.amp call it replaces, so ``enabled=False`` or ``dtype=`` stay what the user
+        asked for.  autocast's positional arguments are named (torch.amp.autocast takes the
+        device first); ``None`` when an argument cannot be carried over on one line."""
+        callee, _, inner = api.partition("(")
+        inner = inner[:-1] if inner.endswith(")") else inner
+        head = [inner] if inner and "=" not in inner else []
+        tail = [inner] if inner and "=" in inner else []
+        positional: List[str] = []
+        named: List[str] = []
+        for i, arg in enumerate(call.args):
+            text = self._segment(arg)
+            if text is None:
+                return None
+            if pick == "autocast":
+                if isinstance(arg, ast.Starred) or i >= len(_AUTOCAST_ARGS):
+                    return None
+                named.append(f"{_AUTOCAST_ARGS[i]}={text}")
+            else:
+                positional.append(text)
+        for kw in call.keywords:
+            text = self._segment(kw.value)
+            if text is None:
+                return None
+            named.append(f"{kw.arg}={text}" if kw.arg else f"**{text}")
+        return f"{callee}({', '.join(head + positional + tail + named)})"
+
     def _amp(self, node: ast.AST, rest: str) -> None:
         if self.transfer:
             return
         api = self.k.amp_for(self.torch_npu)
         what = rest.split(".")[-1]
         pick = _AMP_PICK.get(what)
+        call = self.calls.get(id(node))
         if pick is None:
             fix = f"the NPU AMP API ({api.autocast})" if api is not None else self.k.amp_unknown("autocast")
+        elif call is not None and (call.args or call.keywords):
+            found = call
+
+            def spell(name: str) -> str:
+                return self._amp_call(found, name, pick) or f"{name} with this call's arguments, by keyword"
+
+            fix = spell(str(getattr(api, pick))) if api is not None else self.k.amp_unknown(pick, spell)
         else:
             fix = str(getattr(api, pick)) if api is not None else self.k.amp_unknown(pick)
         edit = None
+        spelled = f"torch.cuda.{rest}"
         if api is not None and pick is not None:
-            call = str(getattr(api, pick))
-            edit = rules.rename_call(node, self.lines, f"torch.cuda.{rest}", call)
+            new = str(getattr(api, pick))
+            if call is None or not call.args or not new.partition("(")[2].rstrip(")") or pick == "grad_scaler":
+                # the call's own text kept: its arguments mean the same after the API's own
+                # (GradScaler's positional ones follow torch.amp.GradScaler's device)
+                edit = rules.rename_call(node, self.lines, spelled, new)
+            elif self._segment(call.func) == spelled:
+                whole = self._amp_call(call, new, pick)
+                edit = rules.replace_call(call, self.lines, whole) if whole is not None else None
             if edit is None and id(node) in self.decorators and pick.startswith("custom_"):
-                edit = rules.replace_node(node, self.lines, call)  # a bare @torch.cuda.amp.custom_fwd
-        self.add(node, "LNT004", _AMP_MESSAGE.get(what, _AMP_MESSAGE[""]).format(f"torch.cuda.{rest}"), fix, edit)
+                edit = rules.replace_node(node, self.lines, new)  # a bare @torch.cuda.amp.custom_fwd
+        message = _AMP_MESSAGE.get(what, _AMP_MESSAGE[""]).format(spelled)
+        if pick == "autocast" and call is not None and _turns_off(call):
+            message = f"{spelled}(enabled=False) turns CUDA autocast off, not the NPU's: under NPU autocast this region runs in mixed precision"
+        self.add(node, "LNT004", message, fix, edit)
 
 
 Raw = Tuple[int, int, int, str, str, str, Tuple[Edit, ...], Optional[str]]

@@ -87,6 +87,15 @@ def replace_node(node: ast.AST, lines: List[str], new: str) -> Optional[Edit]:
     return Edit(node.lineno, col, col + len(text), text, new)
 
 
+def replace_call(call: ast.Call, lines: List[str], new: str) -> Optional[Edit]:
+    """Replace the whole one-line call ``call`` by ``new``."""
+    text = _span(call, lines)
+    if text is None:
+        return None
+    col = _chars(lines, call.lineno, call.col_offset)
+    return Edit(call.lineno, col, col + len(text), text, new)
+
+
 def append_keyword(call: ast.Call, lines: List[str], keyword: str) -> Optional[Edit]:
     """Add ``keyword`` as the last argument of a one-line call that has arguments."""
     text = _span(call, lines)
@@ -114,7 +123,9 @@ def rename_call(func: ast.AST, lines: List[str], spelled: str, new_call: str) ->
     if not args:
         return Edit(func.lineno, col, after, text, callee)  # type: ignore[attr-defined]
     empty = line[after + 1 : after + 2] == ")"
-    return Edit(func.lineno, col, after + 1, text + "(", f"{callee}({args}" + ("" if empty else ", "))  # type: ignore[attr-defined]
+    wrapped = not line[after + 1 :].strip()  # the arguments start on the next line
+    joint = "" if empty else "," if wrapped else ", "
+    return Edit(func.lineno, col, after + 1, text + "(", f"{callee}({args}{joint}")  # type: ignore[attr-defined]
 
 
 def visible_devices_problem(value: str, npus: Optional[int]) -> Optional[str]:
