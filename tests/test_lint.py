@@ -531,6 +531,51 @@ def test_cudnn_flags_are_reported_where_set_not_where_read(tmp_path: Path) -> No
     assert _codes(doc) == [(6, "LNT006")]
 
 
+_SEEDED_SETUP = (
+    "import random\n"
+    "\n"
+    "import numpy as np\n"
+    "import torch\n"
+    "\n"
+    "\n"
+    "def setup(args):\n"
+    "    random.seed(args.seed)\n"
+    "    np.random.seed(args.seed)\n"
+    "    torch.manual_seed(args.seed)\n"
+    "    torch.backends.cudnn.deterministic = False\n"
+    "    torch.backends.cudnn.benchmark = True\n"
+    "    torch.backends.cuda.matmul.allow_tf32 = True\n"
+    "    torch.backends.cudnn.allow_tf32 = False\n"
+    "    if args.reproducible:\n"
+    "        torch.backends.cudnn.deterministic = True\n"
+    "    torch.backends.cudnn.deterministic = args.reproducible\n"
+)
+
+
+def test_cudnn_flag_fixes_follow_the_value_assigned(tmp_path: Path) -> None:
+    _c, doc = _lint(tmp_path, "setup.py", _SEEDED_SETUP)
+    got = {f["line"]: (f["severity"], f["fix"]) for f in doc["findings"]}
+    hf32 = "HF32 is the NPU's own reduced-precision float32 format, not TF32: check the accuracy"
+    assert got == {
+        11: ("info", "nothing to do on the NPU: remove it"),  # never asked for determinism
+        12: ("warning", "remove it (no effect on the NPU)"),
+        13: ("warning", f"torch.npu.matmul.allow_hf32 = True  # torch_npu >= 2.1; {hf32}"),
+        14: ("warning", f"torch.npu.conv.allow_hf32 = False  # torch_npu >= 2.1; {hf32}"),  # on by default there
+        16: ("warning", "torch.use_deterministic_algorithms(True)"),
+        17: ("warning", "torch.use_deterministic_algorithms(args.reproducible)"),
+    }
+    _c, new = _lint(tmp_path, "setup.py", _SEEDED_SETUP, "--torch-npu", "2.6")
+    assert new["findings"][2]["fix"] == f"torch.npu.matmul.allow_hf32 = True  # {hf32}"
+    _c, old = _lint(tmp_path, "setup.py", _SEEDED_SETUP, "--torch-npu", "2.0")
+    assert old["findings"][2]["fix"] == (
+        "remove it: torch_npu 2.0 has no torch.npu.matmul.allow_hf32 (torch_npu 2.1 and later have it)"
+    )
+    conv_on = _write(tmp_path / "conv.py", "import torch\ntorch.backends.cudnn.allow_tf32 = True\n")
+    (f,) = json.loads(npudoctor("lint", "--json", conv_on).stdout)["findings"]
+    assert (f["severity"], f["fix"]) == ("info", "nothing to do on the NPU: remove it")
+    assert "torch.npu.conv.allow_hf32 is True by default" in f["message"]
+
+
 def test_cuda_text_searched_or_cut_from_a_string_is_not_a_device(tmp_path: Path) -> None:
     text = (
         "def pick(device):\n"

@@ -1,8 +1,9 @@
 """The data of ``npudoctor lint``: ``npudoctor/knowledge/data/lint.toml`` (torch.cuda API names,
-CUDA graph APIs, the AMP API by torch_npu release line, launch-script variables and commands,
-CUDA-only libraries, CUDA base images) read once into frozen records.  Library entries that name a
-``cuda_only.toml`` entry take its reason and NPU replacement from there, so ``check`` (installed
-packages) and ``lint`` (imports) give the same advice."""
+CUDA graph APIs, the AMP API by torch_npu release line, the NPU settings of cuDNN / cuBLAS flags,
+launch-script variables and commands, CUDA-only libraries, CUDA base images) read once into frozen
+records.  Library entries that name a ``cuda_only.toml`` entry take its reason and NPU
+replacement from there, so ``check`` (installed packages) and ``lint`` (imports) give the same
+advice."""
 
 from __future__ import annotations
 
@@ -44,6 +45,18 @@ class Library(Record):
     npu_replacement: str
 
 
+class Flag(Record):
+    """A cuDNN / cuBLAS flag with an NPU setting: ``npu`` with ``{}`` for the value assigned,
+    its default ``npu_default``, the first torch_npu line ``since`` that has it (``None``:
+    every line), and a ``note`` for the reader ("" none)."""
+
+    name: str
+    npu: str
+    npu_default: bool
+    since: Optional[Tuple[int, int]]
+    note: str
+
+
 class Float64(Record):
     """What asks for float64 tensors: the dtypes by qualified name, the tensor methods that
     convert to it, and the calls whose positional argument is a dtype."""
@@ -70,6 +83,7 @@ class LintKnowledge(Record):
     float64: Float64
     images: Tuple[Image, ...]
     npu_base_image: str
+    flags: Dict[str, Flag]
 
     def amp_for(self, torch_npu: Optional[Tuple[int, int]]) -> Optional[AmpApi]:
         """The AMP API of the torch_npu release line ``torch_npu``; ``None`` when unknown."""
@@ -171,6 +185,16 @@ def load() -> LintKnowledge:
         ),
         images=tuple(Image(str(i["pattern"]), str(i["what"])) for i in doc.get("image", [])),
         npu_base_image=str(dict(doc.get("base_image") or {}).get("npu", "")),
+        flags={
+            str(f["name"]): Flag(
+                str(f["name"]),
+                str(f["npu"]),
+                bool(f["npu_default"]),
+                _version(str(f["since"])) if "since" in f else None,
+                str(f.get("note", "")),
+            )
+            for f in doc.get("flag", [])
+        },
     )
     _CACHE.append(knowledge)
     return knowledge

@@ -153,6 +153,7 @@ class _Scan(ast.NodeVisitor):
         self.f64_names: Dict[str, ast.AST] = {}
         self.decorators: Set[int] = set()
         self.calls: Dict[int, ast.Call] = {}  # a called function's node -> its call
+        self.assigned: Dict[int, ast.expr] = {}  # an assignment's target -> the value assigned
 
     # -- helpers ---------------------------------------------------------------------------
     def qual(self, node: ast.AST) -> Optional[str]:
@@ -315,6 +316,7 @@ class _Scan(ast.NodeVisitor):
     def visit_Assign(self, node: ast.Assign) -> None:
         value = node.value
         for target in node.targets:
+            self.assigned[id(target)] = value
             if (
                 isinstance(target, ast.Subscript)
                 and isinstance(value, ast.Constant)
@@ -640,16 +642,50 @@ class _Scan(ast.NodeVisitor):
         if q.startswith("torch.backends.cudnn.") or q.startswith("torch.backends.cuda.matmul."):
             flag = q.split(".")[-1]
             if flag in _CUDNN_FLAGS and isinstance(node.ctx, ast.Store):  # a read is a test, not a setting
-                fix = (
-                    "torch.use_deterministic_algorithms(True)"
-                    if flag == "deterministic"
-                    else "remove it (no effect on the NPU)"
-                )
-                self.add(node, "LNT006", f"{q} configures cuDNN/cuBLAS and has no effect on the NPU", fix)
+                self._backend_flag(node, q)
             return
         if q == "torch.channels_last" and self.transfer:
             return
         self.generic_visit(node)
+
+    def _backend_flag(self, node: ast.Attribute, q: str) -> None:
+        """A cuDNN / cuBLAS flag set: the NPU setting that does what the value assigned asks
+        (``deterministic = False`` asks for nothing the NPU does not already do)."""
+        message = f"{q} configures cuDNN/cuBLAS and has no effect on the NPU"
+        spec = self.k.flags.get(q)
+        if spec is None:
+            self.add(node, "LNT006", message, "remove it (no effect on the NPU)")
+            return
+        value = self.assigned.get(id(node))
+        setting = spec.npu.split(" = ")[0].split("(")[0]
+        line = self.torch_npu
+        if spec.since is not None and line is not None and line < spec.since:
+            self.add(
+                node,
+                "LNT006",
+                message,
+                f"remove it: torch_npu {line[0]}.{line[1]} has no {setting} "
+                f"(torch_npu {spec.since[0]}.{spec.since[1]} and later have it)",
+            )
+            return
+        if isinstance(value, ast.Constant) and value.value is spec.npu_default:
+            self.add(
+                node,
+                "LNT006",
+                f"{q} = {value.value} configures cuDNN/cuBLAS only; on the NPU {setting} is {value.value} by default",
+                "nothing to do on the NPU: remove it",
+                severity="info",
+            )
+            return
+        text = self._segment(value) if value is not None else None
+        if text is None:
+            self.add(node, "LNT006", message, f"on the NPU: {spec.npu.format('...')}, with the value assigned here")
+            return
+        notes = [spec.note] if spec.note else []
+        if spec.since is not None and line is None:
+            notes.insert(0, f"torch_npu >= {spec.since[0]}.{spec.since[1]}")
+        fix = spec.npu.format(text) + (f"  # {'; '.join(notes)}" if notes else "")
+        self.add(node, "LNT006", message, fix)
 
     def visit_Name(self, node: ast.Name) -> None:
         if id(node) in self.skip:
