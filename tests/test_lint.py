@@ -40,6 +40,49 @@ def test_aliases_of_torch_cuda_are_followed(tmp_path: Path) -> None:
     assert "no NPU counterpart" in doc["findings"][1]["message"]
 
 
+_NVTX_STEP = (
+    "import torch\n"
+    "import torch.cuda.nvtx as nvtx\n"
+    "\n"
+    "\n"
+    "def train_step(model, batch, opt):\n"
+    '    torch.cuda.nvtx.range_push("forward")\n'
+    "    loss = model(batch)\n"
+    "    torch.cuda.nvtx.range_pop()\n"
+    '    rid = nvtx.range_start("backward")\n'
+    "    loss.backward()\n"
+    "    nvtx.range_end(rid)\n"
+    '    torch.cuda.nvtx.mark("step")\n'
+    "    opt.step()\n"
+)
+
+
+def test_nvtx_ranges_point_to_mstx_where_the_torch_npu_line_has_it(tmp_path: Path) -> None:
+    _c, new = _lint(tmp_path, "step.py", _NVTX_STEP, "--torch-npu", "2.6")
+    assert _codes(new) == [(6, "LNT003"), (8, "LNT003"), (9, "LNT003"), (11, "LNT003"), (12, "LNT003")]
+    assert [f["fix"] for f in new["findings"]] == [
+        'rid = torch_npu.npu.mstx.range_start("forward") here, and torch_npu.npu.mstx.range_end(rid) '
+        "at the matching range_pop",
+        "torch_npu.npu.mstx.range_end(rid) with the rid that torch_npu.npu.mstx.range_start returned "
+        "at the matching range_push",
+        "torch_npu.npu.mstx.range_start",
+        "torch_npu.npu.mstx.range_end",
+        "torch_npu.npu.mstx.mark",
+    ]
+    assert "no NPU counterpart" not in json.dumps(new)
+    _c, line21 = _lint(tmp_path, "step.py", _NVTX_STEP, "--torch-npu", "2.1")
+    assert line21["findings"][2]["fix"] == "torch_npu.npu.mstx.range_start (torch_npu 2.1.0.post8 and later)"
+    _c, line22 = _lint(tmp_path, "step.py", _NVTX_STEP, "--torch-npu", "2.2")
+    assert line22["findings"][4]["fix"] == (
+        "remove it or guard it for CUDA only: torch_npu 2.2 has no torch_npu.npu.mstx ranges "
+        "(torch_npu 2.1.0.post8, 2.3.1.post2, 2.4.0 and later)"
+    )
+    _c, unknown = _lint(tmp_path, "step.py", _NVTX_STEP)
+    assert (
+        unknown["findings"][4]["fix"] == "torch_npu.npu.mstx.mark (torch_npu 2.1.0.post8, 2.3.1.post2, 2.4.0 and later)"
+    )
+
+
 def test_json_findings_carry_the_documented_fields(tmp_path: Path) -> None:
     _code, doc = _lint(tmp_path, "a.py", "model = model.cuda()\n")
     assert doc["schema_version"] == 1 and doc["files"] == 1

@@ -84,6 +84,8 @@ class LintKnowledge(Record):
     images: Tuple[Image, ...]
     npu_base_image: str
     flags: Dict[str, Flag]
+    nvtx: Dict[str, str]
+    mstx_first: Tuple[str, ...]
 
     def amp_for(self, torch_npu: Optional[Tuple[int, int]]) -> Optional[AmpApi]:
         """The AMP API of the torch_npu release line ``torch_npu``; ``None`` when unknown."""
@@ -108,6 +110,18 @@ class LintKnowledge(Record):
             f"{new} with torch_npu >= {since[0]}.{since[1]}, else {old} (torch_npu version not known: give --torch-npu)"
         )
 
+    def mstx_in(self, line: Optional[Tuple[int, int]]) -> Optional[str]:
+        """Which releases of the torch_npu release line ``line`` have the mstx ranges: "" all
+        of them, the first one's version ("2.1.0.post8 and later"), or ``None`` none; the
+        releases of every line when ``line`` is not known."""
+        firsts = [(major_minor(v), v) for v in self.mstx_first]
+        if line is None:
+            return ", ".join(v for _l, v in firsts[:-1]) + f", {firsts[-1][1]} and later"
+        last = firsts[-1][0]
+        if last is not None and line >= last:
+            return ""
+        return next((f"{v} and later" for known, v in firsts if known == line), None)
+
     def env_var(self, name: str) -> Optional[EnvVar]:
         for var in self.env:
             if var.name == name:
@@ -123,7 +137,7 @@ def data_path() -> str:
 
 
 def _strings(table: Any) -> Dict[str, str]:
-    return {str(k): str(v) for k, v in dict(table or {}).items() if k != "sources"}
+    return {str(k): str(v) for k, v in dict(table or {}).items() if k not in ("sources", "first")}
 
 
 def _version(text: str) -> Tuple[int, int]:
@@ -185,6 +199,8 @@ def load() -> LintKnowledge:
         ),
         images=tuple(Image(str(i["pattern"]), str(i["what"])) for i in doc.get("image", [])),
         npu_base_image=str(dict(doc.get("base_image") or {}).get("npu", "")),
+        nvtx=_strings(doc.get("nvtx")),
+        mstx_first=tuple(str(v) for v in dict(doc.get("nvtx") or {}).get("first", [])),
         flags={
             str(f["name"]): Flag(
                 str(f["name"]),

@@ -722,6 +722,9 @@ class _Scan(ast.NodeVisitor):
         if head in ("manual_seed", "manual_seed_all"):
             self.cuda_seeds.append(node)
             return
+        if head == "nvtx":
+            self._nvtx(node, rest)
+            return
         if head in self.k.graphs:
             if not self.transfer:
                 self.add(node, "LNT007", f"torch.cuda.{head} captures CUDA graphs", self.k.graphs[head])
@@ -747,6 +750,27 @@ class _Scan(ast.NodeVisitor):
                 f"{target}{note}",
                 rules.replace_node(node, self.lines, target) if npu and "." not in rest else None,
             )
+
+    def _nvtx(self, node: ast.AST, rest: str) -> None:
+        """``torch.cuda.nvtx.*``: the torch_npu.npu.mstx counterpart, where the torch_npu
+        release line has one."""
+        name = rest.split(".")[1] if "." in rest else ""
+        how = self.k.nvtx.get(name, self.k.nvtx.get("", ""))
+        call = self.calls.get(id(node))
+        text = self._segment(call.args[0]) if call is not None and len(call.args) == 1 else None
+        if text is not None:
+            how = how.replace("(msg)", f"({text})")  # the call's own message
+        message = f"torch.cuda.{rest} is CUDA's profiler annotation (NVTX), which torch without CUDA does not have"
+        releases = self.k.mstx_in(self.torch_npu)
+        line = self.torch_npu
+        if releases is None and line is not None:
+            fix = (
+                f"remove it or guard it for CUDA only: torch_npu {line[0]}.{line[1]} has no torch_npu.npu.mstx ranges "
+                f"(torch_npu {self.k.mstx_in(None)})"
+            )
+        else:
+            fix = how + (f" (torch_npu {releases})" if releases else "")
+        self.add(node, "LNT003", message, fix)
 
     def _bf16(self, node: ast.AST) -> None:
         self.add(node, "LNT017", f"bfloat16 on this machine: {self.no_bf16}", "use float16 (torch.float16, fp16=True)")
