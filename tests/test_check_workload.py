@@ -56,6 +56,7 @@ def test_workload_findings_join_the_check_report_with_this_machines_advice(tmp_p
     found = _lint_findings(json.loads(res.stdout))
     assert [(Path(f["data"]["path"]).name, f["data"]["line"], f["code"]) for f in found] == [
         ("run.sh", 2, "LNT013"),
+        ("train.py", 1, "LNT023"),
         ("train.py", 2, "LNT001"),
         ("train.py", 3, "LNT004"),
         ("train.py", 4, "LNT017"),
@@ -63,7 +64,7 @@ def test_workload_findings_join_the_check_report_with_this_machines_advice(tmp_p
     amp = next(f for f in found if f["code"] == "LNT004")
     assert amp["fix"] == ["torch.npu.amp.autocast()"]  # the API of the torch_npu 2.1 of the snapshot
     assert "910A" in next(f for f in found if f["code"] == "LNT017")["title"]
-    assert found[1]["severity"] == "error" and found[1]["name"] == "lint-cuda-device"
+    assert found[2]["severity"] == "error" and found[2]["name"] == "lint-cuda-device"
     # the machine's own findings are unchanged
     machine = [f["code"] for f in json.loads(base.stdout)["findings"]]
     assert [f["code"] for f in json.loads(res.stdout)["findings"] if f["area"] != "lint"] == machine

@@ -27,6 +27,10 @@ def _codes(doc: Dict[str, Any]) -> List[Tuple[int, str]]:
     return [(f["line"], f["code"]) for f in doc["findings"]]
 
 
+def _fixes(doc: Dict[str, Any], code: str) -> List[str]:
+    return [f["fix"] for f in doc["findings"] if f["code"] == code]
+
+
 def test_aliases_of_torch_cuda_are_followed(tmp_path: Path) -> None:
     code, doc = _lint(
         tmp_path,
@@ -35,9 +39,9 @@ def test_aliases_of_torch_cuda_are_followed(tmp_path: Path) -> None:
         "tc.synchronize()\ncuda.get_device_capability()\nsync()\n",
     )
     assert code == 1
-    assert _codes(doc) == [(4, "LNT003"), (5, "LNT003"), (6, "LNT003")]
-    assert doc["findings"][0]["fix"] == "torch.npu.synchronize"
-    assert "no NPU counterpart" in doc["findings"][1]["message"]
+    assert _codes(doc) == [(1, "LNT023"), (4, "LNT003"), (5, "LNT003"), (6, "LNT003")]
+    assert doc["findings"][1]["fix"] == "torch.npu.synchronize"
+    assert "no NPU counterpart" in doc["findings"][2]["message"]
 
 
 _NVTX_STEP = (
@@ -59,8 +63,8 @@ _NVTX_STEP = (
 
 def test_nvtx_ranges_point_to_mstx_where_the_torch_npu_line_has_it(tmp_path: Path) -> None:
     _c, new = _lint(tmp_path, "step.py", _NVTX_STEP, "--torch-npu", "2.6")
-    assert _codes(new) == [(6, "LNT003"), (8, "LNT003"), (9, "LNT003"), (11, "LNT003"), (12, "LNT003")]
-    assert [f["fix"] for f in new["findings"]] == [
+    assert _codes(new) == [(1, "LNT023"), (6, "LNT003"), (8, "LNT003"), (9, "LNT003"), (11, "LNT003"), (12, "LNT003")]
+    assert _fixes(new, "LNT003") == [
         'rid = torch_npu.npu.mstx.range_start("forward") here, and torch_npu.npu.mstx.range_end(rid) '
         "at the matching range_pop",
         "torch_npu.npu.mstx.range_end(rid) with the rid that torch_npu.npu.mstx.range_start returned "
@@ -71,15 +75,15 @@ def test_nvtx_ranges_point_to_mstx_where_the_torch_npu_line_has_it(tmp_path: Pat
     ]
     assert "no NPU counterpart" not in json.dumps(new)
     _c, line21 = _lint(tmp_path, "step.py", _NVTX_STEP, "--torch-npu", "2.1")
-    assert line21["findings"][2]["fix"] == "torch_npu.npu.mstx.range_start (torch_npu 2.1.0.post8 and later)"
+    assert _fixes(line21, "LNT003")[2] == "torch_npu.npu.mstx.range_start (torch_npu 2.1.0.post8 and later)"
     _c, line22 = _lint(tmp_path, "step.py", _NVTX_STEP, "--torch-npu", "2.2")
-    assert line22["findings"][4]["fix"] == (
+    assert _fixes(line22, "LNT003")[4] == (
         "remove it or guard it for CUDA only: torch_npu 2.2 has no torch_npu.npu.mstx ranges "
         "(torch_npu 2.1.0.post8, 2.3.1.post2, 2.4.0 and later)"
     )
     _c, unknown = _lint(tmp_path, "step.py", _NVTX_STEP)
     assert (
-        unknown["findings"][4]["fix"] == "torch_npu.npu.mstx.mark (torch_npu 2.1.0.post8, 2.3.1.post2, 2.4.0 and later)"
+        _fixes(unknown, "LNT003")[4] == "torch_npu.npu.mstx.mark (torch_npu 2.1.0.post8, 2.3.1.post2, 2.4.0 and later)"
     )
 
 
@@ -112,7 +116,7 @@ def test_silent_after_npu_early_return_and_in_npu_guarded_chains(tmp_path: Path)
         "y = x.cuda()\n"
     )
     code, doc = _lint(tmp_path, "a.py", text)
-    assert _codes(doc) == [(11, "LNT001")]
+    assert _codes(doc) == [(1, "LNT023"), (11, "LNT001")]
 
 
 def test_strings_in_docstrings_logs_and_comparisons_are_not_code(tmp_path: Path) -> None:
@@ -132,7 +136,7 @@ def test_strings_in_docstrings_logs_and_comparisons_are_not_code(tmp_path: Path)
 def test_cuda_availability_fallback_is_one_finding_and_its_body_is_silent(tmp_path: Path) -> None:
     text = "import torch\nif torch.cuda.is_available():\n    m = m.cuda()\nd = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
     _code, doc = _lint(tmp_path, "a.py", text)
-    assert _codes(doc) == [(2, "LNT009"), (4, "LNT009")]
+    assert _codes(doc) == [(1, "LNT023"), (2, "LNT009"), (4, "LNT009")]
 
 
 def test_amp_advice_follows_the_torch_npu_line(tmp_path: Path) -> None:
@@ -140,9 +144,9 @@ def test_amp_advice_follows_the_torch_npu_line(tmp_path: Path) -> None:
     _c, new = _lint(tmp_path, "a.py", text, "--torch-npu", "2.6.0")
     _c, old = _lint(tmp_path, "a.py", text, "--torch-npu", "2.1")
     _c, unknown = _lint(tmp_path, "a.py", text)
-    assert new["findings"][0]["fix"] == 'torch.amp.autocast("npu")'
-    assert old["findings"][0]["fix"] == "torch.npu.amp.autocast()"
-    assert "torch_npu version not known" in unknown["findings"][0]["fix"]
+    assert _fixes(new, "LNT004") == ['torch.amp.autocast("npu")']
+    assert _fixes(old, "LNT004") == ["torch.npu.amp.autocast()"]
+    assert "torch_npu version not known" in _fixes(unknown, "LNT004")[0]
 
 
 _CUSTOM_FUNCTION = (
@@ -169,20 +173,20 @@ def test_amp_decorators_get_a_decorator_by_the_torch_npu_line(tmp_path: Path) ->
     _c, new = _lint(tmp_path, "softmax.py", _CUSTOM_FUNCTION, "--torch-npu", "2.6")
     _c, mid = _lint(tmp_path, "softmax.py", _CUSTOM_FUNCTION, "--torch-npu", "2.3")
     _c, unknown = _lint(tmp_path, "softmax.py", _CUSTOM_FUNCTION)
-    assert _codes(new) == [(6, "LNT004"), (13, "LNT004")]
-    assert [f["fix"] for f in new["findings"]] == [
+    assert _codes(new) == [(1, "LNT023"), (6, "LNT004"), (13, "LNT004")]
+    assert _fixes(new, "LNT004") == [
         'torch.amp.custom_fwd(device_type="npu", cast_inputs=torch.float32)',
         'torch.amp.custom_bwd(device_type="npu")',
     ]
-    assert [f["fix"] for f in mid["findings"]] == [
+    assert _fixes(mid, "LNT004") == [
         "torch_npu.npu.amp.custom_fwd(cast_inputs=torch.float32)",
         "torch_npu.npu.amp.custom_bwd",
     ]
-    assert unknown["findings"][1]["fix"] == (
+    assert _fixes(unknown, "LNT004")[1] == (
         'torch.amp.custom_bwd(device_type="npu") with torch_npu >= 2.4, else torch_npu.npu.amp.custom_bwd '
         "(torch_npu version not known: give --torch-npu)"
     )
-    assert "cast_inputs" in new["findings"][0]["message"] and "autocast(" not in new["findings"][0]["fix"]
+    assert "cast_inputs" in new["findings"][1]["message"] and "autocast(" not in new["findings"][1]["fix"]
     path = tmp_path / "softmax.py"
     diff = npudoctor("lint", "--diff", "--torch-npu", "2.6", path).stdout
     assert '+    @torch.amp.custom_fwd(device_type="npu", cast_inputs=torch.float32)\n' in diff
@@ -214,21 +218,21 @@ def test_amp_replacements_keep_the_arguments_of_the_call(tmp_path: Path) -> None
     _c, new = _lint(tmp_path, "train.py", _FP32_EVAL, "--torch-npu", "2.6")
     _c, old = _lint(tmp_path, "train.py", _FP32_EVAL, "--torch-npu", "2.1")
     _c, unknown = _lint(tmp_path, "train.py", _FP32_EVAL)
-    assert [f["fix"] for f in new["findings"]] == [
+    assert _fixes(new, "LNT004") == [
         'torch.amp.autocast("npu", enabled=False)',
         'torch.amp.autocast("npu", enabled=True, dtype=torch.bfloat16)',  # the device comes first: named
         'torch.amp.GradScaler("npu", 2.0**14, growth_interval=500)',
         'torch.amp.custom_fwd(forward_impl, device_type="npu", cast_inputs=torch.float32)',
     ]
-    assert [f["fix"] for f in old["findings"]][:2] == [
+    assert _fixes(old, "LNT004")[:2] == [
         "torch.npu.amp.autocast(enabled=False)",
         "torch.npu.amp.autocast(enabled=True, dtype=torch.bfloat16)",
     ]
-    assert unknown["findings"][0]["fix"] == (
+    assert _fixes(unknown, "LNT004")[0] == (
         'torch.amp.autocast("npu", enabled=False) with torch_npu >= 2.3, else torch.npu.amp.autocast(enabled=False) '
         "(torch_npu version not known: give --torch-npu)"
     )
-    assert "not the NPU's" in new["findings"][0]["message"]  # the region was meant to stay float32
+    assert "not the NPU's" in new["findings"][1]["message"]  # the region was meant to stay float32
     path = tmp_path / "train.py"
     diff = npudoctor("lint", "--diff", "--torch-npu", "2.6", path).stdout
     assert '+    with torch.no_grad(), torch.amp.autocast("npu", enabled=False):\n' in diff
@@ -300,7 +304,7 @@ def test_notebook_code_cells_and_shell_magics(tmp_path: Path) -> None:
     }
     _code, doc = _lint(tmp_path, "n.ipynb", json.dumps(nb))
     got = [(f["cell"], f["line"], f["code"]) for f in doc["findings"]]
-    assert got == [(2, 3, "LNT001"), (3, 1, "LNT014")]
+    assert got == [(2, 1, "LNT023"), (2, 3, "LNT001"), (3, 1, "LNT014")]
 
 
 def test_shell_scripts(tmp_path: Path) -> None:
@@ -377,10 +381,49 @@ def test_fix_rewrites_only_the_unambiguous_lines_atomically_and_diff_writes_noth
     assert "+dist.init_process_group(backend='hccl')\n" in res.stdout
     assert path.read_text() == text
     res = npudoctor("lint", "--fix", "--json", path)
-    assert path.read_text() == text.replace(".cuda()", ".npu()").replace("'nccl'", "'hccl'")
+    fixed = text.replace(".cuda()", ".npu()").replace("'nccl'", "'hccl'")
+    assert path.read_text() == fixed.replace("import torch\n", "import torch\nimport torch_npu\n", 1)
     assert [f["code"] for f in json.loads(res.stdout)["findings"]] == ["LNT003"]
     assert res.returncode == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.py"]
+
+
+_DDP_TRAIN = (
+    "import os\n"
+    "\n"
+    "import torch\n"
+    "import torch.distributed as dist\n"
+    "\n"
+    "\n"
+    "def main():\n"
+    '    dist.init_process_group(backend="nccl")\n'
+    '    local_rank = int(os.environ["LOCAL_RANK"])\n'
+    "    model = build_model().cuda()\n"
+    "    ckpt = torch.load(args.resume)\n"
+    "    return local_rank, model, ckpt\n"
+)
+
+
+def test_fixes_that_need_torch_npu_say_to_import_it_once_per_file(tmp_path: Path) -> None:
+    _c, doc = _lint(tmp_path, "train.py", _DDP_TRAIN)
+    (need,) = [f for f in doc["findings"] if f["code"] == "LNT023"]
+    assert (need["line"], need["severity"], need["fixable"]) == (3, "warning", True)
+    assert need["fix"] == "import torch_npu  # on the line after import torch"
+    assert need["message"].startswith("the NPU fixes on lines 8, 10 need torch_npu, which this file never imports")
+    assert "before torch 2.5 `import torch` does not import it" in need["message"]
+    path = tmp_path / "train.py"
+    res = npudoctor("lint", "--fix", "--json", path)
+    assert path.read_text().startswith("import os\n\nimport torch\nimport torch_npu\nimport torch.distributed")
+    assert json.loads(res.stdout)["findings"] == []  # the import, .npu(), "hccl" and map_location="cpu" written
+    _c, autoload = _lint(tmp_path, "again.py", _DDP_TRAIN, "--torch-npu", "2.6")
+    (note,) = [f for f in autoload["findings"] if f["code"] == "LNT023"]
+    assert (note["severity"], note["fixable"]) == ("info", False)
+    assert "torch 2.6 imports it at `import torch` (backend autoload)" in note["message"]
+    imported = _DDP_TRAIN.replace("import torch\n", "import torch\nimport torch_npu\n")
+    _c, ported = _lint(tmp_path, "ported.py", imported)
+    assert "LNT023" not in [f["code"] for f in ported["findings"]]
+    _c, cpu_only = _lint(tmp_path, "load.py", "import torch\nstate = torch.load(path)\nx = x.double()\n")
+    assert [f["code"] for f in cpu_only["findings"]] == ["LNT005", "LNT019"]  # no fix needs torch_npu
 
 
 def test_fix_never_writes_through_a_symlink(tmp_path: Path) -> None:
@@ -405,7 +448,7 @@ def test_amp_advice_follows_the_torch_npu_installed_under_root(tmp_path: Path, v
     root = _root_with_torch_npu(tmp_path / "root", version)
     (tmp_path / "a.py").write_text("import torch\nwith torch.cuda.amp.autocast():\n    pass\n")
     res = npudoctor("lint", "--json", "--root", root, tmp_path / "a.py")
-    assert json.loads(res.stdout)["findings"][0]["fix"] == fix
+    assert _fixes(json.loads(res.stdout), "LNT004") == [fix]
     assert res.stderr == f"npudoctor lint: torch_npu {version} installed\n"
 
 
@@ -413,7 +456,7 @@ def test_without_torch_npu_under_root_the_advice_states_its_assumption(tmp_path:
     (tmp_path / "root").mkdir()
     (tmp_path / "a.py").write_text("import torch\ns = torch.cuda.amp.GradScaler()\n")
     res = npudoctor("lint", "--json", "--root", tmp_path / "root", tmp_path / "a.py")
-    assert "torch_npu version not known" in json.loads(res.stdout)["findings"][0]["fix"]
+    assert "torch_npu version not known" in _fixes(json.loads(res.stdout), "LNT004")[0]
     assert res.stderr.startswith("npudoctor lint: torch_npu is not installed on that machine; give --torch-npu")
     both = npudoctor("lint", "--json", "--torch-npu", "2.6", "--root", tmp_path / "root", tmp_path / "a.py")
     assert both.returncode == 0  # the machine does not name the line: --torch-npu does
@@ -488,6 +531,7 @@ def test_fix_adds_map_location_and_rewrites_amp_only_when_the_torch_npu_line_is_
     assert "+with torch.npu.amp.autocast(dtype=torch.float16):\n" in old
     doc = json.loads(npudoctor("lint", "--json", path).stdout)
     assert [(f["code"], f["fixable"]) for f in doc["findings"]] == [
+        ("LNT023", False),  # none of --fix's own rewrites here needs torch_npu: advice
         ("LNT005", True),
         ("LNT004", False),
         ("LNT004", False),
@@ -559,8 +603,8 @@ def test_code_inside_an_f_string_is_linted_even_in_a_log_call(tmp_path: Path) ->
         'name = f"{torch.cuda.get_device_name()}"\n'
     )
     _code, doc = _lint(tmp_path, "a.py", text)
-    assert _codes(doc) == [(4, "LNT003"), (5, "LNT003")]
-    assert doc["findings"][0]["fix"] == "torch.npu.max_memory_allocated"
+    assert _codes(doc) == [(2, "LNT023"), (4, "LNT003"), (5, "LNT003")]
+    assert doc["findings"][1]["fix"] == "torch.npu.max_memory_allocated"
 
 
 def test_cudnn_flags_are_reported_where_set_not_where_read(tmp_path: Path) -> None:
@@ -597,7 +641,7 @@ _SEEDED_SETUP = (
 
 def test_cudnn_flag_fixes_follow_the_value_assigned(tmp_path: Path) -> None:
     _c, doc = _lint(tmp_path, "setup.py", _SEEDED_SETUP)
-    got = {f["line"]: (f["severity"], f["fix"]) for f in doc["findings"]}
+    got = {f["line"]: (f["severity"], f["fix"]) for f in doc["findings"] if f["code"] == "LNT006"}
     hf32 = "HF32 is the NPU's own reduced-precision float32 format, not TF32: check the accuracy"
     assert got == {
         11: ("info", "nothing to do on the NPU: remove it"),  # never asked for determinism
@@ -608,9 +652,9 @@ def test_cudnn_flag_fixes_follow_the_value_assigned(tmp_path: Path) -> None:
         17: ("warning", "torch.use_deterministic_algorithms(args.reproducible)"),
     }
     _c, new = _lint(tmp_path, "setup.py", _SEEDED_SETUP, "--torch-npu", "2.6")
-    assert new["findings"][2]["fix"] == f"torch.npu.matmul.allow_hf32 = True  # {hf32}"
+    assert _fixes(new, "LNT006")[2] == f"torch.npu.matmul.allow_hf32 = True  # {hf32}"
     _c, old = _lint(tmp_path, "setup.py", _SEEDED_SETUP, "--torch-npu", "2.0")
-    assert old["findings"][2]["fix"] == (
+    assert _fixes(old, "LNT006")[2] == (
         "remove it: torch_npu 2.0 has no torch.npu.matmul.allow_hf32 (torch_npu 2.1 and later have it)"
     )
     conv_on = _write(tmp_path / "conv.py", "import torch\ntorch.backends.cudnn.allow_tf32 = True\n")

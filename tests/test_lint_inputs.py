@@ -235,13 +235,13 @@ def test_notebook_findings_carry_their_cell_in_github_and_sarif_output(tmp_path:
     path = _notebook(tmp_path)
     github = npudoctor("lint", "--format", "github", path).stdout.splitlines()
     assert (
-        github[1]
+        github[2]  # after LNT013 (cell 2, line 1) and LNT023 (line 2: import torch, no torch_npu)
         == f"::error file={path},title=LNT001::cell 2, line 3: .cuda() moves to a CUDA device. Fix: .npu() or .to(device)"
     )
     assert not any(",line=" in line for line in github)  # no line of the JSON text is claimed
     doc = json.loads(npudoctor("lint", "--format", "sarif", path).stdout)
     assert violations(doc) == []
-    result = doc["runs"][0]["results"][1]
+    result = doc["runs"][0]["results"][2]
     assert result["message"]["text"] == "cell 2, line 3: .cuda() moves to a CUDA device. Fix: .npu() or .to(device)"
     (location,) = result["locations"]
     assert "region" not in location["physicalLocation"]
@@ -254,6 +254,7 @@ def test_notebook_env_magic_is_flagged_and_text_output_shows_the_source(tmp_path
     doc = _json(path)
     assert [(f["cell"], f["line"], f["column"], f["code"], f["source"]) for f in _findings(doc)] == [
         (2, 1, 6, "LNT013", "%env CUDA_VISIBLE_DEVICES=0"),
+        (2, 2, 1, "LNT023", "import torch"),
         (2, 3, 5, "LNT001", "m = m.cuda()"),
         (2, 4, 4, "LNT014", "!nvidia-smi"),
     ]
@@ -263,7 +264,7 @@ def test_notebook_env_magic_is_flagged_and_text_output_shows_the_source(tmp_path
         "      | %env CUDA_VISIBLE_DEVICES=0",
         "      fix: use ASCEND_RT_VISIBLE_DEVICES",
     ]
-    assert text[5] == "      | m = m.cuda()"
+    assert text[8] == "      | m = m.cuda()"
 
 
 # -- --diff and --fix ------------------------------------------------------------------------
@@ -301,10 +302,12 @@ def test_with_a_machine_the_advice_names_what_works_in_that_mode(tmp_path: Path)
         "npudoctor lint: torch_npu is not installed on that machine;"
         " give --torch-npu X.Y for the AMP advice of the torch_npu it will run with\n"
     )
-    assert "give --torch-npu" in json.loads(res.stdout)["findings"][0]["fix"]
+    (amp,) = [f for f in json.loads(res.stdout)["findings"] if f["code"] == "LNT004"]
+    assert "give --torch-npu" in amp["fix"]
     res = npudoctor("lint", "--json", "--torch-npu", "2.6", "--root", tmp_path / "bare", tmp_path / "a.py")
     assert res.stderr == "npudoctor lint: torch_npu is not installed on that machine; AMP advice for --torch-npu 2.6\n"
-    assert json.loads(res.stdout)["findings"][0]["fix"] == 'torch.amp.GradScaler("npu")'
+    (amp,) = [f for f in json.loads(res.stdout)["findings"] if f["code"] == "LNT004"]
+    assert amp["fix"] == 'torch.amp.GradScaler("npu")'
     root = _root_with_torch_npu(tmp_path / "root", "2.1.0")
     res = npudoctor("lint", "--torch-npu", "2.6", "--root", root, tmp_path / "a.py")
     assert res.returncode == 2

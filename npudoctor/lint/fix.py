@@ -1,9 +1,10 @@
 """``npudoctor lint --fix``: apply the unambiguous rewrites only -- ``"nccl"`` → ``"hccl"``
 where lint found a backend value, ``.cuda()`` → ``.npu()``, ``"cuda:N"`` → ``"npu:N"``,
 ``map_location="cpu"`` added to ``torch.load``, ``torch.cuda.amp.autocast``/``GradScaler``
-→ the AMP API of the torch_npu line (only when it is known: ``--torch-npu`` or a machine) -- to
-Python files, formatting preserved (a text edit at the columns of the finding) and written in
-the encoding the file was read in (its coding declaration, its byte-order mark).  A file is
+→ the AMP API of the torch_npu line (only when it is known: ``--torch-npu`` or a machine), and
+``import torch_npu`` after ``import torch`` when these rewrites need it (LNT023) -- to Python
+files, formatting preserved (a text edit at the columns of the finding) and written in the
+encoding the file was read in (its coding declaration, its byte-order mark).  A file is
 written atomically (a temporary file beside it, then ``os.replace``), never through a
 symbolic link, and only when it parsed (a file with an LNT016 finding has no edits)."""
 

@@ -26,6 +26,8 @@ import re
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from npudoctor import lazyre
+from npudoctor.knowledge.torch_autoload import autoload
+from npudoctor.knowledge.versions import major_minor
 from npudoctor.lint import rules
 from npudoctor.lint.knowledge import LintKnowledge
 from npudoctor.lint.model import Edit
@@ -882,7 +884,75 @@ def scan(
         end: int = getattr(node, "end_lineno", line) or line
         col: int = getattr(node, "col_offset", 0)
         out.append((line, end, col, code, message, fix, (edit,) if edit is not None else (), severity))
-    return _fold(out)
+    out = _fold(out)
+    if not s.transfer and "torch_npu" not in s.text:
+        need = _import_torch_npu(tree, lines, out, torch_npu)
+        if need is not None:
+            out.append(need)
+    return out
+
+
+#: A fix that names an API only torch_npu provides: torch.npu / torch_npu, .npu(), device "npu", backend "hccl".
+_NEEDS_TORCH_NPU = lazyre.pattern(r"""torch\.npu\b|torch_npu\b|\.npu\(|["']npu\b|["']hccl["']""")
+
+
+def _import_torch_npu(
+    tree: ast.AST, lines: List[str], found: List[Raw], torch_npu: Optional[Tuple[int, int]]
+) -> Optional[Raw]:
+    """LNT023 at the file's first top-level import of torch, when the fixes of ``found`` make
+    it use what only torch_npu provides and nothing in it names torch_npu: before torch's
+    backend autoload (torch_autoload.toml) ``import torch`` does not import torch_npu, so
+    ``torch.npu`` and ``.npu()`` do not exist.  With the edit ``--fix`` inserts the import
+    when one of its own rewrites is what needs it."""
+    needing = [r for r in found if _NEEDS_TORCH_NPU.search(r[5])]
+    body = tree.body if isinstance(tree, ast.Module) else []
+    anchor = next((stmt for stmt in body if _imports_torch(stmt)), None)
+    if not needing or anchor is None:
+        return None
+    numbers = sorted({r[0] for r in needing})
+    where = ", ".join(str(n) for n in numbers[:5]) + (", ..." if len(numbers) > 5 else "")
+    what = f"the NPU fixes on lines {where} need" if len(numbers) > 1 else f"the NPU fix on line {where} needs"
+    first = major_minor(autoload().first_torch)
+    if torch_npu is not None and first is not None and torch_npu >= first:
+        return (
+            anchor.lineno,
+            anchor.lineno,
+            0,
+            "LNT023",
+            f"{what} torch_npu, which this file never imports: "
+            f"torch {torch_npu[0]}.{torch_npu[1]} imports it at `import torch` (backend autoload) unless "
+            f"{autoload().variable}=0",
+            "nothing to add while autoload is on; `import torch_npu` after `import torch` makes it explicit",
+            (),
+            "info",
+        )
+    line = lines[anchor.lineno - 1] if anchor.lineno <= len(lines) else ""
+    edits: Tuple[Edit, ...] = ()
+    fixed = any(r[6] and r[3] in rules.FIXABLE for r in needing)
+    if fixed and anchor.end_lineno == anchor.lineno and not line.rstrip().endswith("\\") and "\r" not in line:
+        edits = (Edit(anchor.lineno, len(line), len(line), "", "\nimport torch_npu"),)
+    when = (
+        f"torch {torch_npu[0]}.{torch_npu[1]} does not import it at `import torch`"
+        if torch_npu is not None
+        else f"before torch {autoload().first_torch} `import torch` does not import it"
+    )
+    return (
+        anchor.lineno,
+        anchor.lineno,
+        0,
+        "LNT023",
+        f"{what} torch_npu, which this file never imports: {when}, so torch.npu and .npu() do not exist "
+        "unless the program imports torch_npu before this file runs",
+        "import torch_npu  # on the line after import torch",
+        edits,
+        None,
+    )
+
+
+def _imports_torch(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.Import):
+        return any(a.name.split(".")[0] == "torch" for a in stmt.names)
+    return isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and (stmt.module or "").split(".")[0] == "torch"
 
 
 def _may_hit(low: str, knowledge: LintKnowledge) -> bool:

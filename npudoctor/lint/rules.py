@@ -11,7 +11,7 @@ from npudoctor.knowledge import codes
 from npudoctor.lint.model import Edit
 
 #: The codes whose rewrites are unambiguous, applied by ``--fix`` (the others are advice).
-FIXABLE = ("LNT001", "LNT002", "LNT004", "LNT005")
+FIXABLE = ("LNT001", "LNT002", "LNT004", "LNT005", "LNT023")
 
 
 def lint_codes() -> Dict[str, Code]:
@@ -41,6 +41,7 @@ def lint_codes() -> Dict[str, Code]:
             codes.get("LNT020"),
             codes.get("LNT021"),
             codes.get("LNT022"),
+            codes.get("LNT023"),
         )
     }
 

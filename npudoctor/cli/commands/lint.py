@@ -108,7 +108,8 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option(
                 "--fix",
-                help='Apply the unambiguous rewrites (.cuda() -> .npu(), "nccl" -> "hccl", "cuda:N" -> "npu:N").',
+                help='Apply the unambiguous rewrites (.cuda() -> .npu(), "nccl" -> "hccl", "cuda:N" -> "npu:N", '
+                "and import torch_npu when they need it).",
             ),
         ] = False,
         show_diff: Annotated[
