@@ -87,6 +87,26 @@ def test_nvtx_ranges_point_to_mstx_where_the_torch_npu_line_has_it(tmp_path: Pat
     )
 
 
+def test_an_apex_import_is_a_warning_with_a_one_line_message(tmp_path: Path) -> None:
+    text = (
+        "import torch\n"
+        "from apex import amp\n"
+        "from apex.parallel import DistributedDataParallel as DDP\n"
+        "\n"
+        'model, optimizer = amp.initialize(model, optimizer, opt_level="O1")\n'
+    )
+    code, doc = _lint(tmp_path, "train_apex.py", text)
+    (f,) = doc["findings"]
+    assert (f["line"], f["code"], f["severity"], code) == (2, "LNT008", "warning", 0)
+    assert f["message"] == (
+        "apex may be NVIDIA apex (CUDA extensions), Ascend's apex patch (the NPU build) or an unrelated "
+        "PyPI project: the import alone cannot tell which"
+    )
+    _c, flash = _lint(tmp_path, "attn.py", "from flash_attn import flash_attn_func\n")
+    (g,) = flash["findings"]
+    assert g["severity"] == "error" and "\n" not in g["message"] and g["message"].count(". ") == 0
+
+
 def test_json_findings_carry_the_documented_fields(tmp_path: Path) -> None:
     _code, doc = _lint(tmp_path, "a.py", "model = model.cuda()\n")
     assert doc["schema_version"] == 1 and doc["files"] == 1

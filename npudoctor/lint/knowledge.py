@@ -37,12 +37,14 @@ class EnvVar(Record):
 
 
 class Library(Record):
-    """A CUDA-only library by its top-level import name."""
+    """A CUDA-only library by its top-level import name: ``short`` is the one line a finding
+    says (naming the module), ``why`` the whole reason."""
 
     module: str
     severity: str
     why: str
     npu_replacement: str
+    short: str
 
 
 class Flag(Record):
@@ -162,6 +164,7 @@ def _library(raw: Dict[str, Any]) -> Library:
         severity=str(raw.get("severity", severity or "error")),
         why=why,
         npu_replacement=replacement,
+        short=str(raw.get("short") or f"{raw['module']} is CUDA-only: {why.split('. ')[0]}"),
     )
 
 

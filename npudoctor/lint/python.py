@@ -209,7 +209,7 @@ class _Scan(ast.NodeVisitor):
             return  # one finding per library and file: its first import
         self.libraries_seen.add(lib.module)
         fix = f"on the NPU: {lib.npu_replacement}" if lib.npu_replacement else "no NPU build is published: remove it"
-        self.add(node, "LNT008", f"{lib.module} is CUDA-only: {lib.why}", fix, severity=lib.severity)
+        self.add(node, "LNT008", lib.short, fix, severity=lib.severity)
 
     def visit_Try(self, node: ast.Try) -> None:
         caught = set()
