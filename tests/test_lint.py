@@ -107,6 +107,28 @@ def test_an_apex_import_is_a_warning_with_a_one_line_message(tmp_path: Path) -> 
     assert g["severity"] == "error" and "\n" not in g["message"] and g["message"].count(". ") == 0
 
 
+def test_a_cuda_only_seed_gets_the_fix_with_its_own_seed(tmp_path: Path) -> None:
+    text = (
+        "import random\n"
+        "import numpy as np\n"
+        "import torch\n"
+        "\n"
+        "\n"
+        "def set_seed(cfg):\n"
+        "    random.seed(cfg.seed)\n"
+        "    np.random.seed(cfg.seed)\n"
+        "    torch.cuda.manual_seed_all(cfg.seed + cfg.rank)\n"
+        "\n"
+        "\n"
+        "torch.cuda.manual_seed(1)\n"
+    )
+    _c, doc = _lint(tmp_path, "seed.py", text)
+    assert [(f["line"], f["fix"]) for f in doc["findings"]] == [
+        (9, "torch.manual_seed(cfg.seed + cfg.rank)"),
+        (12, "torch.manual_seed(1)"),
+    ]
+
+
 def test_json_findings_carry_the_documented_fields(tmp_path: Path) -> None:
     _code, doc = _lint(tmp_path, "a.py", "model = model.cuda()\n")
     assert doc["schema_version"] == 1 and doc["files"] == 1

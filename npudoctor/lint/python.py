@@ -870,11 +870,13 @@ def scan(
     s.visit(tree)
     if s.cuda_seeds and not s.seeded and not s.transfer:
         for node in s.cuda_seeds:
+            call = s.calls.get(id(node))
+            seed = s._segment(call.args[0]) if call is not None and len(call.args) == 1 else None
             s.add(
                 node,
                 "LNT011",
                 "the seed is set for CUDA only: the NPU generator stays unseeded",
-                "torch.manual_seed(seed)",
+                f"torch.manual_seed({seed})" if seed is not None else "torch.manual_seed with the seed given here",
             )
     out: List[Raw] = []
     for node, code, message, fix, edit, severity in s.hits:
