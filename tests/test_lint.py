@@ -129,6 +129,30 @@ def test_a_cuda_only_seed_gets_the_fix_with_its_own_seed(tmp_path: Path) -> None
     ]
 
 
+def test_each_occurrence_on_a_line_is_its_own_finding(tmp_path: Path) -> None:
+    text = (
+        "import torch\n"
+        "import torch_npu\n"
+        "\n"
+        "\n"
+        "def step(model, x, y):\n"
+        "    x = x.cuda(); y = y.cuda()\n"
+        "    loss = model(x, y)\n"
+        '    print(f"mem {torch.cuda.memory_allocated()} peak", torch.cuda.max_memory_allocated())\n'
+        "    return loss\n"
+    )
+    _c, doc = _lint(tmp_path, "step.py", text)
+    got = [(f["line"], f["column"], f["code"], f["fix"]) for f in doc["findings"]]
+    assert got == [
+        (6, 9, "LNT001", ".npu() or .to(device)"),
+        (6, 23, "LNT001", ".npu() or .to(device)"),
+        (8, 18, "LNT003", "torch.npu.memory_allocated"),
+        (8, 56, "LNT003", "torch.npu.max_memory_allocated"),
+    ]
+    diff = npudoctor("lint", "--diff", tmp_path / "step.py").stdout
+    assert "+    x = x.npu(); y = y.npu()\n" in diff
+
+
 def test_json_findings_carry_the_documented_fields(tmp_path: Path) -> None:
     _code, doc = _lint(tmp_path, "a.py", "model = model.cuda()\n")
     assert doc["schema_version"] == 1 and doc["files"] == 1

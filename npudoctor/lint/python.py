@@ -986,17 +986,18 @@ _FOLDS = {
 
 
 def _fold(hits: Iterable[Raw]) -> List[Raw]:
-    """One finding per line and code (the edits of repeats kept together), without the codes
-    that a more specific finding on the same line explains (:data:`_FOLDS`)."""
+    """One finding per occurrence (line, column and code: ``a = x.cuda(); b = y.cuda()`` is
+    two, each with its own fix and edit; repeats at one place keep their edits together),
+    without the codes that a more specific finding on the same line explains (:data:`_FOLDS`)."""
     ordered = sorted(set(hits), key=lambda h: (h[0], h[2], h[3]))
     by_line: Dict[int, Set[str]] = {}
     for h in ordered:
         by_line.setdefault(h[0], set()).add(h[3])
-    merged: Dict[Tuple[int, str], Raw] = {}
+    merged: Dict[Tuple[int, int, str], Raw] = {}
     for h in ordered:
         if any(h[3] in _FOLDS.get(c, ()) for c in by_line[h[0]] if c != h[3]):
             continue
-        key = (h[0], h[3])
+        key = (h[0], h[2], h[3])
         if key in merged:
             first = merged[key]
             merged[key] = first[:6] + (first[6] + h[6],) + first[7:]
