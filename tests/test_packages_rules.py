@@ -83,6 +83,49 @@ def test_user_site_torch_is_removed_and_the_env_torch_kept(tmp_path):
     assert not any("2.3.1" in line.split("  #")[0] for f in doc["findings"] for line in f["fix"])
 
 
+def test_vllm_installed_after_vllm_ascend_is_one_finding_whose_fix_keeps_every_npu_pin(tmp_path):
+    # case 03: vllm 0.11.0 (Requires-Dist torch==2.8.0) installed after vllm-ascend 0.11.0rc3
+    # (torch==2.7.1, torch-npu==2.7.1) moved torch to 2.8.0.  One root cause -- vllm-ascend's
+    # pin -- so the torch/torch_npu mismatch folds under it, and no fix line keeps torch 2.8.0
+    # with another torch_npu (that breaks vllm-ascend's torch-npu==2.7.1).
+    doc = _scenario("k01-vllm-and-vllm-ascend-torch-conflict", tmp_path)
+    py = "/usr/local/python3.11.13/bin/python3.11"
+    pin = _one(doc, "PKG004")
+    pairing = _one(doc, "PKG001")
+    assert pin["subject"] == "vllm-ascend:torch"
+    assert pin["title"] == "vllm_ascend 0.11.0rc3 requires torch==2.7.1, but torch 2.8.0 is installed"
+    assert pin["fix"] == [
+        "no torch release meets both pins: vllm 0.11.0 requires torch==2.8.0, vllm_ascend 0.11.0rc3 requires "
+        "torch==2.7.1. Keep the vllm-ascend pin (it names the torch_npu vllm-ascend is built for, and vllm "
+        "runs on the NPU through it); the vllm pin stays unmet, as the vllm-ascend install order (vllm first, "
+        "then vllm-ascend) leaves it",
+        f"{py} -m pip install torch==2.7.1  # vllm-ascend's pin; pip's message that vllm 0.11.0 requires "
+        "torch==2.8.0 is expected",
+    ]
+    assert [r["kind"] for r in pin["remedies"]] == ["prose", "pip-install"]
+    assert any(
+        e.startswith("vllm 0.11.0 (") and e.endswith("requires `torch==2.8.0` (Requires-Dist)") for e in pin["evidence"]
+    )
+    assert pairing["data"]["because"] == "PKG004"
+    assert pairing["fix"] == [f"{py} -m pip install torch==2.7.1"]
+    assert any(
+        "vllm_ascend 0.11.0rc3 pins this torch_npu (Requires-Dist `torch-npu==2.7.1`)" in e for e in pairing["evidence"]
+    )
+    assert not [line for f in doc["findings"] for line in f["fix"] if "torch-npu==" in line]
+    listed = [f.code for f in fix_list([Finding.from_dict(f) for f in doc["findings"]])]
+    assert "PKG004" in listed and "PKG001" not in listed, listed
+
+
+def test_a_torch_npu_no_framework_pins_keeps_the_option_of_its_build_for_the_torch(tmp_path):
+    run = run_check(prepare(REPO / "examples" / "torch-npu-torch-mismatch", tmp_path))
+    pairing = _one(run.doc, "PKG001")
+    assert "because" not in pairing["data"]
+    assert pairing["fix"][1] == (
+        "or keep torch 2.3.1 and install the torch_npu built for it: "
+        "/usr/local/bin/python3.10 -m pip install torch-npu==2.3.1.post4"
+    )
+
+
 def test_cann_deps_pin_numpy_to_the_paired_cann_and_are_a_note_without_cann(tmp_path):
     doc = _scenario("k01-x86-torch-npu-2.1.0.post10-needs-cpu-torch", tmp_path)
     deps = _one(doc, "PKG006")

@@ -17,8 +17,26 @@ from npudoctor.knowledge.versions import pep440_public
 from npudoctor.parsers.metadata import canonical_name, requirements_on
 
 if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
     from npudoctor.facts.stack import CannFacts
-    from npudoctor.facts.system import PackagesFacts
+    from npudoctor.facts.system import Distribution, PackagesFacts
+
+
+def pinned_by(packages: PackagesFacts, torch_npu: str) -> Optional[Tuple[Distribution, Requirement]]:
+    """The installed distribution whose ``Requires-Dist`` pins exactly the torch_npu build
+    ``torch_npu`` (``==``), with that requirement; ``None`` when none does."""
+    want = pep440_public(torch_npu)
+    if want is None:
+        return None
+    for rec in packages.effective():
+        if canonical_name(rec.name or "") == "torch-npu" or not rec.version:
+            continue
+        for req in requirements_on(list(rec.requires_dist), "torch-npu"):
+            pinned = [s.version for s in req.specifier if s.operator in ("==", "===")]
+            if any(pep440_public(p) == want for p in pinned):
+                return rec, req
+    return None
 
 
 def framework_requiring(packages: PackagesFacts, cann: CannFacts, torch_npu: str) -> Optional[Tuple[str, str]]:
@@ -28,16 +46,16 @@ def framework_requiring(packages: PackagesFacts, cann: CannFacts, torch_npu: str
     want = pep440_public(torch_npu)
     if want is None:
         return None
+    pin = pinned_by(packages, torch_npu)
+    if pin is not None:
+        rec, req = pin
+        return f"{rec.name} {rec.version}", f"Requires-Dist `{req}` in {rec.metadata_source or 'its METADATA'}"
     table_projects: List[Tuple[str, str, str]] = []
     for rec in packages.effective():
         name = canonical_name(rec.name or "")
         if name == "torch-npu" or not rec.version:
             continue
         reqs = requirements_on(list(rec.requires_dist), "torch-npu")
-        for req in reqs:
-            pinned = [s.version for s in req.specifier if s.operator in ("==", "===")]
-            if any(pep440_public(p) == want for p in pinned):
-                return f"{rec.name} {rec.version}", f"Requires-Dist `{req}` in {rec.metadata_source or 'its METADATA'}"
         if name == "vllm-ascend" and not reqs:
             table_projects.append(("vllm-ascend", "vllm-ascend", str(rec.version)))
     for fact, project, label in (

@@ -11,7 +11,7 @@ are judged against the built-in table of npudoctor/rules/_frameworks.py
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Iterable, List, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from npudoctor.context import RuleContext
 from npudoctor.findings import Finding
@@ -25,6 +25,9 @@ from npudoctor.rules._pyfacts import ask, describe, marker_env, platform, python
 from npudoctor.rules._torchstack import COMPANION, documented_npu, torch_not_documented
 
 if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
+    from npudoctor.facts.system import Distribution
     from npudoctor.knowledge.matrix import TorchNpuRow
 
 READS = ("cann", "host", "packages", "python")
@@ -85,7 +88,10 @@ def companion_pins(ctx: RuleContext) -> Iterable[Finding]:
                         else None,
                     )
                 ]
-                if name == "vllm-ascend":
+                clash = _vllm_clash(ctx, req, target, env) if name == "vllm-ascend" else None
+                if clash is not None:
+                    fix = _keep_vllm_ascend_pin(ctx, rec, req, target, clash)
+                elif name == "vllm-ascend":
                     vllm = ctx.view.packages.version_of("vllm")
                     fix = [
                         pip_install(ctx.view.python, f"vllm=={vllm}" if vllm else "vllm", note="vllm first"),
@@ -99,10 +105,52 @@ def companion_pins(ctx: RuleContext) -> Iterable[Finding]:
                 yield COMPANION.finding(
                     title=f"{rec.name} {rec.version} requires {wanted}, but {have}",
                     evidence=[describe(rec), f"Requires-Dist: {req}"]
-                    + ([describe(target_rec)] if installed and target_rec is not None else []),
+                    + ([describe(target_rec)] if installed and target_rec is not None else [])
+                    + ([f"{describe(clash[0])} requires `{clash[1]}` (Requires-Dist)"] if clash is not None else []),
                     fix=fix,
                     subject=f"{name}:{target}",
                 )
+
+
+def _vllm_clash(
+    ctx: RuleContext, req: Requirement, target: str, env: Dict[str, str]
+) -> Optional[Tuple[Distribution, Requirement]]:
+    """The installed vllm and its requirement on ``target`` when no release meets both it and
+    vllm-ascend's exact pin ``req`` (vllm's PyPI wheel pins the torch of its CUDA build, newer
+    than the one vllm-ascend is built for); ``None`` otherwise."""
+    vllm = ctx.view.packages.first("vllm")
+    pinned = [s.version for s in req.specifier if s.operator in ("==", "===")]
+    if vllm is None or len(pinned) != 1:
+        return None
+    for theirs in requirements_on(list(vllm.requires_dist), target, env):
+        if satisfies(pinned[0], theirs.specifier) is False:
+            return vllm, theirs
+    return None
+
+
+def _keep_vllm_ascend_pin(
+    ctx: RuleContext, rec: Distribution, req: Requirement, target: str, clash: Tuple[Distribution, Requirement]
+) -> List[Fix]:
+    """The fix when vllm and vllm-ascend pin ``target`` to releases no install meets
+    together: it says so, and installs vllm-ascend's pin.  That pin is the one to keep: it
+    names the torch_npu vllm-ascend is built for, and vllm runs on the NPU through
+    vllm-ascend; vllm-ascend's own install order (vllm first, then vllm-ascend, which
+    re-pins torch) leaves vllm's pin unmet, as its maintainers say it does."""
+    vllm, theirs = clash
+    wanted = f"{target}{req.specifier}"
+    plat = platform(ctx.view.python, ctx.view.host)
+    return [
+        f"no {target} release meets both pins: {vllm.name} {vllm.version} requires {theirs}, "
+        f"{rec.name} {rec.version} requires {wanted}. Keep the vllm-ascend pin (it names the torch_npu "
+        "vllm-ascend is built for, and vllm runs on the NPU through it); the vllm pin stays unmet, as the "
+        "vllm-ascend install order (vllm first, then vllm-ascend) leaves it",
+        pip_install(
+            ctx.view.python,
+            wanted,
+            index=cpu_index(wanted, plat) if target != "torch-npu" else None,
+            note=f"vllm-ascend's pin; pip's message that vllm {vllm.version} requires {theirs} is expected",
+        ),
+    ]
 
 
 class _Release(NamedTuple):

@@ -43,7 +43,7 @@ from npudoctor.rules._pkgfit import (
     wanted_from_release,
 )
 from npudoctor.rules._pyfacts import ask, best_torch_npu, describe, marker_env, platform, python_exe
-from npudoctor.rules._required import framework_requiring
+from npudoctor.rules._required import framework_requiring, pinned_by
 from npudoctor.rules.matrix import not_in_matrix
 
 if TYPE_CHECKING:
@@ -56,6 +56,9 @@ ONLY_WITH = ("packages",)
 PYPI_INDEX = "https://pypi.org/simple"
 
 TORCH_PAIR = codes.get("PKG001")
+
+#: A framework's own pin on torch/torch_npu (:mod:`npudoctor.rules.companions`).
+COMPANION_PIN = codes.get("PKG004")
 
 NO_TORCH = codes.get("PKG002")
 
@@ -165,8 +168,11 @@ def _against_requires_dist(
         title = f"torch {tv} does not match torch_npu {npu.version} (it requires {wanted})"
     fix: List[Fix] = [pip_install(ctx.view.python, wanted, index=cpu_index(wanted, plat))]
     hidden = _hidden_fit(ctx, evidence)
+    pin = pinned_by(ctx.view.packages, str(npu.version or "")) if hidden is None else None
     if hidden is not None:
         fix = hidden
+    elif pin is not None:
+        evidence.append(_pinned_line(pin, tv))
     elif not same_release:
         fix.extend(_keep_torch_fix(ctx, tv))
     yield TORCH_PAIR.finding(
@@ -175,8 +181,33 @@ def _against_requires_dist(
         fix=fix,
         subject="torch",
         severity=grades.severity(verdict) or "error",
-        data=_shadowed(_grade_data(verdict), hidden),
+        data=_under_pin(ctx, _shadowed(_grade_data(verdict), hidden), pin, tv),
     )
+
+
+def _pinned_line(pin: Tuple[Distribution, Requirement], torch_version: str) -> str:
+    """The evidence line saying that an installed framework pins this torch_npu build: the
+    installed torch with another torch_npu is no option (it would break that pin)."""
+    rec, req = pin
+    return (
+        f"{rec.name} {rec.version} pins this torch_npu (Requires-Dist `{req}`): a torch_npu built for "
+        f"torch {torch_version} would break that pin, so the fix keeps torch_npu and installs the torch it needs"
+    )
+
+
+def _under_pin(
+    ctx: RuleContext, data: Dict[str, object], pin: Optional[Tuple[Distribution, Requirement]], torch_version: str
+) -> Dict[str, object]:
+    """``data`` of a PKG001 whose torch_npu an installed framework pins (``pin``): when that
+    framework requires a torch that ``torch_version`` does not meet too, its pin is the one
+    root cause -- :func:`npudoctor.rules.companions.companion_pins` reports it (PKG004) with
+    the fix -- and this finding names it in ``because`` (folded under it)."""
+    if pin is None:
+        return data
+    reqs = torch_requirements(pin[0], marker_env(ctx.view.python, ctx.view.host))
+    if any(satisfies(torch_version, r.specifier) is False for r in reqs):
+        return dict(data, because=COMPANION_PIN.code)
+    return data
 
 
 def _against_release(
@@ -213,8 +244,11 @@ def _against_release(
     wanted = f"torch=={expected}" + ("+cpu" if plat == "x86_64" else "")
     fix: List[Fix] = [pip_install(ctx.view.python, wanted, index=cpu_index(wanted, plat))]
     hidden = _hidden_fit(ctx, evidence)
+    pin = pinned_by(ctx.view.packages, str(npu.version or "")) if hidden is None else None
     if hidden is not None:
         fix = hidden
+    elif pin is not None:
+        evidence.append(_pinned_line(pin, tv))
     else:
         fix.extend(_keep_torch_fix(ctx, tv))
     yield TORCH_PAIR.finding(
@@ -223,7 +257,7 @@ def _against_release(
         fix=fix,
         subject="torch",
         severity=grades.severity(verdict) or "error",
-        data=_shadowed(_grade_data(verdict), hidden),
+        data=_under_pin(ctx, _shadowed(_grade_data(verdict), hidden), pin, tv),
     )
 
 
