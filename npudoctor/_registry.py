@@ -131,7 +131,7 @@ RULE_AREAS = (
     ('npudoctor.rules.libraries', ('cann', 'environment', 'libraries', 'driver', 'container')),
     ('npudoctor.rules.library_symbols', ('cann', 'libraries')),
     ('npudoctor.rules.matrix', ('matrix',)),
-    ('npudoctor.rules.order', ('cann', 'environment')),
+    ('npudoctor.rules.order', ('cann', 'environment', 'devices')),
     ('npudoctor.rules.overview', ('host',)),
     ('npudoctor.rules.packages', ('packages',)),
     ('npudoctor.rules.python_env', ('python',)),
@@ -144,12 +144,12 @@ RULE_AREAS = (
 
 # (area, the other areas whose findings can change its findings)
 FEEDS = (
-    ('python', ('packages', 'cann', 'environment', 'driver', 'deep')),
-    ('packages', ('python', 'cann', 'environment', 'driver', 'deep')),
-    ('cann', ('driver', 'deep')),
-    ('environment', ('cann', 'driver', 'deep')),
-    ('libraries', ('python', 'packages', 'cann', 'environment', 'driver', 'container', 'deep')),
-    ('driver', ('container', 'deep')),
+    ('python', ('packages', 'cann', 'environment', 'driver', 'devices', 'deep')),
+    ('packages', ('python', 'cann', 'environment', 'driver', 'devices', 'deep')),
+    ('cann', ('driver', 'devices', 'deep')),
+    ('environment', ('cann', 'driver', 'devices', 'deep')),
+    ('libraries', ('python', 'packages', 'cann', 'environment', 'driver', 'devices', 'container', 'deep')),
+    ('driver', ('devices', 'container', 'deep')),
     ('devices', ('driver', 'container', 'deep')),
     ('container', ('libraries', 'driver', 'devices', 'deep')),
     ('hccl', ('deep',)),

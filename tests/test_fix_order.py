@@ -30,16 +30,9 @@ def test_fix_order_on_a_stack_broken_in_several_layers(tmp_path):
 def test_independent_findings_get_no_order():
     from npudoctor.rules.order import layer_of
 
-    assert [layer_of(c) for c in ("DRV002", "CANN003", "CANN004", "ENV001", "PKG007", "LIB001", "DEEP002")] == [
-        0,
-        1,
-        2,
-        3,
-        4,
-        5,
-        6,
-    ]
-    assert layer_of("DEV002") == -1 and layer_of("HCCL007") == -1
+    codes = ("DEV040", "DRV002", "CANN003", "CANN004", "ENV001", "PKG007", "LIB001", "DEEP002")
+    assert [layer_of(c) for c in codes] == [0, 1, 2, 3, 4, 5, 6, 7]
+    assert layer_of("DEV002") == -1 and layer_of("DEV041") == -1 and layer_of("HCCL007") == -1
 
 
 def test_a_new_cann_release_covers_the_kernels_and_nnal_of_the_old_one(tmp_path):
@@ -74,6 +67,29 @@ def test_framework_without_torch_npu_and_cann_is_an_error_not_fine(tmp_path):
     assert run.returncode == 1
 
 
+def test_the_chip_support_decision_comes_first(tmp_path):
+    # case 31: vllm-ascend 0.9.1 on an Atlas 300I Duo (310P3), nothing else installed.  DEV040
+    # replaces the framework release; the CANN and torch_npu the later steps install depend
+    # on that release, so its fix is step 1, not an independent fix after them.
+    scenario = prepare(REPO / "tests/scenarios/k13-310p-duo-vllm-ascend", tmp_path)
+    run = run_check(scenario)
+    by_code = {f["code"]: f for f in run.doc["findings"]}
+    from npudoctor.findings import Finding
+    from npudoctor.report.build import fix_list
+
+    listed = [f.code for f in fix_list([Finding.from_dict(f) for f in run.doc["findings"]])]
+    assert listed == ["DEV040", "CANN001", "PKG004"]
+    assert by_code["DEV040"]["after"] == []
+    assert by_code["CANN001"]["after"] == ["DEV040"]
+    assert by_code["PKG004"]["after"][0] == "DEV040"
+    assert by_code["DEV041"]["after"] == []  # no bf16: independent of any release
+
+    proc = npudoctor("check", "--root", str(scenario / "root"), env=environment(scenario, run.spec))
+    tail = proc.stdout[proc.stdout.index("\nFix in this order\n") + 1 :].splitlines()
+    assert tail[1] == "(chip support → CANN → packages)", tail
+    assert [line.split()[1] for line in tail[2:] if re.match(r"^\s+\d+\. ", line)] == listed
+
+
 @pytest.mark.parametrize(
     "name, header, steps",
     [
@@ -84,6 +100,8 @@ def test_framework_without_torch_npu_and_cann_is_an_error_not_fine(tmp_path):
         # LIB003 folds under PKG001 (the missing symbols prove the same torch mismatch)
         ("lib-k01-torch-symbols", "(packages)", ["PKG001", "PKG006"]),
         ("k05-torch-npu-2.10-on-cann-8.0.0", "(driver → CANN → packages)", ["DRV001", "CANN003", "PKG006"]),
+        # the torch_npu release that knows the chip (and its CANN) first: the CANN deps follow it
+        ("case33-310b4-board-torch-npu-2.1.0rc1", "(chip support → packages)", ["DEV040", "PKG006"]),
     ],
 )
 def test_the_header_of_the_fix_list_says_the_order_of_its_steps(name, header, steps, tmp_path):

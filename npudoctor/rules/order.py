@@ -6,7 +6,10 @@ before kernels/ops and NNAL are installed (:data:`APPLIES_ENV`,
 :func:`npudoctor.remedies.cann.release_steps`).  A fix in an earlier layer changes what the later ones
 must be: a new CANN brings its own ``set_env.sh``, numpy bound and kernels, a sourced
 environment changes which shared libraries resolve, and the deep probe is only worth
-re-running at the end.  This post-processor records that order in each finding's
+re-running at the end.  Before all of them comes the decision which releases can run on
+the NPU chips at all (DEV040: a framework or torch_npu release that does not support the
+chip is replaced, and what the later layers install depends on the release that replaces
+it).  This post-processor records that order in each finding's
 ``after`` list (codes of findings present in earlier layers), so the report prints one
 ordered list instead of independent advice.
 """
@@ -29,6 +32,7 @@ READS = ()
 #: library fix comes after the packages: a reinstalled torch, torch_npu or extension
 #: brings other binaries, whose needs are then the ones to meet.
 LAYERS = (
+    ("DEV040",),  # chip support: which framework / torch_npu release to install at all
     ("DRV",),
     ("CANN001", "CANN002", "CANN003", "CANN010", "CANN011", "CANN012"),
     ("CANN",),  # kernels/ops, NNAL, ATB ABI: installed on top of the toolkit
@@ -40,7 +44,16 @@ LAYERS = (
 
 
 #: What each layer of :data:`LAYERS` is called in the header of the fix list.
-LAYER_NAMES = ("driver", "CANN", "kernels/NNAL", "set_env.sh", "packages", "shared libraries", "import check")
+LAYER_NAMES = (
+    "chip support",
+    "driver",
+    "CANN",
+    "kernels/NNAL",
+    "set_env.sh",
+    "packages",
+    "shared libraries",
+    "import check",
+)
 
 
 def layer_of(code: str) -> int:
