@@ -81,7 +81,7 @@ RULE_MODULES = (
     ('npudoctor.rules.cann_addons', ('cann', 'devices', 'driver', 'environment', 'host', 'libraries', 'packages', 'python'), ('cann',), False),
     ('npudoctor.rules.capabilities', ('container', 'devices'), ('container',), True),
     ('npudoctor.rules.chips', ('cann', 'devices', 'host', 'packages'), ('devices',), False),
-    ('npudoctor.rules.companions', ('cann', 'host', 'packages', 'python'), (), False),
+    ('npudoctor.rules.companions', ('cann', 'devices', 'host', 'packages', 'python'), (), False),
     ('npudoctor.rules.container', ('cann', 'container', 'devices', 'driver', 'packages'), ('container',), True),
     ('npudoctor.rules.container_world', ('cann', 'container', 'devices', 'driver', 'packages'), ('container',), True),
     ('npudoctor.rules.deep', ('deep',), ('deep',), True),

@@ -61,7 +61,6 @@ def test_framework_without_torch_npu_and_cann_is_an_error_not_fine(tmp_path):
     run = run_check(scenario)
     by_code = {f["code"]: f for f in run.doc["findings"]}
     assert by_code["PKG004"]["title"] == "vllm-ascend 0.9.1 needs torch_npu 2.5.1.post1, but torch_npu is not installed"
-    assert by_code["PKG004"]["fix"][0].endswith("-m pip install torch==2.5.1 torch-npu==2.5.1.post1")
     assert by_code["CANN001"]["severity"] == "error" and "fine" not in by_code["CANN001"]["title"]
     assert by_code["CANN007"]["data"]["superseded_by"] == "CANN001"
     assert run.returncode == 1
@@ -88,6 +87,38 @@ def test_the_chip_support_decision_comes_first(tmp_path):
     tail = proc.stdout[proc.stdout.index("\nFix in this order\n") + 1 :].splitlines()
     assert tail[1] == "(chip support → CANN → packages)", tail
     assert [line.split()[1] for line in tail[2:] if re.match(r"^\s+\d+\. ", line)] == listed
+
+
+def test_the_fixes_after_the_chip_support_decision_are_for_the_release_it_names(tmp_path):
+    # case 31 again: the sources state vllm-ascend 0.9.1 does not run on 310P and that 0.14.0rc1
+    # is the first release that does (framework_support.toml).  The CANN and torch_npu steps
+    # after DEV040 are computed for 0.14.0rc1 -- torch_npu 2.9.0 (its versioning policy),
+    # paired with CANN 8.5.0 (matrix) -- not for the 0.9.1 it replaces (torch_npu 2.5.1.post1).
+    scenario = prepare(REPO / "tests/scenarios/k13-310p-duo-vllm-ascend", tmp_path)
+    run = run_check(scenario)
+    by_code = {f["code"]: f for f in run.doc["findings"]}
+    assert by_code["DEV040"]["data"] == {"framework": "vllm-ascend", "installed": "0.9.1", "move_to": "0.14.0rc1"}
+    assert by_code["DEV040"]["fix"][1] == "vllm-ascend 0.14.0rc1 needs torch_npu 2.9.0 and CANN 8.5.0 or newer"
+    pkg = by_code["PKG004"]
+    assert pkg["title"] == "vllm-ascend 0.9.1 needs torch_npu 2.5.1.post1, but torch_npu is not installed"
+    assert pkg["fix"] == [
+        "for vllm-ascend 0.14.0rc1, the release that runs on 310P3: "
+        "/usr/local/bin/python3.10 -m pip install torch==2.9.0 torch-npu==2.9.0"
+    ]
+    assert pkg["remedies"][0]["kind"] == "pip-install"
+    assert pkg["data"] == {"for_release": "vllm-ascend 0.14.0rc1"}
+    cann = by_code["CANN001"]
+    assert cann["fix"][0] == (
+        "for vllm-ascend 0.14.0rc1, the release that runs on 310P3 (its torch_npu 2.9.0 is paired with CANN 8.5.0):"
+    )
+    assert cann["remedies"][0]["kind"] == "prose"
+    assert cann["fix"][2] == (
+        "chmod +x Ascend-cann-toolkit_8.5.0_linux-$(uname -m).run && ./Ascend-cann-toolkit_8.5.0_linux-$(uname -m).run --install"
+    )
+    assert any(line.startswith("chmod +x Ascend-cann-310p-ops_8.5.0_") for line in cann["fix"])
+    assert cann["data"] == {"torch_npu": "2.9.0", "cann": "8.5.0", "for_release": "vllm-ascend 0.14.0rc1"}
+    # no fix line is still for the release DEV040 replaces
+    assert not [line for f in run.doc["findings"] for line in f["fix"] if "2.5.1" in line]
 
 
 @pytest.mark.parametrize(

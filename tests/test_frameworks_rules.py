@@ -106,9 +106,17 @@ def test_vllm_ascend_without_310p_support_on_310p_names_the_first_that_can(tmp_p
     assert f["title"] == "vllm-ascend 0.9.1 does not support 310P3 (family 310P)"
     assert f["fix"] == [
         "Install vllm-ascend 0.14.0rc1 or newer (supported on 310P from that release on), or run on hardware "
-        "this release supports"
+        "this release supports",
+        "vllm-ascend 0.14.0rc1 needs torch_npu 2.9.0 and CANN 8.5.0 or newer",
     ]
     assert any("'this feature will NOT be included in v0.9.1-dev branch" in e for e in f["evidence"])
+    # the release table's row for 0.14.0rc1, with its source
+    assert any(
+        e.startswith("vllm-ascend 0.14.0rc1 needs torch_npu 2.9.0 and CANN 8.5.0 or newer: built-in table, ")
+        and "versioning_policy.md" in e
+        for e in f["evidence"]
+    )
+    assert f["data"] == {"framework": "vllm-ascend", "installed": "0.9.1", "move_to": "0.14.0rc1"}
 
 
 @pytest.mark.parametrize(
@@ -124,11 +132,15 @@ def test_310p_support_follows_the_release_notes(tmp_path: Path, version: str, se
     sp = s / "root" / SP
     shutil.rmtree(sp / "vllm_ascend-0.9.1.dist-info")
     dist(s / "root", "vllm_ascend", version, tag=T)
-    got = [f for f in _findings(s) if f["code"] == "DEV040"]
+    findings = _findings(s)
+    got = [f for f in findings if f["code"] == "DEV040"]
     if severity is None:
         assert got == []
     else:
         assert [(f["severity"], words in f["title"]) for f in got] == [(severity, True)]
+        assert got[0]["data"] == {}  # no release to move to is imposed (rules/_chipmove.py)
+    # only a stated "does not run" makes the CANN and torch_npu fixes another release's
+    assert not [f["code"] for f in findings if "for_release" in f["data"]]
 
 
 # ---------------------------------------------------------------- PKG052 CUDA-only distributions

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes, grades
 from npudoctor.knowledge.chips import package_chip
+from npudoctor.knowledge.frameworks import rows_for
 from npudoctor.knowledge.grades import Grade
 from npudoctor.knowledge.prerelease import metadata_verdict
 from npudoctor.knowledge.versions import cann_less
@@ -37,14 +38,17 @@ from npudoctor.rules._cannfacts import (
     python_tag,
     toolkit_line,
 )
+from npudoctor.rules._chipmove import move_for
 from npudoctor.rules._required import framework_requiring
 from npudoctor.rules.overview import npu_stack_present
 
 if TYPE_CHECKING:
     from npudoctor.context import RuleContext
     from npudoctor.facts.frameworks import FrameworksFacts
+    from npudoctor.knowledge.frameworks import FrameworkRow
     from npudoctor.knowledge.grades import Verdict
     from npudoctor.knowledge.matrix import Matrix
+    from npudoctor.rules._chipmove import Move
 
 READS = ("cann", "container", "devices", "driver", "frameworks", "host", "packages", "python")
 ONLY_WITH = ("cann",)
@@ -109,10 +113,15 @@ def no_cann(ctx: RuleContext) -> Iterable[Finding]:
         for name in ("vllm-ascend", "mindie", "mindie-turbo")
         for rec in ctx.view.packages.records(name)[:1]
     ]
+    moved = _moved_framework(ctx)
+    if moved is not None:
+        yield _for_moved_framework(ctx, moved, frameworks, evidence, arch)
+        return
     if tnpu is None and frameworks:
+        evidence += [f"{f} runs on torch_npu and CANN" for f in frameworks]
         yield NO_CANN.finding(
             title=f"{', '.join(frameworks)} is installed, but no CANN toolkit (and no torch_npu) is",
-            evidence=evidence + [f"{f} runs on torch_npu and CANN" for f in frameworks],
+            evidence=evidence,
             fix=[
                 "Install the torch_npu build the framework needs first (see PKG004), then the CANN it is paired "
                 "with (`npudoctor matrix show --torch-npu` with that version names it)",
@@ -127,6 +136,27 @@ def no_cann(ctx: RuleContext) -> Iterable[Finding]:
         return
     tver = tnpu.version or ""
     evidence.insert(0, f"torch_npu {tver} installed in {tnpu.location}")
+    cann_ver, nearest, fix = _release_fix(ctx, tver, arch, evidence)
+    yield NO_CANN.finding(
+        title=f"torch_npu {tver} is installed but no CANN toolkit is"
+        + (
+            f" (the nearest paired release, torch_npu {nearest}, needs CANN {cann_ver})"
+            if nearest
+            else (f" (it needs CANN {cann_ver})" if cann_ver else "")
+        ),
+        evidence=evidence,
+        fix=fix,
+        data=dict({"torch_npu": tver, "cann": cann_ver}, **({"paired_by": nearest} if nearest else {})),
+    )
+
+
+def _release_fix(
+    ctx: RuleContext, tver: str, arch: Optional[str], evidence: List[str]
+) -> Tuple[Optional[str], str, List[Step]]:
+    """``(CANN version, nearest torch_npu, fix)``: the whole CANN release paired with torch_npu
+    ``tver`` (its own matrix row, else the nearest paired release), its install steps for this
+    machine, and the driver step first when the installed driver falls short of it; appends
+    the evidence lines.  The version is ``None`` when the matrix pairs no CANN."""
     cann_ver = None
     nearest = ""
     row, is_nearest = cann_pairing(ctx.matrix, tver) if ctx.matrix is not None else (None, False)
@@ -148,17 +178,53 @@ def no_cann(ctx: RuleContext) -> Iterable[Finding]:
     if first:
         fix.insert(0, first)
         evidence.append(f"the installed driver {driver} does not fit CANN {cann_ver} (matrix)")
-    yield NO_CANN.finding(
-        title=f"torch_npu {tver} is installed but no CANN toolkit is"
-        + (
-            f" (the nearest paired release, torch_npu {nearest}, needs CANN {cann_ver})"
-            if nearest
-            else (f" (it needs CANN {cann_ver})" if cann_ver else "")
-        ),
-        evidence=evidence,
-        fix=fix,
-        data=dict({"torch_npu": tver, "cann": cann_ver}, **({"paired_by": nearest} if nearest else {})),
+    return cann_ver, nearest, fix
+
+
+def _for_moved_framework(
+    ctx: RuleContext,
+    moved: Tuple[Move, str, FrameworkRow],
+    frameworks: List[str],
+    evidence: List[str],
+    arch: Optional[str],
+) -> Finding:
+    """CANN001 when the installed vllm-ascend cannot run on a chip here (:func:`_moved_framework`):
+    the whole CANN release for the release to move to -- the one paired with the torch_npu it
+    needs -- whatever torch_npu is installed now (moving vllm-ascend replaces it too)."""
+    move, tver, row = moved
+    tnpu = ctx.view.packages.torch_npu
+    if tnpu is not None:
+        evidence.insert(0, f"torch_npu {tnpu.version} installed in {tnpu.location}")
+    evidence += [f"{f} runs on torch_npu and CANN" for f in frameworks]
+    evidence.append(
+        f"vllm-ascend {move.installed} does not run on {move.chip} (family {move.family}); "
+        f"vllm-ascend {move.release}, the first release that does, needs torch_npu {tver}: "
+        f"built-in table, {row.source}"
     )
+    cann_ver, _nearest, fix = _release_fix(ctx, tver, arch, evidence)
+    lead = f"for vllm-ascend {move.release}, the release that runs on {move.chip}" + (
+        f" (its torch_npu {tver} is paired with CANN {cann_ver}):" if cann_ver else ":"
+    )
+    return NO_CANN.finding(
+        title=f"torch_npu {tnpu.version} is installed but no CANN toolkit is"
+        if tnpu is not None
+        else f"{', '.join(frameworks)} is installed, but no CANN toolkit (and no torch_npu) is",
+        evidence=evidence,
+        fix=[lead] + fix,
+        data={"torch_npu": tver, "cann": cann_ver, "for_release": f"vllm-ascend {move.release}"},
+    )
+
+
+def _moved_framework(ctx: RuleContext) -> Optional[Tuple[Move, str, FrameworkRow]]:
+    """When the installed vllm-ascend cannot run on a chip of this machine (DEV040 says to
+    move to another release, :mod:`npudoctor.rules._chipmove`): the move, the torch_npu
+    build the release to move to needs and its framework-table row; ``None`` otherwise."""
+    rec = ctx.view.packages.first("vllm-ascend")
+    move = move_for(ctx, "vllm-ascend", rec.version if rec is not None else None)
+    rows = rows_for("vllm-ascend", move.release) if move is not None else []
+    if move is None or not rows or not rows[0].torch_npu:
+        return None
+    return move, str(rows[0].torch_npu), rows[0]
 
 
 @rule

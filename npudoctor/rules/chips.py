@@ -17,11 +17,13 @@ from npudoctor.findings import Finding
 from npudoctor.knowledge import chip_support as chip_support_data
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.chips import chip_identity
+from npudoctor.knowledge.frameworks import rows_for
 from npudoctor.knowledge.socs import EDGE_FAMILIES, SOC_FIRST_EXT
 from npudoctor.knowledge.versions import cann_less, parse_cann
 from npudoctor.remedies.cann import install, set_env_step
 from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import host_arch, toolkit_line
+from npudoctor.rules._chipmove import release_for
 from npudoctor.rules.matrix import refresh_hint
 
 if TYPE_CHECKING:
@@ -117,9 +119,7 @@ def _framework_on_chip(framework: str, version: Optional[str], name: str, family
     if row is None or row.status == "supported":
         return
     label = f"{framework} {version}" if version else framework
-    first = chip_support_data.newest_supported(framework, family) or chip_support_data.first_supporting(
-        framework, family
-    )
+    first = release_for(framework, family)
     evidence = [
         f"npu-smi Name {name} → family {family}",
         f"{label} installed",
@@ -127,11 +127,16 @@ def _framework_on_chip(framework: str, version: Optional[str], name: str, family
         "sources: " + "; ".join(row.sources[:3]),
     ]
     fix: List[str] = []
-    if first is not None and first.first_version:
+    data: Dict[str, Any] = {}
+    if first is not None:
         fix.append(
             f"Install {framework} {first.first_version} or newer ({first.status} on {family} from that release on), "
             "or run on hardware this release supports"
         )
+        needs = _release_needs(framework, first.first_version)
+        if needs:
+            evidence.append(f"{needs[0]}: built-in table, {needs[1]}")
+            fix.append(needs[0])
     else:
         fix.append(f"Run {framework} on hardware its documentation lists; no release is documented for {family}")
     if row.status == "unsupported":
@@ -139,6 +144,9 @@ def _framework_on_chip(framework: str, version: Optional[str], name: str, family
             "" if row.confidence == "stated" else " (inferred from its release notes)"
         )
         severity = "error" if row.confidence == "stated" else "warning"
+        if first is not None and row.confidence == "stated":
+            # the later fixes are computed for this release (rules/_chipmove.py)
+            data = {"framework": framework, "installed": version, "move_to": first.first_version}
     elif row.status == "experimental":
         title = f"{label} supports {name} (family {family}) only experimentally"
         severity = "info"
@@ -147,8 +155,22 @@ def _framework_on_chip(framework: str, version: Optional[str], name: str, family
         severity = "info"
         fix = [f"{framework}'s own documents name no {family} support; check its release notes before relying on it"]
     yield CHIP_UNSUPPORTED.finding(
-        title=title, evidence=evidence, fix=fix, severity=severity, subject=f"{framework}:{name}"
+        title=title, evidence=evidence, fix=fix, severity=severity, subject=f"{framework}:{name}", data=data
     )
+
+
+def _release_needs(framework: str, release: str) -> Optional[Tuple[str, str]]:
+    """``("vllm-ascend 0.14.0rc1 needs torch_npu 2.9.0 and CANN 8.5.0 or newer", source)``:
+    what ``framework`` ``release`` documents (the framework table's row), or ``None``
+    without a row naming either."""
+    rows = rows_for(framework, release)
+    if not rows or not (rows[0].torch_npu or rows[0].cann_min):
+        return None
+    row = rows[0]
+    parts = ([f"torch_npu {row.torch_npu}"] if row.torch_npu else []) + (
+        [f"CANN {row.cann_min} or newer"] if row.cann_min else []
+    )
+    return f"{framework} {release} needs {' and '.join(parts)}", row.source
 
 
 @rule

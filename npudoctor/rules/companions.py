@@ -20,6 +20,7 @@ from npudoctor.knowledge.versions import pep440_public, pep440_release, release_
 from npudoctor.parsers.metadata import canonical_name, requirements_on, satisfies
 from npudoctor.remedies.python import pip_install
 from npudoctor.rules import rule
+from npudoctor.rules._chipmove import move_for
 from npudoctor.rules._pkgfit import Fix, cpu_index
 from npudoctor.rules._pyfacts import ask, describe, marker_env, platform, python_exe
 from npudoctor.rules._torchstack import COMPANION, documented_npu, torch_not_documented
@@ -29,8 +30,9 @@ if TYPE_CHECKING:
 
     from npudoctor.facts.system import Distribution
     from npudoctor.knowledge.matrix import TorchNpuRow
+    from npudoctor.rules._chipmove import Move
 
-READS = ("cann", "host", "packages", "python")
+READS = ("cann", "devices", "host", "packages", "python")
 
 
 #: Projects whose pins on the stack are checked (besides any package that names torch-npu).
@@ -189,22 +191,59 @@ def _companion_without_torch_npu(ctx: RuleContext, torch_version: str) -> Iterab
         want = documented_npu(ctx.matrix, rows[0], torch_version) if rows else None
         if not want:
             continue
-        torch_needed = release_xyz(want)
-        reqs = ([f"torch=={torch_needed}"] if torch_needed and not torch_version else []) + [f"torch-npu=={want}"]
+        evidence = [
+            f"{label} {version} from {where}",
+            "no torch_npu dist-info in the target interpreter",
+            f"{label} {version} needs torch_npu {want}: built-in table, {rows[0].source}",
+        ]
+        moved = _moved(ctx, project, label, version, torch_version, evidence)
+        build = moved[1] if moved is not None else want
+        torch_needed = release_xyz(build)
+        reqs = ([f"torch=={torch_needed}"] if torch_needed and not torch_version else []) + [f"torch-npu=={build}"]
+        fix: List[Fix]
+        if moved is not None:
+            fix = [_moved_install(ctx, label, moved, reqs)]
+        elif _on_pypi(ctx, want):
+            fix = [pip_install(ctx.view.python, *reqs, index=None)]
+        else:
+            fix = [
+                f"install the torch_npu {want} wheel that {label} {version}'s installation guide links (not on PyPI)"
+            ]
         yield COMPANION.finding(
             title=f"{label} {version} needs torch_npu {want}, but torch_npu is not installed",
-            evidence=[
-                f"{label} {version} from {where}",
-                "no torch_npu dist-info in the target interpreter",
-                f"{label} {version} needs torch_npu {want}: built-in table, {rows[0].source}",
-            ],
-            fix=[
-                pip_install(ctx.view.python, *reqs, index=None)
-                if _on_pypi(ctx, want)
-                else f"install the torch_npu {want} wheel that {label} {version}'s installation guide links (not on PyPI)"
-            ],
+            evidence=evidence,
+            fix=fix,
             subject=f"{project}:torch-npu",
+            data={"for_release": f"{label} {moved[0].release}"} if moved else {},
         )
+
+
+def _moved(
+    ctx: RuleContext, project: str, label: str, version: str, torch_version: str, evidence: List[str]
+) -> Optional[Tuple[Move, str]]:
+    """When ``project`` ``version`` does not run on a chip of this machine and the release
+    to move to (:func:`npudoctor.rules._chipmove.move_for`: the fix that comes first) has a
+    table row naming its torch_npu: the move and that build, with the evidence line
+    appended; ``None`` otherwise (the fix stays the installed release's)."""
+    move = move_for(ctx, project, version)
+    rows = rows_for(project, move.release) if move is not None else []
+    want = documented_npu(ctx.matrix, rows[0], torch_version) if rows else None
+    if move is None or not want:
+        return None
+    evidence.append(
+        f"{label} {version} does not run on {move.chip} (family {move.family}); {label} {move.release}, "
+        f"the first release that does, needs torch_npu {want}: built-in table, {rows[0].source}"
+    )
+    return move, want
+
+
+def _moved_install(ctx: RuleContext, label: str, moved: Tuple[Move, str], reqs: List[str]) -> Fix:
+    """The fix line installing ``reqs`` for the release to move to (:func:`_moved`)."""
+    move, want = moved
+    lead = f"for {label} {move.release}, the release that runs on {move.chip}: "
+    if _on_pypi(ctx, want):
+        return pip_install(ctx.view.python, *reqs, index=None, lead=lead)
+    return lead + f"the torch_npu {want} wheel its installation guide links (not on PyPI)"
 
 
 def _npu_row(ctx: RuleContext, version: str) -> Optional[TorchNpuRow]:
@@ -261,20 +300,20 @@ def companion_table(ctx: RuleContext) -> Iterable[Finding]:
             + f": built-in table, {row.source}",
             why,
         ]
-        torch_needed = release_xyz(want)
-        reqs = [f"torch-npu=={want}"]
-        rel_t = pep440_release(tv)
-        if torch_needed and rel_t and rel_w is not None and rel_t[:3] != rel_w[:3]:
-            reqs.insert(0, f"torch=={torch_needed}")
+        moved = _moved(ctx, project, label, version, tv or installed, evidence)
+        if moved is not None and npu_fits(installed, moved[1]) is not False:
+            continue  # the build the release to move to needs: nothing to change but that release
         fix: List[Fix]
-        if _on_pypi(ctx, want):
-            fix = [pip_install(ctx.view.python, *reqs, index=None)]
+        if moved is not None:
+            fix = [_moved_install(ctx, label, moved, _npu_reqs(moved[1], tv))]
+        elif _on_pypi(ctx, want):
+            fix = [pip_install(ctx.view.python, *_npu_reqs(want, tv), index=None)]
         else:
             fix = [
                 f"install the torch_npu {want} wheel that {label} {version}'s installation guide links "
                 f"(not on PyPI): download it, then pip-install the downloaded .whl file with {python_exe(ctx.view.python)} -m pip"
             ]
-        if project == "vllm-ascend":
+        if project == "vllm-ascend" and moved is None:
             newer = _vllm_ascend_on_pypi(ctx, installed, tv)
             if newer:
                 fix.append(
@@ -295,7 +334,19 @@ def companion_table(ctx: RuleContext) -> Iterable[Finding]:
             evidence=evidence,
             fix=fix,
             subject=f"{project}:torch-npu",
+            data={"for_release": f"{label} {moved[0].release}"} if moved else {},
         )
+
+
+def _npu_reqs(build: str, torch_version: str) -> List[str]:
+    """``torch-npu==build``, after ``torch==X.Y.Z`` when the installed torch (``torch_version``)
+    is of another release than the one the build is made for."""
+    reqs = [f"torch-npu=={build}"]
+    torch_needed = release_xyz(build)
+    rel_t, rel_w = pep440_release(torch_version), pep440_release(build)
+    if torch_needed and rel_t and rel_w is not None and rel_t[:3] != rel_w[:3]:
+        reqs.insert(0, f"torch=={torch_needed}")
+    return reqs
 
 
 def _vllm_ascend_on_pypi(ctx: RuleContext, installed: str, torch_version: str) -> Optional[Tuple[str, str, str]]:

@@ -8,8 +8,9 @@ must be: a new CANN brings its own ``set_env.sh``, numpy bound and kernels, a so
 environment changes which shared libraries resolve, and the deep probe is only worth
 re-running at the end.  Before all of them comes the decision which releases can run on
 the NPU chips at all (DEV040: a framework or torch_npu release that does not support the
-chip is replaced, and what the later layers install depends on the release that replaces
-it).  This post-processor records that order in each finding's
+chip is replaced; the fixes computed from a replaced framework release -- its torch_npu, the
+CANN paired with that -- are computed for the release that replaces it,
+:mod:`npudoctor.rules._chipmove`).  This post-processor records that order in each finding's
 ``after`` list (codes of findings present in earlier layers), so the report prints one
 ordered list instead of independent advice.
 """
