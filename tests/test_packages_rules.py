@@ -134,6 +134,7 @@ def test_cann_deps_pin_numpy_to_the_paired_cann_and_are_a_note_without_cann(tmp_
     assert argv[:4] == ["/root/venv-npu/bin/python3.10", "-m", "pip", "install"]
     assert argv[4] == "numpy>=1.19.2,<2"  # CANN 8.0.0 (paired with 2.1.0.post10) on Python 3.10
     assert {"decorator", "attrs", "sympy", "scipy"} <= set(argv[5:])
+    assert "protobuf==3.20.*" in argv and "protobuf" not in argv  # CANN 8.0.0's protobuf line
     assert any(
         "CANN 8.0.0, the CANN the compatibility matrix pairs with torch_npu 2.1.0.post10" in e for e in deps["evidence"]
     )
@@ -147,7 +148,11 @@ def test_cann_deps_stay_an_error_with_a_toolkit(tmp_path):
     doc = _scenario("k06-cann-python-deps-missing", tmp_path)
     deps = _one(doc, "PKG006")
     assert deps["severity"] == "error"
-    assert shlex.split(deps["fix"][0])[:4] == ["/root/anaconda3/bin/python3.8", "-m", "pip", "install"]
+    argv = shlex.split(deps["fix"][0])
+    assert argv[:4] == ["/root/anaconda3/bin/python3.8", "-m", "pip", "install"]
+    # the toolkit in use is 8.0.0: protobuf of its install guide's 3.20 line, quoted for the shell
+    assert "protobuf==3.20.*" in argv and "protobuf" not in argv
+    assert "'protobuf==3.20.*'" in deps["fix"][0]
 
 
 def test_py001_recommends_the_newest_covered_python_with_runnable_commands(tmp_path):

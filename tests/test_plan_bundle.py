@@ -109,6 +109,8 @@ def test_x86_bundle_contents_manifest_and_pins(x86_bundle):
     reqs = (out / "requirements.txt").read_text().splitlines()
     pins = [r for r in reqs if not r.startswith("#")]
     assert len(pins) == len(wheels) and all("==" in r and "--hash=sha256:" in r for r in pins)
+    # CANN's protobuf line (3.20.x), not the newest protobuf the index also holds
+    assert [r.split()[0] for r in pins if r.startswith("protobuf==")] == ["protobuf==3.20.3"]
     assert (
         "torch==2.6.0+cpu --hash=sha256:"
         + sha(out / "wheels" / "torch-2.6.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")

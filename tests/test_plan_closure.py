@@ -187,6 +187,19 @@ def test_dry_run_lists_wheels_with_sizes_and_total_and_downloads_nothing(index, 
     assert all(len(x) <= 60 for x in narrow if len(x.split()) > 1)
 
 
+def test_protobuf_resolves_to_the_line_the_cann_needs_not_the_newest(index):
+    """The index holds protobuf 3.20.3 and a newer line (PROTOBUF_NEWEST): CANN 8.x needs
+    3.20.x, so the resolved wheel is 3.20.3, the bare newest never."""
+    from builders.index_builder import PROTOBUF_NEWEST
+
+    proc = plan(X86_PY311, index, "--torch-npu", "2.6.0", "--dry-run", "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["plan"]["cann"].startswith("8.") and "protobuf==3.20.*" in doc["plan"]["requirements"]
+    protobuf = [w for w in doc["wheels"] if w["name"] == "protobuf"]
+    assert [w["version"] for w in protobuf] == ["3.20.3"] and PROTOBUF_NEWEST != "3.20.3"
+
+
 def test_aarch64_torch_2_10_bundle_has_no_cuda_wheel_and_is_listed_before_download(index, tmp_path):
     out = tmp_path / "bundle"
     proc = plan(A64_PY310, index, "--torch-npu", "2.10.0.post4", out=out)

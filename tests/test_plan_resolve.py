@@ -16,7 +16,7 @@ from packaging.version import Version
 
 from npudoctor.knowledge.matrix import load_matrix
 from npudoctor.plan.files import cann_packages, driver_packages
-from npudoctor.plan.resolve import TORCH_CPU_INDEX, Request, resolve
+from npudoctor.plan.resolve import TORCH_CPU_INDEX, Request, Resolver, resolve
 from npudoctor.plan.site import site_from_snapshot
 from npudoctor.plan.wheels import WheelCatalog, platform_tags
 from npudoctor.snapshot import Snapshot
@@ -274,3 +274,35 @@ def test_platform_tags_follow_glibc():
     tags = platform_tags("aarch64", "2.34")
     assert tags[0] == "manylinux_2_34_aarch64" and "manylinux_2_28_aarch64" in tags
     assert "manylinux1_aarch64" not in tags and tags[-1] == "linux_aarch64"
+
+
+@pytest.mark.parametrize("cann", ["8.0.0", "8.1.RC1", "8.2.RC2", "8.5.1"])
+def test_protobuf_is_pinned_to_the_line_the_cann_row_states(cann, matrix):
+    """CANN 8.x needs protobuf 3.20.x (install guides; the 8.1-8.3 images pin 3.20): the plan
+    pins it from the CANN row (8.5.1: its line's 8.5.0 row), never a bare `protobuf`."""
+    code, doc = plan_json(A64_PY39, "--torch", "2.6.0", "--python", "3.10", "--cann", cann, "--allow-driver-upgrade")
+    assert code == 0, doc
+    plan = doc["plan"]
+    assert "protobuf==3.20.*" in plan["requirements"] and "protobuf" not in plan["requirements"]
+    assert "protobuf==3.20.*" in plan["python_deps"]
+    row = "8.5.0" if cann == "8.5.1" else cann
+    why = next(r for r in plan["reasons"] if r.startswith("protobuf"))
+    assert why.startswith(f"protobuf==3.20.*: CANN {cann} ")
+    assert f"{row} states" in why if row != cann else "needs it (" in why
+    assert matrix.protobuf_requirement(cann)[:2] == ("==3.20.*", row)
+
+
+def test_protobuf_stays_unpinned_where_no_source_states_a_version(matrix):
+    """9.1.0's guide lists protobuf without a version (9.1.1 inherits it); nothing documents
+    9.2.0's: both unpinned, each saying why, no version invented."""
+    assert matrix.protobuf_requirement("9.1.1")[:2] == ("", "9.1.0")
+    assert matrix.protobuf_requirement("9.2.0") is None
+    assert matrix.protobuf_pin("9.2.0") == matrix.protobuf_pin("9.1.1") == "protobuf"
+    site = site_from_snapshot(Snapshot.load(str(A64_PY310)), matrix=matrix)
+    resolver = Resolver(site, Request(), matrix)
+    reasons: list = []
+    assert resolver._protobuf("9.2.0", reasons) == "protobuf"
+    assert reasons == ["protobuf: no source states the protobuf version CANN 9.2.0 needs; left unpinned"]
+    reasons = []
+    assert resolver._protobuf("9.1.1", reasons) == "protobuf"
+    assert reasons[0].startswith("protobuf: CANN 9.1.1 (as its release line's 9.1.0 states) lists it without a version")

@@ -245,6 +245,22 @@ def test_500001_without_numpy2_points_at_missing_deps(tmp_path):
     assert {c["kind"]: c["status"] for c in causes}["K07"] == "no_sign"
 
 
+def test_pip_lines_of_cann_dependencies_pin_the_protobuf_of_the_cann_in_use():
+    """The signatures' generic pip lines carry the protobuf line the CANN in use needs (the
+    matrix's 3.20.x for 8.0.0, quoted for the shell); with no CANN known, a plain name."""
+    from npudoctor.triage import triage_text
+
+    facts = {"cann": _toolkit("8.0.0"), "python": PYTHON}
+    doc = triage_text("build op model failed, result = 500001\n", facts=facts)
+    fix = _group(doc, "acl-500001")["fix"]
+    assert fix[1] == (
+        "/opt/py/bin/python -m pip install decorator attrs psutil absl-py cloudpickle ml-dtypes scipy tornado "
+        "sympy cffi 'protobuf==3.20.*' pyyaml"
+    )
+    doc = triage_text("ModuleNotFoundError: No module named 'google.protobuf'\n")
+    assert " cffi protobuf pyyaml" in doc["known"][0]["fix"][0]
+
+
 def test_root_tree_with_toolkit_and_no_ld_library_path_says_source_set_env(tmp_path):
     """libhccl.so missing, a toolkit on disk, LD_LIBRARY_PATH unset -> source set_env.sh."""
     root = tmp_path / "root"

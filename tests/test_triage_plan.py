@@ -105,6 +105,7 @@ def test_display_values_of_absent_sections_are_the_defaults() -> None:
         "python": "python",
         "toolkit_set_env": "/usr/local/Ascend/ascend-toolkit/set_env.sh",
         "cann_version": "(none)",
+        "protobuf": "protobuf",
         "hccl_connect_timeout": "",
         "hccl_exec_timeout": "",
     }

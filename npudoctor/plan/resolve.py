@@ -615,9 +615,25 @@ class Resolver:
             deps = list(self.matrix.cann_python_deps(cand.cann))
         except Exception:
             deps = []
+        if "protobuf" in deps:
+            deps = [self._protobuf(cand.cann, reasons) if d == "protobuf" else d for d in deps]
         if deps:
             reasons.append(f"CANN Python dependencies: {', '.join(deps)}")
         return numpy_req, deps
+
+    def _protobuf(self, cann: str, reasons: List[str]) -> str:
+        """The protobuf requirement of ``cann`` (its row's, else its release line's) and why."""
+        req = self.matrix.protobuf_requirement(cann)
+        if req is None:
+            reasons.append(f"protobuf: no source states the protobuf version CANN {cann} needs; left unpinned")
+            return "protobuf"
+        spec, row, source = req
+        of = f"CANN {cann}" if row == cann else f"CANN {cann} (as its release line's {row} states)"
+        if not spec:
+            reasons.append(f"protobuf: {of} lists it without a version ({source})")
+            return "protobuf"
+        reasons.append(f"protobuf{spec}: {of} needs it ({source})")
+        return f"protobuf{spec}"
 
     def _packages(self, cand: Candidate, keep: bool, warnings: List[str]) -> Tuple[Optional[str], List[Any]]:
         """The package chip and the CANN (unless kept) and driver (if upgraded) packages."""

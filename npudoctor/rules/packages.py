@@ -417,6 +417,19 @@ def _cann_deps(ctx: RuleContext) -> Dict[str, str]:
     return out
 
 
+def _protobuf_pin(ctx: RuleContext, npu: Optional[Distribution]) -> str:
+    """The protobuf requirement of the CANN in use (``protobuf==3.20.*`` for 8.x, the line its
+    install guides name: a bare name would install the newest), else of the CANN the matrix
+    pairs with the installed torch_npu; a bare ``protobuf`` when none is documented."""
+    canns = [ctx.view.cann.version] if ctx.view.cann.version else []
+    if not canns and npu is not None:
+        row = ask(ctx.matrix, lambda m: m.find_torch_npu(npu.version or ""))
+        canns = list(row.cann) if row is not None else []
+    if not canns or ctx.matrix is None:
+        return "protobuf"
+    return ask(ctx.matrix, lambda m: m.protobuf_pin(canns[0])) or "protobuf"
+
+
 @rule
 def cann_python_deps(ctx: RuleContext) -> Iterable[Finding]:
     """K06: the CANN Python dependencies in the torch_npu interpreter."""
@@ -441,8 +454,11 @@ def cann_python_deps(ctx: RuleContext) -> Iterable[Finding]:
     if not missing:
         return
     numpy = numpy_target(ctx.matrix, ctx.view.packages, ctx.view.python, ctx.view.cann) if "numpy" in missing else None
-    install = [f"numpy{numpy[0]}" if (m == "numpy" and numpy) else m for m in missing]
     cv = ctx.view.cann.version
+    install = [f"numpy{numpy[0]}" if (m == "numpy" and numpy) else m for m in missing]
+    if "protobuf" in missing:
+        pin = _protobuf_pin(ctx, npu)
+        install = [pin if m == "protobuf" else m for m in install]
     where = (
         f"CANN {cv}"
         if cv

@@ -74,10 +74,25 @@ def _set_env_of(tk: Optional[Toolkit]) -> str:
     return "/usr/local/Ascend/ascend-toolkit/set_env.sh"
 
 
+def _protobuf_requirement(cann: Optional[str]) -> str:
+    """The protobuf argument of a pip line for CANN ``cann``: ``'protobuf==3.20.*'`` (quoted
+    for the shell) where the matrix states its version, else ``protobuf``."""
+    if not cann:
+        return "protobuf"
+    from npudoctor.knowledge.matrix import MatrixError, load_matrix
+
+    try:
+        pin = load_matrix().protobuf_pin(cann)
+    except MatrixError:
+        return "protobuf"
+    return f"'{pin}'" if pin != "protobuf" else pin
+
+
 def display_values(facts: Facts) -> Dict[str, str]:
     """Values that fill the texts' placeholders, read from the typed views: ``python`` (the
     interpreter's path, else ``python``), ``toolkit`` (the selected CANN path, when known),
-    ``toolkit_set_env`` (its set_env.sh) and ``cann_version`` (``(none)`` when unknown).
+    ``toolkit_set_env`` (its set_env.sh), ``cann_version`` (``(none)`` when unknown) and
+    ``protobuf`` (the pip argument of the protobuf that CANN needs, from the matrix).
     Read, never judged.  A section not in the snapshot (``triage --no-facts``) gives the
     defaults without building its view (whose module a triage need not import)."""
     py = facts.python.executable if facts.present("python") else None
@@ -86,6 +101,7 @@ def display_values(facts: Facts) -> Dict[str, str]:
     if tk is not None and tk.path:
         values["toolkit"] = tk.path
     values["cann_version"] = (tk.version if tk is not None else None) or "(none)"
+    values["protobuf"] = _protobuf_requirement(tk.version if tk is not None else None)
     for placeholder, (name, default) in HCCL_TIMEOUTS.items():
         values[placeholder] = _in_use(facts, name, default)
     return values

@@ -224,6 +224,10 @@ PURE = {
 }
 
 
+#: A protobuf newer than CANN's 3.20 line (``PURE`` holds 3.20.3).
+PROTOBUF_NEWEST = "7.34.1"
+
+
 def default_dists(pypi_json: Path) -> Tuple[List[Dist], List[Dist]]:
     """The standard test universe: (PyPI index, PyTorch CPU index).
 
@@ -259,6 +263,8 @@ def default_dists(pypi_json: Path) -> Tuple[List[Dist], List[Dist]]:
         requires = ["mpmath>=1.1.0"] if name == "sympy" else []
         module = {"pyyaml": "yaml", "absl-py": "absl"}.get(name)
         pypi.append(Dist(name, version, requires=requires, module=module))
+    # the newest protobuf line as on PyPI: what a bare `protobuf` requirement would bundle
+    pypi.append(Dist("protobuf", PROTOBUF_NEWEST))
     return pypi, cpu
 
 

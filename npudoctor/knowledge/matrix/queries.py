@@ -481,6 +481,43 @@ class Matrix:
         req = self.numpy_requirement(cann, python)
         return req[0] if req else None
 
+    def protobuf_requirement(self, cann: str) -> Optional[Tuple[str, str, str]]:
+        """``(spec, row, source)`` of the protobuf CANN ``cann``'s Python components need:
+        ``spec`` a pip specifier (``"==3.20.*"``), or ``""`` when the install guide lists
+        protobuf without a version; ``row`` the CANN row that states it, ``source`` where it
+        says so.  From the CANN's own ``protobuf`` field; for an alpha/beta/hotfix without
+        one, its release's (as :meth:`numpy_requirement`); else the newest statement of its
+        X.Y release line not newer than it (``8.5.1`` -> ``8.5.0``).  ``None`` when nothing
+        documents it (``9.2.0``): never a guess from another release line."""
+        v = parse_cann(cann)
+        if v is None:
+            return None
+        own = self.cann_row(cann)
+        if (own is None or not isinstance(own.get("protobuf"), str)) and v.release != v.text:
+            own = self.cann_row(v.release)
+        if own is not None and isinstance(own.get("protobuf"), str):
+            best: Optional[Dict[str, Any]] = own
+        else:
+            best = None
+            for r in self.cann_rows:
+                rv = parse_cann(r.get("version", ""))
+                if not isinstance(r.get("protobuf"), str) or rv is None or rv.base != v.base:
+                    continue
+                if rv.compare(v) not in (-1, 0):
+                    continue
+                if best is None or parse_cann(best["version"]).compare(rv) == -1:  # type: ignore[union-attr]
+                    best = r
+        if best is None:
+            return None
+        return str(best["protobuf"]), str(best["version"]), str(best.get("protobuf_source") or best.get("source", ""))
+
+    def protobuf_pin(self, cann: Optional[str]) -> str:
+        """The pip requirement of protobuf for CANN ``cann``: ``protobuf==3.20.*`` where its
+        row (or its line's) states a version, else plain ``protobuf``
+        (:meth:`protobuf_requirement`)."""
+        req = self.protobuf_requirement(cann) if cann else None
+        return f"protobuf{req[0]}" if req and req[0] else "protobuf"
+
     def cann_python_range(self, cann: str) -> Optional[str]:
         """pip-style range of CPython versions the CANN install guide supports, or None."""
         r = self.cann_row(cann)

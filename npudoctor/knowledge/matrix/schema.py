@@ -76,6 +76,7 @@ _SCHEMA: Dict[str, Dict[str, Tuple[str, bool]]] = {
         "numpy": ("list of tables", False),
         "numpy_doc": (_STR, False),
         "protobuf": (_STR, False),
+        "protobuf_source": (_STR, False),
         "note": (_STR, False),
         "source": (_STR, True),
         "retrieved": (_STR, True),
@@ -304,7 +305,7 @@ def _check_values(table: str, row: Dict[str, Any], label: str) -> List[str]:
         out.extend(_check_hdk_statements(row, label))
         if isinstance(row.get("hdk_minimum"), str) and parse_driver(row["hdk_minimum"]) is None:
             out.append(f"{label}: field 'hdk_minimum' is not an HDK version: {row['hdk_minimum']!r}")
-        for f in ("python",):
+        for f in ("python", "protobuf"):
             if isinstance(row.get(f), str) and row[f] and not _spec_ok(row[f]):
                 out.append(f"{label}: field '{f}' is not a version range: {row[f]!r}")
         for j, entry in enumerate(row.get("numpy", []) if isinstance(row.get("numpy"), list) else [], 1):
@@ -395,6 +396,8 @@ def _check_hdk_statements(row: Dict[str, Any], label: str) -> List[str]:
             out.append(f"{label}: field 'ops_toolkit' holds {v!r}, not a CANN version or X.Y.X pattern")
     if row.get("ops_toolkit") and not row.get("ops_source"):
         out.append(f"{label}: field 'ops_toolkit' needs 'ops_source'")
+    if "protobuf_source" in row and "protobuf" not in row:
+        out.append(f"{label}: field 'protobuf_source' without 'protobuf'")
     return out
 
 
