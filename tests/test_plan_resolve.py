@@ -306,3 +306,42 @@ def test_protobuf_stays_unpinned_where_no_source_states_a_version(matrix):
     reasons = []
     assert resolver._protobuf("9.1.1", reasons) == "protobuf"
     assert reasons[0].startswith("protobuf: CANN 9.1.1 (as its release line's 9.1.0 states) lists it without a version")
+
+
+@pytest.mark.parametrize("python", [None, "3.10"])
+@pytest.mark.parametrize("cann", ["8.2.RC1", "8.2.RC2"])
+def test_cann_request_takes_the_official_pairing_of_the_sites_torch_line(cann, python, matrix):
+    """The site runs torch 2.1.0.  CANN 8.2.RC1 is officially paired with 2.6.0, 2.5.1.post1
+    and 2.1.0.post13 (8.2.RC2: the same release line): the plan stays on the site's line with
+    2.1.0.post13, never a newer build only declared compatible (2.8.0.post4, 2.10.0)."""
+    assert [r.torch_npu for r in matrix.rows_for_cann("8.2.RC1")] == ["2.6.0", "2.5.1.post1", "2.1.0.post13"]
+    args = ["--cann", cann] + (["--python", python] if python else [])
+    code, doc = plan_json(A64_PY39, *args)
+    assert code == 0
+    plan = doc["plan"]
+    assert (plan["torch_npu"], plan["torch"], plan["cann"]) == ("2.1.0.post13", "2.1.0", cann)
+    tag = f"cp{(python or '3.9').replace('.', '')}"
+    paired = "officially paired with CANN 8.2.RC1" + (
+        ", of the same release line as CANN 8.2.RC2" if cann != "8.2.RC1" else ""
+    )
+    assert plan["reasons"][0] == (
+        f"torch_npu 2.1.0.post13: {paired}, and of the site's torch 2.1.0 line; has a {tag} wheel for aarch64"
+    )
+
+
+def test_cann_request_without_a_paired_build_of_the_sites_line_takes_the_newest_paired(tmp_path):
+    """A site on torch 2.7.1 (no 2.7.1 build is paired with CANN 8.2.RC1): the newest build
+    officially paired with it (2.6.0), ahead of newer builds only declared compatible."""
+    doc = json.loads(A64_PY39.read_text())
+    doc["facts"]["packages"]["installed"]["torch"][0]["version"] = "2.7.1"
+    doc["facts"]["packages"]["installed"]["torch-npu"][0]["version"] = "2.7.1"
+    site = tmp_path / "site271.json"
+    site.write_text(json.dumps(doc))
+    code, out = plan_json(site, "--cann", "8.2.RC1", "--python", "3.10")
+    assert code == 0
+    plan = out["plan"]
+    assert plan["torch_npu"] == "2.6.0" and plan["cann_fit"] == "paired"
+    assert plan["reasons"][0] == (
+        "torch_npu 2.6.0: the newest build officially paired with CANN 8.2.RC1 "
+        "(no build of the site's torch 2.7.1 line is; has a cp310 wheel for aarch64)"
+    )

@@ -268,7 +268,11 @@ class Resolver:
         rows, why_none = self.selected_rows()
         judged = [self.judge(r) for r in rows]
         pool, note = self._pool(judged)
-        chosen = self._prefer_paired(pool)
+        if self.request.cann and not self.request.torch_npu:
+            pool = self._by_pairing(pool, self.request.cann)
+            chosen = next((c for c in pool if c.ok), None)
+        else:
+            chosen = self._prefer_paired(pool)
         if chosen is None:
             if why_none:
                 res.reasons.append(why_none)
@@ -316,6 +320,40 @@ class Resolver:
         else:
             why = f"no torch_npu build for torch {line} is in the compatibility matrix"
         return judged, f"moving off the site's torch {line} line ({installed}): {why}"
+
+    def _torch_line(self) -> Optional[str]:
+        """The torch line installed on the site (whatever was asked), or None."""
+        torch = self.site.packages.get("torch")
+        return canonical_version(torch) if torch else None
+
+    def _pairing(self, cand: Candidate, cann: str) -> Tuple[int, bool]:
+        """How ``cand``'s row holds CANN ``cann``, best first: 0 officially paired with it;
+        1 paired with another release of its X.Y line (8.2.RC1 for 8.2.RC2); 2 only declared
+        compatible.  And whether the row is of the site's own torch line."""
+        from npudoctor.knowledge.versions import parse_cann
+
+        row = cand.row
+        same_line = canonical_version(row.torch) == self._torch_line()
+        if any(c == cann for c in row.cann or []):
+            return 0, same_line
+        want = parse_cann(cann)
+        paired = [parse_cann(c) for c in row.cann or []]
+        if want is not None and any(p is not None and p.base == want.base for p in paired):
+            return 1, same_line
+        return 2, same_line
+
+    def _by_pairing(self, pool: List[Candidate], cann: str) -> List[Candidate]:
+        """``pool`` in the order a ``--cann`` request chooses from: builds officially paired
+        with that CANN first, then those paired with its release line, then those only
+        declared compatible; within each, the site's own torch line first, then newest
+        first (the pool's order)."""
+        order = {id(c): n for n, c in enumerate(pool)}
+
+        def key(c: Candidate) -> Tuple[int, bool, int]:
+            tier, own = self._pairing(c, cann)
+            return tier, not own, order[id(c)]
+
+        return sorted(pool, key=key)
 
     @staticmethod
     def _prefer_paired(pool: List[Candidate]) -> Optional[Candidate]:
@@ -501,13 +539,10 @@ class Resolver:
         row, req, arch = cand.row, self.request, self.arch
         if req.torch_npu:
             reasons.append(f"torch_npu {row.torch_npu}: asked for with --torch-npu")
+        elif req.cann:
+            reasons.append(self._why_for_cann(cand, req.cann))
         elif req.torch:
             reasons.append(f"torch_npu {row.torch_npu}: the newest build for torch {row.torch} that fits this site")
-        elif req.cann:
-            reasons.append(
-                f"torch_npu {row.torch_npu}: the newest build with a {self._py_tag(cand.python)} wheel for {arch} "
-                f"that works with CANN {req.cann}"
-            )
         else:
             line = self._site_line()
             of_line = f" of the site's torch {line} line" if line == canonical_version(row.torch) else ""
@@ -518,7 +553,30 @@ class Resolver:
         if self.site.arch_source and self.site.arch_source != "host.arch":
             reasons.append(f"architecture {arch}: from {self.site.arch_source}; the snapshot has no host.arch")
         if res.rejected:
-            reasons.append("newer builds passed over: " + "; ".join(res.rejected))
+            first = (
+                "builds preferred to it passed over" if req.cann and not req.torch_npu else "newer builds passed over"
+            )
+            reasons.append(f"{first}: " + "; ".join(res.rejected))
+
+    def _why_for_cann(self, cand: Candidate, cann: str) -> str:
+        """Why this build for ``--cann``: its official pairing (or its line's, or a declared
+        compatibility), and whether it is of the site's own torch line."""
+        row, tag = cand.row, f"a {self._py_tag(cand.python)} wheel for {self.arch}"
+        tier, own = self._pairing(cand, cann)
+        line = self._torch_line()
+        paired = ", ".join(row.cann or [])
+        if tier == 0:
+            what = f"officially paired with CANN {cann}"
+        elif tier == 1:
+            what = f"officially paired with CANN {paired}, of the same release line as CANN {cann}"
+        else:
+            what = f"declared compatible with CANN {cann} (no build officially paired with it fits this site)"
+        if own:
+            return f"torch_npu {row.torch_npu}: {what}, and of the site's torch {line} line; has {tag}"
+        if self.request.torch:
+            return f"torch_npu {row.torch_npu}: the build for torch {row.torch} {what}; has {tag}"
+        mine = f" (no build of the site's torch {line} line is; " if line else " ("
+        return f"torch_npu {row.torch_npu}: the newest build {what}{mine}has {tag})"
 
     def _why_torch(self, row: Any, torch_req: str, torch_index: Optional[str]) -> str:
         """Why this torch requirement, and the index it comes from."""
