@@ -310,3 +310,54 @@ def test_install_sh_is_valid_bash(x86_bundle):
     assert proc.returncode == 0, proc.stderr
     mode = (x86_bundle["out"] / "install.sh").stat().st_mode
     assert mode & stat.S_IXUSR
+
+
+def test_a_site_without_a_chip_has_no_complete_bundle_until_its_kernels_are_given(index, tmp_path):
+    """The kernels/ops package is chip-specific: with no chip in the snapshot the bundle lacks
+    it, says so (exit 1, the file and how to supply it, no `next:` line), and plan verify
+    agrees; the site chip's package put into --cann-dir completes it."""
+    doc = json.loads(X86_PY311.read_text())
+    doc["facts"]["devices"] = {}
+    site = tmp_path / "nochip.json"
+    site.write_text(json.dumps(doc))
+    dry = npudoctor("plan", "--for", str(site), "--torch-npu", "2.6.0", "--json", "--pypi-json", str(PYPI))
+    assert dry.returncode == 0, dry.stderr
+    plan = json.loads(dry.stdout)["plan"]
+    cann = plan["cann"]
+    unknown = f"Ascend-cann-kernels-<chip>_{cann}_linux-x86_64.run"
+    assert [p["filename"] for p in plan["packages"]] == [
+        f"Ascend-cann-toolkit_{cann}_linux-x86_64.run",
+        unknown,
+        f"Ascend-cann-nnal_{cann}_linux-x86_64.run",
+    ]
+    assert any(w.startswith(f"the snapshot names no NPU chip: {unknown} is chip-specific") for w in plan["warnings"])
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    for pkg in plan["packages"]:
+        if "<chip>" not in pkg["filename"]:
+            (downloads / pkg["filename"]).write_text(FAKE_RUN.format(name=pkg["kind"]))
+    out = tmp_path / "bundle"
+    proc = run_plan(site, out, index, "--torch-npu", "2.6.0", "--cann-dir", str(downloads))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "next:" not in proc.stdout and "sudo bash install.sh" not in proc.stdout
+    missing = next(x for x in proc.stdout.splitlines() if x.startswith("  missing: "))
+    assert missing.startswith(f"  missing: {unknown} (kernels) ")
+    assert "put the kernels package of the site's chip" in missing and "npu-smi" in missing
+    head = f"npudoctor: the bundle cannot install: 1 package(s) missing ({unknown}); the site's NPU chip is unknown"
+    assert head in proc.stderr
+    checked = verify(out, "--for", str(site), "--json")
+    assert checked.returncode == 1
+    problems = json.loads(checked.stdout)["problems"]
+    assert [(p["kind"], p["path"]) for p in problems] == [("pending", f"cann/{unknown}")]
+    assert "the site snapshot names no NPU chip" in problems[0]["message"]
+    # the site chip's package given: the bundle is complete, install.sh and verify name that file
+    given = f"Ascend-cann-kernels-910b_{cann}_linux-x86_64.run"
+    (downloads / given).write_text(FAKE_RUN.format(name="kernels"))
+    proc = run_plan(site, out, index, "--torch-npu", "2.6.0", "--cann-dir", str(downloads))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"$ cd {out} && npudoctor plan verify . --for site.json && sudo bash install.sh" in proc.stdout
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [p["filename"] for p in manifest["plan"]["packages"]][1] == given
+    assert f"cann/{given}" in (out / "install.sh").read_text()
+    ok = verify(out, "--for", str(site))
+    assert ok.returncode == 0, ok.stdout

@@ -128,6 +128,33 @@ def kernels_file(cann: str, chip: str, arch: str) -> PackageName:
     return PackageName("kernels", f"Ascend-cann-kernels-{chip}_{cann}_linux-{arch}.run")
 
 
+#: The chip part of a package name whose chip is not known (the site snapshot names none).
+UNKNOWN_CHIP = "<chip>"
+
+
+def kernels_unknown_chip(cann: str, arch: str) -> PackageName:
+    """The kernels/ops package of CANN ``cann`` on ``arch`` for a chip not known, its chip
+    part ``<chip>`` (``Ascend-cann-kernels-<chip>_8.2.RC1_linux-aarch64.run``): the name
+    to show, never a file to fetch (``verified`` False)."""
+    made = kernels_file(cann, UNKNOWN_CHIP, arch)
+    return PackageName(made.kind, made.filename, False)
+
+
+def kernels_chip_of(filename: str, cann: str, arch: str) -> Optional[str]:
+    """The package chip type of ``filename`` when it is the kernels/ops package of CANN
+    ``cann`` on ``arch`` (``Ascend-cann-kernels-910b_8.2.RC1_linux-aarch64.run`` -> ``910b``;
+    the A3 kernels name -> ``A3``), else ``None``."""
+    if kernels_file(cann, "A3", arch).filename == filename:
+        return "A3"
+    head, sep, tail = kernels_file(cann, UNKNOWN_CHIP, arch).filename.partition(UNKNOWN_CHIP)
+    if not sep or not (filename.startswith(head) and filename.endswith(tail)):
+        return None
+    chip = filename[len(head) : len(filename) - len(tail)]
+    if not re.fullmatch(r"[A-Za-z0-9]+", chip or ""):
+        return None
+    return chip if kernels_file(cann, chip, arch).filename == filename else None
+
+
 def driver_arch(arch: str) -> str:
     """The arch part of HDK driver file names: ``x86_64`` → ``x86-64``, others unchanged."""
     return "x86-64" if arch == "x86_64" else arch

@@ -34,6 +34,7 @@ import zipfile
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from npudoctor.host import read_capped_text
+from npudoctor.knowledge.packages import UNKNOWN_CHIP
 from npudoctor.plan.bundle_text import MANIFEST, REQUIREMENTS, SITE, SUMS, install_md, install_sh, requirements_text
 from npudoctor.plan.closure import ResolveError, Sources, Target, Wheel, cuda_reason, fill_sizes, resolve_wheels
 from npudoctor.plan.files import PackageFile
@@ -264,7 +265,14 @@ def gather_cann(
     have: List[Tuple[PackageFile, str, str]] = []
     pending: List[Dict[str, Any]] = []
     kept: List[str] = []
-    for pkg in plan.packages:
+    for n, pkg in enumerate(plan.packages):
+        if UNKNOWN_CHIP in pkg.filename and pkg.kind in ("kernels", "ops"):
+            given, detail = _given_kernels(pkg, plan.arch, opts.cann_dir)
+            if given is None:
+                pending.append(dict(pkg.to_dict(), reason=detail))
+                continue
+            log(f"{given.filename}: the {pkg.kind} package for {detail} chips, taken from --cann-dir")
+            pkg = plan.packages[n] = given  # the bundle's manifest and install.sh name the file given
         rel = f"cann/{pkg.filename}"
         dest = os.path.join(opts.output, rel)
         if "<" in pkg.filename:
@@ -303,6 +311,32 @@ def gather_cann(
             continue
         have.append((pkg, rel, digest))
     return have, pending, kept
+
+
+def _given_kernels(pkg: PackageFile, arch: str, cann_dir: Optional[str]) -> Tuple[Optional[PackageFile], str]:
+    """The kernels/ops package for a site whose chip is unknown (``pkg`` names it ``<chip>``):
+    the one such package of CANN ``pkg.version`` in ``cann_dir``, as ``(package, its chip)``;
+    else ``(None, why)``: none or several there (the chip decides which)."""
+    from npudoctor.knowledge.packages import kernels_chip_of
+
+    found: Dict[str, str] = {}
+    if cann_dir and os.path.isdir(cann_dir):
+        for name in sorted(os.listdir(cann_dir)):
+            chip = kernels_chip_of(name, pkg.version, arch)
+            if chip and os.path.isfile(os.path.join(cann_dir, name)):
+                found[name] = chip
+    supply = (
+        "the site snapshot names no NPU chip and this package is chip-specific: collect the snapshot again "
+        f"where npu-smi works, or put the {pkg.kind} package of the site's chip ({pkg.filename}) into --cann-dir"
+    )
+    if len(found) > 1:
+        return None, f"--cann-dir holds several ({', '.join(found)}) and the site's chip is unknown; {supply}"
+    if not found:
+        return None, supply
+    name, chip = next(iter(found.items()))
+    why = f"{pkg.kind} package for {chip} chips: given in --cann-dir (the site snapshot names no chip)"
+    made = PackageFile(pkg.kind, name, pkg.url, pkg.version, why, False, pkg.install_args)
+    return made, chip
 
 
 def make_bundle(

@@ -71,7 +71,8 @@ def _split_keep(text: str) -> List[str]:
 
 def cann_packages(cann: str, arch: str, chip: Optional[str], with_nnal: bool = True) -> List[PackageFile]:
     """The CANN packages for ``cann`` on ``arch`` for package chip type ``chip``
-    (``"910b"``, ``"A3"``, ``"310p"``...; ``None`` = unknown → no kernels/ops entry).
+    (``"910b"``, ``"A3"``, ``"310p"``...; ``None`` = unknown → the kernels/ops entry names
+    its chip ``<chip>``: a package the bundle lacks until it is given, never left out).
 
     Raises ``ValueError`` when ``cann`` is not a CANN version."""
     ver = CannVersion(cann)
@@ -103,6 +104,19 @@ def cann_packages(cann: str, arch: str, chip: Optional[str], with_nnal: bool = T
                 cann,
                 why,
                 verified_name=pkg.verified,
+                install_args="--install --quiet",
+            )
+        )
+    else:
+        pkg = names.kernels_unknown_chip(cann, arch)
+        out.append(
+            PackageFile(
+                pkg.kind,
+                pkg.filename,
+                DOWNLOAD_PAGE,
+                cann,
+                f"the {pkg.kind} package of the site's NPU chip: chip-specific, and the site snapshot names no chip",
+                verified_name=False,
                 install_args="--install --quiet",
             )
         )

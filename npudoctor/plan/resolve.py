@@ -696,6 +696,7 @@ class Resolver:
     def _packages(self, cand: Candidate, keep: bool, warnings: List[str]) -> Tuple[Optional[str], List[Any]]:
         """The package chip and the CANN (unless kept) and driver (if upgraded) packages."""
         from npudoctor.knowledge.chips import family_package_chip
+        from npudoctor.knowledge.packages import UNKNOWN_CHIP
         from npudoctor.plan.files import cann_packages, driver_packages
 
         assert cand.cann is not None and cand.driver is not None
@@ -711,11 +712,14 @@ class Resolver:
         if drv.action == "upgrade" and drv.target:
             packages = driver_packages(drv.target, arch, pchip) + packages
         if not pchip and not keep:
+            kernels = next((p.filename for p in packages if p.kind in ("kernels", "ops")), "the kernels/ops package")
             warnings.append(
-                "the snapshot names no NPU chip; the kernels/ops and driver packages depend on it "
-                "(collect on a machine where npu-smi works)"
+                f"the snapshot names no NPU chip: {kernels} is chip-specific, so no bundle is complete without it "
+                "(collect the snapshot where npu-smi works, or put the site chip's package into --cann-dir)"
             )
         for p in packages:
+            if UNKNOWN_CHIP in p.filename:
+                continue
             if not p.verified_name:
                 warnings.append(f"{p.filename}: this file-name pattern is not confirmed for {pchip} chips")
         return pchip, packages

@@ -34,6 +34,7 @@ from typing import Any, Dict, List, Optional, Set
 from npudoctor import lazyre
 from npudoctor.host import file_kind, read_capped_text
 from npudoctor.hostio import walk_tree
+from npudoctor.knowledge.packages import UNKNOWN_CHIP
 from npudoctor.plan.bundle_text import MANIFEST, REQUIREMENTS, SUMS
 from npudoctor.plan.files import HDK_PAGE
 from npudoctor.plan.site import Site
@@ -265,6 +266,11 @@ def where_to_get(pkg: Dict[str, Any]) -> str:
     kind = str(pkg.get("kind") or "")
     name = str(pkg.get("filename"))
     url = pkg.get("url") if isinstance(pkg.get("url"), str) else None
+    if UNKNOWN_CHIP in name:
+        return (
+            f"it is chip-specific and the site snapshot names no NPU chip: give the package of the site's chip "
+            f"({url or 'the hiascend.com download page'})"
+        )
     if "<" in name:
         return f"its exact file name is not known: pick the {kind} package on {url or HDK_PAGE} (log in)"
     if kind in PORTAL_KINDS:

@@ -458,10 +458,15 @@ def _report_bundle(env: Environment, result: Any, doc: Dict[str, Any], as_json: 
             echo(out, f"  missing: {p['filename']} ({p['kind']}) {p.get('url') or ''} — {p.get('reason')}")
     if result.pending:
         names = ", ".join(str(p["filename"]) for p in result.pending)
+        how = "download them and re-run with --cann-dir DIR (or --fetch-cann)"
+        if any("<chip>" in str(p["filename"]) for p in result.pending):
+            how = (
+                "the site's NPU chip is unknown (the snapshot names none): collect the snapshot again where "
+                "npu-smi works, or put the package of its chip into --cann-dir DIR; " + how
+            )
         echo(
             env.stderr,
-            f"npudoctor: the bundle cannot install: {len(result.pending)} package(s) missing ({names}); "
-            "download them and re-run with --cann-dir DIR (or --fetch-cann)",
+            f"npudoctor: the bundle cannot install: {len(result.pending)} package(s) missing ({names}); {how}",
         )
         return ExitStatus.PROBLEMS
     if not as_json:
