@@ -205,10 +205,36 @@ def test_verify_against_another_site_names_the_wheels_that_do_not_fit(x86_bundle
     proc = verify(x86_bundle["out"], "--for", str(A64_PY310), "--json")
     assert proc.returncode == 1
     problems = json.loads(proc.stdout)["problems"]
-    incompatible = {p["path"] for p in problems if p["kind"] == "incompatible"}
-    assert "wheels/torch_npu-2.6.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl" in incompatible
-    assert not any(p.endswith("-none-any.whl") for p in incompatible)  # pure wheels fit anywhere
-    assert any(p["kind"] == "python" and "3.11" in p["message"] for p in problems)
+    # one root cause (the bundle's target), reported once with the wheels it explains
+    assert [p["kind"] for p in problems] == ["python"]
+    binary = [n for n in os.listdir(x86_bundle["out"] / "wheels") if not n.endswith("-none-any.whl")]
+    assert problems[0]["message"].startswith(
+        "the bundle is for CPython 3.11 (the site's Python is 3.10) on x86_64 (the site is aarch64): "
+        f"{len(binary)} of its {len(os.listdir(x86_bundle['out'] / 'wheels'))} wheels do not fit the site ("
+    )
+
+
+def test_verify_for_a_site_with_another_python_says_it_once(x86_bundle, tmp_path):
+    """A CPython 3.11 bundle checked against a CPython 3.10 site of the same architecture:
+    one problem naming the Python mismatch and counting the wheels it explains, not one
+    per wheel."""
+    doc = json.loads(X86_PY311.read_text())
+    doc["facts"]["python"].update(version="3.10.12", version_info=[3, 10, 12])
+    site = tmp_path / "py310.json"
+    site.write_text(json.dumps(doc))
+    proc = verify(x86_bundle["out"], "--for", str(site))
+    assert proc.returncode == 1
+    errors = [x for x in proc.stdout.splitlines() if x.startswith("  ERROR")]
+    binary = [n for n in os.listdir(x86_bundle["out"] / "wheels") if "-cp311-" in n]
+    assert len(errors) == 1 and len(binary) > 1
+    assert errors[0].split(None, 2)[2] == (
+        f"the bundle is for CPython 3.11 (the site's Python is 3.10): {len(binary)} of its "
+        f"{len(os.listdir(x86_bundle['out'] / 'wheels'))} wheels do not fit the site ("
+        + ", ".join(sorted(binary)[:3])
+        + (f" and {len(binary) - 3} more" if len(binary) > 3 else "")
+        + "); install CPython 3.11 there and give it to install.sh --python, "
+        "or plan again with --python 3.10"
+    )
 
 
 def test_rerun_is_resumable_and_replaces_a_corrupted_wheel(x86_bundle, index, tmp_path):
@@ -361,3 +387,42 @@ def test_a_site_without_a_chip_has_no_complete_bundle_until_its_kernels_are_give
     assert f"cann/{given}" in (out / "install.sh").read_text()
     ok = verify(out, "--for", str(site))
     assert ok.returncode == 0, ok.stdout
+
+
+def test_a_bundle_for_another_python_than_the_sites_prints_a_next_step_that_works(index, tmp_path):
+    """--python 3.11 for a CPython 3.10 site: a warning, and a next step that installs into a
+    3.11 interpreter and verifies without the site's (3.10) tags; INSTALL.md gives each
+    alternative its own block, with the line saying when to use it."""
+    doc = json.loads(X86_PY311.read_text())
+    doc["facts"]["python"].update(version="3.10.12", version_info=[3, 10, 12])
+    site = tmp_path / "py310.json"
+    site.write_text(json.dumps(doc))
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    dry = npudoctor(
+        "plan", "--for", str(site), "--torch-npu", "2.6.0", "--python", "3.11", "--json", "--pypi-json", str(PYPI)
+    )
+    for pkg in json.loads(dry.stdout)["plan"]["packages"]:
+        (downloads / pkg["filename"]).write_text(FAKE_RUN.format(name=pkg["kind"]))
+    out = tmp_path / "bundle"
+    proc = run_plan(site, out, index, "--torch-npu", "2.6.0", "--python", "3.11", "--cann-dir", str(downloads))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "the site's interpreter is Python 3.10; these wheels need a Python 3.11 interpreter there" in proc.stdout
+    assert proc.stdout.endswith(
+        "next: the wheels are for CPython 3.11, the site's interpreter is 3.10: install CPython 3.11 there first "
+        f"(as python3.11 on PATH); then copy {out} to the site and, from that directory:\n"
+        f"$ cd {out} && npudoctor plan verify . && sudo bash install.sh --python python3.11\n"
+    )
+    assert verify(out).returncode == 0
+    md = (out / "INSTALL.md").read_text()
+    blocks = md.split("```bash\n")[1:]
+    commands = [b.split("```")[0].strip() for b in blocks]
+    assert commands == [
+        "npudoctor plan verify .",
+        "sudo bash install.sh --python python3.11",
+        "bash install.sh --skip-driver --python python3.11",
+        "bash install.sh --skip-cann --python python3.11",
+        "python3.11 -m pip install --no-index --find-links wheels --require-hashes -r requirements.txt",
+    ]
+    assert "Everything (driver and firmware need root):\n\n```bash\nsudo bash install.sh" in md
+    assert "The Python packages only (CANN and the driver are already installed):\n\n```bash\n" in md

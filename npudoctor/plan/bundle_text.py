@@ -100,6 +100,10 @@ def install_md(
 ) -> str:
     """INSTALL.md: the plan and the steps for a human."""
     python = site_python(plan, site)
+    same = not site.python or site.python == plan.python
+    # another Python than the site's: site.json's interpreter does not fit these wheels
+    verify = "npudoctor plan verify . --for site.json" if same else "npudoctor plan verify ."
+    py_arg = "" if same else f" --python {python}"
     lines = [
         f"# Offline install: torch_npu {plan.torch_npu} for CPython {plan.python} on {plan.arch}",
         "",
@@ -128,13 +132,31 @@ def install_md(
         "",
         "## Install (on the intranet machine)",
         "",
-        "From this directory (`site.json` is the snapshot the plan was made for):",
+        "From this directory (`site.json` is the snapshot the plan was made for). First, optionally, "
+        "check that every file is present and intact" + (" and that the wheels fit the site:" if same else ":"),
         "",
         "```bash",
-        "npudoctor plan verify . --for site.json   # optional: all files present, hashes, tags fit",
-        "sudo bash install.sh                       # driver/firmware need root",
+        verify,
+        "```",
+        "",
+        "Then run one of these, whichever fits.",
+        "",
+        "Everything (driver and firmware need root):",
+        "",
+        "```bash",
+        f"sudo bash install.sh{py_arg}",
+        "```",
+        "",
+        "Without the driver and firmware (CANN and the Python packages; keep the installed driver):",
+        "",
+        "```bash",
         f"bash install.sh --skip-driver --python {python}",
-        "bash install.sh --skip-cann                # Python packages only",
+        "```",
+        "",
+        "The Python packages only (CANN and the driver are already installed):",
+        "",
+        "```bash",
+        f"bash install.sh --skip-cann{py_arg}",
         "```",
         "",
         "Steps of install.sh: verify `SHA256SUMS`; driver, firmware (reboot afterwards when the "

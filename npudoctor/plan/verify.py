@@ -407,26 +407,47 @@ def _check_site(report: VerifyReport, manifest: Dict[str, Any], wheels: List[str
             )
         )
         return
+    differs = []
     if target.get("python") and target["python"] != py:
-        report.problems.append(
-            Problem("python", "site", f"the bundle is for CPython {target['python']}; the site's Python is {py}")
-        )
+        differs.append(f"CPython {target['python']} (the site's Python is {py})")
     if target.get("arch") and target["arch"] != site.arch:
-        report.problems.append(
-            Problem("python", "site", f"the bundle is for {target['arch']}; the site is {site.arch}")
-        )
+        differs.append(f"{target['arch']} (the site is {site.arch})")
     accepted = set(supported_tags(py, site.arch, site.glibc))
+    # the wheels the bundle's own target explains: one root cause, reported once with them
+    planned = (
+        set(supported_tags(target.get("python") or py, target.get("arch") or site.arch, site.glibc))
+        if differs
+        else set()
+    )
+    folded: List[str] = []
+    first = len(report.problems)
     for rel in wheels:
         try:
             _n, _v, _b, tags = parse_wheel_filename(os.path.basename(rel))
         except InvalidWheelFilename:
             continue
-        if not tags & accepted:
-            shown = ", ".join(sorted(str(t) for t in tags))
-            report.problems.append(
-                Problem(
-                    "incompatible",
-                    rel,
-                    f"{rel} ({shown}) does not fit CPython {py} on {site.arch} with glibc {site.glibc or 'unknown'}",
-                )
+        if tags & accepted:
+            continue
+        if tags & planned:
+            folded.append(os.path.basename(rel))
+            continue
+        shown = ", ".join(sorted(str(t) for t in tags))
+        report.problems.append(
+            Problem(
+                "incompatible",
+                rel,
+                f"{rel} ({shown}) does not fit CPython {py} on {site.arch} with glibc {site.glibc or 'unknown'}",
             )
+        )
+    if differs:
+        names = ", ".join(folded[:3]) + (f" and {len(folded) - 3} more" if len(folded) > 3 else "")
+        fit = f"{len(folded)} of its {len(wheels)} wheels do not fit the site ({names})" if folded else "its wheels fit"
+        fix = (
+            f"install CPython {target['python']} there and give it to install.sh --python, "
+            f"or plan again with --python {py}"
+            if target.get("python") and target["python"] != py
+            else "plan again for this site"
+        )
+        report.problems.insert(
+            first, Problem("python", "site", f"the bundle is for {' on '.join(differs)}: {fit}; {fix}")
+        )

@@ -431,10 +431,12 @@ def _bundle(
         return failed(exc)
     except OSError as exc:
         raise fail_usage(f"cannot write the bundle to {opts.output}: {exc.strerror or exc}", env) from None
-    return _report_bundle(env, result, doc, as_json)
+    return _report_bundle(env, result, doc, as_json, plan, site)
 
 
-def _report_bundle(env: Environment, result: Any, doc: Dict[str, Any], as_json: bool) -> ExitStatus:
+def _report_bundle(
+    env: Environment, result: Any, doc: Dict[str, Any], as_json: bool, plan: Any, site: Any
+) -> ExitStatus:
     """Say what the written bundle holds, the packages it misses, and the next step."""
     out = env.stdout
     doc["bundle"] = {
@@ -471,6 +473,20 @@ def _report_bundle(env: Environment, result: Any, doc: Dict[str, Any], as_json: 
         return ExitStatus.PROBLEMS
     if not as_json:
         where = shlex.quote(result.output)
-        echo(out, f"next: copy {result.output} to the site; there, from that directory:")
-        echo(out, f"$ cd {where} && npudoctor plan verify . --for site.json && sudo bash install.sh")
+        if site.python and plan.python != site.python:
+            # site.json says the site's own Python: verify --for it refuses the bundle, and
+            # install.sh needs the interpreter the wheels are for
+            from npudoctor.plan.bundle_text import site_python
+
+            python = shlex.quote(site_python(plan, site))
+            echo(
+                out,
+                f"next: the wheels are for CPython {plan.python}, the site's interpreter is {site.python}: "
+                f"install CPython {plan.python} there first (as {python} on PATH); then copy {result.output} "
+                "to the site and, from that directory:",
+            )
+            echo(out, f"$ cd {where} && npudoctor plan verify . && sudo bash install.sh --python {python}")
+        else:
+            echo(out, f"next: copy {result.output} to the site; there, from that directory:")
+            echo(out, f"$ cd {where} && npudoctor plan verify . --for site.json && sudo bash install.sh")
     return ExitStatus.OK
