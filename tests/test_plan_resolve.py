@@ -345,3 +345,30 @@ def test_cann_request_without_a_paired_build_of_the_sites_line_takes_the_newest_
         "torch_npu 2.6.0: the newest build officially paired with CANN 8.2.RC1 "
         "(no build of the site's torch 2.7.1 line is; has a cp310 wheel for aarch64)"
     )
+
+
+def test_driver_words_list_every_documented_hdk_and_say_older(tmp_path):
+    """CANN 8.1.RC1: the plan accepts driver 24.1.rc2 (a tested install pairing), so with no
+    driver known it lists it too, every HDK sorted by version; a driver older than every HDK
+    documented for CANN 8.5.0 is called so, not "unknown"."""
+    doc = json.loads(A64_PY39.read_text())
+    doc["facts"].pop("driver")
+    doc["facts"]["devices"]["npu_smi"].pop("driver_version")
+    site = tmp_path / "nodriver.json"
+    site.write_text(json.dumps(doc))
+    code, out = plan_json(site, "--cann", "8.1.RC1")
+    assert code == 0
+    assert (
+        "the snapshot has no driver version; CANN 8.1.RC1 needs Ascend HDK 25.5.0, 25.3.RC1, 25.2.0, 25.0.RC1, "
+        "24.1.rc2 — check with npu-smi"
+    ) in out["plan"]["warnings"]
+    doc = json.loads(A64_PY39.read_text())
+    doc["facts"]["driver"]["driver"]["version"] = "24.1.rc2.2"
+    site = tmp_path / "drv2.json"
+    site.write_text(json.dumps(doc))
+    code, out = plan_json(site, "--cann", "8.1.RC1")
+    assert code == 0 and out["plan"]["driver"]["action"] == "keep"
+    code, out = plan_json(site, "--cann", "8.5.0", "--python", "3.10")
+    assert code == 1
+    assert "the site has 24.1.rc2.2 (older than every HDK documented for it, the oldest 25.0.X)" in out["reasons"][0]
+    assert "(unknown)" not in " ".join(out["reasons"])

@@ -85,25 +85,24 @@ _XY_RE = lazyre.pattern(r"^(\d+)\.(\d+)")
 
 
 def hdk_versions(paired: List[str], compatible: List[str]) -> List[str]:
-    """The driver (Ascend HDK) versions a CANN accepts, as one list to show: the
-    officially paired ones first (in the matrix's order), then the declared-compatible
-    ones by ``X.Y`` newest first (``25.5.X`` patterns sort by their ``X.Y``), each version
-    once (case-insensitive: ``26.1.0`` listed as paired and compatible appears once).
-    Source: ``Matrix.driver_requirement(cann)`` (``hdk_paired`` / ``hdk_compatible`` of
-    the CANN row, from the CANN release notes)."""
-
-    def xy(text: str) -> Tuple[int, int]:
-        m = _XY_RE.match(text.strip())
-        return (int(m.group(1)), int(m.group(2))) if m else (-1, -1)
+    """The driver (Ascend HDK) versions a CANN accepts, as one list to show: every version
+    the data documents (paired, declared compatible, tested install pairings), sorted by
+    version newest first (``25.5.X`` patterns sort as the newest of their line; text that is
+    no HDK version last), each version once (case-insensitive: ``26.1.0`` listed as paired
+    and compatible appears once).  Source: ``Matrix.driver_requirement(cann)`` (``hdk_paired``
+    / ``hdk_compatible`` of the CANN row, from the CANN release notes) and its
+    ``[[install_pairing]]`` rows."""
+    from npudoctor.knowledge.matrix.model import _hdk_sort_key
 
     out: List[str] = []
     seen = set()
-    for text in list(paired) + sorted(compatible, key=xy, reverse=True):
+    for text in list(paired) + list(compatible):
         key = str(text).strip().lower()
         if key and key not in seen:
             seen.add(key)
             out.append(str(text).strip())
-    return out
+    known = [t for t in out if _hdk_sort_key(t)[0]]
+    return sorted(known, key=_hdk_sort_key, reverse=True) + [t for t in out if not _hdk_sort_key(t)[0]]
 
 
 class DriverStep(MutableRecord):

@@ -122,7 +122,12 @@ class Resolver:
             req = self.matrix.driver_requirement(cann)
         except Exception:
             req = None
-        required = hdk_versions(list(req.paired or []), list(req.compatible or [])) if req is not None else []
+        tested = [
+            str(r.get("driver"))
+            for r in self.matrix.table("install_pairing")
+            if r.get("driver") and str(r.get("cann", "")) == cann
+        ]
+        required = hdk_versions(list(req.paired or []), list(req.compatible or []) + tested) if req is not None else []
         source = req.source if req is not None else ""
         installed = self.site.driver
         if not installed:
@@ -135,6 +140,21 @@ class Resolver:
         # incompatible, or older than every documented HDK: a plan recommends documented sets (hdk_for)
         target = hdk_for(self.matrix, cann)
         return DriverStep(installed, fit, "upgrade", target=target, required=required, source=source)
+
+    @staticmethod
+    def _driver_words(step: DriverStep) -> str:
+        """How the installed driver relates to the HDKs the CANN needs, in words: the fit
+        (too-old, incompatible...), and "older than every HDK documented for it" when it is
+        (never "unknown" for a driver older than all of them)."""
+        from npudoctor.knowledge.matrix.model import _hdk_sort_key
+
+        have = _hdk_sort_key(step.installed or "")
+        known = [r for r in step.required if _hdk_sort_key(r)[0]]
+        if have[0] and known and all(have < _hdk_sort_key(r) for r in known):
+            oldest = min(known, key=_hdk_sort_key)
+            words = f"older than every HDK documented for it, the oldest {oldest}"
+            return words if step.fit == "unknown" else f"{step.fit}: {words}"
+        return step.fit
 
     def cann_options(self, row: Any) -> List[Tuple[str, str]]:
         """(CANN, fit) choices for ``row`` in preference order: the asked one; the
@@ -230,7 +250,7 @@ class Resolver:
             cand.cann = cann
             cand.problems.append(
                 f"CANN {cann} (for torch_npu {version}) needs driver {need}; the site has {step.installed} "
-                f"({step.fit}); a driver upgrade is refused without --allow-driver-upgrade"
+                f"({self._driver_words(step)}); a driver upgrade is refused without --allow-driver-upgrade"
             )
         return cand
 
@@ -644,7 +664,8 @@ class Resolver:
             reasons.append(f"driver {drv.installed}: {drv.fit} with CANN {cand.cann}; no driver change")
         elif drv.action == "upgrade":
             reasons.append(
-                f"driver {drv.installed} is {drv.fit} for CANN {cand.cann} (needs {', '.join(drv.required)}); "
+                f"driver {drv.installed} is {Resolver._driver_words(drv)} for CANN {cand.cann} "
+                f"(needs {', '.join(drv.required)}); "
                 f"upgrade to {drv.target} (allowed by --allow-driver-upgrade)"
             )
         else:
