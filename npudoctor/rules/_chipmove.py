@@ -23,7 +23,8 @@ from npudoctor.record import Record
 if TYPE_CHECKING:
     from typing import Dict, List, Optional, Tuple
 
-    from npudoctor.context import RuleContext
+    from npudoctor.facts.devices import DevicesFacts
+    from npudoctor.knowledge.matrix import Matrix
 
 
 class Move(Record):
@@ -48,27 +49,27 @@ def release_for(framework: str, family: str) -> Optional[Support]:
     return first if first is not None and first.first_version else None
 
 
-def chip_families(ctx: RuleContext) -> List[Tuple[str, str]]:
-    """``(npu-smi Name, family)`` of each chip of this machine the matrix knows, once per
-    name, by name."""
+def chip_families(devices: DevicesFacts, matrix: Optional[Matrix]) -> List[Tuple[str, str]]:
+    """``(npu-smi Name, family)`` of each chip of ``devices`` that ``matrix`` knows, once
+    per name, by name."""
     seen: Dict[str, str] = {}
-    for chip in ctx.view.devices.chips:
+    for chip in devices.chips:
         name = chip.name or ""
         if name and name not in seen:
-            family = chip_identity(ctx.matrix, chip).get("family")
+            family = chip_identity(matrix, chip).get("family")
             if family:
                 seen[name] = str(family)
     return sorted(seen.items())
 
 
-def move_for(ctx: RuleContext, framework: str, version: Optional[str]) -> Optional[Move]:
+def move_for(devices: DevicesFacts, matrix: Optional[Matrix], framework: str, version: Optional[str]) -> Optional[Move]:
     """The :class:`Move` for ``framework`` ``version`` when its sources state that it does
-    not run on a chip of this machine and name a release that does; ``None`` otherwise (a
+    not run on a chip of ``devices`` and name a release that does; ``None`` otherwise (a
     support that is only inferred or experimental leaves the fixes for the installed
     release)."""
     if not version:
         return None
-    for name, family in chip_families(ctx):
+    for name, family in chip_families(devices, matrix):
         row = chip_support.support_for(framework, family, version)
         if row is None or row.status != "unsupported" or row.confidence != "stated":
             continue

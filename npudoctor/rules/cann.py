@@ -220,7 +220,7 @@ def _moved_framework(ctx: RuleContext) -> Optional[Tuple[Move, str, FrameworkRow
     move to another release, :mod:`npudoctor.rules._chipmove`): the move, the torch_npu
     build the release to move to needs and its framework-table row; ``None`` otherwise."""
     rec = ctx.view.packages.first("vllm-ascend")
-    move = move_for(ctx, "vllm-ascend", rec.version if rec is not None else None)
+    move = move_for(ctx.view.devices, ctx.matrix, "vllm-ascend", rec.version if rec is not None else None)
     rows = rows_for("vllm-ascend", move.release) if move is not None else []
     if move is None or not rows or not rows[0].torch_npu:
         return None

@@ -225,7 +225,7 @@ def _moved(
     to move to (:func:`npudoctor.rules._chipmove.move_for`: the fix that comes first) has a
     table row naming its torch_npu: the move and that build, with the evidence line
     appended; ``None`` otherwise (the fix stays the installed release's)."""
-    move = move_for(ctx, project, version)
+    move = move_for(ctx.view.devices, ctx.matrix, project, version)
     rows = rows_for(project, move.release) if move is not None else []
     want = documented_npu(ctx.matrix, rows[0], torch_version) if rows else None
     if move is None or not want:
