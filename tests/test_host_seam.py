@@ -65,7 +65,10 @@ ALLOWED: Dict[Tuple[str, str], Tuple[int, str]] = {
     ("npudoctor/lint/fix.py", "os.fdopen"): (1, "lint --fix: the temporary file npudoctor creates itself"),
     ("npudoctor/triage/scan.py", "os.walk"): (1, "a log directory given to triage: listed, files read capped"),
     # plan/ belongs to `plan verify`'s owner (bundles npudoctor builds, wheels it downloads):
-    ("npudoctor/plan/bundle.py", "os.listdir"): (2, "the bundle's wheels directory npudoctor writes"),
+    ("npudoctor/plan/bundle.py", "os.listdir"): (
+        3,
+        "the bundle's wheels directory npudoctor writes, and the --cann-dir of packages given on this planning machine",
+    ),
     ("npudoctor/plan/transfer.py", "open"): (2, "a download npudoctor writes and its .part file"),
     ("npudoctor/plan/wheels.py", "open"): (1, "a wheel index npudoctor downloaded itself"),
 }
