@@ -128,10 +128,16 @@ def _framework_on_chip(framework: str, version: Optional[str], name: str, family
     ]
     fix: List[str] = []
     data: Dict[str, Any] = {}
+    moves = first is not None and row.status == "unsupported" and row.confidence == "stated"
     if first is not None:
+        # a move: the later fixes are computed for that release (rules/_chipmove.py), which
+        # goes in after them (it needs the CANN and torch_npu they install)
         fix.append(
-            f"Install {framework} {first.first_version} or newer ({first.status} on {family} from that release on), "
-            "or run on hardware this release supports"
+            f"Move to {framework} {first.first_version} or newer ({first.status} on {family} from that release on): "
+            "the fixes after this one are for it, and it goes in after them; or run on hardware this release supports"
+            if moves
+            else f"Install {framework} {first.first_version} or newer ({first.status} on {family} from that release "
+            "on), or run on hardware this release supports"
         )
         needs = _release_needs(framework, first.first_version)
         if needs:
@@ -144,8 +150,7 @@ def _framework_on_chip(framework: str, version: Optional[str], name: str, family
             "" if row.confidence == "stated" else " (inferred from its release notes)"
         )
         severity = "error" if row.confidence == "stated" else "warning"
-        if first is not None and row.confidence == "stated":
-            # the later fixes are computed for this release (rules/_chipmove.py)
+        if moves and first is not None:
             data = {"framework": framework, "installed": version, "move_to": first.first_version}
     elif row.status == "experimental":
         title = f"{label} supports {name} (family {family}) only experimentally"
