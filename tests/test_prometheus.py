@@ -75,6 +75,14 @@ def test_label_escaping_round_trip():
     assert counts[("error", "hccl")] == 2 and counts[("warning", "hccl")] == 0
 
 
+def test_label_values_carry_no_control_character():
+    """A colour code in an npu-smi chip name reaches the label as text, not as ESC."""
+    snap = Snapshot(facts={"python": {"version": "3.11\x1b[45m\x07"}, "packages": {"installed": {}}})
+    text = render(snap, [], 0, now=1700000000)
+    assert "\x1b" not in text and "\x07" not in text
+    assert families(text)["npudoctor_stack_info"].samples[0].labels["python"] == "3.11\\u001b[45m\\u0007"
+
+
 def test_format_usage_errors(tmp_path):
     assert npudoctor("check", "--root", str(tmp_path), "--format", "yaml").returncode == 2
     assert npudoctor("check", "--root", str(tmp_path), "--format", "prometheus", "--json").returncode == 2

@@ -29,6 +29,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 
 from npudoctor import __version__
 from npudoctor.findings import AREAS, SEVERITIES, Finding
+from npudoctor.report.escape import quoted
 from npudoctor.snapshot import Snapshot
 
 #: Fingerprint fields exported as labels of npudoctor_stack_info (label name → field).
@@ -47,8 +48,11 @@ INFO_LABELS = (
 
 
 def escape(value: str) -> str:
-    """Escape a label value: backslash, double quote and line feed."""
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    """Escape a label value: the control characters it carries from the machine (an
+    ``npu-smi`` chip name, a version file) written as ``\\uXXXX`` text, as the reports quote
+    them (:func:`npudoctor.report.escape.quoted`: the textfile is read by people too), then
+    the exposition format's backslash, double quote and line feed."""
+    return quoted(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _labels(pairs: Iterable[Tuple[str, object]]) -> str:
