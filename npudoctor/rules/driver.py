@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from npudoctor import lazyre
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes
 from npudoctor.knowledge.chips import chip_identity, matrix_chip, package_chip
@@ -25,7 +26,7 @@ from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import cann_pairing, cann_plan, driver_version, host_arch, not_in_matrix_line
 
 if TYPE_CHECKING:
-    from typing import Dict, Iterable, List, Optional, Tuple
+    from typing import Dict, Iterable, List, Optional, Set, Tuple
 
     from npudoctor.context import RuleContext
 
@@ -107,6 +108,15 @@ def _paired_hdk(ctx: RuleContext) -> Optional[str]:
     from npudoctor.plan.fit import hdk_for
 
     return hdk_for(ctx.matrix, tk.version)
+
+
+#: A version in a window's words ("Ascend HDK 25.5.X, 25.3.X; paired 25.5.0").
+_VERSION = lazyre.pattern(r"\d+\.\d+\.[0-9A-Za-z.]*[0-9A-Za-z]")
+
+
+def _versions(window: str) -> Set[str]:
+    """The versions a documented window names."""
+    return set(_VERSION.findall(window))
 
 
 @rule
@@ -230,8 +240,9 @@ def driver_cann(ctx: RuleContext) -> Iterable[Finding]:
         if req.compatible:
             line += f"; works with {', '.join(req.compatible)}"
         evidence.append(line)
-    # the verdict and its source are the title's (v.describe()): said once, not again here
-    if v.window:
+    # the verdict and its source are the title's (v.describe()): said once, not again here;
+    # so is the window when the matrix line above names every HDK of it
+    if v.window and not (req is not None and _versions(v.window) <= set(req.paired) | set(req.compatible)):
         evidence.append(f"documented to work: {v.window}")
     data: Dict[str, object] = {"driver": version, "cann": cann, "grade": v.grade.value, "source": v.source}
     where = "the host's" if container else "this machine's"

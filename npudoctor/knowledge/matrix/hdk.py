@@ -455,11 +455,11 @@ class HdkJudge:
         pos_d, pos_lo, pos_hi = self._pos(seq, d), self._place(seq, lo_text), self._place(seq, hi_text)
         if d.compare(lo) == -1:
             gap = (pos_lo - pos_d) if pos_lo is not None and pos_d is not None else None
-            oldest = f"the oldest HDK documented for {label} is {lo_text}"
+            oldest = f"{lo_text}, the oldest HDK documented for {label}"
             if gap is not None and gap > per_year:
                 return Verdict(
                     Grade.INCOMPATIBLE,
-                    f"{gap} HDK releases older than every HDK documented for {label}, more than about a year ({oldest})",
+                    f"{gap} HDK releases older than {oldest}: more than about a year",
                     window=window or f"Ascend HDK {lo_text} or later",
                     newer=False,
                 )
@@ -469,7 +469,7 @@ class HdkJudge:
                 return DriverVerdict(
                     Verdict(
                         Grade.UNDOCUMENTED,
-                        f"one HDK release older than every HDK documented for {label} ({oldest})",
+                        f"one HDK release older than {oldest}",
                         window=window,
                         newer=False,
                     ),
@@ -478,19 +478,19 @@ class HdkJudge:
             return DriverVerdict(
                 Verdict(
                     Grade.UNDOCUMENTED,
-                    f"older than every HDK documented for {label}, within about a year ({oldest})",
+                    f"older than {oldest}, by less than about a year",
                     window=window,
                     newer=False,
                 )
             )
         if d.compare(hi) == 1 and not any(_matches(d, x) for x in documented):
             gap = (pos_d - pos_hi) if pos_d is not None and pos_hi is not None else None
-            newest = f"the newest HDK documented for {label} is {hi_text}"
+            newest = f"{hi_text}, the newest HDK documented for {label}"
             if gap is not None and gap > per_year:
                 return DriverVerdict(
                     Verdict(
                         Grade.UNDOCUMENTED,
-                        f"newer than every HDK documented for {label} by more than about a year ({newest})",
+                        f"newer than {newest}, by more than about a year",
                         window=window,
                         newer=True,
                     )
@@ -498,7 +498,7 @@ class HdkJudge:
             return DriverVerdict(
                 Verdict(
                     Grade.UNDOCUMENTED,
-                    f"newer than every HDK documented for {label}, within about a year ({newest})",
+                    f"newer than {newest}, by less than about a year",
                     window=window,
                     newer=True,
                 ),
