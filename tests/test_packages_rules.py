@@ -448,3 +448,16 @@ def test_a_project_whose_every_record_is_malformed_crashes_no_rule():
     findings = evaluate(Snapshot(facts=facts), None, Options())
     assert [f.title for f in findings if f.code == "HOST099"] == []
     assert "PKG052" not in {f.code for f in findings}
+
+
+def test_a_cuda_torch_that_torch_npu_pins_to_its_cpu_build_is_one_finding(tmp_path):
+    """The CUDA build of torch beside torch_npu 2.1.0.post10 (x86_64, it requires
+    torch==2.1.0+cpu): PKG001 installs the CPU build; PKG052, which names torch alone, folds
+    under it instead of uninstalling and reinstalling torch as a second step."""
+    doc = _scenario("k01-x86-torch-npu-2.1.0.post10-needs-cpu-torch", tmp_path)
+    pairing = _one(doc, "PKG001")
+    cuda = _one(doc, "PKG052")
+    assert cuda["data"]["because"] == "PKG001" and cuda["data"]["distributions"] == ["torch"]
+    assert [e for e in pairing["evidence"] if "Requires-Dist" in e] == [
+        "documented incompatible (torch_npu 2.1.0.post10 requires `torch==2.1.0+cpu` (Requires-Dist in its METADATA))"
+    ]

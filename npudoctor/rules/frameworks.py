@@ -350,6 +350,9 @@ def cuda_only_distributions(ctx: RuleContext) -> Iterable[Finding]:
         severity="error" if errors else "warning",
         subject="cuda-only",
         data={
+            # torch alone: the CUDA build that torch_npu's pairing (PKG001) replaces by the CPU
+            # build, when it is reported; one cause, one fix (order.fold_symptoms)
+            **({"because": "PKG001"} if names == ["torch"] else {}),
             "distributions": names,
             "entries": sorted({j.entry.id for j in found if j.entry is not None}),
             # what a traceback frame or a loader message names (npudoctor triage ties the log by it)

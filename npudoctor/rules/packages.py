@@ -155,12 +155,8 @@ def _against_requires_dist(
     spec = str(unmet[0].specifier)
     wanted = f"torch{spec}"
     verdict = torch_verdict(None, str(npu.version or ""), tv, [(str(unmet[0]), False)])
-    evidence = [
-        describe(npu),
-        describe(torch),
-        f"torch_npu {npu.version} requires `{unmet[0]}` (Requires-Dist in its METADATA)",
-        verdict.describe(),
-    ]
+    # the verdict's reason is torch_npu's Requires-Dist line: said once, by the verdict
+    evidence = [describe(npu), describe(torch), verdict.describe()]
     same_release = any(pep440_release(tv) == pep440_release(s.version) for s in unmet[0].specifier)
     if same_release and "+" in spec:
         title = f"torch {tv} is not the build torch_npu {npu.version} needs ({wanted}): install torch from {CPU_INDEX}"
