@@ -188,7 +188,7 @@ def test_deepspeed_before_its_npu_accelerator_is_an_error_naming_the_first_relea
     f = _only([x for x in _findings(s) if "deepspeed" in x["title"]], "DEV040")
     assert f["severity"] == "error"
     assert f["title"] == "deepspeed 0.10.0 does not support 910B3 (family 910B)"
-    assert f["fix"][0].startswith("Install deepspeed 0.10.1 or newer")
+    assert f["fix"][0].startswith("Use deepspeed 0.10.1 or newer")
     assert any("Make Ascend NPU available" in e for e in f["evidence"])
 
 

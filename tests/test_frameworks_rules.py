@@ -105,8 +105,8 @@ def test_vllm_ascend_without_310p_support_on_310p_names_the_first_that_can(tmp_p
     assert f["severity"] == "error"
     assert f["title"] == "vllm-ascend 0.9.1 does not support 310P3 (family 310P)"
     assert f["fix"] == [
-        "Move to vllm-ascend 0.14.0rc1 or newer (supported on 310P from that release on): the fixes after this one"
-        " are for it, and it goes in after them; or run on hardware this release supports",
+        "Use vllm-ascend 0.14.0rc1 or newer (supported on 310P from that release on), installed after the driver,"
+        " CANN and torch_npu it needs; or run on hardware this release supports",
         "vllm-ascend 0.14.0rc1 needs torch_npu 2.9.0 and CANN 8.5.0 or newer",
     ]
     assert any("'this feature will NOT be included in v0.9.1-dev branch" in e for e in f["evidence"])

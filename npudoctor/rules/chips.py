@@ -130,11 +130,11 @@ def _framework_on_chip(framework: str, version: Optional[str], name: str, family
     data: Dict[str, Any] = {}
     moves = first is not None and row.status == "unsupported" and row.confidence == "stated"
     if first is not None:
-        # a move: the later fixes are computed for that release (rules/_chipmove.py), which
-        # goes in after them (it needs the CANN and torch_npu they install)
+        # a move: the later fixes are computed for that release (rules/_chipmove.py); a
+        # framework goes in after the driver, CANN and torch_npu it needs, whatever the order
         fix.append(
-            f"Move to {framework} {first.first_version} or newer ({first.status} on {family} from that release on): "
-            "the fixes after this one are for it, and it goes in after them; or run on hardware this release supports"
+            f"Use {framework} {first.first_version} or newer ({first.status} on {family} from that release on), "
+            "installed after the driver, CANN and torch_npu it needs; or run on hardware this release supports"
             if moves
             else f"Install {framework} {first.first_version} or newer ({first.status} on {family} from that release "
             "on), or run on hardware this release supports"
