@@ -380,3 +380,18 @@ def test_workers_only_on_idle_cores(count, cpus, load, workers):
     from npudoctor.cluster.inputs import workers_for
 
     assert workers_for(count, cpus=cpus, load=load) == workers
+
+
+def test_node_labels_from_other_machines_cannot_recolour_or_forge_lines(snaps, tmp_path):
+    """A snapshot's node label comes from another machine: its colour codes and line breaks
+    are printed as text (\\uXXXX), so it can neither recolour the terminal nor add a line."""
+    evil = json.loads(json.dumps(snaps["base-a-old"]))
+    evil["node"] = "\x1b[31mEVIL\x1b[0m\nNo drift: every node has the same stack."
+    a = _write(tmp_path / "a.json", evil)
+    b = _write(tmp_path / "b.json", snaps["base-b"])
+    c = _write(tmp_path / "c.json", snaps["base-a"])
+    text = npudoctor("compare", a, b, c).stdout
+    assert "\x1b" not in text
+    (line,) = [line for line in text.splitlines() if "EVIL" in line]
+    assert line == ("  \\u001b[31mEVIL\\u001b[0m\\u000aNo drift: every node has the same stack.  (" + a + ")")
+    assert "\nNo drift" not in text

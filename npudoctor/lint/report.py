@@ -12,7 +12,7 @@ from urllib.parse import quote
 from npudoctor import __version__
 from npudoctor.lint.model import LintFinding, LintResult
 from npudoctor.lint.rules import lint_codes
-from npudoctor.report.escape import visible
+from npudoctor.report.escape import one_line
 from npudoctor.session.status import ExitStatus
 
 SCHEMA_VERSION = 1
@@ -40,10 +40,6 @@ def _summary(result: LintResult) -> str:
     return f"{c['error']} error(s), {c['warning']} warning(s), {c['info']} note(s) in {files}{not_linted}.\n"
 
 
-def one_line(name: str) -> str:
-    """A file name as one line of text output: control characters written as ``\\uXXXX``
-    (:func:`npudoctor.report.escape.visible`), newline and tab too, which that keeps."""
-    return visible(name).replace("\n", "\\u000a").replace("\t", "\\u0009")
 
 
 def text(result: LintResult) -> str:

@@ -7,6 +7,14 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
+from npudoctor.report.escape import one_line
+
+
+def _q(value: Any) -> str:
+    """A value from a snapshot (a node label, a field value, a file name), one line and
+    without the control characters another machine's text may carry."""
+    return one_line(str(value))
+
 
 def render(report: Dict[str, Any], limit: int = 50) -> str:
     """The human report: the majority stack, then each node that differs (at most
@@ -33,41 +41,43 @@ def render(report: Dict[str, Any], limit: int = 50) -> str:
         width = max(len(f) for f in report["majority"])
         for field in report["fields"]:
             if field in report["majority"]:
-                lines.append(f"  {field:<{width}}  {report['majority'][field]}")
+                lines.append(f"  {field:<{width}}  {_q(report['majority'][field])}")
     if differing:
         lines.append("")
         lines.append("Nodes that differ from the majority:")
         for item in differing[:limit]:
-            lines.append(f"  {item['node']}  ({item['source']})")
+            lines.append(f"  {_q(item['node'])}  ({_q(item['source'])})")
             for d in item["differences"]:
-                lines.append(f"      {d['field']}: {d['value']}  (majority: {d['majority']})")
+                lines.append(f"      {d['field']}: {_q(d['value'])}  (majority: {_q(d['majority'])})")
         if len(differing) > limit:
             lines.append(f"  ... and {len(differing) - limit} more (use --json for all)")
     for item in report["split"]:
         lines.append("")
         lines.append(f"No majority for {item['field']}:")
         for value, names in item["values"].items():
-            shown = ", ".join(names[:10]) + (f" ... (+{len(names) - 10})" if len(names) > 10 else "")
-            lines.append(f"  {value}: {shown}")
+            shown = ", ".join(_q(name) for name in names[:10]) + (
+                f" ... (+{len(names) - 10})" if len(names) > 10 else ""
+            )
+            lines.append(f"  {_q(value)}: {shown}")
     if report.get("repeated"):
         lines.append("")
-        shown = ", ".join(r["source"] for r in report["repeated"][:limit])
+        shown = ", ".join(_q(r["source"]) for r in report["repeated"][:limit])
         lines.append(f"Given more than once (the same snapshot), counted once: {shown}")
     for dup in report.get("duplicates", [])[:limit]:
         lines.append("")
-        sources = ", ".join(dup["sources"])
+        sources = ", ".join(_q(src) for src in dup["sources"])
         if dup["identical"]:
             lines.append(
-                f"Node {dup['node']} appears in {len(dup['sources'])} snapshots ({sources}): "
+                f"Node {_q(dup['node'])} appears in {len(dup['sources'])} snapshots ({sources}): "
                 "the same stack, counted once."
             )
             continue
         lines.append(
-            f"Node {dup['node']} appears in {len(dup['sources'])} snapshots that differ ({sources}): "
-            f"counted once, as {dup['used']} (the newest)."
+            f"Node {_q(dup['node'])} appears in {len(dup['sources'])} snapshots that differ ({sources}): "
+            f"counted once, as {_q(dup['used'])} (the newest)."
         )
         for d in dup["differences"]:
-            values = ", ".join(f"{src}: {v if v is not None else '?'}" for src, v in d["values"].items())
+            values = ", ".join(f"{_q(src)}: {_q(v) if v is not None else '?'}" for src, v in d["values"].items())
             lines.append(f"      {d['field']}: {values}")
         lines.append(
             "  A stale snapshot next to a fresh one, or two machines with one host name: remove the "
@@ -77,12 +87,12 @@ def render(report: Dict[str, Any], limit: int = 50) -> str:
         lines.append("")
         lines.append("Unreadable snapshots:")
         for item in report["unreadable"][:limit]:
-            lines.append(f"  {item['source']}: {item['error']}")
+            lines.append(f"  {_q(item['source'])}: {_q(item['error'])}")
     if report["unknown"]:
         lines.append("")
         lines.append(
             f"{len(report['unknown'])} node(s) lack some facts (not counted as drift), e.g. "
-            f"{report['unknown'][0]['node']}: {', '.join(report['unknown'][0]['fields'][:6])}"
+            f"{_q(report['unknown'][0]['node'])}: {', '.join(report['unknown'][0]['fields'][:6])}"
         )
     if not report["drift"]:
         lines.append("")

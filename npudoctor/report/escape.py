@@ -44,6 +44,12 @@ def quoted(text: str) -> str:
     return _UNSAFE.sub(_escape, text)
 
 
+def one_line(text: str) -> str:
+    """``text`` :func:`quoted` and kept on one line: newline and tab written as ``\\u000a``
+    and ``\\u0009`` too (a file name, a node label from another machine's snapshot)."""
+    return quoted(text).replace("\n", "\\u000a").replace("\t", "\\u0009")
+
+
 def visible(text: str) -> str:
     """``text`` with every unsafe character written as ``\\uXXXX`` (SGR colour codes kept)."""
     if not _UNSAFE.search(text):
