@@ -117,3 +117,24 @@ def test_a_wrong_typed_npu_smi_cause_is_no_crash(cause):
     facts = {"devices": {"npu_smi": {"available": False, "cause": cause}}}
     unknown = {"devices": {"npu_smi": {"available": False, "cause": "no such cause"}}}
     assert not_checked(facts, "devices") == not_checked(unknown, "devices") is None
+
+
+def test_a_devices_section_that_cannot_be_read_judges_no_device_node_missing(tmp_path):
+    """A snapshot whose devices section is not a table (a damaged or hand-edited file): the
+    area is not checked, and no rule concludes from the empty defaults that the container
+    was given no NPU (CTR001, CTR006) or lacks control nodes (DEV020)."""
+    scenario = REPO / "tests" / "scenarios" / "health-910b3-8npu-healthy"
+    env = {"PATH": f"{scenario / 'bin'}:/usr/bin:/bin", "HOME": "/root"}
+    snap = tmp_path / "snap.json"
+    collected = clirun.npudoctor("collect", "--root", str(scenario / "root"), "-o", str(snap), env=env)
+    assert collected.returncode == 0, collected.stderr
+    doc = json.loads(snap.read_text())
+    doc["facts"]["devices"] = "x"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    report = json.loads(clirun.npudoctor("check", "--from", str(bad), "--json", env=env).stdout)
+    codes = {f["code"] for f in report["findings"]}
+    assert codes.isdisjoint({"CTR001", "CTR006", "DEV020"}), codes
+    assert "the section is a string" in report["not_checked"]["devices"]
+    shown = clirun.npudoctor("devices", "--from", str(bad), env=env).stdout.splitlines()
+    assert shown[1] == "  no chip table: the devices facts could not be read (<section>: expected object, got str)"

@@ -153,6 +153,11 @@ class Facts:
         self._view(name)
         return self._views[name][1].as_list()
 
+    def unread(self, name: str, field: str) -> bool:
+        """Whether field ``field`` of section ``name`` could not be read: the section is not
+        a table, or a problem names that field (its value is the default, not a fact)."""
+        return any(p.startswith(("<section>:", f"{field}:", f"{field}[", f"{field}.")) for p in self.problems(name))
+
     @property
     def host(self) -> HostFacts:
         return self._view("host")  # type: ignore[no-any-return]

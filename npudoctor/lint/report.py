@@ -40,8 +40,6 @@ def _summary(result: LintResult) -> str:
     return f"{c['error']} error(s), {c['warning']} warning(s), {c['info']} note(s) in {files}{not_linted}.\n"
 
 
-
-
 def text(result: LintResult) -> str:
     out: List[str] = []
     current = None

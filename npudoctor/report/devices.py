@@ -232,7 +232,7 @@ def draw(data: Dict[str, Any], view: Any, *, terminal: bool, color: bool) -> Non
     _heading(dev, data.get("source"), view, terminal)
     chips: List[Dict[str, Any]] = dev.get("chips") or []
     if not chips:
-        _no_chips(dev, view)
+        _no_chips(dev, view, data.get("unread") or [])
     else:
         procs = dev.get("processes") or []
         _chips(chips, procs, view)
@@ -262,11 +262,14 @@ def _heading(dev: Dict[str, Any], source: Any, view: Any, terminal: bool) -> Non
         view.text([(row, "bold")], wrap=False)
 
 
-def _no_chips(dev: Dict[str, Any], view: Any) -> None:
-    """Why there is no chip table, and the chip device nodes present anyway."""
+def _no_chips(dev: Dict[str, Any], view: Any, unread: List[str]) -> None:
+    """Why there is no chip table (npu-smi's error, facts that could not be read, or none
+    listed), and the chip device nodes present anyway."""
     from npudoctor.report.wrapping import wrap
 
-    why = (dev.get("npu_smi") or {}).get("error") or "npu-smi listed no chip"
+    why = (dev.get("npu_smi") or {}).get("error") or (
+        f"the devices facts could not be read ({unread[0]})" if unread else "npu-smi listed no chip"
+    )
     nodes = [n["path"] for n in dev.get("nodes") or [] if n.get("exists") and n.get("kind") == "chip"]
     said = [("  no chip table: ", why)] + ([("  device nodes present: ", ", ".join(nodes))] if nodes else [])
     for lead, text in said:  # wrapped between words, the rows after the first indented

@@ -76,8 +76,8 @@ def container_devices(ctx: RuleContext) -> Iterable[Finding]:
     if not container.in_container or not _npu_intended(ctx) or ctx.view.state("devices") == "absent":
         return  # devices not probed (`health --skip devices`): no evidence either way
     dev = ctx.view.devices
-    if dev.chip_nodes or dev.chips or dev.nodes_error:
-        return  # nodes present, or /dev could not be looked at (refused is not absent)
+    if dev.chip_nodes or dev.chips or dev.nodes_error or ctx.view.unread("devices", "nodes"):
+        return  # nodes present, or /dev could not be looked at (refused or unreadable is not absent)
     wanted = dev.visibility.ascend_visible_devices
     ids: List[int] = parse_id_list(wanted)[0] if wanted else []
     evidence = ["no /dev/davinciN node in this container"]

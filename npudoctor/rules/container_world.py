@@ -63,7 +63,7 @@ def npu_not_given(ctx: RuleContext) -> Iterable[Finding]:
     if ctx.view.state("driver") == "absent":
         return
     dev = ctx.view.devices
-    if dev.chip_nodes or dev.chips or dev.nodes_error or not _driver_absent(ctx):
+    if dev.chip_nodes or dev.chips or dev.nodes_error or ctx.view.unread("devices", "nodes") or not _driver_absent(ctx):
         return  # nodes present, or /dev could not be looked at (unknown is not absent)
     torch_npu = ctx.view.packages.version_of("torch-npu")
     c = ctx.view.container

@@ -360,8 +360,8 @@ def held_by_processes(ctx: RuleContext) -> Iterable[Finding]:
 def device_nodes(ctx: RuleContext) -> Iterable[Finding]:
     """DEV020: chips or davinci nodes present but control nodes (or chip nodes) missing."""
     dev = ctx.view.devices
-    if dev.nodes_error:
-        return  # the nodes could not be looked at: nothing is known missing (area not checked)
+    if dev.nodes_error or ctx.view.unread("devices", "nodes"):
+        return  # the nodes could not be looked at (or read): nothing is known missing
     nodes = dev.nodes
     chips = dev.chips
     present_chips = dev.chip_nodes

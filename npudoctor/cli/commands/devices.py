@@ -42,7 +42,7 @@ def gather(
     ignores: Sequence[Tuple[str, str]] = (),
 ) -> Dict[str, Any]:
     """Collect (or replay) the device facts and judge them: ``{"source", "devices",
-    "container", "findings", "ignored"}`` (the sections as their typed views read them, every
+    "unread", "container", "findings", "ignored"}`` (the sections as their typed views read them, every
     declared field present; each chip with what the current matrix says it is; the device
     and container findings left out by ``ignores``, ``(code or name, where)`` as
     :func:`npudoctor.config.load_ignore_entries` reads ``.npudoctor.toml``, listed as ``check
@@ -88,6 +88,8 @@ def gather(
     return {
         "source": source,
         "devices": devices,
+        # what of the devices section could not be read ("<section>: expected object, got str")
+        "unread": facts.problems("devices"),
         "container": dump(facts.container),
         "findings": [f.to_dict() for f in findings if f.area in AREAS],
         "ignored": silenced([f for f in ignored if f.area in AREAS], ignores),
