@@ -395,3 +395,29 @@ def test_node_labels_from_other_machines_cannot_recolour_or_forge_lines(snaps, t
     (line,) = [line for line in text.splitlines() if "EVIL" in line]
     assert line == ("  \\u001b[31mEVIL\\u001b[0m\\u000aNo drift: every node has the same stack.  (" + a + ")")
     assert "\nNo drift" not in text
+
+
+def test_a_node_with_a_critical_chip_differs_from_the_fleet(tmp_path):
+    """Three nodes of one stack, one whose npu-smi calls a chip Critical (the capture of
+    tests/scenarios/health-chip-critical): compare names that node, not "no drift"."""
+    scenarios = Path(__file__).resolve().parent / "scenarios"
+    paths = []
+    for label, name in (
+        ("a", "health-910b3-8npu-healthy"),
+        ("b", "health-910b3-8npu-healthy"),
+        ("c", "health-chip-critical"),
+    ):
+        root = scenarios / name
+        out = tmp_path / f"{label}.json"
+        env = {"PATH": f"{root / 'bin'}:/usr/bin:/bin", "HOME": "/root"}
+        assert npudoctor("collect", "--root", str(root / "root"), "-o", str(out), env=env).returncode == 0
+        doc = json.loads(out.read_text())
+        doc["node"] = f"node-{label}"
+        out.write_text(json.dumps(doc))
+        paths.append(str(out))
+    proc = npudoctor("compare", *paths, "--json")
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and report["majority"]["chips.health"] == "8 OK"
+    (node,) = report["differing"]
+    assert node["node"] == "node-c"
+    assert node["differences"] == [{"field": "chips.health", "value": "1 Critical, 7 OK", "majority": "8 OK"}]

@@ -16,6 +16,8 @@ cann.nnal           ``cann.nnal.version``
 driver, firmware    ``driver.driver.version``, ``driver.firmware.version``
 chips               ``devices.chips``: "<count> x <npu-smi Name>" per kind (a
                     ``family`` an older snapshot stored is ignored)
+chips.health        ``devices.chips``: "<count> <npu-smi Health>" per state ("8 OK";
+                    "1 Critical, 7 OK")
 env.<NAME>          HCCL_* variables (``hccl.variables``; HCCL_IF_IP is per node and
                     left out) and the visibility variables (``devices.visibility`` or
                     ``hccl.variables``): ASCEND_RT_VISIBLE_DEVICES,
@@ -131,6 +133,7 @@ ORDER = (
     "driver",
     "firmware",
     "chips",
+    "chips.health",
 )
 
 
@@ -205,8 +208,11 @@ def _fingerprint(view: Sections) -> Dict[str, Optional[str]]:
         # ignored (knowledge/chips.py chip_identity).
         kinds: Counter[str] = Counter(chip.name or "?" for chip in devices.chips)
         fp["chips"] = ", ".join(f"{n} x {k}" for k, n in sorted(kinds.items())) if kinds else NONE
+        # a node whose chip npu-smi calls Critical cannot run the jobs the others can
+        health: Counter[str] = Counter(chip.health or "?" for chip in devices.chips)
+        fp["chips.health"] = ", ".join(f"{n} {h}" for h, n in sorted(health.items())) if health else NONE
     else:
-        fp["chips"] = None
+        fp["chips"] = fp["chips.health"] = None
 
     hccl_known = view.present("hccl")
     variables: Dict[str, str] = {}
