@@ -282,3 +282,16 @@ def test_host_tree_with_dev_but_no_npu_nodes_still_gets_dev020(tmp_path):
         "npu-smi lists 8 chip(s) but no /dev/davinciN node exists",
         "missing: /dev/davinci_manager, /dev/devmm_svm, /dev/hisi_hdc",
     ]
+
+
+def test_a_critical_chip_in_a_container_is_reset_on_the_host(tmp_path):
+    """health-chip-critical is a container: resetting NPU 3 and reading the kernel log are
+    the node admin's, on the host, not commands to run in this container."""
+    scenario = prepare(SCENARIOS / "health-chip-critical", tmp_path)
+    (f,) = [f for f in run_check(scenario).doc["findings"] if f["code"] == "DEV010"]
+    assert f["severity"] == "error" and f["title"] == "NPU 3 health is Critical"
+    assert f["fix"][1] == (
+        "On the host (the node's admin): stop the jobs on NPU 3, collect `dmesg` and /var/log/npu/, "
+        "then reset the chip (npu-smi set -t reset -i 3 -c 0) or reboot the node"
+    )
+    assert not any("set -t reset" in str(line) and str(line).startswith("npu-smi") for line in f["fix"])

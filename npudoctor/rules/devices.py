@@ -309,7 +309,13 @@ def chip_health(ctx: RuleContext) -> Iterable[Finding]:
                 note="Error Code and Error Information",
             )
         ]
-        if critical:
+        if critical and ctx.view.container.in_container:
+            # the chip, the kernel log and /var/log/npu are the node's: its admin resets them
+            fix += [
+                f"On the host (the node's admin): stop the jobs on NPU {npu}, collect `dmesg` and /var/log/npu/, "
+                f"then reset the chip (npu-smi set -t reset -i {npu} -c {chip_id}) or reboot the node",
+            ]
+        elif critical:
             fix += [
                 "Stop the jobs on this NPU and collect `dmesg` and /var/log/npu/",
                 Command(
