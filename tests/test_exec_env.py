@@ -306,3 +306,10 @@ def test_exec_budget_running_out_is_unknown_and_the_workload_starts(tmp_path):
         unknown[0],
     ), unknown
     assert "HOST090" not in proc.stderr and "error" not in proc.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc"])
+def test_a_bad_timeout_is_a_bad_option_exit_2_whatever_its_spelling(value: str) -> None:
+    """The help: "2 bad npudoctor option"; 125 is for a CMD npudoctor could not prepare."""
+    result = clirun.npudoctor("exec", "--timeout", value, "--", "true", env={"PATH": "/usr/bin:/bin"})
+    assert result.returncode == 2, (result.returncode, result.stderr)

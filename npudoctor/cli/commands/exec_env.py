@@ -20,6 +20,7 @@ from npudoctor.cli.commands._common import (
     RootOpt,
     UserOpt,
     environment,
+    fail_usage,
 )
 from npudoctor.session.request import Environment, ExitStatus, MachineRequest
 
@@ -84,9 +85,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         from npudoctor.runtime.exec import ExecRequest, run_exec
 
-        if not timeout > 0:
-            print("npudoctor exec: --timeout must be positive", file=sys.stderr)
-            raise typer.Exit(ExitStatus.EXEC_REFUSED)
+        if not timeout > 0:  # a bad npudoctor option, as the help says: 2, like --timeout abc
+            raise fail_usage(f"exec: --timeout {timeout:g}: give a positive number of seconds")
         machine = MachineRequest(root=root, python=python, user=user, env_file=env_file, no_commands=no_commands)
         request = ExecRequest(
             command=tuple(command or ()),
