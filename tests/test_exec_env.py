@@ -313,3 +313,28 @@ def test_a_bad_timeout_is_a_bad_option_exit_2_whatever_its_spelling(value: str) 
     """The help: "2 bad npudoctor option"; 125 is for a CMD npudoctor could not prepare."""
     result = clirun.npudoctor("exec", "--timeout", value, "--", "true", env={"PATH": "/usr/bin:/bin"})
     assert result.returncode == 2, (result.returncode, result.stderr)
+
+
+def test_exec_prints_the_root_cause_first_and_counts_its_symptom_with_it(tmp_path):
+    scenario = prepare(SCEN / "health-driver-not-mounted", tmp_path)
+    proc = npudoctor(scenario, "exec", "--root", str(scenario / "root"), "--", "true")
+    lines = [line for line in proc.stderr.splitlines() if " CTR" in line or " DRV" in line]
+    assert (proc.returncode, lines) == (
+        0,
+        [
+            "npudoctor: error CTR002 the NPU driver files are not mounted into this container",
+            "npudoctor: error DRV001 The host's NPU driver is not mounted into this container (follows from CTR002)",
+            "npudoctor: warning CTR003 not mounted into this container: /usr/local/bin/npu-smi, /usr/local/dcmi"
+            " (follows from CTR002)",
+            "npudoctor: info CTR004 /etc/ascend_install.info is not mounted into this container (follows from CTR002)",
+        ],
+    )
+    scenario = prepare(SCEN / "health-devices-not-passed", tmp_path / "devices")
+    proc = npudoctor(scenario, "exec", "--strict", "--root", str(scenario / "root"), "--", "true")
+    assert proc.returncode == 125
+    assert proc.stderr.splitlines()[1:] == [
+        "npudoctor: error CTR001 this container has no NPU device nodes",
+        "npudoctor: error DEV002 npu-smi cannot open the NPU (ret -8005): the device is busy or not accessible"
+        " (follows from CTR001)",
+        "npudoctor: refusing to start true: 1 error(s) found (--strict)",
+    ]

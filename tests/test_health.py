@@ -459,3 +459,32 @@ def test_in_a_container_health_judges_its_own_environment_and_says_so(tmp_path):
     }
     doc = json.loads(health(scenario, "--timeout", BUDGET, "--only", "environment", "--json", "--exec-env").stdout)
     assert doc["status"] == "healthy" and doc["environment"]["judged"] == "exec-env"
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        (
+            "health-devices-not-passed",
+            [
+                "unhealthy: CTR001 this container has no NPU device nodes",
+                "unhealthy: DEV002 npu-smi cannot open the NPU (ret -8005): the device is busy or not accessible"
+                " (follows from CTR001)",
+            ],
+        ),
+        (
+            "health-driver-not-mounted",
+            [
+                "unhealthy: CTR002 the NPU driver files are not mounted into this container",
+                "unhealthy: DRV001 The host's NPU driver is not mounted into this container (follows from CTR002)",
+            ],
+        ),
+    ],
+)
+def test_the_root_cause_comes_first_and_its_symptom_says_it_follows(name, expected, tmp_path):
+    # as `check` folds them (data["because"]): the cause is the first line, not the symptom
+    scenario = prepare(REPO / "tests" / "scenarios" / name, tmp_path)
+    proc = health(scenario, "--timeout", BUDGET)
+    assert (proc.returncode, assert_contract(proc)) == (1, expected)
+    doc = json.loads(health(scenario, "--timeout", BUDGET, "--json").stdout)
+    assert doc["problems"] == [line[len("unhealthy: ") :] for line in expected]

@@ -9,7 +9,14 @@ import stat
 import time
 from pathlib import Path
 
+import pytest
 from builders.stacktree import clean_env, npudoctor
+from scenario_runner import environment, prepare
+
+try:
+    import tomllib
+except ImportError:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[no-redef]
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 HEALTHY = Path(__file__).resolve().parent.parent / "examples" / "healthy-910b3"
@@ -112,3 +119,24 @@ def test_hung_npu_smi_answers_within_timeout(tmp_path):
     code, message, elapsed = npd("--root", str(root), "--timeout", "4", env=env)
     assert code in (0, 1, 2)
     assert elapsed < 4 + 2.0, elapsed  # interpreter start-up on top of the budget
+
+
+def _scenario_npd(name, tmp_path, *args):
+    """``npd --root <scenario>/root ARGS`` in the scenario's environment."""
+    scenario = prepare(SCENARIOS / name, tmp_path)
+    env = environment(scenario, tomllib.loads((scenario / "scenario.toml").read_text(encoding="utf-8")))
+    return npd("--root", str(scenario / "root"), *args, env=env)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("health-devices-not-passed", "CTR001 container-without-npu-devices"),
+        ("health-driver-not-mounted", "CTR002 container-driver-not-mounted"),
+    ],
+)
+def test_the_message_names_the_root_cause_not_its_symptom(name, expected, tmp_path):
+    # DEV002 / DRV001 follow from the container's missing devices / mounts (check folds
+    # them under it): one cause, no "+1 more"
+    code, message, _ = _scenario_npd(name, tmp_path)
+    assert (code, message) == (1, expected)

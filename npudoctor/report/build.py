@@ -10,7 +10,7 @@ Layout (``schema_version`` 1, see ``docs/schema/check.schema.json``)::
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from npudoctor.findings import Finding, counts
 from npudoctor.session.request import ExitStatus
@@ -63,6 +63,24 @@ def ordered_fixes(findings: Sequence[Finding]) -> List[Finding]:
             placed.extend(remaining)
             break
     return placed
+
+
+def causes_first(findings: Sequence[Finding]) -> List[Tuple[Finding, Optional[str]]]:
+    """``findings`` as the one-line answers (health, exec, npd) list them: each root cause
+    in report order, followed by its follow-on symptoms (:func:`folded_under`), each
+    paired with the code of the cause it follows from (``None`` for a cause)."""
+    folded = folded_under(findings)
+    cause_of = {id(s): code for code, group in folded.items() for s in group}
+    out: List[Tuple[Finding, Optional[str]]] = []
+    placed = set()
+    for f in findings:
+        if id(f) in cause_of:
+            continue
+        out.append((f, None))
+        if f.code not in placed:  # symptoms go after the first finding of their cause's code
+            placed.add(f.code)
+            out.extend((s, f.code) for s in folded.get(f.code, []))
+    return out
 
 
 def fix_list(findings: Sequence[Finding]) -> List[Finding]:

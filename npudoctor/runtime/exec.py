@@ -33,7 +33,7 @@ from typing import Any, Dict, List, Mapping, Optional, TextIO, Tuple
 from npudoctor.record import MutableRecord, Record, field, replace
 from npudoctor.runtime.deadline import Budget, run_within
 from npudoctor.runtime.environment import EnvPlan, LaunchError, plan_environment
-from npudoctor.runtime.printable import printable
+from npudoctor.runtime.printable import follows, printable
 from npudoctor.runtime.quick import Progress, QuickRequest, evaluate_quick, finished_findings, unfinished
 from npudoctor.session.request import ExitStatus, MachineRequest
 
@@ -79,8 +79,12 @@ class CheckResult(MutableRecord):
 
     @property
     def errors(self) -> int:
-        """Findings of severity ``error``, plus one for a failure."""
-        return sum(1 for f in self.findings if f.severity == "error") + (1 if self.failure else 0)
+        """Root causes of severity ``error`` (a follow-on symptom counts with its cause:
+        :func:`npudoctor.report.build.causes_first`), plus one for a failure."""
+        from npudoctor.report.build import causes_first
+
+        causes = causes_first(self.findings)
+        return sum(1 for f, cause in causes if f.severity == "error" and cause is None) + (1 if self.failure else 0)
 
 
 def quick_checks(plan: EnvPlan, request: ExecRequest) -> CheckResult:
@@ -129,16 +133,18 @@ def quick_checks(plan: EnvPlan, request: ExecRequest) -> CheckResult:
 
 
 def finding_lines(result: CheckResult, quiet: bool = False) -> List[str]:
-    """One line per finding (``quiet``: errors only; routine notes never: they inform no
-    decision at a container's start), then what was ignored (not with ``quiet``),
-    terminal-safe."""
+    """One line per finding, each root cause followed by its follow-on symptoms ending in
+    ``(follows from CODE)`` (:func:`npudoctor.report.build.causes_first`; ``quiet``: errors
+    only; routine notes never: they inform no decision at a container's start), then what
+    was ignored (not with ``quiet``), terminal-safe."""
     from npudoctor.config import ignored_line
+    from npudoctor.report.build import causes_first
 
     lines = []
-    for f in result.findings:
+    for f, cause in causes_first(result.findings):
         if (quiet and f.severity != "error") or (f.severity == "info" and f.data.get("routine")):
             continue
-        lines.append(printable(f"npudoctor: {f.severity} {f.code} {f.title}"))
+        lines.append(follows(f"npudoctor: {f.severity} {f.code} {f.title}", cause))
     if result.failure:
         lines.append(printable(f"npudoctor: error {result.failure}"))
     for area, reason in result.unknown.items():

@@ -10,7 +10,8 @@ Contract (Docker ``HEALTHCHECK`` and Kubernetes exec probes):
   -- nothing else, ever: a bad option or an internal error is 1 with a reason (Docker
   reserves 2); SIGTERM is answered like a blown budget, never 143;
 * one short line per problem on stdout (Docker keeps the tail of the output), or a
-  JSON document with ``--json``;
+  JSON document with ``--json``; a root cause comes first and each follow-on symptom
+  folded under it (as ``check`` folds them) after it, ending in ``(follows from CODE)``;
 * an area that was probed but could not be judged (no ``npu-smi``, ``--no-commands``, a
   timeout on a busy node) is *not checked*: the answer stays healthy and names it
   (``healthy: ...; not checked: devices (...)``), unless ``--require-checked AREA`` makes
@@ -52,11 +53,11 @@ from npudoctor.runtime.deadline import Budget, process_started, run_within
 from npudoctor.runtime.healthcache import cache_path as _cache_path
 from npudoctor.runtime.healthcache import read_cache as _read_cache
 from npudoctor.runtime.healthopts import HealthOptions, options_from_values, parse_values
-from npudoctor.runtime.printable import printable
+from npudoctor.runtime.printable import follows, printable
 from npudoctor.session.request import ExitStatus
 
 if TYPE_CHECKING:
-    from typing import Any, Dict, Optional, Sequence, Tuple
+    from typing import Any, Dict, List, Optional, Sequence, Tuple
 
     from npudoctor.runtime.quick import Progress
 
@@ -98,8 +99,7 @@ def evaluate_health(options: HealthOptions, budget: Budget, progress: Optional[P
         progress=progress,
     )
     result: QuickResult = evaluate_quick(request, budget)
-    failing = result.failing(options.fail_on)
-    problems = [printable(f"{f.code} {f.title}") for f in failing]
+    problems = problem_lines(result.failing(options.fail_on))
     required = set(areas(options.require_checked))
     problems += [
         printable(f"{area} not checked ({reason}) and --require-checked {area}")
@@ -120,6 +120,17 @@ def evaluate_health(options: HealthOptions, budget: Budget, progress: Optional[P
     if result.python_choice:
         doc["python_choice"] = result.python_choice
     return doc
+
+
+def problem_lines(failing: Sequence[Any]) -> List[str]:
+    """The problem lines of the ``failing`` findings: each root cause first, its follow-on
+    symptoms after it ending in ``(follows from CODE)``
+    (:func:`npudoctor.report.build.causes_first`, as ``check`` folds them)."""
+    if not failing:  # a healthy run imports nothing more
+        return []
+    from npudoctor.report.build import causes_first
+
+    return [follows(f"{f.code} {f.title}", cause) for f, cause in causes_first(failing)]
 
 
 def _evaluate(options: HealthOptions, budget: Budget, watch: _Watch) -> Dict[str, Any]:
@@ -335,7 +346,7 @@ def timed_out_verdict(watch: _Watch, evidence: Sequence[Any], how: str) -> Dict[
     wait = min(LOAD_GRACE, budget.remaining()) if facts is not None else 0.0
     findings, done = finished_findings(watch.progress, options.ignore, facts, wait)
     levels = ("error", "warning") if options.fail_on == "warning" else ("error",)
-    failing = [printable(f"{f.code} {f.title}") for f in findings if f.severity in levels]
+    failing = problem_lines([f for f in findings if f.severity in levels])
     if failing:
         return {
             "status": "unhealthy",

@@ -22,6 +22,15 @@ def printable(text: str, limit: int = LINE_LIMIT) -> str:
     return out if len(out) <= limit else out[: limit - 1] + "…"
 
 
+def follows(text: str, cause: Optional[str], limit: int = LINE_LIMIT) -> str:
+    """:func:`printable` ``text``; with a ``cause`` (the code of the root cause a follow-on
+    symptom is folded under) ending in ``(follows from CODE)``, kept whole within ``limit``."""
+    if not cause:
+        return printable(text, limit)
+    tail = f" (follows from {printable(cause, 40)})"
+    return printable(text, max(1, limit - len(tail))) + tail
+
+
 def _clean(value: Any) -> bool:
     """A cached string that may be printed as it is: printable, no escape sequence."""
     return isinstance(value, str) and value.isprintable() and len(value) <= 4096

@@ -58,15 +58,21 @@ def shorten(text: str, limit: int = MAX_MESSAGE) -> str:
 
 
 def message_for(problems: List[Any]) -> str:
-    """``"HCCL007 rank-table-device-ip-mismatch (+2 more: DEV003,PKG001)"`` within 80 chars."""
-    first = problems[0]
+    """``"HCCL007 rank-table-device-ip-mismatch (+2 more: DEV003,PKG001)"`` within 80 chars:
+    the first root cause and how many other causes there are; a follow-on symptom folded
+    under its cause (:func:`npudoctor.report.build.causes_first`, as ``check`` folds it) is
+    not another problem (``--json`` lists it, with its ``because``)."""
+    from npudoctor.report.build import causes_first
+
+    causes = [f for f, cause in causes_first(problems) if cause is None]
+    first = causes[0]
     head = f"{first.code} {first.name}"
-    others = sorted({p.code for p in problems[1:]} - {first.code})
+    others = sorted({p.code for p in causes[1:]} - {first.code})
     if not others:
         return shorten(head)
-    tail = f" (+{len(problems) - 1} more: {','.join(others)})"
+    tail = f" (+{len(causes) - 1} more: {','.join(others)})"
     if len(head) + len(tail) > MAX_MESSAGE:
-        tail = f" (+{len(problems) - 1} more)"
+        tail = f" (+{len(causes) - 1} more)"
     return shorten(head + tail)
 
 
