@@ -76,7 +76,7 @@ def test_pid_judges_that_workloads_environment(tmp_path):
     path = f"PATH={HEALTHY / 'bin'}:/usr/bin:/bin"
     (procdir / "environ").write_bytes(path.encode() + b"\0HOME=/root\0")
     code, message, _ = npd("--root", str(root), "--pid", "4242", env=_healthy_node_env())
-    assert code == 1 and message.startswith("ENV001 set-env-not-sourced"), message
+    assert (code, message) == (1, "ENV001 CANN 8.0.0 is installed but its set_env.sh is not sourced")
     # the same workload with the CANN variables of the captured container environment
     lines = [ln for ln in (HEALTHY / "env").read_text().splitlines() if ln.strip()]
     (procdir / "environ").write_bytes("\0".join(lines + [path]).encode() + b"\0")
@@ -131,8 +131,8 @@ def _scenario_npd(name, tmp_path, *args):
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("health-devices-not-passed", "CTR001 container-without-npu-devices"),
-        ("health-driver-not-mounted", "CTR002 container-driver-not-mounted"),
+        ("health-devices-not-passed", "CTR001 this container has no NPU device nodes"),
+        ("health-driver-not-mounted", "CTR002 the NPU driver files are not mounted into this container"),
     ],
 )
 def test_the_message_names_the_root_cause_not_its_symptom(name, expected, tmp_path):
@@ -140,3 +140,14 @@ def test_the_message_names_the_root_cause_not_its_symptom(name, expected, tmp_pa
     # them under it): one cause, no "+1 more"
     code, message, _ = _scenario_npd(name, tmp_path)
     assert (code, message) == (1, expected)
+
+
+def test_the_message_says_what_is_wrong_not_only_the_codes_name(tmp_path):
+    code, message, _ = _scenario_npd("health-chip-critical", tmp_path / "critical")
+    assert (code, message) == (1, "DEV010 NPU 3 health is Critical")
+    # a title too long for the line is cut; the count of the other causes stays
+    code, message, _ = _scenario_npd(
+        "k01-x86-torch-npu-2.1.0.post10-needs-cpu-torch", tmp_path / "k01", "--timeout", "10"
+    )
+    assert code == 1 and message.startswith("PKG001 torch 2.1.0 is not the build torch_npu 2.1.0.post10 needs ")
+    assert message.endswith("… (+2 more)"), message

@@ -58,22 +58,23 @@ def shorten(text: str, limit: int = MAX_MESSAGE) -> str:
 
 
 def message_for(problems: List[Any]) -> str:
-    """``"HCCL007 rank-table-device-ip-mismatch (+2 more: DEV003,PKG001)"`` within 80 chars:
-    the first root cause and how many other causes there are; a follow-on symptom folded
-    under its cause (:func:`npudoctor.report.build.causes_first`, as ``check`` folds it) is
-    not another problem (``--json`` lists it, with its ``because``)."""
+    """``"HCCL007 the rank table's device_ip does not match (+2 more: DEV003,PKG001)"``
+    within 80 chars: the first root cause's code and title, and how many other causes
+    there are (their codes when they fit, else only the count; a title too long is cut,
+    never the count).  A follow-on symptom folded under its cause
+    (:func:`npudoctor.report.build.causes_first`, as ``check`` folds it) is not another
+    problem (``--json`` lists it, with its ``because``)."""
     from npudoctor.report.build import causes_first
 
     causes = [f for f, cause in causes_first(problems) if cause is None]
     first = causes[0]
-    head = f"{first.code} {first.name}"
+    head = " ".join(f"{first.code} {first.title}".split())
     others = sorted({p.code for p in causes[1:]} - {first.code})
-    if not others:
-        return shorten(head)
-    tail = f" (+{len(causes) - 1} more: {','.join(others)})"
-    if len(head) + len(tail) > MAX_MESSAGE:
-        tail = f" (+{len(causes) - 1} more)"
-    return shorten(head + tail)
+    tails = [f" (+{len(causes) - 1} more: {','.join(others)})", f" (+{len(causes) - 1} more)"] if others else [""]
+    for tail in tails:
+        if len(head) + len(tail) <= MAX_MESSAGE:
+            return head + tail
+    return shorten(head, MAX_MESSAGE - len(tails[-1])) + tails[-1]
 
 
 class Verdict(MutableRecord):
