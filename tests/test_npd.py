@@ -1,4 +1,4 @@
-"""`npudoctor npd` as NPD runs it: exit 0/1/2, one line of at most 80 characters on stdout,
+"""`npudoctor npd` as NPD runs it: exit 0/1/2, one line of at most 80 bytes on stdout,
 within its --timeout (also with an npu-smi that never answers)."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def npd(*args, env=None, timeout=60):
     elapsed = time.monotonic() - start
     assert proc.stdout.endswith("\n") and proc.stdout.count("\n") == 1, proc.stdout
     message = proc.stdout.rstrip("\n")
-    assert 0 < len(message) <= 80, message
+    assert 0 < len(message.encode("utf-8")) <= 80, message  # NPD cuts by bytes
     return proc.returncode, message, elapsed
 
 
@@ -151,3 +151,28 @@ def test_the_message_says_what_is_wrong_not_only_the_codes_name(tmp_path):
     )
     assert code == 1 and message.startswith("PKG001 torch 2.1.0 is not the build torch_npu 2.1.0.post10 needs ")
     assert message.endswith("… (+2 more)"), message
+
+
+def test_a_long_message_fits_npds_80_bytes_cut_at_a_character(tmp_path):
+    # NPD keeps the first max_output_length (80) bytes: an 80-character line ending in "…"
+    # (3 bytes) was 82 bytes, and NPD's cut left half a character in the node condition
+    code, message, _ = _scenario_npd("health-npu-smi-hung", tmp_path, "--timeout", "3")
+    assert code == 2 and message.startswith("not checked: devices: `npu-smi info` was stopped by the time budget")
+    assert message.endswith("…") and len(message.encode("utf-8")) == 80, message
+    code, message, _ = _scenario_npd(
+        "k01-x86-torch-npu-2.1.0.post10-needs-cpu-torch", tmp_path / "k01", "--timeout", "20"
+    )
+    assert code == 1 and message.endswith("… (+2 more)") and len(message.encode("utf-8")) == 80, message
+
+
+def test_shorten_counts_bytes_and_never_splits_a_character():
+    from npudoctor.cli.commands.npd import shorten
+
+    for text in ("é" * 100, "NPU 3 的健康状态为 Critical：" * 5, "x" * 79 + "€€", "a\x1b[31m b\nc" * 20):
+        line = shorten(text)
+        data = line.encode("utf-8")
+        assert len(data) <= 80 and data.decode("utf-8") == line and line.isprintable(), line
+        assert line.endswith("…")
+    assert shorten("x" * 80) == "x" * 80
+    assert shorten("x" * 78 + "€") == "x" * 77 + "…"
+    assert "one line of at most 80 bytes" in " ".join(npudoctor("npd", "--help").stdout.split())

@@ -2,10 +2,10 @@
 
 NPD's custom plugin contract (node-problem-detector docs, "Custom Plugin Monitor"): the
 program exits 0 (OK), 1 (NonOK: the problem is present) or 2 (Unknown), prints one message on
-stdout (NPD keeps at most ``max_output_length`` characters, 80 by default) and must finish
-within the rule's ``timeout``.  This command keeps that contract on its own: every outcome,
-including npudoctor's own failure, a bad option or a probe that overruns, maps to 0/1/2 with a
-message of at most 80 characters.  Its deadline is the runtime's one mechanism
+stdout (NPD keeps its first ``max_output_length`` bytes, 80 by default: it cuts bytes, not
+characters) and must finish within the rule's ``timeout``.  This command keeps that contract on
+its own: every outcome, including npudoctor's own failure, a bad option or a probe that
+overruns, maps to 0/1/2 with a message of at most 80 bytes of UTF-8, cut at a character.  Its deadline is the runtime's one mechanism
 (:mod:`npudoctor.runtime.deadline`); a command left running past it is killed.
 """
 
@@ -31,7 +31,10 @@ from npudoctor.cli.commands._common import (
 from npudoctor.record import MutableRecord, field
 from npudoctor.session.request import ExitStatus, MachineRequest
 
+#: Longest message, in bytes of UTF-8 (NPD's default ``max_output_length``).
 MAX_MESSAGE = 80
+#: What marks a cut message (3 bytes, within :data:`MAX_MESSAGE`).
+ELLIPSIS = "…"
 #: Seconds of the --timeout kept for the answer and a stuck probe.
 ANSWER_RESERVE = 0.3
 
@@ -40,7 +43,7 @@ in NPD's contract.
 
 Exit codes: 0 OK; 1 problem (findings at or above --severity); 2 unknown (npudoctor could
 not tell: a bad option, an internal failure, or the check overran --timeout).  Prints one
-line of at most 80 characters (--json: one JSON document with the status, the message and
+line of at most 80 bytes (UTF-8; --json: one JSON document with the status, the message and
 the problem findings, for other agents).  --from FILE judges a snapshot written by
 `npudoctor collect` instead of this node.
 
@@ -51,30 +54,43 @@ with --require-checked AREA.  Without --python: $NPUDOCTOR_PYTHON, else the
 active VIRTUAL_ENV/CONDA_PREFIX, else npudoctor's own interpreter."""
 
 
+def size(text: str) -> int:
+    """Bytes of ``text`` in UTF-8: what NPD counts."""
+    return len(text.encode("utf-8", "replace"))
+
+
 def shorten(text: str, limit: int = MAX_MESSAGE) -> str:
-    """One line of at most ``limit`` characters (an ellipsis marks a cut)."""
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+    """One printable line of at most ``limit`` bytes of UTF-8, cut at a character boundary
+    (:data:`ELLIPSIS`, counted in ``limit``, marks a cut): NPD cuts its plugin's output by
+    bytes, and a cut inside a character leaves invalid UTF-8 in the node condition."""
+    from npudoctor.runtime.printable import printable
+
+    line = printable(str(text), limit=1 << 20)
+    if size(line) <= limit:
+        return line
+    room = max(0, limit - size(ELLIPSIS))
+    return line.encode("utf-8", "replace")[:room].decode("utf-8", "ignore").rstrip() + ELLIPSIS
 
 
 def message_for(problems: List[Any]) -> str:
     """``"HCCL007 the rank table's device_ip does not match (+2 more: DEV003,PKG001)"``
-    within 80 chars: the first root cause's code and title, and how many other causes
+    within 80 bytes: the first root cause's code and title, and how many other causes
     there are (their codes when they fit, else only the count; a title too long is cut,
     never the count).  A follow-on symptom folded under its cause
     (:func:`npudoctor.report.build.causes_first`, as ``check`` folds it) is not another
     problem (``--json`` lists it, with its ``because``)."""
     from npudoctor.report.build import causes_first
+    from npudoctor.runtime.printable import printable
 
     causes = [f for f, cause in causes_first(problems) if cause is None]
     first = causes[0]
-    head = " ".join(f"{first.code} {first.title}".split())
+    head = printable(f"{first.code} {first.title}", limit=1 << 20)
     others = sorted({p.code for p in causes[1:]} - {first.code})
     tails = [f" (+{len(causes) - 1} more: {','.join(others)})", f" (+{len(causes) - 1} more)"] if others else [""]
     for tail in tails:
-        if len(head) + len(tail) <= MAX_MESSAGE:
+        if size(head + tail) <= MAX_MESSAGE:
             return head + tail
-    return shorten(head, MAX_MESSAGE - len(tails[-1])) + tails[-1]
+    return shorten(head, MAX_MESSAGE - size(tails[-1])) + tails[-1]
 
 
 class Verdict(MutableRecord):
