@@ -488,3 +488,17 @@ def test_the_root_cause_comes_first_and_its_symptom_says_it_follows(name, expect
     assert (proc.returncode, assert_contract(proc)) == (1, expected)
     doc = json.loads(health(scenario, "--timeout", BUDGET, "--json").stdout)
     assert doc["problems"] == [line[len("unhealthy: ") :] for line in expected]
+
+
+def test_help_says_a_budget_that_runs_out_is_exit_0_as_the_run_does(tmp_path):
+    # the help said "1 unhealthy (also for ... timeouts)"; a run out of budget answers
+    # "unknown: ..." with exit 0 (test_a_tiny_budget_answers_unknown_...)
+    help_text = " ".join(
+        subprocess.run(
+            [sys.executable, "-m", "npudoctor", "health", "--help"], capture_output=True, text=True
+        ).stdout.split()
+    )
+    assert "Exit codes: 0 healthy, also when an area could not be checked or the --timeout ran out" in help_text
+    assert "timeouts" not in help_text
+    proc = health(prepare(REPO / "tests/scenarios/health-npu-smi-hung", tmp_path), "--timeout", "0.01")
+    assert proc.returncode == 0 and assert_contract(proc)[0].startswith("unknown: "), proc.stdout

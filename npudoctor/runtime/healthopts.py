@@ -27,7 +27,9 @@ DESCRIPTION = """Fast container health check for Docker HEALTHCHECK and Kubernet
 checks that the devices are visible and openable, the driver files mounted, the chips healthy,
 the CANN environment applied and torch/torch_npu/CANN paired.
 
-Exit codes: 0 healthy; 1 unhealthy (also for bad options, internal errors and timeouts)."""
+Exit codes: 0 healthy, also when an area could not be checked or the --timeout ran out before it
+was judged ("not checked: ..." / "unknown: ...": a busy node is not a sick one); 1 unhealthy (also
+for bad options, internal errors and an npu-smi that hung on a node not starved of CPU)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
