@@ -4,8 +4,11 @@ within its --timeout (also with an npu-smi that never answers)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -48,9 +51,10 @@ def test_ok_on_a_healthy_node_judged_by_its_set_env_not_the_agents_environment()
 
 
 def test_an_empty_root_is_unknown_not_ok(tmp_path):
-    # nothing was there to check: not "OK" (it was before issue 15)
+    # nothing was there to check: not "OK" (it was before issue 15); no Python is nothing
+    # to check, but the chips were never looked at (no npu-smi)
     code, message, _ = npd("--root", str(tmp_path), env=clean_env())
-    assert code == 2 and message.startswith("not checked: python: "), message
+    assert code == 2 and message.startswith("not checked: devices: npu-smi: command not found on PATH"), message
 
 
 def test_no_npu_smi_is_unknown_unless_the_devices_area_is_required():
@@ -176,3 +180,109 @@ def test_shorten_counts_bytes_and_never_splits_a_character():
     assert shorten("x" * 80) == "x" * 80
     assert shorten("x" * 78 + "€") == "x" * 77 + "…"
     assert "one line of at most 80 bytes" in " ".join(npudoctor("npd", "--help").stdout.split())
+
+
+# ---------------------------------------------------------------- a host without Python
+REPO = Path(__file__).resolve().parent.parent
+#: Healthy NPU hosts captured without any Python environment (their workloads run CANN and
+#: torch in containers): `check` exits 0 on each.
+NO_PYTHON_NPU_HOSTS = [
+    "dev-8npu-910b3-healthy",
+    "dev-a3-16chip",
+    "k15-process-holds-npu",
+    "k17-user-not-in-device-group",
+]
+NO_PYTHON = "no Python environment found in the root"
+
+
+def scenario_npd(name, *args, extra=None, root=None):
+    """``npudoctor npd --root <scenario>/root ARGS`` as the scenario contract runs it:
+    ``env -i PATH=<scenario>/bin:/usr/bin:/bin`` and the [env] of its scenario.toml."""
+    import tomllib
+
+    scenario = SCENARIOS / name
+    env = {"PATH": f"{scenario / 'bin'}:/usr/bin:/bin", "PYTHONPATH": str(REPO)}
+    env.update(tomllib.loads((scenario / "scenario.toml").read_text()).get("env", {}))
+    env.update(extra or {})
+    argv = [sys.executable, "-m", "npudoctor", "npd", "--root", str(root or scenario / "root"), *args]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+    return proc.returncode, proc.stdout
+
+
+@pytest.mark.parametrize("name", NO_PYTHON_NPU_HOSTS)
+def test_an_npu_host_without_python_is_ok_not_unknown(name):
+    """Driver, devices and (when there) CANN judged; the absent Python stack is nothing to
+    check, not "unknown" (it was: the condition stayed Unknown on such nodes for ever)."""
+    code, out = scenario_npd(name)
+    assert code == 0 and out.startswith("npudoctor: NPU stack OK ("), out
+    doc = json.loads(scenario_npd(name, "--json")[1])
+    assert (doc["status"], doc["not_checked"]) == ("ok", {}), doc
+    assert doc["absent"] == {"python": NO_PYTHON, "packages": f"no interpreter to inspect: {NO_PYTHON}"}
+
+
+def test_no_python_still_counts_when_required_or_named(tmp_path):
+    name = "dev-8npu-910b3-healthy"
+    code, out = scenario_npd(name, "--require-checked", "python")
+    assert (code, out) == (1, f"python not checked: {NO_PYTHON}\n")
+    # an interpreter named on the node (NPUDOCTOR_PYTHON, as the daemonset sets it) that is
+    # not there: npudoctor could not tell
+    code, out = scenario_npd(name, extra={"NPUDOCTOR_PYTHON": "/opt/py/bin/python3"})
+    assert code == 2 and out.startswith("npudoctor npd: --python /opt/py/bin/python3: no such file"), out
+    # named and present, but no environment around it: not checked, unknown
+    root = tmp_path / "root"
+    shutil.copytree(SCENARIOS / name / "root", root, symlinks=True)
+    (root / "opt/py/bin").mkdir(parents=True)
+    (root / "opt/py/bin/python3").write_text("")
+    code, out = scenario_npd(name, "--json", extra={"NPUDOCTOR_PYTHON": "/opt/py/bin/python3"}, root=root)
+    doc = json.loads(out)
+    assert code == 2 and doc["message"] == f"not checked: python: {NO_PYTHON} (+1 more)", doc
+    assert doc["absent"] == {}
+
+
+def test_real_gaps_on_a_host_without_python_stay_unknown(tmp_path):
+    code, out = scenario_npd("dev-npu-smi-not-found-host")
+    assert (code, out) == (2, "not checked: devices: npu-smi: command not found on PATH\n")
+    # npu-smi timed out on a busy node; a probe that crashed (replayed with --from)
+    scenario = SCENARIOS / "dev-8npu-910b3-healthy"
+    snap = tmp_path / "snap.json"
+    env = {"PATH": f"{scenario / 'bin'}:/usr/bin:/bin", "HOME": "/root", "PYTHONPATH": str(REPO)}
+    argv = [sys.executable, "-m", "npudoctor", "collect", "--root", str(scenario / "root"), "-o", str(snap)]
+    subprocess.run(argv, check=True, capture_output=True, env=env, timeout=60)
+    doc = json.loads(snap.read_text())
+    smi = doc["facts"]["devices"]["npu_smi"]
+    smi.update(available=False, cause="cut-short", error="npu-smi info: timed out")
+    first = dict(smi["commands"][0], returncode=None, timed_out=True, parsed=False, state="R")
+    smi["commands"] = [dict(first, cpu_s=1.0, duration=3.0, cpu_pressure=95.0)]
+    doc["facts"]["devices"]["chips"] = []
+    busy = tmp_path / "busy.json"
+    busy.write_text(json.dumps(doc))
+    proc = npudoctor("npd", "--from", str(busy), "--json", env=dict(os.environ, NPUDOCTOR_PYTHON=""))
+    said = json.loads(proc.stdout)
+    assert proc.returncode == 2, said
+    assert said["not_checked"] == {"devices": "npu-smi timed out on a busy node (CPU-starved 95 % of its run)"}
+    assert set(said["absent"]) == {"python", "packages"}
+    doc = json.loads(snap.read_text())
+    doc["facts"]["_errors"] = {"python": "TypeError: boom"}
+    crashed = tmp_path / "crashed.json"
+    crashed.write_text(json.dumps(doc))
+    proc = npudoctor("npd", "--from", str(crashed), "--json", env=dict(os.environ, NPUDOCTOR_PYTHON=""))
+    said = json.loads(proc.stdout)
+    assert proc.returncode == 2 and said["absent"] == {}, said
+
+
+def test_absent_is_only_a_root_with_no_python_at_all():
+    from npudoctor.facts.coverage import absent
+
+    facts = {
+        "python": {"source": "root", "error": NO_PYTHON, "environments": []},
+        "packages": {"skipped": f"no interpreter to inspect: {NO_PYTHON}"},
+    }
+    assert set(absent(facts)) == {"python", "packages"}
+    assert absent(facts, named_python="/usr/bin/python3") == {}
+    assert absent(dict(facts, _errors={"python": "TypeError: boom"})) == {}
+    # environments were found but none could be chosen or read: not absent
+    found = {"source": "root", "error": NO_PYTHON, "environments": [{"prefix": "/usr"}]}
+    assert absent(dict(facts, python=found)) == {}
+    # a live interpreter that failed (--python): not absent
+    assert absent(dict(facts, python={"source": "--python", "error": "exit 1"})) == {}
+    assert absent("not a mapping") == {}  # type: ignore[arg-type]

@@ -87,11 +87,12 @@ def test_healthcheck_ok_and_unknown_never_drain(tmp_path, bindir):
     proc = _health(tmp_path, bindir, NPUDOCTOR_ARGS=f"--root {healthy / 'root'}")
     assert proc.returncode == 0 and proc.stderr == ""
     # an empty root: nothing could be checked -> unknown, logged, never drained (issue 15)
+    # (no Python is nothing to check; the chips were never looked at: no npu-smi)
     empty = tmp_path / "empty"
     empty.mkdir()
     (bindir / "npu-smi").unlink()
     proc = _health(tmp_path, bindir, NPUDOCTOR_ARGS=f"--root {empty}")
-    assert proc.returncode == 0 and "unknown (exit 2): not checked: python" in proc.stderr
+    assert proc.returncode == 0 and "unknown (exit 2): not checked: devices: npu-smi" in proc.stderr
     proc = _health(tmp_path, bindir, NPUDOCTOR_ARGS="--severity bogus")
     assert proc.returncode == 0 and "unknown (exit 2)" in proc.stderr
     assert not (tmp_path / "scontrol.args").exists()

@@ -154,3 +154,31 @@ def unchecked(facts: Mapping[str, Any], areas: Optional[Iterable[str]] = None) -
             if reason is not None:
                 out[area] = reason
     return out
+
+
+def absent(facts: Mapping[str, Any], named_python: Optional[str] = None) -> Dict[str, str]:
+    """``{area: reason}`` for the areas of :func:`unchecked` that had nothing to judge on
+    this machine by design, not for want of looking: a root holding no Python environment
+    at all, where none was named (``--python``, ``named_python``), leaves ``python`` and
+    ``packages`` empty -- a node whose workloads bring their Python in container images.
+    Node agents judge such a node on what it has (driver, devices, CANN) instead of
+    answering "unknown" for ever.  A named interpreter that could not be inspected, a probe
+    that failed and a live run (which always has an interpreter) are never absent.  Never
+    raises."""
+    if not isinstance(facts, abc.Mapping):
+        return {}
+    errors = facts.get("_errors")
+    failed = set(errors) if isinstance(errors, abc.Mapping) else set()
+    python = facts.get("python")
+    no_python = (
+        not named_python
+        and "python" not in failed
+        and isinstance(python, abc.Mapping)
+        and python.get("source") == "root"
+        and bool(python.get("error"))
+        and python.get("environments") == []
+    )
+    if not no_python:
+        return {}
+    gaps = unchecked(facts, ("python", "packages"))
+    return {area: reason for area, reason in gaps.items() if area not in failed}

@@ -50,8 +50,10 @@ the problem findings, for other agents).  --from FILE judges a snapshot written 
 The node is judged in the environment its CANN set_env.sh would set (as `npudoctor env`
 computes it), never in this agent's own; a workload's environment with --env-file or --pid.
 An area that could not be checked (no npu-smi, a timeout on a busy node) answers 2, or 1
-with --require-checked AREA.  Without --python: $NPUDOCTOR_PYTHON, else the
-active VIRTUAL_ENV/CONDA_PREFIX, else npudoctor's own interpreter."""
+with --require-checked AREA.  A node with no Python environment at all (its workloads
+bring theirs in images) is judged on its driver, devices and CANN: not 2.  Without
+--python: $NPUDOCTOR_PYTHON, else the active VIRTUAL_ENV/CONDA_PREFIX, else npudoctor's own
+interpreter."""
 
 
 def size(text: str) -> int:
@@ -95,13 +97,16 @@ def message_for(problems: List[Any]) -> str:
 
 class Verdict(MutableRecord):
     """npd's answer: ``status`` (``OK``, ``PROBLEMS`` or ``NPD_UNKNOWN``), the message,
-    the problem findings, the areas not checked with the reason and the findings left out
-    by ``--ignore``/``.npudoctor.toml`` with what silenced each (``--json``)."""
+    the problem findings, the areas not checked with the reason (what makes the answer
+    unknown), the areas with nothing to check on this node
+    (:func:`npudoctor.facts.coverage.absent`: no Python on the host) and the findings left
+    out by ``--ignore``/``.npudoctor.toml`` with what silenced each (``--json``)."""
 
     status: ExitStatus
     message: str
     problems: List[Any] = field(default_factory=list)
     not_checked: Dict[str, str] = field(default_factory=dict)
+    absent: Dict[str, str] = field(default_factory=dict)
     ignored: List[Dict[str, str]] = field(default_factory=list)
 
 
@@ -117,13 +122,16 @@ def judge(
     :class:`npudoctor.runtime.deadline.Budget`) in the environment of :func:`node_environ`
     (``pid``: a workload process); the verdict in NPD's terms.  An area that was probed but
     not checked (:func:`npudoctor.facts.coverage.unchecked`: no npu-smi, a timeout on a
-    busy node) is NPD_UNKNOWN, or PROBLEMS when ``require_checked`` names it.  Raises
+    busy node) is NPD_UNKNOWN, or PROBLEMS when ``require_checked`` names it.  An area with
+    nothing to check on the node (:func:`npudoctor.facts.coverage.absent`: no Python
+    environment on a host whose workloads bring theirs in images) is not unknown: the node
+    is judged on what it has, unless ``require_checked`` names that area.  Raises
     :class:`npudoctor.session.request.UsageError` for bad options; anything else the
     engine raises propagates (the caller answers "unknown")."""
     from npudoctor.cli.commands._common import judge, load_matrix_or_none
     from npudoctor.config import load_ignore_entries, silenced
     from npudoctor.context import Options
-    from npudoctor.facts.coverage import unchecked
+    from npudoctor.facts.coverage import absent, unchecked
     from npudoctor.runtime.quick import areas
 
     required = set(areas(list(require_checked)))
@@ -154,19 +162,34 @@ def judge(
     if internal:
         why = f"npudoctor: a check failed internally ({internal[0].subject})"
         return Verdict(ExitStatus.NPD_UNKNOWN, why, ignored=said)
-    gaps = unchecked(snapshot.facts)
-    must = {a: r for a, r in gaps.items() if a in required}
+    everything = unchecked(snapshot.facts)
+    must = {a: r for a, r in everything.items() if a in required}
+    nothing_there = {a: r for a, r in absent(snapshot.facts, snapshot.target.get("python")).items() if a not in must}
+    gaps = {a: r for a, r in everything.items() if a not in nothing_there}
     if must:
         area, reason = next(iter(must.items()))
-        return Verdict(ExitStatus.PROBLEMS, f"{area} not checked: {reason}", not_checked=gaps, ignored=said)
+        return Verdict(
+            ExitStatus.PROBLEMS,
+            f"{area} not checked: {reason}",
+            not_checked=gaps,
+            absent=nothing_there,
+            ignored=said,
+        )
     if gaps:
         area, reason = next(iter(gaps.items()))
         more = f" (+{len(gaps) - 1} more)" if len(gaps) > 1 else ""
-        return Verdict(ExitStatus.NPD_UNKNOWN, f"not checked: {area}: {reason}{more}", not_checked=gaps, ignored=said)
+        return Verdict(
+            ExitStatus.NPD_UNKNOWN,
+            f"not checked: {area}: {reason}{more}",
+            not_checked=gaps,
+            absent=nothing_there,
+            ignored=said,
+        )
     codes = ", ".join(sorted({e["code"] for e in said}))
     return Verdict(
         ExitStatus.OK,
         f"npudoctor: NPU stack OK ({budget.elapsed():.1f} s{'; ignored: ' + codes if codes else ''})",
+        absent=nothing_there,
         ignored=said,
     )
 
@@ -203,6 +226,7 @@ def _answer(verdict: Verdict, as_json: bool) -> NoReturn:
             "message": message,
             "problems": [f.to_dict() for f in verdict.problems],
             "not_checked": dict(verdict.not_checked),
+            "absent": dict(verdict.absent),
             "ignored": list(verdict.ignored),
         }
         sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
