@@ -286,3 +286,11 @@ def test_absent_is_only_a_root_with_no_python_at_all():
     # a live interpreter that failed (--python): not absent
     assert absent(dict(facts, python={"source": "--python", "error": "exit 1"})) == {}
     assert absent("not a mapping") == {}  # type: ignore[arg-type]
+
+
+def test_a_problem_message_is_the_same_on_every_run():
+    """deploy/k8s/npd turns on NPD's message-change condition update: while the condition
+    stays True, a changed message is a new Warning event.  So the message of a problem says
+    which problem, and nothing that changes from run to run (no timing)."""
+    said = {scenario_npd("health-chip-critical") for _ in range(2)}
+    assert len(said) == 1 and next(iter(said))[0] == 1, said
