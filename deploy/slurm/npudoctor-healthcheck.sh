@@ -8,7 +8,7 @@
 # NHC (/etc/nhc/nhc.conf):
 #   * || check_cmd_status -t 60 -r 0 /usr/local/sbin/npudoctor-healthcheck.sh
 #
-# Runs `npudoctor npd` (exit 0 OK, 1 problem, 2 unknown; one line of <= 80 characters).
+# Runs `npudoctor npd` (exit 0 OK, 1 problem, 2 unknown; one line of <= 80 bytes).
 # On a problem it drains this node with the message as the reason (unless
 # NPUDOCTOR_DRAIN=0, e.g. under NHC, which drains by itself) and exits 1.  "Unknown" (npudoctor
 # could not tell) never drains: it is logged and the script exits 0.
