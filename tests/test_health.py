@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import pytest
 from scenario_runner import REPO, environment, prepare, scenario_dirs
@@ -502,3 +502,24 @@ def test_help_says_a_budget_that_runs_out_is_exit_0_as_the_run_does(tmp_path):
     assert "timeouts" not in help_text
     proc = health(prepare(REPO / "tests/scenarios/health-npu-smi-hung", tmp_path), "--timeout", "0.01")
     assert proc.returncode == 0 and assert_contract(proc)[0].startswith("unknown: "), proc.stdout
+
+
+def test_require_says_the_chips_could_not_be_counted_when_the_nodes_were_not_looked_at(tmp_path):
+    """--require N without npu-smi: a tree whose /dev holds no NPU node has 0 chips visible;
+    a tree with no /dev at all was captured without its nodes, so they could not be counted
+    (still unhealthy: the requirement is not met), with a fix about counting, not passing."""
+
+    def line(root: Path) -> Tuple[int, str]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "npudoctor", "health", "--root", str(root), "--require", "1"],
+            env={"PATH": "/usr/bin:/bin", "HOME": "/root"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        return proc.returncode, proc.stdout.splitlines()[0]
+
+    (tmp_path / "with-dev" / "dev").mkdir(parents=True)
+    (tmp_path / "no-dev").mkdir()
+    assert line(tmp_path / "with-dev") == (1, "unhealthy: DEV090 0 NPU chip(s) visible, 1 required")
+    assert line(tmp_path / "no-dev") == (1, "unhealthy: DEV090 NPU chips could not be counted, 1 required")

@@ -37,13 +37,25 @@ def required_devices(ctx: RuleContext) -> Iterable[Finding]:
     if not wanted:
         return
     count, how = visible_chip_count(ctx.view.devices)
-    if count < wanted:
+    uncounted = ctx.view.devices.nodes_error if not ctx.view.devices.chips else None
+    if count >= wanted:
+        return
+    if uncounted:  # no chip table and the nodes not looked at: not met for want of a count
         yield TOO_FEW_DEVICES.finding(
-            title=f"{count} NPU chip(s) visible, {wanted} required",
-            evidence=[f"{count} chip(s) counted from {how}"],
+            title=f"NPU chips could not be counted, {wanted} required",
+            evidence=[f"no chip table from npu-smi, and {uncounted}"],
             fix=[
-                "Pass the devices into the container: one --device /dev/davinciN per NPU N, plus "
-                "--device /dev/davinci_manager --device /dev/devmm_svm --device /dev/hisi_hdc",
-                "Kubernetes: request the devices from the Ascend device plugin (resources.limits: huawei.com/Ascend910: N)",
+                "Let the check count them: npu-smi on PATH (the driver's tool, mounted from the host in a "
+                "container), or /dev readable to this account"
             ],
         )
+        return
+    yield TOO_FEW_DEVICES.finding(
+        title=f"{count} NPU chip(s) visible, {wanted} required",
+        evidence=[f"{count} chip(s) counted from {how}"],
+        fix=[
+            "Pass the devices into the container: one --device /dev/davinciN per NPU N, plus "
+            "--device /dev/davinci_manager --device /dev/devmm_svm --device /dev/hisi_hdc",
+            "Kubernetes: request the devices from the Ascend device plugin (resources.limits: huawei.com/Ascend910: N)",
+        ],
+    )
