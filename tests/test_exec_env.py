@@ -338,3 +338,16 @@ def test_exec_prints_the_root_cause_first_and_counts_its_symptom_with_it(tmp_pat
         " (follows from CTR001)",
         "npudoctor: refusing to start true: 1 error(s) found (--strict)",
     ]
+
+
+def test_exec_says_which_area_was_not_checked_before_it_starts_the_command(tmp_path):
+    """An npu-smi that hangs delays the start by its deadline; exec says why, as health does
+    ("not checked: devices"), instead of starting the command after a silent pause."""
+    scenario = prepare(SCEN / "health-npu-smi-hung", tmp_path)
+    proc = npudoctor(scenario, "exec", "--root", str(scenario / "root"), "--", "true")
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [line for line in proc.stderr.splitlines() if "not checked" in line]
+    assert line.startswith("npudoctor: not checked: devices (`npu-smi info` was stopped by the time budget")
+    healthy = prepare(SCEN / "health-910b3-8npu-healthy", tmp_path / "healthy")
+    quiet = npudoctor(healthy, "exec", "--root", str(healthy / "root"), "--", "true")
+    assert "not checked" not in quiet.stderr

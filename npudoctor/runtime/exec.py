@@ -67,13 +67,16 @@ class CheckResult(MutableRecord):
     (:class:`npudoctor.findings.Finding`) or why there are none (``failure``: npudoctor
     failed, or an npu-smi hung on a node not starved of CPU -- an error; ``unknown``:
     ``{area: reason}`` the budget left unfinished, which is not an error: unknown is not
-    unhealthy, as for ``npudoctor health``); ``python_choice``: which interpreter was judged
-    without ``--python``; ``ignored``: the findings left out by ``--ignore`` or
-    ``.npudoctor.toml`` (both as in :class:`npudoctor.runtime.quick.QuickResult`)."""
+    unhealthy, as for ``npudoctor health``); ``unchecked``: ``{area: reason}`` of the areas
+    probed but not judged (npu-smi not answering in time, not on PATH); ``python_choice``:
+    which interpreter was judged without ``--python``; ``ignored``: the findings left out by
+    ``--ignore`` or ``.npudoctor.toml`` (these three as in
+    :class:`npudoctor.runtime.quick.QuickResult`)."""
 
     findings: List[Any] = field(default_factory=list)
     failure: Optional[str] = None
     unknown: Dict[str, str] = field(default_factory=dict)
+    unchecked: Dict[str, str] = field(default_factory=dict)
     python_choice: Optional[str] = None
     ignored: List[Dict[str, str]] = field(default_factory=list)
 
@@ -129,7 +132,12 @@ def quick_checks(plan: EnvPlan, request: ExecRequest) -> CheckResult:
         exc = outcome.error
         return CheckResult(failure=f"npudoctor failed: {type(exc).__name__}: {exc}")
     value = outcome.value
-    return CheckResult(findings=list(value.findings), python_choice=value.python_choice, ignored=list(value.ignored))
+    return CheckResult(
+        findings=list(value.findings),
+        unchecked=dict(value.unchecked),
+        python_choice=value.python_choice,
+        ignored=list(value.ignored),
+    )
 
 
 def finding_lines(result: CheckResult, quiet: bool = False) -> List[str]:
@@ -149,6 +157,8 @@ def finding_lines(result: CheckResult, quiet: bool = False) -> List[str]:
         lines.append(printable(f"npudoctor: error {result.failure}"))
     for area, reason in result.unknown.items():
         lines.append(printable(f"npudoctor: unknown: {area} ({reason})"))
+    if not quiet:  # as health says them: an area not judged is neither healthy nor broken
+        lines += [printable(f"npudoctor: not checked: {area} ({reason})") for area, reason in result.unchecked.items()]
     if result.ignored and not quiet:
         lines.append(printable(f"npudoctor: {ignored_line(result.ignored)}"))
     return lines
