@@ -14,6 +14,7 @@ from npudoctor import lazyre
 from npudoctor.knowledge import cuda_only
 from npudoctor.lint import shell
 from npudoctor.lint.knowledge import LintKnowledge
+from npudoctor.parsers.metadata import canonical_name
 
 Hit = Tuple[int, int, str, str, str, Optional[str]]
 
@@ -62,9 +63,9 @@ _TAKES_VALUE = {
 _SHELL_END = {"&&", "||", ";", "|", "&", ")"}
 
 
-def canonical(name: str) -> str:
-    """The PEP 503 name of ``name``."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+def _cuda_torch() -> Optional[cuda_only.Entry]:
+    """The data's entry for a CUDA build of torch (its NPU replacement names the CPU build)."""
+    return next((e for e in cuda_only.entries() if e.id == "torch-cuda-build"), None)
 
 
 def requirement(
@@ -79,15 +80,15 @@ def requirement(
     name, rest = m.group(1), m.group(2)
     local = _LOCAL.search(rest)
     if local and cuda_only.CUDA_LOCAL.match(local.group(1).lower()):
-        torch = next((e for e in cuda_only.entries() if e.id == "torch-cuda-build"), None)
-        fix = f"on the NPU: {torch.npu_replacement}" if torch is not None and canonical(name) == "torch" else ""
+        torch = _cuda_torch()
+        fix = f"on the NPU: {torch.npu_replacement}" if torch is not None and canonical_name(name) == "torch" else ""
         return (
             "LNT020",
             f"{name}{rest.strip()} is a CUDA build (local version +{local.group(1)})",
             fix or "the build without the +cuNNN tag (the CPU build beside torch_npu)",
             "error",
         )
-    entry = cuda_only.entry_for(canonical(name))
+    entry = cuda_only.entry_for(canonical_name(name))
     if entry is None:
         return None
     if entry.beside and not set(entry.beside) & beside:
@@ -102,7 +103,7 @@ def cuda_index(number: int, line: str) -> List[Hit]:
     """LNT020: the PyTorch CUDA wheel index named on the line."""
     out: List[Hit] = []
     for m in CUDA_INDEX.finditer(line):
-        torch = next((e for e in cuda_only.entries() if e.id == "torch-cuda-build"), None)
+        torch = _cuda_torch()
         fix = torch.npu_replacement if torch is not None and torch.npu_replacement else "the CPU index"
         out.append(
             (
@@ -122,7 +123,7 @@ def _names(specs: List[str]) -> AbstractSet[str]:
     for spec in specs:
         m = _SPEC.fullmatch(spec.strip().split(";")[0].strip())
         if m:
-            out.add(canonical(m.group(1)))
+            out.add(canonical_name(m.group(1)))
     return out
 
 
