@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING
 from npudoctor.knowledge import chip_support
 from npudoctor.knowledge.chip_support import Support
 from npudoctor.knowledge.chips import chip_identity
+from npudoctor.knowledge.frameworks import rows_for
 from npudoctor.record import Record
 
 if TYPE_CHECKING:
     from typing import Dict, List, Optional, Tuple
 
     from npudoctor.facts.devices import DevicesFacts
+    from npudoctor.knowledge.frameworks import FrameworkRow
     from npudoctor.knowledge.matrix import Matrix
 
 
@@ -85,3 +87,13 @@ def move_for(devices: DevicesFacts, matrix: Optional[Matrix], framework: str, ve
                 target=first,
             )
     return None
+
+
+def move_with_row(
+    devices: DevicesFacts, matrix: Optional[Matrix], framework: str, version: Optional[str]
+) -> Optional[Tuple[Move, FrameworkRow]]:
+    """The :class:`Move` of :func:`move_for` and the framework table's row of the release to
+    move to (what it needs); ``None`` without a move or without such a row."""
+    move = move_for(devices, matrix, framework, version)
+    rows = rows_for(framework, move.release) if move is not None else []
+    return (move, rows[0]) if move is not None and rows else None

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 from npudoctor.findings import Finding
 from npudoctor.knowledge import codes, grades
 from npudoctor.knowledge.chips import package_chip
-from npudoctor.knowledge.frameworks import rows_for
 from npudoctor.knowledge.grades import Grade
 from npudoctor.knowledge.prerelease import metadata_verdict
 from npudoctor.knowledge.versions import cann_less
@@ -38,7 +37,7 @@ from npudoctor.rules._cannfacts import (
     python_tag,
     toolkit_line,
 )
-from npudoctor.rules._chipmove import move_for
+from npudoctor.rules._chipmove import move_with_row
 from npudoctor.rules._required import framework_requiring
 from npudoctor.rules.overview import npu_stack_present
 
@@ -220,11 +219,11 @@ def _moved_framework(ctx: RuleContext) -> Optional[Tuple[Move, str, FrameworkRow
     move to another release, :mod:`npudoctor.rules._chipmove`): the move, the torch_npu
     build the release to move to needs and its framework-table row; ``None`` otherwise."""
     rec = ctx.view.packages.first("vllm-ascend")
-    move = move_for(ctx.view.devices, ctx.matrix, "vllm-ascend", rec.version if rec is not None else None)
-    rows = rows_for("vllm-ascend", move.release) if move is not None else []
-    if move is None or not rows or not rows[0].torch_npu:
+    moved = move_with_row(ctx.view.devices, ctx.matrix, "vllm-ascend", rec.version if rec is not None else None)
+    if moved is None or not moved[1].torch_npu:
         return None
-    return move, str(rows[0].torch_npu), rows[0]
+    move, row = moved
+    return move, str(row.torch_npu), row
 
 
 @rule

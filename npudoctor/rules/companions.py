@@ -20,7 +20,7 @@ from npudoctor.knowledge.versions import pep440_public, pep440_release, release_
 from npudoctor.parsers.metadata import canonical_name, requirements_on, satisfies
 from npudoctor.remedies.python import pip_install
 from npudoctor.rules import rule
-from npudoctor.rules._chipmove import move_for
+from npudoctor.rules._chipmove import move_with_row
 from npudoctor.rules._pkgfit import Fix, cpu_index
 from npudoctor.rules._pyfacts import ask, describe, marker_env, platform, python_exe
 from npudoctor.rules._torchstack import COMPANION, documented_npu, torch_not_documented
@@ -225,14 +225,14 @@ def _moved(
     to move to (:func:`npudoctor.rules._chipmove.move_for`: the fix that comes first) has a
     table row naming its torch_npu: the move and that build, with the evidence line
     appended; ``None`` otherwise (the fix stays the installed release's)."""
-    move = move_for(ctx.view.devices, ctx.matrix, project, version)
-    rows = rows_for(project, move.release) if move is not None else []
-    want = documented_npu(ctx.matrix, rows[0], torch_version) if rows else None
-    if move is None or not want:
+    moved = move_with_row(ctx.view.devices, ctx.matrix, project, version)
+    want = documented_npu(ctx.matrix, moved[1], torch_version) if moved is not None else None
+    if moved is None or not want:
         return None
+    move, row = moved
     evidence.append(
         f"{label} {version} does not run on {move.chip} (family {move.family}); {label} {move.release}, "
-        f"the first release that does, needs torch_npu {want}: built-in table, {rows[0].source}"
+        f"the first release that does, needs torch_npu {want}: built-in table, {row.source}"
     )
     return move, want
 
