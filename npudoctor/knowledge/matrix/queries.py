@@ -28,7 +28,7 @@ from npudoctor.record import replace
 
 if TYPE_CHECKING:
     import datetime as _dt
-    from typing import Any, Dict, List, Optional, Set, Tuple
+    from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 
 # ------------------------------------------------------------------ the matrix
@@ -436,6 +436,32 @@ class Matrix:
             return "too-old" if v.newer is False else "incompatible"
         return "unknown"
 
+    def _row_stating(
+        self, cann: str, states: Callable[[Dict[str, Any]], bool], same_line: bool
+    ) -> Tuple[Optional[Dict[str, Any]], bool]:
+        """``(row, exact)``: the CANN row whose field ``states`` what CANN ``cann`` needs --
+        its own row, or for an alpha/beta/hotfix without one its release's (``exact``
+        True); else the newest row before it that states it (``same_line``: of its X.Y
+        release line only), ``exact`` False; ``(None, False)`` when none does."""
+        v = parse_cann(cann)
+        if v is None:
+            return None, False
+        own = self.cann_row(cann)
+        if own is not None and states(own):
+            return own, True
+        if v.release != v.text:  # an alpha/beta/hotfix without a statement of its own
+            rel = self.cann_row(".".join(v.release.split(".")[:3]))
+            if rel is not None and states(rel):
+                return rel, True
+        best: Optional[Dict[str, Any]] = None
+        for r in self.cann_rows:
+            rv = parse_cann(r.get("version", ""))
+            if not states(r) or rv is None or (same_line and rv.base != v.base) or rv.compare(v) not in (-1, 0):
+                continue
+            if best is None or parse_cann(best["version"]).compare(rv) == -1:  # type: ignore[union-attr]
+                best = r
+        return best, False
+
     def numpy_requirement(self, cann: str, python: str) -> Optional[Tuple[str, str, bool]]:
         """``(spec, source, exact)`` of the numpy range CANN's Python components need
         with this Python: from the CANN's own row or, for an alpha/beta/hotfix without a
@@ -444,27 +470,7 @@ class Matrix:
         documented row applies (unknown or internal CANN build older than all rows)."""
         from packaging.specifiers import SpecifierSet
 
-        v = parse_cann(cann)
-        if v is None:
-            return None
-        row = self.cann_row(cann)
-        exact = row is not None and bool(row.get("numpy"))
-        if not exact and v.release != v.text:
-            # an alpha/beta/hotfix without numbers of its own: its release's (same release line)
-            rel = self.cann_row(".".join(v.release.split(".")[:3]))
-            if rel is not None and rel.get("numpy"):
-                row, exact = rel, True
-        if not exact:
-            best = None
-            for r in self.cann_rows:
-                if not r.get("numpy"):
-                    continue
-                rv = parse_cann(r["version"])
-                if rv is None or rv.compare(v) not in (-1,):
-                    continue
-                if best is None or parse_cann(best["version"]).compare(rv) == -1:  # type: ignore[union-attr]
-                    best = r
-            row = best
+        row, exact = self._row_stating(cann, lambda r: bool(r.get("numpy")), same_line=False)
         if row is None:
             return None
         py = ".".join(python.strip().split(".")[:2]) if python else ""
@@ -489,24 +495,7 @@ class Matrix:
         one, its release's (as :meth:`numpy_requirement`); else the newest statement of its
         X.Y release line not newer than it (``8.5.1`` -> ``8.5.0``).  ``None`` when nothing
         documents it (``9.2.0``): never a guess from another release line."""
-        v = parse_cann(cann)
-        if v is None:
-            return None
-        own = self.cann_row(cann)
-        if (own is None or not isinstance(own.get("protobuf"), str)) and v.release != v.text:
-            own = self.cann_row(v.release)
-        if own is not None and isinstance(own.get("protobuf"), str):
-            best: Optional[Dict[str, Any]] = own
-        else:
-            best = None
-            for r in self.cann_rows:
-                rv = parse_cann(r.get("version", ""))
-                if not isinstance(r.get("protobuf"), str) or rv is None or rv.base != v.base:
-                    continue
-                if rv.compare(v) not in (-1, 0):
-                    continue
-                if best is None or parse_cann(best["version"]).compare(rv) == -1:  # type: ignore[union-attr]
-                    best = r
+        best, _exact = self._row_stating(cann, lambda r: isinstance(r.get("protobuf"), str), same_line=True)
         if best is None:
             return None
         return str(best["protobuf"]), str(best["version"]), str(best.get("protobuf_source") or best.get("source", ""))
