@@ -35,6 +35,7 @@ for bad options, internal errors and an npu-smi that hung on a node not starved 
 def build_parser() -> argparse.ArgumentParser:
     """health's parser.  A usage problem is reported as *unhealthy* (exit 1), never exit 2."""
     import argparse
+    import functools
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message: str) -> NoReturn:
@@ -49,8 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
             print(f"unhealthy: bad health-check option: {message}")
             sys.exit(ExitStatus.PROBLEMS)
 
+    # argparse never prints health's help (the Typer app does) nor its usage (``error``
+    # above): a fixed width spares every option a look at the terminal, and the import
+    # of shutil that look costs.
     parser = _Parser(
-        prog="npudoctor health", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="npudoctor health",
+        description=DESCRIPTION,
+        formatter_class=functools.partial(argparse.RawDescriptionHelpFormatter, width=100),
     )
     add = parser.add_argument
     add("--root", metavar="DIR", help="inspect DIR as if it were /")
