@@ -7,6 +7,8 @@ import json
 import os
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from npudoctor.digest import sha256_hex
 from npudoctor.host import read_capped
 from npudoctor.knowledge.matrix.model import SCHEMA_VERSION, MatrixError, _valid_date
@@ -122,8 +124,8 @@ def load_bundled() -> Matrix:
     ``scripts/gen_matrix.py --write``)."""
     where = f"the compiled bundled matrix {COMPILED_FILE}"
     try:
-        doc = json.loads(_read_raw(COMPILED_FILE).decode("utf-8"))
-    except (MatrixError, ValueError, RecursionError) as exc:
+        doc = msgspec.json.decode(_read_raw(COMPILED_FILE))
+    except (MatrixError, ValueError, RecursionError) as exc:  # msgspec.DecodeError is a ValueError
         raise MatrixError(f"{where} cannot be used ({_short(exc)}): reinstall npudoctor") from None
     data = doc.get("data") if isinstance(doc, dict) else None
     if (
