@@ -42,6 +42,9 @@ class Options(MutableRecord):
     ``index_packages``: the ``packages`` probe reads the metadata of the distributions rules
     judge by name only and indexes the rest by directory name, as a quick run does
     (``devices``: its time must not grow with the distributions installed).
+    ``started``: called by :func:`collect` once the slow probes' commands have started,
+    before the first probe: work that needs no facts runs while those commands do (a quick
+    run loads its rules and matrix there).
     """
 
     python: Optional[str] = None
@@ -61,6 +64,7 @@ class Options(MutableRecord):
     pid: Optional[int] = None
     collected: Optional[Dict[str, Any]] = None
     index_packages: bool = False
+    started: Optional[Callable[[], None]] = None
 
     def remaining(self, default: float) -> float:
         """Seconds a command may still take: ``default``, capped by the deadline."""

@@ -339,7 +339,8 @@ def collect(host: Host, options: Options, sections: Optional[Sequence[str]] = No
     has one; ``ctx.facts`` holds no section) may begin its slowest command with
     :meth:`Host.start <npudoctor.host.Host.start>`, so that the command runs while the
     probes before it read files (``npu-smi info`` takes hundreds of milliseconds on a
-    real node); whatever is not collected is ended when the probes are done.  Raises
+    real node); then ``options.started`` is called; whatever is not collected is ended when
+    the probes are done.  Raises
     :class:`ProbeOrderError` when the declarations are broken (a bug of npudoctor, caught
     by the tests).
     """
@@ -350,6 +351,8 @@ def collect(host: Host, options: Options, sections: Optional[Sequence[str]] = No
         for spec in chosen:
             if spec.slow:
                 _start(spec, ProbeContext(host=host, options=options, facts=FactsView({}, ())), errors)
+        if options.started is not None:
+            options.started()
         for spec in chosen:
             section = spec.section
             if options.progress:

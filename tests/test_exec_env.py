@@ -302,7 +302,7 @@ def test_exec_budget_running_out_is_unknown_and_the_workload_starts(tmp_path):
     assert len(unknown) == 1, proc.stderr
     assert re.fullmatch(
         r"npudoctor: unknown: (all areas|\w+ and the areas after it) \(the 0\.01 s budget ran out while "
-        r"(starting|probing \w+|loading the matrix|judging)(; CPU-starved [\d.]+ % of the time)?\)",
+        r"(starting|probing \w+|loading the rules and the matrix|judging)(; CPU-starved [\d.]+ % of the time)?\)",
         unknown[0],
     ), unknown
     assert "HOST090" not in proc.stderr and "error" not in proc.stderr

@@ -4,7 +4,7 @@
 :class:`QuickRequest`; ``health`` turns the result into its verdict, ``exec`` into lines on
 stderr before it starts the workload.  The machine is judged by the one request service,
 :func:`npudoctor.session.machine.judge`; what is added here is the budget (the matrix and
-rules load beside the probes, the areas finished before a cut are still judged).
+rules load while ``npu-smi`` runs, the areas finished before a cut are still judged).
 
 This module imports neither Typer nor rich (``health`` runs every few seconds).
 """
@@ -55,17 +55,17 @@ class Progress(MutableRecord):
     """What a running :func:`evaluate_quick` has done so far, shared with the thread that
     waits for it (so that a budget that runs out still answers for the areas that
     finished): ``facts`` (each section as its probe returns), ``options`` (the engine's),
-    ``loaded`` (``{"matrix": Matrix}`` once loaded), ``loader`` (the thread loading rules
-    and matrix, then judging the areas as they finish), ``judged`` (the areas judged so far
+    ``loaded`` (``{"matrix": Matrix}`` once loaded), ``judging`` (the thread judging the
+    areas as they finish, started once rules and matrix are loaded), ``judged`` (the areas judged so far
     and their findings, replaced as one tuple: a reader never sees half of it),
     ``changed`` (set when a section finished or the evaluation ended), ``ended`` (the
-    evaluation finished or gave up: the loader stops judging), ``cut`` (see
+    evaluation finished or gave up: the judging thread stops), ``cut`` (see
     :meth:`freeze`)."""
 
     facts: Dict[str, Any] = field(default_factory=dict)
     options: Any = None
     loaded: Dict[str, Any] = field(default_factory=dict)
-    loader: Optional[threading.Thread] = None
+    judging: Optional[threading.Thread] = None
     judged: Tuple[List[str], List[Any]] = ([], [])
     changed: threading.Event = field(default_factory=threading.Event)
     ended: bool = False
@@ -147,10 +147,22 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
     options = _quick_options(request, budget)
     shared = request.progress
     loaded: Dict[str, Any] = {}
-    ready = threading.Event()
-    loader = _loader_thread(request, options, loaded, ready)
     if shared is not None:
-        shared.loaded, shared.loader = loaded, loader
+        shared.loaded = loaded
+
+    def load() -> None:
+        # once: in the probing thread right after the slow commands started (npu-smi runs
+        # meanwhile), or when the matrix is first asked for (``--from``: no probes)
+        if loaded:
+            return
+        step, budget.step = budget.step, "loading the rules and the matrix"
+        _load(request, options, loaded)
+        budget.step = step
+        if shared is not None and not machine.from_file:
+            shared.judging = _judging_thread(shared, list(request.ignore))
+            shared.judging.start()
+
+    options.started = load
 
     def probes_ended() -> None:
         if shared is not None:  # the judging beside the probes stops: the evaluation judges now
@@ -159,8 +171,7 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
 
     def matrix() -> Tuple[Any, Optional[str]]:
         probes_ended()
-        budget.step = "loading the matrix"
-        ready.wait()  # not the loader thread: after loading it judged the areas as they finished
+        load()
         if "error" in loaded and request.matrix:
             raise ValueError(str(loaded["error"]))
         budget.step = "judging"
@@ -172,7 +183,6 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
     try:
         # the environment probed and choosing the interpreter: the caller's, else the --env-file's
         workload = None if machine.from_file else diagnosed_environ(machine, request.environ)
-        loader.start()
         if machine.from_file:
             budget.step = "reading the snapshot"
         snapshot, findings = judge(
@@ -223,41 +233,35 @@ def _quick_options(request: QuickRequest, budget: Budget) -> Options:
     return options
 
 
-def _loader_thread(
-    request: QuickRequest, options: Options, loaded: Dict[str, Any], ready: threading.Event
-) -> threading.Thread:
-    """The thread (not started) that imports the rule modules, loads the matrix into
-    ``loaded`` (or the error as ``loaded["error"]``), sets ``ready``, then judges the areas
-    as they finish when the run shares its progress."""
+def _load(request: QuickRequest, options: Options, loaded: Dict[str, Any]) -> None:
+    """Import the rule modules the quick sections need and load the matrix into ``loaded``
+    (``loaded["error"]``: why it could not be).  Never raises.
+
+    Why in the probing thread, after the slow commands started: importing the rules and
+    parsing the matrix cost more than all quick probes together, so they run while
+    ``npu-smi`` does (a slow one does not push them, and the finding that names it, past
+    the budget), and not beside the probes in a second thread: two threads that both have
+    work take turns at the interpreter, and each turn costs more than it saves
+    (``docs/performance.md``)."""
     from npudoctor.engine import load_rules, planned_sections
     from npudoctor.knowledge.matrix import MatrixError, load_matrix
 
-    # Parsing the matrix (TOML + validation) and importing the rule modules cost more
-    # than all quick probes together; they run while the probes wait for npu-smi, so
-    # that a slow npu-smi does not push them (and the finding that names npu-smi) past
-    # the budget.
-    shared = request.progress
+    with contextlib.suppress(Exception):  # evaluate() imports them again and reports a failure
+        load_rules(planned_sections(options))  # the modules the quick sections need
+    try:
+        loaded["matrix"] = load_matrix(request.matrix)
+    except MatrixError as exc:
+        loaded["error"] = exc
+    except Exception as exc:  # a matrix bug must not cost the verdict
+        loaded["error"] = MatrixError(f"{type(exc).__name__}: {exc}")
 
-    def load() -> None:
-        try:
-            _load()
-        finally:
-            ready.set()
 
-    def _load() -> None:
-        with contextlib.suppress(Exception):  # evaluate() imports them again and reports a failure
-            load_rules(planned_sections(options))  # the modules the quick sections need
-        try:
-            loaded["matrix"] = load_matrix(request.matrix)
-        except MatrixError as exc:
-            loaded["error"] = exc
-        except Exception as exc:  # a matrix bug must not cost the verdict
-            loaded["error"] = MatrixError(f"{type(exc).__name__}: {exc}")
-        ready.set()
-        if shared is not None:
-            _judge_as_they_finish(shared, list(request.ignore))
-
-    return threading.Thread(target=load, name="npudoctor-quick-matrix", daemon=True)
+def _judging_thread(progress: Progress, ignore: List[str]) -> threading.Thread:
+    """The thread (not started) that judges the areas as they finish while the probes wait
+    on a command (:func:`_judge_as_they_finish`); it sleeps while they work."""
+    return threading.Thread(
+        target=_judge_as_they_finish, args=(progress, ignore), name="npudoctor-quick-judging", daemon=True
+    )
 
 
 def _quick_result(
@@ -300,7 +304,7 @@ QUIET = 0.03
 
 
 def _judge_as_they_finish(progress: Progress, ignore: List[str]) -> None:
-    """In the loader thread, once rules and matrix are loaded: judge the areas finished so
+    """In the judging thread, once rules and matrix are loaded: judge the areas finished so
     far (every rule on the sections collected, ``only`` = those areas, as ``--only`` would)
     whenever the probes have finished no section for :data:`QUIET` seconds, until they end,
     and keep the latest verdict in ``progress.judged``.  The probes wait for ``npu-smi``
@@ -325,7 +329,7 @@ def _judge_as_they_finish(progress: Progress, ignore: List[str]) -> None:
             facts = dict(progress.facts if cut is None else cut)  # the probe thread may still add one
             done = _finished_areas(facts, options)
             if done and done != progress.judged[0]:
-                judged = replace(options, only=set(done), progress=None, collected=None)
+                judged = replace(options, only=set(done), progress=None, collected=None, started=None)
                 snapshot = Snapshot(facts=facts, target={"mode": "partial"}, node="", created=now_iso())
                 findings = evaluate(
                     snapshot, progress.loaded.get("matrix"), judged, ignore=ignores, shared=progress.shared
@@ -364,7 +368,7 @@ def finished_findings(
         want = set(_finished_areas(facts, progress.options))
         until = time.monotonic() + wait
         while not want <= set(progress.judged[0]) and time.monotonic() < until:
-            if progress.loader is None or not progress.loader.is_alive():
+            if progress.judging is None or not progress.judging.is_alive():
                 break
             time.sleep(0.01)
     done, findings = progress.judged

@@ -179,7 +179,7 @@ def judge(
     The snapshot is collected (or replayed) by :func:`snapshot_for` (``sections``,
     ``environ``, ``workload`` as there); the matrix comes from ``matrix`` once the
     snapshot is in (a callable returning ``(matrix, None)`` or ``(None, reason)``: the
-    quick evaluation loads it beside the probes), else from :func:`load_matrix_or_none`
+    quick evaluation loads it while ``npu-smi`` runs), else from :func:`load_matrix_or_none`
     of ``matrix_path``.  ``record_matrix``: the snapshot records the matrix's provenance
     (or why none loaded), as ``check`` reports it.  ``ignore``/``ignored`` as for
     :func:`npudoctor.engine.evaluate`.  ``worth_judging``: when it says a snapshot is not
