@@ -222,6 +222,27 @@ def test_collect_begins_npu_smi_info_before_the_file_probes(tmp_path: Path) -> N
     assert not [p for p in hostproc.RUNNING if _alive(p)]
 
 
+def test_collect_calls_started_once_while_npu_smi_runs_before_any_probe(tmp_path: Path) -> None:
+    """``options.started`` (where a quick run loads its rules and matrix) is called once,
+    after ``npu-smi info`` began and before the first probe: no section collected yet."""
+    log = tmp_path / "calls.log"
+    _npu_smi(tmp_path / "bin", log, delay=0.3)
+    host = Host(root=str(SCENARIO / "root"), environ={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "HOME": "/root"})
+    events: List[str] = []
+    collected: dict = {}
+    running: List[int] = []
+
+    def started() -> None:
+        # pids, not command lines: a child just past exec() may not show its cmdline yet
+        running.extend(pid for pid in hostproc.RUNNING if _alive(pid))
+        events.append(f"started: {len(collected)} sections")
+
+    options = Options(progress=lambda section: events.append(section), started=started, collected=collected)
+    collect(host, options, sections=("host", "packages", "devices"))
+    assert events == ["started: 0 sections", "host", "packages", "devices"]
+    assert running == [int(Path(f"{log}.pid").read_text())]
+
+
 def test_collect_without_commands_starts_nothing(tmp_path: Path) -> None:
     log = tmp_path / "calls.log"
     _npu_smi(tmp_path / "bin", log)
