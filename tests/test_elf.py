@@ -14,6 +14,7 @@ from npudoctor.parsers.elf import SymbolIndex, dynamic_symbols, gnu_hash, missin
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 from builders.elf_build import build_so, have_gcc  # noqa: E402
+from builders.realwheel import realwheel_venv  # noqa: E402, F401  (session fixture)
 
 needs_gcc = pytest.mark.skipif(not have_gcc(), reason="gcc not available")
 
@@ -142,18 +143,8 @@ def test_fuzz_random_bytes_with_elf_magic(tmp_path_factory, blob):
     dynamic_symbols(str(path))
 
 
-def _real_torch_npu_lib():
-    from builders.realwheel import cache_dir
-
-    site = cache_dir() / "lib" / "python3.11" / "site-packages"
-    lib = site / "torch_npu" / "lib" / "libtorch_npu.so"
-    if not (cache_dir() / ".complete").is_file() or not lib.is_file():
-        pytest.skip("real torch_npu wheel venv not built (python tests/builders/realwheel.py)")
-    return site
-
-
-def test_real_torch_npu_wheel_dt_needed():
-    site = _real_torch_npu_lib()
+def test_real_torch_npu_wheel_dt_needed(realwheel_venv):  # noqa: F811
+    site = realwheel_venv.site_packages
     info = read_elf(str(site / "torch_npu/lib/libtorch_npu.so"))
     assert info.error is None and info.soname == "libtorch_npu.so"
     for name in ("libhccl.so", "libascendcl.so", "libc10.so", "libtorch_cpu.so", "libstdc++.so.6"):
