@@ -102,6 +102,21 @@ def silenced(ignored: Sequence[Any], origins: Sequence[Tuple[str, str]]) -> List
     return out
 
 
+def unknown_ignores(origins: Sequence[Tuple[str, str]]) -> List[str]:
+    """What to say of each entry of ``origins`` (``(code or name, "FILE:LINE" or
+    "--ignore")``) that names no finding code or name: ``--ignore PKG999: no such finding
+    code (see `npudoctor explain --list`)``.  A typo silences nothing, so it is said, as a
+    warning: never an error."""
+    from npudoctor.knowledge.codes import lookup
+
+    out: List[str] = []
+    for code, where in origins:
+        if lookup(code) is None:
+            what = f"--ignore {code}" if where == "--ignore" else f"{where}: ignore {code!r}"
+            out.append(f"{what}: no such finding code (see `npudoctor explain --list`)")
+    return out
+
+
 def ignored_line(entries: Sequence[Dict[str, str]]) -> str:
     """One line saying which findings were ignored and by what (empty when none):
     ``ignored: PKG007 (by /srv/app/.npudoctor.toml:2), DRV002 (by --ignore)``."""

@@ -97,3 +97,35 @@ def test_exec_says_what_it_ignored_unless_quiet(tmp_path: Path, project: Path) -
     assert f"npudoctor: ignored: DEV002 (by {project / '.npudoctor.toml'}:2)" in loud.stderr.splitlines()
     quiet = _process(["exec", "-q", *args[1:]], _env(tmp_path), project)
     assert quiet.returncode == 0 and "ignored" not in quiet.stderr
+
+
+def test_an_ignore_that_silences_nothing_is_said_by_every_command(tmp_path: Path, project: Path) -> None:
+    """A typo silences nothing: ``health``, ``npd``, ``exec`` and ``devices`` say so on stderr,
+    as ``check`` does, and judge as they would without it."""
+    (project / ".npudoctor.toml").write_text('ignore = ["DEV002", "DEV0002"]\n')
+    root = str(BUSY / "root")
+    typo = "--ignore PKG9999: no such finding code (see `npudoctor explain --list`)"
+    entry = f"{project / '.npudoctor.toml'}:1: ignore 'DEV0002': no such finding code (see `npudoctor explain --list`)"
+    health = _process(["health", "--root", root, "--timeout", "30", "--ignore", "PKG9999"], _env(tmp_path), project)
+    assert health.returncode == 0 and health.stdout.startswith("healthy"), health.stdout + health.stderr
+    assert health.stderr.splitlines() == [f"npudoctor health: {typo}", f"npudoctor health: {entry}"]
+    doc = json.loads(_process(["health", "--root", root, "--timeout", "30", "--json"], _env(tmp_path), project).stdout)
+    assert doc["ignore_notes"] == [entry]
+    npd = _process(["npd", "--root", root, "--ignore", "PKG9999"], _env(tmp_path), project)
+    assert npd.returncode == 0 and npd.stdout.startswith("npudoctor: NPU stack OK (")
+    assert npd.stderr.splitlines() == [f"npudoctor npd: {typo}", f"npudoctor npd: {entry}"]
+    loud = _process(["exec", "--root", root, "--", "true"], _env(tmp_path), project)
+    assert loud.returncode == 0 and f"npudoctor: {entry}" in loud.stderr.splitlines()
+    quiet = _process(["exec", "-q", "--root", root, "--", "true"], _env(tmp_path), project)
+    assert quiet.returncode == 0 and "DEV0002" not in quiet.stderr
+    devices = npudoctor("devices", "--root", root, env=_env(tmp_path), cwd=project)
+    assert devices.returncode == 0 and devices.stderr.splitlines() == [f"npudoctor: {entry}"]
+
+
+def test_a_config_file_health_cannot_use_is_said(tmp_path: Path, project: Path) -> None:
+    (project / ".npudoctor.toml").write_text('ignore = "DEV002"\n')
+    result = _process(["health", "--root", str(BUSY / "root"), "--timeout", "30"], _env(tmp_path), project)
+    assert result.returncode == 1 and result.stdout.startswith("unhealthy: DEV002")
+    assert result.stderr.splitlines() == [
+        f"npudoctor health: config {project / '.npudoctor.toml'}:1: 'ignore' must be a list of codes"
+    ]

@@ -70,7 +70,8 @@ class CheckResult(MutableRecord):
     unhealthy, as for ``npudoctor health``); ``unchecked``: ``{area: reason}`` of the areas
     probed but not judged (npu-smi not answering in time, not on PATH); ``python_choice``:
     which interpreter was judged without ``--python``; ``ignored``: the findings left out by
-    ``--ignore`` or ``.npudoctor.toml`` (these three as in
+    ``--ignore`` or ``.npudoctor.toml``; ``ignore_notes``: what to say of those ignores (a
+    config file not used, an entry that names no finding; these four as in
     :class:`npudoctor.runtime.quick.QuickResult`)."""
 
     findings: List[Any] = field(default_factory=list)
@@ -79,6 +80,7 @@ class CheckResult(MutableRecord):
     unchecked: Dict[str, str] = field(default_factory=dict)
     python_choice: Optional[str] = None
     ignored: List[Dict[str, str]] = field(default_factory=list)
+    ignore_notes: List[str] = field(default_factory=list)
 
     @property
     def errors(self) -> int:
@@ -137,6 +139,7 @@ def quick_checks(plan: EnvPlan, request: ExecRequest) -> CheckResult:
         unchecked=dict(value.unchecked),
         python_choice=value.python_choice,
         ignored=list(value.ignored),
+        ignore_notes=list(value.ignore_notes),
     )
 
 
@@ -144,7 +147,8 @@ def finding_lines(result: CheckResult, quiet: bool = False) -> List[str]:
     """One line per finding, each root cause followed by its follow-on symptoms ending in
     ``(follows from CODE)`` (:func:`npudoctor.report.build.causes_first`; ``quiet``: errors
     only; routine notes never: they inform no decision at a container's start), then what
-    was ignored (not with ``quiet``), terminal-safe."""
+    was ignored and what to say of the ignores (not with ``quiet``),
+    terminal-safe."""
     from npudoctor.config import ignored_line
     from npudoctor.report.build import causes_first
 
@@ -161,6 +165,8 @@ def finding_lines(result: CheckResult, quiet: bool = False) -> List[str]:
         lines += [printable(f"npudoctor: not checked: {area} ({reason})") for area, reason in result.unchecked.items()]
     if result.ignored and not quiet:
         lines.append(printable(f"npudoctor: {ignored_line(result.ignored)}"))
+    if not quiet:
+        lines += [printable(f"npudoctor: {note}") for note in result.ignore_notes]
     return lines
 
 

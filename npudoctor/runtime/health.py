@@ -63,7 +63,8 @@ if TYPE_CHECKING:
 
 
 def _note(note: Optional[str]) -> None:
-    """A note about the run (a refused cache) on stderr: stdout holds only the verdict."""
+    """A note about the run (a refused cache, an ignore that silences nothing) on stderr:
+    stdout holds only the verdict."""
     if note:
         print(f"npudoctor health: {note}", file=sys.stderr)
 
@@ -74,7 +75,9 @@ def evaluate_health(options: HealthOptions, budget: Budget, progress: Optional[P
     "duration_s": float, "summary": str, "not_checked": {area: reason}}``, plus
     ``"python_choice"`` (which interpreter was judged and how to point it elsewhere) when
     no ``--python`` was given and npudoctor runs from a venv of its own (pipx) or judged
-    the active venv/conda environment instead of its own.
+    the active venv/conda environment instead of its own, and ``"ignore_notes"`` (what to
+    say of the ignores: a config file not used, an ``--ignore`` or ``.npudoctor.toml`` entry
+    that names no finding) when there is one.
 
     ``budget.step`` names the step in progress; ``progress`` (when given) records the
     sections finished, for :func:`timed_out_verdict`.  With ``options.exec_env`` the
@@ -119,6 +122,8 @@ def evaluate_health(options: HealthOptions, budget: Budget, progress: Optional[P
     }
     if result.python_choice:
         doc["python_choice"] = result.python_choice
+    if result.ignore_notes:
+        doc["ignore_notes"] = list(result.ignore_notes)
     return doc
 
 
@@ -244,6 +249,8 @@ def run_health(options: HealthOptions) -> ExitStatus:
         )
         return _emit(_unhealthy(reason), as_json)
     doc = outcome.value
+    for note in doc.get("ignore_notes", ()):
+        _note(note)
     judged = doc.get("environment") or {}
     if options.verbose and judged:
         _note(printable(f"judged the {judged.get('judged')} environment: {judged.get('because')}", limit=400))

@@ -92,7 +92,9 @@ class QuickResult(MutableRecord):
     judged and why, when npudoctor runs from a venv of its own or an active environment
     was chosen over its own -- :func:`npudoctor.session.pyselect.default_choice`; else
     ``None``), ``ignored`` (the findings left out by ``--ignore`` or ``.npudoctor.toml``, as
-    ``check --json`` lists them: :func:`npudoctor.config.silenced`)."""
+    ``check --json`` lists them: :func:`npudoctor.config.silenced`), ``ignore_notes`` (what
+    to say of the ignores: a config file that could not be used, an ``--ignore`` or
+    ``.npudoctor.toml`` entry that names no finding, :func:`npudoctor.config.unknown_ignores`)."""
 
     findings: List[Any]
     chips: int = 0
@@ -100,6 +102,7 @@ class QuickResult(MutableRecord):
     unchecked: Dict[str, str] = field(default_factory=dict)
     python_choice: Optional[str] = None
     ignored: List[Dict[str, str]] = field(default_factory=list)
+    ignore_notes: List[str] = field(default_factory=list)
 
     def failing(self, fail_on: str = "error") -> List[Any]:
         """Findings of severity ``error`` (``fail_on="warning"``: and ``warning``)."""
@@ -139,7 +142,7 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
     or ``--from`` file, a ``--matrix`` that cannot be loaded, ``--from`` with ``--root``);
     anything else the engine raises propagates.
     """
-    from npudoctor.config import load_ignore_entries, silenced
+    from npudoctor.config import load_ignore_entries, silenced, unknown_ignores
     from npudoctor.session.machine import judge
     from npudoctor.session.terminal import UsageError
 
@@ -177,7 +180,7 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
         budget.step = "judging"
         return loaded.get("matrix"), None
 
-    entries, _errors = load_ignore_entries()
+    entries, config_errors = load_ignore_entries()
     origins = [(code, "--ignore") for code in request.ignore] + entries
     ignored: List[Any] = []
     try:
@@ -200,6 +203,7 @@ def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:
         probes_ended()
     result = _quick_result(snapshot, findings, options, machine, shared.shared if shared is not None else None)
     result.ignored = silenced(ignored, origins)
+    result.ignore_notes = config_errors + unknown_ignores(origins)
     return result
 
 

@@ -72,9 +72,8 @@ def run_check(
     Markdown, Prometheus; ``quiet``: the text of the errors and warnings only) and return the exit status (OK/PROBLEMS, decided by
     :func:`npudoctor.report.build.exit_status`).  Raises :class:`UsageError` for bad options
     or unreadable inputs."""
-    from npudoctor.config import load_ignore_entries, silenced
+    from npudoctor.config import load_ignore_entries, silenced, unknown_ignores
     from npudoctor.context import Options
-    from npudoctor.knowledge.codes import lookup
     from npudoctor.report.build import document, exit_status
 
     options = Options(deep=deep, deep_timeout=deep_timeout, probe_master=probe_master, matrix_path=matrix_path)
@@ -101,10 +100,8 @@ def run_check(
     if workload:
         findings = findings + _lint_workload(workload, snapshot.facts, findings, ignore, config_ignores, env, request)
     origins = [(code, "--ignore") for code in ignore or []] + config_entries
-    for code, where in origins:
-        if lookup(code) is None:
-            what = f"--ignore {code}" if where == "--ignore" else f"{where}: ignore {code!r}"
-            warn(env, f"{what}: no such finding code (see `npudoctor explain --list`)")
+    for message in unknown_ignores(origins):
+        warn(env, message)
     status = exit_status(findings, strict)
     # secrets never leave in any form: --json says a secret is set, not what it is
     if request.json:

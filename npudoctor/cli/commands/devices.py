@@ -103,13 +103,14 @@ def status(data: Dict[str, Any]) -> ExitStatus:
 
 def run_devices(request: MachineRequest, env: Environment, matrix_path: Optional[str] = None) -> ExitStatus:
     """Gather, print (the table, or JSON with ``request.json``) to ``env.stdout`` and return
-    the exit status.  Codes in ``.npudoctor.toml`` are left out and said so.  Raises
+    the exit status.  Codes in ``.npudoctor.toml`` are left out and said so (an entry that
+    names no finding too, on stderr).  Raises
     :class:`UsageError`."""
-    from npudoctor.config import load_ignore_entries
+    from npudoctor.config import load_ignore_entries, unknown_ignores
 
     ignores, errors = load_ignore_entries(environ=dict(env.environ))
-    for error in errors:
-        warn(env, error)
+    for note in errors + unknown_ignores(ignores):
+        warn(env, note)
     data = conceal(gather(request, matrix_path, environ=env.environ, ignores=ignores))  # secrets never leave
     if request.json:
         write_json(env.stdout, data)

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 import time
-from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NoReturn, Optional, Sequence, Set, Tuple
 
 import typer
 
@@ -100,7 +100,8 @@ class Verdict(MutableRecord):
     the problem findings, the areas not checked with the reason (what makes the answer
     unknown), the areas with nothing to check on this node
     (:func:`npudoctor.facts.coverage.absent`: no Python on the host) and the findings left
-    out by ``--ignore``/``.npudoctor.toml`` with what silenced each (``--json``)."""
+    out by ``--ignore``/``.npudoctor.toml`` with what silenced each (``--json``), and what to
+    say of those ignores (on stderr: a config file not used, an entry that names no finding)."""
 
     status: ExitStatus
     message: str
@@ -108,6 +109,7 @@ class Verdict(MutableRecord):
     not_checked: Dict[str, str] = field(default_factory=dict)
     absent: Dict[str, str] = field(default_factory=dict)
     ignored: List[Dict[str, str]] = field(default_factory=list)
+    ignore_notes: List[str] = field(default_factory=list)
 
 
 def judge(
@@ -129,15 +131,15 @@ def judge(
     :class:`npudoctor.session.request.UsageError` for bad options; anything else the
     engine raises propagates (the caller answers "unknown")."""
     from npudoctor.cli.commands._common import judge, load_matrix_or_none
-    from npudoctor.config import load_ignore_entries, silenced
+    from npudoctor.config import load_ignore_entries, silenced, unknown_ignores
     from npudoctor.context import Options
-    from npudoctor.facts.coverage import absent, unchecked
     from npudoctor.runtime.quick import areas
 
     required = set(areas(list(require_checked)))
     options = Options(deadline=budget.probe_deadline(), command_timeout=min(5.0, budget.seconds / 3), pid=pid)
     budget.step = "computing the node's environment"
-    origins = [(code, "--ignore") for code in ignore] + load_ignore_entries()[0]
+    entries, config_errors = load_ignore_entries()
+    origins = [(code, "--ignore") for code in ignore] + entries
     ignored: List[Any] = []
 
     def matrix() -> Tuple[Any, Optional[str]]:
@@ -153,7 +155,17 @@ def judge(
         ignore=[code for code, _where in origins],
         ignored=ignored,
     )
-    said = silenced(ignored, origins)
+    verdict = _verdict(snapshot, findings, severity, required, budget, silenced(ignored, origins))
+    verdict.ignore_notes = config_errors + unknown_ignores(origins)
+    return verdict
+
+
+def _verdict(
+    snapshot: Any, findings: List[Any], severity: str, required: Set[str], budget: Any, said: List[Dict[str, str]]
+) -> Verdict:
+    """The verdict in NPD's terms of the judged ``snapshot`` (see :func:`judge`)."""
+    from npudoctor.facts.coverage import absent, unchecked
+
     levels = ("error",) if severity == "error" else ("error", "warning")
     problems = [f for f in findings if f.severity in levels and f.code != "HOST099"]
     internal = [f for f in findings if f.code == "HOST099"]
@@ -220,6 +232,8 @@ def _answer(verdict: Verdict, as_json: bool) -> NoReturn:
     """Print the verdict and leave with its status: the one place npd's status is decided.
     ``os._exit`` also ends a probe thread still running past the deadline."""
     message = shorten(verdict.message)
+    for note in verdict.ignore_notes:
+        sys.stderr.write(f"npudoctor npd: {note}\n")
     if as_json:
         doc = {
             "status": {ExitStatus.OK: "ok", ExitStatus.PROBLEMS: "problem"}.get(verdict.status, "unknown"),
