@@ -116,6 +116,33 @@ def test_vllm_installed_after_vllm_ascend_is_one_finding_whose_fix_keeps_every_n
     assert "PKG004" in listed and "PKG001" not in listed, listed
 
 
+def test_every_unmet_pin_of_one_framework_is_one_finding_with_one_fix(tmp_path):
+    # case 03 a step further: torch_npu 2.8.0 (the build for torch 2.8.0, Requires-Dist
+    # torch==2.8.0) installed to match vllm's torch, so vllm-ascend 0.11.0rc3's pins on torch
+    # and torch-npu are both unmet.  One cause, one finding: two findings each gave a fix that
+    # undid the other's (one installed torch 2.7.1, the other reinstalled vllm, torch 2.8.0).
+    scenario = prepare(SCENARIOS / "k01-vllm-and-vllm-ascend-torch-conflict", tmp_path)
+    site = scenario / "root/usr/local/python3.11.13/lib/python3.11/site-packages"
+    info = site / "torch_npu-2.8.0.dist-info"
+    (site / "torch_npu-2.7.1.dist-info").rename(info)
+    metadata = (info / "METADATA").read_text()
+    (info / "METADATA").write_text(
+        metadata.replace("Version: 2.7.1", "Version: 2.8.0").replace("torch==2.7.1", "torch==2.8.0")
+    )
+    doc = run_check(scenario).doc
+    py = "/usr/local/python3.11.13/bin/python3.11"
+    pin = _one(doc, "PKG004")
+    assert pin["subject"] == "vllm-ascend:torch+torch-npu"
+    assert pin["title"] == (
+        "vllm_ascend 0.11.0rc3 requires torch==2.7.1 and torch-npu==2.7.1, but torch 2.8.0 and torch-npu 2.8.0 "
+        "are installed"
+    )
+    assert _commands(pin)[1:] == [f"{py} -m pip install torch==2.7.1", f"{py} -m pip install torch-npu==2.7.1"]
+    assert pin["fix"][0].startswith("no torch release meets both pins: vllm 0.11.0 requires torch==2.8.0")
+    assert pin["evidence"][1:3] == ["Requires-Dist: torch==2.7.1", "Requires-Dist: torch-npu==2.7.1"]
+    assert "PKG001" not in {f["code"] for f in doc["findings"]}  # torch 2.8.0 and torch_npu 2.8.0 are a pair
+
+
 def test_a_torch_npu_no_framework_pins_keeps_the_option_of_its_build_for_the_torch(tmp_path):
     run = run_check(prepare(REPO / "examples" / "torch-npu-torch-mismatch", tmp_path))
     pairing = _one(run.doc, "PKG001")

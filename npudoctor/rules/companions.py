@@ -53,65 +53,88 @@ _COMPANIONS = frozenset(
 )
 
 
+#: The projects whose pins :func:`companion_pins` judges, in the order a fix installs them.
+_PINNED = ("torch", "torch-npu", "torchvision", "torchaudio")
+
+
 @rule
 def companion_pins(ctx: RuleContext) -> Iterable[Finding]:
-    """K01: vllm-ascend, MindIE, … pins on torch/torch_npu/torchvision/torchaudio."""
+    """K01: vllm-ascend, MindIE, … pins on torch/torch_npu/torchvision/torchaudio: one
+    finding per framework, naming every pin of it that the installed stack does not meet
+    (one cause, one fix: installing one pin at a time would undo the others' fix)."""
     packages = ctx.view.packages
     if packages.first("torch-npu") is None and not any(packages.first(c) for c in ("vllm-ascend", "mindie-turbo")):
         return
     env = marker_env(ctx.view.python, ctx.view.host)
     has_vllm_ascend = packages.first("vllm-ascend") is not None
-    targets = ("torch", "torch-npu", "torchvision", "torchaudio")
     for rec in packages.effective():
         name = canonical_name(rec.name)
-        if name in targets:
+        if name in _PINNED:
             continue
         reqs_all = list(rec.requires_dist)
-        names_npu = bool(requirements_on(reqs_all, "torch-npu"))
-        if name not in _COMPANIONS and not names_npu:
+        if name not in _COMPANIONS and not requirements_on(reqs_all, "torch-npu"):
             continue
-        for target in targets:
+        unmet: List[Tuple[str, Requirement, Optional[str]]] = []
+        for target in _PINNED:
+            if name == "vllm" and has_vllm_ascend and target != "torch-npu":
+                continue  # expected: vllm-ascend pins the previous torch (vllm-ascend#5710)
+            installed = packages.version_of(target)
             for req in requirements_on(reqs_all, target, env):
-                installed = ctx.view.packages.version_of(target)
-                if installed is not None and satisfies(installed, req.specifier) is not False:
-                    continue
                 if installed is None and target != "torch-npu":
                     continue
-                if name == "vllm" and has_vllm_ascend and target in ("torch", "torchvision", "torchaudio"):
-                    continue  # expected: vllm-ascend pins the previous torch (vllm-ascend#5710)
-                wanted = f"{target}{req.specifier}"
-                have = f"{target} {installed} is installed" if installed else f"{target} is not installed"
-                fix: List[Fix] = [
-                    pip_install(
-                        ctx.view.python,
-                        wanted,
-                        index=cpu_index(wanted, platform(ctx.view.python, ctx.view.host))
-                        if target != "torch-npu"
-                        else None,
-                    )
-                ]
-                clash = _vllm_clash(ctx, req, target, env) if name == "vllm-ascend" else None
-                if clash is not None:
-                    fix = _keep_vllm_ascend_pin(ctx, rec, req, target, clash)
-                elif name == "vllm-ascend":
-                    vllm = ctx.view.packages.version_of("vllm")
-                    fix = [
-                        pip_install(ctx.view.python, f"vllm=={vllm}" if vllm else "vllm", note="vllm first"),
-                        pip_install(
-                            ctx.view.python,
-                            f"vllm-ascend=={rec.version}",
-                            note="then vllm-ascend: it re-pins torch/torch_npu",
-                        ),
-                    ]
-                target_rec = packages.first(target)
-                yield COMPANION.finding(
-                    title=f"{rec.name} {rec.version} requires {wanted}, but {have}",
-                    evidence=[describe(rec), f"Requires-Dist: {req}"]
-                    + ([describe(target_rec)] if installed and target_rec is not None else [])
-                    + ([f"{describe(clash[0])} requires `{clash[1]}` (Requires-Dist)"] if clash is not None else []),
-                    fix=fix,
-                    subject=f"{name}:{target}",
+                if installed is None or satisfies(installed, req.specifier) is False:
+                    unmet.append((target, req, installed))
+        if unmet:
+            yield _pins_unmet(ctx, rec, name, unmet, env)
+
+
+def _pins_unmet(
+    ctx: RuleContext,
+    rec: Distribution,
+    name: str,
+    unmet: List[Tuple[str, Requirement, Optional[str]]],
+    env: Dict[str, str],
+) -> Finding:
+    """PKG004 for the framework ``rec`` whose pins ``unmet`` (``(target, requirement,
+    installed version or None)``, in install order) the installed stack does not meet."""
+    packages = ctx.view.packages
+    wanted = [f"{target}{req.specifier}" for target, req, _installed in unmet]
+    here = [f"{target} {installed}" for target, _req, installed in unmet if installed]
+    missing = [target for target, _req, installed in unmet if not installed]
+    have = [f"{' and '.join(here)} {'is' if len(here) == 1 else 'are'} installed"] if here else []
+    have += [f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed"] if missing else []
+    evidence = [describe(rec)] + [f"Requires-Dist: {req}" for _target, req, _installed in unmet]
+    for target, _req, installed in unmet:
+        target_rec = packages.first(target)
+        if installed and target_rec is not None:
+            evidence.append(describe(target_rec))
+    fix: List[Fix] = []
+    clashes = [_vllm_clash(ctx, req, target, env) if name == "vllm-ascend" else None for target, req, _ in unmet]
+    if name == "vllm-ascend" and not any(clashes):
+        vllm = packages.version_of("vllm")
+        fix = [
+            pip_install(ctx.view.python, f"vllm=={vllm}" if vllm else "vllm", note="vllm first"),
+            pip_install(
+                ctx.view.python, f"vllm-ascend=={rec.version}", note="then vllm-ascend: it re-pins torch/torch_npu"
+            ),
+        ]
+    else:
+        plat = platform(ctx.view.python, ctx.view.host)
+        for (target, req, _installed), clash in zip(unmet, clashes):
+            if clash is not None:
+                evidence.append(f"{describe(clash[0])} requires `{clash[1]}` (Requires-Dist)")
+                fix += _keep_vllm_ascend_pin(ctx, rec, req, target, clash)
+            else:
+                spec = f"{target}{req.specifier}"
+                fix.append(
+                    pip_install(ctx.view.python, spec, index=cpu_index(spec, plat) if target != "torch-npu" else None)
                 )
+    return COMPANION.finding(
+        title=f"{rec.name} {rec.version} requires {' and '.join(wanted)}, but {'; '.join(have)}",
+        evidence=evidence,
+        fix=fix,
+        subject=f"{name}:{'+'.join(target for target, _req, _installed in unmet)}",
+    )
 
 
 def _vllm_clash(
