@@ -176,6 +176,29 @@ def test_a_cuda_torch_and_its_nvidia_wheels_are_one_finding_with_the_cpu_torch_b
     assert "nvidia-cublas-cu12" not in torch_line
 
 
+def test_a_cuda_torch_of_another_release_gets_back_the_torch_torch_npu_needs(tmp_path: Path) -> None:
+    # a CUDA recipe moved torch to 2.6.0+cu124 beside torch_npu 2.5.1 (Requires-Dist torch==2.5.1):
+    # the fix installs the CPU torch torch_npu needs (it installed 2.6.0), and the torch/torch_npu
+    # pairing (PKG001, whose fix installs that same torch) folds under the CUDA recipe
+    s = _clean(tmp_path)
+    r = s / "root"
+    shutil.rmtree(r / SP / "torch-2.5.1.dist-info")
+    dist(r, "torch", "2.6.0+cu124", requires=["nvidia-cublas-cu12==12.4.5.8", "filelock"], tag=T)
+    record(r, SP, "torch", "2.6.0+cu124", ["torch/__init__.py", "torch/lib/libtorch_cuda.so", "torch/lib/libc10.so"])
+    dist(r, "nvidia-cublas-cu12", "12.4.5.8", tag="py3-none-manylinux2014_aarch64")
+    record(r, SP, "nvidia_cublas_cu12", "12.4.5.8", ["nvidia/cublas/lib/libcublas.so.12"])
+    findings = _findings(s)
+    f = _one(findings, "PKG052")
+    assert f["fix"][:2] == [
+        "/usr/local/bin/python3.10 -m pip uninstall -y nvidia-cublas-cu12 torch",
+        "/usr/local/bin/python3.10 -m pip install torch==2.5.1 --index-url https://download.pytorch.org/whl/cpu"
+        "  # the CPU build torch_npu is made for",
+    ]
+    pairing = _one(findings, "PKG001")
+    assert pairing["data"]["because"] == "PKG052"
+    assert pairing["fix"][0] == "/usr/local/bin/python3.10 -m pip install torch==2.5.1"
+
+
 def test_an_unknown_distribution_is_recognised_by_its_extension_modules(tmp_path: Path) -> None:
     s = _clean(tmp_path)
     r = s / "root"

@@ -22,7 +22,7 @@ from npudoctor.parsers.metadata import canonical_name, parse_requirement
 from npudoctor.remedies.python import CPU_INDEX, interpreter, pip_install, pip_uninstall
 from npudoctor.remedies.steps import PipInstall
 from npudoctor.rules import rule
-from npudoctor.rules._pkgfit import Fix, cpu_index
+from npudoctor.rules._pkgfit import Fix, cpu_index, torch_requirements, wanted_from_release
 from npudoctor.rules._pyfacts import ask, describe, marker_env, platform
 from npudoctor.rules.packages import index_mirror
 
@@ -276,6 +276,22 @@ def _names_installed(
             libraries[lib] = None
 
 
+def _cpu_torch(ctx: RuleContext, env: Dict[str, str], cuda_version: str) -> Optional[str]:
+    """The CPU torch to install in place of the CUDA build ``cuda_version``: the one torch_npu
+    needs (its own ``Requires-Dist`` on torch, else the matrix's pairing: what PKG001
+    installs), else the CUDA build's own release; ``None`` when none parses."""
+    npu = ctx.view.packages.first("torch-npu")
+    if npu is not None:
+        reqs = torch_requirements(npu, env)
+        if reqs:
+            return f"torch{reqs[0].specifier}"
+        wanted = wanted_from_release(ctx.matrix, platform(ctx.view.python, ctx.view.host), npu)
+        if wanted is not None:
+            return wanted
+    base = release_xyz(cuda_version)
+    return f"torch=={base}" if base else None
+
+
 @rule
 def cuda_only_distributions(ctx: RuleContext) -> Iterable[Finding]:
     """PKG052: every CUDA-only distribution, one finding (one cause: a CUDA install recipe),
@@ -318,19 +334,16 @@ def cuda_only_distributions(ctx: RuleContext) -> Iterable[Finding]:
         evidence.append(line)
     fix: List[Fix] = [pip_uninstall(ctx.view.python, *names)]
     torch = next((j for j in found if j.name == "torch"), None)
-    if torch is not None:
-        base = release_xyz(torch.version)
-        if base:
-            spec = f"torch=={base}"
-            fix.append(
-                pip_install(
-                    ctx.view.python,
-                    spec,
-                    index=cpu_index(spec, platform(ctx.view.python, ctx.view.host))
-                    or "https://download.pytorch.org/whl/cpu",
-                    note="the CPU build torch_npu is made for",
-                )
+    spec = _cpu_torch(ctx, env, torch.version) if torch is not None else None
+    if spec is not None:
+        fix.append(
+            pip_install(
+                ctx.view.python,
+                spec,
+                index=cpu_index(spec, platform(ctx.view.python, ctx.view.host)) or CPU_INDEX,
+                note="the CPU build torch_npu is made for",
             )
+        )
     if any(j.name == "triton" for j in found):
         fix.append(
             pip_install(
@@ -352,7 +365,9 @@ def cuda_only_distributions(ctx: RuleContext) -> Iterable[Finding]:
         data={
             # torch alone: the CUDA build that torch_npu's pairing (PKG001) replaces by the CPU
             # build, when it is reported; one cause, one fix (order.fold_symptoms)
-            **({"because": "PKG001"} if names == ["torch"] else {}),
+            # torch among others: this fix installs the torch torch_npu needs, as PKG001's does,
+            # so the pairing is a symptom of the CUDA recipe
+            **({"because": "PKG001"} if names == ["torch"] else {"explains": ["PKG001"]} if spec else {}),
             "distributions": names,
             "entries": sorted({j.entry.id for j in found if j.entry is not None}),
             # what a traceback frame or a loader message names (npudoctor triage ties the log by it)

@@ -176,18 +176,23 @@ def _source_once(fixable: List[Finding]) -> None:
 @postprocess
 def fold_symptoms(ctx: RuleContext, findings: List[Finding]) -> List[Finding]:
     """Name each follow-on symptom's root cause in ``data["because"]``: the cause a rule
-    named there, else the first code of its code's ``symptom_of`` (codes data), when a
-    finding of that code is reported and at least as severe (a note never hides an
-    error).  A named cause that is not reported is dropped, so ``because`` always names a
-    finding of the same report (the text report folds the symptom under it and the fix
-    list leaves it out)."""
+    named there, else a reported finding that names the symptom's code in its
+    ``data["explains"]`` (a cause whose fix also mends that symptom), else the first code of
+    its code's ``symptom_of`` (codes data), when a finding of that code is reported and at
+    least as severe (a note never hides an error).  A named cause that is not reported is
+    dropped, so ``because`` always names a finding of the same report (the text report
+    folds the symptom under it and the fix list leaves it out)."""
     rank = {s: i for i, s in enumerate(SEVERITIES)}
     worst: Dict[str, int] = {}
+    explained: Dict[str, List[str]] = {}
     for f in findings:
         worst[f.code] = min(worst.get(f.code, len(SEVERITIES)), rank[f.severity])
+        for code in f.data.get("explains") or ():
+            explained.setdefault(str(code), []).append(f.code)
     for f in findings:
         named = f.data.get("because")
-        candidates = ([named] if isinstance(named, str) else []) + list(codes.get(f.code).symptom_of)
+        candidates = ([named] if isinstance(named, str) else []) + explained.get(f.code, [])
+        candidates += list(codes.get(f.code).symptom_of)
         cause = next((c for c in candidates if c != f.code and worst.get(c, len(SEVERITIES)) <= rank[f.severity]), None)
         if cause is None:
             f.data.pop("because", None)
