@@ -86,6 +86,33 @@ _MAX_SYMLINKS = 40
 
 # npu-smi must not run concurrently with itself (the DCMI layer serializes badly).
 _NPU_SMI_LOCK = threading.Lock()
+#: Most bytes of ``/proc/self/environ`` read (the kernel caps a new program's arguments and
+#: environment together well below this).
+_ENVIRON_LIMIT = 16 << 20
+
+
+def started_environ() -> Dict[str, str]:
+    """This process's environment as it was started: ``os.environ`` without the ``LC_CTYPE``
+    that Python's locale coercion (PEP 538) sets when it starts in the C locale, which the
+    judged workload never had and the one ``npudoctor exec`` starts must not get.  The
+    environment the process was started with is read back from ``/proc/self/environ``;
+    where it cannot be read whole, ``os.environ`` as it is."""
+    env = dict(os.environ)
+    if "LC_CTYPE" not in env:
+        return env
+    try:
+        with open("/proc/self/environ", "rb") as fh:
+            block = fh.read(_ENVIRON_LIMIT)
+    except OSError:
+        return env
+    if len(block) >= _ENVIRON_LIMIT:
+        return env
+    started = [item[len(b"LC_CTYPE=") :] for item in block.split(b"\0") if item.startswith(b"LC_CTYPE=")]
+    if started:
+        env["LC_CTYPE"] = os.fsdecode(started[-1])
+    else:
+        del env["LC_CTYPE"]
+    return env
 
 
 class Host:
@@ -105,7 +132,7 @@ class Host:
         commands: bool = True,
     ) -> None:
         self.root = os.path.abspath(root)
-        self.environ: Dict[str, str] = dict(os.environ if environ is None else environ)
+        self.environ: Dict[str, str] = started_environ() if environ is None else dict(environ)
         self.commands = commands
         self.live = self.root == "/"
         self._dirs: Dict[str, str] = {}  # real() of directories, see there

@@ -164,6 +164,16 @@ def test_exec_child_sees_the_toolkit_environment_and_keeps_the_pid(unsourced):
     assert "ENV001" not in err  # the checks ran with the applied environment
 
 
+def test_exec_gives_the_workload_the_locale_npudoctor_was_started_with(unsourced):
+    # Python sets LC_CTYPE=C.UTF-8 in its own environment when it starts in the C locale
+    # (PEP 538); the workload gets the environment npudoctor was started with
+    args = ["exec", "--no-commands", "--root", str(unsourced / "root"), "--", "sh", "-c"]
+    code = 'printf "%s|%s" "${LC_CTYPE-unset}" "${LC_ALL-unset}"'
+    assert npudoctor(unsourced, *args, code).stdout == "unset|unset"
+    assert npudoctor(unsourced, *args, code, extra={"LC_CTYPE": "C"}).stdout == "C|unset"
+    assert npudoctor(unsourced, *args, code, extra={"LC_CTYPE": "C.UTF-8"}).stdout == "C.UTF-8|unset"
+
+
 def test_exec_forwards_sigterm_and_passes_the_exit_status(unsourced, tmp_path):
     ready, got = tmp_path / "ready", tmp_path / "got-sigterm"
     handler = (

@@ -12,7 +12,6 @@ This module imports neither Typer nor rich (``health`` runs every few seconds).
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from typing import TYPE_CHECKING, Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
@@ -126,9 +125,11 @@ def diagnosed_environ(machine: MachineRequest, environ: Optional[Mapping[str, st
     """The environment to diagnose: ``environ`` when given, else the ``--env-file``'s
     (``PATH`` from this process unless the file sets it), else ``os.environ``.  Raises
     ``ValueError`` for an unreadable or malformed env file."""
+    from npudoctor.host import started_environ
+
     if environ is not None:
         return dict(environ)
-    return machine.workload_environ(os.environ)
+    return machine.workload_environ(started_environ())
 
 
 def evaluate_quick(request: QuickRequest, budget: Budget) -> QuickResult:

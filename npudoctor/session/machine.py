@@ -54,10 +54,12 @@ def diagnosed_environ(request: MachineRequest, environ: Optional[Mapping[str, st
     """The environment of the diagnosed workload (:meth:`MachineRequest.workload_environ`):
     the ``--env-file``'s when given, else ``environ`` (npudoctor's own; ``None`` means this
     process's, left to the Host).  Raises :class:`UsageError` for a bad env file."""
+    from npudoctor.host import started_environ
+
     if not request.env_file and environ is None:
         return None
     try:
-        return request.workload_environ(os.environ if environ is None else environ)
+        return request.workload_environ(started_environ() if environ is None else environ)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
