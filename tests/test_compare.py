@@ -31,6 +31,8 @@ def snaps(tmp_path_factory):
     make("base-b")
     make("cann", cann="8.0.RC3")
     make("driver", driver="23.0.6")
+    make("driver-2", driver="23.0.6")
+    make("driver-3", driver="23.0.6")
     make("post", torch_npu="2.1.0.post4")
     make("hccl", env={"HCCL_CONNECT_TIMEOUT": "120"})
     make("vis", env={"ASCEND_RT_VISIBLE_DEVICES": "0,1"})
@@ -128,6 +130,24 @@ def test_cli_files_directory_and_stdin(snaps, tmp_path):
     jsonl = tmp_path / "all.jsonl"
     jsonl.write_text(lines)
     assert json.loads(npudoctor("compare", str(jsonl), "--json").stdout)["nodes"] == 3
+
+
+def test_nodes_that_differ_alike_are_said_once(snaps):
+    from npudoctor.report.compare import render
+
+    # two more nodes of the base stack (its snapshots under other node labels): the majority
+    names = ["base-a", "base-b", "cann", "driver", "driver-2", "driver-3"]
+    items = [(f"{name}.json", snaps[name]) for name in names]
+    items += [(f"{name}-copy.json", dict(snaps[name], node=f"{name}-copy")) for name in ("base-a", "base-b")]
+    lines = render(compare(items)).splitlines()
+    start = lines.index("Nodes that differ from the majority:")
+    drivers = ", ".join(f"{pseudonym(n)}  ({n}.json)" for n in ("driver", "driver-2", "driver-3"))
+    assert lines[start + 1 :] == [
+        f"  3 nodes: {drivers}",
+        "      driver: 23.0.6  (majority: 24.1.rc2)",
+        f"  {pseudonym('cann')}  (cann.json)",
+        "      cann.toolkit: 8.0.RC3  (majority: 8.0.0)",
+    ]
 
 
 def test_cli_bad_input(snaps, tmp_path):

@@ -5,7 +5,7 @@ report of :func:`npudoctor.cluster.compare.compare` itself.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 from npudoctor.report.escape import one_line
 
@@ -16,9 +16,20 @@ def _q(value: Any) -> str:
     return one_line(str(value))
 
 
+def _same_differences(differing: List[Dict[str, Any]]) -> List[List[Dict[str, Any]]]:
+    """The differing nodes grouped by what differs (the same fields with the same values):
+    the largest group first, then in the report's order."""
+    groups: Dict[Tuple[Tuple[str, str, str], ...], List[Dict[str, Any]]] = {}
+    for item in differing:
+        key = tuple((str(d["field"]), str(d["value"]), str(d["majority"])) for d in item["differences"])
+        groups.setdefault(key, []).append(item)
+    return sorted(groups.values(), key=len, reverse=True)  # sorted() keeps the order of equals
+
+
 def render(report: Dict[str, Any], limit: int = 50) -> str:
-    """The human report: the majority stack, then each node that differs (at most
-    ``limit`` nodes listed in full), split fields and unreadable snapshots."""
+    """The human report: the majority stack, then the nodes that differ, those that differ
+    alike said once (at most ``limit`` such groups listed in full), split fields and
+    unreadable snapshots."""
     lines: List[str] = []
     n = report["nodes"]
     differing = report["differing"]
@@ -45,12 +56,16 @@ def render(report: Dict[str, Any], limit: int = 50) -> str:
     if differing:
         lines.append("")
         lines.append("Nodes that differ from the majority:")
-        for item in differing[:limit]:
-            lines.append(f"  {_q(item['node'])}  ({_q(item['source'])})")
-            for d in item["differences"]:
+        groups = _same_differences(differing)
+        for group in groups[:limit]:
+            named = [f"{_q(item['node'])}  ({_q(item['source'])})" for item in group[:10]]
+            more = f", ... (+{len(group) - 10})" if len(group) > 10 else ""
+            lines.append(f"  {f'{len(group)} nodes: ' if len(group) > 1 else ''}{', '.join(named)}{more}")
+            for d in group[0]["differences"]:
                 lines.append(f"      {d['field']}: {_q(d['value'])}  (majority: {_q(d['majority'])})")
-        if len(differing) > limit:
-            lines.append(f"  ... and {len(differing) - limit} more (use --json for all)")
+        if len(groups) > limit:
+            rest = sum(len(group) for group in groups[limit:])
+            lines.append(f"  ... and {rest} more (use --json for all)")
     for item in report["split"]:
         lines.append("")
         lines.append(f"No majority for {item['field']}:")
