@@ -99,14 +99,15 @@ def _pins_unmet(
     installed version or None)``, in install order) the installed stack does not meet."""
     packages = ctx.view.packages
     wanted = [f"{target}{req.specifier}" for target, req, _installed in unmet]
-    here = [f"{target} {installed}" for target, _req, installed in unmet if installed]
-    missing = [target for target, _req, installed in unmet if not installed]
+    # a project named by two Requires-Dist lines (two ranges, two markers) is said once
+    here = list(dict.fromkeys(f"{target} {installed}" for target, _req, installed in unmet if installed))
+    missing = list(dict.fromkeys(target for target, _req, installed in unmet if not installed))
     have = [f"{' and '.join(here)} {'is' if len(here) == 1 else 'are'} installed"] if here else []
     have += [f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed"] if missing else []
     evidence = [describe(rec)] + [f"Requires-Dist: {req}" for _target, req, _installed in unmet]
-    for target, _req, installed in unmet:
+    for target in dict.fromkeys(target for target, _req, installed in unmet if installed):
         target_rec = packages.first(target)
-        if installed and target_rec is not None:
+        if target_rec is not None:
             evidence.append(describe(target_rec))
     fix: List[Fix] = []
     clashes = [_vllm_clash(ctx, req, target, env) if name == "vllm-ascend" else None for target, req, _ in unmet]
@@ -133,7 +134,7 @@ def _pins_unmet(
         title=f"{rec.name} {rec.version} requires {' and '.join(wanted)}, but {'; '.join(have)}",
         evidence=evidence,
         fix=fix,
-        subject=f"{name}:{'+'.join(target for target, _req, _installed in unmet)}",
+        subject=f"{name}:{'+'.join(dict.fromkeys(target for target, _req, _installed in unmet))}",
     )
 
 
