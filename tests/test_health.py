@@ -523,3 +523,20 @@ def test_require_says_the_chips_could_not_be_counted_when_the_nodes_were_not_loo
     (tmp_path / "no-dev").mkdir()
     assert line(tmp_path / "with-dev") == (1, "unhealthy: DEV090 0 NPU chip(s) visible, 1 required")
     assert line(tmp_path / "no-dev") == (1, "unhealthy: DEV090 NPU chips could not be counted, 1 required")
+
+
+def test_every_json_answer_has_one_shape(tmp_path):
+    """A finished run, a bad option and a budget that ran out print the same keys first,
+    in one order (scripts read one shape); what a run could not tell is null or empty."""
+    from npudoctor.runtime.health import JSON_KEYS
+
+    healthy = prepare(REPO / "tests/scenarios/health-910b3-8npu-healthy", tmp_path / "a")
+    hung = prepare(REPO / "tests/scenarios/health-npu-smi-hung", tmp_path / "b")
+    done = json.loads(health(healthy, "--json", "--timeout", BUDGET).stdout)
+    bad = json.loads(health(healthy, "--json", "--only", "devcies").stdout)
+    cut = json.loads(health(hung, "--json", "--timeout", "0.01").stdout)
+    for doc in (done, bad, cut):
+        assert list(doc)[: len(JSON_KEYS)] == list(JSON_KEYS), list(doc)
+    assert (done["status"], done["chips"], done["finished"]) == ("healthy", 8, None)
+    assert (bad["status"], bad["chips"], bad["summary"], bad["duration_s"]) == ("unhealthy", None, "", None)
+    assert cut["status"] == "unknown" and cut["chips"] is None and isinstance(cut["finished"], list)

@@ -10,8 +10,9 @@ Contract (Docker ``HEALTHCHECK`` and Kubernetes exec probes):
   -- nothing else, ever: a bad option or an internal error is 1 with a reason (Docker
   reserves 2); SIGTERM is answered like a blown budget, never 143;
 * one short line per problem on stdout (Docker keeps the tail of the output), or a
-  JSON document with ``--json``; a root cause comes first and each follow-on symptom
-  folded under it (as ``check`` folds them) after it, ending in ``(follows from CODE)``;
+  JSON document with ``--json`` (always with the keys of :data:`JSON_KEYS`, whatever ended
+  the run); a root cause comes first and each follow-on symptom folded under it (as
+  ``check`` folds them) after it, ending in ``(follows from CODE)``;
 * an area that was probed but could not be judged (no ``npu-smi``, ``--no-commands``, a
   timeout on a busy node) is *not checked*: the answer stays healthy and names it
   (``healthy: ...; not checked: devices (...)``), unless ``--require-checked AREA`` makes
@@ -147,6 +148,27 @@ def _evaluate(options: HealthOptions, budget: Budget, watch: _Watch) -> Dict[str
     return evaluate_health(options, budget, watch.progress)
 
 
+#: The keys of every ``--json`` document, first and in this order, with the value printed
+#: when a run did not tell it (a bad option, a budget that ran out, a stored verdict): one
+#: shape for scripts.  ``chips`` ``None``: not counted; ``finished`` ``None``: the run was not
+#: cut short (else the areas finished before the cut, ``unknown`` those left unknown);
+#: ``duration_s`` ``None``: not measured.  Other keys follow when there is something to say
+#: (``python_choice``, ``ignore_notes``, ``cache_age_s``, ``budget``).
+JSON_KEYS: Dict[str, Any] = {
+    "status": None,
+    "problems": [],
+    "findings": [],
+    "chips": None,
+    "summary": "",
+    "not_checked": {},
+    "unknown": {},
+    "finished": None,
+    "environment": None,
+    "ignored": [],
+    "duration_s": None,
+}
+
+
 def _unhealthy(line: str, **extra: Any) -> Dict[str, Any]:
     doc: Dict[str, Any] = {"status": "unhealthy", "problems": [printable(line)], "findings": []}
     doc.update(extra)
@@ -162,7 +184,7 @@ def _emit(doc: Dict[str, Any], as_json: bool) -> ExitStatus:
     if as_json:
         from npudoctor.parsers.jsontext import utf8
 
-        print(utf8(json.dumps(doc, ensure_ascii=False)))
+        print(utf8(json.dumps({**JSON_KEYS, **doc}, ensure_ascii=False)))
     else:
         age = f" (cached result, {doc['cache_age_s']} s old)" if "cache_age_s" in doc else ""
         if doc["status"] == "unknown":
