@@ -526,8 +526,9 @@ def test_require_says_the_chips_could_not_be_counted_when_the_nodes_were_not_loo
 
 
 def test_every_json_answer_has_one_shape(tmp_path):
-    """A finished run, a bad option and a budget that ran out print the same keys first,
-    in one order (scripts read one shape); what a run could not tell is null or empty."""
+    """A finished run, a bad option (one the parser refuses too) and a budget that ran out
+    print the same keys first, in one order (scripts read one shape); what a run could not
+    tell is null or empty."""
     from npudoctor.runtime.health import JSON_KEYS
 
     healthy = prepare(REPO / "tests/scenarios/health-910b3-8npu-healthy", tmp_path / "a")
@@ -535,7 +536,11 @@ def test_every_json_answer_has_one_shape(tmp_path):
     done = json.loads(health(healthy, "--json", "--timeout", BUDGET).stdout)
     bad = json.loads(health(healthy, "--json", "--only", "devcies").stdout)
     cut = json.loads(health(hung, "--json", "--timeout", "0.01").stdout)
-    for doc in (done, bad, cut):
+    refused = health(healthy, "--json", "--timeout", "abc")  # refused by the parser itself
+    assert refused.returncode == 1
+    parsed = json.loads(refused.stdout)
+    assert parsed["problems"] == ["bad health-check option: argument --timeout: invalid float value: 'abc'"]
+    for doc in (done, bad, cut, parsed):
         assert list(doc)[: len(JSON_KEYS)] == list(JSON_KEYS), list(doc)
     assert (done["status"], done["chips"], done["finished"]) == ("healthy", 8, None)
     assert (bad["status"], bad["chips"], bad["summary"], bad["duration_s"]) == ("unhealthy", None, "", None)

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING
 from npudoctor.runtime.deadline import Budget, process_started, run_within
 from npudoctor.runtime.healthcache import cache_path as _cache_path
 from npudoctor.runtime.healthcache import read_cache as _read_cache
-from npudoctor.runtime.healthopts import HealthOptions, options_from_values, parse_values
+from npudoctor.runtime.healthopts import HealthOptions, OptionError, options_from_values, parse_values
 from npudoctor.runtime.printable import follows, printable
 from npudoctor.session.request import ExitStatus
 
@@ -218,7 +218,9 @@ def main(argv: Sequence[str]) -> ExitStatus:
     as_json = "--json" in argv
     try:
         return run_health(options_from_values(parse_values(argv)))
-    except SystemExit as exc:  # argparse --help (0) or a usage error (1, see _Parser)
+    except OptionError as exc:  # as --json asked: a probe script parses every answer
+        return _emit(_unhealthy(f"bad health-check option: {exc}"), as_json)
+    except SystemExit as exc:  # argparse's own --help, should a caller ask for it
         return ExitStatus.OK if exc.code in (0, None) else ExitStatus.PROBLEMS
     except BaseException as exc:  # KeyboardInterrupt, BrokenPipeError, a bug
         try:

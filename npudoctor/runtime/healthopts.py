@@ -10,11 +10,10 @@ answered by the Typer app (help is not on the probe path), from :func:`help_rows
 from __future__ import annotations
 
 import math
-import sys
 from typing import TYPE_CHECKING
 
 from npudoctor.record import Record, field
-from npudoctor.session.request import ExitStatus, MachineRequest
+from npudoctor.session.request import MachineRequest
 
 if TYPE_CHECKING:
     import argparse
@@ -32,8 +31,13 @@ was judged ("not checked: ..." / "unknown: ...": a busy node is not a sick one);
 for bad options, internal errors and an npu-smi that hung on a node not starved of CPU)."""
 
 
+class OptionError(ValueError):
+    """A command line health's parser refuses (the message says why, with a near option
+    name when there is one): the caller answers *unhealthy* (exit 1), never exit 2."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """health's parser.  A usage problem is reported as *unhealthy* (exit 1), never exit 2."""
+    """health's parser.  A usage problem raises :class:`OptionError`."""
     import argparse
     import functools
 
@@ -47,8 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
                 near = close_options(unknown, known) if unknown else []
                 if near:
                     message += f" (did you mean {' or '.join(near)}?)"
-            print(f"unhealthy: bad health-check option: {message}")
-            sys.exit(ExitStatus.PROBLEMS)
+            raise OptionError(message)
 
     # argparse never prints health's help (the Typer app does) nor its usage (``error``
     # above): a fixed width spares every option a look at the terminal, and the import
@@ -143,8 +146,9 @@ def help_rows() -> List[Tuple[str, str]]:
 
 
 def parse_values(argv: Sequence[str]) -> Dict[str, Any]:
-    """The option values of ``argv`` (dest -> value); argparse exits with ``SystemExit``
-    for ``--help`` (0) and usage errors (1), after printing them."""
+    """The option values of ``argv`` (dest -> value).  Raises :class:`OptionError` for a
+    command line the parser refuses (argparse's ``--help`` is not on health's path: the
+    console entry hands it to the Typer app)."""
     return vars(build_parser().parse_args(list(argv)))
 
 
