@@ -543,5 +543,9 @@ def test_every_json_answer_has_one_shape(tmp_path):
     for doc in (done, bad, cut, parsed):
         assert list(doc)[: len(JSON_KEYS)] == list(JSON_KEYS), list(doc)
     assert (done["status"], done["chips"], done["finished"]) == ("healthy", 8, None)
+    # not counted is not none: no npu-smi run, or the devices left out
+    for args in (["--no-commands"], ["--skip", "devices"]):
+        uncounted = json.loads(health(healthy, "--json", "--timeout", BUDGET, *args).stdout)
+        assert (uncounted["status"], uncounted["chips"]) == ("healthy", None), args
     assert (bad["status"], bad["chips"], bad["summary"], bad["duration_s"]) == ("unhealthy", None, "", None)
     assert cut["status"] == "unknown" and cut["chips"] is None and isinstance(cut["finished"], list)

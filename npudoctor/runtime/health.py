@@ -72,7 +72,7 @@ def _note(note: Optional[str]) -> None:
 
 def evaluate_health(options: HealthOptions, budget: Budget, progress: Optional[Progress] = None) -> Dict[str, Any]:
     """Run the quick evaluation; return the result document ``{"status": "healthy" |
-    "unhealthy", "problems": [line], "findings": [finding dict], "chips": int,
+    "unhealthy", "problems": [line], "findings": [finding dict], "chips": int or None,
     "duration_s": float, "summary": str, "not_checked": {area: reason}}``, plus
     ``"python_choice"`` (which interpreter was judged and how to point it elsewhere) when
     no ``--python`` was given and npudoctor runs from a venv of its own (pipx) or judged

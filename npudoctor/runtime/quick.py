@@ -84,7 +84,8 @@ class Progress(MutableRecord):
 
 class QuickResult(MutableRecord):
     """The evaluation: ``findings`` (:class:`npudoctor.findings.Finding`, sorted),
-    ``chips`` (NPU chips seen by ``npu-smi info``), ``summary`` (``"8 NPU chip(s), CANN
+    ``chips`` (NPU chips seen by ``npu-smi info``; ``None`` when they were not counted: the
+    devices not probed, or ``npu-smi`` not answering), ``summary`` (``"8 NPU chip(s), CANN
     8.0.0, torch_npu 2.1.0.post10"``, possibly empty), ``unchecked`` (``{area: reason}``
     of the areas probed but not judged, :func:`npudoctor.facts.coverage.unchecked`, within
     ``--only``/``--skip``), ``python_choice`` (without ``--python``: which interpreter was
@@ -96,7 +97,7 @@ class QuickResult(MutableRecord):
     ``.npudoctor.toml`` entry that names no finding, :func:`npudoctor.config.unknown_ignores`)."""
 
     findings: List[Any]
-    chips: int = 0
+    chips: Optional[int] = None
     summary: str = ""
     unchecked: Dict[str, str] = field(default_factory=dict)
     python_choice: Optional[str] = None
@@ -281,14 +282,16 @@ def _quick_result(
     from npudoctor.facts.coverage import unchecked
 
     view = Facts(snapshot.facts, shared)
+    every = unchecked(snapshot.facts)
     gaps = {
         area: reason
-        for area, reason in unchecked(snapshot.facts).items()
+        for area, reason in every.items()
         if (not options.only or area in options.only) and area not in options.skip
     }
+    counted = "devices" in snapshot.facts and "devices" not in every
     return QuickResult(
         findings=findings,
-        chips=len(view.devices.chips),
+        chips=len(view.devices.chips) if counted else None,
         summary=_summary(view),
         unchecked=gaps,
         python_choice=None if machine.from_file else snapshot.target.get("python_choice"),
