@@ -148,6 +148,14 @@ def test_nodes_that_differ_alike_are_said_once(snaps):
         f"  {pseudonym('cann')}  (cann.json)",
         "      cann.toolkit: 8.0.RC3  (majority: 8.0.0)",
     ]
+    # --limit counts nodes: a group is listed whole, the first one always
+    short = render(compare(items), limit=3).splitlines()
+    assert short[start + 1 :] == [
+        f"  3 nodes: {drivers}",
+        "      driver: 23.0.6  (majority: 24.1.rc2)",
+        "  ... and 1 more (use --json for all)",
+    ]
+    assert render(compare(items), limit=1).splitlines()[start + 1 :] == short[start + 1 :]
 
 
 def test_cli_bad_input(snaps, tmp_path):

@@ -28,8 +28,8 @@ def _same_differences(differing: List[Dict[str, Any]]) -> List[List[Dict[str, An
 
 def render(report: Dict[str, Any], limit: int = 50) -> str:
     """The human report: the majority stack, then the nodes that differ, those that differ
-    alike said once (at most ``limit`` such groups listed in full), split fields and
-    unreadable snapshots."""
+    alike said once (groups listed in full up to ``limit`` nodes; the first group always),
+    split fields and unreadable snapshots."""
     lines: List[str] = []
     n = report["nodes"]
     differing = report["differing"]
@@ -56,16 +56,18 @@ def render(report: Dict[str, Any], limit: int = 50) -> str:
     if differing:
         lines.append("")
         lines.append("Nodes that differ from the majority:")
-        groups = _same_differences(differing)
-        for group in groups[:limit]:
+        listed = 0  # nodes: ``limit`` counts nodes, a group is shown whole or not at all
+        for group in _same_differences(differing):
+            if listed and listed + len(group) > limit:
+                break
             named = [f"{_q(item['node'])}  ({_q(item['source'])})" for item in group[:10]]
             more = f", ... (+{len(group) - 10})" if len(group) > 10 else ""
             lines.append(f"  {f'{len(group)} nodes: ' if len(group) > 1 else ''}{', '.join(named)}{more}")
             for d in group[0]["differences"]:
                 lines.append(f"      {d['field']}: {_q(d['value'])}  (majority: {_q(d['majority'])})")
-        if len(groups) > limit:
-            rest = sum(len(group) for group in groups[limit:])
-            lines.append(f"  ... and {rest} more (use --json for all)")
+            listed += len(group)
+        if listed < len(differing):
+            lines.append(f"  ... and {len(differing) - listed} more (use --json for all)")
     for item in report["split"]:
         lines.append("")
         lines.append(f"No majority for {item['field']}:")
