@@ -116,20 +116,26 @@ def test_vllm_installed_after_vllm_ascend_is_one_finding_whose_fix_keeps_every_n
     assert "PKG004" in listed and "PKG001" not in listed, listed
 
 
+def _torch_npu_moved_on(tmp_path, build: str):
+    """The k01 scenario (vllm-ascend 0.11.0rc3 pinning torch and torch-npu 2.7.1 beside vllm
+    0.11.0's torch 2.8.0) with torch_npu ``build`` for torch 2.8.0 installed instead of 2.7.1."""
+    scenario = prepare(SCENARIOS / "k01-vllm-and-vllm-ascend-torch-conflict", tmp_path)
+    site = scenario / "root/usr/local/python3.11.13/lib/python3.11/site-packages"
+    info = site / f"torch_npu-{build}.dist-info"
+    (site / "torch_npu-2.7.1.dist-info").rename(info)
+    metadata = (info / "METADATA").read_text()
+    (info / "METADATA").write_text(
+        metadata.replace("Version: 2.7.1", f"Version: {build}").replace("torch==2.7.1", "torch==2.8.0")
+    )
+    return scenario
+
+
 def test_every_unmet_pin_of_one_framework_is_one_finding_with_one_fix(tmp_path):
     # case 03 a step further: torch_npu 2.8.0 (the build for torch 2.8.0, Requires-Dist
     # torch==2.8.0) installed to match vllm's torch, so vllm-ascend 0.11.0rc3's pins on torch
     # and torch-npu are both unmet.  One cause, one finding: two findings each gave a fix that
     # undid the other's (one installed torch 2.7.1, the other reinstalled vllm, torch 2.8.0).
-    scenario = prepare(SCENARIOS / "k01-vllm-and-vllm-ascend-torch-conflict", tmp_path)
-    site = scenario / "root/usr/local/python3.11.13/lib/python3.11/site-packages"
-    info = site / "torch_npu-2.8.0.dist-info"
-    (site / "torch_npu-2.7.1.dist-info").rename(info)
-    metadata = (info / "METADATA").read_text()
-    (info / "METADATA").write_text(
-        metadata.replace("Version: 2.7.1", "Version: 2.8.0").replace("torch==2.7.1", "torch==2.8.0")
-    )
-    doc = run_check(scenario).doc
+    doc = run_check(_torch_npu_moved_on(tmp_path, "2.8.0")).doc
     py = "/usr/local/python3.11.13/bin/python3.11"
     pin = _one(doc, "PKG004")
     assert pin["subject"] == "vllm-ascend:torch+torch-npu"
@@ -141,6 +147,23 @@ def test_every_unmet_pin_of_one_framework_is_one_finding_with_one_fix(tmp_path):
     assert pin["fix"][0].startswith("no torch release meets both pins: vllm 0.11.0 requires torch==2.8.0")
     assert pin["evidence"][1:3] == ["Requires-Dist: torch==2.7.1", "Requires-Dist: torch-npu==2.7.1"]
     assert "PKG001" not in {f["code"] for f in doc["findings"]}  # torch 2.8.0 and torch_npu 2.8.0 are a pair
+
+
+def test_the_cann_and_driver_to_install_are_those_of_the_build_the_framework_pins(tmp_path):
+    # torch_npu 2.8.0.post2 is paired with CANN 8.5.0 (HDK 25.5.0), but vllm-ascend pins 2.7.1,
+    # which its fix (PKG004) installs: the CANN (8.3.RC1) and the driver (25.3.rc1) to install
+    # are those of 2.7.1, or the fixes in order would leave torch_npu and CANN unpaired
+    doc = run_check(_torch_npu_moved_on(tmp_path, "2.8.0.post2")).doc
+    cann = _one(doc, "CANN001")
+    assert cann["title"] == (
+        "torch_npu 2.8.0.post2 is installed but no CANN toolkit is "
+        "(vllm_ascend 0.11.0rc3 needs torch_npu 2.7.1 with CANN 8.3.RC1)"
+    )
+    assert (cann["data"]["torch_npu"], cann["data"]["cann"]) == ("2.7.1", "8.3.RC1")
+    assert any("Ascend-cann-toolkit_8.3.RC1_linux-aarch64.run" in line for line in cann["fix"])
+    driver = _one(doc, "DRV001")
+    assert any("npu-driver_25.3.rc1_linux-aarch64.run" in line for line in driver["fix"]), driver["fix"]
+    assert not [line for f in doc["findings"] for line in f["fix"] if "8.5.0" in line or "25.5.0" in line]
 
 
 def test_a_torch_npu_no_framework_pins_keeps_the_option_of_its_build_for_the_torch(tmp_path):

@@ -39,6 +39,22 @@ def pinned_by(packages: PackagesFacts, torch_npu: str) -> Optional[Tuple[Distrib
     return None
 
 
+def pinned_elsewhere(packages: PackagesFacts, installed: str) -> Optional[Tuple[Distribution, str]]:
+    """The installed framework whose ``Requires-Dist`` pins exactly (``==``) a torch_npu
+    build other than ``installed``, and that build: the torch_npu its fix (PKG004)
+    installs, so that fixes computed from torch_npu are computed for it; ``None`` when no
+    framework pins another build."""
+    have = pep440_public(installed)
+    for rec in packages.effective():
+        if canonical_name(rec.name or "") == "torch-npu" or not rec.version:
+            continue
+        for req in requirements_on(list(rec.requires_dist), "torch-npu"):
+            pinned = [s.version for s in req.specifier if s.operator in ("==", "===")]
+            if len(pinned) == 1 and "*" not in pinned[0] and pep440_public(pinned[0]) != have:
+                return rec, pinned[0]
+    return None
+
+
 def framework_requiring(packages: PackagesFacts, cann: CannFacts, torch_npu: str) -> Optional[Tuple[str, str]]:
     """``("vllm-ascend 0.10.1", why)`` when an installed framework requires exactly the
     torch_npu build ``torch_npu``; ``None`` otherwise (also when a framework pins another

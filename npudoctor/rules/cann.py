@@ -38,12 +38,13 @@ from npudoctor.rules._cannfacts import (
     toolkit_line,
 )
 from npudoctor.rules._chipmove import move_with_row
-from npudoctor.rules._required import framework_requiring
+from npudoctor.rules._required import framework_requiring, pinned_elsewhere
 from npudoctor.rules.overview import npu_stack_present
 
 if TYPE_CHECKING:
     from npudoctor.context import RuleContext
     from npudoctor.facts.frameworks import FrameworksFacts
+    from npudoctor.facts.system import Distribution
     from npudoctor.knowledge.frameworks import FrameworkRow
     from npudoctor.knowledge.grades import Verdict
     from npudoctor.knowledge.matrix import Matrix
@@ -135,6 +136,10 @@ def no_cann(ctx: RuleContext) -> Iterable[Finding]:
         return
     tver = tnpu.version or ""
     evidence.insert(0, f"torch_npu {tver} installed in {tnpu.location}")
+    pin = pinned_elsewhere(ctx.view.packages, tver)
+    if pin is not None:
+        yield _for_pinned_build(ctx, tver, pin, evidence, arch)
+        return
     cann_ver, nearest, fix = _release_fix(ctx, tver, arch, evidence)
     yield NO_CANN.finding(
         title=f"torch_npu {tver} is installed but no CANN toolkit is"
@@ -146,6 +151,25 @@ def no_cann(ctx: RuleContext) -> Iterable[Finding]:
         evidence=evidence,
         fix=fix,
         data=dict({"torch_npu": tver, "cann": cann_ver}, **({"paired_by": nearest} if nearest else {})),
+    )
+
+
+def _for_pinned_build(
+    ctx: RuleContext, tver: str, pin: Tuple[Distribution, str], evidence: List[str], arch: Optional[str]
+) -> Finding:
+    """CANN001 when an installed framework pins another torch_npu build than ``tver``: the
+    CANN release for the pinned build, which the framework's fix (PKG004) installs, not
+    for the build it replaces."""
+    rec, build = pin
+    evidence.append(f"{rec.name} {rec.version} pins torch-npu=={build} (Requires-Dist): its fix (PKG004) installs it")
+    cann_ver, nearest, fix = _release_fix(ctx, build, arch, evidence)
+    needs = f"torch_npu {nearest}, the nearest paired release," if nearest else f"torch_npu {build}"
+    return NO_CANN.finding(
+        title=f"torch_npu {tver} is installed but no CANN toolkit is"
+        + (f" ({rec.name} {rec.version} needs {needs} with CANN {cann_ver})" if cann_ver else ""),
+        evidence=evidence,
+        fix=[f"for torch_npu {build}, the build {rec.name} {rec.version} pins:"] + fix,
+        data={"torch_npu": build, "cann": cann_ver, "for_release": f"{rec.name} {rec.version}"},
     )
 
 
