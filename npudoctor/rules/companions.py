@@ -120,16 +120,21 @@ def _pins_unmet(
             ),
         ]
     else:
+        # the pins in one pip command per index, so that pip resolves them together (one
+        # at a time, each install breaks the pin of the next for a moment, and pip says so)
         plat = platform(ctx.view.python, ctx.view.host)
+        by_index: Dict[Optional[str], List[str]] = {}
+        expected: List[str] = []
         for (target, req, _installed), clash in zip(unmet, clashes):
+            spec = f"{target}{req.specifier}"
             if clash is not None:
                 evidence.append(f"{describe(clash[0])} requires `{clash[1]}` (Requires-Dist)")
-                fix += _keep_vllm_ascend_pin(ctx, rec, req, target, clash)
-            else:
-                spec = f"{target}{req.specifier}"
-                fix.append(
-                    pip_install(ctx.view.python, spec, index=cpu_index(spec, plat) if target != "torch-npu" else None)
-                )
+                fix.append(_keep_vllm_ascend_pin(rec, spec, target, clash))
+                expected.append(f"{clash[0].version} requires {clash[1]}")
+            by_index.setdefault(cpu_index(spec, plat) if target != "torch-npu" else None, []).append(spec)
+        said = f"vllm-ascend's pin{'s' if len(unmet) > 1 else ''}; pip's message that vllm " if expected else ""
+        note = said + " and ".join(expected) + (" is expected" if expected else "")
+        fix += [pip_install(ctx.view.python, *specs, index=index, note=note) for index, specs in by_index.items()]
     return COMPANION.finding(
         title=f"{rec.name} {rec.version} requires {' and '.join(wanted)}, but {'; '.join(have)}",
         evidence=evidence,
@@ -154,29 +159,19 @@ def _vllm_clash(
     return None
 
 
-def _keep_vllm_ascend_pin(
-    ctx: RuleContext, rec: Distribution, req: Requirement, target: str, clash: Tuple[Distribution, Requirement]
-) -> List[Fix]:
-    """The fix when vllm and vllm-ascend pin ``target`` to releases no install meets
-    together: it says so, and installs vllm-ascend's pin.  That pin is the one to keep: it
-    names the torch_npu vllm-ascend is built for, and vllm runs on the NPU through
-    vllm-ascend; vllm-ascend's own install order (vllm first, then vllm-ascend, which
-    re-pins torch) leaves vllm's pin unmet, as its maintainers say it does."""
+def _keep_vllm_ascend_pin(rec: Distribution, wanted: str, target: str, clash: Tuple[Distribution, Requirement]) -> str:
+    """What to say when vllm and vllm-ascend pin ``target`` to releases no install meets
+    together (``wanted``: vllm-ascend's pin, which the fix installs).  That pin is the one
+    to keep: it names the torch_npu vllm-ascend is built for, and vllm runs on the NPU
+    through vllm-ascend; vllm-ascend's own install order (vllm first, then vllm-ascend,
+    which re-pins torch) leaves vllm's pin unmet, as its maintainers say it does."""
     vllm, theirs = clash
-    wanted = f"{target}{req.specifier}"
-    plat = platform(ctx.view.python, ctx.view.host)
-    return [
+    return (
         f"no {target} release meets both pins: {vllm.name} {vllm.version} requires {theirs}, "
         f"{rec.name} {rec.version} requires {wanted}. Keep the vllm-ascend pin (it names the torch_npu "
         "vllm-ascend is built for, and vllm runs on the NPU through it); the vllm pin stays unmet, as the "
-        "vllm-ascend install order (vllm first, then vllm-ascend) leaves it",
-        pip_install(
-            ctx.view.python,
-            wanted,
-            index=cpu_index(wanted, plat) if target != "torch-npu" else None,
-            note=f"vllm-ascend's pin; pip's message that vllm {vllm.version} requires {theirs} is expected",
-        ),
-    ]
+        "vllm-ascend install order (vllm first, then vllm-ascend) leaves it"
+    )
 
 
 class _Release(NamedTuple):
