@@ -111,7 +111,7 @@ RULE_MODULES = (
 # (module, the areas of the codes it names: what its rules can report)
 RULE_AREAS = (
     ('npudoctor.rules.access', ('host',)),
-    ('npudoctor.rules.cann', ('cann',)),
+    ('npudoctor.rules.cann', ('packages', 'cann')),
     ('npudoctor.rules.cann_addons', ('cann',)),
     ('npudoctor.rules.capabilities', ('devices',)),
     ('npudoctor.rules.chips', ('cann', 'devices')),

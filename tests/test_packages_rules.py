@@ -170,6 +170,28 @@ def test_the_cann_and_driver_to_install_are_those_of_the_build_the_framework_pin
     assert not [line for f in doc["findings"] for line in f["fix"] if "8.5.0" in line or "25.5.0" in line]
 
 
+def test_a_cann_mismatch_the_pinned_build_mends_folds_under_the_pin(tmp_path):
+    # vllm-ascend 0.11.0rc2 pins torch-npu==2.7.1 on CANN 8.2.RC1, with the release candidate
+    # 2.7.1rc1 installed instead: CANN003 judges 2.7.1rc1 on 8.2.RC1, but the build the pin
+    # installs (PKG004's fix) fits 8.2.RC1, so the pin is the one cause
+    scenario = prepare(SCENARIOS / "fw-vllm-ascend-0.11.0rc2-on-cann-8.2.RC1", tmp_path)
+    site = scenario / "root/usr/local/lib/python3.10/site-packages"
+    info = site / "torch_npu-2.7.1rc1.dist-info"
+    (site / "torch_npu-2.7.1.dist-info").rename(info)
+    (info / "METADATA").write_text((info / "METADATA").read_text().replace("Version: 2.7.1", "Version: 2.7.1rc1"))
+    doc = run_check(scenario).doc
+    pin = _one(doc, "PKG004")
+    assert pin["title"] == "vllm_ascend 0.11.0rc2 requires torch-npu==2.7.1, but torch-npu 2.7.1rc1 is installed"
+    cann = _one(doc, "CANN003")
+    assert cann["data"]["because"] == "PKG004"
+    assert cann["evidence"][-1] == (
+        "vllm_ascend 0.11.0rc2 pins torch-npu==2.7.1 (Requires-Dist), which fits CANN 8.2.RC1: its fix (PKG004) "
+        "installs it"
+    )
+    listed = [f.code for f in fix_list([Finding.from_dict(f) for f in doc["findings"]])]
+    assert "PKG004" in listed and "CANN003" not in listed, listed
+
+
 def test_a_torch_npu_no_framework_pins_keeps_the_option_of_its_build_for_the_torch(tmp_path):
     run = run_check(prepare(REPO / "examples" / "torch-npu-torch-mismatch", tmp_path))
     pairing = _one(run.doc, "PKG001")

@@ -392,6 +392,18 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
         "window": verdict.window,
         "recommend": verdict.recommend,
     }
+    pin = pinned_elsewhere(ctx.view.packages, tver)
+    if pin is not None:
+        # a framework pins another build: when that one fits this CANN, the framework's fix
+        # (PKG004) mends this too, and this finding folds under it
+        rec, build = pin
+        fits = _torch_npu_verdict(matrix, build, cver, ctx.view.packages.torch_version, ctx.view.frameworks)
+        if grades.severity(fits) is None:
+            evidence.append(
+                f"{rec.name} {rec.version} pins torch-npu=={build} (Requires-Dist), which fits CANN {cver}: "
+                "its fix (PKG004) installs it"
+            )
+            data["because"] = "PKG004"
     if verdict.grade is Grade.SAME_LINE:
         required = framework_requiring(ctx.view.packages, ctx.view.cann, tver) if verdict.unofficial else None
         yield _same_line(tver, cver, verdict, sev, required, evidence, data)
