@@ -10,7 +10,7 @@ the build its documentation requires.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Mapping, Optional, Tuple
 
 from npudoctor.knowledge.frameworks import rows_for
 from npudoctor.knowledge.versions import pep440_public
@@ -39,16 +39,19 @@ def pinned_by(packages: PackagesFacts, torch_npu: str) -> Optional[Tuple[Distrib
     return None
 
 
-def pinned_elsewhere(packages: PackagesFacts, installed: str) -> Optional[Tuple[Distribution, str]]:
+def pinned_elsewhere(
+    packages: PackagesFacts, installed: str, environment: Mapping[str, str]
+) -> Optional[Tuple[Distribution, str]]:
     """The installed framework whose ``Requires-Dist`` pins exactly (``==``) a torch_npu
-    build other than ``installed``, and that build: the torch_npu its fix (PKG004)
-    installs, so that fixes computed from torch_npu are computed for it; ``None`` when no
-    framework pins another build."""
+    build other than ``installed`` for the target interpreter (``environment``: its PEP 508
+    marker variables, as PKG004 evaluates them), and that build: the torch_npu its fix
+    (PKG004) installs, so that fixes computed from torch_npu are computed for it; ``None``
+    when no framework pins another build."""
     have = pep440_public(installed)
     for rec in packages.effective():
         if canonical_name(rec.name or "") == "torch-npu" or not rec.version:
             continue
-        for req in requirements_on(list(rec.requires_dist), "torch-npu"):
+        for req in requirements_on(list(rec.requires_dist), "torch-npu", environment):
             pinned = [s.version for s in req.specifier if s.operator in ("==", "===")]
             if len(pinned) == 1 and "*" not in pinned[0] and pep440_public(pinned[0]) != have:
                 return rec, pinned[0]

@@ -38,6 +38,7 @@ from npudoctor.rules._cannfacts import (
     toolkit_line,
 )
 from npudoctor.rules._chipmove import move_with_row
+from npudoctor.rules._pyfacts import marker_env
 from npudoctor.rules._required import framework_requiring, pinned_elsewhere
 from npudoctor.rules.overview import npu_stack_present
 
@@ -136,7 +137,7 @@ def no_cann(ctx: RuleContext) -> Iterable[Finding]:
         return
     tver = tnpu.version or ""
     evidence.insert(0, f"torch_npu {tver} installed in {tnpu.location}")
-    pin = pinned_elsewhere(ctx.view.packages, tver)
+    pin = pinned_elsewhere(ctx.view.packages, tver, marker_env(ctx.view.python, ctx.view.host))
     if pin is not None:
         yield _for_pinned_build(ctx, tver, pin, evidence, arch)
         return
@@ -392,7 +393,7 @@ def torch_npu_cann(ctx: RuleContext) -> Iterable[Finding]:
         "window": verdict.window,
         "recommend": verdict.recommend,
     }
-    pin = pinned_elsewhere(ctx.view.packages, tver)
+    pin = pinned_elsewhere(ctx.view.packages, tver, marker_env(ctx.view.python, ctx.view.host))
     if pin is not None:
         # a framework pins another build: when that one fits this CANN, the framework's fix
         # (PKG004) mends this too, and this finding folds under it

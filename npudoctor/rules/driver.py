@@ -24,6 +24,7 @@ from npudoctor.remedies.cann import Step
 from npudoctor.remedies.world import host_mounts_fix
 from npudoctor.rules import rule
 from npudoctor.rules._cannfacts import cann_pairing, cann_plan, driver_version, host_arch, not_in_matrix_line
+from npudoctor.rules._pyfacts import marker_env
 from npudoctor.rules._required import pinned_elsewhere
 
 if TYPE_CHECKING:
@@ -147,7 +148,7 @@ def driver_missing(ctx: RuleContext) -> Iterable[Finding]:
     elif not toolkits and tnpu is not None and ctx.matrix is not None:
         # no CANN yet: the one CANN001 installs decides the HDK (the pairing of the torch_npu
         # build a framework pins, which its fix installs, else of the installed one)
-        pin = pinned_elsewhere(ctx.view.packages, tnpu.version or "")
+        pin = pinned_elsewhere(ctx.view.packages, tnpu.version or "", marker_env(ctx.view.python, ctx.view.host))
         row, _nearest = cann_pairing(ctx.matrix, pin[1] if pin is not None else tnpu.version or "")
         if row is not None:
             from npudoctor.plan.fit import hdk_for
