@@ -10,7 +10,7 @@ the build its documentation requires.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Iterator, List, Mapping, Optional, Tuple
 
 from npudoctor.knowledge.frameworks import rows_for
 from npudoctor.knowledge.versions import pep440_public
@@ -23,19 +23,27 @@ if TYPE_CHECKING:
     from npudoctor.facts.system import Distribution, PackagesFacts
 
 
+def _torch_npu_pins(
+    packages: PackagesFacts, environment: Optional[Mapping[str, str]] = None
+) -> Iterator[Tuple[Distribution, Requirement, List[str]]]:
+    """Each installed distribution's ``Requires-Dist`` on torch-npu (those that apply to
+    ``environment``, when given) with the versions it pins exactly (``==``/``===``)."""
+    for rec in packages.effective():
+        if canonical_name(rec.name or "") == "torch-npu" or not rec.version:
+            continue
+        for req in requirements_on(list(rec.requires_dist), "torch-npu", environment):
+            yield rec, req, [s.version for s in req.specifier if s.operator in ("==", "===")]
+
+
 def pinned_by(packages: PackagesFacts, torch_npu: str) -> Optional[Tuple[Distribution, Requirement]]:
     """The installed distribution whose ``Requires-Dist`` pins exactly the torch_npu build
     ``torch_npu`` (``==``), with that requirement; ``None`` when none does."""
     want = pep440_public(torch_npu)
     if want is None:
         return None
-    for rec in packages.effective():
-        if canonical_name(rec.name or "") == "torch-npu" or not rec.version:
-            continue
-        for req in requirements_on(list(rec.requires_dist), "torch-npu"):
-            pinned = [s.version for s in req.specifier if s.operator in ("==", "===")]
-            if any(pep440_public(p) == want for p in pinned):
-                return rec, req
+    for rec, req, pinned in _torch_npu_pins(packages):
+        if any(pep440_public(p) == want for p in pinned):
+            return rec, req
     return None
 
 
@@ -48,13 +56,9 @@ def pinned_elsewhere(
     (PKG004) installs, so that fixes computed from torch_npu are computed for it; ``None``
     when no framework pins another build."""
     have = pep440_public(installed)
-    for rec in packages.effective():
-        if canonical_name(rec.name or "") == "torch-npu" or not rec.version:
-            continue
-        for req in requirements_on(list(rec.requires_dist), "torch-npu", environment):
-            pinned = [s.version for s in req.specifier if s.operator in ("==", "===")]
-            if len(pinned) == 1 and "*" not in pinned[0] and pep440_public(pinned[0]) != have:
-                return rec, pinned[0]
+    for rec, _req, pinned in _torch_npu_pins(packages, environment):
+        if len(pinned) == 1 and "*" not in pinned[0] and pep440_public(pinned[0]) != have:
+            return rec, pinned[0]
     return None
 
 
